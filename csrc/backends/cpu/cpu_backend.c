@@ -1,0 +1,61 @@
+/* cpu_backend.c - the CPU backend table: host memory, synchronous execution.
+ *
+ * The CPU is device "cpu": its memory is the host's, and ops run on the
+ * caller's thread (the bindings release the GIL around large ones). A CPU
+ * tensor can still be the target of an asynchronous copy from a device, so
+ * before touching data we wait for any pending write (or read, for the
+ * output) recorded on its storage. */
+#include <string.h>
+
+#include "../../core/pg_backend.h"
+#include "cpu_kernels.h"
+
+pg_status pg_cpu_execute(const pg_node *node)
+{
+    switch (node->op) {
+    case PG_OP_FILL: return pg_cpu_fill(node);
+    case PG_OP_COPY: return pg_cpu_copy(node);
+    case PG_OP_BINARY: return pg_cpu_binary(node);
+    case PG_OP_UNARY: return pg_cpu_unary(node);
+    case PG_OP_REDUCE: return pg_cpu_reduce(node);
+    case PG_OP_MATMUL: return pg_cpu_matmul(node);
+    case PG_OP_ARANGE: return pg_cpu_arange(node);
+    case PG_OP_RANDOM: return pg_cpu_random(node);
+    default: return pg_error_set(PG_ERR_RUNTIME, "unknown op %d", node->op);
+    }
+}
+
+static int cpu_device_count(const pg_backend *be)
+{
+    (void)be;
+    return 1;
+}
+
+static pg_status cpu_device_name(const pg_backend *be, int index, char *buf, size_t len)
+{
+    (void)be;
+    (void)index;
+    strncpy(buf, "host CPU", len - 1);
+    buf[len - 1] = 0;
+    return PG_OK;
+}
+
+static pg_status cpu_launch(const pg_backend *be, int index, const pg_node *node)
+{
+    (void)be;
+    (void)index;
+    for (int i = 0; i < node->nsrc; i++)
+        if (node->src[i].storage->writer)
+            PG_TRY(pg_storage_wait(node->src[i].storage));
+    if (node->dst.storage->writer)
+        PG_TRY(pg_storage_wait_idle(node->dst.storage));
+    return pg_cpu_execute(node);
+}
+
+const pg_backend pg_cpu_backend = {
+    .name = "cpu",
+    .type = PG_DEV_CPU,
+    .device_count = cpu_device_count,
+    .device_name = cpu_device_name,
+    .launch = cpu_launch,
+};

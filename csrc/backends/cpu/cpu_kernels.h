@@ -1,0 +1,31 @@
+/* cpu_kernels.h - the CPU backend's kernels: the reference implementation.
+ *
+ * pg_cpu_execute runs one pg_node synchronously on the calling thread. The
+ * cpu backend calls it directly; the sim backend calls it from its device
+ * worker threads; the CUDA kernels are tested against it. One file per op
+ * family: cpu_elementwise.c (fill, copy/cast, binary, unary), cpu_reduce.c,
+ * cpu_matmul.c (cblas), cpu_generate.c (arange, random). */
+#ifndef PG_CPU_KERNELS_H
+#define PG_CPU_KERNELS_H
+
+#include "../../core/pg_node.h"
+
+pg_status pg_cpu_execute(const pg_node *node);
+
+pg_status pg_cpu_fill(const pg_node *node);
+pg_status pg_cpu_copy(const pg_node *node);
+pg_status pg_cpu_binary(const pg_node *node);
+pg_status pg_cpu_unary(const pg_node *node);
+pg_status pg_cpu_reduce(const pg_node *node);
+pg_status pg_cpu_matmul(const pg_node *node);
+pg_status pg_cpu_arange(const pg_node *node);
+pg_status pg_cpu_random(const pg_node *node);
+
+/* Walk up to three same-shape strided operands (operand 0 is the output) and
+ * call `loop` on runs along the innermost (coalesced) axis. Strides passed to
+ * `loop` are in bytes. */
+typedef void (*pg_cpu_loop_fn)(int64_t n, char **ptrs, const int64_t *strides, const void *arg);
+void pg_cpu_iterate(int nops, const pg_tensor *const *ops, char **ptrs_override,
+                    pg_cpu_loop_fn loop, const void *arg);
+
+#endif

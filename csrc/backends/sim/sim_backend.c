@@ -1,0 +1,401 @@
+/* sim_backend.c - the simulated accelerator's backend table (see sim_backend.h).
+ *
+ * Ops are queued to the device's compute stream and run there by the CPU
+ * kernels; copies marked non_blocking go to the device's copy stream, which
+ * waits only for the work that produced its source, so copies overlap with
+ * compute they do not depend on. Every storage touched by queued work records
+ * (stream, seq) events; pg_storage_wait() comes back here to wait on them. */
+#include "sim_backend.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../core/pg_stats.h"
+#include "../../core/pg_stream.h"
+#include "../cpu/cpu_kernels.h"
+
+enum { ROLE_COMPUTE = 0, ROLE_COPY = 1 };
+
+typedef struct sim_device {
+    int index;
+    pg_stream *stream[2];     /* compute, copy; created on first use */
+    pthread_mutex_t lock;     /* guards the fields below */
+    char *first_error;        /* first async failure since the last synchronize */
+    char fault_op[64];        /* inject_fault: the op name to fail next */
+    size_t used;              /* raw bytes allocated */
+} sim_device;
+
+static sim_device g_dev[PG_MAX_DEVICES_PER_TYPE];
+static int g_count = -1;
+static size_t g_mem_limit;
+static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Storage events are written by enqueuers and read by waiters on other
+ * threads; a (stream, seq) pair must never be seen half-updated. */
+static pthread_mutex_t g_event_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { double latency_us, h2d_gbps, d2h_gbps; } g_link;
+
+static void sim_init(void)
+{
+    pthread_mutex_lock(&g_init_lock);
+    if (g_count < 0) {
+        const char *env = getenv("PYGPU_SIM_DEVICES");
+        int n = env ? atoi(env) : 2;
+        g_count = n < 0 ? 0 : n > PG_MAX_DEVICES_PER_TYPE ? PG_MAX_DEVICES_PER_TYPE : n;
+        const char *mem = getenv("PYGPU_SIM_MEMORY_MB");
+        long mb = mem ? atol(mem) : 8192;
+        g_mem_limit = (size_t)(mb > 0 ? mb : 8192) << 20;
+        for (int i = 0; i < PG_MAX_DEVICES_PER_TYPE; i++) {
+            g_dev[i].index = i;
+            pthread_mutex_init(&g_dev[i].lock, NULL);
+        }
+    }
+    pthread_mutex_unlock(&g_init_lock);
+}
+
+size_t pg_sim_memory_limit(void)
+{
+    sim_init();
+    return g_mem_limit;
+}
+
+/* ---- the link model ------------------------------------------------------------------- */
+
+void pg_sim_configure_link(double latency_us, double h2d_gbps, double d2h_gbps)
+{
+    g_link.latency_us = latency_us;
+    g_link.h2d_gbps = h2d_gbps;
+    g_link.d2h_gbps = d2h_gbps;
+}
+
+void pg_sim_link(double *latency_us, double *h2d_gbps, double *d2h_gbps)
+{
+    *latency_us = g_link.latency_us;
+    *h2d_gbps = g_link.h2d_gbps;
+    *d2h_gbps = g_link.d2h_gbps;
+}
+
+static uint64_t link_ns(int kind, size_t bytes)
+{
+    double gbps = kind == PG_COPY_H2D ? g_link.h2d_gbps : kind == PG_COPY_D2H ? g_link.d2h_gbps : 0;
+    double ns = g_link.latency_us * 1e3;
+    if (gbps > 0)
+        ns += (double)bytes / gbps; /* bytes / (GB/s) = ns */
+    return (uint64_t)ns;
+}
+
+/* Sleep most of the way, then spin: nanosleep alone overshoots by tens of us. */
+static void wait_until(uint64_t t_end)
+{
+    uint64_t now = pg_now_ns();
+    if (t_end > now + 200000) {
+        uint64_t ns = t_end - now - 100000;
+        struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+        nanosleep(&ts, NULL);
+    }
+    while (pg_now_ns() < t_end) {
+    }
+}
+
+/* ---- the worker side ------------------------------------------------------------------ */
+
+static void record_failure(sim_device *d, pg_storage *dst, const char *msg)
+{
+    pg_storage_set_error(dst, msg);
+    pthread_mutex_lock(&d->lock);
+    if (!d->first_error)
+        d->first_error = strdup(msg);
+    pthread_mutex_unlock(&d->lock);
+}
+
+static void run_copy(const pg_copy *c)
+{
+    uint64_t t0 = pg_now_ns();
+    uint64_t model = link_ns(c->kind, c->nbytes);
+    if (c->nbytes)
+        memcpy((char *)c->dst->data + c->dst_offset, (const char *)c->src->data + c->src_offset,
+               c->nbytes);
+    if (model)
+        wait_until(t0 + model);
+    pg_stats_transfer_time(c->src->device, c->dst->device, pg_now_ns() - t0);
+}
+
+static void exec_task(void *ctx, pg_task *t)
+{
+    sim_device *d = ctx;
+    char msg[PG_ERRMSG_LEN + 128];
+    if (t->kind == 1) {
+        char *err = atomic_load(&t->u.copy.src->error);
+        if (err)
+            pg_storage_set_error(t->u.copy.dst, err);
+        else
+            run_copy(&t->u.copy);
+        return;
+    }
+    const pg_node *n = &t->u.node;
+    for (int i = 0; i < n->nsrc; i++) {
+        char *err = atomic_load(&n->src[i].storage->error);
+        if (err) {
+            snprintf(msg, sizeof msg, "'%s' on sim:%d was skipped: its input comes from a failed op: %s",
+                     n->name, d->index, err);
+            pg_storage_set_error(n->dst.storage, msg);
+            return; /* the root cause is already in first_error */
+        }
+    }
+    bool fault = false;
+    pthread_mutex_lock(&d->lock);
+    if (d->fault_op[0] && strcmp(d->fault_op, n->name) == 0) {
+        fault = true;
+        d->fault_op[0] = 0;
+    }
+    pthread_mutex_unlock(&d->lock);
+    pg_status st = fault ? pg_error_set(PG_ERR_RUNTIME, "simulated device fault "
+                                                        "(pygpu.sim.inject_fault)")
+                         : pg_cpu_execute(n);
+    if (st != PG_OK) {
+        snprintf(msg, sizeof msg, "op '%s' failed on sim:%d: %s", n->name, d->index,
+                 pg_error_message());
+        record_failure(d, n->dst.storage, msg);
+    }
+}
+
+static pg_status get_stream(sim_device *d, int role, pg_stream **out)
+{
+    pthread_mutex_lock(&d->lock);
+    pg_status st = PG_OK;
+    if (!d->stream[role]) {
+        char name[16];
+        snprintf(name, sizeof name, "pygpu-sim%d-%s", d->index, role ? "cp" : "op");
+        st = pg_stream_create(exec_task, d, name, &d->stream[role]);
+    }
+    *out = d->stream[role];
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+/* ---- the enqueue side ----------------------------------------------------------------- */
+
+static void add_dep(pg_task *t, pg_event e, pg_stream *self)
+{
+    if (e.stream && e.stream != self && !pg_stream_done(e.stream, e.seq))
+        t->deps[t->ndeps++] = e;
+}
+
+/* Under g_event_lock: gather the events `t` must wait for, then stamp the
+ * storages with the new task's event. */
+static void enqueue_with_events(pg_stream *s, int role, pg_task *t, pg_storage **reads, int nreads,
+                                pg_storage *write)
+{
+    pthread_mutex_lock(&g_event_lock);
+    for (int i = 0; i < nreads; i++)
+        add_dep(t, reads[i]->last_write, s);
+    add_dep(t, write->last_write, s);
+    add_dep(t, write->last_read[0], s);
+    add_dep(t, write->last_read[1], s);
+    uint64_t seq = pg_stream_enqueue(s, t);
+    pg_event e = {s, seq};
+    for (int i = 0; i < nreads; i++) {
+        reads[i]->last_read[role] = e;
+        reads[i]->writer = &pg_sim_backend;
+    }
+    write->last_write = e;
+    write->writer = &pg_sim_backend;
+    pthread_mutex_unlock(&g_event_lock);
+}
+
+static pg_status sim_launch(const pg_backend *be, int index, const pg_node *node)
+{
+    (void)be;
+    pg_stream *s;
+    PG_TRY(get_stream(&g_dev[index], ROLE_COMPUTE, &s));
+    pg_task t;
+    t.kind = 0;
+    t.u.node = *node;
+    t.ndeps = 0;
+    t.nhold = 0;
+    pg_storage *reads[PG_NODE_MAX_SRC];
+    for (int i = 0; i < node->nsrc; i++) {
+        reads[i] = node->src[i].storage;
+        t.hold[t.nhold++] = reads[i];
+    }
+    t.hold[t.nhold++] = node->dst.storage;
+    for (int i = 0; i < t.nhold; i++)
+        pg_storage_retain(t.hold[i]);
+    enqueue_with_events(s, ROLE_COMPUTE, &t, reads, node->nsrc, node->dst.storage);
+    return PG_OK;
+}
+
+static pg_status sim_copy(const pg_backend *be, int index, const pg_copy *c)
+{
+    (void)be;
+    if (!c->async) { /* blocking: the calling thread moves the bytes once the source is ready */
+        PG_TRY(pg_storage_wait(c->src));
+        PG_TRY(pg_storage_wait_idle(c->dst));
+        run_copy(c);
+        return PG_OK;
+    }
+    pg_stream *s;
+    PG_TRY(get_stream(&g_dev[index], ROLE_COPY, &s));
+    pg_task t;
+    t.kind = 1;
+    t.u.copy = *c;
+    t.ndeps = 0;
+    t.nhold = 2;
+    t.hold[0] = c->src;
+    t.hold[1] = c->dst;
+    pg_storage_retain(c->src);
+    pg_storage_retain(c->dst);
+    pg_storage *reads[1] = {c->src};
+    enqueue_with_events(s, ROLE_COPY, &t, reads, 1, c->dst);
+    return PG_OK;
+}
+
+static pg_status sim_wait_storage(const pg_backend *be, pg_storage *s, bool idle)
+{
+    (void)be;
+    pthread_mutex_lock(&g_event_lock);
+    pg_event w = s->last_write, r0 = s->last_read[0], r1 = s->last_read[1];
+    pthread_mutex_unlock(&g_event_lock);
+    pg_stream_wait_event(w);
+    if (idle) {
+        pg_stream_wait_event(r0);
+        pg_stream_wait_event(r1);
+    }
+    return PG_OK; /* the generic layer reports s->error */
+}
+
+static pg_status sim_synchronize(const pg_backend *be, int index)
+{
+    (void)be;
+    sim_device *d = &g_dev[index];
+    for (int role = 0; role < 2; role++) {
+        pthread_mutex_lock(&d->lock);
+        pg_stream *s = d->stream[role];
+        pthread_mutex_unlock(&d->lock);
+        if (s)
+            pg_stream_wait(s, pg_stream_last(s));
+    }
+    pthread_mutex_lock(&d->lock);
+    char *err = d->first_error;
+    d->first_error = NULL;
+    pthread_mutex_unlock(&d->lock);
+    if (err) {
+        pg_status st = pg_error_set(PG_ERR_ASYNC, "%s", err);
+        free(err);
+        return st;
+    }
+    return PG_OK;
+}
+
+pg_status pg_sim_inject_fault(int index, const char *op)
+{
+    sim_init();
+    if (index < 0 || index >= g_count)
+        return pg_error_set(PG_ERR_UNAVAILABLE, "sim:%d does not exist", index);
+    sim_device *d = &g_dev[index];
+    pthread_mutex_lock(&d->lock);
+    snprintf(d->fault_op, sizeof d->fault_op, "%s", op);
+    pthread_mutex_unlock(&d->lock);
+    return PG_OK;
+}
+
+void pg_sim_shutdown(void)
+{
+    for (int i = 0; i < PG_MAX_DEVICES_PER_TYPE; i++) {
+        for (int role = 0; role < 2; role++) {
+            pg_stream_destroy(g_dev[i].stream[role]);
+            g_dev[i].stream[role] = NULL;
+        }
+        free(g_dev[i].first_error);
+        g_dev[i].first_error = NULL;
+    }
+}
+
+/* ---- memory and identity -------------------------------------------------------------- */
+
+static int sim_device_count(const pg_backend *be)
+{
+    (void)be;
+    sim_init();
+    return g_count;
+}
+
+static pg_status sim_device_name(const pg_backend *be, int index, char *buf, size_t len)
+{
+    (void)be;
+    snprintf(buf, len, "pygpu simulated accelerator %d", index);
+    return PG_OK;
+}
+
+static size_t sim_total_memory(const pg_backend *be, int index)
+{
+    (void)be;
+    (void)index;
+    return pg_sim_memory_limit();
+}
+
+static pg_status sim_raw_alloc(const pg_backend *be, int index, size_t nbytes, void **ptr)
+{
+    (void)be;
+    sim_device *d = &g_dev[index];
+    pthread_mutex_lock(&d->lock);
+    bool fits = nbytes <= g_mem_limit - d->used && nbytes < SIZE_MAX - 64;
+    if (fits)
+        d->used += nbytes;
+    pthread_mutex_unlock(&d->lock);
+    if (!fits)
+        return pg_error_set(PG_ERR_NOMEM, "sim:%d has %zu bytes of memory", index, g_mem_limit);
+    char *raw;
+    if (posix_memalign((void **)&raw, 64, nbytes + 64) != 0) {
+        pthread_mutex_lock(&d->lock);
+        d->used -= nbytes;
+        pthread_mutex_unlock(&d->lock);
+        return pg_error_set(PG_ERR_NOMEM, "host memory backing sim:%d is exhausted", index);
+    }
+    *(size_t *)raw = nbytes; /* a 64-byte header remembers the size for sim_raw_free */
+    *ptr = raw + 64;
+    return PG_OK;
+}
+
+static void sim_raw_free(const pg_backend *be, int index, void *ptr)
+{
+    (void)be;
+    char *raw = (char *)ptr - 64;
+    sim_device *d = &g_dev[index];
+    pthread_mutex_lock(&d->lock);
+    d->used -= *(size_t *)raw;
+    pthread_mutex_unlock(&d->lock);
+    free(raw);
+}
+
+static pg_status sim_host_alloc(const pg_backend *be, size_t nbytes, void **ptr)
+{
+    (void)be;
+    if (posix_memalign(ptr, 64, nbytes ? nbytes : 64) != 0)
+        return pg_error_set(PG_ERR_NOMEM, "cannot allocate %zu bytes of pinned host memory", nbytes);
+    return PG_OK;
+}
+
+static void sim_host_free(const pg_backend *be, void *ptr)
+{
+    (void)be;
+    free(ptr);
+}
+
+const pg_backend pg_sim_backend = {
+    .name = "sim",
+    .type = PG_DEV_SIM,
+    .device_count = sim_device_count,
+    .device_name = sim_device_name,
+    .total_memory = sim_total_memory,
+    .raw_alloc = sim_raw_alloc,
+    .raw_free = sim_raw_free,
+    .host_alloc_pinned = sim_host_alloc,
+    .host_free_pinned = sim_host_free,
+    .launch = sim_launch,
+    .copy = sim_copy,
+    .wait_storage = sim_wait_storage,
+    .synchronize = sim_synchronize,
+};

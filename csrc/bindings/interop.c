@@ -1,0 +1,499 @@
+/* interop.c - NumPy and DLPack: zero-copy in and out of pygpu.
+ *
+ * from_numpy wraps an ndarray's memory in a storage that holds a reference
+ * to the array (so the array lives as long as any view of it); numpy() and
+ * the buffer protocol hand out views that hold the tensor. DLPack does the
+ * same through capsules, versioned (1.0) or legacy. A device tensor reaches
+ * NumPy only through a counted transfer. */
+#define PY_ARRAY_UNIQUE_SYMBOL pygpu_ARRAY_API
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#include "tensor_object.h"
+
+#include <numpy/arrayobject.h>
+#include <string.h>
+
+#include "dlpack.h"
+
+int pg_numpy_init(void)
+{
+    import_array1(-1);
+    return 0;
+}
+
+static int npy_type(int dt)
+{
+    switch (dt) {
+    case PG_BOOL: return NPY_BOOL;
+    case PG_INT64: return NPY_INT64;
+    case PG_FLOAT32: return NPY_FLOAT32;
+    default: return NPY_FLOAT64;
+    }
+}
+
+/* NumPy type number -> pg dtype, or -1 with a TypeError naming the dtype */
+static int from_npy_type(PyArray_Descr *d)
+{
+    if (!PyDataType_ISNOTSWAPPED(d)) {
+        PyErr_SetString(PyExc_TypeError, "byte-swapped (non-native endian) arrays are not "
+                                         "supported; convert with a.astype(a.dtype.newbyteorder('='))");
+        return -1;
+    }
+    switch (d->type_num) {
+    case NPY_BOOL: return PG_BOOL;
+    case NPY_FLOAT32: return PG_FLOAT32;
+    case NPY_FLOAT64: return PG_FLOAT64;
+    default:
+        if (PyTypeNum_ISINTEGER(d->type_num) && PyDataType_ELSIZE(d) == 8 && PyTypeNum_ISSIGNED(d->type_num))
+            return PG_INT64;
+    }
+    PyObject *name = PyObject_Str((PyObject *)d);
+    PyErr_Format(PyExc_TypeError,
+                 "unsupported dtype %S: pygpu supports float32, float64, int64 and bool; convert "
+                 "with a.astype(np.float32) (or another of those) first",
+                 name ? name : Py_None);
+    Py_XDECREF(name);
+    return -1;
+}
+
+PyObject *pg_numpy_view(PyTensor *cpu)
+{
+    const pg_tensor *t = &cpu->t;
+    npy_intp dims[PG_MAX_DIMS], strides[PG_MAX_DIMS];
+    size_t isz = pg_dtype_size((pg_dtype)t->dtype);
+    for (int i = 0; i < t->ndim; i++) {
+        dims[i] = (npy_intp)t->shape[i];
+        strides[i] = (npy_intp)(t->strides[i] * (int64_t)isz);
+    }
+    int flags = (t->storage->flags & PG_STORAGE_READONLY) ? 0 : NPY_ARRAY_WRITEABLE;
+    PyObject *arr = PyArray_New(&PyArray_Type, t->ndim, dims, npy_type(t->dtype), strides,
+                                pg_tensor_data(t), (int)isz, flags, NULL);
+    if (!arr)
+        return NULL;
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef(cpu)) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* ---- from NumPy ----------------------------------------------------------------------- */
+
+static void release_pyowner(pg_storage *s)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF((PyObject *)s->owner);
+    PyGILState_Release(g);
+    free(s);
+}
+
+/* Wrap `arr` (kept alive by the storage); shares memory. */
+static PyObject *wrap_ndarray(PyArrayObject *arr)
+{
+    int dt = from_npy_type(PyArray_DESCR(arr));
+    if (dt < 0)
+        return NULL;
+    int ndim = PyArray_NDIM(arr);
+    if (ndim > PG_MAX_DIMS)
+        return PyErr_Format(PyExc_ValueError, "pygpu supports at most %d dimensions, got %d",
+                            PG_MAX_DIMS, ndim);
+    int64_t isz = (int64_t)pg_dtype_size((pg_dtype)dt);
+    pg_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dt;
+    t.ndim = ndim;
+    char *data = PyArray_BYTES(arr), *lo = data, *hi = data;
+    bool empty = PyArray_SIZE(arr) == 0;
+    for (int i = 0; i < ndim; i++) {
+        npy_intp st = PyArray_STRIDE(arr, i);
+        t.shape[i] = PyArray_DIM(arr, i);
+        if (st % isz != 0)
+            return PyErr_Format(PyExc_ValueError,
+                                "the array's strides are not a multiple of its item size (axis "
+                                "%d); pass np.ascontiguousarray(a) instead",
+                                i);
+        t.strides[i] = st / isz;
+        if (!empty && t.shape[i] > 1) {
+            if (st < 0)
+                lo += st * (t.shape[i] - 1);
+            else
+                hi += st * (t.shape[i] - 1);
+        }
+    }
+    size_t nbytes = empty ? 0 : (size_t)(hi - lo) + (size_t)isz;
+    unsigned flags = PyArray_ISWRITEABLE(arr) ? 0 : PG_STORAGE_READONLY;
+    pg_status st = pg_storage_wrap((pg_device){PG_DEV_CPU, 0}, lo, nbytes, flags, release_pyowner,
+                                   Py_NewRef(arr), &t.storage);
+    if (st != PG_OK) {
+        Py_DECREF(arr);
+        return pg_raise(st);
+    }
+    t.offset = (data - lo) / isz;
+    return pg_wrap(&t);
+}
+
+static PyObject *f_from_numpy(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    if (!PyArray_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "from_numpy expects a numpy.ndarray, got %.80s",
+                            Py_TYPE(arg)->tp_name);
+    return wrap_ndarray((PyArrayObject *)arg);
+}
+
+/* _from_array(arr, dtype_code): a new cpu tensor holding a copy of `arr` converted to dtype */
+static PyObject *f_from_array_copy(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *obj;
+    int code;
+    if (!PyArg_ParseTuple(args, "Oi", &obj, &code))
+        return NULL;
+    if (!PyArray_Check(obj))
+        return PyErr_Format(PyExc_TypeError, "expected an ndarray");
+    PyTensor *src = (PyTensor *)wrap_ndarray((PyArrayObject *)obj);
+    if (!src)
+        return NULL;
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(&src->t), pg_op_astype(&src->t, (pg_dtype)code, &out));
+    Py_DECREF(src);
+    return pg_wrap_result(st, &out);
+}
+
+/* ---- the buffer protocol and __array__ ------------------------------------------------ */
+
+static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    PyTensor *o = (PyTensor *)self;
+    const pg_tensor *t = &o->t;
+    if (pg_tensor_device(t).type != PG_DEV_CPU) {
+        char d[24];
+        PyErr_Format(PyExc_BufferError,
+                     "this tensor lives on %s; its memory is not host memory. Copy it with "
+                     ".cpu() (a counted transfer) first",
+                     pg_device_str(pg_tensor_device(t), d, sizeof d));
+        return -1;
+    }
+    if ((flags & PyBUF_WRITABLE) && (t->storage->flags & PG_STORAGE_READONLY)) {
+        PyErr_SetString(PyExc_BufferError, "the tensor is read-only");
+        return -1;
+    }
+    if (pg_wait(t) < 0)
+        return -1;
+    /* shape and strides live in one allocation owned by view->internal */
+    Py_ssize_t *mem = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (t->ndim ? t->ndim : 1));
+    if (!mem) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    size_t isz = pg_dtype_size((pg_dtype)t->dtype);
+    for (int i = 0; i < t->ndim; i++) {
+        mem[i] = (Py_ssize_t)t->shape[i];
+        mem[t->ndim + i] = (Py_ssize_t)(t->strides[i] * (int64_t)isz);
+    }
+    static const char *formats[] = {"?", "q", "f", "d"};
+    view->buf = pg_tensor_data(t);
+    view->obj = Py_NewRef(self);
+    view->len = (Py_ssize_t)(pg_tensor_numel(t) * (int64_t)isz);
+    view->readonly = (t->storage->flags & PG_STORAGE_READONLY) != 0;
+    view->itemsize = (Py_ssize_t)isz;
+    view->format = (flags & PyBUF_FORMAT) ? (char *)formats[t->dtype] : NULL;
+    view->ndim = t->ndim;
+    view->shape = mem;
+    view->strides = mem + t->ndim;
+    view->suboffsets = NULL;
+    view->internal = mem;
+    if (!(flags & PyBUF_STRIDES) && !pg_tensor_is_contiguous(t)) {
+        PyMem_Free(mem);
+        Py_CLEAR(view->obj);
+        PyErr_SetString(PyExc_BufferError, "the tensor is not contiguous; ask for a strided buffer "
+                                           "or call .contiguous()");
+        return -1;
+    }
+    return 0;
+}
+
+static void tensor_releasebuffer(PyObject *self, Py_buffer *view)
+{
+    (void)self;
+    PyMem_Free(view->internal);
+}
+
+PyBufferProcs pg_tensor_as_buffer = {tensor_getbuffer, tensor_releasebuffer};
+
+/* __array__(dtype=None, copy=None) */
+PyObject *pg_array_dunder(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kw[] = {"dtype", "copy", NULL};
+    PyObject *dtype = Py_None, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO", kw, &dtype, &copy))
+        return NULL;
+    PyTensor *o = (PyTensor *)self;
+    bool on_device = pg_tensor_device(&o->t).type != PG_DEV_CPU;
+    if (on_device && copy == Py_False)
+        return PyErr_Format(PyExc_ValueError, "copy=False is impossible: the tensor is on a "
+                                              "device and must be transferred");
+    PyTensor *h = (PyTensor *)pg_host_implicit(o, PG_IMPLICIT_ARRAY);
+    if (!h)
+        return NULL;
+    PyObject *arr = pg_numpy_view(h);
+    Py_DECREF(h);
+    if (arr && dtype != Py_None)
+        Py_SETREF(arr, PyObject_CallMethod(arr, "astype", "O", dtype));
+    else if (arr && copy == Py_True && !on_device)
+        Py_SETREF(arr, PyObject_CallMethod(arr, "copy", NULL));
+    return arr;
+}
+
+/* ---- DLPack out ----------------------------------------------------------------------- */
+
+typedef struct {
+    DLManagedTensorVersioned v; /* or the legacy struct; both point back to the tensor */
+    DLManagedTensor legacy;
+    int64_t shape[PG_MAX_DIMS], strides[PG_MAX_DIMS];
+} export_block;
+
+static void export_free(void *ctx, export_block *b)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_XDECREF((PyObject *)ctx);
+    PyGILState_Release(g);
+    PyMem_RawFree(b);
+}
+static void deleter_versioned(DLManagedTensorVersioned *m) { export_free(m->manager_ctx, (export_block *)m); }
+static void deleter_legacy(DLManagedTensor *m)
+{
+    export_block *b = (export_block *)((char *)m - offsetof(export_block, legacy));
+    export_free(m->manager_ctx, b);
+}
+
+static void capsule_destructor(PyObject *cap)
+{
+    if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+        DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+        m->deleter(m);
+    } else if (PyCapsule_IsValid(cap, "dltensor")) {
+        DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
+        m->deleter(m);
+    } /* a consumed capsule was renamed "used_..." and is the consumer's to free */
+}
+
+static const DLDataType dl_types[] = {
+    [PG_BOOL] = {kDLBool, 8, 1}, [PG_INT64] = {kDLInt, 64, 1},
+    [PG_FLOAT32] = {kDLFloat, 32, 1}, [PG_FLOAT64] = {kDLFloat, 64, 1}};
+
+static int dl_device(const pg_tensor *t, DLDevice *d)
+{
+    pg_device dev = pg_tensor_device(t);
+    if (dev.type == PG_DEV_CPU) {
+        *d = (DLDevice){kDLCPU, 0};
+        return 0;
+    }
+    if (dev.type == PG_DEV_CUDA) {
+        *d = (DLDevice){kDLCUDA, dev.index};
+        return 0;
+    }
+    char s[24];
+    PyErr_Format(PyExc_BufferError,
+                 "a %s tensor cannot be exported through DLPack (the simulated accelerator's "
+                 "memory has no DLPack device type); move it with .cpu() first",
+                 pg_device_str(dev, s, sizeof s));
+    return -1;
+}
+
+PyObject *pg_dlpack_dunder(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kw[] = {"stream", "max_version", "dl_device", "copy", NULL};
+    PyObject *stream = Py_None, *max_version = Py_None, *dl_dev = Py_None, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO", kw, &stream, &max_version, &dl_dev, &copy))
+        return NULL;
+    PyTensor *o = (PyTensor *)self;
+    const pg_tensor *t = &o->t;
+    DLDevice dev;
+    if (dl_device(t, &dev) < 0)
+        return NULL;
+    if (copy == Py_True)
+        return PyErr_Format(PyExc_BufferError, "copy=True is not supported; call .clone() first");
+    if (pg_wait(t) < 0) /* the consumer may read right away */
+        return NULL;
+    bool versioned = false;
+    if (max_version != Py_None) {
+        long major = PyLong_AsLong(PyTuple_Check(max_version) && PyTuple_GET_SIZE(max_version) > 0
+                                       ? PyTuple_GET_ITEM(max_version, 0)
+                                       : max_version);
+        if (major == -1 && PyErr_Occurred())
+            return NULL;
+        versioned = major >= 1;
+    }
+    export_block *b = PyMem_RawCalloc(1, sizeof *b);
+    if (!b)
+        return PyErr_NoMemory();
+    memcpy(b->shape, t->shape, sizeof b->shape);
+    memcpy(b->strides, t->strides, sizeof b->strides);
+    DLTensor dl = {
+        .data = t->storage->data,
+        .device = dev,
+        .ndim = t->ndim,
+        .dtype = dl_types[t->dtype],
+        .shape = b->shape,
+        .strides = b->strides,
+        .byte_offset = (uint64_t)(t->offset * (int64_t)pg_dtype_size((pg_dtype)t->dtype)),
+    };
+    if (versioned) {
+        b->v.version = (DLPackVersion){DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
+        b->v.manager_ctx = Py_NewRef(self);
+        b->v.deleter = deleter_versioned;
+        b->v.flags = (t->storage->flags & PG_STORAGE_READONLY) ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
+        b->v.dl_tensor = dl;
+    } else {
+        b->legacy.manager_ctx = Py_NewRef(self);
+        b->legacy.deleter = deleter_legacy;
+        b->legacy.dl_tensor = dl;
+    }
+    PyObject *cap = versioned ? PyCapsule_New(&b->v, "dltensor_versioned", capsule_destructor)
+                              : PyCapsule_New(&b->legacy, "dltensor", capsule_destructor);
+    if (!cap) {
+        Py_DECREF(self);
+        PyMem_RawFree(b);
+    }
+    return cap;
+}
+
+PyObject *pg_dlpack_device_dunder(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    DLDevice d;
+    if (dl_device(&((PyTensor *)self)->t, &d) < 0)
+        return NULL;
+    return Py_BuildValue("(ii)", d.device_type, d.device_id);
+}
+
+/* ---- DLPack in ------------------------------------------------------------------------ */
+
+typedef struct {
+    void *managed;
+    bool versioned;
+} import_owner;
+
+static void release_dlpack(pg_storage *s)
+{
+    import_owner *own = s->owner;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (own->versioned) {
+        DLManagedTensorVersioned *m = own->managed;
+        if (m->deleter)
+            m->deleter(m);
+    } else {
+        DLManagedTensor *m = own->managed;
+        if (m->deleter)
+            m->deleter(m);
+    }
+    PyGILState_Release(g);
+    free(own);
+    free(s);
+}
+
+static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
+{
+    (void)mod;
+    if (PyTensor_Check(obj))
+        return Py_NewRef(obj);
+    PyObject *cap = NULL;
+    if (PyCapsule_CheckExact(obj)) {
+        cap = Py_NewRef(obj);
+    } else {
+        PyObject *meth = PyObject_GetAttrString(obj, "__dlpack__");
+        if (!meth) {
+            PyErr_Clear();
+            return PyErr_Format(PyExc_TypeError,
+                                "from_dlpack expects an object with __dlpack__ (a NumPy array, a "
+                                "PyTorch tensor...), got %.80s",
+                                Py_TYPE(obj)->tp_name);
+        }
+        PyObject *kw = Py_BuildValue("{s(ii)}", "max_version", 1, 0);
+        PyObject *noargs = PyTuple_New(0);
+        cap = kw && noargs ? PyObject_Call(meth, noargs, kw) : NULL;
+        if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) { /* a producer from before 1.0 */
+            PyErr_Clear();
+            cap = PyObject_CallNoArgs(meth);
+        }
+        Py_XDECREF(kw);
+        Py_XDECREF(noargs);
+        Py_DECREF(meth);
+        if (!cap)
+            return NULL;
+    }
+    bool versioned = PyCapsule_IsValid(cap, "dltensor_versioned");
+    if (!versioned && !PyCapsule_IsValid(cap, "dltensor")) {
+        Py_DECREF(cap);
+        return PyErr_Format(PyExc_ValueError, "not a DLPack capsule, or one already consumed");
+    }
+    void *managed = PyCapsule_GetPointer(cap, versioned ? "dltensor_versioned" : "dltensor");
+    DLTensor *dl = versioned ? &((DLManagedTensorVersioned *)managed)->dl_tensor
+                             : &((DLManagedTensor *)managed)->dl_tensor;
+    uint64_t flags = versioned ? ((DLManagedTensorVersioned *)managed)->flags : 0;
+    int dt = -1;
+    for (int i = 0; i < 4; i++)
+        if (dl_types[i].code == dl->dtype.code && dl_types[i].bits == dl->dtype.bits && dl->dtype.lanes == 1)
+            dt = i;
+    const char *why = NULL;
+    if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost)
+        why = "only host (CPU) memory can be imported so far";
+    else if (dt < 0)
+        why = "unsupported DLPack dtype: pygpu supports float32, float64, int64 and bool";
+    else if (dl->ndim < 0 || dl->ndim > PG_MAX_DIMS)
+        why = "too many dimensions";
+    if (why) {
+        Py_DECREF(cap);
+        return PyErr_Format(PyExc_TypeError, "from_dlpack: %s (device type %d, dtype code %d bits %d)",
+                            why, dl->device.device_type, dl->dtype.code, dl->dtype.bits);
+    }
+    pg_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dt;
+    t.ndim = dl->ndim;
+    int64_t isz = (int64_t)pg_dtype_size((pg_dtype)dt);
+    for (int i = 0; i < dl->ndim; i++)
+        t.shape[i] = dl->shape[i];
+    if (dl->strides)
+        memcpy(t.strides, dl->strides, sizeof(int64_t) * dl->ndim);
+    else
+        pg_contiguous_strides(t.ndim, t.shape, t.strides);
+    char *data = (char *)dl->data + dl->byte_offset, *lo = data, *hi = data;
+    bool empty = pg_tensor_numel(&t) == 0;
+    for (int i = 0; i < t.ndim && !empty; i++) {
+        if (t.shape[i] > 1) {
+            if (t.strides[i] < 0)
+                lo += t.strides[i] * isz * (t.shape[i] - 1);
+            else
+                hi += t.strides[i] * isz * (t.shape[i] - 1);
+        }
+    }
+    import_owner *own = malloc(sizeof *own);
+    if (!own) {
+        Py_DECREF(cap);
+        return PyErr_NoMemory();
+    }
+    own->managed = managed;
+    own->versioned = versioned;
+    unsigned sflags = (flags & DLPACK_FLAG_BITMASK_READ_ONLY) ? PG_STORAGE_READONLY : 0;
+    size_t nbytes = empty ? 0 : (size_t)(hi - lo) + (size_t)isz;
+    pg_status st = pg_storage_wrap((pg_device){PG_DEV_CPU, 0}, lo, nbytes, sflags, release_dlpack, own,
+                                   &t.storage);
+    if (st != PG_OK) {
+        free(own);
+        Py_DECREF(cap);
+        return pg_raise(st);
+    }
+    t.offset = (data - lo) / isz;
+    /* we own it now: rename so the capsule's destructor leaves it alone */
+    PyCapsule_SetName(cap, versioned ? "used_dltensor_versioned" : "used_dltensor");
+    Py_DECREF(cap);
+    return pg_wrap(&t);
+}
+
+PyMethodDef pg_interop_functions[] = {
+    {"from_numpy", f_from_numpy, METH_O, "from_numpy(a): a cpu tensor sharing a's memory (keeps a alive)"},
+    {"_from_array_copy", f_from_array_copy, METH_VARARGS, "internal: cpu copy of an ndarray in a dtype"},
+    {"from_dlpack", f_from_dlpack, METH_O, "from_dlpack(obj): a tensor sharing obj's memory through DLPack"},
+    {NULL, NULL, 0, NULL},
+};

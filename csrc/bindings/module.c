@@ -1,0 +1,39 @@
+/* module.c - pygpu._C: registers the built-in backends and assembles the module.
+ *
+ * The Python package (pygpu/__init__.py) imports this and calls _setup() to
+ * hand over its dtype objects and hooks. No CUDA call happens here: the CUDA
+ * plugin is loaded on first use (pygpu/cuda.py). */
+#include "tensor_object.h"
+
+#include "../backends/sim/sim_backend.h"
+#include "../core/pg_backend.h"
+
+extern const pg_backend pg_cpu_backend;
+
+static struct PyModuleDef pg_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "pygpu._C",
+    .m_doc = "The C core of pygpu: tensors, backends, transfer counters.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__C(void)
+{
+    if (pg_numpy_init() < 0 || PyType_Ready(&PyTensor_Type) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&pg_module);
+    if (!m)
+        return NULL;
+    if (PyModule_AddFunctions(m, pg_creation_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_interop_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_runtime_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_math_functions) < 0 || pg_errors_init(m) < 0 ||
+        PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_DIMS", PG_MAX_DIMS) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    pg_backend_register(PG_DEV_CPU, &pg_cpu_backend);
+    pg_backend_register(PG_DEV_SIM, &pg_sim_backend);
+    return m;
+}

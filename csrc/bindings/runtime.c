@@ -1,0 +1,322 @@
+/* runtime.c - devices, synchronization, memory, counters, the guard, the RNG seed,
+ * the sim link model and loading the CUDA plugin: the functions behind
+ * pygpu.sim, pygpu.cuda, pygpu.stats() and friends. */
+#include "tensor_object.h"
+
+#include "../backends/sim/sim_backend.h"
+#include "../core/pg_allocator.h"
+#include "../core/pg_backend.h"
+
+const char *pg_implicit_name(int reason);
+
+static char g_cuda_reason[512] = "pygpu was built without the CUDA backend (no CUDA toolkit was found at build time)";
+
+static int get_device_arg(PyObject *args, pg_device *d)
+{
+    return PyArg_ParseTuple(args, "ii", &d->type, &d->index) ? 0 : -1;
+}
+
+static PyObject *f_setup(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *dtypes, *hooks;
+    if (!PyArg_ParseTuple(args, "OO", &dtypes, &hooks) || pg_registry_setup(dtypes, hooks) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_device_count(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    long type = PyLong_AsLong(arg);
+    if (type == -1 && PyErr_Occurred())
+        return NULL;
+    const pg_backend *be = pg_backend_get((int)type);
+    return PyLong_FromLong(be ? be->device_count(be) : 0);
+}
+
+static PyObject *f_device_name(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    pg_device d;
+    const pg_backend *be;
+    char buf[256];
+    if (get_device_arg(args, &d) < 0)
+        return NULL;
+    pg_status st = pg_backend_for(d, &be);
+    if (st == PG_OK)
+        st = be->device_name(be, d.index, buf, sizeof buf);
+    return st == PG_OK ? PyUnicode_FromString(buf) : pg_raise(st);
+}
+
+static PyObject *f_total_memory(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    pg_device d;
+    const pg_backend *be;
+    if (get_device_arg(args, &d) < 0)
+        return NULL;
+    pg_status st = pg_backend_for(d, &be);
+    if (st != PG_OK)
+        return pg_raise(st);
+    return PyLong_FromSize_t(be->total_memory ? be->total_memory(be, d.index) : 0);
+}
+
+static PyObject *f_synchronize(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    pg_device d;
+    if (get_device_arg(args, &d) < 0)
+        return NULL;
+    pg_status st;
+    Py_BEGIN_ALLOW_THREADS st = pg_device_synchronize(d);
+    Py_END_ALLOW_THREADS
+    if (st != PG_OK)
+        return pg_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_memory_stats(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    pg_device d;
+    if (get_device_arg(args, &d) < 0)
+        return NULL;
+    pg_stats_snapshot *s = PyMem_RawMalloc(sizeof *s);
+    if (!s)
+        return PyErr_NoMemory();
+    pg_stats_snapshot_take(s);
+    pg_device_stats *ds = &s->dev[pg_device_slot(d)];
+    PyObject *r = Py_BuildValue("{sKsKsKsnsKsKsK}", "allocated", ds->mem_current, "peak", ds->mem_peak,
+                                "reserved", ds->mem_reserved, "cached",
+                                (Py_ssize_t)pg_allocator_cached(d), "allocs", ds->allocs, "frees",
+                                ds->frees, "cache_hits", ds->cache_hits);
+    PyMem_RawFree(s);
+    return r;
+}
+
+static PyObject *f_reset_peak(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    pg_device d;
+    if (get_device_arg(args, &d) < 0)
+        return NULL;
+    pg_stats_reset_peak(d);
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_empty_cache(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    pg_device d;
+    if (get_device_arg(args, &d) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS pg_allocator_empty_cache(d);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *device_stats_dict(const pg_device_stats *d)
+{
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsK}", "ops", d->ops, "syncs", d->syncs, "sync_ns",
+                         d->sync_ns, "allocs", d->allocs, "frees", d->frees, "cache_hits",
+                         d->cache_hits, "mem_current", d->mem_current, "mem_peak", d->mem_peak,
+                         "mem_reserved", d->mem_reserved);
+}
+
+/* The raw counters: {'pairs': [(src, dst, count, bytes, ns, pinned, async)], 'implicit':
+ * {trigger: (count, bytes)}, 'devices': {name: {...}}}; pygpu/_stats.py dresses them. */
+static PyObject *f_stats(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    pg_stats_snapshot *s = PyMem_RawMalloc(sizeof *s);
+    if (!s)
+        return PyErr_NoMemory();
+    pg_stats_snapshot_take(s);
+    PyObject *pairs = PyList_New(0), *implicit = PyDict_New(), *devices = PyDict_New();
+    PyObject *r = NULL;
+    if (!pairs || !implicit || !devices)
+        goto done;
+    char a[24], b[24];
+    for (int i = 0; i < PG_NUM_SLOTS; i++) {
+        for (int j = 0; j < PG_NUM_SLOTS; j++) {
+            pg_xfer_stats *x = &s->pair[i][j];
+            if (!x->count)
+                continue;
+            PyObject *t = Py_BuildValue("(ssKKKKK)", pg_device_str(pg_device_from_slot(i), a, sizeof a),
+                                        pg_device_str(pg_device_from_slot(j), b, sizeof b), x->count,
+                                        x->bytes, x->ns, x->pinned_count, x->async_count);
+            if (!t || PyList_Append(pairs, t) < 0) {
+                Py_XDECREF(t);
+                goto done;
+            }
+            Py_DECREF(t);
+        }
+        pg_device_stats *d = &s->dev[i];
+        pg_device dev = pg_device_from_slot(i);
+        const pg_backend *be = pg_backend_get(dev.type);
+        bool present = be && dev.index < be->device_count(be);
+        if (present || d->ops || d->allocs || d->syncs) {
+            PyObject *v = device_stats_dict(d);
+            if (!v || PyDict_SetItemString(devices, pg_device_str(dev, a, sizeof a), v) < 0) {
+                Py_XDECREF(v);
+                goto done;
+            }
+            Py_DECREF(v);
+        }
+    }
+    for (int k = 1; k < PG_NUM_IMPLICIT; k++) {
+        PyObject *v = Py_BuildValue("(KK)", s->implicit_count[k], s->implicit_bytes[k]);
+        if (!v || PyDict_SetItemString(implicit, pg_implicit_name(k), v) < 0) {
+            Py_XDECREF(v);
+            goto done;
+        }
+        Py_DECREF(v);
+    }
+    r = Py_BuildValue("{sOsOsO}", "pairs", pairs, "implicit", implicit, "devices", devices);
+done:
+    Py_XDECREF(pairs);
+    Py_XDECREF(implicit);
+    Py_XDECREF(devices);
+    PyMem_RawFree(s);
+    return r;
+}
+
+static PyObject *f_reset_stats(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    pg_stats_reset();
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_set_guard(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    long level = PyLong_AsLong(arg);
+    if (level < 0 || level > 2) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "guard level must be 0, 1 or 2");
+        return NULL;
+    }
+    pg_guard_level = (int)level;
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_get_guard(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    return PyLong_FromLong(pg_guard_level);
+}
+
+/* _seed(seed, type=-1, index=0): all devices when type is -1 */
+static PyObject *f_seed(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    unsigned long long seed;
+    int type = -1, index = 0;
+    if (!PyArg_ParseTuple(args, "K|ii", &seed, &type, &index))
+        return NULL;
+    if (type < 0)
+        pg_rng_seed_all(seed);
+    else
+        pg_rng_seed((pg_device){type, index}, seed);
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_sim_configure(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    double lat, h2d, d2h;
+    if (!PyArg_ParseTuple(args, "ddd", &lat, &h2d, &d2h))
+        return NULL;
+    if (lat < 0 || h2d < 0 || d2h < 0)
+        return PyErr_Format(PyExc_ValueError, "latency and bandwidths must be >= 0 (0 = no limit)");
+    pg_sim_configure_link(lat, h2d, d2h);
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_sim_link(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    double lat, h2d, d2h;
+    pg_sim_link(&lat, &h2d, &d2h);
+    return Py_BuildValue("(ddd)", lat, h2d, d2h);
+}
+
+static PyObject *f_sim_inject_fault(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int index;
+    const char *op;
+    if (!PyArg_ParseTuple(args, "is", &index, &op))
+        return NULL;
+    pg_status st = pg_sim_inject_fault(index, op);
+    if (st != PG_OK)
+        return pg_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_load_cuda(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    if (pg_backend_get(PG_DEV_CUDA))
+        Py_RETURN_TRUE;
+    if (arg == Py_None)
+        Py_RETURN_FALSE;
+    const char *path = PyUnicode_AsUTF8(arg);
+    if (!path)
+        return NULL;
+    pg_status st;
+    Py_BEGIN_ALLOW_THREADS st = pg_backend_load_plugin(PG_DEV_CUDA, path, g_cuda_reason, sizeof g_cuda_reason);
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(st == PG_OK);
+}
+
+static PyObject *f_cuda_reason(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    const pg_backend *be = pg_backend_get(PG_DEV_CUDA);
+    if (!be)
+        return PyUnicode_FromString(g_cuda_reason);
+    if (be->device_count(be) > 0)
+        Py_RETURN_NONE;
+    const char *why = be->unavailable_reason ? be->unavailable_reason(be) : NULL;
+    return PyUnicode_FromString(why ? why : "no CUDA device");
+}
+
+static PyObject *f_shutdown(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    Py_BEGIN_ALLOW_THREADS pg_sim_shutdown();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+PyMethodDef pg_runtime_functions[] = {
+    {"_setup", f_setup, METH_VARARGS, "internal: register dtype objects and Python hooks"},
+    {"_device_count", f_device_count, METH_O, "internal: devices of a type"},
+    {"_device_name", f_device_name, METH_VARARGS, "internal"},
+    {"_total_memory", f_total_memory, METH_VARARGS, "internal"},
+    {"_synchronize", f_synchronize, METH_VARARGS, "internal: wait for a device"},
+    {"_memory_stats", f_memory_stats, METH_VARARGS, "internal"},
+    {"_reset_peak", f_reset_peak, METH_VARARGS, "internal"},
+    {"_empty_cache", f_empty_cache, METH_VARARGS, "internal"},
+    {"_stats", f_stats, METH_NOARGS, "internal: raw counters"},
+    {"reset_stats", f_reset_stats, METH_NOARGS, "zero the transfer, op and sync counters"},
+    {"_set_guard", f_set_guard, METH_O, "internal"},
+    {"_get_guard", f_get_guard, METH_NOARGS, "internal"},
+    {"_seed", f_seed, METH_VARARGS, "internal"},
+    {"_sim_configure", f_sim_configure, METH_VARARGS, "internal"},
+    {"_sim_link", f_sim_link, METH_NOARGS, "internal"},
+    {"_sim_inject_fault", f_sim_inject_fault, METH_VARARGS, "internal"},
+    {"_load_cuda", f_load_cuda, METH_O, "internal: dlopen the CUDA plugin"},
+    {"_cuda_reason", f_cuda_reason, METH_NOARGS, "internal: why cuda is unavailable, or None"},
+    {"_shutdown", f_shutdown, METH_NOARGS, "internal: stop the sim workers (atexit)"},
+    {NULL, NULL, 0, NULL},
+};

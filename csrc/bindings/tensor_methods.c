@@ -1,0 +1,392 @@
+/* tensor_methods.c - Tensor properties and methods (shape, views, conversions, math).
+ *
+ * Argument parsing that is not on a hot path (to(), dtype strings, device
+ * strings) goes through small Python hooks (pygpu/_hooks.py) to keep this
+ * file about tensors rather than string handling. */
+#include "tensor_object.h"
+
+#include <string.h>
+
+PyObject *pg_item(PyTensor *self);
+PyObject *pg_array_dunder(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *pg_dlpack_dunder(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *pg_dlpack_device_dunder(PyObject *self, PyObject *noargs);
+
+#define T(self) (&((PyTensor *)(self))->t)
+
+/* ---- properties ----------------------------------------------------------------------- */
+
+static PyObject *shape_tuple(const pg_tensor *t)
+{
+    PyObject *r = PyTuple_New(t->ndim);
+    if (!r)
+        return NULL;
+    for (int i = 0; i < t->ndim; i++) {
+        PyObject *v = PyLong_FromLongLong(t->shape[i]);
+        if (!v) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(r, i, v);
+    }
+    return r;
+}
+
+static PyObject *get_shape(PyObject *self, void *c) { (void)c; return shape_tuple(T(self)); }
+static PyObject *get_dtype(PyObject *self, void *c) { (void)c; return Py_NewRef(pg_dtype_object(T(self)->dtype)); }
+static PyObject *get_device(PyObject *self, void *c) { (void)c; return pg_device_object(pg_tensor_device(T(self))); }
+static PyObject *get_ndim(PyObject *self, void *c) { (void)c; return PyLong_FromLong(T(self)->ndim); }
+static PyObject *get_itemsize(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromSize_t(pg_dtype_size((pg_dtype)T(self)->dtype));
+}
+static PyObject *get_nbytes(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLongLong(pg_tensor_numel(T(self)) * (int64_t)pg_dtype_size((pg_dtype)T(self)->dtype));
+}
+static PyObject *get_strides(PyObject *self, void *c) /* in elements, as PyTorch's stride() */
+{
+    (void)c;
+    const pg_tensor *t = T(self);
+    PyObject *r = PyTuple_New(t->ndim);
+    for (int i = 0; r && i < t->ndim; i++)
+        PyTuple_SET_ITEM(r, i, PyLong_FromLongLong(t->strides[i]));
+    return r;
+}
+
+static PyObject *transpose_all(const pg_tensor *t)
+{
+    int perm[PG_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++)
+        perm[i] = t->ndim - 1 - i;
+    pg_tensor out;
+    return pg_wrap_result(pg_view_transpose(t, t->ndim, perm, &out), &out);
+}
+
+static PyObject *get_T(PyObject *self, void *c) { (void)c; return transpose_all(T(self)); }
+
+PyGetSetDef pg_tensor_getset[] = {
+    {"shape", get_shape, NULL, "the size of each axis, a tuple", NULL},
+    {"dtype", get_dtype, NULL, "the element type", NULL},
+    {"device", get_device, NULL, "where the memory lives", NULL},
+    {"ndim", get_ndim, NULL, "the number of axes", NULL},
+    {"nbytes", get_nbytes, NULL, "bytes the elements occupy (numel * itemsize)", NULL},
+    {"itemsize", get_itemsize, NULL, "bytes per element", NULL},
+    {"strides", get_strides, NULL, "steps between elements of each axis, in elements", NULL},
+    {"T", get_T, NULL, "the tensor with its axes reversed (a view)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* ---- layout --------------------------------------------------------------------------- */
+
+static PyObject *m_numel(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return PyLong_FromLongLong(pg_tensor_numel(T(self)));
+}
+
+static PyObject *m_is_contiguous(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return PyBool_FromLong(pg_tensor_is_contiguous(T(self)));
+}
+
+/* reshape(2, 3), reshape((2, 3)), reshape(-1) */
+static PyObject *m_reshape(PyObject *self, PyObject *args)
+{
+    PyObject *spec = PyTuple_GET_SIZE(args) == 1 && !PyLong_Check(PyTuple_GET_ITEM(args, 0))
+                         ? PyTuple_GET_ITEM(args, 0)
+                         : args;
+    int ndim;
+    int64_t shape[PG_MAX_DIMS];
+    if (pg_parse_shape(spec, &ndim, shape) < 0)
+        return NULL;
+    const pg_tensor *t = T(self);
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == -1) {
+            if (infer >= 0) {
+                PyErr_SetString(PyExc_ValueError, "reshape: can only specify one unknown dimension (-1)");
+                return NULL;
+            }
+            infer = i;
+        } else {
+            known *= shape[i];
+        }
+    }
+    if (infer >= 0) {
+        int64_t n = pg_tensor_numel(t);
+        if (known == 0 || n % known != 0) {
+            char a[160];
+            PyErr_Format(PyExc_ValueError, "cannot reshape a tensor of %lld elements into shape %s",
+                         (long long)n, pg_shape_str(ndim, shape, a, sizeof a));
+            return NULL;
+        }
+        shape[infer] = n / known;
+    }
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(t), pg_op_reshape(t, ndim, shape, &out));
+    return pg_wrap_result(st, &out);
+}
+
+static PyObject *m_transpose(PyObject *self, PyObject *args)
+{
+    const pg_tensor *t = T(self);
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n == 0)
+        return transpose_all(t);
+    PyObject *spec = n == 1 && !PyLong_Check(PyTuple_GET_ITEM(args, 0)) ? PyTuple_GET_ITEM(args, 0) : args;
+    int ndim;
+    int64_t axes[PG_MAX_DIMS];
+    if (pg_parse_shape(spec, &ndim, axes) < 0)
+        return NULL;
+    int perm[PG_MAX_DIMS];
+    for (int i = 0; i < ndim; i++)
+        perm[i] = (int)(axes[i] < 0 ? axes[i] + t->ndim : axes[i]);
+    pg_tensor out;
+    return pg_wrap_result(pg_view_transpose(t, ndim, perm, &out), &out);
+}
+
+static PyObject *m_contiguous(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_contiguous(T(self), &out));
+    return pg_wrap_result(st, &out);
+}
+
+static PyObject *m_clone(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_astype(T(self), (pg_dtype)T(self)->dtype, &out));
+    return pg_wrap_result(st, &out);
+}
+
+static PyObject *m_astype(PyObject *self, PyObject *arg)
+{
+    int code;
+    if (pg_parse_dtype(arg, &code) < 0)
+        return NULL;
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_astype(T(self), (pg_dtype)code, &out));
+    return pg_wrap_result(st, &out);
+}
+
+/* ---- devices -------------------------------------------------------------------------- */
+
+static PyObject *to_device(PyObject *self, pg_device dev, bool non_blocking)
+{
+    pg_tensor out;
+    pg_status st;
+    Py_BEGIN_ALLOW_THREADS st = pg_op_to_device(T(self), dev, non_blocking, PG_IMPLICIT_NONE, &out);
+    Py_END_ALLOW_THREADS
+    return pg_wrap_result(st, &out);
+}
+
+/* to(device), to(dtype), to(device, dtype), to(other_tensor), non_blocking=, copy= */
+static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *parse = pg_hook("parse_to");
+    if (!parse)
+        return NULL;
+    PyObject *r = PyObject_Call(parse, args, kwargs);
+    if (!r)
+        return NULL;
+    int type, index, code, non_blocking, copy;
+    int ok = PyArg_ParseTuple(r, "iiipp", &type, &index, &code, &non_blocking, &copy);
+    Py_DECREF(r);
+    if (!ok)
+        return NULL;
+    PyObject *cur = Py_NewRef(self);
+    if (type >= 0 && !pg_device_eq(pg_tensor_device(T(self)), (pg_device){type, index})) {
+        Py_SETREF(cur, to_device(cur, (pg_device){type, index}, non_blocking));
+        if (!cur)
+            return NULL;
+        copy = 0;
+    }
+    if ((code >= 0 && code != T(cur)->dtype) || copy) {
+        pg_tensor out;
+        int dt = code >= 0 ? code : T(cur)->dtype;
+        pg_status st = PG_CALL(pg_heavy(T(cur)), pg_op_astype(T(cur), (pg_dtype)dt, &out));
+        Py_SETREF(cur, pg_wrap_result(st, &out));
+    }
+    return cur;
+}
+
+static PyObject *m_cpu(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return to_device(self, (pg_device){PG_DEV_CPU, 0}, false);
+}
+
+static PyObject *m_wait(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (pg_wait(T(self)) < 0)
+        return NULL;
+    return Py_NewRef(self);
+}
+
+static PyObject *m_pin_memory(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (pg_wait(T(self)) < 0)
+        return NULL;
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_pin_memory(T(self), &out));
+    return pg_wrap_result(st, &out);
+}
+
+static PyObject *m_is_pinned(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return PyBool_FromLong((T(self)->storage->flags & PG_STORAGE_PINNED) != 0);
+}
+
+/* A host copy for a given implicit reason (used by repr in pygpu/_format.py). */
+static PyObject *m_host(PyObject *self, PyObject *arg)
+{
+    long reason = PyLong_AsLong(arg);
+    if (reason < 0 || reason >= PG_NUM_IMPLICIT) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "bad implicit-transfer reason");
+        return NULL;
+    }
+    return pg_host_implicit((PyTensor *)self, (int)reason);
+}
+
+static PyObject *m_numpy(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    PyTensor *h = (PyTensor *)pg_host_implicit((PyTensor *)self, PG_IMPLICIT_ARRAY);
+    if (!h)
+        return NULL;
+    PyObject *r = pg_numpy_view(h);
+    Py_DECREF(h);
+    return r;
+}
+
+static PyObject *m_tolist(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    PyTensor *h = (PyTensor *)pg_host_implicit((PyTensor *)self, PG_IMPLICIT_TOLIST);
+    if (!h)
+        return NULL;
+    PyObject *arr = pg_numpy_view(h);
+    Py_DECREF(h);
+    if (!arr)
+        return NULL;
+    PyObject *r = PyObject_CallMethod(arr, "tolist", NULL);
+    Py_DECREF(arr);
+    return r;
+}
+
+static PyObject *m_item(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return pg_item((PyTensor *)self);
+}
+
+/* ---- math ----------------------------------------------------------------------------- */
+
+/* axis=None | int | tuple of ints */
+static int parse_axes(PyObject *axis, int *naxes, int *axes, bool *all)
+{
+    *all = axis == NULL || axis == Py_None;
+    if (*all)
+        return 0;
+    int64_t tmp[PG_MAX_DIMS];
+    if (!PyLong_Check(axis) && !PyTuple_Check(axis) && !PyList_Check(axis)) {
+        PyErr_Format(PyExc_TypeError, "axis must be None, an int or a tuple of ints, got %.80s",
+                     Py_TYPE(axis)->tp_name);
+        return -1;
+    }
+    if (pg_parse_shape(axis, naxes, tmp) < 0)
+        return -1;
+    for (int i = 0; i < *naxes; i++)
+        axes[i] = (int)tmp[i];
+    return 0;
+}
+
+PyObject *pg_reduce_call(PyObject *self, int op, PyObject *args, PyObject *kwargs)
+{
+    static char *kw[] = {"axis", "keepdims", NULL};
+    PyObject *axis = NULL;
+    int keepdims = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op", kw, &axis, &keepdims))
+        return NULL;
+    int naxes = 0, axes[PG_MAX_DIMS];
+    bool all;
+    if (parse_axes(axis, &naxes, axes, &all) < 0)
+        return NULL;
+    const pg_tensor *t = T(self);
+    pg_tensor out;
+    pg_status st = op < 0 ? PG_CALL(pg_heavy(t), pg_op_mean(t, naxes, all ? NULL : axes, keepdims, &out))
+                          : PG_CALL(pg_heavy(t), pg_op_reduce(op, t, naxes, all ? NULL : axes, keepdims, &out));
+    return pg_wrap_result(st, &out);
+}
+
+#define REDUCE_METHOD(NAME, OP) \
+    static PyObject *m_##NAME(PyObject *self, PyObject *args, PyObject *kw) { return pg_reduce_call(self, OP, args, kw); }
+REDUCE_METHOD(sum, PG_RED_SUM)
+REDUCE_METHOD(max, PG_RED_MAX)
+REDUCE_METHOD(min, PG_RED_MIN)
+REDUCE_METHOD(argmax, PG_RED_ARGMAX)
+REDUCE_METHOD(mean, -1)
+
+PyObject *pg_unary_call(PyObject *self, int op)
+{
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_unary(op, T(self), &out));
+    return pg_wrap_result(st, &out);
+}
+
+#define UNARY_METHOD(NAME, OP) \
+    static PyObject *m_##NAME(PyObject *self, PyObject *noargs) { (void)noargs; return pg_unary_call(self, OP); }
+UNARY_METHOD(exp, PG_UN_EXP)
+UNARY_METHOD(log, PG_UN_LOG)
+UNARY_METHOD(sqrt, PG_UN_SQRT)
+UNARY_METHOD(tanh, PG_UN_TANH)
+UNARY_METHOD(sigmoid, PG_UN_SIGMOID)
+UNARY_METHOD(relu, PG_UN_RELU)
+UNARY_METHOD(abs, PG_UN_ABS)
+
+#define KW (PyCFunction)(void (*)(void))
+PyMethodDef pg_tensor_methods[] = {
+    {"numel", m_numel, METH_NOARGS, "the number of elements"},
+    {"is_contiguous", m_is_contiguous, METH_NOARGS, "whether elements are laid out in C order"},
+    {"reshape", m_reshape, METH_VARARGS, "the same elements in a new shape (a view when possible); -1 infers one axis"},
+    {"transpose", m_transpose, METH_VARARGS, "permute axes (a view); no arguments reverses them"},
+    {"contiguous", m_contiguous, METH_NOARGS, "self if C-contiguous, else a C-contiguous copy"},
+    {"clone", m_clone, METH_NOARGS, "a copy on the same device"},
+    {"astype", m_astype, METH_O, "a copy converted to another dtype"},
+    {"to", KW m_to, METH_VARARGS | METH_KEYWORDS, "to(device=None, dtype=None, non_blocking=False, copy=False): move and/or convert; returns self if nothing changes"},
+    {"cpu", m_cpu, METH_NOARGS, "a copy on the host (self if already there)"},
+    {"wait", m_wait, METH_NOARGS, "block until queued work producing this tensor is done; raises its failure"},
+    {"pin_memory", m_pin_memory, METH_NOARGS, "a copy in page-locked host memory, for non_blocking copies"},
+    {"is_pinned", m_is_pinned, METH_NOARGS, "whether the memory is page-locked host memory"},
+    {"numpy", m_numpy, METH_NOARGS, "an ndarray: shares memory on cpu; a counted (implicit) copy from a device"},
+    {"tolist", m_tolist, METH_NOARGS, "nested Python lists (an implicit transfer from a device)"},
+    {"item", m_item, METH_NOARGS, "the single element as a Python number (an implicit transfer from a device)"},
+    {"_host", m_host, METH_O, "internal: host copy counted as an implicit transfer of the given reason"},
+    {"sum", KW m_sum, METH_VARARGS | METH_KEYWORDS, "sum(axis=None, keepdims=False)"},
+    {"mean", KW m_mean, METH_VARARGS | METH_KEYWORDS, "mean(axis=None, keepdims=False)"},
+    {"max", KW m_max, METH_VARARGS | METH_KEYWORDS, "max(axis=None, keepdims=False)"},
+    {"min", KW m_min, METH_VARARGS | METH_KEYWORDS, "min(axis=None, keepdims=False)"},
+    {"argmax", KW m_argmax, METH_VARARGS | METH_KEYWORDS, "argmax(axis=None, keepdims=False): flat index when axis is None"},
+    {"exp", m_exp, METH_NOARGS, "e**x elementwise"},
+    {"log", m_log, METH_NOARGS, "natural logarithm elementwise"},
+    {"sqrt", m_sqrt, METH_NOARGS, "square root elementwise"},
+    {"tanh", m_tanh, METH_NOARGS, "hyperbolic tangent elementwise"},
+    {"sigmoid", m_sigmoid, METH_NOARGS, "1 / (1 + exp(-x)) elementwise"},
+    {"relu", m_relu, METH_NOARGS, "max(x, 0) elementwise"},
+    {"abs", m_abs, METH_NOARGS, "absolute value elementwise"},
+    {"__array__", KW pg_array_dunder, METH_VARARGS | METH_KEYWORDS, "NumPy conversion (counted when the tensor is on a device)"},
+    {"__dlpack__", KW pg_dlpack_dunder, METH_VARARGS | METH_KEYWORDS, "export through DLPack (zero-copy)"},
+    {"__dlpack_device__", pg_dlpack_device_dunder, METH_NOARGS, "(DLPack device type, index)"},
+    {NULL, NULL, 0, NULL},
+};

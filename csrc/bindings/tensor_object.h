@@ -1,0 +1,83 @@
+/* tensor_object.h - the Python Tensor type and the helpers the binding files share.
+ *
+ * A Tensor object embeds a pg_tensor (a view holding one storage reference),
+ * nothing else: no Python references, so it needs no garbage collector and
+ * creating one costs a single allocation. Dtype and device objects are
+ * Python classes (pygpu/_dtype.py, pygpu/_device.py) registered at import;
+ * the C side caches them by code and device slot. */
+#ifndef PG_BINDINGS_TENSOR_OBJECT_H
+#define PG_BINDINGS_TENSOR_OBJECT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "../core/pg_ops.h"
+#include "../core/pg_stats.h"
+#include "errors.h"
+
+typedef struct {
+    PyObject_HEAD
+    pg_tensor t;
+} PyTensor;
+
+extern PyTypeObject PyTensor_Type;
+#define PyTensor_Check(o) PyObject_TypeCheck((o), &PyTensor_Type)
+
+/* Ops on this many elements or more release the GIL (when they run on the caller's thread). */
+#define PG_NOGIL_NUMEL 16384
+
+/* Run `expr` (a pg_status expression) without the GIL when `heavy`. */
+#define PG_CALL(heavy, expr)                   \
+    ({                                         \
+        pg_status st_;                         \
+        if (heavy) {                           \
+            Py_BEGIN_ALLOW_THREADS st_ = (expr); \
+            Py_END_ALLOW_THREADS               \
+        } else {                               \
+            st_ = (expr);                      \
+        }                                      \
+        st_;                                   \
+    })
+
+static inline bool pg_heavy(const pg_tensor *t)
+{
+    return t->storage->device.type == PG_DEV_CPU && pg_tensor_numel(t) >= PG_NOGIL_NUMEL;
+}
+
+/* A new Tensor object that takes over `t`'s reference (even on failure). */
+PyObject *pg_wrap(pg_tensor *t);
+/* Wrap the result of an op: on error raise, else wrap. */
+PyObject *pg_wrap_result(pg_status st, pg_tensor *t);
+
+/* registry of Python-side objects and hooks, filled by _C._setup() */
+int pg_registry_setup(PyObject *dtypes, PyObject *hooks);
+PyObject *pg_dtype_object(int code);   /* borrowed */
+PyObject *pg_device_object(pg_device d); /* new reference */
+PyObject *pg_hook(const char *name);   /* borrowed; NULL with an exception if missing */
+int pg_parse_dtype(PyObject *o, int *code);   /* 0 ok, -1 error */
+int pg_parse_device(PyObject *o, pg_device *d);
+/* shape from a tuple/list of ints, or from varargs ints */
+int pg_parse_shape(PyObject *o, int *ndim, int64_t *shape);
+
+/* The transfer guard: 0 allow, 1 log, 2 disallow. */
+extern int pg_guard_level;
+/* A cpu version of `self` for a transfer the user did not write: the guard
+ * is consulted and the transfer counted with `reason`. New reference. */
+PyObject *pg_host_implicit(PyTensor *self, int reason);
+/* Wait (without the GIL) for pending writes to `t`; -1 with an exception. */
+int pg_wait(const pg_tensor *t);
+/* An ndarray viewing a cpu tensor's memory; it keeps the tensor alive. */
+PyObject *pg_numpy_view(PyTensor *cpu);
+
+extern PyMethodDef pg_tensor_methods[];
+extern PyGetSetDef pg_tensor_getset[];
+extern PyBufferProcs pg_tensor_as_buffer;
+
+/* module-level functions from creation.c, interop.c and runtime.c */
+extern PyMethodDef pg_creation_functions[];
+extern PyMethodDef pg_interop_functions[];
+extern PyMethodDef pg_runtime_functions[];
+extern PyMethodDef pg_math_functions[];
+int pg_numpy_init(void);
+
+#endif

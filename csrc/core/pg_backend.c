@@ -1,0 +1,97 @@
+/* pg_backend.c - the backend registry and the loader of backend plugins.
+ *
+ * cpu and sim are linked into the core and registered at module init; cuda is
+ * a separate shared object (pygpu/_cuda_backend.so) loaded with dlopen on the
+ * first cuda use, so `import pygpu` never touches the CUDA runtime. */
+#include "pg_backend.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+
+#include "pg_stats.h"
+
+static const pg_backend *g_backends[PG_NUM_DEVICE_TYPES];
+
+const char *pg_device_type_name(int type)
+{
+    static const char *names[PG_NUM_DEVICE_TYPES] = {"cpu", "sim", "cuda"};
+    return type >= 0 && type < PG_NUM_DEVICE_TYPES ? names[type] : "?";
+}
+
+const char *pg_device_str(pg_device d, char *buf, int len)
+{
+    if (d.type == PG_DEV_CPU)
+        snprintf(buf, len, "cpu");
+    else
+        snprintf(buf, len, "%s:%d", pg_device_type_name(d.type), d.index);
+    return buf;
+}
+
+void pg_backend_register(int type, const pg_backend *be) { g_backends[type] = be; }
+
+const pg_backend *pg_backend_get(int type)
+{
+    return type >= 0 && type < PG_NUM_DEVICE_TYPES ? g_backends[type] : NULL;
+}
+
+pg_status pg_backend_for(pg_device dev, const pg_backend **out)
+{
+    const pg_backend *be = pg_backend_get(dev.type);
+    if (!be)
+        return pg_error_set(PG_ERR_UNAVAILABLE, "device type '%s' is not available",
+                            pg_device_type_name(dev.type));
+    int n = be->device_count(be);
+    if (dev.index < 0 || dev.index >= n) {
+        const char *why = n == 0 && be->unavailable_reason ? be->unavailable_reason(be) : NULL;
+        if (why)
+            return pg_error_set(PG_ERR_UNAVAILABLE, "%s:%d is not available: %s", be->name,
+                                dev.index, why);
+        return pg_error_set(PG_ERR_UNAVAILABLE,
+                            "%s:%d does not exist: %d %s device(s) present (indices 0..%d)",
+                            be->name, dev.index, n, be->name, n - 1);
+    }
+    *out = be;
+    return PG_OK;
+}
+
+static void stats_op_done(pg_device dev, uint64_t ns)
+{
+    (void)dev;
+    (void)ns; /* op counts are taken at launch; kernel time is not kept yet */
+}
+
+static const pg_core_api g_core_api = {
+    .abi_version = PG_BACKEND_ABI_VERSION,
+    .error_set = pg_error_set,
+    .storage_retain = pg_storage_retain,
+    .storage_release = pg_storage_release,
+    .storage_set_error = pg_storage_set_error,
+    .stats_transfer_time = pg_stats_transfer_time,
+    .stats_op_done = stats_op_done,
+};
+
+const pg_core_api *pg_core_api_get(void) { return &g_core_api; }
+
+pg_status pg_backend_load_plugin(int type, const char *path, char *why, size_t whylen)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(why, whylen, "the CUDA backend could not be loaded: %s", dlerror());
+        return PG_ERR_UNAVAILABLE;
+    }
+    pg_plugin_init_fn init = (pg_plugin_init_fn)dlsym(h, PG_PLUGIN_INIT_SYMBOL);
+    if (!init) {
+        snprintf(why, whylen, "%s has no %s entry point", path, PG_PLUGIN_INIT_SYMBOL);
+        dlclose(h);
+        return PG_ERR_UNAVAILABLE;
+    }
+    const pg_backend *be = NULL;
+    pg_status st = init(&g_core_api, &be);
+    if (st != PG_OK || !be) {
+        snprintf(why, whylen, "the CUDA backend failed to initialise: %s", pg_error_message());
+        dlclose(h);
+        return PG_ERR_UNAVAILABLE;
+    }
+    pg_backend_register(type, be); /* the handle stays open for the process's life */
+    return PG_OK;
+}

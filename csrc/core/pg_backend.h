@@ -1,0 +1,103 @@
+/* pg_backend.h - THE BACKEND INTERFACE: one table of functions per device type.
+ *
+ * cpu (csrc/backends/cpu), sim (csrc/backends/sim) and cuda (csrc/backends/cuda,
+ * built as a separate plugin) are three instances of this table. Op code never
+ * asks "which device am I on": it validates its input, builds a pg_node and
+ * calls backend->launch. Adding a device type means writing one of these
+ * tables and registering it in pg_backend.c; no op changes.
+ *
+ * Memory: raw_alloc/raw_free are the backend's own allocator (malloc,
+ * cudaMalloc); the generic caching allocator (pg_allocator.h) sits above them
+ * for device backends. Every function receives the table itself, so a backend
+ * keeps its state behind `ctx`. Optional slots may be NULL; the generic layer
+ * then does the obvious thing (see pg_backend.c). */
+#ifndef PG_BACKEND_H
+#define PG_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pg_node.h"
+#include "pg_status.h"
+#include "pg_storage.h"
+
+#define PG_BACKEND_ABI_VERSION 1
+
+typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
+
+/* A byte copy between a host storage and a device storage, or between two
+ * storages of the same backend. Offsets and sizes are in bytes; both ranges
+ * are contiguous and checked. */
+typedef struct pg_copy {
+    int kind; /* pg_copy_kind */
+    pg_storage *src;
+    size_t src_offset;
+    pg_storage *dst;
+    size_t dst_offset;
+    size_t nbytes;
+    bool async; /* non_blocking: may return before the bytes have moved */
+} pg_copy;
+
+typedef struct pg_backend pg_backend;
+struct pg_backend {
+    const char *name; /* "cpu", "sim", "cuda" */
+    int type;         /* pg_device_type */
+    void *ctx;        /* the backend's own state */
+
+    int (*device_count)(const pg_backend *be);
+    pg_status (*device_name)(const pg_backend *be, int index, char *buf, size_t len);
+    /* optional: bytes the device has in all; 0 if unknown */
+    size_t (*total_memory)(const pg_backend *be, int index);
+
+    pg_status (*raw_alloc)(const pg_backend *be, int index, size_t nbytes, void **ptr);
+    void (*raw_free)(const pg_backend *be, int index, void *ptr);
+    /* optional: page-locked host memory for async copies */
+    pg_status (*host_alloc_pinned)(const pg_backend *be, size_t nbytes, void **ptr);
+    void (*host_free_pinned)(const pg_backend *be, void *ptr);
+
+    /* Run or queue one node; every tensor in it lives on device `index`. */
+    pg_status (*launch)(const pg_backend *be, int index, const pg_node *node);
+    /* Run or queue a copy that involves this backend's device (h2d, d2h, d2d). */
+    pg_status (*copy)(const pg_backend *be, int index, const pg_copy *c);
+    /* Wait until queued writes (and, if `idle`, reads) of `s` are done; return
+     * the deferred failure of the op that produced it, if any. */
+    pg_status (*wait_storage)(const pg_backend *be, pg_storage *s, bool idle);
+    /* Wait for everything queued on device `index`; report (and clear) the
+     * first asynchronous failure since the last synchronize. */
+    pg_status (*synchronize)(const pg_backend *be, int index);
+    /* optional: one-line reason why the backend has no devices */
+    const char *(*unavailable_reason)(const pg_backend *be);
+};
+
+/* The registry. pg_backend_get returns NULL if the type has no backend
+ * loaded; pg_backend_for checks the device index too and sets a message. */
+const pg_backend *pg_backend_get(int type);
+pg_status pg_backend_for(pg_device dev, const pg_backend **out);
+void pg_backend_register(int type, const pg_backend *be);
+
+/* Services the core lends to a backend built as a separate shared object
+ * (the CUDA plugin cannot link against symbols of the Python extension). */
+typedef struct pg_core_api {
+    int abi_version;
+    pg_status (*error_set)(pg_status st, const char *fmt, ...);
+    void (*storage_retain)(pg_storage *s);
+    void (*storage_release)(pg_storage *s);
+    void (*storage_set_error)(pg_storage *s, const char *msg);
+    /* add the measured duration of a transfer that finished asynchronously */
+    void (*stats_transfer_time)(pg_device src, pg_device dst, uint64_t ns);
+    /* count one device operation as finished on `dev`: kernel ns */
+    void (*stats_op_done)(pg_device dev, uint64_t ns);
+} pg_core_api;
+
+const pg_core_api *pg_core_api_get(void);
+
+/* Entry point a plugin exports: fills *out with its table. */
+typedef pg_status (*pg_plugin_init_fn)(const pg_core_api *core, const pg_backend **out);
+#define PG_PLUGIN_INIT_SYMBOL "pg_plugin_init"
+
+/* Load a plugin shared object and register the backend it returns. On
+ * failure writes a one-line reason to `why`. */
+pg_status pg_backend_load_plugin(int type, const char *path, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,31 @@
+/* pg_dtype.c - sizes, names and promotion of element types. */
+#include "pg_dtype.h"
+
+static const struct {
+    const char *name;
+    size_t size;
+    bool is_float;
+    bool supported;
+} pg_dtype_info[PG_NUM_DTYPES] = {
+    [PG_BOOL] = {"bool", 1, false, true},
+    [PG_INT64] = {"int64", 8, false, true},
+    [PG_FLOAT32] = {"float32", 4, true, true},
+    [PG_FLOAT64] = {"float64", 8, true, true},
+    [PG_FLOAT16] = {"float16", 2, true, false},
+    [PG_BFLOAT16] = {"bfloat16", 2, true, false},
+};
+
+bool pg_dtype_valid(int code) { return code >= 0 && code < PG_NUM_DTYPES; }
+size_t pg_dtype_size(pg_dtype dt) { return pg_dtype_info[dt].size; }
+const char *pg_dtype_name(pg_dtype dt) { return pg_dtype_info[dt].name; }
+bool pg_dtype_supported(pg_dtype dt) { return pg_dtype_valid((int)dt) && pg_dtype_info[dt].supported; }
+bool pg_dtype_is_float(pg_dtype dt) { return pg_dtype_info[dt].is_float; }
+
+pg_dtype pg_dtype_promote(pg_dtype a, pg_dtype b)
+{
+    if (a == b)
+        return a;
+    if ((a == PG_INT64 && b == PG_FLOAT32) || (a == PG_FLOAT32 && b == PG_INT64))
+        return PG_FLOAT64;
+    return a > b ? a : b; /* codes are ordered bool < int64 < float32 < float64 */
+}

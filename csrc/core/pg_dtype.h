@@ -1,0 +1,32 @@
+/* pg_dtype.h - element types: an enum with a size and a name.
+ *
+ * Codes are stable (they cross into Python and into the CUDA plugin). float16
+ * and bfloat16 have their slots reserved for the mixed-precision work; they
+ * are rejected by pg_dtype_supported() until kernels exist for them. */
+#ifndef PG_DTYPE_H
+#define PG_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum pg_dtype {
+    PG_BOOL = 0,
+    PG_INT64 = 1,
+    PG_FLOAT32 = 2,
+    PG_FLOAT64 = 3,
+    PG_FLOAT16 = 4,  /* reserved */
+    PG_BFLOAT16 = 5, /* reserved */
+    PG_NUM_DTYPES
+} pg_dtype;
+
+size_t pg_dtype_size(pg_dtype dt);
+const char *pg_dtype_name(pg_dtype dt);
+bool pg_dtype_valid(int code);      /* a known code (even if reserved) */
+bool pg_dtype_supported(pg_dtype dt); /* has kernels today */
+bool pg_dtype_is_float(pg_dtype dt);
+
+/* NumPy's promotion for two arrays: bool < int64 < float32 < float64,
+ * except int64 with float32 gives float64 (as NumPy does). */
+pg_dtype pg_dtype_promote(pg_dtype a, pg_dtype b);
+
+#endif

@@ -1,0 +1,63 @@
+/* pg_node.h - one unit of device work, as a backend receives it.
+ *
+ * The generic op layer (pg_ops_*.c) validates user input, allocates outputs,
+ * broadcasts inputs to the output's shape (stride-0 axes) and casts them to a
+ * common dtype; then it describes the work as a pg_node and hands it to the
+ * device's backend: cpu runs it at once, sim queues it to a worker thread,
+ * cuda launches a kernel on the device's stream. Backends trust a node: every
+ * check has been made. Plain C data, shared with the CUDA plugin. */
+#ifndef PG_NODE_H
+#define PG_NODE_H
+
+#include <stdint.h>
+
+#include "pg_tensor.h"
+
+typedef enum pg_op {
+    PG_OP_FILL,   /* dst[...] = scalar */
+    PG_OP_COPY,   /* dst = (dst.dtype) src0, same shape, any strides */
+    PG_OP_BINARY, /* dst = src0 <subop> src1 (or scalar); src dtypes equal */
+    PG_OP_UNARY,  /* dst = <subop>(src0); same dtype */
+    PG_OP_REDUCE, /* dst = <subop> of src0 over axis `reduce.axis`; dst keeps that axis as 1;
+                     the generic layer passes src0 and dst contiguous */
+    PG_OP_MATMUL, /* dst(B,M,N) = src0(B,M,K) @ src1(B,K,N); dst contiguous */
+    PG_OP_ARANGE, /* dst[i] = start + i*step; dst contiguous 1-D */
+    PG_OP_RANDOM, /* dst (contiguous, float) = Philox uniform [0,1) or standard normal */
+    PG_NUM_OPS
+} pg_op;
+
+typedef enum pg_binary_op {
+    PG_BIN_ADD, PG_BIN_SUB, PG_BIN_MUL, PG_BIN_DIV, PG_BIN_MAXIMUM, PG_BIN_MINIMUM,
+    PG_BIN_EQ, PG_BIN_NE, PG_BIN_LT, PG_BIN_LE, PG_BIN_GT, PG_BIN_GE,
+    PG_NUM_BINARY
+} pg_binary_op;
+#define PG_BIN_IS_COMPARE(op) ((op) >= PG_BIN_EQ)
+
+typedef enum pg_unary_op {
+    PG_UN_NEG, PG_UN_ABS, PG_UN_EXP, PG_UN_LOG, PG_UN_SQRT, PG_UN_TANH, PG_UN_SIGMOID,
+    PG_UN_RELU, PG_UN_NOT,
+    PG_NUM_UNARY
+} pg_unary_op;
+
+typedef enum pg_reduce_op { PG_RED_SUM, PG_RED_MAX, PG_RED_MIN, PG_RED_ARGMAX, PG_NUM_REDUCE } pg_reduce_op;
+
+#define PG_NODE_MAX_SRC 2
+
+typedef struct pg_node {
+    int op;    /* pg_op */
+    int subop; /* pg_binary_op / pg_unary_op / pg_reduce_op / random kind */
+    int nsrc;
+    pg_tensor src[PG_NODE_MAX_SRC]; /* borrowed; an async backend retains their storages */
+    pg_tensor dst;
+    union {
+        struct { double f; int64_t i; int scalar_left; } scalar; /* FILL, BINARY with nsrc == 1 */
+        struct { int axis; } reduce;
+        struct { double start, step; } arange;
+        struct { uint64_t seed, offset; } random; /* subop 0: uniform, 1: normal */
+    } p;
+    const char *name; /* the user-facing op name, for error messages ("add", "matmul") */
+} pg_node;
+
+enum { PG_RANDOM_UNIFORM = 0, PG_RANDOM_NORMAL = 1 };
+
+#endif

@@ -1,0 +1,69 @@
+/* pg_ops.h - the generic op layer: every user-facing operation, checked once.
+ *
+ * Each function validates its input (devices, dtypes, shapes, axes), applies
+ * NumPy's promotion and broadcasting rules, allocates the output on the
+ * operands' device and hands a pg_node to that device's backend. Nothing
+ * below this layer checks user input again. Results are new tensors the
+ * caller owns (release with pg_tensor_clear). Files: pg_ops_elementwise.c,
+ * pg_ops_reduce.c, pg_ops_matmul.c, pg_ops_create.c, pg_ops_transfer.c. */
+#ifndef PG_OPS_H
+#define PG_OPS_H
+
+#include <stdbool.h>
+
+#include "pg_node.h"
+
+/* PG_ERR_DEVICE naming both devices unless a and b share one. */
+pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tensor *b);
+
+/* Run or queue one prepared node on the device of its dst (counts the op). */
+pg_status pg_launch(const pg_node *node);
+
+/* A Python scalar operand, kept with its kind for NumPy 2 (NEP 50) promotion. */
+enum { PG_SCALAR_BOOL, PG_SCALAR_INT, PG_SCALAR_FLOAT };
+typedef struct pg_scalar {
+    int kind;
+    double f;  /* the value, as a double */
+    int64_t i; /* the value, for bool and int kinds */
+} pg_scalar;
+
+/* creation (pg_ops_create.c) */
+pg_status pg_op_full(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape, pg_scalar v,
+                     pg_tensor *out);
+pg_status pg_op_fill(const pg_tensor *t, pg_scalar v);
+pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, int64_t n,
+                       pg_tensor *out);
+pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
+                       pg_tensor *out);
+void pg_rng_seed(pg_device dev, uint64_t seed);
+void pg_rng_seed_all(uint64_t seed);
+
+/* layout and copies (pg_ops_elementwise.c) */
+pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src); /* broadcast + cast */
+pg_status pg_op_astype(const pg_tensor *t, pg_dtype dt, pg_tensor *out); /* always a new tensor */
+pg_status pg_op_contiguous(const pg_tensor *t, pg_tensor *out); /* a reference if already so */
+pg_status pg_op_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg_tensor *out);
+
+/* math (pg_ops_elementwise.c, pg_ops_reduce.c, pg_ops_matmul.c) */
+pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor *out);
+pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,
+                              pg_tensor *out);
+pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out);
+/* axes: NULL (naxes ignored) reduces everything; argmax takes at most one axis */
+pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, bool keepdims,
+                       pg_tensor *out);
+pg_status pg_op_mean(const pg_tensor *a, int naxes, const int *axes, bool keepdims,
+                     pg_tensor *out);
+pg_status pg_op_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out);
+
+/* devices and transfers (pg_ops_transfer.c) */
+pg_status pg_op_to_device(const pg_tensor *t, pg_device dev, bool non_blocking, int implicit,
+                          pg_tensor *out);
+pg_status pg_op_pin_memory(const pg_tensor *t, pg_tensor *out);
+pg_status pg_tensor_wait(const pg_tensor *t);
+pg_status pg_device_synchronize(pg_device dev);
+
+const char *pg_binary_name(int op);
+const char *pg_unary_name(int op);
+
+#endif

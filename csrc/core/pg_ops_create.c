@@ -1,0 +1,127 @@
+/* pg_ops_create.c - tensors from nothing: full, arange, random; the RNG state.
+ *
+ * Each device has a generator state (seed, offset). A random tensor of n
+ * elements uses counters offset..offset+n-1 of Philox and advances offset by
+ * n, so results are reproducible after manual_seed and identical on every
+ * backend for the same sequence of calls. */
+#include "pg_ops.h"
+
+#include <pthread.h>
+
+#define DEFAULT_SEED 0x5eedULL
+
+static struct {
+    uint64_t seed, offset;
+} g_rng[PG_NUM_SLOTS];
+static bool g_rng_init;
+static pthread_mutex_t g_rng_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void rng_init_locked(void)
+{
+    if (g_rng_init)
+        return;
+    for (int i = 0; i < PG_NUM_SLOTS; i++)
+        g_rng[i].seed = DEFAULT_SEED;
+    g_rng_init = true;
+}
+
+void pg_rng_seed(pg_device dev, uint64_t seed)
+{
+    pthread_mutex_lock(&g_rng_lock);
+    rng_init_locked();
+    g_rng[pg_device_slot(dev)].seed = seed;
+    g_rng[pg_device_slot(dev)].offset = 0;
+    pthread_mutex_unlock(&g_rng_lock);
+}
+
+void pg_rng_seed_all(uint64_t seed)
+{
+    for (int s = 0; s < PG_NUM_SLOTS; s++)
+        pg_rng_seed(pg_device_from_slot(s), seed);
+}
+
+pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
+{
+    if (pg_tensor_numel(t) == 0)
+        return PG_OK;
+    if (t->storage->flags & PG_STORAGE_READONLY)
+        return pg_error_set(PG_ERR_VALUE, "fill: the tensor is read-only");
+    pg_node n;
+    n.op = PG_OP_FILL;
+    n.subop = 0;
+    n.nsrc = 0;
+    n.dst = *t;
+    n.name = "fill";
+    n.p.scalar.f = v.kind == PG_SCALAR_FLOAT ? v.f : (double)v.i;
+    if (t->dtype == PG_BOOL)
+        n.p.scalar.i = v.kind == PG_SCALAR_FLOAT ? v.f != 0 : v.i != 0;
+    else
+        n.p.scalar.i = v.kind == PG_SCALAR_FLOAT ? (int64_t)v.f : v.i;
+    n.p.scalar.scalar_left = 0;
+    return pg_launch(&n);
+}
+
+pg_status pg_op_full(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape, pg_scalar v,
+                     pg_tensor *out)
+{
+    if (!pg_dtype_supported(dt))
+        return pg_error_set(PG_ERR_DTYPE, "dtype %s is not supported yet", pg_dtype_name(dt));
+    if (v.kind == PG_SCALAR_FLOAT && dt == PG_INT64 && !(v.f > -9.3e18 && v.f < 9.3e18))
+        return pg_error_set(PG_ERR_VALUE, "cannot fill an int64 tensor with %g", v.f);
+    PG_TRY(pg_tensor_empty(dev, dt, ndim, shape, out));
+    pg_status st = pg_op_fill(out, v);
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
+pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, int64_t n,
+                       pg_tensor *out)
+{
+    if (!pg_dtype_supported(dt) || dt == PG_BOOL)
+        return pg_error_set(PG_ERR_DTYPE, "arange: dtype %s is not supported", pg_dtype_name(dt));
+    PG_TRY(pg_tensor_empty(dev, dt, 1, &n, out));
+    if (n == 0)
+        return PG_OK;
+    pg_node node;
+    node.op = PG_OP_ARANGE;
+    node.subop = 0;
+    node.nsrc = 0;
+    node.dst = *out;
+    node.p.arange.start = start;
+    node.p.arange.step = step;
+    node.name = "arange";
+    pg_status st = pg_launch(&node);
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
+pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
+                       pg_tensor *out)
+{
+    if (dt != PG_FLOAT32 && dt != PG_FLOAT64)
+        return pg_error_set(PG_ERR_DTYPE, "%s: dtype must be float32 or float64, got %s",
+                            kind == PG_RANDOM_NORMAL ? "randn" : "rand", pg_dtype_name(dt));
+    PG_TRY(pg_tensor_empty(dev, dt, ndim, shape, out));
+    int64_t n = pg_tensor_numel(out);
+    pg_node node;
+    node.op = PG_OP_RANDOM;
+    node.subop = kind;
+    node.nsrc = 0;
+    node.dst = *out;
+    node.name = kind == PG_RANDOM_NORMAL ? "randn" : "rand";
+    pthread_mutex_lock(&g_rng_lock);
+    rng_init_locked();
+    int slot = pg_device_slot(dev);
+    node.p.random.seed = g_rng[slot].seed;
+    node.p.random.offset = g_rng[slot].offset;
+    g_rng[slot].offset += (uint64_t)n;
+    pthread_mutex_unlock(&g_rng_lock);
+    if (n == 0)
+        return PG_OK;
+    pg_status st = pg_launch(&node);
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}

@@ -1,0 +1,249 @@
+/* pg_ops_elementwise.c - checked binary, unary and copy/cast ops.
+ *
+ * Promotion follows NumPy 2: two tensors promote by pg_dtype_promote; a
+ * Python scalar only lifts the kind (bool < int < float) and otherwise takes
+ * the tensor's dtype (NEP 50: float32 + 1.5 stays float32). Mixed dtypes are
+ * cast to the common dtype first, so kernels only ever see equal dtypes. */
+#include "pg_ops.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "pg_backend.h"
+#include "pg_stats.h"
+
+static const char *const bin_names[PG_NUM_BINARY] = {
+    "add", "subtract", "multiply", "divide", "maximum", "minimum",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"};
+static const char *const un_names[PG_NUM_UNARY] = {
+    "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "logical_not"};
+
+const char *pg_binary_name(int op) { return bin_names[op]; }
+const char *pg_unary_name(int op) { return un_names[op]; }
+
+pg_status pg_launch(const pg_node *node)
+{
+    pg_device dev = pg_tensor_device(&node->dst);
+    const pg_backend *be;
+    PG_TRY(pg_backend_for(dev, &be));
+    pg_stats_op(dev);
+    return be->launch(be, dev.index, node);
+}
+
+pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tensor *b)
+{
+    pg_device da = pg_tensor_device(a), db = pg_tensor_device(b);
+    if (pg_device_eq(da, db))
+        return PG_OK;
+    char sa[24], sb[24];
+    pg_device_str(da, sa, sizeof sa);
+    pg_device_str(db, sb, sizeof sb);
+    return pg_error_set(PG_ERR_DEVICE,
+                        "%s: expected all tensors on the same device, but found %s and %s; move "
+                        "one of them first, e.g. b.to('%s') (pygpu never copies between devices "
+                        "behind your back)",
+                        op, sa, sb, sa);
+}
+
+static pg_status check_dtype(const char *op, const pg_tensor *t)
+{
+    if (!pg_dtype_supported((pg_dtype)t->dtype))
+        return pg_error_set(PG_ERR_DTYPE, "%s: dtype %s is not supported yet", op,
+                            pg_dtype_name((pg_dtype)t->dtype));
+    return PG_OK;
+}
+
+static void node_init(pg_node *n, int op, int subop, const char *name)
+{
+    n->op = op;
+    n->subop = subop;
+    n->nsrc = 0;
+    n->name = name;
+}
+
+pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
+{
+    PG_TRY(pg_check_same_device("copy", dst, src));
+    if (dst->storage->flags & PG_STORAGE_READONLY)
+        return pg_error_set(PG_ERR_VALUE, "copy: the destination is read-only");
+    pg_node n;
+    node_init(&n, PG_OP_COPY, 0, "copy");
+    PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &n.src[0]));
+    int nd;
+    int64_t shp[PG_MAX_DIMS];
+    pg_status st = pg_broadcast_shapes(src->ndim, src->shape, dst->ndim, dst->shape, &nd, shp, "copy");
+    if (st == PG_OK && (nd != dst->ndim || memcmp(shp, dst->shape, sizeof(int64_t) * nd) != 0)) {
+        char a[160], b[160];
+        st = pg_error_set(PG_ERR_SHAPE, "copy: cannot copy shape %s into shape %s",
+                          pg_shape_str(src->ndim, src->shape, a, sizeof a),
+                          pg_shape_str(dst->ndim, dst->shape, b, sizeof b));
+    }
+    if (st == PG_OK && pg_tensor_numel(dst) > 0) {
+        n.nsrc = 1;
+        n.dst = *dst;
+        st = pg_launch(&n);
+    }
+    pg_tensor_clear(&n.src[0]);
+    return st;
+}
+
+pg_status pg_op_astype(const pg_tensor *t, pg_dtype dt, pg_tensor *out)
+{
+    if (!pg_dtype_supported(dt))
+        return pg_error_set(PG_ERR_DTYPE, "astype: dtype %s is not supported yet",
+                            pg_dtype_name(dt));
+    PG_TRY(pg_tensor_empty(pg_tensor_device(t), dt, t->ndim, t->shape, out));
+    pg_status st = pg_op_copy(out, t);
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
+pg_status pg_op_contiguous(const pg_tensor *t, pg_tensor *out)
+{
+    if (pg_tensor_is_contiguous(t)) {
+        pg_tensor_ref(t, out);
+        return PG_OK;
+    }
+    return pg_op_astype(t, (pg_dtype)t->dtype, out);
+}
+
+pg_status pg_op_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg_tensor *out)
+{
+    pg_status st = pg_view_reshape(t, ndim, shape, out);
+    if (st != PG_ERR_VALUE)
+        return st; /* a view, or a real error */
+    pg_tensor c;
+    PG_TRY(pg_op_contiguous(t, &c));
+    st = pg_view_reshape(&c, ndim, shape, out);
+    pg_tensor_clear(&c);
+    return st;
+}
+
+/* `t` cast to dtype `dt` and broadcast to `ndim`/`shape`, as a new reference. */
+static pg_status prepare_operand(const pg_tensor *t, int dt, int ndim, const int64_t *shape,
+                                 pg_tensor *out)
+{
+    if (t->dtype == dt)
+        return pg_view_broadcast(t, ndim, shape, out);
+    pg_tensor cast;
+    PG_TRY(pg_op_astype(t, (pg_dtype)dt, &cast));
+    pg_status st = pg_view_broadcast(&cast, ndim, shape, out);
+    pg_tensor_clear(&cast);
+    return st;
+}
+
+static pg_status arithmetic_dtype(int op, int ct, int *compute, int *result)
+{
+    bool arith = op == PG_BIN_ADD || op == PG_BIN_SUB || op == PG_BIN_MUL;
+    if (arith && ct == PG_BOOL)
+        return pg_error_set(PG_ERR_DTYPE,
+                            "%s: arithmetic on bool tensors is not supported; convert first "
+                            "with .astype(pygpu.int64)",
+                            bin_names[op]);
+    if (op == PG_BIN_DIV && !pg_dtype_is_float((pg_dtype)ct))
+        ct = PG_FLOAT64; /* true division, as NumPy */
+    *compute = ct;
+    *result = PG_BIN_IS_COMPARE(op) ? PG_BOOL : ct;
+    return PG_OK;
+}
+
+pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
+{
+    const char *name = bin_names[op];
+    PG_TRY(pg_check_same_device(name, a, b));
+    PG_TRY(check_dtype(name, a));
+    PG_TRY(check_dtype(name, b));
+    int ct, rt;
+    PG_TRY(arithmetic_dtype(op, pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype), &ct, &rt));
+    int nd;
+    int64_t shape[PG_MAX_DIMS];
+    PG_TRY(pg_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &nd, shape, name));
+    if (nd > PG_MAX_DIMS)
+        return pg_error_set(PG_ERR_VALUE, "%s: result would have more than %d dimensions", name,
+                            PG_MAX_DIMS);
+    PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, nd, shape, out));
+    if (pg_tensor_numel(out) == 0)
+        return PG_OK;
+    pg_node n;
+    node_init(&n, PG_OP_BINARY, op, name);
+    memset(n.src, 0, sizeof n.src);
+    pg_status st = prepare_operand(a, ct, nd, shape, &n.src[0]);
+    if (st == PG_OK)
+        st = prepare_operand(b, ct, nd, shape, &n.src[1]);
+    if (st == PG_OK) {
+        n.nsrc = 2;
+        n.dst = *out;
+        st = pg_launch(&n);
+    }
+    pg_tensor_clear(&n.src[0]);
+    pg_tensor_clear(&n.src[1]);
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
+pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,
+                              pg_tensor *out)
+{
+    const char *name = bin_names[op];
+    PG_TRY(check_dtype(name, a));
+    int ct = a->dtype;
+    if (s.kind == PG_SCALAR_INT && ct == PG_BOOL)
+        ct = PG_INT64;
+    else if (s.kind == PG_SCALAR_FLOAT && !pg_dtype_is_float((pg_dtype)ct))
+        ct = PG_FLOAT64;
+    int rt;
+    PG_TRY(arithmetic_dtype(op, ct, &ct, &rt));
+    PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, a->ndim, a->shape, out));
+    if (pg_tensor_numel(out) == 0)
+        return PG_OK;
+    pg_node n;
+    node_init(&n, PG_OP_BINARY, op, name);
+    n.p.scalar.f = s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i;
+    n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)0 : s.i;
+    n.p.scalar.scalar_left = scalar_left;
+    pg_status st = prepare_operand(a, ct, a->ndim, a->shape, &n.src[0]);
+    if (st == PG_OK) {
+        n.nsrc = 1;
+        n.dst = *out;
+        st = pg_launch(&n);
+        pg_tensor_clear(&n.src[0]);
+    }
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
+pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
+{
+    const char *name = un_names[op];
+    PG_TRY(check_dtype(name, a));
+    int dt = a->dtype;
+    bool float_only = op == PG_UN_EXP || op == PG_UN_LOG || op == PG_UN_SQRT ||
+                      op == PG_UN_TANH || op == PG_UN_SIGMOID;
+    if (float_only && !pg_dtype_is_float((pg_dtype)dt))
+        dt = dt == PG_BOOL ? PG_FLOAT32 : PG_FLOAT64; /* NumPy gives float64 for int64 */
+    if (dt == PG_BOOL && (op == PG_UN_NEG || op == PG_UN_RELU))
+        return pg_error_set(PG_ERR_DTYPE, "%s is not supported for bool tensors; use %s or "
+                                          ".astype(pygpu.int64) first",
+                            name, op == PG_UN_NEG ? "pygpu.logical_not" : "the mask itself");
+    if (op == PG_UN_NOT && dt != PG_BOOL)
+        return pg_error_set(PG_ERR_DTYPE, "logical_not expects a bool tensor, got %s",
+                            pg_dtype_name((pg_dtype)dt));
+    PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)dt, a->ndim, a->shape, out));
+    if (pg_tensor_numel(out) == 0)
+        return PG_OK;
+    pg_node n;
+    node_init(&n, PG_OP_UNARY, op, name);
+    pg_status st = prepare_operand(a, dt, a->ndim, a->shape, &n.src[0]);
+    if (st == PG_OK) {
+        n.nsrc = 1;
+        n.dst = *out;
+        st = pg_launch(&n);
+        pg_tensor_clear(&n.src[0]);
+    }
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}

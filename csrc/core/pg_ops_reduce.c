@@ -1,0 +1,162 @@
+/* pg_ops_reduce.c - checked reductions: sum, mean, max, min, argmax.
+ *
+ * Several axes reduce one at a time, the highest first; the input is made
+ * contiguous so every backend sees a plain (outer, R, inner) block. Result
+ * dtypes follow NumPy: sum of bool/int64 is int64, mean of integers float64,
+ * argmax int64 (a flat index when no axis is given). */
+#include "pg_ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const red_names[PG_NUM_REDUCE] = {"sum", "max", "min", "argmax"};
+
+/* Reduce contiguous `c` over `axis`, keeping it as length 1. */
+static pg_status reduce_axis(int op, const pg_tensor *c, int axis, pg_tensor *out)
+{
+    const char *name = red_names[op];
+    if (c->shape[axis] == 0 && op != PG_RED_SUM)
+        return pg_error_set(PG_ERR_VALUE,
+                            "%s: cannot reduce over an empty axis (axis %d has length 0): %s has "
+                            "no identity",
+                            name, axis, name);
+    int64_t shape[PG_MAX_DIMS];
+    memcpy(shape, c->shape, sizeof shape);
+    shape[axis] = 1;
+    int dt = op == PG_RED_ARGMAX ? PG_INT64 : c->dtype;
+    PG_TRY(pg_tensor_empty(pg_tensor_device(c), (pg_dtype)dt, c->ndim, shape, out));
+    if (pg_tensor_numel(out) == 0)
+        return PG_OK;
+    pg_status st;
+    if (c->shape[axis] == 0) {
+        pg_scalar zero = {PG_SCALAR_INT, 0.0, 0};
+        st = pg_op_fill(out, zero);
+    } else {
+        pg_node n;
+        n.op = PG_OP_REDUCE;
+        n.subop = op;
+        n.nsrc = 1;
+        n.src[0] = *c;
+        n.dst = *out;
+        n.p.reduce.axis = axis;
+        n.name = name;
+        st = pg_launch(&n);
+    }
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
+static int cmp_desc(const void *a, const void *b) { return *(const int *)b - *(const int *)a; }
+
+pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, bool keepdims,
+                       pg_tensor *out)
+{
+    const char *name = red_names[op];
+    if (!pg_dtype_supported((pg_dtype)a->dtype))
+        return pg_error_set(PG_ERR_DTYPE, "%s: dtype %s is not supported yet", name,
+                            pg_dtype_name((pg_dtype)a->dtype));
+    int work = a->dtype == PG_BOOL ? PG_INT64 : a->dtype;
+    bool back_to_bool = a->dtype == PG_BOOL && (op == PG_RED_MAX || op == PG_RED_MIN);
+
+    int ax[PG_MAX_DIMS];
+    bool reduced[PG_MAX_DIMS] = {false};
+    int nax = 0;
+    if (axes) {
+        if (op == PG_RED_ARGMAX && naxes != 1)
+            return pg_error_set(PG_ERR_TYPE, "argmax takes a single axis (an int) or None");
+        for (int i = 0; i < naxes; i++) {
+            int x = axes[i] < 0 ? axes[i] + a->ndim : axes[i];
+            if (x < 0 || x >= a->ndim)
+                return pg_error_set(PG_ERR_INDEX, "%s: axis %d is out of bounds for a %d-d tensor",
+                                    name, axes[i], a->ndim);
+            if (reduced[x])
+                return pg_error_set(PG_ERR_VALUE, "%s: duplicate value in axis: %d", name, axes[i]);
+            reduced[x] = true;
+            ax[nax++] = x;
+        }
+        qsort(ax, (size_t)nax, sizeof(int), cmp_desc);
+    }
+
+    pg_tensor cur, next;
+    pg_tensor cast;
+    if (work != a->dtype)
+        PG_TRY(pg_op_astype(a, (pg_dtype)work, &cast));
+    else
+        pg_tensor_ref(a, &cast);
+    pg_status st = pg_op_contiguous(&cast, &cur);
+    pg_tensor_clear(&cast);
+    if (st != PG_OK)
+        return st;
+
+    if (!axes) { /* everything: flatten and reduce the one axis */
+        int64_t n = pg_tensor_numel(&cur);
+        st = pg_view_reshape(&cur, 1, &n, &next);
+        pg_tensor_clear(&cur);
+        if (st != PG_OK)
+            return st;
+        cur = next;
+        st = reduce_axis(op, &cur, 0, &next);
+        pg_tensor_clear(&cur);
+        if (st != PG_OK)
+            return st;
+        cur = next;
+        for (int d = 0; d < a->ndim; d++)
+            reduced[d] = true;
+    } else {
+        for (int i = 0; i < nax && st == PG_OK; i++) {
+            st = reduce_axis(op, &cur, ax[i], &next);
+            pg_tensor_clear(&cur);
+            if (st != PG_OK)
+                return st;
+            cur = next;
+        }
+    }
+    /* final shape: the input's, with reduced axes as 1 (keepdims) or dropped */
+    int64_t shape[PG_MAX_DIMS];
+    int nd = 0;
+    for (int d = 0; d < a->ndim; d++) {
+        if (!reduced[d])
+            shape[nd++] = a->shape[d];
+        else if (keepdims)
+            shape[nd++] = 1;
+    }
+    st = pg_view_reshape(&cur, nd, shape, &next);
+    pg_tensor_clear(&cur);
+    if (st != PG_OK)
+        return st;
+    if (!back_to_bool) {
+        *out = next;
+        return PG_OK;
+    }
+    st = pg_op_astype(&next, PG_BOOL, out);
+    pg_tensor_clear(&next);
+    return st;
+}
+
+pg_status pg_op_mean(const pg_tensor *a, int naxes, const int *axes, bool keepdims, pg_tensor *out)
+{
+    int64_t count = 1;
+    if (axes) {
+        for (int i = 0; i < naxes; i++) {
+            int x = axes[i] < 0 ? axes[i] + a->ndim : axes[i];
+            if (x >= 0 && x < a->ndim)
+                count *= a->shape[x];
+        }
+    } else {
+        count = pg_tensor_numel(a);
+    }
+    pg_tensor src, sum;
+    if (!pg_dtype_is_float((pg_dtype)a->dtype))
+        PG_TRY(pg_op_astype(a, PG_FLOAT64, &src));
+    else
+        pg_tensor_ref(a, &src);
+    pg_status st = pg_op_reduce(PG_RED_SUM, &src, naxes, axes, keepdims, &sum);
+    pg_tensor_clear(&src);
+    if (st != PG_OK)
+        return st;
+    pg_scalar n = {PG_SCALAR_FLOAT, (double)count, 0};
+    st = pg_op_binary_scalar(PG_BIN_DIV, &sum, n, false, out);
+    pg_tensor_clear(&sum);
+    return st;
+}

@@ -1,0 +1,116 @@
+/* pg_ops_transfer.c - moving tensors between devices, and waiting for them.
+ *
+ * The one place where bytes cross between host and device, and so the one
+ * place they are counted: every transfer is recorded here (count, bytes,
+ * pinned, async, implicit trigger) before the backend moves it; the backend
+ * adds the time it took. A transfer always moves one contiguous block:
+ * a strided view is first compacted on its own device. */
+#include "pg_ops.h"
+
+#include "pg_backend.h"
+#include "pg_stats.h"
+
+static pg_status copy_block(const pg_backend *be, int index, int kind, const pg_tensor *src,
+                            const pg_tensor *dst, bool async, int implicit)
+{
+    size_t nbytes = (size_t)pg_tensor_numel(src) * pg_dtype_size((pg_dtype)src->dtype);
+    size_t isz = pg_dtype_size((pg_dtype)src->dtype);
+    pg_copy c = {
+        .kind = kind,
+        .src = src->storage,
+        .src_offset = (size_t)src->offset * isz,
+        .dst = dst->storage,
+        .dst_offset = (size_t)dst->offset * isz,
+        .nbytes = nbytes,
+        .async = async,
+    };
+    bool pinned = (src->storage->flags | dst->storage->flags) & PG_STORAGE_PINNED;
+    pg_stats_transfer(pg_tensor_device(src), pg_tensor_device(dst), nbytes, pinned, async, implicit);
+    return be->copy(be, index, &c);
+}
+
+pg_status pg_op_to_device(const pg_tensor *t, pg_device dev, bool non_blocking, int implicit,
+                          pg_tensor *out)
+{
+    pg_device from = pg_tensor_device(t);
+    if (pg_device_eq(from, dev)) {
+        pg_tensor_ref(t, out);
+        return PG_OK;
+    }
+    const pg_backend *be_to = NULL, *be_from = NULL;
+    PG_TRY(pg_backend_for(dev, &be_to));
+    PG_TRY(pg_backend_for(from, &be_from));
+    if (from.type != PG_DEV_CPU && dev.type != PG_DEV_CPU && from.type != dev.type) {
+        /* two kinds of accelerator: stage through the host (two counted transfers) */
+        pg_tensor host;
+        PG_TRY(pg_op_to_device(t, (pg_device){PG_DEV_CPU, 0}, false, implicit, &host));
+        pg_status st = pg_op_to_device(&host, dev, non_blocking, implicit, out);
+        pg_tensor_clear(&host);
+        return st;
+    }
+    pg_tensor src;
+    PG_TRY(pg_op_contiguous(t, &src));
+    pg_status st;
+    if (dev.type == PG_DEV_CPU) { /* d2h; non_blocking lands in pinned memory, as in PyTorch */
+        st = pg_tensor_empty(dev, (pg_dtype)t->dtype, t->ndim, t->shape, out);
+        if (st == PG_OK && non_blocking) {
+            pg_storage *pinned;
+            st = pg_storage_new(dev, out->storage->nbytes, PG_STORAGE_PINNED, &pinned);
+            if (st == PG_OK) {
+                pg_storage_release(out->storage);
+                out->storage = pinned;
+            }
+        }
+        if (st == PG_OK)
+            st = copy_block(be_from, from.index, PG_COPY_D2H, &src, out, non_blocking, implicit);
+    } else {
+        st = pg_tensor_empty(dev, (pg_dtype)t->dtype, t->ndim, t->shape, out);
+        if (st == PG_OK) {
+            bool h2d = from.type == PG_DEV_CPU;
+            /* a pageable source cannot be copied asynchronously (it may change) */
+            bool async = non_blocking && (!h2d || (src.storage->flags & PG_STORAGE_PINNED));
+            st = copy_block(be_to, h2d ? dev.index : from.index, h2d ? PG_COPY_H2D : PG_COPY_D2D,
+                            &src, out, async, implicit);
+        }
+    }
+    if (st != PG_OK && out->storage)
+        pg_tensor_clear(out);
+    pg_tensor_clear(&src);
+    return st;
+}
+
+pg_status pg_op_pin_memory(const pg_tensor *t, pg_tensor *out)
+{
+    if (pg_tensor_device(t).type != PG_DEV_CPU)
+        return pg_error_set(PG_ERR_VALUE, "pin_memory: only cpu tensors can be pinned; this one "
+                                          "is on a device");
+    if (t->storage->flags & PG_STORAGE_PINNED) {
+        pg_tensor_ref(t, out);
+        return PG_OK;
+    }
+    size_t nbytes = (size_t)pg_tensor_numel(t) * pg_dtype_size((pg_dtype)t->dtype);
+    pg_storage *s;
+    PG_TRY(pg_storage_new(pg_tensor_device(t), nbytes, PG_STORAGE_PINNED, &s));
+    *out = *t;
+    out->storage = s;
+    out->offset = 0;
+    pg_contiguous_strides(t->ndim, t->shape, out->strides);
+    pg_status st = pg_op_copy(out, t);
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
+pg_status pg_tensor_wait(const pg_tensor *t) { return pg_storage_wait(t->storage); }
+
+pg_status pg_device_synchronize(pg_device dev)
+{
+    const pg_backend *be;
+    PG_TRY(pg_backend_for(dev, &be));
+    if (!be->synchronize)
+        return PG_OK;
+    uint64_t t0 = pg_now_ns();
+    pg_status st = be->synchronize(be, dev.index);
+    pg_stats_sync(dev, pg_now_ns() - t0);
+    return st;
+}

@@ -1,0 +1,65 @@
+/* pg_stats.h - always-on, exact counters of what crosses host<->device.
+ *
+ * pygpu's own contribution: every transfer is counted per device pair
+ * (count, bytes, time, pinned/pageable, blocking/async), implicit transfers
+ * (print, item(), np.asarray on a device tensor...) per trigger, and per device
+ * the ops launched, synchronizations and time waited, allocations and
+ * current/peak memory. Counters are relaxed atomics: exact under threads,
+ * a few nanoseconds each. Counting happens in one place per event kind: the
+ * generic transfer function, the generic launch, the allocator. */
+#ifndef PG_STATS_H
+#define PG_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pg_device.h"
+
+/* What made a transfer happen that the user did not write as .to(). */
+typedef enum pg_implicit {
+    PG_IMPLICIT_NONE = 0, /* explicit: .to(), .cpu(), tensor(..., device=) */
+    PG_IMPLICIT_REPR,     /* repr() / str() / print() */
+    PG_IMPLICIT_ITEM,     /* .item(), float(t), int(t), bool(t) */
+    PG_IMPLICIT_TOLIST,   /* .tolist() */
+    PG_IMPLICIT_ARRAY,    /* np.asarray(t) / __array__ / .numpy() on a device tensor */
+    PG_IMPLICIT_DLPACK,   /* __dlpack__ export that had to stage through the host */
+    PG_IMPLICIT_OTHER,
+    PG_NUM_IMPLICIT
+} pg_implicit;
+
+typedef struct pg_xfer_stats {
+    uint64_t count, bytes, ns;
+    uint64_t pinned_count, async_count;
+} pg_xfer_stats;
+
+typedef struct pg_device_stats {
+    uint64_t ops, syncs, sync_ns;
+    uint64_t allocs, frees, cache_hits;
+    uint64_t mem_current, mem_peak, mem_reserved;
+} pg_device_stats;
+
+typedef struct pg_stats_snapshot {
+    pg_xfer_stats pair[PG_NUM_SLOTS][PG_NUM_SLOTS]; /* [src slot][dst slot] */
+    uint64_t implicit_count[PG_NUM_IMPLICIT];
+    uint64_t implicit_bytes[PG_NUM_IMPLICIT];
+    pg_device_stats dev[PG_NUM_SLOTS];
+} pg_stats_snapshot;
+
+void pg_stats_transfer(pg_device src, pg_device dst, uint64_t bytes, bool pinned, bool async,
+                       int implicit);
+void pg_stats_transfer_time(pg_device src, pg_device dst, uint64_t ns);
+void pg_stats_op(pg_device dev);
+void pg_stats_sync(pg_device dev, uint64_t ns);
+void pg_stats_alloc(pg_device dev, uint64_t bytes, bool cache_hit);
+void pg_stats_free(pg_device dev, uint64_t bytes);
+void pg_stats_reserved(pg_device dev, int64_t delta);
+void pg_stats_reset_peak(pg_device dev);
+
+void pg_stats_snapshot_take(pg_stats_snapshot *out);
+/* Zero the event counters (transfers, ops, syncs, allocs); memory in use and
+ * reserved are states, not events, and are kept (peak restarts at current). */
+void pg_stats_reset(void);
+
+uint64_t pg_now_ns(void);
+
+#endif

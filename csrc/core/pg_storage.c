@@ -1,0 +1,167 @@
+/* pg_storage.c - allocation, reference counting and waiting on storages.
+ *
+ * Host storages put the header and the bytes in one malloc (one call per
+ * tensor keeps small ops cheap); device storages come from the caching
+ * allocator of their device. */
+#include "pg_storage.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_allocator.h"
+#include "pg_backend.h"
+#include "pg_stats.h"
+
+#define HOST_ALIGN 64
+
+static void release_host_inline(pg_storage *s)
+{
+    pg_stats_free(s->device, s->capacity);
+    free(s);
+}
+
+static void release_pinned(pg_storage *s)
+{
+    const pg_backend *be = s->owner;
+    pg_stats_free(s->device, s->capacity);
+    be->host_free_pinned(be, s->data);
+    free(s);
+}
+
+static void release_device(pg_storage *s)
+{
+    pg_allocator_free(s->device, s->data, s->capacity);
+    free(s);
+}
+
+static pg_status new_host(size_t nbytes, unsigned flags, pg_storage **out)
+{
+    pg_device cpu = {PG_DEV_CPU, 0};
+    if (flags & PG_STORAGE_PINNED) {
+        /* pinned memory comes from the accelerator runtime that can use it */
+        const pg_backend *be = pg_backend_get(PG_DEV_CUDA);
+        if (!be || !be->host_alloc_pinned || be->device_count(be) == 0)
+            be = pg_backend_get(PG_DEV_SIM);
+        pg_storage *s = calloc(1, sizeof *s);
+        if (!s)
+            return pg_error_set(PG_ERR_NOMEM, "out of host memory");
+        if (be && be->host_alloc_pinned) {
+            pg_status st = be->host_alloc_pinned(be, nbytes ? nbytes : 1, &s->data);
+            if (st != PG_OK) {
+                free(s);
+                return st;
+            }
+        }
+        s->owner = (void *)be;
+        s->release = release_pinned;
+        s->capacity = nbytes;
+        pg_stats_alloc(cpu, nbytes, false);
+        *out = s;
+        return PG_OK;
+    }
+    size_t header = (sizeof(pg_storage) + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
+    if (nbytes > SIZE_MAX - header - HOST_ALIGN)
+        return pg_error_set(PG_ERR_NOMEM, "cannot allocate %zu bytes on the host", nbytes);
+    char *raw = malloc(header + nbytes + HOST_ALIGN);
+    if (!raw)
+        return pg_error_set(PG_ERR_NOMEM,
+                            "out of host memory: cannot allocate %zu bytes (%.1f MiB)", nbytes,
+                            (double)nbytes / 1048576.0);
+    pg_storage *s = (pg_storage *)raw;
+    memset(s, 0, sizeof *s);
+    /* malloc aligns to 16; push the data to the next 64-byte boundary */
+    uintptr_t d = (uintptr_t)(raw + header);
+    s->data = (void *)((d + HOST_ALIGN - 1) & ~(uintptr_t)(HOST_ALIGN - 1));
+    s->release = release_host_inline;
+    s->capacity = nbytes;
+    pg_stats_alloc(cpu, nbytes, false);
+    *out = s;
+    return PG_OK;
+}
+
+pg_status pg_storage_new(pg_device dev, size_t nbytes, unsigned flags, pg_storage **out)
+{
+    pg_storage *s = NULL;
+    if (dev.type == PG_DEV_CPU) {
+        PG_TRY(new_host(nbytes, flags, &s));
+    } else {
+        const pg_backend *be;
+        PG_TRY(pg_backend_for(dev, &be));
+        s = calloc(1, sizeof *s);
+        if (!s)
+            return pg_error_set(PG_ERR_NOMEM, "out of host memory");
+        pg_status st = pg_allocator_alloc(be, dev, nbytes, &s->data, &s->capacity);
+        if (st != PG_OK) {
+            free(s);
+            return st;
+        }
+        s->release = release_device;
+    }
+    atomic_init(&s->refcount, 1);
+    atomic_init(&s->error, NULL);
+    s->device = dev;
+    s->nbytes = nbytes;
+    s->flags |= flags;
+    *out = s;
+    return PG_OK;
+}
+
+pg_status pg_storage_wrap(pg_device dev, void *data, size_t nbytes, unsigned flags,
+                          pg_storage_release_fn release, void *owner, pg_storage **out)
+{
+    pg_storage *s = calloc(1, sizeof *s);
+    if (!s)
+        return pg_error_set(PG_ERR_NOMEM, "out of host memory");
+    atomic_init(&s->refcount, 1);
+    atomic_init(&s->error, NULL);
+    s->device = dev;
+    s->data = data;
+    s->nbytes = nbytes;
+    s->capacity = nbytes;
+    s->flags = flags | PG_STORAGE_EXTERNAL;
+    s->release = release;
+    s->owner = owner;
+    *out = s;
+    return PG_OK;
+}
+
+void pg_storage_retain(pg_storage *s)
+{
+    atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
+}
+
+void pg_storage_release(pg_storage *s)
+{
+    if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1)
+        return;
+    free(atomic_load(&s->error));
+    s->release(s); /* frees `s` too */
+}
+
+static pg_status wait_impl(pg_storage *s, bool idle)
+{
+    const pg_backend *be = s->writer;
+    if (be && be->wait_storage) {
+        uint64_t t0 = pg_now_ns();
+        pg_status st = be->wait_storage(be, s, idle);
+        pg_stats_sync(s->device, pg_now_ns() - t0);
+        if (st != PG_OK)
+            return st;
+    }
+    char *err = atomic_load(&s->error);
+    if (err)
+        return pg_error_set(PG_ERR_ASYNC, "%s", err);
+    return PG_OK;
+}
+
+pg_status pg_storage_wait(pg_storage *s) { return wait_impl(s, false); }
+pg_status pg_storage_wait_idle(pg_storage *s) { return wait_impl(s, true); }
+
+void pg_storage_set_error(pg_storage *s, const char *msg)
+{
+    char *copy = strdup(msg);
+    char *expected = NULL;
+    if (!copy || !atomic_compare_exchange_strong(&s->error, &expected, copy))
+        free(copy);
+}

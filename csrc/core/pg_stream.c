@@ -1,0 +1,169 @@
+/* pg_stream.c - the worker thread behind a pg_stream (see pg_stream.h). */
+#include "pg_stream.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_stats.h"
+
+#define QUEUE_CAP 1024       /* tasks in flight before enqueue blocks */
+#define SPIN_NS 200000ull    /* how long to spin before sleeping: 200 us */
+#define SPIN_PAUSE_NS 5000ull /* pure busy-wait for the first 5 us, then yield */
+
+struct pg_stream {
+    pg_stream_exec_fn exec;
+    void *ctx;
+    pg_task *ring;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t work_cv; /* worker sleeps here when idle */
+    pthread_cond_t done_cv; /* waiters, and producers facing a full ring, sleep here */
+    _Atomic uint64_t submitted; /* tasks enqueued */
+    _Atomic uint64_t completed; /* tasks finished */
+    _Atomic int worker_sleeping;
+    _Atomic int waiters_sleeping;
+    bool stop;
+};
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Spin until cond() or the budget runs out; returns whether cond() held. */
+#define SPIN_UNTIL(cond)                                              \
+    ({                                                                \
+        bool ok_ = false;                                             \
+        uint64_t t0_ = pg_now_ns();                                   \
+        for (unsigned i_ = 0;; i_++) {                                \
+            if (cond) { ok_ = true; break; }                          \
+            if ((i_ & 63) == 63) {                                    \
+                uint64_t el_ = pg_now_ns() - t0_;                     \
+                if (el_ > SPIN_NS) break;                             \
+                if (el_ > SPIN_PAUSE_NS) sched_yield();               \
+            } else {                                                  \
+                cpu_relax();                                          \
+            }                                                         \
+        }                                                             \
+        ok_;                                                          \
+    })
+
+static void *worker_main(void *arg)
+{
+    pg_stream *s = arg;
+    for (;;) {
+        uint64_t done = atomic_load_explicit(&s->completed, memory_order_relaxed);
+        if (!SPIN_UNTIL(atomic_load_explicit(&s->submitted, memory_order_acquire) > done)) {
+            pthread_mutex_lock(&s->lock);
+            atomic_store(&s->worker_sleeping, 1);
+            while (atomic_load(&s->submitted) == done && !s->stop)
+                pthread_cond_wait(&s->work_cv, &s->lock);
+            atomic_store(&s->worker_sleeping, 0);
+            bool stop = s->stop && atomic_load(&s->submitted) == done;
+            pthread_mutex_unlock(&s->lock);
+            if (stop)
+                return NULL;
+            continue;
+        }
+        pg_task *t = &s->ring[done % QUEUE_CAP];
+        for (int i = 0; i < t->ndeps; i++)
+            pg_stream_wait_event(t->deps[i]);
+        s->exec(s->ctx, t);
+        for (int i = 0; i < t->nhold; i++)
+            pg_storage_release(t->hold[i]);
+        atomic_store(&s->completed, done + 1); /* seq_cst: pairs with waiters_sleeping */
+        if (atomic_load(&s->waiters_sleeping)) {
+            pthread_mutex_lock(&s->lock);
+            pthread_cond_broadcast(&s->done_cv);
+            pthread_mutex_unlock(&s->lock);
+        }
+    }
+}
+
+pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, pg_stream **out)
+{
+    pg_stream *s = calloc(1, sizeof *s);
+    if (!s || !(s->ring = calloc(QUEUE_CAP, sizeof(pg_task)))) {
+        free(s);
+        return pg_error_set(PG_ERR_NOMEM, "out of host memory creating a stream");
+    }
+    s->exec = exec;
+    s->ctx = ctx;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->work_cv, NULL);
+    pthread_cond_init(&s->done_cv, NULL);
+    if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
+        free(s->ring);
+        free(s);
+        return pg_error_set(PG_ERR_RUNTIME, "cannot start the worker thread of %s", name);
+    }
+    pthread_setname_np(s->thread, name);
+    *out = s;
+    return PG_OK;
+}
+
+void pg_stream_destroy(pg_stream *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stop = true;
+    pthread_cond_signal(&s->work_cv);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    free(s->ring);
+    free(s);
+}
+
+uint64_t pg_stream_enqueue(pg_stream *s, const pg_task *task)
+{
+    uint64_t n = atomic_load_explicit(&s->submitted, memory_order_relaxed);
+    if (n - atomic_load_explicit(&s->completed, memory_order_acquire) >= QUEUE_CAP) {
+        pthread_mutex_lock(&s->lock);
+        atomic_fetch_add(&s->waiters_sleeping, 1);
+        while (n - atomic_load(&s->completed) >= QUEUE_CAP)
+            pthread_cond_wait(&s->done_cv, &s->lock);
+        atomic_fetch_sub(&s->waiters_sleeping, 1);
+        pthread_mutex_unlock(&s->lock);
+    }
+    pg_task *slot = &s->ring[n % QUEUE_CAP];
+    memcpy(slot, task, sizeof *task);
+    slot->seq = n + 1;
+    atomic_store(&s->submitted, n + 1); /* seq_cst: pairs with worker_sleeping */
+    if (atomic_load(&s->worker_sleeping)) {
+        pthread_mutex_lock(&s->lock);
+        pthread_cond_signal(&s->work_cv);
+        pthread_mutex_unlock(&s->lock);
+    }
+    return n + 1;
+}
+
+uint64_t pg_stream_last(pg_stream *s) { return atomic_load(&s->submitted); }
+
+bool pg_stream_done(pg_stream *s, uint64_t seq)
+{
+    return atomic_load_explicit(&s->completed, memory_order_acquire) >= seq;
+}
+
+void pg_stream_wait(pg_stream *s, uint64_t seq)
+{
+    if (SPIN_UNTIL(pg_stream_done(s, seq)))
+        return;
+    pthread_mutex_lock(&s->lock);
+    atomic_fetch_add(&s->waiters_sleeping, 1);
+    while (atomic_load(&s->completed) < seq)
+        pthread_cond_wait(&s->done_cv, &s->lock);
+    atomic_fetch_sub(&s->waiters_sleeping, 1);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void pg_stream_wait_event(pg_event e)
+{
+    if (e.stream)
+        pg_stream_wait((pg_stream *)e.stream, e.seq);
+}

@@ -1,0 +1,57 @@
+/* pg_stream.h - an in-order work queue served by one worker thread.
+ *
+ * The host-side model of a CUDA stream, used by the sim backend: enqueue
+ * returns at once with a sequence number; the worker runs tasks in order and
+ * publishes how many it has completed. "Task N is done" is the event
+ * (stream, N); waiting on it spins briefly, then sleeps. Spinning matters:
+ * waking a sleeping thread on another core costs ~50 us on these VMs, while a
+ * spinning hand-off costs ~0.1 us. Both the worker and waiters spin for a
+ * bounded time (yielding the core after the first microseconds, since the
+ * machines may have only 2 cores) and then sleep on a condition variable.
+ *
+ * A task may depend on events of other streams (a copy waiting for the
+ * compute that produces its source): the worker waits for them before
+ * running it. */
+#ifndef PG_STREAM_H
+#define PG_STREAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pg_backend.h"
+
+#define PG_TASK_MAX_DEPS 6
+#define PG_TASK_MAX_HOLD 4
+
+typedef struct pg_stream pg_stream;
+
+typedef struct pg_task {
+    int kind; /* 0: node, 1: copy */
+    union {
+        pg_node node;
+        pg_copy copy;
+    } u;
+    int ndeps;
+    pg_event deps[PG_TASK_MAX_DEPS];
+    int nhold;
+    pg_storage *hold[PG_TASK_MAX_HOLD]; /* retained until the task is done */
+    uint64_t seq;
+} pg_task;
+
+/* Runs one task on the worker thread. */
+typedef void (*pg_stream_exec_fn)(void *ctx, pg_task *task);
+
+pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, pg_stream **out);
+/* Finish pending work and stop the worker. */
+void pg_stream_destroy(pg_stream *s);
+
+/* Copy `task` into the queue (blocks while the queue is full); returns its seq. */
+uint64_t pg_stream_enqueue(pg_stream *s, const pg_task *task);
+/* Sequence number the next enqueue will get minus one: the last queued task. */
+uint64_t pg_stream_last(pg_stream *s);
+bool pg_stream_done(pg_stream *s, uint64_t seq);
+/* Block until task `seq` has completed. */
+void pg_stream_wait(pg_stream *s, uint64_t seq);
+void pg_stream_wait_event(pg_event e);
+
+#endif

@@ -1,0 +1,80 @@
+"""pygpu: device tensors that count every byte crossing between host and device.
+
+A GPU is like a remote server: computing there is fast, but every request
+ships data over a link. pygpu gives you tensors on "cpu", on a simulated
+accelerator "sim:N" (any machine) and on "cuda:N", moved explicitly with
+.to(device), and keeps exact counters of every host<->device transfer:
+pygpu.stats(), pygpu.track(), pygpu.transfer_guard().
+"""
+import atexit as _atexit
+
+from . import _C
+from ._C import (AsyncOpError, DeviceMismatchError, DeviceUnavailableError, Tensor,
+                 TransferGuardError, TransferWarning, abs, add, argmax, divide, exp, from_dlpack,
+                 from_numpy, log, logical_not, matmul, max, maximum, mean, min, minimum,
+                 multiply, negative, relu, reset_stats, sigmoid, sqrt, subtract, sum, tanh)
+from . import _dtype, _hooks
+from ._creation import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
+                        zeros, zeros_like)
+from ._device import Device, device, make_device as _make_device, parse_device as _parse_device
+from ._dtype import DType, bfloat16, bool_, float16, float32, float64, int64
+from ._guard import get_transfer_guard, transfer_guard
+from ._stats import Stats, stats, track
+from . import cuda, sim
+
+bool = bool_  # noqa: A001 - pygpu.bool, as torch.bool
+
+__version__ = "0.1.0"
+
+_C._setup(_dtype.ALL, {
+    "repr": _hooks.tensor_repr,
+    "parse_to": _hooks.parse_to,
+    "dtype_code": _dtype.dtype_code,
+    "parse_device": _parse_device,
+    "make_device": _make_device,
+})
+
+
+def devices():
+    """Every device present: cpu, then sim:0.., then cuda:0.. (loads the CUDA plugin)."""
+    out = [device("cpu")]
+    out += [device("sim", i) for i in range(sim.device_count())]
+    out += [device("cuda", i) for i in range(cuda.device_count())]
+    return out
+
+
+def synchronize(device=None):
+    """Wait for queued work: on one device, or on every device when None.
+    Raises pygpu.AsyncOpError if an asynchronous op failed."""
+    if device is not None:
+        d = globals()["device"](device)
+        if d.type != "cpu":
+            _C._synchronize(*d._code)
+        return
+    for i in range(sim.device_count()):
+        _C._synchronize(1, i)
+    if cuda._acc._tried and _C._load_cuda(None):
+        for i in range(cuda.device_count()):
+            _C._synchronize(2, i)
+
+
+@_atexit.register
+def _shutdown():
+    try:
+        for i in range(sim.device_count()):
+            _C._synchronize(1, i)
+    except AsyncOpError:
+        pass  # an unobserved failure at exit has nobody left to report to
+    _C._shutdown()
+
+
+__all__ = [
+    "Tensor", "DType", "Device", "Stats", "bool", "bool_", "int64", "float16", "bfloat16",
+    "float32", "float64", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
+    "zeros_like", "ones_like", "arange", "rand", "randn", "manual_seed", "matmul", "add",
+    "subtract", "multiply", "divide", "maximum", "minimum", "exp", "log", "sqrt", "tanh",
+    "sigmoid", "relu", "abs", "negative", "logical_not", "sum", "mean", "max", "min", "argmax",
+    "device", "devices", "synchronize", "stats", "reset_stats", "track", "transfer_guard",
+    "get_transfer_guard", "sim", "cuda", "DeviceMismatchError", "DeviceUnavailableError",
+    "TransferGuardError", "TransferWarning", "AsyncOpError",
+]

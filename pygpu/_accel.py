@@ -1,0 +1,133 @@
+"""The torch.cuda-style utilities, written once for every accelerator type.
+
+pygpu.sim and pygpu.cuda are each an Accelerator bound to their device type:
+is_available(), device_count(), current_device(), memory_allocated(), ...
+All figures come from the C core's counters and caching allocator."""
+from . import _C
+
+
+class Accelerator:
+    def __init__(self, name, code):
+        self.name = name
+        self.code = code
+        self._current = 0
+
+    # -- identity ---------------------------------------------------------------------
+    def _load(self):
+        """Hook for backends loaded on first use (cuda); sim is built in."""
+
+    def is_available(self):
+        self._load()
+        return self.device_count() > 0
+
+    def device_count(self):
+        self._load()
+        return _C._device_count(self.code)
+
+    def _check_index(self, index):
+        self._load()
+        n = _C._device_count(self.code)
+        if not 0 <= index < n:
+            why = self._why_unavailable() if n == 0 else None
+            if why:
+                raise _C.DeviceUnavailableError(f"{self.name}:{index} is not available: {why}")
+            raise _C.DeviceUnavailableError(
+                f"{self.name}:{index} does not exist: {n} {self.name} device(s) present")
+
+    def _why_unavailable(self):
+        return None
+
+    def _index(self, device):
+        if device is None:
+            index = self._current
+        elif isinstance(device, int):
+            index = device
+        else:
+            from ._device import device as parse
+            d = parse(device)
+            if d.type != self.name:
+                raise ValueError(f"expected a {self.name} device, got {d}")
+            index = d.index
+        self._check_index(index)
+        return index
+
+    def get_device_name(self, device=None):
+        return _C._device_name(self.code, self._index(device))
+
+    def current_device(self):
+        return self._current
+
+    def set_device(self, device):
+        self._current = self._index(device)
+
+    # -- execution ----------------------------------------------------------------------
+    def synchronize(self, device=None):
+        """Wait for all queued work on the device; raises the first asynchronous failure."""
+        _C._synchronize(self.code, self._index(device))
+
+    def manual_seed(self, seed):
+        """Seed the random generator of the current device."""
+        _C._seed(int(seed) & (2**64 - 1), self.code, self._current)
+
+    def manual_seed_all(self, seed):
+        for i in range(self.device_count()):
+            _C._seed(int(seed) & (2**64 - 1), self.code, i)
+
+    # -- memory ----------------------------------------------------------------------------
+    def memory_allocated(self, device=None):
+        """Bytes held by live tensors (rounded up to the allocator's block sizes)."""
+        return _C._memory_stats(self.code, self._index(device))["allocated"]
+
+    def max_memory_allocated(self, device=None):
+        return _C._memory_stats(self.code, self._index(device))["peak"]
+
+    def memory_reserved(self, device=None):
+        """Bytes taken from the device, in use or cached."""
+        return _C._memory_stats(self.code, self._index(device))["reserved"]
+
+    def reset_peak_memory_stats(self, device=None):
+        _C._reset_peak(self.code, self._index(device))
+
+    def empty_cache(self, device=None):
+        """Give cached (free) blocks back to the device; all devices when None."""
+        indices = range(self.device_count()) if device is None else [self._index(device)]
+        for i in indices:
+            _C._empty_cache(self.code, i)
+
+    def memory_stats(self, device=None):
+        return dict(_C._memory_stats(self.code, self._index(device)))
+
+    def memory_summary(self, device=None):
+        i = self._index(device)
+        s = _C._memory_stats(self.code, i)
+        total = _C._total_memory(self.code, i)
+        mib = 1 << 20
+        lines = [
+            f"{self.name}:{i} ({_C._device_name(self.code, i)}) memory summary",
+            f"  allocated now   {s['allocated'] / mib:12.2f} MiB",
+            f"  allocated peak  {s['peak'] / mib:12.2f} MiB",
+            f"  reserved        {s['reserved'] / mib:12.2f} MiB  (cached, free: {s['cached'] / mib:.2f} MiB)",
+            f"  device total    {total / mib:12.2f} MiB",
+            f"  allocations     {s['allocs']:12d}  (served from cache: {s['cache_hits']})",
+            f"  frees           {s['frees']:12d}",
+        ]
+        return "\n".join(lines)
+
+
+def module_for(type_name):
+    if type_name == "sim":
+        from . import sim
+        return sim
+    if type_name == "cuda":
+        from . import cuda
+        return cuda
+    raise ValueError(f"{type_name} is not an accelerator type")
+
+
+def export(acc, namespace):
+    """Put an Accelerator's methods into a module's namespace (pygpu.sim.synchronize, ...)."""
+    for name in ("is_available", "device_count", "get_device_name", "current_device",
+                 "set_device", "synchronize", "manual_seed", "manual_seed_all",
+                 "memory_allocated", "max_memory_allocated", "memory_reserved",
+                 "reset_peak_memory_stats", "empty_cache", "memory_stats", "memory_summary"):
+        namespace[name] = getattr(acc, name)

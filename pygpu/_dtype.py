@@ -1,0 +1,88 @@
+"""Element types: small value objects with a name, a size and a stable code.
+
+The codes match csrc/core/pg_dtype.h; the C core returns these very objects
+from Tensor.dtype. float16 and bfloat16 exist so that code can name them,
+but no op accepts them yet (mixed precision is on the roadmap)."""
+import numpy as np
+
+
+class DType:
+    __slots__ = ("name", "itemsize", "is_floating_point", "_code", "_numpy")
+
+    def __init__(self, name, code, itemsize, is_float, numpy_dtype):
+        self.name = name
+        self._code = code
+        self.itemsize = itemsize
+        self.is_floating_point = is_float
+        self._numpy = numpy_dtype
+
+    def __repr__(self):
+        return f"pygpu.{self.name}"
+
+    def __str__(self):
+        return self.name
+
+    def __eq__(self, other):
+        if isinstance(other, DType):
+            return self is other
+        try:
+            return to_dtype(other) is self
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __reduce__(self):
+        return (to_dtype, (self.name,))
+
+    @property
+    def numpy(self):
+        """The matching NumPy dtype (None for the reserved types NumPy lacks)."""
+        return self._numpy
+
+
+bool_ = DType("bool", 0, 1, False, np.dtype(np.bool_))
+int64 = DType("int64", 1, 8, False, np.dtype(np.int64))
+float32 = DType("float32", 2, 4, True, np.dtype(np.float32))
+float64 = DType("float64", 3, 8, True, np.dtype(np.float64))
+float16 = DType("float16", 4, 2, True, np.dtype(np.float16))
+bfloat16 = DType("bfloat16", 5, 2, True, None)
+
+ALL = (bool_, int64, float32, float64, float16, bfloat16)
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update({"bool_": bool_, "float": float32, "double": float64, "long": int64})
+
+
+def to_dtype(obj):
+    """A DType from a DType, a name ("float32"), a NumPy dtype or scalar type."""
+    if isinstance(obj, DType):
+        return obj
+    if isinstance(obj, str) and obj in _BY_NAME:
+        return _BY_NAME[obj]
+    if obj is bool:
+        return bool_
+    if obj is int:
+        return int64
+    if obj is float:
+        return float32
+    try:
+        nd = np.dtype(obj)
+    except TypeError:
+        nd = None
+    if nd is not None:
+        if nd == np.bool_:
+            return bool_
+        if nd.kind == "i" and nd.itemsize == 8:
+            return int64
+        for d in (float32, float64, float16):
+            if nd == d._numpy:
+                return d
+    raise TypeError(
+        f"unsupported dtype {obj!r}: pygpu supports float32, float64, int64 and bool "
+        f"(float16 and bfloat16 are reserved for mixed precision)")
+
+
+def dtype_code(obj):
+    """The C core's code for a user's dtype spelling (used as a hook by _C)."""
+    return to_dtype(obj)._code

@@ -1,0 +1,51 @@
+"""The Python helpers the C core calls for cold paths: repr, and parsing the
+flexible arguments of Tensor.to(). Registered with _C._setup() at import."""
+import numpy as np
+
+from ._device import Device, device as parse_device_spec
+from ._dtype import DType, to_dtype
+
+_REPR = 1  # pg_implicit: PG_IMPLICIT_REPR
+
+
+def tensor_repr(t):
+    """NumPy's formatting with a tensor( prefix, the dtype and the device. A
+    device tensor is copied to the host for it, counted as an implicit transfer."""
+    host = t._host(_REPR)
+    arr = np.asarray(host)
+    prefix = "tensor("
+    if arr.size == 0 and arr.ndim > 1:
+        body = f"[], shape={arr.shape}"
+    else:
+        body = np.array2string(arr, separator=", ", prefix=prefix)
+    return f"{prefix}{body}, dtype={t.dtype}, device='{t.device}')"
+
+
+def _looks_like_device(x):
+    return isinstance(x, Device) or (isinstance(x, str) and x.split(":")[0].strip().lower()
+                                     in ("cpu", "sim", "cuda"))
+
+
+def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False):
+    """Tensor.to(device), to(dtype), to(device, dtype), to(other_tensor) ->
+    (device type code or -1, index, dtype code or -1, non_blocking, copy)."""
+    for a in args:
+        if hasattr(a, "device") and hasattr(a, "dtype") and not isinstance(a, (str, DType)):
+            device, dtype = a.device, a.dtype
+        elif _looks_like_device(a):
+            if device is not None:
+                raise TypeError("to(): device given twice")
+            device = a
+        elif isinstance(a, bool):
+            non_blocking = a
+        else:
+            if dtype is not None:
+                raise TypeError("to(): dtype given twice")
+            dtype = a
+    dev = parse_device_spec(device) if device is not None else None
+    if dev is not None and dev.type != "cpu":
+        from . import _accel
+        _accel.module_for(dev.type)._check_index(dev.index)
+    t, i = dev._code if dev is not None else (-1, 0)
+    code = to_dtype(dtype)._code if dtype is not None else -1
+    return t, i, code, bool(non_blocking), bool(copy)

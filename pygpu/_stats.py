@@ -1,0 +1,131 @@
+"""pygpu.stats(), reset_stats() and track(): the transfer counters made readable.
+
+The C core keeps exact always-on totals (csrc/core/pg_stats.c): per device
+pair, transfers' count, bytes, time, pinned and async counts; implicit
+transfers per trigger; per device ops, syncs, time spent waiting, allocations
+and memory. A Stats object is a snapshot; subtracting two gives the delta,
+which is what track() reports for a block of code."""
+from . import _C
+
+_DEVICE_EVENTS = ("ops", "syncs", "sync_ns", "allocs", "frees", "cache_hits")
+
+
+class Stats:
+    """A snapshot of pygpu's counters (or the difference of two)."""
+
+    def __init__(self, raw):
+        self._raw = raw
+        pairs = raw["pairs"]
+        self.transfers = [
+            {"src": s, "dst": d, "count": c, "bytes": b, "seconds": ns / 1e9, "pinned": p, "async": a}
+            for (s, d, c, b, ns, p, a) in pairs if c]
+        h2d = [x for x in self.transfers if x["src"] == "cpu" and x["dst"] != "cpu"]
+        d2h = [x for x in self.transfers if x["src"] != "cpu" and x["dst"] == "cpu"]
+        d2d = [x for x in self.transfers if x["src"] != "cpu" and x["dst"] != "cpu"]
+        self.h2d_count = sum(x["count"] for x in h2d)
+        self.h2d_bytes = sum(x["bytes"] for x in h2d)
+        self.h2d_seconds = sum(x["seconds"] for x in h2d)
+        self.d2h_count = sum(x["count"] for x in d2h)
+        self.d2h_bytes = sum(x["bytes"] for x in d2h)
+        self.d2h_seconds = sum(x["seconds"] for x in d2h)
+        self.d2d_count = sum(x["count"] for x in d2d)
+        self.d2d_bytes = sum(x["bytes"] for x in d2d)
+        self.implicit = {k: v[0] for k, v in raw["implicit"].items() if v[0]}
+        self.implicit_bytes = {k: v[1] for k, v in raw["implicit"].items() if v[1]}
+        self.implicit_count = sum(v[0] for v in raw["implicit"].values())
+        self.per_device = {k: dict(v) for k, v in raw["devices"].items()}
+        self.ops = sum(v["ops"] for v in self.per_device.values())
+        self.syncs = sum(v["syncs"] for v in self.per_device.values())
+        self.sync_seconds = sum(v["sync_ns"] for v in self.per_device.values()) / 1e9
+
+    @property
+    def transfer_count(self):
+        return self.h2d_count + self.d2h_count + self.d2d_count
+
+    @property
+    def transfer_bytes(self):
+        return self.h2d_bytes + self.d2h_bytes + self.d2d_bytes
+
+    def __sub__(self, other):
+        """Counters accumulated between `other` and `self` (memory figures are self's)."""
+        before = {(s, d): (c, b, ns, p, a) for (s, d, c, b, ns, p, a) in other._raw["pairs"]}
+        pairs = []
+        for (s, d, c, b, ns, p, a) in self._raw["pairs"]:
+            c0, b0, ns0, p0, a0 = before.get((s, d), (0, 0, 0, 0, 0))
+            pairs.append((s, d, c - c0, b - b0, ns - ns0, p - p0, a - a0))
+        implicit = {k: (v[0] - other._raw["implicit"].get(k, (0, 0))[0],
+                        v[1] - other._raw["implicit"].get(k, (0, 0))[1])
+                    for k, v in self._raw["implicit"].items()}
+        devices = {}
+        for name, v in self._raw["devices"].items():
+            o = other._raw["devices"].get(name, {})
+            dv = dict(v)
+            for key in _DEVICE_EVENTS:
+                dv[key] = v[key] - o.get(key, 0)
+            devices[name] = dv
+        return Stats({"pairs": pairs, "implicit": implicit, "devices": devices})
+
+    def as_dict(self):
+        return {
+            "h2d_count": self.h2d_count, "h2d_bytes": self.h2d_bytes,
+            "d2h_count": self.d2h_count, "d2h_bytes": self.d2h_bytes,
+            "d2d_count": self.d2d_count, "d2d_bytes": self.d2d_bytes,
+            "implicit_count": self.implicit_count, "implicit": dict(self.implicit),
+            "syncs": self.syncs, "sync_seconds": self.sync_seconds, "ops": self.ops,
+            "transfers": [dict(x) for x in self.transfers],
+            "per_device": {k: dict(v) for k, v in self.per_device.items()},
+        }
+
+    def __repr__(self):
+        lines = ["pygpu.stats():",
+                 f"  {'transfer':<14}{'count':>8}{'bytes':>14}{'ms':>10}{'pinned':>8}{'async':>7}"]
+        for x in self.transfers:
+            lines.append(f"  {x['src'] + '->' + x['dst']:<14}{x['count']:>8}{x['bytes']:>14}"
+                         f"{x['seconds'] * 1e3:>10.3f}{x['pinned']:>8}{x['async']:>7}")
+        if not self.transfers:
+            lines.append("  (no transfers)")
+        if self.implicit:
+            lines.append("  implicit: " + ", ".join(f"{k}={v}" for k, v in self.implicit.items()))
+        lines.append(f"  {'device':<10}{'ops':>9}{'syncs':>8}{'wait ms':>10}{'allocs':>9}"
+                     f"{'mem MiB':>10}{'peak MiB':>10}")
+        for name, v in self.per_device.items():
+            lines.append(f"  {name:<10}{v['ops']:>9}{v['syncs']:>8}{v['sync_ns'] / 1e6:>10.3f}"
+                         f"{v['allocs']:>9}{v['mem_current'] / 2**20:>10.2f}{v['mem_peak'] / 2**20:>10.2f}")
+        return "\n".join(lines)
+
+
+def stats():
+    """A snapshot of every counter (see Stats)."""
+    return Stats(_C._stats())
+
+
+def reset_stats():
+    """Zero the event counters (transfers, implicit, ops, syncs, allocations)."""
+    _C.reset_stats()
+
+
+class track:
+    """`with pygpu.track() as t:` ... then t.h2d_count, t.d2h_bytes, ... count
+    what happened inside the block (counters are process-wide: other threads'
+    transfers during the block are included)."""
+
+    def __enter__(self):
+        self._start = stats()
+        self._delta = None
+        return self
+
+    def __exit__(self, *exc):
+        self._delta = stats() - self._start
+        return False
+
+    @property
+    def stats(self):
+        return self._delta if self._delta is not None else stats() - self._start
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.stats, name)
+
+    def __repr__(self):
+        return repr(self.stats).replace("pygpu.stats():", "pygpu.track():", 1)

@@ -1,0 +1,71 @@
+"""Build pygpu: the C core (pygpu._C) and, where a CUDA toolkit is found, the
+CUDA backend plugin (pygpu/_cuda_backend.so, built by build_support/cuda_build.py).
+
+Environment knobs (all optional):
+  PYGPU_CUDA=0|1|auto   skip / require / build-if-found the CUDA backend (default auto)
+  PYGPU_CUDA_ARCHS      e.g. "80;90" (default sm_80, sm_90 + compute_90 PTX)
+  PYGPU_WERROR=1        compile the C core with -Werror (CI does)
+  PYGPU_SANITIZE=address,undefined   build with sanitizers (CI's second pass)
+"""
+import glob
+import os
+import sys
+
+import numpy
+import scipy_openblas32
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "build_support"))
+import cuda_build  # noqa: E402
+
+
+def core_sources():
+    pats = ["csrc/core/*.c", "csrc/backends/cpu/*.c", "csrc/backends/sim/*.c", "csrc/bindings/*.c"]
+    return sorted(f for p in pats for f in glob.glob(p))
+
+
+def core_extension():
+    cflags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-D_GNU_SOURCE", "-fvisibility=hidden",
+              "-Wno-missing-field-initializers", "-Wno-cast-function-type"]
+    ldflags = []
+    if os.environ.get("PYGPU_WERROR") == "1":
+        cflags.append("-Werror")
+    sanitize = os.environ.get("PYGPU_SANITIZE")
+    if sanitize:
+        cflags += [f"-fsanitize={sanitize}", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all",
+                   "-O1", "-g"]
+        ldflags += [f"-fsanitize={sanitize}"]
+    blas_lib = scipy_openblas32.get_lib_dir()
+    return Extension(
+        "pygpu._C",
+        sources=core_sources(),
+        include_dirs=[numpy.get_include(), scipy_openblas32.get_include_dir()],
+        library_dirs=[blas_lib],
+        libraries=[scipy_openblas32.get_library(), "m", "pthread", "dl"],
+        # installed: next to pygpu/ in site-packages; in-place builds: where it was found
+        runtime_library_dirs=["$ORIGIN/../scipy_openblas32/lib", blas_lib],
+        extra_compile_args=cflags,
+        extra_link_args=ldflags,
+    )
+
+
+class BuildExt(build_ext):
+    """Builds the core as usual, then the CUDA plugin when a toolkit is there."""
+
+    def run(self):
+        super().run()
+        build, reason = cuda_build.decide(os.environ)
+        print(f"pygpu: CUDA backend: {reason}")
+        if not build:
+            return
+        toolkit = cuda_build.find_toolkit(os.environ)
+        cublas = cuda_build.find_cublas(toolkit, os.environ)
+        out_dir = os.path.join(HERE if self.inplace else self.build_lib, "pygpu")
+        os.makedirs(out_dir, exist_ok=True)
+        cuda_build.build_plugin(os.path.join(out_dir, "_cuda_backend.so"), HERE, toolkit, cublas,
+                                verbose=bool(self.verbose))
+
+
+setup(ext_modules=[core_extension()], cmdclass={"build_ext": BuildExt})
