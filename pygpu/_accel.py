@@ -62,7 +62,10 @@ class Accelerator:
 
     # -- execution ----------------------------------------------------------------------
     def synchronize(self, device=None):
-        """Wait for all queued work on the device; raises the first asynchronous failure."""
+        """Wait for all queued work on the device; raises the first asynchronous failure.
+        With no device given and none present, there is nothing to wait for."""
+        if device is None and self.device_count() == 0:
+            return
         _C._synchronize(self.code, self._index(device))
 
     def manual_seed(self, seed):

@@ -3,7 +3,8 @@ flexible arguments of Tensor.to(). Registered with _C._setup() at import."""
 import numpy as np
 
 from ._device import Device, device as parse_device_spec
-from ._dtype import DType, to_dtype
+from ._C import Tensor
+from ._dtype import to_dtype
 
 _REPR = 1  # pg_implicit: PG_IMPLICIT_REPR
 
@@ -30,7 +31,7 @@ def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False):
     """Tensor.to(device), to(dtype), to(device, dtype), to(other_tensor) ->
     (device type code or -1, index, dtype code or -1, non_blocking, copy)."""
     for a in args:
-        if hasattr(a, "device") and hasattr(a, "dtype") and not isinstance(a, (str, DType)):
+        if isinstance(a, Tensor):
             device, dtype = a.device, a.dtype
         elif _looks_like_device(a):
             if device is not None:

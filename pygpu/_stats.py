@@ -77,15 +77,20 @@ class Stats:
         }
 
     def __repr__(self):
-        lines = ["pygpu.stats():",
-                 f"  {'transfer':<14}{'count':>8}{'bytes':>14}{'ms':>10}{'pinned':>8}{'async':>7}"]
+        lines = ["pygpu.stats():"]
+        for name in ("h2d", "d2h", "d2d"):
+            n, b = getattr(self, f"{name}_count"), getattr(self, f"{name}_bytes")
+            lines.append(f"  {name}: {n} transfer{'s' if n != 1 else ''}, {b} bytes")
+        lines.append(f"  implicit: {self.implicit_count}   ops: {self.ops}   syncs: {self.syncs} "
+                     f"({self.sync_seconds * 1e3:.3f} ms waiting)")
+        lines += [f"  {'transfer':<14}{'count':>8}{'bytes':>14}{'ms':>10}{'pinned':>8}{'async':>7}"]
         for x in self.transfers:
             lines.append(f"  {x['src'] + '->' + x['dst']:<14}{x['count']:>8}{x['bytes']:>14}"
                          f"{x['seconds'] * 1e3:>10.3f}{x['pinned']:>8}{x['async']:>7}")
         if not self.transfers:
             lines.append("  (no transfers)")
         if self.implicit:
-            lines.append("  implicit: " + ", ".join(f"{k}={v}" for k, v in self.implicit.items()))
+            lines.append("  implicit by trigger: " + ", ".join(f"{k}={v}" for k, v in self.implicit.items()))
         lines.append(f"  {'device':<10}{'ops':>9}{'syncs':>8}{'wait ms':>10}{'allocs':>9}"
                      f"{'mem MiB':>10}{'peak MiB':>10}")
         for name, v in self.per_device.items():

@@ -329,8 +329,22 @@ PyObject *pg_item(PyTensor *self)
     return r;
 }
 
+/* float(t) / int(t) on several elements is a TypeError, as in NumPy */
+static int want_one(PyObject *a, const char *what)
+{
+    int64_t n = pg_tensor_numel(&((PyTensor *)a)->t);
+    if (n == 1)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "only a tensor with one element can be converted to %s; this "
+                                  "one has %lld",
+                 what, (long long)n);
+    return -1;
+}
+
 static PyObject *nb_float(PyObject *a)
 {
+    if (want_one(a, "float") < 0)
+        return NULL;
     PyObject *v = pg_item((PyTensor *)a);
     if (!v || PyFloat_Check(v))
         return v;
@@ -340,6 +354,8 @@ static PyObject *nb_float(PyObject *a)
 
 static PyObject *nb_int(PyObject *a)
 {
+    if (want_one(a, "int") < 0)
+        return NULL;
     PyObject *v = pg_item((PyTensor *)a);
     if (!v || PyLong_Check(v))
         return v;
@@ -528,6 +544,15 @@ static PyObject *tensor_sq_item(PyObject *self, Py_ssize_t i)
     return pg_wrap_result(pg_view_select(t, 0, i, &out), &out);
 }
 
+static PyObject *tensor_iter(PyObject *self)
+{
+    if (((PyTensor *)self)->t.ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d tensor");
+        return NULL;
+    }
+    return PySeqIter_New(self);
+}
+
 static PyMappingMethods tensor_as_mapping = {
     .mp_length = tensor_len,
     .mp_subscript = tensor_getitem,
@@ -560,6 +585,7 @@ PyTypeObject PyTensor_Type = {
     .tp_doc = "A multi-dimensional array on a device (cpu, sim:N or cuda:N).\n\n"
               "Create one with pygpu.tensor(), zeros(), from_numpy(), ...",
     .tp_richcompare = richcompare,
+    .tp_iter = tensor_iter,
     .tp_methods = pg_tensor_methods,
     .tp_getset = pg_tensor_getset,
 };

@@ -135,7 +135,7 @@ static pg_status prepare_operand(const pg_tensor *t, int dt, int ndim, const int
 
 static pg_status arithmetic_dtype(int op, int ct, int *compute, int *result)
 {
-    bool arith = op == PG_BIN_ADD || op == PG_BIN_SUB || op == PG_BIN_MUL;
+    bool arith = op == PG_BIN_ADD || op == PG_BIN_SUB || op == PG_BIN_MUL || op == PG_BIN_DIV;
     if (arith && ct == PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE,
                             "%s: arithmetic on bool tensors is not supported; convert first "

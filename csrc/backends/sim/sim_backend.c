@@ -86,16 +86,13 @@ static uint64_t link_ns(int kind, size_t bytes)
     return (uint64_t)ns;
 }
 
-/* Sleep most of the way, then spin: nanosleep alone overshoots by tens of us. */
+/* Sleep until t_end. A modelled transfer is a DMA engine's time, not the
+ * CPU's, so this must not spin: on a 2-core machine a spinning copy would
+ * steal the core that the compute it should overlap with is using. */
 static void wait_until(uint64_t t_end)
 {
-    uint64_t now = pg_now_ns();
-    if (t_end > now + 200000) {
-        uint64_t ns = t_end - now - 100000;
-        struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-        nanosleep(&ts, NULL);
-    }
-    while (pg_now_ns() < t_end) {
+    struct timespec ts = {(time_t)(t_end / 1000000000ull), (long)(t_end % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
     }
 }
 
