@@ -1,0 +1,311 @@
+"""cuda_build.py - find the CUDA toolkit and cuBLAS, and build the CUDA plugin.
+
+setup.py uses this module (standard library only) to decide whether to build
+pygpu/_cuda_backend.so and to build it:
+
+    build, reason = decide(os.environ)        # PYGPU_CUDA=0|1|auto
+    tk = find_toolkit(); cb = find_cublas(tk)
+    build_plugin(out, repo_root, tk, cb, archs=None, verbose=False)
+
+The plugin is every kernels/*.cu (nvcc) plus csrc/backends/cuda/* (gcc for
+.c, nvcc for .cu), linked into one shared object with the CUDA runtime
+STATIC (no libcudart.so needed at run time) and cuBLAS shared, found through
+an rpath to the absolute cuBLAS directory and to $ORIGIN/../nvidia/<x>/lib,
+where pip puts the nvidia-cublas wheel next to the installed pygpu package.
+Warnings are errors, -Wl,--no-undefined proves the plugin needs no symbol
+of the core, and only pg_plugin_* are exported. Objects go to a temporary
+directory, never into the source tree.
+
+Run as a script to build by hand:  python build_support/cuda_build.py OUT.so
+"""
+
+import concurrent.futures
+import glob
+import os
+import re
+import shlex
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+DEFAULT_ARCHS = ["80", "90"]  # sm_80, sm_90 SASS; PTX of the highest (compute_90) for newer GPUs
+CUBLAS_WHEEL_DIRS = ("cu13", "cublas")  # nvidia-cublas (CUDA 13) and nvidia-cublas-cu12 layouts
+
+
+class CudaBuildError(RuntimeError):
+    """The CUDA plugin could not be built; the message holds the tool's output."""
+
+
+def _nvcc_root(nvcc):
+    """Toolkit root of an nvcc binary; asks nvcc itself when it is a wrapper script."""
+    roots = [os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))]
+    try:
+        out = subprocess.run([nvcc, "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull],
+                             capture_output=True, text=True, timeout=60)
+        m = re.search(r"^#\$ _HERE_=(.+)$", out.stdout + out.stderr, re.M)
+        if m:
+            roots.insert(0, os.path.dirname(m.group(1).strip()))
+    except (OSError, subprocess.SubprocessError):
+        pass
+    for root in roots:
+        if os.path.isfile(os.path.join(root, "include", "cuda_runtime_api.h")):
+            return root
+    return None
+
+
+def _toolkit_libdir(root):
+    for sub in ("lib64", "lib", os.path.join("targets", "x86_64-linux", "lib"),
+                os.path.join("targets", "sbsa-linux", "lib")):
+        d = os.path.join(root, sub)
+        if os.path.isfile(os.path.join(d, "libcudart_static.a")):
+            return d
+    return None
+
+
+def find_toolkit(env=None):
+    """The CUDA toolkit to build with, or None.
+
+    Looks for nvcc in $CUDA_HOME/bin, $CUDA_PATH/bin, on PATH, then in
+    /usr/local/cuda/bin. Returns {"root", "nvcc", "include", "lib64",
+    "version"}; lib64 is the directory holding libcudart_static.a."""
+    env = os.environ if env is None else env
+    candidates = [os.path.join(env[v], "bin", "nvcc") for v in ("CUDA_HOME", "CUDA_PATH")
+                  if env.get(v)]
+    on_path = shutil.which("nvcc", path=env.get("PATH", os.defpath))
+    if on_path:
+        candidates.append(on_path)
+    candidates.append("/usr/local/cuda/bin/nvcc")
+    for nvcc in candidates:
+        if not (os.path.isfile(nvcc) and os.access(nvcc, os.X_OK)):
+            continue
+        root = _nvcc_root(nvcc)
+        libdir = root and _toolkit_libdir(root)
+        if not libdir:
+            continue
+        version = None
+        try:
+            out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
+            m = re.search(r"release (\d+\.\d+)", out.stdout)
+            version = m.group(1) if m else None
+        except (OSError, subprocess.SubprocessError):
+            pass
+        return {"root": root, "nvcc": nvcc, "include": os.path.join(root, "include"),
+                "lib64": libdir, "version": version}
+    return None
+
+
+def _site_dirs(env):
+    """site-packages directories to search for the nvidia-cublas wheel: those on
+    sys.path, and those of the environment pip installs into (under build
+    isolation sys.path holds only the isolated build environment)."""
+    dirs = list(sys.path)
+    try:
+        dirs += site.getsitepackages()
+    except AttributeError:  # some virtualenv versions
+        pass
+    for prefix in (sys.prefix, sys.base_prefix, env.get("VIRTUAL_ENV")):
+        if prefix:
+            paths = sysconfig.get_paths(vars={"base": prefix, "platbase": prefix})
+            dirs += [paths["purelib"], paths["platlib"]]
+    seen, out = set(), []
+    for d in dirs:
+        d = os.path.abspath(d) if d else None
+        if d and d not in seen and os.path.isdir(d):
+            seen.add(d)
+            out.append(d)
+    return out
+
+
+def _cublas_lib(libdir):
+    """Path of libcublas.so (or the highest libcublas.so.N) in libdir, or None."""
+    plain = os.path.join(libdir, "libcublas.so")
+    if os.path.isfile(plain):
+        return plain
+    versioned = sorted(glob.glob(os.path.join(libdir, "libcublas.so.[0-9]*")),
+                       key=lambda p: [int(x) for x in re.findall(r"\d+", os.path.basename(p))])
+    return versioned[-1] if versioned else None
+
+
+def find_cublas(toolkit, env=None):
+    """cuBLAS headers and library, or None.
+
+    In the toolkit first, else in nvidia/cu13 (or nvidia/cublas) of any
+    site-packages. Returns {"include", "lib", "library", "wheel_subdir"};
+    wheel_subdir is "cu13"/"cublas" for a wheel (used for the relative rpath),
+    None for a toolkit copy."""
+    env = os.environ if env is None else env
+    if toolkit:
+        inc, lib = toolkit["include"], toolkit["lib64"]
+        library = _cublas_lib(lib)
+        if os.path.isfile(os.path.join(inc, "cublas_v2.h")) and library:
+            return {"include": inc, "lib": lib, "library": library, "wheel_subdir": None}
+    for sp in _site_dirs(env):
+        for sub in CUBLAS_WHEEL_DIRS:
+            base = os.path.join(sp, "nvidia", sub)
+            inc, lib = os.path.join(base, "include"), os.path.join(base, "lib")
+            library = _cublas_lib(lib) if os.path.isdir(lib) else None
+            if os.path.isfile(os.path.join(inc, "cublas_v2.h")) and library:
+                return {"include": inc, "lib": lib, "library": library, "wheel_subdir": sub}
+    return None
+
+
+def decide(env=None):
+    """Whether to build the CUDA plugin, from PYGPU_CUDA (0, 1 or auto; default auto).
+
+    Returns (build, reason). 0: never. auto: when a toolkit and cuBLAS are
+    found. 1: they are required, and CudaBuildError says what is missing."""
+    env = os.environ if env is None else env
+    mode = (env.get("PYGPU_CUDA") or "auto").strip().lower()
+    if mode in ("0", "off", "no", "false"):
+        return False, "PYGPU_CUDA=0: the CUDA backend is not built"
+    if mode not in ("1", "on", "yes", "true", "auto"):
+        raise CudaBuildError(f"PYGPU_CUDA={env.get('PYGPU_CUDA')!r}: expected 0, 1 or auto")
+    required = mode != "auto"
+    toolkit = find_toolkit(env)
+    if toolkit is None:
+        msg = ("no CUDA toolkit found (looked for nvcc in $CUDA_HOME, $CUDA_PATH, on PATH and in "
+               "/usr/local/cuda)")
+        if required:
+            raise CudaBuildError(f"PYGPU_CUDA=1 but {msg}")
+        return False, f"{msg}: building without the CUDA backend"
+    cublas = find_cublas(toolkit, env)
+    if cublas is None:
+        msg = ("CUDA toolkit found at {} but no cuBLAS (cublas_v2.h + libcublas.so) in it or in "
+               "any site-packages; pip install nvidia-cublas".format(toolkit["root"]))
+        if required:
+            raise CudaBuildError(f"PYGPU_CUDA=1 but {msg}")
+        return False, f"{msg}: building without the CUDA backend"
+    return True, "CUDA {} at {}, cuBLAS in {}".format(toolkit["version"] or "?", toolkit["root"],
+                                                     cublas["lib"])
+
+
+def resolve_archs(archs=None, env=None):
+    """Compute capabilities as digit strings ("80", "90a"). PYGPU_CUDA_ARCHS
+    ("80;90", commas or spaces also accepted) overrides `archs`."""
+    env = os.environ if env is None else env
+    if env.get("PYGPU_CUDA_ARCHS"):
+        archs = re.split(r"[;,\s]+", env["PYGPU_CUDA_ARCHS"].strip())
+    archs = [re.sub(r"^(sm_|compute_)", "", a.strip()) for a in (archs or DEFAULT_ARCHS)]
+    archs = [a for a in archs if a]
+    for a in archs:
+        if not re.fullmatch(r"\d+[a-z]?", a):
+            raise CudaBuildError(f"bad CUDA architecture {a!r} (expected e.g. 80 or sm_90)")
+    return archs
+
+
+def gencode_flags(archs):
+    """SASS for every arch, plus PTX of the highest so newer GPUs can JIT it."""
+    flags = []
+    for a in archs:
+        flags += ["-gencode", f"arch=compute_{a},code=sm_{a}"]
+    top = max(archs, key=lambda a: int(re.match(r"\d+", a).group()))
+    flags += ["-gencode", f"arch=compute_{top},code=compute_{top}"]
+    return flags
+
+
+def _run(cmd, verbose):
+    if verbose:
+        print(" ".join(shlex.quote(c) for c in cmd), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CudaBuildError("command failed (exit {}):\n  {}\n{}{}".format(
+            proc.returncode, " ".join(shlex.quote(c) for c in cmd), proc.stdout, proc.stderr))
+    if verbose and (proc.stdout or proc.stderr):
+        print(proc.stdout + proc.stderr, end="", flush=True)
+
+
+def plugin_sources(repo_root):
+    srcs = sorted(glob.glob(os.path.join(repo_root, "kernels", "*.cu")))
+    cuda_dir = os.path.join(repo_root, "csrc", "backends", "cuda")
+    srcs += sorted(glob.glob(os.path.join(cuda_dir, "*.c")) +
+                   glob.glob(os.path.join(cuda_dir, "*.cu")))
+    return srcs
+
+
+def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False):
+    """Compile and link the CUDA plugin to out_path; CudaBuildError on failure."""
+    if toolkit is None or cublas is None:
+        raise CudaBuildError("build_plugin needs a toolkit and cuBLAS (see decide())")
+    archs = resolve_archs(archs)
+    includes = ["-I" + os.path.join(repo_root, "csrc", "core"),
+                "-I" + os.path.join(repo_root, "kernels"),
+                "-I" + toolkit["include"], "-I" + cublas["include"]]
+    # --fmad=false: no a*b+c contraction, so float results round like the CPU twins
+    nvcc_flags = ["-std=c++17", "-O3", "--fmad=false", "-Werror", "all-warnings",
+                  "-Xcompiler", "-fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror"]
+    nvcc_flags += gencode_flags(archs)
+    cc = shlex.split(os.environ.get("CC") or "gcc")
+    c_flags = ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror",
+               "-D_POSIX_C_SOURCE=200809L"]
+    sources = plugin_sources(repo_root)
+    if not sources:
+        raise CudaBuildError(f"no CUDA plugin sources under {repo_root}")
+    build_dir = tempfile.mkdtemp(prefix="pygpu-cuda-build-")
+    try:
+        jobs = []
+        for i, src in enumerate(sources):
+            obj = os.path.join(build_dir, f"{i:02d}_{os.path.basename(src)}.o")
+            if src.endswith(".cu"):
+                cmd = [toolkit["nvcc"]] + nvcc_flags + includes + ["-c", src, "-o", obj]
+            else:
+                cmd = cc + c_flags + includes + ["-c", src, "-o", obj]
+            jobs.append((cmd, obj))
+        t0 = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            futures = [pool.submit(_run, cmd, verbose) for cmd, _ in jobs]
+            for f in futures:
+                f.result()  # re-raises the first CudaBuildError
+        rpaths = [os.path.abspath(cublas["lib"])]
+        if cublas.get("wheel_subdir"):
+            rpaths.append("$ORIGIN/../nvidia/{}/lib".format(cublas["wheel_subdir"]))
+        else:
+            rpaths.append("$ORIGIN/../nvidia/cu13/lib")
+        tmp_out = os.path.join(build_dir, os.path.basename(out_path))
+        link = cc + ["-shared", "-o", tmp_out] + [obj for _, obj in jobs] + [
+            "-L" + toolkit["lib64"], "-lcudart_static", cublas["library"],
+            "-lstdc++", "-ldl", "-lpthread", "-lrt", "-lm",
+            "-Wl,--no-undefined",        # the plugin may not lean on symbols of pygpu._C
+            "-Wl,--exclude-libs,ALL",    # keep static cudart's symbols out of the dynamic table
+            "-Wl,-rpath-link," + cublas["lib"]] + ["-Wl,-rpath," + r for r in rpaths]
+        _run(link, verbose)
+        # copy next to the target, then rename: a process that has the old
+        # plugin mapped keeps its (unlinked) copy intact
+        out_dir = os.path.dirname(os.path.abspath(out_path))
+        os.makedirs(out_dir, exist_ok=True)
+        staged = os.path.join(out_dir, ".{}.{}.tmp".format(os.path.basename(out_path), os.getpid()))
+        shutil.copyfile(tmp_out, staged)
+        os.chmod(staged, 0o755)
+        os.replace(staged, out_path)
+        if verbose:
+            print(f"built {out_path} in {time.monotonic() - t0:.1f}s ({len(jobs)} sources, "
+                  f"archs {', '.join(archs)})", flush=True)
+    finally:
+        shutil.rmtree(build_dir, ignore_errors=True)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: cuda_build.py OUT.so   (PYGPU_CUDA_ARCHS=80;90 to pick targets)",
+              file=sys.stderr)
+        return 2
+    toolkit = find_toolkit()
+    cublas = find_cublas(toolkit) if toolkit else None
+    if toolkit is None or cublas is None:
+        print(decide({**os.environ, "PYGPU_CUDA": "auto"})[1], file=sys.stderr)
+        return 1
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        build_plugin(argv[0], repo_root, toolkit, cublas, verbose=True)
+    except CudaBuildError as e:
+        print(e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+/* cuda_internal.h - state and helpers shared by the files of the CUDA plugin.
+ *
+ * The plugin is one pg_backend table (cuda_plugin.c) over per-device state
+ * (cuda_device.c): a stream created on first use, a cuBLAS handle created on
+ * the first matmul, and the bookkeeping that lets wait_storage know whether
+ * a storage's pending work is done. Every CUDA/cuBLAS status goes through
+ * pg_cuda_check (cuda_check.c). The plugin never calls a core symbol: it
+ * reaches the core only through pg_cuda.core (pg_core_api).
+ *
+ * Pending work is tracked with sequence numbers, one counter per device:
+ * each queued op or copy takes the next number after it was enqueued, and a
+ * storage's pg_event is (device state, number). `done_seq` only moves after
+ * a stream synchronize (to the number read before it) or a blocking copy,
+ * so "seq <= done_seq" always means finished. */
+#ifndef PG_CUDA_INTERNAL_H
+#define PG_CUDA_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "pg_backend.h"
+#include "pg_cuda_kernels.h"
+
+#define PG_CUDA_EXPORT __attribute__((visibility("default")))
+
+#define PG_CUDA_MAX_XFERS 64   /* timed async copies in flight per device */
+#define PG_CUDA_SPARE_EVENTS 32 /* recycled cudaEvent_t per device */
+#define PG_CUDA_OPNAME_LEN 32
+
+enum { PG_CUDA_ROLE_COMPUTE = 0, PG_CUDA_ROLE_COPY = 1 }; /* index into last_read[] */
+
+/* An asynchronous copy whose duration is read once its end event fires. */
+typedef struct pg_cuda_xfer {
+    cudaEvent_t start, end;
+    pg_device src, dst;
+    pg_storage *held; /* host storage kept alive until the DMA is done, or NULL */
+} pg_cuda_xfer;
+
+typedef struct pg_cuda_device {
+    int index;
+    pthread_mutex_t lock;      /* guards the fields below except ready/done_seq */
+    pthread_mutex_t blas_lock; /* a cuBLAS handle is not safe to share between threads */
+    atomic_int ready;          /* stream created */
+    cudaStream_t stream;
+    int sm_count;
+    cublasHandle_t blas; /* NULL until the first matmul */
+
+    char name[256]; /* cudaGetDeviceProperties, cached once known */
+    size_t total_memory;
+    bool props_known;
+
+    uint64_t queued_seq;
+    _Atomic uint64_t done_seq;
+    uint64_t unsynced_ops; /* ops queued since the last synchronize, for messages */
+    char first_op[PG_CUDA_OPNAME_LEN], last_op[PG_CUDA_OPNAME_LEN];
+
+    pg_cuda_xfer xfers[PG_CUDA_MAX_XFERS]; /* ring, oldest at xfer_head */
+    int xfer_head, xfer_count;
+    cudaEvent_t spare[PG_CUDA_SPARE_EVENTS];
+    int nspare;
+} pg_cuda_device;
+
+typedef struct pg_cuda_state {
+    const pg_core_api *core;
+    atomic_int allow_tf32;   /* option "allow_tf32": cuBLAS may use TF32 for float32 */
+    atomic_int sync_each_op; /* option "sync_each_op": wait after every op (exact error op) */
+    pg_cuda_device dev[PG_MAX_DEVICES_PER_TYPE];
+} pg_cuda_state;
+
+extern pg_cuda_state pg_cuda;
+extern const pg_backend pg_cuda_backend;
+
+/* cuda_check.c: the one place CUDA and cuBLAS statuses become pg_status.
+ * `dev` is the device index (-1: none), `op` the user-facing op name,
+ * `call` the failing API call. `deferred` marks an asynchronous failure
+ * surfacing at a wait (PG_ERR_ASYNC). */
+typedef enum { PG_CUDA_LIB_RUNTIME, PG_CUDA_LIB_CUBLAS } pg_cuda_lib;
+pg_status pg_cuda_check(pg_cuda_lib lib, int code, int dev, const char *op, const char *call,
+                        bool deferred);
+#define PG_CUDA_RT(expr, dev, op) \
+    pg_cuda_check(PG_CUDA_LIB_RUNTIME, (int)(expr), (dev), (op), #expr, false)
+/* Format a message, hand it to the core (core->error_set) and keep a copy. */
+pg_status pg_cuda_error(pg_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *pg_cuda_last_message(void);
+
+/* cuda_device.c */
+void pg_cuda_state_init(void);
+pg_status pg_cuda_device_get(int index, const char *op, pg_cuda_device **out);
+pg_status pg_cuda_device_blas(pg_cuda_device *d, const char *op, cublasHandle_t *out);
+uint64_t pg_cuda_note_queued(pg_cuda_device *d, const char *op);
+void pg_cuda_note_done(pg_cuda_device *d, uint64_t seq);
+void pg_cuda_mark(pg_storage *s, pg_cuda_device *d, uint64_t seq, int role, bool write);
+pg_status pg_cuda_stream_sync(pg_cuda_device *d, const char *why);
+pg_status pg_cuda_synchronize(const pg_backend *be, int index);
+pg_status pg_cuda_wait_storage(const pg_backend *be, pg_storage *s, bool idle);
+
+/* cuda_memory.c */
+pg_status pg_cuda_raw_alloc(const pg_backend *be, int index, size_t nbytes, void **ptr);
+void pg_cuda_raw_free(const pg_backend *be, int index, void *ptr);
+pg_status pg_cuda_host_alloc_pinned(const pg_backend *be, size_t nbytes, void **ptr);
+void pg_cuda_host_free_pinned(const pg_backend *be, void *ptr);
+
+/* cuda_copy.c */
+pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c);
+void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all);
+
+/* cuda_launch.c */
+pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node);
+void pg_cuda_iter_init(pg_cuda_iter *it, int ndim, const int64_t *shape, int nops,
+                       const int64_t *const *strides);
+
+/* Element size of a dtype that reaches a backend (pg_dtype_size is a core symbol). */
+static inline size_t pg_cuda_itemsize(int dtype)
+{
+    return dtype == PG_BOOL ? 1 : dtype == PG_FLOAT32 ? 4 : 8;
+}
+/* Device address of a tensor's first element (pg_tensor_data calls the core). */
+static inline char *pg_cuda_tensor_data(const pg_tensor *t)
+{
+    return (char *)t->storage->data + t->offset * (int64_t)pg_cuda_itemsize(t->dtype);
+}
+
+#endif

@@ -1,0 +1,238 @@
+/* cuda_launch.c - the dispatcher: one switch over node->op that turns a
+ * pg_node into plain pointers and iteration spaces and calls the kernel
+ * launchers of kernels/ on the device's stream.
+ *
+ * The node has been validated by the generic layer; this file only lays out
+ * the work. After a successful launch the node's storages get the op's
+ * sequence number (dst as written, sources as read), so wait_storage knows
+ * what to wait for. A launch error is reported at once, naming the op; a
+ * fault while the kernel runs surfaces at the next wait (cuda_device.c), or
+ * right here when the "sync_each_op" option is on. */
+#include <math.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+/* kernels/pg_cuda_kernels.h mirrors these codes so that kernels need not
+ * include pg_node.h (C-only); subops pass through unchanged. */
+#define PG_SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(PG_SAME(PG_CUDA_BIN_ADD, PG_BIN_ADD) && PG_SAME(PG_CUDA_BIN_DIV, PG_BIN_DIV) &&
+                   PG_SAME(PG_CUDA_BIN_MAXIMUM, PG_BIN_MAXIMUM) &&
+                   PG_SAME(PG_CUDA_BIN_EQ, PG_BIN_EQ) && PG_SAME(PG_CUDA_BIN_GE, PG_BIN_GE) &&
+                   PG_SAME(PG_CUDA_NUM_BINARY, PG_NUM_BINARY),
+               "binary op codes differ between pg_node.h and pg_cuda_kernels.h");
+_Static_assert(PG_SAME(PG_CUDA_UN_NEG, PG_UN_NEG) && PG_SAME(PG_CUDA_UN_SIGMOID, PG_UN_SIGMOID) &&
+                   PG_SAME(PG_CUDA_UN_RELU, PG_UN_RELU) && PG_SAME(PG_CUDA_UN_NOT, PG_UN_NOT) &&
+                   PG_SAME(PG_CUDA_NUM_UNARY, PG_NUM_UNARY),
+               "unary op codes differ between pg_node.h and pg_cuda_kernels.h");
+_Static_assert(PG_SAME(PG_CUDA_RED_SUM, PG_RED_SUM) && PG_SAME(PG_CUDA_RED_MAX, PG_RED_MAX) &&
+                   PG_SAME(PG_CUDA_RED_MIN, PG_RED_MIN) &&
+                   PG_SAME(PG_CUDA_RED_ARGMAX, PG_RED_ARGMAX) &&
+                   PG_SAME(PG_CUDA_NUM_REDUCE, PG_NUM_REDUCE),
+               "reduce op codes differ between pg_node.h and pg_cuda_kernels.h");
+_Static_assert(PG_SAME(PG_CUDA_RANDOM_UNIFORM, PG_RANDOM_UNIFORM) &&
+                   PG_SAME(PG_CUDA_RANDOM_NORMAL, PG_RANDOM_NORMAL),
+               "random kinds differ between pg_node.h and pg_cuda_kernels.h");
+_Static_assert(PG_CUDA_MAX_DIMS == PG_MAX_DIMS, "PG_CUDA_MAX_DIMS != PG_MAX_DIMS");
+#undef PG_SAME
+
+void pg_cuda_iter_init(pg_cuda_iter *it, int ndim, const int64_t *shape, int nops,
+                       const int64_t *const *strides)
+{
+    memset(it, 0, sizeof *it);
+    it->nops = nops;
+    it->numel = 1;
+    for (int d = 0; d < ndim; d++)
+        it->numel *= shape[d];
+    if (it->numel == 0)
+        return;
+    /* Walk axes outer to inner, dropping length-1 axes and folding an axis
+     * into the previous (outer) one when, for every operand, stepping the
+     * outer axis equals stepping the inner one shape[d] times. */
+    int n = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 1)
+            continue;
+        bool fold = n > 0;
+        for (int op = 0; op < nops && fold; op++)
+            fold = it->strides[op][n - 1] == strides[op][d] * shape[d];
+        if (fold) {
+            it->shape[n - 1] *= shape[d];
+            for (int op = 0; op < nops; op++)
+                it->strides[op][n - 1] = strides[op][d];
+        } else {
+            it->shape[n] = shape[d];
+            for (int op = 0; op < nops; op++)
+                it->strides[op][n] = strides[op][d];
+            n++;
+        }
+    }
+    it->ndim = n;
+}
+
+static void pg_cuda_iter_of(pg_cuda_iter *it, const pg_tensor *dst, const pg_tensor *a,
+                            const pg_tensor *b)
+{
+    const int64_t *strides[3] = {dst->strides, a != NULL ? a->strides : NULL,
+                                 b != NULL ? b->strides : NULL};
+    pg_cuda_iter_init(it, dst->ndim, dst->shape, 1 + (a != NULL) + (b != NULL), strides);
+}
+
+/* Elements of a tensor (pg_tensor_numel is a core symbol). */
+static int64_t pg_cuda_numel(const pg_tensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+static bool pg_cuda_is_float(int dtype) { return dtype == PG_FLOAT32 || dtype == PG_FLOAT64; }
+
+static cudaError_t pg_cuda_launch_fill(const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    pg_cuda_iter it;
+    pg_cuda_iter_of(&it, &n->dst, NULL, NULL);
+    void *dst = pg_cuda_tensor_data(&n->dst);
+    bool zero = pg_cuda_is_float(n->dst.dtype) ? (n->p.scalar.f == 0.0 && !signbit(n->p.scalar.f))
+                                               : n->p.scalar.i == 0;
+    if (zero && pg_cuda_iter_contiguous(&it) && it.numel > 0)
+        return cudaMemsetAsync(dst, 0, (size_t)it.numel * pg_cuda_itemsize(n->dst.dtype),
+                               ctx->stream);
+    return pg_kernel_fill(ctx, n->dst.dtype, dst, &it, n->p.scalar.f, n->p.scalar.i);
+}
+
+static cudaError_t pg_cuda_launch_copy(const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    pg_cuda_iter it;
+    pg_cuda_iter_of(&it, &n->dst, &n->src[0], NULL);
+    void *dst = pg_cuda_tensor_data(&n->dst);
+    const void *src = pg_cuda_tensor_data(&n->src[0]);
+    if (n->dst.dtype == n->src[0].dtype && pg_cuda_iter_contiguous(&it) && it.numel > 0)
+        return cudaMemcpyAsync(dst, src, (size_t)it.numel * pg_cuda_itemsize(n->dst.dtype),
+                               cudaMemcpyDeviceToDevice, ctx->stream);
+    return pg_kernel_copy(ctx, n->dst.dtype, dst, n->src[0].dtype, src, &it);
+}
+
+static cudaError_t pg_cuda_launch_binary(const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    pg_cuda_iter it;
+    bool scalar = n->nsrc == 1;
+    pg_cuda_iter_of(&it, &n->dst, &n->src[0], scalar ? NULL : &n->src[1]);
+    pg_cuda_scalar s = {n->p.scalar.f, n->p.scalar.i, n->p.scalar.scalar_left};
+    return pg_kernel_binary(ctx, n->subop, n->src[0].dtype, pg_cuda_tensor_data(&n->dst),
+                          pg_cuda_tensor_data(&n->src[0]),
+                          scalar ? NULL : pg_cuda_tensor_data(&n->src[1]), &s, &it);
+}
+
+static cudaError_t pg_cuda_launch_unary(const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    pg_cuda_iter it;
+    pg_cuda_iter_of(&it, &n->dst, &n->src[0], NULL);
+    return pg_kernel_unary(ctx, n->subop, n->src[0].dtype, pg_cuda_tensor_data(&n->dst),
+                         pg_cuda_tensor_data(&n->src[0]), &it);
+}
+
+/* dst (..., 1, ...) = reduce of src (..., len, ...) over `axis`. */
+static cudaError_t pg_cuda_launch_reduce(const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    const pg_tensor *src = &n->src[0], *dst = &n->dst;
+    int axis = n->p.reduce.axis, ndim = 0;
+    int64_t shape[PG_MAX_DIMS], dst_strides[PG_MAX_DIMS], src_strides[PG_MAX_DIMS];
+    for (int d = 0; d < src->ndim; d++) {
+        if (d == axis)
+            continue;
+        shape[ndim] = dst->shape[d];
+        dst_strides[ndim] = dst->strides[d];
+        src_strides[ndim++] = src->strides[d];
+    }
+    const int64_t *strides[2] = {dst_strides, src_strides};
+    pg_cuda_iter outer;
+    pg_cuda_iter_init(&outer, ndim, shape, 2, strides);
+    return pg_kernel_reduce(ctx, n->subop, src->dtype, pg_cuda_tensor_data(dst),
+                          pg_cuda_tensor_data(src), &outer, src->shape[axis], src->strides[axis]);
+}
+
+static pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    const pg_tensor *a = &n->src[0], *b = &n->src[1], *c = &n->dst;
+    pg_cuda_matmul_args args = {
+        .dtype = c->dtype,
+        .batch = c->shape[0], .m = c->shape[1], .k = a->shape[2], .n = c->shape[2],
+        .a = pg_cuda_tensor_data(a), .a_strides = {a->strides[0], a->strides[1], a->strides[2]},
+        .b = pg_cuda_tensor_data(b), .b_strides = {b->strides[0], b->strides[1], b->strides[2]},
+        .c = pg_cuda_tensor_data(c),
+    };
+    cublasHandle_t blas = NULL;
+    if (pg_cuda_is_float(c->dtype))
+        PG_TRY(pg_cuda_device_blas(d, n->name, &blas));
+    cublasStatus_t blas_st;
+    pthread_mutex_lock(&d->blas_lock);
+    int tf32 = atomic_load(&pg_cuda.allow_tf32);
+    cudaError_t err = pg_kernel_matmul(ctx, blas, tf32, &args, &blas_st);
+    pthread_mutex_unlock(&d->blas_lock);
+    PG_TRY(pg_cuda_check(PG_CUDA_LIB_CUBLAS, blas_st, d->index, n->name,
+                         "cublas<T>gemmStridedBatched", false));
+    return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, "pg_kernel_matmul", false);
+}
+
+static pg_status pg_cuda_launch_node(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    cudaError_t err;
+    const char *call;
+    switch (n->op) {
+    case PG_OP_FILL:
+        call = "pg_kernel_fill";
+        err = pg_cuda_launch_fill(ctx, n);
+        break;
+    case PG_OP_COPY:
+        call = "pg_kernel_copy";
+        err = pg_cuda_launch_copy(ctx, n);
+        break;
+    case PG_OP_BINARY:
+        call = "pg_kernel_binary";
+        err = pg_cuda_launch_binary(ctx, n);
+        break;
+    case PG_OP_UNARY:
+        call = "pg_kernel_unary";
+        err = pg_cuda_launch_unary(ctx, n);
+        break;
+    case PG_OP_REDUCE:
+        call = "pg_kernel_reduce";
+        err = pg_cuda_launch_reduce(ctx, n);
+        break;
+    case PG_OP_MATMUL:
+        return pg_cuda_launch_matmul(d, ctx, n);
+    case PG_OP_ARANGE:
+        call = "pg_kernel_arange";
+        err = pg_kernel_arange(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
+                               pg_cuda_numel(&n->dst), n->p.arange.start, n->p.arange.step);
+        break;
+    case PG_OP_RANDOM:
+        call = "pg_kernel_random";
+        err = pg_kernel_random(ctx, n->subop, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
+                               pg_cuda_numel(&n->dst), n->p.random.seed, n->p.random.offset);
+        break;
+    default:
+        return pg_cuda_error(PG_ERR_RUNTIME, "cuda:%d: %s: op %d has no CUDA kernel", d->index,
+                             n->name, n->op);
+    }
+    return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, call, false);
+}
+
+pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
+{
+    (void)be;
+    pg_cuda_device *d;
+    PG_TRY(pg_cuda_device_get(index, node->name, &d));
+    pg_cuda_ctx ctx = {d->stream, d->sm_count};
+    PG_TRY(pg_cuda_launch_node(d, &ctx, node));
+
+    uint64_t seq = pg_cuda_note_queued(d, node->name);
+    for (int i = 0; i < node->nsrc; i++)
+        pg_cuda_mark(node->src[i].storage, d, seq, PG_CUDA_ROLE_COMPUTE, false);
+    pg_cuda_mark(node->dst.storage, d, seq, PG_CUDA_ROLE_COMPUTE, true);
+    if (atomic_load(&pg_cuda.sync_each_op))
+        return pg_cuda_stream_sync(d, "cudaStreamSynchronize");
+    return PG_OK;
+}

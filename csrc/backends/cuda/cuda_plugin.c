@@ -1,0 +1,164 @@
+/* cuda_plugin.c - the CUDA backend table and the plugin's exported entry
+ * points. This file is what pygpu._C sees after dlopen(RTLD_LOCAL):
+ *
+ *   pg_plugin_init(core, &table)       fill the table; makes no CUDA call
+ *   pg_plugin_set_option(name, value)  "allow_tf32" (cuBLAS may use TF32 for
+ *                                      float32 matmul; default 0),
+ *                                      "sync_each_op" (wait after every op so
+ *                                      a device fault names its op; default 0)
+ *   pg_plugin_get_option(name, &value)
+ *
+ * Device queries go straight to the runtime on each call (it honours
+ * CUDA_VISIBLE_DEVICES and caches internally): nothing is cached before the
+ * first use. With no driver, cudaGetDeviceCount fails without writing its
+ * argument, so counts start at 0. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+PG_CUDA_EXPORT pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out);
+PG_CUDA_EXPORT pg_status pg_plugin_set_option(const char *name, int value);
+PG_CUDA_EXPORT pg_status pg_plugin_get_option(const char *name, int *value);
+
+static int pg_cuda_device_count(const pg_backend *be)
+{
+    (void)be;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the reason is unavailable_reason's to tell */
+        return 0;
+    }
+    return n < PG_MAX_DEVICES_PER_TYPE ? n : PG_MAX_DEVICES_PER_TYPE;
+}
+
+static const char *pg_cuda_unavailable_reason(const pg_backend *be)
+{
+    (void)be;
+    static _Thread_local char reason[256];
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err == cudaSuccess)
+        return n > 0 ? NULL : "no CUDA device";
+    (void)cudaGetLastError();
+    if (err == cudaErrorNoDevice)
+        return "no CUDA device";
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess)
+        (void)cudaGetLastError();
+    if (err == cudaErrorInsufficientDriver && driver == 0)
+        snprintf(reason, sizeof reason, "no CUDA driver found (cudaGetDeviceCount: %s: %s)",
+                 cudaGetErrorName(err), cudaGetErrorString(err));
+    else if (err == cudaErrorInsufficientDriver)
+        snprintf(reason, sizeof reason,
+                 "CUDA driver too old: it supports CUDA %d.%d, pygpu was built with %d.%d "
+                 "(cudaGetDeviceCount: %s)",
+                 driver / 1000, driver % 1000 / 10, CUDART_VERSION / 1000,
+                 CUDART_VERSION % 1000 / 10, cudaGetErrorName(err));
+    else
+        snprintf(reason, sizeof reason, "CUDA unavailable (cudaGetDeviceCount: %s: %s)",
+                 cudaGetErrorName(err), cudaGetErrorString(err));
+    return reason;
+}
+
+/* Name and memory of device `index`, queried once (cudaGetDeviceProperties
+ * is slow) and kept. */
+static pg_status pg_cuda_props(int index, const char *op, pg_cuda_device **out)
+{
+    if (index < 0 || index >= PG_MAX_DEVICES_PER_TYPE)
+        return pg_cuda_error(PG_ERR_INDEX, "cuda:%d: %s: no such device", index, op);
+    pg_cuda_device *d = &pg_cuda.dev[index];
+    pg_status st = PG_OK;
+    pthread_mutex_lock(&d->lock);
+    if (!d->props_known) {
+        struct cudaDeviceProp prop;
+        st = PG_CUDA_RT(cudaGetDeviceProperties(&prop, index), index, op);
+        if (st == PG_OK) {
+            snprintf(d->name, sizeof d->name, "%s", prop.name);
+            d->total_memory = prop.totalGlobalMem;
+            d->props_known = true;
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    *out = d;
+    return st;
+}
+
+static pg_status pg_cuda_device_name(const pg_backend *be, int index, char *buf, size_t len)
+{
+    (void)be;
+    pg_cuda_device *d;
+    PG_TRY(pg_cuda_props(index, "device_name", &d));
+    snprintf(buf, len, "%s", d->name);
+    return PG_OK;
+}
+
+static size_t pg_cuda_total_memory(const pg_backend *be, int index)
+{
+    (void)be;
+    pg_cuda_device *d;
+    if (pg_cuda_props(index, "total_memory", &d) != PG_OK)
+        return 0; /* "unknown", as the table allows */
+    return d->total_memory;
+}
+
+const pg_backend pg_cuda_backend = {
+    .name = "cuda",
+    .type = PG_DEV_CUDA,
+    .ctx = &pg_cuda,
+    .device_count = pg_cuda_device_count,
+    .device_name = pg_cuda_device_name,
+    .total_memory = pg_cuda_total_memory,
+    .raw_alloc = pg_cuda_raw_alloc,
+    .raw_free = pg_cuda_raw_free,
+    .host_alloc_pinned = pg_cuda_host_alloc_pinned,
+    .host_free_pinned = pg_cuda_host_free_pinned,
+    .launch = pg_cuda_launch,
+    .copy = pg_cuda_copy,
+    .wait_storage = pg_cuda_wait_storage,
+    .synchronize = pg_cuda_synchronize,
+    .unavailable_reason = pg_cuda_unavailable_reason,
+};
+
+pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out)
+{
+    if (core == NULL || out == NULL)
+        return PG_ERR_VALUE;
+    if (core->abi_version != PG_BACKEND_ABI_VERSION)
+        return PG_ERR_UNAVAILABLE; /* a different layout: not even error_set is safe to call */
+    pg_cuda_state_init();
+    pg_cuda.core = core;
+    *out = &pg_cuda_backend;
+    return PG_OK;
+}
+
+static atomic_int *pg_cuda_option(const char *name)
+{
+    if (name != NULL && strcmp(name, "allow_tf32") == 0)
+        return &pg_cuda.allow_tf32;
+    if (name != NULL && strcmp(name, "sync_each_op") == 0)
+        return &pg_cuda.sync_each_op;
+    return NULL;
+}
+
+pg_status pg_plugin_set_option(const char *name, int value)
+{
+    atomic_int *opt = pg_cuda_option(name);
+    if (opt == NULL)
+        return pg_cuda_error(PG_ERR_VALUE,
+                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op)",
+                             name != NULL ? name : "(null)");
+    atomic_store(opt, value != 0);
+    return PG_OK;
+}
+
+pg_status pg_plugin_get_option(const char *name, int *value)
+{
+    atomic_int *opt = pg_cuda_option(name);
+    if (opt == NULL)
+        return pg_cuda_error(PG_ERR_VALUE,
+                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op)",
+                             name != NULL ? name : "(null)");
+    *value = atomic_load(opt);
+    return PG_OK;
+}

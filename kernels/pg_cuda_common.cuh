@@ -1,0 +1,120 @@
+/* pg_cuda_common.cuh - device helpers every kernel file uses: the launch
+ * shape of grid-stride loops, N-d strided offsets, NumPy-compatible casts and
+ * NaN-propagating min/max, and the dtype -> C type dispatch.
+ *
+ * The element types: PG_BOOL is uint8_t holding 0/1, PG_INT64 int64_t,
+ * PG_FLOAT32 float, PG_FLOAT64 double. int64 arithmetic wraps (done in
+ * uint64_t), which is what the CPU twins produce on every compiler we use. */
+#ifndef PG_CUDA_COMMON_CUH
+#define PG_CUDA_COMMON_CUH
+
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "pg_cuda_kernels.h"
+#include "pg_dtype.h"
+
+#define PG_CUDA_BLOCK 256
+
+/* Launch shape of a 1-D grid-stride loop over n items with `block` threads:
+ * one block per `block` items, capped at 8 blocks per SM (2048 resident
+ * threads of 256) so a huge tensor is one full wave and each thread loops. */
+static inline unsigned pg_cuda_grid(int64_t n, int block, const pg_cuda_ctx *ctx)
+{
+    int64_t blocks = (n + block - 1) / block;
+    int64_t cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 16) * (2048 / block);
+    if (blocks > cap)
+        blocks = cap;
+    return (unsigned)(blocks > 0 ? blocks : 1);
+}
+
+__device__ __forceinline__ int64_t pg_thread_index()
+{
+    return (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t pg_thread_count() { return (int64_t)gridDim.x * blockDim.x; }
+
+/* Element offsets of C-order linear index i for each of NOPS operands. The
+ * loop is unrolled over the fixed maximum so that shape/strides are read
+ * straight from kernel-parameter space (no local-memory copy). */
+template <int NOPS>
+__device__ __forceinline__ void pg_iter_offsets(const pg_cuda_iter &it, int64_t i,
+                                                int64_t (&off)[NOPS])
+{
+#pragma unroll
+    for (int op = 0; op < NOPS; op++)
+        off[op] = 0;
+#pragma unroll
+    for (int d = PG_CUDA_MAX_DIMS - 1; d >= 0; d--) {
+        if (d < it.ndim) {
+            int64_t q = i / it.shape[d];
+            int64_t r = i - q * it.shape[d];
+            i = q;
+#pragma unroll
+            for (int op = 0; op < NOPS; op++)
+                off[op] += r * it.strides[op][d];
+        }
+    }
+}
+
+template <typename T> __device__ __forceinline__ bool pg_isnan(T v)
+{
+    if constexpr (std::is_floating_point<T>::value)
+        return v != v;
+    else
+        return false;
+}
+
+/* NumPy maximum/minimum: a NaN on either side wins. */
+template <typename T> __device__ __forceinline__ T pg_max_nan(T a, T b)
+{
+    if (pg_isnan(a))
+        return a;
+    if (pg_isnan(b))
+        return b;
+    return a > b ? a : b;
+}
+template <typename T> __device__ __forceinline__ T pg_min_nan(T a, T b)
+{
+    if (pg_isnan(a))
+        return a;
+    if (pg_isnan(b))
+        return b;
+    return a < b ? a : b;
+}
+
+/* Casts as the CPU backend does them: to bool is x != 0 (NaN -> true);
+ * float -> int64 truncates, and NaN or out-of-range gives INT64_MIN, the
+ * x86 result of the C conversion, instead of the GPU's saturation. */
+template <typename D, typename S> __host__ __device__ __forceinline__ D pg_cast(S s)
+{
+    if constexpr (std::is_same<D, uint8_t>::value) {
+        return s != S(0) ? 1 : 0;
+    } else if constexpr (std::is_same<D, int64_t>::value && std::is_floating_point<S>::value) {
+        const S lim = S(9223372036854775808.0); /* 2^63, exact in float and double */
+        return (s >= -lim && s < lim) ? (int64_t)s : INT64_MIN;
+    } else {
+        return static_cast<D>(s);
+    }
+}
+
+/* Calls f(T()) with T the C type of `dtype`; an unknown code is an internal
+ * error reported as cudaErrorInvalidValue. */
+template <typename F> static cudaError_t pg_dispatch_dtype(int dtype, F &&f)
+{
+    switch (dtype) {
+    case PG_BOOL:
+        return f(uint8_t());
+    case PG_INT64:
+        return f(int64_t());
+    case PG_FLOAT32:
+        return f(float());
+    case PG_FLOAT64:
+        return f(double());
+    default:
+        return cudaErrorInvalidValue;
+    }
+}
+
+#endif

@@ -1,0 +1,126 @@
+/* pg_cuda_kernels.h - the C interface of the CUDA kernels, shared by the
+ * kernel files (nvcc, C++) and the plugin glue in csrc/backends/cuda (gcc, C11).
+ *
+ * Kernels never see a pg_node, a pg_tensor or a pg_storage: pg_node.h pulls in
+ * <stdatomic.h>, which is not C++. The glue turns a node into plain pointers
+ * plus a pg_cuda_iter (shape and strides by value) and calls a launcher here.
+ * Every launcher takes the stream, computes its grid, launches and returns
+ * cudaGetLastError(); the glue passes that through its one check function.
+ * Zero-element work returns cudaSuccess without launching anything.
+ *
+ * The sub-op codes below mirror pg_node.h; the glue static-asserts that they
+ * are equal (csrc/backends/cuda/cuda_launch.c), so a node's subop goes
+ * through unchanged. Dtype codes are pg_dtype.h's (plain C, C++-safe). */
+#ifndef PG_CUDA_KERNELS_H
+#define PG_CUDA_KERNELS_H
+
+#include <stdint.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PG_CUDA_MAX_DIMS 8
+#define PG_CUDA_MAX_OPERANDS 3
+
+enum {
+    PG_CUDA_BIN_ADD, PG_CUDA_BIN_SUB, PG_CUDA_BIN_MUL, PG_CUDA_BIN_DIV,
+    PG_CUDA_BIN_MAXIMUM, PG_CUDA_BIN_MINIMUM,
+    PG_CUDA_BIN_EQ, PG_CUDA_BIN_NE, PG_CUDA_BIN_LT, PG_CUDA_BIN_LE, PG_CUDA_BIN_GT, PG_CUDA_BIN_GE,
+    PG_CUDA_NUM_BINARY
+};
+enum {
+    PG_CUDA_UN_NEG, PG_CUDA_UN_ABS, PG_CUDA_UN_EXP, PG_CUDA_UN_LOG, PG_CUDA_UN_SQRT,
+    PG_CUDA_UN_TANH, PG_CUDA_UN_SIGMOID, PG_CUDA_UN_RELU, PG_CUDA_UN_NOT,
+    PG_CUDA_NUM_UNARY
+};
+enum { PG_CUDA_RED_SUM, PG_CUDA_RED_MAX, PG_CUDA_RED_MIN, PG_CUDA_RED_ARGMAX, PG_CUDA_NUM_REDUCE };
+enum { PG_CUDA_RANDOM_UNIFORM = 0, PG_CUDA_RANDOM_NORMAL = 1 };
+
+/* Where and how wide to launch: the device's stream and its SM count. */
+typedef struct pg_cuda_ctx {
+    cudaStream_t stream;
+    int sm_count;
+} pg_cuda_ctx;
+
+/* An N-d iteration space walked in C order, shared by `nops` operands
+ * (operand 0 is the destination). Strides are in elements and may be 0 or
+ * negative. pg_cuda_iter_init (glue) drops length-1 axes and merges axes
+ * that are contiguous for every operand, so a contiguous tensor of any
+ * shape arrives as ndim == 1 with unit strides (the fast path). */
+typedef struct pg_cuda_iter {
+    int ndim;
+    int nops;
+    int64_t numel;
+    int64_t shape[PG_CUDA_MAX_DIMS];
+    int64_t strides[PG_CUDA_MAX_OPERANDS][PG_CUDA_MAX_DIMS];
+} pg_cuda_iter;
+
+/* True when every operand is walked with unit stride (or there is one element). */
+static inline int pg_cuda_iter_contiguous(const pg_cuda_iter *it)
+{
+    if (it->ndim == 0)
+        return 1;
+    if (it->ndim > 1)
+        return 0;
+    for (int op = 0; op < it->nops; op++)
+        if (it->strides[op][0] != 1)
+            return 0;
+    return 1;
+}
+
+/* elementwise_fill_copy.cu */
+cudaError_t pg_kernel_fill(const pg_cuda_ctx *ctx, int dtype, void *dst, const pg_cuda_iter *it,
+                         double f, int64_t i);
+cudaError_t pg_kernel_copy(const pg_cuda_ctx *ctx, int dst_dtype, void *dst, int src_dtype,
+                         const void *src, const pg_cuda_iter *it);
+
+/* elementwise_binary.cu: dst = a OP b; b == NULL means b is the scalar
+ * (scalar_f for float dtypes, scalar_i otherwise), on the left if scalar_left. */
+typedef struct pg_cuda_scalar {
+    double f;
+    int64_t i;
+    int left;
+} pg_cuda_scalar;
+cudaError_t pg_kernel_binary(const pg_cuda_ctx *ctx, int op, int dtype, void *dst, const void *a,
+                           const void *b, const pg_cuda_scalar *scalar, const pg_cuda_iter *it);
+
+/* elementwise_unary.cu */
+cudaError_t pg_kernel_unary(const pg_cuda_ctx *ctx, int op, int dtype, void *dst, const void *src,
+                          const pg_cuda_iter *it);
+
+/* reduce.cu: `outer` walks the output (operand 0) and the matching start of
+ * each source row (operand 1); a row is `len` elements `axis_stride` apart. */
+cudaError_t pg_kernel_reduce(const pg_cuda_ctx *ctx, int op, int src_dtype, void *dst,
+                           const void *src, const pg_cuda_iter *outer, int64_t len,
+                           int64_t axis_stride);
+
+/* matmul.cu: c(B,M,N) = a(B,M,K) @ b(B,K,N); c contiguous. Floats go to
+ * cuBLAS when the layout allows it, everything else to a tiled kernel. A
+ * failing cuBLAS call leaves its status in *blas_status (else SUCCESS). */
+typedef struct pg_cuda_matmul_args {
+    int dtype;
+    int64_t batch, m, k, n;
+    const void *a;
+    int64_t a_strides[3]; /* (B,M,K), elements */
+    const void *b;
+    int64_t b_strides[3]; /* (B,K,N), elements */
+    void *c;              /* (B,M,N) contiguous */
+} pg_cuda_matmul_args;
+cudaError_t pg_kernel_matmul(const pg_cuda_ctx *ctx, cublasHandle_t blas, int allow_tf32,
+                           const pg_cuda_matmul_args *args, cublasStatus_t *blas_status);
+
+/* random_arange.cu: contiguous 1-D destinations of n elements. */
+cudaError_t pg_kernel_arange(const pg_cuda_ctx *ctx, int dtype, void *dst, int64_t n, double start,
+                           double step);
+cudaError_t pg_kernel_random(const pg_cuda_ctx *ctx, int kind, int dtype, void *dst, int64_t n,
+                           uint64_t seed, uint64_t offset);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,249 @@
+"""test_cuda_build.py - the CUDA plugin builds, links cleanly and loads without a GPU;
+the PYGPU_CUDA decision and toolkit/cuBLAS discovery of build_support/cuda_build.py.
+
+None of this needs a GPU or a driver. The plugin is built once per session
+(fixture `cuda_plugin`, about half a minute on two cores; marked `slow`) into
+a temporary directory, or taken from $PYGPU_CUDA_PLUGIN when that names an
+already built file (e.g. the one setup.py produced). Tests that need it skip,
+saying why, when there is no nvcc or no cuBLAS.
+"""
+
+import ctypes.util
+import glob
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHECK_SCRIPT = os.path.join(REPO, "build_support", "check_cuda_plugin.py")
+EXPORTS = {"pg_plugin_init", "pg_plugin_set_option", "pg_plugin_get_option"}
+
+
+def _load_build_module():
+    spec = importlib.util.spec_from_file_location(
+        "pygpu_cuda_build", os.path.join(REPO, "build_support", "cuda_build.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+cuda_build = _load_build_module()
+
+
+def _driver_present():
+    return os.path.exists("/dev/nvidia0") or ctypes.util.find_library("cuda") is not None
+
+
+@pytest.fixture(scope="session")
+def cuda_plugin(tmp_path_factory):
+    prebuilt = os.environ.get("PYGPU_CUDA_PLUGIN")
+    if prebuilt:
+        if not os.path.isfile(prebuilt):
+            pytest.fail(f"PYGPU_CUDA_PLUGIN={prebuilt} does not exist")
+        return prebuilt
+    toolkit = cuda_build.find_toolkit()
+    if toolkit is None:
+        pytest.skip("no CUDA toolkit: nvcc not in $CUDA_HOME, $CUDA_PATH, PATH or /usr/local/cuda")
+    cublas = cuda_build.find_cublas(toolkit)
+    if cublas is None:
+        pytest.skip("no cuBLAS in the toolkit or any site-packages (pip install nvidia-cublas)")
+    out = str(tmp_path_factory.mktemp("cuda_plugin") / "_cuda_backend.so")
+    cuda_build.build_plugin(out, REPO, toolkit, cublas, archs=None, verbose=False)
+    return out
+
+
+def _tool(*cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    except FileNotFoundError:
+        pytest.skip(f"{cmd[0]} is not installed")
+
+
+# --- the built plugin ------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_plugin_builds_out_of_tree(cuda_plugin):
+    assert os.path.getsize(cuda_plugin) > 0
+    stray = glob.glob(os.path.join(REPO, "kernels", "*.o")) + glob.glob(
+        os.path.join(REPO, "csrc", "backends", "cuda", "*.o"))
+    assert stray == [], f"build wrote objects into the source tree: {stray}"
+
+
+@pytest.mark.slow
+def test_plugin_needs_no_core_symbols(cuda_plugin):
+    undefined = _tool("nm", "-D", "--undefined-only", cuda_plugin)
+    core = [line for line in undefined.splitlines() if re.search(r"\bpg_", line)]
+    assert core == [], "the plugin references symbols of the core:\n" + "\n".join(core)
+
+
+@pytest.mark.slow
+def test_plugin_exports_only_its_entry_points(cuda_plugin):
+    defined = _tool("nm", "-D", "--defined-only", cuda_plugin)
+    names = {line.split()[-1] for line in defined.splitlines() if line.strip()}
+    assert names == EXPORTS, f"unexpected exports (static cudart leaking?): {names - EXPORTS}"
+
+
+@pytest.mark.slow
+def test_plugin_links_cudart_static_and_cublas_shared(cuda_plugin):
+    dynamic = _tool("readelf", "-d", cuda_plugin)
+    needed = re.findall(r"\(NEEDED\).*\[(.+)\]", dynamic)
+    assert any(n.startswith("libcublas.so") for n in needed), needed
+    assert not any(n.startswith("libcudart") for n in needed), needed
+    rpath = re.search(r"\((?:RUNPATH|RPATH)\).*\[(.+)\]", dynamic)
+    assert rpath and "$ORIGIN/../nvidia/" in rpath.group(1), dynamic
+
+
+@pytest.mark.slow
+def test_load_check_answers_without_crashing(cuda_plugin):
+    proc = subprocess.run([sys.executable, CHECK_SCRIPT, cuda_plugin], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    count = int(re.search(r"^device_count: (\d+)$", out, re.M).group(1))
+    reason = re.search(r"^unavailable_reason: (.*)$", out, re.M).group(1)
+    if count > 0:
+        assert reason == "None", out
+    else:
+        assert reason != "None", out
+    if not _driver_present():
+        assert count == 0 and reason.startswith("no CUDA driver found ("), out
+
+
+def test_load_check_rejects_a_missing_file(tmp_path):
+    proc = subprocess.run([sys.executable, CHECK_SCRIPT, str(tmp_path / "nope.so")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "cannot load" in proc.stderr
+
+
+# --- PYGPU_CUDA -------------------------------------------------------------------------------
+
+FAKE_TOOLKIT = {"root": "/fake/cuda", "nvcc": "/fake/cuda/bin/nvcc",
+                "include": "/fake/cuda/include", "lib64": "/fake/cuda/lib64", "version": "13.0"}
+FAKE_CUBLAS = {"include": "/fake/cu13/include", "lib": "/fake/cu13/lib",
+               "library": "/fake/cu13/lib/libcublas.so.13", "wheel_subdir": "cu13"}
+
+
+@pytest.fixture
+def found(monkeypatch):
+    """Make the toolkit / cuBLAS look present or absent: found(toolkit=..., cublas=...)."""
+    calls = []
+
+    def setup(toolkit, cublas):
+        monkeypatch.setattr(cuda_build, "find_toolkit",
+                            lambda env=None: calls.append("toolkit") or toolkit)
+        monkeypatch.setattr(cuda_build, "find_cublas",
+                            lambda tk, env=None: calls.append("cublas") or cublas)
+        return calls
+
+    return setup
+
+
+@pytest.mark.parametrize("value", ["0", "off", "false"])
+def test_decide_off_never_looks(found, value):
+    calls = found(FAKE_TOOLKIT, FAKE_CUBLAS)
+    build, reason = cuda_build.decide({"PYGPU_CUDA": value})
+    assert build is False and "PYGPU_CUDA=0" in reason
+    assert calls == []
+
+
+@pytest.mark.parametrize("env", [{}, {"PYGPU_CUDA": "auto"}, {"PYGPU_CUDA": ""}])
+def test_decide_auto_builds_when_found(found, env):
+    found(FAKE_TOOLKIT, FAKE_CUBLAS)
+    build, reason = cuda_build.decide(env)
+    assert build is True and "/fake/cuda" in reason
+
+
+def test_decide_auto_skips_without_toolkit(found):
+    found(None, FAKE_CUBLAS)
+    build, reason = cuda_build.decide({"PYGPU_CUDA": "auto"})
+    assert build is False and "no CUDA toolkit" in reason
+
+
+def test_decide_auto_skips_without_cublas(found):
+    found(FAKE_TOOLKIT, None)
+    build, reason = cuda_build.decide({})
+    assert build is False and "pip install nvidia-cublas" in reason
+
+
+def test_decide_required_builds_when_found(found):
+    found(FAKE_TOOLKIT, FAKE_CUBLAS)
+    assert cuda_build.decide({"PYGPU_CUDA": "1"})[0] is True
+
+
+@pytest.mark.parametrize("toolkit, cublas, missing", [(None, FAKE_CUBLAS, "no CUDA toolkit"),
+                                                      (FAKE_TOOLKIT, None, "no cuBLAS")])
+def test_decide_required_fails_loudly(found, toolkit, cublas, missing):
+    found(toolkit, cublas)
+    with pytest.raises(cuda_build.CudaBuildError, match=missing):
+        cuda_build.decide({"PYGPU_CUDA": "1"})
+
+
+def test_decide_rejects_unknown_value(found):
+    found(FAKE_TOOLKIT, FAKE_CUBLAS)
+    with pytest.raises(cuda_build.CudaBuildError, match="expected 0, 1 or auto"):
+        cuda_build.decide({"PYGPU_CUDA": "maybe"})
+
+
+# --- architectures ----------------------------------------------------------------------------
+
+def test_default_archs_are_sm80_sm90_plus_ptx():
+    flags = cuda_build.gencode_flags(cuda_build.resolve_archs(None, env={}))
+    assert flags == ["-gencode", "arch=compute_80,code=sm_80",
+                     "-gencode", "arch=compute_90,code=sm_90",
+                     "-gencode", "arch=compute_90,code=compute_90"]
+
+
+def test_archs_env_overrides():
+    archs = cuda_build.resolve_archs(["70"], env={"PYGPU_CUDA_ARCHS": "86;sm_120"})
+    assert archs == ["86", "120"]
+    assert cuda_build.gencode_flags(archs)[-1] == "arch=compute_120,code=compute_120"
+
+
+def test_bad_arch_is_an_error():
+    with pytest.raises(cuda_build.CudaBuildError, match="bad CUDA architecture"):
+        cuda_build.resolve_archs(["ampere"], env={})
+
+
+# --- discovery --------------------------------------------------------------------------------
+
+def _touch(path, text=""):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def test_find_toolkit_from_cuda_home(tmp_path):
+    root = tmp_path / "cuda"
+    nvcc = root / "bin" / "nvcc"
+    _touch(str(nvcc), "#!/bin/sh\necho 'Cuda compilation tools, release 12.9, V12.9.1'\n")
+    nvcc.chmod(0o755)
+    _touch(str(root / "include" / "cuda_runtime_api.h"))
+    _touch(str(root / "lib64" / "libcudart_static.a"))
+    tk = cuda_build.find_toolkit({"CUDA_HOME": str(root), "PATH": ""})
+    assert tk["root"] == str(root) and tk["nvcc"] == str(nvcc)
+    assert tk["lib64"] == str(root / "lib64") and tk["version"] == "12.9"
+
+
+def test_site_dirs_include_the_target_virtualenv(tmp_path):
+    venv = tmp_path / "venv"
+    sp = cuda_build.sysconfig.get_paths(vars={"base": str(venv), "platbase": str(venv)})["purelib"]
+    os.makedirs(sp)
+    assert os.path.abspath(sp) in cuda_build._site_dirs({"VIRTUAL_ENV": str(venv)})
+
+
+def test_find_cublas_in_a_wheel(tmp_path, monkeypatch):
+    sp = tmp_path / "site-packages"
+    _touch(str(sp / "nvidia" / "cu13" / "include" / "cublas_v2.h"))
+    _touch(str(sp / "nvidia" / "cu13" / "lib" / "libcublas.so.12"))
+    _touch(str(sp / "nvidia" / "cu13" / "lib" / "libcublas.so.13"))
+    monkeypatch.setattr(cuda_build, "_site_dirs", lambda env: [str(sp)])
+    toolkit = dict(FAKE_TOOLKIT, include=str(tmp_path / "none"), lib64=str(tmp_path / "none"))
+    cb = cuda_build.find_cublas(toolkit, env={})
+    assert cb["include"] == str(sp / "nvidia" / "cu13" / "include")
+    assert cb["library"] == str(sp / "nvidia" / "cu13" / "lib" / "libcublas.so.13")
+    assert cb["wheel_subdir"] == "cu13"
