@@ -4,25 +4,26 @@ For each device: its name, memory in use / reserved / total (from pygpu's
 caching allocator), ops launched and transfers in and out of it, from
 pygpu's counters (they cover this process only). On cuda devices, NVML's
 utilization, memory and power are shown too when the driver provides them
-(pynvml is used if installed); without it those columns say n/a."""
+(pygpu/_nvml.py); without it they say n/a."""
 import sys
 
-from . import _C, cuda, devices, stats
+from . import _C, _nvml, cuda, devices, stats
 
 MIB = 1 << 20
 
 
 def _nvml_row(index):
-    try:
-        import pynvml  # optional: not a dependency
-        pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(index)
-        util = pynvml.nvmlDeviceGetUtilizationRates(h).gpu
-        power = pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0
-        mem = pynvml.nvmlDeviceGetMemoryInfo(h)
-        return f"{util:>4d}%  {power:6.1f} W  {mem.used / MIB:9.0f} MiB used (all processes)"
-    except Exception as e:  # no pynvml, no driver, or no NVML in it
-        return f"n/a ({type(e).__name__})"
+    q = _nvml.query(index)
+    if not q:
+        return f"n/a ({_nvml.unavailable_reason() or 'no NVML data'})"
+    parts = []
+    if "utilization_pct" in q:
+        parts.append(f"{q['utilization_pct']}% busy")
+    if "memory_used" in q:
+        parts.append(f"{q['memory_used'] / MIB:.0f}/{q['memory_total'] / MIB:.0f} MiB used (all processes)")
+    if "power_w" in q:
+        parts.append(f"{q['power_w']:.1f} W")
+    return ", ".join(parts)
 
 
 def table():

@@ -223,6 +223,22 @@ static PyObject *m_cpu(PyObject *self, PyObject *noargs)
     return to_device(self, (pg_device){PG_DEV_CPU, 0}, false);
 }
 
+/* copy_(src, non_blocking=False): in-place copy, across devices too (as torch's copy_) */
+static PyObject *m_copy_(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kw[] = {"src", "non_blocking", NULL};
+    PyObject *src;
+    int non_blocking = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|p", kw, &PyTensor_Type, &src, &non_blocking))
+        return NULL;
+    pg_status st;
+    Py_BEGIN_ALLOW_THREADS st = pg_op_copy_between(T(self), T(src), non_blocking);
+    Py_END_ALLOW_THREADS
+    if (st != PG_OK)
+        return pg_raise(st);
+    return Py_NewRef(self);
+}
+
 static PyObject *m_wait(PyObject *self, PyObject *noargs)
 {
     (void)noargs;
@@ -365,6 +381,7 @@ PyMethodDef pg_tensor_methods[] = {
     {"clone", m_clone, METH_NOARGS, "a copy on the same device"},
     {"astype", m_astype, METH_O, "a copy converted to another dtype"},
     {"to", KW m_to, METH_VARARGS | METH_KEYWORDS, "to(device=None, dtype=None, non_blocking=False, copy=False): move and/or convert; returns self if nothing changes"},
+    {"copy_", KW m_copy_, METH_VARARGS | METH_KEYWORDS, "copy_(src, non_blocking=False): copy src's values into self (broadcasting on one device; a counted transfer across devices); returns self"},
     {"cpu", m_cpu, METH_NOARGS, "a copy on the host (self if already there)"},
     {"wait", m_wait, METH_NOARGS, "block until queued work producing this tensor is done; raises its failure"},
     {"pin_memory", m_pin_memory, METH_NOARGS, "a copy in page-locked host memory, for non_blocking copies"},

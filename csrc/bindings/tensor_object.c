@@ -357,8 +357,8 @@ static PyObject *nb_int(PyObject *a)
     if (want_one(a, "int") < 0)
         return NULL;
     PyObject *v = pg_item((PyTensor *)a);
-    if (!v || PyLong_Check(v))
-        return v;
+    if (!v || PyLong_CheckExact(v))
+        return v; /* a bool is an int subclass, but __int__ must return an exact int */
     Py_SETREF(v, PyNumber_Long(v));
     return v;
 }

@@ -3,7 +3,7 @@
 
 static const struct {
     const char *name;
-    size_t size;
+    size_t size; /* mirrored by pg_dtype_size() in the header */
     bool is_float;
     bool supported;
 } pg_dtype_info[PG_NUM_DTYPES] = {
@@ -16,7 +16,6 @@ static const struct {
 };
 
 bool pg_dtype_valid(int code) { return code >= 0 && code < PG_NUM_DTYPES; }
-size_t pg_dtype_size(pg_dtype dt) { return pg_dtype_info[dt].size; }
 const char *pg_dtype_name(pg_dtype dt) { return pg_dtype_info[dt].name; }
 bool pg_dtype_supported(pg_dtype dt) { return pg_dtype_valid((int)dt) && pg_dtype_info[dt].supported; }
 bool pg_dtype_is_float(pg_dtype dt) { return pg_dtype_info[dt].is_float; }

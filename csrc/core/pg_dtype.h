@@ -19,7 +19,12 @@ typedef enum pg_dtype {
     PG_NUM_DTYPES
 } pg_dtype;
 
-size_t pg_dtype_size(pg_dtype dt);
+/* Inline (and so usable by the CUDA plugin, which links no core symbol). */
+static inline size_t pg_dtype_size(pg_dtype dt)
+{
+    static const unsigned char sizes[PG_NUM_DTYPES] = {1, 8, 4, 8, 2, 2};
+    return sizes[dt];
+}
 const char *pg_dtype_name(pg_dtype dt);
 bool pg_dtype_valid(int code);      /* a known code (even if reserved) */
 bool pg_dtype_supported(pg_dtype dt); /* has kernels today */

@@ -59,6 +59,9 @@ pg_status pg_op_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out);
 /* devices and transfers (pg_ops_transfer.c) */
 pg_status pg_op_to_device(const pg_tensor *t, pg_device dev, bool non_blocking, int implicit,
                           pg_tensor *out);
+/* dst[...] = src, where the two may live on different devices (a counted
+ * transfer into existing memory: the training-loop way to reuse buffers). */
+pg_status pg_op_copy_between(const pg_tensor *dst, const pg_tensor *src, bool non_blocking);
 pg_status pg_op_pin_memory(const pg_tensor *t, pg_tensor *out);
 pg_status pg_tensor_wait(const pg_tensor *t);
 pg_status pg_device_synchronize(pg_device dev);

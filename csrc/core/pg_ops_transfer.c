@@ -7,6 +7,8 @@
  * a strided view is first compacted on its own device. */
 #include "pg_ops.h"
 
+#include <string.h>
+
 #include "pg_backend.h"
 #include "pg_stats.h"
 
@@ -76,6 +78,53 @@ pg_status pg_op_to_device(const pg_tensor *t, pg_device dev, bool non_blocking, 
     if (st != PG_OK && out->storage)
         pg_tensor_clear(out);
     pg_tensor_clear(&src);
+    return st;
+}
+
+pg_status pg_op_copy_between(const pg_tensor *dst, const pg_tensor *src, bool non_blocking)
+{
+    pg_device from = pg_tensor_device(src), to = pg_tensor_device(dst);
+    if (pg_device_eq(from, to))
+        return pg_op_copy(dst, src);
+    if (dst->storage->flags & PG_STORAGE_READONLY)
+        return pg_error_set(PG_ERR_VALUE, "copy_: the destination is read-only");
+    if (dst->ndim != src->ndim || memcmp(dst->shape, src->shape, sizeof(int64_t) * dst->ndim) != 0) {
+        char a[160], b[160];
+        return pg_error_set(PG_ERR_SHAPE, "copy_ across devices needs equal shapes, got %s into %s",
+                            pg_shape_str(src->ndim, src->shape, a, sizeof a),
+                            pg_shape_str(dst->ndim, dst->shape, b, sizeof b));
+    }
+    if (!pg_tensor_is_contiguous(dst) || dst->dtype != src->dtype) {
+        /* land in a contiguous buffer on the destination, then convert there */
+        pg_tensor tmp;
+        PG_TRY(pg_op_to_device(src, to, false, PG_IMPLICIT_NONE, &tmp));
+        pg_status st = pg_op_copy(dst, &tmp);
+        pg_tensor_clear(&tmp);
+        return st;
+    }
+    const pg_backend *be_to, *be_from;
+    PG_TRY(pg_backend_for(to, &be_to));
+    PG_TRY(pg_backend_for(from, &be_from));
+    if (from.type != PG_DEV_CPU && to.type != PG_DEV_CPU && from.type != to.type) {
+        pg_tensor host;
+        PG_TRY(pg_op_to_device(src, (pg_device){PG_DEV_CPU, 0}, false, PG_IMPLICIT_NONE, &host));
+        pg_status st = pg_op_copy_between(dst, &host, non_blocking);
+        pg_tensor_clear(&host);
+        return st;
+    }
+    pg_tensor c;
+    PG_TRY(pg_op_contiguous(src, &c));
+    pg_status st;
+    if (to.type == PG_DEV_CPU) {
+        bool async = non_blocking && (dst->storage->flags & PG_STORAGE_PINNED);
+        st = copy_block(be_from, from.index, PG_COPY_D2H, &c, dst, async, PG_IMPLICIT_NONE);
+    } else if (from.type == PG_DEV_CPU) {
+        bool async = non_blocking && (c.storage->flags & PG_STORAGE_PINNED);
+        st = copy_block(be_to, to.index, PG_COPY_H2D, &c, dst, async, PG_IMPLICIT_NONE);
+    } else {
+        st = copy_block(be_from, from.index, PG_COPY_D2D, &c, dst, non_blocking, PG_IMPLICIT_NONE);
+    }
+    pg_tensor_clear(&c);
     return st;
 }
 

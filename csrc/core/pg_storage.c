@@ -8,12 +8,31 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "pg_allocator.h"
 #include "pg_backend.h"
 #include "pg_stats.h"
 
 #define HOST_ALIGN 64
+
+/* Ask for transparent huge pages on large buffers, as NumPy does: with THP in
+ * "madvise" mode, a 64 MiB buffer otherwise takes 16k page faults to touch. */
+void pg_host_advise_hugepages(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t page = 4096;
+    if (n < ((size_t)4 << 20))
+        return;
+    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
 
 static void release_host_inline(pg_storage *s)
 {
@@ -75,6 +94,7 @@ static pg_status new_host(size_t nbytes, unsigned flags, pg_storage **out)
     s->data = (void *)((d + HOST_ALIGN - 1) & ~(uintptr_t)(HOST_ALIGN - 1));
     s->release = release_host_inline;
     s->capacity = nbytes;
+    pg_host_advise_hugepages(s->data, nbytes);
     pg_stats_alloc(cpu, nbytes, false);
     *out = s;
     return PG_OK;

@@ -68,5 +68,7 @@ pg_status pg_storage_wait(pg_storage *s);
 pg_status pg_storage_wait_idle(pg_storage *s);
 /* Record a failure in `s` (first one wins); `msg` is copied. */
 void pg_storage_set_error(pg_storage *s, const char *msg);
+/* madvise(MADV_HUGEPAGE) on large host buffers (no-op below 4 MiB). */
+void pg_host_advise_hugepages(void *p, size_t n);
 
 #endif

@@ -237,8 +237,10 @@ pg_status pg_cpu_copy(const pg_node *node)
 
 static void fill_loop(int64_t n, char **p, const int64_t *s, const void *arg)
 {
-    const struct { const void *value; size_t size; } *a = arg;
-    if (a->size == 4 && s[0] == 4) {
+    const struct { const void *value; size_t size; bool zero; } *a = arg;
+    if (a->zero && s[0] == (int64_t)a->size) {
+        memset(p[0], 0, (size_t)n * a->size);
+    } else if (a->size == 4 && s[0] == 4) {
         float v;
         memcpy(&v, a->value, 4);
         float *o = (float *)p[0];
@@ -254,7 +256,10 @@ pg_status pg_cpu_fill(const pg_node *node)
 {
     double value[1];
     scalar_value(node->dst.dtype, node->p.scalar.f, node->p.scalar.i, value);
-    struct { const void *value; size_t size; } arg = {value, pg_dtype_size((pg_dtype)node->dst.dtype)};
+    size_t size = pg_dtype_size((pg_dtype)node->dst.dtype);
+    static const char zeros[8];
+    struct { const void *value; size_t size; bool zero; } arg = {value, size,
+                                                                 memcmp(value, zeros, size) == 0};
     const pg_tensor *ops[1] = {&node->dst};
     pg_cpu_iterate(1, ops, NULL, fill_loop, &arg);
     return PG_OK;

@@ -353,6 +353,7 @@ static pg_status sim_raw_alloc(const pg_backend *be, int index, size_t nbytes, v
     }
     *(size_t *)raw = nbytes; /* a 64-byte header remembers the size for sim_raw_free */
     *ptr = raw + 64;
+    pg_host_advise_hugepages(*ptr, nbytes);
     return PG_OK;
 }
 
@@ -372,6 +373,7 @@ static pg_status sim_host_alloc(const pg_backend *be, size_t nbytes, void **ptr)
     (void)be;
     if (posix_memalign(ptr, 64, nbytes ? nbytes : 64) != 0)
         return pg_error_set(PG_ERR_NOMEM, "cannot allocate %zu bytes of pinned host memory", nbytes);
+    pg_host_advise_hugepages(*ptr, nbytes);
     return PG_OK;
 }
 

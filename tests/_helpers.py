@@ -1,0 +1,72 @@
+# _helpers.py - small functions the test files share (imported, not fixtures).
+#
+# Moving NumPy data to a device and back is written once here so that every
+# test does it the same way: pygpu.tensor(a, device=d) in, t.numpy() out. The
+# tensor type is looked up from a created tensor because the spec names the
+# factory functions, not the class.
+import os
+import time
+
+import numpy as np
+
+import pygpu
+
+TENSOR_TYPE = type(pygpu.zeros(1))
+
+# The dtypes pygpu supports, by NumPy name.
+DTYPES = ("float32", "float64", "int64", "bool")
+
+
+def to_device(a, device):
+    """Copy NumPy data `a` (any array-like) onto `device`."""
+    return pygpu.tensor(np.asarray(a), device=device)
+
+
+def to_numpy(t):
+    """Bring a tensor back as a NumPy array (synchronizes)."""
+    out = t.numpy()
+    assert isinstance(out, np.ndarray), f"numpy() returned {type(out).__name__}"
+    return out
+
+
+def same_device(a, b):
+    """True when two device specs (Device or string, "sim" == "sim:0") name one device."""
+    return str(pygpu.device(a)) == str(pygpu.device(b))
+
+
+def rss_bytes():
+    """Resident set size of this process, from /proc/self/statm."""
+    with open("/proc/self/statm") as f:
+        resident_pages = int(f.read().split()[1])
+    return resident_pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def timed(fn, *args, **kwargs):
+    """(seconds fn took, its result)."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return time.perf_counter() - t0, out
+
+
+def random_array(rng, shape, dtype, domain="any"):
+    """Reproducible test data of `dtype` for an op's domain.
+
+    domain: "any" (normals / small ints / coin flips), "positive" (>= 0.5,
+    for log and sqrt), "nonzero" (|x| >= 0.5, for divisors).
+    """
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind == "i":
+        if domain == "positive":
+            return rng.integers(1, 20, size=shape, dtype=dtype)
+        a = rng.integers(-9, 10, size=shape, dtype=dtype)
+        if domain == "nonzero":
+            a[a == 0] = 3
+        return a
+    a = rng.standard_normal(shape).astype(dtype)
+    if domain == "positive":
+        a = np.abs(a) + dtype.type(0.5)
+    elif domain == "nonzero":
+        a = np.where(a < 0, a - dtype.type(0.5), a + dtype.type(0.5)).astype(dtype)
+    return a

@@ -1,0 +1,216 @@
+# test_devices.py - devices as values, the device list, per-backend utilities, transfers.
+#
+# A Device is (type, index) parsed from "cpu" / "sim" / "sim:1" / "cuda:0",
+# compares equal to other Devices and to its string. pygpu.devices() lists what
+# is present; PYGPU_SIM_DEVICES sets how many sim devices exist (checked in a
+# subprocess, since it is read at import). pygpu.sim and pygpu.cuda expose the
+# same utility functions; cuda, when absent, says why. Transfers between every
+# pair of devices give the same values, and an op mixing devices is refused
+# with a message that names both and suggests .to(...). `python -m pygpu.smi`
+# prints the device table.
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pygpu
+
+from _helpers import same_device
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("spec,type_,index,text", [
+    ("cpu", "cpu", 0, "cpu"), ("sim", "sim", 0, "sim:0"), ("sim:0", "sim", 0, "sim:0"),
+    ("sim:1", "sim", 1, "sim:1"),
+])
+def test_device_parses_type_and_index(spec, type_, index, text):
+    d = pygpu.device(spec)
+    assert d.type == type_
+    assert d.index == index
+    assert str(d) == text
+
+
+def test_device_equality_with_devices_and_strings():
+    assert pygpu.device("sim") == pygpu.device("sim:0")
+    assert pygpu.device("sim:0") == "sim:0"
+    assert pygpu.device("cpu") == "cpu"
+    assert pygpu.device("sim:1") != pygpu.device("sim:0")
+    assert pygpu.device("cpu") != "sim:0"
+    assert not (pygpu.device("sim:1") == "sim:0")
+    assert pygpu.device(pygpu.device("sim:1")) == "sim:1"
+
+
+def test_cuda_device_parses_even_when_absent():
+    try:
+        d = pygpu.device("cuda:0")
+    except pygpu.DeviceUnavailableError:
+        assert not pygpu.cuda.is_available()
+        return
+    assert d.type == "cuda" and d.index == 0 and str(d) == "cuda:0"
+
+
+def test_devices_lists_cpu_and_every_sim(sim_count):
+    names = [str(d) for d in pygpu.devices()]
+    expected = ["cpu"] + [f"sim:{i}" for i in range(sim_count)]
+    assert names[: len(expected)] == expected
+    cuda = [n for n in names if n.startswith("cuda")]
+    assert len(cuda) == pygpu.cuda.device_count()
+    assert all(isinstance(d, type(pygpu.device("cpu"))) for d in pygpu.devices())
+
+
+def _run_python(code, **env):
+    full_env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""), **env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
+                          timeout=120, cwd=REPO)
+
+
+@pytest.mark.parametrize("count", ["1", "3"])
+def test_sim_device_count_follows_environment(count):
+    code = ("import pygpu; print(pygpu.sim.device_count(), [str(d) for d in pygpu.devices()]);"
+            f"t = pygpu.ones(2, device='sim:{int(count) - 1}'); print(t.numpy().sum())")
+    proc = _run_python(code, PYGPU_SIM_DEVICES=count)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.strip().splitlines()
+    assert first.split()[0] == count
+    assert f"sim:{int(count) - 1}" in first and f"sim:{count}" not in first
+    assert second == "2.0"
+
+
+def test_sim_default_is_two_devices():
+    env = {k: v for k, v in os.environ.items() if k != "PYGPU_SIM_DEVICES"}
+    env["PYTHONPATH"] = REPO
+    proc = subprocess.run([sys.executable, "-c", "import pygpu; print(pygpu.sim.device_count())"],
+                          capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "2"
+
+
+def test_sim_utilities(sim_count, sim_device_restored):
+    sim = pygpu.sim
+    assert sim.is_available() is True
+    assert sim.device_count() == sim_count
+    for i in range(sim_count):
+        name = sim.get_device_name(i)
+        assert isinstance(name, str) and name
+    assert sim.current_device() == 0
+    sim.set_device(1)
+    assert sim.current_device() == 1
+    sim.set_device(0)
+    assert sim.current_device() == 0
+    sim.synchronize()
+    for i in range(sim_count):
+        assert isinstance(sim.memory_allocated(i), int)
+        assert sim.max_memory_allocated(i) >= sim.memory_allocated(i)
+        assert isinstance(sim.memory_summary(i), str)
+    sim.empty_cache()
+
+
+def test_sim_set_device_out_of_range_is_refused(sim_count, sim_device_restored):
+    with pytest.raises((pygpu.DeviceUnavailableError, ValueError)):
+        pygpu.sim.set_device(sim_count)
+    assert pygpu.sim.current_device() == 0
+
+
+def test_cuda_utilities_when_absent():
+    if pygpu.cuda.is_available():
+        pytest.skip("cuda is present; test_cuda_utilities_when_present covers it")
+    cuda = pygpu.cuda
+    assert cuda.is_available() is False
+    assert cuda.device_count() == 0
+    reason = cuda.unavailable_reason()
+    assert isinstance(reason, str) and reason
+    with pytest.raises(pygpu.DeviceUnavailableError) as info:
+        pygpu.zeros(2, device="cuda")
+    assert reason in str(info.value)
+    # The spec does not say whether these are no-ops or refusals without cuda
+    # (PyTorch refuses synchronize); either is fine, any other error is not.
+    for call in (cuda.synchronize, cuda.empty_cache, lambda: cuda.manual_seed(1), lambda: cuda.manual_seed_all(1)):
+        try:
+            call()
+        except pygpu.DeviceUnavailableError as e:
+            assert reason in str(e)
+
+
+def test_cuda_utilities_when_present():
+    if not pygpu.cuda.is_available():
+        pytest.skip(f"cuda absent: {pygpu.cuda.unavailable_reason()}")
+    cuda = pygpu.cuda
+    assert cuda.device_count() >= 1
+    assert isinstance(cuda.get_device_name(0), str) and cuda.get_device_name(0)
+    assert cuda.current_device() == 0
+    t = pygpu.ones(1000, device="cuda:0")
+    cuda.synchronize()
+    assert cuda.memory_allocated(0) >= 4000
+    assert cuda.max_memory_allocated(0) >= cuda.memory_allocated(0)
+    assert isinstance(cuda.memory_summary(0), str)
+    assert "cuda:0" in [str(d) for d in pygpu.devices()]
+    del t
+
+
+PAIRS = [("cpu", "sim:0"), ("sim:0", "cpu"), ("sim:0", "sim:1"), ("sim:1", "sim:0"), ("sim:0", "sim:0"),
+         ("cpu", "cpu")]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("src,dst", PAIRS, ids=[f"{s}->{d}" for s, d in PAIRS])
+def test_transfer_between_devices_keeps_values(src, dst, dtype):
+    a = (np.arange(30).reshape(5, 6) % 7).astype(dtype)
+    t = pygpu.tensor(a, device=src)
+    for moved in (t.to(dst), t.to(pygpu.device(dst)), t.to(dst, non_blocking=True), t.T.to(dst)):
+        assert same_device(moved.device, dst)
+        assert str(moved.dtype) == dtype
+    np.testing.assert_array_equal(t.to(dst).numpy(), a)
+    np.testing.assert_array_equal(t.T.to(dst).numpy(), a.T)
+    nb = t.to(dst, non_blocking=True)
+    nb.wait()
+    np.testing.assert_array_equal(nb.numpy(), a)
+    np.testing.assert_array_equal(t.to(dst).cpu().numpy(), a)
+
+
+def test_transfer_copies_rather_than_aliases():
+    a = np.arange(4.0)
+    t = pygpu.from_numpy(a)
+    s = t.to("sim")
+    a[:] = -1.0
+    np.testing.assert_array_equal(s.numpy(), np.arange(4.0))
+
+
+def test_results_stay_on_their_device():
+    for name in ("sim:0", "sim:1"):
+        x = pygpu.ones(3, 3, device=name)
+        for r in (x + x, x @ x, x.sum(), pygpu.exp(x), x > 0, x * 2, 2 - x, x.T.contiguous()):
+            assert same_device(r.device, name), f"{r.device} != {name}"
+
+
+def test_python_scalars_mix_with_any_device(device):
+    x = pygpu.ones(3, device=device)
+    np.testing.assert_array_equal((2.0 * x - 1 + x / 2).numpy(), np.full(3, 1.5, np.float32))
+
+
+@pytest.mark.parametrize("a,b", [("cpu", "sim:0"), ("sim:0", "cpu"), ("sim:0", "sim:1")])
+@pytest.mark.parametrize("op", [
+    lambda x, y: x + y, lambda x, y: x @ y, lambda x, y: x < y, lambda x, y: pygpu.minimum(x, y),
+], ids=["add", "matmul", "lt", "minimum"])
+def test_op_on_two_devices_raises_mismatch(a, b, op):
+    x, y = pygpu.ones(2, 2, device=a), pygpu.ones(2, 2, device=b)
+    with pytest.raises(pygpu.DeviceMismatchError) as info:
+        op(x, y)
+    msg = str(info.value)
+    assert a in msg and b in msg, msg
+    assert ".to(" in msg, msg
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_smi_prints_the_devices(sim_count):
+    proc = subprocess.run([sys.executable, "-m", "pygpu.smi"], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "cpu" in out
+    for i in range(sim_count):
+        assert f"sim:{i}" in out, out
+    assert ("cuda" in out) or not pygpu.cuda.is_available()
+    assert len(out.strip().splitlines()) >= 1 + sim_count

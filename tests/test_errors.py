@@ -1,0 +1,203 @@
+# test_errors.py - one table of bad inputs and the exception each must raise.
+#
+# Each row: an id, a call, the exception type(s), and regexes the message must
+# contain (case-insensitive). The C core never aborts on user input: it returns
+# a status that the bindings turn into TypeError / ValueError / IndexError /
+# MemoryError / a pygpu RuntimeError subclass with a message that says what was
+# wrong. Where the spec is silent, the expected type is NumPy's (NumPy's
+# AxisError is both a ValueError and an IndexError, so either is accepted).
+# Rows that must run on every device take the device as their argument.
+import re
+
+import numpy as np
+import pytest
+
+import pygpu
+
+
+# A shape in a message may be written (2, 3) or [2, 3]; (4,) or [4] or (4).
+def shape_re(*dims):
+    inner = r",\s*".join(map(str, dims))
+    return r"[\(\[]" + inner + (r",?" if len(dims) == 1 else "") + r"[\)\]]"
+
+
+def _readonly_tensor():
+    a = np.arange(3.0)
+    a.flags.writeable = False
+    return pygpu.from_numpy(a)
+
+
+def _write_into_readonly_export():
+    np.asarray(_readonly_tensor())[0] = 1.0
+
+
+def _ones(*shape, dtype="float32", device="cpu"):
+    return pygpu.ones(*shape, dtype=dtype, device=device)
+
+
+DEVICE_ROWS = [  # (id, call(device), exception, [regex, ...])
+    # shapes that do not fit together name both shapes
+    ("add_shape_mismatch", lambda d: _ones(2, 3, device=d) + _ones(4, device=d),
+     ValueError, [shape_re(2, 3), shape_re(4)]),
+    ("mul_shape_mismatch", lambda d: _ones(2, 3, device=d) * _ones(3, 2, device=d),
+     ValueError, [shape_re(2, 3), shape_re(3, 2)]),
+    ("compare_shape_mismatch", lambda d: _ones(5, device=d) < _ones(4, device=d),
+     ValueError, [shape_re(5), shape_re(4)]),
+    ("maximum_shape_mismatch", lambda d: pygpu.maximum(_ones(2, device=d), _ones(3, device=d)),
+     ValueError, [shape_re(2), shape_re(3)]),
+    ("matmul_inner_dim", lambda d: _ones(2, 3, device=d) @ _ones(4, 5, device=d),
+     ValueError, [shape_re(2, 3), shape_re(4, 5)]),
+    ("matmul_fn_inner_dim", lambda d: pygpu.matmul(_ones(3, device=d), _ones(4, device=d)),
+     ValueError, [shape_re(3), shape_re(4)]),
+    ("matmul_batch_mismatch", lambda d: _ones(2, 3, 4, device=d) @ _ones(3, 4, 5, device=d),
+     ValueError, [shape_re(2, 3, 4), shape_re(3, 4, 5)]),
+    ("matmul_0d", lambda d: _ones((), device=d) @ _ones(3, device=d), ValueError, []),
+    # bool arithmetic is refused; comparisons on bool are fine (ops table)
+    ("bool_add", lambda d: _ones(3, dtype="bool", device=d) + _ones(3, dtype="bool", device=d),
+     TypeError, ["bool"]),
+    ("bool_sub", lambda d: _ones(3, dtype="bool", device=d) - _ones(3, dtype="bool", device=d),
+     TypeError, ["bool"]),
+    ("bool_mul", lambda d: _ones(3, dtype="bool", device=d) * _ones(3, dtype="bool", device=d),
+     TypeError, ["bool"]),
+    ("bool_div", lambda d: _ones(3, dtype="bool", device=d) / _ones(3, dtype="bool", device=d),
+     TypeError, ["bool"]),
+    # wrong argument types
+    ("add_str", lambda d: _ones(3, device=d) + "x", TypeError, []),
+    ("add_none", lambda d: _ones(3, device=d) + None, TypeError, []),
+    ("radd_list_of_str", lambda d: ["a"] + _ones(1, device=d), TypeError, []),
+    ("exp_of_str", lambda d: pygpu.exp("x"), TypeError, []),
+    ("reshape_str", lambda d: _ones(4, device=d).reshape("a"), TypeError, []),
+    ("sum_axis_str", lambda d: _ones(4, device=d).sum(axis="a"), TypeError, []),
+    ("argmax_axis_tuple", lambda d: _ones(2, 2, device=d).argmax(axis=(0, 1)), TypeError, []),
+    ("to_int", lambda d: _ones(2, device=d).to(5), TypeError, []),
+    # reductions and shape changes that NumPy refuses
+    ("max_of_empty", lambda d: pygpu.max(_ones(0, device=d)), ValueError, ["empty|zero-size"]),
+    ("min_of_empty", lambda d: _ones(0, device=d).min(), ValueError, ["empty|zero-size"]),
+    ("argmax_of_empty", lambda d: _ones(0, 3, device=d).argmax(), ValueError, ["empty|zero-size"]),
+    ("max_of_empty_axis", lambda d: _ones(0, 3, device=d).max(axis=0), ValueError, ["empty|zero-size"]),
+    ("argmax_of_empty_axis", lambda d: _ones(3, 0, device=d).argmax(axis=1), ValueError, []),
+    ("sum_axis_out_of_range", lambda d: _ones(2, 3, device=d).sum(axis=2), (IndexError, ValueError), ["axis"]),
+    ("mean_axis_negative_out_of_range", lambda d: _ones(2, 3, device=d).mean(axis=-3),
+     (IndexError, ValueError), ["axis"]),
+    ("sum_axis_repeated", lambda d: _ones(2, 3, device=d).sum(axis=(0, 0)), ValueError, []),
+    ("reshape_wrong_size", lambda d: _ones(6, device=d).reshape(4), ValueError, ["6", "4"]),
+    ("reshape_two_minus_ones", lambda d: _ones(6, device=d).reshape(-1, -1), ValueError, []),
+    ("transpose_bad_axes", lambda d: _ones(3, device=d).transpose(1, 0), ValueError, ["ax"]),
+    ("transpose_repeated_axes", lambda d: _ones(2, 3, device=d).transpose(0, 0), ValueError, []),
+    # indexing out of range
+    ("index_past_end", lambda d: _ones(3, device=d)[3], IndexError, ["3"]),
+    ("index_before_start", lambda d: _ones(3, device=d)[-4], IndexError, ["-4"]),
+    ("index_second_axis", lambda d: _ones(2, 3, device=d)[:, 5], IndexError, ["5"]),
+    ("too_many_indices", lambda d: _ones(2, 2, device=d)[0, 0, 0], IndexError, []),
+    ("index_0d", lambda d: _ones((), device=d)[0], IndexError, []),
+    ("index_float", lambda d: _ones(3, device=d)[1.0], (IndexError, TypeError), []),
+    ("slice_step_zero", lambda d: _ones(3, device=d)[::0], ValueError, []),
+    # conversions to Python that need exactly one element
+    ("item_of_many", lambda d: _ones(2, device=d).item(), ValueError, []),
+    ("float_of_many", lambda d: float(_ones(2, device=d)), TypeError, []),
+    ("bool_of_many", lambda d: bool(_ones(2, device=d)), ValueError, ["ambiguous"]),
+    ("len_of_0d", lambda d: len(_ones((), device=d)), TypeError, []),
+    ("iterate_0d", lambda d: list(_ones((), device=d)), TypeError, []),
+    # creation
+    ("zeros_negative", lambda d: pygpu.zeros(-1, device=d), ValueError, ["negative"]),
+    ("zeros_str_shape", lambda d: pygpu.zeros("a", device=d), TypeError, []),
+    ("zeros_float_shape", lambda d: pygpu.zeros(2.5, device=d), TypeError, []),
+    ("zeros_unknown_dtype", lambda d: pygpu.zeros(2, dtype="notadtype", device=d), TypeError, ["notadtype"]),
+    ("zeros_complex", lambda d: pygpu.zeros(2, dtype="complex64", device=d), TypeError, ["complex64"]),
+    ("zeros_int32", lambda d: pygpu.zeros(2, dtype=np.int32, device=d), TypeError, ["int32"]),
+    ("zeros_overflowing_size", lambda d: pygpu.zeros(1 << 62, device=d), (MemoryError, ValueError), []),
+    ("zeros_overflowing_dims", lambda d: pygpu.zeros(1 << 31, 1 << 31, 1 << 31, device=d),
+     (MemoryError, ValueError), []),
+    ("zeros_impossible_size", lambda d: pygpu.zeros(1 << 45, device=d), MemoryError, []),
+    ("tensor_ragged", lambda d: pygpu.tensor([[1, 2], [3]], device=d), ValueError, []),
+    ("tensor_of_str", lambda d: pygpu.tensor("abc", device=d), TypeError, []),
+    ("tensor_of_object", lambda d: pygpu.tensor(object(), device=d), TypeError, []),
+    ("tensor_float16", lambda d: pygpu.tensor(np.ones(2, np.float16), device=d), TypeError, ["float16"]),
+    ("full_shape_str", lambda d: pygpu.full("ab", 1.0, device=d), TypeError, []),
+    ("arange_step_zero", lambda d: pygpu.arange(0, 5, 0, device=d), (ValueError, ZeroDivisionError), []),
+    ("astype_float16", lambda d: _ones(2, device=d).astype("float16"), TypeError, ["float16"]),
+]
+
+DEVICE_ERROR = pygpu.DeviceUnavailableError
+ROWS = [  # (id, call(), exception, [regex, ...]): rows that do not depend on a device
+    ("device_unknown_type", lambda: pygpu.device("gpu"), ValueError, ["gpu"]),
+    ("device_bad_index", lambda: pygpu.device("sim:x"), ValueError, ["sim:x"]),
+    ("device_negative_index", lambda: pygpu.device("sim:-1"), ValueError, []),
+    ("device_empty_string", lambda: pygpu.device(""), ValueError, []),
+    ("device_not_a_string", lambda: pygpu.device(3.5), TypeError, []),
+    ("zeros_unknown_device", lambda: pygpu.zeros(2, device="tpu"), ValueError, ["tpu"]),
+    ("zeros_device_wrong_type", lambda: pygpu.zeros(2, device=1.5), TypeError, []),
+    ("sim_index_out_of_range", lambda: pygpu.zeros(2, device="sim:99"), DEVICE_ERROR, ["sim:99|99"]),
+    ("to_sim_out_of_range", lambda: pygpu.ones(2).to("sim:99"), DEVICE_ERROR, ["99"]),
+    ("from_numpy_of_list", lambda: pygpu.from_numpy([1, 2]), TypeError, []),
+    ("from_numpy_float16", lambda: pygpu.from_numpy(np.ones(2, np.float16)), TypeError, ["float16"]),
+    ("from_dlpack_of_int", lambda: pygpu.from_dlpack(5), TypeError, []),
+    ("write_into_read_only_export", _write_into_readonly_export, ValueError, ["read-only"]),
+    ("guard_unknown_level", lambda: pygpu.transfer_guard("sometimes"), ValueError, ["sometimes"]),
+    ("inject_fault_bad_device", lambda: pygpu.sim.inject_fault("matmul", device=99), DEVICE_ERROR, []),
+    ("device_mismatch_cpu_sim", lambda: pygpu.ones(2) + pygpu.ones(2, device="sim"),
+     pygpu.DeviceMismatchError, ["cpu", "sim:0", r"\.to\("]),
+    ("device_mismatch_sim0_sim1", lambda: pygpu.ones(2, device="sim:0") @ pygpu.ones(2, device="sim:1"),
+     pygpu.DeviceMismatchError, ["sim:0", "sim:1", r"\.to\("]),
+    ("device_mismatch_maximum", lambda: pygpu.maximum(pygpu.ones(2, device="sim"), pygpu.ones(2)),
+     pygpu.DeviceMismatchError, ["cpu", "sim:0"]),
+]
+if not pygpu.cuda.is_available():
+    _reason = pygpu.cuda.unavailable_reason()
+    ROWS += [
+        ("cuda_absent_zeros", lambda: pygpu.zeros(2, device="cuda:0"), DEVICE_ERROR, ["cuda", re.escape(_reason)]),
+        ("cuda_absent_to", lambda: pygpu.ones(2).to("cuda"), DEVICE_ERROR, ["cuda"]),
+    ]
+
+
+def _check(call, exc, patterns):
+    with pytest.raises(exc) as info:
+        call()
+    message = str(info.value)
+    for pattern in patterns:
+        assert re.search(pattern, message, flags=re.IGNORECASE), f"message {message!r} lacks {pattern!r}"
+
+
+@pytest.mark.parametrize("call,exc,patterns", [r[1:] for r in DEVICE_ROWS], ids=[r[0] for r in DEVICE_ROWS])
+def test_bad_input_raises_on_device(call, exc, patterns, device):
+    _check(lambda: call(device), exc, patterns)
+
+
+@pytest.mark.parametrize("call,exc,patterns", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_bad_input_raises(call, exc, patterns):
+    _check(call, exc, patterns)
+
+
+def test_error_classes_are_runtime_errors():
+    for cls in (pygpu.DeviceUnavailableError, pygpu.DeviceMismatchError, pygpu.AsyncOpError,
+                pygpu.TransferGuardError):
+        assert issubclass(cls, RuntimeError), cls
+    assert issubclass(pygpu.TransferWarning, UserWarning)
+
+
+def test_cuda_absent_reason_is_a_sentence():
+    if pygpu.cuda.is_available():
+        pytest.skip("cuda is present here")
+    reason = pygpu.cuda.unavailable_reason()
+    assert isinstance(reason, str) and len(reason) > 10
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (3, 0), (2, 0, 4)], ids=str)
+def test_zero_size_tensors_work_where_numpy_does(shape, device):
+    t = pygpu.zeros(*shape, device=device)
+    a = np.zeros(shape, np.float32)
+    for got, ref in [(t + t, a + a), (t * 2.0, a * 2.0), (pygpu.exp(t), np.exp(a)), (t.sum(), a.sum()),
+                     (t.sum(axis=0), a.sum(axis=0)), (t.T, a.T), (t.reshape(-1), a.reshape(-1)),
+                     (t[None], a[None]), (t < 1, a < 1), (t.astype("int64"), a.astype(np.int64))]:
+        assert got.shape == np.shape(ref)
+        np.testing.assert_array_equal(got.numpy(), ref)
+    assert t.tolist() == a.tolist()
+    assert repr(t).startswith("tensor(")
+
+
+def test_errors_leave_the_library_usable(device):
+    x = pygpu.ones(2, 3, device=device)
+    for bad in (lambda: x + pygpu.ones(4, device=device), lambda: x[9], lambda: x @ x):
+        with pytest.raises((ValueError, IndexError)):
+            bad()
+    np.testing.assert_array_equal((x + 1).numpy(), np.full((2, 3), 2.0, np.float32))

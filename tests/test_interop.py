@@ -1,0 +1,179 @@
+# test_interop.py - how tensors meet NumPy and other libraries.
+#
+# The buffer protocol (format, shape, strides, read-only flag), __array__ /
+# np.asarray (shares memory for cpu tensors, copies from a device), DLPack in
+# both directions with NumPy (zero-copy, strides kept, lifetimes held), and
+# repr (NumPy's layout with a `tensor(` prefix, the dtype and the device).
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import pygpu
+
+from _helpers import DTYPES, same_device
+
+BUFFER_FORMATS = {"float32": "f", "float64": "d", "int64": ("q", "l"), "bool": "?"}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_buffer_protocol_describes_the_tensor(dtype):
+    a = np.arange(12).reshape(3, 4).astype(dtype)
+    t = pygpu.from_numpy(a)
+    m = memoryview(t)
+    fmt = BUFFER_FORMATS[dtype]
+    assert m.format in (fmt if isinstance(fmt, tuple) else (fmt,))
+    assert m.shape == (3, 4)
+    assert m.strides == a.strides
+    assert m.itemsize == a.itemsize
+    assert not m.readonly
+    np.testing.assert_array_equal(np.asarray(m), a)
+
+
+def test_buffer_of_strided_view_has_its_strides():
+    a = np.arange(24.0).reshape(4, 6)
+    v = pygpu.from_numpy(a)[1:, ::2].T
+    m = memoryview(v)
+    assert m.shape == (3, 3)
+    assert m.strides == a[1:, ::2].T.strides
+    np.testing.assert_array_equal(np.asarray(m), a[1:, ::2].T)
+
+
+def test_buffer_writes_reach_the_tensor():
+    t = pygpu.zeros(4, dtype="float64")
+    m = memoryview(t)
+    m[1] = 5.0
+    assert t.numpy()[1] == 5.0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_asarray_of_cpu_tensor_shares_memory(dtype):
+    t = pygpu.ones(3, 2, dtype=dtype)
+    a = np.asarray(t)
+    assert a.dtype == np.dtype(dtype) and a.shape == (3, 2)
+    assert np.shares_memory(a, t.numpy())
+    b = np.array(t)  # np.array copies by default
+    assert not np.shares_memory(b, t.numpy())
+    np.testing.assert_array_equal(b, np.ones((3, 2), dtype))
+
+
+def test_asarray_of_device_tensor_copies_values(device):
+    t = pygpu.arange(6, device=device).reshape(2, 3)
+    a = np.asarray(t)
+    np.testing.assert_array_equal(a, np.arange(6).reshape(2, 3))
+    assert a.dtype == np.int64
+    np.testing.assert_array_equal(np.asarray(t, dtype=np.float64), np.arange(6.0).reshape(2, 3))
+
+
+def test_numpy_ufunc_accepts_tensors():
+    t = pygpu.tensor([1.0, 4.0, 9.0])
+    np.testing.assert_allclose(np.sqrt(t), [1.0, 2.0, 3.0])
+
+
+def test_numpy_method_is_zero_copy_on_cpu():
+    t = pygpu.arange(5)
+    assert np.shares_memory(t.numpy(), t.numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dlpack_to_numpy_is_zero_copy(dtype):
+    a = np.arange(10).astype(dtype)
+    t = pygpu.from_numpy(a)
+    assert tuple(t.__dlpack_device__()) == (1, 0)  # kDLCPU, device 0
+    b = np.from_dlpack(t)
+    assert b.dtype == np.dtype(dtype)
+    assert np.shares_memory(b, a)
+    np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dlpack_from_numpy_is_zero_copy(dtype):
+    a = np.arange(10).astype(dtype)
+    t = pygpu.from_dlpack(a)
+    assert str(t.dtype) == dtype and t.shape == (10,) and same_device(t.device, "cpu")
+    a[3] = a[4]
+    np.testing.assert_array_equal(t.numpy(), a)
+    assert np.shares_memory(t.numpy(), a)
+
+
+def test_dlpack_keeps_strides_both_ways():
+    a = np.arange(24.0).reshape(4, 6)[::2, 1::2]
+    t = pygpu.from_dlpack(a)
+    assert t.shape == (2, 3)
+    np.testing.assert_array_equal(t.numpy(), a)
+    b = np.from_dlpack(pygpu.from_numpy(np.arange(12.0).reshape(3, 4)).T)
+    np.testing.assert_array_equal(b, np.arange(12.0).reshape(3, 4).T)
+
+
+def test_dlpack_round_trip_between_tensors():
+    t = pygpu.arange(6.0).reshape(2, 3)
+    u = pygpu.from_dlpack(t)
+    np.testing.assert_array_equal(u.numpy(), t.numpy())
+    assert np.shares_memory(u.numpy(), t.numpy())
+
+
+def test_dlpack_export_keeps_memory_alive():
+    a = np.arange(50.0)
+    alive = weakref.ref(a)
+    b = np.from_dlpack(pygpu.from_numpy(a))
+    del a
+    gc.collect()
+    assert alive() is not None
+    np.testing.assert_array_equal(b, np.arange(50.0))
+    del b
+    gc.collect()
+    assert alive() is None, "an exported capsule leaked the array"
+
+
+def test_dlpack_import_keeps_memory_alive():
+    a = np.arange(50.0)
+    alive = weakref.ref(a)
+    t = pygpu.from_dlpack(a)
+    del a
+    gc.collect()
+    np.testing.assert_array_equal(t.numpy(), np.arange(50.0))
+    del t
+    gc.collect()
+    assert alive() is None
+
+
+def test_dlpack_of_device_tensor_reaches_numpy_or_refuses_clearly():
+    t = pygpu.arange(4.0, device="sim")
+    try:
+        b = np.from_dlpack(t)
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        assert "sim" in str(e) or "device" in str(e).lower(), str(e)
+        return
+    np.testing.assert_array_equal(b, np.arange(4.0, dtype=np.float32))
+
+
+REPRS = [
+    (lambda: pygpu.tensor([1.0, 2.0]), "tensor([1., 2.], dtype=float32, device='cpu')"),
+    (lambda: pygpu.tensor([1, 2, 3]), "tensor([1, 2, 3], dtype=int64, device='cpu')"),
+    (lambda: pygpu.tensor([True, False]), "tensor([ True, False], dtype=bool, device='cpu')"),
+    (lambda: pygpu.tensor([0.5], dtype="float64"), "tensor([0.5], dtype=float64, device='cpu')"),
+    (lambda: pygpu.tensor([1.0, 2.0], device="sim"), "tensor([1., 2.], dtype=float32, device='sim:0')"),
+    (lambda: pygpu.tensor([1.0], device="sim:1"), "tensor([1.], dtype=float32, device='sim:1')"),
+    (lambda: pygpu.zeros(0), "tensor([], dtype=float32, device='cpu')"),
+]
+
+
+@pytest.mark.parametrize("make,expected", REPRS, ids=[r[1] for r in REPRS])
+def test_repr_exact(make, expected):
+    assert repr(make()) == expected
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 3), (2, 2, 2), (), (1,)], ids=str)
+def test_repr_follows_numpy_layout(dtype, shape, device):
+    a = np.asarray(np.arange(int(np.prod(shape))) - 2).reshape(shape).astype(dtype)
+    t = pygpu.tensor(a, device=device)
+    body = np.array2string(a, separator=", ", prefix="tensor(")
+    expected = f"tensor({body}, dtype={dtype}, device='{pygpu.device(device)}')"
+    assert repr(t) == expected
+
+
+def test_str_shows_the_values():
+    s = str(pygpu.tensor([1.5, -2.0]))
+    assert "1.5" in s and "-2." in s

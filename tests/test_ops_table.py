@@ -1,0 +1,354 @@
+# test_ops_table.py - the one table that runs every op on every device against NumPy.
+#
+# Each row of OPS names an op, how to compute it with pygpu, its NumPy
+# reference, the input cases (shapes including broadcasting pairs, zero-size,
+# one-element, 0-d, and non-contiguous views: transposes and step slices), the
+# dtypes, and a tolerance class. test_op_matches_numpy runs every
+# (row x dtype x case) on every selected device: inputs are uploaded with
+# pygpu.tensor(a, device=d), views are taken on the device, and the result must
+# match NumPy in value, shape, dtype and device. A new op is not done without a
+# row here; test_table_covers_every_op checks that no listed op lost its row.
+import warnings
+import zlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pytest
+
+import pygpu
+
+from _helpers import TENSOR_TYPE, random_array, same_device, to_device
+
+# A DeprecationWarning from pygpu (e.g. __int__ returning a bool) is a bug here.
+pytestmark = pytest.mark.filterwarnings("error::DeprecationWarning")
+
+# (rtol, atol) per result dtype. "accumulate" (sums, means, matmul) is relative
+# to the magnitude of the terms summed (the reference applied to |inputs|), so
+# cancellation does not make a correct result look wrong.
+TOL = {
+    "elementwise": {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-15)},
+    "accumulate": {"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12)},
+}
+
+
+@dataclass(frozen=True)
+class In:
+    """One input: a base array of `shape`, then `view` taken on it (on both sides)."""
+
+    shape: tuple
+    view: Callable | None = None
+    label: str = ""
+
+    @property
+    def name(self):
+        return self.label or ("x".join(map(str, self.shape)) or "0d")
+
+
+def a(*shape):
+    return In(tuple(shape))
+
+
+def tr(*shape):  # the transpose of a C-contiguous (shape) array: not contiguous
+    return In(tuple(shape), lambda x: x.T, "x".join(map(str, shape)) + ".T")
+
+
+STEP9 = In((9,), lambda x: x[::2], "9[::2]")  # (5,), stride 2
+COLSTEP = In((3, 8), lambda x: x[:, 1::3], "3x8[:,1::3]")  # (3, 3), offset 1
+BLOCK = In((4, 6), lambda x: x[1:3, ::2], "4x6[1:3,::2]")  # (2, 3)
+PERM = In((2, 3, 4), lambda x: x.transpose(1, 0, 2), "2x3x4.t102")  # (3, 2, 4)
+
+
+def cases(*inputs_lists):
+    """Each argument is one input or a tuple of inputs (one per operand)."""
+    return tuple(i if isinstance(i, tuple) else (i,) for i in inputs_lists)
+
+
+# --- input case sets --------------------------------------------------------
+ND1 = cases(a(1), a(7), a(3, 4), a(2, 3, 4), tr(4, 3), STEP9, COLSTEP, BLOCK, PERM)
+ND2 = cases(a(1, 1), a(3, 4), a(2, 3, 4), tr(4, 3), COLSTEP, BLOCK, PERM)
+EMPTY = cases(a(0), a(0, 3), a(3, 0))
+UNARY = cases(a()) + ND1 + EMPTY
+ONE_ELEMENT = cases(a(), a(1), a(1, 1))
+BINARY = cases(
+    (a(), a()), (a(1), a(1)), (a(7), a(7)), (a(3, 4), a(3, 4)),
+    (a(3, 1), a(1, 4)), (a(2, 3, 4), a(4)), (a(2, 3, 4), a(3, 1)),
+    (a(5), a()), (a(), a(2, 3)), (a(1), a(3, 4)),
+    (a(0), a(0)), (a(0, 3), a(1, 3)), (a(0, 3), a(3)), (a(3, 0), a(3, 1)),
+    (tr(4, 3), a(3, 4)), (tr(4, 3), a(3, 1)), (STEP9, In((10,), lambda x: x[1::2], "10[1::2]")),
+    (COLSTEP, a(3, 3)), (PERM, a(4)),
+)
+MIXED = cases((a(3, 4), a(3, 4)), (a(3, 1), a(4)), (a(), a(5)), (tr(4, 3), a(3, 4)), (a(0, 2), a(2)))
+MATMUL = cases(
+    (a(3, 4), a(4, 5)), (a(3, 4), a(4)), (a(4), a(4, 5)), (a(4), a(4)),
+    (a(2, 3, 4), a(2, 4, 5)), (a(2, 3, 4), a(4, 5)), (a(1, 1), a(1, 1)),
+    (a(0, 4), a(4, 5)), (a(3, 0), a(0, 5)), (a(3, 4), a(4, 0)), (a(0), a(0)),
+    (tr(4, 3), a(4, 5)), (a(3, 4), tr(5, 4)), (tr(4, 3), tr(5, 4)),
+    (a(2, 3, 4), tr(5, 4)), (a(33, 65), a(65, 17)), (a(64, 128), a(128, 64)),
+)
+FLOATS = ("float32", "float64")
+NUMERIC = ("float32", "float64", "int64")
+ALL = ("float32", "float64", "int64", "bool")
+MIXED_PAIRS = (
+    ("int64", "float32"), ("float32", "int64"), ("float32", "float64"),
+    ("int64", "float64"), ("bool", "int64"), ("bool", "float32"), ("float64", "bool"),
+)
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    fn: Callable  # (*tensors) -> pygpu result
+    ref: Callable | None  # (*ndarrays) -> NumPy result; None: same as fn (operators, methods)
+    cases: tuple
+    dtypes: tuple  # dtype name for every input, or a tuple with one per input
+    domains: tuple = ("any",)  # per input (the last one repeats): any / positive / nonzero
+    tol: str = "elementwise"  # elementwise | accumulate | exact
+    kind: str = "tensor"  # tensor | value (compared with ==) | tensors (a list of tensors)
+    result_device: str | None = None  # None: the inputs' device
+
+
+def _np(name):
+    return getattr(np, name)
+
+
+OPS = []
+
+
+def row(*args, **kwargs):
+    OPS.append(Op(*args, **kwargs))
+
+
+# --- arithmetic operators and their NEP 50 promotion with Python scalars ---
+for _name, _f in [
+    ("add", lambda x, y: x + y), ("sub", lambda x, y: x - y), ("mul", lambda x, y: x * y),
+]:
+    row(_name, _f, None, BINARY, NUMERIC)
+    row(_name + "_mixed", _f, None, MIXED, MIXED_PAIRS)
+row("div", lambda x, y: x / y, None, BINARY, NUMERIC, ("any", "nonzero"))
+row("div_mixed", lambda x, y: x / y, None, MIXED, MIXED_PAIRS[:4] + (("bool", "float32"),), ("any", "nonzero"))
+for _name, _f in [
+    ("add_int", lambda x: x + 2), ("add_float", lambda x: x + 2.5),
+    ("radd_int", lambda x: 2 + x), ("radd_float", lambda x: 2.5 + x),
+    ("sub_int", lambda x: x - 3), ("rsub_float", lambda x: 1.5 - x),
+    ("mul_float", lambda x: x * 2.5), ("rmul_int", lambda x: 2 * x),
+    ("div_int", lambda x: x / 2), ("div_float", lambda x: x / 2.5),
+]:
+    row("scalar_" + _name, _f, None, UNARY, NUMERIC)
+row("scalar_rdiv_float", lambda x: 2.5 / x, None, UNARY, NUMERIC, ("nonzero",))
+row("neg", lambda x: -x, None, UNARY, NUMERIC)
+row("abs", lambda x: abs(x), None, UNARY, NUMERIC)
+for _name in ("maximum", "minimum"):
+    row(_name, getattr(pygpu, _name), _np(_name), BINARY, NUMERIC)
+    row(_name + "_mixed", getattr(pygpu, _name), _np(_name), MIXED, MIXED_PAIRS)
+
+# --- comparisons: bool results, bool inputs allowed ---
+for _name, _f in [
+    ("eq", lambda x, y: x == y), ("ne", lambda x, y: x != y), ("lt", lambda x, y: x < y),
+    ("le", lambda x, y: x <= y), ("gt", lambda x, y: x > y), ("ge", lambda x, y: x >= y),
+]:
+    row(_name, _f, None, BINARY, ALL, tol="exact")
+row("lt_mixed", lambda x, y: x < y, None, MIXED, MIXED_PAIRS, tol="exact")
+row("eq_mixed", lambda x, y: x == y, None, MIXED, MIXED_PAIRS, tol="exact")
+row("scalar_gt", lambda x: x > 0, None, UNARY, NUMERIC, tol="exact")
+row("scalar_rlt", lambda x: 0.5 < x, None, UNARY, NUMERIC, tol="exact")
+row("scalar_eq", lambda x: x == 1, None, UNARY, ALL, tol="exact")
+
+# --- matmul ---
+row("matmul_operator", lambda x, y: x @ y, None, MATMUL, NUMERIC, tol="accumulate")
+row("matmul_function", pygpu.matmul, np.matmul, MATMUL, NUMERIC, tol="accumulate")
+
+# --- elementwise math: functions and methods; int64 -> float64 except relu ---
+_MATH_REFS = {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "relu": lambda x: np.maximum(x, 0),
+}
+for _name, _ref in _MATH_REFS.items():
+    _dom = ("positive",) if _name in ("log", "sqrt") else ("any",)
+    row(_name, getattr(pygpu, _name), _ref, UNARY, NUMERIC, _dom)
+    row(_name + "_method", lambda x, _n=_name: getattr(x, _n)(), _ref, UNARY, NUMERIC, _dom)
+
+# --- reductions: functions and methods, axis None/int/negative/tuple, keepdims ---
+_AXES = [
+    ("all", {}, cases(a()) + ND1),
+    ("axis0", {"axis": 0}, ND1),
+    ("axis-1", {"axis": -1}, ND1),
+    ("axis01", {"axis": (0, 1)}, ND2),
+    ("axis1_keepdims", {"axis": 1, "keepdims": True}, ND2),
+    ("all_keepdims", {"keepdims": True}, ND1),
+]
+for _name in ("sum", "mean", "max", "min", "argmax"):
+    _dtypes = {"sum": ALL, "mean": NUMERIC}.get(_name, NUMERIC)
+    _tol = "accumulate" if _name in ("sum", "mean") else "exact"
+    for _label, _kw, _cases in _AXES:
+        if _name == "argmax" and isinstance(_kw.get("axis"), tuple):
+            continue  # argmax takes one axis only (an error row in test_errors)
+        if _name in ("sum", "mean"):  # empty reductions are fine for these
+            _cases = _cases + (EMPTY if _label in ("all", "axis0") else ())
+        elif _label == "axis-1":  # reducing a non-empty axis of an empty array is fine
+            _cases = _cases + cases(a(0, 3))
+        row(f"{_name}_{_label}", lambda x, _n=_name, _k=_kw: getattr(pygpu, _n)(x, **_k),
+            lambda x, _n=_name, _k=_kw: getattr(np, _n)(x, **_k), _cases, _dtypes, tol=_tol)
+        row(f"{_name}_{_label}_method", lambda x, _n=_name, _k=_kw: getattr(x, _n)(**_k),
+            None, _cases, _dtypes, tol=_tol)
+
+# --- views and copies (exact) ---
+for _name, _f, _cases in [
+    ("index_0", lambda x: x[0], ND1), ("index_neg1", lambda x: x[-1], ND1),
+    ("slice", lambda x: x[1:3], ND1 + EMPTY[1:]), ("slice_step", lambda x: x[::2], ND1),
+    ("slice_start_step", lambda x: x[1::3], ND1), ("slice_neg", lambda x: x[-2:], ND1),
+    ("column", lambda x: x[:, -1], ND2), ("ellipsis", lambda x: x[..., 0], ND1),
+    ("newaxis", lambda x: x[None], UNARY), ("slice_and_index", lambda x: x[1:, -1], ND2),
+    ("view_of_view", lambda x: x[::2][..., None][-1], ND1),
+    ("T", lambda x: x.T, UNARY), ("transpose_reverse", lambda x: x.transpose(), UNARY),
+    ("transpose_axes", lambda x: x.transpose(*range(x.ndim)[::-1]), UNARY),
+    ("reshape_flat", lambda x: x.reshape(-1), UNARY),
+    ("reshape_col", lambda x: x.reshape(-1, 1), UNARY),
+    ("reshape_tuple", lambda x: x.reshape((1, -1)), UNARY),
+]:
+    row(_name, _f, None, _cases, ALL, tol="exact")
+row("contiguous", lambda x: x.contiguous(), lambda x: x.copy(order="C"), UNARY, ALL, tol="exact")
+row("clone", lambda x: x.clone(), lambda x: x.copy(), UNARY, ALL, tol="exact")
+for _target in ("float32", "float64", "int64", "bool"):
+    row(f"astype_{_target}", lambda x, _t=_target: x.astype(getattr(pygpu, _t)),
+        lambda x, _t=_target: x.astype(_t), UNARY, ALL, tol="exact")
+    row(f"to_dtype_{_target}", lambda x, _t=_target: x.to(_t),
+        lambda x, _t=_target: x.astype(_t), UNARY, ALL, tol="exact")
+row("to_cpu", lambda x: x.to("cpu"), lambda x: x, UNARY, ALL, tol="exact", result_device="cpu")
+row("cpu_method", lambda x: x.cpu(), lambda x: x, UNARY, ALL, tol="exact", result_device="cpu")
+row("via_sim1_and_back", lambda x: x.to("sim:1").to(x.device), lambda x: x, UNARY, ALL, tol="exact")
+row("iterate", lambda x: list(x), None, ND1 + EMPTY, ALL, kind="tensors")
+
+# --- properties and conversions to Python (compared with ==, types too) ---
+_C = "value"
+row("shape", lambda x: x.shape, None, UNARY, ALL, kind=_C)
+row("ndim", lambda x: x.ndim, None, UNARY, ALL, kind=_C)
+row("numel", lambda x: x.numel(), lambda x: x.size, UNARY, ALL, kind=_C)
+row("nbytes", lambda x: x.nbytes, None, UNARY, ALL, kind=_C)
+row("len", lambda x: len(x), None, ND1 + EMPTY, ALL, kind=_C)
+row("dtype_name", lambda x: str(x.dtype), lambda x: x.dtype.name, UNARY, ALL, kind=_C)
+row("is_contiguous", lambda x: x.is_contiguous(), lambda x: bool(x.flags.c_contiguous), UNARY, ALL, kind=_C)
+row("tolist", lambda x: x.tolist(), None, UNARY, ALL, kind=_C)
+row("item", lambda x: x.item(), None, ONE_ELEMENT, ALL, kind=_C)
+row("float", lambda x: float(x), lambda x: float(x.item()), ONE_ELEMENT, ALL, kind=_C)
+row("int", lambda x: int(x), lambda x: int(x.item()), ONE_ELEMENT, ALL, kind=_C)
+row("bool", lambda x: bool(x), lambda x: bool(x.item()), ONE_ELEMENT, ALL, kind=_C)
+
+# Every op and property of the spec, by row-name prefix: a row may not vanish.
+REQUIRED = (
+    "add sub mul div neg abs maximum minimum eq ne lt le gt ge matmul_operator matmul_function "
+    "exp log sqrt tanh sigmoid relu sum mean max min argmax index_0 slice_step column ellipsis "
+    "newaxis T transpose_reverse transpose_axes reshape_flat contiguous clone astype to_dtype "
+    "to_cpu cpu_method iterate shape ndim numel nbytes len dtype_name is_contiguous tolist item "
+    "float int bool scalar_add scalar_radd scalar_sub scalar_rsub scalar_mul scalar_rmul "
+    "scalar_div scalar_rdiv"
+).split()
+
+
+def _params():
+    for op in OPS:
+        for dt in op.dtypes:
+            dts = dt if isinstance(dt, tuple) else (dt,)
+            for case in op.cases:
+                label = "-".join(i.name for i in case)
+                yield pytest.param(op, dts, case, id=f"{op.name}-{'+'.join(dts)}-{label}")
+
+
+def _make_inputs(op, dtypes, case, device):
+    seed = zlib.crc32(f"{op.name}|{dtypes}|{[i.name for i in case]}".encode())
+    rng = np.random.default_rng(seed)
+    arrays, tensors = [], []
+    for k, spec in enumerate(case):
+        dtype = dtypes[min(k, len(dtypes) - 1)]
+        domain = op.domains[min(k, len(op.domains) - 1)]
+        base = random_array(rng, spec.shape, dtype, domain)
+        t = to_device(base, device)
+        arrays.append(spec.view(base) if spec.view else base)
+        tensors.append(spec.view(t) if spec.view else t)
+    return arrays, tensors
+
+
+def _reference(op, arrays):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # NumPy's mean of an empty slice warns
+        return (op.ref or op.fn)(*arrays)
+
+
+def _check_tensor(got, ref, op, arrays, device, what="result"):
+    ref = np.asarray(ref)
+    assert isinstance(got, TENSOR_TYPE), f"{what} is {type(got).__name__}, expected a tensor"
+    assert same_device(got.device, op.result_device or device), f"{what} on {got.device}"
+    assert tuple(got.shape) == ref.shape, f"{what} shape {got.shape} != NumPy {ref.shape}"
+    assert str(got.dtype) == ref.dtype.name, f"{what} dtype {got.dtype} != NumPy {ref.dtype}"
+    out = got.numpy()
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    if op.tol == "exact" or ref.dtype.kind in "biu":
+        np.testing.assert_array_equal(out, ref, err_msg=what)
+        return
+    rtol, atol = TOL[op.tol][ref.dtype.name]
+    if op.tol == "accumulate":
+        # The error bound of a sum scales with the sum of |terms|.
+        scale = np.abs(np.asarray(_reference(op, [np.abs(x.astype(np.float64)) for x in arrays])))
+        err = np.abs(out.astype(np.float64) - ref.astype(np.float64))
+        both_nan = np.isnan(out) & np.isnan(ref)
+        bad = ~both_nan & ~(err <= rtol * scale + atol)
+        assert not bad.any(), (
+            f"{what}: {int(bad.sum())} of {ref.size} elements off; worst err "
+            f"{np.nanmax(np.where(bad, err, 0))} vs bound rtol={rtol}*scale+atol={atol}"
+        )
+    else:
+        np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+
+
+def _same_types(got, ref):
+    if isinstance(ref, (list, tuple)):
+        return type(got) is type(ref) and len(got) == len(ref) and all(map(_same_types, got, ref))
+    return type(got) is type(ref)
+
+
+@pytest.mark.parametrize("op,dtypes,case", list(_params()))
+def test_op_matches_numpy(op, dtypes, case, device):
+    arrays, tensors = _make_inputs(op, dtypes, case, device)
+    ref = _reference(op, arrays)
+    got = op.fn(*tensors)
+    if op.kind == "value":
+        if isinstance(ref, tuple):  # .shape: a tuple of Python ints
+            ref = tuple(int(n) for n in ref)
+        elif isinstance(ref, np.generic):
+            ref = ref.item()
+        assert got == ref, f"{got!r} != NumPy {ref!r}"
+        assert _same_types(got, ref), f"type {type(got).__name__} != NumPy {type(ref).__name__}"
+    elif op.kind == "tensors":
+        assert isinstance(got, list) and len(got) == len(ref)
+        for k, (g, r) in enumerate(zip(got, ref)):
+            _check_tensor(g, r, op, arrays, device, what=f"item {k}")
+    else:
+        _check_tensor(got, ref, op, arrays, device)
+    for k, (t, x) in enumerate(zip(tensors, arrays)):  # ops never write their inputs
+        np.testing.assert_array_equal(t.numpy(), x, err_msg=f"input {k} changed")
+
+
+def test_table_covers_every_op():
+    names = {op.name for op in OPS}
+    missing = [r for r in REQUIRED if not any(n == r or n.startswith(r + "_") for n in names)]
+    assert not missing, f"ops without a row in the table: {missing}"
+    assert len(names) == len(OPS), "two rows share a name"
+    empty = [op.name for op in OPS if not op.cases or not op.dtypes]
+    assert not empty, f"rows that generate no test: {empty}"
+
+
+# Random broadcasting pairs beyond the table's fixed cases (hypothesis).
+from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis.extra.numpy import mutually_broadcastable_shapes  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(shapes=mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, min_side=0, max_side=4),
+       seed=st.integers(0, 2**32 - 1))
+def test_broadcasting_random_shapes_matches_numpy(shapes, seed, device):
+    rng = np.random.default_rng(seed)
+    x, y = (rng.standard_normal(s).astype(np.float32) for s in shapes.input_shapes)
+    tx, ty = to_device(x, device), to_device(y, device)
+    for got, ref in [(tx + ty, x + y), (tx * ty, x * y), (tx < ty, x < y), (pygpu.maximum(tx, ty), np.maximum(x, y))]:
+        assert got.shape == shapes.result_shape
+        np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-6)
