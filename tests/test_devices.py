@@ -19,7 +19,9 @@ import pygpu
 
 from _helpers import same_device
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# subprocesses must import the pygpu under test (installed, or built in place), never the
+# source tree's pygpu/ that lacks the compiled module: run them from where it lives
+PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(pygpu.__file__)))
 
 
 @pytest.mark.parametrize("spec,type_,index,text", [
@@ -62,9 +64,9 @@ def test_devices_lists_cpu_and_every_sim(sim_count):
 
 
 def _run_python(code, **env):
-    full_env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""), **env)
+    full_env = dict(os.environ, PYTHONPATH=PKG_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **env)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
-                          timeout=120, cwd=REPO)
+                          timeout=120, cwd=PKG_ROOT)
 
 
 @pytest.mark.parametrize("count", ["1", "3"])
@@ -81,9 +83,9 @@ def test_sim_device_count_follows_environment(count):
 
 def test_sim_default_is_two_devices():
     env = {k: v for k, v in os.environ.items() if k != "PYGPU_SIM_DEVICES"}
-    env["PYTHONPATH"] = REPO
+    env["PYTHONPATH"] = PKG_ROOT
     proc = subprocess.run([sys.executable, "-c", "import pygpu; print(pygpu.sim.device_count())"],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+                          capture_output=True, text=True, env=env, timeout=120, cwd=PKG_ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "2"
 
@@ -206,7 +208,7 @@ def test_op_on_two_devices_raises_mismatch(a, b, op):
 
 def test_smi_prints_the_devices(sim_count):
     proc = subprocess.run([sys.executable, "-m", "pygpu.smi"], capture_output=True, text=True, timeout=120,
-                          cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+                          cwd=PKG_ROOT, env=dict(os.environ, PYTHONPATH=PKG_ROOT))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "cpu" in out
