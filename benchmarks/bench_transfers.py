@@ -83,3 +83,17 @@ def test_d2d_sim0_to_sim1(benchmark, host_array):
 
     benchmark(d2d)
     _record(benchmark)
+
+
+def test_d2h_into_pinned_buffer(benchmark, host_array):
+    """The training-loop pattern: results copied back into a reused pinned buffer
+    (Tensor.copy_), so the destination's pages are already there."""
+    benchmark.group = GROUP
+    on_device = pygpu.tensor(host_array, device="sim:0")
+    buffer = pygpu.empty(host_array.shape).pin_memory()
+    with pygpu.track() as counted:
+        buffer.copy_(on_device)
+    assert (counted.d2h_count, counted.d2h_bytes) == (1, NBYTES)
+    benchmark(buffer.copy_, on_device)
+    assert buffer.numpy()[-1] == 1.0
+    _record(benchmark)

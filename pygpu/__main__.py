@@ -15,6 +15,9 @@ import pygpu
 
 
 def best_of(fn, repeats, number):
+    # NumPy and pygpu each load an OpenBLAS, whose idle threads spin for a while
+    # after a call: let the other library's threads go to sleep before timing.
+    time.sleep(0.3)
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
