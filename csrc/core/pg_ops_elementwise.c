@@ -133,6 +133,22 @@ static pg_status prepare_operand(const pg_tensor *t, int dt, int ndim, const int
     return st;
 }
 
+/* Finish a one-input node: `a` cast to `dt` is its source, `out` its destination
+ * (released again if the launch fails). */
+static pg_status launch_one_input(pg_node *n, const pg_tensor *a, int dt, pg_tensor *out)
+{
+    pg_status st = prepare_operand(a, dt, a->ndim, a->shape, &n->src[0]);
+    if (st == PG_OK) {
+        n->nsrc = 1;
+        n->dst = *out;
+        st = pg_launch(n);
+        pg_tensor_clear(&n->src[0]);
+    }
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
 static pg_status arithmetic_dtype(int op, int ct, int *compute, int *result)
 {
     bool arith = op == PG_BIN_ADD || op == PG_BIN_SUB || op == PG_BIN_MUL || op == PG_BIN_DIV;
@@ -203,16 +219,7 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
     n.p.scalar.f = s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i;
     n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)0 : s.i;
     n.p.scalar.scalar_left = scalar_left;
-    pg_status st = prepare_operand(a, ct, a->ndim, a->shape, &n.src[0]);
-    if (st == PG_OK) {
-        n.nsrc = 1;
-        n.dst = *out;
-        st = pg_launch(&n);
-        pg_tensor_clear(&n.src[0]);
-    }
-    if (st != PG_OK)
-        pg_tensor_clear(out);
-    return st;
+    return launch_one_input(&n, a, ct, out);
 }
 
 pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
@@ -236,14 +243,5 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
         return PG_OK;
     pg_node n;
     node_init(&n, PG_OP_UNARY, op, name);
-    pg_status st = prepare_operand(a, dt, a->ndim, a->shape, &n.src[0]);
-    if (st == PG_OK) {
-        n.nsrc = 1;
-        n.dst = *out;
-        st = pg_launch(&n);
-        pg_tensor_clear(&n.src[0]);
-    }
-    if (st != PG_OK)
-        pg_tensor_clear(out);
-    return st;
+    return launch_one_input(&n, a, dt, out);
 }
