@@ -337,3 +337,46 @@ def test_independent_tensor_on_the_faulted_device_is_fine(faults):
     np.testing.assert_array_equal(good.numpy(), np.full((64, 64), 3.0, np.float32))
     with pytest.raises(pygpu.AsyncOpError):
         bad.wait()
+
+
+@pytest.mark.slow
+def test_two_sim_devices_run_elementwise_work_in_parallel():
+    """Elementwise kernels run on the device's own worker thread (no BLAS pool), so two sim
+    devices given equal jobs should take about as long as one, where a core is spare."""
+    n = 1 << 20
+    x0, x1 = pygpu.rand(n, device="sim:0"), pygpu.rand(n, device="sim:1")
+    x0.tanh().wait()
+    one_op, _ = timed(lambda: x0.tanh().wait())
+    reps = max(4, int(0.3 / max(one_op, 1e-6)))  # each job ~0.3 s alone
+
+    # control: the same kernel on the cpu device from two Python threads (it releases the GIL)
+    host = pygpu.rand(n)
+
+    def host_job():
+        for _ in range(reps):
+            host.tanh()
+
+    def host_two():
+        threads = [threading.Thread(target=host_job) for _ in range(2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+
+    control = _best_of(3, host_two) / _best_of(3, host_job)
+    if control > 1.4:
+        pytest.skip(f"no spare core: two host threads take {control:.2f}x one on this machine now")
+
+    def one_device():
+        for _ in range(reps):
+            x0.tanh()
+        pygpu.synchronize()
+
+    def two_devices():
+        for _ in range(reps):
+            x0.tanh()
+            x1.tanh()
+        pygpu.synchronize()
+
+    one, both = _best_of(3, one_device), _best_of(3, two_devices)
+    assert both < 1.5 * one, f"two devices took {both:.3f} s vs one {one:.3f} s (control {control:.2f}x)"
