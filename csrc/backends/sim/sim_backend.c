@@ -30,7 +30,7 @@ typedef struct sim_device {
 } sim_device;
 
 static sim_device g_dev[PG_MAX_DEVICES_PER_TYPE];
-static int g_count = -1;
+static _Atomic int g_count = -1;
 static size_t g_mem_limit;
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Storage events are written by enqueuers and read by waiters on other
@@ -40,11 +40,12 @@ static struct { double latency_us, h2d_gbps, d2h_gbps; } g_link;
 
 static void sim_init(void)
 {
+    if (atomic_load_explicit(&g_count, memory_order_acquire) >= 0)
+        return; /* the common case, on every op: no lock */
     pthread_mutex_lock(&g_init_lock);
     if (g_count < 0) {
         const char *env = getenv("PYGPU_SIM_DEVICES");
         int n = env ? atoi(env) : 2;
-        g_count = n < 0 ? 0 : n > PG_MAX_DEVICES_PER_TYPE ? PG_MAX_DEVICES_PER_TYPE : n;
         const char *mem = getenv("PYGPU_SIM_MEMORY_MB");
         long mb = mem ? atol(mem) : 8192;
         g_mem_limit = (size_t)(mb > 0 ? mb : 8192) << 20;
@@ -52,6 +53,9 @@ static void sim_init(void)
             g_dev[i].index = i;
             pthread_mutex_init(&g_dev[i].lock, NULL);
         }
+        /* published last: a reader that sees the count sees everything above */
+        atomic_store_explicit(&g_count, n < 0 ? 0 : n > PG_MAX_DEVICES_PER_TYPE ? PG_MAX_DEVICES_PER_TYPE : n,
+                              memory_order_release);
     }
     pthread_mutex_unlock(&g_init_lock);
 }
