@@ -151,6 +151,12 @@ def _numpy_two_thread_ratio(n, reps):
         for _ in range(reps):
             x @ x
 
+    job()
+    return _two_thread_ratio(job)
+
+
+def _two_thread_ratio(job):
+    """Best-of-3 time of `job` on two Python threads at once over its time alone."""
     def two_jobs():
         threads = [threading.Thread(target=job) for _ in range(2)]
         for th in threads:
@@ -158,7 +164,6 @@ def _numpy_two_thread_ratio(n, reps):
         for th in threads:
             th.join()
 
-    job()
     return _best_of(3, two_jobs) / _best_of(3, job)
 
 
@@ -364,14 +369,7 @@ def test_two_sim_devices_run_elementwise_work_in_parallel():
         for _ in range(reps):
             host.tanh()
 
-    def host_two():
-        threads = [threading.Thread(target=host_job) for _ in range(2)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-
-    control = _best_of(3, host_two) / _best_of(3, host_job)
+    control = _two_thread_ratio(host_job)
     if control > 1.4:
         pytest.skip(f"no spare core: two host threads take {control:.2f}x one on this machine now")
 
