@@ -38,14 +38,17 @@ def core_extension():
                    "-O1", "-g"]
         ldflags += [f"-fsanitize={sanitize}"]
     blas_lib = scipy_openblas32.get_lib_dir()
+    # The rpath serves regular installs (scipy_openblas32/ sits next to pygpu/ in site-packages).
+    # Builds into the source tree (pip install -e ., build_ext --inplace) find the library through
+    # pygpu/_extension.py, which loads it from the installed scipy_openblas32 before _C: an
+    # absolute path here would name pip's temporary build environment, gone after the build.
     return Extension(
         "pygpu._C",
         sources=core_sources(),
         include_dirs=[numpy.get_include(), scipy_openblas32.get_include_dir()],
         library_dirs=[blas_lib],
         libraries=[scipy_openblas32.get_library(), "m", "pthread", "dl"],
-        # installed: next to pygpu/ in site-packages; in-place builds: where it was found
-        runtime_library_dirs=["$ORIGIN/../scipy_openblas32/lib", blas_lib],
+        runtime_library_dirs=["$ORIGIN/../scipy_openblas32/lib"],
         extra_compile_args=cflags,
         extra_link_args=ldflags,
     )
@@ -62,7 +65,10 @@ class BuildExt(build_ext):
             return
         toolkit = cuda_build.find_toolkit(os.environ)
         cublas = cuda_build.find_cublas(toolkit, os.environ)
-        out_dir = os.path.join(HERE if self.inplace else self.build_lib, "pygpu")
+        # in place for build_ext --inplace and for editable installs (pip install -e .), whose
+        # extension modules setuptools puts into the source tree
+        in_tree = self.inplace or getattr(self, "editable_mode", False)
+        out_dir = os.path.join(HERE if in_tree else self.build_lib, "pygpu")
         os.makedirs(out_dir, exist_ok=True)
         cuda_build.build_plugin(os.path.join(out_dir, "_cuda_backend.so"), HERE, toolkit, cublas,
                                 verbose=bool(self.verbose))

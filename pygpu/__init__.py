@@ -8,7 +8,9 @@ pygpu.stats(), pygpu.track(), pygpu.transfer_guard().
 """
 import atexit as _atexit
 
-from . import _C
+from . import _extension
+
+_C = _extension.load()  # pygpu._C; OpenBLAS preloaded; an ImportError saying what to run if unbuilt
 from ._C import (AsyncOpError, DeviceMismatchError, DeviceUnavailableError, Tensor,
                  TransferGuardError, TransferWarning, abs, add, argmax, divide, exp, from_dlpack,
                  from_numpy, log, logical_not, matmul, max, maximum, mean, min, minimum,
