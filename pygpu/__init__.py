@@ -15,7 +15,7 @@ from ._C import (AsyncOpError, DeviceMismatchError, DeviceUnavailableError, Tens
                  TransferGuardError, TransferWarning, abs, add, argmax, divide, exp, from_dlpack,
                  from_numpy, log, logical_not, matmul, max, maximum, mean, min, minimum,
                  multiply, negative, relu, reset_stats, sigmoid, sqrt, subtract, sum, tanh)
-from . import _dtype, _hooks
+from . import _accel, _dtype, _hooks
 from ._creation import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
                         zeros, zeros_like)
 from ._device import Device, device, make_device as _make_device, parse_device as _parse_device
@@ -51,6 +51,7 @@ def synchronize(device=None):
     if device is not None:
         d = globals()["device"](device)
         if d.type != "cpu":
+            _accel.module_for(d.type)._check_index(d.index)  # names the device and how many exist
             _C._synchronize(*d._code)
         return
     for i in range(sim.device_count()):

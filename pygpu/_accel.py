@@ -6,6 +6,12 @@ All figures come from the C core's counters and caching allocator."""
 from . import _C
 
 
+class DeviceIndexError(_C.DeviceUnavailableError, IndexError):
+    """A device index past the last device (sim:7 with two sim devices). A
+    DeviceUnavailableError, as an absent device is, and an IndexError, as an index
+    out of range is, so either `except` catches it."""
+
+
 class Accelerator:
     def __init__(self, name, code):
         self.name = name
@@ -31,8 +37,9 @@ class Accelerator:
             why = self._why_unavailable() if n == 0 else None
             if why:
                 raise _C.DeviceUnavailableError(f"{self.name}:{index} is not available: {why}")
-            raise _C.DeviceUnavailableError(
-                f"{self.name}:{index} does not exist: {n} {self.name} device(s) present")
+            present = (f"there is one {self.name} device, {self.name}:0" if n == 1 else
+                       f"there are {n} {self.name} devices, {self.name}:0 to {self.name}:{n - 1}")
+            raise DeviceIndexError(f"{self.name}:{index} does not exist: {present}")
 
     def _why_unavailable(self):
         return None

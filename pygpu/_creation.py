@@ -17,10 +17,28 @@ from ._dtype import bool_, float32, int64, to_dtype
 _CPU = "cpu"
 
 
-def _shape(args):
+_INT64_MAX = 2**63 - 1
+
+
+def _shape(args, fn, example=None):
+    """zeros(2, 3) / zeros((2, 3)) / zeros([2, 3]) -> (2, 3), checking each size is an
+    integer that fits in int64 (a negative one is refused by the C core, which names it)."""
     if len(args) == 1 and not isinstance(args[0], numbers.Integral):
-        return tuple(args[0])
-    return tuple(args)
+        try:
+            dims = tuple(args[0])
+        except TypeError:
+            raise TypeError(f"{fn}(): sizes must be integers, got {args[0]!r} "
+                            f"({type(args[0]).__name__}); write e.g. {example or f'{fn}(3) or {fn}((2, 3))'}") from None
+    else:
+        dims = tuple(args)
+    for d in dims:
+        if not isinstance(d, numbers.Integral):
+            raise TypeError(f"{fn}(): sizes must be integers, got {d!r} ({type(d).__name__}) "
+                            f"in the shape {dims!r}")
+        if d > _INT64_MAX:
+            raise ValueError(f"{fn}(): the size {d} is too large: a size must fit in int64 "
+                             f"(at most 2**63 - 1)")
+    return dims
 
 
 def _dt(dtype, default):
@@ -33,15 +51,15 @@ def _dev(device):
 
 def empty(*shape, dtype=None, device=None):
     """An uninitialised tensor."""
-    return _C._full(_shape(shape), None, _dt(dtype, float32), _dev(device))
+    return _C._full(_shape(shape, "empty"), None, _dt(dtype, float32), _dev(device))
 
 
 def zeros(*shape, dtype=None, device=None):
-    return _C._full(_shape(shape), 0, _dt(dtype, float32), _dev(device))
+    return _C._full(_shape(shape, "zeros"), 0, _dt(dtype, float32), _dev(device))
 
 
 def ones(*shape, dtype=None, device=None):
-    return _C._full(_shape(shape), 1, _dt(dtype, float32), _dev(device))
+    return _C._full(_shape(shape, "ones"), 1, _dt(dtype, float32), _dev(device))
 
 
 def full(shape, fill_value, dtype=None, device=None):
@@ -55,9 +73,12 @@ def full(shape, fill_value, dtype=None, device=None):
             dtype = float32
     if isinstance(fill_value, np.generic):
         fill_value = fill_value.item()
-    if isinstance(shape, numbers.Integral):
-        shape = (shape,)
-    return _C._full(tuple(shape), fill_value, to_dtype(dtype), _dev(device))
+    dtype = to_dtype(dtype)
+    if (dtype is int64 and isinstance(fill_value, numbers.Integral)
+            and not -_INT64_MAX - 1 <= fill_value <= _INT64_MAX):
+        raise OverflowError(f"full(): the fill value {fill_value} is out of range for int64 "
+                            f"(-2**63 to 2**63 - 1); pass dtype=pygpu.float64 to store it as a float")
+    return _C._full(_shape((shape,), "full", "full((2, 3), value)"), fill_value, dtype, _dev(device))
 
 
 def zeros_like(t, dtype=None, device=None):
@@ -82,18 +103,56 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
 
 def rand(*shape, dtype=None, device=None):
     """Uniform samples in [0, 1), from the device's Philox generator."""
-    return _C._random(0, _shape(shape), _dt(dtype, float32), _dev(device))
+    return _C._random(0, _shape(shape, "rand"), _dt(dtype, float32), _dev(device))
 
 
 def randn(*shape, dtype=None, device=None):
     """Standard normal samples, from the device's Philox generator."""
-    return _C._random(1, _shape(shape), _dt(dtype, float32), _dev(device))
+    return _C._random(1, _shape(shape, "randn"), _dt(dtype, float32), _dev(device))
 
 
 def manual_seed(seed):
     """Seed every device's generator: rand/randn are then reproducible, and the
     same on every device for the same sequence of calls."""
     _C._seed(int(seed) & (2**64 - 1))
+
+
+def _scan_numbers(data):
+    """(the first int in nested data that int64 cannot hold or None, whether a float is there)."""
+    big, has_float = None, False
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
+        elif isinstance(x, (bool, np.bool_)):
+            continue
+        elif isinstance(x, numbers.Integral):
+            if big is None and not -_INT64_MAX - 1 <= x <= _INT64_MAX:
+                big = x
+        elif isinstance(x, numbers.Real):
+            has_float = True
+    return big, has_float
+
+
+def _python_ints_checked(data, arr, dtype):
+    """NumPy turns Python ints too large for int64 into object, uint64 or float64
+    arrays; pygpu would then refuse an 'object' dtype, wrap uint64 to negatives, or
+    make floats of integers. Name the integer instead; where the data also holds
+    floats, or a floating dtype was asked for, make floats of it, as NumPy does."""
+    suspect = (arr.dtype == object
+               or (arr.dtype.kind == "u" and arr.size and arr.max() > _INT64_MAX)
+               or (arr.dtype.kind == "f" and arr.size and np.abs(arr).max() >= 2.0**63))
+    if not suspect:
+        return arr
+    big, has_float = _scan_numbers(data)
+    if big is None:
+        return arr
+    if has_float or (dtype is not None and to_dtype(dtype).is_floating_point):
+        return np.asarray(data, dtype=np.float64)
+    raise OverflowError(f"tensor(): the integer {big} is too large for int64, which holds "
+                        f"-2**63 to 2**63 - 1; pass dtype=pygpu.float64 to store the data as "
+                        f"floats, or use smaller numbers")
 
 
 def tensor(data, dtype=None, device=None):
@@ -104,6 +163,12 @@ def tensor(data, dtype=None, device=None):
         return out.clone() if out is data else out
     is_array = isinstance(data, np.ndarray)
     arr = np.asarray(data)
+    if not arr.dtype.isnative:
+        raise TypeError(f"tensor(): the array's byte order is big-endian (dtype "
+                        f"{arr.dtype.str!r}), and pygpu holds numbers in this machine's native "
+                        f"byte order; convert it first: a.astype(a.dtype.newbyteorder('='))")
+    if not is_array:
+        arr = _python_ints_checked(data, arr, dtype)
     if dtype is not None:
         dt = to_dtype(dtype)
     elif not is_array and arr.dtype == np.float64:

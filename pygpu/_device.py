@@ -2,7 +2,9 @@
 
 Like c10::Device. A Device compares equal to its string spelling, so
 `t.device == "sim:0"` works. Parsing a cuda device loads the CUDA plugin
-on first use (never at import)."""
+on first use (never at import). A malformed spelling raises ValueError (TypeError
+for a non-string) naming what was wrong and the forms that work."""
+import numbers
 
 _TYPES = {"cpu": 0, "sim": 1, "cuda": 2}
 _NAMES = {v: k for k, v in _TYPES.items()}
@@ -50,24 +52,51 @@ def _current_index(type_name):
     return _accel.module_for(type_name).current_device()
 
 
+_SPELLING = "'cpu', 'sim:0' or 'cuda:1' (type[:index]; without an index, the current device)"
+_KNOWN = "the known types are cpu, sim and cuda"
+
+
+def _parse_index(text, spec, name):
+    """The N of 'sim:N': ASCII digits only (int() would also take '+1', ' 1', '١')."""
+    if not text:
+        raise ValueError(f"device {spec!r} has no index after ':': write e.g. '{name}:0', "
+                         f"or '{name}' for the current {name} device")
+    if ":" in text:
+        raise ValueError(f"device {spec!r} has more than one ':': a device is written "
+                         f"type[:index], e.g. '{name}:0'")
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"bad device index {text!r} in {spec!r}: the index is a non-negative "
+                         f"integer, e.g. '{name}:0'")
+    return int(text)
+
+
+def _check_index_arg(index):
+    if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+        raise TypeError(f"a device index is an integer, got {index!r} ({type(index).__name__})")
+    if index < 0:
+        raise ValueError(f"a device index is a non-negative integer, got {index}")
+    return int(index)
+
+
 def device(spec, index=None):
     """pygpu.device("sim:1") / device("cuda") / device("sim", 1) / device(existing)."""
     if isinstance(spec, Device):
         return spec
     if not isinstance(spec, str):
-        raise TypeError(f"a device is a string like 'cpu', 'sim:0' or 'cuda:0', got {spec!r}")
+        raise TypeError(f"a device is a string like {_SPELLING}, got {spec!r}")
     name, sep, idx = spec.strip().lower().partition(":")
     if name not in _TYPES:
-        raise ValueError(f"unknown device {spec!r}: expected 'cpu', 'sim[:N]' or 'cuda[:N]'")
+        what = f"unknown device type {name!r} in {spec!r}" if name else f"no device type in {spec!r}"
+        raise ValueError(f"{what}: {_KNOWN}, written {_SPELLING}")
     if sep:
-        if not idx.isdigit():
-            raise ValueError(f"bad device index in {spec!r}: expected e.g. '{name}:0'")
         if index is not None:
-            raise ValueError("device index given twice")
-        index = int(idx)
+            raise ValueError(f"device index given twice: in {spec!r} and as index={index!r}")
+        index = _parse_index(idx, spec, name)
+    elif index is not None:
+        index = _check_index_arg(index)
     if name == "cpu":
         if index not in (None, 0):
-            raise ValueError(f"there is a single cpu device, got index {index}")
+            raise ValueError(f"there is a single cpu device, got index {index}: write 'cpu'")
         index = 0
     elif index is None:
         index = _current_index(name)

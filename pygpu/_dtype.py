@@ -71,6 +71,12 @@ def to_dtype(obj):
     except TypeError:
         nd = None
     if nd is not None:
+        if not nd.isnative:
+            order = "big-endian" if nd.byteorder == ">" else "byte-swapped"
+            raise TypeError(
+                f"dtype {obj!r} is {order}: pygpu holds numbers in this machine's native byte "
+                f"order; ask for {nd.newbyteorder('=').name!r}, and convert an array `a` of it "
+                f"with a.astype(a.dtype.newbyteorder('='))")
         if nd == np.bool_:
             return bool_
         if nd.kind == "i" and nd.itemsize == 8:

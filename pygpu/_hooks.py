@@ -23,9 +23,32 @@ def tensor_repr(t):
 
 
 def _looks_like_device(x):
-    return isinstance(x, Device) or (isinstance(x, str) and x.split(":")[0].strip().lower()
-                                     in ("cpu", "sim", "cuda"))
-
+    """A Device, or a string that names a device or nothing NumPy calls a dtype.
+    to("tpu:0") must fail as a device ("unknown device type 'tpu'"), to("int32") as
+    a dtype, and to("tpu") says it is neither."""
+    if isinstance(x, Device):
+        return True
+    if not isinstance(x, str):
+        return False
+    name = x.strip().lower()
+    if ":" in name or name in ("cpu", "sim", "cuda"):
+        return True
+    try:
+        to_dtype(x)
+        return False
+    except TypeError:
+        pass
+    try:
+        np.dtype(x)
+        return False  # a dtype pygpu does not support: to_dtype says which it does
+    except TypeError:
+        pass
+    try:
+        parse_device_spec(x)
+    except ValueError as e:
+        raise ValueError(f"to(): {x!r} is neither a device nor a dtype: {e}; the dtypes are "
+                         f"float32, float64, int64 and bool") from None
+    return True  # unreachable: parse_device_spec refuses every name not caught above
 
 def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False):
     """Tensor.to(device), to(dtype), to(device, dtype), to(other_tensor) ->

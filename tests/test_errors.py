@@ -116,6 +116,41 @@ DEVICE_ROWS = [  # (id, call(device), exception, [regex, ...])
     ("full_shape_str", lambda d: pygpu.full("ab", 1.0, device=d), TypeError, []),
     ("arange_step_zero", lambda d: pygpu.arange(0, 5, 0, device=d), (ValueError, ZeroDivisionError), []),
     ("astype_float16", lambda d: _ones(2, device=d).astype("float16"), TypeError, ["float16"]),
+    # messages that name the problem and the fix (issue 7, section 4)
+    ("to_unknown_device_type", lambda d: _ones(3, device=d).to("tpu:0"), ValueError,
+     ["unknown device type 'tpu'", "cpu, sim and cuda", "'sim:0'"]),
+    ("to_neither_device_nor_dtype", lambda d: _ones(3, device=d).to("tpu"), ValueError,
+     ["neither a device nor a dtype", "unknown device type 'tpu'", "'sim:0'", "float32"]),
+    ("to_unsupported_numpy_dtype_name", lambda d: _ones(3, device=d).to("int32"), TypeError,
+     ["int32", "float32, float64, int64 and bool"]),
+    ("zeros_float_size", lambda d: pygpu.zeros(3.5, device=d), TypeError,
+     ["sizes must be integers", "3.5", "float"]),
+    ("ones_float_in_shape", lambda d: pygpu.ones((2, 3.5), device=d), TypeError,
+     ["sizes must be integers", "3.5", shape_re(2, 3.5)]),
+    ("rand_numpy_float_size", lambda d: pygpu.rand(np.float64(3), device=d), TypeError,
+     ["sizes must be integers", "float64"]),
+    ("empty_none_size", lambda d: pygpu.empty(None, device=d), TypeError, ["sizes must be integers", "None"]),
+    ("full_float_size", lambda d: pygpu.full(3.5, 1.0, device=d), TypeError,
+     ["sizes must be integers", re.escape("full((2, 3), value)")]),
+    ("zeros_size_past_int64", lambda d: pygpu.zeros(2**70, device=d), ValueError,
+     [str(2**70), "too large", "int64"]),
+    ("full_int_past_int64", lambda d: pygpu.full(3, 2**70, device=d), OverflowError,
+     [str(2**70), "int64", "float64"]),
+    ("tensor_int_past_int64", lambda d: pygpu.tensor([2**70], device=d), OverflowError,
+     [str(2**70), "too large for int64", "dtype=pygpu.float64"]),
+    ("tensor_negative_int_past_int64", lambda d: pygpu.tensor([[1], [-2**70]], device=d), OverflowError,
+     [str(-2**70), "too large for int64"]),
+    ("tensor_int_past_int64_made_uint64", lambda d: pygpu.tensor([2**63], device=d), OverflowError,
+     [str(2**63), "too large for int64"]),
+    ("tensor_int_past_int64_made_float", lambda d: pygpu.tensor([3, 2**64 - 1], device=d), OverflowError,
+     [str(2**64 - 1), "too large for int64"]),
+    ("tensor_big_endian", lambda d: pygpu.tensor(np.arange(4, dtype=">f8"), device=d), TypeError,
+     ["big-endian", re.escape("a.astype(a.dtype.newbyteorder('='))")]),
+    ("tensor_big_endian_int64", lambda d: pygpu.tensor(np.arange(4, dtype=">i8"), device=d), TypeError,
+     ["big-endian", re.escape("newbyteorder('=')")]),
+    ("zeros_big_endian_dtype", lambda d: pygpu.zeros(2, dtype=">i8", device=d), TypeError,
+     ["big-endian", "'int64'"]),
+    ("astype_big_endian", lambda d: _ones(2, device=d).astype(">f8"), TypeError, ["big-endian", "'float64'"]),
 ]
 
 DEVICE_ERROR = pygpu.DeviceUnavailableError
@@ -141,6 +176,30 @@ ROWS = [  # (id, call(), exception, [regex, ...]): rows that do not depend on a 
      pygpu.DeviceMismatchError, ["sim:0", "sim:1", r"\.to\("]),
     ("device_mismatch_maximum", lambda: pygpu.maximum(pygpu.ones(2, device="sim"), pygpu.ones(2)),
      pygpu.DeviceMismatchError, ["cpu", "sim:0"]),
+]
+ROWS += [  # device spellings: each message names what was wrong and a form that works
+    ("synchronize_index_past_int32", lambda: pygpu.synchronize("sim:4294967296"), IndexError,
+     ["sim:4294967296 does not exist", r"there (is one|are \d+) sim device"]),
+    ("sim_synchronize_index_past_int64", lambda: pygpu.sim.synchronize(2**64), IndexError,
+     [f"sim:{2**64} does not exist", "sim device"]),
+    ("to_index_past_int32", lambda: pygpu.ones(2).to("sim:4294967296"), IndexError, ["sim:4294967296"]),
+    ("device_unknown_type_lists_known", lambda: pygpu.device("tpu:0"), ValueError,
+     ["unknown device type 'tpu'", "cpu, sim and cuda", "'sim:0'"]),
+    ("device_no_type", lambda: pygpu.device(":0"), ValueError, ["no device type", "'sim:0'"]),
+    ("device_negative_index_named", lambda: pygpu.device("sim:-1"), ValueError,
+     ["'-1'", "non-negative integer", "'sim:0'"]),
+    ("device_letters_index", lambda: pygpu.device("sim:abc"), ValueError, ["'abc'", "non-negative integer"]),
+    ("device_float_index", lambda: pygpu.device("sim:1.5"), ValueError, ["'1.5'", "non-negative integer"]),
+    ("device_non_ascii_digit_index", lambda: pygpu.device("sim:\u0663"), ValueError, ["non-negative integer"]),
+    ("device_two_colons", lambda: pygpu.device("cuda:0:1"), ValueError,
+     ["more than one ':'", re.escape("type[:index]"), "'cuda:0'"]),
+    ("device_no_index_after_colon", lambda: pygpu.device("sim:"), ValueError, ["no index", "'sim:0'"]),
+    ("device_index_twice", lambda: pygpu.device("sim:0", 1), ValueError, ["twice"]),
+    ("device_index_arg_negative", lambda: pygpu.device("sim", -1), ValueError, ["non-negative", "-1"]),
+    ("device_index_arg_float", lambda: pygpu.device("sim", 1.5), TypeError, ["integer", "1.5"]),
+    ("device_index_arg_str", lambda: pygpu.device("sim", "1"), TypeError, ["integer", "'1'"]),
+    ("device_cpu_index", lambda: pygpu.device("cpu:1"), ValueError, ["single cpu", "'cpu'"]),
+    ("sim_set_device_past_end", lambda: pygpu.sim.set_device(2**40), IndexError, [f"sim:{2**40}"]),
 ]
 if not pygpu.cuda.is_available():
     _reason = pygpu.cuda.unavailable_reason()
@@ -173,6 +232,15 @@ def test_error_classes_are_runtime_errors():
                 pygpu.TransferGuardError):
         assert issubclass(cls, RuntimeError), cls
     assert issubclass(pygpu.TransferWarning, UserWarning)
+
+
+def test_missing_device_index_is_both_unavailable_and_index_error():
+    # callers that caught DeviceUnavailableError keep working; IndexError is what NumPy-minded
+    # code expects of an index out of range
+    with pytest.raises(pygpu.DeviceUnavailableError) as info:
+        pygpu.zeros(2, device=f"sim:{pygpu.sim.device_count()}")
+    assert isinstance(info.value, IndexError)
+    assert f"sim:{pygpu.sim.device_count()} does not exist" in str(info.value)
 
 
 def test_cuda_absent_reason_is_a_sentence():
