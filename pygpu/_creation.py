@@ -97,8 +97,21 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
         raise ValueError("arange: step must not be zero")
     all_ints = all(isinstance(v, numbers.Integral) for v in (start, stop, step))
     n = max(0, math.ceil((stop - start) / step))
-    return _C._arange(float(start), float(step), n, _dt(dtype, int64 if all_ints else float32),
-                      _dev(device))
+    dt = _dt(dtype, int64 if all_ints else float32)
+    if n > _INT64_MAX:
+        raise ValueError(f"arange(): {n} elements is too many: a size must fit in int64 "
+                         f"(at most 2**63 - 1)")
+    if dt is int64 and n:
+        # the C core steps in float64, exact for integers up to 2**53 only
+        for v in (start, start + (n - 1) * step):
+            if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
+                raise OverflowError(f"arange(): the value {v} is out of range for int64 "
+                                    f"(-2**63 to 2**63 - 1); pass dtype=pygpu.float64")
+            if abs(v) > 2**53:
+                raise ValueError(f"arange(): the value {v} is past 2**53, where arange's int64 "
+                                 f"values would not be exact; make it with NumPy instead: "
+                                 f"pygpu.tensor(np.arange(start, stop, step))")
+    return _C._arange(float(start), float(step), n, dt, _dev(device))
 
 
 def rand(*shape, dtype=None, device=None):
