@@ -27,8 +27,9 @@ def _shape(args, fn, example=None):
         try:
             dims = tuple(args[0])
         except TypeError:
+            example = example or f"{fn}(3) or {fn}((2, 3))"
             raise TypeError(f"{fn}(): sizes must be integers, got {args[0]!r} "
-                            f"({type(args[0]).__name__}); write e.g. {example or f'{fn}(3) or {fn}((2, 3))'}") from None
+                            f"({type(args[0]).__name__}); write e.g. {example}") from None
     else:
         dims = tuple(args)
     for d in dims:
@@ -77,8 +78,10 @@ def full(shape, fill_value, dtype=None, device=None):
     if (dtype is int64 and isinstance(fill_value, numbers.Integral)
             and not -_INT64_MAX - 1 <= fill_value <= _INT64_MAX):
         raise OverflowError(f"full(): the fill value {fill_value} is out of range for int64 "
-                            f"(-2**63 to 2**63 - 1); pass dtype=pygpu.float64 to store it as a float")
-    return _C._full(_shape((shape,), "full", "full((2, 3), value)"), fill_value, dtype, _dev(device))
+                            f"(-2**63 to 2**63 - 1); pass dtype=pygpu.float64 to store it as "
+                            f"a float")
+    dims = _shape((shape,), "full", "full((2, 3), value)")
+    return _C._full(dims, fill_value, dtype, _dev(device))
 
 
 def zeros_like(t, dtype=None, device=None):

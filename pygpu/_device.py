@@ -86,7 +86,8 @@ def device(spec, index=None):
         raise TypeError(f"a device is a string like {_SPELLING}, got {spec!r}")
     name, sep, idx = spec.strip().lower().partition(":")
     if name not in _TYPES:
-        what = f"unknown device type {name!r} in {spec!r}" if name else f"no device type in {spec!r}"
+        what = (f"unknown device type {name!r} in {spec!r}" if name
+                else f"no device type in {spec!r}")
         raise ValueError(f"{what}: {_KNOWN}, written {_SPELLING}")
     if sep:
         if index is not None:

@@ -75,8 +75,8 @@ def _load_failed_message(err):
     text = str(err)
     hint = ""
     if "openblas" in text.lower():
-        hint = ("\nThe OpenBLAS library pygpu links against comes from the scipy-openblas32 package: "
-                "install it with `pip install scipy-openblas32` (pip install does this for you).")
+        hint = ("\nThe OpenBLAS library pygpu links against comes from the scipy-openblas32 "
+                "package: install it with `pip install scipy-openblas32` (pip install does this for you).")
     return (f"pygpu's C extension (pygpu._C) was found in {_PKG_DIR} but could not be loaded: "
             f"{text}{hint}\nIf it was built by an older checkout or another Python, rebuild it: "
             f"`pip install -e .` from the checkout's root.")
