@@ -150,6 +150,8 @@ static PyObject *f_from_array_copy(PyObject *mod, PyObject *args)
         return NULL;
     if (!PyArray_Check(obj))
         return PyErr_Format(PyExc_TypeError, "expected an ndarray");
+    if (pg_check_dtype_code(code) < 0)
+        return NULL;
     PyTensor *src = (PyTensor *)wrap_ndarray((PyArrayObject *)obj);
     if (!src)
         return NULL;

@@ -13,7 +13,7 @@ static char g_cuda_reason[512] = "pygpu was built without the CUDA backend (no C
 
 static int get_device_arg(PyObject *args, pg_device *d)
 {
-    return PyArg_ParseTuple(args, "ii", &d->type, &d->index) ? 0 : -1;
+    return PyArg_ParseTuple(args, "ii", &d->type, &d->index) ? pg_check_device(*d) : -1;
 }
 
 static PyObject *f_setup(PyObject *mod, PyObject *args)
@@ -219,10 +219,13 @@ static PyObject *f_seed(PyObject *mod, PyObject *args)
     int type = -1, index = 0;
     if (!PyArg_ParseTuple(args, "K|ii", &seed, &type, &index))
         return NULL;
-    if (type < 0)
+    if (type == -1) {
         pg_rng_seed_all(seed);
-    else
+    } else {
+        if (pg_check_device((pg_device){type, index}) < 0)
+            return NULL;
         pg_rng_seed((pg_device){type, index}, seed);
+    }
     Py_RETURN_NONE;
 }
 

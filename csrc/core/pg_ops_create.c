@@ -64,6 +64,7 @@ pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
 pg_status pg_op_full(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape, pg_scalar v,
                      pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt))
         return pg_error_set(PG_ERR_DTYPE, "dtype %s is not supported yet", pg_dtype_name(dt));
     if (v.kind == PG_SCALAR_FLOAT && dt == PG_INT64 && !(v.f > -9.3e18 && v.f < 9.3e18))
@@ -78,6 +79,7 @@ pg_status pg_op_full(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape,
 pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, int64_t n,
                        pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt) || dt == PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE, "arange: dtype %s is not supported", pg_dtype_name(dt));
     PG_TRY(pg_tensor_empty(dev, dt, 1, &n, out));
@@ -100,6 +102,7 @@ pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, in
 pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
                        pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     if (dt != PG_FLOAT32 && dt != PG_FLOAT64)
         return pg_error_set(PG_ERR_DTYPE, "%s: dtype must be float32 or float64, got %s",
                             kind == PG_RANDOM_NORMAL ? "randn" : "rand", pg_dtype_name(dt));

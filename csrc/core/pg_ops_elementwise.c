@@ -91,6 +91,7 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
 
 pg_status pg_op_astype(const pg_tensor *t, pg_dtype dt, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt))
         return pg_error_set(PG_ERR_DTYPE, "astype: dtype %s is not supported yet",
                             pg_dtype_name(dt));
@@ -103,6 +104,7 @@ pg_status pg_op_astype(const pg_tensor *t, pg_dtype dt, pg_tensor *out)
 
 pg_status pg_op_contiguous(const pg_tensor *t, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     if (pg_tensor_is_contiguous(t)) {
         pg_tensor_ref(t, out);
         return PG_OK;
@@ -112,6 +114,7 @@ pg_status pg_op_contiguous(const pg_tensor *t, pg_tensor *out)
 
 pg_status pg_op_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     pg_status st = pg_view_reshape(t, ndim, shape, out);
     if (st != PG_ERR_VALUE)
         return st; /* a view, or a real error */
@@ -168,6 +171,7 @@ static pg_status arithmetic_dtype(int op, int ct, int *compute, int *result)
 
 pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     const char *name = bin_names[op];
     PG_TRY(pg_check_same_device(name, a, b));
     PG_TRY(check_dtype(name, a));
@@ -204,6 +208,7 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
 pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,
                               pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     const char *name = bin_names[op];
     PG_TRY(check_dtype(name, a));
     int ct = a->dtype;
@@ -226,6 +231,7 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
 
 pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     const char *name = un_names[op];
     PG_TRY(check_dtype(name, a));
     int dt = a->dtype;

@@ -74,6 +74,7 @@ static pg_status prepare(const pg_tensor *t, bool left, int dt, pg_tensor *out)
 
 pg_status pg_op_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     char sa[160], sb[160];
     pg_device dev = pg_tensor_device(a);
     PG_TRY(pg_check_same_device("matmul", a, b));

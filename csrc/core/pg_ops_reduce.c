@@ -52,6 +52,7 @@ static int cmp_desc(const void *a, const void *b) { return *(const int *)b - *(c
 pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, bool keepdims,
                        pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     const char *name = red_names[op];
     if (!pg_dtype_supported((pg_dtype)a->dtype))
         return pg_error_set(PG_ERR_DTYPE, "%s: dtype %s is not supported yet", name,
@@ -136,6 +137,7 @@ pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, b
 
 pg_status pg_op_mean(const pg_tensor *a, int naxes, const int *axes, bool keepdims, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     int64_t count = 1;
     if (axes) {
         for (int i = 0; i < naxes; i++) {

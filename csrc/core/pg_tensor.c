@@ -80,6 +80,7 @@ pg_status pg_shape_check(int ndim, const int64_t *shape, pg_dtype dt)
 pg_status pg_tensor_empty(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape,
                           pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     PG_TRY(pg_shape_check(ndim, shape, dt));
     size_t nbytes = (size_t)pg_shape_numel(ndim, shape) * pg_dtype_size(dt);
     pg_storage *s;
@@ -108,6 +109,7 @@ void pg_tensor_clear(pg_tensor *t)
 
 pg_status pg_view_transpose(const pg_tensor *t, int ndim, const int *perm, pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     if (ndim != t->ndim)
         return pg_error_set(PG_ERR_VALUE, "transpose: axes don't match tensor: got %d axes for a "
                                           "%d-d tensor",
@@ -167,6 +169,7 @@ static bool reshape_strides(const pg_tensor *t, int ndim, const int64_t *shape, 
 
 pg_status pg_view_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     PG_TRY(pg_shape_check(ndim, shape, (pg_dtype)t->dtype));
     if (pg_shape_numel(ndim, shape) != pg_tensor_numel(t)) {
         char a[160], b[160];
@@ -189,6 +192,7 @@ pg_status pg_view_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg
 
 pg_status pg_view_select(const pg_tensor *t, int axis, int64_t i, pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     if (axis < 0 || axis >= t->ndim)
         return pg_error_set(PG_ERR_INDEX, "too many indices for a %d-d tensor", t->ndim);
     int64_t n = t->shape[axis];
@@ -212,6 +216,7 @@ pg_status pg_view_select(const pg_tensor *t, int axis, int64_t i, pg_tensor *out
 pg_status pg_view_slice(const pg_tensor *t, int axis, int64_t start, int64_t len, int64_t step,
                         pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     if (axis < 0 || axis >= t->ndim)
         return pg_error_set(PG_ERR_INDEX, "too many indices for a %d-d tensor", t->ndim);
     pg_tensor r = *t;
@@ -226,6 +231,7 @@ pg_status pg_view_slice(const pg_tensor *t, int axis, int64_t start, int64_t len
 
 pg_status pg_view_unsqueeze(const pg_tensor *t, int axis, pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     if (t->ndim >= PG_MAX_DIMS)
         return pg_error_set(PG_ERR_VALUE, "pygpu supports at most %d dimensions", PG_MAX_DIMS);
     if (axis < 0 || axis > t->ndim)
@@ -266,6 +272,7 @@ pg_status pg_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
 
 pg_status pg_view_broadcast(const pg_tensor *t, int ndim, const int64_t *shape, pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     pg_tensor r = *t;
     int lead = ndim - t->ndim;
     for (int i = 0; i < ndim; i++) {

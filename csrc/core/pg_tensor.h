@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pg_dtype.h"
 #include "pg_storage.h"
@@ -40,6 +41,16 @@ void pg_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 /* Validate a user-supplied shape (non-negative, ndim <= PG_MAX_DIMS, and the
  * byte size fits in memory at all). */
 pg_status pg_shape_check(int ndim, const int64_t *shape, pg_dtype dt);
+
+/* Every function with a pg_tensor out-parameter calls this first, so `out`
+ * holds no storage after a failure and pg_tensor_clear(out) is always safe
+ * (the caller's error path must never release a stale pointer). Skipped when
+ * `out` aliases the input `in`, which the views allow. */
+static inline void pg_tensor_out_init(pg_tensor *out, const pg_tensor *in)
+{
+    if (out != in)
+        memset(out, 0, sizeof *out);
+}
 
 /* New contiguous tensor with fresh storage (uninitialised). */
 pg_status pg_tensor_empty(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape,
