@@ -163,6 +163,20 @@ static PyObject *f_from_array_copy(PyObject *mod, PyObject *args)
 
 /* ---- the buffer protocol and __array__ ------------------------------------------------ */
 
+/* Column-major (Fortran) order: the first axis has unit stride. */
+static bool is_f_contiguous(const pg_tensor *t)
+{
+    int64_t expected = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] == 0)
+            return true;
+        if (t->shape[i] != 1 && t->strides[i] != expected)
+            return false;
+        expected *= t->shape[i];
+    }
+    return true;
+}
+
 static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
     PyTensor *o = (PyTensor *)self;
@@ -179,6 +193,28 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
         PyErr_SetString(PyExc_BufferError, "the tensor is read-only");
         return -1;
     }
+    if (t->dtype == PG_BFLOAT16) {
+        PyErr_SetString(PyExc_BufferError, "bfloat16 has no buffer-protocol format (NumPy and "
+                                           "struct lack it); convert with .astype(pygpu.float32)");
+        return -1;
+    }
+    /* a consumer that asks for contiguous memory indexes it without strides */
+    bool c_contig = pg_tensor_is_contiguous(t), f_contig = is_f_contiguous(t);
+    const char *want = NULL;
+    if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c_contig && !f_contig)
+        want = "contiguous";
+    else if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c_contig)
+        want = "C-contiguous";
+    else if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f_contig)
+        want = "Fortran-contiguous";
+    else if (!(flags & PyBUF_STRIDES) && !c_contig)
+        want = "C-contiguous (no strides were asked for)";
+    if (want) {
+        PyErr_Format(PyExc_BufferError, "the consumer asked for a %s buffer and this tensor is "
+                                        "not; pass t.contiguous() instead",
+                     want);
+        return -1;
+    }
     if (pg_wait(t) < 0)
         return -1;
     /* shape and strides live in one allocation owned by view->internal */
@@ -192,7 +228,9 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
         mem[i] = (Py_ssize_t)t->shape[i];
         mem[t->ndim + i] = (Py_ssize_t)(t->strides[i] * (int64_t)isz);
     }
-    static const char *formats[] = {"?", "q", "f", "d"};
+    static const char *formats[PG_NUM_DTYPES] = {
+        [PG_BOOL] = "?", [PG_INT64] = "q", [PG_FLOAT32] = "f", [PG_FLOAT64] = "d",
+        [PG_FLOAT16] = "e"};
     view->buf = pg_tensor_data(t);
     view->obj = Py_NewRef(self);
     view->len = (Py_ssize_t)(pg_tensor_numel(t) * (int64_t)isz);
@@ -200,17 +238,10 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
     view->itemsize = (Py_ssize_t)isz;
     view->format = (flags & PyBUF_FORMAT) ? (char *)formats[t->dtype] : NULL;
     view->ndim = t->ndim;
-    view->shape = mem;
-    view->strides = mem + t->ndim;
+    view->shape = (flags & PyBUF_ND) == PyBUF_ND ? mem : NULL;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? mem + t->ndim : NULL;
     view->suboffsets = NULL;
     view->internal = mem;
-    if (!(flags & PyBUF_STRIDES) && !pg_tensor_is_contiguous(t)) {
-        PyMem_Free(mem);
-        Py_CLEAR(view->obj);
-        PyErr_SetString(PyExc_BufferError, "the tensor is not contiguous; ask for a strided buffer "
-                                           "or call .contiguous()");
-        return -1;
-    }
     return 0;
 }
 

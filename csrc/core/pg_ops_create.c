@@ -40,8 +40,23 @@ void pg_rng_seed_all(uint64_t seed)
         pg_rng_seed(pg_device_from_slot(s), seed);
 }
 
+/* A float stored into an int64 tensor must fit (NaN and +-inf do not): C's
+ * conversion would be undefined and x86 gives INT64_MIN. One check for
+ * full(), fill and t[i] = x. */
+static pg_status check_int_fits(const pg_tensor *t, pg_scalar v, const char *op)
+{
+    if (v.kind == PG_SCALAR_FLOAT && t->dtype == PG_INT64 &&
+        !(v.f >= -9223372036854775808.0 && v.f < 9223372036854775808.0))
+        return pg_error_set(PG_ERR_OVERFLOW,
+                            "%s: the value %g does not fit in an int64 tensor (range -2**63 .. "
+                            "2**63-1); use a float tensor or a value in range",
+                            op, v.f);
+    return PG_OK;
+}
+
 pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
 {
+    PG_TRY(check_int_fits(t, v, "assignment"));
     if (pg_tensor_numel(t) == 0)
         return PG_OK;
     if (t->storage->flags & PG_STORAGE_READONLY)
@@ -67,8 +82,8 @@ pg_status pg_op_full(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape,
     pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt))
         return pg_error_set(PG_ERR_DTYPE, "dtype %s is not supported yet", pg_dtype_name(dt));
-    if (v.kind == PG_SCALAR_FLOAT && dt == PG_INT64 && !(v.f > -9.3e18 && v.f < 9.3e18))
-        return pg_error_set(PG_ERR_VALUE, "cannot fill an int64 tensor with %g", v.f);
+    pg_tensor like = {.dtype = dt};
+    PG_TRY(check_int_fits(&like, v, "full"));
     PG_TRY(pg_tensor_empty(dev, dt, ndim, shape, out));
     pg_status st = pg_op_fill(out, v);
     if (st != PG_OK)

@@ -69,7 +69,8 @@ pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, b
         for (int i = 0; i < naxes; i++) {
             int x = axes[i] < 0 ? axes[i] + a->ndim : axes[i];
             if (x < 0 || x >= a->ndim)
-                return pg_error_set(PG_ERR_INDEX, "%s: axis %d is out of bounds for a %d-d tensor",
+                return pg_error_set(PG_ERR_AXIS, "%s: axis %d is out of bounds for array of "
+                                                 "dimension %d",
                                     name, axes[i], a->ndim);
             if (reduced[x])
                 return pg_error_set(PG_ERR_VALUE, "%s: duplicate value in axis: %d", name, axes[i]);

@@ -117,7 +117,8 @@ pg_status pg_view_transpose(const pg_tensor *t, int ndim, const int *perm, pg_te
     bool seen[PG_MAX_DIMS] = {false};
     for (int i = 0; i < ndim; i++) {
         if (perm[i] < 0 || perm[i] >= ndim)
-            return pg_error_set(PG_ERR_INDEX, "transpose: axis %d is out of bounds for a %d-d tensor",
+            return pg_error_set(PG_ERR_AXIS, "transpose: axis %d is out of bounds for array of "
+                                             "dimension %d",
                                 perm[i], ndim);
         if (seen[perm[i]])
             return pg_error_set(PG_ERR_VALUE, "transpose: repeated axis %d", perm[i]);

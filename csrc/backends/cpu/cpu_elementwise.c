@@ -163,7 +163,7 @@ UN_LOOP(abs_b, pg_bool_t, x)
     UN_LOOP(sqrt_##SUF, T, sqrt##F(x))                             \
     UN_LOOP(tanh_##SUF, T, tanh##F(x))                             \
     UN_LOOP(sigmoid_##SUF, T, (T)1 / ((T)1 + exp##F(-x)))          \
-    UN_LOOP(relu_##SUF, T, x > 0 ? x : 0)
+    UN_LOOP(relu_##SUF, T, (x > 0 || x != x) ? x : 0) /* NaN stays NaN */
 UN_FLOAT(float, f32, f)
 UN_FLOAT(double, f64, )
 

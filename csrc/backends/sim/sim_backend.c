@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../core/pg_ops.h"
 #include "../../core/pg_stats.h"
 #include "../../core/pg_stream.h"
 #include "../cpu/cpu_kernels.h"
@@ -300,11 +301,35 @@ static pg_status sim_synchronize(const pg_backend *be, int index)
     return PG_OK;
 }
 
+/* The names pg_node.name takes (what inject_fault can match); a name not here
+ * would arm a fault that never fires. */
+static bool fault_op_known(const char *op, char *list, size_t len)
+{
+    static const char *const other[] = {"fill", "copy", "sum", "max", "min", "argmax",
+                                        "matmul", "arange", "rand", "randn"};
+    bool found = false;
+    size_t n = 0;
+    list[0] = 0;
+    for (int i = 0; i < PG_NUM_BINARY + PG_NUM_UNARY + 10; i++) {
+        const char *name = i < PG_NUM_BINARY ? pg_binary_name(i)
+                           : i < PG_NUM_BINARY + PG_NUM_UNARY ? pg_unary_name(i - PG_NUM_BINARY)
+                                                              : other[i - PG_NUM_BINARY - PG_NUM_UNARY];
+        found = found || strcmp(name, op) == 0;
+        if (n < len)
+            n += (size_t)snprintf(list + n, len - n, "%s%s", n ? ", " : "", name);
+    }
+    return found;
+}
+
 pg_status pg_sim_inject_fault(int index, const char *op)
 {
     sim_init();
     if (index < 0 || index >= g_count)
         return pg_error_set(PG_ERR_UNAVAILABLE, "sim:%d does not exist", index);
+    char names[400];
+    if (!fault_op_known(op, names, sizeof names))
+        return pg_error_set(PG_ERR_VALUE, "inject_fault: unknown op name '%s'; the ops that can "
+                                          "fail are: %s", op, names);
     sim_device *d = &g_dev[index];
     pthread_mutex_lock(&d->lock);
     snprintf(d->fault_op, sizeof d->fault_op, "%s", op);
