@@ -181,3 +181,92 @@ def test_memoryview_of_strided_tensor_matches_numpy():
     m = memoryview(t)
     assert not m.c_contiguous
     np.testing.assert_array_equal(np.asarray(m), np.arange(12.0, dtype=np.float32).reshape(3, 4)[:, ::2])
+
+
+# ---- overlapping self-copies go through a temporary ---------------------------------------
+
+OVERLAP_CASES = [
+    ("shift_right", (8,), lambda t: (slice(1, None),), lambda t: t[:-1]),
+    ("shift_left", (8,), lambda t: (slice(None, -1),), lambda t: t[1:]),
+    ("reverse", (8,), lambda t: (slice(None),), lambda t: t[::-1]),
+    ("transpose", (4, 4), lambda t: (Ellipsis,), lambda t: t.T),
+    ("rows_down", (4, 3), lambda t: (slice(1, None),), lambda t: t[:-1]),
+    ("cols_right", (3, 5), lambda t: (slice(None), slice(2, None)), lambda t: t[:, :-2]),
+    ("broadcast_row", (3, 4), lambda t: (slice(None),), lambda t: t[1]),
+    ("strided", (10,), lambda t: (slice(1, 10, 2),), lambda t: t[0:9:2]),
+    ("identity", (6,), lambda t: (slice(None),), lambda t: t),
+]
+
+
+@pytest.mark.parametrize("shape,key,src", [c[1:] for c in OVERLAP_CASES],
+                         ids=[c[0] for c in OVERLAP_CASES])
+@pytest.mark.parametrize("how", ["setitem", "copy_"])
+def test_overlapping_self_copy_matches_numpy(device, shape, key, src, how):
+    ref = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    t = to_device(ref, device)
+    k = key(ref)
+    if how == "setitem":
+        t[k] = src(t)
+    else:
+        t[k].copy_(src(t))
+    ref[k] = src(ref)
+    np.testing.assert_array_equal(to_numpy(t), ref)
+
+
+def test_overlapping_copy_with_cast_matches_numpy(device):
+    ref = np.arange(8, dtype=np.int64)
+    t = to_device(ref, device)
+    t[1:] = t[:-1].astype(pygpu.float64)  # not the same storage: no temporary needed
+    t[2:] = t[:-2]
+    ref[1:] = ref[:-1].astype(np.float64)
+    ref[2:] = ref[:-2]
+    assert to_numpy(t).tolist() == ref.tolist()
+
+
+# ---- a write that replaces every byte clears a recorded async failure ---------------------
+
+def _failed_buffer(n=8):
+    buf = pygpu.zeros(n, device="sim:0")
+    pygpu.sim.inject_fault("add")
+    buf[:] = buf + 1
+    with pytest.raises(pygpu.AsyncOpError):
+        pygpu.synchronize("sim:0")
+    return buf
+
+
+@pytest.mark.parametrize("write", [
+    lambda b: b.__setitem__(slice(None), 7.0),
+    lambda b: b.__setitem__(Ellipsis, pygpu.full((8,), 7.0, device="sim:0")),
+    lambda b: b.copy_(pygpu.full((8,), 7.0)),
+    lambda b: b.copy_(pygpu.full((8,), 7.0).pin_memory(), non_blocking=True),
+    lambda b: b[::-1].copy_(pygpu.full((8,), 7.0, device="sim:0")),
+], ids=["fill", "copy_same_device", "copy_from_host", "copy_from_pinned_async", "reversed_view"])
+def test_full_overwrite_clears_async_error(write):
+    buf = _failed_buffer()
+    with pytest.raises(pygpu.AsyncOpError, match="add"):
+        buf.tolist()
+    write(buf)
+    assert buf.tolist() == [7.0] * 8
+    assert (buf + 1).tolist() == [8.0] * 8
+
+
+def test_partial_overwrite_keeps_async_error():
+    buf = _failed_buffer()
+    buf[:4] = 7.0  # the other half is still the failed op's output
+    with pytest.raises(pygpu.AsyncOpError):
+        buf.tolist()
+    buf[4:] = 1.0  # two partial writes never clear it: the record is per storage
+    with pytest.raises(pygpu.AsyncOpError):
+        buf.tolist()
+    buf[...] = 2.0
+    assert buf.tolist() == [2.0] * 8
+
+
+def test_host_buffer_of_failed_copy_is_cleared_by_overwrite():
+    buf = _failed_buffer()
+    host = pygpu.zeros(8).pin_memory()
+    host.copy_(buf, non_blocking=True)
+    with pytest.raises(pygpu.AsyncOpError):
+        host.tolist()
+    host[:] = 3.0
+    assert host.tolist() == [3.0] * 8

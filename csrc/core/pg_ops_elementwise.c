@@ -63,11 +63,49 @@ static void node_init(pg_node *n, int op, int subop, const char *name)
     n->name = name;
 }
 
+/* The elements [lo, hi) a view can touch, in elements of its storage. */
+static void view_extent(const pg_tensor *t, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = t->offset;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t span = (t->shape[i] - 1) * t->strides[i];
+        if (span < 0)
+            *lo += span;
+        else
+            *hi += span;
+    }
+    *hi += 1;
+}
+
+/* True when writing `dst` element by element could overwrite parts of `src`
+ * not yet read (t[1:] = t[:-1]): same storage, overlapping ranges, and not
+ * the very same layout (an element copied onto itself is harmless). */
+static bool copy_overlaps(const pg_tensor *dst, const pg_tensor *src)
+{
+    if (dst->storage != src->storage || pg_tensor_numel(dst) == 0 || pg_tensor_numel(src) == 0)
+        return false;
+    if (dst->offset == src->offset && dst->ndim == src->ndim && dst->dtype == src->dtype &&
+        memcmp(dst->shape, src->shape, sizeof(int64_t) * dst->ndim) == 0 &&
+        memcmp(dst->strides, src->strides, sizeof(int64_t) * dst->ndim) == 0)
+        return false;
+    int64_t dlo, dhi, slo, shi;
+    view_extent(dst, &dlo, &dhi);
+    view_extent(src, &slo, &shi);
+    return dlo < shi && slo < dhi;
+}
+
 pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
 {
     PG_TRY(pg_check_same_device("copy", dst, src));
     if (dst->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "copy: the destination is read-only");
+    if (copy_overlaps(dst, src)) { /* through a temporary, as NumPy does */
+        pg_tensor tmp;
+        PG_TRY(pg_op_astype(src, (pg_dtype)src->dtype, &tmp));
+        pg_status st = pg_op_copy(dst, &tmp);
+        pg_tensor_clear(&tmp);
+        return st;
+    }
     pg_node n;
     node_init(&n, PG_OP_COPY, 0, "copy");
     PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &n.src[0]));

@@ -35,6 +35,25 @@ bool pg_tensor_is_contiguous(const pg_tensor *t)
     return true;
 }
 
+bool pg_tensor_covers_storage(const pg_tensor *t)
+{
+    size_t isz = pg_dtype_size((pg_dtype)t->dtype);
+    if ((size_t)pg_tensor_numel(t) * isz != t->storage->nbytes || t->storage->nbytes == 0)
+        return false;
+    /* numel distinct elements (no stride-0 axis) inside [0, numel): all of them */
+    int64_t lo = t->offset, hi = t->offset;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] > 1 && t->strides[i] == 0)
+            return false;
+        int64_t span = (t->shape[i] - 1) * t->strides[i];
+        if (span < 0)
+            lo += span;
+        else
+            hi += span;
+    }
+    return lo == 0 && hi + 1 == pg_tensor_numel(t);
+}
+
 const char *pg_shape_str(int ndim, const int64_t *shape, char *buf, int len)
 {
     int n = snprintf(buf, len, "(");

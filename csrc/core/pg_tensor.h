@@ -35,6 +35,8 @@ static inline char *pg_tensor_data(const pg_tensor *t)
 int64_t pg_shape_numel(int ndim, const int64_t *shape);
 static inline int64_t pg_tensor_numel(const pg_tensor *t) { return pg_shape_numel(t->ndim, t->shape); }
 bool pg_tensor_is_contiguous(const pg_tensor *t);
+/* True when writing every element of `t` writes every byte of its storage. */
+bool pg_tensor_covers_storage(const pg_tensor *t);
 /* Strides of a C-contiguous array of this shape. */
 void pg_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 

@@ -132,15 +132,17 @@ static void run_copy(const pg_copy *c)
     if (model)
         wait_until(t0 + model);
     pg_stats_transfer_time(c->src->device, c->dst->device, pg_now_ns() - t0);
+    if (c->dst_offset == 0 && c->nbytes == c->dst->nbytes)
+        pg_storage_clear_error(c->dst); /* every byte rewritten from good data */
 }
 
 static void exec_task(void *ctx, pg_task *t)
 {
     sim_device *d = ctx;
     char msg[PG_ERRMSG_LEN + 128];
+    char err[PG_ERRMSG_LEN];
     if (t->kind == 1) {
-        char *err = atomic_load(&t->u.copy.src->error);
-        if (err)
+        if (pg_storage_error_copy(t->u.copy.src, err, sizeof err))
             pg_storage_set_error(t->u.copy.dst, err);
         else
             run_copy(&t->u.copy);
@@ -148,8 +150,7 @@ static void exec_task(void *ctx, pg_task *t)
     }
     const pg_node *n = &t->u.node;
     for (int i = 0; i < n->nsrc; i++) {
-        char *err = atomic_load(&n->src[i].storage->error);
-        if (err) {
+        if (pg_storage_error_copy(n->src[i].storage, err, sizeof err)) {
             snprintf(msg, sizeof msg, "'%s' on sim:%d was skipped: its input comes from a failed op: %s",
                      n->name, d->index, err);
             pg_storage_set_error(n->dst.storage, msg);
@@ -170,6 +171,8 @@ static void exec_task(void *ctx, pg_task *t)
         snprintf(msg, sizeof msg, "op '%s' failed on sim:%d: %s", n->name, d->index,
                  pg_error_message());
         record_failure(d, n->dst.storage, msg);
+    } else if (pg_tensor_covers_storage(&n->dst)) {
+        pg_storage_clear_error(n->dst.storage); /* every byte rewritten by a good op */
     }
 }
 
