@@ -101,3 +101,77 @@ def test_from_array_copy_checks_the_dtype_code(code):
 def test_private_random_checks_its_kind():
     with pytest.raises(ValueError, match="kind"):
         _C._random(5, (2,), pygpu.float32, "cpu")
+
+
+# ---- sim use after the atexit shutdown ----------------------------------------------------
+
+SHUTDOWN_CASES = {
+    "atexit_before_import": """
+        import atexit
+        def late():  # registered before pygpu's own handler, so it runs after it
+            import pygpu
+            t = pygpu.ones(4, device="sim:0")
+            print("late", (t + 1).tolist(), (t * 3).sum().item())
+            pygpu.synchronize()
+            h = pygpu.zeros(4).pin_memory()
+            h.copy_(t, non_blocking=True)
+            print("copied", h.tolist())
+        atexit.register(late)
+        import pygpu
+        keep = pygpu.ones(1000, device="sim:0") * 2  # streams exist and storages hold events
+        keep2 = pygpu.ones(10, device="sim:1") + 1
+    """,
+    "del_during_finalisation": """
+        import pygpu
+        class Holder:
+            def __init__(self):
+                self.t = pygpu.arange(6.0, device="sim:0") * 2
+            def __del__(self):
+                try:
+                    print("del", (self.t + 1).tolist())
+                except Exception as e:  # raising is allowed; crashing is not
+                    print("del raised", type(e).__name__)
+        h = Holder()
+        h.self_ref = h  # freed only by the final collection, after atexit
+        x = pygpu.ones(4, device="sim:0") + 1
+    """,
+    "daemon_thread": """
+        import threading, time
+        import pygpu
+        started = threading.Event()
+        def work():
+            t = pygpu.ones(256, device="sim:0")
+            while True:
+                t = (t + 1) - 1
+                t.sum().item()
+                started.set()
+        threading.Thread(target=work, daemon=True).start()
+        started.wait(30)
+        time.sleep(0.05)
+        print("exiting")
+    """,
+    "first_use_after_shutdown": """
+        import atexit
+        def late():
+            import pygpu
+            print("late", (pygpu.ones(3, device="sim:1") * 5).tolist())
+        atexit.register(late)
+        import pygpu
+        pygpu.ones(2, device="sim:0") + 1  # sim:1 is never touched before exit
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(SHUTDOWN_CASES))
+def test_sim_use_after_shutdown_works_or_raises(name):
+    rc, out, err = run_child(SHUTDOWN_CASES[name])
+    assert rc == 0, f"child died with {rc}:\n{out}\n{err[-3000:]}"
+    assert "Sanitizer" not in err and "Fatal Python error" not in err, err[-3000:]
+    if name == "atexit_before_import":
+        assert "late [2.0, 2.0, 2.0, 2.0] 12.0" in out and "copied [1.0, 1.0, 1.0, 1.0]" in out
+    elif name == "del_during_finalisation":
+        assert "del [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]" in out or "del raised" in out, out
+    elif name == "daemon_thread":
+        assert "exiting" in out
+    else:
+        assert "late [5.0, 5.0, 5.0]" in out

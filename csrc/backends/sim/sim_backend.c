@@ -38,6 +38,7 @@ static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
  * threads; a (stream, seq) pair must never be seen half-updated. */
 static pthread_mutex_t g_event_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { double latency_us, h2d_gbps, d2h_gbps; } g_link;
+static _Atomic bool g_shut_down; /* pg_sim_shutdown ran: streams run work inline */
 
 static void sim_init(void)
 {
@@ -184,6 +185,8 @@ static pg_status get_stream(sim_device *d, int role, pg_stream **out)
         char name[16];
         snprintf(name, sizeof name, "pygpu-sim%d-%s", d->index, role ? "cp" : "op");
         st = pg_stream_create(exec_task, d, name, &d->stream[role]);
+        if (st == PG_OK && atomic_load(&g_shut_down)) /* first use after shutdown */
+            pg_stream_close(d->stream[role]);
     }
     *out = d->stream[role];
     pthread_mutex_unlock(&d->lock);
@@ -340,15 +343,19 @@ pg_status pg_sim_inject_fault(int index, const char *op)
     return PG_OK;
 }
 
+/* Streams are closed, never freed: storages alive after this (module globals,
+ * objects freed during finalisation) still hold events pointing at them, and
+ * a later op runs synchronously on its caller's thread (pg_stream_close). */
 void pg_sim_shutdown(void)
 {
+    atomic_store(&g_shut_down, true);
     for (int i = 0; i < PG_MAX_DEVICES_PER_TYPE; i++) {
         for (int role = 0; role < 2; role++) {
-            pg_stream_destroy(g_dev[i].stream[role]);
-            g_dev[i].stream[role] = NULL;
+            pthread_mutex_lock(&g_dev[i].lock);
+            pg_stream *s = g_dev[i].stream[role];
+            pthread_mutex_unlock(&g_dev[i].lock);
+            pg_stream_close(s);
         }
-        free(g_dev[i].first_error);
-        g_dev[i].first_error = NULL;
     }
 }
 
