@@ -306,6 +306,9 @@ static PyObject *m_tolist(PyObject *self, PyObject *noargs)
     PyTensor *h = (PyTensor *)pg_host_implicit((PyTensor *)self, PG_IMPLICIT_TOLIST);
     if (!h)
         return NULL;
+    Py_SETREF(h, (PyTensor *)pg_host_widened(h)); /* bfloat16 values as float32 (exact) */
+    if (!h)
+        return NULL;
     PyObject *arr = pg_numpy_view(h);
     Py_DECREF(h);
     if (!arr)

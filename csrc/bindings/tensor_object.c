@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "../core/pg_half.h"
+
 static PyObject *g_dtypes[PG_NUM_DTYPES];
 static PyObject *g_devices[PG_NUM_SLOTS];
 static PyObject *g_hooks;
@@ -233,6 +235,15 @@ PyObject *pg_host_implicit(PyTensor *self, int reason)
 
 const char *pg_implicit_name(int reason) { return implicit_names[reason]; }
 
+PyObject *pg_host_widened(PyTensor *h)
+{
+    if (h->t.dtype != PG_BFLOAT16)
+        return Py_NewRef(h);
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(&h->t), pg_op_astype(&h->t, PG_FLOAT32, &out));
+    return pg_wrap_result(st, &out);
+}
+
 /* ---- operators ------------------------------------------------------------------------ */
 
 /* Python bool/int/float -> pg_scalar; 1 if converted, 0 if not a scalar, -1 on error. */
@@ -349,6 +360,8 @@ PyObject *pg_item(PyTensor *self)
     case PG_BOOL: r = PyBool_FromLong(*(const uint8_t *)p); break;
     case PG_INT64: r = PyLong_FromLongLong(*(const int64_t *)p); break;
     case PG_FLOAT32: r = PyFloat_FromDouble(*(const float *)p); break;
+    case PG_FLOAT16: r = PyFloat_FromDouble(pg_f16_to_double(*(const uint16_t *)p)); break;
+    case PG_BFLOAT16: r = PyFloat_FromDouble(pg_bf16_to_double(*(const uint16_t *)p)); break;
     default: r = PyFloat_FromDouble(*(const double *)p); break;
     }
     Py_DECREF(h);

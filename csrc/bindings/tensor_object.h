@@ -71,8 +71,11 @@ extern int pg_guard_level;
 PyObject *pg_host_implicit(PyTensor *self, int reason);
 /* Wait (without the GIL) for pending writes to `t`; -1 with an exception. */
 int pg_wait(const pg_tensor *t);
-/* An ndarray viewing a cpu tensor's memory; it keeps the tensor alive. */
+/* An ndarray viewing a cpu tensor's memory; it keeps the tensor alive.
+ * TypeError for bfloat16 (NumPy has no such dtype). */
 PyObject *pg_numpy_view(PyTensor *cpu);
+/* `h` itself, or for bfloat16 a float32 copy (exact) NumPy can view. New reference. */
+PyObject *pg_host_widened(PyTensor *h);
 
 extern PyMethodDef pg_tensor_methods[];
 extern PyGetSetDef pg_tensor_getset[];

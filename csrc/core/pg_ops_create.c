@@ -59,6 +59,9 @@ pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
     PG_TRY(check_int_fits(t, v, "assignment"));
     if (pg_tensor_numel(t) == 0)
         return PG_OK;
+    if (pg_tensor_device(t).type == PG_DEV_CUDA && !pg_dtype_computes((pg_dtype)t->dtype))
+        return pg_error_set(PG_ERR_DTYPE, "fill: float16/bfloat16 fills are not available on cuda "
+                                          "yet; fill on the cpu (or sim) and move the result");
     if (t->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "fill: the tensor is read-only");
     pg_node n;
@@ -81,7 +84,7 @@ pg_status pg_op_full(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape,
 {
     pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt))
-        return pg_error_set(PG_ERR_DTYPE, "dtype %s is not supported yet", pg_dtype_name(dt));
+        return pg_error_set(PG_ERR_DTYPE, "dtype code %d is not a pygpu dtype", (int)dt);
     pg_tensor like = {.dtype = dt};
     PG_TRY(check_int_fits(&like, v, "full"));
     PG_TRY(pg_tensor_empty(dev, dt, ndim, shape, out));
@@ -97,6 +100,13 @@ pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, in
     pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt) || dt == PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE, "arange: dtype %s is not supported", pg_dtype_name(dt));
+    if (!pg_dtype_computes(dt)) { /* 16-bit storage: count in float32, then round once */
+        pg_tensor wide;
+        PG_TRY(pg_op_arange(dev, PG_FLOAT32, start, step, n, &wide));
+        pg_status st = pg_op_astype(&wide, dt, out);
+        pg_tensor_clear(&wide);
+        return st;
+    }
     PG_TRY(pg_tensor_empty(dev, dt, 1, &n, out));
     if (n == 0)
         return PG_OK;

@@ -49,10 +49,18 @@ pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tens
 
 static pg_status check_dtype(const char *op, const pg_tensor *t)
 {
-    if (!pg_dtype_supported((pg_dtype)t->dtype))
-        return pg_error_set(PG_ERR_DTYPE, "%s: dtype %s is not supported yet", op,
-                            pg_dtype_name((pg_dtype)t->dtype));
-    return PG_OK;
+    return pg_dtype_check_computes(op, (pg_dtype)t->dtype);
+}
+
+/* The CUDA kernels have no 16-bit float casts yet: refuse there, before a launch. */
+static pg_status check_half_device(const char *op, const pg_tensor *t, int other_dtype)
+{
+    if (pg_tensor_device(t).type != PG_DEV_CUDA ||
+        (pg_dtype_computes((pg_dtype)t->dtype) && pg_dtype_computes((pg_dtype)other_dtype)))
+        return PG_OK;
+    return pg_error_set(PG_ERR_DTYPE, "%s: float16/bfloat16 casts and fills are not available on "
+                                      "cuda yet; do them on the cpu (or sim) and move the result",
+                        op);
 }
 
 static void node_init(pg_node *n, int op, int subop, const char *name)
@@ -99,6 +107,7 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
     PG_TRY(pg_check_same_device("copy", dst, src));
     if (dst->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "copy: the destination is read-only");
+    PG_TRY(check_half_device("copy", dst, src->dtype));
     if (copy_overlaps(dst, src)) { /* through a temporary, as NumPy does */
         pg_tensor tmp;
         PG_TRY(pg_op_astype(src, (pg_dtype)src->dtype, &tmp));
@@ -131,8 +140,7 @@ pg_status pg_op_astype(const pg_tensor *t, pg_dtype dt, pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt))
-        return pg_error_set(PG_ERR_DTYPE, "astype: dtype %s is not supported yet",
-                            pg_dtype_name(dt));
+        return pg_error_set(PG_ERR_DTYPE, "astype: dtype code %d is not a pygpu dtype", (int)dt);
     PG_TRY(pg_tensor_empty(pg_tensor_device(t), dt, t->ndim, t->shape, out));
     pg_status st = pg_op_copy(out, t);
     if (st != PG_OK)

@@ -83,9 +83,7 @@ pg_status pg_op_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
                                           "a 0-d tensor; use * to multiply by a scalar");
     for (int i = 0; i < 2; i++) {
         const pg_tensor *t = i ? b : a;
-        if (!pg_dtype_supported((pg_dtype)t->dtype))
-            return pg_error_set(PG_ERR_DTYPE, "matmul: dtype %s is not supported yet",
-                                pg_dtype_name((pg_dtype)t->dtype));
+        PG_TRY(pg_dtype_check_computes("matmul", (pg_dtype)t->dtype));
     }
     int dt = pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
     if (dt == PG_BOOL)

@@ -54,9 +54,7 @@ pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, b
 {
     pg_tensor_out_init(out, NULL);
     const char *name = red_names[op];
-    if (!pg_dtype_supported((pg_dtype)a->dtype))
-        return pg_error_set(PG_ERR_DTYPE, "%s: dtype %s is not supported yet", name,
-                            pg_dtype_name((pg_dtype)a->dtype));
+    PG_TRY(pg_dtype_check_computes(name, (pg_dtype)a->dtype));
     int work = a->dtype == PG_BOOL ? PG_INT64 : a->dtype;
     bool back_to_bool = a->dtype == PG_BOOL && (op == PG_RED_MAX || op == PG_RED_MIN);
 
