@@ -1,8 +1,9 @@
 """Element types: small value objects with a name, a size and a stable code.
 
 The codes match csrc/core/pg_dtype.h; the C core returns these very objects
-from Tensor.dtype. float16 and bfloat16 exist so that code can name them,
-but no op accepts them yet (mixed precision is on the roadmap)."""
+from Tensor.dtype. float16 and bfloat16 are storage dtypes: tensors can be
+created in them, cast, moved and exchanged (NumPy float16, DLPack both), but
+arithmetic refuses them: convert with .astype(pygpu.float32) first."""
 import numpy as np
 
 
@@ -38,7 +39,7 @@ class DType:
 
     @property
     def numpy(self):
-        """The matching NumPy dtype (None for the reserved types NumPy lacks)."""
+        """The matching NumPy dtype (None for bfloat16, which NumPy lacks)."""
         return self._numpy
 
 
@@ -79,8 +80,8 @@ def to_dtype(obj):
             if nd == d._numpy:
                 return d
     raise TypeError(
-        f"unsupported dtype {obj!r}: pygpu supports float32, float64, int64 and bool "
-        f"(float16 and bfloat16 are reserved for mixed precision)")
+        f"unsupported dtype {obj!r}: pygpu supports float32, float64, int64 and bool, and "
+        f"float16 and bfloat16 for storage")
 
 
 def dtype_code(obj):
