@@ -1,9 +1,9 @@
 """Element types: small value objects with a name, a size and a stable code.
 
 The codes match csrc/core/pg_dtype.h; the C core returns these very objects
-from Tensor.dtype. float16 and bfloat16 are storage dtypes: tensors can be
-created in them, cast, moved and exchanged (NumPy float16, DLPack both), but
-arithmetic refuses them: convert with .astype(pygpu.float32) first."""
+from Tensor.dtype. float16 and bfloat16 are stored as themselves and
+computed in float32 (rounded back once); NumPy has no bfloat16, so its
+`numpy` is None."""
 import numpy as np
 
 
@@ -80,8 +80,8 @@ def to_dtype(obj):
             if nd == d._numpy:
                 return d
     raise TypeError(
-        f"unsupported dtype {obj!r}: pygpu supports float32, float64, int64 and bool, and "
-        f"float16 and bfloat16 for storage")
+        f"unsupported dtype {obj!r}: pygpu supports float32, float64, float16, bfloat16, "
+        f"int64 and bool")
 
 
 def dtype_code(obj):

@@ -1,13 +1,15 @@
-# test_defects_half.py - float16 and bfloat16 as storage dtypes (issue 7 §2).
+# test_defects_half.py - float16 and bfloat16 (issue 7 §2).
 #
-# They can be created, cast to and from every dtype, moved between devices and
-# exchanged with NumPy (float16), DLPack (both) and Python (both); arithmetic
-# refuses them with a TypeError naming .astype(pygpu.float32). Conversions are
-# checked bit for bit: float16 against NumPy's own float16 (every one of the
-# 65536 patterns, and narrowing from float32/float64 including ties and
-# subnormals), bfloat16 against the bit-level rule for float32 -> bfloat16
-# (round to nearest even on the top 16 bits, NaN made quiet). The float16 rows
-# of the op table (test_ops_table.py) cover views, copies and conversions.
+# They are stored as themselves: created, cast to and from every dtype, moved
+# between devices and exchanged with NumPy (float16), DLPack (both) and Python
+# (both); ops compute them in float32 and round the result back once.
+# Conversions are checked bit for bit: float16 against NumPy's own float16
+# (every one of the 65536 patterns, and narrowing from float32/float64
+# including ties and subnormals), bfloat16 against the bit-level rule for
+# float32 -> bfloat16 (round to nearest even on the top 16 bits, NaN made
+# quiet). The float16 rows of the op table (test_ops_table.py) run every op
+# against NumPy's float16; bfloat16 ops are checked here against float32
+# results rounded by that same bit rule.
 import numpy as np
 import pytest
 import torch
@@ -201,27 +203,71 @@ def test_dlpack_both_ways(dt, tdt):
     assert src[0].item() == 7.0
 
 
-# ---- arithmetic is refused, by name -------------------------------------------------------
+# ---- arithmetic: computed in float32, rounded back once ----------------------------------
 
-REFUSED = [
-    ("add", lambda t: t + t), ("add_scalar", lambda t: t + 1), ("rsub", lambda t: 1.5 - t),
-    ("mul", lambda t: t * t), ("div", lambda t: t / 2), ("neg", lambda t: -t),
-    ("abs", lambda t: abs(t)), ("eq", lambda t: t == t), ("lt_scalar", lambda t: t < 0),
-    ("maximum", lambda t: pygpu.maximum(t, t)), ("exp", lambda t: t.exp()),
-    ("relu", lambda t: pygpu.relu(t)), ("sum", lambda t: t.sum()),
-    ("sum_axis", lambda t: t.sum(axis=0)), ("mean", lambda t: t.mean()),
-    ("max", lambda t: t.max()), ("argmax", lambda t: t.argmax()),
-    ("matmul", lambda t: t @ t), ("matmul_mixed", lambda t: t @ t.astype(pygpu.float32)),
-    ("add_mixed", lambda t: t + t.astype(pygpu.float32)),
+def bf16_round(x):
+    """float64/float32 values rounded to bfloat16, as float64 (through the bit reference)."""
+    return (bf16_reference(np.asarray(x, np.float32)).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+BF16_OPS = [  # (name, pygpu fn, float32 reference) on two (4, 5) operands
+    ("add", lambda x, y: x + y, lambda x, y: x + y), ("sub", lambda x, y: x - y, lambda x, y: x - y),
+    ("mul", lambda x, y: x * y, lambda x, y: x * y), ("div", lambda x, y: x / y, lambda x, y: x / y),
+    ("maximum", pygpu.maximum, np.maximum), ("scalar_mul", lambda x, y: x * 3, lambda x, y: x * 3),
+    ("rsub", lambda x, y: 1.5 - x, lambda x, y: 1.5 - x), ("neg", lambda x, y: -x, lambda x, y: -x),
+    ("relu", lambda x, y: x.relu(), lambda x, y: np.maximum(x, 0)),
+    ("sqrt_abs", lambda x, y: abs(x).sqrt(), lambda x, y: np.sqrt(np.abs(x))),
+    ("max_axis", lambda x, y: x.max(axis=0), lambda x, y: x.max(axis=0)),
+    ("min", lambda x, y: x.min(), lambda x, y: x.min()),
 ]
 
 
-@pytest.mark.parametrize("dt", HALF, ids=str)
-@pytest.mark.parametrize("fn", [r[1] for r in REFUSED], ids=[r[0] for r in REFUSED])
-def test_arithmetic_is_refused_with_astype_hint(device, dt, fn):
-    t = pygpu.ones(2, 2, dtype=dt, device=device)
-    with pytest.raises(TypeError, match=rf"{dt} tensors are storage only.*astype\(pygpu.float32\)"):
-        fn(t)
+@pytest.mark.parametrize("fn,ref", [o[1:] for o in BF16_OPS], ids=[o[0] for o in BF16_OPS])
+def test_bfloat16_ops_round_the_float32_result_once(device, fn, ref):
+    rng = np.random.default_rng(5)
+    x, y = (bf16_round(rng.standard_normal((4, 5)) * 4).astype(np.float32) for _ in range(2))
+    y[y == 0] = 1
+    tx = to_device(x, device).astype(pygpu.bfloat16)
+    ty = to_device(y, device).astype(pygpu.bfloat16)
+    got = fn(tx, ty)
+    assert got.dtype == pygpu.bfloat16 and got.device == tx.device
+    want = bf16_round(np.asarray(ref(x, y), dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(got.tolist(), dtype=np.float64), want)
+
+
+def test_bfloat16_reductions_and_matmul_are_close(device):
+    rng = np.random.default_rng(6)
+    x = bf16_round(rng.standard_normal((16, 8))).astype(np.float32)
+    t = to_device(x, device).astype(pygpu.bfloat16)
+    for got, ref in [(t.sum(axis=0), x.sum(axis=0)), (t.mean(), x.mean()), (t @ t.T, x @ x.T)]:
+        assert got.dtype == pygpu.bfloat16
+        np.testing.assert_allclose(np.asarray(got.tolist()), ref, rtol=2 ** -7, atol=1e-2)
+    assert t.argmax(axis=1).tolist() == x.argmax(axis=1).tolist()
+    assert (t < 0).tolist() == (x < 0).tolist()
+
+
+PROMOTION = [  # (a, b, result): NumPy's float16 rules; float16 with bfloat16 as PyTorch
+    ("float16", "float16", "float16"), ("float16", "bool", "float16"), ("float16", "int64", "float64"),
+    ("float16", "float32", "float32"), ("float16", "float64", "float64"),
+    ("bfloat16", "bfloat16", "bfloat16"), ("bfloat16", "bool", "bfloat16"),
+    ("bfloat16", "int64", "float64"), ("bfloat16", "float32", "float32"),
+    ("float16", "bfloat16", "float32"),
+]
+
+
+@pytest.mark.parametrize("a,b,result", PROMOTION, ids=[f"{a}+{b}" for a, b, _ in PROMOTION])
+def test_promotion_with_16_bit_floats(a, b, result):
+    x = pygpu.ones(3, dtype=a)
+    y = pygpu.ones(3, dtype=b)
+    assert str((x + y).dtype) == result and str((y * x).dtype) == result
+    assert str(pygpu.matmul(x, y).dtype) == result
+    assert str((x < y).dtype) == "bool"
+    assert str((x + 1).dtype) == a and str((x * 2.5).dtype) == a  # NEP 50: scalars keep the dtype
+
+
+def test_logical_not_of_half_names_the_dtype():
+    with pytest.raises(TypeError, match="logical_not expects a bool tensor, got float16"):
+        pygpu.logical_not(pygpu.ones(2, dtype=pygpu.float16))
 
 
 @pytest.mark.parametrize("dt", HALF, ids=str)

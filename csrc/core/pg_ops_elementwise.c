@@ -47,11 +47,6 @@ pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tens
                         op, sa, sb, sa);
 }
 
-static pg_status check_dtype(const char *op, const pg_tensor *t)
-{
-    return pg_dtype_check_computes(op, (pg_dtype)t->dtype);
-}
-
 /* The CUDA kernels have no 16-bit float casts yet: refuse there, before a launch. */
 static pg_status check_half_device(const char *op, const pg_tensor *t, int other_dtype)
 {
@@ -220,8 +215,8 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     pg_tensor_out_init(out, NULL);
     const char *name = bin_names[op];
     PG_TRY(pg_check_same_device(name, a, b));
-    PG_TRY(check_dtype(name, a));
-    PG_TRY(check_dtype(name, b));
+    if (pg_half_involved(a, b))
+        return pg_half_binary(op, a, b, out);
     int ct, rt;
     PG_TRY(arithmetic_dtype(op, pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype), &ct, &rt));
     int nd;
@@ -255,8 +250,9 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
                               pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
+    if (pg_half_involved(a, NULL))
+        return pg_half_binary_scalar(op, a, s, scalar_left, out);
     const char *name = bin_names[op];
-    PG_TRY(check_dtype(name, a));
     int ct = a->dtype;
     if (s.kind == PG_SCALAR_INT && ct == PG_BOOL)
         ct = PG_INT64;
@@ -279,7 +275,11 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
     const char *name = un_names[op];
-    PG_TRY(check_dtype(name, a));
+    if (op == PG_UN_NOT && a->dtype != PG_BOOL)
+        return pg_error_set(PG_ERR_DTYPE, "logical_not expects a bool tensor, got %s",
+                            pg_dtype_name((pg_dtype)a->dtype));
+    if (pg_half_involved(a, NULL))
+        return pg_half_unary(op, a, out);
     int dt = a->dtype;
     bool float_only = op == PG_UN_EXP || op == PG_UN_LOG || op == PG_UN_SQRT ||
                       op == PG_UN_TANH || op == PG_UN_SIGMOID;

@@ -54,7 +54,8 @@ pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, b
 {
     pg_tensor_out_init(out, NULL);
     const char *name = red_names[op];
-    PG_TRY(pg_dtype_check_computes(name, (pg_dtype)a->dtype));
+    if (pg_half_involved(a, NULL))
+        return pg_half_reduce(op, a, naxes, axes, keepdims, out);
     int work = a->dtype == PG_BOOL ? PG_INT64 : a->dtype;
     bool back_to_bool = a->dtype == PG_BOOL && (op == PG_RED_MAX || op == PG_RED_MIN);
 
@@ -137,6 +138,8 @@ pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, b
 pg_status pg_op_mean(const pg_tensor *a, int naxes, const int *axes, bool keepdims, pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
+    if (pg_half_involved(a, NULL))
+        return pg_half_mean(a, naxes, axes, keepdims, out);
     int64_t count = 1;
     if (axes) {
         for (int i = 0; i < naxes; i++) {

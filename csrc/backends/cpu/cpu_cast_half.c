@@ -1,8 +1,8 @@
-/* cpu_cast_half.c - copy/cast loops for the 16-bit float storage dtypes.
+/* cpu_cast_half.c - copy/cast loops for float16 and bfloat16.
  *
- * float16 and bfloat16 are storage types: data can be created in them, cast
- * to and from every dtype, and moved, while arithmetic refuses them (the
- * generic layer says to astype to float32). Every cast goes through a double
+ * float16 and bfloat16 have no arithmetic kernels (the generic layer computes
+ * them in float32, pg_ops_half.c); these casts are all the CPU needs for
+ * them. Every cast goes through a double
  * with the bit-level helpers of pg_half.h (round to nearest even, NaN and inf
  * kept), so one loop per direction serves all six dtypes. Kept apart from
  * cpu_elementwise.c, whose table loops are for the computing dtypes. */

@@ -229,7 +229,7 @@ static const pg_cpu_loop_fn cast_table[4][4] = {CAST_ROW(b), CAST_ROW(i64), CAST
 pg_status pg_cpu_copy(const pg_node *node)
 {
     if (node->src[0].dtype >= PG_FLOAT16 || node->dst.dtype >= PG_FLOAT16)
-        return pg_cpu_copy_half(node); /* the 16-bit storage dtypes */
+        return pg_cpu_copy_half(node); /* float16/bfloat16 */
     const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
     pg_cpu_iterate(2, ops, NULL, cast_table[node->src[0].dtype][node->dst.dtype], NULL);
     return PG_OK;
@@ -259,7 +259,7 @@ pg_status pg_cpu_fill(const pg_node *node)
     double value[1];
     scalar_value(node->dst.dtype, node->p.scalar.f, node->p.scalar.i, value);
     uint16_t half = pg_cpu_half_bits(node->dst.dtype, node->p.scalar.f);
-    if (node->dst.dtype >= PG_FLOAT16) /* 16-bit storage dtypes: their bits */
+    if (node->dst.dtype >= PG_FLOAT16) /* float16/bfloat16: their bits */
         memcpy(value, &half, sizeof half);
     size_t size = pg_dtype_size((pg_dtype)node->dst.dtype);
     static const char zeros[8];
