@@ -2,10 +2,10 @@
  *
  * float16 and bfloat16 have no arithmetic kernels (the generic layer computes
  * them in float32, pg_ops_half.c); these casts are all the CPU needs for
- * them. Every cast goes through a double
- * with the bit-level helpers of pg_half.h (round to nearest even, NaN and inf
- * kept), so one loop per direction serves all six dtypes. Kept apart from
- * cpu_elementwise.c, whose table loops are for the computing dtypes. */
+ * them. Every cast goes through a double with the bit-level helpers of
+ * pg_half.h (round to nearest even, NaN and inf kept), so one loop serves
+ * all six dtypes in both directions. Kept apart from cpu_elementwise.c, whose
+ * table loops are for the computing dtypes. */
 #include <stdint.h>
 
 #include "../../core/pg_half.h"
