@@ -2,7 +2,7 @@
  * strided. CPU twin: csrc/backends/cpu/cpu_elementwise.c (pg_cpu_unary).
  *
  * NEG ABS RELU on int64/float; EXP LOG SQRT TANH SIGMOID on float only;
- * NOT and ABS (identity) on bool. Formulas are the CPU's: relu(x) = x > 0 ? x : 0 (NaN -> 0),
+ * NOT and ABS (identity) on bool. Formulas are the CPU's: relu(x) = x > 0 ? x : 0 (NaN stays NaN),
  * sigmoid(x) = 1 / (1 + exp(-x)); float32 uses the f-suffixed libm functions.
  * int64 NEG/ABS wrap (INT64_MIN stays INT64_MIN).
  *
@@ -61,7 +61,7 @@ template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply(T x)
     } else if constexpr (OP == PG_CUDA_UN_SIGMOID) {
         return T(1) / (T(1) + pg_exp(-x));
     } else if constexpr (OP == PG_CUDA_UN_RELU) {
-        return x > 0 ? x : T(0);
+        return (x > 0 || x != x) ? x : T(0); /* NaN stays NaN, as NumPy and torch */
     } else {
         return x ? 0 : 1; /* NOT on bool */
     }

@@ -11,7 +11,7 @@ import atexit as _atexit
 from . import _extension
 
 _C = _extension.load()  # pygpu._C; OpenBLAS preloaded; an ImportError saying what to run if unbuilt
-from ._C import (AsyncOpError, DeviceMismatchError, DeviceUnavailableError, Tensor,
+from ._C import (AsyncOpError, AxisError, DeviceMismatchError, DeviceUnavailableError, Tensor,
                  TransferGuardError, TransferWarning, abs, add, argmax, divide, exp, from_dlpack,
                  from_numpy, log, logical_not, matmul, max, maximum, mean, min, minimum,
                  multiply, negative, relu, reset_stats, sigmoid, sqrt, subtract, sum, tanh)
@@ -79,5 +79,5 @@ __all__ = [
     "sigmoid", "relu", "abs", "negative", "logical_not", "sum", "mean", "max", "min", "argmax",
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "transfer_guard",
     "get_transfer_guard", "sim", "cuda", "DeviceMismatchError", "DeviceUnavailableError",
-    "TransferGuardError", "TransferWarning", "AsyncOpError",
+    "TransferGuardError", "TransferWarning", "AsyncOpError", "AxisError",
 ]

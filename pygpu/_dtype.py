@@ -1,8 +1,9 @@
 """Element types: small value objects with a name, a size and a stable code.
 
 The codes match csrc/core/pg_dtype.h; the C core returns these very objects
-from Tensor.dtype. float16 and bfloat16 exist so that code can name them,
-but no op accepts them yet (mixed precision is on the roadmap)."""
+from Tensor.dtype. float16 and bfloat16 are stored as themselves and
+computed in float32 (rounded back once); NumPy has no bfloat16, so its
+`numpy` is None."""
 import numpy as np
 
 
@@ -38,7 +39,7 @@ class DType:
 
     @property
     def numpy(self):
-        """The matching NumPy dtype (None for the reserved types NumPy lacks)."""
+        """The matching NumPy dtype (None for bfloat16, which NumPy lacks)."""
         return self._numpy
 
 
@@ -85,8 +86,8 @@ def to_dtype(obj):
             if nd == d._numpy:
                 return d
     raise TypeError(
-        f"unsupported dtype {obj!r}: pygpu supports float32, float64, int64 and bool "
-        f"(float16 and bfloat16 are reserved for mixed precision)")
+        f"unsupported dtype {obj!r}: pygpu supports float32, float64, float16, bfloat16, "
+        f"int64 and bool")
 
 
 def dtype_code(obj):

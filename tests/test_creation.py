@@ -52,9 +52,11 @@ def test_dtype_argument_accepts_every_form(name, form, device):
     lambda: pygpu.zeros(3, dtype=np.float16),
     lambda: pygpu.ones(3).astype(np.float16),
 ], ids=["tensor", "from_numpy", "zeros_str", "zeros_np", "astype"])
-def test_float16_is_rejected_by_name(make):
-    with pytest.raises(TypeError, match="float16"):
-        make()
+def test_float16_is_accepted_by_every_spelling(make):
+    # issue 7: float16 is supported (stored as itself, computed in float32)
+    t = make()
+    assert t.dtype == pygpu.float16 and t.tolist() == [float(v) for v in np.asarray(t).ravel()]
+    assert (t + 1).dtype == pygpu.float16
 
 
 @pytest.mark.parametrize("data,dtype", [

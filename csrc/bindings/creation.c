@@ -79,6 +79,9 @@ static PyObject *f_random(PyObject *mod, PyObject *args)
     PyObject *shape_o, *dtype_o, *dev_o;
     if (!PyArg_ParseTuple(args, "iOOO", &kind, &shape_o, &dtype_o, &dev_o))
         return NULL;
+    if (kind != PG_RANDOM_UNIFORM && kind != PG_RANDOM_NORMAL)
+        return PyErr_Format(PyExc_ValueError, "_random: kind must be 0 (uniform) or 1 (normal), "
+                                              "got %d", kind);
     int ndim, code;
     int64_t shape[PG_MAX_DIMS];
     pg_device dev;

@@ -6,7 +6,7 @@
 #include "errors.h"
 
 PyObject *pg_exc_device_mismatch, *pg_exc_unavailable, *pg_exc_transfer_guard, *pg_exc_async,
-    *pg_warn_transfer;
+    *pg_exc_axis, *pg_warn_transfer;
 
 static int add_exc(PyObject *m, PyObject **slot, const char *name, PyObject *base, const char *doc)
 {
@@ -19,6 +19,19 @@ static int add_exc(PyObject *m, PyObject **slot, const char *name, PyObject *bas
     return PyModule_AddObject(m, name, *slot);
 }
 
+/* AxisError is an IndexError and a ValueError, as NumPy's is, so code that
+ * catches either (or numpy.exceptions.AxisError's bases) keeps working. */
+static int add_axis_error(PyObject *m)
+{
+    PyObject *bases = PyTuple_Pack(2, PyExc_IndexError, PyExc_ValueError);
+    if (!bases)
+        return -1;
+    int r = add_exc(m, &pg_exc_axis, "AxisError", bases,
+                    "An axis number is out of range for the tensor's dimensions.");
+    Py_DECREF(bases);
+    return r;
+}
+
 int pg_errors_init(PyObject *m)
 {
     if (add_exc(m, &pg_exc_device_mismatch, "DeviceMismatchError", PyExc_RuntimeError,
@@ -29,6 +42,7 @@ int pg_errors_init(PyObject *m)
                 "An implicit host<->device transfer happened under transfer_guard('disallow').") < 0 ||
         add_exc(m, &pg_exc_async, "AsyncOpError", PyExc_RuntimeError,
                 "An asynchronously executed op failed; raised at the next synchronization.") < 0 ||
+        add_axis_error(m) < 0 ||
         add_exc(m, &pg_warn_transfer, "TransferWarning", PyExc_UserWarning,
                 "An implicit host<->device transfer happened under transfer_guard('log').") < 0)
         return -1;
@@ -49,6 +63,8 @@ PyObject *pg_raise(pg_status st)
     case PG_ERR_UNAVAILABLE: type = pg_exc_unavailable; break;
     case PG_ERR_TRANSFER: type = pg_exc_transfer_guard; break;
     case PG_ERR_ASYNC: type = pg_exc_async; break;
+    case PG_ERR_AXIS: type = pg_exc_axis; break;
+    case PG_ERR_OVERFLOW: type = PyExc_OverflowError; break;
     default: type = PyExc_RuntimeError; break;
     }
     const char *msg = pg_error_message();

@@ -20,13 +20,16 @@ int pg_numpy_init(void)
     return 0;
 }
 
+/* NumPy's type for a pg dtype; -1 for bfloat16, which NumPy lacks. */
 static int npy_type(int dt)
 {
     switch (dt) {
     case PG_BOOL: return NPY_BOOL;
     case PG_INT64: return NPY_INT64;
     case PG_FLOAT32: return NPY_FLOAT32;
-    default: return NPY_FLOAT64;
+    case PG_FLOAT64: return NPY_FLOAT64;
+    case PG_FLOAT16: return NPY_HALF;
+    default: return -1;
     }
 }
 
@@ -42,14 +45,15 @@ static int from_npy_type(PyArray_Descr *d)
     case NPY_BOOL: return PG_BOOL;
     case NPY_FLOAT32: return PG_FLOAT32;
     case NPY_FLOAT64: return PG_FLOAT64;
+    case NPY_HALF: return PG_FLOAT16;
     default:
         if (PyTypeNum_ISINTEGER(d->type_num) && PyDataType_ELSIZE(d) == 8 && PyTypeNum_ISSIGNED(d->type_num))
             return PG_INT64;
     }
     PyObject *name = PyObject_Str((PyObject *)d);
     PyErr_Format(PyExc_TypeError,
-                 "unsupported dtype %S: pygpu supports float32, float64, int64 and bool; convert "
-                 "with a.astype(np.float32) (or another of those) first",
+                 "unsupported dtype %S: pygpu supports float32, float64, float16, int64 and bool; "
+                 "convert with a.astype(np.float32) (or another of those) first",
                  name ? name : Py_None);
     Py_XDECREF(name);
     return -1;
@@ -58,6 +62,12 @@ static int from_npy_type(PyArray_Descr *d)
 PyObject *pg_numpy_view(PyTensor *cpu)
 {
     const pg_tensor *t = &cpu->t;
+    if (npy_type(t->dtype) < 0)
+        return PyErr_Format(PyExc_TypeError,
+                            "NumPy has no %s dtype, so this tensor has no NumPy view; convert "
+                            "with .astype(pygpu.float32) first (exact: every bfloat16 is a "
+                            "float32)",
+                            pg_dtype_name((pg_dtype)t->dtype));
     npy_intp dims[PG_MAX_DIMS], strides[PG_MAX_DIMS];
     size_t isz = pg_dtype_size((pg_dtype)t->dtype);
     for (int i = 0; i < t->ndim; i++) {
@@ -150,6 +160,8 @@ static PyObject *f_from_array_copy(PyObject *mod, PyObject *args)
         return NULL;
     if (!PyArray_Check(obj))
         return PyErr_Format(PyExc_TypeError, "expected an ndarray");
+    if (pg_check_dtype_code(code) < 0)
+        return NULL;
     PyTensor *src = (PyTensor *)wrap_ndarray((PyArrayObject *)obj);
     if (!src)
         return NULL;
@@ -160,6 +172,20 @@ static PyObject *f_from_array_copy(PyObject *mod, PyObject *args)
 }
 
 /* ---- the buffer protocol and __array__ ------------------------------------------------ */
+
+/* Column-major (Fortran) order: the first axis has unit stride. */
+static bool is_f_contiguous(const pg_tensor *t)
+{
+    int64_t expected = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] == 0)
+            return true;
+        if (t->shape[i] != 1 && t->strides[i] != expected)
+            return false;
+        expected *= t->shape[i];
+    }
+    return true;
+}
 
 static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
@@ -177,6 +203,28 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
         PyErr_SetString(PyExc_BufferError, "the tensor is read-only");
         return -1;
     }
+    if (t->dtype == PG_BFLOAT16) {
+        PyErr_SetString(PyExc_BufferError, "bfloat16 has no buffer-protocol format (NumPy and "
+                                           "struct lack it); convert with .astype(pygpu.float32)");
+        return -1;
+    }
+    /* a consumer that asks for contiguous memory indexes it without strides */
+    bool c_contig = pg_tensor_is_contiguous(t), f_contig = is_f_contiguous(t);
+    const char *want = NULL;
+    if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c_contig && !f_contig)
+        want = "contiguous";
+    else if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c_contig)
+        want = "C-contiguous";
+    else if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f_contig)
+        want = "Fortran-contiguous";
+    else if (!(flags & PyBUF_STRIDES) && !c_contig)
+        want = "C-contiguous (no strides were asked for)";
+    if (want) {
+        PyErr_Format(PyExc_BufferError, "the consumer asked for a %s buffer and this tensor is "
+                                        "not; pass t.contiguous() instead",
+                     want);
+        return -1;
+    }
     if (pg_wait(t) < 0)
         return -1;
     /* shape and strides live in one allocation owned by view->internal */
@@ -190,7 +238,9 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
         mem[i] = (Py_ssize_t)t->shape[i];
         mem[t->ndim + i] = (Py_ssize_t)(t->strides[i] * (int64_t)isz);
     }
-    static const char *formats[] = {"?", "q", "f", "d"};
+    static const char *formats[PG_NUM_DTYPES] = {
+        [PG_BOOL] = "?", [PG_INT64] = "q", [PG_FLOAT32] = "f", [PG_FLOAT64] = "d",
+        [PG_FLOAT16] = "e"};
     view->buf = pg_tensor_data(t);
     view->obj = Py_NewRef(self);
     view->len = (Py_ssize_t)(pg_tensor_numel(t) * (int64_t)isz);
@@ -198,17 +248,10 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
     view->itemsize = (Py_ssize_t)isz;
     view->format = (flags & PyBUF_FORMAT) ? (char *)formats[t->dtype] : NULL;
     view->ndim = t->ndim;
-    view->shape = mem;
-    view->strides = mem + t->ndim;
+    view->shape = (flags & PyBUF_ND) == PyBUF_ND ? mem : NULL;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? mem + t->ndim : NULL;
     view->suboffsets = NULL;
     view->internal = mem;
-    if (!(flags & PyBUF_STRIDES) && !pg_tensor_is_contiguous(t)) {
-        PyMem_Free(mem);
-        Py_CLEAR(view->obj);
-        PyErr_SetString(PyExc_BufferError, "the tensor is not contiguous; ask for a strided buffer "
-                                           "or call .contiguous()");
-        return -1;
-    }
     return 0;
 }
 
@@ -235,6 +278,17 @@ PyObject *pg_array_dunder(PyObject *self, PyObject *args, PyObject *kwargs)
     PyTensor *h = (PyTensor *)pg_host_implicit(o, PG_IMPLICIT_ARRAY);
     if (!h)
         return NULL;
+    if (npy_type(h->t.dtype) < 0) { /* bfloat16: NumPy gets float32, which holds it exactly */
+        if (copy == Py_False) {
+            Py_DECREF(h);
+            return PyErr_Format(PyExc_ValueError, "copy=False is impossible: NumPy has no "
+                                                  "bfloat16, so the values must be converted");
+        }
+        Py_SETREF(h, (PyTensor *)pg_host_widened(h));
+        if (!h)
+            return NULL;
+        copy = Py_None; /* already a fresh array */
+    }
     PyObject *arr = pg_numpy_view(h);
     Py_DECREF(h);
     if (arr && dtype != Py_None)
@@ -277,9 +331,10 @@ static void capsule_destructor(PyObject *cap)
     } /* a consumed capsule was renamed "used_..." and is the consumer's to free */
 }
 
-static const DLDataType dl_types[] = {
-    [PG_BOOL] = {kDLBool, 8, 1}, [PG_INT64] = {kDLInt, 64, 1},
-    [PG_FLOAT32] = {kDLFloat, 32, 1}, [PG_FLOAT64] = {kDLFloat, 64, 1}};
+static const DLDataType dl_types[PG_NUM_DTYPES] = {
+    [PG_BOOL] = {kDLBool, 8, 1},      [PG_INT64] = {kDLInt, 64, 1},
+    [PG_FLOAT32] = {kDLFloat, 32, 1}, [PG_FLOAT64] = {kDLFloat, 64, 1},
+    [PG_FLOAT16] = {kDLFloat, 16, 1}, [PG_BFLOAT16] = {kDLBfloat, 16, 1}};
 
 static int dl_device(const pg_tensor *t, DLDevice *d)
 {
@@ -432,14 +487,15 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
                              : &((DLManagedTensor *)managed)->dl_tensor;
     uint64_t flags = versioned ? ((DLManagedTensorVersioned *)managed)->flags : 0;
     int dt = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < PG_NUM_DTYPES; i++)
         if (dl_types[i].code == dl->dtype.code && dl_types[i].bits == dl->dtype.bits && dl->dtype.lanes == 1)
             dt = i;
     const char *why = NULL;
     if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost)
         why = "only host (CPU) memory can be imported so far";
     else if (dt < 0)
-        why = "unsupported DLPack dtype: pygpu supports float32, float64, int64 and bool";
+        why = "unsupported DLPack dtype: pygpu supports float32, float64, float16, bfloat16, "
+              "int64 and bool";
     else if (dl->ndim < 0 || dl->ndim > PG_MAX_DIMS)
         why = "too many dimensions";
     if (why) {

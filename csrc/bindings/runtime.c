@@ -3,6 +3,8 @@
  * pygpu.sim, pygpu.cuda, pygpu.stats() and friends. */
 #include "tensor_object.h"
 
+#include <math.h>
+
 #include "../backends/sim/sim_backend.h"
 #include "../core/pg_allocator.h"
 #include "../core/pg_backend.h"
@@ -13,7 +15,7 @@ static char g_cuda_reason[512] = "pygpu was built without the CUDA backend (no C
 
 static int get_device_arg(PyObject *args, pg_device *d)
 {
-    return PyArg_ParseTuple(args, "ii", &d->type, &d->index) ? 0 : -1;
+    return PyArg_ParseTuple(args, "ii", &d->type, &d->index) ? pg_check_device(*d) : -1;
 }
 
 static PyObject *f_setup(PyObject *mod, PyObject *args)
@@ -219,10 +221,13 @@ static PyObject *f_seed(PyObject *mod, PyObject *args)
     int type = -1, index = 0;
     if (!PyArg_ParseTuple(args, "K|ii", &seed, &type, &index))
         return NULL;
-    if (type < 0)
+    if (type == -1) {
         pg_rng_seed_all(seed);
-    else
+    } else {
+        if (pg_check_device((pg_device){type, index}) < 0)
+            return NULL;
         pg_rng_seed((pg_device){type, index}, seed);
+    }
     Py_RETURN_NONE;
 }
 
@@ -232,8 +237,14 @@ static PyObject *f_sim_configure(PyObject *mod, PyObject *args)
     double lat, h2d, d2h;
     if (!PyArg_ParseTuple(args, "ddd", &lat, &h2d, &d2h))
         return NULL;
-    if (lat < 0 || h2d < 0 || d2h < 0)
-        return PyErr_Format(PyExc_ValueError, "latency and bandwidths must be >= 0 (0 = no limit)");
+    const char *names[3] = {"latency_us", "h2d_gbps", "d2h_gbps"};
+    double values[3] = {lat, h2d, d2h};
+    for (int i = 0; i < 3; i++) /* NaN would hang the next transfer; inf would mean "off" */
+        if (!isfinite(values[i]) || values[i] < 0)
+            return PyErr_Format(PyExc_ValueError,
+                                "sim.configure: %s must be a finite number >= 0, got %R (0 or None "
+                                "means no limit)",
+                                names[i], PyTuple_GET_ITEM(args, i));
     pg_sim_configure_link(lat, h2d, d2h);
     Py_RETURN_NONE;
 }

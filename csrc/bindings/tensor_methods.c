@@ -14,6 +14,17 @@ PyObject *pg_dlpack_device_dunder(PyObject *self, PyObject *noargs);
 
 #define T(self) (&((PyTensor *)(self))->t)
 
+/* One user axis number, checked against `ndim` in 64 bits before it is
+ * narrowed to an int (2**32 must not become axis 0). NumPy's AxisError text. */
+static int check_axis(int64_t axis, int ndim, const char *op)
+{
+    if (axis >= -(int64_t)ndim && axis < (int64_t)ndim)
+        return 0;
+    pg_raise(pg_error_set(PG_ERR_AXIS, "%s: axis %lld is out of bounds for array of dimension %d",
+                          op, (long long)axis, ndim));
+    return -1;
+}
+
 /* ---- properties ----------------------------------------------------------------------- */
 
 static PyObject *shape_tuple(const pg_tensor *t)
@@ -144,8 +155,11 @@ static PyObject *m_transpose(PyObject *self, PyObject *args)
     if (pg_parse_shape(spec, &ndim, axes) < 0)
         return NULL;
     int perm[PG_MAX_DIMS];
-    for (int i = 0; i < ndim; i++)
+    for (int i = 0; i < ndim; i++) {
+        if (check_axis(axes[i], t->ndim, "transpose") < 0)
+            return NULL;
         perm[i] = (int)(axes[i] < 0 ? axes[i] + t->ndim : axes[i]);
+    }
     pg_tensor out;
     return pg_wrap_result(pg_view_transpose(t, ndim, perm, &out), &out);
 }
@@ -292,6 +306,9 @@ static PyObject *m_tolist(PyObject *self, PyObject *noargs)
     PyTensor *h = (PyTensor *)pg_host_implicit((PyTensor *)self, PG_IMPLICIT_TOLIST);
     if (!h)
         return NULL;
+    Py_SETREF(h, (PyTensor *)pg_host_widened(h)); /* bfloat16 values as float32 (exact) */
+    if (!h)
+        return NULL;
     PyObject *arr = pg_numpy_view(h);
     Py_DECREF(h);
     if (!arr)
@@ -309,8 +326,8 @@ static PyObject *m_item(PyObject *self, PyObject *noargs)
 
 /* ---- math ----------------------------------------------------------------------------- */
 
-/* axis=None | int | tuple of ints */
-static int parse_axes(PyObject *axis, int *naxes, int *axes, bool *all)
+/* axis=None | int | tuple of ints; each in [-ndim, ndim) */
+static int parse_axes(PyObject *axis, int ndim, const char *op, int *naxes, int *axes, bool *all)
 {
     *all = axis == NULL || axis == Py_None;
     if (*all)
@@ -323,8 +340,11 @@ static int parse_axes(PyObject *axis, int *naxes, int *axes, bool *all)
     }
     if (pg_parse_shape(axis, naxes, tmp) < 0)
         return -1;
-    for (int i = 0; i < *naxes; i++)
+    for (int i = 0; i < *naxes; i++) {
+        if (check_axis(tmp[i], ndim, op) < 0)
+            return -1;
         axes[i] = (int)tmp[i];
+    }
     return 0;
 }
 
@@ -337,9 +357,10 @@ PyObject *pg_reduce_call(PyObject *self, int op, PyObject *args, PyObject *kwarg
         return NULL;
     int naxes = 0, axes[PG_MAX_DIMS];
     bool all;
-    if (parse_axes(axis, &naxes, axes, &all) < 0)
-        return NULL;
     const pg_tensor *t = T(self);
+    static const char *const names[PG_NUM_REDUCE] = {"sum", "max", "min", "argmax"};
+    if (parse_axes(axis, t->ndim, op < 0 ? "mean" : names[op], &naxes, axes, &all) < 0)
+        return NULL;
     pg_tensor out;
     pg_status st = op < 0 ? PG_CALL(pg_heavy(t), pg_op_mean(t, naxes, all ? NULL : axes, keepdims, &out))
                           : PG_CALL(pg_heavy(t), pg_op_reduce(op, t, naxes, all ? NULL : axes, keepdims, &out));

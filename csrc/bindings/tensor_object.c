@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "../core/pg_half.h"
+
 static PyObject *g_dtypes[PG_NUM_DTYPES];
 static PyObject *g_devices[PG_NUM_SLOTS];
 static PyObject *g_hooks;
@@ -80,6 +82,32 @@ PyObject *pg_device_object(pg_device d)
     return Py_NewRef(g_devices[slot]);
 }
 
+int pg_check_device(pg_device d)
+{
+    if (d.type < 0 || d.type >= PG_NUM_DEVICE_TYPES) {
+        PyErr_Format(PyExc_ValueError, "device type %d is not one of 0 (cpu), 1 (sim), 2 (cuda)",
+                     d.type);
+        return -1;
+    }
+    int max = d.type == PG_DEV_CPU ? 1 : PG_MAX_DEVICES_PER_TYPE;
+    if (d.index < 0 || d.index >= max) {
+        PyErr_Format(PyExc_ValueError, "device index %d is out of range for %s: it must be in "
+                                       "0..%d",
+                     d.index, pg_device_type_name(d.type), max - 1);
+        return -1;
+    }
+    return 0;
+}
+
+int pg_check_dtype_code(long code)
+{
+    if (pg_dtype_valid((int)code) && code == (int)code)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "dtype code %ld is not a pygpu dtype (codes are 0..%d)", code,
+                 PG_NUM_DTYPES - 1);
+    return -1;
+}
+
 int pg_parse_dtype(PyObject *o, int *code)
 {
     for (int i = 0; i < PG_NUM_DTYPES; i++) {
@@ -96,7 +124,7 @@ int pg_parse_dtype(PyObject *o, int *code)
         return -1;
     long c = PyLong_AsLong(r);
     Py_DECREF(r);
-    if (c == -1 && PyErr_Occurred())
+    if ((c == -1 && PyErr_Occurred()) || pg_check_dtype_code(c) < 0)
         return -1;
     *code = (int)c;
     return 0;
@@ -118,7 +146,7 @@ int pg_parse_device(PyObject *o, pg_device *d)
         return -1;
     int ok = PyArg_ParseTuple(r, "ii", &d->type, &d->index);
     Py_DECREF(r);
-    return ok ? 0 : -1;
+    return ok ? pg_check_device(*d) : -1;
 }
 
 int pg_parse_shape(PyObject *o, int *ndim, int64_t *shape)
@@ -206,6 +234,15 @@ PyObject *pg_host_implicit(PyTensor *self, int reason)
 }
 
 const char *pg_implicit_name(int reason) { return implicit_names[reason]; }
+
+PyObject *pg_host_widened(PyTensor *h)
+{
+    if (h->t.dtype != PG_BFLOAT16)
+        return Py_NewRef(h);
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(&h->t), pg_op_astype(&h->t, PG_FLOAT32, &out));
+    return pg_wrap_result(st, &out);
+}
 
 /* ---- operators ------------------------------------------------------------------------ */
 
@@ -323,6 +360,8 @@ PyObject *pg_item(PyTensor *self)
     case PG_BOOL: r = PyBool_FromLong(*(const uint8_t *)p); break;
     case PG_INT64: r = PyLong_FromLongLong(*(const int64_t *)p); break;
     case PG_FLOAT32: r = PyFloat_FromDouble(*(const float *)p); break;
+    case PG_FLOAT16: r = PyFloat_FromDouble(pg_f16_to_double(*(const uint16_t *)p)); break;
+    case PG_BFLOAT16: r = PyFloat_FromDouble(pg_bf16_to_double(*(const uint16_t *)p)); break;
     default: r = PyFloat_FromDouble(*(const double *)p); break;
     }
     Py_DECREF(h);

@@ -55,6 +55,11 @@ PyObject *pg_dtype_object(int code);   /* borrowed */
 PyObject *pg_device_object(pg_device d); /* new reference */
 PyObject *pg_hook(const char *name);   /* borrowed; NULL with an exception if missing */
 int pg_parse_dtype(PyObject *o, int *code);   /* 0 ok, -1 error */
+/* The one check of a (type, index) pair that arrives from Python, before it
+ * indexes any per-device table: -1 with a ValueError naming the valid range. */
+int pg_check_device(pg_device d);
+/* The same for a dtype code: -1 with a ValueError. */
+int pg_check_dtype_code(long code);
 int pg_parse_device(PyObject *o, pg_device *d);
 /* shape from a tuple/list of ints, or from varargs ints */
 int pg_parse_shape(PyObject *o, int *ndim, int64_t *shape);
@@ -66,8 +71,11 @@ extern int pg_guard_level;
 PyObject *pg_host_implicit(PyTensor *self, int reason);
 /* Wait (without the GIL) for pending writes to `t`; -1 with an exception. */
 int pg_wait(const pg_tensor *t);
-/* An ndarray viewing a cpu tensor's memory; it keeps the tensor alive. */
+/* An ndarray viewing a cpu tensor's memory; it keeps the tensor alive.
+ * TypeError for bfloat16 (NumPy has no such dtype). */
 PyObject *pg_numpy_view(PyTensor *cpu);
+/* `h` itself, or for bfloat16 a float32 copy (exact) NumPy can view. New reference. */
+PyObject *pg_host_widened(PyTensor *h);
 
 extern PyMethodDef pg_tensor_methods[];
 extern PyGetSetDef pg_tensor_getset[];

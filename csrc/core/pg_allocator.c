@@ -133,10 +133,14 @@ pg_status pg_allocator_alloc(const pg_backend *be, pg_device dev, size_t nbytes,
     }
     pthread_mutex_unlock(&c->lock);
     if (st != PG_OK) {
+        size_t total = be->total_memory ? be->total_memory(be, dev.index) : 0;
         return pg_error_set(PG_ERR_NOMEM,
                             "out of memory on %s:%d: cannot allocate %zu bytes (%.1f MiB); "
-                            "free tensors you no longer need or call empty_cache()",
-                            be->name, dev.index, nbytes, (double)nbytes / 1048576.0);
+                            "%.1f MiB in use by tensors of %.1f MiB in total; free tensors you "
+                            "no longer need or call empty_cache()",
+                            be->name, dev.index, nbytes, (double)nbytes / 1048576.0,
+                            (double)pg_stats_mem_current(dev) / 1048576.0,
+                            (double)total / 1048576.0);
     }
     pg_stats_alloc(dev, rounded, hit);
     *ptr = p;

@@ -1,8 +1,10 @@
 /* pg_dtype.h - element types: an enum with a size and a name.
  *
  * Codes are stable (they cross into Python and into the CUDA plugin). float16
- * and bfloat16 have their slots reserved for the mixed-precision work; they
- * are rejected by pg_dtype_supported() until kernels exist for them. */
+ * and bfloat16 have no arithmetic kernels (pg_dtype_computes is false): they
+ * are stored, cast and exchanged as themselves, and ops compute them in
+ * float32 and round back (pg_ops_half.c). Their bits are interpreted only by
+ * pg_half.h. */
 #ifndef PG_DTYPE_H
 #define PG_DTYPE_H
 
@@ -14,8 +16,8 @@ typedef enum pg_dtype {
     PG_INT64 = 1,
     PG_FLOAT32 = 2,
     PG_FLOAT64 = 3,
-    PG_FLOAT16 = 4,  /* reserved */
-    PG_BFLOAT16 = 5, /* reserved */
+    PG_FLOAT16 = 4,  /* IEEE binary16 */
+    PG_BFLOAT16 = 5, /* the top 16 bits of a float32 */
     PG_NUM_DTYPES
 } pg_dtype;
 
@@ -26,12 +28,15 @@ static inline size_t pg_dtype_size(pg_dtype dt)
     return sizes[dt];
 }
 const char *pg_dtype_name(pg_dtype dt);
-bool pg_dtype_valid(int code);      /* a known code (even if reserved) */
-bool pg_dtype_supported(pg_dtype dt); /* has kernels today */
+bool pg_dtype_valid(int code);      /* a known code */
+bool pg_dtype_supported(pg_dtype dt); /* can be stored, cast and moved (every valid code) */
+bool pg_dtype_computes(pg_dtype dt);  /* has arithmetic kernels (not float16/bfloat16) */
 bool pg_dtype_is_float(pg_dtype dt);
 
 /* NumPy's promotion for two arrays: bool < int64 < float32 < float64,
- * except int64 with float32 gives float64 (as NumPy does). */
+ * except int64 with float32 gives float64 (as NumPy does); a 16-bit float
+ * ranks below float32 (with int64: float64), float16 with bfloat16 gives
+ * float32 (as PyTorch). */
 pg_dtype pg_dtype_promote(pg_dtype a, pg_dtype b);
 
 #endif

@@ -40,10 +40,28 @@ void pg_rng_seed_all(uint64_t seed)
         pg_rng_seed(pg_device_from_slot(s), seed);
 }
 
+/* A float stored into an int64 tensor must fit (NaN and +-inf do not): C's
+ * conversion would be undefined and x86 gives INT64_MIN. One check for
+ * full(), fill and t[i] = x. */
+static pg_status check_int_fits(const pg_tensor *t, pg_scalar v, const char *op)
+{
+    if (v.kind == PG_SCALAR_FLOAT && t->dtype == PG_INT64 &&
+        !(v.f >= -9223372036854775808.0 && v.f < 9223372036854775808.0))
+        return pg_error_set(PG_ERR_OVERFLOW,
+                            "%s: the value %g does not fit in an int64 tensor (range -2**63 .. "
+                            "2**63-1); use a float tensor or a value in range",
+                            op, v.f);
+    return PG_OK;
+}
+
 pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
 {
+    PG_TRY(check_int_fits(t, v, "assignment"));
     if (pg_tensor_numel(t) == 0)
         return PG_OK;
+    if (pg_tensor_device(t).type == PG_DEV_CUDA && !pg_dtype_computes((pg_dtype)t->dtype))
+        return pg_error_set(PG_ERR_DTYPE, "fill: float16/bfloat16 fills are not available on cuda "
+                                          "yet; fill on the cpu (or sim) and move the result");
     if (t->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "fill: the tensor is read-only");
     pg_node n;
@@ -64,10 +82,11 @@ pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
 pg_status pg_op_full(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape, pg_scalar v,
                      pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt))
-        return pg_error_set(PG_ERR_DTYPE, "dtype %s is not supported yet", pg_dtype_name(dt));
-    if (v.kind == PG_SCALAR_FLOAT && dt == PG_INT64 && !(v.f > -9.3e18 && v.f < 9.3e18))
-        return pg_error_set(PG_ERR_VALUE, "cannot fill an int64 tensor with %g", v.f);
+        return pg_error_set(PG_ERR_DTYPE, "dtype code %d is not a pygpu dtype", (int)dt);
+    pg_tensor like = {.dtype = dt};
+    PG_TRY(check_int_fits(&like, v, "full"));
     PG_TRY(pg_tensor_empty(dev, dt, ndim, shape, out));
     pg_status st = pg_op_fill(out, v);
     if (st != PG_OK)
@@ -78,8 +97,16 @@ pg_status pg_op_full(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape,
 pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, int64_t n,
                        pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt) || dt == PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE, "arange: dtype %s is not supported", pg_dtype_name(dt));
+    if (!pg_dtype_computes(dt)) { /* 16-bit storage: count in float32, then round once */
+        pg_tensor wide;
+        PG_TRY(pg_op_arange(dev, PG_FLOAT32, start, step, n, &wide));
+        pg_status st = pg_op_astype(&wide, dt, out);
+        pg_tensor_clear(&wide);
+        return st;
+    }
     PG_TRY(pg_tensor_empty(dev, dt, 1, &n, out));
     if (n == 0)
         return PG_OK;
@@ -100,6 +127,7 @@ pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, in
 pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
                        pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     if (dt != PG_FLOAT32 && dt != PG_FLOAT64)
         return pg_error_set(PG_ERR_DTYPE, "%s: dtype must be float32 or float64, got %s",
                             kind == PG_RANDOM_NORMAL ? "randn" : "rand", pg_dtype_name(dt));

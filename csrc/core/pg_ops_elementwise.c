@@ -47,12 +47,15 @@ pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tens
                         op, sa, sb, sa);
 }
 
-static pg_status check_dtype(const char *op, const pg_tensor *t)
+/* The CUDA kernels have no 16-bit float casts yet: refuse there, before a launch. */
+static pg_status check_half_device(const char *op, const pg_tensor *t, int other_dtype)
 {
-    if (!pg_dtype_supported((pg_dtype)t->dtype))
-        return pg_error_set(PG_ERR_DTYPE, "%s: dtype %s is not supported yet", op,
-                            pg_dtype_name((pg_dtype)t->dtype));
-    return PG_OK;
+    if (pg_tensor_device(t).type != PG_DEV_CUDA ||
+        (pg_dtype_computes((pg_dtype)t->dtype) && pg_dtype_computes((pg_dtype)other_dtype)))
+        return PG_OK;
+    return pg_error_set(PG_ERR_DTYPE, "%s: float16/bfloat16 casts and fills are not available on "
+                                      "cuda yet; do them on the cpu (or sim) and move the result",
+                        op);
 }
 
 static void node_init(pg_node *n, int op, int subop, const char *name)
@@ -63,11 +66,50 @@ static void node_init(pg_node *n, int op, int subop, const char *name)
     n->name = name;
 }
 
+/* The elements [lo, hi) a view can touch, in elements of its storage. */
+static void view_extent(const pg_tensor *t, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = t->offset;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t span = (t->shape[i] - 1) * t->strides[i];
+        if (span < 0)
+            *lo += span;
+        else
+            *hi += span;
+    }
+    *hi += 1;
+}
+
+/* True when writing `dst` element by element could overwrite parts of `src`
+ * not yet read (t[1:] = t[:-1]): same storage, overlapping ranges, and not
+ * the very same layout (an element copied onto itself is harmless). */
+static bool copy_overlaps(const pg_tensor *dst, const pg_tensor *src)
+{
+    if (dst->storage != src->storage || pg_tensor_numel(dst) == 0 || pg_tensor_numel(src) == 0)
+        return false;
+    if (dst->offset == src->offset && dst->ndim == src->ndim && dst->dtype == src->dtype &&
+        memcmp(dst->shape, src->shape, sizeof(int64_t) * dst->ndim) == 0 &&
+        memcmp(dst->strides, src->strides, sizeof(int64_t) * dst->ndim) == 0)
+        return false;
+    int64_t dlo, dhi, slo, shi;
+    view_extent(dst, &dlo, &dhi);
+    view_extent(src, &slo, &shi);
+    return dlo < shi && slo < dhi;
+}
+
 pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
 {
     PG_TRY(pg_check_same_device("copy", dst, src));
     if (dst->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "copy: the destination is read-only");
+    PG_TRY(check_half_device("copy", dst, src->dtype));
+    if (copy_overlaps(dst, src)) { /* through a temporary, as NumPy does */
+        pg_tensor tmp;
+        PG_TRY(pg_op_astype(src, (pg_dtype)src->dtype, &tmp));
+        pg_status st = pg_op_copy(dst, &tmp);
+        pg_tensor_clear(&tmp);
+        return st;
+    }
     pg_node n;
     node_init(&n, PG_OP_COPY, 0, "copy");
     PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &n.src[0]));
@@ -91,9 +133,9 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
 
 pg_status pg_op_astype(const pg_tensor *t, pg_dtype dt, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt))
-        return pg_error_set(PG_ERR_DTYPE, "astype: dtype %s is not supported yet",
-                            pg_dtype_name(dt));
+        return pg_error_set(PG_ERR_DTYPE, "astype: dtype code %d is not a pygpu dtype", (int)dt);
     PG_TRY(pg_tensor_empty(pg_tensor_device(t), dt, t->ndim, t->shape, out));
     pg_status st = pg_op_copy(out, t);
     if (st != PG_OK)
@@ -103,6 +145,7 @@ pg_status pg_op_astype(const pg_tensor *t, pg_dtype dt, pg_tensor *out)
 
 pg_status pg_op_contiguous(const pg_tensor *t, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     if (pg_tensor_is_contiguous(t)) {
         pg_tensor_ref(t, out);
         return PG_OK;
@@ -112,6 +155,7 @@ pg_status pg_op_contiguous(const pg_tensor *t, pg_tensor *out)
 
 pg_status pg_op_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     pg_status st = pg_view_reshape(t, ndim, shape, out);
     if (st != PG_ERR_VALUE)
         return st; /* a view, or a real error */
@@ -168,10 +212,11 @@ static pg_status arithmetic_dtype(int op, int ct, int *compute, int *result)
 
 pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     const char *name = bin_names[op];
     PG_TRY(pg_check_same_device(name, a, b));
-    PG_TRY(check_dtype(name, a));
-    PG_TRY(check_dtype(name, b));
+    if (pg_half_involved(a, b))
+        return pg_half_binary(op, a, b, out);
     int ct, rt;
     PG_TRY(arithmetic_dtype(op, pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype), &ct, &rt));
     int nd;
@@ -204,8 +249,10 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
 pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,
                               pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
+    if (pg_half_involved(a, NULL))
+        return pg_half_binary_scalar(op, a, s, scalar_left, out);
     const char *name = bin_names[op];
-    PG_TRY(check_dtype(name, a));
     int ct = a->dtype;
     if (s.kind == PG_SCALAR_INT && ct == PG_BOOL)
         ct = PG_INT64;
@@ -226,8 +273,13 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
 
 pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     const char *name = un_names[op];
-    PG_TRY(check_dtype(name, a));
+    if (op == PG_UN_NOT && a->dtype != PG_BOOL)
+        return pg_error_set(PG_ERR_DTYPE, "logical_not expects a bool tensor, got %s",
+                            pg_dtype_name((pg_dtype)a->dtype));
+    if (pg_half_involved(a, NULL))
+        return pg_half_unary(op, a, out);
     int dt = a->dtype;
     bool float_only = op == PG_UN_EXP || op == PG_UN_LOG || op == PG_UN_SQRT ||
                       op == PG_UN_TANH || op == PG_UN_SIGMOID;

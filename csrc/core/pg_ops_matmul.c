@@ -74,18 +74,15 @@ static pg_status prepare(const pg_tensor *t, bool left, int dt, pg_tensor *out)
 
 pg_status pg_op_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     char sa[160], sb[160];
     pg_device dev = pg_tensor_device(a);
     PG_TRY(pg_check_same_device("matmul", a, b));
     if (a->ndim == 0 || b->ndim == 0)
         return pg_error_set(PG_ERR_VALUE, "matmul: operands must have at least 1 dimension, got "
                                           "a 0-d tensor; use * to multiply by a scalar");
-    for (int i = 0; i < 2; i++) {
-        const pg_tensor *t = i ? b : a;
-        if (!pg_dtype_supported((pg_dtype)t->dtype))
-            return pg_error_set(PG_ERR_DTYPE, "matmul: dtype %s is not supported yet",
-                                pg_dtype_name((pg_dtype)t->dtype));
-    }
+    if (pg_half_involved(a, b))
+        return pg_half_matmul(a, b, out);
     int dt = pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
     if (dt == PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE, "matmul: bool operands are not supported; use "

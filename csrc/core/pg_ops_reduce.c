@@ -52,10 +52,10 @@ static int cmp_desc(const void *a, const void *b) { return *(const int *)b - *(c
 pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, bool keepdims,
                        pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     const char *name = red_names[op];
-    if (!pg_dtype_supported((pg_dtype)a->dtype))
-        return pg_error_set(PG_ERR_DTYPE, "%s: dtype %s is not supported yet", name,
-                            pg_dtype_name((pg_dtype)a->dtype));
+    if (pg_half_involved(a, NULL))
+        return pg_half_reduce(op, a, naxes, axes, keepdims, out);
     int work = a->dtype == PG_BOOL ? PG_INT64 : a->dtype;
     bool back_to_bool = a->dtype == PG_BOOL && (op == PG_RED_MAX || op == PG_RED_MIN);
 
@@ -68,7 +68,8 @@ pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, b
         for (int i = 0; i < naxes; i++) {
             int x = axes[i] < 0 ? axes[i] + a->ndim : axes[i];
             if (x < 0 || x >= a->ndim)
-                return pg_error_set(PG_ERR_INDEX, "%s: axis %d is out of bounds for a %d-d tensor",
+                return pg_error_set(PG_ERR_AXIS, "%s: axis %d is out of bounds for array of "
+                                                 "dimension %d",
                                     name, axes[i], a->ndim);
             if (reduced[x])
                 return pg_error_set(PG_ERR_VALUE, "%s: duplicate value in axis: %d", name, axes[i]);
@@ -136,6 +137,9 @@ pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, b
 
 pg_status pg_op_mean(const pg_tensor *a, int naxes, const int *axes, bool keepdims, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
+    if (pg_half_involved(a, NULL))
+        return pg_half_mean(a, naxes, axes, keepdims, out);
     int64_t count = 1;
     if (axes) {
         for (int i = 0; i < naxes; i++) {

@@ -34,6 +34,7 @@ static pg_status copy_block(const pg_backend *be, int index, int kind, const pg_
 pg_status pg_op_to_device(const pg_tensor *t, pg_device dev, bool non_blocking, int implicit,
                           pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     pg_device from = pg_tensor_device(t);
     if (pg_device_eq(from, dev)) {
         pg_tensor_ref(t, out);
@@ -130,6 +131,7 @@ pg_status pg_op_copy_between(const pg_tensor *dst, const pg_tensor *src, bool no
 
 pg_status pg_op_pin_memory(const pg_tensor *t, pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     if (pg_tensor_device(t).type != PG_DEV_CPU)
         return pg_error_set(PG_ERR_VALUE, "pin_memory: only cpu tensors can be pinned; this one "
                                           "is on a device");

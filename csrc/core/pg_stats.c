@@ -145,3 +145,5 @@ void pg_stats_reset(void)
         STORE(g_implicit_bytes[i], 0);
     }
 }
+
+uint64_t pg_stats_mem_current(pg_device dev) { return LOAD(g_dev[pg_device_slot(dev)].mem_current); }

@@ -54,6 +54,8 @@ void pg_stats_alloc(pg_device dev, uint64_t bytes, bool cache_hit);
 void pg_stats_free(pg_device dev, uint64_t bytes);
 void pg_stats_reserved(pg_device dev, int64_t delta);
 void pg_stats_reset_peak(pg_device dev);
+/* Bytes of tensors alive on `dev` now (for out-of-memory messages). */
+uint64_t pg_stats_mem_current(pg_device dev);
 
 void pg_stats_snapshot_take(pg_stats_snapshot *out);
 /* Zero the event counters (transfers, ops, syncs, allocs); memory in use and

@@ -20,6 +20,8 @@ typedef enum pg_status {
     PG_ERR_TRANSFER,    /* transfer guard said no        -> pygpu.TransferGuardError */
     PG_ERR_ASYNC,       /* an asynchronous op failed     -> pygpu.AsyncOpError */
     PG_ERR_RUNTIME,     /* anything else                 -> RuntimeError */
+    PG_ERR_AXIS,        /* axis out of range             -> pygpu.AxisError (IndexError, ValueError) */
+    PG_ERR_OVERFLOW,    /* value does not fit the dtype  -> OverflowError */
     PG_NUM_STATUS
 } pg_status;
 

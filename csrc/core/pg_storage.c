@@ -5,8 +5,10 @@
  * allocator of their device. */
 #include "pg_storage.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -159,6 +161,11 @@ void pg_storage_release(pg_storage *s)
     s->release(s); /* frees `s` too */
 }
 
+/* Messages are set by workers, read by waiters and cleared by a later
+ * overwrite, on different threads: a reader copies under this lock so that a
+ * clear never frees a message being formatted. */
+static pthread_mutex_t g_error_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static pg_status wait_impl(pg_storage *s, bool idle)
 {
     const pg_backend *be = s->writer;
@@ -169,10 +176,13 @@ static pg_status wait_impl(pg_storage *s, bool idle)
         if (st != PG_OK)
             return st;
     }
+    if (idle || !atomic_load(&s->error))
+        return PG_OK; /* idle: the caller is about to overwrite; the old failure is its data's */
+    pthread_mutex_lock(&g_error_lock);
     char *err = atomic_load(&s->error);
-    if (err)
-        return pg_error_set(PG_ERR_ASYNC, "%s", err);
-    return PG_OK;
+    pg_status st = err ? pg_error_set(PG_ERR_ASYNC, "%s", err) : PG_OK;
+    pthread_mutex_unlock(&g_error_lock);
+    return st;
 }
 
 pg_status pg_storage_wait(pg_storage *s) { return wait_impl(s, false); }
@@ -182,6 +192,29 @@ void pg_storage_set_error(pg_storage *s, const char *msg)
 {
     char *copy = strdup(msg);
     char *expected = NULL;
+    pthread_mutex_lock(&g_error_lock);
     if (!copy || !atomic_compare_exchange_strong(&s->error, &expected, copy))
         free(copy);
+    pthread_mutex_unlock(&g_error_lock);
+}
+
+bool pg_storage_error_copy(pg_storage *s, char *buf, size_t len)
+{
+    if (!atomic_load(&s->error))
+        return false;
+    pthread_mutex_lock(&g_error_lock);
+    char *err = atomic_load(&s->error);
+    if (err)
+        snprintf(buf, len, "%s", err);
+    pthread_mutex_unlock(&g_error_lock);
+    return err != NULL;
+}
+
+void pg_storage_clear_error(pg_storage *s)
+{
+    if (!atomic_load(&s->error))
+        return;
+    pthread_mutex_lock(&g_error_lock);
+    free(atomic_exchange(&s->error, NULL));
+    pthread_mutex_unlock(&g_error_lock);
 }

@@ -14,6 +14,7 @@
 #define PG_STORAGE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,10 +65,17 @@ void pg_storage_release(pg_storage *s);
 
 /* Block until every queued write to `s` is done; report a deferred failure. */
 pg_status pg_storage_wait(pg_storage *s);
-/* Block until queued writes *and reads* are done (before the host writes it). */
+/* Block until queued writes *and reads* are done (before the host overwrites
+ * it). Does not report a recorded failure: that belongs to the old bytes. */
 pg_status pg_storage_wait_idle(pg_storage *s);
 /* Record a failure in `s` (first one wins); `msg` is copied. */
 void pg_storage_set_error(pg_storage *s, const char *msg);
+/* Copy the recorded failure into buf; false if there is none. */
+bool pg_storage_error_copy(pg_storage *s, char *buf, size_t len);
+/* A successful write that replaced every byte of `s` happened: its old
+ * failure no longer describes the data (backends call this after such a
+ * write ran; see pg_tensor_covers_storage). A partial write keeps it. */
+void pg_storage_clear_error(pg_storage *s);
 /* madvise(MADV_HUGEPAGE) on large host buffers (no-op below 4 MiB). */
 void pg_host_advise_hugepages(void *p, size_t n);
 

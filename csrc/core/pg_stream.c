@@ -26,6 +26,9 @@ struct pg_stream {
     _Atomic int worker_sleeping;
     _Atomic int waiters_sleeping;
     bool stop;
+    _Atomic int closed;      /* pg_stream_close began: enqueuers run tasks themselves */
+    _Atomic int worker_gone; /* the worker has been joined */
+    pthread_mutex_t inline_lock; /* one caller at a time runs tasks of a closed stream */
 };
 
 static inline void cpu_relax(void)
@@ -53,6 +56,22 @@ static inline void cpu_relax(void)
         ok_;                                                          \
     })
 
+/* Run task number done + 1 and publish its completion. */
+static void run_task(pg_stream *s, pg_task *t, uint64_t done)
+{
+    for (int i = 0; i < t->ndeps; i++)
+        pg_stream_wait_event(t->deps[i]);
+    s->exec(s->ctx, t);
+    for (int i = 0; i < t->nhold; i++)
+        pg_storage_release(t->hold[i]);
+    atomic_store(&s->completed, done + 1); /* seq_cst: pairs with waiters_sleeping */
+    if (atomic_load(&s->waiters_sleeping)) {
+        pthread_mutex_lock(&s->lock);
+        pthread_cond_broadcast(&s->done_cv);
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
 static void *worker_main(void *arg)
 {
     pg_stream *s = arg;
@@ -70,19 +89,24 @@ static void *worker_main(void *arg)
                 return NULL;
             continue;
         }
-        pg_task *t = &s->ring[done % QUEUE_CAP];
-        for (int i = 0; i < t->ndeps; i++)
-            pg_stream_wait_event(t->deps[i]);
-        s->exec(s->ctx, t);
-        for (int i = 0; i < t->nhold; i++)
-            pg_storage_release(t->hold[i]);
-        atomic_store(&s->completed, done + 1); /* seq_cst: pairs with waiters_sleeping */
-        if (atomic_load(&s->waiters_sleeping)) {
-            pthread_mutex_lock(&s->lock);
-            pthread_cond_broadcast(&s->done_cv);
-            pthread_mutex_unlock(&s->lock);
-        }
+        run_task(s, &s->ring[done % QUEUE_CAP], done);
     }
+}
+
+/* Tasks a closed stream's worker did not see, run by the caller (once the
+ * worker is joined, so that no task runs twice). */
+static void drain_inline(pg_stream *s)
+{
+    while (!atomic_load(&s->worker_gone))
+        sched_yield(); /* pg_stream_close is joining it: a few microseconds */
+    pthread_mutex_lock(&s->inline_lock);
+    for (;;) {
+        uint64_t done = atomic_load(&s->completed);
+        if (done >= atomic_load(&s->submitted))
+            break;
+        run_task(s, &s->ring[done % QUEUE_CAP], done);
+    }
+    pthread_mutex_unlock(&s->inline_lock);
 }
 
 pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, pg_stream **out)
@@ -95,6 +119,7 @@ pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, 
     s->exec = exec;
     s->ctx = ctx;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->inline_lock, NULL);
     pthread_cond_init(&s->work_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
     if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
@@ -107,17 +132,17 @@ pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, 
     return PG_OK;
 }
 
-void pg_stream_destroy(pg_stream *s)
+void pg_stream_close(pg_stream *s)
 {
-    if (!s)
+    if (!s || atomic_exchange(&s->closed, 1))
         return;
     pthread_mutex_lock(&s->lock);
     s->stop = true;
     pthread_cond_signal(&s->work_cv);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
-    free(s->ring);
-    free(s);
+    atomic_store(&s->worker_gone, 1);
+    drain_inline(s); /* an enqueue that raced with the close */
 }
 
 uint64_t pg_stream_enqueue(pg_stream *s, const pg_task *task)
@@ -131,11 +156,24 @@ uint64_t pg_stream_enqueue(pg_stream *s, const pg_task *task)
         atomic_fetch_sub(&s->waiters_sleeping, 1);
         pthread_mutex_unlock(&s->lock);
     }
+    if (atomic_load(&s->closed)) { /* after shutdown: run it here, in order */
+        pthread_mutex_lock(&s->inline_lock);
+        n = atomic_load(&s->submitted);
+        pg_task *slot = &s->ring[n % QUEUE_CAP];
+        memcpy(slot, task, sizeof *task);
+        slot->seq = n + 1;
+        atomic_store(&s->submitted, n + 1);
+        pthread_mutex_unlock(&s->inline_lock);
+        drain_inline(s);
+        return n + 1;
+    }
     pg_task *slot = &s->ring[n % QUEUE_CAP];
     memcpy(slot, task, sizeof *task);
     slot->seq = n + 1;
     atomic_store(&s->submitted, n + 1); /* seq_cst: pairs with worker_sleeping */
-    if (atomic_load(&s->worker_sleeping)) {
+    if (atomic_load(&s->closed))
+        drain_inline(s); /* closed while we queued: the worker may be gone */
+    else if (atomic_load(&s->worker_sleeping)) {
         pthread_mutex_lock(&s->lock);
         pthread_cond_signal(&s->work_cv);
         pthread_mutex_unlock(&s->lock);

@@ -42,8 +42,11 @@ typedef struct pg_task {
 typedef void (*pg_stream_exec_fn)(void *ctx, pg_task *task);
 
 pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, pg_stream **out);
-/* Finish pending work and stop the worker. */
-void pg_stream_destroy(pg_stream *s);
+/* Finish pending work and stop the worker (at interpreter exit). The stream
+ * object stays valid for good: storages still hold events that point at it,
+ * and a later enqueue (an atexit handler, a __del__ during finalisation, a
+ * daemon thread) runs its task at once on the caller's thread, in order. */
+void pg_stream_close(pg_stream *s);
 
 /* Copy `task` into the queue (blocks while the queue is full); returns its seq. */
 uint64_t pg_stream_enqueue(pg_stream *s, const pg_task *task);

@@ -35,6 +35,25 @@ bool pg_tensor_is_contiguous(const pg_tensor *t)
     return true;
 }
 
+bool pg_tensor_covers_storage(const pg_tensor *t)
+{
+    size_t isz = pg_dtype_size((pg_dtype)t->dtype);
+    if ((size_t)pg_tensor_numel(t) * isz != t->storage->nbytes || t->storage->nbytes == 0)
+        return false;
+    /* numel distinct elements (no stride-0 axis) inside [0, numel): all of them */
+    int64_t lo = t->offset, hi = t->offset;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] > 1 && t->strides[i] == 0)
+            return false;
+        int64_t span = (t->shape[i] - 1) * t->strides[i];
+        if (span < 0)
+            lo += span;
+        else
+            hi += span;
+    }
+    return lo == 0 && hi + 1 == pg_tensor_numel(t);
+}
+
 const char *pg_shape_str(int ndim, const int64_t *shape, char *buf, int len)
 {
     int n = snprintf(buf, len, "(");
@@ -80,6 +99,7 @@ pg_status pg_shape_check(int ndim, const int64_t *shape, pg_dtype dt)
 pg_status pg_tensor_empty(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape,
                           pg_tensor *out)
 {
+    pg_tensor_out_init(out, NULL);
     PG_TRY(pg_shape_check(ndim, shape, dt));
     size_t nbytes = (size_t)pg_shape_numel(ndim, shape) * pg_dtype_size(dt);
     pg_storage *s;
@@ -108,6 +128,7 @@ void pg_tensor_clear(pg_tensor *t)
 
 pg_status pg_view_transpose(const pg_tensor *t, int ndim, const int *perm, pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     if (ndim != t->ndim)
         return pg_error_set(PG_ERR_VALUE, "transpose: axes don't match tensor: got %d axes for a "
                                           "%d-d tensor",
@@ -115,7 +136,8 @@ pg_status pg_view_transpose(const pg_tensor *t, int ndim, const int *perm, pg_te
     bool seen[PG_MAX_DIMS] = {false};
     for (int i = 0; i < ndim; i++) {
         if (perm[i] < 0 || perm[i] >= ndim)
-            return pg_error_set(PG_ERR_INDEX, "transpose: axis %d is out of bounds for a %d-d tensor",
+            return pg_error_set(PG_ERR_AXIS, "transpose: axis %d is out of bounds for array of "
+                                             "dimension %d",
                                 perm[i], ndim);
         if (seen[perm[i]])
             return pg_error_set(PG_ERR_VALUE, "transpose: repeated axis %d", perm[i]);
@@ -167,6 +189,7 @@ static bool reshape_strides(const pg_tensor *t, int ndim, const int64_t *shape, 
 
 pg_status pg_view_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     PG_TRY(pg_shape_check(ndim, shape, (pg_dtype)t->dtype));
     if (pg_shape_numel(ndim, shape) != pg_tensor_numel(t)) {
         char a[160], b[160];
@@ -189,6 +212,7 @@ pg_status pg_view_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg
 
 pg_status pg_view_select(const pg_tensor *t, int axis, int64_t i, pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     if (axis < 0 || axis >= t->ndim)
         return pg_error_set(PG_ERR_INDEX, "too many indices for a %d-d tensor", t->ndim);
     int64_t n = t->shape[axis];
@@ -212,6 +236,7 @@ pg_status pg_view_select(const pg_tensor *t, int axis, int64_t i, pg_tensor *out
 pg_status pg_view_slice(const pg_tensor *t, int axis, int64_t start, int64_t len, int64_t step,
                         pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     if (axis < 0 || axis >= t->ndim)
         return pg_error_set(PG_ERR_INDEX, "too many indices for a %d-d tensor", t->ndim);
     pg_tensor r = *t;
@@ -226,6 +251,7 @@ pg_status pg_view_slice(const pg_tensor *t, int axis, int64_t start, int64_t len
 
 pg_status pg_view_unsqueeze(const pg_tensor *t, int axis, pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     if (t->ndim >= PG_MAX_DIMS)
         return pg_error_set(PG_ERR_VALUE, "pygpu supports at most %d dimensions", PG_MAX_DIMS);
     if (axis < 0 || axis > t->ndim)
@@ -266,6 +292,7 @@ pg_status pg_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
 
 pg_status pg_view_broadcast(const pg_tensor *t, int ndim, const int64_t *shape, pg_tensor *out)
 {
+    pg_tensor_out_init(out, t);
     pg_tensor r = *t;
     int lead = ndim - t->ndim;
     for (int i = 0; i < ndim; i++) {

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pg_dtype.h"
 #include "pg_storage.h"
@@ -34,12 +35,24 @@ static inline char *pg_tensor_data(const pg_tensor *t)
 int64_t pg_shape_numel(int ndim, const int64_t *shape);
 static inline int64_t pg_tensor_numel(const pg_tensor *t) { return pg_shape_numel(t->ndim, t->shape); }
 bool pg_tensor_is_contiguous(const pg_tensor *t);
+/* True when writing every element of `t` writes every byte of its storage. */
+bool pg_tensor_covers_storage(const pg_tensor *t);
 /* Strides of a C-contiguous array of this shape. */
 void pg_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 
 /* Validate a user-supplied shape (non-negative, ndim <= PG_MAX_DIMS, and the
  * byte size fits in memory at all). */
 pg_status pg_shape_check(int ndim, const int64_t *shape, pg_dtype dt);
+
+/* Every function with a pg_tensor out-parameter calls this first, so `out`
+ * holds no storage after a failure and pg_tensor_clear(out) is always safe
+ * (the caller's error path must never release a stale pointer). Skipped when
+ * `out` aliases the input `in`, which the views allow. */
+static inline void pg_tensor_out_init(pg_tensor *out, const pg_tensor *in)
+{
+    if (out != in)
+        memset(out, 0, sizeof *out);
+}
 
 /* New contiguous tensor with fresh storage (uninitialised). */
 pg_status pg_tensor_empty(pg_device dev, pg_dtype dt, int ndim, const int64_t *shape,

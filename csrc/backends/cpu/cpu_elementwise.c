@@ -163,7 +163,7 @@ UN_LOOP(abs_b, pg_bool_t, x)
     UN_LOOP(sqrt_##SUF, T, sqrt##F(x))                             \
     UN_LOOP(tanh_##SUF, T, tanh##F(x))                             \
     UN_LOOP(sigmoid_##SUF, T, (T)1 / ((T)1 + exp##F(-x)))          \
-    UN_LOOP(relu_##SUF, T, x > 0 ? x : 0)
+    UN_LOOP(relu_##SUF, T, (x > 0 || x != x) ? x : 0) /* NaN stays NaN */
 UN_FLOAT(float, f32, f)
 UN_FLOAT(double, f64, )
 
@@ -228,6 +228,8 @@ static const pg_cpu_loop_fn cast_table[4][4] = {CAST_ROW(b), CAST_ROW(i64), CAST
 
 pg_status pg_cpu_copy(const pg_node *node)
 {
+    if (node->src[0].dtype >= PG_FLOAT16 || node->dst.dtype >= PG_FLOAT16)
+        return pg_cpu_copy_half(node); /* float16/bfloat16 */
     const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
     pg_cpu_iterate(2, ops, NULL, cast_table[node->src[0].dtype][node->dst.dtype], NULL);
     return PG_OK;
@@ -256,6 +258,9 @@ pg_status pg_cpu_fill(const pg_node *node)
 {
     double value[1];
     scalar_value(node->dst.dtype, node->p.scalar.f, node->p.scalar.i, value);
+    uint16_t half = pg_cpu_half_bits(node->dst.dtype, node->p.scalar.f);
+    if (node->dst.dtype >= PG_FLOAT16) /* float16/bfloat16: their bits */
+        memcpy(value, &half, sizeof half);
     size_t size = pg_dtype_size((pg_dtype)node->dst.dtype);
     static const char zeros[8];
     struct { const void *value; size_t size; bool zero; } arg = {value, size,

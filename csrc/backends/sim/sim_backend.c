@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../core/pg_ops.h"
 #include "../../core/pg_stats.h"
 #include "../../core/pg_stream.h"
 #include "../cpu/cpu_kernels.h"
@@ -37,6 +38,7 @@ static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
  * threads; a (stream, seq) pair must never be seen half-updated. */
 static pthread_mutex_t g_event_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { double latency_us, h2d_gbps, d2h_gbps; } g_link;
+static _Atomic bool g_shut_down; /* pg_sim_shutdown ran: streams run work inline */
 
 static void sim_init(void)
 {
@@ -131,15 +133,17 @@ static void run_copy(const pg_copy *c)
     if (model)
         wait_until(t0 + model);
     pg_stats_transfer_time(c->src->device, c->dst->device, pg_now_ns() - t0);
+    if (c->dst_offset == 0 && c->nbytes == c->dst->nbytes)
+        pg_storage_clear_error(c->dst); /* every byte rewritten from good data */
 }
 
 static void exec_task(void *ctx, pg_task *t)
 {
     sim_device *d = ctx;
     char msg[PG_ERRMSG_LEN + 128];
+    char err[PG_ERRMSG_LEN];
     if (t->kind == 1) {
-        char *err = atomic_load(&t->u.copy.src->error);
-        if (err)
+        if (pg_storage_error_copy(t->u.copy.src, err, sizeof err))
             pg_storage_set_error(t->u.copy.dst, err);
         else
             run_copy(&t->u.copy);
@@ -147,8 +151,7 @@ static void exec_task(void *ctx, pg_task *t)
     }
     const pg_node *n = &t->u.node;
     for (int i = 0; i < n->nsrc; i++) {
-        char *err = atomic_load(&n->src[i].storage->error);
-        if (err) {
+        if (pg_storage_error_copy(n->src[i].storage, err, sizeof err)) {
             snprintf(msg, sizeof msg, "'%s' on sim:%d was skipped: its input comes from a failed op: %s",
                      n->name, d->index, err);
             pg_storage_set_error(n->dst.storage, msg);
@@ -169,6 +172,8 @@ static void exec_task(void *ctx, pg_task *t)
         snprintf(msg, sizeof msg, "op '%s' failed on sim:%d: %s", n->name, d->index,
                  pg_error_message());
         record_failure(d, n->dst.storage, msg);
+    } else if (pg_tensor_covers_storage(&n->dst)) {
+        pg_storage_clear_error(n->dst.storage); /* every byte rewritten by a good op */
     }
 }
 
@@ -180,6 +185,8 @@ static pg_status get_stream(sim_device *d, int role, pg_stream **out)
         char name[16];
         snprintf(name, sizeof name, "pygpu-sim%d-%s", d->index, role ? "cp" : "op");
         st = pg_stream_create(exec_task, d, name, &d->stream[role]);
+        if (st == PG_OK && atomic_load(&g_shut_down)) /* first use after shutdown */
+            pg_stream_close(d->stream[role]);
     }
     *out = d->stream[role];
     pthread_mutex_unlock(&d->lock);
@@ -300,11 +307,35 @@ static pg_status sim_synchronize(const pg_backend *be, int index)
     return PG_OK;
 }
 
+/* The names pg_node.name takes (what inject_fault can match); a name not here
+ * would arm a fault that never fires. */
+static bool fault_op_known(const char *op, char *list, size_t len)
+{
+    static const char *const other[] = {"fill", "copy", "sum", "max", "min", "argmax",
+                                        "matmul", "arange", "rand", "randn"};
+    bool found = false;
+    size_t n = 0;
+    list[0] = 0;
+    for (int i = 0; i < PG_NUM_BINARY + PG_NUM_UNARY + 10; i++) {
+        const char *name = i < PG_NUM_BINARY ? pg_binary_name(i)
+                           : i < PG_NUM_BINARY + PG_NUM_UNARY ? pg_unary_name(i - PG_NUM_BINARY)
+                                                              : other[i - PG_NUM_BINARY - PG_NUM_UNARY];
+        found = found || strcmp(name, op) == 0;
+        if (n < len)
+            n += (size_t)snprintf(list + n, len - n, "%s%s", n ? ", " : "", name);
+    }
+    return found;
+}
+
 pg_status pg_sim_inject_fault(int index, const char *op)
 {
     sim_init();
     if (index < 0 || index >= g_count)
         return pg_error_set(PG_ERR_UNAVAILABLE, "sim:%d does not exist", index);
+    char names[400];
+    if (!fault_op_known(op, names, sizeof names))
+        return pg_error_set(PG_ERR_VALUE, "inject_fault: unknown op name '%s'; the ops that can "
+                                          "fail are: %s", op, names);
     sim_device *d = &g_dev[index];
     pthread_mutex_lock(&d->lock);
     snprintf(d->fault_op, sizeof d->fault_op, "%s", op);
@@ -312,15 +343,19 @@ pg_status pg_sim_inject_fault(int index, const char *op)
     return PG_OK;
 }
 
+/* Streams are closed, never freed: storages alive after this (module globals,
+ * objects freed during finalisation) still hold events pointing at them, and
+ * a later op runs synchronously on its caller's thread (pg_stream_close). */
 void pg_sim_shutdown(void)
 {
+    atomic_store(&g_shut_down, true);
     for (int i = 0; i < PG_MAX_DEVICES_PER_TYPE; i++) {
         for (int role = 0; role < 2; role++) {
-            pg_stream_destroy(g_dev[i].stream[role]);
-            g_dev[i].stream[role] = NULL;
+            pthread_mutex_lock(&g_dev[i].lock);
+            pg_stream *s = g_dev[i].stream[role];
+            pthread_mutex_unlock(&g_dev[i].lock);
+            pg_stream_close(s);
         }
-        free(g_dev[i].first_error);
-        g_dev[i].first_error = NULL;
     }
 }
 

@@ -1,0 +1,69 @@
+/* cpu_cast_half.c - copy/cast loops for float16 and bfloat16.
+ *
+ * float16 and bfloat16 have no arithmetic kernels (the generic layer computes
+ * them in float32, pg_ops_half.c); these casts are all the CPU needs for
+ * them. Every cast goes through a double with the bit-level helpers of
+ * pg_half.h (round to nearest even, NaN and inf kept), so one loop serves
+ * all six dtypes in both directions. Kept apart from cpu_elementwise.c, whose
+ * table loops are for the computing dtypes. */
+#include <stdint.h>
+
+#include "../../core/pg_half.h"
+#include "cpu_kernels.h"
+
+/* One element of dtype `dt` at p, as a double (bool and int64 exactly where they can be). */
+static inline double load(int dt, const char *p)
+{
+    switch (dt) {
+    case PG_BOOL: return *(const uint8_t *)p;
+    case PG_INT64: return (double)*(const int64_t *)p;
+    case PG_FLOAT32: return *(const float *)p;
+    case PG_FLOAT64: return *(const double *)p;
+    case PG_FLOAT16: return pg_f16_to_double(*(const uint16_t *)p);
+    default: return pg_bf16_to_double(*(const uint16_t *)p);
+    }
+}
+
+static inline void store(int dt, char *p, double x)
+{
+    switch (dt) {
+    case PG_BOOL: *(uint8_t *)p = x != 0; break; /* NaN is true, as in NumPy */
+    case PG_INT64: /* out of range and NaN give INT64_MIN, as x86 and NumPy do */
+        *(int64_t *)p = (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x
+                                                                                   : INT64_MIN;
+        break;
+    case PG_FLOAT32: *(float *)p = (float)x; break;
+    case PG_FLOAT64: *(double *)p = x; break;
+    case PG_FLOAT16: *(uint16_t *)p = pg_f16_from_double(x); break;
+    default: *(uint16_t *)p = pg_bf16_from_double(x); break;
+    }
+}
+
+typedef struct {
+    int src, dst;
+} cast_arg;
+
+static void cast_loop(int64_t n, char **p, const int64_t *s, const void *arg)
+{
+    const cast_arg *a = arg;
+    if (a->src == a->dst) { /* a plain 2-byte copy: bits (NaN payloads) unchanged */
+        for (int64_t i = 0; i < n; i++)
+            *(uint16_t *)(p[0] + i * s[0]) = *(const uint16_t *)(p[1] + i * s[1]);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        store(a->dst, p[0] + i * s[0], load(a->src, p[1] + i * s[1]));
+}
+
+pg_status pg_cpu_copy_half(const pg_node *node)
+{
+    cast_arg a = {node->src[0].dtype, node->dst.dtype};
+    const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
+    pg_cpu_iterate(2, ops, NULL, cast_loop, &a);
+    return PG_OK;
+}
+
+uint16_t pg_cpu_half_bits(int dtype, double x)
+{
+    return dtype == PG_FLOAT16 ? pg_f16_from_double(x) : pg_bf16_from_double(x);
+}

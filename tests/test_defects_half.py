@@ -1,0 +1,283 @@
+# test_defects_half.py - float16 and bfloat16 (issue 7 §2).
+#
+# They are stored as themselves: created, cast to and from every dtype, moved
+# between devices and exchanged with NumPy (float16), DLPack (both) and Python
+# (both); ops compute them in float32 and round the result back once.
+# Conversions are checked bit for bit: float16 against NumPy's own float16
+# (every one of the 65536 patterns, and narrowing from float32/float64
+# including ties and subnormals), bfloat16 against the bit-level rule for
+# float32 -> bfloat16 (round to nearest even on the top 16 bits, NaN made
+# quiet). The float16 rows of the op table (test_ops_table.py) run every op
+# against NumPy's float16; bfloat16 ops are checked here against float32
+# results rounded by that same bit rule.
+import numpy as np
+import pytest
+import torch
+
+import pygpu
+
+from _helpers import to_device, to_numpy
+
+# the NumPy references overflow to inf and cast NaN on purpose
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+HALF = [pygpu.float16, pygpu.bfloat16]
+ALL_DTYPES = [pygpu.bool, pygpu.int64, pygpu.float32, pygpu.float64, pygpu.float16, pygpu.bfloat16]
+
+
+def bits_of(t):
+    """The raw uint16 bits of a cpu float16/bfloat16 tensor (through DLPack and torch)."""
+    return torch.from_dlpack(t.cpu()).view(torch.int16).numpy().view(np.uint16).copy()
+
+
+def from_bits(bits, dtype, device="cpu"):
+    """A tensor of `dtype` holding the uint16 patterns `bits`."""
+    tt = torch.from_numpy(np.ascontiguousarray(bits, dtype=np.uint16).view(np.int16))
+    tt = tt.view(torch.float16 if dtype is pygpu.float16 else torch.bfloat16)
+    return pygpu.from_dlpack(tt).to(device)
+
+
+def bf16_reference(x32):
+    """float32 -> bfloat16 bits: round to nearest even on the top half; NaN quiet."""
+    b = np.asarray(x32, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(np.asarray(x32, dtype=np.float32))
+    return np.where(nan, ((b >> 16) | 0x40).astype(np.uint16), rounded)
+
+
+def interesting_doubles(rng):
+    """Normals, subnormals, ties at every scale, limits and specials."""
+    parts = [
+        rng.standard_normal(4000) * 10.0 ** rng.integers(-9, 6, 4000),
+        (rng.integers(0, 1 << 14, 2000) + 0.5) * 2.0 ** rng.integers(-35, 6, 2000),  # f16 ties
+        (rng.integers(0, 1 << 11, 2000) * 2 + 1) * 2.0 ** -25,  # ties among f16 subnormals
+        np.array([0.0, -0.0, 65504.0, 65519.99, 65520.0, 65536.0, 1e300, -1e300, 2.0 ** -24,
+                  2.0 ** -25, 2.0 ** -25 * 1.0000001, 2.0 ** -26, 6.1e-5, 3.3895314e38,
+                  3.3961775e38, 1e-40, np.inf, -np.inf, np.nan, -np.nan]),
+    ]
+    x = np.concatenate(parts)
+    return np.concatenate([x, -x])
+
+
+# ---- conversions, bit for bit -------------------------------------------------------------
+
+def test_every_float16_pattern_widens_like_numpy(device):
+    pats = np.arange(1 << 16, dtype=np.uint16)
+    t = from_bits(pats, pygpu.float16, device)
+    ref = pats.view(np.float16)
+    for target in ("float32", "float64"):
+        got = to_numpy(t.astype(getattr(pygpu, target)))
+        np.testing.assert_array_equal(got, ref.astype(target))
+    assert (bits_of(t.clone()) == pats).all()  # a same-dtype copy keeps every bit
+
+
+@pytest.mark.parametrize("source", ["float64", "float32"])
+def test_narrowing_to_float16_matches_numpy_bits(device, source):
+    x = interesting_doubles(np.random.default_rng(7)).astype(source)
+    got = bits_of(to_device(x, device).astype(pygpu.float16))
+    ref = x.astype(np.float16).view(np.uint16)
+    nan = np.isnan(x)
+    assert (got[~nan] == ref[~nan]).all(), np.flatnonzero(got[~nan] != ref[~nan])[:10]
+    assert np.isnan(got[nan].view(np.float16)).all()
+
+
+def test_every_bfloat16_pattern_widens_exactly(device):
+    pats = np.arange(1 << 16, dtype=np.uint16)
+    t = from_bits(pats, pygpu.bfloat16, device)
+    ref = (pats.astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_array_equal(to_numpy(t.astype(pygpu.float32)), ref)
+    np.testing.assert_array_equal(to_numpy(t.astype(pygpu.float64)), ref.astype(np.float64))
+    assert (bits_of(t.clone()) == pats).all()
+
+
+def test_narrowing_to_bfloat16_matches_bit_reference(device):
+    rng = np.random.default_rng(11)
+    x = interesting_doubles(rng).astype(np.float32)
+    # every rounding case of the low half: below, at and above the tie, odd and even
+    hi = rng.integers(0, 1 << 16, 3000, dtype=np.uint32) << 16
+    low = np.array([0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF], dtype=np.uint32)
+    x = np.concatenate([x, (hi[:, None] | low[None, :]).ravel().view(np.float32)])
+    for source in (np.float32, np.float64):  # float32 values are exact as float64
+        got = bits_of(to_device(x.astype(source), device).astype(pygpu.bfloat16))
+        ref = bf16_reference(x)
+        assert (got == ref).all(), (x[got != ref][:5], got[got != ref][:5], ref[got != ref][:5])
+
+
+def test_bfloat16_from_float64_is_rounded_once(device):
+    # 1 + 2**-8 + 2**-30 is just above a bfloat16 tie: one rounding goes up, while
+    # float64 -> float32 -> bfloat16 would first drop 2**-30 and then round to even
+    x = np.array([1 + 2.0 ** -8 + 2.0 ** -30, 1 + 2.0 ** -8, 1 + 3 * 2.0 ** -8])
+    got = to_numpy(to_device(x, device).astype(pygpu.bfloat16).astype(pygpu.float64))
+    np.testing.assert_array_equal(got, [1 + 2.0 ** -7, 1.0, 1 + 2.0 ** -6])
+
+
+@pytest.mark.parametrize("dt", HALF, ids=str)
+@pytest.mark.parametrize("other", ALL_DTYPES, ids=str)
+def test_casts_both_ways_with_every_dtype(device, dt, other):
+    vals = np.array([0.0, 1.0, -2.0, 3.5, 100.0, -0.25], dtype=np.float64)
+    src = to_device(vals, device).astype(other)
+    there = src.astype(dt)
+    back = there.astype(other)
+    assert there.dtype == dt and back.dtype == other and there.device == src.device
+    assert back.tolist() == src.tolist()  # all these values are exact in every dtype
+
+
+def test_specials_cast_like_numpy(device):
+    x = np.array([np.nan, np.inf, -np.inf, 1e6, -1e6, 0.5, -0.0], dtype=np.float64)
+    h = to_device(x, device).astype(pygpu.float16)
+    ref = x.astype(np.float16)
+    np.testing.assert_array_equal(to_numpy(h), ref)
+    assert h.astype(pygpu.bool).tolist() == ref.astype(bool).tolist()
+    finite = np.isfinite(ref)
+    assert np.array(h.astype(pygpu.int64).tolist())[finite].tolist() == ref[finite].astype(np.int64).tolist()
+
+
+# ---- creation and Python values -----------------------------------------------------------
+
+@pytest.mark.parametrize("dt", HALF, ids=str)
+def test_creation_functions(device, dt):
+    assert pygpu.empty(4, dtype=dt, device=device).shape == (4,)
+    assert pygpu.empty(4, dtype=dt, device=device).dtype == dt
+    assert pygpu.zeros(2, 3, dtype=dt, device=device).tolist() == [[0.0] * 3] * 2
+    assert pygpu.ones(3, dtype=dt, device=device).tolist() == [1.0] * 3
+    assert pygpu.full((2,), -1.5, dtype=dt, device=device).tolist() == [-1.5, -1.5]
+    assert pygpu.arange(5, dtype=dt, device=device).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    t = pygpu.tensor([1.0, 0.1, 1e5], dtype=dt, device=device)
+    ref = [1.0, 0.0999755859375, float("inf")] if dt is pygpu.float16 else [1.0, 0.10009765625, 99840.0]
+    assert t.tolist() == ref
+    assert t[1].item() == ref[1] and isinstance(t[1].item(), float)
+    assert float(t[0]) == 1.0 and bool(t[0]) is True and int(t[0]) == 1
+    assert pygpu.zeros_like(t).dtype == dt
+
+
+@pytest.mark.parametrize("dt", HALF, ids=str)
+def test_assignment_rounds_into_half(device, dt):
+    t = pygpu.zeros(4, dtype=dt, device=device)
+    t[0] = 2.5
+    t[1] = 70000.0
+    t[2:] = pygpu.tensor([0.1, -3.0], dtype=pygpu.float64, device=device)
+    ref = np.array([2.5, 70000.0, 0.1, -3.0])
+    want = ref.astype(np.float16).astype(float).tolist() if dt is pygpu.float16 else \
+        (bf16_reference(ref.astype(np.float32)).astype(np.uint32) << 16).view(np.float32).astype(float).tolist()
+    assert t.tolist() == want
+
+
+# ---- NumPy, buffer protocol, DLPack -------------------------------------------------------
+
+def test_float16_numpy_interop_shares_memory():
+    a = np.array([1.5, -2.25, np.inf], dtype=np.float16)
+    t = pygpu.from_numpy(a)
+    assert t.dtype == pygpu.float16
+    v = t.numpy()
+    assert v.dtype == np.float16 and np.shares_memory(v, a)
+    m = memoryview(t)
+    assert m.format == "e" and m.itemsize == 2
+    np.testing.assert_array_equal(np.asarray(m), a)
+    t2 = pygpu.tensor(a)
+    assert t2.dtype == pygpu.float16 and t2.tolist() == a.tolist()
+
+
+def test_bfloat16_numpy_is_refused_but_values_convert():
+    t = pygpu.tensor([1.5, -2.0, 3.0], dtype=pygpu.bfloat16)
+    with pytest.raises(TypeError, match=r"NumPy has no bfloat16.*astype\(pygpu.float32\)"):
+        t.numpy()
+    arr = np.asarray(t)
+    assert arr.dtype == np.float32 and arr.tolist() == [1.5, -2.0, 3.0]
+    with pytest.raises(ValueError, match="copy=False"):
+        t.__array__(copy=False)
+    with pytest.raises(BufferError, match="bfloat16"):
+        memoryview(t)
+    assert "bfloat16" in repr(t) and "1.5" in repr(t)
+
+
+@pytest.mark.parametrize("dt,tdt", [(pygpu.float16, torch.float16), (pygpu.bfloat16, torch.bfloat16)],
+                         ids=["float16", "bfloat16"])
+def test_dlpack_both_ways(dt, tdt):
+    src = torch.tensor([1.0, -0.5, 65504.0, float("nan")], dtype=tdt)
+    t = pygpu.from_dlpack(src)
+    assert t.dtype == dt
+    got = torch.from_dlpack(t)
+    assert got.dtype == tdt
+    assert torch.equal(got.view(torch.int16), src.view(torch.int16))
+    got[0] = 7.0  # zero-copy: the same memory
+    assert src[0].item() == 7.0
+
+
+# ---- arithmetic: computed in float32, rounded back once ----------------------------------
+
+def bf16_round(x):
+    """float64/float32 values rounded to bfloat16, as float64 (through the bit reference)."""
+    return (bf16_reference(np.asarray(x, np.float32)).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+BF16_OPS = [  # (name, pygpu fn, float32 reference) on two (4, 5) operands
+    ("add", lambda x, y: x + y, lambda x, y: x + y), ("sub", lambda x, y: x - y, lambda x, y: x - y),
+    ("mul", lambda x, y: x * y, lambda x, y: x * y), ("div", lambda x, y: x / y, lambda x, y: x / y),
+    ("maximum", pygpu.maximum, np.maximum), ("scalar_mul", lambda x, y: x * 3, lambda x, y: x * 3),
+    ("rsub", lambda x, y: 1.5 - x, lambda x, y: 1.5 - x), ("neg", lambda x, y: -x, lambda x, y: -x),
+    ("relu", lambda x, y: x.relu(), lambda x, y: np.maximum(x, 0)),
+    ("sqrt_abs", lambda x, y: abs(x).sqrt(), lambda x, y: np.sqrt(np.abs(x))),
+    ("max_axis", lambda x, y: x.max(axis=0), lambda x, y: x.max(axis=0)),
+    ("min", lambda x, y: x.min(), lambda x, y: x.min()),
+]
+
+
+@pytest.mark.parametrize("fn,ref", [o[1:] for o in BF16_OPS], ids=[o[0] for o in BF16_OPS])
+def test_bfloat16_ops_round_the_float32_result_once(device, fn, ref):
+    rng = np.random.default_rng(5)
+    x, y = (bf16_round(rng.standard_normal((4, 5)) * 4).astype(np.float32) for _ in range(2))
+    y[y == 0] = 1
+    tx = to_device(x, device).astype(pygpu.bfloat16)
+    ty = to_device(y, device).astype(pygpu.bfloat16)
+    got = fn(tx, ty)
+    assert got.dtype == pygpu.bfloat16 and got.device == tx.device
+    want = bf16_round(np.asarray(ref(x, y), dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(got.tolist(), dtype=np.float64), want)
+
+
+def test_bfloat16_reductions_and_matmul_are_close(device):
+    rng = np.random.default_rng(6)
+    x = bf16_round(rng.standard_normal((16, 8))).astype(np.float32)
+    t = to_device(x, device).astype(pygpu.bfloat16)
+    for got, ref in [(t.sum(axis=0), x.sum(axis=0)), (t.mean(), x.mean()), (t @ t.T, x @ x.T)]:
+        assert got.dtype == pygpu.bfloat16
+        np.testing.assert_allclose(np.asarray(got.tolist()), ref, rtol=2 ** -7, atol=1e-2)
+    assert t.argmax(axis=1).tolist() == x.argmax(axis=1).tolist()
+    assert (t < 0).tolist() == (x < 0).tolist()
+
+
+PROMOTION = [  # (a, b, result): NumPy's float16 rules; float16 with bfloat16 as PyTorch
+    ("float16", "float16", "float16"), ("float16", "bool", "float16"), ("float16", "int64", "float64"),
+    ("float16", "float32", "float32"), ("float16", "float64", "float64"),
+    ("bfloat16", "bfloat16", "bfloat16"), ("bfloat16", "bool", "bfloat16"),
+    ("bfloat16", "int64", "float64"), ("bfloat16", "float32", "float32"),
+    ("float16", "bfloat16", "float32"),
+]
+
+
+@pytest.mark.parametrize("a,b,result", PROMOTION, ids=[f"{a}+{b}" for a, b, _ in PROMOTION])
+def test_promotion_with_16_bit_floats(a, b, result):
+    x = pygpu.ones(3, dtype=a)
+    y = pygpu.ones(3, dtype=b)
+    assert str((x + y).dtype) == result and str((y * x).dtype) == result
+    assert str(pygpu.matmul(x, y).dtype) == result
+    assert str((x < y).dtype) == "bool"
+    assert str((x + 1).dtype) == a and str((x * 2.5).dtype) == a  # NEP 50: scalars keep the dtype
+
+
+def test_logical_not_of_half_names_the_dtype():
+    with pytest.raises(TypeError, match="logical_not expects a bool tensor, got float16"):
+        pygpu.logical_not(pygpu.ones(2, dtype=pygpu.float16))
+
+
+@pytest.mark.parametrize("dt", HALF, ids=str)
+def test_random_refuses_half(device, dt):
+    with pytest.raises(TypeError, match="float32 or float64"):
+        pygpu.rand(3, dtype=dt, device=device)
+
+
+def test_half_math_through_float32_matches_numpy(device):
+    x = np.random.default_rng(3).standard_normal(50).astype(np.float16)
+    t = to_device(x, device)
+    got = ((t.astype(pygpu.float32) * 2 + 1).astype(pygpu.float16))
+    np.testing.assert_array_equal(to_numpy(got), (x.astype(np.float32) * 2 + 1).astype(np.float16))
