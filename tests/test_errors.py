@@ -121,7 +121,7 @@ DEVICE_ROWS = [  # (id, call(device), exception, [regex, ...])
     ("to_neither_device_nor_dtype", lambda d: _ones(3, device=d).to("tpu"), ValueError,
      ["neither a device nor a dtype", "unknown device type 'tpu'", "'sim:0'", "float32"]),
     ("to_unsupported_numpy_dtype_name", lambda d: _ones(3, device=d).to("int32"), TypeError,
-     ["int32", "float32, float64, int64 and bool"]),
+     ["int32", "float32, float64, float16, bfloat16, int64 and bool"]),
     ("zeros_float_size", lambda d: pygpu.zeros(3.5, device=d), TypeError,
      ["sizes must be integers", "3.5", "float"]),
     ("ones_float_in_shape", lambda d: pygpu.ones((2, 3.5), device=d), TypeError,
