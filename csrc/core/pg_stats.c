@@ -22,6 +22,15 @@ static device_atomic g_dev[PG_NUM_SLOTS];
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define STORE(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
 
+static _Atomic(pg_transfer_hook) g_transfer_hook;
+
+void pg_stats_set_transfer_hook(pg_transfer_hook hook) { atomic_store(&g_transfer_hook, hook); }
+
+pg_transfer_hook pg_stats_get_transfer_hook(void)
+{
+    return atomic_load_explicit(&g_transfer_hook, memory_order_relaxed);
+}
+
 uint64_t pg_now_ns(void)
 {
     struct timespec ts;
