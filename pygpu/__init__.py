@@ -21,6 +21,8 @@ from ._dtype import DType, bfloat16, bool_, float16, float32, float64, int64
 from ._guard import get_transfer_guard, transfer_guard
 from ._stats import Stats, stats, track
 from . import cuda, sim
+from . import cost
+from .cost import TransferBudgetError, transfer_budget
 
 bool = bool_  # noqa: A001 - pygpu.bool, as torch.bool
 
@@ -76,5 +78,6 @@ __all__ = [
     "sigmoid", "relu", "abs", "negative", "logical_not", "sum", "mean", "max", "min", "argmax",
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "transfer_guard",
     "get_transfer_guard", "sim", "cuda", "DeviceMismatchError", "DeviceUnavailableError",
-    "TransferGuardError", "TransferWarning", "AsyncOpError",
+    "TransferGuardError", "TransferWarning", "AsyncOpError", "cost", "transfer_budget",
+    "TransferBudgetError",
 ]

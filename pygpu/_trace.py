@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from . import _C
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# pygpu's own demos are user code: their lines are the call sites worth showing
+_USER_FILES = {os.path.join(_PKG_DIR, f) for f in ("__main__.py", "_mlp_demo.py")}
 _lock = threading.Lock()
 _active = []  # the open recorders (lists of Transfer), innermost last
 
@@ -56,7 +58,8 @@ class Transfer:
 
 def _call_site():
     f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+    while (f is not None and f.f_code.co_filename.startswith(_PKG_DIR)
+           and f.f_code.co_filename not in _USER_FILES):
         f = f.f_back
     if f is None:
         return "<pygpu internal>"
