@@ -26,6 +26,7 @@ from pygpu import cost
 SIZES = (64, 128, 200, 512, 1024, 2048)
 LINK = dict(latency_us=10.0, h2d_gbps=16.0, d2h_gbps=16.0)
 CAL_MAX_BYTES = 16 << 20  # the largest transfer this job makes (2048 x 2048 float32)
+CAL_MATMUL_NS = None      # calibrate's default sizes
 
 
 def _progress(total, desc, quiet):
@@ -155,7 +156,8 @@ def main(argv=None):
             from tqdm import tqdm as bar_cls
         except ImportError:
             bar_cls = None
-        prof = cost.calibrate(dev, max_bytes=CAL_MAX_BYTES, progress=None if args.json else bar_cls)
+        prof = cost.calibrate(dev, max_bytes=CAL_MAX_BYTES, matmul_ns=CAL_MATMUL_NS,
+                              progress=None if args.json else bar_cls)
 
     rng = np.random.default_rng(0)
     rows = []

@@ -30,16 +30,19 @@ def init_params(seed=0):
             "b2": np.zeros(OUT, np.float32)}                                               # (10,)
 
 
-def train(device, steps=30, batch=64, lr=0.1, seed=0, on_step=None):
-    """Train on `device`; returns (trained params as NumPy, losses per step)."""
-    x_all, y_all = make_data(steps * batch, seed)
-    onehot_all = np.eye(OUT, dtype=np.float32)[y_all]
-    p = {k: pygpu.tensor(v, device=device) for k, v in init_params(seed).items()}  # heavy: weights up
+def to_device(params, device):
+    """The weights, uploaded once: the first heavy request."""
+    return {k: pygpu.tensor(v, device=device) for k, v in params.items()}
+
+
+def epoch(p, x_all, onehot_all, batch=64, lr=0.1, on_step=None):
+    """SGD over (x_all, onehot_all) in batches, p (device weights) updated in place of
+    the dict; each step uploads a batch and reads the loss back (light requests)."""
     losses = []
-    for s in range(steps):
+    for s in range(len(x_all) // batch):
         sl = slice(s * batch, (s + 1) * batch)
-        x = pygpu.tensor(x_all[sl], device=device)          # (B, 784) light: one batch up
-        t = pygpu.tensor(onehot_all[sl], device=device)     # (B, 10)
+        x = pygpu.tensor(x_all[sl], device=p["w1"].device)      # (B, 784) one batch up
+        t = pygpu.tensor(onehot_all[sl], device=p["w1"].device)  # (B, 10)
         h_pre = x @ p["w1"] + p["b1"]                       # (B, 512)
         h = h_pre.relu()
         logits = h @ p["w2"] + p["b2"]                      # (B, 10)
@@ -55,8 +58,17 @@ def train(device, steps=30, batch=64, lr=0.1, seed=0, on_step=None):
         g_b1 = g_h.sum(0)                                   # (512,)
         for k, g in (("w1", g_w1), ("b1", g_b1), ("w2", g_w2), ("b2", g_b2)):
             p[k] = p[k] - g * lr
-        losses.append(loss.item())                          # light: 4 bytes back, implicit
+        losses.append(loss.item())                          # 4 bytes back, implicit
         if on_step:
             on_step()
+    return losses
+
+
+def train(device, steps=30, batch=64, lr=0.1, seed=0, on_step=None):
+    """Train on `device`; returns (trained params as NumPy, losses per step)."""
+    x_all, y_all = make_data(steps * batch, seed)
+    onehot_all = np.eye(OUT, dtype=np.float32)[y_all]
+    p = to_device(init_params(seed), device)                # heavy: weights up
+    losses = epoch(p, x_all, onehot_all, batch, lr, on_step)
     trained = {k: v.numpy() for k, v in p.items()}         # heavy: weights down
     return trained, losses

@@ -29,6 +29,7 @@ class Transfer:
     dst: str
     nbytes: int
     seconds: float   # wall time of the copy call (enqueue time only when async)
+    link_seconds: float  # the copy's own time, as the counters record it (0 when async)
     pinned: bool
     async_: bool
     trigger: str     # "explicit", or what caused an implicit transfer: "repr", "item", ...
@@ -51,7 +52,8 @@ class Transfer:
 
     def as_dict(self):
         return {"index": self.index, "direction": self.direction, "src": self.src, "dst": self.dst,
-                "nbytes": self.nbytes, "seconds": self.seconds, "pinned": self.pinned,
+                "nbytes": self.nbytes, "seconds": self.seconds,
+                "link_seconds": self.link_seconds, "pinned": self.pinned,
                 "async": self.async_, "trigger": self.trigger, "call_site": self.call_site,
                 "round_trip": self.round_trip, "resend": self.resend}
 
@@ -66,11 +68,12 @@ def _call_site():
     return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} in {f.f_code.co_name}"
 
 
-def _on_transfer(src, dst, nbytes, seconds, pinned, async_, trigger, content_hash):
+def _on_transfer(src, dst, nbytes, seconds, link_seconds, pinned, async_, trigger, content_hash):
     site = _call_site()
     with _lock:
         for rec in _active:
-            rec.add(src, dst, nbytes, seconds, pinned, async_, trigger, site, content_hash)
+            rec.add(src, dst, nbytes, seconds, link_seconds, pinned, async_, trigger, site,
+                    content_hash)
 
 
 class Recorder:
@@ -81,9 +84,9 @@ class Recorder:
         self._sent = set()       # hashes sent h2d
         self._returned = set()   # hashes sent h2d and later brought back d2h unchanged
 
-    def add(self, src, dst, nbytes, seconds, pinned, async_, trigger, site, h):
-        t = Transfer(len(self.transfers), src, dst, nbytes, seconds, pinned, async_, trigger,
-                     site, h)
+    def add(self, src, dst, nbytes, seconds, link_seconds, pinned, async_, trigger, site, h):
+        t = Transfer(len(self.transfers), src, dst, nbytes, seconds, link_seconds, pinned, async_,
+                     trigger, site, h)
         if h is not None and nbytes:
             key = (h, nbytes)
             if t.direction == "h2d":

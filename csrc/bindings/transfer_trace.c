@@ -5,7 +5,8 @@
  * before* (round trips). That costs a Python call per transfer, so it is off
  * unless asked for: _set_transfer_callback(cb) installs a C hook in the core
  * (pg_stats_set_transfer_hook), which takes the GIL, hashes the host-side bytes
- * and calls cb(src, dst, nbytes, seconds, pinned, async, trigger, hash). The
+ * and calls cb(src, dst, nbytes, seconds, link_seconds, pinned, async, trigger,
+ * hash). The
  * Python side (pygpu/_trace.py) finds the call site from the calling frame. */
 #include "tensor_object.h"
 
@@ -47,9 +48,9 @@ static void transfer_hook(const pg_transfer_event *ev)
             h = content_hash(ev->host, ev->bytes);
         PyObject *hash = ev->host ? PyLong_FromUnsignedLongLong(h) : Py_NewRef(Py_None);
         PyObject *r = hash ? PyObject_CallFunction(
-                                 cb, "ssKdOOsO", pg_device_str(ev->src, a, sizeof a),
+                                 cb, "ssKddOOsO", pg_device_str(ev->src, a, sizeof a),
                                  pg_device_str(ev->dst, b, sizeof b), (unsigned long long)ev->bytes,
-                                 ev->ns / 1e9, ev->pinned ? Py_True : Py_False,
+                                 ev->ns / 1e9, ev->link_ns / 1e9, ev->pinned ? Py_True : Py_False,
                                  ev->async ? Py_True : Py_False, pg_implicit_name(ev->implicit), hash)
                            : NULL;
         if (!r) /* a broken recorder must not turn a good transfer into a failure */
@@ -75,6 +76,7 @@ static PyObject *f_set_transfer_callback(PyObject *mod, PyObject *cb)
 
 PyMethodDef pg_trace_functions[] = {
     {"_set_transfer_callback", f_set_transfer_callback, METH_O,
-     "internal: call cb(src, dst, nbytes, seconds, pinned, async, trigger, hash) per transfer"},
+     "internal: call cb(src, dst, nbytes, seconds, link_seconds, pinned, async, trigger, hash) "
+     "per transfer"},
     {NULL, NULL, 0, NULL},
 };

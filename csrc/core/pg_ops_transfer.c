@@ -32,7 +32,7 @@ static pg_status copy_block(const pg_backend *be, int index, int kind, const pg_
     if (!hook)
         return be->copy(be, index, &c);
     /* call-site attribution is on (pygpu.track(call_sites=True)): report this transfer */
-    uint64_t t0 = pg_now_ns();
+    uint64_t t0 = pg_now_ns(), link0 = pg_stats_pair_ns(c.src->device, c.dst->device);
     pg_status st = be->copy(be, index, &c);
     if (st != PG_OK)
         return st;
@@ -41,8 +41,9 @@ static pg_status copy_block(const pg_backend *be, int index, int kind, const pg_
         host = (const char *)c.src->data + c.src_offset;
     else if (kind == PG_COPY_D2H && !async)
         host = (const char *)c.dst->data + c.dst_offset;
+    uint64_t link = async ? 0 : pg_stats_pair_ns(c.src->device, c.dst->device) - link0;
     pg_transfer_event ev = {pg_tensor_device(src), pg_tensor_device(dst), nbytes, pg_now_ns() - t0,
-                            pinned, async, implicit, host};
+                            link, pinned, async, implicit, host};
     hook(&ev);
     return PG_OK;
 }

@@ -59,6 +59,11 @@ void pg_stats_transfer_time(pg_device src, pg_device dst, uint64_t ns)
     ADD(g_pair[pg_device_slot(src)][pg_device_slot(dst)].ns, ns);
 }
 
+uint64_t pg_stats_pair_ns(pg_device src, pg_device dst)
+{
+    return LOAD(g_pair[pg_device_slot(src)][pg_device_slot(dst)].ns);
+}
+
 void pg_stats_op(pg_device dev) { ADD(g_dev[pg_device_slot(dev)].ops, 1); }
 
 void pg_stats_sync(pg_device dev, uint64_t ns)

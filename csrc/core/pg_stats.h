@@ -68,6 +68,7 @@ uint64_t pg_now_ns(void);
 typedef struct pg_transfer_event {
     pg_device src, dst;
     uint64_t bytes, ns; /* ns: wall time of the copy call (enqueue only when async) */
+    uint64_t link_ns;   /* the copy's own time as the backend counted it (0 when async) */
     bool pinned, async;
     int implicit;
     const void *host;
@@ -79,5 +80,6 @@ typedef void (*pg_transfer_hook)(const pg_transfer_event *ev);
  * Off by default; the transfer path then pays one relaxed atomic load. */
 void pg_stats_set_transfer_hook(pg_transfer_hook hook);
 pg_transfer_hook pg_stats_get_transfer_hook(void);
+uint64_t pg_stats_pair_ns(pg_device src, pg_device dst); /* transfer time counted so far */
 
 #endif

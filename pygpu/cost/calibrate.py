@@ -52,10 +52,12 @@ def cached_profile(device):
         return None  # a damaged cache file is measured again, not trusted
 
 
-def calibrate(device="sim:0", max_bytes=MAX_BYTES, cache=True, refresh=False, progress=None):
+def calibrate(device="sim:0", max_bytes=MAX_BYTES, cache=True, refresh=False, progress=None,
+              matmul_ns=None):
     """The DeviceProfile of `device`: from the cache if it was measured before (with the
     same max_bytes), else measured now (a few seconds) and cached. max_bytes caps the
-    largest transfer; refresh=True measures again; progress: a tqdm-like class."""
+    largest transfer; refresh=True measures again; progress: a tqdm-like class;
+    matmul_ns: the matmul sizes to time (default MATMUL_NS)."""
     import pygpu
     dev = pygpu.device(device)
     if dev.type == "cpu":
@@ -63,9 +65,10 @@ def calibrate(device="sim:0", max_bytes=MAX_BYTES, cache=True, refresh=False, pr
                          "e.g. calibrate('sim:0') or calibrate('cuda:0')")
     if cache and not refresh:
         prof = cached_profile(dev)
-        if prof is not None and prof.meta.get("max_bytes") == int(max_bytes):
+        if (prof is not None and prof.meta.get("max_bytes") == int(max_bytes)
+                and prof.meta.get("matmul_ns") == list(matmul_ns or MATMUL_NS)):
             return prof
-    prof = _measure(dev, int(max_bytes), progress)
+    prof = _measure(dev, int(max_bytes), progress, tuple(matmul_ns or MATMUL_NS))
     if cache:
         os.makedirs(cache_dir(), exist_ok=True)
         tmp = _cache_path(dev) + f".{os.getpid()}.tmp"
@@ -74,9 +77,10 @@ def calibrate(device="sim:0", max_bytes=MAX_BYTES, cache=True, refresh=False, pr
     return prof
 
 
-def recalibrate(device="sim:0", max_bytes=MAX_BYTES, progress=None):
+def recalibrate(device="sim:0", max_bytes=MAX_BYTES, progress=None, matmul_ns=None):
     """Measure again, replacing the cached profile."""
-    return calibrate(device, max_bytes=max_bytes, refresh=True, progress=progress)
+    return calibrate(device, max_bytes=max_bytes, refresh=True, progress=progress,
+                     matmul_ns=matmul_ns)
 
 
 # ---- measurements ---------------------------------------------------------------------
@@ -145,10 +149,10 @@ def _best(fn, repeats, budget_s=0.3):
     return best
 
 
-def _measure(dev, max_bytes, progress):
+def _measure(dev, max_bytes, progress, matmul_ns):
     import pygpu
     sizes = _sizes(max_bytes)
-    steps = 4 * len(sizes) + 3 + 2 * len(MATMUL_NS)
+    steps = 4 * len(sizes) + 3 + 2 * len(matmul_ns)
     bar = progress(total=steps, desc=f"calibrating {dev}", leave=False) if progress else None
 
     def tick():
@@ -193,9 +197,9 @@ def _measure(dev, max_bytes, progress):
     tick()
 
     rng = np.random.default_rng(0)
-    mats = {n: rng.standard_normal((n, n), dtype=np.float32) for n in MATMUL_NS}
+    mats = {n: rng.standard_normal((n, n), dtype=np.float32) for n in matmul_ns}
     mm, host_mm = [], []
-    for n in MATMUL_NS:
+    for n in matmul_ns:
         da = pygpu.tensor(mats[n], device=dev)
         (da @ da).wait()
         t = _best(lambda: (da @ da).wait(), 10)
@@ -209,7 +213,7 @@ def _measure(dev, max_bytes, progress):
     # pygpu and NumPy each load an OpenBLAS whose idle threads spin for a while after
     # a call: let pygpu's park before timing NumPy's (as the main job does)
     time.sleep(0.3)
-    for n in MATMUL_NS:
+    for n in matmul_ns:
         a = mats[n]
         a @ a
         t = _best(lambda: a @ a, 10)
@@ -220,7 +224,7 @@ def _measure(dev, max_bytes, progress):
     if bar is not None:
         bar.close()
     name = pygpu.cuda.get_device_name(dev.index) if dev.type == "cuda" else f"{dev} (simulated)"
-    meta = {"max_bytes": max_bytes, "sizes": sizes, "seconds": time.perf_counter() - t_begin,
+    meta = {"max_bytes": max_bytes, "matmul_ns": list(matmul_ns), "sizes": sizes, "seconds": time.perf_counter() - t_begin,
             "pygpu": pygpu.__version__, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if dev.type == "sim":
         meta["sim_link"] = pygpu.sim.link()

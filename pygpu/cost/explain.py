@@ -103,7 +103,7 @@ def _default_profile(device):
     return prof
 
 
-def explain(record, profile=None, top=5, steps=None, heavy_bytes=HEAVY_BYTES, file=sys.stdout,
+def explain(record, profile=None, top=5, steps=None, heavy_bytes=HEAVY_BYTES, file=None,
             quiet=False):
     """Print (unless quiet) and return a Report of a track() record (or of a function,
     run once). profile: a DeviceProfile, a datasheet name or a JSON file; default: the
@@ -134,7 +134,10 @@ def explain(record, profile=None, top=5, steps=None, heavy_bytes=HEAVY_BYTES, fi
         rep.light = {"requests": len(light), "transfers": sum(r.transfers for r in light),
                      "typical_bytes": int(statistics.median(sizes)) if sizes else 0,
                      "bytes": sum(sizes),
-                     "by_kind": dict(Counter(f"{r.direction} {r.trigger}" for r in light))}
+                     "by_kind": dict(Counter(f"{r.direction} {r.trigger}" for r in light)),
+                     "call_sites": [{"direction": k[0], "call_site": k[1], "requests": v}
+                                    for k, v in Counter((r.direction, r.call_site)
+                                                        for r in light).most_common()]}
         imp = defaultdict(lambda: [0, 0])
         for x in rec.transfers:
             if x.implicit:
@@ -153,9 +156,9 @@ def explain(record, profile=None, top=5, steps=None, heavy_bytes=HEAVY_BYTES, fi
             setattr(rep, attr, [{"call_site": k, "count": v[0], "bytes": v[1], "seconds": v[2]}
                                 for k, v in sorted(groups.items(), key=lambda kv: -kv[1][2])])
     rep.verdict, rep.saving_seconds = _verdict(rep, steps)
-    rep.text = _render(rep, rec, prof, top, steps)
+    rep.text = _render(rep, rec, prof, top, steps, heavy_bytes)
     if not quiet:
-        print(rep.text, file=file)
+        print(rep.text, file=file if file is not None else sys.stdout)
     return rep
 
 
@@ -182,7 +185,7 @@ def _verdict(rep, steps):
             f"bottleneck here"), 0.0
 
 
-def _render(rep, rec, prof, top, steps):
+def _render(rep, rec, prof, top, steps, heavy_bytes):
     L = []
     L.append(f"pygpu.cost.explain: {rep.device or 'no device'}, wall {_ms(rep.wall_seconds)}"
              + (f" over {steps} steps" if steps else "")
@@ -197,7 +200,7 @@ def _render(rep, rec, prof, top, steps):
     if rec.transfers is None:
         L.append("  (per-transfer detail needs pygpu.track(call_sites=True))")
     else:
-        L.append(f"  heavy requests (>= {_fmt_bytes(HEAVY_BYTES)}): {len(rep.heavy)}")
+        L.append(f"  heavy requests (>= {_fmt_bytes(heavy_bytes)}): {len(rep.heavy)}")
         for r in rep.heavy[:top]:
             L.append(f"    {r.direction} {_fmt_bytes(r.nbytes):>10} in {r.transfers} transfer"
                      f"{'s' if r.transfers != 1 else ''}  at {r.call_site}")
@@ -208,6 +211,8 @@ def _render(rep, rec, prof, top, steps):
             kinds = ", ".join(f"{k} x{v}" for k, v in lt["by_kind"].items())
             L.append(f"  light requests: {lt['requests']} ({lt['transfers']} transfers, typical "
                      f"{_fmt_bytes(lt['typical_bytes'])}, {_fmt_bytes(lt['bytes'])} in all: {kinds})")
+            for c in lt["call_sites"][:top]:
+                L.append(f"    {c['requests']:>6} x {c['direction']} at {c['call_site']}")
         if rep.implicit:
             L.append(f"  implicit transfers (top {top}):")
             for i in rep.implicit[:top]:
