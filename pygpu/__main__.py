@@ -149,7 +149,10 @@ def main(argv=None):
         p.error("--device cpu: the experiment compares a device with NumPy; give sim:0 or cuda:0")
     out = sys.stderr if args.json else sys.stdout
     if args.profile:
-        prof = cost.load_profile(args.profile)
+        try:
+            prof = cost.load_profile(args.profile)
+        except ValueError as e:
+            p.error(f"--profile: {e}")
     else:
         print(f"calibrating {dev} (once; cached in {cost.cache_dir()}) ...", file=sys.stderr)
         try:
