@@ -133,6 +133,9 @@ def main(argv=None):
                    help=f"predict for this profile: a JSON file or one of {cost.datasheet_names()} "
                         "(default: calibrate the device, cached)")
     p.add_argument("--steps", type=int, default=30, help="MLP training steps (default 30; 0 skips it)")
+    p.add_argument("--blas-threads", type=int, default=None, metavar="N",
+                   help="limit NumPy's and pygpu's BLAS to N threads (needs threadpoolctl); on a "
+                        "loaded machine, 1 keeps the two BLAS pools from spinning against each other")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON only")
     p.add_argument("--plot", metavar="OUT.png", help="write a log-log plot of time per call vs n")
     args = p.parse_args(argv)
@@ -143,6 +146,20 @@ def main(argv=None):
             p.error("--plot needs matplotlib: pip install matplotlib (or pip install 'pygpu[examples]')")
     if any(n < 1 for n in args.n) or args.number < 1 or args.steps < 0:
         p.error("-n sizes and --number must be positive, --steps non-negative")
+    if args.blas_threads is not None:
+        if args.blas_threads < 1:
+            p.error("--blas-threads must be positive")
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            p.error("--blas-threads needs threadpoolctl: pip install threadpoolctl")
+        pygpu.ones((2, 2)) @ pygpu.ones((2, 2))  # load pygpu's BLAS so that the limit reaches it
+        with threadpool_limits(args.blas_threads):
+            return run(p, args)
+    return run(p, args)
+
+
+def run(p, args):
     t_start = time.perf_counter()
     dev, link = choose_device(args.device)
     if dev == "cpu":
@@ -183,7 +200,7 @@ def main(argv=None):
         "pygpu": pygpu.__version__, "device": dev, "link": link,
         "sim_link_model": pygpu.sim.link() if dev.startswith("sim") else None,
         "profile": {"name": prof.name, "measured": prof.measured, "source": prof.source},
-        "rows": rows,
+        "blas_threads": args.blas_threads, "rows": rows,
         "crossover": {"measured_n": cross, "measured_after": cross_prev, "predicted_n": predicted_cross},
     }
     if not args.json:
@@ -200,7 +217,8 @@ def main(argv=None):
     if args.json:
         print(json.dumps(result, indent=1))
     else:
-        print(f"({result['seconds']:.1f} s; python -m pygpu --help for options)")
+        threads = f", BLAS threads limited to {args.blas_threads}" if args.blas_threads else ""
+        print(f"({result['seconds']:.1f} s{threads}; python -m pygpu --help for options)")
     return 0
 
 

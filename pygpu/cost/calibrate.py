@@ -36,7 +36,20 @@ def _cache_path(device):
     if device.type == "sim":
         ln = pygpu.sim.link()
         key += f"-link{ln['latency_us']:g}us-{ln['h2d_gbps']:g}-{ln['d2h_gbps']:g}GBps"
+    threads = _blas_threads()
+    if threads:
+        key += f"-blas{threads}"
     return os.path.join(cache_dir(), f"profile-{key}-v{pygpu.__version__}.json")
+
+
+def _blas_threads():
+    """Threads of the BLAS pools in use (they set sim's matmul speed), if threadpoolctl is here."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    return "-".join(str(p.get("num_threads")) for p in threadpool_info()
+                    if p.get("user_api") == "blas") or None
 
 
 def cached_profile(device):
