@@ -65,7 +65,10 @@ def _call_site():
         f = f.f_back
     if f is None:
         return "<pygpu internal>"
-    return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} in {f.f_code.co_name}"
+    name = f.f_code.co_filename
+    if os.sep + "ipykernel_" in name:  # a notebook cell: its file name is a hash
+        return f"cell line {f.f_lineno}"
+    return f"{os.path.basename(name)}:{f.f_lineno} in {f.f_code.co_name}"
 
 
 def _on_transfer(src, dst, nbytes, seconds, link_seconds, pinned, async_, trigger, content_hash):
