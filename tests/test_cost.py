@@ -261,7 +261,7 @@ def test_predicted_transfer_time_of_a_training_epoch(sim_profile, link_on, one_b
     x, y = _mlp_demo.make_data(6 * 64)
     onehot = np.eye(_mlp_demo.OUT, dtype=np.float32)[y]
     weights = _mlp_demo.to_device(_mlp_demo.init_params(), "sim:0")  # resident, as in a trainer
-    t, measured = _measured_link_seconds(lambda: _mlp_demo.epoch(dict(weights), x, onehot), runs=5)
+    t, measured = _measured_link_seconds(lambda: _mlp_demo.epoch(dict(weights), x, onehot), runs=7)
     assert t.h2d_count == 12 and t.d2h_count == 6
     p = cost.predict(t, sim_profile)
     assert p.transfer_seconds == pytest.approx(measured, rel=0.25), (str(p), measured)
