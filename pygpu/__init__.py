@@ -21,6 +21,8 @@ from ._dtype import DType, bfloat16, bool_, float16, float32, float64, int64
 from ._guard import get_transfer_guard, transfer_guard
 from ._stats import Stats, stats, track
 from . import cuda, sim
+from . import data  # noqa: E402 - the training layers sit on the tensor API above
+from .checkpoint import load, save  # noqa: E402
 
 bool = bool_  # noqa: A001 - pygpu.bool, as torch.bool
 
@@ -77,4 +79,5 @@ __all__ = [
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "transfer_guard",
     "get_transfer_guard", "sim", "cuda", "DeviceMismatchError", "DeviceUnavailableError",
     "TransferGuardError", "TransferWarning", "AsyncOpError",
+    "data", "save", "load",
 ]
