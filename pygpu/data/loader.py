@@ -10,8 +10,9 @@ epoch; a slot is refilled only after waiting for the copy that last read it.
 Every copy goes through Tensor.copy_, so pygpu.stats() counts each one
 (h2d, pinned, async).
 
-prefetch=0 is the plain loader: each batch is copied when asked for, and the
-copy blocks. Data already on a device (pygpu tensors there) is sliced, not
+prefetch=0 is the plain loader: each batch is copied when asked for, once the
+device has finished the work queued before (as a copy on the compute stream
+would), and the copy blocks: transfer and compute add up. Data already on a device (pygpu tensors there) is sliced, not
 staged: a batch is a view, or one device-to-device copy to another device."""
 import collections
 import numbers
@@ -23,6 +24,11 @@ from .._creation import empty as _empty
 from .._device import device as _device
 from .._dtype import to_dtype
 from .sampler import RandomSampler, SequentialSampler
+
+
+def _synchronize(dev):
+    if dev.type != "cpu":
+        _C._synchronize(*dev._code)
 
 
 def _as_source(name, a):
@@ -172,9 +178,11 @@ class DataLoader:
             yield [t[sel].to(self.device) for t in self.resident]
 
     def _iter_blocking(self, order):
-        """No prefetch: each batch is copied when asked for, and the copy blocks."""
+        """No prefetch: each batch is copied when asked for, after the work queued
+        before it (as a copy on the compute stream is), and the copy blocks."""
         slot = self._slots(1)[0] if self.pin_memory else None
         for sel in self._batches(order):
+            _synchronize(self.device)
             if slot is None:
                 yield [_C.from_numpy(a).to(self.device) for a in self._host_batch(sel)]
             else:
