@@ -163,7 +163,7 @@ class Trainer:
 
     def evaluate(self, X, y, batch_size=256):
         """{"loss": mean loss, "accuracy": fraction correct (when classifying)}; no gradients."""
-        from .autograd_compat import no_grad
+        from .autograd import no_grad
         classify = _is_labels(y)
         self.model.eval()
         total_loss, correct, seen = self._zero(), self._zero(int64) if classify else None, 0
@@ -183,7 +183,7 @@ class Trainer:
 
     def predict(self, X, batch_size=256):
         """The model's outputs for X, as one tensor on the device (no transfer back)."""
-        from .autograd_compat import no_grad
+        from .autograd import no_grad
         self.model.eval()
         out = None
         with no_grad():

@@ -7,3 +7,6 @@ from .parameter import Parameter
 
 __all__ = ["functional", "Module", "Parameter", "Linear", "ReLU", "Tanh", "Sigmoid",
            "Sequential", "ModuleList", "MLP", "CrossEntropyLoss", "MSELoss"]
+
+from .memory import MemoryEstimate, estimate_memory  # noqa: E402 - trainloop's addition
+__all__ += ["estimate_memory", "MemoryEstimate"]
