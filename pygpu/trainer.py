@@ -88,7 +88,7 @@ class Trainer:
         shows a tqdm bar when stderr is a terminal, "always" shows it anyway,
         False never. refresh_per_s: how often at most the bar reads the loss
         from the device. bring_back: move the model to the cpu at the end (the
-        second heavy request)."""
+        second heavy request; the last gradients are dropped, not copied)."""
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
             raise ValueError(f"Trainer.fit: epochs must be an int >= 0, got {epochs!r}")
         if progress not in (True, False, "always"):
@@ -104,6 +104,7 @@ class Trainer:
             history.append(self._fit_epoch(loader, n, classify, epoch, epochs, progress,
                                            refresh_per_s, validation, batch_size))
         if bring_back:
+            self.model.zero_grad(set_to_none=True)  # last step's gradients need not travel
             self.model.to("cpu")  # the second heavy request: every weight comes back, once
         self.history += history
         return history
