@@ -70,12 +70,12 @@ class Trainer:
 
     # ---- helpers -------------------------------------------------------------------------
 
-    def _loader(self, X, y, batch_size, shuffle, seed=None, prefetch=2):
-        return DataLoader(X, y, batch_size=batch_size, shuffle=shuffle, device=self.device,
+    def _loader(self, X, y, batch_size, shuffle, seed=None, prefetch=2, device=None):
+        return DataLoader(X, y, batch_size=batch_size, shuffle=shuffle, device=device or self.device,
                           prefetch=prefetch, seed=seed)
 
-    def _zero(self, dtype=None):
-        return zeros((), dtype=dtype, device=self.device)
+    def _zero(self, dtype=None, device=None):
+        return zeros((), dtype=dtype, device=device or self.device)
 
     # ---- training ------------------------------------------------------------------------
 
@@ -95,6 +95,8 @@ class Trainer:
             raise ValueError(f"Trainer.fit: progress must be True, False or 'always', got {progress!r}")
         if validation is not None and (not isinstance(validation, (tuple, list)) or len(validation) != 2):
             raise ValueError("Trainer.fit: validation must be a pair (X_val, y_val)")
+        if str(_model_device(self.model)) != str(self.device):
+            self.model.to(self.device)  # brought back by an earlier fit: in again, once
         loader = self._loader(X, y, batch_size, shuffle, seed, prefetch)
         classify = _is_labels(y)
         n = len(loader.sampler) if not loader.drop_last else len(loader) * batch_size
@@ -166,10 +168,12 @@ class Trainer:
         """{"loss": mean loss, "accuracy": fraction correct (when classifying)}; no gradients."""
         from .autograd import no_grad
         classify = _is_labels(y)
+        dev = _model_device(self.model)  # where the model is now (the cpu after bring_back)
         self.model.eval()
-        total_loss, correct, seen = self._zero(), self._zero(int64) if classify else None, 0
+        total_loss, seen = self._zero(device=dev), 0
+        correct = self._zero(int64, dev) if classify else None
         with no_grad():
-            for xb, yb in self._loader(X, y, batch_size, shuffle=False):
+            for xb, yb in self._loader(X, y, batch_size, shuffle=False, device=dev):
                 out = self.model(xb)
                 m = xb.shape[0]
                 seen += m
@@ -183,17 +187,18 @@ class Trainer:
         return res
 
     def predict(self, X, batch_size=256):
-        """The model's outputs for X, as one tensor on the device (no transfer back)."""
+        """The model's outputs for X, as one tensor on the model's device (no transfer back)."""
         from .autograd import no_grad
+        dev = _model_device(self.model)
         self.model.eval()
         out = None
         with no_grad():
             a = 0
-            for xb in self._loader(X, None, batch_size, shuffle=False):
+            for xb in self._loader(X, None, batch_size, shuffle=False, device=dev):
                 ob = self.model(xb)
                 if out is None:
                     n = len(X)
-                    out = empty(n, *ob.shape[1:], dtype=ob.dtype, device=self.device)
+                    out = empty(n, *ob.shape[1:], dtype=ob.dtype, device=dev)
                 out[a:a + ob.shape[0]] = ob
                 a += ob.shape[0]
         self.model.train()
