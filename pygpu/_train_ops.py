@@ -3,7 +3,7 @@ cross_entropy, mse_loss and linear (pygpu.nn.functional re-exports them).
 
 Each is an autograd Function (pygpu/autograd/function.py) with its backward
 written out beside its forward, or a composition of recorded tensor ops.
-Fused C kernels (pygpu._C._linear_fwd etc.) are used where they exist."""
+linear and cross_entropy call one fused C op each way (csrc/core/pg_ops_train.c)."""
 import numbers
 
 from . import _C
@@ -164,38 +164,15 @@ class _CrossEntropy(Function):
 
     @staticmethod
     def forward(ctx, logits, labels, mean):
-        if hasattr(_C, "_softmax_xent_fwd"):
-            loss, probs = _C._softmax_xent_fwd(logits, labels, mean)
-            ctx.save(probs, labels)
-        else:  # composite fallback
-            n, c = logits.shape
-            if labels.device.type == "cpu":
-                import numpy as np
-                lab = np.asarray(labels)
-                bad = (lab < 0) | (lab >= c)
-                if bad.any():
-                    raise IndexError(f"cross_entropy: label {int(lab[bad][0])} is out of range "
-                                     f"for {c} classes (labels must be in [0, {c}))")
-            shifted = logits - logits.max(axis=1, keepdims=True)
-            lsm = shifted - shifted.exp().sum(axis=1, keepdims=True).log()
-            onehot = (labels.reshape(n, 1) == _C._arange(0.0, 1.0, c, int64, logits.device))
-            onehot = onehot.astype(logits.dtype)
-            loss = -(lsm * onehot).sum()
-            if mean:
-                loss = loss / float(n)
-            ctx.save(lsm.exp(), onehot)
+        loss, probs = _C._softmax_xent_fwd(logits, labels, mean)
+        ctx.save(probs, labels)
         ctx.mean = mean
         return loss
 
     @staticmethod
     def backward(ctx, g):
         probs, labels = ctx.saved
-        if hasattr(_C, "_softmax_xent_bwd"):
-            return _C._softmax_xent_bwd(probs, labels, g, ctx.mean), None, None
-        gx = (probs - labels) * g
-        if ctx.mean:
-            gx = gx / float(probs.shape[0])
-        return gx, None, None
+        return _C._softmax_xent_bwd(probs, labels, g, ctx.mean), None, None
 
 
 def cross_entropy(input, target, reduction="mean"):
@@ -232,7 +209,7 @@ class _Linear(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, act):
         y = _C._linear_fwd(x, weight, bias, act)
-        ctx.save(x, weight, y if act else None)
+        ctx.save(x, weight, y.detach() if act else None)  # detached: no cycle y -> node -> y
         ctx.act, ctx.has_bias = act, bias is not None
         return y
 
@@ -242,19 +219,6 @@ class _Linear(Function):
         dx, dw, db = _C._linear_bwd(g, x, weight, y, ctx.act, ctx.has_bias,
                                     x.requires_grad)
         return dx, dw, db, None
-
-
-def _linear_composite(x, weight, bias, act):
-    y = x @ weight.T
-    if bias is not None:
-        y = y + bias
-    if act == 1:
-        y = _C.relu(y)
-    elif act == 2:
-        y = _C.tanh(y)
-    elif act == 3:
-        y = _C.sigmoid(y)
-    return y
 
 
 def linear(x, weight, bias=None, activation=None):
@@ -268,6 +232,10 @@ def linear(x, weight, bias=None, activation=None):
     act = _ACTS[activation]
     if bias is not None:
         _want_tensor(bias, "linear", "bias")
-    if not hasattr(_C, "_linear_fwd") or x.ndim != 2:
-        return _linear_composite(x, weight, bias, act)
-    return _Linear.apply(x, weight, bias, act)
+    if x.ndim == 2:
+        return _Linear.apply(x, weight, bias, act)
+    if x.ndim == 0:
+        raise ValueError("linear: input must have at least one dimension")
+    lead = x.shape[:-1]
+    y = _Linear.apply(x.reshape(-1, x.shape[-1]), weight, bias, act)
+    return y.reshape(*lead, weight.shape[0])

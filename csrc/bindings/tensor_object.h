@@ -77,6 +77,7 @@ static inline PyObject *pg_ag_record(PyObject *out, const char *name, PyObject *
 /* -1 with an error if `self` may not be written in place (it requires grad under grad mode). */
 int pg_ag_check_inplace(PyObject *self, const char *what);
 extern PyMethodDef pg_autograd_functions[];
+extern PyMethodDef pg_train_functions[];
 PyObject *pg_ag_requires_grad_(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *pg_ag_detach(PyObject *self, PyObject *noargs);
 PyObject *pg_ag_backward(PyObject *self, PyObject *args, PyObject *kwargs);

@@ -25,15 +25,6 @@ class Adam(Optimizer):
             state["exp_avg_sq"] = _C._full(p.shape, 0, p.dtype, p.device)
         state["step"] += 1
         b1, b2 = group["betas"]
-        if not hasattr(_C, "_adam_update"):  # composite until the fused op lands
-            import math
-            t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-            g = p.grad + p * float(group["weight_decay"]) if group["weight_decay"] else p.grad
-            m[...] = m * b1 + g * (1.0 - b1)
-            v[...] = v * b2 + g * g * (1.0 - b2)
-            denom = v.sqrt() / math.sqrt(1.0 - b2 ** t) + float(group["eps"])
-            p[...] = p - m / denom * (float(group["lr"]) / (1.0 - b1 ** t))
-            return
         _C._adam_update(p, p.grad, state["exp_avg"], state["exp_avg_sq"], float(group["lr"]),
                         b1, b2, float(group["eps"]), float(group["weight_decay"]),
                         state["step"])

@@ -27,13 +27,6 @@ class SGD(Optimizer):
         first = buf is None
         if momentum != 0 and first:
             buf = state["momentum_buffer"] = _C._full(p.shape, 0, p.dtype, p.device)
-        if not hasattr(_C, "_sgd_update"):  # composite until the fused op lands
-            d = p.grad + p * float(group["weight_decay"]) if group["weight_decay"] else p.grad
-            if momentum != 0:
-                buf[...] = d if first else buf * momentum + d * (1.0 - float(group["dampening"]))
-                d = d + buf * momentum if group["nesterov"] else buf
-            p[...] = p - d * float(group["lr"])
-            return
         _C._sgd_update(p, p.grad, buf if momentum != 0 else None, float(group["lr"]), momentum,
                        float(group["dampening"]), float(group["weight_decay"]),
                        bool(group["nesterov"]), first)
