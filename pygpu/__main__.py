@@ -98,13 +98,13 @@ def measured_crossover(rows):
 
 def train_report(dev, steps, prof, quiet):
     from . import _mlp_demo
-    bar = _progress(steps, "MLP training", quiet)
+    if not quiet:
+        print(f"training an MLP for {steps} steps ...", file=sys.stderr)
     with pygpu.track(call_sites=True) as tr:
-        _, losses = _mlp_demo.train(dev, steps=steps, on_step=lambda: bar.update(1))
+        record = _mlp_demo.train(dev, steps=steps, progress="always" if not quiet else False)
         pygpu.synchronize()
-    bar.close()
     rep = cost.explain(tr, prof, steps=steps, quiet=True)
-    return {"steps": steps, "loss_first": losses[0], "loss_last": losses[-1],
+    return {"steps": steps, "loss": record["loss"], "accuracy": record.get("accuracy"),
             "heavy": [r.as_dict() for r in rep.heavy], "light": rep.light,
             "h2d_count": tr.h2d_count, "d2h_count": tr.d2h_count, "implicit": dict(tr.implicit),
             "wall_s": tr.wall_seconds, "verdict": rep.verdict}, rep
@@ -251,8 +251,8 @@ def print_table(res, prof):
 
 
 def print_training(tr, rep):
-    print(f"\nMLP training, {tr['steps']} steps (784-512-10, batch 64), loss "
-          f"{tr['loss_first']:.3f} -> {tr['loss_last']:.3f}, as counted:")
+    print(f"\nMLP training with pygpu.Trainer, {tr['steps']} steps (784-512-10, batch 64, one "
+          f"epoch), loss {tr['loss']:.3f}; its transfers, as counted:")
     for r in rep.heavy:
         print(f"  heavy request: {r.direction} {r.nbytes / 2**20:.2f} MiB in {r.transfers} "
               f"transfers at {r.call_site}")

@@ -35,6 +35,7 @@ class Transfer:
     trigger: str     # "explicit", or what caused an implicit transfer: "repr", "item", ...
     call_site: str   # "file.py:123 in function" of the first frame outside pygpu
     content_hash: int | None  # of the host-side bytes; None when they were not available
+    ops_before: int = 0       # accelerator ops launched before it (a request ends at an op)
     round_trip: bool = False  # h2d of bytes that already went h2d and came back unchanged
     resend: bool = False      # h2d of bytes already sent h2d before (a round trip or a re-upload)
 
@@ -71,12 +72,13 @@ def _call_site():
     return f"{os.path.basename(name)}:{f.f_lineno} in {f.f_code.co_name}"
 
 
-def _on_transfer(src, dst, nbytes, seconds, link_seconds, pinned, async_, trigger, content_hash):
+def _on_transfer(src, dst, nbytes, seconds, link_seconds, pinned, async_, trigger, content_hash,
+                 ops):
     site = _call_site()
     with _lock:
         for rec in _active:
             rec.add(src, dst, nbytes, seconds, link_seconds, pinned, async_, trigger, site,
-                    content_hash)
+                    content_hash, ops)
 
 
 class Recorder:
@@ -87,9 +89,9 @@ class Recorder:
         self._sent = set()       # hashes sent h2d
         self._returned = set()   # hashes sent h2d and later brought back d2h unchanged
 
-    def add(self, src, dst, nbytes, seconds, link_seconds, pinned, async_, trigger, site, h):
+    def add(self, src, dst, nbytes, seconds, link_seconds, pinned, async_, trigger, site, h, ops):
         t = Transfer(len(self.transfers), src, dst, nbytes, seconds, link_seconds, pinned, async_,
-                     trigger, site, h)
+                     trigger, site, h, ops)
         if h is not None and nbytes:
             key = (h, nbytes)
             if t.direction == "h2d":

@@ -6,7 +6,7 @@
  * unless asked for: _set_transfer_callback(cb) installs a C hook in the core
  * (pg_stats_set_transfer_hook), which takes the GIL, hashes the host-side bytes
  * and calls cb(src, dst, nbytes, seconds, link_seconds, pinned, async, trigger,
- * hash). The
+ * hash, ops) (ops: accelerator ops launched so far, which separates requests). The
  * Python side (pygpu/_trace.py) finds the call site from the calling frame. */
 #include "tensor_object.h"
 
@@ -48,10 +48,11 @@ static void transfer_hook(const pg_transfer_event *ev)
             h = content_hash(ev->host, ev->bytes);
         PyObject *hash = ev->host ? PyLong_FromUnsignedLongLong(h) : Py_NewRef(Py_None);
         PyObject *r = hash ? PyObject_CallFunction(
-                                 cb, "ssKddOOsO", pg_device_str(ev->src, a, sizeof a),
+                                 cb, "ssKddOOsOK", pg_device_str(ev->src, a, sizeof a),
                                  pg_device_str(ev->dst, b, sizeof b), (unsigned long long)ev->bytes,
                                  ev->ns / 1e9, ev->link_ns / 1e9, ev->pinned ? Py_True : Py_False,
-                                 ev->async ? Py_True : Py_False, pg_implicit_name(ev->implicit), hash)
+                                 ev->async ? Py_True : Py_False, pg_implicit_name(ev->implicit), hash,
+                                 (unsigned long long)pg_stats_accel_ops())
                            : NULL;
         if (!r) /* a broken recorder must not turn a good transfer into a failure */
             PyErr_WriteUnraisable(cb);
@@ -76,7 +77,8 @@ static PyObject *f_set_transfer_callback(PyObject *mod, PyObject *cb)
 
 PyMethodDef pg_trace_functions[] = {
     {"_set_transfer_callback", f_set_transfer_callback, METH_O,
-     "internal: call cb(src, dst, nbytes, seconds, link_seconds, pinned, async, trigger, hash) "
+     "internal: call cb(src, dst, nbytes, seconds, link_seconds, pinned, async, trigger, hash, "
+     "ops) "
      "per transfer"},
     {NULL, NULL, 0, NULL},
 };

@@ -64,6 +64,14 @@ uint64_t pg_stats_pair_ns(pg_device src, pg_device dst)
     return LOAD(g_pair[pg_device_slot(src)][pg_device_slot(dst)].ns);
 }
 
+uint64_t pg_stats_accel_ops(void)
+{
+    uint64_t n = 0;
+    for (int i = 1; i < PG_NUM_SLOTS; i++) /* slot 0 is the cpu */
+        n += LOAD(g_dev[i].ops);
+    return n;
+}
+
 void pg_stats_op(pg_device dev) { ADD(g_dev[pg_device_slot(dev)].ops, 1); }
 
 void pg_stats_sync(pg_device dev, uint64_t ns)

@@ -81,5 +81,6 @@ typedef void (*pg_transfer_hook)(const pg_transfer_event *ev);
 void pg_stats_set_transfer_hook(pg_transfer_hook hook);
 pg_transfer_hook pg_stats_get_transfer_hook(void);
 uint64_t pg_stats_pair_ns(pg_device src, pg_device dst); /* transfer time counted so far */
+uint64_t pg_stats_accel_ops(void); /* ops launched on every accelerator (not the cpu) so far */
 
 #endif

@@ -75,15 +75,19 @@ def _ms(s):
 
 
 def _requests(transfers):
-    """Consecutive transfers from one call site, direction and trigger form one request."""
-    out = []
+    """Consecutive transfers from one call site, in one direction, for one trigger, with no
+    device op launched between them, form one request (model.to(dev): all the weights;
+    a step's batch: x and y; the next step's batch comes after that step's ops)."""
+    out, prev = [], None
     for x in transfers:
         last = out[-1] if out else None
-        if last and (last.direction, last.call_site, last.trigger) == (x.direction, x.call_site, x.trigger):
+        if (last and (last.direction, last.call_site, last.trigger) == (x.direction, x.call_site, x.trigger)
+                and prev.ops_before == x.ops_before):
             last.transfers += 1
             last.nbytes += x.nbytes
         else:
             out.append(Request(x.direction, x.call_site, 1, x.nbytes, x.trigger))
+        prev = x
     return out
 
 
@@ -173,9 +177,10 @@ def _verdict(rep, steps):
         return (f"keeping the data sent at {worst['call_site']} resident would save "
                 f"{save / div * 1e3:.3g} ms{per} ({save / wall:.0%} of wall time): "
                 f"{worst['count']} {what} of {_fmt_bytes(worst['bytes'] // max(worst['count'], 1))}"), save
-    if rep.implicit:
+    n_implicit = sum(i["count"] for i in rep.implicit)
+    if rep.implicit and n_implicit >= (steps or 3):  # about one per step: a stall in the loop
         worst = rep.implicit[0]
-        return (f"{sum(i['count'] for i in rep.implicit)} implicit transfers, most from "
+        return (f"{n_implicit} implicit transfers, most from "
                 f"{worst['trigger']} at {worst['call_site']}: each is a synchronizing round trip "
                 f"to the device; batch them or keep the value on the device"), 0.0
     if rep.transfer_share >= 0.3:
