@@ -3,7 +3,7 @@
 Draws pytest-benchmark JSON output (--benchmark-json=RUN.json, or the files
 --benchmark-autosave writes under .benchmarks/). Benchmarks that record an `n`
 in extra_info (bench_seed_experiment.py, bench_matmul.py) become lines: median
-time per call against n, log-log, one line per member (numpy, resident,
+(or --stat min/mean) time per call against n, log-log, one line per member (numpy, resident,
 round_trip, ...). Others become one bar chart panel per group. matplotlib is
 needed (pip install 'pygpu[examples]')."""
 import argparse
@@ -13,8 +13,9 @@ import sys
 from collections import defaultdict
 
 
-def load(paths):
-    """[(group, member, n or None, median seconds)] from pytest-benchmark JSON files."""
+def load(paths, stat="median"):
+    """[(group, member, n or None, seconds)] from pytest-benchmark JSON files; `stat`: which
+    of the run's statistics (median, min, mean)."""
     rows = []
     for path in paths:
         try:
@@ -27,11 +28,11 @@ def load(paths):
         for b in data["benchmarks"]:
             member = re.sub(r"^test_", "", re.sub(r"\[.*\]$", "", b["name"]))
             n = b.get("extra_info", {}).get("n")
-            rows.append((b.get("group") or member, member, n, b["stats"]["median"]))
+            rows.append((b.get("group") or member, member, n, b["stats"][stat]))
     return rows
 
 
-def plot(rows, out, title=None):
+def plot(rows, out, title=None, stat="median"):
     from ._plots import _pyplot
     plt = _pyplot()
     lines = defaultdict(list)
@@ -54,14 +55,14 @@ def plot(rows, out, title=None):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("n")
-        ax.set_ylabel("median time per call (ms)")
+        ax.set_ylabel(f"{stat} time per call (ms)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
         ax.set_title(title or "time per call vs n", fontsize=10)
     for ax, (group, members) in zip(axes, sorted(bars.items())):
         ax.barh([m for m, _ in members], [t * 1e6 for _, t in members])
         ax.set_xscale("log")
-        ax.set_xlabel("median time per call (us)")
+        ax.set_xlabel(f"{stat} time per call (us)")
         ax.set_title(group, fontsize=9)
     fig.tight_layout()
     fig.savefig(out, dpi=90)
@@ -74,9 +75,11 @@ def main(argv=None):
     p.add_argument("runs", nargs="+", help="pytest-benchmark JSON file(s)")
     p.add_argument("-o", "--output", default="bench.png", help="image to write (default bench.png)")
     p.add_argument("--title", default=None)
+    p.add_argument("--stat", default="median", choices=("median", "min", "mean"),
+                   help="which statistic of each benchmark to draw (default median)")
     args = p.parse_args(argv)
     try:
-        plot(load(args.runs), args.output, args.title)
+        plot(load(args.runs, args.stat), args.output, args.title, args.stat)
     except ImportError as e:
         p.error(str(e))
     print(f"wrote {args.output}")
