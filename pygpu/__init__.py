@@ -23,6 +23,15 @@ from ._dtype import DType, bfloat16, bool_, float16, float32, float64, int64
 from ._guard import get_transfer_guard, transfer_guard
 from ._stats import Stats, stats, track
 from . import cuda, sim
+from . import autograd as _autograd
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._train_ops import cat, cross_entropy, log_softmax, mse_loss, softmax
+from . import nn, optim
+from . import data  # noqa: E402 - the training layers sit on the tensor API above
+from .checkpoint import load, save  # noqa: E402
+from .trainer import Trainer  # noqa: E402
+from . import cost  # noqa: E402
+from .cost import TransferBudgetError, transfer_budget  # noqa: E402
 
 bool = bool_  # noqa: A001 - pygpu.bool, as torch.bool
 
@@ -34,6 +43,8 @@ _C._setup(_dtype.ALL, {
     "dtype_code": _dtype.dtype_code,
     "parse_device": _parse_device,
     "make_device": _make_device,
+    "record": _autograd.record,
+    "backward": _autograd.backward,
 })
 
 
@@ -80,4 +91,8 @@ __all__ = [
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "transfer_guard",
     "get_transfer_guard", "sim", "cuda", "DeviceMismatchError", "DeviceUnavailableError",
     "TransferGuardError", "TransferWarning", "AsyncOpError", "AxisError",
+    "TransferGuardError", "TransferWarning", "AsyncOpError", "no_grad", "enable_grad",
+    "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
+    "mse_loss", "nn", "optim",
+    "data", "save", "load", "Trainer", "cost", "transfer_budget", "TransferBudgetError",
 ]

@@ -1,56 +1,67 @@
-"""python -m pygpu: the classic experiment, measured on this machine.
+"""python -m pygpu: the REST-API cost of a device, measured and predicted on this machine.
 
-A 200x200 float32 matmul three ways: with NumPy; on a device with the data
-already there (resident); and on the device with a round trip every time
-(copy in, multiply, copy out). Next to each time, pygpu's transfer counters
-show what crossed the link. The device is cuda:0 when present, else sim:0
-(with the sim link model set to a PCIe-like 16 GB/s and 10 us per transfer,
-so that the cost of a round trip shows on a machine without a GPU)."""
+An n x n float32 matmul for n in 64..2048, three ways: with NumPy; on a device
+with the data already there (resident); and on the device with a round trip
+every call (upload both inputs, multiply, download the result). For each n it
+prints the time per call, the speedup against NumPy, the transfers per call as
+counted, and the cost model's prediction (pygpu.cost) beside the measurement;
+then the crossover n above which the round trip beats NumPy; then a short MLP
+training whose transfers, as counted, are two heavy requests (weights up, weights
+down) and many light ones (a batch up, a loss back, per step).
+
+The device is cuda:0 when present, else sim:0 with the sim link model on
+(10 us + 16 GB/s each way, a PCIe-like link), so that the cost of a round trip
+shows on a machine without a GPU. --profile h100_pcie predicts for a GPU you do
+not have; --json prints machine-readable output; --plot out.png draws it."""
 import argparse
+import json
+import sys
 import time
 
 import numpy as np
 
 import pygpu
+from pygpu import cost
+
+SIZES = (64, 128, 200, 512, 1024, 2048)
+LINK = dict(latency_us=10.0, h2d_gbps=16.0, d2h_gbps=16.0)
+CAL_MAX_BYTES = 16 << 20  # the largest transfer this job makes (2048 x 2048 float32)
+CAL_MATMUL_NS = None      # calibrate's default sizes
 
 
-def best_of(fn, repeats, number):
-    # NumPy and pygpu each load an OpenBLAS, whose idle threads spin for a while
-    # after a call: let the other library's threads go to sleep before timing.
-    time.sleep(0.3)
-    best = float("inf")
-    for _ in range(repeats):
+def _progress(total, desc, quiet):
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is None or quiet:
+        class _NoBar:
+            def update(self, n=1):
+                pass
+
+            def close(self):
+                pass
+        return _NoBar()
+    return tqdm(total=total, desc=desc, leave=False, file=sys.stderr)
+
+
+def time_per_call(fn, max_calls, budget_s=0.25):
+    """Best time of one call: calls repeated until max_calls or budget_s spent (at least 2)."""
+    fn()  # warm: allocations, first-touch pages, BLAS thread start
+    best, spent, calls = float("inf"), 0.0, 0
+    while calls < max(2, max_calls) and (calls < 2 or spent < budget_s):
         t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / number)
+        fn()
+        dt = time.perf_counter() - t0
+        best, spent, calls = min(best, dt), spent + dt, calls + 1
     return best
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m pygpu", description=__doc__.splitlines()[0])
-    p.add_argument("-n", type=int, default=200, help="matrix size (default 200)")
-    p.add_argument("--device", default=None, help="device to use (default: cuda:0, else sim:0)")
-    p.add_argument("--number", type=int, default=50, help="calls per timing (default 50)")
-    args = p.parse_args(argv)
-    dev = args.device or ("cuda:0" if pygpu.cuda.is_available() else "sim:0")
-    if dev.startswith("sim") and not args.device:
-        pygpu.sim.configure(latency_us=10, h2d_gbps=16, d2h_gbps=16)
-        link = "sim link model: 10 us + 16 GB/s each way (a simulation of PCIe)"
-    else:
-        link = "real link" if dev.startswith("cuda") else "sim link model off"
-    n = args.n
-    rng = np.random.default_rng(0)
-    a_np = rng.standard_normal((n, n), dtype=np.float32)
-    b_np = rng.standard_normal((n, n), dtype=np.float32)
+def measure_size(n, dev, number, rng):
+    a_np = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
+    b_np = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
+    a_dev, b_dev = pygpu.tensor(a_np, device=dev), pygpu.tensor(b_np, device=dev)
     a_cpu, b_cpu = pygpu.from_numpy(a_np), pygpu.from_numpy(b_np)
-    a_dev, b_dev = a_cpu.to(dev), b_cpu.to(dev)
-
-    def numpy_matmul():
-        return a_np @ b_np
-
-    def pygpu_cpu():
-        return a_cpu @ b_cpu
 
     def resident():
         (a_dev @ b_dev).wait()
@@ -58,27 +69,197 @@ def main(argv=None):
     def round_trip():
         (a_cpu.to(dev) @ b_cpu.to(dev)).to("cpu")
 
-    print(f"pygpu {pygpu.__version__}: {n}x{n} float32 matmul, device {dev} ({link})")
-    print(f"{'':<28}{'time/call':>12}{'vs NumPy':>10}   transfers per call")
-    t_np = best_of(numpy_matmul, 5, args.number)
-    rows = [("NumPy", t_np, None)]
-    for label, fn in (("pygpu cpu", pygpu_cpu), (f"{dev}, data resident", resident),
-                      (f"{dev}, round trip", round_trip)):
+    row = {"n": n}
+    for name, fn in (("resident", resident), ("round_trip", round_trip)):
         fn()
         pygpu.synchronize()
         with pygpu.track() as tr:
             fn()
             pygpu.synchronize()
-        rows.append((label, best_of(fn, 5, args.number), tr))
-    for label, t, tr in rows:
-        xfer = "-" if tr is None else (
-            f"h2d {tr.h2d_count} ({tr.h2d_bytes / 1024:.0f} KiB), d2h {tr.d2h_count} "
-            f"({tr.d2h_bytes / 1024:.0f} KiB)")
-        print(f"{label:<28}{t * 1e6:>10.1f}us{t_np / t:>9.2f}x   {xfer}")
-    print("\nThe device only pays off when the data stays there: move weights once, "
-          "batches each step.")
-    print(pygpu.stats())
+        row[f"{name}_s"] = time_per_call(fn, number)
+        row[f"{name}_transfers"] = {k: getattr(tr, k) for k in
+                                    ("h2d_count", "h2d_bytes", "d2h_count", "d2h_bytes")}
+    # pygpu and NumPy each load an OpenBLAS whose idle threads spin for a while after
+    # a call: let pygpu's go to sleep before timing NumPy
+    time.sleep(0.2)
+    row["numpy_s"] = time_per_call(lambda: a_np @ b_np, number)
+    return row
+
+
+def measured_crossover(rows):
+    """(n, previous n) of the first size where the round trip beats NumPy, or (None, None)."""
+    prev = None
+    for r in rows:
+        if r["round_trip_s"] < r["numpy_s"]:
+            return r["n"], prev
+        prev = r["n"]
+    return None, None
+
+
+def train_report(dev, steps, prof, quiet):
+    from . import _mlp_demo
+    if not quiet:
+        print(f"training an MLP for {steps} steps ...", file=sys.stderr)
+    with pygpu.track(call_sites=True) as tr:
+        record = _mlp_demo.train(dev, steps=steps, progress="always" if not quiet else False)
+        pygpu.synchronize()
+    rep = cost.explain(tr, prof, steps=steps, quiet=True)
+    return {"steps": steps, "loss": record["loss"], "accuracy": record.get("accuracy"),
+            "heavy": [r.as_dict() for r in rep.heavy], "light": rep.light,
+            "h2d_count": tr.h2d_count, "d2h_count": tr.d2h_count, "implicit": dict(tr.implicit),
+            "wall_s": tr.wall_seconds, "verdict": rep.verdict}, rep
+
+
+def choose_device(arg):
+    if arg:
+        dev = str(pygpu.device(arg))
+    else:
+        dev = "cuda:0" if pygpu.cuda.is_available() else "sim:0"
+    if dev.startswith("sim"):
+        pygpu.sim.configure(**LINK)
+        why = "" if arg else "no GPU here: "
+        return dev, (f"{why}simulated, with the sim link model on: {LINK['latency_us']:g} us + "
+                     f"{LINK['h2d_gbps']:g} GB/s each way (a PCIe-like link)")
+    return dev, "real link" if dev.startswith("cuda") else "host memory, no link"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m pygpu", description=__doc__.splitlines()[0])
+    p.add_argument("-n", type=lambda s: [int(x) for x in s.split(",")], default=list(SIZES),
+                   help=f"matrix size(s), comma-separated (default {','.join(map(str, SIZES))})")
+    p.add_argument("--number", type=int, default=10, help="most timed calls per measurement (default 10)")
+    p.add_argument("--device", default=None, help="device (default: cuda:0, else sim:0 with the link model)")
+    p.add_argument("--profile", default=None,
+                   help=f"predict for this profile: a JSON file or one of {cost.datasheet_names()} "
+                        "(default: calibrate the device, cached)")
+    p.add_argument("--steps", type=int, default=30, help="MLP training steps (default 30; 0 skips it)")
+    p.add_argument("--blas-threads", type=int, default=None, metavar="N",
+                   help="limit NumPy's and pygpu's BLAS to N threads (needs threadpoolctl); on a "
+                        "loaded machine, 1 keeps the two BLAS pools from spinning against each other")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON only")
+    p.add_argument("--plot", metavar="OUT.png", help="write a log-log plot of time per call vs n")
+    args = p.parse_args(argv)
+    if args.plot:  # fail before measuring, not after
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            p.error("--plot needs matplotlib: pip install matplotlib (or pip install 'pygpu[examples]')")
+    if any(n < 1 for n in args.n) or args.number < 1 or args.steps < 0:
+        p.error("-n sizes and --number must be positive, --steps non-negative")
+    if args.blas_threads is not None:
+        if args.blas_threads < 1:
+            p.error("--blas-threads must be positive")
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            p.error("--blas-threads needs threadpoolctl: pip install threadpoolctl")
+        pygpu.ones((2, 2)) @ pygpu.ones((2, 2))  # load pygpu's BLAS so that the limit reaches it
+        with threadpool_limits(args.blas_threads):
+            return run(p, args)
+    return run(p, args)
+
+
+def run(p, args):
+    t_start = time.perf_counter()
+    dev, link = choose_device(args.device)
+    if dev == "cpu":
+        p.error("--device cpu: the experiment compares a device with NumPy; give sim:0 or cuda:0")
+    out = sys.stderr if args.json else sys.stdout
+    if args.profile:
+        try:
+            prof = cost.load_profile(args.profile)
+        except ValueError as e:
+            p.error(f"--profile: {e}")
+    else:
+        print(f"calibrating {dev} (once; cached in {cost.cache_dir()}) ...", file=sys.stderr)
+        try:
+            from tqdm import tqdm as bar_cls
+        except ImportError:
+            bar_cls = None
+        prof = cost.calibrate(dev, max_bytes=CAL_MAX_BYTES, matmul_ns=CAL_MATMUL_NS,
+                              progress=None if args.json else bar_cls)
+
+    rng = np.random.default_rng(0)
+    rows = []
+    bar = _progress(len(args.n), "measuring", args.json)
+    for n in args.n:
+        row = measure_size(n, dev, args.number, rng)
+        row["predicted_resident_s"] = prof.matmul_seconds(n)
+        row["predicted_round_trip_s"] = prof.round_trip_matmul_seconds(n)
+        row["speedup_resident"] = row["numpy_s"] / row["resident_s"]
+        row["speedup_round_trip"] = row["numpy_s"] / row["round_trip_s"]
+        rows.append(row)
+        bar.update(1)
+    bar.close()
+    cross, cross_prev = measured_crossover(rows)
+    host = cost.DeviceProfile("host", "cpu", True, "this run's NumPy timings", prof.links,
+                              host_matmul_gflops=[[r["n"], 2.0 * r["n"] ** 3 / r["numpy_s"] / 1e9]
+                                                  for r in rows])
+    predicted_cross = cost.crossover_n(prof, host=host, lo=min(args.n), hi=max(args.n))
+    result = {
+        "pygpu": pygpu.__version__, "device": dev, "link": link,
+        "sim_link_model": pygpu.sim.link() if dev.startswith("sim") else None,
+        "profile": {"name": prof.name, "measured": prof.measured, "source": prof.source},
+        "blas_threads": args.blas_threads, "rows": rows,
+        "crossover": {"measured_n": cross, "measured_after": cross_prev, "predicted_n": predicted_cross},
+    }
+    if not args.json:
+        print_table(result, prof)
+    if args.steps:
+        result["training"], rep = train_report(dev, args.steps, prof, args.json)
+        if not args.json:
+            print_training(result["training"], rep)
+    result["seconds"] = time.perf_counter() - t_start
+    if args.plot:
+        from ._plots import plot_main_job
+        plot_main_job(result, args.plot)
+        print(f"plot written to {args.plot}", file=out)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        threads = f", BLAS threads limited to {args.blas_threads}" if args.blas_threads else ""
+        print(f"({result['seconds']:.1f} s{threads}; python -m pygpu --help for options)")
     return 0
+
+
+def _fmt_t(s):
+    return f"{s * 1e3:9.3f}" if s < 10 else f"{s:8.1f}s"
+
+
+def print_table(res, prof):
+    kind = "measured here" if prof.measured else "datasheet, not measured"
+    print(f"pygpu {res['pygpu']}: n x n float32 matmul on {res['device']} ({res['link']})")
+    print(f"prediction: {prof.name} ({kind})")
+    print(f"{'n':>6} {'NumPy ms':>9} | {'resident ms':>11} {'pred':>8} {'vs NumPy':>8} | "
+          f"{'round trip ms':>13} {'pred':>8} {'vs NumPy':>8} | transfers per round trip")
+    for r in res["rows"]:
+        t = r["round_trip_transfers"]
+        print(f"{r['n']:>6} {_fmt_t(r['numpy_s'])} | {_fmt_t(r['resident_s']):>11} "
+              f"{_fmt_t(r['predicted_resident_s']):>8} {r['speedup_resident']:>7.2f}x | "
+              f"{_fmt_t(r['round_trip_s']):>13} {_fmt_t(r['predicted_round_trip_s']):>8} "
+              f"{r['speedup_round_trip']:>7.2f}x | h2d {t['h2d_count']} ({t['h2d_bytes'] / 1024:.0f} KiB), "
+              f"d2h {t['d2h_count']} ({t['d2h_bytes'] / 1024:.0f} KiB)")
+    c = res["crossover"]
+    meas = (f"n = {c['measured_n']}" + (f" (between {c['measured_after']} and {c['measured_n']})"
+                                        if c["measured_after"] else "")
+            if c["measured_n"] else "none in this range")
+    pred = f"n = {c['predicted_n']}" if c["predicted_n"] else "none in this range"
+    print(f"crossover (round trip beats NumPy): measured {meas}; predicted {pred}")
+    if res["device"].startswith("sim"):
+        print("  (sim computes on this CPU, as NumPy does: the round trip only adds the link's cost;"
+              " --profile h100_pcie predicts a real GPU)")
+
+
+def print_training(tr, rep):
+    print(f"\nMLP training with pygpu.Trainer, {tr['steps']} steps (784-512-10, batch 64, one "
+          f"epoch), loss {tr['loss']:.3f}; its transfers, as counted:")
+    for r in rep.heavy:
+        print(f"  heavy request: {r.direction} {r.nbytes / 2**20:.2f} MiB in {r.transfers} "
+              f"transfers at {r.call_site}")
+    lt = rep.light
+    print(f"  light requests: {lt['requests']} ({lt['transfers']} transfers, typical "
+          f"{lt['typical_bytes']} B): " + ", ".join(f"{k} x{v}" for k, v in lt["by_kind"].items()))
+    print(f"  verdict: {rep.verdict}")
 
 
 if __name__ == "__main__":

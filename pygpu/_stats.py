@@ -5,6 +5,8 @@ pair, transfers' count, bytes, time, pinned and async counts; implicit
 transfers per trigger; per device ops, syncs, time spent waiting, allocations
 and memory. A Stats object is a snapshot; subtracting two gives the delta,
 which is what track() reports for a block of code."""
+import time
+
 from . import _C
 
 _DEVICE_EVENTS = ("ops", "syncs", "sync_ns", "allocs", "frees", "cache_hits")
@@ -112,16 +114,42 @@ def reset_stats():
 class track:
     """`with pygpu.track() as t:` ... then t.h2d_count, t.d2h_bytes, ... count
     what happened inside the block (counters are process-wide: other threads'
-    transfers during the block are included)."""
+    transfers during the block are included).
+
+    track(call_sites=True) also records each transfer (t.transfers_log: size,
+    direction, trigger, the file:line it came from, round trips flagged), which
+    pygpu.cost.explain() reads; it costs a Python call per transfer, so it is off
+    by default. t.wall_seconds is the block's wall time."""
+
+    def __init__(self, call_sites=False):
+        self.call_sites = bool(call_sites)
+        self._recorder = None
 
     def __enter__(self):
+        from . import _trace
         self._start = stats()
         self._delta = None
+        self._recorder = _trace.start() if self.call_sites else None
+        self._t0 = time.perf_counter()
+        self._wall = None
         return self
 
     def __exit__(self, *exc):
+        from . import _trace
+        self._wall = time.perf_counter() - self._t0
+        if self._recorder is not None:
+            _trace.stop(self._recorder)
         self._delta = stats() - self._start
         return False
+
+    @property
+    def transfers_log(self):
+        """The transfers one by one (track(call_sites=True) only; else None)."""
+        return None if self._recorder is None else list(self._recorder.transfers)
+
+    @property
+    def wall_seconds(self):
+        return self._wall if self._wall is not None else time.perf_counter() - self._t0
 
     @property
     def stats(self):

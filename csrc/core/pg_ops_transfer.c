@@ -28,7 +28,24 @@ static pg_status copy_block(const pg_backend *be, int index, int kind, const pg_
     };
     bool pinned = (src->storage->flags | dst->storage->flags) & PG_STORAGE_PINNED;
     pg_stats_transfer(pg_tensor_device(src), pg_tensor_device(dst), nbytes, pinned, async, implicit);
-    return be->copy(be, index, &c);
+    pg_transfer_hook hook = pg_stats_get_transfer_hook();
+    if (!hook)
+        return be->copy(be, index, &c);
+    /* call-site attribution is on (pygpu.track(call_sites=True)): report this transfer */
+    uint64_t t0 = pg_now_ns(), link0 = pg_stats_pair_ns(c.src->device, c.dst->device);
+    pg_status st = be->copy(be, index, &c);
+    if (st != PG_OK)
+        return st;
+    const void *host = NULL;
+    if (kind == PG_COPY_H2D)
+        host = (const char *)c.src->data + c.src_offset;
+    else if (kind == PG_COPY_D2H && !async)
+        host = (const char *)c.dst->data + c.dst_offset;
+    uint64_t link = async ? 0 : pg_stats_pair_ns(c.src->device, c.dst->device) - link0;
+    pg_transfer_event ev = {pg_tensor_device(src), pg_tensor_device(dst), nbytes, pg_now_ns() - t0,
+                            link, pinned, async, implicit, host};
+    hook(&ev);
+    return PG_OK;
 }
 
 pg_status pg_op_to_device(const pg_tensor *t, pg_device dev, bool non_blocking, int implicit,

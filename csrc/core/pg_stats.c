@@ -22,6 +22,15 @@ static device_atomic g_dev[PG_NUM_SLOTS];
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define STORE(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
 
+static _Atomic(pg_transfer_hook) g_transfer_hook;
+
+void pg_stats_set_transfer_hook(pg_transfer_hook hook) { atomic_store(&g_transfer_hook, hook); }
+
+pg_transfer_hook pg_stats_get_transfer_hook(void)
+{
+    return atomic_load_explicit(&g_transfer_hook, memory_order_relaxed);
+}
+
 uint64_t pg_now_ns(void)
 {
     struct timespec ts;
@@ -48,6 +57,19 @@ void pg_stats_transfer(pg_device src, pg_device dst, uint64_t bytes, bool pinned
 void pg_stats_transfer_time(pg_device src, pg_device dst, uint64_t ns)
 {
     ADD(g_pair[pg_device_slot(src)][pg_device_slot(dst)].ns, ns);
+}
+
+uint64_t pg_stats_pair_ns(pg_device src, pg_device dst)
+{
+    return LOAD(g_pair[pg_device_slot(src)][pg_device_slot(dst)].ns);
+}
+
+uint64_t pg_stats_accel_ops(void)
+{
+    uint64_t n = 0;
+    for (int i = 1; i < PG_NUM_SLOTS; i++) /* slot 0 is the cpu */
+        n += LOAD(g_dev[i].ops);
+    return n;
 }
 
 void pg_stats_op(pg_device dev) { ADD(g_dev[pg_device_slot(dev)].ops, 1); }

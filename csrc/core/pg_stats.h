@@ -64,4 +64,25 @@ void pg_stats_reset(void);
 
 uint64_t pg_now_ns(void);
 
+/* One transfer, as seen by the optional transfer hook (pygpu.track(call_sites=True)).
+ * host is the host-side bytes once they are valid (h2d: the source; a blocking d2h:
+ * the destination after the copy), NULL otherwise (async d2h, d2d). */
+typedef struct pg_transfer_event {
+    pg_device src, dst;
+    uint64_t bytes, ns; /* ns: wall time of the copy call (enqueue only when async) */
+    uint64_t link_ns;   /* the copy's own time as the backend counted it (0 when async) */
+    bool pinned, async;
+    int implicit;
+    const void *host;
+} pg_transfer_event;
+
+typedef void (*pg_transfer_hook)(const pg_transfer_event *ev);
+
+/* Install (or, with NULL, remove) the hook called after every successful transfer.
+ * Off by default; the transfer path then pays one relaxed atomic load. */
+void pg_stats_set_transfer_hook(pg_transfer_hook hook);
+pg_transfer_hook pg_stats_get_transfer_hook(void);
+uint64_t pg_stats_pair_ns(pg_device src, pg_device dst); /* transfer time counted so far */
+uint64_t pg_stats_accel_ops(void); /* ops launched on every accelerator (not the cpu) so far */
+
 #endif

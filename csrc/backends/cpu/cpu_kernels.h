@@ -23,6 +23,13 @@ pg_status pg_cpu_random(const pg_node *node);
 /* casts where either side is float16/bfloat16 (cpu_cast_half.c) */
 pg_status pg_cpu_copy_half(const pg_node *node);
 uint16_t pg_cpu_half_bits(int dtype, double x); /* a fill value in float16/bfloat16 */
+/* fused training ops (cpu_train.c) */
+pg_status pg_cpu_linear_fwd(const pg_node *node);
+pg_status pg_cpu_linear_bwd(const pg_node *node);
+pg_status pg_cpu_xent_fwd(const pg_node *node);
+pg_status pg_cpu_xent_bwd(const pg_node *node);
+pg_status pg_cpu_sgd(const pg_node *node);
+pg_status pg_cpu_adam(const pg_node *node);
 
 /* Walk up to three same-shape strided operands (operand 0 is the output) and
  * call `loop` on runs along the innermost (coalesced) axis. Strides passed to

@@ -1,0 +1,120 @@
+# bench_training.py - one epoch of MLP training: pygpu cpu, pygpu sim, PyTorch CPU.
+#
+# The issue's run: an MLP 784-512-512-10 (ReLU, cross-entropy, SGD lr 0.01
+# momentum 0.9) on synthetic MNIST-shaped data (float32 pixels, int64 labels
+# 0..9), one epoch, batch 64 and batch 512; samples/s in extra_info and in
+# the table printed at the end. pygpu runs through pygpu.Trainer (its
+# DataLoader, fused layers and optimizer, progress off); PyTorch runs the same
+# model, loss, optimizer and batches (the same contiguous slices, in order)
+# with a plain loop, in the same process, with the same number of threads.
+#
+# PYGPU_BENCH_SAMPLES sets the epoch's size (default 60,000, the real MNIST
+# training set); fewer samples give the same samples/s, only noisier.
+import os
+
+import numpy as np
+import pytest
+
+import pygpu
+
+N = int(os.environ.get("PYGPU_BENCH_SAMPLES", "60000"))
+SIZES = (784, 512, 512, 10)
+BATCHES = [64, 512]
+IMPLS = ["pygpu-cpu", "pygpu-sim", "torch"]
+THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+_results = {}
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.random((N, SIZES[0]), dtype=np.float32)  # (N, 784) pixels in [0, 1)
+    y = rng.integers(0, SIZES[-1], N).astype(np.int64)  # (N,) labels
+    return X, y
+
+
+@pytest.fixture(scope="module", autouse=True)
+def same_threads():
+    """pygpu's BLAS and PyTorch use the same number of threads."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    with threadpoolctl.threadpool_limits(THREADS):
+        yield
+
+
+def _pygpu_epoch(device, X, y, batch):
+    pygpu.manual_seed(0)
+    model = pygpu.nn.MLP(list(SIZES), activation="relu")
+    opt = pygpu.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    trainer = pygpu.Trainer(model, opt, pygpu.nn.CrossEntropyLoss(), device=device)
+    trainer.fit(X[:batch * 4], y[:batch * 4], epochs=1, batch_size=batch, progress=False,
+                shuffle=False)  # warm-up: caches, staging buffers, BLAS threads
+
+    def run():
+        return trainer.fit(X, y, epochs=1, batch_size=batch, progress=False, shuffle=False)[-1]
+
+    return run
+
+
+def _torch_epoch(X, y, batch):
+    torch = pytest.importorskip("torch")
+    torch.set_num_threads(THREADS)
+    torch.manual_seed(0)
+    layers = []
+    for i, (a, b) in enumerate(zip(SIZES[:-1], SIZES[1:])):
+        layers.append(torch.nn.Linear(a, b))
+        if i < len(SIZES) - 2:
+            layers.append(torch.nn.ReLU())
+    model = torch.nn.Sequential(*layers)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    tX, ty = torch.from_numpy(X), torch.from_numpy(y)
+
+    def run():
+        total = 0.0
+        for a in range(0, len(X), batch):
+            xb, yb = tX[a:a + batch], ty[a:a + batch]
+            opt.zero_grad()
+            loss = loss_fn(model(xb), yb)
+            loss.backward()
+            opt.step()
+            total += loss.detach() * len(xb)  # summed lazily, as pygpu's Trainer does
+        return {"loss": float(total) / len(X)}
+
+    run_warm = run
+    for a in range(0, batch * 4, batch):  # warm-up
+        opt.zero_grad()
+        loss_fn(model(tX[a:a + batch]), ty[a:a + batch]).backward()
+        opt.step()
+    return run_warm
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("batch", BATCHES, ids=[f"batch{b}" for b in BATCHES])
+def test_train_one_epoch(benchmark, data, batch, impl):
+    benchmark.group = f"MLP 784-512-512-10 one epoch of {N} samples, batch {batch}"
+    X, y = data
+    if impl == "torch":
+        run = _torch_epoch(X, y, batch)
+    else:
+        run = _pygpu_epoch(impl.split("-")[1], X, y, batch)
+    out = benchmark.pedantic(run, rounds=2, iterations=1, warmup_rounds=0)
+    assert np.isfinite(out["loss"]) and out["loss"] < 2.5, f"{impl}: loss {out['loss']} (diverged?)"
+    if benchmark.stats:  # None under --benchmark-disable
+        sps = N / benchmark.stats.stats.min
+        benchmark.extra_info["samples_per_s"] = round(sps)
+        benchmark.extra_info["threads"] = THREADS
+        _results[(batch, impl)] = sps
+
+
+def teardown_module(module):
+    if not _results:
+        return
+    lines = [f"\nsamples/s, one epoch of {N}, {THREADS} threads (best of 2 rounds):",
+             f"{'batch':>6}" + "".join(f"{i:>12}" for i in IMPLS) + f"{'cpu/torch':>11}{'sim/cpu':>9}"]
+    for b in BATCHES:
+        row = [_results.get((b, i)) for i in IMPLS]
+        cells = "".join(f"{v:>12,.0f}" if v else f"{'-':>12}" for v in row)
+        r1 = f"{row[0] / row[2]:>11.2f}" if row[0] and row[2] else f"{'-':>11}"
+        r2 = f"{row[1] / row[0]:>9.2f}" if row[0] and row[1] else f"{'-':>9}"
+        lines.append(f"{b:>6}{cells}{r1}{r2}")
+    print("\n".join(lines))

@@ -1,0 +1,218 @@
+"""pygpu.save / pygpu.load: checkpoints in the safetensors format.
+
+The file is plain safetensors, written and parsed by the `safetensors`
+package, so any safetensors reader (PyTorch's, NumPy's) opens what pygpu
+writes and pygpu opens what they write. pygpu adds two metadata entries:
+"pygpu.devices" (JSON: tensor name -> the device it was saved from) so that
+load() puts each tensor back where it was, and, for nested states such as an
+optimizer's, "pygpu.tree" (JSON: the dict/list structure, with tensors named
+by their key in the file and other leaves kept as JSON values).
+
+Writes are atomic: the bytes go to a temporary file in the destination's
+directory, are fsync'ed, and os.replace() puts them under the final name, so
+a crash leaves either the old checkpoint or the new one, never half of one.
+A truncated or corrupt file raises ValueError before any tensor is made."""
+import json
+import numbers
+import os
+import struct
+import tempfile
+
+import numpy as np
+
+from . import _C
+from ._device import Device, device as _device
+
+_DEVICES_KEY = "pygpu.devices"
+_TREE_KEY = "pygpu.tree"
+_LEAF_TYPES = (str, bool, numbers.Integral, numbers.Real, type(None))
+
+
+# ---- saving -------------------------------------------------------------------------------
+
+def _flatten(state):
+    """(tensors: name -> Tensor/ndarray, tree or None). A flat dict of tensors has no tree."""
+    if isinstance(state, dict) and all(isinstance(k, str) for k in state) and \
+            all(isinstance(v, (_C.Tensor, np.ndarray)) for v in state.values()):
+        return dict(state), None
+    tensors = {}
+
+    def walk(obj, path):
+        if isinstance(obj, (_C.Tensor, np.ndarray)):
+            name = ".".join(path) or "tensor"
+            while name in tensors:
+                name += "_"
+            tensors[name] = obj
+            return {"__tensor__": name}
+        if isinstance(obj, dict):
+            items = []
+            for k, v in obj.items():
+                if not isinstance(k, (str, numbers.Integral)) or isinstance(k, bool):
+                    raise TypeError(f"pygpu.save: dict keys must be str or int, got {k!r}")
+                items.append([k if isinstance(k, str) else int(k), walk(v, path + [str(k)])])
+            return {"__dict__": items}
+        if isinstance(obj, (list, tuple)):
+            return {"__list__": [walk(v, path + [str(i)]) for i, v in enumerate(obj)],
+                    "tuple": isinstance(obj, tuple)}
+        if isinstance(obj, _LEAF_TYPES):
+            return {"__value__": obj.item() if isinstance(obj, np.generic) else obj}
+        raise TypeError(f"pygpu.save: cannot store a {type(obj).__name__} at "
+                        f"{'.'.join(path) or 'the top level'}; a checkpoint holds tensors, "
+                        "numbers, strings and dicts/lists of them")
+
+    return tensors, walk(state, [])
+
+
+def _host_array(name, t):
+    if isinstance(t, np.ndarray):
+        return np.ascontiguousarray(t), "cpu"
+    dev = str(t.device)
+    arr = t.numpy() if dev == "cpu" else t.cpu().numpy()  # an explicit, counted d2h copy
+    return np.ascontiguousarray(arr), dev
+
+
+def _fsync_dir(path):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return  # some platforms cannot open a directory; the rename is still atomic
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def save(state, path, metadata=None):
+    """Write `state` (a module's state_dict, or any dict of tensors, numbers and
+    nested dicts/lists, e.g. an optimizer's) to `path` as safetensors, atomically.
+    `metadata`: extra str -> str entries for the file's header."""
+    if not isinstance(state, dict):
+        raise TypeError(f"pygpu.save: expected a dict (e.g. model.state_dict()), got {type(state).__name__}")
+    tensors, tree = _flatten(state)
+    arrays, devices = {}, {}
+    for name, t in tensors.items():
+        arrays[name], devices[name] = _host_array(name, t)
+    meta = {str(k): str(v) for k, v in (metadata or {}).items()}
+    meta[_DEVICES_KEY] = json.dumps(devices)
+    if tree is not None:
+        meta[_TREE_KEY] = json.dumps(tree)
+    from safetensors.numpy import save as st_save
+    data = st_save(arrays, metadata=meta)
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(folder)
+
+
+# ---- loading ------------------------------------------------------------------------------
+
+def _read_checked(path):
+    """The file's bytes and its header, or ValueError if it is not a whole safetensors file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    bad = f"pygpu.load: {path} is not a valid safetensors checkpoint"
+    if len(data) < 8:
+        raise ValueError(f"{bad}: the file is {len(data)} bytes long (truncated?)")
+    (n,) = struct.unpack("<Q", data[:8])
+    if 8 + n > len(data):
+        raise ValueError(f"{bad}: its header claims {n} bytes but the file has {len(data) - 8} "
+                         "after the length field (truncated?)")
+    try:
+        header = json.loads(data[8:8 + n])
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{bad}: its header is not valid JSON ({e}); the file is corrupt") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{bad}: its header is not a JSON object; the file is corrupt")
+    end = max([v["data_offsets"][1] for k, v in header.items()
+               if k != "__metadata__" and isinstance(v, dict) and "data_offsets" in v] or [0])
+    if 8 + n + end > len(data):
+        raise ValueError(f"{bad}: its tensors need {end} bytes of data but only "
+                         f"{len(data) - 8 - n} are there (truncated?)")
+    return data, header
+
+
+def _resolve(saved, map_location):
+    """The device a tensor saved from `saved` goes to."""
+    if map_location is None:
+        return saved
+    if isinstance(map_location, dict):
+        target = map_location.get(saved, saved)
+        return str(_device(target)) if not isinstance(target, str) else target
+    if callable(map_location) and not isinstance(map_location, (str, Device)):
+        return str(_device(map_location(saved)))
+    return str(_device(map_location))
+
+
+def _check_present(name, dev, map_location):
+    try:
+        d = _device(dev)
+        if d.type == "cpu":
+            return d
+        from . import cuda, sim
+        acc = sim if d.type == "sim" else cuda
+        present = acc.is_available() and d.index < acc.device_count()
+    except (ValueError, TypeError, RuntimeError):
+        present = False
+    if not present:
+        how = ("pass map_location='cpu' (or another device, or a dict like {'cuda:0': 'sim:0'}) "
+               "to put the tensors somewhere that exists")
+        what = "it was saved from" if map_location is None else "map_location sends it to"
+        raise _C.DeviceUnavailableError(
+            f"pygpu.load: tensor {name!r} {what} {dev}, which is not available on this machine; {how}")
+    return d
+
+
+def _unflatten(node, tensors):
+    if "__tensor__" in node:
+        return tensors[node["__tensor__"]]
+    if "__dict__" in node:
+        return {k: _unflatten(v, tensors) for k, v in node["__dict__"]}
+    if "__list__" in node:
+        items = [_unflatten(v, tensors) for v in node["__list__"]]
+        return tuple(items) if node.get("tuple") else items
+    return node["__value__"]
+
+
+def load(path, map_location=None):
+    """Read a checkpoint written by pygpu.save (or any safetensors file).
+    Each tensor goes back to the device it was saved from (cpu for files without
+    pygpu's metadata) unless map_location says otherwise: a device ("cpu",
+    "sim:0", pygpu.device(...)), a dict {saved device: target} or a callable."""
+    path = os.fspath(path)
+    data, header = _read_checked(path)
+    meta = header.get("__metadata__") or {}
+    try:
+        devices = json.loads(meta.get(_DEVICES_KEY, "{}"))
+        tree = json.loads(meta[_TREE_KEY]) if _TREE_KEY in meta else None
+    except ValueError as e:
+        raise ValueError(f"pygpu.load: {path} has corrupt pygpu metadata ({e})") from None
+    from safetensors import SafetensorError
+    from safetensors.numpy import load as st_load
+    try:
+        arrays = st_load(data)
+    except (SafetensorError, ValueError, TypeError) as e:
+        raise ValueError(f"pygpu.load: {path} is not a valid safetensors checkpoint: {e}") from None
+    # Resolve and check every target before making any tensor: all or nothing.
+    targets = {}
+    for name in arrays:
+        targets[name] = _check_present(name, _resolve(devices.get(name, "cpu"), map_location),
+                                       map_location)
+    tensors = {}
+    for name, arr in arrays.items():
+        host = _C.from_numpy(np.array(arr, copy=True))  # own the bytes, not the file buffer
+        tensors[name] = host if targets[name].type == "cpu" else host.to(targets[name])
+    return _unflatten(tree, tensors) if tree is not None else tensors

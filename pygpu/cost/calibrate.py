@@ -1,0 +1,247 @@
+"""calibrate(device): measure the link and the device, once, and cache the result.
+
+Transfers: for sizes 4 B .. 256 MiB (powers of 4), each direction, from pageable
+and from pinned host memory, the best of a few copies (more for small sizes,
+where noise is relative; two for the largest). The link time is the copy's own
+time as the C counters record it (the backend times the copy itself); the wall
+time of the call minus that is the host-side overhead of a transfer call. A
+least-squares fit of latency + bytes / bandwidth, weighted by 1/time so that
+4 B and 256 MiB count alike, gives each Link and its largest relative residual.
+Then: the launch overhead (a tiny op, waited for), the enqueue overhead (tiny ops
+queued without waiting), matmul throughput for n = 32 .. 1024 on the device and
+with NumPy on the host, and elementwise bandwidth.
+
+Profiles are cached per device (and, on sim, per link-model setting) under
+$XDG_CACHE_HOME/pygpu or ~/.cache/pygpu; recalibrate() measures again."""
+import json
+import os
+import time
+
+import numpy as np
+
+from .profile import LINK_KINDS, DeviceProfile, Link
+
+MAX_BYTES = 256 << 20
+MATMUL_NS = (32, 64, 128, 256, 512, 1024)  # larger n: the 1024 figure is used
+
+
+def cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pygpu")
+
+
+def _cache_path(device):
+    import pygpu
+    key = str(device).replace(":", "")
+    if device.type == "sim":
+        ln = pygpu.sim.link()
+        key += f"-link{ln['latency_us']:g}us-{ln['h2d_gbps']:g}-{ln['d2h_gbps']:g}GBps"
+    threads = _blas_threads()
+    if threads:
+        key += f"-blas{threads}"
+    return os.path.join(cache_dir(), f"profile-{key}-v{pygpu.__version__}.json")
+
+
+def _blas_threads():
+    """Threads of the BLAS pools in use (they set sim's matmul speed), if threadpoolctl is here."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    return "-".join(str(p.get("num_threads")) for p in threadpool_info()
+                    if p.get("user_api") == "blas") or None
+
+
+def cached_profile(device):
+    """The cached profile of a device, or None if it was never calibrated (or the cache is stale)."""
+    import pygpu
+    path = _cache_path(pygpu.device(device))
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            return DeviceProfile.from_dict(json.load(f))
+    except (OSError, ValueError, TypeError):
+        return None  # a damaged cache file is measured again, not trusted
+
+
+def calibrate(device="sim:0", max_bytes=MAX_BYTES, cache=True, refresh=False, progress=None,
+              matmul_ns=None):
+    """The DeviceProfile of `device`: from the cache if it was measured before (with the
+    same max_bytes), else measured now (a few seconds) and cached. max_bytes caps the
+    largest transfer; refresh=True measures again; progress: a tqdm-like class;
+    matmul_ns: the matmul sizes to time (default MATMUL_NS)."""
+    import pygpu
+    dev = pygpu.device(device)
+    if dev.type == "cpu":
+        raise ValueError("calibrate: the cpu has no link to measure; give an accelerator, "
+                         "e.g. calibrate('sim:0') or calibrate('cuda:0')")
+    if cache and not refresh:
+        prof = cached_profile(dev)
+        if (prof is not None and prof.meta.get("max_bytes") == int(max_bytes)
+                and prof.meta.get("matmul_ns") == list(matmul_ns or MATMUL_NS)):
+            return prof
+    prof = _measure(dev, int(max_bytes), progress, tuple(matmul_ns or MATMUL_NS))
+    if cache:
+        os.makedirs(cache_dir(), exist_ok=True)
+        tmp = _cache_path(dev) + f".{os.getpid()}.tmp"
+        prof.save(tmp)
+        os.replace(tmp, _cache_path(dev))  # atomic: a concurrent reader sees old or new
+    return prof
+
+
+def recalibrate(device="sim:0", max_bytes=MAX_BYTES, progress=None, matmul_ns=None):
+    """Measure again, replacing the cached profile."""
+    return calibrate(device, max_bytes=max_bytes, refresh=True, progress=progress,
+                     matmul_ns=matmul_ns)
+
+
+# ---- measurements ---------------------------------------------------------------------
+def _sizes(max_bytes):
+    sizes, s = [], 4
+    while s <= max_bytes:
+        sizes.append(s)
+        s *= 4
+    return sizes
+
+
+def _repeats(nbytes):
+    return 15 if nbytes <= 1 << 16 else 6 if nbytes <= 1 << 22 else 3 if nbytes <= 1 << 26 else 2
+
+
+def _time_copies(pygpu, dev, direction, pinned, sizes, tick):
+    """[(nbytes, best link seconds, best wall seconds)] for one direction and memory kind."""
+    out = []
+    for nb in sizes:
+        n = nb // 4
+        host = pygpu.empty(n, dtype=pygpu.float32)
+        if pinned:
+            host = host.pin_memory()
+        devbuf = pygpu.empty(n, dtype=pygpu.float32, device=dev)
+        dst, src = (devbuf, host) if direction == "h2d" else (host, devbuf)
+        dst.copy_(src)  # first touch of the pages, outside the timing
+        pygpu.synchronize(dev)
+        best_link, best_wall = float("inf"), float("inf")
+        for _ in range(_repeats(nb)):
+            s0 = pygpu.stats()
+            t0 = time.perf_counter()
+            dst.copy_(src)
+            wall = time.perf_counter() - t0
+            d = pygpu.stats() - s0
+            link = d.h2d_seconds if direction == "h2d" else d.d2h_seconds
+            best_link, best_wall = min(best_link, link), min(best_wall, wall)
+        out.append((nb, best_link, best_wall))
+        del host, devbuf, dst, src
+        tick()
+    return out
+
+
+def fit_link(points):
+    """Least-squares latency + bytes/bandwidth through [(bytes, seconds)], each point
+    weighted by 1/seconds (relative error); returns a Link with the largest relative residual."""
+    b = np.array([p[0] for p in points], dtype=np.float64)
+    t = np.array([p[1] for p in points], dtype=np.float64)
+    t = np.maximum(t, 1e-9)
+    a = np.stack([1.0 / t, b / t], axis=1)
+    (lat, inv_bw), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
+    lat = max(float(lat), 0.0)
+    inv_bw = max(float(inv_bw), 1e-15)
+    pred = lat + b * inv_bw
+    err = float(np.max(np.abs(pred - t) / t))
+    return Link(lat, 1.0 / inv_bw, err)
+
+
+def _best(fn, repeats, budget_s=0.3):
+    best, t_start = float("inf"), time.perf_counter()
+    for i in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+        if i >= 1 and time.perf_counter() - t_start > budget_s:
+            break
+    return best
+
+
+def _measure(dev, max_bytes, progress, matmul_ns):
+    import pygpu
+    sizes = _sizes(max_bytes)
+    steps = 4 * len(sizes) + 3 + 2 * len(matmul_ns)
+    bar = progress(total=steps, desc=f"calibrating {dev}", leave=False) if progress else None
+
+    def tick():
+        if bar is not None:
+            bar.update(1)
+
+    t_begin = time.perf_counter()
+    links, overheads = {}, []
+    for kind in LINK_KINDS:
+        direction, mem = kind.split("_")
+        pts = _time_copies(pygpu, dev, direction, mem == "pinned", sizes, tick)
+        links[kind] = fit_link([(nb, lk) for nb, lk, _ in pts])
+        overheads += [w - lk for nb, lk, w in pts if nb <= 4096]
+    overhead = max(float(np.median(overheads)), 0.0)
+
+    x = pygpu.ones(16, device=dev)
+    (x + 1).wait()
+    launch = _best(lambda: (x + 1).wait(), 50)
+    tick()
+
+    def enqueue_many():
+        for _ in range(64):
+            x + 1
+        pygpu.synchronize(dev)
+    enqueue_many()
+    # enqueue: the caller's time per op when it does not wait (the wait is excluded by
+    # timing only the loop; the queue may still be draining when the loop ends)
+    best_enq = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(64):
+            x + 1
+        best_enq = min(best_enq, (time.perf_counter() - t0) / 64)
+        pygpu.synchronize(dev)
+    tick()
+
+    n_el = 1 << 21  # 8 MiB float32 per operand
+    ea, eb = pygpu.ones(n_el, device=dev), pygpu.ones(n_el, device=dev)
+    (ea + eb).wait()
+    t_el = _best(lambda: (ea + eb).wait(), 10)
+    elementwise_gbps = 3 * 4 * n_el / max(t_el - launch, 1e-9) / 1e9
+    tick()
+
+    rng = np.random.default_rng(0)
+    mats = {n: rng.standard_normal((n, n), dtype=np.float32) for n in matmul_ns}
+    mm, host_mm = [], []
+    for n in matmul_ns:
+        da = pygpu.tensor(mats[n], device=dev)
+        (da @ da).wait()
+        t = _best(lambda: (da @ da).wait(), 10)
+        mm.append([n, 2.0 * n ** 3 / max(t - launch, t * 0.05) / 1e9])
+        tick()
+    # Throughput is taken as non-decreasing in n (a bigger matmul never uses the device
+    # worse): on a loaded machine a BLAS thread descheduled mid-call can make one size
+    # look 100x slower, and one such outlier would otherwise wreck every prediction.
+    for i in range(1, len(mm)):
+        mm[i][1] = max(mm[i][1], mm[i - 1][1])
+    # pygpu and NumPy each load an OpenBLAS whose idle threads spin for a while after
+    # a call: let pygpu's park before timing NumPy's (as the main job does)
+    time.sleep(0.3)
+    for n in matmul_ns:
+        a = mats[n]
+        a @ a
+        t = _best(lambda: a @ a, 10)
+        host_mm.append([n, 2.0 * n ** 3 / t / 1e9])
+        tick()
+    for i in range(1, len(host_mm)):
+        host_mm[i][1] = max(host_mm[i][1], host_mm[i - 1][1])
+    if bar is not None:
+        bar.close()
+    name = pygpu.cuda.get_device_name(dev.index) if dev.type == "cuda" else f"{dev} (simulated)"
+    meta = {"max_bytes": max_bytes, "matmul_ns": list(matmul_ns), "sizes": sizes, "seconds": time.perf_counter() - t_begin,
+            "pygpu": pygpu.__version__, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if dev.type == "sim":
+        meta["sim_link"] = pygpu.sim.link()
+    return DeviceProfile(name=name, device=str(dev), measured=True, source="pygpu.cost.calibrate",
+                         links=links, transfer_overhead_s=overhead, launch_overhead_s=launch,
+                         enqueue_overhead_s=best_enq, matmul_gflops=mm,
+                         elementwise_gbps=elementwise_gbps, host_matmul_gflops=host_mm, meta=meta)

@@ -1,0 +1,113 @@
+"""nn.estimate_memory: how much device memory a training step needs, before running it.
+
+The GPU-monitoring guide's rule of thumb, made exact for the layers pygpu has:
+
+    total = parameters x copies + batch x activations x 2 (+ the input batch)
+
+copies: the parameters themselves, their gradients, and the optimizer's
+state per parameter (SGD with momentum: one buffer; Adam: two; plain SGD:
+none). activations: the values one sample produces on its way through the
+model (each Linear's output, each standalone activation module's output),
+kept for backward; x 2 because backward makes a gradient of the same size
+for each. The input batch (and its labels) is counted once.
+
+Every figure is in the bytes the device's caching allocator hands out, which
+is what memory_allocated() reports: each tensor rounded up to a multiple of
+512 B up to 1 MiB and of 2 MiB above (csrc/core/pg_allocator.c; PyTorch's
+CUDA allocator rounds the same way).
+
+The estimate walks the model's leaf modules in order, so it knows Linear and
+the elementwise activations; a model with another kind of leaf module gets a
+ValueError naming it rather than a silent guess."""
+import dataclasses
+
+from .layers import Linear, ReLU, Sigmoid, Tanh
+
+_ELEMENTWISE = (ReLU, Tanh, Sigmoid)
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes per category; `total` is their sum."""
+    parameters: int
+    gradients: int
+    optimizer_state: int
+    activations: int
+    inputs: int
+
+    @property
+    def total(self):
+        return self.parameters + self.gradients + self.optimizer_state + self.activations + self.inputs
+
+    def __str__(self):
+        mib = lambda b: f"{b / 2**20:.2f} MiB"  # noqa: E731
+        return (f"MemoryEstimate(total {mib(self.total)}: parameters {mib(self.parameters)}, "
+                f"gradients {mib(self.gradients)}, optimizer state {mib(self.optimizer_state)}, "
+                f"activations {mib(self.activations)}, inputs {mib(self.inputs)})")
+
+
+_SMALL_QUANTUM, _SMALL_LIMIT, _LARGE_QUANTUM = 512, 1 << 20, 2 << 20  # as pg_allocator.c
+
+
+def device_bytes(nbytes):
+    """What the caching allocator hands out for a tensor of `nbytes` bytes."""
+    q = _SMALL_QUANTUM if nbytes <= _SMALL_LIMIT else _LARGE_QUANTUM
+    return max(q, -(-nbytes // q) * q) if nbytes > 0 else 0
+
+
+def _state_copies(optimizer):
+    """Buffers per parameter that the optimizer keeps."""
+    if optimizer is None:
+        return 0
+    name = type(optimizer).__name__
+    if name == "Adam":
+        return 2  # exp_avg, exp_avg_sq
+    if name == "SGD":
+        return int(any(float(g.get("momentum", 0)) != 0 for g in optimizer.param_groups))
+    raise ValueError(f"estimate_memory: don't know how much state a {name} optimizer keeps "
+                     "(SGD and Adam are known)")
+
+
+def _leaves(model):
+    return [m for m in model.modules() if not list(m.children())]
+
+
+def _activations_per_sample(model):
+    """(widths of the tensors kept for backward, per sample; input features per sample)."""
+    widths, width, in_features = [], None, None
+    for leaf in _leaves(model):
+        if isinstance(leaf, Linear):
+            if in_features is None:
+                in_features = leaf.in_features
+            width = leaf.out_features
+            widths.append(width)
+        elif isinstance(leaf, _ELEMENTWISE):
+            if width is None:
+                raise ValueError(f"estimate_memory: {type(leaf).__name__} before any Linear: its "
+                                 "width is unknown")
+            widths.append(width)
+        else:
+            raise ValueError(f"estimate_memory: don't know the activation size of a "
+                             f"{type(leaf).__name__} module (Linear, ReLU, Tanh, Sigmoid are known)")
+    if in_features is None:
+        raise ValueError("estimate_memory: the model has no Linear layer")
+    return widths, in_features
+
+
+def estimate_memory(model, batch_size, optimizer=None, label_bytes=8):
+    """Estimate the device memory of one training step of `model` at `batch_size`
+    (float parameters; int64 labels by default, label_bytes=0 for none)."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"estimate_memory: batch_size must be a positive int, got {batch_size!r}")
+    params = list(model.parameters())
+    p_bytes = sum(device_bytes(p.nbytes) for p in params)
+    g_bytes = sum(device_bytes(p.nbytes) for p in params if p.requires_grad)
+    itemsize = params[0].itemsize if params else 4
+    widths, in_features = _activations_per_sample(model)
+    return MemoryEstimate(
+        parameters=p_bytes,
+        gradients=g_bytes,
+        optimizer_state=p_bytes * _state_copies(optimizer),
+        activations=2 * sum(device_bytes(batch_size * w * itemsize) for w in widths),
+        inputs=device_bytes(batch_size * in_features * itemsize) + device_bytes(batch_size * label_bytes),
+    )

@@ -1,0 +1,205 @@
+"""pygpu.Trainer: fit / evaluate / predict for a model, its optimizer and a loss.
+
+Written the way the cost model says training should go: the model moves to
+the device once at the start (one heavy request) and, if asked, comes back
+once at the end (the other); in between only batches travel (light
+requests, prefetched by pygpu.data.DataLoader), and every step's forward,
+backward and update run where the data lives.
+
+The trainer never waits for the device per step. The epoch's loss and number
+of correct predictions are accumulated in device scalars; the host reads
+them once at the end of the epoch and, for the progress bar, at most
+`refresh_per_s` times a second. Each such read is an implicit transfer that
+pygpu.stats() counts under its trigger ("item"), so the history shows them.
+
+History: one dict per epoch with loss, accuracy (when classifying: integer
+labels), samples_per_s, seconds, and from pygpu.track() the transfers each
+way (h2d_count/bytes, d2h_count/bytes), the implicit reads by trigger and the
+synchronizations; val_loss / val_accuracy when validation data is given."""
+import math
+import sys
+import time
+
+import numpy as np
+
+from . import _C
+from ._creation import empty, zeros
+from ._device import device as _device
+from ._dtype import int64
+from ._stats import track
+from .data import DataLoader
+
+
+def _is_labels(y):
+    dt = y.dtype if isinstance(y, _C.Tensor) else np.asarray(y).dtype
+    return dt == int64 if isinstance(y, _C.Tensor) else np.dtype(dt).kind in "iu"
+
+
+def _model_device(model):
+    for p in model.parameters():
+        return p.device
+    return _device("cpu")
+
+
+def _progress_bar(progress, total, desc):
+    if not progress:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # tqdm is a dependency; without it, train quietly
+        return None
+    # progress=True: a bar only on a terminal (tqdm's disable=None); "always": in any case.
+    disable = None if progress is True else False
+    if progress is True and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+        return None
+    return tqdm(total=total, desc=desc, unit="sample", unit_scale=True, leave=True, disable=disable)
+
+
+class Trainer:
+    """Train `model` with `optimizer` and `loss_fn` on `device` (default: where
+    the model already is). The model is moved there once, here, in place."""
+
+    def __init__(self, model, optimizer, loss_fn, device=None):
+        self.model = model
+        self.optimizer = optimizer
+        self.loss_fn = loss_fn
+        self.device = _device(device) if device is not None else _model_device(model)
+        if str(_model_device(model)) != str(self.device):
+            model.to(self.device)  # the first heavy request: every weight goes in, once
+        self.history = []
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    def _loader(self, X, y, batch_size, shuffle, seed=None, prefetch=2, device=None):
+        return DataLoader(X, y, batch_size=batch_size, shuffle=shuffle, device=device or self.device,
+                          prefetch=prefetch, seed=seed)
+
+    def _zero(self, dtype=None, device=None):
+        return zeros((), dtype=dtype, device=device or self.device)
+
+    # ---- training ------------------------------------------------------------------------
+
+    def fit(self, X, y, epochs=1, batch_size=32, validation=None, progress=True, shuffle=True,
+            seed=None, prefetch=2, refresh_per_s=4.0, bring_back=False):
+        """Train for `epochs` passes over (X, y); returns the history (a list of
+        dicts, one per epoch; also kept in self.history).
+
+        validation: (X_val, y_val), evaluated after each epoch. progress: True
+        shows a tqdm bar when stderr is a terminal, "always" shows it anyway,
+        False never. refresh_per_s: how often at most the bar reads the loss
+        from the device. bring_back: move the model to the cpu at the end (the
+        second heavy request; the last gradients are dropped, not copied)."""
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
+            raise ValueError(f"Trainer.fit: epochs must be an int >= 0, got {epochs!r}")
+        if progress not in (True, False, "always"):
+            raise ValueError(f"Trainer.fit: progress must be True, False or 'always', got {progress!r}")
+        if validation is not None and (not isinstance(validation, (tuple, list)) or len(validation) != 2):
+            raise ValueError("Trainer.fit: validation must be a pair (X_val, y_val)")
+        if str(_model_device(self.model)) != str(self.device):
+            self.model.to(self.device)  # brought back by an earlier fit: in again, once
+        loader = self._loader(X, y, batch_size, shuffle, seed, prefetch)
+        classify = _is_labels(y)
+        n = len(loader.sampler) if not loader.drop_last else len(loader) * batch_size
+        history = []
+        for epoch in range(epochs):
+            loader.set_epoch(epoch)
+            history.append(self._fit_epoch(loader, n, classify, epoch, epochs, progress,
+                                           refresh_per_s, validation, batch_size))
+        if bring_back:
+            self.model.zero_grad(set_to_none=True)  # last step's gradients need not travel
+            self.model.to("cpu")  # the second heavy request: every weight comes back, once
+        self.history += history
+        return history
+
+    def _fit_epoch(self, loader, n, classify, epoch, epochs, progress, refresh_per_s, validation,
+                   batch_size):
+        model, opt, loss_fn = self.model, self.optimizer, self.loss_fn
+        model.train()
+        bar = _progress_bar(progress, n, f"epoch {epoch + 1}/{epochs}")
+        min_gap = 1.0 / refresh_per_s if refresh_per_s and refresh_per_s > 0 else math.inf
+        with track() as t:
+            t0 = time.perf_counter()
+            last_read = t0
+            total_loss = self._zero()  # sum over batches of mean loss x batch size, on the device
+            correct = self._zero(int64) if classify else None
+            seen = shown = 0
+            for xb, yb in loader:
+                opt.zero_grad()
+                out = model(xb)
+                loss = loss_fn(out, yb)
+                loss.backward()
+                opt.step()
+                m = xb.shape[0]
+                seen += m
+                total_loss = total_loss + loss.detach() * m
+                if classify:
+                    correct = correct + (out.detach().argmax(axis=1) == yb).sum()
+                if bar is not None:
+                    now = time.perf_counter()
+                    if now - last_read >= min_gap:
+                        # a counted implicit read ("item"): waits for the steps queued so far
+                        bar.set_postfix(loss=f"{float(total_loss) / seen:.4f}",
+                                        samples_per_s=f"{seen / (now - t0):,.0f}", refresh=False)
+                        bar.update(seen - shown)
+                        shown, last_read = seen, now
+            epoch_loss = float(total_loss) / max(seen, 1)  # the one read the epoch needs
+            epoch_correct = int(correct) if classify else None
+            seconds = time.perf_counter() - t0
+        record = {"epoch": epoch + 1, "loss": epoch_loss, "samples": seen, "seconds": seconds,
+                  "samples_per_s": seen / seconds if seconds > 0 else math.inf}
+        if classify:
+            record["accuracy"] = epoch_correct / max(seen, 1)
+        s = t.stats
+        record.update(h2d_count=s.h2d_count, h2d_bytes=s.h2d_bytes, d2h_count=s.d2h_count,
+                      d2h_bytes=s.d2h_bytes, implicit=dict(s.implicit), syncs=s.syncs)
+        if bar is not None:
+            bar.set_postfix(loss=f"{epoch_loss:.4f}", samples_per_s=f"{record['samples_per_s']:,.0f}",
+                            refresh=False)
+            bar.update(seen - shown)
+            bar.close()
+        if validation is not None:
+            val = self.evaluate(validation[0], validation[1], batch_size=max(batch_size, 256))
+            record.update({f"val_{k}": v for k, v in val.items()})
+        return record
+
+    # ---- inference -----------------------------------------------------------------------
+
+    def evaluate(self, X, y, batch_size=256):
+        """{"loss": mean loss, "accuracy": fraction correct (when classifying)}; no gradients."""
+        from .autograd import no_grad
+        classify = _is_labels(y)
+        dev = _model_device(self.model)  # where the model is now (the cpu after bring_back)
+        self.model.eval()
+        total_loss, seen = self._zero(device=dev), 0
+        correct = self._zero(int64, dev) if classify else None
+        with no_grad():
+            for xb, yb in self._loader(X, y, batch_size, shuffle=False, device=dev):
+                out = self.model(xb)
+                m = xb.shape[0]
+                seen += m
+                total_loss = total_loss + self.loss_fn(out, yb) * m
+                if classify:
+                    correct = correct + (out.argmax(axis=1) == yb).sum()
+        self.model.train()
+        res = {"loss": float(total_loss) / max(seen, 1)}
+        if classify:
+            res["accuracy"] = int(correct) / max(seen, 1)
+        return res
+
+    def predict(self, X, batch_size=256):
+        """The model's outputs for X, as one tensor on the model's device (no transfer back)."""
+        from .autograd import no_grad
+        dev = _model_device(self.model)
+        self.model.eval()
+        out = None
+        with no_grad():
+            a = 0
+            for xb in self._loader(X, None, batch_size, shuffle=False, device=dev):
+                ob = self.model(xb)
+                if out is None:
+                    n = len(X)
+                    out = empty(n, *ob.shape[1:], dtype=ob.dtype, device=dev)
+                out[a:a + ob.shape[0]] = ob
+                a += ob.shape[0]
+        self.model.train()
+        return out

@@ -1,0 +1,115 @@
+# test_main.py - the main job, `python -m pygpu`: its --json schema, its table, the
+# crossover line, the MLP training's heavy and light requests, --plot, and its errors.
+# Sizes and steps are kept small here; the job's own defaults are timed in the README.
+import json
+
+import pytest
+
+import pygpu
+from pygpu import __main__ as main_job
+
+FAST = ["-n", "32,64", "--number", "2", "--steps", "2"]
+
+
+@pytest.fixture(autouse=True)
+def quick_calibration(tmp_path, monkeypatch, link_model_off):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(main_job, "CAL_MAX_BYTES", 16 << 10)
+    monkeypatch.setattr(main_job, "CAL_MATMUL_NS", (16, 32, 64))
+
+
+def run_json(capsys, *extra):
+    assert main_job.main(FAST + ["--json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+# (key path, type) the --json output promises
+SCHEMA = [
+    (("pygpu",), str), (("device",), str), (("link",), str), (("sim_link_model",), dict),
+    (("profile", "name"), str), (("profile", "measured"), bool), (("profile", "source"), str),
+    (("rows",), list), (("crossover", "measured_n"), (int, type(None))),
+    (("crossover", "measured_after"), (int, type(None))),
+    (("crossover", "predicted_n"), (int, type(None))), (("training", "steps"), int),
+    (("training", "heavy"), list), (("training", "light"), dict), (("training", "verdict"), str),
+    (("training", "loss"), float), (("seconds",), float),
+]
+ROW_SCHEMA = [("n", int), ("numpy_s", float), ("resident_s", float), ("round_trip_s", float),
+              ("predicted_resident_s", float), ("predicted_round_trip_s", float),
+              ("speedup_resident", float), ("speedup_round_trip", float),
+              ("resident_transfers", dict), ("round_trip_transfers", dict)]
+
+
+@pytest.mark.parametrize("path, typ", SCHEMA, ids=[".".join(p) for p, _ in SCHEMA])
+def test_json_schema(capsys, path, typ):
+    out = run_json(capsys, "--profile", "h100_pcie")
+    for key in path:
+        out = out[key]
+    assert isinstance(out, typ)
+
+
+def test_json_rows_count_the_transfers(capsys):
+    out = run_json(capsys, "--profile", "a100_pcie")
+    assert out["device"] == "sim:0" or out["device"] == "cuda:0"
+    assert out["profile"] == {"name": "NVIDIA A100 PCIe 80GB (datasheet)", "measured": False,
+                              "source": pygpu.cost.load_profile("a100_pcie").source}
+    assert [r["n"] for r in out["rows"]] == [32, 64]
+    for row in out["rows"]:
+        for key, typ in ROW_SCHEMA:
+            assert isinstance(row[key], typ), key
+        nb = 4 * row["n"] ** 2
+        assert row["round_trip_transfers"] == {"h2d_count": 2, "h2d_bytes": 2 * nb,
+                                               "d2h_count": 1, "d2h_bytes": nb}
+        assert row["resident_transfers"] == {"h2d_count": 0, "h2d_bytes": 0, "d2h_count": 0,
+                                             "d2h_bytes": 0}
+        assert row["speedup_round_trip"] == pytest.approx(row["numpy_s"] / row["round_trip_s"])
+    tr = out["training"]
+    assert [h["direction"] for h in tr["heavy"]] == ["h2d", "d2h"]  # weights up, weights down
+    assert all(h["nbytes"] > 1 << 20 and "_mlp_demo.py" in h["call_site"] for h in tr["heavy"])
+    assert tr["h2d_count"] == 4 + 2 * 2  # the weights (w1 b1 w2 b2), then x and y per step
+    assert set(tr["light"]["by_kind"]) == {"h2d explicit", "d2h item"}  # batches up, loss back
+    assert tr["implicit"] == {"item": 2}  # the epoch's loss and accuracy, read once each
+
+
+def test_the_table_the_crossover_and_the_training(capsys):
+    assert main_job.main(FAST) == 0
+    out = capsys.readouterr().out
+    assert "sim link model on: 10 us + 16 GB/s" in out
+    assert "prediction: sim:0 (simulated) (measured here)" in out
+    assert "crossover (round trip beats NumPy): measured" in out and "predicted" in out
+    assert "heavy request: h2d" in out and "heavy request: d2h" in out and "light requests:" in out
+    table = [ln for ln in out.splitlines() if ln.strip().startswith(("32 ", "64 "))]
+    assert len(table) == 2 and all("h2d 2 (" in ln and "d2h 1 (" in ln for ln in table)
+    assert pygpu.cost.cached_profile("sim:0") is not None  # calibrated once, then cached
+
+
+def test_the_ci_invocation_still_works(capsys):
+    assert main_job.main(["-n", "64", "--number", "5", "--steps", "1"]) == 0
+    assert "64" in capsys.readouterr().out
+
+
+def test_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "main.png"
+    run_json(capsys, "--profile", "h100_pcie", "--plot", str(out))
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(monkeypatch, capsys, tmp_path):
+    import sys
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(SystemExit) as info:
+        main_job.main(FAST + ["--plot", str(tmp_path / "x.png")])
+    assert info.value.code == 2
+    assert "pip install matplotlib" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-n", "0"], "positive"), (["--number", "0"], "positive"), (["--steps", "-1"], "non-negative"),
+    (["--device", "cpu"], "compares a device"), (["--profile", "no_such_gpu"], "datasheet"),
+    (["-n", "abc"], "invalid"),
+])
+def test_bad_options_are_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        main_job.main(argv)
+    assert info.value.code == 2 and message in capsys.readouterr().err
