@@ -107,8 +107,9 @@ pg_status pg_tensor_empty(pg_device dev, pg_dtype dt, int ndim, const int64_t *s
     out->storage = s;
     out->dtype = dt;
     out->ndim = ndim;
-    memcpy(out->shape, shape, sizeof(int64_t) * ndim);
-    pg_contiguous_strides(ndim, shape, out->strides);
+    if (ndim > 0) /* a 0-d tensor may come with shape == NULL */
+        memcpy(out->shape, shape, sizeof(int64_t) * ndim);
+    pg_contiguous_strides(ndim, out->shape, out->strides);
     out->offset = 0;
     return PG_OK;
 }
@@ -203,8 +204,10 @@ pg_status pg_view_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg
         return PG_ERR_VALUE; /* caller copies to contiguous and retries; no message needed */
     pg_tensor r = *t;
     r.ndim = ndim;
-    memcpy(r.shape, shape, sizeof(int64_t) * ndim);
-    memcpy(r.strides, strides, sizeof(int64_t) * ndim);
+    if (ndim > 0) {
+        memcpy(r.shape, shape, sizeof(int64_t) * ndim);
+        memcpy(r.strides, strides, sizeof(int64_t) * ndim);
+    }
     pg_storage_retain(t->storage);
     *out = r;
     return PG_OK;
