@@ -64,11 +64,10 @@ def test_ci_stage_1_runs_the_readme_commands_as_written():
 
 
 def _copy_python_files(dest, source_tree, with_extension=False):
-    """pygpu/*.py copied into dest/pygpu; with source_tree, dest also looks like a checkout."""
+    """The pygpu package (its subpackages too, no compiled files) copied into dest/pygpu; with
+    source_tree, dest also looks like a checkout."""
     pkg = os.path.join(dest, "pygpu")
-    os.makedirs(pkg)
-    for path in glob.glob(os.path.join(PKG_DIR, "*.py")):
-        shutil.copy(path, pkg)
+    shutil.copytree(PKG_DIR, pkg, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     if with_extension:
         for path in glob.glob(os.path.join(PKG_DIR, "_C*.so")):
             shutil.copy(path, pkg)
