@@ -17,6 +17,16 @@ static struct PyModuleDef pg_module = {
     .m_size = -1,
 };
 
+/* The core's blocking hooks (pg_backend.h): give up the GIL only if this
+ * thread holds it (a sim worker or a call already outside the GIL does not). */
+static void *pg_gil_release(void) { return PyGILState_Check() ? (void *)PyEval_SaveThread() : NULL; }
+
+static void pg_gil_restore(void *token)
+{
+    if (token)
+        PyEval_RestoreThread((PyThreadState *)token);
+}
+
 PyMODINIT_FUNC PyInit__C(void)
 {
     if (pg_numpy_init() < 0 || PyType_Ready(&PyTensor_Type) < 0)
@@ -35,5 +45,6 @@ PyMODINIT_FUNC PyInit__C(void)
     }
     pg_backend_register(PG_DEV_CPU, &pg_cpu_backend);
     pg_backend_register(PG_DEV_SIM, &pg_sim_backend);
+    pg_set_blocking_hooks(pg_gil_release, pg_gil_restore);
     return m;
 }

@@ -20,7 +20,7 @@
 
 #include "pg_backend.h"
 
-#define PG_TASK_MAX_DEPS 6
+#define PG_TASK_MAX_DEPS (2 * PG_NODE_MAX_SRC + 3) /* see sim's enqueue_with_events */
 #define PG_TASK_MAX_HOLD 4
 
 typedef struct pg_stream pg_stream;

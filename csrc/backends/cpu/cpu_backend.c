@@ -45,9 +45,9 @@ static pg_status cpu_launch(const pg_backend *be, int index, const pg_node *node
     (void)be;
     (void)index;
     for (int i = 0; i < node->nsrc; i++)
-        if (node->src[i].storage->writer)
+        if (pg_storage_has_pending(node->src[i].storage))
             PG_TRY(pg_storage_wait(node->src[i].storage));
-    if (node->dst.storage->writer)
+    if (pg_storage_has_pending(node->dst.storage))
         PG_TRY(pg_storage_wait_idle(node->dst.storage));
     return pg_cpu_execute(node);
 }
