@@ -27,6 +27,8 @@ static void pg_gil_restore(void *token)
         PyEval_RestoreThread((PyThreadState *)token);
 }
 
+extern PyMethodDef pg_testing_functions[]; /* testing.c: _C._test_* hooks */
+
 PyMODINIT_FUNC PyInit__C(void)
 {
     if (pg_numpy_init() < 0 || PyType_Ready(&PyTensor_Type) < 0)
@@ -37,7 +39,8 @@ PyMODINIT_FUNC PyInit__C(void)
     if (PyModule_AddFunctions(m, pg_creation_functions) < 0 ||
         PyModule_AddFunctions(m, pg_interop_functions) < 0 ||
         PyModule_AddFunctions(m, pg_runtime_functions) < 0 ||
-        PyModule_AddFunctions(m, pg_math_functions) < 0 || pg_errors_init(m) < 0 ||
+        PyModule_AddFunctions(m, pg_math_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_testing_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", PG_MAX_DIMS) < 0) {
         Py_DECREF(m);
