@@ -85,8 +85,32 @@ class PgBackend(ctypes.Structure):
                 ("unavailable_reason", ctypes.CFUNCTYPE(ctypes.c_char_p, BE))]
 
 
+def preload_cublas():
+    """Load libcublasLt/libcublas from an installed nvidia-cublas wheel, as
+    pygpu/cuda.py does before it loads the plugin (an editable install's
+    plugin has no relative path to site-packages). Returns the path or None."""
+    import glob
+    for entry in sys.path:
+        for sub in ("cu13", "cublas"):
+            lib = os.path.join(entry or ".", "nvidia", sub, "lib")
+            blas = sorted(glob.glob(os.path.join(lib, "libcublas.so.[0-9]*")))
+            if not blas:
+                continue
+            lt = sorted(glob.glob(os.path.join(lib, "libcublasLt.so.[0-9]*")))
+            try:
+                for p in lt[-1:] + blas[-1:]:
+                    ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                continue
+            return blas[-1]
+    return None
+
+
 def check(path):
     errors = []
+    cublas = preload_cublas()
+    if cublas:
+        print(f"cublas (preloaded from the nvidia-cublas wheel): {cublas}")
 
     def error_set(status, fmt):
         # the plugin always passes ("%s", message); the message itself is not reachable

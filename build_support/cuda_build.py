@@ -229,9 +229,11 @@ def decide(env=None):
         return False, f"{msg}: building without the CUDA backend"
     cublas = find_cublas(toolkit, env)
     if cublas is None:
+        wheel = "nvidia-cublas-cu12" if (toolkit.get("version") or "").startswith("12.") \
+            else "nvidia-cublas"
         msg = ("nvcc found (CUDA toolkit at {}) but cuBLAS not found (cublas_v2.h + libcublas.so, "
-               "in the toolkit or the nvidia-cublas wheel): pip install {}".format(
-                   toolkit["root"], cublas_wheel_requirement(toolkit)))
+               "in the toolkit or the {} wheel): pip install {}".format(toolkit["root"], wheel,
+                                                                       wheel))
         if required:
             raise CudaBuildError(f"PYGPU_CUDA=1 but {msg}")
         return False, f"{msg}: building without the CUDA backend"
