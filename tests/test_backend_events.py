@@ -85,6 +85,44 @@ def test_pinned_host_buffer_round_trip_between_devices(link_model_off, sim_count
         assert back.max().item() == k and back.min().item() == k
 
 
+def test_pinned_relay_between_devices_of_one_type(device, link_model_off):
+    """device:0 -> pinned host -> device:1 (or :0 again), non_blocking both ways,
+    the source changing every round: on cuda this is the d2h-then-h2d case of
+    two streams; on sim, of two copy streams."""
+    kind = pygpu.device(device).type
+    if kind == "cpu":
+        pytest.skip("needs an accelerator")
+    count = (pygpu.sim if kind == "sim" else pygpu.cuda).device_count()
+    a, b = f"{kind}:0", f"{kind}:{min(1, count - 1)}"
+    n = 1 << 18
+    host = pygpu.zeros(n, dtype=pygpu.float32).pin_memory()
+    base = pygpu.arange(n, device=a).astype(pygpu.float32)
+    if kind == "sim":
+        pygpu.sim.configure(latency_us=20_000)  # every sim copy pending for 20 ms
+    for k in range(3):
+        host.copy_(base + k, non_blocking=True)
+        got = host.to(b, non_blocking=True)
+        assert got.numpy()[[0, n - 1]].tolist() == [k, n - 1 + k]
+
+
+def test_pinned_buffer_shared_by_sim_and_cuda(link_model_off):
+    """The issue's case: one pinned buffer written by sim (slow d2h), then read
+    by cuda (h2d), then written by cuda and read by sim. Needs a GPU."""
+    if not pygpu.cuda.is_available():
+        pytest.skip(f"cuda unavailable: {pygpu.cuda.unavailable_reason()}")
+    n = 1 << 16
+    want = np.arange(n, dtype=np.float32)
+    host = pygpu.zeros(n, dtype=pygpu.float32).pin_memory()
+    s = pygpu.tensor(want, device="sim:0")
+    pygpu.sim.configure(latency_us=100_000)
+    host.copy_(s, non_blocking=True)            # sim's pending write
+    c = host.to("cuda:0", non_blocking=True)    # cuda must wait for it
+    np.testing.assert_array_equal(c.numpy(), want)
+    host.copy_(c * 2, non_blocking=True)        # cuda's pending write
+    s2 = host.to("sim:0", non_blocking=True)    # sim must wait for it
+    np.testing.assert_array_equal(s2.numpy(), want * 2)
+
+
 # ---- pin_memory and the CUDA plugin ---------------------------------------------------
 
 def test_pin_memory_loads_the_cuda_plugin_first():
