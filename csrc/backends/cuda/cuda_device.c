@@ -45,8 +45,18 @@ pg_status pg_cuda_device_get(int index, const char *op, pg_cuda_device **out)
                 st = PG_CUDA_RT(cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount,
                                                        index),
                                 index, op);
-            if (st == PG_OK)
+            if (st == PG_OK) {
+                /* split reductions take stream-ordered scratch (cudaMallocAsync):
+                 * keep up to 64 MiB of it in the pool across syncs instead of
+                 * giving it back to the driver at every one. Optional. */
+                cudaMemPool_t pool;
+                uint64_t keep = (uint64_t)64 << 20;
+                if (cudaDeviceGetDefaultMemPool(&pool, index) != cudaSuccess ||
+                    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) !=
+                        cudaSuccess)
+                    (void)cudaGetLastError();
                 atomic_store_explicit(&d->ready, 1, memory_order_release);
+            }
         }
         pthread_mutex_unlock(&d->lock);
         if (st != PG_OK)
