@@ -279,3 +279,20 @@ def test_two_threads_loading_see_one_outcome(fake_plugins):
         print(reasons[0])
     """)
     assert "built for backend ABI 999" in out, out
+
+
+def test_not_built_reason_quotes_the_build(tmp_path):
+    """No plugin: the reason is the build's own (nvcc not found, PYGPU_CUDA=0, ...)."""
+    record = tmp_path / "reason.txt"
+    record.write_text("nvcc not found (looked in ...): no CUDA toolkit\n")
+    out = run_py(f"""
+        import pygpu, pygpu.cuda as cuda
+        cuda.PLUGIN = {str(tmp_path / "absent.so")!r}
+        cuda.BUILD_REASON = {str(record)!r}
+        print(cuda.unavailable_reason())
+        cuda.BUILD_REASON = {str(tmp_path / "no-record.txt")!r}
+        print(cuda.unavailable_reason())
+    """)
+    first, second = out.strip().splitlines()
+    assert first == "pygpu was built without the CUDA backend: nvcc not found (looked in ...): no CUDA toolkit"
+    assert second == "pygpu was built without the CUDA backend (no absent.so)"

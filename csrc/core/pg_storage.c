@@ -204,22 +204,23 @@ pg_status pg_storage_wait_others(pg_storage *s, bool idle, const pg_backend *be,
         return PG_OK;
     pg_event ev[1 + PG_NUM_ROLES];
     pg_storage_pending(s, ev);
-    for (int i = 0; i < (idle ? 1 + PG_NUM_ROLES : 1); i++) {
+    uint64_t t0 = 0;
+    pg_status st = PG_OK;
+    for (int i = 0; i < (idle ? 1 + PG_NUM_ROLES : 1) && st == PG_OK; i++) {
         const pg_backend *owner = ev[i].backend;
         if (owner == NULL || !owner->wait_event)
             continue;
         if (be != NULL && owner == be && (queue == NULL || ev[i].queue == queue))
             continue; /* the caller's own queue orders it */
-        uint64_t t0 = pg_now_ns();
-        pg_status st = owner->wait_event(owner, ev[i]);
-        pg_stats_sync(s->device, pg_now_ns() - t0);
-        if (st != PG_OK) {
-            if (i == 0) /* the failure may have produced these bytes */
-                pg_storage_set_error(s, pg_error_message());
-            return st;
-        }
+        if (t0 == 0)
+            t0 = pg_now_ns();
+        st = owner->wait_event(owner, ev[i]);
+        if (st != PG_OK && i == 0) /* the failure may have produced these bytes */
+            pg_storage_set_error(s, pg_error_message());
     }
-    return PG_OK;
+    if (t0 != 0) /* one wait, however many queues it asked */
+        pg_stats_sync(s->device, pg_now_ns() - t0);
+    return st;
 }
 
 static pg_status wait_impl(pg_storage *s, bool idle)
