@@ -125,6 +125,9 @@ void pg_cuda_mark(pg_storage *s, pg_cuda_device *d, uint64_t seq, int role, bool
  * host buffer. Reads too, since marking replaces their events. */
 pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_device *d)
 {
+    if (s->device.type == PG_DEV_CUDA && s->device.index == d->index)
+        return PG_OK; /* d's own memory: only d's stream queues work on it (a copy to
+                       * another device is blocking, so leaves no event behind) */
     return pg_cuda.core->storage_wait_others(s, true, &pg_cuda_backend, d);
 }
 

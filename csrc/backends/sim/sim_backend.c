@@ -199,11 +199,18 @@ static void add_dep(pg_task *t, pg_event e, pg_stream *self)
 /* Before queuing: wait on the host for work other backends queued on these
  * storages (reads too: their events would be overwritten below, and a later
  * writer must still see them). Only a host buffer can carry such events. */
+static pg_status wait_foreign_one(pg_storage *st)
+{
+    if (st->device.type != PG_DEV_CPU) /* sim memory: only sim queues touch it (hot path) */
+        return PG_OK;
+    return pg_storage_wait_others(st, true, &pg_sim_backend, NULL);
+}
+
 static pg_status wait_foreign(pg_storage **reads, int nreads, pg_storage *write)
 {
     for (int i = 0; i < nreads; i++)
-        PG_TRY(pg_storage_wait_others(reads[i], true, &pg_sim_backend, NULL));
-    return pg_storage_wait_others(write, true, &pg_sim_backend, NULL);
+        PG_TRY(wait_foreign_one(reads[i]));
+    return wait_foreign_one(write);
 }
 
 /* Under the events lock: gather the events `t` must wait for, then stamp
