@@ -55,23 +55,34 @@ def core_extension():
 
 
 class BuildExt(build_ext):
-    """Builds the core as usual, then the CUDA plugin when a toolkit is there."""
+    """Builds the core as usual, then the CUDA plugin when a toolkit is there.
+    Writes pygpu/_cuda_build_reason.txt: why the plugin was built or not, for
+    pygpu.cuda.unavailable_reason() to quote."""
 
     def run(self):
         super().run()
         build, reason = cuda_build.decide(os.environ)
         print(f"pygpu: CUDA backend: {reason}")
-        if not build:
-            return
-        toolkit = cuda_build.find_toolkit(os.environ)
-        cublas = cuda_build.find_cublas(toolkit, os.environ)
         # in place for build_ext --inplace and for editable installs (pip install -e .), whose
         # extension modules setuptools puts into the source tree
         in_tree = self.inplace or getattr(self, "editable_mode", False)
         out_dir = os.path.join(HERE if in_tree else self.build_lib, "pygpu")
         os.makedirs(out_dir, exist_ok=True)
-        cuda_build.build_plugin(os.path.join(out_dir, "_cuda_backend.so"), HERE, toolkit, cublas,
-                                verbose=bool(self.verbose))
+        with open(os.path.join(out_dir, "_cuda_build_reason.txt"), "w") as f:
+            f.write(reason + "\n")
+        plugin = os.path.join(out_dir, "_cuda_backend.so")
+        if not build:
+            if os.path.exists(plugin):  # a stale plugin from an earlier build would be loaded
+                os.remove(plugin)
+            return
+        toolkit = cuda_build.find_toolkit(os.environ)
+        cublas = cuda_build.find_cublas(toolkit, os.environ)
+        cuda_build.build_plugin(plugin, HERE, toolkit, cublas, verbose=bool(self.verbose))
 
 
-setup(ext_modules=[core_extension()], cmdclass={"build_ext": BuildExt})
+# pyproject.toml declares `dependencies` dynamic: nvidia-cublas joins them when
+# the plugin is linked against that wheel (cuda_build.runtime_requires).
+BASE_REQUIRES = ["numpy>=2.0", "scipy-openblas32>=0.3.27", "safetensors>=0.4", "tqdm>=4"]
+
+setup(ext_modules=[core_extension()], cmdclass={"build_ext": BuildExt},
+      install_requires=BASE_REQUIRES + cuda_build.runtime_requires(os.environ))

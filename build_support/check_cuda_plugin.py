@@ -6,7 +6,8 @@ pg_core_api built here, then the table's device_count and unavailable_reason
 
 Exit 0 if the plugin loaded and answered (on a machine without a driver it
 must say so in unavailable_reason, without crashing); 1 if it could not be
-loaded, lacks pg_plugin_init, refuses to initialise or is not the cuda table;
+loaded, lacks pg_plugin_init or pg_plugin_abi_version, was built for another
+ABI, refuses to initialise or is not the cuda table;
 2 on bad usage. Standard library only, so CI can run it before pygpu exists.
 
 The ctypes structures mirror csrc/core/pg_backend.h (struct pg_core_api and
@@ -46,6 +47,8 @@ STORAGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 STORAGE_SET_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
 TRANSFER_TIME = ctypes.CFUNCTYPE(None, PgDevice, PgDevice, ctypes.c_uint64)
 OP_DONE = ctypes.CFUNCTYPE(None, PgDevice, ctypes.c_uint64)
+STORAGE_MARK = ctypes.c_void_p         # never reached here: no work is queued
+STORAGE_WAIT_OTHERS = ctypes.c_void_p
 
 
 class PgCoreApi(ctypes.Structure):
@@ -55,7 +58,9 @@ class PgCoreApi(ctypes.Structure):
                 ("storage_release", STORAGE_FN),
                 ("storage_set_error", STORAGE_SET_ERROR),
                 ("stats_transfer_time", TRANSFER_TIME),
-                ("stats_op_done", OP_DONE)]
+                ("stats_op_done", OP_DONE),
+                ("storage_mark", STORAGE_MARK),
+                ("storage_wait_others", STORAGE_WAIT_OTHERS)]
 
 
 BE = ctypes.c_void_p  # const pg_backend *
@@ -75,13 +80,37 @@ class PgBackend(ctypes.Structure):
                 ("host_free_pinned", ctypes.c_void_p),
                 ("launch", ctypes.c_void_p),
                 ("copy", ctypes.c_void_p),
-                ("wait_storage", ctypes.c_void_p),
+                ("wait_event", ctypes.c_void_p),
                 ("synchronize", ctypes.c_void_p),
                 ("unavailable_reason", ctypes.CFUNCTYPE(ctypes.c_char_p, BE))]
 
 
+def preload_cublas():
+    """Load libcublasLt/libcublas from an installed nvidia-cublas wheel, as
+    pygpu/cuda.py does before it loads the plugin (an editable install's
+    plugin has no relative path to site-packages). Returns the path or None."""
+    import glob
+    for entry in sys.path:
+        for sub in ("cu13", "cublas"):
+            lib = os.path.join(entry or ".", "nvidia", sub, "lib")
+            blas = sorted(glob.glob(os.path.join(lib, "libcublas.so.[0-9]*")))
+            if not blas:
+                continue
+            lt = sorted(glob.glob(os.path.join(lib, "libcublasLt.so.[0-9]*")))
+            try:
+                for p in lt[-1:] + blas[-1:]:
+                    ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                continue
+            return blas[-1]
+    return None
+
+
 def check(path):
     errors = []
+    cublas = preload_cublas()
+    if cublas:
+        print(f"cublas (preloaded from the nvidia-cublas wheel): {cublas}")
 
     def error_set(status, fmt):
         # the plugin always passes ("%s", message); the message itself is not reachable
@@ -102,6 +131,15 @@ def check(path):
         lib = ctypes.CDLL(os.path.abspath(path), mode=os.RTLD_LOCAL | os.RTLD_NOW)
     except OSError as e:
         print(f"error: cannot load {path}: {e}", file=sys.stderr)
+        return 1
+    try:
+        plugin_abi = ctypes.c_int.in_dll(lib, "pg_plugin_abi_version").value
+    except ValueError:
+        print(f"error: {path} does not export pg_plugin_abi_version", file=sys.stderr)
+        return 1
+    if plugin_abi != core.abi_version:
+        print(f"error: {path} was built for backend ABI {plugin_abi}, the headers here say "
+              f"{core.abi_version}", file=sys.stderr)
         return 1
     try:
         init = lib.pg_plugin_init

@@ -1,5 +1,9 @@
 """cuda_build.py - find the CUDA toolkit and cuBLAS, and build the CUDA plugin.
 
+Also answers which nvidia-cublas wheel the build (extra_build_requires, for
+pygpu_build_backend) and the installed package (runtime_requires, for
+setup.py) need when the toolkit has no cuBLAS of its own.
+
 setup.py uses this module (standard library only) to decide whether to build
 pygpu/_cuda_backend.so and to build it:
 
@@ -153,6 +157,57 @@ def find_cublas(toolkit, env=None):
     return None
 
 
+def cublas_wheel_requirement(toolkit):
+    """The pip requirement for the nvidia-cublas wheel that matches a toolkit's
+    major version (CUDA 13: nvidia-cublas 13.x, installed under nvidia/cu13;
+    CUDA 12: nvidia-cublas-cu12, under nvidia/cublas)."""
+    major = (toolkit.get("version") or "").split(".")[0]
+    if major == "12":
+        return "nvidia-cublas-cu12"
+    if major.isdigit():
+        return f"nvidia-cublas>={major},<{int(major) + 1}"
+    return "nvidia-cublas"
+
+
+def toolkit_has_cublas(toolkit):
+    """Whether the toolkit itself ships cuBLAS (header and library)."""
+    return (os.path.isfile(os.path.join(toolkit["include"], "cublas_v2.h"))
+            and _cublas_lib(toolkit["lib64"]) is not None)
+
+
+def extra_build_requires(env=None):
+    """Build requirements beyond pyproject.toml's: the nvidia-cublas wheel when
+    the CUDA plugin will be built (PYGPU_CUDA not 0, nvcc found) and the
+    toolkit lacks cuBLAS. Used by pygpu_build_backend."""
+    env = os.environ if env is None else env
+    mode = (env.get("PYGPU_CUDA") or "auto").strip().lower()
+    if mode in ("0", "off", "no", "false"):
+        return []
+    toolkit = find_toolkit(env)
+    if toolkit is None or toolkit_has_cublas(toolkit):
+        return []
+    return [cublas_wheel_requirement(toolkit)]
+
+
+def runtime_requires(env=None):
+    """Run-time requirements the CUDA plugin adds: the nvidia-cublas wheel when
+    the plugin is built against it (the toolkit has no cuBLAS), since the
+    plugin loads libcublas from there. Used by setup.py (dynamic
+    dependencies), so pip installs the wheel next to pygpu."""
+    env = os.environ if env is None else env
+    try:
+        build, _ = decide(env)
+    except CudaBuildError:
+        return []
+    if not build:
+        return []
+    toolkit = find_toolkit(env)
+    cublas = find_cublas(toolkit, env)
+    if cublas is None or cublas.get("wheel_subdir") is None:
+        return []
+    return [cublas_wheel_requirement(toolkit)]
+
+
 def decide(env=None):
     """Whether to build the CUDA plugin, from PYGPU_CUDA (0, 1 or auto; default auto).
 
@@ -167,15 +222,18 @@ def decide(env=None):
     required = mode != "auto"
     toolkit = find_toolkit(env)
     if toolkit is None:
-        msg = ("no CUDA toolkit found (looked for nvcc in $CUDA_HOME, $CUDA_PATH, on PATH and in "
-               "/usr/local/cuda)")
+        msg = ("nvcc not found (looked in $CUDA_HOME/bin, $CUDA_PATH/bin, on PATH and in "
+               "/usr/local/cuda/bin): no CUDA toolkit")
         if required:
             raise CudaBuildError(f"PYGPU_CUDA=1 but {msg}")
         return False, f"{msg}: building without the CUDA backend"
     cublas = find_cublas(toolkit, env)
     if cublas is None:
-        msg = ("CUDA toolkit found at {} but no cuBLAS (cublas_v2.h + libcublas.so) in it or in "
-               "any site-packages; pip install nvidia-cublas".format(toolkit["root"]))
+        wheel = "nvidia-cublas-cu12" if (toolkit.get("version") or "").startswith("12.") \
+            else "nvidia-cublas"
+        msg = ("nvcc found (CUDA toolkit at {}) but cuBLAS not found (cublas_v2.h + libcublas.so, "
+               "in the toolkit or the {} wheel): pip install {}".format(toolkit["root"], wheel,
+                                                                       wheel))
         if required:
             raise CudaBuildError(f"PYGPU_CUDA=1 but {msg}")
         return False, f"{msg}: building without the CUDA backend"
@@ -216,6 +274,12 @@ def _run(cmd, verbose):
             proc.returncode, " ".join(shlex.quote(c) for c in cmd), proc.stdout, proc.stderr))
     if verbose and (proc.stdout or proc.stderr):
         print(proc.stdout + proc.stderr, end="", flush=True)
+
+
+def _is_temporary(path):
+    tmp = os.path.realpath(tempfile.gettempdir())
+    real = os.path.realpath(path)
+    return real.startswith(tmp + os.sep) or "pip-build-env-" in real
 
 
 def plugin_sources(repo_root):
@@ -259,7 +323,10 @@ def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False
             futures = [pool.submit(_run, cmd, verbose) for cmd, _ in jobs]
             for f in futures:
                 f.result()  # re-raises the first CudaBuildError
-        rpaths = [os.path.abspath(cublas["lib"])]
+        # the absolute cuBLAS directory, unless it is pip's temporary build
+        # environment (gone after the build; pygpu/cuda.py preloads the
+        # installed wheel's copy instead)
+        rpaths = [] if _is_temporary(cublas["lib"]) else [os.path.abspath(cublas["lib"])]
         if cublas.get("wheel_subdir"):
             rpaths.append("$ORIGIN/../nvidia/{}/lib".format(cublas["wheel_subdir"]))
         else:

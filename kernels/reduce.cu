@@ -10,12 +10,18 @@
  * Every combine below is associative and commutative, so any thread layout
  * gives the CPU's answer (exactly for integers, within rounding for SUM).
  *
- * Two launch shapes (chosen in pg_cuda_reduce):
+ * Launch shapes (chosen in pg_reduce_launch):
  *   - thread per output row, grid-stride over rows: many short rows, or rows
  *     whose neighbours are adjacent in memory (reducing a non-last axis);
  *   - block per output row, grid-stride over rows: the block's threads
  *     stride along the row, then a shared-memory tree combines them. Block
- *     size is the power of two in [32, 256] that fits the row. */
+ *     size is the power of two in [32, 256] that fits the row;
+ *   - split rows, two passes: when there are too few rows to fill the GPU
+ *     (sum() of a whole tensor is one row; sum(axis=0) of a tall tensor a
+ *     few long ones), every row is cut into pieces reduced in parallel
+ *     (blocks for contiguous rows, threads for strided ones), then one
+ *     thread per row combines its pieces. Scratch comes from
+ *     cudaMallocAsync on the stream; without it, the one-pass shapes run. */
 #include "pg_cuda_common.cuh"
 
 template <typename T> struct pg_red_sum {
@@ -141,6 +147,142 @@ __global__ void pg_reduce_block_kernel(pg_cuda_iter outer, typename R::out_t *ds
     }
 }
 
+// Split reductions, for when the output has too few rows to fill the GPU
+// (a whole-tensor sum is ONE row; an axis-0 sum of a tall (N, C) tensor is C
+// rows of N): each row is cut into `splits` pieces of `chunk` elements, pass
+// 1 reduces every piece into part[row * splits + piece] (accumulator type),
+// pass 2 combines each row's pieces and writes dst. Pieces keep their global
+// element index, so ARGMAX still returns the row's first maximum.
+
+// pass 1 for contiguous rows: block b reduces piece b % splits of row b / splits
+template <typename R, typename T>
+__global__ void pg_reduce_split_block_kernel(pg_cuda_iter outer, typename R::acc_t *part,
+                                             const T *src, int64_t len, int64_t axis_stride,
+                                             int64_t splits, int64_t chunk)
+{
+    __shared__ typename R::acc_t sh[PG_CUDA_BLOCK];
+    const unsigned tid = threadIdx.x;
+    for (int64_t b = blockIdx.x; b < outer.numel * splits; b += gridDim.x) {
+        int64_t o = b / splits, k = b % splits;
+        int64_t off[2];
+        pg_iter_offsets<2>(outer, o, off);
+        const T *row = src + off[1];
+        int64_t lo = k * chunk, hi = lo + chunk < len ? lo + chunk : len;
+        typename R::acc_t acc = R::identity();
+        for (int64_t j = lo + tid; j < hi; j += blockDim.x)
+            acc = R::combine(acc, R::load(row[j * axis_stride], j));
+        sh[tid] = acc;
+        __syncthreads();
+        for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+            if (tid < s)
+                sh[tid] = R::combine(sh[tid], sh[tid + s]);
+            __syncthreads();
+        }
+        if (tid == 0)
+            part[b] = sh[0];
+        __syncthreads(); /* sh[] is reused by the next piece */
+    }
+}
+
+// pass 1 for strided rows (a non-last axis): one thread per (row, piece),
+// adjacent threads on adjacent rows, so a warp reads adjacent columns
+template <typename R, typename T>
+__global__ void pg_reduce_split_thread_kernel(pg_cuda_iter outer, typename R::acc_t *part,
+                                              const T *src, int64_t len, int64_t axis_stride,
+                                              int64_t splits, int64_t chunk)
+{
+    const int64_t rows = outer.numel;
+    for (int64_t i = pg_thread_index(); i < rows * splits; i += pg_thread_count()) {
+        int64_t o = i % rows, k = i / rows;
+        int64_t off[2];
+        pg_iter_offsets<2>(outer, o, off);
+        const T *row = src + off[1];
+        int64_t lo = k * chunk, hi = lo + chunk < len ? lo + chunk : len;
+        typename R::acc_t acc = R::identity();
+        for (int64_t j = lo; j < hi; j++)
+            acc = R::combine(acc, R::load(row[j * axis_stride], j));
+        part[o * splits + k] = acc;
+    }
+}
+
+// pass 2: one thread per row combines its pieces in order
+template <typename R>
+__global__ void pg_reduce_combine_kernel(pg_cuda_iter outer, typename R::out_t *dst,
+                                         const typename R::acc_t *part, int64_t splits)
+{
+    for (int64_t o = pg_thread_index(); o < outer.numel; o += pg_thread_count()) {
+        int64_t off[2];
+        pg_iter_offsets<2>(outer, o, off);
+        typename R::acc_t acc = R::identity();
+        for (int64_t k = 0; k < splits; k++)
+            acc = R::combine(acc, part[o * splits + k]);
+        dst[off[0]] = R::finish(acc);
+    }
+}
+
+#define PG_RED_BLOCK_CHUNK 2048  /* min elements per block piece (8 per thread) */
+#define PG_RED_THREAD_CHUNK 64   /* min elements per thread piece */
+
+// Pieces per row so that the launch fills the GPU, or 1 (no split): the
+// plain kernels already do when there are enough rows.
+static int64_t pg_reduce_splits(int64_t rows, int64_t len, bool row_contiguous, int sms)
+{
+    int64_t want, min_chunk;
+    if (row_contiguous) { /* blocks: aim for 8 per SM */
+        if (rows >= (int64_t)sms * 4)
+            return 1;
+        want = ((int64_t)sms * 8 + rows - 1) / rows;
+        min_chunk = PG_RED_BLOCK_CHUNK;
+    } else { /* threads: aim for 2048 per SM */
+        if (rows >= (int64_t)sms * 1024)
+            return 1;
+        want = ((int64_t)sms * 2048 + rows - 1) / rows;
+        min_chunk = PG_RED_THREAD_CHUNK;
+    }
+    int64_t most = len / min_chunk;
+    int64_t splits = want < most ? want : most;
+    return splits >= 2 ? splits : 1;
+}
+
+template <typename R, typename T>
+static cudaError_t pg_reduce_split_launch(const pg_cuda_ctx *ctx, void *dst, const void *src,
+                                          const pg_cuda_iter *outer, int64_t len,
+                                          int64_t axis_stride, bool row_contiguous,
+                                          int64_t splits)
+{
+    using Acc = typename R::acc_t;
+    using Out = typename R::out_t;
+    int64_t rows = outer->numel;
+    int64_t chunk = (len + splits - 1) / splits;
+    splits = (len + chunk - 1) / chunk; /* no empty trailing piece */
+    Acc *part = NULL;
+    /* stream-ordered scratch: freed after pass 2 without a host sync */
+    cudaError_t err = cudaMallocAsync((void **)&part, (size_t)(rows * splits) * sizeof(Acc),
+                                      ctx->stream);
+    if (err != cudaSuccess)
+        return err;
+    if (row_contiguous) {
+        int64_t blocks = rows * splits;
+        int64_t cap = (int64_t)ctx->sm_count * 8;
+        unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
+        pg_reduce_split_block_kernel<R, T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+            *outer, part, (const T *)src, len, axis_stride, splits, chunk);
+    } else {
+        unsigned grid = pg_cuda_grid(rows * splits, PG_CUDA_BLOCK, ctx);
+        pg_reduce_split_thread_kernel<R, T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+            *outer, part, (const T *)src, len, axis_stride, splits, chunk);
+    }
+    err = cudaGetLastError();
+    if (err == cudaSuccess) {
+        unsigned grid = pg_cuda_grid(rows, PG_CUDA_BLOCK, ctx);
+        pg_reduce_combine_kernel<R><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*outer, (Out *)dst,
+                                                                           part, splits);
+        err = cudaGetLastError();
+    }
+    cudaError_t free_err = cudaFreeAsync(part, ctx->stream);
+    return err != cudaSuccess ? err : free_err;
+}
+
 template <typename R, typename T>
 static cudaError_t pg_reduce_launch(const pg_cuda_ctx *ctx, void *dst, const void *src,
                                     const pg_cuda_iter *outer, int64_t len, int64_t axis_stride)
@@ -149,6 +291,14 @@ static cudaError_t pg_reduce_launch(const pg_cuda_ctx *ctx, void *dst, const voi
     int64_t rows = outer->numel;
     int sms = ctx->sm_count > 0 ? ctx->sm_count : 16;
     bool row_contiguous = axis_stride == 1 || axis_stride == -1;
+    int64_t splits = pg_reduce_splits(rows, len, row_contiguous, sms);
+    if (splits > 1) {
+        cudaError_t err = pg_reduce_split_launch<R, T>(ctx, dst, src, outer, len, axis_stride,
+                                                       row_contiguous, splits);
+        if (err != cudaErrorMemoryAllocation && err != cudaErrorNotSupported)
+            return err;
+        (void)cudaGetLastError(); /* no scratch: the one-pass kernels below need none */
+    }
     bool few_rows = rows < (int64_t)sms * 64; /* too few to keep every SM busy one per thread */
     if (len >= 64 && (row_contiguous || few_rows)) {
         int block = 32;

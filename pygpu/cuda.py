@@ -4,27 +4,77 @@ The plugin (pygpu/_cuda_backend.so) is built when a CUDA toolkit is found at
 install time and loaded here on first use, never at `import pygpu`, so
 importing works on machines with no driver and does not freeze
 CUDA_VISIBLE_DEVICES. unavailable_reason() says in one line why cuda cannot
-be used (built without a toolkit / no driver / no device)."""
+be used, naming what is missing: nvcc at build time (the plugin was not
+built), cuBLAS, the driver, or a GPU."""
 import ctypes
+import glob
 import os
+import sys
+import threading
 
 from . import _C
 from ._accel import Accelerator, export
 
 PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_backend.so")
+# setup.py writes why it built or skipped the plugin here (one line)
+BUILD_REASON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_build_reason.txt")
 
 
 class _Cuda(Accelerator):
+    # _tried turns True only once the load has finished (either way), under
+    # _lock: a second thread arriving meanwhile waits for the first load
+    # instead of seeing "not loaded" and reporting the plugin as not built.
     _tried = False
+    _lock = threading.Lock()
 
     def _load(self):
-        if not self._tried:
-            type(self)._tried = True
-            _C._load_cuda(PLUGIN if os.path.exists(PLUGIN) else None)
+        if self._tried:
+            return
+        with self._lock:
+            if not self._tried:
+                if os.path.exists(PLUGIN):
+                    _preload_cublas()
+                    _C._load_cuda(PLUGIN)
+                type(self)._tried = True
 
     def _why_unavailable(self):
         self._load()
+        if not os.path.exists(PLUGIN):
+            why = _build_reason()
+            return ("pygpu was built without the CUDA backend"
+                    + (f": {why}" if why else f" (no {os.path.basename(PLUGIN)})"))
         return _C._cuda_reason()
+
+
+def _build_reason():
+    """Why the build left the plugin out, as setup.py recorded it."""
+    try:
+        with open(BUILD_REASON) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def _preload_cublas():
+    """Load libcublas (and libcublasLt) from the nvidia-cublas wheel, if one is
+    installed, before the plugin: the plugin asks for them by soname, and an
+    already loaded library of that soname satisfies it (PyTorch and CuPy do
+    the same). Needed for editable installs, whose plugin sits in the source
+    tree and has no relative path to site-packages; harmless otherwise. A
+    toolkit's own cuBLAS is found through the plugin's rpath instead."""
+    for entry in sys.path:
+        for sub in ("cu13", "cublas"):
+            lib = os.path.join(entry or ".", "nvidia", sub, "lib")
+            lt = sorted(glob.glob(os.path.join(lib, "libcublasLt.so.[0-9]*")))
+            blas = sorted(glob.glob(os.path.join(lib, "libcublas.so.[0-9]*")))
+            if not blas:
+                continue
+            try:
+                for path in lt[-1:] + blas[-1:]:
+                    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                continue  # a broken copy: let the plugin's own lookup report it
+            return
 
 
 _acc = _Cuda("cuda", 2)

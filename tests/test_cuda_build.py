@@ -20,7 +20,8 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECK_SCRIPT = os.path.join(REPO, "build_support", "check_cuda_plugin.py")
-EXPORTS = {"pg_plugin_init", "pg_plugin_set_option", "pg_plugin_get_option"}
+EXPORTS = {"pg_plugin_init", "pg_plugin_set_option", "pg_plugin_get_option",
+           "pg_plugin_abi_version"}
 
 
 def _load_build_module():
@@ -168,6 +169,65 @@ def test_decide_auto_skips_without_cublas(found):
     found(FAKE_TOOLKIT, None)
     build, reason = cuda_build.decide({})
     assert build is False and "pip install nvidia-cublas" in reason
+    assert reason.startswith("nvcc found") and "cuBLAS not found" in reason
+
+
+# --- nvidia-cublas as a build requirement and a run-time dependency -----------------------------
+
+@pytest.fixture
+def toolkit_cublas(monkeypatch):
+    """found(toolkit, has_cublas, cublas): the toolkit, whether it ships cuBLAS, what find_cublas gives."""
+    def setup(toolkit, has_cublas, cublas=None):
+        monkeypatch.setattr(cuda_build, "find_toolkit", lambda env=None: toolkit)
+        monkeypatch.setattr(cuda_build, "toolkit_has_cublas", lambda tk: has_cublas)
+        monkeypatch.setattr(cuda_build, "find_cublas", lambda tk, env=None: cublas)
+    return setup
+
+
+@pytest.mark.parametrize("toolkit, has_cublas, env, want", [
+    (FAKE_TOOLKIT, False, {}, ["nvidia-cublas>=13,<14"]),          # nvcc, no cuBLAS: ask pip
+    (dict(FAKE_TOOLKIT, version="12.9"), False, {}, ["nvidia-cublas-cu12"]),
+    (FAKE_TOOLKIT, True, {}, []),                                   # the toolkit has it
+    (None, False, {}, []),                                          # no nvcc: no CUDA build
+    (FAKE_TOOLKIT, False, {"PYGPU_CUDA": "0"}, []),                 # CUDA build switched off
+])
+def test_extra_build_requires(toolkit_cublas, toolkit, has_cublas, env, want):
+    toolkit_cublas(toolkit, has_cublas)
+    assert cuda_build.extra_build_requires(env) == want
+
+
+@pytest.mark.parametrize("cublas, want", [
+    (FAKE_CUBLAS, ["nvidia-cublas>=13,<14"]),                           # linked against the wheel
+    (dict(FAKE_CUBLAS, wheel_subdir=None), []),                         # the toolkit's own
+    (None, []),                                                         # not built at all
+])
+def test_runtime_requires(toolkit_cublas, cublas, want):
+    toolkit_cublas(FAKE_TOOLKIT, cublas is not None and cublas["wheel_subdir"] is None, cublas)
+    assert cuda_build.runtime_requires({}) == want
+
+
+def test_build_backend_adds_cublas_to_setuptools_requirements(monkeypatch):
+    sys.path.insert(0, os.path.join(REPO, "build_support"))
+    try:
+        import pygpu_build_backend as backend
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(backend.cuda_build, "extra_build_requires", lambda env: ["nvidia-cublas"])
+    monkeypatch.setattr(backend._setuptools, "get_requires_for_build_wheel", lambda cs=None: ["x"])
+    monkeypatch.setattr(backend._setuptools, "get_requires_for_build_editable",
+                        lambda cs=None: ["y"])
+    assert backend.get_requires_for_build_wheel() == ["x", "nvidia-cublas"]
+    assert backend.get_requires_for_build_editable() == ["y", "nvidia-cublas"]
+    # every other hook is setuptools' own
+    assert backend.build_wheel is backend._setuptools.build_wheel
+
+
+def test_pyproject_uses_the_in_tree_backend():
+    with open(os.path.join(REPO, "pyproject.toml")) as f:
+        text = f.read()
+    assert 'build-backend = "pygpu_build_backend"' in text
+    assert 'backend-path = ["build_support"]' in text
+    assert 'dynamic = ["dependencies"]' in text
 
 
 def test_decide_required_builds_when_found(found):
@@ -175,8 +235,8 @@ def test_decide_required_builds_when_found(found):
     assert cuda_build.decide({"PYGPU_CUDA": "1"})[0] is True
 
 
-@pytest.mark.parametrize("toolkit, cublas, missing", [(None, FAKE_CUBLAS, "no CUDA toolkit"),
-                                                      (FAKE_TOOLKIT, None, "no cuBLAS")])
+@pytest.mark.parametrize("toolkit, cublas, missing", [(None, FAKE_CUBLAS, "nvcc not found"),
+                                                      (FAKE_TOOLKIT, None, "cuBLAS not found")])
 def test_decide_required_fails_loudly(found, toolkit, cublas, missing):
     found(toolkit, cublas)
     with pytest.raises(cuda_build.CudaBuildError, match=missing):

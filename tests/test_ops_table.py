@@ -200,6 +200,21 @@ for _name in ("sum", "mean", "max", "min", "argmax"):
         row(f"{_name}_{_label}_method", lambda x, _n=_name, _k=_kw: getattr(x, _n)(**_k),
             None, _cases, _dtypes, tol=_tol)
 
+# --- reductions long enough for the CUDA backend's split (two-pass) kernels:
+# a whole tensor is ONE long row, axis 0 of a tall matrix a few long strided
+# rows; the transposes give the other row layout. On cpu/sim they check the
+# CPU twin on the same inputs. ---
+_LONG = {
+    "all": ({}, cases(a(1 << 18), a(4096, 3), tr(3, 4096))),
+    "axis0": ({"axis": 0}, cases(a(4096, 3), a(20000, 2), tr(5, 4096))),
+}
+for _name in ("sum", "mean", "max", "min", "argmax"):
+    _dtypes = {"sum": ALL, "mean": NUMERIC}.get(_name, NUMERIC)
+    _tol = "accumulate" if _name in ("sum", "mean") else "exact"
+    for _label, (_kw, _cases) in _LONG.items():
+        row(f"{_name}_{_label}_long", lambda x, _n=_name, _k=_kw: getattr(pygpu, _n)(x, **_k),
+            lambda x, _n=_name, _k=_kw: getattr(np, _n)(x, **_k), _cases, _dtypes, tol=_tol)
+
 # --- views and copies (exact) ---
 for _name, _f, _cases in [
     ("index_0", lambda x: x[0], ND1), ("index_neg1", lambda x: x[-1], ND1),

@@ -17,6 +17,18 @@ static struct PyModuleDef pg_module = {
     .m_size = -1,
 };
 
+/* The core's blocking hooks (pg_backend.h): give up the GIL only if this
+ * thread holds it (a sim worker or a call already outside the GIL does not). */
+static void *pg_gil_release(void) { return PyGILState_Check() ? (void *)PyEval_SaveThread() : NULL; }
+
+static void pg_gil_restore(void *token)
+{
+    if (token)
+        PyEval_RestoreThread((PyThreadState *)token);
+}
+
+extern PyMethodDef pg_testing_functions[]; /* testing.c: _C._test_* hooks */
+
 PyMODINIT_FUNC PyInit__C(void)
 {
     if (pg_numpy_init() < 0 || PyType_Ready(&PyTensor_Type) < 0)
@@ -30,7 +42,8 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_math_functions) < 0 ||
         PyModule_AddFunctions(m, pg_trace_functions) < 0 ||
         PyModule_AddFunctions(m, pg_autograd_functions) < 0 ||
-        PyModule_AddFunctions(m, pg_train_functions) < 0 || pg_errors_init(m) < 0 ||
+        PyModule_AddFunctions(m, pg_train_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_testing_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", PG_MAX_DIMS) < 0) {
         Py_DECREF(m);
@@ -38,5 +51,6 @@ PyMODINIT_FUNC PyInit__C(void)
     }
     pg_backend_register(PG_DEV_CPU, &pg_cpu_backend);
     pg_backend_register(PG_DEV_SIM, &pg_sim_backend);
+    pg_set_blocking_hooks(pg_gil_release, pg_gil_restore);
     return m;
 }

@@ -11,7 +11,7 @@
 
 const char *pg_implicit_name(int reason);
 
-static char g_cuda_reason[512] = "pygpu was built without the CUDA backend (no CUDA toolkit was found at build time)";
+static char g_cuda_reason[512] = "pygpu was built without the CUDA backend";
 
 static int get_device_arg(PyObject *args, pg_device *d)
 {
@@ -297,7 +297,7 @@ static PyObject *f_cuda_reason(PyObject *mod, PyObject *noargs)
     if (be->device_count(be) > 0)
         Py_RETURN_NONE;
     const char *why = be->unavailable_reason ? be->unavailable_reason(be) : NULL;
-    return PyUnicode_FromString(why ? why : "no CUDA device");
+    return PyUnicode_FromString(why ? why : "no CUDA GPU: the driver reports no device");
 }
 
 static PyObject *f_shutdown(PyObject *mod, PyObject *noargs)

@@ -4,6 +4,7 @@
  * strings) goes through small Python hooks (pygpu/_hooks.py) to keep this
  * file about tensors rather than string handling. */
 #include "tensor_object.h"
+#include "../core/pg_backend.h"
 
 #include <string.h>
 
@@ -225,10 +226,15 @@ static PyObject *m_astype(PyObject *self, PyObject *arg)
 
 /* ---- devices -------------------------------------------------------------------------- */
 
+static int pg_load_cuda_for_pinning(void);
+
 static PyObject *to_device(PyObject *self, pg_device dev, bool non_blocking)
 {
     pg_tensor out;
     pg_status st;
+    /* non_blocking to the host lands in pinned memory */
+    if (non_blocking && dev.type == PG_DEV_CPU && pg_load_cuda_for_pinning() < 0)
+        return NULL;
     Py_BEGIN_ALLOW_THREADS st = pg_op_to_device(T(self), dev, non_blocking, PG_IMPLICIT_NONE, &out);
     Py_END_ALLOW_THREADS
     return pg_wrap_result(st, &out);
@@ -297,10 +303,33 @@ static PyObject *m_wait(PyObject *self, PyObject *noargs)
     return Py_NewRef(self);
 }
 
+/* Pinned memory comes from the CUDA runtime when there is a GPU, and its
+ * plugin is loaded on first use: load it now (pygpu.cuda._acc._load(), the
+ * one loader, which records why cuda is unavailable), or a buffer pinned
+ * before the first cuda use would be ordinary memory flagged pinned. */
+static int pg_load_cuda_for_pinning(void)
+{
+    if (pg_backend_get(PG_DEV_CUDA))
+        return 0;
+    PyObject *mod = PyImport_ImportModule("pygpu.cuda");
+    if (!mod)
+        return -1;
+    PyObject *acc = PyObject_GetAttrString(mod, "_acc");
+    Py_DECREF(mod);
+    if (!acc)
+        return -1;
+    PyObject *r = PyObject_CallMethod(acc, "_load", NULL);
+    Py_DECREF(acc);
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 static PyObject *m_pin_memory(PyObject *self, PyObject *noargs)
 {
     (void)noargs;
-    if (pg_wait(T(self)) < 0)
+    if (pg_wait(T(self)) < 0 || pg_load_cuda_for_pinning() < 0)
         return NULL;
     pg_tensor out;
     pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_pin_memory(T(self), &out));

@@ -197,7 +197,7 @@ int pg_guard_level;
 
 int pg_wait(const pg_tensor *t)
 {
-    if (!t->storage->writer && !atomic_load(&t->storage->error))
+    if (!pg_storage_has_pending(t->storage) && !atomic_load(&t->storage->error))
         return 0;
     pg_status st;
     Py_BEGIN_ALLOW_THREADS st = pg_tensor_wait(t);

@@ -123,6 +123,13 @@ pg_status pg_allocator_alloc(const pg_backend *be, pg_device dev, size_t nbytes,
     bool hit = p != NULL;
     pg_status st = PG_OK;
     if (!p) {
+        /* a miss calls the device allocator (cudaMalloc, and cudaFree of the
+         * whole cache on the retry): let other Python threads run meanwhile.
+         * The GIL is given up only with the lock not held, so a thread that
+         * holds the GIL and waits for this lock cannot deadlock with us. */
+        pthread_mutex_unlock(&c->lock);
+        void *gil = pg_blocking_begin();
+        pthread_mutex_lock(&c->lock);
         st = be->raw_alloc(be, dev.index, rounded, &p);
         if (st != PG_OK) { /* give the cache back and try once more */
             empty_locked(c, dev);
@@ -130,8 +137,11 @@ pg_status pg_allocator_alloc(const pg_backend *be, pg_device dev, size_t nbytes,
         }
         if (st == PG_OK)
             pg_stats_reserved(dev, (int64_t)rounded);
+        pthread_mutex_unlock(&c->lock);
+        pg_blocking_end(gil);
+    } else {
+        pthread_mutex_unlock(&c->lock);
     }
-    pthread_mutex_unlock(&c->lock);
     if (st != PG_OK) {
         size_t total = be->total_memory ? be->total_memory(be, dev.index) : 0;
         return pg_error_set(PG_ERR_NOMEM,

@@ -22,7 +22,10 @@
 #include "pg_status.h"
 #include "pg_storage.h"
 
-/* 2: pg_node gained extra outputs, optional (NULL-storage) sources and fused training ops */
+/* Bump whenever pg_backend, pg_core_api, pg_storage, pg_tensor or pg_node
+ * change layout: a plugin built for another version is refused by name. */
+/* 2: backend-neutral pending-work events (wait_event), pg_node's extra outputs and
+ * optional (NULL-storage) sources for the fused training ops */
 #define PG_BACKEND_ABI_VERSION 2
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
@@ -61,9 +64,10 @@ struct pg_backend {
     pg_status (*launch)(const pg_backend *be, int index, const pg_node *node);
     /* Run or queue a copy that involves this backend's device (h2d, d2h, d2d). */
     pg_status (*copy)(const pg_backend *be, int index, const pg_copy *c);
-    /* Wait until queued writes (and, if `idle`, reads) of `s` are done; return
-     * the deferred failure of the op that produced it, if any. */
-    pg_status (*wait_storage)(const pg_backend *be, pg_storage *s, bool idle);
+    /* Wait until the work an event of this backend names is done (the event
+     * was recorded by this backend on one of its queues). A failure is the
+     * queue's own (a device fault); data errors live in the storage. */
+    pg_status (*wait_event)(const pg_backend *be, pg_event ev);
     /* Wait for everything queued on device `index`; report (and clear) the
      * first asynchronous failure since the last synchronize. */
     pg_status (*synchronize)(const pg_backend *be, int index);
@@ -89,16 +93,33 @@ typedef struct pg_core_api {
     void (*stats_transfer_time)(pg_device src, pg_device dst, uint64_t ns);
     /* count one device operation as finished on `dev`: kernel ns */
     void (*stats_op_done)(pg_device dev, uint64_t ns);
+    /* the storage event record (pg_storage.h); a plugin never touches it directly */
+    void (*storage_mark)(pg_storage *s, pg_event ev, int role, bool write);
+    pg_status (*storage_wait_others)(pg_storage *s, bool idle, const pg_backend *be, void *queue);
 } pg_core_api;
+
+/* Around a backend call that may block (raw_alloc, host_alloc_pinned,
+ * host_free_pinned: cudaMalloc, cudaHostAlloc, cudaFreeHost), the core gives
+ * up the GIL if the calling thread holds it; begin's token goes to end. The
+ * bindings install the hooks at module init (pg_set_blocking_hooks); until
+ * then they do nothing. Never call begin with a lock held that a thread
+ * holding the GIL may wait for. */
+void *pg_blocking_begin(void);
+void pg_blocking_end(void *token);
+void pg_set_blocking_hooks(void *(*begin)(void), void (*end)(void *));
 
 const pg_core_api *pg_core_api_get(void);
 
 /* Entry point a plugin exports: fills *out with its table. */
 typedef pg_status (*pg_plugin_init_fn)(const pg_core_api *core, const pg_backend **out);
 #define PG_PLUGIN_INIT_SYMBOL "pg_plugin_init"
+/* A plugin also exports `const int pg_plugin_abi_version` (its
+ * PG_BACKEND_ABI_VERSION), read before anything is called. */
+#define PG_PLUGIN_ABI_SYMBOL "pg_plugin_abi_version"
 
 /* Load a plugin shared object and register the backend it returns. On
- * failure writes a one-line reason to `why`. */
+ * failure writes a one-line reason to `why`. Serialised: a second caller
+ * waits for the first load to finish. */
 pg_status pg_backend_load_plugin(int type, const char *path, char *why, size_t whylen);
 
 #endif

@@ -46,7 +46,9 @@ static void release_pinned(pg_storage *s)
 {
     const pg_backend *be = s->owner;
     pg_stats_free(s->device, s->capacity);
+    void *gil = pg_blocking_begin(); /* cudaFreeHost can wait for the device */
     be->host_free_pinned(be, s->data);
+    pg_blocking_end(gil);
     free(s);
 }
 
@@ -68,7 +70,9 @@ static pg_status new_host(size_t nbytes, unsigned flags, pg_storage **out)
         if (!s)
             return pg_error_set(PG_ERR_NOMEM, "out of host memory");
         if (be && be->host_alloc_pinned) {
+            void *gil = pg_blocking_begin(); /* cudaHostAlloc pins pages: slow for big buffers */
             pg_status st = be->host_alloc_pinned(be, nbytes ? nbytes : 1, &s->data);
+            pg_blocking_end(gil);
             if (st != PG_OK) {
                 free(s);
                 return st;
@@ -122,6 +126,7 @@ pg_status pg_storage_new(pg_device dev, size_t nbytes, unsigned flags, pg_storag
     }
     atomic_init(&s->refcount, 1);
     atomic_init(&s->error, NULL);
+    atomic_init(&s->queued, false);
     s->device = dev;
     s->nbytes = nbytes;
     s->flags |= flags;
@@ -137,6 +142,7 @@ pg_status pg_storage_wrap(pg_device dev, void *data, size_t nbytes, unsigned fla
         return pg_error_set(PG_ERR_NOMEM, "out of host memory");
     atomic_init(&s->refcount, 1);
     atomic_init(&s->error, NULL);
+    atomic_init(&s->queued, false);
     s->device = dev;
     s->data = data;
     s->nbytes = nbytes;
@@ -166,16 +172,66 @@ void pg_storage_release(pg_storage *s)
  * clear never frees a message being formatted. */
 static pthread_mutex_t g_error_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* One lock for every storage's event record: held for a few loads and
+ * stores (and, in sim, one enqueue), never across a wait. */
+static pthread_mutex_t g_events_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void pg_storage_events_lock(void) { pthread_mutex_lock(&g_events_lock); }
+void pg_storage_events_unlock(void) { pthread_mutex_unlock(&g_events_lock); }
+
+void pg_storage_mark_locked(pg_storage *s, pg_event ev, int role, bool write)
+{
+    if (write)
+        s->last_write = ev;
+    else
+        s->last_read[role] = ev;
+    atomic_store_explicit(&s->queued, true, memory_order_release);
+}
+
+void pg_storage_mark(pg_storage *s, pg_event ev, int role, bool write)
+{
+    pthread_mutex_lock(&g_events_lock);
+    pg_storage_mark_locked(s, ev, role, write);
+    pthread_mutex_unlock(&g_events_lock);
+}
+
+void pg_storage_pending(pg_storage *s, pg_event out[1 + PG_NUM_ROLES])
+{
+    pthread_mutex_lock(&g_events_lock);
+    out[0] = s->last_write;
+    for (int r = 0; r < PG_NUM_ROLES; r++)
+        out[1 + r] = s->last_read[r];
+    pthread_mutex_unlock(&g_events_lock);
+}
+
+pg_status pg_storage_wait_others(pg_storage *s, bool idle, const pg_backend *be, void *queue)
+{
+    if (!pg_storage_has_pending(s))
+        return PG_OK;
+    pg_event ev[1 + PG_NUM_ROLES];
+    pg_storage_pending(s, ev);
+    uint64_t t0 = 0;
+    pg_status st = PG_OK;
+    for (int i = 0; i < (idle ? 1 + PG_NUM_ROLES : 1) && st == PG_OK; i++) {
+        const pg_backend *owner = ev[i].backend;
+        if (owner == NULL || !owner->wait_event)
+            continue;
+        if (be != NULL && owner == be && (queue == NULL || ev[i].queue == queue))
+            continue; /* the caller's own queue orders it */
+        if (t0 == 0)
+            t0 = pg_now_ns();
+        st = owner->wait_event(owner, ev[i]);
+        if (st != PG_OK && i == 0) /* the failure may have produced these bytes */
+            pg_storage_set_error(s, pg_error_message());
+    }
+    if (t0 != 0) /* one wait, however many queues it asked */
+        pg_stats_sync(s->device, pg_now_ns() - t0);
+    return st;
+}
+
 static pg_status wait_impl(pg_storage *s, bool idle)
 {
-    const pg_backend *be = s->writer;
-    if (be && be->wait_storage) {
-        uint64_t t0 = pg_now_ns();
-        pg_status st = be->wait_storage(be, s, idle);
-        pg_stats_sync(s->device, pg_now_ns() - t0);
-        if (st != PG_OK)
-            return st;
-    }
+    PG_TRY(pg_storage_wait_others(s, idle, NULL, NULL));
     if (idle || !atomic_load(&s->error))
         return PG_OK; /* idle: the caller is about to overwrite; the old failure is its data's */
     pthread_mutex_lock(&g_error_lock);

@@ -6,10 +6,14 @@
  *
  * Asynchronous backends (sim, cuda) queue work that reads or writes a
  * storage. The storage records the last queued write and reads as events
- * (stream, sequence number) owned by the backend that queued them; anyone
- * who needs the bytes calls pg_storage_wait(), which asks that backend. An op
- * that fails asynchronously leaves its message in `error`, so the failure
- * surfaces at the next wait on the data it touched. */
+ * that name their backend, that backend's queue and a sequence number, so a
+ * host buffer touched by two backends (a pinned buffer copied by sim and by
+ * cuda) keeps each backend's meaning apart: waiting on an event always asks
+ * the backend that made it (its wait_event). The record is read and written
+ * under one core lock (pg_storage_events_lock), by every backend. Anyone who
+ * needs the bytes calls pg_storage_wait(). An op that fails asynchronously
+ * leaves its message in `error`, so the failure surfaces at the next wait on
+ * the data it touched. */
 #ifndef PG_STORAGE_H
 #define PG_STORAGE_H
 
@@ -23,11 +27,14 @@
 
 struct pg_backend;
 
-/* A point in a backend's queue: "work up to `seq` on `stream` is done". */
+/* A point in one backend's queue: "work up to `seq` on `queue` is done". */
 typedef struct pg_event {
-    void *stream; /* backend-defined; NULL means "nothing pending" */
+    const struct pg_backend *backend; /* whose queue (and wait_event); NULL: nothing pending */
+    void *queue;                      /* that backend's: a sim pg_stream, a cuda device */
     uint64_t seq;
 } pg_event;
+
+enum { PG_ROLE_COMPUTE = 0, PG_ROLE_COPY = 1, PG_NUM_ROLES = 2 }; /* index into last_read[] */
 
 enum {
     PG_STORAGE_PINNED = 1u << 0,   /* page-locked host memory (fast async copies) */
@@ -48,10 +55,11 @@ struct pg_storage {
     pg_storage_release_fn release; /* frees `data` (allocator or external owner) */
     void *owner;                   /* what `release` needs: a PyObject, a DLPack capsule... */
 
-    /* Pending asynchronous work, maintained by the backend that queued it. */
-    const struct pg_backend *writer; /* backend whose queue holds the last write */
+    /* Pending asynchronous work: guarded by pg_storage_events_lock; set
+     * through pg_storage_mark, read through pg_storage_pending. */
     pg_event last_write;
-    pg_event last_read[2]; /* per stream role of that device: compute, copy */
+    pg_event last_read[PG_NUM_ROLES]; /* per queue role: compute, copy */
+    atomic_bool queued;               /* any event was ever recorded (a lock-free hint) */
     _Atomic(char *) error; /* malloc'd message of the failed op that produced the data */
 };
 
@@ -63,6 +71,29 @@ pg_status pg_storage_wrap(pg_device dev, void *data, size_t nbytes, unsigned fla
 void pg_storage_retain(pg_storage *s);
 void pg_storage_release(pg_storage *s);
 
+/* The one lock over every storage's event record. A backend holds it while
+ * it gathers a new task's dependencies and stamps the storages, so the two
+ * are seen together; never while waiting. */
+void pg_storage_events_lock(void);
+void pg_storage_events_unlock(void);
+/* Under the lock: record `ev` as the last write, or the last read of `role`. */
+void pg_storage_mark_locked(pg_storage *s, pg_event ev, int role, bool write);
+/* Takes the lock: pg_storage_mark_locked. */
+void pg_storage_mark(pg_storage *s, pg_event ev, int role, bool write);
+/* Takes the lock: out[0] = last write, out[1..] = last reads. */
+void pg_storage_pending(pg_storage *s, pg_event out[1 + PG_NUM_ROLES]);
+/* Whether `s` may have queued work (false: it never had any). */
+static inline bool pg_storage_has_pending(pg_storage *s)
+{
+    return atomic_load_explicit(&s->queued, memory_order_acquire);
+}
+/* Block until the pending write (and, if `idle`, reads) of `s` that are NOT
+ * on (`be`, `queue`) are done, each through its own backend's wait_event.
+ * queue == NULL skips every queue of `be` (the caller orders those itself);
+ * be == NULL waits for all. A failed wait on the write records the failure
+ * in `s`. Call before queuing work on `s` that its own queue cannot order. */
+pg_status pg_storage_wait_others(pg_storage *s, bool idle, const struct pg_backend *be,
+                                 void *queue);
 /* Block until every queued write to `s` is done; report a deferred failure. */
 pg_status pg_storage_wait(pg_storage *s);
 /* Block until queued writes *and reads* are done (before the host overwrites

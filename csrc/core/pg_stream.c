@@ -202,6 +202,6 @@ void pg_stream_wait(pg_stream *s, uint64_t seq)
 
 void pg_stream_wait_event(pg_event e)
 {
-    if (e.stream)
-        pg_stream_wait((pg_stream *)e.stream, e.seq);
+    if (e.queue)
+        pg_stream_wait((pg_stream *)e.queue, e.seq);
 }

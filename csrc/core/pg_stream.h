@@ -20,8 +20,9 @@
 
 #include "pg_backend.h"
 
-/* a fused node reads up to 4 storages and writes up to 4 (3 events each) */
-#define PG_TASK_MAX_DEPS 16
+/* a fused node reads up to PG_NODE_MAX_SRC storages and writes up to 1 + PG_NODE_MAX_EXTRA,
+ * each with its pending write and reads to wait for (see sim's enqueue_with_events) */
+#define PG_TASK_MAX_DEPS (2 * PG_NODE_MAX_SRC + 3 * (1 + PG_NODE_MAX_EXTRA))
 #define PG_TASK_MAX_HOLD 8
 
 typedef struct pg_stream pg_stream;

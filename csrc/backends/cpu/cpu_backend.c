@@ -51,12 +51,12 @@ static pg_status cpu_launch(const pg_backend *be, int index, const pg_node *node
     (void)be;
     (void)index;
     for (int i = 0; i < node->nsrc; i++)
-        if (node->src[i].storage && node->src[i].storage->writer)
+        if (node->src[i].storage && pg_storage_has_pending(node->src[i].storage))
             PG_TRY(pg_storage_wait(node->src[i].storage));
-    if (node->dst.storage->writer)
+    if (pg_storage_has_pending(node->dst.storage))
         PG_TRY(pg_storage_wait_idle(node->dst.storage));
     for (int i = 0; i < node->nextra; i++)
-        if (node->extra[i].storage && node->extra[i].storage->writer)
+        if (node->extra[i].storage && pg_storage_has_pending(node->extra[i].storage))
             PG_TRY(pg_storage_wait_idle(node->extra[i].storage));
     PG_TRY(pg_cpu_execute(node));
     if (pg_tensor_covers_storage(&node->dst)) /* a failed d2h copy's bytes are all replaced */

@@ -11,8 +11,11 @@
  *     (pg_cuda_xfer_poll) to report the time;
  *   - otherwise (pageable host memory, or blocking): wait for the end event,
  *     so the bytes have moved when the call returns, and report the time.
- * Copies between two devices wait for the source's writers first and are
- * always blocking, so no stream ever reads memory another stream may write. */
+ * Before any copy, pending work on either side that the copy's stream does
+ * not order by itself (another device's stream, another backend on a
+ * shared host buffer) is waited for on the host. Copies between two devices
+ * are always blocking, so no stream ever reads memory another stream may
+ * write. */
 #include <stdio.h>
 
 #include "cuda_internal.h"
@@ -161,6 +164,7 @@ static pg_status pg_cuda_copy_on(pg_cuda_device *d, const pg_copy *c, enum cudaM
 
 pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c)
 {
+    (void)be;
     (void)index; /* the storages name their devices */
     pg_cuda_device *d;
     char op[48];
@@ -170,17 +174,30 @@ pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c)
     case PG_COPY_H2D:
         snprintf(op, sizeof op, "copy host -> cuda:%d", c->dst->device.index);
         PG_TRY(pg_cuda_device_get(c->dst->device.index, op, &d));
-        return pg_cuda_copy_on(d, c, cudaMemcpyHostToDevice, c->src, true, op);
+        break;
     case PG_COPY_D2H:
         snprintf(op, sizeof op, "copy cuda:%d -> host", c->src->device.index);
         PG_TRY(pg_cuda_device_get(c->src->device.index, op, &d));
-        return pg_cuda_copy_on(d, c, cudaMemcpyDeviceToHost, c->dst, true, op);
+        break;
     case PG_COPY_D2D:
         snprintf(op, sizeof op, "copy cuda:%d -> cuda:%d", c->src->device.index,
                  c->dst->device.index);
-        if (c->src->device.index != c->dst->device.index)
-            PG_TRY(pg_cuda_wait_storage(be, c->src, false));
         PG_TRY(pg_cuda_device_get(c->dst->device.index, op, &d));
+        break;
+    default:
+        return pg_cuda_error(PG_ERR_VALUE, "cuda: copy: unknown copy kind %d", c->kind);
+    }
+    /* The copy runs on d's stream, which orders it after d's own work only:
+     * wait for the rest first (a host buffer a d2h on another device or a
+     * sim copy is still filling; the source of a peer copy). */
+    PG_TRY(pg_cuda_order_after(c->src, d));
+    PG_TRY(pg_cuda_order_after(c->dst, d));
+    switch (c->kind) {
+    case PG_COPY_H2D:
+        return pg_cuda_copy_on(d, c, cudaMemcpyHostToDevice, c->src, true, op);
+    case PG_COPY_D2H:
+        return pg_cuda_copy_on(d, c, cudaMemcpyDeviceToHost, c->dst, true, op);
+    case PG_COPY_D2D:
         return pg_cuda_copy_on(d, c, cudaMemcpyDeviceToDevice, NULL,
                                c->src->device.index == c->dst->device.index, op);
     default:

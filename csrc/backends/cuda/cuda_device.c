@@ -1,6 +1,6 @@
 /* cuda_device.c - per-device state of the CUDA plugin: the lazily created
  * stream and cuBLAS handle, the queue bookkeeping behind storage events,
- * and the two waits of the backend table (synchronize, wait_storage).
+ * and the two waits of the backend table (synchronize, wait_event).
  *
  * Nothing here runs at dlopen or plugin-init time except mutex setup: the
  * first op, copy or allocation on a device creates its stream, so importing
@@ -45,8 +45,18 @@ pg_status pg_cuda_device_get(int index, const char *op, pg_cuda_device **out)
                 st = PG_CUDA_RT(cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount,
                                                        index),
                                 index, op);
-            if (st == PG_OK)
+            if (st == PG_OK) {
+                /* split reductions take stream-ordered scratch (cudaMallocAsync):
+                 * keep up to 64 MiB of it in the pool across syncs instead of
+                 * giving it back to the driver at every one. Optional. */
+                cudaMemPool_t pool;
+                uint64_t keep = (uint64_t)64 << 20;
+                if (cudaDeviceGetDefaultMemPool(&pool, index) != cudaSuccess ||
+                    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) !=
+                        cudaSuccess)
+                    (void)cudaGetLastError();
                 atomic_store_explicit(&d->ready, 1, memory_order_release);
+            }
         }
         pthread_mutex_unlock(&d->lock);
         if (st != PG_OK)
@@ -101,23 +111,24 @@ void pg_cuda_note_done(pg_cuda_device *d, uint64_t seq)
     }
 }
 
-/* Record that queued work (d, seq) reads or writes `s`. A storage another
- * backend is still writing (a host buffer, in principle) is left alone:
- * its events are that backend's, and the core waits on them first. */
+/* Record that queued work (d, seq) reads or writes `s`, in the core's
+ * backend-neutral record (under its lock). */
 void pg_cuda_mark(pg_storage *s, pg_cuda_device *d, uint64_t seq, int role, bool write)
 {
-    pg_event ev = {d, seq};
-    if (s->writer != &pg_cuda_backend) {
-        if (s->writer != NULL && s->last_write.stream != NULL && !write)
-            return;
-        s->writer = &pg_cuda_backend;
-        s->last_write = (pg_event){NULL, 0};
-        s->last_read[0] = s->last_read[1] = (pg_event){NULL, 0};
-    }
-    if (write)
-        s->last_write = ev;
-    else
-        s->last_read[role] = ev;
+    pg_event ev = {&pg_cuda_backend, d, seq};
+    pg_cuda.core->storage_mark(s, ev, role, write);
+}
+
+/* Before queuing work on stream `d` that touches `s`: wait on the host for
+ * pending work on `s` that this stream does not order by itself: another
+ * cuda device's stream or another backend (sim) writing or reading a shared
+ * host buffer. Reads too, since marking replaces their events. */
+pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_device *d)
+{
+    if (s->device.type == PG_DEV_CUDA && s->device.index == d->index)
+        return PG_OK; /* d's own memory: only d's stream queues work on it (a copy to
+                       * another device is blocking, so leaves no event behind) */
+    return pg_cuda.core->storage_wait_others(s, true, &pg_cuda_backend, d);
 }
 
 pg_status pg_cuda_stream_sync(pg_cuda_device *d, const char *why)
@@ -167,30 +178,16 @@ pg_status pg_cuda_synchronize(const pg_backend *be, int index)
 /* The device an event names, or NULL if the pointer is not one of ours. */
 static pg_cuda_device *pg_cuda_event_device(pg_event ev)
 {
-    pg_cuda_device *d = ev.stream;
+    pg_cuda_device *d = ev.queue;
     if (d < &pg_cuda.dev[0] || d >= &pg_cuda.dev[PG_MAX_DEVICES_PER_TYPE])
         return NULL;
     return d;
 }
 
-pg_status pg_cuda_wait_storage(const pg_backend *be, pg_storage *s, bool idle)
+pg_status pg_cuda_wait_event(const pg_backend *be, pg_event ev)
 {
-    if (s->writer != be)
+    pg_cuda_device *d = ev.backend == be ? pg_cuda_event_device(ev) : NULL;
+    if (d == NULL || ev.seq <= atomic_load(&d->done_seq))
         return PG_OK;
-    char *failed = atomic_load(&s->error);
-    if (failed != NULL)
-        return pg_cuda_error(PG_ERR_ASYNC, "%s", failed);
-    pg_event evs[3] = {s->last_write, s->last_read[0], s->last_read[1]};
-    for (int i = 0; i < (idle ? 3 : 1); i++) {
-        pg_cuda_device *d = pg_cuda_event_device(evs[i]);
-        if (d == NULL || evs[i].seq <= atomic_load(&d->done_seq))
-            continue;
-        pg_status st = pg_cuda_stream_sync(d, "cudaStreamSynchronize");
-        if (st != PG_OK) {
-            if (i == 0) /* the failure may have produced this storage's bytes */
-                pg_cuda.core->storage_set_error(s, pg_cuda_last_message());
-            return st;
-        }
-    }
-    return PG_OK;
+    return pg_cuda_stream_sync(d, "cudaStreamSynchronize");
 }

@@ -2,14 +2,15 @@
  *
  * The plugin is one pg_backend table (cuda_plugin.c) over per-device state
  * (cuda_device.c): a stream created on first use, a cuBLAS handle created on
- * the first matmul, and the bookkeeping that lets wait_storage know whether
+ * the first matmul, and the bookkeeping that lets wait_event know whether
  * a storage's pending work is done. Every CUDA/cuBLAS status goes through
  * pg_cuda_check (cuda_check.c). The plugin never calls a core symbol: it
  * reaches the core only through pg_cuda.core (pg_core_api).
  *
  * Pending work is tracked with sequence numbers, one counter per device:
  * each queued op or copy takes the next number after it was enqueued, and a
- * storage's pg_event is (device state, number). `done_seq` only moves after
+ * storage's pg_event is (cuda, device state, number), kept in the core's
+ * record (pg_cuda.core->storage_mark). `done_seq` only moves after
  * a stream synchronize (to the number read before it) or a blocking copy,
  * so "seq <= done_seq" always means finished. */
 #ifndef PG_CUDA_INTERNAL_H
@@ -33,7 +34,7 @@
 #define PG_CUDA_SPARE_EVENTS 32 /* recycled cudaEvent_t per device */
 #define PG_CUDA_OPNAME_LEN 32
 
-enum { PG_CUDA_ROLE_COMPUTE = 0, PG_CUDA_ROLE_COPY = 1 }; /* index into last_read[] */
+enum { PG_CUDA_ROLE_COMPUTE = PG_ROLE_COMPUTE, PG_CUDA_ROLE_COPY = PG_ROLE_COPY };
 
 /* An asynchronous copy whose duration is read once its end event fires. */
 typedef struct pg_cuda_xfer {
@@ -96,9 +97,10 @@ pg_status pg_cuda_device_blas(pg_cuda_device *d, const char *op, cublasHandle_t 
 uint64_t pg_cuda_note_queued(pg_cuda_device *d, const char *op);
 void pg_cuda_note_done(pg_cuda_device *d, uint64_t seq);
 void pg_cuda_mark(pg_storage *s, pg_cuda_device *d, uint64_t seq, int role, bool write);
+pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_device *d);
 pg_status pg_cuda_stream_sync(pg_cuda_device *d, const char *why);
 pg_status pg_cuda_synchronize(const pg_backend *be, int index);
-pg_status pg_cuda_wait_storage(const pg_backend *be, pg_storage *s, bool idle);
+pg_status pg_cuda_wait_event(const pg_backend *be, pg_event ev);
 
 /* cuda_memory.c */
 pg_status pg_cuda_raw_alloc(const pg_backend *be, int index, size_t nbytes, void **ptr);

@@ -4,7 +4,7 @@
  *
  * The node has been validated by the generic layer; this file only lays out
  * the work. After a successful launch the node's storages get the op's
- * sequence number (dst as written, sources as read), so wait_storage knows
+ * sequence number (dst as written, sources as read), so wait_event knows
  * what to wait for. A launch error is reported at once, naming the op; a
  * fault while the kernel runs surfaces at the next wait (cuda_device.c), or
  * right here when the "sync_each_op" option is on. */
@@ -225,6 +225,9 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
     (void)be;
     pg_cuda_device *d;
     PG_TRY(pg_cuda_device_get(index, node->name, &d));
+    for (int i = 0; i < node->nsrc; i++)
+        PG_TRY(pg_cuda_order_after(node->src[i].storage, d));
+    PG_TRY(pg_cuda_order_after(node->dst.storage, d));
     pg_cuda_ctx ctx = {d->stream, d->sm_count};
     PG_TRY(pg_cuda_launch_node(d, &ctx, node));
 

@@ -1,6 +1,7 @@
 /* cuda_plugin.c - the CUDA backend table and the plugin's exported entry
  * points. This file is what pygpu._C sees after dlopen(RTLD_LOCAL):
  *
+ *   pg_plugin_abi_version              the PG_BACKEND_ABI_VERSION it was built for
  *   pg_plugin_init(core, &table)       fill the table; makes no CUDA call
  *   pg_plugin_set_option(name, value)  "allow_tf32" (cuBLAS may use TF32 for
  *                                      float32 matmul; default 0),
@@ -20,6 +21,9 @@
 PG_CUDA_EXPORT pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out);
 PG_CUDA_EXPORT pg_status pg_plugin_set_option(const char *name, int value);
 PG_CUDA_EXPORT pg_status pg_plugin_get_option(const char *name, int *value);
+/* read by the core before pg_plugin_init: a mismatch is refused by name */
+PG_CUDA_EXPORT extern const int pg_plugin_abi_version;
+const int pg_plugin_abi_version = PG_BACKEND_ABI_VERSION;
 
 static int pg_cuda_device_count(const pg_backend *be)
 {
@@ -39,10 +43,10 @@ static const char *pg_cuda_unavailable_reason(const pg_backend *be)
     int n = 0;
     cudaError_t err = cudaGetDeviceCount(&n);
     if (err == cudaSuccess)
-        return n > 0 ? NULL : "no CUDA device";
+        return n > 0 ? NULL : "no CUDA GPU: the driver reports no device";
     (void)cudaGetLastError();
     if (err == cudaErrorNoDevice)
-        return "no CUDA device";
+        return "no CUDA GPU: the driver reports no device (check CUDA_VISIBLE_DEVICES)";
     int driver = 0;
     if (cudaDriverGetVersion(&driver) != cudaSuccess)
         (void)cudaGetLastError();
@@ -115,7 +119,7 @@ const pg_backend pg_cuda_backend = {
     .host_free_pinned = pg_cuda_host_free_pinned,
     .launch = pg_cuda_launch,
     .copy = pg_cuda_copy,
-    .wait_storage = pg_cuda_wait_storage,
+    .wait_event = pg_cuda_wait_event,
     .synchronize = pg_cuda_synchronize,
     .unavailable_reason = pg_cuda_unavailable_reason,
 };
@@ -125,7 +129,13 @@ pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out)
     if (core == NULL || out == NULL)
         return PG_ERR_VALUE;
     if (core->abi_version != PG_BACKEND_ABI_VERSION)
-        return PG_ERR_UNAVAILABLE; /* a different layout: not even error_set is safe to call */
+        /* the core checks pg_plugin_abi_version first and names both; a
+         * caller that did not gets the message through its error_set, the
+         * one member every layout puts second */
+        return core->error_set(PG_ERR_UNAVAILABLE,
+                               "the CUDA backend was built for backend ABI %d, the core has ABI "
+                               "%d: rebuild both from one checkout",
+                               PG_BACKEND_ABI_VERSION, core->abi_version);
     pg_cuda_state_init();
     pg_cuda.core = core;
     *out = &pg_cuda_backend;

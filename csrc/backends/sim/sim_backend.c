@@ -4,7 +4,10 @@
  * kernels; copies marked non_blocking go to the device's copy stream, which
  * waits only for the work that produced its source, so copies overlap with
  * compute they do not depend on. Every storage touched by queued work records
- * (stream, seq) events; pg_storage_wait() comes back here to wait on them. */
+ * (sim, stream, seq) events; pg_storage_wait() comes back here (sim_wait_event)
+ * to wait on them. Work of another sim stream becomes a task dependency; work
+ * another backend (cuda) queued on the same host buffer is waited for on the
+ * host before the task is queued, since a sim worker cannot wait on it. */
 #include "sim_backend.h"
 
 #include <pthread.h>
@@ -19,7 +22,7 @@
 #include "../../core/pg_stream.h"
 #include "../cpu/cpu_kernels.h"
 
-enum { ROLE_COMPUTE = 0, ROLE_COPY = 1 };
+enum { ROLE_COMPUTE = PG_ROLE_COMPUTE, ROLE_COPY = PG_ROLE_COPY };
 
 typedef struct sim_device {
     int index;
@@ -34,9 +37,6 @@ static sim_device g_dev[PG_MAX_DEVICES_PER_TYPE];
 static _Atomic int g_count = -1;
 static size_t g_mem_limit;
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Storage events are written by enqueuers and read by waiters on other
- * threads; a (stream, seq) pair must never be seen half-updated. */
-static pthread_mutex_t g_event_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { double latency_us, h2d_gbps, d2h_gbps; } g_link;
 static _Atomic bool g_shut_down; /* pg_sim_shutdown ran: streams run work inline */
 
@@ -205,34 +205,55 @@ static pg_status get_stream(sim_device *d, int role, pg_stream **out)
 
 static void add_dep(pg_task *t, pg_event e, pg_stream *self)
 {
-    if (e.stream && e.stream != self && !pg_stream_done(e.stream, e.seq))
+    /* another backend's events were waited for before the lock was taken */
+    if (e.backend == &pg_sim_backend && e.queue && e.queue != self &&
+        !pg_stream_done(e.queue, e.seq))
         t->deps[t->ndeps++] = e;
 }
 
-/* Under g_event_lock: gather the events `t` must wait for, then stamp the
- * storages with the new task's event. */
+/* Before queuing: wait on the host for work other backends queued on these
+ * storages (reads too: their events would be overwritten below, and a later
+ * writer must still see them). Only a host buffer can carry such events. */
+static pg_status wait_foreign_one(pg_storage *st)
+{
+    if (st->device.type != PG_DEV_CPU) /* sim memory: only sim queues touch it (hot path) */
+        return PG_OK;
+    return pg_storage_wait_others(st, true, &pg_sim_backend, NULL);
+}
+
+static pg_status wait_foreign(pg_storage **reads, int nreads, pg_storage **writes, int nwrites)
+{
+    for (int i = 0; i < nreads; i++)
+        PG_TRY(wait_foreign_one(reads[i]));
+    for (int i = 0; i < nwrites; i++)
+        PG_TRY(wait_foreign_one(writes[i]));
+    return PG_OK;
+}
+
+/* Under the events lock: gather the events `t` must wait for, then stamp
+ * the storages with the new task's event. A read also depends on the read
+ * it replaces when that one is on another stream, so the new event implies
+ * the old and no pending read is forgotten. */
 static void enqueue_with_events(pg_stream *s, int role, pg_task *t, pg_storage **reads, int nreads,
                                 pg_storage **writes, int nwrites)
 {
-    pthread_mutex_lock(&g_event_lock);
-    for (int i = 0; i < nreads; i++)
+    pg_storage_events_lock();
+    for (int i = 0; i < nreads; i++) {
         add_dep(t, reads[i]->last_write, s);
+        add_dep(t, reads[i]->last_read[role], s);
+    }
     for (int i = 0; i < nwrites; i++) {
         add_dep(t, writes[i]->last_write, s);
         add_dep(t, writes[i]->last_read[0], s);
         add_dep(t, writes[i]->last_read[1], s);
     }
     uint64_t seq = pg_stream_enqueue(s, t);
-    pg_event e = {s, seq};
-    for (int i = 0; i < nreads; i++) {
-        reads[i]->last_read[role] = e;
-        reads[i]->writer = &pg_sim_backend;
-    }
-    for (int i = 0; i < nwrites; i++) {
-        writes[i]->last_write = e;
-        writes[i]->writer = &pg_sim_backend;
-    }
-    pthread_mutex_unlock(&g_event_lock);
+    pg_event e = {&pg_sim_backend, s, seq};
+    for (int i = 0; i < nreads; i++)
+        pg_storage_mark_locked(reads[i], e, role, false);
+    for (int i = 0; i < nwrites; i++)
+        pg_storage_mark_locked(writes[i], e, role, true);
+    pg_storage_events_unlock();
 }
 
 static pg_status sim_launch(const pg_backend *be, int index, const pg_node *node)
@@ -259,6 +280,7 @@ static pg_status sim_launch(const pg_backend *be, int index, const pg_node *node
         writes[i] = outs[i]->storage;
         t.hold[t.nhold++] = writes[i];
     }
+    PG_TRY(wait_foreign(reads, nreads, writes, nwrites));
     for (int i = 0; i < t.nhold; i++)
         pg_storage_retain(t.hold[i]);
     enqueue_with_events(s, ROLE_COMPUTE, &t, reads, nreads, writes, nwrites);
@@ -276,6 +298,8 @@ static pg_status sim_copy(const pg_backend *be, int index, const pg_copy *c)
     }
     pg_stream *s;
     PG_TRY(get_stream(&g_dev[index], ROLE_COPY, &s));
+    pg_storage *reads[1] = {c->src}, *dsts[1] = {c->dst};
+    PG_TRY(wait_foreign(reads, 1, dsts, 1));
     pg_task t;
     t.kind = 1;
     t.u.copy = *c;
@@ -285,23 +309,15 @@ static pg_status sim_copy(const pg_backend *be, int index, const pg_copy *c)
     t.hold[1] = c->dst;
     pg_storage_retain(c->src);
     pg_storage_retain(c->dst);
-    pg_storage *reads[1] = {c->src}, *writes[1] = {c->dst};
-    enqueue_with_events(s, ROLE_COPY, &t, reads, 1, writes, 1);
+    enqueue_with_events(s, ROLE_COPY, &t, reads, 1, dsts, 1);
     return PG_OK;
 }
 
-static pg_status sim_wait_storage(const pg_backend *be, pg_storage *s, bool idle)
+static pg_status sim_wait_event(const pg_backend *be, pg_event ev)
 {
     (void)be;
-    pthread_mutex_lock(&g_event_lock);
-    pg_event w = s->last_write, r0 = s->last_read[0], r1 = s->last_read[1];
-    pthread_mutex_unlock(&g_event_lock);
-    pg_stream_wait_event(w);
-    if (idle) {
-        pg_stream_wait_event(r0);
-        pg_stream_wait_event(r1);
-    }
-    return PG_OK; /* the generic layer reports s->error */
+    pg_stream_wait_event(ev);
+    return PG_OK; /* a failed op leaves its message in the storage it wrote */
 }
 
 static pg_status sim_synchronize(const pg_backend *be, int index)
@@ -464,6 +480,6 @@ const pg_backend pg_sim_backend = {
     .host_free_pinned = sim_host_free,
     .launch = sim_launch,
     .copy = sim_copy,
-    .wait_storage = sim_wait_storage,
+    .wait_event = sim_wait_event,
     .synchronize = sim_synchronize,
 };

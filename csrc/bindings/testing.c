@@ -1,0 +1,140 @@
+/* testing.c - _C._test_* hooks: unit tests of C-level contracts that no
+ * public API can reach without a GPU (tests/test_event_record.py).
+ *
+ *   _test_event_record()   the backend-neutral pending-work record: a host
+ *                          buffer with a pending write from a second backend
+ *                          (a fake, standing in for cuda) is copied to sim:0,
+ *                          and a sim write into a host buffer is waited for
+ *                          by the fake; returns what each side saw.
+ *   _test_blocking_hooks() whether the GIL is held before, inside and after
+ *                          pg_blocking_begin/end (the hooks around cudaMalloc,
+ *                          cudaHostAlloc, cudaFreeHost).
+ *
+ * Private: not part of pygpu's API; nothing here can crash on bad input
+ * because the hooks take no input. */
+#include <string.h>
+
+#include "tensor_object.h"
+#include "../backends/sim/sim_backend.h"
+#include "../core/pg_backend.h"
+
+/* ---- a fake second backend: one queue whose "DMA" completes when waited on ---- */
+
+static struct {
+    int waits;
+    uint64_t last_seq;
+    pg_storage *target; /* the host buffer its pending write fills on completion */
+    double value;
+} g_fake;
+static int g_fake_queue;
+
+static pg_status fake_wait_event(const pg_backend *be, pg_event ev)
+{
+    (void)be;
+    g_fake.waits++;
+    g_fake.last_seq = ev.seq;
+    if (g_fake.target) { /* the write lands only now: a copy that did not wait reads zeros */
+        double *p = g_fake.target->data;
+        for (size_t i = 0; i < g_fake.target->nbytes / sizeof(double); i++)
+            p[i] = g_fake.value;
+        g_fake.target = NULL;
+    }
+    return PG_OK;
+}
+
+static const pg_backend g_fake_backend = {.name = "fake", .type = PG_DEV_CUDA,
+                                          .wait_event = fake_wait_event};
+
+static PyObject *event_record(pg_storage *host_a, pg_storage *dev, pg_storage *host_b)
+{
+    enum { N = 1024 };
+    const size_t nbytes = N * sizeof(double);
+    g_fake.target = host_a;
+    memset(host_a->data, 0, nbytes);
+    g_fake.waits = 0;
+    g_fake.value = 42.0;
+
+    /* 1. fake (cuda) has a write to host_a queued; sim copies host_a -> sim:0 */
+    pg_storage_mark(host_a, (pg_event){&g_fake_backend, &g_fake_queue, 7}, PG_ROLE_COPY, true);
+    pg_copy c = {.kind = PG_COPY_H2D, .src = host_a, .dst = dev, .nbytes = nbytes, .async = true};
+    pg_status st = pg_sim_backend.copy(&pg_sim_backend, 0, &c);
+    int waits_at_enqueue = g_fake.waits;
+    if (st == PG_OK)
+        st = pg_storage_wait(dev);
+    if (st != PG_OK)
+        return pg_raise(st);
+    double got = ((double *)dev->data)[N - 1];
+    pg_event rec[1 + PG_NUM_ROLES];
+    pg_storage_pending(host_a, rec);
+    int write_is_fake = rec[0].backend == &g_fake_backend && rec[0].seq == 7;
+    int read_is_sim = rec[1 + PG_ROLE_COPY].backend == &pg_sim_backend;
+
+    /* 2. sim has a write to host_b queued (d2h); the fake orders itself after it */
+    memset(host_b->data, 0, nbytes);
+    pg_copy back = {.kind = PG_COPY_D2H, .src = dev, .dst = host_b, .nbytes = nbytes, .async = true};
+    st = pg_sim_backend.copy(&pg_sim_backend, 0, &back);
+    if (st == PG_OK)
+        st = pg_storage_wait_others(host_b, true, &g_fake_backend, &g_fake_queue);
+    if (st != PG_OK)
+        return pg_raise(st);
+    double back_got = ((double *)host_b->data)[N - 1];
+    int waits_before_idle = g_fake.waits;
+    st = pg_storage_wait_idle(host_a); /* waits on the fake write and the sim read */
+    if (st != PG_OK)
+        return pg_raise(st);
+    return Py_BuildValue("{s:i,s:d,s:O,s:O,s:d,s:i,s:i,s:K}", "fake_waits_at_enqueue",
+                         waits_at_enqueue, "copied", got, "write_is_fake",
+                         write_is_fake ? Py_True : Py_False, "read_is_sim",
+                         read_is_sim ? Py_True : Py_False, "copied_back", back_got,
+                         "fake_waits_before_idle", waits_before_idle, "fake_waits_after_idle",
+                         g_fake.waits, "fake_last_seq", (unsigned long long)g_fake.last_seq);
+}
+
+static PyObject *f_test_event_record(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    const size_t nbytes = 1024 * sizeof(double);
+    const pg_backend *sim;
+    pg_storage *host_a = NULL, *host_b = NULL, *dev = NULL;
+    pg_status st = pg_backend_for((pg_device){PG_DEV_SIM, 0}, &sim);
+    if (st == PG_OK)
+        st = pg_storage_new((pg_device){PG_DEV_CPU, 0}, nbytes, PG_STORAGE_PINNED, &host_a);
+    if (st == PG_OK)
+        st = pg_storage_new((pg_device){PG_DEV_CPU, 0}, nbytes, PG_STORAGE_PINNED, &host_b);
+    if (st == PG_OK)
+        st = pg_storage_new((pg_device){PG_DEV_SIM, 0}, nbytes, 0, &dev);
+    PyObject *out = st == PG_OK ? event_record(host_a, dev, host_b) : pg_raise(st);
+    g_fake.target = NULL;
+    if (host_a) /* its fake event is done; the sim ones are waited for first */
+        (void)pg_storage_wait_idle(host_a);
+    if (host_b)
+        (void)pg_storage_wait_idle(host_b);
+    if (dev)
+        (void)pg_storage_wait_idle(dev);
+    pg_storage_release(host_a);
+    pg_storage_release(host_b);
+    pg_storage_release(dev);
+    return out;
+}
+
+static PyObject *f_test_blocking_hooks(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    int before = PyGILState_Check();
+    void *token = pg_blocking_begin();
+    int inside = PyGILState_Check();
+    pg_blocking_end(token);
+    int after = PyGILState_Check();
+    return Py_BuildValue("(OOO)", before ? Py_True : Py_False, inside ? Py_True : Py_False,
+                         after ? Py_True : Py_False);
+}
+
+PyMethodDef pg_testing_functions[] = {
+    {"_test_event_record", f_test_event_record, METH_NOARGS,
+     "internal test: the pending-work record shared by two backends"},
+    {"_test_blocking_hooks", f_test_blocking_hooks, METH_NOARGS,
+     "internal test: (GIL held before, inside, after) pg_blocking_begin/end"},
+    {NULL, NULL, 0, NULL},
+};
