@@ -225,9 +225,13 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
     (void)be;
     pg_cuda_device *d;
     PG_TRY(pg_cuda_device_get(index, node->name, &d));
+    const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
+    int nout = pg_node_outputs(node, outs);
     for (int i = 0; i < node->nsrc; i++)
-        PG_TRY(pg_cuda_order_after(node->src[i].storage, d));
-    PG_TRY(pg_cuda_order_after(node->dst.storage, d));
+        if (node->src[i].storage) /* optional operands of fused ops may be absent */
+            PG_TRY(pg_cuda_order_after(node->src[i].storage, d));
+    for (int i = 0; i < nout; i++)
+        PG_TRY(pg_cuda_order_after(outs[i]->storage, d));
     pg_cuda_ctx ctx = {d->stream, d->sm_count};
     PG_TRY(pg_cuda_launch_node(d, &ctx, node));
 
@@ -235,8 +239,6 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
     for (int i = 0; i < node->nsrc; i++)
         if (node->src[i].storage)
             pg_cuda_mark(node->src[i].storage, d, seq, PG_CUDA_ROLE_COMPUTE, false);
-    const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
-    int nout = pg_node_outputs(node, outs);
     for (int i = 0; i < nout; i++)
         pg_cuda_mark(outs[i]->storage, d, seq, PG_CUDA_ROLE_COMPUTE, true);
     if (atomic_load(&pg_cuda.sync_each_op))
