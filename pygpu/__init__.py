@@ -11,8 +11,9 @@ import atexit as _atexit
 from . import _C
 from ._C import (AsyncOpError, DeviceMismatchError, DeviceUnavailableError, Tensor,
                  TransferGuardError, TransferWarning, abs, add, argmax, divide, exp, from_dlpack,
-                 from_numpy, log, logical_not, matmul, max, maximum, mean, min, minimum,
-                 multiply, negative, relu, reset_stats, sigmoid, sqrt, subtract, sum, tanh)
+                 from_numpy, get_num_threads, log, logical_not, matmul, max, maximum, mean, min,
+                 minimum, multiply, negative, relu, reset_stats, set_num_threads, sigmoid, sqrt,
+                 subtract, sum, tanh)
 from . import _dtype, _hooks
 from ._creation import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
                         zeros, zeros_like)
@@ -75,6 +76,6 @@ __all__ = [
     "subtract", "multiply", "divide", "maximum", "minimum", "exp", "log", "sqrt", "tanh",
     "sigmoid", "relu", "abs", "negative", "logical_not", "sum", "mean", "max", "min", "argmax",
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "transfer_guard",
-    "get_transfer_guard", "sim", "cuda", "DeviceMismatchError", "DeviceUnavailableError",
+    "get_transfer_guard", "set_num_threads", "get_num_threads", "sim", "cuda", "DeviceMismatchError", "DeviceUnavailableError",
     "TransferGuardError", "TransferWarning", "AsyncOpError",
 ]

@@ -1,14 +1,16 @@
 /* cpu_backend.c - the CPU backend table: host memory, synchronous execution.
  *
  * The CPU is device "cpu": its memory is the host's, and ops run on the
- * caller's thread (the bindings release the GIL around large ones). A CPU
+ * caller's thread (the bindings release the GIL around large ones), large
+ * ones split over the cpu device's pool (cpu_parallel.c), one thread per core
+ * unless pygpu.set_num_threads says otherwise. A CPU
  * tensor can still be the target of an asynchronous copy from a device, so
  * before touching data we wait for any pending write (or read, for the
  * output) recorded on its storage. */
 #include <string.h>
 
 #include "../../core/pg_backend.h"
-#include "cpu_kernels.h"
+#include "cpu_parallel.h"
 
 pg_status pg_cpu_execute(const pg_node *node)
 {
@@ -49,7 +51,7 @@ static pg_status cpu_launch(const pg_backend *be, int index, const pg_node *node
             PG_TRY(pg_storage_wait(node->src[i].storage));
     if (node->dst.storage->writer)
         PG_TRY(pg_storage_wait_idle(node->dst.storage));
-    return pg_cpu_execute(node);
+    return pg_cpu_run(pg_cpu_pool(), node);
 }
 
 const pg_backend pg_cpu_backend = {
