@@ -26,7 +26,7 @@ export(_acc, globals())
 _check_index = _acc._check_index
 
 _env_threads = _os.environ.get("PYGPU_SIM_THREADS")
-if _env_threads is not None and not (_env_threads.isdigit()
+if _env_threads and not (_env_threads.isdigit()
                                      and 1 <= int(_env_threads) <= 1024):
     _warnings.warn(f"PYGPU_SIM_THREADS={_env_threads!r} is not a whole number from 1 to 1024; "
                    "using the default (cores // sim devices)", RuntimeWarning, stacklevel=2)
