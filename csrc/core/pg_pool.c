@@ -24,6 +24,17 @@
  * yields, so a thread that needs the core (NumPy's, another device's) gets it. */
 #define POOL_SPIN_NS 50000ull
 #define POOL_PAUSE_NS 2000ull
+/* A yield that took this long: another thread ran on this core meanwhile, so it is
+ * wanted; stop spinning and sleep (the same rule as pg_stream.c). */
+#define POOL_YIELD_BUSY_NS 20000ull
+
+/* Yield the core; true if another thread wanted it (the yield took long). */
+static bool yield_was_busy(void)
+{
+    uint64_t t0 = pg_now_ns();
+    sched_yield();
+    return pg_now_ns() - t0 > POOL_YIELD_BUSY_NS;
+}
 
 struct pg_pool {
     char prefix[16];
@@ -115,10 +126,8 @@ static uint64_t wait_for_job(pg_pool *p, uint64_t seen)
             return 0;
         if ((i & 63) == 63) {
             uint64_t el = pg_now_ns() - t0;
-            if (el > POOL_SPIN_NS)
+            if (el > POOL_SPIN_NS || (el > POOL_PAUSE_NS && yield_was_busy()))
                 break;
-            if (el > POOL_PAUSE_NS)
-                sched_yield();
         } else {
             cpu_relax();
         }
@@ -279,9 +288,7 @@ pg_status pg_pool_run(pg_pool *p, int64_t ntasks, pg_pool_task_fn fn, void *ctx)
             continue;
         }
         uint64_t el = pg_now_ns() - t0;
-        if (el > POOL_PAUSE_NS)
-            sched_yield();
-        if (el > POOL_SPIN_NS) {
+        if (el > POOL_SPIN_NS || (el > POOL_PAUSE_NS && yield_was_busy())) {
             pthread_mutex_lock(&p->lock);
             atomic_store(&p->caller_sleeping, 1);
             while (atomic_load(&p->done) < ntasks)

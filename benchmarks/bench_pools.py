@@ -1,0 +1,129 @@
+# bench_pools.py - each device owns its cores: what that buys, and what it costs.
+#
+# 1. Two sim devices working at once against one: a matmul-heavy chain
+#    (x = x @ w, 384x384 float32) and an elementwise-heavy chain
+#    (x = tanh(0.5 x + 0.25), 1M float32), each run on sim:0 alone and on sim:0
+#    and sim:1 together (twice the work). extra_info["throughput_x"] of the
+#    "two" row is 2 * t(one) / t(two): the target is >= 1.7 on 2 cores with
+#    the default PYGPU_SIM_THREADS (one thread per device there).
+# 2. A 200x200 float32 matmul resident on sim (enqueue + wait) against the
+#    same matmul on the cpu device restricted to the same number of threads
+#    (pygpu.set_num_threads(pygpu.sim.num_threads(0))), with NumPy beside.
+#    Target: sim <= 1.15x cpu.
+# The sim hand-off (enqueue, and enqueue + wait of a tiny op) is in
+# bench_small_ops.py.
+import time
+
+import numpy as np
+import pytest
+
+import pygpu
+
+MM_N, MM_REPS = 384, 24
+EW_N, EW_REPS = 1 << 20, 12
+
+
+def _matmul_chain(dev, rng):
+    x = pygpu.tensor(rng.standard_normal((MM_N, MM_N), dtype=np.float32), device=dev)  # (N, N)
+    w = pygpu.tensor(np.eye(MM_N, dtype=np.float32) * 0.999, device=dev)  # (N, N): values stay finite
+
+    def run():
+        y = x
+        for _ in range(MM_REPS):
+            y = y @ w
+        return y
+
+    return run
+
+
+def _elementwise_chain(dev, rng):
+    x = pygpu.tensor(rng.standard_normal(EW_N, dtype=np.float32), device=dev)  # (EW_N,)
+
+    def run():
+        y = x
+        for _ in range(EW_REPS):
+            y = (y * 0.5 + 0.25).tanh()
+        return y
+
+    return run
+
+
+CHAINS = {"matmul chain": _matmul_chain, "elementwise chain": _elementwise_chain}
+
+
+def _best(fn, rounds=3):
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+@pytest.mark.parametrize("chain", list(CHAINS))
+@pytest.mark.parametrize("devices", ["one", "two"])
+def test_sim_devices_in_parallel(benchmark, rng, chain, devices):
+    if pygpu.sim.device_count() < 2:
+        pytest.skip("needs two sim devices (PYGPU_SIM_DEVICES >= 2)")
+    benchmark.group = f"sim parallel: {chain} (x{pygpu.sim.num_threads(0)} threads per device)"
+    runs = [CHAINS[chain]("sim:0", rng)]
+    if devices == "two":
+        runs.append(CHAINS[chain]("sim:1", rng))
+
+    def job():
+        outs = [r() for r in runs]  # queued on every device before waiting on any
+        for o in outs:
+            o.wait()
+        return outs
+
+    outs = job()
+    ref = CHAINS[chain]("cpu", np.random.default_rng(0))()
+    np.testing.assert_allclose(outs[0].numpy(), ref.numpy(), rtol=1e-4, atol=1e-5)
+    benchmark.pedantic(job, rounds=5, iterations=1, warmup_rounds=1)
+    if devices == "two" and benchmark.stats:
+        single = [CHAINS[chain]("sim:0", rng)]
+        one = _best(lambda: [o.wait() for o in [r() for r in single]])
+        benchmark.extra_info["one_device_s"] = round(one, 4)
+        benchmark.extra_info["throughput_x"] = round(2 * one / benchmark.stats.stats.min, 3)
+
+
+MM200 = "matmul 200x200 float32: sim resident vs cpu at the sim's thread count"
+
+
+@pytest.fixture
+def inputs200(rng):
+    return (rng.standard_normal((200, 200), dtype=np.float32),  # (200, 200)
+            rng.standard_normal((200, 200), dtype=np.float32))  # (200, 200)
+
+
+def test_mm200_numpy(benchmark, inputs200):
+    benchmark.group = MM200
+    a, b = inputs200
+    benchmark(lambda: a @ b)
+
+
+def test_mm200_cpu_same_threads(benchmark, inputs200):
+    benchmark.group = MM200
+    a, b = (pygpu.tensor(x) for x in inputs200)
+    before = pygpu.get_num_threads()
+    pygpu.set_num_threads(pygpu.sim.num_threads(0))
+    try:
+        out = benchmark(lambda: a @ b)
+    finally:
+        pygpu.set_num_threads(before)
+    np.testing.assert_allclose(out.numpy(), inputs200[0] @ inputs200[1], rtol=1e-4, atol=1e-3)
+    benchmark.extra_info["threads"] = pygpu.sim.num_threads(0)
+
+
+def test_mm200_sim_resident(benchmark, inputs200):
+    benchmark.group = MM200
+    a, b = (pygpu.tensor(x, device="sim:0") for x in inputs200)
+
+    def call():
+        r = a @ b
+        r.wait()
+        return r
+
+    out = benchmark(call)
+    np.testing.assert_allclose(out.numpy(), inputs200[0] @ inputs200[1], rtol=1e-4, atol=1e-3)
+    benchmark.extra_info["threads"] = pygpu.sim.num_threads(0)
