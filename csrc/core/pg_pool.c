@@ -40,7 +40,7 @@ struct pg_pool {
     char prefix[16];
     pthread_mutex_t run_lock; /* held by the caller of the job in progress, and by resize */
     int nthreads;             /* including the caller */
-    int nworkers;
+    _Atomic int nworkers;     /* read without run_lock by pg_pool_run's fast path */
     pthread_t *workers;
 
     /* the job (see the file comment for when these may be written) */
