@@ -13,8 +13,12 @@
 #    same matmul on the cpu device restricted to the same number of threads
 #    (pygpu.set_num_threads(pygpu.sim.num_threads(0))), with NumPy beside.
 #    Target: sim <= 1.15x cpu.
+# 3. Grain: add and exp on float32 at sizes around the split thresholds
+#    (csrc/backends/cpu/cpu_parallel.c), cpu device at 1 thread and at all:
+#    where "all" stops losing is the break-even.
 # The sim hand-off (enqueue, and enqueue + wait of a tiny op) is in
 # bench_small_ops.py.
+import os
 import threading
 import time
 
@@ -172,3 +176,24 @@ def test_mm200_sim_resident(benchmark, inputs200):
     out = benchmark(call)
     np.testing.assert_allclose(out.numpy(), inputs200[0] @ inputs200[1], rtol=1e-4, atol=1e-3)
     benchmark.extra_info["threads"] = pygpu.sim.num_threads(0)
+
+
+GRAIN_SIZES = [8192, 16384, 32768, 65536, 262144]
+
+
+@pytest.mark.parametrize("threads", ["1", "all"])
+@pytest.mark.parametrize("op", ["add", "exp"])
+@pytest.mark.parametrize("size", GRAIN_SIZES, ids=[f"n{n}" for n in GRAIN_SIZES])
+def test_grain(benchmark, rng, size, op, threads):
+    benchmark.group = f"grain: {op} {size} float32, cpu threads"
+    a_np = rng.standard_normal(size, dtype=np.float32)  # (size,)
+    a = pygpu.tensor(a_np)
+    fn = (lambda: a + a) if op == "add" else (lambda: a.exp())
+    before = pygpu.get_num_threads()
+    pygpu.set_num_threads(1 if threads == "1" else len(os.sched_getaffinity(0)))
+    try:
+        out = benchmark(fn)
+    finally:
+        pygpu.set_num_threads(before)
+    ref = a_np + a_np if op == "add" else np.exp(a_np)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5)

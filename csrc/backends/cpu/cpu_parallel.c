@@ -1,12 +1,15 @@
 /* cpu_parallel.c - split a node over a pool: elementwise, random, matmul
  * (reductions: cpu_parallel_reduce.c), and the cpu device's own pool.
  *
- * Grain sizes: a job on the pool costs ~2-5 us when the workers are awake and
- * ~30-60 us when they have gone to sleep (measured on the project's 2-core VM
- * with benchmarks/bench_pools.py), so a slice must carry more work than that.
- * A cheap elementwise op (add, copy, compare) runs ~1 element/ns, an exp or
- * tanh a few ns, a Philox draw ~10 ns; the grains below give each slice
- * >= ~10 us of work. 100 elements or a 64x512 add are never split.
+ * Grain sizes: a job on the pool costs a few microseconds when the workers
+ * are awake (spinning) and tens of microseconds when they sleep (a futex
+ * wake), so a slice must carry more work than that. A cheap elementwise op
+ * (add, copy, compare) runs ~1 element/ns, an exp or tanh a few ns, a Philox
+ * draw ~10 ns; the grains below give each slice >= ~10 us of work, so 100
+ * elements or a 64x512 add are never split. These are estimates from those
+ * per-element costs: the break-even could not be measured on the loaded
+ * 2-core machine they were written on. benchmarks/bench_pools.py's "grain"
+ * group times sizes around them with 1 thread and with all, to re-tune.
  *
  * Matmul: OpenBLAS is set to ONE thread (pg_cpu_blas_init) and the product is
  * cut into row panels (column panels when M is small, batches when there are
