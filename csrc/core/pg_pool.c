@@ -39,7 +39,7 @@ static bool yield_was_busy(void)
 struct pg_pool {
     char prefix[16];
     pthread_mutex_t run_lock; /* held by the caller of the job in progress, and by resize */
-    int nthreads;             /* including the caller */
+    _Atomic int nthreads;     /* including the caller; read by splitters without a lock */
     _Atomic int nworkers;     /* read without run_lock by pg_pool_run's fast path */
     pthread_t *workers;
 
