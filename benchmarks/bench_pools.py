@@ -4,7 +4,7 @@
 #    (x = x @ w, 384x384 float32) and an elementwise-heavy chain
 #    (x = tanh(0.5 x + 0.25), 1M float32), each run on sim:0 alone and on sim:0
 #    and sim:1 together (twice the work). extra_info["throughput_x"] of the
-#    "two" row is 2 * t(one) / t(two): the target is >= 1.7 on 2 cores with
+#    "two" row is 2 * t(one) / t(two) (timed interleaved): the target is >= 1.7 on 2 cores with
 #    the default PYGPU_SIM_THREADS (one thread per device there).
 #    extra_info["control_x"] is the same ratio for the same chain in NumPy
 #    (BLAS at one thread) on one Python thread against two: what the machine
@@ -127,10 +127,15 @@ def test_sim_devices_in_parallel(benchmark, rng, chain, devices):
     np.testing.assert_allclose(outs[0].numpy(), ref.numpy(), rtol=1e-4, atol=1e-5)
     benchmark.pedantic(job, rounds=5, iterations=1, warmup_rounds=1)
     if devices == "two" and benchmark.stats:
+        # one vs two, interleaved so both see the same machine load; best of three each
         single = [CHAINS[chain]("sim:0", rng)]
-        one = _best(lambda: [o.wait() for o in [r() for r in single]])
+        one, two = float("inf"), float("inf")
+        for _ in range(3):
+            one = min(one, _best(lambda: [o.wait() for o in [r() for r in single]], rounds=1))
+            two = min(two, _best(job, rounds=1))
         benchmark.extra_info["one_device_s"] = round(one, 4)
-        benchmark.extra_info["throughput_x"] = round(2 * one / benchmark.stats.stats.min, 3)
+        benchmark.extra_info["two_devices_s"] = round(two, 4)
+        benchmark.extra_info["throughput_x"] = round(2 * one / two, 3)
         control = _control(chain, rng)
         if control is not None:
             benchmark.extra_info["control_x"] = round(control, 3)

@@ -6,10 +6,12 @@
  * wake), so a slice must carry more work than that. A cheap elementwise op
  * (add, copy, compare) runs ~1 element/ns, an exp or tanh a few ns, a Philox
  * draw ~10 ns; the grains below give each slice >= ~10 us of work, so 100
- * elements or a 64x512 add are never split. These are estimates from those
- * per-element costs: the break-even could not be measured on the loaded
- * 2-core machine they were written on. benchmarks/bench_pools.py's "grain"
- * group times sizes around them with 1 thread and with all, to re-tune.
+ * elements or a 64x512 add are never split. benchmarks/bench_pools.py's
+ * "grain" group times sizes around them with 1 thread and with all; on the
+ * (heavily loaded) 2-core machine, best of each: add 32K elements 14.4 us
+ * split vs 13.8 us whole, 64K 28.9 vs 31.4, 256K 59 vs 111; exp 16K 54.6 vs
+ * 51.4, 32K 71 vs 97. So a slice is >= 32K cheap elements (split from 64K)
+ * or >= 16K transcendental ones (split from 32K).
  *
  * Matmul: OpenBLAS is set to ONE thread (pg_cpu_blas_init) and the product is
  * cut into row panels (column panels when M is small, batches when there are
@@ -26,7 +28,7 @@
 #include <string.h>
 
 #define GRAIN_CHEAP 32768     /* add, mul, copy, compare, fill: elements per slice */
-#define GRAIN_TRANSCEND 8192  /* exp, log, tanh, sigmoid, sqrt */
+#define GRAIN_TRANSCEND 16384 /* exp, log, tanh, sigmoid, sqrt */
 #define GRAIN_RANDOM 2048     /* a Philox draw (and Box-Muller) per element */
 #define MM_GRAIN (1 << 18)    /* multiply-adds per panel: ~64^3 */
 
