@@ -13,8 +13,9 @@ from . import _extension
 _C = _extension.load()  # pygpu._C; OpenBLAS preloaded; an ImportError saying what to run if unbuilt
 from ._C import (AsyncOpError, AxisError, DeviceMismatchError, DeviceUnavailableError, Tensor,
                  TransferGuardError, TransferWarning, abs, add, argmax, divide, exp, from_dlpack,
-                 from_numpy, log, logical_not, matmul, max, maximum, mean, min, minimum,
-                 multiply, negative, relu, reset_stats, sigmoid, sqrt, subtract, sum, tanh)
+                 from_numpy, get_num_threads, log, logical_not, matmul, max, maximum, mean, min,
+                 minimum, multiply, negative, relu, reset_stats, set_num_threads, sigmoid, sqrt,
+                 subtract, sum, tanh)
 from . import _accel, _dtype, _hooks
 from ._creation import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
                         zeros, zeros_like)
@@ -89,9 +90,9 @@ __all__ = [
     "subtract", "multiply", "divide", "maximum", "minimum", "exp", "log", "sqrt", "tanh",
     "sigmoid", "relu", "abs", "negative", "logical_not", "sum", "mean", "max", "min", "argmax",
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "transfer_guard",
-    "get_transfer_guard", "sim", "cuda", "DeviceMismatchError", "DeviceUnavailableError",
-    "TransferGuardError", "TransferWarning", "AsyncOpError", "AxisError",
-    "TransferGuardError", "TransferWarning", "AsyncOpError", "no_grad", "enable_grad",
+    "get_transfer_guard", "set_num_threads", "get_num_threads", "sim", "cuda",
+    "DeviceMismatchError", "DeviceUnavailableError", "TransferGuardError", "TransferWarning",
+    "AsyncOpError", "AxisError", "no_grad", "enable_grad",
     "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
     "mse_loss", "nn", "optim",
     "data", "save", "load", "Trainer", "cost", "transfer_budget", "TransferBudgetError",

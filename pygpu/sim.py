@@ -7,14 +7,36 @@ marked non_blocking run on a second thread (a copy engine) beside compute.
 PYGPU_SIM_DEVICES sets how many exist (default 2); PYGPU_SIM_MEMORY_MB how
 much memory each has (default 8192).
 
+Like a GPU's compute units, each sim device owns a share of the host's cores:
+PYGPU_SIM_THREADS compute threads (default: cores // devices, at least 1),
+its worker plus threads of its own that large ops are split over. Two sim
+devices busy at once therefore run side by side, each on its own cores.
+num_threads(device) reads a device's share.
+
 configure() adds a link model, a *simulation* of a PCIe-like bus: each
 transfer takes at least latency + bytes / bandwidth. It is off by default."""
+import os as _os
+import warnings as _warnings
+
 from . import _C
 from ._accel import Accelerator, export
 
 _acc = Accelerator("sim", 1)
 export(_acc, globals())
 _check_index = _acc._check_index
+
+_env_threads = _os.environ.get("PYGPU_SIM_THREADS")
+if _env_threads and not (_env_threads.isdigit()
+                                     and 1 <= int(_env_threads) <= 1024):
+    _warnings.warn(f"PYGPU_SIM_THREADS={_env_threads!r} is not a whole number from 1 to 1024; "
+                   "using the default (cores // sim devices)", RuntimeWarning, stacklevel=2)
+
+
+def num_threads(device=0):
+    """Compute threads sim device `device` owns (PYGPU_SIM_THREADS, default
+    cores // device_count(), at least 1): its stream worker plus pool threads."""
+    _acc._index(device)
+    return _C._sim_threads()
 
 
 def configure(latency_us=0.0, h2d_gbps=None, d2h_gbps=None):

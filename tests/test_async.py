@@ -122,17 +122,27 @@ def _operand_pair(device, n):
 
 @pytest.fixture
 def one_blas_thread():
-    """One BLAS thread per matmul, so that each sim worker uses one core.
+    """NumPy's BLAS at one thread, for the control experiments below.
 
-    The sim devices run their matmuls through OpenBLAS, which by default uses
-    every core: then one device alone already fills the machine and two cannot
-    be faster whatever pygpu does. With one BLAS thread each, the test measures
-    what it is about: that two devices' workers run at the same time."""
+    Each sim device owns its cores (PYGPU_SIM_THREADS, default cores / devices:
+    one each on a 2-core machine) and pygpu's own OpenBLAS always runs one
+    thread per call, so the devices need nothing here. NumPy's OpenBLAS would
+    take every core for one matmul; limited to one thread, two NumPy threads
+    measure whether a second core is spare right now."""
     if (os.cpu_count() or 1) < 2:
         pytest.skip("needs at least 2 cores")
     threadpoolctl = pytest.importorskip("threadpoolctl")
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+@pytest.fixture
+def one_cpu_thread():
+    """The cpu device on one thread, so a host job in a control uses one core."""
+    before = pygpu.get_num_threads()
+    pygpu.set_num_threads(1)
+    yield
+    pygpu.set_num_threads(before)
 
 
 def _best_of(runs, fn):
@@ -170,6 +180,9 @@ def _two_thread_ratio(job):
 @pytest.mark.slow
 @pytest.mark.timing
 def test_two_sim_devices_run_in_parallel(one_blas_thread):
+    """Each sim device computes on its own cores (one each here), so two devices given
+    equal matmul chains finish in about the time of one, where the control shows a
+    spare core (target: >= 1.7x the throughput of one device)."""
     (a0, b0), (a1, b1) = _operand_pair("sim:0", 1024), _operand_pair("sim:1", 1024)
     one_matmul, _ = timed(lambda: (a0 @ b0).wait())
     reps = max(2, int(0.4 / max(one_matmul, 1e-6)))  # each job takes ~0.4 s alone
@@ -187,7 +200,8 @@ def test_two_sim_devices_run_in_parallel(one_blas_thread):
         pygpu.synchronize()
 
     one, both = _best_of(3, one_device), _best_of(3, two_devices)  # best of three: noise only adds
-    assert both < 1.6 * one, f"two devices took {both:.3f} s vs one {one:.3f} s (NumPy control {control:.2f}x)"
+    limit = max(1.35, 1.15 * control)  # no better than the machine allows right now
+    assert both < limit * one, f"two devices took {both:.3f} s vs one {one:.3f} s (NumPy control {control:.2f}x)"
 
 
 @pytest.mark.slow
@@ -353,16 +367,17 @@ def test_independent_tensor_on_the_faulted_device_is_fine(faults):
 
 @pytest.mark.slow
 @pytest.mark.timing
-def test_two_sim_devices_run_elementwise_work_in_parallel():
-    """Elementwise kernels run on the device's own worker thread (no BLAS pool), so two sim
-    devices given equal jobs should take about as long as one, where a core is spare."""
+def test_two_sim_devices_run_elementwise_work_in_parallel(one_cpu_thread):
+    """Each sim device runs its kernels on its own threads (one each here), so two sim
+    devices given equal jobs take about as long as one, where a core is spare."""
     n = 1 << 20
     x0, x1 = pygpu.rand(n, device="sim:0"), pygpu.rand(n, device="sim:1")
     x0.tanh().wait()
     one_op, _ = timed(lambda: x0.tanh().wait())
     reps = max(4, int(0.3 / max(one_op, 1e-6)))  # each job ~0.3 s alone
 
-    # control: the same kernel on the cpu device from two Python threads (it releases the GIL)
+    # control: the same kernel on the cpu device (one thread) from two Python threads
+    # (it releases the GIL)
     host = pygpu.rand(n)
 
     def host_job():
@@ -385,4 +400,5 @@ def test_two_sim_devices_run_elementwise_work_in_parallel():
         pygpu.synchronize()
 
     one, both = _best_of(3, one_device), _best_of(3, two_devices)
-    assert both < 1.5 * one, f"two devices took {both:.3f} s vs one {one:.3f} s (control {control:.2f}x)"
+    limit = max(1.35, 1.15 * control)
+    assert both < limit * one, f"two devices took {both:.3f} s vs one {one:.3f} s (control {control:.2f}x)"

@@ -9,6 +9,7 @@
 #include "../core/pg_backend.h"
 
 extern const pg_backend pg_cpu_backend;
+void pg_cpu_blas_init(void);
 
 static struct PyModuleDef pg_module = {
     PyModuleDef_HEAD_INIT,
@@ -49,6 +50,7 @@ PyMODINIT_FUNC PyInit__C(void)
         Py_DECREF(m);
         return NULL;
     }
+    pg_cpu_blas_init(); /* before anyone (threadpoolctl) reads OpenBLAS's thread count */
     pg_backend_register(PG_DEV_CPU, &pg_cpu_backend);
     pg_backend_register(PG_DEV_SIM, &pg_sim_backend);
     pg_set_blocking_hooks(pg_gil_release, pg_gil_restore);

@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "../backends/cpu/cpu_parallel.h"
 #include "../backends/sim/sim_backend.h"
 #include "../core/pg_allocator.h"
 #include "../core/pg_backend.h"
@@ -271,6 +272,42 @@ static PyObject *f_sim_inject_fault(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *f_set_num_threads(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    if (!PyLong_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "set_num_threads: expected an int, got %s",
+                            Py_TYPE(arg)->tp_name);
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 1 || n > 1024)
+        return PyErr_Format(PyExc_ValueError,
+                            "set_num_threads: need 1 to 1024 threads, got %ld (this host has %d "
+                            "cores)",
+                            n, pg_host_cores());
+    pg_status st;
+    Py_BEGIN_ALLOW_THREADS st = pg_cpu_set_threads((int)n); /* waits for a job in progress */
+    Py_END_ALLOW_THREADS
+    if (st != PG_OK)
+        return pg_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_get_num_threads(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    return PyLong_FromLong(pg_cpu_get_threads());
+}
+
+static PyObject *f_sim_threads(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    return PyLong_FromLong(pg_sim_threads());
+}
+
 static PyObject *f_load_cuda(PyObject *mod, PyObject *arg)
 {
     (void)mod;
@@ -326,6 +363,11 @@ PyMethodDef pg_runtime_functions[] = {
     {"_sim_configure", f_sim_configure, METH_VARARGS, "internal"},
     {"_sim_link", f_sim_link, METH_NOARGS, "internal"},
     {"_sim_inject_fault", f_sim_inject_fault, METH_VARARGS, "internal"},
+    {"set_num_threads", f_set_num_threads, METH_O,
+     "set_num_threads(n): threads the cpu device runs large ops on (default: one per core)"},
+    {"get_num_threads", f_get_num_threads, METH_NOARGS,
+     "get_num_threads(): threads the cpu device runs large ops on"},
+    {"_sim_threads", f_sim_threads, METH_NOARGS, "internal: compute threads per sim device"},
     {"_load_cuda", f_load_cuda, METH_O, "internal: dlopen the CUDA plugin"},
     {"_cuda_reason", f_cuda_reason, METH_NOARGS, "internal: why cuda is unavailable, or None"},
     {"_shutdown", f_shutdown, METH_NOARGS, "internal: stop the sim workers (atexit)"},

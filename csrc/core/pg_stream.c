@@ -12,6 +12,10 @@
 #define QUEUE_CAP 1024       /* tasks in flight before enqueue blocks */
 #define SPIN_NS 200000ull    /* how long to spin before sleeping: 200 us */
 #define SPIN_PAUSE_NS 5000ull /* pure busy-wait for the first 5 us, then yield */
+/* A sched_yield that took this long means another thread was waiting for this core
+ * and ran: stop spinning and sleep, so pygpu never holds a core someone else needs
+ * (NumPy's threads, another device's, another process's). */
+#define YIELD_BUSY_NS 20000ull
 
 struct pg_stream {
     pg_stream_exec_fn exec;
@@ -38,7 +42,8 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Spin until cond() or the budget runs out; returns whether cond() held. */
+/* Spin until cond() or the budget runs out, or until a yield shows that another
+ * thread wants the core; returns whether cond() held (else the caller sleeps). */
 #define SPIN_UNTIL(cond)                                              \
     ({                                                                \
         bool ok_ = false;                                             \
@@ -48,7 +53,11 @@ static inline void cpu_relax(void)
             if ((i_ & 63) == 63) {                                    \
                 uint64_t el_ = pg_now_ns() - t0_;                     \
                 if (el_ > SPIN_NS) break;                             \
-                if (el_ > SPIN_PAUSE_NS) sched_yield();               \
+                if (el_ > SPIN_PAUSE_NS) {                            \
+                    sched_yield();                                    \
+                    if (pg_now_ns() - t0_ - el_ > YIELD_BUSY_NS)      \
+                        break; /* the core is wanted */              \
+                }                                                     \
             } else {                                                  \
                 cpu_relax();                                          \
             }                                                         \

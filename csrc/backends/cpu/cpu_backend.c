@@ -1,14 +1,16 @@
 /* cpu_backend.c - the CPU backend table: host memory, synchronous execution.
  *
  * The CPU is device "cpu": its memory is the host's, and ops run on the
- * caller's thread (the bindings release the GIL around large ones). A CPU
+ * caller's thread (the bindings release the GIL around large ones), large
+ * ones split over the cpu device's pool (cpu_parallel.c), one thread per core
+ * unless pygpu.set_num_threads says otherwise. A CPU
  * tensor can still be the target of an asynchronous copy from a device, so
  * before touching data we wait for any pending write (or read, for the
  * output) recorded on its storage. */
 #include <string.h>
 
 #include "../../core/pg_backend.h"
-#include "cpu_kernels.h"
+#include "cpu_parallel.h"
 
 pg_status pg_cpu_execute(const pg_node *node)
 {
@@ -58,7 +60,7 @@ static pg_status cpu_launch(const pg_backend *be, int index, const pg_node *node
     for (int i = 0; i < node->nextra; i++)
         if (node->extra[i].storage && pg_storage_has_pending(node->extra[i].storage))
             PG_TRY(pg_storage_wait_idle(node->extra[i].storage));
-    PG_TRY(pg_cpu_execute(node));
+    PG_TRY(pg_cpu_run(pg_cpu_pool(), node));
     if (pg_tensor_covers_storage(&node->dst)) /* a failed d2h copy's bytes are all replaced */
         pg_storage_clear_error(node->dst.storage);
     return PG_OK;

@@ -5,7 +5,10 @@
  * int64 (no BLAS has it) is a plain i-k-j loop. Each operand arrives either
  * row-major (unit stride on its last axis) or as a transposed view (unit
  * stride on its middle axis); the latter becomes a BLAS transpose flag, so
- * `a @ b.T` copies nothing. */
+ * `a @ b.T` copies nothing. dst may be a panel of a larger matrix (row or
+ * column panels, cut by cpu_parallel.c), so its row stride is read, not assumed.
+ * OpenBLAS itself runs one thread per call: the device's pool does the
+ * threading (see cpu_parallel.c for why). */
 #include <cblas.h>
 
 #include "cpu_kernels.h"
@@ -29,7 +32,7 @@ static void matmul_i64(const pg_tensor *a, const pg_tensor *b, const pg_tensor *
         const int64_t *Bm = (const int64_t *)pg_tensor_data(b) + z * b->strides[0];
         int64_t *C = (int64_t *)pg_tensor_data(c) + z * c->strides[0];
         for (int64_t m = 0; m < M; m++) {
-            int64_t *crow = C + m * N;
+            int64_t *crow = C + m * c->strides[1];
             for (int64_t n = 0; n < N; n++)
                 crow[n] = 0;
             for (int64_t k = 0; k < K; k++) {
@@ -51,7 +54,7 @@ pg_status pg_cpu_matmul(const pg_node *node)
         return PG_OK;
     }
     blasint M = (blasint)c->shape[1], N = (blasint)c->shape[2], K = (blasint)a->shape[2];
-    blasint lda, ldb;
+    blasint lda, ldb, ldc = (blasint)(c->strides[1] > N ? c->strides[1] : N);
     enum CBLAS_TRANSPOSE ta = layout(a, &lda), tb = layout(b, &ldb);
     size_t isz = pg_dtype_size((pg_dtype)c->dtype);
     for (int64_t z = 0; z < c->shape[0]; z++) {
@@ -60,10 +63,10 @@ pg_status pg_cpu_matmul(const pg_node *node)
         char *C = pg_tensor_data(c) + z * c->strides[0] * (int64_t)isz;
         if (c->dtype == PG_FLOAT32)
             scipy_cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, (const float *)A, lda,
-                              (const float *)Bm, ldb, 0.0f, (float *)C, N);
+                              (const float *)Bm, ldb, 0.0f, (float *)C, ldc);
         else
             scipy_cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, (const double *)A, lda,
-                              (const double *)Bm, ldb, 0.0, (double *)C, N);
+                              (const double *)Bm, ldb, 0.0, (double *)C, ldc);
     }
     return PG_OK;
 }

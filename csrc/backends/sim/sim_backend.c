@@ -20,13 +20,14 @@
 #include "../../core/pg_ops.h"
 #include "../../core/pg_stats.h"
 #include "../../core/pg_stream.h"
-#include "../cpu/cpu_kernels.h"
+#include "../cpu/cpu_parallel.h"
 
 enum { ROLE_COMPUTE = PG_ROLE_COMPUTE, ROLE_COPY = PG_ROLE_COPY };
 
 typedef struct sim_device {
     int index;
     pg_stream *stream[2];     /* compute, copy; created on first use */
+    pg_pool *pool;            /* compute threads besides the compute stream's worker */
     pthread_mutex_t lock;     /* guards the fields below */
     char *first_error;        /* first async failure since the last synchronize */
     char fault_op[64];        /* inject_fault: the op name to fail next */
@@ -36,6 +37,7 @@ typedef struct sim_device {
 static sim_device g_dev[PG_MAX_DEVICES_PER_TYPE];
 static _Atomic int g_count = -1;
 static size_t g_mem_limit;
+static int g_threads; /* per device */
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { double latency_us, h2d_gbps, d2h_gbps; } g_link;
 static _Atomic bool g_shut_down; /* pg_sim_shutdown ran: streams run work inline */
@@ -51,15 +53,28 @@ static void sim_init(void)
         const char *mem = getenv("PYGPU_SIM_MEMORY_MB");
         long mb = mem ? atol(mem) : 8192;
         g_mem_limit = (size_t)(mb > 0 ? mb : 8192) << 20;
+        int count = n < 0 ? 0 : n > PG_MAX_DEVICES_PER_TYPE ? PG_MAX_DEVICES_PER_TYPE : n;
+        const char *thr = getenv("PYGPU_SIM_THREADS");
+        char *end = NULL;
+        long t = thr ? strtol(thr, &end, 10) : 0;
+        if (!thr || end == thr || *end || t < 1 || t > 1024) /* unset or invalid: the default */
+            t = pg_host_cores() / (count > 0 ? count : 1);
+        g_threads = t < 1 ? 1 : (int)t;
+        pg_cpu_blas_init();
         for (int i = 0; i < PG_MAX_DEVICES_PER_TYPE; i++) {
             g_dev[i].index = i;
             pthread_mutex_init(&g_dev[i].lock, NULL);
         }
         /* published last: a reader that sees the count sees everything above */
-        atomic_store_explicit(&g_count, n < 0 ? 0 : n > PG_MAX_DEVICES_PER_TYPE ? PG_MAX_DEVICES_PER_TYPE : n,
-                              memory_order_release);
+        atomic_store_explicit(&g_count, count, memory_order_release);
     }
     pthread_mutex_unlock(&g_init_lock);
+}
+
+int pg_sim_threads(void)
+{
+    sim_init();
+    return g_threads;
 }
 
 size_t pg_sim_memory_limit(void)
@@ -171,7 +186,7 @@ static void exec_task(void *ctx, pg_task *t)
     pthread_mutex_unlock(&d->lock);
     pg_status st = fault ? pg_error_set(PG_ERR_RUNTIME, "simulated device fault "
                                                         "(pygpu.sim.inject_fault)")
-                         : pg_cpu_execute(n);
+                         : pg_cpu_run(d->pool, n);
     if (st != PG_OK) {
         snprintf(msg, sizeof msg, "op '%s' failed on sim:%d: %s", n->name, d->index,
                  pg_error_message());
@@ -189,7 +204,12 @@ static pg_status get_stream(sim_device *d, int role, pg_stream **out)
 {
     pthread_mutex_lock(&d->lock);
     pg_status st = PG_OK;
-    if (!d->stream[role]) {
+    if (role == ROLE_COMPUTE && !d->pool && g_threads > 1) {
+        char prefix[16];
+        snprintf(prefix, sizeof prefix, "pygpu-sim%d", d->index);
+        st = pg_pool_create(prefix, g_threads, &d->pool);
+    }
+    if (st == PG_OK && !d->stream[role]) {
         char name[16];
         snprintf(name, sizeof name, "pygpu-sim%d-%s", d->index, role ? "cp" : "op");
         st = pg_stream_create(exec_task, d, name, &d->stream[role]);
@@ -392,6 +412,7 @@ void pg_sim_shutdown(void)
             pthread_mutex_unlock(&g_dev[i].lock);
             pg_stream_close(s);
         }
+        /* the pool stays, like the closed streams: a later op runs inline and may use it */
     }
 }
 

@@ -20,6 +20,8 @@ void pg_sim_link(double *latency_us, double *h2d_gbps, double *d2h_gbps);
 pg_status pg_sim_inject_fault(int index, const char *op);
 /* Simulated memory of each device, in bytes (PYGPU_SIM_MEMORY_MB, default 8192). */
 size_t pg_sim_memory_limit(void);
+/* Compute threads each sim device owns (PYGPU_SIM_THREADS; default cores / devices). */
+int pg_sim_threads(void);
 /* Stop the workers (at interpreter exit), after finishing queued work. */
 void pg_sim_shutdown(void);
 

@@ -1,0 +1,283 @@
+/* cpu_parallel.c - split a node over a pool: elementwise, random, matmul
+ * (reductions: cpu_parallel_reduce.c), and the cpu device's own pool.
+ *
+ * Grain sizes: a job on the pool costs a few microseconds when the workers
+ * are awake (spinning) and tens of microseconds when they sleep (a futex
+ * wake), so a slice must carry more work than that. A cheap elementwise op
+ * (add, copy, compare) runs ~1 element/ns, an exp or tanh a few ns, a Philox
+ * draw ~10 ns; the grains below give each slice >= ~10 us of work, so 100
+ * elements or a 64x512 add are never split. benchmarks/bench_pools.py's
+ * "grain" group times sizes around them with 1 thread and with all; on the
+ * (heavily loaded) 2-core machine, best of each: add 32K elements 14.4 us
+ * split vs 13.8 us whole, 64K 28.9 vs 31.4, 256K 59 vs 111; exp 16K 54.6 vs
+ * 51.4, 32K 71 vs 97. So a slice is >= 32K cheap elements (split from 64K)
+ * or >= 16K transcendental ones (split from 32K).
+ *
+ * Matmul: OpenBLAS is set to ONE thread (pg_cpu_blas_init) and the product is
+ * cut into row panels (column panels when M is small, batches when there are
+ * enough of them), one single-threaded BLAS call per panel on the device's
+ * own pool. OpenBLAS's thread count is one global for the whole library, not
+ * per calling thread, so letting OpenBLAS thread itself would make every
+ * device share (and fight over) one pool; one-thread BLAS calls from each
+ * device's threads keep each device on its own cores. pygpu links its own
+ * scipy-openblas32 copy, separate from NumPy's, so NumPy is unaffected. */
+#include "cpu_parallel.h"
+
+#include <cblas.h>
+#include <pthread.h>
+#include <string.h>
+
+#define GRAIN_CHEAP 32768     /* add, mul, copy, compare, fill: elements per slice */
+#define GRAIN_TRANSCEND 16384 /* exp, log, tanh, sigmoid, sqrt */
+#define GRAIN_RANDOM 2048     /* a Philox draw (and Box-Muller) per element */
+#define MM_GRAIN (1 << 18)    /* multiply-adds per panel: ~64^3 */
+
+enum { SPLIT_ELEM, SPLIT_MM_BATCH, SPLIT_MM_ROWS, SPLIT_MM_COLS };
+
+typedef struct split_job {
+    pg_node base; /* the node, operands coalesced (elementwise) */
+    int kind;
+    int64_t len;    /* extent being cut */
+    int64_t ntasks;
+    int64_t align;  /* slice starts rounded down to a multiple of this */
+} split_job;
+
+/* ---- elementwise ---------------------------------------------------------------------- */
+
+/* Merge adjacent axes that are contiguous with each other in every operand and drop
+ * length-1 axes, as the iterator does, so a contiguous tensor of any shape becomes one
+ * axis that can be cut anywhere. All operands share dst's shape. */
+static void coalesce(int nops, pg_tensor **ops)
+{
+    const pg_tensor *out = ops[0];
+    int nd = 0;
+    int64_t shape[PG_MAX_DIMS], st[PG_NODE_MAX_SRC + 1][PG_MAX_DIMS];
+    for (int d = 0; d < out->ndim; d++) {
+        if (out->shape[d] == 1)
+            continue;
+        bool merge = nd > 0;
+        for (int k = 0; k < nops && merge; k++)
+            merge = st[k][nd - 1] == ops[k]->strides[d] * out->shape[d];
+        if (merge) {
+            shape[nd - 1] *= out->shape[d];
+            for (int k = 0; k < nops; k++)
+                st[k][nd - 1] = ops[k]->strides[d];
+        } else {
+            shape[nd] = out->shape[d];
+            for (int k = 0; k < nops; k++)
+                st[k][nd] = ops[k]->strides[d];
+            nd++;
+        }
+    }
+    if (nd == 0) { /* one element */
+        nd = 1;
+        shape[0] = 1;
+        for (int k = 0; k < nops; k++)
+            st[k][0] = 1;
+    }
+    for (int k = 0; k < nops; k++) {
+        ops[k]->ndim = nd;
+        memcpy(ops[k]->shape, shape, sizeof(int64_t) * (size_t)nd);
+        memcpy(ops[k]->strides, st[k], sizeof(int64_t) * (size_t)nd);
+    }
+}
+
+static int64_t elem_grain(const pg_node *n)
+{
+    if (n->op == PG_OP_RANDOM)
+        return GRAIN_RANDOM;
+    if (n->op == PG_OP_UNARY) {
+        switch (n->subop) {
+        case PG_UN_EXP:
+        case PG_UN_LOG:
+        case PG_UN_TANH:
+        case PG_UN_SIGMOID:
+        case PG_UN_SQRT: return GRAIN_TRANSCEND;
+        default: break;
+        }
+    }
+    return GRAIN_CHEAP;
+}
+
+/* The node's operands, dst first. */
+static int node_operands(pg_node *n, pg_tensor **ops)
+{
+    ops[0] = &n->dst;
+    for (int i = 0; i < n->nsrc; i++)
+        ops[1 + i] = &n->src[i];
+    return 1 + n->nsrc;
+}
+
+static void cut(pg_tensor *t, int axis, int64_t lo, int64_t hi)
+{
+    t->offset += lo * t->strides[axis];
+    t->shape[axis] = hi - lo;
+}
+
+static pg_status run_slice(void *ctx, int64_t task)
+{
+    split_job *j = ctx;
+    pg_node sub = j->base;
+    int64_t lo, hi;
+    pg_cpu_part(j->len, j->ntasks, task, &lo, &hi);
+    if (j->align > 1) {
+        lo -= lo % j->align;
+        hi = task == j->ntasks - 1 ? j->len : hi - hi % j->align;
+    }
+    if (hi <= lo)
+        return PG_OK;
+    switch (j->kind) {
+    case SPLIT_ELEM: {
+        pg_tensor *ops[PG_NODE_MAX_SRC + 1];
+        int nops = node_operands(&sub, ops);
+        for (int k = 0; k < nops; k++)
+            cut(ops[k], 0, lo, hi);
+        if (sub.op == PG_OP_RANDOM)
+            sub.p.random.offset += (uint64_t)lo; /* element i draws counter offset + i */
+        break;
+    }
+    case SPLIT_MM_BATCH:
+        cut(&sub.src[0], 0, lo, hi);
+        cut(&sub.src[1], 0, lo, hi);
+        cut(&sub.dst, 0, lo, hi);
+        break;
+    case SPLIT_MM_ROWS:
+        cut(&sub.src[0], 1, lo, hi);
+        cut(&sub.dst, 1, lo, hi);
+        break;
+    default: /* SPLIT_MM_COLS */
+        cut(&sub.src[1], 2, lo, hi);
+        cut(&sub.dst, 2, lo, hi);
+        break;
+    }
+    return pg_cpu_execute(&sub);
+}
+
+static pg_status run_elementwise(pg_pool *pool, const pg_node *node)
+{
+    int64_t numel = pg_tensor_numel(&node->dst);
+    int threads = pg_pool_threads(pool);
+    int64_t ntasks = numel / elem_grain(node);
+    if (ntasks > threads)
+        ntasks = threads;
+    if (ntasks < 2)
+        return pg_cpu_execute(node);
+    split_job j;
+    j.base = *node;
+    pg_tensor *ops[PG_NODE_MAX_SRC + 1];
+    coalesce(node_operands(&j.base, ops), ops);
+    if (node->op == PG_OP_RANDOM && (j.base.dst.ndim != 1 || j.base.dst.strides[0] != 1))
+        return pg_cpu_execute(node); /* the generic layer hands random a contiguous dst */
+    j.kind = SPLIT_ELEM;
+    j.len = j.base.dst.shape[0];
+    j.align = j.base.dst.ndim == 1 ? 64 : 1; /* whole cache lines per slice */
+    j.ntasks = ntasks < j.len ? ntasks : j.len;
+    if (j.ntasks < 2)
+        return pg_cpu_execute(node);
+    return pg_pool_run(pool, j.ntasks, run_slice, &j);
+}
+
+/* ---- matmul --------------------------------------------------------------------------- */
+
+static pg_status run_matmul(pg_pool *pool, const pg_node *node)
+{
+    int64_t B = node->dst.shape[0], M = node->dst.shape[1], N = node->dst.shape[2];
+    int64_t K = node->src[0].shape[2];
+    int64_t work = B * M * N * (K ? K : 1);
+    int64_t nt = work / MM_GRAIN;
+    int threads = pg_pool_threads(pool);
+    if (nt > threads)
+        nt = threads;
+    if (nt < 2 || B * M * N == 0)
+        return pg_cpu_execute(node);
+    split_job j;
+    j.base = *node;
+    j.align = 1;
+    if (B >= nt) {
+        j.kind = SPLIT_MM_BATCH;
+        j.len = B;
+    } else if (M >= 8 * nt || (M >= nt && N < 8 * nt)) {
+        j.kind = SPLIT_MM_ROWS;
+        j.len = M;
+        j.align = M >= 64 * nt ? 8 : 1; /* whole register tiles */
+    } else if (N >= nt) {
+        j.kind = SPLIT_MM_COLS;
+        j.len = N;
+        j.align = N >= 64 * nt ? 16 : 1;
+    } else {
+        return pg_cpu_execute(node);
+    }
+    j.ntasks = nt;
+    return pg_pool_run(pool, j.ntasks, run_slice, &j);
+}
+
+pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
+{
+    if (pg_pool_threads(pool) < 2 && node->op != PG_OP_REDUCE)
+        return pg_cpu_execute(node);
+    switch (node->op) {
+    case PG_OP_FILL:
+    case PG_OP_COPY:
+    case PG_OP_BINARY:
+    case PG_OP_UNARY:
+    case PG_OP_RANDOM: return run_elementwise(pool, node);
+    case PG_OP_MATMUL: return run_matmul(pool, node);
+    case PG_OP_REDUCE: return pg_cpu_run_reduce(pool, node); /* shape-fixed blocks even on 1 thread */
+    default: return pg_cpu_execute(node);
+    }
+}
+
+/* ---- the cpu device's pool ------------------------------------------------------------ */
+
+static pthread_mutex_t g_cpu_lock = PTHREAD_MUTEX_INITIALIZER;
+static pg_pool *_Atomic g_cpu_pool;
+static _Atomic int g_cpu_threads; /* 0: not chosen yet (one per core) */
+
+static void blas_one_thread_once(void) { scipy_openblas_set_num_threads(1); }
+
+/* OpenBLAS runs one thread per call from now on (see the file comment). */
+void pg_cpu_blas_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_one_thread_once);
+}
+
+pg_pool *pg_cpu_pool(void)
+{
+    pg_pool *p = atomic_load_explicit(&g_cpu_pool, memory_order_acquire);
+    if (p)
+        return p;
+    pthread_mutex_lock(&g_cpu_lock);
+    p = g_cpu_pool;
+    if (!p) {
+        pg_cpu_blas_init();
+        int n = g_cpu_threads ? g_cpu_threads : pg_host_cores();
+        if (pg_pool_create("pygpu-cpu", n, &p) != PG_OK)
+            p = NULL; /* no threads to be had: ops run on the caller */
+        atomic_store_explicit(&g_cpu_pool, p, memory_order_release);
+        g_cpu_threads = n;
+    }
+    pthread_mutex_unlock(&g_cpu_lock);
+    return p;
+}
+
+pg_status pg_cpu_set_threads(int n)
+{
+    if (n < 1)
+        return pg_error_set(PG_ERR_VALUE, "set_num_threads: need at least 1 thread, got %d", n);
+    pthread_mutex_lock(&g_cpu_lock);
+    pg_status st = PG_OK;
+    if (g_cpu_pool)
+        st = pg_pool_resize(g_cpu_pool, n);
+    if (st == PG_OK)
+        g_cpu_threads = n;
+    pthread_mutex_unlock(&g_cpu_lock);
+    return st;
+}
+
+int pg_cpu_get_threads(void)
+{
+    int n = g_cpu_threads;
+    return n ? n : pg_host_cores();
+}
+

@@ -1,0 +1,46 @@
+/* cpu_parallel.h - run one pg_node on a device's thread pool.
+ *
+ * The kernels in cpu_*.c are serial and reentrant. pg_cpu_run splits a large
+ * node into sub-nodes over slices of its tensors (views: a shape and an
+ * offset changed, nothing copied) and runs the serial kernel on each slice on
+ * the pool's threads; small nodes run whole on the calling thread. Results
+ * do not depend on the thread count or on timing:
+ *   - elementwise, cast, fill: each element is computed by the same kernel;
+ *   - random: Philox is counter-based, each slice starts at its own counter;
+ *   - matmul: row panels (or column panels, or batches), each one BLAS call;
+ *   - reduction along an axis with several rows before it: split over them;
+ *   - reduction of the first axis (and of everything): blocks of rows fixed
+ *     by the shape alone, partial results combined in block order.
+ * cpu_parallel_reduce.c holds the reduction half. */
+#ifndef PG_CPU_PARALLEL_H
+#define PG_CPU_PARALLEL_H
+
+#include "../../core/pg_pool.h"
+#include "cpu_kernels.h"
+
+/* Run `node` on `pool` (NULL: serially on the caller). */
+pg_status pg_cpu_run(pg_pool *pool, const pg_node *node);
+
+/* The cpu device's pool (created on first use with one thread per core). */
+pg_pool *pg_cpu_pool(void);
+pg_status pg_cpu_set_threads(int n);
+int pg_cpu_get_threads(void);
+/* Set pygpu's OpenBLAS to one thread per call (idempotent; see cpu_parallel.c).
+ * The pool is never destroyed: a Python thread may still be using it at exit. */
+void pg_cpu_blas_init(void);
+
+/* ---- shared by cpu_parallel.c and cpu_parallel_reduce.c -------------------------------- */
+
+/* Work (in elements) below which splitting a reduction costs more than it saves. */
+#define PG_RED_BLOCK 32768
+
+/* [lo, hi) of task t when `len` items are cut into `n` near-equal parts. */
+static inline void pg_cpu_part(int64_t len, int64_t n, int64_t t, int64_t *lo, int64_t *hi)
+{
+    *lo = len * t / n;
+    *hi = len * (t + 1) / n;
+}
+
+pg_status pg_cpu_run_reduce(pg_pool *pool, const pg_node *node);
+
+#endif

@@ -1,0 +1,46 @@
+/* pg_pool.h - a device's own compute threads.
+ *
+ * Each device that computes on the host owns one pool: the cpu device a pool
+ * of (core count) threads, each sim device a share of the cores
+ * (PYGPU_SIM_THREADS). A pool of n threads is the thread that calls
+ * pg_pool_run (the Python thread for cpu, the device's stream worker for sim)
+ * plus n - 1 workers it starts, named "<prefix>-w1", "<prefix>-w2", ... so a
+ * device's work never runs on another device's threads.
+ *
+ * pg_pool_run runs tasks 0..ntasks-1 of one job; the caller takes part and
+ * returns when all are done. Tasks are claimed dynamically, so which thread
+ * runs which task depends on timing: a task must write only its own output.
+ * Idle workers spin briefly (yielding the core after a few microseconds) and
+ * then sleep on a condition variable, so a pool that is not in use costs
+ * nothing and never fights another pool, NumPy's or the other devices', for
+ * a core. */
+#ifndef PG_POOL_H
+#define PG_POOL_H
+
+#include <stdint.h>
+
+#include "pg_status.h"
+
+typedef struct pg_pool pg_pool;
+
+/* One task of a job; a failure sets a message with pg_error_set and returns it. */
+typedef pg_status (*pg_pool_task_fn)(void *ctx, int64_t task);
+
+/* A pool of `nthreads` threads in all (>= 1; the caller counts as one). */
+pg_status pg_pool_create(const char *prefix, int nthreads, pg_pool **out);
+void pg_pool_destroy(pg_pool *p); /* NULL is fine */
+int pg_pool_threads(const pg_pool *p);
+/* Change the thread count; waits for a job in progress. */
+pg_status pg_pool_resize(pg_pool *p, int nthreads);
+
+/* Run the job. When several tasks fail, the lowest-numbered failure is
+ * reported (its status, and its message on the calling thread), so the error
+ * does not depend on timing. If another thread is already running a job on
+ * this pool, the tasks run inline on the caller: never a deadlock, never a
+ * second device's threads. */
+pg_status pg_pool_run(pg_pool *p, int64_t ntasks, pg_pool_task_fn fn, void *ctx);
+
+/* Cores this process may run on (sched_getaffinity), at least 1. */
+int pg_host_cores(void);
+
+#endif
