@@ -177,6 +177,66 @@ static pg_status run_elementwise(pg_pool *pool, const pg_node *node)
     return pg_pool_run(pool, j.ntasks, run_slice, &j);
 }
 
+/* ---- fused linear layers ---------------------------------------------------------------- */
+
+/* Rows of a linear layer are independent: forward, x and y are cut into row panels (one
+ * BLAS call and one epilogue each). Backward runs in two jobs: row panels compute dz =
+ * dy * act'(y) and dx = dz @ W (dW and db left out of the panel's node); then dW = dz^T x and
+ * db, sums over every row, run as one node over the whole dz (activation "none", dz as its
+ * dy), so their summation order is the serial kernel's whatever the thread count. */
+typedef struct linear_job {
+    pg_node base;
+    int64_t ntasks;
+} linear_job;
+
+static pg_status run_linear_panel(void *ctx, int64_t task)
+{
+    linear_job *j = ctx;
+    pg_node sub = j->base;
+    int64_t lo, hi, rows = sub.op == PG_OP_LINEAR_FWD ? sub.src[0].shape[0] : sub.src[1].shape[0];
+    pg_cpu_part(rows, j->ntasks, task, &lo, &hi);
+    if (hi <= lo)
+        return PG_OK;
+    if (sub.op == PG_OP_LINEAR_FWD) { /* src: x, W, b; dst: y */
+        cut(&sub.src[0], 0, lo, hi);
+        cut(&sub.dst, 0, lo, hi);
+    } else { /* src: dy, x, W, y; extra: dx, db, dz scratch; dst: dW */
+        cut(&sub.src[0], 0, lo, hi);
+        cut(&sub.src[1], 0, lo, hi);
+        cut(&sub.src[3], 0, lo, hi);
+        cut(&sub.extra[0], 0, lo, hi);
+        cut(&sub.extra[2], 0, lo, hi);
+        sub.dst.storage = NULL;
+        sub.extra[1].storage = NULL;
+    }
+    return pg_cpu_execute(&sub);
+}
+
+static pg_status run_linear(pg_pool *pool, const pg_node *node)
+{
+    const pg_tensor *x = node->op == PG_OP_LINEAR_FWD ? &node->src[0] : &node->src[1];
+    int64_t rows = x->shape[0], work = rows * x->shape[1] * node->src[node->op == PG_OP_LINEAR_FWD ? 1 : 2].shape[0];
+    int64_t nt = work / MM_GRAIN;
+    int threads = pg_pool_threads(pool);
+    if (nt > threads)
+        nt = threads;
+    if (nt > rows)
+        nt = rows;
+    bool want_dx = node->op == PG_OP_LINEAR_BWD && node->extra[0].storage;
+    if (nt < 2 || (node->op == PG_OP_LINEAR_BWD && !want_dx))
+        return pg_cpu_execute(node);
+    linear_job j = {.base = *node, .ntasks = nt};
+    PG_TRY(pg_pool_run(pool, nt, run_linear_panel, &j));
+    if (node->op == PG_OP_LINEAR_FWD)
+        return PG_OK;
+    pg_node sums = *node; /* dW and db from the dz the panels wrote */
+    if (node->subop != PG_ACT_NONE)
+        sums.src[0] = node->extra[2];
+    sums.subop = PG_ACT_NONE;
+    sums.extra[0].storage = NULL;
+    return pg_cpu_execute(&sums);
+}
+
 /* ---- matmul --------------------------------------------------------------------------- */
 
 static pg_status run_matmul(pg_pool *pool, const pg_node *node)
@@ -222,6 +282,8 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
     case PG_OP_UNARY:
     case PG_OP_RANDOM: return run_elementwise(pool, node);
     case PG_OP_MATMUL: return run_matmul(pool, node);
+    case PG_OP_LINEAR_FWD:
+    case PG_OP_LINEAR_BWD: return run_linear(pool, node);
     case PG_OP_REDUCE: return pg_cpu_run_reduce(pool, node); /* shape-fixed blocks even on 1 thread */
     default: return pg_cpu_execute(node);
     }

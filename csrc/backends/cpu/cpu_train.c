@@ -91,8 +91,9 @@ LINEAR_FWD(double, scipy_cblas_dgemm)
                 DB[j] = (T)acc[j];                                                             \
             free(acc);                                                                         \
         }                                                                                      \
-        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, O, Kin, N, 1, DZ, O, DATA(T, x), Kin, 0,    \
-             DATA(T, dw), Kin);                                                                  \
+        if (dw->storage) /* absent in a row panel of a split backward (cpu_parallel.c) */      \
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, O, Kin, N, 1, DZ, O, DATA(T, x), Kin,   \
+                 0, DATA(T, dw), Kin);                                                           \
         if (dx->storage)                                                                       \
             GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, Kin, O, 1, DZ, O, DATA(T, w), Kin, \
                  0, DATA(T, dx), Kin);                                                           \
