@@ -103,6 +103,20 @@ def test_data_already_on_the_device_is_sliced_not_copied(fresh_stats):
     np.testing.assert_array_equal(np.concatenate([g.numpy() for g in got]), X)
 
 
+def test_shuffled_data_on_the_device_stays_there(fresh_stats):
+    X, y = _data()
+    Xd, yd = pygpu.tensor(X, device="sim"), pygpu.tensor(y, device="sim")
+    pygpu.synchronize()
+    with pygpu.track() as t:
+        got = [(xb, yb) for xb, yb in DataLoader(Xd, yd, batch_size=8, shuffle=True, seed=1, device="sim")]
+        pygpu.synchronize()
+    assert t.transfer_count == 0
+    labels = np.concatenate([yb.numpy() for _, yb in got])
+    assert sorted(labels.tolist()) == list(range(23)) and labels.tolist() != list(range(23))
+    for xb, yb in got:
+        np.testing.assert_array_equal(xb.numpy(), X[yb.numpy()])
+
+
 def test_labels_become_int64_and_cpu_batches_are_zero_copy_views():
     X, y = _data()
     xb, yb = next(iter(DataLoader(X, y.astype(np.int32), batch_size=4)))
