@@ -60,12 +60,10 @@ def _ones_like(t):
 
 
 def _fit(g, t):
-    """A gradient for `t`: same dtype (promotion may have widened it)."""
-    if g.dtype != t.dtype:
+    """A gradient for `t`: same dtype (promotion may have widened it). Shapes are the
+    rules' business (tests/test_autograd.py checks every rule against finite differences)."""
+    if g.dtype is not t.dtype:
         g = g.astype(t.dtype)
-    if g.shape != t.shape:
-        raise RuntimeError(f"autograd internal error: gradient of shape {g.shape} for a tensor "
-                           f"of shape {t.shape}")
     return g
 
 
