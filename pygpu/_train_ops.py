@@ -88,7 +88,7 @@ class _LogSoftmax(Function):
     def forward(ctx, x, dim):
         shifted = x - x.max(axis=dim, keepdims=True)
         out = shifted - shifted.exp().sum(axis=dim, keepdims=True).log()
-        ctx.save(out)
+        ctx.save(out)  # Function.apply swaps a saved output for a detached alias
         ctx.dim = dim
         return out
 

@@ -53,6 +53,8 @@ class Function:
         if enabled:
             for t in args:
                 if type(t) is Tensor and t.requires_grad:
+                    # a saved output would make out -> node -> out: keep an alias instead
+                    ctx.saved = tuple(s.detach() if s is out else s for s in ctx.saved)
                     inputs = tuple(a if type(a) is Tensor else None for a in args)
                     out._set_grad_fn(Node(cls.__name__, inputs, cls.backward, ctx))
                     break
