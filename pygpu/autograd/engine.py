@@ -9,7 +9,7 @@ build nodes through Function.apply. backward() sorts the nodes reachable from
 the root topologically and walks them once in reverse, summing gradients that
 meet, and accumulates into each leaf's `.grad`. Every gradient op runs on the
 device of the data: nothing here moves a tensor."""
-from .. import _C
+from .. import _C, _creation
 from .grad_mode import no_grad
 from . import rules
 
@@ -56,7 +56,7 @@ def record(name, out, a, b, args, kwargs):
 
 
 def _ones_like(t):
-    return _C._full(t.shape, 1, t.dtype, t.device)
+    return _creation.ones(t.shape, dtype=t.dtype, device=t.device)
 
 
 def _fit(g, t):
