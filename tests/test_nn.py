@@ -396,3 +396,28 @@ def test_cat_errors():
         pygpu.cat([pygpu.zeros(2, 3), pygpu.zeros(2, 4)])
     with pytest.raises(ValueError, match="non-empty"):
         pygpu.cat([])
+
+
+def test_training_steps_leave_no_memory_behind():
+    """The graph (with its saved tensors) is freed after backward or when the loss dies:
+    device memory returns to parameters + gradients + optimizer state."""
+    model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4)).to("sim:1")
+    opt = optim.Adam(model.parameters())
+    x = pygpu.randn(8, 16, device="sim:1")
+    y = pygpu.tensor([0, 1, 2, 3, 0, 1, 2, 3], device="sim:1")
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(pygpu.log_softmax(model(x)) * 1.0, y)
+        loss.backward()
+        opt.step()
+
+    step()
+    pygpu.synchronize()
+    base = pygpu.sim.memory_allocated("sim:1")
+    for _ in range(20):
+        step()
+    unused = F.mse_loss(pygpu.softmax(model(x)), pygpu.zeros(8, 4, device="sim:1"))
+    del unused  # a graph never backpropagated is freed with its output
+    pygpu.synchronize()
+    assert pygpu.sim.memory_allocated("sim:1") == base

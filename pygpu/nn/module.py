@@ -9,7 +9,7 @@ it: each parameter keeps its identity (its memory is swapped through
 Tensor.to returns a new tensor, as in PyTorch."""
 from collections import OrderedDict
 
-from .. import _C
+from .. import _C, _creation
 from ..autograd import no_grad
 from .parameter import Parameter
 
@@ -272,4 +272,4 @@ def _zero_grads(params, set_to_none):
             if set_to_none:
                 p.grad = None
             else:
-                p.grad = _C._full(p.grad.shape, 0, p.grad.dtype, p.grad.device)
+                p.grad = _creation.zeros(p.grad.shape, dtype=p.grad.dtype, device=p.grad.device)
