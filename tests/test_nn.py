@@ -421,3 +421,19 @@ def test_training_steps_leave_no_memory_behind():
     del unused  # a graph never backpropagated is freed with its output
     pygpu.synchronize()
     assert pygpu.sim.memory_allocated("sim:1") == base
+
+
+def test_grad_assignment_and_buffers():
+    t = pygpu.zeros(2, 3).requires_grad_()
+    with pytest.raises(ValueError, match=r"grad has shape \(3,\) but the tensor has shape \(2, 3\)"):
+        t.grad = pygpu.zeros(3)
+    with pytest.raises(TypeError, match="grad must be"):
+        t.grad = 1.0
+    m = nn.Module()
+    m.register_buffer("running", pygpu.zeros(2))
+    m.running = pygpu.ones(2)  # stays a buffer: saved and moved with the module
+    assert list(m.state_dict()) == ["running"] and not list(m.parameters())
+    m.to("sim")
+    assert str(m.running.device) == "sim:0"
+    with pytest.raises(ValueError, match="in_features and out_features must be >= 1"):
+        F.linear(pygpu.zeros(2, 0), pygpu.zeros(3, 0))

@@ -48,15 +48,15 @@ class Module:
             raise AttributeError("cannot assign attributes before Module.__init__() is called "
                                  "(call super().__init__() first in your __init__)")
         params, mods, bufs = self._parameters, self._modules, self._buffers
+        was_buffer = name in bufs
         for d in (params, mods, bufs):
             d.pop(name, None)
         if isinstance(value, Parameter):
             params[name] = value
         elif isinstance(value, Module):
             mods[name] = value
-        elif name in bufs or (isinstance(value, Tensor) and name in self.__dict__.get(
-                "_buffer_names", ())):
-            bufs[name] = value
+        elif was_buffer and (value is None or isinstance(value, Tensor)):
+            bufs[name] = value  # re-assigning a registered buffer keeps it one
         else:
             object.__setattr__(self, name, value)
             return
