@@ -119,6 +119,35 @@ cudaError_t pg_kernel_arange(const pg_cuda_ctx *ctx, int dtype, void *dst, int64
 cudaError_t pg_kernel_random(const pg_cuda_ctx *ctx, int kind, int dtype, void *dst, int64_t n,
                            uint64_t seed, uint64_t offset);
 
+/* train.cu: the fused training ops (operands contiguous; see csrc/core/pg_ops_train.c). */
+enum { PG_CUDA_ACT_NONE, PG_CUDA_ACT_RELU, PG_CUDA_ACT_TANH, PG_CUDA_ACT_SIGMOID, PG_CUDA_NUM_ACT };
+typedef struct pg_cuda_linear_args {
+    int dtype, act;
+    int64_t n, in, out;  /* batch, in_features, out_features */
+    const void *x;       /* (n, in) */
+    const void *w;       /* (out, in) */
+    const void *b;       /* (out) or NULL; forward */
+    void *y;             /* (n, out): forward output; backward: the saved output (read) */
+    const void *dy;      /* (n, out); backward */
+    void *dz, *dw, *dx, *db; /* backward: scratch (n, out) when act, (out, in), (n, in) | NULL, (out) | NULL */
+} pg_cuda_linear_args;
+cudaError_t pg_kernel_linear_fwd(const pg_cuda_ctx *ctx, cublasHandle_t blas,
+                                 const pg_cuda_linear_args *a, cublasStatus_t *blas_status);
+cudaError_t pg_kernel_linear_bwd(const pg_cuda_ctx *ctx, cublasHandle_t blas,
+                                 const pg_cuda_linear_args *a, cublasStatus_t *blas_status);
+cudaError_t pg_kernel_xent_fwd(const pg_cuda_ctx *ctx, int dtype, const void *x,
+                               const int64_t *labels, void *probs, void *loss, int64_t N,
+                               int64_t C, int mean);
+cudaError_t pg_kernel_xent_bwd(const pg_cuda_ctx *ctx, int dtype, const void *probs,
+                               const int64_t *labels, const void *gloss, void *dlogits, int64_t N,
+                               int64_t C, int mean);
+/* f: lr, momentum, dampening, weight_decay */
+cudaError_t pg_kernel_sgd(const pg_cuda_ctx *ctx, int dtype, void *p, const void *g, void *buf,
+                          int64_t n, const double *f, int nesterov, int first);
+/* f: lr/(1-b1^t), b1, b2, eps, weight_decay, sqrt(1-b2^t) */
+cudaError_t pg_kernel_adam(const pg_cuda_ctx *ctx, int dtype, void *p, const void *g, void *m,
+                           void *v, int64_t n, const double *f);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,7 +8,8 @@ import numbers
 
 from . import _C
 from .autograd import Function
-from ._dtype import int64
+from ._creation import empty
+from ._dtype import float32, float64, int64
 
 Tensor = _C.Tensor
 
@@ -36,7 +37,7 @@ class _Cat(Function):
         ctx.dim, ctx.sizes = dim, [t.shape[dim] for t in tensors]
         shape = list(first.shape)
         shape[dim] = sum(ctx.sizes)
-        out = _C._full(tuple(shape), None, first.dtype, first.device)
+        out = empty(tuple(shape), dtype=first.dtype, device=first.device)
         lead = (slice(None),) * dim
         pos = 0
         for t in tensors:
@@ -88,7 +89,7 @@ class _LogSoftmax(Function):
     def forward(ctx, x, dim):
         shifted = x - x.max(axis=dim, keepdims=True)
         out = shifted - shifted.exp().sum(axis=dim, keepdims=True).log()
-        ctx.save(out)
+        ctx.save(out)  # Function.apply swaps a saved output for a detached alias
         ctx.dim = dim
         return out
 
@@ -115,18 +116,8 @@ class _Softmax(Function):
 
 def _float_input(x, fn):
     _want_tensor(x, fn)
-    if x.dtype not in (_C_float32(), _C_float64()):
+    if x.dtype is not float32 and x.dtype is not float64:
         raise TypeError(f"{fn}: expected a float32 or float64 tensor, got {x.dtype}")
-
-
-def _C_float32():
-    from ._dtype import float32
-    return float32
-
-
-def _C_float64():
-    from ._dtype import float64
-    return float64
 
 
 def log_softmax(x, dim=-1):
@@ -239,3 +230,17 @@ def linear(x, weight, bias=None, activation=None):
     lead = x.shape[:-1]
     y = _Linear.apply(x.reshape(-1, x.shape[-1]), weight, bias, act)
     return y.reshape(*lead, weight.shape[0])
+
+
+# ---- fused optimizer updates (in place; pygpu.optim calls these) ----------------------------
+
+def sgd_update_(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov, first):
+    """p (and buf) updated in place by PyTorch's SGD rule: ONE op on p's device.
+    buf: the momentum buffer (None when momentum is 0); first: its first step."""
+    _C._sgd_update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov, first)
+
+
+def adam_update_(p, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, step):
+    """p, exp_avg, exp_avg_sq updated in place by PyTorch's Adam rule (step >= 1 is the
+    step number, for bias correction): ONE op on p's device."""
+    _C._adam_update(p, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, step)

@@ -70,9 +70,9 @@ class Trainer:
 
     # ---- helpers -------------------------------------------------------------------------
 
-    def _loader(self, X, y, batch_size, shuffle, seed=None, prefetch=2, device=None):
-        return DataLoader(X, y, batch_size=batch_size, shuffle=shuffle, device=device or self.device,
-                          prefetch=prefetch, seed=seed)
+    def _loader(self, X, y, batch_size, shuffle, seed=None, prefetch=2, device=None, sampler=None):
+        return DataLoader(X, y, batch_size=batch_size, shuffle=shuffle and sampler is None,
+                          device=device or self.device, prefetch=prefetch, seed=seed, sampler=sampler)
 
     def _zero(self, dtype=None, device=None):
         return zeros((), dtype=dtype, device=device or self.device)
@@ -80,7 +80,7 @@ class Trainer:
     # ---- training ------------------------------------------------------------------------
 
     def fit(self, X, y, epochs=1, batch_size=32, validation=None, progress=True, shuffle=True,
-            seed=None, prefetch=2, refresh_per_s=4.0, bring_back=False):
+            seed=None, prefetch=2, refresh_per_s=4.0, bring_back=False, sampler=None):
         """Train for `epochs` passes over (X, y); returns the history (a list of
         dicts, one per epoch; also kept in self.history).
 
@@ -88,7 +88,9 @@ class Trainer:
         shows a tqdm bar when stderr is a terminal, "always" shows it anyway,
         False never. refresh_per_s: how often at most the bar reads the loss
         from the device. bring_back: move the model to the cpu at the end (the
-        second heavy request; the last gradients are dropped, not copied)."""
+        second heavy request; the last gradients are dropped, not copied).
+        sampler: the order of the samples per epoch instead of shuffle (e.g. a
+        DistributedSampler; it is told the epoch with set_epoch)."""
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
             raise ValueError(f"Trainer.fit: epochs must be an int >= 0, got {epochs!r}")
         if progress not in (True, False, "always"):
@@ -97,9 +99,9 @@ class Trainer:
             raise ValueError("Trainer.fit: validation must be a pair (X_val, y_val)")
         if str(_model_device(self.model)) != str(self.device):
             self.model.to(self.device)  # brought back by an earlier fit: in again, once
-        loader = self._loader(X, y, batch_size, shuffle, seed, prefetch)
+        loader = self._loader(X, y, batch_size, shuffle, seed, prefetch, sampler=sampler)
         classify = _is_labels(y)
-        n = len(loader.sampler) if not loader.drop_last else len(loader) * batch_size
+        n = len(loader.sampler) if hasattr(loader.sampler, "__len__") else loader.n  # bar total
         history = []
         for epoch in range(epochs):
             loader.set_epoch(epoch)

@@ -175,3 +175,21 @@ def test_bad_states_say_what_is_wrong(tmp_path, state, error, words):
     with pytest.raises(error, match=words):
         pygpu.save(state, tmp_path / "x.st")
     assert not (tmp_path / "x.st").exists()
+
+
+def test_an_optimizers_state_dict_round_trips(tmp_path):
+    pygpu.manual_seed(0)
+    model = pygpu.nn.MLP([4, 3, 2]).to("sim")
+    opt = pygpu.optim.Adam(model.parameters(), lr=0.01)
+    x, y = pygpu.randn(5, 4, device="sim"), pygpu.tensor([0, 1, 0, 1, 1], device="sim")
+    pygpu.nn.CrossEntropyLoss()(model(x), y).backward()
+    opt.step()
+    pygpu.save(opt.state_dict(), tmp_path / "adam.st")
+    back = pygpu.load(tmp_path / "adam.st")
+    again = pygpu.optim.Adam(model.parameters(), lr=0.5)
+    again.load_state_dict(back)
+    assert again.param_groups[0]["lr"] == 0.01 and again.param_groups[0]["betas"] == (0.9, 0.999)
+    for i, st in opt.state_dict()["state"].items():
+        assert back["state"][i]["step"] == st["step"]
+        assert str(back["state"][i]["exp_avg"].device) == "sim:0"
+        np.testing.assert_array_equal(back["state"][i]["exp_avg_sq"].numpy(), st["exp_avg_sq"].numpy())

@@ -396,3 +396,44 @@ def test_cat_errors():
         pygpu.cat([pygpu.zeros(2, 3), pygpu.zeros(2, 4)])
     with pytest.raises(ValueError, match="non-empty"):
         pygpu.cat([])
+
+
+def test_training_steps_leave_no_memory_behind():
+    """The graph (with its saved tensors) is freed after backward or when the loss dies:
+    device memory returns to parameters + gradients + optimizer state."""
+    model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4)).to("sim:1")
+    opt = optim.Adam(model.parameters())
+    x = pygpu.randn(8, 16, device="sim:1")
+    y = pygpu.tensor([0, 1, 2, 3, 0, 1, 2, 3], device="sim:1")
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(pygpu.log_softmax(model(x)) * 1.0, y)
+        loss.backward()
+        opt.step()
+
+    step()
+    pygpu.synchronize()
+    base = pygpu.sim.memory_allocated("sim:1")
+    for _ in range(20):
+        step()
+    unused = F.mse_loss(pygpu.softmax(model(x)), pygpu.zeros(8, 4, device="sim:1"))
+    del unused  # a graph never backpropagated is freed with its output
+    pygpu.synchronize()
+    assert pygpu.sim.memory_allocated("sim:1") == base
+
+
+def test_grad_assignment_and_buffers():
+    t = pygpu.zeros(2, 3).requires_grad_()
+    with pytest.raises(ValueError, match=r"grad has shape \(3,\) but the tensor has shape \(2, 3\)"):
+        t.grad = pygpu.zeros(3)
+    with pytest.raises(TypeError, match="grad must be"):
+        t.grad = 1.0
+    m = nn.Module()
+    m.register_buffer("running", pygpu.zeros(2))
+    m.running = pygpu.ones(2)  # stays a buffer: saved and moved with the module
+    assert list(m.state_dict()) == ["running"] and not list(m.parameters())
+    m.to("sim")
+    assert str(m.running.device) == "sim:0"
+    with pytest.raises(ValueError, match="in_features and out_features must be >= 1"):
+        F.linear(pygpu.zeros(2, 0), pygpu.zeros(3, 0))

@@ -105,6 +105,31 @@ def test_a_step_makes_no_transfer_beyond_its_batch(fresh_stats):
     assert t.h2d_count == 20 * 2 and t.d2h_count == 2 and t.d2d_count == 0
 
 
+def test_fit_takes_a_sampler_and_tells_it_the_epoch(digits):
+    Xtr, ytr, _, _ = digits
+
+    class EvenThenOdd:  # a stand-in for a DistributedSampler: this "rank" sees half the data
+        def __init__(self):
+            self.epochs = []
+
+        def set_epoch(self, e):
+            self.epochs.append(e)
+
+        def __iter__(self):
+            return iter(range(self.epochs[-1] % 2, 200, 2))
+
+        def __len__(self):
+            return 100
+
+    sampler = EvenThenOdd()
+    with pygpu.track() as t:
+        h = _trainer("sim").fit(Xtr[:200], ytr[:200], epochs=2, batch_size=25, progress=False,
+                                sampler=sampler)
+    assert sampler.epochs == [0, 1] and [r["samples"] for r in h] == [100, 100]
+    assert t.h2d_bytes - sum(p.nbytes for p in pygpu.nn.MLP([64, 64, 10]).parameters()) == \
+        Xtr[:200].nbytes + ytr[:200].nbytes  # each epoch moved its own half
+
+
 def test_regression_with_mse_has_no_accuracy():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((256, 4)).astype(np.float32)

@@ -98,6 +98,19 @@ int pg_ag_set_grad(PyObject *self, PyObject *v, void *c)
                      Py_TYPE(v)->tp_name);
         return -1;
     }
+    if (v && v != Py_None) {
+        const pg_tensor *t = &PT(self)->t, *g = &PT(v)->t;
+        bool same = t->ndim == g->ndim;
+        for (int i = 0; same && i < t->ndim; i++)
+            same = t->shape[i] == g->shape[i];
+        if (!same) {
+            char a[96], b[96];
+            PyErr_Format(PyExc_ValueError, "assigned grad has shape %s but the tensor has shape %s",
+                         pg_shape_str(g->ndim, g->shape, a, sizeof a),
+                         pg_shape_str(t->ndim, t->shape, b, sizeof b));
+            return -1;
+        }
+    }
     Py_XSETREF(PT(self)->grad, (v && v != Py_None) ? Py_NewRef(v) : NULL);
     return 0;
 }

@@ -106,6 +106,8 @@ pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tens
                             op, pg_shape_str(2, x->shape, a, sizeof a), (long long)x->shape[1],
                             pg_shape_str(2, w->shape, c, sizeof c), (long long)w->shape[1]);
     }
+    if (x->shape[1] == 0 || w->shape[0] == 0)
+        return pg_error_set(PG_ERR_SHAPE, "%s: in_features and out_features must be >= 1", op);
     if (b) {
         PG_TRY(check_float(op, "bias", b, x->dtype));
         PG_TRY(pg_check_same_device(op, x, b));
@@ -150,6 +152,8 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
     int64_t yshape[2] = {N, O}, wshape[2] = {O, I};
     PG_TRY(check_shape(op, "weight", w, 2, wshape));
     PG_TRY(check_shape(op, "grad", dy, 2, yshape));
+    if (I == 0 || O == 0)
+        return pg_error_set(PG_ERR_SHAPE, "%s: in_features and out_features must be >= 1", op);
     if (y && act != PG_ACT_NONE) {
         PG_TRY(check_float(op, "output", y, dy->dtype));
         PG_TRY(pg_check_same_device(op, dy, y));
@@ -171,8 +175,8 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
         st = pg_tensor_empty(dev, dt, 1, &O, &n.extra[1]);
     if (st == PG_OK && act != PG_ACT_NONE)
         st = pg_tensor_empty(dev, dt, 2, yshape, &n.extra[2]);
-    if (st == PG_OK && pg_tensor_numel(&n.dst) + O + N * I > 0)
-        st = pg_launch(&n);
+    if (st == PG_OK)
+        st = pg_launch(&n); /* N == 0 still launches: dW and db become zeros */
     clear_all(4, n.src);
     if (n.extra[2].storage)
         pg_tensor_clear(&n.extra[2]); /* the scratch lives until the queued op is done */

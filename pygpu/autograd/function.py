@@ -19,7 +19,6 @@ backward is `backward`. It returns one gradient per positional argument
 Functions; the elementwise ops are recorded by the C bindings instead."""
 from .. import _C
 from .engine import Node
-from .grad_mode import is_grad_enabled, no_grad
 
 Tensor = _C.Tensor
 
@@ -46,9 +45,17 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = Context()
-        with no_grad():
+        enabled = _C._set_grad_enabled(False)  # forward records nothing inside
+        try:
             out = cls.forward(ctx, *args, **kwargs)
-        if is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in args):
-            inputs = tuple(t if isinstance(t, Tensor) else None for t in args)
-            out._set_grad_fn(Node(cls.__name__, inputs, cls.backward, ctx))
+        finally:
+            _C._set_grad_enabled(enabled)
+        if enabled:
+            for t in args:
+                if type(t) is Tensor and t.requires_grad:
+                    # a saved output would make out -> node -> out: keep an alias instead
+                    ctx.saved = tuple(s.detach() if s is out else s for s in ctx.saved)
+                    inputs = tuple(a if type(a) is Tensor else None for a in args)
+                    out._set_grad_fn(Node(cls.__name__, inputs, cls.backward, ctx))
+                    break
         return out

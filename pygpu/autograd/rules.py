@@ -6,7 +6,7 @@ backward(ctx, g) returns one gradient per operand (None for a scalar or an
 operand without a gradient). Rules run under no_grad and use only tensor ops,
 so each gradient is computed on the device where the data lives. Broadcast
 operands get their gradient summed back to their own shape (unbroadcast)."""
-from .. import _C
+from .. import _C, _creation
 
 Tensor = _C.Tensor
 
@@ -49,7 +49,7 @@ def _mask(cond, like):
 
 def _expand(g, shape, device, dtype):
     """g (broadcastable to shape) materialised at shape, on g's device."""
-    return _C._full(tuple(shape), 0, dtype, device) + g
+    return _creation.zeros(tuple(shape), dtype=dtype, device=device) + g
 
 
 # ---- binary: ctx = (a, b); gradients unbroadcast to each operand --------------------------
@@ -201,7 +201,7 @@ def _transpose(ctx, g):
 
 def _getitem(ctx, g):
     a, key = ctx
-    out = _C._full(a.shape, 0, g.dtype, a.device)
+    out = _creation.zeros(a.shape, dtype=g.dtype, device=a.device)
     out[key] = g
     return out, None
 

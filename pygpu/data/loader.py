@@ -13,7 +13,8 @@ Every copy goes through Tensor.copy_, so pygpu.stats() counts each one
 prefetch=0 is the plain loader: each batch is copied when asked for, once the
 device has finished the work queued before (as a copy on the compute stream
 would), and the copy blocks: transfer and compute add up. Data already on a device (pygpu tensors there) is sliced, not
-staged: a batch is a view, or one device-to-device copy to another device."""
+staged: a batch is a view (rows joined by cat when shuffled), or one
+device-to-device copy to another device."""
 import collections
 import numbers
 
@@ -116,10 +117,6 @@ class DataLoader:
             sampler = RandomSampler(self.n, seed) if shuffle else SequentialSampler(self.n)
         self.sampler = sampler
         self.shuffle = bool(shuffle)
-        if self.on_device and not isinstance(self.sampler, SequentialSampler):
-            raise ValueError("DataLoader: shuffling or sampling data that is already on a device needs a "
-                             "gather pygpu does not have yet; pass host data (NumPy) instead, or "
-                             "shuffle=False")
         self.epoch = 0
         self._ring = None
 
@@ -176,8 +173,14 @@ class DataLoader:
             yield [_C.from_numpy(a) for a in self._host_batch(sel)]
 
     def _iter_resident(self, order):
+        """Data already on a device: a batch is a view (in-order epoch) or, shuffled, its rows
+        joined on the device by one cat (pygpu has no gather op yet); no host round trip."""
+        from .._train_ops import cat
         for sel in self._batches(order):
-            yield [t[sel].to(self.device) for t in self.resident]
+            if isinstance(sel, slice):
+                yield [t[sel].to(self.device) for t in self.resident]
+            else:
+                yield [cat([t[i:i + 1] for i in sel.tolist()]).to(self.device) for t in self.resident]
 
     def _iter_blocking(self, order):
         """No prefetch: each batch is copied when asked for, after the work queued

@@ -6,17 +6,9 @@ csrc/core/pg_ops_train.c); the rest are the differentiable tensor ops."""
 from .. import _C
 from .._train_ops import cross_entropy, linear, log_softmax, mse_loss, softmax
 
-
-def relu(x):
-    return _C.relu(x)
-
-
-def tanh(x):
-    return _C.tanh(x)
-
-
-def sigmoid(x):
-    return _C.sigmoid(x)
+relu = _C.relu        # the tensor API's own functions (pygpu.relu, ...), differentiable
+tanh = _C.tanh
+sigmoid = _C.sigmoid
 
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy",

@@ -9,7 +9,7 @@ it: each parameter keeps its identity (its memory is swapped through
 Tensor.to returns a new tensor, as in PyTorch."""
 from collections import OrderedDict
 
-from .. import _C
+from .. import _C, _creation
 from ..autograd import no_grad
 from .parameter import Parameter
 
@@ -48,15 +48,15 @@ class Module:
             raise AttributeError("cannot assign attributes before Module.__init__() is called "
                                  "(call super().__init__() first in your __init__)")
         params, mods, bufs = self._parameters, self._modules, self._buffers
+        was_buffer = name in bufs
         for d in (params, mods, bufs):
             d.pop(name, None)
         if isinstance(value, Parameter):
             params[name] = value
         elif isinstance(value, Module):
             mods[name] = value
-        elif name in bufs or (isinstance(value, Tensor) and name in self.__dict__.get(
-                "_buffer_names", ())):
-            bufs[name] = value
+        elif was_buffer and (value is None or isinstance(value, Tensor)):
+            bufs[name] = value  # re-assigning a registered buffer keeps it one
         else:
             object.__setattr__(self, name, value)
             return
@@ -272,4 +272,4 @@ def _zero_grads(params, set_to_none):
             if set_to_none:
                 p.grad = None
             else:
-                p.grad = _C._full(p.grad.shape, 0, p.grad.dtype, p.grad.device)
+                p.grad = _creation.zeros(p.grad.shape, dtype=p.grad.dtype, device=p.grad.device)

@@ -17,15 +17,11 @@ class Parameter(metaclass=_ParameterMeta):
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
-            data = _C._full((0,), None, _float32(), "cpu")
+            from .._creation import empty
+            data = empty(0)
         if not isinstance(data, _C.Tensor):
             raise TypeError(f"Parameter: data must be a pygpu.Tensor, got {type(data).__name__}")
         p = data.detach()
         p._is_param = True
         p.requires_grad_(bool(requires_grad))
         return p
-
-
-def _float32():
-    from .._dtype import float32
-    return float32

@@ -3,8 +3,9 @@
     g = g + weight_decay * p
     m = b1 * m + (1 - b1) * g;  v = b2 * v + (1 - b2) * g * g
     p -= lr / (1 - b1**t) * m / (sqrt(v) / sqrt(1 - b2**t) + eps)
-One fused in-place op per parameter (pygpu._C._adam_update)."""
-from .. import _C
+One fused in-place op per parameter (pygpu._train_ops.adam_update_)."""
+from .._creation import zeros
+from .._train_ops import adam_update_
 from .optimizer import Optimizer
 
 
@@ -21,10 +22,10 @@ class Adam(Optimizer):
     def _update(self, p, group, state):
         if "step" not in state:
             state["step"] = 0
-            state["exp_avg"] = _C._full(p.shape, 0, p.dtype, p.device)
-            state["exp_avg_sq"] = _C._full(p.shape, 0, p.dtype, p.device)
+            state["exp_avg"] = zeros(p.shape, dtype=p.dtype, device=p.device)
+            state["exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p.device)
         state["step"] += 1
         b1, b2 = group["betas"]
-        _C._adam_update(p, p.grad, state["exp_avg"], state["exp_avg_sq"], float(group["lr"]),
+        adam_update_(p, p.grad, state["exp_avg"], state["exp_avg_sq"], float(group["lr"]),
                         b1, b2, float(group["eps"]), float(group["weight_decay"]),
                         state["step"])

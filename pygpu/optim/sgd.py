@@ -5,8 +5,9 @@
     buf = momentum * buf + (1 - dampening) * d   (later steps)
     d = d + momentum * buf  if nesterov  else  buf
     p -= lr * d
-One fused in-place op per parameter (pygpu._C._sgd_update)."""
-from .. import _C
+One fused in-place op per parameter (pygpu._train_ops.sgd_update_)."""
+from .._creation import zeros
+from .._train_ops import sgd_update_
 from .optimizer import Optimizer
 
 
@@ -26,7 +27,7 @@ class SGD(Optimizer):
         buf = state.get("momentum_buffer")
         first = buf is None
         if momentum != 0 and first:
-            buf = state["momentum_buffer"] = _C._full(p.shape, 0, p.dtype, p.device)
-        _C._sgd_update(p, p.grad, buf if momentum != 0 else None, float(group["lr"]), momentum,
+            buf = state["momentum_buffer"] = zeros(p.shape, dtype=p.dtype, device=p.device)
+        sgd_update_(p, p.grad, buf if momentum != 0 else None, float(group["lr"]), momentum,
                        float(group["dampening"]), float(group["weight_decay"]),
                        bool(group["nesterov"]), first)

@@ -112,6 +112,9 @@ void pg_cuda_host_free_pinned(const pg_backend *be, void *ptr);
 pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c);
 void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all);
 
+/* cuda_train.c: the fused training ops */
+pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
+
 /* cuda_launch.c */
 pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node);
 void pg_cuda_iter_init(pg_cuda_iter *it, int ndim, const int64_t *shape, int nops,

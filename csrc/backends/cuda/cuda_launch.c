@@ -203,6 +203,13 @@ static pg_status pg_cuda_launch_node(pg_cuda_device *d, const pg_cuda_ctx *ctx, 
         break;
     case PG_OP_MATMUL:
         return pg_cuda_launch_matmul(d, ctx, n);
+    case PG_OP_LINEAR_FWD:
+    case PG_OP_LINEAR_BWD:
+    case PG_OP_XENT_FWD:
+    case PG_OP_XENT_BWD:
+    case PG_OP_SGD:
+    case PG_OP_ADAM:
+        return pg_cuda_launch_train(d, ctx, n);
     case PG_OP_ARANGE:
         call = "pg_kernel_arange";
         err = pg_kernel_arange(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
