@@ -175,3 +175,66 @@ def test_sampler_epochs_reshuffle_identically_on_every_rank():
 def test_sampler_needs_a_group_or_explicit_rank():
     with pytest.raises((RuntimeError, ValueError)):
         DistributedSampler(10, num_replicas=2, rank=2)
+
+
+# -- NCCL (cuda tensors): loading is tested everywhere the plugin is built; the collectives
+#    themselves run where GPUs exist. CI installs nvidia-nccl-cu13 and sets PYGPU_REQUIRE_NCCL=1.
+def _nccl_or_skip():
+    from pygpu.distributed import _nccl
+    try:
+        return _nccl, _nccl.version()
+    except _nccl.NcclUnavailable as e:
+        if os.environ.get("PYGPU_REQUIRE_NCCL") == "1":
+            raise
+        pytest.skip(f"NCCL unavailable: {e}")
+
+
+def test_nccl_loads_through_the_cuda_plugin():
+    _nccl, version = _nccl_or_skip()
+    assert version >= 21000, version  # NCCL 2.10 or newer (major*10000 + minor*100 + patch)
+
+
+def test_nccl_unique_id_needs_no_gpu():
+    import ctypes
+    _nccl, _ = _nccl_or_skip()
+    lib = _nccl._lib()
+    uid = ctypes.create_string_buffer(128)
+    why = ctypes.create_string_buffer(512)
+    lib.pg_plugin_nccl_unique_id.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    assert lib.pg_plugin_nccl_unique_id(uid, why, len(why)) == 0, why.value
+    assert uid.raw != bytes(128)
+
+
+def test_nccl_load_failure_names_the_library(tmp_path):
+    if not pygpu.cuda.is_built():
+        pytest.skip("the CUDA plugin is not built")
+    bogus = tmp_path / "libnccl.so.2"
+    bogus.write_bytes(b"not a library")
+    # a fresh process: the plugin keeps the first NCCL it loaded
+    import subprocess, sys
+    code = ("import ctypes, pygpu; lib = ctypes.CDLL(pygpu.cuda.PLUGIN); "
+            "lib.pg_plugin_nccl_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]; "
+            "why = ctypes.create_string_buffer(512); "
+            f"rc = lib.pg_plugin_nccl_load({str(bogus)!r}.encode(), why, 512); print(rc, why.value.decode())")
+    from _mpi import PKG_ROOT
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=PKG_ROOT), cwd=PKG_ROOT)
+    assert out.returncode == 0, out.stderr
+    rc, msg = out.stdout.split(" ", 1)
+    assert rc == "-1" and "NCCL could not be loaded" in msg and "nvidia-nccl-cu13" in msg
+
+
+@pytest.mark.skipif(not pygpu.cuda.is_available() or pygpu.cuda.device_count() < 2,
+                    reason="NCCL collectives need two GPUs")
+def test_nccl_all_reduce_on_two_gpus(tmp_path):
+    proc = launch(tmp_path, """
+        import json, os, numpy as np, pygpu, pygpu.distributed as dist
+        pygpu.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        dist.init_process_group(backend="nccl", init_method="env://")
+        r = dist.get_rank()
+        t = pygpu.tensor(np.arange(1000, dtype=np.float32) * (r + 1), device=f"cuda:{r}")
+        dist.all_reduce(t)
+        print("JSON " + json.dumps({"rank": r, "first": t[:3].tolist()}))
+    """)
+    for row in rank_lines(proc):
+        assert row["first"] == [0.0, 3.0, 6.0]

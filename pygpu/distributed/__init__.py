@@ -89,6 +89,10 @@ def init_process_group(backend=None, init_method=None, world_size=None, rank=Non
                                        "python -m pygpu.distributed.run) and leave it unset")
     _group = ProcessGroup(comm, backend)
     install_abort_hooks(_group)
+    if backend == "nccl":
+        from .. import cuda
+        from ._nccl import NcclGroup
+        _group.nccl = NcclGroup(comm, cuda.current_device())
     return _group
 
 
@@ -166,6 +170,11 @@ def all_reduce(tensor, op="sum"):
     g = _require()
     if op not in ("sum", "avg", "max"):
         raise ValueError(f"all_reduce op {op!r} is not supported: use 'sum', 'avg' or 'max'")
+    if g.nccl is not None and tensor.device.type == "cuda":
+        g.nccl.all_reduce(tensor, op)  # device to device: no host staging
+        n = ring_bytes(tensor.itemsize, tensor.numel(), g.size)[g.rank]  # NCCL's ring, modelled
+        g.stats.add("all_reduce", sent=n, recv=n)
+        return tensor
     buf, copy_back, d2h = _stage_out(tensor, "collective")
     sent, got = g.ring_allreduce(buf, op) or (0, 0)
     h2d = _stage_in(tensor, buf, "collective") if copy_back else 0
@@ -178,6 +187,11 @@ def broadcast(tensor, src=0):
     g = _require()
     if not 0 <= src < g.size:
         raise ValueError(f"broadcast src={src} is not a rank of this job (0..{g.size - 1})")
+    if g.nccl is not None and tensor.device.type == "cuda":
+        g.nccl.broadcast(tensor, src)
+        g.stats.add("broadcast", sent=tensor.nbytes if g.rank == src else 0,
+                    recv=0 if g.rank == src else tensor.nbytes)
+        return tensor
     buf, copy_back, d2h = _stage_out(tensor, "broadcast") if g.rank == src else (None, True, 0)
     if buf is None:
         view = _host_view(tensor)

@@ -88,6 +88,7 @@ class ProcessGroup:
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self.stats = CollectiveStats()
+        self.nccl = None  # an NcclGroup for cuda tensors when the backend is nccl
 
     # -- host-side algorithms ------------------------------------------------------------
     def ring_allreduce(self, buf, op):
