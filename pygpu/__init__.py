@@ -21,6 +21,10 @@ from ._dtype import DType, bfloat16, bool_, float16, float32, float64, int64
 from ._guard import get_transfer_guard, transfer_guard
 from ._stats import Stats, role, stats, track
 from . import cuda, sim
+from . import autograd as _autograd
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._train_ops import cat, cross_entropy, log_softmax, mse_loss, softmax
+from . import nn, optim
 
 bool = bool_  # noqa: A001 - pygpu.bool, as torch.bool
 
@@ -32,6 +36,8 @@ _C._setup(_dtype.ALL, {
     "dtype_code": _dtype.dtype_code,
     "parse_device": _parse_device,
     "make_device": _make_device,
+    "record": _autograd.record,
+    "backward": _autograd.backward,
 })
 
 
@@ -76,5 +82,7 @@ __all__ = [
     "sigmoid", "relu", "abs", "negative", "logical_not", "sum", "mean", "max", "min", "argmax",
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "role", "transfer_guard",
     "get_transfer_guard", "sim", "cuda", "DeviceMismatchError", "DeviceUnavailableError",
-    "TransferGuardError", "TransferWarning", "AsyncOpError",
+    "TransferGuardError", "TransferWarning", "AsyncOpError", "no_grad", "enable_grad",
+    "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
+    "mse_loss", "nn", "optim",
 ]

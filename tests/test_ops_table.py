@@ -29,6 +29,8 @@ pytestmark = pytest.mark.filterwarnings("error::DeprecationWarning")
 TOL = {
     "elementwise": {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-15)},
     "accumulate": {"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12)},
+    # fused training ops: sums through nonlinear steps, compared value by value
+    "fused": {"float32": (2e-4, 2e-5), "float64": (1e-10, 1e-12)},
 }
 
 
@@ -235,7 +237,120 @@ row("int", lambda x: int(x), lambda x: int(x.item()), ONE_ELEMENT, ALL, kind=_C)
 row("bool", lambda x: bool(x), lambda x: bool(x.item()), ONE_ELEMENT, ALL, kind=_C)
 
 # Every op and property of the spec, by row-name prefix: a row may not vanish.
+
+# --- fused training ops (pygpu/_train_ops.py -> csrc/core/pg_ops_train.c) ---------------
+# Each fused op against a NumPy reference written out op by op. In-place optimizer updates
+# run on clones (the table checks inputs are never written) and return the new state.
+_LIN = cases((a(5, 3), a(4, 3), a(4)), (a(1, 1), a(1, 1), a(1)), (a(0, 3), a(4, 3), a(4)),
+             (tr(3, 5), a(4, 3), a(4)), (a(5, 3), tr(3, 4), a(4)), (a(64, 33), a(17, 33), a(17)))
+_ACT_NP = {None: lambda z: z, "relu": lambda z: np.maximum(z, 0), "tanh": np.tanh,
+           "sigmoid": lambda z: 1 / (1 + np.exp(-z))}
+_DACT_NP = {None: lambda y: np.ones_like(y), "relu": lambda y: (y > 0).astype(y.dtype),
+            "tanh": lambda y: 1 - y * y, "sigmoid": lambda y: y * (1 - y)}
+
+
+def _lin_ref(act):
+    return lambda x, w, b: _ACT_NP[act](x @ w.T + b).astype(x.dtype)
+
+
+def _lin_bwd(act):
+    def fn(x, w, b):
+        y = pygpu.nn.functional.linear(x, w, b, act)
+        dy = y * 0.5 + 1.0  # an upstream gradient that depends on the data
+        return list(pygpu._C._linear_bwd(dy, x, w, y, {None: 0, "relu": 1, "tanh": 2,
+                                                        "sigmoid": 3}[act], True, True))
+
+    def ref(x, w, b):
+        y = _lin_ref(act)(x, w, b)
+        dz = (y * 0.5 + 1.0) * _DACT_NP[act](y)
+        return [(dz @ w).astype(x.dtype), (dz.T @ x).astype(x.dtype),
+                dz.sum(axis=0).astype(x.dtype)]
+    return fn, ref
+
+
+for _act in (None, "relu", "tanh", "sigmoid"):
+    row(f"linear_fwd_{_act or 'none'}",
+        lambda x, w, b, act=_act: pygpu.nn.functional.linear(x, w, b, act), _lin_ref(_act), _LIN,
+        FLOATS, tol="fused")
+    _f, _r = _lin_bwd(_act)
+    row(f"linear_bwd_{_act or 'none'}", _f, _r, _LIN, FLOATS, tol="fused", kind="tensors")
+row("linear_nobias", lambda x, w: pygpu.nn.functional.linear(x, w), lambda x, w: x @ w.T,
+    cases((a(5, 3), a(4, 3)), (a(2, 3, 3), a(2, 3))), FLOATS, tol="fused")
+
+_XENT = cases((a(5, 4), a(5, 4)), (a(1, 1), a(1, 1)), (a(3, 7), a(3, 7)), (tr(4, 3), a(3, 4)),
+              (a(64, 10), a(64, 10)))
+
+
+def _np_softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _np_xent(x, lab):
+    lse = np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)) + x.max(axis=1)
+    return (lse - x[np.arange(len(lab)), lab]).mean()
+
+
+# labels: argmax of the second input (valid classes, computed on the device)
+row("cross_entropy_fwd", lambda x, s: list(pygpu._C._softmax_xent_fwd(x, s.argmax(axis=1), True)),
+    lambda x, s: [np.asarray(_np_xent(x, s.argmax(axis=1)), dtype=x.dtype),
+                  _np_softmax(x).astype(x.dtype)], _XENT, FLOATS, tol="fused",
+    kind="tensors")
+row("cross_entropy_bwd",
+    lambda x, s: pygpu._C._softmax_xent_bwd(pygpu.softmax(x), s.argmax(axis=1),
+                                            x.sum() * 0.0 + 2.0, True),
+    lambda x, s: ((_np_softmax(x) - np.eye(x.shape[1])[s.argmax(axis=1)]) * 2.0
+                  / x.shape[0]).astype(x.dtype), _XENT, FLOATS, tol="fused")
+row("cat_dim0", lambda x, y: pygpu.cat([x, y]), lambda x, y: np.concatenate([x, y]),
+    cases((a(2, 3), a(4, 3)), (a(0, 3), a(1, 3)), (tr(3, 2), a(1, 3)), (a(5), a(2))), ALL,
+    tol="exact")
+row("cat_dim1", lambda x, y: pygpu.cat([x, y], dim=-1), lambda x, y: np.concatenate([x, y], 1),
+    cases((a(2, 3), a(2, 1)), (BLOCK, a(2, 2))), ALL, tol="exact")
+
+_OPT = cases((a(7), a(7), a(7)), (a(3, 4), a(3, 4), a(3, 4)), (a(1), a(1), a(1)))
+
+
+def _sgd(first, nesterov):
+    def fn(p, g, buf):
+        p, buf = p.clone(), buf.clone()
+        pygpu._C._sgd_update(p, g, buf, 0.1, 0.9, 0.0 if nesterov else 0.25, 0.01, nesterov, first)
+        return [p, buf]
+
+    def ref(p, g, buf):
+        d = g + 0.01 * p
+        b = d if first else 0.9 * buf + (1 - (0.0 if nesterov else 0.25)) * d
+        d = d + 0.9 * b if nesterov else b
+        return [(p - 0.1 * d).astype(p.dtype), b.astype(p.dtype)]
+    return fn, ref
+
+
+for _first, _nest in ((True, False), (False, False), (False, True)):
+    _f, _r = _sgd(_first, _nest)
+    row(f"sgd_{'first' if _first else 'later'}_{'nesterov' if _nest else 'plain'}", _f, _r, _OPT,
+        FLOATS, tol="fused", kind="tensors")
+
+
+def _adam_fn(p, g, m):
+    p, m, v = p.clone(), m.clone(), (m * m).clone()
+    pygpu._C._adam_update(p, g, m, v, 0.01, 0.9, 0.99, 1e-8, 0.05, 3)
+    return [p, m, v]
+
+
+def _adam_ref(p, g, m):
+    v = m * m
+    g = g + 0.05 * p
+    m = 0.9 * m + 0.1 * g
+    v = 0.99 * v + 0.01 * g * g
+    step = 0.01 / (1 - 0.9 ** 3)
+    p = p - step * m / (np.sqrt(v) / np.sqrt(1 - 0.99 ** 3) + 1e-8)
+    return [p.astype(g.dtype), m.astype(g.dtype), v.astype(g.dtype)]
+
+
+row("adam", _adam_fn, _adam_ref, _OPT, FLOATS, tol="fused", kind="tensors")
+
+
 REQUIRED = (
+    "linear_fwd linear_bwd linear_nobias cross_entropy_fwd cross_entropy_bwd cat sgd adam "
     "add sub mul div neg abs maximum minimum eq ne lt le gt ge matmul_operator matmul_function "
     "exp log sqrt tanh sigmoid relu sum mean max min argmax index_0 slice_step column ellipsis "
     "newaxis T transpose_reverse transpose_axes reshape_flat contiguous clone astype to_dtype "

@@ -29,7 +29,9 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_runtime_functions) < 0 ||
         PyModule_AddFunctions(m, pg_role_functions) < 0 ||
         PyModule_AddFunctions(m, pg_raw_pointer_functions) < 0 ||
-        PyModule_AddFunctions(m, pg_math_functions) < 0 || pg_errors_init(m) < 0 ||
+        PyModule_AddFunctions(m, pg_math_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_autograd_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_train_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", PG_MAX_DIMS) < 0) {
         Py_DECREF(m);

@@ -65,7 +65,22 @@ static PyObject *transpose_all(const pg_tensor *t)
     return pg_wrap_result(pg_view_transpose(t, t->ndim, perm, &out), &out);
 }
 
-static PyObject *get_T(PyObject *self, void *c) { (void)c; return transpose_all(T(self)); }
+static PyObject *get_T(PyObject *self, void *c)
+{
+    (void)c;
+    return pg_ag_record(transpose_all(T(self)), "transpose", self, NULL, NULL, NULL);
+}
+
+PyObject *pg_ag_get_requires_grad(PyObject *self, void *c);
+int pg_ag_set_requires_grad(PyObject *self, PyObject *v, void *c);
+PyObject *pg_ag_get_grad(PyObject *self, void *c);
+int pg_ag_set_grad(PyObject *self, PyObject *v, void *c);
+PyObject *pg_ag_get_grad_fn(PyObject *self, void *c);
+PyObject *pg_ag_get_is_leaf(PyObject *self, void *c);
+PyObject *pg_ag_get_data(PyObject *self, void *c);
+int pg_ag_set_data(PyObject *self, PyObject *v, void *c);
+PyObject *pg_ag_get_is_param(PyObject *self, void *c);
+int pg_ag_set_is_param(PyObject *self, PyObject *v, void *c);
 
 PyGetSetDef pg_tensor_getset[] = {
     {"shape", get_shape, NULL, "the size of each axis, a tuple", NULL},
@@ -76,6 +91,12 @@ PyGetSetDef pg_tensor_getset[] = {
     {"itemsize", get_itemsize, NULL, "bytes per element", NULL},
     {"strides", get_strides, NULL, "steps between elements of each axis, in elements", NULL},
     {"T", get_T, NULL, "the tensor with its axes reversed (a view)", NULL},
+    {"requires_grad", pg_ag_get_requires_grad, pg_ag_set_requires_grad, "whether autograd records ops on this tensor (settable on leaves)", NULL},
+    {"grad", pg_ag_get_grad, pg_ag_set_grad, "the accumulated gradient (a Tensor) or None", NULL},
+    {"grad_fn", pg_ag_get_grad_fn, NULL, "the autograd node that produced this tensor, or None for a leaf", NULL},
+    {"is_leaf", pg_ag_get_is_leaf, NULL, "True unless the tensor was produced by a recorded op", NULL},
+    {"data", pg_ag_get_data, pg_ag_set_data, "the same memory without autograd history; assigning swaps the memory in place (Module.to uses it)", NULL},
+    {"_is_param", pg_ag_get_is_param, pg_ag_set_is_param, "internal: made by pygpu.nn.Parameter", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -129,7 +150,7 @@ static PyObject *m_reshape(PyObject *self, PyObject *args)
     }
     pg_tensor out;
     pg_status st = PG_CALL(pg_heavy(t), pg_op_reshape(t, ndim, shape, &out));
-    return pg_wrap_result(st, &out);
+    return pg_ag_record(pg_wrap_result(st, &out), "reshape", self, NULL, NULL, NULL);
 }
 
 static PyObject *m_transpose(PyObject *self, PyObject *args)
@@ -137,7 +158,7 @@ static PyObject *m_transpose(PyObject *self, PyObject *args)
     const pg_tensor *t = T(self);
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     if (n == 0)
-        return transpose_all(t);
+        return pg_ag_record(transpose_all(t), "transpose", self, NULL, NULL, NULL);
     PyObject *spec = n == 1 && !PyLong_Check(PyTuple_GET_ITEM(args, 0)) ? PyTuple_GET_ITEM(args, 0) : args;
     int ndim;
     int64_t axes[PG_MAX_DIMS];
@@ -147,7 +168,19 @@ static PyObject *m_transpose(PyObject *self, PyObject *args)
     for (int i = 0; i < ndim; i++)
         perm[i] = (int)(axes[i] < 0 ? axes[i] + t->ndim : axes[i]);
     pg_tensor out;
-    return pg_wrap_result(pg_view_transpose(t, ndim, perm, &out), &out);
+    PyObject *r = pg_wrap_result(pg_view_transpose(t, ndim, perm, &out), &out);
+    if (!r || !pg_ag_req(self) || pg_grad_disabled)
+        return r;
+    PyObject *p = PyTuple_New(ndim);
+    if (!p) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    for (int i = 0; i < ndim; i++)
+        PyTuple_SET_ITEM(p, i, PyLong_FromLong(perm[i]));
+    r = pg_ag_record(r, "transpose", self, NULL, p, NULL);
+    Py_DECREF(p);
+    return r;
 }
 
 static PyObject *m_contiguous(PyObject *self, PyObject *noargs)
@@ -155,7 +188,7 @@ static PyObject *m_contiguous(PyObject *self, PyObject *noargs)
     (void)noargs;
     pg_tensor out;
     pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_contiguous(T(self), &out));
-    return pg_wrap_result(st, &out);
+    return pg_ag_record(pg_wrap_result(st, &out), "copy", self, NULL, NULL, NULL);
 }
 
 static PyObject *m_clone(PyObject *self, PyObject *noargs)
@@ -163,7 +196,7 @@ static PyObject *m_clone(PyObject *self, PyObject *noargs)
     (void)noargs;
     pg_tensor out;
     pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_astype(T(self), (pg_dtype)T(self)->dtype, &out));
-    return pg_wrap_result(st, &out);
+    return pg_ag_record(pg_wrap_result(st, &out), "copy", self, NULL, NULL, NULL);
 }
 
 static PyObject *m_astype(PyObject *self, PyObject *arg)
@@ -173,7 +206,7 @@ static PyObject *m_astype(PyObject *self, PyObject *arg)
         return NULL;
     pg_tensor out;
     pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_astype(T(self), (pg_dtype)code, &out));
-    return pg_wrap_result(st, &out);
+    return pg_ag_record(pg_wrap_result(st, &out), "to", self, NULL, NULL, NULL);
 }
 
 /* ---- devices -------------------------------------------------------------------------- */
@@ -214,13 +247,15 @@ static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kwargs)
         pg_status st = PG_CALL(pg_heavy(T(cur)), pg_op_astype(T(cur), (pg_dtype)dt, &out));
         Py_SETREF(cur, pg_wrap_result(st, &out));
     }
-    return cur;
+    if (cur == self)
+        return cur;
+    return pg_ag_record(cur, "to", self, NULL, NULL, NULL);
 }
 
 static PyObject *m_cpu(PyObject *self, PyObject *noargs)
 {
     (void)noargs;
-    return to_device(self, (pg_device){PG_DEV_CPU, 0}, false);
+    return pg_ag_record(to_device(self, (pg_device){PG_DEV_CPU, 0}, false), "to", self, NULL, NULL, NULL);
 }
 
 /* copy_(src, non_blocking=False): in-place copy, across devices too (as torch's copy_) */
@@ -229,7 +264,8 @@ static PyObject *m_copy_(PyObject *self, PyObject *args, PyObject *kwargs)
     static char *kw[] = {"src", "non_blocking", NULL};
     PyObject *src;
     int non_blocking = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|p", kw, &PyTensor_Type, &src, &non_blocking))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|p", kw, &PyTensor_Type, &src, &non_blocking) ||
+        pg_ag_check_inplace(self, "copy_") < 0)
         return NULL;
     pg_status st;
     Py_BEGIN_ALLOW_THREADS st = pg_op_copy_between(T(self), T(src), non_blocking);
@@ -343,7 +379,10 @@ PyObject *pg_reduce_call(PyObject *self, int op, PyObject *args, PyObject *kwarg
     pg_tensor out;
     pg_status st = op < 0 ? PG_CALL(pg_heavy(t), pg_op_mean(t, naxes, all ? NULL : axes, keepdims, &out))
                           : PG_CALL(pg_heavy(t), pg_op_reduce(op, t, naxes, all ? NULL : axes, keepdims, &out));
-    return pg_wrap_result(st, &out);
+    PyObject *r = pg_wrap_result(st, &out);
+    if (op != PG_RED_SUM && op >= 0)
+        return r; /* max/min/argmax: not differentiable here */
+    return pg_ag_record(r, op < 0 ? "mean" : "sum", self, NULL, args, kwargs);
 }
 
 #define REDUCE_METHOD(NAME, OP) \
@@ -358,7 +397,8 @@ PyObject *pg_unary_call(PyObject *self, int op)
 {
     pg_tensor out;
     pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_unary(op, T(self), &out));
-    return pg_wrap_result(st, &out);
+    PyObject *r = pg_wrap_result(st, &out);
+    return op == PG_UN_NOT ? r : pg_ag_record(r, pg_unary_name(op), self, NULL, NULL, NULL);
 }
 
 #define UNARY_METHOD(NAME, OP) \
@@ -402,6 +442,10 @@ PyMethodDef pg_tensor_methods[] = {
     {"sigmoid", m_sigmoid, METH_NOARGS, "1 / (1 + exp(-x)) elementwise"},
     {"relu", m_relu, METH_NOARGS, "max(x, 0) elementwise"},
     {"abs", m_abs, METH_NOARGS, "absolute value elementwise"},
+    {"requires_grad_", KW pg_ag_requires_grad_, METH_VARARGS | METH_KEYWORDS, "requires_grad_(requires_grad=True): set the flag on a leaf; returns self"},
+    {"detach", pg_ag_detach, METH_NOARGS, "the same memory as a new leaf without autograd history"},
+    {"backward", KW pg_ag_backward, METH_VARARGS | METH_KEYWORDS, "backward(gradient=None): accumulate d(self)/d(leaf) into every leaf's .grad; a non-scalar needs `gradient`"},
+    {"_set_grad_fn", pg_ag_set_grad_fn, METH_O, "internal: attach an autograd node (None detaches)"},
     {"__array__", KW pg_array_dunder, METH_VARARGS | METH_KEYWORDS, "NumPy conversion (counted when the tensor is on a device)"},
     {"__dlpack__", KW pg_dlpack_dunder, METH_VARARGS | METH_KEYWORDS, "export through DLPack (zero-copy)"},
     {"__dlpack_device__", pg_dlpack_device_dunder, METH_NOARGS, "(DLPack device type, index)"},

@@ -21,6 +21,10 @@ PyObject *pg_wrap(pg_tensor *t)
         return NULL;
     }
     o->t = *t;
+    o->grad = NULL;
+    o->grad_fn = NULL;
+    o->requires_grad = 0;
+    o->is_param = 0;
     return (PyObject *)o;
 }
 
@@ -37,6 +41,8 @@ static void tensor_dealloc(PyTensor *self)
     self->t.storage = NULL;
     if (s)
         pg_storage_release(s);
+    Py_CLEAR(self->grad);
+    Py_CLEAR(self->grad_fn);
     PyObject_Free(self);
 }
 
@@ -243,7 +249,8 @@ static PyObject *binary(PyObject *a, PyObject *b, int op)
         const pg_tensor *ta = &((PyTensor *)a)->t, *tb = &((PyTensor *)b)->t;
         bool heavy = pg_heavy(ta) || pg_heavy(tb);
         st = PG_CALL(heavy, pg_op_binary(op, ta, tb, &out));
-        return pg_wrap_result(st, &out);
+        PyObject *r = pg_wrap_result(st, &out);
+        return PG_BIN_IS_COMPARE(op) ? r : pg_ag_record(r, pg_binary_name(op), a, b, NULL, NULL);
     }
     bool left = !PyTensor_Check(a);
     PyObject *other = left ? a : b;
@@ -255,7 +262,8 @@ static PyObject *binary(PyObject *a, PyObject *b, int op)
     if (r == 0)
         Py_RETURN_NOTIMPLEMENTED;
     st = PG_CALL(pg_heavy(t), pg_op_binary_scalar(op, t, s, left, &out));
-    return pg_wrap_result(st, &out);
+    PyObject *res = pg_wrap_result(st, &out);
+    return PG_BIN_IS_COMPARE(op) ? res : pg_ag_record(res, pg_binary_name(op), a, b, NULL, NULL);
 }
 
 static PyObject *nb_add(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_ADD); }
@@ -281,13 +289,8 @@ PyObject *pg_py_binary(PyObject *a, PyObject *b, int op)
     return r;
 }
 
-static PyObject *unary(PyObject *a, int op)
-{
-    pg_tensor out;
-    const pg_tensor *t = &((PyTensor *)a)->t;
-    pg_status st = PG_CALL(pg_heavy(t), pg_op_unary(op, t, &out));
-    return pg_wrap_result(st, &out);
-}
+PyObject *pg_unary_call(PyObject *self, int op);
+static PyObject *unary(PyObject *a, int op) { return pg_unary_call(a, op); }
 
 static PyObject *nb_neg(PyObject *a) { return unary(a, PG_UN_NEG); }
 static PyObject *nb_abs(PyObject *a) { return unary(a, PG_UN_ABS); }
@@ -303,7 +306,7 @@ static PyObject *nb_matmul(PyObject *a, PyObject *b)
     bool heavy = ta->storage->device.type == PG_DEV_CPU &&
                  pg_tensor_numel(ta) + pg_tensor_numel(tb) >= 1024;
     pg_status st = PG_CALL(heavy, pg_op_matmul(ta, tb, &out));
-    return pg_wrap_result(st, &out);
+    return pg_ag_record(pg_wrap_result(st, &out), "matmul", a, b, NULL, NULL);
 }
 
 /* One element as a Python number, through an implicit transfer if on a device. */
@@ -486,7 +489,7 @@ static PyObject *tensor_getitem(PyObject *self, PyObject *key)
     pg_tensor out;
     if (index_view(&((PyTensor *)self)->t, key, &out) < 0)
         return NULL;
-    return pg_wrap(&out);
+    return pg_ag_record(pg_wrap(&out), "getitem", self, NULL, key, NULL);
 }
 
 static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
@@ -495,6 +498,8 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
         PyErr_SetString(PyExc_TypeError, "cannot delete tensor elements");
         return -1;
     }
+    if (pg_ag_check_inplace(self, "item assignment") < 0)
+        return -1;
     pg_tensor view;
     if (index_view(&((PyTensor *)self)->t, key, &view) < 0)
         return -1;
@@ -541,7 +546,17 @@ static PyObject *tensor_sq_item(PyObject *self, Py_ssize_t i)
         return NULL;
     }
     pg_tensor out;
-    return pg_wrap_result(pg_view_select(t, 0, i, &out), &out);
+    PyObject *r = pg_wrap_result(pg_view_select(t, 0, i, &out), &out);
+    if (!r || !pg_ag_req(self) || pg_grad_disabled)
+        return r;
+    PyObject *key = PyLong_FromSsize_t(i);
+    if (!key) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    r = pg_ag_record(r, "getitem", self, NULL, key, NULL);
+    Py_DECREF(key);
+    return r;
 }
 
 static PyObject *tensor_iter(PyObject *self)

@@ -15,9 +15,17 @@
 #include "../core/pg_stats.h"
 #include "errors.h"
 
+/* Autograd state (pygpu/autograd) lives in the object, not in pg_tensor: the C
+ * core knows nothing of gradients. `grad` and `grad_fn` are plain references;
+ * the autograd layer never makes a tensor reachable from its own grad_fn (it
+ * saves outputs as detached aliases), so no cycle needs the garbage collector. */
 typedef struct {
     PyObject_HEAD
     pg_tensor t;
+    PyObject *grad;    /* a Tensor or NULL */
+    PyObject *grad_fn; /* the autograd node that made this tensor, or NULL (a leaf) */
+    int requires_grad;
+    int is_param;      /* made by pygpu.nn.Parameter */
 } PyTensor;
 
 extern PyTypeObject PyTensor_Type;
@@ -43,6 +51,37 @@ static inline bool pg_heavy(const pg_tensor *t)
 {
     return t->storage->device.type == PG_DEV_CPU && pg_tensor_numel(t) >= PG_NOGIL_NUMEL;
 }
+
+/* Grad mode (pygpu.no_grad / enable_grad): per thread, as in PyTorch. */
+extern _Thread_local int pg_grad_disabled;
+
+/* Autograd recording (autograd.c). After an op made `out` from operands `a`
+ * and `b` (Tensors, Python scalars or NULL), attach a grad_fn when grad mode is
+ * on and an operand requires grad; `args`/`kwargs` are the op's own Python
+ * arguments (NULL if none), passed to the Python hook to recover axes etc.
+ * Steals `out`; returns it, or NULL with an exception. Ops with no gradient
+ * involved pay only the inline flag checks. */
+PyObject *pg_ag_record_slow(PyObject *out, const char *name, PyObject *a, PyObject *b,
+                            PyObject *args, PyObject *kwargs);
+static inline int pg_ag_req(PyObject *o)
+{
+    return o && PyTensor_Check(o) && ((PyTensor *)o)->requires_grad;
+}
+static inline PyObject *pg_ag_record(PyObject *out, const char *name, PyObject *a, PyObject *b,
+                                     PyObject *args, PyObject *kwargs)
+{
+    if (!out || pg_grad_disabled || !(pg_ag_req(a) || pg_ag_req(b)))
+        return out;
+    return pg_ag_record_slow(out, name, a, b, args, kwargs);
+}
+/* -1 with an error if `self` may not be written in place (it requires grad under grad mode). */
+int pg_ag_check_inplace(PyObject *self, const char *what);
+extern PyMethodDef pg_autograd_functions[];
+extern PyMethodDef pg_train_functions[];
+PyObject *pg_ag_requires_grad_(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *pg_ag_detach(PyObject *self, PyObject *noargs);
+PyObject *pg_ag_backward(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *pg_ag_set_grad_fn(PyObject *self, PyObject *fn);
 
 /* A new Tensor object that takes over `t`'s reference (even on failure). */
 PyObject *pg_wrap(pg_tensor *t);

@@ -22,7 +22,8 @@
 #include "pg_status.h"
 #include "pg_storage.h"
 
-#define PG_BACKEND_ABI_VERSION 1
+/* 2: pg_node gained extra outputs, optional (NULL-storage) sources and fused training ops */
+#define PG_BACKEND_ABI_VERSION 2
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
 

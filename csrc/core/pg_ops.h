@@ -66,6 +66,25 @@ pg_status pg_op_pin_memory(const pg_tensor *t, pg_tensor *out);
 pg_status pg_tensor_wait(const pg_tensor *t);
 pg_status pg_device_synchronize(pg_device dev);
 
+/* fused training ops (pg_ops_train.c); b, y may be NULL; act is a PG_ACT_* code */
+pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b, int act,
+                           pg_tensor *y);
+/* dx / db are left empty (NULL storage) unless wanted */
+pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
+                           const pg_tensor *y, int act, bool want_dx, bool want_db, pg_tensor *dx,
+                           pg_tensor *dw, pg_tensor *db);
+pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool mean,
+                         pg_tensor *loss, pg_tensor *probs);
+pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const pg_tensor *gloss,
+                         bool mean, pg_tensor *dlogits);
+/* in place on p (and buf / m, v); buf may be NULL when momentum is 0 */
+pg_status pg_op_sgd(const pg_tensor *p, const pg_tensor *g, const pg_tensor *buf, double lr,
+                    double momentum, double dampening, double weight_decay, bool nesterov,
+                    bool first);
+pg_status pg_op_adam(const pg_tensor *p, const pg_tensor *g, const pg_tensor *m,
+                     const pg_tensor *v, double lr, double beta1, double beta2, double eps,
+                     double weight_decay, int64_t step);
+
 const char *pg_binary_name(int op);
 const char *pg_unary_name(int op);
 

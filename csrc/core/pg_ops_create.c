@@ -47,6 +47,7 @@ pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
     if (t->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "fill: the tensor is read-only");
     pg_node n;
+    n.nextra = 0;
     n.op = PG_OP_FILL;
     n.subop = 0;
     n.nsrc = 0;
@@ -84,6 +85,7 @@ pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, in
     if (n == 0)
         return PG_OK;
     pg_node node;
+    node.nextra = 0;
     node.op = PG_OP_ARANGE;
     node.subop = 0;
     node.nsrc = 0;
@@ -106,6 +108,7 @@ pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int
     PG_TRY(pg_tensor_empty(dev, dt, ndim, shape, out));
     int64_t n = pg_tensor_numel(out);
     pg_node node;
+    node.nextra = 0;
     node.op = PG_OP_RANDOM;
     node.subop = kind;
     node.nsrc = 0;

@@ -69,6 +69,7 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
     if (dst->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "copy: the destination is read-only");
     pg_node n;
+    n.nextra = 0;
     node_init(&n, PG_OP_COPY, 0, "copy");
     PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &n.src[0]));
     int nd;
@@ -184,6 +185,7 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
     pg_node n;
+    n.nextra = 0;
     node_init(&n, PG_OP_BINARY, op, name);
     memset(n.src, 0, sizeof n.src);
     pg_status st = prepare_operand(a, ct, nd, shape, &n.src[0]);
@@ -217,6 +219,7 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
     pg_node n;
+    n.nextra = 0;
     node_init(&n, PG_OP_BINARY, op, name);
     n.p.scalar.f = s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i;
     n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)0 : s.i;
@@ -244,6 +247,7 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
     pg_node n;
+    n.nextra = 0;
     node_init(&n, PG_OP_UNARY, op, name);
     return launch_one_input(&n, a, dt, out);
 }

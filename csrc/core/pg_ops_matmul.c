@@ -132,6 +132,7 @@ pg_status pg_op_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
             st = pg_op_fill(&C, zero);
         } else {
             pg_node n;
+            n.nextra = 0;
             n.op = PG_OP_MATMUL;
             n.subop = 0;
             n.nsrc = 2;

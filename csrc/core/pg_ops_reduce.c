@@ -33,6 +33,7 @@ static pg_status reduce_axis(int op, const pg_tensor *c, int axis, pg_tensor *ou
         st = pg_op_fill(out, zero);
     } else {
         pg_node n;
+        n.nextra = 0;
         n.op = PG_OP_REDUCE;
         n.subop = op;
         n.nsrc = 1;

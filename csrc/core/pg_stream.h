@@ -20,8 +20,9 @@
 
 #include "pg_backend.h"
 
-#define PG_TASK_MAX_DEPS 6
-#define PG_TASK_MAX_HOLD 4
+/* a fused node reads up to 4 storages and writes up to 4 (3 events each) */
+#define PG_TASK_MAX_DEPS 16
+#define PG_TASK_MAX_HOLD 8
 
 typedef struct pg_stream pg_stream;
 

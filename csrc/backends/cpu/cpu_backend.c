@@ -21,6 +21,12 @@ pg_status pg_cpu_execute(const pg_node *node)
     case PG_OP_MATMUL: return pg_cpu_matmul(node);
     case PG_OP_ARANGE: return pg_cpu_arange(node);
     case PG_OP_RANDOM: return pg_cpu_random(node);
+    case PG_OP_LINEAR_FWD: return pg_cpu_linear_fwd(node);
+    case PG_OP_LINEAR_BWD: return pg_cpu_linear_bwd(node);
+    case PG_OP_XENT_FWD: return pg_cpu_xent_fwd(node);
+    case PG_OP_XENT_BWD: return pg_cpu_xent_bwd(node);
+    case PG_OP_SGD: return pg_cpu_sgd(node);
+    case PG_OP_ADAM: return pg_cpu_adam(node);
     default: return pg_error_set(PG_ERR_RUNTIME, "unknown op %d", node->op);
     }
 }
@@ -45,10 +51,13 @@ static pg_status cpu_launch(const pg_backend *be, int index, const pg_node *node
     (void)be;
     (void)index;
     for (int i = 0; i < node->nsrc; i++)
-        if (node->src[i].storage->writer)
+        if (node->src[i].storage && node->src[i].storage->writer)
             PG_TRY(pg_storage_wait(node->src[i].storage));
     if (node->dst.storage->writer)
         PG_TRY(pg_storage_wait_idle(node->dst.storage));
+    for (int i = 0; i < node->nextra; i++)
+        if (node->extra[i].storage && node->extra[i].storage->writer)
+            PG_TRY(pg_storage_wait_idle(node->extra[i].storage));
     return pg_cpu_execute(node);
 }
 

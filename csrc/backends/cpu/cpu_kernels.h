@@ -20,6 +20,13 @@ pg_status pg_cpu_reduce(const pg_node *node);
 pg_status pg_cpu_matmul(const pg_node *node);
 pg_status pg_cpu_arange(const pg_node *node);
 pg_status pg_cpu_random(const pg_node *node);
+/* fused training ops (cpu_train.c) */
+pg_status pg_cpu_linear_fwd(const pg_node *node);
+pg_status pg_cpu_linear_bwd(const pg_node *node);
+pg_status pg_cpu_xent_fwd(const pg_node *node);
+pg_status pg_cpu_xent_bwd(const pg_node *node);
+pg_status pg_cpu_sgd(const pg_node *node);
+pg_status pg_cpu_adam(const pg_node *node);
 
 /* Walk up to three same-shape strided operands (operand 0 is the output) and
  * call `loop` on runs along the innermost (coalesced) axis. Strides passed to

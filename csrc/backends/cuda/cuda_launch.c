@@ -230,8 +230,12 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
 
     uint64_t seq = pg_cuda_note_queued(d, node->name);
     for (int i = 0; i < node->nsrc; i++)
-        pg_cuda_mark(node->src[i].storage, d, seq, PG_CUDA_ROLE_COMPUTE, false);
-    pg_cuda_mark(node->dst.storage, d, seq, PG_CUDA_ROLE_COMPUTE, true);
+        if (node->src[i].storage)
+            pg_cuda_mark(node->src[i].storage, d, seq, PG_CUDA_ROLE_COMPUTE, false);
+    const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
+    int nout = pg_node_outputs(node, outs);
+    for (int i = 0; i < nout; i++)
+        pg_cuda_mark(outs[i]->storage, d, seq, PG_CUDA_ROLE_COMPUTE, true);
     if (atomic_load(&pg_cuda.sync_each_op))
         return pg_cuda_stream_sync(d, "cudaStreamSynchronize");
     return PG_OK;

@@ -146,12 +146,16 @@ static void exec_task(void *ctx, pg_task *t)
         return;
     }
     const pg_node *n = &t->u.node;
+    const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
+    int nout = pg_node_outputs(n, outs);
     for (int i = 0; i < n->nsrc; i++) {
-        char *err = atomic_load(&n->src[i].storage->error);
+        char *err = n->src[i].storage ? atomic_load(&n->src[i].storage->error) : NULL;
         if (err) {
             snprintf(msg, sizeof msg, "'%s' on sim:%d was skipped: its input comes from a failed op: %s",
                      n->name, d->index, err);
-            pg_storage_set_error(n->dst.storage, msg);
+            for (int k = 0; k < nout; k++)
+                if (outs[k]->storage != n->src[i].storage)
+                    pg_storage_set_error(outs[k]->storage, msg);
             return; /* the root cause is already in first_error */
         }
     }
@@ -169,6 +173,8 @@ static void exec_task(void *ctx, pg_task *t)
         snprintf(msg, sizeof msg, "op '%s' failed on sim:%d: %s", n->name, d->index,
                  pg_error_message());
         record_failure(d, n->dst.storage, msg);
+        for (int k = 1; k < nout; k++)
+            pg_storage_set_error(outs[k]->storage, msg);
     }
 }
 
@@ -197,22 +203,26 @@ static void add_dep(pg_task *t, pg_event e, pg_stream *self)
 /* Under g_event_lock: gather the events `t` must wait for, then stamp the
  * storages with the new task's event. */
 static void enqueue_with_events(pg_stream *s, int role, pg_task *t, pg_storage **reads, int nreads,
-                                pg_storage *write)
+                                pg_storage **writes, int nwrites)
 {
     pthread_mutex_lock(&g_event_lock);
     for (int i = 0; i < nreads; i++)
         add_dep(t, reads[i]->last_write, s);
-    add_dep(t, write->last_write, s);
-    add_dep(t, write->last_read[0], s);
-    add_dep(t, write->last_read[1], s);
+    for (int i = 0; i < nwrites; i++) {
+        add_dep(t, writes[i]->last_write, s);
+        add_dep(t, writes[i]->last_read[0], s);
+        add_dep(t, writes[i]->last_read[1], s);
+    }
     uint64_t seq = pg_stream_enqueue(s, t);
     pg_event e = {s, seq};
     for (int i = 0; i < nreads; i++) {
         reads[i]->last_read[role] = e;
         reads[i]->writer = &pg_sim_backend;
     }
-    write->last_write = e;
-    write->writer = &pg_sim_backend;
+    for (int i = 0; i < nwrites; i++) {
+        writes[i]->last_write = e;
+        writes[i]->writer = &pg_sim_backend;
+    }
     pthread_mutex_unlock(&g_event_lock);
 }
 
@@ -226,15 +236,23 @@ static pg_status sim_launch(const pg_backend *be, int index, const pg_node *node
     t.u.node = *node;
     t.ndeps = 0;
     t.nhold = 0;
-    pg_storage *reads[PG_NODE_MAX_SRC];
+    pg_storage *reads[PG_NODE_MAX_SRC], *writes[1 + PG_NODE_MAX_EXTRA];
+    int nreads = 0;
     for (int i = 0; i < node->nsrc; i++) {
-        reads[i] = node->src[i].storage;
-        t.hold[t.nhold++] = reads[i];
+        if (!node->src[i].storage)
+            continue; /* an optional operand the op does without */
+        reads[nreads++] = node->src[i].storage;
+        t.hold[t.nhold++] = node->src[i].storage;
     }
-    t.hold[t.nhold++] = node->dst.storage;
+    const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
+    int nwrites = pg_node_outputs(node, outs);
+    for (int i = 0; i < nwrites; i++) {
+        writes[i] = outs[i]->storage;
+        t.hold[t.nhold++] = writes[i];
+    }
     for (int i = 0; i < t.nhold; i++)
         pg_storage_retain(t.hold[i]);
-    enqueue_with_events(s, ROLE_COMPUTE, &t, reads, node->nsrc, node->dst.storage);
+    enqueue_with_events(s, ROLE_COMPUTE, &t, reads, nreads, writes, nwrites);
     return PG_OK;
 }
 
@@ -258,8 +276,8 @@ static pg_status sim_copy(const pg_backend *be, int index, const pg_copy *c)
     t.hold[1] = c->dst;
     pg_storage_retain(c->src);
     pg_storage_retain(c->dst);
-    pg_storage *reads[1] = {c->src};
-    enqueue_with_events(s, ROLE_COPY, &t, reads, 1, c->dst);
+    pg_storage *reads[1] = {c->src}, *writes[1] = {c->dst};
+    enqueue_with_events(s, ROLE_COPY, &t, reads, 1, writes, 1);
     return PG_OK;
 }
 

@@ -1,0 +1,220 @@
+/* autograd.c - the C side of autograd: grad mode, the per-tensor autograd
+ * slots (requires_grad, grad, grad_fn, data) and the recording hook.
+ *
+ * The graph itself is Python (pygpu/autograd/): each differentiable op binding
+ * calls pg_ag_record(), which costs two flag checks unless grad mode is on and
+ * an operand requires grad; only then is the Python hook "record" called to
+ * attach a grad_fn node. backward() is the Python hook "backward". */
+#include "tensor_object.h"
+
+_Thread_local int pg_grad_disabled;
+
+#define PT(o) ((PyTensor *)(o))
+
+PyObject *pg_ag_record_slow(PyObject *out, const char *name, PyObject *a, PyObject *b,
+                            PyObject *args, PyObject *kwargs)
+{
+    PyObject *hook = pg_hook("record");
+    if (!hook) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    PyObject *r = PyObject_CallFunction(hook, "sOOOOO", name, out, a ? a : Py_None,
+                                        b ? b : Py_None, args ? args : Py_None,
+                                        kwargs ? kwargs : Py_None);
+    if (!r) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return out;
+}
+
+int pg_ag_check_inplace(PyObject *self, const char *what)
+{
+    if (pg_grad_disabled || !PT(self)->requires_grad)
+        return 0;
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s on a tensor that requires grad would corrupt the autograd graph; do it "
+                 "under `with pygpu.no_grad():` or on t.detach()",
+                 what);
+    return -1;
+}
+
+/* ---- properties ----------------------------------------------------------------------- */
+
+PyObject *pg_ag_get_requires_grad(PyObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(PT(self)->requires_grad);
+}
+
+static int float_dtype(PyObject *self)
+{
+    int dt = PT(self)->t.dtype;
+    return dt == PG_FLOAT32 || dt == PG_FLOAT64 || dt == PG_FLOAT16 || dt == PG_BFLOAT16;
+}
+
+static int set_requires_grad(PyObject *self, int v)
+{
+    if (PT(self)->grad_fn && !v) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "you can only change requires_grad of leaf tensors; use t.detach() to "
+                        "get a tensor without history");
+        return -1;
+    }
+    if (v && !float_dtype(self)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "only floating-point tensors can require gradients (convert with "
+                        ".astype(pygpu.float32))");
+        return -1;
+    }
+    PT(self)->requires_grad = v;
+    return 0;
+}
+
+int pg_ag_set_requires_grad(PyObject *self, PyObject *v, void *c)
+{
+    (void)c;
+    if (!v) {
+        PyErr_SetString(PyExc_TypeError, "cannot delete requires_grad");
+        return -1;
+    }
+    int b = PyObject_IsTrue(v);
+    return b < 0 ? -1 : set_requires_grad(self, b);
+}
+
+PyObject *pg_ag_get_grad(PyObject *self, void *c)
+{
+    (void)c;
+    return Py_NewRef(PT(self)->grad ? PT(self)->grad : Py_None);
+}
+
+int pg_ag_set_grad(PyObject *self, PyObject *v, void *c)
+{
+    (void)c;
+    if (v && v != Py_None && !PyTensor_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "grad must be a pygpu.Tensor or None, got %.80s",
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    Py_XSETREF(PT(self)->grad, (v && v != Py_None) ? Py_NewRef(v) : NULL);
+    return 0;
+}
+
+PyObject *pg_ag_get_grad_fn(PyObject *self, void *c)
+{
+    (void)c;
+    return Py_NewRef(PT(self)->grad_fn ? PT(self)->grad_fn : Py_None);
+}
+
+PyObject *pg_ag_get_is_leaf(PyObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(PT(self)->grad_fn == NULL);
+}
+
+static PyObject *detach(PyObject *self)
+{
+    pg_tensor out;
+    pg_tensor_ref(&PT(self)->t, &out);
+    return pg_wrap(&out);
+}
+
+PyObject *pg_ag_get_data(PyObject *self, void *c)
+{
+    (void)c;
+    return detach(self);
+}
+
+int pg_ag_set_data(PyObject *self, PyObject *v, void *c)
+{
+    (void)c;
+    if (!v || !PyTensor_Check(v)) {
+        PyErr_SetString(PyExc_TypeError, "data must be assigned a pygpu.Tensor");
+        return -1;
+    }
+    pg_tensor nt;
+    pg_tensor_ref(&PT(v)->t, &nt);
+    pg_tensor old = PT(self)->t;
+    PT(self)->t = nt;
+    pg_tensor_clear(&old);
+    return 0;
+}
+
+PyObject *pg_ag_get_is_param(PyObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(PT(self)->is_param);
+}
+
+int pg_ag_set_is_param(PyObject *self, PyObject *v, void *c)
+{
+    (void)c;
+    int b = v ? PyObject_IsTrue(v) : 0;
+    if (b < 0)
+        return -1;
+    PT(self)->is_param = b;
+    return 0;
+}
+
+/* ---- methods -------------------------------------------------------------------------- */
+
+PyObject *pg_ag_requires_grad_(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kw[] = {"requires_grad", NULL};
+    int v = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p", kw, &v) || set_requires_grad(self, v) < 0)
+        return NULL;
+    return Py_NewRef(self);
+}
+
+PyObject *pg_ag_detach(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return detach(self);
+}
+
+PyObject *pg_ag_backward(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kw[] = {"gradient", "retain_graph", NULL};
+    PyObject *gradient = Py_None, *retain = Py_False;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO", kw, &gradient, &retain))
+        return NULL;
+    PyObject *hook = pg_hook("backward");
+    return hook ? PyObject_CallFunctionObjArgs(hook, self, gradient, retain, NULL) : NULL;
+}
+
+/* internal: attach a grad_fn (the Python recording hook calls it) */
+PyObject *pg_ag_set_grad_fn(PyObject *self, PyObject *fn)
+{
+    Py_XSETREF(PT(self)->grad_fn, fn == Py_None ? NULL : Py_NewRef(fn));
+    PT(self)->requires_grad = fn != Py_None;
+    Py_RETURN_NONE;
+}
+
+/* ---- module functions ----------------------------------------------------------------- */
+
+static PyObject *f_set_grad_enabled(PyObject *mod, PyObject *v)
+{
+    (void)mod;
+    int b = PyObject_IsTrue(v);
+    if (b < 0)
+        return NULL;
+    int prev = !pg_grad_disabled;
+    pg_grad_disabled = !b;
+    return PyBool_FromLong(prev);
+}
+
+static PyObject *f_is_grad_enabled(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    return PyBool_FromLong(!pg_grad_disabled);
+}
+
+PyMethodDef pg_autograd_functions[] = {
+    {"_set_grad_enabled", f_set_grad_enabled, METH_O, "set this thread's grad mode; returns the previous one"},
+    {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "whether ops on tensors that require grad are recorded (this thread)"},
+    {NULL, NULL, 0, NULL},
+};

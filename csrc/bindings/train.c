@@ -1,0 +1,159 @@
+/* train.c - pygpu._C's fused training ops: _linear_fwd, _linear_bwd,
+ * _softmax_xent_fwd, _softmax_xent_bwd, _sgd_update, _adam_update.
+ *
+ * Internal entry points for pygpu/_train_ops.py and pygpu/optim (which check
+ * user-facing arguments and wire autograd); the core (pg_ops_train.c) still
+ * validates everything. The GIL is released around each op on the cpu device
+ * (large matmuls run there); on a device the call only queues work. */
+#include "tensor_object.h"
+
+#define T(o) (&((PyTensor *)(o))->t)
+
+static int opt_tensor(PyObject *o, const char *fn, const char *what, const pg_tensor **out)
+{
+    if (o == Py_None) {
+        *out = NULL;
+        return 0;
+    }
+    if (!PyTensor_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a pygpu.Tensor or None, got %.80s", fn,
+                     what, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = T(o);
+    return 0;
+}
+
+static bool on_cpu(const pg_tensor *t) { return t->storage->device.type == PG_DEV_CPU; }
+
+/* _linear_fwd(x, weight, bias | None, act) -> y */
+static PyObject *f_linear_fwd(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *x, *w, *bo;
+    int act;
+    const pg_tensor *b;
+    if (!PyArg_ParseTuple(args, "O!O!Oi:_linear_fwd", &PyTensor_Type, &x, &PyTensor_Type, &w, &bo,
+                          &act) ||
+        opt_tensor(bo, "linear", "bias", &b) < 0)
+        return NULL;
+    pg_tensor y;
+    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_linear_fwd(T(x), T(w), b, act, &y));
+    return pg_wrap_result(st, &y);
+}
+
+static PyObject *wrap_or_none(pg_tensor *t)
+{
+    if (!t->storage)
+        Py_RETURN_NONE;
+    return pg_wrap(t);
+}
+
+/* _linear_bwd(dy, x, weight, y | None, act, want_db, want_dx) -> (dx | None, dW, db | None) */
+static PyObject *f_linear_bwd(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *dy, *x, *w, *yo;
+    int act, want_db, want_dx;
+    const pg_tensor *y;
+    if (!PyArg_ParseTuple(args, "O!O!O!Oipp:_linear_bwd", &PyTensor_Type, &dy, &PyTensor_Type, &x,
+                          &PyTensor_Type, &w, &yo, &act, &want_db, &want_dx) ||
+        opt_tensor(yo, "linear_backward", "output", &y) < 0)
+        return NULL;
+    pg_tensor dx, dw, db;
+    pg_status st = PG_CALL(on_cpu(T(dy)), pg_op_linear_bwd(T(dy), T(x), T(w), y, act, want_dx,
+                                                           want_db, &dx, &dw, &db));
+    if (st != PG_OK)
+        return pg_raise(st);
+    PyObject *a = wrap_or_none(&dx), *b = pg_wrap(&dw), *c = wrap_or_none(&db);
+    if (!a || !b || !c) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", a, b, c);
+}
+
+/* _softmax_xent_fwd(logits, labels, mean) -> (loss, probs) */
+static PyObject *f_xent_fwd(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *x, *l;
+    int mean;
+    if (!PyArg_ParseTuple(args, "O!O!p:_softmax_xent_fwd", &PyTensor_Type, &x, &PyTensor_Type, &l,
+                          &mean))
+        return NULL;
+    pg_tensor loss, probs;
+    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_xent_fwd(T(x), T(l), mean, &loss, &probs));
+    if (st != PG_OK)
+        return pg_raise(st);
+    PyObject *a = pg_wrap(&loss), *b = pg_wrap(&probs);
+    if (!a || !b) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", a, b);
+}
+
+/* _softmax_xent_bwd(probs, labels, gloss, mean) -> dlogits */
+static PyObject *f_xent_bwd(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *p, *l, *g;
+    int mean;
+    if (!PyArg_ParseTuple(args, "O!O!O!p:_softmax_xent_bwd", &PyTensor_Type, &p, &PyTensor_Type,
+                          &l, &PyTensor_Type, &g, &mean))
+        return NULL;
+    pg_tensor out;
+    pg_status st = PG_CALL(on_cpu(T(p)), pg_op_xent_bwd(T(p), T(l), T(g), mean, &out));
+    return pg_wrap_result(st, &out);
+}
+
+/* _sgd_update(p, grad, buf | None, lr, momentum, dampening, weight_decay, nesterov, first) */
+static PyObject *f_sgd(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *p, *g, *bo;
+    double lr, mom, damp, wd;
+    int nesterov, first;
+    const pg_tensor *buf;
+    if (!PyArg_ParseTuple(args, "O!O!Oddddpp:_sgd_update", &PyTensor_Type, &p, &PyTensor_Type, &g,
+                          &bo, &lr, &mom, &damp, &wd, &nesterov, &first) ||
+        opt_tensor(bo, "sgd", "momentum buffer", &buf) < 0)
+        return NULL;
+    pg_status st = PG_CALL(on_cpu(T(p)) && pg_heavy(T(p)),
+                           pg_op_sgd(T(p), T(g), buf, lr, mom, damp, wd, nesterov, first));
+    if (st != PG_OK)
+        return pg_raise(st);
+    Py_RETURN_NONE;
+}
+
+/* _adam_update(p, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, step) */
+static PyObject *f_adam(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *p, *g, *m, *v;
+    double lr, b1, b2, eps, wd;
+    long long step;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!dddddL:_adam_update", &PyTensor_Type, &p, &PyTensor_Type,
+                          &g, &PyTensor_Type, &m, &PyTensor_Type, &v, &lr, &b1, &b2, &eps, &wd,
+                          &step))
+        return NULL;
+    pg_status st = PG_CALL(on_cpu(T(p)) && pg_heavy(T(p)),
+                           pg_op_adam(T(p), T(g), T(m), T(v), lr, b1, b2, eps, wd, step));
+    if (st != PG_OK)
+        return pg_raise(st);
+    Py_RETURN_NONE;
+}
+
+PyMethodDef pg_train_functions[] = {
+    {"_linear_fwd", f_linear_fwd, METH_VARARGS, "internal: fused act(x @ W.T + b)"},
+    {"_linear_bwd", f_linear_bwd, METH_VARARGS, "internal: fused linear backward -> (dx, dW, db)"},
+    {"_softmax_xent_fwd", f_xent_fwd, METH_VARARGS, "internal: fused softmax cross-entropy -> (loss, probs)"},
+    {"_softmax_xent_bwd", f_xent_bwd, METH_VARARGS, "internal: fused softmax cross-entropy backward"},
+    {"_sgd_update", f_sgd, METH_VARARGS, "internal: one fused in-place SGD step of a parameter"},
+    {"_adam_update", f_adam, METH_VARARGS, "internal: one fused in-place Adam step of a parameter"},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,349 @@
+/* pg_ops_train.c - the generic layer of the fused training ops: checked once here.
+ *
+ * Each op validates devices, dtypes (float32/float64, all equal) and shapes,
+ * makes its inputs contiguous (a reference when they already are), allocates
+ * outputs on the operands' device and launches ONE node: the backend runs the
+ * whole fused computation (BLAS/cuBLAS matmuls plus fused elementwise passes)
+ * for it. Operands and outputs of each node, in slot order:
+ *
+ *   LINEAR_FWD  src: x (N,I), W (O,I), b (O) | NULL          dst: y (N,O)
+ *               subop: activation; y = act(x @ W^T + b)
+ *   LINEAR_BWD  src: dy (N,O), x (N,I), W (O,I), y (N,O) | NULL
+ *               dst: dW (O,I); extra: dx (N,I) | NULL, db (O) | NULL,
+ *               dz (N,O) scratch = dy * act'(y) | NULL when act is none
+ *   XENT_FWD    src: logits (N,C), labels (N) int64     dst: loss (); extra: probs (N,C)
+ *               p.train.i[0]: mean (1) or sum (0)
+ *   XENT_BWD    src: probs (N,C), labels (N), gloss ()  dst: dlogits (N,C)
+ *   SGD         src: g, p, buf | NULL                   dst: p; extra: buf | NULL
+ *               f: lr, momentum, dampening, weight_decay; i: nesterov, first step
+ *   ADAM        src: g, p, m, v                         dst: p; extra: m, v
+ *               f: lr/(1-b1^t), b1, b2, eps, weight_decay, sqrt(1-b2^t)
+ *
+ * A label out of [0, C) fails the op with a message naming the label and the
+ * class count (at once on cpu; as the op's asynchronous failure on a device). */
+#include <math.h>
+#include <string.h>
+
+#include "pg_ops.h"
+
+static pg_status check_float(const char *op, const char *what, const pg_tensor *t, int dt)
+{
+    if (t->dtype != PG_FLOAT32 && t->dtype != PG_FLOAT64)
+        return pg_error_set(PG_ERR_DTYPE, "%s: %s must be float32 or float64, got %s", op, what,
+                            pg_dtype_name((pg_dtype)t->dtype));
+    if (dt >= 0 && t->dtype != dt)
+        return pg_error_set(PG_ERR_DTYPE, "%s: %s is %s but the other operands are %s; convert "
+                                          "with .astype()",
+                            op, what, pg_dtype_name((pg_dtype)t->dtype), pg_dtype_name((pg_dtype)dt));
+    return PG_OK;
+}
+
+static pg_status check_shape(const char *op, const char *what, const pg_tensor *t, int ndim,
+                             const int64_t *shape)
+{
+    bool ok = t->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++)
+        ok = t->shape[i] == shape[i];
+    if (ok)
+        return PG_OK;
+    char a[96], b[96];
+    return pg_error_set(PG_ERR_SHAPE, "%s: %s has shape %s, expected %s", op, what,
+                        pg_shape_str(t->ndim, t->shape, a, sizeof a),
+                        pg_shape_str(ndim, shape, b, sizeof b));
+}
+
+static void node_init(pg_node *n, int op, int subop, const char *name)
+{
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->subop = subop;
+    n->name = name;
+}
+
+/* Contiguous references of `n` inputs (NULL entries stay zeroed); on failure clears all. */
+static pg_status contiguous_all(int n, const pg_tensor *const *in, pg_tensor *out)
+{
+    memset(out, 0, sizeof(pg_tensor) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        if (!in[i])
+            continue;
+        pg_status st = pg_op_contiguous(in[i], &out[i]);
+        if (st != PG_OK) {
+            for (int k = 0; k < i; k++)
+                if (out[k].storage)
+                    pg_tensor_clear(&out[k]);
+            return st;
+        }
+    }
+    return PG_OK;
+}
+
+static void clear_all(int n, pg_tensor *t)
+{
+    for (int i = 0; i < n; i++)
+        if (t[i].storage)
+            pg_tensor_clear(&t[i]);
+}
+
+/* ---- linear --------------------------------------------------------------------------- */
+
+pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b, int act,
+                           pg_tensor *y)
+{
+    const char *op = "linear";
+    if (act < 0 || act >= PG_NUM_ACT)
+        return pg_error_set(PG_ERR_VALUE, "%s: unknown activation code %d", op, act);
+    PG_TRY(check_float(op, "input", x, -1));
+    PG_TRY(check_float(op, "weight", w, x->dtype));
+    PG_TRY(pg_check_same_device(op, x, w));
+    if (x->ndim != 2 || w->ndim != 2)
+        return pg_error_set(PG_ERR_SHAPE, "%s: input must be (batch, in) and weight (out, in); "
+                                          "got %d-d and %d-d", op, x->ndim, w->ndim);
+    if (x->shape[1] != w->shape[1]) {
+        char a[64], c[64];
+        return pg_error_set(PG_ERR_SHAPE, "%s: input %s has %lld features but weight %s expects "
+                                          "%lld (weight is (out_features, in_features))",
+                            op, pg_shape_str(2, x->shape, a, sizeof a), (long long)x->shape[1],
+                            pg_shape_str(2, w->shape, c, sizeof c), (long long)w->shape[1]);
+    }
+    if (b) {
+        PG_TRY(check_float(op, "bias", b, x->dtype));
+        PG_TRY(pg_check_same_device(op, x, b));
+        PG_TRY(check_shape(op, "bias", b, 1, &w->shape[0]));
+    }
+    int64_t shape[2] = {x->shape[0], w->shape[0]};
+    const pg_tensor *in[3] = {x, w, b};
+    pg_node n;
+    node_init(&n, PG_OP_LINEAR_FWD, act, op);
+    PG_TRY(contiguous_all(3, in, n.src));
+    n.nsrc = 3;
+    pg_status st = pg_tensor_empty(pg_tensor_device(x), (pg_dtype)x->dtype, 2, shape, &n.dst);
+    if (st == PG_OK && pg_tensor_numel(&n.dst) > 0)
+        st = pg_launch(&n);
+    clear_all(3, n.src);
+    if (st != PG_OK) {
+        if (n.dst.storage)
+            pg_tensor_clear(&n.dst);
+        return st;
+    }
+    *y = n.dst;
+    return PG_OK;
+}
+
+pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
+                           const pg_tensor *y, int act, bool want_dx, bool want_db, pg_tensor *dx,
+                           pg_tensor *dw, pg_tensor *db)
+{
+    const char *op = "linear_backward";
+    if (act < 0 || act >= PG_NUM_ACT)
+        return pg_error_set(PG_ERR_VALUE, "%s: unknown activation code %d", op, act);
+    if (act != PG_ACT_NONE && !y)
+        return pg_error_set(PG_ERR_VALUE, "%s: the activation output is needed", op);
+    PG_TRY(check_float(op, "grad", dy, -1));
+    PG_TRY(check_float(op, "input", x, dy->dtype));
+    PG_TRY(check_float(op, "weight", w, dy->dtype));
+    PG_TRY(pg_check_same_device(op, dy, x));
+    PG_TRY(pg_check_same_device(op, dy, w));
+    if (x->ndim != 2 || w->ndim != 2)
+        return pg_error_set(PG_ERR_SHAPE, "%s: input and weight must be 2-d", op);
+    int64_t N = x->shape[0], I = x->shape[1], O = w->shape[0];
+    int64_t yshape[2] = {N, O}, wshape[2] = {O, I};
+    PG_TRY(check_shape(op, "weight", w, 2, wshape));
+    PG_TRY(check_shape(op, "grad", dy, 2, yshape));
+    if (y && act != PG_ACT_NONE) {
+        PG_TRY(check_float(op, "output", y, dy->dtype));
+        PG_TRY(pg_check_same_device(op, dy, y));
+        PG_TRY(check_shape(op, "output", y, 2, yshape));
+    }
+    pg_device dev = pg_tensor_device(dy);
+    pg_dtype dt = (pg_dtype)dy->dtype;
+    const pg_tensor *in[4] = {dy, x, w, act != PG_ACT_NONE ? y : NULL};
+    pg_node n;
+    node_init(&n, PG_OP_LINEAR_BWD, act, op);
+    PG_TRY(contiguous_all(4, in, n.src));
+    n.nsrc = 4;
+    n.nextra = 3;
+    pg_status st = pg_tensor_empty(dev, dt, 2, wshape, &n.dst);
+    int64_t xshape[2] = {N, I};
+    if (st == PG_OK && want_dx)
+        st = pg_tensor_empty(dev, dt, 2, xshape, &n.extra[0]);
+    if (st == PG_OK && want_db)
+        st = pg_tensor_empty(dev, dt, 1, &O, &n.extra[1]);
+    if (st == PG_OK && act != PG_ACT_NONE)
+        st = pg_tensor_empty(dev, dt, 2, yshape, &n.extra[2]);
+    if (st == PG_OK && pg_tensor_numel(&n.dst) + O + N * I > 0)
+        st = pg_launch(&n);
+    clear_all(4, n.src);
+    if (n.extra[2].storage)
+        pg_tensor_clear(&n.extra[2]); /* the scratch lives until the queued op is done */
+    if (st != PG_OK) {
+        clear_all(1, &n.dst);
+        clear_all(2, n.extra);
+        return st;
+    }
+    *dw = n.dst;
+    memset(dx, 0, sizeof *dx);
+    memset(db, 0, sizeof *db);
+    if (want_dx)
+        *dx = n.extra[0];
+    if (want_db)
+        *db = n.extra[1];
+    return PG_OK;
+}
+
+/* ---- softmax cross-entropy ------------------------------------------------------------ */
+
+static pg_status check_labels(const char *op, const pg_tensor *logits, const pg_tensor *labels)
+{
+    PG_TRY(check_float(op, "input", logits, -1));
+    PG_TRY(pg_check_same_device(op, logits, labels));
+    if (logits->ndim != 2)
+        return pg_error_set(PG_ERR_SHAPE, "%s: input must be (batch, classes), got %d-d", op,
+                            logits->ndim);
+    if (labels->dtype != PG_INT64)
+        return pg_error_set(PG_ERR_DTYPE, "%s: target must hold int64 class indices, got %s", op,
+                            pg_dtype_name((pg_dtype)labels->dtype));
+    return check_shape(op, "target", labels, 1, &logits->shape[0]);
+}
+
+pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool mean,
+                         pg_tensor *loss, pg_tensor *probs)
+{
+    const char *op = "cross_entropy";
+    PG_TRY(check_labels(op, logits, labels));
+    pg_device dev = pg_tensor_device(logits);
+    const pg_tensor *in[2] = {logits, labels};
+    pg_node n;
+    node_init(&n, PG_OP_XENT_FWD, 0, op);
+    n.p.train.i[0] = mean;
+    PG_TRY(contiguous_all(2, in, n.src));
+    n.nsrc = 2;
+    n.nextra = 1;
+    pg_status st = pg_tensor_empty(dev, (pg_dtype)logits->dtype, 0, NULL, &n.dst);
+    if (st == PG_OK)
+        st = pg_tensor_empty(dev, (pg_dtype)logits->dtype, 2, logits->shape, &n.extra[0]);
+    if (st == PG_OK)
+        st = pg_launch(&n);
+    clear_all(2, n.src);
+    if (st != PG_OK) {
+        clear_all(1, &n.dst);
+        clear_all(1, n.extra);
+        return st;
+    }
+    *loss = n.dst;
+    *probs = n.extra[0];
+    return PG_OK;
+}
+
+pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const pg_tensor *gloss,
+                         bool mean, pg_tensor *dlogits)
+{
+    const char *op = "cross_entropy_backward";
+    PG_TRY(check_labels(op, probs, labels));
+    PG_TRY(check_float(op, "grad", gloss, probs->dtype));
+    PG_TRY(pg_check_same_device(op, probs, gloss));
+    if (pg_tensor_numel(gloss) != 1)
+        return pg_error_set(PG_ERR_SHAPE, "%s: the loss gradient must have one element", op);
+    const pg_tensor *in[3] = {probs, labels, gloss};
+    pg_node n;
+    node_init(&n, PG_OP_XENT_BWD, 0, op);
+    n.p.train.i[0] = mean;
+    PG_TRY(contiguous_all(3, in, n.src));
+    n.nsrc = 3;
+    pg_status st = pg_tensor_empty(pg_tensor_device(probs), (pg_dtype)probs->dtype, 2,
+                                   probs->shape, &n.dst);
+    if (st == PG_OK && pg_tensor_numel(&n.dst) > 0)
+        st = pg_launch(&n);
+    clear_all(3, n.src);
+    if (st != PG_OK) {
+        clear_all(1, &n.dst);
+        return st;
+    }
+    *dlogits = n.dst;
+    return PG_OK;
+}
+
+/* ---- optimizers ----------------------------------------------------------------------- */
+
+static pg_status check_state(const char *op, const char *what, const pg_tensor *p,
+                             const pg_tensor *t)
+{
+    PG_TRY(check_float(op, what, t, p->dtype));
+    PG_TRY(pg_check_same_device(op, p, t));
+    PG_TRY(check_shape(op, what, t, p->ndim, p->shape));
+    if (!pg_tensor_is_contiguous(t))
+        return pg_error_set(PG_ERR_VALUE, "%s: %s must be contiguous to be updated in place", op,
+                            what);
+    if (t->storage->flags & PG_STORAGE_READONLY)
+        return pg_error_set(PG_ERR_VALUE, "%s: %s is read-only", op, what);
+    return PG_OK;
+}
+
+static pg_status launch_update(pg_node *n, const pg_tensor *g, int nstate,
+                               const pg_tensor *const *state)
+{
+    /* src: g (contiguous copy if needed), then the state read in place */
+    PG_TRY(pg_op_contiguous(g, &n->src[0]));
+    n->nsrc = 1 + nstate;
+    for (int i = 0; i < nstate; i++)
+        if (state[i])
+            n->src[1 + i] = *state[i]; /* borrowed: the caller holds them until launch returns */
+    n->dst = *state[0];
+    n->nextra = nstate - 1;
+    for (int i = 1; i < nstate; i++)
+        if (state[i])
+            n->extra[i - 1] = *state[i];
+    pg_status st = pg_tensor_numel(state[0]) > 0 ? pg_launch(n) : PG_OK;
+    pg_tensor_clear(&n->src[0]);
+    return st;
+}
+
+pg_status pg_op_sgd(const pg_tensor *p, const pg_tensor *g, const pg_tensor *buf, double lr,
+                    double momentum, double dampening, double weight_decay, bool nesterov,
+                    bool first)
+{
+    const char *op = "sgd";
+    PG_TRY(check_state(op, "parameter", p, p));
+    PG_TRY(check_float(op, "grad", g, p->dtype));
+    PG_TRY(pg_check_same_device(op, p, g));
+    PG_TRY(check_shape(op, "grad", g, p->ndim, p->shape));
+    if (momentum != 0 && !buf)
+        return pg_error_set(PG_ERR_VALUE, "%s: momentum needs a momentum buffer", op);
+    if (buf)
+        PG_TRY(check_state(op, "momentum buffer", p, buf));
+    pg_node n;
+    node_init(&n, PG_OP_SGD, 0, op);
+    n.p.train.f[0] = lr;
+    n.p.train.f[1] = momentum;
+    n.p.train.f[2] = dampening;
+    n.p.train.f[3] = weight_decay;
+    n.p.train.i[0] = nesterov;
+    n.p.train.i[1] = first;
+    const pg_tensor *state[2] = {p, momentum != 0 ? buf : NULL};
+    return launch_update(&n, g, 2, state);
+}
+
+pg_status pg_op_adam(const pg_tensor *p, const pg_tensor *g, const pg_tensor *m,
+                     const pg_tensor *v, double lr, double beta1, double beta2, double eps,
+                     double weight_decay, int64_t step)
+{
+    const char *op = "adam";
+    if (step < 1)
+        return pg_error_set(PG_ERR_VALUE, "%s: step must be >= 1, got %lld", op, (long long)step);
+    PG_TRY(check_state(op, "parameter", p, p));
+    PG_TRY(check_float(op, "grad", g, p->dtype));
+    PG_TRY(pg_check_same_device(op, p, g));
+    PG_TRY(check_shape(op, "grad", g, p->ndim, p->shape));
+    PG_TRY(check_state(op, "exp_avg", p, m));
+    PG_TRY(check_state(op, "exp_avg_sq", p, v));
+    pg_node n;
+    node_init(&n, PG_OP_ADAM, 0, op);
+    n.p.train.f[0] = lr / (1.0 - pow(beta1, (double)step));
+    n.p.train.f[1] = beta1;
+    n.p.train.f[2] = beta2;
+    n.p.train.f[3] = eps;
+    n.p.train.f[4] = weight_decay;
+    n.p.train.f[5] = sqrt(1.0 - pow(beta2, (double)step));
+    const pg_tensor *state[3] = {p, m, v};
+    return launch_update(&n, g, 3, state);
+}

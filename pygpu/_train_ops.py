@@ -1,0 +1,241 @@
+"""Differentiable ops that are not single C ops: cat, softmax, log_softmax,
+cross_entropy, mse_loss and linear (pygpu.nn.functional re-exports them).
+
+Each is an autograd Function (pygpu/autograd/function.py) with its backward
+written out beside its forward, or a composition of recorded tensor ops.
+linear and cross_entropy call one fused C op each way (csrc/core/pg_ops_train.c)."""
+import numbers
+
+from . import _C
+from .autograd import Function
+from ._dtype import int64
+
+Tensor = _C.Tensor
+
+
+def _want_tensor(x, fn, what="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}: {what} must be a pygpu.Tensor, got {type(x).__name__} "
+                        "(convert with pygpu.tensor(x))")
+
+
+def _axis(dim, ndim, fn):
+    if not isinstance(dim, numbers.Integral):
+        raise TypeError(f"{fn}: dim must be an int, got {type(dim).__name__}")
+    if not -ndim <= dim < max(ndim, 1):
+        raise IndexError(f"{fn}: dim {dim} is out of range for a {ndim}-d tensor")
+    return dim % max(ndim, 1)
+
+
+# ---- cat -----------------------------------------------------------------------------------
+
+class _Cat(Function):
+    @staticmethod
+    def forward(ctx, *tensors, dim=0):
+        first = tensors[0]
+        ctx.dim, ctx.sizes = dim, [t.shape[dim] for t in tensors]
+        shape = list(first.shape)
+        shape[dim] = sum(ctx.sizes)
+        out = _C._full(tuple(shape), None, first.dtype, first.device)
+        lead = (slice(None),) * dim
+        pos = 0
+        for t in tensors:
+            n = t.shape[dim]
+            out[lead + (slice(pos, pos + n),)] = t
+            pos += n
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        lead = (slice(None),) * ctx.dim
+        grads, pos = [], 0
+        for n in ctx.sizes:
+            grads.append(g[lead + (slice(pos, pos + n),)])
+            pos += n
+        return tuple(grads)
+
+
+def cat(tensors, dim=0):
+    """Join tensors along an existing axis `dim` (all on one device, one dtype)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("cat: expected a non-empty sequence of tensors")
+    for i, t in enumerate(tensors):
+        _want_tensor(t, "cat", f"tensors[{i}]")
+    first = tensors[0]
+    if first.ndim == 0:
+        raise ValueError("cat: zero-dimensional tensors cannot be concatenated")
+    dim = _axis(dim, first.ndim, "cat")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.device != first.device:
+            raise _C.DeviceMismatchError(
+                f"cat: tensors[{i}] is on {t.device} but tensors[0] is on {first.device}; "
+                "move them to one device first")
+        if t.dtype != first.dtype:
+            raise TypeError(f"cat: tensors[{i}] has dtype {t.dtype} but tensors[0] has "
+                            f"{first.dtype}; convert with .astype()")
+        if t.ndim != first.ndim or any(a != b for k, (a, b) in
+                                       enumerate(zip(t.shape, first.shape)) if k != dim):
+            raise ValueError(f"cat: tensors[{i}] has shape {t.shape}, which does not match "
+                             f"tensors[0]'s {first.shape} except along dim {dim}")
+    return _Cat.apply(*tensors, dim=dim)
+
+
+# ---- softmax family --------------------------------------------------------------------------
+
+class _LogSoftmax(Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        shifted = x - x.max(axis=dim, keepdims=True)
+        out = shifted - shifted.exp().sum(axis=dim, keepdims=True).log()
+        ctx.save(out)
+        ctx.dim = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved
+        return g - out.exp() * g.sum(axis=ctx.dim, keepdims=True), None
+
+
+class _Softmax(Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        e = (x - x.max(axis=dim, keepdims=True)).exp()
+        out = e / e.sum(axis=dim, keepdims=True)
+        ctx.save(out)
+        ctx.dim = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved
+        return out * (g - (g * out).sum(axis=ctx.dim, keepdims=True)), None
+
+
+def _float_input(x, fn):
+    _want_tensor(x, fn)
+    if x.dtype not in (_C_float32(), _C_float64()):
+        raise TypeError(f"{fn}: expected a float32 or float64 tensor, got {x.dtype}")
+
+
+def _C_float32():
+    from ._dtype import float32
+    return float32
+
+
+def _C_float64():
+    from ._dtype import float64
+    return float64
+
+
+def log_softmax(x, dim=-1):
+    """log(softmax(x)) along dim, computed stably (x - max - log-sum-exp)."""
+    _float_input(x, "log_softmax")
+    return _LogSoftmax.apply(x, _axis(dim, x.ndim, "log_softmax"))
+
+
+def softmax(x, dim=-1):
+    """exp(x) / sum(exp(x)) along dim, computed stably."""
+    _float_input(x, "softmax")
+    return _Softmax.apply(x, _axis(dim, x.ndim, "softmax"))
+
+
+# ---- losses ----------------------------------------------------------------------------------
+
+def _check_labels(logits, labels, fn):
+    _float_input(logits, fn)
+    _want_tensor(labels, fn, "target")
+    if logits.ndim != 2:
+        raise ValueError(f"{fn}: input must be (batch, classes), got shape {logits.shape}")
+    if labels.dtype != int64:
+        raise TypeError(f"{fn}: target must hold int64 class indices, got {labels.dtype} "
+                        "(convert with .astype(pygpu.int64))")
+    if labels.shape != (logits.shape[0],):
+        raise ValueError(f"{fn}: target must have shape ({logits.shape[0]},) to match input "
+                         f"{logits.shape}, got {labels.shape}")
+    if labels.device != logits.device:
+        raise _C.DeviceMismatchError(f"{fn}: input is on {logits.device} but target is on "
+                                     f"{labels.device}; move the labels with .to(device)")
+
+
+class _CrossEntropy(Function):
+    """Fused softmax + negative log-likelihood: one C op each way."""
+
+    @staticmethod
+    def forward(ctx, logits, labels, mean):
+        loss, probs = _C._softmax_xent_fwd(logits, labels, mean)
+        ctx.save(probs, labels)
+        ctx.mean = mean
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        probs, labels = ctx.saved
+        return _C._softmax_xent_bwd(probs, labels, g, ctx.mean), None, None
+
+
+def cross_entropy(input, target, reduction="mean"):
+    """Cross-entropy of logits `input` (N, C) against int64 class labels `target` (N,).
+    reduction: "mean" (default) or "sum". A label outside [0, C) is an error naming it."""
+    _check_labels(input, target, "cross_entropy")
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"cross_entropy: reduction must be 'mean' or 'sum', got {reduction!r}")
+    return _CrossEntropy.apply(input, target, reduction == "mean")
+
+
+def mse_loss(input, target, reduction="mean"):
+    """Mean (or summed) squared error between input and target (same shape)."""
+    _want_tensor(input, "mse_loss")
+    _want_tensor(target, "mse_loss", "target")
+    if input.shape != target.shape:
+        raise ValueError(f"mse_loss: input has shape {input.shape} but target has "
+                         f"{target.shape}; they must match")
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"mse_loss: reduction must be 'mean' or 'sum', got {reduction!r}")
+    d = input - target
+    sq = d * d
+    return sq.mean() if reduction == "mean" else sq.sum()
+
+
+# ---- linear ----------------------------------------------------------------------------------
+
+_ACTS = {None: 0, "relu": 1, "tanh": 2, "sigmoid": 3}
+
+
+class _Linear(Function):
+    """y = act(x @ weight.T + bias): one fused C op forward, one backward."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, act):
+        y = _C._linear_fwd(x, weight, bias, act)
+        ctx.save(x, weight, y.detach() if act else None)  # detached: no cycle y -> node -> y
+        ctx.act, ctx.has_bias = act, bias is not None
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, y = ctx.saved
+        dx, dw, db = _C._linear_bwd(g, x, weight, y, ctx.act, ctx.has_bias,
+                                    x.requires_grad)
+        return dx, dw, db, None
+
+
+def linear(x, weight, bias=None, activation=None):
+    """activation(x @ weight.T + bias) for x (N, in), weight (out, in), bias (out,);
+    activation: None, "relu", "tanh" or "sigmoid". One fused op each way."""
+    _want_tensor(x, "linear")
+    _want_tensor(weight, "linear", "weight")
+    if activation not in _ACTS:
+        raise ValueError(f"linear: activation must be None, 'relu', 'tanh' or 'sigmoid', got "
+                         f"{activation!r}")
+    act = _ACTS[activation]
+    if bias is not None:
+        _want_tensor(bias, "linear", "bias")
+    if x.ndim == 2:
+        return _Linear.apply(x, weight, bias, act)
+    if x.ndim == 0:
+        raise ValueError("linear: input must have at least one dimension")
+    lead = x.shape[:-1]
+    y = _Linear.apply(x.reshape(-1, x.shape[-1]), weight, bias, act)
+    return y.reshape(*lead, weight.shape[0])

@@ -1,0 +1,13 @@
+"""pygpu.autograd: reverse-mode automatic differentiation over pygpu tensors.
+
+Design (README "Autograd and nn"): the C Tensor object carries requires_grad,
+grad and grad_fn; each differentiable op binding, when grad mode is on and an
+operand requires grad, calls engine.record() to attach a node; backward() is a
+topological sort (engine.py). Backward rules: rules.py (C-recorded ops) and
+Function subclasses (Python-level and fused ops)."""
+from .engine import Node, backward, record
+from .function import Context, Function
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+
+__all__ = ["Node", "backward", "record", "Context", "Function", "enable_grad",
+           "is_grad_enabled", "no_grad", "set_grad_enabled"]

@@ -1,0 +1,147 @@
+"""The autograd graph and backward(): nodes, the recording hook, the engine.
+
+A Node is what `t.grad_fn` holds: the op's name, its operands (`inputs`,
+None where an operand was a Python scalar) and a backward function mapping
+the gradient of the output to one gradient per operand. The C bindings call
+`record()` after an op whenever grad mode is on and an operand requires grad
+(see csrc/bindings/autograd.c); Python-level ops (pygpu/autograd/function.py)
+build nodes through Function.apply. backward() sorts the nodes reachable from
+the root topologically and walks them once in reverse, summing gradients that
+meet, and accumulates into each leaf's `.grad`. Every gradient op runs on the
+device of the data: nothing here moves a tensor."""
+from .. import _C
+from .grad_mode import no_grad
+from . import rules
+
+Tensor = _C.Tensor
+
+
+class Node:
+    """One recorded op: backward(g) -> tuple of gradients, one per input."""
+    __slots__ = ("name", "inputs", "_backward", "ctx")
+
+    def __init__(self, name, inputs, backward, ctx):
+        self.name = name
+        self.inputs = inputs
+        self._backward = backward
+        self.ctx = ctx
+
+    def __repr__(self):
+        return f"<{self.name}Backward>"
+
+    @property
+    def next_functions(self):
+        if self.inputs is None:
+            return ()
+        return tuple(t.grad_fn if isinstance(t, Tensor) else None for t in self.inputs)
+
+    def backward(self, g):
+        if self.inputs is None:
+            raise RuntimeError(
+                f"trying to backward through the graph a second time ({self!r}): its saved "
+                "tensors were freed after the first backward(); pass retain_graph=True to the "
+                "first call if you need to")
+        return self._backward(self.ctx, g)
+
+    def release(self):
+        self.inputs = None
+        self.ctx = None
+
+
+def record(name, out, a, b, args, kwargs):
+    """The hook the C bindings call: attach a grad_fn to `out`."""
+    backward, ctx = rules.make(name, out, a, b, args, kwargs)
+    inputs = (a if isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None)
+    out._set_grad_fn(Node(rules.pretty(name), inputs, backward, ctx))
+
+
+def _ones_like(t):
+    return _C._full(t.shape, 1, t.dtype, t.device)
+
+
+def _fit(g, t):
+    """A gradient for `t`: same dtype (promotion may have widened it)."""
+    if g.dtype != t.dtype:
+        g = g.astype(t.dtype)
+    if g.shape != t.shape:
+        raise RuntimeError(f"autograd internal error: gradient of shape {g.shape} for a tensor "
+                           f"of shape {t.shape}")
+    return g
+
+
+def _topological(root):
+    order, seen = [], {id(root)}
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for t in node.inputs or ():
+            if isinstance(t, Tensor):
+                fn = t.grad_fn
+                if fn is not None and id(fn) not in seen:
+                    seen.add(id(fn))
+                    stack.append((fn, False))
+    return order  # every node after the nodes it depends on
+
+
+def backward(root, gradient=None, retain_graph=False):
+    """root.backward(gradient): accumulate d(root)/d(leaf) . gradient into leaves' .grad."""
+    if not root.requires_grad:
+        raise RuntimeError("backward(): this tensor does not require grad and has no grad_fn "
+                           "(did you compute it under no_grad(), or from tensors without "
+                           "requires_grad=True?)")
+    if gradient is None:
+        if root.numel() != 1:
+            raise RuntimeError(
+                f"backward(): grad can be implicitly created only for scalar outputs; this "
+                f"tensor has shape {root.shape}: pass backward(gradient=...) with a tensor of "
+                "that shape (or reduce it first, e.g. loss.sum())")
+        gradient = _ones_like(root)
+    else:
+        if not isinstance(gradient, Tensor):
+            raise TypeError(f"backward(): gradient must be a pygpu.Tensor, got "
+                            f"{type(gradient).__name__}")
+        if gradient.shape != root.shape:
+            raise RuntimeError(f"backward(): gradient has shape {gradient.shape} but the tensor "
+                               f"has shape {root.shape}")
+        if gradient.device != root.device:
+            raise RuntimeError(f"backward(): gradient is on {gradient.device} but the tensor is "
+                               f"on {root.device}; move it with .to({str(root.device)!r})")
+    owned = {id(gradient)}  # tensors some leaf already holds as .grad (never alias two)
+    with no_grad():
+        if root.grad_fn is None:
+            _accumulate(root, gradient, owned)
+            return
+        order = _topological(root.grad_fn)
+        grads = {id(root.grad_fn): gradient}
+        for node in reversed(order):
+            g = grads.pop(id(node), None)
+            if g is None:
+                continue
+            inputs = node.inputs
+            in_grads = node.backward(g)
+            for t, gi in zip(inputs, in_grads):
+                if t is None or gi is None or not t.requires_grad:
+                    continue
+                gi = _fit(gi, t)
+                fn = t.grad_fn
+                if fn is None:
+                    _accumulate(t, gi, owned)
+                else:
+                    prev = grads.get(id(fn))
+                    grads[id(fn)] = gi if prev is None else prev + gi
+            if not retain_graph:
+                node.release()
+
+
+def _accumulate(leaf, g, owned):
+    if leaf.grad is None:
+        if id(g) in owned:
+            g = g.clone()
+        owned.add(id(g))
+        leaf.grad = g
+    else:
+        leaf.grad = leaf.grad + g

@@ -1,0 +1,9 @@
+"""pygpu.nn: modules, layers and losses with PyTorch's interface, on the tensor API."""
+from . import functional
+from .layers import MLP, Linear, ModuleList, ReLU, Sequential, Sigmoid, Tanh
+from .loss import CrossEntropyLoss, MSELoss
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["functional", "Module", "Parameter", "Linear", "ReLU", "Tanh", "Sigmoid",
+           "Sequential", "ModuleList", "MLP", "CrossEntropyLoss", "MSELoss"]

@@ -1,0 +1,99 @@
+"""optim.Optimizer: parameter groups, per-parameter state, zero_grad, state_dict.
+
+Subclasses implement _update(p, group, state): one fused in-place op per
+parameter on the parameter's device (pygpu._C._sgd_update / _adam_update), so
+a step makes no transfer and no chain of Python-level tensor ops."""
+from .. import _C
+from ..autograd import no_grad
+
+Tensor = _C.Tensor
+
+
+class Optimizer:
+    def __init__(self, params, defaults):
+        if isinstance(params, Tensor):
+            raise TypeError("params must be an iterable of tensors or of dicts, not a single "
+                            "Tensor (use [t] or model.parameters())")
+        params = list(params)
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
+        self.defaults = dict(defaults)
+        self.param_groups = []
+        self.state = {}
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, group):
+        group = dict(group)
+        ps = group["params"]
+        group["params"] = [ps] if isinstance(ps, Tensor) else list(ps)
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer params must be Tensors, got {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf tensor (use a Parameter or "
+                                 "t.detach().requires_grad_())")
+        for k, v in self.defaults.items():
+            group.setdefault(k, v)
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none=True):
+        from ..nn.module import _zero_grads
+        _zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            from ..autograd import enable_grad
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.device != p.device:
+                    raise _C.DeviceMismatchError(
+                        f"optimizer: a parameter is on {p.device} but its grad is on "
+                        f"{p.grad.device}")
+                self._update(p, group, self.state.setdefault(id(p), {}))
+        return loss
+
+    def _update(self, p, group, state):
+        raise NotImplementedError
+
+    # ---- state_dict ---------------------------------------------------------------------
+
+    def _params(self):
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def state_dict(self):
+        """{"state": {index: {name: Tensor or number}}, "param_groups": [...]}, with
+        parameters referred to by their index in param_groups order, as in PyTorch."""
+        index = {id(p): i for i, p in enumerate(self._params())}
+        state = {index[k]: dict(v) for k, v in self.state.items() if k in index}
+        groups, i = [], 0
+        for g in self.param_groups:
+            d = {k: v for k, v in g.items() if k != "params"}
+            d["params"] = list(range(i, i + len(g["params"])))
+            i += len(g["params"])
+            groups.append(d)
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups) or any(
+                len(a["params"]) != len(b["params"]) for a, b in zip(groups, self.param_groups)):
+            raise ValueError("optimizer load_state_dict: the saved parameter groups do not "
+                             "match this optimizer's (different number of groups or params)")
+        params = self._params()
+        for saved, own in zip(groups, self.param_groups):
+            for k, v in saved.items():
+                if k != "params":
+                    own[k] = v
+        self.state = {}
+        for i, st in state_dict["state"].items():
+            p = params[int(i)]
+            self.state[id(p)] = {k: (v.to(p.device) if isinstance(v, Tensor) else v)
+                                 for k, v in st.items()}
