@@ -4,6 +4,9 @@ from .layers import MLP, Linear, ModuleList, ReLU, Sequential, Sigmoid, Tanh
 from .loss import CrossEntropyLoss, MSELoss
 from .module import Module
 from .parameter import Parameter
+from . import parallel
+from .parallel import DataParallel
 
 __all__ = ["functional", "Module", "Parameter", "Linear", "ReLU", "Tanh", "Sigmoid",
-           "Sequential", "ModuleList", "MLP", "CrossEntropyLoss", "MSELoss"]
+           "Sequential", "ModuleList", "MLP", "CrossEntropyLoss", "MSELoss", "parallel",
+           "DataParallel"]
