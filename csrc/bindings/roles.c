@@ -11,9 +11,9 @@ static PyObject *f_role_set(PyObject *mod, PyObject *arg)
     long role = PyLong_AsLong(arg);
     if (role == -1 && PyErr_Occurred())
         return NULL;
-    if (role < 0 || role >= PG_NUM_ROLES)
+    if (role < 0 || role >= PG_NUM_XFER_ROLES)
         return PyErr_Format(PyExc_ValueError, "transfer role %ld is out of range [0, %d)", role,
-                            (int)PG_NUM_ROLES);
+                            (int)PG_NUM_XFER_ROLES);
     return PyLong_FromLong(pg_stats_role_set((int)role));
 }
 
@@ -22,8 +22,8 @@ static PyObject *f_role_names(PyObject *mod, PyObject *noargs)
 {
     (void)mod;
     (void)noargs;
-    PyObject *t = PyTuple_New(PG_NUM_ROLES);
-    for (int r = 0; t && r < PG_NUM_ROLES; r++) {
+    PyObject *t = PyTuple_New(PG_NUM_XFER_ROLES);
+    for (int r = 0; t && r < PG_NUM_XFER_ROLES; r++) {
         PyObject *s = PyUnicode_FromString(pg_role_name(r));
         if (!s) {
             Py_DECREF(t);
@@ -39,13 +39,13 @@ static PyObject *f_role_stats(PyObject *mod, PyObject *noargs)
 {
     (void)mod;
     (void)noargs;
-    pg_role_stats *s = PyMem_RawMalloc(sizeof *s);
+    pg_xfer_role_stats *s = PyMem_RawMalloc(sizeof *s);
     if (!s)
         return PyErr_NoMemory();
     pg_stats_role_snapshot(s);
     PyObject *out = PyDict_New();
     char a[24], b[24];
-    for (int r = 1; out && r < PG_NUM_ROLES; r++) {
+    for (int r = 1; out && r < PG_NUM_XFER_ROLES; r++) {
         PyObject *rows = PyList_New(0);
         if (!rows) {
             Py_CLEAR(out);

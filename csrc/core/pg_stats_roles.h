@@ -15,21 +15,21 @@
 
 #include "pg_device.h"
 
-typedef enum pg_role {
-    PG_ROLE_NONE = 0,
-    PG_ROLE_SCATTER,     /* DataParallel: the batch split across devices */
-    PG_ROLE_REPLICATE,   /* DataParallel: the weights copied to every device */
-    PG_ROLE_GATHER,      /* DataParallel: the outputs brought to the output device */
-    PG_ROLE_GRAD_REDUCE, /* gradients summed onto the main device / staged for an all-reduce */
-    PG_ROLE_BROADCAST,   /* a collective broadcast staged through the host */
-    PG_ROLE_COLLECTIVE,  /* other collectives' host<->device staging */
-    PG_NUM_ROLES
-} pg_role;
+typedef enum pg_xfer_role {
+    PG_XFER_NONE = 0,
+    PG_XFER_SCATTER,     /* DataParallel: the batch split across devices */
+    PG_XFER_REPLICATE,   /* DataParallel: the weights copied to every device */
+    PG_XFER_GATHER,      /* DataParallel: the outputs brought to the output device */
+    PG_XFER_GRAD_REDUCE, /* gradients summed onto the main device / staged for an all-reduce */
+    PG_XFER_BROADCAST,   /* a collective broadcast staged through the host */
+    PG_XFER_COLLECTIVE,  /* other collectives' host<->device staging */
+    PG_NUM_XFER_ROLES
+} pg_xfer_role;
 
-typedef struct pg_role_stats {
-    uint64_t count[PG_NUM_ROLES][PG_NUM_SLOTS][PG_NUM_SLOTS];
-    uint64_t bytes[PG_NUM_ROLES][PG_NUM_SLOTS][PG_NUM_SLOTS];
-} pg_role_stats;
+typedef struct pg_xfer_role_stats {
+    uint64_t count[PG_NUM_XFER_ROLES][PG_NUM_SLOTS][PG_NUM_SLOTS];
+    uint64_t bytes[PG_NUM_XFER_ROLES][PG_NUM_SLOTS][PG_NUM_SLOTS];
+} pg_xfer_role_stats;
 
 /* Set the calling thread's role; returns the previous one (to restore). */
 int pg_stats_role_set(int role);
@@ -37,7 +37,7 @@ int pg_stats_role_get(void);
 const char *pg_role_name(int role); /* "scatter", ...; NULL out of range */
 /* Called by pg_stats_transfer for every counted transfer. */
 void pg_stats_role_transfer(pg_device src, pg_device dst, uint64_t bytes);
-void pg_stats_role_snapshot(pg_role_stats *out);
+void pg_stats_role_snapshot(pg_xfer_role_stats *out);
 void pg_stats_role_reset(void);
 
 #endif
