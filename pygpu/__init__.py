@@ -22,7 +22,7 @@ from ._creation import (arange, empty, full, manual_seed, ones, ones_like, rand,
 from ._device import Device, device, make_device as _make_device, parse_device as _parse_device
 from ._dtype import DType, bfloat16, bool_, float16, float32, float64, int64
 from ._guard import get_transfer_guard, transfer_guard
-from ._stats import Stats, stats, track
+from ._stats import Stats, role, stats, track
 from . import cuda, sim
 from . import autograd as _autograd
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -89,7 +89,7 @@ __all__ = [
     "zeros_like", "ones_like", "arange", "rand", "randn", "manual_seed", "matmul", "add",
     "subtract", "multiply", "divide", "maximum", "minimum", "exp", "log", "sqrt", "tanh",
     "sigmoid", "relu", "abs", "negative", "logical_not", "sum", "mean", "max", "min", "argmax",
-    "device", "devices", "synchronize", "stats", "reset_stats", "track", "transfer_guard",
+    "device", "devices", "synchronize", "stats", "reset_stats", "track", "role", "transfer_guard",
     "get_transfer_guard", "set_num_threads", "get_num_threads", "sim", "cuda",
     "DeviceMismatchError", "DeviceUnavailableError", "TransferGuardError", "TransferWarning",
     "AsyncOpError", "AxisError", "no_grad", "enable_grad",

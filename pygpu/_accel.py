@@ -104,6 +104,12 @@ class Accelerator:
         for i in indices:
             _C._empty_cache(self.code, i)
 
+    def mem_get_info(self, device=None):
+        """(free, total) bytes of the device, as torch.cuda.mem_get_info: on cuda the
+        driver's figure (other processes count too); on sim its memory less what
+        pygpu's caching allocator has reserved."""
+        return _C._mem_get_info(self.code, self._index(device))
+
     def memory_stats(self, device=None):
         return dict(_C._memory_stats(self.code, self._index(device)))
 
@@ -139,5 +145,6 @@ def export(acc, namespace):
     for name in ("is_available", "device_count", "get_device_name", "current_device",
                  "set_device", "synchronize", "manual_seed", "manual_seed_all",
                  "memory_allocated", "max_memory_allocated", "memory_reserved",
-                 "reset_peak_memory_stats", "empty_cache", "memory_stats", "memory_summary"):
+                 "reset_peak_memory_stats", "empty_cache", "mem_get_info", "memory_stats",
+                 "memory_summary"):
         namespace[name] = getattr(acc, name)

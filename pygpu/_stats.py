@@ -39,6 +39,13 @@ class Stats:
         self.ops = sum(v["ops"] for v in self.per_device.values())
         self.syncs = sum(v["syncs"] for v in self.per_device.values())
         self.sync_seconds = sum(v["sync_ns"] for v in self.per_device.values()) / 1e9
+        # {role: {"count", "bytes", "pairs": [{"src", "dst", "count", "bytes"}]}} (see role())
+        self.by_role = {}
+        for name, rows in raw.get("roles", {}).items():
+            pairs = [{"src": s, "dst": d, "count": c, "bytes": b} for (s, d, c, b) in rows if c]
+            if pairs:
+                self.by_role[name] = {"count": sum(p["count"] for p in pairs),
+                                      "bytes": sum(p["bytes"] for p in pairs), "pairs": pairs}
 
     @property
     def transfer_count(self):
@@ -65,7 +72,12 @@ class Stats:
             for key in _DEVICE_EVENTS:
                 dv[key] = v[key] - o.get(key, 0)
             devices[name] = dv
-        return Stats({"pairs": pairs, "implicit": implicit, "devices": devices})
+        roles = {}
+        for name, rows in self._raw.get("roles", {}).items():
+            before_r = {(s, d): (c, b) for (s, d, c, b) in other._raw.get("roles", {}).get(name, [])}
+            roles[name] = [(s, d, c - before_r.get((s, d), (0, 0))[0], b - before_r.get((s, d), (0, 0))[1])
+                           for (s, d, c, b) in rows]
+        return Stats({"pairs": pairs, "implicit": implicit, "devices": devices, "roles": roles})
 
     def as_dict(self):
         return {
@@ -76,6 +88,8 @@ class Stats:
             "syncs": self.syncs, "sync_seconds": self.sync_seconds, "ops": self.ops,
             "transfers": [dict(x) for x in self.transfers],
             "per_device": {k: dict(v) for k, v in self.per_device.items()},
+            "by_role": {k: {"count": v["count"], "bytes": v["bytes"], "pairs": [dict(p) for p in v["pairs"]]}
+                        for k, v in self.by_role.items()},
         }
 
     def __repr__(self):
@@ -91,6 +105,9 @@ class Stats:
                          f"{x['seconds'] * 1e3:>10.3f}{x['pinned']:>8}{x['async']:>7}")
         if not self.transfers:
             lines.append("  (no transfers)")
+        if self.by_role:
+            lines.append("  by role: " + ", ".join(f"{k}={v['count']} ({v['bytes']} bytes)"
+                                                    for k, v in self.by_role.items()))
         if self.implicit:
             lines.append("  implicit by trigger: " + ", ".join(f"{k}={v}" for k, v in self.implicit.items()))
         lines.append(f"  {'device':<10}{'ops':>9}{'syncs':>8}{'wait ms':>10}{'allocs':>9}"
@@ -103,7 +120,32 @@ class Stats:
 
 def stats():
     """A snapshot of every counter (see Stats)."""
-    return Stats(_C._stats())
+    raw = _C._stats()
+    raw["roles"] = _C._role_stats()
+    return Stats(raw)
+
+
+ROLES = _C._role_names()[1:]
+
+
+class role:
+    """`with pygpu.role("scatter"):` attributes every transfer this thread makes
+    inside the block to that role (stats().by_role). DataParallel uses scatter,
+    replicate, gather and grad_reduce; the collectives of pygpu.distributed use
+    broadcast and collective. Roles nest; the innermost wins. Thread-local."""
+
+    def __init__(self, name):
+        if name not in ROLES:
+            raise ValueError(f"unknown transfer role {name!r}; the roles are {', '.join(ROLES)}")
+        self._index = ROLES.index(name) + 1
+
+    def __enter__(self):
+        self._prev = _C._role_set(self._index)
+        return self
+
+    def __exit__(self, *exc):
+        _C._role_set(self._prev)
+        return False
 
 
 def reset_stats():

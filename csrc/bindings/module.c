@@ -40,6 +40,8 @@ PyMODINIT_FUNC PyInit__C(void)
     if (PyModule_AddFunctions(m, pg_creation_functions) < 0 ||
         PyModule_AddFunctions(m, pg_interop_functions) < 0 ||
         PyModule_AddFunctions(m, pg_runtime_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_role_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_raw_pointer_functions) < 0 ||
         PyModule_AddFunctions(m, pg_math_functions) < 0 ||
         PyModule_AddFunctions(m, pg_trace_functions) < 0 ||
         PyModule_AddFunctions(m, pg_autograd_functions) < 0 ||

@@ -79,6 +79,38 @@ static PyObject *f_synchronize(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* (free, total) bytes of a device: the backend's own figure where it has one
+ * (cudaMemGetInfo), else its total less what pygpu's allocator has reserved. */
+static PyObject *f_mem_get_info(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    pg_device d;
+    if (get_device_arg(args, &d) < 0)
+        return NULL;
+    const pg_backend *be;
+    pg_status bst = pg_backend_for(d, &be);
+    if (bst != PG_OK)
+        return pg_raise(bst);
+    size_t free_b = 0, total_b = 0;
+    if (be->mem_get_info) {
+        pg_status st;
+        Py_BEGIN_ALLOW_THREADS st = be->mem_get_info(be, d.index, &free_b, &total_b);
+        Py_END_ALLOW_THREADS
+        if (st != PG_OK)
+            return pg_raise(st);
+    } else {
+        total_b = be->total_memory ? be->total_memory(be, d.index) : 0;
+        pg_stats_snapshot *s = PyMem_RawMalloc(sizeof *s);
+        if (!s)
+            return PyErr_NoMemory();
+        pg_stats_snapshot_take(s);
+        size_t reserved = (size_t)s->dev[pg_device_slot(d)].mem_reserved;
+        PyMem_RawFree(s);
+        free_b = total_b > reserved ? total_b - reserved : 0;
+    }
+    return Py_BuildValue("(nn)", (Py_ssize_t)free_b, (Py_ssize_t)total_b);
+}
+
 static PyObject *f_memory_stats(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -353,6 +385,7 @@ PyMethodDef pg_runtime_functions[] = {
     {"_total_memory", f_total_memory, METH_VARARGS, "internal"},
     {"_synchronize", f_synchronize, METH_VARARGS, "internal: wait for a device"},
     {"_memory_stats", f_memory_stats, METH_VARARGS, "internal"},
+    {"_mem_get_info", f_mem_get_info, METH_VARARGS, "internal: (free, total) bytes of a device"},
     {"_reset_peak", f_reset_peak, METH_VARARGS, "internal"},
     {"_empty_cache", f_empty_cache, METH_VARARGS, "internal"},
     {"_stats", f_stats, METH_NOARGS, "internal: raw counters"},

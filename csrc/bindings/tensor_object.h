@@ -124,6 +124,8 @@ extern PyBufferProcs pg_tensor_as_buffer;
 extern PyMethodDef pg_creation_functions[];
 extern PyMethodDef pg_interop_functions[];
 extern PyMethodDef pg_runtime_functions[];
+extern PyMethodDef pg_role_functions[];
+extern PyMethodDef pg_raw_pointer_functions[];
 extern PyMethodDef pg_math_functions[];
 extern PyMethodDef pg_trace_functions[];
 int pg_numpy_init(void);

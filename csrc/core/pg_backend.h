@@ -73,6 +73,10 @@ struct pg_backend {
     pg_status (*synchronize)(const pg_backend *be, int index);
     /* optional: one-line reason why the backend has no devices */
     const char *(*unavailable_reason)(const pg_backend *be);
+    /* optional: bytes free and in all on device `index`, as the device sees them
+     * (cudaMemGetInfo counts other processes too); NULL: total minus reserved */
+    pg_status (*mem_get_info)(const pg_backend *be, int index, size_t *free_bytes,
+                              size_t *total_bytes);
 };
 
 /* The registry. pg_backend_get returns NULL if the type has no backend

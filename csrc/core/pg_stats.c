@@ -1,6 +1,8 @@
 /* pg_stats.c - the counters behind pygpu.stats(): relaxed atomics, no locks. */
 #include "pg_stats.h"
 
+#include "pg_stats_roles.h"
+
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -52,6 +54,7 @@ void pg_stats_transfer(pg_device src, pg_device dst, uint64_t bytes, bool pinned
         ADD(g_implicit_count[implicit], 1);
         ADD(g_implicit_bytes[implicit], bytes);
     }
+    pg_stats_role_transfer(src, dst, bytes);
 }
 
 void pg_stats_transfer_time(pg_device src, pg_device dst, uint64_t ns)
@@ -166,6 +169,7 @@ void pg_stats_reset(void)
         STORE(g_implicit_count[i], 0);
         STORE(g_implicit_bytes[i], 0);
     }
+    pg_stats_role_reset();
 }
 
 uint64_t pg_stats_mem_current(pg_device dev) { return LOAD(g_dev[pg_device_slot(dev)].mem_current); }

@@ -143,3 +143,36 @@ def _accumulate(leaf, g, owned):
         leaf.grad = g
     else:
         leaf.grad = leaf.grad + g
+    hooks = _post_accumulate_hooks.get(id(leaf))
+    if hooks and hooks[0] is leaf:
+        for fn in list(hooks[1]):
+            fn(leaf)
+
+
+# id(leaf) -> (leaf, [fn, ...]): the leaf is kept, so its id cannot be reused meanwhile
+_post_accumulate_hooks = {}
+
+
+class _HookHandle:
+    def __init__(self, leaf, fn):
+        self._leaf, self._fn = leaf, fn
+
+    def remove(self):
+        entry = _post_accumulate_hooks.get(id(self._leaf))
+        if entry and entry[0] is self._leaf and self._fn in entry[1]:
+            entry[1].remove(self._fn)
+            if not entry[1]:
+                del _post_accumulate_hooks[id(self._leaf)]
+
+
+def register_post_accumulate_grad_hook(leaf, fn):
+    """Call fn(leaf) each time backward() has accumulated a gradient into leaf.grad
+    (PyTorch's Tensor.register_post_accumulate_grad_hook). DistributedDataParallel
+    uses it to start a bucket's all-reduce as soon as its gradients are ready.
+    Returns a handle whose remove() unregisters it."""
+    if not isinstance(leaf, Tensor) or leaf.grad_fn is not None or not leaf.requires_grad:
+        raise RuntimeError("register_post_accumulate_grad_hook: only a leaf tensor that "
+                           "requires grad accumulates gradients")
+    entry = _post_accumulate_hooks.setdefault(id(leaf), (leaf, []))
+    entry[1].append(fn)
+    return _HookHandle(leaf, fn)

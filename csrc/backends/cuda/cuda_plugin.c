@@ -106,6 +106,16 @@ static size_t pg_cuda_total_memory(const pg_backend *be, int index)
     return d->total_memory;
 }
 
+static pg_status pg_cuda_mem_get_info(const pg_backend *be, int index, size_t *free_bytes,
+                                      size_t *total_bytes)
+{
+    (void)be;
+    pg_cuda_device *d;
+    PG_TRY(pg_cuda_props(index, "mem_get_info", &d));
+    PG_TRY(PG_CUDA_RT(cudaSetDevice(index), index, "mem_get_info"));
+    return PG_CUDA_RT(cudaMemGetInfo(free_bytes, total_bytes), index, "mem_get_info");
+}
+
 const pg_backend pg_cuda_backend = {
     .name = "cuda",
     .type = PG_DEV_CUDA,
@@ -122,6 +132,7 @@ const pg_backend pg_cuda_backend = {
     .wait_event = pg_cuda_wait_event,
     .synchronize = pg_cuda_synchronize,
     .unavailable_reason = pg_cuda_unavailable_reason,
+    .mem_get_info = pg_cuda_mem_get_info,
 };
 
 pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out)

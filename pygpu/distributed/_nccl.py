@@ -1,0 +1,122 @@
+"""NCCL for cuda tensors: loading it, and the collectives pygpu.distributed runs with it.
+
+libnccl.so.2 is found like cuBLAS: in the nvidia-nccl-cu13 wheel installed beside
+pygpu (site-packages/nvidia/nccl/lib), in the CUDA toolkit ($CUDA_HOME/lib64), or
+by the dynamic loader's own search. The CUDA plugin dlopens it on first use
+(csrc/backends/cuda/cuda_nccl.c); nothing here runs at import. The ranks meet
+through MPI: rank 0 makes NCCL's unique id and broadcasts it (as many NCCL jobs
+do), then every rank joins the communicator on its own GPU."""
+import ctypes
+import glob
+import os
+import site
+import sys
+
+_ID_BYTES = 128
+_DTYPES = {"float32": 7, "float64": 8, "int64": 4, "float16": 6, "bfloat16": 9}
+_OPS = {"sum": 0, "max": 2, "avg": 4}
+
+
+class NcclUnavailable(RuntimeError):
+    """NCCL (or the CUDA backend it runs on) cannot be used here; the message says why."""
+
+
+def library_candidates():
+    """Where libnccl.so.2 may be, most specific first."""
+    roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # .../site-packages/pygpu/..
+    roots = [os.path.dirname(r) for r in roots] + site.getsitepackages() + [site.getusersitepackages()]
+    roots += [p for p in sys.path if p.endswith("site-packages")]
+    out = []
+    for r in roots:
+        out += sorted(glob.glob(os.path.join(r, "nvidia", "nccl", "lib", "libnccl.so.2")))
+        out += sorted(glob.glob(os.path.join(r, "nvidia", "cu1*", "lib", "libnccl.so.2")))
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            out.append(os.path.join(os.environ[env], "lib64", "libnccl.so.2"))
+    out.append("/usr/local/cuda/lib64/libnccl.so.2")
+    seen, unique = set(), []
+    for p in out:
+        if p not in seen and os.path.exists(p):
+            seen.add(p)
+            unique.append(p)
+    return unique + ["libnccl.so.2"]  # last: the loader's own search path
+
+
+_plugin = None
+
+
+def _lib():
+    """The CUDA plugin with NCCL loaded into it (ctypes), or NcclUnavailable."""
+    global _plugin
+    if _plugin is not None:
+        return _plugin
+    from .. import cuda
+    if not cuda.is_built():
+        raise NcclUnavailable(f"NCCL runs through the CUDA backend, which is not built: "
+                              f"{cuda.unavailable_reason()}")
+    lib = ctypes.CDLL(cuda.PLUGIN)
+    lib.pg_plugin_nccl_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    why = ctypes.create_string_buffer(1024)
+    errors = []
+    for path in library_candidates():
+        if lib.pg_plugin_nccl_load(path.encode(), why, len(why)) == 0:
+            _plugin = lib
+            return lib
+        errors.append(why.value.decode(errors="replace"))
+    raise NcclUnavailable("; ".join(errors[-2:]) or "libnccl.so.2 not found: pip install nvidia-nccl-cu13")
+
+
+def version():
+    """NCCL's version as an int (e.g. 22703 for 2.27.3); loads NCCL (no GPU needed)."""
+    return _lib().pg_plugin_nccl_version()
+
+
+def _check(rc, why):
+    if rc != 0:
+        raise RuntimeError(f"NCCL: {why.value.decode(errors='replace')}")
+
+
+class NcclGroup:
+    """One NCCL communicator over the ranks of an MPI communicator, on `device` (a cuda index)."""
+
+    def __init__(self, mpi_comm, device):
+        lib = _lib()
+        self.lib, self.device = lib, int(device)
+        why = ctypes.create_string_buffer(1024)
+        uid = ctypes.create_string_buffer(_ID_BYTES)
+        if mpi_comm.Get_rank() == 0:
+            lib.pg_plugin_nccl_unique_id.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+            _check(lib.pg_plugin_nccl_unique_id(uid, why, len(why)), why)
+        raw = mpi_comm.bcast(uid.raw if mpi_comm.Get_rank() == 0 else None, root=0)
+        self.comm = ctypes.c_void_p()
+        lib.pg_plugin_nccl_comm_init.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
+                                                 ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
+                                                 ctypes.c_size_t]
+        _check(lib.pg_plugin_nccl_comm_init(mpi_comm.Get_size(), raw, mpi_comm.Get_rank(), self.device,
+                                            ctypes.byref(self.comm), why, len(why)), why)
+        for name in ("pg_plugin_nccl_all_reduce", "pg_plugin_nccl_broadcast"):
+            getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                           ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+
+    def _args(self, t):
+        from .. import _C
+        if t.device.type != "cuda" or t.device.index != self.device:
+            raise ValueError(f"this NCCL group runs on cuda:{self.device}; the tensor is on {t.device}")
+        if not t.is_contiguous():
+            raise ValueError("NCCL collectives need a contiguous tensor: call .contiguous() first")
+        if t.dtype.name not in _DTYPES:
+            raise TypeError(f"NCCL has no {t.dtype.name} collectives")
+        t.wait()
+        return _C._data_ptr(t), t.numel(), _DTYPES[t.dtype.name]
+
+    def all_reduce(self, t, op):
+        ptr, n, dt = self._args(t)
+        why = ctypes.create_string_buffer(1024)
+        _check(self.lib.pg_plugin_nccl_all_reduce(self.comm, self.device, ptr, n, dt, _OPS[op], why,
+                                                  len(why)), why)
+
+    def broadcast(self, t, src):
+        ptr, n, dt = self._args(t)
+        why = ctypes.create_string_buffer(1024)
+        _check(self.lib.pg_plugin_nccl_broadcast(self.comm, self.device, ptr, n, dt, int(src), why,
+                                                 len(why)), why)

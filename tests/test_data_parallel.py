@@ -1,0 +1,162 @@
+# test_data_parallel.py - pygpu.nn.DataParallel on two sim devices: PyTorch's chunking, the
+# mission's FooNet example, exact traffic per role, equivalence with one-device training,
+# and the errors a user meets first.
+import numpy as np
+import pytest
+
+import pygpu
+from pygpu import nn
+from pygpu.nn.parallel import chunk_sizes
+
+pytestmark = pytest.mark.skipif(pygpu.sim.device_count() < 2, reason="needs two sim devices")
+
+
+@pytest.mark.parametrize("n,k,expected", [(16, 2, [8, 8]), (5, 4, [2, 2, 1]), (1, 2, [1]),
+                                          (7, 3, [3, 3, 1]), (6, 4, [2, 2, 2]), (0, 2, [])])
+def test_chunk_sizes_follow_torch_chunk(n, k, expected):
+    assert chunk_sizes(n, k) == expected
+
+
+class FooNet(nn.Module):
+    """The mission's example: three bias-free 3x3 linear layers, then relu."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3, 3, bias=False) for _ in range(3)])
+        self.rows_seen = []
+
+    def forward(self, x):
+        self.rows_seen.append((str(x.device), x.shape[0]))
+        for layer in self.layers:
+            x = layer(x)
+        return pygpu.relu(x)
+
+
+def test_the_missions_foonet_example_runs_as_written():
+    model = FooNet().to("sim:0")
+    dp = nn.DataParallel(model, device_ids=["sim:0", "sim:1"])
+    out = dp(pygpu.randn(16, 3))
+    assert out.shape == (16, 3) and str(out.device) == "sim:0"
+    assert sorted(model.rows_seen) == [("sim:0", 8), ("sim:1", 8)]
+    out.sum().backward()
+    assert all(p.grad is not None and str(p.grad.device) == "sim:0" for p in model.parameters())
+    assert dp.module is model
+
+
+def _mlp(device, dtype=pygpu.float32, seed=0):
+    pygpu.manual_seed(seed)
+    return nn.MLP([20, 32, 16, 5]).to(dtype).to(device)
+
+
+def _param_bytes(model):
+    return sum(p.nbytes for p in model.parameters())
+
+
+@pytest.mark.parametrize("x_device", ["cpu", "sim:0"])
+def test_each_roles_bytes_equal_their_formula(x_device):
+    model = _mlp("sim:0")
+    dp = nn.DataParallel(model)  # device_ids=None: every sim device
+    assert [str(d) for d in dp.device_ids] == [f"sim:{i}" for i in range(pygpu.sim.device_count())]
+    dp = nn.DataParallel(model, device_ids=["sim:0", "sim:1"])
+    batch, features, classes = 10, 20, 5
+    x = pygpu.randn(batch, features).to(x_device)
+    y = pygpu.tensor(np.arange(batch) % classes, device="sim:0")
+    loss_fn = nn.CrossEntropyLoss()
+    with pygpu.track() as t:
+        loss = loss_fn(dp(x), y)
+        loss.backward()
+    roles = t.by_role
+    rows1 = chunk_sizes(batch, 2)[1]
+    moved_in = batch if x_device == "cpu" else rows1  # chunks that change device
+    assert roles["scatter"]["bytes"] == moved_in * features * 4
+    assert roles["replicate"]["bytes"] == _param_bytes(model) * (2 - 1)
+    assert roles["gather"]["bytes"] == 2 * rows1 * classes * 4  # outputs in, their grads back
+    assert roles["grad_reduce"]["bytes"] == _param_bytes(model) * (2 - 1)
+    nparams = len(list(model.parameters()))
+    assert roles["replicate"]["count"] == roles["grad_reduce"]["count"] == nparams
+    pairs = {(p["src"], p["dst"]) for p in roles["grad_reduce"]["pairs"]}
+    assert pairs == {("sim:1", "sim:0")}
+
+
+def test_k_steps_equal_single_device_training():
+    steps, batch = 4, 12
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((batch, 20)) for _ in range(steps)]
+    ys = [rng.integers(0, 5, batch) for _ in range(steps)]
+    results = []
+    for parallel in (False, True):
+        model = _mlp("sim:0", pygpu.float64, seed=1)
+        net = nn.DataParallel(model, device_ids=["sim:0", "sim:1"]) if parallel else model
+        opt = pygpu.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        loss_fn = nn.CrossEntropyLoss()
+        for x, y in zip(xs, ys):
+            opt.zero_grad()
+            loss = loss_fn(net(pygpu.tensor(x, device="sim:0")), pygpu.tensor(y, device="sim:0"))
+            loss.backward()
+            opt.step()
+        results.append([p.numpy() for p in model.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_fewer_rows_than_devices_and_inference():
+    model = _mlp("sim:0")
+    dp = nn.DataParallel(model, device_ids=["sim:0", "sim:1"])
+    out = dp(pygpu.randn(1, 20))
+    assert out.shape == (1, 5)
+    with pygpu.no_grad():
+        ref = model(pygpu.randn(6, 20, device="sim:0"))
+        got = dp(pygpu.randn(6, 20))
+    assert got.shape == ref.shape and got.grad_fn is None
+
+
+def test_state_dict_has_module_prefix_and_loads_into_a_bare_model():
+    model = _mlp("sim:0", seed=3)
+    dp = nn.DataParallel(model, device_ids=["sim:0", "sim:1"])
+    sd = dp.state_dict()
+    assert all(k.startswith("module.") for k in sd)
+    bare = _mlp("cpu", seed=4)
+    bare.load_state_dict(sd)
+    for a, b in zip(bare.parameters(), model.parameters()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_output_device_and_errors():
+    model = _mlp("sim:0")
+    dp = nn.DataParallel(model, device_ids=[0, 1], output_device="sim:1")
+    assert str(dp(pygpu.randn(4, 20)).device) == "sim:1"
+    with pytest.raises(ValueError, match=r"module.to\('sim:1'\)"):
+        nn.DataParallel(model, device_ids=["sim:1", "sim:0"])
+    with pytest.raises(ValueError, match="integer device_ids"):
+        nn.DataParallel(_mlp("cpu"), device_ids=[0, 1])
+    with pytest.raises(ValueError, match="repeats"):
+        nn.DataParallel(model, device_ids=["sim:0", "sim:0"])
+
+
+def test_a_replica_that_raises_names_its_device():
+    class Bad(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            if str(x.device) == "sim:1":
+                raise ValueError("only on the second device")
+            return self.lin(x)
+
+    dp = nn.DataParallel(Bad().to("sim:0"), device_ids=["sim:0", "sim:1"])
+    with pytest.raises(RuntimeError, match="replica on sim:1 raised ValueError"):
+        dp(pygpu.randn(4, 3))
+
+
+def test_mem_get_info_sees_what_is_allocated():
+    pygpu.sim.empty_cache()
+    before, total = pygpu.sim.mem_get_info(0)
+    hog = pygpu.zeros(1 << 22, device="sim:0")  # 16 MiB
+    after, total2 = pygpu.sim.mem_get_info("sim:0")
+    assert total == total2 == pygpu.sim.mem_get_info(1)[1] > 0
+    assert before - after >= 16 << 20
+    free = [pygpu.sim.mem_get_info(i)[0] for i in range(pygpu.sim.device_count())]
+    main = max(range(len(free)), key=free.__getitem__)  # the mission's pick of the main device
+    assert free[main] >= free[0]
+    del hog

@@ -1,0 +1,108 @@
+# test_ddp.py - DistributedDataParallel under `mpirun -np 2` (through pygpu.distributed.run, with
+# a timeout): equivalence with single-process training on the global batch, the ring formula for
+# the gradient all-reduce, no_sync, buckets, and a clear error when ranks build different models.
+import json
+
+import numpy as np
+import pytest
+
+import pygpu
+from pygpu import nn
+from pygpu.distributed import ring_bytes
+
+from _mpi import launch
+
+TRAIN = """
+import json, os, sys, numpy as np, pygpu, pygpu.distributed as dist
+from pygpu import nn
+device = sys.argv[1]
+dist.init_process_group(init_method="env://")
+r, p = dist.get_rank(), dist.get_world_size()
+pygpu.manual_seed(1 + r)   # different on purpose: DDP broadcasts rank 0's weights
+model = nn.MLP([12, 16, 4]).to(pygpu.float64).to(device)
+ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=float(sys.argv[2]))
+opt = pygpu.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+rng = np.random.default_rng(0)
+loss_fn = nn.CrossEntropyLoss()
+dist.reset_stats()
+for step in range(3):
+    x = rng.standard_normal((16, 12)); y = rng.integers(0, 4, 16)
+    mine = slice(8 * r, 8 * r + 8)
+    opt.zero_grad()
+    loss = loss_fn(ddp(pygpu.tensor(x[mine], device=device)), pygpu.tensor(y[mine], device=device))
+    loss.backward()
+    opt.step()
+after_sync = dist.stats()
+with ddp.no_sync():
+    loss = loss_fn(ddp(pygpu.tensor(x[mine], device=device)), pygpu.tensor(y[mine], device=device))
+    loss.backward()
+print("JSON " + json.dumps({"rank": r, "params": [q.numpy().tolist() for q in model.parameters()],
+                            "stats": after_sync, "after_no_sync": dist.stats(),
+                            "buckets": ddp.bucket_sizes}))
+"""
+
+
+def _reference():
+    pygpu.manual_seed(1)
+    model = nn.MLP([12, 16, 4]).to(pygpu.float64)
+    opt = pygpu.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    rng = np.random.default_rng(0)
+    loss_fn = nn.CrossEntropyLoss()
+    for _ in range(3):
+        x = rng.standard_normal((16, 12))
+        y = rng.integers(0, 4, 16)
+        opt.zero_grad()
+        loss_fn(model(pygpu.tensor(x)), pygpu.tensor(y)).backward()
+        opt.step()
+    return model
+
+
+def _rows(proc):
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = [json.loads(line[5:]) for line in proc.stdout.splitlines() if line.startswith("JSON ")]
+    return sorted(rows, key=lambda r: r["rank"])
+
+
+@pytest.mark.parametrize("where", ["cpu", "sim:0"])
+def test_ddp_matches_single_process_training_on_the_global_batch(tmp_path, where):
+    proc = launch(tmp_path, TRAIN, args=[where, "25"])
+    rows = _rows(proc)
+    ref = _reference()
+    for row in rows:
+        for got, want in zip(row["params"], ref.parameters()):
+            np.testing.assert_allclose(np.array(got), want.numpy(), rtol=1e-10, atol=1e-12)
+    # the gradient all-reduce moves exactly the ring's bytes for the parameter bytes, per rank
+    nelem = sum(p.numel() for p in ref.parameters())
+    for row in rows:
+        st = row["stats"]
+        assert st["calls"] == {"grad_all_reduce": 3}  # one bucket (25 MB cap), three steps
+        assert st["net_sent"] == st["net_recv"] == 3 * ring_bytes(8, nelem, 2)[row["rank"]]
+        staged = 3 * nelem * 8 if where != "cpu" else 0
+        assert st["d2h_bytes"] == st["h2d_bytes"] == staged
+        assert row["after_no_sync"] == st  # no_sync(): nothing reduced, nothing moved
+
+
+def test_small_buckets_split_in_reverse_order(tmp_path):
+    proc = launch(tmp_path, TRAIN, args=["cpu", "0.001"])  # ~1 KiB buckets
+    rows = _rows(proc)
+    ref = _reference()
+    sizes = [p.nbytes for p in ref.parameters()]
+    assert len(rows[0]["buckets"]) > 1
+    assert sum(rows[0]["buckets"]) == sum(sizes)
+    # the last layer's bias is in the first bucket (reverse order of registration)
+    assert rows[0]["buckets"][0] >= sizes[-1]
+    assert rows[0]["stats"]["calls"]["grad_all_reduce"] == 3 * len(rows[0]["buckets"])
+    for got, want in zip(rows[0]["params"], ref.parameters()):
+        np.testing.assert_allclose(np.array(got), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_ranks_with_different_models_get_an_error_not_a_hang(tmp_path):
+    proc = launch(tmp_path, """
+        import pygpu, pygpu.distributed as dist
+        from pygpu import nn
+        dist.init_process_group()
+        width = 16 if dist.get_rank() == 0 else 17
+        nn.parallel.DistributedDataParallel(nn.MLP([4, width, 2]))
+    """, timeout=60)
+    assert proc.returncode != 0
+    assert "layers.0.weight" in proc.stderr and "rank 1" in proc.stderr

@@ -1,0 +1,240 @@
+# test_distributed.py - pygpu.distributed: collectives over MPI, counted; the launcher;
+# DistributedSampler. Multi-process tests run `python -m pygpu.distributed.run` with a
+# timeout; results are printed as JSON lines by each rank and checked here.
+import json
+import os
+
+import numpy as np
+import pytest
+
+import pygpu
+from pygpu.distributed import ring_bytes, ring_chunks
+from pygpu.distributed.run import mpirun_command
+from pygpu.distributed.sampler import DistributedSampler
+
+from _mpi import launch
+
+
+def rank_lines(proc):
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [json.loads(line[5:]) for line in proc.stdout.splitlines() if line.startswith("JSON ")]
+    return sorted(rows, key=lambda r: r["rank"])
+
+
+@pytest.mark.parametrize("n,p", [(10, 2), (10, 3), (7, 4), (3, 5), (1000, 2)])
+def test_ring_chunks_cover_everything_once(n, p):
+    bounds = ring_chunks(n, p)
+    assert bounds[0][0] == 0 and bounds[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+    assert max(b - a for a, b in bounds) - min(b - a for a, b in bounds) <= 1
+
+
+def test_ring_bytes_is_the_ring_formula():
+    # even split: each rank sends 2 (p-1)/p of the buffer
+    for p in (2, 4, 8):
+        n = 1024 * p
+        assert ring_bytes(4, n, p) == [2 * (p - 1) * (n // p) * 4] * p
+    assert ring_bytes(4, 100, 1) == [0]
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_collectives_on_cpu_and_sim_are_correct_and_counted(tmp_path, nproc):
+    proc = launch(tmp_path, """
+        import json, numpy as np, pygpu, pygpu.distributed as dist
+        dist.init_process_group()
+        r, p = dist.get_rank(), dist.get_world_size()
+        out = {"rank": r, "size": p}
+        for dev in ("cpu", "sim:0"):
+            dist.reset_stats()
+            a = pygpu.tensor(np.arange(1001, dtype=np.float32) * (r + 1), device=dev)
+            dist.all_reduce(a)
+            m = pygpu.tensor(np.array([r, -r, 2.0 * r]), device=dev)
+            dist.all_reduce(m, op="max")
+            v = pygpu.tensor(np.full(6, float(r)), device=dev)
+            dist.all_reduce(v, op="avg")
+            b = pygpu.tensor(np.full(5, float(r)), device=dev)
+            dist.broadcast(b, src=p - 1)
+            lst = [pygpu.zeros(3, device=dev) for _ in range(p)]
+            dist.all_gather(lst, pygpu.full((3,), float(r), device=dev))
+            out[dev] = {"sum": a.tolist(), "max": m.tolist(), "avg": v.tolist(), "bcast": b.tolist(),
+                        "gather": [x.tolist() for x in lst], "stats": dist.stats()}
+        print("JSON " + json.dumps(out))
+    """, nproc=nproc)
+    rows = rank_lines(proc)
+    assert [r["rank"] for r in rows] == list(range(nproc))
+    scale = sum(range(1, nproc + 1))
+    for row in rows:
+        for dev in ("cpu", "sim:0"):
+            got = row[dev]
+            np.testing.assert_allclose(got["sum"], np.arange(1001) * scale)
+            assert got["max"] == [nproc - 1, 0, 2.0 * (nproc - 1)]
+            np.testing.assert_allclose(got["avg"], np.full(6, np.mean(range(nproc))))
+            assert got["bcast"] == [nproc - 1.0] * 5
+            assert got["gather"] == [[float(i)] * 3 for i in range(nproc)]
+            st = got["stats"]
+            assert st["calls"] == {"all_reduce": 3, "broadcast": 1, "all_gather": 1}
+            # the all-reduces' network bytes are exactly the ring's, per rank
+            rb = [ring_bytes(4, 1001, nproc)[i] + ring_bytes(8, 3, nproc)[i] + ring_bytes(8, 6, nproc)[i]
+                  for i in range(nproc)]
+            bcast_sent = 40 if row["rank"] == nproc - 1 else 0
+            assert st["net_sent"] == rb[row["rank"]] + bcast_sent + 3 * 4
+            staged = 0 if dev == "cpu" else 4004 + 24 + 48
+            assert st["d2h_bytes"] == staged + (0 if dev == "cpu" else (40 if row["rank"] == nproc - 1 else 0) + 12)
+
+
+def test_sim_collectives_show_in_the_role_counters(tmp_path):
+    proc = launch(tmp_path, """
+        import json, numpy as np, pygpu, pygpu.distributed as dist
+        dist.init_process_group()
+        t = pygpu.ones(256, device="sim:0")
+        with pygpu.track() as tr:
+            dist.all_reduce(t)
+        print("JSON " + json.dumps({"rank": dist.get_rank(), "roles": tr.by_role,
+                                    "h2d": tr.h2d_bytes, "d2h": tr.d2h_bytes}))
+    """)
+    for row in rank_lines(proc):
+        assert row["h2d"] == row["d2h"] == 1024
+        assert row["roles"]["collective"]["bytes"] == 2048
+
+
+def test_launcher_sets_torchrun_variables(tmp_path):
+    proc = launch(tmp_path, """
+        import json, os
+        print("JSON " + json.dumps({k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
+                                   | {"rank": int(os.environ["RANK"])}))
+    """)
+    rows = rank_lines(proc)
+    assert [(r["RANK"], r["LOCAL_RANK"], r["WORLD_SIZE"]) for r in rows] == [("0", "0", "2"), ("1", "1", "2")]
+
+
+def test_a_rank_that_raises_ends_the_job_naming_it(tmp_path):
+    import time
+    t0 = time.monotonic()
+    proc = launch(tmp_path, """
+        import pygpu, pygpu.distributed as dist
+        dist.init_process_group()
+        if dist.get_rank() == 1:
+            raise ValueError("rank one fails on purpose")
+        t = pygpu.ones(4)
+        dist.all_reduce(t)   # rank 0 would wait here forever for rank 1
+        dist.barrier()
+    """, timeout=60)
+    assert proc.returncode != 0
+    assert "rank 1 of 2" in proc.stderr and "rank one fails on purpose" in proc.stderr
+    assert time.monotonic() - t0 < 30
+
+
+def test_init_twice_and_uninitialized_are_clear_errors():
+    import pygpu.distributed as dist
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialized in this process")
+    with pytest.raises(dist.DistributedError, match="init_process_group"):
+        dist.get_rank()
+    with pytest.raises(ValueError, match="backend"):
+        dist.init_process_group(backend="gloo")
+    with pytest.raises(ValueError, match="init_method"):
+        dist.init_process_group(init_method="tcp://127.0.0.1:1234")
+
+
+def test_launcher_command_has_what_open_mpi_needs_here():
+    cmd = mpirun_command(2, ["train.py", "--lr", "0.1"], mpirun="mpirun")
+    assert cmd[:3] == ["mpirun", "-np", "2"]
+    assert "--oversubscribe" in cmd
+    if os.geteuid() == 0:
+        assert "--allow-run-as-root" in cmd
+    assert cmd[-5:] == ["-m", "pygpu.distributed.bootstrap", "train.py", "--lr", "0.1"][-5:]
+    two = mpirun_command(2, ["t.py"], hostfile="hosts", nnodes=2, mpirun="mpirun")
+    assert two[:3] == ["mpirun", "-np", "4"] and "--hostfile" in two
+
+
+# -- DistributedSampler -----------------------------------------------------------------------
+@pytest.mark.parametrize("n,p,drop_last", [(10, 2, False), (10, 3, False), (10, 3, True), (7, 4, False)])
+def test_sampler_partitions_the_data(n, p, drop_last):
+    shares = [list(DistributedSampler(n, num_replicas=p, rank=r, seed=3, drop_last=drop_last))
+              for r in range(p)]
+    assert len({len(s) for s in shares}) == 1
+    flat = [i for s in shares for i in s]
+    if drop_last:
+        assert len(flat) == (n // p) * p and len(set(flat)) == len(flat)
+    else:
+        assert set(flat) == set(range(n)) and len(flat) == -(-n // p) * p
+
+
+def test_sampler_epochs_reshuffle_identically_on_every_rank():
+    a = DistributedSampler(100, num_replicas=2, rank=0, seed=1)
+    b = DistributedSampler(100, num_replicas=2, rank=1, seed=1)
+    first = list(a) + list(b)
+    a.set_epoch(1)
+    b.set_epoch(1)
+    second = list(a) + list(b)
+    assert sorted(first) == sorted(second) == list(range(100))
+    assert first != second
+    assert list(DistributedSampler(10, 2, 0, shuffle=False)) == [0, 2, 4, 6, 8]
+
+
+def test_sampler_needs_a_group_or_explicit_rank():
+    with pytest.raises((RuntimeError, ValueError)):
+        DistributedSampler(10, num_replicas=2, rank=2)
+
+
+# -- NCCL (cuda tensors): loading is tested everywhere the plugin is built; the collectives
+#    themselves run where GPUs exist. CI installs nvidia-nccl-cu13 and sets PYGPU_REQUIRE_NCCL=1.
+def _nccl_or_skip():
+    from pygpu.distributed import _nccl
+    try:
+        return _nccl, _nccl.version()
+    except _nccl.NcclUnavailable as e:
+        if os.environ.get("PYGPU_REQUIRE_NCCL") == "1":
+            raise
+        pytest.skip(f"NCCL unavailable: {e}")
+
+
+def test_nccl_loads_through_the_cuda_plugin():
+    _nccl, version = _nccl_or_skip()
+    assert version >= 21000, version  # NCCL 2.10 or newer (major*10000 + minor*100 + patch)
+
+
+def test_nccl_unique_id_needs_no_gpu():
+    import ctypes
+    _nccl, _ = _nccl_or_skip()
+    lib = _nccl._lib()
+    uid = ctypes.create_string_buffer(128)
+    why = ctypes.create_string_buffer(512)
+    lib.pg_plugin_nccl_unique_id.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    assert lib.pg_plugin_nccl_unique_id(uid, why, len(why)) == 0, why.value
+    assert uid.raw != bytes(128)
+
+
+def test_nccl_load_failure_names_the_library(tmp_path):
+    if not pygpu.cuda.is_built():
+        pytest.skip("the CUDA plugin is not built")
+    bogus = tmp_path / "libnccl.so.2"
+    bogus.write_bytes(b"not a library")
+    # a fresh process: the plugin keeps the first NCCL it loaded
+    import subprocess, sys
+    code = ("import ctypes, pygpu; lib = ctypes.CDLL(pygpu.cuda.PLUGIN); "
+            "lib.pg_plugin_nccl_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]; "
+            "why = ctypes.create_string_buffer(512); "
+            f"rc = lib.pg_plugin_nccl_load({str(bogus)!r}.encode(), why, 512); print(rc, why.value.decode())")
+    from _mpi import PKG_ROOT
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=PKG_ROOT), cwd=PKG_ROOT)
+    assert out.returncode == 0, out.stderr
+    rc, msg = out.stdout.split(" ", 1)
+    assert rc == "-1" and "NCCL could not be loaded" in msg and "nvidia-nccl-cu13" in msg
+
+
+@pytest.mark.skipif(not pygpu.cuda.is_available() or pygpu.cuda.device_count() < 2,
+                    reason="NCCL collectives need two GPUs")
+def test_nccl_all_reduce_on_two_gpus(tmp_path):
+    proc = launch(tmp_path, """
+        import json, os, numpy as np, pygpu, pygpu.distributed as dist
+        pygpu.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        dist.init_process_group(backend="nccl", init_method="env://")
+        r = dist.get_rank()
+        t = pygpu.tensor(np.arange(1000, dtype=np.float32) * (r + 1), device=f"cuda:{r}")
+        dist.all_reduce(t)
+        print("JSON " + json.dumps({"rank": r, "first": t[:3].tolist()}))
+    """)
+    for row in rank_lines(proc):
+        assert row["first"] == [0.0, 3.0, 6.0]
