@@ -124,7 +124,7 @@ class Trainer:
             last_read = t0
             total_loss = self._zero()  # sum over batches of mean loss x batch size, on the device
             correct = self._zero(int64) if classify else None
-            seen = shown = 0
+            seen = shown = steps = 0
             for xb, yb in loader:
                 opt.zero_grad()
                 out = model(xb)
@@ -133,6 +133,7 @@ class Trainer:
                 opt.step()
                 m = xb.shape[0]
                 seen += m
+                steps += 1
                 total_loss = total_loss + loss.detach() * m
                 if classify:
                     correct = correct + (out.detach().argmax(axis=1) == yb).sum()
@@ -154,6 +155,9 @@ class Trainer:
         s = t.stats
         record.update(h2d_count=s.h2d_count, h2d_bytes=s.h2d_bytes, d2h_count=s.d2h_count,
                       d2h_bytes=s.d2h_bytes, implicit=dict(s.implicit), syncs=s.syncs)
+        if s.by_role:  # DataParallel / collectives: bytes per step by role (see pygpu.role)
+            record["bytes_per_step_by_role"] = {k: v["bytes"] / max(steps, 1)
+                                                for k, v in s.by_role.items()}
         if bar is not None:
             bar.set_postfix(loss=f"{epoch_loss:.4f}", samples_per_s=f"{record['samples_per_s']:,.0f}",
                             refresh=False)

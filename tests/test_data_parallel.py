@@ -160,3 +160,17 @@ def test_mem_get_info_sees_what_is_allocated():
     main = max(range(len(free)), key=free.__getitem__)  # the mission's pick of the main device
     assert free[main] >= free[0]
     del hog
+
+
+def test_trainer_history_reports_traffic_per_step_by_role():
+    model = _mlp("sim:0")
+    dp = nn.DataParallel(model, device_ids=["sim:0", "sim:1"])
+    trainer = pygpu.Trainer(dp, pygpu.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(),
+                            device="sim:0")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((40, 20)).astype(np.float32)
+    y = rng.integers(0, 5, 40)
+    hist = trainer.fit(x, y, epochs=1, batch_size=10, progress=False)
+    per_step = hist[0]["bytes_per_step_by_role"]
+    assert per_step["replicate"] == per_step["grad_reduce"] == _param_bytes(model)
+    assert per_step["gather"] == 2 * chunk_sizes(10, 2)[1] * 5 * 4
