@@ -164,6 +164,8 @@ def test_no_grad_detach_and_leaf_rules(device):
         pygpu.zeros(2, dtype=pygpu.int64).requires_grad_()
     with pytest.raises(RuntimeError, match="no_grad"):
         x[0] = 1.0
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        pygpu.zeros(3, device=device)[...] = x * 2.0
 
 
 def test_backward_errors(device):

@@ -223,7 +223,8 @@ pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool 
     PG_TRY(contiguous_all(2, in, n.src));
     n.nsrc = 2;
     n.nextra = 1;
-    pg_status st = pg_tensor_empty(dev, (pg_dtype)logits->dtype, 0, NULL, &n.dst);
+    const int64_t scalar_shape[1] = {1}; /* 0-d: the shape array is not read */
+    pg_status st = pg_tensor_empty(dev, (pg_dtype)logits->dtype, 0, scalar_shape, &n.dst);
     if (st == PG_OK)
         st = pg_tensor_empty(dev, (pg_dtype)logits->dtype, 2, logits->shape, &n.extra[0]);
     if (st == PG_OK)
