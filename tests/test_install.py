@@ -78,11 +78,16 @@ def _copy_python_files(dest, source_tree, with_extension=False):
 
 
 def _import_in(cwd, code="import pygpu"):
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    # -c puts cwd first on sys.path, as `python -m pygpu` from a checkout's root does
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120)
+    # -c puts cwd first on sys.path, as `python -m pygpu` from a checkout's root does. -S keeps
+    # out site-packages' .pth files: an editable install's import hook (setuptools') would
+    # otherwise serve pygpu and its submodules, _C included, from the checkout it was made
+    # from, whatever the working directory. NumPy and scipy_openblas32 come in by PYTHONPATH.
+    import numpy
+    import scipy_openblas32
+    deps = {os.path.dirname(os.path.dirname(m.__file__)) for m in (numpy, scipy_openblas32)}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sorted(deps)))
+    return subprocess.run([sys.executable, "-S", "-c", code], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_import_from_unbuilt_source_tree_says_what_to_run(tmp_path):
