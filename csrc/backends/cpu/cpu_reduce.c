@@ -7,9 +7,9 @@
  * axis has unit stride in src:
  *
  *  - the reduced axis (sum(axis=-1), or everything): each output is one
- *    contiguous run of R elements, reduced with 16 independent lanes the
- *    compiler maps to vector registers. Sums are pairwise over 256-element
- *    leaves like NumPy's, so the error grows with log(R), not R.
+ *    contiguous run of R elements, reduced with independent lanes the
+ *    compiler maps to vector registers. float64 sums are pairwise over
+ *    1024-element leaves like NumPy's, so the error grows with log(R), not R.
  *  - another axis (sum(axis=0) of a matrix): rows are folded in memory order
  *    into a tile of 256 accumulators (on the stack: kernels are reentrant and
  *    run on several pool threads at once), so reducing the first axis streams
@@ -18,17 +18,18 @@
  * float32 sums accumulate in float64 (more accurate than NumPy's float32
  * pairwise sum, at no cost once memory-bound); int64 sums wrap like NumPy's
  * (computed in uint64: no signed-overflow UB). NaN wins max/min/argmax, as in
- * NumPy; argmax returns the first index of the maximum (or of the first NaN):
- * a vector max, then a vector search for it. */
+ * NumPy; argmax returns the first index of the maximum (or of the first NaN). */
 #include <stdbool.h>
 #include <string.h>
 
 #include "cpu_kernels.h"
 #include "cpu_vecmath.h"
 
-#define LANES 16          /* independent accumulators of a run: 2 AVX-512 / 4 AVX2 registers */
-#define PAIRWISE_LEAF 256 /* elements summed directly before the pairwise split */
-#define TILE 256          /* accumulators of the row kernel (2 KiB of float64) */
+/* Independent accumulators of a run: 128 bytes of T, i.e. two AVX-512 or four
+ * AVX2 registers, enough to hide the add/compare latency. */
+#define LANES(T) ((int)(128 / sizeof(T)))
+#define PAIRWISE_LEAF 1024 /* elements summed by the lanes before the pairwise split */
+#define TILE 256           /* accumulators of the row kernel (2 KiB of float64) */
 
 /* NaN-propagating picks; for integers x != x is false and folds away */
 #define PICK_MAX(v, acc) (((v) > (acc) || (v) != (v)) ? (v) : (acc))
@@ -38,64 +39,155 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* ---- one contiguous run of n elements -> one value ------------------------------------- */
 
-#define RUN_SUM(SUF, T, ACC)                                                                  \
+/* LANES(T) accumulators of type ACC; float32 sums into float64 lanes, whose
+ * rounding error over even 2^31 terms stays far below float32's, so only
+ * float64 (and int64, where it costs nothing) needs the pairwise split. */
+#define RUN_SUM(SUF, T, ACC, PAIRWISE)                                                        \
     static PG_CPU_CLONES ACC sum_leaf_##SUF(const T *a, int64_t n)                           \
     {                                                                                         \
-        ACC lane[LANES] = {0};                                                                \
+        enum { L = LANES(T) };                                                                \
+        ACC lane[L];                                                                          \
+        for (int k = 0; k < L; k++)                                                           \
+            lane[k] = 0;                                                                      \
         int64_t i = 0;                                                                        \
-        for (; i + LANES <= n; i += LANES) {                                                  \
-            _Pragma("omp simd") for (int k = 0; k < LANES; k++) lane[k] += (ACC)a[i + k];     \
+        for (; i + L <= n; i += L) {                                                          \
+            _Pragma("omp simd") for (int k = 0; k < L; k++) lane[k] += (ACC)a[i + k];         \
         }                                                                                     \
         for (int k = 0; i < n; i++, k++)                                                      \
             lane[k] += (ACC)a[i];                                                             \
-        for (int w = LANES / 2; w > 0; w /= 2)                                                \
-            for (int k = 0; k < w; k++)                                                       \
-                lane[k] += lane[k + w];                                                       \
+        for (int w = L / 2; w > 0; w /= 2) {                                                  \
+            _Pragma("omp simd") for (int k = 0; k < w; k++) lane[k] += lane[k + w];           \
+        }                                                                                     \
         return lane[0];                                                                       \
     }                                                                                         \
     static ACC sum_run_##SUF(const T *a, int64_t n)                                           \
     {                                                                                         \
-        if (n <= PAIRWISE_LEAF)                                                               \
+        if (!(PAIRWISE) || n <= PAIRWISE_LEAF)                                                \
             return sum_leaf_##SUF(a, n);                                                      \
-        int64_t half = (n / 2) / LANES * LANES;                                               \
+        int64_t half = (n / 2) / LANES(T) * LANES(T);                                         \
         return sum_run_##SUF(a, half) + sum_run_##SUF(a + half, n - half);                   \
     }
 
 #define RUN_PICK(NAME, T, PICK)                                                               \
     static PG_CPU_CLONES T NAME(const T *a, int64_t n)                                        \
     {                                                                                         \
-        T lane[LANES];                                                                        \
-        for (int k = 0; k < LANES; k++)                                                       \
+        enum { L = LANES(T) };                                                                \
+        T lane[L];                                                                            \
+        for (int k = 0; k < L; k++)                                                           \
             lane[k] = a[0];                                                                   \
         int64_t i = 0;                                                                        \
-        for (; i + LANES <= n; i += LANES) {                                                  \
-            _Pragma("omp simd") for (int k = 0; k < LANES; k++) lane[k] =                     \
-                PICK(a[i + k], lane[k]);                                                      \
+        for (; i + L <= n; i += L) {                                                          \
+            _Pragma("omp simd") for (int k = 0; k < L; k++) lane[k] = PICK(a[i + k], lane[k]);\
         }                                                                                     \
         for (; i < n; i++)                                                                    \
             lane[0] = PICK(a[i], lane[0]);                                                    \
         T m = lane[0];                                                                        \
-        for (int k = 1; k < LANES; k++)                                                       \
+        for (int k = 1; k < L; k++)                                                           \
             m = PICK(lane[k], m);                                                             \
         return m;                                                                             \
     }
 
-/* The first index holding m (or the first NaN when m is NaN), 64 at a time. */
-#define RUN_FIND(SUF, T)                                                                      \
-    static PG_CPU_CLONES int64_t find_##SUF(const T *a, int64_t n, T m)                       \
+/* argmax in one pass, written with GCC vector types (the compiler does not keep
+ * select-updated lane arrays in registers): each lane keeps its largest value
+ * and the index where it first saw it (as wide as T: 32-bit for float32, so a
+ * float32 run goes in chunks of < 2^31 elements), and notes any NaN; the lanes
+ * then give the smallest index holding the largest value. A NaN anywhere
+ * (rare) sends us to find the first one instead. */
+#define RUN_ARGMAX(SUF, T, IT, ABS, INF)                                                                    \
+    static PG_CPU_CLONES int64_t first_nan_##SUF(const T *a, int64_t n)                       \
     {                                                                                         \
-        bool nan = m != m;                                                                    \
         for (int64_t i0 = 0; i0 < n; i0 += 64) {                                              \
             int64_t w = min_i64(64, n - i0);                                                  \
             int hit = 0;                                                                      \
             _Pragma("omp simd reduction(|:hit)") for (int64_t k = 0; k < w; k++) hit |=       \
-                nan ? a[i0 + k] != a[i0 + k] : a[i0 + k] == m;                                \
+                a[i0 + k] != a[i0 + k];                                                       \
             if (hit)                                                                          \
                 for (int64_t k = 0; k < w; k++)                                               \
-                    if (nan ? a[i0 + k] != a[i0 + k] : a[i0 + k] == m)                        \
+                    if (a[i0 + k] != a[i0 + k])                                               \
                         return i0 + k;                                                        \
         }                                                                                     \
-        return 0; /* not reached: m came from a */                                            \
+        return -1;                                                                            \
+    }                                                                                         \
+    typedef T vec_##SUF __attribute__((vector_size(64)));                                     \
+    typedef IT ivec_##SUF __attribute__((vector_size(64)));                                   \
+    static PG_CPU_CLONES int64_t argmax_chunk_##SUF(const T *a, int64_t n, T *best)           \
+    {                                                                                         \
+        enum { W = 64 / sizeof(T) }; /* elements per vector; two vectors per step */          \
+        T lane[2 * W];                                                                        \
+        IT at[2 * W], iota[2 * W];                                                            \
+        for (int k = 0; k < 2 * W; k++) {                                                     \
+            lane[k] = a[0];                                                                   \
+            at[k] = 0;                                                                        \
+            iota[k] = (IT)k;                                                                  \
+        }                                                                                     \
+        int64_t i = 0;                                                                        \
+        if (n >= 2 * W) {                                                                     \
+            vec_##SUF b0, b1;                                                                 \
+            ivec_##SUF i0, i1, x0, x1, nan = {0}, step;                                       \
+            memcpy(&b0, lane, 64);                                                            \
+            b1 = b0;                                                                          \
+            memcpy(&x0, iota, 64);                                                            \
+            memcpy(&x1, iota + W, 64);                                                        \
+            i0 = nan;                                                                         \
+            i1 = nan;                                                                         \
+            step = nan + (IT)(2 * W);                                                         \
+            for (; i + 2 * W <= n; i += 2 * W) {                                              \
+                vec_##SUF v0, v1;                                                             \
+                memcpy(&v0, a + i, 64);                                                       \
+                memcpy(&v1, a + i + W, 64);                                                   \
+                ivec_##SUF g0 = v0 > b0, g1 = v1 > b1; /* all-ones where greater */           \
+                b0 = (vec_##SUF)(((ivec_##SUF)v0 & g0) | ((ivec_##SUF)b0 & ~g0));            \
+                b1 = (vec_##SUF)(((ivec_##SUF)v1 & g1) | ((ivec_##SUF)b1 & ~g1));            \
+                i0 = (x0 & g0) | (i0 & ~g0);                                                  \
+                i1 = (x1 & g1) | (i1 & ~g1);                                                  \
+                ivec_##SUF m0 = (ivec_##SUF)v0 & ABS, m1 = (ivec_##SUF)v1 & ABS;             \
+                nan |= (INF - m0) | (INF - m1); /* negative where |bits| > INF: a NaN */      \
+                x0 += step;                                                                   \
+                x1 += step;                                                                   \
+            }                                                                                 \
+            memcpy(lane, &b0, 64);                                                            \
+            memcpy(lane + W, &b1, 64);                                                        \
+            memcpy(at, &i0, 64);                                                              \
+            memcpy(at + W, &i1, 64);                                                          \
+            for (int k = 0; k < W; k++)                                                       \
+                if (nan[k] < 0) {                                                             \
+                    int64_t at_nan = first_nan_##SUF(a, n);                                   \
+                    *best = a[at_nan];                                                        \
+                    return at_nan;                                                            \
+                }                                                                             \
+        }                                                                                     \
+        for (int k = 0; i < n; i++, k++) {                                                    \
+            if (a[i] != a[i]) {                                                               \
+                int64_t at_nan = first_nan_##SUF(a, n);                                       \
+                *best = a[at_nan];                                                            \
+                return at_nan;                                                                \
+            }                                                                                 \
+            if (a[i] > lane[k]) {                                                             \
+                lane[k] = a[i];                                                               \
+                at[k] = (IT)i;                                                                \
+            }                                                                                 \
+        }                                                                                     \
+        int win = 0;                                                                          \
+        for (int k = 1; k < 2 * W; k++)                                                       \
+            if (lane[k] > lane[win] || (lane[k] == lane[win] && at[k] < at[win]))             \
+                win = k;                                                                      \
+        *best = lane[win];                                                                    \
+        return (int64_t)at[win];                                                              \
+    }                                                                                         \
+    static int64_t argmax_run_##SUF(const T *a, int64_t n)                                    \
+    {                                                                                         \
+        const int64_t chunk = (int64_t)1 << 31;                                               \
+        T best;                                                                               \
+        int64_t arg = argmax_chunk_##SUF(a, min_i64(n, chunk), &best);                        \
+        for (int64_t c0 = chunk; c0 < n && best == best; c0 += chunk) {                       \
+            T b;                                                                              \
+            int64_t i = argmax_chunk_##SUF(a + c0, min_i64(n - c0, chunk), &b);               \
+            if (b > best || b != b) {                                                         \
+                best = b;                                                                     \
+                arg = c0 + i;                                                                 \
+            }                                                                                 \
+        }                                                                                     \
+        return arg;                                                                           \
     }
 
 /* ---- R rows of m elements (row stride sR bytes, element stride s_in) -> m values --------- */
@@ -191,19 +283,23 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
         }                                                                                     \
     }
 
-#define REDUCE_KERNELS(SUF, T, SUM_ACC)          \
-    RUN_SUM(SUF, T, SUM_ACC)                     \
+#define REDUCE_KERNELS(SUF, T, IT, ABS, INF, SUM_ACC, PAIRWISE) \
+    RUN_SUM(SUF, T, SUM_ACC, PAIRWISE)           \
     RUN_PICK(max_run_##SUF, T, PICK_MAX)         \
     RUN_PICK(min_run_##SUF, T, PICK_MIN)         \
-    RUN_FIND(SUF, T)                             \
+    RUN_ARGMAX(SUF, T, IT, ABS, INF)             \
     ROWS_SUM(SUF, T, SUM_ACC)                    \
     ROWS_PICK(max_rows_##SUF, T, PICK_MAX)       \
     ROWS_PICK(min_rows_##SUF, T, PICK_MIN)       \
     ROWS_ARGMAX(SUF, T)
 
-REDUCE_KERNELS(i64, int64_t, uint64_t)
-REDUCE_KERNELS(f32, float, double)
-REDUCE_KERNELS(f64, double, double)
+/* IT: argmax's lane index type, as wide as T so that a compare mask selects it;
+ * ABS, INF: a value's bits without the sign are above INF's exactly for NaN,
+ * so INF - (bits & ABS) is negative (an integer test: GCC 12 scalarizes the
+ * vector x != x); never for int64. */
+REDUCE_KERNELS(i64, int64_t, int64_t, 0, INT64_MAX, uint64_t, 0) /* wrapping int sums: exact */
+REDUCE_KERNELS(f32, float, int32_t, 0x7fffffff, 0x7f800000, double, 0)
+REDUCE_KERNELS(f64, double, int64_t, INT64_MAX, 0x7ff0000000000000LL, double, 1)
 
 /* One contiguous run of R elements into *out (int64 for argmax). */
 typedef void (*run_fn)(int op, const char *src, int64_t R, char *out);
@@ -218,7 +314,7 @@ typedef void (*rows_fn)(const char *src, int64_t sR, int64_t R, int64_t m, int64
         case PG_RED_SUM: *(T *)out = (T)sum_run_##SUF(a, R); break;                 \
         case PG_RED_MAX: *(T *)out = max_run_##SUF(a, R); break;                    \
         case PG_RED_MIN: *(T *)out = min_run_##SUF(a, R); break;                    \
-        default: *(int64_t *)out = find_##SUF(a, R, max_run_##SUF(a, R)); break;    \
+        default: *(int64_t *)out = argmax_run_##SUF(a, R); break;                     \
         }                                                                           \
     }
 RUN_DISPATCH(i64, int64_t)
