@@ -167,12 +167,18 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
                 at[k] = (IT)i;                                                                \
             }                                                                                 \
         }                                                                                     \
-        int win = 0;                                                                          \
-        for (int k = 1; k < 2 * W; k++)                                                       \
-            if (lane[k] > lane[win] || (lane[k] == lane[win] && at[k] < at[win]))             \
-                win = k;                                                                      \
-        *best = lane[win];                                                                    \
-        return (int64_t)at[win];                                                              \
+        /* no NaN here: fold the lanes in halves, keeping the larger value and, on a   \
+         * tie, the smaller index (vector steps, not a 32-step scalar chain) */               \
+        for (int w = W; w > 0; w /= 2) {                                                      \
+            _Pragma("omp simd") for (int k = 0; k < w; k++)                                   \
+            {                                                                                 \
+                bool right = lane[k + w] > lane[k] || (lane[k + w] == lane[k] && at[k + w] < at[k]); \
+                lane[k] = right ? lane[k + w] : lane[k];                                      \
+                at[k] = right ? at[k + w] : at[k];                                            \
+            }                                                                                 \
+        }                                                                                     \
+        *best = lane[0];                                                                      \
+        return (int64_t)at[0];                                                                \
     }                                                                                         \
     static int64_t argmax_run_##SUF(const T *a, int64_t n)                                    \
     {                                                                                         \
