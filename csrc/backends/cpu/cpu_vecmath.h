@@ -39,6 +39,8 @@ double log(double);
 float tanhf(float);
 #pragma omp declare simd notinbranch
 double tanh(double);
+#pragma omp declare simd notinbranch
+double cos(double); /* Box-Muller in cpu_generate.c */
 #endif
 
 #endif
