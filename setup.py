@@ -27,8 +27,13 @@ def core_sources():
 
 
 def core_extension():
+    # -fopenmp-simd: `#pragma omp simd` vectorizes the CPU kernels (no OpenMP runtime);
+    # -fno-math-errno: sqrt is one instruction and libmvec's vector exp/log/tanh may be
+    # called (csrc/backends/cpu/cpu_vecmath.h). No -march: the hot kernels carry
+    # target_clones (AVX-512 / AVX2 / baseline) and pick one at load time.
     cflags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-D_GNU_SOURCE", "-fvisibility=hidden",
-              "-Wno-missing-field-initializers", "-Wno-cast-function-type"]
+              "-Wno-missing-field-initializers", "-Wno-cast-function-type",
+              "-fopenmp-simd", "-fno-math-errno"]
     ldflags = []
     if os.environ.get("PYGPU_WERROR") == "1":
         cflags.append("-Werror")
@@ -47,7 +52,7 @@ def core_extension():
         sources=core_sources(),
         include_dirs=[numpy.get_include(), scipy_openblas32.get_include_dir()],
         library_dirs=[blas_lib],
-        libraries=[scipy_openblas32.get_library(), "m", "pthread", "dl"],
+        libraries=[scipy_openblas32.get_library(), "mvec", "m", "pthread", "dl"],
         runtime_library_dirs=["$ORIGIN/../scipy_openblas32/lib"],
         extra_compile_args=cflags,
         extra_link_args=ldflags,

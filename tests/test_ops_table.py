@@ -215,6 +215,40 @@ for _name in ("sum", "mean", "max", "min", "argmax"):
         row(f"{_name}_{_label}_long", lambda x, _n=_name, _k=_kw: getattr(pygpu, _n)(x, **_k),
             lambda x, _n=_name, _k=_kw: getattr(np, _n)(x, **_k), _cases, _dtypes, tol=_tol)
 
+# --- vector-kernel sizes: odd lengths leave tails after every vector width, and
+# a (257, 389) matrix gives runs, bias-add broadcasts and outer-axis reductions
+# the kernels (and the device thread pools that split them) take for real
+# work; the transpose sends each through the strided (gather) paths ---
+BIG_UNARY = cases(a(100003), a(257, 389), tr(389, 257))
+BIG_BINARY = cases(
+    (a(100003), a(100003)), (a(257, 389), a(389)), (a(257, 389), a(257, 1)),
+    (a(257, 389), a()), (a(), a(257, 389)), (tr(389, 257), a(257, 389)),
+)
+for _name, _f in [
+    ("add", lambda x, y: x + y), ("sub", lambda x, y: x - y), ("mul", lambda x, y: x * y),
+    ("maximum", pygpu.maximum), ("minimum", pygpu.minimum),
+]:
+    row(_name + "_big", _f, {"maximum": np.maximum, "minimum": np.minimum}.get(_name), BIG_BINARY, NUMERIC)
+row("div_big", lambda x, y: x / y, None, BIG_BINARY, FLOATS, ("any", "nonzero"))
+for _name, _f in [("lt", lambda x, y: x < y), ("eq", lambda x, y: x == y), ("ge", lambda x, y: x >= y)]:
+    row(_name + "_big", _f, None, BIG_BINARY, NUMERIC, tol="exact")
+row("scalar_add_float_big", lambda x: x + 2.5, None, BIG_UNARY, NUMERIC)
+row("scalar_rsub_float_big", lambda x: 1.5 - x, None, BIG_UNARY, NUMERIC)
+row("scalar_div_float_big", lambda x: x / 2.5, None, BIG_UNARY, NUMERIC)
+row("neg_big", lambda x: -x, None, BIG_UNARY, NUMERIC)
+row("abs_big", lambda x: abs(x), None, BIG_UNARY, NUMERIC)
+for _name, _ref in _MATH_REFS.items():
+    _dom = ("positive",) if _name in ("log", "sqrt") else ("any",)
+    row(_name + "_big", getattr(pygpu, _name), _ref, BIG_UNARY, NUMERIC if _name == "relu" else FLOATS, _dom)
+for _name in ("sum", "mean", "max", "min", "argmax"):
+    _tol = "accumulate" if _name in ("sum", "mean") else "exact"
+    for _label, _kw in [("all", {}), ("axis0", {"axis": 0}), ("axis-1", {"axis": -1})]:
+        row(f"{_name}_{_label}_big", lambda x, _n=_name, _k=_kw: getattr(pygpu, _n)(x, **_k),
+            lambda x, _n=_name, _k=_kw: getattr(np, _n)(x, **_k), BIG_UNARY, NUMERIC, tol=_tol)
+for _target in ("float32", "float64", "int64", "bool"):
+    row(f"astype_{_target}_big", lambda x, _t=_target: x.astype(getattr(pygpu, _t)),
+        lambda x, _t=_target: x.astype(_t), BIG_UNARY, NUMERIC, tol="exact")
+
 # --- views and copies (exact) ---
 for _name, _f, _cases in [
     ("index_0", lambda x: x[0], ND1), ("index_neg1", lambda x: x[-1], ND1),
@@ -488,3 +522,32 @@ def test_broadcasting_random_shapes_matches_numpy(shapes, seed, device):
     for got, ref in [(tx + ty, x + y), (tx * ty, x * y), (tx < ty, x < y), (pygpu.maximum(tx, ty), np.maximum(x, y))]:
         assert got.shape == shapes.result_shape
         np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+# NaN and ties where the vector kernels keep per-lane state: a NaN in the first
+# element, in a tail, in the middle of a vector, in two lanes; and many equal
+# maxima, so argmax must still return the first. Random data never has these.
+_NAN_SPOTS = {"none": [], "first": [0], "last": [-1], "middle": [517], "two": [700, 45]}
+_NAN_OPS = {
+    "max_all": lambda m, x: m.max(x), "min_axis0": lambda m, x: m.min(x, axis=0),
+    "max_axis-1": lambda m, x: m.max(x, axis=-1), "argmax_all": lambda m, x: m.argmax(x),
+    "argmax_axis0": lambda m, x: m.argmax(x, axis=0), "argmax_axis-1": lambda m, x: m.argmax(x, axis=-1),
+    "sum_all": lambda m, x: m.sum(x), "relu": lambda m, x: np.maximum(x, 0) if m is np else m.relu(x),
+    "maximum": lambda m, x: m.maximum(x, x[..., ::-1].copy() if m is np else x[..., ::-1].contiguous()),
+}
+
+
+@pytest.mark.parametrize("shape", [(1000,), (100003,), (37, 389)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("spot", list(_NAN_SPOTS))
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", list(_NAN_OPS))
+def test_nan_and_ties_at_vector_sizes(op, dtype, spot, shape, device):
+    rng = np.random.default_rng(zlib.crc32(f"{op}{dtype}{spot}{shape}".encode()))
+    x = rng.integers(-3, 4, size=shape).astype(dtype)  # few values: ties everywhere
+    flat = x.reshape(-1)
+    for k in _NAN_SPOTS[spot]:
+        flat[k] = np.nan
+    ref = np.asarray(_NAN_OPS[op](np, x))
+    got = _NAN_OPS[op](pygpu, to_device(x, device)).numpy()
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    np.testing.assert_array_equal(got, ref)  # NaN == NaN here; exact, ties included

@@ -1,99 +1,396 @@
-/* cpu_reduce.c - sum, max, min and argmax over one axis on the CPU.
+/* cpu_reduce.c - sum, max, min and argmax over one axis on the CPU, vectorized.
  *
- * The generic layer hands us a contiguous src viewed as (outer, R, inner) and
- * a contiguous dst (outer, inner). Rows are walked in memory order, folding
- * each row of `inner` elements into a row of accumulators, so reducing the
- * first axis of a matrix streams through memory instead of striding down
- * columns. float32 sums accumulate in double. NaN wins max/min/argmax, as in
- * NumPy. */
-#include <stdlib.h>
+ * A reduction node is src (any shape, any strides) reduced over `axis` into
+ * dst (the same shape with that axis 1). The generic layer passes both
+ * contiguous, but the thread pool splits nodes into views, so any strides must
+ * work; the fast paths are for unit-stride runs. Two kernels, chosen by which
+ * axis has unit stride in src:
+ *
+ *  - the reduced axis (sum(axis=-1), or everything): each output is one
+ *    contiguous run of R elements, reduced with independent lanes the
+ *    compiler maps to vector registers. float64 sums are pairwise over
+ *    1024-element leaves like NumPy's, so the error grows with log(R), not R.
+ *  - another axis (sum(axis=0) of a matrix): rows are folded in memory order
+ *    into a tile of 256 accumulators (on the stack: kernels are reentrant and
+ *    run on several pool threads at once), so reducing the first axis streams
+ *    through memory with vector adds instead of striding down columns.
+ *
+ * float32 sums accumulate in float64 (more accurate than NumPy's float32
+ * pairwise sum, at no cost once memory-bound); int64 sums wrap like NumPy's
+ * (computed in uint64: no signed-overflow UB). NaN wins max/min/argmax, as in
+ * NumPy; argmax returns the first index of the maximum (or of the first NaN). */
+#include <stdbool.h>
+#include <string.h>
 
 #include "cpu_kernels.h"
+#include "cpu_vecmath.h"
 
-typedef uint8_t pg_bool_t;
+/* Independent accumulators of a run: 128 bytes of T, i.e. two AVX-512 or four
+ * AVX2 registers, enough to hide the add/compare latency. */
+#define LANES(T) ((int)(128 / sizeof(T)))
+#define PAIRWISE_LEAF 1024 /* elements summed by the lanes before the pairwise split */
+#define TILE 256           /* accumulators of the row kernel (2 KiB of float64) */
 
-#define REDUCE_IMPL(SUF, T, ACC)                                                              \
-    static pg_status reduce_##SUF(int op, const T *src, void *dst, int64_t outer, int64_t R,  \
-                                  int64_t inner)                                              \
+/* NaN-propagating picks; for integers x != x is false and folds away */
+#define PICK_MAX(v, acc) (((v) > (acc) || (v) != (v)) ? (v) : (acc))
+#define PICK_MIN(v, acc) (((v) < (acc) || (v) != (v)) ? (v) : (acc))
+
+static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* ---- one contiguous run of n elements -> one value ------------------------------------- */
+
+/* LANES(T) accumulators of type ACC; float32 sums into float64 lanes, whose
+ * rounding error over even 2^31 terms stays far below float32's, so only
+ * float64 (and int64, where it costs nothing) needs the pairwise split. */
+#define RUN_SUM(SUF, T, ACC, PAIRWISE)                                                        \
+    static PG_CPU_CLONES ACC sum_leaf_##SUF(const T *a, int64_t n)                           \
     {                                                                                         \
-        ACC *acc = malloc(sizeof(ACC) * (size_t)(inner ? inner : 1));                         \
-        int64_t *arg = op == PG_RED_ARGMAX ? malloc(sizeof(int64_t) * (size_t)(inner ? inner : 1)) \
-                                           : NULL;                                            \
-        if (!acc || (op == PG_RED_ARGMAX && !arg)) {                                          \
-            free(acc);                                                                        \
-            free(arg);                                                                        \
-            return pg_error_set(PG_ERR_NOMEM, "out of host memory in a reduction");           \
+        enum { L = LANES(T) };                                                                \
+        ACC lane[L];                                                                          \
+        for (int k = 0; k < L; k++)                                                           \
+            lane[k] = 0;                                                                      \
+        int64_t i = 0;                                                                        \
+        for (; i + L <= n; i += L) {                                                          \
+            _Pragma("omp simd") for (int k = 0; k < L; k++) lane[k] += (ACC)a[i + k];         \
         }                                                                                     \
-        for (int64_t o = 0; o < outer; o++) {                                                 \
-            const T *base = src + o * R * inner;                                              \
-            for (int64_t i = 0; i < inner; i++) {                                             \
-                acc[i] = op == PG_RED_SUM ? (ACC)0 : (ACC)base[i];                            \
-                if (arg)                                                                      \
-                    arg[i] = 0;                                                               \
-            }                                                                                 \
-            for (int64_t r = op == PG_RED_SUM ? 0 : 1; r < R; r++) {                          \
-                const T *row = base + r * inner;                                              \
-                switch (op) {                                                                 \
-                case PG_RED_SUM:                                                              \
-                    for (int64_t i = 0; i < inner; i++)                                       \
-                        acc[i] += (ACC)row[i];                                                \
-                    break;                                                                    \
-                case PG_RED_MAX:                                                              \
-                    for (int64_t i = 0; i < inner; i++)                                       \
-                        if (row[i] > acc[i] || row[i] != row[i])                              \
-                            acc[i] = acc[i] != acc[i] ? acc[i] : (ACC)row[i];                 \
-                    break;                                                                    \
-                case PG_RED_MIN:                                                              \
-                    for (int64_t i = 0; i < inner; i++)                                       \
-                        if (row[i] < acc[i] || row[i] != row[i])                              \
-                            acc[i] = acc[i] != acc[i] ? acc[i] : (ACC)row[i];                 \
-                    break;                                                                    \
-                default: /* argmax: strictly greater keeps the first; the first NaN sticks */ \
-                    for (int64_t i = 0; i < inner; i++)                                       \
-                        if (acc[i] == acc[i] && (row[i] > acc[i] || row[i] != row[i])) {      \
-                            acc[i] = (ACC)row[i];                                             \
-                            arg[i] = r;                                                       \
-                        }                                                                     \
-                    break;                                                                    \
-                }                                                                             \
-            }                                                                                 \
-            if (arg) {                                                                        \
-                int64_t *out = (int64_t *)dst + o * inner;                                    \
-                for (int64_t i = 0; i < inner; i++)                                           \
-                    out[i] = arg[i];                                                          \
-            } else {                                                                          \
-                T *out = (T *)dst + o * inner;                                                \
-                for (int64_t i = 0; i < inner; i++)                                           \
-                    out[i] = (T)acc[i];                                                       \
-            }                                                                                 \
+        for (int k = 0; i < n; i++, k++)                                                      \
+            lane[k] += (ACC)a[i];                                                             \
+        for (int w = L / 2; w > 0; w /= 2) {                                                  \
+            _Pragma("omp simd") for (int k = 0; k < w; k++) lane[k] += lane[k + w];           \
         }                                                                                     \
-        free(acc);                                                                            \
-        free(arg);                                                                            \
-        return PG_OK;                                                                         \
+        return lane[0];                                                                       \
+    }                                                                                         \
+    static ACC sum_run_##SUF(const T *a, int64_t n)                                           \
+    {                                                                                         \
+        if (!(PAIRWISE) || n <= PAIRWISE_LEAF)                                                \
+            return sum_leaf_##SUF(a, n);                                                      \
+        int64_t half = (n / 2) / LANES(T) * LANES(T);                                         \
+        return sum_run_##SUF(a, half) + sum_run_##SUF(a + half, n - half);                   \
     }
 
-REDUCE_IMPL(i64, int64_t, int64_t)
-REDUCE_IMPL(f32, float, double)
-REDUCE_IMPL(f64, double, double)
-REDUCE_IMPL(b, pg_bool_t, int64_t)
+#define RUN_PICK(NAME, T, PICK)                                                               \
+    static PG_CPU_CLONES T NAME(const T *a, int64_t n)                                        \
+    {                                                                                         \
+        enum { L = LANES(T) };                                                                \
+        T lane[L];                                                                            \
+        for (int k = 0; k < L; k++)                                                           \
+            lane[k] = a[0];                                                                   \
+        int64_t i = 0;                                                                        \
+        for (; i + L <= n; i += L) {                                                          \
+            _Pragma("omp simd") for (int k = 0; k < L; k++) lane[k] = PICK(a[i + k], lane[k]);\
+        }                                                                                     \
+        for (; i < n; i++)                                                                    \
+            lane[0] = PICK(a[i], lane[0]);                                                    \
+        T m = lane[0];                                                                        \
+        for (int k = 1; k < L; k++)                                                           \
+            m = PICK(lane[k], m);                                                             \
+        return m;                                                                             \
+    }
+
+/* argmax in one pass, written with GCC vector types (the compiler does not keep
+ * select-updated lane arrays in registers): each lane keeps its largest value
+ * and the index where it first saw it (as wide as T: 32-bit for float32, so a
+ * float32 run goes in chunks of < 2^31 elements), and notes any NaN; the lanes
+ * then give the smallest index holding the largest value. A NaN anywhere
+ * (rare) sends us to find the first one instead. */
+#define RUN_ARGMAX(SUF, T, IT, ABS, INF)                                                                    \
+    static PG_CPU_CLONES int64_t first_nan_##SUF(const T *a, int64_t n)                       \
+    {                                                                                         \
+        for (int64_t i0 = 0; i0 < n; i0 += 64) {                                              \
+            int64_t w = min_i64(64, n - i0);                                                  \
+            int hit = 0;                                                                      \
+            _Pragma("omp simd reduction(|:hit)") for (int64_t k = 0; k < w; k++) hit |=       \
+                a[i0 + k] != a[i0 + k];                                                       \
+            if (hit)                                                                          \
+                for (int64_t k = 0; k < w; k++)                                               \
+                    if (a[i0 + k] != a[i0 + k])                                               \
+                        return i0 + k;                                                        \
+        }                                                                                     \
+        return -1;                                                                            \
+    }                                                                                         \
+    typedef T vec_##SUF __attribute__((vector_size(64)));                                     \
+    typedef IT ivec_##SUF __attribute__((vector_size(64)));                                   \
+    static PG_CPU_CLONES int64_t argmax_chunk_##SUF(const T *a, int64_t n, T *best)           \
+    {                                                                                         \
+        enum { W = 64 / sizeof(T) }; /* elements per vector; two vectors per step */          \
+        T lane[2 * W];                                                                        \
+        IT at[2 * W], iota[2 * W];                                                            \
+        for (int k = 0; k < 2 * W; k++) {                                                     \
+            lane[k] = a[0];                                                                   \
+            at[k] = 0;                                                                        \
+            iota[k] = (IT)k;                                                                  \
+        }                                                                                     \
+        int64_t i = 0;                                                                        \
+        if (n >= 2 * W) {                                                                     \
+            vec_##SUF b0, b1;                                                                 \
+            ivec_##SUF i0, i1, x0, x1, nan = {0}, step;                                       \
+            memcpy(&b0, lane, 64);                                                            \
+            b1 = b0;                                                                          \
+            memcpy(&x0, iota, 64);                                                            \
+            memcpy(&x1, iota + W, 64);                                                        \
+            i0 = nan;                                                                         \
+            i1 = nan;                                                                         \
+            step = nan + (IT)(2 * W);                                                         \
+            for (; i + 2 * W <= n; i += 2 * W) {                                              \
+                vec_##SUF v0, v1;                                                             \
+                memcpy(&v0, a + i, 64);                                                       \
+                memcpy(&v1, a + i + W, 64);                                                   \
+                ivec_##SUF g0 = v0 > b0, g1 = v1 > b1; /* all-ones where greater */           \
+                b0 = (vec_##SUF)(((ivec_##SUF)v0 & g0) | ((ivec_##SUF)b0 & ~g0));            \
+                b1 = (vec_##SUF)(((ivec_##SUF)v1 & g1) | ((ivec_##SUF)b1 & ~g1));            \
+                i0 = (x0 & g0) | (i0 & ~g0);                                                  \
+                i1 = (x1 & g1) | (i1 & ~g1);                                                  \
+                ivec_##SUF m0 = (ivec_##SUF)v0 & ABS, m1 = (ivec_##SUF)v1 & ABS;             \
+                nan |= (INF - m0) | (INF - m1); /* negative where |bits| > INF: a NaN */      \
+                x0 += step;                                                                   \
+                x1 += step;                                                                   \
+            }                                                                                 \
+            memcpy(lane, &b0, 64);                                                            \
+            memcpy(lane + W, &b1, 64);                                                        \
+            memcpy(at, &i0, 64);                                                              \
+            memcpy(at + W, &i1, 64);                                                          \
+            for (int k = 0; k < W; k++)                                                       \
+                if (nan[k] < 0) {                                                             \
+                    int64_t at_nan = first_nan_##SUF(a, n);                                   \
+                    *best = a[at_nan];                                                        \
+                    return at_nan;                                                            \
+                }                                                                             \
+        }                                                                                     \
+        for (int k = 0; i < n; i++, k++) {                                                    \
+            if (a[i] != a[i]) {                                                               \
+                int64_t at_nan = first_nan_##SUF(a, n);                                       \
+                *best = a[at_nan];                                                            \
+                return at_nan;                                                                \
+            }                                                                                 \
+            if (a[i] > lane[k]) {                                                             \
+                lane[k] = a[i];                                                               \
+                at[k] = (IT)i;                                                                \
+            }                                                                                 \
+        }                                                                                     \
+        /* no NaN here: fold the lanes in halves, keeping the larger value and, on a   \
+         * tie, the smaller index (vector steps, not a 32-step scalar chain) */               \
+        for (int w = W; w > 0; w /= 2) {                                                      \
+            _Pragma("omp simd") for (int k = 0; k < w; k++)                                   \
+            {                                                                                 \
+                bool right = lane[k + w] > lane[k] || (lane[k + w] == lane[k] && at[k + w] < at[k]); \
+                lane[k] = right ? lane[k + w] : lane[k];                                      \
+                at[k] = right ? at[k + w] : at[k];                                            \
+            }                                                                                 \
+        }                                                                                     \
+        *best = lane[0];                                                                      \
+        return (int64_t)at[0];                                                                \
+    }                                                                                         \
+    static int64_t argmax_run_##SUF(const T *a, int64_t n)                                    \
+    {                                                                                         \
+        const int64_t chunk = (int64_t)1 << 31;                                               \
+        T best;                                                                               \
+        int64_t arg = argmax_chunk_##SUF(a, min_i64(n, chunk), &best);                        \
+        for (int64_t c0 = chunk; c0 < n && best == best; c0 += chunk) {                       \
+            T b;                                                                              \
+            int64_t i = argmax_chunk_##SUF(a + c0, min_i64(n - c0, chunk), &b);               \
+            if (b > best || b != b) {                                                         \
+                best = b;                                                                     \
+                arg = c0 + i;                                                                 \
+            }                                                                                 \
+        }                                                                                     \
+        return arg;                                                                           \
+    }
+
+/* ---- R rows of m elements (row stride sR bytes, element stride s_in) -> m values --------- */
+
+#define ROWS_SUM(SUF, T, ACC)                                                                 \
+    static PG_CPU_CLONES void sum_rows_##SUF(const char *src, int64_t sR, int64_t R,          \
+                                             int64_t m, int64_t s_in, char *dst, int64_t d_in)\
+    {                                                                                         \
+        ACC acc[TILE];                                                                        \
+        for (int64_t j0 = 0; j0 < m; j0 += TILE) {                                            \
+            int64_t w = min_i64(TILE, m - j0);                                                \
+            for (int64_t j = 0; j < w; j++)                                                   \
+                acc[j] = 0;                                                                   \
+            for (int64_t r = 0; r < R; r++) {                                                 \
+                const char *row = src + r * sR + j0 * s_in;                                   \
+                if (s_in == (int64_t)sizeof(T)) {                                             \
+                    const T *x = (const T *)row;                                              \
+                    _Pragma("omp simd") for (int64_t j = 0; j < w; j++) acc[j] += (ACC)x[j];  \
+                } else {                                                                      \
+                    for (int64_t j = 0; j < w; j++)                                           \
+                        acc[j] += (ACC) * (const T *)(row + j * s_in);                        \
+                }                                                                             \
+            }                                                                                 \
+            for (int64_t j = 0; j < w; j++)                                                   \
+                *(T *)(dst + (j0 + j) * d_in) = (T)acc[j];                                    \
+        }                                                                                     \
+    }
+
+#define ROWS_PICK(NAME, T, PICK)                                                              \
+    static PG_CPU_CLONES void NAME(const char *src, int64_t sR, int64_t R, int64_t m,         \
+                                   int64_t s_in, char *dst, int64_t d_in)                     \
+    {                                                                                         \
+        T acc[TILE];                                                                          \
+        for (int64_t j0 = 0; j0 < m; j0 += TILE) {                                            \
+            int64_t w = min_i64(TILE, m - j0);                                                \
+            for (int64_t j = 0; j < w; j++)                                                   \
+                acc[j] = *(const T *)(src + (j0 + j) * s_in);                                 \
+            for (int64_t r = 1; r < R; r++) {                                                 \
+                const char *row = src + r * sR + j0 * s_in;                                   \
+                if (s_in == (int64_t)sizeof(T)) {                                             \
+                    const T *x = (const T *)row;                                              \
+                    _Pragma("omp simd") for (int64_t j = 0; j < w; j++) acc[j] =              \
+                        PICK(x[j], acc[j]);                                                   \
+                } else {                                                                      \
+                    for (int64_t j = 0; j < w; j++) {                                         \
+                        T v = *(const T *)(row + j * s_in);                                   \
+                        acc[j] = PICK(v, acc[j]);                                             \
+                    }                                                                         \
+                }                                                                             \
+            }                                                                                 \
+            for (int64_t j = 0; j < w; j++)                                                   \
+                *(T *)(dst + (j0 + j) * d_in) = acc[j];                                       \
+        }                                                                                     \
+    }
+
+/* argmax: strictly greater keeps the first maximum; once a lane holds NaN it sticks */
+#define ARGMAX_TAKE(v, acc) ((acc) == (acc) && ((v) > (acc) || (v) != (v)))
+#define ROWS_ARGMAX(SUF, T)                                                                   \
+    static PG_CPU_CLONES void argmax_rows_##SUF(const char *src, int64_t sR, int64_t R,       \
+                                                int64_t m, int64_t s_in, char *dst,           \
+                                                int64_t d_in)                                 \
+    {                                                                                         \
+        T acc[TILE];                                                                          \
+        int64_t arg[TILE];                                                                    \
+        for (int64_t j0 = 0; j0 < m; j0 += TILE) {                                            \
+            int64_t w = min_i64(TILE, m - j0);                                                \
+            for (int64_t j = 0; j < w; j++) {                                                 \
+                acc[j] = *(const T *)(src + (j0 + j) * s_in);                                 \
+                arg[j] = 0;                                                                   \
+            }                                                                                 \
+            for (int64_t r = 1; r < R; r++) {                                                 \
+                const char *row = src + r * sR + j0 * s_in;                                   \
+                if (s_in == (int64_t)sizeof(T)) {                                             \
+                    const T *x = (const T *)row;                                              \
+                    _Pragma("omp simd") for (int64_t j = 0; j < w; j++)                       \
+                    {                                                                         \
+                        bool take = ARGMAX_TAKE(x[j], acc[j]);                                \
+                        acc[j] = take ? x[j] : acc[j];                                        \
+                        arg[j] = take ? r : arg[j];                                           \
+                    }                                                                         \
+                } else {                                                                      \
+                    for (int64_t j = 0; j < w; j++) {                                         \
+                        T v = *(const T *)(row + j * s_in);                                   \
+                        if (ARGMAX_TAKE(v, acc[j])) {                                         \
+                            acc[j] = v;                                                       \
+                            arg[j] = r;                                                       \
+                        }                                                                     \
+                    }                                                                         \
+                }                                                                             \
+            }                                                                                 \
+            for (int64_t j = 0; j < w; j++)                                                   \
+                *(int64_t *)(dst + (j0 + j) * d_in) = arg[j];                                 \
+        }                                                                                     \
+    }
+
+#define REDUCE_KERNELS(SUF, T, IT, ABS, INF, SUM_ACC, PAIRWISE) \
+    RUN_SUM(SUF, T, SUM_ACC, PAIRWISE)           \
+    RUN_PICK(max_run_##SUF, T, PICK_MAX)         \
+    RUN_PICK(min_run_##SUF, T, PICK_MIN)         \
+    RUN_ARGMAX(SUF, T, IT, ABS, INF)             \
+    ROWS_SUM(SUF, T, SUM_ACC)                    \
+    ROWS_PICK(max_rows_##SUF, T, PICK_MAX)       \
+    ROWS_PICK(min_rows_##SUF, T, PICK_MIN)       \
+    ROWS_ARGMAX(SUF, T)
+
+/* IT: argmax's lane index type, as wide as T so that a compare mask selects it;
+ * ABS, INF: a value's bits without the sign are above INF's exactly for NaN,
+ * so INF - (bits & ABS) is negative (an integer test: GCC 12 scalarizes the
+ * vector x != x); never for int64. */
+REDUCE_KERNELS(i64, int64_t, int64_t, 0, INT64_MAX, uint64_t, 0) /* wrapping int sums: exact */
+REDUCE_KERNELS(f32, float, int32_t, 0x7fffffff, 0x7f800000, double, 0)
+REDUCE_KERNELS(f64, double, int64_t, INT64_MAX, 0x7ff0000000000000LL, double, 1)
+
+/* One contiguous run of R elements into *out (int64 for argmax). */
+typedef void (*run_fn)(int op, const char *src, int64_t R, char *out);
+typedef void (*rows_fn)(const char *src, int64_t sR, int64_t R, int64_t m, int64_t s_in,
+                        char *dst, int64_t d_in);
+
+#define RUN_DISPATCH(SUF, T)                                                        \
+    static void run_##SUF(int op, const char *src, int64_t R, char *out)            \
+    {                                                                               \
+        const T *a = (const T *)src;                                                \
+        switch (op) {                                                               \
+        case PG_RED_SUM: *(T *)out = (T)sum_run_##SUF(a, R); break;                 \
+        case PG_RED_MAX: *(T *)out = max_run_##SUF(a, R); break;                    \
+        case PG_RED_MIN: *(T *)out = min_run_##SUF(a, R); break;                    \
+        default: *(int64_t *)out = argmax_run_##SUF(a, R); break;                     \
+        }                                                                           \
+    }
+RUN_DISPATCH(i64, int64_t)
+RUN_DISPATCH(f32, float)
+RUN_DISPATCH(f64, double)
+
+static const run_fn run_table[3] = {run_i64, run_f32, run_f64};
+static const rows_fn rows_table[PG_NUM_REDUCE][3] = {
+    [PG_RED_SUM] = {sum_rows_i64, sum_rows_f32, sum_rows_f64},
+    [PG_RED_MAX] = {max_rows_i64, max_rows_f32, max_rows_f64},
+    [PG_RED_MIN] = {min_rows_i64, min_rows_f32, min_rows_f64},
+    [PG_RED_ARGMAX] = {argmax_rows_i64, argmax_rows_f32, argmax_rows_f64},
+};
 
 pg_status pg_cpu_reduce(const pg_node *node)
 {
-    const pg_tensor *s = &node->src[0];
-    int axis = node->p.reduce.axis;
-    int64_t outer = 1, inner = 1, R = s->shape[axis];
-    for (int d = 0; d < axis; d++)
-        outer *= s->shape[d];
-    for (int d = axis + 1; d < s->ndim; d++)
-        inner *= s->shape[d];
-    if (outer == 0 || inner == 0)
+    const pg_tensor *s = &node->src[0], *d = &node->dst;
+    int axis = node->p.reduce.axis, op = node->subop;
+    int slot = s->dtype == PG_INT64 ? 0 : s->dtype == PG_FLOAT32 ? 1 : s->dtype == PG_FLOAT64 ? 2 : -1;
+    if (slot < 0) /* the generic layer reduces bool as int64 */
+        return pg_error_set(PG_ERR_DTYPE, "%s: no CPU reduction for dtype %s", node->name,
+                            pg_dtype_name((pg_dtype)s->dtype));
+    if (pg_tensor_numel(d) == 0)
         return PG_OK;
-    const void *src = pg_tensor_data(s);
-    void *dst = pg_tensor_data(&node->dst);
-    switch (s->dtype) {
-    case PG_INT64: return reduce_i64(node->subop, src, dst, outer, R, inner);
-    case PG_FLOAT32: return reduce_f32(node->subop, src, dst, outer, R, inner);
-    case PG_FLOAT64: return reduce_f64(node->subop, src, dst, outer, R, inner);
-    default: return reduce_b(node->subop, src, dst, outer, R, inner);
+    int64_t es = (int64_t)pg_dtype_size((pg_dtype)s->dtype);
+    int64_t ds = (int64_t)pg_dtype_size((pg_dtype)d->dtype);
+    int64_t R = s->shape[axis], sR = s->strides[axis] * es;
+    if (R == 0 && op != PG_RED_SUM)
+        return pg_error_set(PG_ERR_VALUE, "%s: cannot reduce over an empty axis", node->name);
+
+    /* the other axes (size 1 dropped), byte strides in src and dst */
+    int n = 0;
+    int64_t shape[PG_MAX_DIMS], ss[PG_MAX_DIMS], dstr[PG_MAX_DIMS];
+    for (int k = 0; k < s->ndim; k++) {
+        if (k == axis || s->shape[k] == 1)
+            continue;
+        shape[n] = s->shape[k];
+        ss[n] = s->strides[k] * es;
+        dstr[n] = d->strides[k] * ds;
+        n++;
+    }
+    /* Unit-stride reduced axis: a run per output. Otherwise the last other axis
+     * is the row the tile kernel folds (unit stride in the contiguous case). */
+    bool run = R <= 1 ? n == 0 : sR == es;
+    int64_t m = 1, s_in = es, d_in = ds;
+    if (!run && n > 0) {
+        n--;
+        m = shape[n];
+        s_in = ss[n];
+        d_in = dstr[n];
+    }
+    const char *sp = pg_tensor_data(s);
+    char *dp = pg_tensor_data(d);
+    int64_t idx[PG_MAX_DIMS] = {0};
+    for (;;) {
+        if (run)
+            run_table[slot](op, sp, R, dp);
+        else
+            rows_table[op][slot](sp, sR, R, m, s_in, dp, d_in);
+        int k = n - 1;
+        for (; k >= 0; k--) { /* odometer over the remaining axes */
+            sp += ss[k];
+            dp += dstr[k];
+            if (++idx[k] < shape[k])
+                break;
+            sp -= ss[k] * shape[k];
+            dp -= dstr[k] * shape[k];
+            idx[k] = 0;
+        }
+        if (k < 0)
+            return PG_OK;
     }
 }
