@@ -12,7 +12,6 @@
 # results rounded by that same bit rule.
 import numpy as np
 import pytest
-import torch
 
 import pygpu
 
@@ -25,15 +24,27 @@ HALF = [pygpu.float16, pygpu.bfloat16]
 ALL_DTYPES = [pygpu.bool, pygpu.int64, pygpu.float32, pygpu.float64, pygpu.float16, pygpu.bfloat16]
 
 
+def _torch():
+    """bfloat16 bit patterns travel through torch's DLPack (NumPy has no bfloat16); torch is a
+    cross-check only, never a dependency: these tests skip without it."""
+    return pytest.importorskip("torch", reason="bfloat16 bit patterns need torch's DLPack")
+
+
 def bits_of(t):
-    """The raw uint16 bits of a cpu float16/bfloat16 tensor (through DLPack and torch)."""
+    """The raw uint16 bits of a cpu float16 (NumPy) or bfloat16 (DLPack, torch) tensor."""
+    if t.dtype is pygpu.float16:
+        return t.cpu().numpy().view(np.uint16).copy()
+    torch = _torch()
     return torch.from_dlpack(t.cpu()).view(torch.int16).numpy().view(np.uint16).copy()
 
 
 def from_bits(bits, dtype, device="cpu"):
     """A tensor of `dtype` holding the uint16 patterns `bits`."""
-    tt = torch.from_numpy(np.ascontiguousarray(bits, dtype=np.uint16).view(np.int16))
-    tt = tt.view(torch.float16 if dtype is pygpu.float16 else torch.bfloat16)
+    bits = np.ascontiguousarray(bits, dtype=np.uint16)
+    if dtype is pygpu.float16:
+        return pygpu.from_numpy(bits.view(np.float16)).to(device)
+    torch = _torch()
+    tt = torch.from_numpy(bits.view(np.int16)).view(torch.bfloat16)
     return pygpu.from_dlpack(tt).to(device)
 
 
@@ -190,9 +201,11 @@ def test_bfloat16_numpy_is_refused_but_values_convert():
     assert "bfloat16" in repr(t) and "1.5" in repr(t)
 
 
-@pytest.mark.parametrize("dt,tdt", [(pygpu.float16, torch.float16), (pygpu.bfloat16, torch.bfloat16)],
+@pytest.mark.parametrize("dt,tname", [(pygpu.float16, "float16"), (pygpu.bfloat16, "bfloat16")],
                          ids=["float16", "bfloat16"])
-def test_dlpack_both_ways(dt, tdt):
+def test_dlpack_both_ways(dt, tname):
+    torch = _torch()
+    tdt = getattr(torch, tname)
     src = torch.tensor([1.0, -0.5, 65504.0, float("nan")], dtype=tdt)
     t = pygpu.from_dlpack(src)
     assert t.dtype == dt
