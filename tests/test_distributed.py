@@ -212,7 +212,7 @@ def test_nccl_load_failure_names_the_library(tmp_path):
     bogus.write_bytes(b"not a library")
     # a fresh process: the plugin keeps the first NCCL it loaded
     import subprocess, sys
-    code = ("import ctypes, pygpu; lib = ctypes.CDLL(pygpu.cuda.PLUGIN); "
+    code = ("import ctypes, pygpu; pygpu.cuda._acc._load(); lib = ctypes.CDLL(pygpu.cuda.PLUGIN); "
             "lib.pg_plugin_nccl_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]; "
             "why = ctypes.create_string_buffer(512); "
             f"rc = lib.pg_plugin_nccl_load({str(bogus)!r}.encode(), why, 512); print(rc, why.value.decode())")

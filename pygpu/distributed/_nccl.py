@@ -54,6 +54,7 @@ def _lib():
     if not cuda.is_built():
         raise NcclUnavailable(f"NCCL runs through the CUDA backend, which is not built: "
                               f"{cuda.unavailable_reason()}")
+    cuda._acc._load()  # the plugin needs libcublas, which pygpu.cuda preloads from its wheel
     lib = ctypes.CDLL(cuda.PLUGIN)
     lib.pg_plugin_nccl_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     why = ctypes.create_string_buffer(1024)
