@@ -1,0 +1,74 @@
+/* cpu_isa.c - CPU feature detection with cpuid/xgetbv, capped by PYGPU_ISA.
+ * See cpu_isa.h. Detection checks the OS saves the wide registers (XCR0), not
+ * only the cpuid bits, as a hypervisor may hide AVX-512 state. */
+#include "cpu_isa.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+static unsigned long long xgetbv0(void)
+{
+    unsigned int lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+
+static pg_cpu_isa detect(void)
+{
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return PG_ISA_BASELINE;
+    int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
+    if (!(osxsave && avx && fma && f16c))
+        return PG_ISA_BASELINE;
+    unsigned long long xcr0 = xgetbv0();
+    if ((xcr0 & 0x6) != 0x6) /* XMM and YMM state */
+        return PG_ISA_BASELINE;
+    if (__get_cpuid_max(0, NULL) < 7)
+        return PG_ISA_BASELINE;
+    __cpuid_count(7, 0, a, b, c, d);
+    int avx2 = (b >> 5) & 1;
+    if (!avx2)
+        return PG_ISA_BASELINE;
+    int avx512 = ((b >> 16) & 1) /* F */ && ((b >> 17) & 1) /* DQ */ && ((b >> 30) & 1) /* BW */ &&
+                 ((b >> 31) & 1) /* VL */ && (xcr0 & 0xe6) == 0xe6 /* opmask, ZMM state */;
+    if (!avx512)
+        return PG_ISA_AVX2;
+    __cpuid_count(7, 1, a, b, c, d);
+    return ((a >> 5) & 1) ? PG_ISA_AVX512_BF16 : PG_ISA_AVX512;
+}
+#else
+static pg_cpu_isa detect(void) { return PG_ISA_BASELINE; }
+#endif
+
+static const char *const names[PG_NUM_ISA] = {"baseline", "avx2", "avx512", "avx512_bf16"};
+
+const char *pg_cpu_isa_name(pg_cpu_isa isa)
+{
+    return (unsigned)isa < PG_NUM_ISA ? names[isa] : "?";
+}
+
+static int detected = -1, active = -1; /* racing first calls compute the same values */
+
+pg_cpu_isa pg_cpu_isa_detected(void)
+{
+    if (detected < 0)
+        detected = (int)detect();
+    return (pg_cpu_isa)detected;
+}
+
+pg_cpu_isa pg_cpu_isa(void)
+{
+    if (active < 0) {
+        int level = (int)pg_cpu_isa_detected();
+        const char *cap = getenv("PYGPU_ISA");
+        for (int i = 0; cap && i < PG_NUM_ISA; i++)
+            if (strcmp(cap, names[i]) == 0 && i < level)
+                level = i;
+        active = level;
+    }
+    return (pg_cpu_isa)active;
+}

@@ -1,0 +1,66 @@
+/* pg_gemm.h - THE GEMM CONTRACT: one descriptor for every matrix product.
+ *
+ * matmul, batched matmul and the fused linear layers (forward and backward)
+ * all describe their products as a pg_gemm; each backend runs one with its
+ * own kernels (cpu/sim: OpenBLAS per panel or pygpu's microkernels; cuda:
+ * cuBLAS, cublasLt where an epilogue fuses). As cublasLt's matmul descriptor
+ * and BLIS's objects do, the descriptor carries the types, so a new dtype or
+ * epilogue adds a kernel, not a code path.
+ *
+ * For z in [0, batch):
+ *     C_z (M,N) = epilogue( alpha * op(A_z) (M,K) @ op(B_z) (K,N) + beta * C_z )
+ * op(X) is X or X^T (trans_*). Matrices are row-major with leading dimension
+ * ld* (elements between rows of the stored matrix, before op()); batch
+ * strides in elements (0 broadcasts one matrix over the batch).
+ *
+ * Types: a and b share one input dtype (float32, float64, float16, bfloat16);
+ * c may be wider (half inputs, float32 output); `compute` is the accumulation
+ * dtype (float32 for float32 and half inputs, float64 for float64).
+ *
+ * Epilogue, applied to each output tile while it is still in cache:
+ *   PG_EPI_BIAS       C += bias (N) broadcast over rows
+ *   act (PG_ACT_*)    C = act(C)                      (after the bias)
+ *   PG_EPI_DACT       C *= act'(aux), aux (M,N) the saved activation OUTPUT y
+ *                     (relu: y > 0; tanh: 1 - y^2; sigmoid: y (1 - y)) --
+ *                     the backward of the next layer's input gradient
+ *   PG_EPI_BGRAD      bias_grad (N) = column sums of the final C (accumulated in
+ *                     float32/float64, `compute`), as cublasLt's *_BGRAD
+ * Flags combine: forward is BIAS|act, backward's dX of layer l+1 is DACT|BGRAD
+ * with layer l's activation. */
+#ifndef PG_GEMM_H
+#define PG_GEMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pg_status.h"
+
+enum { PG_EPI_NONE = 0, PG_EPI_BIAS = 1, PG_EPI_DACT = 2, PG_EPI_BGRAD = 4 };
+
+typedef struct pg_gemm {
+    int64_t M, N, K, batch;
+    bool trans_a, trans_b;
+    int dtype_ab; /* pg_dtype of A and B */
+    int dtype_c;  /* pg_dtype of C (and of bias, aux, bias_grad) */
+    int compute;  /* pg_dtype accumulated in: PG_FLOAT32 or PG_FLOAT64 */
+    const void *a;
+    int64_t lda, stride_a;
+    const void *b;
+    int64_t ldb, stride_b;
+    void *c;
+    int64_t ldc, stride_c;
+    double alpha, beta;
+    int epilogue; /* PG_EPI_* flags */
+    int act;      /* PG_ACT_* (pg_node.h), applied after the bias; or the DACT's activation */
+    const void *bias;      /* (N) with PG_EPI_BIAS */
+    const void *aux;       /* (M,N), leading dimension ldaux, with PG_EPI_DACT */
+    int64_t ldaux;
+    void *bias_grad;       /* (N) with PG_EPI_BGRAD, written (not accumulated) */
+} pg_gemm;
+
+/* A kernel runs one whole descriptor on the calling thread; a scheduler hands it
+ * panels (the same descriptor with pointers and M or N narrowed). Kernels are
+ * chosen by (dtype_ab, dtype_c) and the CPU's ISA (csrc/backends/cpu/cpu_isa.h). */
+typedef pg_status (*pg_gemm_kernel_fn)(const pg_gemm *g);
+
+#endif
