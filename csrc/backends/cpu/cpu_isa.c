@@ -16,7 +16,7 @@ static unsigned long long xgetbv0(void)
     return ((unsigned long long)hi << 32) | lo;
 }
 
-static pg_cpu_isa detect(void)
+static pg_isa detect(void)
 {
     unsigned int a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
@@ -41,26 +41,26 @@ static pg_cpu_isa detect(void)
     return ((a >> 5) & 1) ? PG_ISA_AVX512_BF16 : PG_ISA_AVX512;
 }
 #else
-static pg_cpu_isa detect(void) { return PG_ISA_BASELINE; }
+static pg_isa detect(void) { return PG_ISA_BASELINE; }
 #endif
 
 static const char *const names[PG_NUM_ISA] = {"baseline", "avx2", "avx512", "avx512_bf16"};
 
-const char *pg_cpu_isa_name(pg_cpu_isa isa)
+const char *pg_cpu_isa_name(pg_isa isa)
 {
     return (unsigned)isa < PG_NUM_ISA ? names[isa] : "?";
 }
 
 static int detected = -1, active = -1; /* racing first calls compute the same values */
 
-pg_cpu_isa pg_cpu_isa_detected(void)
+pg_isa pg_cpu_isa_detected(void)
 {
     if (detected < 0)
         detected = (int)detect();
-    return (pg_cpu_isa)detected;
+    return (pg_isa)detected;
 }
 
-pg_cpu_isa pg_cpu_isa(void)
+pg_isa pg_cpu_isa(void)
 {
     if (active < 0) {
         int level = (int)pg_cpu_isa_detected();
@@ -70,5 +70,5 @@ pg_cpu_isa pg_cpu_isa(void)
                 level = i;
         active = level;
     }
-    return (pg_cpu_isa)active;
+    return (pg_isa)active;
 }

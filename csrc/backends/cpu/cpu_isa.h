@@ -9,19 +9,19 @@
 #ifndef PG_CPU_ISA_H
 #define PG_CPU_ISA_H
 
-typedef enum pg_cpu_isa {
+typedef enum pg_isa {
     PG_ISA_BASELINE = 0,    /* x86-64 SSE2 (or any non-x86 machine) */
     PG_ISA_AVX2 = 1,        /* AVX2 + FMA + F16C */
     PG_ISA_AVX512 = 2,      /* AVX-512 F/BW/DQ/VL */
     PG_ISA_AVX512_BF16 = 3, /* the above plus AVX512_BF16 (vdpbf16ps) */
     PG_NUM_ISA
-} pg_cpu_isa;
+} pg_isa;
 
 /* What the CPU (and the OS's saved register state) supports. */
-pg_cpu_isa pg_cpu_isa_detected(void);
+pg_isa pg_cpu_isa_detected(void);
 /* What kernels use: the detected level, capped by PYGPU_ISA (read once). */
-pg_cpu_isa pg_cpu_isa(void);
+pg_isa pg_cpu_isa(void);
 /* "baseline", "avx2", "avx512", "avx512_bf16" */
-const char *pg_cpu_isa_name(pg_cpu_isa isa);
+const char *pg_cpu_isa_name(pg_isa isa);
 
 #endif
