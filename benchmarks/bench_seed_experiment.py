@@ -10,7 +10,7 @@
 # pays a PCIe-like link. pygpu.track() counters for one call, and the cost
 # model's prediction (the link model's own profile for sim, h100_pcie's
 # datasheet for cuda), are stored in extra_info. Plot a saved run with
-# `python -m pygpu.plot_benchmarks RUN.json -o bench.png`.
+# `python -m pygpu.tools.plot_benchmarks RUN.json -o bench.png`.
 import numpy as np
 import pytest
 

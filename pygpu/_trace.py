@@ -16,7 +16,7 @@ from . import _C
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # pygpu's own demos are user code: their lines are the call sites worth showing
-_USER_FILES = {os.path.join(_PKG_DIR, f) for f in ("__main__.py", "_mlp_demo.py")}
+_USER_FILES = {os.path.join(_PKG_DIR, "tools", f) for f in ("main_job.py", "mlp_demo.py")}
 _lock = threading.Lock()
 _active = []  # the open recorders (lists of Transfer), innermost last
 

@@ -257,9 +257,9 @@ def test_predicted_transfer_time_of_the_200x200_round_trip(sim_profile, link_on,
 
 @pytest.mark.timing
 def test_predicted_transfer_time_of_a_training_epoch(sim_profile, link_on, one_blas_thread):
-    from pygpu import _mlp_demo
-    x, y = _mlp_demo.make_data(6 * 64)
-    trainer = _mlp_demo.make_trainer("sim:0")  # the weights resident, as between epochs
+    from pygpu.tools import mlp_demo
+    x, y = mlp_demo.make_data(6 * 64)
+    trainer = mlp_demo.make_trainer("sim:0")  # the weights resident, as between epochs
 
     def one_epoch():  # prefetch=0: blocking copies, whose link time the trace can see
         trainer.fit(x, y, epochs=1, batch_size=64, shuffle=False, prefetch=0, progress=False)
@@ -418,11 +418,11 @@ def test_budget_arguments_are_checked(bad):
 
 
 def test_explain_a_trainer_run_shows_two_heavy_requests_and_light_ones(link_on):
-    from pygpu import _mlp_demo
+    from pygpu.tools import mlp_demo
     with pygpu.track(call_sites=True) as t:
-        _mlp_demo.train("sim:0", steps=4, prefetch=0)
+        mlp_demo.train("sim:0", steps=4, prefetch=0)
     rep = cost.explain(t, steps=4, quiet=True)
     assert [r.direction for r in rep.heavy] == ["h2d", "d2h"]  # weights in, weights out
-    assert all("_mlp_demo.py:" in r.call_site and r.transfers == 4 for r in rep.heavy)
+    assert all("mlp_demo.py:" in r.call_site and r.transfers == 4 for r in rep.heavy)
     assert rep.light["by_kind"] == {"h2d explicit": 4, "d2h item": 1}  # (x, y) per step; reads
     assert rep.light["transfers"] == 4 * 2 + 2 and not rep.round_trips

@@ -1,9 +1,9 @@
-# test_cost_plots.py - python -m pygpu.plot_benchmarks: pytest-benchmark JSON in, PNG out.
+# test_cost_plots.py - python -m pygpu.tools.plot_benchmarks: pytest-benchmark JSON in, PNG out.
 import json
 
 import pytest
 
-from pygpu import plot_benchmarks
+from pygpu.tools import plot_benchmarks
 
 
 def _run(tmp_path, benchmarks):

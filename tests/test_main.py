@@ -6,7 +6,7 @@ import json
 import pytest
 
 import pygpu
-from pygpu import __main__ as main_job
+from pygpu.tools import main_job
 
 FAST = ["-n", "32,64", "--number", "2", "--steps", "2"]
 
@@ -64,7 +64,7 @@ def test_json_rows_count_the_transfers(capsys):
         assert row["speedup_round_trip"] == pytest.approx(row["numpy_s"] / row["round_trip_s"])
     tr = out["training"]
     assert [h["direction"] for h in tr["heavy"]] == ["h2d", "d2h"]  # weights up, weights down
-    assert all(h["nbytes"] > 1 << 20 and "_mlp_demo.py" in h["call_site"] for h in tr["heavy"])
+    assert all(h["nbytes"] > 1 << 20 and "mlp_demo.py" in h["call_site"] for h in tr["heavy"])
     assert tr["h2d_count"] == 4 + 2 * 2  # the weights (w1 b1 w2 b2), then x and y per step
     assert set(tr["light"]["by_kind"]) == {"h2d explicit", "d2h item"}  # batches up, loss back
     assert tr["implicit"] == {"item": 2}  # the epoch's loss and accuracy, read once each

@@ -1,4 +1,4 @@
-"""python -m pygpu: the REST-API cost of a device, measured and predicted on this machine.
+"""The main job, run by `python -m pygpu` (pygpu/__main__.py forwards here): the REST-API cost of a device, measured and predicted on this machine.
 
 An n x n float32 matmul for n in 64..2048, three ways: with NumPy; on a device
 with the data already there (resident); and on the device with a round trip
@@ -97,11 +97,11 @@ def measured_crossover(rows):
 
 
 def train_report(dev, steps, prof, quiet):
-    from . import _mlp_demo
+    from . import mlp_demo
     if not quiet:
         print(f"training an MLP for {steps} steps ...", file=sys.stderr)
     with pygpu.track(call_sites=True) as tr:
-        record = _mlp_demo.train(dev, steps=steps, progress="always" if not quiet else False)
+        record = mlp_demo.train(dev, steps=steps, progress="always" if not quiet else False)
         pygpu.synchronize()
     rep = cost.explain(tr, prof, steps=steps, quiet=True)
     return {"steps": steps, "loss": record["loss"], "accuracy": record.get("accuracy"),

@@ -1,4 +1,4 @@
-"""The short MLP training the main job (python -m pygpu) runs and explains.
+"""The short MLP training the main job (python -m pygpu, pygpu/tools/main_job.py) runs and explains.
 
 A two-layer perceptron (pygpu.nn.MLP 784 -> 512 -> 10, cross-entropy, SGD)
 trained by pygpu.Trainer on synthetic MNIST-shaped data, so that the transfers

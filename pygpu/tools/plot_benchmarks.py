@@ -1,4 +1,4 @@
-"""python -m pygpu.plot_benchmarks RUN.json [RUN2.json ...] -o bench.png
+"""python -m pygpu.tools.plot_benchmarks RUN.json [RUN2.json ...] -o bench.png
 
 Draws pytest-benchmark JSON output (--benchmark-json=RUN.json, or the files
 --benchmark-autosave writes under .benchmarks/). Benchmarks that record an `n`
@@ -71,7 +71,7 @@ def plot(rows, out, title=None, stat="median"):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m pygpu.plot_benchmarks", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m pygpu.tools.plot_benchmarks", description=__doc__.splitlines()[0])
     p.add_argument("runs", nargs="+", help="pytest-benchmark JSON file(s)")
     p.add_argument("-o", "--output", default="bench.png", help="image to write (default bench.png)")
     p.add_argument("--title", default=None)

@@ -1,4 +1,4 @@
-"""python -m pygpu.selftest [--device cuda]: check every op on a device against NumPy.
+"""python -m pygpu.selftest (or pygpu.tools.selftest) [--device cuda]: check every op on a device against NumPy.
 
 For a person with a GPU (or anyone): runs a compact table of ops on each
 requested device (default: every device present) and compares with NumPy at

@@ -1,4 +1,4 @@
-"""python -m pygpu.smi: an nvidia-smi-like table of every device pygpu sees.
+"""python -m pygpu.smi (or pygpu.tools.smi): an nvidia-smi-like table of every device pygpu sees.
 
 For each device: its name, memory in use / reserved / total (from pygpu's
 caching allocator), ops launched and transfers in and out of it, from
@@ -7,7 +7,7 @@ utilization, memory and power are shown too when the driver provides them
 (pygpu/_nvml.py); without it they say n/a."""
 import sys
 
-from . import _C, _nvml, cuda, devices, stats
+from .. import _C, _nvml, cuda, devices, stats
 
 MIB = 1 << 20
 
