@@ -3,8 +3,10 @@
 # Moving NumPy data to a device and back is written once here so that every
 # test does it the same way: pygpu.tensor(a, device=d) in, t.numpy() out. The
 # tensor type is looked up from a created tensor because the spec names the
-# factory functions, not the class.
+# factory functions, not the class. The timing tests' controls (timed, best_of,
+# two_thread_ratio) are here too, so that every timing test measures the same way.
 import os
+import threading
 import time
 
 import numpy as np
@@ -46,6 +48,25 @@ def timed(fn, *args, **kwargs):
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
     return time.perf_counter() - t0, out
+
+
+def best_of(runs, fn):
+    """The shortest of `runs` timings of fn() (noise on a shared machine only slows a run)."""
+    return min(timed(fn)[0] for _ in range(runs))
+
+
+def two_thread_ratio(job, runs=3):
+    """Control for the timing tests: best-of-`runs` time of `job` on two Python threads at
+    once over its time alone. Near 1.0 with a spare core; near 2.0 when other processes
+    hold the cores, in which case a test of parallel speed-up has nothing to measure."""
+    def two_jobs():
+        threads = [threading.Thread(target=job) for _ in range(2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+
+    return best_of(runs, two_jobs) / best_of(runs, job)
 
 
 def random_array(rng, shape, dtype, domain="any"):

@@ -62,7 +62,8 @@ _DEVICES = pytest.StashKey[list]()
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
-    config.addinivalue_line("markers", "timing: asserts on wall-clock ratios (skipped under sanitizers)")
+    config.addinivalue_line("markers", "timing: asserts on wall-clock time; deselected by default (pyproject addopts), "
+                            "run with -m timing (CI's timing lane, with retries)")
     config.stash[_DEVICES] = _selected_devices(config)  # a bad --device stops the run here
 
 

@@ -1,7 +1,7 @@
 # test_async.py - sim ops are asynchronous, devices run in parallel, faults surface at sync.
 #
-# Timing tests compare durations measured in the same run (never absolute
-# thresholds): enqueueing work must take much less time than waiting for it;
+# Timing tests (marked `timing`: deselected by default, run in CI's timing lane with
+# retries) compare durations measured in the same run (never absolute thresholds): enqueueing work must take much less time than waiting for it;
 # two sim devices running equal jobs together must take well under twice one
 # job; with the link model making copies slow, copying results out while later
 # matmuls still compute must beat doing the two one after the other; and the
@@ -19,7 +19,7 @@ import pytest
 
 import pygpu
 
-from _helpers import timed
+from _helpers import best_of, timed, two_thread_ratio
 
 
 @pytest.mark.timing
@@ -72,6 +72,7 @@ def test_inputs_stay_alive_until_the_op_has_read_them():
     np.testing.assert_allclose(d.numpy(), np.full((400, 400), 402.0, np.float32))
 
 
+@pytest.mark.timing
 def test_waiting_releases_the_gil():
     x = pygpu.rand(512, 512, device="sim:0")
     one, _ = timed(lambda: (x @ x).wait())
@@ -145,10 +146,6 @@ def one_cpu_thread():
     pygpu.set_num_threads(before)
 
 
-def _best_of(runs, fn):
-    return min(timed(fn)[0] for _ in range(runs))
-
-
 def _numpy_two_thread_ratio(n, reps):
     """Control experiment: how much longer two NumPy matmul threads take than one here.
 
@@ -162,19 +159,7 @@ def _numpy_two_thread_ratio(n, reps):
             x @ x
 
     job()
-    return _two_thread_ratio(job)
-
-
-def _two_thread_ratio(job):
-    """Best-of-3 time of `job` on two Python threads at once over its time alone."""
-    def two_jobs():
-        threads = [threading.Thread(target=job) for _ in range(2)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-
-    return _best_of(3, two_jobs) / _best_of(3, job)
+    return two_thread_ratio(job)
 
 
 def _parallel_within(limit, one_device, two_devices, attempts=3):
@@ -182,7 +167,7 @@ def _parallel_within(limit, one_device, two_devices, attempts=3):
     `limit` times one device's, else of the last attempt. A VM's noise only ever slows a
     run, so several attempts tell a loaded moment from devices that really serialise."""
     for _ in range(attempts):
-        one, both = _best_of(3, one_device), _best_of(3, two_devices)
+        one, both = best_of(3, one_device), best_of(3, two_devices)
         if both < limit * one:
             break
     return one, both
@@ -397,7 +382,7 @@ def test_two_sim_devices_run_elementwise_work_in_parallel(one_cpu_thread):
         for _ in range(reps):
             host.tanh()
 
-    control = _two_thread_ratio(host_job)
+    control = two_thread_ratio(host_job)
     if control > 1.4:
         pytest.skip(f"no spare core: two host threads take {control:.2f}x one on this machine now")
 

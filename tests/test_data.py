@@ -5,7 +5,6 @@
 # never reallocated; each batch must be counted as pinned asynchronous h2d
 # copies; and on sim with the link model on, prefetching must hide the
 # transfer behind compute (the timing test at the end).
-import threading
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ import pytest
 import pygpu
 from pygpu.data import DataLoader, RandomSampler
 
-from _helpers import timed
+from _helpers import timed, two_thread_ratio
 
 
 def _data(n=23, d=5):
@@ -191,19 +190,6 @@ def test_random_sampler_is_a_permutation():
     assert sorted(s) == list(range(10)) and len(s) == 10
 
 
-def _two_thread_ratio(job):
-    """Control: the time of `job` on two threads at once over its time alone (best of 2).
-    Near 1.0 with a spare core; near 2.0 when other processes hold the cores."""
-    def two_jobs():
-        threads = [threading.Thread(target=job) for _ in range(2)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-
-    return min(timed(two_jobs)[0] for _ in range(2)) / min(timed(job)[0] for _ in range(2))
-
-
 @pytest.fixture
 def one_blas_thread():
     threadpoolctl = pytest.importorskip("threadpoolctl")
@@ -248,7 +234,7 @@ def test_prefetch_hides_the_transfer_behind_compute(link_model_off, one_blas_thr
             for _ in range(3):
                 h = np.maximum(h @ w, 0)
 
-    control = _two_thread_ratio(host_compute)
+    control = two_thread_ratio(host_compute, runs=2)
     if control > 1.4:  # overlap needs a core for the device's compute beside the host's work
         pytest.skip(f"no spare core: two NumPy threads take {control:.2f}x one on this machine now")
     # Make one batch's transfer take about as long as one batch's compute.

@@ -108,8 +108,8 @@ def test_launcher_sets_torchrun_variables(tmp_path):
 
 
 def test_a_rank_that_raises_ends_the_job_naming_it(tmp_path):
-    import time
-    t0 = time.monotonic()
+    # a job that hung instead of ending would pass launch's timeout: subprocess raises
+    # TimeoutExpired and the test fails (no wall-clock assertion of its own)
     proc = launch(tmp_path, """
         import pygpu, pygpu.distributed as dist
         dist.init_process_group()
@@ -121,7 +121,6 @@ def test_a_rank_that_raises_ends_the_job_naming_it(tmp_path):
     """, timeout=60)
     assert proc.returncode != 0
     assert "rank 1 of 2" in proc.stderr and "rank one fails on purpose" in proc.stderr
-    assert time.monotonic() - t0 < 30
 
 
 def test_init_twice_and_uninitialized_are_clear_errors():

@@ -157,6 +157,7 @@ def test_progress_true_is_quiet_off_a_terminal(digits, monkeypatch):
     assert err.getvalue() == ""
 
 
+@pytest.mark.timing
 def test_the_bar_reads_the_loss_a_few_times_a_second_at_most(monkeypatch):
     # Steps slowed to ~5 ms each: ~1 s of training. A bar reading the loss every step
     # would make ~200 reads; at refresh_per_s=4 it may make about 4 a second.
