@@ -57,6 +57,30 @@ def test_module_registration_and_traversal():
     assert not model.training and not model[2].training
 
 
+
+@pytest.mark.parametrize("make", [lambda mods: nn.Sequential(*mods), lambda mods: nn.ModuleList(mods)],
+                         ids=["Sequential", "ModuleList"])
+def test_containers_share_list_behaviour(make):
+    a, b, c = nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)
+    box = make([a, b])
+    assert len(box) == 2 and list(box) == [a, b] and box[0] is a and box[-1] is b
+    assert box.append(c) is box and box[2] is c and len(box) == 3
+    assert box.extend([nn.Tanh()]) is box and len(box) == 4
+    part = box[1:3]
+    assert type(part) is type(box) and list(part) == [b, c]  # a slice: same kind, same children
+    assert [n for n, _ in box.named_parameters()] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    with pytest.raises(IndexError):
+        box[7]
+
+
+def test_sequential_slice_still_fuses_and_computes():
+    pygpu.manual_seed(0)
+    seq = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2))
+    x = pygpu.randn(3, 4)
+    np.testing.assert_allclose(to_numpy(seq[2:](seq[:2](x))), to_numpy(seq(x)), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="iterate over it"):
+        nn.ModuleList([nn.ReLU()])(x)
+
 def test_linear_init_bounds_and_shapes():
     pygpu.manual_seed(1)
     layer = nn.Linear(50, 20)

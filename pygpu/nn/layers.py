@@ -64,52 +64,15 @@ class Sigmoid(Module):
 _FUSABLE = {ReLU: "relu", Tanh: "tanh", Sigmoid: "sigmoid"}
 
 
-class Sequential(Module):
-    """Modules applied in order; Linear + activation pairs run as one fused op."""
+class _Container(Module):
+    """What Sequential and ModuleList share: an ordered list of child modules named
+    "0", "1", ... (so the parent's parameters() and state_dict() see them), with
+    len, iteration, indexing (a slice gives a container of the same kind) and
+    append/extend. Subclasses build themselves from a list through _from_list."""
 
-    def __init__(self, *modules):
-        super().__init__()
-        for i, m in enumerate(modules):
-            self.add_module(str(i), m)
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def __getitem__(self, i):
-        mods = list(self._modules.values())
-        if isinstance(i, slice):
-            return Sequential(*mods[i])
-        return mods[i]
-
-    def append(self, module):
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def forward(self, x):
-        mods = list(self._modules.values())
-        i = 0
-        while i < len(mods):
-            m = mods[i]
-            nxt = mods[i + 1] if i + 1 < len(mods) else None
-            if type(m) is Linear and type(nxt) in _FUSABLE:
-                x = m(x, activation=_FUSABLE[type(nxt)])
-                i += 2
-            else:
-                x = m(x)
-                i += 1
-        return x
-
-
-class ModuleList(Module):
-    """A list of modules whose parameters the parent module sees."""
-
-    def __init__(self, modules=None):
-        super().__init__()
-        for m in modules or ():
-            self.append(m)
+    @classmethod
+    def _from_list(cls, modules):
+        raise NotImplementedError
 
     def append(self, module):
         self.add_module(str(len(self._modules)), module)
@@ -129,8 +92,46 @@ class ModuleList(Module):
     def __getitem__(self, i):
         mods = list(self._modules.values())
         if isinstance(i, slice):
-            return ModuleList(mods[i])
+            return type(self)._from_list(mods[i])
         return mods[i]
+
+
+class Sequential(_Container):
+    """Modules applied in order; Linear + activation pairs run as one fused op."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        self.extend(modules)
+
+    @classmethod
+    def _from_list(cls, modules):
+        return cls(*modules)
+
+    def forward(self, x):
+        mods = list(self._modules.values())
+        i = 0
+        while i < len(mods):
+            m = mods[i]
+            nxt = mods[i + 1] if i + 1 < len(mods) else None
+            if type(m) is Linear and type(nxt) in _FUSABLE:
+                x = m(x, activation=_FUSABLE[type(nxt)])
+                i += 2
+            else:
+                x = m(x)
+                i += 1
+        return x
+
+
+class ModuleList(_Container):
+    """A list of modules whose parameters the parent module sees."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        self.extend(modules or ())
+
+    @classmethod
+    def _from_list(cls, modules):
+        return cls(modules)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward(); iterate over it in yours")
