@@ -6,6 +6,9 @@
 # factory functions, not the class. The timing tests' controls (timed, best_of,
 # two_thread_ratio) are here too, so that every timing test measures the same way.
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -91,3 +94,20 @@ def random_array(rng, shape, dtype, domain="any"):
     elif domain == "nonzero":
         a = np.where(a < 0, a - dtype.type(0.5), a + dtype.type(0.5)).astype(dtype)
     return a
+
+
+# the directory holding the pygpu under test (the checkout when built in place)
+PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(pygpu.__file__)))
+
+
+def run_child(code, env=None, timeout=120):
+    """Run `code` in a fresh interpreter importing the pygpu under test; (rc, stdout, stderr).
+
+    For cases that once crashed the interpreter (or touch process shutdown): a crash then
+    fails its test, as a negative return code, instead of taking pytest down with it."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = PKG_ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=full_env, timeout=timeout, cwd=PKG_ROOT)
+    return proc.returncode, proc.stdout, proc.stderr

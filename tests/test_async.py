@@ -1,15 +1,17 @@
 # test_async.py - sim ops are asynchronous, devices run in parallel, faults surface at sync.
 #
-# Timing tests (marked `timing`: deselected by default, run in CI's timing lane with
-# retries) compare durations measured in the same run (never absolute thresholds): enqueueing work must take much less time than waiting for it;
-# two sim devices running equal jobs together must take well under twice one
-# job; with the link model making copies slow, copying results out while later
+# Timing tests (marked `timing`: deselected by default, run in CI's timing lane
+# with retries) compare durations measured in the same run (never absolute
+# thresholds): enqueueing work must take much less time than waiting for it; two
+# sim devices running equal jobs together must take well under twice one job; with the link model making copies slow, copying results out while later
 # matmuls still compute must beat doing the two one after the other; and the
 # link model must make a transfer last at least its modelled time. Fault
 # injection (pygpu.sim.inject_fault) checks that an error on the worker thread
 # becomes a pygpu.AsyncOpError naming the op at the next sync of the data it
 # touched, propagates to ops that consume the failed tensor, and leaves the
-# device usable.
+# device usable; unknown op names are refused with the list of names; a write
+# that replaces every byte of a failed tensor clears its failure, a partial one
+# does not.
 import os
 import threading
 import time
@@ -400,3 +402,71 @@ def test_two_sim_devices_run_elementwise_work_in_parallel(one_cpu_thread):
     limit = max(1.35, 1.15 * control)
     one, both = _parallel_within(limit, one_device, two_devices)
     assert both < limit * one, f"two devices took {both:.3f} s vs one {one:.3f} s (control {control:.2f}x)"
+
+
+# ---- inject_fault rejects names no op has -------------------------------------------------
+
+@pytest.mark.parametrize("name", ["frobnicate", "", "Add", "mean"])
+def test_inject_fault_rejects_unknown_op(name):
+    with pytest.raises(ValueError, match="unknown op name") as info:
+        pygpu.sim.inject_fault(name)
+    assert "matmul" in str(info.value) and "add" in str(info.value)  # the list of valid names
+
+
+def test_inject_fault_known_op_still_fires():
+    buf = pygpu.zeros(8, device="sim:0")
+    pygpu.sim.inject_fault("multiply")
+    bad = buf * 2
+    with pytest.raises(pygpu.AsyncOpError):
+        bad.tolist()
+    with pytest.raises(pygpu.AsyncOpError):
+        pygpu.synchronize("sim:0")
+
+
+# ---- a write that replaces every byte clears a recorded async failure ---------------------
+
+def _failed_buffer(n=8):
+    buf = pygpu.zeros(n, device="sim:0")
+    pygpu.sim.inject_fault("add")
+    buf[:] = buf + 1
+    with pytest.raises(pygpu.AsyncOpError):
+        pygpu.synchronize("sim:0")
+    return buf
+
+
+@pytest.mark.parametrize("write", [
+    lambda b: b.__setitem__(slice(None), 7.0),
+    lambda b: b.__setitem__(Ellipsis, pygpu.full((8,), 7.0, device="sim:0")),
+    lambda b: b.copy_(pygpu.full((8,), 7.0)),
+    lambda b: b.copy_(pygpu.full((8,), 7.0).pin_memory(), non_blocking=True),
+    lambda b: b[::-1].copy_(pygpu.full((8,), 7.0, device="sim:0")),
+], ids=["fill", "copy_same_device", "copy_from_host", "copy_from_pinned_async", "reversed_view"])
+def test_full_overwrite_clears_async_error(write):
+    buf = _failed_buffer()
+    with pytest.raises(pygpu.AsyncOpError, match="add"):
+        buf.tolist()
+    write(buf)
+    assert buf.tolist() == [7.0] * 8
+    assert (buf + 1).tolist() == [8.0] * 8
+
+
+def test_partial_overwrite_keeps_async_error():
+    buf = _failed_buffer()
+    buf[:4] = 7.0  # the other half is still the failed op's output
+    with pytest.raises(pygpu.AsyncOpError):
+        buf.tolist()
+    buf[4:] = 1.0  # two partial writes never clear it: the record is per storage
+    with pytest.raises(pygpu.AsyncOpError):
+        buf.tolist()
+    buf[...] = 2.0
+    assert buf.tolist() == [2.0] * 8
+
+
+def test_host_buffer_of_failed_copy_is_cleared_by_overwrite():
+    buf = _failed_buffer()
+    host = pygpu.zeros(8).pin_memory()
+    host.copy_(buf, non_blocking=True)
+    with pytest.raises(pygpu.AsyncOpError):
+        host.tolist()
+    host[:] = 3.0
+    assert host.tolist() == [3.0] * 8

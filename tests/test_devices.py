@@ -7,7 +7,10 @@
 # same utility functions; cuda, when absent, says why. Transfers between every
 # pair of devices give the same values, and an op mixing devices is refused
 # with a message that names both and suggests .to(...). `python -m pygpu.smi`
-# prints the device table.
+# prints the device table. sim.configure refuses link figures that are not finite
+# numbers; sim used after the interpreter's atexit shutdown (late atexit handlers,
+# finalisers, daemon threads) works or raises, never crashes (checked in child processes).
+import math
 import os
 import subprocess
 import sys
@@ -17,7 +20,9 @@ import pytest
 
 import pygpu
 
-from _helpers import same_device
+from _helpers import run_child, same_device
+
+NAN = float("nan")
 
 # subprocesses must import the pygpu under test (installed, or built in place), never the
 # source tree's pygpu/ that lacks the compiled module: run them from where it lives
@@ -216,3 +221,92 @@ def test_smi_prints_the_devices(sim_count):
         assert f"sim:{i}" in out, out
     assert ("cuda" in out) or not pygpu.cuda.is_available()
     assert len(out.strip().splitlines()) >= 1 + sim_count
+
+
+# ---- sim.configure refuses values that hang or mean something else ------------------------
+
+@pytest.mark.parametrize("kwargs", [
+    {"latency_us": NAN}, {"latency_us": math.inf}, {"latency_us": -1.0},
+    {"h2d_gbps": NAN}, {"h2d_gbps": math.inf}, {"d2h_gbps": -math.inf}, {"d2h_gbps": NAN},
+], ids=lambda k: f"{next(iter(k))}={next(iter(k.values()))}")
+def test_sim_configure_refuses_non_finite(kwargs, link_model_off):
+    name = next(iter(kwargs))
+    with pytest.raises(ValueError, match=f"{name} must be a finite number"):
+        pygpu.sim.configure(**kwargs)
+    assert pygpu.sim.link() == {"latency_us": 0.0, "h2d_gbps": 0.0, "d2h_gbps": 0.0}
+    # the next transfer still completes
+    assert pygpu.ones(4).to("sim:0").cpu().tolist() == [1.0] * 4
+
+
+# ---- sim use after the atexit shutdown ----------------------------------------------------
+
+SHUTDOWN_CASES = {
+    "atexit_before_import": """
+        import atexit
+        def late():  # registered before pygpu's own handler, so it runs after it
+            import pygpu
+            t = pygpu.ones(4, device="sim:0")
+            print("late", (t + 1).tolist(), (t * 3).sum().item())
+            pygpu.synchronize()
+            h = pygpu.zeros(4).pin_memory()
+            h.copy_(t, non_blocking=True)
+            print("copied", h.tolist())
+        atexit.register(late)
+        import pygpu
+        keep = pygpu.ones(1000, device="sim:0") * 2  # streams exist and storages hold events
+        keep2 = pygpu.ones(10, device="sim:1") + 1
+    """,
+    "del_during_finalisation": """
+        import pygpu
+        class Holder:
+            def __init__(self):
+                self.t = pygpu.arange(6.0, device="sim:0") * 2
+            def __del__(self):
+                try:
+                    print("del", (self.t + 1).tolist())
+                except Exception as e:  # raising is allowed; crashing is not
+                    print("del raised", type(e).__name__)
+        h = Holder()
+        h.self_ref = h  # freed only by the final collection, after atexit
+        x = pygpu.ones(4, device="sim:0") + 1
+    """,
+    "daemon_thread": """
+        import threading, time
+        import pygpu
+        started = threading.Event()
+        def work():
+            t = pygpu.ones(256, device="sim:0")
+            while True:
+                t = (t + 1) - 1
+                t.sum().item()
+                started.set()
+        threading.Thread(target=work, daemon=True).start()
+        started.wait(30)
+        time.sleep(0.05)
+        print("exiting")
+    """,
+    "first_use_after_shutdown": """
+        import atexit
+        def late():
+            import pygpu
+            print("late", (pygpu.ones(3, device="sim:1") * 5).tolist())
+        atexit.register(late)
+        import pygpu
+        pygpu.ones(2, device="sim:0") + 1  # sim:1 is never touched before exit
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(SHUTDOWN_CASES))
+def test_sim_use_after_shutdown_works_or_raises(name):
+    rc, out, err = run_child(SHUTDOWN_CASES[name])
+    assert rc == 0, f"child died with {rc}:\n{out}\n{err[-3000:]}"
+    assert "Sanitizer" not in err and "Fatal Python error" not in err, err[-3000:]
+    if name == "atexit_before_import":
+        assert "late [2.0, 2.0, 2.0, 2.0] 12.0" in out and "copied [1.0, 1.0, 1.0, 1.0]" in out
+    elif name == "del_during_finalisation":
+        assert "del [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]" in out or "del raised" in out, out
+    elif name == "daemon_thread":
+        assert "exiting" in out
+    else:
+        assert "late [5.0, 5.0, 5.0]" in out

@@ -7,12 +7,18 @@
 # wrong. Where the spec is silent, the expected type is NumPy's (NumPy's
 # AxisError is both a ValueError and an IndexError, so either is accepted).
 # Rows that must run on every device take the device as their argument.
+# Below the table: axes are checked in 64 bits (AxisError, never a wrapped axis),
+# and the private _C functions check their device and dtype numbers (run in child
+# processes, since out-of-range numbers once crashed the interpreter).
 import re
 
 import numpy as np
 import pytest
 
 import pygpu
+from pygpu import _C
+
+from _helpers import run_child, to_device
 
 
 # A shape in a message may be written (2, 3) or [2, 3]; (4,) or [4] or (4).
@@ -277,3 +283,76 @@ def test_errors_leave_the_library_usable(device):
         with pytest.raises((ValueError, IndexError)):
             bad()
     np.testing.assert_array_equal((x + 1).numpy(), np.full((2, 3), 2.0, np.float32))
+
+
+# ---- axes are checked in 64 bits ----------------------------------------------------------
+
+AXIS_CASES = [
+    ("sum", lambda t: t.sum(axis=2**32), "4294967296"),
+    ("sum_neg", lambda t: t.sum(axis=-(2**32)), "-4294967296"),
+    ("sum_tuple", lambda t: t.sum(axis=(0, 2**32 + 1)), "4294967297"),
+    ("max", lambda t: t.max(axis=2**63 - 1), "9223372036854775807"),
+    ("min", lambda t: t.min(axis=2**33), "8589934592"),
+    ("argmax", lambda t: t.argmax(axis=2**32), "4294967296"),
+    ("mean", lambda t: t.mean(axis=2**32 + 1), "4294967297"),
+    ("fn_sum", lambda t: pygpu.sum(t, axis=2**32), "4294967296"),
+    ("transpose", lambda t: t.transpose(2**32 + 1, 2**32), "4294967297"),
+    ("transpose_tuple", lambda t: t.transpose((0, 2**32)), "4294967296"),
+    ("sum_small", lambda t: t.sum(axis=2), "2"),
+    ("transpose_small", lambda t: t.transpose(0, 2), "2"),
+]
+
+
+@pytest.mark.parametrize("fn,number", [c[1:] for c in AXIS_CASES], ids=[c[0] for c in AXIS_CASES])
+def test_axis_out_of_bounds_is_an_axis_error(device, fn, number):
+    t = to_device(np.arange(6.0).reshape(2, 3), device)
+    with pytest.raises(pygpu.AxisError) as info:
+        fn(t)
+    assert f"axis {number} is out of bounds for array of dimension 2" in str(info.value)
+    assert isinstance(info.value, IndexError) and isinstance(info.value, ValueError)
+
+
+# ---- private _C functions with device or dtype numbers ------------------------------------
+
+BAD_DEVICE_CALLS = [
+    ("_empty_cache", (5, 0)),
+    ("_empty_cache", (1, 99)),
+    ("_empty_cache", (-1, 0)),
+    ("_reset_peak", (1, 16)),
+    ("_reset_peak", (7, 0)),
+    ("_memory_stats", (1, -1)),
+    ("_memory_stats", (3, 0)),
+    ("_memory_stats", (0, 4)),
+    ("_synchronize", (9, 0)),
+    ("_device_name", (1, 1 << 20)),
+    ("_total_memory", (-5, 0)),
+    ("_seed", (1, 5, 0)),
+    ("_seed", (1, 1, 99)),
+    ("_seed", (1, -2, 0)),
+]
+
+
+@pytest.mark.parametrize("fn,args", BAD_DEVICE_CALLS,
+                         ids=[f"{f}{a}" for f, a in BAD_DEVICE_CALLS])
+def test_private_device_functions_check_their_device(fn, args):
+    rc, out, err = run_child(f"""
+        from pygpu import _C
+        try:
+            _C.{fn}(*{args!r})
+            print("NO-ERROR")
+        except (ValueError, RuntimeError) as e:
+            print(type(e).__name__ + ":", e)
+    """)
+    assert rc == 0, f"child died with {rc}: {err[-2000:]}"
+    assert "Error:" in out and "NO-ERROR" not in out, out
+
+
+@pytest.mark.parametrize("code", [99, -1, 6, 2**31 + 2])
+def test_from_array_copy_checks_the_dtype_code(code):
+    with pytest.raises((ValueError, OverflowError), match="dtype code|int"):
+        _C._from_array_copy(np.zeros(3), code)
+
+
+def test_private_random_checks_its_kind():
+    with pytest.raises(ValueError, match="kind"):
+        _C._random(5, (2,), pygpu.float32, "cpu")

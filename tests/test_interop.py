@@ -3,7 +3,10 @@
 # The buffer protocol (format, shape, strides, read-only flag), __array__ /
 # np.asarray (shares memory for cpu tensors, copies from a device), DLPack in
 # both directions with NumPy (zero-copy, strides kept, lifetimes held), and
-# repr (NumPy's layout with a `tensor(` prefix, the dtype and the device).
+# repr (NumPy's layout with a `tensor(` prefix, the dtype and the device). A
+# buffer request for C, F or any contiguity is refused with a BufferError naming
+# contiguous() when the tensor's layout does not satisfy it.
+import ctypes
 import gc
 import weakref
 
@@ -177,3 +180,61 @@ def test_repr_follows_numpy_layout(dtype, shape, device):
 def test_str_shows_the_values():
     s = str(pygpu.tensor([1.5, -2.0]))
     assert "1.5" in s and "-2." in s
+
+
+# ---- the buffer protocol honours contiguity requests --------------------------------------
+
+class _PyBuffer(ctypes.Structure):
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.py_object), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int),
+                ("ndim", ctypes.c_int), ("format", ctypes.c_char_p),
+                ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
+                ("strides", ctypes.POINTER(ctypes.c_ssize_t)), ("suboffsets", ctypes.c_void_p),
+                ("internal", ctypes.c_void_p)]
+
+
+_STRIDES = 0x0010 | 0x0008  # PyBUF_STRIDES (includes PyBUF_ND)
+BUF_FLAGS = {"C": 0x0020 | _STRIDES, "F": 0x0040 | _STRIDES, "ANY": 0x0080 | _STRIDES,
+             "STRIDES": _STRIDES, "SIMPLE": 0}
+
+
+def get_buffer(obj, flags):
+    """PyObject_GetBuffer with raw flags; returns (ndim, shape) and releases the buffer."""
+    get = ctypes.pythonapi.PyObject_GetBuffer
+    get.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+    view = _PyBuffer()
+    get(obj, ctypes.byref(view), flags)  # ctypes.pythonapi raises the set exception
+    try:
+        shape = tuple(view.shape[i] for i in range(view.ndim)) if view.shape else None
+        return view.ndim, shape
+    finally:
+        ctypes.pythonapi.PyBuffer_Release(ctypes.byref(view))
+
+
+BUFFER_CASES = [  # (layout, flags, accepted)
+    ("strided", "C", False), ("strided", "F", False), ("strided", "ANY", False),
+    ("strided", "SIMPLE", False), ("strided", "STRIDES", True),
+    ("transposed", "C", False), ("transposed", "F", True), ("transposed", "ANY", True),
+    ("c_order", "C", True), ("c_order", "F", False), ("c_order", "ANY", True),
+    ("c_order", "SIMPLE", True),
+]
+
+
+@pytest.mark.parametrize("layout,flags,accepted", BUFFER_CASES,
+                         ids=[f"{a}-{b}" for a, b, _ in BUFFER_CASES])
+def test_buffer_contiguity_requests(layout, flags, accepted):
+    base = pygpu.arange(12.0).reshape(3, 4)
+    t = {"strided": base[:, ::2], "transposed": base.T, "c_order": base}[layout]
+    if accepted:
+        ndim, _ = get_buffer(t, BUF_FLAGS[flags])
+        assert ndim == t.ndim
+    else:
+        with pytest.raises(BufferError, match=r"contiguous\(\)"):
+            get_buffer(t, BUF_FLAGS[flags])
+
+
+def test_memoryview_of_strided_tensor_matches_numpy():
+    t = pygpu.arange(12.0).reshape(3, 4)[:, ::2]
+    m = memoryview(t)
+    assert not m.c_contiguous
+    np.testing.assert_array_equal(np.asarray(m), np.arange(12.0, dtype=np.float32).reshape(3, 4)[:, ::2])

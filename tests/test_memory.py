@@ -6,7 +6,9 @@
 # would exceed it. On sim, memory_allocated must go back to its baseline once
 # the tensors are dropped and the device synchronized, views must allocate
 # nothing, and a tensor dropped while an op still reads it stays allocated
-# only until that op is done.
+# only until that op is done. Running out of device memory inside .to(), copy_()
+# or an op is a MemoryError naming the device, the size and the memory in use
+# (in a child process whose sim devices have 1 MiB).
 import gc
 
 import numpy as np
@@ -14,7 +16,7 @@ import pytest
 
 import pygpu
 
-from _helpers import rss_bytes
+from _helpers import rss_bytes, run_child
 
 N = 100_000
 WARMUP = 10_000
@@ -168,3 +170,32 @@ def test_empty_cache_keeps_live_tensors_and_summary_is_text():
     np.testing.assert_array_equal(t.numpy(), np.ones(1000, np.float32))
     summary = pygpu.sim.memory_summary(0)
     assert isinstance(summary, str) and summary.strip()
+
+
+# ---- out of device memory inside .to() / copy_() ------------------------------------------
+
+OOM_CHILD = """
+    import pygpu
+    keep = [pygpu.zeros(1000).to("sim:0") for _ in range(3)]
+    try:
+        for _ in range(50):
+            {stmt}
+        print("NO-ERROR")
+    except MemoryError as e:
+        print("MemoryError:", e)
+"""
+
+
+@pytest.mark.parametrize("stmt", [
+    'keep.append(pygpu.zeros(1 << 20).to("sim:0"))',
+    'keep.append(pygpu.zeros(1 << 20, device="sim:0"))',
+    'keep.append(pygpu.zeros(1 << 18, device="sim:0") + 1.0)',
+    'd = pygpu.zeros(1 << 20, device="sim:0"); d.copy_(pygpu.ones(1 << 20)); keep.append(d)',
+    'keep.append(pygpu.ones(1 << 20).to("sim:0", non_blocking=True))',
+], ids=["to", "zeros", "add", "copy_", "to-nonblocking"])
+def test_out_of_device_memory_is_a_memory_error(stmt):
+    rc, out, err = run_child(OOM_CHILD.format(stmt=stmt), env={"PYGPU_SIM_MEMORY_MB": "1"})
+    assert rc == 0, f"child died with {rc}: {err[-2000:]}"
+    line = out.strip().splitlines()[-1]
+    assert line.startswith("MemoryError:"), out
+    assert "sim:0" in line and "bytes" in line and "in use" in line, line

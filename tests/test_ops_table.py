@@ -535,6 +535,12 @@ _NAN_OPS = {
     "sum_all": lambda m, x: m.sum(x), "relu": lambda m, x: np.maximum(x, 0) if m is np else m.relu(x),
     "maximum": lambda m, x: m.maximum(x, x[..., ::-1].copy() if m is np else x[..., ::-1].contiguous()),
 }
+# NaN in either operand of minimum, and against a scalar, propagates as NumPy's does
+_NAN_OPS.update({
+    "minimum": lambda m, x: m.minimum(x, x[..., ::-1].copy() if m is np else x[..., ::-1].contiguous()),
+    "maximum_scalar": lambda m, x: m.maximum(x, x.dtype.type(0) if m is np else 0.0),
+    "minimum_scalar": lambda m, x: m.minimum(x, x.dtype.type(0) if m is np else 0.0),
+})
 
 
 @pytest.mark.parametrize("shape", [(1000,), (100003,), (37, 389)], ids=lambda s: "x".join(map(str, s)))

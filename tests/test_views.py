@@ -6,8 +6,11 @@
 # which operations copy (contiguous() of a strided view, clone()), and check
 # lifetimes with weakrefs and sys.getrefcount: from_numpy keeps its array
 # alive, views keep their base alive, and dropping everything returns the
-# reference count to where it started (no leaked references).
+# reference count to where it started (no leaked references). Stores through
+# indexing: a float that does not fit an int64 tensor raises OverflowError and
+# changes nothing; an overlapping self-copy goes through a temporary, as NumPy's.
 import gc
+import math
 import sys
 import weakref
 
@@ -15,6 +18,10 @@ import numpy as np
 import pytest
 
 import pygpu
+
+from _helpers import to_device, to_numpy
+
+NAN = float("nan")
 
 VIEWS = [  # name, view, the same view of the NumPy array
     ("row", lambda t: t[1]),
@@ -192,3 +199,72 @@ def test_refcount_of_dtype_and_device_objects_is_stable():
     before = (sys.getrefcount(d), sys.getrefcount(dev))
     use(1000)
     assert (sys.getrefcount(d), sys.getrefcount(dev)) == before
+
+
+# ---- a float stored into an int64 tensor must fit -----------------------------------------
+
+INT_STORES = [
+    ("setitem_index", lambda t, v: t.__setitem__(0, v)),
+    ("setitem_slice", lambda t, v: t.__setitem__(slice(None), v)),
+    ("setitem_empty_slice", lambda t, v: t.__setitem__(slice(0, 0), v)),
+    ("full", lambda t, v: pygpu.full((3,), v, dtype=pygpu.int64, device=t.device)),
+]
+
+
+@pytest.mark.parametrize("value", [1e300, -1e300, NAN, math.inf, -math.inf, 2.0**63, -(2.0**64)])
+@pytest.mark.parametrize("store", [s[1] for s in INT_STORES], ids=[s[0] for s in INT_STORES])
+def test_out_of_range_float_into_int64_raises(device, store, value):
+    t = pygpu.zeros(3, dtype=pygpu.int64, device=device)
+    with pytest.raises(OverflowError, match="int64") as info:
+        store(t, value)
+    assert "does not fit" in str(info.value)
+    assert t.tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("value", [1.9, -2.5, 2.0**62, -(2.0**63)])
+def test_in_range_float_into_int64_truncates_like_numpy(device, value):
+    t = pygpu.zeros(2, dtype=pygpu.int64, device=device)
+    t[0] = value
+    ref = np.zeros(2, dtype=np.int64)
+    ref[0] = value
+    assert t.tolist() == ref.tolist()
+
+
+# ---- overlapping self-copies go through a temporary ---------------------------------------
+
+OVERLAP_CASES = [
+    ("shift_right", (8,), lambda t: (slice(1, None),), lambda t: t[:-1]),
+    ("shift_left", (8,), lambda t: (slice(None, -1),), lambda t: t[1:]),
+    ("reverse", (8,), lambda t: (slice(None),), lambda t: t[::-1]),
+    ("transpose", (4, 4), lambda t: (Ellipsis,), lambda t: t.T),
+    ("rows_down", (4, 3), lambda t: (slice(1, None),), lambda t: t[:-1]),
+    ("cols_right", (3, 5), lambda t: (slice(None), slice(2, None)), lambda t: t[:, :-2]),
+    ("broadcast_row", (3, 4), lambda t: (slice(None),), lambda t: t[1]),
+    ("strided", (10,), lambda t: (slice(1, 10, 2),), lambda t: t[0:9:2]),
+    ("identity", (6,), lambda t: (slice(None),), lambda t: t),
+]
+
+
+@pytest.mark.parametrize("shape,key,src", [c[1:] for c in OVERLAP_CASES],
+                         ids=[c[0] for c in OVERLAP_CASES])
+@pytest.mark.parametrize("how", ["setitem", "copy_"])
+def test_overlapping_self_copy_matches_numpy(device, shape, key, src, how):
+    ref = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    t = to_device(ref, device)
+    k = key(ref)
+    if how == "setitem":
+        t[k] = src(t)
+    else:
+        t[k].copy_(src(t))
+    ref[k] = src(ref)
+    np.testing.assert_array_equal(to_numpy(t), ref)
+
+
+def test_overlapping_copy_with_cast_matches_numpy(device):
+    ref = np.arange(8, dtype=np.int64)
+    t = to_device(ref, device)
+    t[1:] = t[:-1].astype(pygpu.float64)  # not the same storage: no temporary needed
+    t[2:] = t[:-2]
+    ref[1:] = ref[:-1].astype(np.float64)
+    ref[2:] = ref[:-2]
+    assert to_numpy(t).tolist() == ref.tolist()
