@@ -1,4 +1,4 @@
-# test_defects_half.py - float16 and bfloat16 (issue 7 §2).
+# test_half_dtypes.py - float16 and bfloat16: storage, casts, interop and ops.
 #
 # They are stored as themselves: created, cast to and from every dtype, moved
 # between devices and exchanged with NumPy (float16), DLPack (both) and Python

@@ -93,7 +93,7 @@ NUMERIC = ("float32", "float64", "int64")
 ALL = ("float32", "float64", "int64", "bool")
 # float16 has no kernels of its own: ops compute it in float32 and round back
 # once, as NumPy's float16 loops do. bfloat16 has no NumPy dtype to compare
-# with; it is tested in test_defects_half.py.
+# with; it is tested in test_half_dtypes.py.
 STORAGE = ALL + ("float16",)
 NUMERIC16 = NUMERIC + ("float16",)
 MIXED_PAIRS = (
