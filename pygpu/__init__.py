@@ -49,6 +49,16 @@ _C._setup(_dtype.ALL, {
 })
 
 
+def cpu_isa(detected=False):
+    """The vector instruction set the CPU kernels run: "baseline", "avx2", "avx512" or
+    "avx512_bf16". With detected=True, the highest level this CPU supports instead.
+
+    The environment variable PYGPU_ISA (read once, at import) caps the level, so every
+    variant can be run on one machine: PYGPU_ISA=baseline python ... A level above what
+    the CPU supports is never used; a value that names no level refuses the import."""
+    return _C._cpu_isa(detected)
+
+
 def devices():
     """Every device present: cpu, then sim:0.., then cuda:0.. (loads the CUDA plugin)."""
     out = [device("cpu")]
@@ -96,4 +106,5 @@ __all__ = [
     "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
     "mse_loss", "nn", "optim",
     "data", "save", "load", "Trainer", "cost", "transfer_budget", "TransferBudgetError",
+    "cpu_isa",
 ]

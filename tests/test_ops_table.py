@@ -146,6 +146,7 @@ for _name, _f in [
 row("scalar_rdiv_float", lambda x: 2.5 / x, None, UNARY, NUMERIC16, ("nonzero",))
 row("neg", lambda x: -x, None, UNARY, NUMERIC16)
 row("abs", lambda x: abs(x), None, UNARY, NUMERIC16)
+row("logical_not", pygpu.logical_not, np.logical_not, UNARY, ("bool",))
 for _name in ("maximum", "minimum"):
     row(_name, getattr(pygpu, _name), _np(_name), BINARY, NUMERIC16)
     row(_name + "_mixed", getattr(pygpu, _name), _np(_name), MIXED, MIXED_PAIRS)

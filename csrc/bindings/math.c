@@ -1,5 +1,7 @@
 /* math.c - module-level math functions: pygpu.matmul, maximum, exp, sum, ...
- * Thin: each forwards to the same core op as the operator or method. */
+ * Thin: each forwards to the same core op as the operator or method. The
+ * binary, unary and reduce ones are generated from the op table
+ * (core/pg_ops.def), which _C._op_table() also hands to Python. */
 #include "tensor_object.h"
 
 PyObject *pg_py_binary(PyObject *a, PyObject *b, int op);
@@ -35,12 +37,12 @@ static PyObject *f_matmul(PyObject *mod, PyObject *args)
             return NULL;                                             \
         return pg_py_binary(a, b, OP);                               \
     }
-BINARY_FN(add, PG_BIN_ADD)
-BINARY_FN(subtract, PG_BIN_SUB)
-BINARY_FN(multiply, PG_BIN_MUL)
-BINARY_FN(divide, PG_BIN_DIV)
-BINARY_FN(maximum, PG_BIN_MAXIMUM)
-BINARY_FN(minimum, PG_BIN_MINIMUM)
+/* The op table's FN / FN_METHOD rows get a module function; NONE rows an operator only. */
+#define GEN_FN(...) __VA_ARGS__
+#define GEN_FN_METHOD(...) __VA_ARGS__
+#define GEN_NONE(...)
+#define PG_BINARY(ID, name, gen, py, grad, doc) GEN_##gen(BINARY_FN(name, PG_BIN_##ID))
+#include "../core/pg_ops.def"
 
 #define UNARY_FN(NAME, OP)                                           \
     static PyObject *f_##NAME(PyObject *mod, PyObject *x)            \
@@ -50,15 +52,8 @@ BINARY_FN(minimum, PG_BIN_MINIMUM)
             return NULL;                                             \
         return pg_unary_call(x, OP);                                 \
     }
-UNARY_FN(exp, PG_UN_EXP)
-UNARY_FN(log, PG_UN_LOG)
-UNARY_FN(sqrt, PG_UN_SQRT)
-UNARY_FN(tanh, PG_UN_TANH)
-UNARY_FN(sigmoid, PG_UN_SIGMOID)
-UNARY_FN(relu, PG_UN_RELU)
-UNARY_FN(abs, PG_UN_ABS)
-UNARY_FN(negative, PG_UN_NEG)
-UNARY_FN(logical_not, PG_UN_NOT)
+#define PG_UNARY(ID, name, gen, py, grad, doc) GEN_##gen(UNARY_FN(name, PG_UN_##ID))
+#include "../core/pg_ops.def"
 
 #define REDUCE_FN(NAME, OP)                                                          \
     static PyObject *f_##NAME(PyObject *mod, PyObject *args, PyObject *kwargs)       \
@@ -78,34 +73,52 @@ UNARY_FN(logical_not, PG_UN_NOT)
         Py_DECREF(rest);                                                             \
         return r;                                                                    \
     }
-REDUCE_FN(sum, PG_RED_SUM)
-REDUCE_FN(mean, -1)
-REDUCE_FN(max, PG_RED_MAX)
-REDUCE_FN(min, PG_RED_MIN)
-REDUCE_FN(argmax, PG_RED_ARGMAX)
+#define PG_REDUCE(ID, name, py, grad, doc) REDUCE_FN(name, PG_RED_##ID)
+#include "../core/pg_ops.def"
+REDUCE_FN(mean, -1) /* a sum, then a divide (pg_op_mean) */
+
+/* _C._op_table(): ((name, family, node, py names, grad name or None), ...), one
+ * tuple per row of pg_ops.def; family is binary/unary/reduce or the row's kind. */
+static const struct {
+    const char *name, *family, *node, *py, *grad;
+} g_op_rows[] = {
+#define PG_BINARY(ID, name, gen, py, grad, doc) {#name, "binary", #name, py, grad},
+#define PG_UNARY(ID, name, gen, py, grad, doc) {#name, "unary", #name, py, grad},
+#define PG_REDUCE(ID, name, py, grad, doc) {#name, "reduce", #name, py, grad},
+#define PG_OTHER(name, node, kind, py, grad) {#name, #kind, node, py, grad},
+#include "../core/pg_ops.def"
+};
+
+static PyObject *f_op_table(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    size_t n = sizeof g_op_rows / sizeof *g_op_rows;
+    PyObject *rows = PyTuple_New((Py_ssize_t)n);
+    for (size_t i = 0; rows && i < n; i++) {
+        PyObject *py = PyUnicode_FromString(g_op_rows[i].py);
+        PyObject *names = py ? PyUnicode_Split(py, NULL, -1) : NULL;
+        PyObject *row = names ? Py_BuildValue("(sszNz)", g_op_rows[i].name, g_op_rows[i].family,
+                                              g_op_rows[i].node, PyList_AsTuple(names), g_op_rows[i].grad)
+                              : NULL;
+        Py_XDECREF(py);
+        Py_XDECREF(names);
+        if (!row)
+            Py_CLEAR(rows);
+        else
+            PyTuple_SET_ITEM(rows, (Py_ssize_t)i, row);
+    }
+    return rows;
+}
 
 #define KW (PyCFunction)(void (*)(void))
 PyMethodDef pg_math_functions[] = {
     {"matmul", f_matmul, METH_VARARGS, "matmul(a, b): matrix product with NumPy's rules (1-D, 2-D, batched 3-D)"},
-    {"add", f_add, METH_VARARGS, "a + b with broadcasting"},
-    {"subtract", f_subtract, METH_VARARGS, "a - b with broadcasting"},
-    {"multiply", f_multiply, METH_VARARGS, "a * b with broadcasting"},
-    {"divide", f_divide, METH_VARARGS, "a / b (true division) with broadcasting"},
-    {"maximum", f_maximum, METH_VARARGS, "elementwise maximum (NaN propagates)"},
-    {"minimum", f_minimum, METH_VARARGS, "elementwise minimum (NaN propagates)"},
-    {"exp", f_exp, METH_O, "e**x"},
-    {"log", f_log, METH_O, "natural logarithm"},
-    {"sqrt", f_sqrt, METH_O, "square root"},
-    {"tanh", f_tanh, METH_O, "hyperbolic tangent"},
-    {"sigmoid", f_sigmoid, METH_O, "1 / (1 + exp(-x))"},
-    {"relu", f_relu, METH_O, "max(x, 0)"},
-    {"abs", f_abs, METH_O, "absolute value"},
-    {"negative", f_negative, METH_O, "-x"},
-    {"logical_not", f_logical_not, METH_O, "not x, for bool tensors"},
-    {"sum", KW f_sum, METH_VARARGS | METH_KEYWORDS, "sum(x, axis=None, keepdims=False)"},
+#define PG_BINARY(ID, name, gen, py, grad, doc) GEN_##gen({#name, f_##name, METH_VARARGS, doc},)
+#define PG_UNARY(ID, name, gen, py, grad, doc) GEN_##gen({#name, f_##name, METH_O, doc},)
+#define PG_REDUCE(ID, name, py, grad, doc) {#name, KW f_##name, METH_VARARGS | METH_KEYWORDS, doc},
+#include "../core/pg_ops.def"
     {"mean", KW f_mean, METH_VARARGS | METH_KEYWORDS, "mean(x, axis=None, keepdims=False)"},
-    {"max", KW f_max, METH_VARARGS | METH_KEYWORDS, "max(x, axis=None, keepdims=False)"},
-    {"min", KW f_min, METH_VARARGS | METH_KEYWORDS, "min(x, axis=None, keepdims=False)"},
-    {"argmax", KW f_argmax, METH_VARARGS | METH_KEYWORDS, "argmax(x, axis=None, keepdims=False)"},
+    {"_op_table", f_op_table, METH_NOARGS, "internal: the op table (csrc/core/pg_ops.def) as tuples"},
     {NULL, NULL, 0, NULL},
 };

@@ -5,6 +5,7 @@
  * plugin is loaded on first use (pygpu/cuda.py). */
 #include "tensor_object.h"
 
+#include "../backends/cpu/cpu_isa.h"
 #include "../backends/sim/sim_backend.h"
 #include "../core/pg_backend.h"
 
@@ -32,6 +33,15 @@ extern PyMethodDef pg_testing_functions[]; /* testing.c: _C._test_* hooks */
 
 PyMODINIT_FUNC PyInit__C(void)
 {
+    const char *bad_isa = pg_cpu_isa_env_check();
+    if (bad_isa) {
+        PyErr_Format(PyExc_ValueError,
+                     "PYGPU_ISA='%s' names no instruction set level; use one of baseline, avx2, "
+                     "avx512, avx512_bf16 (it caps the CPU kernels' level), or unset it",
+                     bad_isa);
+        return NULL;
+    }
+    (void)pg_cpu_isa(); /* decided once, before any worker thread asks */
     if (pg_numpy_init() < 0 || PyType_Ready(&PyTensor_Type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&pg_module);

@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "../backends/cpu/cpu_isa.h"
 #include "../backends/cpu/cpu_parallel.h"
 #include "../backends/sim/sim_backend.h"
 #include "../core/pg_allocator.h"
@@ -369,6 +370,15 @@ static PyObject *f_cuda_reason(PyObject *mod, PyObject *noargs)
     return PyUnicode_FromString(why ? why : "no CUDA GPU: the driver reports no device");
 }
 
+static PyObject *f_cpu_isa(PyObject *mod, PyObject *detected)
+{
+    (void)mod;
+    int d = PyObject_IsTrue(detected);
+    if (d < 0)
+        return NULL;
+    return PyUnicode_FromString(pg_cpu_isa_name(d ? pg_cpu_isa_detected() : pg_cpu_isa()));
+}
+
 static PyObject *f_shutdown(PyObject *mod, PyObject *noargs)
 {
     (void)mod;
@@ -403,6 +413,7 @@ PyMethodDef pg_runtime_functions[] = {
     {"_sim_threads", f_sim_threads, METH_NOARGS, "internal: compute threads per sim device"},
     {"_load_cuda", f_load_cuda, METH_O, "internal: dlopen the CUDA plugin"},
     {"_cuda_reason", f_cuda_reason, METH_NOARGS, "internal: why cuda is unavailable, or None"},
+    {"_cpu_isa", f_cpu_isa, METH_O, "internal: the CPU kernels' ISA level (arg: detected?)"},
     {"_shutdown", f_shutdown, METH_NOARGS, "internal: stop the sim workers (atexit)"},
     {NULL, NULL, 0, NULL},
 };

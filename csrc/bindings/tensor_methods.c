@@ -423,8 +423,7 @@ PyObject *pg_reduce_call(PyObject *self, int op, PyObject *args, PyObject *kwarg
     int naxes = 0, axes[PG_MAX_DIMS];
     bool all;
     const pg_tensor *t = T(self);
-    static const char *const names[PG_NUM_REDUCE] = {"sum", "max", "min", "argmax"};
-    if (parse_axes(axis, t->ndim, op < 0 ? "mean" : names[op], &naxes, axes, &all) < 0)
+    if (parse_axes(axis, t->ndim, op < 0 ? "mean" : pg_reduce_name(op), &naxes, axes, &all) < 0)
         return NULL;
     pg_tensor out;
     pg_status st = op < 0 ? PG_CALL(pg_heavy(t), pg_op_mean(t, naxes, all ? NULL : axes, keepdims, &out))
@@ -437,10 +436,8 @@ PyObject *pg_reduce_call(PyObject *self, int op, PyObject *args, PyObject *kwarg
 
 #define REDUCE_METHOD(NAME, OP) \
     static PyObject *m_##NAME(PyObject *self, PyObject *args, PyObject *kw) { return pg_reduce_call(self, OP, args, kw); }
-REDUCE_METHOD(sum, PG_RED_SUM)
-REDUCE_METHOD(max, PG_RED_MAX)
-REDUCE_METHOD(min, PG_RED_MIN)
-REDUCE_METHOD(argmax, PG_RED_ARGMAX)
+#define PG_REDUCE(ID, name, py, grad, doc) REDUCE_METHOD(name, PG_RED_##ID)
+#include "../core/pg_ops.def"
 REDUCE_METHOD(mean, -1)
 
 PyObject *pg_unary_call(PyObject *self, int op)
@@ -453,13 +450,12 @@ PyObject *pg_unary_call(PyObject *self, int op)
 
 #define UNARY_METHOD(NAME, OP) \
     static PyObject *m_##NAME(PyObject *self, PyObject *noargs) { (void)noargs; return pg_unary_call(self, OP); }
-UNARY_METHOD(exp, PG_UN_EXP)
-UNARY_METHOD(log, PG_UN_LOG)
-UNARY_METHOD(sqrt, PG_UN_SQRT)
-UNARY_METHOD(tanh, PG_UN_TANH)
-UNARY_METHOD(sigmoid, PG_UN_SIGMOID)
-UNARY_METHOD(relu, PG_UN_RELU)
-UNARY_METHOD(abs, PG_UN_ABS)
+/* The op table's FN_METHOD rows get a method (pg_ops.def). */
+#define GEN_FN(...)
+#define GEN_FN_METHOD(...) __VA_ARGS__
+#define GEN_NONE(...)
+#define PG_UNARY(ID, name, gen, py, grad, doc) GEN_##gen(UNARY_METHOD(name, PG_UN_##ID))
+#include "../core/pg_ops.def"
 
 #define KW (PyCFunction)(void (*)(void))
 PyMethodDef pg_tensor_methods[] = {
@@ -480,18 +476,10 @@ PyMethodDef pg_tensor_methods[] = {
     {"tolist", m_tolist, METH_NOARGS, "nested Python lists (an implicit transfer from a device)"},
     {"item", m_item, METH_NOARGS, "the single element as a Python number (an implicit transfer from a device)"},
     {"_host", m_host, METH_O, "internal: host copy counted as an implicit transfer of the given reason"},
-    {"sum", KW m_sum, METH_VARARGS | METH_KEYWORDS, "sum(axis=None, keepdims=False)"},
+#define PG_REDUCE(ID, name, py, grad, doc) {#name, KW m_##name, METH_VARARGS | METH_KEYWORDS, doc},
+#define PG_UNARY(ID, name, gen, py, grad, doc) GEN_##gen({#name, m_##name, METH_NOARGS, doc},)
+#include "../core/pg_ops.def"
     {"mean", KW m_mean, METH_VARARGS | METH_KEYWORDS, "mean(axis=None, keepdims=False)"},
-    {"max", KW m_max, METH_VARARGS | METH_KEYWORDS, "max(axis=None, keepdims=False)"},
-    {"min", KW m_min, METH_VARARGS | METH_KEYWORDS, "min(axis=None, keepdims=False)"},
-    {"argmax", KW m_argmax, METH_VARARGS | METH_KEYWORDS, "argmax(axis=None, keepdims=False): flat index when axis is None"},
-    {"exp", m_exp, METH_NOARGS, "e**x elementwise"},
-    {"log", m_log, METH_NOARGS, "natural logarithm elementwise"},
-    {"sqrt", m_sqrt, METH_NOARGS, "square root elementwise"},
-    {"tanh", m_tanh, METH_NOARGS, "hyperbolic tangent elementwise"},
-    {"sigmoid", m_sigmoid, METH_NOARGS, "1 / (1 + exp(-x)) elementwise"},
-    {"relu", m_relu, METH_NOARGS, "max(x, 0) elementwise"},
-    {"abs", m_abs, METH_NOARGS, "absolute value elementwise"},
     {"requires_grad_", KW pg_ag_requires_grad_, METH_VARARGS | METH_KEYWORDS, "requires_grad_(requires_grad=True): set the flag on a leaf; returns self"},
     {"detach", pg_ag_detach, METH_NOARGS, "the same memory as a new leaf without autograd history"},
     {"backward", KW pg_ag_backward, METH_VARARGS | METH_KEYWORDS, "backward(gradient=None): accumulate d(self)/d(leaf) into every leaf's .grad; a non-scalar needs `gradient`"},

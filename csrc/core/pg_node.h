@@ -34,20 +34,25 @@ typedef enum pg_op {
     PG_NUM_OPS
 } pg_op;
 
+/* The subops, in the op table's order (pg_ops.def). */
 typedef enum pg_binary_op {
-    PG_BIN_ADD, PG_BIN_SUB, PG_BIN_MUL, PG_BIN_DIV, PG_BIN_MAXIMUM, PG_BIN_MINIMUM,
-    PG_BIN_EQ, PG_BIN_NE, PG_BIN_LT, PG_BIN_LE, PG_BIN_GT, PG_BIN_GE,
+#define PG_BINARY(ID, name, gen, py, grad, doc) PG_BIN_##ID,
+#include "pg_ops.def"
     PG_NUM_BINARY
 } pg_binary_op;
 #define PG_BIN_IS_COMPARE(op) ((op) >= PG_BIN_EQ)
 
 typedef enum pg_unary_op {
-    PG_UN_NEG, PG_UN_ABS, PG_UN_EXP, PG_UN_LOG, PG_UN_SQRT, PG_UN_TANH, PG_UN_SIGMOID,
-    PG_UN_RELU, PG_UN_NOT,
+#define PG_UNARY(ID, name, gen, py, grad, doc) PG_UN_##ID,
+#include "pg_ops.def"
     PG_NUM_UNARY
 } pg_unary_op;
 
-typedef enum pg_reduce_op { PG_RED_SUM, PG_RED_MAX, PG_RED_MIN, PG_RED_ARGMAX, PG_NUM_REDUCE } pg_reduce_op;
+typedef enum pg_reduce_op {
+#define PG_REDUCE(ID, name, py, grad, doc) PG_RED_##ID,
+#include "pg_ops.def"
+    PG_NUM_REDUCE
+} pg_reduce_op;
 
 /* Activations a fused linear layer applies (subop of PG_OP_LINEAR_*). */
 enum { PG_ACT_NONE = 0, PG_ACT_RELU = 1, PG_ACT_TANH = 2, PG_ACT_SIGMOID = 3, PG_NUM_ACT };

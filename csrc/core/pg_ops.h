@@ -99,5 +99,6 @@ pg_status pg_op_adam(const pg_tensor *p, const pg_tensor *g, const pg_tensor *m,
 
 const char *pg_binary_name(int op);
 const char *pg_unary_name(int op);
+const char *pg_reduce_name(int op);
 
 #endif

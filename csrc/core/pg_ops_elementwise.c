@@ -13,10 +13,13 @@
 #include "pg_stats.h"
 
 static const char *const bin_names[PG_NUM_BINARY] = {
-    "add", "subtract", "multiply", "divide", "maximum", "minimum",
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"};
+#define PG_BINARY(ID, name, gen, py, grad, doc) #name,
+#include "pg_ops.def"
+};
 static const char *const un_names[PG_NUM_UNARY] = {
-    "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "logical_not"};
+#define PG_UNARY(ID, name, gen, py, grad, doc) #name,
+#include "pg_ops.def"
+};
 
 const char *pg_binary_name(int op) { return bin_names[op]; }
 const char *pg_unary_name(int op) { return un_names[op]; }

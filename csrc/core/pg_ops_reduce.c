@@ -9,7 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const red_names[PG_NUM_REDUCE] = {"sum", "max", "min", "argmax"};
+static const char *const red_names[PG_NUM_REDUCE] = {
+#define PG_REDUCE(ID, name, py, grad, doc) #name,
+#include "pg_ops.def"
+};
+
+const char *pg_reduce_name(int op) { return red_names[op]; }
 
 /* Reduce contiguous `c` over `axis`, keeping it as length 1. */
 static pg_status reduce_axis(int op, const pg_tensor *c, int axis, pg_tensor *out)

@@ -1,5 +1,9 @@
 """Backward rules of the ops the C bindings record (one small function each).
 
+The op names come from the op table (csrc/core/pg_ops.def, read as
+_C._op_table()): every row with a grad name has its rule here, `_rule_<name>`,
+and building the lookup at import fails if one is missing or left over.
+
 make(name, out, a, b, args, kwargs) returns (backward, ctx) for the op
 `name` that produced `out` from operands a, b (Tensors or Python scalars);
 backward(ctx, g) returns one gradient per operand (None for a scalar or an
@@ -10,16 +14,13 @@ from .. import _C, _creation
 
 Tensor = _C.Tensor
 
-_PRETTY = {"add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div",
-           "maximum": "Maximum", "minimum": "Minimum", "negative": "Neg", "abs": "Abs",
-           "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "tanh": "Tanh", "sigmoid": "Sigmoid",
-           "relu": "Relu", "matmul": "MatMul", "sum": "Sum", "mean": "Mean",
-           "reshape": "Reshape", "transpose": "Transpose", "getitem": "Slice", "copy": "Copy",
-           "to": "To"}
+# name -> (family, grad_fn name) of every differentiable op in the op table
+_TABLE = {row[0]: (row[1], row[4]) for row in _C._op_table() if row[4] is not None}
 
 
 def pretty(name):
-    return _PRETTY.get(name, name)
+    row = _TABLE.get(name)
+    return row[1] if row else name
 
 
 def unbroadcast(g, shape):
@@ -54,23 +55,23 @@ def _expand(g, shape, device, dtype):
 
 # ---- binary: ctx = (a, b); gradients unbroadcast to each operand --------------------------
 
-def _add(ctx, g):
+def _rule_add(ctx, g):
     a, b = ctx
     return _grad_for(a, g), _grad_for(b, g)
 
 
-def _sub(ctx, g):
+def _rule_subtract(ctx, g):
     a, b = ctx
     return _grad_for(a, g), (_grad_for(b, -g) if isinstance(b, Tensor) else None)
 
 
-def _mul(ctx, g):
+def _rule_multiply(ctx, g):
     a, b = ctx
     return (_grad_for(a, g * b) if isinstance(a, Tensor) else None,
             _grad_for(b, g * a) if isinstance(b, Tensor) else None)
 
 
-def _div(ctx, g):
+def _rule_divide(ctx, g):
     a, b = ctx
     ga = _grad_for(a, g / b) if isinstance(a, Tensor) else None
     gb = _grad_for(b, -(g * a) / (b * b)) if isinstance(b, Tensor) else None
@@ -92,38 +93,38 @@ def _maxmin(is_max):
 
 # ---- unary: ctx = (a, out) with out a detached alias ---------------------------------------
 
-def _neg(ctx, g):
+def _rule_negative(ctx, g):
     return -g, None
 
 
-def _abs(ctx, g):
+def _rule_abs(ctx, g):
     a, _ = ctx
     return g * (_mask(a > 0, g) - _mask(a < 0, g)), None
 
 
-def _exp(ctx, g):
+def _rule_exp(ctx, g):
     return g * ctx[1], None
 
 
-def _log(ctx, g):
+def _rule_log(ctx, g):
     return g / ctx[0], None
 
 
-def _sqrt(ctx, g):
+def _rule_sqrt(ctx, g):
     return g / (ctx[1] * 2.0), None
 
 
-def _tanh(ctx, g):
+def _rule_tanh(ctx, g):
     out = ctx[1]
     return g * (1.0 - out * out), None
 
 
-def _sigmoid(ctx, g):
+def _rule_sigmoid(ctx, g):
     out = ctx[1]
     return g * (out * (1.0 - out)), None
 
 
-def _relu(ctx, g):
+def _rule_relu(ctx, g):
     return g * _mask(ctx[1] > 0, g), None
 
 
@@ -135,7 +136,7 @@ def _swap(t):
     return t.transpose(perm)
 
 
-def _matmul(ctx, g):
+def _rule_matmul(ctx, g):
     a, b = ctx
     a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
     b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
@@ -185,11 +186,11 @@ def _reduce_rule(mean):
     return rule
 
 
-def _reshape(ctx, g):
+def _rule_reshape(ctx, g):
     return g.reshape(ctx.shape), None
 
 
-def _transpose(ctx, g):
+def _rule_transpose(ctx, g):
     perm = ctx
     if perm is None:
         return g.transpose(), None
@@ -199,46 +200,80 @@ def _transpose(ctx, g):
     return g.transpose(inv), None
 
 
-def _getitem(ctx, g):
+def _rule_getitem(ctx, g):
     a, key = ctx
     out = _creation.zeros(a.shape, dtype=g.dtype, device=a.device)
     out[key] = g
     return out, None
 
 
-def _copy(ctx, g):
+def _rule_copy(ctx, g):
     return g, None
 
 
-def _to(ctx, g):
+def _rule_to(ctx, g):
     a = ctx
     return g.to(a.device, a.dtype), None
 
 
+_rule_maximum = _maxmin(True)
+_rule_minimum = _maxmin(False)
+_rule_sum = _reduce_rule(False)
+_rule_mean = _reduce_rule(True)
+
+
+# what a rule keeps, by the op's family; ops whose rule needs something else name it
+def _ctx_operands(out, a, b, args, kwargs):
+    return (a, b)
+
+
+def _ctx_unary(out, a, b, args, kwargs):
+    return (a, out.detach())
+
+
+def _ctx_reduce(out, a, b, args, kwargs):
+    axes, keepdims = _parse_reduce(a, args, kwargs)
+    return (a, axes, keepdims)
+
+
+_CTX = {"binary": _ctx_operands, "unary": _ctx_unary, "reduce": _ctx_reduce,
+        "matmul": _ctx_operands}
+_CTX_OF_OP = {
+    "reshape": lambda out, a, b, args, kwargs: a,
+    "transpose": lambda out, a, b, args, kwargs: args,
+    "getitem": lambda out, a, b, args, kwargs: (a, args),
+    "copy": lambda out, a, b, args, kwargs: None,
+    "to": lambda out, a, b, args, kwargs: a,
+}
+
+
+def _build():
+    """name -> (rule, ctx builder) for every differentiable op the C bindings record
+    (kind "train" ops are autograd Functions in pygpu/_train_ops.py instead)."""
+    rules = {}
+    for name, (family, _) in _TABLE.items():
+        if family == "train":
+            continue
+        rule = globals().get("_rule_" + name)
+        ctx = _CTX_OF_OP.get(name) or _CTX.get(family)
+        if rule is None or ctx is None:
+            raise ImportError(f"pygpu.autograd.rules: the op table (csrc/core/pg_ops.def) marks "
+                              f"{name!r} differentiable, but rules.py has no _rule_{name} "
+                              f"{'' if ctx else 'or context builder '}(or mark its grad NULL)")
+        rules[name] = (rule, ctx)
+    extra = sorted(k[6:] for k in globals() if k.startswith("_rule_") and k[6:] not in rules)
+    if extra:
+        raise ImportError(f"pygpu.autograd.rules: rules for ops the op table does not mark "
+                          f"differentiable: {extra}")
+    return rules
+
+
+RULES = _build()
+
+
 def make(name, out, a, b, args, kwargs):
-    if name in _BINARY:
-        return _BINARY[name], (a, b)
-    if name in _UNARY:
-        return _UNARY[name], (a, out.detach())
-    if name in ("sum", "mean"):
-        axes, keepdims = _parse_reduce(a, args, kwargs)
-        return _reduce_rule(name == "mean"), (a, axes, keepdims)
-    if name == "matmul":
-        return _matmul, (a, b)
-    if name == "reshape":
-        return _reshape, a
-    if name == "transpose":
-        return _transpose, args
-    if name == "getitem":
-        return _getitem, (a, args)
-    if name == "copy":
-        return _copy, None
-    if name == "to":
-        return _to, a
-    raise RuntimeError(f"autograd: no backward rule for op {name!r}")
-
-
-_BINARY = {"add": _add, "subtract": _sub, "multiply": _mul, "divide": _div,
-           "maximum": _maxmin(True), "minimum": _maxmin(False)}
-_UNARY = {"negative": _neg, "abs": _abs, "exp": _exp, "log": _log, "sqrt": _sqrt,
-          "tanh": _tanh, "sigmoid": _sigmoid, "relu": _relu}
+    entry = RULES.get(name)
+    if entry is None:
+        raise RuntimeError(f"autograd: no backward rule for op {name!r}")
+    rule, ctx = entry
+    return rule, ctx(out, a, b, args, kwargs)

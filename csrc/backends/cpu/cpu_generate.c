@@ -41,7 +41,7 @@ pg_status pg_cpu_arange(const pg_node *node)
  * compiler vectorizes across elements, and the normal's log and cos come from
  * libmvec (cpu_vecmath.h). */
 #define RANDOM_LOOP(NAME, T, EXPR)                                                      \
-    static PG_CPU_CLONES void NAME(int64_t n, T *o, uint64_t seed, uint64_t off)        \
+    PG_CPU_DISPATCH(void, NAME, (int64_t n, T *o, uint64_t seed, uint64_t off), (n, o, seed, off))        \
     {                                                                                   \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] = (EXPR);              \
     }
@@ -66,7 +66,7 @@ static inline float uniform_below_one(double v)
 
 RANDOM_LOOP(uniform_f64, double, philox_uniform(seed, off + (uint64_t)i))
 
-static PG_CPU_CLONES void below_one_f32(int64_t n, float *o, const double *v)
+PG_CPU_DISPATCH(void, below_one_f32, (int64_t n, float *o, const double *v), (n, o, v))
 {
     _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] = uniform_below_one(v[i]);
 }

@@ -51,6 +51,24 @@ const char *pg_cpu_isa_name(pg_isa isa)
     return (unsigned)isa < PG_NUM_ISA ? names[isa] : "?";
 }
 
+/* The level PYGPU_ISA names: -1 if it is unset or empty (no cap), -2 if it names
+ * no level (module init refuses to import then, pg_cpu_isa_env_check). */
+static int env_cap(void)
+{
+    const char *cap = getenv("PYGPU_ISA");
+    if (!cap || !*cap)
+        return -1;
+    for (int i = 0; i < PG_NUM_ISA; i++)
+        if (strcmp(cap, names[i]) == 0)
+            return i;
+    return -2;
+}
+
+const char *pg_cpu_isa_env_check(void)
+{
+    return env_cap() == -2 ? getenv("PYGPU_ISA") : NULL;
+}
+
 static int detected = -1, active = -1; /* racing first calls compute the same values */
 
 pg_isa pg_cpu_isa_detected(void)
@@ -63,12 +81,8 @@ pg_isa pg_cpu_isa_detected(void)
 pg_isa pg_cpu_isa(void)
 {
     if (active < 0) {
-        int level = (int)pg_cpu_isa_detected();
-        const char *cap = getenv("PYGPU_ISA");
-        for (int i = 0; cap && i < PG_NUM_ISA; i++)
-            if (strcmp(cap, names[i]) == 0 && i < level)
-                level = i;
-        active = level;
+        int level = (int)pg_cpu_isa_detected(), cap = env_cap();
+        active = cap >= 0 && cap < level ? cap : level;
     }
     return (pg_isa)active;
 }

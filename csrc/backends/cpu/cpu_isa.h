@@ -23,5 +23,8 @@ pg_isa pg_cpu_isa_detected(void);
 pg_isa pg_cpu_isa(void);
 /* "baseline", "avx2", "avx512", "avx512_bf16" */
 const char *pg_cpu_isa_name(pg_isa isa);
+/* NULL if PYGPU_ISA is unset, empty or names a level; else its value (the
+ * module refuses to import then, so a typo in a CI lane cannot go unnoticed). */
+const char *pg_cpu_isa_env_check(void);
 
 #endif

@@ -43,7 +43,7 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
  * rounding error over even 2^31 terms stays far below float32's, so only
  * float64 (and int64, where it costs nothing) needs the pairwise split. */
 #define RUN_SUM(SUF, T, ACC, PAIRWISE)                                                        \
-    static PG_CPU_CLONES ACC sum_leaf_##SUF(const T *a, int64_t n)                           \
+    PG_CPU_DISPATCH(ACC, sum_leaf_##SUF, (const T *a, int64_t n), (a, n))                           \
     {                                                                                         \
         enum { L = LANES(T) };                                                                \
         ACC lane[L];                                                                          \
@@ -69,7 +69,7 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
     }
 
 #define RUN_PICK(NAME, T, PICK)                                                               \
-    static PG_CPU_CLONES T NAME(const T *a, int64_t n)                                        \
+    PG_CPU_DISPATCH(T, NAME, (const T *a, int64_t n), (a, n))                                        \
     {                                                                                         \
         enum { L = LANES(T) };                                                                \
         T lane[L];                                                                            \
@@ -94,7 +94,7 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
  * then give the smallest index holding the largest value. A NaN anywhere
  * (rare) sends us to find the first one instead. */
 #define RUN_ARGMAX(SUF, T, IT, ABS, INF)                                                                    \
-    static PG_CPU_CLONES int64_t first_nan_##SUF(const T *a, int64_t n)                       \
+    PG_CPU_DISPATCH(int64_t, first_nan_##SUF, (const T *a, int64_t n), (a, n))                       \
     {                                                                                         \
         for (int64_t i0 = 0; i0 < n; i0 += 64) {                                              \
             int64_t w = min_i64(64, n - i0);                                                  \
@@ -110,7 +110,7 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
     }                                                                                         \
     typedef T vec_##SUF __attribute__((vector_size(64)));                                     \
     typedef IT ivec_##SUF __attribute__((vector_size(64)));                                   \
-    static PG_CPU_CLONES int64_t argmax_chunk_##SUF(const T *a, int64_t n, T *best)           \
+    PG_CPU_DISPATCH(int64_t, argmax_chunk_##SUF, (const T *a, int64_t n, T *best), (a, n, best))           \
     {                                                                                         \
         enum { W = 64 / sizeof(T) }; /* elements per vector; two vectors per step */          \
         T lane[2 * W];                                                                        \
@@ -199,8 +199,8 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* ---- R rows of m elements (row stride sR bytes, element stride s_in) -> m values --------- */
 
 #define ROWS_SUM(SUF, T, ACC)                                                                 \
-    static PG_CPU_CLONES void sum_rows_##SUF(const char *src, int64_t sR, int64_t R,          \
-                                             int64_t m, int64_t s_in, char *dst, int64_t d_in)\
+    PG_CPU_DISPATCH(void, sum_rows_##SUF, (const char *src, int64_t sR, int64_t R,          \
+                                             int64_t m, int64_t s_in, char *dst, int64_t d_in), (src, sR, R, m, s_in, dst, d_in))\
     {                                                                                         \
         ACC acc[TILE];                                                                        \
         for (int64_t j0 = 0; j0 < m; j0 += TILE) {                                            \
@@ -223,8 +223,8 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
     }
 
 #define ROWS_PICK(NAME, T, PICK)                                                              \
-    static PG_CPU_CLONES void NAME(const char *src, int64_t sR, int64_t R, int64_t m,         \
-                                   int64_t s_in, char *dst, int64_t d_in)                     \
+    PG_CPU_DISPATCH(void, NAME, (const char *src, int64_t sR, int64_t R, int64_t m,         \
+                                   int64_t s_in, char *dst, int64_t d_in), (src, sR, R, m, s_in, dst, d_in))                     \
     {                                                                                         \
         T acc[TILE];                                                                          \
         for (int64_t j0 = 0; j0 < m; j0 += TILE) {                                            \
@@ -252,9 +252,9 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* argmax: strictly greater keeps the first maximum; once a lane holds NaN it sticks */
 #define ARGMAX_TAKE(v, acc) ((acc) == (acc) && ((v) > (acc) || (v) != (v)))
 #define ROWS_ARGMAX(SUF, T)                                                                   \
-    static PG_CPU_CLONES void argmax_rows_##SUF(const char *src, int64_t sR, int64_t R,       \
+    PG_CPU_DISPATCH(void, argmax_rows_##SUF, (const char *src, int64_t sR, int64_t R,       \
                                                 int64_t m, int64_t s_in, char *dst,           \
-                                                int64_t d_in)                                 \
+                                                int64_t d_in), (src, sR, R, m, s_in, dst, d_in))                                 \
     {                                                                                         \
         T acc[TILE];                                                                          \
         int64_t arg[TILE];                                                                    \

@@ -3,7 +3,7 @@
  *
  * Each op is one contiguous kernel, `#pragma omp simd` over unit-stride
  * arrays, compiled for AVX-512 / AVX2 / baseline with runtime dispatch
- * (PG_CPU_CLONES); exp, log and tanh become calls to glibc's libmvec vector
+ * (PG_CPU_DISPATCH); exp, log and tanh become calls to glibc's libmvec vector
  * functions (cpu_vecmath.h), sigmoid is 1 / (1 + exp(-x)) on top of them.
  * Strided runs (transposes, step slices, the pool's column splits) are
  * gathered into a stack buffer, computed by the same vector kernel and
@@ -19,7 +19,7 @@ typedef uint8_t pg_bool_t;
 #define GATHER 256 /* elements per gather/scatter block of a strided run */
 
 #define UN_LOOP(NAME, T, EXPR)                                                            \
-    static PG_CPU_CLONES void NAME##_run(int64_t n, T *o, const T *a)                     \
+    PG_CPU_DISPATCH(void, NAME##_run, (int64_t n, T *o, const T *a), (n, o, a))                     \
     {                                                                                     \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                               \
         {                                                                                 \

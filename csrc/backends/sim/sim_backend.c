@@ -363,19 +363,28 @@ static pg_status sim_synchronize(const pg_backend *be, int index)
     return PG_OK;
 }
 
-/* The names pg_node.name takes (what inject_fault can match); a name not here
- * would arm a fault that never fires. */
+/* The names pg_node.name takes (what inject_fault can match), from the op
+ * table (core/pg_ops.def); a name not there would arm a fault that never fires. */
+static const char *const g_node_names[] = {
+#define PG_BINARY(ID, name, gen, py, grad, doc) #name,
+#define PG_UNARY(ID, name, gen, py, grad, doc) #name,
+#define PG_REDUCE(ID, name, py, grad, doc) #name,
+#define PG_OTHER(name, node, kind, py, grad) node,
+#include "../../core/pg_ops.def"
+};
+
 static bool fault_op_known(const char *op, char *list, size_t len)
 {
-    static const char *const other[] = {"fill", "copy", "sum", "max", "min", "argmax",
-                                        "matmul", "arange", "rand", "randn"};
     bool found = false;
     size_t n = 0;
     list[0] = 0;
-    for (int i = 0; i < PG_NUM_BINARY + PG_NUM_UNARY + 10; i++) {
-        const char *name = i < PG_NUM_BINARY ? pg_binary_name(i)
-                           : i < PG_NUM_BINARY + PG_NUM_UNARY ? pg_unary_name(i - PG_NUM_BINARY)
-                                                              : other[i - PG_NUM_BINARY - PG_NUM_UNARY];
+    for (size_t i = 0; i < sizeof g_node_names / sizeof *g_node_names; i++) {
+        const char *name = g_node_names[i];
+        bool again = !name; /* a view: no node */
+        for (size_t j = 0; j < i && !again; j++)
+            again = g_node_names[j] && strcmp(g_node_names[j], name) == 0;
+        if (again)
+            continue;
         found = found || strcmp(name, op) == 0;
         if (n < len)
             n += (size_t)snprintf(list + n, len - n, "%s%s", n ? ", " : "", name);
@@ -388,7 +397,7 @@ pg_status pg_sim_inject_fault(int index, const char *op)
     sim_init();
     if (index < 0 || index >= g_count)
         return pg_error_set(PG_ERR_UNAVAILABLE, "sim:%d does not exist", index);
-    char names[400];
+    char names[800];
     if (!fault_op_known(op, names, sizeof names))
         return pg_error_set(PG_ERR_VALUE, "inject_fault: unknown op name '%s'; the ops that can "
                                           "fail are: %s", op, names);
