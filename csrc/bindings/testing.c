@@ -10,11 +10,18 @@
  *                          pg_blocking_begin/end (the hooks around cudaMalloc,
  *                          cudaHostAlloc, cudaFreeHost).
  *
+ *   _test_gemm(...)        one GEMM descriptor (csrc/core/pg_gemm.h) run by the
+ *                          CPU's kernels and scheduler on a pool of `threads`:
+ *                          transposes, strided operands, alpha, beta and every
+ *                          epilogue, which the public ops use only in part
+ *                          (tests/test_gemm_contract.py).
+ *
  * Private: not part of pygpu's API; nothing here can crash on bad input
  * because the hooks take no input. */
 #include <string.h>
 
 #include "tensor_object.h"
+#include "../backends/cpu/cpu_gemm.h"
 #include "../backends/sim/sim_backend.h"
 #include "../core/pg_backend.h"
 
@@ -131,7 +138,95 @@ static PyObject *f_test_blocking_hooks(PyObject *mod, PyObject *noargs)
                          after ? Py_True : Py_False);
 }
 
+/* ---- the GEMM contract on the CPU ---- */
+
+/* A stored 2-D cpu matrix with unit stride along its rows: its data and leading dimension. */
+static int gemm_operand(PyObject *o, const char *what, int dtype, int64_t rows, int64_t cols,
+                        const void **data, int64_t *ld)
+{
+    if (!PyTensor_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "_test_gemm: %s must be a Tensor", what);
+        return -1;
+    }
+    const pg_tensor *t = &((PyTensor *)o)->t;
+    if (t->storage->device.type != PG_DEV_CPU || t->dtype != dtype || t->ndim != 2 ||
+        t->shape[0] != rows || t->shape[1] != cols || (cols > 1 && t->strides[1] != 1) ||
+        (rows > 1 && t->strides[0] < cols)) {
+        PyErr_Format(PyExc_ValueError,
+                     "_test_gemm: %s must be a cpu %s matrix of shape (%lld, %lld) with unit "
+                     "stride along its rows",
+                     what, pg_dtype_name((pg_dtype)dtype), (long long)rows, (long long)cols);
+        return -1;
+    }
+    *data = pg_tensor_data(t);
+    *ld = rows > 1 ? t->strides[0] : cols;
+    return 0;
+}
+
+static PyObject *f_test_gemm(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *a, *b, *c, *bias = Py_None, *aux = Py_None, *bgrad = Py_None;
+    int ta, tb, epi, act, threads = 1;
+    double alpha, beta;
+    if (!PyArg_ParseTuple(args, "OOOppddii|OOOi", &a, &b, &c, &ta, &tb, &alpha, &beta, &epi,
+                          &act, &bias, &aux, &bgrad, &threads))
+        return NULL;
+    if (!PyTensor_Check(c) || ((PyTensor *)c)->t.ndim != 2)
+        return PyErr_Format(PyExc_TypeError, "_test_gemm: c must be a 2-d Tensor");
+    if (epi < 0 || epi > (PG_EPI_BIAS | PG_EPI_DACT | PG_EPI_BGRAD) || act < 0 ||
+        act >= PG_NUM_ACT || threads < 1 || threads > 64)
+        return PyErr_Format(PyExc_ValueError, "_test_gemm: bad epilogue, act or threads");
+    const pg_tensor *ct = &((PyTensor *)c)->t;
+    const pg_tensor *at = PyTensor_Check(a) ? &((PyTensor *)a)->t : NULL;
+    if (!at || at->ndim != 2)
+        return PyErr_Format(PyExc_TypeError, "_test_gemm: a must be a 2-d Tensor");
+    pg_gemm g;
+    memset(&g, 0, sizeof g);
+    g.batch = 1;
+    g.M = ct->shape[0];
+    g.N = ct->shape[1];
+    g.K = at->shape[ta ? 0 : 1];
+    g.trans_a = ta;
+    g.trans_b = tb;
+    g.dtype_ab = g.dtype_c = g.compute = ct->dtype;
+    g.alpha = alpha;
+    g.beta = beta;
+    g.epilogue = epi;
+    g.act = act;
+    const void *cdata, *dummy;
+    int64_t one;
+    if (gemm_operand(a, "a", ct->dtype, ta ? g.K : g.M, ta ? g.M : g.K, &g.a, &g.lda) < 0 ||
+        gemm_operand(b, "b", ct->dtype, tb ? g.N : g.K, tb ? g.K : g.N, &g.b, &g.ldb) < 0 ||
+        gemm_operand(c, "c", ct->dtype, g.M, g.N, &cdata, &g.ldc) < 0)
+        return NULL;
+    g.c = (void *)cdata;
+    if ((epi & PG_EPI_BIAS) && gemm_operand(bias, "bias", ct->dtype, 1, g.N, &g.bias, &one) < 0)
+        return NULL;
+    if ((epi & PG_EPI_DACT) && gemm_operand(aux, "aux", ct->dtype, g.M, g.N, &g.aux, &g.ldaux) < 0)
+        return NULL;
+    if ((epi & PG_EPI_BGRAD)) {
+        if (gemm_operand(bgrad, "bias_grad", ct->dtype, 1, g.N, &dummy, &one) < 0)
+            return NULL;
+        g.bias_grad = (void *)dummy;
+    }
+    pg_pool *pool = NULL;
+    pg_status st = threads > 1 ? pg_pool_create("pygpu-test", threads, &pool) : PG_OK;
+    if (st == PG_OK) {
+        Py_BEGIN_ALLOW_THREADS st = pg_cpu_gemm_run(pool, &g);
+        Py_END_ALLOW_THREADS
+    }
+    pg_pool_destroy(pool);
+    if (st != PG_OK)
+        return pg_raise(st);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef pg_testing_functions[] = {
+    {"_test_gemm", f_test_gemm, METH_VARARGS,
+     "internal test: _test_gemm(a, b, c, trans_a, trans_b, alpha, beta, epilogue, act, "
+     "bias=None, aux=None, bias_grad=None, threads=1) runs C = epi(alpha op(a) op(b) + beta C) "
+     "in place on the CPU"},
     {"_test_event_record", f_test_event_record, METH_NOARGS,
      "internal test: the pending-work record shared by two backends"},
     {"_test_blocking_hooks", f_test_blocking_hooks, METH_NOARGS,

@@ -21,10 +21,12 @@
  *   PG_EPI_BIAS       C += bias (N) broadcast over rows
  *   act (PG_ACT_*)    C = act(C)                      (after the bias)
  *   PG_EPI_DACT       C *= act'(aux), aux (M,N) the saved activation OUTPUT y
+ *                     (leading dimension ldaux; batch stride stride_c)
  *                     (relu: y > 0; tanh: 1 - y^2; sigmoid: y (1 - y)) --
  *                     the backward of the next layer's input gradient
- *   PG_EPI_BGRAD      bias_grad (N) = column sums of the final C (accumulated in
- *                     float32/float64, `compute`), as cublasLt's *_BGRAD
+ *   PG_EPI_BGRAD      bias_grad (N) = column sums of the final C over every row of
+ *                     every batch entry, in row order (the CPU accumulates in
+ *                     double), as cublasLt's *_BGRAD
  * Flags combine: forward is BIAS|act, backward's dX of layer l+1 is DACT|BGRAD
  * with layer l's activation. */
 #ifndef PG_GEMM_H
@@ -59,8 +61,11 @@ typedef struct pg_gemm {
 } pg_gemm;
 
 /* A kernel runs one whole descriptor on the calling thread; a scheduler hands it
- * panels (the same descriptor with pointers and M or N narrowed). Kernels are
- * chosen by (dtype_ab, dtype_c) and the CPU's ISA (csrc/backends/cpu/cpu_isa.h). */
+ * panels (the same descriptor with pointers and M, N or batch narrowed; never M
+ * or batch under BGRAD). Kernels are chosen by (dtype_ab, dtype_c) and the CPU's
+ * ISA (csrc/backends/cpu/cpu_isa.h); the CPU's table is cpu_gemm.h's
+ * pg_cpu_gemm_kernel / pg_cpu_gemm_register. The descriptor is checked before a
+ * kernel sees it (shapes, lds >= the stored rows' lengths, dtypes). */
 typedef pg_status (*pg_gemm_kernel_fn)(const pg_gemm *g);
 
 #endif

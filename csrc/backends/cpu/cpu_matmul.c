@@ -1,16 +1,19 @@
 /* cpu_matmul.c - batched matrix multiply on the CPU.
  *
- * float32/float64 go to OpenBLAS (the scipy-openblas32 build NumPy and SciPy
- * ship), whose kernels and threads are the reference we measure against;
- * int64 (no BLAS has it) is a plain i-k-j loop. Each operand arrives either
+ * float32/float64 become one GEMM descriptor (pg_gemm.h) run by the CPU's
+ * GEMM kernels and scheduler (cpu_gemm.c, cpu_gemm_schedule.c: OpenBLAS per
+ * panel, panels cut by work); int64 (no BLAS has it) is a plain i-k-j loop. Each operand arrives either
  * row-major (unit stride on its last axis) or as a transposed view (unit
  * stride on its middle axis); the latter becomes a BLAS transpose flag, so
- * `a @ b.T` copies nothing. dst may be a panel of a larger matrix (row or
+ * `a @ b.T` copies nothing. dst may be a panel of a larger matrix (int64 row or
  * column panels, cut by cpu_parallel.c), so its row stride is read, not assumed.
  * OpenBLAS itself runs one thread per call: the device's pool does the
  * threading (see cpu_parallel.c for why). */
 #include <cblas.h>
 
+#include <string.h>
+
+#include "cpu_gemm.h"
 #include "cpu_kernels.h"
 
 /* Returns the BLAS transpose flag of a (B, rows, cols) operand and its leading dimension. */
@@ -46,27 +49,42 @@ static void matmul_i64(const pg_tensor *a, const pg_tensor *b, const pg_tensor *
     }
 }
 
-pg_status pg_cpu_matmul(const pg_node *node)
+/* The node (B,M,K) @ (B,K,N) -> (B,M,N) as a GEMM descriptor (float32/float64). */
+void pg_cpu_matmul_desc(const pg_node *node, pg_gemm *g)
 {
     const pg_tensor *a = &node->src[0], *b = &node->src[1], *c = &node->dst;
-    if (c->dtype == PG_INT64) {
-        matmul_i64(a, b, c);
+    blasint lda, ldb;
+    memset(g, 0, sizeof *g);
+    g->batch = c->shape[0];
+    g->M = c->shape[1];
+    g->N = c->shape[2];
+    g->K = a->shape[2];
+    g->trans_a = layout(a, &lda) == CblasTrans;
+    g->trans_b = layout(b, &ldb) == CblasTrans;
+    g->lda = lda;
+    g->ldb = ldb;
+    g->ldc = c->strides[1] > g->N ? c->strides[1] : g->N;
+    g->stride_a = a->strides[0];
+    g->stride_b = b->strides[0];
+    g->stride_c = c->strides[0];
+    g->dtype_ab = g->dtype_c = c->dtype;
+    g->compute = c->dtype;
+    g->a = pg_tensor_data(a);
+    g->b = pg_tensor_data(b);
+    g->c = pg_tensor_data(c);
+    g->alpha = 1.0;
+    g->beta = 0.0;
+}
+
+pg_status pg_cpu_matmul_on(pg_pool *pool, const pg_node *node)
+{
+    if (node->dst.dtype == PG_INT64) {
+        matmul_i64(&node->src[0], &node->src[1], &node->dst);
         return PG_OK;
     }
-    blasint M = (blasint)c->shape[1], N = (blasint)c->shape[2], K = (blasint)a->shape[2];
-    blasint lda, ldb, ldc = (blasint)(c->strides[1] > N ? c->strides[1] : N);
-    enum CBLAS_TRANSPOSE ta = layout(a, &lda), tb = layout(b, &ldb);
-    size_t isz = pg_dtype_size((pg_dtype)c->dtype);
-    for (int64_t z = 0; z < c->shape[0]; z++) {
-        const char *A = pg_tensor_data(a) + z * a->strides[0] * (int64_t)isz;
-        const char *Bm = pg_tensor_data(b) + z * b->strides[0] * (int64_t)isz;
-        char *C = pg_tensor_data(c) + z * c->strides[0] * (int64_t)isz;
-        if (c->dtype == PG_FLOAT32)
-            scipy_cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, (const float *)A, lda,
-                              (const float *)Bm, ldb, 0.0f, (float *)C, ldc);
-        else
-            scipy_cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, (const double *)A, lda,
-                              (const double *)Bm, ldb, 0.0, (double *)C, ldc);
-    }
-    return PG_OK;
+    pg_gemm g;
+    pg_cpu_matmul_desc(node, &g);
+    return pg_cpu_gemm_run(pool, &g);
 }
+
+pg_status pg_cpu_matmul(const pg_node *node) { return pg_cpu_matmul_on(NULL, node); }

@@ -13,10 +13,10 @@
  * 51.4, 32K 71 vs 97. So a slice is >= 32K cheap elements (split from 64K)
  * or >= 16K transcendental ones (split from 32K).
  *
- * Matmul: OpenBLAS is set to ONE thread (pg_cpu_blas_init) and the product is
- * cut into row panels (column panels when M is small, batches when there are
- * enough of them), one single-threaded BLAS call per panel on the device's
- * own pool. OpenBLAS's thread count is one global for the whole library, not
+ * Matmul and the fused linear layers: OpenBLAS is set to ONE thread
+ * (pg_cpu_blas_init) and the GEMM scheduler (cpu_gemm_schedule.c) cuts each
+ * product into panels by its FLOPs, one single-threaded BLAS call per panel
+ * on the device's own pool. OpenBLAS's thread count is one global for the whole library, not
  * per calling thread, so letting OpenBLAS thread itself would make every
  * device share (and fight over) one pool; one-thread BLAS calls from each
  * device's threads keep each device on its own cores. pygpu links its own
@@ -177,67 +177,48 @@ static pg_status run_elementwise(pg_pool *pool, const pg_node *node)
     return pg_pool_run(pool, j.ntasks, run_slice, &j);
 }
 
-/* ---- fused linear layers ---------------------------------------------------------------- */
+/* ---- optimizer updates ------------------------------------------------------------------ */
 
-/* Rows of a linear layer are independent: forward, x and y are cut into row panels (one
- * BLAS call and one epilogue each). Backward runs in two jobs: row panels compute dz =
- * dy * act'(y) and dx = dz @ W (dW and db left out of the panel's node); then dW = dz^T x and
- * db, sums over every row, run as one node over the whole dz (activation "none", dz as its
- * dy), so their summation order is the serial kernel's whatever the thread count. */
-typedef struct linear_job {
-    pg_node base;
-    int64_t ntasks;
-} linear_job;
-
-static pg_status run_linear_panel(void *ctx, int64_t task)
+/* SGD and Adam update each element from the same element of every operand (all contiguous,
+ * checked by pg_ops_train.c), so the flat range is cut like an elementwise op. */
+static pg_status run_update_slice(void *ctx, int64_t task)
 {
-    linear_job *j = ctx;
+    split_job *j = ctx;
     pg_node sub = j->base;
-    int64_t lo, hi, rows = sub.op == PG_OP_LINEAR_FWD ? sub.src[0].shape[0] : sub.src[1].shape[0];
-    pg_cpu_part(rows, j->ntasks, task, &lo, &hi);
+    int64_t lo, hi;
+    pg_cpu_part(j->len, j->ntasks, task, &lo, &hi);
+    lo -= lo % j->align;
+    hi = task == j->ntasks - 1 ? j->len : hi - hi % j->align;
     if (hi <= lo)
         return PG_OK;
-    if (sub.op == PG_OP_LINEAR_FWD) { /* src: x, W, b; dst: y */
-        cut(&sub.src[0], 0, lo, hi);
-        cut(&sub.dst, 0, lo, hi);
-    } else { /* src: dy, x, W, y; extra: dx, db, dz scratch; dst: dW */
-        cut(&sub.src[0], 0, lo, hi);
-        cut(&sub.src[1], 0, lo, hi);
-        cut(&sub.src[3], 0, lo, hi);
-        cut(&sub.extra[0], 0, lo, hi);
-        cut(&sub.extra[2], 0, lo, hi);
-        sub.dst.storage = NULL;
-        sub.extra[1].storage = NULL;
+    pg_tensor *ops[2 * PG_NODE_MAX_SRC + 1];
+    int nops = node_operands(&sub, ops);
+    for (int i = 0; i < sub.nextra; i++)
+        ops[nops++] = &sub.extra[i];
+    for (int k = 0; k < nops; k++) {
+        if (!ops[k]->storage)
+            continue;
+        ops[k]->ndim = 1;
+        ops[k]->strides[0] = 1;
+        ops[k]->shape[0] = hi - lo;
+        ops[k]->offset += lo;
     }
     return pg_cpu_execute(&sub);
 }
 
-static pg_status run_linear(pg_pool *pool, const pg_node *node)
+static pg_status run_update(pg_pool *pool, const pg_node *node)
 {
-    const pg_tensor *x = node->op == PG_OP_LINEAR_FWD ? &node->src[0] : &node->src[1];
-    int64_t rows = x->shape[0], work = rows * x->shape[1] * node->src[node->op == PG_OP_LINEAR_FWD ? 1 : 2].shape[0];
-    int64_t nt = work / MM_GRAIN;
-    int threads = pg_pool_threads(pool);
-    if (nt > threads)
-        nt = threads;
-    if (nt > rows)
-        nt = rows;
-    bool want_dx = node->op == PG_OP_LINEAR_BWD && node->extra[0].storage;
-    if (nt < 2 || (node->op == PG_OP_LINEAR_BWD && !want_dx))
+    int64_t numel = pg_tensor_numel(&node->dst);
+    int64_t ntasks = numel / GRAIN_CHEAP, threads = pg_pool_threads(pool);
+    if (ntasks > threads)
+        ntasks = threads;
+    if (ntasks < 2)
         return pg_cpu_execute(node);
-    linear_job j = {.base = *node, .ntasks = nt};
-    PG_TRY(pg_pool_run(pool, nt, run_linear_panel, &j));
-    if (node->op == PG_OP_LINEAR_FWD)
-        return PG_OK;
-    pg_node sums = *node; /* dW and db from the dz the panels wrote */
-    if (node->subop != PG_ACT_NONE)
-        sums.src[0] = node->extra[2];
-    sums.subop = PG_ACT_NONE;
-    sums.extra[0].storage = NULL;
-    return pg_cpu_execute(&sums);
+    split_job j = {.base = *node, .kind = SPLIT_ELEM, .len = numel, .ntasks = ntasks, .align = 64};
+    return pg_pool_run(pool, ntasks, run_update_slice, &j);
 }
 
-/* ---- matmul --------------------------------------------------------------------------- */
+/* ---- int64 matmul (float32/float64 go through the GEMM scheduler, cpu_gemm_schedule.c) -- */
 
 static pg_status run_matmul(pg_pool *pool, const pg_node *node)
 {
@@ -281,9 +262,12 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
     case PG_OP_BINARY:
     case PG_OP_UNARY:
     case PG_OP_RANDOM: return run_elementwise(pool, node);
-    case PG_OP_MATMUL: return run_matmul(pool, node);
-    case PG_OP_LINEAR_FWD:
-    case PG_OP_LINEAR_BWD: return run_linear(pool, node);
+    case PG_OP_MATMUL:
+        return node->dst.dtype == PG_INT64 ? run_matmul(pool, node) : pg_cpu_matmul_on(pool, node);
+    case PG_OP_LINEAR_FWD: return pg_cpu_linear_fwd_on(pool, node);
+    case PG_OP_LINEAR_BWD: return pg_cpu_linear_bwd_on(pool, node);
+    case PG_OP_SGD:
+    case PG_OP_ADAM: return run_update(pool, node);
     case PG_OP_REDUCE: return pg_cpu_run_reduce(pool, node); /* shape-fixed blocks even on 1 thread */
     default: return pg_cpu_execute(node);
     }

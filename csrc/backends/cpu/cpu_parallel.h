@@ -4,10 +4,14 @@
  * node into sub-nodes over slices of its tensors (views: a shape and an
  * offset changed, nothing copied) and runs the serial kernel on each slice on
  * the pool's threads; small nodes run whole on the calling thread. Results
- * do not depend on the thread count or on timing:
+ * never depend on timing, and only matmul's on the thread count:
  *   - elementwise, cast, fill: each element is computed by the same kernel;
  *   - random: Philox is counter-based, each slice starts at its own counter;
- *   - matmul: row panels (or column panels, or batches), each one BLAS call;
+ *   - matmul and the linear layers: panels cut by the GEMM scheduler
+ *     (cpu_gemm_schedule.c), each one BLAS call; OpenBLAS blocks a call's K
+ *     loop by its panel's size, so a different thread count may change the
+ *     last bits (the same count never does);
+ *   - sgd, adam: flat slices, each element updated by the same kernel;
  *   - reduction along an axis with several rows before it: split over them;
  *   - reduction of the first axis (and of everything): blocks of rows fixed
  *     by the shape alone, partial results combined in block order.

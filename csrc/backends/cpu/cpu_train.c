@@ -2,134 +2,207 @@
  * for each node's operands). The reference the CUDA kernels (kernels/train.cu)
  * are tested against; sim runs these on its device threads.
  *
- * Linear layers call OpenBLAS for the matmuls and fuse everything else into
- * one pass: forward, the bias + activation epilogue over y; backward, the
- * activation-derivative prologue dz = dy * act'(y) that also sums db. Every
- * kernel is written once as a macro over the element type (float, double);
- * sums accumulate in double. */
+ * Linear layers describe their matmuls as GEMM descriptors (pg_gemm.h) run by
+ * the CPU's GEMM kernels and scheduler (cpu_gemm.h) on the device's pool:
+ * forward, one product with the bias + activation epilogue; backward, the
+ * activation-derivative prologue dz = dy * act'(y) that also sums db, fused
+ * with dW per slice of output features, then dx. Every kernel is written once
+ * as a macro over the element type (float, double); sums accumulate in double. */
 /* The loops below have runtime trip counts, which -O2's "very cheap" vectoriser
  * skips; the dynamic cost model vectorises them (checked with -fopt-info-vec). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../core/pg_status.h"
+#include "cpu_gemm.h"
 #include "cpu_kernels.h"
+#include "cpu_parallel.h"
 
 #define DATA(T, t) ((T *)pg_tensor_data(t))
 
 /* ---- linear ------------------------------------------------------------------------- */
 
-/* The epilogue/prologue loops are written once per activation (the switch is outside
- * the loops) so that the compiler vectorises the relu and identity cases. */
-#define ROWS_LOOP(N, O, BODY)                                                                  \
-    for (int64_t r = 0; r < (N); r++)                                                          \
-        for (int64_t j = 0; j < (O); j++) {                                                    \
-            int64_t k = r * (O) + j;                                                           \
-            BODY;                                                                              \
-        }
-#define ACT_SWITCH(act, LOOP)                                                                  \
-    switch (act) {                                                                             \
-    case PG_ACT_RELU: LOOP(v > 0 ? v : 0); break;                                              \
-    case PG_ACT_TANH: LOOP(tanh(v)); break;                                                    \
-    case PG_ACT_SIGMOID: LOOP(1.0 / (1.0 + exp(-v))); break;                                   \
-    default: LOOP(v); break;                                                                   \
-    }
+/* y (N,O) = act(x (N,I) @ W (O,I)^T + b (O)): ONE descriptor, BIAS|act epilogue, cut by the
+ * scheduler (for a batch smaller than the layer, by output features: each thread packs
+ * only its own rows of W). */
+pg_status pg_cpu_linear_fwd_on(pg_pool *pool, const pg_node *n)
+{
+    const pg_tensor *x = &n->src[0], *w = &n->src[1], *b = &n->src[2];
+    pg_gemm g;
+    memset(&g, 0, sizeof g);
+    g.batch = 1;
+    g.M = x->shape[0];
+    g.N = w->shape[0];
+    g.K = x->shape[1];
+    g.trans_b = true;
+    g.dtype_ab = g.dtype_c = g.compute = n->dst.dtype;
+    g.a = pg_tensor_data(x);
+    g.lda = g.K;
+    g.b = pg_tensor_data(w);
+    g.ldb = g.K;
+    g.c = pg_tensor_data(&n->dst);
+    g.ldc = g.N;
+    g.alpha = 1.0;
+    g.epilogue = b->storage ? PG_EPI_BIAS : PG_EPI_NONE;
+    g.bias = b->storage ? pg_tensor_data(b) : NULL;
+    g.act = n->subop;
+    return pg_cpu_gemm_run(pool, &g);
+}
 
-/* y (N,O) = act(x (N,Kin) @ W (O,Kin)^T + b (O)); Kin: in_features (I is complex.h's) */
-#define LINEAR_FWD(T, GEMM)                                                                    \
-    static void linear_fwd_##T(const pg_node *n)                                               \
+pg_status pg_cpu_linear_fwd(const pg_node *n) { return pg_cpu_linear_fwd_on(NULL, n); }
+
+/* Backward, in two jobs on the pool:
+ *   1. each task owns a slice [lo, hi) of the output features: dz[:, lo:hi] = dy * act'(y)
+ *      and db[lo:hi] (column sums, in row order, in double) in one pass, then dW[lo:hi, :]
+ *      = dz[:, lo:hi]^T @ x with one BLAS call on the rows of dW it alone writes;
+ *   2. dx (N,I) = dz @ W, one descriptor the scheduler cuts (it needs every slice's dz).
+ * Every output element is summed whole by one task and the slices depend on the shape and
+ * thread count only, so a run repeats bit for bit (tests/test_speed_schedule.py). db is
+ * summed in row order whatever the slices, so it is the same for any thread count. */
+#define PROLOGUE(T)                                                                            \
+    static void prologue_##T(const pg_node *n, int64_t lo, int64_t hi, double *acc)           \
     {                                                                                          \
-        const pg_tensor *x = &n->src[0], *w = &n->src[1], *b = &n->src[2], *y = &n->dst;       \
-        blasint N = (blasint)x->shape[0], Kin = (blasint)x->shape[1], O = (blasint)w->shape[0]; \
-        T *Y = DATA(T, y);                                                                     \
-        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, N, O, Kin, 1, DATA(T, x), Kin, DATA(T, w),  \
-             Kin, 0, Y, O);                                                                      \
-        const T *B = b->storage ? DATA(T, b) : NULL;                                           \
-        int act = n->subop;                                                                    \
-        if (B) {                                                                               \
-            ACT_SWITCH(act, EPI_BIAS_##T)                                                      \
-        } else if (act != PG_ACT_NONE) {                                                       \
-            ACT_SWITCH(act, EPI_NOBIAS_##T)                                                    \
+        int64_t N = n->src[1].shape[0], O = n->src[2].shape[0], w = hi - lo;                   \
+        const T *D = DATA(T, &n->src[0]);                                                      \
+        if (n->subop == PG_ACT_NONE) {                                                         \
+            if (acc)                                                                           \
+                for (int64_t r = 0; r < N; r++)                                                \
+                    for (int64_t j = 0; j < w; j++)                                            \
+                        acc[j] += D[r * O + lo + j];                                           \
+            return;                                                                            \
+        }                                                                                      \
+        const T *Yv = DATA(T, &n->src[3]);                                                     \
+        T *dz = DATA(T, &n->extra[2]);                                                         \
+        switch (n->subop) {                                                                    \
+        case PG_ACT_RELU: PRO_LOOP(T, Yv[k] > 0 ? D[k] : 0); break;                            \
+        case PG_ACT_TANH: PRO_LOOP(T, D[k] * (1 - Yv[k] * Yv[k])); break;                      \
+        default: PRO_LOOP(T, D[k] * (Yv[k] * (1 - Yv[k]))); break;                             \
         }                                                                                      \
     }
-#define EPI_BIAS_float(EXPR) ROWS_LOOP(N, O, { float v = Y[k] + B[j]; Y[k] = (float)(EXPR); })
-#define EPI_BIAS_double(EXPR) ROWS_LOOP(N, O, { double v = Y[k] + B[j]; Y[k] = (double)(EXPR); })
-#define EPI_NOBIAS_float(EXPR) ROWS_LOOP(N, O, { float v = Y[k]; Y[k] = (float)(EXPR); })
-#define EPI_NOBIAS_double(EXPR) ROWS_LOOP(N, O, { double v = Y[k]; Y[k] = (double)(EXPR); })
-LINEAR_FWD(float, scipy_cblas_sgemm)
-LINEAR_FWD(double, scipy_cblas_dgemm)
-
-/* dz = dy * act'(y) in one pass that also sums db (when wanted) */
 #define PRO_LOOP(T, EXPR)                                                                      \
-    if (acc) {                                                                                 \
-        ROWS_LOOP(N, O, { T v = (T)(EXPR); dz[k] = v; acc[j] += v; })                          \
-    } else {                                                                                   \
-        ROWS_LOOP(N, O, dz[k] = (T)(EXPR))                                                     \
-    }
-
-/* dz = dy * act'(y), db = sum_rows dz; dW (O,Kin) = dz^T @ x; dx (N,Kin) = dz @ W */
-#define LINEAR_BWD(T, GEMM)                                                                    \
-    static pg_status linear_bwd_##T(const pg_node *n)                                         \
-    {                                                                                          \
-        const pg_tensor *dy = &n->src[0], *x = &n->src[1], *w = &n->src[2], *y = &n->src[3];  \
-        const pg_tensor *dw = &n->dst, *dx = &n->extra[0], *db = &n->extra[1],                 \
-                        *dzt = &n->extra[2];                                                   \
-        blasint N = (blasint)x->shape[0], Kin = (blasint)x->shape[1], O = (blasint)w->shape[0]; \
-        int act = n->subop;                                                                    \
-        const T *DZ = DATA(T, dy);                                                             \
-        double *acc = NULL;                                                                    \
-        if (db->storage) {                                                                     \
-            acc = calloc((size_t)O + 1, sizeof *acc);                                          \
-            if (!acc)                                                                          \
-                return pg_error_set(PG_ERR_NOMEM, "linear_backward: out of host memory");      \
-        }                                                                                      \
-        if (act != PG_ACT_NONE) {                                                              \
-            T *dz = DATA(T, dzt);                                                              \
-            const T *D = DATA(T, dy), *Yv = DATA(T, y);                                        \
-            switch (act) {                                                                     \
-            case PG_ACT_RELU: PRO_LOOP(T, Yv[k] > 0 ? D[k] : 0); break;                        \
-            case PG_ACT_TANH: PRO_LOOP(T, D[k] * (1 - Yv[k] * Yv[k])); break;                  \
-            default: PRO_LOOP(T, D[k] * (Yv[k] * (1 - Yv[k]))); break;                         \
+    for (int64_t r = 0; r < N; r++) {                                                          \
+        int64_t base = r * O + lo;                                                             \
+        if (acc)                                                                               \
+            for (int64_t j = 0; j < w; j++) {                                                  \
+                int64_t k = base + j;                                                          \
+                T v = (T)(EXPR);                                                               \
+                dz[k] = v;                                                                     \
+                acc[j] += v;                                                                   \
             }                                                                                  \
-            DZ = dz;                                                                           \
-        } else if (acc) {                                                                      \
-            ROWS_LOOP(N, O, acc[j] += DZ[k]);                                                  \
-        }                                                                                      \
-        if (acc) {                                                                             \
-            T *DB = DATA(T, db);                                                               \
-            for (blasint j = 0; j < O; j++)                                                    \
-                DB[j] = (T)acc[j];                                                             \
-            free(acc);                                                                         \
-        }                                                                                      \
-        if (dw->storage) /* absent in a row panel of a split backward (cpu_parallel.c) */      \
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, O, Kin, N, 1, DZ, O, DATA(T, x), Kin,   \
-                 0, DATA(T, dw), Kin);                                                           \
-        if (dx->storage)                                                                       \
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, Kin, O, 1, DZ, O, DATA(T, w), Kin, \
-                 0, DATA(T, dx), Kin);                                                           \
-        return PG_OK;                                                                          \
+        else                                                                                   \
+            for (int64_t j = 0; j < w; j++) {                                                  \
+                int64_t k = base + j;                                                          \
+                dz[k] = (T)(EXPR);                                                             \
+            }                                                                                  \
     }
-LINEAR_BWD(float, scipy_cblas_sgemm)
-LINEAR_BWD(double, scipy_cblas_dgemm)
+PROLOGUE(float)
+PROLOGUE(double)
 
-pg_status pg_cpu_linear_fwd(const pg_node *n)
+typedef struct bwd_job {
+    const pg_node *n;
+    pg_gemm dw; /* dW (O,I) = dz^T @ x, cut by rows per task */
+    int64_t ntasks, align;
+} bwd_job;
+
+static pg_status bwd_slice(void *ctx, int64_t task)
 {
-    if (n->dst.dtype == PG_FLOAT32)
-        linear_fwd_float(n);
+    bwd_job *j = ctx;
+    const pg_node *n = j->n;
+    int64_t O = j->dw.M, lo, hi;
+    pg_cpu_part(O, j->ntasks, task, &lo, &hi);
+    if (j->align > 1) {
+        lo -= lo % j->align;
+        hi = task == j->ntasks - 1 ? O : hi - hi % j->align;
+    }
+    if (hi <= lo)
+        return PG_OK;
+    const pg_tensor *db = &n->extra[1];
+    double *acc = NULL;
+    if (db->storage) {
+        acc = calloc((size_t)(hi - lo) + 1, sizeof *acc);
+        if (!acc)
+            return pg_error_set(PG_ERR_NOMEM, "linear_backward: out of host memory");
+    }
+    bool f32 = n->dst.dtype == PG_FLOAT32;
+    if (f32)
+        prologue_float(n, lo, hi, acc);
     else
-        linear_fwd_double(n);
-    return PG_OK;
+        prologue_double(n, lo, hi, acc);
+    if (acc) {
+        for (int64_t k = 0; k < hi - lo; k++) {
+            if (f32)
+                DATA(float, db)[lo + k] = (float)acc[k];
+            else
+                DATA(double, db)[lo + k] = acc[k];
+        }
+        free(acc);
+    }
+    if (!n->dst.storage)
+        return PG_OK;
+    size_t isz = pg_dtype_size((pg_dtype)n->dst.dtype);
+    pg_gemm p = j->dw;
+    p.M = hi - lo;
+    p.a = (const char *)p.a + lo * (int64_t)isz; /* columns lo.. of dz, read transposed */
+    p.c = (char *)p.c + lo * p.ldc * (int64_t)isz;
+    return pg_cpu_gemm_kernel(p.dtype_ab, p.dtype_c)(&p);
 }
 
-pg_status pg_cpu_linear_bwd(const pg_node *n)
+pg_status pg_cpu_linear_bwd_on(pg_pool *pool, const pg_node *n)
 {
-    return n->dst.dtype == PG_FLOAT32 ? linear_bwd_float(n) : linear_bwd_double(n);
+    const pg_tensor *x = &n->src[1], *w = &n->src[2], *dx = &n->extra[0];
+    int64_t N = x->shape[0], I = x->shape[1], O = w->shape[0];
+    const void *dz = n->subop == PG_ACT_NONE ? pg_tensor_data(&n->src[0])
+                                             : pg_tensor_data(&n->extra[2]);
+    bwd_job j = {.n = n, .ntasks = 1, .align = 1};
+    memset(&j.dw, 0, sizeof j.dw);
+    j.dw.batch = 1;
+    j.dw.M = O;
+    j.dw.N = I;
+    j.dw.K = N;
+    j.dw.trans_a = true;
+    j.dw.dtype_ab = j.dw.dtype_c = j.dw.compute = n->dst.dtype;
+    j.dw.a = dz;
+    j.dw.lda = O;
+    j.dw.b = pg_tensor_data(x);
+    j.dw.ldb = I;
+    j.dw.c = n->dst.storage ? pg_tensor_data(&n->dst) : NULL;
+    j.dw.ldc = I;
+    j.dw.alpha = 1.0;
+    int64_t nt = O * I * (N > 0 ? N : 1) / PG_GEMM_GRAIN, threads = pg_pool_threads(pool);
+    if (nt > threads)
+        nt = threads;
+    if (nt > O)
+        nt = O;
+    if (nt > 1) {
+        j.ntasks = nt;
+        j.align = O >= 16 * nt ? 16 : 1;
+    }
+    PG_TRY(pg_pool_run(pool, j.ntasks, bwd_slice, &j));
+    if (!dx->storage || N == 0)
+        return PG_OK;
+    pg_gemm g; /* dx (N,I) = dz (N,O) @ W (O,I) */
+    memset(&g, 0, sizeof g);
+    g.batch = 1;
+    g.M = N;
+    g.N = I;
+    g.K = O;
+    g.dtype_ab = g.dtype_c = g.compute = n->dst.dtype;
+    g.a = dz;
+    g.lda = O;
+    g.b = pg_tensor_data(w);
+    g.ldb = I;
+    g.c = pg_tensor_data(dx);
+    g.ldc = I;
+    g.alpha = 1.0;
+    return pg_cpu_gemm_run(pool, &g);
 }
+
+pg_status pg_cpu_linear_bwd(const pg_node *n) { return pg_cpu_linear_bwd_on(NULL, n); }
 
 /* ---- softmax cross-entropy ---------------------------------------------------------- */
 
