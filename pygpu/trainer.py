@@ -42,7 +42,8 @@ def _model_device(model):
 
 
 def _bar_size(stream):
-    """{} when the terminal reports its size (tqdm follows it), else ncols and nrows to use.
+    """{} when the terminal reports its size (tqdm follows it) or the stream is no
+    terminal (tqdm then draws unbounded); else ncols and nrows to use.
 
     A pseudo-terminal nobody set a window size on (a CI runner, `script`, docker
     without a tty size, a pty opened by a test) reports 0 x 0, and tqdm then
@@ -52,10 +53,10 @@ def _bar_size(stream):
     import shutil
     try:
         size = os.get_terminal_size(stream.fileno())
-        if size.columns > 0 and size.lines > 0:
-            return {}
-    except (AttributeError, OSError, ValueError):
-        pass
+    except (AttributeError, OSError, ValueError):  # not a terminal (a file, a StringIO)
+        return {}
+    if size.columns > 0 and size.lines > 0:
+        return {}
     cols, lines = shutil.get_terminal_size((80, 24))
     return {"ncols": cols if cols > 0 else 80, "nrows": lines if lines > 0 else 24}
 
