@@ -1,9 +1,18 @@
 """pygpu.stats(), reset_stats() and track(): the transfer counters made readable.
 
 The C core keeps exact always-on totals (csrc/core/pg_stats.c): per device
-pair, transfers' count, bytes, time, pinned and async counts; implicit
-transfers per trigger; per device ops, syncs, time spent waiting, allocations
-and memory. A Stats object is a snapshot; subtracting two gives the delta,
+pair, transfers' count, bytes, link time, pinned and async counts; implicit
+transfers per trigger; per trigger, the time blocking transfers spent waiting
+for the device; per device ops, syncs, time spent waiting, allocations and
+memory.
+
+Transfer seconds (h2d_seconds, d2h_seconds, each pair's "seconds") are the
+time the link was busy: each copy is timed from when it starts moving bytes
+to when it is done, as CUDA events around the copy on its stream time it.
+Time a copy spent waiting (behind the compute that produces its source, or
+for its caller to see it finished) is not link time: a blocking transfer's
+waiting is in wait_seconds, by trigger ("explicit" for .to() and copy_); an
+async transfer's waiting happens later, in a synchronization (sync_seconds). A Stats object is a snapshot; subtracting two gives the delta,
 which is what track() reports for a block of code."""
 import time
 
@@ -35,6 +44,9 @@ class Stats:
         self.implicit = {k: v[0] for k, v in raw["implicit"].items() if v[0]}
         self.implicit_bytes = {k: v[1] for k, v in raw["implicit"].items() if v[1]}
         self.implicit_count = sum(v[0] for v in raw["implicit"].values())
+        # {trigger: seconds} a blocking transfer waited for the device ("explicit": .to(), copy_)
+        self.wait_seconds = {k: ns / 1e9 for k, ns in raw.get("wait", {}).items() if ns}
+        self.transfer_wait_seconds = sum(self.wait_seconds.values())
         self.per_device = {k: dict(v) for k, v in raw["devices"].items()}
         self.ops = sum(v["ops"] for v in self.per_device.values())
         self.syncs = sum(v["syncs"] for v in self.per_device.values())
@@ -65,6 +77,7 @@ class Stats:
         implicit = {k: (v[0] - other._raw["implicit"].get(k, (0, 0))[0],
                         v[1] - other._raw["implicit"].get(k, (0, 0))[1])
                     for k, v in self._raw["implicit"].items()}
+        wait = {k: ns - other._raw.get("wait", {}).get(k, 0) for k, ns in self._raw.get("wait", {}).items()}
         devices = {}
         for name, v in self._raw["devices"].items():
             o = other._raw["devices"].get(name, {})
@@ -77,7 +90,8 @@ class Stats:
             before_r = {(s, d): (c, b) for (s, d, c, b) in other._raw.get("roles", {}).get(name, [])}
             roles[name] = [(s, d, c - before_r.get((s, d), (0, 0))[0], b - before_r.get((s, d), (0, 0))[1])
                            for (s, d, c, b) in rows]
-        return Stats({"pairs": pairs, "implicit": implicit, "devices": devices, "roles": roles})
+        return Stats({"pairs": pairs, "implicit": implicit, "devices": devices, "roles": roles,
+                      "wait": wait})
 
     def as_dict(self):
         return {
@@ -85,6 +99,7 @@ class Stats:
             "d2h_count": self.d2h_count, "d2h_bytes": self.d2h_bytes,
             "d2d_count": self.d2d_count, "d2d_bytes": self.d2d_bytes,
             "implicit_count": self.implicit_count, "implicit": dict(self.implicit),
+            "wait_seconds": dict(self.wait_seconds), "transfer_wait_seconds": self.transfer_wait_seconds,
             "syncs": self.syncs, "sync_seconds": self.sync_seconds, "ops": self.ops,
             "transfers": [dict(x) for x in self.transfers],
             "per_device": {k: dict(v) for k, v in self.per_device.items()},
@@ -99,7 +114,7 @@ class Stats:
             lines.append(f"  {name}: {n} transfer{'s' if n != 1 else ''}, {b} bytes")
         lines.append(f"  implicit: {self.implicit_count}   ops: {self.ops}   syncs: {self.syncs} "
                      f"({self.sync_seconds * 1e3:.3f} ms waiting)")
-        lines += [f"  {'transfer':<14}{'count':>8}{'bytes':>14}{'ms':>10}{'pinned':>8}{'async':>7}"]
+        lines += [f"  {'transfer':<14}{'count':>8}{'bytes':>14}{'link ms':>10}{'pinned':>8}{'async':>7}"]
         for x in self.transfers:
             lines.append(f"  {x['src'] + '->' + x['dst']:<14}{x['count']:>8}{x['bytes']:>14}"
                          f"{x['seconds'] * 1e3:>10.3f}{x['pinned']:>8}{x['async']:>7}")
@@ -108,6 +123,9 @@ class Stats:
         if self.by_role:
             lines.append("  by role: " + ", ".join(f"{k}={v['count']} ({v['bytes']} bytes)"
                                                     for k, v in self.by_role.items()))
+        if self.wait_seconds:
+            lines.append("  transfers waiting for the device: " + ", ".join(
+                f"{k}={v * 1e3:.3f} ms" for k, v in self.wait_seconds.items()))
         if self.implicit:
             lines.append("  implicit by trigger: " + ", ".join(f"{k}={v}" for k, v in self.implicit.items()))
         lines.append(f"  {'device':<10}{'ops':>9}{'syncs':>8}{'wait ms':>10}{'allocs':>9}"

@@ -41,6 +41,26 @@ def _model_device(model):
     return _device("cpu")
 
 
+def _bar_size(stream):
+    """{} when the terminal reports its size (tqdm follows it) or the stream is no
+    terminal (tqdm then draws unbounded); else ncols and nrows to use.
+
+    A pseudo-terminal nobody set a window size on (a CI runner, `script`, docker
+    without a tty size, a pty opened by a test) reports 0 x 0, and tqdm then
+    draws nothing at all (it takes the bar to be below the last row) but the
+    final newline. Fall back to $COLUMNS / $LINES, else 80 x 24, as shutil does."""
+    import os
+    import shutil
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # not a terminal (a file, a StringIO)
+        return {}
+    if size.columns > 0 and size.lines > 0:
+        return {}
+    cols, lines = shutil.get_terminal_size((80, 24))
+    return {"ncols": cols if cols > 0 else 80, "nrows": lines if lines > 0 else 24}
+
+
 def _progress_bar(progress, total, desc):
     if not progress:
         return None
@@ -52,7 +72,8 @@ def _progress_bar(progress, total, desc):
     disable = None if progress is True else False
     if progress is True and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
         return None
-    return tqdm(total=total, desc=desc, unit="sample", unit_scale=True, leave=True, disable=disable)
+    return tqdm(total=total, desc=desc, unit="sample", unit_scale=True, leave=True, disable=disable,
+                file=sys.stderr, **_bar_size(sys.stderr))
 
 
 class Trainer:

@@ -161,7 +161,8 @@ static PyObject *device_stats_dict(const pg_device_stats *d)
 }
 
 /* The raw counters: {'pairs': [(src, dst, count, bytes, ns, pinned, async)], 'implicit':
- * {trigger: (count, bytes)}, 'devices': {name: {...}}}; pygpu/_stats.py dresses them. */
+ * {trigger: (count, bytes)}, 'wait': {trigger or "explicit": ns}, 'devices': {name: {...}}};
+ * pygpu/_stats.py dresses them. */
 static PyObject *f_stats(PyObject *mod, PyObject *noargs)
 {
     (void)mod;
@@ -171,8 +172,9 @@ static PyObject *f_stats(PyObject *mod, PyObject *noargs)
         return PyErr_NoMemory();
     pg_stats_snapshot_take(s);
     PyObject *pairs = PyList_New(0), *implicit = PyDict_New(), *devices = PyDict_New();
+    PyObject *wait = PyDict_New();
     PyObject *r = NULL;
-    if (!pairs || !implicit || !devices)
+    if (!pairs || !implicit || !devices || !wait)
         goto done;
     char a[24], b[24];
     for (int i = 0; i < PG_NUM_SLOTS; i++) {
@@ -210,8 +212,18 @@ static PyObject *f_stats(PyObject *mod, PyObject *noargs)
         }
         Py_DECREF(v);
     }
-    r = Py_BuildValue("{sOsOsO}", "pairs", pairs, "implicit", implicit, "devices", devices);
+    for (int k = 0; k < PG_NUM_IMPLICIT; k++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(s->wait_ns[k]);
+        if (!v || PyDict_SetItemString(wait, pg_implicit_name(k), v) < 0) {
+            Py_XDECREF(v);
+            goto done;
+        }
+        Py_DECREF(v);
+    }
+    r = Py_BuildValue("{sOsOsOsO}", "pairs", pairs, "implicit", implicit, "devices", devices,
+                      "wait", wait);
 done:
+    Py_XDECREF(wait);
     Py_XDECREF(pairs);
     Py_XDECREF(implicit);
     Py_XDECREF(devices);

@@ -3,7 +3,7 @@
  * The one place where bytes cross between host and device, and so the one
  * place they are counted: every transfer is recorded here (count, bytes,
  * pinned, async, implicit trigger) before the backend moves it; the backend
- * adds the time it took. A transfer always moves one contiguous block:
+ * adds the link-busy time, and what else the call took is counted as waiting. A transfer always moves one contiguous block:
  * a strided view is first compacted on its own device. */
 #include "pg_ops.h"
 
@@ -28,22 +28,29 @@ static pg_status copy_block(const pg_backend *be, int index, int kind, const pg_
     };
     bool pinned = (src->storage->flags | dst->storage->flags) & PG_STORAGE_PINNED;
     pg_stats_transfer(pg_tensor_device(src), pg_tensor_device(dst), nbytes, pinned, async, implicit);
-    pg_transfer_hook hook = pg_stats_get_transfer_hook();
-    if (!hook)
-        return be->copy(be, index, &c);
-    /* call-site attribution is on (pygpu.track(call_sites=True)): report this transfer */
-    uint64_t t0 = pg_now_ns(), link0 = pg_stats_pair_ns(c.src->device, c.dst->device);
+    /* The backend records the link-busy time (pg_stats_transfer_time); a blocking copy
+     * records it on this thread, so the rest of the call's wall time is waiting: for
+     * the device to produce the source or release the destination, and to see the
+     * copy finished. An async copy's waiting happens later, in a counted sync. */
+    uint64_t t0 = pg_now_ns(), link0 = pg_stats_thread_link_ns();
     pg_status st = be->copy(be, index, &c);
     if (st != PG_OK)
         return st;
+    uint64_t ns = pg_now_ns() - t0;
+    uint64_t link = async ? 0 : pg_stats_thread_link_ns() - link0;
+    uint64_t wait = async || link > ns ? 0 : ns - link;
+    pg_stats_transfer_wait(implicit, wait);
+    pg_transfer_hook hook = pg_stats_get_transfer_hook();
+    if (!hook)
+        return PG_OK;
+    /* call-site attribution is on (pygpu.track(call_sites=True)): report this transfer */
     const void *host = NULL;
     if (kind == PG_COPY_H2D)
         host = (const char *)c.src->data + c.src_offset;
     else if (kind == PG_COPY_D2H && !async)
         host = (const char *)c.dst->data + c.dst_offset;
-    uint64_t link = async ? 0 : pg_stats_pair_ns(c.src->device, c.dst->device) - link0;
-    pg_transfer_event ev = {pg_tensor_device(src), pg_tensor_device(dst), nbytes, pg_now_ns() - t0,
-                            link, pinned, async, implicit, host};
+    pg_transfer_event ev = {pg_tensor_device(src), pg_tensor_device(dst), nbytes, ns,
+                            link, wait, pinned, async, implicit, host};
     hook(&ev);
     return PG_OK;
 }

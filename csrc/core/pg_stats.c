@@ -18,6 +18,8 @@ typedef struct {
 
 static xfer_atomic g_pair[PG_NUM_SLOTS][PG_NUM_SLOTS];
 static _Atomic uint64_t g_implicit_count[PG_NUM_IMPLICIT], g_implicit_bytes[PG_NUM_IMPLICIT];
+static _Atomic uint64_t g_wait_ns[PG_NUM_IMPLICIT];
+static _Thread_local uint64_t tl_link_ns;
 static device_atomic g_dev[PG_NUM_SLOTS];
 
 #define ADD(x, v) atomic_fetch_add_explicit(&(x), (v), memory_order_relaxed)
@@ -60,6 +62,15 @@ void pg_stats_transfer(pg_device src, pg_device dst, uint64_t bytes, bool pinned
 void pg_stats_transfer_time(pg_device src, pg_device dst, uint64_t ns)
 {
     ADD(g_pair[pg_device_slot(src)][pg_device_slot(dst)].ns, ns);
+    tl_link_ns += ns;
+}
+
+uint64_t pg_stats_thread_link_ns(void) { return tl_link_ns; }
+
+void pg_stats_transfer_wait(int implicit, uint64_t ns)
+{
+    if (implicit >= 0 && implicit < PG_NUM_IMPLICIT)
+        ADD(g_wait_ns[implicit], ns);
 }
 
 uint64_t pg_stats_pair_ns(pg_device src, pg_device dst)
@@ -142,6 +153,7 @@ void pg_stats_snapshot_take(pg_stats_snapshot *out)
     for (int i = 0; i < PG_NUM_IMPLICIT; i++) {
         out->implicit_count[i] = LOAD(g_implicit_count[i]);
         out->implicit_bytes[i] = LOAD(g_implicit_bytes[i]);
+        out->wait_ns[i] = LOAD(g_wait_ns[i]);
     }
 }
 
@@ -168,6 +180,7 @@ void pg_stats_reset(void)
     for (int i = 0; i < PG_NUM_IMPLICIT; i++) {
         STORE(g_implicit_count[i], 0);
         STORE(g_implicit_bytes[i], 0);
+        STORE(g_wait_ns[i], 0);
     }
     pg_stats_role_reset();
 }

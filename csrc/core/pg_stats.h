@@ -42,12 +42,22 @@ typedef struct pg_stats_snapshot {
     pg_xfer_stats pair[PG_NUM_SLOTS][PG_NUM_SLOTS]; /* [src slot][dst slot] */
     uint64_t implicit_count[PG_NUM_IMPLICIT];
     uint64_t implicit_bytes[PG_NUM_IMPLICIT];
+    /* per trigger (index 0: explicit), host time a blocking transfer spent waiting for
+     * the device (its source still being produced, its destination still in use) and
+     * for the copy to be seen finished: the call's wall time minus the link's */
+    uint64_t wait_ns[PG_NUM_IMPLICIT];
     pg_device_stats dev[PG_NUM_SLOTS];
 } pg_stats_snapshot;
 
 void pg_stats_transfer(pg_device src, pg_device dst, uint64_t bytes, bool pinned, bool async,
                        int implicit);
+/* The link-busy time of one copy: from when it starts moving bytes to when the
+ * link is done with them, never the time it waited in a queue (see pg_ops_transfer.c). */
 void pg_stats_transfer_time(pg_device src, pg_device dst, uint64_t ns);
+/* Link time this thread has recorded so far (a blocking copy runs on its caller's
+ * thread, so the caller can split its wall time into link and waiting). */
+uint64_t pg_stats_thread_link_ns(void);
+void pg_stats_transfer_wait(int implicit, uint64_t ns);
 void pg_stats_op(pg_device dev);
 void pg_stats_sync(pg_device dev, uint64_t ns);
 void pg_stats_alloc(pg_device dev, uint64_t bytes, bool cache_hit);
@@ -71,6 +81,7 @@ typedef struct pg_transfer_event {
     pg_device src, dst;
     uint64_t bytes, ns; /* ns: wall time of the copy call (enqueue only when async) */
     uint64_t link_ns;   /* the copy's own time as the backend counted it (0 when async) */
+    uint64_t wait_ns;   /* ns - link_ns: waiting for the device (0 when async) */
     bool pinned, async;
     int implicit;
     const void *host;

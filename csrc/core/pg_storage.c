@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "pg_allocator.h"
+#include "pg_async_error.h"
 #include "pg_backend.h"
 #include "pg_stats.h"
 
@@ -238,6 +239,8 @@ static pg_status wait_impl(pg_storage *s, bool idle)
     char *err = atomic_load(&s->error);
     pg_status st = err ? pg_error_set(PG_ERR_ASYNC, "%s", err) : PG_OK;
     pthread_mutex_unlock(&g_error_lock);
+    if (st != PG_OK) /* delivered: a later synchronize of the device must not raise it again */
+        pg_async_error_forget(pg_error_message());
     return st;
 }
 

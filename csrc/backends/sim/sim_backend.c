@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../core/pg_async_error.h"
 #include "../../core/pg_ops.h"
 #include "../../core/pg_stats.h"
 #include "../../core/pg_stream.h"
@@ -29,7 +30,6 @@ typedef struct sim_device {
     pg_stream *stream[2];     /* compute, copy; created on first use */
     pg_pool *pool;            /* compute threads besides the compute stream's worker */
     pthread_mutex_t lock;     /* guards the fields below */
-    char *first_error;        /* first async failure since the last synchronize */
     char fault_op[64];        /* inject_fault: the op name to fail next */
     size_t used;              /* raw bytes allocated */
 } sim_device;
@@ -132,22 +132,32 @@ static void wait_until(uint64_t t_end)
 static void record_failure(sim_device *d, pg_storage *dst, const char *msg)
 {
     pg_storage_set_error(dst, msg);
-    pthread_mutex_lock(&d->lock);
-    if (!d->first_error)
-        d->first_error = strdup(msg);
-    pthread_mutex_unlock(&d->lock);
+    pg_async_error_record((pg_device){PG_DEV_SIM, d->index}, msg); /* delivered once */
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The link-busy time recorded is the modelled DMA time, or the memcpy's own
+ * time when the bytes take longer than that: measured as this thread's CPU
+ * time, so that neither the wait in the queue (the task's dependencies were
+ * met before this runs) nor a preemption or a late wake-up on a loaded host
+ * is charged to the link. The caller's wall time minus this is its waiting. */
 static void run_copy(const pg_copy *c)
 {
-    uint64_t t0 = pg_now_ns();
+    uint64_t t0 = pg_now_ns(), cpu0 = thread_cpu_ns();
     uint64_t model = link_ns(c->kind, c->nbytes);
     if (c->nbytes)
         memcpy((char *)c->dst->data + c->dst_offset, (const char *)c->src->data + c->src_offset,
                c->nbytes);
+    uint64_t moved = thread_cpu_ns() - cpu0;
     if (model)
         wait_until(t0 + model);
-    pg_stats_transfer_time(c->src->device, c->dst->device, pg_now_ns() - t0);
+    pg_stats_transfer_time(c->src->device, c->dst->device, moved > model ? moved : model);
     if (c->dst_offset == 0 && c->nbytes == c->dst->nbytes)
         pg_storage_clear_error(c->dst); /* every byte rewritten from good data */
 }
@@ -174,7 +184,7 @@ static void exec_task(void *ctx, pg_task *t)
             for (int k = 0; k < nout; k++)
                 if (outs[k]->storage != n->src[i].storage)
                     pg_storage_set_error(outs[k]->storage, msg);
-            return; /* the root cause is already in first_error */
+            return; /* the root cause is already the device's pending failure */
         }
     }
     bool fault = false;
@@ -351,15 +361,9 @@ static pg_status sim_synchronize(const pg_backend *be, int index)
         if (s)
             pg_stream_wait(s, pg_stream_last(s));
     }
-    pthread_mutex_lock(&d->lock);
-    char *err = d->first_error;
-    d->first_error = NULL;
-    pthread_mutex_unlock(&d->lock);
-    if (err) {
-        pg_status st = pg_error_set(PG_ERR_ASYNC, "%s", err);
-        free(err);
-        return st;
-    }
+    char err[PG_ERRMSG_LEN];
+    if (pg_async_error_take((pg_device){PG_DEV_SIM, index}, err, sizeof err))
+        return pg_error_set(PG_ERR_ASYNC, "%s", err); /* and cleared: delivered once */
     return PG_OK;
 }
 
