@@ -123,14 +123,46 @@ def test_state_dict_has_module_prefix_and_loads_into_a_bare_model():
 
 def test_output_device_and_errors():
     model = _mlp("sim:0")
+    dp = nn.DataParallel(model, device_ids=[0, 1], output_device=1)  # indices of sim devices
+    assert [str(d) for d in dp.device_ids] == ["sim:0", "sim:1"]
+    assert str(dp(pygpu.randn(4, 20)).device) == "sim:1"
     dp = nn.DataParallel(model, device_ids=[0, 1], output_device="sim:1")
     assert str(dp(pygpu.randn(4, 20)).device) == "sim:1"
-    with pytest.raises(ValueError, match=r"module.to\('sim:1'\)"):
-        nn.DataParallel(model, device_ids=["sim:1", "sim:0"])
-    with pytest.raises(ValueError, match="integer device_ids"):
-        nn.DataParallel(_mlp("cpu"), device_ids=[0, 1])
+    # the module's place is checked at forward time (PyTorch's rule), naming the fix
+    with pytest.raises(RuntimeError, match=r"net.to\('sim:1'\)"):
+        nn.DataParallel(model, device_ids=["sim:1", "sim:0"])(pygpu.randn(4, 20))
+    with pytest.raises(RuntimeError, match="module is on the cpu"):
+        nn.DataParallel(_mlp("cpu"), device_ids=[0, 1])(pygpu.randn(4, 20))
+    with pytest.raises(ValueError, match="there are 2 sim devices"):
+        nn.DataParallel(model, device_ids=[0, 7])(pygpu.randn(4, 20))
     with pytest.raises(ValueError, match="repeats"):
         nn.DataParallel(model, device_ids=["sim:0", "sim:0"])
+    with pytest.raises(ValueError, match="empty"):
+        nn.DataParallel(model, device_ids=[])
+    with pytest.raises(ValueError, match="non-negative"):
+        nn.DataParallel(model, device_ids=[0, -1])
+    with pytest.raises(ValueError, match="unknown device type"):
+        nn.DataParallel(model, device_ids=["gpu:0"])
+
+
+def test_built_around_a_cpu_module_then_moved_as_in_the_guide():
+    """net = FooNet(neural_num=3, layers=3); net = nn.DataParallel(net); net.to(device)."""
+    pygpu.manual_seed(0)
+    net = FooNet()
+    net = nn.DataParallel(net)          # the module is still on the cpu here
+    assert [str(d) for d in net.device_ids] == ["cpu"]
+    net.to("sim")                       # "sim": the current sim device, sim:0
+    assert [str(d) for d in net.device_ids] == [f"sim:{i}" for i in range(pygpu.sim.device_count())]
+    out = net(pygpu.randn(16, 3).to("sim"))
+    assert out.shape == (16, 3) and str(out.device) == "sim:0"
+    assert sorted(net.module.rows_seen) == [("sim:0", 8), ("sim:1", 8)]
+    # integer ids given before the move resolve against the module's type at forward time
+    net2 = nn.DataParallel(FooNet(), device_ids=[0, 1], output_device=1)
+    net2.to("sim:0")
+    assert str(net2(pygpu.randn(4, 3)).device) == "sim:1"
+    # a cpu module with device_ids=None runs as it is (PyTorch without GPUs)
+    cpu = nn.DataParallel(FooNet())
+    assert str(cpu(pygpu.randn(4, 3)).device) == "cpu"
 
 
 def test_a_replica_that_raises_names_its_device():

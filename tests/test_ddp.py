@@ -106,3 +106,17 @@ def test_ranks_with_different_models_get_an_error_not_a_hang(tmp_path):
     """, timeout=60)
     assert proc.returncode != 0
     assert "layers.0.weight" in proc.stderr and "rank 1" in proc.stderr
+
+
+def test_device_ids_follow_pytorch_convention():
+    from pygpu.nn.parallel.distributed import _check_device_ids
+    model = nn.MLP([4, 3]).to("sim:1")
+    assert [str(d) for d in _check_device_ids(model, [1], 1)] == ["sim:1"]  # an index of sim devices
+    assert [str(d) for d in _check_device_ids(model, ["sim:1"], None)] == ["sim:1"]
+    assert _check_device_ids(model, None, None) is None
+    with pytest.raises(ValueError, match=r"module.to\('sim:0'\)"):
+        _check_device_ids(model, [0], None)
+    with pytest.raises(ValueError, match="exactly one device"):
+        _check_device_ids(model, [0, 1], None)
+    with pytest.raises(ValueError, match="module is on the cpu"):
+        _check_device_ids(nn.MLP([4, 3]), [0], None)

@@ -133,47 +133,110 @@ def _clone(m, images, dev, memo):
 def _module_device(module):
     for p in module.parameters():
         return p.device
+    for b in module.buffers():
+        return b.device
     return _device("cpu")
+
+
+def _is_index(d):
+    return isinstance(d, int) and not isinstance(d, bool)
+
+
+def _check_device_spec(d):
+    """A device name, a Device, or a non-negative index; anything else is a clear error now."""
+    if _is_index(d):
+        if d < 0:
+            raise ValueError(f"DataParallel: a device index is a non-negative integer, got {d}")
+        return
+    _device(d)  # raises TypeError/ValueError naming the spelling
+
+
+def _resolve_devices(spec, home):
+    """device_ids as Devices: integers index the devices of the module's type `home.type`."""
+    from ... import _accel
+    if spec is None:
+        if home.type == "cpu":
+            return [home]
+        n = _accel.module_for(home.type).device_count()
+        return [_device(f"{home.type}:{i}") for i in range(n)]
+    out = []
+    for d in spec:
+        if _is_index(d):
+            if home.type == "cpu":
+                raise RuntimeError(
+                    f"DataParallel: device_ids={spec} are indices of the devices of the module's "
+                    "type, but the module is on the cpu: move it first (net.to('sim') or "
+                    "net.to('cuda')), or pass device names like 'sim:0'")
+            n = _accel.module_for(home.type).device_count()
+            if d >= n:
+                raise ValueError(f"DataParallel: device_ids has {d}, but there are {n} {home.type} "
+                                 f"devices ({home.type}:0 to {home.type}:{n - 1})")
+            d = f"{home.type}:{d}"
+        out.append(_device(d))
+    return out
 
 
 class DataParallel(Module):
     """DataParallel(module, device_ids=None, output_device=None, dim=0).
 
-    device_ids: devices (or indices of the module's device type); None means every
-    device of the module's type. The module must live on device_ids[0], as in PyTorch.
-    output_device defaults to device_ids[0]. state_dict() keys carry the "module."
-    prefix, which a bare model's load_state_dict accepts."""
+    As in PyTorch, the wrapper may be built around a module that is still on the
+    cpu and moved afterwards (`net = nn.DataParallel(net); net.to(device)`): the
+    devices are resolved, and the module's place checked, at each forward.
+    device_ids: device names ("sim:1"), or integers, which index the devices of the
+    module's type (sim or cuda); None means every device of that type (a module on
+    the cpu then runs as it is). The module must live on device_ids[0] when it runs.
+    output_device (a name or an index) defaults to device_ids[0]. state_dict() keys
+    carry the "module." prefix, which a bare model's load_state_dict accepts."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
         super().__init__()
-        from ... import cuda, sim
-        home = _module_device(module)
-        if device_ids is None:
-            acc = {"sim": sim, "cuda": cuda}.get(home.type)
-            device_ids = [home] if acc is None else [f"{home.type}:{i}" for i in range(acc.device_count())]
-        devices = []
-        for d in device_ids:
-            if isinstance(d, int):
-                if home.type == "cpu":
-                    raise ValueError("DataParallel: integer device_ids name devices of the module's "
-                                     "type, but the module is on cpu: move it first, e.g. "
-                                     "model.to('sim:0'), or pass device names like 'sim:0'")
-                d = f"{home.type}:{d}"
-            devices.append(_device(d))
-        if not devices:
-            raise ValueError("DataParallel: device_ids is empty")
-        if len({str(d) for d in devices}) != len(devices):
-            raise ValueError(f"DataParallel: device_ids repeats a device: {[str(d) for d in devices]}")
-        if str(home) != str(devices[0]):
-            raise ValueError(f"DataParallel: the module's parameters are on {home} but device_ids[0] "
-                             f"is {devices[0]}: call module.to({str(devices[0])!r}) first")
+        if not isinstance(module, Module):
+            raise TypeError(f"DataParallel: module must be an nn.Module, got {type(module).__name__}")
+        if device_ids is not None:
+            device_ids = list(device_ids)
+            if not device_ids:
+                raise ValueError("DataParallel: device_ids is empty: pass None for every device "
+                                 "of the module's type, or list the devices")
+            for d in device_ids + ([output_device] if output_device is not None else []):
+                _check_device_spec(d)
+            keys = [d if _is_index(d) else str(_device(d)) for d in device_ids]
+            if len(set(keys)) != len(keys):
+                raise ValueError(f"DataParallel: device_ids repeats a device: {device_ids}")
+        elif output_device is not None:
+            _check_device_spec(output_device)
         self.module = module
-        self.device_ids = devices
-        self.output_device = _device(output_device) if output_device is not None else devices[0]
+        self._device_spec = device_ids
+        self._output_spec = output_device
         self.dim = dim
 
-    def forward(self, *inputs, **kwargs):
+    @property
+    def device_ids(self):
+        """The devices the replicas run on, resolved against where the module is now."""
+        return _resolve_devices(self._device_spec, _module_device(self.module))
+
+    @property
+    def output_device(self):
         devices = self.device_ids
+        spec = self._output_spec
+        if spec is None:
+            return devices[0]
+        return _device(f"{devices[0].type}:{spec}") if _is_index(spec) else _device(spec)
+
+    def _devices_checked(self):
+        """device_ids, after checking that the module is on device_ids[0] (PyTorch checks
+        this at forward time too, so the wrapper may be built before the module is moved)."""
+        home = _module_device(self.module)
+        devices = _resolve_devices(self._device_spec, home)
+        for t in list(self.module.parameters()) + list(self.module.buffers()):
+            if str(t.device) != str(devices[0]):
+                raise RuntimeError(
+                    f"DataParallel: the module must have its parameters and buffers on "
+                    f"{devices[0]} (device_ids[0]) but found one on {t.device}: move it with "
+                    f"net.to({str(devices[0])!r}) (on the wrapper or the module) before the forward")
+        return devices
+
+    def forward(self, *inputs, **kwargs):
+        devices = self._devices_checked()
         if len(devices) == 1:
             return self.module(*inputs, **kwargs)
         grad = is_grad_enabled()

@@ -56,19 +56,47 @@ def _check_same_parameters(module, group):
             f"{len(theirs)}; differing: {missing[:5]}: every rank must build the same model")
 
 
+def _check_device_ids(module, device_ids, output_device):
+    """PyTorch's rule: device_ids is None or names the one device the module is on
+    (an integer indexes the devices of the module's type, as set_device(local_rank) does);
+    output_device, if given, is that device too. Returns the device list (or None)."""
+    from ..._device import device as _device
+    home = next((t.device for t in list(module.parameters()) + list(module.buffers())), None)
+    if device_ids is None:
+        if output_device is not None:
+            raise ValueError("DistributedDataParallel: output_device needs device_ids too "
+                             "(e.g. device_ids=[local_rank], output_device=local_rank)")
+        return None
+    device_ids = list(device_ids)
+    if len(device_ids) != 1:
+        raise ValueError(f"DistributedDataParallel: device_ids must name exactly one device (the "
+                         f"one this process trains on, e.g. [local_rank]), got {device_ids}")
+    if home is None or home.type == "cpu":
+        raise ValueError(f"DistributedDataParallel: device_ids={device_ids} is for a module on a "
+                         f"device, but the module is on the cpu: move it first (model.to(f'sim:"
+                         "{local_rank}')), or leave device_ids=None for a cpu module")
+    out = []
+    for d in device_ids + ([output_device] if output_device is not None else []):
+        if isinstance(d, int) and not isinstance(d, bool):
+            if d < 0:
+                raise ValueError(f"DistributedDataParallel: a device index is non-negative, got {d}")
+            d = f"{home.type}:{d}"
+        out.append(_device(d))
+    for d in out:
+        if str(d) != str(home):
+            raise ValueError(f"DistributedDataParallel: the module is on {home} but device_ids/"
+                             f"output_device name {d}: call module.to({str(d)!r}) first (and "
+                             "set_device(local_rank) so both agree)")
+    return out[:1]
+
+
 class DistributedDataParallel(Module):
-    def __init__(self, module, device_ids=None, bucket_cap_mb=25):
+    def __init__(self, module, device_ids=None, output_device=None, bucket_cap_mb=25):
         super().__init__()
         group = dist._require()
         self.module = module
         params = [p for p in module.parameters() if p.requires_grad]
-        if device_ids:
-            from ..._device import device as _device
-            want = _device(device_ids[0]) if not isinstance(device_ids[0], int) else None
-            for p in params:
-                if want is not None and str(p.device) != str(want):
-                    raise ValueError(f"DistributedDataParallel: the module is on {p.device} but "
-                                     f"device_ids[0] is {want}: call module.to({str(want)!r}) first")
+        self.device_ids = _check_device_ids(module, device_ids, output_device)
         _check_same_parameters(module, group)
         with no_grad():
             for p in list(module.parameters()) + list(module.buffers()):
