@@ -136,6 +136,42 @@ def test_init_twice_and_uninitialized_are_clear_errors():
         dist.init_process_group(init_method="tcp://127.0.0.1:1234")
 
 
+def test_backend_none_chooses_by_the_device_type_reduced():
+    from pygpu.distributed import choose_backend, check_distinct_devices, DistributedError
+    assert choose_backend(None, False) == "mpi"
+    assert choose_backend(None, True) == "cpu:mpi,sim:mpi,cuda:nccl"  # cpu/sim stay on MPI
+    assert choose_backend("nccl", True) == "nccl" and choose_backend("mpi", True) == "mpi"
+    with pytest.raises(ValueError, match="None to choose"):
+        choose_backend("gloo", True)
+    check_distinct_devices([("a", 0), ("a", 1), ("b", 0)])
+    with pytest.raises(DistributedError, match=r"ranks 0 and 2 both use cuda:1 on a.*set_device\(local_rank\)"):
+        check_distinct_devices([("a", 1), ("b", 1), ("a", 1)])
+
+
+def test_a_gpu_host_keeps_cpu_and_sim_on_mpi_and_nccl_ranks_need_set_device(tmp_path):
+    # a GPU host, faked: cuda "is available"; sim tensors must still go over MPI (no NCCL made),
+    # and NCCL refuses two local ranks that never called set_device (both on cuda:0)
+    proc = launch(tmp_path, """
+        import json, pygpu, pygpu.distributed as dist
+        pygpu.cuda.is_built = pygpu.cuda.is_available = lambda: True
+        g = dist.init_process_group()
+        t = pygpu.ones(8, device="sim:0")
+        dist.all_reduce(t)
+        pygpu.cuda.current_device = lambda: 0   # neither rank called set_device(local_rank)
+        try:
+            dist._nccl_for(g)
+            err = None
+        except dist.DistributedError as e:
+            err = str(e)
+        print("JSON " + json.dumps({"rank": dist.get_rank(), "backend": dist.get_backend(),
+                                    "sum": t.tolist()[0], "nccl": g.nccl is not None, "err": err}))
+    """)
+    for row in rank_lines(proc):
+        assert row["backend"] == "cpu:mpi,sim:mpi,cuda:nccl" and row["sum"] == 2.0
+        assert not row["nccl"]
+        assert "ranks 0 and 1 both use cuda:0" in row["err"] and "set_device(local_rank)" in row["err"]
+
+
 def test_launcher_command_has_what_open_mpi_needs_here():
     cmd = mpirun_command(2, ["train.py", "--lr", "0.1"], mpirun="mpirun")
     assert cmd[:3] == ["mpirun", "-np", "2"]
