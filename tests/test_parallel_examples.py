@@ -59,3 +59,19 @@ def test_tensor_size_is_torchs_spelling_of_shape():
     assert t.size() == (4, 3) and t.size(0) == 4 and t.size(-1) == 3
     with pytest.raises(IndexError, match="out of bounds"):
         t.size(2)
+
+
+def test_docs_parallel_python_blocks_run(capsys):
+    import re
+    path = os.path.join(PKG_ROOT, "docs", "parallel.md")
+    if not os.path.exists(path):
+        pytest.skip("docs/ not beside the package")
+    with open(path) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    assert blocks
+    ns = {}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/parallel.md python block {i}", "exec"), ns)
+    out = capsys.readouterr().out
+    if pygpu.sim.device_count() == 2:
+        assert out.count("batch size in forward: 8") == 2 and "replicate" in out
