@@ -123,14 +123,46 @@ def test_state_dict_has_module_prefix_and_loads_into_a_bare_model():
 
 def test_output_device_and_errors():
     model = _mlp("sim:0")
+    dp = nn.DataParallel(model, device_ids=[0, 1], output_device=1)  # indices of sim devices
+    assert [str(d) for d in dp.device_ids] == ["sim:0", "sim:1"]
+    assert str(dp(pygpu.randn(4, 20)).device) == "sim:1"
     dp = nn.DataParallel(model, device_ids=[0, 1], output_device="sim:1")
     assert str(dp(pygpu.randn(4, 20)).device) == "sim:1"
-    with pytest.raises(ValueError, match=r"module.to\('sim:1'\)"):
-        nn.DataParallel(model, device_ids=["sim:1", "sim:0"])
-    with pytest.raises(ValueError, match="integer device_ids"):
-        nn.DataParallel(_mlp("cpu"), device_ids=[0, 1])
+    # the module's place is checked at forward time (PyTorch's rule), naming the fix
+    with pytest.raises(RuntimeError, match=r"net.to\('sim:1'\)"):
+        nn.DataParallel(model, device_ids=["sim:1", "sim:0"])(pygpu.randn(4, 20))
+    with pytest.raises(RuntimeError, match="module is on the cpu"):
+        nn.DataParallel(_mlp("cpu"), device_ids=[0, 1])(pygpu.randn(4, 20))
+    with pytest.raises(ValueError, match="there are 2 sim devices"):
+        nn.DataParallel(model, device_ids=[0, 7])(pygpu.randn(4, 20))
     with pytest.raises(ValueError, match="repeats"):
         nn.DataParallel(model, device_ids=["sim:0", "sim:0"])
+    with pytest.raises(ValueError, match="empty"):
+        nn.DataParallel(model, device_ids=[])
+    with pytest.raises(ValueError, match="non-negative"):
+        nn.DataParallel(model, device_ids=[0, -1])
+    with pytest.raises(ValueError, match="unknown device type"):
+        nn.DataParallel(model, device_ids=["gpu:0"])
+
+
+def test_built_around_a_cpu_module_then_moved_as_in_the_guide():
+    """net = FooNet(neural_num=3, layers=3); net = nn.DataParallel(net); net.to(device)."""
+    pygpu.manual_seed(0)
+    net = FooNet()
+    net = nn.DataParallel(net)          # the module is still on the cpu here
+    assert [str(d) for d in net.device_ids] == ["cpu"]
+    net.to("sim")                       # "sim": the current sim device, sim:0
+    assert [str(d) for d in net.device_ids] == [f"sim:{i}" for i in range(pygpu.sim.device_count())]
+    out = net(pygpu.randn(16, 3).to("sim"))
+    assert out.shape == (16, 3) and str(out.device) == "sim:0"
+    assert sorted(net.module.rows_seen) == [("sim:0", 8), ("sim:1", 8)]
+    # integer ids given before the move resolve against the module's type at forward time
+    net2 = nn.DataParallel(FooNet(), device_ids=[0, 1], output_device=1)
+    net2.to("sim:0")
+    assert str(net2(pygpu.randn(4, 3)).device) == "sim:1"
+    # a cpu module with device_ids=None runs as it is (PyTorch without GPUs)
+    cpu = nn.DataParallel(FooNet())
+    assert str(cpu(pygpu.randn(4, 3)).device) == "cpu"
 
 
 def test_a_replica_that_raises_names_its_device():
@@ -174,3 +206,82 @@ def test_trainer_history_reports_traffic_per_step_by_role():
     per_step = hist[0]["bytes_per_step_by_role"]
     assert per_step["replicate"] == per_step["grad_reduce"] == _param_bytes(model)
     assert per_step["gather"] == 2 * chunk_sizes(10, 2)[1] * 5 * 4
+
+
+# -- the redesign: resident replicas, one Python thread, reduction during backward ------------
+def _step(dp, model, opt, x, y):
+    opt.zero_grad()
+    loss = nn.CrossEntropyLoss()(dp(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def test_replicas_stay_resident_and_follow_in_place_changes():
+    model = _mlp("sim:0", seed=5)
+    dp = nn.DataParallel(model, device_ids=[0, 1])
+    opt = pygpu.optim.SGD(model.parameters(), lr=0.1)
+    x, y = pygpu.randn(8, 20, device="sim:0"), pygpu.tensor(np.arange(8) % 5, device="sim:0")
+    _step(dp, model, opt, x, y)
+    copy_ = dp._replicas.copies[0]
+    weights = [id(p) for p in copy_.parameters()]
+    _step(dp, model, opt, x, y)
+    assert dp._replicas.copies[0] is copy_ and [id(p) for p in copy_.parameters()] == weights
+    assert all(str(p.device) == "sim:1" and p.grad is None for p in copy_.parameters())
+    # an in-place change the optimizer did not make (load_state_dict) reaches the replica
+    other = _mlp("sim:0", seed=9)
+    model.load_state_dict(other.state_dict())
+    with pygpu.no_grad():
+        np.testing.assert_allclose(dp(x).numpy(), other(x).numpy(), rtol=1e-6)
+    # train()/eval() reach the replicas (at the next forward); a dtype change rebuilds them
+    dp.eval()
+    with pygpu.no_grad():
+        dp(x)
+    assert not any(m.training for m in copy_.modules())
+    dp.train()
+    model.to(pygpu.float64)
+    out = dp(x.to(pygpu.float64))
+    assert dp._replicas.copies[0] is not copy_ and out.dtype == pygpu.float64
+
+
+def test_one_python_thread_drives_every_device():
+    import threading
+    model = FooNet().to("sim:0")
+    seen = []
+    original = FooNet.forward
+
+    def forward(self, x):
+        seen.append(threading.current_thread() is threading.main_thread())
+        return original(self, x)
+
+    FooNet.forward = forward
+    try:
+        before = threading.active_count()
+        dp = nn.DataParallel(model, device_ids=["sim:0", "sim:1"])
+        dp(pygpu.randn(16, 3)).sum().backward()
+        assert seen == [True, True] and threading.active_count() == before
+    finally:
+        FooNet.forward = original
+
+
+def test_replica_gradients_are_reduced_during_backward():
+    model = _mlp("sim:0")
+    dp = nn.DataParallel(model, device_ids=["sim:0", "sim:1"])
+    x, y = pygpu.randn(10, 20), pygpu.tensor(np.arange(10) % 5, device="sim:0")
+    nn.CrossEntropyLoss()(dp(x), y).backward()  # builds the replica on sim:1
+    model.zero_grad()
+    replica_first = next(dp._replicas.copies[0].parameters())  # the last gradient the copy gets
+    def reduced_so_far():
+        return pygpu.stats().by_role.get("grad_reduce", {}).get("bytes", 0)
+
+    events = []
+    handle = pygpu.autograd.register_post_accumulate_grad_hook(
+        replica_first, lambda p: events.append(reduced_so_far() - start))
+    start = reduced_so_far()
+    with pygpu.track() as t:
+        nn.CrossEntropyLoss()(dp(x), y).backward()
+    handle.remove()
+    # when the copy's last gradient arrives, its other gradients are already on their way to sim:0
+    assert events and _param_bytes(model) - replica_first.nbytes - 32 * 4 <= events[0] < _param_bytes(model)
+    assert t.by_role["grad_reduce"]["bytes"] == _param_bytes(model)
+    assert all(p.grad is None for p in dp._replicas.copies[0].parameters())

@@ -106,3 +106,59 @@ def test_ranks_with_different_models_get_an_error_not_a_hang(tmp_path):
     """, timeout=60)
     assert proc.returncode != 0
     assert "layers.0.weight" in proc.stderr and "rank 1" in proc.stderr
+
+
+def test_device_ids_follow_pytorch_convention():
+    from pygpu.nn.parallel.distributed import _check_device_ids
+    model = nn.MLP([4, 3]).to("sim:1")
+    assert [str(d) for d in _check_device_ids(model, [1], 1)] == ["sim:1"]  # an index of sim devices
+    assert [str(d) for d in _check_device_ids(model, ["sim:1"], None)] == ["sim:1"]
+    assert _check_device_ids(model, None, None) is None
+    with pytest.raises(ValueError, match=r"module.to\('sim:0'\)"):
+        _check_device_ids(model, [0], None)
+    with pytest.raises(ValueError, match="exactly one device"):
+        _check_device_ids(model, [0, 1], None)
+    with pytest.raises(ValueError, match="module is on the cpu"):
+        _check_device_ids(nn.MLP([4, 3]), [0], None)
+
+
+def test_nccl_communicator_reduces_on_the_device_with_no_host_staging():
+    """Issue 18 defect 4: with NCCL, DDP's buckets are packed and all-reduced on the device.
+    A stand-in for NCCL (averaging with a rank whose gradients are 5x ours gives 3x ours) runs
+    the NcclDevice communicator through the Reducer on sim tensors: no byte crosses to the host."""
+    from pygpu.distributed._group import CollectiveStats
+    from pygpu.nn.parallel.comm import NcclDevice
+    from pygpu.nn.parallel.reducer import Reducer
+
+    class Group:
+        rank, size, stats = 0, 2, CollectiveStats()
+
+    class FakeNccl:
+        calls = []
+
+        def all_reduce(self, t, op):
+            assert t.device.type == "sim" and t.is_contiguous() and op == "avg"
+            self.calls.append(t.numel())
+            t.copy_(t * 3.0)
+
+    def grads(reduced):
+        pygpu.manual_seed(0)
+        model = nn.MLP([6, 8, 3]).to(pygpu.float64).to("sim:0")
+        reducer = Reducer(list(model.parameters()), NcclDevice(Group, FakeNccl()), 25 * 2**20,
+                          require_all=True) if reduced else None
+        x = pygpu.randn(5, 6, dtype=pygpu.float64, device="sim:0")
+        y = pygpu.tensor(np.arange(5) % 3, device="sim:0")
+        with pygpu.track() as t:
+            nn.CrossEntropyLoss()(model(x), y).backward()
+            pygpu.synchronize()
+        if reducer is not None:
+            reducer.close()
+        return [p.grad.numpy() for p in model.parameters()], t
+
+    ref, _ = grads(False)
+    got, t = grads(True)
+    for a, b in zip(got, ref):
+        np.testing.assert_allclose(a, 3 * b, rtol=1e-12)
+    assert FakeNccl.calls == [sum(a.size for a in ref)]  # one bucket, all of it, on the device
+    assert t.h2d_bytes == 0 and t.d2h_bytes == 0
+    assert Group.stats.as_dict()["h2d_bytes"] == Group.stats.as_dict()["d2h_bytes"] == 0

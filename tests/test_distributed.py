@@ -9,8 +9,8 @@ import pytest
 
 import pygpu
 from pygpu.distributed import ring_bytes, ring_chunks
-from pygpu.distributed.run import mpirun_command
-from pygpu.distributed.sampler import DistributedSampler
+from pygpu.data import DistributedSampler
+from pygpu.distributed.run import canonical_argv, mpirun_command
 
 from _mpi import launch
 
@@ -135,6 +135,42 @@ def test_init_twice_and_uninitialized_are_clear_errors():
         dist.init_process_group(init_method="tcp://127.0.0.1:1234")
 
 
+def test_backend_none_chooses_by_the_device_type_reduced():
+    from pygpu.distributed import choose_backend, check_distinct_devices, DistributedError
+    assert choose_backend(None, False) == "mpi"
+    assert choose_backend(None, True) == "cpu:mpi,sim:mpi,cuda:nccl"  # cpu/sim stay on MPI
+    assert choose_backend("nccl", True) == "nccl" and choose_backend("mpi", True) == "mpi"
+    with pytest.raises(ValueError, match="None to choose"):
+        choose_backend("gloo", True)
+    check_distinct_devices([("a", 0), ("a", 1), ("b", 0)])
+    with pytest.raises(DistributedError, match=r"ranks 0 and 2 both use cuda:1 on a.*set_device\(local_rank\)"):
+        check_distinct_devices([("a", 1), ("b", 1), ("a", 1)])
+
+
+def test_a_gpu_host_keeps_cpu_and_sim_on_mpi_and_nccl_ranks_need_set_device(tmp_path):
+    # a GPU host, faked: cuda "is available"; sim tensors must still go over MPI (no NCCL made),
+    # and NCCL refuses two local ranks that never called set_device (both on cuda:0)
+    proc = launch(tmp_path, """
+        import json, pygpu, pygpu.distributed as dist
+        pygpu.cuda.is_built = pygpu.cuda.is_available = lambda: True
+        g = dist.init_process_group()
+        t = pygpu.ones(8, device="sim:0")
+        dist.all_reduce(t)
+        pygpu.cuda.current_device = lambda: 0   # neither rank called set_device(local_rank)
+        try:
+            dist._nccl_for(g)
+            err = None
+        except dist.DistributedError as e:
+            err = str(e)
+        print("JSON " + json.dumps({"rank": dist.get_rank(), "backend": dist.get_backend(),
+                                    "sum": t.tolist()[0], "nccl": g.nccl is not None, "err": err}))
+    """)
+    for row in rank_lines(proc):
+        assert row["backend"] == "cpu:mpi,sim:mpi,cuda:nccl" and row["sum"] == 2.0
+        assert not row["nccl"]
+        assert "ranks 0 and 1 both use cuda:0" in row["err"] and "set_device(local_rank)" in row["err"]
+
+
 def test_launcher_command_has_what_open_mpi_needs_here():
     cmd = mpirun_command(2, ["train.py", "--lr", "0.1"], mpirun="mpirun")
     assert cmd[:3] == ["mpirun", "-np", "2"]
@@ -144,6 +180,57 @@ def test_launcher_command_has_what_open_mpi_needs_here():
     assert cmd[-5:] == ["-m", "pygpu.distributed.bootstrap", "train.py", "--lr", "0.1"][-5:]
     two = mpirun_command(2, ["t.py"], hostfile="hosts", nnodes=2, mpirun="mpirun")
     assert two[:3] == ["mpirun", "-np", "4"] and "--hostfile" in two
+
+
+def test_launch_passes_local_rank_and_use_env_turns_it_off(tmp_path):
+    import subprocess, sys
+    from _mpi import PKG_ROOT, require_mpi
+    require_mpi()
+    script = tmp_path / "job.py"
+    script.write_text("import argparse, json, os\n"
+                      "p = argparse.ArgumentParser(); p.add_argument('--local_rank', type=int, default=-1)\n"
+                      "p.add_argument('--lr', type=float); a = p.parse_args()\n"
+                      "print('JSON ' + json.dumps({'rank': int(os.environ['RANK']), 'arg': a.local_rank,\n"
+                      "      'env': os.environ['LOCAL_RANK'], 'lr': a.lr}))\n")
+    env = dict(os.environ, PYTHONPATH=PKG_ROOT, OMPI_MCA_rmaps_base_oversubscribe="1")
+    rows = {}
+    for flag in ([], ["--use-env"]):
+        proc = subprocess.run([sys.executable, "-m", "pygpu.distributed.launch", "--nproc-per-node=2",
+                               *flag, str(script), "--lr", "0.5"], capture_output=True, text=True,
+                              env=env, timeout=120, cwd=str(tmp_path))
+        rows[bool(flag)] = rank_lines(proc)
+    assert [(r["arg"], r["env"], r["lr"]) for r in rows[False]] == [(0, "0", 0.5), (1, "1", 0.5)]
+    assert [(r["arg"], r["env"]) for r in rows[True]] == [(-1, "0"), (-1, "1")]
+
+
+def test_each_launcher_flag_has_one_spelling_and_aliases_still_work(capsys):
+    from pygpu.distributed import launch, run
+    for mod in (run, launch):
+        with pytest.raises(SystemExit):
+            mod.main(["--help"])
+        text = capsys.readouterr().out
+        assert "--nproc_per_node" in text and "--nproc-per-node" not in text
+        assert "--use_env" not in text
+    # an abbreviation names one flag; the alias is rewritten only before the script
+    assert canonical_argv(["--nproc-per-node", "2", "t.py", "--nproc-per-node", "x"]) == \
+        ["--nproc_per_node", "2", "t.py", "--nproc-per-node", "x"]
+    assert canonical_argv(["--use_env", "--nnodes", "1", "t.py"]) == ["--use-env", "--nnodes", "1", "t.py"]
+    for argv in (["--nproc", "3"], ["--nproc-per-node", "3"], ["--nproc_per_node=3"]):
+        assert run.main(argv + ["--dry-run", "t.py", "--x"]) == 0
+        cmd = capsys.readouterr().out.split()
+        assert cmd[cmd.index("-np") + 1] == "3" and cmd[-2:] == ["t.py", "--x"]
+    assert launch.main(["--nproc", "2", "--dry-run", "t.py"]) == 0
+    assert "--local-rank-arg t.py" in capsys.readouterr().out
+    assert launch.main(["--nproc", "2", "--use_env", "--dry-run", "t.py"]) == 0
+    assert "--local-rank-arg" not in capsys.readouterr().out
+
+
+def test_distributed_sampler_is_reachable_where_pytorch_users_look():
+    import pygpu.data
+    import pygpu.data.distributed
+    import pygpu.distributed.sampler
+    assert (pygpu.data.DistributedSampler is pygpu.data.distributed.DistributedSampler
+            is pygpu.distributed.sampler.DistributedSampler)
 
 
 # -- DistributedSampler -----------------------------------------------------------------------

@@ -120,6 +120,23 @@ static PyObject *m_numel(PyObject *self, PyObject *noargs)
     return PyLong_FromLongLong(pg_tensor_numel(T(self)));
 }
 
+/* size(dim=None): torch's spelling of shape (scripts ported from PyTorch call x.size()[0]) */
+static PyObject *m_size(PyObject *self, PyObject *args)
+{
+    PyObject *dim = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:size", &dim))
+        return NULL;
+    if (dim == Py_None)
+        return shape_tuple(T(self));
+    long long axis = PyLong_AsLongLong(dim);
+    if (axis == -1 && PyErr_Occurred())
+        return NULL;
+    if (check_axis(axis, T(self)->ndim, "size") < 0)
+        return NULL;
+    int a = (int)(axis < 0 ? axis + T(self)->ndim : axis);
+    return PyLong_FromLongLong(T(self)->shape[a]);
+}
+
 static PyObject *m_is_contiguous(PyObject *self, PyObject *noargs)
 {
     (void)noargs;
@@ -460,6 +477,7 @@ PyObject *pg_unary_call(PyObject *self, int op)
 #define KW (PyCFunction)(void (*)(void))
 PyMethodDef pg_tensor_methods[] = {
     {"numel", m_numel, METH_NOARGS, "the number of elements"},
+    {"size", m_size, METH_VARARGS, "size(dim=None): the shape tuple, or the size of axis dim (torch's spelling of shape)"},
     {"is_contiguous", m_is_contiguous, METH_NOARGS, "whether elements are laid out in C order"},
     {"reshape", m_reshape, METH_VARARGS, "the same elements in a new shape (a view when possible); -1 infers one axis"},
     {"transpose", m_transpose, METH_VARARGS, "permute axes (a view); no arguments reverses them"},

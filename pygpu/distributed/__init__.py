@@ -1,7 +1,7 @@
 """pygpu.distributed: one process per device, collectives between them, every byte counted.
 
     import pygpu.distributed as dist
-    dist.init_process_group()              # "mpi" for cpu/sim tensors ("nccl" is for cuda)
+    dist.init_process_group()              # MPI for cpu/sim tensors, NCCL for cuda ones
     dist.all_reduce(t, op="avg")           # in place, like torch.distributed
     dist.stats()                           # bytes over the network and host<->device, this rank
 
@@ -55,11 +55,26 @@ def is_available():
         return False
 
 
+def choose_backend(backend, cuda_available):
+    """The backend string init_process_group uses. None decides by the device type of the
+    tensors each collective reduces, not by whether a GPU exists: cpu and sim tensors always
+    go over MPI, cuda tensors over NCCL where cuda is available (PyTorch's "cpu:gloo,cuda:nccl")."""
+    if backend is None:
+        return "cpu:mpi,sim:mpi,cuda:nccl" if cuda_available else "mpi"
+    if backend not in ("mpi", "nccl"):
+        raise ValueError(f"unknown backend {backend!r}: use 'mpi' (cpu, sim), 'nccl' (cuda), or "
+                         "None to choose by the device of each tensor")
+    return backend
+
+
 def init_process_group(backend=None, init_method=None, world_size=None, rank=None):
-    """Join the job. backend: "mpi" (cpu and sim tensors) or "nccl" (cuda tensors);
-    None picks nccl where cuda is available, else mpi. Rank and size come from the MPI
-    launcher; init_method="env://" is accepted (the launcher sets RANK/WORLD_SIZE), and
-    world_size/rank, if given, must agree with it."""
+    """Join the job. backend: "mpi" (cpu and sim tensors) or "nccl" (cuda tensors); None
+    chooses per collective from the tensor's device type: MPI for cpu and sim tensors (even
+    on a machine with GPUs), NCCL for cuda tensors (its communicator is made on the first
+    cuda collective). NCCL ranks on one machine must each have called
+    pygpu.cuda.set_device(local_rank) first, or they get an error naming the ranks that share
+    a GPU. Rank and size come from the MPI launcher; init_method="env://" is accepted (the
+    launcher sets RANK/WORLD_SIZE), and world_size/rank, if given, must agree with it."""
     global _group
     if _group is not None:
         raise DistributedError("init_process_group() was already called in this process; "
@@ -67,16 +82,13 @@ def init_process_group(backend=None, init_method=None, world_size=None, rank=Non
     if init_method not in (None, "env://"):
         raise ValueError(f"init_method {init_method!r} is not supported: ranks meet through MPI; "
                          "use None or 'env://'")
-    if backend is None:
-        from .. import cuda
-        backend = "nccl" if cuda.is_available() else "mpi"
-    if backend not in ("mpi", "nccl"):
-        raise ValueError(f"unknown backend {backend!r}: use 'mpi' (cpu, sim) or 'nccl' (cuda)")
+    if backend not in (None, "mpi", "nccl"):
+        choose_backend(backend, False)  # raises, naming the choices
     if backend == "nccl":
         from .. import cuda
         if not cuda.is_available():
             raise DistributedError(f"backend 'nccl' needs cuda devices: {cuda.unavailable_reason()}; "
-                                   "use backend='mpi' for cpu and sim tensors")
+                                   "use backend='mpi' (or None) for cpu and sim tensors")
     MPI = _mpi()
     comm = MPI.COMM_WORLD
     for name, given, actual in (("world_size", world_size, comm.Get_size()),
@@ -87,13 +99,48 @@ def init_process_group(backend=None, init_method=None, world_size=None, rank=Non
                 raise DistributedError(f"{what}={value} but the MPI launcher started this process "
                                        f"with {name} {actual}: launch with mpirun -np N (or "
                                        "python -m pygpu.distributed.run) and leave it unset")
+    if backend is None:
+        from .. import cuda
+        backend = choose_backend(None, cuda.is_built() and cuda.is_available())
     _group = ProcessGroup(comm, backend)
     install_abort_hooks(_group)
     if backend == "nccl":
+        _nccl_for(_group)
+    return _group
+
+
+def check_distinct_devices(rows):
+    """rows[r] = (host, cuda index) of rank r. Two ranks of one machine on one GPU is the
+    mistake of a rank that never called set_device(local_rank): an error naming them."""
+    seen = {}
+    for r, key in enumerate(rows):
+        if key in seen:
+            host, index = key
+            raise DistributedError(
+                f"NCCL: ranks {seen[key]} and {r} both use cuda:{index} on {host}: each rank must "
+                "call pygpu.cuda.set_device(local_rank) before init_process_group (LOCAL_RANK is "
+                "in the environment; pygpu.distributed.launch also passes --local_rank)")
+        seen[key] = r
+
+
+def _nccl_for(group):
+    """The group's NCCL communicator, made on first use (collective: every rank gets here in
+    the same collective call), on the current cuda device after checking that no two ranks of
+    one machine share it."""
+    if group.nccl is None:
+        import socket
         from .. import cuda
         from ._nccl import NcclGroup
-        _group.nccl = NcclGroup(comm, cuda.current_device())
-    return _group
+        dev = cuda.current_device()
+        check_distinct_devices(group.comm.allgather((socket.gethostname(), dev)))
+        group.nccl = NcclGroup(group.comm, dev)
+    return group.nccl
+
+
+def _uses_nccl(group, tensor):
+    """Whether a collective on `tensor` runs on NCCL: a cuda tensor in a group whose
+    backend includes nccl ("nccl", or None's choice on a machine with cuda)."""
+    return tensor.device.type == "cuda" and "nccl" in group.backend
 
 
 def _require():
@@ -170,8 +217,8 @@ def all_reduce(tensor, op="sum"):
     g = _require()
     if op not in ("sum", "avg", "max"):
         raise ValueError(f"all_reduce op {op!r} is not supported: use 'sum', 'avg' or 'max'")
-    if g.nccl is not None and tensor.device.type == "cuda":
-        g.nccl.all_reduce(tensor, op)  # device to device: no host staging
+    if _uses_nccl(g, tensor):
+        _nccl_for(g).all_reduce(tensor, op)  # device to device: no host staging
         n = ring_bytes(tensor.itemsize, tensor.numel(), g.size)[g.rank]  # NCCL's ring, modelled
         g.stats.add("all_reduce", sent=n, recv=n)
         return tensor
@@ -187,8 +234,8 @@ def broadcast(tensor, src=0):
     g = _require()
     if not 0 <= src < g.size:
         raise ValueError(f"broadcast src={src} is not a rank of this job (0..{g.size - 1})")
-    if g.nccl is not None and tensor.device.type == "cuda":
-        g.nccl.broadcast(tensor, src)
+    if _uses_nccl(g, tensor):
+        _nccl_for(g).broadcast(tensor, src)
         g.stats.add("broadcast", sent=tensor.nbytes if g.rank == src else 0,
                     recv=0 if g.rank == src else tensor.nbytes)
         return tensor

@@ -1,7 +1,9 @@
-"""python -m pygpu.distributed.bootstrap script.py [args]: how pygpu.distributed.run starts a rank.
+"""python -m pygpu.distributed.bootstrap [--local-rank-arg] script.py [args]: how
+pygpu.distributed.run (and .launch) start a rank.
 
 Sets torchrun's RANK, LOCAL_RANK, WORLD_SIZE from Open MPI's variables, then runs the
-script as __main__. An exception that escapes the script aborts the whole MPI job
+script as __main__; with --local-rank-arg (pygpu.distributed.launch) the script also
+gets --local_rank=LOCAL_RANK as its first argument, as torch.distributed.launch gave it. An exception that escapes the script aborts the whole MPI job
 with a message naming this rank, so the other ranks never hang in a collective
 waiting for it (pygpu.distributed.init_process_group installs the same hook)."""
 import os
@@ -12,11 +14,16 @@ from . import _export_rank_env
 
 
 def main():
-    if len(sys.argv) < 2:
-        raise SystemExit("usage: python -m pygpu.distributed.bootstrap script.py [args...]")
+    args = sys.argv[1:]
+    local_rank_arg = bool(args) and args[0] == "--local-rank-arg"
+    if local_rank_arg:
+        args = args[1:]
+    if not args:
+        raise SystemExit("usage: python -m pygpu.distributed.bootstrap [--local-rank-arg] script.py [args...]")
     _export_rank_env()
-    script = sys.argv[1]
-    sys.argv = sys.argv[1:]
+    script = args[0]
+    extra = [f"--local_rank={os.environ.get('LOCAL_RANK', '0')}"] if local_rank_arg else []
+    sys.argv = [script] + extra + args[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
         runpy.run_path(script, run_name="__main__")

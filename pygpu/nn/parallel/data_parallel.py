@@ -1,12 +1,25 @@
 """DataParallel: one process, several devices, PyTorch's semantics, every byte by role.
 
-Each forward: scatter the inputs along `dim` (PyTorch's chunk sizes: ceil(n/k) rows
-each, fewer chunks when there are fewer rows than devices), replicate the module onto
-every device, run the replicas in parallel (one thread per device; C ops release the
-GIL, and sim/cuda ops are asynchronous), and gather the outputs on `output_device`.
-Backward flows back through the same steps: the gather's backward sends each
-replica its slice of the gradient, and each replicated parameter's backward sends
-its gradient to the original parameter, where the gradients of all replicas sum.
+Each forward scatters the inputs along `dim` (PyTorch's chunk sizes: ceil(n/k) rows
+each, fewer chunks when there are fewer rows than devices), runs the module on
+device_ids[0] and a resident replica on each other device, and gathers the outputs on
+`output_device`. Backward flows back through the same steps: the gather's backward
+sends each replica its slice of the gradient, and each replica's parameter gradients
+are summed into the original parameters by the Reducer (reducer.py, with comm.py's
+InProcess communicator): device to device, as soon as each gradient exists, so the
+reduction overlaps the rest of backward.
+
+Made for speed, with PyTorch's results:
+  - the replicas stay resident across steps; each forward refreshes them in place from
+    the originals (asynchronous device-to-device copies, no allocation, no autograd
+    nodes). They are rebuilt only when the module's parameters change identity, dtype,
+    shape or device. Every parameter and buffer is refreshed, because pygpu has no write
+    counter that would show which ones an optimizer, load_state_dict or an in-place
+    edit changed (PyTorch re-sends them all too);
+  - one Python thread drives every device: sim and cuda ops are queued and run on each
+    device's own workers, so the replicas compute side by side while no extra Python
+    thread competes with those workers for the cores;
+  - the copies between devices are non-blocking (the devices' copy engines run them).
 
 The transfers of each step are attributed to a role in pygpu.stats().by_role:
     scatter      the input chunks going to their devices (and their gradients back)
@@ -16,13 +29,15 @@ The transfers of each step are attributed to a role in pygpu.stats().by_role:
 This is the traffic that makes DistributedDataParallel the better choice: DataParallel
 re-sends the weights every step and funnels everything through one device."""
 import copy
-import threading
 from collections import OrderedDict
 
 from ... import _stats
 from ..._device import device as _device
-from ...autograd import Function, is_grad_enabled, set_grad_enabled
+from ...autograd import Function, no_grad
 from ..module import Module
+from ..parameter import Parameter
+from .comm import InProcess
+from .reducer import Reducer
 
 
 def chunk_sizes(n, k):
@@ -63,7 +78,7 @@ class _Scatter(Function):
         ctx.src = x.device
         ctx.meta = (x.shape, dim, a, b)
         with _stats.role("scatter"):
-            return _slice(x, dim, a, b).to(dev)
+            return _slice(x, dim, a, b).to(dev, non_blocking=True)
 
     @staticmethod
     def backward(ctx, g):
@@ -71,7 +86,7 @@ class _Scatter(Function):
         shape, dim, a, b = ctx.meta
         full = zeros(*shape, dtype=g.dtype, device=ctx.src)
         with _stats.role("scatter"):
-            _slice(full, dim, a, b).copy_(g)
+            _slice(full, dim, a, b).copy_(g, non_blocking=True)
         return full, None, None, None, None
 
 
@@ -85,7 +100,7 @@ class _Gather(Function):
         ctx.sizes = [o.shape[dim] for o in outputs]
         ctx.dim = dim
         with _stats.role("gather"):
-            moved = [o.to(out_dev) for o in outputs]
+            moved = [o.to(out_dev, non_blocking=True) for o in outputs]
         return cat(moved, dim=dim) if len(moved) > 1 else moved[0].clone()
 
     @staticmethod
@@ -93,7 +108,8 @@ class _Gather(Function):
         pieces, start = [], 0
         with _stats.role("gather"):
             for dev, n in zip(ctx.devices, ctx.sizes):
-                pieces.append(_slice(g, ctx.dim, start, start + n).contiguous().to(dev))
+                pieces.append(_slice(g, ctx.dim, start, start + n).contiguous()
+                              .to(dev, non_blocking=True))
                 start += n
         return (None, None, *pieces)
 
@@ -114,18 +130,84 @@ def replicate(module, devices, grad_enabled=True):
     return out
 
 
-def _clone(m, images, dev, memo):
+class _Replicas:
+    """The module's resident copies on devices[1:], the tensors to refresh, and the Reducer
+    that sums the copies' gradients into the module's parameters."""
+
+    def __init__(self, module, devices):
+        self.devices = devices
+        self.key = _replica_key(module, devices)
+        params = list(module.parameters())
+        self.modules = []  # per copy: [(original submodule, its copy)]
+        self.tensors = []  # per copy: [(original tensor, its copy)], parameters and buffers
+        targets, trainable = {}, []
+        self.copies = []
+        with no_grad(), _stats.role("replicate"):
+            for dev in devices[1:]:
+                images, tensors, mods = {}, [], []
+                for p in params:
+                    rp = Parameter(p.to(dev, non_blocking=True), requires_grad=p.requires_grad)
+                    images[id(p)] = rp
+                    tensors.append((p, rp))
+                    if p.requires_grad:
+                        targets[id(rp)] = p
+                        trainable.append(rp)
+                self.copies.append(_clone(module, images, dev, {}, mods, tensors))
+                self.modules.append(mods)
+                self.tensors.append(tensors)
+        # one parameter per bucket: each replica gradient is reduced the moment it exists
+        self.reducer = Reducer(trainable, InProcess(targets), 0, name="pygpu-dp")
+
+    def refresh(self, ncopies):
+        """Bring the first ncopies copies up to date with the module: tensors copied in
+        place (async, device to device), each submodule's plain attributes (training, ...)
+        shared."""
+        with no_grad(), _stats.role("replicate"):
+            for tensors in self.tensors[:ncopies]:
+                for src, dst in tensors:
+                    dst.copy_(src, non_blocking=True)
+        for mods in self.modules[:ncopies]:
+            for m, r in mods:
+                d = r.__dict__
+                for k, v in m.__dict__.items():
+                    if k not in _TABLES:
+                        d[k] = v
+
+    def close(self):
+        self.reducer.close()
+
+
+_TABLES = ("_parameters", "_buffers", "_modules")
+
+
+def _replica_key(module, devices):
+    """What the copies were built for; a change means rebuilding them."""
+    return (tuple(str(d) for d in devices),
+            tuple((id(p), str(p.device), p.dtype.name, p.shape, p.requires_grad)
+                  for p in module.parameters()),
+            tuple((id(b), str(b.device), b.dtype.name, b.shape) for b in module.buffers()))
+
+
+def _clone(m, images, dev, memo, modules=None, tensors=None):
+    """A copy of module tree `m` whose parameters are `images` (id -> tensor) and whose
+    buffers are copied to `dev`. modules/tensors, if given, collect (original, copy) pairs."""
     if id(m) in memo:
         return memo[id(m)]
     r = copy.copy(m)  # a new __dict__ holding the same values: replace the three tables
     memo[id(m)] = r
+    if modules is not None:
+        modules.append((m, r))
     d = r.__dict__
     d["_parameters"] = OrderedDict((k, None if p is None else images[id(p)])
                                    for k, p in m._parameters.items())
+    bufs = OrderedDict()
     with _stats.role("replicate"):
-        d["_buffers"] = OrderedDict((k, None if b is None else b.to(dev))
-                                    for k, b in m._buffers.items())
-    d["_modules"] = OrderedDict((k, None if c is None else _clone(c, images, dev, memo))
+        for k, b in m._buffers.items():
+            bufs[k] = None if b is None else b.to(dev)
+            if b is not None and tensors is not None:
+                tensors.append((b, bufs[k]))
+    d["_buffers"] = bufs
+    d["_modules"] = OrderedDict((k, None if c is None else _clone(c, images, dev, memo, modules, tensors))
                                 for k, c in m._modules.items())
     return r
 
@@ -133,55 +215,137 @@ def _clone(m, images, dev, memo):
 def _module_device(module):
     for p in module.parameters():
         return p.device
+    for b in module.buffers():
+        return b.device
     return _device("cpu")
+
+
+def _is_index(d):
+    return isinstance(d, int) and not isinstance(d, bool)
+
+
+def _check_device_spec(d):
+    """A device name, a Device, or a non-negative index; anything else is a clear error now."""
+    if _is_index(d):
+        if d < 0:
+            raise ValueError(f"DataParallel: a device index is a non-negative integer, got {d}")
+        return
+    _device(d)  # raises TypeError/ValueError naming the spelling
+
+
+def _resolve_devices(spec, home):
+    """device_ids as Devices: integers index the devices of the module's type `home.type`."""
+    from ... import _accel
+    if spec is None:
+        if home.type == "cpu":
+            return [home]
+        n = _accel.module_for(home.type).device_count()
+        return [_device(f"{home.type}:{i}") for i in range(n)]
+    out = []
+    for d in spec:
+        if _is_index(d):
+            if home.type == "cpu":
+                raise RuntimeError(
+                    f"DataParallel: device_ids={spec} are indices of the devices of the module's "
+                    "type, but the module is on the cpu: move it first (net.to('sim') or "
+                    "net.to('cuda')), or pass device names like 'sim:0'")
+            n = _accel.module_for(home.type).device_count()
+            if d >= n:
+                raise ValueError(f"DataParallel: device_ids has {d}, but there are {n} {home.type} "
+                                 f"devices ({home.type}:0 to {home.type}:{n - 1})")
+            d = f"{home.type}:{d}"
+        out.append(_device(d))
+    return out
 
 
 class DataParallel(Module):
     """DataParallel(module, device_ids=None, output_device=None, dim=0).
 
-    device_ids: devices (or indices of the module's device type); None means every
-    device of the module's type. The module must live on device_ids[0], as in PyTorch.
-    output_device defaults to device_ids[0]. state_dict() keys carry the "module."
-    prefix, which a bare model's load_state_dict accepts."""
+    As in PyTorch, the wrapper may be built around a module that is still on the
+    cpu and moved afterwards (`net = nn.DataParallel(net); net.to(device)`): the
+    devices are resolved, and the module's place checked, at each forward.
+    device_ids: device names ("sim:1"), or integers, which index the devices of the
+    module's type (sim or cuda); None means every device of that type (a module on
+    the cpu then runs as it is). The module must live on device_ids[0] when it runs.
+    output_device (a name or an index) defaults to device_ids[0]. state_dict() keys
+    carry the "module." prefix, which a bare model's load_state_dict accepts."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
         super().__init__()
-        from ... import cuda, sim
-        home = _module_device(module)
-        if device_ids is None:
-            acc = {"sim": sim, "cuda": cuda}.get(home.type)
-            device_ids = [home] if acc is None else [f"{home.type}:{i}" for i in range(acc.device_count())]
-        devices = []
-        for d in device_ids:
-            if isinstance(d, int):
-                if home.type == "cpu":
-                    raise ValueError("DataParallel: integer device_ids name devices of the module's "
-                                     "type, but the module is on cpu: move it first, e.g. "
-                                     "model.to('sim:0'), or pass device names like 'sim:0'")
-                d = f"{home.type}:{d}"
-            devices.append(_device(d))
-        if not devices:
-            raise ValueError("DataParallel: device_ids is empty")
-        if len({str(d) for d in devices}) != len(devices):
-            raise ValueError(f"DataParallel: device_ids repeats a device: {[str(d) for d in devices]}")
-        if str(home) != str(devices[0]):
-            raise ValueError(f"DataParallel: the module's parameters are on {home} but device_ids[0] "
-                             f"is {devices[0]}: call module.to({str(devices[0])!r}) first")
+        if not isinstance(module, Module):
+            raise TypeError(f"DataParallel: module must be an nn.Module, got {type(module).__name__}")
+        if device_ids is not None:
+            device_ids = list(device_ids)
+            if not device_ids:
+                raise ValueError("DataParallel: device_ids is empty: pass None for every device "
+                                 "of the module's type, or list the devices")
+            for d in device_ids + ([output_device] if output_device is not None else []):
+                _check_device_spec(d)
+            keys = [d if _is_index(d) else str(_device(d)) for d in device_ids]
+            if len(set(keys)) != len(keys):
+                raise ValueError(f"DataParallel: device_ids repeats a device: {device_ids}")
+        elif output_device is not None:
+            _check_device_spec(output_device)
         self.module = module
-        self.device_ids = devices
-        self.output_device = _device(output_device) if output_device is not None else devices[0]
+        object.__setattr__(self, "_replicas", None)
+        self._device_spec = device_ids
+        self._output_spec = output_device
         self.dim = dim
 
-    def forward(self, *inputs, **kwargs):
+    @property
+    def device_ids(self):
+        """The devices the replicas run on, resolved against where the module is now."""
+        return _resolve_devices(self._device_spec, _module_device(self.module))
+
+    @property
+    def output_device(self):
         devices = self.device_ids
+        spec = self._output_spec
+        if spec is None:
+            return devices[0]
+        return _device(f"{devices[0].type}:{spec}") if _is_index(spec) else _device(spec)
+
+    def _devices_checked(self):
+        """device_ids, after checking that the module is on device_ids[0] (PyTorch checks
+        this at forward time too, so the wrapper may be built before the module is moved)."""
+        home = _module_device(self.module)
+        devices = _resolve_devices(self._device_spec, home)
+        for t in list(self.module.parameters()) + list(self.module.buffers()):
+            if str(t.device) != str(devices[0]):
+                raise RuntimeError(
+                    f"DataParallel: the module must have its parameters and buffers on "
+                    f"{devices[0]} (device_ids[0]) but found one on {t.device}: move it with "
+                    f"net.to({str(devices[0])!r}) (on the wrapper or the module) before the forward")
+        return devices
+
+    def forward(self, *inputs, **kwargs):
+        devices = self._devices_checked()
         if len(devices) == 1:
             return self.module(*inputs, **kwargs)
-        grad = is_grad_enabled()
         scattered = self.scatter(inputs, kwargs, devices)
-        k = len(scattered)
-        replicas = replicate(self.module, devices[:k], grad)
-        outputs = self.parallel_apply(replicas, scattered, grad)
+        replicas = self.replicate(devices, len(scattered))
+        outputs = self.parallel_apply(replicas, scattered, devices)
         return self.gather(outputs, self.output_device)
+
+    def replicate(self, devices, k):
+        """[module, copy on devices[1], ...] for the first k devices: the resident copies,
+        refreshed (built the first time, and again when the module's parameters or the
+        devices change)."""
+        reps = self._replicas
+        if reps is not None and reps.devices == devices and \
+                reps.key == _replica_key(self.module, devices):
+            reps.refresh(k - 1)
+        else:
+            if reps is not None:
+                reps.close()
+            reps = _Replicas(self.module, devices)  # a copy on every device, used or not
+            object.__setattr__(self, "_replicas", reps)
+        return [self.module] + reps.copies[:k - 1]
+
+    def __del__(self):
+        reps = self.__dict__.get("_replicas")
+        if reps is not None:
+            reps.close()
 
     def scatter(self, inputs, kwargs, devices):
         """[(args, kwargs)] per device: tensors chunked along dim, everything else shared."""
@@ -208,30 +372,18 @@ class DataParallel(Module):
         return [(tuple(part(x, i) for x in inputs), {k: part(v, i) for k, v in kwargs.items()})
                 for i in range(len(sizes))]
 
-    def parallel_apply(self, replicas, scattered, grad):
-        """Run each replica on its chunk, one thread per device."""
-        results, errors = [None] * len(replicas), [None] * len(replicas)
-
-        def work(i):
+    def parallel_apply(self, replicas, scattered, devices):
+        """Run each replica on its chunk. One Python thread queues the work of every device
+        (their ops run asynchronously on each device's own workers), so the replicas compute
+        side by side without a Python thread per device."""
+        outputs = []
+        for i, (rep, (args, kw)) in enumerate(zip(replicas, scattered)):
             try:
-                with set_grad_enabled(grad):
-                    args, kw = scattered[i]
-                    results[i] = replicas[i](*args, **kw)
-            except BaseException as e:  # re-raised below, naming the device
-                errors[i] = e
-
-        threads = [threading.Thread(target=work, args=(i,), name=f"pygpu-dp-{self.device_ids[i]}")
-                   for i in range(1, len(replicas))]
-        for t in threads:
-            t.start()
-        work(0)
-        for t in threads:
-            t.join()
-        for i, e in enumerate(errors):
-            if e is not None:
-                raise RuntimeError(f"DataParallel: the replica on {self.device_ids[i]} raised "
+                outputs.append(rep(*args, **kw))
+            except Exception as e:
+                raise RuntimeError(f"DataParallel: the replica on {devices[i]} raised "
                                    f"{type(e).__name__}: {e}") from e
-        return results
+        return outputs
 
     def gather(self, outputs, output_device):
         from ..._C import Tensor
