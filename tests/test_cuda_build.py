@@ -21,10 +21,11 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECK_SCRIPT = os.path.join(REPO, "build_support", "check_cuda_plugin.py")
 EXPORTS = {"pg_plugin_init", "pg_plugin_set_option", "pg_plugin_get_option",
-           "pg_plugin_abi_version",
+           "pg_plugin_abi_version", "pg_plugin_pci_bus_id",
            # NCCL for pygpu.distributed, reached through ctypes (csrc/backends/cuda/cuda_nccl.c)
            "pg_plugin_nccl_load", "pg_plugin_nccl_version", "pg_plugin_nccl_unique_id",
-           "pg_plugin_nccl_comm_init", "pg_plugin_nccl_comm_destroy", "pg_plugin_nccl_all_reduce",
+           "pg_plugin_nccl_comm_init", "pg_plugin_nccl_comm_destroy", "pg_plugin_nccl_comm_abort",
+           "pg_plugin_nccl_all_reduce",
            "pg_plugin_nccl_broadcast"}
 
 
