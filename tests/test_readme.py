@@ -5,8 +5,8 @@
 # example writes land there; a block that raises fails the test and names the page and the
 # block. A few printed figures that the comments quote are checked here too (the counters
 # themselves are checked exactly in test_counters.py). Every fenced block must say what it
-# is (python runs; text, sh and c do not), so that a block cannot stop running by losing
-# its language. Relative links must point at files that exist, except the pages other
+# is (python runs; text, sh, c and the others in LANGUAGES do not), so that a block cannot
+# stop running by losing its language. Relative links must point at files that exist, except the pages other
 # work adds (PENDING), which are allowed to be missing until they land.
 import glob
 import os
@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = sorted(["README.md"] + [os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))])
 # pages the README and docs/index.md link to that other branches write
 PENDING = {"docs/parallel.md", "docs/cuda.md", "docs/mixed_precision.md", "docs/performance.md"}
-LANGUAGES = {"python", "text", "sh", "c", "json"}
+LANGUAGES = {"python", "text", "sh", "bash", "console", "c", "json", "toml", "ini"}  # only python runs
 # output that a page's comments quote, checked when the page runs
 EXPECTED_OUTPUT = {
     "README.md": ["h2d: 1 transfer, 24 bytes", "d2h: 1 transfer, 8 bytes", "implicit by trigger: repr=1"],
