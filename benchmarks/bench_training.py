@@ -10,7 +10,14 @@
 #
 # PYGPU_BENCH_SAMPLES sets the epoch's size (default 60,000, the real MNIST
 # training set); fewer samples give the same samples/s, only noisier.
+#
+# Each row also reports its GFLOP/s (the step's matmul FLOPs: forward, dX and
+# dW, 6 * batch * weights) and that as a fraction of a peak measured in the
+# same run: a large single-thread sgemm (1024^3, pygpu's OpenBLAS on one core)
+# times the thread count. The Adam rows run the same model with Adam (lr 1e-3),
+# whose target is >= 1.3x PyTorch at batch 64 (issue 15).
 import os
+import time
 
 import numpy as np
 import pytest
@@ -21,6 +28,9 @@ N = int(os.environ.get("PYGPU_BENCH_SAMPLES", "60000"))
 SIZES = (784, 512, 512, 10)
 BATCHES = [64, 512]
 IMPLS = ["pygpu-cpu", "pygpu-sim", "torch"]
+OPTIMS = ["sgd", "adam"]
+WEIGHTS = sum(a * b for a, b in zip(SIZES[:-1], SIZES[1:]))
+FLOP_PER_SAMPLE = 6 * WEIGHTS  # forward 2, dX 2, dW 2 multiply-add FLOPs per weight
 THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 _results = {}
 
@@ -41,10 +51,37 @@ def same_threads():
         yield
 
 
-def _pygpu_epoch(device, X, y, batch):
+@pytest.fixture(scope="module")
+def peak_gflops():
+    """THREADS x a single-thread 1024^3 sgemm's GFLOP/s (pygpu's BLAS, best of 5)."""
+    before = pygpu.get_num_threads()
+    pygpu.set_num_threads(1)
+    n = 1024
+    a = pygpu.tensor(np.ones((n, n), np.float32))
+    (a @ a).numpy()
+    best = min(_timed(lambda: a @ a) for _ in range(5))
+    pygpu.set_num_threads(before)
+    return THREADS * 2 * n**3 / best / 1e9
+
+
+def _timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def _make_opt(name, params, torch=None):
+    if torch is not None:
+        return (torch.optim.SGD(params, lr=0.01, momentum=0.9) if name == "sgd"
+                else torch.optim.Adam(params, lr=1e-3))
+    return (pygpu.optim.SGD(params, lr=0.01, momentum=0.9) if name == "sgd"
+            else pygpu.optim.Adam(params, lr=1e-3))
+
+
+def _pygpu_epoch(device, X, y, batch, optim="sgd"):
     pygpu.manual_seed(0)
     model = pygpu.nn.MLP(list(SIZES), activation="relu")
-    opt = pygpu.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    opt = _make_opt(optim, model.parameters())
     trainer = pygpu.Trainer(model, opt, pygpu.nn.CrossEntropyLoss(), device=device)
     trainer.fit(X[:batch * 4], y[:batch * 4], epochs=1, batch_size=batch, progress=False,
                 shuffle=False)  # warm-up: caches, staging buffers, BLAS threads
@@ -55,7 +92,7 @@ def _pygpu_epoch(device, X, y, batch):
     return run
 
 
-def _torch_epoch(X, y, batch):
+def _torch_epoch(X, y, batch, optim="sgd"):
     torch = pytest.importorskip("torch")
     torch.set_num_threads(THREADS)
     torch.manual_seed(0)
@@ -65,7 +102,7 @@ def _torch_epoch(X, y, batch):
         if i < len(SIZES) - 2:
             layers.append(torch.nn.ReLU())
     model = torch.nn.Sequential(*layers)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    opt = _make_opt(optim, model.parameters(), torch)
     loss_fn = torch.nn.CrossEntropyLoss()
     tX, ty = torch.from_numpy(X), torch.from_numpy(y)
 
@@ -90,31 +127,45 @@ def _torch_epoch(X, y, batch):
 
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("batch", BATCHES, ids=[f"batch{b}" for b in BATCHES])
-def test_train_one_epoch(benchmark, data, batch, impl):
-    benchmark.group = f"MLP 784-512-512-10 one epoch of {N} samples, batch {batch}"
+@pytest.mark.parametrize("optim", OPTIMS)
+def test_train_one_epoch(benchmark, data, peak_gflops, optim, batch, impl):
+    if optim == "adam" and batch != 64:
+        pytest.skip("Adam's target is at batch 64")
+    benchmark.group = f"MLP 784-512-512-10 {optim} one epoch of {N} samples, batch {batch}"
     X, y = data
     if impl == "torch":
-        run = _torch_epoch(X, y, batch)
+        run = _torch_epoch(X, y, batch, optim)
     else:
-        run = _pygpu_epoch(impl.split("-")[1], X, y, batch)
+        run = _pygpu_epoch(impl.split("-")[1], X, y, batch, optim)
     out = benchmark.pedantic(run, rounds=2, iterations=1, warmup_rounds=0)
     assert np.isfinite(out["loss"]) and out["loss"] < 2.5, f"{impl}: loss {out['loss']} (diverged?)"
     if benchmark.stats:  # None under --benchmark-disable
         sps = N / benchmark.stats.stats.min
+        gflops = sps * FLOP_PER_SAMPLE / 1e9
         benchmark.extra_info["samples_per_s"] = round(sps)
+        benchmark.extra_info["gflops"] = round(gflops, 1)
+        benchmark.extra_info["peak_fraction"] = round(gflops / peak_gflops, 3)
         benchmark.extra_info["threads"] = THREADS
-        _results[(batch, impl)] = sps
+        _results[(optim, batch, impl)] = sps
+        _results["peak"] = peak_gflops
 
 
 def teardown_module(module):
     if not _results:
         return
-    lines = [f"\nsamples/s, one epoch of {N}, {THREADS} threads (best of 2 rounds):",
-             f"{'batch':>6}" + "".join(f"{i:>12}" for i in IMPLS) + f"{'cpu/torch':>11}{'sim/cpu':>9}"]
-    for b in BATCHES:
-        row = [_results.get((b, i)) for i in IMPLS]
-        cells = "".join(f"{v:>12,.0f}" if v else f"{'-':>12}" for v in row)
-        r1 = f"{row[0] / row[2]:>11.2f}" if row[0] and row[2] else f"{'-':>11}"
-        r2 = f"{row[1] / row[0]:>9.2f}" if row[0] and row[1] else f"{'-':>9}"
-        lines.append(f"{b:>6}{cells}{r1}{r2}")
+    peak = _results.get("peak")
+    lines = [f"\nsamples/s, one epoch of {N}, {THREADS} threads (best of 2 rounds); "
+             f"(GFLOP/s, fraction of the {peak:,.0f} GFLOP/s peak: {THREADS} x a 1-thread sgemm):",
+             f"{'optim':>5}{'batch':>6}" + "".join(f"{i:>22}" for i in IMPLS) +
+             f"{'cpu/torch':>11}{'sim/cpu':>9}"]
+    for o in OPTIMS:
+        for b in BATCHES:
+            row = [_results.get((o, b, i)) for i in IMPLS]
+            if not any(row):
+                continue
+            cells = "".join(f"{v:>8,.0f} ({v * FLOP_PER_SAMPLE / 1e9:>4.0f}, {v * FLOP_PER_SAMPLE / 1e9 / peak:.2f})"
+                            if v else f"{'-':>22}" for v in row)
+            r1 = f"{row[0] / row[2]:>11.2f}" if row[0] and row[2] else f"{'-':>11}"
+            r2 = f"{row[1] / row[0]:>9.2f}" if row[0] and row[1] else f"{'-':>9}"
+            lines.append(f"{o:>5}{b:>6}{cells}{r1}{r2}")
     print("\n".join(lines))

@@ -87,6 +87,11 @@ MATMUL = cases(
     (a(0, 4), a(4, 5)), (a(3, 0), a(0, 5)), (a(3, 4), a(4, 0)), (a(0), a(0)),
     (tr(4, 3), a(4, 5)), (a(3, 4), tr(5, 4)), (tr(4, 3), tr(5, 4)),
     (a(2, 3, 4), tr(5, 4)), (a(33, 65), a(65, 17)), (a(64, 128), a(128, 64)),
+    # large enough for the GEMM scheduler to cut into panels (cpu_gemm_schedule.c): columns,
+    # rows, batches; strided (a column slice: lda > cols) and transposed operands
+    (a(200, 200), a(200, 200)), (a(300, 90), tr(40, 90)), (tr(120, 260), a(120, 70)),
+    (In((130, 200), lambda x: x[:, 3:163], "130x200[:,3:163]"), a(160, 96)),
+    (a(4, 60, 70), a(70, 80)), (a(3, 90, 70), In((3, 110, 70), lambda x: x.transpose(0, 2, 1), "3x110x70.t021")),
 )
 FLOATS = ("float32", "float64")
 NUMERIC = ("float32", "float64", "int64")
@@ -298,7 +303,9 @@ row("bool", lambda x: bool(x), lambda x: bool(x.item()), ONE_ELEMENT, STORAGE, k
 # Each fused op against a NumPy reference written out op by op. In-place optimizer updates
 # run on clones (the table checks inputs are never written) and return the new state.
 _LIN = cases((a(5, 3), a(4, 3), a(4)), (a(1, 1), a(1, 1), a(1)), (a(0, 3), a(4, 3), a(4)),
-             (tr(3, 5), a(4, 3), a(4)), (a(5, 3), tr(3, 4), a(4)), (a(64, 33), a(17, 33), a(17)))
+             (tr(3, 5), a(4, 3), a(4)), (a(5, 3), tr(3, 4), a(4)), (a(64, 33), a(17, 33), a(17)),
+             # cut by the scheduler: output-feature slices (dW, db), panels of y and dx
+             (a(64, 70), a(130, 70), a(130)), (a(48, 70), a(10, 70), a(10)))
 _ACT_NP = {None: lambda z: z, "relu": lambda z: np.maximum(z, 0), "tanh": np.tanh,
            "sigmoid": lambda z: 1 / (1 + np.exp(-z))}
 _DACT_NP = {None: lambda y: np.ones_like(y), "relu": lambda y: (y > 0).astype(y.dtype),
