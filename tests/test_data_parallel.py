@@ -128,6 +128,10 @@ def test_output_device_and_errors():
     assert str(dp(pygpu.randn(4, 20)).device) == "sim:1"
     dp = nn.DataParallel(model, device_ids=[0, 1], output_device="sim:1")
     assert str(dp(pygpu.randn(4, 20)).device) == "sim:1"
+    out = nn.DataParallel(model, device_ids=[0, 1], output_device="cpu")(pygpu.randn(4, 20))
+    assert str(out.device) == "cpu"
+    out.sum().backward()
+    assert all(str(p.grad.device) == "sim:0" for p in model.parameters())
     # the module's place is checked at forward time (PyTorch's rule), naming the fix
     with pytest.raises(RuntimeError, match=r"net.to\('sim:1'\)"):
         nn.DataParallel(model, device_ids=["sim:1", "sim:0"])(pygpu.randn(4, 20))

@@ -6,7 +6,8 @@
     dist.stats()                           # bytes over the network and host<->device, this rank
 
 Launch with `mpirun -np 2 python train.py`, or `python -m pygpu.distributed.run
---nproc_per_node 2 train.py`, which calls mpirun for you. As with torchrun, every
+--nproc_per_node 2 train.py`, which calls mpirun for you (`python -m
+pygpu.distributed.launch` also passes --local_rank=N, as torch.distributed.launch did). As with torchrun, every
 process finds RANK, LOCAL_RANK and WORLD_SIZE in its environment (set here from
 Open MPI's own variables when mpirun started it directly).
 

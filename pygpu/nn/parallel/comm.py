@@ -108,6 +108,7 @@ class InProcess(Communicator):
                     continue
                 p = self.targets[id(rp)]
                 with _stats.role("grad_reduce"):
-                    moved = g.to(p.device, non_blocking=True)  # queued on the devices' copy engine
+                    # queued on the devices' copy engine (a cpu destination would need pinned memory)
+                    moved = g.to(p.device, non_blocking=p.device.type != "cpu")
                 p.grad = moved if p.grad is None else p.grad + moved
                 rp.grad = None  # the replica starts the next backward empty

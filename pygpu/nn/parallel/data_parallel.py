@@ -55,6 +55,12 @@ def _slice(t, dim, a, b):
     return t[(slice(None),) * dim + (slice(a, b),)]
 
 
+def _move(t, dev):
+    """t on `dev`; between devices without blocking the host (the devices' copy engines run
+    it in order with their work). A copy to the cpu blocks: it would need pinned memory."""
+    return t.to(dev, non_blocking=_device(dev).type != "cpu")
+
+
 class _Replicate(Function):
     """A parameter on another device; its gradient returns to the original (grad_reduce)."""
 
@@ -78,7 +84,7 @@ class _Scatter(Function):
         ctx.src = x.device
         ctx.meta = (x.shape, dim, a, b)
         with _stats.role("scatter"):
-            return _slice(x, dim, a, b).to(dev, non_blocking=True)
+            return _move(_slice(x, dim, a, b), dev)
 
     @staticmethod
     def backward(ctx, g):
@@ -86,7 +92,7 @@ class _Scatter(Function):
         shape, dim, a, b = ctx.meta
         full = zeros(*shape, dtype=g.dtype, device=ctx.src)
         with _stats.role("scatter"):
-            _slice(full, dim, a, b).copy_(g, non_blocking=True)
+            _slice(full, dim, a, b).copy_(g, non_blocking=full.device.type != "cpu")
         return full, None, None, None, None
 
 
@@ -100,7 +106,7 @@ class _Gather(Function):
         ctx.sizes = [o.shape[dim] for o in outputs]
         ctx.dim = dim
         with _stats.role("gather"):
-            moved = [o.to(out_dev, non_blocking=True) for o in outputs]
+            moved = [_move(o, out_dev) for o in outputs]
         return cat(moved, dim=dim) if len(moved) > 1 else moved[0].clone()
 
     @staticmethod
@@ -108,8 +114,7 @@ class _Gather(Function):
         pieces, start = [], 0
         with _stats.role("gather"):
             for dev, n in zip(ctx.devices, ctx.sizes):
-                pieces.append(_slice(g, ctx.dim, start, start + n).contiguous()
-                              .to(dev, non_blocking=True))
+                pieces.append(_move(_slice(g, ctx.dim, start, start + n).contiguous(), dev))
                 start += n
         return (None, None, *pieces)
 
@@ -146,7 +151,7 @@ class _Replicas:
             for dev in devices[1:]:
                 images, tensors, mods = {}, [], []
                 for p in params:
-                    rp = Parameter(p.to(dev, non_blocking=True), requires_grad=p.requires_grad)
+                    rp = Parameter(_move(p, dev), requires_grad=p.requires_grad)
                     images[id(p)] = rp
                     tensors.append((p, rp))
                     if p.requires_grad:
@@ -165,7 +170,7 @@ class _Replicas:
         with no_grad(), _stats.role("replicate"):
             for tensors in self.tensors[:ncopies]:
                 for src, dst in tensors:
-                    dst.copy_(src, non_blocking=True)
+                    dst.copy_(src, non_blocking=dst.device.type != "cpu")
         for mods in self.modules[:ncopies]:
             for m, r in mods:
                 d = r.__dict__
