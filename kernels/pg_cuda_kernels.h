@@ -47,7 +47,7 @@ enum { PG_CUDA_RANDOM_UNIFORM = 0, PG_CUDA_RANDOM_NORMAL = 1 };
  * [0, C)) sets a bit in mapped pinned memory instead of writing a silent
  * NaN, and the first one to claim the record writes its details (label,
  * row, classes); the host reads it after each successful wait and raises
- * AsyncOpError, as sim does (csrc/backends/cuda/cuda_stream.c). */
+ * AsyncOpError, as sim does (csrc/backends/cuda/cuda_queue.c). */
 enum { PG_CUDA_EFLAG_LABEL = 1u << 0 };
 typedef struct pg_cuda_eflags {
     unsigned bits;    /* PG_CUDA_EFLAG_*, atomicOr */

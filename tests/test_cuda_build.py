@@ -312,3 +312,16 @@ def test_find_cublas_in_a_wheel(tmp_path, monkeypatch):
     assert cb["include"] == str(sp / "nvidia" / "cu13" / "include")
     assert cb["library"] == str(sp / "nvidia" / "cu13" / "lib" / "libcublas.so.13")
     assert cb["wheel_subdir"] == "cu13"
+
+
+# --- the CUDA 12 configuration (build_support/cuda12_check.py, run by .ci/run) ----------------
+def test_cuda12_check_stubs_every_kernel_launcher():
+    spec = importlib.util.spec_from_file_location(
+        "pygpu_cuda12_check", os.path.join(REPO, "build_support", "cuda12_check.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    src, names = mod.kernel_stubs()
+    with open(os.path.join(REPO, "kernels", "pg_cuda_kernels.h")) as f:
+        declared = set(re.findall(r"\b(pg_kernel_\w+)\s*\(", f.read()))
+    assert set(names) == declared and "pg_kernel_matmul" in names
+    assert all(f"int {n}(void) {{ return 0; }}" in src for n in names)

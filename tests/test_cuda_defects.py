@@ -5,7 +5,7 @@
 # GPU runs where one exists and skips cleanly elsewhere (`needs_cuda`). Where a
 # defect can only show on a GPU (an event on the wrong device, a stale
 # "not ready" error), the test here is the GPU one: the code is in
-# csrc/backends/cuda/cuda_stream.c and cuda_copy.c.
+# csrc/backends/cuda/cuda_queue.c and cuda_copy.c.
 import ctypes
 import os
 import subprocess
@@ -255,6 +255,23 @@ def test_pinned_buffer_is_not_reused_while_its_copy_is_pending(link_model_off):
     pygpu.sim.configure()
     new.wait()
     assert new.min().item() == 2.0 and new.max().item() == 2.0
+
+
+@needs_cuda
+def test_nonblocking_d2h_on_cuda_pins_once():
+    x = pygpu.arange(1 << 20, device="cuda:0").astype(pygpu.float32)
+    y = x.to("cpu", non_blocking=True)
+    y.wait()
+    del y
+    s0 = pygpu.cuda.memory_stats()
+    for k in range(5):
+        y = (x + k).to("cpu", non_blocking=True)
+        y.wait()
+        assert y.numpy()[7] == 7 + k
+        del y
+    s1 = pygpu.cuda.memory_stats()
+    assert s1["pinned_allocs"] == s0["pinned_allocs"]  # every buffer came from the cache
+    assert s1["pinned_cache_hits"] - s0["pinned_cache_hits"] == 5
 
 
 def test_empty_cache_gives_pinned_buffers_back():

@@ -2,7 +2,7 @@
  * timing of transfers for the core's statistics.
  *
  * Every copy is a cudaMemcpyAsync between two cudaEvents, so its duration
- * is measured on the device. Which stream it goes to (cuda_stream.c):
+ * is measured on the device. Which stream it goes to (cuda_queue.c):
  *   - non-blocking, with the host side pinned: the device's copy stream, so
  *     it overlaps kernels (DataLoader prefetch);
  *   - non-blocking between two GPUs: the destination's compute stream, peer
@@ -130,7 +130,7 @@ static pg_status pg_cuda_copy_on(pg_cuda_queue *q, const pg_copy *c, enum cudaMe
         }
         /* off the compute stream, or reading another device's memory: keep
          * the device storage whose block the allocator could otherwise hand
-         * out while the DMA still uses it (see cuda_stream.c) */
+         * out while the DMA still uses it (see cuda_queue.c) */
         pg_storage *dev_side = kind == cudaMemcpyHostToDevice   ? c->dst
                                : kind == cudaMemcpyDeviceToHost ? c->src
                                : c->src->device.index != d->index ? c->src
@@ -154,7 +154,9 @@ static pg_status pg_cuda_copy_on(pg_cuda_queue *q, const pg_copy *c, enum cudaMe
         return pg_cuda_queue_sync(q, "cudaEventSynchronize");
     pg_cuda_note_done(q, before);
     pg_cuda.core->stats_transfer_time(c->src->device, c->dst->device, (uint64_t)((double)ms * 1e6));
-    return PG_OK;
+    /* the kernels ahead of a blocking copy on the compute stream are done: a
+     * bad label among them raises here (loss.item() is such a copy) */
+    return q == &d->compute ? pg_cuda_check_eflags(d) : PG_OK;
 }
 
 static bool pg_cuda_pinned(const pg_storage *s) { return (s->flags & PG_STORAGE_PINNED) != 0; }

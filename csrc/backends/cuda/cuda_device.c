@@ -5,7 +5,7 @@
  * Nothing here runs at dlopen or plugin-init time except mutex setup: the
  * first op, copy or allocation on a device creates its streams, so importing
  * pygpu on a machine without a driver makes no CUDA call. Which stream runs
- * what, and how they wait for each other, is cuda_stream.c's. */
+ * what, and how they wait for each other, is cuda_queue.c's. */
 #include <stdio.h>
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * handle created on the first matmul, and the bookkeeping that lets
  * wait_event know whether a storage's pending work is done. The stream and
  * event model (which work goes to which queue, how queues wait for each
- * other) is described at the top of cuda_stream.c. Every CUDA/cuBLAS status
+ * other) is described at the top of cuda_queue.c. Every CUDA/cuBLAS status
  * goes through pg_cuda_check (cuda_check.c). The plugin never calls a core
  * symbol: it reaches the core only through pg_cuda.core (pg_core_api).
  *
@@ -122,7 +122,7 @@ pg_status pg_cuda_device_get(int index, const char *op, pg_cuda_device **out);
 pg_status pg_cuda_device_blas(pg_cuda_device *d, const char *op, cublasHandle_t *out);
 pg_status pg_cuda_enable_peer(pg_cuda_device *d, int peer, const char *op);
 
-/* cuda_stream.c: queues, events, waits (the model is described there) */
+/* cuda_queue.c: queues, events, waits (the model is described there) */
 typedef struct pg_cuda_guard {
     int index, prev; /* prev: the device current before, or -1 */
 } pg_cuda_guard;
@@ -138,6 +138,9 @@ void pg_cuda_mark(pg_storage *s, pg_cuda_queue *q, uint64_t seq, bool write);
 pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_queue *q);
 pg_status pg_cuda_queue_wait_queue(pg_cuda_queue *waiter, pg_cuda_queue *q, const char *op);
 pg_status pg_cuda_queue_sync(pg_cuda_queue *q, const char *why);
+/* PG_ERR_ASYNC naming the bad data a kernel flagged (PG_CUDA_EFLAG_*), and
+ * clears the flags; PG_OK when none. Call after the kernels are known done. */
+pg_status pg_cuda_check_eflags(pg_cuda_device *d);
 pg_status pg_cuda_synchronize(const pg_backend *be, int index);
 pg_status pg_cuda_wait_event(const pg_backend *be, pg_event ev);
 pg_cuda_queue *pg_cuda_event_queue(pg_event ev);

@@ -1,4 +1,4 @@
-/* cuda_stream.c - the CUDA plugin's streams ("queues"), events and waits.
+/* cuda_queue.c - the CUDA plugin's streams ("queues"), events and waits.
  *
  * THE STREAM/EVENT MODEL (user-visible streams build on this):
  *
@@ -29,6 +29,12 @@
  *     the xfer ring, cuda_copy.c) until its end event has fired, and a copy
  *     into device memory on the copy stream first waits (on the device) for
  *     the compute work queued so far, which may still use the block.
+ *   - A user-visible stream (pygpu.cuda.Stream) fits as one more pg_cuda_queue
+ *     of its device: ops launched under it get (that queue, seq) events, and
+ *     order_after / wait_event above order it with every other queue; work it
+ *     leaves in a storage is waited for like any other queue's. Like the copy
+ *     stream, it must keep the blocks it still uses from going back to the
+ *     caching allocator (hold the storages until an event on it has fired).
  *
  * Also here: the device guard (defect: a wait on another GPU used to leave
  * that GPU current, so the next events were created on the wrong device) and
@@ -214,7 +220,7 @@ pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_queue *q)
 }
 
 /* After a successful host wait: a kernel that found bad data raises now. */
-static pg_status check_eflags(pg_cuda_device *d)
+pg_status pg_cuda_check_eflags(pg_cuda_device *d)
 {
     volatile pg_cuda_eflags *e = d->eflags_host;
     if (e == NULL || e->bits == 0)
@@ -260,7 +266,9 @@ pg_status pg_cuda_queue_sync(pg_cuda_queue *q, const char *why)
         q->unsynced_ops -= nops;
         pthread_mutex_unlock(&d->lock);
         pg_cuda_xfer_poll(d, false);
-        return check_eflags(d);
+        /* only kernels set flags, and they run on the compute stream: a wait for
+         * a copy does not take the blame for a bad label */
+        return q == &d->compute ? pg_cuda_check_eflags(d) : PG_OK;
     }
     char op[200];
     if (nops == 1)
