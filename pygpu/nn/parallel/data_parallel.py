@@ -146,10 +146,10 @@ class DataParallel(Module):
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
         super().__init__()
-        from ... import cuda, sim
+        from ... import _device as _devices
         home = _module_device(module)
         if device_ids is None:
-            acc = {"sim": sim, "cuda": cuda}.get(home.type)
+            acc = _devices._ACCELERATORS.get(home.type)
             device_ids = [home] if acc is None else [f"{home.type}:{i}" for i in range(acc.device_count())]
         devices = []
         for d in device_ids:
