@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "../core/pg_backend.h"
 #include "../core/pg_half.h"
 
 static PyObject *g_dtypes[PG_NUM_DTYPES];
@@ -114,14 +115,94 @@ int pg_check_dtype_code(long code)
     return -1;
 }
 
-int pg_parse_dtype(PyObject *o, int *code)
+/* Devices and dtypes are parsed here, in C: the pygpu DType and Device objects
+ * by identity, and the canonical spellings ("float32", "cpu", "sim:1") by
+ * their names from the C core (pg_dtype_name, pg_device_type_name). The
+ * Python hooks (pygpu/_dtype.py, _device.py) are the cold path: NumPy dtypes
+ * and types, "sim" meaning the current device, a device whose backend is not
+ * loaded yet (cuda), and every malformed spelling, whose error they word. */
+
+#define IS_DIGIT(c) ((c) >= '0' && (c) <= '9')
+
+int pg_parse_dtype_fast(PyObject *o, int *code)
 {
     for (int i = 0; i < PG_NUM_DTYPES; i++) {
         if (o == g_dtypes[i]) {
             *code = i;
-            return 0;
+            return 1;
         }
     }
+    if (!PyUnicode_Check(o))
+        return 0;
+    const char *s = PyUnicode_AsUTF8(o);
+    if (!s) {
+        PyErr_Clear(); /* unencodable: the hook words the error */
+        return 0;
+    }
+    for (int i = 0; i < PG_NUM_DTYPES; i++) {
+        if (strcmp(s, pg_dtype_name((pg_dtype)i)) == 0) {
+            *code = i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int pg_parse_device_fast(PyObject *o, pg_device *d)
+{
+    for (int s = 0; s < PG_NUM_SLOTS; s++) {
+        if (g_devices[s] == o) {
+            *d = pg_device_from_slot(s);
+            return 1;
+        }
+    }
+    if (!PyUnicode_Check(o))
+        return 0;
+    Py_ssize_t len;
+    const char *s = PyUnicode_AsUTF8AndSize(o, &len);
+    if (!s) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (int type = 0; type < PG_NUM_DEVICE_TYPES; type++) {
+        const char *name = pg_device_type_name(type);
+        size_t n = strlen(name);
+        if (strncmp(s, name, n) != 0)
+            continue;
+        const char *rest = s + n;
+        if (*rest == 0 && type == PG_DEV_CPU) {
+            *d = (pg_device){PG_DEV_CPU, 0};
+            return 1;
+        }
+        /* type:N with one or two ASCII digits, nothing else */
+        if (rest[0] != ':' || !IS_DIGIT(rest[1]))
+            return 0;
+        int index = rest[1] - '0';
+        if (rest[2]) {
+            if (!IS_DIGIT(rest[2]) || rest[3])
+                return 0;
+            index = index * 10 + (rest[2] - '0');
+        }
+        if (type == PG_DEV_CPU) {
+            if (index != 0)
+                return 0;
+        } else {
+            /* the device must exist; an absent backend or index gets the hook's message */
+            const pg_backend *be = pg_backend_get(type);
+            if (!be || index >= PG_MAX_DEVICES_PER_TYPE || index >= be->device_count(be))
+                return 0;
+        }
+        *d = (pg_device){type, index};
+        return 1;
+    }
+    return 0;
+}
+
+int pg_parse_dtype(PyObject *o, int *code)
+{
+    int fast = pg_parse_dtype_fast(o, code);
+    if (fast)
+        return fast < 0 ? -1 : 0;
     PyObject *f = pg_hook("dtype_code"); /* strings, NumPy dtypes and types */
     if (!f)
         return -1;
@@ -138,12 +219,9 @@ int pg_parse_dtype(PyObject *o, int *code)
 
 int pg_parse_device(PyObject *o, pg_device *d)
 {
-    for (int s = 0; s < PG_NUM_SLOTS; s++) {
-        if (g_devices[s] == o) {
-            *d = pg_device_from_slot(s);
-            return 0;
-        }
-    }
+    int fast = pg_parse_device_fast(o, d);
+    if (fast)
+        return fast < 0 ? -1 : 0;
     PyObject *f = pg_hook("parse_device"); /* strings and Device objects -> (type, index) */
     if (!f)
         return -1;
