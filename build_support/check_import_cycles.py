@@ -38,9 +38,6 @@ KNOWN = [
      "issue 19 item 4 / issue 18, branch cudafix"),
     (("csrc/core/pg_ops_elementwise.c", "csrc/core/pg_ops_half.c"),
      "issue 19 item 4 / issue 16, branch amp: the half wrapper goes away with mixed precision"),
-    (("csrc/bindings/autograd.c", "csrc/bindings/tensor_object.c"),
-     "issue 19 item 4, branch core: NOT YET BROKEN (tensor_object.c holds the type object and the "
-     "operators beside the helpers every binding uses)"),
 ]
 
 _C_EXTS = (".c", ".h", ".cu", ".cuh")

@@ -8,7 +8,6 @@
 
 #include <string.h>
 
-PyObject *pg_item(PyTensor *self);
 PyObject *pg_array_dunder(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *pg_dlpack_dunder(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *pg_dlpack_device_dunder(PyObject *self, PyObject *noargs);

@@ -94,6 +94,10 @@ PyObject *pg_dtype_object(int code);   /* borrowed */
 PyObject *pg_device_object(pg_device d); /* new reference */
 PyObject *pg_hook(const char *name);   /* borrowed; NULL with an exception if missing */
 int pg_parse_dtype(PyObject *o, int *code);   /* 0 ok, -1 error */
+/* Fill the type's slots from the files above tensor_object.c; PyType_Ready (module init). */
+int pg_tensor_type_ready(void);
+/* One element as a Python number (an implicit transfer from a device). */
+PyObject *pg_item(PyTensor *self);
 /* The C-only part of pg_parse_dtype / pg_parse_device: 1 parsed, 0 not a form
  * handled in C (ask the Python hook, which also words every error). */
 int pg_parse_dtype_fast(PyObject *o, int *code);
