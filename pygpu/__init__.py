@@ -16,7 +16,7 @@ from ._C import (AsyncOpError, AxisError, DeviceMismatchError, DeviceUnavailable
                  from_numpy, get_num_threads, log, logical_not, matmul, max, maximum, mean, min,
                  minimum, multiply, negative, relu, reset_stats, set_num_threads, sigmoid, sqrt,
                  subtract, sum, tanh)
-from . import _accel, _dtype, _hooks
+from . import _device as _device_mod, _dtype, _hooks
 from ._creation import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
                         zeros, zeros_like)
 from ._device import Device, device, make_device as _make_device, parse_device as _parse_device
@@ -73,21 +73,21 @@ def synchronize(device=None):
     if device is not None:
         d = globals()["device"](device)
         if d.type != "cpu":
-            _accel.module_for(d.type)._check_index(d.index)  # names the device and how many exist
+            _device_mod.accelerator(d.type)._check_index(d.index)  # names the device and how many exist
             _C._synchronize(*d._code)
         return
     for i in range(sim.device_count()):
-        _C._synchronize(1, i)
+        _C._synchronize(sim._acc.code, i)
     if cuda._acc._tried and _C._load_cuda(None):
         for i in range(cuda.device_count()):
-            _C._synchronize(2, i)
+            _C._synchronize(cuda._acc.code, i)
 
 
 @_atexit.register
 def _shutdown():
     try:
         for i in range(sim.device_count()):
-            _C._synchronize(1, i)
+            _C._synchronize(sim._acc.code, i)
     except AsyncOpError:
         pass  # an unobserved failure at exit has nobody left to report to
     _C._shutdown()

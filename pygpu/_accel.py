@@ -2,8 +2,10 @@
 
 pygpu.sim and pygpu.cuda are each an Accelerator bound to their device type:
 is_available(), device_count(), current_device(), memory_allocated(), ...
-All figures come from the C core's counters and caching allocator."""
-from . import _C
+All figures come from the C core's counters and caching allocator. Each
+Accelerator registers itself with pygpu/_device.py, which parses device
+spellings; this module sits above that one and never below it."""
+from . import _C, _device
 
 
 class DeviceIndexError(_C.DeviceUnavailableError, IndexError):
@@ -13,10 +15,13 @@ class DeviceIndexError(_C.DeviceUnavailableError, IndexError):
 
 
 class Accelerator:
-    def __init__(self, name, code):
+    def __init__(self, name, code=None):
         self.name = name
-        self.code = code
+        self.code = _device._TYPES[name]  # the C core's code for the type
+        if code is not None and code != self.code:
+            raise ValueError(f"device type {name!r} has code {self.code} in the C core, not {code}")
         self._current = 0
+        _device.register_accelerator(self)
 
     # -- identity ---------------------------------------------------------------------
     def _load(self):
@@ -50,8 +55,7 @@ class Accelerator:
         elif isinstance(device, int):
             index = device
         else:
-            from ._device import device as parse
-            d = parse(device)
+            d = _device.device(device)
             if d.type != self.name:
                 raise ValueError(f"expected a {self.name} device, got {d}")
             index = d.index
@@ -131,13 +135,8 @@ class Accelerator:
 
 
 def module_for(type_name):
-    if type_name == "sim":
-        from . import sim
-        return sim
-    if type_name == "cuda":
-        from . import cuda
-        return cuda
-    raise ValueError(f"{type_name} is not an accelerator type")
+    """The Accelerator of a device type (its pygpu.sim / pygpu.cuda functions)."""
+    return _device.accelerator(type_name)
 
 
 def export(acc, namespace):

@@ -3,11 +3,30 @@
 Like c10::Device. A Device compares equal to its string spelling, so
 `t.device == "sim:0"` works. Parsing a cuda device loads the CUDA plugin
 on first use (never at import). A malformed spelling raises ValueError (TypeError
-for a non-string) naming what was wrong and the forms that work."""
+for a non-string) naming what was wrong and the forms that work.
+
+The device types are the C core's (_C._device_types()). The accelerators
+(pygpu.sim, pygpu.cuda: pygpu/_accel.py) register here when they are made, so
+this module, the bottom layer, never imports them."""
 import numbers
 
-_TYPES = {"cpu": 0, "sim": 1, "cuda": 2}
+from . import _C
+
+_TYPES = {name: code for code, name in enumerate(_C._device_types())}
 _NAMES = {v: k for k, v in _TYPES.items()}
+_ACCELERATORS = {}  # type name -> its Accelerator (registered by _accel.Accelerator)
+
+
+def register_accelerator(acc):
+    _ACCELERATORS[acc.name] = acc
+
+
+def accelerator(type_name):
+    """The Accelerator object of a device type ("sim", "cuda")."""
+    acc = _ACCELERATORS.get(type_name)
+    if acc is None:
+        raise ValueError(f"{type_name} is not an accelerator type")
+    return acc
 
 
 class Device:
@@ -48,12 +67,11 @@ _cache = {}
 
 
 def _current_index(type_name):
-    from . import _accel
-    return _accel.module_for(type_name).current_device()
+    return accelerator(type_name).current_device()
 
 
 _SPELLING = "'cpu', 'sim:0' or 'cuda:1' (type[:index]; without an index, the current device)"
-_KNOWN = "the known types are cpu, sim and cuda"
+_KNOWN = "the known types are " + ", ".join(list(_TYPES)[:-1]) + " and " + list(_TYPES)[-1]
 
 
 def _parse_index(text, spec, name):
@@ -112,8 +130,7 @@ def parse_device(obj):
     """Hook for the C core: any device spelling -> (type code, index); checks it exists."""
     d = device(obj)
     if d.type != "cpu":
-        from . import _accel
-        _accel.module_for(d.type)._check_index(d.index)
+        accelerator(d.type)._check_index(d.index)
     return d._code
 
 

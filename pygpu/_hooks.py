@@ -2,7 +2,7 @@
 flexible arguments of Tensor.to(). Registered with _C._setup() at import."""
 import numpy as np
 
-from ._device import Device, device as parse_device_spec
+from ._device import _TYPES, Device, accelerator, device as parse_device_spec
 from ._C import Tensor
 from ._dtype import to_dtype
 
@@ -31,7 +31,7 @@ def _looks_like_device(x):
     if not isinstance(x, str):
         return False
     name = x.strip().lower()
-    if ":" in name or name in ("cpu", "sim", "cuda"):
+    if ":" in name or name in _TYPES:
         return True
     try:
         to_dtype(x)
@@ -68,8 +68,7 @@ def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False):
             dtype = a
     dev = parse_device_spec(device) if device is not None else None
     if dev is not None and dev.type != "cpu":
-        from . import _accel
-        _accel.module_for(dev.type)._check_index(dev.index)
+        accelerator(dev.type)._check_index(dev.index)
     t, i = dev._code if dev is not None else (-1, 0)
     code = to_dtype(dtype)._code if dtype is not None else -1
     return t, i, code, bool(non_blocking), bool(copy)

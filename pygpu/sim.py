@@ -21,7 +21,7 @@ import warnings as _warnings
 from . import _C
 from ._accel import Accelerator, export
 
-_acc = Accelerator("sim", 1)
+_acc = Accelerator("sim")
 export(_acc, globals())
 _check_index = _acc._check_index
 

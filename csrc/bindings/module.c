@@ -42,7 +42,7 @@ PyMODINIT_FUNC PyInit__C(void)
         return NULL;
     }
     (void)pg_cpu_isa(); /* decided once, before any worker thread asks */
-    if (pg_numpy_init() < 0 || PyType_Ready(&PyTensor_Type) < 0)
+    if (pg_numpy_init() < 0 || pg_tensor_type_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&pg_module);
     if (!m)

@@ -389,6 +389,23 @@ static PyObject *f_cuda_reason(PyObject *mod, PyObject *noargs)
     return PyUnicode_FromString(why ? why : "no CUDA GPU: the driver reports no device");
 }
 
+/* The device types, by code: ("cpu", "sim", "cuda"). pygpu/_device.py reads them here. */
+static PyObject *f_device_types(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    PyObject *t = PyTuple_New(PG_NUM_DEVICE_TYPES);
+    for (int i = 0; t && i < PG_NUM_DEVICE_TYPES; i++) {
+        PyObject *name = PyUnicode_FromString(pg_device_type_name(i));
+        if (!name) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, name);
+    }
+    return t;
+}
+
 static PyObject *f_cpu_isa(PyObject *mod, PyObject *detected)
 {
     (void)mod;
@@ -432,6 +449,7 @@ PyMethodDef pg_runtime_functions[] = {
     {"_sim_threads", f_sim_threads, METH_NOARGS, "internal: compute threads per sim device"},
     {"_load_cuda", f_load_cuda, METH_O, "internal: dlopen the CUDA plugin"},
     {"_cuda_reason", f_cuda_reason, METH_NOARGS, "internal: why cuda is unavailable, or None"},
+    {"_device_types", f_device_types, METH_NOARGS, "internal: the device type names, by code"},
     {"_cpu_isa", f_cpu_isa, METH_O, "internal: the CPU kernels' ISA level (arg: detected?)"},
     {"_shutdown", f_shutdown, METH_NOARGS, "internal: stop the sim workers (atexit)"},
     {NULL, NULL, 0, NULL},

@@ -8,7 +8,6 @@
 
 #include <string.h>
 
-PyObject *pg_item(PyTensor *self);
 PyObject *pg_array_dunder(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *pg_dlpack_dunder(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *pg_dlpack_device_dunder(PyObject *self, PyObject *noargs);
@@ -257,20 +256,85 @@ static PyObject *to_device(PyObject *self, pg_device dev, bool non_blocking)
     return pg_wrap_result(st, &out);
 }
 
+/* Tensor.to's arguments, parsed in C: 1 parsed, 0 a form left to the Python hook
+ * (_hooks.parse_to: NumPy dtypes, "sim" meaning the current device, a device of a
+ * backend not loaded yet, and every error, which it words), -1 error. */
+static int parse_to_fast(PyObject *args, PyObject *kwargs, int *type, int *index, int *code,
+                         int *non_blocking, int *copy)
+{
+    pg_device dev;
+    bool has_dev = false;
+    *code = -1;
+    *non_blocking = *copy = 0;
+    if (kwargs) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &key, &value)) {
+            const char *k = PyUnicode_AsUTF8(key);
+            if (!k)
+                return -1;
+            if (strcmp(k, "device") == 0) {
+                if (value != Py_None) {
+                    if (pg_parse_device_fast(value, &dev) != 1)
+                        return 0;
+                    has_dev = true;
+                }
+            } else if (strcmp(k, "dtype") == 0) {
+                if (value != Py_None && pg_parse_dtype_fast(value, code) != 1)
+                    return 0;
+            } else if (strcmp(k, "non_blocking") == 0 || strcmp(k, "copy") == 0) {
+                int v = PyObject_IsTrue(value);
+                if (v < 0)
+                    return -1;
+                *(k[0] == 'c' ? copy : non_blocking) = v;
+            } else {
+                return 0;
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+        PyObject *a = PyTuple_GET_ITEM(args, i);
+        int c;
+        if (PyTensor_Check(a)) { /* its device and dtype */
+            dev = pg_tensor_device(T(a));
+            has_dev = true;
+            *code = T(a)->dtype;
+        } else if (PyBool_Check(a)) {
+            *non_blocking = a == Py_True;
+        } else if (pg_parse_dtype_fast(a, &c) == 1) {
+            if (*code >= 0)
+                return 0; /* given twice: the hook says so */
+            *code = c;
+        } else if (!has_dev && pg_parse_device_fast(a, &dev) == 1) {
+            has_dev = true;
+        } else {
+            return 0;
+        }
+    }
+    *type = has_dev ? dev.type : -1;
+    *index = has_dev ? dev.index : 0;
+    return 1;
+}
+
 /* to(device), to(dtype), to(device, dtype), to(other_tensor), non_blocking=, copy= */
 static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *parse = pg_hook("parse_to");
-    if (!parse)
-        return NULL;
-    PyObject *r = PyObject_Call(parse, args, kwargs);
-    if (!r)
-        return NULL;
     int type, index, code, non_blocking, copy;
-    int ok = PyArg_ParseTuple(r, "iiipp", &type, &index, &code, &non_blocking, &copy);
-    Py_DECREF(r);
-    if (!ok)
+    int fast = parse_to_fast(args, kwargs, &type, &index, &code, &non_blocking, &copy);
+    if (fast < 0)
         return NULL;
+    if (!fast) {
+        PyObject *parse = pg_hook("parse_to");
+        if (!parse)
+            return NULL;
+        PyObject *r = PyObject_Call(parse, args, kwargs);
+        if (!r)
+            return NULL;
+        int ok = PyArg_ParseTuple(r, "iiipp", &type, &index, &code, &non_blocking, &copy);
+        Py_DECREF(r);
+        if (!ok)
+            return NULL;
+    }
     PyObject *cur = Py_NewRef(self);
     if (type >= 0 && !pg_device_eq(pg_tensor_device(T(self)), (pg_device){type, index})) {
         Py_SETREF(cur, to_device(cur, (pg_device){type, index}, non_blocking));

@@ -94,6 +94,14 @@ PyObject *pg_dtype_object(int code);   /* borrowed */
 PyObject *pg_device_object(pg_device d); /* new reference */
 PyObject *pg_hook(const char *name);   /* borrowed; NULL with an exception if missing */
 int pg_parse_dtype(PyObject *o, int *code);   /* 0 ok, -1 error */
+/* Fill the type's slots from the files above tensor_object.c; PyType_Ready (module init). */
+int pg_tensor_type_ready(void);
+/* One element as a Python number (an implicit transfer from a device). */
+PyObject *pg_item(PyTensor *self);
+/* The C-only part of pg_parse_dtype / pg_parse_device: 1 parsed, 0 not a form
+ * handled in C (ask the Python hook, which also words every error). */
+int pg_parse_dtype_fast(PyObject *o, int *code);
+int pg_parse_device_fast(PyObject *o, pg_device *d);
 /* The one check of a (type, index) pair that arrives from Python, before it
  * indexes any per-device table: -1 with a ValueError naming the valid range. */
 int pg_check_device(pg_device d);

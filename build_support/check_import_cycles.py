@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""check_import_cycles.py - fail when a file of pygpu reaches back to itself.
+
+Layers must read one way (bindings -> core -> backends; pygpu's public modules
+-> their helpers). Two graphs are built from the sources alone, no build needed:
+
+  C: file A -> file B when A uses a function or global that B defines (not
+     static). What a header's static inline function or function-like macro
+     uses counts for every file that uses it (pg_ag_record in tensor_object.h
+     calls pg_ag_record_slow in autograd.c), so the call graph behind the
+     #includes is seen, not only the #include lines.
+  Python: module A -> module B for every import of B in A, at module level or
+     inside a function (an import inside a function hides a circle; it does
+     not break it). A package's own __init__ importing its submodules is not an
+     edge back from them.
+
+Every strongly connected component of more than one file is a cycle. Cycles
+that belong to work in progress elsewhere are listed in KNOWN with the issue
+that removes them: they are reported, not failed; a KNOWN entry that no longer
+matches a cycle fails (so the list only shrinks; the lead empties it at merge).
+
+    python build_support/check_import_cycles.py [--root DIR] [-v]
+Exit status 0: no cycles but the known ones; 1: a new cycle (listed).
+"""
+import argparse
+import ast
+import os
+import re
+import sys
+
+# Cycles owned by work elsewhere: (files the cycle runs through, who breaks it). A cycle
+# found is known when it contains every file of an entry (merges may add files to it); an
+# entry that no cycle contains any more is stale, and fails: delete it.
+KNOWN = [
+    (("csrc/backends/cpu/cpu_backend.c", "csrc/backends/cpu/cpu_parallel.c"),
+     "issue 19 item 4 / issue 15, branch speed: the dispatcher moves out of the backend table's file"),
+    (("csrc/backends/cuda/cuda_copy.c", "csrc/backends/cuda/cuda_device.c"),
+     "issue 19 item 4 / issue 18, branch cudafix"),
+    (("csrc/core/pg_ops_elementwise.c", "csrc/core/pg_ops_half.c"),
+     "issue 19 item 4 / issue 16, branch amp: the half wrapper goes away with mixed precision"),
+]
+
+_C_EXTS = (".c", ".h", ".cu", ".cuh")
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _strip_c(text):
+    """Comments and string/char literals blanked (lines kept)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _body(text, start):
+    """The text of the brace block opening at or after `start`."""
+    i = text.find("{", start)
+    if i < 0:
+        return ""
+    depth = 0
+    for j in range(i, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return text[i:j + 1]
+    return text[i:]
+
+
+_DEF = re.compile(r"^(?!static\b|extern\b|typedef\b|struct\b|enum\b|union\b|#)"
+                  r"[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*(\(|\[|=)", re.M)
+_INLINE = re.compile(r"^static\s+(?:inline\s+)?[\w \t\*]*?\b([A-Za-z_]\w*)\s*\([^;{]*\)\s*\{", re.M)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(((?:[^\n]*\\\n)*[^\n]*)", re.M)
+
+
+def c_graph(root):
+    files, raw_includes = {}, {}
+    for top in ("csrc", "kernels"):
+        for d, _, names in os.walk(os.path.join(root, top)):
+            for name in names:
+                if name.endswith(_C_EXTS):
+                    path = os.path.join(d, name)
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        raw = f.read()
+                    rel = os.path.relpath(path, root)
+                    files[rel] = _strip_c(raw)  # string literals blanked: read includes first
+                    raw_includes[rel] = _INCLUDE.findall(raw)
+    defines = {}  # symbol -> file defining it (non-static)
+    expand = {}  # header -> {inline function / macro it defines -> identifiers it uses}
+    includes = {}  # file -> headers it includes directly
+    for path, text in files.items():
+        d = os.path.dirname(path)
+        includes[path] = set()
+        for inc in raw_includes[path]:
+            for base in (d, "csrc/core", "kernels", "csrc"):
+                cand = os.path.normpath(os.path.join(base, inc))
+                if cand in files:
+                    includes[path].add(cand)
+                    break
+        if path.endswith((".c", ".cu")):
+            for m in _DEF.finditer(text):
+                rest = text[m.end() - 1:]
+                semi, brace = rest.find(";"), rest.find("{")
+                is_def = m.group(2) == "=" or (brace >= 0 and (semi < 0 or brace < semi))
+                if is_def and m.group(1) not in ("if", "for", "while", "switch", "return"):
+                    defines.setdefault(m.group(1), path)
+        else:
+            ex = expand[path] = {}
+            for m in _INLINE.finditer(text):
+                ex[m.group(1)] = set(_IDENT.findall(_body(text, m.end() - 1)))
+            for m in _MACRO.finditer(text):
+                ex.setdefault(m.group(1), set()).update(_IDENT.findall(m.group(2)))
+    graph = {}
+    for path, text in files.items():
+        seen, todo = set(), [path]  # the headers this file sees, transitively
+        while todo:
+            for h in includes.get(todo.pop(), ()):
+                if h not in seen:
+                    seen.add(h)
+                    todo.append(h)
+        visible = {}
+        for h in seen:
+            for name, ids in expand.get(h, {}).items():
+                visible.setdefault(name, set()).update(ids)
+        used, work = set(), set(_IDENT.findall(text))
+        while work:  # through header inline functions and macros, transitively
+            ident = work.pop()
+            if ident in used:
+                continue
+            used.add(ident)
+            work |= visible.get(ident, set()) - used
+        graph[path] = {defines[s] for s in used if s in defines and defines[s] != path}
+    return graph
+
+
+def _module_name(root, path):
+    rel = os.path.relpath(path, root)[:-3].split(os.sep)
+    if rel[-1] == "__init__":
+        rel = rel[:-1]
+    return ".".join(rel)
+
+
+def py_graph(root, package="pygpu"):
+    mods = {}
+    for d, _, names in os.walk(os.path.join(root, package)):
+        for name in names:
+            if name.endswith(".py"):
+                path = os.path.join(d, name)
+                mods[_module_name(root, path)] = path
+    graph = {}
+    for mod, path in mods.items():
+        is_pkg = path.endswith("__init__.py")
+        base = mod if is_pkg else mod.rpartition(".")[0]
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    targets.add(a.name)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = base.split(".")
+                    parts = parts[:len(parts) - (node.level - 1)]
+                    src = ".".join(parts + ([node.module] if node.module else []))
+                else:
+                    src = node.module or ""
+                for a in node.names:
+                    sub = f"{src}.{a.name}"
+                    targets.add(sub if sub in mods else src)
+        edges = set()
+        for t in targets:
+            while t and t not in mods:  # pygpu.cuda.foo -> pygpu.cuda
+                t = t.rpartition(".")[0]
+            if not t or t == mod:
+                continue
+            if mod.startswith(t + "."):
+                continue  # a submodule naming its own package: the package imports it, not back
+            edges.add(mods[t] and t)
+        graph[os.path.relpath(path, root)] = {os.path.relpath(mods[t], root) for t in edges}
+    return graph
+
+
+def cycles(graph):
+    """Strongly connected components of more than one node (Tarjan), each sorted."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(max(10000, sys.getrecursionlimit()))
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(tuple(sorted(comp)))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def _edges_within(graph, comp):
+    return [f"{a} -> {b}" for a in comp for b in sorted(graph.get(a, ())) if b in comp]
+
+
+def _known(comp):
+    for anchors, why in KNOWN:
+        if set(anchors) <= set(comp):
+            return why
+    return None
+
+
+def check(root, verbose=False, out=sys.stdout):
+    """Print the cycles; return the new ones (not in KNOWN) and stale KNOWN entries."""
+    found, new = [], []
+    for kind, graph in (("C", c_graph(root)), ("Python", py_graph(root))):
+        for comp in cycles(graph):
+            key = " <-> ".join(comp)
+            found.append(comp)
+            why = _known(comp)
+            print(f"{kind} cycle{' (known: ' + why + ')' if why else ''}: {key}", file=out)
+            if verbose or not why:
+                for e in _edges_within(graph, comp):
+                    print(f"    {e}", file=out)
+            if not why:
+                new.append(key)
+    stale = [" <-> ".join(a) for a, _ in KNOWN if not any(set(a) <= set(c) for c in found)]
+    for k in stale:
+        print(f"KNOWN lists a cycle that is gone (remove it): {k}", file=out)
+    return new, stale
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("-v", "--verbose", action="store_true", help="print the edges of known cycles too")
+    args = ap.parse_args(argv)
+    new, stale = check(args.root, args.verbose)
+    if new or stale:
+        print(f"{len(new)} new import cycle(s), {len(stale)} stale KNOWN entr(y/ies)")
+        return 1
+    print("no import cycles but the known ones")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,375 @@
+/* tensor_operators.c - the Tensor type's operators and indexing, and the
+ * assembly of its slots.
+ *
+ * Operators are C slots (nb_add, ...) so `a + b` reaches the core without a
+ * Python-level call; scalars take NumPy 2's promotion rules in the core. This
+ * file sits above tensor_object.c (the helpers), tensor_methods.c, autograd.c
+ * and interop.c, and pg_tensor_type_ready() puts their tables into the type, so
+ * that none of those reaches back up into the type's definition. */
+#include "tensor_object.h"
+
+#include <string.h>
+
+
+/* ---- operators ------------------------------------------------------------------------ */
+
+/* Python bool/int/float -> pg_scalar; 1 if converted, 0 if not a scalar, -1 on error. */
+static int as_scalar(PyObject *o, pg_scalar *s)
+{
+    if (PyBool_Check(o)) {
+        s->kind = PG_SCALAR_BOOL;
+        s->i = o == Py_True;
+        s->f = (double)s->i;
+        return 1;
+    }
+    if (PyLong_Check(o)) {
+        s->kind = PG_SCALAR_INT;
+        s->i = PyLong_AsLongLong(o);
+        if (s->i == -1 && PyErr_Occurred())
+            return -1;
+        s->f = (double)s->i;
+        return 1;
+    }
+    if (PyFloat_Check(o)) {
+        s->kind = PG_SCALAR_FLOAT;
+        s->f = PyFloat_AS_DOUBLE(o);
+        s->i = 0;
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *binary(PyObject *a, PyObject *b, int op)
+{
+    pg_tensor out;
+    pg_status st;
+    if (PyTensor_Check(a) && PyTensor_Check(b)) {
+        const pg_tensor *ta = &((PyTensor *)a)->t, *tb = &((PyTensor *)b)->t;
+        bool heavy = pg_heavy(ta) || pg_heavy(tb);
+        st = PG_CALL(heavy, pg_op_binary(op, ta, tb, &out));
+        PyObject *r = pg_wrap_result(st, &out);
+        return PG_BIN_IS_COMPARE(op) ? r : pg_ag_record(r, pg_binary_name(op), a, b, NULL, NULL);
+    }
+    bool left = !PyTensor_Check(a);
+    PyObject *other = left ? a : b;
+    const pg_tensor *t = &((PyTensor *)(left ? b : a))->t;
+    pg_scalar s;
+    int r = as_scalar(other, &s);
+    if (r < 0)
+        return NULL;
+    if (r == 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    st = PG_CALL(pg_heavy(t), pg_op_binary_scalar(op, t, s, left, &out));
+    PyObject *res = pg_wrap_result(st, &out);
+    return PG_BIN_IS_COMPARE(op) ? res : pg_ag_record(res, pg_binary_name(op), a, b, NULL, NULL);
+}
+
+static PyObject *nb_add(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_ADD); }
+static PyObject *nb_sub(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_SUB); }
+static PyObject *nb_mul(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_MUL); }
+static PyObject *nb_div(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_DIV); }
+
+PyObject *pg_py_binary(PyObject *a, PyObject *b, int op)
+{
+    if (!PyTensor_Check(a) && !PyTensor_Check(b)) {
+        PyErr_SetString(PyExc_TypeError, "expected at least one pygpu.Tensor operand");
+        return NULL;
+    }
+    PyObject *r = binary(a, b, op);
+    if (r == Py_NotImplemented) {
+        Py_DECREF(r);
+        PyErr_Format(PyExc_TypeError,
+                     "%s: unsupported operand types %.80s and %.80s (use Tensors or Python "
+                     "numbers)",
+                     pg_binary_name(op), Py_TYPE(a)->tp_name, Py_TYPE(b)->tp_name);
+        return NULL;
+    }
+    return r;
+}
+
+PyObject *pg_unary_call(PyObject *self, int op);
+static PyObject *unary(PyObject *a, int op) { return pg_unary_call(a, op); }
+
+static PyObject *nb_neg(PyObject *a) { return unary(a, PG_UN_NEG); }
+static PyObject *nb_abs(PyObject *a) { return unary(a, PG_UN_ABS); }
+static PyObject *nb_pos(PyObject *a) { return Py_NewRef(a); }
+static PyObject *nb_invert(PyObject *a) { return unary(a, PG_UN_NOT); }
+
+static PyObject *nb_matmul(PyObject *a, PyObject *b)
+{
+    if (!PyTensor_Check(a) || !PyTensor_Check(b))
+        Py_RETURN_NOTIMPLEMENTED;
+    const pg_tensor *ta = &((PyTensor *)a)->t, *tb = &((PyTensor *)b)->t;
+    pg_tensor out;
+    bool heavy = ta->storage->device.type == PG_DEV_CPU &&
+                 pg_tensor_numel(ta) + pg_tensor_numel(tb) >= 1024;
+    pg_status st = PG_CALL(heavy, pg_op_matmul(ta, tb, &out));
+    return pg_ag_record(pg_wrap_result(st, &out), "matmul", a, b, NULL, NULL);
+}
+
+/* float(t) / int(t) on several elements is a TypeError, as in NumPy */
+static int want_one(PyObject *a, const char *what)
+{
+    int64_t n = pg_tensor_numel(&((PyTensor *)a)->t);
+    if (n == 1)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "only a tensor with one element can be converted to %s; this "
+                                  "one has %lld",
+                 what, (long long)n);
+    return -1;
+}
+
+static PyObject *nb_float(PyObject *a)
+{
+    if (want_one(a, "float") < 0)
+        return NULL;
+    PyObject *v = pg_item((PyTensor *)a);
+    if (!v || PyFloat_Check(v))
+        return v;
+    Py_SETREF(v, PyNumber_Float(v));
+    return v;
+}
+
+static PyObject *nb_int(PyObject *a)
+{
+    if (want_one(a, "int") < 0)
+        return NULL;
+    PyObject *v = pg_item((PyTensor *)a);
+    if (!v || PyLong_CheckExact(v))
+        return v; /* a bool is an int subclass, but __int__ must return an exact int */
+    Py_SETREF(v, PyNumber_Long(v));
+    return v;
+}
+
+static int nb_bool(PyObject *a)
+{
+    PyTensor *t = (PyTensor *)a;
+    if (pg_tensor_numel(&t->t) != 1) {
+        PyErr_Format(PyExc_ValueError, "the truth value of a tensor with %lld elements is "
+                                       "ambiguous; use .any() or .all() style reductions",
+                     (long long)pg_tensor_numel(&t->t));
+        return -1;
+    }
+    PyObject *v = pg_item(t);
+    if (!v)
+        return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyNumberMethods tensor_as_number = {
+    .nb_add = nb_add,
+    .nb_subtract = nb_sub,
+    .nb_multiply = nb_mul,
+    .nb_true_divide = nb_div,
+    .nb_negative = nb_neg,
+    .nb_positive = nb_pos,
+    .nb_absolute = nb_abs,
+    .nb_invert = nb_invert,
+    .nb_bool = nb_bool,
+    .nb_int = nb_int,
+    .nb_float = nb_float,
+    .nb_matrix_multiply = nb_matmul,
+};
+
+static PyObject *richcompare(PyObject *a, PyObject *b, int opid)
+{
+    static const int ops[] = {[Py_LT] = PG_BIN_LT, [Py_LE] = PG_BIN_LE, [Py_EQ] = PG_BIN_EQ,
+                              [Py_NE] = PG_BIN_NE, [Py_GT] = PG_BIN_GT, [Py_GE] = PG_BIN_GE};
+    return binary(a, b, ops[opid]);
+}
+
+
+/* ---- indexing ------------------------------------------------------------------------- */
+
+/* Apply a basic index (int, slice, None, Ellipsis, or a tuple of them) as a view. */
+static int index_view(const pg_tensor *t, PyObject *key, pg_tensor *out)
+{
+    PyObject *items = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
+    if (!items)
+        return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    int consumed = 0, ellipsis = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyTuple_GET_ITEM(items, i);
+        if (k == Py_Ellipsis) {
+            if (ellipsis >= 0) {
+                Py_DECREF(items);
+                PyErr_SetString(PyExc_IndexError, "an index can only have a single ellipsis ('...')");
+                return -1;
+            }
+            ellipsis = (int)i;
+        } else if (k != Py_None) {
+            consumed++;
+        }
+    }
+    if (consumed > t->ndim) {
+        Py_DECREF(items);
+        PyErr_Format(PyExc_IndexError, "too many indices for tensor: tensor is %d-dimensional, "
+                                       "but %d were indexed",
+                     t->ndim, consumed);
+        return -1;
+    }
+    pg_tensor cur, next;
+    pg_tensor_ref(t, &cur);
+    int axis = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyTuple_GET_ITEM(items, i);
+        pg_status st = PG_OK;
+        if (k == Py_Ellipsis) {
+            axis += t->ndim - consumed;
+            continue;
+        } else if (k == Py_None) {
+            st = pg_view_unsqueeze(&cur, axis, &next);
+            axis++;
+        } else if (PySlice_Check(k)) {
+            Py_ssize_t start, stop, step;
+            if (PySlice_Unpack(k, &start, &stop, &step) < 0)
+                goto fail;
+            Py_ssize_t len = PySlice_AdjustIndices((Py_ssize_t)cur.shape[axis], &start, &stop, step);
+            st = pg_view_slice(&cur, axis, start, len, step, &next);
+            axis++;
+        } else if (PyIndex_Check(k) && !PyBool_Check(k)) {
+            Py_ssize_t idx = PyNumber_AsSsize_t(k, PyExc_IndexError);
+            if (idx == -1 && PyErr_Occurred())
+                goto fail;
+            st = pg_view_select(&cur, axis, idx, &next);
+        } else {
+            PyErr_Format(PyExc_IndexError,
+                         "only integers, slices (':'), ellipsis ('...') and None are valid "
+                         "indices; got %.80s (advanced indexing is not supported yet)",
+                         Py_TYPE(k)->tp_name);
+            goto fail;
+        }
+        if (st != PG_OK) {
+            pg_raise(st);
+            goto fail;
+        }
+        pg_tensor_clear(&cur);
+        cur = next;
+    }
+    Py_DECREF(items);
+    *out = cur;
+    return 0;
+fail:
+    Py_DECREF(items);
+    pg_tensor_clear(&cur);
+    return -1;
+}
+
+static PyObject *tensor_getitem(PyObject *self, PyObject *key)
+{
+    pg_tensor out;
+    if (index_view(&((PyTensor *)self)->t, key, &out) < 0)
+        return NULL;
+    return pg_ag_record(pg_wrap(&out), "getitem", self, NULL, key, NULL);
+}
+
+static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (!value) {
+        PyErr_SetString(PyExc_TypeError, "cannot delete tensor elements");
+        return -1;
+    }
+    if (pg_ag_check_inplace(self, "item assignment") < 0)
+        return -1;
+    if (!pg_grad_disabled && pg_ag_req(value)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "assigning a tensor that requires grad into another tensor is not "
+                        "differentiable here; build the result with ops (e.g. pygpu.cat) or "
+                        "assign value.detach() if no gradient should flow");
+        return -1;
+    }
+    pg_tensor view;
+    if (index_view(&((PyTensor *)self)->t, key, &view) < 0)
+        return -1;
+    pg_status st;
+    pg_scalar s;
+    int r = as_scalar(value, &s);
+    if (r < 0) {
+        pg_tensor_clear(&view);
+        return -1;
+    }
+    if (r == 1) {
+        st = PG_CALL(pg_heavy(&view), pg_op_fill(&view, s));
+    } else if (PyTensor_Check(value)) {
+        st = PG_CALL(pg_heavy(&view), pg_op_copy(&view, &((PyTensor *)value)->t));
+    } else {
+        pg_tensor_clear(&view);
+        PyErr_Format(PyExc_TypeError, "can only assign a Python number or a Tensor, got %.80s",
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    pg_tensor_clear(&view);
+    return st == PG_OK ? 0 : pg_raise_int(st);
+}
+
+static Py_ssize_t tensor_len(PyObject *self)
+{
+    const pg_tensor *t = &((PyTensor *)self)->t;
+    if (t->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
+        return -1;
+    }
+    return (Py_ssize_t)t->shape[0];
+}
+
+static PyObject *tensor_sq_item(PyObject *self, Py_ssize_t i)
+{
+    const pg_tensor *t = &((PyTensor *)self)->t;
+    if (t->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d tensor");
+        return NULL;
+    }
+    if (i >= t->shape[0]) {
+        PyErr_SetString(PyExc_IndexError, "tensor index out of range");
+        return NULL;
+    }
+    pg_tensor out;
+    PyObject *r = pg_wrap_result(pg_view_select(t, 0, i, &out), &out);
+    if (!r || !pg_ag_req(self) || pg_grad_disabled)
+        return r;
+    PyObject *key = PyLong_FromSsize_t(i);
+    if (!key) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    r = pg_ag_record(r, "getitem", self, NULL, key, NULL);
+    Py_DECREF(key);
+    return r;
+}
+
+static PyObject *tensor_iter(PyObject *self)
+{
+    if (((PyTensor *)self)->t.ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d tensor");
+        return NULL;
+    }
+    return PySeqIter_New(self);
+}
+
+static PyMappingMethods tensor_as_mapping = {
+    .mp_length = tensor_len,
+    .mp_subscript = tensor_getitem,
+    .mp_ass_subscript = tensor_setitem,
+};
+
+static PySequenceMethods tensor_as_sequence = {
+    .sq_length = tensor_len,
+    .sq_item = tensor_sq_item,
+};
+
+/* The slots defined above tensor_object.c, then PyType_Ready (module init). */
+int pg_tensor_type_ready(void)
+{
+    PyTensor_Type.tp_as_number = &tensor_as_number;
+    PyTensor_Type.tp_as_sequence = &tensor_as_sequence;
+    PyTensor_Type.tp_as_mapping = &tensor_as_mapping;
+    PyTensor_Type.tp_as_buffer = &pg_tensor_as_buffer;
+    PyTensor_Type.tp_richcompare = richcompare;
+    PyTensor_Type.tp_iter = tensor_iter;
+    PyTensor_Type.tp_methods = pg_tensor_methods;
+    PyTensor_Type.tp_getset = pg_tensor_getset;
+    return PyType_Ready(&PyTensor_Type);
+}
