@@ -359,7 +359,7 @@ def test_cuda_mem_get_info_asks_nvml_not_the_runtime(fake_nvml, monkeypatch):
 
 
 def test_smi_row_uses_the_bus_id(fake_nvml, monkeypatch):
-    from pygpu import smi
+    from pygpu.tools import smi
     monkeypatch.setattr(pygpu.cuda, "pci_bus_id", lambda i: "0000:86:00.0")
     assert "90% busy" in smi._nvml_row(0)
 
