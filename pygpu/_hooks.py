@@ -1,5 +1,8 @@
-"""The Python helpers the C core calls for cold paths: repr, and parsing the
-flexible arguments of Tensor.to(). Registered with _C._setup() at import."""
+"""The Python helpers the C core calls for cold paths: repr, and the forms of
+Tensor.to()'s arguments C leaves to Python (NumPy dtypes, "sim" meaning the
+current device, a backend not loaded yet, and every malformed spelling, whose
+error is worded here). The common forms are parsed in C
+(csrc/bindings/tensor_methods.c: parse_to_fast). Registered with _C._setup()."""
 import numpy as np
 
 from ._device import _TYPES, Device, accelerator, device as parse_device_spec

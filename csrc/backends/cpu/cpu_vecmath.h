@@ -75,11 +75,9 @@
 #define PG_CPU_DISPATCH(RET, NAME, PARAMS, ARGS) static RET NAME PARAMS
 #endif
 
-/* The old spelling, now a build error at the first call (see above). */
-#define PG_CPU_CLONES                                                                          \
-    __attribute__((error("PG_CPU_CLONES (target_clones) cannot be forced by PYGPU_ISA: write " \
-                         "PG_CPU_DISPATCH(ret, name, (params), (args)) as the head instead, "  \
-                         "see csrc/backends/cpu/cpu_vecmath.h")))
+/* The old spelling, now a build error where it is written (see above). */
+/* (one string: _Pragma takes no concatenation) */
+#define PG_CPU_CLONES _Pragma("GCC error \"PG_CPU_CLONES (target_clones) cannot be forced by PYGPU_ISA: write PG_CPU_DISPATCH(ret, name, (params), (args)) as the head instead, see csrc/backends/cpu/cpu_vecmath.h\"")
 
 #if defined(__x86_64__) && defined(__GLIBC__) && !defined(PG_CPU_NO_MVEC)
 #pragma omp declare simd notinbranch
