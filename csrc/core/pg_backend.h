@@ -26,7 +26,8 @@
  * change layout: a plugin built for another version is refused by name. */
 /* 2: backend-neutral pending-work events (wait_event), pg_node's extra outputs and
  * optional (NULL-storage) sources for the fused training ops */
-#define PG_BACKEND_ABI_VERSION 2
+/* 3: pg_storage's holds/detached (stream-ordered reuse of device memory) */
+#define PG_BACKEND_ABI_VERSION 3
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
 
