@@ -137,6 +137,8 @@ static pg_status pg_cuda_copy_on(pg_cuda_device *d, const pg_copy *c, enum cudaM
         return st;
     }
 
+    if (c->dst_offset == 0 && c->nbytes == c->dst->nbytes) /* every byte rewritten (see launch) */
+        pg_cuda.core->storage_clear_error(c->dst);
     if (queue) {
         uint64_t seq = pg_cuda_note_queued(d, op);
         pg_cuda_mark(c->src, d, seq, PG_CUDA_ROLE_COPY, false);
