@@ -19,6 +19,10 @@
 
 #define HOST_ALIGN 64
 
+/* One lock for every storage's event record: held for a few loads and
+ * stores (and, in sim, one enqueue), never across a wait. */
+static pthread_mutex_t g_events_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Ask for transparent huge pages on large buffers, as NumPy does: with THP in
  * "madvise" mode, a 64 MiB buffer otherwise takes 16k page faults to touch. */
 void pg_host_advise_hugepages(void *p, size_t n)
@@ -64,10 +68,22 @@ static void release_device(pg_storage *s)
  * back now, with the events of that work, for stream-ordered reuse. The tasks
  * were all queued and stamped their events before the last other reference went
  * (whoever queues work holds a reference while doing so), so the record is final. */
-static void detach_block(pg_storage *s)
+static void detach_block(pg_storage *s, bool worker)
 {
     pg_event ev[1 + PG_NUM_ROLES];
-    pg_storage_pending(s, ev);
+    if (worker) {
+        /* A queue's worker, finishing a task: an enqueuer may hold the events lock while
+         * it waits for that very worker to make room in the queue. Never wait for the
+         * lock here; skipping only means the block comes back at the last release. */
+        if (pthread_mutex_trylock(&g_events_lock) != 0)
+            return;
+    } else {
+        pthread_mutex_lock(&g_events_lock);
+    }
+    ev[0] = s->last_write;
+    for (int r = 0; r < PG_NUM_ROLES; r++)
+        ev[1 + r] = s->last_read[r];
+    pthread_mutex_unlock(&g_events_lock);
     if (!atomic_exchange(&s->detached, true))
         pg_allocator_free_pending(s->device, s->data, s->capacity, ev);
 }
@@ -186,7 +202,11 @@ void pg_storage_retain(pg_storage *s)
     atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
 }
 
-void pg_storage_release(pg_storage *s)
+static void release_impl(pg_storage *s, bool worker);
+
+void pg_storage_release(pg_storage *s) { release_impl(s, false); }
+
+static void release_impl(pg_storage *s, bool worker)
 {
     if (!s)
         return;
@@ -200,7 +220,7 @@ void pg_storage_release(pg_storage *s)
     if (s->release == release_device) {
         long holds = atomic_load(&s->holds);
         if (holds > 0 && atomic_load(&s->refcount) - 1 == holds && !atomic_load(&s->detached))
-            detach_block(s);
+            detach_block(s, worker);
     }
     if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1)
         return;
@@ -217,7 +237,7 @@ void pg_storage_hold(pg_storage *s)
 void pg_storage_unhold(pg_storage *s)
 {
     atomic_fetch_sub(&s->holds, 1);
-    pg_storage_release(s);
+    release_impl(s, true); /* on a queue's worker (pg_stream.c) */
 }
 
 /* Messages are set by workers, read by waiters and cleared by a later
@@ -225,9 +245,6 @@ void pg_storage_unhold(pg_storage *s)
  * clear never frees a message being formatted. */
 static pthread_mutex_t g_error_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* One lock for every storage's event record: held for a few loads and
- * stores (and, in sim, one enqueue), never across a wait. */
-static pthread_mutex_t g_events_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void pg_storage_events_lock(void) { pthread_mutex_lock(&g_events_lock); }
 void pg_storage_events_unlock(void) { pthread_mutex_unlock(&g_events_lock); }
