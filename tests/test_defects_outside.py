@@ -34,6 +34,7 @@ def link_model():
 
 # ---- 1. transfer seconds = link-busy time ----------------------------------------------
 
+@pytest.mark.timing  # measured seconds (the link's, not the wall's; still run in .ci/run stage 1)
 def test_training_epoch_transfer_seconds_match_the_link_model(link_model):
     # A bandwidth the sim's memcpy keeps up with even on a loaded host: then the link,
     # not the host, sets the copy's time and the model's figure is the right answer.
@@ -54,6 +55,7 @@ def test_training_epoch_transfer_seconds_match_the_link_model(link_model):
     assert p.measured_transfer_seconds == pytest.approx(p.transfer_seconds, rel=0.25), str(p)
 
 
+@pytest.mark.timing
 def test_blocking_transfer_wait_is_counted_apart_from_the_link(link_model):
     prof = link_model(latency_us=10, h2d_gbps=1, d2h_gbps=1)
     a = pygpu.randn(512, 512, device="sim:0")
