@@ -60,7 +60,10 @@ class PgCoreApi(ctypes.Structure):
                 ("stats_transfer_time", TRANSFER_TIME),
                 ("stats_op_done", OP_DONE),
                 ("storage_mark", STORAGE_MARK),
-                ("storage_wait_others", STORAGE_WAIT_OTHERS)]
+                ("storage_wait_others", STORAGE_WAIT_OTHERS),
+                ("async_error_record", ctypes.c_void_p),  # never reached here either
+                ("storage_clear_error", ctypes.c_void_p),
+                ("tensor_covers_storage", ctypes.c_void_p)]
 
 
 BE = ctypes.c_void_p  # const pg_backend *

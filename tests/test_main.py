@@ -34,6 +34,9 @@ SCHEMA = [
     (("training", "loss"), float), (("seconds",), float),
 ]
 ROW_SCHEMA = [("n", int), ("numpy_s", float), ("resident_s", float), ("round_trip_s", float),
+              ("numpy_spread", float), ("resident_spread", float), ("round_trip_spread", float),
+              ("numpy_calls", int), ("resident_calls", int), ("round_trip_calls", int),
+              ("noisy", bool),
               ("predicted_resident_s", float), ("predicted_round_trip_s", float),
               ("speedup_resident", float), ("speedup_round_trip", float),
               ("resident_transfers", dict), ("round_trip_transfers", dict)]
@@ -77,7 +80,7 @@ def test_the_table_the_crossover_and_the_training(capsys):
     assert "prediction: sim:0 (simulated) (measured here)" in out
     assert "crossover (round trip beats NumPy): measured" in out and "predicted" in out
     assert "heavy request: h2d" in out and "heavy request: d2h" in out and "light requests:" in out
-    table = [ln for ln in out.splitlines() if ln.strip().startswith(("32 ", "64 "))]
+    table = [ln for ln in out.splitlines() if ln.strip(" !").startswith(("32 ", "64 "))]
     assert len(table) == 2 and all("h2d 2 (" in ln and "d2h 1 (" in ln for ln in table)
     assert pygpu.cost.cached_profile("sim:0") is not None  # calibrated once, then cached
 
@@ -113,3 +116,55 @@ def test_bad_options_are_usage_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as info:
         main_job.main(argv)
     assert info.value.code == 2 and message in capsys.readouterr().err
+
+
+class _FakeClock:
+    """time.perf_counter for time_per_call: each timed call lasts the next duration given."""
+
+    def __init__(self, durations):
+        self.durations, self.now, self.calls = list(durations), 0.0, 0
+
+    def perf_counter(self):
+        self.calls += 1
+        if self.calls % 2 == 0:  # the end of a call
+            self.now += self.durations.pop(0)
+        return self.now
+
+
+@pytest.mark.parametrize("durations, median, noisy", [
+    ([1.0, 1.02, 0.98, 10.0, 1.01, 0.99, 1.0], 1.0, False),  # one 10x outlier (issue 20: 440%)
+    ([1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0], 1.0, True),        # two regimes: marked, not trusted
+])
+def test_a_figure_is_the_median_of_its_repeats_and_its_spread_marks_noise(
+        monkeypatch, durations, median, noisy):
+    clock = _FakeClock(durations)
+    monkeypatch.setattr(main_job, "time", clock)
+    med, spread, calls = main_job.time_per_call(lambda: None, max_calls=len(durations),
+                                                budget_s=1e9)
+    assert calls == len(durations)
+    assert med == pytest.approx(median)
+    assert (spread > main_job.NOISY_SPREAD) is noisy
+
+
+def test_a_figure_stops_at_its_time_budget_after_a_few_calls(monkeypatch):
+    monkeypatch.setattr(main_job, "time", _FakeClock([0.2] * 50))
+    med, spread, calls = main_job.time_per_call(lambda: None, max_calls=10, budget_s=0.25)
+    assert calls == main_job.MIN_CALLS and med == pytest.approx(0.2) and spread == pytest.approx(0, abs=1e-9)
+
+
+def test_rows_print_their_spread_and_noisy_ones_are_marked(capsys):
+    rows = [{"n": n, "numpy_s": 1e-3, "resident_s": 1e-3, "round_trip_s": 2e-3,
+             "numpy_spread": 0.02, "resident_spread": sp, "round_trip_spread": 0.05,
+             "predicted_resident_s": 1e-3, "predicted_round_trip_s": 2e-3,
+             "speedup_resident": 1.0, "speedup_round_trip": 0.5, "noisy": sp > 0.15,
+             "round_trip_transfers": {"h2d_count": 2, "h2d_bytes": 1, "d2h_count": 1, "d2h_bytes": 1}}
+            for n, sp in ((64, 0.04), (128, 0.40))]
+    res = {"pygpu": "x", "device": "sim:0", "link": "l", "rows": rows,
+           "crossover": {"measured_n": None, "measured_after": None, "predicted_n": None}}
+    main_job.print_table(res, pygpu.cost.load_profile("h100_pcie"))
+    lines = capsys.readouterr().out.splitlines()
+    r64 = next(ln for ln in lines if ln.strip(" !").startswith("64 "))
+    r128 = next(ln for ln in lines if ln.strip(" !").startswith("128 "))
+    assert not r64.startswith("!") and "±4%" in r64 and "±2%" in r64
+    assert r128.startswith("!") and "±40%" in r128
+    assert any("1 row(s) marked !" in ln for ln in lines)

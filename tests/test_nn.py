@@ -224,9 +224,8 @@ def test_cross_entropy_label_out_of_range_on_sim_fails_the_op():
     loss = F.cross_entropy(logits, pygpu.tensor([0, 9, 1], device="sim"))
     with pytest.raises(pygpu.AsyncOpError, match="label 9 .*out of range for 4 classes"):
         loss.item()
-    with pytest.raises(pygpu.AsyncOpError, match="label 9"):
-        pygpu.synchronize("sim")  # the device reports its first failure once ...
-    pygpu.synchronize("sim")  # ... and is usable again
+    pygpu.synchronize("sim")  # delivered once, to .item() (issue 20): the device is clean ...
+    assert (pygpu.ones(2, device="sim") + 1).tolist() == [2.0, 2.0]  # ... and usable again
 
 
 def test_cross_entropy_is_stable_for_huge_logits(device):

@@ -226,7 +226,24 @@ static PyObject *f_is_grad_enabled(PyObject *mod, PyObject *noargs)
     return PyBool_FromLong(!pg_grad_disabled);
 }
 
+/* _grad_exclusive(t): whether t alone uses its memory (no other tensor or view
+ * refers to its storage; queued work does not count), so that adding a gradient
+ * into it in place changes nothing anyone else can see: PyTorch's use_count
+ * test before it accumulates into .grad in place. */
+static PyObject *f_grad_exclusive(PyObject *mod, PyObject *t)
+{
+    (void)mod;
+    if (!PyTensor_Check(t)) {
+        PyErr_SetString(PyExc_TypeError, "_grad_exclusive: expected a Tensor");
+        return NULL;
+    }
+    pg_storage *s = PT(t)->t.storage;
+    long users = atomic_load(&s->refcount) - atomic_load(&s->holds);
+    return PyBool_FromLong(users == 1 && !(s->flags & (PG_STORAGE_EXTERNAL | PG_STORAGE_READONLY)));
+}
+
 PyMethodDef pg_autograd_functions[] = {
+    {"_grad_exclusive", f_grad_exclusive, METH_O, "internal: t alone uses its storage"},
     {"_set_grad_enabled", f_set_grad_enabled, METH_O, "set this thread's grad mode; returns the previous one"},
     {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "whether ops on tensors that require grad are recorded (this thread)"},
     {NULL, NULL, 0, NULL},

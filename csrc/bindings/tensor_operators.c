@@ -13,8 +13,29 @@
 
 /* ---- operators ------------------------------------------------------------------------ */
 
-/* Python bool/int/float -> pg_scalar; 1 if converted, 0 if not a scalar, -1 on error. */
-static int as_scalar(PyObject *o, pg_scalar *s)
+/* A Python int beyond int64 for a tensor of dtype `dt`: a float scalar if the tensor
+ * holds floats (as NumPy converts it), else an OverflowError that names the dtype and
+ * its range, as NumPy's does ("Python integer ... out of bounds for int64"). */
+static int big_int_scalar(PyObject *o, pg_dtype dt, pg_scalar *s)
+{
+    PyErr_Clear();
+    if (pg_dtype_is_float(dt)) {
+        s->kind = PG_SCALAR_FLOAT;
+        s->f = PyLong_AsDouble(o); /* beyond a double too: Python's own OverflowError */
+        s->i = 0;
+        return s->f == -1.0 && PyErr_Occurred() ? -1 : 1;
+    }
+    PyErr_Format(PyExc_OverflowError,
+                 "Python integer %R out of bounds for int64%s: int64 holds -2**63 to 2**63 - 1 "
+                 "(-9223372036854775808 to 9223372036854775807); use a float64 tensor "
+                 "(.astype(pygpu.float64)) for larger numbers",
+                 o, dt == PG_BOOL ? " (what a Python int is taken as beside a bool tensor)" : "");
+    return -1;
+}
+
+/* Python bool/int/float -> pg_scalar for an op on a tensor of dtype `dt`; 1 if
+ * converted, 0 if not a scalar, -1 on error. */
+static int as_scalar(PyObject *o, pg_dtype dt, pg_scalar *s)
 {
     if (PyBool_Check(o)) {
         s->kind = PG_SCALAR_BOOL;
@@ -26,7 +47,7 @@ static int as_scalar(PyObject *o, pg_scalar *s)
         s->kind = PG_SCALAR_INT;
         s->i = PyLong_AsLongLong(o);
         if (s->i == -1 && PyErr_Occurred())
-            return -1;
+            return PyErr_ExceptionMatches(PyExc_OverflowError) ? big_int_scalar(o, dt, s) : -1;
         s->f = (double)s->i;
         return 1;
     }
@@ -54,7 +75,7 @@ static PyObject *binary(PyObject *a, PyObject *b, int op)
     PyObject *other = left ? a : b;
     const pg_tensor *t = &((PyTensor *)(left ? b : a))->t;
     pg_scalar s;
-    int r = as_scalar(other, &s);
+    int r = as_scalar(other, (pg_dtype)t->dtype, &s);
     if (r < 0)
         return NULL;
     if (r == 0)
@@ -286,7 +307,7 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
         return -1;
     pg_status st;
     pg_scalar s;
-    int r = as_scalar(value, &s);
+    int r = as_scalar(value, (pg_dtype)view.dtype, &s);
     if (r < 0) {
         pg_tensor_clear(&view);
         return -1;

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pg_stats.h"
 
@@ -14,6 +15,7 @@
 typedef struct block {
     void *ptr;
     struct block *next;
+    pg_event pending[1 + PG_NUM_ROLES]; /* queued work still using it (stream-ordered reuse) */
 } block;
 
 typedef struct large_bin {
@@ -66,8 +68,9 @@ static block **bin_for(device_cache *c, size_t rounded, bool create)
     return &b->blocks;
 }
 
-/* Pop a cached block of exactly `rounded` bytes, or NULL. Lock held. */
-static void *pop_cached(device_cache *c, size_t rounded)
+/* Pop a cached block of exactly `rounded` bytes (and the events of the work still
+ * using it), or NULL. Lock held. */
+static void *pop_cached(device_cache *c, size_t rounded, pg_event pending[1 + PG_NUM_ROLES])
 {
     block **bin = bin_for(c, rounded, false);
     if (!bin || !*bin)
@@ -75,22 +78,50 @@ static void *pop_cached(device_cache *c, size_t rounded)
     block *b = *bin;
     *bin = b->next;
     void *p = b->ptr;
+    memcpy(pending, b->pending, sizeof b->pending);
     free(b);
     c->cached -= rounded;
     return p;
 }
 
-static void empty_locked(device_cache *c, pg_device dev)
+/* Before a block goes back to the backend: wait for the work still using it. */
+static void wait_pending(const block *b)
 {
-    if (!c->be)
-        return;
+    for (int i = 0; i < 1 + PG_NUM_ROLES; i++) {
+        const pg_backend *owner = b->pending[i].backend;
+        if (owner && owner->wait_event)
+            (void)owner->wait_event(owner, b->pending[i]); /* a failure is its data's, not ours */
+    }
+}
+
+typedef struct sized_block {
+    block *b;
+    size_t size;
+} sized_block;
+
+/* Take every cached block out of the cache (lock held) into a malloc'd array; the
+ * caller gives them back with free_taken after unlocking: waiting for pending work
+ * under the lock could deadlock with a worker that finishes that work and then
+ * frees a block of its own. NULL and *n = 0 when there are none (or no memory:
+ * the cache is then left as it was). */
+static sized_block *take_all_locked(device_cache *c, size_t *n)
+{
+    size_t count = 0;
+    for (size_t i = 0; i <= NUM_SMALL_BINS; i++)
+        for (block *b = c->small[i]; b; b = b->next)
+            count++;
+    for (large_bin *lb = c->large; lb; lb = lb->next)
+        for (block *b = lb->blocks; b; b = b->next)
+            count++;
+    *n = 0;
+    sized_block *out = count ? malloc(count * sizeof *out) : NULL;
+    if (!out)
+        return NULL;
     for (size_t i = 0; i <= NUM_SMALL_BINS; i++) {
         while (c->small[i]) {
             block *b = c->small[i];
             c->small[i] = b->next;
-            c->be->raw_free(c->be, dev.index, b->ptr);
-            pg_stats_reserved(dev, -(int64_t)(i * SMALL_QUANTUM));
-            free(b);
+            out[(*n)++] = (sized_block){b, i * SMALL_QUANTUM};
         }
     }
     while (c->large) {
@@ -99,18 +130,32 @@ static void empty_locked(device_cache *c, pg_device dev)
         while (lb->blocks) {
             block *b = lb->blocks;
             lb->blocks = b->next;
-            c->be->raw_free(c->be, dev.index, b->ptr);
-            pg_stats_reserved(dev, -(int64_t)lb->size);
-            free(b);
+            out[(*n)++] = (sized_block){b, lb->size};
         }
         free(lb);
     }
     c->cached = 0;
+    return out;
+}
+
+static void free_taken(const pg_backend *be, pg_device dev, sized_block *taken, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        wait_pending(taken[i].b);
+        be->raw_free(be, dev.index, taken[i].b->ptr);
+        pg_stats_reserved(dev, -(int64_t)taken[i].size);
+        free(taken[i].b);
+    }
+    free(taken);
 }
 
 pg_status pg_allocator_alloc(const pg_backend *be, pg_device dev, size_t nbytes, void **ptr,
-                             size_t *rounded_out)
+                             size_t *rounded_out, pg_event pending[1 + PG_NUM_ROLES])
 {
+    pg_event none[1 + PG_NUM_ROLES];
+    if (!pending)
+        pending = none;
+    memset(pending, 0, sizeof none);
     pthread_once(&g_once, init_locks);
     device_cache *c = &g_cache[pg_device_slot(dev)];
     size_t rounded = round_size(nbytes);
@@ -119,7 +164,7 @@ pg_status pg_allocator_alloc(const pg_backend *be, pg_device dev, size_t nbytes,
                             nbytes, be->name, dev.index);
     pthread_mutex_lock(&c->lock);
     c->be = be;
-    void *p = pop_cached(c, rounded);
+    void *p = pop_cached(c, rounded, pending);
     bool hit = p != NULL;
     pg_status st = PG_OK;
     if (!p) {
@@ -132,7 +177,11 @@ pg_status pg_allocator_alloc(const pg_backend *be, pg_device dev, size_t nbytes,
         pthread_mutex_lock(&c->lock);
         st = be->raw_alloc(be, dev.index, rounded, &p);
         if (st != PG_OK) { /* give the cache back and try once more */
-            empty_locked(c, dev);
+            size_t n;
+            sized_block *taken = take_all_locked(c, &n);
+            pthread_mutex_unlock(&c->lock);
+            free_taken(be, dev, taken, n);
+            pthread_mutex_lock(&c->lock);
             st = be->raw_alloc(be, dev.index, rounded, &p);
         }
         if (st == PG_OK)
@@ -158,7 +207,8 @@ pg_status pg_allocator_alloc(const pg_backend *be, pg_device dev, size_t nbytes,
     return PG_OK;
 }
 
-void pg_allocator_free(pg_device dev, void *ptr, size_t rounded)
+void pg_allocator_free_pending(pg_device dev, void *ptr, size_t rounded,
+                               const pg_event pending[1 + PG_NUM_ROLES])
 {
     device_cache *c = &g_cache[pg_device_slot(dev)];
     pg_stats_free(dev, rounded);
@@ -166,16 +216,27 @@ void pg_allocator_free(pg_device dev, void *ptr, size_t rounded)
     pthread_mutex_lock(&c->lock);
     block **bin = b ? bin_for(c, rounded, true) : NULL;
     if (!bin) { /* no memory for bookkeeping: give the block straight back */
+        pthread_mutex_unlock(&c->lock);
+        block tmp;
+        memcpy(tmp.pending, pending, sizeof tmp.pending);
+        wait_pending(&tmp);
         c->be->raw_free(c->be, dev.index, ptr);
         pg_stats_reserved(dev, -(int64_t)rounded);
         free(b);
-    } else {
-        b->ptr = ptr;
-        b->next = *bin;
-        *bin = b;
-        c->cached += rounded;
+        return;
     }
+    b->ptr = ptr;
+    memcpy(b->pending, pending, sizeof b->pending);
+    b->next = *bin;
+    *bin = b;
+    c->cached += rounded;
     pthread_mutex_unlock(&c->lock);
+}
+
+void pg_allocator_free(pg_device dev, void *ptr, size_t rounded)
+{
+    static const pg_event none[1 + PG_NUM_ROLES];
+    pg_allocator_free_pending(dev, ptr, rounded, none);
 }
 
 void pg_allocator_empty_cache(pg_device dev)
@@ -183,8 +244,12 @@ void pg_allocator_empty_cache(pg_device dev)
     pthread_once(&g_once, init_locks);
     device_cache *c = &g_cache[pg_device_slot(dev)];
     pthread_mutex_lock(&c->lock);
-    empty_locked(c, dev);
+    const pg_backend *be = c->be;
+    size_t n = 0;
+    sized_block *taken = be ? take_all_locked(c, &n) : NULL;
     pthread_mutex_unlock(&c->lock);
+    if (taken)
+        free_taken(be, dev, taken, n);
 }
 
 size_t pg_allocator_cached(pg_device dev)

@@ -7,7 +7,17 @@
  * them back. On a failed raw allocation the cache is emptied and the
  * allocation retried once; the final error names the size, the device and
  * the memory in use. Thread-safe (a mutex per device): sim workers free
- * blocks when queued work finishes. */
+ * blocks when queued work finishes.
+ *
+ * Stream-ordered reuse, as PyTorch's CUDA allocator does it: a block whose
+ * tensors are all gone on the host may still be read or written by work that
+ * is queued (sim tasks hold their storages until they run). It comes back to
+ * the cache at once, with the events of that pending work (pg_allocator_free_
+ * pending); whoever gets it next inherits the events as its storage's pending
+ * work, so a later op on the same queue is ordered after it for free and any
+ * other queue or the host waits for it. Emptying the cache waits for them
+ * before the memory goes back to the backend. Without this, a training loop
+ * that runs ahead of its device holds a second step's worth of memory. */
 #ifndef PG_ALLOCATOR_H
 #define PG_ALLOCATOR_H
 
@@ -15,9 +25,14 @@
 
 #include "pg_backend.h"
 
+/* pending (may be NULL): the events of queued work still using the block, which the
+ * new storage must treat as its own pending work; entries with a NULL backend: none. */
 pg_status pg_allocator_alloc(const pg_backend *be, pg_device dev, size_t nbytes, void **ptr,
-                             size_t *rounded);
+                             size_t *rounded, pg_event pending[1 + PG_NUM_ROLES]);
 void pg_allocator_free(pg_device dev, void *ptr, size_t rounded);
+/* Free a block that queued work (named by `pending`) still uses: see above. */
+void pg_allocator_free_pending(pg_device dev, void *ptr, size_t rounded,
+                               const pg_event pending[1 + PG_NUM_ROLES]);
 /* Return every cached (free) block of `dev` to its backend. */
 void pg_allocator_empty_cache(pg_device dev);
 /* Bytes held in free lists of `dev`. */

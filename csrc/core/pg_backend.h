@@ -26,7 +26,9 @@
  * change layout: a plugin built for another version is refused by name. */
 /* 2: backend-neutral pending-work events (wait_event), pg_node's extra outputs and
  * optional (NULL-storage) sources for the fused training ops */
-#define PG_BACKEND_ABI_VERSION 2
+/* 3: pg_storage's holds/detached (stream-ordered reuse of device memory); pg_core_api's
+ * async_error_record, storage_clear_error, tensor_covers_storage */
+#define PG_BACKEND_ABI_VERSION 3
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
 
@@ -100,6 +102,12 @@ typedef struct pg_core_api {
     /* the storage event record (pg_storage.h); a plugin never touches it directly */
     void (*storage_mark)(pg_storage *s, pg_event ev, int role, bool write);
     pg_status (*storage_wait_others)(pg_storage *s, bool idle, const pg_backend *be, void *queue);
+    /* a queued op failed on `dev`: its message, delivered once by the core to the first
+     * wait that observes it (pg_async_error.h), e.g. a device error flag read back */
+    void (*async_error_record)(pg_device dev, const char *msg);
+    /* a good write replaced every byte of `s` (see pg_storage_clear_error) */
+    void (*storage_clear_error)(pg_storage *s);
+    bool (*tensor_covers_storage)(const pg_tensor *t);
 } pg_core_api;
 
 /* Around a backend call that may block (raw_alloc, host_alloc_pinned,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pg_async_error.h"
 #include "pg_stats.h"
 
 static void stats_op_done(pg_device dev, uint64_t ns)
@@ -31,6 +32,9 @@ static const pg_core_api g_core_api = {
     .stats_op_done = stats_op_done,
     .storage_mark = pg_storage_mark,
     .storage_wait_others = pg_storage_wait_others,
+    .async_error_record = pg_async_error_record,
+    .storage_clear_error = pg_storage_clear_error,
+    .tensor_covers_storage = pg_tensor_covers_storage,
 };
 
 const pg_core_api *pg_core_api_get(void) { return &g_core_api; }

@@ -20,6 +20,10 @@
 
 #define HOST_ALIGN 64
 
+/* One lock for every storage's event record: held for a few loads and
+ * stores (and, in sim, one enqueue), never across a wait. */
+static pthread_mutex_t g_events_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Ask for transparent huge pages on large buffers, as NumPy does: with THP in
  * "madvise" mode, a 64 MiB buffer otherwise takes 16k page faults to touch. */
 void pg_host_advise_hugepages(void *p, size_t n)
@@ -56,8 +60,33 @@ static void release_pinned(pg_storage *s)
 
 static void release_device(pg_storage *s)
 {
-    pg_allocator_free(s->device, s->data, s->capacity);
+    if (!atomic_exchange(&s->detached, true)) /* else the block went back already */
+        pg_allocator_free(s->device, s->data, s->capacity);
     free(s);
+}
+
+/* Only queued tasks still reference `s` (refs == holds): give its device block
+ * back now, with the events of that work, for stream-ordered reuse. The tasks
+ * were all queued and stamped their events before the last other reference went
+ * (whoever queues work holds a reference while doing so), so the record is final. */
+static void detach_block(pg_storage *s, bool worker)
+{
+    pg_event ev[1 + PG_NUM_ROLES];
+    if (worker) {
+        /* A queue's worker, finishing a task: an enqueuer may hold the events lock while
+         * it waits for that very worker to make room in the queue. Never wait for the
+         * lock here; skipping only means the block comes back at the last release. */
+        if (pthread_mutex_trylock(&g_events_lock) != 0)
+            return;
+    } else {
+        pthread_mutex_lock(&g_events_lock);
+    }
+    ev[0] = s->last_write;
+    for (int r = 0; r < PG_NUM_ROLES; r++)
+        ev[1 + r] = s->last_read[r];
+    pthread_mutex_unlock(&g_events_lock);
+    if (!atomic_exchange(&s->detached, true))
+        pg_allocator_free_pending(s->device, s->data, s->capacity, ev);
 }
 
 static pg_status new_host(size_t nbytes, unsigned flags, pg_storage **out)
@@ -120,16 +149,27 @@ pg_status pg_storage_new(pg_device dev, size_t nbytes, unsigned flags, pg_storag
         s = calloc(1, sizeof *s);
         if (!s)
             return pg_error_set(PG_ERR_NOMEM, "out of host memory");
-        pg_status st = pg_allocator_alloc(be, dev, nbytes, &s->data, &s->capacity);
+        pg_event pending[1 + PG_NUM_ROLES];
+        pg_status st = pg_allocator_alloc(be, dev, nbytes, &s->data, &s->capacity, pending);
         if (st != PG_OK) {
             free(s);
             return st;
         }
         s->release = release_device;
+        /* a block queued work still uses: that work is this storage's pending work */
+        s->last_write = pending[0];
+        for (int r = 0; r < PG_NUM_ROLES; r++)
+            s->last_read[r] = pending[1 + r];
+        for (int i = 0; i < 1 + PG_NUM_ROLES; i++)
+            if (pending[i].backend)
+                atomic_store(&s->queued, true);
     }
     atomic_init(&s->refcount, 1);
     atomic_init(&s->error, NULL);
-    atomic_init(&s->queued, false);
+    atomic_init(&s->holds, 0);
+    atomic_init(&s->detached, false);
+    if (!pg_storage_has_pending(s))
+        atomic_init(&s->queued, false);
     s->device = dev;
     s->nbytes = nbytes;
     s->flags |= flags;
@@ -146,6 +186,8 @@ pg_status pg_storage_wrap(pg_device dev, void *data, size_t nbytes, unsigned fla
     atomic_init(&s->refcount, 1);
     atomic_init(&s->error, NULL);
     atomic_init(&s->queued, false);
+    atomic_init(&s->holds, 0);
+    atomic_init(&s->detached, false);
     s->device = dev;
     s->data = data;
     s->nbytes = nbytes;
@@ -162,12 +204,42 @@ void pg_storage_retain(pg_storage *s)
     atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
 }
 
-void pg_storage_release(pg_storage *s)
+static void release_impl(pg_storage *s, bool worker);
+
+void pg_storage_release(pg_storage *s) { release_impl(s, false); }
+
+static void release_impl(pg_storage *s, bool worker)
 {
-    if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1)
+    if (!s)
+        return;
+    /* Dropping the last reference that is not a queued task's: detach the block first,
+     * while this reference still keeps `s` alive (after the decrement a worker may
+     * free it). A hold counts in refcount before it counts in holds and leaves holds
+     * first, so holds never exceeds the holds refcount includes: refs - 1 == holds
+     * means nothing but queued tasks will refer to `s`. Only a thread that has a
+     * reference can add one, so nobody else can make that false meanwhile; two last
+     * users racing may both miss it, and then the tasks' own releases catch it. */
+    if (s->release == release_device) {
+        long holds = atomic_load(&s->holds);
+        if (holds > 0 && atomic_load(&s->refcount) - 1 == holds && !atomic_load(&s->detached))
+            detach_block(s, worker);
+    }
+    if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1)
         return;
     free(atomic_load(&s->error));
     s->release(s); /* frees `s` too */
+}
+
+void pg_storage_hold(pg_storage *s)
+{
+    pg_storage_retain(s);
+    atomic_fetch_add(&s->holds, 1);
+}
+
+void pg_storage_unhold(pg_storage *s)
+{
+    atomic_fetch_sub(&s->holds, 1);
+    release_impl(s, true); /* on a queue's worker (pg_stream.c) */
 }
 
 /* Messages are set by workers, read by waiters and cleared by a later
@@ -175,9 +247,6 @@ void pg_storage_release(pg_storage *s)
  * clear never frees a message being formatted. */
 static pthread_mutex_t g_error_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* One lock for every storage's event record: held for a few loads and
- * stores (and, in sim, one enqueue), never across a wait. */
-static pthread_mutex_t g_events_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void pg_storage_events_lock(void) { pthread_mutex_lock(&g_events_lock); }
 void pg_storage_events_unlock(void) { pthread_mutex_unlock(&g_events_lock); }

@@ -61,6 +61,13 @@ struct pg_storage {
     pg_event last_read[PG_NUM_ROLES]; /* per queue role: compute, copy */
     atomic_bool queued;               /* any event was ever recorded (a lock-free hint) */
     _Atomic(char *) error; /* malloc'd message of the failed op that produced the data */
+
+    /* Of `refcount`, the references queued tasks hold (pg_storage_hold). When only
+     * those remain, a device storage's block goes back to its allocator at once,
+     * with the tasks' events (stream-ordered reuse, see pg_allocator.h); `detached`
+     * says it did, so the last release frees only the header. */
+    atomic_long holds;
+    atomic_bool detached;
 };
 
 /* Allocate `nbytes` on `dev` through its backend (and caching allocator). */
@@ -70,6 +77,10 @@ pg_status pg_storage_wrap(pg_device dev, void *data, size_t nbytes, unsigned fla
                           pg_storage_release_fn release, void *owner, pg_storage **out);
 void pg_storage_retain(pg_storage *s);
 void pg_storage_release(pg_storage *s);
+/* A reference held by queued work, taken when it is queued (after its events are
+ * recorded) and dropped when it has run: see `holds`. */
+void pg_storage_hold(pg_storage *s);
+void pg_storage_unhold(pg_storage *s);
 
 /* The one lock over every storage's event record. A backend holds it while
  * it gathers a new task's dependencies and stamps the storages, so the two

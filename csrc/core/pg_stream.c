@@ -72,7 +72,7 @@ static void run_task(pg_stream *s, pg_task *t, uint64_t done)
         pg_stream_wait_event(t->deps[i]);
     s->exec(s->ctx, t);
     for (int i = 0; i < t->nhold; i++)
-        pg_storage_release(t->hold[i]);
+        pg_storage_unhold(t->hold[i]);
     atomic_store(&s->completed, done + 1); /* seq_cst: pairs with waiters_sleeping */
     if (atomic_load(&s->waiters_sleeping)) {
         pthread_mutex_lock(&s->lock);

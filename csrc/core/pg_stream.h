@@ -36,7 +36,7 @@ typedef struct pg_task {
     int ndeps;
     pg_event deps[PG_TASK_MAX_DEPS];
     int nhold;
-    pg_storage *hold[PG_TASK_MAX_HOLD]; /* retained until the task is done */
+    pg_storage *hold[PG_TASK_MAX_HOLD]; /* pg_storage_hold'd until the task is done */
     uint64_t seq;
 } pg_task;
 

@@ -8,7 +8,15 @@ the gradient of the output to one gradient per operand. The C bindings call
 build nodes through Function.apply. backward() sorts the nodes reachable from
 the root topologically and walks them once in reverse, summing gradients that
 meet, and accumulates into each leaf's `.grad`. Every gradient op runs on the
-device of the data: nothing here moves a tensor."""
+device of the data: nothing here moves a tensor.
+
+Memory, as PyTorch keeps it: each node's saved tensors are dropped as soon as
+its backward has run (not when the next loss replaces the graph), and a
+gradient is added into an existing `.grad` in place when nothing else can see
+that memory (no other tensor, view or Python reference: _grad_exclusive), so a
+training step holds one set of gradients, not two."""
+import sys
+
 from .. import _C, _creation
 from .grad_mode import no_grad
 from . import rules
@@ -135,6 +143,20 @@ def backward(root, gradient=None, retain_graph=False):
                 node.release()
 
 
+def _add_into(acc, g):
+    """acc += g in place, in one pass on acc's device, if acc's memory is acc's alone
+    (else False). The fused SGD kernel with lr = -1 (p -= lr * g) is exactly that."""
+    # 3 references: the leaf's slot, the caller's local, getrefcount's argument
+    if (sys.getrefcount(acc) > 4 or acc.shape != g.shape or acc.dtype is not g.dtype
+            or acc.device != g.device or not _C._grad_exclusive(acc)):
+        return False
+    try:
+        _C._sgd_update(acc, g, None, -1.0, 0.0, 0.0, 0.0, False, True)
+    except (TypeError, ValueError):  # a dtype the fused kernel does not take
+        return False
+    return True
+
+
 def _accumulate(leaf, g, owned):
     if leaf.grad is None:
         if id(g) in owned:
@@ -142,7 +164,10 @@ def _accumulate(leaf, g, owned):
         owned.add(id(g))
         leaf.grad = g
     else:
-        leaf.grad = leaf.grad + g
+        acc = leaf.grad
+        if not _add_into(acc, g):
+            leaf.grad = acc + g
+        del acc
     hooks = _post_accumulate_hooks.get(id(leaf))
     if hooks and hooks[0] is leaf:
         for fn in list(hooks[1]):

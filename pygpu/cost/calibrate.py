@@ -1,12 +1,14 @@
 """calibrate(device): measure the link and the device, once, and cache the result.
 
 Transfers: for sizes 4 B .. 256 MiB (powers of 4), each direction, from pageable
-and from pinned host memory, the best of a few copies (more for small sizes,
-where noise is relative; two for the largest). The link time is the copy's own
-time as the C counters record it (the backend times the copy itself); the wall
-time of the call minus that is the host-side overhead of a transfer call. A
-least-squares fit of latency + bytes / bandwidth, weighted by 1/time so that
-4 B and 256 MiB count alike, gives each Link and its largest relative residual.
+and from pinned host memory, the median of a few copies (more for small sizes,
+where noise is relative; three for the largest) once outliers are rejected. The
+link time is the copy's own time as the C counters record it (the link-busy time:
+the backend times the copy itself); the wall time of the call minus that is the
+host-side overhead of a transfer call. A least-squares fit of latency + bytes /
+bandwidth, weighted by 1/time so that 4 B and 256 MiB count alike, gives each Link
+and its largest relative residual; a size whose residual stands far out from the
+others' (a copy descheduled on a loaded machine) is dropped and the fit redone.
 Then: the launch overhead (a tiny op, waited for), the enqueue overhead (tiny ops
 queued without waiting), matmul throughput for n = 32 .. 1024 on the device and
 with NumPy on the host, and elementwise bandwidth.
@@ -106,11 +108,25 @@ def _sizes(max_bytes):
 
 
 def _repeats(nbytes):
-    return 15 if nbytes <= 1 << 16 else 6 if nbytes <= 1 << 22 else 3 if nbytes <= 1 << 26 else 2
+    return 15 if nbytes <= 1 << 16 else 7 if nbytes <= 1 << 22 else 3
+
+
+def robust_median(samples, k=3.0):
+    """The median of `samples` after dropping those more than k median absolute
+    deviations from their median (at least half are kept): one copy that waited for a
+    busy core moves a best-of or a mean, not this."""
+    x = np.asarray(samples, dtype=np.float64)
+    med = float(np.median(x))
+    mad = float(np.median(np.abs(x - med)))
+    if mad == 0:
+        return med
+    kept = x[np.abs(x - med) <= k * 1.4826 * mad]  # 1.4826 MAD ~ one standard deviation
+    return float(np.median(kept)) if len(kept) * 2 >= len(x) else med
 
 
 def _time_copies(pygpu, dev, direction, pinned, sizes, tick):
-    """[(nbytes, best link seconds, best wall seconds)] for one direction and memory kind."""
+    """[(nbytes, link seconds, wall seconds)] for one direction and memory kind: each the
+    robust median of its repeats."""
     out = []
     for nb in sizes:
         n = nb // 4
@@ -121,34 +137,49 @@ def _time_copies(pygpu, dev, direction, pinned, sizes, tick):
         dst, src = (devbuf, host) if direction == "h2d" else (host, devbuf)
         dst.copy_(src)  # first touch of the pages, outside the timing
         pygpu.synchronize(dev)
-        best_link, best_wall = float("inf"), float("inf")
+        links, walls = [], []
         for _ in range(_repeats(nb)):
             s0 = pygpu.stats()
             t0 = time.perf_counter()
             dst.copy_(src)
-            wall = time.perf_counter() - t0
+            walls.append(time.perf_counter() - t0)
             d = pygpu.stats() - s0
-            link = d.h2d_seconds if direction == "h2d" else d.d2h_seconds
-            best_link, best_wall = min(best_link, link), min(best_wall, wall)
-        out.append((nb, best_link, best_wall))
+            links.append(d.h2d_seconds if direction == "h2d" else d.d2h_seconds)
+        out.append((nb, robust_median(links), robust_median(walls)))
         del host, devbuf, dst, src
         tick()
     return out
 
 
-def fit_link(points):
-    """Least-squares latency + bytes/bandwidth through [(bytes, seconds)], each point
-    weighted by 1/seconds (relative error); returns a Link with the largest relative residual."""
-    b = np.array([p[0] for p in points], dtype=np.float64)
-    t = np.array([p[1] for p in points], dtype=np.float64)
-    t = np.maximum(t, 1e-9)
+def _fit_once(b, t):
     a = np.stack([1.0 / t, b / t], axis=1)
     (lat, inv_bw), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
     lat = max(float(lat), 0.0)
     inv_bw = max(float(inv_bw), 1e-15)
-    pred = lat + b * inv_bw
-    err = float(np.max(np.abs(pred - t) / t))
-    return Link(lat, 1.0 / inv_bw, err)
+    return lat, inv_bw, np.abs(lat + b * inv_bw - t) / t
+
+
+def fit_link(points, outlier=3.0, floor=0.05):
+    """Least-squares latency + bytes/bandwidth through [(bytes, seconds)], each point
+    weighted by 1/seconds (relative error); returns a Link with the largest relative
+    residual. A point whose residual is over `outlier` times the median residual (and
+    over `floor`) is rejected and the line fitted again, at most a quarter of them: a
+    size measured while the machine was busy does not bend the line through the rest."""
+    b = np.array([p[0] for p in points], dtype=np.float64)
+    t = np.maximum(np.array([p[1] for p in points], dtype=np.float64), 1e-9)
+    keep = np.ones(len(b), dtype=bool)
+    lat, inv_bw, res = _fit_once(b, t)
+    for _ in range(len(b) // 4):
+        if keep.sum() <= 3:
+            break
+        limit = max(outlier * float(np.median(res[keep])), floor)
+        worst = int(np.argmax(np.where(keep, res, -1.0)))
+        if res[worst] <= limit:
+            break
+        keep[worst] = False
+        lat, inv_bw, _ = _fit_once(b[keep], t[keep])
+        res = np.abs(lat + b * inv_bw - t) / t
+    return Link(lat, 1.0 / inv_bw, float(np.max(res[keep])))
 
 
 def _best(fn, repeats, budget_s=0.3):

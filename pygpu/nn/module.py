@@ -7,6 +7,7 @@ load_state_dict(). Module.to(device) moves the module IN PLACE and returns
 it: each parameter keeps its identity (its memory is swapped through
 `.data`), so optimizers built before the move still hold the right tensors;
 Tensor.to returns a new tensor, as in PyTorch."""
+import sys
 from collections import OrderedDict
 
 from .. import _C, _creation
@@ -271,5 +272,10 @@ def _zero_grads(params, set_to_none):
                 continue
             if set_to_none:
                 p.grad = None
-            else:
-                p.grad = _creation.zeros(p.grad.shape, dtype=p.grad.dtype, device=p.grad.device)
+                continue
+            g = p.grad
+            if sys.getrefcount(g) <= 3 and _C._grad_exclusive(g):
+                g[...] = 0  # in place, as PyTorch's zero_(): no second set of gradients
+            else:  # someone else sees this memory: give the parameter fresh zeros
+                p.grad = _creation.zeros(g.shape, dtype=g.dtype, device=g.device)
+            del g

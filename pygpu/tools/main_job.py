@@ -3,7 +3,8 @@
 An n x n float32 matmul for n in 64..2048, three ways: with NumPy; on a device
 with the data already there (resident); and on the device with a round trip
 every call (upload both inputs, multiply, download the result). For each n it
-prints the time per call, the speedup against NumPy, the transfers per call as
+prints the time per call (the median of repeats within a fixed time budget, with
+their spread; a row whose spread exceeds 15% is marked !), the speedup against NumPy, the transfers per call as
 counted, and the cost model's prediction (pygpu.cost) beside the measurement;
 then the crossover n above which the round trip beats NumPy; then a short MLP
 training whose transfers, as counted, are two heavy requests (weights up, weights
@@ -45,16 +46,27 @@ def _progress(total, desc, quiet):
     return tqdm(total=total, desc=desc, leave=False, file=sys.stderr)
 
 
-def time_per_call(fn, max_calls, budget_s=0.25):
-    """Best time of one call: calls repeated until max_calls or budget_s spent (at least 2)."""
+BUDGET_S = 0.25    # per figure, three figures per n: the job's total time stays what it was
+MIN_CALLS = 3      # a median needs at least three (fewer only when --number says so)
+NOISY_SPREAD = 0.15  # a figure whose repeats spread more than this is marked, not trusted
+
+
+def time_per_call(fn, max_calls, budget_s=BUDGET_S, min_calls=MIN_CALLS):
+    """(median, spread, calls) of one call's time: calls repeated until max_calls, or until
+    budget_s is spent and min_calls made (at least 2). spread is the interquartile range
+    over the median: a median moves little when one call of a loaded machine is slow (the
+    best-of it replaced did, run to run), and the spread says how much to trust it."""
     fn()  # warm: allocations, first-touch pages, BLAS thread start
-    best, spent, calls = float("inf"), 0.0, 0
-    while calls < max(2, max_calls) and (calls < 2 or spent < budget_s):
+    least = max(2, min(min_calls, max_calls))
+    times, spent = [], 0.0
+    while len(times) < max(least, max_calls) and (len(times) < least or spent < budget_s):
         t0 = time.perf_counter()
         fn()
         dt = time.perf_counter() - t0
-        best, spent, calls = min(best, dt), spent + dt, calls + 1
-    return best
+        times.append(dt)
+        spent += dt
+    q25, med, q75 = np.percentile(times, [25, 50, 75])
+    return float(med), float((q75 - q25) / med) if med > 0 else 0.0, len(times)
 
 
 def measure_size(n, dev, number, rng):
@@ -76,13 +88,16 @@ def measure_size(n, dev, number, rng):
         with pygpu.track() as tr:
             fn()
             pygpu.synchronize()
-        row[f"{name}_s"] = time_per_call(fn, number)
+        row[f"{name}_s"], row[f"{name}_spread"], row[f"{name}_calls"] = time_per_call(fn, number)
         row[f"{name}_transfers"] = {k: getattr(tr, k) for k in
                                     ("h2d_count", "h2d_bytes", "d2h_count", "d2h_bytes")}
     # pygpu and NumPy each load an OpenBLAS whose idle threads spin for a while after
     # a call: let pygpu's go to sleep before timing NumPy
     time.sleep(0.2)
-    row["numpy_s"] = time_per_call(lambda: a_np @ b_np, number)
+    row["numpy_s"], row["numpy_spread"], row["numpy_calls"] = time_per_call(lambda: a_np @ b_np,
+                                                                            number)
+    row["noisy"] = max(row["numpy_spread"], row["resident_spread"],
+                       row["round_trip_spread"]) > NOISY_SPREAD
     return row
 
 
@@ -226,19 +241,29 @@ def _fmt_t(s):
     return f"{s * 1e3:9.3f}" if s < 10 else f"{s:8.1f}s"
 
 
+def _fmt_m(r, name):
+    """A measured figure and its spread, e.g. '    1.234 ±3%'."""
+    spread = f"±{r[name + '_spread'] * 100:.0f}%"
+    return f"{_fmt_t(r[name + '_s'])} {spread:>5}"
+
+
 def print_table(res, prof):
     kind = "measured here" if prof.measured else "datasheet, not measured"
     print(f"pygpu {res['pygpu']}: n x n float32 matmul on {res['device']} ({res['link']})")
     print(f"prediction: {prof.name} ({kind})")
-    print(f"{'n':>6} {'NumPy ms':>9} | {'resident ms':>11} {'pred':>8} {'vs NumPy':>8} | "
-          f"{'round trip ms':>13} {'pred':>8} {'vs NumPy':>8} | transfers per round trip")
+    print(f"  {'n':>6} {'NumPy ms':>14} | {'resident ms':>15} {'pred':>8} {'vs NumPy':>8} | "
+          f"{'round trip ms':>15} {'pred':>8} {'vs NumPy':>8} | transfers per round trip")
     for r in res["rows"]:
         t = r["round_trip_transfers"]
-        print(f"{r['n']:>6} {_fmt_t(r['numpy_s'])} | {_fmt_t(r['resident_s']):>11} "
+        mark = "! " if r.get("noisy") else "  "
+        print(f"{mark}{r['n']:>6} {_fmt_m(r, 'numpy'):>14} | {_fmt_m(r, 'resident'):>15} "
               f"{_fmt_t(r['predicted_resident_s']):>8} {r['speedup_resident']:>7.2f}x | "
-              f"{_fmt_t(r['round_trip_s']):>13} {_fmt_t(r['predicted_round_trip_s']):>8} "
+              f"{_fmt_m(r, 'round_trip'):>15} {_fmt_t(r['predicted_round_trip_s']):>8} "
               f"{r['speedup_round_trip']:>7.2f}x | h2d {t['h2d_count']} ({t['h2d_bytes'] / 1024:.0f} KiB), "
               f"d2h {t['d2h_count']} ({t['d2h_bytes'] / 1024:.0f} KiB)")
+    print(f"  (each figure: the median of its repeats, ± their interquartile spread; "
+          f"{sum(1 for r in res['rows'] if r.get('noisy'))} row(s) marked ! spread more than "
+          f"{NOISY_SPREAD:.0%}: the machine was busy, re-run before trusting them)")
     c = res["crossover"]
     meas = (f"n = {c['measured_n']}" + (f" (between {c['measured_after']} and {c['measured_n']})"
                                         if c["measured_after"] else "")

@@ -119,6 +119,8 @@ static pg_status pg_cuda_copy_on(pg_cuda_queue *q, const pg_copy *c, enum cudaMe
         return st;
     }
 
+    if (c->dst_offset == 0 && c->nbytes == c->dst->nbytes) /* every byte rewritten (see launch) */
+        pg_cuda.core->storage_clear_error(c->dst);
     if (queue) {
         uint64_t seq = pg_cuda_note_queued(q, op);
         pg_cuda_mark(c->src, q, seq, false);

@@ -247,8 +247,15 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
     for (int i = 0; i < node->nsrc; i++)
         if (node->src[i].storage)
             pg_cuda_mark(node->src[i].storage, q, seq, false);
-    for (int i = 0; i < nout; i++)
+    for (int i = 0; i < nout; i++) {
         pg_cuda_mark(outs[i]->storage, q, seq, true);
+        /* Every byte is rewritten by work ordered after whatever failed before, so the
+         * failure a past wait recorded in this storage no longer describes it (as sim,
+         * which clears once the op ran: here a failure of this op is recorded afresh
+         * by the next wait that sees it). */
+        if (pg_cuda.core->tensor_covers_storage(outs[i]))
+            pg_cuda.core->storage_clear_error(outs[i]->storage);
+    }
     if (atomic_load(&pg_cuda.sync_each_op))
         return pg_cuda_queue_sync(q, "cudaStreamSynchronize");
     return PG_OK;

@@ -312,7 +312,7 @@ static pg_status sim_launch(const pg_backend *be, int index, const pg_node *node
     }
     PG_TRY(wait_foreign(reads, nreads, writes, nwrites));
     for (int i = 0; i < t.nhold; i++)
-        pg_storage_retain(t.hold[i]);
+        pg_storage_hold(t.hold[i]);
     enqueue_with_events(s, ROLE_COMPUTE, &t, reads, nreads, writes, nwrites);
     return PG_OK;
 }
@@ -337,8 +337,8 @@ static pg_status sim_copy(const pg_backend *be, int index, const pg_copy *c)
     t.nhold = 2;
     t.hold[0] = c->src;
     t.hold[1] = c->dst;
-    pg_storage_retain(c->src);
-    pg_storage_retain(c->dst);
+    pg_storage_hold(c->src);
+    pg_storage_hold(c->dst);
     enqueue_with_events(s, ROLE_COPY, &t, reads, 1, dsts, 1);
     return PG_OK;
 }
