@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "pg_status.h"
+#include "pg_tensor.h"
 
 enum { PG_EPI_NONE = 0, PG_EPI_BIAS = 1, PG_EPI_DACT = 2, PG_EPI_BGRAD = 4 };
 
@@ -67,5 +68,33 @@ typedef struct pg_gemm {
  * pg_cpu_gemm_kernel / pg_cpu_gemm_register. The descriptor is checked before a
  * kernel sees it (shapes, lds >= the stored rows' lengths, dtypes). */
 typedef pg_status (*pg_gemm_kernel_fn)(const pg_gemm *g);
+
+/* The descriptor of a checked matmul node's (B,M,K) @ (B,K,N) -> (B,M,N) (pg_ops_matmul.c
+ * gives each operand unit stride on its last axis, or on its middle axis: a transposed
+ * view), with the operands' data pointers (a backend's own: a plugin cannot call
+ * pg_tensor_data). Static inline so that every backend, plugins included, shares it. */
+static inline void pg_gemm_of_matmul(const pg_tensor *a, const pg_tensor *b, const pg_tensor *c,
+                                     const void *pa, const void *pb, void *pc, pg_gemm *g)
+{
+    pg_gemm z = {0};
+    *g = z;
+    g->batch = c->shape[0];
+    g->M = c->shape[1];
+    g->N = c->shape[2];
+    g->K = a->shape[2];
+    g->trans_a = a->strides[2] != 1;
+    g->lda = g->trans_a ? a->strides[2] : a->strides[1];
+    g->trans_b = b->strides[2] != 1;
+    g->ldb = g->trans_b ? b->strides[2] : b->strides[1];
+    g->ldc = c->strides[1] > g->N ? c->strides[1] : g->N;
+    g->stride_a = a->strides[0];
+    g->stride_b = b->strides[0];
+    g->stride_c = c->strides[0];
+    g->dtype_ab = g->dtype_c = g->compute = c->dtype;
+    g->a = pa;
+    g->b = pb;
+    g->c = pc;
+    g->alpha = 1.0;
+}
 
 #endif

@@ -6,32 +6,13 @@
  * unless pygpu.set_num_threads says otherwise. A CPU
  * tensor can still be the target of an asynchronous copy from a device, so
  * before touching data we wait for any pending write (or read, for the
- * output) recorded on its storage. */
+ * output) recorded on its storage. Which kernel runs an op is decided in
+ * cpu_dispatch.c, below the pool (cpu_parallel.c), not here: the table uses
+ * the pool, the pool uses the dispatcher, and nothing points back up. */
 #include <string.h>
 
 #include "../../core/pg_backend.h"
 #include "cpu_parallel.h"
-
-pg_status pg_cpu_execute(const pg_node *node)
-{
-    switch (node->op) {
-    case PG_OP_FILL: return pg_cpu_fill(node);
-    case PG_OP_COPY: return pg_cpu_copy(node);
-    case PG_OP_BINARY: return pg_cpu_binary(node);
-    case PG_OP_UNARY: return pg_cpu_unary(node);
-    case PG_OP_REDUCE: return pg_cpu_reduce(node);
-    case PG_OP_MATMUL: return pg_cpu_matmul(node);
-    case PG_OP_ARANGE: return pg_cpu_arange(node);
-    case PG_OP_RANDOM: return pg_cpu_random(node);
-    case PG_OP_LINEAR_FWD: return pg_cpu_linear_fwd(node);
-    case PG_OP_LINEAR_BWD: return pg_cpu_linear_bwd(node);
-    case PG_OP_XENT_FWD: return pg_cpu_xent_fwd(node);
-    case PG_OP_XENT_BWD: return pg_cpu_xent_bwd(node);
-    case PG_OP_SGD: return pg_cpu_sgd(node);
-    case PG_OP_ADAM: return pg_cpu_adam(node);
-    default: return pg_error_set(PG_ERR_RUNTIME, "unknown op %d", node->op);
-    }
-}
 
 static int cpu_device_count(const pg_backend *be)
 {

@@ -34,9 +34,7 @@ pg_status pg_cpu_adam(const pg_node *node);
 /* The same ops split over a device's pool (NULL: on the caller) through the GEMM
  * scheduler (cpu_gemm.h); pg_cpu_matmul(n) is pg_cpu_matmul_on(NULL, n). */
 struct pg_pool;
-struct pg_gemm;
 pg_status pg_cpu_matmul_on(struct pg_pool *pool, const pg_node *node);
-void pg_cpu_matmul_desc(const pg_node *node, struct pg_gemm *g);
 pg_status pg_cpu_linear_fwd_on(struct pg_pool *pool, const pg_node *node);
 pg_status pg_cpu_linear_bwd_on(struct pg_pool *pool, const pg_node *node);
 

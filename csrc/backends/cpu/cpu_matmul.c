@@ -11,21 +11,8 @@
  * threading (see cpu_parallel.c for why). */
 #include <cblas.h>
 
-#include <string.h>
-
 #include "cpu_gemm.h"
 #include "cpu_kernels.h"
-
-/* Returns the BLAS transpose flag of a (B, rows, cols) operand and its leading dimension. */
-static enum CBLAS_TRANSPOSE layout(const pg_tensor *t, blasint *ld)
-{
-    if (t->strides[2] == 1) {
-        *ld = (blasint)t->strides[1];
-        return CblasNoTrans;
-    }
-    *ld = (blasint)t->strides[2];
-    return CblasTrans;
-}
 
 static void matmul_i64(const pg_tensor *a, const pg_tensor *b, const pg_tensor *c)
 {
@@ -49,33 +36,6 @@ static void matmul_i64(const pg_tensor *a, const pg_tensor *b, const pg_tensor *
     }
 }
 
-/* The node (B,M,K) @ (B,K,N) -> (B,M,N) as a GEMM descriptor (float32/float64). */
-void pg_cpu_matmul_desc(const pg_node *node, pg_gemm *g)
-{
-    const pg_tensor *a = &node->src[0], *b = &node->src[1], *c = &node->dst;
-    blasint lda, ldb;
-    memset(g, 0, sizeof *g);
-    g->batch = c->shape[0];
-    g->M = c->shape[1];
-    g->N = c->shape[2];
-    g->K = a->shape[2];
-    g->trans_a = layout(a, &lda) == CblasTrans;
-    g->trans_b = layout(b, &ldb) == CblasTrans;
-    g->lda = lda;
-    g->ldb = ldb;
-    g->ldc = c->strides[1] > g->N ? c->strides[1] : g->N;
-    g->stride_a = a->strides[0];
-    g->stride_b = b->strides[0];
-    g->stride_c = c->strides[0];
-    g->dtype_ab = g->dtype_c = c->dtype;
-    g->compute = c->dtype;
-    g->a = pg_tensor_data(a);
-    g->b = pg_tensor_data(b);
-    g->c = pg_tensor_data(c);
-    g->alpha = 1.0;
-    g->beta = 0.0;
-}
-
 pg_status pg_cpu_matmul_on(pg_pool *pool, const pg_node *node)
 {
     if (node->dst.dtype == PG_INT64) {
@@ -83,7 +43,8 @@ pg_status pg_cpu_matmul_on(pg_pool *pool, const pg_node *node)
         return PG_OK;
     }
     pg_gemm g;
-    pg_cpu_matmul_desc(node, &g);
+    const pg_tensor *a = &node->src[0], *b = &node->src[1], *c = &node->dst;
+    pg_gemm_of_matmul(a, b, c, pg_tensor_data(a), pg_tensor_data(b), pg_tensor_data(c), &g);
     return pg_cpu_gemm_run(pool, &g);
 }
 

@@ -159,6 +159,9 @@ void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all);
 
 /* cuda_train.c: the fused training ops */
 pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
+/* cuda_gemm.c: run one GEMM descriptor (pg_gemm.h) on the device's stream with cuBLAS */
+struct pg_gemm;
+pg_status pg_cuda_gemm(pg_cuda_device *d, const struct pg_gemm *g, const char *op);
 
 /* cuda_launch.c */
 pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "pg_gemm.h"
 
 /* kernels/pg_cuda_kernels.h mirrors these codes so that kernels need not
  * include pg_node.h (C-only); subops pass through unchanged. */
@@ -156,6 +157,12 @@ static cudaError_t pg_cuda_launch_reduce(const pg_cuda_ctx *ctx, const pg_node *
 static pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
     const pg_tensor *a = &n->src[0], *b = &n->src[1], *c = &n->dst;
+    if (pg_cuda_is_float(c->dtype)) { /* the GEMM contract: cuda_gemm.c */
+        pg_gemm g;
+        pg_gemm_of_matmul(a, b, c, pg_cuda_tensor_data(a), pg_cuda_tensor_data(b),
+                          pg_cuda_tensor_data(c), &g);
+        return pg_cuda_gemm(d, &g, n->name);
+    }
     pg_cuda_matmul_args args = {
         .dtype = c->dtype,
         .batch = c->shape[0], .m = c->shape[1], .k = a->shape[2], .n = c->shape[2],

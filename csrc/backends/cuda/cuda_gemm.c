@@ -1,0 +1,59 @@
+/* cuda_gemm.c - the GEMM contract (csrc/core/pg_gemm.h) on CUDA: one descriptor,
+ * one cuBLAS call.
+ *
+ * cuBLAS is column-major: a row-major C (M,N) with leading dimension ldc is a
+ * column-major C^T (N,M), and C^T = op(B)^T op(A)^T, so the call swaps the
+ * operands and keeps each one's transpose flag. Batches go to the strided
+ * batched call (a stride of 0 broadcasts one matrix). alpha and beta pass
+ * through; the epilogues (bias, activation, DACT, BGRAD) are fused on the CPU
+ * kernels and on the linear layers' CUDA kernels (kernels/train.cu), and get
+ * cublasLt's fused epilogues here later: a descriptor asking for one is
+ * refused with a message, never computed wrong. */
+#include <limits.h>
+
+#include "cuda_internal.h"
+#include "pg_gemm.h"
+
+pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_gemm *g, const char *op)
+{
+    if (g->epilogue != PG_EPI_NONE || g->act != PG_ACT_NONE)
+        return pg_cuda_error(PG_ERR_VALUE,
+                             "cuda:%d: %s: a GEMM epilogue (flags %d, activation %d) has no "
+                             "CUDA kernel yet; use the fused linear ops or apply it separately",
+                             d->index, op, g->epilogue, g->act);
+    if (g->dtype_ab != g->dtype_c || (g->dtype_c != PG_FLOAT32 && g->dtype_c != PG_FLOAT64))
+        return pg_cuda_error(PG_ERR_DTYPE,
+                             "cuda:%d: %s: cuBLAS runs float32 or float64 products here (got "
+                             "dtype codes %d -> %d)",
+                             d->index, op, g->dtype_ab, g->dtype_c);
+    if (g->M > INT_MAX || g->N > INT_MAX || g->K > INT_MAX || g->batch > INT_MAX ||
+        g->lda > INT_MAX || g->ldb > INT_MAX || g->ldc > INT_MAX)
+        return pg_cuda_error(PG_ERR_VALUE, "cuda:%d: %s: dimensions above 2^31-1", d->index, op);
+    if (g->batch == 0 || g->M == 0 || g->N == 0)
+        return PG_OK;
+    cublasHandle_t h;
+    PG_TRY(pg_cuda_device_blas(d, op, &h));
+    cublasOperation_t op_a = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t op_b = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int m = (int)g->N, n = (int)g->M, k = (int)g->K, batch = (int)g->batch;
+    /* K == 0: ld of an empty operand may be 0, which cuBLAS refuses; any >= 1 will do */
+    int lda = g->lda > 0 ? (int)g->lda : 1, ldb = g->ldb > 0 ? (int)g->ldb : 1;
+    pthread_mutex_lock(&d->blas_lock);
+    cublasStatus_t st = cublasSetMathMode(h, atomic_load(&pg_cuda.allow_tf32)
+                                                 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                 : CUBLAS_DEFAULT_MATH);
+    if (st == CUBLAS_STATUS_SUCCESS && g->dtype_c == PG_FLOAT32) {
+        float alpha = (float)g->alpha, beta = (float)g->beta;
+        st = cublasSgemmStridedBatched(h, op_b, op_a, m, n, k, &alpha, (const float *)g->b, ldb,
+                                       g->stride_b, (const float *)g->a, lda, g->stride_a, &beta,
+                                       (float *)g->c, (int)g->ldc, g->stride_c, batch);
+    } else if (st == CUBLAS_STATUS_SUCCESS) {
+        double alpha = g->alpha, beta = g->beta;
+        st = cublasDgemmStridedBatched(h, op_b, op_a, m, n, k, &alpha, (const double *)g->b, ldb,
+                                       g->stride_b, (const double *)g->a, lda, g->stride_a, &beta,
+                                       (double *)g->c, (int)g->ldc, g->stride_c, batch);
+    }
+    pthread_mutex_unlock(&d->blas_lock);
+    return pg_cuda_check(PG_CUDA_LIB_CUBLAS, st, d->index, op, "cublas<T>gemmStridedBatched",
+                         false);
+}
