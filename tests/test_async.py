@@ -22,6 +22,7 @@ import pytest
 import pygpu
 
 from _helpers import best_of, timed, two_thread_ratio
+from pygpu import nn
 
 
 @pytest.mark.timing
@@ -469,3 +470,50 @@ def test_host_buffer_of_failed_copy_is_cleared_by_overwrite():
         host.tolist()
     host[:] = 3.0
     assert host.tolist() == [3.0] * 8
+
+
+# ---- an asynchronous error is delivered once ------------------------------------------
+
+def _device_works(dev="sim:0"):
+    assert (pygpu.ones(3, device=dev) * 2).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_cross_entropy_label_error_is_raised_once_then_cleared():
+    pygpu.synchronize()
+    logits = pygpu.randn(4, 3, device="sim:0")
+    labels = pygpu.tensor(np.array([0, 1, 7, 2])).to("sim:0")
+    loss = nn.CrossEntropyLoss()(logits, labels)
+    with pytest.raises(pygpu.AsyncOpError, match="label 7"):
+        loss.item()
+    pygpu.synchronize()  # clean: the error was delivered to .item()
+    pygpu.synchronize("sim:0")
+    _device_works()
+    with pytest.raises(pygpu.AsyncOpError, match="label 7"):
+        loss.item()  # the failed tensor's bytes are still bad: reading it says so again
+    pygpu.synchronize()
+
+
+@pytest.mark.parametrize("observe", ["wait", "item", "synchronize"])
+def test_injected_fault_is_raised_once_then_cleared(observe):
+    pygpu.synchronize()
+    pygpu.sim.inject_fault("add", device=0)
+    t = pygpu.ones(8, device="sim:0") + 1
+    with pytest.raises(pygpu.AsyncOpError, match="simulated device fault"):
+        if observe == "wait":
+            t.wait()
+        elif observe == "item":
+            t.sum().item()
+        else:
+            pygpu.synchronize()
+    pygpu.synchronize()
+    _device_works()
+
+
+def test_an_unobserved_failure_still_reaches_synchronize():
+    pygpu.synchronize()
+    pygpu.sim.inject_fault("multiply", device=0)
+    pygpu.ones(8, device="sim:0") * 3  # nobody reads it
+    with pytest.raises(pygpu.AsyncOpError, match="simulated device fault"):
+        pygpu.synchronize()
+    pygpu.synchronize()
+    _device_works()

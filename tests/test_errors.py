@@ -356,3 +356,25 @@ def test_from_array_copy_checks_the_dtype_code(code):
 def test_private_random_checks_its_kind():
     with pytest.raises(ValueError, match="kind"):
         _C._random(5, (2,), pygpu.float32, "cpu")
+
+
+# ---- an int too big for int64 ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("where", ["cpu", "sim:0"])
+@pytest.mark.parametrize("value", [2**70, -2**70, 2**63])
+def test_an_int_too_big_for_int64_names_the_dtype_and_its_range(where, value):
+    t = pygpu.zeros(3, dtype=pygpu.int64, device=where)
+    msg = rf"Python integer {value} out of bounds for int64.*-2\*\*63 to 2\*\*63 - 1"
+    with pytest.raises(OverflowError, match=msg):
+        t[0] = value
+    with pytest.raises(OverflowError, match=msg):
+        t + value
+    t[0] = 2**63 - 1  # the edges still fit
+    t[1] = -2**63
+    assert t.tolist() == [2**63 - 1, -2**63, 0]
+
+
+def test_a_big_int_beside_a_float_tensor_is_a_float_as_in_numpy():
+    f = pygpu.zeros(2, dtype=pygpu.float64)
+    f[0] = 2**70
+    assert (f + 2**70).tolist() == [2.0**71, 2.0**70]

@@ -10,6 +10,11 @@
 # the progress bar), each read counted as an implicit "item" transfer.
 import gc
 import io
+import os
+import pty
+import select
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -245,3 +250,68 @@ def test_estimate_memory_agrees_with_the_peak_measured_on_sim(sizes, batch, opti
     pygpu.synchronize()
     peak = pygpu.sim.max_memory_allocated(1) - base
     assert abs(est.total - peak) <= 0.15 * peak, f"estimate {est} vs measured peak {peak / 2**20:.2f} MiB"
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---- Trainer.fit(progress=True) on a terminal -----------------------------------------
+
+_FIT = r'''
+import sys
+import numpy as np
+import pygpu
+from pygpu import nn, optim
+n = int(sys.argv[1])
+rng = np.random.default_rng(0)
+X = rng.standard_normal((n, 16)).astype(np.float32)
+y = rng.integers(0, 2, n)
+m = nn.MLP([16, 32, 2])
+pygpu.Trainer(m, optim.SGD(m.parameters(), lr=0.1), nn.CrossEntropyLoss(), device="sim:0").fit(
+    X, y, epochs=2, batch_size=16, progress=True)
+'''
+
+
+def _run_on_pty(code, *args):
+    """Run `python -c code args` with stdin, stdout and stderr on a fresh pseudo-terminal
+    (no window size set, as a CI runner's); what the terminal received."""
+    master, slave = pty.openpty()
+    env = dict(os.environ, COLUMNS="120", TERM="xterm", PYTHONPATH=ROOT)
+    p = subprocess.Popen([sys.executable, "-c", code, *args], stdin=slave, stdout=slave,
+                         stderr=slave, env=env, cwd=ROOT)
+    os.close(slave)
+    out = b""
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif p.poll() is not None:
+                break
+    finally:
+        os.close(master)
+        rc = p.wait(timeout=300)
+    assert rc == 0, out.decode(errors="replace")
+    return out.decode(errors="replace")
+
+
+@pytest.mark.parametrize("n", [2000, 100000])  # 0.1 s and 1.1 s on the idle machine
+def test_fit_progress_draws_on_a_pseudo_terminal(n):
+    out = _run_on_pty(_FIT, str(n))
+    lines = [ln for ln in out.split("\r\n") if ln.strip()]
+    assert len(lines) == 2, repr(out[-2000:])  # one bar per epoch, each left on screen
+    for epoch, line in enumerate(lines, 1):
+        frames = [f for f in line.split("\r") if f.strip()]
+        final = frames[-1]
+        assert final.startswith(f"epoch {epoch}/2: 100%"), repr(final)
+        assert "loss=" in final and "samples_per_s=" in final, repr(final)
+        assert re.search(r"\| (\S+)/\1 \[", final), repr(final)  # every sample counted
+    if n >= 100000:  # a long fit: the bar moves, with the loss on it, before the end
+        moving = [f for f in lines[0].split("\r") if "loss=" in f and "100%" not in f]
+        assert moving, repr(lines[0][-2000:])
