@@ -12,6 +12,7 @@ import gc
 import io
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
