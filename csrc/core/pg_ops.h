@@ -77,7 +77,6 @@ pg_status pg_half_reduce(int op, const pg_tensor *a, int naxes, const int *axes,
                          pg_tensor *out);
 pg_status pg_half_mean(const pg_tensor *a, int naxes, const int *axes, bool keepdims,
                        pg_tensor *out);
-pg_status pg_half_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out);
 /* fused training ops (pg_ops_train.c); b, y may be NULL; act is a PG_ACT_* code */
 pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b, int act,
                            pg_tensor *y);

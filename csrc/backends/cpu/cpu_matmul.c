@@ -11,6 +11,7 @@
  * threading (see cpu_parallel.c for why). */
 #include <cblas.h>
 
+#include "cpu_gemm_half.h"
 #include "cpu_kernels.h"
 
 /* Returns the BLAS transpose flag of a (B, rows, cols) operand and its leading dimension. */
@@ -49,6 +50,8 @@ static void matmul_i64(const pg_tensor *a, const pg_tensor *b, const pg_tensor *
 pg_status pg_cpu_matmul(const pg_node *node)
 {
     const pg_tensor *a = &node->src[0], *b = &node->src[1], *c = &node->dst;
+    if (a->dtype == PG_FLOAT16 || a->dtype == PG_BFLOAT16) /* the half GEMM (cpu_gemm_half.c) */
+        return pg_cpu_matmul_half(node);
     if (c->dtype == PG_INT64) {
         matmul_i64(a, b, c);
         return PG_OK;
