@@ -17,5 +17,9 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g);
 pg_gemm_kernel_fn pg_cpu_gemm_half_kernel(int dtype_ab, int dtype_c, const char **name);
 /* A PG_OP_MATMUL node whose operands are float16/bfloat16 (dst the same dtype). */
 pg_status pg_cpu_matmul_half(const pg_node *node);
+/* The fused linear layers on float16/bfloat16 operands (cpu_train_half.c): the same
+ * nodes as pg_cpu_linear_fwd/bwd (pg_ops_train.c), row panels included. */
+pg_status pg_cpu_linear_fwd_half(const pg_node *n);
+pg_status pg_cpu_linear_bwd_half(const pg_node *n);
 
 #endif

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "../../core/pg_status.h"
+#include "cpu_gemm_half.h"
 #include "cpu_kernels.h"
 
 #define DATA(T, t) ((T *)pg_tensor_data(t))
@@ -119,6 +120,8 @@ LINEAR_BWD(double, scipy_cblas_dgemm)
 
 pg_status pg_cpu_linear_fwd(const pg_node *n)
 {
+    if (n->dst.dtype == PG_FLOAT16 || n->dst.dtype == PG_BFLOAT16) /* cpu_train_half.c */
+        return pg_cpu_linear_fwd_half(n);
     if (n->dst.dtype == PG_FLOAT32)
         linear_fwd_float(n);
     else
@@ -128,6 +131,8 @@ pg_status pg_cpu_linear_fwd(const pg_node *n)
 
 pg_status pg_cpu_linear_bwd(const pg_node *n)
 {
+    if (n->src[0].dtype == PG_FLOAT16 || n->src[0].dtype == PG_BFLOAT16) /* cpu_train_half.c */
+        return pg_cpu_linear_bwd_half(n);
     return n->dst.dtype == PG_FLOAT32 ? linear_bwd_float(n) : linear_bwd_double(n);
 }
 
