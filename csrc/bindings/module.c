@@ -46,6 +46,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_trace_functions) < 0 ||
         PyModule_AddFunctions(m, pg_autograd_functions) < 0 ||
         PyModule_AddFunctions(m, pg_train_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_autocast_functions) < 0 ||
         PyModule_AddFunctions(m, pg_testing_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", PG_MAX_DIMS) < 0) {
