@@ -50,6 +50,7 @@ _C._setup(_dtype.ALL, {
     "record": _autograd.record,
     "backward": _autograd.backward,
     "autocast": _amp_autocast._hook,
+    "numpy_bfloat16": _dtype.numpy_bfloat16,
 })
 
 
