@@ -413,3 +413,17 @@ def test_dlpack_exports_bfloat16_as_kdlbfloat():
     tt = torch.from_dlpack(t)
     assert tt.dtype == torch.bfloat16 and tt.float().tolist() == [1.5, -2.0]
     assert pygpu.from_dlpack(torch.tensor([0.5], dtype=torch.bfloat16)).dtype is pygpu.bfloat16
+
+
+# ---- docs -----------------------------------------------------------------------------------
+
+def test_the_mixed_precision_page_runs():
+    import re
+    path = os.path.join(os.path.dirname(__file__), "..", "docs", "mixed_precision.md")
+    with open(path) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    assert len(blocks) == 2
+    ns = {}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/mixed_precision.md python block {i}", "exec"), ns)
+    assert ns["model"].layers[0].weight.dtype is pygpu.float32
