@@ -427,3 +427,22 @@ def test_the_mixed_precision_page_runs():
     for i, block in enumerate(blocks):
         exec(compile(block, f"docs/mixed_precision.md python block {i}", "exec"), ns)
     assert ns["model"].layers[0].weight.dtype is pygpu.float32
+
+
+def test_estimate_memory_follows_precision():
+    model = pygpu.nn.MLP([784, 512, 10])
+    opt = pygpu.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    full = pygpu.nn.estimate_memory(model, 512, opt)
+    mixed = pygpu.nn.estimate_memory(model, 512, opt, precision="bf16-mixed")
+    assert mixed.gradients == full.gradients and mixed.optimizer_state == full.optimizer_state
+    assert mixed.parameters > full.parameters  # + the per-step 16-bit weight copies
+    assert mixed.activations * 2 == full.activations
+    with pytest.raises(ValueError, match="precision"):
+        pygpu.nn.estimate_memory(model, 512, opt, precision="fp8")
+
+
+def test_main_job_trains_with_precision(capsys):
+    from pygpu import _mlp_demo
+    rec = _mlp_demo.train("sim:0", steps=3, batch=16, precision="bf16-mixed")
+    assert rec["precision"] == "bf16-mixed" and np.isfinite(rec["loss"])
+    assert rec["h2d_bytes"] == 3 * 16 * (784 * 2 + 8)  # bfloat16 batches, int64 labels
