@@ -446,3 +446,21 @@ def test_main_job_trains_with_precision(capsys):
     rec = _mlp_demo.train("sim:0", steps=3, batch=16, precision="bf16-mixed")
     assert rec["precision"] == "bf16-mixed" and np.isfinite(rec["loss"])
     assert rec["h2d_bytes"] == 3 * 16 * (784 * 2 + 8)  # bfloat16 batches, int64 labels
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_fused_unscale_scales_in_place_and_raises_the_flag(device, dtype):
+    dt = pygpu._dtype.to_dtype(dtype)
+    g = pygpu.tensor([2.0, -4.0, 8.0], device=device).astype(dt)
+    flag = pygpu.zeros((), device=device)
+    pygpu._C._amp_unscale_(g, 0.25, flag)
+    assert g.astype(pygpu.float32).tolist() == [0.5, -1.0, 2.0] and float(flag) == 0.0
+    bad = pygpu.tensor([1.0, float("inf"), float("nan")], device=device).astype(dt)
+    pygpu._C._amp_unscale_(bad, 0.5, flag)
+    assert float(flag) == 1.0
+    pygpu._C._amp_unscale_(g, 1.0, flag)  # a later finite gradient never lowers it
+    assert float(flag) == 1.0
+    with pytest.raises(TypeError, match="float32"):
+        pygpu._C._amp_unscale_(g, 1.0, pygpu.zeros((), dtype=pygpu.float64, device=device))
+    with pytest.raises(ValueError, match="contiguous"):
+        pygpu._C._amp_unscale_(pygpu.ones((2, 2), device=device).T[0], 1.0, flag)

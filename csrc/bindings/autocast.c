@@ -8,6 +8,7 @@
  * autograd).
  *
  *   _autocast_regions(delta)   add delta (+1 enter, -1 exit); returns the count
+ *   _amp_unscale_(g, inv_scale, found)   GradScaler's fused unscale + inf/NaN check
  *   _half_gemm_kernel(dtype)   which half GEMM kernel this CPU runs for dtype
  *                              ("convert_f32" or "avx512_bf16"), for tests/docs */
 #include "../backends/cpu/cpu_gemm_half.h"
@@ -44,6 +45,22 @@ static PyObject *f_autocast_regions(PyObject *mod, PyObject *arg)
     return PyLong_FromLong((long)(pg_autocast_regions += (int)d));
 }
 
+static PyObject *f_amp_unscale(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *g, *found;
+    double inv;
+    if (!PyArg_ParseTuple(args, "O!dO!:_amp_unscale_", &PyTensor_Type, &g, &inv, &PyTensor_Type,
+                          &found))
+        return NULL;
+    const pg_tensor *tg = &((PyTensor *)g)->t, *tf = &((PyTensor *)found)->t;
+    pg_status st = PG_CALL(tg->storage->device.type == PG_DEV_CPU && pg_heavy(tg),
+                           pg_op_amp_unscale(tg, inv, tf));
+    if (st != PG_OK)
+        return pg_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *f_half_gemm_kernel(PyObject *mod, PyObject *arg)
 {
     (void)mod;
@@ -68,6 +85,8 @@ static PyObject *f_cpu_isa(PyObject *mod, PyObject *noargs)
 
 PyMethodDef pg_autocast_functions[] = {
     {"_autocast_regions", f_autocast_regions, METH_O, "internal: count autocast regions (+1/-1)"},
+    {"_amp_unscale_", f_amp_unscale, METH_VARARGS,
+     "_amp_unscale_(g, inv_scale, found): g *= inv_scale in place; found = 1 if g held inf/NaN"},
     {"_half_gemm_kernel", f_half_gemm_kernel, METH_O,
      "_half_gemm_kernel(dtype): the CPU half GEMM kernel used for dtype on this machine"},
     {"_cpu_isa", f_cpu_isa, METH_NOARGS, "(detected ISA level, level in use after PYGPU_ISA)"},

@@ -10,18 +10,36 @@ back (unscale_) and checks them for inf/NaN in the same pass:
     scaler.update()            # backoff after a skipped step, growth after
                                # `growth_interval` good ones in a row
 
-Unscale and check are one pass per device over the optimizer's gradients:
-each gradient is multiplied by 1/scale and contributes sum(g * 0) to a device
-scalar (0, or NaN as soon as any element is inf or NaN); step() reads that
-scalar once per device: the step's only implicit read. A skipped step leaves
+Unscale and check are one fused op per gradient (_C._amp_unscale_: g *= 1/scale
+in place in the same pass that looks for inf/NaN), all raising one 0-d float32
+flag per device; step() reads that flag once per device: the step's only
+implicit read. (A device without the kernel, cuda today, uses tensor ops.) A skipped step leaves
 the parameters (and the optimizer's state) untouched, bit for bit. The scale
 itself is a Python float on the host, so scaling the loss costs no read."""
 import math
 
-from .. import _C
+from .. import _C, _creation
+from .._dtype import float32
 from ..autograd import no_grad
 
 _READY, _UNSCALED, _STEPPED = 0, 1, 2
+
+
+def _unscale_one(p, g, inv, flag):
+    """p.grad *= inv in place, raising `flag` if it held inf/NaN: one fused op
+    (pg_ops_amp.c). Where the device has no such kernel (cuda today) or the gradient
+    is a strided view: tensor ops, with the flag then summing g * 0 (NaN if any inf/NaN).
+    Returns the flag to use from now on."""
+    if g.is_contiguous():
+        try:
+            _C._amp_unscale_(g, inv, flag)
+            return flag
+        except TypeError:
+            if g.device.type != "cuda":
+                raise
+    g = g * inv
+    p.grad = g
+    return flag + (g * 0.0).sum().astype(float32)
 
 
 class GradScaler:
@@ -91,17 +109,17 @@ class GradScaler:
             raise RuntimeError("GradScaler.unscale_() is being called after step(); call "
                                "update() first")
         inv = 1.0 / self._scale
-        found = {}  # device -> device scalar: 0, or NaN if any gradient held inf/NaN
+        found = {}  # device -> 0-d float32 flag: 0, or 1 once a gradient held inf/NaN
         for group in optimizer.param_groups:
             for p in group["params"]:
                 g = p.grad
                 if g is None:
                     continue
-                g = g * inv
-                p.grad = g
-                flag = (g * 0.0).sum()
                 key = str(g.device)
-                found[key] = flag if key not in found else found[key] + flag
+                flag = found.get(key)
+                if flag is None:
+                    flag = found[key] = _creation.zeros((), dtype=float32, device=g.device)
+                found[key] = _unscale_one(p, g, inv, flag)
         st["found"] = list(found.values())
         st["stage"] = _UNSCALED
 

@@ -30,6 +30,8 @@ pg_status pg_cpu_xent_fwd(const pg_node *node);
 pg_status pg_cpu_xent_bwd(const pg_node *node);
 pg_status pg_cpu_sgd(const pg_node *node);
 pg_status pg_cpu_adam(const pg_node *node);
+/* the loss scaler's unscale-and-check (cpu_amp.c) */
+pg_status pg_cpu_amp_unscale(const pg_node *node);
 
 /* Walk up to three same-shape strided operands (operand 0 is the output) and
  * call `loop` on runs along the innermost (coalesced) axis. Strides passed to

@@ -117,11 +117,12 @@ static pg_status pg_cuda_mem_get_info(const pg_backend *be, int index, size_t *f
 }
 
 /* The CUDA kernels have no float16/bfloat16 variants yet (casts, fills, arithmetic,
- * cublasGemmEx): the core refuses those before a launch, naming the op. */
+ * cublasGemmEx) and no fused unscale: the core refuses those before a launch, naming the op. */
 static bool pg_cuda_supports_op(const pg_backend *be, int op, int dtype)
 {
     (void)be;
-    (void)op;
+    if (op == PG_OP_AMP_UNSCALE) /* pygpu.amp.GradScaler falls back to tensor ops */
+        return false;
     return dtype != PG_FLOAT16 && dtype != PG_BFLOAT16;
 }
 
