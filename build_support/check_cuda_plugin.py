@@ -85,7 +85,9 @@ class PgBackend(ctypes.Structure):
                 ("copy", ctypes.c_void_p),
                 ("wait_event", ctypes.c_void_p),
                 ("synchronize", ctypes.c_void_p),
-                ("unavailable_reason", ctypes.CFUNCTYPE(ctypes.c_char_p, BE))]
+                ("unavailable_reason", ctypes.CFUNCTYPE(ctypes.c_char_p, BE)),
+                ("mem_get_info", ctypes.c_void_p),
+                ("supports_op", ctypes.c_void_p)]  # ABI 4
 
 
 def preload_cublas():

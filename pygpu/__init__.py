@@ -30,6 +30,9 @@ from ._train_ops import cat, cross_entropy, log_softmax, mse_loss, softmax
 from . import nn, optim
 from . import data  # noqa: E402 - the training layers sit on the tensor API above
 from .checkpoint import load, save  # noqa: E402
+from . import amp  # noqa: E402
+from .amp import autocast  # noqa: E402
+from .amp import autocast_mode as _amp_autocast  # noqa: E402
 from .trainer import Trainer  # noqa: E402
 from . import cost  # noqa: E402
 from .cost import TransferBudgetError, transfer_budget  # noqa: E402
@@ -46,6 +49,8 @@ _C._setup(_dtype.ALL, {
     "make_device": _make_device,
     "record": _autograd.record,
     "backward": _autograd.backward,
+    "autocast": _amp_autocast._hook,
+    "numpy_bfloat16": _dtype.numpy_bfloat16,
 })
 
 

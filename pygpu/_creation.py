@@ -193,6 +193,9 @@ def tensor(data, dtype=None, device=None):
         dt = int64
     else:
         dt = to_dtype(arr.dtype)
+    if arr.dtype.kind == "V" and str(arr.dtype) == "bfloat16":  # ml_dtypes.bfloat16: the bits
+        host = _C.from_numpy(np.ascontiguousarray(arr)).clone()
+        return host.astype(dt).to(device) if device is not None else host.astype(dt)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor(): cannot make a tensor from data of type {arr.dtype} "
                         "(expected numbers or bools)")

@@ -85,6 +85,8 @@ def to_dtype(obj):
         for d in (float32, float64, float16):
             if nd == d._numpy:
                 return d
+        if nd.kind == "V" and nd.name == "bfloat16" or str(nd) == "bfloat16":  # ml_dtypes'
+            return bfloat16
     raise TypeError(
         f"unsupported dtype {obj!r}: pygpu supports float32, float64, float16, bfloat16, "
         f"int64 and bool")
@@ -93,3 +95,20 @@ def to_dtype(obj):
 def dtype_code(obj):
     """The C core's code for a user's dtype spelling (used as a hook by _C)."""
     return to_dtype(obj)._code
+
+
+def _import_ml_dtypes():
+    import ml_dtypes
+    return ml_dtypes
+
+
+def numpy_bfloat16():
+    """NumPy's bfloat16 dtype, from the optional ml_dtypes package (used by _C for
+    Tensor.numpy() of a bfloat16 tensor); a TypeError saying how to get it if absent."""
+    try:
+        return np.dtype(_import_ml_dtypes().bfloat16)
+    except ImportError:
+        raise TypeError("NumPy has no bfloat16 dtype of its own: install the ml_dtypes package "
+                        "(pip install ml_dtypes) to get bfloat16 arrays, or convert with "
+                        ".astype(pygpu.float32) first (exact: every bfloat16 is a float32)"
+                        ) from None

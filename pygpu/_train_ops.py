@@ -9,7 +9,8 @@ import numbers
 from . import _C
 from .autograd import Function
 from ._creation import empty
-from ._dtype import float32, float64, int64
+from ._dtype import bfloat16, float16, float32, float64, int64
+from .amp.autocast_mode import cast_inputs as _autocast
 
 Tensor = _C.Tensor
 
@@ -116,20 +117,32 @@ class _Softmax(Function):
 
 def _float_input(x, fn):
     _want_tensor(x, fn)
-    if x.dtype is not float32 and x.dtype is not float64:
-        raise TypeError(f"{fn}: expected a float32 or float64 tensor, got {x.dtype}")
+    if x.dtype not in (float32, float64, float16, bfloat16):
+        raise TypeError(f"{fn}: expected a float tensor (float32, float64, float16, bfloat16), "
+                        f"got {x.dtype}")
+
+
+def _widened(fn, x, *args):
+    """fn on x, with float16/bfloat16 x computed in float32 and the result rounded back once
+    (exponentials and sums want float32's range and precision)."""
+    if x.dtype is float16 or x.dtype is bfloat16:
+        return fn(x.astype(float32), *args).astype(x.dtype)
+    return fn(x, *args)
 
 
 def log_softmax(x, dim=-1):
-    """log(softmax(x)) along dim, computed stably (x - max - log-sum-exp)."""
+    """log(softmax(x)) along dim, computed stably (x - max - log-sum-exp).
+    Under pygpu.autocast: float32."""
     _float_input(x, "log_softmax")
-    return _LogSoftmax.apply(x, _axis(dim, x.ndim, "log_softmax"))
+    (x,) = _autocast("log_softmax", x)
+    return _widened(_LogSoftmax.apply, x, _axis(dim, x.ndim, "log_softmax"))
 
 
 def softmax(x, dim=-1):
-    """exp(x) / sum(exp(x)) along dim, computed stably."""
+    """exp(x) / sum(exp(x)) along dim, computed stably. Under pygpu.autocast: float32."""
     _float_input(x, "softmax")
-    return _Softmax.apply(x, _axis(dim, x.ndim, "softmax"))
+    (x,) = _autocast("softmax", x)
+    return _widened(_Softmax.apply, x, _axis(dim, x.ndim, "softmax"))
 
 
 # ---- losses ----------------------------------------------------------------------------------
@@ -172,7 +185,8 @@ def cross_entropy(input, target, reduction="mean"):
     _check_labels(input, target, "cross_entropy")
     if reduction not in ("mean", "sum"):
         raise ValueError(f"cross_entropy: reduction must be 'mean' or 'sum', got {reduction!r}")
-    return _CrossEntropy.apply(input, target, reduction == "mean")
+    (input,) = _autocast("cross_entropy", input)
+    return _widened(_CrossEntropy.apply, input, target, reduction == "mean")
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -184,6 +198,7 @@ def mse_loss(input, target, reduction="mean"):
                          f"{target.shape}; they must match")
     if reduction not in ("mean", "sum"):
         raise ValueError(f"mse_loss: reduction must be 'mean' or 'sum', got {reduction!r}")
+    input, target = _autocast("mse_loss", input, target)
     d = input - target
     sq = d * d
     return sq.mean() if reduction == "mean" else sq.sum()
@@ -223,6 +238,7 @@ def linear(x, weight, bias=None, activation=None):
     act = _ACTS[activation]
     if bias is not None:
         _want_tensor(bias, "linear", "bias")
+    x, weight, bias = _autocast("linear", x, weight, bias)  # pygpu.autocast: the low dtype
     if x.ndim == 2:
         return _Linear.apply(x, weight, bias, act)
     if x.ndim == 0:

@@ -145,6 +145,40 @@ def _read_checked(path):
     return data, header
 
 
+_RAW_TYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64,
+              "BOOL": np.bool_}
+
+
+def _has_bf16(header):
+    return any(isinstance(v, dict) and v.get("dtype") == "BF16"
+               for k, v in header.items() if k != "__metadata__")
+
+
+def _load_with_bf16(data, header, path):
+    """name -> array (or bfloat16 cpu Tensor) for a file holding BF16 tensors, which
+    safetensors.numpy cannot decode (NumPy has no bfloat16). The BF16 bits are widened
+    to float32 exactly and rounded back exactly, so no ml_dtypes is needed to load."""
+    (n,) = struct.unpack("<Q", data[:8])
+    base = 8 + n
+    out = {}
+    for name, v in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = v["data_offsets"]
+        shape = tuple(v["shape"])
+        raw = data[base + start:base + end]
+        if v["dtype"] == "BF16":
+            bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+            wide = _C.from_numpy(bits.view(np.float32).reshape(shape).copy())
+            out[name] = wide.astype("bfloat16")
+        elif v["dtype"] in _RAW_TYPES:
+            out[name] = np.frombuffer(raw, dtype=_RAW_TYPES[v["dtype"]]).reshape(shape)
+        else:
+            raise ValueError(f"tensor {name!r} has dtype {v['dtype']}, which pygpu does not hold "
+                             "(float32, float64, float16, bfloat16, int64, bool)")
+    return out
+
+
 def _resolve(saved, map_location):
     """The device a tensor saved from `saved` goes to."""
     if map_location is None:
@@ -203,7 +237,7 @@ def load(path, map_location=None):
     from safetensors import SafetensorError
     from safetensors.numpy import load as st_load
     try:
-        arrays = st_load(data)
+        arrays = _load_with_bf16(data, header, path) if _has_bf16(header) else st_load(data)
     except (SafetensorError, ValueError, TypeError) as e:
         raise ValueError(f"pygpu.load: {path} is not a valid safetensors checkpoint: {e}") from None
     # Resolve and check every target before making any tensor: all or nothing.
@@ -213,6 +247,7 @@ def load(path, map_location=None):
                                        map_location)
     tensors = {}
     for name, arr in arrays.items():
-        host = _C.from_numpy(np.array(arr, copy=True))  # own the bytes, not the file buffer
+        host = arr if isinstance(arr, _C.Tensor) else \
+            _C.from_numpy(np.array(arr, copy=True))  # own the bytes, not the file buffer
         tensors[name] = host if targets[name].type == "cpu" else host.to(targets[name])
     return _unflatten(tree, tensors) if tree is not None else tensors

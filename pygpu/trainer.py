@@ -15,7 +15,18 @@ pygpu.stats() counts under its trigger ("item"), so the history shows them.
 History: one dict per epoch with loss, accuracy (when classifying: integer
 labels), samples_per_s, seconds, and from pygpu.track() the transfers each
 way (h2d_count/bytes, d2h_count/bytes), the implicit reads by trigger and the
-synchronizations; val_loss / val_accuracy when validation data is given."""
+synchronizations; val_loss / val_accuracy when validation data is given.
+
+precision: "32" (default), "bf16-mixed" or "16-mixed" (Lightning's names). The
+mixed ones run each step's forward and loss under pygpu.autocast (matmuls and
+linear layers in bfloat16 / float16, the loss in float32; the parameters and
+the optimizer stay float32) and send float training inputs as 16-bit (half the
+bytes of float32 per batch; bfloat16 host arrays need the ml_dtypes package,
+else they travel as float32 and are cast on the device). "16-mixed" also
+scales the loss with a pygpu.amp.GradScaler: a step whose gradients overflow
+is skipped, and the history's "skipped_steps" and "scale" say how many and
+where the scale ended; its inf/NaN check reads one device scalar per step."""
+import contextlib
 import math
 import sys
 import time
@@ -25,7 +36,7 @@ import numpy as np
 from . import _C
 from ._creation import empty, zeros
 from ._device import device as _device
-from ._dtype import int64
+from ._dtype import bfloat16, float16, int64
 from ._stats import track
 from .data import DataLoader
 
@@ -80,7 +91,16 @@ class Trainer:
     """Train `model` with `optimizer` and `loss_fn` on `device` (default: where
     the model already is). The model is moved there once, here, in place."""
 
-    def __init__(self, model, optimizer, loss_fn, device=None):
+    _PRECISIONS = {"32": None, "32-true": None, "bf16-mixed": bfloat16, "16-mixed": float16}
+
+    def __init__(self, model, optimizer, loss_fn, device=None, precision="32"):
+        if precision not in self._PRECISIONS:
+            raise ValueError(f"Trainer: precision must be one of "
+                             f"{', '.join(repr(k) for k in self._PRECISIONS)}, got {precision!r}")
+        self.precision = precision
+        self._low = self._PRECISIONS[precision]
+        from .amp import GradScaler
+        self.scaler = GradScaler() if precision == "16-mixed" else None
         self.model = model
         self.optimizer = optimizer
         self.loss_fn = loss_fn
@@ -94,6 +114,39 @@ class Trainer:
     def _loader(self, X, y, batch_size, shuffle, seed=None, prefetch=2, device=None, sampler=None):
         return DataLoader(X, y, batch_size=batch_size, shuffle=shuffle and sampler is None,
                           device=device or self.device, prefetch=prefetch, seed=seed, sampler=sampler)
+
+    def _autocast(self, dev=None):
+        if self._low is None:
+            return contextlib.nullcontext()
+        from .amp import autocast
+        return autocast((dev or self.device).type, dtype=self._low)
+
+    def _inputs(self, X):
+        """Float training inputs as the low dtype on the host (half the bytes per batch)."""
+        if self._low is None:
+            return X
+        if isinstance(X, _C.Tensor):
+            if X.device.type == "cpu" and X.dtype.name in ("float32", "float64"):
+                if self._low is float16 or self._has_ml_dtypes():
+                    return X.astype(self._low)
+            return X
+        arr = np.asarray(X)
+        if arr.dtype.kind != "f" or arr.dtype.itemsize <= 2:
+            return X
+        if self._low is float16:
+            return arr.astype(np.float16)
+        if self._has_ml_dtypes():
+            import ml_dtypes
+            return arr.astype(ml_dtypes.bfloat16)
+        return X
+
+    @staticmethod
+    def _has_ml_dtypes():
+        try:
+            import ml_dtypes  # noqa: F401
+            return True
+        except ImportError:
+            return False
 
     def _zero(self, dtype=None, device=None):
         return zeros((), dtype=dtype, device=device or self.device)
@@ -120,7 +173,7 @@ class Trainer:
             raise ValueError("Trainer.fit: validation must be a pair (X_val, y_val)")
         if str(_model_device(self.model)) != str(self.device):
             self.model.to(self.device)  # brought back by an earlier fit: in again, once
-        loader = self._loader(X, y, batch_size, shuffle, seed, prefetch, sampler=sampler)
+        loader = self._loader(self._inputs(X), y, batch_size, shuffle, seed, prefetch, sampler=sampler)
         classify = _is_labels(y)
         n = len(loader.sampler) if hasattr(loader.sampler, "__len__") else loader.n  # bar total
         history = []
@@ -145,13 +198,20 @@ class Trainer:
             last_read = t0
             total_loss = self._zero()  # sum over batches of mean loss x batch size, on the device
             correct = self._zero(int64) if classify else None
-            seen = shown = steps = 0
+            seen = shown = steps = skipped = 0
             for xb, yb in loader:
                 opt.zero_grad()
-                out = model(xb)
-                loss = loss_fn(out, yb)
-                loss.backward()
-                opt.step()
+                with self._autocast():
+                    out = model(xb)
+                    loss = loss_fn(out, yb)
+                if self.scaler is not None:  # "16-mixed"
+                    self.scaler.scale(loss).backward()
+                    self.scaler.step(opt)
+                    self.scaler.update()
+                    skipped += self.scaler.last_step_skipped
+                else:
+                    loss.backward()
+                    opt.step()
                 m = xb.shape[0]
                 seen += m
                 steps += 1
@@ -173,6 +233,10 @@ class Trainer:
                   "samples_per_s": seen / seconds if seconds > 0 else math.inf}
         if classify:
             record["accuracy"] = epoch_correct / max(seen, 1)
+        if self._low is not None:
+            record["precision"] = self.precision
+        if self.scaler is not None:
+            record.update(skipped_steps=skipped, scale=self.scaler.get_scale())
         s = t.stats
         record.update(h2d_count=s.h2d_count, h2d_bytes=s.h2d_bytes, d2h_count=s.d2h_count,
                       d2h_bytes=s.d2h_bytes, implicit=dict(s.implicit), syncs=s.syncs)
@@ -199,7 +263,7 @@ class Trainer:
         self.model.eval()
         total_loss, seen = self._zero(device=dev), 0
         correct = self._zero(int64, dev) if classify else None
-        with no_grad():
+        with no_grad(), self._autocast(dev):
             for xb, yb in self._loader(X, y, batch_size, shuffle=False, device=dev):
                 out = self.model(xb)
                 m = xb.shape[0]

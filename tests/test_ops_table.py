@@ -412,8 +412,26 @@ def _adam_ref(p, g, m):
 row("adam", _adam_fn, _adam_ref, _OPT, FLOATS, tol="fused", kind="tensors")
 
 
+def _unscale_fn(g):
+    """GradScaler's per-gradient unscale: the fused op (pg_ops_amp.c), or where the device
+    declines it (cuda) the scaler's tensor-op fallback; [unscaled g, found-inf flag]."""
+    from pygpu.amp import grad_scaler
+
+    class _Param:
+        grad = None
+    p = _Param()
+    p.grad = g.clone()
+    flag = grad_scaler._unscale_one(p, p.grad, 0.25, pygpu.zeros((), device=g.device))
+    return [p.grad, flag]
+
+
+row("unscale_", _unscale_fn,
+    lambda g: [(g * 0.25).astype(g.dtype), np.array(0.0, dtype=np.float32)],
+    cases((a(7),), (a(3, 4),), (a(1),)), FLOATS, tol="fused", kind="tensors")
+
+
 REQUIRED = (
-    "linear_fwd linear_bwd linear_nobias cross_entropy_fwd cross_entropy_bwd cat sgd adam "
+    "linear_fwd linear_bwd linear_nobias cross_entropy_fwd cross_entropy_bwd cat sgd adam unscale_ "
     "add sub mul div neg abs maximum minimum eq ne lt le gt ge matmul_operator matmul_function "
     "exp log sqrt tanh sigmoid relu sum mean max min argmax index_0 slice_step column ellipsis "
     "newaxis T transpose_reverse transpose_axes reshape_flat contiguous clone astype to_dtype "

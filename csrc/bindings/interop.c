@@ -41,6 +41,14 @@ static int from_npy_type(PyArray_Descr *d)
                                          "supported; convert with a.astype(a.dtype.newbyteorder('='))");
         return -1;
     }
+    if (d->type_num >= NPY_USERDEF && PyDataType_ELSIZE(d) == 2) { /* ml_dtypes.bfloat16 */
+        PyObject *name = PyObject_Str((PyObject *)d);
+        int is_bf16 = name && PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "bfloat16") == 0;
+        Py_XDECREF(name);
+        PyErr_Clear();
+        if (is_bf16)
+            return PG_BFLOAT16;
+    }
     switch (d->type_num) {
     case NPY_BOOL: return PG_BOOL;
     case NPY_FLOAT32: return PG_FLOAT32;
@@ -62,12 +70,18 @@ static int from_npy_type(PyArray_Descr *d)
 PyObject *pg_numpy_view(PyTensor *cpu)
 {
     const pg_tensor *t = &cpu->t;
-    if (npy_type(t->dtype) < 0)
-        return PyErr_Format(PyExc_TypeError,
-                            "NumPy has no %s dtype, so this tensor has no NumPy view; convert "
-                            "with .astype(pygpu.float32) first (exact: every bfloat16 is a "
-                            "float32)",
-                            pg_dtype_name((pg_dtype)t->dtype));
+    PyArray_Descr *descr = NULL;
+    if (npy_type(t->dtype) < 0) { /* bfloat16: ml_dtypes' NumPy dtype, or the hook's TypeError */
+        PyObject *hook = pg_hook("numpy_bfloat16");
+        PyObject *d = hook ? PyObject_CallNoArgs(hook) : NULL;
+        if (!d)
+            return NULL;
+        if (!PyArray_DescrCheck(d)) {
+            Py_DECREF(d);
+            return PyErr_Format(PyExc_TypeError, "numpy_bfloat16 hook must return a NumPy dtype");
+        }
+        descr = (PyArray_Descr *)d; /* reference stolen by PyArray_NewFromDescr */
+    }
     npy_intp dims[PG_MAX_DIMS], strides[PG_MAX_DIMS];
     size_t isz = pg_dtype_size((pg_dtype)t->dtype);
     for (int i = 0; i < t->ndim; i++) {
@@ -75,8 +89,10 @@ PyObject *pg_numpy_view(PyTensor *cpu)
         strides[i] = (npy_intp)(t->strides[i] * (int64_t)isz);
     }
     int flags = (t->storage->flags & PG_STORAGE_READONLY) ? 0 : NPY_ARRAY_WRITEABLE;
-    PyObject *arr = PyArray_New(&PyArray_Type, t->ndim, dims, npy_type(t->dtype), strides,
-                                pg_tensor_data(t), (int)isz, flags, NULL);
+    PyObject *arr = descr ? PyArray_NewFromDescr(&PyArray_Type, descr, t->ndim, dims, strides,
+                                                 pg_tensor_data(t), flags, NULL)
+                          : PyArray_New(&PyArray_Type, t->ndim, dims, npy_type(t->dtype), strides,
+                                        pg_tensor_data(t), (int)isz, flags, NULL);
     if (!arr)
         return NULL;
     if (PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef(cpu)) < 0) {

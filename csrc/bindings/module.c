@@ -5,6 +5,7 @@
  * plugin is loaded on first use (pygpu/cuda.py). */
 #include "tensor_object.h"
 
+#include "../backends/cpu/cpu_gemm_half.h"
 #include "../backends/cpu/cpu_isa.h"
 #include "../backends/sim/sim_backend.h"
 #include "../core/pg_backend.h"
@@ -56,6 +57,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_trace_functions) < 0 ||
         PyModule_AddFunctions(m, pg_autograd_functions) < 0 ||
         PyModule_AddFunctions(m, pg_train_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_autocast_functions) < 0 ||
         PyModule_AddFunctions(m, pg_testing_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", PG_MAX_DIMS) < 0) {
@@ -63,6 +65,7 @@ PyMODINIT_FUNC PyInit__C(void)
         return NULL;
     }
     pg_cpu_blas_init(); /* before anyone (threadpoolctl) reads OpenBLAS's thread count */
+    pg_cpu_gemm_half_register();
     pg_backend_register(PG_DEV_CPU, &pg_cpu_backend);
     pg_backend_register(PG_DEV_SIM, &pg_sim_backend);
     pg_set_blocking_hooks(pg_gil_release, pg_gil_restore);

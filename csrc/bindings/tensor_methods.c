@@ -494,7 +494,22 @@ static int parse_axes(PyObject *axis, int ndim, const char *op, int *naxes, int 
     return 0;
 }
 
+static PyObject *reduce_impl(PyObject *self, int op, PyObject *args, PyObject *kwargs);
+
 PyObject *pg_reduce_call(PyObject *self, int op, PyObject *args, PyObject *kwargs)
+{
+    if (pg_autocast_regions > 0 && (op < 0 || op == PG_RED_SUM)) { /* autocast: float32 sums */
+        PyObject *s2, *unused;
+        if (pg_autocast_cast(op < 0 ? "mean" : "sum", self, NULL, &s2, &unused) < 0)
+            return NULL;
+        PyObject *r = reduce_impl(s2, op, args, kwargs);
+        Py_DECREF(s2);
+        return r;
+    }
+    return reduce_impl(self, op, args, kwargs);
+}
+
+static PyObject *reduce_impl(PyObject *self, int op, PyObject *args, PyObject *kwargs)
 {
     static char *kw[] = {"axis", "keepdims", NULL};
     PyObject *axis = NULL;

@@ -77,6 +77,12 @@ static inline PyObject *pg_ag_record(PyObject *out, const char *name, PyObject *
 /* -1 with an error if `self` may not be written in place (it requires grad under grad mode). */
 int pg_ag_check_inplace(PyObject *self, const char *what);
 extern PyMethodDef pg_autograd_functions[];
+/* autocast.c: regions open in any thread (the C ops ask the policy only then), and the
+ * call of the "autocast" hook: new references to op's operands as the policy casts them
+ * (b may be NULL; *b2 is then NULL). -1 with an exception. */
+extern _Atomic int pg_autocast_regions;
+int pg_autocast_cast(const char *op, PyObject *a, PyObject *b, PyObject **a2, PyObject **b2);
+extern PyMethodDef pg_autocast_functions[];
 extern PyMethodDef pg_train_functions[];
 PyObject *pg_ag_requires_grad_(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *pg_ag_detach(PyObject *self, PyObject *noargs);

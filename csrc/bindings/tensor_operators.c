@@ -116,10 +116,26 @@ static PyObject *nb_abs(PyObject *a) { return unary(a, PG_UN_ABS); }
 static PyObject *nb_pos(PyObject *a) { return Py_NewRef(a); }
 static PyObject *nb_invert(PyObject *a) { return unary(a, PG_UN_NOT); }
 
+static PyObject *matmul_impl(PyObject *a, PyObject *b);
+
 static PyObject *nb_matmul(PyObject *a, PyObject *b)
 {
     if (!PyTensor_Check(a) || !PyTensor_Check(b))
         Py_RETURN_NOTIMPLEMENTED;
+    if (pg_autocast_regions > 0) { /* pygpu.autocast: the policy may cast the operands */
+        PyObject *a2, *b2;
+        if (pg_autocast_cast("matmul", a, b, &a2, &b2) < 0)
+            return NULL;
+        PyObject *r = matmul_impl(a2, b2);
+        Py_DECREF(a2);
+        Py_DECREF(b2);
+        return r;
+    }
+    return matmul_impl(a, b);
+}
+
+static PyObject *matmul_impl(PyObject *a, PyObject *b)
+{
     const pg_tensor *ta = &((PyTensor *)a)->t, *tb = &((PyTensor *)b)->t;
     pg_tensor out;
     bool heavy = ta->storage->device.type == PG_DEV_CPU &&

@@ -40,6 +40,16 @@ const pg_backend *pg_backend_get(int type)
                : NULL;
 }
 
+pg_status pg_backend_check_op(pg_device dev, int op, int dtype, const char *what)
+{
+    const pg_backend *be = pg_backend_get(dev.type);
+    if (!be || !be->supports_op || be->supports_op(be, op, dtype))
+        return PG_OK;
+    return pg_error_set(PG_ERR_DTYPE, "%s: %s tensors are not supported on %s yet; do it on the "
+                                      "cpu (or sim) and move the result, or use float32",
+                        what, pg_dtype_name((pg_dtype)dtype), be->name);
+}
+
 pg_status pg_backend_for(pg_device dev, const pg_backend **out)
 {
     const pg_backend *be = pg_backend_get(dev.type);

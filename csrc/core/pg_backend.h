@@ -28,7 +28,9 @@
  * optional (NULL-storage) sources for the fused training ops */
 /* 3: pg_storage's holds/detached (stream-ordered reuse of device memory); pg_core_api's
  * async_error_record, storage_clear_error, tensor_covers_storage */
-#define PG_BACKEND_ABI_VERSION 3
+/* 4: the optional supports_op slot (which ops a backend runs on which dtypes); the
+ * defects and amp branches both took 3 in parallel, so the merged layout is 4 */
+#define PG_BACKEND_ABI_VERSION 4
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
 
@@ -79,6 +81,11 @@ struct pg_backend {
      * (cudaMemGetInfo counts other processes too); NULL: total minus reserved */
     pg_status (*mem_get_info)(const pg_backend *be, int index, size_t *free_bytes,
                               size_t *total_bytes);
+    /* optional: whether the backend runs op (PG_OP_*) on tensors of `dtype`
+     * (pg_dtype; for a cast, either side); NULL: every op on every dtype. The
+     * generic layer asks before it launches (pg_backend_check_op), so a refusal
+     * is an exception naming the op, the dtype and the device. */
+    bool (*supports_op)(const pg_backend *be, int op, int dtype);
 };
 
 /* The registry. pg_backend_get returns NULL if the type has no backend
@@ -86,6 +93,9 @@ struct pg_backend {
 const pg_backend *pg_backend_get(int type);
 pg_status pg_backend_for(pg_device dev, const pg_backend **out);
 void pg_backend_register(int type, const pg_backend *be);
+/* PG_OK if the backend of `dev` runs op (PG_OP_*) on `dtype`; else a PG_ERR_DTYPE
+ * naming `what` (the user-facing op name), the dtype and the device. */
+pg_status pg_backend_check_op(pg_device dev, int op, int dtype, const char *what);
 
 /* Services the core lends to a backend built as a separate shared object
  * (the CUDA plugin cannot link against symbols of the Python extension). */

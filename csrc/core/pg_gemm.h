@@ -69,6 +69,13 @@ typedef struct pg_gemm {
  * kernel sees it (shapes, lds >= the stored rows' lengths, dtypes). */
 typedef pg_status (*pg_gemm_kernel_fn)(const pg_gemm *g);
 
+/* The accumulation dtype for products of `dtype`: float64 for float64, else float32
+ * (float32 itself and the half dtypes). */
+static inline int pg_gemm_compute_of(int dtype)
+{
+    return dtype == PG_FLOAT64 ? PG_FLOAT64 : PG_FLOAT32;
+}
+
 /* The descriptor of a checked matmul node's (B,M,K) @ (B,K,N) -> (B,M,N) (pg_ops_matmul.c
  * gives each operand unit stride on its last axis, or on its middle axis: a transposed
  * view), with the operands' data pointers (a backend's own: a plugin cannot call
@@ -90,7 +97,9 @@ static inline void pg_gemm_of_matmul(const pg_tensor *a, const pg_tensor *b, con
     g->stride_a = a->strides[0];
     g->stride_b = b->strides[0];
     g->stride_c = c->strides[0];
-    g->dtype_ab = g->dtype_c = g->compute = c->dtype;
+    g->dtype_ab = a->dtype; /* the generic layer gives a, b and c one dtype */
+    g->dtype_c = c->dtype;
+    g->compute = pg_gemm_compute_of(c->dtype);
     g->a = pa;
     g->b = pb;
     g->c = pc;

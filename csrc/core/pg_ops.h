@@ -77,7 +77,6 @@ pg_status pg_half_reduce(int op, const pg_tensor *a, int naxes, const int *axes,
                          pg_tensor *out);
 pg_status pg_half_mean(const pg_tensor *a, int naxes, const int *axes, bool keepdims,
                        pg_tensor *out);
-pg_status pg_half_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out);
 /* fused training ops (pg_ops_train.c); b, y may be NULL; act is a PG_ACT_* code */
 pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b, int act,
                            pg_tensor *y);
@@ -90,6 +89,10 @@ pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool 
 pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const pg_tensor *gloss,
                          bool mean, pg_tensor *dlogits);
 /* in place on p (and buf / m, v); buf may be NULL when momentum is 0 */
+/* pygpu.amp.GradScaler's fused unscale and inf/NaN check (pg_ops_amp.c): g (contiguous,
+ * float) *= inv_scale in place; found (0-d float32 on g's device) becomes 1 if any element
+ * of g was inf or NaN and is otherwise left as it was. */
+pg_status pg_op_amp_unscale(const pg_tensor *g, double inv_scale, const pg_tensor *found);
 pg_status pg_op_sgd(const pg_tensor *p, const pg_tensor *g, const pg_tensor *buf, double lr,
                     double momentum, double dampening, double weight_decay, bool nesterov,
                     bool first);

@@ -5,6 +5,7 @@
  * n, so results are reproducible after manual_seed and identical on every
  * backend for the same sequence of calls. */
 #include "pg_ops.h"
+#include "pg_backend.h"
 
 #include <pthread.h>
 
@@ -59,9 +60,7 @@ pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
     PG_TRY(check_int_fits(t, v, "assignment"));
     if (pg_tensor_numel(t) == 0)
         return PG_OK;
-    if (pg_tensor_device(t).type == PG_DEV_CUDA && !pg_dtype_computes((pg_dtype)t->dtype))
-        return pg_error_set(PG_ERR_DTYPE, "fill: float16/bfloat16 fills are not available on cuda "
-                                          "yet; fill on the cpu (or sim) and move the result");
+    PG_TRY(pg_backend_check_op(pg_tensor_device(t), PG_OP_FILL, t->dtype, "fill"));
     if (t->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "fill: the tensor is read-only");
     pg_node n;

@@ -50,15 +50,11 @@ pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tens
                         op, sa, sb, sa);
 }
 
-/* The CUDA kernels have no 16-bit float casts yet: refuse there, before a launch. */
-static pg_status check_half_device(const char *op, const pg_tensor *t, int other_dtype)
+/* A cast or copy runs where the backend has kernels for both dtypes (pg_backend.h supports_op). */
+static pg_status check_copy_dtypes(const char *op, const pg_tensor *t, int other_dtype)
 {
-    if (pg_tensor_device(t).type != PG_DEV_CUDA ||
-        (pg_dtype_computes((pg_dtype)t->dtype) && pg_dtype_computes((pg_dtype)other_dtype)))
-        return PG_OK;
-    return pg_error_set(PG_ERR_DTYPE, "%s: float16/bfloat16 casts and fills are not available on "
-                                      "cuda yet; do them on the cpu (or sim) and move the result",
-                        op);
+    PG_TRY(pg_backend_check_op(pg_tensor_device(t), PG_OP_COPY, t->dtype, op));
+    return pg_backend_check_op(pg_tensor_device(t), PG_OP_COPY, other_dtype, op);
 }
 
 static void node_init(pg_node *n, int op, int subop, const char *name)
@@ -105,7 +101,7 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
     PG_TRY(pg_check_same_device("copy", dst, src));
     if (dst->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "copy: the destination is read-only");
-    PG_TRY(check_half_device("copy", dst, src->dtype));
+    PG_TRY(check_copy_dtypes("copy", dst, src->dtype));
     if (copy_overlaps(dst, src)) { /* through a temporary, as NumPy does */
         pg_tensor tmp;
         PG_TRY(pg_op_astype(src, (pg_dtype)src->dtype, &tmp));

@@ -93,17 +93,3 @@ pg_status pg_half_mean(const pg_tensor *a, int naxes, const int *axes, bool keep
     pg_tensor_clear(&wa);
     return narrow(st, &wide, (pg_dtype)a->dtype, out);
 }
-
-pg_status pg_half_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
-{
-    pg_dtype rt = pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
-    pg_tensor wa, wb, wide;
-    PG_TRY(widen(a, &wa));
-    pg_status st = widen(b, &wb);
-    if (st == PG_OK) {
-        st = pg_op_matmul(&wa, &wb, &wide);
-        pg_tensor_clear(&wb);
-    }
-    pg_tensor_clear(&wa);
-    return narrow(st, &wide, rt, out);
-}

@@ -6,6 +6,7 @@
  * (and cuBLAS) takes directly: row-major, or a transposed view, else a
  * contiguous copy. Backends receive (B,M,K) @ (B,K,N) -> (B,M,N). */
 #include "pg_ops.h"
+#include "pg_backend.h"
 
 #include <string.h>
 
@@ -81,9 +82,9 @@ pg_status pg_op_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
     if (a->ndim == 0 || b->ndim == 0)
         return pg_error_set(PG_ERR_VALUE, "matmul: operands must have at least 1 dimension, got "
                                           "a 0-d tensor; use * to multiply by a scalar");
-    if (pg_half_involved(a, b))
-        return pg_half_matmul(a, b, out);
+    /* float16/bfloat16 run the half GEMM (fp32 accumulation), result in the half dtype */
     int dt = pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
+    PG_TRY(pg_backend_check_op(dev, PG_OP_MATMUL, dt, "matmul"));
     if (dt == PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE, "matmul: bool operands are not supported; use "
                                           ".astype(pygpu.int64) or a float dtype");

@@ -1,6 +1,7 @@
 /* pg_ops_train.c - the generic layer of the fused training ops: checked once here.
  *
- * Each op validates devices, dtypes (float32/float64, all equal) and shapes,
+ * Each op validates devices, dtypes (float32/float64, all equal; the linear
+ * layers also float16/bfloat16) and shapes,
  * makes its inputs contiguous (a reference when they already are), allocates
  * outputs on the operands' device and launches ONE node: the backend runs the
  * whole fused computation (BLAS/cuBLAS matmuls plus fused elementwise passes)
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "pg_ops.h"
+#include "pg_backend.h"
 
 static pg_status check_float(const char *op, const char *what, const pg_tensor *t, int dt)
 {
@@ -36,6 +38,18 @@ static pg_status check_float(const char *op, const char *what, const pg_tensor *
                                           "with .astype()",
                             op, what, pg_dtype_name((pg_dtype)t->dtype), pg_dtype_name((pg_dtype)dt));
     return PG_OK;
+}
+
+/* The linear layers also take float16/bfloat16 (all operands one dtype; fp32 accumulation in
+ * the backend's half GEMM) where the device's backend runs them (supports_op). */
+static pg_status check_float_half(const char *op, const char *what, const pg_tensor *t, int dt,
+                                  int node_op)
+{
+    if (t->dtype != PG_FLOAT16 && t->dtype != PG_BFLOAT16)
+        return check_float(op, what, t, dt);
+    if (dt >= 0 && t->dtype != dt)
+        return check_float(op, what, t, dt);
+    return pg_backend_check_op(pg_tensor_device(t), node_op, t->dtype, op);
 }
 
 static pg_status check_shape(const char *op, const char *what, const pg_tensor *t, int ndim,
@@ -93,8 +107,8 @@ pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tens
     const char *op = "linear";
     if (act < 0 || act >= PG_NUM_ACT)
         return pg_error_set(PG_ERR_VALUE, "%s: unknown activation code %d", op, act);
-    PG_TRY(check_float(op, "input", x, -1));
-    PG_TRY(check_float(op, "weight", w, x->dtype));
+    PG_TRY(check_float_half(op, "input", x, -1, PG_OP_LINEAR_FWD));
+    PG_TRY(check_float_half(op, "weight", w, x->dtype, PG_OP_LINEAR_FWD));
     PG_TRY(pg_check_same_device(op, x, w));
     if (x->ndim != 2 || w->ndim != 2)
         return pg_error_set(PG_ERR_SHAPE, "%s: input must be (batch, in) and weight (out, in); "
@@ -109,7 +123,7 @@ pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tens
     if (x->shape[1] == 0 || w->shape[0] == 0)
         return pg_error_set(PG_ERR_SHAPE, "%s: in_features and out_features must be >= 1", op);
     if (b) {
-        PG_TRY(check_float(op, "bias", b, x->dtype));
+        PG_TRY(check_float_half(op, "bias", b, x->dtype, PG_OP_LINEAR_FWD));
         PG_TRY(pg_check_same_device(op, x, b));
         PG_TRY(check_shape(op, "bias", b, 1, &w->shape[0]));
     }
@@ -141,9 +155,9 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
         return pg_error_set(PG_ERR_VALUE, "%s: unknown activation code %d", op, act);
     if (act != PG_ACT_NONE && !y)
         return pg_error_set(PG_ERR_VALUE, "%s: the activation output is needed", op);
-    PG_TRY(check_float(op, "grad", dy, -1));
-    PG_TRY(check_float(op, "input", x, dy->dtype));
-    PG_TRY(check_float(op, "weight", w, dy->dtype));
+    PG_TRY(check_float_half(op, "grad", dy, -1, PG_OP_LINEAR_BWD));
+    PG_TRY(check_float_half(op, "input", x, dy->dtype, PG_OP_LINEAR_BWD));
+    PG_TRY(check_float_half(op, "weight", w, dy->dtype, PG_OP_LINEAR_BWD));
     PG_TRY(pg_check_same_device(op, dy, x));
     PG_TRY(pg_check_same_device(op, dy, w));
     if (x->ndim != 2 || w->ndim != 2)
@@ -155,7 +169,7 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
     if (I == 0 || O == 0)
         return pg_error_set(PG_ERR_SHAPE, "%s: in_features and out_features must be >= 1", op);
     if (y && act != PG_ACT_NONE) {
-        PG_TRY(check_float(op, "output", y, dy->dtype));
+        PG_TRY(check_float_half(op, "output", y, dy->dtype, PG_OP_LINEAR_BWD));
         PG_TRY(pg_check_same_device(op, dy, y));
         PG_TRY(check_shape(op, "output", y, 2, yshape));
     }

@@ -36,7 +36,7 @@ def _as_source(name, a):
     """(host ndarray or None, device tensor or None) for X or y."""
     if isinstance(a, _C.Tensor):
         if a.device.type == "cpu":
-            return np.asarray(a), None  # zero-copy view of a cpu tensor
+            return a.numpy(), None  # zero-copy view of a cpu tensor (bfloat16: ml_dtypes')
         if a.ndim == 0:
             raise ValueError(f"DataLoader: {name} must have a leading sample axis, got a scalar")
         return None, a
@@ -61,7 +61,7 @@ class _Slot:
         for h in hosts:
             t = _C.from_numpy(np.empty((batch_size,) + h.shape[1:], h.dtype)).pin_memory()
             self.tensors.append(t)
-            self.arrays.append(np.asarray(t))  # zero-copy view of the pinned memory
+            self.arrays.append(t.numpy())  # zero-copy view of the pinned memory
         self.in_flight = []
 
     def wait(self):

@@ -18,7 +18,15 @@ CUDA allocator rounds the same way).
 
 The estimate walks the model's leaf modules in order, so it knows Linear and
 the elementwise activations; a model with another kind of leaf module gets a
-ValueError naming it rather than a silent guess."""
+ValueError naming it rather than a silent guess.
+
+precision= follows pygpu.Trainer's: "32" counts everything in the parameters'
+dtype; "bf16-mixed" / "16-mixed" (autocast) keep float32 parameters, gradients
+and optimizer state, add the per-step 16-bit copies of the weights (the cast
+cache) to `parameters`, and count activations and the input batch at 2 bytes
+per value (the float32 loss is a few bytes). Half parameters (Module.half())
+with precision "32" count the optimizers' float32 master copies in
+`optimizer_state`."""
 import dataclasses
 
 from .layers import Linear, ReLU, Sigmoid, Tanh
@@ -94,20 +102,33 @@ def _activations_per_sample(model):
     return widths, in_features
 
 
-def estimate_memory(model, batch_size, optimizer=None, label_bytes=8):
+_PRECISIONS = ("32", "32-true", "bf16-mixed", "16-mixed")
+
+
+def estimate_memory(model, batch_size, optimizer=None, label_bytes=8, precision="32"):
     """Estimate the device memory of one training step of `model` at `batch_size`
-    (float parameters; int64 labels by default, label_bytes=0 for none)."""
+    (float parameters; int64 labels by default, label_bytes=0 for none; precision as
+    pygpu.Trainer's: "32", "bf16-mixed" or "16-mixed")."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"estimate_memory: batch_size must be a positive int, got {batch_size!r}")
+    if precision not in _PRECISIONS:
+        raise ValueError(f"estimate_memory: precision must be one of {', '.join(_PRECISIONS)}, "
+                         f"got {precision!r}")
     params = list(model.parameters())
     p_bytes = sum(device_bytes(p.nbytes) for p in params)
     g_bytes = sum(device_bytes(p.nbytes) for p in params if p.requires_grad)
     itemsize = params[0].itemsize if params else 4
+    state = p_bytes * _state_copies(optimizer)
+    if itemsize == 2 and optimizer is not None:  # float32 masters and float32 state
+        state = 2 * p_bytes * (1 + _state_copies(optimizer))
+    if precision.endswith("-mixed"):
+        p_bytes += sum(device_bytes(p.numel() * 2) for p in params if p.ndim >= 1)
+        itemsize = 2
     widths, in_features = _activations_per_sample(model)
     return MemoryEstimate(
         parameters=p_bytes,
         gradients=g_bytes,
-        optimizer_state=p_bytes * _state_copies(optimizer),
+        optimizer_state=state,
         activations=2 * sum(device_bytes(batch_size * w * itemsize) for w in widths),
         inputs=device_bytes(batch_size * in_features * itemsize) + device_bytes(batch_size * label_bytes),
     )

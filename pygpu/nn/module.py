@@ -205,6 +205,16 @@ class Module:
         from .._dtype import float32
         return self.to(float32)
 
+    def half(self):
+        """Parameters and buffers to float16, in place (optimizers keep float32 masters)."""
+        from .._dtype import float16
+        return self.to(float16)
+
+    def bfloat16(self):
+        """Parameters and buffers to bfloat16, in place (optimizers keep float32 masters)."""
+        from .._dtype import bfloat16
+        return self.to(bfloat16)
+
     # ---- state --------------------------------------------------------------------------
 
     def state_dict(self, prefix="", keep_vars=False):

@@ -4,6 +4,7 @@ Subclasses implement _update(p, group, state): one fused in-place op per
 parameter on the parameter's device (pygpu._train_ops.sgd_update_ / adam_update_), so
 a step makes no transfer and no chain of Python-level tensor ops."""
 from .. import _C
+from .._dtype import bfloat16, float16, float32
 from ..autograd import no_grad
 
 Tensor = _C.Tensor
@@ -57,8 +58,25 @@ class Optimizer:
                     raise _C.DeviceMismatchError(
                         f"optimizer: a parameter is on {p.device} but its grad is on "
                         f"{p.grad.device}")
-                self._update(p, group, self.state.setdefault(id(p), {}))
+                state = self.state.setdefault(id(p), {})
+                if p.dtype is float16 or p.dtype is bfloat16:
+                    self._update_half(p, group, state)
+                else:
+                    self._update(p, group, state)
         return loss
+
+    def _update_half(self, p, group, state):
+        """A float16/bfloat16 parameter: the update runs on a float32 master copy
+        (state["master"], made from p on the first step; its optimizer state is float32 too)
+        with the gradient widened, and p becomes the master rounded once. An update smaller
+        than half a unit in p's last place accumulates in the master instead of vanishing."""
+        master = state.get("master")
+        if master is None:
+            master = state["master"] = p.detach().astype(float32)
+        master.grad = p.grad.astype(float32)
+        self._update(master, group, state)
+        master.grad = None
+        p.copy_(master)
 
     def _update(self, p, group, state):
         raise NotImplementedError

@@ -111,12 +111,13 @@ def measured_crossover(rows):
     return None, None
 
 
-def train_report(dev, steps, prof, quiet):
+def train_report(dev, steps, prof, quiet, precision="32"):
     from . import mlp_demo
     if not quiet:
-        print(f"training an MLP for {steps} steps ...", file=sys.stderr)
+        print(f"training an MLP for {steps} steps ({precision}) ...", file=sys.stderr)
     with pygpu.track(call_sites=True) as tr:
-        record = mlp_demo.train(dev, steps=steps, progress="always" if not quiet else False)
+        record = mlp_demo.train(dev, steps=steps, progress="always" if not quiet else False,
+                                precision=precision)
         pygpu.synchronize()
     rep = cost.explain(tr, prof, steps=steps, quiet=True)
     return {"steps": steps, "loss": record["loss"], "accuracy": record.get("accuracy"),
@@ -148,6 +149,9 @@ def main(argv=None):
                    help=f"predict for this profile: a JSON file or one of {cost.datasheet_names()} "
                         "(default: calibrate the device, cached)")
     p.add_argument("--steps", type=int, default=30, help="MLP training steps (default 30; 0 skips it)")
+    p.add_argument("--precision", choices=["32", "bf16-mixed", "16-mixed"], default="32",
+                   help="the MLP's training precision (default 32; the mixed ones send "
+                        "16-bit batches: half the bytes)")
     p.add_argument("--blas-threads", type=int, default=None, metavar="N",
                    help="limit NumPy's and pygpu's BLAS to N threads (needs threadpoolctl); on a "
                         "loaded machine, 1 keeps the two BLAS pools from spinning against each other")
@@ -221,7 +225,8 @@ def run(p, args):
     if not args.json:
         print_table(result, prof)
     if args.steps:
-        result["training"], rep = train_report(dev, args.steps, prof, args.json)
+        result["training"], rep = train_report(dev, args.steps, prof, args.json,
+                                               getattr(args, "precision", "32"))
         if not args.json:
             print_training(result["training"], rep)
     result["seconds"] = time.perf_counter() - t_start

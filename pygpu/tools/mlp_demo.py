@@ -22,19 +22,20 @@ def make_data(n=2048, seed=0):
     return x, y
 
 
-def make_trainer(device, seed=0, lr=0.1):
-    """A fresh MLP moved to `device` by its Trainer: the first heavy request."""
+def make_trainer(device, seed=0, lr=0.1, precision="32"):
+    """A fresh MLP moved to `device` by its Trainer: the first heavy request.
+    precision: "32", "bf16-mixed" or "16-mixed" (batches then travel as 16-bit)."""
     pygpu.manual_seed(seed)
     model = pygpu.nn.MLP(list(SIZES))
     opt = pygpu.optim.SGD(model.parameters(), lr=lr)
-    return pygpu.Trainer(model, opt, pygpu.cross_entropy, device=device)
+    return pygpu.Trainer(model, opt, pygpu.cross_entropy, device=device, precision=precision)
 
 
-def train(device, steps=30, batch=64, seed=0, prefetch=2, progress=False):
+def train(device, steps=30, batch=64, seed=0, prefetch=2, progress=False, precision="32"):
     """Train for `steps` steps (one epoch) on `device`, bringing the weights back at
     the end (the second heavy request); returns the epoch's history record."""
     x, y = make_data(steps * batch, seed)
-    trainer = make_trainer(device, seed)
+    trainer = make_trainer(device, seed, precision=precision)
     (record,) = trainer.fit(x, y, epochs=1, batch_size=batch, shuffle=False, prefetch=prefetch,
                             progress=progress, bring_back=True)
     return record

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../../core/pg_half.h"
+#include "cpu_half_convert.h"
 #include "cpu_kernels.h"
 
 /* One element of dtype `dt` at p, as a double (bool and int64 exactly where they can be). */
@@ -49,6 +50,17 @@ static void cast_loop(int64_t n, char **p, const int64_t *s, const void *arg)
     if (a->src == a->dst) { /* a plain 2-byte copy: bits (NaN payloads) unchanged */
         for (int64_t i = 0; i < n; i++)
             *(uint16_t *)(p[0] + i * s[0]) = *(const uint16_t *)(p[1] + i * s[1]);
+        return;
+    }
+    /* unit-stride float32 <-> half (autocast's casts): the vector converters */
+    if (a->src == PG_FLOAT32 && s[1] == 4 && s[0] == 2 &&
+        (a->dst == PG_FLOAT16 || a->dst == PG_BFLOAT16)) {
+        pg_cpu_f32_to_half(a->dst, n, (const float *)p[1], (uint16_t *)p[0]);
+        return;
+    }
+    if (a->dst == PG_FLOAT32 && s[0] == 4 && s[1] == 2 &&
+        (a->src == PG_FLOAT16 || a->src == PG_BFLOAT16)) {
+        pg_cpu_half_to_f32(a->src, n, (const uint16_t *)p[1], (float *)p[0]);
         return;
     }
     for (int64_t i = 0; i < n; i++)

@@ -1,8 +1,9 @@
 /* cpu_matmul.c - batched matrix multiply on the CPU.
  *
- * float32/float64 become one GEMM descriptor (pg_gemm.h) run by the CPU's
- * GEMM kernels and scheduler (cpu_gemm.c, cpu_gemm_schedule.c: OpenBLAS per
- * panel, panels cut by work); int64 (no BLAS has it) is a plain i-k-j loop. Each operand arrives either
+ * float32/float64/float16/bfloat16 become one GEMM descriptor (pg_gemm.h) run
+ * by the CPU's GEMM kernels and scheduler (cpu_gemm.c, cpu_gemm_schedule.c:
+ * OpenBLAS per panel, panels cut by work; the half kernels of cpu_gemm_half.c
+ * accumulate in float32); int64 (no BLAS has it) is a plain i-k-j loop. Each operand arrives either
  * row-major (unit stride on its last axis) or as a transposed view (unit
  * stride on its middle axis); the latter becomes a BLAS transpose flag, so
  * `a @ b.T` copies nothing. dst may be a panel of a larger matrix (int64 row or

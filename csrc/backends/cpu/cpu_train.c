@@ -7,7 +7,10 @@
  * forward, one product with the bias + activation epilogue; backward, the
  * activation-derivative prologue dz = dy * act'(y) that also sums db, fused
  * with dW per slice of output features, then dx. Every kernel is written once
- * as a macro over the element type (float, double); sums accumulate in double. */
+ * as a macro over the element type (float, double); sums accumulate in double.
+ * float16/bfloat16 layers take the same path: their descriptors go to the half
+ * GEMM kernels (cpu_gemm_half.c, float32 accumulation) and their prologue
+ * computes in float32, rounding dz once to the half dtype. */
 /* The loops below have runtime trip counts, which -O2's "very cheap" vectoriser
  * skips; the dynamic cost model vectorises them (checked with -fopt-info-vec). */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -20,6 +23,7 @@
 
 #include "../../core/pg_status.h"
 #include "cpu_gemm.h"
+#include "cpu_half_convert.h"
 #include "cpu_kernels.h"
 #include "cpu_parallel.h"
 
@@ -40,7 +44,8 @@ pg_status pg_cpu_linear_fwd_on(pg_pool *pool, const pg_node *n)
     g.N = w->shape[0];
     g.K = x->shape[1];
     g.trans_b = true;
-    g.dtype_ab = g.dtype_c = g.compute = n->dst.dtype;
+    g.dtype_ab = g.dtype_c = n->dst.dtype;
+    g.compute = pg_gemm_compute_of(n->dst.dtype);
     g.a = pg_tensor_data(x);
     g.lda = g.K;
     g.b = pg_tensor_data(w);
@@ -103,6 +108,42 @@ pg_status pg_cpu_linear_fwd(const pg_node *n) { return pg_cpu_linear_fwd_on(NULL
 PROLOGUE(float)
 PROLOGUE(double)
 
+/* The same over float16/bfloat16 operands, in float32: dz rounded once to the half dtype
+ * (as autocast's activation backward is), and db sums what dW and dx will see, the rounded
+ * dz. buf: 2 * (hi - lo) floats. */
+static void prologue_half(const pg_node *n, int64_t lo, int64_t hi, double *acc, float *buf)
+{
+    const int dt = n->src[0].dtype, act = n->subop;
+    int64_t N = n->src[1].shape[0], O = n->src[2].shape[0], w = hi - lo;
+    const uint16_t *dy = (const uint16_t *)pg_tensor_data(&n->src[0]);
+    const uint16_t *yv = act != PG_ACT_NONE ? (const uint16_t *)pg_tensor_data(&n->src[3]) : NULL;
+    uint16_t *dz = act != PG_ACT_NONE ? (uint16_t *)pg_tensor_data(&n->extra[2]) : NULL;
+    float *d = buf, *yr = buf + w;
+    if (act == PG_ACT_NONE && !acc)
+        return;
+    for (int64_t r = 0; r < N; r++) {
+        int64_t base = r * O + lo;
+        pg_cpu_half_to_f32(dt, w, dy + base, d);
+        if (act != PG_ACT_NONE) {
+            pg_cpu_half_to_f32(dt, w, yv + base, yr);
+            for (int64_t j = 0; j < w; j++) {
+                float v = yr[j];
+                d[j] *= act == PG_ACT_RELU ? (v > 0.0f ? 1.0f : 0.0f)
+                        : act == PG_ACT_TANH ? 1.0f - v * v
+                                             : v * (1.0f - v);
+            }
+            pg_cpu_f32_to_half(dt, w, d, dz + base);
+            if (acc)
+                pg_cpu_half_to_f32(dt, w, dz + base, d);
+        }
+        if (acc)
+            for (int64_t j = 0; j < w; j++)
+                acc[j] += d[j];
+    }
+}
+
+static bool is_half(int dt) { return dt == PG_FLOAT16 || dt == PG_BFLOAT16; }
+
 typedef struct bwd_job {
     const pg_node *n;
     pg_gemm dw; /* dW (O,I) = dz^T @ x, cut by rows per task */
@@ -122,29 +163,39 @@ static pg_status bwd_slice(void *ctx, int64_t task)
     if (hi <= lo)
         return PG_OK;
     const pg_tensor *db = &n->extra[1];
-    double *acc = NULL;
-    if (db->storage) {
-        acc = calloc((size_t)(hi - lo) + 1, sizeof *acc);
-        if (!acc)
-            return pg_error_set(PG_ERR_NOMEM, "linear_backward: out of host memory");
+    const int dt = n->src[0].dtype; /* dy: every operand has its dtype */
+    const bool half = is_half(dt);
+    /* acc: (hi - lo) column sums of db; buf: prologue_half's float32 rows and db's */
+    double *acc = db->storage ? calloc((size_t)(hi - lo) + 1, sizeof *acc) : NULL;
+    float *buf = half ? malloc((size_t)(hi - lo) * 2 * sizeof(float)) : NULL;
+    if ((db->storage && !acc) || (half && !buf)) {
+        free(acc);
+        free(buf);
+        return pg_error_set(PG_ERR_NOMEM, "linear_backward: out of host memory");
     }
-    bool f32 = n->dst.dtype == PG_FLOAT32;
-    if (f32)
+    if (half)
+        prologue_half(n, lo, hi, acc, buf);
+    else if (dt == PG_FLOAT32)
         prologue_float(n, lo, hi, acc);
     else
         prologue_double(n, lo, hi, acc);
     if (acc) {
         for (int64_t k = 0; k < hi - lo; k++) {
-            if (f32)
+            if (half)
+                buf[k] = (float)acc[k];
+            else if (dt == PG_FLOAT32)
                 DATA(float, db)[lo + k] = (float)acc[k];
             else
                 DATA(double, db)[lo + k] = acc[k];
         }
+        if (half)
+            pg_cpu_f32_to_half(dt, hi - lo, buf, DATA(uint16_t, db) + lo);
         free(acc);
     }
+    free(buf);
     if (!n->dst.storage)
         return PG_OK;
-    size_t isz = pg_dtype_size((pg_dtype)n->dst.dtype);
+    size_t isz = pg_dtype_size((pg_dtype)dt);
     pg_gemm p = j->dw;
     p.M = hi - lo;
     p.a = (const char *)p.a + lo * (int64_t)isz; /* columns lo.. of dz, read transposed */
@@ -165,7 +216,9 @@ pg_status pg_cpu_linear_bwd_on(pg_pool *pool, const pg_node *n)
     j.dw.N = I;
     j.dw.K = N;
     j.dw.trans_a = true;
-    j.dw.dtype_ab = j.dw.dtype_c = j.dw.compute = n->dst.dtype;
+    const int dt = n->src[0].dtype;
+    j.dw.dtype_ab = j.dw.dtype_c = dt;
+    j.dw.compute = pg_gemm_compute_of(dt);
     j.dw.a = dz;
     j.dw.lda = O;
     j.dw.b = pg_tensor_data(x);
@@ -191,7 +244,8 @@ pg_status pg_cpu_linear_bwd_on(pg_pool *pool, const pg_node *n)
     g.M = N;
     g.N = I;
     g.K = O;
-    g.dtype_ab = g.dtype_c = g.compute = n->dst.dtype;
+    g.dtype_ab = g.dtype_c = dt;
+    g.compute = pg_gemm_compute_of(dt);
     g.a = dz;
     g.lda = O;
     g.b = pg_tensor_data(w);

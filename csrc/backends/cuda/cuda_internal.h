@@ -171,7 +171,10 @@ void pg_cuda_iter_init(pg_cuda_iter *it, int ndim, const int64_t *shape, int nop
 /* Element size of a dtype that reaches a backend (pg_dtype_size is a core symbol). */
 static inline size_t pg_cuda_itemsize(int dtype)
 {
-    return dtype == PG_BOOL ? 1 : dtype == PG_FLOAT32 ? 4 : 8;
+    return dtype == PG_BOOL                                  ? 1
+           : dtype == PG_FLOAT16 || dtype == PG_BFLOAT16 ? 2
+           : dtype == PG_FLOAT32                         ? 4
+                                                         : 8;
 }
 /* Device address of a tensor's first element (pg_tensor_data calls the core). */
 static inline char *pg_cuda_tensor_data(const pg_tensor *t)

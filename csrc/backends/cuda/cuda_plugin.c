@@ -157,6 +157,16 @@ static pg_status pg_cuda_mem_get_info(const pg_backend *be, int index, size_t *f
     return PG_CUDA_RT(cudaMemGetInfo(free_bytes, total_bytes), index, "mem_get_info");
 }
 
+/* The CUDA kernels have no float16/bfloat16 variants yet (casts, fills, arithmetic,
+ * cublasGemmEx) and no fused unscale: the core refuses those before a launch, naming the op. */
+static bool pg_cuda_supports_op(const pg_backend *be, int op, int dtype)
+{
+    (void)be;
+    if (op == PG_OP_AMP_UNSCALE) /* pygpu.amp.GradScaler falls back to tensor ops */
+        return false;
+    return dtype != PG_FLOAT16 && dtype != PG_BFLOAT16;
+}
+
 const pg_backend pg_cuda_backend = {
     .name = "cuda",
     .type = PG_DEV_CUDA,
@@ -174,6 +184,7 @@ const pg_backend pg_cuda_backend = {
     .synchronize = pg_cuda_synchronize,
     .unavailable_reason = pg_cuda_unavailable_reason,
     .mem_get_info = pg_cuda_mem_get_info,
+    .supports_op = pg_cuda_supports_op,
 };
 
 pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out)

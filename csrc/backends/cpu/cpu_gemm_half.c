@@ -1,0 +1,339 @@
+/* cpu_gemm_half.c - GEMM with float16/bfloat16 inputs and float32 accumulation:
+ * the half kernels of the GEMM contract (csrc/core/pg_gemm.h).
+ *
+ * Two kernels, both with pg_gemm_kernel_fn's signature (one whole descriptor on
+ * the calling thread; a scheduler hands them panels), both writing float32,
+ * float16 or bfloat16 C through one epilogue (alpha/beta, bias, activation,
+ * DACT, BGRAD, rounded once to nearest even):
+ *
+ *   pg_cpu_gemm_half_convert   any CPU. Convert while packing: K is cut into
+ *       blocks of KC; each block of op(A) and op(B) is converted to float32
+ *       (cpu_half_convert.c: F16C / integer shifts) into small packed buffers
+ *       and multiplied by OpenBLAS's sgemm, accumulating in a float32 tile.
+ *       Half costs fp32's GEMM plus one conversion pass over the operands;
+ *       it is what runs on AVX2 machines (this project's Zen 1 included).
+ *   pg_cpu_gemm_bf16_avx512    bfloat16 inputs on a CPU with AVX512_BF16:
+ *       vdpbf16ps (two bf16 products summed into each fp32 lane) over B
+ *       packed as k-pairs in 16-column panels, 4x32 register tiles. Compiled
+ *       with a target attribute, chosen at run time only when
+ *       pg_cpu_isa() >= PG_ISA_AVX512_BF16. NOT EXECUTED on the machine this
+ *       was written on (AVX2 only); vdpbf16ps treats bf16 subnormal inputs as
+ *       zero, as every bf16 dot-product unit does.
+ *
+ * pg_cpu_gemm_half_kernel picks one for this CPU; pg_cpu_gemm_half_register puts
+ * it into the GEMM kernel table (cpu_gemm.c), so matmul and the fused linear
+ * layers reach it through the scheduler (cpu_gemm_schedule.c), in panels. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/pg_gemm.h"
+#include "../../core/pg_half.h"
+#include "cpu_gemm.h"
+#include "cpu_gemm_half.h"
+#include "cpu_half_convert.h"
+#include "cpu_isa.h"
+#include "cpu_kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 10 || defined(__clang__))
+#include <immintrin.h>
+#define PG_HAVE_AVX512_BF16_KERNEL 1
+#endif
+
+#define KC 512 /* K block of the convert path: packed A (M x KC) and B (KC x N) stay small */
+
+static pg_status no_memory(void)
+{
+    return pg_error_set(PG_ERR_NOMEM, "half matmul: out of host memory for the packing buffers");
+}
+
+static bool is_half(int dt) { return dt == PG_FLOAT16 || dt == PG_BFLOAT16; }
+
+/* ---- the shared epilogue: float32 accumulators (M,N) -> C ------------------------------ */
+
+static void load_row(int dt, const void *src, int64_t n, float *dst)
+{
+    if (dt == PG_FLOAT32)
+        memcpy(dst, src, (size_t)n * sizeof(float));
+    else
+        pg_cpu_half_to_f32(dt, n, (const uint16_t *)src, dst);
+}
+
+static inline float act_fwd(int act, float v)
+{
+    switch (act) {
+    case PG_ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case PG_ACT_TANH: return tanhf(v);
+    case PG_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
+    default: return v;
+    }
+}
+
+static inline float act_grad_from_output(int act, float y)
+{
+    switch (act) {
+    case PG_ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
+    case PG_ACT_TANH: return 1.0f - y * y;
+    case PG_ACT_SIGMOID: return y * (1.0f - y);
+    default: return 1.0f;
+    }
+}
+
+/* acc: (M,N) float32, row-major, leading dimension N, for batch item z. */
+static pg_status epilogue(const pg_gemm *g, int64_t z, float *acc)
+{
+    const int64_t M = g->M, N = g->N;
+    const size_t csz = g->dtype_c == PG_FLOAT32 ? 4 : 2;
+    float *tmp = malloc((size_t)(N > 0 ? N : 1) * 2 * sizeof(float));
+    double *bsum = (g->epilogue & PG_EPI_BGRAD) ? calloc((size_t)(N > 0 ? N : 1), sizeof(double))
+                                                : NULL;
+    if (!tmp || ((g->epilogue & PG_EPI_BGRAD) && !bsum)) {
+        free(tmp);
+        free(bsum);
+        return no_memory();
+    }
+    float *old = tmp, *extra = tmp + N;
+    char *C = (char *)g->c + z * g->stride_c * (int64_t)csz;
+    const float alpha = (float)g->alpha, beta = (float)g->beta;
+    if (g->epilogue & PG_EPI_BIAS)
+        load_row(g->dtype_c, g->bias, N, extra);
+    for (int64_t m = 0; m < M; m++) {
+        float *row = acc + m * N;
+        char *crow = C + m * g->ldc * (int64_t)csz;
+        if (alpha != 1.0f)
+            for (int64_t n = 0; n < N; n++)
+                row[n] *= alpha;
+        if (beta != 0.0f) {
+            load_row(g->dtype_c, crow, N, old);
+            for (int64_t n = 0; n < N; n++)
+                row[n] += beta * old[n];
+        }
+        if (g->epilogue & PG_EPI_BIAS)
+            for (int64_t n = 0; n < N; n++)
+                row[n] += extra[n];
+        if (g->act != PG_ACT_NONE && !(g->epilogue & PG_EPI_DACT))
+            for (int64_t n = 0; n < N; n++)
+                row[n] = act_fwd(g->act, row[n]);
+        if (g->epilogue & PG_EPI_DACT) {
+            load_row(g->dtype_c, (const char *)g->aux + m * g->ldaux * (int64_t)csz, N, old);
+            for (int64_t n = 0; n < N; n++)
+                row[n] *= act_grad_from_output(g->act, old[n]);
+        }
+        if (g->dtype_c == PG_FLOAT32) {
+            memcpy(crow, row, (size_t)N * sizeof(float));
+        } else {
+            pg_cpu_f32_to_half(g->dtype_c, N, row, (uint16_t *)crow);
+        }
+        if (bsum) { /* sums of the stored (rounded) values, as the reference would see them */
+            load_row(g->dtype_c, crow, N, old);
+            for (int64_t n = 0; n < N; n++)
+                bsum[n] += old[n];
+        }
+    }
+    if (bsum) {
+        for (int64_t n = 0; n < N; n++)
+            tmp[n] = (float)bsum[n];
+        if (g->dtype_c == PG_FLOAT32)
+            memcpy(g->bias_grad, tmp, (size_t)N * sizeof(float));
+        else
+            pg_cpu_f32_to_half(g->dtype_c, N, tmp, (uint16_t *)g->bias_grad);
+    }
+    free(tmp);
+    free(bsum);
+    return PG_OK;
+}
+
+static pg_status check_desc(const pg_gemm *g)
+{
+    if (!is_half(g->dtype_ab) || (g->dtype_c != PG_FLOAT32 && !is_half(g->dtype_c)))
+        return pg_error_set(PG_ERR_DTYPE, "half matmul: inputs must be float16/bfloat16 and the "
+                                          "output float32, float16 or bfloat16 (got %s -> %s)",
+                            pg_dtype_name((pg_dtype)g->dtype_ab), pg_dtype_name((pg_dtype)g->dtype_c));
+    if (g->M > 2147483647LL || g->N > 2147483647LL || g->K > 2147483647LL)
+        return pg_error_set(PG_ERR_VALUE, "half matmul: dimensions above 2^31-1 are not supported");
+    return PG_OK;
+}
+
+/* ---- convert while packing, then OpenBLAS's sgemm -------------------------------------- */
+
+pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
+{
+    PG_TRY(check_desc(g));
+    const int64_t M = g->M, N = g->N, K = g->K;
+    if (M == 0 || N == 0)
+        return PG_OK;
+    const int64_t kc_max = K < KC ? (K > 0 ? K : 1) : KC;
+    float *acc = malloc((size_t)(M * N) * sizeof(float));
+    float *ap = malloc((size_t)(M * kc_max) * sizeof(float));
+    float *bp = malloc((size_t)(kc_max * N) * sizeof(float));
+    if (!acc || !ap || !bp) {
+        free(acc);
+        free(ap);
+        free(bp);
+        return no_memory();
+    }
+    pg_status st = PG_OK;
+    const int dt = g->dtype_ab;
+    for (int64_t z = 0; z < g->batch && st == PG_OK; z++) {
+        const uint16_t *A = (const uint16_t *)g->a + z * g->stride_a;
+        const uint16_t *B = (const uint16_t *)g->b + z * g->stride_b;
+        if (K == 0)
+            memset(acc, 0, (size_t)(M * N) * sizeof(float));
+        for (int64_t k0 = 0; k0 < K; k0 += KC) {
+            const int64_t kc = K - k0 < KC ? K - k0 : KC;
+            blasint lda, ldb;
+            /* convert rows of the STORED matrices; the transpose flag stays */
+            if (!g->trans_a) { /* A (M,K): rows m, columns k0..k0+kc -> ap (M, kc) */
+                for (int64_t m = 0; m < M; m++)
+                    pg_cpu_half_to_f32(dt, kc, A + m * g->lda + k0, ap + m * kc);
+                lda = (blasint)kc;
+            } else { /* A stored (K,M): rows k0..k0+kc -> ap (kc, M) */
+                for (int64_t k = 0; k < kc; k++)
+                    pg_cpu_half_to_f32(dt, M, A + (k0 + k) * g->lda, ap + k * M);
+                lda = (blasint)M;
+            }
+            if (!g->trans_b) { /* B (K,N): rows k0..k0+kc -> bp (kc, N) */
+                for (int64_t k = 0; k < kc; k++)
+                    pg_cpu_half_to_f32(dt, N, B + (k0 + k) * g->ldb, bp + k * N);
+                ldb = (blasint)N;
+            } else { /* B stored (N,K): rows n, columns k0..k0+kc -> bp (N, kc) */
+                for (int64_t n = 0; n < N; n++)
+                    pg_cpu_half_to_f32(dt, kc, B + n * g->ldb + k0, bp + n * kc);
+                ldb = (blasint)kc;
+            }
+            scipy_cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+                              g->trans_b ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+                              (blasint)kc, 1.0f, ap, lda, bp, ldb, k0 == 0 ? 0.0f : 1.0f, acc,
+                              (blasint)N);
+        }
+        st = epilogue(g, z, acc);
+    }
+    free(acc);
+    free(ap);
+    free(bp);
+    return st;
+}
+
+/* ---- AVX512_BF16: vdpbf16ps ------------------------------------------------------------- */
+
+#ifdef PG_HAVE_AVX512_BF16_KERNEL
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+/* op(X)[r][c] of a stored row-major matrix with leading dimension ld */
+static inline uint16_t at(const uint16_t *X, int64_t ld, bool trans, int64_t r, int64_t c)
+{
+    return trans ? X[c * ld + r] : X[r * ld + c];
+}
+
+BF16_TARGET static void bf16_tile(int64_t mr, int64_t K2, const uint32_t *aq, const uint32_t *bq0,
+                                  const uint32_t *bq1, int64_t ncols, float *acc, int64_t ldacc)
+{
+    __m512 c[4][2];
+    for (int r = 0; r < 4; r++)
+        c[r][0] = c[r][1] = _mm512_setzero_ps();
+    for (int64_t k2 = 0; k2 < K2; k2++) {
+        __m512i b0 = _mm512_loadu_si512((const void *)(bq0 + k2 * 16));
+        __m512i b1 = bq1 ? _mm512_loadu_si512((const void *)(bq1 + k2 * 16)) : _mm512_setzero_si512();
+        for (int r = 0; r < 4; r++) {
+            if (r >= mr)
+                break;
+            __m512i a = _mm512_set1_epi32((int)aq[r * K2 + k2]);
+            c[r][0] = _mm512_dpbf16_ps(c[r][0], (__m512bh)a, (__m512bh)b0);
+            c[r][1] = _mm512_dpbf16_ps(c[r][1], (__m512bh)a, (__m512bh)b1);
+        }
+    }
+    __mmask16 m0 = ncols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << ncols) - 1u);
+    __mmask16 m1 = ncols >= 32 ? (__mmask16)0xffff
+                   : ncols > 16 ? (__mmask16)((1u << (ncols - 16)) - 1u)
+                                : (__mmask16)0;
+    for (int r = 0; r < 4 && r < mr; r++) {
+        _mm512_mask_storeu_ps(acc + r * ldacc, m0, c[r][0]);
+        _mm512_mask_storeu_ps(acc + r * ldacc + 16, m1, c[r][1]);
+    }
+}
+
+pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
+{
+    PG_TRY(check_desc(g));
+    if (g->dtype_ab != PG_BFLOAT16)
+        return pg_error_set(PG_ERR_DTYPE, "half matmul: the AVX512_BF16 kernel takes bfloat16");
+    if (pg_cpu_isa() < PG_ISA_AVX512_BF16)
+        return pg_error_set(PG_ERR_RUNTIME, "half matmul: this CPU has no AVX512_BF16");
+    const int64_t M = g->M, N = g->N, K = g->K, K2 = (K + 1) / 2;
+    const int64_t P = (N + 15) / 16; /* 16-column panels */
+    if (M == 0 || N == 0)
+        return PG_OK;
+    float *acc = malloc((size_t)(M * N) * sizeof(float));
+    uint32_t *aq = malloc((size_t)(M * (K2 ? K2 : 1)) * sizeof(uint32_t));
+    uint32_t *bq = malloc((size_t)(P * (K2 ? K2 : 1) * 16) * sizeof(uint32_t));
+    if (!acc || !aq || !bq) {
+        free(acc);
+        free(aq);
+        free(bq);
+        return no_memory();
+    }
+    pg_status st = PG_OK;
+    for (int64_t z = 0; z < g->batch && st == PG_OK; z++) {
+        const uint16_t *A = (const uint16_t *)g->a + z * g->stride_a;
+        const uint16_t *B = (const uint16_t *)g->b + z * g->stride_b;
+        /* aq[m][k2] = (op(A)[m][2k2], op(A)[m][2k2+1]) as one 32-bit lane, low half first */
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t k2 = 0; k2 < K2; k2++) {
+                uint32_t lo = at(A, g->lda, g->trans_a, m, 2 * k2);
+                uint32_t hi = 2 * k2 + 1 < K ? at(A, g->lda, g->trans_a, m, 2 * k2 + 1) : 0;
+                aq[m * K2 + k2] = lo | hi << 16;
+            }
+        /* bq[p][k2][j] = (op(B)[2k2][16p+j], op(B)[2k2+1][16p+j]), zero past N and K */
+        for (int64_t p = 0; p < P; p++)
+            for (int64_t k2 = 0; k2 < K2; k2++)
+                for (int64_t j = 0; j < 16; j++) {
+                    int64_t n = 16 * p + j;
+                    uint32_t lo = n < N ? at(B, g->ldb, g->trans_b, 2 * k2, n) : 0;
+                    uint32_t hi = n < N && 2 * k2 + 1 < K ? at(B, g->ldb, g->trans_b, 2 * k2 + 1, n)
+                                                          : 0;
+                    bq[(p * K2 + k2) * 16 + j] = lo | hi << 16;
+                }
+        for (int64_t m = 0; m < M; m += 4) {
+            int64_t mr = M - m < 4 ? M - m : 4;
+            for (int64_t p = 0; p < P; p += 2) {
+                int64_t n0 = 16 * p, ncols = N - n0 < 32 ? N - n0 : 32;
+                const uint32_t *b1 = p + 1 < P ? bq + (p + 1) * K2 * 16 : NULL;
+                bf16_tile(mr, K2, aq + m * K2, bq + p * K2 * 16, b1, ncols, acc + m * N + n0, N);
+            }
+        }
+        st = epilogue(g, z, acc);
+    }
+    free(acc);
+    free(aq);
+    free(bq);
+    return st;
+}
+#endif
+
+/* ---- selection and the matmul node ------------------------------------------------------ */
+
+pg_gemm_kernel_fn pg_cpu_gemm_half_kernel(int dtype_ab, int dtype_c, const char **name)
+{
+    (void)dtype_c;
+#ifdef PG_HAVE_AVX512_BF16_KERNEL
+    if (dtype_ab == PG_BFLOAT16 && pg_cpu_isa() >= PG_ISA_AVX512_BF16) {
+        if (name)
+            *name = "avx512_bf16";
+        return pg_cpu_gemm_bf16_avx512;
+    }
+#endif
+    (void)dtype_ab;
+    if (name)
+        *name = "convert_f32";
+    return pg_cpu_gemm_half_convert;
+}
+
+void pg_cpu_gemm_half_register(void)
+{
+    static const int ab[] = {PG_FLOAT16, PG_BFLOAT16};
+    static const int c[] = {PG_FLOAT32, PG_FLOAT16, PG_BFLOAT16};
+    for (size_t i = 0; i < sizeof ab / sizeof *ab; i++)
+        for (size_t j = 0; j < sizeof c / sizeof *c; j++)
+            pg_cpu_gemm_register(ab[i], c[j], pg_cpu_gemm_half_kernel(ab[i], c[j], NULL));
+}

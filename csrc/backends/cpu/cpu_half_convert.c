@@ -1,0 +1,113 @@
+/* cpu_half_convert.c - float32 <-> float16/bfloat16 for contiguous runs, fast.
+ *
+ * The half GEMM packs its operands through these (convert while packing) and
+ * the cast kernel uses them for unit-stride float32 <-> half runs, the casts
+ * autocast does on every step. Results are bit-identical to pg_half.h's
+ * reference (one rounding, to nearest even; NaN quiet with its top payload
+ * bits; overflow to inf; subnormals kept, never flushed):
+ *   bfloat16: the top half of a float32, so widening is a shift and narrowing
+ *             is integer rounding on the bits (plain C that GCC vectorises;
+ *             PG_CPU_DISPATCH gives it AVX-512/AVX2/baseline bodies, chosen
+ *             by pg_cpu_isa());
+ *   float16:  F16C's vcvtph2ps / vcvtps2ph (round to nearest even) where
+ *             pg_cpu_isa() >= PG_ISA_AVX2 (that level includes F16C), else
+ *             pg_half.h one element at a time. */
+#include <stdint.h>
+#include <string.h>
+
+#include "../../core/pg_half.h"
+#include "cpu_half_convert.h"
+#include "cpu_isa.h"
+#include "cpu_vecmath.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define PG_HAVE_F16C_KERNELS 1
+#endif
+
+PG_CPU_DISPATCH(void, bf16_to_f32, (int64_t n, const uint16_t *src, float *dst), (n, src, dst))
+{
+    uint32_t *d = (uint32_t *)dst;
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        d[i] = (uint32_t)src[i] << 16;
+}
+
+PG_CPU_DISPATCH(void, f32_to_bf16, (int64_t n, const float *src, uint16_t *dst), (n, src, dst))
+{
+    const uint32_t *s = (const uint32_t *)src;
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b = s[i];
+        /* NaN: keep sign and top payload bits, set the quiet bit (as pg_half.h) */
+        uint32_t nan = (b >> 16) | 0x40u;
+        uint32_t rounded = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+        dst[i] = (uint16_t)((b & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+    }
+}
+
+void pg_cpu_bf16_to_f32(int64_t n, const uint16_t *src, float *dst) { bf16_to_f32(n, src, dst); }
+void pg_cpu_f32_to_bf16(int64_t n, const float *src, uint16_t *dst) { f32_to_bf16(n, src, dst); }
+
+#ifdef PG_HAVE_F16C_KERNELS
+__attribute__((target("avx2,f16c"))) static void f16_to_f32_f16c(int64_t n, const uint16_t *src,
+                                                                 float *dst)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++)
+        dst[i] = _cvtsh_ss(src[i]);
+}
+
+__attribute__((target("avx2,f16c"))) static void f32_to_f16_f16c(int64_t n, const float *src,
+                                                                 uint16_t *dst)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        dst[i] = pg_f16_from_double(src[i]);
+}
+#endif
+
+void pg_cpu_f16_to_f32(int64_t n, const uint16_t *src, float *dst)
+{
+#ifdef PG_HAVE_F16C_KERNELS
+    if (pg_cpu_isa() >= PG_ISA_AVX2) {
+        f16_to_f32_f16c(n, src, dst);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = (float)pg_f16_to_double(src[i]);
+}
+
+void pg_cpu_f32_to_f16(int64_t n, const float *src, uint16_t *dst)
+{
+#ifdef PG_HAVE_F16C_KERNELS
+    if (pg_cpu_isa() >= PG_ISA_AVX2) {
+        f32_to_f16_f16c(n, src, dst);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = pg_f16_from_double(src[i]);
+}
+
+void pg_cpu_half_to_f32(int dtype, int64_t n, const uint16_t *src, float *dst)
+{
+    if (dtype == PG_FLOAT16)
+        pg_cpu_f16_to_f32(n, src, dst);
+    else
+        pg_cpu_bf16_to_f32(n, src, dst);
+}
+
+void pg_cpu_f32_to_half(int dtype, int64_t n, const float *src, uint16_t *dst)
+{
+    if (dtype == PG_FLOAT16)
+        pg_cpu_f32_to_f16(n, src, dst);
+    else
+        pg_cpu_f32_to_bf16(n, src, dst);
+}

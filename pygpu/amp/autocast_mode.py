@@ -1,0 +1,153 @@
+"""autocast: the mixed-precision policy and its one dispatch point.
+
+As PyTorch's torch/amp/autocast_mode.py: inside `with pygpu.autocast("cpu")`
+(or "sim", "cuda"), ops on tensors of that device type follow one table:
+
+    low      matmul, linear                  float32 operands cast to the region's
+                                             dtype (bfloat16 by default, or float16)
+    float32  softmax, log_softmax,           float16/bfloat16 operands cast to
+             cross_entropy, mse_loss,        float32 (accuracy: exponentials, logs
+             sum, mean                       and long sums)
+Everything else runs in whatever dtype its inputs have. Casts are recorded by
+autograd, so gradients flow back to the float32 parameters in float32.
+
+cast_inputs(op, *tensors) applies the table; it is the only place the policy
+lives. The Python ops (nn.functional.linear, softmax, the losses) call it
+directly; the C matmul, sum and mean call it through the "autocast" hook only
+while some region is active (a counter in _C), so outside autocast they pay
+nothing.
+
+Weight cast cache: a float32 leaf that requires grad (a parameter) is cast
+once per region, not once per use; the cache is dropped when the outermost
+region of the thread exits, so a training step inside one region casts each
+weight once, after the optimizer's update of the previous step.
+
+Regions nest and can disable (`autocast(..., enabled=False)` inside another
+runs everything in the inputs' dtypes), per thread, as in PyTorch. autocast
+is also a decorator."""
+import functools
+import threading
+
+from .. import _C
+from .._dtype import bfloat16, float16, float32
+
+Tensor = _C.Tensor
+
+_LOW = frozenset({"matmul", "linear"})
+_FP32 = frozenset({"softmax", "log_softmax", "cross_entropy", "mse_loss", "sum", "mean"})
+_DEVICE_TYPES = ("cpu", "sim", "cuda")
+_HALF = (float16, bfloat16)
+
+_tls = threading.local()
+
+
+def _state():
+    st = getattr(_tls, "state", None)
+    if st is None:
+        st = _tls.state = {"stack": [], "cache": {}}
+    return st
+
+
+def _active(device_type):
+    """The region dtype for tensors of device_type, or None (no region, or disabled)."""
+    for dt, enabled, dtype, _cache in reversed(_state()["stack"]):
+        if dt == device_type:
+            return dtype if enabled else None
+    return None
+
+
+def is_autocast_enabled(device_type="cpu"):
+    """Whether ops on `device_type` tensors are autocast here (this thread)."""
+    return _active(device_type) is not None
+
+
+def get_autocast_dtype(device_type="cpu"):
+    """The low dtype of the innermost enabled region for device_type (bfloat16 if none)."""
+    return _active(device_type) or bfloat16
+
+
+def _cached_cast(t, dtype):
+    if not (t.is_leaf and t.requires_grad) or not _state()["stack"][-1][3]:
+        return t.astype(dtype)
+    cache = _state()["cache"]
+    key = (id(t), dtype.name)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is t:  # the tensor itself is held: its id is not reused
+        return hit[1]
+    out = t.astype(dtype)
+    cache[key] = (t, out)
+    return out
+
+
+def cast_inputs(op, *tensors):
+    """`tensors` as op `op` must see them under the active regions (unchanged when none
+    applies); non-tensors (None, numbers) pass through. Returns a tuple."""
+    if not _state()["stack"]:
+        return tensors
+    low = op in _LOW
+    if not low and op not in _FP32:
+        return tensors
+    out = []
+    for t in tensors:
+        if isinstance(t, Tensor):
+            dtype = _active(t.device.type)
+            if dtype is not None:
+                if low and t.dtype is float32:
+                    t = _cached_cast(t, dtype)
+                elif not low and t.dtype in _HALF:
+                    t = t.astype(float32)
+        out.append(t)
+    return tuple(out)
+
+
+def _hook(op, a, b):
+    """Called by the C matmul (a, b) and sum/mean (a, None) while a region is active."""
+    return cast_inputs(op, a, b)
+
+
+class autocast:
+    """autocast(device_type, dtype=pygpu.bfloat16, enabled=True): a context manager (and
+    decorator) in which matmul/linear on `device_type` tensors run in `dtype` and
+    softmax, log_softmax, the losses, sum and mean in float32. device_type: "cpu", "sim"
+    or "cuda"; dtype: pygpu.bfloat16 or pygpu.float16."""
+
+    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=True):
+        if not isinstance(device_type, str) or device_type.split(":")[0] not in _DEVICE_TYPES:
+            raise ValueError(f"autocast: device_type must be one of {', '.join(_DEVICE_TYPES)}, "
+                             f"got {device_type!r}")
+        from .._dtype import to_dtype
+        dtype = bfloat16 if dtype is None else to_dtype(dtype)
+        if dtype not in _HALF:
+            raise ValueError(f"autocast: dtype must be pygpu.bfloat16 or pygpu.float16, got "
+                             f"{dtype}; use enabled=False to run in float32")
+        if not isinstance(enabled, bool):
+            raise TypeError(f"autocast: enabled must be a bool, got {type(enabled).__name__}")
+        self.device_type = device_type.split(":")[0]
+        self.fast_dtype = dtype
+        self._enabled = enabled
+        self._cache_enabled = cache_enabled
+
+    def __enter__(self):
+        _state()["stack"].append((self.device_type, self._enabled, self.fast_dtype,
+                                  bool(self._cache_enabled)))
+        _C._autocast_regions(1)
+        return self
+
+    def __exit__(self, *exc):
+        st = _state()
+        st["stack"].pop()
+        _C._autocast_regions(-1)
+        if not st["stack"]:
+            st["cache"].clear()
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with autocast(self.device_type, self.fast_dtype, self._enabled, self._cache_enabled):
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def __repr__(self):
+        return (f"autocast(device_type={self.device_type!r}, dtype={self.fast_dtype}, "
+                f"enabled={self._enabled})")
