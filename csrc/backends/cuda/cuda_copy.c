@@ -187,6 +187,9 @@ pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c)
     default:
         return pg_cuda_error(PG_ERR_VALUE, "cuda: copy: unknown copy kind %d", c->kind);
     }
+    /* a user stream current on this thread (cuda_stream.c): the copy, on d's
+     * stream, comes after its work; refused while capturing a graph */
+    PG_TRY(pg_cuda_stream_before_copy(d, op));
     /* The copy runs on d's stream, which orders it after d's own work only:
      * wait for the rest first (a host buffer a d2h on another device or a
      * sim copy is still filling; the source of a peer copy). */

@@ -141,6 +141,10 @@ pg_status pg_cuda_stream_sync(pg_cuda_device *d, const char *why)
     pthread_mutex_unlock(&d->lock);
 
     cudaError_t err = cudaSetDevice(d->index);
+    /* refuses during a graph capture; else the device's stream also waits for
+     * the user streams current somewhere (cuda_stream.c) */
+    if (err == cudaSuccess)
+        PG_TRY(pg_cuda_stream_before_sync(d, why));
     if (err == cudaSuccess)
         err = cudaStreamSynchronize(d->stream);
     if (err == cudaSuccess) {
@@ -150,6 +154,7 @@ pg_status pg_cuda_stream_sync(pg_cuda_device *d, const char *why)
         d->unsynced_ops -= nops;
         pthread_mutex_unlock(&d->lock);
         pg_cuda_xfer_poll(d, false);
+        pg_cuda_profile_poll(d, false);
         return PG_OK;
     }
     char op[160];

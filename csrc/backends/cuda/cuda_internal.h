@@ -72,6 +72,8 @@ typedef struct pg_cuda_state {
     atomic_int allow_tf32;   /* option "allow_tf32": cuBLAS may use TF32 for float32 */
     atomic_int sync_each_op; /* option "sync_each_op": wait after every op (exact error op) */
     pg_cuda_device dev[PG_MAX_DEVICES_PER_TYPE];
+    atomic_int nvtx;          /* option "nvtx": an NVTX range around every op (cuda_profile.c) */
+    atomic_int kernel_timing; /* option "kernel_timing": GPU time per op into the stats */
 } pg_cuda_state;
 
 extern pg_cuda_state pg_cuda;
@@ -119,6 +121,40 @@ pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
 pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node);
 void pg_cuda_iter_init(pg_cuda_iter *it, int ndim, const int64_t *shape, int nops,
                        const int64_t *const *strides);
+
+/* cuda_stream.c: user streams (pygpu.cuda.Stream), the thread's current one, and
+ * the hooks that order them with the device's stream (model at the file's top). */
+struct pg_cuda_graph;
+typedef struct pg_cuda_ustream {
+    int device;
+    cudaStream_t stream;
+    uint64_t seen_seq;                /* device's queued_seq this stream last waited for */
+    int nactive;                      /* threads it is current on (under the streams lock) */
+    struct pg_cuda_ustream *next_active;
+    struct pg_cuda_graph *capture;    /* capturing into this graph (cuda_graph.c), or NULL */
+} pg_cuda_ustream;
+pg_cuda_ustream *pg_cuda_current_ustream(int index);
+/* The stream the calling thread's next op on `d` goes to. */
+cudaStream_t pg_cuda_work_stream(pg_cuda_device *d);
+pg_status pg_cuda_stream_before_op(pg_cuda_device *d, const char *op);
+void pg_cuda_stream_after_op(pg_cuda_device *d, uint64_t seq);
+pg_status pg_cuda_stream_before_copy(pg_cuda_device *d, const char *op);
+pg_status pg_cuda_stream_before_sync(pg_cuda_device *d, const char *why);
+/* Under d->blas_lock: point the cuBLAS handle at `stream` (the work stream). */
+pg_status pg_cuda_blas_bind(pg_cuda_device *d, cublasHandle_t blas, cudaStream_t stream);
+
+/* cuda_graph.c: a captured op's storages are held by the graph */
+pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node);
+
+/* cuda_profile.c: NVTX range and kernel timing around one op */
+typedef struct pg_cuda_prof {
+    bool nvtx, timed;
+    cudaEvent_t start, end;
+} pg_cuda_prof;
+pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const char *op,
+                                pg_cuda_prof *p);
+void pg_cuda_profile_end(pg_cuda_device *d, cudaStream_t stream, pg_cuda_prof *p, bool launched);
+void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_all);
 
 /* Element size of a dtype that reaches a backend (pg_dtype_size is a core symbol). */
 static inline size_t pg_cuda_itemsize(int dtype)

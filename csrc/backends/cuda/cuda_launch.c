@@ -169,8 +169,11 @@ static pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx
     cublasStatus_t blas_st;
     pthread_mutex_lock(&d->blas_lock);
     int tf32 = atomic_load(&pg_cuda.allow_tf32);
-    cudaError_t err = pg_kernel_matmul(ctx, blas, tf32, &args, &blas_st);
+    pg_status bound = blas != NULL ? pg_cuda_blas_bind(d, blas, ctx->stream) : PG_OK;
+    cudaError_t err = bound == PG_OK ? pg_kernel_matmul(ctx, blas, tf32, &args, &blas_st)
+                                     : cudaSuccess;
     pthread_mutex_unlock(&d->blas_lock);
+    PG_TRY(bound);
     PG_TRY(pg_cuda_check(PG_CUDA_LIB_CUBLAS, blas_st, d->index, n->name,
                          "cublas<T>gemmStridedBatched", false));
     return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, "pg_kernel_matmul", false);
@@ -239,8 +242,14 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
             PG_TRY(pg_cuda_order_after(node->src[i].storage, d));
     for (int i = 0; i < nout; i++)
         PG_TRY(pg_cuda_order_after(outs[i]->storage, d));
-    pg_cuda_ctx ctx = {d->stream, d->sm_count};
-    PG_TRY(pg_cuda_launch_node(d, &ctx, node));
+    /* the calling thread's current stream: a user stream or the device's (cuda_stream.c) */
+    PG_TRY(pg_cuda_stream_before_op(d, node->name));
+    pg_cuda_ctx ctx = {pg_cuda_work_stream(d), d->sm_count};
+    pg_cuda_prof prof;
+    PG_TRY(pg_cuda_profile_begin(d, ctx.stream, node->name, &prof));
+    pg_status launched = pg_cuda_launch_node(d, &ctx, node);
+    pg_cuda_profile_end(d, ctx.stream, &prof, launched == PG_OK);
+    PG_TRY(launched);
 
     uint64_t seq = pg_cuda_note_queued(d, node->name);
     for (int i = 0; i < node->nsrc; i++)
@@ -248,6 +257,10 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
             pg_cuda_mark(node->src[i].storage, d, seq, PG_CUDA_ROLE_COMPUTE, false);
     for (int i = 0; i < nout; i++)
         pg_cuda_mark(outs[i]->storage, d, seq, PG_CUDA_ROLE_COMPUTE, true);
+    pg_cuda_stream_after_op(d, seq);
+    pg_cuda_ustream *u = pg_cuda_current_ustream(d->index);
+    if (u != NULL && u->capture != NULL)
+        PG_TRY(pg_cuda_graph_note_op(u, node));
     if (atomic_load(&pg_cuda.sync_each_op))
         return pg_cuda_stream_sync(d, "cudaStreamSynchronize");
     return PG_OK;

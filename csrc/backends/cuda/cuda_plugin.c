@@ -6,7 +6,9 @@
  *   pg_plugin_set_option(name, value)  "allow_tf32" (cuBLAS may use TF32 for
  *                                      float32 matmul; default 0),
  *                                      "sync_each_op" (wait after every op so
- *                                      a device fault names its op; default 0)
+ *                                      a device fault names its op; default 0),
+ *                                      "nvtx" (an NVTX range around every op),
+ *                                      "kernel_timing" (GPU time per op in the stats)
  *   pg_plugin_get_option(name, &value)
  *
  * Device queries go straight to the runtime on each call (it honours
@@ -159,6 +161,10 @@ static atomic_int *pg_cuda_option(const char *name)
         return &pg_cuda.allow_tf32;
     if (name != NULL && strcmp(name, "sync_each_op") == 0)
         return &pg_cuda.sync_each_op;
+    if (name != NULL && strcmp(name, "nvtx") == 0)
+        return &pg_cuda.nvtx;
+    if (name != NULL && strcmp(name, "kernel_timing") == 0)
+        return &pg_cuda.kernel_timing;
     return NULL;
 }
 
@@ -167,7 +173,8 @@ pg_status pg_plugin_set_option(const char *name, int value)
     atomic_int *opt = pg_cuda_option(name);
     if (opt == NULL)
         return pg_cuda_error(PG_ERR_VALUE,
-                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op)",
+                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
+                             "kernel_timing)",
                              name != NULL ? name : "(null)");
     atomic_store(opt, value != 0);
     return PG_OK;
@@ -178,7 +185,8 @@ pg_status pg_plugin_get_option(const char *name, int *value)
     atomic_int *opt = pg_cuda_option(name);
     if (opt == NULL)
         return pg_cuda_error(PG_ERR_VALUE,
-                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op)",
+                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
+                             "kernel_timing)",
                              name != NULL ? name : "(null)");
     *value = atomic_load(opt);
     return PG_OK;
