@@ -302,3 +302,21 @@ def test_dlpack_cuda_round_trip_and_stream_argument():
     np.testing.assert_array_equal(mine.cpu().numpy(), np.arange(10) * 2)
     theirs = torch.from_dlpack(pygpu.tensor(np.ones(5), device="cuda"))
     assert theirs.is_cuda and float(theirs.sum()) == 5.0
+
+
+# -- docs/cuda.md ---------------------------------------------------------------------------
+
+def test_cuda_docs_python_blocks_run(capsys):
+    # every ```python block of docs/cuda.md runs (on a GPU the demos inside run too)
+    import os
+    import re
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                        "cuda.md")
+    if not os.path.exists(path):
+        pytest.skip("docs/ not next to the tests")
+    with open(path) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    assert len(blocks) >= 4
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/cuda.md python block {i}", "exec"), {})
+    assert "True" in capsys.readouterr().out or not cuda.is_built()
