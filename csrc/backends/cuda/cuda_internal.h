@@ -155,6 +155,7 @@ pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const ch
                                 pg_cuda_prof *p);
 void pg_cuda_profile_end(pg_cuda_device *d, cudaStream_t stream, pg_cuda_prof *p, bool launched);
 void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_all);
+bool pg_cuda_have_nvtx(void); /* built with the toolkit's NVTX3 headers */
 
 /* Element size of a dtype that reaches a backend (pg_dtype_size is a core symbol). */
 static inline size_t pg_cuda_itemsize(int dtype)

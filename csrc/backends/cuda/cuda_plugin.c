@@ -176,6 +176,10 @@ pg_status pg_plugin_set_option(const char *name, int value)
                              "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
                              "kernel_timing)",
                              name != NULL ? name : "(null)");
+    if (opt == &pg_cuda.nvtx && value != 0 && !pg_cuda_have_nvtx())
+        return pg_cuda_error(PG_ERR_UNAVAILABLE,
+                             "cuda: NVTX ranges are unavailable: the plugin was built with a CUDA "
+                             "toolkit without the nvtx3 headers (include/nvtx3/nvToolsExt.h)");
     atomic_store(opt, value != 0);
     return PG_OK;
 }

@@ -19,9 +19,32 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <nvtx3/nvToolsExt.h>
-
 #include "cuda_internal.h"
+
+/* the toolkit's header-only NVTX3, when it has one; without it the ranges compile
+ * out and the "nvtx" option is refused with a message (cuda_plugin.c) */
+#if defined(__has_include)
+#if __has_include(<nvtx3/nvToolsExt.h>)
+#include <nvtx3/nvToolsExt.h>
+#define PG_CUDA_NVTX 1
+#endif
+#endif
+#ifdef PG_CUDA_NVTX
+#define PG_NVTX_PUSH(name) ((void)nvtxRangePushA(name))
+#define PG_NVTX_POP() ((void)nvtxRangePop())
+#else
+#define PG_NVTX_PUSH(name) ((void)(name))
+#define PG_NVTX_POP() ((void)0)
+#endif
+
+bool pg_cuda_have_nvtx(void)
+{
+#ifdef PG_CUDA_NVTX
+    return true;
+#else
+    return false;
+#endif
+}
 
 #define PG_CUDA_TIMED_OPS 128 /* ops in flight with their events, per device */
 
@@ -80,7 +103,7 @@ pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const ch
 {
     memset(p, 0, sizeof *p);
     if (atomic_load_explicit(&pg_cuda.nvtx, memory_order_relaxed)) {
-        nvtxRangePushA(op != NULL ? op : "op");
+        PG_NVTX_PUSH(op != NULL ? op : "op");
         p->nvtx = true;
     }
     pg_cuda_ustream *u = pg_cuda_current_ustream(d->index);
@@ -103,7 +126,7 @@ pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const ch
         }
     }
     if (st != PG_OK && p->nvtx) {
-        nvtxRangePop();
+        PG_NVTX_POP();
         p->nvtx = false;
     }
     p->timed = st == PG_OK;
@@ -113,7 +136,7 @@ pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const ch
 void pg_cuda_profile_end(pg_cuda_device *d, cudaStream_t stream, pg_cuda_prof *p, bool launched)
 {
     if (p->nvtx)
-        nvtxRangePop();
+        PG_NVTX_POP();
     if (!p->timed)
         return;
     if (!launched || cudaEventRecord(p->end, stream) != cudaSuccess) {
@@ -181,5 +204,5 @@ pg_status pg_plugin_device_properties(int index, pg_cuda_properties *out)
     return PG_OK;
 }
 
-void pg_plugin_nvtx_push(const char *name) { nvtxRangePushA(name != NULL ? name : "range"); }
-void pg_plugin_nvtx_pop(void) { nvtxRangePop(); }
+void pg_plugin_nvtx_push(const char *name) { PG_NVTX_PUSH(name != NULL ? name : "range"); }
+void pg_plugin_nvtx_pop(void) { PG_NVTX_POP(); }
