@@ -132,6 +132,44 @@ def test_dlpack_import_of_cuda_memory_without_a_gpu():
     assert p.asked is None
 
 
+@pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU path")
+@needs_plugin
+def test_cuda_dlpack_capsule_refused_without_a_gpu_and_left_unconsumed():
+    # a legacy DLPack capsule naming CUDA memory (device 2, cuda:0), built by hand
+    import ctypes as C
+
+    class DLDevice(C.Structure):
+        _fields_ = [("device_type", C.c_int32), ("device_id", C.c_int32)]
+
+    class DLDataType(C.Structure):
+        _fields_ = [("code", C.c_uint8), ("bits", C.c_uint8), ("lanes", C.c_uint16)]
+
+    class DLTensor(C.Structure):
+        _fields_ = [("data", C.c_void_p), ("device", DLDevice), ("ndim", C.c_int32),
+                    ("dtype", DLDataType), ("shape", C.POINTER(C.c_int64)),
+                    ("strides", C.POINTER(C.c_int64)), ("byte_offset", C.c_uint64)]
+
+    class DLManaged(C.Structure):
+        pass
+    deleter_t = C.CFUNCTYPE(None, C.POINTER(DLManaged))
+    DLManaged._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", C.c_void_p),
+                          ("deleter", deleter_t)]
+    freed = []
+    deleter = deleter_t(lambda m: freed.append(True))
+    shape = (C.c_int64 * 1)(4)
+    m = DLManaged(DLTensor(C.c_void_p(0x1000), DLDevice(2, 0), 1, DLDataType(2, 32, 1), shape,
+                           None, 0), None, deleter)
+    new_capsule = C.pythonapi.PyCapsule_New
+    new_capsule.restype, new_capsule.argtypes = C.py_object, [C.c_void_p, C.c_char_p, C.c_void_p]
+    is_valid = C.pythonapi.PyCapsule_IsValid
+    is_valid.restype, is_valid.argtypes = C.c_int, [C.py_object, C.c_char_p]
+    cap = new_capsule(C.addressof(m), b"dltensor", None)
+    with pytest.raises(pygpu.DeviceUnavailableError, match="cuda:0 is not available"):
+        pygpu.from_dlpack(cap)
+    assert is_valid(cap, b"dltensor") == 1  # not consumed: the producer still owns it
+    assert freed == []
+
+
 def test_stats_carry_kernel_time_fields():
     pygpu.ones((4,), device="sim:0").sum().item()
     s = pygpu.stats()
