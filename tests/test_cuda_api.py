@@ -177,6 +177,18 @@ def test_stats_carry_kernel_time_fields():
     assert {"kernel_ops", "kernel_ns"} <= set(s.per_device["sim:0"])
 
 
+def test_kernel_time_reported_by_a_plugin_reaches_the_stats():
+    # the path cuda's kernel timing takes (core API stats_op_done), driven by hand on sim:0
+    before = pygpu.stats()
+    pygpu._C._test_stats_op_done(1500)
+    pygpu._C._test_stats_op_done(2500)
+    d = pygpu.stats() - before
+    assert d.per_device["sim:0"]["kernel_ops"] == 2
+    assert d.per_device["sim:0"]["kernel_ns"] == 4000
+    assert d.kernel_ops == 2 and d.kernel_seconds == pytest.approx(4e-6)
+    assert d.per_device["sim:0"]["ops"] == 0  # launches are counted at launch, not here
+
+
 # -- on a GPU -------------------------------------------------------------------------------
 
 @needs_gpu

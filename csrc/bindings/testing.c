@@ -1,5 +1,5 @@
 /* testing.c - _C._test_* hooks: unit tests of C-level contracts that no
- * public API can reach without a GPU (tests/test_event_record.py).
+ * public API can reach without a GPU (tests/test_event_record.py, tests/test_cuda_api.py).
  *
  *   _test_event_record()   the backend-neutral pending-work record: a host
  *                          buffer with a pending write from a second backend
@@ -9,6 +9,9 @@
  *   _test_blocking_hooks() whether the GIL is held before, inside and after
  *                          pg_blocking_begin/end (the hooks around cudaMalloc,
  *                          cudaHostAlloc, cudaFreeHost).
+ *   _test_stats_op_done(ns) what a plugin's kernel timing reports: calls the
+ *                          core API's stats_op_done for sim:0 with `ns`
+ *                          (pygpu.stats() then counts it as kernel time).
  *
  * Private: not part of pygpu's API; nothing here can crash on bad input
  * because the hooks take no input. */
@@ -131,10 +134,22 @@ static PyObject *f_test_blocking_hooks(PyObject *mod, PyObject *noargs)
                          after ? Py_True : Py_False);
 }
 
+static PyObject *f_test_stats_op_done(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    unsigned long long ns = PyLong_AsUnsignedLongLong(arg);
+    if (ns == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    pg_core_api_get()->stats_op_done((pg_device){PG_DEV_SIM, 0}, (uint64_t)ns);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef pg_testing_functions[] = {
     {"_test_event_record", f_test_event_record, METH_NOARGS,
      "internal test: the pending-work record shared by two backends"},
     {"_test_blocking_hooks", f_test_blocking_hooks, METH_NOARGS,
      "internal test: (GIL held before, inside, after) pg_blocking_begin/end"},
+    {"_test_stats_op_done", f_test_stats_op_done, METH_O,
+     "internal test: report one op's kernel time (ns) on sim:0 through the plugin API"},
     {NULL, NULL, 0, NULL},
 };
