@@ -97,3 +97,25 @@ def test_d2h_into_pinned_buffer(benchmark, host_array):
     benchmark(buffer.copy_, on_device)
     assert buffer.numpy()[-1] == 1.0
     _record(benchmark)
+
+
+def test_d2h_nonblocking_from_sim(benchmark, host_array):
+    """x.to("cpu", non_blocking=True) each step: a new pinned tensor every time, which
+    the caching pinned-host allocator (csrc/core/pg_pinned.c) serves from its free list
+    after the first, so the pages are already there (compare test_d2h_from_sim, which
+    pays for fresh pages, and numpy's copy into a new array)."""
+    benchmark.group = GROUP
+    on_device = pygpu.tensor(host_array, device="sim:0")
+    on_device.wait()
+
+    def d2h():
+        t = on_device.to("cpu", non_blocking=True)
+        t.wait()
+        return t
+
+    d2h()
+    hits = pygpu.sim.memory_stats()["pinned_cache_hits"]
+    benchmark(d2h)
+    assert pygpu.sim.memory_stats()["pinned_cache_hits"] > hits
+    assert d2h().numpy()[-1] == 1.0
+    _record(benchmark)

@@ -37,7 +37,11 @@ __device__ __forceinline__ int64_t pg_thread_count() { return (int64_t)gridDim.x
 
 /* Element offsets of C-order linear index i for each of NOPS operands. The
  * loop is unrolled over the fixed maximum so that shape/strides are read
- * straight from kernel-parameter space (no local-memory copy). */
+ * straight from kernel-parameter space (no local-memory copy). A 64-bit
+ * division is a long software sequence on the GPU: when the whole space has
+ * fewer than 2^32 elements (it.numel, the same for every thread, so no
+ * divergence) every index and extent fits in 32 bits and the 32-bit
+ * hardware-assisted division is used instead. */
 template <int NOPS>
 __device__ __forceinline__ void pg_iter_offsets(const pg_cuda_iter &it, int64_t i,
                                                 int64_t (&off)[NOPS])
@@ -45,6 +49,22 @@ __device__ __forceinline__ void pg_iter_offsets(const pg_cuda_iter &it, int64_t 
 #pragma unroll
     for (int op = 0; op < NOPS; op++)
         off[op] = 0;
+    if (it.numel <= (int64_t)UINT32_MAX) {
+        uint32_t u = (uint32_t)i;
+#pragma unroll
+        for (int d = PG_CUDA_MAX_DIMS - 1; d >= 0; d--) {
+            if (d < it.ndim) {
+                uint32_t ext = (uint32_t)it.shape[d];
+                uint32_t q = u / ext;
+                int64_t r = (int64_t)(u - q * ext);
+                u = q;
+#pragma unroll
+                for (int op = 0; op < NOPS; op++)
+                    off[op] += r * it.strides[op][d];
+            }
+        }
+        return;
+    }
 #pragma unroll
     for (int d = PG_CUDA_MAX_DIMS - 1; d >= 0; d--) {
         if (d < it.ndim) {
@@ -57,6 +77,15 @@ __device__ __forceinline__ void pg_iter_offsets(const pg_cuda_iter &it, int64_t 
         }
     }
 }
+
+/* a*b and a+b, rounded separately: nvcc never contracts these into an FMA.
+ * The plugin is built with FMA contraction on (faster, often more accurate);
+ * the kernels that must round like their CPU twins step after step (the
+ * optimizers; arange uses __dmul_rn/__dadd_rn directly) say so here. */
+__device__ __forceinline__ float pg_mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double pg_mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float pg_add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double pg_add_rn(double a, double b) { return __dadd_rn(a, b); }
 
 template <typename T> __device__ __forceinline__ bool pg_isnan(T v)
 {

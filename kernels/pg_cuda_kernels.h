@@ -40,10 +40,25 @@ enum {
 enum { PG_CUDA_RED_SUM, PG_CUDA_RED_MAX, PG_CUDA_RED_MIN, PG_CUDA_RED_ARGMAX, PG_CUDA_NUM_REDUCE };
 enum { PG_CUDA_RANDOM_UNIFORM = 0, PG_CUDA_RANDOM_NORMAL = 1 };
 
-/* Where and how wide to launch: the device's stream and its SM count. */
+/* Where and how wide to launch: the device's stream and its SM count, and
+ * the device's error-flag word (PG_CUDA_EFLAG_*, set with atomicOr by a
+ * kernel that finds bad data; NULL when the flags could not be set up). */
+/* Device-side error flags: a kernel that finds bad data (a label outside
+ * [0, C)) sets a bit in mapped pinned memory instead of writing a silent
+ * NaN, and the first one to claim the record writes its details (label,
+ * row, classes); the host reads it after each successful wait and raises
+ * AsyncOpError, as sim does (csrc/backends/cuda/cuda_queue.c). */
+enum { PG_CUDA_EFLAG_LABEL = 1u << 0 };
+typedef struct pg_cuda_eflags {
+    unsigned bits;    /* PG_CUDA_EFLAG_*, atomicOr */
+    unsigned claimed; /* atomicCAS 0 -> 1 by the kernel that writes a, b, c */
+    long long a, b, c;
+} pg_cuda_eflags;
+
 typedef struct pg_cuda_ctx {
     cudaStream_t stream;
     int sm_count;
+    pg_cuda_eflags *eflags;
 } pg_cuda_ctx;
 
 /* An N-d iteration space walked in C order, shared by `nops` operands

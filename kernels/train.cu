@@ -4,11 +4,19 @@
  * linear: the two or three matmuls go to cuBLAS (row-major products computed
  * as their column-major transposes, as matmul.cu does); the bias + activation
  * epilogue and the activation-derivative prologue (which also sums db) are
- * one kernel each. softmax-cross-entropy: one block per row (max, sum of exp,
- * probabilities, the row's loss added atomically). SGD and Adam: one
- * grid-stride elementwise kernel each, in place. All operands contiguous.
- * A label outside [0, C) makes the loss NaN on this backend (a kernel cannot
- * raise; the cpu and sim backends report the label by name). */
+ * one kernel each; db is summed by a 2-D grid (column tiles x row chunks)
+ * whose per-chunk partial sums a second kernel adds in a fixed order, so a
+ * layer with 10 outputs no longer runs on a single block.
+ * softmax-cross-entropy: one block per row (max, sum of exp, probabilities,
+ * the row's loss into a scratch vector), then one block adds the row losses
+ * in a fixed order: the loss is the same bit for bit from run to run (an
+ * atomicAdd per row was not). SGD and Adam: one grid-stride elementwise
+ * kernel each, in place, with explicitly rounded multiplies and adds (no FMA
+ * contraction; the rest of the plugin lets nvcc contract), so parameters
+ * follow the CPU twins step after step. All operands contiguous.
+ * A label outside [0, C) sets the device's error flag (ctx->eflags), which
+ * the host turns into AsyncOpError naming the label at the next wait, as sim
+ * does; the loss of that row is NaN meanwhile. */
 #include <limits.h>
 #include <math.h>
 
@@ -63,17 +71,19 @@ __global__ void pg_linear_epilogue_kernel(T *y, const T *b, int64_t n, int64_t O
     }
 }
 
-/* dz = dy * act'(y) (when act), db[j] = sum_r dz[r, j]. Block (32, 8): 32 columns, 8 row
- * lanes that stride over the rows; the 8 partial sums meet in shared memory. */
+/* dz = dy * act'(y) (when act), and db's partial sums. Block (32, 8): 32 columns, 8 row
+ * lanes; grid (column tiles, row chunks): block (x, c) takes rows c*8 + lane, stepping
+ * 8 * gridDim.y. The 8 lane sums meet in shared memory; the chunk's sum goes to
+ * part[c * O + j] (or straight to db when there is one chunk). */
 template <typename T>
-__global__ void pg_linear_prologue_kernel(const T *dy, const T *y, T *dz, T *db, int64_t N,
-                                          int64_t O, int act)
+__global__ void pg_linear_prologue_kernel(const T *dy, const T *y, T *dz, T *db, double *part,
+                                          int64_t N, int64_t O, int act)
 {
-    __shared__ double part[8][33];
+    __shared__ double lane[8][33];
     int64_t j = (int64_t)blockIdx.x * 32 + threadIdx.x;
     double acc = 0;
     if (j < O)
-        for (int64_t r = threadIdx.y; r < N; r += 8) {
+        for (int64_t r = (int64_t)blockIdx.y * 8 + threadIdx.y; r < N; r += 8 * (int64_t)gridDim.y) {
             int64_t k = r * O + j;
             T v = dy[k];
             if (act != PG_CUDA_ACT_NONE) {
@@ -82,12 +92,27 @@ __global__ void pg_linear_prologue_kernel(const T *dy, const T *y, T *dz, T *db,
             }
             acc += (double)v;
         }
-    part[threadIdx.y][threadIdx.x] = acc;
+    lane[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     if (threadIdx.y == 0 && j < O && db) {
         double s = 0;
         for (int q = 0; q < 8; q++)
-            s += part[q][threadIdx.x];
+            s += lane[q][threadIdx.x];
+        if (part)
+            part[(int64_t)blockIdx.y * O + j] = s;
+        else
+            db[j] = (T)s;
+    }
+}
+
+/* db[j] = sum over chunks c of part[c * O + j], in chunk order (reproducible). */
+template <typename T>
+__global__ void pg_bias_grad_finish_kernel(const double *part, T *db, int64_t O, int nchunk)
+{
+    for (int64_t j = pg_thread_index(); j < O; j += pg_thread_count()) {
+        double s = 0;
+        for (int c = 0; c < nchunk; c++)
+            s += part[(int64_t)c * O + j];
         db[j] = (T)s;
     }
 }
@@ -133,11 +158,39 @@ extern "C" cudaError_t pg_kernel_linear_bwd(const pg_cuda_ctx *ctx, cublasHandle
         if constexpr (std::is_floating_point<T>::value) {
             const T *dz = (const T *)a->dy;
             if (a->act != PG_CUDA_ACT_NONE || a->db) {
-                dim3 block(32, 8), grid((unsigned)((a->out + 31) / 32));
+                /* enough row chunks to give every SM a few blocks, at least 64 rows each */
+                int64_t tiles = (a->out + 31) / 32;
+                int64_t want = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 16) * 4 / tiles;
+                int64_t chunks = (a->n + 63) / 64;
+                int nchunk = (int)(chunks < want ? chunks : want);
+                if (nchunk < 1 || !a->db)
+                    nchunk = 1;
+                if (nchunk > 65535)
+                    nchunk = 65535;
+                double *part = NULL;
+                if (nchunk > 1) {
+                    cudaError_t e = cudaMallocAsync((void **)&part,
+                                                    sizeof(double) * (size_t)nchunk * a->out,
+                                                    ctx->stream);
+                    if (e != cudaSuccess)
+                        return e;
+                }
+                dim3 block(32, 8), grid((unsigned)tiles, (unsigned)nchunk);
                 pg_linear_prologue_kernel<T><<<grid, block, 0, ctx->stream>>>(
-                    (const T *)a->dy, (const T *)a->y, (T *)a->dz, (T *)a->db, a->n, a->out,
-                    a->act);
+                    (const T *)a->dy, (const T *)a->y, (T *)a->dz, (T *)a->db, part, a->n,
+                    a->out, a->act);
                 cudaError_t e = cudaGetLastError();
+                if (e == cudaSuccess && part) {
+                    pg_bias_grad_finish_kernel<T><<<pg_cuda_grid(a->out, PG_CUDA_BLOCK, ctx),
+                                                    PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                        part, (T *)a->db, a->out, nchunk);
+                    e = cudaGetLastError();
+                }
+                if (part) {
+                    cudaError_t f = cudaFreeAsync(part, ctx->stream);
+                    if (e == cudaSuccess)
+                        e = f;
+                }
                 if (e != cudaSuccess)
                     return e;
                 if (a->act != PG_CUDA_ACT_NONE)
@@ -159,11 +212,27 @@ extern "C" cudaError_t pg_kernel_linear_bwd(const pg_cuda_ctx *ctx, cublasHandle
 
 #define PG_XENT_BLOCK 256
 
+/* A label outside [0, C): raise the device's flag, and let the first kernel
+ * to claim the record say which label, row and class count. */
+__device__ __forceinline__ void pg_flag_bad_label(pg_cuda_eflags *e, int64_t label, int64_t row,
+                                                  int64_t C)
+{
+    if (e == NULL)
+        return;
+    if (atomicCAS(&e->claimed, 0u, 1u) == 0u) {
+        e->a = label;
+        e->b = row;
+        e->c = C;
+        __threadfence_system();
+    }
+    atomicOr(&e->bits, (unsigned)PG_CUDA_EFLAG_LABEL);
+}
+
 /* One block per row: max, sum of exp (shared-memory tree reductions), probabilities,
- * and the row's loss (lse - x[label]) * scale added to *loss (zeroed before). */
+ * and the row's loss (lse - x[label]) * scale into rowloss[r] (N,). */
 template <typename T>
-__global__ void pg_xent_fwd_kernel(const T *x, const int64_t *labels, T *probs, T *loss,
-                                   int64_t N, int64_t C, double scale)
+__global__ void pg_xent_fwd_kernel(const T *x, const int64_t *labels, T *probs, double *rowloss,
+                                   int64_t N, int64_t C, double scale, pg_cuda_eflags *eflags)
 {
     __shared__ double red[PG_XENT_BLOCK];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
@@ -196,20 +265,44 @@ __global__ void pg_xent_fwd_kernel(const T *x, const int64_t *labels, T *probs, 
             probs[r * C + j] = (T)(exp((double)row[j] - m) / sum);
         if (threadIdx.x == 0) {
             int64_t l = labels[r];
-            double v = (l >= 0 && l < C) ? (m + log(sum) - (double)row[l]) : NAN;
-            atomicAdd(loss, (T)(v * scale));
+            bool ok = l >= 0 && l < C;
+            if (!ok)
+                pg_flag_bad_label(eflags, l, r, C);
+            rowloss[r] = ok ? (m + log(sum) - (double)row[l]) * scale : NAN;
         }
     }
 }
 
+/* loss = sum of rowloss (N,), by one block: thread t adds rows t, t + B, ... in order,
+ * then a tree in shared memory. The same order every run. */
+template <typename T>
+__global__ void pg_xent_sum_kernel(const double *rowloss, T *loss, int64_t N)
+{
+    __shared__ double red[PG_XENT_BLOCK];
+    double s = 0;
+    for (int64_t r = threadIdx.x; r < N; r += blockDim.x)
+        s += rowloss[r];
+    red[threadIdx.x] = s;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (threadIdx.x < k)
+            red[threadIdx.x] += red[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        *loss = (T)red[0];
+}
+
 template <typename T>
 __global__ void pg_xent_bwd_kernel(const T *probs, const int64_t *labels, const T *g, T *d,
-                                   int64_t n, int64_t C, double scale)
+                                   int64_t n, int64_t C, double scale, pg_cuda_eflags *eflags)
 {
     double gs = (double)*g * scale;
     for (int64_t i = pg_thread_index(); i < n; i += pg_thread_count()) {
-        int64_t r = i / C, j = i % C;
-        double v = (double)probs[i] - (labels[r] == j ? 1.0 : 0.0);
+        int64_t r = i / C, j = i % C, l = labels[r];
+        if (j == 0 && (l < 0 || l >= C))
+            pg_flag_bad_label(eflags, l, r, C);
+        double v = (double)probs[i] - (l == j ? 1.0 : 0.0);
         d[i] = (T)(v * gs);
     }
 }
@@ -218,17 +311,27 @@ extern "C" cudaError_t pg_kernel_xent_fwd(const pg_cuda_ctx *ctx, int dtype, con
                                           const int64_t *labels, void *probs, void *loss,
                                           int64_t N, int64_t C, int mean)
 {
-    cudaError_t e = cudaMemsetAsync(loss, 0, dtype == PG_FLOAT32 ? 4 : 8, ctx->stream);
-    if (e != cudaSuccess || N == 0)
-        return e;
+    if (N == 0)
+        return cudaMemsetAsync(loss, 0, dtype == PG_FLOAT32 ? 4 : 8, ctx->stream);
     double scale = mean ? 1.0 / (double)N : 1.0;
     unsigned grid = (unsigned)(N < 65535 ? N : 65535);
     return pg_dispatch_dtype(dtype, [&](auto t) -> cudaError_t {
         using T = decltype(t);
         if constexpr (std::is_floating_point<T>::value) {
+            double *rowloss = NULL; /* (N,): stream-ordered scratch */
+            cudaError_t e = cudaMallocAsync((void **)&rowloss, sizeof(double) * (size_t)N,
+                                            ctx->stream);
+            if (e != cudaSuccess)
+                return e;
             pg_xent_fwd_kernel<T><<<grid, PG_XENT_BLOCK, 0, ctx->stream>>>(
-                (const T *)x, labels, (T *)probs, (T *)loss, N, C, scale);
-            return cudaGetLastError();
+                (const T *)x, labels, (T *)probs, rowloss, N, C, scale, ctx->eflags);
+            e = cudaGetLastError();
+            if (e == cudaSuccess) {
+                pg_xent_sum_kernel<T><<<1, PG_XENT_BLOCK, 0, ctx->stream>>>(rowloss, (T *)loss, N);
+                e = cudaGetLastError();
+            }
+            cudaError_t f = cudaFreeAsync(rowloss, ctx->stream);
+            return e != cudaSuccess ? e : f;
         }
         return cudaErrorInvalidValue;
     });
@@ -247,7 +350,7 @@ extern "C" cudaError_t pg_kernel_xent_bwd(const pg_cuda_ctx *ctx, int dtype, con
         if constexpr (std::is_floating_point<T>::value) {
             pg_xent_bwd_kernel<T><<<pg_cuda_grid(n, PG_CUDA_BLOCK, ctx), PG_CUDA_BLOCK, 0,
                                     ctx->stream>>>((const T *)probs, labels, (const T *)gloss,
-                                                   (T *)dlogits, n, C, scale);
+                                                   (T *)dlogits, n, C, scale, ctx->eflags);
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
@@ -261,13 +364,13 @@ __global__ void pg_sgd_kernel(T *p, const T *g, T *buf, int64_t n, T lr, T mom, 
                               int nesterov, int first)
 {
     for (int64_t k = pg_thread_index(); k < n; k += pg_thread_count()) {
-        T d = g[k] + wd * p[k];
+        T d = pg_add_rn(g[k], pg_mul_rn(wd, p[k]));
         if (buf) {
-            T b = first ? d : mom * buf[k] + (T(1) - damp) * d;
+            T b = first ? d : pg_add_rn(pg_mul_rn(mom, buf[k]), pg_mul_rn(T(1) - damp, d));
             buf[k] = b;
-            d = nesterov ? d + mom * b : b;
+            d = nesterov ? pg_add_rn(d, pg_mul_rn(mom, b)) : b;
         }
-        p[k] -= lr * d;
+        p[k] = p[k] - pg_mul_rn(lr, d);
     }
 }
 
@@ -276,12 +379,12 @@ __global__ void pg_adam_kernel(T *p, const T *g, T *m, T *v, int64_t n, T step, 
                                T wd, T bc2)
 {
     for (int64_t k = pg_thread_index(); k < n; k += pg_thread_count()) {
-        T gk = g[k] + wd * p[k];
-        T mk = b1 * m[k] + (T(1) - b1) * gk;
-        T vk = b2 * v[k] + (T(1) - b2) * gk * gk;
+        T gk = pg_add_rn(g[k], pg_mul_rn(wd, p[k]));
+        T mk = pg_add_rn(pg_mul_rn(b1, m[k]), pg_mul_rn(T(1) - b1, gk));
+        T vk = pg_add_rn(pg_mul_rn(b2, v[k]), pg_mul_rn(pg_mul_rn(T(1) - b2, gk), gk));
         m[k] = mk;
         v[k] = vk;
-        p[k] -= step * mk / (sqrt(vk) / bc2 + eps);
+        p[k] = p[k] - pg_mul_rn(step, mk) / pg_add_rn(sqrt(vk) / bc2, eps);
     }
 }
 

@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 
-from . import _C, _cuda_streams
+from . import _C, _cuda_streams, _nvml
 from ._accel import Accelerator, export
 from ._cuda_streams import (CUDAGraph, DeviceProperties, Event, Stream, current_stream,  # noqa: F401
                             default_stream, get_device_capability, get_device_properties, graph,
@@ -37,8 +37,25 @@ class _Cuda(Accelerator):
             if not self._tried:
                 if os.path.exists(PLUGIN):
                     _preload_cublas()
-                    _C._load_cuda(PLUGIN)
+                    if _C._load_cuda(PLUGIN):
+                        _set_option(b"current_device", self._current)
                 type(self)._tried = True
+
+    def set_device(self, device):
+        """Make `device` current. Besides the default for device=None, it is where
+        pinned host memory is allocated (cudaHostAlloc creates a context on the
+        current GPU): each DDP rank calls set_device(local_rank) before pinning."""
+        super().set_device(device)
+        _set_option(b"current_device", self._current)
+
+    def mem_get_info(self, device=None):
+        """(free, total) bytes of the device, as torch.cuda.mem_get_info; other
+        processes count too. Asked of NVML (by PCI bus id) where the driver has
+        it, so that walking every GPU creates no context on any; else of the
+        runtime, which does."""
+        index = self._index(device)
+        info = _nvml.memory_info(pci_bus_id(index))
+        return info if info is not None else super().mem_get_info(index)
 
     def _why_unavailable(self):
         self._load()
@@ -93,6 +110,25 @@ def unavailable_reason():
 def is_built():
     """Whether this install includes the CUDA backend plugin."""
     return os.path.exists(PLUGIN)
+
+
+def _set_option(name, value):
+    """Pass an option to the loaded plugin (no-op when it is not loaded)."""
+    if not _C._load_cuda(None):
+        return
+    if ctypes.CDLL(PLUGIN).pg_plugin_set_option(name, int(value)) != 0:
+        raise RuntimeError(f"the CUDA plugin refused the {name.decode()} option")
+
+
+def pci_bus_id(index):
+    """PCI bus id of cuda:index ("0000:3B:00.0"), or None where unknown. A device
+    query: creates no CUDA context."""
+    if not _C._load_cuda(None):
+        return None
+    buf = ctypes.create_string_buffer(64)
+    if ctypes.CDLL(PLUGIN).pg_plugin_pci_bus_id(int(index), buf, len(buf)) != 0:
+        return None
+    return buf.value.decode()
 
 
 def set_allow_tf32(allow):

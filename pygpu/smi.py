@@ -13,7 +13,9 @@ MIB = 1 << 20
 
 
 def _nvml_row(index):
-    q = _nvml.query(index)
+    # NVML counts physical GPUs; cuda:index counts the visible ones (CUDA_VISIBLE_DEVICES):
+    # the PCI bus id is what both agree on
+    q = _nvml.query(index, bus_id=cuda.pci_bus_id(index))
     if not q:
         return f"n/a ({_nvml.unavailable_reason() or 'no NVML data'})"
     parts = []

@@ -21,11 +21,11 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECK_SCRIPT = os.path.join(REPO, "build_support", "check_cuda_plugin.py")
 EXPORTS = {"pg_plugin_init", "pg_plugin_set_option", "pg_plugin_get_option",
-           "pg_plugin_abi_version",
+           "pg_plugin_abi_version", "pg_plugin_pci_bus_id",
            # NCCL for pygpu.distributed, reached through ctypes (csrc/backends/cuda/cuda_nccl.c)
            "pg_plugin_nccl_load", "pg_plugin_nccl_version", "pg_plugin_nccl_unique_id",
-           "pg_plugin_nccl_comm_init", "pg_plugin_nccl_comm_destroy", "pg_plugin_nccl_all_reduce",
-           "pg_plugin_nccl_broadcast",
+           "pg_plugin_nccl_comm_init", "pg_plugin_nccl_comm_destroy", "pg_plugin_nccl_comm_abort",
+           "pg_plugin_nccl_all_reduce", "pg_plugin_nccl_broadcast",
            # streams, events, graphs, properties, NVTX for pygpu.cuda (pygpu/_cuda_streams.py;
            # csrc/backends/cuda/cuda_stream.c, cuda_graph.c, cuda_profile.c)
            "pg_plugin_last_error", "pg_plugin_stream_create", "pg_plugin_stream_destroy",
@@ -322,3 +322,16 @@ def test_find_cublas_in_a_wheel(tmp_path, monkeypatch):
     assert cb["include"] == str(sp / "nvidia" / "cu13" / "include")
     assert cb["library"] == str(sp / "nvidia" / "cu13" / "lib" / "libcublas.so.13")
     assert cb["wheel_subdir"] == "cu13"
+
+
+# --- the CUDA 12 configuration (build_support/cuda12_check.py, run by .ci/run) ----------------
+def test_cuda12_check_stubs_every_kernel_launcher():
+    spec = importlib.util.spec_from_file_location(
+        "pygpu_cuda12_check", os.path.join(REPO, "build_support", "cuda12_check.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    src, names = mod.kernel_stubs()
+    with open(os.path.join(REPO, "kernels", "pg_cuda_kernels.h")) as f:
+        declared = set(re.findall(r"\b(pg_kernel_\w+)\s*\(", f.read()))
+    assert set(names) == declared and "pg_kernel_matmul" in names
+    assert all(f"int {n}(void) {{ return 0; }}" in src for n in names)

@@ -9,6 +9,7 @@
 #include "../backends/sim/sim_backend.h"
 #include "../core/pg_allocator.h"
 #include "../core/pg_backend.h"
+#include "../core/pg_pinned.h"
 
 const char *pg_implicit_name(int reason);
 
@@ -122,10 +123,15 @@ static PyObject *f_memory_stats(PyObject *mod, PyObject *args)
         return PyErr_NoMemory();
     pg_stats_snapshot_take(s);
     pg_device_stats *ds = &s->dev[pg_device_slot(d)];
-    PyObject *r = Py_BuildValue("{sKsKsKsnsKsKsK}", "allocated", ds->mem_current, "peak", ds->mem_peak,
-                                "reserved", ds->mem_reserved, "cached",
-                                (Py_ssize_t)pg_allocator_cached(d), "allocs", ds->allocs, "frees",
-                                ds->frees, "cache_hits", ds->cache_hits);
+    pg_pinned_stats ps; /* process-wide: pinned host memory belongs to no device */
+    pg_pinned_stats_get(&ps);
+    PyObject *r = Py_BuildValue(
+        "{sKsKsKsnsKsKsKsKsKsKsK}", "allocated", ds->mem_current, "peak", ds->mem_peak, "reserved",
+        ds->mem_reserved, "cached", (Py_ssize_t)pg_allocator_cached(d), "allocs", ds->allocs,
+        "frees", ds->frees, "cache_hits", ds->cache_hits, "pinned_reserved",
+        (unsigned long long)ps.reserved, "pinned_cached", (unsigned long long)ps.cached,
+        "pinned_allocs", (unsigned long long)ps.allocs, "pinned_cache_hits",
+        (unsigned long long)ps.cache_hits);
     PyMem_RawFree(s);
     return r;
 }
@@ -147,6 +153,7 @@ static PyObject *f_empty_cache(PyObject *mod, PyObject *args)
     if (get_device_arg(args, &d) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS pg_allocator_empty_cache(d);
+    pg_pinned_empty_cache(); /* process-wide, like the pinned memory itself */
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }

@@ -14,6 +14,7 @@
 
 #include "pg_allocator.h"
 #include "pg_backend.h"
+#include "pg_pinned.h"
 #include "pg_stats.h"
 
 #define HOST_ALIGN 64
@@ -42,13 +43,13 @@ static void release_host_inline(pg_storage *s)
     free(s);
 }
 
+/* A pinned storage's capacity is the pinned cache's rounded size. */
 static void release_pinned(pg_storage *s)
 {
     const pg_backend *be = s->owner;
     pg_stats_free(s->device, s->capacity);
-    void *gil = pg_blocking_begin(); /* cudaFreeHost can wait for the device */
-    be->host_free_pinned(be, s->data);
-    pg_blocking_end(gil);
+    if (be != NULL && s->data != NULL)
+        pg_pinned_free(be, s->data, s->capacity);
     free(s);
 }
 
@@ -70,18 +71,19 @@ static pg_status new_host(size_t nbytes, unsigned flags, pg_storage **out)
         if (!s)
             return pg_error_set(PG_ERR_NOMEM, "out of host memory");
         if (be && be->host_alloc_pinned) {
-            void *gil = pg_blocking_begin(); /* cudaHostAlloc pins pages: slow for big buffers */
-            pg_status st = be->host_alloc_pinned(be, nbytes ? nbytes : 1, &s->data);
-            pg_blocking_end(gil);
+            /* through the pinned cache: a non-blocking d2h per batch reuses buffers */
+            pg_status st = pg_pinned_alloc(be, nbytes, &s->data, &s->capacity);
             if (st != PG_OK) {
                 free(s);
                 return st;
             }
+        } else {
+            be = NULL;
+            s->capacity = nbytes;
         }
         s->owner = (void *)be;
         s->release = release_pinned;
-        s->capacity = nbytes;
-        pg_stats_alloc(cpu, nbytes, false);
+        pg_stats_alloc(cpu, s->capacity, false);
         *out = s;
         return PG_OK;
     }

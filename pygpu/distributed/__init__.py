@@ -120,8 +120,11 @@ def get_backend():
 
 
 def destroy_process_group():
+    """Leave the job: the NCCL communicator, if any, is finalized and destroyed."""
     global _group
-    _group = None
+    group, _group = _group, None
+    if group is not None and group.nccl is not None:
+        group.nccl.close()
 
 
 def barrier():

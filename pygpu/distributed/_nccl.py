@@ -5,7 +5,12 @@ pygpu (site-packages/nvidia/nccl/lib), in the CUDA toolkit ($CUDA_HOME/lib64), o
 by the dynamic loader's own search. The CUDA plugin dlopens it on first use
 (csrc/backends/cuda/cuda_nccl.c); nothing here runs at import. The ranks meet
 through MPI: rank 0 makes NCCL's unique id and broadcasts it (as many NCCL jobs
-do), then every rank joins the communicator on its own GPU."""
+do), then every rank joins the communicator on its own GPU.
+
+A peer that dies or never joins does not hang the job: every NCCL wait gives up
+after a timeout (PYGPU_NCCL_TIMEOUT seconds, default 600, or set_timeout()),
+aborts the communicator and raises NcclError naming the call.
+destroy_process_group() finalizes and destroys the communicator (close())."""
 import ctypes
 import glob
 import os
@@ -19,6 +24,31 @@ _OPS = {"sum": 0, "max": 2, "avg": 4}
 
 class NcclUnavailable(RuntimeError):
     """NCCL (or the CUDA backend it runs on) cannot be used here; the message says why."""
+
+
+class NcclError(RuntimeError):
+    """An NCCL call failed or timed out; the communicator was aborted (the message says why)."""
+
+
+def set_timeout(seconds):
+    """How long an NCCL wait (joining, a collective, finalizing) may take before the
+    communicator is aborted and the call raises NcclError. 0 restores the default (600 s)."""
+    seconds = int(seconds)
+    if seconds < 0:
+        raise ValueError(f"the NCCL timeout must be >= 0 seconds, got {seconds}")
+    if _lib().pg_plugin_set_option(b"nccl_timeout_s", seconds) != 0:
+        raise RuntimeError("the CUDA plugin refused the nccl_timeout_s option")
+
+
+def _timeout_from_env():
+    raw = os.environ.get("PYGPU_NCCL_TIMEOUT")
+    if not raw:
+        return
+    try:
+        seconds = int(float(raw))
+    except ValueError:
+        raise ValueError(f"PYGPU_NCCL_TIMEOUT={raw!r}: give a number of seconds") from None
+    set_timeout(seconds)
 
 
 def library_candidates():
@@ -74,7 +104,7 @@ def version():
 
 def _check(rc, why):
     if rc != 0:
-        raise RuntimeError(f"NCCL: {why.value.decode(errors='replace')}")
+        raise NcclError(f"NCCL: {why.value.decode(errors='replace')}")
 
 
 class NcclGroup:
@@ -82,6 +112,7 @@ class NcclGroup:
 
     def __init__(self, mpi_comm, device):
         lib = _lib()
+        _timeout_from_env()
         self.lib, self.device = lib, int(device)
         why = ctypes.create_string_buffer(1024)
         uid = ctypes.create_string_buffer(_ID_BYTES)
@@ -95,11 +126,28 @@ class NcclGroup:
                                                  ctypes.c_size_t]
         _check(lib.pg_plugin_nccl_comm_init(mpi_comm.Get_size(), raw, mpi_comm.Get_rank(), self.device,
                                             ctypes.byref(self.comm), why, len(why)), why)
+        lib.pg_plugin_nccl_comm_destroy.argtypes = [ctypes.c_void_p]
+        lib.pg_plugin_nccl_comm_abort.argtypes = [ctypes.c_void_p]
         for name in ("pg_plugin_nccl_all_reduce", "pg_plugin_nccl_broadcast"):
             getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
                                            ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
 
+    def close(self):
+        """Finalize and destroy the communicator (destroy_process_group calls this)."""
+        comm, self.comm = self.comm, None
+        if comm is not None and comm.value:
+            if self.lib.pg_plugin_nccl_comm_destroy(comm) != 0:
+                raise NcclError("NCCL: finalizing the communicator failed or timed out; "
+                                "it was aborted")
+
+    def abort(self):
+        """Abort the communicator at once (pending collectives end with an error)."""
+        if self.comm is not None and self.comm.value:
+            self.lib.pg_plugin_nccl_comm_abort(self.comm)
+
     def _args(self, t):
+        if self.comm is None:
+            raise NcclError("this NCCL group was destroyed (destroy_process_group)")
         from .. import _C
         if t.device.type != "cuda" or t.device.index != self.device:
             raise ValueError(f"this NCCL group runs on cuda:{self.device}; the tensor is on {t.device}")

@@ -1,51 +1,27 @@
 /* cuda_copy.c - byte copies host<->device and device<->device, and the
  * timing of transfers for the core's statistics.
  *
- * Every copy is a cudaMemcpyAsync on the device's stream between two
- * cudaEvents, so it is ordered after the ops that produced its source and
- * its duration is measured on the device. Then:
- *   - async and the host side pinned (or device to device on one device):
- *     return at once; the destination's last_write and the source's
- *     last_read name the copy, a pinned host storage is retained until the
- *     DMA is done, and the events go into a small ring polled later
- *     (pg_cuda_xfer_poll) to report the time;
- *   - otherwise (pageable host memory, or blocking): wait for the end event,
- *     so the bytes have moved when the call returns, and report the time.
- * Before any copy, pending work on either side that the copy's stream does
- * not order by itself (another device's stream, another backend on a
- * shared host buffer) is waited for on the host. Copies between two devices
- * are always blocking, so no stream ever reads memory another stream may
- * write. */
+ * Every copy is a cudaMemcpyAsync between two cudaEvents, so its duration
+ * is measured on the device. Which stream it goes to (cuda_queue.c):
+ *   - non-blocking, with the host side pinned: the device's copy stream, so
+ *     it overlaps kernels (DataLoader prefetch);
+ *   - non-blocking between two GPUs: the destination's compute stream, peer
+ *     to peer (access enabled on first use);
+ *   - everything else (blocking, pageable host memory, same-device copies):
+ *     the compute stream.
+ * Before any copy, pending work on either side is ordered first: another
+ * cuda stream's on the device (cudaStreamWaitEvent), another backend's on
+ * the host. Then:
+ *   - queued (non-blocking and allowed): return at once; the destination's
+ *     last_write and the source's last_read name the copy, the pinned host
+ *     storage (and the device storage, when not on the compute stream) is
+ *     retained until the DMA is done, and the events go into a small ring
+ *     polled later (pg_cuda_xfer_poll) to report the time;
+ *   - otherwise: wait for the end event, so the bytes have moved when the
+ *     call returns, and report the time. */
 #include <stdio.h>
 
 #include "cuda_internal.h"
-
-static pg_status pg_cuda_event_get(pg_cuda_device *d, const char *op, cudaEvent_t *ev)
-{
-    pthread_mutex_lock(&d->lock);
-    if (d->nspare > 0) {
-        *ev = d->spare[--d->nspare];
-        pthread_mutex_unlock(&d->lock);
-        return PG_OK;
-    }
-    pthread_mutex_unlock(&d->lock);
-    return PG_CUDA_RT(cudaEventCreate(ev), d->index, op);
-}
-
-static void pg_cuda_event_put_locked(pg_cuda_device *d, cudaEvent_t ev)
-{
-    if (d->nspare < PG_CUDA_SPARE_EVENTS)
-        d->spare[d->nspare++] = ev;
-    else if (cudaEventDestroy(ev) != cudaSuccess)
-        (void)cudaGetLastError();
-}
-
-static void pg_cuda_event_put(pg_cuda_device *d, cudaEvent_t ev)
-{
-    pthread_mutex_lock(&d->lock);
-    pg_cuda_event_put_locked(d, ev);
-    pthread_mutex_unlock(&d->lock);
-}
 
 void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all)
 {
@@ -53,15 +29,20 @@ void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all)
         pg_device src, dst;
         uint64_t ns;
     } timed[PG_CUDA_MAX_XFERS];
-    pg_storage *held[PG_CUDA_MAX_XFERS];
+    pg_storage *held[2 * PG_CUDA_MAX_XFERS];
     int ntimed = 0, nheld = 0;
 
     pthread_mutex_lock(&d->lock);
     while (d->xfer_count > 0) {
         pg_cuda_xfer *x = &d->xfers[d->xfer_head];
         cudaError_t err = wait_all ? cudaEventSynchronize(x->end) : cudaEventQuery(x->end);
-        if (err == cudaErrorNotReady)
+        if (err == cudaErrorNotReady) {
+            /* not an error, but the runtime keeps it as the last error: the
+             * next launch's cudaGetLastError() would report "device not
+             * ready" for a kernel that is fine (PyTorch clears it too) */
+            (void)cudaGetLastError();
             break;
+        }
         float ms = 0;
         if (err == cudaSuccess && cudaEventElapsedTime(&ms, x->start, x->end) == cudaSuccess) {
             timed[ntimed].src = x->src;
@@ -70,8 +51,9 @@ void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all)
         } else {
             (void)cudaGetLastError(); /* a failed copy surfaces at the next synchronize */
         }
-        if (x->held != NULL)
-            held[nheld++] = x->held;
+        for (int h = 0; h < 2; h++)
+            if (x->held[h] != NULL)
+                held[nheld++] = x->held[h];
         pg_cuda_event_put_locked(d, x->start);
         pg_cuda_event_put_locked(d, x->end);
         d->xfer_head = (d->xfer_head + 1) % PG_CUDA_MAX_XFERS;
@@ -101,13 +83,13 @@ static void pg_cuda_xfer_add(pg_cuda_device *d, const pg_cuda_xfer *x)
     }
 }
 
-/* One copy on stream `d`; `host` is the host-side storage or NULL (d2d). */
-static pg_status pg_cuda_copy_on(pg_cuda_device *d, const pg_copy *c, enum cudaMemcpyKind kind,
-                                 pg_storage *host, bool may_queue, const char *op)
+/* One copy on queue q; `host` is the host-side storage or NULL (d2d). */
+static pg_status pg_cuda_copy_on(pg_cuda_queue *q, const pg_copy *c, enum cudaMemcpyKind kind,
+                                 pg_storage *host, bool queue, const char *op)
 {
+    pg_cuda_device *d = q->dev;
     void *dst = (char *)c->dst->data + c->dst_offset;
     const void *src = (const char *)c->src->data + c->src_offset;
-    bool queue = may_queue && c->async && (host == NULL || (host->flags & PG_STORAGE_PINNED));
     cudaEvent_t start, end;
     PG_TRY(pg_cuda_event_get(d, op, &start));
     pg_status st = pg_cuda_event_get(d, op, &end);
@@ -116,21 +98,21 @@ static pg_status pg_cuda_copy_on(pg_cuda_device *d, const pg_copy *c, enum cudaM
         return st;
     }
     pthread_mutex_lock(&d->lock);
-    uint64_t before = d->queued_seq; /* all of these are ahead of the copy on the stream */
+    uint64_t before = q->queued_seq; /* all of these are ahead of the copy on the stream */
     pthread_mutex_unlock(&d->lock);
 
-    st = PG_CUDA_RT(cudaEventRecord(start, d->stream), d->index, op);
+    st = PG_CUDA_RT(cudaEventRecord(start, q->stream), d->index, op);
     if (st == PG_OK) {
         if (c->src->device.type == PG_DEV_CUDA && c->dst->device.type == PG_DEV_CUDA &&
             c->src->device.index != c->dst->device.index)
             st = PG_CUDA_RT(cudaMemcpyPeerAsync(dst, c->dst->device.index, src,
-                                                c->src->device.index, c->nbytes, d->stream),
+                                                c->src->device.index, c->nbytes, q->stream),
                             d->index, op);
         else
-            st = PG_CUDA_RT(cudaMemcpyAsync(dst, src, c->nbytes, kind, d->stream), d->index, op);
+            st = PG_CUDA_RT(cudaMemcpyAsync(dst, src, c->nbytes, kind, q->stream), d->index, op);
     }
     if (st == PG_OK)
-        st = PG_CUDA_RT(cudaEventRecord(end, d->stream), d->index, op);
+        st = PG_CUDA_RT(cudaEventRecord(end, q->stream), d->index, op);
     if (st != PG_OK) {
         pg_cuda_event_put(d, start);
         pg_cuda_event_put(d, end);
@@ -138,12 +120,25 @@ static pg_status pg_cuda_copy_on(pg_cuda_device *d, const pg_copy *c, enum cudaM
     }
 
     if (queue) {
-        uint64_t seq = pg_cuda_note_queued(d, op);
-        pg_cuda_mark(c->src, d, seq, PG_CUDA_ROLE_COPY, false);
-        pg_cuda_mark(c->dst, d, seq, PG_CUDA_ROLE_COPY, true);
-        if (host != NULL)
+        uint64_t seq = pg_cuda_note_queued(q, op);
+        pg_cuda_mark(c->src, q, seq, false);
+        pg_cuda_mark(c->dst, q, seq, true);
+        pg_cuda_xfer x = {start, end, c->src->device, c->dst->device, {NULL, NULL}};
+        if (host != NULL) {
             pg_cuda.core->storage_retain(host);
-        pg_cuda_xfer x = {start, end, c->src->device, c->dst->device, host};
+            x.held[0] = host;
+        }
+        /* off the compute stream, or reading another device's memory: keep
+         * the device storage whose block the allocator could otherwise hand
+         * out while the DMA still uses it (see cuda_queue.c) */
+        pg_storage *dev_side = kind == cudaMemcpyHostToDevice   ? c->dst
+                               : kind == cudaMemcpyDeviceToHost ? c->src
+                               : c->src->device.index != d->index ? c->src
+                                                                  : NULL;
+        if (dev_side != NULL && (q != &d->compute || dev_side->device.index != d->index)) {
+            pg_cuda.core->storage_retain(dev_side);
+            x.held[1] = dev_side;
+        }
         pg_cuda_xfer_add(d, &x);
         pg_cuda_xfer_poll(d, false);
         return PG_OK;
@@ -156,11 +151,15 @@ static pg_status pg_cuda_copy_on(pg_cuda_device *d, const pg_copy *c, enum cudaM
     pg_cuda_event_put(d, start);
     pg_cuda_event_put(d, end);
     if (err != cudaSuccess) /* maybe an earlier op's fault: name the queued ops */
-        return pg_cuda_stream_sync(d, "cudaEventSynchronize");
-    pg_cuda_note_done(d, before);
+        return pg_cuda_queue_sync(q, "cudaEventSynchronize");
+    pg_cuda_note_done(q, before);
     pg_cuda.core->stats_transfer_time(c->src->device, c->dst->device, (uint64_t)((double)ms * 1e6));
-    return PG_OK;
+    /* the kernels ahead of a blocking copy on the compute stream are done: a
+     * bad label among them raises here (loss.item() is such a copy) */
+    return q == &d->compute ? pg_cuda_check_eflags(d) : PG_OK;
 }
+
+static bool pg_cuda_pinned(const pg_storage *s) { return (s->flags & PG_STORAGE_PINNED) != 0; }
 
 pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c)
 {
@@ -183,27 +182,29 @@ pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c)
         snprintf(op, sizeof op, "copy cuda:%d -> cuda:%d", c->src->device.index,
                  c->dst->device.index);
         PG_TRY(pg_cuda_device_get(c->dst->device.index, op, &d));
+        PG_TRY(pg_cuda_enable_peer(d, c->src->device.index, op));
         break;
     default:
         return pg_cuda_error(PG_ERR_VALUE, "cuda: copy: unknown copy kind %d", c->kind);
     }
-    /* a user stream current on this thread (cuda_stream.c): the copy, on d's
-     * stream, comes after its work; refused while capturing a graph */
+    /* a user stream current on this thread (cuda_stream.c): the compute
+     * stream waits for it first, so whichever queue the copy goes to orders
+     * after its work through compute; refused while capturing a graph */
     PG_TRY(pg_cuda_stream_before_copy(d, op));
-    /* The copy runs on d's stream, which orders it after d's own work only:
-     * wait for the rest first (a host buffer a d2h on another device or a
-     * sim copy is still filling; the source of a peer copy). */
-    PG_TRY(pg_cuda_order_after(c->src, d));
-    PG_TRY(pg_cuda_order_after(c->dst, d));
-    switch (c->kind) {
-    case PG_COPY_H2D:
-        return pg_cuda_copy_on(d, c, cudaMemcpyHostToDevice, c->src, true, op);
-    case PG_COPY_D2H:
-        return pg_cuda_copy_on(d, c, cudaMemcpyDeviceToHost, c->dst, true, op);
-    case PG_COPY_D2D:
-        return pg_cuda_copy_on(d, c, cudaMemcpyDeviceToDevice, NULL,
-                               c->src->device.index == c->dst->device.index, op);
-    default:
-        return pg_cuda_error(PG_ERR_VALUE, "cuda: copy: unknown copy kind %d", c->kind);
-    }
+    bool h2d = c->kind == PG_COPY_H2D, d2h = c->kind == PG_COPY_D2H;
+    /* a pageable host buffer may change once the call returns: never queued */
+    bool queue = c->async && (h2d   ? pg_cuda_pinned(c->src)
+                              : d2h ? pg_cuda_pinned(c->dst)
+                                    : true);
+    pg_cuda_queue *q = queue && (h2d || d2h) ? &d->copy : &d->compute;
+    if (q == &d->copy && h2d)
+        /* the destination block may have been freed by a tensor whose
+         * kernels, queued on compute, still use it: after them */
+        PG_TRY(pg_cuda_queue_wait_queue(q, &d->compute, op));
+    PG_TRY(pg_cuda_order_after(c->src, q));
+    PG_TRY(pg_cuda_order_after(c->dst, q));
+    enum cudaMemcpyKind kind = h2d   ? cudaMemcpyHostToDevice
+                               : d2h ? cudaMemcpyDeviceToHost
+                                     : cudaMemcpyDeviceToDevice;
+    return pg_cuda_copy_on(q, c, kind, h2d ? c->src : d2h ? c->dst : NULL, queue, op);
 }

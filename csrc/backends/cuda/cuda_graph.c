@@ -74,7 +74,7 @@ pg_status pg_plugin_graph_reset(void *gp)
         /* a replay may still be running: let it finish before its memory goes */
         pg_cuda_device *d;
         if (pg_cuda_device_get(g->device, "CUDAGraph.reset()", &d) == PG_OK)
-            (void)pg_cuda_stream_sync(d, "CUDAGraph.reset");
+            (void)pg_cuda_queue_sync(&d->compute, "CUDAGraph.reset");
     }
     pg_cuda_graph_release(g);
     return PG_OK;
@@ -200,15 +200,15 @@ pg_status pg_plugin_graph_replay(void *gp)
     /* the graph's storages may have pending work from other queues (a host
      * buffer some copy fills): order after it as a kernel launch would */
     for (int i = 0; i < g->nheld; i++)
-        PG_TRY(pg_cuda_order_after(g->held[i], d));
+        PG_TRY(pg_cuda_order_after_on(g->held[i], &d->compute, cur));
     PG_TRY(pg_cuda_stream_before_op(d, "CUDAGraph.replay()"));
     PG_TRY(PG_CUDA_RT(cudaGraphLaunch(g->exec, pg_cuda_work_stream(d)), g->device,
                       "CUDAGraph.replay()"));
-    uint64_t seq = pg_cuda_note_queued(d, "CUDAGraph.replay");
+    uint64_t seq = pg_cuda_note_queued(&d->compute, "CUDAGraph.replay");
     for (int i = 0; i < g->nheld; i++)
-        pg_cuda_mark(g->held[i], d, seq, PG_CUDA_ROLE_COMPUTE, true);
+        pg_cuda_mark(g->held[i], &d->compute, seq, true);
     pg_cuda_stream_after_op(d, seq);
     if (atomic_load(&pg_cuda.sync_each_op))
-        return pg_cuda_stream_sync(d, "cudaStreamSynchronize");
+        return pg_cuda_queue_sync(&d->compute, "cudaStreamSynchronize");
     return PG_OK;
 }

@@ -1,18 +1,19 @@
 /* cuda_internal.h - state and helpers shared by the files of the CUDA plugin.
  *
  * The plugin is one pg_backend table (cuda_plugin.c) over per-device state
- * (cuda_device.c): a stream created on first use, a cuBLAS handle created on
- * the first matmul, and the bookkeeping that lets wait_event know whether
- * a storage's pending work is done. Every CUDA/cuBLAS status goes through
- * pg_cuda_check (cuda_check.c). The plugin never calls a core symbol: it
- * reaches the core only through pg_cuda.core (pg_core_api).
+ * (cuda_device.c): three streams ("queues") created on first use, a cuBLAS
+ * handle created on the first matmul, and the bookkeeping that lets
+ * wait_event know whether a storage's pending work is done. The stream and
+ * event model (which work goes to which queue, how queues wait for each
+ * other) is described at the top of cuda_queue.c. Every CUDA/cuBLAS status
+ * goes through pg_cuda_check (cuda_check.c). The plugin never calls a core
+ * symbol: it reaches the core only through pg_cuda.core (pg_core_api).
  *
- * Pending work is tracked with sequence numbers, one counter per device:
- * each queued op or copy takes the next number after it was enqueued, and a
- * storage's pg_event is (cuda, device state, number), kept in the core's
- * record (pg_cuda.core->storage_mark). `done_seq` only moves after
- * a stream synchronize (to the number read before it) or a blocking copy,
- * so "seq <= done_seq" always means finished. */
+ * Device rule: every entry point of the table calls pg_cuda_device_get,
+ * which makes its device current; anything that must touch another device
+ * on the way (waiting for its queue, recording an event there, enabling
+ * peer access) goes through a pg_cuda_guard, which puts the entry point's
+ * device back. */
 #ifndef PG_CUDA_INTERNAL_H
 #define PG_CUDA_INTERNAL_H
 
@@ -40,37 +41,62 @@ enum { PG_CUDA_ROLE_COMPUTE = PG_ROLE_COMPUTE, PG_CUDA_ROLE_COPY = PG_ROLE_COPY 
 typedef struct pg_cuda_xfer {
     cudaEvent_t start, end;
     pg_device src, dst;
-    pg_storage *held; /* host storage kept alive until the DMA is done, or NULL */
+    /* storages kept alive until the DMA is done (or NULL): the pinned host
+     * side, and the device side of a copy on a queue other than the compute
+     * queue (so the caching allocator cannot hand its block to a kernel
+     * while the copy still reads or writes it) */
+    pg_storage *held[2];
 } pg_cuda_xfer;
 
-typedef struct pg_cuda_device {
+typedef struct pg_cuda_device pg_cuda_device;
+
+/* One CUDA stream and what was queued on it. A storage's pg_event is
+ * (cuda, queue, seq): seq is the queue's counter after the work was queued.
+ * `done_seq` only moves after a host wait on the stream succeeded (to the
+ * number read before it) or a blocking copy, so "seq <= done_seq" always
+ * means finished. */
+typedef struct pg_cuda_queue {
+    pg_cuda_device *dev;
+    int role;            /* PG_CUDA_ROLE_*: the storage read slot its reads use */
+    const char *name;    /* "compute", "copy", "comm": for messages */
+    cudaStream_t stream; /* created with the device's state (ready) */
+    uint64_t queued_seq; /* under dev->lock, as are the two below */
+    uint64_t unsynced_ops; /* ops queued since the last synchronize, for messages */
+    char first_op[PG_CUDA_OPNAME_LEN], last_op[PG_CUDA_OPNAME_LEN];
+    _Atomic uint64_t done_seq;
+} pg_cuda_queue;
+
+struct pg_cuda_device {
     int index;
     pthread_mutex_t lock;      /* guards the fields below except ready/done_seq */
     pthread_mutex_t blas_lock; /* a cuBLAS handle is not safe to share between threads */
-    atomic_int ready;          /* stream created */
-    cudaStream_t stream;
+    atomic_int ready;          /* streams created */
+    pg_cuda_queue compute;     /* kernels, blocking copies, same-device copies */
+    pg_cuda_queue copy;        /* non-blocking copies between pinned host memory and here */
+    pg_cuda_queue comm;        /* NCCL collectives */
     int sm_count;
     cublasHandle_t blas; /* NULL until the first matmul */
+    pg_cuda_eflags *eflags_host, *eflags_dev; /* mapped pinned record, or NULL (no flags) */
 
     char name[256]; /* cudaGetDeviceProperties, cached once known */
     size_t total_memory;
     bool props_known;
 
-    uint64_t queued_seq;
-    _Atomic uint64_t done_seq;
-    uint64_t unsynced_ops; /* ops queued since the last synchronize, for messages */
-    char first_op[PG_CUDA_OPNAME_LEN], last_op[PG_CUDA_OPNAME_LEN];
+    /* peer access from this device to device i: 0 unknown, 1 enabled, -1 impossible */
+    signed char peer[PG_MAX_DEVICES_PER_TYPE];
 
     pg_cuda_xfer xfers[PG_CUDA_MAX_XFERS]; /* ring, oldest at xfer_head */
     int xfer_head, xfer_count;
     cudaEvent_t spare[PG_CUDA_SPARE_EVENTS];
     int nspare;
-} pg_cuda_device;
+};
 
 typedef struct pg_cuda_state {
     const pg_core_api *core;
     atomic_int allow_tf32;   /* option "allow_tf32": cuBLAS may use TF32 for float32 */
     atomic_int sync_each_op; /* option "sync_each_op": wait after every op (exact error op) */
+    atomic_int current_device; /* option "current_device": pygpu.cuda.set_device, for pinning */
+    atomic_int nccl_timeout_s; /* option "nccl_timeout_s": NCCL waits give up (0: 600 s) */
     pg_cuda_device dev[PG_MAX_DEVICES_PER_TYPE];
     atomic_int nvtx;          /* option "nvtx": an NVTX range around every op (cuda_profile.c) */
     atomic_int kernel_timing; /* option "kernel_timing": GPU time per op into the stats */
@@ -96,13 +122,35 @@ const char *pg_cuda_last_message(void);
 void pg_cuda_state_init(void);
 pg_status pg_cuda_device_get(int index, const char *op, pg_cuda_device **out);
 pg_status pg_cuda_device_blas(pg_cuda_device *d, const char *op, cublasHandle_t *out);
-uint64_t pg_cuda_note_queued(pg_cuda_device *d, const char *op);
-void pg_cuda_note_done(pg_cuda_device *d, uint64_t seq);
-void pg_cuda_mark(pg_storage *s, pg_cuda_device *d, uint64_t seq, int role, bool write);
-pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_device *d);
-pg_status pg_cuda_stream_sync(pg_cuda_device *d, const char *why);
+pg_status pg_cuda_enable_peer(pg_cuda_device *d, int peer, const char *op);
+
+/* cuda_queue.c: queues, events, waits (the model is described there) */
+typedef struct pg_cuda_guard {
+    int index, prev; /* prev: the device current before, or -1 */
+} pg_cuda_guard;
+pg_status pg_cuda_guard_enter(pg_cuda_guard *g, int index, const char *op);
+void pg_cuda_guard_exit(const pg_cuda_guard *g);
+pg_status pg_cuda_queues_create(pg_cuda_device *d, const char *op);
+pg_status pg_cuda_event_get(pg_cuda_device *d, const char *op, cudaEvent_t *ev);
+void pg_cuda_event_put(pg_cuda_device *d, cudaEvent_t ev);
+void pg_cuda_event_put_locked(pg_cuda_device *d, cudaEvent_t ev);
+uint64_t pg_cuda_note_queued(pg_cuda_queue *q, const char *op);
+void pg_cuda_note_done(pg_cuda_queue *q, uint64_t seq);
+void pg_cuda_mark(pg_storage *s, pg_cuda_queue *q, uint64_t seq, bool write);
+pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_queue *q);
+/* As pg_cuda_order_after(s, q), for an op that runs on user stream u (or
+ * NULL: on q) standing in for q, the compute queue: device-side waits go to
+ * u's stream (cuda_stream.c). */
+typedef struct pg_cuda_ustream pg_cuda_ustream;
+pg_status pg_cuda_order_after_on(pg_storage *s, pg_cuda_queue *q, pg_cuda_ustream *u);
+pg_status pg_cuda_queue_wait_queue(pg_cuda_queue *waiter, pg_cuda_queue *q, const char *op);
+pg_status pg_cuda_queue_sync(pg_cuda_queue *q, const char *why);
+/* PG_ERR_ASYNC naming the bad data a kernel flagged (PG_CUDA_EFLAG_*), and
+ * clears the flags; PG_OK when none. Call after the kernels are known done. */
+pg_status pg_cuda_check_eflags(pg_cuda_device *d);
 pg_status pg_cuda_synchronize(const pg_backend *be, int index);
 pg_status pg_cuda_wait_event(const pg_backend *be, pg_event ev);
+pg_cuda_queue *pg_cuda_event_queue(pg_event ev);
 
 /* cuda_memory.c */
 pg_status pg_cuda_raw_alloc(const pg_backend *be, int index, size_t nbytes, void **ptr);
@@ -112,6 +160,8 @@ void pg_cuda_host_free_pinned(const pg_backend *be, void *ptr);
 
 /* cuda_copy.c */
 pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c);
+/* Report finished timed copies and drop what they held; clears the
+ * cudaErrorNotReady that cudaEventQuery leaves in the last-error slot. */
 void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all);
 
 /* cuda_train.c: the fused training ops */
@@ -123,16 +173,17 @@ void pg_cuda_iter_init(pg_cuda_iter *it, int ndim, const int64_t *shape, int nop
                        const int64_t *const *strides);
 
 /* cuda_stream.c: user streams (pygpu.cuda.Stream), the thread's current one, and
- * the hooks that order them with the device's stream (model at the file's top). */
+ * the hooks that order them with the device's compute queue (model at the
+ * file's top and in cuda_queue.c). */
 struct pg_cuda_graph;
-typedef struct pg_cuda_ustream {
+struct pg_cuda_ustream {
     int device;
     cudaStream_t stream;
-    uint64_t seen_seq;                /* device's queued_seq this stream last waited for */
+    uint64_t seen_seq;                /* compute.queued_seq this stream last waited for */
     int nactive;                      /* threads it is current on (under the streams lock) */
     struct pg_cuda_ustream *next_active;
     struct pg_cuda_graph *capture;    /* capturing into this graph (cuda_graph.c), or NULL */
-} pg_cuda_ustream;
+};
 pg_cuda_ustream *pg_cuda_current_ustream(int index);
 /* The stream the calling thread's next op on `d` goes to. */
 cudaStream_t pg_cuda_work_stream(pg_cuda_device *d);
@@ -140,6 +191,9 @@ pg_status pg_cuda_stream_before_op(pg_cuda_device *d, const char *op);
 void pg_cuda_stream_after_op(pg_cuda_device *d, uint64_t seq);
 pg_status pg_cuda_stream_before_copy(pg_cuda_device *d, const char *op);
 pg_status pg_cuda_stream_before_sync(pg_cuda_device *d, const char *why);
+/* d's compute stream waits for the calling thread's current user stream on d
+ * (none, or capturing: nothing), so a (compute, seq) event covers its work. */
+pg_status pg_cuda_stream_join_current(pg_cuda_device *d, const char *op);
 /* Under d->blas_lock: point the cuBLAS handle at `stream` (the work stream). */
 pg_status pg_cuda_blas_bind(pg_cuda_device *d, cublasHandle_t blas, cudaStream_t stream);
 

@@ -1,6 +1,6 @@
 /* cuda_launch.c - the dispatcher: one switch over node->op that turns a
  * pg_node into plain pointers and iteration spaces and calls the kernel
- * launchers of kernels/ on the device's stream.
+ * launchers of kernels/ on the device's compute stream.
  *
  * The node has been validated by the generic layer; this file only lays out
  * the work. After a successful launch the node's storages get the op's
@@ -237,31 +237,34 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
     PG_TRY(pg_cuda_device_get(index, node->name, &d));
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(node, outs);
+    pg_cuda_queue *q = &d->compute;
+    /* the calling thread's current user stream on d, where the op runs, or NULL */
+    pg_cuda_ustream *u = pg_cuda_current_ustream(d->index);
     for (int i = 0; i < node->nsrc; i++)
         if (node->src[i].storage) /* optional operands of fused ops may be absent */
-            PG_TRY(pg_cuda_order_after(node->src[i].storage, d));
+            PG_TRY(pg_cuda_order_after_on(node->src[i].storage, q, u));
     for (int i = 0; i < nout; i++)
-        PG_TRY(pg_cuda_order_after(outs[i]->storage, d));
-    /* the calling thread's current stream: a user stream or the device's (cuda_stream.c) */
+        PG_TRY(pg_cuda_order_after_on(outs[i]->storage, q, u));
+    /* compute's own work, queued since this thread's user stream last looked
+     * (cuda_stream.c); ops on a user stream count as compute work (q) */
     PG_TRY(pg_cuda_stream_before_op(d, node->name));
-    pg_cuda_ctx ctx = {pg_cuda_work_stream(d), d->sm_count};
+    pg_cuda_ctx ctx = {pg_cuda_work_stream(d), d->sm_count, d->eflags_dev};
     pg_cuda_prof prof;
     PG_TRY(pg_cuda_profile_begin(d, ctx.stream, node->name, &prof));
     pg_status launched = pg_cuda_launch_node(d, &ctx, node);
     pg_cuda_profile_end(d, ctx.stream, &prof, launched == PG_OK);
     PG_TRY(launched);
 
-    uint64_t seq = pg_cuda_note_queued(d, node->name);
+    uint64_t seq = pg_cuda_note_queued(q, node->name);
     for (int i = 0; i < node->nsrc; i++)
         if (node->src[i].storage)
-            pg_cuda_mark(node->src[i].storage, d, seq, PG_CUDA_ROLE_COMPUTE, false);
+            pg_cuda_mark(node->src[i].storage, q, seq, false);
     for (int i = 0; i < nout; i++)
-        pg_cuda_mark(outs[i]->storage, d, seq, PG_CUDA_ROLE_COMPUTE, true);
+        pg_cuda_mark(outs[i]->storage, q, seq, true);
     pg_cuda_stream_after_op(d, seq);
-    pg_cuda_ustream *u = pg_cuda_current_ustream(d->index);
     if (u != NULL && u->capture != NULL)
         PG_TRY(pg_cuda_graph_note_op(u, node));
     if (atomic_load(&pg_cuda.sync_each_op))
-        return pg_cuda_stream_sync(d, "cudaStreamSynchronize");
+        return pg_cuda_queue_sync(q, "cudaStreamSynchronize");
     return PG_OK;
 }

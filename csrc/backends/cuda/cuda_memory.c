@@ -34,15 +34,27 @@ void pg_cuda_raw_free(const pg_backend *be, int index, void *ptr)
         (void)cudaGetLastError();
 }
 
+/* Pinned memory belongs to no device, but cudaHostAlloc runs in the current
+ * device's context and creates it if needed. Without a device made current
+ * first, that is GPU 0 in every process: each DDP rank that pins memory
+ * before its first op would make a context (hundreds of MiB) on GPU 0. So
+ * the allocation runs on the device pygpu.cuda.set_device chose (option
+ * "current_device", default 0), and the caller's current device is put back. */
 pg_status pg_cuda_host_alloc_pinned(const pg_backend *be, size_t nbytes, void **ptr)
 {
     (void)be;
     *ptr = NULL;
+    const char *op = "allocate pinned host memory";
+    pg_cuda_guard g;
+    PG_TRY(pg_cuda_guard_enter(&g, atomic_load(&pg_cuda.current_device), op));
     char call[64];
     snprintf(call, sizeof call, "cudaHostAlloc of %zu bytes", nbytes);
     /* portable: usable for async copies to every device, not just the current one */
-    return pg_cuda_check(PG_CUDA_LIB_RUNTIME, cudaHostAlloc(ptr, nbytes, cudaHostAllocPortable), -1,
-                         "allocate pinned host memory", call, false);
+    pg_status st = pg_cuda_check(PG_CUDA_LIB_RUNTIME,
+                                 cudaHostAlloc(ptr, nbytes, cudaHostAllocPortable), g.index, op,
+                                 call, false);
+    pg_cuda_guard_exit(&g);
+    return st;
 }
 
 void pg_cuda_host_free_pinned(const pg_backend *be, void *ptr)

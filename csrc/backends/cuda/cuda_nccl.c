@@ -11,20 +11,52 @@
  * so building needs no NCCL headers. Exported to Python (pygpu/distributed/_nccl.py,
  * through ctypes) as pg_plugin_nccl_*; each returns 0 or writes a message.
  *
- * A collective waits for nothing itself: the caller first waits for the tensor's
- * pending writes (Tensor.wait()), the collective is queued on the device's stream,
- * and the stream is synchronized before returning, so no storage is left with
- * pending work the core does not know of. DDP calls these from its communication
+ * The caller first waits for the tensor's pending writes (Tensor.wait()); the
+ * collective is queued on the device's comm stream after (on the device) the
+ * kernels queued so far, and that stream is synchronized before returning, so no
+ * storage is left with pending work the core does not know of.
+ *
+ * A dead or missing peer must not hang the job: communicators are made
+ * non-blocking (ncclCommInitRankConfig with blocking = 0, NCCL >= 2.14), and
+ * every wait (joining, a collective finishing, finalizing) polls
+ * ncclCommGetAsyncError and the stream, with a deadline (plugin option
+ * "nccl_timeout_s", default 600 s as PyTorch's). On an error or at the deadline
+ * the communicator is aborted (ncclCommAbort, which also lets the stream drain)
+ * and the call fails naming what happened; later calls on it fail at once.
+ * destroy_process_group finalizes and destroys it (pg_plugin_nccl_comm_destroy). DDP calls these from its communication
  * thread, which is where the overlap with backward comes from. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_internal.h"
 
 #define PG_NCCL_ID_BYTES 128
 typedef struct pg_nccl_comm_s *pg_nccl_comm; /* ncclComm_t */
 typedef int pg_nccl_result;                 /* ncclResult_t; 0 = ncclSuccess */
+#define PG_NCCL_IN_PROGRESS 7              /* ncclInProgress */
+
+/* ncclConfig_t is versioned and append-only: NCCL reads `size` bytes of it, so
+ * the 2.14 prefix (the first with `blocking`) is all we need to declare. */
+typedef struct pg_nccl_config {
+    size_t size;
+    unsigned int magic;   /* NCCL_API_MAGIC */
+    unsigned int version; /* NCCL_VERSION(2, 14, 0) */
+    int blocking, cga_cluster_size, min_ctas, max_ctas;
+    const char *net_name;
+} pg_nccl_config;
+
+/* What pygpu.distributed holds: the communicator, its device, and whether it
+ * was aborted (every later call then fails at once). */
+typedef struct pg_nccl_handle {
+    pg_nccl_comm comm;
+    int device;
+    bool aborted;
+    char why[256]; /* why it was aborted */
+} pg_nccl_handle;
 
 static struct {
     pthread_mutex_t lock;
@@ -34,6 +66,10 @@ static struct {
     pg_nccl_result (*get_unique_id)(void *);
     void *comm_init_rank; /* ncclCommInitRank takes the id by value: see pg_nccl_init_fn */
     pg_nccl_result (*comm_destroy)(pg_nccl_comm);
+    void *comm_init_rank_config; /* optional (NCCL >= 2.14): non-blocking init */
+    pg_nccl_result (*comm_get_async_error)(pg_nccl_comm, pg_nccl_result *);
+    pg_nccl_result (*comm_abort)(pg_nccl_comm);
+    pg_nccl_result (*comm_finalize)(pg_nccl_comm); /* optional (NCCL >= 2.14) */
     pg_nccl_result (*all_reduce)(const void *, void *, size_t, int, int, pg_nccl_comm, cudaStream_t);
     pg_nccl_result (*broadcast)(const void *, void *, size_t, int, int, pg_nccl_comm, cudaStream_t);
     const char *(*error_string)(pg_nccl_result);
@@ -45,6 +81,7 @@ PG_CUDA_EXPORT int pg_plugin_nccl_unique_id(char *out, char *why, size_t whylen)
 PG_CUDA_EXPORT int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device,
                                             void **comm, char *why, size_t whylen);
 PG_CUDA_EXPORT int pg_plugin_nccl_comm_destroy(void *comm);
+PG_CUDA_EXPORT int pg_plugin_nccl_comm_abort(void *comm);
 PG_CUDA_EXPORT int pg_plugin_nccl_all_reduce(void *comm, int device, void *ptr, size_t count,
                                              int dtype, int op, char *why, size_t whylen);
 PG_CUDA_EXPORT int pg_plugin_nccl_broadcast(void *comm, int device, void *ptr, size_t count,
@@ -53,6 +90,8 @@ PG_CUDA_EXPORT int pg_plugin_nccl_broadcast(void *comm, int device, void *ptr, s
 /* ncclUniqueId is passed BY VALUE to ncclCommInitRank: a 128-byte struct. */
 typedef struct { char internal[PG_NCCL_ID_BYTES]; } pg_nccl_id;
 typedef pg_nccl_result (*pg_nccl_init_fn)(pg_nccl_comm *, int, pg_nccl_id, int);
+typedef pg_nccl_result (*pg_nccl_init_config_fn)(pg_nccl_comm *, int, pg_nccl_id, int,
+                                                 pg_nccl_config *);
 
 static int fail(char *why, size_t whylen, const char *fmt, const char *a, const char *b)
 {
@@ -78,9 +117,13 @@ int pg_plugin_nccl_load(const char *path, char *why, size_t whylen)
             *(void **)&g_nccl.all_reduce = dlsym(h, "ncclAllReduce");
             *(void **)&g_nccl.broadcast = dlsym(h, "ncclBroadcast");
             *(void **)&g_nccl.error_string = dlsym(h, "ncclGetErrorString");
+            g_nccl.comm_init_rank_config = dlsym(h, "ncclCommInitRankConfig");
+            *(void **)&g_nccl.comm_get_async_error = dlsym(h, "ncclCommGetAsyncError");
+            *(void **)&g_nccl.comm_abort = dlsym(h, "ncclCommAbort");
+            *(void **)&g_nccl.comm_finalize = dlsym(h, "ncclCommFinalize");
             if (!g_nccl.get_version || !g_nccl.get_unique_id || !g_nccl.comm_init_rank ||
                 !g_nccl.comm_destroy || !g_nccl.all_reduce || !g_nccl.broadcast ||
-                !g_nccl.error_string) {
+                !g_nccl.error_string || !g_nccl.comm_get_async_error || !g_nccl.comm_abort) {
                 rc = fail(why, whylen, "%s lacks an NCCL entry point%s", path ? path : "libnccl.so.2",
                           " (ncclGetVersion/ncclAllReduce/...): not an NCCL 2 library");
                 dlclose(h);
@@ -111,6 +154,64 @@ int pg_plugin_nccl_unique_id(char *out, char *why, size_t whylen)
     return r ? nccl_fail(r, "ncclGetUniqueId", why, whylen) : 0;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void nap(void)
+{
+    struct timespec ts = {0, 200 * 1000}; /* 0.2 ms: polling costs nothing next to a hang */
+    nanosleep(&ts, NULL);
+}
+
+static double timeout_s(void)
+{
+    int t = atomic_load(&pg_cuda.nccl_timeout_s);
+    return t > 0 ? (double)t : 600.0;
+}
+
+static void abort_handle(pg_nccl_handle *h, const char *why)
+{
+    if (h->aborted)
+        return;
+    if (h->comm)
+        g_nccl.comm_abort(h->comm); /* frees it; its kernels still running exit */
+    h->comm = NULL;
+    h->aborted = true;
+    snprintf(h->why, sizeof h->why, "%s", why);
+}
+
+/* Wait until a non-blocking communicator leaves ncclInProgress (after init,
+ * an enqueue or finalize): 0, or -1 (aborted) with a message. */
+static int wait_comm_ready(pg_nccl_handle *h, const char *call, char *why, size_t whylen)
+{
+    double deadline = now_s() + timeout_s();
+    for (;;) {
+        pg_nccl_result state = 0;
+        pg_nccl_result r = g_nccl.comm_get_async_error(h->comm, &state);
+        if (r == 0 && state == 0)
+            return 0;
+        char msg[256];
+        if (r != 0 || state != PG_NCCL_IN_PROGRESS) {
+            snprintf(msg, sizeof msg, "%s failed: %s", call, g_nccl.error_string(r ? r : state));
+            abort_handle(h, msg);
+            return fail(why, whylen, "%s%s", msg, "; the communicator was aborted");
+        }
+        if (now_s() > deadline) {
+            snprintf(msg, sizeof msg,
+                     "%s timed out after %.0f s: a peer did not take part (did every rank reach "
+                     "this call? NCCL_DEBUG=INFO says more)",
+                     call, timeout_s());
+            abort_handle(h, msg);
+            return fail(why, whylen, "%s%s", msg, "; the communicator was aborted");
+        }
+        nap();
+    }
+}
+
 int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device, void **comm,
                              char *why, size_t whylen)
 {
@@ -119,39 +220,139 @@ int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device, v
     pg_cuda_device *d;
     if (pg_cuda_device_get(device, "nccl_comm_init", &d) != PG_OK)
         return fail(why, whylen, "%s%s", pg_cuda_last_message(), "");
+    pg_nccl_handle *h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return fail(why, whylen, "out of host memory%s%s", "", "");
+    h->device = device;
     pg_nccl_id uid;
     memcpy(uid.internal, id, PG_NCCL_ID_BYTES);
-    pg_nccl_comm c = NULL;
-    pg_nccl_result r = ((pg_nccl_init_fn)g_nccl.comm_init_rank)(&c, nranks, uid, rank);
-    if (r)
+    pg_nccl_result r;
+    if (g_nccl.comm_init_rank_config != NULL) {
+        pg_nccl_config cfg = {sizeof cfg, 0xcafebeefu, 21400u, 0, INT_MIN, INT_MIN, INT_MIN, NULL};
+        r = ((pg_nccl_init_config_fn)g_nccl.comm_init_rank_config)(&h->comm, nranks, uid, rank,
+                                                                   &cfg);
+        if ((r == 0 || r == PG_NCCL_IN_PROGRESS) && h->comm != NULL) {
+            if (wait_comm_ready(h, "ncclCommInitRank", why, whylen) != 0) {
+                free(h);
+                return -1;
+            }
+            *comm = h;
+            return 0;
+        }
+    } else { /* NCCL < 2.14: blocking init (a missing peer hangs here) */
+        r = ((pg_nccl_init_fn)g_nccl.comm_init_rank)(&h->comm, nranks, uid, rank);
+    }
+    if (r) {
+        free(h);
         return nccl_fail(r, "ncclCommInitRank", why, whylen);
-    *comm = c;
+    }
+    *comm = h;
     return 0;
 }
 
-int pg_plugin_nccl_comm_destroy(void *comm)
+int pg_plugin_nccl_comm_abort(void *comm)
 {
-    return g_nccl.lib && comm ? g_nccl.comm_destroy((pg_nccl_comm)comm) : 0;
+    pg_nccl_handle *h = comm;
+    if (!g_nccl.lib || h == NULL)
+        return 0;
+    abort_handle(h, "the communicator was aborted");
+    return 0;
 }
 
-/* Queue one collective on the device's stream and wait for it. */
+/* Flush and free a communicator; the handle is gone afterwards. */
+int pg_plugin_nccl_comm_destroy(void *comm)
+{
+    pg_nccl_handle *h = comm;
+    if (!g_nccl.lib || h == NULL)
+        return 0;
+    int rc = 0;
+    if (!h->aborted && h->comm) {
+        char why[256];
+        if (g_nccl.comm_finalize != NULL) {
+            pg_nccl_result r = g_nccl.comm_finalize(h->comm);
+            if ((r != 0 && r != PG_NCCL_IN_PROGRESS) ||
+                wait_comm_ready(h, "ncclCommFinalize", why, sizeof why) != 0)
+                rc = -1;
+        }
+        if (!h->aborted && h->comm)
+            rc = g_nccl.comm_destroy(h->comm) != 0 ? -1 : rc;
+    }
+    free(h);
+    return rc;
+}
+
+/* Wait for the collective just queued on the comm stream: poll the stream
+ * and the communicator's async error until done, failed or past the deadline. */
+static int wait_collective(pg_nccl_handle *h, pg_cuda_device *d, const char *call, char *why,
+                           size_t whylen)
+{
+    double deadline = now_s() + timeout_s();
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(d->comm.stream);
+        if (e != cudaErrorNotReady)
+            break; /* done, or a CUDA error the sync below reports */
+        (void)cudaGetLastError(); /* NotReady stays in the last-error slot */
+        pg_nccl_result state = 0;
+        if (g_nccl.comm_get_async_error(h->comm, &state) != 0 ||
+            (state != 0 && state != PG_NCCL_IN_PROGRESS)) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s failed on the device: %s", call,
+                     g_nccl.error_string(state));
+            abort_handle(h, msg); /* lets the stream drain */
+            (void)pg_cuda_queue_sync(&d->comm, call);
+            return fail(why, whylen, "%s%s", msg, "; the communicator was aborted");
+        }
+        if (now_s() > deadline) {
+            char msg[256];
+            snprintf(msg, sizeof msg,
+                     "%s did not finish within %.0f s: a peer is gone or never called it "
+                     "(every rank must make the same collectives in the same order)",
+                     call, timeout_s());
+            abort_handle(h, msg);
+            (void)pg_cuda_queue_sync(&d->comm, call);
+            return fail(why, whylen, "%s%s", msg, "; the communicator was aborted");
+        }
+        nap();
+    }
+    if (pg_cuda_queue_sync(&d->comm, call) != PG_OK)
+        return fail(why, whylen, "%s%s", pg_cuda_last_message(), "");
+    return 0;
+}
+
+/* Queue one collective on the device's comm stream and wait for it. */
 static int run_collective(int is_bcast, void *comm, int device, void *ptr, size_t count, int dtype,
                           int arg, char *why, size_t whylen)
 {
+    pg_nccl_handle *h = comm;
+    const char *call = is_bcast ? "ncclBroadcast" : "ncclAllReduce";
+    const char *op = is_bcast ? "broadcast" : "all_reduce";
     if (!g_nccl.lib)
         return fail(why, whylen, "NCCL is not loaded%s%s", "", "");
+    if (h == NULL)
+        return fail(why, whylen, "%s: no communicator%s", call, "");
+    if (h->aborted)
+        return fail(why, whylen, "%s: %s", call, h->why);
     pg_cuda_device *d;
-    if (pg_cuda_device_get(device, is_bcast ? "broadcast" : "all_reduce", &d) != PG_OK)
+    if (pg_cuda_device_get(device, op, &d) != PG_OK)
         return fail(why, whylen, "%s%s", pg_cuda_last_message(), "");
-    pg_nccl_result r = is_bcast ? g_nccl.broadcast(ptr, ptr, count, dtype, arg, (pg_nccl_comm)comm, d->stream)
-                                : g_nccl.all_reduce(ptr, ptr, count, dtype, arg, (pg_nccl_comm)comm,
-                                                    d->stream);
+    /* the comm stream first waits (on the device) for the kernels queued so
+     * far, which may still read the buffer; kernels queued after this call
+     * run beside the collective */
+    if (pg_cuda_queue_wait_queue(&d->comm, &d->compute, op) != PG_OK)
+        return fail(why, whylen, "%s%s", pg_cuda_last_message(), "");
+    pg_nccl_result r = is_bcast ? g_nccl.broadcast(ptr, ptr, count, dtype, arg, h->comm,
+                                                   d->comm.stream)
+                                : g_nccl.all_reduce(ptr, ptr, count, dtype, arg, h->comm,
+                                                    d->comm.stream);
+    if (r == PG_NCCL_IN_PROGRESS) { /* non-blocking communicator: the enqueue ends later */
+        if (wait_comm_ready(h, call, why, whylen) != 0)
+            return -1;
+        r = 0;
+    }
     if (r)
-        return nccl_fail(r, is_bcast ? "ncclBroadcast" : "ncclAllReduce", why, whylen);
-    pg_cuda_note_queued(d, is_bcast ? "broadcast" : "all_reduce");
-    if (pg_cuda_stream_sync(d, is_bcast ? "ncclBroadcast" : "ncclAllReduce") != PG_OK)
-        return fail(why, whylen, "%s%s", pg_cuda_last_message(), "");
-    return 0;
+        return nccl_fail(r, call, why, whylen);
+    pg_cuda_note_queued(&d->comm, op);
+    return wait_collective(h, d, call, why, whylen);
 }
 
 int pg_plugin_nccl_all_reduce(void *comm, int device, void *ptr, size_t count, int dtype, int op,

@@ -8,8 +8,31 @@
  *                                      "sync_each_op" (wait after every op so
  *                                      a device fault names its op; default 0),
  *                                      "nvtx" (an NVTX range around every op),
- *                                      "kernel_timing" (GPU time per op in the stats)
+ *                                      "kernel_timing" (GPU time per op in the stats),
+ *                                      "current_device" (pygpu.cuda.set_device:
+ *                                      where pinned host memory is allocated,
+ *                                      so no context appears on GPU 0; default 0),
+ *                                      "nccl_timeout_s" (how long an NCCL wait
+ *                                      may take before the communicator is
+ *                                      aborted; 0 = the default, 600 s)
  *   pg_plugin_get_option(name, &value)
+ *   pg_plugin_pci_bus_id(index, buf, len)  the PCI bus id of cuda:index
+ *                                      ("0000:3b:00.0"), creating no context:
+ *                                      what NVML is asked by (pygpu/_nvml.py)
+ *
+ * Which CUDA: the default build statically links the CUDA runtime of the
+ * toolkit it finds (CUDA 13 here) and loads cuBLAS from the matching pip
+ * wheel (nvidia-cublas 13). Static cudart means no libcudart.so to find at
+ * run time and no clash with another copy loaded by PyTorch or CuPy; the cost
+ * is that the driver must support that runtime: CUDA 13 needs an R580 or
+ * newer driver, and on an older one (R535/R550 are common on H100 nodes)
+ * unavailable_reason() says "CUDA driver too old: it supports CUDA 12.x,
+ * pygpu was built with 13.0". Such nodes build with CUDA 12 instead: point
+ * CUDA_HOME at a CUDA 12 toolkit (or at nvcc/cudart from the
+ * nvidia-cuda-nvcc-cu12 and nvidia-cuda-runtime-cu12 wheels) and the build
+ * asks for nvidia-cublas-cu12; CI compiles and links that configuration
+ * (.ci/run, "CUDA 12 build"). Nothing in the plugin needs CUDA 13: every call
+ * used exists in CUDA 12.0.
  *
  * Device queries go straight to the runtime on each call (it honours
  * CUDA_VISIBLE_DEVICES and caches internally): nothing is cached before the
@@ -23,6 +46,7 @@
 PG_CUDA_EXPORT pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out);
 PG_CUDA_EXPORT pg_status pg_plugin_set_option(const char *name, int value);
 PG_CUDA_EXPORT pg_status pg_plugin_get_option(const char *name, int *value);
+PG_CUDA_EXPORT int pg_plugin_pci_bus_id(int index, char *buf, int len);
 /* read by the core before pg_plugin_init: a mismatch is refused by name */
 PG_CUDA_EXPORT extern const int pg_plugin_abi_version;
 const int pg_plugin_abi_version = PG_BACKEND_ABI_VERSION;
@@ -108,6 +132,23 @@ static size_t pg_cuda_total_memory(const pg_backend *be, int index)
     return d->total_memory;
 }
 
+/* 0, or -1 with a message in buf. A device query, not a context: asking it
+ * for every GPU does not put a context (and its memory) on each one, which
+ * is what cudaMemGetInfo did when pygpu.cuda.mem_get_info walked the GPUs. */
+int pg_plugin_pci_bus_id(int index, char *buf, int len)
+{
+    if (buf == NULL || len < 16)
+        return -1;
+    cudaError_t err = cudaDeviceGetPCIBusId(buf, len, index);
+    if (err == cudaSuccess)
+        return 0;
+    (void)cudaGetLastError();
+    snprintf(buf, (size_t)len, "cudaDeviceGetPCIBusId(%d): %s", index, cudaGetErrorName(err));
+    return -1;
+}
+
+/* The runtime's figure; creates a context on the device. pygpu.cuda asks
+ * NVML first (pygpu/_nvml.py), which does not. */
 static pg_status pg_cuda_mem_get_info(const pg_backend *be, int index, size_t *free_bytes,
                                       size_t *total_bytes)
 {
@@ -157,6 +198,10 @@ pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out)
 
 static atomic_int *pg_cuda_option(const char *name)
 {
+    if (name != NULL && strcmp(name, "current_device") == 0)
+        return &pg_cuda.current_device;
+    if (name != NULL && strcmp(name, "nccl_timeout_s") == 0)
+        return &pg_cuda.nccl_timeout_s;
     if (name != NULL && strcmp(name, "allow_tf32") == 0)
         return &pg_cuda.allow_tf32;
     if (name != NULL && strcmp(name, "sync_each_op") == 0)
@@ -174,12 +219,24 @@ pg_status pg_plugin_set_option(const char *name, int value)
     if (opt == NULL)
         return pg_cuda_error(PG_ERR_VALUE,
                              "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
-                             "kernel_timing)",
+                             "kernel_timing, current_device, nccl_timeout_s)",
                              name != NULL ? name : "(null)");
     if (opt == &pg_cuda.nvtx && value != 0 && !pg_cuda_have_nvtx())
         return pg_cuda_error(PG_ERR_UNAVAILABLE,
                              "cuda: NVTX ranges are unavailable: the plugin was built with a CUDA "
                              "toolkit without the nvtx3 headers (include/nvtx3/nvToolsExt.h)");
+    if (opt == &pg_cuda.current_device) {
+        if (value < 0 || value >= PG_MAX_DEVICES_PER_TYPE)
+            return pg_cuda_error(PG_ERR_INDEX, "cuda: current_device %d is out of range", value);
+        atomic_store(opt, value);
+        return PG_OK;
+    }
+    if (opt == &pg_cuda.nccl_timeout_s) {
+        if (value < 0)
+            return pg_cuda_error(PG_ERR_VALUE, "cuda: nccl_timeout_s must be >= 0, got %d", value);
+        atomic_store(opt, value);
+        return PG_OK;
+    }
     atomic_store(opt, value != 0);
     return PG_OK;
 }
@@ -190,7 +247,7 @@ pg_status pg_plugin_get_option(const char *name, int *value)
     if (opt == NULL)
         return pg_cuda_error(PG_ERR_VALUE,
                              "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
-                             "kernel_timing)",
+                             "kernel_timing, current_device, nccl_timeout_s)",
                              name != NULL ? name : "(null)");
     *value = atomic_load(opt);
     return PG_OK;

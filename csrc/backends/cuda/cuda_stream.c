@@ -23,9 +23,17 @@
  * the device's stream (or on their own user streams) while it is current.
  * Two threads' user streams are not ordered with each other: as in PyTorch,
  * a tensor produced on one and consumed on another needs Event/wait_stream.
- * The per-storage events and copy stream of the defect-5 work (cuda_device.c)
- * are the finer model this one can move onto: then only the storages an op
- * touches would be waited for.
+ *
+ * "The device's stream" above is its compute queue (cuda_queue.c); the copy
+ * and comm queues are ordered per storage. An op on a user stream is counted
+ * and marked as compute work, so its results carry (compute, seq) events; its
+ * waits for the copy or comm queue (a prefetched batch) are device-side waits
+ * on the user stream itself (pg_cuda_order_after_on), and whoever waits for
+ * compute work first makes compute wait for this thread's user stream
+ * (pg_cuda_stream_join_current) or for all current ones (before_sync).
+ * Known gap (cuda_queue.c says more): a user stream does not hold the
+ * storages its queued work uses, as the copy stream does, so a block freed
+ * while such work is pending can be reused early by the compute stream.
  *
  * A stream also carries the graph it is capturing into (cuda_graph.c): while
  * capturing, every host wait and every copy on that device from the capturing
@@ -49,28 +57,42 @@ pg_cuda_ustream *pg_cuda_current_ustream(int index)
 cudaStream_t pg_cuda_work_stream(pg_cuda_device *d)
 {
     pg_cuda_ustream *u = tl_current[d->index];
-    return u != NULL ? u->stream : d->stream;
+    return u != NULL ? u->stream : d->compute.stream;
 }
 
-/* `waiter` waits (on the device) for everything queued on `on` so far. */
+/* `waiter` waits (on the device) for everything queued on `on` so far; both
+ * are streams of device `dev`, which need not be the current one. */
 static pg_status pg_cuda_stream_join(int dev, cudaStream_t waiter, cudaStream_t on, const char *op)
 {
     if (waiter == on)
         return PG_OK;
+    pg_cuda_guard g; /* the event must belong to the streams' device */
+    PG_TRY(pg_cuda_guard_enter(&g, dev, op));
     cudaEvent_t ev;
-    PG_TRY(PG_CUDA_RT(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), dev, op));
-    pg_status st = PG_CUDA_RT(cudaEventRecord(ev, on), dev, op);
-    if (st == PG_OK)
-        st = PG_CUDA_RT(cudaStreamWaitEvent(waiter, ev, 0), dev, op);
-    if (cudaEventDestroy(ev) != cudaSuccess) /* released once the wait is satisfied */
-        (void)cudaGetLastError();
+    pg_status st = PG_CUDA_RT(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), dev, op);
+    if (st == PG_OK) {
+        st = PG_CUDA_RT(cudaEventRecord(ev, on), dev, op);
+        if (st == PG_OK)
+            st = PG_CUDA_RT(cudaStreamWaitEvent(waiter, ev, 0), dev, op);
+        if (cudaEventDestroy(ev) != cudaSuccess) /* released once the wait is satisfied */
+            (void)cudaGetLastError();
+    }
+    pg_cuda_guard_exit(&g);
     return st;
+}
+
+pg_status pg_cuda_stream_join_current(pg_cuda_device *d, const char *op)
+{
+    pg_cuda_ustream *u = tl_current[d->index];
+    if (u == NULL || u->capture != NULL) /* a capture's work never reaches compute */
+        return PG_OK;
+    return pg_cuda_stream_join(d->index, d->compute.stream, u->stream, op);
 }
 
 static uint64_t pg_cuda_queued_now(pg_cuda_device *d)
 {
     pthread_mutex_lock(&d->lock);
-    uint64_t q = d->queued_seq;
+    uint64_t q = d->compute.queued_seq;
     pthread_mutex_unlock(&d->lock);
     return q;
 }
@@ -83,7 +105,7 @@ pg_status pg_cuda_stream_before_op(pg_cuda_device *d, const char *op)
     uint64_t q = pg_cuda_queued_now(d);
     if (q == u->seen_seq)
         return PG_OK;
-    PG_TRY(pg_cuda_stream_join(d->index, u->stream, d->stream, op));
+    PG_TRY(pg_cuda_stream_join(d->index, u->stream, d->compute.stream, op));
     u->seen_seq = q;
     return PG_OK;
 }
@@ -107,7 +129,7 @@ pg_status pg_cuda_stream_before_copy(pg_cuda_device *d, const char *op)
                              "the graph's static input tensors before replay() instead "
                              "(static_x.copy_(x) outside the capture)",
                              d->index, op);
-    return pg_cuda_stream_join(d->index, d->stream, u->stream, op);
+    return pg_cuda_stream_join(d->index, d->compute.stream, u->stream, op);
 }
 
 pg_status pg_cuda_stream_before_sync(pg_cuda_device *d, const char *why)
@@ -125,7 +147,7 @@ pg_status pg_cuda_stream_before_sync(pg_cuda_device *d, const char *why)
     pthread_mutex_lock(&g_streams_lock);
     for (pg_cuda_ustream *u = g_active[d->index]; u != NULL && st == PG_OK; u = u->next_active)
         if (u->capture == NULL)
-            st = pg_cuda_stream_join(d->index, d->stream, u->stream, why);
+            st = pg_cuda_stream_join(d->index, d->compute.stream, u->stream, why);
     pthread_mutex_unlock(&g_streams_lock);
     return st;
 }
@@ -170,7 +192,7 @@ static pg_status pg_cuda_stream_of(int device, void *h, const char *op, pg_cuda_
         return pg_cuda_error(PG_ERR_DEVICE, "cuda:%d: %s: the stream belongs to cuda:%d", device,
                              op, u->device);
     PG_TRY(pg_cuda_device_get(device, op, d));
-    *out = u != NULL ? u->stream : (*d)->stream;
+    *out = u != NULL ? u->stream : (*d)->compute.stream;
     return PG_OK;
 }
 
@@ -272,11 +294,12 @@ pg_status pg_plugin_stream_enter(int device, void *h, void **prev)
                              "captured work must stay on the capturing stream)",
                              device);
     if (u != NULL && u != old) {
-        PG_TRY(pg_cuda_stream_join(device, s, old != NULL ? old->stream : d->stream, "stream()"));
+        cudaStream_t before = old != NULL ? old->stream : d->compute.stream;
+        PG_TRY(pg_cuda_stream_join(device, s, before, "stream()"));
         u->seen_seq = pg_cuda_queued_now(d);
     } else if (u == NULL && old != NULL) {
         /* entering the device's own stream: it takes over from the user stream */
-        PG_TRY(pg_cuda_stream_join(device, d->stream, old->stream, "stream()"));
+        PG_TRY(pg_cuda_stream_join(device, d->compute.stream, old->stream, "stream()"));
     }
     if (u != NULL)
         pg_cuda_active_add(u);
@@ -298,7 +321,8 @@ pg_status pg_plugin_stream_exit(int device, void *h, void *prev)
                              device);
     pg_status st = PG_OK;
     if (u != back && (u == NULL || u->capture == NULL))
-        st = pg_cuda_stream_join(device, back != NULL ? back->stream : d->stream, s, "stream()");
+        st = pg_cuda_stream_join(device, back != NULL ? back->stream : d->compute.stream, s,
+                                 "stream()");
     if (back != NULL && back != u)
         back->seen_seq = 0; /* look at the device's stream again before its next op */
     if (u != NULL)
@@ -314,7 +338,7 @@ pg_status pg_plugin_stream_synchronize(int device, void *h)
     cudaStream_t s = NULL;
     PG_TRY(pg_cuda_stream_of(device, h, "Stream.synchronize()", &d, &s));
     if (h == NULL) /* the device's own stream: its bookkeeping too */
-        return pg_cuda_stream_sync(d, "Stream.synchronize");
+        return pg_cuda_queue_sync(&d->compute, "Stream.synchronize");
     cudaError_t err = cudaStreamSynchronize(s);
     return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, device, "work queued on a user stream",
                          "cudaStreamSynchronize", true);

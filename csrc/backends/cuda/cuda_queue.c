@@ -1,0 +1,362 @@
+/* cuda_queue.c - the CUDA plugin's streams ("queues"), events and waits.
+ *
+ * THE STREAM/EVENT MODEL (user-visible streams build on this):
+ *
+ *   - Each device has three non-blocking streams, created together on the
+ *     first use of the device (pg_cuda_queues_create):
+ *       compute  every kernel, cuBLAS call, blocking copy and same-device copy;
+ *       copy     non-blocking copies between pinned host memory and the device
+ *                (DataLoader prefetch), so they overlap the compute stream;
+ *       comm     NCCL collectives (cuda_nccl.c), so a DDP all-reduce does not
+ *                queue behind the rest of backward.
+ *   - A queue numbers what it runs (queued_seq). A storage's pending work is
+ *     the core's backend-neutral record: the last write and the last read per
+ *     role, each a pg_event (cuda, queue, seq). That pair is the per-storage
+ *     event: a cudaEvent_t is recorded only when someone has to wait for it,
+ *     on the queue named, at that moment (it then covers `seq` and whatever was
+ *     queued after it, which only ever waits a little longer).
+ *   - Before work is queued on queue W, every operand goes through
+ *     pg_cuda_order_after(s, W): pending work of another backend (sim, a
+ *     pinned buffer) is waited for on the host; pending work of another cuda
+ *     queue, on this device or another, is ordered on the device with
+ *     cudaEventRecord + cudaStreamWaitEvent (no host synchronize). Work of W
+ *     itself is ordered by the stream.
+ *   - A host wait (Tensor.wait(), .item(), synchronize) syncs the one stream
+ *     that holds the event, then moves that queue's done_seq.
+ *   - Memory safety with more than one stream: the caching allocator may hand
+ *     a freed block to the next kernel on the compute stream at once. So a
+ *     copy queued on any other stream keeps its device storage alive (held in
+ *     the xfer ring, cuda_copy.c) until its end event has fired, and a copy
+ *     into device memory on the copy stream first waits (on the device) for
+ *     the compute work queued so far, which may still use the block.
+ *   - User streams (pygpu.cuda.Stream, cuda_stream.c) stand in for the
+ *     compute queue of the thread that made them current: an op launched
+ *     under one is counted and marked as compute work (compute, seq) but runs
+ *     on the user stream. Its device-side waits for other queues go to the
+ *     user stream (pg_cuda_order_after_on); compute's own work reaches it
+ *     through cuda_stream.c's joins (before each op, if compute moved). The
+ *     other way round, whoever waits for compute work makes compute wait for
+ *     the calling thread's user stream first (pg_cuda_queue_wait_queue, the
+ *     copy path, and pg_cuda_queue_sync for every user stream current
+ *     anywhere), so a (compute, seq) event covers work queued under a user
+ *     stream too. During a graph capture a wait for another queue is a host
+ *     wait (a capture may not wait for an event recorded outside it).
+ *     Known gap: unlike the copy stream, a user stream does not hold the
+ *     storages its work uses, so a tensor freed while its last kernel is still
+ *     queued on a user stream gives its block back to the caching allocator
+ *     early, and the next compute kernel may reuse it before that kernel ran.
+ *     The fix is the copy stream's: hold those storages until an event
+ *     recorded on the user stream after them has fired (or make each user
+ *     stream a pg_cuda_queue of its own, with its own events).
+ *
+ * Also here: the device guard (defect: a wait on another GPU used to leave
+ * that GPU current, so the next events were created on the wrong device) and
+ * the device-side error flags (a bad label raises instead of a silent NaN). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+/* ---- the device guard ------------------------------------------------------------ */
+
+pg_status pg_cuda_guard_enter(pg_cuda_guard *g, int index, const char *op)
+{
+    g->index = index;
+    g->prev = -1;
+    if (cudaGetDevice(&g->prev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        g->prev = -1;
+    }
+    if (g->prev == index)
+        return PG_OK;
+    return PG_CUDA_RT(cudaSetDevice(index), index, op);
+}
+
+void pg_cuda_guard_exit(const pg_cuda_guard *g)
+{
+    if (g->prev >= 0 && g->prev != g->index && cudaSetDevice(g->prev) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+/* ---- creation (under d->lock, device current) --------------------------------------- */
+
+static pg_status queue_create(pg_cuda_device *d, pg_cuda_queue *q, int role, const char *name,
+                              const char *op)
+{
+    q->dev = d;
+    q->role = role;
+    q->name = name;
+    /* non-blocking: no implicit sync with the legacy default stream */
+    return PG_CUDA_RT(cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking), d->index, op);
+}
+
+pg_status pg_cuda_queues_create(pg_cuda_device *d, const char *op)
+{
+    PG_TRY(queue_create(d, &d->compute, PG_CUDA_ROLE_COMPUTE, "compute", op));
+    PG_TRY(queue_create(d, &d->copy, PG_CUDA_ROLE_COPY, "copy", op));
+    PG_TRY(queue_create(d, &d->comm, PG_CUDA_ROLE_COMPUTE, "comm", op));
+    /* the error-flag record: mapped pinned memory the kernels write and the
+     * host reads after a wait. Optional: without it bad labels give NaN. */
+    void *h = NULL, *dp = NULL;
+    if (cudaHostAlloc(&h, sizeof(pg_cuda_eflags), cudaHostAllocMapped) == cudaSuccess &&
+        cudaHostGetDevicePointer(&dp, h, 0) == cudaSuccess) {
+        memset(h, 0, sizeof(pg_cuda_eflags));
+        d->eflags_host = h;
+        d->eflags_dev = dp;
+    } else {
+        (void)cudaGetLastError();
+        if (h != NULL && cudaFreeHost(h) != cudaSuccess)
+            (void)cudaGetLastError();
+    }
+    return PG_OK;
+}
+
+/* ---- recycled events ---------------------------------------------------------------- */
+
+pg_status pg_cuda_event_get(pg_cuda_device *d, const char *op, cudaEvent_t *ev)
+{
+    pthread_mutex_lock(&d->lock);
+    if (d->nspare > 0) {
+        *ev = d->spare[--d->nspare];
+        pthread_mutex_unlock(&d->lock);
+        return PG_OK;
+    }
+    pthread_mutex_unlock(&d->lock);
+    /* an event belongs to the device current when it is created: make it d */
+    pg_cuda_guard g;
+    PG_TRY(pg_cuda_guard_enter(&g, d->index, op));
+    pg_status st = PG_CUDA_RT(cudaEventCreate(ev), d->index, op);
+    pg_cuda_guard_exit(&g);
+    return st;
+}
+
+void pg_cuda_event_put_locked(pg_cuda_device *d, cudaEvent_t ev)
+{
+    if (d->nspare < PG_CUDA_SPARE_EVENTS)
+        d->spare[d->nspare++] = ev;
+    else if (cudaEventDestroy(ev) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+void pg_cuda_event_put(pg_cuda_device *d, cudaEvent_t ev)
+{
+    pthread_mutex_lock(&d->lock);
+    pg_cuda_event_put_locked(d, ev);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* ---- bookkeeping -------------------------------------------------------------------- */
+
+static void copy_name(char *dst, const char *src)
+{
+    snprintf(dst, PG_CUDA_OPNAME_LEN, "%s", src != NULL ? src : "?");
+}
+
+uint64_t pg_cuda_note_queued(pg_cuda_queue *q, const char *op)
+{
+    pthread_mutex_lock(&q->dev->lock);
+    uint64_t seq = ++q->queued_seq;
+    if (q->unsynced_ops++ == 0)
+        copy_name(q->first_op, op);
+    copy_name(q->last_op, op);
+    pthread_mutex_unlock(&q->dev->lock);
+    return seq;
+}
+
+void pg_cuda_note_done(pg_cuda_queue *q, uint64_t seq)
+{
+    uint64_t cur = atomic_load(&q->done_seq);
+    while (cur < seq && !atomic_compare_exchange_weak(&q->done_seq, &cur, seq)) {
+    }
+}
+
+/* Record that queued work (q, seq) reads or writes `s`, in the core's
+ * backend-neutral record (under its lock). */
+void pg_cuda_mark(pg_storage *s, pg_cuda_queue *q, uint64_t seq, bool write)
+{
+    pg_event ev = {&pg_cuda_backend, q, seq};
+    pg_cuda.core->storage_mark(s, ev, q->role, write);
+}
+
+/* The queue an event names, or NULL if the pointer is not one of ours. */
+pg_cuda_queue *pg_cuda_event_queue(pg_event ev)
+{
+    for (int i = 0; i < PG_MAX_DEVICES_PER_TYPE; i++) {
+        pg_cuda_device *d = &pg_cuda.dev[i];
+        if (ev.queue == &d->compute || ev.queue == &d->copy || ev.queue == &d->comm)
+            return ev.queue;
+    }
+    return NULL;
+}
+
+/* ---- waits ---------------------------------------------------------------------------- */
+
+/* Make stream `ws` (of device `wdev`) wait on the device for everything
+ * queued on q so far. */
+static pg_status wait_queue_on(cudaStream_t ws, int wdev, pg_cuda_queue *q, const char *op)
+{
+    if (q == &q->dev->compute)
+        /* compute work the calling thread queued under a user stream runs
+         * there: compute waits for it first, so the event below covers it */
+        PG_TRY(pg_cuda_stream_join_current(q->dev, op));
+    pthread_mutex_lock(&q->dev->lock);
+    uint64_t target = q->queued_seq;
+    pthread_mutex_unlock(&q->dev->lock);
+    if (target <= atomic_load(&q->done_seq))
+        return PG_OK; /* nothing pending there */
+    cudaEvent_t ev;
+    PG_TRY(pg_cuda_event_get(q->dev, op, &ev));
+    pg_cuda_guard g; /* the record belongs to q's device */
+    pg_status st = pg_cuda_guard_enter(&g, q->dev->index, op);
+    if (st == PG_OK) {
+        st = PG_CUDA_RT(cudaEventRecord(ev, q->stream), q->dev->index, op);
+        pg_cuda_guard_exit(&g);
+    }
+    /* a stream may wait for an event of another device; it waits for the
+     * record made above even if the event is recorded again later */
+    if (st == PG_OK)
+        st = PG_CUDA_RT(cudaStreamWaitEvent(ws, ev, 0), wdev, op);
+    pg_cuda_event_put(q->dev, ev);
+    return st;
+}
+
+/* Make `waiter` wait on the device for everything queued on q so far. */
+pg_status pg_cuda_queue_wait_queue(pg_cuda_queue *waiter, pg_cuda_queue *q, const char *op)
+{
+    if (waiter == q)
+        return PG_OK;
+    return wait_queue_on(waiter->stream, waiter->dev->index, q, op);
+}
+
+/* The queue a thread is ordering work for, while the core walks a storage's
+ * record on its behalf (pg_cuda_order_after): wait_event then orders on the
+ * device instead of waiting on the host. */
+static _Thread_local pg_cuda_queue *pg_cuda_waiter;
+/* the user stream the work really goes to, standing in for pg_cuda_waiter
+ * (the device's compute queue), or NULL */
+static _Thread_local pg_cuda_ustream *pg_cuda_waiter_user;
+
+pg_status pg_cuda_order_after_on(pg_storage *s, pg_cuda_queue *q, pg_cuda_ustream *u)
+{
+    pg_cuda_queue *outer = pg_cuda_waiter;
+    pg_cuda_ustream *outer_user = pg_cuda_waiter_user;
+    pg_cuda_waiter = q;
+    pg_cuda_waiter_user = u;
+    /* idle: reads too, since marking replaces their events */
+    pg_status st = pg_cuda.core->storage_wait_others(s, true, &pg_cuda_backend, q);
+    pg_cuda_waiter = outer;
+    pg_cuda_waiter_user = outer_user;
+    return st;
+}
+
+pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_queue *q)
+{
+    return pg_cuda_order_after_on(s, q, NULL);
+}
+
+/* After a successful host wait: a kernel that found bad data raises now. */
+pg_status pg_cuda_check_eflags(pg_cuda_device *d)
+{
+    volatile pg_cuda_eflags *e = d->eflags_host;
+    if (e == NULL || e->bits == 0)
+        return PG_OK;
+    unsigned bits = e->bits;
+    long long a = e->a, b = e->b, c = e->c;
+    e->a = e->b = e->c = 0;
+    e->claimed = 0;
+    e->bits = 0;
+    if (bits & PG_CUDA_EFLAG_LABEL)
+        return pg_cuda_error(PG_ERR_ASYNC,
+                             "cuda:%d: cross_entropy: label %lld (row %lld) is out of range for "
+                             "%lld classes; labels must be in [0, %lld)",
+                             d->index, a, b, c, c);
+    return pg_cuda_error(PG_ERR_ASYNC, "cuda:%d: a kernel reported bad data (flags 0x%x)",
+                         d->index, bits);
+}
+
+pg_status pg_cuda_queue_sync(pg_cuda_queue *q, const char *why)
+{
+    pg_cuda_device *d = q->dev;
+    pthread_mutex_lock(&d->lock);
+    uint64_t target = q->queued_seq, nops = q->unsynced_ops;
+    char first[PG_CUDA_OPNAME_LEN], last[PG_CUDA_OPNAME_LEN];
+    memcpy(first, q->first_op, sizeof first);
+    memcpy(last, q->last_op, sizeof last);
+    pthread_mutex_unlock(&d->lock);
+
+    /* the caller's device stays current (a wait on another GPU used to leave
+     * that one current: the next event was then created on the wrong device) */
+    pg_cuda_guard g;
+    cudaError_t err = cudaSuccess;
+    if (pg_cuda_guard_enter(&g, d->index, why) != PG_OK)
+        err = cudaErrorInvalidDevice;
+    else {
+        if (q == &d->compute) {
+            /* refuses during a graph capture; else compute also waits for the
+             * user streams current somewhere, whose ops count as compute
+             * work (cuda_stream.c) */
+            pg_status st = pg_cuda_stream_before_sync(d, why);
+            if (st != PG_OK) {
+                pg_cuda_guard_exit(&g);
+                return st;
+            }
+        }
+        err = cudaStreamSynchronize(q->stream);
+        pg_cuda_guard_exit(&g);
+    }
+    if (err == cudaSuccess) {
+        /* only on success: after a sticky error every later wait must fail too */
+        pg_cuda_note_done(q, target);
+        pthread_mutex_lock(&d->lock);
+        q->unsynced_ops -= nops;
+        pthread_mutex_unlock(&d->lock);
+        pg_cuda_xfer_poll(d, false);
+        if (q == &d->compute)
+            pg_cuda_profile_poll(d, false); /* kernel times: ops run on compute (or user streams) */
+        /* only kernels set flags, and they run on the compute stream: a wait for
+         * a copy does not take the blame for a bad label */
+        return q == &d->compute ? pg_cuda_check_eflags(d) : PG_OK;
+    }
+    char op[200];
+    if (nops == 1)
+        snprintf(op, sizeof op, "%s", last);
+    else if (nops > 1)
+        snprintf(op, sizeof op,
+                 "an op queued on the %s stream since the last synchronize (%llu ops, first %s, "
+                 "last %s)",
+                 q->name, (unsigned long long)nops, first, last);
+    else
+        snprintf(op, sizeof op, "an earlier op");
+    return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, op, why, true);
+}
+
+pg_status pg_cuda_synchronize(const pg_backend *be, int index)
+{
+    (void)be;
+    if (index < 0 || index >= PG_MAX_DEVICES_PER_TYPE)
+        return pg_cuda_error(PG_ERR_INDEX, "cuda:%d: synchronize: no such device", index);
+    pg_cuda_device *d = &pg_cuda.dev[index];
+    if (!atomic_load_explicit(&d->ready, memory_order_acquire))
+        return PG_OK; /* nothing was ever queued: no CUDA call (no driver needed) */
+    pg_status st = pg_cuda_queue_sync(&d->copy, "cudaStreamSynchronize");
+    pg_status st2 = pg_cuda_queue_sync(&d->comm, "cudaStreamSynchronize");
+    pg_status st3 = pg_cuda_queue_sync(&d->compute, "cudaStreamSynchronize");
+    return st != PG_OK ? st : st2 != PG_OK ? st2 : st3;
+}
+
+pg_status pg_cuda_wait_event(const pg_backend *be, pg_event ev)
+{
+    pg_cuda_queue *q = ev.backend == be ? pg_cuda_event_queue(ev) : NULL;
+    if (q == NULL || ev.seq <= atomic_load(&q->done_seq))
+        return PG_OK;
+    pg_cuda_ustream *u = pg_cuda_waiter_user;
+    if (pg_cuda_waiter != NULL && u == NULL) /* ordering work for another queue: on the device */
+        return pg_cuda_queue_wait_queue(pg_cuda_waiter, q, "wait for another stream");
+    if (pg_cuda_waiter != NULL && u->capture == NULL) /* for an op on a user stream */
+        return wait_queue_on(u->stream, u->device, q, "wait for another stream");
+    /* a host wait; also for a capturing stream, which may not wait for an
+     * event recorded outside the capture (cudaErrorStreamCaptureIsolation):
+     * a prefetch on the copy stream finishes first, and compute's work is
+     * refused by pg_cuda_stream_before_sync with a message */
+    return pg_cuda_queue_sync(q, "cudaStreamSynchronize");
+}
