@@ -46,7 +46,7 @@ def _plugin():
                 "stream_enter": (i, vp, pp), "stream_exit": (i, vp, vp),
                 "stream_synchronize": (i, vp), "stream_query": (i, vp, ctypes.POINTER(i)),
                 "stream_wait_event": (i, vp, vp),
-                "stream_wait_for_current": (i, ctypes.c_size_t),
+                "stream_wait_for_current": (i, ctypes.c_size_t), "stream_gather": (i,),
                 "event_create": (i, i, pp), "event_destroy": (vp,),
                 "event_record": (vp, i, vp), "event_query": (vp, ctypes.POINTER(i)),
                 "event_synchronize": (vp,),
@@ -481,6 +481,9 @@ def _cuda_array_interface(t):
     index = t.device.index
     item = t.itemsize
     strides = None if t.is_contiguous() else tuple(s * item for s in t.strides)
+    # the stream named below also waits for the copy and comm streams (a prefetch
+    # still filling t), so waiting for it alone is enough
+    _check(_plugin().pg_plugin_stream_gather(index))
     return {
         "shape": tuple(t.shape),
         "typestr": _TYPESTR[name],

@@ -144,6 +144,8 @@ pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_queue *q);
 typedef struct pg_cuda_ustream pg_cuda_ustream;
 pg_status pg_cuda_order_after_on(pg_storage *s, pg_cuda_queue *q, pg_cuda_ustream *u);
 pg_status pg_cuda_queue_wait_queue(pg_cuda_queue *waiter, pg_cuda_queue *q, const char *op);
+/* The same for any stream `ws` of device `wdev` (a user stream, another library's). */
+pg_status pg_cuda_stream_wait_queue(cudaStream_t ws, int wdev, pg_cuda_queue *q, const char *op);
 pg_status pg_cuda_queue_sync(pg_cuda_queue *q, const char *why);
 /* PG_ERR_ASYNC naming the bad data a kernel flagged (PG_CUDA_EFLAG_*), and
  * clears the flags; PG_OK when none. Call after the kernels are known done. */

@@ -48,6 +48,12 @@
  *     The fix is the copy stream's: hold those storages until an event
  *     recorded on the user stream after them has fired (or make each user
  *     stream a pg_cuda_queue of its own, with its own events).
+ *     A second gap, smaller: a CUDA tensor imported through DLPack carries no
+ *     event. Its producer orders its work before the thread's work stream
+ *     (interop.c hands that stream over), which covers kernels and blocking
+ *     copies, but a non-blocking copy on the copy stream that reads it (or
+ *     writes it while compute is idle) is not ordered after the producer.
+ *     Marking the imported storage with a (compute, seq) event would close it.
  *
  * Also here: the device guard (defect: a wait on another GPU used to leave
  * that GPU current, so the next events were created on the wrong device) and
@@ -191,9 +197,7 @@ pg_cuda_queue *pg_cuda_event_queue(pg_event ev)
 
 /* ---- waits ---------------------------------------------------------------------------- */
 
-/* Make stream `ws` (of device `wdev`) wait on the device for everything
- * queued on q so far. */
-static pg_status wait_queue_on(cudaStream_t ws, int wdev, pg_cuda_queue *q, const char *op)
+pg_status pg_cuda_stream_wait_queue(cudaStream_t ws, int wdev, pg_cuda_queue *q, const char *op)
 {
     if (q == &q->dev->compute)
         /* compute work the calling thread queued under a user stream runs
@@ -225,7 +229,7 @@ pg_status pg_cuda_queue_wait_queue(pg_cuda_queue *waiter, pg_cuda_queue *q, cons
 {
     if (waiter == q)
         return PG_OK;
-    return wait_queue_on(waiter->stream, waiter->dev->index, q, op);
+    return pg_cuda_stream_wait_queue(waiter->stream, waiter->dev->index, q, op);
 }
 
 /* The queue a thread is ordering work for, while the core walks a storage's
@@ -353,7 +357,7 @@ pg_status pg_cuda_wait_event(const pg_backend *be, pg_event ev)
     if (pg_cuda_waiter != NULL && u == NULL) /* ordering work for another queue: on the device */
         return pg_cuda_queue_wait_queue(pg_cuda_waiter, q, "wait for another stream");
     if (pg_cuda_waiter != NULL && u->capture == NULL) /* for an op on a user stream */
-        return wait_queue_on(u->stream, u->device, q, "wait for another stream");
+        return pg_cuda_stream_wait_queue(u->stream, u->device, q, "wait for another stream");
     /* a host wait; also for a capturing stream, which may not wait for an
      * event recorded outside the capture (cudaErrorStreamCaptureIsolation):
      * a prefetch on the copy stream finishes first, and compute's work is

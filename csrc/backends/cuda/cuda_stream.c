@@ -477,6 +477,32 @@ pg_status pg_plugin_event_elapsed_time(void *startp, void *endp, float *ms)
     return PG_CUDA_RT(err, b->device, "Event.elapsed_time()");
 }
 
+/* The calling thread's work stream on d waits (on the device) for what d's
+ * copy and comm queues hold so far, so that it alone covers every pygpu write
+ * to d's memory (a prefetch still filling a tensor included): what another
+ * library is told to wait for. Nothing while capturing (the capture may not
+ * wait for outside events; the refusals above apply). */
+static pg_status pg_cuda_work_stream_gather(pg_cuda_device *d, const char *op)
+{
+    pg_cuda_ustream *u = tl_current[d->index];
+    if (u != NULL && u->capture != NULL)
+        return PG_OK;
+    cudaStream_t ws = pg_cuda_work_stream(d);
+    PG_TRY(pg_cuda_stream_wait_queue(ws, d->index, &d->copy, op));
+    return pg_cuda_stream_wait_queue(ws, d->index, &d->comm, op);
+}
+
+/* __cuda_array_interface__ of a cuda tensor names the thread's work stream:
+ * make it cover the other queues first. */
+PG_CUDA_EXPORT pg_status pg_plugin_stream_gather(int device);
+
+pg_status pg_plugin_stream_gather(int device)
+{
+    pg_cuda_device *d;
+    PG_TRY(pg_cuda_device_get(device, "__cuda_array_interface__", &d));
+    return pg_cuda_work_stream_gather(d, "__cuda_array_interface__");
+}
+
 /* __dlpack__(stream=consumer) of a cuda tensor: the consumer's stream waits on
  * the device for what this thread queued so far (DLPack: 1 is the legacy
  * default stream, 2 the per-thread one), instead of a host sync. */
@@ -487,6 +513,7 @@ pg_status pg_plugin_stream_wait_for_current(int device, uintptr_t consumer)
     PG_TRY(pg_cuda_refuse_in_capture(device, "__dlpack__(stream=...)"));
     pg_cuda_device *d;
     PG_TRY(pg_cuda_device_get(device, "__dlpack__", &d));
+    PG_TRY(pg_cuda_work_stream_gather(d, "__dlpack__(stream=...)"));
     cudaStream_t c = consumer == 1   ? cudaStreamLegacy
                      : consumer == 2 ? cudaStreamPerThread
                                      : (cudaStream_t)consumer;
