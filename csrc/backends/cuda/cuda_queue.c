@@ -44,7 +44,10 @@
  *     Known gap: unlike the copy stream, a user stream does not hold the
  *     storages its work uses, so a tensor freed while its last kernel is still
  *     queued on a user stream gives its block back to the caching allocator
- *     early, and the next compute kernel may reuse it before that kernel ran.
+ *     early. Within the thread that owns the stream the order still holds (its
+ *     next ops run on the same stream, its copies and leaving the block make
+ *     compute wait for the stream first), but work another thread queues
+ *     meanwhile on compute or copy may get the block before that kernel ran.
  *     The fix is the copy stream's: hold those storages until an event
  *     recorded on the user stream after them has fired (or make each user
  *     stream a pg_cuda_queue of its own, with its own events).

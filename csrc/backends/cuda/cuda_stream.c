@@ -33,7 +33,8 @@
  * (pg_cuda_stream_join_current) or for all current ones (before_sync).
  * Known gap (cuda_queue.c says more): a user stream does not hold the
  * storages its queued work uses, as the copy stream does, so a block freed
- * while such work is pending can be reused early by the compute stream.
+ * while such work is pending can be reused early by work another thread
+ * queues on the compute or copy stream.
  *
  * A stream also carries the graph it is capturing into (cuda_graph.c): while
  * capturing, every host wait and every copy on that device from the capturing
