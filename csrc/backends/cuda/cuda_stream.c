@@ -12,9 +12,10 @@
  *   - Before each op on a user stream: if anything was queued on the device
  *     since the user stream last looked (a copy, another thread's op), it waits
  *     for the device's stream again (one event record and one stream wait).
- *   - Copies (.to(), .cpu()) run on the device's stream (cuda_copy.c); a copy
- *     issued while a user stream is current first makes the device's stream
- *     wait for the user stream, so .cpu() inside the block sees its results.
+ *   - Copies (.to(), .cpu()) run on the device's compute or copy stream
+ *     (cuda_copy.c); a copy issued while a user stream is current first makes
+ *     the compute stream wait for the user stream (and one on the copy stream
+ *     orders after compute), so .cpu() inside the block sees its results.
  *   - Leaving: the stream that becomes current again waits for the user stream.
  *   - A host wait on the device (synchronize, a storage's event) also makes
  *     the device's stream wait for every user stream still current somewhere,
