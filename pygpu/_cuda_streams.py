@@ -47,6 +47,7 @@ def _plugin():
                 "stream_synchronize": (i, vp), "stream_query": (i, vp, ctypes.POINTER(i)),
                 "stream_wait_event": (i, vp, vp),
                 "stream_wait_for_current": (i, ctypes.c_size_t), "stream_gather": (i,),
+                "storage_imported": (i, vp),
                 "event_create": (i, i, pp), "event_destroy": (vp,),
                 "event_record": (vp, i, vp), "event_query": (vp, ctypes.POINTER(i)),
                 "event_synchronize": (vp,),
@@ -499,6 +500,13 @@ def _consumer_stream(index):
     """The stream a DLPack import onto cuda:index will use: handed to the producer's
     __dlpack__(stream=...) so it makes that stream wait (an event, no host sync)."""
     return current_stream(_cuda_index(index, "from_dlpack")).cuda_stream
+
+
+def _import_mark(index, storage):
+    """from_dlpack of CUDA memory, once wrapped: the storage (a pg_storage pointer)
+    counts as written by work queued now on cuda:index, after the producer's event
+    wait, so pygpu's copy stream and host waits order after the producer too."""
+    _check(_plugin().pg_plugin_storage_imported(index, ctypes.c_void_p(storage)))
 
 
 def _export_wait(index, consumer):

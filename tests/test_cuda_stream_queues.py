@@ -7,7 +7,9 @@
 #   - a copy-stream copy of a tensor made inside the block waits for s, through the
 #     compute stream (pg_cuda_stream_join_current);
 #   - __cuda_array_interface__ / __dlpack__(stream=) name a stream that also covers the
-#     copy and comm streams (pg_plugin_stream_gather).
+#     copy and comm streams (pg_plugin_stream_gather);
+#   - a CUDA tensor imported through DLPack is marked as compute work
+#     (pg_plugin_storage_imported), so the copy stream orders after its producer.
 # These orderings only show on a GPU; without one the new plugin entry refuses cleanly.
 import ctypes
 
@@ -66,3 +68,16 @@ def test_cuda_array_interface_stream_covers_a_prefetch():
     assert iface["stream"] == cuda.current_stream(0).cuda_stream
     cuda.current_stream(0).synchronize()
     assert x[-1].item() == 3.0
+
+
+@needs_gpu
+def test_dlpack_round_trip_is_ordered_with_the_copy_stream():
+    # export waits for the copy stream (a prefetch filling x); the imported storage is
+    # marked as compute work, so a copy-stream d2h of it waits for the producer's side
+    for k in range(5):
+        host = pygpu.full((1 << 22,), float(k)).pin_memory()
+        x = host.to("cuda:0", non_blocking=True)
+        y = pygpu.from_dlpack(x)
+        h = y.to("cpu", non_blocking=True)
+        h.wait()
+        assert h.numpy()[[0, -1]].tolist() == [k, k]

@@ -645,7 +645,20 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
     /* we own it now: rename so the capsule's destructor leaves it alone */
     PyCapsule_SetName(cap, versioned ? "used_dltensor_versioned" : "used_dltensor");
     Py_DECREF(cap);
-    return pg_wrap(&t);
+    PyObject *out = pg_wrap(&t);
+    if (out && on_cuda) {
+        /* the producer ordered its work before this thread's cuda stream only:
+         * mark the storage as written there, so the copy stream and host waits
+         * order after the producer too */
+        unsigned long long sp = (unsigned long long)(uintptr_t)t.storage;
+        PyObject *r = cuda_hook("_import_mark", Py_BuildValue("(iK)", where.index, sp));
+        if (!r) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(r);
+    }
+    return out;
 }
 
 PyMethodDef pg_interop_functions[] = {

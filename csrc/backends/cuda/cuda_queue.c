@@ -51,12 +51,10 @@
  *     The fix is the copy stream's: hold those storages until an event
  *     recorded on the user stream after them has fired (or make each user
  *     stream a pg_cuda_queue of its own, with its own events).
- *     A second gap, smaller: a CUDA tensor imported through DLPack carries no
- *     event. Its producer orders its work before the thread's work stream
- *     (interop.c hands that stream over), which covers kernels and blocking
- *     copies, but a non-blocking copy on the copy stream that reads it (or
- *     writes it while compute is idle) is not ordered after the producer.
- *     Marking the imported storage with a (compute, seq) event would close it.
+ *     A CUDA tensor imported through DLPack fits the same way: its producer
+ *     orders its work before the thread's work stream, and the new storage is
+ *     marked as written by compute work at that point
+ *     (pg_plugin_storage_imported), so the copy stream waits for it too.
  *
  * Also here: the device guard (defect: a wait on another GPU used to leave
  * that GPU current, so the next events were created on the wrong device) and

@@ -505,6 +505,22 @@ pg_status pg_plugin_stream_gather(int device)
     return pg_cuda_work_stream_gather(d, "__cuda_array_interface__");
 }
 
+/* from_dlpack of CUDA memory: the producer made this thread's work stream
+ * wait for its work (interop.c handed that stream over). Mark the new storage
+ * as written by compute work queued now, so that a copy on the copy stream
+ * and a host wait order after the producer too (through compute, which waits
+ * for this thread's user stream first: pg_cuda_stream_join_current). */
+PG_CUDA_EXPORT pg_status pg_plugin_storage_imported(int device, void *storage);
+
+pg_status pg_plugin_storage_imported(int device, void *storage)
+{
+    pg_cuda_device *d;
+    PG_TRY(pg_cuda_device_get(device, "from_dlpack", &d));
+    uint64_t seq = pg_cuda_note_queued(&d->compute, "from_dlpack");
+    pg_cuda_mark(storage, &d->compute, seq, true);
+    return PG_OK;
+}
+
 /* __dlpack__(stream=consumer) of a cuda tensor: the consumer's stream waits on
  * the device for what this thread queued so far (DLPack: 1 is the legacy
  * default stream, 2 the per-thread one), instead of a host sync. */
