@@ -98,7 +98,8 @@ static pg_status pg_cuda_copy_on(pg_cuda_queue *q, const pg_copy *c, enum cudaMe
         return st;
     }
     pthread_mutex_lock(&d->lock);
-    uint64_t before = q->queued_seq; /* all of these are ahead of the copy on the stream */
+    uint64_t before = q->queued_seq; /* all of these are ahead of the copy on the stream, */
+    uint64_t user = q->user_seq;     /* but those run on user streams (cuda_stream.c) */
     pthread_mutex_unlock(&d->lock);
 
     st = PG_CUDA_RT(cudaEventRecord(start, q->stream), d->index, op);
@@ -152,7 +153,11 @@ static pg_status pg_cuda_copy_on(pg_cuda_queue *q, const pg_copy *c, enum cudaMe
     pg_cuda_event_put(d, end);
     if (err != cudaSuccess) /* maybe an earlier op's fault: name the queued ops */
         return pg_cuda_queue_sync(q, "cudaEventSynchronize");
-    pg_cuda_note_done(q, before);
+    /* another thread's user stream may still run compute work counted before
+     * the copy (this thread's was joined by pg_cuda_stream_before_copy): only
+     * once those are known done does the copy's end say the rest is done too */
+    if (user <= atomic_load(&q->done_seq))
+        pg_cuda_note_done(q, before);
     pg_cuda.core->stats_transfer_time(c->src->device, c->dst->device, (uint64_t)((double)ms * 1e6));
     /* the kernels ahead of a blocking copy on the compute stream are done: a
      * bad label among them raises here (loss.item() is such a copy) */

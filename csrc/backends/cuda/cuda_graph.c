@@ -204,7 +204,7 @@ pg_status pg_plugin_graph_replay(void *gp)
     PG_TRY(pg_cuda_stream_before_op(d, "CUDAGraph.replay()"));
     PG_TRY(PG_CUDA_RT(cudaGraphLaunch(g->exec, pg_cuda_work_stream(d)), g->device,
                       "CUDAGraph.replay()"));
-    uint64_t seq = pg_cuda_note_queued(&d->compute, "CUDAGraph.replay");
+    uint64_t seq = pg_cuda_note_queued_on(&d->compute, "CUDAGraph.replay", cur);
     for (int i = 0; i < g->nheld; i++)
         pg_cuda_mark(g->held[i], &d->compute, seq, true);
     pg_cuda_stream_after_op(d, seq);

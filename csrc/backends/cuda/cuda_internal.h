@@ -60,8 +60,9 @@ typedef struct pg_cuda_queue {
     int role;            /* PG_CUDA_ROLE_*: the storage read slot its reads use */
     const char *name;    /* "compute", "copy", "comm": for messages */
     cudaStream_t stream; /* created with the device's state (ready) */
-    uint64_t queued_seq; /* under dev->lock, as are the two below */
+    uint64_t queued_seq; /* under dev->lock, as are the three below */
     uint64_t unsynced_ops; /* ops queued since the last synchronize, for messages */
+    uint64_t user_seq;   /* the last seq counted here for work run on a user stream */
     char first_op[PG_CUDA_OPNAME_LEN], last_op[PG_CUDA_OPNAME_LEN];
     _Atomic uint64_t done_seq;
 } pg_cuda_queue;
@@ -131,17 +132,19 @@ typedef struct pg_cuda_guard {
 pg_status pg_cuda_guard_enter(pg_cuda_guard *g, int index, const char *op);
 void pg_cuda_guard_exit(const pg_cuda_guard *g);
 pg_status pg_cuda_queues_create(pg_cuda_device *d, const char *op);
+typedef struct pg_cuda_ustream pg_cuda_ustream; /* a user stream: cuda_stream.c, below */
 pg_status pg_cuda_event_get(pg_cuda_device *d, const char *op, cudaEvent_t *ev);
 void pg_cuda_event_put(pg_cuda_device *d, cudaEvent_t ev);
 void pg_cuda_event_put_locked(pg_cuda_device *d, cudaEvent_t ev);
 uint64_t pg_cuda_note_queued(pg_cuda_queue *q, const char *op);
+/* The same for compute work that ran on user stream u instead (NULL: on q). */
+uint64_t pg_cuda_note_queued_on(pg_cuda_queue *q, const char *op, const pg_cuda_ustream *u);
 void pg_cuda_note_done(pg_cuda_queue *q, uint64_t seq);
 void pg_cuda_mark(pg_storage *s, pg_cuda_queue *q, uint64_t seq, bool write);
 pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_queue *q);
 /* As pg_cuda_order_after(s, q), for an op that runs on user stream u (or
  * NULL: on q) standing in for q, the compute queue: device-side waits go to
  * u's stream (cuda_stream.c). */
-typedef struct pg_cuda_ustream pg_cuda_ustream;
 pg_status pg_cuda_order_after_on(pg_storage *s, pg_cuda_queue *q, pg_cuda_ustream *u);
 pg_status pg_cuda_queue_wait_queue(pg_cuda_queue *waiter, pg_cuda_queue *q, const char *op);
 /* The same for any stream `ws` of device `wdev` (a user stream, another library's). */

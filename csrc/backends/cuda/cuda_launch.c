@@ -255,7 +255,7 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
     pg_cuda_profile_end(d, ctx.stream, &prof, launched == PG_OK);
     PG_TRY(launched);
 
-    uint64_t seq = pg_cuda_note_queued(q, node->name);
+    uint64_t seq = pg_cuda_note_queued_on(q, node->name, u);
     for (int i = 0; i < node->nsrc; i++)
         if (node->src[i].storage)
             pg_cuda_mark(node->src[i].storage, q, seq, false);

@@ -161,8 +161,15 @@ static void copy_name(char *dst, const char *src)
 
 uint64_t pg_cuda_note_queued(pg_cuda_queue *q, const char *op)
 {
+    return pg_cuda_note_queued_on(q, op, NULL);
+}
+
+uint64_t pg_cuda_note_queued_on(pg_cuda_queue *q, const char *op, const pg_cuda_ustream *u)
+{
     pthread_mutex_lock(&q->dev->lock);
     uint64_t seq = ++q->queued_seq;
+    if (u != NULL) /* not ahead of later work on q's own stream (pg_cuda_copy_on) */
+        q->user_seq = seq;
     if (q->unsynced_ops++ == 0)
         copy_name(q->first_op, op);
     copy_name(q->last_op, op);

@@ -516,7 +516,7 @@ pg_status pg_plugin_storage_imported(int device, void *storage)
 {
     pg_cuda_device *d;
     PG_TRY(pg_cuda_device_get(device, "from_dlpack", &d));
-    uint64_t seq = pg_cuda_note_queued(&d->compute, "from_dlpack");
+    uint64_t seq = pg_cuda_note_queued_on(&d->compute, "from_dlpack", tl_current[device]);
     pg_cuda_mark(storage, &d->compute, seq, true);
     return PG_OK;
 }
