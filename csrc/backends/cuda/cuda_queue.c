@@ -39,7 +39,9 @@
  *     the calling thread's user stream first (pg_cuda_queue_wait_queue, the
  *     copy path, and pg_cuda_queue_sync for every user stream current
  *     anywhere), so a (compute, seq) event covers work queued under a user
- *     stream too. During a graph capture a wait for another queue is a host
+ *     stream too. Such work is not ahead of a blocking copy on the compute
+ *     stream, so the copy's end moves done_seq only once it is known done
+ *     (user_seq). During a graph capture a wait for another queue is a host
  *     wait (a capture may not wait for an event recorded outside it).
  *     Known gap: unlike the copy stream, a user stream does not hold the
  *     storages its work uses, so a tensor freed while its last kernel is still
