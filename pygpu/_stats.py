@@ -18,7 +18,8 @@ import time
 
 from . import _C
 
-_DEVICE_EVENTS = ("ops", "syncs", "sync_ns", "allocs", "frees", "cache_hits")
+_DEVICE_EVENTS = ("ops", "syncs", "sync_ns", "kernel_ops", "kernel_ns", "allocs", "frees",
+                  "cache_hits")
 
 
 class Stats:
@@ -51,6 +52,9 @@ class Stats:
         self.ops = sum(v["ops"] for v in self.per_device.values())
         self.syncs = sum(v["syncs"] for v in self.per_device.values())
         self.sync_seconds = sum(v["sync_ns"] for v in self.per_device.values()) / 1e9
+        # GPU time of the ops a backend measured (cuda with pygpu.cuda.set_kernel_timing(True))
+        self.kernel_ops = sum(v.get("kernel_ops", 0) for v in self.per_device.values())
+        self.kernel_seconds = sum(v.get("kernel_ns", 0) for v in self.per_device.values()) / 1e9
         # {role: {"count", "bytes", "pairs": [{"src", "dst", "count", "bytes"}]}} (see role())
         self.by_role = {}
         for name, rows in raw.get("roles", {}).items():

@@ -12,8 +12,11 @@ import os
 import sys
 import threading
 
-from . import _C, _nvml
+from . import _C, _cuda_streams, _nvml
 from ._accel import Accelerator, export
+from ._cuda_streams import (CUDAGraph, DeviceProperties, Event, Stream, current_stream,  # noqa: F401
+                            default_stream, get_device_capability, get_device_properties, graph,
+                            nvtx_range, nvtx_range_pop, nvtx_range_push, profiling, stream)
 
 PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_backend.so")
 # setup.py writes why it built or skipped the plugin here (one line)
@@ -131,9 +134,30 @@ def pci_bus_id(index):
 def set_allow_tf32(allow):
     """Let cuBLAS use TF32 tensor cores for float32 matmul (faster, ~1e-3 relative
     error). Off by default, as in PyTorch."""
-    _acc._load()
-    if not _C._load_cuda(None):
-        raise _C.DeviceUnavailableError(f"cuda is not available: {unavailable_reason()}")
-    lib = ctypes.CDLL(PLUGIN)
-    if lib.pg_plugin_set_option(b"allow_tf32", int(bool(allow))) != 0:
-        raise RuntimeError("the CUDA plugin refused the allow_tf32 option")
+    _cuda_streams._set_option("allow_tf32", allow)
+
+
+def get_allow_tf32():
+    """Whether cuBLAS may use TF32 for float32 matmul (set_allow_tf32)."""
+    return _cuda_streams._get_option("allow_tf32")
+
+
+def set_nvtx(enabled):
+    """An NVTX range named after each op around its launch, for Nsight Systems
+    (`nsys profile python train.py`); costs nothing visible without a profiler."""
+    _cuda_streams._set_option("nvtx", enabled)
+
+
+def get_nvtx():
+    return _cuda_streams._get_option("nvtx")
+
+
+def set_kernel_timing(enabled):
+    """Time every op on the GPU with a pair of CUDA events; pygpu.stats() then
+    reports kernel_ops and kernel_seconds per device. Off by default (a few
+    microseconds per op)."""
+    _cuda_streams._set_option("kernel_timing", enabled)
+
+
+def get_kernel_timing():
+    return _cuda_streams._get_option("kernel_timing")

@@ -4,7 +4,14 @@
  * to the array (so the array lives as long as any view of it); numpy() and
  * the buffer protocol hand out views that hold the tensor. DLPack does the
  * same through capsules, versioned (1.0) or legacy. A device tensor reaches
- * NumPy only through a counted transfer. */
+ * NumPy only through a counted transfer.
+ *
+ * CUDA tensors go both ways without a host sync: DLPack export with a
+ * `stream` makes the consumer's stream wait on an event, DLPack import of a
+ * CUDA capsule hands the producer pygpu's stream (it makes that stream wait),
+ * and __cuda_array_interface__ names pygpu's stream. The stream handles come
+ * from the CUDA plugin through pygpu/_cuda_streams.py (the core cannot call
+ * the plugin's own entry points). */
 #define PY_ARRAY_UNIQUE_SYMBOL pygpu_ARRAY_API
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #include "tensor_object.h"
@@ -13,6 +20,7 @@
 #include <string.h>
 
 #include "dlpack.h"
+#include "../core/pg_backend.h"
 
 int pg_numpy_init(void)
 {
@@ -314,6 +322,36 @@ PyObject *pg_array_dunder(PyObject *self, PyObject *args, PyObject *kwargs)
     return arr;
 }
 
+/* ---- CUDA: the stream hooks of pygpu/_cuda_streams.py -------------------------------- */
+
+/* pygpu._cuda_streams.<name>(*args): a new reference, or NULL with the error set. */
+static PyObject *cuda_hook(const char *name, PyObject *args)
+{
+    if (!args)
+        return NULL;
+    PyObject *mod = PyImport_ImportModule("pygpu._cuda_streams");
+    PyObject *fn = mod ? PyObject_GetAttrString(mod, name) : NULL;
+    PyObject *r = fn ? PyObject_CallObject(fn, args) : NULL;
+    Py_XDECREF(fn);
+    Py_XDECREF(mod);
+    Py_DECREF(args);
+    return r;
+}
+
+PyObject *pg_cuda_array_interface_get(PyObject *self, void *c)
+{
+    (void)c;
+    pg_device dev = pg_tensor_device(&((PyTensor *)self)->t);
+    if (dev.type != PG_DEV_CUDA) {
+        char d[24];
+        return PyErr_Format(PyExc_AttributeError,
+                            "__cuda_array_interface__ exists on cuda tensors only; this one is on "
+                            "%s (use __array__ / __dlpack__, or .to('cuda') first)",
+                            pg_device_str(dev, d, sizeof d));
+    }
+    return cuda_hook("_cuda_array_interface", Py_BuildValue("(O)", self));
+}
+
 /* ---- DLPack out ----------------------------------------------------------------------- */
 
 typedef struct {
@@ -384,8 +422,32 @@ PyObject *pg_dlpack_dunder(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     if (copy == Py_True)
         return PyErr_Format(PyExc_BufferError, "copy=True is not supported; call .clone() first");
-    if (pg_wait(t) < 0) /* the consumer may read right away */
+    /* DLPack: stream=None asks for no particular order (wait on the host), -1
+     * says the consumer syncs itself, another int names the consumer's stream */
+    bool device_wait = false;
+    if (dev.device_type == kDLCUDA && stream != Py_None) {
+        long long sv = PyLong_AsLongLong(stream);
+        if (sv == -1 && PyErr_Occurred())
+            return PyErr_Format(PyExc_TypeError, "__dlpack__: stream must be an int or None");
+        if (sv == 0)
+            return PyErr_Format(PyExc_ValueError,
+                                "__dlpack__: stream=0 is not allowed for CUDA by the DLPack "
+                                "standard (use 1 for the legacy default stream, 2 for per-thread)");
+        if (sv != -1) {
+            PyObject *r = cuda_hook("_export_wait", Py_BuildValue("(iK)", dev.device_id,
+                                                                  (unsigned long long)sv));
+            if (!r)
+                return NULL;
+            Py_DECREF(r);
+        }
+        device_wait = true;
+    }
+    if (!device_wait && pg_wait(t) < 0) /* the consumer may read right away */
         return NULL;
+    if (device_wait && t->storage->error) { /* a failed producer: say so now */
+        if (pg_wait(t) < 0)
+            return NULL;
+    }
     bool versioned = false;
     if (max_version != Py_None) {
         long major = PyLong_AsLong(PyTuple_Check(max_version) && PyTuple_GET_SIZE(max_version) > 0
@@ -480,12 +542,35 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
                                 "PyTorch tensor...), got %.80s",
                                 Py_TYPE(obj)->tp_name);
         }
-        PyObject *kw = Py_BuildValue("{s(ii)}", "max_version", 1, 0);
+        /* a CUDA producer gets the stream pygpu will read on: it makes that stream
+         * wait for its own work (an event), so no host sync is needed */
+        PyObject *stream = NULL;
+        PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+        if (!dev)
+            PyErr_Clear(); /* an old producer: no device, no stream */
+        else {
+            int type = -1, id = 0;
+            if (PyArg_ParseTuple(dev, "ii", &type, &id) && (type == kDLCUDA || type == kDLCUDAManaged))
+                stream = cuda_hook("_consumer_stream", Py_BuildValue("(i)", id));
+            else if (PyErr_Occurred())
+                PyErr_Clear();
+            Py_DECREF(dev);
+            if ((type == kDLCUDA || type == kDLCUDAManaged) && !stream) {
+                Py_DECREF(meth);
+                return NULL; /* cuda unavailable here: the hook said why */
+            }
+        }
+        PyObject *kw = stream ? Py_BuildValue("{s(ii)sN}", "max_version", 1, 0, "stream", stream)
+                              : Py_BuildValue("{s(ii)}", "max_version", 1, 0);
         PyObject *noargs = PyTuple_New(0);
         cap = kw && noargs ? PyObject_Call(meth, noargs, kw) : NULL;
         if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) { /* a producer from before 1.0 */
             PyErr_Clear();
-            cap = PyObject_CallNoArgs(meth);
+            PyObject *kw_old = PyDict_New();
+            if (kw_old && PyDict_GetItemString(kw, "stream"))
+                PyDict_SetItemString(kw_old, "stream", PyDict_GetItemString(kw, "stream"));
+            cap = kw_old ? PyObject_Call(meth, noargs, kw_old) : NULL;
+            Py_XDECREF(kw_old);
         }
         Py_XDECREF(kw);
         Py_XDECREF(noargs);
@@ -507,8 +592,9 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
         if (dl_types[i].code == dl->dtype.code && dl_types[i].bits == dl->dtype.bits && dl->dtype.lanes == 1)
             dt = i;
     const char *why = NULL;
-    if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost)
-        why = "only host (CPU) memory can be imported so far";
+    bool on_cuda = dl->device.device_type == kDLCUDA || dl->device.device_type == kDLCUDAManaged;
+    if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost && !on_cuda)
+        why = "only host (CPU) and CUDA memory can be imported";
     else if (dt < 0)
         why = "unsupported DLPack dtype: pygpu supports float32, float64, float16, bfloat16, "
               "int64 and bool";
@@ -540,6 +626,22 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
                 hi += t.strides[i] * isz * (t.shape[i] - 1);
         }
     }
+    pg_device where = {PG_DEV_CPU, 0};
+    if (on_cuda) { /* the cuda backend must be loaded and have that device */
+        where = (pg_device){PG_DEV_CUDA, dl->device.device_id};
+        PyObject *loaded = cuda_hook("_plugin", PyTuple_New(0)); /* loads it, or says why not */
+        if (!loaded) {
+            Py_DECREF(cap);
+            return NULL;
+        }
+        Py_DECREF(loaded);
+        const pg_backend *be;
+        pg_status bst = pg_backend_for(where, &be);
+        if (bst != PG_OK) {
+            Py_DECREF(cap);
+            return pg_raise(bst);
+        }
+    }
     import_owner *own = malloc(sizeof *own);
     if (!own) {
         Py_DECREF(cap);
@@ -549,8 +651,7 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
     own->versioned = versioned;
     unsigned sflags = (flags & DLPACK_FLAG_BITMASK_READ_ONLY) ? PG_STORAGE_READONLY : 0;
     size_t nbytes = empty ? 0 : (size_t)(hi - lo) + (size_t)isz;
-    pg_status st = pg_storage_wrap((pg_device){PG_DEV_CPU, 0}, lo, nbytes, sflags, release_dlpack, own,
-                                   &t.storage);
+    pg_status st = pg_storage_wrap(where, lo, nbytes, sflags, release_dlpack, own, &t.storage);
     if (st != PG_OK) {
         free(own);
         Py_DECREF(cap);
@@ -560,7 +661,20 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
     /* we own it now: rename so the capsule's destructor leaves it alone */
     PyCapsule_SetName(cap, versioned ? "used_dltensor_versioned" : "used_dltensor");
     Py_DECREF(cap);
-    return pg_wrap(&t);
+    PyObject *out = pg_wrap(&t);
+    if (out && on_cuda) {
+        /* the producer ordered its work before this thread's cuda stream only:
+         * mark the storage as written there, so the copy stream and host waits
+         * order after the producer too */
+        unsigned long long sp = (unsigned long long)(uintptr_t)t.storage;
+        PyObject *r = cuda_hook("_import_mark", Py_BuildValue("(iK)", where.index, sp));
+        if (!r) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(r);
+    }
+    return out;
 }
 
 PyMethodDef pg_interop_functions[] = {

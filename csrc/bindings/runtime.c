@@ -161,8 +161,9 @@ static PyObject *f_empty_cache(PyObject *mod, PyObject *args)
 
 static PyObject *device_stats_dict(const pg_device_stats *d)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsK}", "ops", d->ops, "syncs", d->syncs, "sync_ns",
-                         d->sync_ns, "allocs", d->allocs, "frees", d->frees, "cache_hits",
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsK}", "ops", d->ops, "syncs", d->syncs, "sync_ns",
+                         d->sync_ns, "kernel_ops", d->kernel_ops, "kernel_ns", d->kernel_ns,
+                         "allocs", d->allocs, "frees", d->frees, "cache_hits",
                          d->cache_hits, "mem_current", d->mem_current, "mem_peak", d->mem_peak,
                          "mem_reserved", d->mem_reserved);
 }

@@ -92,6 +92,7 @@ PyObject *pg_ag_get_data(PyObject *self, void *c);
 int pg_ag_set_data(PyObject *self, PyObject *v, void *c);
 PyObject *pg_ag_get_is_param(PyObject *self, void *c);
 int pg_ag_set_is_param(PyObject *self, PyObject *v, void *c);
+PyObject *pg_cuda_array_interface_get(PyObject *self, void *c); /* interop.c */
 
 PyGetSetDef pg_tensor_getset[] = {
     {"shape", get_shape, NULL, "the size of each axis, a tuple", NULL},
@@ -107,6 +108,7 @@ PyGetSetDef pg_tensor_getset[] = {
     {"grad_fn", pg_ag_get_grad_fn, NULL, "the autograd node that produced this tensor, or None for a leaf", NULL},
     {"is_leaf", pg_ag_get_is_leaf, NULL, "True unless the tensor was produced by a recorded op", NULL},
     {"data", pg_ag_get_data, pg_ag_set_data, "the same memory without autograd history; assigning swaps the memory in place (Module.to uses it)", NULL},
+    {"__cuda_array_interface__", pg_cuda_array_interface_get, NULL, "CUDA Array Interface v3 of a cuda tensor (CuPy, Numba, PyTorch read it); absent on other devices", NULL},
     {"_is_param", pg_ag_get_is_param, pg_ag_set_is_param, "internal: made by pygpu.nn.Parameter", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

@@ -1,5 +1,5 @@
 /* testing.c - _C._test_* hooks: unit tests of C-level contracts that no
- * public API can reach without a GPU (tests/test_event_record.py).
+ * public API can reach without a GPU (tests/test_event_record.py, tests/test_cuda_api.py).
  *
  *   _test_event_record()   the backend-neutral pending-work record: a host
  *                          buffer with a pending write from a second backend
@@ -9,6 +9,9 @@
  *   _test_blocking_hooks() whether the GIL is held before, inside and after
  *                          pg_blocking_begin/end (the hooks around cudaMalloc,
  *                          cudaHostAlloc, cudaFreeHost).
+ *   _test_stats_op_done(ns) what a plugin's kernel timing reports: calls the
+ *                          core API's stats_op_done for sim:0 with `ns`
+ *                          (pygpu.stats() then counts it as kernel time).
  *
  *   _test_gemm(...)        one GEMM descriptor (csrc/core/pg_gemm.h) run by the
  *                          CPU's kernels and scheduler on a pool of `threads`:
@@ -222,6 +225,16 @@ static PyObject *f_test_gemm(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *f_test_stats_op_done(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    unsigned long long ns = PyLong_AsUnsignedLongLong(arg);
+    if (ns == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    pg_core_api_get()->stats_op_done((pg_device){PG_DEV_SIM, 0}, (uint64_t)ns);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef pg_testing_functions[] = {
     {"_test_gemm", f_test_gemm, METH_VARARGS,
      "internal test: _test_gemm(a, b, c, trans_a, trans_b, alpha, beta, epilogue, act, "
@@ -231,5 +244,7 @@ PyMethodDef pg_testing_functions[] = {
      "internal test: the pending-work record shared by two backends"},
     {"_test_blocking_hooks", f_test_blocking_hooks, METH_NOARGS,
      "internal test: (GIL held before, inside, after) pg_blocking_begin/end"},
+    {"_test_stats_op_done", f_test_stats_op_done, METH_O,
+     "internal test: report one op's kernel time (ns) on sim:0 through the plugin API"},
     {NULL, NULL, 0, NULL},
 };

@@ -12,7 +12,7 @@ typedef struct {
 } xfer_atomic;
 
 typedef struct {
-    _Atomic uint64_t ops, syncs, sync_ns, allocs, frees, cache_hits;
+    _Atomic uint64_t ops, syncs, sync_ns, allocs, frees, cache_hits, kernel_ops, kernel_ns;
     _Atomic uint64_t mem_current, mem_peak, mem_reserved;
 } device_atomic;
 
@@ -88,6 +88,13 @@ uint64_t pg_stats_accel_ops(void)
 
 void pg_stats_op(pg_device dev) { ADD(g_dev[pg_device_slot(dev)].ops, 1); }
 
+void pg_stats_kernel_time(pg_device dev, uint64_t ns)
+{
+    device_atomic *d = &g_dev[pg_device_slot(dev)];
+    ADD(d->kernel_ops, 1);
+    ADD(d->kernel_ns, ns);
+}
+
 void pg_stats_sync(pg_device dev, uint64_t ns)
 {
     device_atomic *d = &g_dev[pg_device_slot(dev)];
@@ -143,6 +150,8 @@ void pg_stats_snapshot_take(pg_stats_snapshot *out)
         o->ops = LOAD(d->ops);
         o->syncs = LOAD(d->syncs);
         o->sync_ns = LOAD(d->sync_ns);
+        o->kernel_ops = LOAD(d->kernel_ops);
+        o->kernel_ns = LOAD(d->kernel_ns);
         o->allocs = LOAD(d->allocs);
         o->frees = LOAD(d->frees);
         o->cache_hits = LOAD(d->cache_hits);
@@ -172,6 +181,8 @@ void pg_stats_reset(void)
         STORE(d->ops, 0);
         STORE(d->syncs, 0);
         STORE(d->sync_ns, 0);
+        STORE(d->kernel_ops, 0);
+        STORE(d->kernel_ns, 0);
         STORE(d->allocs, 0);
         STORE(d->frees, 0);
         STORE(d->cache_hits, 0);

@@ -34,6 +34,7 @@ typedef struct pg_xfer_stats {
 
 typedef struct pg_device_stats {
     uint64_t ops, syncs, sync_ns;
+    uint64_t kernel_ops, kernel_ns; /* ops whose GPU time was measured, and that time */
     uint64_t allocs, frees, cache_hits;
     uint64_t mem_current, mem_peak, mem_reserved;
 } pg_device_stats;
@@ -60,6 +61,8 @@ uint64_t pg_stats_thread_link_ns(void);
 void pg_stats_transfer_wait(int implicit, uint64_t ns);
 void pg_stats_op(pg_device dev);
 void pg_stats_sync(pg_device dev, uint64_t ns);
+/* One op's device-side (kernel) time, measured by the backend (cuda's kernel_timing). */
+void pg_stats_kernel_time(pg_device dev, uint64_t ns);
 void pg_stats_alloc(pg_device dev, uint64_t bytes, bool cache_hit);
 void pg_stats_free(pg_device dev, uint64_t bytes);
 void pg_stats_reserved(pg_device dev, int64_t delta);

@@ -98,7 +98,8 @@ static pg_status pg_cuda_copy_on(pg_cuda_queue *q, const pg_copy *c, enum cudaMe
         return st;
     }
     pthread_mutex_lock(&d->lock);
-    uint64_t before = q->queued_seq; /* all of these are ahead of the copy on the stream */
+    uint64_t before = q->queued_seq; /* all of these are ahead of the copy on the stream, */
+    uint64_t user = q->user_seq;     /* but those run on user streams (cuda_stream.c) */
     pthread_mutex_unlock(&d->lock);
 
     st = PG_CUDA_RT(cudaEventRecord(start, q->stream), d->index, op);
@@ -154,7 +155,11 @@ static pg_status pg_cuda_copy_on(pg_cuda_queue *q, const pg_copy *c, enum cudaMe
     pg_cuda_event_put(d, end);
     if (err != cudaSuccess) /* maybe an earlier op's fault: name the queued ops */
         return pg_cuda_queue_sync(q, "cudaEventSynchronize");
-    pg_cuda_note_done(q, before);
+    /* another thread's user stream may still run compute work counted before
+     * the copy (this thread's was joined by pg_cuda_stream_before_copy): only
+     * once those are known done does the copy's end say the rest is done too */
+    if (user <= atomic_load(&q->done_seq))
+        pg_cuda_note_done(q, before);
     pg_cuda.core->stats_transfer_time(c->src->device, c->dst->device, (uint64_t)((double)ms * 1e6));
     /* the kernels ahead of a blocking copy on the compute stream are done: a
      * bad label among them raises here (loss.item() is such a copy) */
@@ -189,6 +194,10 @@ pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c)
     default:
         return pg_cuda_error(PG_ERR_VALUE, "cuda: copy: unknown copy kind %d", c->kind);
     }
+    /* a user stream current on this thread (cuda_stream.c): the compute
+     * stream waits for it first, so whichever queue the copy goes to orders
+     * after its work through compute; refused while capturing a graph */
+    PG_TRY(pg_cuda_stream_before_copy(d, op));
     bool h2d = c->kind == PG_COPY_H2D, d2h = c->kind == PG_COPY_D2H;
     /* a pageable host buffer may change once the call returns: never queued */
     bool queue = c->async && (h2d   ? pg_cuda_pinned(c->src)

@@ -60,8 +60,9 @@ typedef struct pg_cuda_queue {
     int role;            /* PG_CUDA_ROLE_*: the storage read slot its reads use */
     const char *name;    /* "compute", "copy", "comm": for messages */
     cudaStream_t stream; /* created with the device's state (ready) */
-    uint64_t queued_seq; /* under dev->lock, as are the two below */
+    uint64_t queued_seq; /* under dev->lock, as are the three below */
     uint64_t unsynced_ops; /* ops queued since the last synchronize, for messages */
+    uint64_t user_seq;   /* the last seq counted here for work run on a user stream */
     char first_op[PG_CUDA_OPNAME_LEN], last_op[PG_CUDA_OPNAME_LEN];
     _Atomic uint64_t done_seq;
 } pg_cuda_queue;
@@ -98,6 +99,8 @@ typedef struct pg_cuda_state {
     atomic_int current_device; /* option "current_device": pygpu.cuda.set_device, for pinning */
     atomic_int nccl_timeout_s; /* option "nccl_timeout_s": NCCL waits give up (0: 600 s) */
     pg_cuda_device dev[PG_MAX_DEVICES_PER_TYPE];
+    atomic_int nvtx;          /* option "nvtx": an NVTX range around every op (cuda_profile.c) */
+    atomic_int kernel_timing; /* option "kernel_timing": GPU time per op into the stats */
 } pg_cuda_state;
 
 extern pg_cuda_state pg_cuda;
@@ -129,14 +132,23 @@ typedef struct pg_cuda_guard {
 pg_status pg_cuda_guard_enter(pg_cuda_guard *g, int index, const char *op);
 void pg_cuda_guard_exit(const pg_cuda_guard *g);
 pg_status pg_cuda_queues_create(pg_cuda_device *d, const char *op);
+typedef struct pg_cuda_ustream pg_cuda_ustream; /* a user stream: cuda_stream.c, below */
 pg_status pg_cuda_event_get(pg_cuda_device *d, const char *op, cudaEvent_t *ev);
 void pg_cuda_event_put(pg_cuda_device *d, cudaEvent_t ev);
 void pg_cuda_event_put_locked(pg_cuda_device *d, cudaEvent_t ev);
 uint64_t pg_cuda_note_queued(pg_cuda_queue *q, const char *op);
+/* The same for compute work that ran on user stream u instead (NULL: on q). */
+uint64_t pg_cuda_note_queued_on(pg_cuda_queue *q, const char *op, const pg_cuda_ustream *u);
 void pg_cuda_note_done(pg_cuda_queue *q, uint64_t seq);
 void pg_cuda_mark(pg_storage *s, pg_cuda_queue *q, uint64_t seq, bool write);
 pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_queue *q);
+/* As pg_cuda_order_after(s, q), for an op that runs on user stream u (or
+ * NULL: on q) standing in for q, the compute queue: device-side waits go to
+ * u's stream (cuda_stream.c). */
+pg_status pg_cuda_order_after_on(pg_storage *s, pg_cuda_queue *q, pg_cuda_ustream *u);
 pg_status pg_cuda_queue_wait_queue(pg_cuda_queue *waiter, pg_cuda_queue *q, const char *op);
+/* The same for any stream `ws` of device `wdev` (a user stream, another library's). */
+pg_status pg_cuda_stream_wait_queue(cudaStream_t ws, int wdev, pg_cuda_queue *q, const char *op);
 pg_status pg_cuda_queue_sync(pg_cuda_queue *q, const char *why);
 /* PG_ERR_ASYNC naming the bad data a kernel flagged (PG_CUDA_EFLAG_*), and
  * clears the flags; PG_OK when none. Call after the kernels are known done. */
@@ -167,6 +179,45 @@ pg_status pg_cuda_gemm(pg_cuda_device *d, const struct pg_gemm *g, const char *o
 pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node);
 void pg_cuda_iter_init(pg_cuda_iter *it, int ndim, const int64_t *shape, int nops,
                        const int64_t *const *strides);
+
+/* cuda_stream.c: user streams (pygpu.cuda.Stream), the thread's current one, and
+ * the hooks that order them with the device's compute queue (model at the
+ * file's top and in cuda_queue.c). */
+struct pg_cuda_graph;
+struct pg_cuda_ustream {
+    int device;
+    cudaStream_t stream;
+    uint64_t seen_seq;                /* compute.queued_seq this stream last waited for */
+    int nactive;                      /* threads it is current on (under the streams lock) */
+    struct pg_cuda_ustream *next_active;
+    struct pg_cuda_graph *capture;    /* capturing into this graph (cuda_graph.c), or NULL */
+};
+pg_cuda_ustream *pg_cuda_current_ustream(int index);
+/* The stream the calling thread's next op on `d` goes to. */
+cudaStream_t pg_cuda_work_stream(pg_cuda_device *d);
+pg_status pg_cuda_stream_before_op(pg_cuda_device *d, const char *op);
+void pg_cuda_stream_after_op(pg_cuda_device *d, uint64_t seq);
+pg_status pg_cuda_stream_before_copy(pg_cuda_device *d, const char *op);
+pg_status pg_cuda_stream_before_sync(pg_cuda_device *d, const char *why);
+/* d's compute stream waits for the calling thread's current user stream on d
+ * (none, or capturing: nothing), so a (compute, seq) event covers its work. */
+pg_status pg_cuda_stream_join_current(pg_cuda_device *d, const char *op);
+/* Under d->blas_lock: point the cuBLAS handle at `stream` (the work stream). */
+pg_status pg_cuda_blas_bind(pg_cuda_device *d, cublasHandle_t blas, cudaStream_t stream);
+
+/* cuda_graph.c: a captured op's storages are held by the graph */
+pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node);
+
+/* cuda_profile.c: NVTX range and kernel timing around one op */
+typedef struct pg_cuda_prof {
+    bool nvtx, timed;
+    cudaEvent_t start, end;
+} pg_cuda_prof;
+pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const char *op,
+                                pg_cuda_prof *p);
+void pg_cuda_profile_end(pg_cuda_device *d, cudaStream_t stream, pg_cuda_prof *p, bool launched);
+void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_all);
+bool pg_cuda_have_nvtx(void); /* built with the toolkit's NVTX3 headers */
 
 /* Element size of a dtype that reaches a backend (pg_dtype_size is a core symbol). */
 static inline size_t pg_cuda_itemsize(int dtype)

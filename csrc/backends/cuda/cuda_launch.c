@@ -176,8 +176,11 @@ static pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx
     cublasStatus_t blas_st;
     pthread_mutex_lock(&d->blas_lock);
     int tf32 = atomic_load(&pg_cuda.allow_tf32);
-    cudaError_t err = pg_kernel_matmul(ctx, blas, tf32, &args, &blas_st);
+    pg_status bound = blas != NULL ? pg_cuda_blas_bind(d, blas, ctx->stream) : PG_OK;
+    cudaError_t err = bound == PG_OK ? pg_kernel_matmul(ctx, blas, tf32, &args, &blas_st)
+                                     : cudaSuccess;
     pthread_mutex_unlock(&d->blas_lock);
+    PG_TRY(bound);
     PG_TRY(pg_cuda_check(PG_CUDA_LIB_CUBLAS, blas_st, d->index, n->name,
                          "cublas<T>gemmStridedBatched", false));
     return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, "pg_kernel_matmul", false);
@@ -242,15 +245,24 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(node, outs);
     pg_cuda_queue *q = &d->compute;
+    /* the calling thread's current user stream on d, where the op runs, or NULL */
+    pg_cuda_ustream *u = pg_cuda_current_ustream(d->index);
     for (int i = 0; i < node->nsrc; i++)
         if (node->src[i].storage) /* optional operands of fused ops may be absent */
-            PG_TRY(pg_cuda_order_after(node->src[i].storage, q));
+            PG_TRY(pg_cuda_order_after_on(node->src[i].storage, q, u));
     for (int i = 0; i < nout; i++)
-        PG_TRY(pg_cuda_order_after(outs[i]->storage, q));
-    pg_cuda_ctx ctx = {q->stream, d->sm_count, d->eflags_dev};
-    PG_TRY(pg_cuda_launch_node(d, &ctx, node));
+        PG_TRY(pg_cuda_order_after_on(outs[i]->storage, q, u));
+    /* compute's own work, queued since this thread's user stream last looked
+     * (cuda_stream.c); ops on a user stream count as compute work (q) */
+    PG_TRY(pg_cuda_stream_before_op(d, node->name));
+    pg_cuda_ctx ctx = {pg_cuda_work_stream(d), d->sm_count, d->eflags_dev};
+    pg_cuda_prof prof;
+    PG_TRY(pg_cuda_profile_begin(d, ctx.stream, node->name, &prof));
+    pg_status launched = pg_cuda_launch_node(d, &ctx, node);
+    pg_cuda_profile_end(d, ctx.stream, &prof, launched == PG_OK);
+    PG_TRY(launched);
 
-    uint64_t seq = pg_cuda_note_queued(q, node->name);
+    uint64_t seq = pg_cuda_note_queued_on(q, node->name, u);
     for (int i = 0; i < node->nsrc; i++)
         if (node->src[i].storage)
             pg_cuda_mark(node->src[i].storage, q, seq, false);
@@ -263,6 +275,9 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
         if (pg_cuda.core->tensor_covers_storage(outs[i]))
             pg_cuda.core->storage_clear_error(outs[i]->storage);
     }
+    pg_cuda_stream_after_op(d, seq);
+    if (u != NULL && u->capture != NULL)
+        PG_TRY(pg_cuda_graph_note_op(u, node));
     if (atomic_load(&pg_cuda.sync_each_op))
         return pg_cuda_queue_sync(q, "cudaStreamSynchronize");
     return PG_OK;

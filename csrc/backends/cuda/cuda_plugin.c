@@ -7,6 +7,8 @@
  *                                      float32 matmul; default 0),
  *                                      "sync_each_op" (wait after every op so
  *                                      a device fault names its op; default 0),
+ *                                      "nvtx" (an NVTX range around every op),
+ *                                      "kernel_timing" (GPU time per op in the stats),
  *                                      "current_device" (pygpu.cuda.set_device:
  *                                      where pinned host memory is allocated,
  *                                      so no context appears on GPU 0; default 0),
@@ -215,6 +217,10 @@ static atomic_int *pg_cuda_option(const char *name)
         return &pg_cuda.allow_tf32;
     if (name != NULL && strcmp(name, "sync_each_op") == 0)
         return &pg_cuda.sync_each_op;
+    if (name != NULL && strcmp(name, "nvtx") == 0)
+        return &pg_cuda.nvtx;
+    if (name != NULL && strcmp(name, "kernel_timing") == 0)
+        return &pg_cuda.kernel_timing;
     return NULL;
 }
 
@@ -223,9 +229,13 @@ pg_status pg_plugin_set_option(const char *name, int value)
     atomic_int *opt = pg_cuda_option(name);
     if (opt == NULL)
         return pg_cuda_error(PG_ERR_VALUE,
-                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, "
-                             "current_device, nccl_timeout_s)",
+                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
+                             "kernel_timing, current_device, nccl_timeout_s)",
                              name != NULL ? name : "(null)");
+    if (opt == &pg_cuda.nvtx && value != 0 && !pg_cuda_have_nvtx())
+        return pg_cuda_error(PG_ERR_UNAVAILABLE,
+                             "cuda: NVTX ranges are unavailable: the plugin was built with a CUDA "
+                             "toolkit without the nvtx3 headers (include/nvtx3/nvToolsExt.h)");
     if (opt == &pg_cuda.current_device) {
         if (value < 0 || value >= PG_MAX_DEVICES_PER_TYPE)
             return pg_cuda_error(PG_ERR_INDEX, "cuda: current_device %d is out of range", value);
@@ -247,8 +257,8 @@ pg_status pg_plugin_get_option(const char *name, int *value)
     atomic_int *opt = pg_cuda_option(name);
     if (opt == NULL)
         return pg_cuda_error(PG_ERR_VALUE,
-                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, "
-                             "current_device, nccl_timeout_s)",
+                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
+                             "kernel_timing, current_device, nccl_timeout_s)",
                              name != NULL ? name : "(null)");
     *value = atomic_load(opt);
     return PG_OK;

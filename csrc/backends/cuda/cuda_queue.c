@@ -29,12 +29,34 @@
  *     the xfer ring, cuda_copy.c) until its end event has fired, and a copy
  *     into device memory on the copy stream first waits (on the device) for
  *     the compute work queued so far, which may still use the block.
- *   - A user-visible stream (pygpu.cuda.Stream) fits as one more pg_cuda_queue
- *     of its device: ops launched under it get (that queue, seq) events, and
- *     order_after / wait_event above order it with every other queue; work it
- *     leaves in a storage is waited for like any other queue's. Like the copy
- *     stream, it must keep the blocks it still uses from going back to the
- *     caching allocator (hold the storages until an event on it has fired).
+ *   - User streams (pygpu.cuda.Stream, cuda_stream.c) stand in for the
+ *     compute queue of the thread that made them current: an op launched
+ *     under one is counted and marked as compute work (compute, seq) but runs
+ *     on the user stream. Its device-side waits for other queues go to the
+ *     user stream (pg_cuda_order_after_on); compute's own work reaches it
+ *     through cuda_stream.c's joins (before each op, if compute moved). The
+ *     other way round, whoever waits for compute work makes compute wait for
+ *     the calling thread's user stream first (pg_cuda_queue_wait_queue, the
+ *     copy path, and pg_cuda_queue_sync for every user stream current
+ *     anywhere), so a (compute, seq) event covers work queued under a user
+ *     stream too. Such work is not ahead of a blocking copy on the compute
+ *     stream, so the copy's end moves done_seq only once it is known done
+ *     (user_seq). During a graph capture a wait for another queue is a host
+ *     wait (a capture may not wait for an event recorded outside it).
+ *     Known gap: unlike the copy stream, a user stream does not hold the
+ *     storages its work uses, so a tensor freed while its last kernel is still
+ *     queued on a user stream gives its block back to the caching allocator
+ *     early. Within the thread that owns the stream the order still holds (its
+ *     next ops run on the same stream, its copies and leaving the block make
+ *     compute wait for the stream first), but work another thread queues
+ *     meanwhile on compute or copy may get the block before that kernel ran.
+ *     The fix is the copy stream's: hold those storages until an event
+ *     recorded on the user stream after them has fired (or make each user
+ *     stream a pg_cuda_queue of its own, with its own events).
+ *     A CUDA tensor imported through DLPack fits the same way: its producer
+ *     orders its work before the thread's work stream, and the new storage is
+ *     marked as written by compute work at that point
+ *     (pg_plugin_storage_imported), so the copy stream waits for it too.
  *
  * Also here: the device guard (defect: a wait on another GPU used to leave
  * that GPU current, so the next events were created on the wrong device) and
@@ -141,8 +163,15 @@ static void copy_name(char *dst, const char *src)
 
 uint64_t pg_cuda_note_queued(pg_cuda_queue *q, const char *op)
 {
+    return pg_cuda_note_queued_on(q, op, NULL);
+}
+
+uint64_t pg_cuda_note_queued_on(pg_cuda_queue *q, const char *op, const pg_cuda_ustream *u)
+{
     pthread_mutex_lock(&q->dev->lock);
     uint64_t seq = ++q->queued_seq;
+    if (u != NULL) /* not ahead of later work on q's own stream (pg_cuda_copy_on) */
+        q->user_seq = seq;
     if (q->unsynced_ops++ == 0)
         copy_name(q->first_op, op);
     copy_name(q->last_op, op);
@@ -178,11 +207,12 @@ pg_cuda_queue *pg_cuda_event_queue(pg_event ev)
 
 /* ---- waits ---------------------------------------------------------------------------- */
 
-/* Make `waiter` wait on the device for everything queued on q so far. */
-pg_status pg_cuda_queue_wait_queue(pg_cuda_queue *waiter, pg_cuda_queue *q, const char *op)
+pg_status pg_cuda_stream_wait_queue(cudaStream_t ws, int wdev, pg_cuda_queue *q, const char *op)
 {
-    if (waiter == q)
-        return PG_OK;
+    if (q == &q->dev->compute)
+        /* compute work the calling thread queued under a user stream runs
+         * there: compute waits for it first, so the event below covers it */
+        PG_TRY(pg_cuda_stream_join_current(q->dev, op));
     pthread_mutex_lock(&q->dev->lock);
     uint64_t target = q->queued_seq;
     pthread_mutex_unlock(&q->dev->lock);
@@ -199,24 +229,43 @@ pg_status pg_cuda_queue_wait_queue(pg_cuda_queue *waiter, pg_cuda_queue *q, cons
     /* a stream may wait for an event of another device; it waits for the
      * record made above even if the event is recorded again later */
     if (st == PG_OK)
-        st = PG_CUDA_RT(cudaStreamWaitEvent(waiter->stream, ev, 0), waiter->dev->index, op);
+        st = PG_CUDA_RT(cudaStreamWaitEvent(ws, ev, 0), wdev, op);
     pg_cuda_event_put(q->dev, ev);
     return st;
+}
+
+/* Make `waiter` wait on the device for everything queued on q so far. */
+pg_status pg_cuda_queue_wait_queue(pg_cuda_queue *waiter, pg_cuda_queue *q, const char *op)
+{
+    if (waiter == q)
+        return PG_OK;
+    return pg_cuda_stream_wait_queue(waiter->stream, waiter->dev->index, q, op);
 }
 
 /* The queue a thread is ordering work for, while the core walks a storage's
  * record on its behalf (pg_cuda_order_after): wait_event then orders on the
  * device instead of waiting on the host. */
 static _Thread_local pg_cuda_queue *pg_cuda_waiter;
+/* the user stream the work really goes to, standing in for pg_cuda_waiter
+ * (the device's compute queue), or NULL */
+static _Thread_local pg_cuda_ustream *pg_cuda_waiter_user;
 
-pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_queue *q)
+pg_status pg_cuda_order_after_on(pg_storage *s, pg_cuda_queue *q, pg_cuda_ustream *u)
 {
     pg_cuda_queue *outer = pg_cuda_waiter;
+    pg_cuda_ustream *outer_user = pg_cuda_waiter_user;
     pg_cuda_waiter = q;
+    pg_cuda_waiter_user = u;
     /* idle: reads too, since marking replaces their events */
     pg_status st = pg_cuda.core->storage_wait_others(s, true, &pg_cuda_backend, q);
     pg_cuda_waiter = outer;
+    pg_cuda_waiter_user = outer_user;
     return st;
+}
+
+pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_queue *q)
+{
+    return pg_cuda_order_after_on(s, q, NULL);
 }
 
 /* After a successful host wait: a kernel that found bad data raises now. */
@@ -256,6 +305,16 @@ pg_status pg_cuda_queue_sync(pg_cuda_queue *q, const char *why)
     if (pg_cuda_guard_enter(&g, d->index, why) != PG_OK)
         err = cudaErrorInvalidDevice;
     else {
+        if (q == &d->compute) {
+            /* refuses during a graph capture; else compute also waits for the
+             * user streams current somewhere, whose ops count as compute
+             * work (cuda_stream.c) */
+            pg_status st = pg_cuda_stream_before_sync(d, why);
+            if (st != PG_OK) {
+                pg_cuda_guard_exit(&g);
+                return st;
+            }
+        }
         err = cudaStreamSynchronize(q->stream);
         pg_cuda_guard_exit(&g);
     }
@@ -266,6 +325,8 @@ pg_status pg_cuda_queue_sync(pg_cuda_queue *q, const char *why)
         q->unsynced_ops -= nops;
         pthread_mutex_unlock(&d->lock);
         pg_cuda_xfer_poll(d, false);
+        if (q == &d->compute)
+            pg_cuda_profile_poll(d, false); /* kernel times: ops run on compute (or user streams) */
         /* only kernels set flags, and they run on the compute stream: a wait for
          * a copy does not take the blame for a bad label */
         return q == &d->compute ? pg_cuda_check_eflags(d) : PG_OK;
@@ -302,7 +363,14 @@ pg_status pg_cuda_wait_event(const pg_backend *be, pg_event ev)
     pg_cuda_queue *q = ev.backend == be ? pg_cuda_event_queue(ev) : NULL;
     if (q == NULL || ev.seq <= atomic_load(&q->done_seq))
         return PG_OK;
-    if (pg_cuda_waiter != NULL) /* ordering work for another queue: on the device */
+    pg_cuda_ustream *u = pg_cuda_waiter_user;
+    if (pg_cuda_waiter != NULL && u == NULL) /* ordering work for another queue: on the device */
         return pg_cuda_queue_wait_queue(pg_cuda_waiter, q, "wait for another stream");
+    if (pg_cuda_waiter != NULL && u->capture == NULL) /* for an op on a user stream */
+        return pg_cuda_stream_wait_queue(u->stream, u->device, q, "wait for another stream");
+    /* a host wait; also for a capturing stream, which may not wait for an
+     * event recorded outside the capture (cudaErrorStreamCaptureIsolation):
+     * a prefetch on the copy stream finishes first, and compute's work is
+     * refused by pg_cuda_stream_before_sync with a message */
     return pg_cuda_queue_sync(q, "cudaStreamSynchronize");
 }

@@ -48,6 +48,11 @@ static pg_status launch_linear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
     PG_TRY(pg_cuda_device_blas(d, n->name, &blas));
     cublasStatus_t blas_st;
     pthread_mutex_lock(&d->blas_lock);
+    pg_status bound = pg_cuda_blas_bind(d, blas, ctx->stream); /* the work stream */
+    if (bound != PG_OK) {
+        pthread_mutex_unlock(&d->blas_lock);
+        return bound;
+    }
     cublasStatus_t mode = cublasSetMathMode(blas, atomic_load(&pg_cuda.allow_tf32)
                                                       ? CUBLAS_TF32_TENSOR_OP_MATH
                                                       : CUBLAS_DEFAULT_MATH);

@@ -1,0 +1,208 @@
+/* cuda_profile.c - what a profiler or a curious user asks of the CUDA plugin:
+ * device properties (pygpu.cuda.get_device_properties), NVTX ranges around
+ * every op (option "nvtx"), and the GPU time of each kernel in the op stats
+ * (option "kernel_timing").
+ *
+ * NVTX comes from the header-only nvtx3 of the toolkit: its calls cost a
+ * load and a branch until a tool (Nsight Systems) injects itself, so with no
+ * profiler attached nothing is loaded and nothing happens. The ranges are
+ * host-side (as PyTorch's emit_nvtx): they mark where each op was queued,
+ * and Nsight draws the kernels launched inside them under the range.
+ *
+ * Kernel timing records a pair of cudaEvents around each op on the stream
+ * it runs on; a small ring per device is polled (cudaEventQuery, clearing
+ * its cudaErrorNotReady) at each later op and at each synchronize, and the
+ * finished ones go to the core through stats_op_done, so pygpu.stats()
+ * reports GPU kernel time per device without adding a host wait. Off by
+ * default: two event records per op cost a few microseconds. Not during a
+ * graph capture (events recorded there are graph nodes, not timestamps). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+/* the toolkit's header-only NVTX3, when it has one; without it the ranges compile
+ * out and the "nvtx" option is refused with a message (cuda_plugin.c) */
+#if defined(__has_include)
+#if __has_include(<nvtx3/nvToolsExt.h>)
+#include <nvtx3/nvToolsExt.h>
+#define PG_CUDA_NVTX 1
+#endif
+#endif
+#ifdef PG_CUDA_NVTX
+#define PG_NVTX_PUSH(name) ((void)nvtxRangePushA(name))
+#define PG_NVTX_POP() ((void)nvtxRangePop())
+#else
+#define PG_NVTX_PUSH(name) ((void)(name))
+#define PG_NVTX_POP() ((void)0)
+#endif
+
+bool pg_cuda_have_nvtx(void)
+{
+#ifdef PG_CUDA_NVTX
+    return true;
+#else
+    return false;
+#endif
+}
+
+#define PG_CUDA_TIMED_OPS 128 /* ops in flight with their events, per device */
+
+typedef struct pg_cuda_timed {
+    cudaEvent_t start, end;
+} pg_cuda_timed;
+
+typedef struct pg_cuda_timer {
+    pthread_mutex_t lock;
+    pg_cuda_timed ring[PG_CUDA_TIMED_OPS];
+    int head, count;
+} pg_cuda_timer;
+
+static pg_cuda_timer g_timer[PG_MAX_DEVICES_PER_TYPE];
+static pthread_once_t g_timer_once = PTHREAD_ONCE_INIT;
+
+static void pg_cuda_timer_init(void)
+{
+    for (int i = 0; i < PG_MAX_DEVICES_PER_TYPE; i++)
+        pthread_mutex_init(&g_timer[i].lock, NULL);
+}
+
+/* Report the finished timed ops of device `d` (all of them if `wait_all`). */
+void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_all)
+{
+    pthread_once(&g_timer_once, pg_cuda_timer_init);
+    pg_cuda_timer *t = &g_timer[d->index];
+    uint64_t ns[PG_CUDA_TIMED_OPS];
+    int n = 0;
+    pthread_mutex_lock(&t->lock);
+    while (t->count > 0) {
+        pg_cuda_timed *x = &t->ring[t->head];
+        cudaError_t err = wait_all ? cudaEventSynchronize(x->end) : cudaEventQuery(x->end);
+        if (err == cudaErrorNotReady) {
+            (void)cudaGetLastError(); /* else the next launch check reports "not ready" */
+            break;
+        }
+        float ms = 0;
+        if (err == cudaSuccess && cudaEventElapsedTime(&ms, x->start, x->end) == cudaSuccess)
+            ns[n++] = (uint64_t)((double)ms * 1e6);
+        else
+            (void)cudaGetLastError(); /* the op's own failure surfaces at the next wait */
+        if (cudaEventDestroy(x->start) != cudaSuccess || cudaEventDestroy(x->end) != cudaSuccess)
+            (void)cudaGetLastError();
+        t->head = (t->head + 1) % PG_CUDA_TIMED_OPS;
+        t->count--;
+    }
+    pthread_mutex_unlock(&t->lock);
+    pg_device dev = {PG_DEV_CUDA, d->index};
+    for (int i = 0; i < n; i++)
+        pg_cuda.core->stats_op_done(dev, ns[i]);
+}
+
+pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const char *op,
+                                pg_cuda_prof *p)
+{
+    memset(p, 0, sizeof *p);
+    if (atomic_load_explicit(&pg_cuda.nvtx, memory_order_relaxed)) {
+        PG_NVTX_PUSH(op != NULL ? op : "op");
+        p->nvtx = true;
+    }
+    pg_cuda_ustream *u = pg_cuda_current_ustream(d->index);
+    if (!atomic_load_explicit(&pg_cuda.kernel_timing, memory_order_relaxed) ||
+        (u != NULL && u->capture != NULL))
+        return PG_OK;
+    pthread_once(&g_timer_once, pg_cuda_timer_init);
+    pg_cuda_profile_poll(d, false);
+    pg_status st = PG_CUDA_RT(cudaEventCreate(&p->start), d->index, op);
+    if (st == PG_OK) {
+        st = PG_CUDA_RT(cudaEventCreate(&p->end), d->index, op);
+        if (st != PG_OK)
+            (void)cudaEventDestroy(p->start);
+    }
+    if (st == PG_OK) {
+        st = PG_CUDA_RT(cudaEventRecord(p->start, stream), d->index, op);
+        if (st != PG_OK) {
+            (void)cudaEventDestroy(p->start);
+            (void)cudaEventDestroy(p->end);
+        }
+    }
+    if (st != PG_OK && p->nvtx) {
+        PG_NVTX_POP();
+        p->nvtx = false;
+    }
+    p->timed = st == PG_OK;
+    return st;
+}
+
+void pg_cuda_profile_end(pg_cuda_device *d, cudaStream_t stream, pg_cuda_prof *p, bool launched)
+{
+    if (p->nvtx)
+        PG_NVTX_POP();
+    if (!p->timed)
+        return;
+    if (!launched || cudaEventRecord(p->end, stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        (void)cudaEventDestroy(p->start);
+        (void)cudaEventDestroy(p->end);
+        return;
+    }
+    pg_cuda_timer *t = &g_timer[d->index];
+    for (;;) {
+        pthread_mutex_lock(&t->lock);
+        if (t->count < PG_CUDA_TIMED_OPS) {
+            t->ring[(t->head + t->count) % PG_CUDA_TIMED_OPS] = (pg_cuda_timed){p->start, p->end};
+            t->count++;
+            pthread_mutex_unlock(&t->lock);
+            return;
+        }
+        pthread_mutex_unlock(&t->lock);
+        pg_cuda_profile_poll(d, true); /* ring full: wait for the oldest */
+    }
+}
+
+/* ---- exported: device properties and user NVTX ranges ---------------------------------- */
+
+/* Mirrored by pygpu/_cuda_streams.py (ctypes.Structure): keep the two in step. */
+typedef struct pg_cuda_properties {
+    char name[256];
+    int major, minor;
+    unsigned long long total_memory;
+    int multi_processor_count;
+    int max_threads_per_multi_processor;
+    int warp_size;
+    int l2_cache_size;
+    unsigned long long shared_memory_per_block_optin;
+    int pci_bus_id, pci_device_id, pci_domain_id;
+    char uuid[16];
+} pg_cuda_properties;
+
+PG_CUDA_EXPORT pg_status pg_plugin_device_properties(int index, pg_cuda_properties *out);
+PG_CUDA_EXPORT void pg_plugin_nvtx_push(const char *name);
+PG_CUDA_EXPORT void pg_plugin_nvtx_pop(void);
+
+pg_status pg_plugin_device_properties(int index, pg_cuda_properties *out)
+{
+    if (index < 0 || index >= PG_MAX_DEVICES_PER_TYPE)
+        return pg_cuda_error(PG_ERR_INDEX, "cuda:%d: get_device_properties: no such device",
+                             index);
+    struct cudaDeviceProp prop;
+    /* no context is created: cudaGetDeviceProperties only asks the driver */
+    PG_TRY(PG_CUDA_RT(cudaGetDeviceProperties(&prop, index), index, "get_device_properties"));
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", prop.name);
+    out->major = prop.major;
+    out->minor = prop.minor;
+    out->total_memory = prop.totalGlobalMem;
+    out->multi_processor_count = prop.multiProcessorCount;
+    out->max_threads_per_multi_processor = prop.maxThreadsPerMultiProcessor;
+    out->warp_size = prop.warpSize;
+    out->l2_cache_size = prop.l2CacheSize;
+    out->shared_memory_per_block_optin = prop.sharedMemPerBlockOptin;
+    out->pci_bus_id = prop.pciBusID;
+    out->pci_device_id = prop.pciDeviceID;
+    out->pci_domain_id = prop.pciDomainID;
+    memcpy(out->uuid, prop.uuid.bytes, sizeof out->uuid);
+    return PG_OK;
+}
+
+void pg_plugin_nvtx_push(const char *name) { PG_NVTX_PUSH(name != NULL ? name : "range"); }
+void pg_plugin_nvtx_pop(void) { PG_NVTX_POP(); }
