@@ -16,6 +16,15 @@ import threading
 
 from . import _C
 
+# pygpu.cuda imports this module to export its classes; it binds itself here (_bind) rather
+# than being imported back, so the imports run one way.
+_cuda = None
+
+
+def _bind(cuda_module):
+    global _cuda
+    _cuda = cuda_module
+
 # pg_status codes (csrc/core/pg_status.h)
 _ERRORS = {1: ValueError, 2: TypeError, 3: IndexError, 4: ValueError, 5: TypeError,
            6: _C.DeviceMismatchError, 7: MemoryError, 8: _C.DeviceUnavailableError,
@@ -31,7 +40,7 @@ def _plugin():
     global _lib
     if _lib is not None:
         return _lib
-    from . import cuda
+    cuda = _cuda
     cuda._acc._load()
     if not _C._load_cuda(None):
         raise _C.DeviceUnavailableError(f"cuda is not available: {cuda.unavailable_reason()}")
@@ -80,7 +89,7 @@ def _check(status):
 def _cuda_index(device, what):
     """The cuda device index `device` names (None: pygpu.cuda.current_device()),
     checked to exist; a clear error for other device types."""
-    from . import cuda
+    cuda = _cuda
     from ._device import device as parse
     if device is None:
         index = cuda.current_device()
@@ -344,7 +353,7 @@ class graph:
         self.stream = stream
 
     def __enter__(self):
-        from . import cuda
+        cuda = _cuda
         index = (self.stream.device_index if self.stream is not None
                  else _cuda_index(self.device, "pygpu.cuda.graph"))
         cuda.synchronize(index)

@@ -161,3 +161,5 @@ def set_kernel_timing(enabled):
 
 def get_kernel_timing():
     return _cuda_streams._get_option("kernel_timing")
+
+_cuda_streams._bind(sys.modules[__name__])
