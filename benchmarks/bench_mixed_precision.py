@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import pygpu
+from _torch_mlp import torch_mlp
 
 N = int(os.environ.get("PYGPU_BENCH_SAMPLES", "20000"))
 SIZES = (784, 512, 512, 10)
@@ -68,12 +69,7 @@ def _torch_epoch(bf16, X, y, batch):
     torch = pytest.importorskip("torch")
     torch.set_num_threads(THREADS)
     torch.manual_seed(0)
-    layers = []
-    for i, (a, b) in enumerate(zip(SIZES[:-1], SIZES[1:])):
-        layers.append(torch.nn.Linear(a, b))
-        if i < len(SIZES) - 2:
-            layers.append(torch.nn.ReLU())
-    model = torch.nn.Sequential(*layers)
+    model = torch_mlp(torch, SIZES)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     tX, ty = torch.from_numpy(X), torch.from_numpy(y)

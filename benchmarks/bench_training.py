@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import pygpu
+from _torch_mlp import torch_mlp
 
 N = int(os.environ.get("PYGPU_BENCH_SAMPLES", "60000"))
 SIZES = (784, 512, 512, 10)
@@ -96,12 +97,7 @@ def _torch_epoch(X, y, batch, optim="sgd"):
     torch = pytest.importorskip("torch")
     torch.set_num_threads(THREADS)
     torch.manual_seed(0)
-    layers = []
-    for i, (a, b) in enumerate(zip(SIZES[:-1], SIZES[1:])):
-        layers.append(torch.nn.Linear(a, b))
-        if i < len(SIZES) - 2:
-            layers.append(torch.nn.ReLU())
-    model = torch.nn.Sequential(*layers)
+    model = torch_mlp(torch, SIZES)
     opt = _make_opt(optim, model.parameters(), torch)
     loss_fn = torch.nn.CrossEntropyLoss()
     tX, ty = torch.from_numpy(X), torch.from_numpy(y)

@@ -64,11 +64,7 @@ static pg_status run_panel(void *ctx, int64_t task)
 {
     gemm_job *j = ctx;
     int64_t lo, hi;
-    pg_cpu_part(j->len, j->ntasks, task, &lo, &hi);
-    if (j->align > 1) {
-        lo -= lo % j->align;
-        hi = task == j->ntasks - 1 ? j->len : hi - hi % j->align;
-    }
+    pg_cpu_part_aligned(j->len, j->ntasks, task, j->align, &lo, &hi);
     if (hi <= lo)
         return PG_OK;
     pg_gemm p;

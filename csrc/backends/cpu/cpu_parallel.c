@@ -119,11 +119,7 @@ static pg_status run_slice(void *ctx, int64_t task)
     split_job *j = ctx;
     pg_node sub = j->base;
     int64_t lo, hi;
-    pg_cpu_part(j->len, j->ntasks, task, &lo, &hi);
-    if (j->align > 1) {
-        lo -= lo % j->align;
-        hi = task == j->ntasks - 1 ? j->len : hi - hi % j->align;
-    }
+    pg_cpu_part_aligned(j->len, j->ntasks, task, j->align, &lo, &hi);
     if (hi <= lo)
         return PG_OK;
     switch (j->kind) {
@@ -186,9 +182,7 @@ static pg_status run_update_slice(void *ctx, int64_t task)
     split_job *j = ctx;
     pg_node sub = j->base;
     int64_t lo, hi;
-    pg_cpu_part(j->len, j->ntasks, task, &lo, &hi);
-    lo -= lo % j->align;
-    hi = task == j->ntasks - 1 ? j->len : hi - hi % j->align;
+    pg_cpu_part_aligned(j->len, j->ntasks, task, j->align, &lo, &hi);
     if (hi <= lo)
         return PG_OK;
     pg_tensor *ops[2 * PG_NODE_MAX_SRC + 1];

@@ -45,6 +45,18 @@ static inline void pg_cpu_part(int64_t len, int64_t n, int64_t t, int64_t *lo, i
     *hi = len * (t + 1) / n;
 }
 
+/* pg_cpu_part with both ends moved down to a multiple of `align` (the last task keeps
+ * the end), so every part but the last covers whole vectors or blocks; empty when hi <= lo. */
+static inline void pg_cpu_part_aligned(int64_t len, int64_t n, int64_t t, int64_t align,
+                                       int64_t *lo, int64_t *hi)
+{
+    pg_cpu_part(len, n, t, lo, hi);
+    if (align > 1) {
+        *lo -= *lo % align;
+        *hi = t == n - 1 ? len : *hi - *hi % align;
+    }
+}
+
 pg_status pg_cpu_run_reduce(pg_pool *pool, const pg_node *node);
 
 #endif

@@ -155,11 +155,7 @@ static pg_status bwd_slice(void *ctx, int64_t task)
     bwd_job *j = ctx;
     const pg_node *n = j->n;
     int64_t O = j->dw.M, lo, hi;
-    pg_cpu_part(O, j->ntasks, task, &lo, &hi);
-    if (j->align > 1) {
-        lo -= lo % j->align;
-        hi = task == j->ntasks - 1 ? O : hi - hi % j->align;
-    }
+    pg_cpu_part_aligned(O, j->ntasks, task, j->align, &lo, &hi);
     if (hi <= lo)
         return PG_OK;
     const pg_tensor *db = &n->extra[1];
