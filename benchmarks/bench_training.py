@@ -33,6 +33,10 @@ OPTIMS = ["sgd", "adam"]
 WEIGHTS = sum(a * b for a, b in zip(SIZES[:-1], SIZES[1:]))
 FLOP_PER_SAMPLE = 6 * WEIGHTS  # forward 2, dX 2, dW 2 multiply-add FLOPs per weight
 THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+# sim:0 gets the cpu device's thread count (its default is cores / sim devices: one
+# core each here), so sim and cpu compare at the same threads (issue 15 item 4).
+# Read when the first sim op runs; the table prints what sim:0 really had.
+os.environ.setdefault("PYGPU_SIM_THREADS", str(THREADS))
 _results = {}
 
 
@@ -150,7 +154,8 @@ def teardown_module(module):
     if not _results:
         return
     peak = _results.get("peak")
-    lines = [f"\nsamples/s, one epoch of {N}, {THREADS} threads (best of 2 rounds); "
+    lines = [f"\nsamples/s, one epoch of {N}, {THREADS} threads (sim:0: {pygpu.sim.num_threads(0)}; "
+             f"best of 2 rounds); "
              f"(GFLOP/s, fraction of the {peak:,.0f} GFLOP/s peak: {THREADS} x a 1-thread sgemm):",
              f"{'optim':>5}{'batch':>6}" + "".join(f"{i:>22}" for i in IMPLS) +
              f"{'cpu/torch':>11}{'sim/cpu':>9}"]

@@ -97,3 +97,25 @@ def test_thread_counts_agree_within_tolerance(threads):
     two = _train("cpu")
     for a, b in zip(one, two):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_outside_blas_thread_limit_is_undone_at_the_next_product():
+    """threadpoolctl's threadpool_limits(n) sets every OpenBLAS in the process,
+    pygpu's own copy included; pygpu calls it once per panel from its pool's
+    threads, so it must go back to one BLAS thread at the next product (else
+    each panel starts n more threads on the same cores)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    a = pygpu.tensor(np.ones((64, 64), np.float32))
+    (a @ a).numpy()
+    libs = [p for p in threadpoolctl.threadpool_info() if p["internal_api"] == "openblas"]
+    ours = [p for p in libs if p["filepath"].split("/")[-1].startswith("libscipy_openblas.")]
+    if not ours:
+        pytest.skip("pygpu's OpenBLAS (libscipy_openblas.so) is not visible to threadpoolctl here")
+    assert ours[0]["num_threads"] == 1
+    with threadpoolctl.threadpool_limits(2):
+        now = [p for p in threadpoolctl.threadpool_info() if p["filepath"] == ours[0]["filepath"]]
+        assert now[0]["num_threads"] == 2  # the outside change took
+        np.testing.assert_array_equal((a @ a).numpy(), np.full((64, 64), 64, np.float32))
+        after = [p for p in threadpoolctl.threadpool_info() if p["filepath"] == ours[0]["filepath"]]
+        assert after[0]["num_threads"] == 1, "pygpu's BLAS was left on the outside thread count"

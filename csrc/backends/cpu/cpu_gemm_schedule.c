@@ -80,6 +80,7 @@ pg_status pg_cpu_gemm_run(pg_pool *pool, const pg_gemm *g)
                                           "%s output; use float32 or float64",
                             pg_dtype_name((pg_dtype)g->dtype_ab),
                             pg_dtype_name((pg_dtype)g->dtype_c));
+    pg_cpu_blas_keep_one_thread();
     bool bgrad = (g->epilogue & PG_EPI_BGRAD) != 0;
     int64_t work = g->batch * g->M * g->N * (g->K > 0 ? g->K : 1);
     int64_t nt = work / PG_GEMM_GRAIN, threads = pg_pool_threads(pool);

@@ -282,6 +282,17 @@ void pg_cpu_blas_init(void)
     pthread_once(&once, blas_one_thread_once);
 }
 
+/* Back to one thread if someone raised OpenBLAS's count since: threadpoolctl's
+ * threadpool_limits(n) (scikit-learn, benchmarks) sets every OpenBLAS in the
+ * process, pygpu's copy included, and each panel call on a pool thread would
+ * then start n more threads on the same cores. A read of a global when nothing
+ * changed; called by the GEMM scheduler before it cuts a product. */
+void pg_cpu_blas_keep_one_thread(void)
+{
+    if (scipy_openblas_get_num_threads() != 1)
+        scipy_openblas_set_num_threads(1);
+}
+
 pg_pool *pg_cpu_pool(void)
 {
     pg_pool *p = atomic_load_explicit(&g_cpu_pool, memory_order_acquire);

@@ -32,6 +32,8 @@ int pg_cpu_get_threads(void);
 /* Set pygpu's OpenBLAS to one thread per call (idempotent; see cpu_parallel.c).
  * The pool is never destroyed: a Python thread may still be using it at exit. */
 void pg_cpu_blas_init(void);
+/* Undo an outside change of OpenBLAS's thread count (threadpoolctl); cheap when none. */
+void pg_cpu_blas_keep_one_thread(void);
 
 /* ---- shared by cpu_parallel.c and cpu_parallel_reduce.c -------------------------------- */
 
