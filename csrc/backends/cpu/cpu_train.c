@@ -26,6 +26,7 @@
 #include "cpu_half_convert.h"
 #include "cpu_kernels.h"
 #include "cpu_parallel.h"
+#include "cpu_vecmath.h"
 
 #define DATA(T, t) ((T *)pg_tensor_data(t))
 
@@ -69,41 +70,57 @@ pg_status pg_cpu_linear_fwd(const pg_node *n) { return pg_cpu_linear_fwd_on(NULL
  * Every output element is summed whole by one task and the slices depend on the shape and
  * thread count only, so a run repeats bit for bit (tests/test_speed_schedule.py). db is
  * summed in row order whatever the slices, so it is the same for any thread count. */
+/* One row of the prologue: dz = dy * act'(y) over w features, and acc += dz (db's sums,
+ * when acc). Vector code through PG_CPU_DISPATCH (AVX2/AVX-512 where the CPU has them);
+ * each element is computed on its own and added to its own sum, so every ISA variant gives
+ * the same bits. The activation's switch is outside the loops, one simd loop each. */
+#define PRO_ROW_LOOP(EXPR)                                                                     \
+    do {                                                                                       \
+        if (acc) {                                                                             \
+            _Pragma("omp simd") for (int64_t j = 0; j < w; j++)                                \
+            {                                                                                  \
+                T_ v = (T_)(EXPR);                                                             \
+                dz[j] = v;                                                                     \
+                acc[j] += v;                                                                   \
+            }                                                                                  \
+        } else {                                                                               \
+            _Pragma("omp simd") for (int64_t j = 0; j < w; j++) dz[j] = (T_)(EXPR);            \
+        }                                                                                      \
+    } while (0)
+#define PRO_ROW(T)                                                                             \
+    PG_CPU_DISPATCH(void, pro_row_##T,                                                         \
+                    (int act, int64_t w, const T *restrict d, const T *restrict y,             \
+                     T *restrict dz, double *restrict acc),                                    \
+                    (act, w, d, y, dz, acc))                                                   \
+    {                                                                                          \
+        typedef T T_;                                                                          \
+        switch (act) {                                                                         \
+        case PG_ACT_NONE:                                                                      \
+            _Pragma("omp simd") for (int64_t j = 0; j < w; j++) acc[j] += d[j];                \
+            break;                                                                             \
+        case PG_ACT_RELU: PRO_ROW_LOOP(y[j] > 0 ? d[j] : 0); break;                            \
+        case PG_ACT_TANH: PRO_ROW_LOOP(d[j] * (1 - y[j] * y[j])); break;                       \
+        default: PRO_ROW_LOOP(d[j] * (y[j] * (1 - y[j]))); break;                              \
+        }                                                                                      \
+    }
+PRO_ROW(float)
+PRO_ROW(double)
+
+/* Rows 0..N of the slice [lo, hi): with no activation only db's sums (dz is dy itself). */
 #define PROLOGUE(T)                                                                            \
     static void prologue_##T(const pg_node *n, int64_t lo, int64_t hi, double *acc)           \
     {                                                                                          \
         int64_t N = n->src[1].shape[0], O = n->src[2].shape[0], w = hi - lo;                   \
+        int act = n->subop;                                                                    \
         const T *D = DATA(T, &n->src[0]);                                                      \
-        if (n->subop == PG_ACT_NONE) {                                                         \
-            if (acc)                                                                           \
-                for (int64_t r = 0; r < N; r++)                                                \
-                    for (int64_t j = 0; j < w; j++)                                            \
-                        acc[j] += D[r * O + lo + j];                                           \
+        if (act == PG_ACT_NONE && !acc)                                                        \
             return;                                                                            \
+        const T *Yv = act != PG_ACT_NONE ? DATA(T, &n->src[3]) : NULL;                         \
+        T *dz = act != PG_ACT_NONE ? DATA(T, &n->extra[2]) : NULL;                             \
+        for (int64_t r = 0; r < N; r++) {                                                      \
+            int64_t base = r * O + lo;                                                         \
+            pro_row_##T(act, w, D + base, Yv ? Yv + base : NULL, dz ? dz + base : NULL, acc); \
         }                                                                                      \
-        const T *Yv = DATA(T, &n->src[3]);                                                     \
-        T *dz = DATA(T, &n->extra[2]);                                                         \
-        switch (n->subop) {                                                                    \
-        case PG_ACT_RELU: PRO_LOOP(T, Yv[k] > 0 ? D[k] : 0); break;                            \
-        case PG_ACT_TANH: PRO_LOOP(T, D[k] * (1 - Yv[k] * Yv[k])); break;                      \
-        default: PRO_LOOP(T, D[k] * (Yv[k] * (1 - Yv[k]))); break;                             \
-        }                                                                                      \
-    }
-#define PRO_LOOP(T, EXPR)                                                                      \
-    for (int64_t r = 0; r < N; r++) {                                                          \
-        int64_t base = r * O + lo;                                                             \
-        if (acc)                                                                               \
-            for (int64_t j = 0; j < w; j++) {                                                  \
-                int64_t k = base + j;                                                          \
-                T v = (T)(EXPR);                                                               \
-                dz[k] = v;                                                                     \
-                acc[j] += v;                                                                   \
-            }                                                                                  \
-        else                                                                                   \
-            for (int64_t j = 0; j < w; j++) {                                                  \
-                int64_t k = base + j;                                                          \
-                dz[k] = (T)(EXPR);                                                             \
-            }                                                                                  \
     }
 PROLOGUE(float)
 PROLOGUE(double)
@@ -333,67 +350,79 @@ pg_status pg_cpu_xent_bwd(const pg_node *n)
 /* ---- optimizers ----------------------------------------------------------------------- */
 
 /* PyTorch's SGD: d = g + wd*p; buf = first ? d : mom*buf + (1-damp)*d;
- * d = nesterov ? d + mom*buf : buf; p -= lr*d */
+ * d = nesterov ? d + mom*buf : buf; p -= lr*d. One branch-free simd loop per case, in
+ * vector code through PG_CPU_DISPATCH; per element, so every ISA variant gives the same bits. */
 #define SGD(T)                                                                                 \
-    static void sgd_##T(const pg_node *n)                                                      \
+    PG_CPU_DISPATCH(void, sgd_loop_##T,                                                        \
+                    (int64_t count, const T *restrict G, T *restrict P, T *restrict BUF, T lr, \
+                     T mom, T damp, T wd, int nesterov, int first),                            \
+                    (count, G, P, BUF, lr, mom, damp, wd, nesterov, first))                    \
     {                                                                                          \
-        int64_t count = pg_tensor_numel(&n->dst);                                              \
-        const T *G = DATA(T, &n->src[0]);                                                      \
-        T *P = DATA(T, &n->dst);                                                               \
-        T *BUF = n->extra[0].storage ? DATA(T, &n->extra[0]) : NULL;                           \
-        T lr = (T)n->p.train.f[0], mom = (T)n->p.train.f[1], damp = (T)n->p.train.f[2],        \
-          wd = (T)n->p.train.f[3];                                                             \
-        int nesterov = (int)n->p.train.i[0], first = (int)n->p.train.i[1];                     \
-        /* one branch-free loop per case, so each vectorises */                                \
         if (!BUF) {                                                                            \
-            for (int64_t k = 0; k < count; k++)                                                \
+            _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                            \
                 P[k] -= lr * (G[k] + wd * P[k]);                                               \
         } else if (first) {                                                                    \
             T f = nesterov ? 1 + mom : 1;                                                      \
-            for (int64_t k = 0; k < count; k++) {                                              \
+            _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                            \
+            {                                                                                  \
                 T d = G[k] + wd * P[k];                                                        \
                 BUF[k] = d;                                                                    \
                 P[k] -= lr * (f * d);                                                          \
             }                                                                                  \
         } else if (nesterov) {                                                                 \
-            for (int64_t k = 0; k < count; k++) {                                              \
+            _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                            \
+            {                                                                                  \
                 T d = G[k] + wd * P[k];                                                        \
                 T b = mom * BUF[k] + (1 - damp) * d;                                           \
                 BUF[k] = b;                                                                    \
                 P[k] -= lr * (d + mom * b);                                                    \
             }                                                                                  \
         } else {                                                                               \
-            for (int64_t k = 0; k < count; k++) {                                              \
+            _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                            \
+            {                                                                                  \
                 T b = mom * BUF[k] + (1 - damp) * (G[k] + wd * P[k]);                          \
                 BUF[k] = b;                                                                    \
                 P[k] -= lr * b;                                                                \
             }                                                                                  \
         }                                                                                      \
+    }                                                                                          \
+    static void sgd_##T(const pg_node *n)                                                      \
+    {                                                                                          \
+        sgd_loop_##T(pg_tensor_numel(&n->dst), DATA(T, &n->src[0]), DATA(T, &n->dst),          \
+                     n->extra[0].storage ? DATA(T, &n->extra[0]) : NULL,                       \
+                     (T)n->p.train.f[0], (T)n->p.train.f[1], (T)n->p.train.f[2],               \
+                     (T)n->p.train.f[3], (int)n->p.train.i[0], (int)n->p.train.i[1]);          \
     }
 SGD(float)
 SGD(double)
 
 /* PyTorch's Adam: g += wd*p; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
- * p -= step_size * m / (sqrt(v)/bc2_sqrt + eps) */
-#define ADAM(T)                                                                                \
-    static void adam_##T(const pg_node *n)                                                     \
+ * p -= step_size * m / (sqrt(v)/bc2_sqrt + eps). sqrt and / are exact in vector code too. */
+#define ADAM(T, SQRT)                                                                          \
+    PG_CPU_DISPATCH(void, adam_loop_##T,                                                       \
+                    (int64_t count, const T *restrict G, T *restrict P, T *restrict M,         \
+                     T *restrict V, T step, T b1, T b2, T eps, T wd, T bc2),                   \
+                    (count, G, P, M, V, step, b1, b2, eps, wd, bc2))                           \
     {                                                                                          \
-        int64_t count = pg_tensor_numel(&n->dst);                                              \
-        const T *G = DATA(T, &n->src[0]);                                                      \
-        T *P = DATA(T, &n->dst), *M = DATA(T, &n->extra[0]), *V = DATA(T, &n->extra[1]);       \
-        T step = (T)n->p.train.f[0], b1 = (T)n->p.train.f[1], b2 = (T)n->p.train.f[2],         \
-          eps = (T)n->p.train.f[3], wd = (T)n->p.train.f[4], bc2 = (T)n->p.train.f[5];         \
-        for (int64_t k = 0; k < count; k++) {                                                  \
+        _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                                \
+        {                                                                                      \
             T g = G[k] + wd * P[k];                                                            \
             T m = b1 * M[k] + (1 - b1) * g;                                                    \
             T v = b2 * V[k] + (1 - b2) * g * g;                                                \
             M[k] = m;                                                                          \
             V[k] = v;                                                                          \
-            P[k] -= step * m / (sqrt(v) / bc2 + eps);                                          \
+            P[k] -= step * m / (SQRT(v) / bc2 + eps);                                          \
         }                                                                                      \
+    }                                                                                          \
+    static void adam_##T(const pg_node *n)                                                     \
+    {                                                                                          \
+        adam_loop_##T(pg_tensor_numel(&n->dst), DATA(T, &n->src[0]), DATA(T, &n->dst),         \
+                      DATA(T, &n->extra[0]), DATA(T, &n->extra[1]), (T)n->p.train.f[0],        \
+                      (T)n->p.train.f[1], (T)n->p.train.f[2], (T)n->p.train.f[3],              \
+                      (T)n->p.train.f[4], (T)n->p.train.f[5]);                                 \
     }
-ADAM(float)
-ADAM(double)
+ADAM(float, sqrtf)
+ADAM(double, sqrt)
 
 pg_status pg_cpu_sgd(const pg_node *n)
 {
