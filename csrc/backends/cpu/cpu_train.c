@@ -76,16 +76,9 @@ pg_status pg_cpu_linear_fwd(const pg_node *n) { return pg_cpu_linear_fwd_on(NULL
  * the same bits. The activation's switch is outside the loops, one simd loop each. */
 #define PRO_ROW_LOOP(EXPR)                                                                     \
     do {                                                                                       \
-        if (acc) {                                                                             \
-            _Pragma("omp simd") for (int64_t j = 0; j < w; j++)                                \
-            {                                                                                  \
-                T_ v = (T_)(EXPR);                                                             \
-                dz[j] = v;                                                                     \
-                acc[j] += v;                                                                   \
-            }                                                                                  \
-        } else {                                                                               \
-            _Pragma("omp simd") for (int64_t j = 0; j < w; j++) dz[j] = (T_)(EXPR);            \
-        }                                                                                      \
+        _Pragma("omp simd") for (int64_t j = 0; j < w; j++) dz[j] = (T_)(EXPR);                \
+        if (acc) /* a second pass over the row, in L1: GCC leaves the fused loop scalar */     \
+            _Pragma("omp simd") for (int64_t j = 0; j < w; j++) acc[j] += dz[j];               \
     } while (0)
 #define PRO_ROW(T)                                                                             \
     PG_CPU_DISPATCH(void, pro_row_##T,                                                         \
