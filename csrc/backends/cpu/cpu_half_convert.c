@@ -36,17 +36,25 @@ PG_CPU_DISPATCH(void, bf16_to_f32, (int64_t n, const uint16_t *src, float *dst),
         d[i] = (uint32_t)src[i] << 16;
 }
 
+/* Round every element as if it were a number, noting the largest |bits|; NaN (|bits| above
+ * inf's, rare) is then put right in a second pass. A select per element (the NaN test in
+ * the first loop) cost 1.65x the time on AVX2 (Zen 1, 32K elements: 15.4 vs 9.3 us). */
 PG_CPU_DISPATCH(void, f32_to_bf16, (int64_t n, const float *src, uint16_t *dst), (n, src, dst))
 {
     const uint32_t *s = (const uint32_t *)src;
-#pragma omp simd
+    uint32_t worst = 0;
+#pragma omp simd reduction(max : worst)
     for (int64_t i = 0; i < n; i++) {
         uint32_t b = s[i];
-        /* NaN: keep sign and top payload bits, set the quiet bit (as pg_half.h) */
-        uint32_t nan = (b >> 16) | 0x40u;
-        uint32_t rounded = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
-        dst[i] = (uint16_t)((b & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+        dst[i] = (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+        uint32_t m = b & 0x7fffffffu;
+        worst = m > worst ? m : worst;
     }
+    if (worst <= 0x7f800000u)
+        return;
+    for (int64_t i = 0; i < n; i++) /* NaN: keep sign and top payload bits, set the quiet bit */
+        if ((s[i] & 0x7fffffffu) > 0x7f800000u)
+            dst[i] = (uint16_t)((s[i] >> 16) | 0x40u);
 }
 
 void pg_cpu_bf16_to_f32(int64_t n, const uint16_t *src, float *dst) { bf16_to_f32(n, src, dst); }
