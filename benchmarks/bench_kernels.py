@@ -160,3 +160,71 @@ def test_kernel(benchmark, kind, name, size, dt, lib):
         np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * max(1.0, float(np.abs(ref).max())))
     rounds, iterations = ROUNDS[size]
     benchmark.pedantic(fn, args=ops, rounds=rounds, iterations=iterations, warmup_rounds=1)
+
+
+# --- half kernels: float16/bfloat16 read and written natively vs pygpu float32 -------------
+# Issue 16: a half op loads each element, computes in float32 and rounds once at the store,
+# with no widened temporary; a half sum accumulates in float32. Each group times the same
+# op on pygpu float32 (the baseline), pygpu float16 and bfloat16, NumPy float16 and
+# PyTorch bfloat16 (same thread count), on 4M elements (memory-bound: half moves half the
+# bytes) and on 64x512 (in cache: the conversions show). The ratios half/float32 are
+# printed at the end of the module, from one run.
+#   python -m pytest -q benchmarks/bench_kernels.py -k half -s
+HALF_OPS = {  # name -> (fn of (x, y), operands used); each works on all three libraries
+    "add": (lambda x, y: x + y, 2),
+    "exp": (lambda x, y: np.exp(x) if isinstance(x, np.ndarray) else x.exp(), 1),
+    "sum": (lambda x, y: x.sum(), 1),
+    "sum_axis0": (lambda x, y: x.sum(axis=0), 1),
+}
+HALF_MEMBERS = ["pygpu-float32", "pygpu-float16", "pygpu-bfloat16", "numpy-float16", "torch-bfloat16"]
+HALF_SIZES = {"64x512": (64, 512), "4M": (2048, 2048)}
+_half_times = {}
+
+
+def _half_operands(member, size):
+    lib, dt = member.split("-")
+    x, y = (np.random.default_rng(k).standard_normal(HALF_SIZES[size]).astype(np.float32)
+            for k in (1, 2))
+    if lib == "numpy":
+        return x.astype(dt), y.astype(dt)
+    if lib == "torch":
+        return tuple(torch.from_numpy(a).to(getattr(torch, dt)) for a in (x, y))
+    return tuple(pygpu.from_numpy(a).astype(getattr(pygpu, dt)) for a in (x, y))
+
+
+@pytest.mark.parametrize("member", HALF_MEMBERS)
+@pytest.mark.parametrize("size", list(HALF_SIZES))
+@pytest.mark.parametrize("op", list(HALF_OPS))
+def test_half_kernel(benchmark, op, size, member):
+    if member.startswith("torch") and torch is None:
+        pytest.skip("torch not installed")
+    benchmark.group = f"half kernel {op} {size}: half vs pygpu float32"
+    benchmark.extra_info["threads"] = THREADS
+    fn, nargs = HALF_OPS[op]
+    ops = _half_operands(member, size)[:nargs] + (None,) * (2 - nargs)
+    got = fn(*ops)
+    if member.startswith("pygpu"):  # against the float32 op, rounded once (loose for sums)
+        wide = fn(*(o.astype(pygpu.float32) if o is not None else None for o in ops))
+        np.testing.assert_allclose(got.astype(pygpu.float32).numpy(), wide.numpy(),
+                                   rtol=2e-2, atol=2e-2 * max(1.0, float(np.abs(wide.numpy()).max())))
+    rounds, iterations = ROUNDS[size]
+    benchmark.pedantic(fn, args=ops, rounds=rounds, iterations=iterations, warmup_rounds=1)
+    if benchmark.stats:
+        _half_times[(op, size, member)] = benchmark.stats.stats.min
+
+
+def teardown_module(module):
+    if not _half_times:
+        return
+    lines = [f"\nhalf kernels, best time / pygpu float32's, same run, {THREADS} thread(s), "
+             f"ISA {pygpu.cpu_isa()}",
+             f"{'op':>10}{'size':>8}" + "".join(f"{m:>16}" for m in HALF_MEMBERS[1:])]
+    for op in HALF_OPS:
+        for size in HALF_SIZES:
+            base = _half_times.get((op, size, "pygpu-float32"))
+            cells = []
+            for m in HALF_MEMBERS[1:]:
+                t = _half_times.get((op, size, m))
+                cells.append(f"{t / base:>16.2f}" if t and base else f"{'-':>16}")
+            lines.append(f"{op:>10}{size:>8}" + "".join(cells))
+    print("\n".join(lines))

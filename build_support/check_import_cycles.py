@@ -34,8 +34,6 @@ import sys
 KNOWN = [
     (("csrc/backends/cuda/cuda_copy.c", "csrc/backends/cuda/cuda_device.c"),
      "issue 19 item 4 / issue 18, branch cudafix"),
-    (("csrc/core/pg_ops_elementwise.c", "csrc/core/pg_ops_half.c"),
-     "issue 19 item 4 / issue 16, branch amp: the half wrapper goes away with mixed precision"),
 ]
 
 _C_EXTS = (".c", ".h", ".cu", ".cuh")

@@ -194,7 +194,7 @@ def tensor(data, dtype=None, device=None):
     else:
         dt = to_dtype(arr.dtype)
     if arr.dtype.kind == "V" and str(arr.dtype) == "bfloat16":  # ml_dtypes.bfloat16: the bits
-        host = _C.from_numpy(np.ascontiguousarray(arr)).clone()
+        host = _C.from_numpy(np.asarray(arr, order="C")).clone()  # (ascontiguousarray: >= 1-d)
         return host.astype(dt).to(device) if device is not None else host.astype(dt)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor(): cannot make a tensor from data of type {arr.dtype} "

@@ -1,9 +1,9 @@
 """Element types: small value objects with a name, a size and a stable code.
 
 The codes match csrc/core/pg_dtype.h; the C core returns these very objects
-from Tensor.dtype. float16 and bfloat16 are stored as themselves and
-computed in float32 (rounded back once); NumPy has no bfloat16, so its
-`numpy` is None."""
+from Tensor.dtype. float16 and bfloat16 are dtypes like the others: ops read
+and write them directly, computing each element in float32 and rounding once;
+NumPy has no bfloat16, so its `numpy` is None."""
 import numpy as np
 
 

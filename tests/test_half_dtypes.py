@@ -2,14 +2,14 @@
 #
 # They are stored as themselves: created, cast to and from every dtype, moved
 # between devices and exchanged with NumPy (float16), DLPack (both) and Python
-# (both); ops compute them in float32 and round the result back once.
-# Conversions are checked bit for bit: float16 against NumPy's own float16
-# (every one of the 65536 patterns, and narrowing from float32/float64
-# including ties and subnormals), bfloat16 against the bit-level rule for
-# float32 -> bfloat16 (round to nearest even on the top 16 bits, NaN made
-# quiet). The float16 rows of the op table (test_ops_table.py) run every op
-# against NumPy's float16; bfloat16 ops are checked here against float32
-# results rounded by that same bit rule.
+# (both); ops run on them natively (each element computed in float32 and
+# rounded once at the store, no widened temporary: checked through sim's
+# memory counters). Conversions are checked bit for bit: float16 against
+# NumPy's own float16 (every one of the 65536 patterns, and narrowing from
+# float32/float64 including ties and subnormals), bfloat16 against the
+# bit-level rule for float32 -> bfloat16 (round to nearest even on the top 16
+# bits, NaN made quiet). The op table (test_ops_table.py) runs every op on both
+# half dtypes against NumPy's float16 and float32 references rounded once.
 import numpy as np
 import pytest
 
@@ -299,3 +299,75 @@ def test_half_math_through_float32_matches_numpy(device):
     t = to_device(x, device)
     got = ((t.astype(pygpu.float32) * 2 + 1).astype(pygpu.float16))
     np.testing.assert_array_equal(to_numpy(got), (x.astype(np.float32) * 2 + 1).astype(np.float16))
+
+
+# --- half ops are native: kernels read and write float16/bfloat16 themselves -------------
+
+_NATIVE_OPS = {
+    "add": lambda a, b: a + b, "mul_scalar": lambda a, b: a * 2.5, "exp": lambda a, b: pygpu.exp(a),
+    "less": lambda a, b: a < b, "maximum": pygpu.maximum, "sum": lambda a, b: a.sum(),
+    "mean_axis0": lambda a, b: a.reshape(1024, -1).mean(axis=0), "max": lambda a, b: a.max(),
+    "argmax": lambda a, b: a.argmax(),
+}
+
+
+@pytest.mark.parametrize("op", list(_NATIVE_OPS))
+@pytest.mark.parametrize("dt", HALF, ids=str)
+def test_half_ops_make_no_widened_temporary(dt, op):
+    """sim counts its memory: an op on half tensors allocates its result and nothing else.
+    (When half ops were computed by widening, a + b on two 2 MiB bfloat16 tensors peaked
+    at 12 MiB over the inputs: two float32 copies and a float32 result.) A sum's float32
+    partial result is the size of the output, not of the input."""
+    n = 1 << 20
+    rng = np.random.default_rng(0)
+    a = to_device(rng.standard_normal(n).astype(np.float32), "sim:0").astype(dt)
+    b = to_device(rng.standard_normal(n).astype(np.float32), "sim:0").astype(dt)
+    pygpu.sim.synchronize()
+    base = pygpu.sim.memory_allocated()
+    pygpu.sim.reset_peak_memory_stats()
+    out = _NATIVE_OPS[op](a, b)
+    pygpu.sim.synchronize()
+    extra = pygpu.sim.max_memory_allocated() - base
+    result = pygpu.sim.memory_allocated() - base
+    assert result <= out.nbytes + 4096  # the result, rounded up to the allocator's block
+    limit = result if out.numel() == n else 64 * 1024
+    assert extra <= limit, (f"{op} on {dt}: peaked {extra} bytes over its inputs for a "
+                            f"{out.nbytes}-byte result: a widened temporary was made")
+    # and the values are those of the float32 op, rounded once
+    wide = _NATIVE_OPS[op](a.astype(pygpu.float32), b.astype(pygpu.float32))
+    want = wide.astype(out.dtype) if wide.dtype == pygpu.float32 else wide
+    np.testing.assert_array_equal(_values(out), _values(want))
+
+
+def _values(t):
+    """A tensor's values as NumPy (half dtypes as float64: exact)."""
+    return to_numpy(t.cpu().astype(pygpu.float64) if t.dtype in HALF else t.cpu())
+
+
+@pytest.mark.parametrize("dt", HALF, ids=str)
+def test_half_ops_run_or_name_op_dtype_and_device(device, dt):
+    """Every device either runs half ops (cpu and sim always do) or refuses each one with
+    an error that names the op, the dtype and the device (a backend says which ops it has
+    half kernels for through its supports_op slot; cuda refused them all at first)."""
+    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6)
+    t = to_device(x, device).astype(dt) if device.startswith(("cpu", "sim")) else None
+    if t is None:
+        try:
+            t = to_device(x, device).astype(dt)
+        except TypeError as e:
+            assert str(dt) in str(e) and "cuda" in str(e)
+            pytest.skip(f"{device} refuses {dt} casts: {e}")
+    h = to_device(x, "cpu").astype(dt)
+    ops = {"add": lambda v: v + v, "negative": lambda v: -v, "exp": pygpu.exp,
+           "greater": lambda v: v > 0, "sum": lambda v: v.sum(axis=0), "mean": lambda v: v.mean(),
+           "max": lambda v: v.max(axis=1), "argmax": lambda v: v.argmax()}
+    for name, f in ops.items():
+        try:
+            got = f(t)
+        except TypeError as e:
+            assert not device.startswith(("cpu", "sim")), f"{name} refused on {device}: {e}"
+            assert name in str(e) and str(dt) in str(e) and device.split(":")[0] in str(e), str(e)
+            continue
+        want = f(h)
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(_values(got), _values(want), err_msg=name)

@@ -465,7 +465,7 @@ def test_the_mixed_precision_page_runs():
     path = os.path.join(os.path.dirname(__file__), "..", "docs", "mixed_precision.md")
     with open(path) as f:
         blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
-    assert len(blocks) == 2
+    assert len(blocks) >= 2  # the example and the training loop (and how half ops run)
     ns = {}
     for i, block in enumerate(blocks):
         exec(compile(block, f"docs/mixed_precision.md python block {i}", "exec"), ns)

@@ -26,9 +26,14 @@ pytestmark = pytest.mark.filterwarnings("error::DeprecationWarning")
 # (rtol, atol) per result dtype. "accumulate" (sums, means, matmul) is relative
 # to the magnitude of the terms summed (the reference applied to |inputs|), so
 # cancellation does not make a correct result look wrong.
+# The half dtypes are rounded once from a float32 result: float16's ulp is 2**-10 relative,
+# bfloat16's 2**-7; where a transcendental's last float32 bit differs from NumPy's, the
+# rounding may land one half ulp away, so the elementwise bounds allow two ulps.
 TOL = {
-    "elementwise": {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-15), "float16": (2e-3, 1e-4)},
-    "accumulate": {"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12), "float16": (2e-3, 1e-3)},
+    "elementwise": {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-15), "float16": (2e-3, 1e-4),
+                    "bfloat16": (1.6e-2, 1e-3)},
+    "accumulate": {"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12), "float16": (2e-3, 1e-3),
+                   "bfloat16": (8e-3, 1e-2)},
     # fused training ops: sums through nonlinear steps, compared value by value
     "fused": {"float32": (2e-4, 2e-5), "float64": (1e-10, 1e-12)},
 }
@@ -96,16 +101,26 @@ MATMUL = cases(
 FLOATS = ("float32", "float64")
 NUMERIC = ("float32", "float64", "int64")
 ALL = ("float32", "float64", "int64", "bool")
-# float16 has no kernels of its own: ops compute it in float32 and round back
-# once, as NumPy's float16 loops do. bfloat16 has no NumPy dtype to compare
-# with; it is tested in test_half_dtypes.py.
-STORAGE = ALL + ("float16",)
-NUMERIC16 = NUMERIC + ("float16",)
+# The half dtypes: each kernel loads an element, computes in float32 and rounds once at
+# the store. float16 is compared with NumPy's float16 loops (which do the same);
+# bfloat16 with ml_dtypes.bfloat16 arrays, its arithmetic references computed in
+# float32 and rounded once (_reference). Without ml_dtypes only float16 runs.
+try:
+    import ml_dtypes  # noqa: F401  (registers np.dtype("bfloat16"))
+
+    HALF = ("float16", "bfloat16")
+except ImportError:
+    HALF = ("float16",)
+STORAGE = ALL + HALF
+NUMERIC16 = NUMERIC + HALF
+NUMERIC_BIG = NUMERIC + HALF  # the vector-size rows: blocks, tails and pool splits
+FLOATS_BIG = FLOATS + HALF
 MIXED_PAIRS = (
     ("int64", "float32"), ("float32", "int64"), ("float32", "float64"),
     ("int64", "float64"), ("bool", "int64"), ("bool", "float32"), ("float64", "bool"),
     ("float16", "int64"), ("float16", "float32"), ("bool", "float16"), ("float64", "float16"),
-)
+) + ((("bfloat16", "int64"), ("bfloat16", "float32"), ("bool", "bfloat16"),
+      ("float16", "bfloat16")) if "bfloat16" in HALF else ())
 
 
 @dataclass(frozen=True)
@@ -215,7 +230,7 @@ _LONG = {
     "axis0": ({"axis": 0}, cases(a(4096, 3), a(20000, 2), tr(5, 4096))),
 }
 for _name in ("sum", "mean", "max", "min", "argmax"):
-    _dtypes = {"sum": ALL, "mean": NUMERIC}.get(_name, NUMERIC)
+    _dtypes = {"sum": ALL + HALF}.get(_name, NUMERIC_BIG)
     _tol = "accumulate" if _name in ("sum", "mean") else "exact"
     for _label, (_kw, _cases) in _LONG.items():
         row(f"{_name}_{_label}_long", lambda x, _n=_name, _k=_kw: getattr(pygpu, _n)(x, **_k),
@@ -234,26 +249,39 @@ for _name, _f in [
     ("add", lambda x, y: x + y), ("sub", lambda x, y: x - y), ("mul", lambda x, y: x * y),
     ("maximum", pygpu.maximum), ("minimum", pygpu.minimum),
 ]:
-    row(_name + "_big", _f, {"maximum": np.maximum, "minimum": np.minimum}.get(_name), BIG_BINARY, NUMERIC)
-row("div_big", lambda x, y: x / y, None, BIG_BINARY, FLOATS, ("any", "nonzero"))
+    row(_name + "_big", _f, {"maximum": np.maximum, "minimum": np.minimum}.get(_name), BIG_BINARY, NUMERIC_BIG)
+row("div_big", lambda x, y: x / y, None, BIG_BINARY, FLOATS_BIG, ("any", "nonzero"))
 for _name, _f in [("lt", lambda x, y: x < y), ("eq", lambda x, y: x == y), ("ge", lambda x, y: x >= y)]:
-    row(_name + "_big", _f, None, BIG_BINARY, NUMERIC, tol="exact")
-row("scalar_add_float_big", lambda x: x + 2.5, None, BIG_UNARY, NUMERIC)
-row("scalar_rsub_float_big", lambda x: 1.5 - x, None, BIG_UNARY, NUMERIC)
-row("scalar_div_float_big", lambda x: x / 2.5, None, BIG_UNARY, NUMERIC)
-row("neg_big", lambda x: -x, None, BIG_UNARY, NUMERIC)
-row("abs_big", lambda x: abs(x), None, BIG_UNARY, NUMERIC)
+    row(_name + "_big", _f, None, BIG_BINARY, NUMERIC_BIG, tol="exact")
+row("scalar_add_float_big", lambda x: x + 2.5, None, BIG_UNARY, NUMERIC_BIG)
+row("scalar_rsub_float_big", lambda x: 1.5 - x, None, BIG_UNARY, NUMERIC_BIG)
+row("scalar_div_float_big", lambda x: x / 2.5, None, BIG_UNARY, NUMERIC_BIG)
+row("neg_big", lambda x: -x, None, BIG_UNARY, NUMERIC_BIG)
+row("abs_big", lambda x: abs(x), None, BIG_UNARY, NUMERIC_BIG)
 for _name, _ref in _MATH_REFS.items():
     _dom = ("positive",) if _name in ("log", "sqrt") else ("any",)
-    row(_name + "_big", getattr(pygpu, _name), _ref, BIG_UNARY, NUMERIC if _name == "relu" else FLOATS, _dom)
+    row(_name + "_big", getattr(pygpu, _name), _ref, BIG_UNARY, NUMERIC_BIG if _name == "relu" else FLOATS_BIG, _dom)
 for _name in ("sum", "mean", "max", "min", "argmax"):
     _tol = "accumulate" if _name in ("sum", "mean") else "exact"
     for _label, _kw in [("all", {}), ("axis0", {"axis": 0}), ("axis-1", {"axis": -1})]:
         row(f"{_name}_{_label}_big", lambda x, _n=_name, _k=_kw: getattr(pygpu, _n)(x, **_k),
-            lambda x, _n=_name, _k=_kw: getattr(np, _n)(x, **_k), BIG_UNARY, NUMERIC, tol=_tol)
-for _target in ("float32", "float64", "int64", "bool"):
+            lambda x, _n=_name, _k=_kw: getattr(np, _n)(x, **_k), BIG_UNARY, NUMERIC_BIG, tol=_tol)
+
+
+def _astype_ref(x, target):
+    """x.astype(target); float64 -> bfloat16 rounded once, as pygpu does (ml_dtypes rounds
+    through float32, twice): round to nearest even at bfloat16's 7 mantissa bits on the
+    float64 bits, then the exact narrowing (the table's data is normal, in range)."""
+    if target == "bfloat16" and x.dtype == np.float64:
+        b, one = x.view(np.uint64), np.uint64(1)
+        r = (b + np.uint64((1 << 44) - 1) + ((b >> np.uint64(45)) & one)) >> np.uint64(45)
+        return (r << np.uint64(45)).view(np.float64).astype(np.float32).astype(target)
+    return x.astype(target)
+
+
+for _target in ("float32", "float64", "int64", "bool") + HALF:
     row(f"astype_{_target}_big", lambda x, _t=_target: x.astype(getattr(pygpu, _t)),
-        lambda x, _t=_target: x.astype(_t), BIG_UNARY, NUMERIC, tol="exact")
+        lambda x, _t=_target: _astype_ref(x, _t), BIG_UNARY, NUMERIC_BIG, tol="exact")
 
 # --- views and copies (exact) ---
 for _name, _f, _cases in [
@@ -272,11 +300,11 @@ for _name, _f, _cases in [
     row(_name, _f, None, _cases, STORAGE, tol="exact")
 row("contiguous", lambda x: x.contiguous(), lambda x: x.copy(order="C"), UNARY, STORAGE, tol="exact")
 row("clone", lambda x: x.clone(), lambda x: x.copy(), UNARY, STORAGE, tol="exact")
-for _target in ("float32", "float64", "int64", "bool", "float16"):
+for _target in ("float32", "float64", "int64", "bool") + HALF:
     row(f"astype_{_target}", lambda x, _t=_target: x.astype(getattr(pygpu, _t)),
-        lambda x, _t=_target: x.astype(_t), UNARY, STORAGE, tol="exact")
+        lambda x, _t=_target: _astype_ref(x, _t), UNARY, STORAGE, tol="exact")
     row(f"to_dtype_{_target}", lambda x, _t=_target: x.to(_t),
-        lambda x, _t=_target: x.astype(_t), UNARY, STORAGE, tol="exact")
+        lambda x, _t=_target: _astype_ref(x, _t), UNARY, STORAGE, tol="exact")
 row("to_cpu", lambda x: x.to("cpu"), lambda x: x, UNARY, STORAGE, tol="exact", result_device="cpu")
 row("cpu_method", lambda x: x.cpu(), lambda x: x, UNARY, STORAGE, tol="exact", result_device="cpu")
 row("via_sim1_and_back", lambda x: x.to("sim:1").to(x.device), lambda x: x, UNARY, STORAGE, tol="exact")
@@ -464,9 +492,31 @@ def _make_inputs(op, dtypes, case, device):
     return arrays, tensors
 
 
+def _is_bf16(x):
+    return getattr(x, "dtype", None) is not None and x.dtype.name == "bfloat16"
+
+
+def _bf16_reference(op, arrays):
+    """bfloat16 arithmetic as pygpu defines it (and as NumPy's float16 loops do): the
+    inputs widened to float32, the float32 result rounded once. A float32 result stays
+    float32 where pygpu's promotion gives float32 (an input was float32 or float16)."""
+    wide = [x.astype(np.float32) if _is_bf16(x) else x for x in arrays]
+    keep32 = any(np.asarray(x).dtype.name in ("float32", "float16") for x in arrays)
+    out = (op.ref or op.fn)(*wide)
+
+    def narrow(r):
+        if isinstance(r, (list, tuple)):
+            return type(r)(narrow(v) for v in r)
+        r = np.asarray(r)
+        return r if keep32 or r.dtype != np.float32 else r.astype("bfloat16")
+    return narrow(out)
+
+
 def _reference(op, arrays):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # NumPy's mean of an empty slice warns
+        if op.tol != "exact" and op.kind != "value" and any(map(_is_bf16, arrays)):
+            return _bf16_reference(op, arrays)
         return (op.ref or op.fn)(*arrays)
 
 
@@ -478,10 +528,13 @@ def _check_tensor(got, ref, op, arrays, device, what="result"):
     assert str(got.dtype) == ref.dtype.name, f"{what} dtype {got.dtype} != NumPy {ref.dtype}"
     out = got.numpy()
     assert out.dtype == ref.dtype and out.shape == ref.shape
+    dtype_name = ref.dtype.name
+    if dtype_name == "bfloat16":  # compared as float32: exactly the bfloat16 values
+        out, ref = out.astype(np.float32), ref.astype(np.float32)
     if op.tol == "exact" or ref.dtype.kind in "biu":
         np.testing.assert_array_equal(out, ref, err_msg=what)
         return
-    rtol, atol = TOL[op.tol][ref.dtype.name]
+    rtol, atol = TOL[op.tol][dtype_name]
     if op.tol == "accumulate":
         # The error bound of a sum scales with the sum of |terms|.
         scale = np.abs(np.asarray(_reference(op, [np.abs(x.astype(np.float64)) for x in arrays])))
@@ -571,15 +624,22 @@ _NAN_OPS.update({
 
 @pytest.mark.parametrize("shape", [(1000,), (100003,), (37, 389)], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("spot", list(_NAN_SPOTS))
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", FLOATS + HALF)
 @pytest.mark.parametrize("op", list(_NAN_OPS))
 def test_nan_and_ties_at_vector_sizes(op, dtype, spot, shape, device):
+    # the half dtypes: blocks widened on the stack, a NaN or a tie across a block's edge
     rng = np.random.default_rng(zlib.crc32(f"{op}{dtype}{spot}{shape}".encode()))
     x = rng.integers(-3, 4, size=shape).astype(dtype)  # few values: ties everywhere
     flat = x.reshape(-1)
     for k in _NAN_SPOTS[spot]:
         flat[k] = np.nan
-    ref = np.asarray(_NAN_OPS[op](np, x))
+    if dtype == "bfloat16":  # ml_dtypes' own sum accumulates in bfloat16: float32, rounded once
+        ref = np.asarray(_NAN_OPS[op](np, x.astype(np.float32)))
+        ref = ref.astype(dtype) if ref.dtype == np.float32 else ref
+    else:
+        ref = np.asarray(_NAN_OPS[op](np, x))
     got = _NAN_OPS[op](pygpu, to_device(x, device)).numpy()
     assert got.dtype == ref.dtype and got.shape == ref.shape
+    if dtype == "bfloat16":
+        got, ref = got.astype(np.float32), ref.astype(np.float32)
     np.testing.assert_array_equal(got, ref)  # NaN == NaN here; exact, ties included

@@ -5,7 +5,10 @@
  * common dtype; then it describes the work as a pg_node and hands it to the
  * device's backend: cpu runs it at once, sim queues it to a worker thread,
  * cuda launches a kernel on the device's stream. Backends trust a node: every
- * check has been made. Plain C data, shared with the CUDA plugin. */
+ * check has been made. Plain C data, shared with the CUDA plugin.
+ * float16/bfloat16 operands are ordinary: a kernel loads each element,
+ * computes in float32 and rounds once (to nearest even) at the store; a
+ * binary node's scalar is applied as a float32. */
 #ifndef PG_NODE_H
 #define PG_NODE_H
 
@@ -19,7 +22,8 @@ typedef enum pg_op {
     PG_OP_BINARY, /* dst = src0 <subop> src1 (or scalar); src dtypes equal */
     PG_OP_UNARY,  /* dst = <subop>(src0); same dtype */
     PG_OP_REDUCE, /* dst = <subop> of src0 over axis `reduce.axis`; dst keeps that axis as 1;
-                     the generic layer passes src0 and dst contiguous */
+                     the generic layer passes src0 and dst contiguous; dst has src0's dtype,
+                     except argmax (int64) and the sum of float16/bfloat16 (float32) */
     PG_OP_MATMUL, /* dst(B,M,N) = src0(B,M,K) @ src1(B,K,N); dst contiguous */
     PG_OP_ARANGE, /* dst[i] = start + i*step; dst contiguous 1-D */
     PG_OP_RANDOM, /* dst (contiguous, float) = Philox uniform [0,1) or standard normal */

@@ -66,17 +66,6 @@ pg_status pg_op_pin_memory(const pg_tensor *t, pg_tensor *out);
 pg_status pg_tensor_wait(const pg_tensor *t);
 pg_status pg_device_synchronize(pg_device dev);
 
-/* float16/bfloat16 operands: computed in float32, rounded back once (pg_ops_half.c).
- * The entry points above call these; b may be NULL. */
-bool pg_half_involved(const pg_tensor *a, const pg_tensor *b);
-pg_status pg_half_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor *out);
-pg_status pg_half_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,
-                                pg_tensor *out);
-pg_status pg_half_unary(int op, const pg_tensor *a, pg_tensor *out);
-pg_status pg_half_reduce(int op, const pg_tensor *a, int naxes, const int *axes, bool keepdims,
-                         pg_tensor *out);
-pg_status pg_half_mean(const pg_tensor *a, int naxes, const int *axes, bool keepdims,
-                       pg_tensor *out);
 /* fused training ops (pg_ops_train.c); b, y may be NULL; act is a PG_ACT_* code */
 pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b, int act,
                            pg_tensor *y);

@@ -100,13 +100,7 @@ pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, in
     pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt) || dt == PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE, "arange: dtype %s is not supported", pg_dtype_name(dt));
-    if (!pg_dtype_computes(dt)) { /* 16-bit storage: count in float32, then round once */
-        pg_tensor wide;
-        PG_TRY(pg_op_arange(dev, PG_FLOAT32, start, step, n, &wide));
-        pg_status st = pg_op_astype(&wide, dt, out);
-        pg_tensor_clear(&wide);
-        return st;
-    }
+    PG_TRY(pg_backend_check_op(dev, PG_OP_ARANGE, dt, "arange"));
     PG_TRY(pg_tensor_empty(dev, dt, 1, &n, out));
     if (n == 0)
         return PG_OK;

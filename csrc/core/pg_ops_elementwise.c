@@ -3,7 +3,11 @@
  * Promotion follows NumPy 2: two tensors promote by pg_dtype_promote; a
  * Python scalar only lifts the kind (bool < int < float) and otherwise takes
  * the tensor's dtype (NEP 50: float32 + 1.5 stays float32). Mixed dtypes are
- * cast to the common dtype first, so kernels only ever see equal dtypes. */
+ * cast to the common dtype first, so kernels only ever see equal dtypes.
+ * float16 and bfloat16 are no exception: their nodes carry the half tensors
+ * themselves (a backend computes each element in float32 and rounds it once
+ * at the store; a Python scalar reaches it as a float32), and a device whose
+ * backend has no half kernel for the op refuses it here (supports_op). */
 #include "pg_ops.h"
 
 #include <stdio.h>
@@ -215,10 +219,9 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     pg_tensor_out_init(out, NULL);
     const char *name = bin_names[op];
     PG_TRY(pg_check_same_device(name, a, b));
-    if (pg_half_involved(a, b))
-        return pg_half_binary(op, a, b, out);
     int ct, rt;
     PG_TRY(arithmetic_dtype(op, pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype), &ct, &rt));
+    PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_BINARY, ct, name));
     int nd;
     int64_t shape[PG_MAX_DIMS];
     PG_TRY(pg_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &nd, shape, name));
@@ -251,8 +254,6 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
                               pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
-    if (pg_half_involved(a, NULL))
-        return pg_half_binary_scalar(op, a, s, scalar_left, out);
     const char *name = bin_names[op];
     int ct = a->dtype;
     if (s.kind == PG_SCALAR_INT && ct == PG_BOOL)
@@ -261,6 +262,7 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
         ct = PG_FLOAT64;
     int rt;
     PG_TRY(arithmetic_dtype(op, ct, &ct, &rt));
+    PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_BINARY, ct, name));
     PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, a->ndim, a->shape, out));
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
@@ -280,8 +282,6 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
     if (op == PG_UN_NOT && a->dtype != PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE, "logical_not expects a bool tensor, got %s",
                             pg_dtype_name((pg_dtype)a->dtype));
-    if (pg_half_involved(a, NULL))
-        return pg_half_unary(op, a, out);
     int dt = a->dtype;
     bool float_only = op == PG_UN_EXP || op == PG_UN_LOG || op == PG_UN_SQRT ||
                       op == PG_UN_TANH || op == PG_UN_SIGMOID;
@@ -294,6 +294,7 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
     if (op == PG_UN_NOT && dt != PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE, "logical_not expects a bool tensor, got %s",
                             pg_dtype_name((pg_dtype)dt));
+    PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_UNARY, dt, name));
     PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)dt, a->ndim, a->shape, out));
     if (pg_tensor_numel(out) == 0)
         return PG_OK;

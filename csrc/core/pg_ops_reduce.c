@@ -3,8 +3,16 @@
  * Several axes reduce one at a time, the highest first; the input is made
  * contiguous so every backend sees a plain (outer, R, inner) block. Result
  * dtypes follow NumPy: sum of bool/int64 is int64, mean of integers float64,
- * argmax int64 (a flat index when no axis is given). */
+ * argmax int64 (a flat index when no axis is given).
+ *
+ * float16/bfloat16: max, min and argmax reduce the half tensor as it is. A
+ * sum's node reads the half input and writes float32 (the backend accumulates
+ * in float32 or wider), later axes reduce that float32, and the result is
+ * rounded once to the input's dtype at the end; a mean divides the float32
+ * sum before that one rounding. So the only float32 tensor is the size of the
+ * result, never of the input (NumPy's float16 sum and mean, pairwise aside). */
 #include "pg_ops.h"
+#include "pg_backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +36,9 @@ static pg_status reduce_axis(int op, const pg_tensor *c, int axis, pg_tensor *ou
     int64_t shape[PG_MAX_DIMS];
     memcpy(shape, c->shape, sizeof shape);
     shape[axis] = 1;
-    int dt = op == PG_RED_ARGMAX ? PG_INT64 : c->dtype;
+    int dt = op == PG_RED_ARGMAX                                ? PG_INT64
+             : op == PG_RED_SUM && pg_dtype_is_half((pg_dtype)c->dtype) ? PG_FLOAT32
+                                                                      : c->dtype;
     PG_TRY(pg_tensor_empty(pg_tensor_device(c), (pg_dtype)dt, c->ndim, shape, out));
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
@@ -55,15 +65,16 @@ static pg_status reduce_axis(int op, const pg_tensor *c, int axis, pg_tensor *ou
 
 static int cmp_desc(const void *a, const void *b) { return *(const int *)b - *(const int *)a; }
 
-pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, bool keepdims,
-                       pg_tensor *out)
+/* pg_op_reduce; a half sum is left in float32 (`wide_sum`, for the mean) */
+static pg_status reduce(int op, const pg_tensor *a, int naxes, const int *axes, bool keepdims,
+                        bool wide_sum, pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
     const char *name = red_names[op];
-    if (pg_half_involved(a, NULL))
-        return pg_half_reduce(op, a, naxes, axes, keepdims, out);
+    PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_REDUCE, a->dtype, name));
     int work = a->dtype == PG_BOOL ? PG_INT64 : a->dtype;
     bool back_to_bool = a->dtype == PG_BOOL && (op == PG_RED_MAX || op == PG_RED_MIN);
+    bool back_to_half = op == PG_RED_SUM && pg_dtype_is_half((pg_dtype)a->dtype) && !wide_sum;
 
     int ax[PG_MAX_DIMS];
     bool reduced[PG_MAX_DIMS] = {false};
@@ -132,20 +143,25 @@ pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, b
     pg_tensor_clear(&cur);
     if (st != PG_OK)
         return st;
-    if (!back_to_bool) {
+    if (!back_to_bool && !back_to_half) {
         *out = next;
         return PG_OK;
     }
-    st = pg_op_astype(&next, PG_BOOL, out);
+    st = pg_op_astype(&next, back_to_bool ? PG_BOOL : (pg_dtype)a->dtype, out);
     pg_tensor_clear(&next);
     return st;
+}
+
+pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, bool keepdims,
+                       pg_tensor *out)
+{
+    return reduce(op, a, naxes, axes, keepdims, false, out);
 }
 
 pg_status pg_op_mean(const pg_tensor *a, int naxes, const int *axes, bool keepdims, pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
-    if (pg_half_involved(a, NULL))
-        return pg_half_mean(a, naxes, axes, keepdims, out);
+    PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_REDUCE, a->dtype, "mean"));
     int64_t count = 1;
     if (axes) {
         for (int i = 0; i < naxes; i++) {
@@ -161,12 +177,18 @@ pg_status pg_op_mean(const pg_tensor *a, int naxes, const int *axes, bool keepdi
         PG_TRY(pg_op_astype(a, PG_FLOAT64, &src));
     else
         pg_tensor_ref(a, &src);
-    pg_status st = pg_op_reduce(PG_RED_SUM, &src, naxes, axes, keepdims, &sum);
+    bool half = pg_dtype_is_half((pg_dtype)a->dtype);
+    pg_status st = reduce(PG_RED_SUM, &src, naxes, axes, keepdims, half, &sum);
     pg_tensor_clear(&src);
     if (st != PG_OK)
         return st;
     pg_scalar n = {PG_SCALAR_FLOAT, (double)count, 0};
-    st = pg_op_binary_scalar(PG_BIN_DIV, &sum, n, false, out);
+    pg_tensor q;
+    st = pg_op_binary_scalar(PG_BIN_DIV, &sum, n, false, half ? &q : out);
     pg_tensor_clear(&sum);
+    if (st != PG_OK || !half)
+        return st;
+    st = pg_op_astype(&q, (pg_dtype)a->dtype, out); /* the float32 mean, rounded once */
+    pg_tensor_clear(&q);
     return st;
 }

@@ -1,11 +1,12 @@
 /* cpu_cast_half.c - copy/cast loops for float16 and bfloat16.
  *
- * float16 and bfloat16 have no arithmetic kernels (the generic layer computes
- * them in float32, pg_ops_half.c); these casts are all the CPU needs for
- * them. Every cast goes through a double with the bit-level helpers of
- * pg_half.h (round to nearest even, NaN and inf kept), so one loop serves
- * all six dtypes in both directions. Kept apart from cpu_elementwise.c, whose
- * table loops are for the computing dtypes. */
+ * Unit-stride float32 <-> half runs use the vector converters
+ * (cpu_half_convert.c); every other cast goes through a double with the
+ * bit-level helpers of pg_half.h (round to nearest even, NaN and inf kept),
+ * so one loop serves all six dtypes in both directions. Kept apart from
+ * cpu_elementwise.c, whose cast table is indexed by the four wide dtypes;
+ * half arithmetic is in the op families' files (cpu_elementwise.c,
+ * cpu_unary.c, cpu_reduce.c). */
 #include <stdint.h>
 
 #include "../../core/pg_half.h"

@@ -7,11 +7,16 @@
  * cpu_vecmath.h), and a strided branch for views and broadcast (stride 0)
  * operands. pg_cpu_iterate supplies the runs: a contiguous tensor of any shape
  * is one run, and the bias add (64,512)+(512,) is 64 unit-stride runs.
- * bool is stored as one byte holding 0 or 1. */
+ * bool is stored as one byte holding 0 or 1. float16 and bfloat16 run the
+ * float32 loops through pg_cpu_half_loop_run (cpu_half_convert.c): each block
+ * of a run is widened on the stack, computed in float32 and rounded once at
+ * the store, so no tensor-sized float32 copy is ever made; a Python scalar
+ * meets them as a float32. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu_half_convert.h"
 #include "cpu_kernels.h"
 #include "cpu_vecmath.h"
 
@@ -130,9 +135,31 @@ static void scalar_value(int dtype, double f, int64_t i, void *out)
     }
 }
 
+/* float16/bfloat16: the float32 loop over blocks widened on the stack */
+static pg_status binary_half(const pg_node *node)
+{
+    int dt = node->src[0].dtype, left = node->p.scalar.scalar_left;
+    pg_cpu_half_loop h = {bin_table[node->subop][PG_FLOAT32], dt, 3,
+                          PG_BIN_IS_COMPARE(node->subop), 0};
+    if (node->nsrc == 2) {
+        const pg_tensor *ops[3] = {&node->dst, &node->src[0], &node->src[1]};
+        pg_cpu_iterate(3, ops, NULL, pg_cpu_half_loop_run, &h);
+        return PG_OK;
+    }
+    float value = (float)node->p.scalar.f; /* the scalar stays float32, as in float32 math */
+    pg_tensor sv = scalar_view(&node->dst, PG_FLOAT32);
+    h.f32_in = left ? 1u << 1 : 1u << 2;
+    const pg_tensor *ops[3] = {&node->dst, left ? &sv : &node->src[0], left ? &node->src[0] : &sv};
+    char *ptrs[3] = {NULL, left ? (char *)&value : NULL, left ? NULL : (char *)&value};
+    pg_cpu_iterate(3, ops, ptrs, pg_cpu_half_loop_run, &h);
+    return PG_OK;
+}
+
 pg_status pg_cpu_binary(const pg_node *node)
 {
     int dt = node->src[0].dtype;
+    if (pg_dtype_is_half((pg_dtype)dt))
+        return binary_half(node);
     pg_cpu_loop_fn fn = bin_table[node->subop][dt];
     if (!fn)
         return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../core/pg_philox.h"
+#include "cpu_half_convert.h"
 #include "cpu_kernels.h"
 #include "cpu_vecmath.h"
 
@@ -29,6 +30,17 @@ pg_status pg_cpu_arange(const pg_node *node)
         for (int64_t i = 0; i < n; i++)
             ((double *)p)[i] = start + (double)i * step;
         break;
+    case PG_FLOAT16:
+    case PG_BFLOAT16: { /* counted as float32 (as the float32 arange), rounded once per block */
+        float buf[PG_CPU_HALF_BLOCK];
+        for (int64_t i0 = 0; i0 < n; i0 += PG_CPU_HALF_BLOCK) {
+            int64_t w = n - i0 < PG_CPU_HALF_BLOCK ? n - i0 : PG_CPU_HALF_BLOCK;
+            for (int64_t i = 0; i < w; i++)
+                buf[i] = (float)(start + (double)(i0 + i) * step);
+            pg_cpu_f32_to_half(d->dtype, w, buf, (uint16_t *)p + i0);
+        }
+        break;
+    }
     default:
         for (int64_t i = 0; i < n; i++)
             ((uint8_t *)p)[i] = (start + (double)i * step) != 0;

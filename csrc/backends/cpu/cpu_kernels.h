@@ -4,7 +4,9 @@
  * cpu backend calls it directly; the sim backend calls it from its device
  * worker threads; the CUDA kernels are tested against it. One file per op
  * family: cpu_elementwise.c (fill, copy/cast, binary, unary), cpu_reduce.c,
- * cpu_matmul.c (cblas), cpu_generate.c (arange, random). */
+ * cpu_matmul.c (cblas), cpu_generate.c (arange, random). float16/bfloat16
+ * are handled in each family's file: the float32 loops run on blocks widened
+ * on the stack and rounded once at the store (cpu_half_convert.h). */
 #ifndef PG_CPU_KERNELS_H
 #define PG_CPU_KERNELS_H
 

@@ -23,7 +23,6 @@
  * scipy-openblas32 copy, separate from NumPy's, so NumPy is unaffected. */
 #include "cpu_parallel.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -272,26 +271,6 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
 static pthread_mutex_t g_cpu_lock = PTHREAD_MUTEX_INITIALIZER;
 static pg_pool *_Atomic g_cpu_pool;
 static _Atomic int g_cpu_threads; /* 0: not chosen yet (one per core) */
-
-static void blas_one_thread_once(void) { scipy_openblas_set_num_threads(1); }
-
-/* OpenBLAS runs one thread per call from now on (see the file comment). */
-void pg_cpu_blas_init(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, blas_one_thread_once);
-}
-
-/* Back to one thread if someone raised OpenBLAS's count since: threadpoolctl's
- * threadpool_limits(n) (scikit-learn, benchmarks) sets every OpenBLAS in the
- * process, pygpu's copy included, and each panel call on a pool thread would
- * then start n more threads on the same cores. A read of a global when nothing
- * changed; called by the GEMM scheduler before it cuts a product. */
-void pg_cpu_blas_keep_one_thread(void)
-{
-    if (scipy_openblas_get_num_threads() != 1)
-        scipy_openblas_set_num_threads(1);
-}
 
 pg_pool *pg_cpu_pool(void)
 {

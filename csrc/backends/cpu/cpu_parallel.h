@@ -29,7 +29,7 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node);
 pg_pool *pg_cpu_pool(void);
 pg_status pg_cpu_set_threads(int n);
 int pg_cpu_get_threads(void);
-/* Set pygpu's OpenBLAS to one thread per call (idempotent; see cpu_parallel.c).
+/* Set pygpu's OpenBLAS to one thread per call (idempotent; cpu_blas.c, see cpu_parallel.c).
  * The pool is never destroyed: a Python thread may still be using it at exit. */
 void pg_cpu_blas_init(void);
 /* Undo an outside change of OpenBLAS's thread count (threadpoolctl); cheap when none. */

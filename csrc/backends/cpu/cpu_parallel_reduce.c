@@ -11,10 +11,13 @@
  *     argmax (first index on ties, first NaN wins) are exactly the serial
  *     result; sum differs from the serial one only by rounding, the same on
  *     every run and for every thread count.
- * The combine step is itself split over the inner columns. */
+ * The combine step is itself split over the inner columns. float16/bfloat16
+ * split the same way: a sum's partials are float32 (its node's dst dtype),
+ * max/min partials half values, compared as float32. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_half_convert.h"
 #include "cpu_parallel.h"
 
 typedef struct red_job {
@@ -107,6 +110,62 @@ COMBINE_IMPL(i64, int64_t, uint64_t) /* unsigned: wraps on overflow as NumPy doe
 COMBINE_IMPL(f32, float, double)
 COMBINE_IMPL(f64, double, double)
 
+/* float16/bfloat16 src: the sum's partials and dst are float32 (or float64), the others' half */
+static double wide_at(int dt, const char *p, int64_t i)
+{
+    switch (dt) {
+    case PG_FLOAT32: return ((const float *)p)[i];
+    case PG_FLOAT64: return ((const double *)p)[i];
+    default: return pg_cpu_half_load(dt, p + 2 * i);
+    }
+}
+
+static void combine_half(const red_job *j, int op, int64_t lo, int64_t hi)
+{
+    int64_t inner = j->inner, nb = j->nblocks;
+    int sdt = j->base.src[0].dtype, ddt = j->base.dst.dtype;
+    const int64_t *pidx = (const int64_t *)j->part;
+    const char *src = pg_tensor_data(&j->base.src[0]);
+    char *dst = pg_tensor_data(&j->base.dst);
+    for (int64_t i = lo; i < hi; i++) {
+        if (op == PG_RED_SUM) {
+            double acc = 0;
+            for (int64_t b = 0; b < nb; b++)
+                acc += wide_at(ddt, j->part, b * inner + i);
+            if (ddt == PG_FLOAT32)
+                ((float *)dst)[i] = (float)acc;
+            else if (ddt == PG_FLOAT64)
+                ((double *)dst)[i] = acc;
+            else
+                pg_cpu_half_store(ddt, dst + 2 * i, (float)acc);
+        } else if (op == PG_RED_ARGMAX) {
+            int64_t best = pidx[i];
+            float bv = pg_cpu_half_load(sdt, src + 2 * (best * inner + i));
+            for (int64_t b = 1; b < nb; b++) {
+                int64_t k = b * j->rb + pidx[b * inner + i];
+                float v = pg_cpu_half_load(sdt, src + 2 * (k * inner + i));
+                if (bv == bv && (v > bv || v != v)) {
+                    bv = v;
+                    best = k;
+                }
+            }
+            ((int64_t *)dst)[i] = best;
+        } else { /* max/min of half partials: exact, stored back unchanged */
+            int64_t at = i;
+            float acc = pg_cpu_half_load(ddt, j->part + 2 * i);
+            for (int64_t b = 1; b < nb; b++) {
+                float v = pg_cpu_half_load(ddt, j->part + 2 * (b * inner + i));
+                bool better = op == PG_RED_MAX ? v > acc : v < acc;
+                if ((better || v != v) && acc == acc) {
+                    acc = v;
+                    at = b * inner + i;
+                }
+            }
+            memcpy(dst + 2 * i, j->part + 2 * at, 2);
+        }
+    }
+}
+
 static pg_status run_combine(void *ctx, int64_t task)
 {
     red_job *j = ctx;
@@ -114,6 +173,8 @@ static pg_status run_combine(void *ctx, int64_t task)
     pg_cpu_part(j->inner, j->ntasks, task, &lo, &hi);
     int op = j->base.subop;
     switch (j->base.src[0].dtype) {
+    case PG_FLOAT16:
+    case PG_BFLOAT16: combine_half(j, op, lo, hi); break;
     case PG_INT64: combine_i64(j, op, lo, hi); break;
     case PG_FLOAT32: combine_f32(j, op, lo, hi); break;
     default: combine_f64(j, op, lo, hi); break;
@@ -135,7 +196,8 @@ pg_status pg_cpu_run_reduce(pg_pool *pool, const pg_node *node)
         j.inner *= s->shape[d];
     int64_t total = j.outer * j.R * j.inner;
     int dt = s->dtype;
-    bool splittable = dt == PG_INT64 || dt == PG_FLOAT32 || dt == PG_FLOAT64;
+    bool splittable = dt == PG_INT64 || dt == PG_FLOAT32 || dt == PG_FLOAT64 ||
+                      pg_dtype_is_half((pg_dtype)dt);
     if (!splittable || total < 2 * PG_RED_BLOCK || j.R < 2)
         return pg_cpu_execute(node);
     int threads = pg_pool_threads(pool);

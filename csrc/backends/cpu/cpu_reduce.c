@@ -18,10 +18,19 @@
  * float32 sums accumulate in float64 (more accurate than NumPy's float32
  * pairwise sum, at no cost once memory-bound); int64 sums wrap like NumPy's
  * (computed in uint64: no signed-overflow UB). NaN wins max/min/argmax, as in
- * NumPy; argmax returns the first index of the maximum (or of the first NaN). */
+ * NumPy; argmax returns the first index of the maximum (or of the first NaN).
+ *
+ * float16 and bfloat16 are read a block at a time into float32 on the stack
+ * (the vector converters of cpu_half_convert.c) and reduced like float32: a
+ * sum keeps the float32 kernel's float64 lanes across blocks, so it is bit for
+ * bit the float32 sum of the widened input, written as float32 (the generic
+ * layer rounds the result to the half dtype once); max, min and argmax are
+ * exact. No widened copy of the input is made. */
 #include <stdbool.h>
 #include <string.h>
 
+#include "../../core/pg_half.h"
+#include "cpu_half_convert.h"
 #include "cpu_kernels.h"
 #include "cpu_vecmath.h"
 
@@ -335,12 +344,154 @@ static const rows_fn rows_table[PG_NUM_REDUCE][3] = {
     [PG_RED_ARGMAX] = {argmax_rows_i64, argmax_rows_f32, argmax_rows_f64},
 };
 
+/* ---- float16 / bfloat16: float32 kernels over blocks widened on the stack --------------- */
+
+#define HALF_BLOCK PG_CPU_HALF_BLOCK /* a multiple of LANES(float): lanes carry across blocks */
+
+/* sum_leaf_f32's lanes, continued over one more block (the fold is done once, at the end) */
+PG_CPU_DISPATCH(void, sum_lanes_f32, (const float *a, int64_t n, double *lane), (a, n, lane))
+{
+    enum { L = LANES(float) };
+    double acc[L];
+    memcpy(acc, lane, sizeof acc);
+    int64_t i = 0;
+    for (; i + L <= n; i += L) {
+        _Pragma("omp simd") for (int k = 0; k < L; k++) acc[k] += (double)a[i + k];
+    }
+    for (int k = 0; i < n; i++, k++)
+        acc[k] += (double)a[i];
+    memcpy(lane, acc, sizeof acc);
+}
+
+PG_CPU_DISPATCH(void, acc_add_f32, (int64_t w, double *acc, const float *x), (w, acc, x))
+{
+    _Pragma("omp simd") for (int64_t j = 0; j < w; j++) acc[j] += (double)x[j];
+}
+
+PG_CPU_DISPATCH(void, pick_max_f32, (int64_t w, float *acc, const float *x), (w, acc, x))
+{
+    _Pragma("omp simd") for (int64_t j = 0; j < w; j++) acc[j] = PICK_MAX(x[j], acc[j]);
+}
+
+PG_CPU_DISPATCH(void, pick_min_f32, (int64_t w, float *acc, const float *x), (w, acc, x))
+{
+    _Pragma("omp simd") for (int64_t j = 0; j < w; j++) acc[j] = PICK_MIN(x[j], acc[j]);
+}
+
+PG_CPU_DISPATCH(void, argmax_take_f32, (int64_t w, float *acc, int64_t *arg, const float *x,
+                                         int64_t r), (w, acc, arg, x, r))
+{
+    _Pragma("omp simd") for (int64_t j = 0; j < w; j++)
+    {
+        bool take = ARGMAX_TAKE(x[j], acc[j]);
+        acc[j] = take ? x[j] : acc[j];
+        arg[j] = take ? r : arg[j];
+    }
+}
+
+/* A reduction's result into dst of dtype `dt` (float32, float64 or a half: rounded once). */
+static void store_wide(int dt, char *p, double v)
+{
+    switch (dt) {
+    case PG_FLOAT32: *(float *)p = (float)v; break;
+    case PG_FLOAT64: *(double *)p = v; break;
+    case PG_FLOAT16: *(uint16_t *)p = pg_f16_from_double(v); break;
+    default: *(uint16_t *)p = pg_bf16_from_double(v); break;
+    }
+}
+
+/* w half elements at `src` (stride s_in bytes) as float32 in x */
+static void widen(int dt, const char *src, int64_t w, int64_t s_in, float *x)
+{
+    if (s_in == (int64_t)sizeof(uint16_t)) {
+        pg_cpu_half_to_f32(dt, w, (const uint16_t *)src, x);
+        return;
+    }
+    uint16_t g[HALF_BLOCK];
+    for (int64_t j0 = 0; j0 < w; j0 += HALF_BLOCK) {
+        int64_t n = min_i64(HALF_BLOCK, w - j0);
+        for (int64_t j = 0; j < n; j++)
+            memcpy(&g[j], src + (j0 + j) * s_in, sizeof(uint16_t));
+        pg_cpu_half_to_f32(dt, n, g, x + j0);
+    }
+}
+
+/* One contiguous half run of R elements into *out (dst dtype odt). */
+static void run_half(int op, int dt, const char *src, int64_t R, char *out, int odt)
+{
+    float buf[HALF_BLOCK], best = 0;
+    double lane[LANES(float)] = {0};
+    int64_t arg = 0;
+    for (int64_t i0 = 0; i0 < R; i0 += HALF_BLOCK) {
+        int64_t w = min_i64(HALF_BLOCK, R - i0);
+        pg_cpu_half_to_f32(dt, w, (const uint16_t *)src + i0, buf);
+        if (op == PG_RED_SUM) {
+            sum_lanes_f32(buf, w, lane);
+        } else if (op == PG_RED_MAX) {
+            float m = max_run_f32(buf, w);
+            best = i0 == 0 ? m : PICK_MAX(m, best);
+        } else if (op == PG_RED_MIN) {
+            float m = min_run_f32(buf, w);
+            best = i0 == 0 ? m : PICK_MIN(m, best);
+        } else {
+            int64_t i = argmax_run_f32(buf, w);
+            if (i0 == 0 || ARGMAX_TAKE(buf[i], best)) { /* earlier blocks win ties and NaN */
+                best = buf[i];
+                arg = i0 + i;
+            }
+        }
+    }
+    if (op == PG_RED_ARGMAX) {
+        *(int64_t *)out = arg;
+    } else if (op == PG_RED_SUM) {
+        for (int w = LANES(float) / 2; w > 0; w /= 2) /* sum_leaf_f32's fold */
+            for (int k = 0; k < w; k++)
+                lane[k] += lane[k + w];
+        store_wide(odt, out, lane[0]);
+    } else {
+        store_wide(odt, out, best);
+    }
+}
+
+/* R half rows of m elements -> m values, a tile of TILE columns at a time. */
+static void rows_half(int op, int dt, const char *src, int64_t sR, int64_t R, int64_t m,
+                      int64_t s_in, char *dst, int64_t d_in, int odt)
+{
+    float x[TILE], best[TILE];
+    double acc[TILE];
+    int64_t arg[TILE];
+    for (int64_t j0 = 0; j0 < m; j0 += TILE) {
+        int64_t w = min_i64(TILE, m - j0);
+        for (int64_t j = 0; j < w; j++) {
+            acc[j] = 0;
+            arg[j] = 0;
+        }
+        for (int64_t r = 0; r < R; r++) {
+            widen(dt, src + r * sR + j0 * s_in, w, s_in, r == 0 ? best : x);
+            switch (op) {
+            case PG_RED_SUM: acc_add_f32(w, acc, r == 0 ? best : x); break;
+            case PG_RED_MAX: if (r) pick_max_f32(w, best, x); break;
+            case PG_RED_MIN: if (r) pick_min_f32(w, best, x); break;
+            default: if (r) argmax_take_f32(w, best, arg, x, r); break;
+            }
+        }
+        for (int64_t j = 0; j < w; j++) {
+            char *o = dst + (j0 + j) * d_in;
+            if (op == PG_RED_ARGMAX)
+                *(int64_t *)o = arg[j];
+            else
+                store_wide(odt, o, op == PG_RED_SUM ? acc[j] : best[j]);
+        }
+    }
+}
+
 pg_status pg_cpu_reduce(const pg_node *node)
 {
     const pg_tensor *s = &node->src[0], *d = &node->dst;
     int axis = node->p.reduce.axis, op = node->subop;
     int slot = s->dtype == PG_INT64 ? 0 : s->dtype == PG_FLOAT32 ? 1 : s->dtype == PG_FLOAT64 ? 2 : -1;
-    if (slot < 0) /* the generic layer reduces bool as int64 */
+    bool half = pg_dtype_is_half((pg_dtype)s->dtype);
+    if (slot < 0 && !half) /* the generic layer reduces bool as int64 */
         return pg_error_set(PG_ERR_DTYPE, "%s: no CPU reduction for dtype %s", node->name,
                             pg_dtype_name((pg_dtype)s->dtype));
     if (pg_tensor_numel(d) == 0)
@@ -376,7 +527,11 @@ pg_status pg_cpu_reduce(const pg_node *node)
     char *dp = pg_tensor_data(d);
     int64_t idx[PG_MAX_DIMS] = {0};
     for (;;) {
-        if (run)
+        if (half && run)
+            run_half(op, s->dtype, sp, R, dp, d->dtype);
+        else if (half)
+            rows_half(op, s->dtype, sp, sR, R, m, s_in, dp, d_in, d->dtype);
+        else if (run)
             run_table[slot](op, sp, R, dp);
         else
             rows_table[op][slot](sp, sR, R, m, s_in, dp, d_in);

@@ -8,9 +8,12 @@
  * Strided runs (transposes, step slices, the pool's column splits) are
  * gathered into a stack buffer, computed by the same vector kernel and
  * scattered back, so views get vector transcendentals too. relu keeps NaN
- * (x < 0 ? 0 : x), like NumPy's maximum(x, 0). */
+ * (x < 0 ? 0 : x), like NumPy's maximum(x, 0). float16 and bfloat16 run the
+ * float32 kernel on blocks widened on the stack and round once at the store
+ * (pg_cpu_half_loop_run, cpu_half_convert.c). */
 #include <stdint.h>
 
+#include "cpu_half_convert.h"
 #include "cpu_kernels.h"
 #include "cpu_vecmath.h"
 
@@ -77,11 +80,19 @@ static const pg_cpu_loop_fn un_table[PG_NUM_UNARY][4] = {
 pg_status pg_cpu_unary(const pg_node *node)
 {
     int dt = node->src[0].dtype;
+    const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
+    if (pg_dtype_is_half((pg_dtype)dt)) {
+        pg_cpu_half_loop h = {un_table[node->subop][PG_FLOAT32], dt, 2, false, 0};
+        if (!h.f32)
+            return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
+                                pg_dtype_name((pg_dtype)dt));
+        pg_cpu_iterate(2, ops, NULL, pg_cpu_half_loop_run, &h);
+        return PG_OK;
+    }
     pg_cpu_loop_fn fn = un_table[node->subop][dt];
     if (!fn)
         return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
                             pg_dtype_name((pg_dtype)dt));
-    const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
     pg_cpu_iterate(2, ops, NULL, fn, NULL);
     return PG_OK;
 }
