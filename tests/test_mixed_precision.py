@@ -74,6 +74,49 @@ def test_half_matmul_batched_and_mixed_dtypes(device):
     assert _f32(z).tolist() == [[0.0] * 3] * 2
 
 
+_EPIS = [(0, 0), (1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3), (4, 0), (6, 1)]  # (epilogue, act)
+
+
+@pytest.mark.parametrize("name", sorted(HALF))
+@pytest.mark.parametrize("out", ["same", "float32"])
+@pytest.mark.parametrize("epi,act", _EPIS, ids=[f"epi{e}-act{a}" for e, a in _EPIS])
+def test_half_gemm_every_epilogue_alpha_beta_and_output(name, out, epi, act):
+    """The half kernel's own epilogue (csrc/backends/cpu/cpu_gemm_half.c) through the GEMM
+    contract: bias, activation, DACT, BGRAD, alpha and beta, a float32 C (sgemm writes it
+    directly) or a half C (rounded once), K cut into blocks (K=1100), and K = 0."""
+    dt, nd = HALF[name]
+    cdt, cnd = (dt, nd) if out == "same" else (pygpu.float32, np.float32)
+    for (M, N, K, ta, tb, alpha, beta, threads) in [(37, 70, 1100, False, True, 1.0, 0.0, 2),
+                                                    (20, 33, 300, True, False, 0.5, -2.0, 1),
+                                                    (9, 12, 0, False, False, 1.0, 0.5, 1)]:
+        rng = np.random.default_rng(M + N + K + epi)
+        A = _rounded(rng.standard_normal((K, M) if ta else (M, K)), nd)
+        B = _rounded(rng.standard_normal((N, K) if tb else (K, N)) * 0.1, nd)
+        C0 = _rounded(rng.standard_normal((M, N)), cnd)
+        bias = _rounded(rng.standard_normal((1, N)), cnd)
+        aux = _rounded(rng.random((M, N)) - 0.25, cnd)
+        pc = pygpu.tensor(C0).astype(cdt)
+        pbg = pygpu.zeros((1, N)).astype(cdt)
+        pygpu._C._test_gemm(pygpu.tensor(A).astype(dt), pygpu.tensor(B).astype(dt), pc, ta, tb,
+                            alpha, beta, epi, act, pygpu.tensor(bias).astype(cdt),
+                            pygpu.tensor(aux).astype(cdt), pbg, threads)
+        ref = alpha * ((A.T if ta else A).astype(np.float64) @ (B.T if tb else B)) + beta * C0
+        if epi & 1:
+            ref = ref + bias[0]
+        y = aux.astype(np.float64)
+        if epi & 2:
+            ref = {1: np.where(y > 0, ref, 0), 2: ref * (1 - y * y), 3: ref * y * (1 - y)}[act]
+        else:
+            ref = {0: ref, 1: np.maximum(ref, 0), 2: np.tanh(ref),
+                   3: 1 / (1 + np.exp(-ref))}[act]
+        tol = TOL[name] if out == "same" else 1e-5
+        got = _f32(pc)
+        np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * 4)
+        if epi & 4:
+            np.testing.assert_allclose(_f32(pbg)[0], got.astype(np.float64).sum(axis=0),
+                                       rtol=tol, atol=tol * 4)
+
+
 def test_the_avx512_bf16_kernel_is_never_chosen_without_the_instructions():
     used = pygpu.cpu_isa()
     kernel = pygpu._C._half_gemm_kernel(pygpu.bfloat16)

@@ -35,6 +35,7 @@
 #include "cpu_half_convert.h"
 #include "cpu_isa.h"
 #include "cpu_kernels.h"
+#include "cpu_vecmath.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 10 || defined(__clang__))
 #include <immintrin.h>
@@ -50,96 +51,123 @@ static pg_status no_memory(void)
 
 static bool is_half(int dt) { return dt == PG_FLOAT16 || dt == PG_BFLOAT16; }
 
-/* ---- the shared epilogue: float32 accumulators (M,N) -> C ------------------------------ */
+/* ---- the shared epilogue: float32 rows -> C ------------------------------------------- */
 
-static void load_row(int dt, const void *src, int64_t n, float *dst)
+/* The row loops are written once per activation (the switch outside the loop) and
+ * dispatched per ISA (cpu_vecmath.h), so relu/identity rows vectorise with AVX2. */
+PG_CPU_DISPATCH(void, epi_bias_act, (int64_t n, float *row, const float *bias, int act),
+                (n, row, bias, act))
+{
+    if (bias)
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] += bias[j];
+    switch (act) {
+    case PG_ACT_RELU:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+        break;
+    case PG_ACT_TANH:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = tanhf(row[j]);
+        break;
+    case PG_ACT_SIGMOID:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = 1.0f / (1.0f + expf(-row[j]));
+        break;
+    default: break;
+    }
+}
+
+/* row *= act'(y), y the saved activation OUTPUT */
+PG_CPU_DISPATCH(void, epi_dact, (int64_t n, float *row, const float *y, int act), (n, row, y, act))
+{
+    switch (act) {
+    case PG_ACT_RELU:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = y[j] > 0.0f ? row[j] : 0.0f;
+        break;
+    case PG_ACT_TANH:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] *= 1.0f - y[j] * y[j];
+        break;
+    case PG_ACT_SIGMOID:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] *= y[j] * (1.0f - y[j]);
+        break;
+    default: break;
+    }
+}
+
+PG_CPU_DISPATCH(void, epi_axpy, (int64_t n, float *row, const float *old, float beta),
+                (n, row, old, beta))
+{
+    _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] += beta * old[j];
+}
+
+/* A row of C (or of aux / bias, which share C's dtype) as float32: `src` itself when C is
+ * float32, else converted into `dst`. */
+static const float *row_f32(int dt, const void *src, int64_t n, float *dst)
 {
     if (dt == PG_FLOAT32)
-        memcpy(dst, src, (size_t)n * sizeof(float));
-    else
-        pg_cpu_half_to_f32(dt, n, (const uint16_t *)src, dst);
+        return (const float *)src;
+    pg_cpu_half_to_f32(dt, n, (const uint16_t *)src, dst);
+    return dst;
 }
 
-static inline float act_fwd(int act, float v)
-{
-    switch (act) {
-    case PG_ACT_RELU: return v > 0.0f ? v : 0.0f;
-    case PG_ACT_TANH: return tanhf(v);
-    case PG_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
-    default: return v;
-    }
-}
-
-static inline float act_grad_from_output(int act, float y)
-{
-    switch (act) {
-    case PG_ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
-    case PG_ACT_TANH: return 1.0f - y * y;
-    case PG_ACT_SIGMOID: return y * (1.0f - y);
-    default: return 1.0f;
-    }
-}
-
-/* acc: (M,N) float32, row-major, leading dimension N, for batch item z. */
-static pg_status epilogue(const pg_gemm *g, int64_t z, float *acc)
+/* acc: (M,N) float32 with leading dimension ldacc for batch item z, the product times
+ * `scale` (alpha still to apply). in_c: acc IS a float32 C that sgemm wrote with alpha and
+ * beta applied, and only the bias, activation and derivative are left; otherwise beta * C
+ * is added here and each row is stored into C, rounded once for a half C. tmp: 3 * N floats. */
+static void epilogue(const pg_gemm *g, int64_t z, float *acc, int64_t ldacc, bool in_c,
+                     float scale, float *tmp)
 {
     const int64_t M = g->M, N = g->N;
-    const size_t csz = g->dtype_c == PG_FLOAT32 ? 4 : 2;
-    float *tmp = malloc((size_t)(N > 0 ? N : 1) * 2 * sizeof(float));
-    double *bsum = (g->epilogue & PG_EPI_BGRAD) ? calloc((size_t)(N > 0 ? N : 1), sizeof(double))
-                                                : NULL;
-    if (!tmp || ((g->epilogue & PG_EPI_BGRAD) && !bsum)) {
-        free(tmp);
-        free(bsum);
-        return no_memory();
-    }
-    float *old = tmp, *extra = tmp + N;
+    const int dtc = g->dtype_c;
+    const size_t csz = dtc == PG_FLOAT32 ? 4 : 2;
+    float *biasf = tmp, *old = tmp + N, *extra = tmp + 2 * N;
     char *C = (char *)g->c + z * g->stride_c * (int64_t)csz;
-    const float alpha = (float)g->alpha, beta = (float)g->beta;
-    if (g->epilogue & PG_EPI_BIAS)
-        load_row(g->dtype_c, g->bias, N, extra);
+    const char *AUX = g->aux ? (const char *)g->aux + z * g->stride_c * (int64_t)csz : NULL;
+    const float beta = (float)g->beta;
+    const float *bias = (g->epilogue & PG_EPI_BIAS) ? row_f32(dtc, g->bias, N, biasf) : NULL;
+    const bool dact = (g->epilogue & PG_EPI_DACT) && g->act != PG_ACT_NONE;
+    const int act = (g->epilogue & PG_EPI_DACT) ? PG_ACT_NONE : g->act;
     for (int64_t m = 0; m < M; m++) {
-        float *row = acc + m * N;
+        float *row = acc + m * ldacc;
         char *crow = C + m * g->ldc * (int64_t)csz;
-        if (alpha != 1.0f)
+        if (!in_c && scale != 1.0f)
             for (int64_t n = 0; n < N; n++)
-                row[n] *= alpha;
-        if (beta != 0.0f) {
-            load_row(g->dtype_c, crow, N, old);
-            for (int64_t n = 0; n < N; n++)
-                row[n] += beta * old[n];
-        }
-        if (g->epilogue & PG_EPI_BIAS)
-            for (int64_t n = 0; n < N; n++)
-                row[n] += extra[n];
-        if (g->act != PG_ACT_NONE && !(g->epilogue & PG_EPI_DACT))
-            for (int64_t n = 0; n < N; n++)
-                row[n] = act_fwd(g->act, row[n]);
-        if (g->epilogue & PG_EPI_DACT) {
-            load_row(g->dtype_c, (const char *)g->aux + m * g->ldaux * (int64_t)csz, N, old);
-            for (int64_t n = 0; n < N; n++)
-                row[n] *= act_grad_from_output(g->act, old[n]);
-        }
-        if (g->dtype_c == PG_FLOAT32) {
+                row[n] *= scale;
+        if (!in_c && beta != 0.0f)
+            epi_axpy(N, row, row_f32(dtc, crow, N, old), beta);
+        if (bias || act != PG_ACT_NONE)
+            epi_bias_act(N, row, bias, act);
+        if (dact)
+            epi_dact(N, row, row_f32(dtc, AUX + m * g->ldaux * (int64_t)csz, N, extra), g->act);
+        if (in_c)
+            continue;
+        if (dtc == PG_FLOAT32)
             memcpy(crow, row, (size_t)N * sizeof(float));
-        } else {
-            pg_cpu_f32_to_half(g->dtype_c, N, row, (uint16_t *)crow);
-        }
-        if (bsum) { /* sums of the stored (rounded) values, as the reference would see them */
-            load_row(g->dtype_c, crow, N, old);
-            for (int64_t n = 0; n < N; n++)
-                bsum[n] += old[n];
-        }
-    }
-    if (bsum) {
-        for (int64_t n = 0; n < N; n++)
-            tmp[n] = (float)bsum[n];
-        if (g->dtype_c == PG_FLOAT32)
-            memcpy(g->bias_grad, tmp, (size_t)N * sizeof(float));
         else
-            pg_cpu_f32_to_half(g->dtype_c, N, tmp, (uint16_t *)g->bias_grad);
+            pg_cpu_f32_to_half(dtc, N, row, (uint16_t *)crow);
     }
-    free(tmp);
+}
+
+/* bias_grad (N) = column sums of the stored (rounded) C over every row of every batch
+ * entry, in row order, accumulated in double (as the float32 kernel and cublasLt). */
+static pg_status bias_grad(const pg_gemm *g, float *tmp)
+{
+    const int64_t N = g->N;
+    const int dtc = g->dtype_c;
+    const size_t csz = dtc == PG_FLOAT32 ? 4 : 2;
+    double *bsum = calloc((size_t)(N > 0 ? N : 1), sizeof(double));
+    if (!bsum)
+        return no_memory();
+    for (int64_t z = 0; z < g->batch; z++)
+        for (int64_t m = 0; m < g->M; m++) {
+            const char *crow = (const char *)g->c + (z * g->stride_c + m * g->ldc) * (int64_t)csz;
+            const float *v = row_f32(dtc, crow, N, tmp);
+            for (int64_t n = 0; n < N; n++)
+                bsum[n] += v[n];
+        }
+    for (int64_t n = 0; n < N; n++)
+        tmp[n] = (float)bsum[n];
+    if (dtc == PG_FLOAT32)
+        memcpy(g->bias_grad, tmp, (size_t)N * sizeof(float));
+    else
+        pg_cpu_f32_to_half(dtc, N, tmp, (uint16_t *)g->bias_grad);
     free(bsum);
     return PG_OK;
 }
@@ -157,31 +185,47 @@ static pg_status check_desc(const pg_gemm *g)
 
 /* ---- convert while packing, then OpenBLAS's sgemm -------------------------------------- */
 
+/* K is cut into nb equal blocks of at most KC (784 -> 2 x 392, not 512 + 272), a multiple
+ * of 8 where K allows, so that each converted block of A and B stays in L2 while sgemm
+ * packs it. */
+static int64_t k_block(int64_t K)
+{
+    if (K <= KC)
+        return K > 0 ? K : 1;
+    int64_t nb = (K + KC - 1) / KC, kc = (K + nb - 1) / nb;
+    return (kc + 7) / 8 * 8;
+}
+
 pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
 {
     PG_TRY(check_desc(g));
     const int64_t M = g->M, N = g->N, K = g->K;
     if (M == 0 || N == 0)
         return PG_OK;
-    const int64_t kc_max = K < KC ? (K > 0 ? K : 1) : KC;
-    float *acc = malloc((size_t)(M * N) * sizeof(float));
-    float *ap = malloc((size_t)(M * kc_max) * sizeof(float));
-    float *bp = malloc((size_t)(kc_max * N) * sizeof(float));
-    if (!acc || !ap || !bp) {
-        free(acc);
-        free(ap);
-        free(bp);
+    const int64_t kc_max = k_block(K);
+    /* float32 C: sgemm accumulates straight into C (alpha and beta included), no acc */
+    const bool direct = g->dtype_c == PG_FLOAT32;
+    const size_t nacc = direct ? 0 : (size_t)(M * N);
+    float *buf = malloc((nacc + (size_t)(M * kc_max) + (size_t)(kc_max * N) + 3 * (size_t)N) *
+                        sizeof(float));
+    if (!buf)
         return no_memory();
-    }
-    pg_status st = PG_OK;
+    float *ap = buf + nacc, *bp = ap + M * kc_max, *tmp = bp + kc_max * N;
     const int dt = g->dtype_ab;
-    for (int64_t z = 0; z < g->batch && st == PG_OK; z++) {
+    const bool epi = g->epilogue != PG_EPI_NONE || g->act != PG_ACT_NONE;
+    for (int64_t z = 0; z < g->batch; z++) {
         const uint16_t *A = (const uint16_t *)g->a + z * g->stride_a;
         const uint16_t *B = (const uint16_t *)g->b + z * g->stride_b;
-        if (K == 0)
-            memset(acc, 0, (size_t)(M * N) * sizeof(float));
-        for (int64_t k0 = 0; k0 < K; k0 += KC) {
-            const int64_t kc = K - k0 < KC ? K - k0 : KC;
+        float *acc = direct ? (float *)g->c + z * g->stride_c : buf;
+        const int64_t ldacc = direct ? g->ldc : N;
+        const float alpha = (float)g->alpha, beta0 = direct ? (float)g->beta : 0.0f;
+        if (K == 0) { /* alpha * (empty product) + beta0 * C */
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++)
+                    acc[m * ldacc + n] = beta0 == 0.0f ? 0.0f : beta0 * acc[m * ldacc + n];
+        }
+        for (int64_t k0 = 0; k0 < K; k0 += kc_max) {
+            const int64_t kc = K - k0 < kc_max ? K - k0 : kc_max;
             blasint lda, ldb;
             /* convert rows of the STORED matrices; the transpose flag stays */
             if (!g->trans_a) { /* A (M,K): rows m, columns k0..k0+kc -> ap (M, kc) */
@@ -204,14 +248,14 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
             }
             scipy_cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
                               g->trans_b ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
-                              (blasint)kc, 1.0f, ap, lda, bp, ldb, k0 == 0 ? 0.0f : 1.0f, acc,
-                              (blasint)N);
+                              (blasint)kc, alpha, ap, lda, bp, ldb, k0 == 0 ? beta0 : 1.0f, acc,
+                              (blasint)ldacc);
         }
-        st = epilogue(g, z, acc);
+        if (epi || !direct)
+            epilogue(g, z, acc, ldacc, direct, 1.0f, tmp);
     }
-    free(acc);
-    free(ap);
-    free(bp);
+    pg_status st = (g->epilogue & PG_EPI_BGRAD) ? bias_grad(g, tmp) : PG_OK;
+    free(buf);
     return st;
 }
 
@@ -264,7 +308,7 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
     const int64_t P = (N + 15) / 16; /* 16-column panels */
     if (M == 0 || N == 0)
         return PG_OK;
-    float *acc = malloc((size_t)(M * N) * sizeof(float));
+    float *acc = malloc((size_t)(M * N + 3 * N) * sizeof(float));
     uint32_t *aq = malloc((size_t)(M * (K2 ? K2 : 1)) * sizeof(uint32_t));
     uint32_t *bq = malloc((size_t)(P * (K2 ? K2 : 1) * 16) * sizeof(uint32_t));
     if (!acc || !aq || !bq) {
@@ -274,7 +318,7 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
         return no_memory();
     }
     pg_status st = PG_OK;
-    for (int64_t z = 0; z < g->batch && st == PG_OK; z++) {
+    for (int64_t z = 0; z < g->batch; z++) {
         const uint16_t *A = (const uint16_t *)g->a + z * g->stride_a;
         const uint16_t *B = (const uint16_t *)g->b + z * g->stride_b;
         /* aq[m][k2] = (op(A)[m][2k2], op(A)[m][2k2+1]) as one 32-bit lane, low half first */
@@ -302,8 +346,10 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
                 bf16_tile(mr, K2, aq + m * K2, bq + p * K2 * 16, b1, ncols, acc + m * N + n0, N);
             }
         }
-        st = epilogue(g, z, acc);
+        epilogue(g, z, acc, N, false, (float)g->alpha, acc + M * N);
     }
+    if (g->epilogue & PG_EPI_BGRAD)
+        st = bias_grad(g, acc + M * N);
     free(acc);
     free(aq);
     free(bq);
