@@ -12,6 +12,8 @@
  *   LINEAR_BWD  src: dy (N,O), x (N,I), W (O,I), y (N,O) | NULL
  *               dst: dW (O,I); extra: dx (N,I) | NULL, db (O) | NULL,
  *               dz (N,O) scratch = dy * act'(y) | NULL when act is none
+ *               dW and db have dy's dtype, or float32 for half operands under
+ *               autocast (the parameters' float32: no rounding, no widening pass)
  *   XENT_FWD    src: logits (N,C), labels (N) int64     dst: loss (); extra: probs (N,C)
  *               p.train.i[0]: mean (1) or sum (0)
  *   XENT_BWD    src: probs (N,C), labels (N), gloss ()  dst: dlogits (N,C)
@@ -147,8 +149,8 @@ pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tens
 }
 
 pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
-                           const pg_tensor *y, int act, bool want_dx, bool want_db, pg_tensor *dx,
-                           pg_tensor *dw, pg_tensor *db)
+                           const pg_tensor *y, int act, bool want_dx, bool want_db, bool wgrad_f32,
+                           pg_tensor *dx, pg_tensor *dw, pg_tensor *db)
 {
     const char *op = "linear_backward";
     if (act < 0 || act >= PG_NUM_ACT)
@@ -175,18 +177,22 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
     }
     pg_device dev = pg_tensor_device(dy);
     pg_dtype dt = (pg_dtype)dy->dtype;
+    if (wgrad_f32 && dt != PG_FLOAT16 && dt != PG_BFLOAT16 && dt != PG_FLOAT32)
+        return pg_error_set(PG_ERR_DTYPE, "%s: float32 weight gradients are for float16/bfloat16 "
+                                          "operands, got %s", op, pg_dtype_name(dt));
+    pg_dtype gdt = wgrad_f32 ? PG_FLOAT32 : dt; /* dW and db */
     const pg_tensor *in[4] = {dy, x, w, act != PG_ACT_NONE ? y : NULL};
     pg_node n;
     node_init(&n, PG_OP_LINEAR_BWD, act, op);
     PG_TRY(contiguous_all(4, in, n.src));
     n.nsrc = 4;
     n.nextra = 3;
-    pg_status st = pg_tensor_empty(dev, dt, 2, wshape, &n.dst);
+    pg_status st = pg_tensor_empty(dev, gdt, 2, wshape, &n.dst);
     int64_t xshape[2] = {N, I};
     if (st == PG_OK && want_dx)
         st = pg_tensor_empty(dev, dt, 2, xshape, &n.extra[0]);
     if (st == PG_OK && want_db)
-        st = pg_tensor_empty(dev, dt, 1, &O, &n.extra[1]);
+        st = pg_tensor_empty(dev, gdt, 1, &O, &n.extra[1]);
     if (st == PG_OK && act != PG_ACT_NONE)
         st = pg_tensor_empty(dev, dt, 2, yshape, &n.extra[2]);
     if (st == PG_OK)

@@ -22,6 +22,13 @@ once per region, not once per use; the cache is dropped when the outermost
 region of the thread exits, so a training step inside one region casts each
 weight once, after the optimizer's update of the previous step.
 
+linear (linear_operands): the input is cast as above, but the weight and bias
+go to the fused layer twice: as themselves (float32, for autograd) and as
+their cached low copies (detached, for the product). Its backward then writes
+dW and db in float32 straight from the float32 accumulators: no half weight
+gradient, no cast node and no widening pass per parameter per step, and dW is
+never rounded to the low dtype (PyTorch's cast backward rounds it).
+
 Regions nest and can disable (`autocast(..., enabled=False)` inside another
 runs everything in the inputs' dtypes), per thread, as in PyTorch. autocast
 is also a decorator."""
@@ -77,6 +84,38 @@ def _cached_cast(t, dtype):
     out = t.astype(dtype)
     cache[key] = (t, out)
     return out
+
+
+def _low_param(t, dtype):
+    """t as `dtype`, detached; a parameter's cast is cached for the region."""
+    if not (t.is_leaf and t.requires_grad) or not _state()["stack"][-1][3]:
+        return t.detach().astype(dtype)
+    cache = _state()["cache"]
+    key = (id(t), dtype.name, "detached")
+    hit = cache.get(key)
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    out = t.detach().astype(dtype)
+    cache[key] = (t, out)
+    return out
+
+
+def linear_operands(x, weight, bias):
+    """(x, w_low, b_low) for nn.functional.linear under an active region: x cast as
+    cast_inputs("linear") does, and the float32 weight and bias as detached low copies
+    (cached per region) for the product. None when no region applies to the weight (run
+    linear as it is) or the weight is not float32."""
+    if not _state()["stack"] or not isinstance(weight, Tensor) or weight.dtype is not float32:
+        return None
+    dtype = _active(weight.device.type)
+    if dtype is None:
+        return None
+    (x,) = cast_inputs("linear", x)
+    if x.dtype is not dtype:  # a float64 or other-half input: let the plain path refuse/handle
+        return None
+    if bias is not None and bias.dtype is not float32:
+        return None
+    return x, _low_param(weight, dtype), None if bias is None else _low_param(bias, dtype)
 
 
 def cast_inputs(op, *tensors):
