@@ -229,29 +229,29 @@ class _Linear(Function):
 
 
 class _LinearLow(Function):
-    """linear under autocast: the product in the low dtype from the cached low copies of
-    the float32 weight and bias (w_low, b_low); dW and db come back in float32, as the
+    """linear under autocast: x in the low dtype, the float32 weight rounded to it inside
+    the GEMM, the bias's cached low copy b_low; dW and db come back in float32, as the
     parameters are (pygpu/amp/autocast_mode.py, linear_operands)."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, act, w_low, b_low):
-        y = _C._linear_fwd(x, w_low, b_low, act)
-        ctx.save(x, w_low, y.detach() if act else None)
+    def forward(ctx, x, weight, bias, act, b_low):
+        y = _C._linear_fwd(x, weight, b_low, act)
+        ctx.save(x, weight, y.detach() if act else None)
         ctx.act, ctx.has_bias = act, bias is not None
         return y
 
     @staticmethod
     def backward(ctx, g):
-        x, w_low, y = ctx.saved
-        dx, dw, db = _C._linear_bwd(g, x, w_low, y, ctx.act, ctx.has_bias, x.requires_grad,
+        x, weight, y = ctx.saved
+        dx, dw, db = _C._linear_bwd(g, x, weight, y, ctx.act, ctx.has_bias, x.requires_grad,
                                     True)
-        return dx, dw, db, None, None, None
+        return dx, dw, db, None, None
 
 
 def _linear2d(x, weight, bias, act, low):
     if low is None:
         return _Linear.apply(x, weight, bias, act)
-    return _LinearLow.apply(x, weight, bias, act, low[0], low[1])
+    return _LinearLow.apply(x, weight, bias, act, low[0])
 
 
 def linear(x, weight, bias=None, activation=None):
@@ -267,7 +267,7 @@ def linear(x, weight, bias=None, activation=None):
         _want_tensor(bias, "linear", "bias")
     low = _autocast_linear(x, weight, bias)  # pygpu.autocast: the low dtype
     if low is not None:
-        x, low = low[0], low[1:]
+        x, low = low[0], (low[1],)
     else:
         x, weight, bias = _autocast("linear", x, weight, bias)
     if x.ndim == 2:

@@ -9,6 +9,7 @@
  *
  *   LINEAR_FWD  src: x (N,I), W (O,I), b (O) | NULL          dst: y (N,O)
  *               subop: activation; y = act(x @ W^T + b)
+ *               (half x: W may be float32, rounded to x's dtype as it is read)
  *   LINEAR_BWD  src: dy (N,O), x (N,I), W (O,I), y (N,O) | NULL
  *               dst: dW (O,I); extra: dx (N,I) | NULL, db (O) | NULL,
  *               dz (N,O) scratch = dy * act'(y) | NULL when act is none
@@ -52,6 +53,18 @@ static pg_status check_float_half(const char *op, const char *what, const pg_ten
     if (dt >= 0 && t->dtype != dt)
         return check_float(op, what, t, dt);
     return pg_backend_check_op(pg_tensor_device(t), node_op, t->dtype, op);
+}
+
+static bool is_half_dt(int dt) { return dt == PG_FLOAT16 || dt == PG_BFLOAT16; }
+
+/* The weight of a half layer may also be float32 (autocast's parameters): the GEMM rounds
+ * each value to the layer's dtype as it reads it (pg_gemm.h b_f32), so the result is
+ * exactly that of weight.astype(dtype), without the cast. */
+static pg_status check_weight(const char *op, const pg_tensor *w, int dt, int node_op)
+{
+    if (is_half_dt(dt) && w->dtype == PG_FLOAT32)
+        return PG_OK;
+    return check_float_half(op, "weight", w, dt, node_op);
 }
 
 static pg_status check_shape(const char *op, const char *what, const pg_tensor *t, int ndim,
@@ -110,7 +123,7 @@ pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tens
     if (act < 0 || act >= PG_NUM_ACT)
         return pg_error_set(PG_ERR_VALUE, "%s: unknown activation code %d", op, act);
     PG_TRY(check_float_half(op, "input", x, -1, PG_OP_LINEAR_FWD));
-    PG_TRY(check_float_half(op, "weight", w, x->dtype, PG_OP_LINEAR_FWD));
+    PG_TRY(check_weight(op, w, x->dtype, PG_OP_LINEAR_FWD));
     PG_TRY(pg_check_same_device(op, x, w));
     if (x->ndim != 2 || w->ndim != 2)
         return pg_error_set(PG_ERR_SHAPE, "%s: input must be (batch, in) and weight (out, in); "
@@ -159,7 +172,7 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
         return pg_error_set(PG_ERR_VALUE, "%s: the activation output is needed", op);
     PG_TRY(check_float_half(op, "grad", dy, -1, PG_OP_LINEAR_BWD));
     PG_TRY(check_float_half(op, "input", x, dy->dtype, PG_OP_LINEAR_BWD));
-    PG_TRY(check_float_half(op, "weight", w, dy->dtype, PG_OP_LINEAR_BWD));
+    PG_TRY(check_weight(op, w, dy->dtype, PG_OP_LINEAR_BWD));
     PG_TRY(pg_check_same_device(op, dy, x));
     PG_TRY(pg_check_same_device(op, dy, w));
     if (x->ndim != 2 || w->ndim != 2)

@@ -22,12 +22,14 @@ once per region, not once per use; the cache is dropped when the outermost
 region of the thread exits, so a training step inside one region casts each
 weight once, after the optimizer's update of the previous step.
 
-linear (linear_operands): the input is cast as above, but the weight and bias
-go to the fused layer twice: as themselves (float32, for autograd) and as
-their cached low copies (detached, for the product). Its backward then writes
-dW and db in float32 straight from the float32 accumulators: no half weight
-gradient, no cast node and no widening pass per parameter per step, and dW is
-never rounded to the low dtype (PyTorch's cast backward rounds it).
+linear (linear_operands): the input is cast as above and the bias is cast
+once per region (detached, cached), but the float32 weight itself goes to the
+fused layer, whose GEMM rounds each weight value to the low dtype as it packs
+it (csrc/core/pg_gemm.h, b_f32): the product is exactly that of the cast
+weight, with no cast pass and no half copy of any weight per step. Its
+backward writes dW and db in float32 straight from the float32 accumulators:
+no half weight gradient, no cast node, no widening pass, and dW is never
+rounded to the low dtype (PyTorch's cast backward rounds it).
 
 Regions nest and can disable (`autocast(..., enabled=False)` inside another
 runs everything in the inputs' dtypes), per thread, as in PyTorch. autocast
@@ -101,21 +103,21 @@ def _low_param(t, dtype):
 
 
 def linear_operands(x, weight, bias):
-    """(x, w_low, b_low) for nn.functional.linear under an active region: x cast as
-    cast_inputs("linear") does, and the float32 weight and bias as detached low copies
-    (cached per region) for the product. None when no region applies to the weight (run
-    linear as it is) or the weight is not float32."""
+    """(x, b_low) for nn.functional.linear under an active region: x cast as
+    cast_inputs("linear") does, and the float32 bias as a detached low copy (cached per
+    region); the float32 weight is used as it is (the layer rounds it). None when no
+    region applies to the weight (run linear as it is) or the weight is not float32."""
     if not _state()["stack"] or not isinstance(weight, Tensor) or weight.dtype is not float32:
         return None
     dtype = _active(weight.device.type)
     if dtype is None:
         return None
     (x,) = cast_inputs("linear", x)
-    if x.dtype is not dtype:  # a float64 or other-half input: let the plain path refuse/handle
+    if not isinstance(x, Tensor) or x.dtype is not dtype:  # let the plain path handle it
         return None
-    if bias is not None and bias.dtype is not float32:
+    if bias is not None and (not isinstance(bias, Tensor) or bias.dtype is not float32):
         return None
-    return x, _low_param(weight, dtype), None if bias is None else _low_param(bias, dtype)
+    return x, None if bias is None else _low_param(bias, dtype)
 
 
 def cast_inputs(op, *tensors):

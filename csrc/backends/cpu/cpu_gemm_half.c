@@ -6,12 +6,13 @@
  * float16 or bfloat16 C through one epilogue (alpha/beta, bias, activation,
  * DACT, BGRAD, rounded once to nearest even):
  *
- *   pg_cpu_gemm_half_convert   any CPU. Convert while packing: K is cut into
- *       blocks of KC; each block of op(A) and op(B) is converted to float32
- *       (cpu_half_convert.c: F16C / integer shifts) into small packed buffers
- *       and multiplied by OpenBLAS's sgemm, accumulating in a float32 tile.
- *       Half costs fp32's GEMM plus one conversion pass over the operands;
- *       it is what runs on AVX2 machines (this project's Zen 1 included).
+ *   pg_cpu_gemm_half_convert   any CPU. Convert while packing: K (and a very
+ *       wide N) is cut into blocks; each block of op(A) and op(B) is converted
+ *       to float32 (cpu_half_convert.c: F16C / integer shifts, per ISA) and
+ *       multiplied by OpenBLAS's sgemm, which accumulates straight into a
+ *       float32 C or into a float32 tile that the epilogue rounds once into a
+ *       half C. Half costs fp32's GEMM plus one conversion of each operand per
+ *       product; it is what runs on AVX2 machines (this project's Zen 1).
  *   pg_cpu_gemm_bf16_avx512    bfloat16 inputs on a CPU with AVX512_BF16:
  *       vdpbf16ps (two bf16 products summed into each fp32 lane) over B
  *       packed as k-pairs in 16-column panels, 4x32 register tiles. Compiled
@@ -19,6 +20,10 @@
  *       pg_cpu_isa() >= PG_ISA_AVX512_BF16. NOT EXECUTED on the machine this
  *       was written on (AVX2 only); vdpbf16ps treats bf16 subnormal inputs as
  *       zero, as every bf16 dot-product unit does.
+ *
+ * Both also take B stored as float32 (b_f32: autocast's float32 weights), each value
+ * rounded to the half dtype as the panel is converted, so a layer needs no cast pass
+ * and no half copy of its weight; the product is exactly that of the cast weight.
  *
  * pg_cpu_gemm_half_kernel picks one for this CPU; pg_cpu_gemm_half_register puts
  * it into the GEMM kernel table (cpu_gemm.c), so matmul and the fused linear
@@ -42,7 +47,8 @@
 #define PG_HAVE_AVX512_BF16_KERNEL 1
 #endif
 
-#define KC 512 /* K block of the convert path: packed A (M x KC) and B (KC x N) stay small */
+#define KC 1024                     /* K block of the convert path (see k_block) */
+#define NC_BYTES ((int64_t)4 << 20) /* converted B block, at most (see n_block) */
 
 static pg_status no_memory(void)
 {
@@ -183,11 +189,55 @@ static pg_status check_desc(const pg_gemm *g)
     return PG_OK;
 }
 
+/* ---- B stored as float32 (b_f32), rounded to the half dtype as it is read ----------------- */
+
+/* dst = float32 values of bfloat16(src) (nearest even; NaN kept quiet with its sign and top
+ * payload bits), bit for bit what widening pg_cpu_f32_to_bf16's result gives. */
+PG_CPU_DISPATCH(void, f32_round_bf16, (int64_t n, const float *src, float *dst), (n, src, dst))
+{
+    const uint32_t *s = (const uint32_t *)src;
+    uint32_t *d = (uint32_t *)dst;
+    _Pragma("omp simd") for (int64_t i = 0; i < n; i++)
+    {
+        uint32_t b = s[i];
+        uint32_t nan = (b | 0x00400000u) & 0xffff0000u;
+        uint32_t r = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+        d[i] = (b & 0x7fffffffu) > 0x7f800000u ? nan : r;
+    }
+}
+
+/* dst = float32 values of src rounded to dtype (float16: through F16C where the CPU has it,
+ * cpu_half_convert.c, in stack-sized pieces) */
+static void f32_round_half(int dtype, int64_t n, const float *src, float *dst)
+{
+    if (dtype == PG_BFLOAT16) {
+        f32_round_bf16(n, src, dst);
+        return;
+    }
+    uint16_t h[256];
+    for (int64_t i = 0; i < n; i += 256) {
+        int64_t c = n - i < 256 ? n - i : 256;
+        pg_cpu_f32_to_f16(c, src + i, h);
+        pg_cpu_f16_to_f32(c, h, dst + i);
+    }
+}
+
+/* n consecutive elements of B from element offset `at`, as float32 values of dtype_ab */
+static void load_b(const pg_gemm *g, const void *B, int64_t at, int64_t n, float *dst)
+{
+    if (g->b_f32)
+        f32_round_half(g->dtype_ab, n, (const float *)B + at, dst);
+    else
+        pg_cpu_half_to_f32(g->dtype_ab, n, (const uint16_t *)B + at, dst);
+}
+
 /* ---- convert while packing, then OpenBLAS's sgemm -------------------------------------- */
 
-/* K is cut into nb equal blocks of at most KC (784 -> 2 x 392, not 512 + 272), a multiple
- * of 8 where K allows, so that each converted block of A and B stays in L2 while sgemm
- * packs it. */
+/* K is cut into nb equal blocks of at most KC (a multiple of 8 where K allows), and N into
+ * blocks whose converted B holds at most NC_BYTES (multiples of 16 columns). Measured on
+ * the MLP 784-512-512-10 (Zen 1, perf): the conversion reads B from memory either way, and
+ * smaller blocks (KC 128-512, B blocks of 64-256 KiB to stay in L2) only added sgemm calls
+ * and C passes, so a layer's K and a panel's N are one block up to these sizes. */
 static int64_t k_block(int64_t K)
 {
     if (K <= KC)
@@ -196,26 +246,35 @@ static int64_t k_block(int64_t K)
     return (kc + 7) / 8 * 8;
 }
 
+static int64_t n_block(int64_t N, int64_t kc)
+{
+    int64_t nc = NC_BYTES / (int64_t)sizeof(float) / kc;
+    nc = nc < 16 ? 16 : nc / 16 * 16;
+    return nc >= N ? N : nc;
+}
+
 pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
 {
     PG_TRY(check_desc(g));
     const int64_t M = g->M, N = g->N, K = g->K;
     if (M == 0 || N == 0)
         return PG_OK;
-    const int64_t kc_max = k_block(K);
+    const int64_t kc_max = k_block(K), nc_max = n_block(N, kc_max);
     /* float32 C: sgemm accumulates straight into C (alpha and beta included), no acc */
     const bool direct = g->dtype_c == PG_FLOAT32;
     const size_t nacc = direct ? 0 : (size_t)(M * N);
-    float *buf = malloc((nacc + (size_t)(M * kc_max) + (size_t)(kc_max * N) + 3 * (size_t)N) *
+    float *buf = malloc((nacc + (size_t)(M * kc_max) + (size_t)(kc_max * nc_max) + 3 * (size_t)N) *
                         sizeof(float));
     if (!buf)
         return no_memory();
-    float *ap = buf + nacc, *bp = ap + M * kc_max, *tmp = bp + kc_max * N;
+    float *ap = buf + nacc, *bp = ap + M * kc_max, *tmp = bp + kc_max * nc_max;
     const int dt = g->dtype_ab;
     const bool epi = g->epilogue != PG_EPI_NONE || g->act != PG_ACT_NONE;
+    const CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans;
+    const CBLAS_TRANSPOSE tb = g->trans_b ? CblasTrans : CblasNoTrans;
     for (int64_t z = 0; z < g->batch; z++) {
         const uint16_t *A = (const uint16_t *)g->a + z * g->stride_a;
-        const uint16_t *B = (const uint16_t *)g->b + z * g->stride_b;
+        const void *B = (const char *)g->b + z * g->stride_b * (int64_t)(g->b_f32 ? 4 : 2);
         float *acc = direct ? (float *)g->c + z * g->stride_c : buf;
         const int64_t ldacc = direct ? g->ldc : N;
         const float alpha = (float)g->alpha, beta0 = direct ? (float)g->beta : 0.0f;
@@ -226,7 +285,7 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
         }
         for (int64_t k0 = 0; k0 < K; k0 += kc_max) {
             const int64_t kc = K - k0 < kc_max ? K - k0 : kc_max;
-            blasint lda, ldb;
+            blasint lda;
             /* convert rows of the STORED matrices; the transpose flag stays */
             if (!g->trans_a) { /* A (M,K): rows m, columns k0..k0+kc -> ap (M, kc) */
                 for (int64_t m = 0; m < M; m++)
@@ -237,19 +296,24 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
                     pg_cpu_half_to_f32(dt, M, A + (k0 + k) * g->lda, ap + k * M);
                 lda = (blasint)M;
             }
-            if (!g->trans_b) { /* B (K,N): rows k0..k0+kc -> bp (kc, N) */
-                for (int64_t k = 0; k < kc; k++)
-                    pg_cpu_half_to_f32(dt, N, B + (k0 + k) * g->ldb, bp + k * N);
-                ldb = (blasint)N;
-            } else { /* B stored (N,K): rows n, columns k0..k0+kc -> bp (N, kc) */
-                for (int64_t n = 0; n < N; n++)
-                    pg_cpu_half_to_f32(dt, kc, B + n * g->ldb + k0, bp + n * kc);
-                ldb = (blasint)kc;
+            /* B block by block of nc columns of op(B), each converted just before sgemm
+             * packs it, so that it is still in L2 */
+            for (int64_t n0 = 0; n0 < N; n0 += nc_max) {
+                const int64_t nc = N - n0 < nc_max ? N - n0 : nc_max;
+                blasint ldb;
+                if (!g->trans_b) { /* B (K,N): rows k0..k0+kc, columns n0.. -> bp (kc, nc) */
+                    for (int64_t k = 0; k < kc; k++)
+                        load_b(g, B, (k0 + k) * g->ldb + n0, nc, bp + k * nc);
+                    ldb = (blasint)nc;
+                } else { /* B stored (N,K): rows n0.., columns k0..k0+kc -> bp (nc, kc) */
+                    for (int64_t n = 0; n < nc; n++)
+                        load_b(g, B, (n0 + n) * g->ldb + k0, kc, bp + n * kc);
+                    ldb = (blasint)kc;
+                }
+                scipy_cblas_sgemm(CblasRowMajor, ta, tb, (blasint)M, (blasint)nc, (blasint)kc,
+                                  alpha, ap, lda, bp, ldb, k0 == 0 ? beta0 : 1.0f, acc + n0,
+                                  (blasint)ldacc);
             }
-            scipy_cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
-                              g->trans_b ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
-                              (blasint)kc, alpha, ap, lda, bp, ldb, k0 == 0 ? beta0 : 1.0f, acc,
-                              (blasint)ldacc);
         }
         if (epi || !direct)
             epilogue(g, z, acc, ldacc, direct, 1.0f, tmp);
@@ -268,6 +332,20 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
 static inline uint16_t at(const uint16_t *X, int64_t ld, bool trans, int64_t r, int64_t c)
 {
     return trans ? X[c * ld + r] : X[r * ld + c];
+}
+
+/* op(B)[r][c] as bfloat16 bits; a float32 B (b_f32) rounded as pg_cpu_f32_to_bf16 does */
+static inline uint16_t at_b(const pg_gemm *g, const void *B, int64_t r, int64_t c)
+{
+    if (!g->b_f32)
+        return at((const uint16_t *)B, g->ldb, g->trans_b, r, c);
+    const float *F = (const float *)B;
+    float v = g->trans_b ? F[c * g->ldb + r] : F[r * g->ldb + c];
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    if ((b & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((b >> 16) | 0x40u);
+    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 }
 
 BF16_TARGET static void bf16_tile(int64_t mr, int64_t K2, const uint32_t *aq, const uint32_t *bq0,
@@ -320,7 +398,7 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
     pg_status st = PG_OK;
     for (int64_t z = 0; z < g->batch; z++) {
         const uint16_t *A = (const uint16_t *)g->a + z * g->stride_a;
-        const uint16_t *B = (const uint16_t *)g->b + z * g->stride_b;
+        const void *B = (const char *)g->b + z * g->stride_b * (int64_t)(g->b_f32 ? 4 : 2);
         /* aq[m][k2] = (op(A)[m][2k2], op(A)[m][2k2+1]) as one 32-bit lane, low half first */
         for (int64_t m = 0; m < M; m++)
             for (int64_t k2 = 0; k2 < K2; k2++) {
@@ -333,9 +411,8 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
             for (int64_t k2 = 0; k2 < K2; k2++)
                 for (int64_t j = 0; j < 16; j++) {
                     int64_t n = 16 * p + j;
-                    uint32_t lo = n < N ? at(B, g->ldb, g->trans_b, 2 * k2, n) : 0;
-                    uint32_t hi = n < N && 2 * k2 + 1 < K ? at(B, g->ldb, g->trans_b, 2 * k2 + 1, n)
-                                                          : 0;
+                    uint32_t lo = n < N ? at_b(g, B, 2 * k2, n) : 0;
+                    uint32_t hi = n < N && 2 * k2 + 1 < K ? at_b(g, B, 2 * k2 + 1, n) : 0;
                     bq[(p * K2 + k2) * 16 + j] = lo | hi << 16;
                 }
         for (int64_t m = 0; m < M; m += 4) {

@@ -45,6 +45,7 @@ pg_status pg_cpu_linear_fwd_on(pg_pool *pool, const pg_node *n)
     g.K = x->shape[1];
     g.trans_b = true;
     g.dtype_ab = g.dtype_c = n->dst.dtype;
+    g.b_f32 = w->dtype != n->dst.dtype; /* half x, float32 W: autocast (pg_ops_train.c) */
     g.compute = pg_gemm_compute_of(n->dst.dtype);
     g.a = pg_tensor_data(x);
     g.lda = g.K;
@@ -242,6 +243,7 @@ pg_status pg_cpu_linear_bwd_on(pg_pool *pool, const pg_node *n)
     g.N = I;
     g.K = O;
     g.dtype_ab = g.dtype_c = dt;
+    g.b_f32 = w->dtype != dt; /* half dz, float32 W: autocast */
     g.compute = pg_gemm_compute_of(dt);
     g.a = dz;
     g.lda = O;
