@@ -11,6 +11,7 @@ from .autograd import Function
 from ._creation import empty
 from ._dtype import bfloat16, float16, float32, float64, int64
 from .amp.autocast_mode import cast_inputs as _autocast
+from .amp.autocast_mode import linear_operands as _autocast_linear
 
 Tensor = _C.Tensor
 
@@ -227,6 +228,32 @@ class _Linear(Function):
         return dx, dw, db, None
 
 
+class _LinearLow(Function):
+    """linear under autocast: x in the low dtype, the float32 weight rounded to it inside
+    the GEMM, the bias's cached low copy b_low; dW and db come back in float32, as the
+    parameters are (pygpu/amp/autocast_mode.py, linear_operands)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, act, b_low):
+        y = _C._linear_fwd(x, weight, b_low, act)
+        ctx.save(x, weight, y.detach() if act else None)
+        ctx.act, ctx.has_bias = act, bias is not None
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, y = ctx.saved
+        dx, dw, db = _C._linear_bwd(g, x, weight, y, ctx.act, ctx.has_bias, x.requires_grad,
+                                    True)
+        return dx, dw, db, None, None
+
+
+def _linear2d(x, weight, bias, act, low):
+    if low is None:
+        return _Linear.apply(x, weight, bias, act)
+    return _LinearLow.apply(x, weight, bias, act, low[0])
+
+
 def linear(x, weight, bias=None, activation=None):
     """activation(x @ weight.T + bias) for x (N, in), weight (out, in), bias (out,);
     activation: None, "relu", "tanh" or "sigmoid". One fused op each way."""
@@ -238,13 +265,17 @@ def linear(x, weight, bias=None, activation=None):
     act = _ACTS[activation]
     if bias is not None:
         _want_tensor(bias, "linear", "bias")
-    x, weight, bias = _autocast("linear", x, weight, bias)  # pygpu.autocast: the low dtype
+    low = _autocast_linear(x, weight, bias)  # pygpu.autocast: the low dtype
+    if low is not None:
+        x, low = low[0], (low[1],)
+    else:
+        x, weight, bias = _autocast("linear", x, weight, bias)
     if x.ndim == 2:
-        return _Linear.apply(x, weight, bias, act)
+        return _linear2d(x, weight, bias, act, low)
     if x.ndim == 0:
         raise ValueError("linear: input must have at least one dimension")
     lead = x.shape[:-1]
-    y = _Linear.apply(x.reshape(-1, x.shape[-1]), weight, bias, act)
+    y = _linear2d(x.reshape(-1, x.shape[-1]), weight, bias, act, low)
     return y.reshape(*lead, weight.shape[0])
 
 

@@ -74,6 +74,92 @@ def test_half_matmul_batched_and_mixed_dtypes(device):
     assert _f32(z).tolist() == [[0.0] * 3] * 2
 
 
+_EPIS = [(0, 0), (1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3), (4, 0), (6, 1)]  # (epilogue, act)
+
+
+@pytest.mark.parametrize("name", sorted(HALF))
+@pytest.mark.parametrize("out", ["same", "float32"])
+@pytest.mark.parametrize("epi,act", _EPIS, ids=[f"epi{e}-act{a}" for e, a in _EPIS])
+def test_half_gemm_every_epilogue_alpha_beta_and_output(name, out, epi, act):
+    """The half kernel's own epilogue (csrc/backends/cpu/cpu_gemm_half.c) through the GEMM
+    contract: bias, activation, DACT, BGRAD, alpha and beta, a float32 C (sgemm writes it
+    directly) or a half C (rounded once), K cut into blocks (K=1100), and K = 0."""
+    dt, nd = HALF[name]
+    cdt, cnd = (dt, nd) if out == "same" else (pygpu.float32, np.float32)
+    for (M, N, K, ta, tb, alpha, beta, threads) in [(37, 70, 1100, False, True, 1.0, 0.0, 2),
+                                                    (20, 33, 300, True, False, 0.5, -2.0, 1),
+                                                    (9, 12, 0, False, False, 1.0, 0.5, 1)]:
+        rng = np.random.default_rng(M + N + K + epi)
+        A = _rounded(rng.standard_normal((K, M) if ta else (M, K)), nd)
+        B = _rounded(rng.standard_normal((N, K) if tb else (K, N)) * 0.1, nd)
+        C0 = _rounded(rng.standard_normal((M, N)), cnd)
+        bias = _rounded(rng.standard_normal((1, N)), cnd)
+        aux = _rounded(rng.random((M, N)) - 0.25, cnd)
+        pc = pygpu.tensor(C0).astype(cdt)
+        pbg = pygpu.zeros((1, N)).astype(cdt)
+        pygpu._C._test_gemm(pygpu.tensor(A).astype(dt), pygpu.tensor(B).astype(dt), pc, ta, tb,
+                            alpha, beta, epi, act, pygpu.tensor(bias).astype(cdt),
+                            pygpu.tensor(aux).astype(cdt), pbg, threads)
+        ref = alpha * ((A.T if ta else A).astype(np.float64) @ (B.T if tb else B)) + beta * C0
+        if epi & 1:
+            ref = ref + bias[0]
+        y = aux.astype(np.float64)
+        if epi & 2:
+            ref = {1: np.where(y > 0, ref, 0), 2: ref * (1 - y * y), 3: ref * y * (1 - y)}[act]
+        else:
+            ref = {0: ref, 1: np.maximum(ref, 0), 2: np.tanh(ref),
+                   3: 1 / (1 + np.exp(-ref))}[act]
+        tol = TOL[name] if out == "same" else 1e-5
+        got = _f32(pc)
+        np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * 4)
+        if epi & 4:
+            np.testing.assert_allclose(_f32(pbg)[0], got.astype(np.float64).sum(axis=0),
+                                       rtol=tol, atol=tol * 4)
+
+
+@pytest.mark.parametrize("name", sorted(HALF))
+def test_half_linear_with_a_float32_weight_is_the_cast_weight_exactly(device, name):
+    """autocast's linear hands the float32 weight to the half layer, which rounds each value
+    as it packs it (pg_gemm.h b_f32): bit for bit the layer on weight.astype(dtype), forward
+    and both backward products, with values that round up, down, to even, to inf and NaN."""
+    dt, _ = HALF[name]
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((70, 300)).astype(np.float32)
+    w[0, :6] = [np.nan, np.inf, -np.inf, 1.0 + 2 ** -8, 1.0 + 3 * 2 ** -8, 3.4e38]
+    w[1:, :] += np.float32(2 ** -12)  # off the half grid everywhere
+    x = pygpu.tensor(rng.standard_normal((33, 300)).astype(np.float32), device=device).astype(dt)
+    b = pygpu.tensor(rng.standard_normal(70).astype(np.float32), device=device).astype(dt)
+    g = pygpu.tensor(rng.standard_normal((33, 70)).astype(np.float32), device=device).astype(dt)
+    w32 = pygpu.tensor(w, device=device)
+    wl = w32.astype(dt)
+    with np.errstate(invalid="ignore"):
+        for act in (0, 1):
+            y1, y2 = pygpu._C._linear_fwd(x, w32, b, act), pygpu._C._linear_fwd(x, wl, b, act)
+            assert y1.dtype is dt
+            assert np.array_equal(_f32(y1), _f32(y2), equal_nan=True)
+            out1 = pygpu._C._linear_bwd(g, x, w32, y1, act, True, True, True)
+            out2 = pygpu._C._linear_bwd(g, x, wl, y2, act, True, True, True)
+            for r1, r2 in zip(out1, out2):
+                assert np.array_equal(_f32(r1), _f32(r2), equal_nan=True)
+            assert out1[1].dtype is pygpu.float32 and out1[2].dtype is pygpu.float32
+
+
+def test_float32_weight_rounding_agrees_at_every_isa_level():
+    code = ("import numpy as np, pygpu\n"
+            "r = np.random.default_rng(5)\n"
+            "x = pygpu.tensor(r.standard_normal((9, 260)).astype(np.float32))\n"
+            "w = pygpu.tensor(r.standard_normal((40, 260)).astype(np.float32) + 2 ** -12)\n"
+            "for dt in (pygpu.bfloat16, pygpu.float16):\n"
+            "    y = pygpu._C._linear_fwd(x.astype(dt), w, None, 0).astype(pygpu.float32)\n"
+            "    print(y.numpy().tobytes().hex()[:4000])\n")
+    outs = []
+    for isa in ("baseline", "avx2"):
+        env = dict(os.environ, PYGPU_ISA=isa)
+        outs.append(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                   text=True, check=True).stdout)
+    assert outs[0] == outs[1] and len(outs[0]) > 1000
+
+
 def test_the_avx512_bf16_kernel_is_never_chosen_without_the_instructions():
     used = pygpu.cpu_isa()
     kernel = pygpu._C._half_gemm_kernel(pygpu.bfloat16)
@@ -273,6 +359,27 @@ def _scaler_setup(device):
     opt = pygpu.optim.SGD(model.parameters(), lr=0.1)
     x = pygpu.randn(8, 4, device=device)
     return model, opt, x
+
+
+def test_autocast_linear_weight_gradient_is_float32_never_rounded(device):
+    """Under autocast the parameters get float32 dW and db straight from the float32
+    accumulators: the product of the bf16 operands, not that product rounded to bf16
+    (which a cast node's backward would give: a relative error up to 2^-9)."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((64, 300)).astype(np.float32)
+    lin = pygpu.nn.Linear(300, 40).to(device)
+    g = rng.standard_normal((64, 40)).astype(np.float32)
+    with pygpu.autocast(device):
+        y = lin(pygpu.tensor(x, device=device))
+    assert y.dtype is pygpu.bfloat16
+    gb = pygpu.tensor(g, device=device).astype(pygpu.bfloat16)
+    y.backward(gb)
+    nd = ml_dtypes.bfloat16
+    ref = _rounded(g, nd).astype(np.float64).T @ _rounded(x, nd).astype(np.float64)
+    assert lin.weight.grad.dtype is pygpu.float32 and lin.bias.grad.dtype is pygpu.float32
+    np.testing.assert_allclose(lin.weight.grad.numpy(), ref, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(lin.bias.grad.numpy(), _rounded(g, nd).sum(axis=0), rtol=1e-5,
+                               atol=1e-4)
 
 
 def test_grad_scaler_skips_overflow_backs_off_and_grows(device):

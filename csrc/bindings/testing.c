@@ -17,7 +17,9 @@
  *                          CPU's kernels and scheduler on a pool of `threads`:
  *                          transposes, strided operands, alpha, beta and every
  *                          epilogue, which the public ops use only in part
- *                          (tests/test_gemm_contract.py).
+ *                          (tests/test_gemm_contract.py); a and b share one
+ *                          dtype, c has it or is float32 for half a and b
+ *                          (tests/test_mixed_precision.py).
  *
  * Private: not part of pygpu's API; nothing here can crash on bad input
  * because the hooks take no input. */
@@ -192,15 +194,17 @@ static PyObject *f_test_gemm(PyObject *mod, PyObject *args)
     g.K = at->shape[ta ? 0 : 1];
     g.trans_a = ta;
     g.trans_b = tb;
-    g.dtype_ab = g.dtype_c = g.compute = ct->dtype;
+    g.dtype_ab = at->dtype; /* a and b share it; c may be wider (half inputs, float32 c) */
+    g.dtype_c = ct->dtype;
+    g.compute = pg_gemm_compute_of(ct->dtype);
     g.alpha = alpha;
     g.beta = beta;
     g.epilogue = epi;
     g.act = act;
     const void *cdata, *dummy;
     int64_t one;
-    if (gemm_operand(a, "a", ct->dtype, ta ? g.K : g.M, ta ? g.M : g.K, &g.a, &g.lda) < 0 ||
-        gemm_operand(b, "b", ct->dtype, tb ? g.N : g.K, tb ? g.K : g.N, &g.b, &g.ldb) < 0 ||
+    if (gemm_operand(a, "a", at->dtype, ta ? g.K : g.M, ta ? g.M : g.K, &g.a, &g.lda) < 0 ||
+        gemm_operand(b, "b", at->dtype, tb ? g.N : g.K, tb ? g.K : g.N, &g.b, &g.ldb) < 0 ||
         gemm_operand(c, "c", ct->dtype, g.M, g.N, &cdata, &g.ldc) < 0)
         return NULL;
     g.c = (void *)cdata;

@@ -49,20 +49,21 @@ static PyObject *wrap_or_none(pg_tensor *t)
     return pg_wrap(t);
 }
 
-/* _linear_bwd(dy, x, weight, y | None, act, want_db, want_dx) -> (dx | None, dW, db | None) */
+/* _linear_bwd(dy, x, weight, y | None, act, want_db, want_dx[, wgrad_f32]) -> (dx | None, dW, db | None)
+ * wgrad_f32: dW and db in float32 for half operands (autocast's linear) */
 static PyObject *f_linear_bwd(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *dy, *x, *w, *yo;
-    int act, want_db, want_dx;
+    int act, want_db, want_dx, wgrad_f32 = 0;
     const pg_tensor *y;
-    if (!PyArg_ParseTuple(args, "O!O!O!Oipp:_linear_bwd", &PyTensor_Type, &dy, &PyTensor_Type, &x,
-                          &PyTensor_Type, &w, &yo, &act, &want_db, &want_dx) ||
+    if (!PyArg_ParseTuple(args, "O!O!O!Oipp|p:_linear_bwd", &PyTensor_Type, &dy, &PyTensor_Type,
+                          &x, &PyTensor_Type, &w, &yo, &act, &want_db, &want_dx, &wgrad_f32) ||
         opt_tensor(yo, "linear_backward", "output", &y) < 0)
         return NULL;
     pg_tensor dx, dw, db;
     pg_status st = PG_CALL(on_cpu(T(dy)), pg_op_linear_bwd(T(dy), T(x), T(w), y, act, want_dx,
-                                                           want_db, &dx, &dw, &db));
+                                                           want_db, wgrad_f32, &dx, &dw, &db));
     if (st != PG_OK)
         return pg_raise(st);
     PyObject *a = wrap_or_none(&dx), *b = pg_wrap(&dw), *c = wrap_or_none(&db);

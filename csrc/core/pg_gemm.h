@@ -15,7 +15,10 @@
  *
  * Types: a and b share one input dtype (float32, float64, float16, bfloat16);
  * c may be wider (half inputs, float32 output); `compute` is the accumulation
- * dtype (float32 for float32 and half inputs, float64 for float64).
+ * dtype (float32 for float32 and half inputs, float64 for float64). With b_f32
+ * and half inputs, B is stored as float32 and each value is rounded to dtype_ab
+ * as it is read (autocast's float32 weights: the product is exactly the one of
+ * B cast to dtype_ab, without a cast pass or a half copy).
  *
  * Epilogue, applied to each output tile while it is still in cache:
  *   PG_EPI_BIAS       C += bias (N) broadcast over rows
@@ -44,6 +47,7 @@ typedef struct pg_gemm {
     int64_t M, N, K, batch;
     bool trans_a, trans_b;
     int dtype_ab; /* pg_dtype of A and B */
+    bool b_f32;   /* half dtype_ab only: B stored as float32, rounded to dtype_ab when read */
     int dtype_c;  /* pg_dtype of C (and of bias, aux, bias_grad) */
     int compute;  /* pg_dtype accumulated in: PG_FLOAT32 or PG_FLOAT64 */
     const void *a;

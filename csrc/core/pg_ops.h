@@ -69,10 +69,12 @@ pg_status pg_device_synchronize(pg_device dev);
 /* fused training ops (pg_ops_train.c); b, y may be NULL; act is a PG_ACT_* code */
 pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b, int act,
                            pg_tensor *y);
-/* dx / db are left empty (NULL storage) unless wanted */
+/* dx / db are left empty (NULL storage) unless wanted. wgrad_f32: dW and db in float32
+ * (accumulated in float32, never rounded to the operands' half dtype): autocast's linear,
+ * whose parameters are float32; only with float16/bfloat16 operands. */
 pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
-                           const pg_tensor *y, int act, bool want_dx, bool want_db, pg_tensor *dx,
-                           pg_tensor *dw, pg_tensor *db);
+                           const pg_tensor *y, int act, bool want_dx, bool want_db, bool wgrad_f32,
+                           pg_tensor *dx, pg_tensor *dw, pg_tensor *db);
 pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool mean,
                          pg_tensor *loss, pg_tensor *probs);
 pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const pg_tensor *gloss,

@@ -9,9 +9,12 @@
  *
  *   LINEAR_FWD  src: x (N,I), W (O,I), b (O) | NULL          dst: y (N,O)
  *               subop: activation; y = act(x @ W^T + b)
+ *               (half x: W may be float32, rounded to x's dtype as it is read)
  *   LINEAR_BWD  src: dy (N,O), x (N,I), W (O,I), y (N,O) | NULL
  *               dst: dW (O,I); extra: dx (N,I) | NULL, db (O) | NULL,
  *               dz (N,O) scratch = dy * act'(y) | NULL when act is none
+ *               dW and db have dy's dtype, or float32 for half operands under
+ *               autocast (the parameters' float32: no rounding, no widening pass)
  *   XENT_FWD    src: logits (N,C), labels (N) int64     dst: loss (); extra: probs (N,C)
  *               p.train.i[0]: mean (1) or sum (0)
  *   XENT_BWD    src: probs (N,C), labels (N), gloss ()  dst: dlogits (N,C)
@@ -50,6 +53,18 @@ static pg_status check_float_half(const char *op, const char *what, const pg_ten
     if (dt >= 0 && t->dtype != dt)
         return check_float(op, what, t, dt);
     return pg_backend_check_op(pg_tensor_device(t), node_op, t->dtype, op);
+}
+
+static bool is_half_dt(int dt) { return dt == PG_FLOAT16 || dt == PG_BFLOAT16; }
+
+/* The weight of a half layer may also be float32 (autocast's parameters): the GEMM rounds
+ * each value to the layer's dtype as it reads it (pg_gemm.h b_f32), so the result is
+ * exactly that of weight.astype(dtype), without the cast. */
+static pg_status check_weight(const char *op, const pg_tensor *w, int dt, int node_op)
+{
+    if (is_half_dt(dt) && w->dtype == PG_FLOAT32)
+        return PG_OK;
+    return check_float_half(op, "weight", w, dt, node_op);
 }
 
 static pg_status check_shape(const char *op, const char *what, const pg_tensor *t, int ndim,
@@ -108,7 +123,7 @@ pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tens
     if (act < 0 || act >= PG_NUM_ACT)
         return pg_error_set(PG_ERR_VALUE, "%s: unknown activation code %d", op, act);
     PG_TRY(check_float_half(op, "input", x, -1, PG_OP_LINEAR_FWD));
-    PG_TRY(check_float_half(op, "weight", w, x->dtype, PG_OP_LINEAR_FWD));
+    PG_TRY(check_weight(op, w, x->dtype, PG_OP_LINEAR_FWD));
     PG_TRY(pg_check_same_device(op, x, w));
     if (x->ndim != 2 || w->ndim != 2)
         return pg_error_set(PG_ERR_SHAPE, "%s: input must be (batch, in) and weight (out, in); "
@@ -147,8 +162,8 @@ pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tens
 }
 
 pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
-                           const pg_tensor *y, int act, bool want_dx, bool want_db, pg_tensor *dx,
-                           pg_tensor *dw, pg_tensor *db)
+                           const pg_tensor *y, int act, bool want_dx, bool want_db, bool wgrad_f32,
+                           pg_tensor *dx, pg_tensor *dw, pg_tensor *db)
 {
     const char *op = "linear_backward";
     if (act < 0 || act >= PG_NUM_ACT)
@@ -157,7 +172,7 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
         return pg_error_set(PG_ERR_VALUE, "%s: the activation output is needed", op);
     PG_TRY(check_float_half(op, "grad", dy, -1, PG_OP_LINEAR_BWD));
     PG_TRY(check_float_half(op, "input", x, dy->dtype, PG_OP_LINEAR_BWD));
-    PG_TRY(check_float_half(op, "weight", w, dy->dtype, PG_OP_LINEAR_BWD));
+    PG_TRY(check_weight(op, w, dy->dtype, PG_OP_LINEAR_BWD));
     PG_TRY(pg_check_same_device(op, dy, x));
     PG_TRY(pg_check_same_device(op, dy, w));
     if (x->ndim != 2 || w->ndim != 2)
@@ -175,18 +190,22 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
     }
     pg_device dev = pg_tensor_device(dy);
     pg_dtype dt = (pg_dtype)dy->dtype;
+    if (wgrad_f32 && dt != PG_FLOAT16 && dt != PG_BFLOAT16 && dt != PG_FLOAT32)
+        return pg_error_set(PG_ERR_DTYPE, "%s: float32 weight gradients are for float16/bfloat16 "
+                                          "operands, got %s", op, pg_dtype_name(dt));
+    pg_dtype gdt = wgrad_f32 ? PG_FLOAT32 : dt; /* dW and db */
     const pg_tensor *in[4] = {dy, x, w, act != PG_ACT_NONE ? y : NULL};
     pg_node n;
     node_init(&n, PG_OP_LINEAR_BWD, act, op);
     PG_TRY(contiguous_all(4, in, n.src));
     n.nsrc = 4;
     n.nextra = 3;
-    pg_status st = pg_tensor_empty(dev, dt, 2, wshape, &n.dst);
+    pg_status st = pg_tensor_empty(dev, gdt, 2, wshape, &n.dst);
     int64_t xshape[2] = {N, I};
     if (st == PG_OK && want_dx)
         st = pg_tensor_empty(dev, dt, 2, xshape, &n.extra[0]);
     if (st == PG_OK && want_db)
-        st = pg_tensor_empty(dev, dt, 1, &O, &n.extra[1]);
+        st = pg_tensor_empty(dev, gdt, 1, &O, &n.extra[1]);
     if (st == PG_OK && act != PG_ACT_NONE)
         st = pg_tensor_empty(dev, dt, 2, yshape, &n.extra[2]);
     if (st == PG_OK)

@@ -22,6 +22,15 @@ once per region, not once per use; the cache is dropped when the outermost
 region of the thread exits, so a training step inside one region casts each
 weight once, after the optimizer's update of the previous step.
 
+linear (linear_operands): the input is cast as above and the bias is cast
+once per region (detached, cached), but the float32 weight itself goes to the
+fused layer, whose GEMM rounds each weight value to the low dtype as it packs
+it (csrc/core/pg_gemm.h, b_f32): the product is exactly that of the cast
+weight, with no cast pass and no half copy of any weight per step. Its
+backward writes dW and db in float32 straight from the float32 accumulators:
+no half weight gradient, no cast node, no widening pass, and dW is never
+rounded to the low dtype (PyTorch's cast backward rounds it).
+
 Regions nest and can disable (`autocast(..., enabled=False)` inside another
 runs everything in the inputs' dtypes), per thread, as in PyTorch. autocast
 is also a decorator."""
@@ -77,6 +86,38 @@ def _cached_cast(t, dtype):
     out = t.astype(dtype)
     cache[key] = (t, out)
     return out
+
+
+def _low_param(t, dtype):
+    """t as `dtype`, detached; a parameter's cast is cached for the region."""
+    if not (t.is_leaf and t.requires_grad) or not _state()["stack"][-1][3]:
+        return t.detach().astype(dtype)
+    cache = _state()["cache"]
+    key = (id(t), dtype.name, "detached")
+    hit = cache.get(key)
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    out = t.detach().astype(dtype)
+    cache[key] = (t, out)
+    return out
+
+
+def linear_operands(x, weight, bias):
+    """(x, b_low) for nn.functional.linear under an active region: x cast as
+    cast_inputs("linear") does, and the float32 bias as a detached low copy (cached per
+    region); the float32 weight is used as it is (the layer rounds it). None when no
+    region applies to the weight (run linear as it is) or the weight is not float32."""
+    if not _state()["stack"] or not isinstance(weight, Tensor) or weight.dtype is not float32:
+        return None
+    dtype = _active(weight.device.type)
+    if dtype is None:
+        return None
+    (x,) = cast_inputs("linear", x)
+    if not isinstance(x, Tensor) or x.dtype is not dtype:  # let the plain path handle it
+        return None
+    if bias is not None and (not isinstance(bias, Tensor) or bias.dtype is not float32):
+        return None
+    return x, None if bias is None else _low_param(bias, dtype)
 
 
 def cast_inputs(op, *tensors):

@@ -6,12 +6,13 @@
  * float16 or bfloat16 C through one epilogue (alpha/beta, bias, activation,
  * DACT, BGRAD, rounded once to nearest even):
  *
- *   pg_cpu_gemm_half_convert   any CPU. Convert while packing: K is cut into
- *       blocks of KC; each block of op(A) and op(B) is converted to float32
- *       (cpu_half_convert.c: F16C / integer shifts) into small packed buffers
- *       and multiplied by OpenBLAS's sgemm, accumulating in a float32 tile.
- *       Half costs fp32's GEMM plus one conversion pass over the operands;
- *       it is what runs on AVX2 machines (this project's Zen 1 included).
+ *   pg_cpu_gemm_half_convert   any CPU. Convert while packing: K (and a very
+ *       wide N) is cut into blocks; each block of op(A) and op(B) is converted
+ *       to float32 (cpu_half_convert.c: F16C / integer shifts, per ISA) and
+ *       multiplied by OpenBLAS's sgemm, which accumulates straight into a
+ *       float32 C or into a float32 tile that the epilogue rounds once into a
+ *       half C. Half costs fp32's GEMM plus one conversion of each operand per
+ *       product; it is what runs on AVX2 machines (this project's Zen 1).
  *   pg_cpu_gemm_bf16_avx512    bfloat16 inputs on a CPU with AVX512_BF16:
  *       vdpbf16ps (two bf16 products summed into each fp32 lane) over B
  *       packed as k-pairs in 16-column panels, 4x32 register tiles. Compiled
@@ -19,6 +20,10 @@
  *       pg_cpu_isa() >= PG_ISA_AVX512_BF16. NOT EXECUTED on the machine this
  *       was written on (AVX2 only); vdpbf16ps treats bf16 subnormal inputs as
  *       zero, as every bf16 dot-product unit does.
+ *
+ * Both also take B stored as float32 (b_f32: autocast's float32 weights), each value
+ * rounded to the half dtype as the panel is converted, so a layer needs no cast pass
+ * and no half copy of its weight; the product is exactly that of the cast weight.
  *
  * pg_cpu_gemm_half_kernel picks one for this CPU; pg_cpu_gemm_half_register puts
  * it into the GEMM kernel table (cpu_gemm.c), so matmul and the fused linear
@@ -35,13 +40,15 @@
 #include "cpu_half_convert.h"
 #include "cpu_isa.h"
 #include "cpu_kernels.h"
+#include "cpu_vecmath.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 10 || defined(__clang__))
 #include <immintrin.h>
 #define PG_HAVE_AVX512_BF16_KERNEL 1
 #endif
 
-#define KC 512 /* K block of the convert path: packed A (M x KC) and B (KC x N) stay small */
+#define KC 1024                     /* K block of the convert path (see k_block) */
+#define NC_BYTES ((int64_t)4 << 20) /* converted B block, at most (see n_block) */
 
 static pg_status no_memory(void)
 {
@@ -50,96 +57,123 @@ static pg_status no_memory(void)
 
 static bool is_half(int dt) { return dt == PG_FLOAT16 || dt == PG_BFLOAT16; }
 
-/* ---- the shared epilogue: float32 accumulators (M,N) -> C ------------------------------ */
+/* ---- the shared epilogue: float32 rows -> C ------------------------------------------- */
 
-static void load_row(int dt, const void *src, int64_t n, float *dst)
+/* The row loops are written once per activation (the switch outside the loop) and
+ * dispatched per ISA (cpu_vecmath.h), so relu/identity rows vectorise with AVX2. */
+PG_CPU_DISPATCH(void, epi_bias_act, (int64_t n, float *row, const float *bias, int act),
+                (n, row, bias, act))
+{
+    if (bias)
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] += bias[j];
+    switch (act) {
+    case PG_ACT_RELU:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+        break;
+    case PG_ACT_TANH:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = tanhf(row[j]);
+        break;
+    case PG_ACT_SIGMOID:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = 1.0f / (1.0f + expf(-row[j]));
+        break;
+    default: break;
+    }
+}
+
+/* row *= act'(y), y the saved activation OUTPUT */
+PG_CPU_DISPATCH(void, epi_dact, (int64_t n, float *row, const float *y, int act), (n, row, y, act))
+{
+    switch (act) {
+    case PG_ACT_RELU:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = y[j] > 0.0f ? row[j] : 0.0f;
+        break;
+    case PG_ACT_TANH:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] *= 1.0f - y[j] * y[j];
+        break;
+    case PG_ACT_SIGMOID:
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] *= y[j] * (1.0f - y[j]);
+        break;
+    default: break;
+    }
+}
+
+PG_CPU_DISPATCH(void, epi_axpy, (int64_t n, float *row, const float *old, float beta),
+                (n, row, old, beta))
+{
+    _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] += beta * old[j];
+}
+
+/* A row of C (or of aux / bias, which share C's dtype) as float32: `src` itself when C is
+ * float32, else converted into `dst`. */
+static const float *row_f32(int dt, const void *src, int64_t n, float *dst)
 {
     if (dt == PG_FLOAT32)
-        memcpy(dst, src, (size_t)n * sizeof(float));
-    else
-        pg_cpu_half_to_f32(dt, n, (const uint16_t *)src, dst);
+        return (const float *)src;
+    pg_cpu_half_to_f32(dt, n, (const uint16_t *)src, dst);
+    return dst;
 }
 
-static inline float act_fwd(int act, float v)
-{
-    switch (act) {
-    case PG_ACT_RELU: return v > 0.0f ? v : 0.0f;
-    case PG_ACT_TANH: return tanhf(v);
-    case PG_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
-    default: return v;
-    }
-}
-
-static inline float act_grad_from_output(int act, float y)
-{
-    switch (act) {
-    case PG_ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
-    case PG_ACT_TANH: return 1.0f - y * y;
-    case PG_ACT_SIGMOID: return y * (1.0f - y);
-    default: return 1.0f;
-    }
-}
-
-/* acc: (M,N) float32, row-major, leading dimension N, for batch item z. */
-static pg_status epilogue(const pg_gemm *g, int64_t z, float *acc)
+/* acc: (M,N) float32 with leading dimension ldacc for batch item z, the product times
+ * `scale` (alpha still to apply). in_c: acc IS a float32 C that sgemm wrote with alpha and
+ * beta applied, and only the bias, activation and derivative are left; otherwise beta * C
+ * is added here and each row is stored into C, rounded once for a half C. tmp: 3 * N floats. */
+static void epilogue(const pg_gemm *g, int64_t z, float *acc, int64_t ldacc, bool in_c,
+                     float scale, float *tmp)
 {
     const int64_t M = g->M, N = g->N;
-    const size_t csz = g->dtype_c == PG_FLOAT32 ? 4 : 2;
-    float *tmp = malloc((size_t)(N > 0 ? N : 1) * 2 * sizeof(float));
-    double *bsum = (g->epilogue & PG_EPI_BGRAD) ? calloc((size_t)(N > 0 ? N : 1), sizeof(double))
-                                                : NULL;
-    if (!tmp || ((g->epilogue & PG_EPI_BGRAD) && !bsum)) {
-        free(tmp);
-        free(bsum);
-        return no_memory();
-    }
-    float *old = tmp, *extra = tmp + N;
+    const int dtc = g->dtype_c;
+    const size_t csz = dtc == PG_FLOAT32 ? 4 : 2;
+    float *biasf = tmp, *old = tmp + N, *extra = tmp + 2 * N;
     char *C = (char *)g->c + z * g->stride_c * (int64_t)csz;
-    const float alpha = (float)g->alpha, beta = (float)g->beta;
-    if (g->epilogue & PG_EPI_BIAS)
-        load_row(g->dtype_c, g->bias, N, extra);
+    const char *AUX = g->aux ? (const char *)g->aux + z * g->stride_c * (int64_t)csz : NULL;
+    const float beta = (float)g->beta;
+    const float *bias = (g->epilogue & PG_EPI_BIAS) ? row_f32(dtc, g->bias, N, biasf) : NULL;
+    const bool dact = (g->epilogue & PG_EPI_DACT) && g->act != PG_ACT_NONE;
+    const int act = (g->epilogue & PG_EPI_DACT) ? PG_ACT_NONE : g->act;
     for (int64_t m = 0; m < M; m++) {
-        float *row = acc + m * N;
+        float *row = acc + m * ldacc;
         char *crow = C + m * g->ldc * (int64_t)csz;
-        if (alpha != 1.0f)
+        if (!in_c && scale != 1.0f)
             for (int64_t n = 0; n < N; n++)
-                row[n] *= alpha;
-        if (beta != 0.0f) {
-            load_row(g->dtype_c, crow, N, old);
-            for (int64_t n = 0; n < N; n++)
-                row[n] += beta * old[n];
-        }
-        if (g->epilogue & PG_EPI_BIAS)
-            for (int64_t n = 0; n < N; n++)
-                row[n] += extra[n];
-        if (g->act != PG_ACT_NONE && !(g->epilogue & PG_EPI_DACT))
-            for (int64_t n = 0; n < N; n++)
-                row[n] = act_fwd(g->act, row[n]);
-        if (g->epilogue & PG_EPI_DACT) {
-            load_row(g->dtype_c, (const char *)g->aux + m * g->ldaux * (int64_t)csz, N, old);
-            for (int64_t n = 0; n < N; n++)
-                row[n] *= act_grad_from_output(g->act, old[n]);
-        }
-        if (g->dtype_c == PG_FLOAT32) {
+                row[n] *= scale;
+        if (!in_c && beta != 0.0f)
+            epi_axpy(N, row, row_f32(dtc, crow, N, old), beta);
+        if (bias || act != PG_ACT_NONE)
+            epi_bias_act(N, row, bias, act);
+        if (dact)
+            epi_dact(N, row, row_f32(dtc, AUX + m * g->ldaux * (int64_t)csz, N, extra), g->act);
+        if (in_c)
+            continue;
+        if (dtc == PG_FLOAT32)
             memcpy(crow, row, (size_t)N * sizeof(float));
-        } else {
-            pg_cpu_f32_to_half(g->dtype_c, N, row, (uint16_t *)crow);
-        }
-        if (bsum) { /* sums of the stored (rounded) values, as the reference would see them */
-            load_row(g->dtype_c, crow, N, old);
-            for (int64_t n = 0; n < N; n++)
-                bsum[n] += old[n];
-        }
-    }
-    if (bsum) {
-        for (int64_t n = 0; n < N; n++)
-            tmp[n] = (float)bsum[n];
-        if (g->dtype_c == PG_FLOAT32)
-            memcpy(g->bias_grad, tmp, (size_t)N * sizeof(float));
         else
-            pg_cpu_f32_to_half(g->dtype_c, N, tmp, (uint16_t *)g->bias_grad);
+            pg_cpu_f32_to_half(dtc, N, row, (uint16_t *)crow);
     }
-    free(tmp);
+}
+
+/* bias_grad (N) = column sums of the stored (rounded) C over every row of every batch
+ * entry, in row order, accumulated in double (as the float32 kernel and cublasLt). */
+static pg_status bias_grad(const pg_gemm *g, float *tmp)
+{
+    const int64_t N = g->N;
+    const int dtc = g->dtype_c;
+    const size_t csz = dtc == PG_FLOAT32 ? 4 : 2;
+    double *bsum = calloc((size_t)(N > 0 ? N : 1), sizeof(double));
+    if (!bsum)
+        return no_memory();
+    for (int64_t z = 0; z < g->batch; z++)
+        for (int64_t m = 0; m < g->M; m++) {
+            const char *crow = (const char *)g->c + (z * g->stride_c + m * g->ldc) * (int64_t)csz;
+            const float *v = row_f32(dtc, crow, N, tmp);
+            for (int64_t n = 0; n < N; n++)
+                bsum[n] += v[n];
+        }
+    for (int64_t n = 0; n < N; n++)
+        tmp[n] = (float)bsum[n];
+    if (dtc == PG_FLOAT32)
+        memcpy(g->bias_grad, tmp, (size_t)N * sizeof(float));
+    else
+        pg_cpu_f32_to_half(dtc, N, tmp, (uint16_t *)g->bias_grad);
     free(bsum);
     return PG_OK;
 }
@@ -155,7 +189,69 @@ static pg_status check_desc(const pg_gemm *g)
     return PG_OK;
 }
 
+/* ---- B stored as float32 (b_f32), rounded to the half dtype as it is read ----------------- */
+
+/* dst = float32 values of bfloat16(src) (nearest even; NaN kept quiet with its sign and top
+ * payload bits), bit for bit what widening pg_cpu_f32_to_bf16's result gives. */
+PG_CPU_DISPATCH(void, f32_round_bf16, (int64_t n, const float *src, float *dst), (n, src, dst))
+{
+    const uint32_t *s = (const uint32_t *)src;
+    uint32_t *d = (uint32_t *)dst;
+    _Pragma("omp simd") for (int64_t i = 0; i < n; i++)
+    {
+        uint32_t b = s[i];
+        uint32_t nan = (b | 0x00400000u) & 0xffff0000u;
+        uint32_t r = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+        d[i] = (b & 0x7fffffffu) > 0x7f800000u ? nan : r;
+    }
+}
+
+/* dst = float32 values of src rounded to dtype (float16: through F16C where the CPU has it,
+ * cpu_half_convert.c, in stack-sized pieces) */
+static void f32_round_half(int dtype, int64_t n, const float *src, float *dst)
+{
+    if (dtype == PG_BFLOAT16) {
+        f32_round_bf16(n, src, dst);
+        return;
+    }
+    uint16_t h[256];
+    for (int64_t i = 0; i < n; i += 256) {
+        int64_t c = n - i < 256 ? n - i : 256;
+        pg_cpu_f32_to_f16(c, src + i, h);
+        pg_cpu_f16_to_f32(c, h, dst + i);
+    }
+}
+
+/* n consecutive elements of B from element offset `at`, as float32 values of dtype_ab */
+static void load_b(const pg_gemm *g, const void *B, int64_t at, int64_t n, float *dst)
+{
+    if (g->b_f32)
+        f32_round_half(g->dtype_ab, n, (const float *)B + at, dst);
+    else
+        pg_cpu_half_to_f32(g->dtype_ab, n, (const uint16_t *)B + at, dst);
+}
+
 /* ---- convert while packing, then OpenBLAS's sgemm -------------------------------------- */
+
+/* K is cut into nb equal blocks of at most KC (a multiple of 8 where K allows), and N into
+ * blocks whose converted B holds at most NC_BYTES (multiples of 16 columns). Measured on
+ * the MLP 784-512-512-10 (Zen 1, perf): the conversion reads B from memory either way, and
+ * smaller blocks (KC 128-512, B blocks of 64-256 KiB to stay in L2) only added sgemm calls
+ * and C passes, so a layer's K and a panel's N are one block up to these sizes. */
+static int64_t k_block(int64_t K)
+{
+    if (K <= KC)
+        return K > 0 ? K : 1;
+    int64_t nb = (K + KC - 1) / KC, kc = (K + nb - 1) / nb;
+    return (kc + 7) / 8 * 8;
+}
+
+static int64_t n_block(int64_t N, int64_t kc)
+{
+    int64_t nc = NC_BYTES / (int64_t)sizeof(float) / kc;
+    nc = nc < 16 ? 16 : nc / 16 * 16;
+    return nc >= N ? N : nc;
+}
 
 pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
 {
@@ -163,26 +259,33 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
     const int64_t M = g->M, N = g->N, K = g->K;
     if (M == 0 || N == 0)
         return PG_OK;
-    const int64_t kc_max = K < KC ? (K > 0 ? K : 1) : KC;
-    float *acc = malloc((size_t)(M * N) * sizeof(float));
-    float *ap = malloc((size_t)(M * kc_max) * sizeof(float));
-    float *bp = malloc((size_t)(kc_max * N) * sizeof(float));
-    if (!acc || !ap || !bp) {
-        free(acc);
-        free(ap);
-        free(bp);
+    const int64_t kc_max = k_block(K), nc_max = n_block(N, kc_max);
+    /* float32 C: sgemm accumulates straight into C (alpha and beta included), no acc */
+    const bool direct = g->dtype_c == PG_FLOAT32;
+    const size_t nacc = direct ? 0 : (size_t)(M * N);
+    float *buf = malloc((nacc + (size_t)(M * kc_max) + (size_t)(kc_max * nc_max) + 3 * (size_t)N) *
+                        sizeof(float));
+    if (!buf)
         return no_memory();
-    }
-    pg_status st = PG_OK;
+    float *ap = buf + nacc, *bp = ap + M * kc_max, *tmp = bp + kc_max * nc_max;
     const int dt = g->dtype_ab;
-    for (int64_t z = 0; z < g->batch && st == PG_OK; z++) {
+    const bool epi = g->epilogue != PG_EPI_NONE || g->act != PG_ACT_NONE;
+    const CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans;
+    const CBLAS_TRANSPOSE tb = g->trans_b ? CblasTrans : CblasNoTrans;
+    for (int64_t z = 0; z < g->batch; z++) {
         const uint16_t *A = (const uint16_t *)g->a + z * g->stride_a;
-        const uint16_t *B = (const uint16_t *)g->b + z * g->stride_b;
-        if (K == 0)
-            memset(acc, 0, (size_t)(M * N) * sizeof(float));
-        for (int64_t k0 = 0; k0 < K; k0 += KC) {
-            const int64_t kc = K - k0 < KC ? K - k0 : KC;
-            blasint lda, ldb;
+        const void *B = (const char *)g->b + z * g->stride_b * (int64_t)(g->b_f32 ? 4 : 2);
+        float *acc = direct ? (float *)g->c + z * g->stride_c : buf;
+        const int64_t ldacc = direct ? g->ldc : N;
+        const float alpha = (float)g->alpha, beta0 = direct ? (float)g->beta : 0.0f;
+        if (K == 0) { /* alpha * (empty product) + beta0 * C */
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++)
+                    acc[m * ldacc + n] = beta0 == 0.0f ? 0.0f : beta0 * acc[m * ldacc + n];
+        }
+        for (int64_t k0 = 0; k0 < K; k0 += kc_max) {
+            const int64_t kc = K - k0 < kc_max ? K - k0 : kc_max;
+            blasint lda;
             /* convert rows of the STORED matrices; the transpose flag stays */
             if (!g->trans_a) { /* A (M,K): rows m, columns k0..k0+kc -> ap (M, kc) */
                 for (int64_t m = 0; m < M; m++)
@@ -193,25 +296,30 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
                     pg_cpu_half_to_f32(dt, M, A + (k0 + k) * g->lda, ap + k * M);
                 lda = (blasint)M;
             }
-            if (!g->trans_b) { /* B (K,N): rows k0..k0+kc -> bp (kc, N) */
-                for (int64_t k = 0; k < kc; k++)
-                    pg_cpu_half_to_f32(dt, N, B + (k0 + k) * g->ldb, bp + k * N);
-                ldb = (blasint)N;
-            } else { /* B stored (N,K): rows n, columns k0..k0+kc -> bp (N, kc) */
-                for (int64_t n = 0; n < N; n++)
-                    pg_cpu_half_to_f32(dt, kc, B + n * g->ldb + k0, bp + n * kc);
-                ldb = (blasint)kc;
+            /* B block by block of nc columns of op(B), each converted just before sgemm
+             * packs it, so that it is still in L2 */
+            for (int64_t n0 = 0; n0 < N; n0 += nc_max) {
+                const int64_t nc = N - n0 < nc_max ? N - n0 : nc_max;
+                blasint ldb;
+                if (!g->trans_b) { /* B (K,N): rows k0..k0+kc, columns n0.. -> bp (kc, nc) */
+                    for (int64_t k = 0; k < kc; k++)
+                        load_b(g, B, (k0 + k) * g->ldb + n0, nc, bp + k * nc);
+                    ldb = (blasint)nc;
+                } else { /* B stored (N,K): rows n0.., columns k0..k0+kc -> bp (nc, kc) */
+                    for (int64_t n = 0; n < nc; n++)
+                        load_b(g, B, (n0 + n) * g->ldb + k0, kc, bp + n * kc);
+                    ldb = (blasint)kc;
+                }
+                scipy_cblas_sgemm(CblasRowMajor, ta, tb, (blasint)M, (blasint)nc, (blasint)kc,
+                                  alpha, ap, lda, bp, ldb, k0 == 0 ? beta0 : 1.0f, acc + n0,
+                                  (blasint)ldacc);
             }
-            scipy_cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
-                              g->trans_b ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
-                              (blasint)kc, 1.0f, ap, lda, bp, ldb, k0 == 0 ? 0.0f : 1.0f, acc,
-                              (blasint)N);
         }
-        st = epilogue(g, z, acc);
+        if (epi || !direct)
+            epilogue(g, z, acc, ldacc, direct, 1.0f, tmp);
     }
-    free(acc);
-    free(ap);
-    free(bp);
+    pg_status st = (g->epilogue & PG_EPI_BGRAD) ? bias_grad(g, tmp) : PG_OK;
+    free(buf);
     return st;
 }
 
@@ -224,6 +332,20 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
 static inline uint16_t at(const uint16_t *X, int64_t ld, bool trans, int64_t r, int64_t c)
 {
     return trans ? X[c * ld + r] : X[r * ld + c];
+}
+
+/* op(B)[r][c] as bfloat16 bits; a float32 B (b_f32) rounded as pg_cpu_f32_to_bf16 does */
+static inline uint16_t at_b(const pg_gemm *g, const void *B, int64_t r, int64_t c)
+{
+    if (!g->b_f32)
+        return at((const uint16_t *)B, g->ldb, g->trans_b, r, c);
+    const float *F = (const float *)B;
+    float v = g->trans_b ? F[c * g->ldb + r] : F[r * g->ldb + c];
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    if ((b & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((b >> 16) | 0x40u);
+    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 }
 
 BF16_TARGET static void bf16_tile(int64_t mr, int64_t K2, const uint32_t *aq, const uint32_t *bq0,
@@ -264,7 +386,7 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
     const int64_t P = (N + 15) / 16; /* 16-column panels */
     if (M == 0 || N == 0)
         return PG_OK;
-    float *acc = malloc((size_t)(M * N) * sizeof(float));
+    float *acc = malloc((size_t)(M * N + 3 * N) * sizeof(float));
     uint32_t *aq = malloc((size_t)(M * (K2 ? K2 : 1)) * sizeof(uint32_t));
     uint32_t *bq = malloc((size_t)(P * (K2 ? K2 : 1) * 16) * sizeof(uint32_t));
     if (!acc || !aq || !bq) {
@@ -274,9 +396,9 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
         return no_memory();
     }
     pg_status st = PG_OK;
-    for (int64_t z = 0; z < g->batch && st == PG_OK; z++) {
+    for (int64_t z = 0; z < g->batch; z++) {
         const uint16_t *A = (const uint16_t *)g->a + z * g->stride_a;
-        const uint16_t *B = (const uint16_t *)g->b + z * g->stride_b;
+        const void *B = (const char *)g->b + z * g->stride_b * (int64_t)(g->b_f32 ? 4 : 2);
         /* aq[m][k2] = (op(A)[m][2k2], op(A)[m][2k2+1]) as one 32-bit lane, low half first */
         for (int64_t m = 0; m < M; m++)
             for (int64_t k2 = 0; k2 < K2; k2++) {
@@ -289,9 +411,8 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
             for (int64_t k2 = 0; k2 < K2; k2++)
                 for (int64_t j = 0; j < 16; j++) {
                     int64_t n = 16 * p + j;
-                    uint32_t lo = n < N ? at(B, g->ldb, g->trans_b, 2 * k2, n) : 0;
-                    uint32_t hi = n < N && 2 * k2 + 1 < K ? at(B, g->ldb, g->trans_b, 2 * k2 + 1, n)
-                                                          : 0;
+                    uint32_t lo = n < N ? at_b(g, B, 2 * k2, n) : 0;
+                    uint32_t hi = n < N && 2 * k2 + 1 < K ? at_b(g, B, 2 * k2 + 1, n) : 0;
                     bq[(p * K2 + k2) * 16 + j] = lo | hi << 16;
                 }
         for (int64_t m = 0; m < M; m += 4) {
@@ -302,8 +423,10 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
                 bf16_tile(mr, K2, aq + m * K2, bq + p * K2 * 16, b1, ncols, acc + m * N + n0, N);
             }
         }
-        st = epilogue(g, z, acc);
+        epilogue(g, z, acc, N, false, (float)g->alpha, acc + M * N);
     }
+    if (g->epilogue & PG_EPI_BGRAD)
+        st = bias_grad(g, acc + M * N);
     free(acc);
     free(aq);
     free(bq);

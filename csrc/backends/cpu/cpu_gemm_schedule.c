@@ -34,12 +34,13 @@ static const void *advance(const void *p, int64_t elems, size_t isz)
 static void panel(const pg_gemm *g, int axis, int64_t lo, int64_t hi, pg_gemm *out)
 {
     size_t sab = pg_dtype_size((pg_dtype)g->dtype_ab), sc = pg_dtype_size((pg_dtype)g->dtype_c);
+    size_t sb = g->b_f32 ? sizeof(float) : sab;
     *out = *g;
     switch (axis) {
     case CUT_BATCH:
         out->batch = hi - lo;
         out->a = advance(g->a, lo * g->stride_a, sab);
-        out->b = advance(g->b, lo * g->stride_b, sab);
+        out->b = advance(g->b, lo * g->stride_b, sb);
         out->c = (void *)advance(g->c, lo * g->stride_c, sc);
         out->aux = advance(g->aux, lo * g->stride_c, sc);
         break;
@@ -51,7 +52,7 @@ static void panel(const pg_gemm *g, int axis, int64_t lo, int64_t hi, pg_gemm *o
         break;
     default: /* CUT_COLS */
         out->N = hi - lo;
-        out->b = advance(g->b, g->trans_b ? lo * g->ldb : lo, sab);
+        out->b = advance(g->b, g->trans_b ? lo * g->ldb : lo, sb);
         out->c = (void *)advance(g->c, lo, sc);
         out->aux = advance(g->aux, lo, sc);
         out->bias = advance(g->bias, lo, sc);

@@ -46,6 +46,7 @@ pg_status pg_cpu_linear_fwd_on(pg_pool *pool, const pg_node *n)
     g.K = x->shape[1];
     g.trans_b = true;
     g.dtype_ab = g.dtype_c = n->dst.dtype;
+    g.b_f32 = w->dtype != n->dst.dtype; /* half x, float32 W: autocast (pg_ops_train.c) */
     g.compute = pg_gemm_compute_of(n->dst.dtype);
     g.a = pg_tensor_data(x);
     g.lda = g.K;
@@ -185,27 +186,27 @@ static pg_status bwd_slice(void *ctx, int64_t task)
         prologue_float(n, lo, hi, acc);
     else
         prologue_double(n, lo, hi, acc);
-    if (acc) {
+    if (acc) { /* db has dy's dtype, or float32 for half operands under autocast */
         for (int64_t k = 0; k < hi - lo; k++) {
-            if (half)
+            if (is_half(db->dtype))
                 buf[k] = (float)acc[k];
-            else if (dt == PG_FLOAT32)
+            else if (db->dtype == PG_FLOAT32)
                 DATA(float, db)[lo + k] = (float)acc[k];
             else
                 DATA(double, db)[lo + k] = acc[k];
         }
-        if (half)
+        if (is_half(db->dtype))
             pg_cpu_f32_to_half(dt, hi - lo, buf, DATA(uint16_t, db) + lo);
         free(acc);
     }
     free(buf);
     if (!n->dst.storage)
         return PG_OK;
-    size_t isz = pg_dtype_size((pg_dtype)dt);
+    size_t isz = pg_dtype_size((pg_dtype)dt), csz = pg_dtype_size((pg_dtype)j->dw.dtype_c);
     pg_gemm p = j->dw;
     p.M = hi - lo;
     p.a = (const char *)p.a + lo * (int64_t)isz; /* columns lo.. of dz, read transposed */
-    p.c = (char *)p.c + lo * p.ldc * (int64_t)isz;
+    p.c = (char *)p.c + lo * p.ldc * (int64_t)csz;
     return pg_cpu_gemm_kernel(p.dtype_ab, p.dtype_c)(&p);
 }
 
@@ -223,7 +224,8 @@ pg_status pg_cpu_linear_bwd_on(pg_pool *pool, const pg_node *n)
     j.dw.K = N;
     j.dw.trans_a = true;
     const int dt = n->src[0].dtype;
-    j.dw.dtype_ab = j.dw.dtype_c = dt;
+    j.dw.dtype_ab = dt;
+    j.dw.dtype_c = n->dst.dtype; /* dt, or float32 for half operands under autocast */
     j.dw.compute = pg_gemm_compute_of(dt);
     j.dw.a = dz;
     j.dw.lda = O;
@@ -251,6 +253,7 @@ pg_status pg_cpu_linear_bwd_on(pg_pool *pool, const pg_node *n)
     g.N = I;
     g.K = O;
     g.dtype_ab = g.dtype_c = dt;
+    g.b_f32 = w->dtype != dt; /* half dz, float32 W: autocast */
     g.compute = pg_gemm_compute_of(dt);
     g.a = dz;
     g.lda = O;
