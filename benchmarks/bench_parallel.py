@@ -5,6 +5,9 @@
 # gets exactly the cores it is meant to have:
 #   dp    1 sim device with one compute thread  vs  DataParallel over 2 sim devices, one thread each
 #   ddp   1 process vs `mpirun -np 2` (each rank half of each global batch), cpu, one thread each
+#         (OMP_NUM_THREADS=1, which init_process_group applies to pygpu's cpu pool; without it
+#         the ranks split the cores: cores // ranks each); also 1 process on 2 threads, the
+#         single-process alternative DDP on the same two cores must beat
 #   torch PyTorch fp32, single process, no wrapper, on both cores (torch.set_num_threads(2)),
 #         if torch is installed: the peer the two-device runs must beat
 # Each member records samples_per_s (and bytes per step by role for DataParallel) in extra_info;
@@ -101,6 +104,7 @@ WORKER = textwrap.dedent("""
         dist.reset_stats(); epoch(); st = dist.stats()
         if r == 0:
             print("JSON " + json.dumps({"samples_per_s": n / dt, "processes": p,
+                                        "threads_per_process": pygpu.get_num_threads(),
                                         "net_sent_per_step": st["net_sent"] / (n // batch)}))
 """)
 
@@ -144,6 +148,16 @@ def test_ddp(benchmark, tmp_path, nproc):
             lambda: _run(tmp_path, prefix, "ddp", env))
 
 
+def test_ddp_one_process_two_threads(benchmark, tmp_path):
+    pytest.importorskip("mpi4py")
+    from pygpu.distributed.run import find_mpirun, mpirun_command
+    prefix = mpirun_command(1, [], mpirun=find_mpirun())
+    prefix = prefix[:prefix.index("-m")]
+    env = dict(ONE_THREAD, OMP_NUM_THREADS="2")
+    _record(benchmark, "cpu2t", "pygpu cpu, 1 process, 2 threads (no wrapper)",
+            lambda: _run(tmp_path, prefix, "ddp", env))
+
+
 def test_torch_peer(benchmark, tmp_path):
     pytest.importorskip("torch")
     _record(benchmark, "torch", "torch fp32, one process, two threads (the peer)",
@@ -164,6 +178,9 @@ def test_table(benchmark):
             lines.append(f"| {name} | {_results[one]:,.0f} | {_results[two]:,.0f} | "
                          f"{_results[two] / _results[one]:.2f}x | {vs} |")
             benchmark.extra_info[f"{name} speedup"] = _results[two] / _results[one]
+    if "cpu2t" in _results:
+        vs = f"{_results['cpu2t'] / torch_rate:.2f}x" if torch_rate else "n/a"
+        lines.append(f"| pygpu cpu, 1 process, 2 threads | | {_results['cpu2t']:,.0f} | | {vs} |")
     if torch_rate:
-        lines.append(f"| PyTorch fp32, 1 process, 2 threads | {torch_rate:,.0f} | | | 1.00x |")
+        lines.append(f"| PyTorch fp32, 1 process, 2 threads | | {torch_rate:,.0f} | | 1.00x |")
     print("\n" + "\n".join(lines))
