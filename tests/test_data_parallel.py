@@ -248,6 +248,69 @@ def test_replicas_stay_resident_and_follow_in_place_changes():
     assert dp._replicas.copies[0] is not copy_ and out.dtype == pygpu.float64
 
 
+@pytest.mark.parametrize("where", ["cpu", "sim:0"])
+def test_version_stamp_changes_on_every_write_and_only_then(where):
+    a = pygpu.ones(6, device=where)
+    view = a[1:4]
+    v = a._version
+    assert view._version == v
+    _ = a + 1, a.sum(), a.numpy() if where == "cpu" else a.cpu()  # reads
+    assert a._version == v
+    with pygpu.no_grad():
+        view.copy_(pygpu.zeros(3))  # a copy into a view writes the shared memory
+    assert a._version != v and view._version == a._version
+    v = a._version
+    a.copy_(pygpu.zeros(6, device=where), non_blocking=True)
+    assert a._version != v
+    p = nn.Parameter(pygpu.ones(3, device=where))
+    p.grad = pygpu.ones(3, device=where)
+    v = p._version
+    pygpu.optim.SGD([p], lr=0.1).step()  # the fused update op
+    assert p._version != v
+    v = p._version
+    p.data = pygpu.ones(3, device=where)  # new memory: a new stamp
+    assert p._version != v
+
+
+def test_replicas_refresh_only_what_changed():
+    """Each forward copies to the replicas only the tensors written since the last one (their
+    _version changed): with the first layer frozen, a step re-sends the other layers'
+    weights alone; every writer (optimizer, load_state_dict, an in-place edit, .data = ...,
+    a write on the replica's own device) makes its tensor go again."""
+    model = _mlp("sim:0", seed=3)
+    first = model.layers[0]
+    for p in first.parameters():
+        p.requires_grad = False
+    dp = nn.DataParallel(model, device_ids=[0, 1])
+    trained = [p for p in model.parameters() if p.requires_grad]
+    opt = pygpu.optim.SGD(trained, lr=0.1, momentum=0.9)
+    x, y = pygpu.randn(8, 20, device="sim:0"), pygpu.tensor(np.arange(8) % 5, device="sim:0")
+    _step(dp, model, opt, x, y)  # builds the replicas
+    with pygpu.track() as t:
+        _step(dp, model, opt, x, y)
+    assert t.by_role["replicate"]["bytes"] == sum(p.nbytes for p in trained)
+    assert dp._replicas.copied == len(trained)
+    # nothing written since the last forward: nothing copied
+    with pygpu.no_grad():
+        dp(x)  # the step's updates go
+        with pygpu.track() as t:
+            dp(x)
+    assert "replicate" not in t.by_role and dp._replicas.copied == 0
+    # an in-place edit of the frozen layer, .data swapped, a write on the replica itself
+    with pygpu.no_grad():
+        first.weight.copy_(first.weight * 0.5)
+    model.layers[1].bias.data = pygpu.zeros(*model.layers[1].bias.shape, device="sim:0")
+    replica = dp._replicas.copies[0]
+    with pygpu.no_grad():
+        replica.layers[2].weight.copy_(replica.layers[2].weight * 3.0)
+        out = dp(x)
+    assert dp._replicas.copied == 3
+    with pygpu.no_grad():
+        np.testing.assert_allclose(out.numpy(), model(x).numpy(), rtol=1e-6)
+    for rp, p in zip(replica.parameters(), model.parameters()):
+        np.testing.assert_array_equal(rp.numpy(), p.numpy())
+
+
 def test_one_python_thread_drives_every_device():
     import threading
     model = FooNet().to("sim:0")

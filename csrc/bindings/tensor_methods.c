@@ -57,6 +57,12 @@ static PyObject *get_nbytes(PyObject *self, void *c)
     (void)c;
     return PyLong_FromLongLong(pg_tensor_numel(T(self)) * (int64_t)pg_dtype_size((pg_dtype)T(self)->dtype));
 }
+static PyObject *get_version(PyObject *self, void *c) /* the storage's write stamp (pg_storage.h) */
+{
+    (void)c;
+    return PyLong_FromUnsignedLongLong(
+        (unsigned long long)atomic_load_explicit(&T(self)->storage->version, memory_order_relaxed));
+}
 static PyObject *get_strides(PyObject *self, void *c) /* in elements, as PyTorch's stride() */
 {
     (void)c;
@@ -109,6 +115,7 @@ PyGetSetDef pg_tensor_getset[] = {
     {"is_leaf", pg_ag_get_is_leaf, NULL, "True unless the tensor was produced by a recorded op", NULL},
     {"data", pg_ag_get_data, pg_ag_set_data, "the same memory without autograd history; assigning swaps the memory in place (Module.to uses it)", NULL},
     {"__cuda_array_interface__", pg_cuda_array_interface_get, NULL, "CUDA Array Interface v3 of a cuda tensor (CuPy, Numba, PyTorch read it); absent on other devices", NULL},
+    {"_version", get_version, NULL, "a stamp that changes whenever pygpu writes this tensor's memory (any view of it), by an op or a copy; equal stamps mean the same memory, unwritten since (PyTorch's _version counts per tensor; this one is process-wide, compare it only for equality)", NULL},
     {"_is_param", pg_ag_get_is_param, pg_ag_set_is_param, "internal: made by pygpu.nn.Parameter", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

@@ -36,6 +36,10 @@ pg_status pg_launch(const pg_node *node)
     if (!be)
         return pg_error_set(PG_ERR_UNAVAILABLE, "no backend for device type %d", dev.type);
     pg_stats_op(dev);
+    const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
+    int nout = pg_node_outputs(node, outs);
+    for (int i = 0; i < nout; i++)
+        pg_storage_note_write(outs[i]->storage);
     return be->launch(be, dev.index, node);
 }
 

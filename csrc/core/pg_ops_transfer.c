@@ -33,6 +33,7 @@ static pg_status copy_block(const pg_backend *be, int index, int kind, const pg_
      * the device to produce the source or release the destination, and to see the
      * copy finished. An async copy's waiting happens later, in a counted sync. */
     uint64_t t0 = pg_now_ns(), link0 = pg_stats_thread_link_ns();
+    pg_storage_note_write(c.dst);
     pg_status st = be->copy(be, index, &c);
     if (st != PG_OK)
         return st;

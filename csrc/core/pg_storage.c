@@ -138,6 +138,14 @@ static pg_status new_host(size_t nbytes, unsigned flags, pg_storage **out)
     return PG_OK;
 }
 
+static atomic_uint_fast64_t g_write_stamp;
+
+void pg_storage_note_write(pg_storage *s)
+{
+    uint_fast64_t v = atomic_fetch_add_explicit(&g_write_stamp, 1, memory_order_relaxed) + 1;
+    atomic_store_explicit(&s->version, v, memory_order_relaxed);
+}
+
 pg_status pg_storage_new(pg_device dev, size_t nbytes, unsigned flags, pg_storage **out)
 {
     pg_storage *s = NULL;
@@ -173,6 +181,7 @@ pg_status pg_storage_new(pg_device dev, size_t nbytes, unsigned flags, pg_storag
     s->device = dev;
     s->nbytes = nbytes;
     s->flags |= flags;
+    pg_storage_note_write(s);
     *out = s;
     return PG_OK;
 }
@@ -195,6 +204,7 @@ pg_status pg_storage_wrap(pg_device dev, void *data, size_t nbytes, unsigned fla
     s->flags = flags | PG_STORAGE_EXTERNAL;
     s->release = release;
     s->owner = owner;
+    pg_storage_note_write(s);
     *out = s;
     return PG_OK;
 }

@@ -68,6 +68,15 @@ struct pg_storage {
      * says it did, so the last release frees only the header. */
     atomic_long holds;
     atomic_bool detached;
+
+    /* A stamp that changes whenever the memory is written through pygpu: every op
+     * launched with this storage as an output and every copy into it takes a new
+     * value from one process-wide counter (pg_storage_note_write), and so does a new
+     * storage. Equal stamps therefore mean the same storage, unwritten since (how
+     * DataParallel skips refreshing a replica tensor that did not change). Writes
+     * pygpu does not see (NumPy through a shared view, DLPack importers) do not
+     * change it. */
+    atomic_uint_fast64_t version;
 };
 
 /* Allocate `nbytes` on `dev` through its backend (and caching allocator). */
@@ -75,6 +84,8 @@ pg_status pg_storage_new(pg_device dev, size_t nbytes, unsigned flags, pg_storag
 /* Wrap memory owned elsewhere; `release(s)` is called when the last reference goes. */
 pg_status pg_storage_wrap(pg_device dev, void *data, size_t nbytes, unsigned flags,
                           pg_storage_release_fn release, void *owner, pg_storage **out);
+/* Give `s` a new write stamp (see `version`); called where writes are launched. */
+void pg_storage_note_write(pg_storage *s);
 void pg_storage_retain(pg_storage *s);
 void pg_storage_release(pg_storage *s);
 /* A reference held by queued work, taken when it is queued (after its events are

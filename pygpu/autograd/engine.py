@@ -157,6 +157,14 @@ def _add_into(acc, g):
     return True
 
 
+def memory_exclusive(t):
+    """Whether t alone uses its memory: no other tensor or view refers to its storage, and
+    the storage is pygpu's own (not NumPy's or a DLPack producer's). Writing such a tensor
+    in place changes nothing another tensor can see (Python references to t itself are the
+    caller's to count). DistributedDataParallel all-reduces gradients in place under it."""
+    return _C._grad_exclusive(t)
+
+
 def _accumulate(leaf, g, owned):
     if leaf.grad is None:
         if id(g) in owned:

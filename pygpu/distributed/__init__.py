@@ -39,6 +39,10 @@ class DistributedError(RuntimeError):
 
 
 def _mpi():
+    # Open MPI's blocking calls (barrier aside, which waits asleep: see _group.py) yield
+    # the core while they poll, as Open MPI does by itself only when oversubscribed: the
+    # ranks of a job on a machine with one core each must not spin on each other's core.
+    os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
     try:
         from mpi4py import MPI
     except ImportError as e:
@@ -105,9 +109,38 @@ def init_process_group(backend=None, init_method=None, world_size=None, rank=Non
         backend = choose_backend(None, cuda.is_built() and cuda.is_available())
     _group = ProcessGroup(comm, backend)
     install_abort_hooks(_group)
+    share_cpu_threads()
     if backend == "nccl":
         _nccl_for(_group)
     return _group
+
+
+def local_world_size():
+    """Ranks of this job on this machine (LOCAL_WORLD_SIZE, which the launchers and
+    mpirun set; 1 when unknown)."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def share_cpu_threads():
+    """Size this rank's cpu thread pool so that the ranks on one machine do not oversubscribe
+    its cores, as torchrun does with OMP_NUM_THREADS=1. OMP_NUM_THREADS, if set, is the
+    count; otherwise the cores this process may run on (a rank mpirun bound to one core has
+one) // (ranks on this machine), at least 1. Only a pool still at its
+    default (one thread per core) is resized: pygpu.set_num_threads(n) after
+    init_process_group chooses otherwise. Returns the count now in force."""
+    import pygpu
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    current = pygpu.get_num_threads()
+    if current != cores:
+        return current  # chosen already (set_num_threads): keep it
+    want = os.environ.get("OMP_NUM_THREADS", "")
+    n = int(want) if want.isdigit() and int(want) >= 1 else max(1, cores // local_world_size())
+    if n != current:
+        pygpu.set_num_threads(n)
+    return n
 
 
 def check_distinct_devices(rows):
@@ -176,7 +209,9 @@ def destroy_process_group():
 
 
 def barrier():
-    _require().comm.Barrier()
+    """Wait for every rank; asleep, not spinning, while others are still working."""
+    g = _require()
+    g.wait([g.comm.Ibarrier()])
 
 
 def stats():

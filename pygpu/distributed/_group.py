@@ -12,10 +12,21 @@ next rank. Each rank therefore sends and receives exactly 2 (p-1)/p of the
 tensor's bytes, and the counters below record what was handed to MPI, so the
 figure is measured, not modelled. broadcast and all_gather use MPI's own
 collectives; their counters record the payload each rank handed to or got
-from MPI."""
+from MPI.
+
+Waiting without burning a core: Open MPI's blocking calls spin in its progress
+loop until the partner arrives. A rank that reaches the all-reduce first would
+then spin for as long as the other still computes its backward, and on a
+machine with as many cores as ranks (or one shared with other work) that spin
+takes the CPU the late rank needs: DDP with 2 processes on 2 cores measured
+slower than 1 process. So the ring posts non-blocking sends and receives and
+waits in wait_all(): a short spin (the partner is usually there already), then
+sleeps that grow from 20 us to 200 us, each followed by one MPI test (which
+drives the transfer); a late partner costs at most 200 us of extra latency."""
 import os
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -81,6 +92,28 @@ def ring_bytes(nbytes_per_elem, n, p):
     return out
 
 
+SPIN_S = 50e-6  # how long wait_all polls before it starts to sleep
+SLEEP_MIN_S, SLEEP_MAX_S = 20e-6, 200e-6
+
+
+def wait_all(requests, test_all):
+    """Wait for MPI `requests` with test_all(requests) -> bool (MPI.Request.Testall):
+    poll for SPIN_S, then sleep between tests (20 us doubling up to 200 us), so a rank
+    waiting for a slower one leaves the cores to it. Returns the seconds spent asleep."""
+    if test_all(requests):
+        return 0.0
+    t_end = time.perf_counter() + SPIN_S
+    while time.perf_counter() < t_end:
+        if test_all(requests):
+            return 0.0
+    slept, delay = 0.0, SLEEP_MIN_S
+    while not test_all(requests):
+        time.sleep(delay)
+        slept += delay
+        delay = min(delay * 2, SLEEP_MAX_S)
+    return slept
+
+
 class ProcessGroup:
     def __init__(self, comm, backend):
         self.comm = comm
@@ -89,34 +122,78 @@ class ProcessGroup:
         self.size = comm.Get_size()
         self.stats = CollectiveStats()
         self.nccl = None  # an NcclGroup for cuda tensors when the backend is nccl
+        from mpi4py import MPI
+        self._testall = MPI.Request.Testall
+
+    def sendrecv(self, sendbuf, dest, recvbuf, source):
+        """comm.Sendrecv, waiting as wait_all does (asleep while the partner is late)."""
+        self.wait([self.comm.Irecv(recvbuf, source=source), self.comm.Isend(sendbuf, dest=dest)])
+
+    def wait(self, requests):
+        """Wait for MPI requests without spinning for long (wait_all)."""
+        wait_all(requests, self._testall)
 
     # -- host-side algorithms ------------------------------------------------------------
     def ring_allreduce(self, buf, op):
         """In-place ring all-reduce of a contiguous 1-D NumPy array."""
+        return self.ring_allreduce_segments([buf], op)
+
+    def ring_allreduce_segments(self, segments, op):
+        """In-place ring all-reduce of the concatenation of `segments` (1-D NumPy arrays of
+        one dtype, laid out alike on every rank), without concatenating them: each chunk
+        of the ring goes out as one message per segment piece it covers. DDP reduces a
+        bucket of cpu gradients this way straight in their own memory, with no staging
+        copies. Returns (bytes sent, bytes received), or None when alone."""
         p, r = self.size, self.rank
         if p == 1:
-            return
+            return None
         combine = np.add if op in ("sum", "avg") else np.maximum
-        bounds = ring_chunks(buf.size, p)
+        bounds = ring_chunks(sum(s.size for s in segments), p)
+        pieces = [_pieces(segments, a, b) for a, b in bounds]
         right, left = (r + 1) % p, (r - 1) % p
-        recv = np.empty(max(b - a for a, b in bounds), dtype=buf.dtype)
+        itemsize = segments[0].itemsize
+        recv = np.empty(max(b - a for a, b in bounds), dtype=segments[0].dtype)
         sent = got = 0
         for i in range(p - 1):  # reduce-scatter: after it, rank r owns chunk (r+1) % p
-            sa, sb = bounds[(r - i) % p]
-            ra, rb = bounds[(r - i - 1) % p]
-            self.comm.Sendrecv(buf[sa:sb], dest=right, recvbuf=recv[:rb - ra], source=left)
-            combine(buf[ra:rb], recv[:rb - ra], out=buf[ra:rb])
-            sent += (sb - sa) * buf.itemsize
-            got += (rb - ra) * buf.itemsize
-        for i in range(p - 1):  # all-gather of the owned chunks
-            sa, sb = bounds[(r + 1 - i) % p]
-            ra, rb = bounds[(r - i) % p]
-            self.comm.Sendrecv(buf[sa:sb], dest=right, recvbuf=buf[ra:rb], source=left)
-            sent += (sb - sa) * buf.itemsize
-            got += (rb - ra) * buf.itemsize
-        if op == "avg":
-            buf /= p
+            s_chunk, r_chunk = (r - i) % p, (r - i - 1) % p
+            reqs, off = [], 0
+            for piece in pieces[r_chunk]:
+                reqs.append(self.comm.Irecv(recv[off:off + piece.size], source=left))
+                off += piece.size
+            reqs += [self.comm.Isend(piece, dest=right) for piece in pieces[s_chunk]]
+            self.wait(reqs)
+            off = 0
+            for piece in pieces[r_chunk]:
+                combine(piece, recv[off:off + piece.size], out=piece)
+                off += piece.size
+            sent += (bounds[s_chunk][1] - bounds[s_chunk][0]) * itemsize
+            got += (bounds[r_chunk][1] - bounds[r_chunk][0]) * itemsize
+        if op == "avg":  # scale the chunk this rank owns before it is shared: 1/p of the work
+            for piece in pieces[(r + 1) % p]:
+                if p & (p - 1) == 0:
+                    np.multiply(piece, 1.0 / p, out=piece)  # exact: a power of two
+                else:
+                    np.divide(piece, p, out=piece)
+        for i in range(p - 1):  # all-gather of the owned chunks, received in place
+            s_chunk, r_chunk = (r + 1 - i) % p, (r - i) % p
+            reqs = [self.comm.Irecv(piece, source=left) for piece in pieces[r_chunk]]
+            reqs += [self.comm.Isend(piece, dest=right) for piece in pieces[s_chunk]]
+            self.wait(reqs)
+            sent += (bounds[s_chunk][1] - bounds[s_chunk][0]) * itemsize
+            got += (bounds[r_chunk][1] - bounds[r_chunk][0]) * itemsize
         return sent, got
+
+
+def _pieces(segments, a, b):
+    """Views of `segments` covering elements [a, b) of their concatenation, in order."""
+    out, start = [], 0
+    for seg in segments:
+        stop = start + seg.size
+        lo, hi = max(a, start), min(b, stop)
+        if lo < hi:
+            out.append(seg[lo - start:hi - start])
+        start = stop
+    return out
 
 
 def install_abort_hooks(group):

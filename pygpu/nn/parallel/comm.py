@@ -3,10 +3,12 @@
 A communicator combines the gradients of one bucket (a list of leaf parameters, all of
 one dtype on one device) and leaves the result in those parameters' .grad:
 
-    MpiHostRing   DistributedDataParallel over MPI (cpu and sim tensors): the bucket is
-                  staged into one host buffer (counted d2h/h2d transfers, role
-                  "grad_reduce"), ring all-reduced between processes, averaged, and written
-                  back. Blocking (MPI waits), so the Reducer calls it on its thread.
+    MpiHostRing   DistributedDataParallel over MPI (cpu and sim tensors): cpu gradients
+                  are ring all-reduced and averaged in their own memory (no copies: each
+                  ring chunk goes out as one message per gradient it covers); device
+                  (sim) gradients are staged into one host buffer (counted d2h/h2d
+                  transfers, role "grad_reduce") and written back. Blocking (MPI waits),
+                  so the Reducer calls it on its thread.
     NcclDevice    DistributedDataParallel over NCCL (cuda tensors): the bucket is packed
                   into one flat buffer on the device, all-reduced there by NCCL, and
                   unpacked; nothing goes through the host.
@@ -17,10 +19,13 @@ one dtype on one device) and leaves the result in those parameters' .grad:
 
 A communicator writes .grad by assignment or by copy_ into the tensor that is there,
 never assuming the engine replaces or accumulates in place: both work."""
+import sys
+
 import numpy as np
 
 from ... import _stats
 from ...autograd import no_grad
+from ...autograd.engine import memory_exclusive
 
 
 class Communicator:
@@ -42,9 +47,12 @@ class MpiHostRing(Communicator):
         self.group = group
 
     def prepare(self, bucket):
-        bucket.host = np.empty(sum(bucket.sizes), dtype=bucket.dtype.numpy)
+        if bucket.device.type != "cpu":
+            bucket.host = np.empty(sum(bucket.sizes), dtype=bucket.dtype.numpy)
 
     def reduce(self, bucket):
+        if bucket.device.type == "cpu":
+            return self._reduce_in_place(bucket)
         from ... import from_numpy
         with _stats.role("grad_reduce"), no_grad():
             start, d2h = 0, 0
@@ -60,6 +68,21 @@ class MpiHostRing(Communicator):
                 h2d += p.grad.nbytes if p.device.type != "cpu" else 0
                 start += n
         self.group.stats.add("grad_all_reduce", sent=sent, recv=got, h2d=h2d, d2h=d2h)
+
+    def _reduce_in_place(self, bucket):
+        """cpu gradients, reduced where they lie. A gradient whose memory someone else can
+        see (a view, a tensor sharing its storage, a Python reference kept to it) is first
+        replaced by a private copy, so no other tensor changes."""
+        segments = []
+        with no_grad():
+            for p in bucket.params:
+                g = p.grad
+                # references: p's slot, g, getrefcount's argument
+                if sys.getrefcount(g) > 3 or not g.is_contiguous() or not memory_exclusive(g):
+                    g = p.grad = g.clone()
+                segments.append(g.numpy().reshape(-1))
+            sent, got = self.group.ring_allreduce_segments(segments, "avg") or (0, 0)
+        self.group.stats.add("grad_all_reduce", sent=sent, recv=got)
 
 
 class NcclDevice(Communicator):

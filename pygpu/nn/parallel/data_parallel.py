@@ -12,10 +12,18 @@ reduction overlaps the rest of backward.
 Made for speed, with PyTorch's results:
   - the replicas stay resident across steps; each forward refreshes them in place from
     the originals (asynchronous device-to-device copies, no allocation, no autograd
-    nodes). They are rebuilt only when the module's parameters change identity, dtype,
-    shape or device. Every parameter and buffer is refreshed, because pygpu has no write
-    counter that would show which ones an optimizer, load_state_dict or an in-place
-    edit changed (PyTorch re-sends them all too);
+    nodes), and only the tensors that changed. They are rebuilt only when the module's
+    parameters change identity, dtype, shape or device. What changed is told by each
+    tensor's write stamp (Tensor._version, PyTorch's name for its per-tensor write
+    counter): every op and copy that writes a tensor's memory gives it a new stamp, so
+    a parameter the optimizer stepped, load_state_dict or an in-place edit wrote, or a
+    `p.data = ...` swapped, is copied again, and a frozen parameter or an untouched
+    buffer is not. A replica tensor written on its own device (a buffer its forward
+    updates) is refreshed too. The stamp, not the optimizer's step count, because the
+    optimizer is one writer among several: counting its steps would leave a replica
+    stale after load_state_dict or a manual edit, silently. PyTorch re-sends every
+    parameter each forward; a step that updates every parameter (as in the benchmark)
+    refreshes them all here too;
   - one Python thread drives every device: sim and cuda ops are queued and run on each
     device's own workers, so the replicas compute side by side while no extra Python
     thread competes with those workers for the cores;
@@ -23,7 +31,8 @@ Made for speed, with PyTorch's results:
 
 The transfers of each step are attributed to a role in pygpu.stats().by_role:
     scatter      the input chunks going to their devices (and their gradients back)
-    replicate    the weights copied to devices[1:]  = parameter bytes x (k - 1) per forward
+    replicate    the weights copied to devices[1:]  = bytes of the parameters that changed
+                 since the last forward (all of them after an optimizer step) x (k - 1)
     gather       the outputs going to output_device, and their gradients going back
     grad_reduce  the replicas' weight gradients going to the original's device
 This is the traffic that makes DistributedDataParallel the better choice: DataParallel
@@ -145,6 +154,7 @@ class _Replicas:
         params = list(module.parameters())
         self.modules = []  # per copy: [(original submodule, its copy)]
         self.tensors = []  # per copy: [(original tensor, its copy)], parameters and buffers
+        self.stamps = []   # per copy: [(original's _version, copy's _version)] at the last copy
         targets, trainable = {}, []
         self.copies = []
         with no_grad(), _stats.role("replicate"):
@@ -160,17 +170,25 @@ class _Replicas:
                 self.copies.append(_clone(module, images, dev, {}, mods, tensors))
                 self.modules.append(mods)
                 self.tensors.append(tensors)
+                self.stamps.append([(src._version, dst._version) for src, dst in tensors])
+        self.copied = 0  # tensors the last refresh copied
         # one parameter per bucket: each replica gradient is reduced the moment it exists
         self.reducer = Reducer(trainable, InProcess(targets), 0, name="pygpu-dp")
 
     def refresh(self, ncopies):
-        """Bring the first ncopies copies up to date with the module: tensors copied in
-        place (async, device to device), each submodule's plain attributes (training, ...)
-        shared."""
+        """Bring the first ncopies copies up to date with the module: each tensor whose
+        original or copy was written since the last refresh (its _version changed) is
+        copied in place (async, device to device); each submodule's plain attributes
+        (training, ...) are shared."""
+        copied = 0
         with no_grad(), _stats.role("replicate"):
-            for tensors in self.tensors[:ncopies]:
-                for src, dst in tensors:
-                    dst.copy_(src, non_blocking=dst.device.type != "cpu")
+            for tensors, stamps in zip(self.tensors[:ncopies], self.stamps):
+                for i, (src, dst) in enumerate(tensors):
+                    if (src._version, dst._version) != stamps[i]:
+                        dst.copy_(src, non_blocking=dst.device.type != "cpu")
+                        stamps[i] = (src._version, dst._version)
+                        copied += 1
+        self.copied = copied
         for mods in self.modules[:ncopies]:
             for m, r in mods:
                 d = r.__dict__
