@@ -14,7 +14,7 @@
 #include "cuda_internal.h"
 #include "pg_gemm.h"
 
-pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_gemm *g, const char *op)
+pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const pg_gemm *g, const char *op)
 {
     if (g->epilogue != PG_EPI_NONE || g->act != PG_ACT_NONE)
         return pg_cuda_error(PG_ERR_VALUE,
@@ -32,28 +32,25 @@ pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_gemm *g, const char *op)
     if (g->batch == 0 || g->M == 0 || g->N == 0)
         return PG_OK;
     cublasHandle_t h;
-    PG_TRY(pg_cuda_device_blas(d, op, &h));
+    PG_TRY(pg_cuda_blas_acquire(d, stream, op, &h));
     cublasOperation_t op_a = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t op_b = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     int m = (int)g->N, n = (int)g->M, k = (int)g->K, batch = (int)g->batch;
     /* K == 0: ld of an empty operand may be 0, which cuBLAS refuses; any >= 1 will do */
     int lda = g->lda > 0 ? (int)g->lda : 1, ldb = g->ldb > 0 ? (int)g->ldb : 1;
-    pthread_mutex_lock(&d->blas_lock);
-    cublasStatus_t st = cublasSetMathMode(h, atomic_load(&pg_cuda.allow_tf32)
-                                                 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                 : CUBLAS_DEFAULT_MATH);
-    if (st == CUBLAS_STATUS_SUCCESS && g->dtype_c == PG_FLOAT32) {
+    cublasStatus_t st;
+    if (g->dtype_c == PG_FLOAT32) {
         float alpha = (float)g->alpha, beta = (float)g->beta;
         st = cublasSgemmStridedBatched(h, op_b, op_a, m, n, k, &alpha, (const float *)g->b, ldb,
                                        g->stride_b, (const float *)g->a, lda, g->stride_a, &beta,
                                        (float *)g->c, (int)g->ldc, g->stride_c, batch);
-    } else if (st == CUBLAS_STATUS_SUCCESS) {
+    } else {
         double alpha = g->alpha, beta = g->beta;
         st = cublasDgemmStridedBatched(h, op_b, op_a, m, n, k, &alpha, (const double *)g->b, ldb,
                                        g->stride_b, (const double *)g->a, lda, g->stride_a, &beta,
                                        (double *)g->c, (int)g->ldc, g->stride_c, batch);
     }
-    pthread_mutex_unlock(&d->blas_lock);
+    pg_cuda_blas_release(d);
     return pg_cuda_check(PG_CUDA_LIB_CUBLAS, st, d->index, op, "cublas<T>gemmStridedBatched",
                          false);
 }

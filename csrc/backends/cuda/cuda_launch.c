@@ -6,7 +6,7 @@
  * the work. After a successful launch the node's storages get the op's
  * sequence number (dst as written, sources as read), so wait_event knows
  * what to wait for. A launch error is reported at once, naming the op; a
- * fault while the kernel runs surfaces at the next wait (cuda_device.c), or
+ * fault while the kernel runs surfaces at the next wait (cuda_queue.c), or
  * right here when the "sync_each_op" option is on. */
 #include <math.h>
 #include <string.h>
@@ -161,8 +161,9 @@ static pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx
         pg_gemm g;
         pg_gemm_of_matmul(a, b, c, pg_cuda_tensor_data(a), pg_cuda_tensor_data(b),
                           pg_cuda_tensor_data(c), &g);
-        return pg_cuda_gemm(d, &g, n->name);
+        return pg_cuda_gemm(d, ctx->stream, &g, n->name);
     }
+    /* integers: the tiled kernel of kernels/matmul.cu (cuBLAS has no integer GEMM) */
     pg_cuda_matmul_args args = {
         .dtype = c->dtype,
         .batch = c->shape[0], .m = c->shape[1], .k = a->shape[2], .n = c->shape[2],
@@ -170,19 +171,8 @@ static pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx
         .b = pg_cuda_tensor_data(b), .b_strides = {b->strides[0], b->strides[1], b->strides[2]},
         .c = pg_cuda_tensor_data(c),
     };
-    cublasHandle_t blas = NULL;
-    if (pg_cuda_is_float(c->dtype))
-        PG_TRY(pg_cuda_device_blas(d, n->name, &blas));
     cublasStatus_t blas_st;
-    pthread_mutex_lock(&d->blas_lock);
-    int tf32 = atomic_load(&pg_cuda.allow_tf32);
-    pg_status bound = blas != NULL ? pg_cuda_blas_bind(d, blas, ctx->stream) : PG_OK;
-    cudaError_t err = bound == PG_OK ? pg_kernel_matmul(ctx, blas, tf32, &args, &blas_st)
-                                     : cudaSuccess;
-    pthread_mutex_unlock(&d->blas_lock);
-    PG_TRY(bound);
-    PG_TRY(pg_cuda_check(PG_CUDA_LIB_CUBLAS, blas_st, d->index, n->name,
-                         "cublas<T>gemmStridedBatched", false));
+    cudaError_t err = pg_kernel_matmul(ctx, NULL, 0, &args, &blas_st);
     return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, "pg_kernel_matmul", false);
 }
 

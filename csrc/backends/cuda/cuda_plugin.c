@@ -203,6 +203,7 @@ pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out)
                                PG_BACKEND_ABI_VERSION, core->abi_version);
     pg_cuda_state_init();
     pg_cuda.core = core;
+    pg_cuda.backend = &pg_cuda_backend;
     *out = &pg_cuda_backend;
     return PG_OK;
 }
