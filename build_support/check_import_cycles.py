@@ -32,8 +32,6 @@ import sys
 # found is known when it contains every file of an entry (merges may add files to it); an
 # entry that no cycle contains any more is stale, and fails: delete it.
 KNOWN = [
-    (("csrc/backends/cuda/cuda_copy.c", "csrc/backends/cuda/cuda_device.c"),
-     "issue 19 item 4 / issue 18, branch cudafix"),
 ]
 
 _C_EXTS = (".c", ".h", ".cu", ".cuh")

@@ -6,11 +6,13 @@
  * and EQ NE LT LE GT GE (result bool, uint8 0/1). bool operands reach here
  * only for compares and MAXIMUM/MINIMUM (logical or/and); DIV only for
  * floats. MAXIMUM/MINIMUM propagate NaN like NumPy. int64 wraps on overflow.
+ * float16/bfloat16 elements are loaded into float32, computed there and
+ * rounded once at the store (pg_cuda_half.cuh); their scalar is a float32.
  *
  * Launch shape: one thread per element, grid-stride loop (pg_cuda_grid);
  * the op is a template parameter so each kernel is a straight line, and a
  * contiguous iteration space takes the CONTIG instantiation. */
-#include "pg_cuda_common.cuh"
+#include "pg_cuda_half.cuh"
 
 template <int OP, typename T>
 using pg_bin_out_t = typename std::conditional<(OP >= PG_CUDA_BIN_EQ), uint8_t, T>::type;
@@ -89,10 +91,11 @@ static cudaError_t pg_binary_launch(const pg_cuda_ctx *ctx, void *dst, const voi
         return cudaErrorInvalidValue; /* the generic layer never sends this */
     } else {
         using Out = pg_bin_out_t<OP, T>;
-        T scalar = T(0);
+        using C = pg_calc_t<T>;
+        C scalar = C(0);
         int mode = PG_OPERAND_TENSOR;
         if (b == NULL) {
-            scalar = std::is_floating_point<T>::value ? (T)s->f : pg_cast<T, int64_t>(s->i);
+            scalar = std::is_floating_point<C>::value ? (C)s->f : pg_cast<C, int64_t>(s->i);
             mode = s->left ? PG_OPERAND_SCALAR_LEFT : PG_OPERAND_SCALAR_RIGHT;
             b = a; /* never read in scalar mode; a valid address all the same */
         }
@@ -113,7 +116,7 @@ extern "C" cudaError_t pg_kernel_binary(const pg_cuda_ctx *ctx, int op, int dtyp
 {
     if (it->numel == 0)
         return cudaSuccess;
-    return pg_dispatch_dtype(dtype, [&](auto tag) {
+    return pg_dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         switch (op) {
 #define PG_BINARY_CASE(OP) \

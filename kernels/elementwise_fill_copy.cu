@@ -2,10 +2,16 @@
  * over N-d strided tensors.
  * CPU twins: csrc/backends/cpu/cpu_elementwise.c (pg_cpu_fill, pg_cpu_copy).
  *
+ * float16/bfloat16: a fill writes the value's bits, rounded once on the host
+ * by the glue (csrc/core/pg_half.h, as the CPU does) and passed in `i`; a
+ * copy casts every pair of the six dtypes (pg_convert, pg_cuda_half.cuh:
+ * rounding to nearest-even once, NaN/inf/subnormals as NumPy float16 and
+ * ml_dtypes.bfloat16).
+ *
  * One thread per element in a grid-stride loop (pg_cuda_grid); a contiguous
  * iteration space (pg_cuda_iter_contiguous) takes the CONTIG instantiation,
  * which indexes p[i] directly instead of dividing i into N-d coordinates. */
-#include "pg_cuda_common.cuh"
+#include "pg_cuda_half.cuh"
 
 // dst: iteration space it (operand 0)
 template <typename T, bool CONTIG>
@@ -27,8 +33,17 @@ __global__ void pg_copy_kernel(pg_cuda_iter it, D *dst, const S *src)
         int64_t off[2] = {i, i};
         if constexpr (!CONTIG)
             pg_iter_offsets<2>(it, i, off);
-        dst[off[0]] = pg_cast<D, S>(src[off[1]]);
+        dst[off[0]] = pg_convert<D, S>(src[off[1]]);
     }
+}
+
+/* fill's dtypes: the four of pg_dispatch_dtype, and raw 16-bit patterns for the halves */
+enum { PG_CUDA_FILL_BITS16 = -16 };
+template <typename F> static cudaError_t pg_dispatch_fill(int dtype, F &&f)
+{
+    if (dtype == PG_CUDA_FILL_BITS16)
+        return f(uint16_t());
+    return pg_dispatch_dtype(dtype, static_cast<F &&>(f));
 }
 
 extern "C" cudaError_t pg_kernel_fill(const pg_cuda_ctx *ctx, int dtype, void *dst,
@@ -38,9 +53,13 @@ extern "C" cudaError_t pg_kernel_fill(const pg_cuda_ctx *ctx, int dtype, void *d
         return cudaSuccess;
     unsigned grid = pg_cuda_grid(it->numel, PG_CUDA_BLOCK, ctx);
     bool contig = pg_cuda_iter_contiguous(it);
-    return pg_dispatch_dtype(dtype, [&](auto tag) {
+    if (dtype == PG_FLOAT16 || dtype == PG_BFLOAT16) /* the bits of the rounded value */
+        dtype = PG_CUDA_FILL_BITS16;
+    return pg_dispatch_fill(dtype, [&](auto tag) {
         using T = decltype(tag);
-        T value = std::is_floating_point<T>::value ? (T)f : pg_cast<T, int64_t>(i);
+        T value = std::is_floating_point<T>::value ? (T)f
+                  : std::is_same<T, uint16_t>::value ? (T)(uint16_t)i
+                                                      : pg_cast<T, int64_t>(i);
         if (contig)
             pg_fill_kernel<T, true><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*it, (T *)dst, value);
         else
@@ -56,9 +75,9 @@ extern "C" cudaError_t pg_kernel_copy(const pg_cuda_ctx *ctx, int dst_dtype, voi
         return cudaSuccess;
     unsigned grid = pg_cuda_grid(it->numel, PG_CUDA_BLOCK, ctx);
     bool contig = pg_cuda_iter_contiguous(it);
-    return pg_dispatch_dtype(dst_dtype, [&](auto dtag) {
+    return pg_dispatch_dtype_all(dst_dtype, [&](auto dtag) {
         using D = decltype(dtag);
-        return pg_dispatch_dtype(src_dtype, [&](auto stag) {
+        return pg_dispatch_dtype_all(src_dtype, [&](auto stag) {
             using S = decltype(stag);
             if (contig)
                 pg_copy_kernel<D, S, true>

@@ -4,11 +4,12 @@
  * NEG ABS RELU on int64/float; EXP LOG SQRT TANH SIGMOID on float only;
  * NOT and ABS (identity) on bool. Formulas are the CPU's: relu(x) = x > 0 ? x : 0 (NaN stays NaN),
  * sigmoid(x) = 1 / (1 + exp(-x)); float32 uses the f-suffixed libm functions.
- * int64 NEG/ABS wrap (INT64_MIN stays INT64_MIN).
+ * int64 NEG/ABS wrap (INT64_MIN stays INT64_MIN). float16/bfloat16 take the
+ * float ops, computed in float32 and rounded once at the store.
  *
  * Launch shape: one thread per element, grid-stride loop (pg_cuda_grid),
  * CONTIG instantiation for contiguous iteration spaces. */
-#include "pg_cuda_common.cuh"
+#include "pg_cuda_half.cuh"
 
 template <int OP, typename T> constexpr bool pg_unary_supported()
 {
@@ -75,7 +76,7 @@ __global__ void pg_unary_kernel(pg_cuda_iter it, T *dst, const T *src)
         int64_t off[2] = {i, i};
         if constexpr (!CONTIG)
             pg_iter_offsets<2>(it, i, off);
-        dst[off[0]] = pg_unary_apply<OP, T>(src[off[1]]);
+        dst[off[0]] = pg_store<T>(pg_unary_apply<OP, pg_calc_t<T>>(pg_load(src[off[1]])));
     }
 }
 
@@ -102,7 +103,7 @@ extern "C" cudaError_t pg_kernel_unary(const pg_cuda_ctx *ctx, int op, int dtype
 {
     if (it->numel == 0)
         return cudaSuccess;
-    return pg_dispatch_dtype(dtype, [&](auto tag) {
+    return pg_dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         switch (op) {
 #define PG_UNARY_CASE(OP) \

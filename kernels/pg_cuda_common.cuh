@@ -4,7 +4,9 @@
  *
  * The element types: PG_BOOL is uint8_t holding 0/1, PG_INT64 int64_t,
  * PG_FLOAT32 float, PG_FLOAT64 double. int64 arithmetic wraps (done in
- * uint64_t), which is what the CPU twins produce on every compiler we use. */
+ * uint64_t), which is what the CPU twins produce on every compiler we use.
+ * PG_FLOAT16/PG_BFLOAT16 (__half, __nv_bfloat16), how they are computed and
+ * cast, and the dispatch that includes them: pg_cuda_half.cuh. */
 #ifndef PG_CUDA_COMMON_CUH
 #define PG_CUDA_COMMON_CUH
 

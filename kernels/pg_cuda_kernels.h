@@ -87,14 +87,18 @@ static inline int pg_cuda_iter_contiguous(const pg_cuda_iter *it)
     return 1;
 }
 
-/* elementwise_fill_copy.cu */
+/* elementwise_fill_copy.cu. fill: `f` for float32/float64, `i` for bool/int64, and for
+ * float16/bfloat16 the value's 16 bits (rounded by the glue, csrc/core/pg_half.h).
+ * copy: any of the six dtypes to any. */
 cudaError_t pg_kernel_fill(const pg_cuda_ctx *ctx, int dtype, void *dst, const pg_cuda_iter *it,
                          double f, int64_t i);
 cudaError_t pg_kernel_copy(const pg_cuda_ctx *ctx, int dst_dtype, void *dst, int src_dtype,
                          const void *src, const pg_cuda_iter *it);
 
 /* elementwise_binary.cu: dst = a OP b; b == NULL means b is the scalar
- * (scalar_f for float dtypes, scalar_i otherwise), on the left if scalar_left. */
+ * (scalar_f for float dtypes, applied as a float32 to float16/bfloat16;
+ * scalar_i otherwise), on the left if scalar_left. Half operands compute in
+ * float32 and round once at the store; compares give bool. */
 typedef struct pg_cuda_scalar {
     double f;
     int64_t i;
@@ -103,12 +107,14 @@ typedef struct pg_cuda_scalar {
 cudaError_t pg_kernel_binary(const pg_cuda_ctx *ctx, int op, int dtype, void *dst, const void *a,
                            const void *b, const pg_cuda_scalar *scalar, const pg_cuda_iter *it);
 
-/* elementwise_unary.cu */
+/* elementwise_unary.cu (float16/bfloat16: computed in float32, rounded once) */
 cudaError_t pg_kernel_unary(const pg_cuda_ctx *ctx, int op, int dtype, void *dst, const void *src,
                           const pg_cuda_iter *it);
 
 /* reduce.cu: `outer` walks the output (operand 0) and the matching start of
- * each source row (operand 1); a row is `len` elements `axis_stride` apart. */
+ * each source row (operand 1); a row is `len` elements `axis_stride` apart.
+ * dst has src's dtype, except ARGMAX (int64) and the SUM of float16/bfloat16
+ * (float32, accumulated in float32). */
 cudaError_t pg_kernel_reduce(const pg_cuda_ctx *ctx, int op, int src_dtype, void *dst,
                            const void *src, const pg_cuda_iter *outer, int64_t len,
                            int64_t axis_stride);
@@ -162,6 +168,11 @@ cudaError_t pg_kernel_sgd(const pg_cuda_ctx *ctx, int dtype, void *p, const void
 /* f: lr/(1-b1^t), b1, b2, eps, weight_decay, sqrt(1-b2^t) */
 cudaError_t pg_kernel_adam(const pg_cuda_ctx *ctx, int dtype, void *p, const void *g, void *m,
                            void *v, int64_t n, const double *f);
+
+/* amp.cu: g (n,) contiguous *= inv_scale in place; *found = 1.0f if any element was
+ * inf or NaN (else untouched). float32, float64, float16, bfloat16. */
+cudaError_t pg_kernel_amp_unscale(const pg_cuda_ctx *ctx, int dtype, void *g, int64_t n,
+                                  double inv_scale, float *found);
 
 #ifdef __cplusplus
 }

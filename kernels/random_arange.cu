@@ -5,13 +5,14 @@
  * Both are pure functions of i, so any thread layout reproduces the CPU
  * bit for bit where the arithmetic allows: arange computes in double with
  * explicitly rounded multiply and add (no FMA contraction, like the CPU's
- * x86-64 code) and then casts; random evaluates pg_philox.h at
+ * x86-64 code) and then casts (to float16/bfloat16: rounded once, straight
+ * from the double, pg_cuda_half.cuh); random evaluates pg_philox.h at
  * (seed, offset + i), the very code the CPU runs. A float32 uniform that
  * rounds up to 1.0f becomes the largest float below 1, keeping [0, 1).
  * Normals use the device libm (log, cos), so they match within rounding.
  *
  * Launch shape: one thread per element, grid-stride loop (pg_cuda_grid). */
-#include "pg_cuda_common.cuh"
+#include "pg_cuda_half.cuh"
 #include "pg_philox.h"
 
 // dst: (n,) contiguous
@@ -19,7 +20,7 @@ template <typename T>
 __global__ void pg_arange_kernel(T *dst, int64_t n, double start, double step)
 {
     for (int64_t i = pg_thread_index(); i < n; i += pg_thread_count())
-        dst[i] = pg_cast<T, double>(__dadd_rn(start, __dmul_rn((double)i, step)));
+        dst[i] = pg_convert<T, double>(__dadd_rn(start, __dmul_rn((double)i, step)));
 }
 
 // dst: (n,) contiguous float32/float64
@@ -46,7 +47,7 @@ extern "C" cudaError_t pg_kernel_arange(const pg_cuda_ctx *ctx, int dtype, void 
     if (n == 0)
         return cudaSuccess;
     unsigned grid = pg_cuda_grid(n, PG_CUDA_BLOCK, ctx);
-    return pg_dispatch_dtype(dtype, [&](auto tag) {
+    return pg_dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
         pg_arange_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>((T *)dst, n, start, step);
         return cudaGetLastError();

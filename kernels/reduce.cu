@@ -7,6 +7,10 @@
  * float32 SUM accumulates in double, int64 in int64 (wrapping); MAX/MIN
  * propagate NaN; ARGMAX returns the first index of the maximum, a NaN counts
  * as the maximum and the first NaN wins (NumPy). SUM of an empty row is 0.
+ * float16/bfloat16 (pg_cuda_half.cuh): SUM reads the half row, accumulates
+ * in float32 and writes float32 (the generic layer rounds the result once at
+ * the end, after a mean's division); MAX/MIN/ARGMAX compare in float32 and
+ * write the half value itself (exact) or the int64 index.
  * Every combine below is associative and commutative, so any thread layout
  * gives the CPU's answer (exactly for integers, within rounding for SUM).
  *
@@ -22,14 +26,15 @@
  *     (blocks for contiguous rows, threads for strided ones), then one
  *     thread per row combines its pieces. Scratch comes from
  *     cudaMallocAsync on the stream; without it, the one-pass shapes run. */
-#include "pg_cuda_common.cuh"
+#include "pg_cuda_half.cuh"
 
 template <typename T> struct pg_red_sum {
-    using acc_t =
-        typename std::conditional<std::is_floating_point<T>::value, double, int64_t>::type;
-    using out_t = T;
+    using acc_t = typename std::conditional<
+        pg_is_half<T>, float,
+        typename std::conditional<std::is_floating_point<T>::value, double, int64_t>::type>::type;
+    using out_t = typename std::conditional<pg_is_half<T>, float, T>::type;
     __device__ static acc_t identity() { return 0; }
-    __device__ static acc_t load(T v, int64_t) { return (acc_t)v; }
+    __device__ static acc_t load(T v, int64_t) { return (acc_t)pg_load(v); }
     __device__ static acc_t combine(acc_t a, acc_t b)
     {
         if constexpr (std::is_same<acc_t, int64_t>::value)
@@ -37,7 +42,7 @@ template <typename T> struct pg_red_sum {
         else
             return a + b;
     }
-    __device__ static out_t finish(acc_t a) { return pg_cast<T, acc_t>(a); }
+    __device__ static out_t finish(acc_t a) { return pg_cast<out_t, acc_t>(a); }
 };
 
 template <typename T> __device__ __forceinline__ T pg_lowest()
@@ -60,31 +65,32 @@ template <typename T> __device__ __forceinline__ T pg_highest()
 }
 
 template <typename T> struct pg_red_max {
-    using acc_t = T;
+    using acc_t = pg_calc_t<T>;
     using out_t = T;
-    __device__ static acc_t identity() { return pg_lowest<T>(); }
-    __device__ static acc_t load(T v, int64_t) { return v; }
+    __device__ static acc_t identity() { return pg_lowest<acc_t>(); }
+    __device__ static acc_t load(T v, int64_t) { return pg_load(v); }
     __device__ static acc_t combine(acc_t a, acc_t b) { return pg_max_nan(a, b); }
-    __device__ static out_t finish(acc_t a) { return a; }
+    __device__ static out_t finish(acc_t a) { return pg_store<T>(a); } /* exact: one of the inputs */
 };
 
 template <typename T> struct pg_red_min {
-    using acc_t = T;
+    using acc_t = pg_calc_t<T>;
     using out_t = T;
-    __device__ static acc_t identity() { return pg_highest<T>(); }
-    __device__ static acc_t load(T v, int64_t) { return v; }
+    __device__ static acc_t identity() { return pg_highest<acc_t>(); }
+    __device__ static acc_t load(T v, int64_t) { return pg_load(v); }
     __device__ static acc_t combine(acc_t a, acc_t b) { return pg_min_nan(a, b); }
-    __device__ static out_t finish(acc_t a) { return a; }
+    __device__ static out_t finish(acc_t a) { return pg_store<T>(a); }
 };
 
 template <typename T> struct pg_red_argmax {
+    using C = pg_calc_t<T>;
     struct acc_t {
-        T v;
+        C v;
         int64_t i; /* -1: no element yet */
     };
     using out_t = int64_t;
-    __device__ static acc_t identity() { return acc_t{T(0), -1}; }
-    __device__ static acc_t load(T v, int64_t j) { return acc_t{v, j}; }
+    __device__ static acc_t identity() { return acc_t{C(0), -1}; }
+    __device__ static acc_t load(T v, int64_t j) { return acc_t{pg_load(v), j}; }
     __device__ static acc_t combine(acc_t a, acc_t b)
     {
         if (a.i < 0)
@@ -323,7 +329,7 @@ extern "C" cudaError_t pg_kernel_reduce(const pg_cuda_ctx *ctx, int op, int src_
 {
     if (outer->numel == 0)
         return cudaSuccess;
-    return pg_dispatch_dtype(src_dtype, [&](auto tag) {
+    return pg_dispatch_dtype_all(src_dtype, [&](auto tag) {
         using T = decltype(tag);
         switch (op) {
         case PG_CUDA_RED_SUM:

@@ -16,11 +16,21 @@
  * follow the CPU twins step after step. All operands contiguous.
  * A label outside [0, C) sets the device's error flag (ctx->eflags), which
  * the host turns into AsyncOpError naming the label at the next wait, as sim
- * does; the loss of that row is NaN meanwhile. */
+ * does; the loss of that row is NaN meanwhile.
+ *
+ * float16/bfloat16 (the linear layers only, which autocast runs in the low
+ * dtype; the losses and optimizers stay float32/float64 and the core refuses
+ * them in half on cuda): the products go to cublasGemmEx with float32
+ * compute on the tensor cores. With a bias or an activation, the forward
+ * product is written to a float32 scratch and the epilogue adds the bias and
+ * applies the activation in float32, rounding once into y (as the CPU's GEMM
+ * epilogue does on its accumulator); the backward prologue computes dz in
+ * float32 and rounds it once into the half dz the two products read, and db
+ * is summed in double and rounded once. */
 #include <limits.h>
 #include <math.h>
 
-#include "pg_cuda_common.cuh"
+#include "pg_cuda_half.cuh"
 
 template <typename T> __device__ __forceinline__ T pg_act(int act, T v)
 {
@@ -43,31 +53,54 @@ template <typename T> __device__ __forceinline__ T pg_act_deriv(int act, T y)
     }
 }
 
+/* The cuBLAS data type of a storage type. */
+template <typename T> constexpr cudaDataType_t pg_blas_type()
+{
+    if constexpr (std::is_same<T, __half>::value)
+        return CUDA_R_16F;
+    else if constexpr (std::is_same<T, __nv_bfloat16>::value)
+        return CUDA_R_16BF;
+    else if constexpr (std::is_same<T, float>::value)
+        return CUDA_R_32F;
+    else
+        return CUDA_R_64F;
+}
+
 /* C (rows x cols, row-major) = op(A) @ op(B) in row-major terms, through cuBLAS's
  * column-major gemm on the transposes: C^T = op(B)^T op(A)^T. ta/tb: whether our A/B
- * are used transposed; lda/ldb: their row-major leading dimensions. */
-template <typename T>
+ * are used transposed; lda/ldb: their row-major leading dimensions. Half A and B go
+ * to cublasGemmEx (float32 compute, tensor cores), C in T or float32 (TC). */
+template <typename T, typename TC = T>
 static cublasStatus_t pg_gemm_rm(cublasHandle_t h, bool ta, bool tb, int rows, int cols, int k,
-                                 const T *A, int lda, const T *B, int ldb, T *C)
+                                 const T *A, int lda, const T *B, int ldb, TC *C)
 {
-    const T one = 1, zero = 0;
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    if (std::is_same<T, float>::value)
-        return cublasSgemm(h, opb, opa, cols, rows, k, (const float *)&one, (const float *)B, ldb,
-                           (const float *)A, lda, (const float *)&zero, (float *)C, cols);
-    return cublasDgemm(h, opb, opa, cols, rows, k, (const double *)&one, (const double *)B, ldb,
-                       (const double *)A, lda, (const double *)&zero, (double *)C, cols);
+    if constexpr (pg_is_half<T>) {
+        const float one = 1, zero = 0;
+        return cublasGemmEx(h, opb, opa, cols, rows, k, &one, B, pg_blas_type<T>(), ldb, A,
+                            pg_blas_type<T>(), lda, &zero, C, pg_blas_type<TC>(), cols,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    } else if constexpr (std::is_same<T, float>::value) {
+        const float one = 1, zero = 0;
+        return cublasSgemm(h, opb, opa, cols, rows, k, &one, B, ldb, A, lda, &zero, C, cols);
+    } else {
+        const double one = 1, zero = 0;
+        return cublasDgemm(h, opb, opa, cols, rows, k, &one, B, ldb, A, lda, &zero, C, cols);
+    }
 }
 
 /* ---- linear ------------------------------------------------------------------------- */
 
-/* y (N,O) = act(y + b) in place */
-template <typename T>
-__global__ void pg_linear_epilogue_kernel(T *y, const T *b, int64_t n, int64_t O, int act)
+/* y (N,O) = act(yin + b): yin is y itself (in place), or for the halves the product's
+ * float32 scratch, so the result is rounded once */
+template <typename T, typename A>
+__global__ void pg_linear_epilogue_kernel(const A *yin, T *y, const T *b, int64_t n, int64_t O,
+                                          int act)
 {
+    using C = pg_calc_t<T>;
     for (int64_t i = pg_thread_index(); i < n; i += pg_thread_count()) {
-        T v = y[i] + (b ? b[i % O] : T(0));
-        y[i] = pg_act(act, v);
+        C v = (C)pg_load(yin[i]) + (b ? pg_load(b[i % O]) : C(0));
+        y[i] = pg_store<T>(pg_act(act, v));
     }
 }
 
@@ -85,10 +118,10 @@ __global__ void pg_linear_prologue_kernel(const T *dy, const T *y, T *dz, T *db,
     if (j < O)
         for (int64_t r = (int64_t)blockIdx.y * 8 + threadIdx.y; r < N; r += 8 * (int64_t)gridDim.y) {
             int64_t k = r * O + j;
-            T v = dy[k];
+            pg_calc_t<T> v = pg_load(dy[k]);
             if (act != PG_CUDA_ACT_NONE) {
-                v = v * pg_act_deriv(act, y[k]);
-                dz[k] = v;
+                v = v * pg_act_deriv(act, pg_load(y[k]));
+                dz[k] = pg_store<T>(v);
             }
             acc += (double)v;
         }
@@ -101,7 +134,7 @@ __global__ void pg_linear_prologue_kernel(const T *dy, const T *y, T *dz, T *db,
         if (part)
             part[(int64_t)blockIdx.y * O + j] = s;
         else
-            db[j] = (T)s;
+            db[j] = pg_convert<T, double>(s);
     }
 }
 
@@ -113,7 +146,7 @@ __global__ void pg_bias_grad_finish_kernel(const double *part, T *db, int64_t O,
         double s = 0;
         for (int c = 0; c < nchunk; c++)
             s += part[(int64_t)c * O + j];
-        db[j] = (T)s;
+        db[j] = pg_convert<T, double>(s);
     }
 }
 
@@ -125,21 +158,39 @@ extern "C" cudaError_t pg_kernel_linear_fwd(const pg_cuda_ctx *ctx, cublasHandle
     if (a->n > INT_MAX || a->in > INT_MAX || a->out > INT_MAX)
         return cudaErrorInvalidValue;
     int N = (int)a->n, I = (int)a->in, O = (int)a->out;
-    return pg_dispatch_dtype(a->dtype, [&](auto t) -> cudaError_t {
+    return pg_dispatch_dtype_all(a->dtype, [&](auto t) -> cudaError_t {
         using T = decltype(t);
-        if constexpr (std::is_floating_point<T>::value) {
+        if constexpr (std::is_floating_point<pg_calc_t<T>>::value) {
             /* y (N,O) = x (N,I) @ W^T, W (O,I) */
-            *blas_status = pg_gemm_rm<T>(blas, false, true, N, O, I, (const T *)a->x, I,
-                                         (const T *)a->w, I, (T *)a->y);
-            if (*blas_status != CUBLAS_STATUS_SUCCESS)
-                return cudaSuccess;
-            if (a->b || a->act != PG_CUDA_ACT_NONE) {
-                int64_t n = a->n * a->out;
-                pg_linear_epilogue_kernel<T><<<pg_cuda_grid(n, PG_CUDA_BLOCK, ctx), PG_CUDA_BLOCK,
-                                               0, ctx->stream>>>((T *)a->y, (const T *)a->b, n,
-                                                                 a->out, a->act);
+            bool epilogue = a->b || a->act != PG_CUDA_ACT_NONE;
+            int64_t n = a->n * a->out;
+            unsigned grid = pg_cuda_grid(n, PG_CUDA_BLOCK, ctx);
+            if (!epilogue || !pg_is_half<T>) {
+                *blas_status = pg_gemm_rm<T>(blas, false, true, N, O, I, (const T *)a->x, I,
+                                             (const T *)a->w, I, (T *)a->y);
+                if (*blas_status != CUBLAS_STATUS_SUCCESS)
+                    return cudaSuccess;
+                if (epilogue)
+                    pg_linear_epilogue_kernel<T, T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                        (const T *)a->y, (T *)a->y, (const T *)a->b, n, a->out, a->act);
+                return cudaGetLastError();
             }
-            return cudaGetLastError();
+            /* a half layer with an epilogue: the product in float32, rounded once after it
+             * (TC: float for the halves; the other types never get here) */
+            using TC = typename std::conditional<pg_is_half<T>, float, T>::type;
+            TC *acc = NULL;
+            cudaError_t e = cudaMallocAsync((void **)&acc, sizeof(TC) * (size_t)n, ctx->stream);
+            if (e != cudaSuccess)
+                return e;
+            *blas_status = pg_gemm_rm<T, TC>(blas, false, true, N, O, I, (const T *)a->x, I,
+                                             (const T *)a->w, I, acc);
+            if (*blas_status == CUBLAS_STATUS_SUCCESS) {
+                pg_linear_epilogue_kernel<T, TC><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                    acc, (T *)a->y, (const T *)a->b, n, a->out, a->act);
+                e = cudaGetLastError();
+            }
+            cudaError_t f = cudaFreeAsync(acc, ctx->stream);
+            return e != cudaSuccess ? e : f;
         }
         return cudaErrorInvalidValue;
     });
@@ -153,9 +204,9 @@ extern "C" cudaError_t pg_kernel_linear_bwd(const pg_cuda_ctx *ctx, cublasHandle
     if (a->n > INT_MAX || a->in > INT_MAX || a->out > INT_MAX)
         return cudaErrorInvalidValue;
     int N = (int)a->n, I = (int)a->in, O = (int)a->out;
-    return pg_dispatch_dtype(a->dtype, [&](auto t) -> cudaError_t {
+    return pg_dispatch_dtype_all(a->dtype, [&](auto t) -> cudaError_t {
         using T = decltype(t);
-        if constexpr (std::is_floating_point<T>::value) {
+        if constexpr (std::is_floating_point<pg_calc_t<T>>::value) {
             const T *dz = (const T *)a->dy;
             if (a->act != PG_CUDA_ACT_NONE || a->db) {
                 /* enough row chunks to give every SM a few blocks, at least 64 rows each */

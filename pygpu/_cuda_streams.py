@@ -1,6 +1,6 @@
 """pygpu.cuda's streams, events, graphs, device properties and profiling switches.
 
-The Python side of csrc/backends/cuda/cuda_stream.c, cuda_graph.c and
+The Python side of csrc/backends/cuda/cuda_stream_api.c, cuda_graph.c and
 cuda_profile.c, reached through ctypes as set_allow_tf32 reaches the plugin
 (the plugin is dlopened once by pygpu._C; ctypes.CDLL on the same path gets
 the same copy). Every plugin call returns a pg_status; `_check` turns a

@@ -27,7 +27,7 @@ EXPORTS = {"pg_plugin_init", "pg_plugin_set_option", "pg_plugin_get_option",
            "pg_plugin_nccl_comm_init", "pg_plugin_nccl_comm_destroy", "pg_plugin_nccl_comm_abort",
            "pg_plugin_nccl_all_reduce", "pg_plugin_nccl_broadcast",
            # streams, events, graphs, properties, NVTX for pygpu.cuda (pygpu/_cuda_streams.py;
-           # csrc/backends/cuda/cuda_stream.c, cuda_graph.c, cuda_profile.c)
+           # csrc/backends/cuda/cuda_stream_api.c, cuda_graph.c, cuda_profile.c)
            "pg_plugin_last_error", "pg_plugin_stream_create", "pg_plugin_stream_destroy",
            "pg_plugin_stream_handle", "pg_plugin_stream_enter", "pg_plugin_stream_exit",
            "pg_plugin_stream_synchronize", "pg_plugin_stream_query", "pg_plugin_stream_wait_event",

@@ -15,73 +15,14 @@
  *   - queued (non-blocking and allowed): return at once; the destination's
  *     last_write and the source's last_read name the copy, the pinned host
  *     storage (and the device storage, when not on the compute stream) is
- *     retained until the DMA is done, and the events go into a small ring
- *     polled later (pg_cuda_xfer_poll) to report the time;
+ *     retained until the DMA is done, and the events go into the device's
+ *     ring of copies in flight (cuda_queue.c), polled later to report the
+ *     time and let go of what the copy held;
  *   - otherwise: wait for the end event, so the bytes have moved when the
  *     call returns, and report the time. */
 #include <stdio.h>
 
 #include "cuda_internal.h"
-
-void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all)
-{
-    struct {
-        pg_device src, dst;
-        uint64_t ns;
-    } timed[PG_CUDA_MAX_XFERS];
-    pg_storage *held[2 * PG_CUDA_MAX_XFERS];
-    int ntimed = 0, nheld = 0;
-
-    pthread_mutex_lock(&d->lock);
-    while (d->xfer_count > 0) {
-        pg_cuda_xfer *x = &d->xfers[d->xfer_head];
-        cudaError_t err = wait_all ? cudaEventSynchronize(x->end) : cudaEventQuery(x->end);
-        if (err == cudaErrorNotReady) {
-            /* not an error, but the runtime keeps it as the last error: the
-             * next launch's cudaGetLastError() would report "device not
-             * ready" for a kernel that is fine (PyTorch clears it too) */
-            (void)cudaGetLastError();
-            break;
-        }
-        float ms = 0;
-        if (err == cudaSuccess && cudaEventElapsedTime(&ms, x->start, x->end) == cudaSuccess) {
-            timed[ntimed].src = x->src;
-            timed[ntimed].dst = x->dst;
-            timed[ntimed++].ns = (uint64_t)((double)ms * 1e6);
-        } else {
-            (void)cudaGetLastError(); /* a failed copy surfaces at the next synchronize */
-        }
-        for (int h = 0; h < 2; h++)
-            if (x->held[h] != NULL)
-                held[nheld++] = x->held[h];
-        pg_cuda_event_put_locked(d, x->start);
-        pg_cuda_event_put_locked(d, x->end);
-        d->xfer_head = (d->xfer_head + 1) % PG_CUDA_MAX_XFERS;
-        d->xfer_count--;
-    }
-    pthread_mutex_unlock(&d->lock);
-
-    /* outside the lock: releasing a storage may call back into this plugin */
-    for (int i = 0; i < ntimed; i++)
-        pg_cuda.core->stats_transfer_time(timed[i].src, timed[i].dst, timed[i].ns);
-    for (int i = 0; i < nheld; i++)
-        pg_cuda.core->storage_release(held[i]);
-}
-
-static void pg_cuda_xfer_add(pg_cuda_device *d, const pg_cuda_xfer *x)
-{
-    for (;;) {
-        pthread_mutex_lock(&d->lock);
-        if (d->xfer_count < PG_CUDA_MAX_XFERS) {
-            d->xfers[(d->xfer_head + d->xfer_count) % PG_CUDA_MAX_XFERS] = *x;
-            d->xfer_count++;
-            pthread_mutex_unlock(&d->lock);
-            return;
-        }
-        pthread_mutex_unlock(&d->lock);
-        pg_cuda_xfer_poll(d, true); /* ring full: wait for the oldest ones */
-    }
-}
 
 /* One copy on queue q; `host` is the host-side storage or NULL (d2d). */
 static pg_status pg_cuda_copy_on(pg_cuda_queue *q, const pg_copy *c, enum cudaMemcpyKind kind,

@@ -1,30 +1,113 @@
-/* cuda_device.c - per-device state of the CUDA plugin: the entry helper
- * that makes a device current and creates its streams on first use, the
- * lazily created cuBLAS handle, and peer access between devices.
+/* cuda_device.c - per-device state of the CUDA plugin, the layer every other
+ * file of it stands on (above it only cuda_state.c and cuda_check.c):
+ *   - the entry helper (pg_cuda_device_get) that makes a device current and,
+ *     on first use, creates its three streams and its error-flag record;
+ *   - the device guard, the one helper for "touch another GPU, then put the
+ *     caller's back" (a wait on another GPU used to leave that GPU current, so
+ *     the next events were created on the wrong device);
+ *   - the recycled cudaEvents of each device;
+ *   - the cuBLAS handle, created on the first product and lent to one caller
+ *     at a time, bound to the stream that caller's work goes to;
+ *   - peer access between devices.
  *
- * Nothing here runs at dlopen or plugin-init time except mutex setup: the
- * first op, copy or allocation on a device creates its streams, so importing
- * pygpu on a machine without a driver makes no CUDA call. Which stream runs
- * what, and how they wait for each other, is cuda_queue.c's. */
+ * Nothing here runs at dlopen or plugin-init time: the first op, copy or
+ * allocation on a device creates its streams, so importing pygpu on a machine
+ * without a driver makes no CUDA call. What the streams are for, and how they
+ * wait for each other, is cuda_queue.c's; this file only creates them. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda_internal.h"
 
-pg_cuda_state pg_cuda;
+/* ---- the device guard ------------------------------------------------------------ */
 
-static pthread_once_t pg_cuda_once = PTHREAD_ONCE_INIT;
-
-static void pg_cuda_state_init_once(void)
+pg_status pg_cuda_guard_enter(pg_cuda_guard *g, int index, const char *op)
 {
-    for (int i = 0; i < PG_MAX_DEVICES_PER_TYPE; i++) {
-        pg_cuda.dev[i].index = i;
-        pthread_mutex_init(&pg_cuda.dev[i].lock, NULL);
-        pthread_mutex_init(&pg_cuda.dev[i].blas_lock, NULL);
+    g->index = index;
+    g->prev = -1;
+    if (cudaGetDevice(&g->prev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        g->prev = -1;
     }
+    if (g->prev == index)
+        return PG_OK;
+    return PG_CUDA_RT(cudaSetDevice(index), index, op);
 }
 
-void pg_cuda_state_init(void) { pthread_once(&pg_cuda_once, pg_cuda_state_init_once); }
+void pg_cuda_guard_exit(const pg_cuda_guard *g)
+{
+    if (g->prev >= 0 && g->prev != g->index && cudaSetDevice(g->prev) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+/* ---- the streams, created with the device state (under d->lock, device current) -------- */
+
+static pg_status queue_create(pg_cuda_device *d, pg_cuda_queue *q, int role, const char *name,
+                              const char *op)
+{
+    q->dev = d;
+    q->role = role;
+    q->name = name;
+    /* non-blocking: no implicit sync with the legacy default stream */
+    return PG_CUDA_RT(cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking), d->index, op);
+}
+
+pg_status pg_cuda_queues_create(pg_cuda_device *d, const char *op)
+{
+    PG_TRY(queue_create(d, &d->compute, PG_CUDA_ROLE_COMPUTE, "compute", op));
+    PG_TRY(queue_create(d, &d->copy, PG_CUDA_ROLE_COPY, "copy", op));
+    PG_TRY(queue_create(d, &d->comm, PG_CUDA_ROLE_COMPUTE, "comm", op));
+    /* the error-flag record: mapped pinned memory the kernels write and the
+     * host reads after a wait. Optional: without it bad labels give NaN. */
+    void *h = NULL, *dp = NULL;
+    if (cudaHostAlloc(&h, sizeof(pg_cuda_eflags), cudaHostAllocMapped) == cudaSuccess &&
+        cudaHostGetDevicePointer(&dp, h, 0) == cudaSuccess) {
+        memset(h, 0, sizeof(pg_cuda_eflags));
+        d->eflags_host = h;
+        d->eflags_dev = dp;
+    } else {
+        (void)cudaGetLastError();
+        if (h != NULL && cudaFreeHost(h) != cudaSuccess)
+            (void)cudaGetLastError();
+    }
+    return PG_OK;
+}
+
+/* ---- recycled events ---------------------------------------------------------------- */
+
+pg_status pg_cuda_event_get(pg_cuda_device *d, const char *op, cudaEvent_t *ev)
+{
+    pthread_mutex_lock(&d->lock);
+    if (d->nspare > 0) {
+        *ev = d->spare[--d->nspare];
+        pthread_mutex_unlock(&d->lock);
+        return PG_OK;
+    }
+    pthread_mutex_unlock(&d->lock);
+    /* an event belongs to the device current when it is created: make it d */
+    pg_cuda_guard g;
+    PG_TRY(pg_cuda_guard_enter(&g, d->index, op));
+    pg_status st = PG_CUDA_RT(cudaEventCreate(ev), d->index, op);
+    pg_cuda_guard_exit(&g);
+    return st;
+}
+
+void pg_cuda_event_put_locked(pg_cuda_device *d, cudaEvent_t ev)
+{
+    if (d->nspare < PG_CUDA_SPARE_EVENTS)
+        d->spare[d->nspare++] = ev;
+    else if (cudaEventDestroy(ev) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+void pg_cuda_event_put(pg_cuda_device *d, cudaEvent_t ev)
+{
+    pthread_mutex_lock(&d->lock);
+    pg_cuda_event_put_locked(d, ev);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* ---- the entry helper ------------------------------------------------------------------ */
 
 pg_status pg_cuda_device_get(int index, const char *op, pg_cuda_device **out)
 {
@@ -62,27 +145,45 @@ pg_status pg_cuda_device_get(int index, const char *op, pg_cuda_device **out)
     return PG_OK;
 }
 
-pg_status pg_cuda_device_blas(pg_cuda_device *d, const char *op, cublasHandle_t *out)
+/* ---- cuBLAS: one handle per device, one caller at a time ------------------------------- */
+
+pg_status pg_cuda_blas_acquire(pg_cuda_device *d, cudaStream_t stream, const char *op,
+                               cublasHandle_t *out)
 {
+    *out = NULL;
+    pthread_mutex_lock(&d->blas_lock);
     pg_status st = PG_OK;
-    pthread_mutex_lock(&d->lock);
     if (d->blas == NULL) {
         cublasHandle_t h = NULL;
         st = pg_cuda_check(PG_CUDA_LIB_CUBLAS, cublasCreate(&h), d->index, op, "cublasCreate",
                            false);
-        if (st == PG_OK) {
-            st = pg_cuda_check(PG_CUDA_LIB_CUBLAS, cublasSetStream(h, d->compute.stream), d->index, op,
-                               "cublasSetStream", false);
-            if (st == PG_OK)
-                d->blas = h;
-            else
-                cublasDestroy(h);
-        }
+        if (st == PG_OK)
+            d->blas = h;
+        d->blas_stream = NULL;
+    }
+    if (st == PG_OK && d->blas_stream != stream) {
+        st = pg_cuda_check(PG_CUDA_LIB_CUBLAS, cublasSetStream(d->blas, stream), d->index, op,
+                           "cublasSetStream", false);
+        if (st == PG_OK)
+            d->blas_stream = stream;
+    }
+    if (st == PG_OK) /* TF32 is about float32 only; half products use the tensor cores anyway */
+        st = pg_cuda_check(PG_CUDA_LIB_CUBLAS,
+                           cublasSetMathMode(d->blas, atomic_load(&pg_cuda.allow_tf32)
+                                                          ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                          : CUBLAS_DEFAULT_MATH),
+                           d->index, op, "cublasSetMathMode", false);
+    if (st != PG_OK) {
+        pthread_mutex_unlock(&d->blas_lock);
+        return st;
     }
     *out = d->blas;
-    pthread_mutex_unlock(&d->lock);
-    return st;
+    return PG_OK;
 }
+
+void pg_cuda_blas_release(pg_cuda_device *d) { pthread_mutex_unlock(&d->blas_lock); }
+
+/* ---- peer access ----------------------------------------------------------------------- */
 
 /* Let device d read and write device `peer`'s memory directly (and the other
  * way round), so a cudaMemcpyPeerAsync between them goes over NVLink/PCIe

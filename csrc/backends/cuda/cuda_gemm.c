@@ -8,23 +8,34 @@
  * through; the epilogues (bias, activation, DACT, BGRAD) are fused on the CPU
  * kernels and on the linear layers' CUDA kernels (kernels/train.cu), and get
  * cublasLt's fused epilogues here later: a descriptor asking for one is
- * refused with a message, never computed wrong. */
+ * refused with a message, never computed wrong.
+ *
+ * float32 and float64 go to cublas{S,D}gemmStridedBatched (float32 on the
+ * tensor cores only when allow_tf32 is set). float16/bfloat16 inputs go to
+ * cublasGemmStridedBatchedEx with CUBLAS_COMPUTE_32F: the tensor cores
+ * multiply the 16-bit inputs and accumulate in float32, and C is written once,
+ * as float32 or rounded to the inputs' half dtype (the pairs cuBLAS has:
+ * fp16 -> fp16|fp32, bf16 -> bf16|fp32). */
 #include <limits.h>
 
 #include "cuda_internal.h"
 #include "pg_gemm.h"
 
-pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_gemm *g, const char *op)
+pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const pg_gemm *g, const char *op)
 {
     if (g->epilogue != PG_EPI_NONE || g->act != PG_ACT_NONE)
         return pg_cuda_error(PG_ERR_VALUE,
                              "cuda:%d: %s: a GEMM epilogue (flags %d, activation %d) has no "
                              "CUDA kernel yet; use the fused linear ops or apply it separately",
                              d->index, op, g->epilogue, g->act);
-    if (g->dtype_ab != g->dtype_c || (g->dtype_c != PG_FLOAT32 && g->dtype_c != PG_FLOAT64))
+    bool half_in = g->dtype_ab == PG_FLOAT16 || g->dtype_ab == PG_BFLOAT16;
+    bool same = g->dtype_ab == g->dtype_c;
+    if (!(half_in ? same || g->dtype_c == PG_FLOAT32
+                  : same && (g->dtype_c == PG_FLOAT32 || g->dtype_c == PG_FLOAT64)))
         return pg_cuda_error(PG_ERR_DTYPE,
-                             "cuda:%d: %s: cuBLAS runs float32 or float64 products here (got "
-                             "dtype codes %d -> %d)",
+                             "cuda:%d: %s: cuBLAS runs float32 -> float32, float64 -> float64, "
+                             "float16 -> float16|float32 and bfloat16 -> bfloat16|float32 "
+                             "products (got dtype codes %d -> %d)",
                              d->index, op, g->dtype_ab, g->dtype_c);
     if (g->M > INT_MAX || g->N > INT_MAX || g->K > INT_MAX || g->batch > INT_MAX ||
         g->lda > INT_MAX || g->ldb > INT_MAX || g->ldc > INT_MAX)
@@ -32,28 +43,34 @@ pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_gemm *g, const char *op)
     if (g->batch == 0 || g->M == 0 || g->N == 0)
         return PG_OK;
     cublasHandle_t h;
-    PG_TRY(pg_cuda_device_blas(d, op, &h));
+    PG_TRY(pg_cuda_blas_acquire(d, stream, op, &h));
     cublasOperation_t op_a = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t op_b = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     int m = (int)g->N, n = (int)g->M, k = (int)g->K, batch = (int)g->batch;
     /* K == 0: ld of an empty operand may be 0, which cuBLAS refuses; any >= 1 will do */
     int lda = g->lda > 0 ? (int)g->lda : 1, ldb = g->ldb > 0 ? (int)g->ldb : 1;
-    pthread_mutex_lock(&d->blas_lock);
-    cublasStatus_t st = cublasSetMathMode(h, atomic_load(&pg_cuda.allow_tf32)
-                                                 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                 : CUBLAS_DEFAULT_MATH);
-    if (st == CUBLAS_STATUS_SUCCESS && g->dtype_c == PG_FLOAT32) {
+    cublasStatus_t st;
+    if (half_in) {
+        cudaDataType_t tab = g->dtype_ab == PG_FLOAT16 ? CUDA_R_16F : CUDA_R_16BF;
+        cudaDataType_t tc = g->dtype_c == PG_FLOAT32 ? CUDA_R_32F : tab;
+        float alpha = (float)g->alpha, beta = (float)g->beta; /* the compute type's */
+        st = cublasGemmStridedBatchedEx(h, op_b, op_a, m, n, k, &alpha, g->b, tab, ldb,
+                                        g->stride_b, g->a, tab, lda, g->stride_a, &beta, g->c, tc,
+                                        (int)g->ldc, g->stride_c, batch, CUBLAS_COMPUTE_32F,
+                                        CUBLAS_GEMM_DEFAULT);
+    } else if (g->dtype_c == PG_FLOAT32) {
         float alpha = (float)g->alpha, beta = (float)g->beta;
         st = cublasSgemmStridedBatched(h, op_b, op_a, m, n, k, &alpha, (const float *)g->b, ldb,
                                        g->stride_b, (const float *)g->a, lda, g->stride_a, &beta,
                                        (float *)g->c, (int)g->ldc, g->stride_c, batch);
-    } else if (st == CUBLAS_STATUS_SUCCESS) {
+    } else {
         double alpha = g->alpha, beta = g->beta;
         st = cublasDgemmStridedBatched(h, op_b, op_a, m, n, k, &alpha, (const double *)g->b, ldb,
                                        g->stride_b, (const double *)g->a, lda, g->stride_a, &beta,
                                        (double *)g->c, (int)g->ldc, g->stride_c, batch);
     }
-    pthread_mutex_unlock(&d->blas_lock);
-    return pg_cuda_check(PG_CUDA_LIB_CUBLAS, st, d->index, op, "cublas<T>gemmStridedBatched",
+    pg_cuda_blas_release(d);
+    return pg_cuda_check(PG_CUDA_LIB_CUBLAS, st, d->index, op,
+                         half_in ? "cublasGemmStridedBatchedEx" : "cublas<T>gemmStridedBatched",
                          false);
 }

@@ -1,13 +1,36 @@
 /* cuda_internal.h - state and helpers shared by the files of the CUDA plugin.
  *
- * The plugin is one pg_backend table (cuda_plugin.c) over per-device state
- * (cuda_device.c): three streams ("queues") created on first use, a cuBLAS
- * handle created on the first matmul, and the bookkeeping that lets
- * wait_event know whether a storage's pending work is done. The stream and
- * event model (which work goes to which queue, how queues wait for each
- * other) is described at the top of cuda_queue.c. Every CUDA/cuBLAS status
- * goes through pg_cuda_check (cuda_check.c). The plugin never calls a core
- * symbol: it reaches the core only through pg_cuda.core (pg_core_api).
+ * The plugin is one pg_backend table (cuda_plugin.c) over per-device state:
+ * three streams ("queues") created on first use, a cuBLAS handle created on
+ * the first product, and the bookkeeping that lets wait_event know whether a
+ * storage's pending work is done. The stream and event model (which work goes
+ * to which queue, how queues wait for each other) is described at the top of
+ * cuda_queue.c. Every CUDA/cuBLAS status goes through pg_cuda_check
+ * (cuda_check.c). The plugin never calls a core symbol: it reaches the core
+ * only through pg_cuda.core (pg_core_api).
+ *
+ * The files are layers; each calls only the layers below it (the import-cycle
+ * check, build_support/check_import_cycles.py, holds them to that), and this
+ * header declares them bottom to top:
+ *   1. cuda_state.c    the one global, pg_cuda (options, per-device state)
+ *   2. cuda_check.c    CUDA/cuBLAS status -> pg_status with a message
+ *   3. cuda_device.c   device entry helper, guard, streams' creation, events,
+ *                      the cuBLAS handle, peer access
+ *   4. cuda_memory.c   device and pinned allocations
+ *      cuda_stream.c   the thread's current user stream and its joins
+ *   5. cuda_profile.c  NVTX ranges and kernel timing around an op (skipped
+ *                      while the current stream captures a graph)
+ *   6. cuda_queue.c    per-queue bookkeeping, cross-queue ordering, host
+ *                      waits (which join the user streams and read the
+ *                      kernel times), copies in flight
+ *   7. cuda_copy.c, cuda_gemm.c, cuda_train.c, cuda_graph.c, cuda_nccl.c,
+ *      cuda_stream_api.c   copies, products, fused training ops, graphs,
+ *                      collectives, the Stream/Event entry points
+ *   8. cuda_launch.c   the op dispatcher
+ *   9. cuda_plugin.c   the backend table and the plugin's entry points
+ * Where a lower layer needs something of a higher one it gets it through
+ * pg_cuda, filled in from above: pg_cuda.backend (the table's address, set at
+ * pg_plugin_init) is what cuda_queue.c puts in the events it records.
  *
  * Device rule: every entry point of the table calls pg_cuda_device_get,
  * which makes its device current; anything that must touch another device
@@ -76,7 +99,8 @@ struct pg_cuda_device {
     pg_cuda_queue copy;        /* non-blocking copies between pinned host memory and here */
     pg_cuda_queue comm;        /* NCCL collectives */
     int sm_count;
-    cublasHandle_t blas; /* NULL until the first matmul */
+    cublasHandle_t blas;     /* NULL until the first product; under blas_lock */
+    cudaStream_t blas_stream; /* the stream `blas` is bound to; under blas_lock */
     pg_cuda_eflags *eflags_host, *eflags_dev; /* mapped pinned record, or NULL (no flags) */
 
     char name[256]; /* cudaGetDeviceProperties, cached once known */
@@ -94,6 +118,7 @@ struct pg_cuda_device {
 
 typedef struct pg_cuda_state {
     const pg_core_api *core;
+    const pg_backend *backend; /* &pg_cuda_backend, set by pg_plugin_init */
     atomic_int allow_tf32;   /* option "allow_tf32": cuBLAS may use TF32 for float32 */
     atomic_int sync_each_op; /* option "sync_each_op": wait after every op (exact error op) */
     atomic_int current_device; /* option "current_device": pygpu.cuda.set_device, for pinning */
@@ -103,10 +128,11 @@ typedef struct pg_cuda_state {
     atomic_int kernel_timing; /* option "kernel_timing": GPU time per op into the stats */
 } pg_cuda_state;
 
+/* 1. cuda_state.c */
 extern pg_cuda_state pg_cuda;
-extern const pg_backend pg_cuda_backend;
+void pg_cuda_state_init(void);
 
-/* cuda_check.c: the one place CUDA and cuBLAS statuses become pg_status.
+/* 2. cuda_check.c: the one place CUDA and cuBLAS statuses become pg_status.
  * `dev` is the device index (-1: none), `op` the user-facing op name,
  * `call` the failing API call. `deferred` marks an asynchronous failure
  * surfacing at a wait (PG_ERR_ASYNC). */
@@ -119,23 +145,75 @@ pg_status pg_cuda_check(pg_cuda_lib lib, int code, int dev, const char *op, cons
 pg_status pg_cuda_error(pg_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *pg_cuda_last_message(void);
 
-/* cuda_device.c */
-void pg_cuda_state_init(void);
+/* 3. cuda_device.c */
 pg_status pg_cuda_device_get(int index, const char *op, pg_cuda_device **out);
-pg_status pg_cuda_device_blas(pg_cuda_device *d, const char *op, cublasHandle_t *out);
-pg_status pg_cuda_enable_peer(pg_cuda_device *d, int peer, const char *op);
-
-/* cuda_queue.c: queues, events, waits (the model is described there) */
 typedef struct pg_cuda_guard {
     int index, prev; /* prev: the device current before, or -1 */
 } pg_cuda_guard;
 pg_status pg_cuda_guard_enter(pg_cuda_guard *g, int index, const char *op);
 void pg_cuda_guard_exit(const pg_cuda_guard *g);
 pg_status pg_cuda_queues_create(pg_cuda_device *d, const char *op);
-typedef struct pg_cuda_ustream pg_cuda_ustream; /* a user stream: cuda_stream.c, below */
 pg_status pg_cuda_event_get(pg_cuda_device *d, const char *op, cudaEvent_t *ev);
 void pg_cuda_event_put(pg_cuda_device *d, cudaEvent_t ev);
 void pg_cuda_event_put_locked(pg_cuda_device *d, cudaEvent_t ev);
+/* Lock d's cuBLAS handle (created on first use) for one caller, bound to
+ * `stream` (the work stream) with the math mode the allow_tf32 option asks.
+ * On PG_OK the caller calls pg_cuda_blas_release(d) when done with it. */
+pg_status pg_cuda_blas_acquire(pg_cuda_device *d, cudaStream_t stream, const char *op,
+                               cublasHandle_t *out);
+void pg_cuda_blas_release(pg_cuda_device *d);
+pg_status pg_cuda_enable_peer(pg_cuda_device *d, int peer, const char *op);
+
+/* 4. cuda_memory.c */
+pg_status pg_cuda_raw_alloc(const pg_backend *be, int index, size_t nbytes, void **ptr);
+void pg_cuda_raw_free(const pg_backend *be, int index, void *ptr);
+pg_status pg_cuda_host_alloc_pinned(const pg_backend *be, size_t nbytes, void **ptr);
+void pg_cuda_host_free_pinned(const pg_backend *be, void *ptr);
+
+/* 4. cuda_stream.c: user streams (pygpu.cuda.Stream): the thread's current one,
+ * and the joins that order them with the device's compute queue (model at
+ * the file's top and in cuda_queue.c). */
+struct pg_cuda_graph;
+typedef struct pg_cuda_ustream {
+    int device;
+    cudaStream_t stream;
+    uint64_t seen_seq;                /* compute.queued_seq this stream last waited for */
+    int nactive;                      /* threads it is current on (under the streams lock) */
+    struct pg_cuda_ustream *next_active;
+    struct pg_cuda_graph *capture;    /* capturing into this graph (cuda_graph.c), or NULL */
+} pg_cuda_ustream;
+pg_cuda_ustream *pg_cuda_current_ustream(int index);
+void pg_cuda_set_current_ustream(int index, pg_cuda_ustream *u);
+/* u is current on one more (one fewer) thread: the host waits of before_sync see it */
+void pg_cuda_ustream_activate(pg_cuda_ustream *u);
+void pg_cuda_ustream_deactivate(pg_cuda_ustream *u);
+/* The stream the calling thread's next op on `d` goes to. */
+cudaStream_t pg_cuda_work_stream(pg_cuda_device *d);
+/* d's compute queue's count of queued work (under d->lock). */
+uint64_t pg_cuda_compute_queued(pg_cuda_device *d);
+/* `waiter` waits (on the device) for everything queued on `on` so far; both
+ * streams of device `dev`, which need not be the current one. */
+pg_status pg_cuda_stream_join(int dev, cudaStream_t waiter, cudaStream_t on, const char *op);
+pg_status pg_cuda_stream_before_op(pg_cuda_device *d, const char *op);
+void pg_cuda_stream_after_op(pg_cuda_device *d, uint64_t seq);
+pg_status pg_cuda_stream_before_copy(pg_cuda_device *d, const char *op);
+pg_status pg_cuda_stream_before_sync(pg_cuda_device *d, const char *why);
+/* d's compute stream waits for the calling thread's current user stream on d
+ * (none, or capturing: nothing), so a (compute, seq) event covers its work. */
+pg_status pg_cuda_stream_join_current(pg_cuda_device *d, const char *op);
+
+/* 5. cuda_profile.c: NVTX range and kernel timing around one op */
+typedef struct pg_cuda_prof {
+    bool nvtx, timed;
+    cudaEvent_t start, end;
+} pg_cuda_prof;
+pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const char *op,
+                                pg_cuda_prof *p);
+void pg_cuda_profile_end(pg_cuda_device *d, cudaStream_t stream, pg_cuda_prof *p, bool launched);
+void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_all);
+bool pg_cuda_have_nvtx(void); /* built with the toolkit's NVTX3 headers */
+
+/* 6. cuda_queue.c: queues, events, waits (the model is described there) */
 uint64_t pg_cuda_note_queued(pg_cuda_queue *q, const char *op);
 /* The same for compute work that ran on user stream u instead (NULL: on q). */
 uint64_t pg_cuda_note_queued_on(pg_cuda_queue *q, const char *op, const pg_cuda_ustream *u);
@@ -144,7 +222,7 @@ void pg_cuda_mark(pg_storage *s, pg_cuda_queue *q, uint64_t seq, bool write);
 pg_status pg_cuda_order_after(pg_storage *s, pg_cuda_queue *q);
 /* As pg_cuda_order_after(s, q), for an op that runs on user stream u (or
  * NULL: on q) standing in for q, the compute queue: device-side waits go to
- * u's stream (cuda_stream.c). */
+ * u's stream. */
 pg_status pg_cuda_order_after_on(pg_storage *s, pg_cuda_queue *q, pg_cuda_ustream *u);
 pg_status pg_cuda_queue_wait_queue(pg_cuda_queue *waiter, pg_cuda_queue *q, const char *op);
 /* The same for any stream `ws` of device `wdev` (a user stream, another library's). */
@@ -156,68 +234,31 @@ pg_status pg_cuda_check_eflags(pg_cuda_device *d);
 pg_status pg_cuda_synchronize(const pg_backend *be, int index);
 pg_status pg_cuda_wait_event(const pg_backend *be, pg_event ev);
 pg_cuda_queue *pg_cuda_event_queue(pg_event ev);
-
-/* cuda_memory.c */
-pg_status pg_cuda_raw_alloc(const pg_backend *be, int index, size_t nbytes, void **ptr);
-void pg_cuda_raw_free(const pg_backend *be, int index, void *ptr);
-pg_status pg_cuda_host_alloc_pinned(const pg_backend *be, size_t nbytes, void **ptr);
-void pg_cuda_host_free_pinned(const pg_backend *be, void *ptr);
-
-/* cuda_copy.c */
-pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c);
-/* Report finished timed copies and drop what they held; clears the
- * cudaErrorNotReady that cudaEventQuery leaves in the last-error slot. */
+/* Copies in flight: add one (waits for the oldest when the ring is full);
+ * report finished ones and drop what they held (all of them if wait_all).
+ * Polling clears the cudaErrorNotReady that cudaEventQuery leaves in the
+ * last-error slot. */
+void pg_cuda_xfer_add(pg_cuda_device *d, const pg_cuda_xfer *x);
 void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all);
 
-/* cuda_train.c: the fused training ops */
-pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
-/* cuda_gemm.c: run one GEMM descriptor (pg_gemm.h) on the device's stream with cuBLAS */
+/* 7. cuda_copy.c */
+pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c);
+/* 7. cuda_gemm.c: run one GEMM descriptor (pg_gemm.h) on `stream` with cuBLAS */
 struct pg_gemm;
-pg_status pg_cuda_gemm(pg_cuda_device *d, const struct pg_gemm *g, const char *op);
+pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const struct pg_gemm *g,
+                       const char *op);
+/* 7. cuda_train.c: the fused training ops */
+pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
+/* 7. cuda_graph.c: a captured op's storages are held by the graph */
+pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node);
 
-/* cuda_launch.c */
+/* 8. cuda_launch.c */
 pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node);
 void pg_cuda_iter_init(pg_cuda_iter *it, int ndim, const int64_t *shape, int nops,
                        const int64_t *const *strides);
 
-/* cuda_stream.c: user streams (pygpu.cuda.Stream), the thread's current one, and
- * the hooks that order them with the device's compute queue (model at the
- * file's top and in cuda_queue.c). */
-struct pg_cuda_graph;
-struct pg_cuda_ustream {
-    int device;
-    cudaStream_t stream;
-    uint64_t seen_seq;                /* compute.queued_seq this stream last waited for */
-    int nactive;                      /* threads it is current on (under the streams lock) */
-    struct pg_cuda_ustream *next_active;
-    struct pg_cuda_graph *capture;    /* capturing into this graph (cuda_graph.c), or NULL */
-};
-pg_cuda_ustream *pg_cuda_current_ustream(int index);
-/* The stream the calling thread's next op on `d` goes to. */
-cudaStream_t pg_cuda_work_stream(pg_cuda_device *d);
-pg_status pg_cuda_stream_before_op(pg_cuda_device *d, const char *op);
-void pg_cuda_stream_after_op(pg_cuda_device *d, uint64_t seq);
-pg_status pg_cuda_stream_before_copy(pg_cuda_device *d, const char *op);
-pg_status pg_cuda_stream_before_sync(pg_cuda_device *d, const char *why);
-/* d's compute stream waits for the calling thread's current user stream on d
- * (none, or capturing: nothing), so a (compute, seq) event covers its work. */
-pg_status pg_cuda_stream_join_current(pg_cuda_device *d, const char *op);
-/* Under d->blas_lock: point the cuBLAS handle at `stream` (the work stream). */
-pg_status pg_cuda_blas_bind(pg_cuda_device *d, cublasHandle_t blas, cudaStream_t stream);
-
-/* cuda_graph.c: a captured op's storages are held by the graph */
-pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node);
-
-/* cuda_profile.c: NVTX range and kernel timing around one op */
-typedef struct pg_cuda_prof {
-    bool nvtx, timed;
-    cudaEvent_t start, end;
-} pg_cuda_prof;
-pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const char *op,
-                                pg_cuda_prof *p);
-void pg_cuda_profile_end(pg_cuda_device *d, cudaStream_t stream, pg_cuda_prof *p, bool launched);
-void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_all);
-bool pg_cuda_have_nvtx(void); /* built with the toolkit's NVTX3 headers */
+/* 9. cuda_plugin.c */
+extern const pg_backend pg_cuda_backend;
 
 /* Element size of a dtype that reaches a backend (pg_dtype_size is a core symbol). */
 static inline size_t pg_cuda_itemsize(int dtype)

@@ -6,13 +6,14 @@
  * the work. After a successful launch the node's storages get the op's
  * sequence number (dst as written, sources as read), so wait_event knows
  * what to wait for. A launch error is reported at once, naming the op; a
- * fault while the kernel runs surfaces at the next wait (cuda_device.c), or
+ * fault while the kernel runs surfaces at the next wait (cuda_queue.c), or
  * right here when the "sync_each_op" option is on. */
 #include <math.h>
 #include <string.h>
 
 #include "cuda_internal.h"
 #include "pg_gemm.h"
+#include "pg_half.h"
 
 /* kernels/pg_cuda_kernels.h mirrors these codes so that kernels need not
  * include pg_node.h (C-only); subops pass through unchanged. */
@@ -88,19 +89,27 @@ static int64_t pg_cuda_numel(const pg_tensor *t)
     return n;
 }
 
-static bool pg_cuda_is_float(int dtype) { return dtype == PG_FLOAT32 || dtype == PG_FLOAT64; }
+static bool pg_cuda_is_half(int dtype) { return dtype == PG_FLOAT16 || dtype == PG_BFLOAT16; }
+static bool pg_cuda_is_float(int dtype)
+{
+    return dtype == PG_FLOAT32 || dtype == PG_FLOAT64 || pg_cuda_is_half(dtype);
+}
 
 static cudaError_t pg_cuda_launch_fill(const pg_cuda_ctx *ctx, const pg_node *n)
 {
     pg_cuda_iter it;
     pg_cuda_iter_of(&it, &n->dst, NULL, NULL);
     void *dst = pg_cuda_tensor_data(&n->dst);
-    bool zero = pg_cuda_is_float(n->dst.dtype) ? (n->p.scalar.f == 0.0 && !signbit(n->p.scalar.f))
-                                               : n->p.scalar.i == 0;
+    double f = n->p.scalar.f;
+    bool zero = pg_cuda_is_float(n->dst.dtype) ? (f == 0.0 && !signbit(f)) : n->p.scalar.i == 0;
     if (zero && pg_cuda_iter_contiguous(&it) && it.numel > 0)
         return cudaMemsetAsync(dst, 0, (size_t)it.numel * pg_cuda_itemsize(n->dst.dtype),
                                ctx->stream);
-    return pg_kernel_fill(ctx, n->dst.dtype, dst, &it, n->p.scalar.f, n->p.scalar.i);
+    /* a half fill writes the value's bits, rounded once from the double here as the CPU does */
+    int64_t i = n->dst.dtype == PG_FLOAT16    ? (int64_t)pg_f16_from_double(f)
+                : n->dst.dtype == PG_BFLOAT16 ? (int64_t)pg_bf16_from_double(f)
+                                              : n->p.scalar.i;
+    return pg_kernel_fill(ctx, n->dst.dtype, dst, &it, f, i);
 }
 
 static cudaError_t pg_cuda_launch_copy(const pg_cuda_ctx *ctx, const pg_node *n)
@@ -120,6 +129,7 @@ static cudaError_t pg_cuda_launch_binary(const pg_cuda_ctx *ctx, const pg_node *
     pg_cuda_iter it;
     bool scalar = n->nsrc == 1;
     pg_cuda_iter_of(&it, &n->dst, &n->src[0], scalar ? NULL : &n->src[1]);
+    /* a half op's scalar is applied as a float32 (pg_node.h): the kernel converts it */
     pg_cuda_scalar s = {n->p.scalar.f, n->p.scalar.i, n->p.scalar.scalar_left};
     return pg_kernel_binary(ctx, n->subop, n->src[0].dtype, pg_cuda_tensor_data(&n->dst),
                           pg_cuda_tensor_data(&n->src[0]),
@@ -138,8 +148,12 @@ static cudaError_t pg_cuda_launch_unary(const pg_cuda_ctx *ctx, const pg_node *n
 static cudaError_t pg_cuda_launch_reduce(const pg_cuda_ctx *ctx, const pg_node *n)
 {
     const pg_tensor *src = &n->src[0], *dst = &n->dst;
+    /* the sum of a half tensor is written as float32 (pg_node.h); a node that says
+     * otherwise (a core from before that contract) is refused, not misread */
+    if (n->subop == PG_RED_SUM && pg_cuda_is_half(src->dtype) && dst->dtype != PG_FLOAT32)
+        return cudaErrorInvalidValue;
     int axis = n->p.reduce.axis, ndim = 0;
-    int64_t shape[PG_MAX_DIMS], dst_strides[PG_MAX_DIMS], src_strides[PG_MAX_DIMS];
+    int64_t shape[PG_MAX_DIMS] = {0}, dst_strides[PG_MAX_DIMS] = {0}, src_strides[PG_MAX_DIMS] = {0};
     for (int d = 0; d < src->ndim; d++) {
         if (d == axis)
             continue;
@@ -161,8 +175,9 @@ static pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx
         pg_gemm g;
         pg_gemm_of_matmul(a, b, c, pg_cuda_tensor_data(a), pg_cuda_tensor_data(b),
                           pg_cuda_tensor_data(c), &g);
-        return pg_cuda_gemm(d, &g, n->name);
+        return pg_cuda_gemm(d, ctx->stream, &g, n->name);
     }
+    /* integers: the tiled kernel of kernels/matmul.cu (cuBLAS has no integer GEMM) */
     pg_cuda_matmul_args args = {
         .dtype = c->dtype,
         .batch = c->shape[0], .m = c->shape[1], .k = a->shape[2], .n = c->shape[2],
@@ -170,19 +185,8 @@ static pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx
         .b = pg_cuda_tensor_data(b), .b_strides = {b->strides[0], b->strides[1], b->strides[2]},
         .c = pg_cuda_tensor_data(c),
     };
-    cublasHandle_t blas = NULL;
-    if (pg_cuda_is_float(c->dtype))
-        PG_TRY(pg_cuda_device_blas(d, n->name, &blas));
     cublasStatus_t blas_st;
-    pthread_mutex_lock(&d->blas_lock);
-    int tf32 = atomic_load(&pg_cuda.allow_tf32);
-    pg_status bound = blas != NULL ? pg_cuda_blas_bind(d, blas, ctx->stream) : PG_OK;
-    cudaError_t err = bound == PG_OK ? pg_kernel_matmul(ctx, blas, tf32, &args, &blas_st)
-                                     : cudaSuccess;
-    pthread_mutex_unlock(&d->blas_lock);
-    PG_TRY(bound);
-    PG_TRY(pg_cuda_check(PG_CUDA_LIB_CUBLAS, blas_st, d->index, n->name,
-                         "cublas<T>gemmStridedBatched", false));
+    cudaError_t err = pg_kernel_matmul(ctx, NULL, 0, &args, &blas_st);
     return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, "pg_kernel_matmul", false);
 }
 
@@ -220,6 +224,12 @@ static pg_status pg_cuda_launch_node(pg_cuda_device *d, const pg_cuda_ctx *ctx, 
     case PG_OP_SGD:
     case PG_OP_ADAM:
         return pg_cuda_launch_train(d, ctx, n);
+    case PG_OP_AMP_UNSCALE: /* operands: csrc/core/pg_ops_amp.c */
+        call = "pg_kernel_amp_unscale";
+        err = pg_kernel_amp_unscale(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
+                                    pg_cuda_numel(&n->dst), n->p.train.f[0],
+                                    (float *)pg_cuda_tensor_data(&n->extra[0]));
+        break;
     case PG_OP_ARANGE:
         call = "pg_kernel_arange";
         err = pg_kernel_arange(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),

@@ -159,14 +159,33 @@ static pg_status pg_cuda_mem_get_info(const pg_backend *be, int index, size_t *f
     return PG_CUDA_RT(cudaMemGetInfo(free_bytes, total_bytes), index, "mem_get_info");
 }
 
-/* The CUDA kernels have no float16/bfloat16 variants yet (casts, fills, arithmetic,
- * cublasGemmEx) and no fused unscale: the core refuses those before a launch, naming the op. */
+/* What the kernels cover, asked by the core before it builds a node (pg_backend.h).
+ * float16/bfloat16 have kernels for what pg_node.h's half contract needs: fill, cast
+ * (copy), the elementwise ops, the reductions (a sum written as float32), arange,
+ * matmul and the fused linear layers (cublasGemmEx on the tensor cores, fp32
+ * accumulation) and the fused unscale. Not random numbers, the cross-entropy or the
+ * optimizer updates (autocast keeps losses in float32, and the optimizers update a
+ * float32 master copy): the core refuses those on cuda, naming the op and the dtype. */
 static bool pg_cuda_supports_op(const pg_backend *be, int op, int dtype)
 {
     (void)be;
-    if (op == PG_OP_AMP_UNSCALE) /* pygpu.amp.GradScaler falls back to tensor ops */
+    if (dtype != PG_FLOAT16 && dtype != PG_BFLOAT16)
+        return true;
+    switch (op) {
+    case PG_OP_FILL:
+    case PG_OP_COPY:
+    case PG_OP_BINARY:
+    case PG_OP_UNARY:
+    case PG_OP_REDUCE:
+    case PG_OP_MATMUL:
+    case PG_OP_ARANGE:
+    case PG_OP_LINEAR_FWD:
+    case PG_OP_LINEAR_BWD:
+    case PG_OP_AMP_UNSCALE:
+        return true;
+    default:
         return false;
-    return dtype != PG_FLOAT16 && dtype != PG_BFLOAT16;
+    }
 }
 
 const pg_backend pg_cuda_backend = {
@@ -203,6 +222,7 @@ pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out)
                                PG_BACKEND_ABI_VERSION, core->abi_version);
     pg_cuda_state_init();
     pg_cuda.core = core;
+    pg_cuda.backend = &pg_cuda_backend;
     *out = &pg_cuda_backend;
     return PG_OK;
 }

@@ -3,7 +3,7 @@
  * THE STREAM/EVENT MODEL (user-visible streams build on this):
  *
  *   - Each device has three non-blocking streams, created together on the
- *     first use of the device (pg_cuda_queues_create):
+ *     first use of the device (pg_cuda_queues_create, cuda_device.c):
  *       compute  every kernel, cuBLAS call, blocking copy and same-device copy;
  *       copy     non-blocking copies between pinned host memory and the device
  *                (DataLoader prefetch), so they overlap the compute stream;
@@ -26,7 +26,7 @@
  *   - Memory safety with more than one stream: the caching allocator may hand
  *     a freed block to the next kernel on the compute stream at once. So a
  *     copy queued on any other stream keeps its device storage alive (held in
- *     the xfer ring, cuda_copy.c) until its end event has fired, and a copy
+ *     the ring of copies in flight, below) until its end event has fired, and a copy
  *     into device memory on the copy stream first waits (on the device) for
  *     the compute work queued so far, which may still use the block.
  *   - User streams (pygpu.cuda.Stream, cuda_stream.c) stand in for the
@@ -58,101 +58,16 @@
  *     marked as written by compute work at that point
  *     (pg_plugin_storage_imported), so the copy stream waits for it too.
  *
- * Also here: the device guard (defect: a wait on another GPU used to leave
- * that GPU current, so the next events were created on the wrong device) and
- * the device-side error flags (a bad label raises instead of a silent NaN). */
+ * Also here: the ring of copies in flight (the storages a queued copy holds)
+ * and the device-side error flags (a bad label raises instead of a silent
+ * NaN), both read after a host wait. The streams themselves, the device
+ * guard and the recycled events are cuda_device.c's; which user stream is
+ * current, cuda_stream.c's; both sit below this file, which calls down to
+ * them and to cuda_profile.c (kernel times read after a wait), never up. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda_internal.h"
-
-/* ---- the device guard ------------------------------------------------------------ */
-
-pg_status pg_cuda_guard_enter(pg_cuda_guard *g, int index, const char *op)
-{
-    g->index = index;
-    g->prev = -1;
-    if (cudaGetDevice(&g->prev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        g->prev = -1;
-    }
-    if (g->prev == index)
-        return PG_OK;
-    return PG_CUDA_RT(cudaSetDevice(index), index, op);
-}
-
-void pg_cuda_guard_exit(const pg_cuda_guard *g)
-{
-    if (g->prev >= 0 && g->prev != g->index && cudaSetDevice(g->prev) != cudaSuccess)
-        (void)cudaGetLastError();
-}
-
-/* ---- creation (under d->lock, device current) --------------------------------------- */
-
-static pg_status queue_create(pg_cuda_device *d, pg_cuda_queue *q, int role, const char *name,
-                              const char *op)
-{
-    q->dev = d;
-    q->role = role;
-    q->name = name;
-    /* non-blocking: no implicit sync with the legacy default stream */
-    return PG_CUDA_RT(cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking), d->index, op);
-}
-
-pg_status pg_cuda_queues_create(pg_cuda_device *d, const char *op)
-{
-    PG_TRY(queue_create(d, &d->compute, PG_CUDA_ROLE_COMPUTE, "compute", op));
-    PG_TRY(queue_create(d, &d->copy, PG_CUDA_ROLE_COPY, "copy", op));
-    PG_TRY(queue_create(d, &d->comm, PG_CUDA_ROLE_COMPUTE, "comm", op));
-    /* the error-flag record: mapped pinned memory the kernels write and the
-     * host reads after a wait. Optional: without it bad labels give NaN. */
-    void *h = NULL, *dp = NULL;
-    if (cudaHostAlloc(&h, sizeof(pg_cuda_eflags), cudaHostAllocMapped) == cudaSuccess &&
-        cudaHostGetDevicePointer(&dp, h, 0) == cudaSuccess) {
-        memset(h, 0, sizeof(pg_cuda_eflags));
-        d->eflags_host = h;
-        d->eflags_dev = dp;
-    } else {
-        (void)cudaGetLastError();
-        if (h != NULL && cudaFreeHost(h) != cudaSuccess)
-            (void)cudaGetLastError();
-    }
-    return PG_OK;
-}
-
-/* ---- recycled events ---------------------------------------------------------------- */
-
-pg_status pg_cuda_event_get(pg_cuda_device *d, const char *op, cudaEvent_t *ev)
-{
-    pthread_mutex_lock(&d->lock);
-    if (d->nspare > 0) {
-        *ev = d->spare[--d->nspare];
-        pthread_mutex_unlock(&d->lock);
-        return PG_OK;
-    }
-    pthread_mutex_unlock(&d->lock);
-    /* an event belongs to the device current when it is created: make it d */
-    pg_cuda_guard g;
-    PG_TRY(pg_cuda_guard_enter(&g, d->index, op));
-    pg_status st = PG_CUDA_RT(cudaEventCreate(ev), d->index, op);
-    pg_cuda_guard_exit(&g);
-    return st;
-}
-
-void pg_cuda_event_put_locked(pg_cuda_device *d, cudaEvent_t ev)
-{
-    if (d->nspare < PG_CUDA_SPARE_EVENTS)
-        d->spare[d->nspare++] = ev;
-    else if (cudaEventDestroy(ev) != cudaSuccess)
-        (void)cudaGetLastError();
-}
-
-void pg_cuda_event_put(pg_cuda_device *d, cudaEvent_t ev)
-{
-    pthread_mutex_lock(&d->lock);
-    pg_cuda_event_put_locked(d, ev);
-    pthread_mutex_unlock(&d->lock);
-}
 
 /* ---- bookkeeping -------------------------------------------------------------------- */
 
@@ -190,7 +105,7 @@ void pg_cuda_note_done(pg_cuda_queue *q, uint64_t seq)
  * backend-neutral record (under its lock). */
 void pg_cuda_mark(pg_storage *s, pg_cuda_queue *q, uint64_t seq, bool write)
 {
-    pg_event ev = {&pg_cuda_backend, q, seq};
+    pg_event ev = {pg_cuda.backend, q, seq};
     pg_cuda.core->storage_mark(s, ev, q->role, write);
 }
 
@@ -203,6 +118,71 @@ pg_cuda_queue *pg_cuda_event_queue(pg_event ev)
             return ev.queue;
     }
     return NULL;
+}
+
+/* ---- copies in flight ------------------------------------------------------------------ *
+ * A queued copy's start/end events and the storages it holds (cuda_copy.c
+ * fills a pg_cuda_xfer). Polled at every later copy and at every host wait:
+ * a finished one reports its time to the stats and lets go of its storages. */
+
+void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all)
+{
+    struct {
+        pg_device src, dst;
+        uint64_t ns;
+    } timed[PG_CUDA_MAX_XFERS];
+    pg_storage *held[2 * PG_CUDA_MAX_XFERS];
+    int ntimed = 0, nheld = 0;
+
+    pthread_mutex_lock(&d->lock);
+    while (d->xfer_count > 0) {
+        pg_cuda_xfer *x = &d->xfers[d->xfer_head];
+        cudaError_t err = wait_all ? cudaEventSynchronize(x->end) : cudaEventQuery(x->end);
+        if (err == cudaErrorNotReady) {
+            /* not an error, but the runtime keeps it as the last error: the
+             * next launch's cudaGetLastError() would report "device not
+             * ready" for a kernel that is fine (PyTorch clears it too) */
+            (void)cudaGetLastError();
+            break;
+        }
+        float ms = 0;
+        if (err == cudaSuccess && cudaEventElapsedTime(&ms, x->start, x->end) == cudaSuccess) {
+            timed[ntimed].src = x->src;
+            timed[ntimed].dst = x->dst;
+            timed[ntimed++].ns = (uint64_t)((double)ms * 1e6);
+        } else {
+            (void)cudaGetLastError(); /* a failed copy surfaces at the next synchronize */
+        }
+        for (int h = 0; h < 2; h++)
+            if (x->held[h] != NULL)
+                held[nheld++] = x->held[h];
+        pg_cuda_event_put_locked(d, x->start);
+        pg_cuda_event_put_locked(d, x->end);
+        d->xfer_head = (d->xfer_head + 1) % PG_CUDA_MAX_XFERS;
+        d->xfer_count--;
+    }
+    pthread_mutex_unlock(&d->lock);
+
+    /* outside the lock: releasing a storage may call back into this plugin */
+    for (int i = 0; i < ntimed; i++)
+        pg_cuda.core->stats_transfer_time(timed[i].src, timed[i].dst, timed[i].ns);
+    for (int i = 0; i < nheld; i++)
+        pg_cuda.core->storage_release(held[i]);
+}
+
+void pg_cuda_xfer_add(pg_cuda_device *d, const pg_cuda_xfer *x)
+{
+    for (;;) {
+        pthread_mutex_lock(&d->lock);
+        if (d->xfer_count < PG_CUDA_MAX_XFERS) {
+            d->xfers[(d->xfer_head + d->xfer_count) % PG_CUDA_MAX_XFERS] = *x;
+            d->xfer_count++;
+            pthread_mutex_unlock(&d->lock);
+            return;
+        }
+        pthread_mutex_unlock(&d->lock);
+        pg_cuda_xfer_poll(d, true); /* ring full: wait for the oldest ones */
+    }
 }
 
 /* ---- waits ---------------------------------------------------------------------------- */
@@ -257,7 +237,7 @@ pg_status pg_cuda_order_after_on(pg_storage *s, pg_cuda_queue *q, pg_cuda_ustrea
     pg_cuda_waiter = q;
     pg_cuda_waiter_user = u;
     /* idle: reads too, since marking replaces their events */
-    pg_status st = pg_cuda.core->storage_wait_others(s, true, &pg_cuda_backend, q);
+    pg_status st = pg_cuda.core->storage_wait_others(s, true, pg_cuda.backend, q);
     pg_cuda_waiter = outer;
     pg_cuda_waiter_user = outer_user;
     return st;

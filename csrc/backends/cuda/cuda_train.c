@@ -45,24 +45,11 @@ static pg_status launch_linear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
         a.y = pg_cuda_tensor_data(&n->dst);
     }
     cublasHandle_t blas;
-    PG_TRY(pg_cuda_device_blas(d, n->name, &blas));
+    PG_TRY(pg_cuda_blas_acquire(d, ctx->stream, n->name, &blas)); /* the work stream */
     cublasStatus_t blas_st;
-    pthread_mutex_lock(&d->blas_lock);
-    pg_status bound = pg_cuda_blas_bind(d, blas, ctx->stream); /* the work stream */
-    if (bound != PG_OK) {
-        pthread_mutex_unlock(&d->blas_lock);
-        return bound;
-    }
-    cublasStatus_t mode = cublasSetMathMode(blas, atomic_load(&pg_cuda.allow_tf32)
-                                                      ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                      : CUBLAS_DEFAULT_MATH);
-    cudaError_t err = mode != CUBLAS_STATUS_SUCCESS
-                          ? cudaSuccess
-                          : backward ? pg_kernel_linear_bwd(ctx, blas, &a, &blas_st)
-                                     : pg_kernel_linear_fwd(ctx, blas, &a, &blas_st);
-    if (mode != CUBLAS_STATUS_SUCCESS)
-        blas_st = mode;
-    pthread_mutex_unlock(&d->blas_lock);
+    cudaError_t err = backward ? pg_kernel_linear_bwd(ctx, blas, &a, &blas_st)
+                               : pg_kernel_linear_fwd(ctx, blas, &a, &blas_st);
+    pg_cuda_blas_release(d);
     PG_TRY(pg_cuda_check(PG_CUDA_LIB_CUBLAS, blas_st, d->index, n->name, "cublas<T>gemm", false));
     return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name,
                          backward ? "pg_kernel_linear_bwd" : "pg_kernel_linear_fwd", false);
