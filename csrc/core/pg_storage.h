@@ -74,8 +74,8 @@ struct pg_storage {
      * value from one process-wide counter (pg_storage_note_write), and so does a new
      * storage. Equal stamps therefore mean the same storage, unwritten since (how
      * DataParallel skips refreshing a replica tensor that did not change). Writes
-     * pygpu does not see (NumPy through a shared view, DLPack importers) do not
-     * change it. */
+     * that bypass pg_launch and the transfer path (NumPy through a shared view,
+     * DLPack importers, CUDA graph replay, NCCL collectives) do not change it. */
     atomic_uint_fast64_t version;
 };
 
