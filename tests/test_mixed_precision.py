@@ -120,8 +120,9 @@ def test_half_gemm_every_epilogue_alpha_beta_and_output(name, out, epi, act):
 @pytest.mark.parametrize("name", sorted(HALF))
 def test_half_linear_with_a_float32_weight_is_the_cast_weight_exactly(device, name):
     """autocast's linear hands the float32 weight to the half layer, which rounds each value
-    as it packs it (pg_gemm.h b_f32): bit for bit the layer on weight.astype(dtype), forward
-    and both backward products, with values that round up, down, to even, to inf and NaN."""
+    as it packs it (pg_gemm.h b_f32): bit for bit the layer on weight.astype(dtype) forward
+    and for dW and db, with values that round up, down, to even, to inf and NaN. The
+    backward's dx uses the float32 weight as it is (b_exact): float32 accuracy."""
     dt, _ = HALF[name]
     rng = np.random.default_rng(11)
     w = rng.standard_normal((70, 300)).astype(np.float32)
@@ -139,9 +140,20 @@ def test_half_linear_with_a_float32_weight_is_the_cast_weight_exactly(device, na
             assert np.array_equal(_f32(y1), _f32(y2), equal_nan=True)
             out1 = pygpu._C._linear_bwd(g, x, w32, y1, act, True, True, True)
             out2 = pygpu._C._linear_bwd(g, x, wl, y2, act, True, True, True)
-            for r1, r2 in zip(out1, out2):
+            for r1, r2 in zip(out1[1:], out2[1:]):
                 assert np.array_equal(_f32(r1), _f32(r2), equal_nan=True)
             assert out1[1].dtype is pygpu.float32 and out1[2].dtype is pygpu.float32
+            assert out1[0].dtype is dt
+    # dx = dz @ W with W's float32 values: the float64 product of the same operands,
+    # rounded once to the half dtype (the cast weight's dx would be off by W's rounding)
+    wc = pygpu.tensor(w[1:], device=device)
+    gc = g[:, 1:]
+    dx = pygpu._C._linear_bwd(gc.contiguous(), x, wc, None, 0, False, True, True)[0]
+    dx_cast = pygpu._C._linear_bwd(gc.contiguous(), x, wc.astype(dt), None, 0, False, True,
+                                   True)[0]
+    ref = _f32(gc).astype(np.float64) @ w[1:].astype(np.float64)
+    np.testing.assert_allclose(_f32(dx), ref, rtol=TOL[name], atol=TOL[name] * 4)
+    assert not np.array_equal(_f32(dx), _f32(dx_cast))  # W was not rounded
 
 
 def test_float32_weight_rounding_agrees_at_every_isa_level():

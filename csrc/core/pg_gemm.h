@@ -18,7 +18,9 @@
  * dtype (float32 for float32 and half inputs, float64 for float64). With b_f32
  * and half inputs, B is stored as float32 and each value is rounded to dtype_ab
  * as it is read (autocast's float32 weights: the product is exactly the one of
- * B cast to dtype_ab, without a cast pass or a half copy).
+ * B cast to dtype_ab, without a cast pass or a half copy); with b_exact too, B's
+ * float32 values are used as they are (the backward's dX: the gradient path keeps
+ * an operand that is already float32 in float32).
  *
  * Epilogue, applied to each output tile while it is still in cache:
  *   PG_EPI_BIAS       C += bias (N) broadcast over rows
@@ -48,6 +50,7 @@ typedef struct pg_gemm {
     bool trans_a, trans_b;
     int dtype_ab; /* pg_dtype of A and B */
     bool b_f32;   /* half dtype_ab only: B stored as float32, rounded to dtype_ab when read */
+    bool b_exact; /* with b_f32: B's float32 values used as they are, not rounded */
     int dtype_c;  /* pg_dtype of C (and of bias, aux, bias_grad) */
     int compute;  /* pg_dtype accumulated in: PG_FLOAT32 or PG_FLOAT64 */
     const void *a;

@@ -24,6 +24,7 @@
  * Both also take B stored as float32 (b_f32: autocast's float32 weights), each value
  * rounded to the half dtype as the panel is converted, so a layer needs no cast pass
  * and no half copy of its weight; the product is exactly that of the cast weight.
+ * With b_exact (the backward's dX) the float32 B goes to sgemm as it is: no pass at all.
  *
  * pg_cpu_gemm_half_kernel picks one for this CPU; pg_cpu_gemm_half_register puts
  * it into the GEMM kernel table (cpu_gemm.c), so matmul and the fused linear
@@ -301,7 +302,12 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
             for (int64_t n0 = 0; n0 < N; n0 += nc_max) {
                 const int64_t nc = N - n0 < nc_max ? N - n0 : nc_max;
                 blasint ldb;
-                if (!g->trans_b) { /* B (K,N): rows k0..k0+kc, columns n0.. -> bp (kc, nc) */
+                const float *bsrc = bp;
+                if (g->b_f32 && g->b_exact) { /* float32 B used as it is: sgemm reads it */
+                    const float *F = (const float *)B;
+                    bsrc = g->trans_b ? F + n0 * g->ldb + k0 : F + k0 * g->ldb + n0;
+                    ldb = (blasint)g->ldb;
+                } else if (!g->trans_b) { /* B (K,N): rows k0..k0+kc, columns n0.. -> bp (kc, nc) */
                     for (int64_t k = 0; k < kc; k++)
                         load_b(g, B, (k0 + k) * g->ldb + n0, nc, bp + k * nc);
                     ldb = (blasint)nc;
@@ -311,7 +317,7 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
                     ldb = (blasint)kc;
                 }
                 scipy_cblas_sgemm(CblasRowMajor, ta, tb, (blasint)M, (blasint)nc, (blasint)kc,
-                                  alpha, ap, lda, bp, ldb, k0 == 0 ? beta0 : 1.0f, acc + n0,
+                                  alpha, ap, lda, bsrc, ldb, k0 == 0 ? beta0 : 1.0f, acc + n0,
                                   (blasint)ldacc);
             }
         }
@@ -382,6 +388,8 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
         return pg_error_set(PG_ERR_DTYPE, "half matmul: the AVX512_BF16 kernel takes bfloat16");
     if (pg_cpu_isa() < PG_ISA_AVX512_BF16)
         return pg_error_set(PG_ERR_RUNTIME, "half matmul: this CPU has no AVX512_BF16");
+    if (g->b_f32 && g->b_exact) /* float32 values as they are: vdpbf16ps would round them */
+        return pg_cpu_gemm_half_convert(g);
     const int64_t M = g->M, N = g->N, K = g->K, K2 = (K + 1) / 2;
     const int64_t P = (N + 15) / 16; /* 16-column panels */
     if (M == 0 || N == 0)
