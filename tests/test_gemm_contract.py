@@ -102,6 +102,27 @@ def test_alpha_and_beta_accumulate(alpha, beta):
         _run(200, 30, 100, np.float64, True, False, False, alpha, beta, EPI_NONE, 3, threads)
 
 
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+def test_float32_blocking_edges(ta, tb):
+    """One past each block edge of pygpu's float32 kernel (cpu_sgemm.c: MR 6, NR 16, MC 144,
+    KC 256, NC 3072), where K slices accumulate and partial tiles are written."""
+    for M, N, K in ((145, 17, 257), (7, 3073, 20), (6, 16, 513), (13, 47, 300)):
+        for alpha, beta in ((1.0, 0.0), (0.5, -2.0)):
+            for threads in (1, 2):
+                _run(M, N, K, np.float32, ta, tb, True, alpha, beta, EPI_NONE, 0, threads)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_beta_zero_never_reads_the_output(dt):
+    """C = A @ B with beta = 0 overwrites C: NaN already there must not leak in (0 * NaN)."""
+    rng = np.random.default_rng(3)
+    for M, N, K in ((40, 50, 30), (150, 33, 300)):
+        a, b = rng.standard_normal((M, K)).astype(dt), rng.standard_normal((K, N)).astype(dt)
+        c = pygpu.tensor(np.full((M, N), np.nan, dt))
+        _C._test_gemm(pygpu.tensor(a), pygpu.tensor(b), c, False, False, 1.0, 0.0, 0, 0)
+        np.testing.assert_allclose(np.asarray(c), a.astype(np.float64) @ b, **TOL[dt])
+
+
 def test_small_and_empty_shapes():
     _run(1, 1, 1, np.float32, False, False, False, 1.0, 0.0, EPI_BIAS, 1, 2)
     _run(3, 5, 0, np.float32, False, False, False, 1.0, 0.0, EPI_BIAS | EPI_BGRAD, 0, 2)

@@ -546,6 +546,13 @@ def _check_tensor(got, ref, op, arrays, device, what="result"):
             f"{np.nanmax(np.where(bad, err, 0))} vs bound rtol={rtol}*scale+atol={atol}"
         )
     else:
+        if op.tol == "fused" and ref.size:
+            # A fused op's sums pass through nonlinear steps, so no |terms| reference exists;
+            # where they cancel, an element keeps the rounding of terms as large as the
+            # output's largest (a few ulps of it: the GEMM's summation order is its own).
+            finite = np.abs(ref[np.isfinite(ref)].astype(np.float64))
+            if finite.size:
+                atol = max(atol, 8 * np.finfo(ref.dtype).eps * float(finite.max()))
         np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
 
 

@@ -4,7 +4,9 @@
  * cpu_gemm_schedule.c hands it panels): one single-threaded OpenBLAS call per
  * batch entry (the scipy-openblas32 build NumPy ships; on one core it runs
  * these shapes as fast as MKL), then the epilogue row by row over the panel
- * it just wrote, while the panel is still in cache. The epilogue's loops are
+ * it just wrote, while the panel is still in cache. float32 goes through
+ * pg_cpu_sgemm, which runs pygpu's own AVX2 kernel where OpenBLAS has slow
+ * mid-size shapes (cpu_sgemm.c says where and why). The epilogue's loops are
  * written once per activation (the switch is outside the loops) so that the
  * compiler vectorises the relu and identity cases.
  *
@@ -22,6 +24,7 @@
 
 #include "../../core/pg_dtype.h"
 #include "../../core/pg_node.h"
+#include "cpu_sgemm.h"
 
 /* ---- the epilogue --------------------------------------------------------------------- */
 
@@ -117,7 +120,16 @@ EPILOGUE(double)
         }                                                                                      \
         return PG_OK;                                                                          \
     }
-GEMM_KERNEL(float, gemm_f32, scipy_cblas_sgemm)
+/* float32: pygpu's AVX2 kernel or OpenBLAS (cpu_sgemm.c), behind cblas's signature */
+static void sgemm_row_major(CBLAS_ORDER order, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint M,
+                            blasint N, blasint K, float alpha, const float *A, blasint lda,
+                            const float *B, blasint ldb, float beta, float *C, blasint ldc)
+{
+    (void)order; /* always CblasRowMajor here */
+    pg_cpu_sgemm(ta == CblasTrans, tb == CblasTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+GEMM_KERNEL(float, gemm_f32, sgemm_row_major)
 GEMM_KERNEL(double, gemm_f64, scipy_cblas_dgemm)
 
 /* ---- the table ------------------------------------------------------------------------ */

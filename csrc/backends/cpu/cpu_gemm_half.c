@@ -9,7 +9,7 @@
  *   pg_cpu_gemm_half_convert   any CPU. Convert while packing: K (and a very
  *       wide N) is cut into blocks; each block of op(A) and op(B) is converted
  *       to float32 (cpu_half_convert.c: F16C / integer shifts, per ISA) and
- *       multiplied by OpenBLAS's sgemm, which accumulates straight into a
+ *       multiplied by pg_cpu_sgemm (cpu_sgemm.c), which accumulates straight into a
  *       float32 C or into a float32 tile that the epilogue rounds once into a
  *       half C. Half costs fp32's GEMM plus one conversion of each operand per
  *       product; it is what runs on AVX2 machines (this project's Zen 1).
@@ -29,7 +29,6 @@
  * pg_cpu_gemm_half_kernel picks one for this CPU; pg_cpu_gemm_half_register puts
  * it into the GEMM kernel table (cpu_gemm.c), so matmul and the fused linear
  * layers reach it through the scheduler (cpu_gemm_schedule.c), in panels. */
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +39,7 @@
 #include "cpu_gemm_half.h"
 #include "cpu_half_convert.h"
 #include "cpu_isa.h"
+#include "cpu_sgemm.h"
 #include "cpu_kernels.h"
 #include "cpu_vecmath.h"
 
@@ -232,7 +232,18 @@ static void load_b(const pg_gemm *g, const void *B, int64_t at, int64_t n, float
         pg_cpu_half_to_f32(g->dtype_ab, n, (const uint16_t *)B + at, dst);
 }
 
-/* ---- convert while packing, then OpenBLAS's sgemm -------------------------------------- */
+/* pg_sgemm_operand fetches (cpu_sgemm.h): the kernel converts as it packs; ctx is the pg_gemm */
+static void fetch_half(const void *ctx, const void *p, int64_t at, int64_t n, float *dst)
+{
+    pg_cpu_half_to_f32(((const pg_gemm *)ctx)->dtype_ab, n, (const uint16_t *)p + at, dst);
+}
+
+static void fetch_f32_rounded(const void *ctx, const void *p, int64_t at, int64_t n, float *dst)
+{
+    f32_round_half(((const pg_gemm *)ctx)->dtype_ab, n, (const float *)p + at, dst);
+}
+
+/* ---- or convert block by block, then pg_cpu_sgemm -------------------------------------- */
 
 /* K is cut into nb equal blocks of at most KC (a multiple of 8 where K allows), and N into
  * blocks whose converted B holds at most NC_BYTES (multiples of 16 columns). Measured on
@@ -260,7 +271,10 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
     const int64_t M = g->M, N = g->N, K = g->K;
     if (M == 0 || N == 0)
         return PG_OK;
-    const int64_t kc_max = k_block(K), nc_max = n_block(N, kc_max);
+    /* pygpu's AVX2 kernel converts each operand as it packs it (no converted copy);
+     * elsewhere the blocks below are converted, then multiplied by pg_cpu_sgemm */
+    const bool own = pg_cpu_sgemm_own(M, N, K);
+    const int64_t kc_max = own ? 0 : k_block(K), nc_max = own ? 0 : n_block(N, kc_max);
     /* float32 C: sgemm accumulates straight into C (alpha and beta included), no acc */
     const bool direct = g->dtype_c == PG_FLOAT32;
     const size_t nacc = direct ? 0 : (size_t)(M * N);
@@ -271,14 +285,26 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
     float *ap = buf + nacc, *bp = ap + M * kc_max, *tmp = bp + kc_max * nc_max;
     const int dt = g->dtype_ab;
     const bool epi = g->epilogue != PG_EPI_NONE || g->act != PG_ACT_NONE;
-    const CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans;
-    const CBLAS_TRANSPOSE tb = g->trans_b ? CblasTrans : CblasNoTrans;
     for (int64_t z = 0; z < g->batch; z++) {
         const uint16_t *A = (const uint16_t *)g->a + z * g->stride_a;
         const void *B = (const char *)g->b + z * g->stride_b * (int64_t)(g->b_f32 ? 4 : 2);
         float *acc = direct ? (float *)g->c + z * g->stride_c : buf;
         const int64_t ldacc = direct ? g->ldc : N;
         const float alpha = (float)g->alpha, beta0 = direct ? (float)g->beta : 0.0f;
+        if (own) {
+            pg_sgemm_operand oa = {.p = A, .ld = g->lda, .trans = g->trans_a,
+                                   .fetch = fetch_half, .ctx = g};
+            pg_sgemm_operand ob = {.p = B, .ld = g->ldb, .trans = g->trans_b, .ctx = g,
+                                   .fetch = !g->b_f32 ? fetch_half
+                                            : g->b_exact ? NULL : fetch_f32_rounded};
+            if (!pg_cpu_sgemm_ex(M, N, K, alpha, &oa, &ob, beta0, acc, ldacc)) {
+                free(buf);
+                return no_memory(); /* the only way it declines a shape it said it takes */
+            }
+            if (epi || !direct)
+                epilogue(g, z, acc, ldacc, direct, 1.0f, tmp);
+            continue;
+        }
         if (K == 0) { /* alpha * (empty product) + beta0 * C */
             for (int64_t m = 0; m < M; m++)
                 for (int64_t n = 0; n < N; n++)
@@ -286,39 +312,38 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
         }
         for (int64_t k0 = 0; k0 < K; k0 += kc_max) {
             const int64_t kc = K - k0 < kc_max ? K - k0 : kc_max;
-            blasint lda;
+            int64_t lda;
             /* convert rows of the STORED matrices; the transpose flag stays */
             if (!g->trans_a) { /* A (M,K): rows m, columns k0..k0+kc -> ap (M, kc) */
                 for (int64_t m = 0; m < M; m++)
                     pg_cpu_half_to_f32(dt, kc, A + m * g->lda + k0, ap + m * kc);
-                lda = (blasint)kc;
+                lda = kc;
             } else { /* A stored (K,M): rows k0..k0+kc -> ap (kc, M) */
                 for (int64_t k = 0; k < kc; k++)
                     pg_cpu_half_to_f32(dt, M, A + (k0 + k) * g->lda, ap + k * M);
-                lda = (blasint)M;
+                lda = M;
             }
             /* B block by block of nc columns of op(B), each converted just before sgemm
              * packs it, so that it is still in L2 */
             for (int64_t n0 = 0; n0 < N; n0 += nc_max) {
                 const int64_t nc = N - n0 < nc_max ? N - n0 : nc_max;
-                blasint ldb;
+                int64_t ldb;
                 const float *bsrc = bp;
                 if (g->b_f32 && g->b_exact) { /* float32 B used as it is: sgemm reads it */
                     const float *F = (const float *)B;
                     bsrc = g->trans_b ? F + n0 * g->ldb + k0 : F + k0 * g->ldb + n0;
-                    ldb = (blasint)g->ldb;
+                    ldb = g->ldb;
                 } else if (!g->trans_b) { /* B (K,N): rows k0..k0+kc, columns n0.. -> bp (kc, nc) */
                     for (int64_t k = 0; k < kc; k++)
                         load_b(g, B, (k0 + k) * g->ldb + n0, nc, bp + k * nc);
-                    ldb = (blasint)nc;
+                    ldb = nc;
                 } else { /* B stored (N,K): rows n0.., columns k0..k0+kc -> bp (nc, kc) */
                     for (int64_t n = 0; n < nc; n++)
                         load_b(g, B, (n0 + n) * g->ldb + k0, kc, bp + n * kc);
-                    ldb = (blasint)kc;
+                    ldb = kc;
                 }
-                scipy_cblas_sgemm(CblasRowMajor, ta, tb, (blasint)M, (blasint)nc, (blasint)kc,
-                                  alpha, ap, lda, bsrc, ldb, k0 == 0 ? beta0 : 1.0f, acc + n0,
-                                  (blasint)ldacc);
+                pg_cpu_sgemm(g->trans_a, g->trans_b, M, nc, kc, alpha, ap, lda, bsrc, ldb,
+                             k0 == 0 ? beta0 : 1.0f, acc + n0, ldacc);
             }
         }
         if (epi || !direct)
