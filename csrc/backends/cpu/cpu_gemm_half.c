@@ -294,9 +294,11 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
         if (own) {
             pg_sgemm_operand oa = {.p = A, .ld = g->lda, .trans = g->trans_a,
                                    .fetch = fetch_half, .ctx = g};
+            const bool rnd = g->b_f32 && !g->b_exact && dt == PG_BFLOAT16;
             pg_sgemm_operand ob = {.p = B, .ld = g->ldb, .trans = g->trans_b, .ctx = g,
+                                   .round_bf16 = rnd,
                                    .fetch = !g->b_f32 ? fetch_half
-                                            : g->b_exact ? NULL : fetch_f32_rounded};
+                                            : g->b_exact || rnd ? NULL : fetch_f32_rounded};
             if (!pg_cpu_sgemm_ex(M, N, K, alpha, &oa, &ob, beta0, acc, ldacc)) {
                 free(buf);
                 return no_memory(); /* the only way it declines a shape it said it takes */

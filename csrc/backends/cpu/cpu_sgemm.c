@@ -97,13 +97,42 @@ static AVX2 void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_
     }
 }
 
-/* 8 rows of 8 floats (src, stride lds) -> 8 columns: dst[t * NR + r] = src[r * lds + t] */
-static AVX2 void transpose_8x8(const float *src, int64_t lds, float *dst)
+/* float32 values rounded to bfloat16 and widened back (nearest even; NaN kept quiet with
+ * its sign and top payload bits): bit for bit cpu_gemm_half.c's f32_round_bf16 */
+static inline AVX2 __m256 round_bf16_ps(__m256 v)
 {
-    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds);
-    __m256 r2 = _mm256_loadu_ps(src + 2 * lds), r3 = _mm256_loadu_ps(src + 3 * lds);
-    __m256 r4 = _mm256_loadu_ps(src + 4 * lds), r5 = _mm256_loadu_ps(src + 5 * lds);
-    __m256 r6 = _mm256_loadu_ps(src + 6 * lds), r7 = _mm256_loadu_ps(src + 7 * lds);
+    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+    __m256i b = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb), hi);
+    __m256i nan = _mm256_and_si256(_mm256_or_si256(b, _mm256_set1_epi32(0x00400000)), hi);
+    __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)),
+                                        _mm256_set1_epi32(0x7f800000));
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(r, nan, is_nan));
+}
+
+static inline float round_bf16(float v)
+{
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    uint32_t r = (b & 0x7fffffffu) > 0x7f800000u ? (b | 0x00400000u) & 0xffff0000u
+                                                 : (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&v, &r, 4);
+    return v;
+}
+
+static inline AVX2 __m256 load8(const float *p, bool rnd)
+{
+    return rnd ? round_bf16_ps(_mm256_loadu_ps(p)) : _mm256_loadu_ps(p);
+}
+
+/* 8 rows of 8 floats (rounded to bfloat16 when rnd) (src, stride lds) -> 8 columns: dst[t * NR + r] = src[r * lds + t] */
+static inline AVX2 void transpose_8x8(const float *src, int64_t lds, float *dst, bool rnd)
+{
+    __m256 r0 = load8(src, rnd), r1 = load8(src + lds, rnd);
+    __m256 r2 = load8(src + 2 * lds, rnd), r3 = load8(src + 3 * lds, rnd);
+    __m256 r4 = load8(src + 4 * lds, rnd), r5 = load8(src + 5 * lds, rnd);
+    __m256 r6 = load8(src + 6 * lds, rnd), r7 = load8(src + 7 * lds, rnd);
     __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
     __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
     __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
@@ -122,9 +151,10 @@ static AVX2 void transpose_8x8(const float *src, int64_t lds, float *dst)
     _mm256_store_ps(dst + 7 * NR, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
-/* op(B)[p0:p0+kc, j0:j0+nc] into NR-column micro-panels: bp[panel][k][NR], zero-padded */
-static AVX2 void pack_b(const float *B, int64_t ldb, bool tb, int64_t p0, int64_t j0, int64_t kc,
-                        int64_t nc, float *bp)
+/* op(B)[p0:p0+kc, j0:j0+nc] into NR-column micro-panels: bp[panel][k][NR], zero-padded;
+ * each value rounded to bfloat16 on the way when rnd (autocast's float32 weights) */
+static AVX2 void pack_b(const float *B, int64_t ldb, bool tb, bool rnd, int64_t p0, int64_t j0,
+                        int64_t kc, int64_t nc, float *bp)
 {
     for (int64_t jr = 0; jr < nc; jr += NR) {
         int64_t nr = nc - jr < NR ? nc - jr : NR;
@@ -133,25 +163,29 @@ static AVX2 void pack_b(const float *B, int64_t ldb, bool tb, int64_t p0, int64_
             const float *src = B + p0 * ldb + j0 + jr;
             if (nr == NR) {
                 for (int64_t k = 0; k < kc; k++) {
-                    _mm256_store_ps(dst + k * NR, _mm256_loadu_ps(src + k * ldb));
-                    _mm256_store_ps(dst + k * NR + 8, _mm256_loadu_ps(src + k * ldb + 8));
+                    _mm256_store_ps(dst + k * NR, load8(src + k * ldb, rnd));
+                    _mm256_store_ps(dst + k * NR + 8, load8(src + k * ldb + 8, rnd));
                 }
             } else {
                 for (int64_t k = 0; k < kc; k++)
-                    for (int64_t j = 0; j < NR; j++)
-                        dst[k * NR + j] = j < nr ? src[k * ldb + j] : 0.0f;
+                    for (int64_t j = 0; j < NR; j++) {
+                        float v = j < nr ? src[k * ldb + j] : 0.0f;
+                        dst[k * NR + j] = rnd ? round_bf16(v) : v;
+                    }
             }
         } else { /* B stored (N, K): column j of op(B) is row j of B, contiguous in k */
             const float *src = B + (j0 + jr) * ldb + p0;
             int64_t k = 0;
             if (nr == NR) /* 8x8 blocks transposed in registers, then the tail */
                 for (; k + 8 <= kc; k += 8) {
-                    transpose_8x8(src + k, ldb, dst + k * NR);
-                    transpose_8x8(src + 8 * ldb + k, ldb, dst + k * NR + 8);
+                    transpose_8x8(src + k, ldb, dst + k * NR, rnd);
+                    transpose_8x8(src + 8 * ldb + k, ldb, dst + k * NR + 8, rnd);
                 }
             for (int64_t j = 0; j < NR && k < kc; j++) {
-                for (int64_t kk = k; kk < kc; kk++)
-                    dst[kk * NR + j] = j < nr ? src[j * ldb + kk] : 0.0f;
+                for (int64_t kk = k; kk < kc; kk++) {
+                    float v = j < nr ? src[j * ldb + kk] : 0.0f;
+                    dst[kk * NR + j] = rnd ? round_bf16(v) : v;
+                }
             }
         }
     }
@@ -245,7 +279,7 @@ static AVX2 void pack_b_op(const pg_sgemm_operand *b, int64_t p0, int64_t j0, in
                            int64_t nc, float *bp, float *scratch)
 {
     if (!b->fetch) {
-        pack_b(b->p, b->ld, b->trans, p0, j0, kc, nc, bp);
+        pack_b(b->p, b->ld, b->trans, b->round_bf16, p0, j0, kc, nc, bp);
         return;
     }
     if (!b->trans) {
@@ -268,7 +302,7 @@ static AVX2 void pack_b_op(const pg_sgemm_operand *b, int64_t p0, int64_t j0, in
         int64_t nr = nc - jr < NR ? nc - jr : NR;
         for (int64_t j = 0; j < nr; j++)
             b->fetch(b->ctx, b->p, (j0 + jr + j) * b->ld + p0, kc, scratch + j * kc);
-        pack_b(scratch, kc, true, 0, 0, kc, nr, bp + jr * kc);
+        pack_b(scratch, kc, true, false, 0, 0, kc, nr, bp + jr * kc);
     }
 }
 
@@ -303,8 +337,8 @@ bool pg_cpu_sgemm_own(int64_t M, int64_t N, int64_t K)
 bool pg_cpu_sgemm_ex(int64_t M, int64_t N, int64_t K, float alpha, const pg_sgemm_operand *a,
                      const pg_sgemm_operand *b, float beta, float *C, int64_t ldc)
 {
-    if (!pg_cpu_sgemm_own(M, N, K))
-        return false;
+    if (!pg_cpu_sgemm_own(M, N, K) || a->round_bf16 || (b->round_bf16 && b->fetch))
+        return false; /* round_bf16 is for a float32 B only (cpu_sgemm.h) */
     float *buf = thread_buffer();
     if (!buf)
         return false;

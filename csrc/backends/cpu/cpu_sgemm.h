@@ -27,6 +27,8 @@ typedef struct pg_sgemm_operand {
     bool trans;
     pg_sgemm_fetch_fn fetch; /* NULL: p holds float32 */
     const void *ctx;
+    bool round_bf16; /* B only, without fetch: float32 values rounded to bfloat16 as they are
+                      * packed, in registers (autocast's weights: the hot case of fetch) */
 } pg_sgemm_operand;
 
 /* Whether pg_cpu_sgemm_ex takes an (M, N, K) product on this CPU (memory aside). */

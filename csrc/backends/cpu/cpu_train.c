@@ -119,9 +119,9 @@ PRO_ROW(double)
 PROLOGUE(float)
 PROLOGUE(double)
 
-/* The same over float16/bfloat16 operands, in float32: dz rounded once to the half dtype
- * (as autocast's activation backward is), and db sums what dW and dx will see, the rounded
- * dz. buf: 2 * (hi - lo) floats. */
+/* The same over float16/bfloat16 operands, in float32 through pro_row_float: dz rounded
+ * once to the half dtype (as autocast's activation backward is), and db sums what dW and dx
+ * will see, the rounded dz. buf: 3 * (hi - lo) floats. */
 static void prologue_half(const pg_node *n, int64_t lo, int64_t hi, double *acc, float *buf)
 {
     const int dt = n->src[0].dtype, act = n->subop;
@@ -129,7 +129,7 @@ static void prologue_half(const pg_node *n, int64_t lo, int64_t hi, double *acc,
     const uint16_t *dy = (const uint16_t *)pg_tensor_data(&n->src[0]);
     const uint16_t *yv = act != PG_ACT_NONE ? (const uint16_t *)pg_tensor_data(&n->src[3]) : NULL;
     uint16_t *dz = act != PG_ACT_NONE ? (uint16_t *)pg_tensor_data(&n->extra[2]) : NULL;
-    float *d = buf, *yr = buf + w;
+    float *d = buf, *yr = buf + w, *dzf = buf + 2 * w;
     if (act == PG_ACT_NONE && !acc)
         return;
     for (int64_t r = 0; r < N; r++) {
@@ -137,19 +137,13 @@ static void prologue_half(const pg_node *n, int64_t lo, int64_t hi, double *acc,
         pg_cpu_half_to_f32(dt, w, dy + base, d);
         if (act != PG_ACT_NONE) {
             pg_cpu_half_to_f32(dt, w, yv + base, yr);
-            for (int64_t j = 0; j < w; j++) {
-                float v = yr[j];
-                d[j] *= act == PG_ACT_RELU ? (v > 0.0f ? 1.0f : 0.0f)
-                        : act == PG_ACT_TANH ? 1.0f - v * v
-                                             : v * (1.0f - v);
-            }
-            pg_cpu_f32_to_half(dt, w, d, dz + base);
+            pro_row_float(act, w, d, yr, dzf, NULL);
+            pg_cpu_f32_to_half(dt, w, dzf, dz + base);
             if (acc)
                 pg_cpu_half_to_f32(dt, w, dz + base, d);
         }
         if (acc)
-            for (int64_t j = 0; j < w; j++)
-                acc[j] += d[j];
+            pro_row_float(PG_ACT_NONE, w, d, NULL, NULL, acc); /* acc += d */
     }
 }
 
@@ -174,7 +168,7 @@ static pg_status bwd_slice(void *ctx, int64_t task)
     const bool half = is_half(dt);
     /* acc: (hi - lo) column sums of db; buf: prologue_half's float32 rows and db's */
     double *acc = db->storage ? calloc((size_t)(hi - lo) + 1, sizeof *acc) : NULL;
-    float *buf = half ? malloc((size_t)(hi - lo) * 2 * sizeof(float)) : NULL;
+    float *buf = half ? malloc((size_t)(hi - lo) * 3 * sizeof(float)) : NULL;
     if ((db->storage && !acc) || (half && !buf)) {
         free(acc);
         free(buf);
