@@ -55,7 +55,7 @@ SHIM = {
     "stdbool.h": "",
     "limits.h": "#include <cuda/std/climits>\n",
     "math.h": "#include <cuda/std/cmath>\n",
-    "string.h": "#include <cuda/std/cstring>\n",
+    "string.h": "",  # memcpy, all pg_half.h uses, is built into NVRTC
     # std::is_same and friends: qualified lookup in std follows the using-directive
     "type_traits": "#include <cuda/std/type_traits>\nnamespace std { using namespace cuda::std; }\n",
 }
