@@ -1,4 +1,5 @@
-"""cuda12_check.py - the CUDA plugin's host code against CUDA 12: compiled and linked.
+"""cuda12_check.py - the CUDA plugin against CUDA 12: host code compiled and linked,
+device code compiled.
 
 The default build uses CUDA 13 (static runtime, cuBLAS 13 wheel), which needs an
 R580+ driver; many H100 nodes run R535/R550, for which pygpu is built with CUDA 12
@@ -6,22 +7,26 @@ R580+ driver; many H100 nodes run R535/R550, for which pygpu is built with CUDA 
 
   - with a CUDA 12 toolkit (PYGPU_CUDA12_HOME, holding bin/nvcc): the whole plugin is
     built with it (build_support/cuda_build.py) and must link libcublas.so.12;
-  - without one (PyPI has no CUDA 12 nvcc: nvidia-cuda-nvcc-cu12 ships ptxas and
-    libdevice only), every host file of the plugin (csrc/backends/cuda/*.c) is
-    compiled with -Werror against the CUDA 12 runtime and cuBLAS 12 headers of the
-    nvidia-cuda-runtime-cu12, nvidia-cuda-nvcc-cu12 (crt/), nvidia-cuda-cccl-cu12
-    (nv/target) and nvidia-cublas-cu12 wheels, and linked as the real
-    build links (static cudart 12, libcublas.so.12, -Wl,--no-undefined) with the
-    device kernels (kernels/*.cu, pg_kernel_*) replaced by stubs. That proves every
-    runtime and cuBLAS call the plugin makes exists in CUDA 12 and that its C code
-    compiles there; the kernels themselves use only CUDA 12.0 features.
+  - without one (PyPI has no CUDA 12 nvcc: nvidia-cuda-nvcc-cu12 ships ptxas, libnvvm
+    and libdevice but no front end), in two steps:
+      1. host: every host file of the plugin (csrc/backends/cuda/*.c) is compiled
+         with -Werror against the CUDA 12 runtime and cuBLAS 12 headers of the
+         nvidia-cuda-runtime-cu12, nvidia-cuda-nvcc-cu12 (crt/), nvidia-cuda-cccl-cu12
+         (nv/target) and nvidia-cublas-cu12 wheels, and linked as the real build
+         links (static cudart 12, libcublas.so.12, -Wl,--no-undefined), with the
+         kernel launchers (pg_kernel_*, defined in kernels/*.cu) replaced by stubs;
+      2. device: every kernels/*.cu is compiled by NVRTC 12 (nvidia-cuda-nvrtc-cu12)
+         to PTX and assembled by the CUDA 12 ptxas for each target arch, warnings
+         being errors (build_support/cuda12_nvrtc.py says how, and what that leaves
+         out: the launchers are compiled as device code, not host code).
 
-Either way the result is loaded by check_cuda_plugin.py (it must say why it cannot
-run: no driver here).
+Either way the linked result is loaded by check_cuda_plugin.py (it must say why it
+cannot run: no driver here).
 
     python build_support/cuda12_check.py NVIDIA_DIR OUT.so
 
-NVIDIA_DIR is the site-packages/nvidia directory holding cuda_runtime/ and cublas/."""
+NVIDIA_DIR is the site-packages/nvidia directory holding cuda_runtime/, cuda_nvrtc/,
+cuda_nvcc/, cuda_cccl/ and cublas/."""
 import os
 import re
 import subprocess
@@ -32,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import cuda_build  # noqa: E402  (standard library only)
+import cuda12_nvrtc  # noqa: E402
 
 
 def _run(cmd):
@@ -102,12 +108,13 @@ def host_only_build(nvidia, out):
               "-Wl,--no-undefined", "-Wl,--exclude-libs,ALL", "-Wl,-rpath," + blas_lib])
     print(f"CUDA {version // 1000}.{version % 1000 // 10}: {len(sources)} host files compiled "
           f"(-Werror) and linked against static cudart 12 and {os.path.basename(libcublas)}; "
-          f"{len(names)} device launchers stubbed (no CUDA 12 nvcc on PyPI)")
+          f"{len(names)} kernel launchers stubbed (no CUDA 12 nvcc on PyPI)")
+    cuda12_nvrtc.check(nvidia)
 
 
 def main(argv):
     if len(argv) != 2:
-        print(__doc__.strip().splitlines()[-3], file=sys.stderr)
+        print("usage: python build_support/cuda12_check.py NVIDIA_DIR OUT.so", file=sys.stderr)
         return 2
     nvidia, out = argv
     home = os.environ.get("PYGPU_CUDA12_HOME")

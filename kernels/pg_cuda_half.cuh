@@ -13,8 +13,9 @@
  * hardware's round-to-nearest-even conversions (which handle overflow to
  * inf and subnormals), with NaN made quiet keeping its top payload bits as
  * pg_half.h does (the intrinsics would give one canonical NaN); float64 and
- * int64 -> half round once, straight from the double, by the same integer
- * algorithm as pg_half.h (a float32 step first would round twice). */
+ * int64 -> half round once, straight from the double, by pg_half.h's own
+ * pg_double_to_small_float, compiled for the device (a float32 step first
+ * would round twice). */
 #ifndef PG_CUDA_HALF_CUH
 #define PG_CUDA_HALF_CUH
 
@@ -22,6 +23,7 @@
 #include <cuda_fp16.h>
 
 #include "pg_cuda_common.cuh"
+#include "pg_half.h" /* pg_double_to_small_float, host and device */
 
 template <typename T>
 constexpr bool pg_is_half =
@@ -39,36 +41,6 @@ template <> struct pg_half_fmt<__half> {
 template <> struct pg_half_fmt<__nv_bfloat16> {
     static constexpr int ebits = 8, mbits = 7;
 };
-
-/* `x` rounded once to nearest-even in the format (ebits, mbits), as bits:
- * csrc/core/pg_half.h's pg_double_to_small_float, on the device. */
-__device__ __forceinline__ uint16_t pg_small_from_double(double x, int ebits, int mbits)
-{
-    const uint64_t b = (uint64_t)__double_as_longlong(x);
-    const uint32_t sign = (uint32_t)(b >> 63) << (ebits + mbits);
-    const int exp = (int)((b >> 52) & 0x7ff);
-    const uint64_t man = b & ((1ull << 52) - 1);
-    const int bias = (1 << (ebits - 1)) - 1;
-    const uint32_t inf = ((1u << ebits) - 1) << mbits;
-    if (exp == 0x7ff)
-        return (uint16_t)(sign | inf |
-                          (man ? (1u << (mbits - 1)) | (uint32_t)(man >> (52 - mbits)) : 0));
-    if (exp == 0)
-        return (uint16_t)sign;
-    const int te = exp - 1023 + bias;
-    if (te >= (1 << ebits) - 1)
-        return (uint16_t)(sign | inf);
-    const uint64_t sig = (1ull << 52) | man;
-    const int shift = 52 - mbits + (te <= 0 ? 1 - te : 0);
-    if (shift > 53)
-        return (uint16_t)sign;
-    uint64_t q = sig >> shift;
-    const uint64_t rem = sig & ((1ull << shift) - 1), half = 1ull << (shift - 1);
-    if (rem > half || (rem == half && (q & 1)))
-        q++;
-    uint32_t v = te <= 0 ? (uint32_t)q : ((uint32_t)te << mbits) + (uint32_t)(q - (1ull << mbits));
-    return (uint16_t)(sign | v);
-}
 
 template <typename H> __device__ __forceinline__ H pg_half_from_bits(uint16_t bits)
 {
@@ -97,7 +69,7 @@ template <typename H> __device__ __forceinline__ H pg_half_from_float(float x)
 template <typename H> __device__ __forceinline__ H pg_half_from_double(double x)
 {
     return pg_half_from_bits<H>(
-        pg_small_from_double(x, pg_half_fmt<H>::ebits, pg_half_fmt<H>::mbits));
+        pg_double_to_small_float(x, pg_half_fmt<H>::ebits, pg_half_fmt<H>::mbits));
 }
 
 template <typename H> __device__ __forceinline__ float pg_half_to_float(H h)

@@ -336,3 +336,37 @@ def test_cuda12_check_stubs_every_kernel_launcher():
         declared = set(re.findall(r"\b(pg_kernel_\w+)\s*\(", f.read()))
     assert set(names) == declared and "pg_kernel_matmul" in names
     assert all(f"int {n}(void) {{ return 0; }}" in src for n in names)
+
+
+def _load_build_support(name):
+    spec = importlib.util.spec_from_file_location(
+        "pygpu_" + name, os.path.join(REPO, "build_support", name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_cuda12_nvrtc_prelude_redeclares_only_host_only_cuda12_calls(tmp_path):
+    """The CUDA 12 device check (build_support/cuda12_nvrtc.py) compiles the launchers as
+    device code; the host-only runtime calls they make are redeclared for the device with
+    CUDA 12's signatures, those the device runtime has are left to NVRTC, and one CUDA 12
+    does not declare stays undeclared, so that NVRTC rejects it."""
+    mod = _load_build_support("cuda12_nvrtc")
+    header = tmp_path / "cuda_runtime_api.h"
+    header.write_text(
+        "extern __host__ __cudart_builtin__ cudaError_t CUDARTAPI cudaGetLastError(void);\n"
+        "extern __host__ cudaError_t CUDARTAPI cudaMallocAsync(void **devPtr, size_t size,\n"
+        "    cudaStream_t hStream);\n"
+        "extern __host__ cudaError_t CUDARTAPI cudaMemsetAsync(void *devPtr, int value, "
+        "size_t count, cudaStream_t stream __dv(0));\n")
+    src = tmp_path / "k.cu"
+    src.write_text("void f() { cudaMallocAsync(&p, 8, s); cudaMemsetAsync(p, 0, 8, s);\n"
+                   "  cudaGetLastError(); cudaMemGetDefaultMemPool(&pool, 0, t); }\n")
+    prelude, decls = mod.host_runtime_prelude([str(src)], str(header))
+    assert decls == [
+        'extern "C" __device__ cudaError_t cudaMallocAsync(void **devPtr, size_t size,\n'
+        "    cudaStream_t hStream);",
+        'extern "C" __device__ cudaError_t cudaMemsetAsync(void *devPtr, int value, '
+        "size_t count, cudaStream_t stream);"]
+    assert "cudaGetLastError" not in prelude and "cudaMemGetDefaultMemPool" not in prelude
+    assert prelude.startswith("#include <cuda_runtime_api.h>\n")

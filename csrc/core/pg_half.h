@@ -7,17 +7,21 @@
  * -> float16 matches NumPy's npy_double_to_half and float32 -> float16 its
  * npy_float_to_half); overflow gives +-inf, underflow +-0 or a subnormal,
  * NaN stays NaN (quiet, with the top payload bits kept). Widening is exact.
- * Plain static inline C with no dependencies, so the CUDA plugin and the
- * tests' reference could use the very same code. */
+ * Plain static inline C with no dependencies. The CUDA kernels use the very
+ * same code (kernels/pg_cuda_half.cuh, for float64/int64 -> half): each
+ * function is PG_HD (pg_hd.h), __host__ __device__ under nvcc and NVRTC.
+ * memcpy is the bit cast on both sides (nvcc lowers it to a register move). */
 #ifndef PG_HALF_H
 #define PG_HALF_H
 
 #include <stdint.h>
 #include <string.h>
 
+#include "pg_hd.h"
+
 /* `x` rounded to a binary format with `ebits` exponent and `mbits` mantissa
  * bits (ebits + mbits = 15), as its bits. */
-static inline uint16_t pg_double_to_small_float(double x, int ebits, int mbits)
+PG_HD uint16_t pg_double_to_small_float(double x, int ebits, int mbits)
 {
     uint64_t b;
     memcpy(&b, &x, sizeof b);
@@ -50,7 +54,7 @@ static inline uint16_t pg_double_to_small_float(double x, int ebits, int mbits)
 }
 
 /* The exact value of small-float bits `h` as a double. */
-static inline double pg_small_float_to_double(uint16_t h, int ebits, int mbits)
+PG_HD double pg_small_float_to_double(uint16_t h, int ebits, int mbits)
 {
     const int exp = (h >> mbits) & ((1 << ebits) - 1);
     const uint64_t man = h & ((1u << mbits) - 1);
@@ -74,9 +78,9 @@ static inline double pg_small_float_to_double(uint16_t h, int ebits, int mbits)
     return x;
 }
 
-static inline uint16_t pg_f16_from_double(double x) { return pg_double_to_small_float(x, 5, 10); }
-static inline uint16_t pg_bf16_from_double(double x) { return pg_double_to_small_float(x, 8, 7); }
-static inline double pg_f16_to_double(uint16_t h) { return pg_small_float_to_double(h, 5, 10); }
-static inline double pg_bf16_to_double(uint16_t h) { return pg_small_float_to_double(h, 8, 7); }
+PG_HD uint16_t pg_f16_from_double(double x) { return pg_double_to_small_float(x, 5, 10); }
+PG_HD uint16_t pg_bf16_from_double(double x) { return pg_double_to_small_float(x, 8, 7); }
+PG_HD double pg_f16_to_double(uint16_t h) { return pg_small_float_to_double(h, 5, 10); }
+PG_HD double pg_bf16_to_double(uint16_t h) { return pg_small_float_to_double(h, 8, 7); }
 
 #endif

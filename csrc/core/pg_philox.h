@@ -11,11 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define PG_HD __host__ __device__ __forceinline__
-#else
-#define PG_HD static inline
-#endif
+#include "pg_hd.h"
 
 typedef struct { uint32_t v[4]; } pg_philox_out;
 

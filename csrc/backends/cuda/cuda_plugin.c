@@ -28,11 +28,11 @@
  * newer driver, and on an older one (R535/R550 are common on H100 nodes)
  * unavailable_reason() says "CUDA driver too old: it supports CUDA 12.x,
  * pygpu was built with 13.0". Such nodes build with CUDA 12 instead: point
- * CUDA_HOME at a CUDA 12 toolkit (or at nvcc/cudart from the
- * nvidia-cuda-nvcc-cu12 and nvidia-cuda-runtime-cu12 wheels) and the build
- * asks for nvidia-cublas-cu12; CI compiles and links that configuration
- * (.ci/run, "CUDA 12 build"). Nothing in the plugin needs CUDA 13: every call
- * used exists in CUDA 12.0.
+ * CUDA_HOME at a CUDA 12 toolkit and the build asks for nvidia-cublas-cu12.
+ * CI checks that configuration against the newest CUDA 12.x wheels (.ci/run,
+ * "CUDA 12 build"; docs/cuda.md): the host code compiled and linked, the
+ * kernels compiled by NVRTC 12 and ptxas 12. Nothing in the plugin needs
+ * CUDA 13.
  *
  * Device queries go straight to the runtime on each call (it honours
  * CUDA_VISIBLE_DEVICES and caches internally): nothing is cached before the
