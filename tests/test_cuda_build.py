@@ -12,6 +12,7 @@ import ctypes.util
 import glob
 import importlib.util
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -370,3 +371,13 @@ def test_cuda12_nvrtc_prelude_redeclares_only_host_only_cuda12_calls(tmp_path):
         "size_t count, cudaStream_t stream);"]
     assert "cudaGetLastError" not in prelude and "cudaMemGetDefaultMemPool" not in prelude
     assert prelude.startswith("#include <cuda_runtime_api.h>\n")
+
+
+def test_no_kernel_branches_on_the_cuda_arch():
+    """CI's CUDA 12 device check (.ci/run) compiles the kernels for sm_90 only, which covers
+    sm_80 too as long as no kernel source branches on __CUDA_ARCH__; one that does needs
+    PYGPU_CUDA_ARCHS there to list every arch the build targets."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    hits = [str(p.relative_to(root)) for p in sorted((root / "kernels").glob("*.cu*"))
+            if "__CUDA_ARCH__" in p.read_text()]
+    assert not hits, f"kernels branching on __CUDA_ARCH__ (see .ci/run's CUDA 12 step): {hits}"
