@@ -238,7 +238,7 @@ static PyObject *f_grad_exclusive(PyObject *mod, PyObject *t)
         return NULL;
     }
     pg_storage *s = PT(t)->t.storage;
-    long users = atomic_load(&s->refcount) - atomic_load(&s->holds);
+    long users = pg_storage_users(s); /* one reading: see pg_storage.refs */
     return PyBool_FromLong(users == 1 && !(s->flags & (PG_STORAGE_EXTERNAL | PG_STORAGE_READONLY)));
 }
 

@@ -13,6 +13,13 @@
  *                          core API's stats_op_done for sim:0 with `ns`
  *                          (pygpu.stats() then counts it as kernel time).
  *
+ *   _test_release_race()   a device storage with two references and one queued task's
+ *                          hold loses one reference while the task finishes (its
+ *                          unhold runs inside the release, through the storage's
+ *                          test probe); returns whether the block went back to the
+ *                          cache although the other reference still uses it (the
+ *                          next allocation of that size then gets the same memory).
+ *
  *   _test_gemm(...)        one GEMM descriptor (csrc/core/pg_gemm.h) run by the
  *                          CPU's kernels and scheduler on a pool of `threads`:
  *                          transposes, strided operands, alpha, beta and every
@@ -143,6 +150,45 @@ static PyObject *f_test_blocking_hooks(PyObject *mod, PyObject *noargs)
                          after ? Py_True : Py_False);
 }
 
+/* ---- a queued task finishing while a tensor's reference goes ---- */
+
+static pg_storage *g_race_target;
+
+/* The release probe: the worker's step, run once at the releasing thread's worst moment. */
+static void finish_task_now(pg_storage *s)
+{
+    if (s != g_race_target)
+        return;
+    g_race_target = NULL; /* once: the unhold below releases too */
+    pg_storage_unhold(s);
+}
+
+static PyObject *f_test_release_race(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    const pg_device sim0 = {PG_DEV_SIM, 0};
+    const size_t nbytes = 4096;
+    pg_storage *s = NULL, *next = NULL;
+    pg_status st = pg_storage_new(sim0, nbytes, 0, &s); /* a tensor's reference */
+    if (st != PG_OK)
+        return pg_raise(st);
+    pg_storage_retain(s); /* a view's */
+    pg_storage_hold(s);   /* a queued task's (no events: it only reads, and runs at once) */
+    g_race_target = s;
+    pg_storage_set_release_probe(finish_task_now);
+    pg_storage_release(s); /* the view goes while the task finishes; the tensor stays */
+    pg_storage_set_release_probe(NULL);
+    g_race_target = NULL;
+    st = pg_storage_new(sim0, nbytes, 0, &next);
+    bool shared = st == PG_OK && next->data == s->data;
+    pg_storage_release(next);
+    pg_storage_release(s);
+    if (st != PG_OK)
+        return pg_raise(st);
+    return PyBool_FromLong(shared);
+}
+
 /* ---- the GEMM contract on the CPU ---- */
 
 /* A stored 2-D cpu matrix with unit stride along its rows: its data and leading dimension. */
@@ -246,6 +292,9 @@ PyMethodDef pg_testing_functions[] = {
      "in place on the CPU"},
     {"_test_event_record", f_test_event_record, METH_NOARGS,
      "internal test: the pending-work record shared by two backends"},
+    {"_test_release_race", f_test_release_race, METH_NOARGS,
+     "internal test: whether a live storage's block was given back when its last queued "
+     "task finished during the release of another reference"},
     {"_test_blocking_hooks", f_test_blocking_hooks, METH_NOARGS,
      "internal test: (GIL held before, inside, after) pg_blocking_begin/end"},
     {"_test_stats_op_done", f_test_stats_op_done, METH_O,

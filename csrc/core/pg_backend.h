@@ -30,7 +30,8 @@
  * async_error_record, storage_clear_error, tensor_covers_storage */
 /* 4: the optional supports_op slot (which ops a backend runs on which dtypes); the
  * defects and amp branches both took 3 in parallel, so the merged layout is 4 */
-#define PG_BACKEND_ABI_VERSION 4
+/* 5: pg_storage's references and holds in one word (refs), read at one instant */
+#define PG_BACKEND_ABI_VERSION 5
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
 

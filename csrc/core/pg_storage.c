@@ -24,6 +24,12 @@
  * stores (and, in sim, one enqueue), never across a wait. */
 static pthread_mutex_t g_events_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* pg_storage.refs: references in the low half, queued tasks' holds in the high half */
+#define HOLD_SHIFT 32
+#define REF_ONE ((uint64_t)1)
+#define HOLD_ONE ((uint64_t)1 << HOLD_SHIFT)
+#define REF_MASK (HOLD_ONE - 1)
+
 /* Ask for transparent huge pages on large buffers, as NumPy does: with THP in
  * "madvise" mode, a 64 MiB buffer otherwise takes 16k page faults to touch. */
 void pg_host_advise_hugepages(void *p, size_t n)
@@ -172,9 +178,8 @@ pg_status pg_storage_new(pg_device dev, size_t nbytes, unsigned flags, pg_storag
             if (pending[i].backend)
                 atomic_store(&s->queued, true);
     }
-    atomic_init(&s->refcount, 1);
+    atomic_init(&s->refs, REF_ONE);
     atomic_init(&s->error, NULL);
-    atomic_init(&s->holds, 0);
     atomic_init(&s->detached, false);
     if (!pg_storage_has_pending(s))
         atomic_init(&s->queued, false);
@@ -192,10 +197,9 @@ pg_status pg_storage_wrap(pg_device dev, void *data, size_t nbytes, unsigned fla
     pg_storage *s = calloc(1, sizeof *s);
     if (!s)
         return pg_error_set(PG_ERR_NOMEM, "out of host memory");
-    atomic_init(&s->refcount, 1);
+    atomic_init(&s->refs, REF_ONE);
     atomic_init(&s->error, NULL);
     atomic_init(&s->queued, false);
-    atomic_init(&s->holds, 0);
     atomic_init(&s->detached, false);
     s->device = dev;
     s->data = data;
@@ -211,10 +215,14 @@ pg_status pg_storage_wrap(pg_device dev, void *data, size_t nbytes, unsigned fla
 
 void pg_storage_retain(pg_storage *s)
 {
-    atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->refs, REF_ONE, memory_order_relaxed);
 }
 
 static void release_impl(pg_storage *s, bool worker);
+
+static _Atomic(pg_storage_probe_fn) g_release_probe;
+
+void pg_storage_set_release_probe(pg_storage_probe_fn fn) { atomic_store(&g_release_probe, fn); }
 
 void pg_storage_release(pg_storage *s) { release_impl(s, false); }
 
@@ -224,17 +232,23 @@ static void release_impl(pg_storage *s, bool worker)
         return;
     /* Dropping the last reference that is not a queued task's: detach the block first,
      * while this reference still keeps `s` alive (after the decrement a worker may
-     * free it). A hold counts in refcount before it counts in holds and leaves holds
-     * first, so holds never exceeds the holds refcount includes: refs - 1 == holds
-     * means nothing but queued tasks will refer to `s`. Only a thread that has a
-     * reference can add one, so nobody else can make that false meanwhile; two last
-     * users racing may both miss it, and then the tasks' own releases catch it. */
+     * free it). One reading of `refs` gives both counts at one instant: when all the
+     * references but this one are holds, nothing but queued tasks will refer to `s`.
+     * Only a thread that has a reference can add one or queue a task, so nobody can
+     * make that false afterwards; two last users racing may both miss it, and then the
+     * tasks' own releases catch it. (The counts read one after the other could be of
+     * two instants: a task finishing in between, one hold and one reference fewer,
+     * made another tensor's reference look like a task's.) */
     if (s->release == release_device) {
-        long holds = atomic_load(&s->holds);
-        if (holds > 0 && atomic_load(&s->refcount) - 1 == holds && !atomic_load(&s->detached))
+        uint64_t v = atomic_load_explicit(&s->refs, memory_order_acquire);
+        pg_storage_probe_fn probe = atomic_load_explicit(&g_release_probe, memory_order_relaxed);
+        if (probe)
+            probe(s);
+        uint64_t holds = v >> HOLD_SHIFT, refs = v & REF_MASK;
+        if (holds > 0 && refs - 1 == holds && !atomic_load(&s->detached))
             detach_block(s, worker);
     }
-    if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1)
+    if ((atomic_fetch_sub_explicit(&s->refs, REF_ONE, memory_order_acq_rel) & REF_MASK) != 1)
         return;
     free(atomic_load(&s->error));
     s->release(s); /* frees `s` too */
@@ -242,14 +256,20 @@ static void release_impl(pg_storage *s, bool worker)
 
 void pg_storage_hold(pg_storage *s)
 {
-    pg_storage_retain(s);
-    atomic_fetch_add(&s->holds, 1);
+    atomic_fetch_add_explicit(&s->refs, REF_ONE | HOLD_ONE, memory_order_acq_rel);
 }
 
 void pg_storage_unhold(pg_storage *s)
 {
-    atomic_fetch_sub(&s->holds, 1);
+    /* the task's hold becomes a plain reference, which the release then drops */
+    atomic_fetch_sub_explicit(&s->refs, HOLD_ONE, memory_order_acq_rel);
     release_impl(s, true); /* on a queue's worker (pg_stream.c) */
+}
+
+long pg_storage_users(pg_storage *s)
+{
+    uint64_t v = atomic_load_explicit(&s->refs, memory_order_acquire);
+    return (long)(v & REF_MASK) - (long)(v >> HOLD_SHIFT);
 }
 
 /* Messages are set by workers, read by waiters and cleared by a later

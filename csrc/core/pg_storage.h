@@ -46,7 +46,12 @@ typedef struct pg_storage pg_storage;
 typedef void (*pg_storage_release_fn)(pg_storage *s);
 
 struct pg_storage {
-    atomic_long refcount;
+    /* The references (tensors, views, queued tasks) in the low 32 bits, and in the high
+     * 32 bits how many of them queued tasks hold (pg_storage_hold): one word, so that a
+     * release reads both at one instant. Read apart, a task finishing between the two
+     * reads (one hold and one reference fewer) made a tensor's reference look like a
+     * task's, and its block went back to the cache while the tensor still used it. */
+    _Atomic uint64_t refs;
     pg_device device;
     void *data;
     size_t nbytes;   /* what the user asked for */
@@ -62,11 +67,9 @@ struct pg_storage {
     atomic_bool queued;               /* any event was ever recorded (a lock-free hint) */
     _Atomic(char *) error; /* malloc'd message of the failed op that produced the data */
 
-    /* Of `refcount`, the references queued tasks hold (pg_storage_hold). When only
-     * those remain, a device storage's block goes back to its allocator at once,
-     * with the tasks' events (stream-ordered reuse, see pg_allocator.h); `detached`
-     * says it did, so the last release frees only the header. */
-    atomic_long holds;
+    /* When only queued tasks' holds remain in `refs`, a device storage's block goes back
+     * to its allocator at once, with the tasks' events (stream-ordered reuse, see
+     * pg_allocator.h); `detached` says it did, so the last release frees only the header. */
     atomic_bool detached;
 
     /* A stamp that changes whenever the memory is written through pygpu: every op
@@ -88,10 +91,19 @@ pg_status pg_storage_wrap(pg_device dev, void *data, size_t nbytes, unsigned fla
 void pg_storage_note_write(pg_storage *s);
 void pg_storage_retain(pg_storage *s);
 void pg_storage_release(pg_storage *s);
-/* A reference held by queued work, taken when it is queued (after its events are
- * recorded) and dropped when it has run: see `holds`. */
+/* A reference held by queued work, taken when it is queued (by a thread that has a
+ * reference of its own until the task's events are recorded, so no release gives the
+ * block back before they are) and dropped when it has run: see `refs` and `detached`. */
 void pg_storage_hold(pg_storage *s);
 void pg_storage_unhold(pg_storage *s);
+/* The references that are not queued tasks' holds (tensors and views), from one reading. */
+long pg_storage_users(pg_storage *s);
+
+/* A test's probe (bindings/testing.c, _test_release_race): when set, a release of a
+ * device storage calls it right after reading the counts it decides on, so that a test
+ * can put another thread's step (a queued task finishing) exactly there. */
+typedef void (*pg_storage_probe_fn)(pg_storage *s);
+void pg_storage_set_release_probe(pg_storage_probe_fn fn);
 
 /* The one lock over every storage's event record. A backend holds it while
  * it gathers a new task's dependencies and stamps the storages, so the two
