@@ -199,6 +199,9 @@ static AVX2 void micro_6x16(int64_t kc, const float *ap, const float *bp, float 
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    for (int64_t i = 0; i < mr; i++) /* the tile of C this call stores, fetched meanwhile */
+        _mm_prefetch((const char *)(C + i * ldc), _MM_HINT_T0),
+            _mm_prefetch((const char *)(C + i * ldc + NR - 1), _MM_HINT_T0);
     for (int64_t k = 0; k < kc; k++) {
         __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8), a;
         a = _mm256_broadcast_ss(ap + 0);
