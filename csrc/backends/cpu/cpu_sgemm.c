@@ -203,25 +203,21 @@ static AVX2 void micro_6x16(int64_t kc, const float *ap, const float *bp, float 
         _mm_prefetch((const char *)(C + i * ldc), _MM_HINT_T0),
             _mm_prefetch((const char *)(C + i * ldc + NR - 1), _MM_HINT_T0);
     for (int64_t k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8), a;
-        a = _mm256_broadcast_ss(ap + 0);
-        c00 = _mm256_fmadd_ps(a, b0, c00);
-        c01 = _mm256_fmadd_ps(a, b1, c01);
-        a = _mm256_broadcast_ss(ap + 1);
-        c10 = _mm256_fmadd_ps(a, b0, c10);
-        c11 = _mm256_fmadd_ps(a, b1, c11);
-        a = _mm256_broadcast_ss(ap + 2);
-        c20 = _mm256_fmadd_ps(a, b0, c20);
-        c21 = _mm256_fmadd_ps(a, b1, c21);
-        a = _mm256_broadcast_ss(ap + 3);
-        c30 = _mm256_fmadd_ps(a, b0, c30);
-        c31 = _mm256_fmadd_ps(a, b1, c31);
-        a = _mm256_broadcast_ss(ap + 4);
-        c40 = _mm256_fmadd_ps(a, b0, c40);
-        c41 = _mm256_fmadd_ps(a, b1, c41);
-        a = _mm256_broadcast_ss(ap + 5);
-        c50 = _mm256_fmadd_ps(a, b0, c50);
-        c51 = _mm256_fmadd_ps(a, b1, c51);
+        __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+/* row i of the tile: A's element i of this k times B's 16 values */
+#define FMA_ROW(i, lo, hi)                                                                     \
+    do {                                                                                       \
+        __m256 a = _mm256_broadcast_ss(ap + (i));                                              \
+        lo = _mm256_fmadd_ps(a, b0, lo);                                                       \
+        hi = _mm256_fmadd_ps(a, b1, hi);                                                       \
+    } while (0)
+        FMA_ROW(0, c00, c01);
+        FMA_ROW(1, c10, c11);
+        FMA_ROW(2, c20, c21);
+        FMA_ROW(3, c30, c31);
+        FMA_ROW(4, c40, c41);
+        FMA_ROW(5, c50, c51);
+#undef FMA_ROW
         ap += MR;
         bp += NR;
     }
