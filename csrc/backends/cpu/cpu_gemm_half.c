@@ -238,9 +238,9 @@ static void fetch_half(const void *ctx, const void *p, int64_t at, int64_t n, fl
     pg_cpu_half_to_f32(((const pg_gemm *)ctx)->dtype_ab, n, (const uint16_t *)p + at, dst);
 }
 
-static void fetch_f32_rounded(const void *ctx, const void *p, int64_t at, int64_t n, float *dst)
+static void fetch_b(const void *ctx, const void *p, int64_t at, int64_t n, float *dst)
 {
-    f32_round_half(((const pg_gemm *)ctx)->dtype_ab, n, (const float *)p + at, dst);
+    load_b((const pg_gemm *)ctx, p, at, n, dst);
 }
 
 /* ---- or convert block by block, then pg_cpu_sgemm -------------------------------------- */
@@ -297,8 +297,7 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
             const bool rnd = g->b_f32 && !g->b_exact && dt == PG_BFLOAT16;
             pg_sgemm_operand ob = {.p = B, .ld = g->ldb, .trans = g->trans_b, .ctx = g,
                                    .round_bf16 = rnd,
-                                   .fetch = !g->b_f32 ? fetch_half
-                                            : g->b_exact || rnd ? NULL : fetch_f32_rounded};
+                                   .fetch = (g->b_f32 && g->b_exact) || rnd ? NULL : fetch_b};
             if (!pg_cpu_sgemm_ex(M, N, K, alpha, &oa, &ob, beta0, acc, ldacc)) {
                 free(buf);
                 return no_memory(); /* the only way it declines a shape it said it takes */

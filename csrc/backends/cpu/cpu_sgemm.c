@@ -23,8 +23,8 @@
 #include <cblas.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "cpu_half_convert.h"
 #include "cpu_isa.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -111,13 +111,12 @@ static inline AVX2 __m256 round_bf16_ps(__m256 v)
     return _mm256_castsi256_ps(_mm256_blendv_epi8(r, nan, is_nan));
 }
 
-static inline float round_bf16(float v)
+/* the same for one value (partial tiles): through cpu_half_convert.c's own rounding */
+static float round_bf16(float v)
 {
-    uint32_t b;
-    memcpy(&b, &v, 4);
-    uint32_t r = (b & 0x7fffffffu) > 0x7f800000u ? (b | 0x00400000u) & 0xffff0000u
-                                                 : (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
-    memcpy(&v, &r, 4);
+    uint16_t h;
+    pg_cpu_f32_to_bf16(1, &v, &h);
+    pg_cpu_bf16_to_f32(1, &h, &v);
     return v;
 }
 
