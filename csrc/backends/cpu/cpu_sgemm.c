@@ -21,11 +21,11 @@
 #include "cpu_sgemm.h"
 
 #include <cblas.h>
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "cpu_half_convert.h"
 #include "cpu_isa.h"
+#include "cpu_scratch.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -34,31 +34,14 @@ enum { MR = 6, NR = 16, KC = 256, MC = 144, NC = 3072 };
 
 #define AVX2 __attribute__((target("avx2,fma")))
 
-/* ---- per-thread packing buffers (freed when the thread exits) ------------------------ */
-
-static pthread_key_t g_buf_key;
-static pthread_once_t g_buf_once = PTHREAD_ONCE_INIT;
-
-static void buf_free(void *p) { free(p); }
-static void buf_key_make(void) { (void)pthread_key_create(&g_buf_key, buf_free); }
-
-/* Per thread: A's packed block (MC*KC floats), B's (KC*NC), and scratch for operands
- * converted as they are packed (op(A)'s block as stored, and 16 rows or one row of B):
- * 3.5 MB, 64-byte aligned. */
+/* Per thread (cpu_scratch.h): A's packed block (MC*KC floats), B's (KC*NC), and scratch
+ * for operands converted as they are packed (op(A)'s block as stored, and 16 rows or one
+ * row of B): 3.5 MB. */
 enum { BUF_AP = 0, BUF_BP = MC * KC, BUF_AS = BUF_BP + KC * NC, BUF_BS = BUF_AS + MC * KC,
        BUF_FLOATS = BUF_BS + (NR * KC > NC ? NR * KC : NC) };
 static float *thread_buffer(void)
 {
-    pthread_once(&g_buf_once, buf_key_make);
-    float *p = pthread_getspecific(g_buf_key);
-    if (!p) {
-        p = aligned_alloc(64, (size_t)BUF_FLOATS * sizeof(float));
-        if (p && pthread_setspecific(g_buf_key, p) != 0) {
-            free(p);
-            p = NULL;
-        }
-    }
-    return p;
+    return pg_cpu_scratch(PG_SCRATCH_SGEMM, (size_t)BUF_FLOATS * sizeof(float));
 }
 
 /* ---- packing ------------------------------------------------------------------------- */
