@@ -6,6 +6,10 @@ Environment knobs (all optional):
   PYGPU_CUDA_ARCHS      e.g. "80;90" (default sm_80, sm_90 + compute_90 PTX)
   PYGPU_WERROR=1        compile the C core with -Werror (CI does)
   PYGPU_SANITIZE=address,undefined   build with sanitizers (CI's second pass)
+  PYGPU_BF16_SIMDE=1    test build: the AVX512_BF16 GEMM (csrc/backends/cpu/cpu_gemm_bf16.c)
+                        with SIMDe's portable intrinsics (Debian: libsimde-dev), so that it
+                        runs, slowly, on a CPU without AVX-512 (CI's emulation lane); never
+                        for a build that ships
 """
 import glob
 import os
@@ -42,6 +46,8 @@ def core_extension():
         cflags += [f"-fsanitize={sanitize}", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all",
                    "-O1", "-g"]
         ldflags += [f"-fsanitize={sanitize}"]
+    if os.environ.get("PYGPU_BF16_SIMDE") == "1":
+        cflags.append("-DPG_BF16_SIMDE=1")
     blas_lib = scipy_openblas32.get_lib_dir()
     # The rpath serves regular installs (scipy_openblas32/ sits next to pygpu/ in site-packages).
     # Builds into the source tree (pip install -e ., build_ext --inplace) find the library through

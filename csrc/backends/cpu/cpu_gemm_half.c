@@ -13,13 +13,10 @@
  *       float32 C or into a float32 tile that the epilogue rounds once into a
  *       half C. Half costs fp32's GEMM plus one conversion of each operand per
  *       product; it is what runs on AVX2 machines (this project's Zen 1).
- *   pg_cpu_gemm_bf16_avx512    bfloat16 inputs on a CPU with AVX512_BF16:
- *       vdpbf16ps (two bf16 products summed into each fp32 lane) over B
- *       packed as k-pairs in 16-column panels, 4x32 register tiles. Compiled
- *       with a target attribute, chosen at run time only when
- *       pg_cpu_isa() >= PG_ISA_AVX512_BF16. NOT EXECUTED on the machine this
- *       was written on (AVX2 only); vdpbf16ps treats bf16 subnormal inputs as
- *       zero, as every bf16 dot-product unit does.
+ *   pg_cpu_gemm_bf16_avx512    bfloat16 inputs on a CPU with AVX512_BF16: cpu_gemm_bf16.c's
+ *       vdpbf16ps kernel (BLIS loops, 8x48 tiles), chosen at run time only when
+ *       pg_cpu_isa() reports AVX512_BF16. No CI machine has it: CI runs the kernel's
+ *       code under SIMDe emulation (cpu_gemm_bf16.c says how); its speed is unmeasured.
  *
  * Both also take B stored as float32 (b_f32: autocast's float32 weights), each value
  * rounded to the half dtype as the panel is converted, so a layer needs no cast pass
@@ -36,17 +33,13 @@
 #include "../../core/pg_gemm.h"
 #include "../../core/pg_half.h"
 #include "cpu_gemm.h"
+#include "cpu_gemm_bf16.h"
 #include "cpu_gemm_half.h"
 #include "cpu_half_convert.h"
 #include "cpu_isa.h"
 #include "cpu_sgemm.h"
 #include "cpu_kernels.h"
 #include "cpu_vecmath.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 10 || defined(__clang__))
-#include <immintrin.h>
-#define PG_HAVE_AVX512_BF16_KERNEL 1
-#endif
 
 #define KC 1024                     /* K block of the convert path (see k_block) */
 #define NC_BYTES ((int64_t)4 << 20) /* converted B block, at most (see n_block) */
@@ -265,6 +258,58 @@ static int64_t n_block(int64_t N, int64_t kc)
     return nc >= N ? N : nc;
 }
 
+/* ---- kernels that convert (or pair) each operand as they pack it ------------------------ */
+
+/* One batch entry's alpha * op(A) @ op(B) + beta0 * acc into the float32 acc (ldacc) by a
+ * packing kernel; false when its packing memory cannot be had. */
+typedef bool (*packed_product_fn)(const pg_gemm *g, const void *A, const void *B, float beta0,
+                                  float *acc, int64_t ldacc);
+
+/* A descriptor through a packing kernel: a float32 C is accumulated in place (alpha and
+ * beta applied by the kernel) and gets the epilogue's bias/activation pass if any; a half
+ * C is accumulated in a float32 buffer that the epilogue rounds once into C. */
+static pg_status run_packed(const pg_gemm *g, packed_product_fn product)
+{
+    const int64_t M = g->M, N = g->N;
+    if (M == 0 || N == 0)
+        return PG_OK;
+    const bool direct = g->dtype_c == PG_FLOAT32;
+    const bool epi = g->epilogue != PG_EPI_NONE || g->act != PG_ACT_NONE;
+    const size_t nacc = direct ? 0 : (size_t)(M * N);
+    float *buf = malloc((nacc + 3 * (size_t)N) * sizeof(float));
+    if (!buf)
+        return no_memory();
+    float *tmp = buf + nacc;
+    for (int64_t z = 0; z < g->batch; z++) {
+        const void *A = (const uint16_t *)g->a + z * g->stride_a;
+        const void *B = (const char *)g->b + z * g->stride_b * (int64_t)(g->b_f32 ? 4 : 2);
+        float *acc = direct ? (float *)g->c + z * g->stride_c : buf;
+        const int64_t ldacc = direct ? g->ldc : N;
+        if (!product(g, A, B, direct ? (float)g->beta : 0.0f, acc, ldacc)) {
+            free(buf);
+            return no_memory(); /* the only way a packing kernel declines */
+        }
+        if (epi || !direct)
+            epilogue(g, z, acc, ldacc, direct, 1.0f, tmp);
+    }
+    pg_status st = (g->epilogue & PG_EPI_BGRAD) ? bias_grad(g, tmp) : PG_OK;
+    free(buf);
+    return st;
+}
+
+/* pygpu's AVX2 sgemm (cpu_sgemm.c), converting each half operand as it packs it */
+static bool product_sgemm(const pg_gemm *g, const void *A, const void *B, float beta0,
+                          float *acc, int64_t ldacc)
+{
+    pg_sgemm_operand oa = {.p = A, .ld = g->lda, .trans = g->trans_a, .fetch = fetch_half,
+                           .ctx = g};
+    const bool rnd = g->b_f32 && !g->b_exact && g->dtype_ab == PG_BFLOAT16;
+    pg_sgemm_operand ob = {.p = B, .ld = g->ldb, .trans = g->trans_b, .ctx = g,
+                           .round_bf16 = rnd,
+                           .fetch = (g->b_f32 && g->b_exact) || rnd ? NULL : fetch_b};
+    return pg_cpu_sgemm_ex(g->M, g->N, g->K, (float)g->alpha, &oa, &ob, beta0, acc, ldacc);
+}
+
 pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
 {
     PG_TRY(check_desc(g));
@@ -273,8 +318,9 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
         return PG_OK;
     /* pygpu's AVX2 kernel converts each operand as it packs it (no converted copy);
      * elsewhere the blocks below are converted, then multiplied by pg_cpu_sgemm */
-    const bool own = pg_cpu_sgemm_own(M, N, K);
-    const int64_t kc_max = own ? 0 : k_block(K), nc_max = own ? 0 : n_block(N, kc_max);
+    if (pg_cpu_sgemm_own(M, N, K))
+        return run_packed(g, product_sgemm);
+    const int64_t kc_max = k_block(K), nc_max = n_block(N, kc_max);
     /* float32 C: sgemm accumulates straight into C (alpha and beta included), no acc */
     const bool direct = g->dtype_c == PG_FLOAT32;
     const size_t nacc = direct ? 0 : (size_t)(M * N);
@@ -291,21 +337,6 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
         float *acc = direct ? (float *)g->c + z * g->stride_c : buf;
         const int64_t ldacc = direct ? g->ldc : N;
         const float alpha = (float)g->alpha, beta0 = direct ? (float)g->beta : 0.0f;
-        if (own) {
-            pg_sgemm_operand oa = {.p = A, .ld = g->lda, .trans = g->trans_a,
-                                   .fetch = fetch_half, .ctx = g};
-            const bool rnd = g->b_f32 && !g->b_exact && dt == PG_BFLOAT16;
-            pg_sgemm_operand ob = {.p = B, .ld = g->ldb, .trans = g->trans_b, .ctx = g,
-                                   .round_bf16 = rnd,
-                                   .fetch = (g->b_f32 && g->b_exact) || rnd ? NULL : fetch_b};
-            if (!pg_cpu_sgemm_ex(M, N, K, alpha, &oa, &ob, beta0, acc, ldacc)) {
-                free(buf);
-                return no_memory(); /* the only way it declines a shape it said it takes */
-            }
-            if (epi || !direct)
-                epilogue(g, z, acc, ldacc, direct, 1.0f, tmp);
-            continue;
-        }
         if (K == 0) { /* alpha * (empty product) + beta0 * C */
             for (int64_t m = 0; m < M; m++)
                 for (int64_t n = 0; n < N; n++)
@@ -355,56 +386,14 @@ pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
     return st;
 }
 
-/* ---- AVX512_BF16: vdpbf16ps ------------------------------------------------------------- */
+/* ---- AVX512_BF16: vdpbf16ps (cpu_gemm_bf16.c) ----------------------------------------- */
 
-#ifdef PG_HAVE_AVX512_BF16_KERNEL
-#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
-/* op(X)[r][c] of a stored row-major matrix with leading dimension ld */
-static inline uint16_t at(const uint16_t *X, int64_t ld, bool trans, int64_t r, int64_t c)
+static bool product_bf16(const pg_gemm *g, const void *A, const void *B, float beta0, float *acc,
+                         int64_t ldacc)
 {
-    return trans ? X[c * ld + r] : X[r * ld + c];
-}
-
-/* op(B)[r][c] as bfloat16 bits; a float32 B (b_f32) rounded as pg_cpu_f32_to_bf16 does */
-static inline uint16_t at_b(const pg_gemm *g, const void *B, int64_t r, int64_t c)
-{
-    if (!g->b_f32)
-        return at((const uint16_t *)B, g->ldb, g->trans_b, r, c);
-    const float *F = (const float *)B;
-    float v = g->trans_b ? F[c * g->ldb + r] : F[r * g->ldb + c];
-    uint32_t b;
-    memcpy(&b, &v, sizeof b);
-    if ((b & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((b >> 16) | 0x40u);
-    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
-
-BF16_TARGET static void bf16_tile(int64_t mr, int64_t K2, const uint32_t *aq, const uint32_t *bq0,
-                                  const uint32_t *bq1, int64_t ncols, float *acc, int64_t ldacc)
-{
-    __m512 c[4][2];
-    for (int r = 0; r < 4; r++)
-        c[r][0] = c[r][1] = _mm512_setzero_ps();
-    for (int64_t k2 = 0; k2 < K2; k2++) {
-        __m512i b0 = _mm512_loadu_si512((const void *)(bq0 + k2 * 16));
-        __m512i b1 = bq1 ? _mm512_loadu_si512((const void *)(bq1 + k2 * 16)) : _mm512_setzero_si512();
-        for (int r = 0; r < 4; r++) {
-            if (r >= mr)
-                break;
-            __m512i a = _mm512_set1_epi32((int)aq[r * K2 + k2]);
-            c[r][0] = _mm512_dpbf16_ps(c[r][0], (__m512bh)a, (__m512bh)b0);
-            c[r][1] = _mm512_dpbf16_ps(c[r][1], (__m512bh)a, (__m512bh)b1);
-        }
-    }
-    __mmask16 m0 = ncols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << ncols) - 1u);
-    __mmask16 m1 = ncols >= 32 ? (__mmask16)0xffff
-                   : ncols > 16 ? (__mmask16)((1u << (ncols - 16)) - 1u)
-                                : (__mmask16)0;
-    for (int r = 0; r < 4 && r < mr; r++) {
-        _mm512_mask_storeu_ps(acc + r * ldacc, m0, c[r][0]);
-        _mm512_mask_storeu_ps(acc + r * ldacc + 16, m1, c[r][1]);
-    }
+    pg_bf16_operand oa = {.p = A, .ld = g->lda, .trans = g->trans_a};
+    pg_bf16_operand ob = {.p = B, .ld = g->ldb, .trans = g->trans_b, .f32 = g->b_f32};
+    return pg_cpu_gemm_bf16(g->M, g->N, g->K, (float)g->alpha, &oa, &ob, beta0, acc, ldacc);
 }
 
 pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
@@ -412,75 +401,23 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
     PG_TRY(check_desc(g));
     if (g->dtype_ab != PG_BFLOAT16)
         return pg_error_set(PG_ERR_DTYPE, "half matmul: the AVX512_BF16 kernel takes bfloat16");
-    if (pg_cpu_isa() < PG_ISA_AVX512_BF16)
+    if (!pg_cpu_gemm_bf16_runs())
         return pg_error_set(PG_ERR_RUNTIME, "half matmul: this CPU has no AVX512_BF16");
     if (g->b_f32 && g->b_exact) /* float32 values as they are: vdpbf16ps would round them */
         return pg_cpu_gemm_half_convert(g);
-    const int64_t M = g->M, N = g->N, K = g->K, K2 = (K + 1) / 2;
-    const int64_t P = (N + 15) / 16; /* 16-column panels */
-    if (M == 0 || N == 0)
-        return PG_OK;
-    float *acc = malloc((size_t)(M * N + 3 * N) * sizeof(float));
-    uint32_t *aq = malloc((size_t)(M * (K2 ? K2 : 1)) * sizeof(uint32_t));
-    uint32_t *bq = malloc((size_t)(P * (K2 ? K2 : 1) * 16) * sizeof(uint32_t));
-    if (!acc || !aq || !bq) {
-        free(acc);
-        free(aq);
-        free(bq);
-        return no_memory();
-    }
-    pg_status st = PG_OK;
-    for (int64_t z = 0; z < g->batch; z++) {
-        const uint16_t *A = (const uint16_t *)g->a + z * g->stride_a;
-        const void *B = (const char *)g->b + z * g->stride_b * (int64_t)(g->b_f32 ? 4 : 2);
-        /* aq[m][k2] = (op(A)[m][2k2], op(A)[m][2k2+1]) as one 32-bit lane, low half first */
-        for (int64_t m = 0; m < M; m++)
-            for (int64_t k2 = 0; k2 < K2; k2++) {
-                uint32_t lo = at(A, g->lda, g->trans_a, m, 2 * k2);
-                uint32_t hi = 2 * k2 + 1 < K ? at(A, g->lda, g->trans_a, m, 2 * k2 + 1) : 0;
-                aq[m * K2 + k2] = lo | hi << 16;
-            }
-        /* bq[p][k2][j] = (op(B)[2k2][16p+j], op(B)[2k2+1][16p+j]), zero past N and K */
-        for (int64_t p = 0; p < P; p++)
-            for (int64_t k2 = 0; k2 < K2; k2++)
-                for (int64_t j = 0; j < 16; j++) {
-                    int64_t n = 16 * p + j;
-                    uint32_t lo = n < N ? at_b(g, B, 2 * k2, n) : 0;
-                    uint32_t hi = n < N && 2 * k2 + 1 < K ? at_b(g, B, 2 * k2 + 1, n) : 0;
-                    bq[(p * K2 + k2) * 16 + j] = lo | hi << 16;
-                }
-        for (int64_t m = 0; m < M; m += 4) {
-            int64_t mr = M - m < 4 ? M - m : 4;
-            for (int64_t p = 0; p < P; p += 2) {
-                int64_t n0 = 16 * p, ncols = N - n0 < 32 ? N - n0 : 32;
-                const uint32_t *b1 = p + 1 < P ? bq + (p + 1) * K2 * 16 : NULL;
-                bf16_tile(mr, K2, aq + m * K2, bq + p * K2 * 16, b1, ncols, acc + m * N + n0, N);
-            }
-        }
-        epilogue(g, z, acc, N, false, (float)g->alpha, acc + M * N);
-    }
-    if (g->epilogue & PG_EPI_BGRAD)
-        st = bias_grad(g, acc + M * N);
-    free(acc);
-    free(aq);
-    free(bq);
-    return st;
+    return run_packed(g, product_bf16);
 }
-#endif
 
 /* ---- selection and the matmul node ------------------------------------------------------ */
 
 pg_gemm_kernel_fn pg_cpu_gemm_half_kernel(int dtype_ab, int dtype_c, const char **name)
 {
     (void)dtype_c;
-#ifdef PG_HAVE_AVX512_BF16_KERNEL
-    if (dtype_ab == PG_BFLOAT16 && pg_cpu_isa() >= PG_ISA_AVX512_BF16) {
+    if (dtype_ab == PG_BFLOAT16 && pg_cpu_gemm_bf16_runs()) {
         if (name)
-            *name = "avx512_bf16";
+            *name = pg_cpu_gemm_bf16_emulated() ? "avx512_bf16 (SIMDe emulation)" : "avx512_bf16";
         return pg_cpu_gemm_bf16_avx512;
     }
-#endif
-    (void)dtype_ab;
     if (name)
         *name = "convert_f32";
     return pg_cpu_gemm_half_convert;
