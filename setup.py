@@ -47,7 +47,8 @@ def core_extension():
                    "-O1", "-g"]
         ldflags += [f"-fsanitize={sanitize}"]
     if os.environ.get("PYGPU_BF16_SIMDE") == "1":
-        cflags.append("-DPG_BF16_SIMDE=1")
+        # -Wno-psabi: SIMDe passes 64-byte vectors by value, which GCC notes on every build
+        cflags += ["-DPG_BF16_SIMDE=1", "-Wno-psabi"]
     blas_lib = scipy_openblas32.get_lib_dir()
     # The rpath serves regular installs (scipy_openblas32/ sits next to pygpu/ in site-packages).
     # Builds into the source tree (pip install -e ., build_ext --inplace) find the library through
