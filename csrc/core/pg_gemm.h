@@ -18,9 +18,11 @@
  * dtype (float32 for float32 and half inputs, float64 for float64). With b_f32
  * and half inputs, B is stored as float32 and each value is rounded to dtype_ab
  * as it is read (autocast's float32 weights: the product is exactly the one of
- * B cast to dtype_ab, without a cast pass or a half copy); with b_exact too, B's
- * float32 values are used as they are (the backward's dX: the gradient path keeps
- * an operand that is already float32 in float32).
+ * B cast to dtype_ab, without a cast pass or a half copy); with b_exact too, a
+ * kernel that multiplies in float32 anyway uses B's float32 values as they are (the
+ * backward's dX: no rounding pass, and float32 accuracy for free), while one that
+ * multiplies bfloat16 pairs (AVX512_BF16) rounds them as without b_exact, keeping
+ * dX at its speed: PyTorch's autocast backward multiplies by the bf16 weight too.
  *
  * Epilogue, applied to each output tile while it is still in cache:
  *   PG_EPI_BIAS       C += bias (N) broadcast over rows

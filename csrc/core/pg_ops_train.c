@@ -10,7 +10,7 @@
  *   LINEAR_FWD  src: x (N,I), W (O,I), b (O) | NULL          dst: y (N,O)
  *               subop: activation; y = act(x @ W^T + b)
  *               (half x: W may be float32, rounded to x's dtype as it is read;
- *               in LINEAR_BWD, dX = dz @ W then uses W's float32 values as they are)
+ *               in LINEAR_BWD, dX = dz @ W reads it as pg_gemm.h b_exact says)
  *   LINEAR_BWD  src: dy (N,O), x (N,I), W (O,I), y (N,O) | NULL
  *               dst: dW (O,I); extra: dx (N,I) | NULL, db (O) | NULL,
  *               dz (N,O) scratch = dy * act'(y) | NULL when act is none
@@ -61,7 +61,7 @@ static bool is_half_dt(int dt) { return dt == PG_FLOAT16 || dt == PG_BFLOAT16; }
 /* The weight of a half layer may also be float32 (autocast's parameters): the forward GEMM
  * rounds each value to the layer's dtype as it reads it (pg_gemm.h b_f32), so y is exactly
  * that of weight.astype(dtype), without the cast; the backward's dX uses the float32 values
- * as they are (b_exact: the gradient path keeps a float32 operand in float32). */
+ * as they are where the GEMM computes in float32 (pg_gemm.h b_exact). */
 static pg_status check_weight(const char *op, const pg_tensor *w, int dt, int node_op)
 {
     if (is_half_dt(dt) && w->dtype == PG_FLOAT32)

@@ -21,7 +21,8 @@
  * Both also take B stored as float32 (b_f32: autocast's float32 weights), each value
  * rounded to the half dtype as the panel is converted, so a layer needs no cast pass
  * and no half copy of its weight; the product is exactly that of the cast weight.
- * With b_exact (the backward's dX) the float32 B goes to sgemm as it is: no pass at all.
+ * With b_exact (the backward's dX) the convert kernel hands the float32 B to sgemm as it
+ * is (no pass at all); the AVX512_BF16 kernel rounds it as always (pg_gemm.h says why).
  *
  * pg_cpu_gemm_half_kernel picks one for this CPU; pg_cpu_gemm_half_register puts
  * it into the GEMM kernel table (cpu_gemm.c), so matmul and the fused linear
@@ -403,8 +404,7 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
         return pg_error_set(PG_ERR_DTYPE, "half matmul: the AVX512_BF16 kernel takes bfloat16");
     if (!pg_cpu_gemm_bf16_runs())
         return pg_error_set(PG_ERR_RUNTIME, "half matmul: this CPU has no AVX512_BF16");
-    if (g->b_f32 && g->b_exact) /* float32 values as they are: vdpbf16ps would round them */
-        return pg_cpu_gemm_half_convert(g);
+    /* b_exact too: rounded, so that dX runs at vdpbf16ps's rate (pg_gemm.h) */
     return run_packed(g, product_bf16);
 }
 

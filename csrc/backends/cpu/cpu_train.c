@@ -247,7 +247,7 @@ pg_status pg_cpu_linear_bwd_on(pg_pool *pool, const pg_node *n)
     g.N = I;
     g.K = O;
     g.dtype_ab = g.dtype_c = dt;
-    g.b_f32 = g.b_exact = w->dtype != dt; /* half dz, float32 W (autocast): W as it is */
+    g.b_f32 = g.b_exact = w->dtype != dt; /* half dz, float32 W (autocast): pg_gemm.h b_exact */
     g.compute = pg_gemm_compute_of(dt);
     g.a = dz;
     g.lda = O;
