@@ -371,16 +371,8 @@ bool pg_cpu_gemm_bf16_emulated(void) { return PG_BF16_EMULATED; }
 bool pg_cpu_gemm_bf16(int64_t M, int64_t N, int64_t K, float alpha, const pg_bf16_operand *a,
                       const pg_bf16_operand *b, float beta, float *C, int64_t ldc)
 {
-    if (!pg_cpu_gemm_bf16_runs() || a->f32)
-        return false; /* A is bfloat16 (cpu_gemm_bf16.h) */
-    if (M <= 0 || N <= 0)
-        return true;
-    if (K <= 0) { /* alpha * (empty product) + beta * C */
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++)
-                C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
-        return true;
-    }
+    if (!pg_cpu_gemm_bf16_runs() || a->f32 || M < 1 || N < 1 || K < 1)
+        return false; /* A is bfloat16; an empty product is the caller's (cpu_gemm_bf16.h) */
     uint32_t *buf = pg_cpu_scratch(PG_SCRATCH_BF16GEMM, (size_t)BUF_WORDS * sizeof(uint32_t));
     if (!buf)
         return false;

@@ -30,8 +30,8 @@ bool pg_cpu_gemm_bf16_runs(void);
 bool pg_cpu_gemm_bf16_emulated(void);
 
 /* C = alpha * op(A) @ op(B) + beta * C (A bfloat16 bits; B bfloat16 or float32 rounded as
- * packed); false, with nothing done, where the kernel does not run here or its packing
- * memory cannot be had. */
+ * packed); false, with nothing done, where the kernel does not run here, for an empty
+ * product (M, N or K = 0), or when its packing memory cannot be had. */
 bool pg_cpu_gemm_bf16(int64_t M, int64_t N, int64_t K, float alpha, const pg_bf16_operand *a,
                       const pg_bf16_operand *b, float beta, float *C, int64_t ldc);
 

@@ -404,6 +404,8 @@ pg_status pg_cpu_gemm_bf16_avx512(const pg_gemm *g)
         return pg_error_set(PG_ERR_DTYPE, "half matmul: the AVX512_BF16 kernel takes bfloat16");
     if (!pg_cpu_gemm_bf16_runs())
         return pg_error_set(PG_ERR_RUNTIME, "half matmul: this CPU has no AVX512_BF16");
+    if (g->K == 0) /* alpha * (empty product) + beta * C: the convert kernel's loop */
+        return pg_cpu_gemm_half_convert(g);
     /* b_exact too: rounded, so that dX runs at vdpbf16ps's rate (pg_gemm.h) */
     return run_packed(g, product_bf16);
 }
