@@ -33,6 +33,20 @@ class _IncompatibleKeys:
                 f"unexpected_keys={self.unexpected_keys}>")
 
 
+class _RemovableHandle:
+    """What register_forward_pre_hook returns: remove() takes the hook out again."""
+    _next_id = 0
+
+    def __init__(self, hooks, hook):
+        self.id = _RemovableHandle._next_id
+        _RemovableHandle._next_id += 1
+        self._hooks = hooks
+        hooks[self.id] = hook
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+
 class Module:
     """Base class: subclass it, create layers in __init__, write forward()."""
 
@@ -40,6 +54,7 @@ class Module:
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "training", True)
 
     # ---- attribute registration -------------------------------------------------------
@@ -103,7 +118,22 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
+    def register_forward_pre_hook(self, hook):
+        """hook(module, args) runs before every forward(); a non-None result replaces the
+        positional args (a tuple, or one value), as in PyTorch. Returns a handle whose
+        remove() unregisters the hook. (pygpu.nn.utils.prune recomputes `weight` here.)"""
+        if not callable(hook):
+            raise TypeError(f"register_forward_pre_hook: hook must be callable, got "
+                            f"{type(hook).__name__}")
+        return _RemovableHandle(self._forward_pre_hooks, hook)
+
     def __call__(self, *args, **kwargs):
+        hooks = self.__dict__.get("_forward_pre_hooks")
+        if hooks:
+            for hook in tuple(hooks.values()):
+                res = hook(self, args)
+                if res is not None:
+                    args = res if isinstance(res, tuple) else (res,)
         return self.forward(*args, **kwargs)
 
     # ---- traversal --------------------------------------------------------------------
