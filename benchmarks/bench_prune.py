@@ -1,0 +1,121 @@
+# bench_prune.py - what prune.compact buys at inference: the MLP 784-512-512-10 at
+# batch 512 (2 threads), dense against the same model after 50% ln_structured pruning
+# (n=2, dim=0) of both hidden layers, masked (PyTorch's reparametrization: same GEMM sizes)
+# and compacted (784-256-256-10, the same outputs). PyTorch's dense and pruned models run in
+# the same blocks as the peer. Blocks alternate between the models with a short pause, and
+# each model's figure is the median block; outputs are checked once before timing.
+#
+#   python benchmarks/bench_prune.py [--rounds 15] [--iters 20] [--batch 512] [--threads 2]
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import pygpu
+from pygpu import nn
+from pygpu.nn.utils import prune
+
+
+def _pygpu_models(seed):
+    pygpu.manual_seed(seed)
+    dense = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                          nn.Linear(512, 10))
+    pruned = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                           nn.Linear(512, 10))
+    pruned.load_state_dict(dense.state_dict())
+    for i in (0, 2):
+        prune.ln_structured(pruned[i], "weight", amount=0.5, n=2, dim=0)
+    return dense.eval(), pruned.eval(), prune.compact(pruned).eval()
+
+
+def _torch_models(dense, pruned):
+    import torch
+    import torch.nn.utils.prune as tprune
+
+    def twin(src):
+        t = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 10))
+        return t
+
+    td = twin(dense)
+    td.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in dense.state_dict().items()})
+    tp = twin(pruned)
+    for i in (0, 2):
+        tprune.identity(tp[i], "weight")
+    tp.load_state_dict({k: torch.from_numpy(v.numpy().copy())
+                        for k, v in pruned.state_dict().items()})
+    return td.eval(), tp.eval()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--no-torch", action="store_true")
+    args = ap.parse_args()
+
+    pygpu.set_num_threads(args.threads)
+    dense, pruned, small = _pygpu_models(0)
+    x_np = np.random.default_rng(0).standard_normal((args.batch, 784)).astype(np.float32)
+    x = pygpu.tensor(x_np)
+    runs = {}
+    with pygpu.no_grad():
+        y_pruned = pruned(x).numpy()
+        np.testing.assert_allclose(small(x).numpy(), y_pruned, rtol=1e-4, atol=1e-4)
+        runs["pygpu dense"] = lambda: dense(x)
+        runs["pygpu pruned (masked)"] = lambda: pruned(x)
+        runs["pygpu compacted"] = lambda: small(x)
+    if not args.no_torch:
+        import torch
+        torch.set_num_threads(args.threads)
+        td, tp = _torch_models(dense, pruned)
+        xt = torch.from_numpy(x_np)
+        with torch.no_grad():
+            np.testing.assert_allclose(tp(xt).numpy(), y_pruned, rtol=1e-4, atol=1e-4)
+        runs["torch dense"] = lambda: td(xt)
+        runs["torch pruned (masked)"] = lambda: tp(xt)
+
+    times = {k: [] for k in runs}
+    grad_off = [pygpu.no_grad()]
+    if not args.no_torch:
+        grad_off.append(torch.no_grad())
+    for c in grad_off:
+        c.__enter__()
+    try:
+        for fn in runs.values():  # warm up
+            for _ in range(3):
+                fn()
+        for _ in range(args.rounds):
+            for name, fn in runs.items():
+                t0 = time.perf_counter()
+                for _ in range(args.iters):
+                    fn()
+                times[name].append((time.perf_counter() - t0) / args.iters)
+                time.sleep(0.05)
+    finally:
+        for c in reversed(grad_off):
+            c.__exit__(None, None, None)
+
+    med = {k: statistics.median(v) for k, v in times.items()}
+    params = {"pygpu dense": dense, "pygpu pruned (masked)": dense, "pygpu compacted": small}
+    print(f"MLP 784-512-512-10, batch {args.batch}, {args.threads} threads, inference "
+          f"(no_grad); median of {args.rounds} alternating blocks of {args.iters} calls")
+    print(f"compacted sizes: {[m.weight.shape for m in small if isinstance(m, nn.Linear)]}")
+    base = med["pygpu dense"]
+    for name, t in med.items():
+        n = ""
+        if name in params:
+            n = f"  {sum(int(np.prod(p.shape)) for p in params[name].parameters()):>7} params"
+        print(f"  {name:<24} {t * 1e3:8.3f} ms   {base / t:5.2f}x pygpu dense{n}")
+    print(f"compacted vs pruned (masked): {med['pygpu pruned (masked)'] / med['pygpu compacted']:.2f}x")
+    if "torch pruned (masked)" in med:
+        print(f"compacted vs torch pruned (masked): "
+              f"{med['torch pruned (masked)'] / med['pygpu compacted']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
