@@ -5,7 +5,12 @@
 # the same blocks as the peer. Blocks alternate between the models with a short pause, and
 # each model's figure is the median block; outputs are checked once before timing.
 #
-#   python benchmarks/bench_prune.py [--rounds 15] [--iters 20] [--batch 512] [--threads 2]
+# --train times a training step instead (forward, cross-entropy, backward, SGD step), dense
+# against masked: the masked weight is made again after every step (weight_orig changed),
+# which is what folding the mask into the GEMM's pack of the weight would save.
+#
+#   PYTHONPATH=. python benchmarks/bench_prune.py [--rounds 15] [--iters 20] [--batch 512]
+#       [--threads 2] [--no-torch] [--train]
 import argparse
 import statistics
 import time
@@ -56,7 +61,10 @@ def main():
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--train", action="store_true")
     args = ap.parse_args()
+    if args.train:
+        return train(args)
 
     pygpu.set_num_threads(args.threads)
     dense, pruned, small = _pygpu_models(0)
@@ -89,8 +97,8 @@ def main():
         for fn in runs.values():  # warm up
             for _ in range(3):
                 fn()
-        for _ in range(args.rounds):
-            for name, fn in runs.items():
+        for r in range(args.rounds):  # the order flips every round: no model always goes first
+            for name, fn in (list(runs.items()) if r % 2 == 0 else list(runs.items())[::-1]):
                 t0 = time.perf_counter()
                 for _ in range(args.iters):
                     fn()
@@ -115,6 +123,44 @@ def main():
     if "torch pruned (masked)" in med:
         print(f"compacted vs torch pruned (masked): "
               f"{med['torch pruned (masked)'] / med['pygpu compacted']:.2f}x")
+
+
+def train(args):
+    """Training steps, dense against masked (50% ln_structured on both hidden layers)."""
+    from pygpu import optim
+    from pygpu.nn import functional as F
+    pygpu.set_num_threads(args.threads)
+    dense, pruned, _ = _pygpu_models(0)
+    dense.train()
+    pruned.train()
+    rng = np.random.default_rng(0)
+    x = pygpu.tensor(rng.standard_normal((args.batch, 784)).astype(np.float32))
+    labels = pygpu.tensor(rng.integers(0, 10, args.batch).astype(np.int64))
+    steps = {}
+    for name, model in (("dense", dense), ("pruned (masked)", pruned)):
+        opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def step(model=model, opt=opt):
+            opt.zero_grad()
+            F.cross_entropy(model(x), labels).backward()
+            opt.step()
+        steps[name] = step
+    times = {k: [] for k in steps}
+    for fn in steps.values():
+        for _ in range(3):
+            fn()
+    for r in range(args.rounds):
+        for name, fn in (list(steps.items()) if r % 2 == 0 else list(steps.items())[::-1]):
+            t0 = time.perf_counter()
+            for _ in range(args.iters):
+                fn()
+            times[name].append((time.perf_counter() - t0) / args.iters)
+            time.sleep(0.05)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"MLP 784-512-512-10 training step (SGD), batch {args.batch}, {args.threads} threads; "
+          f"median of {args.rounds} alternating blocks of {args.iters} steps")
+    for name, t in med.items():
+        print(f"  {name:<16} {t * 1e3:8.3f} ms   {t / med['dense']:5.3f}x dense's time")
 
 
 if __name__ == "__main__":
