@@ -429,8 +429,13 @@ def _check_target(module, name):
                                 f"(its parameters: {have})")
 
 
+def _hooks(module):
+    """The module's forward pre-hooks ({} for a module built before pygpu had them)."""
+    return module.__dict__.get("_forward_pre_hooks", {})
+
+
 def _find_hook(module, name):
-    found = [(k, h) for k, h in module._forward_pre_hooks.items()
+    found = [(k, h) for k, h in _hooks(module).items()
              if isinstance(h, BasePruningMethod) and h._tensor_name == name]
     if len(found) > 1:
         raise RuntimeError(f"several pruning hooks on {name!r} of {type(module).__name__}; "
@@ -559,7 +564,7 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
 
 def remove(module, name):
     """Make module.<name>'s pruning permanent and drop the reparametrization; returns module."""
-    for k, hook in list(module._forward_pre_hooks.items()):
+    for k, hook in list(_hooks(module).items()):
         if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]
@@ -571,4 +576,4 @@ def remove(module, name):
 def is_pruned(module):
     """True when module or any submodule has a pruning hook."""
     return any(isinstance(h, BasePruningMethod)
-               for m in module.modules() for h in m._forward_pre_hooks.values())
+               for m in module.modules() for h in _hooks(m).values())
