@@ -196,6 +196,26 @@ def test_masked_weight_is_cached_and_follows_the_optimizer(device):
     assert (_np(m.weight)[_np(m.weight_mask) == 0] == 0).all()  # pruned entries stay pruned
 
 
+def test_forward_runs_no_mask_op_and_moves_nothing(device):
+    m, _ = _twins(device, 16, 8)
+    x = pygpu.tensor(np.ones((3, 16), np.float32)).to(device)
+    pygpu.synchronize()
+    pygpu.reset_stats()
+    prune.l1_unstructured(m, "weight", 0.5)  # the weight to the host, the mask back: once
+    pygpu.synchronize()
+    s = pygpu.stats()
+    moved = 0 if device == "cpu" else 1
+    assert (s.d2h_count, s.h2d_count) == (moved, moved)
+    assert s.h2d_bytes == moved * 16 * 8 * 4
+    pygpu.reset_stats()
+    with pygpu.no_grad():
+        for _ in range(3):
+            m(x)
+    pygpu.synchronize()
+    s = pygpu.stats()
+    assert s.transfer_count == 0 and s.ops == 3  # the three linear ops; the product was cached
+
+
 def test_pruned_model_moves_and_state_dict_interoperates(device):
     model = nn.Sequential(nn.Linear(10, 6), nn.ReLU(), nn.Linear(6, 3))
     prune.ln_structured(model[0], "weight", 0.5, n=2, dim=0)
