@@ -310,6 +310,8 @@ def test_compact_gives_the_same_outputs_with_fewer_parameters(device, kind):
     np.testing.assert_allclose(_np(small(x)), before, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(_np(model(x)), before)  # the input model is untouched
     assert prune.is_pruned(model)
+    small(x).sum().backward()  # the result trains like any model
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in small.parameters())
 
 
 def test_compact_folds_constants_and_respects_missing_biases(device):
@@ -319,6 +321,7 @@ def test_compact_folds_constants_and_respects_missing_biases(device):
     assert small[0].weight.shape == (4, 6)
     model2 = nn.Sequential(nn.Linear(6, 4), nn.Sigmoid(), nn.Linear(4, 3)).to(device)
     prune.ln_structured(model2[0], "weight", 3, n=2, dim=0)
+    prune.l1_unstructured(model2[0], "bias", 2)  # a pruned bias: the constants use bias * mask
     small2 = prune.compact(model2)
     assert small2[0].weight.shape == (1, 6) and small2[2].weight.shape == (3, 1)
     x = pygpu.tensor(np.random.default_rng(2).standard_normal((5, 6)).astype(np.float32))
