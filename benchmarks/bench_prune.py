@@ -38,15 +38,15 @@ def _torch_models(dense, pruned):
     import torch
     import torch.nn.utils.prune as tprune
 
-    def twin(src):
-        t = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
-                                torch.nn.Linear(512, 512), torch.nn.ReLU(),
-                                torch.nn.Linear(512, 10))
-        return t
+    def twin():
+        return torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                   torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                   torch.nn.Linear(512, 10))
 
-    td = twin(dense)
-    td.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in dense.state_dict().items()})
-    tp = twin(pruned)
+    td = twin()
+    td.load_state_dict({k: torch.from_numpy(v.numpy().copy())
+                        for k, v in dense.state_dict().items()})
+    tp = twin()
     for i in (0, 2):
         tprune.identity(tp[i], "weight")
     tp.load_state_dict({k: torch.from_numpy(v.numpy().copy())
@@ -119,7 +119,8 @@ def main():
         if name in params:
             n = f"  {sum(int(np.prod(p.shape)) for p in params[name].parameters()):>7} params"
         print(f"  {name:<24} {t * 1e3:8.3f} ms   {base / t:5.2f}x pygpu dense{n}")
-    print(f"compacted vs pruned (masked): {med['pygpu pruned (masked)'] / med['pygpu compacted']:.2f}x")
+    print(f"compacted vs pruned (masked): "
+          f"{med['pygpu pruned (masked)'] / med['pygpu compacted']:.2f}x")
     if "torch pruned (masked)" in med:
         print(f"compacted vs torch pruned (masked): "
               f"{med['torch pruned (masked)'] / med['pygpu compacted']:.2f}x")
