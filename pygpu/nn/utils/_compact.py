@@ -22,12 +22,11 @@ A constant that cannot be folded because the next Linear has no bias (and act(b_
 keeps its neuron. If every neuron of a layer would go, one stays (a Linear needs >= 1)."""
 import numpy as np
 
-from ... import _C, _creation
-from ..layers import MLP, Linear, ReLU, Sequential, Sigmoid, Tanh
+from ... import _creation
+from ..layers import MLP, Linear, ModuleList, ReLU, Sequential, Sigmoid, Tanh
 from ..module import Module
 from ..parameter import Parameter
 
-Tensor = _C.Tensor
 
 _ACT_FNS = {
     ReLU: lambda v: np.maximum(v, 0.0),
@@ -131,8 +130,7 @@ def _compact_sequential(model):
     new, it = [], iter(layers)
     for m in mods:
         new.append(_new_linear(next(it)) if type(m) is Linear else type(m)())
-    out = Sequential(*new)
-    return out
+    return Sequential(*new)
 
 
 def _compact_mlp(model):
@@ -143,7 +141,6 @@ def _compact_mlp(model):
     Module.__init__(out)
     out.sizes = [layers[0].w.shape[1]] + [layer.w.shape[0] for layer in layers]
     out.activation = model.activation
-    from ..layers import ModuleList
     out.layers = ModuleList([_new_linear(layer) for layer in layers])
     return out
 
