@@ -13,18 +13,17 @@
  * the op is a template parameter so each kernel is a straight line, and a
  * contiguous iteration space takes the CONTIG instantiation. */
 #include "pg_cuda_half.cuh"
+#include "pg_cuda_ops.cuh"
+#include "pg_binary_more.cuh"
 
+/* The stored result: bool (uint8 0/1) where the op table's `out` column says BOOL. */
 template <int OP, typename T>
-using pg_bin_out_t = typename std::conditional<(OP >= PG_CUDA_BIN_EQ), uint8_t, T>::type;
+using pg_bin_out_t = typename std::conditional<pg_cuda_bin_out[OP] == PG_OUT_BOOL, uint8_t, T>::type;
 
-/* Which (op, dtype) pairs the generic layer can send. */
+/* Which (op, dtype) pairs the generic layer can send: the op table's `in` column. */
 template <int OP, typename T> constexpr bool pg_binary_supported()
 {
-    if (std::is_same<T, uint8_t>::value)
-        return OP >= PG_CUDA_BIN_MAXIMUM;
-    if (std::is_same<T, int64_t>::value)
-        return OP != PG_CUDA_BIN_DIV;
-    return true;
+    return pg_cuda_takes<T>(pg_cuda_bin_in[OP]);
 }
 
 template <int OP, typename T>
@@ -59,8 +58,10 @@ __device__ __forceinline__ pg_bin_out_t<OP, T> pg_binary_apply(T a, T b)
         return a <= b;
     else if constexpr (OP == PG_CUDA_BIN_GT)
         return a > b;
-    else
+    else if constexpr (OP == PG_CUDA_BIN_GE)
         return a >= b;
+    else
+        return pg_binary_apply_more<OP, T>(a, b); /* pg_binary_more.cuh */
 }
 
 enum { PG_OPERAND_TENSOR = 0, PG_OPERAND_SCALAR_RIGHT = 1, PG_OPERAND_SCALAR_LEFT = 2 };
@@ -122,18 +123,8 @@ extern "C" cudaError_t pg_kernel_binary(const pg_cuda_ctx *ctx, int op, int dtyp
 #define PG_BINARY_CASE(OP) \
     case OP:               \
         return pg_binary_launch<OP, T>(ctx, dst, a, b, scalar, it);
-            PG_BINARY_CASE(PG_CUDA_BIN_ADD)
-            PG_BINARY_CASE(PG_CUDA_BIN_SUB)
-            PG_BINARY_CASE(PG_CUDA_BIN_MUL)
-            PG_BINARY_CASE(PG_CUDA_BIN_DIV)
-            PG_BINARY_CASE(PG_CUDA_BIN_MAXIMUM)
-            PG_BINARY_CASE(PG_CUDA_BIN_MINIMUM)
-            PG_BINARY_CASE(PG_CUDA_BIN_EQ)
-            PG_BINARY_CASE(PG_CUDA_BIN_NE)
-            PG_BINARY_CASE(PG_CUDA_BIN_LT)
-            PG_BINARY_CASE(PG_CUDA_BIN_LE)
-            PG_BINARY_CASE(PG_CUDA_BIN_GT)
-            PG_BINARY_CASE(PG_CUDA_BIN_GE)
+#define PG_BINARY(ID, ...) PG_BINARY_CASE(PG_CUDA_BIN_##ID) /* every row of the op table */
+#include "pg_ops.def"
 #undef PG_BINARY_CASE
         default:
             return cudaErrorInvalidValue;

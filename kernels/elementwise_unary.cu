@@ -1,6 +1,10 @@
 /* elementwise_unary.cu - UNARY: dst = f(src), same dtype and shape, N-d
  * strided. CPU twin: csrc/backends/cpu/cpu_elementwise.c (pg_cpu_unary).
  *
+ * One `if constexpr` branch per row of the op table (csrc/core/pg_ops.def);
+ * which dtypes each op is instantiated for and whether it stores bool come from
+ * the row's `in` and `out` columns (pg_cuda_ops.cuh), the case list from the
+ * rows themselves: a row without a branch here fails to compile.
  * NEG ABS RELU on int64/float; EXP LOG SQRT TANH SIGMOID on float only;
  * NOT and ABS (identity) on bool. Formulas are the CPU's: relu(x) = x > 0 ? x : 0 (NaN stays NaN),
  * sigmoid(x) = 1 / (1 + exp(-x)); float32 uses the f-suffixed libm functions.
@@ -10,15 +14,17 @@
  * Launch shape: one thread per element, grid-stride loop (pg_cuda_grid),
  * CONTIG instantiation for contiguous iteration spaces. */
 #include "pg_cuda_half.cuh"
+#include "pg_cuda_ops.cuh"
 
+/* Which (op, dtype) pairs the generic layer can send: the op table's `in` column. */
 template <int OP, typename T> constexpr bool pg_unary_supported()
 {
-    if (std::is_same<T, uint8_t>::value)
-        return OP == PG_CUDA_UN_NOT || OP == PG_CUDA_UN_ABS;
-    if (std::is_same<T, int64_t>::value)
-        return OP == PG_CUDA_UN_NEG || OP == PG_CUDA_UN_ABS || OP == PG_CUDA_UN_RELU;
-    return OP != PG_CUDA_UN_NOT;
+    return pg_cuda_takes<T>(pg_cuda_un_in[OP]);
 }
+
+/* The stored result: bool (uint8 0/1) where the `out` column says BOOL, else T. */
+template <int OP, typename T>
+using pg_un_out_t = typename std::conditional<pg_cuda_un_out[OP] == PG_OUT_BOOL, uint8_t, T>::type;
 
 /* The libm function of the element type: expf for float, exp for double. */
 #define PG_FLOAT_FN(name, fn)                                    \
@@ -63,20 +69,55 @@ template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply(T x)
         return T(1) / (T(1) + pg_exp(-x));
     } else if constexpr (OP == PG_CUDA_UN_RELU) {
         return (x > 0 || x != x) ? x : T(0); /* NaN stays NaN, as NumPy and torch */
-    } else {
+    } else if constexpr (OP == PG_CUDA_UN_NOT) {
         return x ? 0 : 1; /* NOT on bool */
+    } else if constexpr (OP == PG_CUDA_UN_SIGN) {
+        if constexpr (std::is_unsigned<T>::value)
+            return x; /* a bool is its own sign */
+        else
+            return T((x > T(0)) - (x < T(0))); /* NaN: 0, as PyTorch */
+    } else if constexpr (OP == PG_CUDA_UN_FLOOR || OP == PG_CUDA_UN_CEIL ||
+                         OP == PG_CUDA_UN_ROUND || OP == PG_CUDA_UN_TRUNC) {
+        if constexpr (!std::is_floating_point<T>::value)
+            return x; /* an integer is its own floor */
+        else if constexpr (OP == PG_CUDA_UN_FLOOR)
+            return floor(x);
+        else if constexpr (OP == PG_CUDA_UN_CEIL)
+            return ceil(x);
+        else if constexpr (OP == PG_CUDA_UN_ROUND)
+            return rint(x); /* halves to even, as the CPU's nearbyint */
+        else
+            return trunc(x);
+    } else if constexpr (OP == PG_CUDA_UN_RECIPROCAL) {
+        return T(1) / x;
+    } else if constexpr (OP == PG_CUDA_UN_RSQRT) {
+        return T(1) / pg_sqrt(x); /* not rsqrtf (approximate): the CPU's formula */
+    } else if constexpr (OP == PG_CUDA_UN_ISNAN) {
+        return T(x != x);
+    } else if constexpr (OP == PG_CUDA_UN_ISFINITE) {
+        if constexpr (std::is_floating_point<T>::value)
+            return T(x - x == T(0)); /* inf - inf and NaN are NaN */
+        else
+            return T(1);
+    } else {
+        static_assert(OP < 0, "a unary op of pg_ops.def has no CUDA kernel here");
+        return x;
     }
 }
 
 // dst: operand 0, src: operand 1 of it
 template <int OP, typename T, bool CONTIG>
-__global__ void pg_unary_kernel(pg_cuda_iter it, T *dst, const T *src)
+__global__ void pg_unary_kernel(pg_cuda_iter it, pg_un_out_t<OP, T> *dst, const T *src)
 {
     for (int64_t i = pg_thread_index(); i < it.numel; i += pg_thread_count()) {
         int64_t off[2] = {i, i};
         if constexpr (!CONTIG)
             pg_iter_offsets<2>(it, i, off);
-        dst[off[0]] = pg_store<T>(pg_unary_apply<OP, pg_calc_t<T>>(pg_load(src[off[1]])));
+        auto r = pg_unary_apply<OP, pg_calc_t<T>>(pg_load(src[off[1]]));
+        if constexpr (std::is_same<pg_un_out_t<OP, T>, T>::value)
+            dst[off[0]] = pg_store<T>(r);
+        else
+            dst[off[0]] = r ? 1 : 0; /* a bool result */
     }
 }
 
@@ -87,13 +128,14 @@ static cudaError_t pg_unary_launch(const pg_cuda_ctx *ctx, void *dst, const void
     if constexpr (!pg_unary_supported<OP, T>()) {
         return cudaErrorInvalidValue; /* the generic layer never sends this */
     } else {
+        using Out = pg_un_out_t<OP, T>;
         unsigned grid = pg_cuda_grid(it->numel, PG_CUDA_BLOCK, ctx);
         if (pg_cuda_iter_contiguous(it))
             pg_unary_kernel<OP, T, true>
-                <<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*it, (T *)dst, (const T *)src);
+                <<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*it, (Out *)dst, (const T *)src);
         else
             pg_unary_kernel<OP, T, false>
-                <<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*it, (T *)dst, (const T *)src);
+                <<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*it, (Out *)dst, (const T *)src);
         return cudaGetLastError();
     }
 }
@@ -109,15 +151,8 @@ extern "C" cudaError_t pg_kernel_unary(const pg_cuda_ctx *ctx, int op, int dtype
 #define PG_UNARY_CASE(OP) \
     case OP:              \
         return pg_unary_launch<OP, T>(ctx, dst, src, it);
-            PG_UNARY_CASE(PG_CUDA_UN_NEG)
-            PG_UNARY_CASE(PG_CUDA_UN_ABS)
-            PG_UNARY_CASE(PG_CUDA_UN_EXP)
-            PG_UNARY_CASE(PG_CUDA_UN_LOG)
-            PG_UNARY_CASE(PG_CUDA_UN_SQRT)
-            PG_UNARY_CASE(PG_CUDA_UN_TANH)
-            PG_UNARY_CASE(PG_CUDA_UN_SIGMOID)
-            PG_UNARY_CASE(PG_CUDA_UN_RELU)
-            PG_UNARY_CASE(PG_CUDA_UN_NOT)
+#define PG_UNARY(ID, ...) PG_UNARY_CASE(PG_CUDA_UN_##ID) /* every row of the op table */
+#include "pg_ops.def"
 #undef PG_UNARY_CASE
         default:
             return cudaErrorInvalidValue;

@@ -8,9 +8,9 @@
  * cudaGetLastError(); the glue passes that through its one check function.
  * Zero-element work returns cudaSuccess without launching anything.
  *
- * The sub-op codes below mirror pg_node.h; the glue static-asserts that they
- * are equal (csrc/backends/cuda/cuda_launch.c), so a node's subop goes
- * through unchanged. Dtype codes are pg_dtype.h's (plain C, C++-safe). */
+ * The sub-op codes below are the op table's (csrc/core/pg_ops.def, through
+ * pg_op_props.h, which is C++-safe): no list is kept here, so a node's subop
+ * goes through unchanged. Dtype codes are pg_dtype.h's (plain C, C++-safe). */
 #ifndef PG_CUDA_KERNELS_H
 #define PG_CUDA_KERNELS_H
 
@@ -18,6 +18,8 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+
+#include "pg_op_props.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,17 +29,20 @@ extern "C" {
 #define PG_CUDA_MAX_OPERANDS 3
 
 enum {
-    PG_CUDA_BIN_ADD, PG_CUDA_BIN_SUB, PG_CUDA_BIN_MUL, PG_CUDA_BIN_DIV,
-    PG_CUDA_BIN_MAXIMUM, PG_CUDA_BIN_MINIMUM,
-    PG_CUDA_BIN_EQ, PG_CUDA_BIN_NE, PG_CUDA_BIN_LT, PG_CUDA_BIN_LE, PG_CUDA_BIN_GT, PG_CUDA_BIN_GE,
-    PG_CUDA_NUM_BINARY
+#define PG_BINARY(ID, ...) PG_CUDA_BIN_##ID = PG_BIN_##ID,
+#include "pg_ops.def"
+    PG_CUDA_NUM_BINARY = PG_NUM_BINARY
 };
 enum {
-    PG_CUDA_UN_NEG, PG_CUDA_UN_ABS, PG_CUDA_UN_EXP, PG_CUDA_UN_LOG, PG_CUDA_UN_SQRT,
-    PG_CUDA_UN_TANH, PG_CUDA_UN_SIGMOID, PG_CUDA_UN_RELU, PG_CUDA_UN_NOT,
-    PG_CUDA_NUM_UNARY
+#define PG_UNARY(ID, ...) PG_CUDA_UN_##ID = PG_UN_##ID,
+#include "pg_ops.def"
+    PG_CUDA_NUM_UNARY = PG_NUM_UNARY
 };
-enum { PG_CUDA_RED_SUM, PG_CUDA_RED_MAX, PG_CUDA_RED_MIN, PG_CUDA_RED_ARGMAX, PG_CUDA_NUM_REDUCE };
+enum {
+#define PG_REDUCE(ID, ...) PG_CUDA_RED_##ID = PG_RED_##ID,
+#include "pg_ops.def"
+    PG_CUDA_NUM_REDUCE = PG_NUM_REDUCE
+};
 enum { PG_CUDA_RANDOM_UNIFORM = 0, PG_CUDA_RANDOM_NORMAL = 1 };
 
 /* Where and how wide to launch: the device's stream and its SM count, and
@@ -111,6 +116,11 @@ cudaError_t pg_kernel_binary(const pg_cuda_ctx *ctx, int op, int dtype, void *ds
 cudaError_t pg_kernel_unary(const pg_cuda_ctx *ctx, int op, int dtype, void *dst, const void *src,
                           const pg_cuda_iter *it);
 
+/* elementwise_select.cu: dst = cond ? a : dst (where), elements moved by their size
+ * (1, 2, 4 or 8 bytes); cond bool, a of dst's dtype, all walked by `it`. */
+cudaError_t pg_kernel_select(const pg_cuda_ctx *ctx, int itemsize, void *dst, const void *cond,
+                             const void *a, const pg_cuda_iter *it);
+
 /* reduce.cu: `outer` walks the output (operand 0) and the matching start of
  * each source row (operand 1); a row is `len` elements `axis_stride` apart.
  * dst has src's dtype, except ARGMAX (int64) and the SUM of float16/bfloat16
@@ -141,7 +151,12 @@ cudaError_t pg_kernel_random(const pg_cuda_ctx *ctx, int kind, int dtype, void *
                            uint64_t seed, uint64_t offset);
 
 /* train.cu: the fused training ops (operands contiguous; see csrc/core/pg_ops_train.c). */
-enum { PG_CUDA_ACT_NONE, PG_CUDA_ACT_RELU, PG_CUDA_ACT_TANH, PG_CUDA_ACT_SIGMOID, PG_CUDA_NUM_ACT };
+enum {
+    PG_CUDA_ACT_NONE = PG_ACT_NONE,
+#define PG_ACT(ID, ...) PG_CUDA_ACT_##ID = PG_ACT_##ID,
+#include "pg_ops.def"
+    PG_CUDA_NUM_ACT = PG_NUM_ACT
+};
 typedef struct pg_cuda_linear_args {
     int dtype, act;
     int64_t n, in, out;  /* batch, in_features, out_features */

@@ -32,24 +32,26 @@
 
 #include "pg_cuda_half.cuh"
 
-template <typename T> __device__ __forceinline__ T pg_act(int act, T v)
+/* The activations and g * f'(x) through y = f(x): the op table's PG_ACT rows. */
+#define PG_ACTF_EXP(v) exp(v)
+#define PG_ACTF_TANH(v) tanh(v)
+template <typename T> __device__ __forceinline__ T pg_act(int act, T x)
 {
     switch (act) {
-    case PG_CUDA_ACT_RELU: return v > T(0) ? v : T(0);
-    case PG_CUDA_ACT_TANH: return tanh(v);
-    case PG_CUDA_ACT_SIGMOID: return T(1) / (T(1) + exp(-v));
-    default: return v;
+#define PG_ACT(ID, name, module, F, GDF) \
+    case PG_CUDA_ACT_##ID: return (T)(F);
+#include "pg_ops.def"
+    default: return x;
     }
 }
 
-/* act'(x) written in terms of the output y = act(x) */
-template <typename T> __device__ __forceinline__ T pg_act_deriv(int act, T y)
+template <typename T> __device__ __forceinline__ T pg_act_grad(int act, T g, T y)
 {
     switch (act) {
-    case PG_CUDA_ACT_RELU: return y > T(0) ? T(1) : T(0);
-    case PG_CUDA_ACT_TANH: return T(1) - y * y;
-    case PG_CUDA_ACT_SIGMOID: return y * (T(1) - y);
-    default: return T(1);
+#define PG_ACT(ID, name, module, F, GDF) \
+    case PG_CUDA_ACT_##ID: return (T)(GDF);
+#include "pg_ops.def"
+    default: return g;
     }
 }
 
@@ -120,7 +122,7 @@ __global__ void pg_linear_prologue_kernel(const T *dy, const T *y, T *dz, T *db,
             int64_t k = r * O + j;
             pg_calc_t<T> v = pg_load(dy[k]);
             if (act != PG_CUDA_ACT_NONE) {
-                v = v * pg_act_deriv(act, pg_load(y[k]));
+                v = pg_act_grad(act, v, pg_load(y[k]));
                 dz[k] = pg_store<T>(v);
             }
             acc += (double)v;

@@ -12,10 +12,25 @@ from . import _extension
 
 _C = _extension.load()  # pygpu._C; OpenBLAS preloaded; an ImportError saying what to run if unbuilt
 from ._C import (AsyncOpError, AxisError, DeviceMismatchError, DeviceUnavailableError, Tensor,
-                 TransferGuardError, TransferWarning, abs, add, argmax, divide, exp, from_dlpack,
-                 from_numpy, get_num_threads, log, logical_not, matmul, max, maximum, mean, min,
-                 minimum, multiply, negative, relu, reset_stats, set_num_threads, sigmoid, sqrt,
-                 subtract, sum, tanh)
+                 TransferGuardError, TransferWarning, from_dlpack, from_numpy, get_num_threads,
+                 reset_stats, set_num_threads)
+
+
+def _table_exports():
+    """The op table's module functions (csrc/core/pg_ops.def, read as _C._op_table()):
+    every `pygpu.<name>` a row lists that _C generates (add, exp, sum, matmul, ...).
+    The rest of the table's pygpu names are Python functions imported below."""
+    names = []
+    for row in _C._op_table():
+        for q in row[3]:
+            name = q[len("pygpu."):]
+            if q.startswith("pygpu.") and "." not in name and callable(getattr(_C, name, None)):
+                names.append(name)
+    return tuple(dict.fromkeys(names))
+
+
+_OPS = _table_exports()
+globals().update({_name: getattr(_C, _name) for _name in _OPS})
 from . import _device as _device_mod, _dtype, _hooks
 from ._creation import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
                         zeros, zeros_like)
@@ -101,9 +116,7 @@ def _shutdown():
 __all__ = [
     "Tensor", "DType", "Device", "Stats", "bool", "bool_", "int64", "float16", "bfloat16",
     "float32", "float64", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
-    "zeros_like", "ones_like", "arange", "rand", "randn", "manual_seed", "matmul", "add",
-    "subtract", "multiply", "divide", "maximum", "minimum", "exp", "log", "sqrt", "tanh",
-    "sigmoid", "relu", "abs", "negative", "logical_not", "sum", "mean", "max", "min", "argmax",
+    "zeros_like", "ones_like", "arange", "rand", "randn", "manual_seed", *_OPS,
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "role", "transfer_guard",
     "get_transfer_guard", "set_num_threads", "get_num_threads", "sim", "cuda",
     "DeviceMismatchError", "DeviceUnavailableError", "TransferGuardError", "TransferWarning",

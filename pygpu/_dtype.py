@@ -1,10 +1,14 @@
 """Element types: small value objects with a name, a size and a stable code.
 
-The codes match csrc/core/pg_dtype.h; the C core returns these very objects
+The dtypes, their codes, sizes and kinds come from the C core's dtype table
+(csrc/core/pg_dtype.h, read as _C._dtype_table()), as does SUPPORTED, the text
+every message that lists the dtypes uses; the C core returns these very objects
 from Tensor.dtype. float16 and bfloat16 are dtypes like the others: ops read
 and write them directly, computing each element in float32 and rounding once;
 NumPy has no bfloat16, so its `numpy` is None."""
 import numpy as np
+
+from . import _C
 
 
 class DType:
@@ -43,15 +47,22 @@ class DType:
         return self._numpy
 
 
-bool_ = DType("bool", 0, 1, False, np.dtype(np.bool_))
-int64 = DType("int64", 1, 8, False, np.dtype(np.int64))
-float32 = DType("float32", 2, 4, True, np.dtype(np.float32))
-float64 = DType("float64", 3, 8, True, np.dtype(np.float64))
-float16 = DType("float16", 4, 2, True, np.dtype(np.float16))
-bfloat16 = DType("bfloat16", 5, 2, True, None)
+_ROWS, SUPPORTED = _C._dtype_table()  # ((name, code, itemsize, is_float), ...), "float32, ..."
 
-ALL = (bool_, int64, float32, float64, float16, bfloat16)
+
+def _numpy_of(name):
+    try:
+        nd = np.dtype(name)
+    except TypeError:
+        return None  # bfloat16: NumPy has none of its own
+    return None if nd.kind == "V" else nd  # (nor is ml_dtypes' bfloat16 NumPy's)
+
+
+ALL = tuple(DType(name, code, size, is_float, _numpy_of(name))
+            for name, code, size, is_float in _ROWS)
 _BY_NAME = {d.name: d for d in ALL}
+# the module's names for them (tests/test_op_registry.py checks these are ALL, in order)
+bool_, int64, float32, float64, float16, bfloat16 = ALL
 _BY_NAME.update({"bool_": bool_, "float": float32, "double": float64, "long": int64})
 
 
@@ -82,14 +93,12 @@ def to_dtype(obj):
             return bool_
         if nd.kind == "i" and nd.itemsize == 8:
             return int64
-        for d in (float32, float64, float16):
-            if nd == d._numpy:
+        for d in ALL:
+            if d.is_floating_point and d._numpy is not None and nd == d._numpy:
                 return d
         if nd.kind == "V" and nd.name == "bfloat16" or str(nd) == "bfloat16":  # ml_dtypes'
             return bfloat16
-    raise TypeError(
-        f"unsupported dtype {obj!r}: pygpu supports float32, float64, float16, bfloat16, "
-        f"int64 and bool")
+    raise TypeError(f"unsupported dtype {obj!r}: pygpu supports {SUPPORTED}")
 
 
 def dtype_code(obj):

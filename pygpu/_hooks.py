@@ -7,7 +7,7 @@ import numpy as np
 
 from ._device import _TYPES, Device, accelerator, device as parse_device_spec
 from ._C import Tensor
-from ._dtype import to_dtype
+from ._dtype import SUPPORTED, to_dtype
 
 _REPR = 1  # pg_implicit: PG_IMPLICIT_REPR
 
@@ -50,7 +50,7 @@ def _looks_like_device(x):
         parse_device_spec(x)
     except ValueError as e:
         raise ValueError(f"to(): {x!r} is neither a device nor a dtype: {e}; the dtypes are "
-                         f"float32, float64, int64 and bool") from None
+                         f"{SUPPORTED}") from None
     return True  # unreachable: parse_device_spec refuses every name not caught above
 
 def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False):

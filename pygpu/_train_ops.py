@@ -9,7 +9,8 @@ import numbers
 from . import _C
 from .autograd import Function
 from ._creation import empty
-from ._dtype import bfloat16, float16, float32, float64, int64
+from ._dtype import ALL as _dtype_ALL
+from ._dtype import bfloat16, float16, float32, int64
 from .amp.autocast_mode import cast_inputs as _autocast
 from .amp.autocast_mode import linear_operands as _autocast_linear
 
@@ -118,9 +119,8 @@ class _Softmax(Function):
 
 def _float_input(x, fn):
     _want_tensor(x, fn)
-    if x.dtype not in (float32, float64, float16, bfloat16):
-        raise TypeError(f"{fn}: expected a float tensor (float32, float64, float16, bfloat16), "
-                        f"got {x.dtype}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{fn}: expected a float tensor ({_FLOATS}), got {x.dtype}")
 
 
 def _widened(fn, x, *args):
@@ -205,9 +205,13 @@ def mse_loss(input, target, reduction="mean"):
     return sq.mean() if reduction == "mean" else sq.sum()
 
 
+_FLOATS = ", ".join(d.name for d in _dtype_ALL if d.is_floating_point)  # the dtype table's
+
 # ---- linear ----------------------------------------------------------------------------------
 
-_ACTS = {None: 0, "relu": 1, "tanh": 2, "sigmoid": 3}
+# activation name -> code of the fused layers, from the op table's PG_ACT rows (pg_ops.def)
+ACT_TABLE = _C._act_table()  # ((name, code, nn module class name), ...)
+_ACTS = {None: 0, **{name: code for name, code, _ in ACT_TABLE}}
 
 
 class _Linear(Function):
@@ -256,12 +260,13 @@ def _linear2d(x, weight, bias, act, low):
 
 def linear(x, weight, bias=None, activation=None):
     """activation(x @ weight.T + bias) for x (N, in), weight (out, in), bias (out,);
-    activation: None, "relu", "tanh" or "sigmoid". One fused op each way."""
+    activation: None or a name of the op table's activations ("relu", "tanh", "sigmoid").
+    One fused op each way."""
     _want_tensor(x, "linear")
     _want_tensor(weight, "linear", "weight")
     if activation not in _ACTS:
-        raise ValueError(f"linear: activation must be None, 'relu', 'tanh' or 'sigmoid', got "
-                         f"{activation!r}")
+        raise ValueError(f"linear: activation must be None or one of "
+                         f"{[n for n in _ACTS if n]}, got {activation!r}")
     act = _ACTS[activation]
     if bias is not None:
         _want_tensor(bias, "linear", "bias")

@@ -111,3 +111,28 @@ def run_child(code, env=None, timeout=120):
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, env=full_env, timeout=timeout, cwd=PKG_ROOT)
     return proc.returncode, proc.stdout, proc.stderr
+
+
+# The fused linear layers' activations (the op table's PG_ACT rows, csrc/core/pg_ops.def):
+# NumPy references of f(x) and of f'(x) written through y = f(x), by name. Codes come
+# from the table (ACT_CODE), never written out by hand; tests/test_op_registry.py fails
+# when a row has no reference here.
+ACT_NP = {
+    None: (lambda z: z, lambda y: np.ones_like(y)),
+    "relu": (lambda z: np.maximum(z, 0), lambda y: (y > 0).astype(y.dtype)),
+    "tanh": (np.tanh, lambda y: 1 - y * y),
+    "sigmoid": (lambda z: 1 / (1 + np.exp(-z)), lambda y: y * (1 - y)),
+}
+ACT_CODE = {None: 0, **{name: code for name, code, _ in pygpu._C._act_table()}}
+ACT_NAME = {code: name for name, code in ACT_CODE.items()}
+ACTS = tuple(ACT_CODE)  # None first, then the table's rows
+
+
+def act_np(v, code):
+    """f(v) for the activation with this code (0: none)."""
+    return ACT_NP[ACT_NAME[code]][0](v)
+
+
+def dact_np(c, y, code):
+    """c * f'(x), through the activation's output y."""
+    return c * ACT_NP[ACT_NAME[code]][1](y)

@@ -126,6 +126,28 @@ OPS = [
     ("linear-sigmoid", lambda x, w, b: F.linear(x, w, b, "sigmoid"),
      [rn(5, 3), rn(4, 3), rn(4)], None),
     ("to-device-and-back", lambda x: (x.to("cpu") * 2.0).to(x.device), [rn(3)], None),
+    # the op table's newer elementwise ops (their rules: pygpu/autograd/rules.py)
+    ("reciprocal", pygpu.reciprocal, [pos(3, 2) * np.array([1, -1])], None),
+    ("rsqrt", lambda x: x.rsqrt(), [pos(5)], None),
+    ("pow", pygpu.pow, [pos(3, 4), rn(4)], None),
+    ("pow-zero-base", lambda x, y: x ** y, [np.array([0.0, 0.0, 2.0]), np.array([2.0, 3.0, 0.5])],
+     None),
+    ("pow-scalar-exponent", lambda x: x ** 3, [rn(4)], None),
+    ("pow-scalar-half", lambda x: x.pow(0.5), [pos(4)], None),
+    ("rpow-scalar", lambda x: 2.0 ** x, [rn(4)], None),
+    ("where", lambda c, a, b: pygpu.where(c > 0, a, b), [rn(3, 4), rn(3, 4), rn(4)], [1, 2]),
+    ("where-scalar", lambda c, a: pygpu.where(c > 0, a, 0.5), [rn(5), rn(5)], [1]),
+    ("where-method", lambda c, a, b: a.where(c > 0, b), [rn(2, 3), rn(2, 3), rn(1, 3)], [1, 2]),
+    ("clamp", lambda x: x.clamp(-0.5, 0.5), [rn(4, 5)], None),
+    ("clamp-min", lambda x: pygpu.clamp(x, min=0.1), [rn(6)], None),
+    ("clamp-tensor-bounds", lambda x, lo, hi: x.clamp(lo, hi), [rn(4, 3), rn(3) - 1, rn(4, 1) + 1],
+     None),
+    ("clip", lambda x: pygpu.clip(x, max=0.2), [rn(6)], None),
+    ("sign-floor-round", lambda x: x.sign() * x + x.floor() + x.round() + x.ceil() + x.trunc(),
+     [rn(5) + 0.1], None),
+    ("add-alpha", lambda x, y: x.add(y, alpha=2.0), [rn(3), rn(3)], None),
+    ("sub-method", lambda x, y: x.sub(y), [rn(3), rn(1)], None),
+    ("mul-div-methods", lambda x, y: x.mul(y).div(y + 3.0), [rn(3), pos(3)], None),
 ]
 
 

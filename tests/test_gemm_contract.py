@@ -14,29 +14,13 @@ import pytest
 import pygpu
 from pygpu import _C
 
+from _helpers import ACT_CODE, ACTS, act_np, dact_np
+
 EPI_NONE, EPI_BIAS, EPI_DACT, EPI_BGRAD = 0, 1, 2, 4
-ACTS = {0: None, 1: "relu", 2: "tanh", 3: "sigmoid"}
 TOL = {np.float32: dict(rtol=2e-4, atol=2e-4), np.float64: dict(rtol=1e-10, atol=1e-10)}
 
 
-def _act(v, act):
-    if act == 1:
-        return np.maximum(v, 0)
-    if act == 2:
-        return np.tanh(v)
-    if act == 3:
-        return 1 / (1 + np.exp(-v))
-    return v
-
-
-def _dact(c, y, act):
-    if act == 1:
-        return np.where(y > 0, c, 0)
-    if act == 2:
-        return c * (1 - y * y)
-    if act == 3:
-        return c * (y * (1 - y))
-    return c
+_act, _dact = act_np, dact_np  # the activations' NumPy references (_helpers.py)
 
 
 def _strided(rng, rows, cols, dt, strided):
@@ -75,9 +59,10 @@ def _run(M, N, K, dt, ta, tb, strided, alpha, beta, epi, act, threads, seed=0):
     return out, np.asarray(bgrad)
 
 
-EPILOGUES = [(EPI_NONE, 0), (EPI_BIAS, 0)] + [(EPI_BIAS, a) for a in (1, 2, 3)] + \
-    [(EPI_NONE, 2)] + [(EPI_DACT, a) for a in (1, 2, 3)] + [(EPI_BGRAD, 0)] + \
-    [(EPI_DACT | EPI_BGRAD, a) for a in (1, 2, 3)]
+_CODES = [ACT_CODE[n] for n in ACTS if n]  # every activation row of the op table
+EPILOGUES = [(EPI_NONE, 0), (EPI_BIAS, 0)] + [(EPI_BIAS, a) for a in _CODES] + \
+    [(EPI_NONE, ACT_CODE["tanh"])] + [(EPI_DACT, a) for a in _CODES] + [(EPI_BGRAD, 0)] + \
+    [(EPI_DACT | EPI_BGRAD, a) for a in _CODES]
 
 
 @pytest.mark.parametrize("epi,act", EPILOGUES, ids=[f"epi{e}-act{a}" for e, a in EPILOGUES])

@@ -13,6 +13,8 @@ import pytest
 
 import pygpu
 
+from _helpers import ACT_CODE, ACT_NP, ACTS, act_np, dact_np
+
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 HALF = {"bfloat16": (pygpu.bfloat16, ml_dtypes.bfloat16), "float16": (pygpu.float16, np.float16)}
@@ -74,7 +76,9 @@ def test_half_matmul_batched_and_mixed_dtypes(device):
     assert _f32(z).tolist() == [[0.0] * 3] * 2
 
 
-_EPIS = [(0, 0), (1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3), (4, 0), (6, 1)]  # (epilogue, act)
+_ACT_CODES = [ACT_CODE[n] for n in ACTS if n]  # every activation row of the op table
+_EPIS = ([(0, 0)] + [(1, a) for a in _ACT_CODES] + [(2, a) for a in _ACT_CODES]
+         + [(4, 0), (6, ACT_CODE["relu"])])  # (epilogue, act)
 
 
 @pytest.mark.parametrize("name", sorted(HALF))
@@ -105,10 +109,9 @@ def test_half_gemm_every_epilogue_alpha_beta_and_output(name, out, epi, act):
             ref = ref + bias[0]
         y = aux.astype(np.float64)
         if epi & 2:
-            ref = {1: np.where(y > 0, ref, 0), 2: ref * (1 - y * y), 3: ref * y * (1 - y)}[act]
+            ref = dact_np(ref, y, act)
         else:
-            ref = {0: ref, 1: np.maximum(ref, 0), 2: np.tanh(ref),
-                   3: 1 / (1 + np.exp(-ref))}[act]
+            ref = act_np(ref, act)
         tol = TOL[name] if out == "same" else 1e-5
         got = _f32(pc)
         np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * 4)
@@ -250,7 +253,7 @@ def test_float32_casts_round_to_nearest_even_with_specials(name):
 # ---- fused linear on half tensors ------------------------------------------------------------
 
 @pytest.mark.parametrize("name", sorted(HALF))
-@pytest.mark.parametrize("act", [None, "relu", "tanh", "sigmoid"])
+@pytest.mark.parametrize("act", ACTS)
 def test_half_linear_forward_and_backward(device, name, act):
     dt, nd = HALF[name]
     rng = np.random.default_rng(7)
@@ -264,11 +267,11 @@ def test_half_linear_forward_and_backward(device, name, act):
     y.backward(pygpu.tensor(g, device=device).astype(dt))
     xf, wf, bf, gf = (_rounded(v, nd) for v in (x, w, b, g))
     z = xf @ wf.T + bf
-    yr = {None: z, "relu": np.maximum(z, 0), "tanh": np.tanh(z), "sigmoid": 1 / (1 + np.exp(-z))}[act]
+    yr = ACT_NP[act][0](z)
     tol = TOL[name]
     np.testing.assert_allclose(_f32(y), yr, rtol=2 * tol, atol=2 * tol)
     yv = _f32(y)
-    dz = gf * {None: 1.0, "relu": yv > 0, "tanh": 1 - yv * yv, "sigmoid": yv * (1 - yv)}[act]
+    dz = gf * ACT_NP[act][1](yv)
     for got, ref in ((px.grad, dz @ wf), (pw.grad, dz.T @ xf), (pb.grad, dz.sum(0))):
         assert got.dtype is dt
         scale = np.abs(ref).max()

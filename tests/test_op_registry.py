@@ -29,7 +29,8 @@ def _resolve(qualified):
 
 def test_the_table_is_well_formed():
     assert len(NAMES) == len(set(NAMES)), "two rows share a name"
-    families = {"binary", "unary", "reduce", "matmul", "view", "copy", "create", "train"}
+    families = {"binary", "unary", "reduce", "matmul", "view", "copy", "create", "train", "select",
+                "composite"}
     for name, family, node, py, grad in TABLE:
         assert family in families, (name, family)
         assert py, f"{name}: no Python name reaches it"
@@ -67,22 +68,32 @@ def _leaf(*shape, dtype=np.float32):
     return t.requires_grad_()
 
 
-# How to run each op on a leaf that requires grad (for the recording check).
-_RECORDED = {
-    "binary": lambda name: getattr(_C, name)(_leaf(3), _leaf(3)),
-    "unary": lambda name: getattr(_C, name)(_leaf(3)),
-    "reduce": lambda name: getattr(_C, name)(_leaf(3, 2), axis=0),
-}
+def _elementwise_fn(row):
+    """How to call a binary/unary row: pygpu.<name> when generated, else its Tensor method."""
+    name, py = row[0], row[3]
+    if "pygpu." + name in py:
+        return getattr(_C, name)
+    method = next(q.split(".")[1] for q in py if q.startswith("Tensor.") and "__" not in q
+                  and not q.endswith("_"))
+    return lambda x, *rest: getattr(x, method)(*rest)
 
 
-@pytest.mark.parametrize("name,family,grad", [(r[0], r[1], r[4]) for r in TABLE
-                                               if r[1] in _RECORDED and r[0] != "logical_not"],
-                         ids=lambda v: str(v))
-def test_recording_follows_the_table(name, family, grad):
+# rows whose `in` column refuses float tensors (so no float leaf reaches them)
+_INT_ONLY = {r[0] for r in TABLE if r[0].startswith("bitwise_")} | {"logical_not"}
+
+
+@pytest.mark.parametrize("row", [r for r in TABLE if r[1] in ("binary", "unary", "reduce")
+                                 and r[0] not in _INT_ONLY], ids=lambda r: r[0])
+def test_recording_follows_the_table(row):
+    """A differentiable row records its grad_fn from a leaf that requires grad; a row
+    declared not differentiable records nothing (bitwise rows take no float leaf)."""
+    name, family, _, _, grad = row
     x, y = _leaf(3), _leaf(3)
-    op = {"equal": x.__eq__, "not_equal": x.__ne__, "less": x.__lt__, "less_equal": x.__le__,
-          "greater": x.__gt__, "greater_equal": x.__ge__}.get(name)
-    out = op(y) if op else _RECORDED[family](name)
+    if family == "reduce":
+        out = getattr(_C, name)(_leaf(3, 2), axis=0)
+    else:
+        fn = _elementwise_fn(row)
+        out = fn(x) if family == "unary" else fn(x, y)
     if grad is None:
         assert out.grad_fn is None
     else:
@@ -121,16 +132,21 @@ def _xent_backward():
     return logits.grad
 
 
-_COMPARE = {"equal": "__eq__", "not_equal": "__ne__", "less": "__lt__", "less_equal": "__le__",
-            "greater": "__gt__", "greater_equal": "__ge__"}
+def _run_elementwise(row):
+    """Run a binary/unary row on sim with inputs it takes (bool for the bitwise/logical
+    rows that refuse floats)."""
+    fn = _elementwise_fn(row)
+    n = 2 if row[1] == "binary" else 1
+    try:
+        return fn(*[_sim(5) for _ in range(n)])
+    except TypeError:
+        return fn(*[_sim(5) > 0 for _ in range(n)])
+
+
 RUN_NODE = {
-    **{n: (lambda n=n: getattr(_C, n)(_sim(5), _sim(5))) for n in
-       ("add", "subtract", "multiply", "divide", "maximum", "minimum")},
-    **{n: (lambda n=n: getattr(_sim(5), _COMPARE[n])(_sim(5))) for n in _COMPARE},
-    **{n: (lambda n=n: getattr(_C, n)(_sim(5))) for n in
-       ("negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu")},
-    "logical_not": lambda: pygpu.logical_not(pygpu.ones(5, dtype=pygpu.bool_, device="sim:0")),
+    **{r[0]: (lambda r=r: _run_elementwise(r)) for r in TABLE if r[1] in ("binary", "unary")},
     **{n: (lambda n=n: getattr(_C, n)(_sim(3, 4), axis=0)) for n in ("sum", "max", "min", "argmax")},
+    "where": lambda: pygpu.where(_sim(5) > 0, _sim(5), _sim(5)),
     "matmul": lambda: _sim(3, 4) @ _sim(4, 2),
     "copy": lambda: _sim(5).astype(pygpu.float64),
     "fill": lambda: pygpu.zeros(5, device="sim:0"),
@@ -201,3 +217,91 @@ def test_every_op_has_its_op_table_row():
     missing = [n for n in NAMES if n not in ELSEWHERE
                and not any(r == ROW_OF.get(n, n) or r.startswith(ROW_OF.get(n, n) + "_") for r in rows)]
     assert not missing, f"ops without a row in tests/test_ops_table.py: {missing}"
+
+
+# ---- the lists generated from the table agree with it (a list kept by hand would drift) ----
+
+def test_pygpu_exports_every_generated_function_of_the_table():
+    generated = {q[len("pygpu."):] for row in TABLE for q in row[3]
+                 if q.startswith("pygpu.") and q.count(".") == 1
+                 and callable(getattr(_C, q[len("pygpu."):], None))}
+    assert generated <= set(pygpu.__all__), sorted(generated - set(pygpu.__all__))
+    for name in generated:
+        assert getattr(pygpu, name) is getattr(_C, name), name
+
+
+def test_the_activations_are_the_tables_rows_everywhere():
+    from pygpu.nn import layers, memory
+    import _helpers
+
+    acts = _C._act_table()
+    names = [name for name, _, _ in acts]
+    assert [code for _, code, _ in acts] == list(range(1, len(acts) + 1)), "codes: 1.. in order"
+    assert _train_ops._ACTS == {None: 0, **{n: c for n, c, _ in acts}}
+    assert layers._ACTIVATIONS == tuple(names)
+    assert {cls.__name__: n for cls, n in layers._FUSABLE.items()} == {m: n for n, _, m in acts}
+    assert set(memory._ELEMENTWISE) == set(layers._FUSABLE)
+    assert set(_helpers.ACT_NP) == {None, *names}, "tests/_helpers.py: a NumPy reference per row"
+    for cls, name in layers._FUSABLE.items():  # the module computes what the fused op does
+        x = pygpu.tensor(np.linspace(-2, 2, 7))
+        np.testing.assert_allclose(cls()(x).numpy(), _helpers.ACT_NP[name][0](x.numpy()),
+                                   rtol=1e-12)
+
+
+def test_the_dtypes_are_the_dtype_tables_rows():
+    from pygpu import _dtype
+
+    rows, text = _C._dtype_table()
+    assert [(d.name, d._code, d.itemsize, d.is_floating_point) for d in _dtype.ALL] == list(rows)
+    assert [d._code for d in _dtype.ALL] == list(range(len(rows)))
+    assert (_dtype.bool_, _dtype.int64, _dtype.float32, _dtype.float64, _dtype.float16,
+            _dtype.bfloat16) == _dtype.ALL
+    for name, *_ in rows:
+        assert name in text
+        assert pygpu.zeros(1, dtype=name).dtype is _dtype.to_dtype(name)
+    for bad in (lambda: _dtype.to_dtype("int32"), lambda: pygpu.zeros(1).to("int32")):
+        with pytest.raises(TypeError, match=text):
+            bad()
+    with pytest.raises(ValueError, match=text):  # to("x") names the dtypes too (_hooks.py)
+        pygpu.zeros(1).to("nodevice")
+    with pytest.raises(TypeError, match=text):  # and so does the C side
+        pygpu.tensor(np.zeros(2, dtype=np.int32))
+
+
+def test_the_elementwise_columns_hold():
+    """Each binary/unary op's `in` and `out` columns (pg_ops.def) against what it does:
+    the dtypes it takes, refuses or computes in, and its result dtype."""
+    kinds = {"bool": np.array([True, False]), "int64": np.array([3, -2]),
+             "float32": np.array([1.5, -2.0], np.float32)}
+    for name, family, _, py, grad in TABLE:
+        if family not in ("binary", "unary") or not callable(getattr(_C, name, None)):
+            continue
+        fn = getattr(_C, name)
+        for dt, arr in kinds.items():
+            x = pygpu.tensor(arr)
+            try:
+                out = fn(x) if family == "unary" else fn(x, x)
+            except TypeError as e:
+                assert name in str(e) and dt in str(e), (name, dt, str(e))
+                continue
+            assert out.shape == x.shape, name
+            if grad is None and out.dtype == pygpu.bool_:
+                continue  # compares and predicates
+            assert out.dtype.is_floating_point or out.dtype == x.dtype, (name, dt, out.dtype)
+
+
+def test_the_worked_example_in_docs_architecture_is_the_code():
+    """docs/architecture.md shows an op's four places: each line it quotes is in the file
+    it names, so the example cannot drift from the code."""
+    import os
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    text = open(os.path.join(root, "docs", "architecture.md")).read()
+    section = text[text.index("## Adding an op"):text.index("## Adding a backend")]
+    steps = re.findall(r"\*\*\d\. [^*]+\*\* \(`([^`]+)`.*?```(?:text|python)\n(.*?)```", section, re.S)
+    assert len(steps) == 4, "the four places, each with its file and its code"
+    for path, code in steps:
+        source = open(os.path.join(root, path)).read()
+        for line in code.strip("\n").split("\n"):
+            assert line in source, f"{path} no longer has: {line!r}"

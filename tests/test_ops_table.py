@@ -18,7 +18,7 @@ import pytest
 
 import pygpu
 
-from _helpers import TENSOR_TYPE, random_array, same_device, to_device
+from _helpers import ACT_CODE, ACT_NP, ACTS, TENSOR_TYPE, random_array, same_device, to_device
 
 # A DeprecationWarning from pygpu (e.g. __int__ returning a bool) is a bug here.
 pytestmark = pytest.mark.filterwarnings("error::DeprecationWarning")
@@ -334,10 +334,8 @@ _LIN = cases((a(5, 3), a(4, 3), a(4)), (a(1, 1), a(1, 1), a(1)), (a(0, 3), a(4, 
              (tr(3, 5), a(4, 3), a(4)), (a(5, 3), tr(3, 4), a(4)), (a(64, 33), a(17, 33), a(17)),
              # cut by the scheduler: output-feature slices (dW, db), panels of y and dx
              (a(64, 70), a(130, 70), a(130)), (a(48, 70), a(10, 70), a(10)))
-_ACT_NP = {None: lambda z: z, "relu": lambda z: np.maximum(z, 0), "tanh": np.tanh,
-           "sigmoid": lambda z: 1 / (1 + np.exp(-z))}
-_DACT_NP = {None: lambda y: np.ones_like(y), "relu": lambda y: (y > 0).astype(y.dtype),
-            "tanh": lambda y: 1 - y * y, "sigmoid": lambda y: y * (1 - y)}
+_ACT_NP = {name: f for name, (f, _) in ACT_NP.items()}  # the op table's activations (_helpers)
+_DACT_NP = {name: df for name, (_, df) in ACT_NP.items()}
 
 
 def _lin_ref(act):
@@ -348,8 +346,7 @@ def _lin_bwd(act):
     def fn(x, w, b):
         y = pygpu.nn.functional.linear(x, w, b, act)
         dy = y * 0.5 + 1.0  # an upstream gradient that depends on the data
-        return list(pygpu._C._linear_bwd(dy, x, w, y, {None: 0, "relu": 1, "tanh": 2,
-                                                        "sigmoid": 3}[act], True, True))
+        return list(pygpu._C._linear_bwd(dy, x, w, y, ACT_CODE[act], True, True))
 
     def ref(x, w, b):
         y = _lin_ref(act)(x, w, b)
@@ -359,7 +356,7 @@ def _lin_bwd(act):
     return fn, ref
 
 
-for _act in (None, "relu", "tanh", "sigmoid"):
+for _act in ACTS:
     row(f"linear_fwd_{_act or 'none'}",
         lambda x, w, b, act=_act: pygpu.nn.functional.linear(x, w, b, act), _lin_ref(_act), _LIN,
         FLOATS, tol="fused")
@@ -458,6 +455,149 @@ row("unscale_", _unscale_fn,
     cases((a(7),), (a(3, 4),), (a(1),)), FLOATS, tol="fused", kind="tensors")
 
 
+# --- the op table's newer elementwise ops: predicates, rounding, pow, logic, bits, where,
+# clamp, the comparison methods, and the in-place variants (PyTorch's semantics: rounding an
+# int64 gives it back, sign(NaN) is 0, round halves to even, a bool result for predicates) ---
+def _int_same(f):
+    return lambda x: x.copy() if x.dtype.kind in "iub" else f(x)
+
+
+_NEW_UNARY = {
+    "sign": (lambda x: x.copy() if x.dtype == np.bool_ else
+             np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype), STORAGE, "any"),
+    "floor": (_int_same(np.floor), NUMERIC16, "any"),
+    "ceil": (_int_same(np.ceil), NUMERIC16, "any"),
+    "round": (_int_same(np.rint), NUMERIC16, "any"),
+    "trunc": (_int_same(np.trunc), NUMERIC16, "any"),
+    "reciprocal": (lambda x: 1 / x, NUMERIC16, "nonzero"),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), NUMERIC16, "positive"),
+    "isnan": (np.isnan, STORAGE, "any"),
+    "isfinite": (np.isfinite, STORAGE, "any"),
+}
+for _name, (_ref, _dts, _dom) in _NEW_UNARY.items():
+    _tol = "exact" if _name in ("sign", "floor", "ceil", "round", "trunc", "isnan", "isfinite") else "elementwise"
+    row(_name, getattr(pygpu, _name), _ref, UNARY, _dts, (_dom,), tol=_tol)
+    row(_name + "_method", lambda x, _n=_name: getattr(x, _n)(), _ref, UNARY, _dts, (_dom,), tol=_tol)
+    row(_name + "_big", getattr(pygpu, _name), _ref, BIG_UNARY, _dts, (_dom,), tol=_tol)
+row("pow", pygpu.pow, np.power, BINARY, NUMERIC16, ("any", "positive"))
+row("pow_operator", lambda x, y: x ** y, np.power, BINARY, NUMERIC16, ("any", "positive"))
+row("pow_big", pygpu.pow, np.power, BIG_BINARY, NUMERIC_BIG, ("any", "positive"))
+row("pow_mixed", pygpu.pow, np.power, MIXED, MIXED_PAIRS[:4], ("any", "positive"))
+row("pow_scalar", lambda x: x ** 2, lambda x: x ** 2, UNARY, NUMERIC16)
+row("pow_scalar_float", lambda x: x.pow(0.5), lambda x: x ** 0.5, UNARY, FLOATS + HALF, ("positive",))
+row("pow_rscalar", lambda x: 2.0 ** x, lambda x: 2.0 ** x, UNARY, FLOATS + HALF)
+for _name in ("logical_and", "logical_or", "logical_xor"):
+    row(_name, getattr(pygpu, _name), _np(_name), BINARY, STORAGE, tol="exact")
+    row(_name + "_method", lambda x, y, _n=_name: getattr(x, _n)(y), _np(_name), MIXED, MIXED_PAIRS,
+        tol="exact")
+for _name, _f in [("bitwise_and", lambda x, y: x & y), ("bitwise_or", lambda x, y: x | y),
+                  ("bitwise_xor", lambda x, y: x ^ y)]:
+    row(_name, getattr(pygpu, _name), _np(_name), BINARY, ("bool", "int64"), tol="exact")
+    row(_name + "_operator", _f, _np(_name), BINARY, ("bool", "int64"), tol="exact")
+    row(_name + "_mixed", _f, _np(_name), MIXED, (("bool", "int64"), ("int64", "bool")), tol="exact")
+row("bitwise_and_scalar", lambda x: x & True, lambda x: x & True, UNARY, ("bool", "int64"), tol="exact")
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    _ref = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+            "gt": np.greater, "ge": np.greater_equal}[_name]
+    row(_name + "_method", lambda x, y, _n=_name: getattr(x, _n)(y), _ref, BINARY, STORAGE,
+        tol="exact")
+row("maximum_method", lambda x, y: x.maximum(y), np.maximum, BINARY, NUMERIC16)
+row("add_alpha", lambda x, y: x.add(y, alpha=2), lambda x, y: x + 2 * y, BINARY, NUMERIC)
+row("sub_alpha", lambda x, y: x.sub(y, alpha=0.5), lambda x, y: x - 0.5 * y, BINARY, FLOATS)
+
+WHERE = cases(
+    (a(3, 4), a(3, 4), a(3, 4)), (a(3, 1), a(4), a()), (a(), a(2, 3), a(3)), (a(7), a(7), a(1)),
+    (tr(4, 3), a(3, 4), tr(4, 3)), (COLSTEP, a(3, 3), a(1, 3)),
+    (STEP9, a(5), In((10,), lambda x: x[1::2], "10[1::2]")), (a(0, 3), a(3), a(1, 3)), (a(0), a(0), a()),
+    (PERM, a(4), a(2, 1)),
+)
+row("where", pygpu.where, np.where, WHERE, tuple(("bool", d, d) for d in STORAGE), tol="exact")
+row("where_mixed", pygpu.where, np.where, WHERE[:3],
+    tuple(("bool",) + p for p in MIXED_PAIRS[:7]), tol="exact")
+row("where_scalar", lambda c, x: pygpu.where(c, x, 0.5), lambda c, x: np.where(c, x, 0.5),
+    cases((a(3, 4), a(3, 4)), (a(4), tr(4, 3)), (a(), a(5))), (("bool", "float32"),
+    ("bool", "float64"), ("bool", "int64")), tol="exact")
+row("where_method", lambda c, x, y: x.where(c, y), np.where, WHERE[:4], (("bool", "float32", "float32"),), tol="exact")
+row("where_big", pygpu.where, np.where, cases((a(257, 389), a(257, 389), a(389)),
+                                               (a(100003), a(100003), a())),
+    tuple(("bool", d, d) for d in STORAGE), tol="exact")
+
+row("clamp", lambda x: pygpu.clamp(x, -0.5, 0.5), lambda x: np.clip(x, -0.5, 0.5), UNARY, NUMERIC16)
+row("clamp_int", lambda x: x.clamp(-2, 3), lambda x: np.clip(x, -2, 3), UNARY, NUMERIC16)
+row("clamp_min", lambda x: x.clamp(min=0), lambda x: np.maximum(x, 0).astype(x.dtype), UNARY, NUMERIC16)
+row("clamp_max", lambda x: x.clip(max=1), lambda x: np.minimum(x, 1).astype(x.dtype), UNARY, NUMERIC16)
+row("clamp_tensors", lambda x, lo, hi: x.clamp(lo, hi), lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+    cases((a(3, 4), a(4), a(3, 1)), (tr(4, 3), a(), a(3, 4)), (a(0, 2), a(2), a())), NUMERIC16)
+row("clip_function", lambda x: pygpu.clip(x, -1, 1), lambda x: np.clip(x, -1, 1), UNARY, NUMERIC16)
+row("clamp_big", lambda x: x.clamp(-0.5, 0.5), lambda x: np.clip(x, -0.5, 0.5), BIG_UNARY, NUMERIC_BIG)
+
+
+# In-place rows write a fresh copy of the first input laid out as a view (every other
+# element of a buffer, or a transpose), so the table's inputs stay untouched and each
+# in-place kernel meets a non-contiguous self; they return self.
+def _fresh(x):
+    if x.ndim == 0:
+        return x.clone()
+    if x.ndim == 1:
+        buf = pygpu.zeros(2 * x.shape[0], dtype=x.dtype, device=x.device)
+        view = buf[::2]
+        view.copy_(x)
+        return view
+    return x.transpose().clone().transpose()
+
+
+def _inplace(name, *args, **kwargs):
+    def fn(x, *rest):
+        y = _fresh(x)
+        out = getattr(y, name)(*rest, *args, **kwargs)
+        assert out is y, f"{name} returned a new tensor, not self"
+        return y
+    return fn
+
+
+INPLACE = cases(
+    (a(), a()), (a(7), a(7)), (a(3, 4), a(3, 4)), (a(2, 3, 4), a(4)), (a(2, 3, 4), a(3, 1)),
+    (a(5), a()), (a(0, 3), a(1, 3)), (tr(4, 3), a(3, 4)), (tr(4, 3), a(3, 1)),
+    (STEP9, In((10,), lambda x: x[1::2], "10[1::2]")), (COLSTEP, a(3, 3)), (PERM, a(4)),
+)
+for _name, _ref, _dts, _dom in [
+    ("add_", lambda x, y: x + y, NUMERIC16, ("any",)), ("sub_", lambda x, y: x - y, NUMERIC16, ("any",)),
+    ("mul_", lambda x, y: x * y, NUMERIC16, ("any",)),
+    ("div_", lambda x, y: x / y, FLOATS + HALF, ("any", "nonzero")),
+    ("pow_", np.power, NUMERIC16, ("any", "positive")),
+]:
+    row("inplace_" + _name, _inplace(_name), _ref, INPLACE, _dts, _dom)
+row("inplace_add__big", _inplace("add_"), lambda x, y: x + y, BIG_BINARY[:3], NUMERIC_BIG)
+# (alpha scales `other` first: a half result is rounded twice, so the half dtypes are left out)
+row("inplace_add__alpha", _inplace("add_", alpha=3), lambda x, y: x + 3 * y, INPLACE, NUMERIC)
+_INPLACE_MIXED = cases((a(3, 4), a(3, 4)), (tr(4, 3), a(3, 4)), (a(3, 4), a(4)), (a(0, 2), a(2)))
+row("inplace_add__cast", _inplace("add_"), lambda x, y: (x + y).astype(x.dtype), _INPLACE_MIXED,
+    (("float32", "float64"), ("float32", "int64"), ("float64", "float16"), ("int64", "bool"),
+     ("float16", "float32")))
+row("inplace_div__int_divisor", _inplace("div_"), lambda x, y: (x / y).astype(x.dtype), _INPLACE_MIXED,
+    (("float32", "int64"),), ("any", "nonzero"))
+row("inplace_mul__scalar", _inplace("mul_", 2.5), lambda x: (x * 2.5).astype(x.dtype), UNARY, FLOATS + HALF)
+row("inplace_add__scalar_int", _inplace("add_", 3), lambda x: x + 3, UNARY, NUMERIC16)
+row("inplace_clamp_", _inplace("clamp_", -0.5, 0.5), lambda x: np.clip(x, -0.5, 0.5), UNARY, FLOATS + HALF)
+row("inplace_clamp__int", _inplace("clamp_", -2, 3), lambda x: np.clip(x, -2, 3), UNARY, ("int64",))
+row("inplace_clip_", _inplace("clip_", max=0), lambda x: np.minimum(x, 0).astype(x.dtype), UNARY, NUMERIC16)
+for _name, _ref, _dts, _dom in [
+    ("abs_", np.abs, NUMERIC16, "any"), ("neg_", np.negative, NUMERIC16, "any"),
+    ("exp_", np.exp, FLOATS + HALF, "any"), ("log_", np.log, FLOATS + HALF, "positive"),
+    ("sqrt_", np.sqrt, FLOATS + HALF, "positive"), ("tanh_", np.tanh, FLOATS + HALF, "any"),
+    ("sigmoid_", lambda x: 1 / (1 + np.exp(-x)), FLOATS + HALF, "any"),
+    ("relu_", lambda x: np.maximum(x, 0).astype(x.dtype), NUMERIC16, "any"),
+    ("sign_", _NEW_UNARY["sign"][0], NUMERIC16, "any"), ("floor_", _NEW_UNARY["floor"][0], NUMERIC16, "any"),
+    ("ceil_", _NEW_UNARY["ceil"][0], NUMERIC16, "any"), ("round_", _NEW_UNARY["round"][0], NUMERIC16, "any"),
+    ("trunc_", _NEW_UNARY["trunc"][0], NUMERIC16, "any"),
+    ("reciprocal_", lambda x: 1 / x, FLOATS + HALF, "nonzero"),
+    ("rsqrt_", lambda x: 1 / np.sqrt(x), FLOATS + HALF, "positive"),
+    ("logical_not_", np.logical_not, ("bool",), "any"),
+]:
+    row("inplace_" + _name, _inplace(_name), _ref, UNARY, _dts, (_dom,),
+        tol="exact" if _name in ("abs_", "neg_", "relu_", "sign_", "floor_", "ceil_", "round_", "trunc_",
+                                 "logical_not_") else "elementwise")
+
 REQUIRED = (
     "linear_fwd linear_bwd linear_nobias cross_entropy_fwd cross_entropy_bwd cat sgd adam unscale_ "
     "add sub mul div neg abs maximum minimum eq ne lt le gt ge matmul_operator matmul_function "
@@ -465,7 +605,11 @@ REQUIRED = (
     "newaxis T transpose_reverse transpose_axes reshape_flat contiguous clone astype to_dtype "
     "to_cpu cpu_method iterate shape ndim numel nbytes len dtype_name is_contiguous tolist item "
     "float int bool scalar_add scalar_radd scalar_sub scalar_rsub scalar_mul scalar_rmul "
-    "scalar_div scalar_rdiv"
+    "scalar_div scalar_rdiv sign floor ceil round trunc reciprocal rsqrt isnan isfinite pow "
+    "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor where clamp "
+    "eq_method ne_method lt_method le_method gt_method ge_method inplace_add_ inplace_sub_ "
+    "inplace_mul_ inplace_div_ inplace_pow_ inplace_clamp_ inplace_abs_ inplace_exp_ "
+    "inplace_sqrt_ inplace_neg_"
 ).split()
 
 
@@ -582,6 +726,23 @@ def test_op_matches_numpy(op, dtypes, case, device):
         _check_tensor(got, ref, op, arrays, device)
     for k, (t, x) in enumerate(zip(tensors, arrays)):  # ops never write their inputs
         np.testing.assert_array_equal(t.numpy(), x, err_msg=f"input {k} changed")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_predicates_sign_and_rounding_on_special_values(device, dtype):
+    """NaN, infinities, signed zeros and halves, which random data never draws: isnan and
+    isfinite as NumPy, sign(NaN) = 0 as PyTorch, round halves to even."""
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.0],
+                 dtype=dtype)
+    t = to_device(x, device)
+    with np.errstate(all="ignore"):
+        for name, ref in [("isnan", np.isnan(x)), ("isfinite", np.isfinite(x)),
+                          ("sign", np.where(np.isnan(x), 0, np.sign(x)).astype(dtype)),
+                          ("round", np.rint(x)), ("floor", np.floor(x)), ("ceil", np.ceil(x)),
+                          ("trunc", np.trunc(x)), ("reciprocal", 1 / x)]:
+            got = getattr(pygpu, name)(t).numpy()
+            assert got.dtype == ref.dtype, name
+            np.testing.assert_array_equal(got, ref, err_msg=name)
 
 
 def test_table_covers_every_op():

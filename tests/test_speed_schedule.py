@@ -12,8 +12,7 @@ import pytest
 import pygpu
 from pygpu import _C
 
-ACTS = [None, "relu", "tanh", "sigmoid"]
-CODES = {None: 0, "relu": 1, "tanh": 2, "sigmoid": 3}
+from _helpers import ACT_CODE as CODES, ACT_NP, ACTS  # noqa: E402  (the op table's activations)
 
 
 @pytest.fixture
@@ -24,13 +23,11 @@ def threads():
 
 
 def _act(v, act):
-    return {None: v, "relu": np.maximum(v, 0), "tanh": np.tanh(v),
-            "sigmoid": 1 / (1 + np.exp(-v))}[act]
+    return ACT_NP[act][0](v)
 
 
 def _dact(y, act):
-    return {None: np.ones_like(y), "relu": (y > 0).astype(y.dtype), "tanh": 1 - y * y,
-            "sigmoid": y * (1 - y)}[act]
+    return ACT_NP[act][1](y)
 
 
 @pytest.mark.parametrize("act", ACTS)

@@ -67,10 +67,12 @@ static int from_npy_type(PyArray_Descr *d)
             return PG_INT64;
     }
     PyObject *name = PyObject_Str((PyObject *)d);
+    char names[160];
+    pg_dtype_list(names, sizeof names);
     PyErr_Format(PyExc_TypeError,
-                 "unsupported dtype %S: pygpu supports float32, float64, float16, int64 and bool; "
+                 "unsupported dtype %S: pygpu supports %s; "
                  "convert with a.astype(np.float32) (or another of those) first",
-                 name ? name : Py_None);
+                 name ? name : Py_None, names);
     Py_XDECREF(name);
     return -1;
 }
@@ -592,12 +594,16 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
         if (dl_types[i].code == dl->dtype.code && dl_types[i].bits == dl->dtype.bits && dl->dtype.lanes == 1)
             dt = i;
     const char *why = NULL;
+    char why_dtype[200] = "unsupported DLPack dtype: pygpu supports ";
     bool on_cuda = dl->device.device_type == kDLCUDA || dl->device.device_type == kDLCUDAManaged;
     if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost && !on_cuda)
         why = "only host (CPU) and CUDA memory can be imported";
     else if (dt < 0)
-        why = "unsupported DLPack dtype: pygpu supports float32, float64, float16, bfloat16, "
-              "int64 and bool";
+    {
+        size_t k = strlen(why_dtype);
+        pg_dtype_list(why_dtype + k, sizeof why_dtype - k);
+        why = why_dtype;
+    }
     else if (dl->ndim < 0 || dl->ndim > PG_MAX_DIMS)
         why = "too many dimensions";
     if (why) {

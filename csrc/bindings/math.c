@@ -37,11 +37,10 @@ static PyObject *f_matmul(PyObject *mod, PyObject *args)
             return NULL;                                             \
         return pg_py_binary(a, b, OP);                               \
     }
-/* The op table's FN / FN_METHOD rows get a module function; NONE rows an operator only. */
+/* The op table's FN rows get a module function; NONE rows none. */
 #define GEN_FN(...) __VA_ARGS__
-#define GEN_FN_METHOD(...) __VA_ARGS__
 #define GEN_NONE(...)
-#define PG_BINARY(ID, name, gen, py, grad, doc) GEN_##gen(BINARY_FN(name, PG_BIN_##ID))
+#define PG_BINARY(ID, name, gen, ...) GEN_##gen(BINARY_FN(name, PG_BIN_##ID))
 #include "../core/pg_ops.def"
 
 #define UNARY_FN(NAME, OP)                                           \
@@ -52,7 +51,7 @@ static PyObject *f_matmul(PyObject *mod, PyObject *args)
             return NULL;                                             \
         return pg_unary_call(x, OP);                                 \
     }
-#define PG_UNARY(ID, name, gen, py, grad, doc) GEN_##gen(UNARY_FN(name, PG_UN_##ID))
+#define PG_UNARY(ID, name, gen, ...) GEN_##gen(UNARY_FN(name, PG_UN_##ID))
 #include "../core/pg_ops.def"
 
 #define REDUCE_FN(NAME, OP)                                                          \
@@ -73,7 +72,7 @@ static PyObject *f_matmul(PyObject *mod, PyObject *args)
         Py_DECREF(rest);                                                             \
         return r;                                                                    \
     }
-#define PG_REDUCE(ID, name, py, grad, doc) REDUCE_FN(name, PG_RED_##ID)
+#define PG_REDUCE(ID, name, py, grad, doc, ...) REDUCE_FN(name, PG_RED_##ID)
 #include "../core/pg_ops.def"
 REDUCE_FN(mean, -1) /* a sum, then a divide (pg_op_mean) */
 
@@ -82,10 +81,10 @@ REDUCE_FN(mean, -1) /* a sum, then a divide (pg_op_mean) */
 static const struct {
     const char *name, *family, *node, *py, *grad;
 } g_op_rows[] = {
-#define PG_BINARY(ID, name, gen, py, grad, doc) {#name, "binary", #name, py, grad},
-#define PG_UNARY(ID, name, gen, py, grad, doc) {#name, "unary", #name, py, grad},
-#define PG_REDUCE(ID, name, py, grad, doc) {#name, "reduce", #name, py, grad},
-#define PG_OTHER(name, node, kind, py, grad) {#name, #kind, node, py, grad},
+#define PG_BINARY(ID, name, gen, method, py, grad, ...) {#name, "binary", #name, py, grad},
+#define PG_UNARY(ID, name, gen, method, py, grad, ...) {#name, "unary", #name, py, grad},
+#define PG_REDUCE(ID, name, py, grad, doc, ...) {#name, "reduce", #name, py, grad},
+#define PG_OTHER(name, node, kind, py, grad, ...) {#name, #kind, node, py, grad},
 #include "../core/pg_ops.def"
 };
 
@@ -111,14 +110,59 @@ static PyObject *f_op_table(PyObject *mod, PyObject *noargs)
     return rows;
 }
 
+/* _C._act_table(): ((name, code, nn module name), ...), the fused layers' activations
+ * (pg_ops.def's PG_ACT rows; code 0, no activation, has no row). */
+static PyObject *f_act_table(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    return Py_BuildValue("("
+#define PG_ACT(ID, ...) "(sis)"
+#include "../core/pg_ops.def"
+                         ")"
+#define PG_ACT(ID, name, module, ...) , #name, (int)PG_ACT_##ID, module
+#include "../core/pg_ops.def"
+    );
+}
+
+/* _C._dtype_table(): (((name, code, itemsize, is_float), ...), "float32, ... and bool"),
+ * pg_dtype.h's table and the list messages name the dtypes by. */
+static PyObject *f_dtype_table(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    char text[160];
+    pg_dtype_list(text, sizeof text);
+    return Py_BuildValue("((" 
+#define PG_DTYPE_FMT(ID, name, size, is_float, is_half) "(sinN)"
+                         PG_DTYPES(PG_DTYPE_FMT)
+#undef PG_DTYPE_FMT
+                         ")s)"
+#define PG_DTYPE_ARGS(ID, name, size, is_float, is_half) \
+    , name, (int)PG_##ID, (Py_ssize_t)size, PyBool_FromLong(is_float)
+                         PG_DTYPES(PG_DTYPE_ARGS)
+#undef PG_DTYPE_ARGS
+                         , text);
+}
+
+/* elementwise_methods.c: the ops made of several nodes */
+PyObject *pg_f_where(PyObject *mod, PyObject *args, PyObject *kwargs);
+PyObject *pg_f_clamp(PyObject *mod, PyObject *args, PyObject *kwargs);
+PyObject *pg_f_clip(PyObject *mod, PyObject *args, PyObject *kwargs);
+
 #define KW (PyCFunction)(void (*)(void))
 PyMethodDef pg_math_functions[] = {
     {"matmul", f_matmul, METH_VARARGS, "matmul(a, b): matrix product with NumPy's rules (1-D, 2-D, batched 3-D)"},
-#define PG_BINARY(ID, name, gen, py, grad, doc) GEN_##gen({#name, f_##name, METH_VARARGS, doc},)
-#define PG_UNARY(ID, name, gen, py, grad, doc) GEN_##gen({#name, f_##name, METH_O, doc},)
-#define PG_REDUCE(ID, name, py, grad, doc) {#name, KW f_##name, METH_VARARGS | METH_KEYWORDS, doc},
+#define PG_BINARY(ID, name, gen, method, py, grad, doc, ...) GEN_##gen({#name, f_##name, METH_VARARGS, doc},)
+#define PG_UNARY(ID, name, gen, method, py, grad, doc, ...) GEN_##gen({#name, f_##name, METH_O, doc},)
+#define PG_REDUCE(ID, name, py, grad, doc, ...) {#name, KW f_##name, METH_VARARGS | METH_KEYWORDS, doc},
 #include "../core/pg_ops.def"
     {"mean", KW f_mean, METH_VARARGS | METH_KEYWORDS, "mean(x, axis=None, keepdims=False)"},
+    {"where", KW pg_f_where, METH_VARARGS | METH_KEYWORDS, "where(condition, input, other): input where condition (a bool tensor) is true, else other; broadcasting"},
+    {"clamp", KW pg_f_clamp, METH_VARARGS | METH_KEYWORDS, "clamp(input, min=None, max=None): each element into [min, max] (Tensors or numbers; NaN stays NaN)"},
+    {"clip", KW pg_f_clip, METH_VARARGS | METH_KEYWORDS, "clip(input, min=None, max=None): clamp's other name"},
     {"_op_table", f_op_table, METH_NOARGS, "internal: the op table (csrc/core/pg_ops.def) as tuples"},
+    {"_act_table", f_act_table, METH_NOARGS, "internal: the fused layers' activations (pg_ops.def's PG_ACT rows)"},
+    {"_dtype_table", f_dtype_table, METH_NOARGS, "internal: the dtype table (csrc/core/pg_dtype.h) and the text messages list the dtypes by"},
     {NULL, NULL, 0, NULL},
 };

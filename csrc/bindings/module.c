@@ -31,6 +31,7 @@ static void pg_gil_restore(void *token)
 }
 
 extern PyMethodDef pg_testing_functions[]; /* testing.c: _C._test_* hooks */
+int pg_elementwise_methods_ready(void); /* elementwise_methods.c: the op table's methods */
 
 PyMODINIT_FUNC PyInit__C(void)
 {
@@ -43,7 +44,7 @@ PyMODINIT_FUNC PyInit__C(void)
         return NULL;
     }
     (void)pg_cpu_isa(); /* decided once, before any worker thread asks */
-    if (pg_numpy_init() < 0 || pg_tensor_type_ready() < 0)
+    if (pg_numpy_init() < 0 || pg_tensor_type_ready() < 0 || pg_elementwise_methods_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&pg_module);
     if (!m)

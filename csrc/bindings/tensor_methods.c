@@ -541,7 +541,7 @@ static PyObject *reduce_impl(PyObject *self, int op, PyObject *args, PyObject *k
 
 #define REDUCE_METHOD(NAME, OP) \
     static PyObject *m_##NAME(PyObject *self, PyObject *args, PyObject *kw) { return pg_reduce_call(self, OP, args, kw); }
-#define PG_REDUCE(ID, name, py, grad, doc) REDUCE_METHOD(name, PG_RED_##ID)
+#define PG_REDUCE(ID, name, py, grad, doc, ...) REDUCE_METHOD(name, PG_RED_##ID)
 #include "../core/pg_ops.def"
 REDUCE_METHOD(mean, -1)
 
@@ -550,17 +550,10 @@ PyObject *pg_unary_call(PyObject *self, int op)
     pg_tensor out;
     pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_unary(op, T(self), &out));
     PyObject *r = pg_wrap_result(st, &out);
-    return op == PG_UN_NOT ? r : pg_ag_record(r, pg_unary_name(op), self, NULL, NULL, NULL);
+    return !pg_unary_differentiable(op) ? r : pg_ag_record(r, pg_unary_name(op), self, NULL, NULL, NULL);
 }
 
-#define UNARY_METHOD(NAME, OP) \
-    static PyObject *m_##NAME(PyObject *self, PyObject *noargs) { (void)noargs; return pg_unary_call(self, OP); }
-/* The op table's FN_METHOD rows get a method (pg_ops.def). */
-#define GEN_FN(...)
-#define GEN_FN_METHOD(...) __VA_ARGS__
-#define GEN_NONE(...)
-#define PG_UNARY(ID, name, gen, py, grad, doc) GEN_##gen(UNARY_METHOD(name, PG_UN_##ID))
-#include "../core/pg_ops.def"
+/* The op table's elementwise methods (Tensor.exp, add_, ...): elementwise_methods.c. */
 
 #define KW (PyCFunction)(void (*)(void))
 PyMethodDef pg_tensor_methods[] = {
@@ -582,8 +575,7 @@ PyMethodDef pg_tensor_methods[] = {
     {"tolist", m_tolist, METH_NOARGS, "nested Python lists (an implicit transfer from a device)"},
     {"item", m_item, METH_NOARGS, "the single element as a Python number (an implicit transfer from a device)"},
     {"_host", m_host, METH_O, "internal: host copy counted as an implicit transfer of the given reason"},
-#define PG_REDUCE(ID, name, py, grad, doc) {#name, KW m_##name, METH_VARARGS | METH_KEYWORDS, doc},
-#define PG_UNARY(ID, name, gen, py, grad, doc) GEN_##gen({#name, m_##name, METH_NOARGS, doc},)
+#define PG_REDUCE(ID, name, py, grad, doc, ...) {#name, KW m_##name, METH_VARARGS | METH_KEYWORDS, doc},
 #include "../core/pg_ops.def"
     {"mean", KW m_mean, METH_VARARGS | METH_KEYWORDS, "mean(axis=None, keepdims=False)"},
     {"requires_grad_", KW pg_ag_requires_grad_, METH_VARARGS | METH_KEYWORDS, "requires_grad_(requires_grad=True): set the flag on a leaf; returns self"},

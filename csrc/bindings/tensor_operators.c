@@ -8,6 +8,7 @@
  * that none of those reaches back up into the type's definition. */
 #include "tensor_object.h"
 
+#include <stdio.h>
 #include <string.h>
 
 
@@ -69,7 +70,7 @@ static PyObject *binary(PyObject *a, PyObject *b, int op)
         bool heavy = pg_heavy(ta) || pg_heavy(tb);
         st = PG_CALL(heavy, pg_op_binary(op, ta, tb, &out));
         PyObject *r = pg_wrap_result(st, &out);
-        return PG_BIN_IS_COMPARE(op) ? r : pg_ag_record(r, pg_binary_name(op), a, b, NULL, NULL);
+        return !pg_binary_differentiable(op) ? r : pg_ag_record(r, pg_binary_name(op), a, b, NULL, NULL);
     }
     bool left = !PyTensor_Check(a);
     PyObject *other = left ? a : b;
@@ -82,7 +83,7 @@ static PyObject *binary(PyObject *a, PyObject *b, int op)
         Py_RETURN_NOTIMPLEMENTED;
     st = PG_CALL(pg_heavy(t), pg_op_binary_scalar(op, t, s, left, &out));
     PyObject *res = pg_wrap_result(st, &out);
-    return PG_BIN_IS_COMPARE(op) ? res : pg_ag_record(res, pg_binary_name(op), a, b, NULL, NULL);
+    return !pg_binary_differentiable(op) ? res : pg_ag_record(res, pg_binary_name(op), a, b, NULL, NULL);
 }
 
 static PyObject *nb_add(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_ADD); }
@@ -106,6 +107,71 @@ PyObject *pg_py_binary(PyObject *a, PyObject *b, int op)
         return NULL;
     }
     return r;
+}
+
+static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod)
+{
+    if (mod != Py_None)
+        Py_RETURN_NOTIMPLEMENTED; /* pow(a, b, m): no modular power */
+    return binary(a, b, PG_BIN_POW);
+}
+static PyObject *nb_and(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_AND); }
+static PyObject *nb_or(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_OR); }
+static PyObject *nb_xor(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_XOR); }
+
+/* ---- in place: self.add_(other), self.exp_() ... (the op table's METHOD_INPLACE rows) ---- */
+
+/* Under grad mode, PyTorch refuses an in-place op on a leaf that requires grad. pygpu
+ * keeps no version counters, so it cannot tell whether a saved tensor would be
+ * overwritten: an in-place op on (or with) a tensor in an autograd graph is refused too,
+ * saying what to write instead. */
+int pg_inplace_check(PyObject *self, PyObject *other, const char *name)
+{
+    PyTensor *t = (PyTensor *)self;
+    if (pg_grad_disabled || !(t->requires_grad || pg_ag_req(other)))
+        return 0;
+    if (t->requires_grad && !t->grad_fn) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a leaf Variable that requires grad is being used in an in-place "
+                        "operation.");
+        return -1;
+    }
+    char plain[64]; /* the out-of-place op's name: name without its trailing "_" */
+    snprintf(plain, sizeof plain, "%s", name);
+    size_t n = strlen(plain);
+    if (n && plain[n - 1] == '_')
+        plain[n - 1] = 0;
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s: in-place ops on tensors that take part in autograd are not supported "
+                 "(pygpu keeps no version counter to check the tensors backward saved); write "
+                 "the out-of-place op (x = x.%s(...)) or do it under pygpu.no_grad()",
+                 name, plain);
+    return -1;
+}
+
+/* self <op>= other in place; returns self (a new reference). */
+PyObject *pg_py_binary_(PyObject *self, PyObject *other, int op, const char *name)
+{
+    if (pg_inplace_check(self, other, name) < 0)
+        return NULL;
+    const pg_tensor *t = &((PyTensor *)self)->t;
+    pg_status st;
+    if (PyTensor_Check(other)) {
+        const pg_tensor *o = &((PyTensor *)other)->t;
+        st = PG_CALL(pg_heavy(t) || pg_heavy(o), pg_op_binary_(op, t, o));
+    } else {
+        pg_scalar s;
+        int r = as_scalar(other, (pg_dtype)t->dtype, &s);
+        if (r < 0)
+            return NULL;
+        if (r == 0)
+            return PyErr_Format(PyExc_TypeError, "%s: expected a Tensor or a Python number, got "
+                                                 "%.80s", name, Py_TYPE(other)->tp_name);
+        st = PG_CALL(pg_heavy(t), pg_op_binary_scalar_(op, t, s));
+    }
+    if (st != PG_OK)
+        return pg_raise(st);
+    return Py_NewRef(self);
 }
 
 PyObject *pg_unary_call(PyObject *self, int op);
@@ -200,6 +266,10 @@ static PyNumberMethods tensor_as_number = {
     .nb_subtract = nb_sub,
     .nb_multiply = nb_mul,
     .nb_true_divide = nb_div,
+    .nb_power = nb_pow,
+    .nb_and = nb_and,
+    .nb_or = nb_or,
+    .nb_xor = nb_xor,
     .nb_negative = nb_neg,
     .nb_positive = nb_pos,
     .nb_absolute = nb_abs,

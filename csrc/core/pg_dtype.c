@@ -1,19 +1,35 @@
 /* pg_dtype.c - sizes, names and promotion of element types. */
 #include "pg_dtype.h"
 
+#include <stdio.h>
+
 static const struct {
     const char *name;
-    size_t size; /* mirrored by pg_dtype_size() in the header */
+    size_t size;
     bool is_float;
     bool is_half; /* a 16-bit float: float16 or bfloat16 */
 } pg_dtype_info[PG_NUM_DTYPES] = {
-    [PG_BOOL] = {"bool", 1, false, false},
-    [PG_INT64] = {"int64", 8, false, false},
-    [PG_FLOAT32] = {"float32", 4, true, false},
-    [PG_FLOAT64] = {"float64", 8, true, false},
-    [PG_FLOAT16] = {"float16", 2, true, true},
-    [PG_BFLOAT16] = {"bfloat16", 2, true, true},
+#define PG_DTYPE_INFO(ID, name, size, is_float, is_half) [PG_##ID] = {name, size, is_float, is_half},
+    PG_DTYPES(PG_DTYPE_INFO)
+#undef PG_DTYPE_INFO
 };
+
+void pg_dtype_list(char *buf, size_t len)
+{
+    int order[PG_NUM_DTYPES], n = 0;
+    for (int i = 0; i < PG_NUM_DTYPES; i++) /* floats, in code order */
+        if (pg_dtype_info[i].is_float)
+            order[n++] = i;
+    for (int i = PG_NUM_DTYPES - 1; i >= 0; i--) /* then the others, widest first */
+        if (!pg_dtype_info[i].is_float)
+            order[n++] = i;
+    size_t k = 0;
+    if (len)
+        buf[0] = 0;
+    for (int i = 0; i < n && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%s", i == 0 ? "" : i == n - 1 ? " and " : ", ",
+                              pg_dtype_info[order[i]].name);
+}
 
 bool pg_dtype_valid(int code) { return code >= 0 && code < PG_NUM_DTYPES; }
 const char *pg_dtype_name(pg_dtype dt) { return pg_dtype_info[dt].name; }

@@ -12,20 +12,31 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The dtype table: one row per dtype, in code order (the codes are the row
+ * numbers). Columns: ID (PG_ID), name, size in bytes, is_float, is_half.
+ * The enum, the sizes, pg_dtype.c's names and _C._dtype_table() (from which
+ * pygpu/_dtype.py makes its DType objects and its messages) come from it. */
+#define PG_DTYPES(X)                   \
+    X(BOOL, "bool", 1, false, false)   \
+    X(INT64, "int64", 8, false, false) \
+    X(FLOAT32, "float32", 4, true, false) \
+    X(FLOAT64, "float64", 8, true, false) \
+    X(FLOAT16, "float16", 2, true, true)  /* IEEE binary16 */ \
+    X(BFLOAT16, "bfloat16", 2, true, true) /* the top 16 bits of a float32 */
+
 typedef enum pg_dtype {
-    PG_BOOL = 0,
-    PG_INT64 = 1,
-    PG_FLOAT32 = 2,
-    PG_FLOAT64 = 3,
-    PG_FLOAT16 = 4,  /* IEEE binary16 */
-    PG_BFLOAT16 = 5, /* the top 16 bits of a float32 */
+#define PG_DTYPE_ENUM(ID, name, size, is_float, is_half) PG_##ID,
+    PG_DTYPES(PG_DTYPE_ENUM)
+#undef PG_DTYPE_ENUM
     PG_NUM_DTYPES
 } pg_dtype;
 
 /* Inline (and so usable by the CUDA plugin, which links no core symbol). */
 static inline size_t pg_dtype_size(pg_dtype dt)
 {
-    static const unsigned char sizes[PG_NUM_DTYPES] = {1, 8, 4, 8, 2, 2};
+#define PG_DTYPE_SIZE(ID, name, size, is_float, is_half) size,
+    static const unsigned char sizes[PG_NUM_DTYPES] = {PG_DTYPES(PG_DTYPE_SIZE)};
+#undef PG_DTYPE_SIZE
     return sizes[dt];
 }
 /* float16 or bfloat16 (inline too: backends pick their half kernels by it) */
@@ -34,6 +45,9 @@ const char *pg_dtype_name(pg_dtype dt);
 bool pg_dtype_valid(int code);      /* a known code */
 bool pg_dtype_supported(pg_dtype dt); /* can be stored, cast and moved (every valid code) */
 bool pg_dtype_is_float(pg_dtype dt);
+/* "float32, float64, float16, bfloat16, int64 and bool": every dtype, for messages
+ * (floats first); written into buf (128 bytes are plenty). */
+void pg_dtype_list(char *buf, size_t len);
 
 /* NumPy's promotion for two arrays: bool < int64 < float32 < float64,
  * except int64 with float32 gives float64 (as NumPy does); a 16-bit float

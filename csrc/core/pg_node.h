@@ -16,51 +16,21 @@
 
 #include "pg_tensor.h"
 
+/* The node kinds, from the op table's PG_NODE rows (pg_ops.def says what each
+ * carries). The fused training ops (pg_ops_train.c) take contiguous float operands;
+ * REDUCE: the generic layer passes src0 and dst contiguous; dst keeps the reduced
+ * axis as 1 and has src0's dtype, except argmax (int64) and the sum of
+ * float16/bfloat16 (float32). MATMUL's dst and ARANGE/RANDOM's dst are contiguous. */
 typedef enum pg_op {
-    PG_OP_FILL,   /* dst[...] = scalar */
-    PG_OP_COPY,   /* dst = (dst.dtype) src0, same shape, any strides */
-    PG_OP_BINARY, /* dst = src0 <subop> src1 (or scalar); src dtypes equal */
-    PG_OP_UNARY,  /* dst = <subop>(src0); same dtype */
-    PG_OP_REDUCE, /* dst = <subop> of src0 over axis `reduce.axis`; dst keeps that axis as 1;
-                     the generic layer passes src0 and dst contiguous; dst has src0's dtype,
-                     except argmax (int64) and the sum of float16/bfloat16 (float32) */
-    PG_OP_MATMUL, /* dst(B,M,N) = src0(B,M,K) @ src1(B,K,N); dst contiguous */
-    PG_OP_ARANGE, /* dst[i] = start + i*step; dst contiguous 1-D */
-    PG_OP_RANDOM, /* dst (contiguous, float) = Philox uniform [0,1) or standard normal */
-    /* Fused training ops (pg_ops_train.c). Every operand is contiguous, float32/64;
-     * see pg_ops_train.c for each one's sources and outputs. */
-    PG_OP_LINEAR_FWD, /* y = act(x @ W^T + b) */
-    PG_OP_LINEAR_BWD, /* dx, dW, db from dy and the saved activation output */
-    PG_OP_XENT_FWD,   /* softmax-cross-entropy loss and the softmax */
-    PG_OP_XENT_BWD,   /* d loss / d logits */
-    PG_OP_SGD,        /* one in-place SGD update of a parameter (and its momentum) */
-    PG_OP_ADAM,       /* one in-place Adam update of a parameter and its moments */
-    PG_OP_AMP_UNSCALE, /* g *= inv_scale in place, raising a found-inf flag (pg_ops_amp.c) */
+#define PG_NODE(ID, ...) PG_OP_##ID,
+#include "pg_ops.def"
     PG_NUM_OPS
 } pg_op;
 
-/* The subops, in the op table's order (pg_ops.def). */
-typedef enum pg_binary_op {
-#define PG_BINARY(ID, name, gen, py, grad, doc) PG_BIN_##ID,
-#include "pg_ops.def"
-    PG_NUM_BINARY
-} pg_binary_op;
-#define PG_BIN_IS_COMPARE(op) ((op) >= PG_BIN_EQ)
-
-typedef enum pg_unary_op {
-#define PG_UNARY(ID, name, gen, py, grad, doc) PG_UN_##ID,
-#include "pg_ops.def"
-    PG_NUM_UNARY
-} pg_unary_op;
-
-typedef enum pg_reduce_op {
-#define PG_REDUCE(ID, name, py, grad, doc) PG_RED_##ID,
-#include "pg_ops.def"
-    PG_NUM_REDUCE
-} pg_reduce_op;
-
-/* Activations a fused linear layer applies (subop of PG_OP_LINEAR_*). */
-enum { PG_ACT_NONE = 0, PG_ACT_RELU = 1, PG_ACT_TANH = 2, PG_ACT_SIGMOID = 3, PG_NUM_ACT };
+/* The subop enums (pg_binary_op, pg_unary_op, pg_reduce_op, the activations
+ * PG_ACT_*) and each elementwise op's columns (in/out dtypes, cost), all from
+ * pg_ops.def. */
+#include "pg_op_props.h"
 
 #define PG_NODE_MAX_SRC 4
 #define PG_NODE_MAX_EXTRA 3 /* outputs besides dst */

@@ -49,6 +49,16 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
 pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,
                               pg_tensor *out);
 pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out);
+/* In place (PyTorch's add_, exp_, ...): the result written into `self`, which must have
+ * the broadcast shape, no two elements in one place, and a dtype the result casts to
+ * without changing kind (bool < int64 < float). One node with dst == src0 when the op
+ * computes in self's dtype; else computed aside and copied in. */
+pg_status pg_op_binary_(int op, const pg_tensor *self, const pg_tensor *b);
+pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s);
+pg_status pg_op_unary_(int op, const pg_tensor *self);
+/* where(cond, a, b): cond bool; a and b promoted to one dtype; all three broadcast. */
+pg_status pg_op_where(const pg_tensor *cond, const pg_tensor *a, const pg_tensor *b,
+                      pg_tensor *out);
 /* axes: NULL (naxes ignored) reduces everything; argmax takes at most one axis */
 pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, bool keepdims,
                        pg_tensor *out);

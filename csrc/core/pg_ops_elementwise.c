@@ -17,11 +17,11 @@
 #include "pg_stats.h"
 
 static const char *const bin_names[PG_NUM_BINARY] = {
-#define PG_BINARY(ID, name, gen, py, grad, doc) #name,
+#define PG_BINARY(ID, name, ...) #name,
 #include "pg_ops.def"
 };
 static const char *const un_names[PG_NUM_UNARY] = {
-#define PG_UNARY(ID, name, gen, py, grad, doc) #name,
+#define PG_UNARY(ID, name, ...) #name,
 #include "pg_ops.def"
 };
 
@@ -203,18 +203,49 @@ static pg_status launch_one_input(pg_node *n, const pg_tensor *a, int dt, pg_ten
     return st;
 }
 
+/* The dtype an op computes in, from its operands' common dtype `ct` and its `in`
+ * column (pg_ops.def): one function for every unary and binary op, no op lists. */
+static pg_status compute_dtype(const char *name, int in, int ct, int *compute)
+{
+    bool is_float = pg_dtype_is_float((pg_dtype)ct);
+    const char *dt = pg_dtype_name((pg_dtype)ct);
+    switch (in) {
+    case PG_IN_NUM:
+    case PG_IN_NUMF:
+        if (ct == PG_BOOL)
+            return pg_error_set(PG_ERR_DTYPE,
+                                "%s: arithmetic on bool tensors is not supported; convert first "
+                                "with .astype(pygpu.int64)",
+                                name);
+        if (in == PG_IN_NUMF && !is_float)
+            ct = PG_FLOAT64; /* true division of integers, as NumPy */
+        break;
+    case PG_IN_FLOAT:
+        if (!is_float)
+            ct = ct == PG_BOOL ? PG_FLOAT32 : PG_FLOAT64; /* NumPy gives float64 for int64 */
+        break;
+    case PG_IN_BOOL:
+        if (ct != PG_BOOL)
+            return pg_error_set(PG_ERR_DTYPE, "%s expects a bool tensor, got %s", name, dt);
+        break;
+    case PG_IN_TOBOOL: ct = PG_BOOL; break; /* nonzero is true, as PyTorch's logical ops */
+    case PG_IN_INTBOOL:
+        if (is_float)
+            return pg_error_set(PG_ERR_DTYPE,
+                                "%s takes bool or integer tensors, got %s (as in PyTorch; "
+                                "for a truth test use the logical_* ops)",
+                                name, dt);
+        break;
+    default: break; /* PG_IN_ANY */
+    }
+    *compute = ct;
+    return PG_OK;
+}
+
 static pg_status arithmetic_dtype(int op, int ct, int *compute, int *result)
 {
-    bool arith = op == PG_BIN_ADD || op == PG_BIN_SUB || op == PG_BIN_MUL || op == PG_BIN_DIV;
-    if (arith && ct == PG_BOOL)
-        return pg_error_set(PG_ERR_DTYPE,
-                            "%s: arithmetic on bool tensors is not supported; convert first "
-                            "with .astype(pygpu.int64)",
-                            bin_names[op]);
-    if (op == PG_BIN_DIV && !pg_dtype_is_float((pg_dtype)ct))
-        ct = PG_FLOAT64; /* true division, as NumPy */
-    *compute = ct;
-    *result = PG_BIN_IS_COMPARE(op) ? PG_BOOL : ct;
+    PG_TRY(compute_dtype(bin_names[op], pg_binary_in(op), ct, compute));
+    *result = pg_binary_out(op) == PG_OUT_BOOL ? PG_BOOL : *compute;
     return PG_OK;
 }
 
@@ -254,16 +285,22 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     return st;
 }
 
+/* A tensor of dtype dt with a Python scalar: the scalar only lifts the kind (NEP 50). */
+static int scalar_promote(int dt, pg_scalar s)
+{
+    if (s.kind == PG_SCALAR_INT && dt == PG_BOOL)
+        return PG_INT64;
+    if (s.kind == PG_SCALAR_FLOAT && !pg_dtype_is_float((pg_dtype)dt))
+        return PG_FLOAT64;
+    return dt;
+}
+
 pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,
                               pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
     const char *name = bin_names[op];
-    int ct = a->dtype;
-    if (s.kind == PG_SCALAR_INT && ct == PG_BOOL)
-        ct = PG_INT64;
-    else if (s.kind == PG_SCALAR_FLOAT && !pg_dtype_is_float((pg_dtype)ct))
-        ct = PG_FLOAT64;
+    int ct = scalar_promote(a->dtype, s);
     int rt;
     PG_TRY(arithmetic_dtype(op, ct, &ct, &rt));
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_BINARY, ct, name));
@@ -274,7 +311,8 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
     n.nextra = 0;
     node_init(&n, PG_OP_BINARY, op, name);
     n.p.scalar.f = s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i;
-    n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)0 : s.i;
+    /* a float scalar reaches an integer kernel only as a truth value (logical ops) */
+    n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)(s.f != 0) : s.i;
     n.p.scalar.scalar_left = scalar_left;
     return launch_one_input(&n, a, ct, out);
 }
@@ -283,27 +321,184 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
     const char *name = un_names[op];
-    if (op == PG_UN_NOT && a->dtype != PG_BOOL)
-        return pg_error_set(PG_ERR_DTYPE, "logical_not expects a bool tensor, got %s",
-                            pg_dtype_name((pg_dtype)a->dtype));
-    int dt = a->dtype;
-    bool float_only = op == PG_UN_EXP || op == PG_UN_LOG || op == PG_UN_SQRT ||
-                      op == PG_UN_TANH || op == PG_UN_SIGMOID;
-    if (float_only && !pg_dtype_is_float((pg_dtype)dt))
-        dt = dt == PG_BOOL ? PG_FLOAT32 : PG_FLOAT64; /* NumPy gives float64 for int64 */
-    if (dt == PG_BOOL && (op == PG_UN_NEG || op == PG_UN_RELU))
-        return pg_error_set(PG_ERR_DTYPE, "%s is not supported for bool tensors; use %s or "
-                                          ".astype(pygpu.int64) first",
-                            name, op == PG_UN_NEG ? "pygpu.logical_not" : "the mask itself");
-    if (op == PG_UN_NOT && dt != PG_BOOL)
-        return pg_error_set(PG_ERR_DTYPE, "logical_not expects a bool tensor, got %s",
-                            pg_dtype_name((pg_dtype)dt));
+    int dt;
+    PG_TRY(compute_dtype(name, pg_unary_in(op), a->dtype, &dt));
+    int rt = pg_unary_out(op) == PG_OUT_BOOL ? PG_BOOL : dt;
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_UNARY, dt, name));
-    PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)dt, a->ndim, a->shape, out));
+    PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, a->ndim, a->shape, out));
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
     pg_node n;
     n.nextra = 0;
     node_init(&n, PG_OP_UNARY, op, name);
     return launch_one_input(&n, a, dt, out);
+}
+
+/* ---- in place ------------------------------------------------------------------------- */
+
+static int dtype_kind(int dt) { return dt == PG_BOOL ? 0 : pg_dtype_is_float((pg_dtype)dt) ? 2 : 1; }
+
+/* What PyTorch checks before an in-place op writes `self`: the result dtype `rt` casts to
+ * self's without changing kind, the broadcast shape is self's, and no element of self is
+ * another's (a broadcast view). */
+static pg_status check_inplace(const char *name, const pg_tensor *self, int rt, int nd,
+                               const int64_t *shape)
+{
+    char a[160], b[160];
+    if (self->storage->flags & PG_STORAGE_READONLY)
+        return pg_error_set(PG_ERR_VALUE, "%s_: the tensor is read-only", name);
+    if (dtype_kind(rt) > dtype_kind(self->dtype))
+        return pg_error_set(PG_ERR_DTYPE,
+                            "%s_: result type %s can't be cast to the desired output type %s (an "
+                            "in-place op keeps self's dtype; use the out-of-place op)",
+                            name, pg_dtype_name((pg_dtype)rt), pg_dtype_name((pg_dtype)self->dtype));
+    if (nd != self->ndim || memcmp(shape, self->shape, sizeof(int64_t) * (size_t)nd) != 0)
+        return pg_error_set(PG_ERR_SHAPE,
+                            "%s_: output with shape %s doesn't match the broadcast shape %s",
+                            name, pg_shape_str(self->ndim, self->shape, a, sizeof a),
+                            pg_shape_str(nd, shape, b, sizeof b));
+    for (int i = 0; i < self->ndim; i++)
+        if (self->strides[i] == 0 && self->shape[i] > 1)
+            return pg_error_set(PG_ERR_VALUE,
+                                "%s_: unsupported operation: more than one element of the "
+                                "written-to tensor refers to a single memory location; clone() "
+                                "it first",
+                                name);
+    return PG_OK;
+}
+
+/* A computed result `tmp` into self (cast), then released. */
+static pg_status copy_back(const pg_tensor *self, pg_tensor *tmp, pg_status st)
+{
+    if (st == PG_OK)
+        st = pg_op_copy(self, tmp);
+    pg_tensor_clear(tmp);
+    return st;
+}
+
+pg_status pg_op_binary_(int op, const pg_tensor *self, const pg_tensor *b)
+{
+    const char *name = bin_names[op];
+    PG_TRY(pg_check_same_device(name, self, b));
+    int ct, rt, nd;
+    int64_t shape[PG_MAX_DIMS];
+    PG_TRY(arithmetic_dtype(op, pg_dtype_promote((pg_dtype)self->dtype, (pg_dtype)b->dtype), &ct, &rt));
+    PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_BINARY, ct, name));
+    PG_TRY(pg_broadcast_shapes(self->ndim, self->shape, b->ndim, b->shape, &nd, shape, name));
+    PG_TRY(check_inplace(name, self, rt, nd, shape));
+    if (pg_tensor_numel(self) == 0)
+        return PG_OK;
+    if (ct != self->dtype || rt != self->dtype || copy_overlaps(self, b)) {
+        pg_tensor tmp;
+        return copy_back(self, &tmp, pg_op_binary(op, self, b, &tmp));
+    }
+    pg_node n; /* dst == src0: each element is read before it is written */
+    n.nextra = 0;
+    node_init(&n, PG_OP_BINARY, op, name);
+    memset(n.src, 0, sizeof n.src);
+    pg_tensor_ref(self, &n.src[0]);
+    pg_status st = prepare_operand(b, ct, nd, shape, &n.src[1]);
+    if (st == PG_OK) {
+        n.nsrc = 2;
+        n.dst = *self;
+        st = pg_launch(&n);
+    }
+    pg_tensor_clear(&n.src[0]);
+    pg_tensor_clear(&n.src[1]);
+    return st;
+}
+
+pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s)
+{
+    const char *name = bin_names[op];
+    int ct, rt;
+    PG_TRY(arithmetic_dtype(op, scalar_promote(self->dtype, s), &ct, &rt));
+    PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_BINARY, ct, name));
+    PG_TRY(check_inplace(name, self, rt, self->ndim, self->shape));
+    if (pg_tensor_numel(self) == 0)
+        return PG_OK;
+    if (ct != self->dtype || rt != self->dtype) {
+        pg_tensor tmp;
+        return copy_back(self, &tmp, pg_op_binary_scalar(op, self, s, false, &tmp));
+    }
+    pg_node n;
+    n.nextra = 0;
+    node_init(&n, PG_OP_BINARY, op, name);
+    n.p.scalar.f = s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i;
+    n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)(s.f != 0) : s.i;
+    n.p.scalar.scalar_left = 0;
+    pg_tensor_ref(self, &n.src[0]);
+    n.nsrc = 1;
+    n.dst = *self;
+    pg_status st = pg_launch(&n);
+    pg_tensor_clear(&n.src[0]);
+    return st;
+}
+
+pg_status pg_op_unary_(int op, const pg_tensor *self)
+{
+    const char *name = un_names[op];
+    int dt;
+    PG_TRY(compute_dtype(name, pg_unary_in(op), self->dtype, &dt));
+    int rt = pg_unary_out(op) == PG_OUT_BOOL ? PG_BOOL : dt;
+    PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_UNARY, dt, name));
+    PG_TRY(check_inplace(name, self, rt, self->ndim, self->shape));
+    if (pg_tensor_numel(self) == 0)
+        return PG_OK;
+    if (dt != self->dtype || rt != self->dtype) {
+        pg_tensor tmp;
+        return copy_back(self, &tmp, pg_op_unary(op, self, &tmp));
+    }
+    pg_node n;
+    n.nextra = 0;
+    node_init(&n, PG_OP_UNARY, op, name);
+    pg_tensor_ref(self, &n.src[0]);
+    n.nsrc = 1;
+    n.dst = *self;
+    pg_status st = pg_launch(&n);
+    pg_tensor_clear(&n.src[0]);
+    return st;
+}
+
+/* ---- where ---------------------------------------------------------------------------- */
+
+pg_status pg_op_where(const pg_tensor *cond, const pg_tensor *a, const pg_tensor *b,
+                      pg_tensor *out)
+{
+    pg_tensor_out_init(out, NULL);
+    PG_TRY(pg_check_same_device("where", cond, a));
+    PG_TRY(pg_check_same_device("where", cond, b));
+    if (cond->dtype != PG_BOOL)
+        return pg_error_set(PG_ERR_DTYPE,
+                            "where: expected condition to be a bool tensor, got %s (compare "
+                            "first, e.g. x > 0, or .astype(pygpu.bool))",
+                            pg_dtype_name((pg_dtype)cond->dtype));
+    int dt = pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
+    PG_TRY(pg_backend_check_op(pg_tensor_device(cond), PG_OP_SELECT, dt, "where"));
+    int nd, nd2;
+    int64_t s1[PG_MAX_DIMS], shape[PG_MAX_DIMS];
+    PG_TRY(pg_broadcast_shapes(cond->ndim, cond->shape, a->ndim, a->shape, &nd, s1, "where"));
+    PG_TRY(pg_broadcast_shapes(nd, s1, b->ndim, b->shape, &nd2, shape, "where"));
+    PG_TRY(pg_tensor_empty(pg_tensor_device(cond), (pg_dtype)dt, nd2, shape, out));
+    if (pg_tensor_numel(out) == 0)
+        return PG_OK;
+    pg_status st = pg_op_copy(out, b); /* b broadcast and cast into the result */
+    pg_node n;
+    n.nextra = 0;
+    node_init(&n, PG_OP_SELECT, 0, "where");
+    memset(n.src, 0, sizeof n.src);
+    if (st == PG_OK)
+        st = pg_view_broadcast(cond, nd2, shape, &n.src[0]);
+    if (st == PG_OK)
+        st = prepare_operand(a, dt, nd2, shape, &n.src[1]);
+    if (st == PG_OK) {
+        n.nsrc = 2;
+        n.dst = *out;
+        st = pg_launch(&n);
+    }
+    pg_tensor_clear(&n.src[0]);
+    pg_tensor_clear(&n.src[1]);
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
 }

@@ -18,7 +18,7 @@
 #include <string.h>
 
 static const char *const red_names[PG_NUM_REDUCE] = {
-#define PG_REDUCE(ID, name, py, grad, doc) #name,
+#define PG_REDUCE(ID, name, py, grad, doc, ...) #name,
 #include "pg_ops.def"
 };
 

@@ -25,7 +25,7 @@ typedef enum pg_status {
     PG_NUM_STATUS
 } pg_status;
 
-#define PG_ERRMSG_LEN 512
+#define PG_ERRMSG_LEN 2048
 
 /* Store a formatted message for the calling thread and return `st`, so that
  * callers can write `return pg_error_set(PG_ERR_SHAPE, "...", ...);`. */

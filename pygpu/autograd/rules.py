@@ -10,6 +10,8 @@ backward(ctx, g) returns one gradient per operand (None for a scalar or an
 operand without a gradient). Rules run under no_grad and use only tensor ops,
 so each gradient is computed on the device where the data lives. Broadcast
 operands get their gradient summed back to their own shape (unbroadcast)."""
+import math as _math
+
 from .. import _C, _creation
 
 Tensor = _C.Tensor
@@ -128,6 +130,51 @@ def _rule_relu(ctx, g):
     return g * _mask(ctx[1] > 0, g), None
 
 
+def _zero_grad(ctx, g):
+    """Piecewise-constant ops (sign, floor, ...): the gradient is 0, as PyTorch's."""
+    return _creation.zeros(g.shape, dtype=g.dtype, device=g.device), None
+
+
+_rule_sign = _rule_floor = _rule_ceil = _rule_round = _rule_trunc = _zero_grad
+
+
+def _rule_reciprocal(ctx, g):
+    out = ctx[1]
+    return -(g * out * out), None
+
+
+def _rule_rsqrt(ctx, g):
+    out = ctx[1]
+    return g * (out * out * out) * -0.5, None
+
+
+# ---- pow: ctx = (a, b, out); d/da = b a**(b-1), d/db = a**b log(a) (0 where a == 0 and
+# b >= 0, as PyTorch) ------------------------------------------------------------------------
+
+def _rule_pow(ctx, g):
+    a, b, out = ctx
+    ga = gb = None
+    if isinstance(a, Tensor):
+        ga = _grad_for(a, g * b * a ** (b - 1))
+    if isinstance(b, Tensor):
+        if isinstance(a, Tensor):
+            zero = (a == 0) & (b >= 0)
+            logs = _C.where(zero, 0.0, _C.log(_C.where(zero, 1.0, a)))
+        else:
+            logs = _math.log(a) if a > 0 else (float("-inf") if a == 0 else float("nan"))
+        gb = _grad_for(b, g * out * logs)
+    return ga, gb
+
+
+# ---- where: ctx = (cond, a, b); the gradient goes to the operand each element came from ----
+
+def _rule_where(ctx, g):
+    cond, a, b = ctx
+    ga = _grad_for(a, _C.where(cond, g, 0.0)) if isinstance(a, Tensor) else None
+    gb = _grad_for(b, _C.where(cond, 0.0, g)) if isinstance(b, Tensor) else None
+    return ga, gb
+
+
 # ---- matmul: NumPy rules (1-D operands promoted, batch axes broadcast) ---------------------
 
 def _swap(t):
@@ -244,6 +291,8 @@ _CTX_OF_OP = {
     "getitem": lambda out, a, b, args, kwargs: (a, args),
     "copy": lambda out, a, b, args, kwargs: None,
     "to": lambda out, a, b, args, kwargs: a,
+    "pow": lambda out, a, b, args, kwargs: (a, b, out.detach()),
+    "where": lambda out, a, b, args, kwargs: (args[0], a, b),
 }
 
 

@@ -9,12 +9,13 @@ import math
 import numbers
 
 from .. import _creation
+from .._train_ops import ACT_TABLE
 from ..autograd import no_grad
 from . import functional as F
 from .module import Module
 from .parameter import Parameter
 
-_ACTIVATIONS = ("relu", "tanh", "sigmoid")
+_ACTIVATIONS = tuple(name for name, _, _ in ACT_TABLE)  # the op table's PG_ACT rows
 
 
 def _uniform(shape, bound, device, dtype):
@@ -61,7 +62,8 @@ class Sigmoid(Module):
         return F.sigmoid(x)
 
 
-_FUSABLE = {ReLU: "relu", Tanh: "tanh", Sigmoid: "sigmoid"}
+# the module class each activation row names -> its activation, which a Linear before it fuses
+_FUSABLE = {globals()[module]: name for name, _, module in ACT_TABLE}
 
 
 class _Container(Module):

@@ -29,9 +29,9 @@ with precision "32" count the optimizers' float32 master copies in
 `optimizer_state`."""
 import dataclasses
 
-from .layers import Linear, ReLU, Sigmoid, Tanh
+from .layers import _FUSABLE, Linear
 
-_ELEMENTWISE = (ReLU, Tanh, Sigmoid)
+_ELEMENTWISE = tuple(_FUSABLE)  # the op table's activations (pg_ops.def's PG_ACT rows)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +96,8 @@ def _activations_per_sample(model):
             widths.append(width)
         else:
             raise ValueError(f"estimate_memory: don't know the activation size of a "
-                             f"{type(leaf).__name__} module (Linear, ReLU, Tanh, Sigmoid are known)")
+                             f"{type(leaf).__name__} module (Linear and "
+                             f"{', '.join(c.__name__ for c in _ELEMENTWISE)} are known)")
     if in_features is None:
         raise ValueError("estimate_memory: the model has no Linear layer")
     return widths, in_features

@@ -90,15 +90,42 @@ static inline int64_t f2i(double x)
     BIN_LOOP(gt_##SUF, T, pg_bool_t, x > y)                                 \
     BIN_LOOP(ge_##SUF, T, pg_bool_t, x >= y)
 
-BIN_LOGIC(pg_bool_t, b) /* bool: comparisons and max/min only */
+/* int64 ** int64 by squaring, wrapping like the other int64 ops; a negative exponent
+ * gives 1 / x**|y| truncated (0 unless x is 1 or -1), as PyTorch's tensor pow */
+static inline int64_t ipow(int64_t x, int64_t y)
+{
+    if (y < 0)
+        return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)x;
+    for (; y; y >>= 1, b *= b)
+        if (y & 1)
+            r *= b;
+    return (int64_t)r;
+}
+
+#define BIN_BITS(T, SUF)                                                    \
+    BIN_LOOP(band_##SUF, T, T, x & y)                                       \
+    BIN_LOOP(bor_##SUF, T, T, x | y)                                        \
+    BIN_LOOP(bxor_##SUF, T, T, x ^ y)
+
+BIN_LOGIC(pg_bool_t, b) /* bool: comparisons, max/min, logic and bits */
 BIN_ARITH(int64_t, i64)
 BIN_ARITH(float, f32)
 BIN_ARITH(double, f64)
 BIN_LOOP(div_f32, float, float, x / y)
 BIN_LOOP(div_f64, double, double, x / y)
+BIN_LOOP(pow_i64, int64_t, int64_t, ipow(x, y))
+BIN_LOOP(pow_f32, float, float, powf(x, y))
+BIN_LOOP(pow_f64, double, double, pow(x, y))
+BIN_LOOP(land_b, pg_bool_t, pg_bool_t, x & y) /* operands are 0/1 (the `in` column: TOBOOL) */
+BIN_LOOP(lor_b, pg_bool_t, pg_bool_t, x | y)
+BIN_LOOP(lxor_b, pg_bool_t, pg_bool_t, x ^ y)
+BIN_BITS(pg_bool_t, b)
+BIN_BITS(int64_t, i64)
 
 #define BIN_ROW(NAME) {NAME##_b, NAME##_i64, NAME##_f32, NAME##_f64}
-/* [subop][dtype]; NULL where the generic layer never sends that combination */
+/* [subop][dtype]: the CPU kernels of the op table's PG_BINARY rows; NULL where the row's
+ * `in` column sends no such dtype */
 static const pg_cpu_loop_fn bin_table[PG_NUM_BINARY][4] = {
     [PG_BIN_ADD] = {NULL, add_i64, add_f32, add_f64},
     [PG_BIN_SUB] = {NULL, sub_i64, sub_f32, sub_f64},
@@ -112,6 +139,13 @@ static const pg_cpu_loop_fn bin_table[PG_NUM_BINARY][4] = {
     [PG_BIN_LE] = BIN_ROW(le),
     [PG_BIN_GT] = BIN_ROW(gt),
     [PG_BIN_GE] = BIN_ROW(ge),
+    [PG_BIN_POW] = {NULL, pow_i64, pow_f32, pow_f64},
+    [PG_BIN_LOGICAL_AND] = {land_b, NULL, NULL, NULL},
+    [PG_BIN_LOGICAL_OR] = {lor_b, NULL, NULL, NULL},
+    [PG_BIN_LOGICAL_XOR] = {lxor_b, NULL, NULL, NULL},
+    [PG_BIN_BITWISE_AND] = {band_b, band_i64, NULL, NULL},
+    [PG_BIN_BITWISE_OR] = {bor_b, bor_i64, NULL, NULL},
+    [PG_BIN_BITWISE_XOR] = {bxor_b, bxor_i64, NULL, NULL},
 };
 
 /* A scalar operand is a 0-stride view of one value held on the stack. */
@@ -140,7 +174,7 @@ static pg_status binary_half(const pg_node *node)
 {
     int dt = node->src[0].dtype, left = node->p.scalar.scalar_left;
     pg_cpu_half_loop h = {bin_table[node->subop][PG_FLOAT32], dt, 3,
-                          PG_BIN_IS_COMPARE(node->subop), 0};
+                          pg_binary_out(node->subop) == PG_OUT_BOOL, 0};
     if (node->nsrc == 2) {
         const pg_tensor *ops[3] = {&node->dst, &node->src[0], &node->src[1]};
         pg_cpu_iterate(3, ops, NULL, pg_cpu_half_loop_run, &h);
@@ -176,6 +210,40 @@ pg_status pg_cpu_binary(const pg_node *node)
     const pg_tensor *ops[3] = {&node->dst, left ? &sv : &node->src[0], left ? &node->src[0] : &sv};
     char *ptrs[3] = {NULL, left ? (char *)value : NULL, left ? NULL : (char *)value};
     pg_cpu_iterate(3, ops, ptrs, fn, NULL);
+    return PG_OK;
+}
+
+/* ---- select: dst = cond ? a : dst (where) ------------------------------------------------ */
+
+/* By element size only: the bits of a are copied, so every dtype (and NaN) passes as is. */
+#define SELECT_LOOP(NAME, T)                                                              \
+    PG_CPU_DISPATCH(void, NAME##_run, (int64_t n, T *o, const pg_bool_t *c, const T *a), \
+                    (n, o, c, a))                                                         \
+    {                                                                                     \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] = c[i] ? a[i] : o[i];    \
+    }                                                                                     \
+    static void NAME(int64_t n, char **p, const int64_t *s, const void *arg)              \
+    {                                                                                     \
+        (void)arg;                                                                        \
+        if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T)) {                        \
+            NAME##_run(n, (T *)p[0], (const pg_bool_t *)p[1], (const T *)p[2]);           \
+            return;                                                                       \
+        }                                                                                 \
+        for (int64_t i = 0; i < n; i++)                                                   \
+            if (*(const pg_bool_t *)(p[1] + i * s[1]))                                    \
+                *(T *)(p[0] + i * s[0]) = *(const T *)(p[2] + i * s[2]);                  \
+    }
+SELECT_LOOP(select_8, uint8_t)
+SELECT_LOOP(select_16, uint16_t)
+SELECT_LOOP(select_64, uint64_t)
+SELECT_LOOP(select_32, uint32_t)
+
+pg_status pg_cpu_select(const pg_node *node)
+{
+    size_t sz = pg_dtype_size((pg_dtype)node->dst.dtype);
+    pg_cpu_loop_fn fn = sz == 1 ? select_8 : sz == 2 ? select_16 : sz == 4 ? select_32 : select_64;
+    const pg_tensor *ops[3] = {&node->dst, &node->src[0], &node->src[1]};
+    pg_cpu_iterate(3, ops, NULL, fn, NULL);
     return PG_OK;
 }
 

@@ -24,30 +24,13 @@
 
 #include "../../core/pg_dtype.h"
 #include "../../core/pg_node.h"
+#include "cpu_act.h"
 #include "cpu_sgemm.h"
 
 /* ---- the epilogue --------------------------------------------------------------------- */
 
-#define ACT_LOOP(T, act, n, row, EXPR_NONE)                                                    \
-    switch (act) {                                                                             \
-    case PG_ACT_RELU:                                                                          \
-        for (int64_t j = 0; j < (n); j++) {                                                    \
-            T v = row[j];                                                                      \
-            row[j] = v > 0 ? v : 0;                                                            \
-        }                                                                                      \
-        break;                                                                                 \
-    case PG_ACT_TANH:                                                                          \
-        for (int64_t j = 0; j < (n); j++)                                                      \
-            row[j] = (T)tanh(row[j]);                                                          \
-        break;                                                                                 \
-    case PG_ACT_SIGMOID:                                                                       \
-        for (int64_t j = 0; j < (n); j++)                                                      \
-            row[j] = (T)(1.0 / (1.0 + exp(-row[j])));                                          \
-        break;                                                                                 \
-    default: EXPR_NONE; break;                                                                 \
-    }
-
-/* C (M,N) of one batch entry: bias, activation, derivative mask, then column sums into acc */
+/* C (M,N) of one batch entry: bias, activation, derivative mask (the op table's PG_ACT
+ * rows, cpu_act.h), then column sums into acc */
 #define EPILOGUE(T)                                                                            \
     static void epilogue_##T(const pg_gemm *g, T *C, const T *AUX, double *acc)                \
     {                                                                                          \
@@ -61,23 +44,10 @@
                 for (int64_t j = 0; j < N; j++)                                                \
                     row[j] += bias[j];                                                         \
             if (act)                                                                           \
-                ACT_LOOP(T, g->act, N, row, (void)0)                                           \
+                pg_act_fwd_##T(g->act, N, row);                                                \
             if (dact) {                                                                        \
                 const T *y = AUX + m * g->ldaux;                                               \
-                switch (g->act) {                                                              \
-                case PG_ACT_RELU:                                                              \
-                    for (int64_t j = 0; j < N; j++)                                            \
-                        row[j] = y[j] > 0 ? row[j] : 0;                                        \
-                    break;                                                                     \
-                case PG_ACT_TANH:                                                              \
-                    for (int64_t j = 0; j < N; j++)                                            \
-                        row[j] = row[j] * (1 - y[j] * y[j]);                                   \
-                    break;                                                                     \
-                default:                                                                       \
-                    for (int64_t j = 0; j < N; j++)                                            \
-                        row[j] = row[j] * (y[j] * (1 - y[j]));                                 \
-                    break;                                                                     \
-                }                                                                              \
+                pg_act_bwd_##T(g->act, N, row, row, y);                                        \
             }                                                                                  \
             if (acc)                                                                           \
                 for (int64_t j = 0; j < N; j++)                                                \

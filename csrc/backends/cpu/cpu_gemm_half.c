@@ -33,6 +33,7 @@
 
 #include "../../core/pg_gemm.h"
 #include "../../core/pg_half.h"
+#include "cpu_act.h"
 #include "cpu_gemm.h"
 #include "cpu_gemm_bf16.h"
 #include "cpu_gemm_half.h"
@@ -54,42 +55,20 @@ static bool is_half(int dt) { return dt == PG_FLOAT16 || dt == PG_BFLOAT16; }
 
 /* ---- the shared epilogue: float32 rows -> C ------------------------------------------- */
 
-/* The row loops are written once per activation (the switch outside the loop) and
- * dispatched per ISA (cpu_vecmath.h), so relu/identity rows vectorise with AVX2. */
+/* The row loops are one simd loop per activation (cpu_act.h, the switch outside the
+ * loop) dispatched per ISA (cpu_vecmath.h), so relu/identity rows vectorise with AVX2. */
 PG_CPU_DISPATCH(void, epi_bias_act, (int64_t n, float *row, const float *bias, int act),
                 (n, row, bias, act))
 {
     if (bias)
         _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] += bias[j];
-    switch (act) {
-    case PG_ACT_RELU:
-        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
-        break;
-    case PG_ACT_TANH:
-        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = tanhf(row[j]);
-        break;
-    case PG_ACT_SIGMOID:
-        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = 1.0f / (1.0f + expf(-row[j]));
-        break;
-    default: break;
-    }
+    pg_act_fwd_float(act, n, row); /* the op table's PG_ACT rows (cpu_act.h) */
 }
 
 /* row *= act'(y), y the saved activation OUTPUT */
 PG_CPU_DISPATCH(void, epi_dact, (int64_t n, float *row, const float *y, int act), (n, row, y, act))
 {
-    switch (act) {
-    case PG_ACT_RELU:
-        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] = y[j] > 0.0f ? row[j] : 0.0f;
-        break;
-    case PG_ACT_TANH:
-        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] *= 1.0f - y[j] * y[j];
-        break;
-    case PG_ACT_SIGMOID:
-        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) row[j] *= y[j] * (1.0f - y[j]);
-        break;
-    default: break;
-    }
+    pg_act_bwd_float(act, n, row, row, y);
 }
 
 PG_CPU_DISPATCH(void, epi_axpy, (int64_t n, float *row, const float *old, float beta),

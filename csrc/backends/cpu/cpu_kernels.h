@@ -17,6 +17,7 @@ pg_status pg_cpu_execute(const pg_node *node);
 pg_status pg_cpu_fill(const pg_node *node);
 pg_status pg_cpu_copy(const pg_node *node);
 pg_status pg_cpu_binary(const pg_node *node);
+pg_status pg_cpu_select(const pg_node *node); /* where: dst = cond ? a : dst */
 pg_status pg_cpu_unary(const pg_node *node);
 pg_status pg_cpu_reduce(const pg_node *node);
 pg_status pg_cpu_matmul(const pg_node *node);

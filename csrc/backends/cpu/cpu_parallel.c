@@ -27,7 +27,7 @@
 #include <string.h>
 
 #define GRAIN_CHEAP 32768     /* add, mul, copy, compare, fill: elements per slice */
-#define GRAIN_TRANSCEND 16384 /* exp, log, tanh, sigmoid, sqrt */
+#define GRAIN_TRANSCEND 16384 /* ops whose cost column is TRANSC: exp, log, tanh, ... */
 #define GRAIN_RANDOM 2048     /* a Philox draw (and Box-Muller) per element */
 #define MM_GRAIN (1 << 18)    /* multiply-adds per panel: ~64^3 */
 
@@ -85,16 +85,8 @@ static int64_t elem_grain(const pg_node *n)
 {
     if (n->op == PG_OP_RANDOM)
         return GRAIN_RANDOM;
-    if (n->op == PG_OP_UNARY) {
-        switch (n->subop) {
-        case PG_UN_EXP:
-        case PG_UN_LOG:
-        case PG_UN_TANH:
-        case PG_UN_SIGMOID:
-        case PG_UN_SQRT: return GRAIN_TRANSCEND;
-        default: break;
-        }
-    }
+    if (n->op == PG_OP_UNARY && pg_unary_cost(n->subop) == PG_COST_TRANSC) /* pg_ops.def's cost */
+        return GRAIN_TRANSCEND;
     return GRAIN_CHEAP;
 }
 
@@ -254,6 +246,7 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
     case PG_OP_COPY:
     case PG_OP_BINARY:
     case PG_OP_UNARY:
+    case PG_OP_SELECT:
     case PG_OP_RANDOM: return run_elementwise(pool, node);
     case PG_OP_MATMUL:
         return node->dst.dtype == PG_INT64 ? run_matmul(pool, node) : pg_cpu_matmul_on(pool, node);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../../core/pg_status.h"
+#include "cpu_act.h"
 #include "cpu_gemm.h"
 #include "cpu_half_convert.h"
 #include "cpu_kernels.h"
@@ -75,27 +76,19 @@ pg_status pg_cpu_linear_fwd(const pg_node *n) { return pg_cpu_linear_fwd_on(NULL
  * when acc). Vector code through PG_CPU_DISPATCH (AVX2/AVX-512 where the CPU has them);
  * each element is computed on its own and added to its own sum, so every ISA variant gives
  * the same bits. The activation's switch is outside the loops, one simd loop each. */
-#define PRO_ROW_LOOP(EXPR)                                                                     \
-    do {                                                                                       \
-        _Pragma("omp simd") for (int64_t j = 0; j < w; j++) dz[j] = (T_)(EXPR);                \
-        if (acc) /* a second pass over the row, in L1: GCC leaves the fused loop scalar */     \
-            _Pragma("omp simd") for (int64_t j = 0; j < w; j++) acc[j] += dz[j];               \
-    } while (0)
 #define PRO_ROW(T)                                                                             \
     PG_CPU_DISPATCH(void, pro_row_##T,                                                         \
                     (int act, int64_t w, const T *restrict d, const T *restrict y,             \
                      T *restrict dz, double *restrict acc),                                    \
                     (act, w, d, y, dz, acc))                                                   \
     {                                                                                          \
-        typedef T T_;                                                                          \
-        switch (act) {                                                                         \
-        case PG_ACT_NONE:                                                                      \
+        if (act == PG_ACT_NONE) {                                                              \
             _Pragma("omp simd") for (int64_t j = 0; j < w; j++) acc[j] += d[j];                \
-            break;                                                                             \
-        case PG_ACT_RELU: PRO_ROW_LOOP(y[j] > 0 ? d[j] : 0); break;                            \
-        case PG_ACT_TANH: PRO_ROW_LOOP(d[j] * (1 - y[j] * y[j])); break;                       \
-        default: PRO_ROW_LOOP(d[j] * (y[j] * (1 - y[j]))); break;                              \
+            return;                                                                            \
         }                                                                                      \
+        pg_act_bwd_##T(act, w, dz, d, y); /* the op table's PG_ACT rows (cpu_act.h) */        \
+        if (acc) /* a second pass over the row, in L1: GCC leaves the fused loop scalar */     \
+            _Pragma("omp simd") for (int64_t j = 0; j < w; j++) acc[j] += dz[j];               \
     }
 PRO_ROW(float)
 PRO_ROW(double)

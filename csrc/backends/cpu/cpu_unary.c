@@ -1,5 +1,6 @@
-/* cpu_unary.c - unary elementwise ops on the CPU: neg, abs, exp, log, sqrt,
- * tanh, sigmoid, relu, not.
+/* cpu_unary.c - the CPU kernels of the op table's unary ops (pg_ops.def's
+ * PG_UNARY rows): one UN_LOOP line per (op, element type) and the op's row of
+ * un_table. A bool result (isnan, isfinite: the `out` column) is UN_LOOP_TO.
  *
  * Each op is one contiguous kernel, `#pragma omp simd` over unit-stride
  * arrays, compiled for AVX-512 / AVX2 / baseline with runtime dispatch
@@ -21,38 +22,48 @@ typedef uint8_t pg_bool_t;
 
 #define GATHER 256 /* elements per gather/scatter block of a strided run */
 
-#define UN_LOOP(NAME, T, EXPR)                                                            \
-    PG_CPU_DISPATCH(void, NAME##_run, (int64_t n, T *o, const T *a), (n, o, a))                     \
+#define UN_LOOP(NAME, T, EXPR) UN_LOOP_TO(NAME, T, T, EXPR)
+/* OT: the result's element type (pg_bool_t for the ops whose `out` column is BOOL) */
+#define UN_LOOP_TO(NAME, T, OT, EXPR)                                                     \
+    PG_CPU_DISPATCH(void, NAME##_run, (int64_t n, OT *o, const T *a), (n, o, a))                    \
     {                                                                                     \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                               \
         {                                                                                 \
             T x = a[i];                                                                   \
-            o[i] = (T)(EXPR);                                                             \
+            o[i] = (OT)(EXPR);                                                            \
         }                                                                                 \
     }                                                                                     \
     static void NAME(int64_t n, char **p, const int64_t *s, const void *arg)              \
     {                                                                                     \
         (void)arg;                                                                        \
-        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                     \
-            NAME##_run(n, (T *)p[0], (const T *)p[1]);                                    \
+        if (s[0] == sizeof(OT) && s[1] == sizeof(T)) {                                    \
+            NAME##_run(n, (OT *)p[0], (const T *)p[1]);                                   \
             return;                                                                       \
         }                                                                                 \
-        T in[GATHER], out[GATHER];                                                        \
+        T in[GATHER];                                                                     \
+        OT out[GATHER];                                                                   \
         for (int64_t i0 = 0; i0 < n; i0 += GATHER) {                                      \
             int64_t w = n - i0 < GATHER ? n - i0 : GATHER;                                \
             for (int64_t i = 0; i < w; i++)                                               \
                 in[i] = *(const T *)(p[1] + (i0 + i) * s[1]);                             \
             NAME##_run(w, out, in);                                                       \
             for (int64_t i = 0; i < w; i++)                                               \
-                *(T *)(p[0] + (i0 + i) * s[0]) = out[i];                                  \
+                *(OT *)(p[0] + (i0 + i) * s[0]) = out[i];                                 \
         }                                                                                 \
     }
 
 UN_LOOP(neg_i64, int64_t, (int64_t)(0ull - (uint64_t)x)) /* wraps like NumPy, no UB */
 UN_LOOP(abs_i64, int64_t, x < 0 ? (int64_t)(0ull - (uint64_t)x) : x)
 UN_LOOP(relu_i64, int64_t, x < 0 ? 0 : x)
+UN_LOOP(sign_i64, int64_t, (x > 0) - (x < 0))
+UN_LOOP(same_i64, int64_t, x) /* floor, ceil, round, trunc of an integer */
 UN_LOOP(not_b, pg_bool_t, !x)
-UN_LOOP(abs_b, pg_bool_t, x)
+UN_LOOP(same_b, pg_bool_t, x) /* abs and sign of a bool */
+UN_LOOP_TO(isnan_i64, int64_t, pg_bool_t, ((void)x, 0))
+UN_LOOP_TO(isnan_b, pg_bool_t, pg_bool_t, ((void)x, 0))
+UN_LOOP_TO(isfinite_i64, int64_t, pg_bool_t, ((void)x, 1))
+UN_LOOP_TO(isfinite_b, pg_bool_t, pg_bool_t, ((void)x, 1))
+/* round: nearbyint rounds halves to even in the default rounding mode, as PyTorch */
 #define UN_FLOAT(T, SUF, F)                                        \
     UN_LOOP(neg_##SUF, T, -x)                                      \
     UN_LOOP(abs_##SUF, T, fabs##F(x))                              \
@@ -61,13 +72,24 @@ UN_LOOP(abs_b, pg_bool_t, x)
     UN_LOOP(sqrt_##SUF, T, sqrt##F(x))                             \
     UN_LOOP(tanh_##SUF, T, tanh##F(x))                             \
     UN_LOOP(sigmoid_##SUF, T, (T)1 / ((T)1 + exp##F(-x)))          \
-    UN_LOOP(relu_##SUF, T, x < 0 ? (T)0 : x)
+    UN_LOOP(relu_##SUF, T, x < 0 ? (T)0 : x)                       \
+    UN_LOOP(sign_##SUF, T, (T)((x > 0) - (x < 0))) /* NaN: 0 */   \
+    UN_LOOP(floor_##SUF, T, floor##F(x))                           \
+    UN_LOOP(ceil_##SUF, T, ceil##F(x))                             \
+    UN_LOOP(round_##SUF, T, nearbyint##F(x))                       \
+    UN_LOOP(trunc_##SUF, T, trunc##F(x))                           \
+    UN_LOOP(reciprocal_##SUF, T, (T)1 / x)                         \
+    UN_LOOP(rsqrt_##SUF, T, (T)1 / sqrt##F(x))                     \
+    UN_LOOP_TO(isnan_##SUF, T, pg_bool_t, x != x)                  \
+    UN_LOOP_TO(isfinite_##SUF, T, pg_bool_t, x - x == 0) /* inf - inf and NaN are NaN */
 UN_FLOAT(float, f32, f)
 UN_FLOAT(double, f64, )
 
+/* [subop][dtype: bool, int64, float32, float64]; NULL where the op table's `in` column
+ * sends no such dtype (float16/bfloat16 run the float32 loop, pg_cpu_half_loop_run) */
 static const pg_cpu_loop_fn un_table[PG_NUM_UNARY][4] = {
     [PG_UN_NEG] = {NULL, neg_i64, neg_f32, neg_f64},
-    [PG_UN_ABS] = {abs_b, abs_i64, abs_f32, abs_f64},
+    [PG_UN_ABS] = {same_b, abs_i64, abs_f32, abs_f64},
     [PG_UN_EXP] = {NULL, NULL, exp_f32, exp_f64},
     [PG_UN_LOG] = {NULL, NULL, log_f32, log_f64},
     [PG_UN_SQRT] = {NULL, NULL, sqrt_f32, sqrt_f64},
@@ -75,6 +97,15 @@ static const pg_cpu_loop_fn un_table[PG_NUM_UNARY][4] = {
     [PG_UN_SIGMOID] = {NULL, NULL, sigmoid_f32, sigmoid_f64},
     [PG_UN_RELU] = {NULL, relu_i64, relu_f32, relu_f64},
     [PG_UN_NOT] = {not_b, NULL, NULL, NULL},
+    [PG_UN_SIGN] = {same_b, sign_i64, sign_f32, sign_f64},
+    [PG_UN_FLOOR] = {NULL, same_i64, floor_f32, floor_f64},
+    [PG_UN_CEIL] = {NULL, same_i64, ceil_f32, ceil_f64},
+    [PG_UN_ROUND] = {NULL, same_i64, round_f32, round_f64},
+    [PG_UN_TRUNC] = {NULL, same_i64, trunc_f32, trunc_f64},
+    [PG_UN_RECIPROCAL] = {NULL, NULL, reciprocal_f32, reciprocal_f64},
+    [PG_UN_RSQRT] = {NULL, NULL, rsqrt_f32, rsqrt_f64},
+    [PG_UN_ISNAN] = {isnan_b, isnan_i64, isnan_f32, isnan_f64},
+    [PG_UN_ISFINITE] = {isfinite_b, isfinite_i64, isfinite_f32, isfinite_f64},
 };
 
 pg_status pg_cpu_unary(const pg_node *node)
@@ -82,7 +113,8 @@ pg_status pg_cpu_unary(const pg_node *node)
     int dt = node->src[0].dtype;
     const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
     if (pg_dtype_is_half((pg_dtype)dt)) {
-        pg_cpu_half_loop h = {un_table[node->subop][PG_FLOAT32], dt, 2, false, 0};
+        pg_cpu_half_loop h = {un_table[node->subop][PG_FLOAT32], dt, 2,
+                              pg_unary_out(node->subop) == PG_OUT_BOOL, 0};
         if (!h.f32)
             return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
                                 pg_dtype_name((pg_dtype)dt));

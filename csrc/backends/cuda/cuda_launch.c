@@ -15,8 +15,9 @@
 #include "pg_gemm.h"
 #include "pg_half.h"
 
-/* kernels/pg_cuda_kernels.h mirrors these codes so that kernels need not
- * include pg_node.h (C-only); subops pass through unchanged. */
+/* kernels/pg_cuda_kernels.h takes these codes from the op table (pg_ops.def, through
+ * pg_op_props.h) so that kernels need not include pg_node.h (C-only); subops pass
+ * through unchanged, and the checks below can no longer fail. */
 #define PG_SAME(a, b) ((int)(a) == (int)(b))
 _Static_assert(PG_SAME(PG_CUDA_BIN_ADD, PG_BIN_ADD) && PG_SAME(PG_CUDA_BIN_DIV, PG_BIN_DIV) &&
                    PG_SAME(PG_CUDA_BIN_MAXIMUM, PG_BIN_MAXIMUM) &&
@@ -211,6 +212,14 @@ static pg_status pg_cuda_launch_node(pg_cuda_device *d, const pg_cuda_ctx *ctx, 
         call = "pg_kernel_unary";
         err = pg_cuda_launch_unary(ctx, n);
         break;
+    case PG_OP_SELECT: { /* where: dst = cond ? a : dst */
+        pg_cuda_iter it;
+        pg_cuda_iter_of(&it, &n->dst, &n->src[0], &n->src[1]);
+        call = "pg_kernel_select";
+        err = pg_kernel_select(ctx, (int)pg_cuda_itemsize(n->dst.dtype), pg_cuda_tensor_data(&n->dst),
+                               pg_cuda_tensor_data(&n->src[0]), pg_cuda_tensor_data(&n->src[1]), &it);
+        break;
+    }
     case PG_OP_REDUCE:
         call = "pg_kernel_reduce";
         err = pg_cuda_launch_reduce(ctx, n);

@@ -176,6 +176,7 @@ static bool pg_cuda_supports_op(const pg_backend *be, int op, int dtype)
     case PG_OP_COPY:
     case PG_OP_BINARY:
     case PG_OP_UNARY:
+    case PG_OP_SELECT:
     case PG_OP_REDUCE:
     case PG_OP_MATMUL:
     case PG_OP_ARANGE:

@@ -370,10 +370,10 @@ static pg_status sim_synchronize(const pg_backend *be, int index)
 /* The names pg_node.name takes (what inject_fault can match), from the op
  * table (core/pg_ops.def); a name not there would arm a fault that never fires. */
 static const char *const g_node_names[] = {
-#define PG_BINARY(ID, name, gen, py, grad, doc) #name,
-#define PG_UNARY(ID, name, gen, py, grad, doc) #name,
-#define PG_REDUCE(ID, name, py, grad, doc) #name,
-#define PG_OTHER(name, node, kind, py, grad) node,
+#define PG_BINARY(ID, name, ...) #name,
+#define PG_UNARY(ID, name, ...) #name,
+#define PG_REDUCE(ID, name, ...) #name,
+#define PG_OTHER(name, node, ...) node,
 #include "../../core/pg_ops.def"
 };
 
@@ -401,7 +401,7 @@ pg_status pg_sim_inject_fault(int index, const char *op)
     sim_init();
     if (index < 0 || index >= g_count)
         return pg_error_set(PG_ERR_UNAVAILABLE, "sim:%d does not exist", index);
-    char names[800];
+    char names[1536]; /* every node name of the op table (it grows with the table) */
     if (!fault_op_known(op, names, sizeof names))
         return pg_error_set(PG_ERR_VALUE, "inject_fault: unknown op name '%s'; the ops that can "
                                           "fail are: %s", op, names);
