@@ -295,8 +295,29 @@ fail:
     return -1;
 }
 
+/* A key with a tensor, a list or a bool in it selects elements, not a view: the Python
+ * layer (pygpu/_tensor_index.py, through tensor_surface.c's hooks) takes it. */
+PyObject *pg_surface_getitem_hook(void);
+PyObject *pg_surface_setitem_hook(void);
+static int is_advanced_one(PyObject *k)
+{
+    return PyTensor_Check(k) || PyList_Check(k) || PyBool_Check(k);
+}
+static int is_advanced(PyObject *key)
+{
+    if (!PyTuple_Check(key))
+        return is_advanced_one(key);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key); i++)
+        if (is_advanced_one(PyTuple_GET_ITEM(key, i)))
+            return 1;
+    return 0;
+}
+
 static PyObject *tensor_getitem(PyObject *self, PyObject *key)
 {
+    PyObject *hook = pg_surface_getitem_hook();
+    if (hook && is_advanced(key))
+        return PyObject_CallFunctionObjArgs(hook, self, key, NULL);
     pg_tensor out;
     if (index_view(&((PyTensor *)self)->t, key, &out) < 0)
         return NULL;
@@ -311,6 +332,12 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
     }
     if (pg_ag_check_inplace(self, "item assignment") < 0)
         return -1;
+    PyObject *hook = pg_surface_setitem_hook();
+    if (hook && is_advanced(key)) {
+        PyObject *r = PyObject_CallFunctionObjArgs(hook, self, key, value, NULL);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
+    }
     if (!pg_grad_disabled && pg_ag_req(value)) {
         PyErr_SetString(PyExc_RuntimeError,
                         "assigning a tensor that requires grad into another tensor is not "

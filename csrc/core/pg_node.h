@@ -36,6 +36,7 @@ typedef enum pg_op {
     PG_OP_SGD,        /* one in-place SGD update of a parameter (and its momentum) */
     PG_OP_ADAM,       /* one in-place Adam update of a parameter and its moments */
     PG_OP_AMP_UNSCALE, /* g *= inv_scale in place, raising a found-inf flag (pg_ops_amp.c) */
+    PG_OP_INDEX,       /* gather/scatter/cumsum/argsort/...: subop and layout in pg_ops_index.h */
     PG_NUM_OPS
 } pg_op;
 
