@@ -230,7 +230,16 @@ static PyObject *f_nonzero(PyObject *mod, PyObject *args)
     return pg_wrap_result(st, &out);
 }
 
+/* _storage_offset(t): the element offset of t's first element in its storage */
+static PyObject *f_storage_offset(PyObject *mod, PyObject *t)
+{
+    (void)mod;
+    pg_tensor *pt = arg_tensor(t, "storage_offset", "the input");
+    return pt ? PyLong_FromLongLong(pt->offset) : NULL;
+}
+
 PyMethodDef pg_surface_functions[] = {
+    {"_storage_offset", f_storage_offset, METH_O, "internal: the element offset of a tensor's first element in its storage"},
     {"_add_tensor_methods", f_add_tensor_methods, METH_O, "internal: put Python-written methods and properties into the Tensor type (pygpu/_tensor_surface.py)"},
     {"_set_index_hooks", f_set_index_hooks, METH_VARARGS, "internal: the Python getitem/setitem for keys that are not views (tensors, lists, masks)"},
     {"_as_strided", f_as_strided, METH_VARARGS, "internal: _as_strided(t, shape, strides, offset): a view of t's storage, bounds checked"},
