@@ -11,13 +11,16 @@ the type once (_C._add_tensor_methods):
   _tensor_index.py   gather, scatter_, index_select, masked_fill, cumsum, sort, topk, and
                      indexing with tensors, lists and masks (the getitem/setitem hooks)
   _tensor_create.py  new_zeros/new_ones/..., and eye, linspace, stack, einsum, ...
+  _tensor_autograd.py register_hook, detach_
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
 replaced by wrappers that accept both spellings and call the C method."""
 from . import _C
-from . import _tensor_create, _tensor_index, _tensor_info, _tensor_reduce, _tensor_views
+from . import (_tensor_autograd, _tensor_create, _tensor_index, _tensor_info, _tensor_reduce,
+               _tensor_views)
 
-_FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create)
+_FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
+             _tensor_autograd)
 
 
 def install():
