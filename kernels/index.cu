@@ -9,8 +9,9 @@
  * half dtypes), so duplicate indices add correctly, while duplicate plain writes keep
  * one of the values (PyTorch's scatter_ leaves that unspecified too). A bad index raises
  * the device's error flag (PG_CUDA_EFLAG_INDEX) and its element is skipped.
- * Cumulative ops and argsort: one thread per line, sequential along it (argsort is a
- * stable insertion sort: right for every length, fast only for short lines). nonzero:
+ * Cumulative ops, argsort and topk: one thread per line, sequential along it (argsort is a
+ * stable insertion sort, topk a bounded one: right for every length, fast only for short
+ * lines or small k). nonzero:
  * one thread, in order. These three are correct rather than fast. */
 #include "pg_cuda_half.cuh"
 
@@ -143,6 +144,40 @@ template <typename T> __global__ void pg_argsort_kernel(pg_cuda_index_args a)
     }
 }
 
+// topk: per line the k = bound best positions, kept sorted in dst as they arrive; an
+// element enters only when it sorts strictly before the worst kept (ties: input order)
+template <typename T> __global__ void pg_topk_kernel(pg_cuda_index_args a)
+{
+    const T *s = (const T *)a.src;
+    int64_t *o = (int64_t *)a.dst;
+    const int64_t k = a.bound;
+    for (int64_t line = pg_thread_index(); line < a.outer * a.inner; line += pg_thread_count()) {
+        int64_t base = (line / a.inner) * a.len * a.inner + line % a.inner;
+        int64_t obase = (line / a.inner) * k * a.inner + line % a.inner;
+        int64_t m = 0;
+        for (int64_t i = 0; i < a.len; i++) {
+            T v = s[base + i * a.inner];
+            if (m == k) {
+                int c = pg_sort_cmp<T>(v, s[base + o[obase + (k - 1) * a.inner] * a.inner]);
+                if (a.flag ? c <= 0 : c >= 0)
+                    continue;
+            }
+            int64_t pos = m < k ? m : k - 1;
+            while (pos > 0) {
+                int64_t prev = o[obase + (pos - 1) * a.inner];
+                int c = pg_sort_cmp<T>(v, s[base + prev * a.inner]);
+                if (a.flag ? c <= 0 : c >= 0)
+                    break;
+                o[obase + pos * a.inner] = prev;
+                pos--;
+            }
+            o[obase + pos * a.inner] = i;
+            if (m < k)
+                m++;
+        }
+    }
+}
+
 // one thread: the flat positions of the true elements; a count other than `bound` flags
 __global__ void pg_nonzero_kernel(pg_cuda_index_args a, pg_cuda_eflags *eflags)
 {
@@ -184,12 +219,31 @@ extern "C" cudaError_t pg_kernel_index(const pg_cuda_ctx *ctx, const pg_cuda_ind
     }
     case PG_CUDA_IDX_CUMSUM:
     case PG_CUDA_IDX_CUMPROD:
-    case PG_CUDA_IDX_ARGSORT: {
+    case PG_CUDA_IDX_ARGSORT:
+    case PG_CUDA_IDX_TOPK: {
         int64_t lines = a->outer * a->inner;
         if (lines == 0 || a->len == 0)
             return cudaSuccess;
         unsigned grid = pg_cuda_grid(lines, PG_CUDA_BLOCK, ctx);
         bool sort = a->subop == PG_CUDA_IDX_ARGSORT;
+        if (a->subop == PG_CUDA_IDX_TOPK) {
+            if (a->bound == 0)
+                return cudaSuccess;
+            switch (a->dtype) {
+            case PG_FLOAT32:
+                pg_topk_kernel<float><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                break;
+            case PG_FLOAT64:
+                pg_topk_kernel<double><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                break;
+            case PG_INT64:
+                pg_topk_kernel<int64_t><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                break;
+            default:
+                return cudaErrorInvalidValue;
+            }
+            return cudaGetLastError();
+        }
         switch (a->dtype) {
         case PG_FLOAT32:
             if (sort)

@@ -183,7 +183,8 @@ enum { PG_CUDA_EFLAG_INDEX = 1u << 1 };
 enum {
     PG_CUDA_IDX_GATHER, PG_CUDA_IDX_INDEX_SELECT, PG_CUDA_IDX_SCATTER, PG_CUDA_IDX_SCATTER_ADD,
     PG_CUDA_IDX_INDEX_COPY, PG_CUDA_IDX_INDEX_ADD, PG_CUDA_IDX_CUMSUM, PG_CUDA_IDX_CUMPROD,
-    PG_CUDA_IDX_ARGSORT, PG_CUDA_IDX_MASKED_FILL, PG_CUDA_IDX_NONZERO, PG_CUDA_NUM_INDEX
+    PG_CUDA_IDX_ARGSORT, PG_CUDA_IDX_MASKED_FILL, PG_CUDA_IDX_NONZERO, PG_CUDA_IDX_TOPK,
+    PG_CUDA_NUM_INDEX
 };
 typedef struct pg_cuda_index_args {
     int subop, dtype, axis, flag;
@@ -197,7 +198,8 @@ typedef struct pg_cuda_index_args {
     const int64_t *idx; /* int64, contiguous */
     int64_t bound;      /* M's length on axis */
     const void *value;  /* masked_fill: one element of dtype */
-    /* cumulative, argsort (contiguous src -> dst), nonzero (len = mask length) */
+    /* cumulative, argsort, topk (contiguous src -> dst; topk: k = bound), nonzero (len =
+     * mask length, bound = the count) */
     int64_t outer, len, inner;
     const void *src;
     void *dst;

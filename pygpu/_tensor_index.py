@@ -306,7 +306,7 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     if not 0 <= k <= x.shape[d]:
         raise RuntimeError(f"topk: selected index k ({k}) out of range for dimension {d} of "
                            f"size {x.shape[d]}")
-    idx = _C._argsort(x, d, bool(largest)).narrow(d, 0, k).contiguous()
+    idx = _C._topk(x, d, k, bool(largest))  # sorted; ties in input order
     vals = gather(x, d, idx)
     if was0:
         return _TOPK_T(vals.reshape(()), idx.reshape(()))

@@ -8,7 +8,9 @@ pygpu spelling `t.max(axis=...)` still returns the values alone. The values of
 max(dim)/min(dim) are gathered at the indices, so their gradient flows to the chosen
 element; amax/amin split it evenly between ties, as PyTorch's.
 
-The kernels are pygpu's C reductions (sum, max, min, argmax) and the index family's
+sum and mean are the C methods themselves (they take dim/keepdim as aliases of
+axis/keepdims, so the common call runs no Python frame); PyTorch's `dtype=` keyword of
+sum/mean is not taken (convert first: t.double().sum()). The kernels are pygpu's C reductions (sum, max, min, argmax) and the index family's
 cumprod (prod is the last running product); the rest are compositions of recorded ops, so
 autograd differentiates them without rules of their own."""
 import collections
@@ -323,7 +325,7 @@ def any(self, dim=None, keepdim=False):
 
 
 METHODS = {
-    "sum": sum, "mean": mean, "max": max, "min": min, "argmax": argmax, "argmin": argmin,
+    "max": max, "min": min, "argmax": argmax, "argmin": argmin,
     "amax": amax, "amin": amin, "prod": prod, "var": var, "std": std, "norm": norm,
     "logsumexp": logsumexp, "all": all, "any": any,
 }

@@ -117,8 +117,19 @@ def test_mnist_accuracy_line(device):
 
 def test_dtype_argument(device):
     t = to_device(INTS, device)
-    assert t.sum(dim=0, dtype=pygpu.float32).dtype == pygpu.float32
     assert t.prod(dim=1, dtype=pygpu.float64).dtype == pygpu.float64
+    assert t.double().sum(dim=0).dtype == pygpu.float64  # sum/mean take no dtype= (C methods)
+
+
+def test_sum_and_mean_take_dim_in_c_and_record_the_right_gradient(device):
+    x = to_device(X, device).requires_grad_()
+    assert pygpu.Tensor.sum is type(x).__dict__["sum"]  # no Python wrapper in the way
+    (x.sum(dim=1, keepdim=True) * 2.0).sum().backward()
+    np.testing.assert_array_equal(to_numpy(x.grad), np.full(X.shape, 2.0))
+    x.grad = None
+    x.mean(dim=(0, 2)).sum().backward()
+    np.testing.assert_allclose(to_numpy(x.grad), np.full(X.shape, 1.0 / 15))
+    assert pygpu.sum(to_device(X, device), dim=0, keepdim=True).shape == (1, 4, 5)
 
 
 def test_reduce_errors_match_torch(device):

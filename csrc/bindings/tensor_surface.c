@@ -182,6 +182,23 @@ static PyObject *f_argsort(PyObject *mod, PyObject *args)
     return pg_wrap_result(st, &out);
 }
 
+/* _topk(src, dim, k, largest): the sorted positions of the k largest/smallest */
+static PyObject *f_topk(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *s;
+    int dim, largest;
+    long long k;
+    if (!PyArg_ParseTuple(args, "OiLp:_topk", &s, &dim, &k, &largest))
+        return NULL;
+    pg_tensor *ps = arg_tensor(s, "topk", "the input");
+    if (!ps)
+        return NULL;
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(ps), pg_op_topk(ps, dim, k, largest, &out));
+    return pg_wrap_result(st, &out);
+}
+
 /* _masked_fill_(self, mask, value): in place, returns None */
 static PyObject *f_masked_fill_(PyObject *mod, PyObject *args)
 {
@@ -248,6 +265,7 @@ PyMethodDef pg_surface_functions[] = {
     {"_scatter", f_scatter, METH_VARARGS, "internal: _scatter(op, self, dim, index, src): 0 scatter_, 1 scatter_add_, 2 index_copy_, 3 index_add_"},
     {"_cumulative", f_cumulative, METH_VARARGS, "internal: _cumulative(src, dim, prod)"},
     {"_argsort", f_argsort, METH_VARARGS, "internal: _argsort(src, dim, descending): stable"},
+    {"_topk", f_topk, METH_VARARGS, "internal: _topk(src, dim, k, largest): sorted positions of the k largest/smallest"},
     {"_masked_fill_", f_masked_fill_, METH_VARARGS, "internal: _masked_fill_(self, mask, value)"},
     {"_nonzero", f_nonzero, METH_VARARGS, "internal: _nonzero(mask, count): flat positions of the true elements"},
     {NULL, NULL, 0, NULL},

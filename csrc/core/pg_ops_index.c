@@ -16,7 +16,7 @@
 
 static const char *const index_names[PG_NUM_INDEX] = {
     "gather",  "index_select", "scatter_", "scatter_add_", "index_copy_", "index_add_",
-    "cumsum",  "cumprod",      "argsort",  "masked_fill_", "nonzero",
+    "cumsum",  "cumprod",      "argsort",  "masked_fill_", "nonzero", "topk",
 };
 
 const char *pg_index_name(int op) { return op >= 0 && op < PG_NUM_INDEX ? index_names[op] : "?"; }
@@ -338,29 +338,58 @@ pg_status pg_op_cumulative(int op, const pg_tensor *src, int axis, pg_tensor *ou
     return st;
 }
 
-pg_status pg_op_argsort(const pg_tensor *src, int axis, bool descending, pg_tensor *out)
+/* argsort and topk: the input widened exactly (half -> float32, bool -> int64) and
+ * made contiguous, so the kernels compare three dtypes */
+static pg_status sort_keys(const char *name, const pg_tensor *src, int axis, int *ax,
+                           pg_tensor *c)
 {
-    pg_tensor_out_init(out, NULL);
-    const char *name = "argsort";
-    int ax;
-    PG_TRY(norm_axis(name, axis, src->ndim, &ax));
+    PG_TRY(norm_axis(name, axis, src->ndim, ax));
     PG_TRY(pg_backend_check_op(pg_tensor_device(src), PG_OP_INDEX, src->dtype, name));
-    /* widening is exact, so the order of the copy is the order of the input */
     pg_dtype work = pg_dtype_is_half((pg_dtype)src->dtype) ? PG_FLOAT32
                     : src->dtype == PG_BOOL                ? PG_INT64
                                                            : (pg_dtype)src->dtype;
-    pg_tensor w, c;
+    pg_tensor w;
     if ((int)work != src->dtype)
         PG_TRY(pg_op_astype(src, work, &w));
     else
         pg_tensor_ref(src, &w);
-    pg_status st = pg_op_contiguous(&w, &c);
+    pg_status st = pg_op_contiguous(&w, c);
     pg_tensor_clear(&w);
-    if (st != PG_OK)
-        return st;
-    st = pg_tensor_empty(pg_tensor_device(src), PG_INT64, c.ndim, c.shape, out);
+    return st;
+}
+
+pg_status pg_op_argsort(const pg_tensor *src, int axis, bool descending, pg_tensor *out)
+{
+    pg_tensor_out_init(out, NULL);
+    int ax;
+    pg_tensor c;
+    PG_TRY(sort_keys("argsort", src, axis, &ax, &c));
+    pg_status st = pg_tensor_empty(pg_tensor_device(src), PG_INT64, c.ndim, c.shape, out);
     if (st == PG_OK && pg_tensor_numel(out) > 0)
         st = launch(PG_IDX_ARGSORT, out, 1, &c, ax, descending);
+    pg_tensor_clear(&c);
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
+pg_status pg_op_topk(const pg_tensor *src, int axis, int64_t k, bool largest, pg_tensor *out)
+{
+    pg_tensor_out_init(out, NULL);
+    int ax;
+    PG_TRY(norm_axis("topk", axis, src->ndim, &ax));
+    if (k < 0 || k > src->shape[ax])
+        return pg_error_set(PG_ERR_VALUE, "topk: k (%lld) is out of range for dimension %d of "
+                                          "size %lld",
+                            (long long)k, ax, (long long)src->shape[ax]);
+    pg_tensor c;
+    PG_TRY(sort_keys("topk", src, axis, &ax, &c));
+    int64_t shape[PG_MAX_DIMS];
+    memcpy(shape, c.shape, sizeof shape);
+    shape[ax] = k;
+    pg_status st = pg_tensor_empty(pg_tensor_device(src), PG_INT64, c.ndim, shape, out);
+    if (st == PG_OK && pg_tensor_numel(out) > 0)
+        st = launch(PG_IDX_TOPK, out, 1, &c, ax, largest);
     pg_tensor_clear(&c);
     if (st != PG_OK)
         pg_tensor_clear(out);

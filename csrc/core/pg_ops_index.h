@@ -27,6 +27,10 @@
  *                 broadcast to dst's shape, src[1] a 0-d tensor of dst's dtype
  *   NONZERO       dst (int64, 1-D, n) = flat positions of the n true elements of src[0]
  *                 (bool, contiguous); n must be the mask's count
+ *   TOPK          dst (new, int64, src's shape with k = dst.shape[axis] on axis) = the
+ *                 positions of the k largest (i[1] = 1) or smallest elements of each line
+ *                 of src[0] (contiguous), in sorted order; ties keep their input order,
+ *                 so it is the first k of ARGSORT's answer
  * Arithmetic subops (SCATTER_ADD, INDEX_ADD, CUMSUM, CUMPROD) run on float32, float64 and
  * int64; the generic layer widens half dtypes and bool first. Moves run on every dtype. */
 typedef enum pg_index_op {
@@ -41,6 +45,7 @@ typedef enum pg_index_op {
     PG_IDX_ARGSORT,
     PG_IDX_MASKED_FILL,
     PG_IDX_NONZERO,
+    PG_IDX_TOPK,
     PG_NUM_INDEX
 } pg_index_op;
 
@@ -62,6 +67,8 @@ pg_status pg_op_scatter(int op, const pg_tensor *self, int axis, const pg_tensor
                         const pg_tensor *src);
 pg_status pg_op_cumulative(int op, const pg_tensor *src, int axis, pg_tensor *out);
 pg_status pg_op_argsort(const pg_tensor *src, int axis, bool descending, pg_tensor *out);
+/* the sorted positions of the k largest (or smallest) elements along axis */
+pg_status pg_op_topk(const pg_tensor *src, int axis, int64_t k, bool largest, pg_tensor *out);
 pg_status pg_op_masked_fill(const pg_tensor *self, const pg_tensor *mask, pg_scalar value);
 /* the flat positions of the true elements of a bool tensor; `count` is how many there are
  * (the caller has read it); a different count fails the node */

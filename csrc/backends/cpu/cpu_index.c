@@ -38,6 +38,47 @@ static inline void add_elem(int dtype, char *dst, const char *src)
  * same coordinates; operand M follows them too except on `axis`, where it takes the
  * index value k (from the index at the flat position, or at coords[axis] for a 1-D
  * index). Reads move M -> P (gather, index_select); writes move or add P -> M. */
+/* Every operand C-contiguous (the common case): (outer, len, inner) blocks, no coordinate
+ * walk; a 1-D index moves whole rows of `inner` elements with memcpy. */
+static void move_contiguous(const pg_node *n, const pg_tensor *P, const pg_tensor *M, bool read,
+                            bool full, bool add, int axis, int64_t size)
+{
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= P->shape[d];
+    for (int d = axis + 1; d < P->ndim; d++)
+        inner *= P->shape[d];
+    int64_t lp = P->shape[axis], lm = M->shape[axis];
+    const int64_t *idx = (const int64_t *)pg_tensor_data(&n->src[1]);
+    char *pb = pg_tensor_data(P), *mb = pg_tensor_data(M);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < lp; j++) {
+            char *prow = pb + ((o * lp + j) * inner) * size;
+            if (!full) {
+                char *mrow = mb + ((o * lm + idx[j]) * inner) * size;
+                if (add)
+                    for (int64_t c = 0; c < inner; c++)
+                        add_elem(P->dtype, mrow + c * size, prow + c * size);
+                else if (read)
+                    memcpy(prow, mrow, (size_t)(inner * size));
+                else
+                    memcpy(mrow, prow, (size_t)(inner * size));
+                continue;
+            }
+            const int64_t *irow = idx + (o * lp + j) * inner;
+            char *mbase = mb + o * lm * inner * size;
+            for (int64_t c = 0; c < inner; c++) {
+                char *p = prow + c * size, *m = mbase + (irow[c] * inner + c) * size;
+                if (read)
+                    move_elem(p, m, size);
+                else if (add)
+                    add_elem(P->dtype, m, p);
+                else
+                    move_elem(m, p, size);
+            }
+        }
+}
+
 static pg_status move_along_axis(const pg_node *n)
 {
     int op = n->subop, axis = (int)n->p.train.i[0];
@@ -57,6 +98,13 @@ static pg_status move_along_axis(const pg_node *n)
             return pg_error_set(PG_ERR_INDEX, "%s: index %lld is out of bounds for dimension %d "
                                               "with size %lld",
                                 n->name, (long long)idx[j], axis, (long long)bound);
+    bool same = true; /* M's shape is P's but on the axis (scatter's self may be larger) */
+    for (int d = 0; d < nd; d++)
+        same = same && (d == axis || M->shape[d] == P->shape[d]);
+    if (same && pg_tensor_is_contiguous(P) && pg_tensor_is_contiguous(M)) {
+        move_contiguous(n, P, M, read, full, add, axis, size);
+        return PG_OK;
+    }
     int64_t total = pg_tensor_numel(P);
     char *pbase = pg_tensor_data(P), *mbase = pg_tensor_data(M);
     int64_t coords[PG_MAX_DIMS] = {0};
@@ -210,6 +258,67 @@ static pg_status argsort(const pg_node *n)
     return PG_OK;
 }
 
+/* topk: per line, the k best so far kept sorted (a new element enters only when it sorts
+ * strictly before the worst kept, so ties keep their input order: the first k of the
+ * stable argsort). Lines where k is a large share of the line sort fully instead. */
+static pg_status topk(const pg_node *n)
+{
+    int64_t outer, len, inner;
+    int axis = (int)n->p.train.i[0];
+    line_shape(&n->src[0], axis, &outer, &len, &inner);
+    int64_t k = n->dst.shape[axis];
+    bool largest = n->p.train.i[1] != 0;
+    int dt = n->src[0].dtype;
+    bool is_int = dt == PG_INT64;
+    if (dt != PG_FLOAT32 && dt != PG_FLOAT64 && dt != PG_INT64)
+        return pg_error_set(PG_ERR_DTYPE, "topk: no CPU kernel for %s",
+                            pg_dtype_name((pg_dtype)dt));
+    bool full_sort = k > 64 || k * 8 > len;
+    size_t ksize = is_int ? sizeof(key_i) : sizeof(key_f);
+    int (*cmp)(const void *, const void *) =
+        is_int ? (largest ? desc_i : asc_i) : (largest ? desc_f : asc_f);
+    char *keys = malloc((size_t)(full_sort ? len : k + 1) * ksize);
+    if (!keys)
+        return pg_error_set(PG_ERR_NOMEM, "topk: cannot allocate %lld sort keys",
+                            (long long)(full_sort ? len : k + 1));
+    const char *s = pg_tensor_data(&n->src[0]);
+    int64_t *o = (int64_t *)pg_tensor_data(&n->dst);
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t c = 0; c < inner; c++) {
+            int64_t base = a * len * inner + c, m = 0;
+            for (int64_t i = 0; i < len; i++) {
+                int64_t at = base + i * inner;
+                union { key_i ki; key_f kf; } key;
+                if (is_int)
+                    key.ki = (key_i){((const int64_t *)s)[at], i};
+                else
+                    key.kf = (key_f){dt == PG_FLOAT32 ? (double)((const float *)s)[at]
+                                                      : ((const double *)s)[at], i};
+                if (full_sort) {
+                    memcpy(keys + i * ksize, &key, ksize);
+                    continue;
+                }
+                if (m == k && (k == 0 || cmp(&key, keys + (m - 1) * ksize) >= 0))
+                    continue; /* not better than the worst kept */
+                int64_t pos = m < k ? m : k - 1;
+                while (pos > 0 && cmp(&key, keys + (pos - 1) * ksize) < 0) {
+                    memcpy(keys + pos * ksize, keys + (pos - 1) * ksize, ksize);
+                    pos--;
+                }
+                memcpy(keys + pos * ksize, &key, ksize);
+                if (m < k)
+                    m++;
+            }
+            if (full_sort)
+                qsort(keys, (size_t)len, ksize, cmp);
+            int64_t base_o = a * k * inner + c;
+            for (int64_t j = 0; j < k; j++)
+                o[base_o + j * inner] = is_int ? ((key_i *)keys)[j].i : ((key_f *)keys)[j].i;
+        }
+    free(keys);
+    return PG_OK;
+}
+
 /* ---- masked fill (dst strided, mask broadcast) and nonzero --------------------------- */
 
 static pg_status masked_fill(const pg_node *n)
@@ -220,6 +329,23 @@ static pg_status masked_fill(const pg_node *n)
     char *dbase = pg_tensor_data(D);
     const uint8_t *mbase = (const uint8_t *)pg_tensor_data(Mk);
     int64_t total = pg_tensor_numel(D);
+    if (pg_tensor_is_contiguous(D) && pg_tensor_is_contiguous(Mk)) {
+        switch (size) {
+#define FILL_FLAT(T)                                                                        \
+    do {                                                                                    \
+        T v, *d = (T *)dbase;                                                               \
+        memcpy(&v, value, sizeof v);                                                        \
+        for (int64_t i = 0; i < total; i++)                                                 \
+            d[i] = mbase[i] ? v : d[i];                                                     \
+    } while (0)
+        case 1: FILL_FLAT(uint8_t); break;
+        case 2: FILL_FLAT(uint16_t); break;
+        case 4: FILL_FLAT(uint32_t); break;
+        default: FILL_FLAT(uint64_t); break;
+#undef FILL_FLAT
+        }
+        return PG_OK;
+    }
     int64_t coords[PG_MAX_DIMS] = {0};
     int64_t offd = 0, offm = 0;
     for (int64_t flat = 0; flat < total; flat++) {
@@ -271,6 +397,7 @@ pg_status pg_cpu_index(const pg_node *n)
     case PG_IDX_ARGSORT: return argsort(n);
     case PG_IDX_MASKED_FILL: return masked_fill(n);
     case PG_IDX_NONZERO: return nonzero(n);
+    case PG_IDX_TOPK: return topk(n);
     default: return pg_error_set(PG_ERR_RUNTIME, "index: unknown subop %d", n->subop);
     }
 }

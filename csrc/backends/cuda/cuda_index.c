@@ -12,6 +12,7 @@ _Static_assert((int)PG_CUDA_IDX_GATHER == (int)PG_IDX_GATHER &&
                    (int)PG_CUDA_IDX_INDEX_ADD == (int)PG_IDX_INDEX_ADD &&
                    (int)PG_CUDA_IDX_ARGSORT == (int)PG_IDX_ARGSORT &&
                    (int)PG_CUDA_IDX_MASKED_FILL == (int)PG_IDX_MASKED_FILL &&
+                   (int)PG_CUDA_IDX_TOPK == (int)PG_IDX_TOPK &&
                    (int)PG_CUDA_NUM_INDEX == (int)PG_NUM_INDEX,
                "index subop codes differ between pg_ops_index.h and pg_cuda_kernels.h");
 
@@ -36,8 +37,10 @@ cudaError_t pg_cuda_launch_index(const pg_cuda_ctx *ctx, const pg_node *n)
     case PG_IDX_CUMSUM:
     case PG_IDX_CUMPROD:
     case PG_IDX_ARGSORT:
+    case PG_IDX_TOPK:
         a.dtype = n->src[0].dtype;
         line_shape(&n->src[0], a.axis, &a);
+        a.bound = n->dst.shape[a.axis];
         a.src = pg_cuda_tensor_data(&n->src[0]);
         a.dst = pg_cuda_tensor_data(&n->dst);
         return pg_kernel_index(ctx, &a);
