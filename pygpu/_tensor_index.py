@@ -313,6 +313,36 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     return _TOPK_T(vals, idx)
 
 
+def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct elements, in ascending order (always sorted, as PyTorch's CPU), from one
+    stable sort, a changed-from-previous mask and a cumulative sum; dim= is not taken."""
+    if dim is not None:
+        raise NotImplementedError("unique(dim=...) is not supported by pygpu; flatten first")
+    flat = self.reshape(-1)
+    n = flat.shape[0]
+    order = _C._argsort(flat, 0, False)
+    s = _C._gather(flat, 0, order)
+    from ._creation import ones
+    change = ones((n,), dtype="bool", device=self.device)
+    if n > 1:
+        change[1:] = s[1:] != s[:-1]
+    values = _getitem_mask(s, change)
+    out = [values]
+    if return_inverse:
+        group = _C._cumulative(change, 0, False) - 1  # int64: each sorted element's group
+        inv = _zeros((n,), group)
+        _C._scatter(0, inv, 0, order, group)
+        out.append(inv.reshape(self.shape))
+    if return_counts:
+        starts = _flat_positions(change)
+        from ._train_ops import cat
+        from ._creation import full
+        bounds = cat([starts, full((1,), n, dtype="int64", device=self.device)], 0)
+        ends = bounds[1:] - bounds[:-1]
+        out.append(ends)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 # ---- indexing with tensors, lists and masks -----------------------------------------------
 
 def _as_index(k, device):
@@ -454,5 +484,5 @@ METHODS = {
     "index_add": index_add, "index_copy_": index_copy_, "index_copy": index_copy,
     "masked_fill_": masked_fill_, "masked_fill": masked_fill, "masked_select": masked_select,
     "nonzero": nonzero, "cumsum": cumsum, "cumprod": cumprod, "argsort": argsort, "sort": sort,
-    "topk": topk,
+    "topk": topk, "unique": unique,
 }

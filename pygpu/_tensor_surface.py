@@ -51,6 +51,7 @@ _AS_FUNCTIONS = (
     "argmin", "amax", "amin", "prod", "var", "std", "norm", "logsumexp", "all", "any",
     "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy",
     "masked_fill", "masked_select", "nonzero", "cumsum", "cumprod", "sort", "argsort", "topk",
+    "unique", "tile",
 )
 
 

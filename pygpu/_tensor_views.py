@@ -444,7 +444,34 @@ def flip(self, dims):
     return record("Flip", self, make, lambda g: flip(g, tuple(ds)))
 
 
+def repeat(self, *sizes):
+    """repeat(*sizes): the tensor tiled sizes[i] times along each axis (a copy, as
+    PyTorch's): a stride-0 expand of an interleaved view, then one reshape."""
+    sizes = shape_args("repeat", sizes)
+    if len(sizes) < self.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    if any(r < 0 for r in sizes):
+        raise RuntimeError(f"repeat: the repeats must be non-negative, got {list(sizes)}")
+    shape = (1,) * (len(sizes) - self.ndim) + tuple(self.shape)
+    x = self.reshape(shape)
+    inter, target, final = [], [], []
+    for r, n in zip(sizes, shape):
+        inter += [1, n]
+        target += [r, n]
+        final.append(r * n)
+    return expand(x.reshape(tuple(inter)), *target).reshape(tuple(final))
+
+
+def tile(self, dims):
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if len(dims) < self.ndim:
+        dims = (1,) * (self.ndim - len(dims)) + dims
+    return repeat(self, dims)
+
+
 METHODS = {
+    "repeat": repeat, "tile": tile,
     "view": view, "view_as": view_as, "unsqueeze": unsqueeze,
     "squeeze": squeeze, "flatten": flatten, "unflatten": unflatten, "permute": permute,
     "transpose": transpose, "swapaxes": swapaxes, "t": t, "mT": property(_mT),

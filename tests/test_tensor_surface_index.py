@@ -266,3 +266,17 @@ def test_cumprod_refuses_to_record():
     x = pygpu.ones(3).requires_grad_()
     with pytest.raises(RuntimeError, match="cumprod"):
         x.cumprod(0)
+
+
+@pytest.mark.parametrize("kw", [{}, {"return_inverse": True}, {"return_counts": True},
+                                {"return_inverse": True, "return_counts": True}])
+@pytest.mark.parametrize("data", [np.array([[3, 1, 2], [3, 3, 0]]), np.array([2.5, -1.0, 2.5]),
+                                  np.zeros(0)])
+def test_unique_matches_torch(kw, data, device):
+    ref = torch.tensor(data).unique(**kw)
+    got = _t(data, device).unique(**kw)
+    ref = ref if isinstance(ref, tuple) else (ref,)
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(ref)
+    for g, r in zip(got, ref):
+        _check(g, r)

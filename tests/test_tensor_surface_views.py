@@ -278,3 +278,17 @@ def test_float_conversion_is_differentiable(device):
     y.backward()
     np.testing.assert_array_equal(to_numpy(x.grad), [3.0, 3.0])
     assert x.grad.dtype == pygpu.float64
+
+
+@pytest.mark.parametrize("call", [lambda t: t.repeat(2, 1, 3), lambda t: t.repeat(2, 2, 1, 1),
+                                  lambda t: t.tile((2,)), lambda t: t[0].repeat(1, 0)])
+def test_repeat_and_tile_match_torch(call, device):
+    torch = pytest.importorskip("torch")
+    ref = call(torch.tensor(A))
+    got = call(to_device(A, device))
+    assert tuple(got.shape) == tuple(ref.shape)
+    np.testing.assert_array_equal(to_numpy(got), ref.numpy())
+
+
+def test_repeat_backward(device):
+    gradcheck(lambda x: x.repeat(2, 1, 2), [np.random.default_rng(4).standard_normal((2, 3))], device)
