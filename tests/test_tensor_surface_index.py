@@ -280,3 +280,12 @@ def test_unique_matches_torch(kw, data, device):
     assert len(got) == len(ref)
     for g, r in zip(got, ref):
         _check(g, r)
+
+
+def test_setitem_with_a_value_that_requires_grad_is_refused():
+    t = pygpu.zeros((3, 2), dtype="float64")
+    v = pygpu.ones(2, dtype="float64").requires_grad_()
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        t[pygpu.tensor(np.array([1]))] = v
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        t[t > 0] = v

@@ -332,18 +332,18 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
     }
     if (pg_ag_check_inplace(self, "item assignment") < 0)
         return -1;
-    PyObject *hook = pg_surface_setitem_hook();
-    if (hook && is_advanced(key)) {
-        PyObject *r = PyObject_CallFunctionObjArgs(hook, self, key, value, NULL);
-        Py_XDECREF(r);
-        return r ? 0 : -1;
-    }
     if (!pg_grad_disabled && pg_ag_req(value)) {
         PyErr_SetString(PyExc_RuntimeError,
                         "assigning a tensor that requires grad into another tensor is not "
                         "differentiable here; build the result with ops (e.g. pygpu.cat) or "
                         "assign value.detach() if no gradient should flow");
         return -1;
+    }
+    PyObject *hook = pg_surface_setitem_hook();
+    if (hook && is_advanced(key)) {
+        PyObject *r = PyObject_CallFunctionObjArgs(hook, self, key, value, NULL);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
     }
     pg_tensor view;
     if (index_view(&((PyTensor *)self)->t, key, &view) < 0)
