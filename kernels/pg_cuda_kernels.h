@@ -189,6 +189,38 @@ cudaError_t pg_kernel_adam(const pg_cuda_ctx *ctx, int dtype, void *p, const voi
 cudaError_t pg_kernel_amp_unscale(const pg_cuda_ctx *ctx, int dtype, void *g, int64_t n,
                                   double inv_scale, float *found);
 
+/* index.cu: the index family (node layouts: csrc/core/pg_ops_index.h; CPU twin:
+ * csrc/backends/cpu/cpu_index.c). Subop codes mirror pg_index_op (the glue,
+ * csrc/backends/cuda/cuda_index.c, static-asserts them). An index outside its
+ * axis sets PG_CUDA_EFLAG_INDEX with (index, axis, size) in the record, raised at
+ * the next wait; unlike the CPU, elements with valid indices may have been written. */
+enum { PG_CUDA_EFLAG_INDEX = 1u << 1 };
+enum {
+    PG_CUDA_IDX_GATHER, PG_CUDA_IDX_INDEX_SELECT, PG_CUDA_IDX_SCATTER, PG_CUDA_IDX_SCATTER_ADD,
+    PG_CUDA_IDX_INDEX_COPY, PG_CUDA_IDX_INDEX_ADD, PG_CUDA_IDX_CUMSUM, PG_CUDA_IDX_CUMPROD,
+    PG_CUDA_IDX_ARGSORT, PG_CUDA_IDX_MASKED_FILL, PG_CUDA_IDX_NONZERO, PG_CUDA_IDX_TOPK,
+    PG_CUDA_NUM_INDEX
+};
+typedef struct pg_cuda_index_args {
+    int subop, dtype, axis, flag;
+    /* moves and masked_fill: the iteration space (operand P's shape) and the strides
+     * (elements) of P and M (pg_ops_index.h names them; masked_fill: P = dst, M = mask) */
+    int ndim;
+    int64_t numel;
+    int64_t shape[PG_CUDA_MAX_DIMS];
+    int64_t p_strides[PG_CUDA_MAX_DIMS], m_strides[PG_CUDA_MAX_DIMS];
+    char *p, *m;
+    const int64_t *idx; /* int64, contiguous */
+    int64_t bound;      /* M's length on axis */
+    const void *value;  /* masked_fill: one element of dtype */
+    /* cumulative, argsort, topk (contiguous src -> dst; topk: k = bound), nonzero (len =
+     * mask length, bound = the count) */
+    int64_t outer, len, inner;
+    const void *src;
+    void *dst;
+} pg_cuda_index_args;
+cudaError_t pg_kernel_index(const pg_cuda_ctx *ctx, const pg_cuda_index_args *a);
+
 #ifdef __cplusplus
 }
 #endif

@@ -56,6 +56,13 @@ bool = bool_  # noqa: A001 - pygpu.bool, as torch.bool
 
 __version__ = "0.1.0"
 
+# ---- surface (issue 27): Tensor methods written in Python and their module functions ----
+from . import _tensor_surface  # noqa: E402
+_tensor_surface.install()
+globals().update(_tensor_surface.functions())
+_SURFACE_ALL = sorted(_tensor_surface.functions())
+# ---- end surface ---------------------------------------------------------------------------
+
 _C._setup(_dtype.ALL, {
     "repr": _hooks.tensor_repr,
     "parse_to": _hooks.parse_to,
@@ -126,3 +133,4 @@ __all__ = [
     "data", "save", "load", "Trainer", "cost", "transfer_budget", "TransferBudgetError",
     "cpu_isa",
 ]
+__all__ += _SURFACE_ALL  # surface (issue 27)

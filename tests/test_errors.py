@@ -89,7 +89,9 @@ DEVICE_ROWS = [  # (id, call(device), exception, [regex, ...])
     ("reshape_wrong_size", lambda d: _ones(6, device=d).reshape(4), ValueError, ["6", "4"]),
     ("reshape_two_minus_ones", lambda d: _ones(6, device=d).reshape(-1, -1), ValueError, []),
     ("transpose_bad_axes", lambda d: _ones(3, device=d).transpose(1, 0), ValueError, ["ax"]),
-    ("transpose_repeated_axes", lambda d: _ones(2, 3, device=d).transpose(0, 0), ValueError, []),
+    # transpose(0, 0) swaps an axis with itself (PyTorch's two-axis form); a permutation
+    # (pygpu's tuple form) that repeats an axis is the error
+    ("transpose_repeated_axes", lambda d: _ones(2, 3, device=d).transpose((0, 0)), ValueError, []),
     # indexing out of range
     ("index_past_end", lambda d: _ones(3, device=d)[3], IndexError, ["3"]),
     ("index_before_start", lambda d: _ones(3, device=d)[-4], IndexError, ["-4"]),

@@ -520,22 +520,50 @@ PyObject *pg_reduce_call(PyObject *self, int op, PyObject *args, PyObject *kwarg
 
 static PyObject *reduce_impl(PyObject *self, int op, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"axis", "keepdims", NULL};
-    PyObject *axis = NULL;
-    int keepdims = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op", kw, &axis, &keepdims))
+    /* PyTorch's dim/keepdim are aliases of NumPy's axis/keepdims (issue 27) */
+    static char *kw[] = {"axis", "keepdims", "dim", "keepdim", NULL};
+    PyObject *axis = NULL, *dim = NULL;
+    int keepdims = 0, keepdim = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OpOp", kw, &axis, &keepdims, &dim, &keepdim))
         return NULL;
+    PyObject *norm_kwargs = NULL; /* what autograd's rule reads (axis, keepdims) */
+    if (dim || keepdim >= 0) {
+        if (dim && axis) {
+            PyErr_SetString(PyExc_TypeError, "give dim or axis, not both");
+            return NULL;
+        }
+        if (dim)
+            axis = dim;
+        if (keepdim >= 0)
+            keepdims = keepdim;
+        norm_kwargs = Py_BuildValue("{s:O,s:O}", "axis", axis ? axis : Py_None, "keepdims",
+                                    keepdims ? Py_True : Py_False);
+        if (!norm_kwargs)
+            return NULL;
+    }
     int naxes = 0, axes[PG_MAX_DIMS];
     bool all;
     const pg_tensor *t = T(self);
-    if (parse_axes(axis, t->ndim, op < 0 ? "mean" : pg_reduce_name(op), &naxes, axes, &all) < 0)
+    if (parse_axes(axis, t->ndim, op < 0 ? "mean" : pg_reduce_name(op), &naxes, axes, &all) < 0) {
+        Py_XDECREF(norm_kwargs);
         return NULL;
+    }
     pg_tensor out;
     pg_status st = op < 0 ? PG_CALL(pg_heavy(t), pg_op_mean(t, naxes, all ? NULL : axes, keepdims, &out))
                           : PG_CALL(pg_heavy(t), pg_op_reduce(op, t, naxes, all ? NULL : axes, keepdims, &out));
     PyObject *r = pg_wrap_result(st, &out);
-    if (op != PG_RED_SUM && op >= 0)
+    if (op != PG_RED_SUM && op >= 0) {
+        Py_XDECREF(norm_kwargs);
         return r; /* max/min/argmax: not differentiable here */
+    }
+    if (norm_kwargs) {
+        PyObject *empty = PyTuple_New(0);
+        r = empty ? pg_ag_record(r, op < 0 ? "mean" : "sum", self, NULL, empty, norm_kwargs)
+                  : (Py_XDECREF(r), NULL);
+        Py_XDECREF(empty);
+        Py_DECREF(norm_kwargs);
+        return r;
+    }
     return pg_ag_record(r, op < 0 ? "mean" : "sum", self, NULL, args, kwargs);
 }
 
@@ -577,7 +605,7 @@ PyMethodDef pg_tensor_methods[] = {
     {"_host", m_host, METH_O, "internal: host copy counted as an implicit transfer of the given reason"},
 #define PG_REDUCE(ID, name, py, grad, doc, ...) {#name, KW m_##name, METH_VARARGS | METH_KEYWORDS, doc},
 #include "../core/pg_ops.def"
-    {"mean", KW m_mean, METH_VARARGS | METH_KEYWORDS, "mean(axis=None, keepdims=False)"},
+    {"mean", KW m_mean, METH_VARARGS | METH_KEYWORDS, "mean(axis=None, keepdims=False); dim/keepdim are PyTorch's spellings of axis/keepdims"},
     {"requires_grad_", KW pg_ag_requires_grad_, METH_VARARGS | METH_KEYWORDS, "requires_grad_(requires_grad=True): set the flag on a leaf; returns self"},
     {"detach", pg_ag_detach, METH_NOARGS, "the same memory as a new leaf without autograd history"},
     {"backward", KW pg_ag_backward, METH_VARARGS | METH_KEYWORDS, "backward(gradient=None): accumulate d(self)/d(leaf) into every leaf's .grad; a non-scalar needs `gradient`"},

@@ -365,8 +365,29 @@ fail:
     return -1;
 }
 
+/* A key with a tensor, a list or a bool in it selects elements, not a view: the Python
+ * layer (pygpu/_tensor_index.py, through tensor_surface.c's hooks) takes it. */
+PyObject *pg_surface_getitem_hook(void);
+PyObject *pg_surface_setitem_hook(void);
+static int is_advanced_one(PyObject *k)
+{
+    return PyTensor_Check(k) || PyList_Check(k) || PyBool_Check(k);
+}
+static int is_advanced(PyObject *key)
+{
+    if (!PyTuple_Check(key))
+        return is_advanced_one(key);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key); i++)
+        if (is_advanced_one(PyTuple_GET_ITEM(key, i)))
+            return 1;
+    return 0;
+}
+
 static PyObject *tensor_getitem(PyObject *self, PyObject *key)
 {
+    PyObject *hook = pg_surface_getitem_hook();
+    if (hook && is_advanced(key))
+        return PyObject_CallFunctionObjArgs(hook, self, key, NULL);
     pg_tensor out;
     if (index_view(&((PyTensor *)self)->t, key, &out) < 0)
         return NULL;
@@ -387,6 +408,12 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
                         "differentiable here; build the result with ops (e.g. pygpu.cat) or "
                         "assign value.detach() if no gradient should flow");
         return -1;
+    }
+    PyObject *hook = pg_surface_setitem_hook();
+    if (hook && is_advanced(key)) {
+        PyObject *r = PyObject_CallFunctionObjArgs(hook, self, key, value, NULL);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
     }
     pg_tensor view;
     if (index_view(&((PyTensor *)self)->t, key, &view) < 0)

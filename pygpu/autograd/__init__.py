@@ -6,8 +6,9 @@ operand requires grad, calls engine.record() to attach a node; backward() is a
 topological sort (engine.py). Backward rules: rules.py (C-recorded ops) and
 Function subclasses (Python-level and fused ops)."""
 from .engine import Node, backward, record, register_post_accumulate_grad_hook
+from .grad import grad
 from .function import Context, Function
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
-__all__ = ["Node", "backward", "record", "register_post_accumulate_grad_hook", "Context", "Function", "enable_grad",
+__all__ = ["Node", "backward", "grad", "record", "register_post_accumulate_grad_hook", "Context", "Function", "enable_grad",
            "is_grad_enabled", "no_grad", "set_grad_enabled"]

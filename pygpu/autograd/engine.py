@@ -127,6 +127,8 @@ def backward(root, gradient=None, retain_graph=False):
             g = grads.pop(id(node), None)
             if g is None:
                 continue
+            if _tensor_hooks:  # a non-leaf's hooks see its whole gradient (register_hook)
+                g = _run_hooks(node, g)
             inputs = node.inputs
             in_grads = node.backward(g)
             for t, gi in zip(inputs, in_grads):
@@ -135,6 +137,8 @@ def backward(root, gradient=None, retain_graph=False):
                 gi = _fit(gi, t)
                 fn = t.grad_fn
                 if fn is None:
+                    if _tensor_hooks:
+                        gi = _run_hooks(t, gi)
                     _accumulate(t, gi, owned)
                 else:
                     prev = grads.get(id(fn))
@@ -184,6 +188,43 @@ def _accumulate(leaf, g, owned):
 
 # id(leaf) -> (leaf, [fn, ...]): the leaf is kept, so its id cannot be reused meanwhile
 _post_accumulate_hooks = {}
+
+# Tensor.register_hook: id(leaf tensor or non-leaf's grad_fn) -> (that object, [fn, ...]);
+# fn(grad) returns a replacement gradient or None (PyTorch's tensor hooks)
+_tensor_hooks = {}
+
+
+def _run_hooks(key, g):
+    entry = _tensor_hooks.get(id(key))
+    if entry and entry[0] is key:
+        for fn in list(entry[1]):
+            r = fn(g)
+            if r is not None:
+                g = r
+    return g
+
+
+class _TensorHookHandle:
+    def __init__(self, key, fn):
+        self._key, self._fn = key, fn
+
+    def remove(self):
+        entry = _tensor_hooks.get(id(self._key))
+        if entry and entry[0] is self._key and self._fn in entry[1]:
+            entry[1].remove(self._fn)
+            if not entry[1]:
+                del _tensor_hooks[id(self._key)]
+
+
+def register_hook(t, fn):
+    """t.register_hook(fn): call fn(grad) when backward() has computed t's gradient, and
+    use its return value (when not None) in its place. Returns a handle with remove()."""
+    if not t.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    key = t if t.grad_fn is None else t.grad_fn
+    entry = _tensor_hooks.setdefault(id(key), (key, []))
+    entry[1].append(fn)
+    return _TensorHookHandle(key, fn)
 
 
 class _HookHandle:

@@ -25,6 +25,7 @@ pg_status pg_cpu_execute(const pg_node *node)
     case PG_OP_ADAM: return pg_cpu_adam(node);
     case PG_OP_AMP_UNSCALE: return pg_cpu_amp_unscale(node);
     case PG_OP_SELECT: return pg_cpu_select(node);
+    case PG_OP_INDEX: return pg_cpu_index(node);
     default: return pg_error_set(PG_ERR_RUNTIME, "unknown op %d", node->op);
     }
 }

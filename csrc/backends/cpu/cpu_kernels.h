@@ -35,6 +35,8 @@ pg_status pg_cpu_sgd(const pg_node *node);
 pg_status pg_cpu_adam(const pg_node *node);
 /* the loss scaler's unscale-and-check (cpu_amp.c) */
 pg_status pg_cpu_amp_unscale(const pg_node *node);
+/* the index family: gather, scatter, cumsum, argsort, ... (cpu_index.c) */
+pg_status pg_cpu_index(const pg_node *node);
 
 /* The same ops split over a device's pool (NULL: on the caller) through the GEMM
  * scheduler (cpu_gemm.h); pg_cpu_matmul(n) is pg_cpu_matmul_on(NULL, n). */

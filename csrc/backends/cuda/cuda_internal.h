@@ -249,6 +249,8 @@ pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const struct pg_g
                        const char *op);
 /* 7. cuda_train.c: the fused training ops */
 pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
+/* 7. cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...) */
+cudaError_t pg_cuda_launch_index(const pg_cuda_ctx *ctx, const pg_node *n);
 /* 7. cuda_graph.c: a captured op's storages are held by the graph */
 pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node);
 

@@ -239,6 +239,10 @@ static pg_status pg_cuda_launch_node(pg_cuda_device *d, const pg_cuda_ctx *ctx, 
                                     pg_cuda_numel(&n->dst), n->p.train.f[0],
                                     (float *)pg_cuda_tensor_data(&n->extra[0]));
         break;
+    case PG_OP_INDEX: /* node layouts: csrc/core/pg_ops_index.h */
+        call = "pg_kernel_index";
+        err = pg_cuda_launch_index(ctx, n);
+        break;
     case PG_OP_ARANGE:
         call = "pg_kernel_arange";
         err = pg_kernel_arange(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),

@@ -183,6 +183,7 @@ static bool pg_cuda_supports_op(const pg_backend *be, int op, int dtype)
     case PG_OP_LINEAR_FWD:
     case PG_OP_LINEAR_BWD:
     case PG_OP_AMP_UNSCALE:
+    case PG_OP_INDEX: /* moves run on halves; arithmetic subops widen them first */
         return true;
     default:
         return false;

@@ -264,6 +264,11 @@ pg_status pg_cuda_check_eflags(pg_cuda_device *d)
                              "cuda:%d: cross_entropy: label %lld (row %lld) is out of range for "
                              "%lld classes; labels must be in [0, %lld)",
                              d->index, a, b, c, c);
+    if (bits & PG_CUDA_EFLAG_INDEX)
+        return pg_cuda_error(PG_ERR_ASYNC,
+                             "cuda:%d: an index op (gather, scatter, index_select, ...): index "
+                             "%lld is out of bounds for dimension %lld with size %lld",
+                             d->index, a, b, c);
     return pg_cuda_error(PG_ERR_ASYNC, "cuda:%d: a kernel reported bad data (flags 0x%x)",
                          d->index, bits);
 }

@@ -1,0 +1,62 @@
+"""The Tensor methods written in Python, put into the C type at import, and the
+module-level functions of the same families.
+
+pygpu._C.Tensor is a static C type; as PyTorch's torch/_tensor.py adds its composite
+methods to the C tensor class, install() writes the methods of these family modules into
+the type once (_C._add_tensor_methods):
+  _tensor_views.py   view, permute, transpose(dim0, dim1), unsqueeze, squeeze, flatten,
+                     unflatten, expand, narrow, split, chunk, unbind, t, mT, ...
+  _tensor_info.py    dim, stride, element_size, storage_offset, float/double/half/long/...
+  _tensor_reduce.py  sum/mean/max/min/argmax with dim/keepdim, prod, std, var, norm, ...
+  _tensor_index.py   gather, scatter_, index_select, masked_fill, cumsum, sort, topk, and
+                     indexing with tensors, lists and masks (the getitem/setitem hooks)
+  _tensor_create.py  new_zeros/new_ones/..., and eye, linspace, stack, einsum, ...
+  _tensor_autograd.py register_hook, detach_
+Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
+Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
+replaced by wrappers that accept both spellings and call the C method."""
+from . import _C
+from . import (_tensor_autograd, _tensor_create, _tensor_index, _tensor_info, _tensor_reduce,
+               _tensor_views)
+
+_FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
+             _tensor_autograd)
+
+
+def install():
+    methods = {}
+    for fam in _FAMILIES:
+        for name, fn in fam.METHODS.items():
+            if name in methods:
+                raise ImportError(f"pygpu: Tensor.{name} is defined by two surface modules")
+            methods[name] = fn
+    _C._add_tensor_methods(methods)
+    _C._set_index_hooks(_tensor_index.getitem, _tensor_index.setitem)
+
+
+def _method_function(name):
+    meth = getattr(_C.Tensor, name)
+
+    def fn(input, *args, **kwargs):
+        return meth(input, *args, **kwargs)
+    fn.__name__ = name
+    fn.__doc__ = meth.__doc__
+    return fn
+
+
+# module-level spellings of the methods above (torch.flatten(x, 1), torch.gather(...))
+_AS_FUNCTIONS = (
+    "view_as", "unsqueeze", "squeeze", "flatten", "unflatten", "permute", "transpose",
+    "swapaxes", "t", "movedim", "narrow", "split", "chunk", "select", "unbind", "flip",
+    "argmin", "amax", "amin", "prod", "var", "std", "norm", "logsumexp", "all", "any",
+    "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy",
+    "masked_fill", "masked_select", "nonzero", "cumsum", "cumprod", "sort", "argsort", "topk",
+    "unique", "tile",
+)
+
+
+def functions():
+    out = {name: _method_function(name) for name in _AS_FUNCTIONS}
+    out.update(_tensor_create.FUNCTIONS)
+    out["as_strided"] = _method_function("as_strided")
+    return out
