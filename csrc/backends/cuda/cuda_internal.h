@@ -251,6 +251,8 @@ pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const struct pg_g
 pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 /* 7. cuda_graph.c: a captured op's storages are held by the graph */
 pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node);
+/* PG_OK, or why `node` must not be captured (its scalars would be frozen). */
+pg_status pg_cuda_graph_refuse_frozen(int device, const pg_node *node);
 
 /* 8. cuda_launch.c */
 pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node);

@@ -1,0 +1,133 @@
+# test_cuda_emulated.py - the CUDA plugin run on the emulated device (tests/cuda_emu/):
+# the real kernels/*.cu and csrc/backends/cuda/*.c, compiled for the CPU over a
+# stand-in CUDA runtime and cuBLAS. Each test runs its code in a fresh interpreter
+# whose pygpu loads the emulated plugin (PYGPU_CUDA_PLUGIN), and checks results
+# against NumPy. Issue 29's defects each have a test here that failed before its fix;
+# the harness's own teeth: the half binary kernel as it was before the fix, built
+# into a second plugin, must fail the same check.
+import os
+import sys
+import textwrap
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_emu"))
+import harness  # noqa: E402
+
+pytestmark = pytest.mark.skipif(harness.skip_reason() is not None,
+                                reason=str(harness.skip_reason()))
+
+CHECKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_emu", "checks")
+
+
+@pytest.fixture(scope="module")
+def plugin():
+    return harness.build("current")
+
+
+def _run(plugin, code, **env):
+    r = harness.run(plugin, textwrap.dedent(code), **env)
+    assert r.returncode == 0, f"on the emulated device:\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
+def test_device_reports_an_h100_and_runs_kernels(plugin):
+    out = _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu import cuda
+        assert cuda.is_available(), cuda.unavailable_reason()
+        p = cuda.get_device_properties(0)
+        assert (p.major, p.minor) == (9, 0) and p.multi_processor_count == 132, p
+        assert cuda.device_count() == 2
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((37, 53)).astype(np.float32)
+        b = rng.standard_normal((53, 29)).astype(np.float32)
+        ta, tb = pygpu.tensor(a, device="cuda"), pygpu.tensor(b, device="cuda")
+        np.testing.assert_allclose((ta @ tb).numpy(), a @ b, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(ta.sum().item(), a.sum(dtype=np.float64), rtol=1e-5, atol=1e-3)
+        np.testing.assert_allclose(ta.exp().numpy(), np.exp(a), rtol=1e-6)
+        # a block reduction (shared memory and __syncthreads) over a large row
+        big = rng.standard_normal(100_000).astype(np.float64)
+        np.testing.assert_allclose(pygpu.tensor(big, device="cuda").sum().item(), big.sum(),
+                                   rtol=1e-12, atol=1e-9)
+        print("ok")
+    """)
+    assert "ok" in out
+
+
+def test_half_binary_ops_compute_in_float32(plugin):
+    """Defect 1: float16/bfloat16 binary ops ran in half (scalar narrowed, NaN lost)."""
+    with open(os.path.join(CHECKS, "half_binary.py")) as f:
+        _run(plugin, f.read())
+
+
+def test_reverted_half_kernel_is_caught():
+    """The harness has teeth: today's check fails on the kernel as it was before the fix."""
+    reverted = harness.build("reverted")
+    with open(os.path.join(CHECKS, "half_binary.py")) as f:
+        r = harness.run(reverted, f.read())
+    assert r.returncode != 0, "the reverted half kernel passed the emulated run"
+    assert "differ from float32 rounded once" in r.stderr or "NaN must win" in r.stderr, r.stderr
+
+
+def test_graph_refuses_ops_whose_scalars_would_freeze(plugin):
+    """Defect 2: a replayed Adam step reused the captured step count and bias
+    corrections. Capture must refuse it (or replay it right); SGD without
+    momentum still replays exactly as eager steps."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu import cuda, nn, optim
+
+        def setup(opt_cls, **kw):
+            pygpu.manual_seed(0)
+            model = nn.Linear(8, 4).to("cuda")
+            return model, opt_cls(model.parameters(), **kw)
+
+        rng = np.random.default_rng(1)
+        xs = [rng.standard_normal((16, 8)).astype(np.float32) for _ in range(4)]
+
+        def step(model, opt, x):
+            opt.zero_grad()
+            loss = (model(x) * model(x)).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        for opt_cls, kw in ((optim.Adam, {"lr": 0.1}), (optim.SGD, {"lr": 0.1})):
+            model, opt = setup(opt_cls, **kw)
+            eager = [step(model, opt, pygpu.tensor(x, device="cuda")).item() for x in xs]
+            model, opt = setup(opt_cls, **kw)
+            sx = pygpu.tensor(xs[0], device="cuda")
+            got = [step(model, opt, sx).item()]
+            g = cuda.CUDAGraph()
+            try:
+                with cuda.graph(g):
+                    sl = step(model, opt, sx)
+            except RuntimeError as e:
+                assert opt_cls is optim.Adam and "Adam" in str(e) and "graph" in str(e), e
+                continue
+            for x in xs[1:]:
+                sx.copy_(pygpu.tensor(x))
+                g.replay()
+                got.append(sl.item())
+            np.testing.assert_allclose(got, eager, rtol=1e-5,
+                                       err_msg=f"{opt_cls.__name__}: replay differs from eager")
+        print("ok")
+    """)
+
+
+def test_half_matmul_is_rounded_once(plugin):
+    """Defect 7: with CUBLAS_DEFAULT_MATH cuBLAS may reduce split-K partials in half;
+    the product of two float16 matrices must be float32 sums rounded once."""
+    _run(plugin, """
+        import numpy as np, ml_dtypes, pygpu
+        rng = np.random.default_rng(3)
+        for np_t in (np.float16, ml_dtypes.bfloat16):
+            # eighths: every float32 partial sum is exact, so the only rounding is the store
+            a = (rng.integers(-16, 17, (4, 2048)) / 8).astype(np_t)
+            b = (rng.integers(-16, 17, (2048, 3)) / 8).astype(np_t)
+            ref = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32).astype(np_t)
+            got = (pygpu.tensor(a, device="cuda") @ pygpu.tensor(b, device="cuda")).numpy()
+            np.testing.assert_array_equal(got.astype(np.float32), ref.astype(np.float32))
+        print("ok")
+    """)
