@@ -131,3 +131,30 @@ def test_half_matmul_is_rounded_once(plugin):
             np.testing.assert_array_equal(got.astype(np.float32), ref.astype(np.float32))
         print("ok")
     """)
+
+
+def test_stream_and_event_calls_leave_the_current_device(plugin):
+    """Defect 6: Stream/Event destroy, query, synchronize and elapsed_time switched the
+    calling thread's CUDA device with a bare cudaSetDevice (another library sharing the
+    thread, CuPy or PyTorch, then queued on the wrong GPU)."""
+    _run(plugin, """
+        import ctypes, gc, pygpu
+        from pygpu import cuda
+        runtime = ctypes.CDLL(cuda.PLUGIN)  # the emulated runtime's own state
+        pygpu.ones(4, device="cuda:0").sum().item()   # the plugin makes cuda:0 current
+        assert runtime.pg_emu_current_device() == 0
+        s = cuda.Stream(device=1)
+        a, b = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        a.record(s)
+        b.record(s)
+        pygpu.ones(4, device="cuda:0").sum().item()
+        calls = {"query": b.query, "synchronize": b.synchronize,
+                 "elapsed_time": lambda: a.elapsed_time(b)}
+        for name, call in calls.items():
+            call()
+            assert runtime.pg_emu_current_device() == 0, f"Event.{name}() switched the device"
+        del a, b, s
+        gc.collect()
+        assert runtime.pg_emu_current_device() == 0, "Stream/Event destroy switched the device"
+        print("ok")
+    """)

@@ -853,3 +853,7 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
 }
 
 } // extern "C"
+
+/* For tests only: the calling thread's current device in the stand-in
+ * runtime, which the plugin must leave as the caller set it. */
+extern "C" __attribute__((visibility("default"))) int pg_emu_current_device(void) { return t_device; }
