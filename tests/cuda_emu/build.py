@@ -9,8 +9,8 @@ the stand-in CUDA runtime (emu_runtime.cpp), cuBLAS (emu_cublas.cpp) and the
 fiber scheduler (emu_fiber.cpp) into one shared object that pygpu loads in
 place of pygpu/_cuda_backend.so when PYGPU_CUDA_PLUGIN names it. No libcudart
 or libcublas is linked: every CUDA call lands in the stand-ins. The emulated
-NCCL is a library of its own (libnccl_emu.so next to OUT), which the plugin
-dlopens where PYGPU_NCCL_LIBRARY names it.
+NCCL (emu_nccl.cpp) is inside the plugin too and exports NCCL's names:
+PYGPU_NCCL_LIBRARY set to the plugin's path makes pygpu.distributed load it.
 
 --kernels-from DIR takes the kernel files named in DIR instead of kernels/
 (the harness test builds an old kernel this way to prove the run catches it).
@@ -35,7 +35,7 @@ import rewrite_launches  # noqa: E402
 
 DEFAULT_OUT = os.path.join(ROOT, "build", "cuda_emu", "current", "_cuda_backend_emu.so")
 OBJ_DIR = os.path.join(ROOT, "build", "cuda_emu", "obj")
-EMU_SOURCES = ["emu_runtime.cpp", "emu_cublas.cpp", "emu_fiber.cpp"]
+EMU_SOURCES = ["emu_runtime.cpp", "emu_cublas.cpp", "emu_fiber.cpp", "emu_nccl.cpp"]
 
 
 def _headers():
@@ -110,30 +110,14 @@ def build(out=DEFAULT_OUT, kernels_from=None, verbose=False):
         for f in futs:
             objs.append(f.result())
     tmp = out + f".{os.getpid()}.tmp"
-    link = ["g++", "-shared", "-o", tmp] + objs + ["-ldl", "-lpthread", "-lm",
+    link = ["g++", "-shared", "-o", tmp] + objs + ["-ldl", "-lpthread", "-lrt", "-lm",
                                                   "-Wl,--no-undefined"]
     r = subprocess.run(link, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"cuda_emu: link failed:\n{r.stdout}{r.stderr}")
     os.replace(tmp, out)
-    nccl = build_nccl(os.path.join(os.path.dirname(out), "libnccl_emu.so"), inc, cxx)
     if verbose:
         print(out)
-        print(nccl)
-    return out
-
-
-def build_nccl(out, inc, cxx):
-    src = os.path.join(HERE, "emu_nccl.cpp")
-    if not os.path.exists(src):
-        return None
-    tmp = out + f".{os.getpid()}.tmp"
-    cmd = [c for c in cxx if c != "-fvisibility=hidden"] + inc + ["-iquote", HERE, "-shared", src,
-                                                               "-o", tmp, "-lpthread", "-lrt"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"cuda_emu: NCCL stand-in failed:\n{r.stdout}{r.stderr}")
-    os.replace(tmp, out)
     return out
 
 

@@ -9,7 +9,9 @@
  * so work on two streams runs concurrently and a missing cross-stream wait
  * can read stale or freed memory, as on a GPU. PYGPU_CUDA_EMU_DELAY_US
  * makes every stream item sleep first, which widens such windows (tests of
- * stream ordering use it). The legacy default stream is one more such queue;
+ * stream ordering use it), and PYGPU_CUDA_EMU_SYNC=1 runs every item before
+ * its call returns (if a failure goes away with it, it is an ordering bug).
+ * The legacy default stream is one more such queue;
  * its implicit synchronization with blocking streams is not modelled (the
  * plugin creates only non-blocking streams).
  *
@@ -72,6 +74,17 @@ static unsigned delay_us()
     static unsigned v = [] {
         const char *s = getenv("PYGPU_CUDA_EMU_DELAY_US");
         return s ? (unsigned)atoi(s) : 0u;
+    }();
+    return v;
+}
+
+/* PYGPU_CUDA_EMU_SYNC=1: every stream item finishes before its call returns
+ * (a diagnostic: a failure that goes away with it is an ordering bug) */
+static bool sync_mode()
+{
+    static bool v = [] {
+        const char *s = getenv("PYGPU_CUDA_EMU_SYNC");
+        return s && *s == '1';
     }();
     return v;
 }
@@ -256,6 +269,8 @@ void pg_emu_enqueue(cudaStream_t s, std::function<void()> f)
         return;
     }
     st->push(std::move(f));
+    if (sync_mode())
+        st->sync();
 }
 
 static bool capturing(cudaStream_t s) { return resolve(s)->capture != nullptr; }
