@@ -158,3 +158,31 @@ def test_stream_and_event_calls_leave_the_current_device(plugin):
         assert runtime.pg_emu_current_device() == 0, "Stream/Event destroy switched the device"
         print("ok")
     """)
+
+
+def test_autocast_linear_with_float32_weight(plugin):
+    """Found by the emulated device: under autocast the core sends linear a half x with
+    the float32 weight (and wants float32 dW, db); the CUDA launcher took one dtype for
+    all of them, so it read the weight as 16-bit values forward, and backward read the
+    16-bit x and dy as float32 and wrote dx as float32, past the buffers' end. Forward
+    and backward must match the CPU's."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        rng = np.random.default_rng(5)
+        X = rng.standard_normal((64, 24)).astype(np.float32)
+        for dt in (pygpu.bfloat16, pygpu.float16):
+            res = {}
+            for dev in ("cpu", "cuda"):
+                pygpu.manual_seed(0)
+                lin = pygpu.nn.Linear(24, 16).to(dev)
+                x = pygpu.tensor(X, device=dev)
+                with pygpu.autocast(dev, dtype=dt):
+                    y = lin(x)
+                y.astype(pygpu.float32).sum().backward()
+                res[dev] = (y.astype(pygpu.float32).numpy(), lin.weight.grad.numpy(),
+                            lin.bias.grad.numpy())
+                assert lin.weight.grad.dtype == pygpu.float32
+            for got, ref in zip(res["cuda"], res["cpu"]):
+                np.testing.assert_allclose(got, ref, rtol=2e-2, atol=2e-2)
+        print("ok")
+    """)
