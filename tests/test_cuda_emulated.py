@@ -1,7 +1,7 @@
 # test_cuda_emulated.py - the CUDA plugin run on the emulated device (tests/cuda_emu/):
 # the real kernels/*.cu and csrc/backends/cuda/*.c, compiled for the CPU over a
 # stand-in CUDA runtime and cuBLAS. Each test runs its code in a fresh interpreter
-# whose pygpu loads the emulated plugin (PYGPU_CUDA_PLUGIN), and checks results
+# whose pygpu loads the emulated plugin (PYGPU_CUDA_BACKEND_SO), and checks results
 # against NumPy. Issue 29's defects each have a test here that failed before its fix;
 # the harness's own teeth: the half binary kernel as it was before the fix, built
 # into a second plugin, must fail the same check.
@@ -9,6 +9,7 @@ import os
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_emu"))
@@ -186,3 +187,24 @@ def test_autocast_linear_with_float32_weight(plugin):
                 np.testing.assert_allclose(got, ref, rtol=2e-2, atol=2e-2)
         print("ok")
     """)
+
+
+def test_ddp_over_emulated_nccl_matches_single_process_training(plugin, tmp_path):
+    """DDP with two ranks, one emulated GPU each, gradients all-reduced by the NCCL
+    stand-in on the comm stream: the parameters equal single-process training on the
+    global batch (tests/test_ddp.py's check, on cuda)."""
+    from _mpi import launch
+    from test_ddp import TRAIN, _reference, _rows
+    script = TRAIN.replace("device = sys.argv[1]",
+                           "device = f\"cuda:{os.environ['LOCAL_RANK']}\"; "
+                           "pygpu.cuda.set_device(int(os.environ['LOCAL_RANK']))")
+    env = {k: v for k, v in harness.env(plugin).items()
+           if k in ("PYGPU_CUDA_BACKEND_SO", "PYGPU_NCCL_LIBRARY")}
+    proc = launch(tmp_path, script, args=["cuda", "25"], env=env, timeout=300)
+    rows = _rows(proc)
+    assert len(rows) == 2
+    ref = _reference()
+    for row in rows:
+        assert row["stats"]["calls"] == {"grad_all_reduce": 3}
+        for got, want in zip(row["params"], ref.parameters()):
+            np.testing.assert_allclose(np.array(got), want.numpy(), rtol=1e-10, atol=1e-12)

@@ -7,7 +7,7 @@ headers), kernels/*.cu as C++ for the CPU (g++, after rewrite_launches.py
 turns `<<<...>>>` launches into calls, over emu_kernel.h), and links them with
 the stand-in CUDA runtime (emu_runtime.cpp), cuBLAS (emu_cublas.cpp) and the
 fiber scheduler (emu_fiber.cpp) into one shared object that pygpu loads in
-place of pygpu/_cuda_backend.so when PYGPU_CUDA_PLUGIN names it. No libcudart
+place of pygpu/_cuda_backend.so when PYGPU_CUDA_BACKEND_SO names it. No libcudart
 or libcublas is linked: every CUDA call lands in the stand-ins. The emulated
 NCCL (emu_nccl.cpp) is inside the plugin too and exports NCCL's names:
 PYGPU_NCCL_LIBRARY set to the plugin's path makes pygpu.distributed load it.

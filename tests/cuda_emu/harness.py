@@ -5,7 +5,7 @@ build/cuda_emu/<kind>/_cuda_backend_emu.so: kind "current" from kernels/, kind
 "reverted" with the kernel files of reverted/ in place of kernels/' own (the
 half binary kernel as it was before issue 29's fix). run(plugin, code) runs
 code in a fresh interpreter whose pygpu loads that plugin as cuda
-(PYGPU_CUDA_PLUGIN); pygpu reads the variable at import, hence the
+(PYGPU_CUDA_BACKEND_SO); pygpu reads the variable at import, hence the
 subprocess. skip_reason() says why the harness cannot build here (no g++, no
 CUDA or cuBLAS headers), or None.
 """
@@ -45,7 +45,8 @@ def build(kind="current"):
 
 def env(plugin, **extra):
     e = dict(os.environ)
-    e["PYGPU_CUDA_PLUGIN"] = plugin
+    e["PYGPU_CUDA_BACKEND_SO"] = plugin
+    e["PYGPU_NCCL_LIBRARY"] = plugin  # its NCCL stand-in (emu_nccl.cpp)
     e.update({k: str(v) for k, v in extra.items()})
     return e
 
