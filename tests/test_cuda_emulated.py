@@ -208,3 +208,28 @@ def test_ddp_over_emulated_nccl_matches_single_process_training(plugin, tmp_path
         assert row["stats"]["calls"] == {"grad_all_reduce": 3}
         for got, want in zip(row["params"], ref.parameters()):
             np.testing.assert_allclose(np.array(got), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_kernel_timing_reuses_its_events(plugin):
+    """Defect 9: kernel timing created and destroyed two CUDA events per op; they now
+    come from (and go back to) the device's spare events."""
+    _run(plugin, """
+        import ctypes, pygpu
+        from pygpu import cuda
+        runtime = ctypes.CDLL(cuda.PLUGIN)
+        x = pygpu.ones((256,), device="cuda")
+        x = x * 1.0
+        before = pygpu.stats()
+        created = runtime.pg_emu_events_created()
+        with cuda.profiling(nvtx=False, kernel_timing=True):
+            for _ in range(200):
+                x = x * 1.0001
+                if _ % 20 == 0:
+                    x.sum().item()      # a host wait collects the finished timings
+            cuda.synchronize()
+        new = runtime.pg_emu_events_created() - created
+        d = pygpu.stats() - before
+        assert d.kernel_ops >= 200, d.kernel_ops
+        assert new < 100, f"{new} events created for 200 timed ops"
+        print("ok")
+    """)

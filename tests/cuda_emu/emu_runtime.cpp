@@ -681,8 +681,11 @@ cudaError_t cudaStreamQuery(cudaStream_t s)
 
 /* ---- events -------------------------------------------------------------------------- */
 
+static std::atomic<long> g_events_created{0};
+
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
 {
+    g_events_created++;
     CUevent_st *ev = new CUevent_st();
     ev->s->timing = !(flags & cudaEventDisableTiming);
     ev->s->device = t_device;
@@ -872,3 +875,9 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
 /* For tests only: the calling thread's current device in the stand-in
  * runtime, which the plugin must leave as the caller set it. */
 extern "C" __attribute__((visibility("default"))) int pg_emu_current_device(void) { return t_device; }
+
+/* For tests only: how many events the stand-in runtime has created so far. */
+extern "C" __attribute__((visibility("default"))) long pg_emu_events_created(void)
+{
+    return g_events_created.load();
+}
