@@ -233,3 +233,25 @@ def test_kernel_timing_reuses_its_events(plugin):
         assert new < 100, f"{new} events created for 200 timed ops"
         print("ok")
     """)
+
+
+def test_nccl_init_failure_frees_the_communicator(plugin):
+    """Defect 8: when ncclCommInitRank failed after making the communicator (anything but
+    ncclInProgress), the plugin freed its handle and leaked NCCL's communicator."""
+    _run(plugin, """
+        import ctypes, os, pygpu
+        from pygpu import cuda
+        from pygpu.distributed import _nccl
+        lib = _nccl._lib()           # the plugin, with the NCCL stand-in loaded into it
+        why = ctypes.create_string_buffer(512)
+        uid = ctypes.create_string_buffer(128)
+        assert lib.pg_plugin_nccl_unique_id(uid, why, 512) == 0, why.value
+        comm = ctypes.c_void_p()
+        lib.pg_plugin_nccl_comm_init.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                                                 ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                                                 ctypes.c_char_p, ctypes.c_size_t]
+        rc = lib.pg_plugin_nccl_comm_init(1, uid.raw, 0, 0, ctypes.byref(comm), why, 512)
+        assert rc == -1 and b"ncclCommInitRank failed" in why.value, (rc, why.value)
+        assert lib.pg_emu_nccl_live() == 0, "the failed init leaked its communicator"
+        print("ok")
+    """, PYGPU_CUDA_EMU_NCCL_INIT_FAIL=1)

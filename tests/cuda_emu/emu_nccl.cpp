@@ -54,6 +54,8 @@ struct Comm {
     std::atomic<bool> aborted;
 };
 
+std::atomic<int> g_live{0}; /* communicators made and not yet destroyed or aborted */
+
 double now_s()
 {
     struct timespec ts;
@@ -256,6 +258,7 @@ PG_NCCL_API int ncclCommInitRank(Comm **out, int nranks, NcclId id, int rank)
         return ncclInternalError;
     }
     shm_unlink(name); /* the mappings stay; nothing is left in /dev/shm */
+    g_live++;
     *out = c;
     return ncclSuccess;
 }
@@ -263,8 +266,17 @@ PG_NCCL_API int ncclCommInitRankConfig(Comm **out, int nranks, NcclId id,
                                        int rank, void *config)
 {
     (void)config;
-    return ncclCommInitRank(out, nranks, id, rank);
+    int r = ncclCommInitRank(out, nranks, id, rank);
+    /* PYGPU_CUDA_EMU_NCCL_INIT_FAIL=1: fail after making the communicator, as NCCL can
+     * (a later init step failing), so the caller must free what it got */
+    const char *f = getenv("PYGPU_CUDA_EMU_NCCL_INIT_FAIL");
+    if (r == ncclSuccess && f && *f == '1')
+        return ncclSystemError;
+    return r;
 }
+
+/* For tests only: communicators alive (made, neither destroyed nor aborted). */
+PG_NCCL_API int pg_emu_nccl_live(void) { return g_live.load(); }
 PG_NCCL_API int ncclCommGetAsyncError(Comm *c, int *state)
 {
     if (!c)
@@ -276,7 +288,8 @@ PG_NCCL_API int ncclCommAbort(Comm *c)
 {
     if (!c)
         return ncclSuccess;
-    c->aborted = true;
+    if (!c->aborted.exchange(true))
+        g_live--;
     c->state = ncclRemoteError;
     /* a stream may still be inside a collective on it: the mapping stays (a
      * leak of one segment per aborted communicator, in tests only) */
@@ -287,6 +300,8 @@ PG_NCCL_API int ncclCommDestroy(Comm *c)
 {
     if (!c)
         return ncclInvalidArgument;
+    if (!c->aborted)
+        g_live--;
     munmap(c->shm, c->map_bytes);
     delete c;
     return ncclSuccess;
