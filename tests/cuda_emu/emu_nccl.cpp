@@ -46,6 +46,7 @@ struct Shm {
 };
 
 struct Comm {
+    char name[129];
     int nranks, rank, device;
     Shm *shm;
     char *slots;
@@ -211,7 +212,9 @@ PG_NCCL_API int ncclGetUniqueId(void *id)
     return ncclSuccess;
 }
 
-PG_NCCL_API int ncclCommInitRank(Comm **out, int nranks, NcclId id, int rank)
+/* Maps the segment and counts this rank in; the communicator is ready once
+ * every rank has (ready()). */
+static int comm_open(Comm **out, int nranks, NcclId id, int rank)
 {
     *out = nullptr;
     if (nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks)
@@ -242,36 +245,55 @@ PG_NCCL_API int ncclCommInitRank(Comm **out, int nranks, NcclId id, int rank)
     c->map_bytes = bytes;
     c->state = ncclSuccess;
     c->aborted = false;
+    memcpy(c->name, name, sizeof c->name);
+    c->state = ncclInProgress;
     c->shm->joined.fetch_add(1);
-    double deadline = now_s() + 600;
-    while (c->shm->joined.load() < nranks) {
-        if (now_s() > deadline) {
-            munmap(m, bytes);
-            delete c;
-            return ncclRemoteError;
-        }
-        usleep(200);
-    }
-    if (!barrier(c)) { /* every rank has seen the count before the name goes */
-        munmap(m, bytes);
-        delete c;
-        return ncclInternalError;
-    }
-    shm_unlink(name); /* the mappings stay; nothing is left in /dev/shm */
     g_live++;
     *out = c;
+    return ncclSuccess;
+}
+
+/* Whether every rank has joined; then the name goes (the mappings stay, and
+ * nothing is left in /dev/shm). */
+static bool ready(Comm *c)
+{
+    if (c->state.load() != ncclInProgress)
+        return true;
+    if (c->shm->joined.load() < c->nranks)
+        return false;
+    shm_unlink(c->name);
+    int expected = ncclInProgress;
+    c->state.compare_exchange_strong(expected, ncclSuccess);
+    return true;
+}
+
+/* Blocking init: waits for every rank (as NCCL does, with no timeout of its own). */
+PG_NCCL_API int ncclCommInitRank(Comm **out, int nranks, NcclId id, int rank)
+{
+    int r = comm_open(out, nranks, id, rank);
+    if (r != ncclSuccess)
+        return r;
+    while (!ready(*out)) {
+        if ((*out)->aborted.load())
+            return ncclRemoteError;
+        usleep(200);
+    }
     return ncclSuccess;
 }
 PG_NCCL_API int ncclCommInitRankConfig(Comm **out, int nranks, NcclId id,
                                        int rank, void *config)
 {
     (void)config;
-    int r = ncclCommInitRank(out, nranks, id, rank);
+    /* non-blocking (the config pygpu passes asks for it): ncclInProgress until every
+     * rank has joined, which ncclCommGetAsyncError reports, so the caller's timeout applies */
+    int r = comm_open(out, nranks, id, rank);
     /* PYGPU_CUDA_EMU_NCCL_INIT_FAIL=1: fail after making the communicator, as NCCL can
      * (a later init step failing), so the caller must free what it got */
     const char *f = getenv("PYGPU_CUDA_EMU_NCCL_INIT_FAIL");
     if (r == ncclSuccess && f && *f == '1')
         return ncclSystemError;
+    if (r == ncclSuccess && !ready(*out))
+        return ncclInProgress;
     return r;
 }
 
@@ -281,6 +303,7 @@ PG_NCCL_API int ncclCommGetAsyncError(Comm *c, int *state)
 {
     if (!c)
         return ncclInvalidArgument;
+    ready(c);
     *state = c->state.load();
     return ncclSuccess;
 }
