@@ -255,3 +255,42 @@ def test_nccl_init_failure_frees_the_communicator(plugin):
         assert lib.pg_emu_nccl_live() == 0, "the failed init leaked its communicator"
         print("ok")
     """, PYGPU_CUDA_EMU_NCCL_INIT_FAIL=1)
+
+
+def test_h2d_copy_waits_for_other_threads_user_streams(plugin):
+    """Defect 3: before a non-blocking H2D copy the copy stream waited for compute and
+    for the calling thread's user stream only. Another thread's tensor freed while its
+    kernels on that thread's user stream still read it gave its block to the copy,
+    which overwrote it first. The emulated streams run concurrently and each item is
+    delayed, so the freed block's late reader sees the copy's values without the fix."""
+    _run(plugin, """
+        import threading, numpy as np, pygpu
+        from pygpu import cuda
+        n = 1 << 16
+        ready, copied = threading.Event(), threading.Event()
+        out = {}
+
+        def reader():
+            s = cuda.Stream()
+            with cuda.stream(s):
+                t = pygpu.ones((n,), device="cuda")
+                busy = pygpu.ones((64,), device="cuda")
+                for _ in range(30):               # keep s busy: its next op runs late
+                    busy = busy * 1.0
+                total = t.sum()                   # reads t's block, queued behind them
+                del t                             # the block goes back to the allocator
+                ready.set()
+                copied.wait()
+                out["sum"] = total.item()
+
+        th = threading.Thread(target=reader)
+        th.start()
+        ready.wait()
+        host = pygpu.tensor(np.full(n, 7.0, dtype=np.float32)).pin_memory()
+        u = host.to("cuda", non_blocking=True)    # may get t's block
+        copied.set()
+        th.join()
+        assert out["sum"] == n, f"the user stream read {out['sum']}: the copy overwrote its block"
+        assert u.sum().item() == 7.0 * n
+        print("ok")
+    """, PYGPU_CUDA_EMU_DELAY_US=2000)

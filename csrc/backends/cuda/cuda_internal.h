@@ -200,6 +200,8 @@ pg_status pg_cuda_stream_before_op(pg_cuda_device *d, const char *op);
 void pg_cuda_stream_after_op(pg_cuda_device *d, uint64_t seq);
 pg_status pg_cuda_stream_before_copy(pg_cuda_device *d, const char *op);
 pg_status pg_cuda_stream_before_sync(pg_cuda_device *d, const char *why);
+/* `waiter` waits (on the device) for every active, non-capturing user stream of d. */
+pg_status pg_cuda_stream_join_active(pg_cuda_device *d, cudaStream_t waiter, const char *op);
 /* d's compute stream waits for the calling thread's current user stream on d
  * (none, or capturing: nothing), so a (compute, seq) event covers its work. */
 pg_status pg_cuda_stream_join_current(pg_cuda_device *d, const char *op);
