@@ -68,18 +68,26 @@ enum { PG_OPERAND_TENSOR = 0, PG_OPERAND_SCALAR_RIGHT = 1, PG_OPERAND_SCALAR_LEF
 
 // dst, a, b: operands 0, 1, 2 of it; with a scalar, b is unused and the
 // mode (uniform over the grid, so the branch costs nothing) says its side.
+// The operands are loaded into the calc type (float32 for the halves), the
+// op runs there (so NaN tests, division and the scalar are float32's) and the
+// result is rounded once at the store; a compare stores its bool as it is.
 template <int OP, typename T, bool CONTIG>
 __global__ void pg_binary_kernel(pg_cuda_iter it, pg_bin_out_t<OP, T> *dst, const T *a,
-                                 const T *b, T scalar, int mode)
+                                 const T *b, pg_calc_t<T> scalar, int mode)
 {
+    using C = pg_calc_t<T>;
     for (int64_t i = pg_thread_index(); i < it.numel; i += pg_thread_count()) {
         int64_t off[3] = {i, i, i};
         if constexpr (!CONTIG)
             pg_iter_offsets<3>(it, i, off);
-        T x = a[off[1]];
-        T y = mode == PG_OPERAND_TENSOR ? b[off[2]] : scalar;
-        dst[off[0]] = mode == PG_OPERAND_SCALAR_LEFT ? pg_binary_apply<OP, T>(y, x)
-                                                     : pg_binary_apply<OP, T>(x, y);
+        C x = pg_load(a[off[1]]);
+        C y = mode == PG_OPERAND_TENSOR ? pg_load(b[off[2]]) : scalar;
+        pg_bin_out_t<OP, C> r = mode == PG_OPERAND_SCALAR_LEFT ? pg_binary_apply<OP, C>(y, x)
+                                                               : pg_binary_apply<OP, C>(x, y);
+        if constexpr (std::is_same<pg_bin_out_t<OP, C>, C>::value)
+            dst[off[0]] = pg_store<T>(r);
+        else
+            dst[off[0]] = r;
     }
 }
 

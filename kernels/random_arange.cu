@@ -5,8 +5,10 @@
  * Both are pure functions of i, so any thread layout reproduces the CPU
  * bit for bit where the arithmetic allows: arange computes in double with
  * explicitly rounded multiply and add (no FMA contraction, like the CPU's
- * x86-64 code) and then casts (to float16/bfloat16: rounded once, straight
- * from the double, pg_cuda_half.cuh); random evaluates pg_philox.h at
+ * x86-64 code) and then casts; float16/bfloat16 are counted as float32 (the
+ * double rounded to float, then to the half type, as the CPU twin and
+ * PyTorch's accscalar_t do: a tie such as 325 * 0.7 in bfloat16 goes where the
+ * CPU's goes; found on the emulated device, tests/cuda_emu); random evaluates pg_philox.h at
  * (seed, offset + i), the very code the CPU runs. A float32 uniform that
  * rounds up to 1.0f becomes the largest float below 1, keeping [0, 1).
  * Normals use the device libm (log, cos), so they match within rounding.
@@ -19,8 +21,13 @@
 template <typename T>
 __global__ void pg_arange_kernel(T *dst, int64_t n, double start, double step)
 {
-    for (int64_t i = pg_thread_index(); i < n; i += pg_thread_count())
-        dst[i] = pg_convert<T, double>(__dadd_rn(start, __dmul_rn((double)i, step)));
+    for (int64_t i = pg_thread_index(); i < n; i += pg_thread_count()) {
+        const double v = __dadd_rn(start, __dmul_rn((double)i, step));
+        if constexpr (pg_is_half<T>) /* counted as float32, as the CPU twin and PyTorch do */
+            dst[i] = pg_convert<T, float>((float)v);
+        else
+            dst[i] = pg_convert<T, double>(v);
+    }
 }
 
 // dst: (n,) contiguous float32/float64

@@ -18,7 +18,11 @@ from ._cuda_streams import (CUDAGraph, DeviceProperties, Event, Stream, current_
                             default_stream, get_device_capability, get_device_properties, graph,
                             nvtx_range, nvtx_range_pop, nvtx_range_push, profiling, stream)
 
-PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_backend.so")
+# PYGPU_CUDA_BACKEND_SO names another build of the plugin to load instead (the test
+# harness's emulated device, tests/cuda_emu/, is one). PYGPU_CUDA_PLUGIN is another
+# thing: the prebuilt plugin tests/test_cuda_build.py checks.
+PLUGIN = (os.environ.get("PYGPU_CUDA_BACKEND_SO")
+          or os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_backend.so"))
 # setup.py writes why it built or skipped the plugin here (one line)
 BUILD_REASON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_build_reason.txt")
 

@@ -52,11 +52,12 @@ def _timeout_from_env():
 
 
 def library_candidates():
-    """Where libnccl.so.2 may be, most specific first."""
+    """Where libnccl.so.2 may be, most specific first; PYGPU_NCCL_LIBRARY first of all
+    (the emulated device of tests/cuda_emu names its own NCCL stand-in there)."""
     roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # .../site-packages/pygpu/..
     roots = [os.path.dirname(r) for r in roots] + site.getsitepackages() + [site.getusersitepackages()]
     roots += [p for p in sys.path if p.endswith("site-packages")]
-    out = []
+    out = [os.environ["PYGPU_NCCL_LIBRARY"]] if os.environ.get("PYGPU_NCCL_LIBRARY") else []
     for r in roots:
         out += sorted(glob.glob(os.path.join(r, "nvidia", "nccl", "lib", "libnccl.so.2")))
         out += sorted(glob.glob(os.path.join(r, "nvidia", "cu1*", "lib", "libnccl.so.2")))

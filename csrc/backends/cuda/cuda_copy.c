@@ -145,10 +145,13 @@ pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c)
                               : d2h ? pg_cuda_pinned(c->dst)
                                     : true);
     pg_cuda_queue *q = queue && (h2d || d2h) ? &d->copy : &d->compute;
-    if (q == &d->copy && h2d)
+    if (q == &d->copy && h2d) {
         /* the destination block may have been freed by a tensor whose
-         * kernels, queued on compute, still use it: after them */
+         * kernels, queued on compute or on any thread's user stream, still
+         * use it: after them */
         PG_TRY(pg_cuda_queue_wait_queue(q, &d->compute, op));
+        PG_TRY(pg_cuda_stream_join_active(d, q->stream, op));
+    }
     PG_TRY(pg_cuda_order_after(c->src, q));
     PG_TRY(pg_cuda_order_after(c->dst, q));
     enum cudaMemcpyKind kind = h2d   ? cudaMemcpyHostToDevice

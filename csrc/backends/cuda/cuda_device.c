@@ -167,12 +167,18 @@ pg_status pg_cuda_blas_acquire(pg_cuda_device *d, cudaStream_t stream, const cha
         if (st == PG_OK)
             d->blas_stream = stream;
     }
-    if (st == PG_OK) /* TF32 is about float32 only; half products use the tensor cores anyway */
-        st = pg_cuda_check(PG_CUDA_LIB_CUBLAS,
-                           cublasSetMathMode(d->blas, atomic_load(&pg_cuda.allow_tf32)
-                                                          ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                          : CUBLAS_DEFAULT_MATH),
-                           d->index, op, "cublasSetMathMode", false);
+    /* TF32 is about float32 only; half products use the tensor cores anyway. A half C
+     * must not let split-K reduce its partial sums in half (cuBLAS may, unless told
+     * not to): the contract rounds a product once, from float32. */
+    if (st == PG_OK)
+        st = pg_cuda_check(
+            PG_CUDA_LIB_CUBLAS,
+            cublasSetMathMode(d->blas,
+                              (cublasMath_t)((atomic_load(&pg_cuda.allow_tf32)
+                                                  ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                  : CUBLAS_DEFAULT_MATH) |
+                                             CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+            d->index, op, "cublasSetMathMode", false);
     if (st != PG_OK) {
         pthread_mutex_unlock(&d->blas_lock);
         return st;

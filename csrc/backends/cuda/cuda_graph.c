@@ -116,6 +116,42 @@ pg_status pg_plugin_graph_capture_begin(void *gp, int device, void *stream)
     return PG_OK;
 }
 
+/* Ops whose scalars change from one step to the next, which a replay would
+ * repeat frozen at their captured values (the kernels take them by value):
+ * Adam's step count and bias corrections, GradScaler's inv_scale, the Philox
+ * seed and offset of a random draw, SGD's first-step flag (the momentum
+ * buffer would be re-initialised at every replay). Refused, so a replay is
+ * never silently wrong; PyTorch's answer is capturable=True, device-side
+ * scalars, which pygpu's kernels do not have yet. */
+pg_status pg_cuda_graph_refuse_frozen(int device, const pg_node *node)
+{
+    const char *what = NULL;
+    switch (node->op) {
+    case PG_OP_ADAM:
+        what = "Adam's step count and bias corrections would stay those of the capture; "
+               "step Adam outside the graph (capture forward and backward only)";
+        break;
+    case PG_OP_AMP_UNSCALE:
+        what = "GradScaler's inv_scale would stay that of the capture; unscale outside the graph";
+        break;
+    case PG_OP_RANDOM:
+        what = "the random seed and offset would stay those of the capture, so every replay "
+               "would draw the same numbers; draw outside the graph";
+        break;
+    case PG_OP_SGD:
+        if (node->p.train.i[1] && node->extra[0].storage != NULL) /* first, with a buffer */
+            what = "SGD's first step with momentum initialises the momentum buffer, and every "
+                   "replay would do it again; take one SGD step before capturing";
+        break;
+    default:
+        break;
+    }
+    if (what == NULL)
+        return PG_OK;
+    return pg_cuda_error(PG_ERR_RUNTIME, "cuda:%d: %s cannot be captured in a CUDA graph: %s",
+                         device, node->name, what);
+}
+
 /* Called by the launch path for each op queued while `u` captures into its graph. */
 pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node)
 {

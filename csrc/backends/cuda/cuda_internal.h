@@ -55,7 +55,9 @@
 #define PG_CUDA_EXPORT __attribute__((visibility("default")))
 
 #define PG_CUDA_MAX_XFERS 64   /* timed async copies in flight per device */
-#define PG_CUDA_SPARE_EVENTS 32 /* recycled cudaEvent_t per device */
+/* recycled cudaEvent_t per device: a full kernel-timing ring (128 ops, two events
+ * each, cuda_profile.c) plus the copies and joins in flight */
+#define PG_CUDA_SPARE_EVENTS 288
 #define PG_CUDA_OPNAME_LEN 32
 
 enum { PG_CUDA_ROLE_COMPUTE = PG_ROLE_COMPUTE, PG_CUDA_ROLE_COPY = PG_ROLE_COPY };
@@ -198,6 +200,8 @@ pg_status pg_cuda_stream_before_op(pg_cuda_device *d, const char *op);
 void pg_cuda_stream_after_op(pg_cuda_device *d, uint64_t seq);
 pg_status pg_cuda_stream_before_copy(pg_cuda_device *d, const char *op);
 pg_status pg_cuda_stream_before_sync(pg_cuda_device *d, const char *why);
+/* `waiter` waits (on the device) for every active, non-capturing user stream of d. */
+pg_status pg_cuda_stream_join_active(pg_cuda_device *d, cudaStream_t waiter, const char *op);
 /* d's compute stream waits for the calling thread's current user stream on d
  * (none, or capturing: nothing), so a (compute, seq) event covers its work. */
 pg_status pg_cuda_stream_join_current(pg_cuda_device *d, const char *op);
@@ -210,7 +214,7 @@ typedef struct pg_cuda_prof {
 pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const char *op,
                                 pg_cuda_prof *p);
 void pg_cuda_profile_end(pg_cuda_device *d, cudaStream_t stream, pg_cuda_prof *p, bool launched);
-void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_all);
+void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_oldest);
 bool pg_cuda_have_nvtx(void); /* built with the toolkit's NVTX3 headers */
 
 /* 6. cuda_queue.c: queues, events, waits (the model is described there) */
@@ -235,11 +239,12 @@ pg_status pg_cuda_synchronize(const pg_backend *be, int index);
 pg_status pg_cuda_wait_event(const pg_backend *be, pg_event ev);
 pg_cuda_queue *pg_cuda_event_queue(pg_event ev);
 /* Copies in flight: add one (waits for the oldest when the ring is full);
- * report finished ones and drop what they held (all of them if wait_all).
+ * report finished ones and drop what they held (after waiting for the oldest
+ * one if wait_oldest).
  * Polling clears the cudaErrorNotReady that cudaEventQuery leaves in the
  * last-error slot. */
 void pg_cuda_xfer_add(pg_cuda_device *d, const pg_cuda_xfer *x);
-void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all);
+void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_oldest);
 
 /* 7. cuda_copy.c */
 pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c);
@@ -253,6 +258,8 @@ pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
 cudaError_t pg_cuda_launch_index(const pg_cuda_ctx *ctx, const pg_node *n);
 /* 7. cuda_graph.c: a captured op's storages are held by the graph */
 pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node);
+/* PG_OK, or why `node` must not be captured (its scalars would be frozen). */
+pg_status pg_cuda_graph_refuse_frozen(int device, const pg_node *node);
 
 /* 8. cuda_launch.c */
 pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node);

@@ -270,6 +270,8 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
     pg_cuda_queue *q = &d->compute;
     /* the calling thread's current user stream on d, where the op runs, or NULL */
     pg_cuda_ustream *u = pg_cuda_current_ustream(d->index);
+    if (u != NULL && u->capture != NULL)
+        PG_TRY(pg_cuda_graph_refuse_frozen(d->index, node));
     for (int i = 0; i < node->nsrc; i++)
         if (node->src[i].storage) /* optional operands of fused ops may be absent */
             PG_TRY(pg_cuda_order_after_on(node->src[i].storage, q, u));

@@ -50,9 +50,12 @@ typedef struct pg_nccl_config {
 } pg_nccl_config;
 
 /* What pygpu.distributed holds: the communicator, its device, and whether it
- * was aborted (every later call then fails at once). */
+ * was aborted (every later call then fails at once). `lock` serializes the
+ * collectives on one communicator: NCCL's are not thread-safe, and DDP's comm
+ * thread and a main-thread all_reduce may share it. */
 typedef struct pg_nccl_handle {
     pg_nccl_comm comm;
+    pthread_mutex_t lock;
     int device;
     bool aborted;
     char why[256]; /* why it was aborted */
@@ -223,6 +226,7 @@ int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device, v
     pg_nccl_handle *h = calloc(1, sizeof *h);
     if (h == NULL)
         return fail(why, whylen, "out of host memory%s%s", "", "");
+    pthread_mutex_init(&h->lock, NULL);
     h->device = device;
     pg_nccl_id uid;
     memcpy(uid.internal, id, PG_NCCL_ID_BYTES);
@@ -233,6 +237,7 @@ int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device, v
                                                                    &cfg);
         if ((r == 0 || r == PG_NCCL_IN_PROGRESS) && h->comm != NULL) {
             if (wait_comm_ready(h, "ncclCommInitRank", why, whylen) != 0) {
+                pthread_mutex_destroy(&h->lock);
                 free(h);
                 return -1;
             }
@@ -242,9 +247,13 @@ int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device, v
     } else { /* NCCL < 2.14: blocking init (a missing peer hangs here) */
         r = ((pg_nccl_init_fn)g_nccl.comm_init_rank)(&h->comm, nranks, uid, rank);
     }
-    if (r) {
+    if (r || h->comm == NULL) {
+        /* a communicator NCCL made before failing is freed, not leaked */
+        if (h->comm != NULL)
+            (void)g_nccl.comm_abort(h->comm);
+        pthread_mutex_destroy(&h->lock);
         free(h);
-        return nccl_fail(r, "ncclCommInitRank", why, whylen);
+        return nccl_fail(r ? r : 3 /* ncclInternalError */, "ncclCommInitRank", why, whylen);
     }
     *comm = h;
     return 0;
@@ -266,6 +275,7 @@ int pg_plugin_nccl_comm_destroy(void *comm)
     if (!g_nccl.lib || h == NULL)
         return 0;
     int rc = 0;
+    pthread_mutex_lock(&h->lock); /* after any collective in flight on another thread */
     if (!h->aborted && h->comm) {
         char why[256];
         if (g_nccl.comm_finalize != NULL) {
@@ -277,6 +287,8 @@ int pg_plugin_nccl_comm_destroy(void *comm)
         if (!h->aborted && h->comm)
             rc = g_nccl.comm_destroy(h->comm) != 0 ? -1 : rc;
     }
+    pthread_mutex_unlock(&h->lock);
+    pthread_mutex_destroy(&h->lock);
     free(h);
     return rc;
 }
@@ -319,7 +331,12 @@ static int wait_collective(pg_nccl_handle *h, pg_cuda_device *d, const char *cal
     return 0;
 }
 
-/* Queue one collective on the device's comm stream and wait for it. */
+static int run_collective_locked(int is_bcast, pg_nccl_handle *h, pg_cuda_device *d,
+                                 const char *call, const char *op, void *ptr, size_t count,
+                                 int dtype, int arg, char *why, size_t whylen);
+
+/* Queue one collective on the device's comm stream and wait for it, one at a
+ * time per communicator. */
 static int run_collective(int is_bcast, void *comm, int device, void *ptr, size_t count, int dtype,
                           int arg, char *why, size_t whylen)
 {
@@ -330,11 +347,22 @@ static int run_collective(int is_bcast, void *comm, int device, void *ptr, size_
         return fail(why, whylen, "NCCL is not loaded%s%s", "", "");
     if (h == NULL)
         return fail(why, whylen, "%s: no communicator%s", call, "");
-    if (h->aborted)
-        return fail(why, whylen, "%s: %s", call, h->why);
     pg_cuda_device *d;
     if (pg_cuda_device_get(device, op, &d) != PG_OK)
         return fail(why, whylen, "%s%s", pg_cuda_last_message(), "");
+    pthread_mutex_lock(&h->lock);
+    int rc = run_collective_locked(is_bcast, h, d, call, op, ptr, count, dtype, arg, why, whylen);
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+/* run_collective's body, under the communicator's lock. */
+static int run_collective_locked(int is_bcast, pg_nccl_handle *h, pg_cuda_device *d,
+                                 const char *call, const char *op, void *ptr, size_t count,
+                                 int dtype, int arg, char *why, size_t whylen)
+{
+    if (h->aborted)
+        return fail(why, whylen, "%s: %s", call, h->why);
     /* the comm stream first waits (on the device) for the kernels queued so
      * far, which may still read the buffer; kernels queued after this call
      * run beside the collective */

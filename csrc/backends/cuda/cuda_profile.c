@@ -67,17 +67,21 @@ static void pg_cuda_timer_init(void)
         pthread_mutex_init(&g_timer[i].lock, NULL);
 }
 
-/* Report the finished timed ops of device `d` (all of them if `wait_all`). */
-void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_all)
+/* Report the finished timed ops of device `d`, after waiting for the oldest one
+ * if `wait_oldest` (a full ring). Their events go back to the device's spares
+ * (cuda_device.c), so timing costs two event records per op, not two creations
+ * and two destructions. */
+void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_oldest)
 {
     pthread_once(&g_timer_once, pg_cuda_timer_init);
     pg_cuda_timer *t = &g_timer[d->index];
     uint64_t ns[PG_CUDA_TIMED_OPS];
-    int n = 0;
+    cudaEvent_t spent[2 * PG_CUDA_TIMED_OPS];
+    int n = 0, nspent = 0;
     pthread_mutex_lock(&t->lock);
-    while (t->count > 0) {
+    for (bool block = wait_oldest; t->count > 0; block = false) {
         pg_cuda_timed *x = &t->ring[t->head];
-        cudaError_t err = wait_all ? cudaEventSynchronize(x->end) : cudaEventQuery(x->end);
+        cudaError_t err = block ? cudaEventSynchronize(x->end) : cudaEventQuery(x->end);
         if (err == cudaErrorNotReady) {
             (void)cudaGetLastError(); /* else the next launch check reports "not ready" */
             break;
@@ -87,12 +91,14 @@ void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_all)
             ns[n++] = (uint64_t)((double)ms * 1e6);
         else
             (void)cudaGetLastError(); /* the op's own failure surfaces at the next wait */
-        if (cudaEventDestroy(x->start) != cudaSuccess || cudaEventDestroy(x->end) != cudaSuccess)
-            (void)cudaGetLastError();
+        spent[nspent++] = x->start;
+        spent[nspent++] = x->end;
         t->head = (t->head + 1) % PG_CUDA_TIMED_OPS;
         t->count--;
     }
     pthread_mutex_unlock(&t->lock);
+    for (int i = 0; i < nspent; i++) /* outside t->lock: put takes d->lock */
+        pg_cuda_event_put(d, spent[i]);
     pg_device dev = {PG_DEV_CUDA, d->index};
     for (int i = 0; i < n; i++)
         pg_cuda.core->stats_op_done(dev, ns[i]);
@@ -112,17 +118,17 @@ pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const ch
         return PG_OK;
     pthread_once(&g_timer_once, pg_cuda_timer_init);
     pg_cuda_profile_poll(d, false);
-    pg_status st = PG_CUDA_RT(cudaEventCreate(&p->start), d->index, op);
+    pg_status st = pg_cuda_event_get(d, op, &p->start);
     if (st == PG_OK) {
-        st = PG_CUDA_RT(cudaEventCreate(&p->end), d->index, op);
+        st = pg_cuda_event_get(d, op, &p->end);
         if (st != PG_OK)
-            (void)cudaEventDestroy(p->start);
+            pg_cuda_event_put(d, p->start);
     }
     if (st == PG_OK) {
         st = PG_CUDA_RT(cudaEventRecord(p->start, stream), d->index, op);
         if (st != PG_OK) {
-            (void)cudaEventDestroy(p->start);
-            (void)cudaEventDestroy(p->end);
+            pg_cuda_event_put(d, p->start);
+            pg_cuda_event_put(d, p->end);
         }
     }
     if (st != PG_OK && p->nvtx) {
@@ -141,8 +147,8 @@ void pg_cuda_profile_end(pg_cuda_device *d, cudaStream_t stream, pg_cuda_prof *p
         return;
     if (!launched || cudaEventRecord(p->end, stream) != cudaSuccess) {
         (void)cudaGetLastError();
-        (void)cudaEventDestroy(p->start);
-        (void)cudaEventDestroy(p->end);
+        pg_cuda_event_put(d, p->start);
+        pg_cuda_event_put(d, p->end);
         return;
     }
     pg_cuda_timer *t = &g_timer[d->index];

@@ -125,7 +125,7 @@ pg_cuda_queue *pg_cuda_event_queue(pg_event ev)
  * fills a pg_cuda_xfer). Polled at every later copy and at every host wait:
  * a finished one reports its time to the stats and lets go of its storages. */
 
-void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all)
+void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_oldest)
 {
     struct {
         pg_device src, dst;
@@ -135,9 +135,10 @@ void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_all)
     int ntimed = 0, nheld = 0;
 
     pthread_mutex_lock(&d->lock);
-    while (d->xfer_count > 0) {
+    for (bool block = wait_oldest; d->xfer_count > 0; block = false) {
         pg_cuda_xfer *x = &d->xfers[d->xfer_head];
-        cudaError_t err = wait_all ? cudaEventSynchronize(x->end) : cudaEventQuery(x->end);
+        /* a full ring waits for its oldest copy only; the rest are collected if done */
+        cudaError_t err = block ? cudaEventSynchronize(x->end) : cudaEventQuery(x->end);
         if (err == cudaErrorNotReady) {
             /* not an error, but the runtime keeps it as the last error: the
              * next launch's cudaGetLastError() would report "device not
@@ -181,7 +182,7 @@ void pg_cuda_xfer_add(pg_cuda_device *d, const pg_cuda_xfer *x)
             return;
         }
         pthread_mutex_unlock(&d->lock);
-        pg_cuda_xfer_poll(d, true); /* ring full: wait for the oldest ones */
+        pg_cuda_xfer_poll(d, true); /* ring full: wait for the oldest one */
     }
 }
 

@@ -38,7 +38,8 @@
  * Known gap (cuda_queue.c says more): a user stream does not hold the
  * storages its queued work uses, as the copy stream does, so a block freed
  * while such work is pending can be reused early by work another thread
- * queues on the compute or copy stream.
+ * queues on the compute stream (an upload on the copy stream waits for every
+ * active user stream first: pg_cuda_stream_join_active).
  *
  * A stream also carries the graph it is capturing into (cuda_graph.c): while
  * capturing, every host wait and every copy on that device from the capturing
@@ -152,6 +153,22 @@ pg_status pg_cuda_stream_before_sync(pg_cuda_device *d, const char *why)
     for (pg_cuda_ustream *u = g_active[d->index]; u != NULL && st == PG_OK; u = u->next_active)
         if (u->capture == NULL)
             st = pg_cuda_stream_join(d->index, d->compute.stream, u->stream, why);
+    pthread_mutex_unlock(&g_streams_lock);
+    return st;
+}
+
+/* `waiter` (a stream of d) waits on the device for the work queued so far on
+ * every user stream current on some thread, as before_sync does on the host:
+ * an H2D copy on the copy stream may write into a block that another thread's
+ * tensor freed while a kernel on that thread's user stream still reads it.
+ * Streams that are capturing are left alone (their work runs at replay). */
+pg_status pg_cuda_stream_join_active(pg_cuda_device *d, cudaStream_t waiter, const char *op)
+{
+    pg_status st = PG_OK;
+    pthread_mutex_lock(&g_streams_lock);
+    for (pg_cuda_ustream *u = g_active[d->index]; u != NULL && st == PG_OK; u = u->next_active)
+        if (u->capture == NULL)
+            st = pg_cuda_stream_join(d->index, waiter, u->stream, op);
     pthread_mutex_unlock(&g_streams_lock);
     return st;
 }

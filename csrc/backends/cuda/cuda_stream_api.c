@@ -91,9 +91,12 @@ pg_status pg_plugin_stream_destroy(void *h)
                              u->device);
     /* queued work finishes first: cudaStreamDestroy returns at once and the
      * driver frees the stream when its work is done */
-    (void)cudaSetDevice(u->device);
-    if (cudaStreamDestroy(u->stream) != cudaSuccess)
-        (void)cudaGetLastError();
+    pg_cuda_guard g; /* the caller's current device is put back */
+    if (pg_cuda_guard_enter(&g, u->device, "Stream destroy") == PG_OK) {
+        if (cudaStreamDestroy(u->stream) != cudaSuccess)
+            (void)cudaGetLastError();
+        pg_cuda_guard_exit(&g);
+    }
     free(u);
     return PG_OK;
 }
@@ -229,9 +232,12 @@ pg_status pg_plugin_event_destroy(void *evp)
     pg_cuda_uevent *e = evp;
     if (e == NULL)
         return PG_OK;
-    (void)cudaSetDevice(e->device);
-    if (cudaEventDestroy(e->ev) != cudaSuccess)
-        (void)cudaGetLastError();
+    pg_cuda_guard g;
+    if (pg_cuda_guard_enter(&g, e->device, "Event destroy") == PG_OK) {
+        if (cudaEventDestroy(e->ev) != cudaSuccess)
+            (void)cudaGetLastError();
+        pg_cuda_guard_exit(&g);
+    }
     free(e);
     return PG_OK;
 }
@@ -260,8 +266,10 @@ pg_status pg_plugin_event_query(void *evp, int *done)
         *done = 1;
         return PG_OK;
     }
-    (void)cudaSetDevice(e->device);
+    pg_cuda_guard g;
+    PG_TRY(pg_cuda_guard_enter(&g, e->device, "Event.query()"));
     cudaError_t err = cudaEventQuery(e->ev);
+    pg_cuda_guard_exit(&g);
     if (err == cudaErrorNotReady) {
         (void)cudaGetLastError();
         *done = 0;
@@ -278,9 +286,12 @@ pg_status pg_plugin_event_synchronize(void *evp)
     PG_TRY(pg_cuda_refuse_in_capture(e->device, "Event.synchronize()"));
     if (!e->recorded)
         return PG_OK;
-    (void)cudaSetDevice(e->device);
-    return pg_cuda_check(PG_CUDA_LIB_RUNTIME, cudaEventSynchronize(e->ev), e->device,
-                         "work before an event", "cudaEventSynchronize", true);
+    pg_cuda_guard g;
+    PG_TRY(pg_cuda_guard_enter(&g, e->device, "Event.synchronize()"));
+    cudaError_t err = cudaEventSynchronize(e->ev);
+    pg_cuda_guard_exit(&g);
+    return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, e->device, "work before an event",
+                         "cudaEventSynchronize", true);
 }
 
 pg_status pg_plugin_event_elapsed_time(void *startp, void *endp, float *ms)
@@ -292,8 +303,10 @@ pg_status pg_plugin_event_elapsed_time(void *startp, void *endp, float *ms)
     if (!a->recorded || !b->recorded)
         return pg_cuda_error(PG_ERR_VALUE,
                              "cuda: elapsed_time: both events must be recorded first");
-    (void)cudaSetDevice(b->device);
+    pg_cuda_guard g;
+    PG_TRY(pg_cuda_guard_enter(&g, b->device, "Event.elapsed_time()"));
     cudaError_t err = cudaEventElapsedTime(ms, a->ev, b->ev);
+    pg_cuda_guard_exit(&g);
     if (err == cudaErrorNotReady) {
         (void)cudaGetLastError();
         return pg_cuda_error(PG_ERR_RUNTIME, "cuda: elapsed_time: the work before the events "

@@ -3,6 +3,8 @@
  * arguments of kernels/train.cu and launches it on the device's stream (the
  * matmuls inside use the device's cuBLAS handle, under its lock). Operand
  * slots are those of csrc/core/pg_ops_train.c. */
+#include <string.h>
+
 #include "cuda_internal.h"
 
 _Static_assert((int)PG_CUDA_ACT_RELU == (int)PG_ACT_RELU &&
@@ -23,16 +25,59 @@ static void *data_or_null(const pg_tensor *t)
     return t->storage ? pg_cuda_tensor_data(t) : NULL;
 }
 
+/* A contiguous 1-d space of n elements, for converting scratch buffers. */
+static pg_cuda_iter flat_iter(int64_t n)
+{
+    pg_cuda_iter it;
+    memset(&it, 0, sizeof it);
+    it.ndim = 1;
+    it.nops = 2;
+    it.numel = n;
+    it.shape[0] = n;
+    it.strides[0][0] = it.strides[1][0] = 1;
+    return it;
+}
+
+/* The kernels of train.cu take every operand in one dtype. Under autocast the
+ * core sends mixed ones (csrc/core/pg_ops_train.c): a float16/bfloat16 x and dy
+ * with the float32 weight, and, backward, float32 dW and db (wgrad_f32). Those
+ * go through stream-ordered scratch in the low dtype: W rounded to it first (as
+ * the CPU kernels round it inside the GEMM), dW and db computed in it and
+ * widened after (as PyTorch's autocast gives them: a low-precision product,
+ * cast back to the parameter's float32). Without this the kernel read float32
+ * as 16-bit values and wrote 16-bit results as float32, past the buffers' end
+ * (found by the emulated device, tests/cuda_emu). */
+typedef struct linear_scratch {
+    void *w, *dw, *db;
+} linear_scratch;
+
+static cudaError_t scratch_alloc(const pg_cuda_ctx *ctx, void **p, int64_t n, int dtype)
+{
+    return cudaMallocAsync(p, (size_t)n * pg_cuda_itemsize(dtype), ctx->stream);
+}
+
 static pg_status launch_linear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n,
                                bool backward)
 {
-    pg_cuda_linear_args a = {.dtype = n->dst.dtype, .act = n->subop};
     const pg_tensor *x = &n->src[backward ? 1 : 0], *w = &n->src[backward ? 2 : 1];
+    const int low = x->dtype; /* the operands' dtype, which the kernels compute in */
+    pg_cuda_linear_args a = {.dtype = low, .act = n->subop};
     a.n = x->shape[0];
     a.in = x->shape[1];
     a.out = w->shape[0];
     a.x = pg_cuda_tensor_data(x);
     a.w = pg_cuda_tensor_data(w);
+    const int64_t nw = a.out * a.in;
+    linear_scratch sc = {NULL, NULL, NULL};
+    cudaError_t err = cudaSuccess;
+    if (w->dtype != low) {
+        pg_cuda_iter it = flat_iter(nw);
+        err = scratch_alloc(ctx, &sc.w, nw, low);
+        if (err == cudaSuccess)
+            err = pg_kernel_copy(ctx, low, sc.w, w->dtype, a.w, &it);
+        a.w = sc.w;
+    }
+    const bool widen = backward && n->dst.dtype != low; /* dW, db in float32 */
     if (backward) {
         a.dy = pg_cuda_tensor_data(&n->src[0]);
         a.y = data_or_null(&n->src[3]);
@@ -40,16 +85,44 @@ static pg_status launch_linear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
         a.dx = data_or_null(&n->extra[0]);
         a.db = data_or_null(&n->extra[1]);
         a.dz = data_or_null(&n->extra[2]);
+        if (widen && err == cudaSuccess) {
+            err = scratch_alloc(ctx, &sc.dw, nw, low);
+            a.dw = sc.dw;
+            if (err == cudaSuccess && a.db) {
+                err = scratch_alloc(ctx, &sc.db, a.out, low);
+                a.db = sc.db;
+            }
+        }
     } else {
         a.b = data_or_null(&n->src[2]);
         a.y = pg_cuda_tensor_data(&n->dst);
     }
-    cublasHandle_t blas;
-    PG_TRY(pg_cuda_blas_acquire(d, ctx->stream, n->name, &blas)); /* the work stream */
-    cublasStatus_t blas_st;
-    cudaError_t err = backward ? pg_kernel_linear_bwd(ctx, blas, &a, &blas_st)
-                               : pg_kernel_linear_fwd(ctx, blas, &a, &blas_st);
-    pg_cuda_blas_release(d);
+    cublasStatus_t blas_st = CUBLAS_STATUS_SUCCESS;
+    pg_status st = PG_OK;
+    if (err == cudaSuccess) {
+        cublasHandle_t blas;
+        st = pg_cuda_blas_acquire(d, ctx->stream, n->name, &blas); /* the work stream */
+        if (st == PG_OK) {
+            err = backward ? pg_kernel_linear_bwd(ctx, blas, &a, &blas_st)
+                           : pg_kernel_linear_fwd(ctx, blas, &a, &blas_st);
+            pg_cuda_blas_release(d);
+        }
+    }
+    if (st == PG_OK && err == cudaSuccess && blas_st == CUBLAS_STATUS_SUCCESS && widen) {
+        pg_cuda_iter it = flat_iter(nw);
+        err = pg_kernel_copy(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst), low, sc.dw, &it);
+        if (err == cudaSuccess && sc.db) {
+            it = flat_iter(a.out);
+            err = pg_kernel_copy(ctx, n->extra[1].dtype, pg_cuda_tensor_data(&n->extra[1]), low,
+                                 sc.db, &it);
+        }
+    }
+    void *scratch[3] = {sc.w, sc.dw, sc.db};
+    for (int i = 0; i < 3; i++) /* after the work that reads them, on the same stream */
+        if (scratch[i] != NULL && cudaFreeAsync(scratch[i], ctx->stream) != cudaSuccess &&
+            err == cudaSuccess)
+            err = cudaGetLastError();
+    PG_TRY(st);
     PG_TRY(pg_cuda_check(PG_CUDA_LIB_CUBLAS, blas_st, d->index, n->name, "cublas<T>gemm", false));
     return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name,
                          backward ? "pg_kernel_linear_bwd" : "pg_kernel_linear_fwd", false);

@@ -1,0 +1,351 @@
+/* emu_nccl.cpp - a stand-in for NCCL (the calls csrc/backends/cuda/cuda_nccl.c
+ * makes), compiled into the emulated plugin itself and exported from it, so
+ * pointing PYGPU_NCCL_LIBRARY at the plugin makes pygpu's dlopen find it.
+ *
+ * Ranks are processes (or threads) on this machine. A communicator is a POSIX
+ * shared-memory segment named by the unique id: a barrier and one slot per
+ * rank. A collective is queued on the given stream like a kernel; when the
+ * stream reaches it, each rank copies its part into its slot, waits for every
+ * rank, and reduces the slots in rank order (so every rank gets the same
+ * bits), in chunks of 4 MiB. float16/bfloat16 are reduced in float32 and
+ * rounded at each step, as NCCL's ring does. ncclCommAbort (pygpu's timeout)
+ * releases a rank stuck at the barrier with an error state.
+ * What it cannot show: NCCL's own algorithms, speed, or a crash of a peer
+ * mid-collective (a vanished peer shows as a timeout, as with NCCL). */
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "emu_internal.h"
+
+#define PG_NCCL_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+enum { ncclSuccess = 0, ncclUnhandledCudaError = 1, ncclSystemError = 2, ncclInternalError = 3,
+       ncclInvalidArgument = 4, ncclInvalidUsage = 5, ncclRemoteError = 6, ncclInProgress = 7 };
+constexpr size_t kChunk = 4u << 20;
+constexpr int kMaxRanks = 64;
+
+struct NcclId {
+    char b[128]; /* ncclUniqueId, passed by value */
+};
+
+struct Shm {
+    std::atomic<int> joined;
+    std::atomic<int> count;
+    std::atomic<unsigned> gen;
+};
+
+struct Comm {
+    char name[129];
+    int nranks, rank, device;
+    Shm *shm;
+    char *slots;
+    size_t map_bytes;
+    std::atomic<int> state; /* ncclSuccess, or the error that aborted it */
+    std::atomic<bool> aborted;
+};
+
+std::atomic<int> g_live{0}; /* communicators made and not yet destroyed or aborted */
+
+double now_s()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* false when the communicator was aborted while waiting */
+bool barrier(Comm *c)
+{
+    unsigned g = c->shm->gen.load();
+    if (c->shm->count.fetch_add(1) == c->nranks - 1) {
+        c->shm->count.store(0);
+        c->shm->gen.fetch_add(1);
+        return true;
+    }
+    for (long spins = 0; c->shm->gen.load() == g; spins++) {
+        if (c->aborted.load())
+            return false;
+        if (spins > 1000)
+            usleep(50);
+        else
+            sched_yield();
+    }
+    return true;
+}
+
+size_t dtype_size(int dt)
+{
+    switch (dt) {
+    case 0: case 1: return 1;
+    case 2: case 3: case 7: return 4;
+    case 4: case 5: case 8: return 8;
+    case 6: case 9: return 2;
+    default: return 0;
+    }
+}
+
+template <typename T> T apply(int op, T a, T b)
+{
+    switch (op) {
+    case 0: case 4: return a + b;
+    case 1: return a * b;
+    case 2: return a > b ? a : b;
+    default: return a < b ? a : b;
+    }
+}
+
+template <typename T> void reduce_into(T *out, const T *in, size_t n, int op)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = apply<T>(op, out[i], in[i]);
+}
+template <typename H, typename F, typename B>
+void reduce_half(H *out, const H *in, size_t n, int op, F to_f, B from_f)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = from_f(apply<float>(op, to_f(out[i]), to_f(in[i])));
+}
+
+void reduce(int dt, void *out, const void *in, size_t n, int op)
+{
+    switch (dt) {
+    case 0: reduce_into((int8_t *)out, (const int8_t *)in, n, op); break;
+    case 1: reduce_into((uint8_t *)out, (const uint8_t *)in, n, op); break;
+    case 2: reduce_into((int32_t *)out, (const int32_t *)in, n, op); break;
+    case 3: reduce_into((uint32_t *)out, (const uint32_t *)in, n, op); break;
+    case 4: reduce_into((int64_t *)out, (const int64_t *)in, n, op); break;
+    case 5: reduce_into((uint64_t *)out, (const uint64_t *)in, n, op); break;
+    case 7: reduce_into((float *)out, (const float *)in, n, op); break;
+    case 8: reduce_into((double *)out, (const double *)in, n, op); break;
+    case 6:
+        reduce_half((__half *)out, (const __half *)in, n, op,
+                    [](__half h) { return __half2float(h); },
+                    [](float f) { return __float2half_rn(f); });
+        break;
+    case 9:
+        reduce_half((__nv_bfloat16 *)out, (const __nv_bfloat16 *)in, n, op,
+                    [](__nv_bfloat16 h) { return __bfloat162float(h); },
+                    [](float f) { return __float2bfloat16_rn(f); });
+        break;
+    }
+}
+
+template <typename T> void divide(T *p, size_t n, int by)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (T)(p[i] / (T)by);
+}
+
+void run_all_reduce(Comm *c, const void *send, void *recv, size_t count, int dt, int op)
+{
+    const size_t item = dtype_size(dt), per = kChunk / item;
+    for (size_t done = 0; done < count; done += per) {
+        size_t n = count - done < per ? count - done : per;
+        memcpy(c->slots + (size_t)c->rank * kChunk, (const char *)send + done * item, n * item);
+        if (!barrier(c))
+            return;
+        char *out = (char *)recv + done * item;
+        memcpy(out, c->slots, n * item);
+        for (int r = 1; r < c->nranks; r++)
+            reduce(dt, out, c->slots + (size_t)r * kChunk, n, op);
+        if (op == 4) { /* ncclAvg */
+            if (dt == 7)
+                divide((float *)out, n, c->nranks);
+            else if (dt == 8)
+                divide((double *)out, n, c->nranks);
+        }
+        if (!barrier(c))
+            return;
+    }
+}
+
+void run_broadcast(Comm *c, const void *send, void *recv, size_t count, int dt, int root)
+{
+    const size_t item = dtype_size(dt), per = kChunk / item;
+    for (size_t done = 0; done < count; done += per) {
+        size_t n = count - done < per ? count - done : per;
+        if (c->rank == root)
+            memcpy(c->slots, (const char *)send + done * item, n * item);
+        if (!barrier(c))
+            return;
+        if (c->rank != root)
+            memcpy((char *)recv + done * item, c->slots, n * item);
+        if (!barrier(c))
+            return;
+    }
+}
+
+} // namespace
+
+PG_NCCL_API int ncclGetVersion(int *v)
+{
+    *v = 22703;
+    return ncclSuccess;
+}
+PG_NCCL_API const char *ncclGetErrorString(int r)
+{
+    switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclSystemError: return "unhandled system error (emulated NCCL: shared memory)";
+    case ncclInvalidArgument: return "invalid argument";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "internal error";
+    }
+}
+PG_NCCL_API int ncclGetUniqueId(void *id)
+{
+    memset(id, 0, 128);
+    unsigned r = (unsigned)(now_s() * 1e6) ^ (unsigned)getpid() * 2654435761u;
+    snprintf((char *)id, 128, "/pgemu_nccl_%d_%08x", (int)getpid(), r);
+    return ncclSuccess;
+}
+
+/* Maps the segment and counts this rank in; the communicator is ready once
+ * every rank has (ready()). */
+static int comm_open(Comm **out, int nranks, NcclId id, int rank)
+{
+    *out = nullptr;
+    if (nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks)
+        return ncclInvalidArgument;
+    char name[129];
+    memcpy(name, id.b, 128);
+    name[128] = 0;
+    if (strncmp(name, "/pgemu_nccl_", 12) != 0)
+        return ncclInvalidArgument;
+    size_t bytes = 4096 + (size_t)nranks * kChunk;
+    int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
+    if (fd < 0)
+        return ncclSystemError;
+    if (ftruncate(fd, (off_t)bytes) != 0) {
+        close(fd);
+        return ncclSystemError;
+    }
+    void *m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return ncclSystemError;
+    Comm *c = new Comm();
+    c->nranks = nranks;
+    c->rank = rank;
+    cudaGetDevice(&c->device);
+    c->shm = (Shm *)m;
+    c->slots = (char *)m + 4096;
+    c->map_bytes = bytes;
+    c->state = ncclSuccess;
+    c->aborted = false;
+    memcpy(c->name, name, sizeof c->name);
+    c->state = ncclInProgress;
+    c->shm->joined.fetch_add(1);
+    g_live++;
+    *out = c;
+    return ncclSuccess;
+}
+
+/* Whether every rank has joined; then the name goes (the mappings stay, and
+ * nothing is left in /dev/shm). */
+static bool ready(Comm *c)
+{
+    if (c->state.load() != ncclInProgress)
+        return true;
+    if (c->shm->joined.load() < c->nranks)
+        return false;
+    shm_unlink(c->name);
+    int expected = ncclInProgress;
+    c->state.compare_exchange_strong(expected, ncclSuccess);
+    return true;
+}
+
+/* Blocking init: waits for every rank (as NCCL does, with no timeout of its own). */
+PG_NCCL_API int ncclCommInitRank(Comm **out, int nranks, NcclId id, int rank)
+{
+    int r = comm_open(out, nranks, id, rank);
+    if (r != ncclSuccess)
+        return r;
+    while (!ready(*out)) {
+        if ((*out)->aborted.load())
+            return ncclRemoteError;
+        usleep(200);
+    }
+    return ncclSuccess;
+}
+PG_NCCL_API int ncclCommInitRankConfig(Comm **out, int nranks, NcclId id,
+                                       int rank, void *config)
+{
+    (void)config;
+    /* non-blocking (the config pygpu passes asks for it): ncclInProgress until every
+     * rank has joined, which ncclCommGetAsyncError reports, so the caller's timeout applies */
+    int r = comm_open(out, nranks, id, rank);
+    /* PYGPU_CUDA_EMU_NCCL_INIT_FAIL=1: fail after making the communicator, as NCCL can
+     * (a later init step failing), so the caller must free what it got */
+    const char *f = getenv("PYGPU_CUDA_EMU_NCCL_INIT_FAIL");
+    if (r == ncclSuccess && f && *f == '1')
+        return ncclSystemError;
+    if (r == ncclSuccess && !ready(*out))
+        return ncclInProgress;
+    return r;
+}
+
+/* For tests only: communicators alive (made, neither destroyed nor aborted). */
+PG_NCCL_API int pg_emu_nccl_live(void) { return g_live.load(); }
+PG_NCCL_API int ncclCommGetAsyncError(Comm *c, int *state)
+{
+    if (!c)
+        return ncclInvalidArgument;
+    ready(c);
+    *state = c->state.load();
+    return ncclSuccess;
+}
+PG_NCCL_API int ncclCommAbort(Comm *c)
+{
+    if (!c)
+        return ncclSuccess;
+    if (!c->aborted.exchange(true))
+        g_live--;
+    c->state = ncclRemoteError;
+    /* a stream may still be inside a collective on it: the mapping stays (a
+     * leak of one segment per aborted communicator, in tests only) */
+    return ncclSuccess;
+}
+PG_NCCL_API int ncclCommFinalize(Comm *c) { return c ? ncclSuccess : ncclInvalidArgument; }
+PG_NCCL_API int ncclCommDestroy(Comm *c)
+{
+    if (!c)
+        return ncclInvalidArgument;
+    if (!c->aborted)
+        g_live--;
+    munmap(c->shm, c->map_bytes);
+    delete c;
+    return ncclSuccess;
+}
+PG_NCCL_API int ncclAllReduce(const void *send, void *recv, size_t count, int dt, int op, Comm *c,
+                              cudaStream_t s)
+{
+    if (!c || dtype_size(dt) == 0 || op < 0 || op > 4)
+        return ncclInvalidArgument;
+    if (c->aborted)
+        return ncclInvalidUsage;
+    pg_emu_enqueue(s, [=] { run_all_reduce(c, send, recv, count, dt, op); });
+    return ncclSuccess;
+}
+PG_NCCL_API int ncclBroadcast(const void *send, void *recv, size_t count, int dt, int root,
+                              Comm *c, cudaStream_t s)
+{
+    if (!c || dtype_size(dt) == 0 || root < 0 || root >= c->nranks)
+        return ncclInvalidArgument;
+    if (c->aborted)
+        return ncclInvalidUsage;
+    pg_emu_enqueue(s, [=] { run_broadcast(c, send, recv, count, dt, root); });
+    return ncclSuccess;
+}

@@ -1,0 +1,296 @@
+# test_cuda_emulated.py - the CUDA plugin run on the emulated device (tests/cuda_emu/):
+# the real kernels/*.cu and csrc/backends/cuda/*.c, compiled for the CPU over a
+# stand-in CUDA runtime and cuBLAS. Each test runs its code in a fresh interpreter
+# whose pygpu loads the emulated plugin (PYGPU_CUDA_BACKEND_SO), and checks results
+# against NumPy. Issue 29's defects each have a test here that failed before its fix;
+# the harness's own teeth: the half binary kernel as it was before the fix, built
+# into a second plugin, must fail the same check.
+import os
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_emu"))
+import harness  # noqa: E402
+
+pytestmark = pytest.mark.skipif(harness.skip_reason() is not None,
+                                reason=str(harness.skip_reason()))
+
+CHECKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_emu", "checks")
+
+
+@pytest.fixture(scope="module")
+def plugin():
+    return harness.build("current")
+
+
+def _run(plugin, code, **env):
+    r = harness.run(plugin, textwrap.dedent(code), **env)
+    assert r.returncode == 0, f"on the emulated device:\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
+def test_device_reports_an_h100_and_runs_kernels(plugin):
+    out = _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu import cuda
+        assert cuda.is_available(), cuda.unavailable_reason()
+        p = cuda.get_device_properties(0)
+        assert (p.major, p.minor) == (9, 0) and p.multi_processor_count == 132, p
+        assert cuda.device_count() == 2
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((37, 53)).astype(np.float32)
+        b = rng.standard_normal((53, 29)).astype(np.float32)
+        ta, tb = pygpu.tensor(a, device="cuda"), pygpu.tensor(b, device="cuda")
+        np.testing.assert_allclose((ta @ tb).numpy(), a @ b, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(ta.sum().item(), a.sum(dtype=np.float64), rtol=1e-5, atol=1e-3)
+        np.testing.assert_allclose(ta.exp().numpy(), np.exp(a), rtol=1e-6)
+        # a block reduction (shared memory and __syncthreads) over a large row
+        big = rng.standard_normal(100_000).astype(np.float64)
+        np.testing.assert_allclose(pygpu.tensor(big, device="cuda").sum().item(), big.sum(),
+                                   rtol=1e-12, atol=1e-9)
+        print("ok")
+    """)
+    assert "ok" in out
+
+
+def test_half_binary_ops_compute_in_float32(plugin):
+    """Defect 1: float16/bfloat16 binary ops ran in half (scalar narrowed, NaN lost)."""
+    with open(os.path.join(CHECKS, "half_binary.py")) as f:
+        _run(plugin, f.read())
+
+
+def test_reverted_half_kernel_is_caught():
+    """The harness has teeth: today's check fails on the kernel as it was before the fix."""
+    reverted = harness.build("reverted")
+    with open(os.path.join(CHECKS, "half_binary.py")) as f:
+        r = harness.run(reverted, f.read())
+    assert r.returncode != 0, "the reverted half kernel passed the emulated run"
+    assert "differ from float32 rounded once" in r.stderr or "NaN must win" in r.stderr, r.stderr
+
+
+def test_graph_refuses_ops_whose_scalars_would_freeze(plugin):
+    """Defect 2: a replayed Adam step reused the captured step count and bias
+    corrections. Capture must refuse it (or replay it right); SGD without
+    momentum still replays exactly as eager steps."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu import cuda, nn, optim
+
+        def setup(opt_cls, **kw):
+            pygpu.manual_seed(0)
+            model = nn.Linear(8, 4).to("cuda")
+            return model, opt_cls(model.parameters(), **kw)
+
+        rng = np.random.default_rng(1)
+        xs = [rng.standard_normal((16, 8)).astype(np.float32) for _ in range(4)]
+
+        def step(model, opt, x):
+            opt.zero_grad()
+            loss = (model(x) * model(x)).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        for opt_cls, kw in ((optim.Adam, {"lr": 0.1}), (optim.SGD, {"lr": 0.1})):
+            model, opt = setup(opt_cls, **kw)
+            eager = [step(model, opt, pygpu.tensor(x, device="cuda")).item() for x in xs]
+            model, opt = setup(opt_cls, **kw)
+            sx = pygpu.tensor(xs[0], device="cuda")
+            got = [step(model, opt, sx).item()]
+            g = cuda.CUDAGraph()
+            try:
+                with cuda.graph(g):
+                    sl = step(model, opt, sx)
+            except RuntimeError as e:
+                assert opt_cls is optim.Adam and "Adam" in str(e) and "graph" in str(e), e
+                continue
+            for x in xs[1:]:
+                sx.copy_(pygpu.tensor(x))
+                g.replay()
+                got.append(sl.item())
+            np.testing.assert_allclose(got, eager, rtol=1e-5,
+                                       err_msg=f"{opt_cls.__name__}: replay differs from eager")
+        print("ok")
+    """)
+
+
+def test_half_matmul_is_rounded_once(plugin):
+    """Defect 7: with CUBLAS_DEFAULT_MATH cuBLAS may reduce split-K partials in half;
+    the product of two float16 matrices must be float32 sums rounded once."""
+    _run(plugin, """
+        import numpy as np, ml_dtypes, pygpu
+        rng = np.random.default_rng(3)
+        for np_t in (np.float16, ml_dtypes.bfloat16):
+            # eighths: every float32 partial sum is exact, so the only rounding is the store
+            a = (rng.integers(-16, 17, (4, 2048)) / 8).astype(np_t)
+            b = (rng.integers(-16, 17, (2048, 3)) / 8).astype(np_t)
+            ref = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32).astype(np_t)
+            got = (pygpu.tensor(a, device="cuda") @ pygpu.tensor(b, device="cuda")).numpy()
+            np.testing.assert_array_equal(got.astype(np.float32), ref.astype(np.float32))
+        print("ok")
+    """)
+
+
+def test_stream_and_event_calls_leave_the_current_device(plugin):
+    """Defect 6: Stream/Event destroy, query, synchronize and elapsed_time switched the
+    calling thread's CUDA device with a bare cudaSetDevice (another library sharing the
+    thread, CuPy or PyTorch, then queued on the wrong GPU)."""
+    _run(plugin, """
+        import ctypes, gc, pygpu
+        from pygpu import cuda
+        runtime = ctypes.CDLL(cuda.PLUGIN)  # the emulated runtime's own state
+        pygpu.ones(4, device="cuda:0").sum().item()   # the plugin makes cuda:0 current
+        assert runtime.pg_emu_current_device() == 0
+        s = cuda.Stream(device=1)
+        a, b = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        a.record(s)
+        b.record(s)
+        pygpu.ones(4, device="cuda:0").sum().item()
+        calls = {"query": b.query, "synchronize": b.synchronize,
+                 "elapsed_time": lambda: a.elapsed_time(b)}
+        for name, call in calls.items():
+            call()
+            assert runtime.pg_emu_current_device() == 0, f"Event.{name}() switched the device"
+        del a, b, s
+        gc.collect()
+        assert runtime.pg_emu_current_device() == 0, "Stream/Event destroy switched the device"
+        print("ok")
+    """)
+
+
+def test_autocast_linear_with_float32_weight(plugin):
+    """Found by the emulated device: under autocast the core sends linear a half x with
+    the float32 weight (and wants float32 dW, db); the CUDA launcher took one dtype for
+    all of them, so it read the weight as 16-bit values forward, and backward read the
+    16-bit x and dy as float32 and wrote dx as float32, past the buffers' end. Forward
+    and backward must match the CPU's."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        rng = np.random.default_rng(5)
+        X = rng.standard_normal((64, 24)).astype(np.float32)
+        for dt in (pygpu.bfloat16, pygpu.float16):
+            res = {}
+            for dev in ("cpu", "cuda"):
+                pygpu.manual_seed(0)
+                lin = pygpu.nn.Linear(24, 16).to(dev)
+                x = pygpu.tensor(X, device=dev)
+                with pygpu.autocast(dev, dtype=dt):
+                    y = lin(x)
+                y.astype(pygpu.float32).sum().backward()
+                res[dev] = (y.astype(pygpu.float32).numpy(), lin.weight.grad.numpy(),
+                            lin.bias.grad.numpy())
+                assert lin.weight.grad.dtype == pygpu.float32
+            for got, ref in zip(res["cuda"], res["cpu"]):
+                np.testing.assert_allclose(got, ref, rtol=2e-2, atol=2e-2)
+        print("ok")
+    """)
+
+
+def test_ddp_over_emulated_nccl_matches_single_process_training(plugin, tmp_path):
+    """DDP with two ranks, one emulated GPU each, gradients all-reduced by the NCCL
+    stand-in on the comm stream: the parameters equal single-process training on the
+    global batch (tests/test_ddp.py's check, on cuda)."""
+    from _mpi import launch
+    from test_ddp import TRAIN, _reference, _rows
+    script = TRAIN.replace("device = sys.argv[1]",
+                           "device = f\"cuda:{os.environ['LOCAL_RANK']}\"; "
+                           "pygpu.cuda.set_device(int(os.environ['LOCAL_RANK']))")
+    env = {k: v for k, v in harness.env(plugin).items()
+           if k in ("PYGPU_CUDA_BACKEND_SO", "PYGPU_NCCL_LIBRARY")}
+    proc = launch(tmp_path, script, args=["cuda", "25"], env=env, timeout=300)
+    rows = _rows(proc)
+    assert len(rows) == 2
+    ref = _reference()
+    for row in rows:
+        assert row["stats"]["calls"] == {"grad_all_reduce": 3}
+        for got, want in zip(row["params"], ref.parameters()):
+            np.testing.assert_allclose(np.array(got), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_kernel_timing_reuses_its_events(plugin):
+    """Defect 9: kernel timing created and destroyed two CUDA events per op; they now
+    come from (and go back to) the device's spare events."""
+    _run(plugin, """
+        import ctypes, pygpu
+        from pygpu import cuda
+        runtime = ctypes.CDLL(cuda.PLUGIN)
+        x = pygpu.ones((256,), device="cuda")
+        x = x * 1.0
+        before = pygpu.stats()
+        created = runtime.pg_emu_events_created()
+        with cuda.profiling(nvtx=False, kernel_timing=True):
+            for _ in range(200):
+                x = x * 1.0001
+                if _ % 20 == 0:
+                    x.sum().item()      # a host wait collects the finished timings
+            cuda.synchronize()
+        new = runtime.pg_emu_events_created() - created
+        d = pygpu.stats() - before
+        assert d.kernel_ops >= 200, d.kernel_ops
+        assert new < 100, f"{new} events created for 200 timed ops"
+        print("ok")
+    """)
+
+
+def test_nccl_init_failure_frees_the_communicator(plugin):
+    """Defect 8: when ncclCommInitRank failed after making the communicator (anything but
+    ncclInProgress), the plugin freed its handle and leaked NCCL's communicator."""
+    _run(plugin, """
+        import ctypes, os, pygpu
+        from pygpu import cuda
+        from pygpu.distributed import _nccl
+        lib = _nccl._lib()           # the plugin, with the NCCL stand-in loaded into it
+        why = ctypes.create_string_buffer(512)
+        uid = ctypes.create_string_buffer(128)
+        assert lib.pg_plugin_nccl_unique_id(uid, why, 512) == 0, why.value
+        comm = ctypes.c_void_p()
+        lib.pg_plugin_nccl_comm_init.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                                                 ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                                                 ctypes.c_char_p, ctypes.c_size_t]
+        rc = lib.pg_plugin_nccl_comm_init(1, uid.raw, 0, 0, ctypes.byref(comm), why, 512)
+        assert rc == -1 and b"ncclCommInitRank failed" in why.value, (rc, why.value)
+        assert lib.pg_emu_nccl_live() == 0, "the failed init leaked its communicator"
+        print("ok")
+    """, PYGPU_CUDA_EMU_NCCL_INIT_FAIL=1)
+
+
+def test_h2d_copy_waits_for_other_threads_user_streams(plugin):
+    """Defect 3: before a non-blocking H2D copy the copy stream waited for compute and
+    for the calling thread's user stream only. Another thread's tensor freed while its
+    kernels on that thread's user stream still read it gave its block to the copy,
+    which overwrote it first. The emulated streams run concurrently and each item is
+    delayed, so the freed block's late reader sees the copy's values without the fix."""
+    _run(plugin, """
+        import threading, numpy as np, pygpu
+        from pygpu import cuda
+        n = 1 << 16
+        ready, copied = threading.Event(), threading.Event()
+        out = {}
+
+        def reader():
+            s = cuda.Stream()
+            with cuda.stream(s):
+                t = pygpu.ones((n,), device="cuda")
+                busy = pygpu.ones((64,), device="cuda")
+                for _ in range(30):               # keep s busy: its next op runs late
+                    busy = busy * 1.0
+                total = t.sum()                   # reads t's block, queued behind them
+                del t                             # the block goes back to the allocator
+                ready.set()
+                copied.wait()
+                out["sum"] = total.item()
+
+        th = threading.Thread(target=reader)
+        th.start()
+        ready.wait()
+        host = pygpu.tensor(np.full(n, 7.0, dtype=np.float32)).pin_memory()
+        u = host.to("cuda", non_blocking=True)    # may get t's block
+        copied.set()
+        th.join()
+        assert out["sum"] == n, f"the user stream read {out['sum']}: the copy overwrote its block"
+        assert u.sum().item() == 7.0 * n
+        print("ok")
+    """, PYGPU_CUDA_EMU_DELAY_US=2000)
