@@ -31,6 +31,7 @@ static void pg_gil_restore(void *token)
 }
 
 extern PyMethodDef pg_testing_functions[]; /* testing.c: _C._test_* hooks */
+extern PyMethodDef pg_quantized_functions[]; /* quantized.c: the int8 layers' entry points */
 
 PyMODINIT_FUNC PyInit__C(void)
 {
@@ -58,7 +59,8 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_autograd_functions) < 0 ||
         PyModule_AddFunctions(m, pg_train_functions) < 0 ||
         PyModule_AddFunctions(m, pg_autocast_functions) < 0 ||
-        PyModule_AddFunctions(m, pg_testing_functions) < 0 || pg_errors_init(m) < 0 ||
+        PyModule_AddFunctions(m, pg_testing_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_quantized_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", PG_MAX_DIMS) < 0) {
         Py_DECREF(m);

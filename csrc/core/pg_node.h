@@ -36,6 +36,7 @@ typedef enum pg_op {
     PG_OP_SGD,        /* one in-place SGD update of a parameter (and its momentum) */
     PG_OP_ADAM,       /* one in-place Adam update of a parameter and its moments */
     PG_OP_AMP_UNSCALE, /* g *= inv_scale in place, raising a found-inf flag (pg_ops_amp.c) */
+    PG_OP_QLINEAR,     /* int8 linear layer: y = act(dequant(q(x) @ Wq^T) + b) (pg_ops_quantized.c) */
     PG_NUM_OPS
 } pg_op;
 
