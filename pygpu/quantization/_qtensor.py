@@ -60,6 +60,7 @@ class QTensor:
     """An int8 weight (N, K) with the int8 GEMM's packing; `data` is the packed bytes
     (a bool-typed pygpu Tensor on the layer's device)."""
     is_quantized = True
+    _qstate = True  # saved by pygpu.save as its numpy(), loaded by Module.load_state_dict's copy_
     dtype = qint8
 
     def __init__(self, data, shape):
@@ -117,6 +118,7 @@ class QTensor:
 class QParam:
     """A scalar quantization parameter on the host: float (a scale) or int (a zero point)."""
     _kinds = {"float": (float, np.float32), "int": (int, np.int64)}
+    _qstate = True
 
     def __init__(self, value, kind="float"):
         self.kind = kind
