@@ -25,7 +25,7 @@ LEVELS = ("baseline", "avx2", "avx512", "avx512_bf16")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHAPES = [(1, 1, 1), (1, 10, 784), (2, 17, 3), (5, 16, 4), (7, 63, 5), (6, 64, 8), (13, 65, 33),
           (3, 130, 9), (100, 200, 97), (97, 512, 64), (12, 48, 257)]
-KERNELS = ("portable", "avx2", "avx512_vnni")
+KERNELS = ("portable", "avx2", "avx_vnni", "avx_vnni_evex", "avx512_vnni")
 
 
 def _runs(kernel, a_max=127):
@@ -187,8 +187,8 @@ def test_pygpu_isa_forces_each_kernel(isa):
         assert k127 == k255 == "avx512_vnni (SIMDe emulation)"
         return
     cpuinfo = pathlib.Path("/proc/cpuinfo")
-    vnni = cpuinfo.exists() and "avx512_vnni" in cpuinfo.read_text()
-    wide = "avx512_vnni" if vnni else None
-    want = {"baseline": ("portable", "portable"), "avx2": ("avx2", "portable")}.get(
-        isa, (wide or "avx2", wide or "portable"))
+    flags = set(cpuinfo.read_text().split()) if cpuinfo.exists() else set()
+    ymm = ("avx_vnni", "avx_vnni") if "avx_vnni" in flags else ("avx2", "portable")
+    want = {"baseline": ("portable", "portable"), "avx2": ymm}.get(
+        isa, ("avx512_vnni", "avx512_vnni") if "avx512_vnni" in flags else ymm)
     assert (k127, k255) == want, r.stdout

@@ -7,6 +7,8 @@
  * to `mr` rows and one panel into int32:
  *   portable       plain C, any CPU, exact for any u8 A;
  *   avx2           vpmaddubsw + vpmaddwd (8 columns per ymm), 7-bit A only (pg_gemm.h);
+ *   avx_vnni       vpdpbusd on ymm (VEX: CPUs with AVX-VNNI and no AVX-512),
+ *                  cpu_gemm_int8_avxvnni.c, exact for any u8 A;
  *   avx512_vnni    vpdpbusd on zmm (16 columns x 4 k per instruction), cpu_gemm_int8_vnni.c;
  *                  with PYGPU_INT8_SIMDE=1 (setup.py) that file is built on SIMDe's portable
  *                  intrinsics instead, so CI runs the kernel on CPUs without the instruction.
@@ -34,14 +36,19 @@ pg_status pg_cpu_qgemm_drive(const pg_qgemm *g, pg_qtile_fn tile, int mr_max);
 pg_status pg_cpu_qgemm_portable(const pg_qgemm *g);
 pg_status pg_cpu_qgemm_avx2(const pg_qgemm *g);
 pg_status pg_cpu_qgemm_vnni(const pg_qgemm *g); /* cpu_gemm_int8_vnni.c */
+/* cpu_gemm_int8_avxvnni.c: the ymm vpdpbusd tile, VEX (AVX-VNNI) and, for the tests on
+ * AVX-512 machines, EVEX (AVX512_VNNI + VL); built: whether this compiler built them */
+pg_status pg_cpu_qgemm_avx_vnni(const pg_qgemm *g);
+pg_status pg_cpu_qgemm_avx_vnni_evex(const pg_qgemm *g);
+bool pg_cpu_qgemm_avx_vnni_built(void);
 /* Whether the VNNI kernel runs here: AVX512_VNNI present and allowed by PYGPU_ISA, or the
  * SIMDe build (then pg_cpu_qgemm_vnni_emulated is true). */
 bool pg_cpu_qgemm_vnni_runs(void);
 bool pg_cpu_qgemm_vnni_emulated(void);
 
 /* The kernel this CPU runs for activations up to a_max (127 or 255), and its name
- * ("avx512_vnni", "avx512_vnni (SIMDe emulation)", "avx2", "portable"). By name: NULL if
- * that kernel cannot run here (or takes no such a_max). */
+ * ("avx512_vnni", "avx512_vnni (SIMDe emulation)", "avx_vnni", "avx2", "portable"). By name
+ * (those, or "avx_vnni_evex"): NULL if that kernel cannot run here (or takes no such a_max). */
 pg_qgemm_kernel_fn pg_cpu_qgemm_kernel(int a_max, const char **name);
 pg_qgemm_kernel_fn pg_cpu_qgemm_kernel_named(const char *name, int a_max);
 

@@ -7,12 +7,9 @@
   dynamic.Linear    int8 weights, activations quantized per call (quantize_dynamic).
   Identity          what a fused activation module becomes.
 The kernels: csrc/backends/cpu/cpu_gemm_int8*.c (docs/inference.md)."""
+from ...quantization._qtensor import QParam, QuantizedActivation
 from . import dynamic
-from ._linear import Identity, QLinearBase
-from ...quantization._qtensor import QuantizedActivation
-from ._linear import ACT_CODES, act_code, as_2d, from_2d
-from ._linear import A_MAX
-from ...quantization._qtensor import QParam
+from ._linear import ACT_CODES, Identity, QLinearBase, act_code, as_2d, from_2d
 
 __all__ = ["Linear", "Identity", "dynamic"]
 
