@@ -37,8 +37,9 @@ class Linear(QLinearBase):
     def forward(self, x, activation=None):
         act = self.activation if activation is None else activation
         code = act_code(act, "quantized Linear") if act is not None else ACT_CODES[None]
-        si, zi = self.input_scale.value, self.input_zero_point.value
-        so, zo = self.scale.value, self.zero_point.value
+        b = self.__dict__["_buffers"]
+        si, zi = b["input_scale"].value, b["input_zero_point"].value
+        so, zo = b["scale"].value, b["zero_point"].value
         if isinstance(x, QuantizedActivation):  # u8 from the int8 layer before: no float pass
             if x.data.ndim != 2 or x.data.shape[1] != self.in_features:
                 raise ValueError(f"quantized Linear: u8 input of shape {tuple(x.shape)} does "
