@@ -10,6 +10,8 @@ Environment knobs (all optional):
                         with SIMDe's portable intrinsics (Debian: libsimde-dev), so that it
                         runs, slowly, on a CPU without AVX-512 (CI's emulation lane); never
                         for a build that ships
+  PYGPU_INT8_SIMDE=1    test build, the same for the AVX512_VNNI int8 GEMM
+                        (csrc/backends/cpu/cpu_gemm_int8_vnni.c): vpdpbusd through SIMDe
 """
 import glob
 import os
@@ -49,6 +51,8 @@ def core_extension():
     if os.environ.get("PYGPU_BF16_SIMDE") == "1":
         # -Wno-psabi: SIMDe passes 64-byte vectors by value, which GCC notes on every build
         cflags += ["-DPG_BF16_SIMDE=1", "-Wno-psabi"]
+    if os.environ.get("PYGPU_INT8_SIMDE") == "1":
+        cflags += ["-DPG_INT8_SIMDE=1", "-Wno-psabi"]
     blas_lib = scipy_openblas32.get_lib_dir()
     # The rpath serves regular installs (scipy_openblas32/ sits next to pygpu/ in site-packages).
     # Builds into the source tree (pip install -e ., build_ext --inplace) find the library through

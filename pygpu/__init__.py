@@ -134,3 +134,9 @@ __all__ = [
     "cpu_isa",
 ]
 __all__ += _SURFACE_ALL  # surface (issue 27)
+
+# int8 quantization (issue 28): pygpu.quantization, its layers in pygpu.nn.quantized, and
+# the quantized dtypes as pygpu.qint8 / pygpu.quint8 (not tensor dtypes: docs/inference.md)
+from . import quantization  # noqa: E402
+from .quantization import qint8, quint8  # noqa: E402
+__all__ += ["quantization", "qint8", "quint8"]

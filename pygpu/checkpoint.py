@@ -33,12 +33,12 @@ _LEAF_TYPES = (str, bool, numbers.Integral, numbers.Real, type(None))
 def _flatten(state):
     """(tensors: name -> Tensor/ndarray, tree or None). A flat dict of tensors has no tree."""
     if isinstance(state, dict) and all(isinstance(k, str) for k in state) and \
-            all(isinstance(v, (_C.Tensor, np.ndarray)) for v in state.values()):
+            all(isinstance(v, (_C.Tensor, np.ndarray)) or _is_qstate(v) for v in state.values()):
         return dict(state), None
     tensors = {}
 
     def walk(obj, path):
-        if isinstance(obj, (_C.Tensor, np.ndarray)):
+        if isinstance(obj, (_C.Tensor, np.ndarray)) or _is_qstate(obj):
             name = ".".join(path) or "tensor"
             while name in tensors:
                 name += "_"
@@ -63,7 +63,15 @@ def _flatten(state):
     return tensors, walk(state, [])
 
 
+def _is_qstate(v):
+    """An int8 layer's weight or scalar qparam (pygpu/quantization/_qtensor.py): saved as the
+    NumPy array its numpy() gives (int8 for weights: pygpu has no int8 tensor dtype)."""
+    return getattr(v, "_qstate", False) is True
+
+
 def _host_array(name, t):
+    if _is_qstate(t):
+        return np.ascontiguousarray(t.numpy()), str(t.device)
     if isinstance(t, np.ndarray):
         return np.ascontiguousarray(t), "cpu"
     dev = str(t.device)
@@ -146,7 +154,7 @@ def _read_checked(path):
 
 
 _RAW_TYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64,
-              "BOOL": np.bool_}
+              "BOOL": np.bool_, "I8": np.int8}
 
 
 def _has_bf16(header):
@@ -247,6 +255,11 @@ def load(path, map_location=None):
                                        map_location)
     tensors = {}
     for name, arr in arrays.items():
+        if isinstance(arr, np.ndarray) and arr.dtype == np.int8 and arr.ndim == 2:
+            from .quantization import QTensor  # an int8 layer's weight, packed once here
+            tensors[name] = QTensor.from_int8(arr, None if targets[name].type == "cpu"
+                                              else targets[name])
+            continue
         host = arr if isinstance(arr, _C.Tensor) else \
             _C.from_numpy(np.array(arr, copy=True))  # own the bytes, not the file buffer
         tensors[name] = host if targets[name].type == "cpu" else host.to(targets[name])

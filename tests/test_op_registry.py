@@ -160,6 +160,7 @@ RUN_NODE = {
     "sgd": _sgd,
     "adam": _adam,
     "unscale_": lambda: _C._amp_unscale_(_sim(4), 0.5, pygpu.zeros((), device="sim:0")),
+    "qlinear": lambda: pygpu.quantization.quantize_dynamic(pygpu.nn.Linear(3, 4).to("sim:0"))(_sim(2, 3)),
 }
 
 
@@ -207,6 +208,7 @@ ROW_OF = {"subtract": "sub", "multiply": "mul", "divide": "div", "negative": "ne
 ELSEWHERE = {  # creation has no NumPy function of an input to compare with
     "fill": "tests/test_creation.py", "arange": "tests/test_creation.py",
     "rand": "tests/test_creation.py", "randn": "tests/test_creation.py",
+    "qlinear": "tests/test_quantization_kernels.py",  # int8: exact int64 reference, not NumPy's float
 }
 
 

@@ -115,4 +115,78 @@ static inline void pg_gemm_of_matmul(const pg_tensor *a, const pg_tensor *b, con
     g->alpha = 1.0;
 }
 
+/* ---- the int8 extension: u8 activations x s8 weights -> s32, float or u8 out -----------
+ *
+ * Quantized linear layers (pygpu/nn/quantized) multiply u8 activations A (M,K) by the
+ * int8 weight W (N,K) of a layer, W^T: the product of the float layer's x @ W^T, each side
+ * scaled. For each output element (m, n):
+ *     acc   = sum_k A[m,k] * W[n,k] - za_m * colsum[n]     (exact, in int32)
+ *     y     = acc * sa_m * sw[n] + bias[n], then act (none, relu, tanh, sigmoid)
+ * and y is stored as float32 (c_f32), or requantized to u8 (c_u8, the next int8 layer's
+ * input: q = clamp(round(y / c_scale) + c_zp, 0, c_max), round half to even), or (c_s32,
+ * the kernels' tests) acc itself, bit for bit. sa/za are the activation's scale and zero
+ * point: per row, computed from each row's min and max when A comes as float32 and
+ * a_dynamic (dynamic quantization: [min(0, min), max(0, max)] over a_max + 1 levels), or
+ * fixed (a_scale, a_zp: static quantization's calibrated values). Weights are symmetric
+ * (zero point 0, [-127, 127]), one scale per output channel, as fbgemm and oneDNN do.
+ *
+ * The weight is packed ONCE, when the layer is quantized (pygpu/quantization/_pack.py),
+ * never per call (fbgemm's PackBMatrix): K is padded with zeros to K4 = ceil(K/4) groups of
+ * 4 and N to Np = ceil(N/16)*16 columns; columns are cut into panels of 64 (the last one
+ * Np - 64p wide: 16, 32, 48 or 64); panel p starts at byte 64p * K4 * 4 and holds, for each
+ * k4 in [0, K4), its w columns' 4 bytes W[n, 4k4 .. 4k4+3] (the 32-bit word vpdpbusd and
+ * vpmaddubsw+vpmaddwd multiply by 4 u8 activations). After the Np*K4*4 panel bytes:
+ * colsum (Np int32, sum_k W[n,k], the zero-point correction, 0 in the padding). The same
+ * layout serves every ISA's kernel (cpu_gemm_int8*.c), so a packed model is portable.
+ *
+ * Activations are 7-bit by default (a_max = 127; pygpu's quantizers give [0, 127], as
+ * PyTorch's fbgemm path does with reduce_range): AVX2's vpmaddubsw adds two u8 x s8
+ * products into a SATURATING int16, and 2 * 127 * 127 = 32258 cannot saturate, where
+ * 2 * 255 * 127 could. With a_max = 255 the AVX2 kernel is not used (the portable one is). */
+enum { PG_QGEMM_PANEL = 64, PG_QGEMM_NSTEP = 16 };
+
+static inline int64_t pg_qpack_k4(int64_t K) { return (K + 3) / 4; }
+static inline int64_t pg_qpack_np(int64_t N) { return (N + 15) / 16 * 16; }
+/* bytes of a packed weight: panels, then colsum */
+static inline int64_t pg_qpack_bytes(int64_t N, int64_t K)
+{
+    return pg_qpack_np(N) * pg_qpack_k4(K) * 4 + pg_qpack_np(N) * 4;
+}
+
+static inline const int32_t *pg_qpack_colsum(const void *packed, int64_t N, int64_t K)
+{
+    return (const int32_t *)((const char *)packed + pg_qpack_np(N) * pg_qpack_k4(K) * 4);
+}
+
+typedef struct pg_qgemm {
+    int64_t M, N, K;
+    /* A (M,K), leading dimension lda (elements): u8, or float32 quantized by the kernel */
+    const uint8_t *a_u8;
+    const float *a_f32;
+    int64_t lda;
+    bool a_dynamic;  /* a_f32 only: per-row scale and zero point from each row's range */
+    float a_scale;   /* otherwise: A's scale and zero point (per tensor) */
+    int32_t a_zp;
+    int a_max;       /* 127 (7-bit activations) or 255 */
+    const uint8_t *b_packed; /* the packed weight (layout above) of W (N,K) */
+    const int32_t *b_colsum; /* its colsum (pg_qpack_colsum); a column panel's descriptor
+                                points both at its first column */
+    const float *b_scale;    /* (N) per-output-channel weight scales */
+    const float *bias;       /* (N) or NULL */
+    int act;                 /* PG_ACT_* (pg_node.h) */
+    /* C (M,N), leading dimension ldc: exactly one of */
+    float *c_f32;
+    uint8_t *c_u8;
+    int32_t *c_s32;
+    int64_t ldc;
+    float c_scale;  /* c_u8: the output's scale, zero point and top level */
+    int32_t c_zp;
+    int c_max;
+} pg_qgemm;
+
+/* An int8 kernel runs one whole descriptor on the calling thread (a scheduler hands it
+ * row panels, or column panels cut at 64-column panel boundaries). cpu_gemm_int8.h picks
+ * one per ISA. */
+typedef pg_status (*pg_qgemm_kernel_fn)(const pg_qgemm *g);
+
 #endif

@@ -40,8 +40,23 @@ static pg_isa detect(void)
     __cpuid_count(7, 1, a, b, c, d);
     return ((a >> 5) & 1) ? PG_ISA_AVX512_BF16 : PG_ISA_AVX512;
 }
+
+/* cpuid leaf 7: (subleaf 0, ecx bit 11) AVX512_VNNI; (subleaf 1, eax bit 4) AVX-VNNI */
+static bool cpuid7_bit(unsigned sub, int reg, int bit)
+{
+    unsigned int r[4] = {0, 0, 0, 0};
+    if (__get_cpuid_max(0, NULL) < 7)
+        return false;
+    __cpuid_count(7, sub, r[0], r[1], r[2], r[3]);
+    return (r[reg] >> bit) & 1;
+}
 #else
 static pg_isa detect(void) { return PG_ISA_BASELINE; }
+static bool cpuid7_bit(unsigned sub, int reg, int bit)
+{
+    (void)sub, (void)reg, (void)bit;
+    return false;
+}
 #endif
 
 static const char *const names[PG_NUM_ISA] = {"baseline", "avx2", "avx512", "avx512_bf16"};
@@ -85,4 +100,20 @@ pg_isa pg_cpu_isa(void)
         active = cap >= 0 && cap < level ? cap : level;
     }
     return (pg_isa)active;
+}
+
+bool pg_cpu_has_avx512_vnni(void)
+{
+    static int has = -1;
+    if (has < 0)
+        has = pg_cpu_isa_detected() >= PG_ISA_AVX512 && cpuid7_bit(0, 2, 11);
+    return has && pg_cpu_isa() >= PG_ISA_AVX512;
+}
+
+bool pg_cpu_has_avx_vnni(void)
+{
+    static int has = -1;
+    if (has < 0)
+        has = pg_cpu_isa_detected() >= PG_ISA_AVX2 && cpuid7_bit(1, 0, 4);
+    return has && pg_cpu_isa() >= PG_ISA_AVX2;
 }

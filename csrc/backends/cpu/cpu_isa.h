@@ -9,6 +9,8 @@
 #ifndef PG_CPU_ISA_H
 #define PG_CPU_ISA_H
 
+#include <stdbool.h>
+
 typedef enum pg_isa {
     PG_ISA_BASELINE = 0,    /* x86-64 SSE2 (or any non-x86 machine) */
     PG_ISA_AVX2 = 1,        /* AVX2 + FMA + F16C */
@@ -26,5 +28,11 @@ const char *pg_cpu_isa_name(pg_isa isa);
 /* NULL if PYGPU_ISA is unset, empty or names a level; else its value (the
  * module refuses to import then, so a typo in a CI lane cannot go unnoticed). */
 const char *pg_cpu_isa_env_check(void);
+/* Extensions that sit beside the levels (the int8 GEMM, cpu_gemm_int8*.c): AVX512_VNNI
+ * (vpdpbusd on zmm), usable when the active level is avx512 or above; AVX-VNNI (the VEX
+ * vpdpbusd on ymm of CPUs without AVX-512), usable when the active level is avx2 or above.
+ * Both as detected: PYGPU_ISA caps them with their level. */
+bool pg_cpu_has_avx512_vnni(void);
+bool pg_cpu_has_avx_vnni(void);
 
 #endif

@@ -22,6 +22,7 @@
  * device's threads keep each device on its own cores. pygpu links its own
  * scipy-openblas32 copy, separate from NumPy's, so NumPy is unaffected. */
 #include "cpu_parallel.h"
+#include "cpu_gemm_int8.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -252,6 +253,7 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
         return node->dst.dtype == PG_INT64 ? run_matmul(pool, node) : pg_cpu_matmul_on(pool, node);
     case PG_OP_LINEAR_FWD: return pg_cpu_linear_fwd_on(pool, node);
     case PG_OP_LINEAR_BWD: return pg_cpu_linear_bwd_on(pool, node);
+    case PG_OP_QLINEAR: return pg_cpu_qlinear_on(pool, node);
     case PG_OP_SGD:
     case PG_OP_ADAM: return run_update(pool, node);
     case PG_OP_REDUCE: return pg_cpu_run_reduce(pool, node); /* shape-fixed blocks even on 1 thread */

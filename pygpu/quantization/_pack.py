@@ -1,0 +1,52 @@
+"""Packing an int8 weight for the int8 GEMM, once, when a layer is quantized.
+
+The layout is csrc/core/pg_gemm.h's (the int8 extension), fbgemm's PackBMatrix idea: K
+padded with zeros to groups of 4, N to a multiple of 16, columns cut into panels of 64
+(the last one 16, 32, 48 or 64 wide); panel p holds, for each group of 4 k, its columns'
+4 bytes (the word vpdpbusd multiplies by 4 u8 activations). After the panels: the int32
+column sums sum_k W[n, k] that the activation zero point's correction needs. Every ISA's
+kernel reads this one layout, so a packed model is portable."""
+import numpy as np
+
+PANEL = 64
+
+
+def padded(n, k):
+    """(Np, K4): the padded output count and the number of 4-byte k groups."""
+    return (n + 15) // 16 * 16, (k + 3) // 4
+
+
+def packed_bytes(n, k):
+    np_, k4 = padded(n, k)
+    return np_ * k4 * 4 + np_ * 4
+
+
+def pack_weight(wq):
+    """wq (N, K) int8 -> the packed bytes (uint8, 1-D, packed_bytes(N, K) long)."""
+    wq = np.ascontiguousarray(wq, dtype=np.int8)
+    n, k = wq.shape
+    np_, k4 = padded(n, k)
+    w = np.zeros((np_, k4 * 4), np.int8)
+    w[:n, :k] = wq
+    parts = []
+    for p0 in range(0, np_, PANEL):
+        width = min(PANEL, np_ - p0)
+        parts.append(w[p0:p0 + width].reshape(width, k4, 4).transpose(1, 0, 2).reshape(-1))
+    colsum = w.astype(np.int32).sum(axis=1).astype("<i4")
+    return np.concatenate(parts + [colsum.view(np.int8)]).view(np.uint8)
+
+
+def unpack_weight(packed, n, k):
+    """The (N, K) int8 weight held in `packed` (the inverse of pack_weight)."""
+    packed = np.asarray(packed).reshape(-1).view(np.int8)
+    np_, k4 = padded(n, k)
+    if packed.size != packed_bytes(n, k):
+        raise ValueError(f"a packed weight of {n}x{k} is {packed_bytes(n, k)} bytes, got {packed.size}")
+    w = np.empty((np_, k4 * 4), np.int8)
+    at = 0
+    for p0 in range(0, np_, PANEL):
+        width = min(PANEL, np_ - p0)
+        block = packed[at:at + width * k4 * 4].reshape(k4, width, 4).transpose(1, 0, 2)
+        w[p0:p0 + width] = block.reshape(width, k4 * 4)
+        at += width * k4 * 4
+    return np.ascontiguousarray(w[:n, :k])
