@@ -444,3 +444,56 @@ def test_a_node_reached_by_two_paths_of_different_length_gets_both_gradients(dev
     td = t * 1.0
     (td * td.mean(dim=1, keepdim=True)).sum().backward()
     _close(x.grad, t.grad)
+
+
+# ---- save / load -----------------------------------------------------------------------------
+
+def test_save_load_whole_module_needs_weights_only_false(tmp_path, device):
+    pygpu.manual_seed(0)
+    model = NeuralNetwork().to(device)
+    model.linear_relu_stack[4].bias = model.linear_relu_stack[4].bias  # still a Parameter
+    pygpu.save(model, tmp_path / "model.pth")
+    with pytest.raises(Exception, match="weights_only=True.*NeuralNetwork.*weights_only=False"):
+        pygpu.load(tmp_path / "model.pth")
+    back = pygpu.load(tmp_path / "model.pth", weights_only=False)
+    assert type(back) is NeuralNetwork and back is not model
+    x = pygpu.randn(2, 28, 28, device=device)
+    np.testing.assert_array_equal(back(x).numpy(), model(x).numpy())
+    w = back.linear_relu_stack[0].weight
+    assert isinstance(w, nn.Parameter) and w.requires_grad and w.is_leaf
+    assert str(w.device) == str(pygpu.device(device))
+    on_cpu = pygpu.load(tmp_path / "model.pth", weights_only=False, map_location="cpu")
+    assert str(on_cpu.linear_relu_stack[0].weight.device) == "cpu"
+
+
+def test_state_dict_to_a_file_object_and_tied_tensors(tmp_path):
+    import io
+    model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 3))
+    buf = io.BytesIO()
+    pygpu.save(model.state_dict(), buf)
+    buf.seek(0)
+    sd = pygpu.load(buf)  # weights_only=True is fine for a state_dict
+    assert list(sd) == list(model.state_dict())
+    m2 = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 3))
+    m2.load_state_dict(sd)
+    np.testing.assert_array_equal(m2[1].weight.numpy(), model[1].weight.numpy())
+    shared = pygpu.ones(2)
+    pygpu.save([shared, {"again": shared}, (1, "x")], tmp_path / "tied.pt")
+    a, d, tup = pygpu.load(tmp_path / "tied.pt")
+    assert d["again"] is a and tup == (1, "x")
+
+
+def test_load_refuses_code_execution_by_default(tmp_path):
+    import os
+    import pickle
+    from pygpu import _pickle_io
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+    (tmp_path / "evil.pt").write_bytes(_pickle_io.MAGIC + pickle.dumps(Evil()))
+    with pytest.raises(pickle.UnpicklingError, match="weights_only=True.*system"):
+        pygpu.load(tmp_path / "evil.pt")
+    torch.save({"w": torch.ones(2)}, tmp_path / "torch.pt")
+    with pytest.raises(ValueError, match="torch.save"):
+        pygpu.load(tmp_path / "torch.pt")
