@@ -19,6 +19,7 @@ import numpy as np
 
 from . import _C
 from ._dtype import to_dtype
+from ._map_location import check_present, resolve
 
 MAGIC = b"PYGPU-PICKLE\x00\x01\n"
 
@@ -81,10 +82,9 @@ class _Unpickler(pickle.Unpickler):
             return self._tensors[pid[1]]
         if pid[0] != "tensor":
             raise pickle.UnpicklingError(f"pygpu.load: unknown persistent id {pid[0]!r}")
-        from .checkpoint import _check_present, _resolve
         _, key, dtype_name, shape, dev, requires_grad, is_param, raw = pid
-        target = _check_present(f"#{key}", _resolve(dev, self._map_location),
-                                self._map_location)
+        target = check_present(f"#{key}", resolve(dev, self._map_location),
+                               self._map_location)
         t = _host_tensor(dtype_name, shape, raw)
         if target.type != "cpu":
             t = t.to(target)

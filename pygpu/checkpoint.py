@@ -28,7 +28,7 @@ import tempfile
 import numpy as np
 
 from . import _C
-from ._device import Device, device as _device
+from ._map_location import check_present as _check_present, resolve as _resolve
 
 _DEVICES_KEY = "pygpu.devices"
 _TREE_KEY = "pygpu.tree"
@@ -212,37 +212,6 @@ def _load_with_bf16(data, header, path):
             raise ValueError(f"tensor {name!r} has dtype {v['dtype']}, which pygpu does not hold "
                              "(float32, float64, float16, bfloat16, int64, bool)")
     return out
-
-
-def _resolve(saved, map_location):
-    """The device a tensor saved from `saved` goes to."""
-    if map_location is None:
-        return saved
-    if isinstance(map_location, dict):
-        target = map_location.get(saved, saved)
-        return str(_device(target)) if not isinstance(target, str) else target
-    if callable(map_location) and not isinstance(map_location, (str, Device)):
-        return str(_device(map_location(saved)))
-    return str(_device(map_location))
-
-
-def _check_present(name, dev, map_location):
-    try:
-        d = _device(dev)
-        if d.type == "cpu":
-            return d
-        from . import cuda, sim
-        acc = sim if d.type == "sim" else cuda
-        present = acc.is_available() and d.index < acc.device_count()
-    except (ValueError, TypeError, RuntimeError):
-        present = False
-    if not present:
-        how = ("pass map_location='cpu' (or another device, or a dict like {'cuda:0': 'sim:0'}) "
-               "to put the tensors somewhere that exists")
-        what = "it was saved from" if map_location is None else "map_location sends it to"
-        raise _C.DeviceUnavailableError(
-            f"pygpu.load: tensor {name!r} {what} {dev}, which is not available on this machine; {how}")
-    return d
 
 
 def _unflatten(node, tensors):
