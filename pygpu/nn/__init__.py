@@ -6,8 +6,10 @@ from .layers import (MLP, Linear, ModuleDict, ModuleList, ParameterDict, Paramet
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                    MSELoss, NLLLoss, SmoothL1Loss)
 from .module import Module
-from .normalization import (BatchNorm1d, Dropout, Embedding, Flatten, Identity, LayerNorm,
-                            Unflatten)
+from .dropout import Dropout
+from .flatten import Flatten, Identity, Unflatten
+from .normalization import BatchNorm1d, LayerNorm
+from .sparse import Embedding
 from .parameter import Parameter
 from . import utils
 from . import parallel
