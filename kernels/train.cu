@@ -31,6 +31,7 @@
 #include <math.h>
 
 #include "pg_cuda_half.cuh"
+#include "pg_optim.h"
 
 /* The activations and g * f'(x) through y = f(x): the op table's PG_ACT rows. */
 #define PG_ACTF_EXP(v) exp(v)
@@ -427,17 +428,75 @@ __global__ void pg_sgd_kernel(T *p, const T *g, T *buf, int64_t n, T lr, T mom, 
     }
 }
 
+/* The adaptive-update family, one kernel per kind; the CPU twins are cpu_train.c's loops. */
 template <typename T>
-__global__ void pg_adam_kernel(T *p, const T *g, T *m, T *v, int64_t n, T step, T b1, T b2, T eps,
-                               T wd, T bc2)
+__global__ void pg_adam_kernel(T *p, const T *g, T *m, T *v, T *vmax, int64_t n, T step, T b1,
+                               T b2, T eps, T wd, T bc2, int decoupled)
 {
+    T l2 = decoupled ? T(0) : wd, keep = decoupled ? T(1) - wd : T(1);
     for (int64_t k = pg_thread_index(); k < n; k += pg_thread_count()) {
-        T gk = pg_add_rn(g[k], pg_mul_rn(wd, p[k]));
+        T pk = pg_mul_rn(p[k], keep);
+        T gk = pg_add_rn(g[k], pg_mul_rn(l2, pk));
         T mk = pg_add_rn(pg_mul_rn(b1, m[k]), pg_mul_rn(T(1) - b1, gk));
         T vk = pg_add_rn(pg_mul_rn(b2, v[k]), pg_mul_rn(pg_mul_rn(T(1) - b2, gk), gk));
         m[k] = mk;
         v[k] = vk;
-        p[k] = p[k] - pg_mul_rn(step, mk) / pg_add_rn(sqrt(vk) / bc2, eps);
+        if (vmax) {
+            vk = vmax[k] > vk ? vmax[k] : vk;
+            vmax[k] = vk;
+        }
+        p[k] = pk - pg_mul_rn(step, mk) / pg_add_rn(sqrt(vk) / bc2, eps);
+    }
+}
+
+template <typename T>
+__global__ void pg_rmsprop_kernel(T *p, const T *g, T *sq, T *buf, T *ga, int64_t n, T lr, T a,
+                                  T eps, T wd, T mom)
+{
+    for (int64_t k = pg_thread_index(); k < n; k += pg_thread_count()) {
+        T gk = pg_add_rn(g[k], pg_mul_rn(wd, p[k]));
+        T s = pg_add_rn(pg_mul_rn(a, sq[k]), pg_mul_rn(pg_mul_rn(T(1) - a, gk), gk));
+        sq[k] = s;
+        T avg;
+        if (ga) {
+            T gak = pg_add_rn(pg_mul_rn(a, ga[k]), pg_mul_rn(T(1) - a, gk));
+            ga[k] = gak;
+            avg = pg_add_rn(sqrt(s - pg_mul_rn(gak, gak)), eps);
+        } else {
+            avg = pg_add_rn(sqrt(s), eps);
+        }
+        if (buf) {
+            T b = pg_add_rn(pg_mul_rn(mom, buf[k]), gk / avg);
+            buf[k] = b;
+            p[k] = p[k] - pg_mul_rn(lr, b);
+        } else {
+            p[k] = p[k] - pg_mul_rn(lr, gk / avg);
+        }
+    }
+}
+
+template <typename T>
+__global__ void pg_adagrad_kernel(T *p, const T *g, T *sum, int64_t n, T clr, T wd, T eps)
+{
+    for (int64_t k = pg_thread_index(); k < n; k += pg_thread_count()) {
+        T gk = pg_add_rn(g[k], pg_mul_rn(wd, p[k]));
+        T s = pg_add_rn(sum[k], pg_mul_rn(gk, gk));
+        sum[k] = s;
+        p[k] = p[k] - pg_mul_rn(clr, gk / pg_add_rn(sqrt(s), eps));
+    }
+}
+
+template <typename T>
+__global__ void pg_adadelta_kernel(T *p, const T *g, T *sq, T *acc, int64_t n, T lr, T rho, T eps,
+                                   T wd)
+{
+    for (int64_t k = pg_thread_index(); k < n; k += pg_thread_count()) {
+        T gk = pg_add_rn(g[k], pg_mul_rn(wd, p[k]));
+        T s = pg_add_rn(pg_mul_rn(rho, sq[k]), pg_mul_rn(pg_mul_rn(T(1) - rho, gk), gk));
+        sq[k] = s;
+        T d = pg_mul_rn(sqrt(pg_add_rn(acc[k], eps)) / sqrt(pg_add_rn(s, eps)), gk);
+        acc[k] = pg_add_rn(pg_mul_rn(rho, acc[k]), pg_mul_rn(pg_mul_rn(T(1) - rho, d), d));
+        p[k] = p[k] - pg_mul_rn(lr, d);
     }
 }
 
@@ -459,17 +518,39 @@ extern "C" cudaError_t pg_kernel_sgd(const pg_cuda_ctx *ctx, int dtype, void *p,
     });
 }
 
-extern "C" cudaError_t pg_kernel_adam(const pg_cuda_ctx *ctx, int dtype, void *p, const void *g,
-                                      void *m, void *v, int64_t n, const double *f)
+extern "C" cudaError_t pg_kernel_adam(const pg_cuda_ctx *ctx, int dtype, int kind, void *p,
+                                      const void *g, void *s0, void *s1, void *s2, int64_t n,
+                                      const double *f, const int64_t *i)
 {
     if (n == 0)
         return cudaSuccess;
     return pg_dispatch_dtype(dtype, [&](auto t) -> cudaError_t {
         using T = decltype(t);
         if constexpr (std::is_floating_point<T>::value) {
-            pg_adam_kernel<T><<<pg_cuda_grid(n, PG_CUDA_BLOCK, ctx), PG_CUDA_BLOCK, 0,
-                                ctx->stream>>>((T *)p, (const T *)g, (T *)m, (T *)v, n, (T)f[0],
-                                               (T)f[1], (T)f[2], (T)f[3], (T)f[4], (T)f[5]);
+            unsigned grid = pg_cuda_grid(n, PG_CUDA_BLOCK, ctx);
+            T *P = (T *)p, *S0 = (T *)s0, *S1 = (T *)s1, *S2 = (T *)s2;
+            const T *G = (const T *)g;
+            switch (kind) {
+            case PG_OPTIM_ADAM:
+                pg_adam_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                    P, G, S0, S1, i[0] ? S2 : nullptr, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3],
+                    (T)f[4], (T)f[5], (int)i[1]);
+                break;
+            case PG_OPTIM_RMSPROP:
+                pg_rmsprop_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                    P, G, S0, S1, S2, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3], (T)f[4]);
+                break;
+            case PG_OPTIM_ADAGRAD:
+                pg_adagrad_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                    P, G, S0, n, (T)f[0], (T)f[1], (T)f[2]);
+                break;
+            case PG_OPTIM_ADADELTA:
+                pg_adadelta_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                    P, G, S0, S1, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3]);
+                break;
+            default:
+                return cudaErrorInvalidValue;
+            }
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;

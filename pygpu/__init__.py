@@ -44,6 +44,7 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._train_ops import cat, cross_entropy, log_softmax, mse_loss, softmax
 from . import nn, optim
 from . import data  # noqa: E402 - the training layers sit on the tensor API above
+from . import utils  # noqa: E402 - pygpu.utils.data is pygpu.data (torch.utils.data's place)
 from .checkpoint import load, save  # noqa: E402
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402

@@ -1,4 +1,11 @@
-"""pygpu.save / pygpu.load: checkpoints in the safetensors format.
+"""pygpu.save / pygpu.load: checkpoints in the safetensors format, and pickles of anything.
+
+A dict of tensors and plain values (a state_dict, an optimizer's state, a training
+checkpoint {"epoch": .., "model_state_dict": ..}) is written as safetensors, below.
+Anything else (a whole Module, a list of modules, a dict holding objects JSON cannot
+keep) is pickled with its tensors written out of band (_pickle_io.py): load() reads it
+back only with weights_only=False, as PyTorch 2.6 does. load() tells the two formats
+apart by the file's first bytes. `f` may be a path or a binary file object.
 
 The file is plain safetensors, written and parsed by the `safetensors`
 package, so any safetensors reader (PyTorch's, NumPy's) opens what pygpu
@@ -21,10 +28,11 @@ import tempfile
 import numpy as np
 
 from . import _C
-from ._device import Device, device as _device
+from ._map_location import check_present as _check_present, resolve as _resolve
 
 _DEVICES_KEY = "pygpu.devices"
 _TREE_KEY = "pygpu.tree"
+_ORDER_KEY = "pygpu.order"
 _LEAF_TYPES = (str, bool, numbers.Integral, numbers.Real, type(None))
 
 
@@ -92,30 +100,19 @@ def _fsync_dir(path):
         os.close(fd)
 
 
-def save(state, path, metadata=None):
-    """Write `state` (a module's state_dict, or any dict of tensors, numbers and
-    nested dicts/lists, e.g. an optimizer's) to `path` as safetensors, atomically.
-    `metadata`: extra str -> str entries for the file's header."""
-    if not isinstance(state, dict):
-        raise TypeError(f"pygpu.save: expected a dict (e.g. model.state_dict()), got {type(state).__name__}")
-    tensors, tree = _flatten(state)
-    arrays, devices = {}, {}
-    for name, t in tensors.items():
-        arrays[name], devices[name] = _host_array(name, t)
-    meta = {str(k): str(v) for k, v in (metadata or {}).items()}
-    meta[_DEVICES_KEY] = json.dumps(devices)
-    if tree is not None:
-        meta[_TREE_KEY] = json.dumps(tree)
-    from safetensors.numpy import save as st_save
-    data = st_save(arrays, metadata=meta)
-    path = os.fspath(path)
+def _write(data, f):
+    """Bytes to a binary file object, or atomically to a path."""
+    if hasattr(f, "write"):
+        f.write(data)
+        return
+    path = os.fspath(f)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -126,12 +123,50 @@ def save(state, path, metadata=None):
     _fsync_dir(folder)
 
 
+def save(obj, f, metadata=None, pickle_module=None, pickle_protocol=None,
+         _use_new_zipfile_serialization=True):
+    """Write `obj` to `f` (a path, written atomically, or a binary file object).
+
+    A dict of tensors, numbers, strings and nested dicts/lists (a state_dict, an
+    optimizer's state_dict, a checkpoint dict of those) is written as safetensors, which
+    any safetensors reader opens and load() reads with weights_only=True. Anything else
+    (a Module, other objects) is pickled, tensors included; load() then needs
+    weights_only=False. `metadata`: extra str -> str entries for a safetensors header."""
+    if pickle_module is not None:
+        raise NotImplementedError("pygpu.save: pickle_module is not supported")
+    if isinstance(obj, dict):
+        try:
+            data = _safetensors_bytes(obj, metadata)
+        except TypeError:
+            if metadata:
+                raise
+            data = None
+        if data is not None:
+            _write(data, f)
+            return
+    from ._pickle_io import dumps
+    _write(dumps(obj), f)
+
+
+def _safetensors_bytes(state, metadata):
+    tensors, tree = _flatten(state)
+    arrays, devices = {}, {}
+    for name, t in tensors.items():
+        arrays[name], devices[name] = _host_array(name, t)
+    meta = {str(k): str(v) for k, v in (metadata or {}).items()}
+    meta[_DEVICES_KEY] = json.dumps(devices)
+    if tree is not None:
+        meta[_TREE_KEY] = json.dumps(tree)
+    else:
+        meta[_ORDER_KEY] = json.dumps(list(tensors))  # safetensors sorts names; keep the order
+    from safetensors.numpy import save as st_save
+    return st_save(arrays, metadata=meta)
+
+
 # ---- loading ------------------------------------------------------------------------------
 
-def _read_checked(path):
+def _read_checked(path, data):
     """The file's bytes and its header, or ValueError if it is not a whole safetensors file."""
-    with open(path, "rb") as f:
-        data = f.read()
     bad = f"pygpu.load: {path} is not a valid safetensors checkpoint"
     if len(data) < 8:
         raise ValueError(f"{bad}: the file is {len(data)} bytes long (truncated?)")
@@ -187,37 +222,6 @@ def _load_with_bf16(data, header, path):
     return out
 
 
-def _resolve(saved, map_location):
-    """The device a tensor saved from `saved` goes to."""
-    if map_location is None:
-        return saved
-    if isinstance(map_location, dict):
-        target = map_location.get(saved, saved)
-        return str(_device(target)) if not isinstance(target, str) else target
-    if callable(map_location) and not isinstance(map_location, (str, Device)):
-        return str(_device(map_location(saved)))
-    return str(_device(map_location))
-
-
-def _check_present(name, dev, map_location):
-    try:
-        d = _device(dev)
-        if d.type == "cpu":
-            return d
-        from . import cuda, sim
-        acc = sim if d.type == "sim" else cuda
-        present = acc.is_available() and d.index < acc.device_count()
-    except (ValueError, TypeError, RuntimeError):
-        present = False
-    if not present:
-        how = ("pass map_location='cpu' (or another device, or a dict like {'cuda:0': 'sim:0'}) "
-               "to put the tensors somewhere that exists")
-        what = "it was saved from" if map_location is None else "map_location sends it to"
-        raise _C.DeviceUnavailableError(
-            f"pygpu.load: tensor {name!r} {what} {dev}, which is not available on this machine; {how}")
-    return d
-
-
 def _unflatten(node, tensors):
     if "__tensor__" in node:
         return tensors[node["__tensor__"]]
@@ -229,13 +233,30 @@ def _unflatten(node, tensors):
     return node["__value__"]
 
 
-def load(path, map_location=None):
-    """Read a checkpoint written by pygpu.save (or any safetensors file).
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
+         **pickle_load_args):
+    """Read what pygpu.save wrote (or any safetensors file) from a path or binary file.
     Each tensor goes back to the device it was saved from (cpu for files without
     pygpu's metadata) unless map_location says otherwise: a device ("cpu",
-    "sim:0", pygpu.device(...)), a dict {saved device: target} or a callable."""
-    path = os.fspath(path)
-    data, header = _read_checked(path)
+    "sim:0", pygpu.device(...)), a dict {saved device: target} or a callable.
+    weights_only=True (PyTorch 2.6's default) refuses a pickled object that is more than
+    containers, plain values and tensors (a whole Module, say), naming the flag; pass
+    weights_only=False only for files you trust. A safetensors file is always safe."""
+    if hasattr(f, "read"):
+        data = f.read()
+        path = getattr(f, "name", "<file object>")
+    else:
+        path = os.fspath(f)
+        with open(path, "rb") as fh:
+            data = fh.read()
+    from . import _pickle_io
+    if data.startswith(_pickle_io.MAGIC):
+        return _pickle_io.loads(data, map_location, weights_only)
+    if data[:2] == b"PK" or data[:1] == b"\x80":
+        raise ValueError(f"pygpu.load: {path} looks like a file written by torch.save (a zip "
+                         "or pickle archive), which pygpu does not read; save a state_dict "
+                         "with safetensors (safetensors.torch.save_file) and load that")
+    data, header = _read_checked(path, data)
     meta = header.get("__metadata__") or {}
     try:
         devices = json.loads(meta.get(_DEVICES_KEY, "{}"))
@@ -263,4 +284,13 @@ def load(path, map_location=None):
         host = arr if isinstance(arr, _C.Tensor) else \
             _C.from_numpy(np.array(arr, copy=True))  # own the bytes, not the file buffer
         tensors[name] = host if targets[name].type == "cpu" else host.to(targets[name])
-    return _unflatten(tree, tensors) if tree is not None else tensors
+    if tree is not None:
+        return _unflatten(tree, tensors)
+    try:
+        order = json.loads(meta.get(_ORDER_KEY, "[]"))
+    except ValueError:
+        order = []
+    if sorted(order) == sorted(tensors):
+        from collections import OrderedDict
+        return OrderedDict((k, tensors[k]) for k in order)  # as a state_dict was saved
+    return tensors

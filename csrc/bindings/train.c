@@ -1,5 +1,5 @@
 /* train.c - pygpu._C's fused training ops: _linear_fwd, _linear_bwd,
- * _softmax_xent_fwd, _softmax_xent_bwd, _sgd_update, _adam_update.
+ * _softmax_xent_fwd, _softmax_xent_bwd, _sgd_update, _adam_update, _optim_update.
  *
  * Internal entry points for pygpu/_train_ops.py and pygpu/optim (which check
  * user-facing arguments and wire autograd); the core (pg_ops_train.c) still
@@ -149,6 +149,30 @@ static PyObject *f_adam(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* _optim_update(kind, p, grad, s0 | None, s1 | None, s2 | None, (h0..h4), step, flag0, flag1):
+ * one in-place step of the adaptive-update family (pg_op_optim; kinds in pg_optim.h) */
+static PyObject *f_optim(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *p, *g, *so[3];
+    int kind, flag0, flag1;
+    double h[5];
+    long long step;
+    const pg_tensor *s[3];
+    if (!PyArg_ParseTuple(args, "iO!O!OOO(ddddd)Lpp:_optim_update", &kind, &PyTensor_Type, &p,
+                          &PyTensor_Type, &g, &so[0], &so[1], &so[2], &h[0], &h[1], &h[2], &h[3],
+                          &h[4], &step, &flag0, &flag1))
+        return NULL;
+    for (int k = 0; k < 3; k++)
+        if (opt_tensor(so[k], "optimizer update", "state", &s[k]) < 0)
+            return NULL;
+    pg_status st = PG_CALL(on_cpu(T(p)) && pg_heavy(T(p)),
+                           pg_op_optim(kind, T(p), T(g), s, h, step, flag0, flag1));
+    if (st != PG_OK)
+        return pg_raise(st);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef pg_train_functions[] = {
     {"_linear_fwd", f_linear_fwd, METH_VARARGS, "internal: fused act(x @ W.T + b)"},
     {"_linear_bwd", f_linear_bwd, METH_VARARGS, "internal: fused linear backward -> (dx, dW, db)"},
@@ -156,5 +180,6 @@ PyMethodDef pg_train_functions[] = {
     {"_softmax_xent_bwd", f_xent_bwd, METH_VARARGS, "internal: fused softmax cross-entropy backward"},
     {"_sgd_update", f_sgd, METH_VARARGS, "internal: one fused in-place SGD step of a parameter"},
     {"_adam_update", f_adam, METH_VARARGS, "internal: one fused in-place Adam step of a parameter"},
+    {"_optim_update", f_optim, METH_VARARGS, "internal: one fused in-place step of Adam(W), RMSprop, Adagrad or Adadelta"},
     {NULL, NULL, 0, NULL},
 };

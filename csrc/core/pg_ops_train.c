@@ -21,8 +21,16 @@
  *   XENT_BWD    src: probs (N,C), labels (N), gloss ()  dst: dlogits (N,C)
  *   SGD         src: g, p, buf | NULL                   dst: p; extra: buf | NULL
  *               f: lr, momentum, dampening, weight_decay; i: nesterov, first step
- *   ADAM        src: g, p, m, v                         dst: p; extra: m, v
- *               f: lr/(1-b1^t), b1, b2, eps, weight_decay, sqrt(1-b2^t)
+ *   ADAM        the adaptive-update family; subop: PG_OPTIM_* kind (pg_optim.h)
+ *               src: g, p, s0, s1                      dst: p; extra: s0, s1, s2
+ *               (s2, when present, is read and written through extra[2] alone)
+ *     ADAM      s0 m, s1 v, s2 vmax (amsgrad) | NULL
+ *               f: lr/(1-b1^t), b1, b2, eps, wd (L2) or lr*wd (AdamW), sqrt(1-b2^t)
+ *               i: amsgrad, decoupled (AdamW: p *= 1 - f[4] before the step)
+ *     RMSPROP   s0 square_avg, s1 momentum buffer | NULL, s2 grad_avg (centered) | NULL
+ *               f: lr, alpha, eps, wd, momentum
+ *     ADAGRAD   s0 sum;                f: lr/(1+(t-1)*lr_decay), wd, eps
+ *     ADADELTA  s0 square_avg, s1 acc_delta;  f: lr, rho, eps, wd
  *
  * A label out of [0, C) fails the op with a message naming the label and the
  * class count (at once on cpu; as the op's asynchronous failure on a device). */
@@ -31,6 +39,7 @@
 
 #include "pg_ops.h"
 #include "pg_backend.h"
+#include "pg_optim.h"
 
 static pg_status check_float(const char *op, const char *what, const pg_tensor *t, int dt)
 {
@@ -367,23 +376,87 @@ pg_status pg_op_adam(const pg_tensor *p, const pg_tensor *g, const pg_tensor *m,
                      const pg_tensor *v, double lr, double beta1, double beta2, double eps,
                      double weight_decay, int64_t step)
 {
-    const char *op = "adam";
+    const pg_tensor *state[3] = {m, v, NULL};
+    const double hyper[5] = {lr, beta1, beta2, eps, weight_decay};
+    return pg_op_optim(PG_OPTIM_ADAM, p, g, state, hyper, step, 0, 0);
+}
+
+/* What each kind calls its state slots (NULL: the slot is unused by the kind),
+ * and which of them its flags make optional. */
+static const char *const optim_names[PG_OPTIM_KINDS] = {"adam", "rmsprop", "adagrad",
+                                                        "adadelta"};
+static const char *const optim_slots[PG_OPTIM_KINDS][3] = {
+    {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+    {"square_avg", "momentum_buffer", "grad_avg"},
+    {"sum", NULL, NULL},
+    {"square_avg", "acc_delta", NULL},
+};
+
+pg_status pg_op_optim(int kind, const pg_tensor *p, const pg_tensor *g,
+                      const pg_tensor *const state[3], const double hyper[5], int64_t step,
+                      int flag0, int flag1)
+{
+    if (kind < 0 || kind >= PG_OPTIM_KINDS)
+        return pg_error_set(PG_ERR_VALUE, "optimizer update: unknown kind %d", kind);
+    const char *op = optim_names[kind];
     if (step < 1)
         return pg_error_set(PG_ERR_VALUE, "%s: step must be >= 1, got %lld", op, (long long)step);
     PG_TRY(check_state(op, "parameter", p, p));
     PG_TRY(check_float(op, "grad", g, p->dtype));
     PG_TRY(pg_check_same_device(op, p, g));
     PG_TRY(check_shape(op, "grad", g, p->ndim, p->shape));
-    PG_TRY(check_state(op, "exp_avg", p, m));
-    PG_TRY(check_state(op, "exp_avg_sq", p, v));
+    /* which slots this call needs: the kind's fixed ones plus those its flags turn on */
+    bool need[3] = {true, optim_slots[kind][1] != NULL, false};
+    if (kind == PG_OPTIM_ADAM)
+        need[2] = flag0; /* amsgrad */
+    if (kind == PG_OPTIM_RMSPROP) {
+        need[1] = hyper[4] != 0; /* momentum */
+        need[2] = flag0;         /* centered */
+    }
+    for (int s = 0; s < 3; s++) {
+        if (need[s] && !state[s])
+            return pg_error_set(PG_ERR_VALUE, "%s: the update needs its %s state", op,
+                                optim_slots[kind][s]);
+        if (need[s])
+            PG_TRY(check_state(op, optim_slots[kind][s], p, state[s]));
+    }
     pg_node n;
-    node_init(&n, PG_OP_ADAM, 0, op);
-    n.p.train.f[0] = lr / (1.0 - pow(beta1, (double)step));
-    n.p.train.f[1] = beta1;
-    n.p.train.f[2] = beta2;
-    n.p.train.f[3] = eps;
-    n.p.train.f[4] = weight_decay;
-    n.p.train.f[5] = sqrt(1.0 - pow(beta2, (double)step));
-    const pg_tensor *state[3] = {p, m, v};
-    return launch_update(&n, g, 3, state);
+    node_init(&n, PG_OP_ADAM, kind, op);
+    double *f = n.p.train.f;
+    double t = (double)step;
+    switch (kind) {
+    case PG_OPTIM_ADAM:
+        f[0] = hyper[0] / (1.0 - pow(hyper[1], t));
+        f[1] = hyper[1];
+        f[2] = hyper[2];
+        f[3] = hyper[3];
+        f[4] = flag1 ? hyper[0] * hyper[4] : hyper[4];
+        f[5] = sqrt(1.0 - pow(hyper[2], t));
+        break;
+    case PG_OPTIM_ADAGRAD:
+        f[0] = hyper[0] / (1.0 + (t - 1.0) * hyper[1]);
+        f[1] = hyper[2];
+        f[2] = hyper[3];
+        break;
+    default: /* RMSPROP, ADADELTA: as given */
+        for (int k = 0; k < 5; k++)
+            f[k] = hyper[k];
+    }
+    n.p.train.i[0] = flag0;
+    n.p.train.i[1] = flag1;
+    /* src: g, p, s0, s1; dst: p; extra: s0, s1, s2 (the node holds at most 4 sources) */
+    PG_TRY(pg_op_contiguous(g, &n.src[0]));
+    n.nsrc = 4;
+    n.src[1] = *p;
+    for (int s = 0; s < 2; s++)
+        if (need[s])
+            n.src[2 + s] = *state[s];
+    n.dst = *p;
+    n.nextra = 3;
+    for (int s = 0; s < 3; s++)
+        if (need[s])
+            n.extra[s] = *state[s];
+    pg_status st = pg_tensor_numel(p) > 0 ? pg_launch(&n) : PG_OK;
+    pg_tensor_clear(&n.src[0]);
+    return st;
 }

@@ -76,19 +76,25 @@ def _fit(g, t):
 
 
 def _topological(root):
-    order, seen = [], {id(root)}
+    """Depth-first post-order. A node is marked when it is expanded, not when it is first
+    pushed: marking at push time let a node reached by two paths of different lengths
+    (d used by y = d * mean(d)) come out before one of its consumers, so that consumer's
+    gradient arrived after d's backward had run and was lost."""
+    order, expanded = [], set()
     stack = [(root, False)]
     while stack:
         node, done = stack.pop()
         if done:
             order.append(node)
             continue
+        if id(node) in expanded:
+            continue
+        expanded.add(id(node))
         stack.append((node, True))
         for t in node.inputs or ():
             if isinstance(t, Tensor):
                 fn = t.grad_fn
-                if fn is not None and id(fn) not in seen:
-                    seen.add(id(fn))
+                if fn is not None and id(fn) not in expanded:
                     stack.append((fn, False))
     return order  # every node after the nodes it depends on
 

@@ -1,14 +1,24 @@
-"""pygpu.data: feeding batches to a device.
+"""pygpu.data: datasets and loaders with torch.utils.data's interface (also importable as
+pygpu.utils.data, so `from torch.utils.data import DataLoader` reads the same after
+`import pygpu as torch`).
 
-DataLoader cuts (X, y) into batches and puts each on the training device,
-copying the next ones asynchronously from reused pinned staging buffers while
-the current one trains (see loader.py). A sampler decides the order of the
-samples in an epoch (see sampler.py); DistributedSampler gives each rank of a
-distributed job its share (see distributed.py; as torch.utils.data's, it is
-also reachable as pygpu.data.distributed.DistributedSampler)."""
+Dataset/TensorDataset/Subset/ConcatDataset/random_split are the dataset protocol
+(dataset.py); default_collate joins samples (collate.py). DataLoader cuts a dataset into
+batches; arrays and TensorDatasets take the fast path, each batch sliced in one op and put
+on the training device, the next ones copied asynchronously from reused pinned staging
+buffers while the current one trains (loader.py); other datasets are gathered item by item
+(fetch.py). A sampler decides the order of the samples in an epoch (sampler.py);
+DistributedSampler gives each rank of a distributed job its share (distributed.py)."""
 from . import distributed
+from .collate import default_collate, default_convert
+from .dataset import (ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset,
+                      random_split)
 from .distributed import DistributedSampler
 from .loader import DataLoader
-from .sampler import RandomSampler, SequentialSampler
+from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
+                      SubsetRandomSampler)
 
-__all__ = ["DataLoader", "DistributedSampler", "RandomSampler", "SequentialSampler"]
+__all__ = ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "Subset",
+           "ConcatDataset", "random_split", "default_collate", "default_convert",
+           "DistributedSampler", "Sampler", "RandomSampler", "SequentialSampler",
+           "SubsetRandomSampler", "BatchSampler"]

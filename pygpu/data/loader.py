@@ -73,59 +73,193 @@ class _Slot:
         self.in_flight = []
 
 
-class DataLoader:
-    """Batches of (X, y) on `device`, the next `prefetch` ones copied asynchronously.
+# Positional parameters after the first, in the two call styles DataLoader accepts.
+_ARRAY_ARGS = ("y", "batch_size", "shuffle", "drop_last", "device", "prefetch", "seed",
+               "pin_memory", "sampler")
+_TORCH_ARGS = ("batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn",
+               "pin_memory", "drop_last", "timeout", "worker_init_fn",
+               "multiprocessing_context", "generator")
+_DEFAULTS = dict(y=None, batch_size=1, shuffle=False, drop_last=False, device=None, prefetch=2,
+                 seed=None, pin_memory=None, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, timeout=0, worker_init_fn=None, multiprocessing_context=None,
+                 generator=None, prefetch_factor=None, persistent_workers=False,
+                 pin_memory_device="", in_order=True)
 
-    X, y: NumPy arrays or pygpu tensors with the samples along axis 0 (y may be
-    None: the loader then yields X batches alone). Integer labels become int64.
-    shuffle: a new permutation each epoch (reproducible with seed). sampler: any
-    iterable of indices instead (e.g. a DistributedSampler); not with shuffle.
-    device: where batches go (default cpu: batches are zero-copy views where
-    the order allows). pin_memory: stage through pinned host memory (default:
-    yes for an accelerator); without it copies are pageable and block.
+
+def _is_array(a):
+    return isinstance(a, (np.ndarray, np.generic, _C.Tensor))
+
+
+def _tensor_source(dataset):
+    """(tensors, index map or None) when `dataset` is a TensorDataset, or a Subset of one
+    (random_split's output), so batches can be sliced from its tensors; else None."""
+    from .dataset import Subset, TensorDataset
+    index = None
+    while isinstance(dataset, Subset):
+        idx = np.asarray(dataset.indices, dtype=np.int64).reshape(-1)
+        index = idx if index is None else idx[index]
+        dataset = dataset.dataset
+    if isinstance(dataset, TensorDataset):
+        return dataset.tensors, index
+    return None
+
+
+class DataLoader:
+    """Batches of a dataset, with PyTorch's interface and pygpu's fast path.
+
+    Two ways to call it:
+    - PyTorch's: DataLoader(dataset, batch_size=1, shuffle=False, sampler=None,
+      batch_sampler=None, num_workers=0, collate_fn=None, pin_memory=None, drop_last=False,
+      timeout=0, worker_init_fn=None, multiprocessing_context=None, generator=None, ...).
+      Any object with __getitem__ and __len__ is a dataset; samples are gathered one by one
+      and joined by collate_fn (default_collate: tuples, dicts, numbers, arrays, tensors).
+      A TensorDataset (or a Subset of one) takes the fast path below instead and yields
+      [t0_batch, t1_batch, ...] as PyTorch's default_collate would.
+    - pygpu's: DataLoader(X, y=None, batch_size=1, ...): X, y NumPy arrays or pygpu
+      tensors with the samples along axis 0 (y may be None: the loader then yields X
+      batches alone). Integer labels become int64.
+
+    The fast path (arrays, TensorDataset): a batch is sliced (or gathered, shuffled) from
+    the arrays in one op, put on `device` (pygpu's extra keyword; default cpu: batches
+    are zero-copy views where the order allows) and the next `prefetch` batches are
+    copied asynchronously through pinned staging buffers. pin_memory: stage through
+    pinned host memory (default: yes for an accelerator).
+
+    shuffle: a new permutation each epoch (reproducible with seed, or generator=: an int,
+    a NumPy Generator or anything with initial_seed()). sampler: any iterable of indices
+    instead (e.g. a DistributedSampler); not with shuffle. batch_sampler: an iterable of
+    index lists, instead of batch_size/shuffle/sampler/drop_last.
+
+    num_workers: accepted; with num_workers > 0 a generic dataset's batches are fetched
+    and collated by that many threads (not processes), up to prefetch_factor (default 2)
+    batches each ahead, in order. The fast path needs no workers and ignores it.
+    batch_size=None yields the samples one at a time, uncollated (default_convert).
     """
 
-    def __init__(self, X, y=None, batch_size=1, shuffle=False, drop_last=False, device=None,
-                 prefetch=2, seed=None, pin_memory=None, sampler=None):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+    def __init__(self, dataset=None, *args, X=None, **kwargs):
+        if X is not None:
+            if dataset is not None:
+                raise TypeError("DataLoader: pass the data once (dataset or X=)")
+            dataset = X
+        if dataset is None:
+            raise TypeError("DataLoader: missing the dataset (or the arrays X, y)")
+        array_style = _is_array(dataset) and (not args or args[0] is None or _is_array(args[0])
+                                              or isinstance(args[0], (list, tuple)))
+        names = _ARRAY_ARGS if array_style else _TORCH_ARGS
+        if len(args) > len(names):
+            raise TypeError(f"DataLoader: takes at most {len(names) + 1} positional arguments")
+        opts = dict(_DEFAULTS)
+        for k, v in zip(names, args):
+            opts[k] = v
+        for k, v in kwargs.items():
+            if k not in _DEFAULTS:
+                raise TypeError(f"DataLoader: unexpected keyword argument {k!r}")
+            if k in dict(zip(names, args)):
+                raise TypeError(f"DataLoader: got multiple values for argument {k!r}")
+            opts[k] = v
+        if opts["y"] is not None and not _is_array(dataset):
+            raise TypeError("DataLoader: y= goes with arrays X; a dataset carries its labels")
+        self.dataset = dataset
+        self.num_workers = opts["num_workers"]
+        if isinstance(self.num_workers, bool) or not isinstance(self.num_workers, int) or \
+                self.num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
+                             "disable multiprocessing.")
+        self.collate_fn = opts["collate_fn"]
+        self.generator = opts["generator"]
+        self.timeout, self.worker_init_fn = opts["timeout"], opts["worker_init_fn"]
+        self.prefetch_factor = opts["prefetch_factor"]
+        self.persistent_workers = opts["persistent_workers"]
+        batch_size, shuffle, sampler = opts["batch_size"], opts["shuffle"], opts["sampler"]
+        batch_sampler, drop_last = opts["batch_sampler"], opts["drop_last"]
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+            batch_size = None
+        elif batch_size is not None and (isinstance(batch_size, bool) or
+                                         not isinstance(batch_size, numbers.Integral) or
+                                         batch_size < 1):
             raise ValueError(f"DataLoader: batch_size must be a positive int, got {batch_size!r}")
+        prefetch = opts["prefetch"]
         if isinstance(prefetch, bool) or not isinstance(prefetch, numbers.Integral) or prefetch < 0:
             raise ValueError(f"DataLoader: prefetch must be an int >= 0, got {prefetch!r}")
         if shuffle and sampler is not None:
             raise ValueError("DataLoader: pass shuffle=True or a sampler, not both "
                              "(a sampler decides the order itself)")
-        sources = [_as_source("X", X)] + ([_as_source("y", y)] if y is not None else [])
-        lengths = [(h if h is not None else d).shape[0] for h, d in sources]
-        if len(set(lengths)) != 1:
-            raise ValueError(f"DataLoader: X and y must hold the same number of samples, got "
-                             f"{lengths[0]} and {lengths[1]}")
-        self.n = lengths[0]
-        self.has_y = y is not None
+        seed = opts["seed"]
+        if seed is None and self.generator is not None:
+            from .dataset import _rng
+            seed = int(_rng(self.generator).integers(2 ** 62))
+        self.batch_sampler = batch_sampler
+        self.batch_size = None if batch_size is None else int(batch_size)
+        self.drop_last = bool(drop_last)
+        self.device = _device(opts["device"] if opts["device"] is not None else "cpu")
+        self.prefetch = int(prefetch)
+        self.shuffle = bool(shuffle)
+        self.epoch = 0
+        self._ring = None
+        # which path: "arrays" (pygpu's X, y), "tensors" (TensorDataset), "dataset" (generic)
+        src = None if _is_array(dataset) or self.collate_fn is not None else \
+            _tensor_source(dataset)
+        self._index_map = None
+        from .dataset import IterableDataset
+        self._iterable = isinstance(dataset, IterableDataset)
+        if self._iterable and (shuffle or sampler is not None or batch_sampler is not None):
+            raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle, "
+                             "sampler and batch_sampler options")
+        if _is_array(dataset):
+            self._mode = "arrays"
+            sources = [_as_source("X", dataset)]
+            if opts["y"] is not None:
+                sources.append(_as_source("y", opts["y"]))
+        elif src is not None and self.batch_size is not None or \
+                src is not None and batch_sampler is not None:
+            self._mode = "tensors"
+            tensors, self._index_map = src
+            sources = [_as_source(f"tensors[{k}]", t) for k, t in enumerate(tensors)]
+        else:
+            self._mode = "dataset"
+            sources = []
+        if sources:
+            lengths = [(h if h is not None else d).shape[0] for h, d in sources]
+            if len(set(lengths)) != 1:
+                raise ValueError(f"DataLoader: X and y must hold the same number of samples, got "
+                                 f"{lengths[0]} and {lengths[1]}")
+            self.n = lengths[0] if self._index_map is None else int(self._index_map.size)
+            if self._index_map is not None and self._index_map.size and \
+                    (self._index_map.max() >= lengths[0] or self._index_map.min() < -lengths[0]):
+                raise IndexError("DataLoader: a Subset index is out of range for its "
+                                 f"TensorDataset of {lengths[0]} samples")
+        else:
+            self.n = None if self._iterable else len(dataset)
+        self.has_y = opts["y"] is not None
         self.hosts = [h for h, _ in sources]
         self.resident = [d for _, d in sources]
         on_device = [d is not None for d in self.resident]
         if any(on_device) and not all(on_device):
             raise ValueError("DataLoader: X and y must both be host data (NumPy, cpu tensors) or "
                              "both be tensors on a device")
-        self.on_device = all(on_device)
-        self.batch_size = int(batch_size)
-        self.drop_last = bool(drop_last)
-        self.device = _device(device if device is not None else "cpu")
-        self.prefetch = int(prefetch)
-        self.pin_memory = (self.device.type != "cpu") if pin_memory is None else bool(pin_memory)
-        if sampler is None:
+        self.on_device = bool(sources) and all(on_device)
+        pin = opts["pin_memory"]
+        self.pin_memory = (self.device.type != "cpu") if pin is None else bool(pin)
+        if sampler is None and not self._iterable:
             sampler = RandomSampler(self.n, seed) if shuffle else SequentialSampler(self.n)
         self.sampler = sampler
-        self.shuffle = bool(shuffle)
-        self.epoch = 0
-        self._ring = None
 
     def set_epoch(self, epoch):
         """Tell the sampler which epoch comes next (its shuffle depends on it)."""
         self.epoch = int(epoch)
 
     def __len__(self):
-        n = len(self.sampler) if hasattr(self.sampler, "__len__") else self.n
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        if self._iterable:
+            n = len(self.dataset)  # a TypeError when the stream has no length, as PyTorch's
+        else:
+            n = len(self.sampler) if hasattr(self.sampler, "__len__") else self.n
+        if self.batch_size is None:
+            return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def _order(self):
@@ -133,7 +267,7 @@ class DataLoader:
         if hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(self.epoch)
         if isinstance(self.sampler, SequentialSampler) and self.sampler.n == self.n:
-            return None
+            return self._index_map
         if isinstance(self.sampler, RandomSampler):
             order = self.sampler.permutation()
         else:
@@ -141,10 +275,18 @@ class DataLoader:
         if order.size and (order.min() < -self.n or order.max() >= self.n):
             raise IndexError(f"DataLoader: the sampler gave index {int(order.max())}, but there are "
                              f"only {self.n} samples")
-        return order
+        return order if self._index_map is None else self._index_map[order]
 
     def _batches(self, order):
         """Per batch: a slice (in-order epoch) or an index array."""
+        if self.batch_sampler is not None:
+            for b in self.batch_sampler:
+                sel = np.asarray(list(b), dtype=np.int64)
+                if sel.size and (sel.min() < -self.n or sel.max() >= self.n):
+                    raise IndexError(f"DataLoader: the batch_sampler gave index {int(sel.max())}, "
+                                     f"but there are only {self.n} samples")
+                yield sel if self._index_map is None else self._index_map[sel]
+            return
         n = self.n if order is None else order.size
         stop = n - n % self.batch_size if self.drop_last else n
         for a in range(0, stop, self.batch_size):
@@ -152,7 +294,13 @@ class DataLoader:
             yield slice(a, b) if order is None else order[a:b]
 
     def __iter__(self):
-        order = self._order()
+        if self._mode == "dataset":
+            from .fetch import iter_dataset
+            order = None if self._iterable else self._order_list()
+            self.epoch += 1
+            yield from iter_dataset(self, order)
+            return
+        order = self._order() if self.batch_sampler is None else None
         self.epoch += 1  # the next pass shuffles differently unless set_epoch() says otherwise
         if self.on_device:
             gen = self._iter_resident(order)
@@ -163,7 +311,16 @@ class DataLoader:
         else:
             gen = self._iter_blocking(order)
         for batch in gen:
-            yield tuple(batch) if self.has_y else batch[0]
+            if self._mode == "tensors":
+                yield list(batch)  # as PyTorch's default_collate gives a TensorDataset's batch
+            else:
+                yield tuple(batch) if self.has_y else batch[0]
+
+    def _order_list(self):
+        """A generic dataset's epoch order (the sampler's indices, told the epoch first)."""
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(self.epoch)
+        return self.sampler
 
     def _host_batch(self, sel):
         return [h[sel] if isinstance(sel, slice) else np.take(h, sel, axis=0) for h in self.hosts]
@@ -197,12 +354,16 @@ class DataLoader:
 
     def _slots(self, count):
         if self._ring is None or len(self._ring) < count:
-            self._ring = [_Slot(self.hosts, self.batch_size) for _ in range(count)]
+            rows = self.batch_size or 1  # a batch_sampler's batches grow the slots (_issue)
+            self._ring = [_Slot(self.hosts, rows) for _ in range(count)]
         return self._ring[:count]
 
     def _issue(self, slot, sel, non_blocking):
         """Gather batch `sel` into `slot` and start its copies to the device."""
         slot.wait()  # never overwrite a staging buffer a copy is still reading
+        rows = sel.stop - sel.start if isinstance(sel, slice) else sel.size
+        if rows > slot.arrays[0].shape[0]:  # a batch_sampler's batch larger than any before
+            slot.__init__(self.hosts, rows)
         out = []
         for h, arr, t in zip(self.hosts, slot.arrays, slot.tensors):
             if isinstance(sel, slice):
@@ -211,7 +372,7 @@ class DataLoader:
             else:
                 m = sel.size
                 np.take(h, sel, axis=0, out=arr[:m])
-            src = t if m == self.batch_size else t[:m]
+            src = t if m == arr.shape[0] else t[:m]
             dst = _empty(*src.shape, dtype=src.dtype, device=self.device)
             dst.copy_(src, non_blocking=non_blocking)
             out.append(dst)

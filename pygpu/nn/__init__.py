@@ -1,15 +1,26 @@
 """pygpu.nn: modules, layers and losses with PyTorch's interface, on the tensor API."""
-from . import functional
-from .layers import MLP, Linear, ModuleList, ReLU, Sequential, Sigmoid, Tanh
-from .loss import CrossEntropyLoss, MSELoss
+from . import functional, init
+from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .layers import (MLP, Linear, ModuleDict, ModuleList, ParameterDict, ParameterList,
+                     Sequential)
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
+                   MSELoss, NLLLoss, SmoothL1Loss)
 from .module import Module
+from .dropout import Dropout
+from .flatten import Flatten, Identity, Unflatten
+from .normalization import BatchNorm1d, LayerNorm
+from .sparse import Embedding
 from .parameter import Parameter
+from . import utils
 from . import parallel
 from .parallel import DataParallel
 
-__all__ = ["functional", "Module", "Parameter", "Linear", "ReLU", "Tanh", "Sigmoid",
-           "Sequential", "ModuleList", "MLP", "CrossEntropyLoss", "MSELoss", "parallel",
-           "DataParallel"]
+__all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU", "Tanh",
+           "Sigmoid", "LeakyReLU", "GELU", "SiLU", "Softmax", "LogSoftmax", "Sequential",
+           "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "MLP", "Flatten",
+           "Unflatten", "Identity", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
+           "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
+           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "parallel", "DataParallel"]
 
 from .memory import MemoryEstimate, estimate_memory  # noqa: E402 - trainloop's addition
 __all__ += ["estimate_memory", "MemoryEstimate"]

@@ -1,15 +1,19 @@
-"""pygpu.nn.functional: the stateless ops layers are made of.
+"""pygpu.nn.functional: the stateless ops layers are made of, with PyTorch's signatures.
 
 linear(x, weight, bias=None, activation=None) is the fused layer: matmul,
 bias and activation in one op each way (see pygpu/_train_ops.py and
-csrc/core/pg_ops_train.c); the rest are the differentiable tensor ops."""
-from .. import _C
-from .._train_ops import cross_entropy, linear, log_softmax, mse_loss, softmax
+csrc/core/pg_ops_train.c). Activations and dropout: _activations.py; losses:
+_losses.py; normalization, embedding and one_hot: _normalization.py. All are
+differentiable compositions of tensor ops (or fused C ops), never Python loops
+over elements."""
+from .._train_ops import linear
+from ._activations import (dropout, gelu, leaky_relu, log_softmax, relu, sigmoid, silu,
+                           softmax, tanh)
+from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
+                      huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
+from ._normalization import batch_norm, embedding, layer_norm, one_hot
 
-relu = _C.relu        # the tensor API's own functions (pygpu.relu, ...), differentiable
-tanh = _C.tanh
-sigmoid = _C.sigmoid
-
-
-__all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy",
-           "mse_loss"]
+__all__ = ["linear", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "softmax",
+           "log_softmax", "dropout", "one_hot", "layer_norm", "batch_norm", "embedding",
+           "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]

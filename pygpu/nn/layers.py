@@ -1,4 +1,5 @@
-"""The layers: Linear, ReLU, Tanh, Sigmoid, Sequential, ModuleList, MLP.
+"""The layers: Linear, the containers (Sequential, ModuleList, ModuleDict,
+ParameterList, ParameterDict) and MLP.
 
 Linear's default initialisation is PyTorch's (Kaiming-uniform with a=sqrt(5):
 weight and bias ~ U(-1/sqrt(in), 1/sqrt(in))), drawn from pygpu's Philox
@@ -7,11 +8,13 @@ weights on every device. Sequential and MLP run a Linear followed by an
 activation as one fused op (nn.functional.linear(..., activation=))."""
 import math
 import numbers
+from collections import OrderedDict
 
 from .. import _creation
 from .._train_ops import ACT_TABLE
 from ..autograd import no_grad
-from . import functional as F
+from . import activation, functional as F
+from .activation import ReLU, Sigmoid, Tanh  # noqa: F401 - nn's names
 from .module import Module
 from .parameter import Parameter
 
@@ -47,23 +50,8 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
-class ReLU(Module):
-    def forward(self, x):
-        return F.relu(x)
-
-
-class Tanh(Module):
-    def forward(self, x):
-        return F.tanh(x)
-
-
-class Sigmoid(Module):
-    def forward(self, x):
-        return F.sigmoid(x)
-
-
 # the module class each activation row names -> its activation, which a Linear before it fuses
-_FUSABLE = {globals()[module]: name for name, _, module in ACT_TABLE}
+_FUSABLE = {getattr(activation, module): name for name, _, module in ACT_TABLE}
 
 
 class _Container(Module):
@@ -103,7 +91,11 @@ class Sequential(_Container):
 
     def __init__(self, *modules):
         super().__init__()
-        self.extend(modules)
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            self.extend(modules)
 
     @classmethod
     def _from_list(cls, modules):
@@ -115,7 +107,8 @@ class Sequential(_Container):
         while i < len(mods):
             m = mods[i]
             nxt = mods[i + 1] if i + 1 < len(mods) else None
-            if type(m) is Linear and type(nxt) in _FUSABLE:
+            if type(m) is Linear and type(nxt) in _FUSABLE and not m._has_hooks() \
+                    and not nxt._has_hooks():
                 x = m(x, activation=_FUSABLE[type(nxt)])
                 i += 2
             else:
@@ -137,6 +130,149 @@ class ModuleList(_Container):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward(); iterate over it in yours")
+
+    def insert(self, index, module):
+        mods = list(self._modules.values())
+        mods.insert(index, module)
+        self._modules.clear()
+        self.extend(mods)
+
+    def _child_lines(self):
+        """Runs of identical children collapsed, as PyTorch prints them: (0-2): 3 x Linear(...)."""
+        reprs = [repr(m).replace("\n", "\n  ") for m in self._modules.values()]
+        lines, i = [], 0
+        while i < len(reprs):
+            j = i
+            while j + 1 < len(reprs) and reprs[j + 1] == reprs[i]:
+                j += 1
+            lines.append(f"({i}): {reprs[i]}" if j == i else f"({i}-{j}): {j - i + 1} x {reprs[i]}")
+            i = j + 1
+        return lines
+
+
+class ModuleDict(Module):
+    """An ordered dict of modules whose parameters the parent module sees."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def pop(self, key):
+        return self._modules.pop(key)
+
+    def clear(self):
+        self._modules.clear()
+
+    def update(self, modules):
+        items = modules.items() if hasattr(modules, "items") else modules
+        for k, m in items:
+            self.add_module(k, m)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict has no forward(); index it in yours")
+
+
+class ParameterList(Module):
+    """A list of Parameters registered as "0", "1", ... (plain tensors become Parameters)."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        for v in values or ():
+            self.append(v)
+
+    def append(self, value):
+        self.register_parameter(str(len(self._parameters)), _as_param(value))
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def __getitem__(self, i):
+        ps = list(self._parameters.values())
+        if isinstance(i, slice):
+            return ParameterList(ps[i])
+        return ps[i]
+
+    def __setitem__(self, i, value):
+        self.register_parameter(str(i % len(self)), _as_param(value))
+
+    def extra_repr(self):
+        return "\n".join(f"({i}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}"
+                         f"{'' if p.device.type == 'cpu' else ' (' + str(p.device) + ')'}]"
+                         for i, p in enumerate(self._parameters.values()))
+
+
+class ParameterDict(Module):
+    """A dict of Parameters registered under their keys."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        for k, v in (parameters.items() if hasattr(parameters, "items") else parameters or ()):
+            self[k] = v
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, value):
+        self.register_parameter(key, _as_param(value))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+
+def _as_param(value):
+    return value if isinstance(value, Parameter) else Parameter(value)
 
 
 class MLP(Module):

@@ -33,29 +33,27 @@ class _IncompatibleKeys:
                 f"unexpected_keys={self.unexpected_keys}>")
 
 
-class _RemovableHandle:
-    """What register_forward_pre_hook returns: remove() takes the hook out again."""
-    _next_id = 0
-
-    def __init__(self, hooks, hook):
-        self.id = _RemovableHandle._next_id
-        _RemovableHandle._next_id += 1
-        self._hooks = hooks
-        hooks[self.id] = hook
-
-    def remove(self):
-        self._hooks.pop(self.id, None)
-
-
 class Module:
     """Base class: subclass it, create layers in __init__, write forward()."""
 
-    def __init__(self):
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments "
+                            f"{args or ''}{kwargs or ''} (Module.__init__ takes none)")
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "training", True)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for key in ("_non_persistent_buffers_set",):
+            self.__dict__.setdefault(key, set())
+        for key in ("_forward_pre_hooks", "_forward_hooks"):
+            self.__dict__.setdefault(key, OrderedDict())
 
     # ---- attribute registration -------------------------------------------------------
 
@@ -101,11 +99,22 @@ class Module:
                             f"{type(param).__name__}")
         self._parameters[name] = param
 
-    def register_buffer(self, name, tensor):
-        """A tensor that is state (saved, moved by .to) but not a parameter."""
+    def register_buffer(self, name, tensor, persistent=True):
+        """A tensor that is state (moved by .to; in state_dict unless persistent=False) but
+        not a parameter."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"register_buffer: buffer name must be a non-empty string without "
+                           f"'.', got {name!r}")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None")
+            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got "
+                            f"{type(tensor).__name__}")
+        if name in self.__dict__ or name in self._parameters or name in self._modules:
+            raise KeyError(f"register_buffer: attribute {name!r} already exists")
         self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name, module):
         if module is not None and not isinstance(module, Module):
@@ -118,38 +127,64 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
-    def register_forward_pre_hook(self, hook):
-        """hook(module, args) runs before every forward(); a non-None result replaces the
-        positional args (a tuple, or one value), as in PyTorch. Returns a handle whose
-        remove() unregisters the hook. (pygpu.nn.utils.prune recomputes `weight` here.)"""
-        if not callable(hook):
-            raise TypeError(f"register_forward_pre_hook: hook must be callable, got "
-                            f"{type(hook).__name__}")
-        return _RemovableHandle(self._forward_pre_hooks, hook)
-
     def __call__(self, *args, **kwargs):
-        hooks = self.__dict__.get("_forward_pre_hooks")
-        if hooks:
-            for hook in tuple(hooks.values()):
-                res = hook(self, args)
-                if res is not None:
-                    args = res if isinstance(res, tuple) else (res,)
-        return self.forward(*args, **kwargs)
+        for hook in list(self._forward_pre_hooks.values()):
+            out = hook(self, args)
+            if out is not None:
+                args = out if isinstance(out, tuple) else (out,)
+        result = self.forward(*args, **kwargs)
+        for hook in list(self._forward_hooks.values()):
+            out = hook(self, args, result)
+            if out is not None:
+                result = out
+        return result
+
+    def register_forward_pre_hook(self, hook):
+        """hook(module, args) -> None or new args, called before forward(); returns a
+        handle whose remove() unregisters it."""
+        return _HookHandle(self._forward_pre_hooks, hook)
+
+    def register_forward_hook(self, hook):
+        """hook(module, args, output) -> None or a new output, called after forward()."""
+        return _HookHandle(self._forward_hooks, hook)
+
+    def _has_hooks(self):
+        return bool(self._forward_pre_hooks or self._forward_hooks)
+
+    def apply(self, fn):
+        """fn(m) for every submodule (children first) and then self; returns self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def get_submodule(self, target):
+        """The submodule at dotted path `target` ("" is self)."""
+        m = self
+        for part in target.split(".") if target else []:
+            if part not in m._modules:
+                raise AttributeError(f"{type(m).__name__} has no attribute `{part}`")
+            m = m._modules[part]
+        return m
 
     # ---- traversal --------------------------------------------------------------------
 
-    def named_modules(self, prefix=""):
-        seen = set()
-        stack = [(prefix, self)]
-        while stack:
-            name, m = stack.pop(0)
-            if id(m) in seen:
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """(name, module) for self and every submodule, depth first, as PyTorch orders them."""
+        if memo is None:
+            memo = set()
+        if isinstance(memo, str):  # named_modules("prefix"), pygpu's older call
+            memo, prefix = set(), memo
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for cname, child in self._modules.items():
+            if child is None:
                 continue
-            seen.add(id(m))
-            yield name, m
-            for cname, child in m._modules.items():
-                if child is not None:
-                    stack.append((f"{name}.{cname}" if name else cname, child))
+            yield from child.named_modules(memo, f"{prefix}.{cname}" if prefix else cname,
+                                           remove_duplicate)
 
     def modules(self):
         for _, m in self.named_modules():
@@ -166,7 +201,7 @@ class Module:
 
     def named_parameters(self, prefix="", recurse=True):
         seen = set()
-        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
         for mname, m in mods:
             for pname, p in m._parameters.items():
                 if p is None or id(p) in seen:
@@ -178,14 +213,16 @@ class Module:
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
-    def named_buffers(self, prefix=""):
-        for mname, m in self.named_modules(prefix):
+    def named_buffers(self, prefix="", recurse=True, _persistent_only=False):
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for mname, m in mods:
             for bname, b in m._buffers.items():
-                if b is not None:
-                    yield (f"{mname}.{bname}" if mname else bname), b
+                if b is None or (_persistent_only and bname in m._non_persistent_buffers_set):
+                    continue
+                yield (f"{mname}.{bname}" if mname else bname), b
 
-    def buffers(self):
-        for _, b in self.named_buffers():
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     # ---- modes and gradients ----------------------------------------------------------
@@ -248,12 +285,16 @@ class Module:
     # ---- state --------------------------------------------------------------------------
 
     def state_dict(self, prefix="", keep_vars=False):
-        """An ordered dict name -> tensor (detached, sharing memory) of parameters and buffers."""
+        """An ordered dict name -> tensor (detached, sharing memory) of parameters and
+        persistent buffers, in PyTorch's order: each module's parameters, then its buffers,
+        then its children's, depth first."""
         out = OrderedDict()
-        for name, p in self.named_parameters(prefix.rstrip(".")):
-            out[name] = p if keep_vars else p.detach()
-        for name, b in self.named_buffers(prefix.rstrip(".")):
-            out[name] = b if keep_vars else b.detach()
+        for mname, m in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
+            items = list(m._parameters.items()) + [
+                (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers_set]
+            for k, t in items:
+                if t is not None:
+                    out[f"{mname}.{k}" if mname else k] = t if keep_vars else t.detach()
         return out
 
     def load_state_dict(self, state_dict, strict=True):
@@ -276,13 +317,6 @@ class Module:
             if k not in incoming:
                 continue
             v = incoming[k]
-            if getattr(v, "is_quantized", False) and not getattr(target, "is_quantized", False):
-                raise ValueError(f"load_state_dict: {k!r} holds int8 weights (a quantized model's "
-                                 f"state_dict) but {type(self).__name__} expects float ones; "
-                                 "quantize the model first (pygpu.quantization.quantize_dynamic, "
-                                 "or prepare + convert), then load")
-            if getattr(target, "_qstate", False):
-                continue  # an int8 layer's state (pygpu/quantization/_qtensor.py): copy_ checks it
             if not isinstance(v, Tensor):
                 errors.append(f"{k}: expected a Tensor, got {type(v).__name__}")
             elif v.shape != target.shape:
@@ -304,12 +338,41 @@ class Module:
     def extra_repr(self):
         return ""
 
+    def _child_lines(self):
+        return [f"({n}): " + repr(m).replace("\n", "\n  ") for n, m in self._modules.items()]
+
     def __repr__(self):
-        lines = [f"  ({n}): " + repr(m).replace("\n", "\n  ") for n, m in self._modules.items()]
-        head = f"{type(self).__name__}({self.extra_repr()}"
-        if not lines:
-            return head + ")"
-        return head + "\n" + "\n".join(lines) + "\n)"
+        """PyTorch's layout: Name(extra) or Name(\n  extra\n  (child): ...\n)."""
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = self._child_lines()
+        lines = extra_lines + child_lines
+        out = type(self).__name__ + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                out += extra_lines[0]
+            else:
+                out += "\n  " + "\n  ".join(lines) + "\n"
+        return out + ")"
+
+
+class _HookHandle:
+    """What register_forward_*hook returns: remove() unregisters the hook."""
+    _next_id = 0
+
+    def __init__(self, hooks, hook):
+        self.hooks, self.id = hooks, _HookHandle._next_id
+        _HookHandle._next_id += 1
+        hooks[self.id] = hook
+
+    def remove(self):
+        self.hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
 
 
 def _zero_grads(params, set_to_none):

@@ -10,6 +10,13 @@ from ..autograd import no_grad
 Tensor = _C.Tensor
 
 
+def _check_hyper(name, **values):
+    """Each hyper-parameter a number >= 0, or a ValueError naming it (as PyTorch's checks)."""
+    for k, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ValueError(f"{name}: invalid {k} {v!r}; it must be a number >= 0")
+
+
 class Optimizer:
     def __init__(self, params, defaults):
         if isinstance(params, Tensor):
@@ -35,9 +42,22 @@ class Optimizer:
             if not p.is_leaf:
                 raise ValueError("can't optimize a non-leaf tensor (use a Parameter or "
                                  "t.detach().requires_grad_())")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
         for k, v in self.defaults.items():
             group.setdefault(k, v)
         self.param_groups.append(group)
+
+    def __repr__(self):
+        out = [type(self).__name__ + " ("]
+        for i, g in enumerate(self.param_groups):
+            out.append(f"Parameter Group {i}")
+            for k in sorted(g):
+                if k != "params":
+                    out.append(f"    {k}: {g[k]}")
+        out.append(")")
+        return "\n".join(out)
 
     def zero_grad(self, set_to_none=True):
         from ..nn.module import _zero_grads
@@ -113,5 +133,12 @@ class Optimizer:
         self.state = {}
         for i, st in state_dict["state"].items():
             p = params[int(i)]
-            self.state[id(p)] = {k: (v.to(p.device) if isinstance(v, Tensor) else v)
+            self.state[id(p)] = {k: (_own_copy(v, p) if isinstance(v, Tensor) else v)
                                  for k, v in st.items()}
+
+
+def _own_copy(v, p):
+    """State tensor v on p's device, never shared with the dict it came from (PyTorch
+    deep-copies a loaded state_dict: two optimizers must not update one buffer)."""
+    moved = v.to(p.device)
+    return moved.clone() if moved is v else moved

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/pg_optim.h"
 #include "../../core/pg_status.h"
 #include "cpu_act.h"
 #include "cpu_gemm.h"
@@ -379,33 +380,150 @@ pg_status pg_cpu_xent_bwd(const pg_node *n)
 SGD(float)
 SGD(double)
 
-/* PyTorch's Adam: g += wd*p; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
- * p -= step_size * m / (sqrt(v)/bc2_sqrt + eps). sqrt and / are exact in vector code too. */
+/* The adaptive-update family (PG_OP_ADAM, subop PG_OPTIM_*; slots and f in pg_ops_train.c).
+ * Each kind is one branch-free simd loop per flag case, written as PyTorch's rule is
+ * (torch/optim/adam.py, rmsprop.py, adagrad.py, adadelta.py, single-tensor path).
+ *
+ * Adam: g += wd*p (or p *= 1 - lr*wd, AdamW); m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
+ * vmax = max(vmax, v) with amsgrad; p -= step * m / (sqrt(v or vmax)/bc2 + eps). */
 #define ADAM(T, SQRT)                                                                          \
     PG_CPU_DISPATCH(void, adam_loop_##T,                                                       \
                     (int64_t count, const T *restrict G, T *restrict P, T *restrict M,         \
-                     T *restrict V, T step, T b1, T b2, T eps, T wd, T bc2),                   \
-                    (count, G, P, M, V, step, b1, b2, eps, wd, bc2))                           \
+                     T *restrict V, T *restrict VMAX, T step, T b1, T b2, T eps, T wd, T bc2,  \
+                     int decoupled),                                                           \
+                    (count, G, P, M, V, VMAX, step, b1, b2, eps, wd, bc2, decoupled))          \
+    {                                                                                          \
+        T l2 = decoupled ? 0 : wd, keep = decoupled ? 1 - wd : 1;                              \
+        if (VMAX) {                                                                            \
+            _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                            \
+            {                                                                                  \
+                T p = P[k] * keep;                                                             \
+                T g = G[k] + l2 * p;                                                           \
+                T m = b1 * M[k] + (1 - b1) * g;                                                \
+                T v = b2 * V[k] + (1 - b2) * g * g;                                            \
+                T vm = VMAX[k] > v ? VMAX[k] : v;                                              \
+                M[k] = m;                                                                      \
+                V[k] = v;                                                                      \
+                VMAX[k] = vm;                                                                  \
+                P[k] = p - step * m / (SQRT(vm) / bc2 + eps);                                  \
+            }                                                                                  \
+        } else {                                                                               \
+            _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                            \
+            {                                                                                  \
+                T p = P[k] * keep;                                                             \
+                T g = G[k] + l2 * p;                                                           \
+                T m = b1 * M[k] + (1 - b1) * g;                                                \
+                T v = b2 * V[k] + (1 - b2) * g * g;                                            \
+                M[k] = m;                                                                      \
+                V[k] = v;                                                                      \
+                P[k] = p - step * m / (SQRT(v) / bc2 + eps);                                   \
+            }                                                                                  \
+        }                                                                                      \
+    }
+ADAM(float, sqrtf)
+ADAM(double, sqrt)
+
+/* RMSprop: g += wd*p; sq = a*sq + (1-a)*g^2; avg = sqrt(sq - ga^2) + eps with
+ * ga = a*ga + (1-a)*g when centered, else sqrt(sq) + eps;
+ * buf = mom*buf + g/avg, p -= lr*buf with momentum, else p -= lr*g/avg. */
+#define RMSPROP(T, SQRT)                                                                       \
+    PG_CPU_DISPATCH(void, rmsprop_loop_##T,                                                    \
+                    (int64_t count, const T *restrict G, T *restrict P, T *restrict SQ,        \
+                     T *restrict BUF, T *restrict GA, T lr, T a, T eps, T wd, T mom),          \
+                    (count, G, P, SQ, BUF, GA, lr, a, eps, wd, mom))                           \
     {                                                                                          \
         _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                                \
         {                                                                                      \
             T g = G[k] + wd * P[k];                                                            \
-            T m = b1 * M[k] + (1 - b1) * g;                                                    \
-            T v = b2 * V[k] + (1 - b2) * g * g;                                                \
-            M[k] = m;                                                                          \
-            V[k] = v;                                                                          \
-            P[k] -= step * m / (SQRT(v) / bc2 + eps);                                          \
+            T sq = a * SQ[k] + (1 - a) * g * g;                                                \
+            SQ[k] = sq;                                                                        \
+            T avg;                                                                             \
+            if (GA) {                                                                          \
+                T ga = a * GA[k] + (1 - a) * g;                                                \
+                GA[k] = ga;                                                                    \
+                avg = SQRT(sq - ga * ga) + eps;                                                \
+            } else {                                                                           \
+                avg = SQRT(sq) + eps;                                                          \
+            }                                                                                  \
+            if (BUF) {                                                                         \
+                T b = mom * BUF[k] + g / avg;                                                  \
+                BUF[k] = b;                                                                    \
+                P[k] -= lr * b;                                                                \
+            } else {                                                                           \
+                P[k] -= lr * (g / avg);                                                        \
+            }                                                                                  \
         }                                                                                      \
-    }                                                                                          \
-    static void adam_##T(const pg_node *n)                                                     \
-    {                                                                                          \
-        adam_loop_##T(pg_tensor_numel(&n->dst), DATA(T, &n->src[0]), DATA(T, &n->dst),         \
-                      DATA(T, &n->extra[0]), DATA(T, &n->extra[1]), (T)n->p.train.f[0],        \
-                      (T)n->p.train.f[1], (T)n->p.train.f[2], (T)n->p.train.f[3],              \
-                      (T)n->p.train.f[4], (T)n->p.train.f[5]);                                 \
     }
-ADAM(float, sqrtf)
-ADAM(double, sqrt)
+RMSPROP(float, sqrtf)
+RMSPROP(double, sqrt)
+
+/* Adagrad: g += wd*p; sum += g^2; p -= clr * g / (sqrt(sum) + eps). */
+#define ADAGRAD(T, SQRT)                                                                       \
+    PG_CPU_DISPATCH(void, adagrad_loop_##T,                                                    \
+                    (int64_t count, const T *restrict G, T *restrict P, T *restrict S, T clr,  \
+                     T wd, T eps),                                                             \
+                    (count, G, P, S, clr, wd, eps))                                            \
+    {                                                                                          \
+        _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                                \
+        {                                                                                      \
+            T g = G[k] + wd * P[k];                                                            \
+            T s = S[k] + g * g;                                                                \
+            S[k] = s;                                                                          \
+            P[k] -= clr * (g / (SQRT(s) + eps));                                               \
+        }                                                                                      \
+    }
+ADAGRAD(float, sqrtf)
+ADAGRAD(double, sqrt)
+
+/* Adadelta: g += wd*p; sq = rho*sq + (1-rho)*g^2; d = sqrt(acc + eps) / sqrt(sq + eps) * g;
+ * acc = rho*acc + (1-rho)*d^2; p -= lr*d. */
+#define ADADELTA(T, SQRT)                                                                      \
+    PG_CPU_DISPATCH(void, adadelta_loop_##T,                                                   \
+                    (int64_t count, const T *restrict G, T *restrict P, T *restrict SQ,        \
+                     T *restrict ACC, T lr, T rho, T eps, T wd),                               \
+                    (count, G, P, SQ, ACC, lr, rho, eps, wd))                                  \
+    {                                                                                          \
+        _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                                \
+        {                                                                                      \
+            T g = G[k] + wd * P[k];                                                            \
+            T sq = rho * SQ[k] + (1 - rho) * g * g;                                            \
+            SQ[k] = sq;                                                                        \
+            T d = SQRT(ACC[k] + eps) / SQRT(sq + eps) * g;                                     \
+            ACC[k] = rho * ACC[k] + (1 - rho) * d * d;                                         \
+            P[k] -= lr * d;                                                                    \
+        }                                                                                      \
+    }
+ADADELTA(float, sqrtf)
+ADADELTA(double, sqrt)
+
+#define OPTIM(T)                                                                               \
+    static void optim_##T(const pg_node *n)                                                    \
+    {                                                                                          \
+        int64_t count = pg_tensor_numel(&n->dst);                                              \
+        const T *G = DATA(T, &n->src[0]);                                                      \
+        T *P = DATA(T, &n->dst);                                                               \
+        T *S[3];                                                                               \
+        for (int s = 0; s < 3; s++)                                                            \
+            S[s] = n->extra[s].storage ? DATA(T, &n->extra[s]) : NULL;                         \
+        const double *f = n->p.train.f;                                                        \
+        switch (n->subop) {                                                                    \
+        case PG_OPTIM_ADAM:                                                                    \
+            adam_loop_##T(count, G, P, S[0], S[1], n->p.train.i[0] ? S[2] : NULL, (T)f[0],     \
+                          (T)f[1], (T)f[2], (T)f[3], (T)f[4], (T)f[5], (int)n->p.train.i[1]);  \
+            break;                                                                             \
+        case PG_OPTIM_RMSPROP:                                                                 \
+            rmsprop_loop_##T(count, G, P, S[0], S[1], S[2], (T)f[0], (T)f[1], (T)f[2],         \
+                             (T)f[3], (T)f[4]);                                                \
+            break;                                                                             \
+        case PG_OPTIM_ADAGRAD:                                                                 \
+            adagrad_loop_##T(count, G, P, S[0], (T)f[0], (T)f[1], (T)f[2]);                    \
+            break;                                                                             \
+        default: /* PG_OPTIM_ADADELTA */                                                       \
+            adadelta_loop_##T(count, G, P, S[0], S[1], (T)f[0], (T)f[1], (T)f[2], (T)f[3]);    \
+        }                                                                                      \
+    }
+OPTIM(float)
+OPTIM(double)
 
 pg_status pg_cpu_sgd(const pg_node *n)
 {
@@ -419,8 +537,8 @@ pg_status pg_cpu_sgd(const pg_node *n)
 pg_status pg_cpu_adam(const pg_node *n)
 {
     if (n->dst.dtype == PG_FLOAT32)
-        adam_float(n);
+        optim_float(n);
     else
-        adam_double(n);
+        optim_double(n);
     return PG_OK;
 }

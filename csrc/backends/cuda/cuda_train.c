@@ -160,9 +160,10 @@ pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
         break;
     case PG_OP_ADAM:
         call = "pg_kernel_adam";
-        err = pg_kernel_adam(ctx, dt, pg_cuda_tensor_data(&n->dst), pg_cuda_tensor_data(&n->src[0]),
-                             pg_cuda_tensor_data(&n->extra[0]), pg_cuda_tensor_data(&n->extra[1]),
-                             numel(&n->dst), n->p.train.f);
+        err = pg_kernel_adam(ctx, dt, n->subop, pg_cuda_tensor_data(&n->dst),
+                             pg_cuda_tensor_data(&n->src[0]), data_or_null(&n->extra[0]),
+                             data_or_null(&n->extra[1]), data_or_null(&n->extra[2]),
+                             numel(&n->dst), n->p.train.f, n->p.train.i);
         break;
     default:
         return pg_cuda_error(PG_ERR_RUNTIME, "cuda:%d: %s: op %d is not a training op", d->index,

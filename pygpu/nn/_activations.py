@@ -1,0 +1,110 @@
+"""nn.functional's activations and dropout, composed from differentiable tensor ops.
+
+Each is a few elementwise ops that autograd records (no Python loop over elements);
+gelu's exact form uses an erf written from exp, with its own backward (the
+derivative of the true GELU, not of the approximation). leaky_relu, silu, gelu,
+softmax, log_softmax and dropout take PyTorch's arguments."""
+import math
+
+from .. import _C, _creation
+from .._dtype import float32
+from .._train_ops import _float_input, _want_tensor, log_softmax as _log_softmax
+from .._train_ops import softmax as _softmax
+from ..autograd import Function
+
+relu = _C.relu
+tanh = _C.tanh
+sigmoid = _C.sigmoid
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """max(0, x) + negative_slope * min(0, x)."""
+    _want_tensor(input, "leaky_relu")
+    return _C.maximum(input, 0.0) + _C.minimum(input, 0.0) * float(negative_slope)
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x) (a.k.a. swish)."""
+    _want_tensor(input, "silu")
+    return input * _C.sigmoid(input)
+
+
+def _sign(x):
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
+def _erf(x):
+    """erf from exp, by the Chebyshev fit of erfc in Numerical Recipes (erfcc): relative
+    error below 1.2e-7 everywhere (float32's resolution), elementwise ops only."""
+    z = _C.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (
+        0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
+            1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    return _sign(x) * (1.0 - t * _C.exp(poly))
+
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+class _GeluExact(Function):
+    """0.5 x (1 + erf(x / sqrt 2)); backward Phi(x) + x phi(x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x)
+        return 0.5 * x * (1.0 + _erf(x * _SQRT1_2))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved
+        cdf = 0.5 * (1.0 + _erf(x * _SQRT1_2))
+        pdf = _C.exp(x * x * -0.5) * _INV_SQRT_2PI
+        return (g * (cdf + x * pdf),)
+
+
+def gelu(input, approximate="none"):
+    """GELU: x * Phi(x) (approximate="none"), or the tanh form
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate="tanh")."""
+    _float_input(input, "gelu")
+    if approximate == "none":
+        return _GeluExact.apply(input)
+    if approximate == "tanh":
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+        return input * 0.5 * (1.0 + _C.tanh(inner))
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along dim, computed stably."""
+    if dim is None:
+        raise TypeError("softmax: pass dim (PyTorch's implicit choice of dim is deprecated)")
+    if dtype is not None:
+        input = input.astype(dtype)
+    return _softmax(input, dim)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """log(softmax(x)) along dim, computed stably."""
+    if dim is None:
+        raise TypeError("log_softmax: pass dim (PyTorch's implicit choice of dim is "
+                        "deprecated)")
+    if dtype is not None:
+        input = input.astype(dtype)
+    return _log_softmax(input, dim)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1-p) (training);
+    the identity when not training. The mask comes from pygpu's generator on input's
+    device (pygpu.manual_seed makes it reproducible)."""
+    _float_input(input, "dropout")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = _creation.rand(*input.shape, device=input.device, dtype=float32) >= p
+    return input * (keep.astype(input.dtype) * (1.0 / (1.0 - p)))

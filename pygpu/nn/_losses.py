@@ -1,0 +1,283 @@
+"""nn.functional's losses with PyTorch's arguments, composed from differentiable tensor ops.
+
+cross_entropy keeps its fused C op (softmax + NLL, one op each way) for the common
+call (class indices, no weight, no label smoothing, no explicit ignore_index, mean or
+sum); every other form is log_softmax followed by nll_loss, where picking each row's
+target entry is a product with a one-hot mask (target == arange(C)): elementwise ops
+and a sum, no gather, no Python loop.
+
+One difference from PyTorch: on the fused path a target equal to the default
+ignore_index (-100) is an out-of-range label error, not an ignored sample; pass
+ignore_index=-100 explicitly to have such targets ignored."""
+from .. import _C, _creation
+from .._dtype import int64
+from .._train_ops import _widened, _want_tensor
+from .._train_ops import cross_entropy as _fused_cross_entropy
+from .._train_ops import log_softmax as _log_softmax
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+class _DefaultIgnore(int):
+    """-100, PyTorch's default ignore_index, told apart from an explicit -100."""
+
+    def __repr__(self):
+        return "-100"
+
+
+IGNORE_DEFAULT = _DefaultIgnore(-100)
+
+
+def _reduction(fn, reduction, size_average=None, reduce=None):
+    if size_average is not None or reduce is not None:  # PyTorch's deprecated pair
+        reduce = True if reduce is None else reduce
+        size_average = True if size_average is None else size_average
+        reduction = "none" if not reduce else ("mean" if size_average else "sum")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{fn}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+    return reduction
+
+
+def _reduce(x, reduction):
+    if reduction == "mean":
+        return x.mean()
+    if reduction == "sum":
+        return x.sum()
+    return x
+
+
+def _class_last(x):
+    """(N, C, d1, ...) -> (N*d1*..., C) with the class axis last; (C,) -> (1, C)."""
+    if x.ndim == 1:
+        return x.reshape(1, x.shape[0])
+    if x.ndim == 2:
+        return x
+    perm = (0,) + tuple(range(2, x.ndim)) + (1,)
+    return x.transpose(perm).reshape(-1, x.shape[1])
+
+
+def _one_hot_mask(target, C, dtype):
+    """(M,) int64 -> (M, C) of dtype: 1 where column == target."""
+    cols = _creation.arange(C, device=target.device)
+    return (target.reshape(target.shape[0], 1) == cols).astype(dtype)
+
+
+def _check_target(input, target, fn):
+    _want_tensor(input, fn)
+    _want_tensor(target, fn, "target")
+    if target.device != input.device:
+        raise _C.DeviceMismatchError(f"{fn}: input is on {input.device} but target is on "
+                                     f"{target.device}; move the target with .to(device)")
+
+
+def _check_labels(t, ignored, hot, C, fn):
+    """A label outside [0, C) that is not ignore_index: on the cpu an IndexError naming it
+    (as the fused op's); on a device, reading the labels back would cost a transfer per
+    step, so the loss becomes NaN instead (see the module's comment)."""
+    if t.device.type == "cpu":
+        import numpy as np
+        tv, ig = t.numpy(), ignored.numpy()
+        bad = (tv < 0) | (tv >= C)
+        bad &= ~ig
+        if bad.any():
+            raise IndexError(f"{fn}: label {int(tv[bad][0])} is out of range for {C} classes "
+                             f"(labels must be in [0, {C}) or equal ignore_index)")
+        return None
+    return None
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log-likelihood of log-probabilities `input` (N, C) (or (C,), or (N, C, d...))
+    at int64 class indices `target` (N,) (or (), or (N, d...)). weight (C,) rescales each
+    class; targets equal to ignore_index count for nothing (mean divides by the weights of
+    the rest)."""
+    reduction = _reduction("nll_loss", reduction, size_average, reduce)
+    _check_target(input, target, "nll_loss")
+    if target.dtype != int64:
+        raise TypeError(f"nll_loss: target must hold int64 class indices, got {target.dtype}")
+    want = input.shape[:1] + input.shape[2:] if input.ndim >= 2 else ()
+    if target.shape != want:
+        raise ValueError(f"nll_loss: expected target of shape {want} for input "
+                         f"{input.shape}, got {target.shape}")
+    C = input.shape[1] if input.ndim >= 2 else input.shape[0]
+    if weight is not None:
+        _want_tensor(weight, "nll_loss", "weight")
+        if weight.shape != (C,):
+            raise ValueError(f"nll_loss: weight must have shape ({C},), got {weight.shape}")
+    logp = _class_last(input)
+    t = target.reshape(-1)
+    hot = _one_hot_mask(t, C, input.dtype)
+    ignored = t == ignore_index
+    valid = _C.logical_not(ignored).astype(input.dtype)
+    _check_labels(t, ignored, hot, C, "nll_loss")
+    w = valid if weight is None else (hot @ weight.astype(input.dtype)) * valid
+    picked = (logp * hot).sum(axis=1)
+    losses = -(picked * w)
+    if t.device.type != "cpu":  # an unignored label in no column: NaN, never a silent 0
+        stray = valid * (1.0 - hot.sum(axis=1))  # 1 exactly where a counted label hit no class
+        losses = losses + _C.sqrt(-stray)  # sqrt(0) = 0, sqrt(-1) = NaN
+    if reduction == "none":
+        return losses.reshape(*target.shape)
+    if reduction == "sum":
+        return losses.sum()
+    return losses.sum() / w.sum()
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=IGNORE_DEFAULT,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """Cross-entropy of logits `input` (N, C) (or (C,), or (N, C, d...)) against int64
+    class indices (N,) or class probabilities (same shape as input). weight, ignore_index,
+    label_smoothing and reduction ("none", "mean", "sum") as PyTorch's."""
+    reduction = _reduction("cross_entropy", reduction, size_average, reduce)
+    _check_target(input, target, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
+                         f"{label_smoothing}")
+    probs_target = target.dtype != int64
+    if probs_target and target.shape != input.shape:
+        raise TypeError(f"cross_entropy: target must hold int64 class indices (convert with "
+                        f".astype(pygpu.int64)) or class probabilities shaped like input "
+                        f"{input.shape}; got {target.dtype} of shape {target.shape}")
+    fused = (not probs_target and weight is None and label_smoothing == 0.0 and
+             ignore_index is IGNORE_DEFAULT and reduction != "none" and
+             input.ndim == 2)
+    if fused:
+        return _fused_cross_entropy(input, target, reduction)
+    C = input.shape[1] if input.ndim >= 2 else input.shape[0]
+    logp = _widened(_log_softmax, input, 1 if input.ndim >= 2 else 0)
+    eps = float(label_smoothing)
+    if probs_target:
+        if target.shape != input.shape:
+            raise ValueError(f"cross_entropy: class-probability targets must have the input's "
+                             f"shape {input.shape}, got {target.shape}")
+        lp, tp = _class_last(logp), _class_last(target.astype(input.dtype))
+        if eps:
+            tp = tp * (1.0 - eps) + eps / C
+        if weight is not None:
+            tp = tp * weight.astype(input.dtype)
+        losses = -(lp * tp).sum(axis=1)
+        if reduction == "none":
+            return losses.reshape(*(input.shape[:1] + input.shape[2:])) if input.ndim >= 2 \
+                else losses.reshape(())
+        return losses.sum() if reduction == "sum" else losses.sum() / (
+            losses.shape[0] if input.ndim >= 2 else 1)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if not eps:
+        return nll
+    lp = _class_last(logp)
+    t = target.reshape(-1)
+    valid = (t != ignore_index).astype(input.dtype)
+    if weight is not None:
+        smooth = -(lp * weight.astype(input.dtype)).sum(axis=1) * valid
+    else:
+        smooth = -lp.sum(axis=1) * valid
+    if reduction == "none":
+        smooth = smooth.reshape(*target.shape)
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    elif weight is not None:
+        hot = _one_hot_mask(t, C, input.dtype)
+        smooth = smooth.sum() / ((hot @ weight.astype(input.dtype)) * valid).sum()
+    else:
+        smooth = smooth.sum() / valid.sum()
+    return nll * (1.0 - eps) + smooth * (eps / C)
+
+
+def _pair(input, target, fn):
+    _check_target(input, target, fn)
+    if input.shape != target.shape:
+        raise ValueError(f"{fn}: input has shape {input.shape} but target has {target.shape}; "
+                         "they must match")
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """(input - target)^2, reduced."""
+    reduction = _reduction("mse_loss", reduction, size_average, reduce)
+    _pair(input, target, "mse_loss")
+    d = input - target
+    return _reduce(d * d, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """|input - target|, reduced."""
+    reduction = _reduction("l1_loss", reduction, size_average, reduce)
+    _pair(input, target, "l1_loss")
+    return _reduce(_C.abs(input - target), reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
+    reduction = _reduction("smooth_l1_loss", reduction, size_average, reduce)
+    _pair(input, target, "smooth_l1_loss")
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
+    d = _C.abs(input - target)
+    if beta == 0:
+        return _reduce(d, reduction)
+    small = (d < beta).astype(d.dtype)
+    return _reduce(small * (d * d * (0.5 / beta)) + (1.0 - small) * (d - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
+    reduction = _reduction("huber_loss", reduction)
+    _pair(input, target, "huber_loss")
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
+    d = _C.abs(input - target)
+    small = (d < delta).astype(d.dtype)
+    return _reduce(small * (d * d * 0.5) + (1.0 - small) * ((d - 0.5 * delta) * delta),
+                   reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)) for probabilities x; each log is clamped at -100,
+    as PyTorch's."""
+    reduction = _reduction("binary_cross_entropy", reduction, size_average, reduce)
+    _pair(input, target, "binary_cross_entropy")
+    log_x = _C.maximum(_C.log(input), -100.0)
+    log_1mx = _C.maximum(_C.log(1.0 - input), -100.0)
+    loss = -(target * log_x + (1.0 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    """binary_cross_entropy(sigmoid(x), t) computed stably from the logits x:
+    (1 - t) x + (1 + (pos_weight - 1) t) (log(exp(-m) + exp(-x - m)) + m), m = max(-x, 0)."""
+    reduction = _reduction("binary_cross_entropy_with_logits", reduction, size_average, reduce)
+    _pair(input, target, "binary_cross_entropy_with_logits")
+    m = _C.maximum(-input, 0.0)
+    softplus_neg = _C.log(_C.exp(-m) + _C.exp(-input - m)) + m
+    if pos_weight is not None:
+        loss = (1.0 - target) * input + (1.0 + (pos_weight - 1.0) * target) * softplus_neg
+    else:
+        loss = (1.0 - target) * input + softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """target * (log target - input) pointwise (input holds log-probabilities; 0 where
+    target is 0), or exp(t) (t - input) with log_target. reduction "batchmean" divides
+    the sum by the batch size (the mathematically correct KL); "mean" by every element."""
+    if reduction == "batchmean":
+        _pair(input, target, "kl_div")
+        red = "sum"
+    else:
+        red = _reduction("kl_div", reduction, size_average, reduce)
+        _pair(input, target, "kl_div")
+    if log_target:
+        loss = _C.exp(target) * (target - input)
+    else:
+        zero = (target == 0).astype(target.dtype)
+        loss = target * (_C.log(target + zero) - input)  # xlogy: 0 log 0 = 0
+    out = _reduce(loss, red)
+    if reduction == "batchmean" and input.ndim:
+        return out / input.shape[0]
+    return out

@@ -1,0 +1,100 @@
+"""LayerNorm and BatchNorm1d (with running statistics, train/eval), over
+nn.functional's layer_norm and batch_norm."""
+import numbers
+
+from .. import _creation
+from ..autograd import no_grad
+from .._dtype import int64
+from . import functional as F
+from .module import Module
+from .parameter import Parameter
+
+
+class LayerNorm(Module):
+    """Normalize over the last len(normalized_shape) axes; weight (ones) and bias (zeros)
+    of normalized_shape when elementwise_affine."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (int(normalized_shape),)
+        self.normalized_shape = tuple(int(s) for s in normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(_creation.ones(self.normalized_shape, device=device,
+                                                   dtype=dtype))
+            if bias:
+                self.bias = Parameter(_creation.zeros(self.normalized_shape, device=device,
+                                                      dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class BatchNorm1d(Module):
+    """Per-channel normalization of (N, C) or (N, C, L): batch statistics in training
+    (running_mean/running_var updated with momentum; momentum=None: a cumulative average
+    over num_batches_tracked), running statistics in eval."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None, bias=True):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = int(num_features), eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        C = self.num_features
+        if affine:
+            self.weight = Parameter(_creation.ones(C, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(_creation.zeros(C, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", _creation.zeros(C, device=device, dtype=dtype))
+            self.register_buffer("running_var", _creation.ones(C, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked",
+                                 _creation.zeros((), device=device, dtype=int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.copy_(self.running_mean * 0.0)
+                self.running_var.copy_(self.running_var * 0.0 + 1.0)
+                self.num_batches_tracked.copy_(self.num_batches_tracked * 0)
+
+    def forward(self, x):
+        if x.ndim not in (2, 3) or x.shape[1] != self.num_features:
+            raise ValueError(f"BatchNorm1d({self.num_features}): expected input (N, "
+                             f"{self.num_features}) or (N, {self.num_features}, L), got "
+                             f"{x.shape}")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            with no_grad():
+                self.num_batches_tracked.copy_(self.num_batches_tracked + 1)
+            if self.momentum is None:
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        use_batch = self.training or not self.track_running_stats
+        return F.batch_norm(x, self.running_mean if not use_batch or self.training else None,
+                            self.running_var if not use_batch or self.training else None,
+                            self.weight, self.bias, use_batch, momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")

@@ -1,0 +1,104 @@
+"""optim.RMSprop, optim.Adagrad, optim.Adadelta with PyTorch's update rules.
+
+Each parameter's step is ONE fused in-place op on its device
+(pygpu._train_ops.optim_update_; the rules are written out in csrc/backends/cpu/cpu_train.c
+and kernels/train.cu). State tensors carry PyTorch's names, so state_dict() reads the same."""
+from .._creation import zeros
+from .._train_ops import OPTIM_ADADELTA, OPTIM_ADAGRAD, OPTIM_RMSPROP, optim_update_
+from .optimizer import Optimizer, _check_hyper
+
+
+def _zeros_like(p, value=0.0):
+    z = zeros(p.shape, dtype=p.dtype, device=p.device)
+    if value:
+        z[...] = value
+    return z
+
+
+class RMSprop(Optimizer):
+    """g += wd*p; sq = alpha*sq + (1-alpha)*g^2; avg = sqrt(sq [- ga^2 if centered]) + eps;
+    buf = momentum*buf + g/avg, p -= lr*buf (momentum > 0), else p -= lr*g/avg."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
+                 centered=False, *, foreach=None, maximize=False, differentiable=False,
+                 capturable=False):
+        _check_hyper("RMSprop", lr=lr, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                     alpha=alpha)
+        if maximize:
+            raise NotImplementedError("RMSprop: maximize=True is not supported; negate the loss")
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                                      momentum=momentum, centered=bool(centered),
+                                      maximize=False))
+
+    def _update(self, p, group, state):
+        momentum, centered = float(group["momentum"]), bool(group["centered"])
+        if "step" not in state:
+            state["step"] = 0
+            state["square_avg"] = _zeros_like(p)
+        if momentum > 0 and "momentum_buffer" not in state:
+            state["momentum_buffer"] = _zeros_like(p)
+        if centered and "grad_avg" not in state:
+            state["grad_avg"] = _zeros_like(p)
+        state["step"] += 1
+        optim_update_(OPTIM_RMSPROP, p, p.grad,
+                      (state["square_avg"], state.get("momentum_buffer") if momentum > 0 else None,
+                       state.get("grad_avg") if centered else None),
+                      (group["lr"], group["alpha"], group["eps"], group["weight_decay"], momentum),
+                      state["step"], centered)
+
+
+class Adagrad(Optimizer):
+    """clr = lr / (1 + (t-1)*lr_decay); g += wd*p; sum += g^2; p -= clr * g / (sqrt(sum) + eps)."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
+                 initial_accumulator_value=0.0, eps=1e-10, *, foreach=None, maximize=False,
+                 differentiable=False, fused=None):
+        _check_hyper("Adagrad", lr=lr, eps=eps, weight_decay=weight_decay, lr_decay=lr_decay,
+                     initial_accumulator_value=initial_accumulator_value)
+        if maximize:
+            raise NotImplementedError("Adagrad: maximize=True is not supported; negate the loss")
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
+                                      weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value,
+                                      maximize=False))
+        # PyTorch makes Adagrad's state at construction (the accumulator has a start value)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[id(p)] = {"step": 0, "sum": _zeros_like(
+                    p, float(group["initial_accumulator_value"]))}
+
+    def _update(self, p, group, state):
+        if "sum" not in state:
+            state["step"] = 0
+            state["sum"] = _zeros_like(p, float(group["initial_accumulator_value"]))
+        elif state["sum"].dtype != p.dtype:  # a half parameter's float32 master (_update_half)
+            state["sum"] = state["sum"].astype(p.dtype)
+        state["step"] += 1
+        optim_update_(OPTIM_ADAGRAD, p, p.grad, (state["sum"], None, None),
+                      (group["lr"], group["lr_decay"], group["weight_decay"], group["eps"], 0.0),
+                      state["step"])
+
+
+class Adadelta(Optimizer):
+    """g += wd*p; sq = rho*sq + (1-rho)*g^2; d = sqrt(acc + eps)/sqrt(sq + eps) * g;
+    acc = rho*acc + (1-rho)*d^2; p -= lr*d."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, *, foreach=None,
+                 capturable=False, maximize=False, differentiable=False):
+        _check_hyper("Adadelta", lr=lr, eps=eps, weight_decay=weight_decay)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Adadelta: rho must be in [0, 1], got {rho!r}")
+        if maximize:
+            raise NotImplementedError("Adadelta: maximize=True is not supported; negate the loss")
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
+                                      maximize=False))
+
+    def _update(self, p, group, state):
+        if "step" not in state:
+            state["step"] = 0
+            state["square_avg"] = _zeros_like(p)
+            state["acc_delta"] = _zeros_like(p)
+        state["step"] += 1
+        optim_update_(OPTIM_ADADELTA, p, p.grad, (state["square_avg"], state["acc_delta"], None),
+                      (group["lr"], group["rho"], group["eps"], group["weight_decay"], 0.0),
+                      state["step"])
