@@ -43,6 +43,7 @@ from collections import OrderedDict
 from ... import _stats
 from ..._device import device as _device
 from ...autograd import Function, no_grad
+from ...autograd.engine import keep_alive
 from ..module import Module
 from ..parameter import Parameter
 from .comm import InProcess
@@ -199,6 +200,16 @@ class _Replicas:
     def close(self):
         self.reducer.close()
 
+    def __del__(self):
+        # Collected once neither the wrapper nor a graph built through these copies holds
+        # them (each forward's outputs keep them until their backward has returned): only
+        # then may the Reducer's hooks go. Closing them with the wrapper instead would
+        # leave a temporary wrapper's replica gradients unreduced, silently.
+        try:
+            self.close()
+        except Exception:  # interpreter teardown: nothing left to release
+            return
+
 
 _TABLES = ("_parameters", "_buffers", "_modules")
 
@@ -348,7 +359,9 @@ class DataParallel(Module):
         scattered = self.scatter(inputs, kwargs, devices)
         replicas = self.replicate(devices, len(scattered))
         outputs = self.parallel_apply(replicas, scattered, devices)
-        return self.gather(outputs, self.output_device)
+        result = self.gather(outputs, self.output_device)
+        keep_alive(result, self._replicas)  # the wrapper may be a temporary
+        return result
 
     def replicate(self, devices, k):
         """[module, copy on devices[1], ...] for the first k devices: the resident copies,
@@ -359,16 +372,11 @@ class DataParallel(Module):
                 reps.key == _replica_key(self.module, devices):
             reps.refresh(k - 1)
         else:
-            if reps is not None:
-                reps.close()
+            # the old copies close when collected: a graph built through them may still
+            # need their Reducer in its backward
             reps = _Replicas(self.module, devices)  # a copy on every device, used or not
             object.__setattr__(self, "_replicas", reps)
         return [self.module] + reps.copies[:k - 1]
-
-    def __del__(self):
-        reps = self.__dict__.get("_replicas")
-        if reps is not None:
-            reps.close()
 
     def scatter(self, inputs, kwargs, devices):
         """[(args, kwargs)] per device: tensors chunked along dim, everything else shared."""

@@ -19,6 +19,7 @@ import contextlib
 
 from ... import distributed as dist
 from ...autograd import no_grad
+from ...autograd.engine import keep_alive
 from ..module import Module
 from .comm import MpiHostRing, NcclDevice
 from .reducer import Reducer
@@ -102,7 +103,11 @@ class DistributedDataParallel(Module):
 
     def forward(self, *args, **kwargs):
         self.reducer.prepare_for_backward()
-        return self.module(*args, **kwargs)
+        out = self.module(*args, **kwargs)
+        # the graph holds the wrapper (its __del__ closes the Reducer) until its backward
+        # has returned: `loss_fn(DistributedDataParallel(m)(x), y).backward()` still averages
+        keep_alive(out, self)
+        return out
 
     @contextlib.contextmanager
     def no_sync(self):
