@@ -7,7 +7,9 @@ device_ids[0] and a resident replica on each other device, and gathers the outpu
 sends each replica its slice of the gradient, and each replica's parameter gradients
 are summed into the original parameters by the Reducer (reducer.py, with comm.py's
 InProcess communicator): device to device, as soon as each gradient exists, so the
-reduction overlaps the rest of backward.
+reduction overlaps the rest of backward. Each forward's outputs hold the Reducer (its
+Lease) until their backward has returned, so the wrapper may be a temporary:
+`loss_fn(DataParallel(model)(x), y).backward()` reduces every replica's gradient.
 
 Made for speed, with PyTorch's results:
   - the replicas stay resident across steps; each forward refreshes them in place from
@@ -47,7 +49,7 @@ from ...autograd.engine import keep_alive
 from ..module import Module
 from ..parameter import Parameter
 from .comm import InProcess
-from .reducer import Reducer
+from .reducer import Lease, Reducer
 
 
 def chunk_sizes(n, k):
@@ -175,6 +177,10 @@ class _Replicas:
         self.copied = 0  # tensors the last refresh copied
         # one parameter per bucket: each replica gradient is reduced the moment it exists
         self.reducer = Reducer(trainable, InProcess(targets), 0, name="pygpu-dp")
+        # closes the Reducer once neither these copies nor a graph built through them (each
+        # forward's outputs hold it until their backward has returned) holds it. Closing it
+        # with the wrapper instead left a temporary wrapper's replica gradients unreduced.
+        self.lease = Lease(self.reducer)
 
     def refresh(self, ncopies):
         """Bring the first ncopies copies up to date with the module: each tensor whose
@@ -196,20 +202,6 @@ class _Replicas:
                 for k, v in m.__dict__.items():
                     if k not in _TABLES:
                         d[k] = v
-
-    def close(self):
-        self.reducer.close()
-
-    def __del__(self):
-        # Collected once neither the wrapper nor a graph built through these copies holds
-        # them (each forward's outputs keep them until their backward has returned): only
-        # then may the Reducer's hooks go. Closing them with the wrapper instead would
-        # leave a temporary wrapper's replica gradients unreduced, silently.
-        try:
-            self.close()
-        except Exception:  # interpreter teardown: nothing left to release
-            return
-
 
 _TABLES = ("_parameters", "_buffers", "_modules")
 
@@ -360,7 +352,7 @@ class DataParallel(Module):
         replicas = self.replicate(devices, len(scattered))
         outputs = self.parallel_apply(replicas, scattered, devices)
         result = self.gather(outputs, self.output_device)
-        keep_alive(result, self._replicas)  # the wrapper may be a temporary
+        keep_alive(result, self._replicas.lease)  # the wrapper may be a temporary
         return result
 
     def replicate(self, devices, k):
@@ -372,8 +364,8 @@ class DataParallel(Module):
                 reps.key == _replica_key(self.module, devices):
             reps.refresh(k - 1)
         else:
-            # the old copies close when collected: a graph built through them may still
-            # need their Reducer in its backward
+            # the old copies' Reducer closes with its lease: a graph built through them
+            # may still need it in its backward
             reps = _Replicas(self.module, devices)  # a copy on every device, used or not
             object.__setattr__(self, "_replicas", reps)
         return [self.module] + reps.copies[:k - 1]

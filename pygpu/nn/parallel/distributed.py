@@ -22,7 +22,7 @@ from ...autograd import no_grad
 from ...autograd.engine import keep_alive
 from ..module import Module
 from .comm import MpiHostRing, NcclDevice
-from .reducer import Reducer
+from .reducer import Lease, Reducer
 
 
 def _check_same_parameters(module, group):
@@ -93,8 +93,9 @@ class DistributedDataParallel(Module):
             comm = NcclDevice(group, dist._nccl_for(group))
         else:
             comm = MpiHostRing(group)
-        object.__setattr__(self, "reducer", Reducer(params, comm, bucket_cap_mb * 2**20,
-                                                    require_all=True, name="pygpu-ddp"))
+        reducer = Reducer(params, comm, bucket_cap_mb * 2**20, require_all=True, name="pygpu-ddp")
+        object.__setattr__(self, "reducer", reducer)
+        object.__setattr__(self, "_lease", Lease(reducer))  # closes it once nothing holds it
 
     @property
     def bucket_sizes(self):
@@ -104,9 +105,9 @@ class DistributedDataParallel(Module):
     def forward(self, *args, **kwargs):
         self.reducer.prepare_for_backward()
         out = self.module(*args, **kwargs)
-        # the graph holds the wrapper (its __del__ closes the Reducer) until its backward
-        # has returned: `loss_fn(DistributedDataParallel(m)(x), y).backward()` still averages
-        keep_alive(out, self)
+        # the graph holds the Reducer open until its backward has returned:
+        # `loss_fn(DistributedDataParallel(m)(x), y).backward()` still averages
+        keep_alive(out, self._lease)
         return out
 
     @contextlib.contextmanager
@@ -118,8 +119,3 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.reducer.enabled = prev
-
-    def __del__(self):
-        reducer = self.__dict__.get("reducer")
-        if reducer is not None:
-            reducer.close()
