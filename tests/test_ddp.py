@@ -123,7 +123,7 @@ def test_device_ids_follow_pytorch_convention():
 
 
 def test_nccl_communicator_reduces_on_the_device_with_no_host_staging():
-    """Issue 18 defect 4: with NCCL, DDP's buckets are packed and all-reduced on the device.
+    """With NCCL, DDP's buckets are packed and all-reduced on the device.
     A stand-in for NCCL (averaging with a rank whose gradients are 5x ours gives 3x ours) runs
     the NcclDevice communicator through the Reducer on sim tensors: no byte crosses to the host."""
     from pygpu.distributed._group import CollectiveStats

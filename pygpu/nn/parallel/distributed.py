@@ -18,6 +18,7 @@ synchronized backward (there is no find_unused_parameters)."""
 import contextlib
 
 from ... import distributed as dist
+from ..._device import device as _device
 from ...autograd import no_grad
 from ...autograd.engine import keep_alive
 from ..module import Module
@@ -48,7 +49,6 @@ def _check_device_ids(module, device_ids, output_device):
     """PyTorch's rule: device_ids is None or names the one device the module is on
     (an integer indexes the devices of the module's type, as set_device(local_rank) does);
     output_device, if given, is that device too. Returns the device list (or None)."""
-    from ..._device import device as _device
     home = next((t.device for t in list(module.parameters()) + list(module.buffers())), None)
     if device_ids is None:
         if output_device is not None:
