@@ -50,12 +50,13 @@ from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .amp import autocast_mode as _amp_autocast  # noqa: E402
 from .trainer import Trainer  # noqa: E402
+from ._sync import devices, synchronize  # noqa: E402
 from . import cost  # noqa: E402
 from .cost import TransferBudgetError, transfer_budget  # noqa: E402
 
 bool = bool_  # noqa: A001 - pygpu.bool, as torch.bool
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 # ---- surface (issue 27): Tensor methods written in Python and their module functions ----
 from . import _tensor_surface  # noqa: E402
@@ -85,30 +86,6 @@ def cpu_isa(detected=False):
     variant can be run on one machine: PYGPU_ISA=baseline python ... A level above what
     the CPU supports is never used; a value that names no level refuses the import."""
     return _C._cpu_isa(detected)
-
-
-def devices():
-    """Every device present: cpu, then sim:0.., then cuda:0.. (loads the CUDA plugin)."""
-    out = [device("cpu")]
-    out += [device("sim", i) for i in range(sim.device_count())]
-    out += [device("cuda", i) for i in range(cuda.device_count())]
-    return out
-
-
-def synchronize(device=None):
-    """Wait for queued work: on one device, or on every device when None.
-    Raises pygpu.AsyncOpError if an asynchronous op failed."""
-    if device is not None:
-        d = globals()["device"](device)
-        if d.type != "cpu":
-            _device_mod.accelerator(d.type)._check_index(d.index)  # names the device and how many exist
-            _C._synchronize(*d._code)
-        return
-    for i in range(sim.device_count()):
-        _C._synchronize(sim._acc.code, i)
-    if cuda._acc._tried and _C._load_cuda(None):
-        for i in range(cuda.device_count()):
-            _C._synchronize(cuda._acc.code, i)
 
 
 @_atexit.register

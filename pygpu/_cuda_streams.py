@@ -15,6 +15,7 @@ import ctypes
 import threading
 
 from . import _C
+from ._device import device as _parse_device
 
 # pygpu.cuda imports this module to export its classes; it binds itself here (_bind) rather
 # than being imported back, so the imports run one way.
@@ -90,13 +91,12 @@ def _cuda_index(device, what):
     """The cuda device index `device` names (None: pygpu.cuda.current_device()),
     checked to exist; a clear error for other device types."""
     cuda = _cuda
-    from ._device import device as parse
     if device is None:
         index = cuda.current_device()
     elif isinstance(device, int):
         index = device
     else:
-        d = parse(device)
+        d = _parse_device(device)
         if d.type != "cuda":
             raise ValueError(
                 f"{what} needs a cuda device, got {d}: streams, events and graphs are CUDA "
@@ -128,8 +128,7 @@ class Stream:
 
     @property
     def device(self):
-        from ._device import device
-        return device(f"cuda:{self.device_index}")
+        return _parse_device(f"cuda:{self.device_index}")
 
     @property
     def cuda_stream(self):

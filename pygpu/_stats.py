@@ -16,7 +16,7 @@ async transfer's waiting happens later, in a synchronization (sync_seconds). A S
 which is what track() reports for a block of code."""
 import time
 
-from . import _C
+from . import _C, _trace
 
 _DEVICE_EVENTS = ("ops", "syncs", "sync_ns", "kernel_ops", "kernel_ns", "allocs", "frees",
                   "cache_hits")
@@ -190,7 +190,6 @@ class track:
         self._recorder = None
 
     def __enter__(self):
-        from . import _trace
         self._start = stats()
         self._delta = None
         self._recorder = _trace.start() if self.call_sites else None
@@ -199,7 +198,6 @@ class track:
         return self
 
     def __exit__(self, *exc):
-        from . import _trace
         self._wall = time.perf_counter() - self._t0
         if self._recorder is not None:
             _trace.stop(self._recorder)

@@ -38,6 +38,8 @@ from ._creation import empty, zeros
 from ._device import device as _device
 from ._dtype import bfloat16, float16, int64
 from ._stats import track
+from .amp import GradScaler, autocast
+from .autograd import no_grad
 from .data import DataLoader
 
 
@@ -99,7 +101,6 @@ class Trainer:
                              f"{', '.join(repr(k) for k in self._PRECISIONS)}, got {precision!r}")
         self.precision = precision
         self._low = self._PRECISIONS[precision]
-        from .amp import GradScaler
         self.scaler = GradScaler() if precision == "16-mixed" else None
         self.model = model
         self.optimizer = optimizer
@@ -118,7 +119,6 @@ class Trainer:
     def _autocast(self, dev=None):
         if self._low is None:
             return contextlib.nullcontext()
-        from .amp import autocast
         return autocast((dev or self.device).type, dtype=self._low)
 
     def _inputs(self, X):
@@ -257,7 +257,6 @@ class Trainer:
 
     def evaluate(self, X, y, batch_size=256):
         """{"loss": mean loss, "accuracy": fraction correct (when classifying)}; no gradients."""
-        from .autograd import no_grad
         classify = _is_labels(y)
         dev = _model_device(self.model)  # where the model is now (the cpu after bring_back)
         self.model.eval()
@@ -279,7 +278,6 @@ class Trainer:
 
     def predict(self, X, batch_size=256):
         """The model's outputs for X, as one tensor on the model's device (no transfer back)."""
-        from .autograd import no_grad
         dev = _model_device(self.model)
         self.model.eval()
         out = None

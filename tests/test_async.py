@@ -420,7 +420,7 @@ def test_inject_fault_known_op_still_fires():
     bad = buf * 2
     with pytest.raises(pygpu.AsyncOpError):
         bad.tolist()
-    pygpu.synchronize("sim:0")  # delivered once, to tolist() (issue 20): the device is clean
+    pygpu.synchronize("sim:0")  # delivered once, to tolist(): the device is clean
 
 
 # ---- a write that replaces every byte clears a recorded async failure ---------------------

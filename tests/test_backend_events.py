@@ -1,5 +1,5 @@
 # test_backend_events.py - the CUDA backend's contracts that can be checked
-# without a GPU (issue 7, section 5):
+# without a GPU:
 #   - the per-storage pending-work record is backend-neutral: a host buffer
 #     with a write pending on a second backend (a fake standing in for cuda,
 #     through _C._test_event_record) is waited for before sim copies from it,

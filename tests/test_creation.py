@@ -53,7 +53,7 @@ def test_dtype_argument_accepts_every_form(name, form, device):
     lambda: pygpu.ones(3).astype(np.float16),
 ], ids=["tensor", "from_numpy", "zeros_str", "zeros_np", "astype"])
 def test_float16_is_accepted_by_every_spelling(make):
-    # issue 7: float16 is supported (stored as itself, computed in float32)
+    # float16 is supported (stored as itself, computed in float32)
     t = make()
     assert t.dtype == pygpu.float16 and t.tolist() == [float(v) for v in np.asarray(t).ravel()]
     assert (t + 1).dtype == pygpu.float16

@@ -1,4 +1,4 @@
-# test_cuda_half.py - float16/bfloat16 on the CUDA backend (issue 16): casts, fills,
+# test_cuda_half.py - float16/bfloat16 on the CUDA backend: casts, fills,
 # elementwise ops, reductions, arange, the cublasGemmEx product and the fused unscale.
 #
 # The contract (csrc/core/pg_node.h): each element is loaded, computed in float32 and

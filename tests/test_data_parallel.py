@@ -357,3 +357,59 @@ def test_replica_gradients_are_reduced_during_backward():
     assert events and _param_bytes(model) - replica_first.nbytes - 32 * 4 <= events[0] < _param_bytes(model)
     assert t.by_role["grad_reduce"]["bytes"] == _param_bytes(model)
     assert all(p.grad is None for p in dp._replicas.copies[0].parameters())
+
+
+def _two_devices(kind):
+    if kind == "cuda" and not (pygpu.cuda.is_available() and pygpu.cuda.device_count() >= 2):
+        pytest.skip("needs two cuda devices")
+    return [f"{kind}:0", f"{kind}:1"]
+
+
+@pytest.mark.parametrize("kind", ["sim", "cuda"])
+def test_a_temporary_wrapper_reduces_every_gradient(kind):
+    # `loss_fn(DataParallel(model)(x), y).backward()`: the wrapper is gone before backward
+    # runs; its replicas and their Reducer must live as long as the graph that needs them
+    from pygpu.autograd import engine
+    devices = _two_devices(kind)
+    x = pygpu.randn(10, 20).to(devices[0])
+    y = pygpu.tensor(np.arange(10) % 5, device=devices[0])
+    loss_fn = nn.CrossEntropyLoss()
+    single = _mlp(devices[0], pygpu.float64)
+    loss_fn(single(x.to(pygpu.float64)), y).backward()
+    hooks_before = len(engine._post_accumulate_hooks)
+    twin = _mlp(devices[0], pygpu.float64)
+    for _ in range(2):  # the second step accumulates into .grad, as PyTorch does
+        loss_fn(nn.DataParallel(twin, device_ids=devices)(x.to(pygpu.float64)), y).backward()
+    for p, q in zip(single.parameters(), twin.parameters()):
+        np.testing.assert_allclose(q.grad.numpy(), 2 * p.grad.numpy(), rtol=1e-10, atol=1e-12)
+    # once backward has returned, nothing holds the replicas: their hooks are gone
+    assert len(engine._post_accumulate_hooks) == hooks_before
+
+
+def test_replicas_of_a_graph_never_backpropagated_are_released():
+    from pygpu.autograd import engine
+    hooks_before = len(engine._post_accumulate_hooks)
+    model = _mlp("sim:0")
+    out = nn.DataParallel(model, device_ids=["sim:0", "sim:1"])(pygpu.randn(6, 20))
+    assert len(engine._post_accumulate_hooks) > hooks_before  # the graph holds the replicas
+    del out
+    assert len(engine._post_accumulate_hooks) == hooks_before
+
+
+def test_a_rebuild_between_forward_and_backward_keeps_the_first_graphs_reducer():
+    # the module's parameters change identity after a forward: the next forward rebuilds the
+    # copies, and the first graph's backward still reduces through the copies it was built on
+    x, y = pygpu.randn(10, 20).to("sim:0"), pygpu.tensor(np.arange(10) % 5, device="sim:0")
+    loss_fn = nn.CrossEntropyLoss()
+    single = _mlp("sim:0", pygpu.float64)
+    loss_fn(single(x.to(pygpu.float64)), y).backward()
+    model = _mlp("sim:0", pygpu.float64)
+    dp = nn.DataParallel(model, device_ids=["sim:0", "sim:1"])
+    first = loss_fn(dp(x.to(pygpu.float64)), y)
+    model.layers[0].bias = nn.Parameter(model.layers[0].bias.detach().clone())
+    dp(x.to(pygpu.float64))  # rebuilds dp's copies
+    first.backward()
+    for name, p in single.named_parameters():
+        if name != "layers.0.bias":  # the replaced bias is not the one the first graph used
+            np.testing.assert_allclose(dict(model.named_parameters())[name].grad.numpy(),
+                                       p.grad.numpy(), rtol=1e-10, atol=1e-12)

@@ -123,7 +123,7 @@ def test_device_ids_follow_pytorch_convention():
 
 
 def test_nccl_communicator_reduces_on_the_device_with_no_host_staging():
-    """Issue 18 defect 4: with NCCL, DDP's buckets are packed and all-reduced on the device.
+    """With NCCL, DDP's buckets are packed and all-reduced on the device.
     A stand-in for NCCL (averaging with a rank whose gradients are 5x ours gives 3x ours) runs
     the NcclDevice communicator through the Reducer on sim tensors: no byte crosses to the host."""
     from pygpu.distributed._group import CollectiveStats
@@ -162,3 +162,32 @@ def test_nccl_communicator_reduces_on_the_device_with_no_host_staging():
     assert FakeNccl.calls == [sum(a.size for a in ref)]  # one bucket, all of it, on the device
     assert t.h2d_bytes == 0 and t.d2h_bytes == 0
     assert Group.stats.as_dict()["h2d_bytes"] == Group.stats.as_dict()["d2h_bytes"] == 0
+
+
+def test_a_temporary_wrapper_still_averages_the_gradients(tmp_path):
+    # `loss_fn(DDP(model)(x), y).backward()`: the graph holds the wrapper, and so its Reducer,
+    # until backward has returned (closing it with the wrapper skipped the all-reduce, silently)
+    proc = launch(tmp_path, """
+        import json, numpy as np, pygpu, pygpu.distributed as dist
+        from pygpu import nn
+        dist.init_process_group(init_method="env://")
+        r = dist.get_rank()
+        pygpu.manual_seed(1 + r)
+        model = nn.MLP([12, 16, 4]).to(pygpu.float64)
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((16, 12)); y = rng.integers(0, 4, 16)
+        mine = slice(8 * r, 8 * r + 8)
+        nn.CrossEntropyLoss()(nn.parallel.DistributedDataParallel(model)(
+            pygpu.tensor(x[mine])), pygpu.tensor(y[mine])).backward()
+        print("JSON " + json.dumps({"rank": r, "params": [q.grad.numpy().tolist()
+                                                          for q in model.parameters()]}))
+    """)
+    rows = _rows(proc)
+    pygpu.manual_seed(1)
+    ref = nn.MLP([12, 16, 4]).to(pygpu.float64)
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((16, 12)), rng.integers(0, 4, 16)
+    nn.CrossEntropyLoss()(ref(pygpu.tensor(x)), pygpu.tensor(y)).backward()
+    for row in rows:
+        for got, want in zip(row["params"], ref.parameters()):
+            np.testing.assert_allclose(np.array(got), want.grad.numpy(), rtol=1e-10, atol=1e-12)

@@ -123,7 +123,7 @@ DEVICE_ROWS = [  # (id, call(device), exception, [regex, ...])
     ("logical_not_float16", lambda d: pygpu.logical_not(pygpu.ones(2, dtype="float16", device=d)), TypeError, ["float16"]),
     ("full_shape_str", lambda d: pygpu.full("ab", 1.0, device=d), TypeError, []),
     ("arange_step_zero", lambda d: pygpu.arange(0, 5, 0, device=d), (ValueError, ZeroDivisionError), []),
-    # messages that name the problem and the fix (issue 7, section 4)
+    # messages that name the problem and the fix
     ("to_unknown_device_type", lambda d: _ones(3, device=d).to("tpu:0"), ValueError,
      ["unknown device type 'tpu'", "cpu, sim and cuda", "'sim:0'"]),
     ("to_neither_device_nor_dtype", lambda d: _ones(3, device=d).to("tpu"), ValueError,

@@ -60,3 +60,47 @@ def test_a_c_cycle_through_a_header_inline_function_is_found(tmp_path):
     })
     c = _checker()
     assert c.cycles(c.c_graph(str(tmp_path))) == [("csrc/obj.c", "csrc/slow.c")]
+
+
+def test_a_submodule_importing_its_own_package_is_a_cycle(tmp_path):
+    # `from .. import zeros` in pygpu/nn/x.py: pygpu imports nn, nn imports x, x imports
+    # pygpu. The checker once skipped every submodule -> parent edge and missed these.
+    _write(tmp_path, {
+        "pygpu/__init__.py": "from . import _C\nfrom ._creation import zeros\nfrom . import nn\n",
+        "pygpu/_creation.py": "from . import _C\n",
+        "pygpu/nn/__init__.py": "from .x import f\n",
+        "pygpu/nn/x.py": "from .. import _C\n\ndef f():\n    from .. import zeros\n",
+        "csrc/x.c": "int x(void) { return 0; }\n",
+    })
+    c = _checker()
+    assert c.cycles(c.py_graph(str(tmp_path))) == [
+        ("pygpu/__init__.py", "pygpu/nn/__init__.py", "pygpu/nn/x.py")]
+    # importing the module that defines the name, and the compiled _C, is no cycle
+    (tmp_path / "pygpu/nn/x.py").write_text("from .. import _C\nfrom .._creation import zeros\n")
+    assert c.cycles(c.py_graph(str(tmp_path))) == []
+
+
+def _c_includes(rel):
+    import re
+    text = (ROOT / rel).read_text()
+    return {pathlib.PurePosixPath(m).name for m in re.findall(r'#\s*include\s*"([^"]+)"', text)}
+
+
+def test_the_tensor_type_header_declares_nothing_of_autograd_or_autocast():
+    # autograd.c and autocast.c sit above the Tensor type (they include tensor_object.h),
+    # so the type's header must not declare or call their functions: autograd.h and
+    # autocast.h do, for the binding files that record or cast ops
+    graph = _checker().c_graph(str(ROOT))
+    reached = graph["csrc/bindings/tensor_object.h"]
+    assert not reached & {"csrc/bindings/autograd.c", "csrc/bindings/autocast.c"}, sorted(reached)
+
+
+def test_no_kernel_the_pool_splitter_calls_includes_the_splitter_header():
+    # cpu_parallel.c calls the kernels (matmul, training, BLAS set-up); a kernel that
+    # included cpu_parallel.h for its part arithmetic closed a loop: it takes cpu_part.h
+    graph = _checker().c_graph(str(ROOT))
+    called = sorted(graph["csrc/backends/cpu/cpu_parallel.c"])
+    assert called
+    for rel in called:
+        if rel != "csrc/backends/cpu/cpu_parallel_reduce.c":  # the splitter's other half
+            assert "cpu_parallel.h" not in _c_includes(rel), rel

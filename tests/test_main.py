@@ -132,7 +132,7 @@ class _FakeClock:
 
 
 @pytest.mark.parametrize("durations, median, noisy", [
-    ([1.0, 1.02, 0.98, 10.0, 1.01, 0.99, 1.0], 1.0, False),  # one 10x outlier (issue 20: 440%)
+    ([1.0, 1.02, 0.98, 10.0, 1.01, 0.99, 1.0], 1.0, False),  # one 10x outlier (a 440% spread was seen)
     ([1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0], 1.0, True),        # two regimes: marked, not trusted
 ])
 def test_a_figure_is_the_median_of_its_repeats_and_its_spread_marks_noise(

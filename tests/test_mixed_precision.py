@@ -1,5 +1,5 @@
 # test_mixed_precision.py - float16/bfloat16 compute, autocast, GradScaler, master weights,
-# Trainer precision and 16-bit interop (issue 16).
+# Trainer precision and 16-bit interop.
 #
 # References are float32 NumPy computed on the 16-bit inputs and rounded once to the
 # output dtype (ml_dtypes.bfloat16 / np.float16); tolerances are per dtype (TOL).
@@ -280,7 +280,7 @@ def test_half_linear_forward_and_backward(device, name, act):
 
 # The half kernels sit in the GEMM kernel table (cpu_gemm_half.c's pg_cpu_gemm_half_register),
 # so the scheduler (cpu_gemm_schedule.c) cuts these products into panels on the pool, and the
-# fused linear backward cuts dW/db by output features, as for float32 (test_speed_schedule.py).
+# fused linear backward cuts dW/db by output features, as for float32 (test_training_schedule.py).
 @pytest.fixture
 def threads():
     before = pygpu.get_num_threads()

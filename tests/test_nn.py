@@ -224,7 +224,7 @@ def test_cross_entropy_label_out_of_range_on_sim_fails_the_op():
     loss = F.cross_entropy(logits, pygpu.tensor([0, 9, 1], device="sim"))
     with pytest.raises(pygpu.AsyncOpError, match="label 9 .*out of range for 4 classes"):
         loss.item()
-    pygpu.synchronize("sim")  # delivered once, to .item() (issue 20): the device is clean ...
+    pygpu.synchronize("sim")  # delivered once, to .item(): the device is clean ...
     assert (pygpu.ones(2, device="sim") + 1).tolist() == [2.0, 2.0]  # ... and usable again
 
 

@@ -226,7 +226,7 @@ _THREADS_SCRIPT = textwrap.dedent("""
     for _ in range(3):
         (y + y).wait()  # sim:1 starts its threads, then stays idle
     before = names()
-    for _ in range(60):  # about a second of work for sim:0 alone
+    for _ in range(400):  # about half a second of work for sim:0 alone (tick-counted below)
         x = (x * 0.5 + 0.25).tanh()
     x.wait()
     after = names()

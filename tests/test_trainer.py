@@ -219,7 +219,7 @@ _PEAK_CASES = [(sizes, batch, opt)
                for sizes, batch in [((784, 512, 512, 10), 64), ((784, 512, 512, 10), 512),
                                     ((256, 1024, 1024, 10), 128)]
                for opt in ["sgd", "momentum", "adam"]]
-# issue 20's two cases (every tensor <= 1 MiB, below the allocator's 2 MiB rounding):
+# two small-model cases (every tensor <= 1 MiB, below the allocator's 2 MiB rounding):
 # measured at 14.75 MB and 28.64 MB for estimates of 7.58 MB and 9.56 MB before
 _PEAK_CASES += [((256, 512, 512, 10), 128, "adam"), ((256, 512, 512, 10), 512, "momentum")]
 

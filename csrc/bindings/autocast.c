@@ -12,7 +12,7 @@
  *   _half_gemm_kernel(dtype)   which half GEMM kernel this CPU runs for dtype
  *                              ("convert_f32" or "avx512_bf16"), for tests/docs */
 #include "../backends/cpu/cpu_gemm_half.h"
-#include "tensor_object.h"
+#include "autocast.h"
 
 _Atomic int pg_autocast_regions;
 

@@ -5,7 +5,7 @@
  * calls pg_ag_record(), which costs two flag checks unless grad mode is on and
  * an operand requires grad; only then is the Python hook "record" called to
  * attach a grad_fn node. backward() is the Python hook "backward". */
-#include "tensor_object.h"
+#include "autograd.h"
 
 _Thread_local int pg_grad_disabled;
 

@@ -3,6 +3,8 @@
  * The Python package (pygpu/__init__.py) imports this and calls _setup() to
  * hand over its dtype objects and hooks. No CUDA call happens here: the CUDA
  * plugin is loaded on first use (pygpu/cuda.py). */
+#include "autocast.h"
+#include "autograd.h"
 #include "tensor_object.h"
 
 #include "../backends/cpu/cpu_gemm_half.h"

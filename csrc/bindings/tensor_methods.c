@@ -3,6 +3,8 @@
  * Argument parsing that is not on a hot path (to(), dtype strings, device
  * strings) goes through small Python hooks (pygpu/_hooks.py) to keep this
  * file about tensors rather than string handling. */
+#include "autocast.h"
+#include "autograd.h"
 #include "tensor_object.h"
 #include "../core/pg_backend.h"
 

@@ -4,7 +4,9 @@
  * nothing else: no Python references, so it needs no garbage collector and
  * creating one costs a single allocation. Dtype and device objects are
  * Python classes (pygpu/_dtype.py, pygpu/_device.py) registered at import;
- * the C side caches them by code and device slot. */
+ * the C side caches them by code and device slot. Autograd's and autocast's
+ * C sides, which sit above the Tensor type, have their own headers
+ * (autograd.h, autocast.h): this one declares nothing of theirs. */
 #ifndef PG_BINDINGS_TENSOR_OBJECT_H
 #define PG_BINDINGS_TENSOR_OBJECT_H
 
@@ -51,43 +53,6 @@ static inline bool pg_heavy(const pg_tensor *t)
 {
     return t->storage->device.type == PG_DEV_CPU && pg_tensor_numel(t) >= PG_NOGIL_NUMEL;
 }
-
-/* Grad mode (pygpu.no_grad / enable_grad): per thread, as in PyTorch. */
-extern _Thread_local int pg_grad_disabled;
-
-/* Autograd recording (autograd.c). After an op made `out` from operands `a`
- * and `b` (Tensors, Python scalars or NULL), attach a grad_fn when grad mode is
- * on and an operand requires grad; `args`/`kwargs` are the op's own Python
- * arguments (NULL if none), passed to the Python hook to recover axes etc.
- * Steals `out`; returns it, or NULL with an exception. Ops with no gradient
- * involved pay only the inline flag checks. */
-PyObject *pg_ag_record_slow(PyObject *out, const char *name, PyObject *a, PyObject *b,
-                            PyObject *args, PyObject *kwargs);
-static inline int pg_ag_req(PyObject *o)
-{
-    return o && PyTensor_Check(o) && ((PyTensor *)o)->requires_grad;
-}
-static inline PyObject *pg_ag_record(PyObject *out, const char *name, PyObject *a, PyObject *b,
-                                     PyObject *args, PyObject *kwargs)
-{
-    if (!out || pg_grad_disabled || !(pg_ag_req(a) || pg_ag_req(b)))
-        return out;
-    return pg_ag_record_slow(out, name, a, b, args, kwargs);
-}
-/* -1 with an error if `self` may not be written in place (it requires grad under grad mode). */
-int pg_ag_check_inplace(PyObject *self, const char *what);
-extern PyMethodDef pg_autograd_functions[];
-/* autocast.c: regions open in any thread (the C ops ask the policy only then), and the
- * call of the "autocast" hook: new references to op's operands as the policy casts them
- * (b may be NULL; *b2 is then NULL). -1 with an exception. */
-extern _Atomic int pg_autocast_regions;
-int pg_autocast_cast(const char *op, PyObject *a, PyObject *b, PyObject **a2, PyObject **b2);
-extern PyMethodDef pg_autocast_functions[];
-extern PyMethodDef pg_train_functions[];
-PyObject *pg_ag_requires_grad_(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *pg_ag_detach(PyObject *self, PyObject *noargs);
-PyObject *pg_ag_backward(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *pg_ag_set_grad_fn(PyObject *self, PyObject *fn);
 
 /* A new Tensor object that takes over `t`'s reference (even on failure). */
 PyObject *pg_wrap(pg_tensor *t);
@@ -142,6 +107,7 @@ extern PyMethodDef pg_role_functions[];
 extern PyMethodDef pg_raw_pointer_functions[];
 extern PyMethodDef pg_math_functions[];
 extern PyMethodDef pg_trace_functions[];
+extern PyMethodDef pg_train_functions[];
 int pg_numpy_init(void);
 
 #endif

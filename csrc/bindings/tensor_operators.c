@@ -6,6 +6,8 @@
  * file sits above tensor_object.c (the helpers), tensor_methods.c, autograd.c
  * and interop.c, and pg_tensor_type_ready() puts their tables into the type, so
  * that none of those reaches back up into the type's definition. */
+#include "autocast.h"
+#include "autograd.h"
 #include "tensor_object.h"
 
 #include <stdio.h>

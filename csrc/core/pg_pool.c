@@ -17,7 +17,8 @@
 
 #include "pg_stats.h"
 
-/* Idle spin before sleeping. A job follows the last one within a few
+/* Idle workers' spin before sleeping (only an idle thread may give its core away:
+ * see pg_pool_run's wait for stragglers). A job follows the last one within a few
  * microseconds when ops are queued back to back (a sim device's chain, a
  * Python loop on the cpu device), and a sleeping worker costs ~30-60 us to
  * wake, so workers spin a little; after the first microseconds each round
@@ -27,6 +28,8 @@
 /* A yield that took this long: another thread ran on this core meanwhile, so it is
  * wanted; stop spinning and sleep (the same rule as pg_stream.c). */
 #define POOL_YIELD_BUSY_NS 20000ull
+/* The caller's wait for tasks the workers are finishing: `pause` only, then sleep. */
+#define POOL_STRAGGLER_SPIN_NS 20000ull
 
 /* Yield the core; true if another thread wanted it (the yield took long). */
 static bool yield_was_busy(void)
@@ -280,15 +283,16 @@ pg_status pg_pool_run(pg_pool *p, int64_t ntasks, pg_pool_task_fn fn, void *ctx)
         pthread_mutex_unlock(&p->lock);
     }
     work(p);
-    /* stragglers: spin a little (they are mid-task), then sleep */
+    /* stragglers: spin a little (they are mid-task), then sleep. Never yield here: a
+     * yield hands the core to any runnable thread, another process's included, which
+     * keeps it until the next scheduler tick (4 ms) while the job is already done. */
     uint64_t t0 = pg_now_ns();
     for (unsigned i = 0; atomic_load(&p->done) < ntasks; i++) {
         if ((i & 63) != 63) {
             cpu_relax();
             continue;
         }
-        uint64_t el = pg_now_ns() - t0;
-        if (el > POOL_SPIN_NS || (el > POOL_PAUSE_NS && yield_was_busy())) {
+        if (pg_now_ns() - t0 > POOL_STRAGGLER_SPIN_NS) {
             pthread_mutex_lock(&p->lock);
             atomic_store(&p->caller_sleeping, 1);
             while (atomic_load(&p->done) < ntasks)

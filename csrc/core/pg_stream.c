@@ -1,4 +1,18 @@
-/* pg_stream.c - the worker thread behind a pg_stream (see pg_stream.h). */
+/* pg_stream.c - the worker thread behind a pg_stream (see pg_stream.h).
+ *
+ * Who runs a task: whoever claims it first, the worker or a thread waiting for it.
+ * Tasks run one at a time, in order: `claimed` counts the tasks someone has started,
+ * `completed` those finished, and a task is claimed (claimed: n -> n + 1 by CAS) only
+ * while none is in flight (claimed == completed == n). A waiter that finds the next
+ * task unclaimed runs it itself instead of waiting for the worker to be scheduled:
+ * on a loaded 2-core host the worker may sit behind another process's thread for a
+ * whole scheduler tick (4 ms), and synchronize() waited that out (issue 30).
+ *
+ * Waiting never yields the core to another thread: a sched_yield hands the core to
+ * any runnable thread (another process's, NumPy's), which keeps it until the next
+ * tick, since a thread that yielded is runnable, not woken, and gets no wakeup
+ * preemption. Waiters spin with `pause` only, briefly, then sleep on a condition
+ * variable; the futex wake is what brings a sleeper back promptly. */
 #include "pg_stream.h"
 
 #include <pthread.h>
@@ -26,7 +40,9 @@ struct pg_stream {
     pthread_cond_t work_cv; /* worker sleeps here when idle */
     pthread_cond_t done_cv; /* waiters, and producers facing a full ring, sleep here */
     _Atomic uint64_t submitted; /* tasks enqueued */
+    _Atomic uint64_t claimed;   /* tasks someone has started: completed or completed + 1 */
     _Atomic uint64_t completed; /* tasks finished */
+    _Atomic uint64_t help_until; /* the last task some waiter will run itself */
     _Atomic int worker_sleeping;
     _Atomic int waiters_sleeping;
     bool stop;
@@ -44,7 +60,7 @@ static inline void cpu_relax(void)
 
 /* Spin until cond() or the budget runs out, or until a yield shows that another
  * thread wants the core; returns whether cond() held (else the caller sleeps). */
-#define SPIN_UNTIL(cond)                                              \
+#define SPIN_UNTIL_YIELDING(cond)                                     \
     ({                                                                \
         bool ok_ = false;                                             \
         uint64_t t0_ = pg_now_ns();                                   \
@@ -65,6 +81,31 @@ static inline void cpu_relax(void)
         ok_;                                                          \
     })
 
+/* A waiter's spin: `pause` only, for WAIT_SPIN_NS, never giving the core away (see
+ * the file comment); returns whether cond() held (else the caller sleeps). */
+#define WAIT_SPIN_NS 30000ull
+#define SPIN_UNTIL_PAUSING(cond)                                      \
+    ({                                                                \
+        bool ok_ = false;                                             \
+        uint64_t t0_ = pg_now_ns();                                   \
+        for (unsigned i_ = 0;; i_++) {                                \
+            if (cond) { ok_ = true; break; }                          \
+            if ((i_ & 63) == 63 && pg_now_ns() - t0_ > WAIT_SPIN_NS)  \
+                break;                                                \
+            cpu_relax();                                              \
+        }                                                             \
+        ok_;                                                          \
+    })
+
+/* Claim task number n + 1 (index n), if it is queued and nothing is in flight. */
+static bool claim(pg_stream *s, uint64_t n)
+{
+    if (atomic_load_explicit(&s->submitted, memory_order_acquire) <= n)
+        return false;
+    uint64_t expect = n;
+    return atomic_compare_exchange_strong(&s->claimed, &expect, n + 1);
+}
+
 /* Run task number done + 1 and publish its completion. */
 static void run_task(pg_stream *s, pg_task *t, uint64_t done)
 {
@@ -81,12 +122,41 @@ static void run_task(pg_stream *s, pg_task *t, uint64_t done)
     }
 }
 
+/* Until task number done + 1, which another thread is running, has completed. A
+ * waiter spins first (the task may take microseconds); the worker sleeps at once (the
+ * waiter runs what it waits for, and the core is better left to the device's pool). */
+static void wait_in_flight(pg_stream *s, uint64_t done, bool spin)
+{
+    if (spin && SPIN_UNTIL_PAUSING(atomic_load(&s->completed) > done))
+        return;
+    pthread_mutex_lock(&s->lock);
+    atomic_fetch_add(&s->waiters_sleeping, 1); /* seq_cst: pairs with run_task's store */
+    while (atomic_load(&s->completed) == done)
+        pthread_cond_wait(&s->done_cv, &s->lock);
+    atomic_fetch_sub(&s->waiters_sleeping, 1);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The worker, while waiters run the queue's tasks up to help_until themselves: asleep,
+ * not woken by each of their tasks (the device's pool threads want the cores). The last
+ * waiter to leave wakes it (pg_stream_wait), as does an enqueue or the close. */
+static void park(pg_stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    atomic_store(&s->worker_sleeping, 1); /* seq_cst: pairs with the waiter's leaving */
+    while (atomic_load(&s->completed) < atomic_load(&s->help_until) && !s->stop)
+        pthread_cond_wait(&s->work_cv, &s->lock);
+    atomic_store(&s->worker_sleeping, 0);
+    pthread_mutex_unlock(&s->lock);
+}
+
 static void *worker_main(void *arg)
 {
     pg_stream *s = arg;
     for (;;) {
         uint64_t done = atomic_load_explicit(&s->completed, memory_order_relaxed);
-        if (!SPIN_UNTIL(atomic_load_explicit(&s->submitted, memory_order_acquire) > done)) {
+        /* idle: yielding is right here (a waiter runs what this worker has not claimed) */
+        if (!SPIN_UNTIL_YIELDING(atomic_load_explicit(&s->submitted, memory_order_acquire) > done)) {
             pthread_mutex_lock(&s->lock);
             atomic_store(&s->worker_sleeping, 1);
             while (atomic_load(&s->submitted) == done && !s->stop)
@@ -98,7 +168,10 @@ static void *worker_main(void *arg)
                 return NULL;
             continue;
         }
-        run_task(s, &s->ring[done % QUEUE_CAP], done);
+        if (claim(s, done))
+            run_task(s, &s->ring[done % QUEUE_CAP], done);
+        else /* a waiter is running the tasks: leave them, and the cores, to it */
+            park(s);
     }
 }
 
@@ -113,7 +186,10 @@ static void drain_inline(pg_stream *s)
         uint64_t done = atomic_load(&s->completed);
         if (done >= atomic_load(&s->submitted))
             break;
-        run_task(s, &s->ring[done % QUEUE_CAP], done);
+        if (claim(s, done))
+            run_task(s, &s->ring[done % QUEUE_CAP], done);
+        else /* a waiter is running it */
+            wait_in_flight(s, done, true);
     }
     pthread_mutex_unlock(&s->inline_lock);
 }
@@ -158,6 +234,8 @@ uint64_t pg_stream_enqueue(pg_stream *s, const pg_task *task)
 {
     uint64_t n = atomic_load_explicit(&s->submitted, memory_order_relaxed);
     if (n - atomic_load_explicit(&s->completed, memory_order_acquire) >= QUEUE_CAP) {
+        /* the ring is full. Sleep, not help: the caller holds the storages' events lock,
+         * which a task may take */
         pthread_mutex_lock(&s->lock);
         atomic_fetch_add(&s->waiters_sleeping, 1);
         while (n - atomic_load(&s->completed) >= QUEUE_CAP)
@@ -197,16 +275,29 @@ bool pg_stream_done(pg_stream *s, uint64_t seq)
     return atomic_load_explicit(&s->completed, memory_order_acquire) >= seq;
 }
 
+/* Until task `seq` is done: run each next task nobody has started here, and wait (spin
+ * briefly, then sleep) only for a task another thread is running. */
 void pg_stream_wait(pg_stream *s, uint64_t seq)
 {
-    if (SPIN_UNTIL(pg_stream_done(s, seq)))
+    if (pg_stream_done(s, seq))
         return;
-    pthread_mutex_lock(&s->lock);
-    atomic_fetch_add(&s->waiters_sleeping, 1);
-    while (atomic_load(&s->completed) < seq)
-        pthread_cond_wait(&s->done_cv, &s->lock);
-    atomic_fetch_sub(&s->waiters_sleeping, 1);
-    pthread_mutex_unlock(&s->lock);
+    uint64_t h = atomic_load(&s->help_until);
+    while (h < seq && !atomic_compare_exchange_weak(&s->help_until, &h, seq)) {
+    }
+    for (;;) {
+        uint64_t done = atomic_load(&s->completed);
+        if (done >= seq)
+            break;
+        if (claim(s, done))
+            run_task(s, &s->ring[done % QUEUE_CAP], done);
+        else
+            wait_in_flight(s, done, true);
+    }
+    if (atomic_load(&s->worker_sleeping)) { /* parked (or idle): its turn again */
+        pthread_mutex_lock(&s->lock);
+        pthread_cond_signal(&s->work_cv);
+        pthread_mutex_unlock(&s->lock);
+    }
 }
 
 void pg_stream_wait_event(pg_event e)

@@ -3,11 +3,12 @@
  * The host-side model of a CUDA stream, used by the sim backend: enqueue
  * returns at once with a sequence number; the worker runs tasks in order and
  * publishes how many it has completed. "Task N is done" is the event
- * (stream, N); waiting on it spins briefly, then sleeps. Spinning matters:
- * waking a sleeping thread on another core costs ~50 us on these VMs, while a
- * spinning hand-off costs ~0.1 us. Both the worker and waiters spin for a
- * bounded time (yielding the core after the first microseconds, since the
- * machines may have only 2 cores) and then sleep on a condition variable.
+ * (stream, N). A thread waiting on it runs, itself, each task before N that
+ * the worker has not started, and waits only for one in flight: spinning
+ * briefly (a spinning hand-off costs ~0.1 us, waking a sleeper ~50 us on
+ * these VMs), without yielding the core, then sleeping. The idle worker spins
+ * for a bounded time (yielding after the first microseconds, since the machines
+ * may have only 2 cores) and then sleeps on a condition variable.
  *
  * A task may depend on events of other streams (a copy waiting for the
  * compute that produces its source): the worker waits for them before
@@ -40,7 +41,7 @@ typedef struct pg_task {
     uint64_t seq;
 } pg_task;
 
-/* Runs one task on the worker thread. */
+/* Runs one task: on the worker thread, or on a thread waiting for it. */
 typedef void (*pg_stream_exec_fn)(void *ctx, pg_task *task);
 
 pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, pg_stream **out);
@@ -55,7 +56,7 @@ uint64_t pg_stream_enqueue(pg_stream *s, const pg_task *task);
 /* Sequence number the next enqueue will get minus one: the last queued task. */
 uint64_t pg_stream_last(pg_stream *s);
 bool pg_stream_done(pg_stream *s, uint64_t seq);
-/* Block until task `seq` has completed. */
+/* Until task `seq` has completed: runs the tasks up to it that no thread has started. */
 void pg_stream_wait(pg_stream *s, uint64_t seq);
 void pg_stream_wait_event(pg_event e);
 

@@ -38,7 +38,7 @@ import functools
 import threading
 
 from .. import _C
-from .._dtype import bfloat16, float16, float32
+from .._dtype import bfloat16, float16, float32, to_dtype
 
 Tensor = _C.Tensor
 
@@ -156,7 +156,6 @@ class autocast:
         if not isinstance(device_type, str) or device_type.split(":")[0] not in _DEVICE_TYPES:
             raise ValueError(f"autocast: device_type must be one of {', '.join(_DEVICE_TYPES)}, "
                              f"got {device_type!r}")
-        from .._dtype import to_dtype
         dtype = bfloat16 if dtype is None else to_dtype(dtype)
         if dtype not in _HALF:
             raise ValueError(f"autocast: dtype must be pygpu.bfloat16 or pygpu.float16, got "

@@ -14,7 +14,15 @@ Memory, as PyTorch keeps it: each node's saved tensors are dropped as soon as
 its backward has run (not when the next loss replaces the graph), and a
 gradient is added into an existing `.grad` in place when nothing else can see
 that memory (no other tensor, view or Python reference: _grad_exclusive), so a
-training step holds one set of gradients, not two."""
+training step holds one set of gradients, not two.
+
+Lifetime: what backward needs is held by the graph itself, strongly. A node's
+`keep` holds objects that must outlive the node's own backward until the whole
+backward() returns: a DataParallel forward keeps its replicas (whose Reducer's
+post-accumulate hooks fire on the replicas' leaves after the gather node has run)
+and a DistributedDataParallel forward its wrapper (whose Reducer averages the
+gradients), so a wrapper used as a temporary, `loss_fn(DataParallel(m)(x), y)`,
+still reduces every gradient (keep_alive)."""
 import sys
 
 from .. import _C, _creation
@@ -26,13 +34,14 @@ Tensor = _C.Tensor
 
 class Node:
     """One recorded op: backward(g) -> tuple of gradients, one per input."""
-    __slots__ = ("name", "inputs", "_backward", "ctx")
+    __slots__ = ("name", "inputs", "_backward", "ctx", "keep")
 
     def __init__(self, name, inputs, backward, ctx):
         self.name = name
         self.inputs = inputs
         self._backward = backward
         self.ctx = ctx
+        self.keep = None  # objects held until backward() returns, not just until release()
 
     def __repr__(self):
         return f"<{self.name}Backward>"
@@ -61,6 +70,29 @@ def record(name, out, a, b, args, kwargs):
     backward, ctx = rules.make(name, out, a, b, args, kwargs)
     inputs = (a if isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None)
     out._set_grad_fn(Node(rules.pretty(name), inputs, backward, ctx))
+
+
+def keep_alive(t, obj):
+    """Hold `obj` for as long as t's graph can still be backpropagated, and through the
+    whole backward() that runs it (not only until t's node has run): what the rest of
+    that backward calls into (a Reducer's hooks on other leaves) then cannot be closed
+    by its owner's collection halfway. t may be a tensor or a tuple, list or dict of
+    them (a module's output); a tensor without a grad_fn needs nothing kept."""
+    if isinstance(t, (tuple, list)):
+        for x in t:
+            keep_alive(x, obj)
+        return
+    if isinstance(t, dict):
+        for x in t.values():
+            keep_alive(x, obj)
+        return
+    node = t.grad_fn if isinstance(t, Tensor) else None
+    if node is None:
+        return
+    if node.keep is None:
+        node.keep = [obj]
+    elif not any(k is obj for k in node.keep):
+        node.keep.append(obj)
 
 
 def _ones_like(t):
@@ -129,28 +161,36 @@ def backward(root, gradient=None, retain_graph=False):
             return
         order = _topological(root.grad_fn)
         grads = {id(root.grad_fn): gradient}
-        for node in reversed(order):
-            g = grads.pop(id(node), None)
-            if g is None:
+        _run(order, grads, owned, retain_graph)
+        if not retain_graph:  # every node has run: what they kept may go now
+            for node in order:
+                node.keep = None
+
+
+def _run(order, grads, owned, retain_graph):
+    """Walk the nodes in reverse topological order, each once."""
+    for node in reversed(order):
+        g = grads.pop(id(node), None)
+        if g is None:
+            continue
+        if _tensor_hooks:  # a non-leaf's hooks see its whole gradient (register_hook)
+            g = _run_hooks(node, g)
+        inputs = node.inputs
+        in_grads = node.backward(g)
+        for t, gi in zip(inputs, in_grads):
+            if t is None or gi is None or not t.requires_grad:
                 continue
-            if _tensor_hooks:  # a non-leaf's hooks see its whole gradient (register_hook)
-                g = _run_hooks(node, g)
-            inputs = node.inputs
-            in_grads = node.backward(g)
-            for t, gi in zip(inputs, in_grads):
-                if t is None or gi is None or not t.requires_grad:
-                    continue
-                gi = _fit(gi, t)
-                fn = t.grad_fn
-                if fn is None:
-                    if _tensor_hooks:
-                        gi = _run_hooks(t, gi)
-                    _accumulate(t, gi, owned)
-                else:
-                    prev = grads.get(id(fn))
-                    grads[id(fn)] = gi if prev is None else prev + gi
-            if not retain_graph:
-                node.release()
+            gi = _fit(gi, t)
+            fn = t.grad_fn
+            if fn is None:
+                if _tensor_hooks:
+                    gi = _run_hooks(t, gi)
+                _accumulate(t, gi, owned)
+            else:
+                prev = grads.get(id(fn))
+                grads[id(fn)] = gi if prev is None else prev + gi
+        if not retain_graph:
+            node.release()
 
 
 def _add_into(acc, g):

@@ -7,8 +7,9 @@ On exit, the block's transfers are checked against each limit given (None = no
 limit); exceeding any raises TransferBudgetError, whose message lists the limits
 broken and then the explain() report of the offending transfers (those in the
 directions, or the implicit ones, whose limit was broken), with call sites."""
+from .._stats import track
 from .explain import explain
-from .record import Record
+from .record import Record, _device_of
 
 
 class TransferBudgetError(AssertionError):
@@ -32,8 +33,7 @@ class transfer_budget:
         self.profile = profile
 
     def __enter__(self):
-        import pygpu
-        self._track = pygpu.track(call_sites=True)
+        self._track = track(call_sites=True)
         self._track.__enter__()
         return self._track
 
@@ -50,7 +50,6 @@ class transfer_budget:
         dirs = {k.split("_")[0] for k in broken if k != "implicit"}
         log = t.transfers_log
         offending = [x for x in log if x.direction in dirs or ("implicit" in broken and x.implicit)]
-        from .record import _device_of
         rec = Record(t.stats, t.wall_seconds, offending, _device_of(t.stats, offending))
         rep = explain(rec, self.profile, quiet=True)
         lines = ["transfer budget exceeded: " + ", ".join(

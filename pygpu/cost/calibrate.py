@@ -21,6 +21,13 @@ import time
 
 import numpy as np
 
+from .. import cuda, sim
+from .._creation import empty, ones, tensor
+from .._device import device as _device
+from .._dtype import float32
+from .._stats import stats
+from .._sync import synchronize
+from .._version import __version__
 from .profile import LINK_KINDS, DeviceProfile, Link
 
 MAX_BYTES = 256 << 20
@@ -33,15 +40,14 @@ def cache_dir():
 
 
 def _cache_path(device):
-    import pygpu
     key = str(device).replace(":", "")
     if device.type == "sim":
-        ln = pygpu.sim.link()
+        ln = sim.link()
         key += f"-link{ln['latency_us']:g}us-{ln['h2d_gbps']:g}-{ln['d2h_gbps']:g}GBps"
     threads = _blas_threads()
     if threads:
         key += f"-blas{threads}"
-    return os.path.join(cache_dir(), f"profile-{key}-v{pygpu.__version__}.json")
+    return os.path.join(cache_dir(), f"profile-{key}-v{__version__}.json")
 
 
 def _blas_threads():
@@ -56,8 +62,7 @@ def _blas_threads():
 
 def cached_profile(device):
     """The cached profile of a device, or None if it was never calibrated (or the cache is stale)."""
-    import pygpu
-    path = _cache_path(pygpu.device(device))
+    path = _cache_path(_device(device))
     if not os.path.exists(path):
         return None
     try:
@@ -73,8 +78,7 @@ def calibrate(device="sim:0", max_bytes=MAX_BYTES, cache=True, refresh=False, pr
     same max_bytes), else measured now (a few seconds) and cached. max_bytes caps the
     largest transfer; refresh=True measures again; progress: a tqdm-like class;
     matmul_ns: the matmul sizes to time (default MATMUL_NS)."""
-    import pygpu
-    dev = pygpu.device(device)
+    dev = _device(device)
     if dev.type == "cpu":
         raise ValueError("calibrate: the cpu has no link to measure; give an accelerator, "
                          "e.g. calibrate('sim:0') or calibrate('cuda:0')")
@@ -124,26 +128,26 @@ def robust_median(samples, k=3.0):
     return float(np.median(kept)) if len(kept) * 2 >= len(x) else med
 
 
-def _time_copies(pygpu, dev, direction, pinned, sizes, tick):
+def _time_copies(dev, direction, pinned, sizes, tick):
     """[(nbytes, link seconds, wall seconds)] for one direction and memory kind: each the
     robust median of its repeats."""
     out = []
     for nb in sizes:
         n = nb // 4
-        host = pygpu.empty(n, dtype=pygpu.float32)
+        host = empty(n, dtype=float32)
         if pinned:
             host = host.pin_memory()
-        devbuf = pygpu.empty(n, dtype=pygpu.float32, device=dev)
+        devbuf = empty(n, dtype=float32, device=dev)
         dst, src = (devbuf, host) if direction == "h2d" else (host, devbuf)
         dst.copy_(src)  # first touch of the pages, outside the timing
-        pygpu.synchronize(dev)
+        synchronize(dev)
         links, walls = [], []
         for _ in range(_repeats(nb)):
-            s0 = pygpu.stats()
+            s0 = stats()
             t0 = time.perf_counter()
             dst.copy_(src)
             walls.append(time.perf_counter() - t0)
-            d = pygpu.stats() - s0
+            d = stats() - s0
             links.append(d.h2d_seconds if direction == "h2d" else d.d2h_seconds)
         out.append((nb, robust_median(links), robust_median(walls)))
         del host, devbuf, dst, src
@@ -194,7 +198,6 @@ def _best(fn, repeats, budget_s=0.3):
 
 
 def _measure(dev, max_bytes, progress, matmul_ns):
-    import pygpu
     sizes = _sizes(max_bytes)
     steps = 4 * len(sizes) + 3 + 2 * len(matmul_ns)
     bar = progress(total=steps, desc=f"calibrating {dev}", leave=False) if progress else None
@@ -207,12 +210,12 @@ def _measure(dev, max_bytes, progress, matmul_ns):
     links, overheads = {}, []
     for kind in LINK_KINDS:
         direction, mem = kind.split("_")
-        pts = _time_copies(pygpu, dev, direction, mem == "pinned", sizes, tick)
+        pts = _time_copies(dev, direction, mem == "pinned", sizes, tick)
         links[kind] = fit_link([(nb, lk) for nb, lk, _ in pts])
         overheads += [w - lk for nb, lk, w in pts if nb <= 4096]
     overhead = max(float(np.median(overheads)), 0.0)
 
-    x = pygpu.ones(16, device=dev)
+    x = ones(16, device=dev)
     (x + 1).wait()
     launch = _best(lambda: (x + 1).wait(), 50)
     tick()
@@ -220,7 +223,7 @@ def _measure(dev, max_bytes, progress, matmul_ns):
     def enqueue_many():
         for _ in range(64):
             x + 1
-        pygpu.synchronize(dev)
+        synchronize(dev)
     enqueue_many()
     # enqueue: the caller's time per op when it does not wait (the wait is excluded by
     # timing only the loop; the queue may still be draining when the loop ends)
@@ -230,11 +233,11 @@ def _measure(dev, max_bytes, progress, matmul_ns):
         for _ in range(64):
             x + 1
         best_enq = min(best_enq, (time.perf_counter() - t0) / 64)
-        pygpu.synchronize(dev)
+        synchronize(dev)
     tick()
 
     n_el = 1 << 21  # 8 MiB float32 per operand
-    ea, eb = pygpu.ones(n_el, device=dev), pygpu.ones(n_el, device=dev)
+    ea, eb = ones(n_el, device=dev), ones(n_el, device=dev)
     (ea + eb).wait()
     t_el = _best(lambda: (ea + eb).wait(), 10)
     elementwise_gbps = 3 * 4 * n_el / max(t_el - launch, 1e-9) / 1e9
@@ -244,7 +247,7 @@ def _measure(dev, max_bytes, progress, matmul_ns):
     mats = {n: rng.standard_normal((n, n), dtype=np.float32) for n in matmul_ns}
     mm, host_mm = [], []
     for n in matmul_ns:
-        da = pygpu.tensor(mats[n], device=dev)
+        da = tensor(mats[n], device=dev)
         (da @ da).wait()
         t = _best(lambda: (da @ da).wait(), 10)
         # where the launch is most of the call, t - launch is noise: use the whole call (a
@@ -270,11 +273,11 @@ def _measure(dev, max_bytes, progress, matmul_ns):
         host_mm[i][1] = max(host_mm[i][1], host_mm[i - 1][1])
     if bar is not None:
         bar.close()
-    name = pygpu.cuda.get_device_name(dev.index) if dev.type == "cuda" else f"{dev} (simulated)"
+    name = cuda.get_device_name(dev.index) if dev.type == "cuda" else f"{dev} (simulated)"
     meta = {"max_bytes": max_bytes, "matmul_ns": list(matmul_ns), "sizes": sizes, "seconds": time.perf_counter() - t_begin,
-            "pygpu": pygpu.__version__, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "pygpu": __version__, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if dev.type == "sim":
-        meta["sim_link"] = pygpu.sim.link()
+        meta["sim_link"] = sim.link()
     return DeviceProfile(name=name, device=str(dev), measured=True, source="pygpu.cost.calibrate",
                          links=links, transfer_overhead_s=overhead, launch_overhead_s=launch,
                          enqueue_overhead_s=best_enq, matmul_gflops=mm,

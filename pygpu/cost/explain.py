@@ -15,8 +15,10 @@ import sys
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 
+from .. import sim
+from .calibrate import cached_profile
 from .predict import transfer_seconds
-from .profile import load_profile
+from .profile import link_model_profile, load_profile
 from .record import as_record
 
 HEAVY_BYTES = 1 << 20
@@ -93,15 +95,11 @@ def _requests(transfers):
 
 def _default_profile(device):
     """A cached calibration of the device, else the sim link model when one is set."""
-    import pygpu
-
-    from .calibrate import cached_profile
-    from .profile import link_model_profile
     if device is None:
         return None
     prof = cached_profile(device)
     if prof is None and device.startswith("sim"):
-        ln = pygpu.sim.link()
+        ln = sim.link()
         if ln["latency_us"] or ln["h2d_gbps"] or ln["d2h_gbps"]:
             prof = link_model_profile(ln, device)
     return prof

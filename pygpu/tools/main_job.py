@@ -91,11 +91,14 @@ def measure_size(n, dev, number, rng):
         row[f"{name}_s"], row[f"{name}_spread"], row[f"{name}_calls"] = time_per_call(fn, number)
         row[f"{name}_transfers"] = {k: getattr(tr, k) for k in
                                     ("h2d_count", "h2d_bytes", "d2h_count", "d2h_bytes")}
-    # pygpu and NumPy each load an OpenBLAS whose idle threads spin for a while after
-    # a call: let pygpu's go to sleep before timing NumPy
+    # pygpu's pool and NumPy's OpenBLAS keep their idle threads spinning for a while
+    # after a call (NumPy's for ~0.1 s), on the cores the other side wants: each side is
+    # timed in a block of its own, after the other's threads have gone to sleep
+    # (benchmarks/bench_numpy_interleave.py measures what interleaving costs)
     time.sleep(0.2)
     row["numpy_s"], row["numpy_spread"], row["numpy_calls"] = time_per_call(lambda: a_np @ b_np,
                                                                             number)
+    time.sleep(0.2)  # before the next row's pygpu timings
     row["noisy"] = max(row["numpy_spread"], row["resident_spread"],
                        row["round_trip_spread"]) > NOISY_SPREAD
     return row

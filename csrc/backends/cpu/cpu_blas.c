@@ -7,7 +7,7 @@
 #include <cblas.h>
 #include <pthread.h>
 
-#include "cpu_parallel.h"
+#include "cpu_blas.h"
 
 static void blas_one_thread_once(void) { scipy_openblas_set_num_threads(1); }
 

@@ -14,7 +14,8 @@
 #include "cpu_gemm.h"
 
 #include "../../core/pg_dtype.h"
-#include "cpu_parallel.h"
+#include "cpu_blas.h"
+#include "cpu_part.h"
 
 enum { CUT_BATCH, CUT_ROWS, CUT_COLS };
 

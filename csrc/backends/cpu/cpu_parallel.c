@@ -21,6 +21,7 @@
  * device share (and fight over) one pool; one-thread BLAS calls from each
  * device's threads keep each device on its own cores. pygpu links its own
  * scipy-openblas32 copy, separate from NumPy's, so NumPy is unaffected. */
+#include "cpu_blas.h"
 #include "cpu_parallel.h"
 #include "cpu_gemm_int8.h"
 

@@ -21,43 +21,21 @@
 
 #include "../../core/pg_pool.h"
 #include "cpu_kernels.h"
+#include "cpu_part.h"
 
 /* Run `node` on `pool` (NULL: serially on the caller). */
 pg_status pg_cpu_run(pg_pool *pool, const pg_node *node);
 
-/* The cpu device's pool (created on first use with one thread per core). */
+/* The cpu device's pool (created on first use with one thread per core). It is never
+ * destroyed: a Python thread may still be using it at exit. */
 pg_pool *pg_cpu_pool(void);
 pg_status pg_cpu_set_threads(int n);
 int pg_cpu_get_threads(void);
-/* Set pygpu's OpenBLAS to one thread per call (idempotent; cpu_blas.c, see cpu_parallel.c).
- * The pool is never destroyed: a Python thread may still be using it at exit. */
-void pg_cpu_blas_init(void);
-/* Undo an outside change of OpenBLAS's thread count (threadpoolctl); cheap when none. */
-void pg_cpu_blas_keep_one_thread(void);
 
 /* ---- shared by cpu_parallel.c and cpu_parallel_reduce.c -------------------------------- */
 
 /* Work (in elements) below which splitting a reduction costs more than it saves. */
 #define PG_RED_BLOCK 32768
-
-/* [lo, hi) of task t when `len` items are cut into `n` near-equal parts. */
-static inline void pg_cpu_part(int64_t len, int64_t n, int64_t t, int64_t *lo, int64_t *hi)
-{
-    *lo = len * t / n;
-    *hi = len * (t + 1) / n;
-}
-
-/* pg_cpu_part with both ends moved down to a multiple of `align` (the last task keeps
- * the end), so every part but the last covers whole vectors or blocks; empty when hi <= lo. */
-static inline void pg_cpu_part_aligned(int64_t len, int64_t n, int64_t t, int64_t align,
-                                       int64_t *lo, int64_t *hi)
-{
-    pg_cpu_part(len, n, t, lo, hi);
-    if (align > 1) {
-        *lo -= *lo % align;
-        *hi = t == n - 1 ? len : *hi - *hi % align;
-    }
-}
 
 pg_status pg_cpu_run_reduce(pg_pool *pool, const pg_node *node);
 

@@ -27,7 +27,7 @@
 #include "cpu_gemm.h"
 #include "cpu_half_convert.h"
 #include "cpu_kernels.h"
-#include "cpu_parallel.h"
+#include "cpu_part.h"
 #include "cpu_vecmath.h"
 
 #define DATA(T, t) ((T *)pg_tensor_data(t))
@@ -71,7 +71,7 @@ pg_status pg_cpu_linear_fwd(const pg_node *n) { return pg_cpu_linear_fwd_on(NULL
  *      = dz[:, lo:hi]^T @ x with one BLAS call on the rows of dW it alone writes;
  *   2. dx (N,I) = dz @ W, one descriptor the scheduler cuts (it needs every slice's dz).
  * Every output element is summed whole by one task and the slices depend on the shape and
- * thread count only, so a run repeats bit for bit (tests/test_speed_schedule.py). db is
+ * thread count only, so a run repeats bit for bit (tests/test_training_schedule.py). db is
  * summed in row order whatever the slices, so it is the same for any thread count. */
 /* One row of the prologue: dz = dy * act'(y) over w features, and acc += dz (db's sums,
  * when acc). Vector code through PG_CPU_DISPATCH (AVX2/AVX-512 where the CPU has them);

@@ -11,7 +11,6 @@
 #include "sim_backend.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "../../core/pg_ops.h"
 #include "../../core/pg_stats.h"
 #include "../../core/pg_stream.h"
+#include "../cpu/cpu_blas.h"
 #include "../cpu/cpu_parallel.h"
 
 enum { ROLE_COMPUTE = PG_ROLE_COMPUTE, ROLE_COPY = PG_ROLE_COPY };
@@ -112,7 +112,16 @@ static uint64_t link_ns(int kind, size_t bytes)
  * CPU's, so most of it is slept: on a 2-core machine a copy spinning for its
  * whole duration would steal the core the compute it overlaps with needs.
  * A sleep overshoots by tens of microseconds on these VMs, though, so the
- * last stretch is a yielding spin, keeping the model close to its figure. */
+ * last stretch is a spin, keeping the model close to its figure: with `pause`,
+ * not sched_yield, which would hand the core to any other runnable thread
+ * (another process's) until the next scheduler tick, 4 ms (pg_stream.c). */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static void wait_until(uint64_t t_end)
 {
     const uint64_t spin_ns = 80000;
@@ -124,7 +133,8 @@ static void wait_until(uint64_t t_end)
         }
     }
     while (pg_now_ns() < t_end)
-        sched_yield();
+        for (int i = 0; i < 64; i++)
+            cpu_relax();
 }
 
 /* ---- the worker side ------------------------------------------------------------------ */

@@ -24,6 +24,9 @@ import sys
 import numpy as np
 
 from ... import _stats
+from ..._C import from_numpy
+from ..._creation import zeros
+from ...distributed import ring_bytes
 from ...autograd import no_grad
 from ...autograd.engine import memory_exclusive
 
@@ -53,7 +56,6 @@ class MpiHostRing(Communicator):
     def reduce(self, bucket):
         if bucket.device.type == "cpu":
             return self._reduce_in_place(bucket)
-        from ... import from_numpy
         with _stats.role("grad_reduce"), no_grad():
             start, d2h = 0, 0
             for p, n in zip(bucket.params, bucket.sizes):
@@ -94,11 +96,9 @@ class NcclDevice(Communicator):
         self.group, self.nccl = group, nccl
 
     def prepare(self, bucket):
-        from ... import zeros
         bucket.flat = zeros(sum(bucket.sizes), dtype=bucket.dtype, device=bucket.device)
 
     def reduce(self, bucket):
-        from ...distributed import ring_bytes
         flat = bucket.flat
         with no_grad():
             start = 0

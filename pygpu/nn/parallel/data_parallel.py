@@ -7,7 +7,9 @@ device_ids[0] and a resident replica on each other device, and gathers the outpu
 sends each replica its slice of the gradient, and each replica's parameter gradients
 are summed into the original parameters by the Reducer (reducer.py, with comm.py's
 InProcess communicator): device to device, as soon as each gradient exists, so the
-reduction overlaps the rest of backward.
+reduction overlaps the rest of backward. Each forward's outputs hold the Reducer (its
+Lease) until their backward has returned, so the wrapper may be a temporary:
+`loss_fn(DataParallel(model)(x), y).backward()` reduces every replica's gradient.
 
 Made for speed, with PyTorch's results:
   - the replicas stay resident across steps; each forward refreshes them in place from
@@ -40,13 +42,17 @@ re-sends the weights every step and funnels everything through one device."""
 import copy
 from collections import OrderedDict
 
-from ... import _stats
+from ... import _accel, _stats
+from ..._C import Tensor
+from ..._creation import zeros
 from ..._device import device as _device
+from ..._train_ops import cat
 from ...autograd import Function, no_grad
+from ...autograd.engine import keep_alive
 from ..module import Module
 from ..parameter import Parameter
 from .comm import InProcess
-from .reducer import Reducer
+from .reducer import Lease, Reducer
 
 
 def chunk_sizes(n, k):
@@ -97,7 +103,6 @@ class _Scatter(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from ... import zeros
         shape, dim, a, b = ctx.meta
         full = zeros(*shape, dtype=g.dtype, device=ctx.src)
         with _stats.role("scatter"):
@@ -110,7 +115,6 @@ class _Gather(Function):
 
     @staticmethod
     def forward(ctx, out_dev, dim, *outputs):
-        from ... import cat
         ctx.devices = [o.device for o in outputs]
         ctx.sizes = [o.shape[dim] for o in outputs]
         ctx.dim = dim
@@ -174,6 +178,10 @@ class _Replicas:
         self.copied = 0  # tensors the last refresh copied
         # one parameter per bucket: each replica gradient is reduced the moment it exists
         self.reducer = Reducer(trainable, InProcess(targets), 0, name="pygpu-dp")
+        # closes the Reducer once neither these copies nor a graph built through them (each
+        # forward's outputs hold it until their backward has returned) holds it. Closing it
+        # with the wrapper instead left a temporary wrapper's replica gradients unreduced.
+        self.lease = Lease(self.reducer)
 
     def refresh(self, ncopies):
         """Bring the first ncopies copies up to date with the module: each tensor whose
@@ -195,10 +203,6 @@ class _Replicas:
                 for k, v in m.__dict__.items():
                     if k not in _TABLES:
                         d[k] = v
-
-    def close(self):
-        self.reducer.close()
-
 
 _TABLES = ("_parameters", "_buffers", "_modules")
 
@@ -258,7 +262,6 @@ def _check_device_spec(d):
 
 def _resolve_devices(spec, home):
     """device_ids as Devices: integers index the devices of the module's type `home.type`."""
-    from ... import _accel
     if spec is None:
         if home.type == "cpu":
             return [home]
@@ -348,7 +351,9 @@ class DataParallel(Module):
         scattered = self.scatter(inputs, kwargs, devices)
         replicas = self.replicate(devices, len(scattered))
         outputs = self.parallel_apply(replicas, scattered, devices)
-        return self.gather(outputs, self.output_device)
+        result = self.gather(outputs, self.output_device)
+        keep_alive(result, self._replicas.lease)  # the wrapper may be a temporary
+        return result
 
     def replicate(self, devices, k):
         """[module, copy on devices[1], ...] for the first k devices: the resident copies,
@@ -359,20 +364,14 @@ class DataParallel(Module):
                 reps.key == _replica_key(self.module, devices):
             reps.refresh(k - 1)
         else:
-            if reps is not None:
-                reps.close()
+            # the old copies' Reducer closes with its lease: a graph built through them
+            # may still need it in its backward
             reps = _Replicas(self.module, devices)  # a copy on every device, used or not
             object.__setattr__(self, "_replicas", reps)
         return [self.module] + reps.copies[:k - 1]
 
-    def __del__(self):
-        reps = self.__dict__.get("_replicas")
-        if reps is not None:
-            reps.close()
-
     def scatter(self, inputs, kwargs, devices):
         """[(args, kwargs)] per device: tensors chunked along dim, everything else shared."""
-        from ..._C import Tensor
         n = next((a.shape[self.dim] for a in list(inputs) + list(kwargs.values())
                   if isinstance(a, Tensor)), None)
         if n is None:
@@ -409,7 +408,6 @@ class DataParallel(Module):
         return outputs
 
     def gather(self, outputs, output_device):
-        from ..._C import Tensor
         first = outputs[0]
         if isinstance(first, Tensor):
             return _Gather.apply(output_device, self.dim, *outputs)

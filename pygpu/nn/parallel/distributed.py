@@ -18,10 +18,12 @@ synchronized backward (there is no find_unused_parameters)."""
 import contextlib
 
 from ... import distributed as dist
+from ..._device import device as _device
 from ...autograd import no_grad
+from ...autograd.engine import keep_alive
 from ..module import Module
 from .comm import MpiHostRing, NcclDevice
-from .reducer import Reducer
+from .reducer import Lease, Reducer
 
 
 def _check_same_parameters(module, group):
@@ -47,7 +49,6 @@ def _check_device_ids(module, device_ids, output_device):
     """PyTorch's rule: device_ids is None or names the one device the module is on
     (an integer indexes the devices of the module's type, as set_device(local_rank) does);
     output_device, if given, is that device too. Returns the device list (or None)."""
-    from ..._device import device as _device
     home = next((t.device for t in list(module.parameters()) + list(module.buffers())), None)
     if device_ids is None:
         if output_device is not None:
@@ -92,8 +93,9 @@ class DistributedDataParallel(Module):
             comm = NcclDevice(group, dist._nccl_for(group))
         else:
             comm = MpiHostRing(group)
-        object.__setattr__(self, "reducer", Reducer(params, comm, bucket_cap_mb * 2**20,
-                                                    require_all=True, name="pygpu-ddp"))
+        reducer = Reducer(params, comm, bucket_cap_mb * 2**20, require_all=True, name="pygpu-ddp")
+        object.__setattr__(self, "reducer", reducer)
+        object.__setattr__(self, "_lease", Lease(reducer))  # closes it once nothing holds it
 
     @property
     def bucket_sizes(self):
@@ -102,7 +104,11 @@ class DistributedDataParallel(Module):
 
     def forward(self, *args, **kwargs):
         self.reducer.prepare_for_backward()
-        return self.module(*args, **kwargs)
+        out = self.module(*args, **kwargs)
+        # the graph holds the Reducer open until its backward has returned:
+        # `loss_fn(DistributedDataParallel(m)(x), y).backward()` still averages
+        keep_alive(out, self._lease)
+        return out
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -113,8 +119,3 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.reducer.enabled = prev
-
-    def __del__(self):
-        reducer = self.__dict__.get("reducer")
-        if reducer is not None:
-            reducer.close()

@@ -144,3 +144,20 @@ class Reducer:
             self.close()
         except Exception:  # interpreter teardown: nothing left to release
             return
+
+
+class Lease:
+    """Keeps a Reducer open while anyone holds the lease: its wrapper, and each graph a
+    forward built (autograd.engine.keep_alive, until that graph's backward returns); closes
+    it when collected. The Reducer itself cannot tell: its hooks and thread hold it. The
+    lease holds only the Reducer, never the module, so an output a module keeps (self.last
+    = out) makes no cycle through the graph."""
+
+    def __init__(self, reducer):
+        self.reducer = reducer
+
+    def __del__(self):
+        try:
+            self.reducer.close()
+        except Exception:  # interpreter teardown: nothing left to release
+            return

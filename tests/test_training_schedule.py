@@ -1,4 +1,4 @@
-"""The CPU training schedule (issue 15): the fused linear layers and optimizer
+"""The CPU training schedule: the fused linear layers and optimizer
 updates cut over the device's pool, checked against NumPy and for reproducibility.
 
 - linear forward/backward with every activation, at sizes the scheduler cuts

@@ -1,4 +1,6 @@
-# test_cuda_defects.py - the CUDA backend's defects of issue 18, one section each.
+# test_cuda_backend.py - the CUDA backend beyond the op table, one section per area: streams
+# and copies (polling, two GPUs, the copy stream), NCCL's timeouts and teardown, pinned memory
+# and its cache, NVML (free memory, smi), the training kernels' errors and reproducibility.
 #
 # What can be shown without a GPU is shown on sim, with fakes (a fake NVML, a
 # fake process group) or against the built plugin's option table; what needs a
@@ -53,7 +55,7 @@ def get_option(lib, name):
     return v.value
 
 
-# ---- 1. a cleared "not ready" after polling a non-blocking copy --------------------------
+# ---- a cleared "not ready" after polling a non-blocking copy --------------------------
 
 @needs_cuda
 def test_first_op_after_nonblocking_pinned_copy_runs():
@@ -70,7 +72,7 @@ def test_first_op_after_nonblocking_pinned_copy_runs():
         assert back.numpy()[[0, n - 1]].tolist() == [k, 2 * (n - 1) + k]
 
 
-# ---- 2 and 9. two GPUs: the device is restored, peer copies ------------------------------
+# ---- two GPUs: the device is restored, peer copies ------------------------------
 
 @needs_two_gpus
 def test_copies_between_gpus_keep_each_device_usable():
@@ -86,7 +88,7 @@ def test_copies_between_gpus_keep_each_device_usable():
         assert host.numpy()[0] == 3 * k
 
 
-# ---- 5. a copy stream, device-side waits --------------------------------------------------
+# ---- a copy stream, device-side waits --------------------------------------------------
 
 @needs_cuda
 def test_prefetch_on_the_copy_stream_is_ordered_with_kernels():
@@ -118,7 +120,7 @@ def test_d2h_on_the_copy_stream_reads_finished_data():
         assert z[0].item() == 1
 
 
-# ---- 6. NCCL: timeouts, abort, destroy ------------------------------------------------
+# ---- NCCL: timeouts, abort, destroy ------------------------------------------------
 
 def test_nccl_timeout_validation():
     from pygpu.distributed import _nccl
@@ -188,7 +190,7 @@ def test_nccl_missing_peer_times_out_instead_of_hanging():
         _nccl.set_timeout(0)
 
 
-# ---- 7. pinned memory on the chosen device -------------------------------------------
+# ---- pinned memory on the chosen device -------------------------------------------
 
 def test_set_device_tells_the_plugin_where_to_pin(monkeypatch):
     calls = []
@@ -226,7 +228,7 @@ def test_pin_memory_after_set_device_makes_no_context_on_gpu0():
     assert out.strip() == "False"
 
 
-# ---- 8. the caching pinned-host allocator --------------------------------------------
+# ---- the caching pinned-host allocator --------------------------------------------
 
 def test_nonblocking_d2h_reuses_pinned_buffers(link_model_off):
     x = pygpu.arange(3000, device="sim:0").astype(pygpu.float32)
@@ -286,7 +288,7 @@ def test_empty_cache_gives_pinned_buffers_back():
     assert q.is_pinned() and q.sum().item() == 5000
 
 
-# ---- 10. free memory and smi through NVML, by PCI bus id -----------------------------
+# ---- free memory and smi through NVML, by PCI bus id -----------------------------
 
 class FakeNvml:
     """libnvidia-ml's calls used by pygpu._nvml, over two GPUs known by bus id."""
@@ -391,7 +393,7 @@ def test_mem_get_info_of_every_gpu_makes_no_context():
     assert out.strip() == "False"
 
 
-# ---- 12. training kernels: bad labels raise, the loss is reproducible ------------------
+# ---- training kernels: bad labels raise, the loss is reproducible ------------------
 
 @needs_cuda
 def test_bad_label_on_cuda_raises_async_op_error():

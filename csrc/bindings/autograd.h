@@ -1,0 +1,40 @@
+/* autograd.h - the C side of autograd (autograd.c): grad mode, the recording hook the
+ * op bindings call, and the Tensor's autograd methods. Above the Tensor type: it
+ * includes tensor_object.h, which declares nothing of it, so the binding files that
+ * record ops include this header and the Tensor type itself does not depend on it. */
+#ifndef PG_BINDINGS_AUTOGRAD_H
+#define PG_BINDINGS_AUTOGRAD_H
+
+#include "tensor_object.h"
+
+/* Grad mode (pygpu.no_grad / enable_grad): per thread, as in PyTorch. */
+extern _Thread_local int pg_grad_disabled;
+
+/* Autograd recording. After an op made `out` from operands `a`
+ * and `b` (Tensors, Python scalars or NULL), attach a grad_fn when grad mode is
+ * on and an operand requires grad; `args`/`kwargs` are the op's own Python
+ * arguments (NULL if none), passed to the Python hook to recover axes etc.
+ * Steals `out`; returns it, or NULL with an exception. Ops with no gradient
+ * involved pay only the inline flag checks. */
+PyObject *pg_ag_record_slow(PyObject *out, const char *name, PyObject *a, PyObject *b,
+                            PyObject *args, PyObject *kwargs);
+static inline int pg_ag_req(PyObject *o)
+{
+    return o && PyTensor_Check(o) && ((PyTensor *)o)->requires_grad;
+}
+static inline PyObject *pg_ag_record(PyObject *out, const char *name, PyObject *a, PyObject *b,
+                                     PyObject *args, PyObject *kwargs)
+{
+    if (!out || pg_grad_disabled || !(pg_ag_req(a) || pg_ag_req(b)))
+        return out;
+    return pg_ag_record_slow(out, name, a, b, args, kwargs);
+}
+/* -1 with an error if `self` may not be written in place (it requires grad under grad mode). */
+int pg_ag_check_inplace(PyObject *self, const char *what);
+extern PyMethodDef pg_autograd_functions[];
+PyObject *pg_ag_requires_grad_(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *pg_ag_detach(PyObject *self, PyObject *noargs);
+PyObject *pg_ag_backward(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *pg_ag_set_grad_fn(PyObject *self, PyObject *fn);
+
+#endif
