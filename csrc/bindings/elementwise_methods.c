@@ -10,6 +10,7 @@
  * self; under grad mode it follows pg_inplace_check (tensor_operators.c).
  * module.c adds these methods to the ready type (pg_elementwise_methods_ready), so
  * tensor_operators.c, below this file, never refers back up to it. */
+#include "autograd.h"
 #include "tensor_object.h"
 
 #include <string.h>

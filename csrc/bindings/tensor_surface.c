@@ -8,6 +8,7 @@
  * adds its composites to the C tensor class. Indexing with tensors, lists and masks
  * is not a view: tensor_operators.c hands those keys to the "getitem"/"setitem" hooks
  * set here (_set_index_hooks), and keeps its C path for ints, slices, ... and None. */
+#include "autograd.h"
 #include "tensor_object.h"
 
 #include "../core/pg_ops_index.h"
