@@ -65,6 +65,7 @@ def build(out=DEFAULT_OUT, kernels_from=None, verbose=False):
     out = os.path.abspath(out)
     objdir = OBJ_DIR  # shared by every build: the key names the source, flags and headers
     os.makedirs(objdir, exist_ok=True)
+    os.makedirs(os.path.dirname(out), exist_ok=True)  # a fresh clone has no build/cuda_emu/current
     inc = ["-I" + os.path.join(ROOT, "csrc", "core"), "-I" + os.path.join(ROOT, "kernels"),
            "-I" + tk["include"], "-I" + cb["include"]]
     cxx = ["g++", "-std=c++17", "-O2", "-g0", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off",
