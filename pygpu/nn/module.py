@@ -317,6 +317,13 @@ class Module:
             if k not in incoming:
                 continue
             v = incoming[k]
+            if getattr(v, "is_quantized", False) and not getattr(target, "is_quantized", False):
+                raise ValueError(f"load_state_dict: {k!r} holds int8 weights (a quantized model's "
+                                 f"state_dict) but {type(self).__name__} expects float ones; "
+                                 "quantize the model first (pygpu.quantization.quantize_dynamic, "
+                                 "or prepare + convert), then load")
+            if getattr(target, "_qstate", False):
+                continue  # an int8 layer's state (pygpu/quantization/_qtensor.py): copy_ checks it
             if not isinstance(v, Tensor):
                 errors.append(f"{k}: expected a Tensor, got {type(v).__name__}")
             elif v.shape != target.shape:
