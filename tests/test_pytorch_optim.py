@@ -118,6 +118,9 @@ def test_add_param_group_and_bad_hyperparameters():
     with pytest.raises(ValueError, match="betas"):
         optim.AdamW([p], betas=(1.5, 0.9))
     assert "Parameter Group 0" in repr(o)
+    p.grad = pygpu.ones(3)
+    o.step()
+    assert "square_avg" in o.state[p] and o.state[p] is o.state[id(p)]  # PyTorch's state[p]
 
 
 # ---- lr_scheduler ------------------------------------------------------------------------
