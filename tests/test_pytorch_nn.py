@@ -66,6 +66,16 @@ def test_activation_values_and_grads_match_torch(device, name, ours, ref):
     _check_fn(device, ours, ref, [X])
 
 
+def test_softmax_without_dim_warns_and_picks_pytorchs_dim():
+    x = rng.standard_normal((2, 3, 4))
+    for a in (x, x[0], x[0, 0]):
+        with pytest.warns(UserWarning, match="Implicit dimension"):
+            ours = nn.Softmax()(pygpu.tensor(a))
+        with pytest.warns(UserWarning):
+            ref = torch.nn.Softmax()(torch.tensor(a))
+        _close(ours, ref)
+
+
 def test_gelu_exact_matches_torch_to_float32_precision(device):
     x = np.linspace(-6, 6, 97)
     _check_fn(device, F.gelu, TF.gelu, [x], rtol=1e-6, atol=3e-7)

@@ -23,6 +23,8 @@ _CASES = [
     ("AdamW", dict(lr=0.01, weight_decay=0.3, amsgrad=True, betas=(0.8, 0.9))),
     ("RMSprop", dict(lr=0.01)),
     ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.01)),
+    ("RMSprop", dict(lr=0.01, momentum=0.5, alpha=0.9)),
+    ("RMSprop", dict(lr=0.01, centered=True)),
     ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.01, initial_accumulator_value=0.1)),
     ("Adadelta", dict(lr=1.0, rho=0.8, weight_decay=0.01)),
 ]
@@ -116,6 +118,9 @@ def test_add_param_group_and_bad_hyperparameters():
     with pytest.raises(ValueError, match="betas"):
         optim.AdamW([p], betas=(1.5, 0.9))
     assert "Parameter Group 0" in repr(o)
+    p.grad = pygpu.ones(3)
+    o.step()
+    assert "square_avg" in o.state[p] and o.state[p] is o.state[id(p)]  # PyTorch's state[p]
 
 
 # ---- lr_scheduler ------------------------------------------------------------------------

@@ -76,10 +76,19 @@ def gelu(input, approximate="none"):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
+def _implicit_dim(name, ndim, stacklevel):
+    """PyTorch's legacy choice when dim is not given (0 for 0-, 1- and 3-d input, else 1),
+    with its deprecation warning."""
+    import warnings
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum(exp(x)) along dim, computed stably."""
     if dim is None:
-        raise TypeError("softmax: pass dim (PyTorch's implicit choice of dim is deprecated)")
+        dim = _implicit_dim("softmax", input.ndim, _stacklevel)
     if dtype is not None:
         input = input.astype(dtype)
     return _softmax(input, dim)
@@ -88,8 +97,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """log(softmax(x)) along dim, computed stably."""
     if dim is None:
-        raise TypeError("log_softmax: pass dim (PyTorch's implicit choice of dim is "
-                        "deprecated)")
+        dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
     if dtype is not None:
         input = input.astype(dtype)
     return _log_softmax(input, dim)

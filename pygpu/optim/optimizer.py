@@ -17,6 +17,33 @@ def _check_hyper(name, **values):
             raise ValueError(f"{name}: invalid {k} {v!r}; it must be a number >= 0")
 
 
+class _ParamState(dict):
+    """optimizer.state: per-parameter state dicts, keyed by id(param); indexing it with the
+    parameter itself (PyTorch's optimizer.state[p]) works too."""
+
+    @staticmethod
+    def _key(k):
+        return id(k) if isinstance(k, Tensor) else k
+
+    def __getitem__(self, k):
+        return super().__getitem__(self._key(k))
+
+    def __setitem__(self, k, v):
+        super().__setitem__(self._key(k), v)
+
+    def __contains__(self, k):
+        return super().__contains__(self._key(k))
+
+    def get(self, k, default=None):
+        return super().get(self._key(k), default)
+
+    def setdefault(self, k, default=None):
+        return super().setdefault(self._key(k), default)
+
+    def pop(self, k, *default):
+        return super().pop(self._key(k), *default)
+
+
 class Optimizer:
     def __init__(self, params, defaults):
         if isinstance(params, Tensor):
@@ -27,7 +54,7 @@ class Optimizer:
             raise ValueError("optimizer got an empty parameter list")
         self.defaults = dict(defaults)
         self.param_groups = []
-        self.state = {}
+        self.state = _ParamState()
         groups = params if isinstance(params[0], dict) else [{"params": params}]
         for g in groups:
             self.add_param_group(g)
@@ -130,7 +157,7 @@ class Optimizer:
             for k, v in saved.items():
                 if k != "params":
                     own[k] = v
-        self.state = {}
+        self.state = _ParamState()
         for i, st in state_dict["state"].items():
             p = params[int(i)]
             self.state[id(p)] = {k: (_own_copy(v, p) if isinstance(v, Tensor) else v)

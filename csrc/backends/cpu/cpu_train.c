@@ -425,34 +425,44 @@ ADAM(double, sqrt)
 
 /* RMSprop: g += wd*p; sq = a*sq + (1-a)*g^2; avg = sqrt(sq - ga^2) + eps with
  * ga = a*ga + (1-a)*g when centered, else sqrt(sq) + eps;
- * buf = mom*buf + g/avg, p -= lr*buf with momentum, else p -= lr*g/avg. */
+ * buf = mom*buf + g/avg, p -= lr*buf with momentum, else p -= lr*g/avg.
+ * One branch-free loop per (centered, momentum) case, so each vectorizes. */
+#define RMSPROP_LOOP(T, SQRT, CENTERED, MOMENTUM)                                              \
+    _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                                    \
+    {                                                                                          \
+        T g = G[k] + wd * P[k];                                                                \
+        T sq = a * SQ[k] + (1 - a) * g * g;                                                    \
+        SQ[k] = sq;                                                                            \
+        T avg;                                                                                 \
+        if (CENTERED) {                                                                        \
+            T ga = a * GA[k] + (1 - a) * g;                                                    \
+            GA[k] = ga;                                                                        \
+            avg = SQRT(sq - ga * ga) + eps;                                                    \
+        } else {                                                                               \
+            avg = SQRT(sq) + eps;                                                              \
+        }                                                                                      \
+        if (MOMENTUM) {                                                                        \
+            T b = mom * BUF[k] + g / avg;                                                      \
+            BUF[k] = b;                                                                        \
+            P[k] -= lr * b;                                                                    \
+        } else {                                                                               \
+            P[k] -= lr * (g / avg);                                                            \
+        }                                                                                      \
+    }
 #define RMSPROP(T, SQRT)                                                                       \
     PG_CPU_DISPATCH(void, rmsprop_loop_##T,                                                    \
                     (int64_t count, const T *restrict G, T *restrict P, T *restrict SQ,        \
                      T *restrict BUF, T *restrict GA, T lr, T a, T eps, T wd, T mom),          \
                     (count, G, P, SQ, BUF, GA, lr, a, eps, wd, mom))                           \
     {                                                                                          \
-        _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                                \
-        {                                                                                      \
-            T g = G[k] + wd * P[k];                                                            \
-            T sq = a * SQ[k] + (1 - a) * g * g;                                                \
-            SQ[k] = sq;                                                                        \
-            T avg;                                                                             \
-            if (GA) {                                                                          \
-                T ga = a * GA[k] + (1 - a) * g;                                                \
-                GA[k] = ga;                                                                    \
-                avg = SQRT(sq - ga * ga) + eps;                                                \
-            } else {                                                                           \
-                avg = SQRT(sq) + eps;                                                          \
-            }                                                                                  \
-            if (BUF) {                                                                         \
-                T b = mom * BUF[k] + g / avg;                                                  \
-                BUF[k] = b;                                                                    \
-                P[k] -= lr * b;                                                                \
-            } else {                                                                           \
-                P[k] -= lr * (g / avg);                                                        \
-            }                                                                                  \
-        }                                                                                      \
+        if (GA && BUF)                                                                         \
+            RMSPROP_LOOP(T, SQRT, 1, 1)                                                        \
+        else if (GA)                                                                           \
+            RMSPROP_LOOP(T, SQRT, 1, 0)                                                        \
+        else if (BUF)                                                                          \
+            RMSPROP_LOOP(T, SQRT, 0, 1)                                                        \
+        else                                                                                   \
+            RMSPROP_LOOP(T, SQRT, 0, 0)                                                        \
     }
 RMSPROP(float, sqrtf)
 RMSPROP(double, sqrt)
