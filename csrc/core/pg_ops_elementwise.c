@@ -1,4 +1,8 @@
-/* pg_ops_elementwise.c - checked binary, unary and copy/cast ops.
+/* pg_ops_elementwise.c - checked binary, unary and copy/cast ops, their in-place
+ * variants (add_, exp_, ...: the result written into self) and where.
+ *
+ * What dtypes an op takes and returns is its row's `in` and `out` columns
+ * (pg_ops.def, read through pg_op_props.h by compute_dtype): no op is named here.
  *
  * Promotion follows NumPy 2: two tensors promote by pg_dtype_promote; a
  * Python scalar only lifts the kind (bool < int < float) and otherwise takes
