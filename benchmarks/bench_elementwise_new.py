@@ -2,7 +2,7 @@
 # CPU: clamp_ (in place), where, rsqrt, pow(x, 2), add_ (in place) and isnan, float32, at
 # 64x512 (a training activation, in cache) and 4M elements (memory-bound).
 #
-# A script, not a timed test: python benchmarks/bench_elementwise_new.py. pygpu and torch
+# A script, not a timed test: PYTHONPATH=. python benchmarks/bench_elementwise_new.py. pygpu and torch
 # run at the same thread count (pygpu.get_num_threads(); torch.set_num_threads); NumPy's
 # elementwise ops are single-threaded. Each (op, size) times the three libraries in
 # alternating blocks with a short pause between, best block of each, and prints the ratios
@@ -33,9 +33,9 @@ def _ops():
                  lambda x, c: x.add_(1.0)),
         "where": (lambda x, c: np.where(c, x, 0.0).astype(np.float32, copy=False),
                   lambda x, c: pygpu.where(c, x, 0.0), lambda x, c: torch.where(c, x, 0.0)),
-        "rsqrt": (lambda x, c: 1 / np.sqrt(x), pygpu.rsqrt, lambda x, c: torch.rsqrt(x)),
+        "rsqrt": (lambda x, c: 1 / np.sqrt(x), lambda x, c: pygpu.rsqrt(x), lambda x, c: torch.rsqrt(x)),
         "pow2": (lambda x, c: x ** 2, lambda x, c: x ** 2, lambda x, c: x ** 2),
-        "isnan": (lambda x, c: np.isnan(x), pygpu.isnan, lambda x, c: torch.isnan(x)),
+        "isnan": (lambda x, c: np.isnan(x), lambda x, c: pygpu.isnan(x), lambda x, c: torch.isnan(x)),
     }
 
 
@@ -62,9 +62,9 @@ def main():
             inputs["torch"] = (torch.from_numpy(x.copy()), torch.from_numpy(c))
         for name, (fn_np, fn_pg, fn_t) in _ops().items():
             if not name.endswith("_"):  # values checked once (in-place ones drift by design)
-                ref = fn_np(x, c)
-                np.testing.assert_allclose(np.asarray(fn_pg(*inputs["pygpu"]).numpy(), ref.dtype),
-                                           ref, rtol=1e-6)
+                ref = fn_np(x, c)  # on fresh inputs: the in-place rows have written theirs
+                got = fn_pg(pygpu.tensor(x), pygpu.tensor(c)).numpy()
+                np.testing.assert_allclose(got.astype(ref.dtype), ref, rtol=1e-6)
             fns = {"numpy": fn_np, "pygpu": fn_pg, "torch": fn_t}
             best = {k: float("inf") for k in inputs}
             for _ in range(5):  # alternating blocks

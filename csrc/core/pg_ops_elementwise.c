@@ -1,4 +1,8 @@
-/* pg_ops_elementwise.c - checked binary, unary and copy/cast ops.
+/* pg_ops_elementwise.c - checked binary, unary and copy/cast ops, their in-place
+ * variants (add_, exp_, ...: the result written into self) and where.
+ *
+ * What dtypes an op takes and returns is its row's `in` and `out` columns
+ * (pg_ops.def, read through pg_op_props.h by compute_dtype): no op is named here.
  *
  * Promotion follows NumPy 2: two tensors promote by pg_dtype_promote; a
  * Python scalar only lifts the kind (bool < int < float) and otherwise takes
@@ -301,6 +305,10 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
     pg_tensor_out_init(out, NULL);
     const char *name = bin_names[op];
     int ct = scalar_promote(a->dtype, s);
+    if (op == PG_BIN_POW && !scalar_left && s.kind != PG_SCALAR_BOOL &&
+        (s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i) == 2.0 && pg_dtype_is_float((pg_dtype)ct) &&
+        ct == a->dtype)
+        return pg_op_binary(PG_BIN_MUL, a, a, out); /* x ** 2 is x * x, as PyTorch's square */
     int rt;
     PG_TRY(arithmetic_dtype(op, ct, &ct, &rt));
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_BINARY, ct, name));

@@ -94,6 +94,10 @@ float tanhf(float);
 double tanh(double);
 #pragma omp declare simd notinbranch
 double cos(double); /* Box-Muller in cpu_generate.c */
+#pragma omp declare simd notinbranch
+float powf(float, float); /* pow (cpu_elementwise.c) */
+#pragma omp declare simd notinbranch
+double pow(double, double);
 #endif
 
 #endif
