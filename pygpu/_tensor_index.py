@@ -473,7 +473,8 @@ def setitem(self, key, value):
     if merged is not None:
         _C._scatter(2, merged, p, lin, src.contiguous())
         return
-    tmp = view.reshape(merged_shape).contiguous()  # a layout no view reaches: copy, write, copy back
+    # a layout no view reaches: copy, write, copy back
+    tmp = view.reshape(merged_shape).contiguous()
     _C._scatter(2, tmp, p, lin, src.contiguous())
     _c_setitem(view, Ellipsis, tmp.reshape(shape))
 

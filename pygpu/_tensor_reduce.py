@@ -10,7 +10,8 @@ element; amax/amin split it evenly between ties, as PyTorch's.
 
 sum and mean are the C methods themselves (they take dim/keepdim as aliases of
 axis/keepdims, so the common call runs no Python frame); PyTorch's `dtype=` keyword of
-sum/mean is not taken (convert first: t.double().sum()). The kernels are pygpu's C reductions (sum, max, min, argmax) and the index family's
+sum/mean is not taken (convert first: t.double().sum()). The kernels are pygpu's C
+reductions (sum, max, min, argmax) and the index family's
 cumprod (prod is the last running product); the rest are compositions of recorded ops, so
 autograd differentiates them without rules of their own."""
 import collections
@@ -23,7 +24,6 @@ Tensor = _C.Tensor
 _c_sum, _c_mean, _c_max, _c_min, _c_argmax = (Tensor.sum, Tensor.mean, Tensor.max, Tensor.min,
                                               Tensor.argmax)
 
-values_indices = collections.namedtuple("return_types", ["values", "indices"])
 _MAX_T = collections.namedtuple("max", ["values", "indices"])
 _MIN_T = collections.namedtuple("min", ["values", "indices"])
 _SORT_T = collections.namedtuple("sort", ["values", "indices"])
@@ -46,17 +46,6 @@ def _merge(op, dim, keepdim, axis, keepdims):
 
 def _cast(t, dtype):
     return t if dtype is None else t.to(dtype=dtype)
-
-
-def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-    dim, keepdim = _merge("sum", dim, keepdim, axis, keepdims)
-    return _c_sum(_cast(self, dtype), axis=dim, keepdims=keepdim)
-
-
-def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-    dim, keepdim = _merge("mean", dim, keepdim, axis, keepdims)
-    # integers give float64, as NumPy and pygpu's mean always have (PyTorch raises)
-    return _c_mean(_cast(self, dtype), axis=dim, keepdims=keepdim)
 
 
 class _Gather(Function):
@@ -258,11 +247,8 @@ def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         n *= self.shape[a]
     mu = _c_mean(self, axis=axes, keepdims=True)
     dev = self - mu
-    return _c_sum(dev * dev, axis=axes, keepdims=keepdim) / float(builtins_max(n - correction, 0))
-
-
-def builtins_max(a, b):
-    return a if a > b else b
+    denom = float(n - correction if n > correction else 0)
+    return _c_sum(dev * dev, axis=axes, keepdims=keepdim) / denom
 
 
 def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -302,14 +288,19 @@ def logsumexp(self, dim, keepdim=False):
     return s if keepdim else s.reshape(_drop(self.shape, axes) if self.ndim else ())
 
 
+def _empty_shape(t, dim, keepdim):
+    if not keepdim:
+        return _drop(t.shape, dim)
+    axes = _axes(dim, t.ndim)
+    return tuple(1 if i in axes else s for i, s in enumerate(t.shape))
+
+
 def all(self, dim=None, keepdim=False):
     dim, keepdim = _merge("all", dim, keepdim, None, None)
     b = self if self.dtype.name == "bool" else self != 0
     if b.numel() == 0:
         from ._creation import ones
-        return ones(_drop(self.shape, dim) if not keepdim else
-                    tuple(1 if i in _axes(dim, self.ndim) else s for i, s in enumerate(self.shape)),
-                    dtype="bool", device=self.device)
+        return ones(_empty_shape(self, dim, keepdim), dtype="bool", device=self.device)
     return _c_min(b, axis=dim, keepdims=keepdim)
 
 
@@ -318,9 +309,7 @@ def any(self, dim=None, keepdim=False):
     b = self if self.dtype.name == "bool" else self != 0
     if b.numel() == 0:
         from ._creation import zeros
-        return zeros(_drop(self.shape, dim) if not keepdim else
-                     tuple(1 if i in _axes(dim, self.ndim) else s for i, s in enumerate(self.shape)),
-                     dtype="bool", device=self.device)
+        return zeros(_empty_shape(self, dim, keepdim), dtype="bool", device=self.device)
     return _c_max(b, axis=dim, keepdims=keepdim)
 
 

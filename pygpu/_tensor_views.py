@@ -141,6 +141,11 @@ def view(self, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)):
         raise TypeError(f"view: pygpu does not reinterpret a tensor as another dtype; got "
                         f"{shape[0]!r} (use .to(dtype) to convert)")
+    if self.is_contiguous():  # the C reshape is then always a view (and records itself)
+        try:
+            return _c_reshape(self, *shape)
+        except ValueError as e:  # PyTorch's type for a shape that does not fit
+            raise RuntimeError(f"view: {e}") from None
     shape = _infer("view", shape_args("view", shape), self.numel())
     strides = _view_strides(self.shape, self.strides, shape)
     if strides is None:

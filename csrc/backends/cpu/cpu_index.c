@@ -286,8 +286,24 @@ static pg_status topk(const pg_node *n)
     for (int64_t a = 0; a < outer; a++)
         for (int64_t c = 0; c < inner; c++) {
             int64_t base = a * len * inner + c, m = 0;
+            double wf = 0.0; /* the worst kept value, once k are kept */
+            int64_t wi = 0;
             for (int64_t i = 0; i < len; i++) {
                 int64_t at = base + i * inner;
+                if (m == k && !full_sort) { /* most elements: one compare with the worst kept */
+                    bool better;
+                    if (is_int) {
+                        int64_t v = ((const int64_t *)s)[at];
+                        better = largest ? v > wi : v < wi;
+                    } else {
+                        double v = dt == PG_FLOAT32 ? (double)((const float *)s)[at]
+                                                    : ((const double *)s)[at];
+                        better = largest ? (v > wf || (v != v && wf == wf))
+                                         : (v < wf || (v == v && wf != wf));
+                    }
+                    if (!better || k == 0)
+                        continue; /* a tie with the worst kept: the earlier one stays */
+                }
                 union { key_i ki; key_f kf; } key;
                 if (is_int)
                     key.ki = (key_i){((const int64_t *)s)[at], i};
@@ -298,8 +314,6 @@ static pg_status topk(const pg_node *n)
                     memcpy(keys + i * ksize, &key, ksize);
                     continue;
                 }
-                if (m == k && (k == 0 || cmp(&key, keys + (m - 1) * ksize) >= 0))
-                    continue; /* not better than the worst kept */
                 int64_t pos = m < k ? m : k - 1;
                 while (pos > 0 && cmp(&key, keys + (pos - 1) * ksize) < 0) {
                     memcpy(keys + pos * ksize, keys + (pos - 1) * ksize, ksize);
@@ -308,6 +322,12 @@ static pg_status topk(const pg_node *n)
                 memcpy(keys + pos * ksize, &key, ksize);
                 if (m < k)
                     m++;
+                if (m == k && k > 0) {
+                    if (is_int)
+                        wi = ((key_i *)keys)[k - 1].v;
+                    else
+                        wf = ((key_f *)keys)[k - 1].v;
+                }
             }
             if (full_sort)
                 qsort(keys, (size_t)len, ksize, cmp);
