@@ -178,6 +178,8 @@ def test_state_dict_save_load_and_safetensors(tmp_path, device):
     assert raw["layers.0.weight"].dtype == np.int8 and raw["layers.0.weight"].shape == (64, 32)
     assert np.array_equal(raw["layers.0.weight"], sd["layers.0.weight"].int_repr())
     assert raw["layers.0.zero_point"].dtype == np.int64
+    assert raw["layers.0.weight_zero_point"].dtype == np.int64
+    assert not raw["layers.0.weight_zero_point"].any()
     # a model calibrated differently takes the saved state and then computes the same
     other = Q.prepare(nn.MLP([32, 64, 10]).to(device))
     other(pygpu.randn(16, 32, device=device) * 3)
@@ -232,6 +234,10 @@ def test_bad_input_names_the_problem():
     with pytest.raises(ValueError, match="no observed layers"):
         Q.convert(nn.MLP([4, 4]))
     q = Q.quantize_dynamic(nn.MLP([4, 6, 3]))
+    bad = q.state_dict()
+    bad["layers.0.weight_zero_point"] = pygpu.ones(6, dtype=pygpu.int64)
+    with pytest.raises(ValueError, match="symmetric"):
+        Q.quantize_dynamic(nn.MLP([4, 6, 3])).load_state_dict(bad)
     with pytest.raises(ValueError, match="holds int8 weights.*quantize the model first"):
         nn.MLP([4, 6, 3]).load_state_dict(q.state_dict(), strict=False)
     with pytest.raises(TypeError, match="float32 input, got float64"):

@@ -26,7 +26,7 @@ EXPECTED_OUTPUT = {
     "README.md": ["h2d: 1 transfer, 24 bytes", "d2h: 1 transfer, 8 bytes", "implicit by trigger: repr=1"],
     "docs/devices.md": ["sim:1 and cpu"],
     "docs/transfers.md": ["triggered by item", "1 160000 1 160000"],
-    "docs/inference.md": ["h2d bytes: 692448 of 2678824", "pygpu.nn.quantized.dynamic Linear"],
+    "docs/inference.md": ["h2d bytes: 684176 of 2678824", "pygpu.nn.quantized.dynamic Linear"],
     "docs/training.md": ["864 24 {'item': 20}", "sim:1 cpu"],
 }
 

@@ -87,7 +87,8 @@ static PyObject *f_qgemm_test(PyObject *mod, PyObject *args, PyObject *kw)
                                      &a_max, &wso, &bo, &act, &out_kind, &c_scale, &c_zp, &c_max,
                                      &threads))
         return NULL;
-    if (n < 1 || threads < 1 || act < 0 || act >= PG_NUM_ACT || (a_max != 127 && a_max != 255))
+    if (n < 1 || n > (1LL << 40) || threads < 1 || threads > 64 || act < 0 ||
+        act >= PG_NUM_ACT || (a_max != 127 && a_max != 255))
         return PyErr_Format(PyExc_ValueError, "_qgemm_test: bad n, threads, act or a_max");
     pg_qgemm_kernel_fn fn = kernel ? pg_cpu_qgemm_kernel_named(kernel, a_max)
                                    : pg_cpu_qgemm_kernel(a_max, NULL);
@@ -100,6 +101,10 @@ static PyObject *f_qgemm_test(PyObject *mod, PyObject *args, PyObject *kw)
     if (va.ndim != 2 || va.itemsize != (a_float ? 4 : 1)) {
         PyBuffer_Release(&va);
         return PyErr_Format(PyExc_ValueError, "_qgemm_test: a must be 2-D %s", a_float ? "float32" : "uint8");
+    }
+    if (va.shape[1] < 1 || va.shape[1] > PG_QGEMM_MAX_K) {
+        PyBuffer_Release(&va);
+        return PyErr_Format(PyExc_ValueError, "_qgemm_test: K must be in [1, %d]", PG_QGEMM_MAX_K);
     }
     pg_qgemm g;
     memset(&g, 0, sizeof g);
@@ -136,6 +141,16 @@ static PyObject *f_qgemm_test(PyObject *mod, PyObject *args, PyObject *kw)
         bad = get_buf(wso, "w_scale", 0, 4, (Py_ssize_t)(4 * g.N), &vs) < 0;
     if (!bad && bo != Py_None)
         bad = get_buf(bo, "bias", 0, 4, (Py_ssize_t)(4 * g.N), &vb) < 0;
+    if (!bad && (strcmp(out_kind, "s32") != 0 && strcmp(out_kind, "f32") != 0 &&
+                 strcmp(out_kind, "u8") != 0)) {
+        PyErr_SetString(PyExc_ValueError, "_qgemm_test: out_kind must be s32, f32 or u8");
+        bad = 1;
+    }
+    if (!bad && (!(a_scale > 0) || !(c_scale > 0) || a_zp < 0 || a_zp > a_max || c_zp < 0 ||
+                 c_max < 1 || c_max > 255 || c_zp > c_max)) {
+        PyErr_SetString(PyExc_ValueError, "_qgemm_test: scales must be > 0, zero points in range");
+        bad = 1;
+    }
     if (!bad && wso == Py_None && strcmp(out_kind, "s32") != 0) {
         PyErr_SetString(PyExc_ValueError, "_qgemm_test: a float or u8 output needs w_scale");
         bad = 1;

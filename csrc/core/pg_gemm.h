@@ -142,8 +142,11 @@ static inline void pg_gemm_of_matmul(const pg_tensor *a, const pg_tensor *b, con
  * Activations are 7-bit by default (a_max = 127; pygpu's quantizers give [0, 127], as
  * PyTorch's fbgemm path does with reduce_range): AVX2's vpmaddubsw adds two u8 x s8
  * products into a SATURATING int16, and 2 * 127 * 127 = 32258 cannot saturate, where
- * 2 * 255 * 127 could. With a_max = 255 the AVX2 kernel is not used (the portable one is). */
-enum { PG_QGEMM_PANEL = 64, PG_QGEMM_NSTEP = 16 };
+ * 2 * 255 * 127 could. With a_max = 255 the AVX2 kernel is not used (on such a CPU the
+ * portable one is; the VNNI kernels take 8-bit activations as they are). */
+/* K at most PG_QGEMM_MAX_K: 255 * 127 * K (and the zero point times a column sum) must fit
+ * the int32 accumulators (checked where descriptors are made). */
+enum { PG_QGEMM_PANEL = 64, PG_QGEMM_MAX_K = 65536 };
 
 static inline int64_t pg_qpack_k4(int64_t K) { return (K + 3) / 4; }
 static inline int64_t pg_qpack_np(int64_t N) { return (N + 15) / 16 * 16; }

@@ -68,6 +68,10 @@ pg_status pg_op_qlinear(const pg_tensor *x, const pg_tensor *packed, const pg_te
     const int64_t N = w_scale->shape[0];
     if (K < 1 || N < 1)
         return pg_error_set(PG_ERR_SHAPE, "%s: in_features and out_features must be >= 1", op);
+    if (K > PG_QGEMM_MAX_K)
+        return pg_error_set(PG_ERR_VALUE, "%s: in_features above %d would overflow the int32 "
+                                          "sums of u8 x s8 products; split the layer",
+                            op, PG_QGEMM_MAX_K);
     PG_TRY(need_1d(op, "the weight scales", w_scale, N));
     if (packed->dtype != PG_BOOL || packed->ndim != 1 || packed->shape[0] != pg_qpack_bytes(N, K))
         return pg_error_set(PG_ERR_SHAPE, "%s: the packed weight must be %lld bytes for %lld "

@@ -9,6 +9,7 @@ else can mistake them for booleans:
             Module.to moves only the packed bytes: a quarter of the float weight's.
   QParam    a scalar quantization parameter (an activation's scale or zero point), kept
             on the host (the layers pass it to the kernel on every call).
+  QZeroPoints  a weight's per-channel zero points: all 0 (symmetric), kept on the host.
   QuantizedActivation   the u8 output of a static int8 layer, with its scale and zero
             point: what one int8 layer hands the next (int8 between layers)."""
 import numbers
@@ -151,6 +152,49 @@ class QParam:
 
     def __repr__(self):
         return f"QParam({self.value!r})"
+
+
+class QZeroPoints:
+    """A weight's per-channel zero points, kept on the host: pygpu's int8 weights are
+    symmetric, so they are all 0 and no kernel reads them; they are state (PyTorch's
+    quantized Linear saves them), never moved to a device. Loading non-zero ones is refused."""
+    _qstate = True
+    device = "cpu"
+
+    def __init__(self, n):
+        self.value = np.zeros(int(n), np.int64)
+
+    @property
+    def shape(self):
+        return self.value.shape
+
+    def numpy(self):
+        return self.value.copy()
+
+    def to(self, *args, **kwargs):
+        return self
+
+    def cpu(self):
+        return self
+
+    def detach(self):
+        return self
+
+    def copy_(self, src):
+        v = src.numpy() if hasattr(src, "numpy") else np.asarray(src)
+        if hasattr(src, "device") and str(src.device) != "cpu" and not isinstance(src, QZeroPoints):
+            v = src.cpu().numpy()
+        v = np.asarray(v)
+        if v.shape != self.value.shape:
+            raise ValueError(f"copy_: {v.shape} zero points into {self.value.shape}")
+        if np.any(v != 0):
+            raise ValueError("copy_: pygpu's int8 weights are symmetric (zero point 0); this "
+                             "state_dict has non-zero weight zero points (an asymmetric "
+                             "quantization pygpu's kernels do not run)")
+        return self
+
+    def __repr__(self):
+        return f"QZeroPoints({self.value.shape[0]} zeros)"
 
 
 class QuantizedActivation:

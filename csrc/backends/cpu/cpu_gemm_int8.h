@@ -1,7 +1,7 @@
 /* cpu_gemm_int8.h - the CPU's int8 GEMM (pg_gemm.h's int8 extension) and the quantized
  * linear node that runs it.
  *
- * One driver (cpu_gemm_int8.c) prepares A (u8 rows, K padded to groups of 4, each row's
+ * One driver (cpu_gemm_int8_drive.c) prepares A (u8 rows, K padded to groups of 4, each row's
  * scale and zero point), walks the packed weight's 64-column panels and applies the
  * epilogue; an ISA's kernel is the micro-tile it calls, which sums u8 x s8 products of up
  * to `mr` rows and one panel into int32:
@@ -29,7 +29,7 @@ enum { PG_QTILE_MAX_MR = 8 };
 typedef void (*pg_qtile_fn)(int mr, int64_t k4, const uint8_t *const *arow, const int8_t *panel,
                             int w, int32_t *tile);
 
-/* The driver around a micro-tile of at most `mr_max` rows (cpu_gemm_int8.c). */
+/* The driver around a micro-tile of at most `mr_max` rows (cpu_gemm_int8_drive.c). */
 pg_status pg_cpu_qgemm_drive(const pg_qgemm *g, pg_qtile_fn tile, int mr_max);
 
 /* The kernels, each one whole descriptor on the calling thread. */

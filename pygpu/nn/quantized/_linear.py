@@ -3,12 +3,12 @@ symmetric, int8 in [-127, 127]), its packing (once, into a QTensor), the state t
 keep and the call into the int8 kernel (pygpu._C._qlinear, csrc/core/pg_ops_quantized.c).
 
 state_dict keys of an int8 Linear: weight (int8, out x in), weight_scale (float32, out),
-weight_zero_point (int64, out: zeros, symmetric), bias (float32, out); a static layer adds
+weight_zero_point (int64, out: zeros, symmetric; kept on the host), bias (float32, out); a static layer adds
 input_scale, input_zero_point, scale and zero_point (its output's)."""
 import numpy as np
 
 from ... import _C
-from ...quantization._qtensor import QTensor
+from ...quantization._qtensor import QTensor, QZeroPoints
 from ..module import Module
 
 Tensor = _C.Tensor
@@ -54,7 +54,7 @@ class QLinearBase(Module):
         self._buffers["weight"] = QTensor.from_int8(
             np.zeros((self.out_features, self.in_features), np.int8), dev)
         self._buffers["weight_scale"] = self._tensor(np.ones(self.out_features, np.float32), dev)
-        self._buffers["weight_zero_point"] = self._tensor(np.zeros(self.out_features, np.int64), dev)
+        self._buffers["weight_zero_point"] = QZeroPoints(self.out_features)  # host: all 0
         self._buffers["bias"] = (self._tensor(np.zeros(self.out_features, np.float32), dev)
                                  if bias else None)
 
