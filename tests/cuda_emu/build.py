@@ -64,6 +64,7 @@ def build(out=DEFAULT_OUT, kernels_from=None, verbose=False):
     tk, cb = _headers()
     out = os.path.abspath(out)
     objdir = OBJ_DIR  # shared by every build: the key names the source, flags and headers
+    os.makedirs(os.path.dirname(out), exist_ok=True)
     os.makedirs(objdir, exist_ok=True)
     inc = ["-I" + os.path.join(ROOT, "csrc", "core"), "-I" + os.path.join(ROOT, "kernels"),
            "-I" + tk["include"], "-I" + cb["include"]]
