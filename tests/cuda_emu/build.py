@@ -64,12 +64,13 @@ def build(out=DEFAULT_OUT, kernels_from=None, verbose=False):
     tk, cb = _headers()
     out = os.path.abspath(out)
     objdir = OBJ_DIR  # shared by every build: the key names the source, flags and headers
+    os.makedirs(os.path.dirname(out), exist_ok=True)
     os.makedirs(objdir, exist_ok=True)
     os.makedirs(os.path.dirname(out), exist_ok=True)  # a fresh clone has no build/cuda_emu/current
     inc = ["-I" + os.path.join(ROOT, "csrc", "core"), "-I" + os.path.join(ROOT, "kernels"),
            "-I" + tk["include"], "-I" + cb["include"]]
     cxx = ["g++", "-std=c++17", "-O2", "-g0", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off",
-           "-Wall", "-Wno-comment", "-Wno-unused-function", "-Wno-unused-variable"]
+           "-Wall", "-Wno-unused-function", "-Wno-unused-variable"]
     cc = ["gcc", "-std=c11", "-O1", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror",
           "-D_POSIX_C_SOURCE=200809L"]
     jobs = []

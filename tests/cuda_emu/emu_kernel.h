@@ -1,4 +1,4 @@
-/* emu_kernel.h - the CUDA built-ins that kernels/*.cu use, for compiling those
+/* emu_kernel.h - the CUDA built-ins that the kernels/ .cu files use, for compiling those
  * files as ordinary C++ on the CPU (force-included by build.py before each
  * kernel file; never part of the shipped plugin).
  *
@@ -54,6 +54,9 @@ static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline double __dmul_rn(double a, double b) { return a * b; }
 static inline double __dadd_rn(double a, double b) { return a + b; }
+/* device-only math functions (correctly rounded here; the GPU's rsqrtf is within 2 ulp) */
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 static inline unsigned __float_as_uint(float x)
 {
     unsigned u;

@@ -40,44 +40,69 @@ static pg_cuda_iter flat_iter(int64_t n)
 
 /* The kernels of train.cu take every operand in one dtype. Under autocast the
  * core sends mixed ones (csrc/core/pg_ops_train.c): a float16/bfloat16 x and dy
- * with the float32 weight, and, backward, float32 dW and db (wgrad_f32). Those
- * go through stream-ordered scratch in the low dtype: W rounded to it first (as
- * the CPU kernels round it inside the GEMM), dW and db computed in it and
- * widened after (as PyTorch's autocast gives them: a low-precision product,
- * cast back to the parameter's float32). Without this the kernel read float32
- * as 16-bit values and wrote 16-bit results as float32, past the buffers' end
+ * with the float32 weight, and, backward, float32 dW and db (wgrad_f32), which
+ * must come straight from float32 accumulators, never rounded to 16 bits.
+ * Forward: W is rounded into low-dtype scratch first (as the CPU kernels round
+ * it while packing), then the low-dtype kernel runs. Backward with float32 dW:
+ * the 16-bit operands are widened (exactly) into float32 scratch and the
+ * float32 kernel runs, writing dW and db in place and dx into scratch that is
+ * rounded once into the 16-bit dx. Without this the kernel read float32 as
+ * 16-bit values and wrote float32 results into 16-bit buffers, past their end
  * (found by the emulated device, tests/cuda_emu). */
+#define PG_LINEAR_SCRATCH 6
+
 typedef struct linear_scratch {
-    void *w, *dw, *db;
+    void *p[PG_LINEAR_SCRATCH];
+    int n;
 } linear_scratch;
 
-static cudaError_t scratch_alloc(const pg_cuda_ctx *ctx, void **p, int64_t n, int dtype)
+/* n elements of dtype in stream-ordered scratch; *out NULL on failure */
+static cudaError_t scratch(const pg_cuda_ctx *ctx, linear_scratch *sc, int64_t n, int dtype,
+                           void **out)
 {
-    return cudaMallocAsync(p, (size_t)n * pg_cuda_itemsize(dtype), ctx->stream);
+    *out = NULL;
+    cudaError_t e = cudaMallocAsync(out, (size_t)n * pg_cuda_itemsize(dtype), ctx->stream);
+    if (e == cudaSuccess)
+        sc->p[sc->n++] = *out;
+    return e;
+}
+
+/* src (n elements of src_dtype) converted into new scratch of dtype */
+static cudaError_t converted(const pg_cuda_ctx *ctx, linear_scratch *sc, const void *src,
+                             int src_dtype, int64_t n, int dtype, const void **out)
+{
+    void *p;
+    cudaError_t e = scratch(ctx, sc, n, dtype, &p);
+    if (e == cudaSuccess) {
+        pg_cuda_iter it = flat_iter(n);
+        e = pg_kernel_copy(ctx, dtype, p, src_dtype, src, &it);
+    }
+    *out = p;
+    return e;
 }
 
 static pg_status launch_linear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n,
                                bool backward)
 {
     const pg_tensor *x = &n->src[backward ? 1 : 0], *w = &n->src[backward ? 2 : 1];
-    const int low = x->dtype; /* the operands' dtype, which the kernels compute in */
-    pg_cuda_linear_args a = {.dtype = low, .act = n->subop};
+    const int low = x->dtype;
+    /* backward with float32 dW for 16-bit operands: everything in float32 */
+    const bool wide = backward && n->dst.dtype == PG_FLOAT32 && low != PG_FLOAT32;
+    const int dt = wide ? PG_FLOAT32 : low; /* what the kernel computes in */
+    pg_cuda_linear_args a = {.dtype = dt, .act = n->subop};
     a.n = x->shape[0];
     a.in = x->shape[1];
     a.out = w->shape[0];
+    const int64_t nx = a.n * a.in, ny = a.n * a.out, nw = a.out * a.in;
+    linear_scratch sc = {{NULL}, 0};
+    cudaError_t err = cudaSuccess;
     a.x = pg_cuda_tensor_data(x);
     a.w = pg_cuda_tensor_data(w);
-    const int64_t nw = a.out * a.in;
-    linear_scratch sc = {NULL, NULL, NULL};
-    cudaError_t err = cudaSuccess;
-    if (w->dtype != low) {
-        pg_cuda_iter it = flat_iter(nw);
-        err = scratch_alloc(ctx, &sc.w, nw, low);
-        if (err == cudaSuccess)
-            err = pg_kernel_copy(ctx, low, sc.w, w->dtype, a.w, &it);
-        a.w = sc.w;
-    }
-    const bool widen = backward && n->dst.dtype != low; /* dW, db in float32 */
+    if (w->dtype != dt)
+        err = converted(ctx, &sc, a.w, w->dtype, nw, dt, &a.w);
+    if (err == cudaSuccess && x->dtype != dt)
+        err = converted(ctx, &sc, a.x, x->dtype, nx, dt, &a.x);
+    void *dx_low = NULL; /* the 16-bit dx that float32 scratch is rounded into */
     if (backward) {
         a.dy = pg_cuda_tensor_data(&n->src[0]);
         a.y = data_or_null(&n->src[3]);
@@ -85,12 +110,19 @@ static pg_status launch_linear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
         a.dx = data_or_null(&n->extra[0]);
         a.db = data_or_null(&n->extra[1]);
         a.dz = data_or_null(&n->extra[2]);
-        if (widen && err == cudaSuccess) {
-            err = scratch_alloc(ctx, &sc.dw, nw, low);
-            a.dw = sc.dw;
-            if (err == cudaSuccess && a.db) {
-                err = scratch_alloc(ctx, &sc.db, a.out, low);
-                a.db = sc.db;
+        if (wide) {
+            if (err == cudaSuccess)
+                err = converted(ctx, &sc, a.dy, n->src[0].dtype, ny, dt, &a.dy);
+            if (err == cudaSuccess && a.y != NULL) {
+                const void *y32;
+                err = converted(ctx, &sc, a.y, n->src[3].dtype, ny, dt, &y32);
+                a.y = (void *)y32;
+            }
+            if (err == cudaSuccess && a.dz != NULL)
+                err = scratch(ctx, &sc, ny, dt, &a.dz);
+            if (err == cudaSuccess && a.dx != NULL) {
+                dx_low = a.dx;
+                err = scratch(ctx, &sc, nx, dt, &a.dx);
             }
         }
     } else {
@@ -108,19 +140,12 @@ static pg_status launch_linear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
             pg_cuda_blas_release(d);
         }
     }
-    if (st == PG_OK && err == cudaSuccess && blas_st == CUBLAS_STATUS_SUCCESS && widen) {
-        pg_cuda_iter it = flat_iter(nw);
-        err = pg_kernel_copy(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst), low, sc.dw, &it);
-        if (err == cudaSuccess && sc.db) {
-            it = flat_iter(a.out);
-            err = pg_kernel_copy(ctx, n->extra[1].dtype, pg_cuda_tensor_data(&n->extra[1]), low,
-                                 sc.db, &it);
-        }
+    if (st == PG_OK && err == cudaSuccess && blas_st == CUBLAS_STATUS_SUCCESS && dx_low) {
+        pg_cuda_iter it = flat_iter(nx);
+        err = pg_kernel_copy(ctx, n->extra[0].dtype, dx_low, dt, a.dx, &it);
     }
-    void *scratch[3] = {sc.w, sc.dw, sc.db};
-    for (int i = 0; i < 3; i++) /* after the work that reads them, on the same stream */
-        if (scratch[i] != NULL && cudaFreeAsync(scratch[i], ctx->stream) != cudaSuccess &&
-            err == cudaSuccess)
+    for (int i = 0; i < sc.n; i++) /* after the work that reads them, on the same stream */
+        if (cudaFreeAsync(sc.p[i], ctx->stream) != cudaSuccess && err == cudaSuccess)
             err = cudaGetLastError();
     PG_TRY(st);
     PG_TRY(pg_cuda_check(PG_CUDA_LIB_CUBLAS, blas_st, d->index, n->name, "cublas<T>gemm", false));
