@@ -59,6 +59,8 @@ def randint(low, high=None, size=None, *, dtype=None, device=None):
     """randint(high, size) or randint(low, high, size): uniform integers in [low, high)."""
     if size is None and isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
+    elif high is None and size is not None:  # randint(high, size=...), as PyTorch
+        low, high = 0, low
     if high is None:
         raise TypeError("randint() needs high and size: randint(high, size) or "
                         "randint(low, high, size)")

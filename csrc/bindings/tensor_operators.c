@@ -246,6 +246,21 @@ static PyObject *nb_int(PyObject *a)
     return v;
 }
 
+/* operator.index(t): PyTorch's rule, an integer tensor of one element (classes[y] with a
+ * 0-d label, range(n) with a tensor n); a float tensor is refused, as in PyTorch. */
+static PyObject *nb_index(PyObject *a)
+{
+    const pg_tensor *t = &((PyTensor *)a)->t;
+    if ((t->dtype != PG_INT64 && t->dtype != PG_BOOL) || pg_tensor_numel(t) != 1) {
+        PyErr_Format(PyExc_TypeError, "only integer tensors of a single element can be "
+                                      "converted to an index; this one is %s with %lld "
+                                      "elements",
+                     pg_dtype_name((pg_dtype)t->dtype), (long long)pg_tensor_numel(t));
+        return NULL;
+    }
+    return nb_int(a);
+}
+
 static int nb_bool(PyObject *a)
 {
     PyTensor *t = (PyTensor *)a;
@@ -279,6 +294,7 @@ static PyNumberMethods tensor_as_number = {
     .nb_bool = nb_bool,
     .nb_int = nb_int,
     .nb_float = nb_float,
+    .nb_index = nb_index,
     .nb_matrix_multiply = nb_matmul,
 };
 
