@@ -118,3 +118,12 @@ __all__ += _SURFACE_ALL  # surface (issue 27)
 from . import quantization  # noqa: E402
 from .quantization import qint8, quint8  # noqa: E402
 __all__ += ["quantization", "qint8", "quint8"]
+
+# PyTorch's dtype spellings: torch.float is float32, torch.double float64, torch.half float16,
+# torch.long int64 (pygpu has no int32, so no pygpu.int). Last in the file: the functions
+# above read the builtins float/bool, never these names.
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+__all__ += ["float", "double", "half", "long"]
