@@ -61,6 +61,10 @@ def core_extension():
     return Extension(
         "pygpu._C",
         sources=core_sources(),
+        # every header and the op table: setuptools rebuilds the sources when one is newer
+        # (a new pg_ops.def row reaches every file that includes the table)
+        depends=sorted(glob.glob("csrc/**/*.h", recursive=True) +
+                       glob.glob("csrc/**/*.def", recursive=True)),
         include_dirs=[numpy.get_include(), scipy_openblas32.get_include_dir()],
         library_dirs=[blas_lib],
         libraries=[scipy_openblas32.get_library(), "mvec", "m", "pthread", "dl"],
