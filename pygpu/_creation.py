@@ -6,6 +6,7 @@ zeros/ones/empty/rand/randn and for Python floats in tensor(); Python ints
 give int64, bools give bool; a NumPy array keeps its dtype. Tensors made on
 a device are made there (no host buffer, no transfer), except tensor(data,
 device=...), whose data starts on the host: that is one counted h2d copy."""
+import functools
 import math
 import numbers
 
@@ -50,19 +51,33 @@ def _dev(device):
     return device if device is not None else _CPU
 
 
+def factory(fn):
+    """PyTorch's factory keyword on a creation function: requires_grad=True makes the new
+    tensor a leaf that requires grad (torch.randn(5, 3, requires_grad=True))."""
+    @functools.wraps(fn)
+    def make(*args, requires_grad=False, **kwargs):
+        out = fn(*args, **kwargs)
+        return out.requires_grad_(True) if requires_grad else out
+    return make
+
+
+@factory
 def empty(*shape, dtype=None, device=None):
     """An uninitialised tensor."""
     return _C._full(_shape(shape, "empty"), None, _dt(dtype, float32), _dev(device))
 
 
+@factory
 def zeros(*shape, dtype=None, device=None):
     return _C._full(_shape(shape, "zeros"), 0, _dt(dtype, float32), _dev(device))
 
 
+@factory
 def ones(*shape, dtype=None, device=None):
     return _C._full(_shape(shape, "ones"), 1, _dt(dtype, float32), _dev(device))
 
 
+@factory
 def full(shape, fill_value, dtype=None, device=None):
     """A tensor filled with fill_value; its dtype follows the value when not given."""
     if dtype is None:
@@ -84,14 +99,17 @@ def full(shape, fill_value, dtype=None, device=None):
     return _C._full(dims, fill_value, dtype, _dev(device))
 
 
+@factory
 def zeros_like(t, dtype=None, device=None):
     return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device)
 
 
+@factory
 def ones_like(t, dtype=None, device=None):
     return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device)
 
 
+@factory
 def arange(start, stop=None, step=1, dtype=None, device=None):
     """Evenly spaced values in [start, stop): int64 for ints, float32 otherwise."""
     if stop is None:
@@ -117,11 +135,13 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
     return _C._arange(float(start), float(step), n, dt, _dev(device))
 
 
+@factory
 def rand(*shape, dtype=None, device=None):
     """Uniform samples in [0, 1), from the device's Philox generator."""
     return _C._random(0, _shape(shape, "rand"), _dt(dtype, float32), _dev(device))
 
 
+@factory
 def randn(*shape, dtype=None, device=None):
     """Standard normal samples, from the device's Philox generator."""
     return _C._random(1, _shape(shape, "randn"), _dt(dtype, float32), _dev(device))
@@ -171,6 +191,7 @@ def _python_ints_checked(data, arr, dtype):
                         f"floats, or use smaller numbers")
 
 
+@factory
 def tensor(data, dtype=None, device=None):
     """A new tensor holding a copy of data (a nested list, a number, an ndarray,
     anything with __array__ or __dlpack__, or another Tensor)."""

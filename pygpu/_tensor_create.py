@@ -19,6 +19,7 @@ def _like_kw(t, dtype, device):
     return (t.dtype if dtype is None else dtype), (t.device if device is None else device)
 
 
+@_creation.factory
 def eye(n, m=None, *, dtype=None, device=None):
     m = n if m is None else m
     if n < 0 or m < 0:
@@ -31,6 +32,7 @@ def eye(n, m=None, *, dtype=None, device=None):
     return out
 
 
+@_creation.factory
 def linspace(start, end, steps, *, dtype=None, device=None):
     """steps points from start to end, both included; computed from both ends as PyTorch's
     (the first half counts up from start, the second down from end)."""
@@ -47,6 +49,7 @@ def linspace(start, end, steps, *, dtype=None, device=None):
     return vals.astype(dt) if dt is not _dtype.float64 else vals
 
 
+@_creation.factory
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
     import math
     dt = _dtype.float32 if dtype is None else _dtype.to_dtype(dtype)
@@ -55,6 +58,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
     return out.astype(dt) if dt is not _dtype.float64 else out
 
 
+@_creation.factory
 def randint(low, high=None, size=None, *, dtype=None, device=None):
     """randint(high, size) or randint(low, high, size): uniform integers in [low, high)."""
     if size is None and isinstance(high, (tuple, list)):
@@ -75,6 +79,7 @@ def randint(low, high=None, size=None, *, dtype=None, device=None):
     return out if dt is _dtype.int64 else out.astype(dt)
 
 
+@_creation.factory
 def randperm(n, *, dtype=None, device=None):
     """A random permutation of 0..n-1: the stable order of n uniform keys."""
     if n < 0:
@@ -84,21 +89,25 @@ def randperm(n, *, dtype=None, device=None):
     return out if dtype is None or _dtype.to_dtype(dtype) is _dtype.int64 else out.astype(dtype)
 
 
+@_creation.factory
 def full_like(t, fill_value, *, dtype=None, device=None):
     dt, dev = _like_kw(t, dtype, device)
     return _creation.full(t.shape, fill_value, dtype=dt, device=dev)
 
 
+@_creation.factory
 def empty_like(t, *, dtype=None, device=None):
     dt, dev = _like_kw(t, dtype, device)
     return _creation.empty(t.shape, dtype=dt, device=dev)
 
 
+@_creation.factory
 def rand_like(t, *, dtype=None, device=None):
     dt, dev = _like_kw(t, dtype, device)
     return _creation.rand(*t.shape, dtype=dt, device=dev)
 
 
+@_creation.factory
 def randn_like(t, *, dtype=None, device=None):
     dt, dev = _like_kw(t, dtype, device)
     return _creation.randn(*t.shape, dtype=dt, device=dev)
@@ -287,6 +296,7 @@ METHODS = {
     "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty,
     "new_full": new_full, "new_tensor": new_tensor,
     "outer": outer, "dot": dot, "mm": mm, "mv": mv, "bmm": bmm,
+    "matmul": lambda self, other: _C.matmul(self, other),
     "addmm": lambda self, mat1, mat2, *, beta=1, alpha=1: addmm(self, mat1, mat2, beta=beta,
                                                                 alpha=alpha),
     "baddbmm": lambda self, b1, b2, *, beta=1, alpha=1: baddbmm(self, b1, b2, beta=beta,
