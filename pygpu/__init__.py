@@ -22,7 +22,7 @@ def _table_exports():
     The rest of the table's pygpu names are Python functions imported below.
     A row's other pygpu names are PyTorch's spellings of the same function (pygpu.mul is
     pygpu.multiply): they export the row's own function."""
-    names = {}  # name -> (function, the row's family)
+    names = {}
     for row in _C._op_table():
         own = getattr(_C, row[0], None)
         for q in row[3]:
@@ -31,38 +31,13 @@ def _table_exports():
                 continue
             fn = getattr(_C, name, None)
             if callable(fn):
-                names[name] = (fn, row[1])
+                names[name] = fn
             elif callable(own):
-                names[name] = (own, row[1])
+                names[name] = own
     return names
 
 
-def _with_out(fn):
-    """fn with PyTorch's out= keyword: the result is written into `out` (same shape; its
-    dtype casts as copy_ does) and `out` is returned. Without out= it is fn's own call."""
-    def call(*args, out=None, **kwargs):
-        result = fn(*args, **kwargs)
-        if out is None:
-            return result
-        if not isinstance(out, Tensor):
-            raise TypeError(f"{fn.__name__}(): out must be a pygpu.Tensor, got "
-                            f"{type(out).__name__}")
-        if tuple(out.shape) != tuple(result.shape):
-            raise RuntimeError(f"{fn.__name__}(): out has shape {tuple(out.shape)} but the "
-                               f"result has shape {tuple(result.shape)}; pass an out of that "
-                               "shape (pygpu does not resize out)")
-        return out.copy_(result)
-    call.__name__ = call.__qualname__ = fn.__name__
-    call.__doc__ = fn.__doc__
-    call.__wrapped__ = fn
-    return call
-
-
-# the elementwise ops and matmul take out= (the reductions keep their pygpu signatures)
-_WRAPPED = {}  # one wrapper per C function, so pygpu.mul is pygpu.multiply
-_OPS = {name: _WRAPPED.setdefault(fn, _with_out(fn)) if family in ("binary", "unary", "matmul")
-        else fn for name, (fn, family) in _table_exports().items()}
-del _WRAPPED
+_OPS = _table_exports()
 globals().update(_OPS)
 from . import _device as _device_mod, _dtype, _hooks
 from ._creation import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,

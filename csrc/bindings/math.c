@@ -18,24 +18,74 @@ static int want_tensor(PyObject *o, const char *fn)
     return -1;
 }
 
-static PyObject *f_matmul(PyObject *mod, PyObject *args)
+/* PyTorch's out= on the elementwise functions and matmul: the result is written into
+ * `out` with copy_ (same shape; its dtype casts as copy_ does) and `out` is returned.
+ * Only the keyword `out` is taken; a call without keywords costs nothing more. */
+static int parse_out(PyObject *kwargs, const char *fn, PyObject **out)
 {
-    (void)mod;
-    PyObject *a, *b;
-    if (!PyArg_ParseTuple(args, "OO:matmul", &a, &b) || want_tensor(a, "matmul") < 0 ||
-        want_tensor(b, "matmul") < 0)
-        return NULL;
-    return PyNumber_MatrixMultiply(a, b);
+    *out = NULL;
+    if (!kwargs || PyDict_GET_SIZE(kwargs) == 0)
+        return 0;
+    PyObject *o = PyDict_GetItemString(kwargs, "out"); /* borrowed */
+    if (!o || PyDict_GET_SIZE(kwargs) != 1) {
+        PyErr_Format(PyExc_TypeError, "%s() takes one keyword argument, out=", fn);
+        return -1;
+    }
+    if (o == Py_None)
+        return 0;
+    if (!PyTensor_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): out must be a pygpu.Tensor, got %.80s", fn,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = o;
+    return 0;
 }
 
-#define BINARY_FN(NAME, OP)                                          \
-    static PyObject *f_##NAME(PyObject *mod, PyObject *args)         \
-    {                                                                \
-        (void)mod;                                                   \
-        PyObject *a, *b;                                             \
-        if (!PyArg_ParseTuple(args, "OO:" #NAME, &a, &b))            \
-            return NULL;                                             \
-        return pg_py_binary(a, b, OP);                               \
+static PyObject *into_out(PyObject *r, PyObject *out, const char *fn)
+{
+    if (!r || !out)
+        return r;
+    const pg_tensor *t = &((PyTensor *)r)->t, *o = &((PyTensor *)out)->t;
+    int same = t->ndim == o->ndim;
+    for (int i = 0; same && i < t->ndim; i++)
+        same = t->shape[i] == o->shape[i];
+    if (!same) {
+        PyObject *rs = PyObject_GetAttrString(r, "shape"), *os = PyObject_GetAttrString(out, "shape");
+        if (rs && os)
+            PyErr_Format(PyExc_RuntimeError, "%s(): out has shape %R but the result has shape "
+                                             "%R; pass an out of that shape (pygpu does not "
+                                             "resize out)",
+                         fn, os, rs);
+        Py_XDECREF(rs);
+        Py_XDECREF(os);
+        Py_DECREF(r);
+        return NULL;
+    }
+    PyObject *c = PyObject_CallMethod(out, "copy_", "O", r);
+    Py_DECREF(r);
+    return c; /* copy_ returns out */
+}
+
+static PyObject *f_matmul(PyObject *mod, PyObject *args, PyObject *kwargs)
+{
+    (void)mod;
+    PyObject *a, *b, *out;
+    if (parse_out(kwargs, "matmul", &out) < 0 || !PyArg_ParseTuple(args, "OO:matmul", &a, &b) ||
+        want_tensor(a, "matmul") < 0 || want_tensor(b, "matmul") < 0)
+        return NULL;
+    return into_out(PyNumber_MatrixMultiply(a, b), out, "matmul");
+}
+
+#define BINARY_FN(NAME, OP)                                                        \
+    static PyObject *f_##NAME(PyObject *mod, PyObject *args, PyObject *kwargs)     \
+    {                                                                              \
+        (void)mod;                                                                 \
+        PyObject *a, *b, *out;                                                     \
+        if (parse_out(kwargs, #NAME, &out) < 0 ||                                  \
+            !PyArg_ParseTuple(args, "OO:" #NAME, &a, &b))                          \
+            return NULL;                                                           \
+        return into_out(pg_py_binary(a, b, OP), out, #NAME);                       \
     }
 /* The op table's FN rows get a module function; NONE rows none. */
 #define GEN_FN(...) __VA_ARGS__
@@ -43,13 +93,15 @@ static PyObject *f_matmul(PyObject *mod, PyObject *args)
 #define PG_BINARY(ID, name, gen, ...) GEN_##gen(BINARY_FN(name, PG_BIN_##ID))
 #include "../core/pg_ops.def"
 
-#define UNARY_FN(NAME, OP)                                           \
-    static PyObject *f_##NAME(PyObject *mod, PyObject *x)            \
-    {                                                                \
-        (void)mod;                                                   \
-        if (want_tensor(x, #NAME) < 0)                               \
-            return NULL;                                             \
-        return pg_unary_call(x, OP);                                 \
+#define UNARY_FN(NAME, OP)                                                         \
+    static PyObject *f_##NAME(PyObject *mod, PyObject *args, PyObject *kwargs)     \
+    {                                                                              \
+        (void)mod;                                                                 \
+        PyObject *x, *out;                                                         \
+        if (parse_out(kwargs, #NAME, &out) < 0 ||                                  \
+            !PyArg_ParseTuple(args, "O:" #NAME, &x) || want_tensor(x, #NAME) < 0)   \
+            return NULL;                                                           \
+        return into_out(pg_unary_call(x, OP), out, #NAME);                         \
     }
 #define PG_UNARY(ID, name, gen, ...) GEN_##gen(UNARY_FN(name, PG_UN_##ID))
 #include "../core/pg_ops.def"
@@ -152,9 +204,9 @@ PyObject *pg_f_clip(PyObject *mod, PyObject *args, PyObject *kwargs);
 
 #define KW (PyCFunction)(void (*)(void))
 PyMethodDef pg_math_functions[] = {
-    {"matmul", f_matmul, METH_VARARGS, "matmul(a, b): matrix product with NumPy's rules (1-D, 2-D, batched 3-D)"},
-#define PG_BINARY(ID, name, gen, method, py, grad, doc, ...) GEN_##gen({#name, f_##name, METH_VARARGS, doc},)
-#define PG_UNARY(ID, name, gen, method, py, grad, doc, ...) GEN_##gen({#name, f_##name, METH_O, doc},)
+    {"matmul", KW f_matmul, METH_VARARGS | METH_KEYWORDS, "matmul(a, b, *, out=None): matrix product with NumPy's rules (1-D, 2-D, batched 3-D)"},
+#define PG_BINARY(ID, name, gen, method, py, grad, doc, ...) GEN_##gen({#name, KW f_##name, METH_VARARGS | METH_KEYWORDS, doc},)
+#define PG_UNARY(ID, name, gen, method, py, grad, doc, ...) GEN_##gen({#name, KW f_##name, METH_VARARGS | METH_KEYWORDS, doc},)
 #define PG_REDUCE(ID, name, py, grad, doc, ...) {#name, KW f_##name, METH_VARARGS | METH_KEYWORDS, doc},
 #include "../core/pg_ops.def"
     {"mean", KW f_mean, METH_VARARGS | METH_KEYWORDS, "mean(x, axis=None, keepdims=False)"},
