@@ -252,7 +252,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     from . import _pickle_io
     if data.startswith(_pickle_io.MAGIC):
         return _pickle_io.loads(data, map_location, weights_only)
-    if data[:2] == b"PK" or data[:1] == b"\x80":
+    # a safetensors file opens with its header's length (8 bytes, little-endian) and then the
+    # JSON header's "{": that length's first byte may be 0x80 or "PK", so it is asked first
+    safetensors_like = len(data) > 8 and data[8:9] == b"{"
+    if not safetensors_like and (data[:2] == b"PK" or data[:1] == b"\x80"):
         raise ValueError(f"pygpu.load: {path} looks like a file written by torch.save (a zip "
                          "or pickle archive), which pygpu does not read; save a state_dict "
                          "with safetensors (safetensors.torch.save_file) and load that")

@@ -202,3 +202,19 @@ def test_an_optimizers_state_dict_round_trips(tmp_path):
         assert back["state"][i]["step"] == st["step"]
         assert str(back["state"][i]["exp_avg"].device) == "sim:0"
         np.testing.assert_array_equal(back["state"][i]["exp_avg_sq"].numpy(), st["exp_avg_sq"].numpy())
+
+
+def test_a_safetensors_header_whose_length_looks_like_a_pickle_or_zip_loads(tmp_path):
+    # the header's length is the file's first 8 bytes: 0x80 (pickle's first byte) or "PK"
+    # (a zip's) there must not be taken for a torch.save file
+    for low in (0x80, 0x4B50):
+        arr = np.arange(3, dtype=np.float32)
+        header = {"x": {"dtype": "F32", "shape": [3], "data_offsets": [0, 12]}}
+        text = json.dumps(header).encode()
+        pad = low - len(text)
+        assert pad >= 0
+        text += b" " * pad  # safetensors pads its header with spaces
+        path = tmp_path / f"h{low}.safetensors"
+        path.write_bytes(struct.pack("<Q", len(text)) + text + arr.tobytes())
+        got = pygpu.load(path)
+        np.testing.assert_array_equal(got["x"].numpy(), arr)
