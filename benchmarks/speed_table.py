@@ -16,6 +16,7 @@
 # A script, not a pytest file (bench_training.py and bench_mixed_precision.py time their
 # rows one after another, which a load swing between two rows moves):
 #   PYTHONPATH=. python benchmarks/speed_table.py       # PYGPU_BENCH_SAMPLES, PYGPU_BENCH_ROUNDS
+# PYGPU_BENCH_ONLY=pgbf16@64 (a key of `configs`) runs only that configuration, for a profile.
 import os
 import statistics
 import sys
@@ -98,6 +99,9 @@ def main():
             ("2. bf16-mixed / torch bf16 autocast, batch 512", "pgbf16@512", "tbf16@512", 1.0),
             ("3. fp32 cpu / torch fp32, batch 512", "pg32@512", "t32@512", 1.1),
             ("3. fp32 cpu / sim:0, batch 512, same threads", "pg32@512", "sim32@512", 1.0)]
+    only = os.environ.get("PYGPU_BENCH_ONLY")  # one configuration, e.g. under perf record
+    if only:
+        configs = {only: configs[only]}
     with threadpoolctl.threadpool_limits(THREADS):
         runs = {k: make() for k, make in configs.items()}
         names = list(runs)
@@ -125,6 +129,8 @@ def main():
         v = sps[k]
         print(f"  {k:<11} {statistics.median(v):>8,.0f} ({min(v):,.0f}-{max(v):,.0f})"
               f"   {statistics.median(cpu_s[k]):.2f} CPU-s")
+    if only:
+        return
     print(f"| row | median | range over {ROUNDS} rounds | target | met |\n|---|---|---|---|---|")
     for label, a, b, target in rows:
         ratios = [p / q for p, q in zip(sps[a], sps[b])]
