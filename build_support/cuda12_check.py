@@ -104,7 +104,9 @@ def host_only_build(nvidia, out):
             _run(["gcc"] + cflags + includes + ["-c", src, "-o", obj])
             objs.append(obj)
         _run(["gcc", "-shared", "-o", out] + objs +
-             ["-L" + rt_lib, "-lcudart_static", libcublas, "-ldl", "-lpthread", "-lrt", "-lm",
+             ["-L" + rt_lib, "-lcudart_static", libcublas] +
+             ([cuda_build._cublaslt_lib(blas_lib)] if cuda_build._cublaslt_lib(blas_lib) else []) +
+             ["-ldl", "-lpthread", "-lrt", "-lm",
               "-Wl,--no-undefined", "-Wl,--exclude-libs,ALL", "-Wl,-rpath," + blas_lib])
     print(f"CUDA {version // 1000}.{version % 1000 // 10}: {len(sources)} host files compiled "
           f"(-Werror) and linked against static cudart 12 and {os.path.basename(libcublas)}; "

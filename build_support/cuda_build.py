@@ -13,7 +13,8 @@ pygpu/_cuda_backend.so and to build it:
 
 The plugin is every kernels/*.cu (nvcc) plus csrc/backends/cuda/* (gcc for
 .c, nvcc for .cu), linked into one shared object with the CUDA runtime
-STATIC (no libcudart.so needed at run time) and cuBLAS shared, found through
+STATIC (no libcudart.so needed at run time) and cuBLAS (libcublas and
+libcublasLt, the int8 GEMM's) shared, found through
 an rpath to the absolute cuBLAS directory and to $ORIGIN/../nvidia/<x>/lib,
 where pip puts the nvidia-cublas wheel next to the installed pygpu package.
 Warnings are errors, -Wl,--no-undefined proves the plugin needs no symbol
@@ -130,6 +131,18 @@ def _cublas_lib(libdir):
     if os.path.isfile(plain):
         return plain
     versioned = sorted(glob.glob(os.path.join(libdir, "libcublas.so.[0-9]*")),
+                       key=lambda p: [int(x) for x in re.findall(r"\d+", os.path.basename(p))])
+    return versioned[-1] if versioned else None
+
+
+def _cublaslt_lib(libdir):
+    """Path of libcublasLt.so (or the highest libcublasLt.so.N) in libdir, or None: the
+    int8 GEMM (cuBLASLt's IMMA) of csrc/backends/cuda/cuda_quant.c; it ships beside
+    libcublas in the toolkit and in the nvidia-cublas wheels."""
+    plain = os.path.join(libdir, "libcublasLt.so")
+    if os.path.isfile(plain):
+        return plain
+    versioned = sorted(glob.glob(os.path.join(libdir, "libcublasLt.so.[0-9]*")),
                        key=lambda p: [int(x) for x in re.findall(r"\d+", os.path.basename(p))])
     return versioned[-1] if versioned else None
 
@@ -334,7 +347,8 @@ def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False
             rpaths.append("$ORIGIN/../nvidia/cu13/lib")
         tmp_out = os.path.join(build_dir, os.path.basename(out_path))
         link = cc + ["-shared", "-o", tmp_out] + [obj for _, obj in jobs] + [
-            "-L" + toolkit["lib64"], "-lcudart_static", cublas["library"],
+            "-L" + toolkit["lib64"], "-lcudart_static", cublas["library"]] + (
+            [_cublaslt_lib(cublas["lib"])] if _cublaslt_lib(cublas["lib"]) else []) + [
             "-lstdc++", "-ldl", "-lpthread", "-lrt", "-lm",
             "-Wl,--no-undefined",        # the plugin may not lean on symbols of pygpu._C
             "-Wl,--exclude-libs,ALL",    # keep static cudart's symbols out of the dynamic table

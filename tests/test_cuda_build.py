@@ -110,6 +110,7 @@ def test_plugin_links_cudart_static_and_cublas_shared(cuda_plugin):
     dynamic = _tool("readelf", "-d", cuda_plugin)
     needed = re.findall(r"\(NEEDED\).*\[(.+)\]", dynamic)
     assert any(n.startswith("libcublas.so") for n in needed), needed
+    assert any(n.startswith("libcublasLt.so") for n in needed), needed  # the int8 GEMM's
     assert not any(n.startswith("libcudart") for n in needed), needed
     rpath = re.search(r"\((?:RUNPATH|RPATH)\).*\[(.+)\]", dynamic)
     assert rpath and "$ORIGIN/../nvidia/" in rpath.group(1), dynamic

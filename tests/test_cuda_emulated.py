@@ -294,3 +294,27 @@ def test_h2d_copy_waits_for_other_threads_user_streams(plugin):
         assert u.sum().item() == 7.0 * n
         print("ok")
     """, PYGPU_CUDA_EMU_DELAY_US=2000)
+
+
+def test_int8_linear_on_cuda_is_the_cpu_bits(plugin):
+    """Issue 28: the int8 layers on cuda (kernels/quant.cu around cuBLASLt's s8 x s8 -> s32
+    GEMM, emu_cublaslt.cpp here) give the CPU kernels' bits: dynamic and static, float32 and
+    u8 out, an odd shape (K not a multiple of 4, N not of 16), and the weight moved there."""
+    out = _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu import nn
+        from pygpu.nn import quantized as nnq
+        pygpu.manual_seed(0)
+        lin = nn.Linear(67, 45)
+        x = np.random.default_rng(0).standard_normal((9, 67)).astype(np.float32)
+        q = nnq.dynamic.Linear.from_float(lin, activation="relu")
+        want = q(pygpu.tensor(x)).numpy()
+        got = q.to("cuda")(pygpu.tensor(x, device="cuda")).cpu().numpy()
+        assert np.array_equal(want.view(np.int32), got.view(np.int32)), np.abs(want - got).max()
+        s = nnq.Linear.from_observed(lin, (0.03, 64), (0.05, 0), activation="relu", emit_int8=True)
+        hw = s(pygpu.tensor(x)).int_repr()
+        hg = s.to("cuda")(pygpu.tensor(x, device="cuda")).int_repr()
+        assert np.array_equal(hw, hg) and hw.max() > 0
+        print("ok")
+    """)
+    assert "ok" in out

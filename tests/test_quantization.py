@@ -1,4 +1,4 @@
-# test_quantization.py - pygpu.quantization and pygpu.nn.quantized on cpu and sim.
+# test_quantization.py - pygpu.quantization and pygpu.nn.quantized on cpu, sim and cuda.
 #
 #   - quantize_dynamic / prepare + convert replace the chosen Linear layers (spec by type or
 #     name: the last layer can stay float), fuse Linear + activation of a Sequential, and
@@ -19,11 +19,6 @@ import pygpu
 from pygpu import nn
 from pygpu import quantization as Q
 from pygpu.nn import quantized as nnq
-
-
-def _skip_cuda(device):
-    if device.startswith("cuda"):
-        pytest.skip("int8 layers run on cpu and sim (no cuda int8 kernel yet)")
 
 
 def _host(t):
@@ -61,7 +56,6 @@ def _scores(model, qmodel, X, y, device):
 
 
 def test_dynamic_keeps_digits_accuracy(digits, device):
-    _skip_cuda(device)
     model, _, X, y = digits
     m = _on(model, device)
     q = Q.quantize_dynamic(m, {nn.Linear}, dtype=pygpu.qint8)
@@ -81,7 +75,6 @@ OBSERVERS = {
 
 @pytest.mark.parametrize("observer", list(OBSERVERS))
 def test_static_keeps_digits_accuracy(digits, device, observer):
-    _skip_cuda(device)
     model, Xtr, X, y = digits
     m = _on(model, device)
     prepared = Q.prepare(m, observer=OBSERVERS[observer])
@@ -95,7 +88,6 @@ def test_static_keeps_digits_accuracy(digits, device, observer):
 
 
 def test_int8_between_layers_is_the_requantized_output(device):
-    _skip_cuda(device)
     pygpu.manual_seed(1)
     seq = nn.Sequential(nn.Linear(20, 30), nn.ReLU(), nn.Linear(30, 30), nn.ReLU(),
                         nn.Linear(30, 5)).to(device)
@@ -118,7 +110,6 @@ def test_int8_between_layers_is_the_requantized_output(device):
 
 
 def test_spec_by_name_keeps_the_last_layer_float(device):
-    _skip_cuda(device)
     m = nn.MLP([16, 32, 8]).to(device)
     q = Q.quantize_dynamic(m, {nn.Linear: pygpu.qint8, "layers.1": None})
     assert isinstance(q.layers[0], nnq.dynamic.Linear) and type(q.layers[1]) is nn.Linear
@@ -158,7 +149,6 @@ def test_error_within_2x_of_torch_quantize_dynamic():
 
 
 def test_state_dict_save_load_and_safetensors(tmp_path, device):
-    _skip_cuda(device)
     safetensors_numpy = pytest.importorskip("safetensors.numpy")
     pygpu.manual_seed(2)
     m = nn.MLP([32, 64, 10]).to(device)
@@ -271,7 +261,6 @@ def test_core_checks_the_qlinear_operands():
 
 
 def test_nd_input_and_activation_kwarg(device):
-    _skip_cuda(device)
     lin = nn.Linear(6, 5).to(device)
     q = nnq.dynamic.Linear.from_float(lin)
     x = pygpu.randn(2, 3, 6, device=device)

@@ -2,7 +2,7 @@
  *
  *   _qlinear(x, packed, w_scale, bias, act, a_dynamic, a_scale, a_zp, a_max, out_u8,
  *            c_scale, c_zp, c_max) -> y
- *       the quantized linear layer (pg_ops_quantized.c) on x's device (cpu or sim).
+ *       the quantized linear layer (pg_ops_quantized.c) on x's device (cpu, sim or cuda).
  *   _qgemm_kernel(a_max=127) -> name of the int8 kernel this CPU runs (PYGPU_ISA capped)
  *   _qgemm_test(kernel, a, packed, n, out, ...) -> None
  *       one int8 GEMM descriptor (pg_gemm.h) run by the named kernel ("portable", "avx2",

@@ -138,6 +138,12 @@ static inline void pg_gemm_of_matmul(const pg_tensor *a, const pg_tensor *b, con
  * vpmaddubsw+vpmaddwd multiply by 4 u8 activations). After the Np*K4*4 panel bytes:
  * colsum (Np int32, sum_k W[n,k], the zero-point correction, 0 in the padding). The same
  * layout serves every ISA's kernel (cpu_gemm_int8*.c), so a packed model is portable.
+ * On cuda the packed weight is cuBLASLt's operand instead, made when the layer moves there
+ * (pygpu/quantization/_pack.py's pack_weight_rows, never per call): W as Np rows of K4*4
+ * bytes (row n holds W[n, 0..K), zeros after; rows N..Np all zero), then the same colsum --
+ * the same byte count, pg_qpack_bytes. cuBLASLt's IMMA multiplies s8 by s8 only, so the
+ * cuda path shifts the u8 activations to s8 (level - 128) and adds 128 * colsum back in its
+ * epilogue: the int32 sums are exactly the ones below (csrc/backends/cuda/cuda_quant.c).
  *
  * Activations are 7-bit by default (a_max = 127; pygpu's quantizers give [0, 127], as
  * PyTorch's fbgemm path does with reduce_range): AVX2's vpmaddubsw adds two u8 x s8

@@ -7,7 +7,9 @@
  * u8 tensors are bool-typed storage holding bytes (pygpu's dtypes have no uint8; the
  * quantized modules in pygpu/nn/quantized own them and never hand them to other ops).
  * Checked here once; the CPU kernels (csrc/backends/cpu/cpu_gemm_int8*.c) run it on cpu
- * and sim. cuda has no int8 kernel yet: refused here with a message. */
+ * and sim, cuBLASLt's IMMA GEMM between two kernels of kernels/quant.cu on cuda
+ * (csrc/backends/cuda/cuda_quant.c), with the same bits. The packed weight's layout is its
+ * device's (pg_gemm.h); its size is the same on every device, which is what is checked. */
 #include <math.h>
 #include <string.h>
 
@@ -88,9 +90,9 @@ pg_status pg_op_qlinear(const pg_tensor *x, const pg_tensor *packed, const pg_te
         return pg_error_set(PG_ERR_VALUE, "%s: u8 operands must be contiguous (they are the "
                                           "quantized layers' own buffers)", op);
     pg_device dev = pg_tensor_device(x);
-    if (dev.type != PG_DEV_CPU && dev.type != PG_DEV_SIM)
-        return pg_error_set(PG_ERR_DEVICE, "%s: int8 layers run on cpu and sim devices; move the "
-                                           "model there (model.to('cpu'))", op);
+    if (dev.type != PG_DEV_CPU && dev.type != PG_DEV_SIM && dev.type != PG_DEV_CUDA)
+        return pg_error_set(PG_ERR_DEVICE, "%s: int8 layers run on cpu, sim and cuda devices; "
+                                           "move the model there (model.to('cpu'))", op);
     pg_node n;
     memset(&n, 0, sizeof n);
     n.op = PG_OP_QLINEAR;

@@ -22,7 +22,7 @@ typedef struct pg_qlinear_params {
  * bool-typed tensor (pygpu has no uint8 dtype: the quantized layers keep their bytes in one);
  * packed: the weight packed by pygpu/quantization/_pack.py (pg_gemm.h's layout), bool-typed,
  * 1-D, pg_qpack_bytes(N, K) bytes; w_scale (N) float32; bias (N) float32 or NULL. y is
- * float32, or u8 (bool-typed) with out_u8. Every operand on one device (cpu or sim). */
+ * float32, or u8 (bool-typed) with out_u8. Every operand on one device (cpu, sim or cuda). */
 pg_status pg_op_qlinear(const pg_tensor *x, const pg_tensor *packed, const pg_tensor *w_scale,
                         const pg_tensor *bias, int act, const pg_qlinear_params *q, pg_tensor *y);
 

@@ -4,9 +4,11 @@ pygpu's tensor dtypes (pygpu/_dtype.py) have no int8 or uint8, and the int8 laye
 none: their bytes live in bool-typed tensors used as plain byte storage (the C core never
 computes on them except through the int8 kernels), inside the objects below, so nothing
 else can mistake them for booleans:
-  QTensor   a layer's int8 weight (N, K), held in the int8 GEMM's packed layout (packed
-            once, _pack.py); state_dict() and pygpu.save see an int8 (N, K) array, and
-            Module.to moves only the packed bytes: a quarter of the float weight's.
+  QTensor   a layer's int8 weight (N, K), held in the int8 GEMM's packed layout of its
+            device (packed once, _pack.py: the CPU kernels' panels on cpu/sim, cuBLASLt's
+            rows on cuda, the same size); state_dict() and pygpu.save see an int8 (N, K)
+            array, and Module.to moves only the packed bytes: a quarter of the float
+            weight's.
   QParam    a scalar quantization parameter (an activation's scale or zero point), kept
             on the host (the layers pass it to the kernel on every call).
   QZeroPoints  a weight's per-channel zero points: all 0 (symmetric), kept on the host.
@@ -17,7 +19,7 @@ import numbers
 import numpy as np
 
 from .. import _C
-from ._pack import pack_weight, packed_bytes, unpack_weight
+from ._pack import layout_of, pack_for, packed_bytes, unpack_from
 
 
 class QDType:
@@ -74,7 +76,7 @@ class QTensor:
         if w.dtype != np.int8 or w.ndim != 2:
             raise TypeError(f"an int8 weight must be a 2-D int8 array, got {w.dtype} "
                             f"with shape {w.shape}")
-        return cls(_carrier(pack_weight(w), device), w.shape)
+        return cls(_carrier(pack_for(w, device or "cpu"), device), w.shape)
 
     @property
     def device(self):
@@ -87,7 +89,7 @@ class QTensor:
     def int_repr(self):
         """The (N, K) int8 values as a NumPy array (a counted copy from a device)."""
         host = self.data if str(self.data.device) == "cpu" else self.data.cpu()
-        return unpack_weight(host.numpy().view(np.uint8), *self.shape)
+        return unpack_from(host.numpy().view(np.uint8), *self.shape, self.data.device)
 
     numpy = int_repr
 
@@ -95,6 +97,10 @@ class QTensor:
         dev = _device_of(args, kwargs)
         if dev is None:
             return self  # a dtype change (model.half()) leaves int8 weights as they are
+        if layout_of(dev) != layout_of(self.data.device):
+            # to or from cuda: repacked for the kernels there (once, as the move itself);
+            # the bytes that cross the link are the packed weight's, as for any move
+            return QTensor.from_int8(self.int_repr(), None if str(dev) == "cpu" else dev)
         moved = self.data.to(dev)
         return self if moved is self.data else QTensor(moved, self.shape)
 

@@ -5,10 +5,10 @@
 Compiles csrc/backends/cuda/*.c unchanged (gcc, the toolkit's and cuBLAS's
 headers), kernels/*.cu as C++ for the CPU (g++, after rewrite_launches.py
 turns `<<<...>>>` launches into calls, over emu_kernel.h), and links them with
-the stand-in CUDA runtime (emu_runtime.cpp), cuBLAS (emu_cublas.cpp) and the
-fiber scheduler (emu_fiber.cpp) into one shared object that pygpu loads in
-place of pygpu/_cuda_backend.so when PYGPU_CUDA_BACKEND_SO names it. No libcudart
-or libcublas is linked: every CUDA call lands in the stand-ins. The emulated
+the stand-in CUDA runtime (emu_runtime.cpp), cuBLAS (emu_cublas.cpp), cuBLASLt's
+integer GEMM (emu_cublaslt.cpp) and the fiber scheduler (emu_fiber.cpp) into one shared object that pygpu loads in
+place of pygpu/_cuda_backend.so when PYGPU_CUDA_BACKEND_SO names it. No libcudart,
+libcublas or libcublasLt is linked: every CUDA call lands in the stand-ins. The emulated
 NCCL (emu_nccl.cpp) is inside the plugin too and exports NCCL's names:
 PYGPU_NCCL_LIBRARY set to the plugin's path makes pygpu.distributed load it.
 
@@ -35,7 +35,8 @@ import rewrite_launches  # noqa: E402
 
 DEFAULT_OUT = os.path.join(ROOT, "build", "cuda_emu", "current", "_cuda_backend_emu.so")
 OBJ_DIR = os.path.join(ROOT, "build", "cuda_emu", "obj")
-EMU_SOURCES = ["emu_runtime.cpp", "emu_cublas.cpp", "emu_fiber.cpp", "emu_nccl.cpp"]
+EMU_SOURCES = ["emu_runtime.cpp", "emu_cublas.cpp", "emu_cublaslt.cpp", "emu_fiber.cpp",
+               "emu_nccl.cpp"]
 
 
 def _headers():

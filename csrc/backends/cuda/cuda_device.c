@@ -7,7 +7,8 @@
  *     the next events were created on the wrong device);
  *   - the recycled cudaEvents of each device;
  *   - the cuBLAS handle, created on the first product and lent to one caller
- *     at a time, bound to the stream that caller's work goes to;
+ *     at a time, bound to the stream that caller's work goes to, and the
+ *     cuBLASLt handle (the int8 GEMM), lent under the same lock;
  *   - peer access between devices.
  *
  * Nothing here runs at dlopen or plugin-init time: the first op, copy or
@@ -188,6 +189,24 @@ pg_status pg_cuda_blas_acquire(pg_cuda_device *d, cudaStream_t stream, const cha
 }
 
 void pg_cuda_blas_release(pg_cuda_device *d) { pthread_mutex_unlock(&d->blas_lock); }
+
+pg_status pg_cuda_lt_acquire(pg_cuda_device *d, const char *op, cublasLtHandle_t *out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&d->blas_lock);
+    if (d->lt == NULL) {
+        cublasLtHandle_t h = NULL;
+        pg_status st = pg_cuda_check(PG_CUDA_LIB_CUBLAS, cublasLtCreate(&h), d->index, op,
+                                     "cublasLtCreate", false);
+        if (st != PG_OK) {
+            pthread_mutex_unlock(&d->blas_lock);
+            return st;
+        }
+        d->lt = h;
+    }
+    *out = d->lt;
+    return PG_OK;
+}
 
 /* ---- peer access ----------------------------------------------------------------------- */
 

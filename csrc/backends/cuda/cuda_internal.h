@@ -23,7 +23,7 @@
  *   6. cuda_queue.c    per-queue bookkeeping, cross-queue ordering, host
  *                      waits (which join the user streams and read the
  *                      kernel times), copies in flight
- *   7. cuda_copy.c, cuda_gemm.c, cuda_train.c, cuda_graph.c, cuda_nccl.c,
+ *   7. cuda_copy.c, cuda_gemm.c, cuda_quant.c, cuda_train.c, cuda_graph.c, cuda_nccl.c,
  *      cuda_stream_api.c   copies, products, fused training ops, graphs,
  *                      collectives, the Stream/Event entry points
  *   8. cuda_launch.c   the op dispatcher
@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -103,6 +104,7 @@ struct pg_cuda_device {
     int sm_count;
     cublasHandle_t blas;     /* NULL until the first product; under blas_lock */
     cudaStream_t blas_stream; /* the stream `blas` is bound to; under blas_lock */
+    cublasLtHandle_t lt;      /* cuBLASLt (the int8 GEMM), NULL until first used; under blas_lock */
     pg_cuda_eflags *eflags_host, *eflags_dev; /* mapped pinned record, or NULL (no flags) */
 
     char name[256]; /* cudaGetDeviceProperties, cached once known */
@@ -164,6 +166,9 @@ void pg_cuda_event_put_locked(pg_cuda_device *d, cudaEvent_t ev);
 pg_status pg_cuda_blas_acquire(pg_cuda_device *d, cudaStream_t stream, const char *op,
                                cublasHandle_t *out);
 void pg_cuda_blas_release(pg_cuda_device *d);
+/* The same for d's cuBLASLt handle (the stream goes with each cublasLtMatmul); released
+ * with pg_cuda_blas_release. */
+pg_status pg_cuda_lt_acquire(pg_cuda_device *d, const char *op, cublasLtHandle_t *out);
 pg_status pg_cuda_enable_peer(pg_cuda_device *d, int peer, const char *op);
 
 /* 4. cuda_memory.c */
@@ -252,6 +257,8 @@ pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c);
 struct pg_gemm;
 pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const struct pg_gemm *g,
                        const char *op);
+/* 7. cuda_quant.c: the int8 linear layer (quantize, cuBLASLt's IMMA GEMM, epilogue) */
+pg_status pg_cuda_launch_qlinear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 /* 7. cuda_train.c: the fused training ops */
 pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 /* 7. cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...) */

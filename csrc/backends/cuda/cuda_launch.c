@@ -233,6 +233,8 @@ static pg_status pg_cuda_launch_node(pg_cuda_device *d, const pg_cuda_ctx *ctx, 
     case PG_OP_SGD:
     case PG_OP_ADAM:
         return pg_cuda_launch_train(d, ctx, n);
+    case PG_OP_QLINEAR: /* the int8 linear layer: cuda_quant.c */
+        return pg_cuda_launch_qlinear(d, ctx, n);
     case PG_OP_AMP_UNSCALE: /* operands: csrc/core/pg_ops_amp.c */
         call = "pg_kernel_amp_unscale";
         err = pg_kernel_amp_unscale(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
