@@ -86,8 +86,9 @@ __global__ void pg_q_quantize_kernel(pg_cuda_qlinear_args a)
             __syncthreads();
             for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
                 if (tid < s) {
-                    lo_part[tid] = lo_part[tid + s] < lo_part[tid] ? lo_part[tid + s] : lo_part[tid];
-                    hi_part[tid] = hi_part[tid + s] > hi_part[tid] ? hi_part[tid + s] : hi_part[tid];
+                    const float lo = lo_part[tid + s], hi = hi_part[tid + s];
+                    lo_part[tid] = lo < lo_part[tid] ? lo : lo_part[tid];
+                    hi_part[tid] = hi > hi_part[tid] ? hi : hi_part[tid];
                 }
                 __syncthreads();
             }

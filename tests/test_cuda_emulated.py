@@ -318,3 +318,70 @@ def test_int8_linear_on_cuda_is_the_cpu_bits(plugin):
         print("ok")
     """)
     assert "ok" in out
+
+
+def test_emulated_cublaslt_holds_immas_rules(plugin):
+    """The cuBLASLt stand-in (tests/cuda_emu/emu_cublaslt.cpp) computes cuBLASLt's column-major
+    D = alpha op(A) op(B) + beta C exactly, and refuses what IMMA refuses with the plain column
+    order (not "TN", k or a leading dimension not a multiple of 4) and other types, so a
+    plugin change that broke those rules fails on the emulated device as it would on a GPU."""
+    out = _run(plugin, """
+        import ctypes, os
+        import numpy as np
+        lib = ctypes.CDLL(os.environ["PYGPU_CUDA_BACKEND_SO"])
+        P, ref = ctypes.c_void_p, ctypes.byref
+        COMPUTE_32I, R_8I, R_32I, R_32F, TRANSA, TRANSB = 72, 3, 10, 0, 3, 4
+        OK, INVALID, NOT_SUPPORTED = 0, 7, 15
+        lib.cublasLtMatrixLayoutCreate.argtypes = [ctypes.POINTER(P), ctypes.c_int,
+                                                   ctypes.c_uint64, ctypes.c_uint64,
+                                                   ctypes.c_int64]
+        lib.cublasLtMatmul.argtypes = [P] * 14 + [ctypes.c_size_t, P]
+        h = P()
+        assert lib.cublasLtCreate(ref(h)) == OK
+
+        def matmul(m, n, k, ta=1, tb=0, lda=None, ldb=None, ldc=None, ab_type=R_8I,
+                   compute=COMPUTE_32I, kb=None, beta=1):
+            lda = lda or (k if ta else m)
+            ldb = ldb or ((kb or k) if not tb else n)
+            ldc = ldc or m
+            rng = np.random.default_rng(m * n * k)
+            A = rng.integers(-128, 128, size=(lda * (m if ta else k),)).astype(np.int8)
+            B = rng.integers(-128, 128, size=(ldb * (n if not tb else (kb or k)),)).astype(np.int8)
+            D = rng.integers(-1000, 1000, size=(ldc * n,)).astype(np.int32)
+            D0 = D.copy()
+            desc, la, lb, lc = P(), P(), P(), P()
+            assert lib.cublasLtMatmulDescCreate(ref(desc), compute, R_32I) == OK
+            for attr, v in ((TRANSA, ta), (TRANSB, tb)):
+                x = ctypes.c_int32(v)
+                assert lib.cublasLtMatmulDescSetAttribute(desc, attr, ref(x), 4) == OK
+            assert lib.cublasLtMatrixLayoutCreate(ref(la), ab_type, k if ta else m,
+                                                  m if ta else k, lda) == OK
+            assert lib.cublasLtMatrixLayoutCreate(ref(lb), ab_type, (kb or k) if not tb else n,
+                                                  n if not tb else (kb or k), ldb) == OK
+            assert lib.cublasLtMatrixLayoutCreate(ref(lc), R_32I, m, n, ldc) == OK
+            alpha, b = ctypes.c_int32(2), ctypes.c_int32(beta)
+            st = lib.cublasLtMatmul(h, desc, ref(alpha), A.ctypes.data, la, B.ctypes.data, lb,
+                                    ref(b), D.ctypes.data, lc, D.ctypes.data, lc, None, None, 0,
+                                    None)
+            return st, A, B, D0, D
+
+        # TN: op(A) = A^T of a stored k x m, B a stored k x n; D m x n, all column-major
+        m, n, k = 8, 3, 12
+        st, A, B, D0, D = matmul(m, n, k, lda=16)
+        assert st == OK, st
+        At = A.reshape(m, 16)[:, :k].astype(np.int64)       # column i of stored A: row i here
+        Bt = B.reshape(n, k).astype(np.int64)
+        want = (2 * (Bt @ At.T) + D0.reshape(n, m)).astype(np.int32)
+        assert np.array_equal(D.reshape(n, m), want)
+        assert matmul(8, 3, 12, ta=0)[0] == NOT_SUPPORTED           # "NN": not IMMA
+        assert matmul(8, 3, 12, ta=1, tb=1)[0] == NOT_SUPPORTED     # "TT"
+        assert matmul(8, 3, 6)[0] == NOT_SUPPORTED                  # k not a multiple of 4
+        assert matmul(6, 3, 8)[0] == NOT_SUPPORTED                  # m not a multiple of 4
+        assert matmul(8, 3, 8, lda=10)[0] == NOT_SUPPORTED          # lda not a multiple of 4
+        assert matmul(8, 3, 8, ldc=10)[0] == NOT_SUPPORTED          # ldc
+        assert matmul(8, 3, 8, lda=4)[0] == INVALID                 # lda < the stored rows
+        assert matmul(8, 3, 8, kb=12)[0] == INVALID                 # op(A) and op(B) disagree on k
+        assert matmul(8, 3, 8, ab_type=R_32F)[0] == NOT_SUPPORTED   # only the integer GEMM
+        print("ok")
+    """, PYGPU_CUDA_EMU_SYNC=1)
+    assert "ok" in out

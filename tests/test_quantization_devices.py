@@ -115,7 +115,8 @@ def test_packed_weight_follows_the_device(device):
     np_, k4 = _pack.padded(70, 37)
     mat = rows[:np_ * k4 * 4].view(np.int8).reshape(np_, k4 * 4)
     assert np.array_equal(mat[:70, :37], w) and not mat[70:].any() and not mat[:, 37:].any()
-    assert np.array_equal(rows[np_ * k4 * 4:].view("<i4"), _pack.pack_weight(w)[np_ * k4 * 4:].view("<i4"))
+    colsums = rows[np_ * k4 * 4:].view("<i4")
+    assert np.array_equal(colsums, _pack.pack_weight(w)[np_ * k4 * 4:].view("<i4"))
     assert np.array_equal(_pack.unpack_weight_rows(rows, 70, 37), w)
 
 

@@ -113,8 +113,10 @@ def build(out=DEFAULT_OUT, kernels_from=None, verbose=False):
         for f in futs:
             objs.append(f.result())
     tmp = out + f".{os.getpid()}.tmp"
+    # -Bsymbolic: the plugin's own calls bind to the stand-ins even where one is exported
+    # (NCCL's, cuBLASLt's for the tests) and pygpu.cuda has preloaded the real library
     link = ["g++", "-shared", "-o", tmp] + objs + ["-ldl", "-lpthread", "-lrt", "-lm",
-                                                  "-Wl,--no-undefined"]
+                                                  "-Wl,--no-undefined", "-Wl,-Bsymbolic"]
     r = subprocess.run(link, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"cuda_emu: link failed:\n{r.stdout}{r.stderr}")

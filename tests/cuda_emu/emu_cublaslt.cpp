@@ -21,13 +21,16 @@
  * are CUBLAS_STATUS_INVALID_VALUE (NOT_INITIALIZED for the handle). Descriptor attributes
  * other than TRANSA/TRANSB, POINTER_MODE (host), EPILOGUE (default), SCALE_TYPE and
  * COMPUTE_TYPE, and layouts in another order or batched, are NOT_SUPPORTED when set.
- * The work is queued on the call's stream, as every stand-in's. */
+ * The work is queued on the call's stream, as every stand-in's. The entry points are exported
+ * (as emu_nccl.cpp's), so tests/test_cuda_emulated.py can hold the stand-in to these rules. */
 #include <stdint.h>
 #include <string.h>
 
 #include <cublasLt.h>
 
 #include "emu_internal.h"
+
+#define PG_LT_API extern "C" __attribute__((visibility("default")))
 
 struct cublasLtContext {
     int unused = 0;
@@ -81,16 +84,14 @@ void run(const Imma &g)
 
 } // namespace
 
-extern "C" {
-
-cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
+PG_LT_API cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
 {
     if (!h)
         return CUBLAS_STATUS_INVALID_VALUE;
     *h = new cublasLtContext();
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtDestroy(cublasLtHandle_t h)
+PG_LT_API cublasStatus_t cublasLtDestroy(cublasLtHandle_t h)
 {
     if (!h)
         return CUBLAS_STATUS_NOT_INITIALIZED;
@@ -98,8 +99,8 @@ cublasStatus_t cublasLtDestroy(cublasLtHandle_t h)
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t compute,
-                                        cudaDataType_t scale)
+PG_LT_API cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d,
+                                                  cublasComputeType_t compute, cudaDataType_t scale)
 {
     if (!d)
         return CUBLAS_STATUS_INVALID_VALUE;
@@ -109,12 +110,12 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeTy
     *d = reinterpret_cast<cublasLtMatmulDesc_t>(x);
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d)
+PG_LT_API cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d)
 {
     delete desc_of(d);
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
+PG_LT_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
                                               cublasLtMatmulDescAttributes_t attr,
                                               const void *buf, size_t size)
 {
@@ -147,7 +148,7 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
     }
 }
 
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType type,
+PG_LT_API cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType type,
                                           uint64_t rows, uint64_t cols, int64_t ld)
 {
     if (!l)
@@ -160,12 +161,12 @@ cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataTyp
     *l = reinterpret_cast<cublasLtMatrixLayout_t>(x);
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l)
+PG_LT_API cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l)
 {
     delete layout_of(l);
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
+PG_LT_API cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
                                                 cublasLtMatrixLayoutAttribute_t attr,
                                                 const void *buf, size_t size)
 {
@@ -180,12 +181,14 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
     return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha,
-                              const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
-                              cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C,
-                              cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc,
-                              const cublasLtMatmulAlgo_t *algo, void *workspace,
-                              size_t workspace_bytes, cudaStream_t stream)
+PG_LT_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
+                                        const void *alpha, const void *A,
+                                        cublasLtMatrixLayout_t Adesc, const void *B,
+                                        cublasLtMatrixLayout_t Bdesc, const void *beta,
+                                        const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
+                                        cublasLtMatrixLayout_t Ddesc,
+                                        const cublasLtMatmulAlgo_t *algo, void *workspace,
+                                        size_t workspace_bytes, cudaStream_t stream)
 {
     (void)algo;
     (void)workspace;
@@ -238,5 +241,3 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     pg_emu_enqueue(stream, [g] { run(g); });
     return CUBLAS_STATUS_SUCCESS;
 }
-
-} // extern "C"
