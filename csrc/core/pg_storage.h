@@ -44,8 +44,10 @@ enum { PG_ROLE_COMPUTE = 0, PG_ROLE_COPY = 1, PG_NUM_ROLES = 2 };
  * copy streams, and the compute streams of the devices that read it peer to peer
  * (DataParallel over 8 GPUs). A read of a ninth queue drops the oldest slot. That is
  * safe where the new reader first waited for every read recorded (cuda orders each
- * access after all of them; sim after the newest of its role), and loses a read only
- * when more than 8 queues record reads of one storage at the same moment. */
+ * access after all of them), so a read is lost only when more than 8 queues record
+ * reads of one storage at the same moment; sim chains a read after the newest read
+ * of its role, which covers the dropped one unless reads of more than 8 sim streams
+ * interleave on one storage. */
 enum { PG_READ_SLOTS = 8 };
 /* A storage's pending events: the last write, then the read slots. */
 #define PG_STORAGE_EVENTS (1 + PG_READ_SLOTS)
