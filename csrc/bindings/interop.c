@@ -509,9 +509,22 @@ typedef struct {
     bool versioned;
 } import_owner;
 
+/* The last reference went: hand the memory back to its producer, but only after
+ * pygpu's work on it. Kernels queued on a cuda stream hold no reference (the cuda
+ * backend orders them by stream, not by holds), so one may still read or write the
+ * buffer: wait for its pending writes and reads first, without the GIL, or the
+ * producer (PyTorch's caching allocator) could reuse the memory under that kernel.
+ * Host memory needs no wait here: sim's tasks and cuda's copies hold a reference
+ * until they ran (and a sim worker releasing it must not wait on its own task). A
+ * failed wait is the data's failure, not this release's: the deleter runs anyway. */
 static void release_dlpack(pg_storage *s)
 {
     import_owner *own = s->owner;
+    if (s->device.type == PG_DEV_CUDA && pg_storage_has_pending(s)) {
+        void *gil = pg_blocking_begin();
+        (void)pg_storage_wait_idle(s);
+        pg_blocking_end(gil);
+    }
     PyGILState_STATE g = PyGILState_Ensure();
     if (own->versioned) {
         DLManagedTensorVersioned *m = own->managed;

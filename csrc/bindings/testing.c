@@ -83,10 +83,12 @@ static PyObject *event_record(pg_storage *host_a, pg_storage *dev, pg_storage *h
     if (st != PG_OK)
         return pg_raise(st);
     double got = ((double *)dev->data)[N - 1];
-    pg_event rec[1 + PG_NUM_ROLES];
+    pg_event rec[PG_STORAGE_EVENTS];
     pg_storage_pending(host_a, rec);
     int write_is_fake = rec[0].backend == &g_fake_backend && rec[0].seq == 7;
-    int read_is_sim = rec[1 + PG_ROLE_COPY].backend == &pg_sim_backend;
+    int read_is_sim = 0;
+    for (int i = 1; i < PG_STORAGE_EVENTS; i++)
+        read_is_sim |= rec[i].backend == &pg_sim_backend;
 
     /* 2. sim has a write to host_b queued (d2h); the fake orders itself after it */
     memset(host_b->data, 0, nbytes);

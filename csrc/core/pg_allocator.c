@@ -15,7 +15,7 @@
 typedef struct block {
     void *ptr;
     struct block *next;
-    pg_event pending[1 + PG_NUM_ROLES]; /* queued work still using it (stream-ordered reuse) */
+    pg_event pending[PG_STORAGE_EVENTS]; /* queued work still using it (stream-ordered reuse) */
 } block;
 
 typedef struct large_bin {
@@ -70,7 +70,7 @@ static block **bin_for(device_cache *c, size_t rounded, bool create)
 
 /* Pop a cached block of exactly `rounded` bytes (and the events of the work still
  * using it), or NULL. Lock held. */
-static void *pop_cached(device_cache *c, size_t rounded, pg_event pending[1 + PG_NUM_ROLES])
+static void *pop_cached(device_cache *c, size_t rounded, pg_event pending[PG_STORAGE_EVENTS])
 {
     block **bin = bin_for(c, rounded, false);
     if (!bin || !*bin)
@@ -87,7 +87,7 @@ static void *pop_cached(device_cache *c, size_t rounded, pg_event pending[1 + PG
 /* Before a block goes back to the backend: wait for the work still using it. */
 static void wait_pending(const block *b)
 {
-    for (int i = 0; i < 1 + PG_NUM_ROLES; i++) {
+    for (int i = 0; i < PG_STORAGE_EVENTS; i++) {
         const pg_backend *owner = b->pending[i].backend;
         if (owner && owner->wait_event)
             (void)owner->wait_event(owner, b->pending[i]); /* a failure is its data's, not ours */
@@ -150,9 +150,9 @@ static void free_taken(const pg_backend *be, pg_device dev, sized_block *taken, 
 }
 
 pg_status pg_allocator_alloc(const pg_backend *be, pg_device dev, size_t nbytes, void **ptr,
-                             size_t *rounded_out, pg_event pending[1 + PG_NUM_ROLES])
+                             size_t *rounded_out, pg_event pending[PG_STORAGE_EVENTS])
 {
-    pg_event none[1 + PG_NUM_ROLES];
+    pg_event none[PG_STORAGE_EVENTS];
     if (!pending)
         pending = none;
     memset(pending, 0, sizeof none);
@@ -208,7 +208,7 @@ pg_status pg_allocator_alloc(const pg_backend *be, pg_device dev, size_t nbytes,
 }
 
 void pg_allocator_free_pending(pg_device dev, void *ptr, size_t rounded,
-                               const pg_event pending[1 + PG_NUM_ROLES])
+                               const pg_event pending[PG_STORAGE_EVENTS])
 {
     device_cache *c = &g_cache[pg_device_slot(dev)];
     pg_stats_free(dev, rounded);
@@ -235,7 +235,7 @@ void pg_allocator_free_pending(pg_device dev, void *ptr, size_t rounded,
 
 void pg_allocator_free(pg_device dev, void *ptr, size_t rounded)
 {
-    static const pg_event none[1 + PG_NUM_ROLES];
+    static const pg_event none[PG_STORAGE_EVENTS];
     pg_allocator_free_pending(dev, ptr, rounded, none);
 }
 

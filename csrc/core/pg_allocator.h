@@ -28,11 +28,11 @@
 /* pending (may be NULL): the events of queued work still using the block, which the
  * new storage must treat as its own pending work; entries with a NULL backend: none. */
 pg_status pg_allocator_alloc(const pg_backend *be, pg_device dev, size_t nbytes, void **ptr,
-                             size_t *rounded, pg_event pending[1 + PG_NUM_ROLES]);
+                             size_t *rounded, pg_event pending[PG_STORAGE_EVENTS]);
 void pg_allocator_free(pg_device dev, void *ptr, size_t rounded);
 /* Free a block that queued work (named by `pending`) still uses: see above. */
 void pg_allocator_free_pending(pg_device dev, void *ptr, size_t rounded,
-                               const pg_event pending[1 + PG_NUM_ROLES]);
+                               const pg_event pending[PG_STORAGE_EVENTS]);
 /* Return every cached (free) block of `dev` to its backend. */
 void pg_allocator_empty_cache(pg_device dev);
 /* Bytes held in free lists of `dev`. */

@@ -77,7 +77,7 @@ static void release_device(pg_storage *s)
  * (whoever queues work holds a reference while doing so), so the record is final. */
 static void detach_block(pg_storage *s, bool worker)
 {
-    pg_event ev[1 + PG_NUM_ROLES];
+    pg_event ev[PG_STORAGE_EVENTS];
     if (worker) {
         /* A queue's worker, finishing a task: an enqueuer may hold the events lock while
          * it waits for that very worker to make room in the queue. Never wait for the
@@ -88,7 +88,7 @@ static void detach_block(pg_storage *s, bool worker)
         pthread_mutex_lock(&g_events_lock);
     }
     ev[0] = s->last_write;
-    for (int r = 0; r < PG_NUM_ROLES; r++)
+    for (int r = 0; r < PG_READ_SLOTS; r++)
         ev[1 + r] = s->last_read[r];
     pthread_mutex_unlock(&g_events_lock);
     if (!atomic_exchange(&s->detached, true))
@@ -163,18 +163,19 @@ pg_status pg_storage_new(pg_device dev, size_t nbytes, unsigned flags, pg_storag
         s = calloc(1, sizeof *s);
         if (!s)
             return pg_error_set(PG_ERR_NOMEM, "out of host memory");
-        pg_event pending[1 + PG_NUM_ROLES];
+        pg_event pending[PG_STORAGE_EVENTS];
         pg_status st = pg_allocator_alloc(be, dev, nbytes, &s->data, &s->capacity, pending);
         if (st != PG_OK) {
             free(s);
             return st;
         }
         s->release = release_device;
-        /* a block queued work still uses: that work is this storage's pending work */
+        /* a block queued work still uses: that work is this storage's pending work
+         * (the reads in the freed storage's slot order, oldest first) */
         s->last_write = pending[0];
-        for (int r = 0; r < PG_NUM_ROLES; r++)
+        for (int r = 0; r < PG_READ_SLOTS; r++)
             s->last_read[r] = pending[1 + r];
-        for (int i = 0; i < 1 + PG_NUM_ROLES; i++)
+        for (int i = 0; i < PG_STORAGE_EVENTS; i++)
             if (pending[i].backend)
                 atomic_store(&s->queued, true);
     }
@@ -281,12 +282,35 @@ static pthread_mutex_t g_error_lock = PTHREAD_MUTEX_INITIALIZER;
 void pg_storage_events_lock(void) { pthread_mutex_lock(&g_events_lock); }
 void pg_storage_events_unlock(void) { pthread_mutex_unlock(&g_events_lock); }
 
+/* Drop read slot i, moving the newer ones down (the used slots stay first). */
+static void drop_read_slot(pg_storage *s, int i)
+{
+    for (; i + 1 < PG_READ_SLOTS; i++)
+        s->last_read[i] = s->last_read[i + 1];
+    s->last_read[PG_READ_SLOTS - 1] = (pg_event){0};
+}
+
 void pg_storage_mark_locked(pg_storage *s, pg_event ev, int role, bool write)
 {
-    if (write)
+    (void)role;
+    if (write) {
         s->last_write = ev;
-    else
-        s->last_read[role] = ev;
+    } else {
+        /* the queue's own slot goes (its new read implies it: one queue runs in
+         * order); when every slot holds another queue, the oldest goes */
+        int used = 0;
+        while (used < PG_READ_SLOTS && s->last_read[used].backend != NULL)
+            used++;
+        int drop = used == PG_READ_SLOTS ? 0 : -1;
+        for (int i = 0; i < used; i++)
+            if (s->last_read[i].backend == ev.backend && s->last_read[i].queue == ev.queue)
+                drop = i;
+        if (drop >= 0) {
+            drop_read_slot(s, drop);
+            used--;
+        }
+        s->last_read[used] = ev; /* the newest, last */
+    }
     atomic_store_explicit(&s->queued, true, memory_order_release);
 }
 
@@ -297,11 +321,11 @@ void pg_storage_mark(pg_storage *s, pg_event ev, int role, bool write)
     pthread_mutex_unlock(&g_events_lock);
 }
 
-void pg_storage_pending(pg_storage *s, pg_event out[1 + PG_NUM_ROLES])
+void pg_storage_pending(pg_storage *s, pg_event out[PG_STORAGE_EVENTS])
 {
     pthread_mutex_lock(&g_events_lock);
     out[0] = s->last_write;
-    for (int r = 0; r < PG_NUM_ROLES; r++)
+    for (int r = 0; r < PG_READ_SLOTS; r++)
         out[1 + r] = s->last_read[r];
     pthread_mutex_unlock(&g_events_lock);
 }
@@ -310,11 +334,11 @@ pg_status pg_storage_wait_others(pg_storage *s, bool idle, const pg_backend *be,
 {
     if (!pg_storage_has_pending(s))
         return PG_OK;
-    pg_event ev[1 + PG_NUM_ROLES];
+    pg_event ev[PG_STORAGE_EVENTS];
     pg_storage_pending(s, ev);
     uint64_t t0 = 0;
     pg_status st = PG_OK;
-    for (int i = 0; i < (idle ? 1 + PG_NUM_ROLES : 1) && st == PG_OK; i++) {
+    for (int i = 0; i < (idle ? PG_STORAGE_EVENTS : 1) && st == PG_OK; i++) {
         const pg_backend *owner = ev[i].backend;
         if (owner == NULL || !owner->wait_event)
             continue;

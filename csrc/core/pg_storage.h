@@ -5,7 +5,10 @@
  * strides, each holding one reference, so a view keeps its base alive.
  *
  * Asynchronous backends (sim, cuda) queue work that reads or writes a
- * storage. The storage records the last queued write and reads as events
+ * storage. The storage records the last queued write, and the last read of
+ * each queue that reads it (one slot per queue: a peer copy on cuda:1's
+ * compute stream and a kernel on cuda:0's are two slots, so a later write
+ * waits for both), as events
  * that name their backend, that backend's queue and a sequence number, so a
  * host buffer touched by two backends (a pinned buffer copied by sim and by
  * cuda) keeps each backend's meaning apart: waiting on an event always asks
@@ -34,7 +37,20 @@ typedef struct pg_event {
     uint64_t seq;
 } pg_event;
 
-enum { PG_ROLE_COMPUTE = 0, PG_ROLE_COPY = 1, PG_NUM_ROLES = 2 }; /* index into last_read[] */
+/* A queue's role (backends name their queues' roles with these). */
+enum { PG_ROLE_COMPUTE = 0, PG_ROLE_COPY = 1, PG_NUM_ROLES = 2 };
+
+/* How many queues' reads one storage records at once: the device's own compute and
+ * copy streams, and the compute streams of the devices that read it peer to peer
+ * (DataParallel over 8 GPUs). A read of a ninth queue drops the oldest slot. That is
+ * safe where the new reader first waited for every read recorded (cuda orders each
+ * access after all of them), so a read is lost only when more than 8 queues record
+ * reads of one storage at the same moment; sim chains a read after the newest read
+ * of its role, which covers the dropped one unless reads of more than 8 sim streams
+ * interleave on one storage. */
+enum { PG_READ_SLOTS = 8 };
+/* A storage's pending events: the last write, then the read slots. */
+#define PG_STORAGE_EVENTS (1 + PG_READ_SLOTS)
 
 enum {
     PG_STORAGE_PINNED = 1u << 0,   /* page-locked host memory (fast async copies) */
@@ -63,7 +79,7 @@ struct pg_storage {
     /* Pending asynchronous work: guarded by pg_storage_events_lock; set
      * through pg_storage_mark, read through pg_storage_pending. */
     pg_event last_write;
-    pg_event last_read[PG_NUM_ROLES]; /* per queue role: compute, copy */
+    pg_event last_read[PG_READ_SLOTS]; /* one per queue, oldest first; unused (backend NULL) last */
     atomic_bool queued;               /* any event was ever recorded (a lock-free hint) */
     _Atomic(char *) error; /* malloc'd message of the failed op that produced the data */
 
@@ -110,12 +126,14 @@ void pg_storage_set_release_probe(pg_storage_probe_fn fn);
  * are seen together; never while waiting. */
 void pg_storage_events_lock(void);
 void pg_storage_events_unlock(void);
-/* Under the lock: record `ev` as the last write, or the last read of `role`. */
+/* Under the lock: record `ev` as the last write, or as the last read of its queue
+ * (ev.backend, ev.queue). `role` is unused since reads are kept per queue (the
+ * plugin table's signature keeps it). */
 void pg_storage_mark_locked(pg_storage *s, pg_event ev, int role, bool write);
 /* Takes the lock: pg_storage_mark_locked. */
 void pg_storage_mark(pg_storage *s, pg_event ev, int role, bool write);
-/* Takes the lock: out[0] = last write, out[1..] = last reads. */
-void pg_storage_pending(pg_storage *s, pg_event out[1 + PG_NUM_ROLES]);
+/* Takes the lock: out[0] = last write, out[1..] = the read slots. */
+void pg_storage_pending(pg_storage *s, pg_event out[PG_STORAGE_EVENTS]);
 /* Whether `s` may have queued work (false: it never had any). */
 static inline bool pg_storage_has_pending(pg_storage *s)
 {

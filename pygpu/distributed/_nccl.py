@@ -156,7 +156,8 @@ class NcclGroup:
             raise ValueError("NCCL collectives need a contiguous tensor: call .contiguous() first")
         if t.dtype.name not in _DTYPES:
             raise TypeError(f"NCCL has no {t.dtype.name} collectives")
-        t.wait()
+        # no host wait for t's pending writes: the plugin makes the comm stream wait
+        # for them on the device (an event per stream that may hold one)
         return _C._data_ptr(t), t.numel(), _DTYPES[t.dtype.name]
 
     def all_reduce(self, t, op):

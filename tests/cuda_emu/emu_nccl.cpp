@@ -10,6 +10,10 @@
  * bits), in chunks of 4 MiB. float16/bfloat16 are reduced in float32 and
  * rounded at each step, as NCCL's ring does. ncclCommAbort (pygpu's timeout)
  * releases a rank stuck at the barrier with an error state.
+ * NCCL's calls on one communicator are not thread-safe: two threads inside a
+ * collective call on the same communicator at once (a caller's missing lock)
+ * make the later call fail with ncclInvalidUsage and put the communicator in
+ * that error state, instead of corrupting it silently as NCCL may.
  * What it cannot show: NCCL's own algorithms, speed, or a crash of a peer
  * mid-collective (a vanished peer shows as a timeout, as with NCCL). */
 #include <fcntl.h>
@@ -53,6 +57,7 @@ struct Comm {
     size_t map_bytes;
     std::atomic<int> state; /* ncclSuccess, or the error that aborted it */
     std::atomic<bool> aborted;
+    std::atomic<int> callers; /* threads inside a collective call on it now */
 };
 
 std::atomic<int> g_live{0}; /* communicators made and not yet destroyed or aborted */
@@ -199,6 +204,7 @@ PG_NCCL_API const char *ncclGetErrorString(int r)
     case ncclSuccess: return "no error";
     case ncclSystemError: return "unhandled system error (emulated NCCL: shared memory)";
     case ncclInvalidArgument: return "invalid argument";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
     case ncclRemoteError: return "remote process exited or there was a network error";
     case ncclInProgress: return "NCCL operation in progress";
     default: return "internal error";
@@ -245,6 +251,7 @@ static int comm_open(Comm **out, int nranks, NcclId id, int rank)
     c->map_bytes = bytes;
     c->state = ncclSuccess;
     c->aborted = false;
+    c->callers = 0;
     memcpy(c->name, name, sizeof c->name);
     c->state = ncclInProgress;
     c->shm->joined.fetch_add(1);
@@ -329,6 +336,19 @@ PG_NCCL_API int ncclCommDestroy(Comm *c)
     delete c;
     return ncclSuccess;
 }
+/* A collective call starts on c; false (c now in the ncclInvalidUsage state) when
+ * another thread is inside one on c at the same time. */
+static bool enter_call(Comm *c)
+{
+    if (c->callers.fetch_add(1) == 0)
+        return true;
+    c->callers--;
+    c->state = ncclInvalidUsage;
+    fprintf(stderr, "emulated NCCL: two threads called collectives on one communicator at "
+                    "once (NCCL's calls are not thread-safe)\n");
+    return false;
+}
+
 PG_NCCL_API int ncclAllReduce(const void *send, void *recv, size_t count, int dt, int op, Comm *c,
                               cudaStream_t s)
 {
@@ -336,7 +356,10 @@ PG_NCCL_API int ncclAllReduce(const void *send, void *recv, size_t count, int dt
         return ncclInvalidArgument;
     if (c->aborted)
         return ncclInvalidUsage;
+    if (!enter_call(c))
+        return ncclInvalidUsage;
     pg_emu_enqueue(s, [=] { run_all_reduce(c, send, recv, count, dt, op); });
+    c->callers--;
     return ncclSuccess;
 }
 PG_NCCL_API int ncclBroadcast(const void *send, void *recv, size_t count, int dt, int root,
@@ -346,6 +369,9 @@ PG_NCCL_API int ncclBroadcast(const void *send, void *recv, size_t count, int dt
         return ncclInvalidArgument;
     if (c->aborted)
         return ncclInvalidUsage;
+    if (!enter_call(c))
+        return ncclInvalidUsage;
     pg_emu_enqueue(s, [=] { run_broadcast(c, send, recv, count, dt, root); });
+    c->callers--;
     return ncclSuccess;
 }

@@ -11,6 +11,10 @@
  * makes every stream item sleep first, which widens such windows (tests of
  * stream ordering use it), and PYGPU_CUDA_EMU_SYNC=1 runs every item before
  * its call returns (if a failure goes away with it, it is an ordering bug).
+ * pg_emu_set_call_delay_us (tests, through ctypes) makes every enqueueing call
+ * itself sleep on the host first, as a driver call can take long: a window
+ * between what the plugin does before a launch and after it, where another
+ * thread's calls land (a race in the plugin's own bookkeeping shows there).
  * The legacy default stream is one more such queue;
  * its implicit synchronization with blocking streams is not modelled (the
  * plugin creates only non-blocking streams).
@@ -260,9 +264,14 @@ static CUstream_st *resolve(cudaStream_t s)
     return s;
 }
 
+/* pg_emu_set_call_delay_us: how long each enqueueing call sleeps on the host */
+static std::atomic<unsigned> g_call_delay_us{0};
+
 /* Runs f on stream s in order (or appends it to the graph s is capturing). */
 void pg_emu_enqueue(cudaStream_t s, std::function<void()> f)
 {
+    if (unsigned us = g_call_delay_us.load())
+        usleep(us);
     CUstream_st *st = resolve(s);
     if (st->capture) {
         st->capture->nodes.push_back(std::move(f));
@@ -880,4 +889,21 @@ extern "C" __attribute__((visibility("default"))) int pg_emu_current_device(void
 extern "C" __attribute__((visibility("default"))) long pg_emu_events_created(void)
 {
     return g_events_created.load();
+}
+
+/* For tests only: from now on every call that queues stream work (a launch, a
+ * copy, a memset, a cuBLAS call, an NCCL collective) first sleeps `us` on the
+ * calling thread; 0 turns it off. */
+extern "C" __attribute__((visibility("default"))) void pg_emu_set_call_delay_us(unsigned us)
+{
+    g_call_delay_us.store(us);
+}
+
+/* For tests only: `n` bytes of device memory on `device`, as another library's
+ * cudaMalloc would give (a DLPack producer in a test); freed with cudaFree. */
+extern "C" __attribute__((visibility("default"))) void *pg_emu_device_malloc(size_t n, int device)
+{
+    if (device < 0 || device >= pg_emu_device_count())
+        return nullptr;
+    return mem_alloc(n, device);
 }

@@ -83,7 +83,7 @@ typedef struct pg_cuda_device pg_cuda_device;
  * means finished. */
 typedef struct pg_cuda_queue {
     pg_cuda_device *dev;
-    int role;            /* PG_CUDA_ROLE_*: the storage read slot its reads use */
+    int role;            /* PG_CUDA_ROLE_*: passed with its marks (read slots are per queue) */
     const char *name;    /* "compute", "copy", "comm": for messages */
     cudaStream_t stream; /* created with the device's state (ready) */
     uint64_t queued_seq; /* under dev->lock, as are the three below */

@@ -11,10 +11,12 @@
  * so building needs no NCCL headers. Exported to Python (pygpu/distributed/_nccl.py,
  * through ctypes) as pg_plugin_nccl_*; each returns 0 or writes a message.
  *
- * The caller first waits for the tensor's pending writes (Tensor.wait()); the
- * collective is queued on the device's comm stream after (on the device) the
- * kernels queued so far, and that stream is synchronized before returning, so no
- * storage is left with pending work the core does not know of.
+ * The collective is queued on the device's comm stream after (on the device,
+ * through events: no host wait) everything queued on the device so far: the
+ * compute stream, every user stream current on some thread and the copy stream,
+ * which hold every pending write to the tensor (a DDP bucket's gradients, a
+ * non-blocking upload). The comm stream alone is then synchronized before
+ * returning, so no storage is left with pending work the core does not know of.
  *
  * A dead or missing peer must not hang the job: communicators are made
  * non-blocking (ncclCommInitRankConfig with blocking = 0, NCCL >= 2.14), and
@@ -363,10 +365,14 @@ static int run_collective_locked(int is_bcast, pg_nccl_handle *h, pg_cuda_device
 {
     if (h->aborted)
         return fail(why, whylen, "%s: %s", call, h->why);
-    /* the comm stream first waits (on the device) for the kernels queued so
-     * far, which may still read the buffer; kernels queued after this call
-     * run beside the collective */
-    if (pg_cuda_queue_wait_queue(&d->comm, &d->compute, op) != PG_OK)
+    /* the comm stream first waits (on the device) for the work queued so far
+     * that may still write or read the buffer: kernels on compute (and this
+     * thread's user stream), other threads' user streams (a DDP comm thread
+     * reduces what the main thread's backward wrote), non-blocking uploads on
+     * the copy stream. Work queued after this call runs beside the collective */
+    if (pg_cuda_queue_wait_queue(&d->comm, &d->compute, op) != PG_OK ||
+        pg_cuda_stream_join_active(d, d->comm.stream, op) != PG_OK ||
+        pg_cuda_queue_wait_queue(&d->comm, &d->copy, op) != PG_OK)
         return fail(why, whylen, "%s%s", pg_cuda_last_message(), "");
     pg_nccl_result r = is_bcast ? g_nccl.broadcast(ptr, ptr, count, dtype, arg, h->comm,
                                                    d->comm.stream)

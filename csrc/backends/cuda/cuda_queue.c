@@ -10,8 +10,9 @@
  *       comm     NCCL collectives (cuda_nccl.c), so a DDP all-reduce does not
  *                queue behind the rest of backward.
  *   - A queue numbers what it runs (queued_seq). A storage's pending work is
- *     the core's backend-neutral record: the last write and the last read per
- *     role, each a pg_event (cuda, queue, seq). That pair is the per-storage
+ *     the core's backend-neutral record: the last write and the last read of
+ *     each queue (so a peer read on another device's compute stream is kept
+ *     beside this device's), each a pg_event (cuda, queue, seq). That pair is the per-storage
  *     event: a cudaEvent_t is recorded only when someone has to wait for it,
  *     on the queue named, at that moment (it then covers `seq` and whatever was
  *     queued after it, which only ever waits a little longer).

@@ -270,22 +270,44 @@ static pg_status wait_foreign(pg_storage **reads, int nreads, pg_storage **write
     return PG_OK;
 }
 
+/* The role of the sim stream an event names (the copy stream of some device, or
+ * compute). Streams are made once, before any event names them, and never change. */
+static int stream_role(const void *q)
+{
+    for (int i = 0; i < PG_MAX_DEVICES_PER_TYPE; i++)
+        if (q == g_dev[i].stream[ROLE_COPY])
+            return ROLE_COPY;
+    return ROLE_COMPUTE;
+}
+
+/* Under the events lock: the newest read of `st` by a sim stream of `role`, or none. */
+static pg_event newest_read(const pg_storage *st, int role)
+{
+    for (int i = PG_READ_SLOTS - 1; i >= 0; i--) {
+        pg_event e = st->last_read[i];
+        if (e.backend == &pg_sim_backend && stream_role(e.queue) == role)
+            return e;
+    }
+    return (pg_event){0};
+}
+
 /* Under the events lock: gather the events `t` must wait for, then stamp
- * the storages with the new task's event. A read also depends on the read
- * it replaces when that one is on another stream, so the new event implies
- * the old and no pending read is forgotten. */
+ * the storages with the new task's event. A read also depends on the newest
+ * read of its role when that one is on another stream, so the new event
+ * implies every older read of the role, and a write's dependence on the newest
+ * read of each role covers them all. */
 static void enqueue_with_events(pg_stream *s, int role, pg_task *t, pg_storage **reads, int nreads,
                                 pg_storage **writes, int nwrites)
 {
     pg_storage_events_lock();
     for (int i = 0; i < nreads; i++) {
         add_dep(t, reads[i]->last_write, s);
-        add_dep(t, reads[i]->last_read[role], s);
+        add_dep(t, newest_read(reads[i], role), s);
     }
     for (int i = 0; i < nwrites; i++) {
         add_dep(t, writes[i]->last_write, s);
-        add_dep(t, writes[i]->last_read[0], s);
-        add_dep(t, writes[i]->last_read[1], s);
+        add_dep(t, newest_read(writes[i], ROLE_COMPUTE), s);
+        add_dep(t, newest_read(writes[i], ROLE_COPY), s);
     }
     uint64_t seq = pg_stream_enqueue(s, t);
     pg_event e = {&pg_sim_backend, s, seq};
