@@ -21,24 +21,9 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECK_SCRIPT = os.path.join(REPO, "build_support", "check_cuda_plugin.py")
-EXPORTS = {"pg_plugin_init", "pg_plugin_set_option", "pg_plugin_get_option",
-           "pg_plugin_abi_version", "pg_plugin_pci_bus_id",
-           # NCCL for pygpu.distributed, reached through ctypes (csrc/backends/cuda/cuda_nccl.c)
-           "pg_plugin_nccl_load", "pg_plugin_nccl_version", "pg_plugin_nccl_unique_id",
-           "pg_plugin_nccl_comm_init", "pg_plugin_nccl_comm_destroy", "pg_plugin_nccl_comm_abort",
-           "pg_plugin_nccl_all_reduce", "pg_plugin_nccl_broadcast",
-           # streams, events, graphs, properties, NVTX for pygpu.cuda (pygpu/_cuda_streams.py;
-           # csrc/backends/cuda/cuda_stream_api.c, cuda_graph.c, cuda_profile.c)
-           "pg_plugin_last_error", "pg_plugin_stream_create", "pg_plugin_stream_destroy",
-           "pg_plugin_stream_handle", "pg_plugin_stream_enter", "pg_plugin_stream_exit",
-           "pg_plugin_stream_synchronize", "pg_plugin_stream_query", "pg_plugin_stream_wait_event",
-           "pg_plugin_stream_wait_for_current", "pg_plugin_stream_gather", "pg_plugin_storage_imported",
-           "pg_plugin_event_create", "pg_plugin_event_destroy",
-           "pg_plugin_event_record", "pg_plugin_event_query", "pg_plugin_event_synchronize",
-           "pg_plugin_event_elapsed_time", "pg_plugin_graph_create", "pg_plugin_graph_destroy",
-           "pg_plugin_graph_capture_begin", "pg_plugin_graph_capture_end", "pg_plugin_graph_replay",
-           "pg_plugin_graph_reset", "pg_plugin_graph_ops", "pg_plugin_device_properties",
-           "pg_plugin_nvtx_push", "pg_plugin_nvtx_pop"}
+# one way into the plugin: the ABI version, the backend table and the extras table
+# (csrc/core/pg_cuda_extras.h: streams, events, graphs, NCCL, options), nothing else
+EXPORTS = {"pg_plugin_abi_version", "pg_plugin_init", "pg_plugin_get_extras"}
 
 
 def _load_build_module():
