@@ -20,6 +20,9 @@ import sys
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the CUDA kernels, next to their backend (as ggml-cuda's are)
+KERNELS = os.path.join(REPO, "csrc", "backends", "cuda", "kernels")
+
 CHECK_SCRIPT = os.path.join(REPO, "build_support", "check_cuda_plugin.py")
 # one way into the plugin: the ABI version, the backend table and the extras table
 # (csrc/core/pg_cuda_extras.h: streams, events, graphs, NCCL, options), nothing else
@@ -71,7 +74,7 @@ def _tool(*cmd):
 @pytest.mark.slow
 def test_plugin_builds_out_of_tree(cuda_plugin):
     assert os.path.getsize(cuda_plugin) > 0
-    stray = glob.glob(os.path.join(REPO, "kernels", "*.o")) + glob.glob(
+    stray = glob.glob(os.path.join(KERNELS, "*.o")) + glob.glob(
         os.path.join(REPO, "csrc", "backends", "cuda", "*.o"))
     assert stray == [], f"build wrote objects into the source tree: {stray}"
 
@@ -318,7 +321,7 @@ def test_cuda12_check_stubs_every_kernel_launcher():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     src, names = mod.kernel_stubs()
-    with open(os.path.join(REPO, "kernels", "pg_cuda_kernels.h")) as f:
+    with open(os.path.join(KERNELS, "pg_cuda_kernels.h")) as f:
         declared = set(re.findall(r"\b(pg_kernel_\w+)\s*\(", f.read()))
     assert set(names) == declared and "pg_kernel_matmul" in names
     assert all(f"int {n}(void) {{ return 0; }}" in src for n in names)
@@ -363,6 +366,6 @@ def test_no_kernel_branches_on_the_cuda_arch():
     sm_80 too as long as no kernel source branches on __CUDA_ARCH__; one that does needs
     PYGPU_CUDA_ARCHS there to list every arch the build targets."""
     root = pathlib.Path(__file__).resolve().parent.parent
-    hits = [str(p.relative_to(root)) for p in sorted((root / "kernels").glob("*.cu*"))
+    hits = [str(p.relative_to(root)) for p in sorted(pathlib.Path(KERNELS).glob("*.cu*"))
             if "__CUDA_ARCH__" in p.read_text()]
     assert not hits, f"kernels branching on __CUDA_ARCH__ (see .ci/run's CUDA 12 step): {hits}"

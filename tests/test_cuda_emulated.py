@@ -1,5 +1,5 @@
 # test_cuda_emulated.py - the CUDA plugin run on the emulated device (tests/cuda_emu/):
-# the real kernels/*.cu and csrc/backends/cuda/*.c, compiled for the CPU over a
+# the real csrc/backends/cuda/kernels/*.cu and csrc/backends/cuda/*.c, compiled for the CPU over a
 # stand-in CUDA runtime and cuBLAS. Each test runs its code in a fresh interpreter
 # whose pygpu loads the emulated plugin (PYGPU_CUDA_BACKEND_SO), and checks results
 # against NumPy. Issue 29's defects each have a test here that failed before its fix;
