@@ -1,7 +1,7 @@
 # bench_reduce.py - reductions that leave few output rows: sum() of a whole
 # 16M-element float32 tensor (one row) and sum(axis=0) of a tall (4M, 4)
 # matrix (four long strided rows). On cuda these take the split (two-pass)
-# kernels of kernels/reduce.cu, which spread one row over every SM; the
+# kernels of csrc/backends/cuda/kernels/reduce.cu, which spread one row over every SM; the
 # one-pass kernels ran them on one block (whole tensor) or four (axis 0).
 # Compared in each group with NumPy and, where installed, torch on the same
 # device kind (CPU here; torch.cuda where pygpu runs on cuda). Device results

@@ -22,6 +22,20 @@ import sys
 PG_DEV_CUDA = 2
 
 
+def extras_version():
+    """PG_CUDA_EXTRAS_VERSION from csrc/core/pg_cuda_extras.h next to this script, else 1."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "csrc", "core",
+                          "pg_cuda_extras.h")
+    try:
+        with open(header) as f:
+            m = re.search(r"#define\s+PG_CUDA_EXTRAS_VERSION\s+(\d+)", f.read())
+            if m:
+                return int(m.group(1))
+    except OSError:
+        pass
+    return 1
+
+
 def abi_version():
     """PG_BACKEND_ABI_VERSION from the header next to this script, else 1."""
     header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "csrc", "core",
@@ -178,6 +192,28 @@ def check(path):
               f"{mem / 2**30:.1f} GiB")
     if count == 0 and not reason:
         print("error: no devices and no reason given", file=sys.stderr)
+        return 1
+    # the second table (pg_cuda_extras.h): handed out for this version, headed by its
+    # own size and version; another version is refused
+    try:
+        get = lib.pg_plugin_get_extras
+    except AttributeError:
+        print(f"error: {path} does not export pg_plugin_get_extras", file=sys.stderr)
+        return 1
+    get.restype = ctypes.c_int
+    get.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
+    want, out = extras_version(), ctypes.c_void_p()
+    if get(want, ctypes.byref(out)) != 0 or not out.value:
+        print(f"error: pg_plugin_get_extras({want}) refused", file=sys.stderr)
+        return 1
+    size = ctypes.c_size_t.from_address(out.value).value
+    version = ctypes.c_int.from_address(out.value + ctypes.sizeof(ctypes.c_size_t)).value
+    print(f"extras: version {version}, {size} bytes")
+    if version != want:
+        print(f"error: the extras table says version {version}, the header {want}", file=sys.stderr)
+        return 1
+    if get(want + 1, ctypes.byref(out)) == 0:
+        print(f"error: pg_plugin_get_extras accepted version {want + 1}", file=sys.stderr)
         return 1
     return 0
 

@@ -89,7 +89,7 @@ _MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(((?:[^\n]*\\\n)*
 
 def c_graph(root):
     files, raw_includes = {}, {}
-    for top in ("csrc", "kernels"):
+    for top in ("csrc",):  # the CUDA kernels live in csrc/backends/cuda/kernels
         for d, _, names in os.walk(os.path.join(root, top)):
             for name in names:
                 if name.endswith(_C_EXTS):
@@ -106,7 +106,7 @@ def c_graph(root):
         d = os.path.dirname(path)
         includes[path] = set()
         for inc in raw_includes[path]:
-            for base in (d, "csrc/core", "kernels", "csrc"):
+            for base in (d, "csrc/core", "csrc/backends/cuda/kernels", "csrc"):
                 cand = os.path.normpath(os.path.join(base, inc))
                 if cand in files:
                     includes[path].add(cand)

@@ -14,8 +14,8 @@ R580+ driver; many H100 nodes run R535/R550, for which pygpu is built with CUDA 
          nvidia-cuda-runtime-cu12, nvidia-cuda-nvcc-cu12 (crt/), nvidia-cuda-cccl-cu12
          (nv/target) and nvidia-cublas-cu12 wheels, and linked as the real build
          links (static cudart 12, libcublas.so.12, -Wl,--no-undefined), with the
-         kernel launchers (pg_kernel_*, defined in kernels/*.cu) replaced by stubs;
-      2. device: every kernels/*.cu is compiled by NVRTC 12 (nvidia-cuda-nvrtc-cu12)
+         kernel launchers (pg_kernel_*, defined in csrc/backends/cuda/kernels/*.cu) replaced by stubs;
+      2. device: every csrc/backends/cuda/kernels/*.cu is compiled by NVRTC 12 (nvidia-cuda-nvrtc-cu12)
          to PTX and assembled by the CUDA 12 ptxas for each target arch, warnings
          being errors (build_support/cuda12_nvrtc.py says how, and what that leaves
          out: the launchers are compiled as device code, not host code).
@@ -35,6 +35,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+# the CUDA kernels, next to their backend (as ggml-cuda's are)
+KERNELS = os.path.join(REPO, "csrc", "backends", "cuda", "kernels")
+
 sys.path.insert(0, HERE)
 import cuda_build  # noqa: E402  (standard library only)
 import cuda12_nvrtc  # noqa: E402
@@ -48,10 +51,10 @@ def _run(cmd):
 
 def kernel_stubs():
     """C source defining every pg_kernel_* launcher declared in pg_cuda_kernels.h."""
-    with open(os.path.join(REPO, "kernels", "pg_cuda_kernels.h")) as f:
+    with open(os.path.join(KERNELS, "pg_cuda_kernels.h")) as f:
         names = sorted(set(re.findall(r"cudaError_t\s+(pg_kernel_\w+)\s*\(", f.read())))
     if not names:
-        sys.exit("no pg_kernel_* launchers found in kernels/pg_cuda_kernels.h")
+        sys.exit("no pg_kernel_* launchers found in csrc/backends/cuda/kernels/pg_cuda_kernels.h")
     return "".join(f"int {n}(void);\nint {n}(void) {{ return 0; }}\n" for n in names), names
 
 
@@ -88,7 +91,7 @@ def host_only_build(nvidia, out):
     cccl_inc = os.path.join(nvidia, "cuda_cccl", "include")
     if not os.path.isfile(os.path.join(cccl_inc, "nv", "target")):
         sys.exit(f"missing {cccl_inc}/nv/target: pip install nvidia-cuda-cccl-cu12")
-    includes = ["-I" + os.path.join(REPO, "csrc", "core"), "-I" + os.path.join(REPO, "kernels"),
+    includes = ["-I" + os.path.join(REPO, "csrc", "core"), "-I" + KERNELS,
                 "-I" + rt_inc, "-I" + crt_inc, "-I" + cccl_inc, "-I" + blas_inc]
     cflags = ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror",
               "-D_POSIX_C_SOURCE=200809L"]

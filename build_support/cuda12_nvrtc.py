@@ -1,10 +1,10 @@
-"""cuda12_nvrtc.py - the CUDA plugin's device code (kernels/*.cu) compiled by CUDA 12.
+"""cuda12_nvrtc.py - the CUDA plugin's device code (csrc/backends/cuda/kernels/*.cu) compiled by CUDA 12.
 
 PyPI has no CUDA 12 nvcc (nvidia-cuda-nvcc-cu12 ships ptxas, libnvvm and libdevice but
 no front end), so CI compiles the kernels with NVRTC 12 (nvidia-cuda-nvrtc-cu12: the
 same EDG front end and NVVM as nvcc 12) and assembles them with the CUDA 12 ptxas, for
 every architecture the real build targets (cuda_build.resolve_archs: SASS for sm_80 and
-sm_90 by default). Each kernels/*.cu, unmodified, goes
+sm_90 by default). Each csrc/backends/cuda/kernels/*.cu, unmodified, goes
 
     NVRTC 12, -arch=compute_XX  ->  PTX  ->  ptxas 12 -arch=sm_XX --warning-as-error
 
@@ -29,7 +29,7 @@ stubbed in cuda12_check.py's link); the csrc/backends/cuda/*.c host files are.
 
     python build_support/cuda12_nvrtc.py NVIDIA_DIR [KERNEL.cu ...]
 
-(all of kernels/*.cu unless files are named; PYGPU_CUDA_ARCHS=90 picks targets).
+(all of csrc/backends/cuda/kernels/*.cu unless files are named; PYGPU_CUDA_ARCHS=90 picks targets).
 
 NVIDIA_DIR is the site-packages/nvidia directory holding cuda_nvrtc/, cuda_nvcc/,
 cuda_runtime/, cuda_cccl/ and cublas/. cuda12_check.py calls check() as one step."""
@@ -45,10 +45,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+# the CUDA kernels, next to their backend (as ggml-cuda's are)
+KERNELS = os.path.join(REPO, "csrc", "backends", "cuda", "kernels")
+
 sys.path.insert(0, HERE)
 import cuda_build  # noqa: E402  (standard library only)
 
-# The C/C++ headers kernels/ includes, for NVRTC (which has none), from libcu++.
+# The C/C++ headers csrc/backends/cuda/kernels/ includes, for NVRTC (which has none), from libcu++.
 SHIM = {
     "stdint.h": "#include <cuda/std/cstdint>\n",
     "stddef.h": "#include <cuda/std/cstddef>\n",
@@ -121,7 +124,7 @@ def host_runtime_prelude(sources, runtime_header):
 
 
 def check(nvidia, sources=None, archs=None, jobs=None, verbose=True):
-    """Compile every kernels/*.cu (or `sources`) for every arch; SystemExit with the log on failure.
+    """Compile every csrc/backends/cuda/kernels/*.cu (or `sources`) for every arch; SystemExit with the log on failure.
     Returns a one-line summary."""
     t0 = time.monotonic()
     lib = os.path.join(nvidia, "cuda_nvrtc", "lib", "libnvrtc.so.12")
@@ -137,9 +140,9 @@ def check(nvidia, sources=None, archs=None, jobs=None, verbose=True):
     if "release 12." not in ptxas_version:
         sys.exit(f"{ptxas} is not CUDA 12:\n{ptxas_version}")
     archs = cuda_build.resolve_archs(archs)
-    sources = sources or sorted(glob.glob(os.path.join(REPO, "kernels", "*.cu")))
+    sources = sources or sorted(glob.glob(os.path.join(KERNELS, "*.cu")))
     if not sources:
-        sys.exit("no kernels/*.cu")
+        sys.exit("no csrc/backends/cuda/kernels/*.cu")
     rt_inc = os.path.join(nvidia, "cuda_runtime", "include")
     prelude, host_decls = host_runtime_prelude(
         sources, os.path.join(rt_inc, "cuda_runtime_api.h"))
@@ -153,7 +156,7 @@ def check(nvidia, sources=None, archs=None, jobs=None, verbose=True):
             f.write("#pragma once\n" + prelude)
         base = ["--std=c++17", "--device-as-default-execution-space", "-rdc=true",
                 "--pre-include=pg_nvrtc_prelude.h", "-I" + shim,
-                "-I" + os.path.join(REPO, "csrc", "core"), "-I" + os.path.join(REPO, "kernels"),
+                "-I" + os.path.join(REPO, "csrc", "core"), "-I" + KERNELS,
                 "-I" + rt_inc, "-I" + os.path.join(nvidia, "cuda_cccl", "include"),
                 "-I" + os.path.join(nvidia, "cuda_nvcc", "include"),
                 "-I" + os.path.join(nvidia, "cublas", "include")]

@@ -11,7 +11,7 @@ pygpu/_cuda_backend.so and to build it:
     tk = find_toolkit(); cb = find_cublas(tk)
     build_plugin(out, repo_root, tk, cb, archs=None, verbose=False)
 
-The plugin is every kernels/*.cu (nvcc) plus csrc/backends/cuda/* (gcc for
+The plugin is every csrc/backends/cuda/kernels/*.cu (nvcc) plus csrc/backends/cuda/* (gcc for
 .c, nvcc for .cu), linked into one shared object with the CUDA runtime
 STATIC (no libcudart.so needed at run time) and cuBLAS (libcublas and
 libcublasLt, the int8 GEMM's) shared, found through
@@ -296,7 +296,7 @@ def _is_temporary(path):
 
 
 def plugin_sources(repo_root):
-    srcs = sorted(glob.glob(os.path.join(repo_root, "kernels", "*.cu")))
+    srcs = sorted(glob.glob(os.path.join(repo_root, "csrc", "backends", "cuda", "kernels", "*.cu")))
     cuda_dir = os.path.join(repo_root, "csrc", "backends", "cuda")
     srcs += sorted(glob.glob(os.path.join(cuda_dir, "*.c")) +
                    glob.glob(os.path.join(cuda_dir, "*.cu")))
@@ -309,10 +309,10 @@ def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False
         raise CudaBuildError("build_plugin needs a toolkit and cuBLAS (see decide())")
     archs = resolve_archs(archs)
     includes = ["-I" + os.path.join(repo_root, "csrc", "core"),
-                "-I" + os.path.join(repo_root, "kernels"),
+                "-I" + os.path.join(repo_root, "csrc", "backends", "cuda", "kernels"),
                 "-I" + toolkit["include"], "-I" + cublas["include"]]
     # FMA contraction stays on (nvcc's default): the kernels that must round like their
-    # CPU twins use explicitly rounded pg_mul_rn/pg_add_rn (kernels/pg_cuda_common.cuh)
+    # CPU twins use explicitly rounded pg_mul_rn/pg_add_rn (csrc/backends/cuda/kernels/pg_cuda_common.cuh)
     nvcc_flags = ["-std=c++17", "-O3", "-Werror", "all-warnings",
                   "-Xcompiler", "-fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror"]
     nvcc_flags += gencode_flags(archs)

@@ -1,17 +1,16 @@
 """pygpu.cuda's streams, events, graphs, device properties and profiling switches.
 
 The Python side of csrc/backends/cuda/cuda_stream_api.c, cuda_graph.c and
-cuda_profile.c, reached through ctypes as set_allow_tf32 reaches the plugin
-(the plugin is dlopened once by pygpu._C; ctypes.CDLL on the same path gets
-the same copy). Every plugin call returns a pg_status; `_check` turns a
-non-zero one into the exception the core would raise, with the plugin's
+cuda_profile.c, reached through the plugin's extras table as pygpu._C's
+_cuda_* methods (csrc/bindings/cuda_extras.c): the table was fetched and its
+version checked once when the plugin was loaded, and a failing call raises
+the exception csrc/bindings/errors.c maps its status to, with the plugin's
 message. Everything refuses a non-cuda device with a ValueError that says so
 (sim orders its own work; it has no user streams), and a cuda device that
 is not there with DeviceUnavailableError, before any CUDA call.
 
 The API follows torch.cuda: Stream, Event, stream(s), current_stream(),
 default_stream(), CUDAGraph, graph(g), get_device_properties(i)."""
-import ctypes
 import threading
 
 from . import _C
@@ -26,65 +25,18 @@ def _bind(cuda_module):
     global _cuda
     _cuda = cuda_module
 
-# pg_status codes (csrc/core/pg_status.h)
-_ERRORS = {1: ValueError, 2: TypeError, 3: IndexError, 4: ValueError, 5: TypeError,
-           6: _C.DeviceMismatchError, 7: MemoryError, 8: _C.DeviceUnavailableError,
-           10: _C.AsyncOpError, 11: RuntimeError}
 
-_lib = None
-_lib_lock = threading.Lock()
 _tls = threading.local()
 
 
 def _plugin():
-    """The loaded CUDA plugin (ctypes), or DeviceUnavailableError saying why not."""
-    global _lib
-    if _lib is not None:
-        return _lib
-    cuda = _cuda
-    cuda._acc._load()
-    if not _C._load_cuda(None):
-        raise _C.DeviceUnavailableError(f"cuda is not available: {cuda.unavailable_reason()}")
-    with _lib_lock:
-        if _lib is None:
-            lib = ctypes.CDLL(cuda.PLUGIN)
-            lib.pg_plugin_last_error.restype = ctypes.c_char_p
-            vp, i, pp = ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)
-            sigs = {
-                "stream_create": (i, i, pp), "stream_destroy": (vp,),
-                "stream_handle": (i, vp, ctypes.POINTER(ctypes.c_size_t)),
-                "stream_enter": (i, vp, pp), "stream_exit": (i, vp, vp),
-                "stream_synchronize": (i, vp), "stream_query": (i, vp, ctypes.POINTER(i)),
-                "stream_wait_event": (i, vp, vp),
-                "stream_wait_for_current": (i, ctypes.c_size_t), "stream_gather": (i,),
-                "storage_imported": (i, vp),
-                "event_create": (i, i, pp), "event_destroy": (vp,),
-                "event_record": (vp, i, vp), "event_query": (vp, ctypes.POINTER(i)),
-                "event_synchronize": (vp,),
-                "event_elapsed_time": (vp, vp, ctypes.POINTER(ctypes.c_float)),
-                "graph_create": (pp,), "graph_destroy": (vp,),
-                "graph_capture_begin": (vp, i, vp), "graph_capture_end": (vp, i),
-                "graph_replay": (vp,), "graph_reset": (vp,),
-                "device_properties": (i, ctypes.POINTER(_Props)),
-                "set_option": (ctypes.c_char_p, i), "get_option": (ctypes.c_char_p, ctypes.POINTER(i)),
-            }
-            for name, args in sigs.items():
-                fn = getattr(lib, "pg_plugin_" + name)
-                fn.argtypes = list(args)
-                fn.restype = ctypes.c_int
-            lib.pg_plugin_graph_ops.argtypes = [vp]
-            lib.pg_plugin_graph_ops.restype = ctypes.c_int
-            lib.pg_plugin_nvtx_push.argtypes = [ctypes.c_char_p]
-            lib.pg_plugin_nvtx_push.restype = None
-            lib.pg_plugin_nvtx_pop.restype = None
-            _lib = lib
-    return _lib
+    """Load the CUDA plugin, or raise DeviceUnavailableError saying why not."""
+    _cuda._load(True)
 
 
-def _check(status):
-    if status != 0:
-        msg = (_lib.pg_plugin_last_error() or b"").decode(errors="replace")
-        raise _ERRORS.get(status, RuntimeError)(msg or f"the CUDA plugin returned status {status}")
+def _loaded():
+    """Whether the plugin is loaded (a finalizer must not try to load it)."""
+    return _C._load_cuda(None)
 
 
 def _cuda_index(device, what):
@@ -121,9 +73,7 @@ class Stream:
             return
         self.device_index = _cuda_index(device, "pygpu.cuda.Stream")
         self._h = None
-        h = ctypes.c_void_p()
-        _check(_plugin().pg_plugin_stream_create(self.device_index, int(priority), ctypes.byref(h)))
-        self._h = h.value
+        self._h = _C._cuda_stream_create(self.device_index, int(priority))
         self._owned = True
 
     @property
@@ -133,19 +83,18 @@ class Stream:
     @property
     def cuda_stream(self):
         """The cudaStream_t as an int (for CuPy, Numba, __cuda_array_interface__)."""
-        out = ctypes.c_size_t()
-        _check(_plugin().pg_plugin_stream_handle(self.device_index, self._h, ctypes.byref(out)))
-        return out.value
+        _plugin()
+        return _C._cuda_stream_handle(self.device_index, self._h)
 
     def query(self):
         """True when all work queued on the stream has finished."""
-        done = ctypes.c_int()
-        _check(_plugin().pg_plugin_stream_query(self.device_index, self._h, ctypes.byref(done)))
-        return bool(done.value)
+        _plugin()
+        return _C._cuda_stream_query(self.device_index, self._h)
 
     def synchronize(self):
         """Wait on the host for the stream's work; raises AsyncOpError on a device fault."""
-        _check(_plugin().pg_plugin_stream_synchronize(self.device_index, self._h))
+        _plugin()
+        _C._cuda_stream_synchronize(self.device_index, self._h)
 
     def wait_event(self, event):
         """Later work on this stream waits (on the device) for the work before `event`."""
@@ -157,7 +106,8 @@ class Stream:
             raise _C.DeviceMismatchError(
                 f"the event was recorded on cuda:{event.device_index}, this stream is on "
                 f"cuda:{self.device_index}")
-        _check(_plugin().pg_plugin_stream_wait_event(self.device_index, self._h, event._h))
+        _plugin()
+        _C._cuda_stream_wait_event(self.device_index, self._h, event._h)
 
     def wait_stream(self, stream):
         """Later work on this stream waits for the work queued on `stream` so far."""
@@ -182,8 +132,11 @@ class Stream:
         return f"<pygpu.cuda.Stream cuda:{self.device_index} {kind}>"
 
     def __del__(self):
-        if getattr(self, "_h", None) and getattr(self, "_owned", False) and _lib is not None:
-            _lib.pg_plugin_stream_destroy(self._h)  # refused (kept) if still current
+        if getattr(self, "_h", None) and getattr(self, "_owned", False) and _loaded():
+            try:
+                _C._cuda_stream_destroy(self._h)
+            except Exception:  # refused (kept) while still current somewhere
+                pass
             self._h = None
 
 
@@ -219,9 +172,9 @@ class stream:
     def __enter__(self):
         if self.s is None:
             return None
-        prev = ctypes.c_void_p()
-        _check(_plugin().pg_plugin_stream_enter(self.s.device_index, self.s._h, ctypes.byref(prev)))
-        _stack(self.s.device_index).append((self.s, prev.value))
+        _plugin()
+        prev = _C._cuda_stream_enter(self.s.device_index, self.s._h)
+        _stack(self.s.device_index).append((self.s, prev))
         return self.s
 
     def __exit__(self, *exc):
@@ -229,7 +182,7 @@ class stream:
             return False
         st = _stack(self.s.device_index)
         _, prev = st.pop()
-        _check(_plugin().pg_plugin_stream_exit(self.s.device_index, self.s._h, prev))
+        _C._cuda_stream_exit(self.s.device_index, self.s._h, prev)
         return False
 
 
@@ -251,12 +204,11 @@ class Event:
         stream = current_stream() if stream is None else stream
         if not isinstance(stream, Stream):
             raise TypeError(f"Event.record expects a pygpu.cuda.Stream, got {type(stream).__name__}")
+        _plugin()
         if self._h is None:
-            h = ctypes.c_void_p()
-            _check(_plugin().pg_plugin_event_create(stream.device_index, int(self.enable_timing),
-                                                    ctypes.byref(h)))
-            self._h, self.device_index = h.value, stream.device_index
-        _check(_plugin().pg_plugin_event_record(self._h, stream.device_index, stream._h))
+            h = _C._cuda_event_create(stream.device_index, self.enable_timing)
+            self._h, self.device_index = h, stream.device_index
+        _C._cuda_event_record(self._h, stream.device_index, stream._h)
 
     def wait(self, stream=None):
         (current_stream() if stream is None else stream).wait_event(self)
@@ -265,13 +217,11 @@ class Event:
         """True when the work before the event has finished (or it was never recorded)."""
         if self._h is None:
             return True
-        done = ctypes.c_int()
-        _check(_plugin().pg_plugin_event_query(self._h, ctypes.byref(done)))
-        return bool(done.value)
+        return _C._cuda_event_query(self._h)
 
     def synchronize(self):
         if self._h is not None:
-            _check(_plugin().pg_plugin_event_synchronize(self._h))
+            _C._cuda_event_synchronize(self._h)
 
     def elapsed_time(self, end):
         """Milliseconds between this event and `end` (both recorded, enable_timing=True)."""
@@ -281,17 +231,18 @@ class Event:
             raise ValueError("elapsed_time needs both events created with Event(enable_timing=True)")
         if self._h is None or end._h is None:
             raise ValueError("elapsed_time: record both events first")
-        ms = ctypes.c_float()
-        _check(_plugin().pg_plugin_event_elapsed_time(self._h, end._h, ctypes.byref(ms)))
-        return ms.value
+        return _C._cuda_event_elapsed_time(self._h, end._h)
 
     def __repr__(self):
         where = "unrecorded" if self._h is None else f"cuda:{self.device_index}"
         return f"<pygpu.cuda.Event {where}{' timing' if self.enable_timing else ''}>"
 
     def __del__(self):
-        if getattr(self, "_h", None) and _lib is not None:
-            _lib.pg_plugin_event_destroy(self._h)
+        if getattr(self, "_h", None) and _loaded():
+            try:
+                _C._cuda_event_destroy(self._h)
+            except Exception:
+                pass
             self._h = None
 
 
@@ -307,32 +258,34 @@ class CUDAGraph:
 
     def __init__(self):
         self._h = None
-        h = ctypes.c_void_p()
-        _check(_plugin().pg_plugin_graph_create(ctypes.byref(h)))
-        self._h = h.value
+        _plugin()
+        self._h = _C._cuda_graph_create()
         self.device_index = None
 
     def capture_begin(self, stream):
-        _check(_plugin().pg_plugin_graph_capture_begin(self._h, stream.device_index, stream._h))
+        _C._cuda_graph_capture_begin(self._h, stream.device_index, stream._h)
         self.device_index = stream.device_index
 
     def capture_end(self, keep=True):
-        _check(_plugin().pg_plugin_graph_capture_end(self._h, int(bool(keep))))
+        _C._cuda_graph_capture_end(self._h, bool(keep))
 
     def replay(self):
-        _check(_plugin().pg_plugin_graph_replay(self._h))
+        _C._cuda_graph_replay(self._h)
 
     def reset(self):
-        _check(_plugin().pg_plugin_graph_reset(self._h))
+        _C._cuda_graph_reset(self._h)
 
     @property
     def num_ops(self):
         """How many pygpu ops the capture holds (each one or more kernels)."""
-        return _plugin().pg_plugin_graph_ops(self._h)
+        return _C._cuda_graph_ops(self._h)
 
     def __del__(self):
-        if getattr(self, "_h", None) and _lib is not None:
-            _lib.pg_plugin_graph_destroy(self._h)
+        if getattr(self, "_h", None) and _loaded():
+            try:
+                _C._cuda_graph_destroy(self._h)
+            except Exception:
+                pass
             self._h = None
 
 
@@ -376,32 +329,22 @@ class graph:
 
 # -- device properties, TF32, profiling -----------------------------------------------------
 
-class _Props(ctypes.Structure):
-    # mirrors pg_cuda_properties in csrc/backends/cuda/cuda_profile.c
-    _fields_ = [("name", ctypes.c_char * 256), ("major", ctypes.c_int), ("minor", ctypes.c_int),
-                ("total_memory", ctypes.c_ulonglong), ("multi_processor_count", ctypes.c_int),
-                ("max_threads_per_multi_processor", ctypes.c_int), ("warp_size", ctypes.c_int),
-                ("l2_cache_size", ctypes.c_int),
-                ("shared_memory_per_block_optin", ctypes.c_ulonglong),
-                ("pci_bus_id", ctypes.c_int), ("pci_device_id", ctypes.c_int),
-                ("pci_domain_id", ctypes.c_int), ("uuid", ctypes.c_ubyte * 16)]
-
-
 class DeviceProperties:
     """What cudaGetDeviceProperties says of one GPU (as torch's _CudaDeviceProperties)."""
 
     def __init__(self, p):
-        self.name = p.name.decode(errors="replace")
-        self.major, self.minor = p.major, p.minor
-        self.total_memory = p.total_memory
-        self.multi_processor_count = p.multi_processor_count
-        self.max_threads_per_multi_processor = p.max_threads_per_multi_processor
-        self.warp_size = p.warp_size
-        self.l2_cache_size = p.l2_cache_size
-        self.shared_memory_per_block_optin = p.shared_memory_per_block_optin
-        self.pci_bus_id = (f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:"
-                           f"{p.pci_device_id:02x}.0")
-        u = bytes(p.uuid).hex()
+        # p: the dict _C._cuda_device_properties returns (pg_cuda_properties' fields)
+        self.name = p["name"]
+        self.major, self.minor = p["major"], p["minor"]
+        self.total_memory = p["total_memory"]
+        self.multi_processor_count = p["multi_processor_count"]
+        self.max_threads_per_multi_processor = p["max_threads_per_multi_processor"]
+        self.warp_size = p["warp_size"]
+        self.l2_cache_size = p["l2_cache_size"]
+        self.shared_memory_per_block_optin = p["shared_memory_per_block_optin"]
+        self.pci_bus_id = (f"{p['pci_domain_id']:08x}:{p['pci_bus_id']:02x}:"
+                           f"{p['pci_device_id']:02x}.0")
+        u = p["uuid"].hex()
         self.uuid = f"GPU-{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}"
 
     def __repr__(self):
@@ -412,9 +355,7 @@ class DeviceProperties:
 
 def get_device_properties(device=None):
     index = _cuda_index(device, "pygpu.cuda.get_device_properties")
-    p = _Props()
-    _check(_plugin().pg_plugin_device_properties(index, ctypes.byref(p)))
-    return DeviceProperties(p)
+    return DeviceProperties(_C._cuda_device_properties(index))
 
 
 def get_device_capability(device=None):
@@ -423,21 +364,23 @@ def get_device_capability(device=None):
 
 
 def _set_option(name, value):
-    _check(_plugin().pg_plugin_set_option(name.encode(), int(bool(value))))
+    _plugin()
+    _C._cuda_set_option(name, int(bool(value)))
 
 
 def _get_option(name):
-    v = ctypes.c_int()
-    _check(_plugin().pg_plugin_get_option(name.encode(), ctypes.byref(v)))
-    return bool(v.value)
+    _plugin()
+    return bool(_C._cuda_get_option(name))
 
 
 def nvtx_range_push(name):
-    _plugin().pg_plugin_nvtx_push(str(name).encode())
+    _plugin()
+    _C._cuda_nvtx_push(str(name))
 
 
 def nvtx_range_pop():
-    _plugin().pg_plugin_nvtx_pop()
+    _plugin()
+    _C._cuda_nvtx_pop()
 
 
 class nvtx_range:
@@ -473,51 +416,3 @@ class profiling:
         for k, v in self.old.items():
             _set_option(k, v)
         return False
-
-
-# -- interop --------------------------------------------------------------------------------
-
-_TYPESTR = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "int64": "<i8", "bool": "|b1"}
-
-
-def _cuda_array_interface(t):
-    """__cuda_array_interface__ (version 3) of a cuda tensor: the consumer orders its
-    reads after pygpu's work by waiting on `stream` (the stream this thread queues on)."""
-    name = str(t.dtype)
-    if name not in _TYPESTR:
-        raise AttributeError(f"a {name} tensor has no __cuda_array_interface__ (the protocol "
-                             f"has no {name} type); convert with .astype(pygpu.float32)")
-    index = t.device.index
-    item = t.itemsize
-    strides = None if t.is_contiguous() else tuple(s * item for s in t.strides)
-    # the stream named below also waits for the copy and comm streams (a prefetch
-    # still filling t), so waiting for it alone is enough
-    _check(_plugin().pg_plugin_stream_gather(index))
-    return {
-        "shape": tuple(t.shape),
-        "typestr": _TYPESTR[name],
-        "data": (_C._data_ptr(t) if t.numel() else 0, False),
-        "version": 3,
-        "strides": strides,
-        "descr": [("", _TYPESTR[name])],
-        "stream": current_stream(index).cuda_stream,
-    }
-
-
-def _consumer_stream(index):
-    """The stream a DLPack import onto cuda:index will use: handed to the producer's
-    __dlpack__(stream=...) so it makes that stream wait (an event, no host sync)."""
-    return current_stream(_cuda_index(index, "from_dlpack")).cuda_stream
-
-
-def _import_mark(index, storage):
-    """from_dlpack of CUDA memory, once wrapped: the storage (a pg_storage pointer)
-    counts as written by work queued now on cuda:index, after the producer's event
-    wait, so pygpu's copy stream and host waits order after the producer too."""
-    _check(_plugin().pg_plugin_storage_imported(index, ctypes.c_void_p(storage)))
-
-
-def _export_wait(index, consumer):
-    """__dlpack__(stream=consumer) on a cuda tensor: the consumer's stream waits on the
-    device for the work pygpu queued so far (1: legacy default stream, 2: per-thread)."""
-    _check(_plugin().pg_plugin_stream_wait_for_current(index, consumer))

@@ -42,7 +42,7 @@ class _Cuda(Accelerator):
                 if os.path.exists(PLUGIN):
                     _preload_cublas()
                     if _C._load_cuda(PLUGIN):
-                        _set_option(b"current_device", self._current)
+                        _set_option("current_device", self._current)
                 type(self)._tried = True
 
     def set_device(self, device):
@@ -50,7 +50,7 @@ class _Cuda(Accelerator):
         pinned host memory is allocated (cudaHostAlloc creates a context on the
         current GPU): each DDP rank calls set_device(local_rank) before pinning."""
         super().set_device(device)
-        _set_option(b"current_device", self._current)
+        _set_option("current_device", self._current)
 
     def mem_get_info(self, device=None):
         """(free, total) bytes of the device, as torch.cuda.mem_get_info; other
@@ -116,12 +116,20 @@ def is_built():
     return os.path.exists(PLUGIN)
 
 
+def _load(require=False):
+    """Load the plugin if it is built (once). With require, raise
+    DeviceUnavailableError saying why when it cannot be loaded. pygpu._C calls
+    this too (pin_memory, from_dlpack of CUDA memory): the one loader."""
+    _acc._load()
+    if require and not _C._load_cuda(None):
+        raise _C.DeviceUnavailableError(f"cuda is not available: {unavailable_reason()}")
+
+
 def _set_option(name, value):
     """Pass an option to the loaded plugin (no-op when it is not loaded)."""
     if not _C._load_cuda(None):
         return
-    if ctypes.CDLL(PLUGIN).pg_plugin_set_option(name, int(value)) != 0:
-        raise RuntimeError(f"the CUDA plugin refused the {name.decode()} option")
+    _C._cuda_set_option(name, int(value))
 
 
 def pci_bus_id(index):
@@ -129,10 +137,10 @@ def pci_bus_id(index):
     query: creates no CUDA context."""
     if not _C._load_cuda(None):
         return None
-    buf = ctypes.create_string_buffer(64)
-    if ctypes.CDLL(PLUGIN).pg_plugin_pci_bus_id(int(index), buf, len(buf)) != 0:
+    try:
+        return _C._cuda_pci_bus_id(int(index))
+    except _C.DeviceUnavailableError:  # no driver, no such device: NVML is not asked
         return None
-    return buf.value.decode()
 
 
 def set_allow_tf32(allow):

@@ -8,7 +8,6 @@
 # defect can only show on a GPU (an event on the wrong device, a stale
 # "not ready" error), the test here is the GPU one: the code is in
 # csrc/backends/cuda/cuda_queue.c and cuda_copy.c.
-import ctypes
 import os
 import subprocess
 import sys
@@ -38,21 +37,18 @@ def run_py(code, timeout=300, env=None):
 
 
 def plugin():
-    """The loaded CUDA plugin through ctypes, or skip where it is not built."""
+    """Load the CUDA plugin (its extras table is then pygpu._C's _cuda_* methods),
+    or skip where it is not built."""
     if not pygpu.cuda.is_built():
         pytest.skip("the CUDA plugin is not built")
     pygpu.cuda.is_available()  # loads it (and its cuBLAS) through the core
     if not pygpu._C._load_cuda(None):
         pytest.skip(f"the CUDA plugin does not load: {pygpu.cuda.unavailable_reason()}")
-    lib = ctypes.CDLL(pygpu.cuda.PLUGIN)
-    lib.pg_plugin_get_option.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
-    return lib
+    return pygpu._C
 
 
-def get_option(lib, name):
-    v = ctypes.c_int(-1)
-    assert lib.pg_plugin_get_option(name, ctypes.byref(v)) == 0
-    return v.value
+def get_option(C, name):
+    return C._cuda_get_option(name)
 
 
 # ---- a cleared "not ready" after polling a non-blocking copy --------------------------
@@ -155,12 +151,13 @@ def test_destroy_process_group_destroys_the_nccl_communicator(monkeypatch):
 
 
 def test_plugin_nccl_timeout_option():
-    lib = plugin()
-    assert lib.pg_plugin_set_option(b"nccl_timeout_s", 7) == 0
-    assert get_option(lib, b"nccl_timeout_s") == 7
-    assert lib.pg_plugin_set_option(b"nccl_timeout_s", -1) != 0
-    assert get_option(lib, b"nccl_timeout_s") == 7
-    assert lib.pg_plugin_set_option(b"nccl_timeout_s", 0) == 0
+    C = plugin()
+    C._cuda_set_option("nccl_timeout_s", 7)
+    assert get_option(C, "nccl_timeout_s") == 7
+    with pytest.raises(ValueError, match="nccl_timeout_s must be >= 0"):
+        C._cuda_set_option("nccl_timeout_s", -1)
+    assert get_option(C, "nccl_timeout_s") == 7
+    C._cuda_set_option("nccl_timeout_s", 0)
 
 
 @needs_cuda
@@ -199,18 +196,19 @@ def test_set_device_tells_the_plugin_where_to_pin(monkeypatch):
     before = pygpu.cuda._acc._current
     try:
         pygpu.cuda.set_device(3)
-        assert calls == [(b"current_device", 3)]
+        assert calls == [("current_device", 3)]
         assert pygpu.cuda.current_device() == 3
     finally:
         pygpu.cuda._acc._current = before
 
 
 def test_plugin_current_device_option_is_checked():
-    lib = plugin()
-    before = get_option(lib, b"current_device")
-    assert lib.pg_plugin_set_option(b"current_device", 99) != 0
-    assert lib.pg_plugin_set_option(b"current_device", -1) != 0
-    assert get_option(lib, b"current_device") == before
+    C = plugin()
+    before = get_option(C, "current_device")
+    for bad in (99, -1):
+        with pytest.raises(IndexError, match="current_device"):
+            C._cuda_set_option("current_device", bad)
+    assert get_option(C, "current_device") == before
 
 
 @needs_two_gpus
@@ -367,12 +365,11 @@ def test_smi_row_uses_the_bus_id(fake_nvml, monkeypatch):
 
 
 def test_plugin_pci_bus_id_without_a_gpu_says_why():
-    lib = plugin()
+    C = plugin()
     if pygpu.cuda.is_available():
         pytest.skip("a GPU is present")
-    buf = ctypes.create_string_buffer(64)
-    assert lib.pg_plugin_pci_bus_id(0, buf, len(buf)) == -1
-    assert b"cudaDeviceGetPCIBusId" in buf.value
+    with pytest.raises(pygpu.DeviceUnavailableError, match="cudaDeviceGetPCIBusId"):
+        C._cuda_pci_bus_id(0)
     assert pygpu.cuda.pci_bus_id(0) is None
 
 

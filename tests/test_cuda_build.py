@@ -20,25 +20,13 @@ import sys
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the CUDA kernels, next to their backend (as ggml-cuda's are)
+KERNELS = os.path.join(REPO, "csrc", "backends", "cuda", "kernels")
+
 CHECK_SCRIPT = os.path.join(REPO, "build_support", "check_cuda_plugin.py")
-EXPORTS = {"pg_plugin_init", "pg_plugin_set_option", "pg_plugin_get_option",
-           "pg_plugin_abi_version", "pg_plugin_pci_bus_id",
-           # NCCL for pygpu.distributed, reached through ctypes (csrc/backends/cuda/cuda_nccl.c)
-           "pg_plugin_nccl_load", "pg_plugin_nccl_version", "pg_plugin_nccl_unique_id",
-           "pg_plugin_nccl_comm_init", "pg_plugin_nccl_comm_destroy", "pg_plugin_nccl_comm_abort",
-           "pg_plugin_nccl_all_reduce", "pg_plugin_nccl_broadcast",
-           # streams, events, graphs, properties, NVTX for pygpu.cuda (pygpu/_cuda_streams.py;
-           # csrc/backends/cuda/cuda_stream_api.c, cuda_graph.c, cuda_profile.c)
-           "pg_plugin_last_error", "pg_plugin_stream_create", "pg_plugin_stream_destroy",
-           "pg_plugin_stream_handle", "pg_plugin_stream_enter", "pg_plugin_stream_exit",
-           "pg_plugin_stream_synchronize", "pg_plugin_stream_query", "pg_plugin_stream_wait_event",
-           "pg_plugin_stream_wait_for_current", "pg_plugin_stream_gather", "pg_plugin_storage_imported",
-           "pg_plugin_event_create", "pg_plugin_event_destroy",
-           "pg_plugin_event_record", "pg_plugin_event_query", "pg_plugin_event_synchronize",
-           "pg_plugin_event_elapsed_time", "pg_plugin_graph_create", "pg_plugin_graph_destroy",
-           "pg_plugin_graph_capture_begin", "pg_plugin_graph_capture_end", "pg_plugin_graph_replay",
-           "pg_plugin_graph_reset", "pg_plugin_graph_ops", "pg_plugin_device_properties",
-           "pg_plugin_nvtx_push", "pg_plugin_nvtx_pop"}
+# one way into the plugin: the ABI version, the backend table and the extras table
+# (csrc/core/pg_cuda_extras.h: streams, events, graphs, NCCL, options), nothing else
+EXPORTS = {"pg_plugin_abi_version", "pg_plugin_init", "pg_plugin_get_extras"}
 
 
 def _load_build_module():
@@ -86,7 +74,7 @@ def _tool(*cmd):
 @pytest.mark.slow
 def test_plugin_builds_out_of_tree(cuda_plugin):
     assert os.path.getsize(cuda_plugin) > 0
-    stray = glob.glob(os.path.join(REPO, "kernels", "*.o")) + glob.glob(
+    stray = glob.glob(os.path.join(KERNELS, "*.o")) + glob.glob(
         os.path.join(REPO, "csrc", "backends", "cuda", "*.o"))
     assert stray == [], f"build wrote objects into the source tree: {stray}"
 
@@ -334,7 +322,7 @@ def test_cuda12_check_stubs_every_kernel_launcher():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     src, names = mod.kernel_stubs()
-    with open(os.path.join(REPO, "kernels", "pg_cuda_kernels.h")) as f:
+    with open(os.path.join(KERNELS, "pg_cuda_kernels.h")) as f:
         declared = set(re.findall(r"\b(pg_kernel_\w+)\s*\(", f.read()))
     assert set(names) == declared and "pg_kernel_matmul" in names
     assert all(f"int {n}(void) {{ return 0; }}" in src for n in names)
@@ -379,6 +367,6 @@ def test_no_kernel_branches_on_the_cuda_arch():
     sm_80 too as long as no kernel source branches on __CUDA_ARCH__; one that does needs
     PYGPU_CUDA_ARCHS there to list every arch the build targets."""
     root = pathlib.Path(__file__).resolve().parent.parent
-    hits = [str(p.relative_to(root)) for p in sorted((root / "kernels").glob("*.cu*"))
+    hits = [str(p.relative_to(root)) for p in sorted(pathlib.Path(KERNELS).glob("*.cu*"))
             if "__CUDA_ARCH__" in p.read_text()]
     assert not hits, f"kernels branching on __CUDA_ARCH__ (see .ci/run's CUDA 12 step): {hits}"

@@ -1,5 +1,5 @@
 # test_cuda_emulated.py - the CUDA plugin run on the emulated device (tests/cuda_emu/):
-# the real kernels/*.cu and csrc/backends/cuda/*.c, compiled for the CPU over a
+# the real csrc/backends/cuda/kernels/*.cu and csrc/backends/cuda/*.c, compiled for the CPU over a
 # stand-in CUDA runtime and cuBLAS. Each test runs its code in a fresh interpreter
 # whose pygpu loads the emulated plugin (PYGPU_CUDA_BACKEND_SO), and checks results
 # against NumPy. Issue 29's defects each have a test here that failed before its fix;
@@ -240,19 +240,17 @@ def test_nccl_init_failure_frees_the_communicator(plugin):
     ncclInProgress), the plugin freed its handle and leaked NCCL's communicator."""
     _run(plugin, """
         import ctypes, os, pygpu
-        from pygpu import cuda
+        from pygpu import _C, cuda
         from pygpu.distributed import _nccl
-        lib = _nccl._lib()           # the plugin, with the NCCL stand-in loaded into it
-        why = ctypes.create_string_buffer(512)
-        uid = ctypes.create_string_buffer(128)
-        assert lib.pg_plugin_nccl_unique_id(uid, why, 512) == 0, why.value
-        comm = ctypes.c_void_p()
-        lib.pg_plugin_nccl_comm_init.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
-                                                 ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
-                                                 ctypes.c_char_p, ctypes.c_size_t]
-        rc = lib.pg_plugin_nccl_comm_init(1, uid.raw, 0, 0, ctypes.byref(comm), why, 512)
-        assert rc == -1 and b"ncclCommInitRank failed" in why.value, (rc, why.value)
-        assert lib.pg_emu_nccl_live() == 0, "the failed init leaked its communicator"
+        _nccl._lib()                 # the plugin, with the NCCL stand-in loaded into it
+        uid = _C._cuda_nccl_unique_id()
+        try:
+            _C._cuda_nccl_comm_init(1, uid, 0, 0)
+            raise AssertionError("comm_init should have failed")
+        except _nccl.NcclError as e:
+            assert "ncclCommInitRank failed" in str(e), e
+        emu = ctypes.CDLL(cuda.PLUGIN)  # the emulator's own counter, not a plugin entry point
+        assert emu.pg_emu_nccl_live() == 0, "the failed init leaked its communicator"
         print("ok")
     """, PYGPU_CUDA_EMU_NCCL_INIT_FAIL=1)
 

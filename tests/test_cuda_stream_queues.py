@@ -11,7 +11,6 @@
 #   - a CUDA tensor imported through DLPack is marked as compute work
 #     (pg_plugin_storage_imported), so the copy stream orders after its producer.
 # These orderings only show on a GPU; without one the new plugin entry refuses cleanly.
-import ctypes
 
 import numpy as np
 import pytest
@@ -24,15 +23,15 @@ needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU refusal")
-def test_stream_gather_without_a_gpu_refuses():
+def test_stream_call_without_a_gpu_refuses():
     if not cuda.is_built():
         pytest.skip("pygpu built without the CUDA plugin")
     cuda.is_available()  # loads the plugin through the core
     if not pygpu._C._load_cuda(None):
         pytest.skip(f"the CUDA plugin does not load: {cuda.unavailable_reason()}")
-    lib = ctypes.CDLL(cuda.PLUGIN)
-    lib.pg_plugin_stream_gather.argtypes = [ctypes.c_int]
-    assert lib.pg_plugin_stream_gather(0) != 0  # no device: a status, no crash
+    # no device: an exception from the status (errors.c), no crash
+    with pytest.raises(pygpu.DeviceUnavailableError):
+        pygpu._C._cuda_stream_query(0, None)
 
 
 @needs_gpu

@@ -281,14 +281,9 @@ def test_nccl_loads_through_the_cuda_plugin():
 
 
 def test_nccl_unique_id_needs_no_gpu():
-    import ctypes
     _nccl, _ = _nccl_or_skip()
-    lib = _nccl._lib()
-    uid = ctypes.create_string_buffer(128)
-    why = ctypes.create_string_buffer(512)
-    lib.pg_plugin_nccl_unique_id.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
-    assert lib.pg_plugin_nccl_unique_id(uid, why, len(why)) == 0, why.value
-    assert uid.raw != bytes(128)
+    uid = pygpu._C._cuda_nccl_unique_id()
+    assert len(uid) == 128 and uid != bytes(128)
 
 
 def test_nccl_load_failure_names_the_library(tmp_path):
@@ -298,10 +293,9 @@ def test_nccl_load_failure_names_the_library(tmp_path):
     bogus.write_bytes(b"not a library")
     # a fresh process: the plugin keeps the first NCCL it loaded
     import subprocess, sys
-    code = ("import ctypes, pygpu; pygpu.cuda._acc._load(); lib = ctypes.CDLL(pygpu.cuda.PLUGIN); "
-            "lib.pg_plugin_nccl_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]; "
-            "why = ctypes.create_string_buffer(512); "
-            f"rc = lib.pg_plugin_nccl_load({str(bogus)!r}.encode(), why, 512); print(rc, why.value.decode())")
+    code = ("import pygpu; pygpu.cuda._load(True)\n"
+            f"try: pygpu._C._cuda_nccl_load({str(bogus)!r}); print(0, '')\n"
+            "except pygpu.DeviceUnavailableError as e: print(-1, e)")
     from _mpi import PKG_ROOT
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=PKG_ROOT), cwd=PKG_ROOT)

@@ -6,7 +6,7 @@
 #include "errors.h"
 
 PyObject *pg_exc_device_mismatch, *pg_exc_unavailable, *pg_exc_transfer_guard, *pg_exc_async,
-    *pg_exc_axis, *pg_warn_transfer;
+    *pg_exc_axis, *pg_exc_nccl, *pg_warn_transfer;
 
 static int add_exc(PyObject *m, PyObject **slot, const char *name, PyObject *base, const char *doc)
 {
@@ -42,6 +42,8 @@ int pg_errors_init(PyObject *m)
                 "An implicit host<->device transfer happened under transfer_guard('disallow').") < 0 ||
         add_exc(m, &pg_exc_async, "AsyncOpError", PyExc_RuntimeError,
                 "An asynchronously executed op failed; raised at the next synchronization.") < 0 ||
+        add_exc(m, &pg_exc_nccl, "NcclError", PyExc_RuntimeError,
+                "An NCCL call failed or timed out; the communicator was aborted.") < 0 ||
         add_axis_error(m) < 0 ||
         add_exc(m, &pg_warn_transfer, "TransferWarning", PyExc_UserWarning,
                 "An implicit host<->device transfer happened under transfer_guard('log').") < 0)
@@ -65,6 +67,7 @@ PyObject *pg_raise(pg_status st)
     case PG_ERR_ASYNC: type = pg_exc_async; break;
     case PG_ERR_AXIS: type = pg_exc_axis; break;
     case PG_ERR_OVERFLOW: type = PyExc_OverflowError; break;
+    case PG_ERR_COMM: type = pg_exc_nccl; break;
     default: type = PyExc_RuntimeError; break;
     }
     const char *msg = pg_error_message();

@@ -11,6 +11,7 @@ extern PyObject *pg_exc_device_mismatch;  /* pygpu.DeviceMismatchError (RuntimeE
 extern PyObject *pg_exc_unavailable;      /* pygpu.DeviceUnavailableError (RuntimeError) */
 extern PyObject *pg_exc_transfer_guard;   /* pygpu.TransferGuardError (RuntimeError) */
 extern PyObject *pg_exc_async;            /* pygpu.AsyncOpError (RuntimeError) */
+extern PyObject *pg_exc_nccl;             /* pygpu.distributed.NcclError (RuntimeError) */
 extern PyObject *pg_exc_axis;             /* pygpu.AxisError (IndexError, ValueError) */
 extern PyObject *pg_warn_transfer;        /* pygpu.TransferWarning (UserWarning) */
 

@@ -10,10 +10,10 @@
  * `stream` makes the consumer's stream wait on an event, DLPack import of a
  * CUDA capsule hands the producer pygpu's stream (it makes that stream wait),
  * and __cuda_array_interface__ names pygpu's stream. The stream handles come
- * from the CUDA plugin through pygpu/_cuda_streams.py (the core cannot call
- * the plugin's own entry points). */
+ * from the CUDA plugin's extras table (cuda_extras.h), called directly. */
 #define PY_ARRAY_UNIQUE_SYMBOL pygpu_ARRAY_API
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#include "cuda_extras.h"
 #include "tensor_object.h"
 
 #include <numpy/arrayobject.h>
@@ -324,26 +324,29 @@ PyObject *pg_array_dunder(PyObject *self, PyObject *args, PyObject *kwargs)
     return arr;
 }
 
-/* ---- CUDA: the stream hooks of pygpu/_cuda_streams.py -------------------------------- */
+/* ---- CUDA: __cuda_array_interface__ ----------------------------------------------------- */
 
-/* pygpu._cuda_streams.<name>(*args): a new reference, or NULL with the error set. */
-static PyObject *cuda_hook(const char *name, PyObject *args)
+static const char *cai_typestr(int dtype)
 {
-    if (!args)
-        return NULL;
-    PyObject *mod = PyImport_ImportModule("pygpu._cuda_streams");
-    PyObject *fn = mod ? PyObject_GetAttrString(mod, name) : NULL;
-    PyObject *r = fn ? PyObject_CallObject(fn, args) : NULL;
-    Py_XDECREF(fn);
-    Py_XDECREF(mod);
-    Py_DECREF(args);
-    return r;
+    switch (dtype) {
+    case PG_FLOAT32: return "<f4";
+    case PG_FLOAT64: return "<f8";
+    case PG_FLOAT16: return "<f2";
+    case PG_INT64: return "<i8";
+    case PG_BOOL: return "|b1";
+    default: return NULL; /* bfloat16: the protocol has no such type */
+    }
 }
 
+/* Version 3 of the protocol. The consumer orders its reads after pygpu's work
+ * by waiting on `stream`, the stream this thread queues on, which is first made
+ * to wait for the copy and comm streams (a prefetch still filling the tensor),
+ * so waiting for it alone is enough. */
 PyObject *pg_cuda_array_interface_get(PyObject *self, void *c)
 {
     (void)c;
-    pg_device dev = pg_tensor_device(&((PyTensor *)self)->t);
+    const pg_tensor *t = &((PyTensor *)self)->t;
+    pg_device dev = pg_tensor_device(t);
     if (dev.type != PG_DEV_CUDA) {
         char d[24];
         return PyErr_Format(PyExc_AttributeError,
@@ -351,7 +354,93 @@ PyObject *pg_cuda_array_interface_get(PyObject *self, void *c)
                             "%s (use __array__ / __dlpack__, or .to('cuda') first)",
                             pg_device_str(dev, d, sizeof d));
     }
-    return cuda_hook("_cuda_array_interface", Py_BuildValue("(O)", self));
+    const char *ts = cai_typestr(t->dtype);
+    if (!ts) {
+        const char *name = pg_dtype_name((pg_dtype)t->dtype);
+        return PyErr_Format(PyExc_AttributeError,
+                            "a %s tensor has no __cuda_array_interface__ (the protocol has no %s "
+                            "type); convert with .astype(pygpu.float32)",
+                            name, name);
+    }
+    const pg_cuda_extras *x = pg_cuda_extras_get();
+    if (!x)
+        return NULL;
+    pg_status st;
+    uintptr_t stream = 0;
+    Py_BEGIN_ALLOW_THREADS st = x->stream_gather(dev.index);
+    if (st == PG_OK)
+        st = x->stream_current_handle(dev.index, &stream);
+    Py_END_ALLOW_THREADS
+    if (st != PG_OK)
+        return pg_raise(st);
+    PyObject *shape = PyTuple_New(t->ndim), *strides = NULL;
+    if (!shape)
+        return NULL;
+    for (int i = 0; i < t->ndim; i++)
+        PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong(t->shape[i]));
+    if (pg_tensor_is_contiguous(t))
+        strides = Py_NewRef(Py_None);
+    else {
+        long long item = (long long)pg_dtype_size((pg_dtype)t->dtype);
+        strides = PyTuple_New(t->ndim);
+        for (int i = 0; strides && i < t->ndim; i++)
+            PyTuple_SET_ITEM(strides, i, PyLong_FromLongLong(t->strides[i] * item));
+    }
+    if (!strides) {
+        Py_DECREF(shape);
+        return NULL;
+    }
+    void *data = pg_tensor_numel(t) ? (void *)pg_tensor_data(t) : NULL;
+    return Py_BuildValue("{s:N,s:s,s:(NO),s:i,s:N,s:[(s,s)],s:K}", "shape", shape, "typestr", ts,
+                         "data", PyLong_FromVoidPtr(data), Py_False, "version", 3, "strides",
+                         strides, "descr", "", ts, "stream", (unsigned long long)stream);
+}
+
+/* The stream a DLPack import onto cuda:index will read on: handed to the
+ * producer's __dlpack__(stream=...), which makes it wait (an event, no host
+ * sync). Loads the plugin if need be; a clear error when cuda cannot be used. */
+static PyObject *cuda_consumer_stream(int index)
+{
+    if (pg_cuda_load(1) < 0)
+        return NULL;
+    const pg_backend *be;
+    pg_status st = pg_backend_for((pg_device){PG_DEV_CUDA, index}, &be);
+    if (st != PG_OK)
+        return pg_raise(st);
+    const pg_cuda_extras *x = pg_cuda_extras_get();
+    if (!x)
+        return NULL;
+    uintptr_t h = 0;
+    Py_BEGIN_ALLOW_THREADS st = x->stream_current_handle(index, &h);
+    Py_END_ALLOW_THREADS
+    return st == PG_OK ? PyLong_FromUnsignedLongLong((unsigned long long)h) : pg_raise(st);
+}
+
+/* __dlpack__(stream=consumer): the consumer's stream waits on the device for the
+ * work pygpu queued so far (1: legacy default stream, 2: per-thread). */
+static int cuda_export_wait(int index, unsigned long long consumer)
+{
+    const pg_cuda_extras *x = pg_cuda_extras_get();
+    if (!x)
+        return -1;
+    pg_status st;
+    Py_BEGIN_ALLOW_THREADS st = x->stream_wait_for_current(index, (uintptr_t)consumer);
+    Py_END_ALLOW_THREADS
+    return st == PG_OK ? 0 : pg_raise_int(st);
+}
+
+/* from_dlpack of CUDA memory, once wrapped: the storage counts as written by
+ * work queued now on cuda:index, after the producer's event wait, so pygpu's
+ * copy stream and host waits order after the producer too. */
+static int cuda_import_mark(int index, pg_storage *storage)
+{
+    const pg_cuda_extras *x = pg_cuda_extras_get();
+    if (!x)
+        return -1;
+    pg_status st;
+    Py_BEGIN_ALLOW_THREADS st = x->storage_imported(index, storage);
+    Py_END_ALLOW_THREADS
+    return st == PG_OK ? 0 : pg_raise_int(st);
 }
 
 /* ---- DLPack out ----------------------------------------------------------------------- */
@@ -436,11 +525,8 @@ PyObject *pg_dlpack_dunder(PyObject *self, PyObject *args, PyObject *kwargs)
                                 "__dlpack__: stream=0 is not allowed for CUDA by the DLPack "
                                 "standard (use 1 for the legacy default stream, 2 for per-thread)");
         if (sv != -1) {
-            PyObject *r = cuda_hook("_export_wait", Py_BuildValue("(iK)", dev.device_id,
-                                                                  (unsigned long long)sv));
-            if (!r)
+            if (cuda_export_wait(dev.device_id, (unsigned long long)sv) < 0)
                 return NULL;
-            Py_DECREF(r);
         }
         device_wait = true;
     }
@@ -566,13 +652,13 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
         else {
             int type = -1, id = 0;
             if (PyArg_ParseTuple(dev, "ii", &type, &id) && (type == kDLCUDA || type == kDLCUDAManaged))
-                stream = cuda_hook("_consumer_stream", Py_BuildValue("(i)", id));
+                stream = cuda_consumer_stream(id);
             else if (PyErr_Occurred())
                 PyErr_Clear();
             Py_DECREF(dev);
             if ((type == kDLCUDA || type == kDLCUDAManaged) && !stream) {
                 Py_DECREF(meth);
-                return NULL; /* cuda unavailable here: the hook said why */
+                return NULL; /* cuda unavailable here: the error says why */
             }
         }
         PyObject *kw = stream ? Py_BuildValue("{s(ii)sN}", "max_version", 1, 0, "stream", stream)
@@ -648,12 +734,10 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
     pg_device where = {PG_DEV_CPU, 0};
     if (on_cuda) { /* the cuda backend must be loaded and have that device */
         where = (pg_device){PG_DEV_CUDA, dl->device.device_id};
-        PyObject *loaded = cuda_hook("_plugin", PyTuple_New(0)); /* loads it, or says why not */
-        if (!loaded) {
+        if (pg_cuda_load(1) < 0) { /* loads it, or says why not */
             Py_DECREF(cap);
             return NULL;
         }
-        Py_DECREF(loaded);
         const pg_backend *be;
         pg_status bst = pg_backend_for(where, &be);
         if (bst != PG_OK) {
@@ -685,13 +769,10 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
         /* the producer ordered its work before this thread's cuda stream only:
          * mark the storage as written there, so the copy stream and host waits
          * order after the producer too */
-        unsigned long long sp = (unsigned long long)(uintptr_t)t.storage;
-        PyObject *r = cuda_hook("_import_mark", Py_BuildValue("(iK)", where.index, sp));
-        if (!r) {
+        if (cuda_import_mark(where.index, t.storage) < 0) {
             Py_DECREF(out);
             return NULL;
         }
-        Py_DECREF(r);
     }
     return out;
 }

@@ -5,6 +5,7 @@
  * file about tensors rather than string handling. */
 #include "autocast.h"
 #include "autograd.h"
+#include "cuda_extras.h"
 #include "tensor_object.h"
 #include "../core/pg_backend.h"
 
@@ -396,27 +397,10 @@ static PyObject *m_wait(PyObject *self, PyObject *noargs)
 }
 
 /* Pinned memory comes from the CUDA runtime when there is a GPU, and its
- * plugin is loaded on first use: load it now (pygpu.cuda._acc._load(), the
- * one loader, which records why cuda is unavailable), or a buffer pinned
- * before the first cuda use would be ordinary memory flagged pinned. */
-static int pg_load_cuda_for_pinning(void)
-{
-    if (pg_backend_get(PG_DEV_CUDA))
-        return 0;
-    PyObject *mod = PyImport_ImportModule("pygpu.cuda");
-    if (!mod)
-        return -1;
-    PyObject *acc = PyObject_GetAttrString(mod, "_acc");
-    Py_DECREF(mod);
-    if (!acc)
-        return -1;
-    PyObject *r = PyObject_CallMethod(acc, "_load", NULL);
-    Py_DECREF(acc);
-    if (!r)
-        return -1;
-    Py_DECREF(r);
-    return 0;
-}
+ * plugin is loaded on first use: load it now (pygpu.cuda._load, the one
+ * loader, which records why cuda is unavailable), or a buffer pinned before
+ * the first cuda use would be ordinary memory flagged pinned. */
+static int pg_load_cuda_for_pinning(void) { return pg_cuda_load(0); }
 
 static PyObject *m_pin_memory(PyObject *self, PyObject *noargs)
 {

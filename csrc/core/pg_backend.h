@@ -145,4 +145,11 @@ typedef pg_status (*pg_plugin_init_fn)(const pg_core_api *core, const pg_backend
  * waits for the first load to finish. */
 pg_status pg_backend_load_plugin(int type, const char *path, char *why, size_t whylen);
 
+/* The plugin's second table (cuda: pg_cuda_extras.h), fetched and checked once
+ * when it was loaded; PG_ERR_UNAVAILABLE saying why when the backend is not
+ * loaded or its table is missing or of another version. */
+pg_status pg_plugin_extras(int type, const void **out);
+/* Ask the loaded plugin again for `version` (tests: a mismatch is refused by name). */
+pg_status pg_plugin_extras_probe(int type, int version, const void **out);
+
 #endif

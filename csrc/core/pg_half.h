@@ -8,7 +8,7 @@
  * npy_float_to_half); overflow gives +-inf, underflow +-0 or a subnormal,
  * NaN stays NaN (quiet, with the top payload bits kept). Widening is exact.
  * Plain static inline C with no dependencies. The CUDA kernels use the very
- * same code (kernels/pg_cuda_half.cuh, for float64/int64 -> half): each
+ * same code (csrc/backends/cuda/kernels/pg_cuda_half.cuh, for float64/int64 -> half): each
  * function is PG_HD (pg_hd.h), __host__ __device__ under nvcc and NVRTC.
  * memcpy is the bit cast on both sides (nvcc lowers it to a register move). */
 #ifndef PG_HALF_H

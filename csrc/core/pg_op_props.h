@@ -2,7 +2,7 @@
  * from the op table's columns (pg_ops.def), so no `op == ...` list restates them.
  *
  * Plain C and C++ (no <stdatomic.h>): the core (through pg_node.h), the CPU
- * kernels, the CUDA plugin's glue and the CUDA kernels (kernels/pg_cuda_kernels.h,
+ * kernels, the CUDA plugin's glue and the CUDA kernels (csrc/backends/cuda/kernels/pg_cuda_kernels.h,
  * whose PG_CUDA_* codes are these) include it. */
 #ifndef PG_OP_PROPS_H
 #define PG_OP_PROPS_H
@@ -44,7 +44,7 @@ enum pg_act {
 };
 
 /* Each op's columns as a function of its subop (host code: the CUDA kernels keep
- * constexpr copies, kernels/pg_cuda_ops.cuh). */
+ * constexpr copies, csrc/backends/cuda/kernels/pg_cuda_ops.cuh). */
 #ifndef __CUDACC__
 static inline int pg_binary_in(int op)
 {

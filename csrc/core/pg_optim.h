@@ -3,7 +3,7 @@
  * One node op updates a parameter in place by one of PyTorch's per-element
  * optimizer rules; the kind picks the rule. Shared by the generic layer
  * (pg_ops_train.c), the CPU kernels (cpu_train.c) and the CUDA kernels
- * (kernels/train.cu), so the codes are written once. Slots and hyper-parameters
+ * (csrc/backends/cuda/kernels/train.cu), so the codes are written once. Slots and hyper-parameters
  * of each kind: see pg_ops_train.c's header comment. */
 #ifndef PG_OPTIM_H
 #define PG_OPTIM_H

@@ -22,6 +22,7 @@ typedef enum pg_status {
     PG_ERR_RUNTIME,     /* anything else                 -> RuntimeError */
     PG_ERR_AXIS,        /* axis out of range             -> pygpu.AxisError (IndexError, ValueError) */
     PG_ERR_OVERFLOW,    /* value does not fit the dtype  -> OverflowError */
+    PG_ERR_COMM,        /* a collective failed/timed out -> pygpu.NcclError (RuntimeError) */
     PG_NUM_STATUS
 } pg_status;
 

@@ -10,8 +10,11 @@ do), then every rank joins the communicator on its own GPU.
 A peer that dies or never joins does not hang the job: every NCCL wait gives up
 after a timeout (PYGPU_NCCL_TIMEOUT seconds, default 600, or set_timeout()),
 aborts the communicator and raises NcclError naming the call.
-destroy_process_group() finalizes and destroys the communicator (close())."""
-import ctypes
+destroy_process_group() finalizes and destroys the communicator (close()).
+
+The plugin's NCCL entry points are reached through its extras table, as
+pygpu._C's _cuda_nccl_* methods (csrc/bindings/cuda_extras.c); a failure raises
+NcclError from csrc/bindings/errors.c, the one status->exception map."""
 import glob
 import os
 import site
@@ -28,8 +31,8 @@ class NcclUnavailable(RuntimeError):
     """NCCL (or the CUDA backend it runs on) cannot be used here; the message says why."""
 
 
-class NcclError(RuntimeError):
-    """An NCCL call failed or timed out; the communicator was aborted (the message says why)."""
+# An NCCL call failed or timed out; the communicator was aborted (the message says why).
+NcclError = _C.NcclError
 
 
 def set_timeout(seconds):
@@ -38,8 +41,8 @@ def set_timeout(seconds):
     seconds = int(seconds)
     if seconds < 0:
         raise ValueError(f"the NCCL timeout must be >= 0 seconds, got {seconds}")
-    if _lib().pg_plugin_set_option(b"nccl_timeout_s", seconds) != 0:
-        raise RuntimeError("the CUDA plugin refused the nccl_timeout_s option")
+    _lib()
+    _C._cuda_set_option("nccl_timeout_s", seconds)
 
 
 def _timeout_from_env():
@@ -75,77 +78,63 @@ def library_candidates():
     return unique + ["libnccl.so.2"]  # last: the loader's own search path
 
 
-_plugin = None
+_loaded = False
 
 
 def _lib():
-    """The CUDA plugin with NCCL loaded into it (ctypes), or NcclUnavailable."""
-    global _plugin
-    if _plugin is not None:
-        return _plugin
+    """Load the CUDA plugin and NCCL into it (once), or raise NcclUnavailable."""
+    global _loaded
+    if _loaded:
+        return
     if not cuda.is_built():
         raise NcclUnavailable(f"NCCL runs through the CUDA backend, which is not built: "
                               f"{cuda.unavailable_reason()}")
-    cuda._acc._load()  # the plugin needs libcublas, which pygpu.cuda preloads from its wheel
-    lib = ctypes.CDLL(cuda.PLUGIN)
-    lib.pg_plugin_nccl_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
-    why = ctypes.create_string_buffer(1024)
+    try:
+        cuda._load(True)  # the plugin needs libcublas, which pygpu.cuda preloads from its wheel
+    except _C.DeviceUnavailableError as e:
+        raise NcclUnavailable(f"NCCL runs through the CUDA backend, which cannot be loaded: {e}") from None
     errors = []
     for path in library_candidates():
-        if lib.pg_plugin_nccl_load(path.encode(), why, len(why)) == 0:
-            _plugin = lib
-            return lib
-        errors.append(why.value.decode(errors="replace"))
+        try:
+            _C._cuda_nccl_load(path)
+        except _C.DeviceUnavailableError as e:
+            errors.append(str(e))
+            continue
+        _loaded = True
+        return
     raise NcclUnavailable("; ".join(errors[-2:]) or "libnccl.so.2 not found: pip install nvidia-nccl-cu13")
 
 
 def version():
     """NCCL's version as an int (e.g. 22703 for 2.27.3); loads NCCL (no GPU needed)."""
-    return _lib().pg_plugin_nccl_version()
-
-
-def _check(rc, why):
-    if rc != 0:
-        raise NcclError(f"NCCL: {why.value.decode(errors='replace')}")
+    _lib()
+    return _C._cuda_nccl_version()
 
 
 class NcclGroup:
     """One NCCL communicator over the ranks of an MPI communicator, on `device` (a cuda index)."""
 
     def __init__(self, mpi_comm, device):
-        lib = _lib()
+        _lib()
         _timeout_from_env()
-        self.lib, self.device = lib, int(device)
-        why = ctypes.create_string_buffer(1024)
-        uid = ctypes.create_string_buffer(_ID_BYTES)
-        if mpi_comm.Get_rank() == 0:
-            lib.pg_plugin_nccl_unique_id.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
-            _check(lib.pg_plugin_nccl_unique_id(uid, why, len(why)), why)
-        raw = mpi_comm.bcast(uid.raw if mpi_comm.Get_rank() == 0 else None, root=0)
-        self.comm = ctypes.c_void_p()
-        lib.pg_plugin_nccl_comm_init.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
-                                                 ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
-                                                 ctypes.c_size_t]
-        _check(lib.pg_plugin_nccl_comm_init(mpi_comm.Get_size(), raw, mpi_comm.Get_rank(), self.device,
-                                            ctypes.byref(self.comm), why, len(why)), why)
-        lib.pg_plugin_nccl_comm_destroy.argtypes = [ctypes.c_void_p]
-        lib.pg_plugin_nccl_comm_abort.argtypes = [ctypes.c_void_p]
-        for name in ("pg_plugin_nccl_all_reduce", "pg_plugin_nccl_broadcast"):
-            getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
-                                           ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+        self.device = int(device)
+        self.comm = None
+        uid = _C._cuda_nccl_unique_id() if mpi_comm.Get_rank() == 0 else None
+        raw = mpi_comm.bcast(uid, root=0)
+        if len(raw) != _ID_BYTES:
+            raise NcclError(f"NCCL: rank 0 sent a {len(raw)}-byte unique id, expected {_ID_BYTES}")
+        self.comm = _C._cuda_nccl_comm_init(mpi_comm.Get_size(), raw, mpi_comm.Get_rank(), self.device)
 
     def close(self):
         """Finalize and destroy the communicator (destroy_process_group calls this)."""
         comm, self.comm = self.comm, None
-        if comm is not None and comm.value:
-            if self.lib.pg_plugin_nccl_comm_destroy(comm) != 0:
-                raise NcclError("NCCL: finalizing the communicator failed or timed out; "
-                                "it was aborted")
+        if comm:
+            _C._cuda_nccl_comm_destroy(comm)  # NcclError if it failed or timed out (then aborted)
 
     def abort(self):
         """Abort the communicator at once (pending collectives end with an error)."""
-        if self.comm is not None and self.comm.value:
-            self.lib.pg_plugin_nccl_comm_abort(self.comm)
+        if self.comm:
+            _C._cuda_nccl_comm_abort(self.comm)
 
     def _args(self, t):
         if self.comm is None:
@@ -162,12 +151,8 @@ class NcclGroup:
 
     def all_reduce(self, t, op):
         ptr, n, dt = self._args(t)
-        why = ctypes.create_string_buffer(1024)
-        _check(self.lib.pg_plugin_nccl_all_reduce(self.comm, self.device, ptr, n, dt, _OPS[op], why,
-                                                  len(why)), why)
+        _C._cuda_nccl_all_reduce(self.comm, self.device, ptr, n, dt, _OPS[op])
 
     def broadcast(self, t, src):
         ptr, n, dt = self._args(t)
-        why = ctypes.create_string_buffer(1024)
-        _check(self.lib.pg_plugin_nccl_broadcast(self.comm, self.device, ptr, n, dt, int(src), why,
-                                                 len(why)), why)
+        _C._cuda_nccl_broadcast(self.comm, self.device, ptr, n, dt, int(src))

@@ -3,7 +3,7 @@
     python tests/cuda_emu/build.py [OUT.so] [--kernels-from DIR]
 
 Compiles csrc/backends/cuda/*.c unchanged (gcc, the toolkit's and cuBLAS's
-headers), kernels/*.cu as C++ for the CPU (g++, after rewrite_launches.py
+headers), csrc/backends/cuda/kernels/*.cu as C++ for the CPU (g++, after rewrite_launches.py
 turns `<<<...>>>` launches into calls, over emu_kernel.h), and links them with
 the stand-in CUDA runtime (emu_runtime.cpp), cuBLAS (emu_cublas.cpp), cuBLASLt's
 integer GEMM (emu_cublaslt.cpp) and the fiber scheduler (emu_fiber.cpp) into one shared object that pygpu loads in
@@ -12,7 +12,7 @@ libcublas or libcublasLt is linked: every CUDA call lands in the stand-ins. The 
 NCCL (emu_nccl.cpp) is inside the plugin too and exports NCCL's names:
 PYGPU_NCCL_LIBRARY set to the plugin's path makes pygpu.distributed load it.
 
---kernels-from DIR takes the kernel files named in DIR instead of kernels/
+--kernels-from DIR takes the kernel files named in DIR instead of csrc/backends/cuda/kernels/
 (the harness test builds an old kernel this way to prove the run catches it).
 Objects are cached under the output's directory by content hash, so a rebuild
 after editing one file compiles that file only.
@@ -28,6 +28,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+# the CUDA kernels, next to their backend (as ggml-cuda's are)
+KERNELS = os.path.join(ROOT, "csrc", "backends", "cuda", "kernels")
+
 sys.path.insert(0, os.path.join(ROOT, "build_support"))
 sys.path.insert(0, HERE)
 import cuda_build  # noqa: E402
@@ -68,7 +71,7 @@ def build(out=DEFAULT_OUT, kernels_from=None, verbose=False):
     os.makedirs(os.path.dirname(out), exist_ok=True)
     os.makedirs(objdir, exist_ok=True)
     os.makedirs(os.path.dirname(out), exist_ok=True)  # a fresh clone has no build/cuda_emu/current
-    inc = ["-I" + os.path.join(ROOT, "csrc", "core"), "-I" + os.path.join(ROOT, "kernels"),
+    inc = ["-I" + os.path.join(ROOT, "csrc", "core"), "-I" + KERNELS,
            "-I" + tk["include"], "-I" + cb["include"]]
     cxx = ["g++", "-std=c++17", "-O2", "-g0", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off",
            "-Wall", "-Wno-unused-function", "-Wno-unused-variable"]
@@ -95,11 +98,11 @@ def build(out=DEFAULT_OUT, kernels_from=None, verbose=False):
             text = f.read()
         jobs.append((name, cxx + inc + ["-iquote", HERE, "-x", "c++", "-c", "-"], text))
     deps = "".join(open(os.path.join(HERE, h)).read() for h in ("emu_kernel.h", "emu_internal.h"))
-    for hdr in sorted(os.listdir(os.path.join(ROOT, "kernels"))) + sorted(
+    for hdr in sorted(os.listdir(KERNELS)) + sorted(
             os.listdir(os.path.join(ROOT, "csrc", "core"))) + sorted(
             os.listdir(os.path.join(ROOT, "csrc", "backends", "cuda"))):
-        for d in ("kernels", os.path.join("csrc", "core"), os.path.join("csrc", "backends", "cuda")):
-            p = os.path.join(ROOT, d, hdr)
+        for d in (KERNELS, os.path.join(ROOT, "csrc", "core"), os.path.join(ROOT, "csrc", "backends", "cuda")):
+            p = os.path.join(d, hdr)
             if hdr.endswith((".h", ".cuh", ".def")) and os.path.exists(p):
                 deps += open(p).read()
     dep_hash = hashlib.sha1(deps.encode()).hexdigest()

@@ -1,4 +1,4 @@
-/* emu_kernel.h - the CUDA built-ins that the kernels/ .cu files use, for compiling those
+/* emu_kernel.h - the CUDA built-ins that the csrc/backends/cuda/kernels/ .cu files use, for compiling those
  * files as ordinary C++ on the CPU (force-included by build.py before each
  * kernel file; never part of the shipped plugin).
  *

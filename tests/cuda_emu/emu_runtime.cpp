@@ -1,5 +1,5 @@
 /* emu_runtime.cpp - a stand-in for the CUDA runtime (the cuda* calls the plugin
- * and the kernels/ .cu files make), for running the plugin on a CPU in tests.
+ * and the csrc/backends/cuda/kernels/ .cu files make), for running the plugin on a CPU in tests.
  *
  * Devices: PYGPU_CUDA_EMU_DEVICES of them (default 2), each reporting an H100
  * SXM's figures (compute capability 9.0, 132 SMs, 80 GB, 50 MB L2).

@@ -1,8 +1,8 @@
 """harness.py - build the emulated CUDA plugin and run Python on it, for tests.
 
 build(kind) builds (once per process; objects are cached on disk)
-build/cuda_emu/<kind>/_cuda_backend_emu.so: kind "current" from kernels/, kind
-"reverted" with the kernel files of reverted/ in place of kernels/' own (the
+build/cuda_emu/<kind>/_cuda_backend_emu.so: kind "current" from csrc/backends/cuda/kernels/, kind
+"reverted" with the kernel files of reverted/ in place of csrc/backends/cuda/kernels/' own (the
 half binary kernel as it was before issue 29's fix). run(plugin, code) runs
 code in a fresh interpreter whose pygpu loads that plugin as cuda
 (PYGPU_CUDA_BACKEND_SO); pygpu reads the variable at import, hence the

@@ -5,7 +5,7 @@
 (emu_kernel.h). The kernel expression is found by walking back from `<<<`
 over a balanced template argument list and an identifier; the arguments by
 walking forward over balanced parentheses. Everything else of the file is
-left as it is, so line numbers stay those of kernels/*.cu in compiler messages.
+left as it is, so line numbers stay those of csrc/backends/cuda/kernels/*.cu in compiler messages.
 """
 import re
 import sys

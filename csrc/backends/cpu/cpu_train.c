@@ -1,5 +1,5 @@
 /* cpu_train.c - the CPU kernels of the fused training ops (see pg_ops_train.c
- * for each node's operands). The reference the CUDA kernels (kernels/train.cu)
+ * for each node's operands). The reference the CUDA kernels (csrc/backends/cuda/kernels/train.cu)
  * are tested against; sim runs these on its device threads.
  *
  * Linear layers describe their matmuls as GEMM descriptors (pg_gemm.h) run by

@@ -30,13 +30,6 @@ struct pg_cuda_graph {
     int nodes; /* ops captured, for messages and tests */
 };
 
-PG_CUDA_EXPORT pg_status pg_plugin_graph_create(void **out);
-PG_CUDA_EXPORT pg_status pg_plugin_graph_destroy(void *g);
-PG_CUDA_EXPORT pg_status pg_plugin_graph_capture_begin(void *g, int device, void *stream);
-PG_CUDA_EXPORT pg_status pg_plugin_graph_capture_end(void *g, int keep);
-PG_CUDA_EXPORT pg_status pg_plugin_graph_replay(void *g);
-PG_CUDA_EXPORT pg_status pg_plugin_graph_reset(void *g);
-PG_CUDA_EXPORT int pg_plugin_graph_ops(void *g);
 
 pg_status pg_plugin_graph_create(void **out)
 {

@@ -27,7 +27,10 @@
  *      cuda_stream_api.c   copies, products, fused training ops, graphs,
  *                      collectives, the Stream/Event entry points
  *   8. cuda_launch.c   the op dispatcher
- *   9. cuda_plugin.c   the backend table and the plugin's entry points
+ *   9. cuda_plugin.c   the backend table, pg_plugin_init, options, device queries
+ *  10. cuda_extras.c   the second table (pg_cuda_extras.h: streams, events,
+ *                      graphs, NCCL, ...) and pg_plugin_get_extras, the only
+ *                      other symbol the plugin exports
  * Where a lower layer needs something of a higher one it gets it through
  * pg_cuda, filled in from above: pg_cuda.backend (the table's address, set at
  * pg_plugin_init) is what cuda_queue.c puts in the events it records.
@@ -51,6 +54,7 @@
 #include <cuda_runtime_api.h>
 
 #include "pg_backend.h"
+#include "pg_cuda_extras.h"
 #include "pg_cuda_kernels.h"
 
 #define PG_CUDA_EXPORT __attribute__((visibility("default")))
@@ -273,8 +277,57 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node);
 void pg_cuda_iter_init(pg_cuda_iter *it, int ndim, const int64_t *shape, int nops,
                        const int64_t *const *strides);
 
+/* 7. the entry points of the extras table (pg_cuda_extras.h), gathered by
+ * cuda_extras.c; nothing else calls them and none is exported.
+ * cuda_stream_api.c: */
+pg_status pg_plugin_stream_create(int device, int priority, void **out);
+pg_status pg_plugin_stream_destroy(void *h);
+pg_status pg_plugin_stream_handle(int device, void *h, uintptr_t *out);
+pg_status pg_plugin_stream_enter(int device, void *h, void **prev);
+pg_status pg_plugin_stream_exit(int device, void *h, void *prev);
+pg_status pg_plugin_stream_synchronize(int device, void *h);
+pg_status pg_plugin_stream_query(int device, void *h, int *done);
+pg_status pg_plugin_stream_wait_event(int device, void *h, void *ev);
+pg_status pg_plugin_stream_current_handle(int device, uintptr_t *out);
+pg_status pg_plugin_event_create(int device, int timing, void **out);
+pg_status pg_plugin_event_destroy(void *ev);
+pg_status pg_plugin_event_record(void *ev, int device, void *h);
+pg_status pg_plugin_event_query(void *ev, int *done);
+pg_status pg_plugin_event_synchronize(void *ev);
+pg_status pg_plugin_event_elapsed_time(void *start, void *end, float *ms);
+pg_status pg_plugin_stream_gather(int device);
+pg_status pg_plugin_storage_imported(int device, void *storage);
+pg_status pg_plugin_stream_wait_for_current(int device, uintptr_t consumer);
+/* cuda_graph.c: */
+pg_status pg_plugin_graph_create(void **out);
+pg_status pg_plugin_graph_destroy(void *g);
+pg_status pg_plugin_graph_capture_begin(void *g, int device, void *stream);
+pg_status pg_plugin_graph_capture_end(void *g, int keep);
+pg_status pg_plugin_graph_replay(void *g);
+pg_status pg_plugin_graph_reset(void *g);
+int pg_plugin_graph_ops(void *g);
+/* cuda_profile.c: */
+pg_status pg_plugin_device_properties(int index, pg_cuda_properties *out);
+void pg_plugin_nvtx_push(const char *name);
+void pg_plugin_nvtx_pop(void);
+/* cuda_nccl.c (0, or non-zero with the reason in `why`): */
+int pg_plugin_nccl_load(const char *path, char *why, size_t whylen);
+int pg_plugin_nccl_version(void);
+int pg_plugin_nccl_unique_id(char *out, char *why, size_t whylen);
+int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device, void **comm,
+                             char *why, size_t whylen);
+int pg_plugin_nccl_comm_destroy(void *comm);
+int pg_plugin_nccl_comm_abort(void *comm);
+int pg_plugin_nccl_all_reduce(void *comm, int device, void *ptr, size_t count, int dtype, int op,
+                              char *why, size_t whylen);
+int pg_plugin_nccl_broadcast(void *comm, int device, void *ptr, size_t count, int dtype, int root,
+                             char *why, size_t whylen);
+
 /* 9. cuda_plugin.c */
 extern const pg_backend pg_cuda_backend;
+pg_status pg_plugin_set_option(const char *name, int value);
+pg_status pg_plugin_get_option(const char *name, int *value);
+int pg_plugin_pci_bus_id(int index, char *buf, int len);
 
 /* Element size of a dtype that reaches a backend (pg_dtype_size is a core symbol). */
 static inline size_t pg_cuda_itemsize(int dtype)

@@ -8,8 +8,8 @@
  *
  * The few entry points used are declared here from nccl.h's stable C ABI (the
  * unique id is 128 opaque bytes; dtypes and reduction ops are fixed enum values),
- * so building needs no NCCL headers. Exported to Python (pygpu/distributed/_nccl.py,
- * through ctypes) as pg_plugin_nccl_*; each returns 0 or writes a message.
+ * so building needs no NCCL headers. Reached from pygpu/distributed/_nccl.py through
+ * the extras table (cuda_extras.c) as pg_plugin_nccl_*; each returns 0 or writes a message.
  *
  * The collective is queued on the device's comm stream after (on the device,
  * through events: no host wait) everything queued on the device so far: the
@@ -80,16 +80,16 @@ static struct {
     const char *(*error_string)(pg_nccl_result);
 } g_nccl = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-PG_CUDA_EXPORT int pg_plugin_nccl_load(const char *path, char *why, size_t whylen);
-PG_CUDA_EXPORT int pg_plugin_nccl_version(void);
-PG_CUDA_EXPORT int pg_plugin_nccl_unique_id(char *out, char *why, size_t whylen);
-PG_CUDA_EXPORT int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device,
+int pg_plugin_nccl_load(const char *path, char *why, size_t whylen);
+int pg_plugin_nccl_version(void);
+int pg_plugin_nccl_unique_id(char *out, char *why, size_t whylen);
+int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device,
                                             void **comm, char *why, size_t whylen);
-PG_CUDA_EXPORT int pg_plugin_nccl_comm_destroy(void *comm);
-PG_CUDA_EXPORT int pg_plugin_nccl_comm_abort(void *comm);
-PG_CUDA_EXPORT int pg_plugin_nccl_all_reduce(void *comm, int device, void *ptr, size_t count,
+int pg_plugin_nccl_comm_destroy(void *comm);
+int pg_plugin_nccl_comm_abort(void *comm);
+int pg_plugin_nccl_all_reduce(void *comm, int device, void *ptr, size_t count,
                                              int dtype, int op, char *why, size_t whylen);
-PG_CUDA_EXPORT int pg_plugin_nccl_broadcast(void *comm, int device, void *ptr, size_t count,
+int pg_plugin_nccl_broadcast(void *comm, int device, void *ptr, size_t count,
                                             int dtype, int root, char *why, size_t whylen);
 
 /* ncclUniqueId is passed BY VALUE to ncclCommInitRank: a 128-byte struct. */

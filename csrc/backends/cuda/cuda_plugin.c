@@ -1,8 +1,11 @@
-/* cuda_plugin.c - the CUDA backend table and the plugin's exported entry
- * points. This file is what pygpu._C sees after dlopen(RTLD_LOCAL):
+/* cuda_plugin.c - the CUDA backend table, the plugin's first two exported
+ * symbols, and the options and device queries of the extras table. pygpu._C
+ * sees, after dlopen(RTLD_LOCAL), pg_plugin_abi_version and pg_plugin_init here
+ * and pg_plugin_get_extras (cuda_extras.c); nothing else is exported:
  *
  *   pg_plugin_abi_version              the PG_BACKEND_ABI_VERSION it was built for
  *   pg_plugin_init(core, &table)       fill the table; makes no CUDA call
+ * and, through the extras table (pg_cuda_extras.h):
  *   pg_plugin_set_option(name, value)  "allow_tf32" (cuBLAS may use TF32 for
  *                                      float32 matmul; default 0),
  *                                      "sync_each_op" (wait after every op so
@@ -44,9 +47,6 @@
 #include "cuda_internal.h"
 
 PG_CUDA_EXPORT pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out);
-PG_CUDA_EXPORT pg_status pg_plugin_set_option(const char *name, int value);
-PG_CUDA_EXPORT pg_status pg_plugin_get_option(const char *name, int *value);
-PG_CUDA_EXPORT int pg_plugin_pci_bus_id(int index, char *buf, int len);
 /* read by the core before pg_plugin_init: a mismatch is refused by name */
 PG_CUDA_EXPORT extern const int pg_plugin_abi_version;
 const int pg_plugin_abi_version = PG_BACKEND_ABI_VERSION;

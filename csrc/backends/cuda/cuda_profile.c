@@ -167,23 +167,8 @@ void pg_cuda_profile_end(pg_cuda_device *d, cudaStream_t stream, pg_cuda_prof *p
 
 /* ---- exported: device properties and user NVTX ranges ---------------------------------- */
 
-/* Mirrored by pygpu/_cuda_streams.py (ctypes.Structure): keep the two in step. */
-typedef struct pg_cuda_properties {
-    char name[256];
-    int major, minor;
-    unsigned long long total_memory;
-    int multi_processor_count;
-    int max_threads_per_multi_processor;
-    int warp_size;
-    int l2_cache_size;
-    unsigned long long shared_memory_per_block_optin;
-    int pci_bus_id, pci_device_id, pci_domain_id;
-    char uuid[16];
-} pg_cuda_properties;
+/* pg_cuda_properties is declared in pg_cuda_extras.h (the extras table hands it out). */
 
-PG_CUDA_EXPORT pg_status pg_plugin_device_properties(int index, pg_cuda_properties *out);
-PG_CUDA_EXPORT void pg_plugin_nvtx_push(const char *name);
-PG_CUDA_EXPORT void pg_plugin_nvtx_pop(void);
 
 pg_status pg_plugin_device_properties(int index, pg_cuda_properties *out)
 {

@@ -1,5 +1,5 @@
-/* cuda_stream_api.c - the entry points pygpu/_cuda_streams.py calls through
- * ctypes: pygpu.cuda.Stream and Event (create, enter/leave a `with
+/* cuda_stream_api.c - the stream entry points of the extras table
+ * (pg_cuda_extras.h; pygpu._C's _cuda_* methods): pygpu.cuda.Stream and Event (create, enter/leave a `with
  * pygpu.cuda.stream(s):` block, synchronize, query, wait, record, timing),
  * and the stream hand-offs of interop (__cuda_array_interface__, DLPack).
  *
@@ -14,23 +14,6 @@
 
 #include "cuda_internal.h"
 
-PG_CUDA_EXPORT const char *pg_plugin_last_error(void);
-PG_CUDA_EXPORT pg_status pg_plugin_stream_create(int device, int priority, void **out);
-PG_CUDA_EXPORT pg_status pg_plugin_stream_destroy(void *h);
-PG_CUDA_EXPORT pg_status pg_plugin_stream_handle(int device, void *h, uintptr_t *out);
-PG_CUDA_EXPORT pg_status pg_plugin_stream_enter(int device, void *h, void **prev);
-PG_CUDA_EXPORT pg_status pg_plugin_stream_exit(int device, void *h, void *prev);
-PG_CUDA_EXPORT pg_status pg_plugin_stream_synchronize(int device, void *h);
-PG_CUDA_EXPORT pg_status pg_plugin_stream_query(int device, void *h, int *done);
-PG_CUDA_EXPORT pg_status pg_plugin_stream_wait_event(int device, void *h, void *ev);
-PG_CUDA_EXPORT pg_status pg_plugin_event_create(int device, int timing, void **out);
-PG_CUDA_EXPORT pg_status pg_plugin_event_destroy(void *ev);
-PG_CUDA_EXPORT pg_status pg_plugin_event_record(void *ev, int device, void *h);
-PG_CUDA_EXPORT pg_status pg_plugin_event_query(void *ev, int *done);
-PG_CUDA_EXPORT pg_status pg_plugin_event_synchronize(void *ev);
-PG_CUDA_EXPORT pg_status pg_plugin_event_elapsed_time(void *start, void *end, float *ms);
-
-const char *pg_plugin_last_error(void) { return pg_cuda_last_message(); }
 
 /* The cudaStream_t a (device, handle) pair names: NULL handle = the device's own. */
 static pg_status pg_cuda_stream_of(int device, void *h, const char *op, pg_cuda_device **d,
@@ -332,7 +315,16 @@ static pg_status pg_cuda_work_stream_gather(pg_cuda_device *d, const char *op)
 
 /* __cuda_array_interface__ of a cuda tensor names the thread's work stream:
  * make it cover the other queues first. */
-PG_CUDA_EXPORT pg_status pg_plugin_stream_gather(int device);
+
+/* The cudaStream_t this thread's work on `device` goes to now: what a DLPack
+ * producer is told to make wait (from_dlpack of CUDA memory). */
+pg_status pg_plugin_stream_current_handle(int device, uintptr_t *out)
+{
+    pg_cuda_device *d;
+    PG_TRY(pg_cuda_device_get(device, "from_dlpack", &d));
+    *out = (uintptr_t)pg_cuda_work_stream(d);
+    return PG_OK;
+}
 
 pg_status pg_plugin_stream_gather(int device)
 {
@@ -346,7 +338,6 @@ pg_status pg_plugin_stream_gather(int device)
  * as written by compute work queued now, so that a copy on the copy stream
  * and a host wait order after the producer too (through compute, which waits
  * for this thread's user stream first: pg_cuda_stream_join_current). */
-PG_CUDA_EXPORT pg_status pg_plugin_storage_imported(int device, void *storage);
 
 pg_status pg_plugin_storage_imported(int device, void *storage)
 {
@@ -360,7 +351,6 @@ pg_status pg_plugin_storage_imported(int device, void *storage)
 /* __dlpack__(stream=consumer) of a cuda tensor: the consumer's stream waits on
  * the device for what this thread queued so far (DLPack: 1 is the legacy
  * default stream, 2 the per-thread one), instead of a host sync. */
-PG_CUDA_EXPORT pg_status pg_plugin_stream_wait_for_current(int device, uintptr_t consumer);
 
 pg_status pg_plugin_stream_wait_for_current(int device, uintptr_t consumer)
 {

@@ -2,7 +2,7 @@
  * templates: which dtypes an elementwise op's kernel is instantiated for and
  * whether it writes bool, read from csrc/core/pg_ops.def (the `in` and `out`
  * columns, pg_op_props.h says what each value means). The kernels' case lists
- * come from the same file, so kernels/ restates no list of ops. */
+ * come from the same file, so csrc/backends/cuda/kernels/ restates no list of ops. */
 #ifndef PG_CUDA_OPS_CUH
 #define PG_CUDA_OPS_CUH
 
