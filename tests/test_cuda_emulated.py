@@ -295,7 +295,7 @@ def test_h2d_copy_waits_for_other_threads_user_streams(plugin):
 
 
 def test_int8_linear_on_cuda_is_the_cpu_bits(plugin):
-    """Issue 28: the int8 layers on cuda (kernels/quant.cu around cuBLASLt's s8 x s8 -> s32
+    """Issue 28: the int8 layers on cuda (csrc/backends/cuda/kernels/quant.cu around cuBLASLt's s8 x s8 -> s32
     GEMM, emu_cublaslt.cpp here) give the CPU kernels' bits: dynamic and static, float32 and
     u8 out, an odd shape (K not a multiple of 4, N not of 16), and the weight moved there."""
     out = _run(plugin, """

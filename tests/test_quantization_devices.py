@@ -1,7 +1,7 @@
 # test_quantization_devices.py - the int8 linear layer on every device gives the CPU's bits.
 #
 # The int8 GEMM's sums are exact int32 on every device (cpu/sim: the CPU kernels; cuda:
-# cuBLASLt's IMMA GEMM with the u8 -> s8 shift undone in the epilogue, kernels/quant.cu), and
+# cuBLASLt's IMMA GEMM with the u8 -> s8 shift undone in the epilogue, csrc/backends/cuda/kernels/quant.cu), and
 # the quantize and epilogue steps round like the CPU's step for step, so the outputs are the
 # CPU's bit for bit: float32 out with no activation or ReLU, and u8 out (static chains).
 # tanh and sigmoid go through each device's own tanhf/expf: a few ulp apart.

@@ -6,7 +6,7 @@
                     layers, TensorRT's vertical fusion of Linear + bias + activation).
   dynamic.Linear    int8 weights, activations quantized per call (quantize_dynamic).
   Identity          what a fused activation module becomes.
-The kernels: csrc/backends/cpu/cpu_gemm_int8*.c on cpu and sim; on cuda kernels/quant.cu
+The kernels: csrc/backends/cpu/cpu_gemm_int8*.c on cpu and sim; on cuda csrc/backends/cuda/kernels/quant.cu
 around cuBLASLt's integer GEMM (csrc/backends/cuda/cuda_quant.c), with the same bits
 (docs/inference.md)."""
 from ...quantization._qtensor import QParam, QuantizedActivation
