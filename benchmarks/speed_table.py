@@ -10,7 +10,7 @@
 # the median and the range over the rounds. Each block's CPU-seconds (every thread of the
 # process) are printed too: on a shared machine the wall clock measures the other jobs.
 #   1. pygpu bf16-mixed / pygpu fp32, batch 64           (target >= 1.6x with AVX512_BF16)
-#      (and bf16 with its pre-packed weight panels off: pygpu._C._bf16_panels(False))
+#      (and bf16 with the pre-packed weight panels on: pygpu._C._bf16_panels(True))
 #   2. pygpu bf16-mixed / torch bf16 autocast, batch 512  (target >= 1.0x)
 #   3. pygpu fp32 cpu / torch fp32, batch 512             (target >= 1.1x), and
 #      pygpu fp32 cpu / pygpu fp32 sim:0 on the same threads (target >= 1.0x)
@@ -41,7 +41,7 @@ PAUSE_S = 0.25  # longer than OpenBLAS's idle spin; pygpu's pools sleep sooner
 SIZES = (784, 512, 512, 10)
 
 
-def pygpu_epoch(X, y, batch, precision="32", device="cpu", panels=True):
+def pygpu_epoch(X, y, batch, precision="32", device="cpu", panels=False):
     pygpu.manual_seed(0)
     model = pygpu.nn.MLP(list(SIZES), activation="relu")
     opt = pygpu.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -49,14 +49,14 @@ def pygpu_epoch(X, y, batch, precision="32", device="cpu", panels=True):
                             precision=precision)
 
     def run(n=len(X)):
-        if not panels:  # the weights' pre-packed bf16 panels off (off frees them)
-            pygpu._C._bf16_panels(False)
+        if panels:  # the weights' pre-packed bf16 panels (off by default; off frees them)
+            pygpu._C._bf16_panels(True)
         try:
             out = trainer.fit(X[:n], y[:n], epochs=1, batch_size=batch, progress=False,
                               shuffle=False)[-1]
             pygpu.synchronize()
         finally:
-            pygpu._C._bf16_panels(True)
+            pygpu._C._bf16_panels(False)
         return out["loss"]
 
     run(batch * 4)  # warm-up: caches, staging buffers, packed panels, pool threads
@@ -95,7 +95,7 @@ def main():
     configs = {
         "pg32@64": lambda: pygpu_epoch(X, y, 64),
         "pgbf16@64": lambda: pygpu_epoch(X, y, 64, "bf16-mixed"),
-        "pgbf16np@64": lambda: pygpu_epoch(X, y, 64, "bf16-mixed", panels=False),
+        "pgbf16pp@64": lambda: pygpu_epoch(X, y, 64, "bf16-mixed", panels=True),
         "pgbf16@512": lambda: pygpu_epoch(X, y, 512, "bf16-mixed"),
         "tbf16@512": lambda: torch_epoch(X, y, 512, bf16=True),
         "pg32@512": lambda: pygpu_epoch(X, y, 512),
@@ -103,8 +103,8 @@ def main():
         "sim32@512": lambda: pygpu_epoch(X, y, 512, device="sim:0"),
     }
     rows = [("1. bf16-mixed / pygpu fp32, batch 64", "pgbf16@64", "pg32@64", 1.6),
-            ("1. (without the pre-packed weight panels)", "pgbf16np@64", "pg32@64", 1.6),
-            ("   pre-packed panels on / off, bf16 batch 64", "pgbf16@64", "pgbf16np@64", 1.0),
+            ("1. (with the pre-packed weight panels)", "pgbf16pp@64", "pg32@64", 1.6),
+            ("   pre-packed panels on / off, bf16 batch 64", "pgbf16pp@64", "pgbf16@64", 1.0),
             ("2. bf16-mixed / torch bf16 autocast, batch 512", "pgbf16@512", "tbf16@512", 1.0),
             ("3. fp32 cpu / torch fp32, batch 512", "pg32@512", "t32@512", 1.1),
             ("3. fp32 cpu / sim:0, batch 512, same threads", "pg32@512", "sim32@512", 1.0)]

@@ -1,6 +1,7 @@
 """The weights' pre-packed bfloat16 panels (csrc/backends/cpu/cpu_bf16_panels.h).
 
-Under bf16 autocast on the cpu device, the optimizer's fused step writes each trained
+With them on (PYGPU_BF16_PANELS=1 or pygpu._C._bf16_panels(True); off by default) under
+bf16 autocast on the cpu device, the optimizer's fused step writes each trained
 weight's panels in both orientations (forward x @ W^T, backward dz @ W) and the GEMMs read
 them instead of rounding and packing W each time. These tests hold the two promises: the
 same bits as packing (the same rounding, slices and tiles), and panels never used after
@@ -18,11 +19,29 @@ needs_kernel = pytest.mark.skipif(
 
 @pytest.fixture
 def panels_on():
+    was = pygpu._C._bf16_panels()[0]
     pygpu._C._bf16_panels(True)
     threads = pygpu.get_num_threads()
     yield
-    pygpu._C._bf16_panels(True)
+    pygpu._C._bf16_panels(was)
     pygpu.set_num_threads(threads)
+
+
+def test_off_by_default_and_on_with_the_environment():
+    """Off unless PYGPU_BF16_PANELS=1 (cpu_bf16_panels.h: measured no faster on Zen 4)."""
+    import os
+    import subprocess
+    import sys
+    code = "import pygpu; print(pygpu._C._bf16_panels()[0])"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for value, want in ((None, "False"), ("1", "True"), ("0", "False")):
+        env = dict(os.environ, PYTHONPATH=root)
+        env.pop("PYGPU_BF16_PANELS", None)
+        if value is not None:
+            env["PYGPU_BF16_PANELS"] = value
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, timeout=120)
+        assert out.stdout.strip() == want, out.stderr[-2000:]
 
 
 def _stats():

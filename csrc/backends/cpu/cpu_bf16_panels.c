@@ -42,8 +42,8 @@ bool pg_cpu_panels_enabled(void)
 {
     int e = atomic_load_explicit(&g_enabled, memory_order_relaxed);
     if (e < 0) {
-        const char *v = getenv("PYGPU_BF16_PANELS");
-        e = !(v && v[0] == '0');
+        const char *v = getenv("PYGPU_BF16_PANELS"); /* off unless asked: see the header */
+        e = v && v[0] == '1';
         atomic_store(&g_enabled, e);
     }
     return e != 0;
@@ -177,6 +177,17 @@ static void give_back(slot *s)
     pthread_mutex_unlock(&g_lock);
 }
 
+/* Zeroed panel memory on 64-byte boundaries: each 16-word store of a pair row is then one
+ * cache line (a panel row is 192 bytes), and so is each vector load of the tiles */
+static uint32_t *panels_alloc(int64_t bytes)
+{
+    const size_t n = ((size_t)bytes + 63) / 64 * 64;
+    uint32_t *p = aligned_alloc(64, n);
+    if (p)
+        memset(p, 0, n);
+    return p;
+}
+
 /* ---- the optimizer's step, fused with the packing -------------------------------------- */
 
 enum { ROWS = 16 }; /* rows updated, then packed while in cache: 16 x I floats */
@@ -245,14 +256,14 @@ static pg_status run_step(pg_pool *pool, const pg_node *node, bool *done)
     /* the panels' memory, on the first step after a backward asked for it */
     if (s && !s->fwd) {
         const int64_t bytes = (int64_t)pg_cpu_gemm_bf16_packed_words(s->I, s->O) * 4;
-        if (make_room(bytes, s) && (s->fwd = calloc((size_t)bytes, 1))) {
+        if (make_room(bytes, s) && (s->fwd = panels_alloc(bytes))) {
             s->bytes += bytes;
             g_bytes += bytes;
         }
     }
     if (s && s->fwd && s->want_dx && !s->dx) {
         const int64_t bytes = (int64_t)pg_cpu_gemm_bf16_packed_words(s->O, s->I) * 4;
-        if (make_room(bytes, s) && (s->dx = calloc((size_t)bytes, 1))) {
+        if (make_room(bytes, s) && (s->dx = panels_alloc(bytes))) {
             s->bytes += bytes;
             g_bytes += bytes;
         }
