@@ -39,12 +39,13 @@ enum { PG_PANELS_SLOTS = 64 };
  * *done = false and the caller runs the node as usual. The cpu device's launch only. */
 pg_status pg_cpu_panels_launch(pg_pool *pool, const pg_node *node, bool *done);
 
-/* On or off (every slot freed). Off by default, PYGPU_BF16_PANELS=1 starts it on: measured
- * on Zen 4 (docs/performance.md) the step's packing costs what the GEMMs' did (the same
- * words to round and transpose: prepack_rows 11.0% of the samples against pack_b's 11.7%),
- * and the tiles read the panels from L3 instead of a freshly packed block in L2, so the
- * step ran 0-5% slower with them. Kept for CPUs and layer sizes where W's three passes
- * cost more than its packing; the GEMM contract's b_packed stays. */
+/* On or off (every slot freed). Off by default; PYGPU_BF16_PANELS=1 starts it on. Measured
+ * on Zen 4 (docs/performance.md), the step's packing costs about what the GEMMs' did (the
+ * same words to round and transpose: prepack_rows 11.0% of the samples against pack_b's
+ * 11.7%), and the tiles read the panels from L3 instead of a block just packed into L2:
+ * with them the step ran 0.93-0.95x as fast on one thread and 0.95-1.14x on two (noise as
+ * large as the effect, on a loaded machine). No gain shown, so not on by default; the
+ * GEMM contract's b_packed and this table stay for CPUs where the passes cost more. */
 void pg_cpu_panels_set_enabled(bool on);
 bool pg_cpu_panels_enabled(void);
 
