@@ -29,9 +29,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(pygpu.__file__)))
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _results = {}
 _cpu = {}  # CPU-seconds per epoch, all threads of all processes of the run
+_faults = {}  # DDP: rank 0's page faults per step
 
 WORKER = textwrap.dedent("""
-    import json, sys, time, numpy as np
+    import json, resource, sys, time, numpy as np
     mode, n = sys.argv[1], int(sys.argv[2])
     batch, sizes = 512, [784, 512, 512, 10]
     rng = np.random.default_rng(0)
@@ -41,9 +42,12 @@ WORKER = textwrap.dedent("""
     def timed(epoch):
         epoch()  # warm-up: caches, allocator, replicas
         best, c0 = float("inf"), time.process_time()
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for _ in range(2):
             t0 = time.perf_counter(); epoch(); best = min(best, time.perf_counter() - t0)
         cpu["epoch"] = (time.process_time() - c0) / 2  # CPU-seconds of every thread, per epoch
+        # page faults per step (this process): memory handed back and faulted in again
+        cpu["faults"] = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / (2 * n // batch)
         return best
 
     if mode == "torch":
@@ -111,6 +115,7 @@ WORKER = textwrap.dedent("""
             print("JSON " + json.dumps({"samples_per_s": n / dt, "processes": p,
                                         "threads_per_process": pygpu.get_num_threads(),
                                         "cpu_s_per_epoch": cpu_all,
+                                        "faults_per_step_rank0": cpu["faults"],
                                         "net_sent_per_step": st["net_sent"] / (n // batch)}))
 """)
 
@@ -135,6 +140,8 @@ def _record(benchmark, key, group, fn):
     _results[key] = result["samples_per_s"]
     if "cpu_s_per_epoch" in result:
         _cpu[key] = result["cpu_s_per_epoch"]
+    if "faults_per_step_rank0" in result:
+        _faults[key] = result["faults_per_step_rank0"]
 
 
 @pytest.mark.parametrize("ndev", [1, 2])
@@ -196,4 +203,7 @@ def test_table(benchmark):
         lines.append(f"| pygpu cpu, 1 process, 2 threads | | {_results['cpu2t']:,.0f} | | | {vs} |")
     if torch_rate:
         lines.append(f"| PyTorch fp32, 1 process, 2 threads | | {torch_rate:,.0f} | | | 1.00x |")
+    if _faults:
+        lines.append("\npage faults per step, rank 0: " + ", ".join(
+            f"{k} {v:,.1f}" for k, v in sorted(_faults.items())))
     print("\n" + "\n".join(lines))

@@ -3,13 +3,14 @@
 # The MLP 784-512-512-10 (ReLU, cross-entropy, SGD lr 0.01 momentum 0.9) on synthetic
 # MNIST-shaped data, one process, THREADS threads for every library (pygpu's cpu pool,
 # sim:0's worker via PYGPU_SIM_THREADS, PyTorch, every BLAS through threadpoolctl).
-# Seven configurations, each warmed up first; then ROUNDS rounds, and in each round every
+# Eight configurations, each warmed up first; then ROUNDS rounds, and in each round every
 # configuration trains one epoch of N samples (a block), after a pause that lets the other
 # side's threads go to sleep; the order rotates from round to round so no configuration
 # always follows the same one. Each row's ratio is taken within a round; the table gives
 # the median and the range over the rounds. Each block's CPU-seconds (every thread of the
 # process) are printed too: on a shared machine the wall clock measures the other jobs.
 #   1. pygpu bf16-mixed / pygpu fp32, batch 64           (target >= 1.6x with AVX512_BF16)
+#      (and bf16 with the pre-packed weight panels on: pygpu._C._bf16_panels(True))
 #   2. pygpu bf16-mixed / torch bf16 autocast, batch 512  (target >= 1.0x)
 #   3. pygpu fp32 cpu / torch fp32, batch 512             (target >= 1.1x), and
 #      pygpu fp32 cpu / pygpu fp32 sim:0 on the same threads (target >= 1.0x)
@@ -40,7 +41,7 @@ PAUSE_S = 0.25  # longer than OpenBLAS's idle spin; pygpu's pools sleep sooner
 SIZES = (784, 512, 512, 10)
 
 
-def pygpu_epoch(X, y, batch, precision="32", device="cpu"):
+def pygpu_epoch(X, y, batch, precision="32", device="cpu", panels=False):
     pygpu.manual_seed(0)
     model = pygpu.nn.MLP(list(SIZES), activation="relu")
     opt = pygpu.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -48,9 +49,14 @@ def pygpu_epoch(X, y, batch, precision="32", device="cpu"):
                             precision=precision)
 
     def run(n=len(X)):
-        out = trainer.fit(X[:n], y[:n], epochs=1, batch_size=batch, progress=False,
-                          shuffle=False)[-1]
-        pygpu.synchronize()
+        if panels:  # the weights' pre-packed bf16 panels (off by default; off frees them)
+            pygpu._C._bf16_panels(True)
+        try:
+            out = trainer.fit(X[:n], y[:n], epochs=1, batch_size=batch, progress=False,
+                              shuffle=False)[-1]
+            pygpu.synchronize()
+        finally:
+            pygpu._C._bf16_panels(False)
         return out["loss"]
 
     run(batch * 4)  # warm-up: caches, staging buffers, packed panels, pool threads
@@ -89,6 +95,7 @@ def main():
     configs = {
         "pg32@64": lambda: pygpu_epoch(X, y, 64),
         "pgbf16@64": lambda: pygpu_epoch(X, y, 64, "bf16-mixed"),
+        "pgbf16pp@64": lambda: pygpu_epoch(X, y, 64, "bf16-mixed", panels=True),
         "pgbf16@512": lambda: pygpu_epoch(X, y, 512, "bf16-mixed"),
         "tbf16@512": lambda: torch_epoch(X, y, 512, bf16=True),
         "pg32@512": lambda: pygpu_epoch(X, y, 512),
@@ -96,6 +103,8 @@ def main():
         "sim32@512": lambda: pygpu_epoch(X, y, 512, device="sim:0"),
     }
     rows = [("1. bf16-mixed / pygpu fp32, batch 64", "pgbf16@64", "pg32@64", 1.6),
+            ("1. (with the pre-packed weight panels)", "pgbf16pp@64", "pg32@64", 1.6),
+            ("   pre-packed panels on / off, bf16 batch 64", "pgbf16pp@64", "pgbf16@64", 1.0),
             ("2. bf16-mixed / torch bf16 autocast, batch 512", "pgbf16@512", "tbf16@512", 1.0),
             ("3. fp32 cpu / torch fp32, batch 512", "pg32@512", "t32@512", 1.1),
             ("3. fp32 cpu / sim:0, batch 512, same threads", "pg32@512", "sim32@512", 1.0)]

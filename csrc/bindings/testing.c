@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "tensor_object.h"
+#include "../backends/cpu/cpu_bf16_panels.h"
 #include "../backends/cpu/cpu_gemm.h"
 #include "../backends/sim/sim_backend.h"
 #include "../core/pg_backend.h"
@@ -287,7 +288,31 @@ static PyObject *f_test_stats_op_done(PyObject *mod, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* _bf16_panels(enable=None): switch the weights' pre-packed bf16 panels on or off (off frees
+ * them; cpu_bf16_panels.h), then (enabled, fwd_hits, dx_hits, packs, slots, bytes) */
+static PyObject *f_bf16_panels(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *enable = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:_bf16_panels", &enable))
+        return NULL;
+    if (enable != Py_None) {
+        int on = PyObject_IsTrue(enable);
+        if (on < 0)
+            return NULL;
+        pg_cpu_panels_set_enabled(on != 0);
+    }
+    pg_cpu_panels_stats st;
+    pg_cpu_panels_get_stats(&st);
+    return Py_BuildValue("(OLLLLL)", pg_cpu_panels_enabled() ? Py_True : Py_False,
+                         (long long)st.fwd_hits, (long long)st.dx_hits, (long long)st.packs,
+                         (long long)st.slots, (long long)st.bytes);
+}
+
 PyMethodDef pg_testing_functions[] = {
+    {"_bf16_panels", f_bf16_panels, METH_VARARGS,
+     "_bf16_panels(enable=None): turn the cpu device's pre-packed bf16 weight panels on or off "
+     "(off frees them), then (enabled, fwd_hits, dx_hits, packs, slots, bytes)"},
     {"_test_gemm", f_test_gemm, METH_VARARGS,
      "internal test: _test_gemm(a, b, c, trans_a, trans_b, alpha, beta, epilogue, act, "
      "bias=None, aux=None, bias_grad=None, threads=1) runs C = epi(alpha op(a) op(b) + beta C) "

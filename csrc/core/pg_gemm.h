@@ -24,6 +24,14 @@
  * multiplies bfloat16 pairs (AVX512_BF16) rounds them as without b_exact, keeping
  * dX at its speed: PyTorch's autocast backward multiplies by the bf16 weight too.
  *
+ * B may also come pre-packed (b_packed, NULL otherwise): the whole op(B) (K, Nall) of a
+ * batch-1 product with a bfloat16 dtype_ab and a float32 b (b_f32), in the layout of the
+ * kernel that multiplies bfloat16 pairs (cpu_gemm_bf16.h; b_packed_np words per pair row),
+ * this descriptor's columns starting at b_packed_col (a scheduler's column cut moves it).
+ * It holds exactly b's values rounded as that kernel rounds them (a linear layer's weight,
+ * written by the optimizer's step: cpu_bf16_panels.h), so a kernel may read either: one
+ * with no such layout (the convert kernel, CUDA) reads b, which stays valid.
+ *
  * Epilogue, applied to each output tile while it is still in cache:
  *   PG_EPI_BIAS       C += bias (N) broadcast over rows
  *   act (PG_ACT_*)    C = act(C)                      (after the bias)
@@ -68,6 +76,8 @@ typedef struct pg_gemm {
     const void *aux;       /* (M,N), leading dimension ldaux, with PG_EPI_DACT */
     int64_t ldaux;
     void *bias_grad;       /* (N) with PG_EPI_BGRAD, written (not accumulated) */
+    const void *b_packed;  /* optional pre-packed op(B) (see above), or NULL */
+    int64_t b_packed_np, b_packed_col;
 } pg_gemm;
 
 /* A kernel runs one whole descriptor on the calling thread; a scheduler hands it

@@ -124,6 +124,19 @@ class ProcessGroup:
         self.nccl = None  # an NcclGroup for cuda tensors when the backend is nccl
         from mpi4py import MPI
         self._testall = MPI.Request.Testall
+        self._scratch = threading.local()  # the ring's receive buffers, per thread
+
+    def _recv_buffer(self, n, dtype):
+        """n elements to receive a ring chunk into, kept across calls (per thread and dtype):
+        a new array per all-reduce was new memory each step, its pages faulted in by MPI's
+        copy and unmapped again at the end (docs/parallel.md, the DDP profile)."""
+        bufs = getattr(self._scratch, "bufs", None)
+        if bufs is None:
+            bufs = self._scratch.bufs = {}
+        buf = bufs.get(dtype.str)
+        if buf is None or buf.size < n:
+            buf = bufs[dtype.str] = np.empty(n, dtype=dtype)
+        return buf[:n]
 
     def sendrecv(self, sendbuf, dest, recvbuf, source):
         """comm.Sendrecv, waiting as wait_all does (asleep while the partner is late)."""
@@ -152,7 +165,7 @@ class ProcessGroup:
         pieces = [_pieces(segments, a, b) for a, b in bounds]
         right, left = (r + 1) % p, (r - 1) % p
         itemsize = segments[0].itemsize
-        recv = np.empty(max(b - a for a, b in bounds), dtype=segments[0].dtype)
+        recv = self._recv_buffer(max(b - a for a, b in bounds), segments[0].dtype)
         sent = got = 0
         for i in range(p - 1):  # reduce-scatter: after it, rank r owns chunk (r+1) % p
             s_chunk, r_chunk = (r - i) % p, (r - i - 1) % p

@@ -8,10 +8,13 @@
  * before touching data we wait for any pending write (or read, for the
  * output) recorded on its storage. Which kernel runs an op is decided in
  * cpu_dispatch.c, below the pool (cpu_parallel.c), not here: the table uses
- * the pool, the pool uses the dispatcher, and nothing points back up. */
+ * the pool, the pool uses the dispatcher, and nothing points back up. The one
+ * cpu-only step: a weight's pre-packed bf16 panels (cpu_bf16_panels.h), which
+ * need an op to run when it is launched, as here. */
 #include <string.h>
 
 #include "../../core/pg_backend.h"
+#include "cpu_bf16_panels.h"
 #include "cpu_parallel.h"
 
 static int cpu_device_count(const pg_backend *be)
@@ -41,7 +44,10 @@ static pg_status cpu_launch(const pg_backend *be, int index, const pg_node *node
     for (int i = 0; i < node->nextra; i++)
         if (node->extra[i].storage && pg_storage_has_pending(node->extra[i].storage))
             PG_TRY(pg_storage_wait_idle(node->extra[i].storage));
-    PG_TRY(pg_cpu_run(pg_cpu_pool(), node));
+    bool done; /* an optimizer step or bf16 layer that pre-packed weight panels serve */
+    PG_TRY(pg_cpu_panels_launch(pg_cpu_pool(), node, &done));
+    if (!done)
+        PG_TRY(pg_cpu_run(pg_cpu_pool(), node));
     if (pg_tensor_covers_storage(&node->dst)) /* a failed d2h copy's bytes are all replaced */
         pg_storage_clear_error(node->dst.storage);
     return PG_OK;

@@ -173,35 +173,52 @@ INLINE void transpose16(__m512i r[16])
 
 /* ---- packing --------------------------------------------------------------------------- */
 
+/* B (K, N) not transposed: the pair word row k2 of columns j.. (n of them, at most 16) of
+ * the slice starting at row p0, from rows p0 + 2 k2 and the next (none past the slice's kc
+ * rows), stored at dst (column j's word at k2) */
+INLINE void pack_b_pair_row(const pg_bf16_operand *b, int64_t p0, int64_t kc, int64_t k2,
+                            int64_t j, int64_t n, uint32_t *dst)
+{
+    const int64_t es = b->f32 ? 4 : 2;
+    const char *r0 = (const char *)b->p + ((p0 + 2 * k2) * b->ld + j) * es;
+    const char *r1 = 2 * k2 + 1 < kc ? r0 + b->ld * es : NULL;
+    _mm512_storeu_si512((void *)dst, pairs_of_rows(r0, r1, b->f32, n));
+}
+
+/* B stored (N, K): its rows j.. (n of them, at most 16) are op(B)'s columns, contiguous in
+ * k; all kc2 pair words of the slice starting at p0, 16 at a time through transposes, at
+ * dst (column j's word at k2 = 0; a panel row is NR words) */
+INLINE void pack_b_trans_group(const pg_bf16_operand *b, int64_t p0, int64_t kc, int64_t j,
+                               int64_t n, uint32_t *dst)
+{
+    const int64_t kc2 = (kc + 1) / 2, es = b->f32 ? 4 : 2;
+    const char *B = (const char *)b->p;
+    for (int64_t k2 = 0; k2 < kc2; k2 += 16) {
+        __m512i r[16];
+        for (int i = 0; i < 16; i++)
+            r[i] = i < n ? pairs_along_row(B + ((j + i) * b->ld + p0 + 2 * k2) * es, b->f32,
+                                           kc - 2 * k2)
+                         : _mm512_setzero_si512();
+        transpose16(r);
+        for (int t = 0; t < 16 && k2 + t < kc2; t++)
+            _mm512_storeu_si512((void *)(dst + (k2 + t) * NR), r[t]);
+    }
+}
+
 /* op(B)[p0:p0+kc, j0:j0+nc] -> bp[panel][k2][NR], k2 < ceil(kc/2). A panel's columns past
  * nc are zero up to the next multiple of 16; the tile reads only vectors that hold columns. */
 static BF16_TARGET void pack_b(const pg_bf16_operand *b, int64_t p0, int64_t j0, int64_t kc,
                                int64_t nc, uint32_t *bp)
 {
-    const int64_t kc2 = (kc + 1) / 2, es = b->f32 ? 4 : 2;
-    const char *B = (const char *)b->p;
+    const int64_t kc2 = (kc + 1) / 2;
     for (int64_t j = 0; j < nc; j += 16) {
         const int64_t n = nc - j < 16 ? nc - j : 16;
         uint32_t *dst = bp + (j / NR) * NR * kc2 + j % NR; /* column j's place at k2 = 0 */
-        if (!b->trans) { /* B (K, N): rows p0 + 2 k2 and the next, columns j0 + j.. */
-            for (int64_t k2 = 0; k2 < kc2; k2++) {
-                const char *r0 = B + ((p0 + 2 * k2) * b->ld + j0 + j) * es;
-                const char *r1 = 2 * k2 + 1 < kc ? r0 + b->ld * es : NULL;
-                _mm512_storeu_si512((void *)(dst + k2 * NR), pairs_of_rows(r0, r1, b->f32, n));
-            }
-            continue;
-        }
-        /* B stored (N, K): its rows j0 + j.. are op(B)'s columns, contiguous in k */
-        for (int64_t k2 = 0; k2 < kc2; k2 += 16) {
-            __m512i r[16];
-            for (int i = 0; i < 16; i++)
-                r[i] = i < n ? pairs_along_row(B + ((j0 + j + i) * b->ld + p0 + 2 * k2) * es,
-                                               b->f32, kc - 2 * k2)
-                             : _mm512_setzero_si512();
-            transpose16(r);
-            for (int t = 0; t < 16 && k2 + t < kc2; t++)
-                _mm512_storeu_si512((void *)(dst + (k2 + t) * NR), r[t]);
-        }
+        if (!b->trans) /* B (K, N): rows p0 + 2 k2 and the next, columns j0 + j.. */
+            for (int64_t k2 = 0; k2 < kc2; k2++)
+                pack_b_pair_row(b, p0, kc, k2, j0 + j, n, dst + k2 * NR);
+        else
+            pack_b_trans_group(b, p0, kc, j0 + j, n, dst);
     }
 }
 
@@ -361,6 +378,93 @@ static BF16_TARGET void gemm(int64_t M, int64_t N, int64_t K, float alpha, const
     }
 }
 
+/* ---- pre-packed B: a weight's panels, written once per optimizer step (cpu_gemm_bf16.h) -- */
+
+static int64_t np_of(int64_t N) { return (N + NR - 1) / NR * NR; }
+
+/* Rows [r0, r1) of a float32 weight W (O, In) (r0 a multiple of 16) into both layouts:
+ * fwd holds op(B) = W^T (K = In, N = O): the rows are columns, 16 at a time; dx holds
+ * op(B) = W (K = O, N = In): the rows are K's, two to a pair word. The words are pack_b's,
+ * from the same helpers, so a product reading them is bit for bit the one that packs. */
+static BF16_TARGET void prepack_rows(const float *W, int64_t O, int64_t In, int64_t r0,
+                                     int64_t r1, uint32_t *fwd, uint32_t *dx)
+{
+    if (fwd) {
+        const pg_bf16_operand b = {.p = W, .ld = In, .trans = true, .f32 = true};
+        const int64_t ks = k_slice(In), np = np_of(O);
+        for (int64_t pc = 0; pc < In; pc += ks) {
+            const int64_t kc = In - pc < ks ? In - pc : ks, kc2 = (kc + 1) / 2;
+            uint32_t *base = fwd + np * (pc / 2); /* earlier slices are even: pc/2 pair rows */
+            for (int64_t j = r0; j < r1; j += 16)
+                pack_b_trans_group(&b, pc, kc, j, r1 - j < 16 ? r1 - j : 16,
+                                   base + (j / NR) * NR * kc2 + j % NR);
+        }
+    }
+    if (dx) {
+        const pg_bf16_operand b = {.p = W, .ld = In, .trans = false, .f32 = true};
+        const int64_t ks = k_slice(O), np = np_of(In);
+        for (int64_t k = r0; k < r1; k += 2) { /* a slice starts at an even row: no pair straddles */
+            const int64_t pc = k / ks * ks, kc = O - pc < ks ? O - pc : ks, kc2 = (kc + 1) / 2;
+            const int64_t k2 = (k - pc) / 2;
+            uint32_t *base = dx + np * (pc / 2) + k2 * NR;
+            for (int64_t j = 0; j < In; j += 16)
+                pack_b_pair_row(&b, pc, kc, k2, j, In - j < 16 ? In - j : 16,
+                                base + (j / NR) * NR * kc2 + j % NR);
+        }
+    }
+}
+
+/* gemm() with B read from its pre-packed panels (b->packed: the whole op(B), this product's
+ * columns starting at b->packed_col, a multiple of 16): the same slices, the same tiles per
+ * column, so the same bits; a tile never crosses a panel of the whole op(B). */
+static BF16_TARGET void gemm_packed(int64_t M, int64_t N, int64_t K, float alpha,
+                                    const pg_bf16_operand *a, const pg_bf16_operand *b,
+                                    float beta, float *C, int64_t ldc, uint32_t *buf)
+{
+    uint32_t *ap = buf + BUF_AP;
+    const int64_t ks = k_slice(K), c0 = b->packed_col;
+    for (int64_t pc = 0; pc < K; pc += ks) {
+        const int64_t kc = K - pc < ks ? K - pc : ks, kc2 = (kc + 1) / 2;
+        const uint32_t *bs = b->packed + b->packed_np * (pc / 2);
+        for (int64_t ic = 0; ic < M; ic += MC) {
+            const int64_t mc = M - ic < MC ? M - ic : MC;
+            pack_a(a, ic, pc, mc, kc, ap);
+            for (int64_t n = c0; n < c0 + N;) {
+                const int64_t o = n % NR, nr = NR - o < c0 + N - n ? NR - o : c0 + N - n;
+                const uint32_t *pb = bs + (n / NR) * NR * kc2 + o;
+                for (int64_t ir = 0; ir < mc; ir += MR) {
+                    const int64_t mr = mc - ir < MR ? mc - ir : MR;
+                    float *c = C + (ic + ir) * ldc + (n - c0);
+                    const uint32_t *pa = ap + ir * kc2;
+                    if (nr > 32)
+                        tile_48(kc2, pa, pb, c, ldc, mr, nr, pc == 0, alpha, beta);
+                    else if (nr > 16)
+                        tile_32(kc2, pa, pb, c, ldc, mr, nr, pc == 0, alpha, beta);
+                    else
+                        tile_16(kc2, pa, pb, c, ldc, mr, nr, pc == 0, alpha, beta);
+                }
+                n += nr;
+            }
+        }
+    }
+}
+
+int64_t pg_cpu_gemm_bf16_packed_np(int64_t N) { return np_of(N); }
+
+size_t pg_cpu_gemm_bf16_packed_words(int64_t K, int64_t N)
+{
+    return (size_t)np_of(N) * (size_t)((K + 1) / 2);
+}
+
+bool pg_cpu_gemm_bf16_prepack_rows(const float *W, int64_t O, int64_t In, int64_t r0, int64_t r1,
+                                   uint32_t *fwd, uint32_t *dx)
+{
+    if (!pg_cpu_gemm_bf16_runs() || r0 % 16 != 0 || r0 < 0 || r1 > O || O < 1 || In < 1)
+        return false;
+    prepack_rows(W, O, In, r0, r1, fwd, dx);
+    return true;
+}
+
 bool pg_cpu_gemm_bf16_runs(void)
 {
     return PG_BF16_EMULATED || pg_cpu_isa() >= PG_ISA_AVX512_BF16;
@@ -376,11 +480,25 @@ bool pg_cpu_gemm_bf16(int64_t M, int64_t N, int64_t K, float alpha, const pg_bf1
     uint32_t *buf = pg_cpu_scratch(PG_SCRATCH_BF16GEMM, (size_t)BUF_WORDS * sizeof(uint32_t));
     if (!buf)
         return false;
-    gemm(M, N, K, alpha, a, b, beta, C, ldc, buf);
+    if (b->packed && b->packed_col % 16 == 0)
+        gemm_packed(M, N, K, alpha, a, b, beta, C, ldc, buf);
+    else
+        gemm(M, N, K, alpha, a, b, beta, C, ldc, buf);
     return true;
 }
 
 #else /* no AVX512_BF16 intrinsics in this compiler: the convert kernel serves bfloat16 */
+
+int64_t pg_cpu_gemm_bf16_packed_np(int64_t N) { return N; }
+
+size_t pg_cpu_gemm_bf16_packed_words(int64_t K, int64_t N) { return (size_t)(N * K); }
+
+bool pg_cpu_gemm_bf16_prepack_rows(const float *W, int64_t O, int64_t In, int64_t r0, int64_t r1,
+                                   uint32_t *fwd, uint32_t *dx)
+{
+    (void)W, (void)O, (void)In, (void)r0, (void)r1, (void)fwd, (void)dx;
+    return false;
+}
 
 bool pg_cpu_gemm_bf16_runs(void) { return false; }
 

@@ -373,6 +373,11 @@ static bool product_bf16(const pg_gemm *g, const void *A, const void *B, float b
 {
     pg_bf16_operand oa = {.p = A, .ld = g->lda, .trans = g->trans_a};
     pg_bf16_operand ob = {.p = B, .ld = g->ldb, .trans = g->trans_b, .f32 = g->b_f32};
+    if (g->b_packed && g->b_f32 && g->batch == 1) { /* the weight's panels (pg_gemm.h) */
+        ob.packed = g->b_packed;
+        ob.packed_np = g->b_packed_np;
+        ob.packed_col = g->b_packed_col;
+    }
     return pg_cpu_gemm_bf16(g->M, g->N, g->K, (float)g->alpha, &oa, &ob, beta0, acc, ldacc);
 }
 

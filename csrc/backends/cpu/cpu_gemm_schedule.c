@@ -54,6 +54,7 @@ static void panel(const pg_gemm *g, int axis, int64_t lo, int64_t hi, pg_gemm *o
     default: /* CUT_COLS */
         out->N = hi - lo;
         out->b = advance(g->b, g->trans_b ? lo * g->ldb : lo, sb);
+        out->b_packed_col = g->b_packed_col + lo;
         out->c = (void *)advance(g->c, lo, sc);
         out->aux = advance(g->aux, lo, sc);
         out->bias = advance(g->bias, lo, sc);

@@ -25,6 +25,7 @@
 #include "../../core/pg_status.h"
 #include "cpu_act.h"
 #include "cpu_gemm.h"
+#include "cpu_gemm_bf16.h"
 #include "cpu_half_convert.h"
 #include "cpu_kernels.h"
 #include "cpu_part.h"
@@ -38,6 +39,12 @@
  * scheduler (for a batch smaller than the layer, by output features: each thread packs
  * only its own rows of W). */
 pg_status pg_cpu_linear_fwd_on(pg_pool *pool, const pg_node *n)
+{
+    return pg_cpu_linear_fwd_packed(pool, n, NULL);
+}
+
+/* w_panels: W's pre-packed bfloat16 panels for x @ W^T (cpu_bf16_panels.h), or NULL */
+pg_status pg_cpu_linear_fwd_packed(pg_pool *pool, const pg_node *n, const void *w_panels)
 {
     const pg_tensor *x = &n->src[0], *w = &n->src[1], *b = &n->src[2];
     pg_gemm g;
@@ -60,6 +67,10 @@ pg_status pg_cpu_linear_fwd_on(pg_pool *pool, const pg_node *n)
     g.epilogue = b->storage ? PG_EPI_BIAS : PG_EPI_NONE;
     g.bias = b->storage ? pg_tensor_data(b) : NULL;
     g.act = n->subop;
+    if (w_panels && g.b_f32) {
+        g.b_packed = w_panels;
+        g.b_packed_np = pg_cpu_gemm_bf16_packed_np(g.N);
+    }
     return pg_cpu_gemm_run(pool, &g);
 }
 
@@ -200,6 +211,12 @@ static pg_status bwd_slice(void *ctx, int64_t task)
 
 pg_status pg_cpu_linear_bwd_on(pg_pool *pool, const pg_node *n)
 {
+    return pg_cpu_linear_bwd_packed(pool, n, NULL);
+}
+
+/* w_panels: W's pre-packed bfloat16 panels for dz @ W (cpu_bf16_panels.h), or NULL */
+pg_status pg_cpu_linear_bwd_packed(pg_pool *pool, const pg_node *n, const void *w_panels)
+{
     const pg_tensor *x = &n->src[1], *w = &n->src[2], *dx = &n->extra[0];
     int64_t N = x->shape[0], I = x->shape[1], O = w->shape[0];
     const void *dz = n->subop == PG_ACT_NONE ? pg_tensor_data(&n->src[0])
@@ -250,6 +267,10 @@ pg_status pg_cpu_linear_bwd_on(pg_pool *pool, const pg_node *n)
     g.c = pg_tensor_data(dx);
     g.ldc = I;
     g.alpha = 1.0;
+    if (w_panels && g.b_f32) {
+        g.b_packed = w_panels;
+        g.b_packed_np = pg_cpu_gemm_bf16_packed_np(g.N);
+    }
     return pg_cpu_gemm_run(pool, &g);
 }
 
