@@ -55,6 +55,8 @@ def _named(name):
 
 
 class _ViewFunction(Function):
+    view = True
+
     @staticmethod
     def forward(ctx, x, make, back):
         ctx.back = back

@@ -47,12 +47,18 @@ static PyObject *binary_method(PyObject *self, PyObject *args, PyObject *kwargs,
 
 static PyObject *unary_inplace(PyObject *self, int op, const char *name)
 {
-    if (pg_inplace_check(self, NULL, name) < 0)
+    PyObject *tok = pg_ag_inplace_begin(self, NULL, name,
+                                        pg_unary_differentiable(op) ? pg_unary_name(op) : NULL);
+    if (!tok)
         return NULL;
     const pg_tensor *t = &((PyTensor *)self)->t;
     pg_status st = PG_CALL(pg_heavy(t), pg_op_unary_(op, t));
-    if (st != PG_OK)
+    if (st != PG_OK) {
+        Py_DECREF(tok);
         return pg_raise(st);
+    }
+    if (pg_ag_inplace_end(tok, self, NULL, pg_unary_name(op)) < 0)
+        return NULL;
     return Py_NewRef(self);
 }
 
