@@ -274,7 +274,48 @@ static int nb_bool(PyObject *a)
     return r;
 }
 
+/* x += y (and -=, *=, /=, **=, &=, |=, ^=): in place, as PyTorch's (x.add_(y): the same
+ * object and memory, so a view's base sees the write, and under autograd as add_). A
+ * right operand that is neither a Tensor nor a Python number is left to Python. */
+static PyObject *inplace_slot(PyObject *a, PyObject *b, int op, const char *name)
+{
+    if (!PyTensor_Check(a) ||
+        !(PyTensor_Check(b) || PyBool_Check(b) || PyLong_Check(b) || PyFloat_Check(b)))
+        Py_RETURN_NOTIMPLEMENTED;
+    return pg_py_binary_(a, b, op, name);
+}
+static PyObject *nb_iadd(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_ADD, "add_"); }
+static PyObject *nb_isub(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_SUB, "sub_"); }
+static PyObject *nb_imul(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_MUL, "mul_"); }
+static PyObject *nb_idiv(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_DIV, "div_"); }
+static PyObject *nb_iand(PyObject *a, PyObject *b)
+{
+    return inplace_slot(a, b, PG_BIN_BITWISE_AND, "bitwise_and_");
+}
+static PyObject *nb_ior(PyObject *a, PyObject *b)
+{
+    return inplace_slot(a, b, PG_BIN_BITWISE_OR, "bitwise_or_");
+}
+static PyObject *nb_ixor(PyObject *a, PyObject *b)
+{
+    return inplace_slot(a, b, PG_BIN_BITWISE_XOR, "bitwise_xor_");
+}
+static PyObject *nb_ipow(PyObject *a, PyObject *b, PyObject *mod)
+{
+    if (mod != Py_None)
+        Py_RETURN_NOTIMPLEMENTED;
+    return inplace_slot(a, b, PG_BIN_POW, "pow_");
+}
+
 static PyNumberMethods tensor_as_number = {
+    .nb_inplace_add = nb_iadd,
+    .nb_inplace_subtract = nb_isub,
+    .nb_inplace_multiply = nb_imul,
+    .nb_inplace_true_divide = nb_idiv,
+    .nb_inplace_power = nb_ipow,
+    .nb_inplace_and = nb_iand,
+    .nb_inplace_or = nb_ior,
+    .nb_inplace_xor = nb_ixor,
     .nb_add = nb_add,
     .nb_subtract = nb_sub,
     .nb_multiply = nb_mul,
