@@ -104,7 +104,7 @@ static PyObject *unary_inplace(PyObject *self, int op, const char *name)
 
 /* ---- where ---------------------------------------------------------------------------- */
 
-/* A Python number as a 0-d tensor of the dtype a tensor operand promotes it to (NEP 50, as
+/* A Python number as a 0-d tensor of the dtype a tensor operand promotes it to (PyTorch's rule, as
  * the binary ops: a scalar only lifts the kind), or of its own kind when no tensor is given
  * (bool, int64, float32), on `dev`. */
 static PyObject *scalar_tensor(PyObject *v, const pg_tensor *like, pg_device dev)
@@ -119,7 +119,7 @@ static PyObject *scalar_tensor(PyObject *v, const pg_tensor *like, pg_device dev
     else if (is_int && like->dtype == PG_BOOL)
         dt = PG_INT64;
     else if (!is_bool && !is_int && !pg_dtype_is_float((pg_dtype)like->dtype))
-        dt = PG_FLOAT64;
+        dt = PG_FLOAT32; /* PyTorch's default dtype */
     else
         dt = like->dtype;
     pg_scalar s;
