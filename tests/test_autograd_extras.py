@@ -1,5 +1,5 @@
 # test_autograd_extras.py - gradients of the surface ops issue 27 left without one, against
-# torch: cumprod (with and without zeros along the dim, every dim).
+# torch: cumprod (with and without zeros along the dim, every dim), einsum with '...'.
 import numpy as np
 import pytest
 
@@ -39,3 +39,42 @@ def test_cumprod_module_function_and_dtype(device):
     torch.cumprod(tx, 1, dtype=torch.float64).sum().backward()
     assert x.grad.dtype == pygpu.float32
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+
+# einsum with '...' (broadcast as PyTorch's), values and gradients against torch
+EINSUM = [
+    ("...ij,...jk->...ik", (2, 3, 4), (4, 5)),
+    ("...ij,...jk", (2, 3, 4), (2, 4, 5)),
+    ("b...,b...->b", (2, 3, 4), (2, 3, 4)),
+    ("...i,...i->...", (1, 3), (2, 3)),
+    ("i...->...", (3, 2, 4), None),
+    ("...ij->...ji", (2, 3, 4), None),
+    ("...,...", (2, 3), (3,)),
+    ("ij...,jk...->ik...", (2, 3, 5), (3, 4, 1)),
+]
+
+
+@pytest.mark.parametrize("eq,sa,sb", EINSUM, ids=[e[0] for e in EINSUM])
+def test_einsum_ellipsis_matches_torch(device, eq, sa, sb):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal(sa)] + ([rng.standard_normal(sb)] if sb else [])
+    mine = [to_device(a, device).requires_grad_() for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, ref = pygpu.einsum(eq, *mine), torch.einsum(eq, *theirs)
+    assert tuple(out.shape) == tuple(ref.shape)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-12,
+                               atol=1e-12)
+    g = rng.standard_normal(tuple(ref.shape))
+    out.backward(to_device(g, device))
+    ref.backward(torch.tensor(g))
+    for m, t in zip(mine, theirs):
+        np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_einsum_ellipsis_errors_say_what_is_wrong():
+    a, b = pygpu.ones(2, 3), pygpu.ones(4, 3)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        pygpu.einsum("...i,...i->...", a, b)
+    with pytest.raises(ValueError, match="more labels"):
+        pygpu.einsum("...ijk->...", a)
