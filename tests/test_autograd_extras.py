@@ -78,3 +78,29 @@ def test_einsum_ellipsis_errors_say_what_is_wrong():
         pygpu.einsum("...i,...i->...", a, b)
     with pytest.raises(ValueError, match="more labels"):
         pygpu.einsum("...ijk->...", a)
+
+
+@pytest.mark.parametrize("slope", [0.01, 0.2])
+def test_linear_leaky_relu_in_a_sequential_matches_torch(device, slope):
+    # slope 0.01 runs as one fused op (the op table's leaky_relu row); another slope does not
+    torch = pytest.importorskip("torch")
+    from pygpu import nn
+    rng = np.random.default_rng(11)
+    x0 = rng.standard_normal((6, 3))
+    w0, b0 = rng.standard_normal((5, 3)), rng.standard_normal(5)
+    m = nn.Sequential(nn.Linear(3, 5, dtype=pygpu.float64), nn.LeakyReLU(slope)).to(device)
+    with pygpu.no_grad():
+        m[0].weight.copy_(to_device(w0, device))
+        m[0].bias.copy_(to_device(b0, device))
+    x = to_device(x0, device).requires_grad_()
+    y = m(x)
+    assert (y.grad_fn.name == "_Linear") == (slope == 0.01)
+    tx = torch.tensor(x0, requires_grad=True)
+    tw, tb = torch.tensor(w0, requires_grad=True), torch.tensor(b0, requires_grad=True)
+    ty = torch.nn.functional.leaky_relu(tx @ tw.T + tb, slope)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12, atol=1e-15)
+    g = rng.standard_normal((6, 5))
+    y.backward(to_device(g, device))
+    ty.backward(torch.tensor(g))
+    for mine, ref in ((x.grad, tx.grad), (m[0].weight.grad, tw.grad), (m[0].bias.grad, tb.grad)):
+        np.testing.assert_allclose(mine.numpy(), ref.numpy(), rtol=1e-12, atol=1e-14)
