@@ -45,11 +45,11 @@ class Node:
     def __init__(self, name, inputs, backward, ctx, saved=(), view=False):
         self.name = name
         self.inputs = inputs
-        self.fns = tuple(t.grad_fn if isinstance(t, Tensor) else None for t in inputs)
+        self.fns = tuple([None if t is None else t.grad_fn for t in inputs])
         self._backward = backward
         self.ctx = ctx
         self.keep = None  # objects held until backward() returns, not just until release()
-        self.saved = versions.stamp(saved)
+        self.saved = versions.stamp(saved) if saved else ()
         self.view = view  # the output is a view of inputs[0] (inplace.py refuses writing it)
 
     def __repr__(self):

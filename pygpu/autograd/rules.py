@@ -334,13 +334,20 @@ _READS_OUTPUT = {"exp", "sqrt", "tanh", "sigmoid", "relu", "reciprocal", "rsqrt"
 # so a write to the base after the view was made fails the view's backward instead of
 # leaving its history stale (pygpu does not rebase views' histories as PyTorch does)
 VIEW_OPS = {"reshape", "transpose", "getitem"}
+# ops whose rule reads no tensor's values (shapes, dtypes and devices only)
+_NOTHING_SAVED = {"add", "subtract", "negative", "sign", "floor", "ceil", "round", "trunc",
+                  "sum", "mean", "copy", "to"}
 
 
 def saved(name, ctx, a=None):
     """The tensors (or versions.Output of them) whose values `name`'s rule reads from ctx."""
+    if name in _NOTHING_SAVED:
+        return ()
     if name in ("multiply", "matmul"):
         x, y = ctx
-        return tuple(t for t, other in ((y, x), (x, y)) if _req(other) and isinstance(t, Tensor))
+        if _req(x):
+            return (y, x) if _req(y) else (y,)
+        return (x,)  # y requires grad (else nothing was recorded); stamp() skips scalars
     if name == "divide":
         x, y = ctx
         return (y, x) if _req(y) else (y,)

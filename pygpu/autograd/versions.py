@@ -27,12 +27,14 @@ def stamp(saved):
     """(tensor, write stamp, version, producer) for each saved tensor (Tensor or Output)."""
     out = []
     for s in saved:
-        producer = None
-        if isinstance(s, Output):
-            s, producer = s.t, True
-        if isinstance(s, Tensor):
-            out.append((s, s._version, s._version_count, producer))
-    return tuple(out)
+        if type(s) is Tensor:
+            out.append((s, s._version, s._version_count, False))
+        elif type(s) is Output:
+            s = s.t
+            out.append((s, s._version, s._version_count, True))
+        elif isinstance(s, Tensor):  # a subclass
+            out.append((s, s._version, s._version_count, False))
+    return out
 
 
 def _describe(t):
