@@ -104,3 +104,30 @@ def test_linear_leaky_relu_in_a_sequential_matches_torch(device, slope):
     ty.backward(torch.tensor(g))
     for mine, ref in ((x.grad, tx.grad), (m[0].weight.grad, tw.grad), (m[0].bias.grad, tb.grad)):
         np.testing.assert_allclose(mine.numpy(), ref.numpy(), rtol=1e-12, atol=1e-14)
+
+
+AS_STRIDED = [((2, 2), (1, 2), 1), ((3, 3), (1, 1), 0), ((4,), (3,), 0), ((2, 3), (4, 1), None),
+              ((2, 2), (0, 1), 2)]
+
+
+@pytest.mark.parametrize("args", AS_STRIDED, ids=[str(a) for a in AS_STRIDED])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_as_strided_backward_matches_torch(device, args, transposed):
+    # overlapping outputs ((3, 3) with strides (1, 1), a zero stride) sum their gradients
+    torch = pytest.importorskip("torch")
+    a = np.arange(12.0).reshape(3, 4)
+    g = np.random.default_rng(1).standard_normal(args[0])
+    leaf = to_device(a, device).requires_grad_()
+    tleaf = torch.tensor(a, requires_grad=True)
+    x, tx = (leaf.t(), tleaf.t()) if transposed else (leaf * 1, tleaf * 1)
+    y, ty = x.as_strided(*args), tx.as_strided(*args)
+    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+    y.backward(to_device(g, device))
+    ty.backward(torch.tensor(g))
+    np.testing.assert_allclose(leaf.grad.numpy(), tleaf.grad.numpy(), rtol=1e-12)
+
+
+def test_as_strided_of_an_expanded_tensor_is_refused_under_autograd():
+    x = pygpu.ones(1, 3).requires_grad_()
+    with pytest.raises(RuntimeError, match="expand"):
+        (x * 1).expand(2, 3).as_strided((2,), (1,))
