@@ -48,6 +48,7 @@ from ._guard import get_transfer_guard, transfer_guard
 from ._stats import Stats, role, stats, track
 from . import cuda, sim
 from . import autograd as _autograd
+from .autograd import inplace as _autograd_inplace  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._train_ops import cat, cross_entropy, log_softmax, mse_loss, softmax
 from . import nn, optim
@@ -81,6 +82,8 @@ _C._setup(_dtype.ALL, {
     "make_device": _make_device,
     "record": _autograd.record,
     "backward": _autograd.backward,
+    "inplace_begin": _autograd_inplace.begin,
+    "inplace_end": _autograd_inplace.end,
     "autocast": _amp_autocast._hook,
     "numpy_bfloat16": _dtype.numpy_bfloat16,
 })

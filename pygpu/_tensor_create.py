@@ -192,15 +192,70 @@ def _scaled_sum(input, prod, beta, alpha):
     return prod + (input if beta == 1 else input * beta)
 
 
+def _einsum_ellipsis(equation, eq, operands):
+    """'...' replaced by labels of its own (right-aligned, broadcast as PyTorch: a size-1
+    dimension is expanded to the others' size); without '->', the output is the ellipsis
+    dimensions, then the labels used once, sorted (torch.einsum's implicit form)."""
+    import string
+    lhs, arrow, out = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(operands):
+        raise ValueError(f"einsum: {equation!r} names {len(ins)} operands, got {len(operands)}")
+    counts = []
+    for sub, t in zip(ins, operands):
+        if sub.count("...") > 1 or sub.replace("...", "").count(".") or (
+                "..." not in sub and "." in sub):
+            raise ValueError(f"einsum: {sub!r}: at most one '...' per operand")
+        n = t.ndim - len(sub.replace("...", "")) if "..." in sub else 0
+        if n < 0:
+            raise ValueError(f"einsum: the subscript {sub!r} has more labels than the operand's "
+                             f"{t.ndim} dimensions")
+        counts.append(n)
+    ndim = max(counts)
+    free = [c for c in string.ascii_letters if c not in eq][:ndim]
+    sizes = [1] * ndim
+    for sub, t, n in zip(ins, operands, counts):
+        if "..." in sub:
+            start = sub.index("...")
+            for k in range(n):
+                m, slot = t.shape[start + k], ndim - n + k
+                if m != 1 and sizes[slot] not in (1, m):
+                    raise ValueError(f"einsum: the '...' dimensions of the operands do not "
+                                     f"broadcast ({sizes[slot]} and {m})")
+                sizes[slot] = max(sizes[slot], m)
+    new_ins, new_ops = [], []
+    for sub, t, n in zip(ins, operands, counts):
+        if "..." in sub:
+            start = sub.index("...")
+            labels = "".join(free[ndim - n:])
+            shape = list(t.shape)
+            shape[start:start + n] = sizes[ndim - n:]
+            if tuple(shape) != tuple(t.shape):
+                t = t.expand(*shape)
+            sub = sub.replace("...", labels)
+        new_ins.append(sub)
+        new_ops.append(t)
+    ell = "".join(free)
+    if arrow:
+        if "." in out.replace("...", "", 1):
+            raise ValueError(f"einsum: {out!r}: at most one '...' in the output")
+        out = out.replace("...", ell)
+    else:
+        letters = "".join(new_ins)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
+                                   and c not in ell))
+    return ",".join(new_ins) + "->" + out, tuple(new_ops)
+
+
 def einsum(equation, *operands):
     """einsum for one or two operands without repeated labels in one operand ('ij,jk->ik',
-    'bij,bjk->bik', 'i,j->ij', 'ij->ji', 'ij->', 'bhqd,bhkd->bhqk', ...)."""
+    'bij,bjk->bik', 'i,j->ij', 'ij->ji', 'ij->', 'bhqd,bhkd->bhqk', '...ij,...jk->...ik',
+    ...); '...' broadcasts as in PyTorch."""
     if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
         operands = tuple(operands[0])
     eq = equation.replace(" ", "")
     if "..." in eq:
-        raise NotImplementedError("einsum: '...' is not supported by pygpu yet; write the "
-                                  "labels out")
+        eq, operands = _einsum_ellipsis(equation, eq, operands)
     if "->" in eq:
         lhs, out = eq.split("->")
     else:

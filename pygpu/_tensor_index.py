@@ -270,14 +270,43 @@ def cumsum(self, dim, *, dtype=None):
     return out.reshape(()) if was0 else out
 
 
+class _CumprodFn(Function):
+    """d out_j / d x_k = prod_{i <= j, i != k} x_i for j >= k. Without zeros in x that is
+    out_j / x_k, so grad_k = (reverse cumsum of g * out)_k / x_k; with a zero (the check
+    reads one flag back) every k's product leaving x_k out is formed at once: an (n, n)
+    cumprod per row along the dim, n its length, as PyTorch's exact zero handling."""
+    @staticmethod
+    def forward(ctx, x, d):
+        out = _C._cumulative(x, d, True)
+        ctx.save(x, out)
+        ctx.d = d
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved
+        d = ctx.d
+        if not bool((x == 0).any()):
+            return _flip(_C._cumulative(_flip(g * out, d), d, False), d) / x, None
+        from ._creation import arange
+        from ._tensor_create import eye
+        xm, gm = x.movedim(d, -1), g.movedim(d, -1)            # (..., n)
+        n = xm.shape[-1]
+        one = eye(n, dtype=x.dtype, device=x.device)           # (k, i)
+        leave_out = xm.unsqueeze(-2) * (1 - one) + one         # (..., k, i): x_i, 1 at i == k
+        prods = _C._cumulative(leave_out, leave_out.ndim - 1, True)  # (..., k, j)
+        idx = arange(n, device=x.device)
+        later = (idx.unsqueeze(0) >= idx.unsqueeze(1)).astype(x.dtype)  # (k, j): j >= k
+        gk = (prods * later * gm.unsqueeze(-2)).sum(axis=-1)   # (..., k)
+        return gk.movedim(-1, d), None
+
+
 def cumprod(self, dim, *, dtype=None):
-    """cumprod: not differentiable in pygpu (it raises on an input that requires grad)."""
+    """Cumulative product along dim (differentiable, zeros included, as PyTorch's)."""
     x = self if dtype is None else self.to(dtype=dtype)
-    if _needs_grad(x):
-        raise RuntimeError("cumprod: pygpu has no backward for cumprod; call it on t.detach() "
-                           "or under pygpu.no_grad()")
     x, was0 = _one_d("cumprod", x)
-    out = _C._cumulative(x, norm_dim("cumprod", dim, x.ndim), True)
+    d = norm_dim("cumprod", dim, x.ndim)
+    out = _CumprodFn.apply(x, d) if _needs_grad(x) else _C._cumulative(x, d, True)
     return out.reshape(()) if was0 else out
 
 

@@ -106,10 +106,16 @@ def _extreme(self, largest, dim, keepdim, axis, keepdims, other):
 
 
 def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None, other=None):
+    """max() the largest element (0-d); max(dim, keepdim=False) a (values, indices)
+    namedtuple, as torch.max; max(other) the elementwise maximum; pygpu's max(axis=...,
+    keepdims=...) the values only (NaN propagates)."""
     return _extreme(self, True, dim, keepdim, axis, keepdims, other)
 
 
 def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None, other=None):
+    """min() the smallest element (0-d); min(dim, keepdim=False) a (values, indices)
+    namedtuple, as torch.min; min(other) the elementwise minimum; pygpu's min(axis=...,
+    keepdims=...) the values only (NaN propagates)."""
     return _extreme(self, False, dim, keepdim, axis, keepdims, other)
 
 

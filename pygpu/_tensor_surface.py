@@ -45,11 +45,12 @@ def _method_function(name):
     return fn
 
 
-# module-level spellings of the methods above (torch.flatten(x, 1), torch.gather(...))
+# module-level spellings of the methods above (torch.flatten(x, 1), torch.gather(...));
+# pygpu.max(x, 1) is torch.max's (values, indices), pygpu.max(x, axis=1) pygpu's values
 _AS_FUNCTIONS = (
     "view_as", "unsqueeze", "squeeze", "flatten", "unflatten", "permute", "transpose",
     "swapaxes", "t", "movedim", "narrow", "split", "chunk", "select", "unbind", "flip",
-    "argmin", "amax", "amin", "prod", "var", "std", "norm", "logsumexp", "all", "any",
+    "max", "min", "argmin", "amax", "amin", "prod", "var", "std", "norm", "logsumexp", "all", "any",
     "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy",
     "masked_fill", "masked_select", "nonzero", "cumsum", "cumprod", "sort", "argsort", "topk",
     "unique", "tile",

@@ -55,6 +55,8 @@ def _named(name):
 
 
 class _ViewFunction(Function):
+    view = True
+
     @staticmethod
     def forward(ctx, x, make, back):
         ctx.back = back
@@ -420,16 +422,48 @@ def unbind(self, dim=0):
     return tuple(select(self, d, i) for i in range(self.shape[d]))
 
 
+def _positions(shape, strides, offset, device):
+    """The storage index of every element of the layout (shape, strides, offset), C order:
+    an int64 tensor of numel elements on `device`."""
+    from ._creation import arange, zeros
+    pos = zeros((), dtype="int64", device=device) + offset
+    for i, (n, st) in enumerate(zip(shape, strides)):
+        axis = [1] * len(shape)
+        axis[i] = n
+        pos = pos + arange(n, device=device).reshape(tuple(axis)) * st
+    return pos.reshape(-1)
+
+
+def _as_strided_back(x, size, stride, off):
+    """PyTorch's as_strided backward: the output's gradient summed into the storage elements
+    it views (elements viewed twice get both), read back at x's own elements."""
+    xs, xo = tuple(x.strides), _C._storage_offset(x)
+    if any(st == 0 and n > 1 for n, st in zip(x.shape, xs)):
+        raise RuntimeError("as_strided: pygpu differentiates it only on an input whose "
+                           "elements do not share memory (not an expand()ed tensor); call "
+                           "it on t.contiguous()")
+    shape = tuple(x.shape)
+
+    def back(g):
+        from ._creation import zeros
+        span = 1 + max(off + sum((n - 1) * st for n, st in zip(size, stride) if n),
+                       xo + sum((n - 1) * st for n, st in zip(shape, xs) if n))
+        acc = zeros((span,), dtype=g.dtype, device=g.device)
+        if g.numel():
+            acc.index_add_(0, _positions(size, stride, off, g.device), g.reshape(-1))
+        return acc.index_select(0, _positions(shape, xs, xo, g.device)).reshape(shape)
+    return back
+
+
 def as_strided(self, size, stride, storage_offset=None):
     """as_strided(size, stride, storage_offset=None): PyTorch's, bounds checked against the
-    storage. Not recorded by autograd (PyTorch's backward for overlapping layouts is not
-    reproduced): on a tensor that requires grad it raises."""
-    if self.requires_grad and is_grad_enabled():
-        raise RuntimeError("as_strided: pygpu does not differentiate through as_strided; use "
-                           "view/narrow/expand/permute, or call it on t.detach()")
+    storage; differentiable as PyTorch's (overlapping outputs sum their gradients)."""
     off = _C._storage_offset(self) if storage_offset is None else storage_offset
-    return _strided(self, shape_args("as_strided", (size,)), shape_args("as_strided", (stride,)),
-                    off)
+    size, stride = shape_args("as_strided", (size,)), shape_args("as_strided", (stride,))
+    if self.requires_grad and is_grad_enabled():
+        return record("AsStrided", self, lambda x: _strided(x, size, stride, off),
+                      _as_strided_back(self, size, stride, off))
+    return _strided(self, size, stride, off)
 
 
 def flip(self, dims):

@@ -260,7 +260,8 @@ def _linear2d(x, weight, bias, act, low):
 
 def linear(x, weight, bias=None, activation=None):
     """activation(x @ weight.T + bias) for x (N, in), weight (out, in), bias (out,);
-    activation: None or a name of the op table's activations ("relu", "tanh", "sigmoid").
+    activation: None or a name of the op table's activations ("relu", "tanh", "sigmoid",
+    "leaky_relu": slope 0.01).
     One fused op each way."""
     _want_tensor(x, "linear")
     _want_tensor(weight, "linear", "weight")

@@ -122,6 +122,8 @@ ACT_NP = {
     "relu": (lambda z: np.maximum(z, 0), lambda y: (y > 0).astype(y.dtype)),
     "tanh": (np.tanh, lambda y: 1 - y * y),
     "sigmoid": (lambda z: 1 / (1 + np.exp(-z)), lambda y: y * (1 - y)),
+    "leaky_relu": (lambda z: np.where(z > 0, z, z / 100),
+                   lambda y: np.where(y > 0, 1, 0.01).astype(y.dtype)),
 }
 ACT_CODE = {None: 0, **{name: code for name, code, _ in pygpu._C._act_table()}}
 ACT_NAME = {code: name for name, code in ACT_CODE.items()}

@@ -264,11 +264,11 @@ def test_bfloat16_reductions_and_matmul_are_close(device):
     assert (t < 0).tolist() == (x < 0).tolist()
 
 
-PROMOTION = [  # (a, b, result): NumPy's float16 rules; float16 with bfloat16 as PyTorch
-    ("float16", "float16", "float16"), ("float16", "bool", "float16"), ("float16", "int64", "float64"),
+PROMOTION = [  # (a, b, result): PyTorch's rules (torch.promote_types)
+    ("float16", "float16", "float16"), ("float16", "bool", "float16"), ("float16", "int64", "float16"),
     ("float16", "float32", "float32"), ("float16", "float64", "float64"),
     ("bfloat16", "bfloat16", "bfloat16"), ("bfloat16", "bool", "bfloat16"),
-    ("bfloat16", "int64", "float64"), ("bfloat16", "float32", "float32"),
+    ("bfloat16", "int64", "bfloat16"), ("bfloat16", "float32", "float32"),
     ("float16", "bfloat16", "float32"),
 ]
 
@@ -280,7 +280,7 @@ def test_promotion_with_16_bit_floats(a, b, result):
     assert str((x + y).dtype) == result and str((y * x).dtype) == result
     assert str(pygpu.matmul(x, y).dtype) == result
     assert str((x < y).dtype) == "bool"
-    assert str((x + 1).dtype) == a and str((x * 2.5).dtype) == a  # NEP 50: scalars keep the dtype
+    assert str((x + 1).dtype) == a and str((x * 2.5).dtype) == a  # scalars keep a float dtype
 
 
 def test_logical_not_of_half_names_the_dtype():

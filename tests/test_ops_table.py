@@ -147,7 +147,7 @@ def row(*args, **kwargs):
     OPS.append(Op(*args, **kwargs))
 
 
-# --- arithmetic operators and their NEP 50 promotion with Python scalars ---
+# --- arithmetic operators and their promotion (PyTorch's: _as_torch) with Python scalars ---
 for _name, _f in [
     ("add", lambda x, y: x + y), ("sub", lambda x, y: x - y), ("mul", lambda x, y: x * y),
 ]:
@@ -656,12 +656,77 @@ def _bf16_reference(op, arrays):
     return narrow(out)
 
 
+# PyTorch's type promotion (torch.result_type), where it differs from NumPy's: an integer
+# with a float gives that float (int64 + float32 is float32), an integer result of a
+# float op (true division, exp, a Python float operand) is float32 (the default dtype),
+# and a 0-d operand counts only if its kind (bool < int < float) is above the others'.
+_RANK = {"bool": 0, "int64": 1, "float16": 2, "bfloat16": 2, "float32": 3, "float64": 4}
+_PROMOTING = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "scalar_", "where",
+              "clamp", "exp", "log", "reciprocal", "rsqrt", "sigmoid", "sqrt", "tanh")
+
+
+def _kind(dt):
+    return min(_RANK[dt], 2)
+
+
+def _promote(a, b):
+    if a == b:
+        return a
+    if {a, b} == {"float16", "bfloat16"}:
+        return "float32"
+    return a if _RANK[a] > _RANK[b] else b
+
+
+def _torch_result(arrays):
+    dims = [x.dtype.name for x in arrays if np.ndim(x) > 0]
+    zeros = [x.dtype.name for x in arrays if np.ndim(x) == 0]
+    rd = rz = None
+    for d in dims:
+        rd = d if rd is None else _promote(rd, d)
+    for d in zeros:
+        rz = d if rz is None else _promote(rz, d)
+    if rd is None or (rz is not None and _kind(rz) > _kind(rd)):
+        return rz
+    return rd
+
+
+def _torch_target(op, arrays):
+    """The float dtype PyTorch computes a promoting op in, or None (not such an op)."""
+    if not op.name.startswith(_PROMOTING):
+        return None
+    inputs = [x for x in (arrays[1:] if op.name.startswith("where") else arrays)
+              if getattr(x, "dtype", None) is not None and x.dtype.name in _RANK]
+    target = _torch_result(inputs) if inputs else None
+    return "float32" if target is None or _kind(target) < 2 else target
+
+
+def _narrowed(arrays, target):
+    """A wider float operand is cast to the result dtype first, as PyTorch does (a float64
+    0-d tensor with a float16 tensor computes from the float16-rounded value)."""
+    if target is None:
+        return arrays
+    return [x.astype(target) if getattr(x, "dtype", None) is not None and x.dtype.name in _RANK
+            and _kind(x.dtype.name) == 2 and _RANK[x.dtype.name] > _RANK[target] else x
+            for x in arrays]
+
+
+def _as_torch(target, ref):
+    if target is None or isinstance(ref, (list, tuple)):
+        return ref
+    ref = np.asarray(ref)
+    if ref.dtype.name not in _RANK or _kind(ref.dtype.name) < 2:
+        return ref
+    return ref if ref.dtype.name == target else ref.astype(target)
+
+
 def _reference(op, arrays):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # NumPy's mean of an empty slice warns
+        target = _torch_target(op, arrays)
+        arrays = _narrowed(arrays, target)
         if op.tol != "exact" and op.kind != "value" and any(map(_is_bf16, arrays)):
-            return _bf16_reference(op, arrays)
-        return (op.ref or op.fn)(*arrays)
+            return _as_torch(target, _bf16_reference(op, arrays))
+        return _as_torch(target, (op.ref or op.fn)(*arrays))
 
 
 def _check_tensor(got, ref, op, arrays, device, what="result"):

@@ -30,15 +30,52 @@ PyObject *pg_ag_record_slow(PyObject *out, const char *name, PyObject *a, PyObje
     return out;
 }
 
+static int leaf_error(void)
+{
+    PyErr_SetString(PyExc_RuntimeError,
+                    "a leaf Variable that requires grad is being used in an in-place operation.");
+    return -1;
+}
+
 int pg_ag_check_inplace(PyObject *self, const char *what)
 {
     if (pg_grad_disabled || !PT(self)->requires_grad)
         return 0;
+    if (!PT(self)->grad_fn)
+        return leaf_error();
     PyErr_Format(PyExc_RuntimeError,
-                 "%s on a tensor that requires grad would corrupt the autograd graph; do it "
-                 "under `with pygpu.no_grad():` or on t.detach()",
+                 "%s on a tensor that is part of an autograd graph: pygpu records no gradient "
+                 "for this in-place op; write it out of place (e.g. y = y.clone(); then modify "
+                 "the clone under pygpu.no_grad() and combine with ops), or do it under "
+                 "`with pygpu.no_grad():` / on t.detach() if no gradient should flow through it",
                  what);
     return -1;
+}
+
+PyObject *pg_ag_inplace_begin(PyObject *self, PyObject *other, const char *name, const char *op)
+{
+    PyTensor *t = PT(self);
+    if (pg_grad_disabled || !(t->requires_grad || pg_ag_req(other)))
+        Py_RETURN_NONE;
+    if (t->requires_grad && !t->grad_fn)
+        return leaf_error(), NULL;
+    PyObject *hook = pg_hook("inplace_begin");
+    return hook ? PyObject_CallFunction(hook, "szOO", name, op, self, other ? other : Py_None)
+                : NULL;
+}
+
+int pg_ag_inplace_end(PyObject *tok, PyObject *self, PyObject *other, const char *op)
+{
+    if (tok == Py_None) {
+        Py_DECREF(tok);
+        return 0;
+    }
+    PyObject *hook = pg_hook("inplace_end");
+    PyObject *r = hook ? PyObject_CallFunction(hook, "sOOO", op, tok, self, other ? other : Py_None)
+                       : NULL;
+    Py_DECREF(tok);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
 }
 
 /* ---- properties ----------------------------------------------------------------------- */
@@ -242,7 +279,18 @@ static PyObject *f_grad_exclusive(PyObject *mod, PyObject *t)
     return PyBool_FromLong(users == 1 && !(s->flags & (PG_STORAGE_EXTERNAL | PG_STORAGE_READONLY)));
 }
 
+/* _same_storage(a, b): whether two tensors use the same memory (views of one another) */
+static PyObject *f_same_storage(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTensor_Type, &a, &PyTensor_Type, &b))
+        return NULL;
+    return PyBool_FromLong(PT(a)->t.storage == PT(b)->t.storage);
+}
+
 PyMethodDef pg_autograd_functions[] = {
+    {"_same_storage", f_same_storage, METH_VARARGS, "internal: a and b use the same memory"},
     {"_grad_exclusive", f_grad_exclusive, METH_O, "internal: t alone uses its storage"},
     {"_set_grad_enabled", f_set_grad_enabled, METH_O, "set this thread's grad mode; returns the previous one"},
     {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "whether ops on tensors that require grad are recorded (this thread)"},

@@ -29,8 +29,17 @@ static inline PyObject *pg_ag_record(PyObject *out, const char *name, PyObject *
         return out;
     return pg_ag_record_slow(out, name, a, b, args, kwargs);
 }
-/* -1 with an error if `self` may not be written in place (it requires grad under grad mode). */
+/* -1 with an error if `self` may not be written in place by an op autograd does not
+ * record (`what`): under grad mode, a tensor that requires grad. */
 int pg_ag_check_inplace(PyObject *self, const char *what);
+/* Before writing `self` in place by the op `name` (method name, "add_") with operand
+ * `other` (or NULL): Py_None (a new reference) when autograd is not involved, NULL with
+ * PyTorch's error for a leaf that requires grad or where the write cannot be given a
+ * correct history (`op`, the op table's name of the out-of-place op, NULL if autograd
+ * does not record this one), else a token for pg_ag_inplace_end. */
+PyObject *pg_ag_inplace_begin(PyObject *self, PyObject *other, const char *name, const char *op);
+/* After the write: record it as self's grad_fn (a no-op for Py_None). Steals `tok`. */
+int pg_ag_inplace_end(PyObject *tok, PyObject *self, PyObject *other, const char *op);
 extern PyMethodDef pg_autograd_functions[];
 PyObject *pg_ag_requires_grad_(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *pg_ag_detach(PyObject *self, PyObject *noargs);

@@ -47,12 +47,18 @@ static PyObject *binary_method(PyObject *self, PyObject *args, PyObject *kwargs,
 
 static PyObject *unary_inplace(PyObject *self, int op, const char *name)
 {
-    if (pg_inplace_check(self, NULL, name) < 0)
+    PyObject *tok = pg_ag_inplace_begin(self, NULL, name,
+                                        pg_unary_differentiable(op) ? pg_unary_name(op) : NULL);
+    if (!tok)
         return NULL;
     const pg_tensor *t = &((PyTensor *)self)->t;
     pg_status st = PG_CALL(pg_heavy(t), pg_op_unary_(op, t));
-    if (st != PG_OK)
+    if (st != PG_OK) {
+        Py_DECREF(tok);
         return pg_raise(st);
+    }
+    if (pg_ag_inplace_end(tok, self, NULL, pg_unary_name(op)) < 0)
+        return NULL;
     return Py_NewRef(self);
 }
 
@@ -98,7 +104,7 @@ static PyObject *unary_inplace(PyObject *self, int op, const char *name)
 
 /* ---- where ---------------------------------------------------------------------------- */
 
-/* A Python number as a 0-d tensor of the dtype a tensor operand promotes it to (NEP 50, as
+/* A Python number as a 0-d tensor of the dtype a tensor operand promotes it to (PyTorch's rule, as
  * the binary ops: a scalar only lifts the kind), or of its own kind when no tensor is given
  * (bool, int64, float32), on `dev`. */
 static PyObject *scalar_tensor(PyObject *v, const pg_tensor *like, pg_device dev)
@@ -113,7 +119,7 @@ static PyObject *scalar_tensor(PyObject *v, const pg_tensor *like, pg_device dev
     else if (is_int && like->dtype == PG_BOOL)
         dt = PG_INT64;
     else if (!is_bool && !is_int && !pg_dtype_is_float((pg_dtype)like->dtype))
-        dt = PG_FLOAT64;
+        dt = PG_FLOAT32; /* PyTorch's default dtype */
     else
         dt = like->dtype;
     pg_scalar s;

@@ -66,6 +66,16 @@ static PyObject *get_version(PyObject *self, void *c) /* the storage's write sta
     return PyLong_FromUnsignedLongLong(
         (unsigned long long)atomic_load_explicit(&T(self)->storage->version, memory_order_relaxed));
 }
+static PyObject *get_version_count(PyObject *self, void *c) /* PyTorch's version counter */
+{
+    (void)c;
+    pg_storage *s = T(self)->storage;
+    if (!s)
+        return PyLong_FromLong(0);
+    uint_fast64_t w = atomic_load_explicit(&s->writes, memory_order_relaxed);
+    uint_fast64_t b = atomic_load_explicit(&s->writes_base, memory_order_relaxed);
+    return PyLong_FromUnsignedLongLong((unsigned long long)(b && w + 1 >= b ? w + 1 - b : 0));
+}
 static PyObject *get_strides(PyObject *self, void *c) /* in elements, as PyTorch's stride() */
 {
     (void)c;
@@ -118,6 +128,7 @@ PyGetSetDef pg_tensor_getset[] = {
     {"is_leaf", pg_ag_get_is_leaf, NULL, "True unless the tensor was produced by a recorded op", NULL},
     {"data", pg_ag_get_data, pg_ag_set_data, "the same memory without autograd history; assigning swaps the memory in place (Module.to uses it)", NULL},
     {"__cuda_array_interface__", pg_cuda_array_interface_get, NULL, "CUDA Array Interface v3 of a cuda tensor (CuPy, Numba, PyTorch read it); absent on other devices", NULL},
+    {"_version_count", get_version_count, NULL, "PyTorch's version counter: the writes pygpu made to this tensor's memory (any view of it) since the tensor that first held it was made (0 for a fresh result); autograd reports it when a saved tensor was modified", NULL},
     {"_version", get_version, NULL, "a stamp that changes whenever pygpu writes this tensor's memory (any view of it), by an op or a copy; equal stamps mean the same memory, unwritten since (PyTorch's _version counts per tensor; this one is process-wide, compare it only for equality)", NULL},
     {"_is_param", pg_ag_get_is_param, pg_ag_set_is_param, "internal: made by pygpu.nn.Parameter", NULL},
     {NULL, NULL, NULL, NULL, NULL},

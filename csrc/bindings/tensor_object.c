@@ -28,6 +28,11 @@ PyObject *pg_wrap(pg_tensor *t)
         return NULL;
     }
     o->t = *t;
+    if (t->storage) { /* the first tensor over a storage fixes its version 0 (pg_storage.h) */
+        uint_fast64_t unset = 0;
+        uint_fast64_t now = atomic_load_explicit(&t->storage->writes, memory_order_relaxed);
+        atomic_compare_exchange_strong(&t->storage->writes_base, &unset, now + 1);
+    }
     o->grad = NULL;
     o->grad_fn = NULL;
     o->requires_grad = 0;

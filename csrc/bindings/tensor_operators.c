@@ -123,38 +123,28 @@ static PyObject *nb_xor(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_B
 
 /* ---- in place: self.add_(other), self.exp_() ... (the op table's METHOD_INPLACE rows) ---- */
 
-/* Under grad mode, PyTorch refuses an in-place op on a leaf that requires grad. pygpu
- * keeps no version counters, so it cannot tell whether a saved tensor would be
- * overwritten: an in-place op on (or with) a tensor in an autograd graph is refused too,
- * saying what to write instead. */
+/* Under grad mode, when self or other requires grad, an in-place op goes through autograd
+ * (pg_ag_inplace_begin/end, autograd.c): a leaf that requires grad is refused with
+ * PyTorch's message; otherwise the op is recorded as self's new grad_fn, or refused where
+ * pygpu cannot give self a correct history (pygpu/autograd/inplace.py says which). A
+ * tensor that backward saved and that is written later fails that backward (the version
+ * check, pygpu/autograd/versions.py). pg_inplace_check is for in-place ops autograd does
+ * not record (clamp_): allowed only outside autograd. */
 int pg_inplace_check(PyObject *self, PyObject *other, const char *name)
 {
-    PyTensor *t = (PyTensor *)self;
-    if (pg_grad_disabled || !(t->requires_grad || pg_ag_req(other)))
-        return 0;
-    if (t->requires_grad && !t->grad_fn) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "a leaf Variable that requires grad is being used in an in-place "
-                        "operation.");
+    PyObject *tok = pg_ag_inplace_begin(self, other, name, NULL);
+    if (!tok)
         return -1;
-    }
-    char plain[64]; /* the out-of-place op's name: name without its trailing "_" */
-    snprintf(plain, sizeof plain, "%s", name);
-    size_t n = strlen(plain);
-    if (n && plain[n - 1] == '_')
-        plain[n - 1] = 0;
-    PyErr_Format(PyExc_RuntimeError,
-                 "%s: in-place ops on tensors that take part in autograd are not supported "
-                 "(pygpu keeps no version counter to check the tensors backward saved); write "
-                 "the out-of-place op (x = x.%s(...)) or do it under pygpu.no_grad()",
-                 name, plain);
-    return -1;
+    Py_DECREF(tok);
+    return 0;
 }
 
 /* self <op>= other in place; returns self (a new reference). */
 PyObject *pg_py_binary_(PyObject *self, PyObject *other, int op, const char *name)
 {
-    if (pg_inplace_check(self, other, name) < 0)
+    PyObject *tok = pg_ag_inplace_begin(self, other, name,
+                                        pg_binary_differentiable(op) ? pg_binary_name(op) : NULL);
+    if (!tok)
         return NULL;
     const pg_tensor *t = &((PyTensor *)self)->t;
     pg_status st;
@@ -164,15 +154,21 @@ PyObject *pg_py_binary_(PyObject *self, PyObject *other, int op, const char *nam
     } else {
         pg_scalar s;
         int r = as_scalar(other, (pg_dtype)t->dtype, &s);
-        if (r < 0)
-            return NULL;
-        if (r == 0)
+        if (r <= 0) {
+            Py_DECREF(tok);
+            if (r < 0)
+                return NULL;
             return PyErr_Format(PyExc_TypeError, "%s: expected a Tensor or a Python number, got "
                                                  "%.80s", name, Py_TYPE(other)->tp_name);
+        }
         st = PG_CALL(pg_heavy(t), pg_op_binary_scalar_(op, t, s));
     }
-    if (st != PG_OK)
+    if (st != PG_OK) {
+        Py_DECREF(tok);
         return pg_raise(st);
+    }
+    if (pg_ag_inplace_end(tok, self, other, pg_binary_name(op)) < 0)
+        return NULL;
     return Py_NewRef(self);
 }
 
@@ -278,7 +274,48 @@ static int nb_bool(PyObject *a)
     return r;
 }
 
+/* x += y (and -=, *=, /=, **=, &=, |=, ^=): in place, as PyTorch's (x.add_(y): the same
+ * object and memory, so a view's base sees the write, and under autograd as add_). A
+ * right operand that is neither a Tensor nor a Python number is left to Python. */
+static PyObject *inplace_slot(PyObject *a, PyObject *b, int op, const char *name)
+{
+    if (!PyTensor_Check(a) ||
+        !(PyTensor_Check(b) || PyBool_Check(b) || PyLong_Check(b) || PyFloat_Check(b)))
+        Py_RETURN_NOTIMPLEMENTED;
+    return pg_py_binary_(a, b, op, name);
+}
+static PyObject *nb_iadd(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_ADD, "add_"); }
+static PyObject *nb_isub(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_SUB, "sub_"); }
+static PyObject *nb_imul(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_MUL, "mul_"); }
+static PyObject *nb_idiv(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_DIV, "div_"); }
+static PyObject *nb_iand(PyObject *a, PyObject *b)
+{
+    return inplace_slot(a, b, PG_BIN_BITWISE_AND, "bitwise_and_");
+}
+static PyObject *nb_ior(PyObject *a, PyObject *b)
+{
+    return inplace_slot(a, b, PG_BIN_BITWISE_OR, "bitwise_or_");
+}
+static PyObject *nb_ixor(PyObject *a, PyObject *b)
+{
+    return inplace_slot(a, b, PG_BIN_BITWISE_XOR, "bitwise_xor_");
+}
+static PyObject *nb_ipow(PyObject *a, PyObject *b, PyObject *mod)
+{
+    if (mod != Py_None)
+        Py_RETURN_NOTIMPLEMENTED;
+    return inplace_slot(a, b, PG_BIN_POW, "pow_");
+}
+
 static PyNumberMethods tensor_as_number = {
+    .nb_inplace_add = nb_iadd,
+    .nb_inplace_subtract = nb_isub,
+    .nb_inplace_multiply = nb_imul,
+    .nb_inplace_true_divide = nb_idiv,
+    .nb_inplace_power = nb_ipow,
+    .nb_inplace_and = nb_iand,
+    .nb_inplace_or = nb_ior,
+    .nb_inplace_xor = nb_ixor,
     .nb_add = nb_add,
     .nb_subtract = nb_sub,
     .nb_multiply = nb_mul,

@@ -44,11 +44,9 @@ pg_dtype pg_dtype_promote(pg_dtype a, pg_dtype b)
     bool ha = pg_dtype_info[a].is_half, hb = pg_dtype_info[b].is_half;
     if (ha && hb) /* float16 with bfloat16: float32, as PyTorch */
         return PG_FLOAT32;
-    if (ha || hb) { /* a 16-bit float with another dtype, as NumPy's float16 */
+    if (ha || hb) { /* a 16-bit float with another dtype: above bool and int64, below float32 */
         pg_dtype h = ha ? a : b, o = ha ? b : a;
-        return o == PG_BOOL ? h : o == PG_INT64 ? PG_FLOAT64 : o;
+        return o == PG_BOOL || o == PG_INT64 ? h : o;
     }
-    if ((a == PG_INT64 && b == PG_FLOAT32) || (a == PG_FLOAT32 && b == PG_INT64))
-        return PG_FLOAT64;
     return a > b ? a : b; /* codes are ordered bool < int64 < float32 < float64 */
 }

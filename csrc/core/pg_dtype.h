@@ -49,10 +49,10 @@ bool pg_dtype_is_float(pg_dtype dt);
  * (floats first); written into buf (128 bytes are plenty). */
 void pg_dtype_list(char *buf, size_t len);
 
-/* NumPy's promotion for two arrays: bool < int64 < float32 < float64,
- * except int64 with float32 gives float64 (as NumPy does); a 16-bit float
- * ranks below float32 (with int64: float64), float16 with bfloat16 gives
- * float32 (as PyTorch). */
+/* PyTorch's promotion for two tensors (torch.promote_types): bool < int64 <
+ * float16, bfloat16 < float32 < float64, float16 with bfloat16 gives float32;
+ * an integer with a float gives that float (int64 + float32 is float32, where
+ * NumPy gives float64). 0-d tensors: pg_dtype_result (pg_ops.h). */
 pg_dtype pg_dtype_promote(pg_dtype a, pg_dtype b);
 
 #endif

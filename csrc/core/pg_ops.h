@@ -19,7 +19,12 @@ pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tens
 /* Run or queue one prepared node on the device of its dst (counts the op). */
 pg_status pg_launch(const pg_node *node);
 
-/* A Python scalar operand, kept with its kind for NumPy 2 (NEP 50) promotion. */
+/* The dtype two tensors' elementwise op computes in, as torch.result_type: a 0-d tensor
+ * and a tensor with dimensions give the latter's dtype unless the 0-d one is of a higher
+ * kind (bool < integer < float); otherwise pg_dtype_promote. */
+pg_dtype pg_dtype_result(const pg_tensor *a, const pg_tensor *b);
+
+/* A Python scalar operand, kept with its kind for promotion (it only lifts the kind). */
 enum { PG_SCALAR_BOOL, PG_SCALAR_INT, PG_SCALAR_FLOAT };
 typedef struct pg_scalar {
     int kind;

@@ -4,9 +4,11 @@
  * What dtypes an op takes and returns is its row's `in` and `out` columns
  * (pg_ops.def, read through pg_op_props.h by compute_dtype): no op is named here.
  *
- * Promotion follows NumPy 2: two tensors promote by pg_dtype_promote; a
- * Python scalar only lifts the kind (bool < int < float) and otherwise takes
- * the tensor's dtype (NEP 50: float32 + 1.5 stays float32). Mixed dtypes are
+ * Promotion follows PyTorch (torch.result_type): two tensors promote by
+ * pg_dtype_result (a 0-d tensor counts only if its kind is above the other's);
+ * a Python scalar only lifts the kind (bool < int < float: an integer tensor
+ * with a Python float gives float32, PyTorch's default dtype) and otherwise
+ * takes the tensor's dtype (float32 + 1.5 stays float32). Mixed dtypes are
  * cast to the common dtype first, so kernels only ever see equal dtypes.
  * float16 and bfloat16 are no exception: their nodes carry the half tensors
  * themselves (a backend computes each element in float32 and rounds it once
@@ -19,6 +21,18 @@
 
 #include "pg_backend.h"
 #include "pg_stats.h"
+
+/* bool < integer < float: what promotion and in-place casts compare */
+static int dtype_kind(int dt) { return dt == PG_BOOL ? 0 : pg_dtype_is_float((pg_dtype)dt) ? 2 : 1; }
+
+pg_dtype pg_dtype_result(const pg_tensor *a, const pg_tensor *b)
+{
+    if ((a->ndim == 0) != (b->ndim == 0)) {
+        const pg_tensor *z = a->ndim == 0 ? a : b, *d = a->ndim == 0 ? b : a;
+        return (pg_dtype)(dtype_kind(z->dtype) > dtype_kind(d->dtype) ? z->dtype : d->dtype);
+    }
+    return pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
+}
 
 static const char *const bin_names[PG_NUM_BINARY] = {
 #define PG_BINARY(ID, name, ...) #name,
@@ -222,11 +236,11 @@ static pg_status compute_dtype(const char *name, int in, int ct, int *compute)
                                 "with .astype(pygpu.int64)",
                                 name);
         if (in == PG_IN_NUMF && !is_float)
-            ct = PG_FLOAT64; /* true division of integers, as NumPy */
+            ct = PG_FLOAT32; /* true division of integers: the default dtype, as PyTorch */
         break;
     case PG_IN_FLOAT:
         if (!is_float)
-            ct = ct == PG_BOOL ? PG_FLOAT32 : PG_FLOAT64; /* NumPy gives float64 for int64 */
+            ct = PG_FLOAT32; /* PyTorch's default dtype (NumPy gives float64 for int64) */
         break;
     case PG_IN_BOOL:
         if (ct != PG_BOOL)
@@ -259,7 +273,7 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     const char *name = bin_names[op];
     PG_TRY(pg_check_same_device(name, a, b));
     int ct, rt;
-    PG_TRY(arithmetic_dtype(op, pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype), &ct, &rt));
+    PG_TRY(arithmetic_dtype(op, pg_dtype_result(a, b), &ct, &rt));
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_BINARY, ct, name));
     int nd;
     int64_t shape[PG_MAX_DIMS];
@@ -295,7 +309,7 @@ static int scalar_promote(int dt, pg_scalar s)
     if (s.kind == PG_SCALAR_INT && dt == PG_BOOL)
         return PG_INT64;
     if (s.kind == PG_SCALAR_FLOAT && !pg_dtype_is_float((pg_dtype)dt))
-        return PG_FLOAT64;
+        return PG_FLOAT32; /* PyTorch's default dtype */
     return dt;
 }
 
@@ -344,8 +358,6 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
 
 /* ---- in place ------------------------------------------------------------------------- */
 
-static int dtype_kind(int dt) { return dt == PG_BOOL ? 0 : pg_dtype_is_float((pg_dtype)dt) ? 2 : 1; }
-
 /* What PyTorch checks before an in-place op writes `self`: the result dtype `rt` casts to
  * self's without changing kind, the broadcast shape is self's, and no element of self is
  * another's (a broadcast view). */
@@ -390,7 +402,7 @@ pg_status pg_op_binary_(int op, const pg_tensor *self, const pg_tensor *b)
     PG_TRY(pg_check_same_device(name, self, b));
     int ct, rt, nd;
     int64_t shape[PG_MAX_DIMS];
-    PG_TRY(arithmetic_dtype(op, pg_dtype_promote((pg_dtype)self->dtype, (pg_dtype)b->dtype), &ct, &rt));
+    PG_TRY(arithmetic_dtype(op, pg_dtype_result(self, b), &ct, &rt));
     PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_BINARY, ct, name));
     PG_TRY(pg_broadcast_shapes(self->ndim, self->shape, b->ndim, b->shape, &nd, shape, name));
     PG_TRY(check_inplace(name, self, rt, nd, shape));
@@ -481,7 +493,7 @@ pg_status pg_op_where(const pg_tensor *cond, const pg_tensor *a, const pg_tensor
                             "where: expected condition to be a bool tensor, got %s (compare "
                             "first, e.g. x > 0, or .astype(pygpu.bool))",
                             pg_dtype_name((pg_dtype)cond->dtype));
-    int dt = pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
+    int dt = pg_dtype_result(a, b);
     PG_TRY(pg_backend_check_op(pg_tensor_device(cond), PG_OP_SELECT, dt, "where"));
     int nd, nd2;
     int64_t s1[PG_MAX_DIMS], shape[PG_MAX_DIMS];

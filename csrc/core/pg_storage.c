@@ -150,6 +150,7 @@ void pg_storage_note_write(pg_storage *s)
 {
     uint_fast64_t v = atomic_fetch_add_explicit(&g_write_stamp, 1, memory_order_relaxed) + 1;
     atomic_store_explicit(&s->version, v, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->writes, 1, memory_order_relaxed);
 }
 
 pg_status pg_storage_new(pg_device dev, size_t nbytes, unsigned flags, pg_storage **out)

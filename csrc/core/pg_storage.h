@@ -96,6 +96,13 @@ struct pg_storage {
      * that bypass pg_launch and the transfer path (NumPy through a shared view,
      * DLPack importers, CUDA graph replay, NCCL collectives) do not change it. */
     atomic_uint_fast64_t version;
+
+    /* How many times pg_storage_note_write has run on this storage, and (plus one; 0 =
+     * not yet) that count when the first Python tensor over it was made: their
+     * difference is PyTorch's version counter (0 for a fresh result, +1 per write in
+     * place since), which autograd's error for a modified saved tensor reports. */
+    atomic_uint_fast64_t writes;
+    atomic_uint_fast64_t writes_base;
 };
 
 /* Allocate `nbytes` on `dev` through its backend (and caching allocator). */

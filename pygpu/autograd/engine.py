@@ -27,21 +27,30 @@ import sys
 
 from .. import _C, _creation
 from .grad_mode import no_grad
-from . import rules
+from . import rules, versions
 
 Tensor = _C.Tensor
 
 
 class Node:
-    """One recorded op: backward(g) -> tuple of gradients, one per input."""
-    __slots__ = ("name", "inputs", "_backward", "ctx", "keep")
+    """One recorded op: backward(g) -> tuple of gradients, one per input.
 
-    def __init__(self, name, inputs, backward, ctx):
+    `fns` holds each input's grad_fn as it was when the op ran (the graph's edges): an
+    in-place op that later gives an input a new grad_fn does not change what this node
+    backpropagates into. `saved` holds (tensor, write stamp, version) for each tensor
+    whose values the backward reads, taken when the op ran: backward refuses to run on
+    one modified since (PyTorch's version counter check, versions.check)."""
+    __slots__ = ("name", "inputs", "fns", "_backward", "ctx", "keep", "saved", "view")
+
+    def __init__(self, name, inputs, backward, ctx, saved=(), view=False):
         self.name = name
         self.inputs = inputs
+        self.fns = tuple([None if t is None else t.grad_fn for t in inputs])
         self._backward = backward
         self.ctx = ctx
         self.keep = None  # objects held until backward() returns, not just until release()
+        self.saved = versions.stamp(saved) if saved else ()
+        self.view = view  # the output is a view of inputs[0] (inplace.py refuses writing it)
 
     def __repr__(self):
         return f"<{self.name}Backward>"
@@ -50,7 +59,7 @@ class Node:
     def next_functions(self):
         if self.inputs is None:
             return ()
-        return tuple(t.grad_fn if isinstance(t, Tensor) else None for t in self.inputs)
+        return self.fns
 
     def backward(self, g):
         if self.inputs is None:
@@ -58,18 +67,23 @@ class Node:
                 f"trying to backward through the graph a second time ({self!r}): its saved "
                 "tensors were freed after the first backward(); pass retain_graph=True to the "
                 "first call if you need to")
+        if self.saved:
+            versions.check(self)
         return self._backward(self.ctx, g)
 
     def release(self):
         self.inputs = None
+        self.fns = ()
         self.ctx = None
+        self.saved = ()
 
 
 def record(name, out, a, b, args, kwargs):
     """The hook the C bindings call: attach a grad_fn to `out`."""
     backward, ctx = rules.make(name, out, a, b, args, kwargs)
     inputs = (a if isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None)
-    out._set_grad_fn(Node(rules.pretty(name), inputs, backward, ctx))
+    out._set_grad_fn(Node(rules.pretty(name), inputs, backward, ctx, rules.saved(name, ctx, a),
+                         name in rules.VIEW_OPS))
 
 
 def keep_alive(t, obj):
@@ -123,11 +137,9 @@ def _topological(root):
             continue
         expanded.add(id(node))
         stack.append((node, True))
-        for t in node.inputs or ():
-            if isinstance(t, Tensor):
-                fn = t.grad_fn
-                if fn is not None and id(fn) not in expanded:
-                    stack.append((fn, False))
+        for fn in node.fns:
+            if fn is not None and id(fn) not in expanded:
+                stack.append((fn, False))
     return order  # every node after the nodes it depends on
 
 
@@ -175,13 +187,12 @@ def _run(order, grads, owned, retain_graph):
             continue
         if _tensor_hooks:  # a non-leaf's hooks see its whole gradient (register_hook)
             g = _run_hooks(node, g)
-        inputs = node.inputs
+        inputs, fns = node.inputs, node.fns
         in_grads = node.backward(g)
-        for t, gi in zip(inputs, in_grads):
-            if t is None or gi is None or not t.requires_grad:
+        for t, fn, gi in zip(inputs, fns, in_grads):
+            if t is None or gi is None or not (t.requires_grad or fn is not None):
                 continue
             gi = _fit(gi, t)
-            fn = t.grad_fn
             if fn is None:
                 if _tensor_hooks:
                     gi = _run_hooks(t, gi)

@@ -34,6 +34,8 @@ class Context:
 
 
 class Function:
+    view = False  # True: the output is a view of the first argument (versions.py)
+
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError
@@ -56,6 +58,17 @@ class Function:
                     # a saved output would make out -> node -> out: keep an alias instead
                     ctx.saved = tuple(s.detach() if s is out else s for s in ctx.saved)
                     inputs = tuple(a if type(a) is Tensor else None for a in args)
-                    out._set_grad_fn(Node(cls.__name__, inputs, cls.backward, ctx))
+                    out._set_grad_fn(Node(cls.__name__, inputs, cls.backward, ctx,
+                                          _saved(ctx, args, cls.view), cls.view))
                     break
         return out
+
+
+def _saved(ctx, args, view):
+    """What the version check stamps (versions.py): the tensors of ctx.save(...) and the
+    tensors kept as ctx attributes (an index, a mask); for a view, the viewed tensor."""
+    saved = [s for s in ctx.saved if type(s) is Tensor]
+    saved += [v for k, v in ctx.__dict__.items() if type(v) is Tensor]
+    if view and args and type(args[0]) is Tensor:
+        saved.append(args[0])
+    return saved

@@ -66,16 +66,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     continue
                 if id(node) in found:
                     add(node, g)
-                for t, gi in zip(node.inputs or (), node.backward(g)):
-                    if t is None or gi is None or not t.requires_grad:
+                inputs, fns = node.inputs or (), node.fns
+                for t, fn, gi in zip(inputs, fns, node.backward(g)):
+                    if t is None or gi is None or not (t.requires_grad or fn is not None):
                         continue
                     gi = _fit(gi, t)
-                    if t.grad_fn is None:
+                    if fn is None:
                         if id(t) in found:
                             add(t, gi)
                     else:
-                        prev = grads.get(id(t.grad_fn))
-                        grads[id(t.grad_fn)] = gi if prev is None else prev + gi
+                        prev = grads.get(id(fn))
+                        grads[id(fn)] = gi if prev is None else prev + gi
                 if last and not retain:
                     node.release()
     result = []

@@ -13,6 +13,7 @@ operands get their gradient summed back to their own shape (unbroadcast)."""
 import math as _math
 
 from .. import _C, _creation
+from . import versions
 
 Tensor = _C.Tensor
 
@@ -318,6 +319,61 @@ def _build():
 
 
 RULES = _build()
+
+
+# ---- what each rule reads: the tensors autograd's version check stamps (versions.py) ----
+
+def _req(x):
+    return isinstance(x, Tensor) and x.requires_grad
+
+
+# unary ops whose rule reads the input, and those that read the output (ctx = (a, out))
+_READS_INPUT = {"abs", "log"}
+_READS_OUTPUT = {"exp", "sqrt", "tanh", "sigmoid", "relu", "reciprocal", "rsqrt"}
+# ops whose result is a view of their first operand: the view's node stamps that operand,
+# so a write to the base after the view was made fails the view's backward instead of
+# leaving its history stale (pygpu does not rebase views' histories as PyTorch does)
+VIEW_OPS = {"reshape", "transpose", "getitem"}
+# ops whose rule reads no tensor's values (shapes, dtypes and devices only)
+_NOTHING_SAVED = {"add", "subtract", "negative", "sign", "floor", "ceil", "round", "trunc",
+                  "sum", "mean", "copy", "to"}
+
+
+def saved(name, ctx, a=None):
+    """The tensors (or versions.Output of them) whose values `name`'s rule reads from ctx."""
+    if name in _NOTHING_SAVED:
+        return ()
+    if name in ("multiply", "matmul"):
+        x, y = ctx
+        if _req(x):
+            return (y, x) if _req(y) else (y,)
+        return (x,)  # y requires grad (else nothing was recorded); stamp() skips scalars
+    if name == "divide":
+        x, y = ctx
+        return (y, x) if _req(y) else (y,)
+    if name in ("maximum", "minimum"):
+        return ctx
+    if name in _READS_INPUT:
+        return (ctx[0],)
+    if name in _READS_OUTPUT:
+        return (versions.Output(ctx[1]),)
+    if name == "pow":
+        return (ctx[0], ctx[1], versions.Output(ctx[2]))
+    if name == "where":
+        return (ctx[0],)
+    if name in VIEW_OPS:
+        return (a,)
+    return ()
+
+
+def reads_first_operand(name, b):
+    """Whether name's rule reads the values of its first operand when that operand
+    requires grad and the second is `b` (an in-place op must then keep a copy of them)."""
+    if name == "multiply":
+        return _req(b)
+    if name == "divide":
+        return _req(b)
+    return name in ("maximum", "minimum", "pow") or name in _READS_INPUT
 
 
 def make(name, out, a, b, args, kwargs):

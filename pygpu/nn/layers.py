@@ -54,6 +54,12 @@ class Linear(Module):
 _FUSABLE = {getattr(activation, module): name for name, _, module in ACT_TABLE}
 
 
+def _fusable_as_row(m):
+    """The row fixes a LeakyReLU's slope at PyTorch's default 0.01: another slope runs as
+    its own module."""
+    return getattr(m, "negative_slope", 0.01) == 0.01
+
+
 class _Container(Module):
     """What Sequential and ModuleList share: an ordered list of child modules named
     "0", "1", ... (so the parent's parameters() and state_dict() see them), with
@@ -108,7 +114,7 @@ class Sequential(_Container):
             m = mods[i]
             nxt = mods[i + 1] if i + 1 < len(mods) else None
             if type(m) is Linear and type(nxt) in _FUSABLE and not m._has_hooks() \
-                    and not nxt._has_hooks():
+                    and not nxt._has_hooks() and _fusable_as_row(nxt):
                 x = m(x, activation=_FUSABLE[type(nxt)])
                 i += 2
             else:

@@ -1,0 +1,61 @@
+"""Autograd's version counter check: a saved tensor must not be written before backward.
+
+When an op is recorded, every tensor whose values its backward reads (rules.saved for
+the C-recorded ops, ctx.save(...) and tensor attributes of ctx for Functions) is
+stamped: its storage's write stamp (Tensor._version: changes on every write pygpu makes
+to that memory, through any view, in place or by copy_, under no_grad or not) and its
+version count (Tensor._version_count: PyTorch's `_version`, 0 for a fresh result and +1
+per write since). Node.backward calls check() first and raises PyTorch's RuntimeError if
+any stamp changed, instead of computing a gradient from overwritten values.
+
+The stamp decides (so no write is missed, not even one that another op's output made);
+the counts only fill in PyTorch's message."""
+from .. import _C
+
+Tensor = _C.Tensor
+
+
+class Output:
+    """Marks a saved tensor that is the op's own output (a detached alias of it)."""
+    __slots__ = ("t",)
+
+    def __init__(self, t):
+        self.t = t
+
+
+def stamp(saved):
+    """(tensor, write stamp, version, producer) for each saved tensor (Tensor or Output)."""
+    out = []
+    for s in saved:
+        if type(s) is Tensor:
+            out.append((s, s._version, s._version_count, False))
+        elif type(s) is Output:
+            s = s.t
+            out.append((s, s._version, s._version_count, True))
+        elif isinstance(s, Tensor):  # a subclass
+            out.append((s, s._version, s._version_count, False))
+    return out
+
+
+def _describe(t):
+    shape = ", ".join(str(n) for n in t.shape)
+    return f"[{t.type()} [{shape}]]"
+
+
+def check(node):
+    for t, st, count, producer in node.saved:
+        if t._version != st:
+            now = max(t._version_count, count + 1)
+            if producer:
+                what = f", which is output 0 of {node.name}Backward"
+            elif t.grad_fn is not None:
+                what = f", which is output 0 of {t.grad_fn.name}Backward"
+            else:
+                what = ""
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by "
+                f"an inplace operation: {_describe(t)}{what}, is at version {now}; expected "
+                f"version {count} instead. Hint: {node.name}Backward's backward reads this "
+                "tensor's values, which were overwritten after the op ran (an in-place op, "
+                "copy_, item assignment or optimizer step on it or on a view of it); write "
+                "the later op out of place (y = y.add(1), not y.add_(1)) or work on a clone().")
