@@ -25,7 +25,10 @@ _c_setitem = Tensor.__setitem__
 
 
 def _needs_grad(*ts):
-    return is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in ts)
+    for t in ts:  # a loop, not any(<generator>): this runs on every index op's call
+        if isinstance(t, Tensor) and t.requires_grad:
+            return is_grad_enabled()
+    return False
 
 
 def _zeros(shape, like):

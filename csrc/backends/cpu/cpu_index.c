@@ -52,6 +52,26 @@ static void move_contiguous(const pg_node *n, const pg_tensor *P, const pg_tenso
     int64_t lp = P->shape[axis], lm = M->shape[axis];
     const int64_t *idx = (const int64_t *)pg_tensor_data(&n->src[1]);
     char *pb = pg_tensor_data(P), *mb = pg_tensor_data(M);
+    if (read && full && inner == 1 && (size == 4 || size == 8)) {
+        /* gather along the last axis: one typed load per element in a loop with no
+         * branch, so the CPU keeps many of the (scattered, cache-missing) loads in
+         * flight; the general loop below ran 2.7x slower than PyTorch's here */
+#define GATHER_LAST(T)                                                                     \
+    for (int64_t o = 0; o < outer; o++) {                                                  \
+        const T *mrow = (const T *)mb + o * lm;                                            \
+        const int64_t *irow = idx + o * lp;                                                \
+        T *prow = (T *)pb + o * lp;                                                        \
+        for (int64_t j = 0; j < lp; j++)                                                   \
+            prow[j] = mrow[irow[j]];                                                       \
+    }
+        if (size == 4) {
+            GATHER_LAST(uint32_t)
+        } else {
+            GATHER_LAST(uint64_t)
+        }
+#undef GATHER_LAST
+        return;
+    }
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < lp; j++) {
             char *prow = pb + ((o * lp + j) * inner) * size;
