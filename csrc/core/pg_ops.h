@@ -56,6 +56,10 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out);
 pg_status pg_op_binary_(int op, const pg_tensor *self, const pg_tensor *b);
 pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s);
 pg_status pg_op_unary_(int op, const pg_tensor *self);
+/* clamp_(lo, hi) with two number bounds in one pass (a CLAMP node): self float32 or
+ * float64, lo and hi not NaN. PG_ERR_DTYPE where the backend has no CLAMP kernel
+ * (pg_backend_has_op tells first): the caller then runs maximum_ and minimum_. */
+pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi);
 /* where(cond, a, b): cond bool; a and b promoted to one dtype; all three broadcast. */
 pg_status pg_op_where(const pg_tensor *cond, const pg_tensor *a, const pg_tensor *b,
                       pg_tensor *out);

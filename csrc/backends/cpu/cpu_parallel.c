@@ -248,6 +248,7 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
     case PG_OP_COPY:
     case PG_OP_BINARY:
     case PG_OP_UNARY:
+    case PG_OP_CLAMP:
     case PG_OP_SELECT:
     case PG_OP_RANDOM: return run_elementwise(pool, node);
     case PG_OP_MATMUL:

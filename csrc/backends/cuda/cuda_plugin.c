@@ -169,6 +169,8 @@ static pg_status pg_cuda_mem_get_info(const pg_backend *be, int index, size_t *f
 static bool pg_cuda_supports_op(const pg_backend *be, int op, int dtype)
 {
     (void)be;
+    if (op == PG_OP_CLAMP) /* no kernel: clamp_ runs as maximum_ then minimum_ here */
+        return false;
     if (dtype != PG_FLOAT16 && dtype != PG_BFLOAT16)
         return true;
     switch (op) {
