@@ -92,37 +92,44 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
     }
 #define RUN_SUM_LEAF_i64 RUN_SUM_LEAF(i64, int64_t, uint64_t)
 #define RUN_SUM_LEAF_f64 RUN_SUM_LEAF(f64, double, double)
-#define RUN_SUM_LEAF_f32 /* over sum_f32_lanes, next */                                       \
-    static double sum_leaf_f32(const float *a, int64_t n)                                     \
-    {                                                                                         \
-        double lane[LANES(float)] = {0};                                                      \
-        sum_f32_lanes(a, n, lane);                                                            \
-        for (int w = LANES(float) / 2; w > 0; w /= 2)                                         \
-            for (int k = 0; k < w; k++)                                                       \
-                lane[k] += lane[k + w];                                                       \
-        return lane[0];                                                                       \
-    }
+#define RUN_SUM_LEAF_f32 /* sum_f32_run, next */                                              \
+    static double sum_leaf_f32(const float *a, int64_t n) { return sum_f32_run(a, n); }
 
 /* float32 runs add into 32 float64 lanes (lane k takes the elements at k mod 32), but
  * each lane first sums F32_BLOCK of its elements in float32 and then adds that partial
  * in float64: one widening per F32_BLOCK loads instead of one per load (the widening,
  * not memory, bounded the plain float64 lanes at half of PyTorch's float32 sum). The
  * error is that of 8-term float32 sums, then float64's: still below NumPy's pairwise
- * float32 sum. The half path (sum_lanes_f32) calls this too, a block of
- * PG_CPU_HALF_BLOCK elements (a multiple of 32 * F32_BLOCK) at a time, so a widened
- * half sum stays bit for bit the float32 one. */
+ * float32 sum. The lanes stay in four vector registers, the last partial 32 elements
+ * come in zero-padded (x + 0 is x), and the fold (lane k += lane k + w, w = 16 .. 1) is
+ * done on them too: through memory, a 64-byte store read back in halves stalled it. The
+ * half path (sum_f32_lanes) runs the same steps a block of PG_CPU_HALF_BLOCK elements (a
+ * multiple of 32 * F32_BLOCK) at a time and the same fold, so a widened half sum stays
+ * bit for bit the float32 one. */
 #define F32_BLOCK 8
-PG_CPU_DISPATCH(void, sum_f32_lanes, (const float *a, int64_t n, double *lane), (a, n, lane))
+typedef float f32x16 __attribute__((vector_size(64)));
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef double f64x8 __attribute__((vector_size(64)));
+typedef double f64x4 __attribute__((vector_size(32)));
+typedef double f64x2 __attribute__((vector_size(16)));
+
+static inline __attribute__((always_inline)) void f32_widen_add(f64x8 *d, const f32x16 *p0,
+                                                                const f32x16 *p1)
 {
-    typedef float vf16 __attribute__((vector_size(64)));
-    typedef float vf8 __attribute__((vector_size(32)));
-    typedef double vd8 __attribute__((vector_size(64)));
+    f32x16 f0 = *p0, f1 = *p1;
+    d[0] += __builtin_convertvector(__builtin_shufflevector(f0, f0, 0, 1, 2, 3, 4, 5, 6, 7), f64x8);
+    d[1] += __builtin_convertvector(__builtin_shufflevector(f0, f0, 8, 9, 10, 11, 12, 13, 14, 15), f64x8);
+    d[2] += __builtin_convertvector(__builtin_shufflevector(f1, f1, 0, 1, 2, 3, 4, 5, 6, 7), f64x8);
+    d[3] += __builtin_convertvector(__builtin_shufflevector(f1, f1, 8, 9, 10, 11, 12, 13, 14, 15), f64x8);
+}
+
+/* n elements at a into the lanes d[0..3] */
+static inline __attribute__((always_inline)) void f32_lanes_add(const float *a, int64_t n, f64x8 *d)
+{
     enum { L = LANES(float), STEP = L * F32_BLOCK };
-    vd8 d[4];
-    memcpy(d, lane, sizeof d);
     int64_t i = 0;
     for (; i + STEP <= n; i += STEP) {
-        vf16 f0, f1, x0, x1;
+        f32x16 f0, f1, x0, x1;
         memcpy(&f0, a + i, 64);
         memcpy(&f1, a + i + 16, 64);
         for (int b = 1; b < F32_BLOCK; b++) {
@@ -131,18 +138,47 @@ PG_CPU_DISPATCH(void, sum_f32_lanes, (const float *a, int64_t n, double *lane), 
             f0 += x0;
             f1 += x1;
         }
-        vf8 q0 = __builtin_shufflevector(f0, f0, 0, 1, 2, 3, 4, 5, 6, 7);
-        vf8 q1 = __builtin_shufflevector(f0, f0, 8, 9, 10, 11, 12, 13, 14, 15);
-        vf8 q2 = __builtin_shufflevector(f1, f1, 0, 1, 2, 3, 4, 5, 6, 7);
-        vf8 q3 = __builtin_shufflevector(f1, f1, 8, 9, 10, 11, 12, 13, 14, 15);
-        d[0] += __builtin_convertvector(q0, vd8);
-        d[1] += __builtin_convertvector(q1, vd8);
-        d[2] += __builtin_convertvector(q2, vd8);
-        d[3] += __builtin_convertvector(q3, vd8);
+        f32_widen_add(d, &f0, &f1);
     }
+    for (; i < n; i += L) { /* 32 at a time, the last one zero-padded */
+        float buf[L] = {0};
+        memcpy(buf, a + i, sizeof(float) * (size_t)(n - i < L ? n - i : L));
+        f32x16 f0, f1;
+        memcpy(&f0, buf, 64);
+        memcpy(&f1, buf + 16, 64);
+        f32_widen_add(d, &f0, &f1);
+    }
+}
+
+static inline __attribute__((always_inline)) double f32_lanes_fold(const f64x8 *d)
+{
+    f64x8 v = (d[0] + d[2]) + (d[1] + d[3]); /* w = 16, then 8 */
+    f64x4 u = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+    f64x2 q = __builtin_shufflevector(u, u, 0, 1) + __builtin_shufflevector(u, u, 2, 3);
+    return q[0] + q[1];
+}
+
+PG_CPU_DISPATCH(double, sum_f32_run, (const float *a, int64_t n), (a, n))
+{
+    f64x8 d[4] = {{0}, {0}, {0}, {0}};
+    f32_lanes_add(a, n, d);
+    return f32_lanes_fold(d);
+}
+
+/* the half path: the lanes carried in memory across blocks, folded once at the end */
+PG_CPU_DISPATCH(void, sum_f32_lanes, (const float *a, int64_t n, double *lane), (a, n, lane))
+{
+    f64x8 d[4];
+    memcpy(d, lane, sizeof d);
+    f32_lanes_add(a, n, d);
     memcpy(lane, d, sizeof d);
-    for (int k = 0; i < n; i++, k = (k + 1) % L)
-        lane[k] += (double)a[i];
+}
+
+PG_CPU_DISPATCH(double, sum_f32_fold, (const double *lane), (lane))
+{
+    f64x8 d[4];
+    memcpy(d, lane, sizeof d);
+    return f32_lanes_fold(d);
 }
 
 #define RUN_PICK(NAME, T, PICK)                                                               \
@@ -497,10 +533,7 @@ static void run_half(int op, int dt, const char *src, int64_t R, char *out, int 
     if (op == PG_RED_ARGMAX) {
         *(int64_t *)out = arg;
     } else if (op == PG_RED_SUM) {
-        for (int w = LANES(float) / 2; w > 0; w /= 2) /* sum_leaf_f32's fold */
-            for (int k = 0; k < w; k++)
-                lane[k] += lane[k + w];
-        store_wide(odt, out, lane[0]);
+        store_wide(odt, out, sum_f32_fold(lane)); /* sum_leaf_f32's fold */
     } else {
         store_wide(odt, out, best);
     }
