@@ -379,6 +379,12 @@ def _np_xent(x, lab):
     return (lse - x[np.arange(len(lab)), lab]).mean()
 
 
+# softmax over the last axis: one SOFTMAX node on cpu and sim (other axes compose it)
+row("softmax_rows", lambda x: pygpu.softmax(x, -1), lambda x: _np_softmax(x).astype(x.dtype),
+    cases(a(5, 4), a(1, 1), a(3, 7), tr(4, 3), a(64, 10), COLSTEP), FLOATS, tol="fused")
+row("softmax_axis0", lambda x: pygpu.softmax(x, 0), lambda x: _np_softmax(x.T).T.astype(x.dtype),
+    cases(a(5, 4), tr(4, 3)), FLOATS, tol="fused")
+
 # labels: argmax of the second input (valid classes, computed on the device)
 row("cross_entropy_fwd", lambda x, s: list(pygpu._C._softmax_xent_fwd(x, s.argmax(axis=1), True)),
     lambda x, s: [np.asarray(_np_xent(x, s.argmax(axis=1)), dtype=x.dtype),

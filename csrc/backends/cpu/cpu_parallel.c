@@ -166,6 +166,21 @@ static pg_status run_elementwise(pg_pool *pool, const pg_node *node)
     return pg_pool_run(pool, j.ntasks, run_slice, &j);
 }
 
+/* softmax: whole rows of (R, C) per slice (each row is one max, one sum) */
+static pg_status run_rows(pg_pool *pool, const pg_node *node)
+{
+    int64_t R = node->dst.shape[0];
+    int64_t ntasks = pg_tensor_numel(&node->dst) / GRAIN_TRANSCEND, threads = pg_pool_threads(pool);
+    if (ntasks > threads)
+        ntasks = threads;
+    if (ntasks > R)
+        ntasks = R;
+    if (ntasks < 2)
+        return pg_cpu_execute(node);
+    split_job j = {.base = *node, .kind = SPLIT_ELEM, .len = R, .ntasks = ntasks, .align = 1};
+    return pg_pool_run(pool, ntasks, run_slice, &j);
+}
+
 /* ---- optimizer updates ------------------------------------------------------------------ */
 
 /* SGD and Adam update each element from the same element of every operand (all contiguous,
@@ -258,6 +273,7 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
     case PG_OP_QLINEAR: return pg_cpu_qlinear_on(pool, node);
     case PG_OP_SGD:
     case PG_OP_ADAM: return run_update(pool, node);
+    case PG_OP_SOFTMAX: return run_rows(pool, node);
     case PG_OP_REDUCE: return pg_cpu_run_reduce(pool, node); /* shape-fixed blocks even on 1 thread */
     default: return pg_cpu_execute(node);
     }

@@ -255,6 +255,42 @@ pg_status pg_cpu_linear_bwd_on(pg_pool *pool, const pg_node *n)
 
 pg_status pg_cpu_linear_bwd(const pg_node *n) { return pg_cpu_linear_bwd_on(NULL, n); }
 
+/* ---- softmax over rows ---------------------------------------------------------------- */
+
+/* one row: max, then e = exp(x - max) with its sum (vector exp: libmvec), then e / sum:
+ * two reads of the row and one write, where max, subtract, exp, sum and divide as
+ * separate nodes read or write five whole tensors. NaN anywhere gives a NaN row. */
+#define SOFTMAX_ROW(SUF, T, EXP)                                                               \
+    PG_CPU_DISPATCH(void, softmax_row_##SUF, (const T *x, T *y, int64_t C), (x, y, C))        \
+    {                                                                                          \
+        T m = x[0];                                                                            \
+        _Pragma("omp simd reduction(max:m)") for (int64_t j = 0; j < C; j++) m =              \
+            x[j] > m ? x[j] : m;                                                               \
+        double s = 0;                                                                          \
+        _Pragma("omp simd reduction(+:s)") for (int64_t j = 0; j < C; j++)                    \
+        {                                                                                      \
+            T e = EXP(x[j] - m);                                                               \
+            y[j] = e;                                                                          \
+            s += e;                                                                            \
+        }                                                                                      \
+        T inv = (T)(1.0 / s);                                                                  \
+        _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] *= inv;                       \
+    }
+SOFTMAX_ROW(f32, float, expf)
+SOFTMAX_ROW(f64, double, exp)
+
+pg_status pg_cpu_softmax(const pg_node *n)
+{
+    int64_t R = n->src[0].shape[0], C = n->src[0].shape[1];
+    for (int64_t r = 0; r < R; r++) {
+        if (n->dst.dtype == PG_FLOAT32)
+            softmax_row_f32(DATA(float, &n->src[0]) + r * C, DATA(float, &n->dst) + r * C, C);
+        else
+            softmax_row_f64(DATA(double, &n->src[0]) + r * C, DATA(double, &n->dst) + r * C, C);
+    }
+    return PG_OK;
+}
+
 /* ---- softmax cross-entropy ---------------------------------------------------------- */
 
 /* probs (N,C) = softmax(logits); loss = sum_r (logsumexp(row r) - logits[r, label r]) (/ N) */
