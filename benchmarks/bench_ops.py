@@ -2,7 +2,7 @@
 # same run, same thread count.
 #
 #   PYTHONPATH=. python benchmarks/bench_ops.py [--threads 2] [--rounds 7] [--device cpu]
-#                                               [--only clamp_,topk] [--block-ms 40]
+#                                               [--only clamp_,topk] [--block-ms 40] [--clock wall]
 #
 # Ops: a view chain (view, view, permute, unsqueeze, expand, narrow: no data moves), clamp_
 # (in place, both bounds), where(cond, x, y), gather(1, idx) with 8 indices per row,
@@ -14,6 +14,9 @@
 #
 # Timing: each (op, shape) times every library in alternating blocks of about --block-ms,
 # with a short pause between blocks; the figure is the median block over --rounds, per call.
+# --clock wall (default) times blocks by the wall clock; --clock cpu by the process's CPU time
+# (time.process_time: every thread of the process), which a machine shared with other jobs
+# disturbs far less (time spent descheduled is not counted; a pool's spinning is).
 # Every result is checked against torch once before timing (the random ops by their
 # statistics), so a fast wrong kernel cannot win. Prints a markdown table: the ratio column
 # is pygpu / torch (< 1: pygpu faster). A script, not a test: the default suite never runs it.
@@ -125,11 +128,14 @@ def cases(shape, device):
     return out, check
 
 
+_clock = time.perf_counter
+
+
 def _block(fn, n):
-    t0 = time.perf_counter()
+    t0 = _clock()
     for _ in range(n):
         fn()
-    return (time.perf_counter() - t0) / n
+    return (_clock() - t0) / n
 
 
 def measure(fns, rounds, block_s):
@@ -161,14 +167,17 @@ def main():
     ap.add_argument("--block-ms", type=float, default=40.0)
     ap.add_argument("--device", default="cpu", help="pygpu's device: cpu or sim (sim:0)")
     ap.add_argument("--only", default="", help="comma-separated op-name prefixes")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = ap.parse_args()
+    global _clock
+    _clock = time.perf_counter if args.clock == "wall" else time.process_time
     import torch
     torch.set_num_threads(args.threads)
     pygpu.set_num_threads(args.threads)
     only = [s for s in args.only.split(",") if s]
     print(f"pygpu {pygpu.__version__} ({pygpu.cpu_isa()}) on {args.device}, torch "
           f"{torch.__version__}, NumPy {np.__version__}; {args.threads} threads; median of "
-          f"{args.rounds} alternating blocks, microseconds per call\n")
+          f"{args.rounds} alternating blocks, {args.clock} clock, microseconds per call\n")
     print("| op | shape | pygpu | torch | numpy | pygpu/torch |")
     print("|---|---|--:|--:|--:|--:|")
     for shape in SHAPES:
