@@ -186,15 +186,15 @@ static PyObject *mt_where(PyObject *self, PyObject *args, PyObject *kwargs)
 
 /* ---- clamp / clip --------------------------------------------------------------------- */
 
-/* clamp(x, min, max) = minimum(maximum(x, min), max), either bound None (not both); the
- * bounds are Tensors or numbers. NaN stays NaN; min > max gives max, as PyTorch. The two
- * ops record their own backward rules (a bound that requires grad gets its share). */
 /* a Python int or float (not bool): a bound the one-pass clamp_ takes */
 static bool number_bound(PyObject *v)
 {
-    return PyFloat_CheckExact(v) || (PyLong_CheckExact(v));
+    return PyFloat_CheckExact(v) || PyLong_CheckExact(v);
 }
 
+/* clamp(x, min, max) = minimum(maximum(x, min), max), either bound None (not both); the
+ * bounds are Tensors or numbers. NaN stays NaN; min > max gives max, as PyTorch. The two
+ * ops record their own backward rules (a bound that requires grad gets its share). */
 static PyObject *clamp_impl(PyObject *x, PyObject *lo, PyObject *hi, bool inplace,
                             const char *name)
 {

@@ -92,6 +92,10 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
 /* softmax over x's last axis, x float32/float64 of any shape; PG_ERR_DTYPE where the
  * backend has no SOFTMAX kernel (pg_backend_has_op tells first). */
 pg_status pg_op_softmax_rows(const pg_tensor *x, pg_tensor *out);
+/* layer_norm over x's last axis (C): w and b NULL or (C,) of x's dtype and device;
+ * float32/float64; PG_ERR_DTYPE where the backend has no LAYER_NORM kernel. */
+pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
+                                double eps, pg_tensor *out);
 pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool mean,
                          pg_tensor *loss, pg_tensor *probs);
 pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const pg_tensor *gloss,
