@@ -2,7 +2,8 @@
 
 layer_norm and batch_norm are means and variances over axes (biased variance for
 normalizing; batch_norm's running_var takes the unbiased one, as PyTorch's), recorded
-by autograd. one_hot compares the indices with arange(C); embedding multiplies that
+by autograd. layer_norm over the last axis alone is one fused node where the backend
+has it (pygpu._train_ops.layer_norm_rows: cpu and sim), with its backward written out. one_hot compares the indices with arange(C); embedding multiplies that
 one-hot matrix by the weight, so its gradient (one_hot^T @ grad) lands on the rows used
 and on no other, with no gather kernel (an index_select would be cheaper for a large
 vocabulary; the result is the same)."""
