@@ -10,7 +10,9 @@
  * as a macro over the element type (float, double); sums accumulate in double.
  * float16/bfloat16 layers take the same path: their descriptors go to the half
  * GEMM kernels (cpu_gemm_half.c, float32 accumulation) and their prologue
- * computes in float32, rounding dz once to the half dtype. */
+ * computes in float32, rounding dz once to the half dtype.
+ * Also the row ops softmax and layer_norm over the last axis (SOFTMAX, LAYER_NORM:
+ * CPU-only nodes, which cuda declines through supports_op), one row at a time. */
 /* The loops below have runtime trip counts, which -O2's "very cheap" vectoriser
  * skips; the dynamic cost model vectorises them (checked with -fopt-info-vec). */
 #if defined(__GNUC__) && !defined(__clang__)
