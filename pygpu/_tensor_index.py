@@ -16,6 +16,7 @@ ints, slices, ... and None, which are views) come here through _C._set_index_hoo
 from . import _C
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
+from ._tensor_reduce import _SORT_T, _TOPK_T
 from ._tensor_views import norm_dim
 
 Tensor = _C.Tensor
@@ -24,7 +25,10 @@ _c_setitem = Tensor.__setitem__
 
 
 def _needs_grad(*ts):
-    return is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in ts)
+    for t in ts:  # a loop, not any(<generator>): this runs on every index op's call
+        if isinstance(t, Tensor) and t.requires_grad:
+            return is_grad_enabled()
+    return False
 
 
 def _zeros(shape, like):
@@ -318,7 +322,6 @@ def argsort(self, dim=-1, descending=False, stable=False):
 
 
 def sort(self, dim=-1, descending=False, stable=False):
-    from ._tensor_reduce import _SORT_T
     x, was0 = _one_d("sort", self)
     d = norm_dim("sort", dim, x.ndim)
     idx = _C._argsort(x, d, bool(descending))
@@ -329,14 +332,13 @@ def sort(self, dim=-1, descending=False, stable=False):
 
 
 def topk(self, k, dim=-1, largest=True, sorted=True):
-    from ._tensor_reduce import _TOPK_T
     x, was0 = _one_d("topk", self)
     d = norm_dim("topk", dim, x.ndim)
     if not 0 <= k <= x.shape[d]:
         raise RuntimeError(f"topk: selected index k ({k}) out of range for dimension {d} of "
                            f"size {x.shape[d]}")
     idx = _C._topk(x, d, k, bool(largest))  # sorted; ties in input order
-    vals = gather(x, d, idx)
+    vals = _GatherFn.apply(x, d, idx) if _needs_grad(x) else _C._gather(x, d, idx)
     if was0:
         return _TOPK_T(vals.reshape(()), idx.reshape(()))
     return _TOPK_T(vals, idx)

@@ -44,6 +44,9 @@ def shape_args(op, args):
     return tuple(args)
 
 
+_as_strided = _C._as_strided
+
+
 def _strided(x, shape, strides, offset):
     return _C._as_strided(x, tuple(shape), tuple(strides), offset)
 
@@ -164,12 +167,18 @@ def view_as(self, other):
 
 
 def unsqueeze(self, dim):
-    d = norm_dim("unsqueeze", dim, self.ndim, extra=1)
-    shape, strides = list(self.shape), list(self.strides)
-    st = strides[d] * shape[d] if d < self.ndim else 1
-    shape.insert(d, 1)
-    strides.insert(d, st)
+    nd = self.ndim
+    if type(dim) is int and -nd - 1 <= dim <= nd:  # the common case, without a call
+        d = dim + nd + 1 if dim < 0 else dim
+    else:
+        d = norm_dim("unsqueeze", dim, nd, extra=1)
+    shape, strides = self.shape, self.strides
+    st = strides[d] * shape[d] if d < nd else 1
+    shape = shape[:d] + (1,) + shape[d:]
+    strides = strides[:d] + (st,) + strides[d:]
     off = _C._storage_offset(self)
+    if not self.requires_grad:  # record()'s test, first: a view chain is per-call overhead
+        return _as_strided(self, shape, strides, off)
     return record("Unsqueeze", self, lambda x: _strided(x, shape, strides, off),
                   _back_reshape(self.shape))
 
@@ -219,6 +228,13 @@ def reshape(self, *shape):
 # ---- axis order ---------------------------------------------------------------------------
 
 def permute(self, *dims):
+    if len(dims) == 1 and type(dims[0]) in (tuple, list):
+        dims = tuple(dims[0])
+    if len(dims) == self.ndim and all(type(d) is int for d in dims):
+        try:  # the C transpose checks the axes; PyTorch's messages come from below
+            return _c_transpose(self, dims)
+        except (ValueError, IndexError, _C.AxisError):
+            pass
     dims = shape_args("permute", dims)
     if len(dims) != self.ndim:
         raise RuntimeError(f"permute: number of dims don't match in permute: the tensor has "
@@ -295,11 +311,15 @@ def _unbroadcast(shape):
 def expand(self, *sizes):
     """expand(*sizes): size-1 axes (and new leading ones) repeated with stride 0; -1 keeps
     a size. No memory is allocated; write to the result only through a copy."""
-    sizes = shape_args("expand", sizes)
+    if len(sizes) == 1 and type(sizes[0]) in (tuple, list):
+        sizes = tuple(sizes[0])
+    if not all(type(s) is int for s in sizes):
+        sizes = shape_args("expand", sizes)
     if len(sizes) < self.ndim:
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
                            f"or equal to the number of dimensions in the tensor ({self.ndim})")
     lead = len(sizes) - self.ndim
+    own_shape, own_strides = self.shape, self.strides  # each read builds a tuple
     shape, strides = [], []
     for i, want in enumerate(sizes):
         if i < lead:
@@ -309,7 +329,7 @@ def expand(self, *sizes):
             shape.append(want)
             strides.append(0)
             continue
-        have, st = self.shape[i - lead], self.strides[i - lead]
+        have, st = own_shape[i - lead], own_strides[i - lead]
         if want == -1 or want == have:
             shape.append(have)
             strides.append(st)
@@ -321,6 +341,8 @@ def expand(self, *sizes):
                                f"existing size ({have}) at non-singleton dimension {i}.  Target "
                                f"sizes: {list(sizes)}.  Tensor sizes: {list(self.shape)}")
     off = _C._storage_offset(self)
+    if not self.requires_grad:
+        return _as_strided(self, tuple(shape), tuple(strides), off)
     return record("Expand", self, lambda x: _strided(x, shape, strides, off),
                   _unbroadcast(self.shape))
 
@@ -348,6 +370,16 @@ def _narrow_view(x, d, start, length):
 
 
 def narrow(self, dim, start, length):
+    nd = self.ndim
+    if type(dim) is int and -nd <= dim < nd and type(start) is int and type(length) is int:
+        d = dim + nd if dim < 0 else dim  # the common case, without the calls below
+        n = self.shape[d]
+        s0 = start + n if start < 0 else start
+        if 0 <= s0 and 0 <= length and s0 + length <= n and not self.requires_grad:
+            strides = self.strides
+            off = _C._storage_offset(self) + (s0 * strides[d] if length else 0)
+            return _as_strided(self, self.shape[:d] + (length,) + self.shape[d + 1:], strides,
+                               off)
     d = norm_dim("narrow", dim, self.ndim)
     if self.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")

@@ -8,9 +8,10 @@ import numbers
 
 from . import _C
 from .autograd import Function
+from .autograd.grad_mode import is_grad_enabled
 from ._creation import empty
 from ._dtype import ALL as _dtype_ALL
-from ._dtype import bfloat16, float16, float32, int64
+from ._dtype import bfloat16, float16, float32, float64, int64
 from .amp.autocast_mode import cast_inputs as _autocast
 from .amp.autocast_mode import linear_operands as _autocast_linear
 
@@ -105,8 +106,12 @@ class _LogSoftmax(Function):
 class _Softmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
-        e = (x - x.max(axis=dim, keepdims=True)).exp()
-        out = e / e.sum(axis=dim, keepdims=True)
+        out = None
+        if dim == x.ndim - 1 and x.dtype in (float32, float64):
+            out = _C._softmax_rows(x)  # one node; None where the backend has no kernel
+        if out is None:
+            e = (x - x.max(axis=dim, keepdims=True)).exp()
+            out = e / e.sum(axis=dim, keepdims=True)
         ctx.save(out)
         ctx.dim = dim
         return out
@@ -115,6 +120,57 @@ class _Softmax(Function):
     def backward(ctx, g):
         (out,) = ctx.saved
         return out * (g - (g * out).sum(axis=ctx.dim, keepdims=True)), None
+
+
+class _LayerNorm(Function):
+    """layer_norm over the last axis: one LAYER_NORM node forward where the backend has it
+    (else the same formula from tensor ops); backward from tensor ops, with
+    xhat = (x - mean) * rstd and gw = g * weight:
+        dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)),
+        dweight = sum over rows of g * xhat,  dbias = sum over rows of g."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):
+        ctx.save(x, weight)
+        ctx.eps, ctx.has_bias = eps, bias is not None
+        out = _C._layer_norm_rows(x, weight, bias, eps)
+        if out is None:
+            out = _layer_norm_composed(x, weight, bias, eps)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved
+        mean = x.mean(axis=-1, keepdims=True)
+        d = x - mean
+        rstd = 1.0 / _C.sqrt((d * d).mean(axis=-1, keepdims=True) + ctx.eps)
+        xhat = d * rstd
+        gw = g if w is None else g * w
+        dx = rstd * (gw - gw.mean(axis=-1, keepdims=True)
+                     - xhat * (gw * xhat).mean(axis=-1, keepdims=True))
+        lead = tuple(range(x.ndim - 1))
+        dw = None if w is None else (g * xhat).sum(axis=lead) if lead else g * xhat
+        db = None if not ctx.has_bias else g.sum(axis=lead) if lead else g
+        return dx, dw, db, None
+
+
+def _layer_norm_composed(x, weight, bias, eps):
+    mean = x.mean(axis=-1, keepdims=True)
+    d = x - mean
+    out = d / _C.sqrt((d * d).mean(axis=-1, keepdims=True) + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def layer_norm_rows(x, weight, bias, eps):
+    """layer_norm over x's last axis (weight, bias: None or (C,) of x's dtype)."""
+    if is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias)):
+        return _LayerNorm.apply(x, weight, bias, float(eps))
+    out = _C._layer_norm_rows(x, weight, bias, float(eps))  # nothing to record: no Function
+    return _layer_norm_composed(x, weight, bias, float(eps)) if out is None else out
 
 
 def _float_input(x, fn):
@@ -143,7 +199,13 @@ def softmax(x, dim=-1):
     """exp(x) / sum(exp(x)) along dim, computed stably. Under pygpu.autocast: float32."""
     _float_input(x, "softmax")
     (x,) = _autocast("softmax", x)
-    return _widened(_Softmax.apply, x, _axis(dim, x.ndim, "softmax"))
+    axis = _axis(dim, x.ndim, "softmax")
+    if axis == x.ndim - 1 and x.dtype in (float32, float64) and not (
+            x.requires_grad and is_grad_enabled()):
+        out = _C._softmax_rows(x)  # nothing to record: the node alone, no Function
+        if out is not None:
+            return out
+    return _widened(_Softmax.apply, x, axis)
 
 
 # ---- losses ----------------------------------------------------------------------------------

@@ -177,3 +177,33 @@ def test_where_clamp_and_inplace_match_pytorch(device):
         getattr(y, op)(*pargs)
         getattr(ty, op)(*targs)
         np.testing.assert_allclose(y.numpy(), ty.numpy(), rtol=1e-12, equal_nan=True, err_msg=op)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_clamp_inplace_one_pass_matches_two_ops(device, dtype):
+    """clamp_ with two number bounds is one CLAMP node on cpu and sim (the two-op path
+    elsewhere): NaN stays NaN, lo > hi gives hi, int and float bounds, strided self (a
+    transpose, a step slice), a NaN bound (the two-op path: all NaN, as PyTorch)."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((6, 9)).astype(dtype)
+    a[1, 2], a[4, 0] = np.nan, np.inf
+    for lo, hi in [(-0.5, 0.5), (-1, 1), (0.7, -0.2), (0.1, 0.1), (-np.inf, 0.0)]:
+        ref = np.minimum(np.maximum(a, dtype(lo)), dtype(hi))
+        x = to_device(a.copy(), device)
+        assert x.clamp_(lo, hi) is x
+        np.testing.assert_array_equal(x.numpy(), ref, err_msg=f"{lo}, {hi}")
+        t = to_device(a.copy(), device)
+        t.t().clamp_(lo, hi)  # strided: written through the transpose into the base
+        np.testing.assert_array_equal(t.numpy(), ref)
+        s = to_device(a.copy(), device)
+        s[:, ::2].clamp_(lo, hi)
+        part = a.copy()
+        part[:, ::2] = ref[:, ::2]
+        np.testing.assert_array_equal(s.numpy(), part)
+    x = to_device(a.copy(), device)
+    x.clamp_(float("nan"), 1.0)
+    assert np.isnan(x.numpy()).all()
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(a.copy()).clamp_(0.7, -0.2)
+    np.testing.assert_array_equal(to_device(a.copy(), device).clamp_(0.7, -0.2).numpy(),
+                                  tx.numpy())

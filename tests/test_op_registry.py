@@ -152,6 +152,9 @@ RUN_NODE = {
     **{r[0]: (lambda r=r: _run_elementwise(r)) for r in TABLE if r[1] in ("binary", "unary")},
     **{n: (lambda n=n: getattr(_C, n)(_sim(3, 4), axis=0)) for n in ("sum", "max", "min", "argmax")},
     "where": lambda: pygpu.where(_sim(5) > 0, _sim(5), _sim(5)),
+    "clamp": lambda: _sim(5).clamp_(-0.5, 0.5),  # two number bounds: one CLAMP node
+    "softmax": lambda: pygpu.softmax(_sim(3, 4), -1),  # the last axis: one SOFTMAX node
+    "layer_norm": lambda: F.layer_norm(_sim(3, 4), (4,), _sim(4), _sim(4)),  # one LAYER_NORM node
     "matmul": lambda: _sim(3, 4) @ _sim(4, 2),
     "copy": lambda: _sim(5).astype(pygpu.float64),
     "fill": lambda: pygpu.zeros(5, device="sim:0"),

@@ -379,6 +379,29 @@ def _np_xent(x, lab):
     return (lse - x[np.arange(len(lab)), lab]).mean()
 
 
+# softmax over the last axis: one SOFTMAX node on cpu and sim (other axes compose it)
+row("softmax_rows", lambda x: pygpu.softmax(x, -1), lambda x: _np_softmax(x).astype(x.dtype),
+    cases(a(5, 4), a(1, 1), a(3, 7), tr(4, 3), a(64, 10), COLSTEP), FLOATS, tol="fused")
+row("softmax_axis0", lambda x: pygpu.softmax(x, 0), lambda x: _np_softmax(x.T).T.astype(x.dtype),
+    cases(a(5, 4), tr(4, 3)), FLOATS, tol="fused")
+
+
+
+def _np_layer_norm(x, w=None, b=None):
+    d = x - x.mean(axis=-1, keepdims=True)
+    y = d / np.sqrt((d * d).mean(axis=-1, keepdims=True) + 1e-5)
+    return (y if w is None else y * w + b).astype(x.dtype)
+
+
+# layer_norm over the last axis: one LAYER_NORM node on cpu and sim
+row("layer_norm_rows", lambda x: pygpu.nn.functional.layer_norm(x, (x.shape[-1],)),
+    _np_layer_norm, cases(a(5, 4), a(1, 1), a(3, 7), tr(4, 3), a(2, 3, 5), COLSTEP), FLOATS,
+    tol="fused")
+row("layer_norm_rows_affine",
+    lambda x, w: pygpu.nn.functional.layer_norm(x, (x.shape[-1],), w, w * 0.5),
+    lambda x, w: _np_layer_norm(x, w, w * 0.5), cases((a(5, 4), a(4)), (tr(4, 3), a(4)),
+                                                      (a(2, 3, 5), a(5))), FLOATS, tol="fused")
+
 # labels: argmax of the second input (valid classes, computed on the device)
 row("cross_entropy_fwd", lambda x, s: list(pygpu._C._softmax_xent_fwd(x, s.argmax(axis=1), True)),
     lambda x, s: [np.asarray(_np_xent(x, s.argmax(axis=1)), dtype=x.dtype),

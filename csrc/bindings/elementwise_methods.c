@@ -2,7 +2,8 @@
  * generated from csrc/core/pg_ops.def's `method` column (METHOD(m): Tensor.m;
  * METHOD_INPLACE(m): Tensor.m and the in-place Tensor.m_), and the elementwise
  * ops made of several nodes: where (a copy and a SELECT node) and clamp/clip
- * (maximum, then minimum), as module functions and methods.
+ * (maximum, then minimum; clamp_ with two number bounds is one CLAMP node, one pass,
+ * where the device's backend has the kernel), as module functions and methods.
  *
  * The methods take PyTorch's signatures: x.add(y, alpha=2), x.pow(2), x.eq(y),
  * x.exp_(). An in-place method writes self (pg_op_binary_ / pg_op_unary_: one
@@ -10,6 +11,7 @@
  * self; under grad mode it follows pg_inplace_check (tensor_operators.c).
  * module.c adds these methods to the ready type (pg_elementwise_methods_ready), so
  * tensor_operators.c, below this file, never refers back up to it. */
+#include "../core/pg_backend.h"
 #include "autograd.h"
 #include "tensor_object.h"
 
@@ -190,6 +192,12 @@ static PyObject *mt_where(PyObject *self, PyObject *args, PyObject *kwargs)
 
 /* ---- clamp / clip --------------------------------------------------------------------- */
 
+/* a Python int or float (not bool): a bound the one-pass clamp_ takes */
+static bool number_bound(PyObject *v)
+{
+    return PyFloat_CheckExact(v) || PyLong_CheckExact(v);
+}
+
 /* clamp(x, min, max) = minimum(maximum(x, min), max), either bound None (not both); the
  * bounds are Tensors or numbers. NaN stays NaN; min > max gives max, as PyTorch. The two
  * ops record their own backward rules (a bound that requires grad gets its share). */
@@ -211,6 +219,18 @@ static PyObject *clamp_impl(PyObject *x, PyObject *lo, PyObject *hi, bool inplac
     if (inplace) {
         if (pg_inplace_check(x, lo, name) < 0 || pg_inplace_check(x, hi, name) < 0)
             return NULL;
+        const pg_tensor *t = &((PyTensor *)x)->t;
+        if (lo && hi && number_bound(lo) && number_bound(hi) &&
+            (t->dtype == PG_FLOAT32 || t->dtype == PG_FLOAT64) &&
+            pg_backend_has_op(pg_tensor_device(t), PG_OP_CLAMP, t->dtype)) {
+            double l = PyFloat_AsDouble(lo), h = PyFloat_AsDouble(hi);
+            if ((l == -1.0 || h == -1.0) && PyErr_Occurred())
+                return NULL;
+            if (l == l && h == h) { /* one pass (a NaN bound takes the two-op path) */
+                pg_status st = PG_CALL(pg_heavy(t), pg_op_clamp_(t, l, h));
+                return st == PG_OK ? Py_NewRef(x) : pg_raise(st);
+            }
+        }
         PyObject *r = lo ? pg_py_binary_(x, lo, PG_BIN_MAXIMUM, name) : Py_NewRef(x);
         if (r && hi) {
             Py_DECREF(r);

@@ -5,6 +5,7 @@
  * user-facing arguments and wire autograd); the core (pg_ops_train.c) still
  * validates everything. The GIL is released around each op on the cpu device
  * (large matmuls run there); on a device the call only queues work. */
+#include "../core/pg_backend.h"
 #include "tensor_object.h"
 
 #define T(o) (&((PyTensor *)(o))->t)
@@ -74,6 +75,40 @@ static PyObject *f_linear_bwd(PyObject *mod, PyObject *args)
         return NULL;
     }
     return Py_BuildValue("(NNN)", a, b, c);
+}
+
+/* _softmax_rows(x) -> softmax over x's last axis in one node, or None where x's backend
+ * has no SOFTMAX kernel (pygpu/_train_ops.py then composes it) */
+static PyObject *f_softmax_rows(PyObject *mod, PyObject *x)
+{
+    (void)mod;
+    if (!PyTensor_Check(x))
+        return PyErr_Format(PyExc_TypeError, "_softmax_rows expects a pygpu.Tensor, got %.80s",
+                            Py_TYPE(x)->tp_name);
+    if (!pg_backend_has_op(pg_tensor_device(T(x)), PG_OP_SOFTMAX, T(x)->dtype))
+        Py_RETURN_NONE;
+    pg_tensor y;
+    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_softmax_rows(T(x), &y));
+    return pg_wrap_result(st, &y);
+}
+
+/* _layer_norm_rows(x, weight | None, bias | None, eps) -> layer_norm over x's last axis in
+ * one node, or None where x's backend has no LAYER_NORM kernel */
+static PyObject *f_layer_norm_rows(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *x, *wo, *bo;
+    double eps;
+    const pg_tensor *w, *b;
+    if (!PyArg_ParseTuple(args, "O!OOd:_layer_norm_rows", &PyTensor_Type, &x, &wo, &bo, &eps) ||
+        opt_tensor(wo, "layer_norm", "weight", &w) < 0 ||
+        opt_tensor(bo, "layer_norm", "bias", &b) < 0)
+        return NULL;
+    if (!pg_backend_has_op(pg_tensor_device(T(x)), PG_OP_LAYER_NORM, T(x)->dtype))
+        Py_RETURN_NONE;
+    pg_tensor y;
+    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_layer_norm_rows(T(x), w, b, eps, &y));
+    return pg_wrap_result(st, &y);
 }
 
 /* _softmax_xent_fwd(logits, labels, mean) -> (loss, probs) */
@@ -176,6 +211,8 @@ static PyObject *f_optim(PyObject *mod, PyObject *args)
 PyMethodDef pg_train_functions[] = {
     {"_linear_fwd", f_linear_fwd, METH_VARARGS, "internal: fused act(x @ W.T + b)"},
     {"_linear_bwd", f_linear_bwd, METH_VARARGS, "internal: fused linear backward -> (dx, dW, db)"},
+    {"_softmax_rows", f_softmax_rows, METH_O, "internal: softmax over the last axis in one node, or None where the backend has no kernel"},
+    {"_layer_norm_rows", f_layer_norm_rows, METH_VARARGS, "internal: layer_norm over the last axis in one node, or None where the backend has no kernel"},
     {"_softmax_xent_fwd", f_xent_fwd, METH_VARARGS, "internal: fused softmax cross-entropy -> (loss, probs)"},
     {"_softmax_xent_bwd", f_xent_bwd, METH_VARARGS, "internal: fused softmax cross-entropy backward"},
     {"_sgd_update", f_sgd, METH_VARARGS, "internal: one fused in-place SGD step of a parameter"},

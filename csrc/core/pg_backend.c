@@ -50,6 +50,12 @@ pg_status pg_backend_check_op(pg_device dev, int op, int dtype, const char *what
                         what, pg_dtype_name((pg_dtype)dtype), be->name);
 }
 
+bool pg_backend_has_op(pg_device dev, int op, int dtype)
+{
+    const pg_backend *be = pg_backend_get(dev.type);
+    return be && (!be->supports_op || be->supports_op(be, op, dtype));
+}
+
 pg_status pg_backend_for(pg_device dev, const pg_backend **out)
 {
     const pg_backend *be = pg_backend_get(dev.type);

@@ -97,6 +97,8 @@ void pg_backend_register(int type, const pg_backend *be);
 /* PG_OK if the backend of `dev` runs op (PG_OP_*) on `dtype`; else a PG_ERR_DTYPE
  * naming `what` (the user-facing op name), the dtype and the device. */
 pg_status pg_backend_check_op(pg_device dev, int op, int dtype, const char *what);
+/* Whether the backend of `dev` runs op on dtype (a fused op's caller picks its path). */
+bool pg_backend_has_op(pg_device dev, int op, int dtype);
 
 /* Services the core lends to a backend built as a separate shared object
  * (the CUDA plugin cannot link against symbols of the Python extension). */

@@ -61,6 +61,10 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out);
 pg_status pg_op_binary_(int op, const pg_tensor *self, const pg_tensor *b);
 pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s);
 pg_status pg_op_unary_(int op, const pg_tensor *self);
+/* clamp_(lo, hi) with two number bounds in one pass (a CLAMP node): self float32 or
+ * float64, lo and hi not NaN. PG_ERR_DTYPE where the backend has no CLAMP kernel
+ * (pg_backend_has_op tells first): the caller then runs maximum_ and minimum_. */
+pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi);
 /* where(cond, a, b): cond bool; a and b promoted to one dtype; all three broadcast. */
 pg_status pg_op_where(const pg_tensor *cond, const pg_tensor *a, const pg_tensor *b,
                       pg_tensor *out);
@@ -90,6 +94,13 @@ pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tens
 pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
                            const pg_tensor *y, int act, bool want_dx, bool want_db, bool wgrad_f32,
                            pg_tensor *dx, pg_tensor *dw, pg_tensor *db);
+/* softmax over x's last axis, x float32/float64 of any shape; PG_ERR_DTYPE where the
+ * backend has no SOFTMAX kernel (pg_backend_has_op tells first). */
+pg_status pg_op_softmax_rows(const pg_tensor *x, pg_tensor *out);
+/* layer_norm over x's last axis (C): w and b NULL or (C,) of x's dtype and device;
+ * float32/float64; PG_ERR_DTYPE where the backend has no LAYER_NORM kernel. */
+pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
+                                double eps, pg_tensor *out);
 pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool mean,
                          pg_tensor *loss, pg_tensor *probs);
 pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const pg_tensor *gloss,

@@ -455,6 +455,31 @@ pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s)
     return st;
 }
 
+pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi)
+{
+    const char *name = "clamp";
+    if (self->dtype != PG_FLOAT32 && self->dtype != PG_FLOAT64)
+        return pg_error_set(PG_ERR_DTYPE, "clamp_: the one-pass clamp takes float32 or float64, "
+                                          "got %s", pg_dtype_name((pg_dtype)self->dtype));
+    if (lo != lo || hi != hi)
+        return pg_error_set(PG_ERR_VALUE, "clamp_: the one-pass clamp takes no NaN bound");
+    PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_CLAMP, self->dtype, name));
+    PG_TRY(check_inplace(name, self, self->dtype, self->ndim, self->shape));
+    if (pg_tensor_numel(self) == 0)
+        return PG_OK;
+    pg_node n; /* dst == src0: each element is read before it is written */
+    n.nextra = 0;
+    node_init(&n, PG_OP_CLAMP, 0, name);
+    n.p.train.f[0] = lo;
+    n.p.train.f[1] = hi;
+    pg_tensor_ref(self, &n.src[0]);
+    n.nsrc = 1;
+    n.dst = *self;
+    pg_status st = pg_launch(&n);
+    pg_tensor_clear(&n.src[0]);
+    return st;
+}
+
 pg_status pg_op_unary_(int op, const pg_tensor *self)
 {
     const char *name = un_names[op];

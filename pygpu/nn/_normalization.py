@@ -2,15 +2,16 @@
 
 layer_norm and batch_norm are means and variances over axes (biased variance for
 normalizing; batch_norm's running_var takes the unbiased one, as PyTorch's), recorded
-by autograd. one_hot compares the indices with arange(C); embedding multiplies that
+by autograd. layer_norm over the last axis alone is one fused node where the backend
+has it (pygpu._train_ops.layer_norm_rows: cpu and sim), with its backward written out. one_hot compares the indices with arange(C); embedding multiplies that
 one-hot matrix by the weight, so its gradient (one_hot^T @ grad) lands on the rows used
 and on no other, with no gather kernel (an index_select would be cheaper for a large
 vocabulary; the result is the same)."""
 import numbers
 
 from .. import _C, _creation
-from .._dtype import int64
-from .._train_ops import _float_input, _want_tensor
+from .._dtype import float32, float64, int64
+from .._train_ops import _float_input, _want_tensor, layer_norm_rows
 from ..autograd import no_grad
 
 
@@ -42,6 +43,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if input.shape[input.ndim - k:] != normalized_shape:
         raise RuntimeError(f"layer_norm: input of shape {input.shape} does not end with "
                            f"normalized_shape {list(normalized_shape)}")
+    if k == 1 and input.dtype in (float32, float64) and all(
+            t is None or (t.dtype == input.dtype and t.ndim == 1) for t in (weight, bias)):
+        return layer_norm_rows(input, weight, bias, eps)  # one node where the backend has it
     axes = tuple(range(input.ndim - k, input.ndim))
     mean = input.mean(axis=axes, keepdims=True)
     d = input - mean

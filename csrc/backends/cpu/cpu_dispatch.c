@@ -14,6 +14,9 @@ pg_status pg_cpu_execute(const pg_node *node)
     case PG_OP_COPY: return pg_cpu_copy(node);
     case PG_OP_BINARY: return pg_cpu_binary(node);
     case PG_OP_UNARY: return pg_cpu_unary(node);
+    case PG_OP_CLAMP: return pg_cpu_clamp(node);
+    case PG_OP_SOFTMAX: return pg_cpu_softmax(node);
+    case PG_OP_LAYER_NORM: return pg_cpu_layer_norm(node);
     case PG_OP_REDUCE: return pg_cpu_reduce(node);
     case PG_OP_MATMUL: return pg_cpu_matmul(node);
     case PG_OP_ARANGE: return pg_cpu_arange(node);

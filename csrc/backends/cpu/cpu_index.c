@@ -13,6 +13,7 @@
 
 #include "../../core/pg_ops_index.h"
 #include "cpu_kernels.h"
+#include "cpu_vecmath.h"
 
 static inline void move_elem(char *dst, const char *src, int64_t size)
 {
@@ -51,6 +52,26 @@ static void move_contiguous(const pg_node *n, const pg_tensor *P, const pg_tenso
     int64_t lp = P->shape[axis], lm = M->shape[axis];
     const int64_t *idx = (const int64_t *)pg_tensor_data(&n->src[1]);
     char *pb = pg_tensor_data(P), *mb = pg_tensor_data(M);
+    if (read && full && inner == 1 && (size == 4 || size == 8)) {
+        /* gather along the last axis: one typed load per element in a loop with no
+         * branch, so the CPU keeps many of the (scattered, cache-missing) loads in
+         * flight; the general loop below ran 2.7x slower than PyTorch's here */
+#define GATHER_LAST(T)                                                                     \
+    for (int64_t o = 0; o < outer; o++) {                                                  \
+        const T *mrow = (const T *)mb + o * lm;                                            \
+        const int64_t *irow = idx + o * lp;                                                \
+        T *prow = (T *)pb + o * lp;                                                        \
+        for (int64_t j = 0; j < lp; j++)                                                   \
+            prow[j] = mrow[irow[j]];                                                       \
+    }
+        if (size == 4) {
+            GATHER_LAST(uint32_t)
+        } else {
+            GATHER_LAST(uint64_t)
+        }
+#undef GATHER_LAST
+        return;
+    }
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < lp; j++) {
             char *prow = pb + ((o * lp + j) * inner) * size;
@@ -258,6 +279,57 @@ static pg_status argsort(const pg_node *n)
     return PG_OK;
 }
 
+/* v sorts strictly before u in topk's order (NaN the largest) */
+static inline bool f_beats(double v, double u, bool largest)
+{
+    return largest ? (v > u || (v != v && u == u)) : (v < u || (v == v && u != u));
+}
+
+/* topk's screen (a contiguous float line, k kept): the first position at or after i whose
+ * value may beat the worst kept w, 256 bytes at a time with vector compares, so the
+ * scalar path below runs only on candidates (after the first few hundred elements of a random line,
+ * a few in a thousand). largest: NaN beats every number, so the screen is !(v <= w); a
+ * NaN w is beaten by nothing. smallest: v < w; a NaN w by every number. */
+#define TOPK_BEATS(v, w, largest) ((largest) ? !((v) <= (w)) : (v) < (w))
+/* GCC vector types (an omp simd reduction of the hits went through the stack): per 64
+ * bytes, a lane mask; the masks of a 256-byte block are or-ed and folded to one word. */
+#define TOPK_SKIP(SUF, T, IT)                                                                 \
+    typedef T tv_##SUF __attribute__((vector_size(64)));                                      \
+    typedef IT tm_##SUF __attribute__((vector_size(64)));                                     \
+    typedef uint64_t tq_##SUF __attribute__((vector_size(64)));                               \
+    PG_CPU_DISPATCH(int64_t, topk_skip_##SUF, (const T *row, int64_t i, int64_t len, T w,   \
+                                               bool largest), (row, i, len, w, largest))      \
+    {                                                                                         \
+        enum { W = 64 / sizeof(T) };                                                          \
+        if (w != w)                                                                           \
+            return largest ? len : i;                                                         \
+        tv_##SUF wv = (tv_##SUF){0} + w;                                                      \
+        for (; i + 4 * W <= len; i += 4 * W) {                                                \
+            tm_##SUF hit = (tm_##SUF){0};                                                     \
+            for (int b = 0; b < 4; b++) {                                                     \
+                tv_##SUF v;                                                                   \
+                memcpy(&v, row + i + b * W, 64);                                              \
+                hit |= largest ? ~(v <= wv) : (v < wv);                                       \
+            }                                                                                 \
+            tq_##SUF q = (tq_##SUF)hit;                                                       \
+            uint64_t any = (q[0] | q[1]) | (q[2] | q[3]) | (q[4] | q[5]) | (q[6] | q[7]);      \
+            if (any)                                                                          \
+                break;                                                                        \
+        }                                                                                     \
+        for (; i + W <= len; i += W) { /* the block that hit, 64 bytes at a time */           \
+            tv_##SUF v;                                                                       \
+            memcpy(&v, row + i, 64);                                                          \
+            tq_##SUF q = (tq_##SUF)(largest ? ~(v <= wv) : (v < wv));                         \
+            if ((q[0] | q[1]) | (q[2] | q[3]) | (q[4] | q[5]) | (q[6] | q[7]))                \
+                break;                                                                        \
+        }                                                                                     \
+        for (; i < len && !TOPK_BEATS(row[i], w, largest); i++)                               \
+            ;                                                                                 \
+        return i;                                                                             \
+    }
+TOPK_SKIP(f32, float, int32_t)
+TOPK_SKIP(f64, double, int64_t)
+
 /* topk: per line, the k best so far kept sorted (a new element enters only when it sorts
  * strictly before the worst kept, so ties keep their input order: the first k of the
  * stable argsort). Lines where k is a large share of the line sort fully instead. */
@@ -274,6 +346,7 @@ static pg_status topk(const pg_node *n)
         return pg_error_set(PG_ERR_DTYPE, "topk: no CPU kernel for %s",
                             pg_dtype_name((pg_dtype)dt));
     bool full_sort = k > 64 || k * 8 > len;
+    bool screen = !full_sort && !is_int && inner == 1; /* contiguous float lines */
     size_t ksize = is_int ? sizeof(key_i) : sizeof(key_f);
     int (*cmp)(const void *, const void *) =
         is_int ? (largest ? desc_i : asc_i) : (largest ? desc_f : asc_f);
@@ -289,6 +362,13 @@ static pg_status topk(const pg_node *n)
             double wf = 0.0; /* the worst kept value, once k are kept */
             int64_t wi = 0;
             for (int64_t i = 0; i < len; i++) {
+                if (m == k && k > 0 && screen) {
+                    i = dt == PG_FLOAT32
+                            ? topk_skip_f32((const float *)s + base, i, len, (float)wf, largest)
+                            : topk_skip_f64((const double *)s + base, i, len, wf, largest);
+                    if (i >= len)
+                        break;
+                }
                 int64_t at = base + i * inner;
                 if (m == k && !full_sort) { /* most elements: one compare with the worst kept */
                     bool better;
@@ -315,7 +395,12 @@ static pg_status topk(const pg_node *n)
                     continue;
                 }
                 int64_t pos = m < k ? m : k - 1;
-                while (pos > 0 && cmp(&key, keys + (pos - 1) * ksize) < 0) {
+                /* the new key's index is above every kept one, so for floats "sorts
+                 * before" is "beats", inline (a qsort comparator per step cost more than
+                 * the screen) */
+                while (pos > 0 && (is_int ? cmp(&key, keys + (pos - 1) * ksize) < 0
+                                          : f_beats(key.kf.v, ((key_f *)keys)[pos - 1].v,
+                                                    largest))) {
                     memcpy(keys + pos * ksize, keys + (pos - 1) * ksize, ksize);
                     pos--;
                 }

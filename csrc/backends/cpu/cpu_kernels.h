@@ -19,6 +19,9 @@ pg_status pg_cpu_copy(const pg_node *node);
 pg_status pg_cpu_binary(const pg_node *node);
 pg_status pg_cpu_select(const pg_node *node); /* where: dst = cond ? a : dst */
 pg_status pg_cpu_unary(const pg_node *node);
+pg_status pg_cpu_clamp(const pg_node *node);
+pg_status pg_cpu_softmax(const pg_node *node);
+pg_status pg_cpu_layer_norm(const pg_node *node); /* LAYER_NORM: rows of (R, C) (cpu_train.c) */ /* SOFTMAX: rows of (R, C) (cpu_train.c) */ /* CLAMP: clamp_ with number bounds (cpu_unary.c) */
 pg_status pg_cpu_reduce(const pg_node *node);
 pg_status pg_cpu_matmul(const pg_node *node);
 pg_status pg_cpu_arange(const pg_node *node);

@@ -33,7 +33,7 @@
 #define GRAIN_RANDOM 2048     /* a Philox draw (and Box-Muller) per element */
 #define MM_GRAIN (1 << 18)    /* multiply-adds per panel: ~64^3 */
 
-enum { SPLIT_ELEM, SPLIT_MM_BATCH, SPLIT_MM_ROWS, SPLIT_MM_COLS };
+enum { SPLIT_ELEM, SPLIT_MM_BATCH, SPLIT_MM_ROWS, SPLIT_MM_COLS, SPLIT_ROWS };
 
 typedef struct split_job {
     pg_node base; /* the node, operands coalesced (elementwise) */
@@ -125,6 +125,10 @@ static pg_status run_slice(void *ctx, int64_t task)
             sub.p.random.offset += (uint64_t)lo; /* element i draws counter offset + i */
         break;
     }
+    case SPLIT_ROWS: /* src0 and dst (R, C); other operands (a layer_norm's w, b) whole */
+        cut(&sub.src[0], 0, lo, hi);
+        cut(&sub.dst, 0, lo, hi);
+        break;
     case SPLIT_MM_BATCH:
         cut(&sub.src[0], 0, lo, hi);
         cut(&sub.src[1], 0, lo, hi);
@@ -164,6 +168,22 @@ static pg_status run_elementwise(pg_pool *pool, const pg_node *node)
     if (j.ntasks < 2)
         return pg_cpu_execute(node);
     return pg_pool_run(pool, j.ntasks, run_slice, &j);
+}
+
+/* softmax, layer_norm: whole rows of (R, C) per slice (each row has its own statistics);
+ * only src0 and dst are (R, C), so only they are cut */
+static pg_status run_rows(pg_pool *pool, const pg_node *node)
+{
+    int64_t R = node->dst.shape[0];
+    int64_t ntasks = pg_tensor_numel(&node->dst) / GRAIN_TRANSCEND, threads = pg_pool_threads(pool);
+    if (ntasks > threads)
+        ntasks = threads;
+    if (ntasks > R)
+        ntasks = R;
+    if (ntasks < 2)
+        return pg_cpu_execute(node);
+    split_job j = {.base = *node, .kind = SPLIT_ROWS, .len = R, .ntasks = ntasks, .align = 1};
+    return pg_pool_run(pool, ntasks, run_slice, &j);
 }
 
 /* ---- optimizer updates ------------------------------------------------------------------ */
@@ -248,6 +268,7 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
     case PG_OP_COPY:
     case PG_OP_BINARY:
     case PG_OP_UNARY:
+    case PG_OP_CLAMP:
     case PG_OP_SELECT:
     case PG_OP_RANDOM: return run_elementwise(pool, node);
     case PG_OP_MATMUL:
@@ -257,6 +278,8 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
     case PG_OP_QLINEAR: return pg_cpu_qlinear_on(pool, node);
     case PG_OP_SGD:
     case PG_OP_ADAM: return run_update(pool, node);
+    case PG_OP_SOFTMAX:
+    case PG_OP_LAYER_NORM: return run_rows(pool, node);
     case PG_OP_REDUCE: return pg_cpu_run_reduce(pool, node); /* shape-fixed blocks even on 1 thread */
     default: return pg_cpu_execute(node);
     }

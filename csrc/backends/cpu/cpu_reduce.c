@@ -52,23 +52,7 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
  * rounding error over even 2^31 terms stays far below float32's, so only
  * float64 (and int64, where it costs nothing) needs the pairwise split. */
 #define RUN_SUM(SUF, T, ACC, PAIRWISE)                                                        \
-    PG_CPU_DISPATCH(ACC, sum_leaf_##SUF, (const T *a, int64_t n), (a, n))                           \
-    {                                                                                         \
-        enum { L = LANES(T) };                                                                \
-        ACC lane[L];                                                                          \
-        for (int k = 0; k < L; k++)                                                           \
-            lane[k] = 0;                                                                      \
-        int64_t i = 0;                                                                        \
-        for (; i + L <= n; i += L) {                                                          \
-            _Pragma("omp simd") for (int k = 0; k < L; k++) lane[k] += (ACC)a[i + k];         \
-        }                                                                                     \
-        for (int k = 0; i < n; i++, k++)                                                      \
-            lane[k] += (ACC)a[i];                                                             \
-        for (int w = L / 2; w > 0; w /= 2) {                                                  \
-            _Pragma("omp simd") for (int k = 0; k < w; k++) lane[k] += lane[k + w];           \
-        }                                                                                     \
-        return lane[0];                                                                       \
-    }                                                                                         \
+    RUN_SUM_LEAF_##SUF                                                                        \
     static ACC sum_run_##SUF(const T *a, int64_t n)                                           \
     {                                                                                         \
         if (!(PAIRWISE) || n <= PAIRWISE_LEAF)                                                \
@@ -76,6 +60,126 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
         int64_t half = (n / 2) / LANES(T) * LANES(T);                                         \
         return sum_run_##SUF(a, half) + sum_run_##SUF(a + half, n - half);                   \
     }
+
+/* The generic leaf: LANES(T) accumulators of type ACC, kept as vectors of 8. */
+#define RUN_SUM_LEAF(SUF, T, ACC)                                                             \
+    typedef T vin_##SUF __attribute__((vector_size(8 * sizeof(T))));                          \
+    typedef ACC vacc_##SUF __attribute__((vector_size(8 * sizeof(ACC))));                     \
+    PG_CPU_DISPATCH(ACC, sum_leaf_##SUF, (const T *a, int64_t n), (a, n))                           \
+    {                                                                                         \
+        enum { L = LANES(T), V = LANES(T) / 8 };                                              \
+        /* the lanes as V vectors of 8 (GCC keeps vector variables in registers; a lane     \
+         * array went through the stack on every add) */                                     \
+        vacc_##SUF acc[V];                                                                    \
+        ACC lane[L];                                                                          \
+        for (int v = 0; v < V; v++)                                                           \
+            acc[v] = (vacc_##SUF){0};                                                         \
+        int64_t i = 0;                                                                        \
+        for (; i + L <= n; i += L) {                                                          \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                             \
+                vin_##SUF x;                                                                  \
+                memcpy(&x, a + i + 8 * v, sizeof x);                                          \
+                acc[v] += __builtin_convertvector(x, vacc_##SUF);                             \
+            }                                                                                 \
+        }                                                                                     \
+        memcpy(lane, acc, sizeof lane);                                                       \
+        for (int k = 0; i < n; i++, k++)                                                      \
+            lane[k] += (ACC)a[i];                                                             \
+        for (int w = L / 2; w > 0; w /= 2) {                                                  \
+            _Pragma("omp simd") for (int k = 0; k < w; k++) lane[k] += lane[k + w];           \
+        }                                                                                     \
+        return lane[0];                                                                       \
+    }
+#define RUN_SUM_LEAF_i64 RUN_SUM_LEAF(i64, int64_t, uint64_t)
+#define RUN_SUM_LEAF_f64 RUN_SUM_LEAF(f64, double, double)
+#define RUN_SUM_LEAF_f32 /* sum_f32_run, next */                                              \
+    static double sum_leaf_f32(const float *a, int64_t n) { return sum_f32_run(a, n); }
+
+/* float32 runs add into 32 float64 lanes (lane k takes the elements at k mod 32), but
+ * each lane first sums F32_BLOCK of its elements in float32 and then adds that partial
+ * in float64: one widening per F32_BLOCK loads instead of one per load (the widening,
+ * not memory, bounded the plain float64 lanes at half of PyTorch's float32 sum). The
+ * error is that of 8-term float32 sums, then float64's: still below NumPy's pairwise
+ * float32 sum. The lanes stay in four vector registers, the last partial 32 elements
+ * come in zero-padded (x + 0 is x), and the fold (lane k += lane k + w, w = 16 .. 1) is
+ * done on them too: through memory, a 64-byte store read back in halves stalled it. The
+ * half path (sum_f32_lanes) runs the same steps a block of PG_CPU_HALF_BLOCK elements (a
+ * multiple of 32 * F32_BLOCK) at a time and the same fold, so a widened half sum stays
+ * bit for bit the float32 one. */
+#define F32_BLOCK 8
+typedef float f32x16 __attribute__((vector_size(64)));
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef double f64x8 __attribute__((vector_size(64)));
+typedef double f64x4 __attribute__((vector_size(32)));
+typedef double f64x2 __attribute__((vector_size(16)));
+
+static inline __attribute__((always_inline)) void f32_widen_add(f64x8 *d, const f32x16 *p0,
+                                                                const f32x16 *p1)
+{
+    f32x16 f0 = *p0, f1 = *p1;
+    d[0] += __builtin_convertvector(__builtin_shufflevector(f0, f0, 0, 1, 2, 3, 4, 5, 6, 7), f64x8);
+    d[1] += __builtin_convertvector(__builtin_shufflevector(f0, f0, 8, 9, 10, 11, 12, 13, 14, 15), f64x8);
+    d[2] += __builtin_convertvector(__builtin_shufflevector(f1, f1, 0, 1, 2, 3, 4, 5, 6, 7), f64x8);
+    d[3] += __builtin_convertvector(__builtin_shufflevector(f1, f1, 8, 9, 10, 11, 12, 13, 14, 15), f64x8);
+}
+
+/* n elements at a into the lanes d[0..3] */
+static inline __attribute__((always_inline)) void f32_lanes_add(const float *a, int64_t n, f64x8 *d)
+{
+    enum { L = LANES(float), STEP = L * F32_BLOCK };
+    int64_t i = 0;
+    for (; i + STEP <= n; i += STEP) {
+        f32x16 f0, f1, x0, x1;
+        memcpy(&f0, a + i, 64);
+        memcpy(&f1, a + i + 16, 64);
+        for (int b = 1; b < F32_BLOCK; b++) {
+            memcpy(&x0, a + i + b * L, 64);
+            memcpy(&x1, a + i + b * L + 16, 64);
+            f0 += x0;
+            f1 += x1;
+        }
+        f32_widen_add(d, &f0, &f1);
+    }
+    for (; i < n; i += L) { /* 32 at a time, the last one zero-padded */
+        float buf[L] = {0};
+        memcpy(buf, a + i, sizeof(float) * (size_t)(n - i < L ? n - i : L));
+        f32x16 f0, f1;
+        memcpy(&f0, buf, 64);
+        memcpy(&f1, buf + 16, 64);
+        f32_widen_add(d, &f0, &f1);
+    }
+}
+
+static inline __attribute__((always_inline)) double f32_lanes_fold(const f64x8 *d)
+{
+    f64x8 v = (d[0] + d[2]) + (d[1] + d[3]); /* w = 16, then 8 */
+    f64x4 u = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+    f64x2 q = __builtin_shufflevector(u, u, 0, 1) + __builtin_shufflevector(u, u, 2, 3);
+    return q[0] + q[1];
+}
+
+PG_CPU_DISPATCH(double, sum_f32_run, (const float *a, int64_t n), (a, n))
+{
+    f64x8 d[4] = {{0}, {0}, {0}, {0}};
+    f32_lanes_add(a, n, d);
+    return f32_lanes_fold(d);
+}
+
+/* the half path: the lanes carried in memory across blocks, folded once at the end */
+PG_CPU_DISPATCH(void, sum_f32_lanes, (const float *a, int64_t n, double *lane), (a, n, lane))
+{
+    f64x8 d[4];
+    memcpy(d, lane, sizeof d);
+    f32_lanes_add(a, n, d);
+    memcpy(lane, d, sizeof d);
+}
+
+PG_CPU_DISPATCH(double, sum_f32_fold, (const double *lane), (lane))
+{
+    f64x8 d[4];
+    memcpy(d, lane, sizeof d);
+    return f32_lanes_fold(d);
+}
 
 #define RUN_PICK(NAME, T, PICK)                                                               \
     PG_CPU_DISPATCH(T, NAME, (const T *a, int64_t n), (a, n))                                        \
@@ -348,21 +452,6 @@ static const rows_fn rows_table[PG_NUM_REDUCE][3] = {
 
 #define HALF_BLOCK PG_CPU_HALF_BLOCK /* a multiple of LANES(float): lanes carry across blocks */
 
-/* sum_leaf_f32's lanes, continued over one more block (the fold is done once, at the end) */
-PG_CPU_DISPATCH(void, sum_lanes_f32, (const float *a, int64_t n, double *lane), (a, n, lane))
-{
-    enum { L = LANES(float) };
-    double acc[L];
-    memcpy(acc, lane, sizeof acc);
-    int64_t i = 0;
-    for (; i + L <= n; i += L) {
-        _Pragma("omp simd") for (int k = 0; k < L; k++) acc[k] += (double)a[i + k];
-    }
-    for (int k = 0; i < n; i++, k++)
-        acc[k] += (double)a[i];
-    memcpy(lane, acc, sizeof acc);
-}
-
 PG_CPU_DISPATCH(void, acc_add_f32, (int64_t w, double *acc, const float *x), (w, acc, x))
 {
     _Pragma("omp simd") for (int64_t j = 0; j < w; j++) acc[j] += (double)x[j];
@@ -426,7 +515,7 @@ static void run_half(int op, int dt, const char *src, int64_t R, char *out, int 
         int64_t w = min_i64(HALF_BLOCK, R - i0);
         pg_cpu_half_to_f32(dt, w, (const uint16_t *)src + i0, buf);
         if (op == PG_RED_SUM) {
-            sum_lanes_f32(buf, w, lane);
+            sum_f32_lanes(buf, w, lane);
         } else if (op == PG_RED_MAX) {
             float m = max_run_f32(buf, w);
             best = i0 == 0 ? m : PICK_MAX(m, best);
@@ -444,10 +533,7 @@ static void run_half(int op, int dt, const char *src, int64_t R, char *out, int 
     if (op == PG_RED_ARGMAX) {
         *(int64_t *)out = arg;
     } else if (op == PG_RED_SUM) {
-        for (int w = LANES(float) / 2; w > 0; w /= 2) /* sum_leaf_f32's fold */
-            for (int k = 0; k < w; k++)
-                lane[k] += lane[k + w];
-        store_wide(odt, out, lane[0]);
+        store_wide(odt, out, sum_f32_fold(lane)); /* sum_leaf_f32's fold */
     } else {
         store_wide(odt, out, best);
     }

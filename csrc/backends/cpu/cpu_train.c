@@ -10,7 +10,9 @@
  * as a macro over the element type (float, double); sums accumulate in double.
  * float16/bfloat16 layers take the same path: their descriptors go to the half
  * GEMM kernels (cpu_gemm_half.c, float32 accumulation) and their prologue
- * computes in float32, rounding dz once to the half dtype. */
+ * computes in float32, rounding dz once to the half dtype.
+ * Also the row ops softmax and layer_norm over the last axis (SOFTMAX, LAYER_NORM:
+ * CPU-only nodes, which cuda declines through supports_op), one row at a time. */
 /* The loops below have runtime trip counts, which -O2's "very cheap" vectoriser
  * skips; the dynamic cost model vectorises them (checked with -fopt-info-vec). */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -275,6 +277,92 @@ pg_status pg_cpu_linear_bwd_packed(pg_pool *pool, const pg_node *n, const void *
 }
 
 pg_status pg_cpu_linear_bwd(const pg_node *n) { return pg_cpu_linear_bwd_on(NULL, n); }
+
+/* ---- softmax over rows ---------------------------------------------------------------- */
+
+/* one row: max, then e = exp(x - max) with its sum (vector exp: libmvec), then e / sum:
+ * two reads of the row and one write, where max, subtract, exp, sum and divide as
+ * separate nodes read or write five whole tensors. NaN anywhere gives a NaN row. */
+#define SOFTMAX_ROW(SUF, T, EXP)                                                               \
+    PG_CPU_DISPATCH(void, softmax_row_##SUF, (const T *x, T *y, int64_t C), (x, y, C))        \
+    {                                                                                          \
+        T m = x[0];                                                                            \
+        _Pragma("omp simd reduction(max:m)") for (int64_t j = 0; j < C; j++) m =              \
+            x[j] > m ? x[j] : m;                                                               \
+        double s = 0;                                                                          \
+        _Pragma("omp simd reduction(+:s)") for (int64_t j = 0; j < C; j++)                    \
+        {                                                                                      \
+            T e = EXP(x[j] - m);                                                               \
+            y[j] = e;                                                                          \
+            s += e;                                                                            \
+        }                                                                                      \
+        T inv = (T)(1.0 / s);                                                                  \
+        _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] *= inv;                       \
+    }
+SOFTMAX_ROW(f32, float, expf)
+SOFTMAX_ROW(f64, double, exp)
+
+pg_status pg_cpu_softmax(const pg_node *n)
+{
+    int64_t R = n->src[0].shape[0], C = n->src[0].shape[1];
+    for (int64_t r = 0; r < R; r++) {
+        if (n->dst.dtype == PG_FLOAT32)
+            softmax_row_f32(DATA(float, &n->src[0]) + r * C, DATA(float, &n->dst) + r * C, C);
+        else
+            softmax_row_f64(DATA(double, &n->src[0]) + r * C, DATA(double, &n->dst) + r * C, C);
+    }
+    return PG_OK;
+}
+
+/* ---- layer norm over rows ------------------------------------------------------------- */
+
+/* one row: the mean, then the variance of (x - mean) (two passes, float64 sums: no
+ * cancellation), then y = (x - mean) * rstd (* w) (+ b): three reads of a row that stays in
+ * cache, where the composed form ran nine whole-tensor nodes. */
+#define LAYER_NORM_ROW(SUF, T)                                                                 \
+    PG_CPU_DISPATCH(void, layer_norm_row_##SUF, (const T *x, T *y, int64_t C, const T *w,     \
+                                                 const T *b, double eps), (x, y, C, w, b, eps)) \
+    {                                                                                          \
+        double s = 0, q = 0;                                                                   \
+        _Pragma("omp simd reduction(+:s)") for (int64_t j = 0; j < C; j++) s += x[j];          \
+        T mean = (T)(s / (double)C);                                                           \
+        _Pragma("omp simd reduction(+:q)") for (int64_t j = 0; j < C; j++)                     \
+        {                                                                                      \
+            double d = (double)(x[j] - mean);                                                  \
+            q += d * d;                                                                        \
+        }                                                                                      \
+        T rstd = (T)(1.0 / sqrt(q / (double)C + eps));                                         \
+        if (w && b) {                                                                          \
+            _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] =                         \
+                (x[j] - mean) * rstd * w[j] + b[j];                                            \
+        } else {                                                                               \
+            _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] = (x[j] - mean) * rstd;  \
+            if (w)                                                                             \
+                _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] *= w[j];              \
+            if (b)                                                                             \
+                _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] += b[j];              \
+        }                                                                                      \
+    }
+LAYER_NORM_ROW(f32, float)
+LAYER_NORM_ROW(f64, double)
+
+pg_status pg_cpu_layer_norm(const pg_node *n)
+{
+    int64_t R = n->src[0].shape[0], C = n->src[0].shape[1];
+    int flags = (int)n->p.train.i[0], k = 1;
+    const pg_tensor *w = flags & 1 ? &n->src[k++] : NULL;
+    const pg_tensor *b = flags & 2 ? &n->src[k++] : NULL;
+    double eps = n->p.train.f[0];
+    for (int64_t r = 0; r < R; r++) {
+        if (n->dst.dtype == PG_FLOAT32)
+            layer_norm_row_f32(DATA(float, &n->src[0]) + r * C, DATA(float, &n->dst) + r * C, C,
+                               w ? DATA(float, w) : NULL, b ? DATA(float, b) : NULL, eps);
+        else
+            layer_norm_row_f64(DATA(double, &n->src[0]) + r * C, DATA(double, &n->dst) + r * C,
+                               C, w ? DATA(double, w) : NULL, b ? DATA(double, b) : NULL, eps);
+    }
+    return PG_OK;
+}
 
 /* ---- softmax cross-entropy ---------------------------------------------------------- */
 

@@ -1,6 +1,8 @@
 /* cpu_unary.c - the CPU kernels of the op table's unary ops (pg_ops.def's
  * PG_UNARY rows): one UN_LOOP line per (op, element type) and the op's row of
  * un_table. A bool result (isnan, isfinite: the `out` column) is UN_LOOP_TO.
+ * Also the CLAMP node (clamp_ with two number bounds: one pass, not maximum_ then
+ * minimum_), a unary op with two parameters.
  *
  * Each op is one contiguous kernel, `#pragma omp simd` over unit-stride
  * arrays, compiled for AVX-512 / AVX2 / baseline with runtime dispatch
@@ -107,6 +109,47 @@ static const pg_cpu_loop_fn un_table[PG_NUM_UNARY][4] = {
     [PG_UN_ISNAN] = {isnan_b, isnan_i64, isnan_f32, isnan_f64},
     [PG_UN_ISFINITE] = {isfinite_b, isfinite_i64, isfinite_f32, isfinite_f64},
 };
+
+/* clamp_ with number bounds, one pass: x < lo -> lo, then > hi -> hi, so NaN stays NaN
+ * and lo > hi gives hi, as PyTorch's min(max(x, lo), hi). The bounds are rounded to the
+ * element type first (a binary node's scalar is applied the same way). */
+#define CLAMP_LOOP(SUF, T)                                                                \
+    PG_CPU_DISPATCH(void, clamp_run_##SUF, (int64_t n, T *o, const T *a, T lo, T hi),     \
+                    (n, o, a, lo, hi))                                                    \
+    {                                                                                     \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                               \
+        {                                                                                 \
+            T x = a[i] < lo ? lo : a[i];                                                  \
+            o[i] = x > hi ? hi : x;                                                       \
+        }                                                                                 \
+    }                                                                                     \
+    static void clamp_##SUF(int64_t n, char **p, const int64_t *s, const void *arg)      \
+    {                                                                                     \
+        const double *b = arg;                                                            \
+        T lo = (T)b[0], hi = (T)b[1];                                                     \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                     \
+            clamp_run_##SUF(n, (T *)p[0], (const T *)p[1], lo, hi);                       \
+            return;                                                                       \
+        }                                                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                 \
+            T x = *(const T *)(p[1] + i * s[1]);                                          \
+            x = x < lo ? lo : x;                                                          \
+            *(T *)(p[0] + i * s[0]) = x > hi ? hi : x;                                    \
+        }                                                                                 \
+    }
+CLAMP_LOOP(f32, float)
+CLAMP_LOOP(f64, double)
+
+pg_status pg_cpu_clamp(const pg_node *node)
+{
+    int dt = node->src[0].dtype;
+    if (dt != PG_FLOAT32 && dt != PG_FLOAT64)
+        return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
+                            pg_dtype_name((pg_dtype)dt));
+    const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
+    pg_cpu_iterate(2, ops, NULL, dt == PG_FLOAT32 ? clamp_f32 : clamp_f64, node->p.train.f);
+    return PG_OK;
+}
 
 pg_status pg_cpu_unary(const pg_node *node)
 {
