@@ -28,6 +28,7 @@ CTYPES_ALLOWED = {
     "pygpu/_extension.py": "libscipy_openblas, before _C (its rpath cannot find it in a source tree)",
     "pygpu/cuda.py": "libcublas from the nvidia-cublas wheel, before the plugin",
     "pygpu/_nvml.py": "libnvidia-ml (NVML), the driver's library, for smi and mem_get_info",
+    "pygpu/distributed/__init__.py": "libc's mallopt (keep_heap: no heap trim between DDP steps)",
 }
 
 
