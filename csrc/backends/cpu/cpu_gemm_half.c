@@ -373,7 +373,10 @@ static bool product_bf16(const pg_gemm *g, const void *A, const void *B, float b
 {
     pg_bf16_operand oa = {.p = A, .ld = g->lda, .trans = g->trans_a};
     pg_bf16_operand ob = {.p = B, .ld = g->ldb, .trans = g->trans_b, .f32 = g->b_f32};
-    if (g->b_packed && g->b_f32 && g->batch == 1) { /* the weight's panels (pg_gemm.h) */
+    if (g->b_mask && g->b_f32) { /* this entry's mask: laid out as B (pg_gemm.h b_mask) */
+        ob.mask = g->b_mask + ((const float *)B - (const float *)g->b);
+        pg_cpu_gemm_mask_note(true);
+    } else if (g->b_packed && g->b_f32 && g->batch == 1) { /* the weight's panels (pg_gemm.h) */
         ob.packed = g->b_packed;
         ob.packed_np = g->b_packed_np;
         ob.packed_col = g->b_packed_col;

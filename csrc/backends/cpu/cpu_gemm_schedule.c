@@ -15,6 +15,9 @@
 
 #include "../../core/pg_dtype.h"
 #include "cpu_blas.h"
+#include "cpu_gemm_bf16.h"
+#include "cpu_gemm_half.h"
+#include "cpu_isa.h"
 #include "cpu_part.h"
 
 enum { CUT_BATCH, CUT_ROWS, CUT_COLS };
@@ -42,6 +45,7 @@ static void panel(const pg_gemm *g, int axis, int64_t lo, int64_t hi, pg_gemm *o
         out->batch = hi - lo;
         out->a = advance(g->a, lo * g->stride_a, sab);
         out->b = advance(g->b, lo * g->stride_b, sb);
+        out->b_mask = advance(g->b_mask, lo * g->stride_b, sizeof(float));
         out->c = (void *)advance(g->c, lo * g->stride_c, sc);
         out->aux = advance(g->aux, lo * g->stride_c, sc);
         break;
@@ -54,6 +58,7 @@ static void panel(const pg_gemm *g, int axis, int64_t lo, int64_t hi, pg_gemm *o
     default: /* CUT_COLS */
         out->N = hi - lo;
         out->b = advance(g->b, g->trans_b ? lo * g->ldb : lo, sb);
+        out->b_mask = advance(g->b_mask, g->trans_b ? lo * g->ldb : lo, sizeof(float));
         out->b_packed_col = g->b_packed_col + lo;
         out->c = (void *)advance(g->c, lo, sc);
         out->aux = advance(g->aux, lo, sc);
@@ -83,6 +88,14 @@ pg_status pg_cpu_gemm_run(pg_pool *pool, const pg_gemm *g)
                                           "%s output; use float32 or float64",
                             pg_dtype_name((pg_dtype)g->dtype_ab),
                             pg_dtype_name((pg_dtype)g->dtype_c));
+    if (g->b_mask) { /* pg_gemm.h: a float32 B's mask; fused by the kernels that pack B */
+        if (g->dtype_ab != PG_FLOAT32 && !g->b_f32)
+            return pg_error_set(PG_ERR_DTYPE, "matmul: a mask of B needs B stored as float32, "
+                                              "got %s", pg_dtype_name((pg_dtype)g->dtype_ab));
+        /* float32's kernel handles its mask panel by panel (cpu_gemm.c); bfloat16's packs it */
+        if (g->dtype_ab != PG_FLOAT32 && fn != pg_cpu_gemm_bf16_avx512)
+            return pg_cpu_gemm_run_unmasked(pool, g);
+    }
     pg_cpu_blas_keep_one_thread();
     bool bgrad = (g->epilogue & PG_EPI_BGRAD) != 0;
     int64_t work = g->batch * g->M * g->N * (g->K > 0 ? g->K : 1);
@@ -110,4 +123,11 @@ pg_status pg_cpu_gemm_run(pg_pool *pool, const pg_gemm *g)
         return fn(g);
     }
     return pg_pool_run(pool, nt, run_panel, &j);
+}
+
+bool pg_cpu_gemm_packs_b(int dtype_ab)
+{
+    if (dtype_ab == PG_FLOAT32)
+        return pg_cpu_isa() == PG_ISA_AVX2; /* pygpu's own kernel runs (cpu_sgemm.c) */
+    return dtype_ab == PG_BFLOAT16 && pg_cpu_gemm_bf16_runs();
 }
