@@ -87,3 +87,103 @@ def test_mask_on_a_float64_product_is_an_error():
     with pytest.raises(TypeError, match="float32"):
         _C._test_gemm(a, b, c, False, False, 1.0, 0.0, 0, 0, None, None, None, 1,
                       pygpu.tensor(np.ones((3, 4), np.float32)))
+
+
+# ---- the pruned Linear layer: fused path against the cached product --------------------
+
+from pygpu import nn  # noqa: E402
+from pygpu.nn.utils import prune  # noqa: E402
+
+LAYER_SHAPES = [(1, 3, 1), (5, 17, 16), (64, 784, 512), (7, 301, 33), (33, 16, 10)]
+
+
+def _layer_run(fuse, device, batch, fin, fout, act, amp, seed=0):
+    """y, dx, dW_orig, db of one pruned Linear (fusion on or off), and whether it fused"""
+    old = prune._set_mask_fusion(fuse)
+    try:
+        pygpu.manual_seed(seed)
+        layer = nn.Linear(fin, fout).to(device)
+        prune.random_unstructured(layer, "weight", amount=0.5)
+        rng = np.random.default_rng(seed)
+        x = pygpu.tensor(rng.standard_normal((batch, fin)).astype(np.float32)).to(device)
+        x.requires_grad = True
+        if amp:
+            with pygpu.autocast(device.split(":")[0], dtype=pygpu.bfloat16):
+                y = layer(x, activation=act)
+        else:
+            y = layer(x, activation=act)
+        fused = bool(layer.__dict__.get("_mask_fused"))
+        y.astype(pygpu.float32).sum().backward()
+        out = [y.astype(pygpu.float32), x.grad, layer.weight_orig.grad, layer.bias.grad]
+        return [np.asarray(t.to("cpu").numpy()) for t in out], fused, layer
+    finally:
+        prune._set_mask_fusion(old)
+
+
+def _assert_same(a, b, what):
+    for i, (p, q) in enumerate(zip(a, b)):
+        np.testing.assert_array_equal(p.view(np.uint32), q.view(np.uint32),
+                                      err_msg=f"{what}: output {i} (y, dx, dW, db)")
+
+
+@pytest.mark.parametrize("act", [None, "relu"])
+@pytest.mark.parametrize("amp", [False, True], ids=["f32", "bf16"])
+def test_pruned_linear_fused_equals_cached_product(device, act, amp):
+    for batch, fin, fout in LAYER_SHAPES:
+        (fa, fused, layer), (ca, cached, _) = (_layer_run(True, device, batch, fin, fout, act,
+                                                          amp),
+                                               _layer_run(False, device, batch, fin, fout, act,
+                                                          amp))
+        assert not cached
+        _assert_same(fa, ca, f"{device} {batch}x{fin}->{fout} act={act} amp={amp}")
+        mask = layer.weight_mask.to("cpu").numpy()
+        assert (fa[2][mask == 0] == 0).all()  # no gradient under the mask
+        if fused:  # module.weight is still orig * mask, computed on access
+            np.testing.assert_array_equal(layer.weight.to("cpu").numpy(),
+                                          layer.weight_orig.detach().to("cpu").numpy() * mask)
+
+
+def test_fused_path_runs_and_writes_no_masked_product():
+    """Under autocast bfloat16 on a CPU with AVX512_BF16 (this project's), the pruned
+    layer's forward and backward run the fused kernel: counted fused, nothing copied, and
+    the hook's cache of weight * mask never filled."""
+    if not _C._gemm_packs_b("bfloat16"):
+        pytest.skip("no AVX512_BF16 here: the bfloat16 kernel does not run")
+    before = _C._gemm_mask_counts()
+    _, fused, layer = _layer_run(True, "cpu", 64, 784, 512, "relu", True)
+    after = _C._gemm_mask_counts()
+    assert fused
+    assert after[0] - before[0] >= 2 and after[1] == before[1]  # forward and dx, no copy
+    hook = next(h for h in layer._forward_pre_hooks.values()
+                if isinstance(h, prune.BasePruningMethod))
+    made = hook._cache  # the product the prune call itself made (module.weight's first value)
+    with pygpu.no_grad():
+        layer.weight_orig.mul_(0.5)  # an optimizer step's write: a new _version
+    old = prune._set_mask_fusion(True)
+    try:
+        with pygpu.autocast("cpu", dtype=pygpu.bfloat16):
+            layer(pygpu.ones(8, 784)).astype(pygpu.float32).sum().backward()
+    finally:
+        prune._set_mask_fusion(old)
+    assert hook._cache is made  # no new weight_orig * weight_mask was materialized
+    assert _C._gemm_mask_counts()[1] == after[1]
+
+
+def test_remove_after_fused_forward_restores_a_plain_weight():
+    _, fused, layer = _layer_run(True, "cpu", 4, 16, 16, None, True)
+    expect = layer.weight_orig.detach().numpy() * layer.weight_mask.numpy()
+    prune.remove(layer, "weight")
+    assert "_mask_fused" not in layer.__dict__ and not layer.__dict__.get("_lazy_attrs")
+    np.testing.assert_array_equal(layer.weight.detach().numpy(), expect)
+    y = layer(pygpu.ones(2, 16))
+    assert y.shape == (2, 16)
+
+
+def test_fused_mask_bad_operands_are_errors():
+    x = pygpu.ones(2, 4)
+    w = pygpu.ones(3, 4)
+    with pytest.raises(ValueError, match="mask"):
+        _C._linear_fwd(x, w, None, 0, pygpu.ones(4, 3))
+    with pytest.raises(TypeError, match="float32"):
+        _C._linear_fwd(x.astype(pygpu.float64), w.astype(pygpu.float64), None, 0,
+                       pygpu.ones(3, 4).astype(pygpu.float64))
