@@ -29,8 +29,8 @@ def _pair(M, N, K, tb, ab, threads, seed=0):
     w[0, 0] = np.nan if w.size > 4 else w[0, 0]  # NaN under a 0 stays NaN: bits, not values
     m[0, 0] = 0.0
     a = pygpu.tensor(rng.standard_normal((M, K)).astype(np.float32))
-    if ab == "bfloat16":
-        a = a.astype(pygpu.bfloat16)
+    if ab != "float32":
+        a = a.astype(getattr(pygpu, ab))
     out = []
     before = _C._gemm_mask_counts()
     for b, mask in ((w, m), (w * m, None)):
@@ -43,7 +43,7 @@ def _pair(M, N, K, tb, ab, threads, seed=0):
     return out[0], out[1], (after[0] - before[0], after[1] - before[1])
 
 
-@pytest.mark.parametrize("ab", ["float32", "bfloat16"])
+@pytest.mark.parametrize("ab", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("tb", [False, True], ids=["B", "BT"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_fused_mask_is_the_masked_product_bit_for_bit(ab, tb, threads):
@@ -52,7 +52,9 @@ def test_fused_mask_is_the_masked_product_bit_for_bit(ab, tb, threads):
         np.testing.assert_array_equal(fused.view(np.uint32), ref.view(np.uint32),
                                       err_msg=f"{ab} {M}x{N}x{K} tb={tb}")
         assert nf + nc >= 1  # the mask went one way or the other, never ignored
-        if _C._gemm_packs_b(ab) and N >= 16 and K >= 1:
+        if ab == "float16":  # the convert kernel: never packs the mask, always a copy
+            assert nf == 0 and nc >= 1
+        elif _C._gemm_packs_b(ab) and N >= 16 and K >= 1:
             assert nc == 0, f"{ab} {M}x{N}x{K}: a masked copy was written where B is packed"
 
 
@@ -67,6 +69,8 @@ for tb in (False, True):
         f, r, (nf, nc) = t._pair(M, N, K, tb, "float32", 2)
         assert np.array_equal(f.view(np.uint32), r.view(np.uint32)), (M, N, K, tb)
         assert (nc == 0) == (N >= 16), (M, N, K, nf, nc)
+        f, r, _ = t._pair(M, N, K, tb, "bfloat16", 2)  # the convert kernel (no AVX512_BF16)
+        assert np.array_equal(f.view(np.uint32), r.view(np.uint32)), (M, N, K, tb)
 print("ok")
 """
 

@@ -293,6 +293,8 @@ static bool product_sgemm(const pg_gemm *g, const void *A, const void *B, float 
 pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
 {
     PG_TRY(check_desc(g));
+    if (g->b_mask) /* not packed here: B * mask written first (cpu_gemm.h), on this thread */
+        return pg_cpu_gemm_run_unmasked(NULL, g);
     const int64_t M = g->M, N = g->N, K = g->K;
     if (M == 0 || N == 0)
         return PG_OK;

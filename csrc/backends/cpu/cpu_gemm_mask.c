@@ -1,5 +1,6 @@
 /* cpu_gemm_mask.c - the GEMM contract's mask of B (pg_gemm.h b_mask) where no kernel
- * fuses it, and the counts that tell which way each product went.
+ * fuses it, and the counts that tell which way each product went (a leaf: the kernels and
+ * the scheduler, cpu_gemm_schedule.c's pg_cpu_gemm_run_unmasked, call it).
  *
  * The kernels that pack B themselves multiply each value by its mask as they pack it
  * (cpu_sgemm.c's AVX2 kernel, cpu_gemm_bf16.c): no masked copy of B is ever written. The
@@ -11,7 +12,6 @@
 
 #include <stdlib.h>
 
-#include "../../core/pg_dtype.h"
 
 static int64_t g_fused, g_copied;
 
@@ -36,33 +36,4 @@ float *pg_cpu_gemm_masked_copy(const float *B, const float *mask, int64_t rows, 
         for (int64_t c = 0; c < cols; c++)
             t[r * cols + c] = B[r * ld + c] * mask[r * ld + c];
     return t;
-}
-
-pg_status pg_cpu_gemm_run_unmasked(pg_pool *pool, const pg_gemm *g)
-{
-    /* stored B of one batch entry: (K, N), or (N, K) when transposed */
-    const int64_t rows = g->trans_b ? g->N : g->K, cols = g->trans_b ? g->K : g->N;
-    const int64_t entries = g->stride_b == 0 ? 1 : g->batch, each = rows * cols;
-    float *t = malloc((size_t)(entries * each > 0 ? entries * each : 1) * sizeof(float));
-    if (!t)
-        return pg_error_set(PG_ERR_NOMEM, "matmul: out of host memory for the masked weight "
-                                          "(%lld x %lld floats)", (long long)rows,
-                            (long long)cols);
-    for (int64_t z = 0; z < entries; z++) {
-        const float *B = (const float *)g->b + z * g->stride_b;
-        const float *m = g->b_mask + z * g->stride_b;
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < cols; c++)
-                t[z * each + r * cols + c] = B[r * g->ldb + c] * m[r * g->ldb + c];
-    }
-    pg_gemm u = *g;
-    u.b = t;
-    u.ldb = cols > 0 ? cols : 1;
-    u.stride_b = g->stride_b == 0 ? 0 : each;
-    u.b_mask = NULL;
-    u.b_packed = NULL;
-    pg_cpu_gemm_mask_note(false);
-    pg_status st = pg_cpu_gemm_run(pool, &u);
-    free(t);
-    return st;
 }
