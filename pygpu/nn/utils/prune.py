@@ -21,7 +21,12 @@ per change and training once per optimizer step, as PyTorch pays it on every for
 forward gets a fresh alias of the cached product with its own graph node (_MaskedWeight),
 whose backward is g * mask: the gradient reaching <name>_orig is zero under the mask.
 Writes made behind pygpu's back (through a NumPy view of the memory) do not bump _version:
-call the module's pruning hook's `invalidate()` or re-prune after such writes."""
+call the module's pruning hook's `invalidate()` or re-prune after such writes.
+A Linear's weight whose GEMM packs the weight itself (pygpu's own float32 kernel, or the
+AVX512_BF16 kernel under autocast bfloat16: _train_ops.mask_fusion_pays) skips even that: the
+hook computes nothing, the forward hands weight_orig and weight_mask to the GEMM, which
+multiplies the mask in as it packs the weight (csrc/core/pg_gemm.h b_mask), and
+module.weight is computed on access (docs/pruning.md)."""
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
