@@ -191,3 +191,30 @@ def test_fused_mask_bad_operands_are_errors():
     with pytest.raises(TypeError, match="float32"):
         _C._linear_fwd(x.astype(pygpu.float64), w.astype(pygpu.float64), None, 0,
                        pygpu.ones(3, 4).astype(pygpu.float64))
+
+
+_LAYER_CHILD = """
+import sys
+sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
+import test_prune_pack as t
+for device in ("cpu", "sim"):
+    for act in (None, "relu"):
+        for batch, fin, fout in t.LAYER_SHAPES:
+            (fa, fused, _), (ca, cached, _) = (t._layer_run(True, device, batch, fin, fout, act,
+                                                            False),
+                                               t._layer_run(False, device, batch, fin, fout, act,
+                                                            False))
+            assert fused and not cached, (device, batch, fin, fout)
+            t._assert_same(fa, ca, f"{{device}} {{batch}}x{{fin}}->{{fout}} act={{act}}")
+print("ok")
+"""
+
+
+def test_pruned_linear_float32_fused_with_the_own_kernel():
+    """PYGPU_ISA=avx2: float32 pruned layers take the fused path (pygpu's own kernel packs
+    the weight), bit for bit the cached product's outputs and gradients"""
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = _LAYER_CHILD.format(root=os.path.dirname(here), tests=here)
+    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYGPU_ISA": "avx2"},
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
