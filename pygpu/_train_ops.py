@@ -14,6 +14,7 @@ from ._dtype import ALL as _dtype_ALL
 from ._dtype import bfloat16, float16, float32, float64, int64
 from .amp.autocast_mode import cast_inputs as _autocast
 from .amp.autocast_mode import linear_operands as _autocast_linear
+from .amp.autocast_mode import region_dtype as _autocast_low
 
 Tensor = _C.Tensor
 
@@ -314,17 +315,63 @@ class _LinearLow(Function):
         return dx, dw, db, None, None
 
 
-def _linear2d(x, weight, bias, act, low):
+class _LinearMasked(Function):
+    """A pruned layer's y = act(x @ (weight * mask).T + bias) with the mask multiplied in as
+    the GEMM packs the weight (csrc/core/pg_gemm.h b_mask): no masked product in memory.
+    Backward: dx through the masked weight (fused the same way), dW = (g^T x) * mask."""
+
+    @staticmethod
+    def forward(ctx, x, weight, mask, bias, act):
+        y = _C._linear_fwd(x, weight, bias, act, mask)
+        ctx.save(x, weight, mask, y.detach() if act else None)
+        ctx.act, ctx.has_bias = act, bias is not None
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, mask, y = ctx.saved
+        dx, dw, db = _C._linear_bwd(g, x, weight, y, ctx.act, ctx.has_bias, x.requires_grad,
+                                    False, mask)
+        return dx, dw, None, db, None
+
+
+class _LinearLowMasked(Function):
+    """_LinearMasked under autocast (as _LinearLow): the float32 weight times its mask,
+    rounded to the low dtype, as the bfloat16 kernel packs it."""
+
+    @staticmethod
+    def forward(ctx, x, weight, mask, bias, act, b_low):
+        y = _C._linear_fwd(x, weight, b_low, act, mask)
+        ctx.save(x, weight, mask, y.detach() if act else None)
+        ctx.act, ctx.has_bias = act, bias is not None
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, mask, y = ctx.saved
+        dx, dw, db = _C._linear_bwd(g, x, weight, y, ctx.act, ctx.has_bias, x.requires_grad,
+                                    True, mask)
+        return dx, dw, None, db, None, None
+
+
+def _linear2d(x, weight, bias, act, low, mask=None):
+    if mask is not None:
+        if low is None:
+            return _LinearMasked.apply(x, weight, mask, bias, act)
+        return _LinearLowMasked.apply(x, weight, mask, bias, act, low[0])
     if low is None:
         return _Linear.apply(x, weight, bias, act)
     return _LinearLow.apply(x, weight, bias, act, low[0])
 
 
-def linear(x, weight, bias=None, activation=None):
+def linear(x, weight, bias=None, activation=None, _mask=None):
     """activation(x @ weight.T + bias) for x (N, in), weight (out, in), bias (out,);
     activation: None or a name of the op table's activations ("relu", "tanh", "sigmoid",
     "leaky_relu": slope 0.01).
-    One fused op each way."""
+    One fused op each way. _mask (internal: pruned Linear layers, pygpu/nn/utils/prune.py):
+    the weight's float32 pruning mask, multiplied in as the GEMM packs the weight; where
+    that cannot run (not float32 weights and inputs or autocast bfloat16, not cpu/sim) the
+    product weight * mask is used instead."""
     _want_tensor(x, "linear")
     _want_tensor(weight, "linear", "weight")
     if activation not in _ACTS:
@@ -338,13 +385,42 @@ def linear(x, weight, bias=None, activation=None):
         x, low = low[0], (low[1],)
     else:
         x, weight, bias = _autocast("linear", x, weight, bias)
+    if _mask is not None and not _fuses_mask(x, weight, _mask, low):
+        m = _mask if _mask.dtype == weight.dtype else _mask.astype(weight.dtype)
+        weight, _mask = weight * m, None  # the product, as an unfused pruned layer has it
     if x.ndim == 2:
-        return _linear2d(x, weight, bias, act, low)
+        return _linear2d(x, weight, bias, act, low, _mask)
     if x.ndim == 0:
         raise ValueError("linear: input must have at least one dimension")
     lead = x.shape[:-1]
-    y = _linear2d(x.reshape(-1, x.shape[-1]), weight, bias, act, low)
+    y = _linear2d(x.reshape(-1, x.shape[-1]), weight, bias, act, low, _mask)
     return y.reshape(*lead, weight.shape[0])
+
+
+def _fuses_mask(x, weight, mask, low):
+    """Whether linear's GEMM can take the pruning mask (pg_gemm.h b_mask): float32 weight
+    and mask on cpu or sim, float32 x, or autocast's bfloat16 x with the float32 weight."""
+    if weight.dtype is not float32 or mask.dtype is not float32 or weight.ndim != 2:
+        return False
+    if weight.device.type not in ("cpu", "sim") or mask.device != weight.device:
+        return False
+    if tuple(mask.shape) != tuple(weight.shape):
+        return False
+    return x.dtype is float32 or (low is not None and x.dtype is bfloat16)
+
+
+def mask_fusion_pays(weight, mask, x):
+    """Whether a pruned Linear should hand its mask to the GEMM rather than cache weight *
+    mask: the GEMM that will run packs the weight itself (pygpu's own float32 kernel, or the
+    AVX512_BF16 kernel under autocast bfloat16), so the mask costs no copy there."""
+    if not isinstance(x, Tensor) or weight.device.type not in ("cpu", "sim"):
+        return False
+    if weight.dtype is not float32 or mask.dtype is not float32:
+        return False
+    low = _autocast_low(weight.device.type)
+    if low is not None:
+        return low is bfloat16 and _C._gemm_packs_b("bfloat16")
+    return x.dtype is float32 and _C._gemm_packs_b("float32")
 
 
 # ---- fused optimizer updates (in place; pygpu.optim calls these) ----------------------------

@@ -220,11 +220,11 @@ static int gemm_operand(PyObject *o, const char *what, int dtype, int64_t rows, 
 static PyObject *f_test_gemm(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    PyObject *a, *b, *c, *bias = Py_None, *aux = Py_None, *bgrad = Py_None;
+    PyObject *a, *b, *c, *bias = Py_None, *aux = Py_None, *bgrad = Py_None, *mask = Py_None;
     int ta, tb, epi, act, threads = 1;
     double alpha, beta;
-    if (!PyArg_ParseTuple(args, "OOOppddii|OOOi", &a, &b, &c, &ta, &tb, &alpha, &beta, &epi,
-                          &act, &bias, &aux, &bgrad, &threads))
+    if (!PyArg_ParseTuple(args, "OOOppddii|OOOiO", &a, &b, &c, &ta, &tb, &alpha, &beta, &epi,
+                          &act, &bias, &aux, &bgrad, &threads, &mask))
         return NULL;
     if (!PyTensor_Check(c) || ((PyTensor *)c)->t.ndim != 2)
         return PyErr_Format(PyExc_TypeError, "_test_gemm: c must be a 2-d Tensor");
@@ -251,12 +251,24 @@ static PyObject *f_test_gemm(PyObject *mod, PyObject *args)
     g.epilogue = epi;
     g.act = act;
     const void *cdata, *dummy;
-    int64_t one;
+    int64_t one, ldm;
+    /* half a with a float32 b: autocast's float32 weight (pg_gemm.h b_f32) */
+    g.b_f32 = (at->dtype == PG_FLOAT16 || at->dtype == PG_BFLOAT16) && PyTensor_Check(b) &&
+              ((PyTensor *)b)->t.dtype == PG_FLOAT32;
+    const int bdt = g.b_f32 ? PG_FLOAT32 : at->dtype;
     if (gemm_operand(a, "a", at->dtype, ta ? g.K : g.M, ta ? g.M : g.K, &g.a, &g.lda) < 0 ||
-        gemm_operand(b, "b", at->dtype, tb ? g.N : g.K, tb ? g.K : g.N, &g.b, &g.ldb) < 0 ||
+        gemm_operand(b, "b", bdt, tb ? g.N : g.K, tb ? g.K : g.N, &g.b, &g.ldb) < 0 ||
         gemm_operand(c, "c", ct->dtype, g.M, g.N, &cdata, &g.ldc) < 0)
         return NULL;
     g.c = (void *)cdata;
+    if (mask != Py_None) { /* pg_gemm.h b_mask: float32, laid out as b (same leading dim) */
+        const void *md;
+        if (gemm_operand(mask, "mask", PG_FLOAT32, tb ? g.N : g.K, tb ? g.K : g.N, &md, &ldm) < 0)
+            return NULL;
+        if (ldm != g.ldb && (tb ? g.N : g.K) > 1)
+            return PyErr_Format(PyExc_ValueError, "_test_gemm: mask must have b's row stride");
+        g.b_mask = md;
+    }
     if ((epi & PG_EPI_BIAS) && gemm_operand(bias, "bias", ct->dtype, 1, g.N, &g.bias, &one) < 0)
         return NULL;
     if ((epi & PG_EPI_DACT) && gemm_operand(aux, "aux", ct->dtype, g.M, g.N, &g.aux, &g.ldaux) < 0)
@@ -276,6 +288,27 @@ static PyObject *f_test_gemm(PyObject *mod, PyObject *args)
     if (st != PG_OK)
         return pg_raise(st);
     Py_RETURN_NONE;
+}
+
+static PyObject *f_gemm_mask_counts(PyObject *mod, PyObject *noargs)
+{
+    (void)mod, (void)noargs;
+    int64_t fused, copied;
+    pg_cpu_gemm_mask_counts(&fused, &copied);
+    return Py_BuildValue("(LL)", (long long)fused, (long long)copied);
+}
+
+static PyObject *f_gemm_packs_b(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name)
+        return NULL;
+    int dt = strcmp(name, "float32") == 0 ? PG_FLOAT32 : strcmp(name, "bfloat16") == 0 ? PG_BFLOAT16 : -1;
+    if (dt < 0)
+        return PyErr_Format(PyExc_ValueError, "_gemm_packs_b: 'float32' or 'bfloat16', got %R",
+                            arg);
+    return PyBool_FromLong(pg_cpu_gemm_packs_b(dt));
 }
 
 static PyObject *f_test_stats_op_done(PyObject *mod, PyObject *arg)
@@ -315,8 +348,14 @@ PyMethodDef pg_testing_functions[] = {
      "(off frees them), then (enabled, fwd_hits, dx_hits, packs, slots, bytes)"},
     {"_test_gemm", f_test_gemm, METH_VARARGS,
      "internal test: _test_gemm(a, b, c, trans_a, trans_b, alpha, beta, epilogue, act, "
-     "bias=None, aux=None, bias_grad=None, threads=1) runs C = epi(alpha op(a) op(b) + beta C) "
-     "in place on the CPU"},
+     "bias=None, aux=None, bias_grad=None, threads=1, mask=None) runs C = epi(alpha op(a) "
+     "op(b * mask) + beta C) in place on the CPU"},
+    {"_gemm_mask_counts", f_gemm_mask_counts, METH_NOARGS,
+     "internal: (fused, copied): GEMM kernel calls that multiplied a mask of B in as they "
+     "packed B, and masked copies of B written where a kernel does not pack B itself"},
+    {"_gemm_packs_b", f_gemm_packs_b, METH_O,
+     "internal: _gemm_packs_b(dtype name): whether the CPU's GEMM for float32, or autocast's "
+     "bfloat16 with float32 weights, packs B itself here (a mask of B then costs no copy)"},
     {"_test_event_record", f_test_event_record, METH_NOARGS,
      "internal test: the pending-work record shared by two backends"},
     {"_test_release_race", f_test_release_race, METH_NOARGS,

@@ -27,19 +27,20 @@ static int opt_tensor(PyObject *o, const char *fn, const char *what, const pg_te
 
 static bool on_cpu(const pg_tensor *t) { return t->storage->device.type == PG_DEV_CPU; }
 
-/* _linear_fwd(x, weight, bias | None, act) -> y */
+/* _linear_fwd(x, weight, bias | None, act[, mask | None]) -> y; mask: a pruned layer's,
+ * multiplied in as the GEMM packs the weight (pg_op_linear_fwd_masked) */
 static PyObject *f_linear_fwd(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    PyObject *x, *w, *bo;
+    PyObject *x, *w, *bo, *mo = Py_None;
     int act;
-    const pg_tensor *b;
-    if (!PyArg_ParseTuple(args, "O!O!Oi:_linear_fwd", &PyTensor_Type, &x, &PyTensor_Type, &w, &bo,
-                          &act) ||
-        opt_tensor(bo, "linear", "bias", &b) < 0)
+    const pg_tensor *b, *m;
+    if (!PyArg_ParseTuple(args, "O!O!Oi|O:_linear_fwd", &PyTensor_Type, &x, &PyTensor_Type, &w,
+                          &bo, &act, &mo) ||
+        opt_tensor(bo, "linear", "bias", &b) < 0 || opt_tensor(mo, "linear", "mask", &m) < 0)
         return NULL;
     pg_tensor y;
-    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_linear_fwd(T(x), T(w), b, act, &y));
+    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_linear_fwd_masked(T(x), T(w), m, b, act, &y));
     return pg_wrap_result(st, &y);
 }
 
@@ -50,21 +51,26 @@ static PyObject *wrap_or_none(pg_tensor *t)
     return pg_wrap(t);
 }
 
-/* _linear_bwd(dy, x, weight, y | None, act, want_db, want_dx[, wgrad_f32]) -> (dx | None, dW, db | None)
- * wgrad_f32: dW and db in float32 for half operands (autocast's linear) */
+/* _linear_bwd(dy, x, weight, y | None, act, want_db, want_dx[, wgrad_f32[, mask | None]])
+ * -> (dx | None, dW, db | None)
+ * wgrad_f32: dW and db in float32 for half operands (autocast's linear); mask: a pruned
+ * layer's (pg_op_linear_bwd_masked: dx through the masked weight, dW times the mask) */
 static PyObject *f_linear_bwd(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    PyObject *dy, *x, *w, *yo;
+    PyObject *dy, *x, *w, *yo, *mo = Py_None;
     int act, want_db, want_dx, wgrad_f32 = 0;
-    const pg_tensor *y;
-    if (!PyArg_ParseTuple(args, "O!O!O!Oipp|p:_linear_bwd", &PyTensor_Type, &dy, &PyTensor_Type,
-                          &x, &PyTensor_Type, &w, &yo, &act, &want_db, &want_dx, &wgrad_f32) ||
-        opt_tensor(yo, "linear_backward", "output", &y) < 0)
+    const pg_tensor *y, *m;
+    if (!PyArg_ParseTuple(args, "O!O!O!Oipp|pO:_linear_bwd", &PyTensor_Type, &dy, &PyTensor_Type,
+                          &x, &PyTensor_Type, &w, &yo, &act, &want_db, &want_dx, &wgrad_f32,
+                          &mo) ||
+        opt_tensor(yo, "linear_backward", "output", &y) < 0 ||
+        opt_tensor(mo, "linear_backward", "mask", &m) < 0)
         return NULL;
     pg_tensor dx, dw, db;
-    pg_status st = PG_CALL(on_cpu(T(dy)), pg_op_linear_bwd(T(dy), T(x), T(w), y, act, want_dx,
-                                                           want_db, wgrad_f32, &dx, &dw, &db));
+    pg_status st = PG_CALL(on_cpu(T(dy)),
+                           pg_op_linear_bwd_masked(T(dy), T(x), T(w), m, y, act, want_dx, want_db,
+                                                   wgrad_f32, &dx, &dw, &db));
     if (st != PG_OK)
         return pg_raise(st);
     PyObject *a = wrap_or_none(&dx), *b = pg_wrap(&dw), *c = wrap_or_none(&db);

@@ -32,6 +32,16 @@
  * written by the optimizer's step: cpu_bf16_panels.h), so a kernel may read either: one
  * with no such layout (the convert kernel, CUDA) reads b, which stays valid.
  *
+ * B may also come with a mask (b_mask, NULL otherwise): float32 values (a pruned layer's
+ * weight_mask: 1 keeps, 0 prunes) laid out exactly as a B stored as float32 (ldb, stride_b,
+ * trans_b), so the product is that of B * mask, element by element, bit for bit (a pruned
+ * linear layer's weight_orig * weight_mask, without the product in memory). Only for B
+ * stored as float32 (dtype_ab float32, or b_f32); b_packed is then ignored (its panels hold
+ * the unmasked B). The kernels that pack B themselves multiply each value by its mask as
+ * they pack it (the CPU's own float32 AVX2 kernel and the AVX512_BF16 kernel); wherever
+ * another kernel runs (OpenBLAS, the convert kernel), the CPU's scheduler or kernel writes
+ * B * mask for the panel first (counted: pg_cpu_gemm_mask_counts, cpu_gemm.h).
+ *
  * Epilogue, applied to each output tile while it is still in cache:
  *   PG_EPI_BIAS       C += bias (N) broadcast over rows
  *   act (PG_ACT_*)    C = act(C)                      (after the bias)
@@ -78,6 +88,7 @@ typedef struct pg_gemm {
     void *bias_grad;       /* (N) with PG_EPI_BGRAD, written (not accumulated) */
     const void *b_packed;  /* optional pre-packed op(B) (see above), or NULL */
     int64_t b_packed_np, b_packed_col;
+    const float *b_mask;   /* optional mask of B (see above), or NULL */
 } pg_gemm;
 
 /* A kernel runs one whole descriptor on the calling thread; a scheduler hands it

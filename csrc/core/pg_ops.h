@@ -88,6 +88,10 @@ pg_status pg_device_synchronize(pg_device dev);
 /* fused training ops (pg_ops_train.c); b, y may be NULL; act is a PG_ACT_* code */
 pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b, int act,
                            pg_tensor *y);
+/* the same with W's pruning mask (NULL: none): the layer's weight is w * mask, multiplied as
+ * the GEMM packs W (pg_gemm.h b_mask); mask float32, shaped as w, w float32; cpu and sim */
+pg_status pg_op_linear_fwd_masked(const pg_tensor *x, const pg_tensor *w, const pg_tensor *mask,
+                                  const pg_tensor *b, int act, pg_tensor *y);
 /* dx / db are left empty (NULL storage) unless wanted. wgrad_f32: dW and db in float32
  * (accumulated in float32, never rounded to the operands' half dtype): autocast's linear,
  * whose parameters are float32; only with float16/bfloat16 operands. */
@@ -101,6 +105,12 @@ pg_status pg_op_softmax_rows(const pg_tensor *x, pg_tensor *out);
  * float32/float64; PG_ERR_DTYPE where the backend has no LAYER_NORM kernel. */
 pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
                                 double eps, pg_tensor *out);
+/* the same with W's pruning mask (NULL: none): dx = dz @ (W * mask), the mask multiplied as
+ * the GEMM packs W, and dW (the gradient of the unmasked W) = (dz^T @ x) * mask; dW float32 */
+pg_status pg_op_linear_bwd_masked(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
+                                  const pg_tensor *mask, const pg_tensor *y, int act, bool want_dx,
+                                  bool want_db, bool wgrad_f32, pg_tensor *dx, pg_tensor *dw,
+                                  pg_tensor *db);
 pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool mean,
                          pg_tensor *loss, pg_tensor *probs);
 pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const pg_tensor *gloss,

@@ -127,8 +127,33 @@ static void clear_all(int n, pg_tensor *t)
 
 /* ---- linear --------------------------------------------------------------------------- */
 
+/* A pruned layer's mask (pg_ops.h *_masked): float32, shaped as the float32 weight, on its
+ * device, which runs the CPU's GEMM kernels (cpu, sim): they multiply it in as they pack W */
+static pg_status check_mask(const char *op, const pg_tensor *w, const pg_tensor *mask)
+{
+    if (!mask)
+        return PG_OK;
+    if (w->dtype != PG_FLOAT32 || mask->dtype != PG_FLOAT32)
+        return pg_error_set(PG_ERR_DTYPE, "%s: a fused weight mask needs a float32 weight and "
+                                          "a float32 mask, got %s and %s; pass weight * mask",
+                            op, pg_dtype_name((pg_dtype)w->dtype),
+                            pg_dtype_name((pg_dtype)mask->dtype));
+    PG_TRY(pg_check_same_device(op, w, mask));
+    int type = pg_tensor_device(w).type;
+    if (type != PG_DEV_CPU && type != PG_DEV_SIM)
+        return pg_error_set(PG_ERR_VALUE, "%s: a fused weight mask runs on cpu and sim only; "
+                                          "on this device pass weight * mask", op);
+    return check_shape(op, "weight mask", mask, 2, w->shape);
+}
+
 pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b, int act,
                            pg_tensor *y)
+{
+    return pg_op_linear_fwd_masked(x, w, NULL, b, act, y);
+}
+
+pg_status pg_op_linear_fwd_masked(const pg_tensor *x, const pg_tensor *w, const pg_tensor *mask,
+                                  const pg_tensor *b, int act, pg_tensor *y)
 {
     const char *op = "linear";
     if (act < 0 || act >= PG_NUM_ACT)
@@ -153,16 +178,17 @@ pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tens
         PG_TRY(pg_check_same_device(op, x, b));
         PG_TRY(check_shape(op, "bias", b, 1, &w->shape[0]));
     }
+    PG_TRY(check_mask(op, w, mask));
     int64_t shape[2] = {x->shape[0], w->shape[0]};
-    const pg_tensor *in[3] = {x, w, b};
+    const pg_tensor *in[4] = {x, w, b, mask};
     pg_node n;
     node_init(&n, PG_OP_LINEAR_FWD, act, op);
-    PG_TRY(contiguous_all(3, in, n.src));
-    n.nsrc = 3;
+    PG_TRY(contiguous_all(4, in, n.src));
+    n.nsrc = 4;
     pg_status st = pg_tensor_empty(pg_tensor_device(x), (pg_dtype)x->dtype, 2, shape, &n.dst);
     if (st == PG_OK && pg_tensor_numel(&n.dst) > 0)
         st = pg_launch(&n);
-    clear_all(3, n.src);
+    clear_all(4, n.src);
     if (st != PG_OK) {
         if (n.dst.storage)
             pg_tensor_clear(&n.dst);
@@ -175,6 +201,15 @@ pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tens
 pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
                            const pg_tensor *y, int act, bool want_dx, bool want_db, bool wgrad_f32,
                            pg_tensor *dx, pg_tensor *dw, pg_tensor *db)
+{
+    return pg_op_linear_bwd_masked(dy, x, w, NULL, y, act, want_dx, want_db, wgrad_f32, dx, dw,
+                                   db);
+}
+
+pg_status pg_op_linear_bwd_masked(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
+                                  const pg_tensor *mask, const pg_tensor *y, int act, bool want_dx,
+                                  bool want_db, bool wgrad_f32, pg_tensor *dx, pg_tensor *dw,
+                                  pg_tensor *db)
 {
     const char *op = "linear_backward";
     if (act < 0 || act >= PG_NUM_ACT)
@@ -205,11 +240,15 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
         return pg_error_set(PG_ERR_DTYPE, "%s: float32 weight gradients are for float16/bfloat16 "
                                           "operands, got %s", op, pg_dtype_name(dt));
     pg_dtype gdt = wgrad_f32 ? PG_FLOAT32 : dt; /* dW and db */
-    const pg_tensor *in[4] = {dy, x, w, act != PG_ACT_NONE ? y : NULL};
+    PG_TRY(check_mask(op, w, mask));
+    if (mask && gdt != PG_FLOAT32)
+        return pg_error_set(PG_ERR_DTYPE, "%s: a fused weight mask needs float32 weight "
+                                          "gradients (wgrad_f32 for half operands)", op);
+    const pg_tensor *in[5] = {dy, x, w, act != PG_ACT_NONE ? y : NULL, mask};
     pg_node n;
     node_init(&n, PG_OP_LINEAR_BWD, act, op);
-    PG_TRY(contiguous_all(4, in, n.src));
-    n.nsrc = 4;
+    PG_TRY(contiguous_all(5, in, n.src));
+    n.nsrc = 5;
     n.nextra = 3;
     pg_status st = pg_tensor_empty(dev, gdt, 2, wshape, &n.dst);
     int64_t xshape[2] = {N, I};
@@ -221,7 +260,7 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
         st = pg_tensor_empty(dev, dt, 2, yshape, &n.extra[2]);
     if (st == PG_OK)
         st = pg_launch(&n); /* N == 0 still launches: dW and db become zeros */
-    clear_all(4, n.src);
+    clear_all(5, n.src);
     if (n.extra[2].storage)
         pg_tensor_clear(&n.extra[2]); /* the scratch lives until the queued op is done */
     if (st != PG_OK) {

@@ -24,7 +24,7 @@
 /* a fused node reads up to PG_NODE_MAX_SRC storages and writes up to 1 + PG_NODE_MAX_EXTRA,
  * each with its pending write and reads to wait for (see sim's enqueue_with_events) */
 #define PG_TASK_MAX_DEPS (2 * PG_NODE_MAX_SRC + 3 * (1 + PG_NODE_MAX_EXTRA))
-#define PG_TASK_MAX_HOLD 8
+#define PG_TASK_MAX_HOLD (PG_NODE_MAX_SRC + 1 + PG_NODE_MAX_EXTRA) /* a node's storages */
 
 typedef struct pg_stream pg_stream;
 

@@ -65,6 +65,11 @@ def _active(device_type):
     return None
 
 
+def region_dtype(device_type):
+    """The low dtype the active region gives tensors of device_type, or None."""
+    return _active(device_type) if _state()["stack"] else None
+
+
 def is_autocast_enabled(device_type="cpu"):
     """Whether ops on `device_type` tensors are autocast here (this thread)."""
     return _active(device_type) is not None

@@ -43,6 +43,8 @@ class Linear(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x, activation=None):
+        if self.__dict__.get("_mask_fused"):  # pruned: the mask goes into the GEMM's pack
+            return F.linear(x, self.weight_orig, self.bias, activation, _mask=self.weight_mask)
         return F.linear(x, self.weight, self.bias, activation)
 
     def extra_repr(self):

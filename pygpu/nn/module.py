@@ -81,6 +81,9 @@ class Module:
         for key in ("_parameters", "_modules", "_buffers"):
             if key in d and name in d[key]:
                 return d[key][name]
+        lazy = d.get("_lazy_attrs")  # computed on access (a pruned Linear's fused weight)
+        if lazy and name in lazy:
+            return lazy[name](self)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):

@@ -59,7 +59,7 @@ EPILOGUE(double)
 
 /* ---- the kernels ---------------------------------------------------------------------- */
 
-#define GEMM_KERNEL(T, NAME, BLAS)                                                             \
+#define GEMM_KERNEL(T, NAME, PRODUCT)                                                             \
     static pg_status NAME(const pg_gemm *g)                                                    \
     {                                                                                          \
         double *acc = NULL;                                                                    \
@@ -74,11 +74,12 @@ EPILOGUE(double)
             const T *A = (const T *)g->a + z * g->stride_a;                                    \
             const T *B = (const T *)g->b + z * g->stride_b;                                    \
             T *C = (T *)g->c + z * g->stride_c;                                                \
-            if (g->M > 0 && g->N > 0)                                                          \
-                BLAS(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,                    \
-                     g->trans_b ? CblasTrans : CblasNoTrans, (blasint)g->M, (blasint)g->N,     \
-                     (blasint)g->K, (T)g->alpha, A, (blasint)g->lda, B, (blasint)g->ldb,       \
-                     (T)g->beta, C, (blasint)g->ldc);                                          \
+            const float *mask = g->b_mask ? g->b_mask + z * g->stride_b : NULL;               \
+            if (g->M > 0 && g->N > 0 && !PRODUCT(g, A, B, mask, C)) {                          \
+                free(acc);                                                                     \
+                return pg_error_set(PG_ERR_NOMEM, "matmul: out of host memory for the "        \
+                                                  "masked weight");                            \
+            }                                                                                  \
             if (epi)                                                                           \
                 epilogue_##T(g, C, g->aux ? (const T *)g->aux + z * g->stride_c : NULL, acc);  \
         }                                                                                      \
@@ -90,17 +91,49 @@ EPILOGUE(double)
         }                                                                                      \
         return PG_OK;                                                                          \
     }
-/* float32: pygpu's AVX2 kernel or OpenBLAS (cpu_sgemm.c), behind cblas's signature */
-static void sgemm_row_major(CBLAS_ORDER order, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint M,
-                            blasint N, blasint K, float alpha, const float *A, blasint lda,
-                            const float *B, blasint ldb, float beta, float *C, blasint ldc)
+/* One batch entry's product; false when out of memory. float32: pygpu's AVX2 kernel or
+ * OpenBLAS (cpu_sgemm.c). A mask of B (pg_gemm.h) is multiplied in as the AVX2 kernel packs
+ * B; where OpenBLAS runs (it packs B itself), B * mask is written first. */
+static bool product_f32(const pg_gemm *g, const float *A, const float *B, const float *mask,
+                        float *C)
 {
-    (void)order; /* always CblasRowMajor here */
-    pg_cpu_sgemm(ta == CblasTrans, tb == CblasTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (!mask) {
+        pg_cpu_sgemm(g->trans_a, g->trans_b, g->M, g->N, g->K, (float)g->alpha, A, g->lda, B,
+                     g->ldb, (float)g->beta, C, g->ldc);
+        return true;
+    }
+    pg_sgemm_operand oa = {.p = A, .ld = g->lda, .trans = g->trans_a};
+    pg_sgemm_operand ob = {.p = B, .ld = g->ldb, .trans = g->trans_b, .mask = mask};
+    if (pg_cpu_sgemm_ex(g->M, g->N, g->K, (float)g->alpha, &oa, &ob, (float)g->beta, C,
+                        g->ldc)) {
+        pg_cpu_gemm_mask_note(true);
+        return true;
+    }
+    const int64_t rows = g->trans_b ? g->N : g->K, cols = g->trans_b ? g->K : g->N;
+    float *t = pg_cpu_gemm_masked_copy(B, mask, rows, cols, g->ldb);
+    if (!t)
+        return false;
+    pg_cpu_gemm_mask_note(false);
+    pg_cpu_sgemm(g->trans_a, g->trans_b, g->M, g->N, g->K, (float)g->alpha, A, g->lda, t,
+                 cols > 0 ? cols : 1, (float)g->beta, C, g->ldc);
+    free(t);
+    return true;
 }
 
-GEMM_KERNEL(float, gemm_f32, sgemm_row_major)
-GEMM_KERNEL(double, gemm_f64, scipy_cblas_dgemm)
+/* float64: OpenBLAS (a mask of B is float32 B's only: the scheduler refuses it here) */
+static bool product_f64(const pg_gemm *g, const double *A, const double *B, const float *mask,
+                        double *C)
+{
+    (void)mask;
+    scipy_cblas_dgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+                      g->trans_b ? CblasTrans : CblasNoTrans, (blasint)g->M, (blasint)g->N,
+                      (blasint)g->K, g->alpha, A, (blasint)g->lda, B, (blasint)g->ldb, g->beta, C,
+                      (blasint)g->ldc);
+    return true;
+}
+
+GEMM_KERNEL(float, gemm_f32, product_f32)
+GEMM_KERNEL(double, gemm_f64, product_f64)
 
 /* ---- the table ------------------------------------------------------------------------ */
 

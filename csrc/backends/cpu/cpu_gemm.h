@@ -30,6 +30,21 @@ void pg_cpu_gemm_register(int dtype_ab, int dtype_c, pg_gemm_kernel_fn fn);
 /* Run `g` on `pool` (NULL: on the caller), split by work into panels. */
 pg_status pg_cpu_gemm_run(pg_pool *pool, const pg_gemm *g);
 
+/* The mask of B (pg_gemm.h b_mask) where a kernel does not fuse it (cpu_gemm_mask.c):
+ * run `g` with B * mask written first (whole, all batch entries) and no mask; B * mask of
+ * one stored (rows, cols) matrix with leading dimension ld, packed (ld = cols), or NULL
+ * when out of memory; and the counts of kernel calls that fused a mask into their packing
+ * of B and of masked copies written (pg_cpu_gemm_mask_note adds one). */
+pg_status pg_cpu_gemm_run_unmasked(pg_pool *pool, const pg_gemm *g);
+float *pg_cpu_gemm_masked_copy(const float *B, const float *mask, int64_t rows, int64_t cols,
+                               int64_t ld);
+void pg_cpu_gemm_mask_note(bool fused);
+void pg_cpu_gemm_mask_counts(int64_t *fused, int64_t *copied);
+/* Whether a float32 (dtype_ab PG_FLOAT32) or autocast bfloat16 (PG_BFLOAT16 with a float32
+ * B) product's kernel packs B itself here, so that a mask of B costs no copy: pygpu's AVX2
+ * kernel (a CPU level of exactly AVX2: PYGPU_ISA=avx2) or the AVX512_BF16 kernel. */
+bool pg_cpu_gemm_packs_b(int dtype_ab);
+
 /* Multiply-adds below which a product runs whole on one thread: a panel must
  * outweigh a pool job's start (a few us awake, tens of us asleep). ~64^3:
  * 200x200x200 (8M) splits over 2 cores, 32x32x32 does not. */

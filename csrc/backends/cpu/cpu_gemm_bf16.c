@@ -69,6 +69,12 @@ INLINE __m512 load_f32(const float *p, int64_t n)
     return _mm512_loadu_ps(t);
 }
 
+/* load_f32 times the mask's values at m (pg_gemm.h b_mask; none when m is NULL) */
+INLINE __m512 load_f32_masked(const float *p, const float *m, int64_t n)
+{
+    return m ? _mm512_mul_ps(load_f32(p, n), load_f32(m, n)) : load_f32(p, n);
+}
+
 INLINE void store_f32(float *p, __m512 v, int64_t n)
 {
     if (n >= 16) {
@@ -115,14 +121,17 @@ static const uint16_t interleave_rows[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4, 
                                              11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
 
 /* Across two rows (k and k+1) of 16 columns: word j = (r0[j], r1[j]); r1 NULL (odd K's
- * last pair): a zero high half. Rows of bfloat16 bits, or of float32 (f32) rounded. */
-INLINE __m512i pairs_of_rows(const void *r0, const void *r1, bool f32, int64_t n)
+ * last pair): a zero high half. Rows of bfloat16 bits, or of float32 (f32) rounded, each
+ * value first multiplied by its mask (m0, m1: the masks of r0 and r1; f32 only, NULL: none) */
+INLINE __m512i pairs_of_rows(const void *r0, const void *r1, const float *m0, const float *m1,
+                             bool f32, int64_t n)
 {
     if (f32) {
-        __m512i lo = _mm512_srli_epi32(round_bf16_hi(load_f32((const float *)r0, n)), 16);
+        __m512i lo = _mm512_srli_epi32(round_bf16_hi(load_f32_masked((const float *)r0, m0, n)),
+                                       16);
         if (!r1)
             return lo;
-        __m512i hi = round_bf16_hi(load_f32((const float *)r1, n));
+        __m512i hi = round_bf16_hi(load_f32_masked((const float *)r1, m1, n));
         return _mm512_or_si512(lo, _mm512_andnot_si512(_mm512_set1_epi32(0xffff), hi));
     }
     const int64_t n16 = n < 16 ? n : 16;
@@ -131,14 +140,16 @@ INLINE __m512i pairs_of_rows(const void *r0, const void *r1, bool f32, int64_t n
     return _mm512_permutex2var_epi16(lo, _mm512_loadu_si512((const void *)interleave_rows), hi);
 }
 
-/* Along one row, from an even k: word t = (p[2t], p[2t+1]), t < 16, of the n elements left */
-INLINE __m512i pairs_along_row(const void *p, bool f32, int64_t n)
+/* Along one row, from an even k: word t = (p[2t], p[2t+1]), t < 16, of the n elements left
+ * (float32 ones times their mask at m first, when m is not NULL) */
+INLINE __m512i pairs_along_row(const void *p, const float *m, bool f32, int64_t n)
 {
     if (!f32)
         return load_bf16x32((const uint16_t *)p, n);
     const float *f = (const float *)p;
-    __m512i lo = round_bf16_hi(load_f32(f, n));
-    __m512i hi = n > 16 ? round_bf16_hi(load_f32(f + 16, n - 16)) : _mm512_setzero_si512();
+    __m512i lo = round_bf16_hi(load_f32_masked(f, m, n));
+    __m512i hi = n > 16 ? round_bf16_hi(load_f32_masked(f + 16, m ? m + 16 : NULL, n - 16))
+                        : _mm512_setzero_si512();
     return _mm512_permutex2var_epi16(lo, _mm512_loadu_si512((const void *)odd_halves), hi);
 }
 
@@ -182,7 +193,9 @@ INLINE void pack_b_pair_row(const pg_bf16_operand *b, int64_t p0, int64_t kc, in
     const int64_t es = b->f32 ? 4 : 2;
     const char *r0 = (const char *)b->p + ((p0 + 2 * k2) * b->ld + j) * es;
     const char *r1 = 2 * k2 + 1 < kc ? r0 + b->ld * es : NULL;
-    _mm512_storeu_si512((void *)dst, pairs_of_rows(r0, r1, b->f32, n));
+    const float *m0 = b->mask ? b->mask + (p0 + 2 * k2) * b->ld + j : NULL;
+    _mm512_storeu_si512((void *)dst,
+                        pairs_of_rows(r0, r1, m0, m0 && r1 ? m0 + b->ld : NULL, b->f32, n));
 }
 
 /* B stored (N, K): its rows j.. (n of them, at most 16) are op(B)'s columns, contiguous in
@@ -196,7 +209,10 @@ INLINE void pack_b_trans_group(const pg_bf16_operand *b, int64_t p0, int64_t kc,
     for (int64_t k2 = 0; k2 < kc2; k2 += 16) {
         __m512i r[16];
         for (int i = 0; i < 16; i++)
-            r[i] = i < n ? pairs_along_row(B + ((j + i) * b->ld + p0 + 2 * k2) * es, b->f32,
+            r[i] = i < n ? pairs_along_row(B + ((j + i) * b->ld + p0 + 2 * k2) * es,
+                                           b->mask ? b->mask + (j + i) * b->ld + p0 + 2 * k2
+                                                   : NULL,
+                                           b->f32,
                                            kc - 2 * k2)
                          : _mm512_setzero_si512();
         transpose16(r);
@@ -235,7 +251,8 @@ static BF16_TARGET void pack_a(const pg_bf16_operand *a, int64_t i0, int64_t p0,
         if (a->trans) { /* A stored (K, M): rows p0 + 2 k2 and the next, columns i0 + i.. */
             for (int64_t k2 = 0; k2 < kc2; k2++) {
                 const uint16_t *r0 = A + (p0 + 2 * k2) * a->ld + i0 + i;
-                __m512i w = pairs_of_rows(r0, 2 * k2 + 1 < kc ? r0 + a->ld : NULL, false, m);
+                __m512i w = pairs_of_rows(r0, 2 * k2 + 1 < kc ? r0 + a->ld : NULL, NULL, NULL,
+                                          false, m);
                 _mm256_storeu_si256((__m256i *)(d0 + k2 * MR), _mm512_castsi512_si256(w));
                 if (d1)
                     _mm256_storeu_si256((__m256i *)(d1 + k2 * MR), _mm512_extracti64x4_epi64(w, 1));
@@ -245,7 +262,7 @@ static BF16_TARGET void pack_a(const pg_bf16_operand *a, int64_t i0, int64_t p0,
         for (int64_t k2 = 0; k2 < kc2; k2 += 16) { /* A (M, K): rows contiguous in k */
             __m512i r[16];
             for (int t = 0; t < 16; t++)
-                r[t] = t < m ? pairs_along_row(A + (i0 + i + t) * a->ld + p0 + 2 * k2, false,
+                r[t] = t < m ? pairs_along_row(A + (i0 + i + t) * a->ld + p0 + 2 * k2, NULL, false,
                                                kc - 2 * k2)
                              : _mm512_setzero_si512();
             transpose16(r);
@@ -480,7 +497,7 @@ bool pg_cpu_gemm_bf16(int64_t M, int64_t N, int64_t K, float alpha, const pg_bf1
     uint32_t *buf = pg_cpu_scratch(PG_SCRATCH_BF16GEMM, (size_t)BUF_WORDS * sizeof(uint32_t));
     if (!buf)
         return false;
-    if (b->packed && b->packed_col % 16 == 0)
+    if (b->packed && b->packed_col % 16 == 0 && !b->mask) /* panels hold the unmasked B */
         gemm_packed(M, N, K, alpha, a, b, beta, C, ldc, buf);
     else
         gemm(M, N, K, alpha, a, b, beta, C, ldc, buf);

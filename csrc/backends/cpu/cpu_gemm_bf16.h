@@ -25,6 +25,8 @@ typedef struct pg_bf16_operand {
     bool f32;
     const uint32_t *packed;
     int64_t packed_np, packed_col;
+    const float *mask; /* B with f32 only: its mask (pg_gemm.h b_mask, laid out as p), each
+                        * value multiplied by it as it is packed; packed is then not used */
 } pg_bf16_operand;
 
 /* Whether the kernel runs here: a CPU with AVX512_BF16 (PYGPU_ISA permitting), or the

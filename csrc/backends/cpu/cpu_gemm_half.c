@@ -293,6 +293,8 @@ static bool product_sgemm(const pg_gemm *g, const void *A, const void *B, float 
 pg_status pg_cpu_gemm_half_convert(const pg_gemm *g)
 {
     PG_TRY(check_desc(g));
+    if (g->b_mask) /* not packed here: B * mask written first (cpu_gemm.h), on this thread */
+        return pg_cpu_gemm_run_unmasked(NULL, g);
     const int64_t M = g->M, N = g->N, K = g->K;
     if (M == 0 || N == 0)
         return PG_OK;
@@ -373,7 +375,10 @@ static bool product_bf16(const pg_gemm *g, const void *A, const void *B, float b
 {
     pg_bf16_operand oa = {.p = A, .ld = g->lda, .trans = g->trans_a};
     pg_bf16_operand ob = {.p = B, .ld = g->ldb, .trans = g->trans_b, .f32 = g->b_f32};
-    if (g->b_packed && g->b_f32 && g->batch == 1) { /* the weight's panels (pg_gemm.h) */
+    if (g->b_mask && g->b_f32) { /* this entry's mask: laid out as B (pg_gemm.h b_mask) */
+        ob.mask = g->b_mask + ((const float *)B - (const float *)g->b);
+        pg_cpu_gemm_mask_note(true);
+    } else if (g->b_packed && g->b_f32 && g->batch == 1) { /* the weight's panels (pg_gemm.h) */
         ob.packed = g->b_packed;
         ob.packed_np = g->b_packed_np;
         ob.packed_col = g->b_packed_col;

@@ -15,6 +15,11 @@
 
 #include "../../core/pg_dtype.h"
 #include "cpu_blas.h"
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_gemm_bf16.h"
+#include "cpu_isa.h"
 #include "cpu_part.h"
 
 enum { CUT_BATCH, CUT_ROWS, CUT_COLS };
@@ -42,6 +47,7 @@ static void panel(const pg_gemm *g, int axis, int64_t lo, int64_t hi, pg_gemm *o
         out->batch = hi - lo;
         out->a = advance(g->a, lo * g->stride_a, sab);
         out->b = advance(g->b, lo * g->stride_b, sb);
+        out->b_mask = advance(g->b_mask, lo * g->stride_b, sizeof(float));
         out->c = (void *)advance(g->c, lo * g->stride_c, sc);
         out->aux = advance(g->aux, lo * g->stride_c, sc);
         break;
@@ -54,6 +60,7 @@ static void panel(const pg_gemm *g, int axis, int64_t lo, int64_t hi, pg_gemm *o
     default: /* CUT_COLS */
         out->N = hi - lo;
         out->b = advance(g->b, g->trans_b ? lo * g->ldb : lo, sb);
+        out->b_mask = advance(g->b_mask, g->trans_b ? lo * g->ldb : lo, sizeof(float));
         out->b_packed_col = g->b_packed_col + lo;
         out->c = (void *)advance(g->c, lo, sc);
         out->aux = advance(g->aux, lo, sc);
@@ -75,6 +82,16 @@ static pg_status run_panel(void *ctx, int64_t task)
     return j->fn(&p);
 }
 
+/* Whether dtype_ab's kernel takes a mask of B itself: float32's (cpu_gemm.c: fused where
+ * pygpu's AVX2 kernel runs, else a copy per panel), and bfloat16's when it is the
+ * AVX512_BF16 kernel (pg_cpu_gemm_half_kernel picks it exactly then), which packs it. */
+static bool pg_cpu_gemm_packs_b_kernel(int dtype_ab)
+{
+    return dtype_ab == PG_FLOAT32 || (dtype_ab == PG_BFLOAT16 && pg_cpu_gemm_bf16_runs());
+}
+
+pg_status pg_cpu_gemm_run_unmasked(pg_pool *pool, const pg_gemm *g);
+
 pg_status pg_cpu_gemm_run(pg_pool *pool, const pg_gemm *g)
 {
     pg_gemm_kernel_fn fn = pg_cpu_gemm_kernel(g->dtype_ab, g->dtype_c);
@@ -83,6 +100,14 @@ pg_status pg_cpu_gemm_run(pg_pool *pool, const pg_gemm *g)
                                           "%s output; use float32 or float64",
                             pg_dtype_name((pg_dtype)g->dtype_ab),
                             pg_dtype_name((pg_dtype)g->dtype_c));
+    if (g->b_mask) { /* pg_gemm.h: a float32 B's mask; fused by the kernels that pack B */
+        if (g->dtype_ab != PG_FLOAT32 && !g->b_f32)
+            return pg_error_set(PG_ERR_DTYPE, "matmul: a mask of B needs B stored as float32, "
+                                              "got %s", pg_dtype_name((pg_dtype)g->dtype_ab));
+        /* float32's kernel handles its mask panel by panel (cpu_gemm.c); bfloat16's packs it */
+        if (!pg_cpu_gemm_packs_b_kernel(g->dtype_ab))
+            return pg_cpu_gemm_run_unmasked(pool, g);
+    }
     pg_cpu_blas_keep_one_thread();
     bool bgrad = (g->epilogue & PG_EPI_BGRAD) != 0;
     int64_t work = g->batch * g->M * g->N * (g->K > 0 ? g->K : 1);
@@ -110,4 +135,47 @@ pg_status pg_cpu_gemm_run(pg_pool *pool, const pg_gemm *g)
         return fn(g);
     }
     return pg_pool_run(pool, nt, run_panel, &j);
+}
+
+bool pg_cpu_gemm_packs_b(int dtype_ab)
+{
+    if (dtype_ab == PG_FLOAT32)
+        return pg_cpu_isa() == PG_ISA_AVX2; /* pygpu's own kernel runs (cpu_sgemm.c) */
+    return dtype_ab == PG_BFLOAT16 && pg_cpu_gemm_bf16_runs();
+}
+
+/* The mask of B where the kernel does not take it (cpu_gemm.h) */
+pg_status pg_cpu_gemm_run_unmasked(pg_pool *pool, const pg_gemm *g)
+{
+    /* stored B of one batch entry: (K, N), or (N, K) when transposed */
+    const int64_t rows = g->trans_b ? g->N : g->K, cols = g->trans_b ? g->K : g->N;
+    const int64_t entries = g->stride_b == 0 ? 1 : g->batch, each = rows * cols;
+    /* the entries one after another: one (entries * rows, cols) matrix when the batch
+     * stride is rows * ldb, else entry by entry */
+    float *t = malloc((size_t)(entries * each > 0 ? entries * each : 1) * sizeof(float));
+    if (!t)
+        return pg_error_set(PG_ERR_NOMEM, "matmul: out of host memory for the masked weight "
+                                          "(%lld x %lld floats)", (long long)rows,
+                            (long long)cols);
+    for (int64_t z = 0; z < entries; z++) {
+        float *e = pg_cpu_gemm_masked_copy((const float *)g->b + z * g->stride_b,
+                                           g->b_mask + z * g->stride_b, rows, cols, g->ldb);
+        if (!e) {
+            free(t);
+            return pg_error_set(PG_ERR_NOMEM, "matmul: out of host memory for the masked "
+                                              "weight");
+        }
+        memcpy(t + z * each, e, (size_t)each * sizeof(float));
+        free(e);
+    }
+    pg_gemm u = *g;
+    u.b = t;
+    u.ldb = cols > 0 ? cols : 1;
+    u.stride_b = g->stride_b == 0 ? 0 : each;
+    u.b_mask = NULL;
+    u.b_packed = NULL;
+    pg_cpu_gemm_mask_note(false);
+    pg_status st = pg_cpu_gemm_run(pool, &u);
+    free(t);
+    return st;
 }

@@ -103,18 +103,25 @@ static float round_bf16(float v)
     return v;
 }
 
-static inline AVX2 __m256 load8(const float *p, bool rnd)
+/* 8 floats at p, times the mask's 8 at m (none when m is NULL: pg_gemm.h b_mask), then
+ * rounded to bfloat16 when rnd: round(w * m), the bits of the masked product rounded */
+static inline AVX2 __m256 load8(const float *p, const float *m, bool rnd)
 {
-    return rnd ? round_bf16_ps(_mm256_loadu_ps(p)) : _mm256_loadu_ps(p);
+    __m256 v = _mm256_loadu_ps(p);
+    if (m)
+        v = _mm256_mul_ps(v, _mm256_loadu_ps(m));
+    return rnd ? round_bf16_ps(v) : v;
 }
 
-/* 8 rows of 8 floats (rounded to bfloat16 when rnd) (src, stride lds) -> 8 columns: dst[t * NR + r] = src[r * lds + t] */
-static inline AVX2 void transpose_8x8(const float *src, int64_t lds, float *dst, bool rnd)
+/* 8 rows of 8 floats (src, stride lds; times the mask msk laid out alike, when not NULL;
+ * rounded to bfloat16 when rnd) -> 8 columns: dst[t * NR + r] = src[r * lds + t] */
+static inline AVX2 void transpose_8x8(const float *src, const float *msk, int64_t lds, float *dst,
+                                      bool rnd)
 {
-    __m256 r0 = load8(src, rnd), r1 = load8(src + lds, rnd);
-    __m256 r2 = load8(src + 2 * lds, rnd), r3 = load8(src + 3 * lds, rnd);
-    __m256 r4 = load8(src + 4 * lds, rnd), r5 = load8(src + 5 * lds, rnd);
-    __m256 r6 = load8(src + 6 * lds, rnd), r7 = load8(src + 7 * lds, rnd);
+#define ROW8(i) load8(src + (i) * lds, msk ? msk + (i) * lds : NULL, rnd)
+    __m256 r0 = ROW8(0), r1 = ROW8(1), r2 = ROW8(2), r3 = ROW8(3);
+    __m256 r4 = ROW8(4), r5 = ROW8(5), r6 = ROW8(6), r7 = ROW8(7);
+#undef ROW8
     __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
     __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
     __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
@@ -134,38 +141,48 @@ static inline AVX2 void transpose_8x8(const float *src, int64_t lds, float *dst,
 }
 
 /* op(B)[p0:p0+kc, j0:j0+nc] into NR-column micro-panels: bp[panel][k][NR], zero-padded;
- * each value rounded to bfloat16 on the way when rnd (autocast's float32 weights) */
-static AVX2 void pack_b(const float *B, int64_t ldb, bool tb, bool rnd, int64_t p0, int64_t j0,
-                        int64_t kc, int64_t nc, float *bp)
+ * each value multiplied by its mask on the way when Bm (B's mask, laid out as B: a pruned
+ * layer's weight_mask, pg_gemm.h b_mask), then rounded to bfloat16 when rnd (autocast's
+ * float32 weights) */
+static AVX2 void pack_b(const float *B, const float *Bm, int64_t ldb, bool tb, bool rnd,
+                        int64_t p0, int64_t j0, int64_t kc, int64_t nc, float *bp)
 {
     for (int64_t jr = 0; jr < nc; jr += NR) {
         int64_t nr = nc - jr < NR ? nc - jr : NR;
         float *dst = bp + jr * kc;
         if (!tb) {
-            const float *src = B + p0 * ldb + j0 + jr;
+            const int64_t at = p0 * ldb + j0 + jr;
+            const float *src = B + at, *msk = Bm ? Bm + at : NULL;
             if (nr == NR) {
                 for (int64_t k = 0; k < kc; k++) {
-                    _mm256_store_ps(dst + k * NR, load8(src + k * ldb, rnd));
-                    _mm256_store_ps(dst + k * NR + 8, load8(src + k * ldb + 8, rnd));
+                    const float *m = msk ? msk + k * ldb : NULL;
+                    _mm256_store_ps(dst + k * NR, load8(src + k * ldb, m, rnd));
+                    _mm256_store_ps(dst + k * NR + 8, load8(src + k * ldb + 8, m ? m + 8 : m, rnd));
                 }
             } else {
                 for (int64_t k = 0; k < kc; k++)
                     for (int64_t j = 0; j < NR; j++) {
                         float v = j < nr ? src[k * ldb + j] : 0.0f;
+                        if (msk && j < nr)
+                            v *= msk[k * ldb + j];
                         dst[k * NR + j] = rnd ? round_bf16(v) : v;
                     }
             }
         } else { /* B stored (N, K): column j of op(B) is row j of B, contiguous in k */
-            const float *src = B + (j0 + jr) * ldb + p0;
+            const int64_t at = (j0 + jr) * ldb + p0;
+            const float *src = B + at, *msk = Bm ? Bm + at : NULL;
             int64_t k = 0;
             if (nr == NR) /* 8x8 blocks transposed in registers, then the tail */
                 for (; k + 8 <= kc; k += 8) {
-                    transpose_8x8(src + k, ldb, dst + k * NR, rnd);
-                    transpose_8x8(src + 8 * ldb + k, ldb, dst + k * NR + 8, rnd);
+                    transpose_8x8(src + k, msk ? msk + k : NULL, ldb, dst + k * NR, rnd);
+                    transpose_8x8(src + 8 * ldb + k, msk ? msk + 8 * ldb + k : NULL, ldb,
+                                  dst + k * NR + 8, rnd);
                 }
             for (int64_t j = 0; j < NR && k < kc; j++) {
                 for (int64_t kk = k; kk < kc; kk++) {
                     float v = j < nr ? src[j * ldb + kk] : 0.0f;
+                    if (msk && j < nr)
+                        v *= msk[j * ldb + kk];
                     dst[kk * NR + j] = rnd ? round_bf16(v) : v;
                 }
             }
@@ -260,7 +277,7 @@ static AVX2 void pack_b_op(const pg_sgemm_operand *b, int64_t p0, int64_t j0, in
                            int64_t nc, float *bp, float *scratch)
 {
     if (!b->fetch) {
-        pack_b(b->p, b->ld, b->trans, b->round_bf16, p0, j0, kc, nc, bp);
+        pack_b(b->p, b->mask, b->ld, b->trans, b->round_bf16, p0, j0, kc, nc, bp);
         return;
     }
     if (!b->trans) {
@@ -283,7 +300,7 @@ static AVX2 void pack_b_op(const pg_sgemm_operand *b, int64_t p0, int64_t j0, in
         int64_t nr = nc - jr < NR ? nc - jr : NR;
         for (int64_t j = 0; j < nr; j++)
             b->fetch(b->ctx, b->p, (j0 + jr + j) * b->ld + p0, kc, scratch + j * kc);
-        pack_b(scratch, kc, true, false, 0, 0, kc, nr, bp + jr * kc);
+        pack_b(scratch, NULL, kc, true, false, 0, 0, kc, nr, bp + jr * kc);
     }
 }
 
@@ -318,8 +335,9 @@ bool pg_cpu_sgemm_own(int64_t M, int64_t N, int64_t K)
 bool pg_cpu_sgemm_ex(int64_t M, int64_t N, int64_t K, float alpha, const pg_sgemm_operand *a,
                      const pg_sgemm_operand *b, float beta, float *C, int64_t ldc)
 {
-    if (!pg_cpu_sgemm_own(M, N, K) || a->round_bf16 || (b->round_bf16 && b->fetch))
-        return false; /* round_bf16 is for a float32 B only (cpu_sgemm.h) */
+    if (!pg_cpu_sgemm_own(M, N, K) || a->round_bf16 || a->mask ||
+        ((b->round_bf16 || b->mask) && b->fetch))
+        return false; /* round_bf16 and mask are for a float32 B only (cpu_sgemm.h) */
     float *buf = thread_buffer();
     if (!buf)
         return false;

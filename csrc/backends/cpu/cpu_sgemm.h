@@ -29,6 +29,8 @@ typedef struct pg_sgemm_operand {
     const void *ctx;
     bool round_bf16; /* B only, without fetch: float32 values rounded to bfloat16 as they are
                       * packed, in registers (autocast's weights: the hot case of fetch) */
+    const float *mask; /* B only, without fetch: B's mask (pg_gemm.h b_mask, laid out as p),
+                        * each value multiplied by it as it is packed, before rounding */
 } pg_sgemm_operand;
 
 /* Whether pg_cpu_sgemm_ex takes an (M, N, K) product on this CPU (memory aside). */

@@ -69,7 +69,9 @@ pg_status pg_cpu_linear_fwd_packed(pg_pool *pool, const pg_node *n, const void *
     g.epilogue = b->storage ? PG_EPI_BIAS : PG_EPI_NONE;
     g.bias = b->storage ? pg_tensor_data(b) : NULL;
     g.act = n->subop;
-    if (w_panels && g.b_f32) {
+    /* a pruned layer's mask (src 3), multiplied in as the GEMM packs W (pg_gemm.h b_mask) */
+    g.b_mask = n->src[3].storage ? DATA(const float, &n->src[3]) : NULL;
+    if (w_panels && g.b_f32 && !g.b_mask) {
         g.b_packed = w_panels;
         g.b_packed_np = pg_cpu_gemm_bf16_packed_np(g.N);
     }
@@ -208,7 +210,14 @@ static pg_status bwd_slice(void *ctx, int64_t task)
     p.M = hi - lo;
     p.a = (const char *)p.a + lo * (int64_t)isz; /* columns lo.. of dz, read transposed */
     p.c = (char *)p.c + lo * p.ldc * (int64_t)csz;
-    return pg_cpu_gemm_kernel(p.dtype_ab, p.dtype_c)(&p);
+    PG_TRY(pg_cpu_gemm_kernel(p.dtype_ab, p.dtype_c)(&p));
+    if (n->src[4].storage) { /* a pruned layer: dW of the unmasked W is (dz^T x) * mask, */
+        float *d = p.c;       /* float32 (pg_ops_train.c), while the rows are in cache */
+        const float *m = DATA(float, &n->src[4]) + lo * p.ldc;
+        for (int64_t i = 0; i < (hi - lo) * p.ldc; i++)
+            d[i] *= m[i];
+    }
+    return PG_OK;
 }
 
 pg_status pg_cpu_linear_bwd_on(pg_pool *pool, const pg_node *n)
@@ -269,7 +278,8 @@ pg_status pg_cpu_linear_bwd_packed(pg_pool *pool, const pg_node *n, const void *
     g.c = pg_tensor_data(dx);
     g.ldc = I;
     g.alpha = 1.0;
-    if (w_panels && g.b_f32) {
+    g.b_mask = n->src[4].storage ? DATA(const float, &n->src[4]) : NULL; /* dx = dz @ (W * mask) */
+    if (w_panels && g.b_f32 && !g.b_mask) {
         g.b_packed = w_panels;
         g.b_packed_np = pg_cpu_gemm_bf16_packed_np(g.N);
     }

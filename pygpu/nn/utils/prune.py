@@ -21,7 +21,12 @@ per change and training once per optimizer step, as PyTorch pays it on every for
 forward gets a fresh alias of the cached product with its own graph node (_MaskedWeight),
 whose backward is g * mask: the gradient reaching <name>_orig is zero under the mask.
 Writes made behind pygpu's back (through a NumPy view of the memory) do not bump _version:
-call the module's pruning hook's `invalidate()` or re-prune after such writes."""
+call the module's pruning hook's `invalidate()` or re-prune after such writes.
+A Linear's weight whose GEMM packs the weight itself (pygpu's own float32 kernel, or the
+AVX512_BF16 kernel under autocast bfloat16: _train_ops.mask_fusion_pays) skips even that: the
+hook computes nothing, the forward hands weight_orig and weight_mask to the GEMM, which
+multiplies the mask in as it packs the weight (csrc/core/pg_gemm.h b_mask), and
+module.weight is computed on access (docs/pruning.md)."""
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
@@ -30,6 +35,7 @@ import numpy as np
 
 from ... import _C, _creation
 from ...autograd import Function, no_grad
+from ..._train_ops import mask_fusion_pays as _mask_fusion_pays
 from ..module import Module
 from ._compact import compact
 
@@ -153,6 +159,29 @@ class _MaskedWeight(Function):
         return g * mask, None, None
 
 
+# ---- the mask fused into the GEMM -----------------------------------------------------------
+
+_FUSION = {"on": True}  # _set_mask_fusion(False): always the cached product (benchmarks, tests)
+
+
+def _set_mask_fusion(on):
+    """Let pruned Linear layers hand their mask to the GEMM where it packs the weight
+    itself (True, the default), or always use the cached product (False); returns the
+    previous setting."""
+    old, _FUSION["on"] = _FUSION["on"], bool(on)
+    return old
+
+
+def _fuses(module, name, inputs):
+    """Whether this forward of `module` hands <name>_orig and <name>_mask to the GEMM: a
+    Linear's weight, whose GEMM packs the weight itself here (_train_ops.mask_fusion_pays)."""
+    from ..layers import Linear
+    if not _FUSION["on"] or name != "weight" or not isinstance(module, Linear) or not inputs:
+        return False
+    return _mask_fusion_pays(module._parameters["weight_orig"], module._buffers["weight_mask"],
+                             inputs[0])
+
+
 # ---- the methods ---------------------------------------------------------------------------
 
 class BasePruningMethod(ABC):
@@ -164,8 +193,19 @@ class BasePruningMethod(ABC):
     _cache = None
 
     def __call__(self, module, inputs):
-        """The forward pre-hook: module.<name> = <name>_orig * <name>_mask (cached)."""
-        setattr(module, self._tensor_name, self.apply_mask(module))
+        """The forward pre-hook: module.<name> = <name>_orig * <name>_mask (cached); or, for a
+        Linear's weight whose GEMM packs the weight itself, nothing to compute: the forward
+        hands orig and mask to the GEMM (_fuses), and module.<name> is computed on access."""
+        name = self._tensor_name
+        d = module.__dict__
+        if _fuses(module, name, inputs):
+            d.pop(name, None)
+            d.setdefault("_lazy_attrs", {})[name] = self.apply_mask
+            d["_mask_fused"] = True
+            return
+        d.pop("_mask_fused", None)
+        d.get("_lazy_attrs", {}).pop(name, None)
+        setattr(module, name, self.apply_mask(module))
 
     @abstractmethod
     def compute_mask(self, t, default_mask):
@@ -219,6 +259,8 @@ class BasePruningMethod(ABC):
             weight = (mask if mask.dtype == orig.dtype else mask.astype(orig.dtype)) * orig
         if name in module.__dict__:
             delattr(module, name)
+        module.__dict__.pop("_mask_fused", None)
+        module.__dict__.get("_lazy_attrs", {}).pop(name, None)
         orig.data = weight
         del module._parameters[name + "_orig"]
         del module._buffers[name + "_mask"]
