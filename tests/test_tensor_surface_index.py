@@ -288,3 +288,24 @@ def test_setitem_with_a_value_that_requires_grad_is_refused():
         t[pygpu.tensor(np.array([1]))] = v
     with pytest.raises(RuntimeError, match="not differentiable"):
         t[t > 0] = v
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape,dim", [((300, 513), 1), ((7, 300, 41), 1), ((300, 4, 97), 2)])
+def test_topk_split_across_threads(threads, shape, dim, device):
+    """topk along a dim other than 0 is cut into whole slices of dim 0 per pool task (the
+    input is large enough to split): the same values and indices as NumPy's stable argsort,
+    on every thread count."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(shape).astype(np.float32)
+    a[::7] = np.round(a[::7])  # ties: the earlier index wins, as in the stable argsort
+    before = pygpu.get_num_threads()
+    pygpu.set_num_threads(threads)
+    try:
+        v, i = _t(a, device).topk(5, dim=dim)
+        v, i = to_numpy(v), to_numpy(i)
+    finally:
+        pygpu.set_num_threads(before)
+    want_i = np.take(np.argsort(-a, axis=dim, kind="stable"), np.arange(5), axis=dim)
+    np.testing.assert_array_equal(i, want_i)
+    np.testing.assert_array_equal(v, np.take_along_axis(a, want_i, axis=dim))

@@ -24,6 +24,7 @@
 #include "cpu_blas.h"
 #include "cpu_parallel.h"
 #include "cpu_gemm_int8.h"
+#include "../../core/pg_ops_index.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -125,7 +126,7 @@ static pg_status run_slice(void *ctx, int64_t task)
             sub.p.random.offset += (uint64_t)lo; /* element i draws counter offset + i */
         break;
     }
-    case SPLIT_ROWS: /* src0 and dst (R, C); other operands (a layer_norm's w, b) whole */
+    case SPLIT_ROWS: /* src0 and dst cut along dim 0; other operands (a layer_norm's w, b) whole */
         cut(&sub.src[0], 0, lo, hi);
         cut(&sub.dst, 0, lo, hi);
         break;
@@ -176,6 +177,25 @@ static pg_status run_rows(pg_pool *pool, const pg_node *node)
 {
     int64_t R = node->dst.shape[0];
     int64_t ntasks = pg_tensor_numel(&node->dst) / GRAIN_TRANSCEND, threads = pg_pool_threads(pool);
+    if (ntasks > threads)
+        ntasks = threads;
+    if (ntasks > R)
+        ntasks = R;
+    if (ntasks < 2)
+        return pg_cpu_execute(node);
+    split_job j = {.base = *node, .kind = SPLIT_ROWS, .len = R, .ntasks = ntasks, .align = 1};
+    return pg_pool_run(pool, ntasks, run_slice, &j);
+}
+
+/* topk along an axis other than 0: whole slices of dim 0 per task (src0 and dst have the
+ * same extent there; each line is independent); the work is the input's size, not the
+ * (k-wide) output's. Other index ops run on the calling thread. */
+static pg_status run_index(pg_pool *pool, const pg_node *node)
+{
+    if (node->subop != PG_IDX_TOPK || node->p.train.i[0] == 0 || node->src[0].ndim < 2)
+        return pg_cpu_execute(node);
+    int64_t R = node->dst.shape[0];
+    int64_t ntasks = pg_tensor_numel(&node->src[0]) / GRAIN_CHEAP, threads = pg_pool_threads(pool);
     if (ntasks > threads)
         ntasks = threads;
     if (ntasks > R)
@@ -280,6 +300,7 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
     case PG_OP_ADAM: return run_update(pool, node);
     case PG_OP_SOFTMAX:
     case PG_OP_LAYER_NORM: return run_rows(pool, node);
+    case PG_OP_INDEX: return run_index(pool, node);
     case PG_OP_REDUCE: return pg_cpu_run_reduce(pool, node); /* shape-fixed blocks even on 1 thread */
     default: return pg_cpu_execute(node);
     }

@@ -290,7 +290,8 @@ pg_status pg_cpu_linear_bwd(const pg_node *n) { return pg_cpu_linear_bwd_on(NULL
 
 /* ---- softmax over rows ---------------------------------------------------------------- */
 
-/* one row: max, then e = exp(x - max) with its sum (vector exp: libmvec), then e / sum:
+/* one row: max, then e = exp(x - max) with its sum (vector exp: libmvec; the sum in T's
+ * vector lanes, as torch's: float64 lanes halved the vector width), then e / sum:
  * two reads of the row and one write, where max, subtract, exp, sum and divide as
  * separate nodes read or write five whole tensors. NaN anywhere gives a NaN row. */
 #define SOFTMAX_ROW(SUF, T, EXP)                                                               \
@@ -299,14 +300,14 @@ pg_status pg_cpu_linear_bwd(const pg_node *n) { return pg_cpu_linear_bwd_on(NULL
         T m = x[0];                                                                            \
         _Pragma("omp simd reduction(max:m)") for (int64_t j = 0; j < C; j++) m =              \
             x[j] > m ? x[j] : m;                                                               \
-        double s = 0;                                                                          \
+        T s = 0;                                                                               \
         _Pragma("omp simd reduction(+:s)") for (int64_t j = 0; j < C; j++)                    \
         {                                                                                      \
             T e = EXP(x[j] - m);                                                               \
             y[j] = e;                                                                          \
             s += e;                                                                            \
         }                                                                                      \
-        T inv = (T)(1.0 / s);                                                                  \
+        T inv = (T)1 / s;                                                                      \
         _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] *= inv;                       \
     }
 SOFTMAX_ROW(f32, float, expf)
@@ -326,22 +327,22 @@ pg_status pg_cpu_softmax(const pg_node *n)
 
 /* ---- layer norm over rows ------------------------------------------------------------- */
 
-/* one row: the mean, then the variance of (x - mean) (two passes, float64 sums: no
- * cancellation), then y = (x - mean) * rstd (* w) (+ b): three reads of a row that stays in
- * cache, where the composed form ran nine whole-tensor nodes. */
+/* one row: the mean, then the variance of (x - mean) (two passes: no cancellation; sums in
+ * T's vector lanes, as torch's), then y = (x - mean) * rstd (* w) (+ b): three reads of a
+ * row that stays in cache, where the composed form ran nine whole-tensor nodes. */
 #define LAYER_NORM_ROW(SUF, T)                                                                 \
     PG_CPU_DISPATCH(void, layer_norm_row_##SUF, (const T *x, T *y, int64_t C, const T *w,     \
                                                  const T *b, double eps), (x, y, C, w, b, eps)) \
     {                                                                                          \
-        double s = 0, q = 0;                                                                   \
+        T s = 0, q = 0;                                                                        \
         _Pragma("omp simd reduction(+:s)") for (int64_t j = 0; j < C; j++) s += x[j];          \
-        T mean = (T)(s / (double)C);                                                           \
+        T mean = s / (T)C;                                                                     \
         _Pragma("omp simd reduction(+:q)") for (int64_t j = 0; j < C; j++)                     \
         {                                                                                      \
-            double d = (double)(x[j] - mean);                                                  \
+            T d = x[j] - mean;                                                                 \
             q += d * d;                                                                        \
         }                                                                                      \
-        T rstd = (T)(1.0 / sqrt(q / (double)C + eps));                                         \
+        T rstd = (T)(1.0 / sqrt((double)q / (double)C + eps));                                 \
         if (w && b) {                                                                          \
             _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] =                         \
                 (x[j] - mean) * rstd * w[j] + b[j];                                            \
