@@ -293,6 +293,16 @@ static pg_status check_labels(const char *op, const pg_tensor *logits, const pg_
     return check_shape(op, "target", labels, 1, &logits->shape[0]);
 }
 
+/* t seen as a contiguous (R, C) matrix (the row ops' src0 and dst) */
+static void as_rows(pg_tensor *t, int64_t R, int64_t C)
+{
+    t->ndim = 2;
+    t->shape[0] = R;
+    t->shape[1] = C;
+    t->strides[0] = C;
+    t->strides[1] = 1;
+}
+
 pg_status pg_op_softmax_rows(const pg_tensor *x, pg_tensor *out)
 {
     const char *op = "softmax";
@@ -318,15 +328,8 @@ pg_status pg_op_softmax_rows(const pg_tensor *x, pg_tensor *out)
     }
     n.nsrc = 1;
     n.dst = *out;
-    /* both as (R, C): the pool cuts rows (axis 0) */
-    pg_tensor *t2[2] = {&n.src[0], &n.dst};
-    for (int k = 0; k < 2; k++) {
-        t2[k]->ndim = 2;
-        t2[k]->shape[0] = R;
-        t2[k]->shape[1] = C;
-        t2[k]->strides[0] = C;
-        t2[k]->strides[1] = 1;
-    }
+    as_rows(&n.src[0], R, C); /* both as (R, C): the pool cuts rows (axis 0) */
+    as_rows(&n.dst, R, C);
     st = pg_launch(&n);
     clear_all(1, n.src);
     if (st != PG_OK)
@@ -377,14 +380,8 @@ pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg
     }
     n.nsrc = nin;
     n.dst = *out;
-    pg_tensor *t2[2] = {&n.src[0], &n.dst}; /* both as (R, C): the pool cuts rows */
-    for (int k = 0; k < 2; k++) {
-        t2[k]->ndim = 2;
-        t2[k]->shape[0] = R;
-        t2[k]->shape[1] = C;
-        t2[k]->strides[0] = C;
-        t2[k]->strides[1] = 1;
-    }
+    as_rows(&n.src[0], R, C); /* both as (R, C): the pool cuts rows */
+    as_rows(&n.dst, R, C);
     st = pg_launch(&n);
     clear_all(nin, n.src);
     if (st != PG_OK)

@@ -171,12 +171,12 @@ static pg_status run_elementwise(pg_pool *pool, const pg_node *node)
     return pg_pool_run(pool, j.ntasks, run_slice, &j);
 }
 
-/* softmax, layer_norm: whole rows of (R, C) per slice (each row has its own statistics);
- * only src0 and dst are (R, C), so only they are cut */
-static pg_status run_rows(pg_pool *pool, const pg_node *node)
+/* whole slices of dim 0 per task for a node whose src0 and dst share dim 0 and whose lines
+ * are independent: `work` elements in all, GRAIN_TRANSCEND-sized or more per task */
+static pg_status run_dim0_slices(pg_pool *pool, const pg_node *node, int64_t work)
 {
     int64_t R = node->dst.shape[0];
-    int64_t ntasks = pg_tensor_numel(&node->dst) / GRAIN_TRANSCEND, threads = pg_pool_threads(pool);
+    int64_t ntasks = work / GRAIN_TRANSCEND, threads = pg_pool_threads(pool);
     if (ntasks > threads)
         ntasks = threads;
     if (ntasks > R)
@@ -187,23 +187,20 @@ static pg_status run_rows(pg_pool *pool, const pg_node *node)
     return pg_pool_run(pool, ntasks, run_slice, &j);
 }
 
-/* topk along an axis other than 0: whole slices of dim 0 per task (src0 and dst have the
- * same extent there; each line is independent); the work is the input's size, not the
- * (k-wide) output's. Other index ops run on the calling thread. */
+/* softmax, layer_norm: whole rows of (R, C) per slice (each row has its own statistics);
+ * only src0 and dst are (R, C), so only they are cut */
+static pg_status run_rows(pg_pool *pool, const pg_node *node)
+{
+    return run_dim0_slices(pool, node, pg_tensor_numel(&node->dst));
+}
+
+/* topk along an axis other than 0: each line is independent; the work is the input's size,
+ * not the (k-wide) output's. Other index ops run on the calling thread. */
 static pg_status run_index(pg_pool *pool, const pg_node *node)
 {
     if (node->subop != PG_IDX_TOPK || node->p.train.i[0] == 0 || node->src[0].ndim < 2)
         return pg_cpu_execute(node);
-    int64_t R = node->dst.shape[0];
-    int64_t ntasks = pg_tensor_numel(&node->src[0]) / GRAIN_CHEAP, threads = pg_pool_threads(pool);
-    if (ntasks > threads)
-        ntasks = threads;
-    if (ntasks > R)
-        ntasks = R;
-    if (ntasks < 2)
-        return pg_cpu_execute(node);
-    split_job j = {.base = *node, .kind = SPLIT_ROWS, .len = R, .ntasks = ntasks, .align = 1};
-    return pg_pool_run(pool, ntasks, run_slice, &j);
+    return run_dim0_slices(pool, node, pg_tensor_numel(&node->src[0]));
 }
 
 /* ---- optimizer updates ------------------------------------------------------------------ */
