@@ -318,47 +318,31 @@ class _LinearLow(Function):
 class _LinearMasked(Function):
     """A pruned layer's y = act(x @ (weight * mask).T + bias) with the mask multiplied in as
     the GEMM packs the weight (csrc/core/pg_gemm.h b_mask): no masked product in memory.
-    Backward: dx through the masked weight (fused the same way), dW = (g^T x) * mask."""
+    Backward: dx through the masked weight (fused the same way), dW = (g^T x) * mask.
+    low: under autocast (as _LinearLow), b is the bias's low copy, the float32 weight times
+    its mask is rounded to the low dtype as the bfloat16 kernel packs it, and dW comes back
+    in float32; otherwise b is the bias itself."""
 
     @staticmethod
-    def forward(ctx, x, weight, mask, bias, act):
-        y = _C._linear_fwd(x, weight, bias, act, mask)
+    def forward(ctx, x, weight, mask, bias, act, b, low):
+        y = _C._linear_fwd(x, weight, b, act, mask)
         ctx.save(x, weight, mask, y.detach() if act else None)
-        ctx.act, ctx.has_bias = act, bias is not None
+        ctx.act, ctx.has_bias, ctx.low = act, bias is not None, low
         return y
 
     @staticmethod
     def backward(ctx, g):
         x, weight, mask, y = ctx.saved
         dx, dw, db = _C._linear_bwd(g, x, weight, y, ctx.act, ctx.has_bias, x.requires_grad,
-                                    False, mask)
-        return dx, dw, None, db, None
-
-
-class _LinearLowMasked(Function):
-    """_LinearMasked under autocast (as _LinearLow): the float32 weight times its mask,
-    rounded to the low dtype, as the bfloat16 kernel packs it."""
-
-    @staticmethod
-    def forward(ctx, x, weight, mask, bias, act, b_low):
-        y = _C._linear_fwd(x, weight, b_low, act, mask)
-        ctx.save(x, weight, mask, y.detach() if act else None)
-        ctx.act, ctx.has_bias = act, bias is not None
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        x, weight, mask, y = ctx.saved
-        dx, dw, db = _C._linear_bwd(g, x, weight, y, ctx.act, ctx.has_bias, x.requires_grad,
-                                    True, mask)
-        return dx, dw, None, db, None, None
+                                    ctx.low, mask)
+        return dx, dw, None, db, None, None, None
 
 
 def _linear2d(x, weight, bias, act, low, mask=None):
     if mask is not None:
         if low is None:
-            return _LinearMasked.apply(x, weight, mask, bias, act)
-        return _LinearLowMasked.apply(x, weight, mask, bias, act, low[0])
+            return _LinearMasked.apply(x, weight, mask, bias, act, bias, False)
+        return _LinearMasked.apply(x, weight, mask, bias, act, low[0], True)
     if low is None:
         return _Linear.apply(x, weight, bias, act)
     return _LinearLow.apply(x, weight, bias, act, low[0])
