@@ -222,7 +222,7 @@ def _rule_copysign(ctx, g):
     a, b = ctx
     ga = gb = None
     if _is_t(a):
-        ratio = _C.copysign(1.0, a) * _C.copysign(1.0, b)
+        ratio = _C.copysign(1.0, a) * (_C.copysign(1.0, b) if _is_t(b) else _math.copysign(1.0, b))
         ga = _unbroadcast(a, g * _C.where(a == 0, 0.0, ratio))
     if _is_t(b):
         gb = _creation.zeros(b.shape, dtype=g.dtype, device=g.device)
