@@ -30,8 +30,8 @@ _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor
 
 def install():
     methods = {}
-    from . import linalg
-    for fam in _FAMILIES + (_tensor_math, linalg):
+    from . import linalg, sparse
+    for fam in _FAMILIES + (_tensor_math, linalg, sparse):
         for name, fn in (fam.methods() if fam is _tensor_math else fam.METHODS).items():
             if name in methods:
                 raise ImportError(f"pygpu: Tensor.{name} is defined by two surface modules")
@@ -67,8 +67,9 @@ def functions():
     out.update(_tensor_create.FUNCTIONS)
     out.update(_tensor_math.FUNCTIONS)
     out.update(_tensor_shape.FUNCTIONS)
-    from . import linalg
+    from . import linalg, sparse
     out.update(linalg.FUNCTIONS)  # torch.det, torch.inverse, torch.svd (V, not Vh), ...
+    out.update(sparse.FUNCTIONS)  # sparse_coo_tensor, spmm
     out["div"] = out["true_divide"] = out["divide"]  # one function (named as the table's row)
     out["as_strided"] = _method_function("as_strided")
     return out
