@@ -138,6 +138,13 @@ const char *pg_binary_name(int op);
 const char *pg_unary_name(int op);
 const char *pg_reduce_name(int op);
 
+/* addcmul / addcdiv / lerp in one pass (pg_ops_ternary.c): op is a pg_ternary_op; c is NULL
+ * for PG_TERNARY_LERP (value is the weight); float32/float64 */
+pg_status pg_op_ternary(int op, const pg_tensor *a, const pg_tensor *b, const pg_tensor *c,
+                        double value, pg_tensor *out);
+pg_status pg_op_ternary_(int op, const pg_tensor *self, const pg_tensor *b, const pg_tensor *c,
+                         double value);
+
 /* torch.linalg's factorizations through LAPACK (pg_ops_linalg.c): `a` (and `b`) contiguous
  * float32/float64 cpu tensors of a batch of matrices (.., m, n); the outputs, in order:
  *   LU        LU (.., n, n), pivots int64 (.., n) 1-based, info int64 (..)
