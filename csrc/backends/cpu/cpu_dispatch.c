@@ -4,6 +4,7 @@
  * hands a node to cpu_parallel.c (the pool: cuts it into slices), which runs
  * each slice through pg_cpu_execute here; sim's device threads do the same.
  * Kept apart from the table so the includes form a line, not a circle. */
+#include "cpu_conv.h"
 #include "cpu_gemm_int8.h"
 #include "cpu_kernels.h"
 
@@ -31,6 +32,9 @@ pg_status pg_cpu_execute(const pg_node *node)
     case PG_OP_SELECT: return pg_cpu_select(node);
     case PG_OP_INDEX: return pg_cpu_index(node);
     case PG_OP_QLINEAR: return pg_cpu_qlinear(node);
+    case PG_OP_CONV: return pg_cpu_conv_on(NULL, node);
+    case PG_OP_POOL: return pg_cpu_pool_on(NULL, node);
+    case PG_OP_BATCH_NORM: return pg_cpu_batch_norm_on(NULL, node);
     default: return pg_error_set(PG_ERR_RUNTIME, "unknown op %d", node->op);
     }
 }

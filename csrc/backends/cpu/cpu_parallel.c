@@ -22,6 +22,7 @@
  * device's threads keep each device on its own cores. pygpu links its own
  * scipy-openblas32 copy, separate from NumPy's, so NumPy is unaffected. */
 #include "cpu_blas.h"
+#include "cpu_conv.h"
 #include "cpu_parallel.h"
 #include "cpu_gemm_int8.h"
 #include "../../core/pg_ops_index.h"
@@ -293,6 +294,9 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
     case PG_OP_LINEAR_FWD: return pg_cpu_linear_fwd_on(pool, node);
     case PG_OP_LINEAR_BWD: return pg_cpu_linear_bwd_on(pool, node);
     case PG_OP_QLINEAR: return pg_cpu_qlinear_on(pool, node);
+    case PG_OP_CONV: return pg_cpu_conv_on(pool, node); /* each shares its own work */
+    case PG_OP_POOL: return pg_cpu_pool_on(pool, node);
+    case PG_OP_BATCH_NORM: return pg_cpu_batch_norm_on(pool, node);
     case PG_OP_SGD:
     case PG_OP_ADAM: return run_update(pool, node);
     case PG_OP_SOFTMAX:
