@@ -350,29 +350,36 @@ def pool2d(x, kind, kernel, stride, padding, dilation, out_hw, cip=True, divisor
 
 class _BatchNorm(Function):
     """Batch norm with the batch's statistics: one BATCH_NORM node forward (statistics,
-    running statistics, output), one backward (dx, dweight, dbias)."""
+    running statistics, output, and a ReLU after it when `relu`: nn.Sequential fuses
+    BatchNorm + ReLU), one backward (dx, dweight, dbias; through the ReLU's mask)."""
 
     @staticmethod
-    def forward(ctx, x, w, b, running_mean, running_var, momentum, eps):
-        y, save = _C._batch_norm_train(x, w, b, running_mean, running_var, momentum, eps)
-        ctx.save(x, w, save)
+    def forward(ctx, x, w, b, running_mean, running_var, momentum, eps, relu):
+        y, save = _C._batch_norm_train(x, w, b, running_mean, running_var, momentum, eps, relu)
+        ctx.save(x, w, save, y.detach() if relu else None)
         ctx.needs = (w is not None and w.requires_grad, b is not None and b.requires_grad)
         return y
 
     @staticmethod
     def backward(ctx, g):
-        x, w, save = ctx.saved
-        dx, dw, db = _C._batch_norm_backward(g, x, w, save, *ctx.needs)
-        return dx, dw, db, None, None, None, None
+        x, w, save, y = ctx.saved
+        dx, dw, db = _C._batch_norm_backward(g, x, w, save, *ctx.needs, y)
+        return dx, dw, db, None, None, None, None, None
 
 
-def batch_norm_train(x, w, b, running_mean, running_var, momentum, eps):
+def batch_norm_train(x, w, b, running_mean, running_var, momentum, eps, relu=False):
     """Batch norm of x (N, C, ...) with its batch's statistics; running_mean/running_var
-    (or None) updated in place with momentum (running_var with the unbiased variance)."""
+    (or None) updated in place with momentum (running_var with the unbiased variance);
+    relu: max(., 0) after it."""
     if has_kernels(x) and all(t is None or (t.dtype == x.dtype and t.device == x.device)
                               for t in (w, b, running_mean, running_var)):
         return _BatchNorm.apply(x, w, b, running_mean, running_var, float(momentum),
-                                float(eps))
+                                float(eps), bool(relu))
+    out = _batch_norm_composed(x, w, b, running_mean, running_var, momentum, eps)
+    return out.relu() if relu else out
+
+
+def _batch_norm_composed(x, w, b, running_mean, running_var, momentum, eps):
     C = x.shape[1]
     axes = (0,) + tuple(range(2, x.ndim))
     bshape = (1, C) + (1,) * (x.ndim - 2)

@@ -155,39 +155,43 @@ static PyObject *f_pool2d_backward(PyObject *mod, PyObject *args)
 }
 
 /* _batch_norm_train(x, w | None, b | None, running_mean | None, running_var | None,
- *                   momentum, eps) -> (y, save) */
+ *                   momentum, eps[, relu]) -> (y, save) */
 static PyObject *f_batch_norm_train(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *x, *wo, *bo, *mo, *vo;
     double momentum, eps;
+    int relu = 0;
     const pg_tensor *w, *b, *rm, *rv;
-    if (!PyArg_ParseTuple(args, "O!OOOOdd:_batch_norm_train", &PyTensor_Type, &x, &wo, &bo, &mo,
-                          &vo, &momentum, &eps) ||
+    if (!PyArg_ParseTuple(args, "O!OOOOdd|p:_batch_norm_train", &PyTensor_Type, &x, &wo, &bo, &mo,
+                          &vo, &momentum, &eps, &relu) ||
         opt(wo, "weight", &w) < 0 || opt(bo, "bias", &b) < 0 || opt(mo, "running_mean", &rm) < 0 ||
         opt(vo, "running_var", &rv) < 0)
         return NULL;
     pg_tensor y, save;
     pg_status st = PG_CALL(on_cpu(T(x)),
-                           pg_op_batch_norm_train(T(x), w, b, rm, rv, momentum, eps, &y, &save));
+                           pg_op_batch_norm_train(T(x), w, b, rm, rv, momentum, eps, relu, &y,
+                                                  &save));
     if (st != PG_OK)
         return pg_raise(st);
     return pair(&y, &save);
 }
 
-/* _batch_norm_backward(dy, x, w | None, save, want_dw, want_db) -> (dx, dw | None, db | None) */
+/* _batch_norm_backward(dy, x, w | None, save, want_dw, want_db[, y | None]) -> (dx, dw | None,
+ * db | None); y: the output of a forward with a fused ReLU */
 static PyObject *f_batch_norm_backward(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    PyObject *dy, *x, *wo, *save;
+    PyObject *dy, *x, *wo, *save, *yo = Py_None;
     int want_dw, want_db;
-    const pg_tensor *w;
-    if (!PyArg_ParseTuple(args, "O!O!OO!pp:_batch_norm_backward", &PyTensor_Type, &dy,
-                          &PyTensor_Type, &x, &wo, &PyTensor_Type, &save, &want_dw, &want_db) ||
-        opt(wo, "weight", &w) < 0)
+    const pg_tensor *w, *y;
+    if (!PyArg_ParseTuple(args, "O!O!OO!pp|O:_batch_norm_backward", &PyTensor_Type, &dy,
+                          &PyTensor_Type, &x, &wo, &PyTensor_Type, &save, &want_dw, &want_db,
+                          &yo) ||
+        opt(wo, "weight", &w) < 0 || opt(yo, "output", &y) < 0)
         return NULL;
     pg_tensor dx, dw, db;
-    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_batch_norm_backward(T(dy), T(x), w, T(save),
+    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_batch_norm_backward(T(dy), T(x), w, T(save), y,
                                                                    want_dw, want_db, &dx, &dw, &db));
     if (st != PG_OK)
         return pg_raise(st);

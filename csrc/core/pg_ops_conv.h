@@ -25,7 +25,7 @@
  *                                  running_var | NULL
  *                             dst: y; extra: save (2, C) (the batch mean and 1/sqrt(var+eps)),
  *                                  running_mean, running_var (updated in place)
- *         PG_BN_TRAIN_BWD     src: dy, x, w | NULL, save  dst: dx;
+ *         PG_BN_TRAIN_BWD     src: dy, x, w | NULL, save, y | NULL (PG_BN_F_RELU)  dst: dx;
  *                             extra: dw | NULL, db | NULL
  *
  * The geometry (pg_conv_geom, pg_node.h) carries the padding before each axis; the
@@ -47,6 +47,9 @@ enum {
     PG_POOL_ADAPTIVE_AVG_BWD
 };
 enum { PG_BN_TRAIN_FWD = 0, PG_BN_TRAIN_BWD };
+/* p.norm.flags of BATCH_NORM: a ReLU fused after the normalization (forward writes
+ * max(y, 0); backward takes that output as src[4] and passes dy where it is positive) */
+enum { PG_BN_F_RELU = 1 };
 /* pg_conv_geom.flags of POOL: average pooling counts the padding in its divisor
  * (count_include_pad) */
 enum { PG_POOL_F_COUNT_PAD = 1 };
@@ -89,10 +92,12 @@ pg_status pg_op_pool2d_backward(int kind, const pg_tensor *dy, const pg_tensor *
  * takes the unbiased variance) */
 pg_status pg_op_batch_norm_train(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
                                  const pg_tensor *running_mean, const pg_tensor *running_var,
-                                 double momentum, double eps, pg_tensor *y, pg_tensor *save);
+                                 double momentum, double eps, bool relu, pg_tensor *y,
+                                 pg_tensor *save);
+/* y: the forward's output when a ReLU was fused (relu), else NULL */
 pg_status pg_op_batch_norm_backward(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
-                                    const pg_tensor *save, bool want_dw, bool want_db,
-                                    pg_tensor *dx, pg_tensor *dw, pg_tensor *db);
+                                    const pg_tensor *save, const pg_tensor *y, bool want_dw,
+                                    bool want_db, pg_tensor *dx, pg_tensor *dw, pg_tensor *db);
 
 /* Shared by the three files: t float32/float64, of like's dtype and device (like may be
  * NULL), ndim dimensions (-1: any); and launching a node whose dst and extras are

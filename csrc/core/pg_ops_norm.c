@@ -43,7 +43,8 @@ static pg_status check_channel_vec(const char *op, const char *what, const pg_te
 
 pg_status pg_op_batch_norm_train(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
                                  const pg_tensor *running_mean, const pg_tensor *running_var,
-                                 double momentum, double eps, pg_tensor *y, pg_tensor *save)
+                                 double momentum, double eps, bool relu, pg_tensor *y,
+                                 pg_tensor *save)
 {
     const char *op = "batch_norm";
     pg_tensor_out_init(y, NULL);
@@ -78,6 +79,7 @@ pg_status pg_op_batch_norm_train(const pg_tensor *x, const pg_tensor *w, const p
     n.name = op;
     n.p.norm.eps = eps;
     n.p.norm.momentum = momentum;
+    n.p.norm.flags = relu ? PG_BN_F_RELU : 0;
     n.nextra = 3;
     PG_TRY(pg_tensor_empty(dev, (pg_dtype)x->dtype, x->ndim, x->shape, &n.dst));
     int64_t ss[2] = {2, s[1]};
@@ -104,8 +106,8 @@ pg_status pg_op_batch_norm_train(const pg_tensor *x, const pg_tensor *w, const p
 }
 
 pg_status pg_op_batch_norm_backward(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
-                                    const pg_tensor *save, bool want_dw, bool want_db,
-                                    pg_tensor *dx, pg_tensor *dw, pg_tensor *db)
+                                    const pg_tensor *save, const pg_tensor *y, bool want_dw,
+                                    bool want_db, pg_tensor *dx, pg_tensor *dw, pg_tensor *db)
 {
     const char *op = "batch_norm_backward";
     pg_tensor_out_init(dx, NULL);
@@ -121,6 +123,11 @@ pg_status pg_op_batch_norm_backward(const pg_tensor *dy, const pg_tensor *x, con
     PG_TRY(pg_conv_check_operand(op, "saved statistics", save, x, 2));
     if (save->shape[0] != 2 || save->shape[1] != s[1])
         return pg_error_set(PG_ERR_SHAPE, "%s: the saved statistics must be (2, C)", op);
+    if (y) {
+        PG_TRY(pg_conv_check_operand(op, "output", y, x, x->ndim));
+        if (memcmp(y->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) != 0)
+            return pg_error_set(PG_ERR_SHAPE, "%s: the output is not shaped as the input", op);
+    }
     pg_device dev = pg_tensor_device(x);
     PG_TRY(pg_backend_check_op(dev, PG_OP_BATCH_NORM, x->dtype, op));
     pg_node n;
@@ -128,6 +135,7 @@ pg_status pg_op_batch_norm_backward(const pg_tensor *dy, const pg_tensor *x, con
     n.op = PG_OP_BATCH_NORM;
     n.subop = PG_BN_TRAIN_BWD;
     n.name = op;
+    n.p.norm.flags = y ? PG_BN_F_RELU : 0;
     n.nextra = 2;
     PG_TRY(pg_tensor_empty(dev, (pg_dtype)x->dtype, x->ndim, x->shape, &n.dst));
     pg_status st = PG_OK;
@@ -143,11 +151,16 @@ pg_status pg_op_batch_norm_backward(const pg_tensor *dy, const pg_tensor *x, con
     }
     pg_tensor dxv = n.dst;
     as_ncl(&n.dst, s);
-    pg_tensor xv, dyv;
+    pg_tensor xv, dyv, yv;
+    memset(&yv, 0, sizeof yv);
     PG_TRY(pg_op_contiguous(x, &xv)); /* as (N, C, L) views: made contiguous first */
     st = pg_op_contiguous(dy, &dyv);
+    if (st == PG_OK && y)
+        st = pg_op_contiguous(y, &yv);
     if (st != PG_OK) {
         pg_tensor_clear(&xv);
+        if (dyv.storage)
+            pg_tensor_clear(&dyv);
         pg_tensor_clear(&n.dst);
         for (int k = 0; k < 2; k++)
             if (n.extra[k].storage)
@@ -156,10 +169,14 @@ pg_status pg_op_batch_norm_backward(const pg_tensor *dy, const pg_tensor *x, con
     }
     as_ncl(&xv, s);
     as_ncl(&dyv, s);
-    const pg_tensor *in[4] = {&dyv, &xv, w, save};
-    st = pg_conv_launch(&n, 4, in);
+    if (y)
+        as_ncl(&yv, s);
+    const pg_tensor *in[5] = {&dyv, &xv, w, save, y ? &yv : NULL};
+    st = pg_conv_launch(&n, 5, in);
     pg_tensor_clear(&xv);
     pg_tensor_clear(&dyv);
+    if (yv.storage)
+        pg_tensor_clear(&yv);
     PG_TRY(st);
     *dx = dxv;
     *dw = n.extra[0];

@@ -59,12 +59,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-5):
+               momentum=0.1, eps=1e-5, _relu=False):
     """Normalize (N, C, ...) per channel C: with the batch's statistics when training
     (updating running_mean/running_var in place with `momentum`; running_var takes the
     unbiased variance), with the running ones otherwise. Training is one BATCH_NORM node
     each way where the device has it (pygpu/_conv_ops.py); evaluation is a per-channel
-    scale and shift."""
+    scale and shift. _relu (internal: nn.Sequential's BatchNorm + ReLU): relu of the result,
+    fused into the training node."""
     _float_input(input, "batch_norm")
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected an input of 2 or more dimensions (N, C, ...), "
@@ -80,7 +81,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {list(input.shape)}")
         return _conv_ops.batch_norm_train(input, weight, bias, running_mean, running_var,
-                                          momentum, eps)
+                                          momentum, eps, _relu)
     if running_mean is None or running_var is None:
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
     bshape = (1, C) + (1,) * (input.ndim - 2)
@@ -90,7 +91,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     shift = running_mean.astype(input.dtype) * scale * -1.0
     if bias is not None:
         shift = shift + bias
-    return input * scale.reshape(*bshape) + shift.reshape(*bshape)
+    out = input * scale.reshape(*bshape) + shift.reshape(*bshape)
+    return out.relu() if _relu else out
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,

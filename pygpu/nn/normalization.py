@@ -93,7 +93,8 @@ class _BatchNorm(Module):
             want = " or ".join(f"{d}D" for d in self._dims)
             raise ValueError(f"expected {want} input (got {x.ndim}D input)")
 
-    def forward(self, x):
+    def forward(self, x, activation=None):
+        """activation: None, or "relu" (nn.Sequential fuses a ReLU after it)."""
         self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
@@ -105,7 +106,8 @@ class _BatchNorm(Module):
         keep = not use_batch or self.training
         return F.batch_norm(x, self.running_mean if keep else None,
                             self.running_var if keep else None,
-                            self.weight, self.bias, use_batch, momentum, self.eps)
+                            self.weight, self.bias, use_batch, momentum, self.eps,
+                            _relu=activation == "relu")
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

@@ -31,10 +31,23 @@
         *s1 += a;                                                                               \
         *s2 += b;                                                                               \
     }                                                                                           \
-    PG_CPU_DISPATCH(void, scale_shift_##SUF, (const T *x, T *y, int64_t n, T sc, T sh),         \
-                    (x, y, n, sc, sh))                                                          \
+    PG_CPU_DISPATCH(void, scale_shift_##SUF, (const T *x, T *y, int64_t n, T sc, T sh,          \
+                                              bool relu), (x, y, n, sc, sh, relu))              \
     {                                                                                           \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) y[i] = x[i] * sc + sh;              \
+        if (relu) {                                                                             \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                               \
+                T v = x[i] * sc + sh;                                                           \
+                y[i] = v > 0 ? v : 0;                                                           \
+            }                                                                                   \
+        } else {                                                                                \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) y[i] = x[i] * sc + sh;          \
+        }                                                                                       \
+    }                                                                                           \
+    /* dy where the fused ReLU's output y is positive, else 0 (in place into a copy) */        \
+    PG_CPU_DISPATCH(void, relu_mask_##SUF, (const T *dy, const T *y, T *out, int64_t n),        \
+                    (dy, y, out, n))                                                            \
+    {                                                                                           \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = y[i] > 0 ? dy[i] : 0;      \
     }                                                                                           \
     PG_CPU_DISPATCH(void, grad_sums_##SUF, (const T *dy, const T *x, int64_t n, T mean,         \
                                             double *s1, double *s2), (dy, x, n, mean, s1, s2))  \
@@ -80,7 +93,8 @@
         double b = nd->src[2].storage ? DATA(T, &nd->src[2])[c] : 0.0;                          \
         T sc = (T)(w * rstd), sh = (T)(b - mean * w * rstd);                                    \
         for (int64_t n = 0; n < N; n++)                                                         \
-            scale_shift_##SUF(x + (n * C + c) * L, y + (n * C + c) * L, L, sc, sh);             \
+            scale_shift_##SUF(x + (n * C + c) * L, y + (n * C + c) * L, L, sc, sh,               \
+                              (nd->p.norm.flags & PG_BN_F_RELU) != 0);                          \
     }                                                                                           \
     static void bwd_channel_##SUF(const pg_node *nd, int64_t c)                                 \
     {                                                                                           \
@@ -88,6 +102,13 @@
         const T *dy = DATA(T, &nd->src[0]), *x = DATA(T, &nd->src[1]);                          \
         const T *save = DATA(T, &nd->src[3]);                                                   \
         T *dx = DATA(T, &nd->dst);                                                              \
+        if (nd->p.norm.flags & PG_BN_F_RELU) { /* dy through the ReLU, written into dx */       \
+            const T *y = DATA(T, &nd->src[4]);                                                  \
+            for (int64_t n = 0; n < N; n++)                                                     \
+                relu_mask_##SUF(dy + (n * C + c) * L, y + (n * C + c) * L,                      \
+                                dx + (n * C + c) * L, L);                                       \
+            dy = dx; /* each element is read before it is written below */                      \
+        }                                                                                       \
         T mean = save[c], rstd = save[C + c];                                                   \
         double s1 = 0, s2 = 0, M = (double)(N * L);                                             \
         for (int64_t n = 0; n < N; n++)                                                         \

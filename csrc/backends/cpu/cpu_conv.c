@@ -10,7 +10,11 @@
  * each product one call of the CPU's single-thread GEMM kernel (pygpu's AVX2 float32
  * kernel, or OpenBLAS), so the ISA's kernels serve convolution as they serve Linear. A 1x1
  * convolution with stride 1 and no padding needs no unrolling: col is the input itself.
- * The (n, g) units are shared among the pool's threads; with fewer units than threads
+ * Small output planes (a CIFAR net's 16x16 and 8x8 layers) make narrow products, which
+ * GEMM kernels run well below their speed: there a chunk of nb samples is unrolled side by
+ * side, col (K, nb*OH*OW), and multiplied at once (about COLS_TARGET columns), the output
+ * block copied out per sample (adding the bias on the way), and dy gathered the same way.
+ * The (chunk, g) units are shared among the pool's threads; with fewer units than threads
  * (batch-1 inference), each product is cut over the pool by the GEMM scheduler instead.
  * The weight gradient sums over samples: each task owns a slice of the samples and a
  * partial dW, summed in task order at the end, so a run repeats bit for bit.
@@ -31,9 +35,13 @@
 /* The shapes of a CONV node, whichever way it runs. */
 typedef struct conv_dims {
     int64_t N, C, H, W, O, OH, OW, G, Cg, Og, K, HW, OHW;
+    int64_t nb, chunks; /* samples per product, and chunks of the batch */
     size_t esz;
     bool direct_col; /* 1x1, stride 1, no padding: col is the input plane itself */
 } conv_dims;
+
+#define COLS_TARGET 1024 /* columns a product should have at least, where samples allow */
+#define COL_BYTES_MAX (8u << 20) /* at most this much unrolled input per thread */
 
 static void dims_of(const pg_node *n, conv_dims *d)
 {
@@ -65,6 +73,16 @@ static void dims_of(const pg_node *n, conv_dims *d)
     d->esz = pg_dtype_size((pg_dtype)x->dtype);
     d->direct_col = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 &&
                     g->pw == 0 && d->OH == d->H && d->OW == d->W;
+    d->nb = 1;
+    if (!d->direct_col && d->OHW > 0 && d->OHW < COLS_TARGET) {
+        d->nb = (COLS_TARGET + d->OHW - 1) / d->OHW;
+        int64_t cap = (int64_t)(COL_BYTES_MAX / d->esz) / (d->K * d->OHW);
+        if (d->nb > cap)
+            d->nb = cap > 1 ? cap : 1;
+        if (d->nb > d->N)
+            d->nb = d->N > 0 ? d->N : 1;
+    }
+    d->chunks = d->N > 0 ? (d->N + d->nb - 1) / d->nb : 0;
 }
 
 /* The valid output range [lo, hi) of one kernel tap along an axis: out * s - p + tap * dil
@@ -85,12 +103,13 @@ static void tap_range(int64_t out, int64_t in, int64_t s, int64_t p, int64_t off
 /* im2col of one group of one sample (Cg planes of H*W) into col (K, OH*OW), and col2im's
  * sum back. One instantiation per element type. */
 #define IM2COL(SUF, T)                                                                          \
-    static void im2col_##SUF(const T *x, T *col, const conv_dims *d, const pg_conv_geom *g)     \
+    static void im2col_##SUF(const T *x, T *col, int64_t ld, const conv_dims *d,               \
+                             const pg_conv_geom *g)                                             \
     {                                                                                           \
         for (int64_t c = 0; c < d->Cg; c++)                                                     \
             for (int64_t i = 0; i < g->kh; i++)                                                 \
                 for (int64_t j = 0; j < g->kw; j++) {                                           \
-                    T *row = col + ((c * g->kh + i) * g->kw + j) * d->OHW;                      \
+                    T *row = col + ((c * g->kh + i) * g->kw + j) * ld;                          \
                     int64_t oh0, oh1, ow0, ow1;                                                 \
                     tap_range(d->OH, d->H, g->sh, g->ph, i * g->dh, &oh0, &oh1);                \
                     tap_range(d->OW, d->W, g->sw, g->pw, j * g->dw, &ow0, &ow1);                \
@@ -112,13 +131,14 @@ static void tap_range(int64_t out, int64_t in, int64_t s, int64_t p, int64_t off
                     memset(row + oh1 * d->OW, 0, sizeof(T) * (size_t)((d->OH - oh1) * d->OW));  \
                 }                                                                               \
     }                                                                                           \
-    static void col2im_##SUF(const T *col, T *x, const conv_dims *d, const pg_conv_geom *g)     \
+    static void col2im_##SUF(const T *col, T *x, int64_t ld, const conv_dims *d,               \
+                             const pg_conv_geom *g)                                             \
     {                                                                                           \
         memset(x, 0, sizeof(T) * (size_t)(d->Cg * d->HW));                                      \
         for (int64_t c = 0; c < d->Cg; c++)                                                     \
             for (int64_t i = 0; i < g->kh; i++)                                                 \
                 for (int64_t j = 0; j < g->kw; j++) {                                           \
-                    const T *row = col + ((c * g->kh + i) * g->kw + j) * d->OHW;                \
+                    const T *row = col + ((c * g->kh + i) * g->kw + j) * ld;                    \
                     int64_t oh0, oh1, ow0, ow1;                                                 \
                     tap_range(d->OH, d->H, g->sh, g->ph, i * g->dh, &oh0, &oh1);                \
                     tap_range(d->OW, d->W, g->sw, g->pw, j * g->dw, &ow0, &ow1);                \
@@ -143,6 +163,16 @@ static void tap_range(int64_t out, int64_t in, int64_t s, int64_t p, int64_t off
             _Pragma("omp simd") for (int64_t k = 0; k < cols; k++) yr[k] += v;                  \
         }                                                                                       \
     }                                                                                           \
+    /* dst (rows, cols) at leading dimension ldd = src (rows, cols) at lds, + b per row */   \
+    static void copy_rows_##SUF(T *dst, int64_t ldd, const T *src, int64_t lds, int64_t rows,   \
+                                int64_t cols, const T *b)                                       \
+    {                                                                                           \
+        for (int64_t r = 0; r < rows; r++) {                                                    \
+            T v = b ? b[r] : (T)0, *o = dst + r * ldd;                                          \
+            const T *in = src + r * lds;                                                        \
+            _Pragma("omp simd") for (int64_t k = 0; k < cols; k++) o[k] = in[k] + v;            \
+        }                                                                                       \
+    }                                                                                           \
     static void row_sums_##SUF(const T *y, int64_t rows, int64_t cols, double *acc)             \
     {                                                                                           \
         for (int64_t r = 0; r < rows; r++) {                                                    \
@@ -157,20 +187,31 @@ static void tap_range(int64_t out, int64_t in, int64_t s, int64_t p, int64_t off
 IM2COL(f32, float)
 IM2COL(f64, double)
 
-static void im2col(const void *x, void *col, const conv_dims *d, const pg_conv_geom *g)
+static void im2col(const void *x, void *col, int64_t ld, const conv_dims *d,
+                   const pg_conv_geom *g)
 {
     if (d->esz == 4)
-        im2col_f32(x, col, d, g);
+        im2col_f32(x, col, ld, d, g);
     else
-        im2col_f64(x, col, d, g);
+        im2col_f64(x, col, ld, d, g);
 }
 
-static void col2im(const void *col, void *x, const conv_dims *d, const pg_conv_geom *g)
+static void col2im(const void *col, void *x, int64_t ld, const conv_dims *d,
+                   const pg_conv_geom *g)
 {
     if (d->esz == 4)
-        col2im_f32(col, x, d, g);
+        col2im_f32(col, x, ld, d, g);
     else
-        col2im_f64(col, x, d, g);
+        col2im_f64(col, x, ld, d, g);
+}
+
+static void copy_rows(void *dst, int64_t ldd, const void *src, int64_t lds, int64_t rows,
+                      int64_t cols, const void *b, size_t esz)
+{
+    if (esz == 4)
+        copy_rows_f32(dst, ldd, src, lds, rows, cols, b);
+    else
+        copy_rows_f64(dst, ldd, src, lds, rows, cols, b);
 }
 
 static void add_rows(void *y, int64_t rows, int64_t cols, const void *b, size_t esz)
@@ -226,106 +267,150 @@ static pg_status run_gemm(pg_pool *pool, const pg_gemm *g)
     return fn(g);
 }
 
-static void *col_buffer(const conv_dims *d)
+static void *col_buffer(const conv_dims *d, int64_t nb)
 {
-    return pg_cpu_scratch(PG_SCRATCH_CONV, (size_t)(d->K * d->OHW) * d->esz);
+    return pg_cpu_scratch(PG_SCRATCH_CONV, (size_t)(d->K * nb * d->OHW) * d->esz);
 }
 
-static pg_status fwd_unit(conv_job *j, int64_t n, int64_t grp)
+/* a chunk's (Og, nb*OHW) block of outputs or output gradients */
+static void *block_buffer(const conv_dims *d, int64_t nb)
+{
+    return pg_cpu_scratch(PG_SCRATCH_CONV_BLOCK, (size_t)(d->Og * nb * d->OHW) * d->esz);
+}
+
+/* samples [n0, n0 + nb) of group grp unrolled side by side into col (K, nb*OHW) */
+static const void *unroll(const conv_dims *d, const pg_conv_geom *g, const void *x, int64_t n0,
+                          int64_t nb, int64_t grp, void *buf)
+{
+    const char *x0 = at(x, (n0 * d->C + grp * d->Cg) * d->HW, d->esz);
+    if (d->direct_col) /* nb == 1: the input plane itself */
+        return x0;
+    for (int64_t i = 0; i < nb; i++)
+        im2col(x0 + i * d->C * d->HW * (int64_t)d->esz, at(buf, i * d->OHW, d->esz), nb * d->OHW,
+               d, g);
+    return buf;
+}
+
+/* dy of samples [n0, n0 + nb), group grp, as one (Og, nb*OHW) matrix: dy itself when
+ * nb == 1, else gathered into buf */
+static const void *gather_dy(const conv_dims *d, const void *dy, int64_t n0, int64_t nb,
+                             int64_t grp, void *buf)
+{
+    const char *y0 = at(dy, (n0 * d->O + grp * d->Og) * d->OHW, d->esz);
+    if (nb == 1)
+        return y0;
+    for (int64_t i = 0; i < nb; i++)
+        copy_rows(at(buf, i * d->OHW, d->esz), nb * d->OHW, y0 + i * d->O * d->OHW *
+                  (int64_t)d->esz, d->OHW, d->Og, d->OHW, NULL, d->esz);
+    return buf;
+}
+
+static pg_status no_memory(void)
+{
+    return pg_error_set(PG_ERR_NOMEM, "conv2d: out of memory for the unrolled input");
+}
+
+/* forward of samples [n0, n0 + nb), group grp */
+static pg_status fwd_unit(conv_job *j, int64_t n0, int64_t nb, int64_t grp)
 {
     const pg_node *nd = j->n;
     const conv_dims *d = &j->d;
-    const void *x = at(pg_tensor_data(&nd->src[0]), (n * d->C + grp * d->Cg) * d->HW, d->esz);
-    void *y = at(pg_tensor_data(&nd->dst), (n * d->O + grp * d->Og) * d->OHW, d->esz);
-    const void *col = x;
-    if (!d->direct_col) {
-        void *buf = col_buffer(d);
-        if (!buf)
-            return pg_error_set(PG_ERR_NOMEM, "conv2d: out of memory for the unrolled input");
-        im2col(x, buf, d, &nd->p.conv);
-        col = buf;
-    }
+    void *cbuf = d->direct_col ? NULL : col_buffer(d, nb);
+    void *ybuf = nb > 1 ? block_buffer(d, nb) : NULL;
+    if ((!d->direct_col && !cbuf) || (nb > 1 && !ybuf))
+        return no_memory();
+    const void *bias = nd->src[2].storage
+                           ? at(pg_tensor_data(&nd->src[2]), grp * d->Og, d->esz) : NULL;
+    void *y = at(pg_tensor_data(&nd->dst), (n0 * d->O + grp * d->Og) * d->OHW, d->esz);
     pg_gemm g = gemm_base(j->dtype);
     g.M = d->Og;
-    g.N = d->OHW;
+    g.N = nb * d->OHW;
     g.K = d->K;
     g.a = at(pg_tensor_data(&nd->src[1]), grp * d->Og * d->K, d->esz);
     g.lda = d->K;
-    g.b = col;
-    g.ldb = d->OHW;
-    g.c = y;
-    g.ldc = d->OHW;
+    g.b = unroll(d, &nd->p.conv, pg_tensor_data(&nd->src[0]), n0, nb, grp, cbuf);
+    g.ldb = nb * d->OHW;
+    g.c = nb > 1 ? ybuf : y;
+    g.ldc = nb * d->OHW;
     PG_TRY(run_gemm(j->gemm_pool, &g));
-    if (nd->src[2].storage)
-        add_rows(y, d->Og, d->OHW, at(pg_tensor_data(&nd->src[2]), grp * d->Og, d->esz), d->esz);
+    if (nb > 1) /* each sample's block out to (N, O, OH, OW), the bias added on the way */
+        for (int64_t i = 0; i < nb; i++)
+            copy_rows(at(y, i * d->O * d->OHW, d->esz), d->OHW, at(ybuf, i * d->OHW, d->esz),
+                      nb * d->OHW, d->Og, d->OHW, bias, d->esz);
+    else if (bias)
+        add_rows(y, d->Og, d->OHW, bias, d->esz);
     return PG_OK;
 }
 
-static pg_status data_unit(conv_job *j, int64_t n, int64_t grp)
+/* input gradient of samples [n0, n0 + nb), group grp */
+static pg_status data_unit(conv_job *j, int64_t n0, int64_t nb, int64_t grp)
 {
     const pg_node *nd = j->n;
     const conv_dims *d = &j->d;
-    void *dx = at(pg_tensor_data(&nd->dst), (n * d->C + grp * d->Cg) * d->HW, d->esz);
-    void *dcol = dx;
-    if (!d->direct_col) {
-        dcol = col_buffer(d);
-        if (!dcol)
-            return pg_error_set(PG_ERR_NOMEM, "conv2d: out of memory for the unrolled gradient");
-    }
+    void *dx = at(pg_tensor_data(&nd->dst), (n0 * d->C + grp * d->Cg) * d->HW, d->esz);
+    void *dcol = d->direct_col ? dx : col_buffer(d, nb);
+    void *ybuf = nb > 1 ? block_buffer(d, nb) : NULL;
+    if (!dcol || (nb > 1 && !ybuf))
+        return no_memory();
     pg_gemm g = gemm_base(j->dtype);
     g.M = d->K;
-    g.N = d->OHW;
+    g.N = nb * d->OHW;
     g.K = d->Og;
     g.trans_a = true; /* W_g stored (Og, K) */
     g.a = at(pg_tensor_data(&nd->src[1]), grp * d->Og * d->K, d->esz);
     g.lda = d->K;
-    g.b = at(pg_tensor_data(&nd->src[0]), (n * d->O + grp * d->Og) * d->OHW, d->esz);
-    g.ldb = d->OHW;
+    g.b = gather_dy(d, pg_tensor_data(&nd->src[0]), n0, nb, grp, ybuf);
+    g.ldb = nb * d->OHW;
     g.c = dcol;
-    g.ldc = d->OHW;
+    g.ldc = nb * d->OHW;
     PG_TRY(run_gemm(j->gemm_pool, &g));
-    if (!d->direct_col)
-        col2im(dcol, dx, d, &nd->p.conv);
-    if (nd->src[2].storage)
-        add_rows(dx, d->Cg, d->HW, at(pg_tensor_data(&nd->src[2]), grp * d->Cg, d->esz), d->esz);
+    const void *bias = nd->src[2].storage
+                           ? at(pg_tensor_data(&nd->src[2]), grp * d->Cg, d->esz) : NULL;
+    for (int64_t i = 0; i < nb; i++) {
+        void *dxi = at(dx, i * d->C * d->HW, d->esz);
+        if (!d->direct_col)
+            col2im(at(dcol, i * d->OHW, d->esz), dxi, nb * d->OHW, d, &nd->p.conv);
+        if (bias)
+            add_rows(dxi, d->Cg, d->HW, bias, d->esz);
+    }
     return PG_OK;
 }
 
-/* dW_g (+)= dy[n,g] @ col^T into `dw` (the task's partial), db rows summed into bsum */
-static pg_status weight_unit(conv_job *j, int64_t n, int64_t grp, void *dw, bool first,
-                             double *bsum)
+/* dW_g (+)= dy[n0..n0+nb, g] @ col^T into `dw` (the task's partial); db rows into bsum */
+static pg_status weight_unit(conv_job *j, int64_t n0, int64_t nb, int64_t grp, void *dw,
+                             bool first, double *bsum)
 {
     const pg_node *nd = j->n;
     const conv_dims *d = &j->d;
-    const void *x = at(pg_tensor_data(&nd->src[1]), (n * d->C + grp * d->Cg) * d->HW, d->esz);
-    const void *dy = at(pg_tensor_data(&nd->src[0]), (n * d->O + grp * d->Og) * d->OHW, d->esz);
-    const void *col = x;
-    if (!d->direct_col) {
-        void *buf = col_buffer(d);
-        if (!buf)
-            return pg_error_set(PG_ERR_NOMEM, "conv2d: out of memory for the unrolled input");
-        im2col(x, buf, d, &nd->p.conv);
-        col = buf;
-    }
+    void *cbuf = d->direct_col ? NULL : col_buffer(d, nb);
+    void *ybuf = nb > 1 ? block_buffer(d, nb) : NULL;
+    if ((!d->direct_col && !cbuf) || (nb > 1 && !ybuf))
+        return no_memory();
+    const void *dyb = gather_dy(d, pg_tensor_data(&nd->src[0]), n0, nb, grp, ybuf);
     pg_gemm g = gemm_base(j->dtype);
     g.M = d->Og;
     g.N = d->K;
-    g.K = d->OHW;
-    g.trans_b = true; /* col stored (K, OHW) */
-    g.a = dy;
-    g.lda = d->OHW;
-    g.b = col;
-    g.ldb = d->OHW;
+    g.K = nb * d->OHW;
+    g.trans_b = true; /* col stored (K, nb*OHW) */
+    g.a = dyb;
+    g.lda = nb * d->OHW;
+    g.b = unroll(d, &nd->p.conv, pg_tensor_data(&nd->src[1]), n0, nb, grp, cbuf);
+    g.ldb = nb * d->OHW;
     g.c = at(dw, grp * d->Og * d->K, d->esz);
     g.ldc = d->K;
     g.beta = first ? 0.0 : 1.0;
     PG_TRY(run_gemm(j->gemm_pool, &g));
-    if (bsum)
-        row_sums(dy, d->Og, d->OHW, bsum + grp * d->Og, d->esz);
+    if (bsum) {
+        if (nb > 1)
+            row_sums(dyb, d->Og, nb * d->OHW, bsum + grp * d->Og, d->esz);
+        else
+            row_sums(dyb, d->Og, d->OHW, bsum + grp * d->Og, d->esz);
+    }
     return PG_OK;
 }
 
-/* task t: units [lo, hi) of N*G (forward, input gradient), or samples (weight gradient) */
+/* task t: units [lo, hi) of chunks*G (forward, input gradient), or a slice of the samples
+ * (weight gradient), taken a chunk at a time */
 static pg_status conv_task(void *ctx, int64_t t)
 {
     conv_job *j = ctx;
@@ -340,16 +425,20 @@ static pg_status conv_task(void *ctx, int64_t t)
             memset(dw, 0, (size_t)(d->O * d->K) * d->esz);
             return PG_OK;
         }
-        for (int64_t n = lo; n < hi; n++)
+        for (int64_t n = lo; n < hi; n += d->nb) {
+            int64_t nb = hi - n < d->nb ? hi - n : d->nb;
             for (int64_t grp = 0; grp < d->G; grp++)
-                PG_TRY(weight_unit(j, n, grp, dw, n == lo, bs));
+                PG_TRY(weight_unit(j, n, nb, grp, dw, n == lo, bs));
+        }
         return PG_OK;
     }
     int64_t lo, hi;
-    pg_cpu_part(d->N * d->G, j->ntasks, t, &lo, &hi);
-    for (int64_t u = lo; u < hi; u++)
-        PG_TRY(sub == PG_CONV_FWD ? fwd_unit(j, u / d->G, u % d->G)
-                                  : data_unit(j, u / d->G, u % d->G));
+    pg_cpu_part(d->chunks * d->G, j->ntasks, t, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t n0 = (u / d->G) * d->nb, grp = u % d->G;
+        int64_t nb = d->N - n0 < d->nb ? d->N - n0 : d->nb;
+        PG_TRY(sub == PG_CONV_FWD ? fwd_unit(j, n0, nb, grp) : data_unit(j, n0, nb, grp));
+    }
     return PG_OK;
 }
 
@@ -421,7 +510,12 @@ pg_status pg_cpu_conv_on(pg_pool *pool, const pg_node *n)
         return pg_cpu_conv_direct(pool, n);
     if (n->subop == PG_CONV_BWD_WEIGHT)
         return run_weight(pool, &j);
-    int64_t units = j.d.N * j.d.G, threads = pg_pool_threads(pool);
+    int64_t threads = pg_pool_threads(pool);
+    if (j.d.chunks < threads && j.d.nb > 1) { /* one chunk per thread at least */
+        j.d.nb = (j.d.N + threads - 1) / threads;
+        j.d.chunks = (j.d.N + j.d.nb - 1) / j.d.nb;
+    }
+    int64_t units = j.d.chunks * j.d.G;
     if (units >= threads && threads > 1) {
         j.ntasks = threads;
         return pg_pool_run(pool, j.ntasks, conv_task, &j);

@@ -13,6 +13,7 @@
 #include "../../core/pg_ops_conv.h"
 #include "cpu_conv.h"
 #include "cpu_part.h"
+#include "cpu_vecmath.h"
 
 #define DATA(T, t) ((T *)pg_tensor_data(t))
 
@@ -50,6 +51,42 @@ static void avg_window(const pg_conv_geom *g, int64_t oh, int64_t ow, int64_t H,
 }
 
 #define POOL_KERNELS(SUF, T)                                                                    \
+    /* the common 2x2, stride 2, unpadded window over whole pairs: no bounds to clip, and  \
+     * branch-free (selects, not jumps: random data mispredicts half the comparisons)     \
+     * so the row vectorizes */                                                            \
+    PG_CPU_DISPATCH(void, max_row_2x2_##SUF, (const T *r0, const T *r1, T *y, int64_t *ix,      \
+                                              int64_t n, int64_t base, int64_t W),              \
+                    (r0, r1, y, ix, n, base, W))                                                \
+    {                                                                                           \
+        _Pragma("omp simd") for (int64_t ow = 0; ow < n; ow++) {                                \
+            T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];           \
+            int64_t k = base + 2 * ow;                                                          \
+            bool t = b > a || b != b;                                                           \
+            T m = t ? b : a;                                                                    \
+            k = t ? k + 1 : k;                                                                  \
+            t = c > m || c != c;                                                                \
+            m = t ? c : m;                                                                      \
+            k = t ? base + W + 2 * ow : k;                                                      \
+            t = d > m || d != d;                                                                \
+            m = t ? d : m;                                                                      \
+            k = t ? base + W + 2 * ow + 1 : k;                                                  \
+            y[ow] = m;                                                                          \
+            ix[ow] = k;                                                                         \
+        }                                                                                       \
+    }                                                                                           \
+    static void max_plane_2x2_##SUF(const pool_job *j, const T *x, T *y, int64_t *ix)           \
+    {                                                                                           \
+        int64_t scratch[256];                                                                   \
+        for (int64_t oh = 0; oh < j->OH; oh++) {                                                \
+            const T *r0 = x + 2 * oh * j->W;                                                    \
+            for (int64_t o0 = 0; o0 < j->OW; o0 += 256) {                                       \
+                int64_t n = j->OW - o0 < 256 ? j->OW - o0 : 256;                                \
+                int64_t *k = ix ? ix + oh * j->OW + o0 : scratch;                               \
+                max_row_2x2_##SUF(r0 + 2 * o0, r0 + j->W + 2 * o0, y + oh * j->OW + o0, k, n,    \
+                                  2 * oh * j->W + 2 * o0, j->W);                                \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
     static void max_plane_##SUF(const pool_job *j, int64_t p, bool adaptive)                    \
     {                                                                                           \
         const pg_conv_geom *g = &j->n->p.conv;                                                  \
@@ -57,6 +94,11 @@ static void avg_window(const pg_conv_geom *g, int64_t oh, int64_t ow, int64_t H,
         T *y = DATA(T, &j->n->dst) + p * j->OH * j->OW;                                         \
         int64_t *ix = j->n->extra[0].storage ? DATA(int64_t, &j->n->extra[0]) + p * j->OH * j->OW \
                                              : NULL;                                            \
+        if (!adaptive && g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 &&  \
+            g->pw == 0 && g->dh == 1 && g->dw == 1 && 2 * j->OH <= j->H && 2 * j->OW <= j->W) { \
+            max_plane_2x2_##SUF(j, x, y, ix);                                                   \
+            return;                                                                             \
+        }                                                                                       \
         for (int64_t oh = 0; oh < j->OH; oh++)                                                  \
             for (int64_t ow = 0; ow < j->OW; ow++) {                                            \
                 int64_t h0, h1, w0, w1, dh = 1, dw = 1;                                         \
