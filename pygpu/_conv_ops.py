@@ -194,16 +194,46 @@ def _conv_composed(x, w, b, geom):
     OH, OW = (Hp - dh * (KH - 1) - 1) // sh + 1, (Wp - dw * (KW - 1) - 1) // sw + 1
     K, L = Cg * KH * KW, OH * OW
     cols = _windows(x, KH, KW, sh, sw, dh, dw, OH, OW).reshape(N, G, K, L)
-    cols = cols.permute(1, 2, 0, 3).reshape(G, K, N * L)
+    # one sample needs no permutation (and cuda's reshape of a permuted view with a length-1
+    # axis inside fails with "unknown error", where cpu's and sim's do not)
+    if N > 1:
+        cols = cols.permute(1, 2, 0, 3).contiguous().reshape(G, K, N * L)
+    else:
+        cols = cols.reshape(G, K, L)
     y = w.reshape(G, O // G, K) @ cols  # (G, O/G, N*L)
-    y = y.reshape(G, O // G, N, OH, OW).permute(2, 0, 1, 3, 4).reshape(N, O, OH, OW)
+    if N > 1:
+        y = y.reshape(G, O // G, N, OH, OW).permute(2, 0, 1, 3, 4).contiguous()
+    y = y.reshape(N, O, OH, OW)
     return y if b is None else y + b.reshape(1, O, 1, 1)
+
+
+def _check_composed(x, w, b, geom, bias_channels):
+    """What pg_ops_conv.c checks before its node, for the composed path (PyTorch's words)."""
+    sh, sw, dh, dw, pt, pb, pl, pr, G = geom
+    if w.shape[0] % G:
+        raise RuntimeError(f"Given groups={G}, expected weight to be divisible by {G} at "
+                           f"dimension 0, but got weight of size {list(w.shape)} instead")
+    padded = (x.shape[2] + pt + pb, x.shape[3] + pl + pr)
+    span = (dh * (w.shape[2] - 1) + 1, dw * (w.shape[3] - 1) + 1)
+    if padded[0] < span[0] or padded[1] < span[1]:
+        raise RuntimeError(f"Calculated padded input size per channel: ({padded[0]} x "
+                           f"{padded[1]}). Kernel size: ({span[0]} x {span[1]}). Kernel size "
+                           f"can't be greater than actual input size")
+    if b is not None and (b.ndim != 1 or b.shape[0] != bias_channels):
+        raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be "
+                           f"1-dimensional with {bias_channels} elements, but got bias of size "
+                           f"{list(b.shape)} instead")
+    for t, what in ((w, "weight"), (b, "bias")):
+        if t is not None and (t.dtype != x.dtype or t.device != x.device):
+            raise TypeError(f"conv2d: {what} is {t.dtype} on {t.device} but the input is "
+                            f"{x.dtype} on {x.device}")
 
 
 def conv2d(x, w, b, geom):
     """The 2-d convolution of checked operands (x (N, C, H, W), w (O, C/g, KH, KW))."""
     if has_kernels(x):
         return _Convolution.apply(x, w, b, geom)
+    _check_composed(x, w, b, geom, w.shape[0])
     return _conv_composed(x, w, b, geom)
 
 
@@ -229,6 +259,10 @@ def conv_transpose2d(x, w, b, geom, out_hw):
         return _ConvolutionTranspose.apply(x, w, b, geom, (N, Cout) + tuple(out_hw))
     # composed: the convolution of x dilated by the stride, padded by d(k-1) - p (cropped
     # where negative), with the weight's groups transposed and its taps reversed
+    if b is not None and (b.ndim != 1 or b.shape[0] != Cout):
+        raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected bias "
+                           f"to be 1-dimensional with {Cout} elements, but got bias of size "
+                           f"{list(b.shape)} instead")
     sh, sw, dh, dw, pt, _, pl, _, _ = geom
     Cin, Cg, KH, KW = w.shape
     xd = _dilate(x, sh, sw)
@@ -236,7 +270,7 @@ def conv_transpose2d(x, w, b, geom, out_hw):
     eh = out_hw[0] + 2 * pt - ((xd.shape[2] - 1) + dh * (KH - 1) + 1) + pt
     ew = out_hw[1] + 2 * pl - ((xd.shape[3] - 1) + dw * (KW - 1) + 1) + pl
     xp = pad(xd, (pw, pw + ew - pl, ph, ph + eh - pt))
-    wt = w.reshape(G, Cin // G, Cg, KH, KW).permute(0, 2, 1, 3, 4).reshape(G * Cg, Cin // G,
+    wt = w.reshape(G, Cin // G, Cg, KH, KW).permute(0, 2, 1, 3, 4).contiguous().reshape(G * Cg, Cin // G,
                                                                          KH, KW)
     wt = wt.index_select(2, _index(np.arange(KH)[::-1], w.device))
     wt = wt.index_select(3, _index(np.arange(KW)[::-1], w.device))
