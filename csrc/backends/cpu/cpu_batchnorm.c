@@ -157,3 +157,5 @@ pg_status pg_cpu_batch_norm_on(pg_pool *pool, const pg_node *n)
         j.ntasks = j.C > 0 ? j.C : 1;
     return pg_pool_run(pool, j.ntasks, bn_task, &j);
 }
+
+pg_status pg_cpu_batch_norm(const pg_node *n) { return pg_cpu_batch_norm_on(NULL, n); }

@@ -525,4 +525,4 @@ pg_status pg_cpu_conv_on(pg_pool *pool, const pg_node *n)
     return conv_task(&j, 0);
 }
 
-
+pg_status pg_cpu_conv(const pg_node *n) { return pg_cpu_conv_on(NULL, n); }

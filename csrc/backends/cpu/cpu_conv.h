@@ -11,7 +11,7 @@
 
 pg_status pg_cpu_conv_on(pg_pool *pool, const pg_node *n);
 pg_status pg_cpu_conv_direct(pg_pool *pool, const pg_node *n); /* C/groups == 1 */
-pg_status pg_cpu_pool_on(pg_pool *pool, const pg_node *n);
+pg_status pg_cpu_pooling_on(pg_pool *pool, const pg_node *n);
 pg_status pg_cpu_batch_norm_on(pg_pool *pool, const pg_node *n);
 
 #endif

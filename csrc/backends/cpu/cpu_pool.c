@@ -228,7 +228,7 @@ static pg_status pool_task(void *ctx, int64_t t)
     return PG_OK;
 }
 
-pg_status pg_cpu_pool_on(pg_pool *pool, const pg_node *n)
+pg_status pg_cpu_pooling_on(pg_pool *pool, const pg_node *n)
 {
     pool_job j;
     memset(&j, 0, sizeof j);
@@ -247,3 +247,5 @@ pg_status pg_cpu_pool_on(pg_pool *pool, const pg_node *n)
         j.ntasks = j.planes > 0 ? j.planes : 1;
     return pg_pool_run(pool, j.ntasks, pool_task, &j);
 }
+
+pg_status pg_cpu_pooling(const pg_node *n) { return pg_cpu_pooling_on(NULL, n); }
