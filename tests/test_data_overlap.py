@@ -147,7 +147,7 @@ def test_an_epoch_takes_about_the_longer_of_transfer_and_compute(source, link_mo
         return run
 
     transfer = min(timed(epoch(0))[0] for _ in range(2))
-    muls = max(1, round(transfer / min(timed(compute(1))[0] for _ in range(3))))
+    muls = max(1, round(transfer / (min(timed(compute(8))[0] for _ in range(3)) / 8)))
     trials = []
     for _ in range(4):  # interleaved, so each trial's timings see the same machine load
         k, c, e = timed(epoch(0))[0], timed(compute(muls))[0], timed(epoch(muls))[0]
