@@ -40,6 +40,15 @@ from .sampler import RandomSampler, SequentialSampler
 _SPARE_EXTRA = 2
 
 
+def _refcounts(items):
+    """sys.getrefcount of each item as seen from here (what counts as "held by the list
+    alone" depends on the interpreter, so it is measured, below, not assumed)."""
+    return [sys.getrefcount(t) for t in items]
+
+
+_HELD_BY_LIST_ALONE = _refcounts([object()])[0]
+
+
 def _synchronize(dev):
     if dev.type != "cpu":
         _C._synchronize(*dev._code)
@@ -408,8 +417,9 @@ class DataLoader:
         still use, so a copy into it is ordered after that compute (issue 39: the copy queue
         then waited for compute 6-23 ms an epoch); an idle earlier batch has no such work."""
         for k, batch in enumerate(self._spare):
-            if all(t.shape[0] == rows and sys.getrefcount(t) == 3 and t._storage_users() == 1
-                   and not t._storage_held() for t in batch):
+            if all(c == _HELD_BY_LIST_ALONE for c in _refcounts(batch)) and \
+                    all(t.shape[0] == rows and t._storage_users() == 1 and not t._storage_held()
+                        for t in batch):
                 del self._spare[k]
                 # new tensor objects over the same memory: nothing the caller set on the old
                 # ones (requires_grad, .grad, attributes) comes with the new batch
