@@ -11,9 +11,10 @@
 # and the ratio epoch / max(transfer, compute): 1.0 is full overlap, 2.0 none.
 # The sources are the arrays (X, y) and a TensorDataset of the same arrays, alternately.
 # Then one more epoch per source under pygpu.sim.timeline says where the prefetch waited:
-# how long the copy queue stood idle between transfers, how many copies were ordered after
-# compute (their memory still in use), and which threads ran the copies (the copy engine's
-# worker only: a host thread that ran one is issue 39's lost overlap).
+# how long the copy queue stood idle between transfers, and of that how long a queued copy
+# waited for compute (ordered after it: its memory still in use) or for its worker to get a
+# core; how many copies were ordered after compute; and which threads ran the copies (the
+# copy engine's worker only: a host thread that ran one was one of issue 39's causes).
 # --host-ms N adds N ms of Python busy work per batch (a slower host, as on the reporter's
 # Zen 1, where the gather and the loop cost more than here).
 #
@@ -119,12 +120,21 @@ def main():
             ep = timed(epoch(source, muls))
         copies = sorted((s for s in tl.spans if s.queue == "copy"), key=lambda s: s.start)
         ops = [s for s in tl.spans if s.queue == "compute"]
-        idle = sum(max(0.0, b.start - a.end) for a, b in zip(copies, copies[1:]))
+        op_end = {s.seq: s.end for s in ops}
+        idle = wait_compute = wait_core = 0.0
+        for a, b in zip(copies, copies[1:]):  # the queue's idle time between two copies:
+            ready = max(a.end, b.queued)      # queued and the one before done, then waiting
+            dep = max([op_end.get(n, 0.0) for q, n in b.after if q == "sim:0 compute"] or [0.0])
+            idle += max(0.0, b.start - a.end)
+            wait_compute += max(0.0, min(b.start, dep) - ready)  # for the compute it follows
+            wait_core += max(0.0, b.start - max(ready, dep))     # for its worker to run
         behind = sum(any(q == "sim:0 compute" for q, _ in s.after) for s in copies)
         print(f"timeline, {source}: epoch {ep * 1e3:.1f} ms; copy queue busy "
               f"{sum(s.end - s.start for s in copies) * 1e3:.1f} ms, idle between copies "
-              f"{idle * 1e3:.1f} ms; compute busy {sum(s.end - s.start for s in ops) * 1e3:.1f} "
-              f"ms; {behind} of {len(copies)} copies ordered after compute; copies run by "
+              f"{idle * 1e3:.1f} ms (waiting for compute {wait_compute * 1e3:.1f}, for its worker "
+              f"to run {wait_core * 1e3:.1f}); compute busy "
+              f"{sum(s.end - s.start for s in ops) * 1e3:.1f} ms; {behind} of {len(copies)} "
+              f"copies ordered after compute; copies run by "
               f"{dict(collections.Counter(s.thread for s in copies))}")
     pygpu.sim.configure()
 

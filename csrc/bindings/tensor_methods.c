@@ -407,6 +407,23 @@ static PyObject *m_wait(PyObject *self, PyObject *noargs)
     return Py_NewRef(self);
 }
 
+/* For pygpu.data's prefetch (loader.py), which reuses a batch's device memory once nothing
+ * uses it: the tensors and views sharing this tensor's storage (queued work not counted),
+ * and whether queued work still holds it. */
+static PyObject *m_storage_users(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return PyLong_FromLong(pg_storage_users(T(self)->storage));
+}
+
+/* Whether queued work still holds the storage (a sim task holds what it reads and writes
+ * until it has run). */
+static PyObject *m_storage_held(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return PyBool_FromLong(pg_storage_holds(T(self)->storage) != 0);
+}
+
 /* Pinned memory comes from the CUDA runtime when there is a GPU, and its
  * plugin is loaded on first use: load it now (pygpu.cuda._load, the one
  * loader, which records why cuda is unavailable), or a buffer pinned before
@@ -590,6 +607,8 @@ PyMethodDef pg_tensor_methods[] = {
     {"copy_", KW m_copy_, METH_VARARGS | METH_KEYWORDS, "copy_(src, non_blocking=False): copy src's values into self (broadcasting on one device; a counted transfer across devices); returns self"},
     {"cpu", m_cpu, METH_NOARGS, "a copy on the host (self if already there)"},
     {"wait", m_wait, METH_NOARGS, "block until queued work producing this tensor is done; raises its failure"},
+    {"_storage_users", m_storage_users, METH_NOARGS, "internal: tensors and views sharing the storage"},
+    {"_storage_held", m_storage_held, METH_NOARGS, "internal: queued work still holds the storage"},
     {"pin_memory", m_pin_memory, METH_NOARGS, "a copy in page-locked host memory, for non_blocking copies"},
     {"is_pinned", m_is_pinned, METH_NOARGS, "whether the memory is page-locked host memory"},
     {"numpy", m_numpy, METH_NOARGS, "an ndarray: shares memory on cpu; a counted (implicit) copy from a device"},
