@@ -54,7 +54,15 @@ typedef struct pg_node {
         struct { int axis; } reduce;
         struct { double start, step; } arange;
         struct { uint64_t seed, offset; } random; /* subop 0: uniform, 1: normal */
-        struct { double f[6]; int64_t i[2]; } train; /* fused ops' hyper-parameters */
+        struct { double lo, hi; } clamp;          /* CLAMP: the two number bounds */
+        struct { int64_t axis, flag; } index;     /* INDEX: what flag means per subop: pg_ops_index.h */
+        struct { double eps; int64_t affine; } norm; /* LAYER_NORM: affine bit 0 weight, bit 1 bias */
+        struct { int64_t mean; } xent;            /* XENT_FWD/BWD: mean (1) or sum (0) over rows */
+        struct { double inv_scale; } amp;         /* AMP_UNSCALE */
+        /* SGD and the adaptive optimizers (pg_ops_train.c lists each kind's hyper and flags) */
+        struct { double hyper[6]; int64_t flag[2]; } optim;
+        /* QLINEAR: activation and output quantization (pg_ops_quantized.c) */
+        struct { double a_scale, c_scale, a_zp, c_zp, a_max, c_max; int64_t a_dynamic; } qlinear;
     } p;
     const char *name; /* the user-facing op name, for error messages ("add", "matmul") */
 } pg_node;

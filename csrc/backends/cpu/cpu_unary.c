@@ -18,41 +18,13 @@
 
 #include "cpu_half_convert.h"
 #include "cpu_kernels.h"
-#include "cpu_vecmath.h"
+#include "cpu_map_loop.h"
 
 typedef uint8_t pg_bool_t;
 
-#define GATHER 256 /* elements per gather/scatter block of a strided run */
-
-#define UN_LOOP(NAME, T, EXPR) UN_LOOP_TO(NAME, T, T, EXPR)
 /* OT: the result's element type (pg_bool_t for the ops whose `out` column is BOOL) */
-#define UN_LOOP_TO(NAME, T, OT, EXPR)                                                     \
-    PG_CPU_DISPATCH(void, NAME##_run, (int64_t n, OT *o, const T *a), (n, o, a))                    \
-    {                                                                                     \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                               \
-        {                                                                                 \
-            T x = a[i];                                                                   \
-            o[i] = (OT)(EXPR);                                                            \
-        }                                                                                 \
-    }                                                                                     \
-    static void NAME(int64_t n, char **p, const int64_t *s, const void *arg)              \
-    {                                                                                     \
-        (void)arg;                                                                        \
-        if (s[0] == sizeof(OT) && s[1] == sizeof(T)) {                                    \
-            NAME##_run(n, (OT *)p[0], (const T *)p[1]);                                   \
-            return;                                                                       \
-        }                                                                                 \
-        T in[GATHER];                                                                     \
-        OT out[GATHER];                                                                   \
-        for (int64_t i0 = 0; i0 < n; i0 += GATHER) {                                      \
-            int64_t w = n - i0 < GATHER ? n - i0 : GATHER;                                \
-            for (int64_t i = 0; i < w; i++)                                               \
-                in[i] = *(const T *)(p[1] + (i0 + i) * s[1]);                             \
-            NAME##_run(w, out, in);                                                       \
-            for (int64_t i = 0; i < w; i++)                                               \
-                *(OT *)(p[0] + (i0 + i) * s[0]) = out[i];                                 \
-        }                                                                                 \
-    }
+#define UN_LOOP_TO(NAME, T, OT, EXPR) PG_CPU_MAP_LOOP(NAME, T, OT, EXPR)
+#define UN_LOOP(NAME, T, EXPR) PG_CPU_MAP_LOOP(NAME, T, T, EXPR)
 
 UN_LOOP(neg_i64, int64_t, (int64_t)(0ull - (uint64_t)x)) /* wraps like NumPy, no UB */
 UN_LOOP(abs_i64, int64_t, x < 0 ? (int64_t)(0ull - (uint64_t)x) : x)
@@ -147,7 +119,8 @@ pg_status pg_cpu_clamp(const pg_node *node)
         return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
                             pg_dtype_name((pg_dtype)dt));
     const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
-    pg_cpu_iterate(2, ops, NULL, dt == PG_FLOAT32 ? clamp_f32 : clamp_f64, node->p.train.f);
+    const double bounds[2] = {node->p.clamp.lo, node->p.clamp.hi};
+    pg_cpu_iterate(2, ops, NULL, dt == PG_FLOAT32 ? clamp_f32 : clamp_f64, bounds);
     return PG_OK;
 }
 
