@@ -181,6 +181,31 @@ static PyObject *f_act_table(PyObject *mod, PyObject *noargs)
     );
 }
 
+/* _C._node_table(): ((ID, params, cpu, split, panels, cuda, graph, doc), ...): the
+ * PG_NODE rows (pg_ops.def) as their text, for tests/test_node_table.py and the docs; the
+ * backends read the columns in C. */
+static PyObject *f_node_table(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    static const char *const rows[][8] = {
+#define PG_NODE(ID, params, cpu, split, panels, cuda, graph, doc)                                  \
+    {#ID, #params, #cpu, #split, #panels, #cuda, #graph, doc},
+#include "../core/pg_ops.def"
+    };
+    const Py_ssize_t n = (Py_ssize_t)(sizeof rows / sizeof rows[0]);
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t && i < n; i++) {
+        const char *const *r = rows[i];
+        PyObject *row = Py_BuildValue("(ssssssss)", r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+        if (!row)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, row);
+    }
+    return t;
+}
+
 /* _C._dtype_table(): (((name, code, itemsize, is_float), ...), "float32, ... and bool"),
  * pg_dtype.h's table and the list messages name the dtypes by. */
 static PyObject *f_dtype_table(PyObject *mod, PyObject *noargs)
@@ -218,6 +243,7 @@ PyMethodDef pg_math_functions[] = {
     {"clamp", KW pg_f_clamp, METH_VARARGS | METH_KEYWORDS, "clamp(input, min=None, max=None): each element into [min, max] (Tensors or numbers; NaN stays NaN)"},
     {"clip", KW pg_f_clip, METH_VARARGS | METH_KEYWORDS, "clip(input, min=None, max=None): clamp's other name"},
     {"_op_table", f_op_table, METH_NOARGS, "internal: the op table (csrc/core/pg_ops.def) as tuples"},
+    {"_node_table", f_node_table, METH_NOARGS, "internal: the node kinds (csrc/core/pg_ops.def's PG_NODE rows) as text"},
     {"_act_table", f_act_table, METH_NOARGS, "internal: the fused layers' activations (pg_ops.def's PG_ACT rows)"},
     {"_dtype_table", f_dtype_table, METH_NOARGS, "internal: the dtype table (csrc/core/pg_dtype.h) and the text messages list the dtypes by"},
     {NULL, NULL, 0, NULL},
