@@ -45,7 +45,7 @@ def test_the_rows_are_well_formed():
     node_h = open(os.path.join(CSRC, "core", "pg_node.h")).read()
     union = node_h[node_h.index("union {"):node_h.index("} p;")]
     for id_, params, cpu, split, panels, cuda, graph, doc in ROWS:
-        assert re.search(r"\}\s*" + params + ";", union), f"{id_}: no pg_node.p.{params}"
+        assert re.search(r"[\w}]\s+" + params + ";", union), f"{id_}: no pg_node.p.{params}"
         assert cpu.startswith("pg_cpu_"), (id_, cpu)
         assert split in SPLITS and panels in PANELS, (id_, split, panels)
         assert cuda == "NO_CUDA" or re.fullmatch(r"CUDA(_HALF)?\(pg_cuda_launch_\w+\)", cuda), cuda

@@ -6,6 +6,8 @@
 # Here every row must have: every Python binding it names; a backward rule (or
 # autograd Function), or a declared "not differentiable" that really records
 # nothing; a fault hook that fires on sim; and a row in tests/test_ops_table.py.
+import functools
+
 import numpy as np
 import pytest
 
@@ -74,9 +76,10 @@ def _leaf(*shape, dtype=np.float32):
 
 
 def _elementwise_fn(row):
-    """How to call a binary/unary row: pygpu.<name> when generated, else its Tensor method."""
+    """How to call a binary/unary row: its generated function (pygpu.<name>, or _C.<name>
+    for a special_* row, pygpu.special.<x>) when there is one, else its Tensor method."""
     name, py = row[0], row[3]
-    if "pygpu." + name in py:
+    if callable(getattr(_C, name, None)):
         return getattr(_C, name)
     method = next(q.split(".")[1] for q in py if q.startswith("Tensor.") and "__" not in q
                   and not q.endswith("_"))
@@ -137,6 +140,24 @@ def _xent_backward():
     return logits.grad
 
 
+def _conv_backward(which):
+    x, w = _sim(1, 2, 5, 5).requires_grad_(which == "x"), _sim(3, 2, 3, 3).requires_grad_()
+    F.conv2d(x, w).sum().backward()
+    return x.grad if which == "x" else w.grad
+
+
+def _pool_backward():
+    x = _sim(1, 2, 4, 4).requires_grad_()
+    F.max_pool2d(x, 2).sum().backward()
+    return x.grad
+
+
+def _batch_norm_backward():
+    x = _sim(3, 2, 4).requires_grad_()
+    F.batch_norm(x, None, None, training=True).sum().backward()
+    return x.grad
+
+
 def _run_elementwise(row):
     """Run a binary/unary row on sim with inputs it takes (bool for the bitwise/logical
     rows that refuse floats)."""
@@ -168,7 +189,17 @@ RUN_NODE = {
     "sgd": _sgd,
     "adam": _adam,
     "unscale_": lambda: _C._amp_unscale_(_sim(4), 0.5, pygpu.zeros((), device="sim:0")),
+    "conv2d": lambda: F.conv2d(_sim(1, 2, 5, 5), _sim(3, 2, 3, 3)),
+    "conv2d_input_backward": lambda: _conv_backward("x"),
+    "conv2d_weight_backward": lambda: _conv_backward("w"),
+    "pool2d": lambda: F.avg_pool2d(_sim(1, 2, 4, 4), 2),
+    "pool2d_backward": _pool_backward,
+    "batch_norm": lambda: F.batch_norm(_sim(3, 2, 4), None, None, training=True),
+    "batch_norm_backward": _batch_norm_backward,
     "qlinear": lambda: pygpu.quantization.quantize_dynamic(pygpu.nn.Linear(3, 4).to("sim:0"))(_sim(2, 3)),
+    "addcmul": lambda: pygpu.addcmul(_sim(5), _sim(5), _sim(5), value=0.5),  # one TERNARY node
+    "addcdiv": lambda: _sim(5).addcdiv_(_sim(5), _sim(5)),
+    "lerp": lambda: pygpu.lerp(_sim(5), _sim(5), 0.25),
 }
 
 
@@ -219,6 +250,10 @@ ELSEWHERE = {  # creation has no NumPy function of an input to compare with
     "qlinear": "tests/test_quantization_kernels.py",  # int8: exact int64 reference, not NumPy's float
     # listed for their autocast policy; PyTorch is their oracle there
     "log_softmax": "tests/test_pytorch_nn.py", "mse_loss": "tests/test_pytorch_nn.py",
+    # the convolutional layers: PyTorch is their oracle (forward and every gradient)
+    **{n: "tests/test_conv.py" for n in ("conv2d", "conv2d_input_backward",
+                                         "conv2d_weight_backward", "pool2d", "pool2d_backward",
+                                         "batch_norm", "batch_norm_backward")},
 }
 
 
@@ -331,7 +366,8 @@ def test_the_worked_example_in_docs_architecture_is_the_code():
 
 # ---- the op-property columns (saves, amp): Python reads them, and they hold ----------------
 
-SAVES = {"nothing", "input", "output", "operands", "view", "function", "parts", "no_grad"}
+SAVES = {"nothing", "input", "output", "both", "operands", "rule", "view", "function", "parts",
+         "no_grad"}
 
 
 def test_the_property_columns_are_well_formed_and_python_reads_them():
@@ -352,33 +388,43 @@ def test_the_property_columns_are_well_formed_and_python_reads_them():
 
 def _saves_rows():
     return [r for r in TABLE if r[1] in ("unary", "binary", "reduce")
-            and r[5] in ("input", "output", "nothing") and r[0] not in _INT_ONLY]
+            and r[5] in ("input", "output", "both", "nothing", "operands") and r[0] not in _INT_ONLY]
 
 
 @pytest.mark.parametrize("row", _saves_rows(), ids=[r[0] for r in _saves_rows()])
 def test_the_saves_column_is_what_the_backward_reads(row):
     """A row's saves column against its rule: an in-place write to what the column says the
     backward reads fails that backward (the version counter), and a write to what it says
-    is not read does not. A column that names too little would silently drop the check."""
+    is not read neither fails nor changes the gradient. A column that names too little
+    would silently drop the check; one that names too much would refuse a correct program."""
     name, family, saves = row[0], row[1], row[5]
     fn = _elementwise_fn(row) if family != "reduce" else getattr(_C, name)
+    reads = {"input": saves in ("input", "both", "operands"), "output": saves in ("output", "both")}
 
-    def run(write_input, write_output):
-        x = _leaf(3, 4) * 1.0  # not a leaf: an in-place write to it is allowed
-        y = fn(x) if family != "binary" else fn(x, _leaf(3, 4))
-        if write_input:
-            x.add_(1.0)
-        if write_output:
-            y.add_(1.0)
+    def run(write, second=False):
+        leaf = _leaf(3, 4)
+        x = leaf * 1.0  # not a leaf: an in-place write to it is allowed
+        other = pygpu.tensor(np.full((3, 4), 1.75, np.float32))
+        y = fn(x) if family != "binary" else fn(other, x) if second else fn(x, other)
+        if write == "input":
+            x.add_(0.5)
+        elif write == "output":
+            y.add_(0.5)
         y.sum().backward()
+        return leaf.grad.numpy()
 
-    for write_input, write_output, reads in ((True, False, saves == "input"),
-                                             (False, True, saves == "output")):
-        if reads:
+    try:
+        reference = run(None)
+    except NotImplementedError:  # special.zeta: a gradient for its second operand only
+        run = functools.partial(run, second=True)
+        reference = run(None)
+    for write in ("input", "output"):
+        if reads[write]:
             with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-                run(write_input, write_output)
+                run(write)
         else:
-            run(write_input, write_output)
+            np.testing.assert_allclose(run(write), reference, rtol=1e-6, equal_nan=True,
+                                       err_msg=f"{name}: its backward reads its {write}")
 
 
 @pytest.mark.parametrize("name", sorted({r[0] for r in TABLE if r[6] != "keep"}))

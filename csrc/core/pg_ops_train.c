@@ -363,13 +363,13 @@ pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg
     int64_t R = C ? pg_tensor_numel(x) / C : 0;
     if (R == 0 || C == 0)
         return PG_OK;
-    /* src: x, then the weight and the bias given (p.norm.affine: bit 0 weight, bit 1 bias) */
+    /* src: x, then the weight and the bias given (p.norm.flags: bit 0 weight, bit 1 bias) */
     const pg_tensor *in[3] = {x, NULL, NULL};
     int nin = 1;
     pg_node n;
     node_init(&n, PG_OP_LAYER_NORM, 0, op);
     n.p.norm.eps = eps;
-    n.p.norm.affine = (w ? 1 : 0) | (b ? 2 : 0);
+    n.p.norm.flags = (w ? 1 : 0) | (b ? 2 : 0);
     if (w)
         in[nin++] = w;
     if (b)

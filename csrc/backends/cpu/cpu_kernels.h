@@ -42,6 +42,10 @@ pg_status pg_cpu_linear_bwd_packed(struct pg_pool *pool, const pg_node *node, co
  * call `loop` on runs along the innermost (coalesced) axis. Strides passed to
  * `loop` are in bytes. */
 typedef void (*pg_cpu_loop_fn)(int64_t n, char **ptrs, const int64_t *strides, const void *arg);
+/* the math functions' kernels, [subop][dtype: bool, int64, float32, float64]
+ * (cpu_math_unary.c, cpu_math_binary.c); NULL where the op is another file's */
+extern const pg_cpu_loop_fn pg_cpu_math_unary[PG_NUM_UNARY][4];
+extern const pg_cpu_loop_fn pg_cpu_math_binary[PG_NUM_BINARY][4];
 void pg_cpu_iterate(int nops, const pg_tensor *const *ops, char **ptrs_override,
                     pg_cpu_loop_fn loop, const void *arg);
 

@@ -359,7 +359,7 @@ LAYER_NORM_ROW(f64, double)
 pg_status pg_cpu_layer_norm(const pg_node *n)
 {
     int64_t R = n->src[0].shape[0], C = n->src[0].shape[1];
-    int flags = (int)n->p.norm.affine, k = 1;
+    int flags = (int)n->p.norm.flags, k = 1;
     const pg_tensor *w = flags & 1 ? &n->src[k++] : NULL;
     const pg_tensor *b = flags & 2 ? &n->src[k++] : NULL;
     double eps = n->p.norm.eps;

@@ -18,13 +18,8 @@
 
 #include "cpu_half_convert.h"
 #include "cpu_kernels.h"
-#include "cpu_map_loop.h"
-
-typedef uint8_t pg_bool_t;
-
-/* OT: the result's element type (pg_bool_t for the ops whose `out` column is BOOL) */
-#define UN_LOOP_TO(NAME, T, OT, EXPR) PG_CPU_MAP_LOOP(NAME, T, OT, EXPR)
-#define UN_LOOP(NAME, T, EXPR) PG_CPU_MAP_LOOP(NAME, T, T, EXPR)
+#include "cpu_loops.h"
+#include "cpu_vecmath.h"
 
 UN_LOOP(neg_i64, int64_t, (int64_t)(0ull - (uint64_t)x)) /* wraps like NumPy, no UB */
 UN_LOOP(abs_i64, int64_t, x < 0 ? (int64_t)(0ull - (uint64_t)x) : x)
@@ -124,12 +119,18 @@ pg_status pg_cpu_clamp(const pg_node *node)
     return PG_OK;
 }
 
+/* this file's kernel of (op, dtype), else the math functions' (cpu_math_unary.c) */
+static pg_cpu_loop_fn unary_kernel(int op, int dt)
+{
+    return un_table[op][dt] ? un_table[op][dt] : pg_cpu_math_unary[op][dt];
+}
+
 pg_status pg_cpu_unary(const pg_node *node)
 {
     int dt = node->src[0].dtype;
     const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
     if (pg_dtype_is_half((pg_dtype)dt)) {
-        pg_cpu_half_loop h = {un_table[node->subop][PG_FLOAT32], dt, 2,
+        pg_cpu_half_loop h = {unary_kernel(node->subop, PG_FLOAT32), dt, 2,
                               pg_unary_out(node->subop) == PG_OUT_BOOL, 0};
         if (!h.f32)
             return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
@@ -137,7 +138,7 @@ pg_status pg_cpu_unary(const pg_node *node)
         pg_cpu_iterate(2, ops, NULL, pg_cpu_half_loop_run, &h);
         return PG_OK;
     }
-    pg_cpu_loop_fn fn = un_table[node->subop][dt];
+    pg_cpu_loop_fn fn = unary_kernel(node->subop, dt);
     if (!fn)
         return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
                             pg_dtype_name((pg_dtype)dt));
