@@ -421,13 +421,10 @@ def adam_update_(p, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_dec
     _C._adam_update(p, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, step)
 
 
-# the kinds of _C._optim_update (csrc/core/pg_optim.h's PG_OPTIM_*)
-OPTIM_ADAM, OPTIM_RMSPROP, OPTIM_ADAGRAD, OPTIM_ADADELTA = 0, 1, 2, 3
-
-
 def optim_update_(kind, p, grad, states, hyper, step, flag0=False, flag1=False):
-    """p and its state tensors updated in place by one adaptive optimizer rule (kind: one of
-    OPTIM_*; states: three tensors or None, hyper: five floats, as pg_ops_train.c lists them
+    """p and its state tensors updated in place by one adaptive optimizer rule (kind: the
+    name of one of the op table's PG_OPTIM rows, "adam", "rmsprop", "adagrad" or "adadelta";
+    states: three tensors or None, hyper: five floats, as pg_ops_train.c lists them
     per kind): ONE op on p's device."""
     s0, s1, s2 = states
     _C._optim_update(kind, p, grad, s0, s1, s2, tuple(float(h) for h in hyper), int(step),

@@ -6,6 +6,8 @@
 # Here every row must have: every Python binding it names; a backward rule (or
 # autograd Function), or a declared "not differentiable" that really records
 # nothing; a fault hook that fires on sim; and a row in tests/test_ops_table.py.
+import functools
+
 import numpy as np
 import pytest
 
@@ -31,7 +33,7 @@ def test_the_table_is_well_formed():
     assert len(NAMES) == len(set(NAMES)), "two rows share a name"
     families = {"binary", "unary", "reduce", "matmul", "view", "copy", "create", "train", "select",
                 "composite"}
-    for name, family, node, py, grad in TABLE:
+    for name, family, node, py, grad, *_ in TABLE:
         assert family in families, (name, family)
         assert py, f"{name}: no Python name reaches it"
         assert grad is None or grad[:1].isupper(), (name, grad)
@@ -47,7 +49,7 @@ _SURFACE_FUNCTIONS = set(pygpu._tensor_surface._AS_FUNCTIONS)
 
 
 def test_generated_functions_and_methods_are_the_table_rows():
-    for name, family, _, py, _ in TABLE:
+    for name, family, _, py, _, *_ in TABLE:
         if family in ("binary", "unary", "reduce"):
             for q in py:
                 if q[6:] in _SURFACE_FUNCTIONS:  # torch's signature over the row's op
@@ -93,7 +95,7 @@ _INT_ONLY = {r[0] for r in TABLE if r[0].startswith("bitwise_")} | {"logical_not
 def test_recording_follows_the_table(row):
     """A differentiable row records its grad_fn from a leaf that requires grad; a row
     declared not differentiable records nothing (bitwise rows take no float leaf)."""
-    name, family, _, _, grad = row
+    name, family, _, _, grad, *_ = row
     x, y = _leaf(3), _leaf(3)
     if family == "reduce":
         out = getattr(_C, name)(_leaf(3, 2), axis=0)
@@ -246,6 +248,8 @@ ELSEWHERE = {  # creation has no NumPy function of an input to compare with
     "fill": "tests/test_creation.py", "arange": "tests/test_creation.py",
     "rand": "tests/test_creation.py", "randn": "tests/test_creation.py",
     "qlinear": "tests/test_quantization_kernels.py",  # int8: exact int64 reference, not NumPy's float
+    # listed for their autocast policy; PyTorch is their oracle there
+    "log_softmax": "tests/test_pytorch_nn.py", "mse_loss": "tests/test_pytorch_nn.py",
     # the convolutional layers: PyTorch is their oracle (forward and every gradient)
     **{n: "tests/test_conv.py" for n in ("conv2d", "conv2d_input_backward",
                                          "conv2d_weight_backward", "pool2d", "pool2d_backward",
@@ -326,7 +330,7 @@ def test_the_elementwise_columns_hold():
     the dtypes it takes, refuses or computes in, and its result dtype."""
     kinds = {"bool": np.array([True, False]), "int64": np.array([3, -2]),
              "float32": np.array([1.5, -2.0], np.float32)}
-    for name, family, _, py, grad in TABLE:
+    for name, family, _, py, grad, *_ in TABLE:
         if family not in ("binary", "unary") or not callable(getattr(_C, name, None)):
             continue
         fn = getattr(_C, name)
@@ -351,10 +355,115 @@ def test_the_worked_example_in_docs_architecture_is_the_code():
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     text = open(os.path.join(root, "docs", "architecture.md")).read()
-    section = text[text.index("## Adding an op"):text.index("## Adding a backend")]
+    section = text[text.index("## Adding an op"):text.index("## Adding a node kind")]
     steps = re.findall(r"\*\*\d\. [^*]+\*\* \(`([^`]+)`.*?```(?:text|python)\n(.*?)```", section, re.S)
     assert len(steps) == 4, "the four places, each with its file and its code"
     for path, code in steps:
         source = open(os.path.join(root, path)).read()
         for line in code.strip("\n").split("\n"):
             assert line in source, f"{path} no longer has: {line!r}"
+
+
+# ---- the op-property columns (saves, amp): Python reads them, and they hold ----------------
+
+SAVES = {"nothing", "input", "output", "both", "operands", "rule", "view", "function", "parts",
+         "no_grad"}
+
+
+def test_the_property_columns_are_well_formed_and_python_reads_them():
+    from pygpu.amp import autocast_mode
+
+    for name, family, node, py, grad, saves, amp in TABLE:
+        assert saves in SAVES, (name, saves)
+        assert amp in ("low", "fp32", "keep"), (name, amp)
+        # no_grad and parts exactly where the grad column is NULL; function for train rows
+        assert (grad is None) == (saves in ("no_grad", "parts")), (name, grad, saves)
+        assert (saves == "function") == (family == "train" and grad is not None), (name, saves)
+    by = lambda col, v: {r[0] for r in TABLE if r[col] == v}  # noqa: E731
+    # no hand-kept list beside the table: rules and autocast use its columns as they are
+    assert rules._READS_INPUT == by(5, "input") and rules._READS_OUTPUT == by(5, "output")
+    assert rules._NOTHING_SAVED == by(5, "nothing") and rules.VIEW_OPS == by(5, "view")
+    assert autocast_mode._LOW == by(6, "low") and autocast_mode._FP32 == by(6, "fp32")
+
+
+def _saves_rows():
+    return [r for r in TABLE if r[1] in ("unary", "binary", "reduce")
+            and r[5] in ("input", "output", "both", "nothing", "operands") and r[0] not in _INT_ONLY]
+
+
+@pytest.mark.parametrize("row", _saves_rows(), ids=[r[0] for r in _saves_rows()])
+def test_the_saves_column_is_what_the_backward_reads(row):
+    """A row's saves column against its rule: an in-place write to what the column says the
+    backward reads fails that backward (the version counter), and a write to what it says
+    is not read neither fails nor changes the gradient. A column that names too little
+    would silently drop the check; one that names too much would refuse a correct program."""
+    name, family, saves = row[0], row[1], row[5]
+    fn = _elementwise_fn(row) if family != "reduce" else getattr(_C, name)
+    reads = {"input": saves in ("input", "both", "operands"), "output": saves in ("output", "both")}
+
+    def run(write, second=False):
+        leaf = _leaf(3, 4)
+        x = leaf * 1.0  # not a leaf: an in-place write to it is allowed
+        other = pygpu.tensor(np.full((3, 4), 1.75, np.float32))
+        y = fn(x) if family != "binary" else fn(other, x) if second else fn(x, other)
+        if write == "input":
+            x.add_(0.5)
+        elif write == "output":
+            y.add_(0.5)
+        y.sum().backward()
+        return leaf.grad.numpy()
+
+    try:
+        reference = run(None)
+    except NotImplementedError:  # special.zeta: a gradient for its second operand only
+        run = functools.partial(run, second=True)
+        reference = run(None)
+    for write in ("input", "output"):
+        if reads[write]:
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                run(write)
+        else:
+            np.testing.assert_allclose(run(write), reference, rtol=1e-6, equal_nan=True,
+                                       err_msg=f"{name}: its backward reads its {write}")
+
+
+@pytest.mark.parametrize("name", sorted({r[0] for r in TABLE if r[6] != "keep"}))
+def test_the_amp_column_is_the_policy_autocast_applies(name):
+    from pygpu.amp import autocast
+
+    row = next(r for r in TABLE if r[0] == name)
+    x = pygpu.tensor(np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32))
+    w = pygpu.tensor(np.random.default_rng(2).standard_normal((6, 6)).astype(np.float32))
+    calls = {"matmul": lambda a: pygpu.matmul(a, w), "linear": lambda a: F.linear(a, w),
+             "sum": lambda a: a.sum(), "mean": lambda a: a.mean(),
+             "softmax": lambda a: pygpu.softmax(a, -1), "log_softmax": lambda a: pygpu.log_softmax(a, -1),
+             "mse_loss": lambda a: pygpu.mse_loss(a, a * 0.5),
+             "cross_entropy": lambda a: pygpu.cross_entropy(a, pygpu.tensor([0, 1, 2, 3]))}
+    assert name in calls, f"{name}: add how to call it here"
+    with autocast("cpu", dtype=pygpu.bfloat16):
+        if row[6] == "low":  # float32 operands run in the region's low dtype
+            assert calls[name](x).dtype is pygpu.bfloat16, name
+        else:  # fp32: low operands are widened to float32
+            assert calls[name](x.astype(pygpu.bfloat16)).dtype is pygpu.float32, name
+
+
+def test_the_int8_layers_fuse_every_activation_row():
+    """_C._act_table() is the int8 layers' list too (ACT_CODES, quantize's fusion), and the
+    int8 epilogue computes each row's f (it expands the row, as the float layers do)."""
+    import _helpers
+    from pygpu import nn
+    from pygpu.nn import layers, quantized
+    from pygpu.quantization import quantize
+
+    acts = _C._act_table()
+    assert quantized.ACT_CODES == {None: 0, **{n: c for n, c, _ in acts}}
+    assert quantize._FUSABLE == layers._FUSABLE
+    x = np.random.default_rng(3).standard_normal((5, 8)).astype(np.float32)
+    for name, _, module in acts:
+        pygpu.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 6), getattr(nn, module)())
+        q = pygpu.quantization.quantize_dynamic(model, {nn.Linear})
+        assert type(q[1]).__name__ == "Identity", f"{name}: not fused into the int8 layer"
+        lin = model[0]
+        ref = _helpers.ACT_NP[name][0](x @ lin.weight.detach().numpy().T + lin.bias.detach().numpy())
+        np.testing.assert_allclose(q(pygpu.tensor(x)).numpy(), ref, atol=0.05, err_msg=name)

@@ -76,31 +76,123 @@ static PyObject *ptr_or_none(void *p) { return p ? PyLong_FromVoidPtr(p) : Py_Ne
         Py_END_ALLOW_THREADS if (st_ != PG_OK) return pg_raise(st_); \
     } while (0)
 
-/* ---- options, properties, NVTX --------------------------------------------------------- */
+/* ---- the calls of one shape, generated from a table ------------------------------------- */
 
-static PyObject *f_set_option(PyObject *m, PyObject *args)
-{
-    (void)m;
-    const char *name;
-    int value;
-    if (!PyArg_ParseTuple(args, "si:_cuda_set_option", &name, &value))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->set_option(name, value));
-    Py_RETURN_NONE;
-}
+/* The extras whose wrapper is only "parse the arguments, make the call without the GIL,
+ * convert its one result": one row each, (Python name = extras member, its arguments, what
+ * it returns, docstring). An argument is an int, a flag (any truth value), a str or a
+ * handle (an int address, None for NULL); a result is none, a handle, a prev (a handle,
+ * None for NULL), a truth (a bool), an int, a float (milliseconds) or a uintptr (a raw CUDA
+ * stream). The others (NVTX, properties, NCCL ids and collectives) are written out below. */
+#define PG_CUDA_EXTRA_CALLS(X0, X1, X2, X3)                                                        \
+    X2(set_option, str, int, none, "internal: set_option(name, value) of the CUDA plugin")         \
+    X1(get_option, str, int, "internal: get_option(name) of the CUDA plugin")                      \
+    X2(stream_create, int, int, handle, "internal: (device, priority) -> stream handle")           \
+    X1(stream_destroy, handle, none, "internal: destroy a stream handle")                          \
+    X2(stream_handle, int, handle, uintptr, "internal: (device, handle) -> cudaStream_t")          \
+    X2(stream_enter, int, handle, prev, "internal: make a stream current -> previous")             \
+    X3(stream_exit, int, handle, handle, none, "internal: (device, handle, previous)")             \
+    X2(stream_synchronize, int, handle, none, "internal: host wait for a stream")                  \
+    X2(stream_query, int, handle, truth, "internal: whether a stream's work is done")              \
+    X3(stream_wait_event, int, handle, handle, none, "internal: device-side wait")                 \
+    X2(event_create, int, flag, handle, "internal: (device, timing) -> event handle")              \
+    X1(event_destroy, handle, none, "internal: destroy an event handle")                           \
+    X3(event_record, handle, int, handle, none, "internal: (event, device, stream)")               \
+    X1(event_query, handle, truth, "internal: whether an event has completed")                     \
+    X1(event_synchronize, handle, none, "internal: host wait for an event")                        \
+    X2(event_elapsed_time, handle, handle, float, "internal: ms between two events")               \
+    X0(graph_create, handle, "internal: -> graph handle")                                          \
+    X1(graph_destroy, handle, none, "internal: destroy a graph handle")                            \
+    X3(graph_capture_begin, handle, int, handle, none, "internal: (graph, device, stream)")        \
+    X2(graph_capture_end, handle, flag, none, "internal: (graph, keep)")                           \
+    X1(graph_replay, handle, none, "internal: replay a graph")                                     \
+    X1(graph_reset, handle, none, "internal: drop a graph's capture")                              \
+    X1(nccl_load, str, none, "internal: load libnccl from a path")                                 \
+    X1(nccl_comm_destroy, handle, none, "internal: finalize and destroy")                          \
+    X1(nccl_comm_abort, handle, none, "internal: abort a communicator")
 
-static PyObject *f_get_option(PyObject *m, PyObject *arg)
-{
-    (void)m;
-    const char *name = PyUnicode_AsUTF8(arg);
-    if (!name)
-        return NULL;
-    EXTRAS(x);
-    int v = 0;
-    CALL(x->get_option(name, &v));
-    return PyLong_FromLong(v);
-}
+/* an argument: its C declaration, PyArg_ParseTuple format and parse targets */
+#define ARG_DECL_int(v) int v
+#define ARG_DECL_flag(v) int v
+#define ARG_DECL_str(v) const char *v
+#define ARG_DECL_handle(v) void *v
+#define ARG_FMT_int "i"
+#define ARG_FMT_flag "p"
+#define ARG_FMT_str "s"
+#define ARG_FMT_handle "O&"
+#define ARG_PARSE_int(v) , &v
+#define ARG_PARSE_flag(v) , &v
+#define ARG_PARSE_str(v) , &v
+#define ARG_PARSE_handle(v) , to_ptr, &v
+/* a result: its C declaration (initialised), the call's out argument, the Python value */
+#define OUT_DECL_none(v) (void)0
+#define OUT_DECL_handle(v) void *v = NULL
+#define OUT_DECL_prev(v) void *v = NULL
+#define OUT_DECL_truth(v) int v = 0
+#define OUT_DECL_int(v) int v = 0
+#define OUT_DECL_float(v) float v = 0
+#define OUT_DECL_uintptr(v) uintptr_t v = 0
+#define OUT_ARG_none(v)
+#define OUT_ARG_handle(v) , &v
+#define OUT_ARG_prev(v) , &v
+#define OUT_ARG_truth(v) , &v
+#define OUT_ARG_int(v) , &v
+#define OUT_ARG_float(v) , &v
+#define OUT_ARG_uintptr(v) , &v
+#define OUT_VALUE_none(v) Py_NewRef(Py_None)
+#define OUT_VALUE_handle(v) PyLong_FromVoidPtr(v)
+#define OUT_VALUE_prev(v) ptr_or_none(v)
+#define OUT_VALUE_truth(v) PyBool_FromLong(v)
+#define OUT_VALUE_int(v) PyLong_FromLong(v)
+#define OUT_VALUE_float(v) PyFloat_FromDouble(v)
+#define OUT_VALUE_uintptr(v) PyLong_FromSize_t((size_t)v)
+
+#define EXTRA_BODY(name, OUT, FMT, PARSE, ...)                                               \
+    {                                                                                              \
+        (void)m;                                                                                   \
+        if (!PyArg_ParseTuple(args, FMT ":_cuda_" #name PARSE))                                    \
+            return NULL;                                                                           \
+        EXTRAS(x);                                                                                 \
+        OUT_DECL_##OUT(out);                                                                       \
+        CALL(x->name(__VA_ARGS__ OUT_ARG_##OUT(out)));                                             \
+        return OUT_VALUE_##OUT(out);                                                               \
+    }
+#define W0(name, OUT, doc)                                                                         \
+    static PyObject *f_##name(PyObject *m, PyObject *args)                                         \
+    {                                                                                              \
+        (void)m;                                                                                   \
+        if (!PyArg_ParseTuple(args, ":_cuda_" #name))                                              \
+            return NULL;                                                                           \
+        EXTRAS(x);                                                                                 \
+        OUT_DECL_##OUT(out);                                                                       \
+        CALL(x->name(&out));                                                                       \
+        return OUT_VALUE_##OUT(out);                                                               \
+    }
+#define W1(name, A, OUT, doc)                                                                      \
+    static PyObject *f_##name(PyObject *m, PyObject *args)                                         \
+    {                                                                                              \
+        ARG_DECL_##A(a);                                                                           \
+        EXTRA_BODY(name, OUT, ARG_FMT_##A, ARG_PARSE_##A(a), a)                                    \
+    }
+#define W2(name, A, B, OUT, doc)                                                                   \
+    static PyObject *f_##name(PyObject *m, PyObject *args)                                         \
+    {                                                                                              \
+        ARG_DECL_##A(a);                                                                           \
+        ARG_DECL_##B(b);                                                                           \
+        EXTRA_BODY(name, OUT, ARG_FMT_##A ARG_FMT_##B, ARG_PARSE_##A(a) ARG_PARSE_##B(b), a, b)    \
+    }
+#define W3(name, A, B, C, OUT, doc)                                                                \
+    static PyObject *f_##name(PyObject *m, PyObject *args)                                         \
+    {                                                                                              \
+        ARG_DECL_##A(a);                                                                           \
+        ARG_DECL_##B(b);                                                                           \
+        ARG_DECL_##C(c);                                                                           \
+        EXTRA_BODY(name, OUT, ARG_FMT_##A ARG_FMT_##B ARG_FMT_##C,                                 \
+                   ARG_PARSE_##A(a) ARG_PARSE_##B(b) ARG_PARSE_##C(c), a, b, c)                    \
+    }
+PG_CUDA_EXTRA_CALLS(W0, W1, W2, W3)
+
+/* ---- properties, NVTX ----------------------------------------------------------------- */
 
 static PyObject *f_pci_bus_id(PyObject *m, PyObject *arg)
 {
@@ -154,229 +246,7 @@ static PyObject *f_nvtx_pop(PyObject *m, PyObject *noargs)
     Py_RETURN_NONE;
 }
 
-/* ---- streams --------------------------------------------------------------------------- */
-
-static PyObject *f_stream_create(PyObject *m, PyObject *args)
-{
-    (void)m;
-    int device, priority;
-    if (!PyArg_ParseTuple(args, "ii:_cuda_stream_create", &device, &priority))
-        return NULL;
-    EXTRAS(x);
-    void *h = NULL;
-    CALL(x->stream_create(device, priority, &h));
-    return PyLong_FromVoidPtr(h);
-}
-
-static PyObject *f_stream_destroy(PyObject *m, PyObject *args)
-{
-    (void)m;
-    void *h;
-    if (!PyArg_ParseTuple(args, "O&:_cuda_stream_destroy", to_ptr, &h))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->stream_destroy(h));
-    Py_RETURN_NONE;
-}
-
-static PyObject *f_stream_handle(PyObject *m, PyObject *args)
-{
-    (void)m;
-    int device;
-    void *h;
-    if (!PyArg_ParseTuple(args, "iO&:_cuda_stream_handle", &device, to_ptr, &h))
-        return NULL;
-    EXTRAS(x);
-    uintptr_t out = 0;
-    CALL(x->stream_handle(device, h, &out));
-    return PyLong_FromSize_t((size_t)out);
-}
-
-static PyObject *f_stream_enter(PyObject *m, PyObject *args)
-{
-    (void)m;
-    int device;
-    void *h;
-    if (!PyArg_ParseTuple(args, "iO&:_cuda_stream_enter", &device, to_ptr, &h))
-        return NULL;
-    EXTRAS(x);
-    void *prev = NULL;
-    CALL(x->stream_enter(device, h, &prev));
-    return ptr_or_none(prev);
-}
-
-static PyObject *f_stream_exit(PyObject *m, PyObject *args)
-{
-    (void)m;
-    int device;
-    void *h, *prev;
-    if (!PyArg_ParseTuple(args, "iO&O&:_cuda_stream_exit", &device, to_ptr, &h, to_ptr, &prev))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->stream_exit(device, h, prev));
-    Py_RETURN_NONE;
-}
-
-static PyObject *f_stream_synchronize(PyObject *m, PyObject *args)
-{
-    (void)m;
-    int device;
-    void *h;
-    if (!PyArg_ParseTuple(args, "iO&:_cuda_stream_synchronize", &device, to_ptr, &h))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->stream_synchronize(device, h));
-    Py_RETURN_NONE;
-}
-
-static PyObject *f_stream_query(PyObject *m, PyObject *args)
-{
-    (void)m;
-    int device;
-    void *h;
-    if (!PyArg_ParseTuple(args, "iO&:_cuda_stream_query", &device, to_ptr, &h))
-        return NULL;
-    EXTRAS(x);
-    int done = 0;
-    CALL(x->stream_query(device, h, &done));
-    return PyBool_FromLong(done);
-}
-
-static PyObject *f_stream_wait_event(PyObject *m, PyObject *args)
-{
-    (void)m;
-    int device;
-    void *h, *ev;
-    if (!PyArg_ParseTuple(args, "iO&O&:_cuda_stream_wait_event", &device, to_ptr, &h, to_ptr, &ev))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->stream_wait_event(device, h, ev));
-    Py_RETURN_NONE;
-}
-
-/* ---- events ---------------------------------------------------------------------------- */
-
-static PyObject *f_event_create(PyObject *m, PyObject *args)
-{
-    (void)m;
-    int device, timing;
-    if (!PyArg_ParseTuple(args, "ip:_cuda_event_create", &device, &timing))
-        return NULL;
-    EXTRAS(x);
-    void *ev = NULL;
-    CALL(x->event_create(device, timing, &ev));
-    return PyLong_FromVoidPtr(ev);
-}
-
-static PyObject *f_event_destroy(PyObject *m, PyObject *args)
-{
-    (void)m;
-    void *ev;
-    if (!PyArg_ParseTuple(args, "O&:_cuda_event_destroy", to_ptr, &ev))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->event_destroy(ev));
-    Py_RETURN_NONE;
-}
-
-static PyObject *f_event_record(PyObject *m, PyObject *args)
-{
-    (void)m;
-    void *ev, *h;
-    int device;
-    if (!PyArg_ParseTuple(args, "O&iO&:_cuda_event_record", to_ptr, &ev, &device, to_ptr, &h))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->event_record(ev, device, h));
-    Py_RETURN_NONE;
-}
-
-static PyObject *f_event_query(PyObject *m, PyObject *args)
-{
-    (void)m;
-    void *ev;
-    if (!PyArg_ParseTuple(args, "O&:_cuda_event_query", to_ptr, &ev))
-        return NULL;
-    EXTRAS(x);
-    int done = 0;
-    CALL(x->event_query(ev, &done));
-    return PyBool_FromLong(done);
-}
-
-static PyObject *f_event_synchronize(PyObject *m, PyObject *args)
-{
-    (void)m;
-    void *ev;
-    if (!PyArg_ParseTuple(args, "O&:_cuda_event_synchronize", to_ptr, &ev))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->event_synchronize(ev));
-    Py_RETURN_NONE;
-}
-
-static PyObject *f_event_elapsed_time(PyObject *m, PyObject *args)
-{
-    (void)m;
-    void *a, *b;
-    if (!PyArg_ParseTuple(args, "O&O&:_cuda_event_elapsed_time", to_ptr, &a, to_ptr, &b))
-        return NULL;
-    EXTRAS(x);
-    float ms = 0;
-    CALL(x->event_elapsed_time(a, b, &ms));
-    return PyFloat_FromDouble(ms);
-}
-
 /* ---- graphs ---------------------------------------------------------------------------- */
-
-static PyObject *f_graph_create(PyObject *m, PyObject *noargs)
-{
-    (void)m;
-    (void)noargs;
-    EXTRAS(x);
-    void *g = NULL;
-    CALL(x->graph_create(&g));
-    return PyLong_FromVoidPtr(g);
-}
-
-/* graph_destroy, graph_replay, graph_reset: one handle in, nothing out */
-#define GRAPH_UNARY(fname, member)                                   \
-    static PyObject *fname(PyObject *m, PyObject *args)              \
-    {                                                                \
-        (void)m;                                                     \
-        void *g;                                                     \
-        if (!PyArg_ParseTuple(args, "O&", to_ptr, &g))               \
-            return NULL;                                             \
-        EXTRAS(x);                                                   \
-        CALL(x->member(g));                                          \
-        Py_RETURN_NONE;                                              \
-    }
-GRAPH_UNARY(f_graph_destroy, graph_destroy)
-GRAPH_UNARY(f_graph_replay, graph_replay)
-GRAPH_UNARY(f_graph_reset, graph_reset)
-
-static PyObject *f_graph_capture_begin(PyObject *m, PyObject *args)
-{
-    (void)m;
-    void *g, *h;
-    int device;
-    if (!PyArg_ParseTuple(args, "O&iO&:_cuda_graph_capture_begin", to_ptr, &g, &device, to_ptr, &h))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->graph_capture_begin(g, device, h));
-    Py_RETURN_NONE;
-}
-
-static PyObject *f_graph_capture_end(PyObject *m, PyObject *args)
-{
-    (void)m;
-    void *g;
-    int keep;
-    if (!PyArg_ParseTuple(args, "O&p:_cuda_graph_capture_end", to_ptr, &g, &keep))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->graph_capture_end(g, keep));
-    Py_RETURN_NONE;
-}
 
 static PyObject *f_graph_ops(PyObject *m, PyObject *args)
 {
@@ -389,17 +259,6 @@ static PyObject *f_graph_ops(PyObject *m, PyObject *args)
 }
 
 /* ---- NCCL ------------------------------------------------------------------------------ */
-
-static PyObject *f_nccl_load(PyObject *m, PyObject *arg)
-{
-    (void)m;
-    const char *path = PyUnicode_AsUTF8(arg);
-    if (!path)
-        return NULL;
-    EXTRAS(x);
-    CALL(x->nccl_load(path));
-    Py_RETURN_NONE;
-}
 
 static PyObject *f_nccl_version(PyObject *m, PyObject *noargs)
 {
@@ -432,28 +291,6 @@ static PyObject *f_nccl_comm_init(PyObject *m, PyObject *args)
     void *comm = NULL;
     CALL(x->nccl_comm_init(nranks, id, (size_t)id_len, rank, device, &comm));
     return PyLong_FromVoidPtr(comm);
-}
-
-static PyObject *f_nccl_comm_destroy(PyObject *m, PyObject *args)
-{
-    (void)m;
-    void *c;
-    if (!PyArg_ParseTuple(args, "O&:_cuda_nccl_comm_destroy", to_ptr, &c))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->nccl_comm_destroy(c));
-    Py_RETURN_NONE;
-}
-
-static PyObject *f_nccl_comm_abort(PyObject *m, PyObject *args)
-{
-    (void)m;
-    void *c;
-    if (!PyArg_ParseTuple(args, "O&:_cuda_nccl_comm_abort", to_ptr, &c))
-        return NULL;
-    EXTRAS(x);
-    CALL(x->nccl_comm_abort(c));
-    Py_RETURN_NONE;
 }
 
 /* all_reduce(comm, device, ptr, count, nccl dtype, op) and broadcast(..., root) */
@@ -503,40 +340,20 @@ static PyObject *f_extras_probe(PyObject *m, PyObject *arg)
     return PyLong_FromLong(((const pg_cuda_extras *)t)->version);
 }
 
+#define DEF0(name, OUT, doc) {"_cuda_" #name, f_##name, METH_VARARGS, doc},
+#define DEF1(name, A, OUT, doc) DEF0(name, OUT, doc)
+#define DEF2(name, A, B, OUT, doc) DEF0(name, OUT, doc)
+#define DEF3(name, A, B, C, OUT, doc) DEF0(name, OUT, doc)
 PyMethodDef pg_cuda_extras_functions[] = {
-    {"_cuda_set_option", f_set_option, METH_VARARGS, "internal: set_option(name, value) of the CUDA plugin"},
-    {"_cuda_get_option", f_get_option, METH_O, "internal: get_option(name) of the CUDA plugin"},
+    PG_CUDA_EXTRA_CALLS(DEF0, DEF1, DEF2, DEF3)
     {"_cuda_pci_bus_id", f_pci_bus_id, METH_O, "internal: PCI bus id of cuda:index (DeviceUnavailableError: unknown, and why)"},
     {"_cuda_device_properties", f_device_properties, METH_O, "internal: cudaGetDeviceProperties as a dict"},
     {"_cuda_nvtx_push", f_nvtx_push, METH_O, "internal: open an NVTX range"},
     {"_cuda_nvtx_pop", f_nvtx_pop, METH_NOARGS, "internal: close an NVTX range"},
-    {"_cuda_stream_create", f_stream_create, METH_VARARGS, "internal: (device, priority) -> stream handle"},
-    {"_cuda_stream_destroy", f_stream_destroy, METH_VARARGS, "internal: destroy a stream handle"},
-    {"_cuda_stream_handle", f_stream_handle, METH_VARARGS, "internal: (device, handle) -> cudaStream_t"},
-    {"_cuda_stream_enter", f_stream_enter, METH_VARARGS, "internal: make a stream current -> previous"},
-    {"_cuda_stream_exit", f_stream_exit, METH_VARARGS, "internal: (device, handle, previous)"},
-    {"_cuda_stream_synchronize", f_stream_synchronize, METH_VARARGS, "internal: host wait for a stream"},
-    {"_cuda_stream_query", f_stream_query, METH_VARARGS, "internal: whether a stream's work is done"},
-    {"_cuda_stream_wait_event", f_stream_wait_event, METH_VARARGS, "internal: device-side wait"},
-    {"_cuda_event_create", f_event_create, METH_VARARGS, "internal: (device, timing) -> event handle"},
-    {"_cuda_event_destroy", f_event_destroy, METH_VARARGS, "internal: destroy an event handle"},
-    {"_cuda_event_record", f_event_record, METH_VARARGS, "internal: (event, device, stream)"},
-    {"_cuda_event_query", f_event_query, METH_VARARGS, "internal: whether an event has completed"},
-    {"_cuda_event_synchronize", f_event_synchronize, METH_VARARGS, "internal: host wait for an event"},
-    {"_cuda_event_elapsed_time", f_event_elapsed_time, METH_VARARGS, "internal: ms between two events"},
-    {"_cuda_graph_create", f_graph_create, METH_NOARGS, "internal: -> graph handle"},
-    {"_cuda_graph_destroy", f_graph_destroy, METH_VARARGS, "internal: destroy a graph handle"},
-    {"_cuda_graph_capture_begin", f_graph_capture_begin, METH_VARARGS, "internal: (graph, device, stream)"},
-    {"_cuda_graph_capture_end", f_graph_capture_end, METH_VARARGS, "internal: (graph, keep)"},
-    {"_cuda_graph_replay", f_graph_replay, METH_VARARGS, "internal: replay a graph"},
-    {"_cuda_graph_reset", f_graph_reset, METH_VARARGS, "internal: drop a graph's capture"},
     {"_cuda_graph_ops", f_graph_ops, METH_VARARGS, "internal: ops a graph holds"},
-    {"_cuda_nccl_load", f_nccl_load, METH_O, "internal: load libnccl from a path"},
     {"_cuda_nccl_version", f_nccl_version, METH_NOARGS, "internal: the loaded NCCL's version"},
     {"_cuda_nccl_unique_id", f_nccl_unique_id, METH_NOARGS, "internal: a new ncclUniqueId (bytes)"},
     {"_cuda_nccl_comm_init", f_nccl_comm_init, METH_VARARGS, "internal: (nranks, id, rank, device) -> comm"},
-    {"_cuda_nccl_comm_destroy", f_nccl_comm_destroy, METH_VARARGS, "internal: finalize and destroy"},
-    {"_cuda_nccl_comm_abort", f_nccl_comm_abort, METH_VARARGS, "internal: abort a communicator"},
     {"_cuda_nccl_all_reduce", f_nccl_all_reduce, METH_VARARGS, "internal: (comm, device, ptr, n, dtype, op)"},
     {"_cuda_nccl_broadcast", f_nccl_broadcast, METH_VARARGS, "internal: (comm, device, ptr, n, dtype, root)"},
     {"_cuda_extras_probe", f_extras_probe, METH_O, "internal: ask the plugin for extras table version N"},

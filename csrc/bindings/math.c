@@ -128,18 +128,21 @@ static PyObject *f_matmul(PyObject *mod, PyObject *args, PyObject *kwargs)
 #include "../core/pg_ops.def"
 REDUCE_FN(mean, -1) /* a sum, then a divide (pg_op_mean) */
 
-/* _C._op_table(): ((name, family, node, py names, grad name or None), ...), one
- * tuple per row of pg_ops.def; family is binary/unary/reduce or the row's kind. */
+/* _C._op_table(): ((name, family, node, py names, grad name or None, saves, amp), ...),
+ * one tuple per row of pg_ops.def; family is binary/unary/reduce or the row's kind;
+ * saves and amp are the rows' last two columns (what the backward reads, the autocast
+ * policy), which pygpu/autograd/rules.py and pygpu/amp read instead of lists of their own. */
 static const struct {
-    const char *name, *family, *node, *py, *grad;
+    const char *name, *family, *node, *py, *grad, *saves, *amp;
 } g_op_rows[] = {
-#define PG_BINARY(ID, name, gen, method, py, grad, ...) {#name, "binary", #name, py, grad},
-#define PG_UNARY(ID, name, gen, method, py, grad, ...) {#name, "unary", #name, py, grad},
-#define PG_REDUCE(ID, name, py, grad, doc, ...) {#name, "reduce", #name, py, grad},
-#define PG_OTHER(name, node, kind, py, grad, ...) {#name, #kind, node, py, grad},
+#define PG_BINARY(ID, name, gen, method, py, grad, doc, in, out, saves, amp, ...)                 \
+    {#name, "binary", #name, py, grad, #saves, #amp},
+#define PG_UNARY(ID, name, gen, method, py, grad, doc, in, out, cost, saves, amp, ...)            \
+    {#name, "unary", #name, py, grad, #saves, #amp},
+#define PG_REDUCE(ID, name, py, grad, doc, saves, amp, ...) {#name, "reduce", #name, py, grad, #saves, #amp},
+#define PG_OTHER(name, node, kind, py, grad, saves, amp, ...) {#name, #kind, node, py, grad, #saves, #amp},
 #include "../core/pg_ops.def"
 };
-
 static PyObject *f_op_table(PyObject *mod, PyObject *noargs)
 {
     (void)mod;
@@ -149,8 +152,9 @@ static PyObject *f_op_table(PyObject *mod, PyObject *noargs)
     for (size_t i = 0; rows && i < n; i++) {
         PyObject *py = PyUnicode_FromString(g_op_rows[i].py);
         PyObject *names = py ? PyUnicode_Split(py, NULL, -1) : NULL;
-        PyObject *row = names ? Py_BuildValue("(sszNz)", g_op_rows[i].name, g_op_rows[i].family,
-                                              g_op_rows[i].node, PyList_AsTuple(names), g_op_rows[i].grad)
+        PyObject *row = names ? Py_BuildValue("(sszNzss)", g_op_rows[i].name, g_op_rows[i].family,
+                                              g_op_rows[i].node, PyList_AsTuple(names),
+                                              g_op_rows[i].grad, g_op_rows[i].saves, g_op_rows[i].amp)
                               : NULL;
         Py_XDECREF(py);
         Py_XDECREF(names);
@@ -175,6 +179,31 @@ static PyObject *f_act_table(PyObject *mod, PyObject *noargs)
 #define PG_ACT(ID, name, module, ...) , #name, (int)PG_ACT_##ID, module
 #include "../core/pg_ops.def"
     );
+}
+
+/* _C._node_table(): ((ID, params, cpu, split, panels, cuda, graph, doc), ...): the
+ * PG_NODE rows (pg_ops.def) as their text, for tests/test_node_table.py and the docs; the
+ * backends read the columns in C. */
+static PyObject *f_node_table(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    static const char *const rows[][8] = {
+#define PG_NODE(ID, params, cpu, split, panels, cuda, graph, doc)                                  \
+    {#ID, #params, #cpu, #split, #panels, #cuda, #graph, doc},
+#include "../core/pg_ops.def"
+    };
+    const Py_ssize_t n = (Py_ssize_t)(sizeof rows / sizeof rows[0]);
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t && i < n; i++) {
+        const char *const *r = rows[i];
+        PyObject *row = Py_BuildValue("(ssssssss)", r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+        if (!row)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, row);
+    }
+    return t;
 }
 
 /* _C._dtype_table(): (((name, code, itemsize, is_float), ...), "float32, ... and bool"),
@@ -216,6 +245,7 @@ PyMethodDef pg_math_functions[] = {
     {"clip", KW pg_f_clip, METH_VARARGS | METH_KEYWORDS, "clip(input, min=None, max=None): clamp's other name"},
     {"_ternary", pg_f_ternary, METH_VARARGS, "internal: _ternary(op, a, b, c, value, inplace): addcmul/addcdiv/lerp as one node (pygpu/_tensor_math.py)"},
     {"_op_table", f_op_table, METH_NOARGS, "internal: the op table (csrc/core/pg_ops.def) as tuples"},
+    {"_node_table", f_node_table, METH_NOARGS, "internal: the node kinds (csrc/core/pg_ops.def's PG_NODE rows) as text"},
     {"_act_table", f_act_table, METH_NOARGS, "internal: the fused layers' activations (pg_ops.def's PG_ACT rows)"},
     {"_dtype_table", f_dtype_table, METH_NOARGS, "internal: the dtype table (csrc/core/pg_dtype.h) and the text messages list the dtypes by"},
     {NULL, NULL, 0, NULL},

@@ -191,16 +191,17 @@ static PyObject *f_adam(PyObject *mod, PyObject *args)
 }
 
 /* _optim_update(kind, p, grad, s0 | None, s1 | None, s2 | None, (h0..h4), step, flag0, flag1):
- * one in-place step of the adaptive-update family (pg_op_optim; kinds in pg_optim.h) */
+ * one in-place step of an adaptive optimizer (pg_op_optim; kind: a PG_OPTIM row's name) */
 static PyObject *f_optim(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *p, *g, *so[3];
-    int kind, flag0, flag1;
+    const char *kind;
+    int flag0, flag1;
     double h[5];
     long long step;
     const pg_tensor *s[3];
-    if (!PyArg_ParseTuple(args, "iO!O!OOO(ddddd)Lpp:_optim_update", &kind, &PyTensor_Type, &p,
+    if (!PyArg_ParseTuple(args, "sO!O!OOO(ddddd)Lpp:_optim_update", &kind, &PyTensor_Type, &p,
                           &PyTensor_Type, &g, &so[0], &so[1], &so[2], &h[0], &h[1], &h[2], &h[3],
                           &h[4], &step, &flag0, &flag1))
         return NULL;

@@ -63,10 +63,18 @@ typedef struct pg_node {
         struct { int axis; } reduce;
         struct { double start, step; } arange;
         struct { uint64_t seed, offset; } random; /* subop 0: uniform, 1: normal */
-        struct { double f[6]; int64_t i[2]; } train; /* fused ops' hyper-parameters */
+        struct { double lo, hi; } clamp;          /* CLAMP: the two number bounds */
+        struct { int64_t axis, flag; } index;     /* INDEX: what flag means per subop: pg_ops_index.h */
+        /* LAYER_NORM (eps; flags bit 0 weight, bit 1 bias) and BATCH_NORM (pg_ops_conv.h) */
+        struct { double eps, momentum; int64_t flags; } norm;
+        struct { int64_t mean; } xent;            /* XENT_FWD/BWD: mean (1) or sum (0) over rows */
+        struct { double inv_scale; } amp;         /* AMP_UNSCALE */
+        /* SGD and the adaptive optimizers (pg_ops_train.c lists each kind's hyper and flags) */
+        struct { double hyper[6]; int64_t flag[2]; } optim;
+        /* QLINEAR: activation and output quantization (pg_ops_quantized.c) */
+        struct { double a_scale, c_scale, a_zp, c_zp, a_max, c_max; int64_t a_dynamic; } qlinear;
         struct { double value; } ternary; /* TERNARY: addcmul/addcdiv's value, lerp's weight */
         pg_conv_geom conv;                           /* CONV, POOL (pg_ops_conv.h) */
-        struct { double eps, momentum; int64_t flags; } norm; /* BATCH_NORM (pg_ops_conv.h) */
     } p;
     const char *name; /* the user-facing op name, for error messages ("add", "matmul") */
 } pg_node;

@@ -126,11 +126,12 @@ pg_status pg_op_sgd(const pg_tensor *p, const pg_tensor *g, const pg_tensor *buf
 pg_status pg_op_adam(const pg_tensor *p, const pg_tensor *g, const pg_tensor *m,
                      const pg_tensor *v, double lr, double beta1, double beta2, double eps,
                      double weight_decay, int64_t step);
-/* One in-place step of an adaptive optimizer (kind: PG_OPTIM_*, pg_optim.h) on parameter p
+/* One in-place step of an adaptive optimizer (kind: a PG_OPTIM row's name, pg_ops.def:
+ * "adam", "rmsprop", "adagrad", "adadelta") on parameter p
  * with gradient g; state: up to three tensors shaped like p (NULL where the kind or its
  * flags need none); hyper: the kind's hyper-parameters as PyTorch names them (see
  * pg_ops_train.c); step >= 1 the step number; flags: amsgrad/decoupled, centered. */
-pg_status pg_op_optim(int kind, const pg_tensor *p, const pg_tensor *g,
+pg_status pg_op_optim(const char *kind, const pg_tensor *p, const pg_tensor *g,
                       const pg_tensor *const state[3], const double hyper[5], int64_t step,
                       int flag0, int flag1);
 

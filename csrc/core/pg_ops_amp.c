@@ -1,7 +1,7 @@
 /* pg_ops_amp.c - the generic layer of the loss scaler's fused op (pygpu.amp.GradScaler).
  *
  *   AMP_UNSCALE  src: g, found             dst: g (in place); extra: found
- *                p.train.f[0]: inv_scale.  g *= inv_scale; found = 1 if any element of
+ *                p.amp.inv_scale.  g *= inv_scale; found = 1 if any element of
  *                g was inf or NaN, else untouched
  *
  * One pass per gradient does both the unscale and the inf/NaN check, and the flag is
@@ -41,6 +41,6 @@ pg_status pg_op_amp_unscale(const pg_tensor *g, double inv_scale, const pg_tenso
     n.dst = *g;
     n.nextra = 1;
     n.extra[0] = *found;
-    n.p.train.f[0] = inv_scale;
+    n.p.amp.inv_scale = inv_scale;
     return pg_launch(&n);
 }

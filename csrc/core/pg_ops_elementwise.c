@@ -94,7 +94,26 @@ static void node_init(pg_node *n, int op, int subop, const char *name)
     n->op = op;
     n->subop = subop;
     n->nsrc = 0;
+    n->nextra = 0;
     n->name = name;
+}
+
+/* The last step of every node here: when its `nsrc` sources were prepared (st is PG_OK)
+ * and dst has elements, run the node writing dst; then release the sources' references,
+ * and `fresh` (the new result the op allocated, or NULL) too if anything failed. */
+static pg_status launch_and_clear(pg_node *n, int nsrc, const pg_tensor *dst, pg_tensor *fresh,
+                                  pg_status st)
+{
+    if (st == PG_OK && pg_tensor_numel(dst) > 0) {
+        n->nsrc = nsrc;
+        n->dst = *dst;
+        st = pg_launch(n);
+    }
+    for (int i = 0; i < nsrc; i++)
+        pg_tensor_clear(&n->src[i]);
+    if (st != PG_OK && fresh)
+        pg_tensor_clear(fresh);
+    return st;
 }
 
 /* The elements [lo, hi) a view can touch, in elements of its storage. */
@@ -142,7 +161,6 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
         return st;
     }
     pg_node n;
-    n.nextra = 0;
     node_init(&n, PG_OP_COPY, 0, "copy");
     PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &n.src[0]));
     int nd;
@@ -154,13 +172,7 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
                           pg_shape_str(src->ndim, src->shape, a, sizeof a),
                           pg_shape_str(dst->ndim, dst->shape, b, sizeof b));
     }
-    if (st == PG_OK && pg_tensor_numel(dst) > 0) {
-        n.nsrc = 1;
-        n.dst = *dst;
-        st = pg_launch(&n);
-    }
-    pg_tensor_clear(&n.src[0]);
-    return st;
+    return launch_and_clear(&n, 1, dst, NULL, st);
 }
 
 pg_status pg_op_astype(const pg_tensor *t, pg_dtype dt, pg_tensor *out)
@@ -216,15 +228,11 @@ static pg_status prepare_operand(const pg_tensor *t, int dt, int ndim, const int
 static pg_status launch_one_input(pg_node *n, const pg_tensor *a, int dt, pg_tensor *out)
 {
     pg_status st = prepare_operand(a, dt, a->ndim, a->shape, &n->src[0]);
-    if (st == PG_OK) {
-        n->nsrc = 1;
-        n->dst = *out;
-        st = pg_launch(n);
-        pg_tensor_clear(&n->src[0]);
-    }
-    if (st != PG_OK)
+    if (st != PG_OK) {
         pg_tensor_clear(out);
-    return st;
+        return st;
+    }
+    return launch_and_clear(n, 1, out, out, st);
 }
 
 /* The dtype an op computes in, from its operands' common dtype `ct` and its `in`
@@ -301,22 +309,12 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
     pg_node n;
-    n.nextra = 0;
     node_init(&n, PG_OP_BINARY, op, name);
     memset(n.src, 0, sizeof n.src);
     pg_status st = prepare_operand(a, ct, nd, shape, &n.src[0]);
     if (st == PG_OK)
         st = prepare_operand(b, ct, nd, shape, &n.src[1]);
-    if (st == PG_OK) {
-        n.nsrc = 2;
-        n.dst = *out;
-        st = pg_launch(&n);
-    }
-    pg_tensor_clear(&n.src[0]);
-    pg_tensor_clear(&n.src[1]);
-    if (st != PG_OK)
-        pg_tensor_clear(out);
-    return st;
+    return launch_and_clear(&n, 2, out, out, st);
 }
 
 /* int64 division by the number 0 (fmod, remainder, floor_divide): PyTorch raises
@@ -363,7 +361,6 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
     pg_node n;
-    n.nextra = 0;
     node_init(&n, PG_OP_BINARY, op, name);
     n.p.scalar.f = s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i;
     /* a float scalar reaches an integer kernel only as a truth value (logical ops) */
@@ -384,7 +381,6 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
     pg_node n;
-    n.nextra = 0;
     node_init(&n, PG_OP_UNARY, op, name);
     return launch_one_input(&n, a, dt, out);
 }
@@ -446,19 +442,10 @@ pg_status pg_op_binary_(int op, const pg_tensor *self, const pg_tensor *b)
         return copy_back(self, &tmp, pg_op_binary(op, self, b, &tmp));
     }
     pg_node n; /* dst == src0: each element is read before it is written */
-    n.nextra = 0;
     node_init(&n, PG_OP_BINARY, op, name);
     memset(n.src, 0, sizeof n.src);
     pg_tensor_ref(self, &n.src[0]);
-    pg_status st = prepare_operand(b, ct, nd, shape, &n.src[1]);
-    if (st == PG_OK) {
-        n.nsrc = 2;
-        n.dst = *self;
-        st = pg_launch(&n);
-    }
-    pg_tensor_clear(&n.src[0]);
-    pg_tensor_clear(&n.src[1]);
-    return st;
+    return launch_and_clear(&n, 2, self, NULL, prepare_operand(b, ct, nd, shape, &n.src[1]));
 }
 
 pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s)
@@ -476,17 +463,12 @@ pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s)
         return copy_back(self, &tmp, pg_op_binary_scalar(op, self, s, false, &tmp));
     }
     pg_node n;
-    n.nextra = 0;
     node_init(&n, PG_OP_BINARY, op, name);
     n.p.scalar.f = s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i;
     n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)(s.f != 0) : s.i;
     n.p.scalar.scalar_left = 0;
     pg_tensor_ref(self, &n.src[0]);
-    n.nsrc = 1;
-    n.dst = *self;
-    pg_status st = pg_launch(&n);
-    pg_tensor_clear(&n.src[0]);
-    return st;
+    return launch_and_clear(&n, 1, self, NULL, PG_OK);
 }
 
 pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi)
@@ -502,16 +484,11 @@ pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi)
     if (pg_tensor_numel(self) == 0)
         return PG_OK;
     pg_node n; /* dst == src0: each element is read before it is written */
-    n.nextra = 0;
     node_init(&n, PG_OP_CLAMP, 0, name);
-    n.p.train.f[0] = lo;
-    n.p.train.f[1] = hi;
+    n.p.clamp.lo = lo;
+    n.p.clamp.hi = hi;
     pg_tensor_ref(self, &n.src[0]);
-    n.nsrc = 1;
-    n.dst = *self;
-    pg_status st = pg_launch(&n);
-    pg_tensor_clear(&n.src[0]);
-    return st;
+    return launch_and_clear(&n, 1, self, NULL, PG_OK);
 }
 
 pg_status pg_op_unary_(int op, const pg_tensor *self)
@@ -529,14 +506,9 @@ pg_status pg_op_unary_(int op, const pg_tensor *self)
         return copy_back(self, &tmp, pg_op_unary(op, self, &tmp));
     }
     pg_node n;
-    n.nextra = 0;
     node_init(&n, PG_OP_UNARY, op, name);
     pg_tensor_ref(self, &n.src[0]);
-    n.nsrc = 1;
-    n.dst = *self;
-    pg_status st = pg_launch(&n);
-    pg_tensor_clear(&n.src[0]);
-    return st;
+    return launch_and_clear(&n, 1, self, NULL, PG_OK);
 }
 
 /* ---- where ---------------------------------------------------------------------------- */
@@ -563,21 +535,11 @@ pg_status pg_op_where(const pg_tensor *cond, const pg_tensor *a, const pg_tensor
         return PG_OK;
     pg_status st = pg_op_copy(out, b); /* b broadcast and cast into the result */
     pg_node n;
-    n.nextra = 0;
     node_init(&n, PG_OP_SELECT, 0, "where");
     memset(n.src, 0, sizeof n.src);
     if (st == PG_OK)
         st = pg_view_broadcast(cond, nd2, shape, &n.src[0]);
     if (st == PG_OK)
         st = prepare_operand(a, dt, nd2, shape, &n.src[1]);
-    if (st == PG_OK) {
-        n.nsrc = 2;
-        n.dst = *out;
-        st = pg_launch(&n);
-    }
-    pg_tensor_clear(&n.src[0]);
-    pg_tensor_clear(&n.src[1]);
-    if (st != PG_OK)
-        pg_tensor_clear(out);
-    return st;
+    return launch_and_clear(&n, 2, out, out, st);
 }

@@ -106,8 +106,8 @@ static pg_status launch(int op, const pg_tensor *dst, int nsrc, const pg_tensor 
     for (int i = 0; i < nsrc; i++)
         n.src[i] = srcs[i];
     n.dst = *dst;
-    n.p.train.i[0] = axis;
-    n.p.train.i[1] = flag;
+    n.p.index.axis = axis;
+    n.p.index.flag = flag;
     return pg_launch(&n);
 }
 

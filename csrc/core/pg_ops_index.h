@@ -12,7 +12,7 @@
 
 #include "pg_ops.h"
 
-/* Node layout of each subop (axis in p.train.i[0], a flag in p.train.i[1]):
+/* Node layout of each subop (p.index: the axis, and the flag some subops read):
  *   GATHER        dst (new, contiguous, shape of idx) = src[0] taken along axis by idx
  *                 src[1] (int64, contiguous, same ndim): dst[..i..] = src0[.. idx[..i..] ..]
  *   INDEX_SELECT  dst (new, contiguous) = src[0] taken along axis by the 1-D idx src[1]
@@ -22,13 +22,13 @@
  *   INDEX_ADD     the same with +=
  *   CUMSUM/CUMPROD dst (new, contiguous) = running sum/product of src[0] (contiguous) along axis
  *   ARGSORT       dst (new, int64) = stable sorting permutation of src[0] (contiguous) along
- *                 axis; i[1]: descending. NaN sorts as the largest value (PyTorch's order)
+ *                 axis; flag: descending. NaN sorts as the largest value (PyTorch's order)
  *   MASKED_FILL   dst (self, in place; also src[2])[mask] = value: src[0] the bool mask
  *                 broadcast to dst's shape, src[1] a 0-d tensor of dst's dtype
  *   NONZERO       dst (int64, 1-D, n) = flat positions of the n true elements of src[0]
  *                 (bool, contiguous); n must be the mask's count
  *   TOPK          dst (new, int64, src's shape with k = dst.shape[axis] on axis) = the
- *                 positions of the k largest (i[1] = 1) or smallest elements of each line
+ *                 positions of the k largest (flag 1) or smallest elements of each line
  *                 of src[0] (contiguous), in sorted order; ties keep their input order,
  *                 so it is the first k of ARGSORT's answer
  * Arithmetic subops (SCATTER_ADD, INDEX_ADD, CUMSUM, CUMPROD) run on float32, float64 and

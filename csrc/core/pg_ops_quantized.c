@@ -2,7 +2,7 @@
  *
  *   QLINEAR  src: x (M,K) float32 | u8, packed (bytes), w_scale (N) float32, bias (N) | NULL
  *            dst: y (M,N) float32 | u8.  subop: the activation (PG_ACT_*)
- *            p.train.f: a_scale, c_scale, a_zp, c_zp, a_max, c_max; p.train.i[0]: a_dynamic
+ *            p.qlinear: a_scale, c_scale, a_zp, c_zp, a_max, c_max, a_dynamic
  *
  * u8 tensors are bool-typed storage holding bytes (pygpu's dtypes have no uint8; the
  * quantized modules in pygpu/nn/quantized own them and never hand them to other ops).
@@ -98,13 +98,13 @@ pg_status pg_op_qlinear(const pg_tensor *x, const pg_tensor *packed, const pg_te
     n.op = PG_OP_QLINEAR;
     n.subop = act;
     n.name = "qlinear";
-    n.p.train.f[0] = q->a_dynamic ? 1.0 : q->a_scale;
-    n.p.train.f[1] = q->out_u8 ? q->c_scale : 1.0;
-    n.p.train.f[2] = q->a_dynamic ? 0 : q->a_zp;
-    n.p.train.f[3] = q->out_u8 ? q->c_zp : 0;
-    n.p.train.f[4] = q->a_max;
-    n.p.train.f[5] = q->out_u8 ? q->c_max : 255;
-    n.p.train.i[0] = q->a_dynamic;
+    n.p.qlinear.a_scale = q->a_dynamic ? 1.0 : q->a_scale;
+    n.p.qlinear.c_scale = q->out_u8 ? q->c_scale : 1.0;
+    n.p.qlinear.a_zp = q->a_dynamic ? 0 : q->a_zp;
+    n.p.qlinear.c_zp = q->out_u8 ? q->c_zp : 0;
+    n.p.qlinear.a_max = q->a_max;
+    n.p.qlinear.c_max = q->out_u8 ? q->c_max : 255;
+    n.p.qlinear.a_dynamic = q->a_dynamic;
     const pg_tensor *in[4] = {x, packed, w_scale, bias};
     for (int i = 0; i < 4; i++) {
         if (!in[i])

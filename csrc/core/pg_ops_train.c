@@ -17,11 +17,13 @@
  *               dW and db have dy's dtype, or float32 for half operands under
  *               autocast (the parameters' float32: no rounding, no widening pass)
  *   XENT_FWD    src: logits (N,C), labels (N) int64     dst: loss (); extra: probs (N,C)
- *               p.train.i[0]: mean (1) or sum (0)
+ *               p.xent.mean: mean (1) or sum (0)
  *   XENT_BWD    src: probs (N,C), labels (N), gloss ()  dst: dlogits (N,C)
  *   SGD         src: g, p, buf | NULL                   dst: p; extra: buf | NULL
- *               f: lr, momentum, dampening, weight_decay; i: nesterov, first step
- *   ADAM        the adaptive-update family; subop: PG_OPTIM_* kind (pg_optim.h)
+ *               p.optim.hyper (f): lr, momentum, dampening, weight_decay;
+ *               p.optim.flag (i): nesterov, first step
+ *   ADAM, RMSPROP, ADAGRAD, ADADELTA: the adaptive optimizers (the op table's PG_OPTIM
+ *               rows), one node kind each
  *               src: g, p, s0, s1                      dst: p; extra: s0, s1, s2
  *               (s2, when present, is read and written through extra[2] alone)
  *     ADAM      s0 m, s1 v, s2 vmax (amsgrad) | NULL
@@ -39,7 +41,6 @@
 
 #include "pg_ops.h"
 #include "pg_backend.h"
-#include "pg_optim.h"
 
 static pg_status check_float(const char *op, const char *what, const pg_tensor *t, int dt)
 {
@@ -362,13 +363,13 @@ pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg
     int64_t R = C ? pg_tensor_numel(x) / C : 0;
     if (R == 0 || C == 0)
         return PG_OK;
-    /* src: x, then the weight and the bias given (p.train.i[0]: bit 0 weight, bit 1 bias) */
+    /* src: x, then the weight and the bias given (p.norm.flags: bit 0 weight, bit 1 bias) */
     const pg_tensor *in[3] = {x, NULL, NULL};
     int nin = 1;
     pg_node n;
     node_init(&n, PG_OP_LAYER_NORM, 0, op);
-    n.p.train.f[0] = eps;
-    n.p.train.i[0] = (w ? 1 : 0) | (b ? 2 : 0);
+    n.p.norm.eps = eps;
+    n.p.norm.flags = (w ? 1 : 0) | (b ? 2 : 0);
     if (w)
         in[nin++] = w;
     if (b)
@@ -398,7 +399,7 @@ pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool 
     const pg_tensor *in[2] = {logits, labels};
     pg_node n;
     node_init(&n, PG_OP_XENT_FWD, 0, op);
-    n.p.train.i[0] = mean;
+    n.p.xent.mean = mean;
     PG_TRY(contiguous_all(2, in, n.src));
     n.nsrc = 2;
     n.nextra = 1;
@@ -431,7 +432,7 @@ pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const 
     const pg_tensor *in[3] = {probs, labels, gloss};
     pg_node n;
     node_init(&n, PG_OP_XENT_BWD, 0, op);
-    n.p.train.i[0] = mean;
+    n.p.xent.mean = mean;
     PG_TRY(contiguous_all(3, in, n.src));
     n.nsrc = 3;
     pg_status st = pg_tensor_empty(pg_tensor_device(probs), (pg_dtype)probs->dtype, 2,
@@ -497,12 +498,12 @@ pg_status pg_op_sgd(const pg_tensor *p, const pg_tensor *g, const pg_tensor *buf
         PG_TRY(check_state(op, "momentum buffer", p, buf));
     pg_node n;
     node_init(&n, PG_OP_SGD, 0, op);
-    n.p.train.f[0] = lr;
-    n.p.train.f[1] = momentum;
-    n.p.train.f[2] = dampening;
-    n.p.train.f[3] = weight_decay;
-    n.p.train.i[0] = nesterov;
-    n.p.train.i[1] = first;
+    n.p.optim.hyper[0] = lr;
+    n.p.optim.hyper[1] = momentum;
+    n.p.optim.hyper[2] = dampening;
+    n.p.optim.hyper[3] = weight_decay;
+    n.p.optim.flag[0] = nesterov;
+    n.p.optim.flag[1] = first;
     const pg_tensor *state[2] = {p, momentum != 0 ? buf : NULL};
     return launch_update(&n, g, 2, state);
 }
@@ -513,27 +514,83 @@ pg_status pg_op_adam(const pg_tensor *p, const pg_tensor *g, const pg_tensor *m,
 {
     const pg_tensor *state[3] = {m, v, NULL};
     const double hyper[5] = {lr, beta1, beta2, eps, weight_decay};
-    return pg_op_optim(PG_OPTIM_ADAM, p, g, state, hyper, step, 0, 0);
+    return pg_op_optim("adam", p, g, state, hyper, step, 0, 0);
 }
 
-/* What each kind calls its state slots (NULL: the slot is unused by the kind),
- * and which of them its flags make optional. */
-static const char *const optim_names[PG_OPTIM_KINDS] = {"adam", "rmsprop", "adagrad",
-                                                        "adadelta"};
-static const char *const optim_slots[PG_OPTIM_KINDS][3] = {
-    {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
-    {"square_avg", "momentum_buffer", "grad_avg"},
-    {"sum", NULL, NULL},
-    {"square_avg", "acc_delta", NULL},
-};
+/* Each kind's node scalars (f, as the header lists them) from the caller's five
+ * hyper-parameters at step t, and which optional state slots its flags turn on. */
+static void optim_hyper_adam(double f[6], bool need[3], const double h[5], double t, int flag0,
+                             int flag1)
+{
+    f[0] = h[0] / (1.0 - pow(h[1], t));
+    f[1] = h[1];
+    f[2] = h[2];
+    f[3] = h[3];
+    f[4] = flag1 ? h[0] * h[4] : h[4];
+    f[5] = sqrt(1.0 - pow(h[2], t));
+    need[2] = flag0; /* amsgrad */
+}
 
-pg_status pg_op_optim(int kind, const pg_tensor *p, const pg_tensor *g,
+static void optim_hyper_rmsprop(double f[6], bool need[3], const double h[5], double t,
+                                int flag0, int flag1)
+{
+    (void)t;
+    (void)flag1;
+    for (int k = 0; k < 5; k++)
+        f[k] = h[k];
+    need[1] = h[4] != 0; /* momentum */
+    need[2] = flag0;     /* centered */
+}
+
+static void optim_hyper_adagrad(double f[6], bool need[3], const double h[5], double t,
+                                int flag0, int flag1)
+{
+    (void)need;
+    (void)flag0;
+    (void)flag1;
+    f[0] = h[0] / (1.0 + (t - 1.0) * h[1]);
+    f[1] = h[2];
+    f[2] = h[3];
+}
+
+static void optim_hyper_adadelta(double f[6], bool need[3], const double h[5], double t,
+                                 int flag0, int flag1)
+{
+    (void)need;
+    (void)t;
+    (void)flag0;
+    (void)flag1;
+    for (int k = 0; k < 5; k++)
+        f[k] = h[k];
+}
+
+/* The kinds, from the op table's PG_OPTIM rows: the node kind that runs each, its name,
+ * what it calls its state slots (NULL: unused) and its scalars. */
+typedef struct optim_kind {
+    int op;
+    const char *name;
+    const char *slots[3];
+    void (*hyper)(double f[6], bool need[3], const double h[5], double t, int flag0, int flag1);
+} optim_kind;
+
+static const optim_kind optim_kinds[] = {
+#define PG_OPTIM(ID, name, s0, s1, s2) {PG_OP_##ID, #name, {s0, s1, s2}, optim_hyper_##name},
+#include "pg_ops.def"
+};
+#define NUM_OPTIM_KINDS ((int)(sizeof optim_kinds / sizeof optim_kinds[0]))
+
+pg_status pg_op_optim(const char *name, const pg_tensor *p, const pg_tensor *g,
                       const pg_tensor *const state[3], const double hyper[5], int64_t step,
                       int flag0, int flag1)
 {
-    if (kind < 0 || kind >= PG_OPTIM_KINDS)
-        return pg_error_set(PG_ERR_VALUE, "optimizer update: unknown kind %d", kind);
-    const char *op = optim_names[kind];
+    const optim_kind *kind = NULL;
+    for (int k = 0; k < NUM_OPTIM_KINDS && !kind; k++)
+        if (strcmp(optim_kinds[k].name, name) == 0)
+            kind = &optim_kinds[k];
+    if (!kind)
+        return pg_error_set(PG_ERR_VALUE, "optimizer update: unknown kind '%s' (adam, rmsprop, "
+                            "adagrad or adadelta)", name);
+    const char *op = kind->name;
     if (step < 1)
         return pg_error_set(PG_ERR_VALUE, "%s: step must be >= 1, got %lld", op, (long long)step);
     PG_TRY(check_state(op, "parameter", p, p));
@@ -541,44 +598,19 @@ pg_status pg_op_optim(int kind, const pg_tensor *p, const pg_tensor *g,
     PG_TRY(pg_check_same_device(op, p, g));
     PG_TRY(check_shape(op, "grad", g, p->ndim, p->shape));
     /* which slots this call needs: the kind's fixed ones plus those its flags turn on */
-    bool need[3] = {true, optim_slots[kind][1] != NULL, false};
-    if (kind == PG_OPTIM_ADAM)
-        need[2] = flag0; /* amsgrad */
-    if (kind == PG_OPTIM_RMSPROP) {
-        need[1] = hyper[4] != 0; /* momentum */
-        need[2] = flag0;         /* centered */
-    }
+    bool need[3] = {true, kind->slots[1] != NULL, false};
+    pg_node n;
+    node_init(&n, kind->op, 0, op);
+    kind->hyper(n.p.optim.hyper, need, hyper, (double)step, flag0, flag1);
     for (int s = 0; s < 3; s++) {
         if (need[s] && !state[s])
             return pg_error_set(PG_ERR_VALUE, "%s: the update needs its %s state", op,
-                                optim_slots[kind][s]);
+                                kind->slots[s]);
         if (need[s])
-            PG_TRY(check_state(op, optim_slots[kind][s], p, state[s]));
+            PG_TRY(check_state(op, kind->slots[s], p, state[s]));
     }
-    pg_node n;
-    node_init(&n, PG_OP_ADAM, kind, op);
-    double *f = n.p.train.f;
-    double t = (double)step;
-    switch (kind) {
-    case PG_OPTIM_ADAM:
-        f[0] = hyper[0] / (1.0 - pow(hyper[1], t));
-        f[1] = hyper[1];
-        f[2] = hyper[2];
-        f[3] = hyper[3];
-        f[4] = flag1 ? hyper[0] * hyper[4] : hyper[4];
-        f[5] = sqrt(1.0 - pow(hyper[2], t));
-        break;
-    case PG_OPTIM_ADAGRAD:
-        f[0] = hyper[0] / (1.0 + (t - 1.0) * hyper[1]);
-        f[1] = hyper[2];
-        f[2] = hyper[3];
-        break;
-    default: /* RMSPROP, ADADELTA: as given */
-        for (int k = 0; k < 5; k++)
-            f[k] = hyper[k];
-    }
-    n.p.train.i[0] = flag0;
-    n.p.train.i[1] = flag1;
+    n.p.optim.flag[0] = flag0;
+    n.p.optim.flag[1] = flag1;
     /* src: g, p, s0, s1; dst: p; extra: s0, s1, s2 (the node holds at most 4 sources) */
     PG_TRY(pg_op_contiguous(g, &n.src[0]));
     n.nsrc = 4;

@@ -42,8 +42,9 @@ from .._dtype import bfloat16, float16, float32, to_dtype
 
 Tensor = _C.Tensor
 
-_LOW = frozenset({"matmul", "linear"})
-_FP32 = frozenset({"softmax", "log_softmax", "cross_entropy", "mse_loss", "sum", "mean"})
+# the policy of each op: the op table's amp column (csrc/core/pg_ops.def), low or fp32
+_LOW = frozenset(row[0] for row in _C._op_table() if row[6] == "low")
+_FP32 = frozenset(row[0] for row in _C._op_table() if row[6] == "fp32")
 _DEVICE_TYPES = ("cpu", "sim", "cuda")
 _HALF = (float16, bfloat16)
 

@@ -20,6 +20,13 @@ Tensor = _C.Tensor
 
 # name -> (family, grad_fn name) of every differentiable op in the op table
 _TABLE = {row[0]: (row[1], row[4]) for row in _C._op_table() if row[4] is not None}
+# name -> what its backward reads (the table's saves column): nothing, input, output,
+# operands (saved() spells out which), view, function, parts or no_grad
+SAVES = {row[0]: row[5] for row in _C._op_table()}
+
+
+def _saving(what):
+    return frozenset(name for name, s in SAVES.items() if s == what)
 
 
 def pretty(name):
@@ -316,16 +323,21 @@ def _req(x):
     return isinstance(x, Tensor) and x.requires_grad
 
 
-# unary ops whose rule reads the input, and those that read the output (ctx = (a, out))
-_READS_INPUT = {"abs", "log"} | rules_math.READS_INPUT
-_READS_OUTPUT = {"exp", "sqrt", "tanh", "sigmoid", "relu", "reciprocal", "rsqrt"} | rules_math.READS_OUTPUT
+# All from the table's saves column (csrc/core/pg_ops.def), so a new op's row says what its
+# rule reads, and no list here can leave it out. Unary ops whose rule reads the input, and
+# those that read the output (ctx = (a, out)):
+_READS_INPUT = _saving("input")
+_READS_OUTPUT = _saving("output")
+_READS_BOTH = _saving("both")  # the input and the output
 # ops whose result is a view of their first operand: the view's node stamps that operand,
 # so a write to the base after the view was made fails the view's backward instead of
 # leaving its history stale (pygpu does not rebase views' histories as PyTorch does)
-VIEW_OPS = {"reshape", "transpose", "getitem"}
+VIEW_OPS = _saving("view")
 # ops whose rule reads no tensor's values (shapes, dtypes and devices only)
-_NOTHING_SAVED = {"add", "subtract", "negative", "sign", "floor", "ceil", "round", "trunc",
-                  "sum", "mean", "copy", "to"} | rules_math.NOTHING_SAVED
+_NOTHING_SAVED = _saving("nothing")
+# ops whose rule reads every operand (ctx), and those whose saved() case below says which
+_READS_OPERANDS = _saving("operands")
+_BY_RULE = _saving("rule")
 
 
 def saved(name, ctx, a=None):
@@ -340,9 +352,9 @@ def saved(name, ctx, a=None):
     if name == "divide":
         x, y = ctx
         return (y, x) if _req(y) else (y,)
-    if name in ("maximum", "minimum") or name in rules_math.BINARY_READS:
+    if name in _READS_OPERANDS:
         return ctx
-    if name in rules_math.READS_BOTH:
+    if name in _READS_BOTH:
         return (ctx[0], versions.Output(ctx[1]))
     if name in _READS_INPUT:
         return (ctx[0],)
@@ -354,6 +366,9 @@ def saved(name, ctx, a=None):
         return (ctx[0],)
     if name in VIEW_OPS:
         return (a,)
+    if name in _BY_RULE:  # a row marked rule with no case above
+        raise RuntimeError(f"autograd: the op table says {name!r}'s rule reads its operands "
+                           "its own way, but rules.saved() has no case saying which")
     return ()
 
 
@@ -364,8 +379,8 @@ def reads_first_operand(name, b):
         return _req(b)
     if name == "divide":
         return _req(b)
-    return (name in ("maximum", "minimum", "pow") or name in _READS_INPUT
-            or name in rules_math.READS_BOTH or name in rules_math.BINARY_READS)
+    return (name == "pow" or name in _READS_INPUT or name in _READS_BOTH
+            or name in _READS_OPERANDS)
 
 
 def make(name, out, a, b, args, kwargs):

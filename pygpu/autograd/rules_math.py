@@ -310,12 +310,4 @@ _rule_fmin = _fmaxmin(False)
 
 RULES = {k[6:]: v for k, v in dict(globals()).items() if k.startswith("_rule_")}
 
-# what each rule reads (rules.saved, rules.reads_first_operand)
-READS_INPUT = {"sin", "cos", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-               "log1p", "log2", "log10", "erf", "erfc", "lgamma", "digamma", "logit", "i0",
-               "special_ndtr", "special_entr", "square"}
-READS_OUTPUT = {"tan", "expm1", "exp2", "erfinv"}
-READS_BOTH = {"sinc", "special_i0e", "special_i1", "special_i1e"}
-NOTHING_SAVED = {"deg2rad", "rad2deg", "frac"}
-BINARY_READS = {"atan2", "hypot", "fmod", "remainder", "copysign", "xlogy", "special_xlog1py",
-                "logaddexp", "logaddexp2", "fmax", "fmin", "special_zeta"}
+# what each rule reads is its row's saves column (csrc/core/pg_ops.def; rules.saved)

@@ -5,9 +5,9 @@ Adam (L2 weight decay added to the gradient), AdamW (decoupled: p *= 1 - lr*wd f
     m = b1 * m + (1 - b1) * g;  v = b2 * v + (1 - b2) * g * g
     vmax = max(vmax, v)  and v := vmax           (amsgrad)
     p -= lr / (1 - b1**t) * m / (sqrt(v) / sqrt(1 - b2**t) + eps)
-One fused in-place op per parameter (pygpu._train_ops.optim_update_, csrc/core/pg_optim.h)."""
+One fused in-place op per parameter (pygpu._train_ops.optim_update_; the op table's PG_OPTIM row adam)."""
 from .._creation import zeros
-from .._train_ops import OPTIM_ADAM, optim_update_
+from .._train_ops import optim_update_
 from .optimizer import Optimizer, _check_hyper
 
 
@@ -38,7 +38,7 @@ class Adam(Optimizer):
             state["max_exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p.device)
         state["step"] += 1
         b1, b2 = group["betas"]
-        optim_update_(OPTIM_ADAM, p, p.grad,
+        optim_update_("adam", p, p.grad,
                       (state["exp_avg"], state["exp_avg_sq"],
                        state["max_exp_avg_sq"] if amsgrad else None),
                       (group["lr"], b1, b2, group["eps"], group["weight_decay"]),

@@ -4,7 +4,7 @@ Each parameter's step is ONE fused in-place op on its device
 (pygpu._train_ops.optim_update_; the rules are written out in csrc/backends/cpu/cpu_train.c
 and csrc/backends/cuda/kernels/train.cu). State tensors carry PyTorch's names, so state_dict() reads the same."""
 from .._creation import zeros
-from .._train_ops import OPTIM_ADADELTA, OPTIM_ADAGRAD, OPTIM_RMSPROP, optim_update_
+from .._train_ops import optim_update_
 from .optimizer import Optimizer, _check_hyper
 
 
@@ -40,7 +40,7 @@ class RMSprop(Optimizer):
         if centered and "grad_avg" not in state:
             state["grad_avg"] = _zeros_like(p)
         state["step"] += 1
-        optim_update_(OPTIM_RMSPROP, p, p.grad,
+        optim_update_("rmsprop", p, p.grad,
                       (state["square_avg"], state.get("momentum_buffer") if momentum > 0 else None,
                        state.get("grad_avg") if centered else None),
                       (group["lr"], group["alpha"], group["eps"], group["weight_decay"], momentum),
@@ -74,7 +74,7 @@ class Adagrad(Optimizer):
         elif state["sum"].dtype != p.dtype:  # a half parameter's float32 master (_update_half)
             state["sum"] = state["sum"].astype(p.dtype)
         state["step"] += 1
-        optim_update_(OPTIM_ADAGRAD, p, p.grad, (state["sum"], None, None),
+        optim_update_("adagrad", p, p.grad, (state["sum"], None, None),
                       (group["lr"], group["lr_decay"], group["weight_decay"], group["eps"], 0.0),
                       state["step"])
 
@@ -99,6 +99,6 @@ class Adadelta(Optimizer):
             state["square_avg"] = _zeros_like(p)
             state["acc_delta"] = _zeros_like(p)
         state["step"] += 1
-        optim_update_(OPTIM_ADADELTA, p, p.grad, (state["square_avg"], state["acc_delta"], None),
+        optim_update_("adadelta", p, p.grad, (state["square_avg"], state["acc_delta"], None),
                       (group["lr"], group["rho"], group["eps"], group["weight_decay"], 0.0),
                       state["step"])

@@ -24,7 +24,9 @@ from ..nn.parameter import Parameter
 from ._qtensor import QDType, qint8
 from .observer import MinMaxObserver, ObserverBase
 
-_FUSABLE = {_layers.ReLU: "relu", _layers.Tanh: "tanh", _layers.Sigmoid: "sigmoid"}
+# the activation modules the int8 layers fuse: the op table's PG_ACT rows, as nn.Sequential
+# fuses them into the float linear layers (nn/layers.py)
+_FUSABLE = _layers._FUSABLE
 
 
 # ---- the spec -------------------------------------------------------------------------------
@@ -117,8 +119,9 @@ def _replace(model, name, new):
 
 
 def _fused_activation(model, name):
-    """(activation, the activation module's name) if `name` is followed by ReLU/Tanh/Sigmoid
-    in a Sequential, else (None, None)."""
+    """(activation, the activation module's name) if `name` is followed by an activation
+    module the op table's PG_ACT rows name (ReLU, Tanh, Sigmoid, LeakyReLU at its default
+    slope) in a Sequential, else (None, None)."""
     if not name:
         return None, None
     parent, leaf = _parent_of(model, name)
@@ -126,9 +129,10 @@ def _fused_activation(model, name):
         return None, None
     keys = list(parent._modules)
     i = keys.index(leaf)
-    if i + 1 < len(keys) and type(parent._modules[keys[i + 1]]) in _FUSABLE:
+    nxt = parent._modules[keys[i + 1]] if i + 1 < len(keys) else None
+    if type(nxt) in _FUSABLE and _layers._fusable_as_row(nxt):
         prefix = name[: -len(leaf)]
-        return _FUSABLE[type(parent._modules[keys[i + 1]])], prefix + keys[i + 1]
+        return _FUSABLE[type(nxt)], prefix + keys[i + 1]
     return None, None
 
 

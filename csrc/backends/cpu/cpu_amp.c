@@ -23,7 +23,7 @@ pg_status pg_cpu_amp_unscale(const pg_node *node)
 {
     const pg_tensor *g = &node->dst;
     const int64_t n = pg_tensor_numel(g);
-    const double inv = node->p.train.f[0];
+    const double inv = node->p.amp.inv_scale;
     int bad = 0;
     switch (g->dtype) {
     case PG_FLOAT32: bad = unscale_f32(n, (float *)pg_tensor_data(g), (float)inv); break;

@@ -198,27 +198,8 @@ pg_status pg_cpu_select(const pg_node *node)
 
 /* ---- copy / cast ---------------------------------------------------------------------- */
 
-#define CAST_LOOP(NAME, ST, DT, EXPR)                                                     \
-    PG_CPU_DISPATCH(void, NAME##_run, (int64_t n, DT *o, const ST *a), (n, o, a))                   \
-    {                                                                                     \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                               \
-        {                                                                                 \
-            ST x = a[i];                                                                  \
-            o[i] = (DT)(EXPR);                                                            \
-        }                                                                                 \
-    }                                                                                     \
-    static void NAME(int64_t n, char **p, const int64_t *s, const void *arg)              \
-    {                                                                                     \
-        (void)arg;                                                                        \
-        if (s[0] == sizeof(DT) && s[1] == sizeof(ST)) {                                   \
-            NAME##_run(n, (DT *)p[0], (const ST *)p[1]);                                  \
-        } else {                                                                          \
-            for (int64_t i = 0; i < n; i++) {                                             \
-                ST x = *(const ST *)(p[1] + i * s[1]);                                    \
-                *(DT *)(p[0] + i * s[0]) = (DT)(EXPR);                                    \
-            }                                                                             \
-        }                                                                                 \
-    }
+/* a cast is the unary ops' loop (cpu_loops.h) from one element type to another */
+#define CAST_LOOP(NAME, ST, DT, EXPR) UN_LOOP_TO(NAME, ST, DT, EXPR)
 
 #define CAST_FROM(ST, SUF, TO_INT)                                      \
     CAST_LOOP(cast_##SUF##_b, ST, pg_bool_t, x != 0)                    \

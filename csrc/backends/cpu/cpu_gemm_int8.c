@@ -126,7 +126,7 @@ pg_status pg_cpu_qgemm_run(pg_pool *pool, const pg_qgemm *g, pg_qgemm_kernel_fn 
 
 /* PG_OP_QLINEAR: src x (M,K) float32 or u8 (bool-typed storage), packed (bytes), w_scale
  * (N) float32, bias (N) float32 or none; dst (M,N) float32 or u8; subop the activation;
- * p.train.f: a_scale, c_scale, a_zp, c_zp, a_max, c_max; p.train.i[0]: a_dynamic. */
+ * p.qlinear: a_scale, c_scale, a_zp, c_zp, a_max, c_max, a_dynamic. */
 static void qgemm_of_node(const pg_node *n, pg_qgemm *g)
 {
     const pg_tensor *x = &n->src[0], *w = &n->src[1], *ws = &n->src[2], *b = &n->src[3];
@@ -139,10 +139,10 @@ static void qgemm_of_node(const pg_node *n, pg_qgemm *g)
         g->a_f32 = (const float *)pg_tensor_data(x);
     else
         g->a_u8 = (const uint8_t *)pg_tensor_data(x);
-    g->a_dynamic = n->p.train.i[0] != 0;
-    g->a_scale = (float)n->p.train.f[0];
-    g->a_zp = (int32_t)n->p.train.f[2];
-    g->a_max = (int)n->p.train.f[4];
+    g->a_dynamic = n->p.qlinear.a_dynamic != 0;
+    g->a_scale = (float)n->p.qlinear.a_scale;
+    g->a_zp = (int32_t)n->p.qlinear.a_zp;
+    g->a_max = (int)n->p.qlinear.a_max;
     g->b_packed = (const uint8_t *)pg_tensor_data(w);
     g->b_colsum = pg_qpack_colsum(g->b_packed, g->N, g->K);
     g->b_scale = (const float *)pg_tensor_data(ws);
@@ -153,9 +153,9 @@ static void qgemm_of_node(const pg_node *n, pg_qgemm *g)
         g->c_f32 = (float *)pg_tensor_data(&n->dst);
     else
         g->c_u8 = (uint8_t *)pg_tensor_data(&n->dst);
-    g->c_scale = (float)n->p.train.f[1];
-    g->c_zp = (int32_t)n->p.train.f[3];
-    g->c_max = (int)n->p.train.f[5];
+    g->c_scale = (float)n->p.qlinear.c_scale;
+    g->c_zp = (int32_t)n->p.qlinear.c_zp;
+    g->c_max = (int)n->p.qlinear.c_max;
 }
 
 pg_status pg_cpu_qlinear_on(pg_pool *pool, const pg_node *n)

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../../core/pg_tensor.h"
+#include "cpu_act.h"
 #include "cpu_isa.h"
 #include "cpu_scratch.h"
 #include "cpu_vecmath.h"
@@ -121,18 +122,7 @@ PG_CPU_DISPATCH(void, epi_f32,
         float y = (float)(acc[j] - za * colsum[j]) * (sa * sw[j]);
         out[j] = bias ? y + bias[j] : y;
     }
-    switch (act) {
-    case PG_ACT_RELU:
-        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) out[j] = out[j] > 0.0f ? out[j] : 0.0f;
-        break;
-    case PG_ACT_TANH:
-        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) out[j] = tanhf(out[j]);
-        break;
-    case PG_ACT_SIGMOID:
-        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) out[j] = 1.0f / (1.0f + expf(-out[j]));
-        break;
-    default: break;
-    }
+    pg_act_fwd_float(act, n, out); /* the PG_ACT row's f (cpu_act.h) */
 }
 
 /* the float rows above, requantized: q = clamp(round(y * inv + zp), 0, qmax) */

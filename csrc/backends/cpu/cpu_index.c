@@ -102,7 +102,7 @@ static void move_contiguous(const pg_node *n, const pg_tensor *P, const pg_tenso
 
 static pg_status move_along_axis(const pg_node *n)
 {
-    int op = n->subop, axis = (int)n->p.train.i[0];
+    int op = n->subop, axis = (int)n->p.index.axis;
     bool read = op == PG_IDX_GATHER || op == PG_IDX_INDEX_SELECT;
     bool full = op == PG_IDX_GATHER || op == PG_IDX_SCATTER || op == PG_IDX_SCATTER_ADD;
     bool add = op == PG_IDX_SCATTER_ADD || op == PG_IDX_INDEX_ADD;
@@ -189,7 +189,7 @@ static void line_shape(const pg_tensor *t, int axis, int64_t *outer, int64_t *le
 static pg_status cumulate(const pg_node *n)
 {
     int64_t outer, len, inner;
-    line_shape(&n->src[0], (int)n->p.train.i[0], &outer, &len, &inner);
+    line_shape(&n->src[0], (int)n->p.index.axis, &outer, &len, &inner);
     bool prod = n->subop == PG_IDX_CUMPROD;
     switch (n->dst.dtype) {
     case PG_FLOAT32: CUMULATE(float, double); break; /* a double accumulator, as PyTorch's CPU */
@@ -242,8 +242,8 @@ static int desc_i(const void *x, const void *y)
 static pg_status argsort(const pg_node *n)
 {
     int64_t outer, len, inner;
-    line_shape(&n->src[0], (int)n->p.train.i[0], &outer, &len, &inner);
-    bool desc = n->p.train.i[1] != 0;
+    line_shape(&n->src[0], (int)n->p.index.axis, &outer, &len, &inner);
+    bool desc = n->p.index.flag != 0;
     int dt = n->src[0].dtype;
     bool is_int = dt == PG_INT64;
     if (dt != PG_FLOAT32 && dt != PG_FLOAT64 && dt != PG_INT64)
@@ -336,10 +336,10 @@ TOPK_SKIP(f64, double, int64_t)
 static pg_status topk(const pg_node *n)
 {
     int64_t outer, len, inner;
-    int axis = (int)n->p.train.i[0];
+    int axis = (int)n->p.index.axis;
     line_shape(&n->src[0], axis, &outer, &len, &inner);
     int64_t k = n->dst.shape[axis];
-    bool largest = n->p.train.i[1] != 0;
+    bool largest = n->p.index.flag != 0;
     int dt = n->src[0].dtype;
     bool is_int = dt == PG_INT64;
     if (dt != PG_FLOAT32 && dt != PG_FLOAT64 && dt != PG_INT64)

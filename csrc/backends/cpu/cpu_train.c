@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/pg_optim.h"
 #include "../../core/pg_status.h"
 #include "cpu_act.h"
 #include "cpu_gemm.h"
@@ -360,10 +359,10 @@ LAYER_NORM_ROW(f64, double)
 pg_status pg_cpu_layer_norm(const pg_node *n)
 {
     int64_t R = n->src[0].shape[0], C = n->src[0].shape[1];
-    int flags = (int)n->p.train.i[0], k = 1;
+    int flags = (int)n->p.norm.flags, k = 1;
     const pg_tensor *w = flags & 1 ? &n->src[k++] : NULL;
     const pg_tensor *b = flags & 2 ? &n->src[k++] : NULL;
-    double eps = n->p.train.f[0];
+    double eps = n->p.norm.eps;
     for (int64_t r = 0; r < R; r++) {
         if (n->dst.dtype == PG_FLOAT32)
             layer_norm_row_f32(DATA(float, &n->src[0]) + r * C, DATA(float, &n->dst) + r * C, C,
@@ -399,7 +398,7 @@ pg_status pg_cpu_layer_norm(const pg_node *n)
                 prow[j] = (T)(prow[j] / s);                                                    \
             total += m + log(s) - row[L[r]];                                                   \
         }                                                                                      \
-        *DATA(T, &n->dst) = (T)(n->p.train.i[0] ? total / (double)N : total);                 \
+        *DATA(T, &n->dst) = (T)(n->p.xent.mean ? total / (double)N : total);                 \
     }
 XENT_FWD(float)
 XENT_FWD(double)
@@ -429,7 +428,7 @@ pg_status pg_cpu_xent_fwd(const pg_node *n)
         const T *P = DATA(T, &n->src[0]);                                                      \
         const int64_t *L = DATA(int64_t, &n->src[1]);                                          \
         double g = *DATA(T, &n->src[2]);                                                       \
-        if (n->p.train.i[0])                                                                   \
+        if (n->p.xent.mean)                                                                    \
             g /= (double)N;                                                                    \
         T *D = DATA(T, &n->dst);                                                               \
         for (int64_t r = 0; r < N; r++) {                                                      \
@@ -494,13 +493,13 @@ pg_status pg_cpu_xent_bwd(const pg_node *n)
     {                                                                                          \
         sgd_loop_##T(pg_tensor_numel(&n->dst), DATA(T, &n->src[0]), DATA(T, &n->dst),          \
                      n->extra[0].storage ? DATA(T, &n->extra[0]) : NULL,                       \
-                     (T)n->p.train.f[0], (T)n->p.train.f[1], (T)n->p.train.f[2],               \
-                     (T)n->p.train.f[3], (int)n->p.train.i[0], (int)n->p.train.i[1]);          \
+                     (T)n->p.optim.hyper[0], (T)n->p.optim.hyper[1], (T)n->p.optim.hyper[2],   \
+                     (T)n->p.optim.hyper[3], (int)n->p.optim.flag[0], (int)n->p.optim.flag[1]); \
     }
 SGD(float)
 SGD(double)
 
-/* The adaptive-update family (PG_OP_ADAM, subop PG_OPTIM_*; slots and f in pg_ops_train.c).
+/* The adaptive optimizers (PG_OP_ADAM, RMSPROP, ADAGRAD, ADADELTA; slots and f in pg_ops_train.c).
  * Each kind is one branch-free simd loop per flag case, written as PyTorch's rule is
  * (torch/optim/adam.py, rmsprop.py, adagrad.py, adadelta.py, single-tensor path).
  *
@@ -626,8 +625,10 @@ ADAGRAD(double, sqrt)
 ADADELTA(float, sqrtf)
 ADADELTA(double, sqrt)
 
-#define OPTIM(T)                                                                               \
-    static void optim_##T(const pg_node *n)                                                    \
+/* Each adaptive kind's node: G and P, the state slots S[0..2] (NULL where unused), its
+ * scalars f and flags (p.optim), then the kind's loop (CALL, on element type T). */
+#define OPTIM_TYPED(NAME, T, CALL)                                                             \
+    static void NAME##_##T(const pg_node *n)                                                   \
     {                                                                                          \
         int64_t count = pg_tensor_numel(&n->dst);                                              \
         const T *G = DATA(T, &n->src[0]);                                                      \
@@ -635,25 +636,34 @@ ADADELTA(double, sqrt)
         T *S[3];                                                                               \
         for (int s = 0; s < 3; s++)                                                            \
             S[s] = n->extra[s].storage ? DATA(T, &n->extra[s]) : NULL;                         \
-        const double *f = n->p.train.f;                                                        \
-        switch (n->subop) {                                                                    \
-        case PG_OPTIM_ADAM:                                                                    \
-            adam_loop_##T(count, G, P, S[0], S[1], n->p.train.i[0] ? S[2] : NULL, (T)f[0],     \
-                          (T)f[1], (T)f[2], (T)f[3], (T)f[4], (T)f[5], (int)n->p.train.i[1]);  \
-            break;                                                                             \
-        case PG_OPTIM_RMSPROP:                                                                 \
-            rmsprop_loop_##T(count, G, P, S[0], S[1], S[2], (T)f[0], (T)f[1], (T)f[2],         \
-                             (T)f[3], (T)f[4]);                                                \
-            break;                                                                             \
-        case PG_OPTIM_ADAGRAD:                                                                 \
-            adagrad_loop_##T(count, G, P, S[0], (T)f[0], (T)f[1], (T)f[2]);                    \
-            break;                                                                             \
-        default: /* PG_OPTIM_ADADELTA */                                                       \
-            adadelta_loop_##T(count, G, P, S[0], S[1], (T)f[0], (T)f[1], (T)f[2], (T)f[3]);    \
-        }                                                                                      \
+        const double *f = n->p.optim.hyper;                                                    \
+        const int64_t *flag = n->p.optim.flag;                                                 \
+        (void)flag;                                                                            \
+        CALL(T);                                                                               \
     }
-OPTIM(float)
-OPTIM(double)
+#define OPTIM_KERNEL(NAME, CALL)                                                               \
+    OPTIM_TYPED(NAME, float, CALL)                                                             \
+    OPTIM_TYPED(NAME, double, CALL)                                                            \
+    pg_status pg_cpu_##NAME(const pg_node *n)                                                  \
+    {                                                                                          \
+        if (n->dst.dtype == PG_FLOAT32)                                                        \
+            NAME##_float(n);                                                                   \
+        else                                                                                   \
+            NAME##_double(n);                                                                  \
+        return PG_OK;                                                                          \
+    }
+#define ADAM_CALL(T)                                                                           \
+    adam_loop_##T(count, G, P, S[0], S[1], flag[0] ? S[2] : NULL, (T)f[0], (T)f[1], (T)f[2],   \
+                  (T)f[3], (T)f[4], (T)f[5], (int)flag[1])
+#define RMSPROP_CALL(T)                                                                        \
+    rmsprop_loop_##T(count, G, P, S[0], S[1], S[2], (T)f[0], (T)f[1], (T)f[2], (T)f[3], (T)f[4])
+#define ADAGRAD_CALL(T) adagrad_loop_##T(count, G, P, S[0], (T)f[0], (T)f[1], (T)f[2])
+#define ADADELTA_CALL(T)                                                                       \
+    adadelta_loop_##T(count, G, P, S[0], S[1], (T)f[0], (T)f[1], (T)f[2], (T)f[3])
+OPTIM_KERNEL(adam, ADAM_CALL)
+OPTIM_KERNEL(rmsprop, RMSPROP_CALL)
+OPTIM_KERNEL(adagrad, ADAGRAD_CALL)
+OPTIM_KERNEL(adadelta, ADADELTA_CALL)
 
 pg_status pg_cpu_sgd(const pg_node *n)
 {
@@ -661,14 +671,5 @@ pg_status pg_cpu_sgd(const pg_node *n)
         sgd_float(n);
     else
         sgd_double(n);
-    return PG_OK;
-}
-
-pg_status pg_cpu_adam(const pg_node *n)
-{
-    if (n->dst.dtype == PG_FLOAT32)
-        optim_float(n);
-    else
-        optim_double(n);
     return PG_OK;
 }

@@ -114,7 +114,8 @@ pg_status pg_cpu_clamp(const pg_node *node)
         return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
                             pg_dtype_name((pg_dtype)dt));
     const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
-    pg_cpu_iterate(2, ops, NULL, dt == PG_FLOAT32 ? clamp_f32 : clamp_f64, node->p.train.f);
+    const double bounds[2] = {node->p.clamp.lo, node->p.clamp.hi};
+    pg_cpu_iterate(2, ops, NULL, dt == PG_FLOAT32 ? clamp_f32 : clamp_f64, bounds);
     return PG_OK;
 }
 

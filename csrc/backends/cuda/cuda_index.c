@@ -31,8 +31,8 @@ static cudaError_t launch_index(const pg_cuda_ctx *ctx, const pg_node *n)
     pg_cuda_index_args a;
     memset(&a, 0, sizeof a);
     a.subop = n->subop;
-    a.axis = (int)n->p.train.i[0];
-    a.flag = (int)n->p.train.i[1];
+    a.axis = (int)n->p.index.axis;
+    a.flag = (int)n->p.index.flag;
     switch (n->subop) {
     case PG_IDX_CUMSUM:
     case PG_IDX_CUMPROD:

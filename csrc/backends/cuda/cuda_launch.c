@@ -249,7 +249,7 @@ pg_status pg_cuda_launch_random(pg_cuda_device *d, const pg_cuda_ctx *ctx, const
 pg_status pg_cuda_launch_amp_unscale(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
     cudaError_t err = pg_kernel_amp_unscale(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
-                                            pg_cuda_numel(&n->dst), n->p.train.f[0],
+                                            pg_cuda_numel(&n->dst), n->p.amp.inv_scale,
                                             (float *)pg_cuda_tensor_data(&n->extra[0]));
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_amp_unscale", err);
 }

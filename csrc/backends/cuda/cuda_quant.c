@@ -91,10 +91,10 @@ pg_status pg_cuda_launch_qlinear(pg_cuda_device *d, const pg_cuda_ctx *ctx, cons
         a.a_f32 = (const float *)pg_cuda_tensor_data(x);
     else
         a.a_u8 = (const uint8_t *)pg_cuda_tensor_data(x);
-    a.a_dynamic = n->p.train.i[0] != 0;
-    a.a_scale = (float)n->p.train.f[0];
-    a.a_zp = (int32_t)n->p.train.f[2];
-    a.a_max = (int)n->p.train.f[4];
+    a.a_dynamic = n->p.qlinear.a_dynamic != 0;
+    a.a_scale = (float)n->p.qlinear.a_scale;
+    a.a_zp = (int32_t)n->p.qlinear.a_zp;
+    a.a_max = (int)n->p.qlinear.a_max;
     a.colsum = (const int32_t *)(wbytes + a.np * a.kp);
     a.w_scale = (const float *)pg_cuda_tensor_data(ws);
     a.bias = b->storage ? (const float *)pg_cuda_tensor_data(b) : NULL;
@@ -103,9 +103,9 @@ pg_status pg_cuda_launch_qlinear(pg_cuda_device *d, const pg_cuda_ctx *ctx, cons
         a.c_f32 = (float *)pg_cuda_tensor_data(&n->dst);
     else
         a.c_u8 = (uint8_t *)pg_cuda_tensor_data(&n->dst);
-    a.c_scale = (float)n->p.train.f[1];
-    a.c_zp = (int32_t)n->p.train.f[3];
-    a.c_max = (int)n->p.train.f[5];
+    a.c_scale = (float)n->p.qlinear.c_scale;
+    a.c_zp = (int32_t)n->p.qlinear.c_zp;
+    a.c_max = (int)n->p.qlinear.c_max;
     if (a.M == 0)
         return PG_OK;
 

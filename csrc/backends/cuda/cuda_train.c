@@ -1,5 +1,5 @@
 /* cuda_train.c - the CUDA plugin's launchers for the fused training ops: each turns
- * a LINEAR_FWD/BWD, XENT_FWD/BWD, SGD or ADAM node into the plain-pointer
+ * a LINEAR_FWD/BWD, XENT_FWD/BWD, SGD or adaptive-optimizer node into the plain-pointer
  * arguments of kernels/train.cu and launches it on the device's stream (the
  * matmuls inside use the device's cuBLAS handle, under its lock). Operand
  * slots are those of csrc/core/pg_ops_train.c. */
@@ -145,7 +145,7 @@ pg_status pg_cuda_launch_xent_fwd(pg_cuda_device *d, const pg_cuda_ctx *ctx, con
                                          (const int64_t *)pg_cuda_tensor_data(&n->src[1]),
                                          pg_cuda_tensor_data(&n->extra[0]),
                                          pg_cuda_tensor_data(&n->dst), n->src[0].shape[0],
-                                         n->src[0].shape[1], (int)n->p.train.i[0]);
+                                         n->src[0].shape[1], (int)n->p.xent.mean);
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_xent_fwd", err);
 }
 
@@ -155,7 +155,7 @@ pg_status pg_cuda_launch_xent_bwd(pg_cuda_device *d, const pg_cuda_ctx *ctx, con
                                          (const int64_t *)pg_cuda_tensor_data(&n->src[1]),
                                          pg_cuda_tensor_data(&n->src[2]),
                                          pg_cuda_tensor_data(&n->dst), n->src[0].shape[0],
-                                         n->src[0].shape[1], (int)n->p.train.i[0]);
+                                         n->src[0].shape[1], (int)n->p.xent.mean);
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_xent_bwd", err);
 }
 
@@ -163,16 +163,20 @@ pg_status pg_cuda_launch_sgd(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
 {
     cudaError_t err = pg_kernel_sgd(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
                                     pg_cuda_tensor_data(&n->src[0]), data_or_null(&n->extra[0]),
-                                    numel(&n->dst), n->p.train.f, (int)n->p.train.i[0],
-                                    (int)n->p.train.i[1]);
+                                    numel(&n->dst), n->p.optim.hyper, (int)n->p.optim.flag[0],
+                                    (int)n->p.optim.flag[1]);
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_sgd", err);
 }
 
-pg_status pg_cuda_launch_adam(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
-{
-    cudaError_t err = pg_kernel_adam(ctx, n->dst.dtype, n->subop, pg_cuda_tensor_data(&n->dst),
-                                     pg_cuda_tensor_data(&n->src[0]), data_or_null(&n->extra[0]),
-                                     data_or_null(&n->extra[1]), data_or_null(&n->extra[2]),
-                                     numel(&n->dst), n->p.train.f, n->p.train.i);
-    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_adam", err);
-}
+/* the adaptive optimizers, one launcher per PG_OPTIM row (pg_ops.def): the operands of
+ * pg_ops_train.c's layout to kernels/train.cu's pg_kernel_<name> */
+#define PG_OPTIM(ID, name, ...)                                                                    \
+    pg_status pg_cuda_launch_##name(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)   \
+    {                                                                                              \
+        cudaError_t err = pg_kernel_##name(                                                        \
+            ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst), pg_cuda_tensor_data(&n->src[0]),      \
+            data_or_null(&n->extra[0]), data_or_null(&n->extra[1]), data_or_null(&n->extra[2]),    \
+            numel(&n->dst), n->p.optim.hyper, n->p.optim.flag);                                    \
+        return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_" #name, err);                               \
+    }
+#include "pg_ops.def"

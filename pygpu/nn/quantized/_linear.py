@@ -12,7 +12,8 @@ from ...quantization._qtensor import QTensor, QZeroPoints
 from ..module import Module
 
 Tensor = _C.Tensor
-ACT_CODES = {None: 0, "relu": 1, "tanh": 2, "sigmoid": 3}
+# activation name -> the int8 epilogue's code: the op table's PG_ACT rows (_C._act_table())
+ACT_CODES = {None: 0, **{name: code for name, code, _ in _C._act_table()}}
 A_MAX = 127  # 7-bit activations on every ISA (csrc/core/pg_gemm.h says why)
 
 

@@ -222,11 +222,15 @@ cudaError_t pg_kernel_xent_bwd(const pg_cuda_ctx *ctx, int dtype, const void *pr
 /* f: lr, momentum, dampening, weight_decay */
 cudaError_t pg_kernel_sgd(const pg_cuda_ctx *ctx, int dtype, void *p, const void *g, void *buf,
                           int64_t n, const double *f, int nesterov, int first);
-/* The adaptive-update family (PG_OP_ADAM): kind PG_OPTIM_* (csrc/core/pg_optim.h); s0..s2
- * the kind's state slots (NULL where unused), f and i as pg_ops_train.c lists them. */
-cudaError_t pg_kernel_adam(const pg_cuda_ctx *ctx, int dtype, int kind, void *p, const void *g,
-                           void *s0, void *s1, void *s2, int64_t n, const double *f,
-                           const int64_t *i);
+/* The adaptive optimizers, one node kind each (the op table's PG_OPTIM rows): s0..s2 the
+ * kind's state slots (NULL where unused), f and i as pg_ops_train.c lists them. */
+#define PG_CUDA_OPTIM_ARGS                                                                         \
+    const pg_cuda_ctx *ctx, int dtype, void *p, const void *g, void *s0, void *s1, void *s2,       \
+        int64_t n, const double *f, const int64_t *i
+cudaError_t pg_kernel_adam(PG_CUDA_OPTIM_ARGS);
+cudaError_t pg_kernel_rmsprop(PG_CUDA_OPTIM_ARGS);
+cudaError_t pg_kernel_adagrad(PG_CUDA_OPTIM_ARGS);
+cudaError_t pg_kernel_adadelta(PG_CUDA_OPTIM_ARGS);
 
 /* amp.cu: g (n,) contiguous *= inv_scale in place; *found = 1.0f if any element was
  * inf or NaN (else untouched). float32, float64, float16, bfloat16. */

@@ -26,6 +26,7 @@
  * rows): the range is a shared-memory tree; epilogue, one thread per output element. */
 #include <math.h>
 
+#include "pg_cuda_act.cuh"
 #include "pg_cuda_common.cuh"
 
 #define PG_Q_ROUND_MAGIC 12582912.0f /* 1.5 * 2^23 */
@@ -126,12 +127,7 @@ __global__ void pg_q_epilogue_kernel(pg_cuda_qlinear_args a)
         float y = pg_mul_rn((float)exact, pg_mul_rn(a.sa[m], a.w_scale[n]));
         if (a.bias)
             y = pg_add_rn(y, a.bias[n]);
-        switch (a.act) {
-        case PG_CUDA_ACT_RELU: y = y > 0.0f ? y : 0.0f; break;
-        case PG_CUDA_ACT_TANH: y = tanhf(y); break;
-        case PG_CUDA_ACT_SIGMOID: y = 1.0f / pg_add_rn(1.0f, expf(-y)); break;
-        default: break;
-        }
+        y = pg_act<float>(a.act, y); /* the PG_ACT row's f (pg_cuda_act.cuh) */
         if (a.c_u8)
             a.c_u8[i] = (uint8_t)pg_q_level(y, inv_c, (float)a.c_zp, (float)a.c_max);
         else

@@ -30,31 +30,8 @@
 #include <limits.h>
 #include <math.h>
 
+#include "pg_cuda_act.cuh"
 #include "pg_cuda_half.cuh"
-#include "pg_optim.h"
-
-/* The activations and g * f'(x) through y = f(x): the op table's PG_ACT rows. */
-#define PG_ACTF_EXP(v) exp(v)
-#define PG_ACTF_TANH(v) tanh(v)
-template <typename T> __device__ __forceinline__ T pg_act(int act, T x)
-{
-    switch (act) {
-#define PG_ACT(ID, name, module, F, GDF) \
-    case PG_CUDA_ACT_##ID: return (T)(F);
-#include "pg_ops.def"
-    default: return x;
-    }
-}
-
-template <typename T> __device__ __forceinline__ T pg_act_grad(int act, T g, T y)
-{
-    switch (act) {
-#define PG_ACT(ID, name, module, F, GDF) \
-    case PG_CUDA_ACT_##ID: return (T)(GDF);
-#include "pg_ops.def"
-    default: return g;
-    }
-}
 
 /* The cuBLAS data type of a storage type. */
 template <typename T> constexpr cudaDataType_t pg_blas_type()
@@ -553,44 +530,71 @@ extern "C" cudaError_t pg_kernel_sgd(const pg_cuda_ctx *ctx, int dtype, void *p,
     });
 }
 
-extern "C" cudaError_t pg_kernel_adam(const pg_cuda_ctx *ctx, int dtype, int kind, void *p,
-                                      const void *g, void *s0, void *s1, void *s2, int64_t n,
-                                      const double *f, const int64_t *i)
+/* The adaptive optimizers' launchers, one node kind each (f and i as pg_ops_train.c lists
+ * them): `launch(T(), grid)` runs the kind's kernel over n elements, float32 or float64. */
+template <typename Launch>
+static cudaError_t pg_optim_launch(const pg_cuda_ctx *ctx, int dtype, int64_t n, Launch launch)
 {
     if (n == 0)
         return cudaSuccess;
     return pg_dispatch_dtype(dtype, [&](auto t) -> cudaError_t {
         using T = decltype(t);
         if constexpr (std::is_floating_point<T>::value) {
-            unsigned grid = pg_cuda_grid(n, PG_CUDA_BLOCK, ctx);
-            T *P = (T *)p, *S0 = (T *)s0, *S1 = (T *)s1, *S2 = (T *)s2;
-            const T *G = (const T *)g;
-            switch (kind) {
-            case PG_OPTIM_ADAM:
-                pg_adam_kernel<T><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adam_kernel")>>>(
-                    P, G, S0, S1, i[0] ? S2 : nullptr, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3],
-                    (T)f[4], (T)f[5], (int)i[1]);
-                break;
-            case PG_OPTIM_RMSPROP:
-                pg_rmsprop_kernel<T>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_rmsprop_kernel")>>>(
-                    P, G, S0, S1, S2, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3], (T)f[4]);
-                break;
-            case PG_OPTIM_ADAGRAD:
-                pg_adagrad_kernel<T>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adagrad_kernel")>>>(
-                    P, G, S0, n, (T)f[0], (T)f[1], (T)f[2]);
-                break;
-            case PG_OPTIM_ADADELTA:
-                pg_adadelta_kernel<T>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adadelta_kernel")>>>(
-                    P, G, S0, S1, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3]);
-                break;
-            default:
-                return cudaErrorInvalidValue;
-            }
+            launch(t, pg_cuda_grid(n, PG_CUDA_BLOCK, ctx));
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
+    });
+}
+
+extern "C" cudaError_t pg_kernel_adam(const pg_cuda_ctx *ctx, int dtype, void *p, const void *g,
+                                      void *s0, void *s1, void *s2, int64_t n, const double *f,
+                                      const int64_t *i)
+{
+    return pg_optim_launch(ctx, dtype, n, [&](auto t, unsigned grid) {
+        using T = decltype(t);
+        pg_adam_kernel<T><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adam_kernel")>>>(
+            (T *)p, (const T *)g, (T *)s0, (T *)s1, i[0] ? (T *)s2 : nullptr, n, (T)f[0],
+            (T)f[1], (T)f[2], (T)f[3], (T)f[4], (T)f[5], (int)i[1]);
+    });
+}
+
+extern "C" cudaError_t pg_kernel_rmsprop(const pg_cuda_ctx *ctx, int dtype, void *p,
+                                         const void *g, void *s0, void *s1, void *s2, int64_t n,
+                                         const double *f, const int64_t *i)
+{
+    (void)i;
+    return pg_optim_launch(ctx, dtype, n, [&](auto t, unsigned grid) {
+        using T = decltype(t);
+        pg_rmsprop_kernel<T><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_rmsprop_kernel")>>>(
+            (T *)p, (const T *)g, (T *)s0, (T *)s1, (T *)s2, n, (T)f[0], (T)f[1], (T)f[2],
+            (T)f[3], (T)f[4]);
+    });
+}
+
+extern "C" cudaError_t pg_kernel_adagrad(const pg_cuda_ctx *ctx, int dtype, void *p,
+                                         const void *g, void *s0, void *s1, void *s2, int64_t n,
+                                         const double *f, const int64_t *i)
+{
+    (void)s1;
+    (void)s2;
+    (void)i;
+    return pg_optim_launch(ctx, dtype, n, [&](auto t, unsigned grid) {
+        using T = decltype(t);
+        pg_adagrad_kernel<T><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adagrad_kernel")>>>(
+            (T *)p, (const T *)g, (T *)s0, n, (T)f[0], (T)f[1], (T)f[2]);
+    });
+}
+
+extern "C" cudaError_t pg_kernel_adadelta(const pg_cuda_ctx *ctx, int dtype, void *p,
+                                          const void *g, void *s0, void *s1, void *s2, int64_t n,
+                                          const double *f, const int64_t *i)
+{
+    (void)s2;
+    (void)i;
+    return pg_optim_launch(ctx, dtype, n, [&](auto t, unsigned grid) {
+        using T = decltype(t);
+        pg_adadelta_kernel<T><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adadelta_kernel")>>>(
+            (T *)p, (const T *)g, (T *)s0, (T *)s1, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3]);
     });
 }
