@@ -432,3 +432,6 @@ def optim_update_(kind, p, grad, states, hyper, step, flag0=False, flag1=False):
     s0, s1, s2 = states
     _C._optim_update(kind, p, grad, s0, s1, s2, tuple(float(h) for h in hyper), int(step),
                      bool(flag0), bool(flag1))
+
+# the sequence layers' Functions live beside their own ops; the op table's rows name them here
+from ._rnn_ops import _RNN  # noqa: E402,F401 - pg_ops.def's "RNN" row

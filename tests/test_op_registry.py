@@ -168,6 +168,8 @@ RUN_NODE = {
     "sgd": _sgd,
     "adam": _adam,
     "unscale_": lambda: _C._amp_unscale_(_sim(4), 0.5, pygpu.zeros((), device="sim:0")),
+    "rnn_cell": lambda: pygpu.nn.GRU(3, 4).to("sim:0")(_sim(2, 1, 3)),
+    "rnn_cell_backward": lambda: pygpu.nn.GRU(3, 4).to("sim:0")(_sim(2, 1, 3))[0].sum().backward(),
     "qlinear": lambda: pygpu.quantization.quantize_dynamic(pygpu.nn.Linear(3, 4).to("sim:0"))(_sim(2, 3)),
 }
 
@@ -217,6 +219,8 @@ ELSEWHERE = {  # creation has no NumPy function of an input to compare with
     "fill": "tests/test_creation.py", "arange": "tests/test_creation.py",
     "rand": "tests/test_creation.py", "randn": "tests/test_creation.py",
     "qlinear": "tests/test_quantization_kernels.py",  # int8: exact int64 reference, not NumPy's float
+    # whole recurrent layers, against torch from the same weights
+    "rnn_forward": "tests/test_rnn.py", "rnn_backward": "tests/test_rnn.py",
 }
 
 

@@ -116,6 +116,22 @@ pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool 
 pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const pg_tensor *gloss,
                          bool mean, pg_tensor *dlogits);
 /* in place on p (and buf / m, v); buf may be NULL when momentum is 0 */
+/* the recurrent layers (pg_ops_rnn.c: shapes, slots and the packed-sequence layout there):
+ * one direction of one layer over T steps of batch sizes bs (never growing), forward
+ * (h, c, out, m, save written) and backward (dh, dc in: dh_n, dc_n; out: dh0, dc0; dg, dhw,
+ * dhall written) */
+enum { PG_CELL_RNN_TANH, PG_CELL_RNN_RELU, PG_CELL_LSTM, PG_CELL_GRU, PG_NUM_CELLS };
+int64_t pg_rnn_save_width(int cell, int64_t H, int64_t P);
+pg_status pg_op_rnn_forward(int cell, const pg_tensor *g, const pg_tensor *w_hh,
+                            const pg_tensor *b_hh, const pg_tensor *w_hr, const pg_tensor *h,
+                            const pg_tensor *c, const pg_tensor *out, const pg_tensor *m,
+                            const pg_tensor *save, int64_t T, const int64_t *bs, bool reverse);
+pg_status pg_op_rnn_backward(int cell, const pg_tensor *save, const pg_tensor *w_hh,
+                             const pg_tensor *w_hr, const pg_tensor *m, const pg_tensor *dout,
+                             const pg_tensor *dh, const pg_tensor *dc, const pg_tensor *dg,
+                             const pg_tensor *dhw, const pg_tensor *dhall, int64_t T,
+                             const int64_t *bs, bool reverse);
+
 /* pygpu.amp.GradScaler's fused unscale and inf/NaN check (pg_ops_amp.c): g (contiguous,
  * float) *= inv_scale in place; found (0-d float32 on g's device) becomes 1 if any element
  * of g was inf or NaN and is otherwise left as it was. */

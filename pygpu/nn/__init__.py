@@ -11,6 +11,7 @@ from .flatten import Flatten, Identity, Unflatten
 from .normalization import BatchNorm1d, LayerNorm
 from .sparse import Embedding
 from .parameter import Parameter
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from . import utils
 from . import parallel
 from .parallel import DataParallel
@@ -20,7 +21,8 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU
            "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "MLP", "Flatten",
            "Unflatten", "Identity", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
-           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "parallel", "DataParallel"]
+           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "parallel", "DataParallel", "RNNBase", "RNN",
+           "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 from .memory import MemoryEstimate, estimate_memory  # noqa: E402 - trainloop's addition
 __all__ += ["estimate_memory", "MemoryEstimate"]

@@ -31,6 +31,8 @@ pg_status pg_cpu_execute(const pg_node *node)
     case PG_OP_SELECT: return pg_cpu_select(node);
     case PG_OP_INDEX: return pg_cpu_index(node);
     case PG_OP_QLINEAR: return pg_cpu_qlinear(node);
+    case PG_OP_RNN_CELL:
+    case PG_OP_RNN_CELL_BWD: return pg_cpu_rnn_cell(node);
     default: return pg_error_set(PG_ERR_RUNTIME, "unknown op %d", node->op);
     }
 }

@@ -298,6 +298,8 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
     case PG_OP_SOFTMAX:
     case PG_OP_LAYER_NORM: return run_rows(pool, node);
     case PG_OP_INDEX: return run_index(pool, node);
+    case PG_OP_RNN_CELL:
+    case PG_OP_RNN_CELL_BWD: return pg_cpu_rnn_cell_on(pool, node);
     case PG_OP_REDUCE: return pg_cpu_run_reduce(pool, node); /* shape-fixed blocks even on 1 thread */
     default: return pg_cpu_execute(node);
     }
