@@ -435,3 +435,4 @@ def optim_update_(kind, p, grad, states, hyper, step, flag0=False, flag1=False):
 
 # the sequence layers' Functions live beside their own ops; the op table's rows name them here
 from ._rnn_ops import _RNN  # noqa: E402,F401 - pg_ops.def's "RNN" row
+from ._attention_ops import _SDPA  # noqa: E402,F401 - pg_ops.def's "SDPA" row

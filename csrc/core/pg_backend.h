@@ -32,7 +32,8 @@
  * defects and amp branches both took 3 in parallel, so the merged layout is 4 */
 /* 5: pg_storage's references and holds in one word (refs), read at one instant */
 /* 6: pg_node's fifth source (PG_NODE_MAX_SRC 5: a pruned linear layer's weight mask) */
-#define PG_BACKEND_ABI_VERSION 6
+/* 7: PG_NODE_MAX_SRC 7 (the attention backward's sources) */
+#define PG_BACKEND_ABI_VERSION 7
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
 

@@ -32,7 +32,7 @@ typedef enum pg_op {
  * pg_ops.def. */
 #include "pg_op_props.h"
 
-#define PG_NODE_MAX_SRC 5 /* linear backward: dy, x, W, y, W's mask */
+#define PG_NODE_MAX_SRC 7 /* attention backward: q, k, v, out, dout, logsumexp, mask */
 #define PG_NODE_MAX_EXTRA 3 /* outputs besides dst */
 
 typedef struct pg_node {

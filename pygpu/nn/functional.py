@@ -6,6 +6,7 @@ csrc/core/pg_ops_train.c). Activations and dropout: _activations.py; losses:
 _losses.py; normalization, embedding and one_hot: _normalization.py. All are
 differentiable compositions of tensor ops (or fused C ops), never Python loops
 over elements."""
+from .._attention_ops import scaled_dot_product_attention
 from .._train_ops import linear
 from ._activations import (dropout, gelu, leaky_relu, log_softmax, relu, sigmoid, silu,
                            softmax, tanh)
@@ -15,5 +16,5 @@ from ._normalization import batch_norm, embedding, layer_norm, one_hot
 
 __all__ = ["linear", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "softmax",
            "log_softmax", "dropout", "one_hot", "layer_norm", "batch_norm", "embedding",
-           "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+           "cross_entropy", "nll_loss", "scaled_dot_product_attention", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]

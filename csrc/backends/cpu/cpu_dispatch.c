@@ -33,6 +33,8 @@ pg_status pg_cpu_execute(const pg_node *node)
     case PG_OP_QLINEAR: return pg_cpu_qlinear(node);
     case PG_OP_RNN_CELL:
     case PG_OP_RNN_CELL_BWD: return pg_cpu_rnn_cell(node);
+    case PG_OP_SDPA:
+    case PG_OP_SDPA_BWD: return pg_cpu_attention(node);
     default: return pg_error_set(PG_ERR_RUNTIME, "unknown op %d", node->op);
     }
 }

@@ -42,6 +42,8 @@ pg_status pg_cpu_amp_unscale(const pg_node *node);
 pg_status pg_cpu_index(const pg_node *node);
 /* the recurrent cells, RNN_CELL and RNN_CELL_BWD (cpu_rnn.c) */
 pg_status pg_cpu_rnn_cell(const pg_node *node);
+/* scaled-dot-product attention, SDPA and SDPA_BWD (cpu_attention.c) */
+pg_status pg_cpu_attention(const pg_node *node);
 
 /* The same ops split over a device's pool (NULL: on the caller) through the GEMM
  * scheduler (cpu_gemm.h); pg_cpu_matmul(n) is pg_cpu_matmul_on(NULL, n). */
@@ -50,6 +52,7 @@ pg_status pg_cpu_matmul_on(struct pg_pool *pool, const pg_node *node);
 pg_status pg_cpu_linear_fwd_on(struct pg_pool *pool, const pg_node *node);
 pg_status pg_cpu_linear_bwd_on(struct pg_pool *pool, const pg_node *node);
 pg_status pg_cpu_rnn_cell_on(struct pg_pool *pool, const pg_node *node);
+pg_status pg_cpu_attention_on(struct pg_pool *pool, const pg_node *node);
 /* The same with the weight's pre-packed bfloat16 panels (cpu_bf16_panels.h; NULL: none) */
 pg_status pg_cpu_linear_fwd_packed(struct pg_pool *pool, const pg_node *node, const void *w_panels);
 pg_status pg_cpu_linear_bwd_packed(struct pg_pool *pool, const pg_node *node, const void *w_panels);

@@ -300,6 +300,8 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
     case PG_OP_INDEX: return run_index(pool, node);
     case PG_OP_RNN_CELL:
     case PG_OP_RNN_CELL_BWD: return pg_cpu_rnn_cell_on(pool, node);
+    case PG_OP_SDPA:
+    case PG_OP_SDPA_BWD: return pg_cpu_attention_on(pool, node);
     case PG_OP_REDUCE: return pg_cpu_run_reduce(pool, node); /* shape-fixed blocks even on 1 thread */
     default: return pg_cpu_execute(node);
     }
