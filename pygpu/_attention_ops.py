@@ -102,6 +102,13 @@ def _mask4(mask, q_shape, S, nb):
     return full.reshape(-1, *full.shape[-3:])
 
 
+def bmm(a, b):
+    """a (..., M, K) @ b (..., K, N) for batch axes of equal sizes (pygpu's matmul is 3-d)."""
+    lead = a.shape[:-2]
+    out = a.reshape(-1, *a.shape[-2:]) @ b.reshape(-1, *b.shape[-2:])
+    return out.reshape(*lead, *out.shape[-2:])
+
+
 def _composite(q, k, v, mask, scale, causal, p, group):
     """The same function from recorded tensor ops (a backend without the fused kernel)."""
     from .nn.functional import dropout
@@ -110,7 +117,7 @@ def _composite(q, k, v, mask, scale, causal, p, group):
         k = k.unsqueeze(2).expand(Bt, Hk, group, S, E).reshape(Bt, Hk * group, S, E)
         v = v.unsqueeze(2).expand(Bt, Hk, group, S, v.shape[3]).reshape(Bt, Hk * group, S,
                                                                         v.shape[3])
-    s = (q @ k.transpose(-2, -1)) * scale
+    s = bmm(q, k.transpose(-2, -1)) * scale
     L, S = q.shape[-2], k.shape[-2]
     keep = None
     if causal:
@@ -129,7 +136,7 @@ def _composite(q, k, v, mask, scale, causal, p, group):
     w = e / e.sum(axis=-1, keepdims=True).clamp(min=1e-300 if q.dtype is float64 else 1e-38)
     if p > 0:
         w = dropout(w, p)
-    return w @ v
+    return bmm(w, v)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

@@ -170,6 +170,10 @@ RUN_NODE = {
     "unscale_": lambda: _C._amp_unscale_(_sim(4), 0.5, pygpu.zeros((), device="sim:0")),
     "rnn_cell": lambda: pygpu.nn.GRU(3, 4).to("sim:0")(_sim(2, 1, 3)),
     "rnn_cell_backward": lambda: pygpu.nn.GRU(3, 4).to("sim:0")(_sim(2, 1, 3))[0].sum().backward(),
+    "scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(
+        _sim(1, 2, 3, 4), _sim(1, 2, 3, 4), _sim(1, 2, 3, 4)),
+    "scaled_dot_product_attention_backward": lambda: F.scaled_dot_product_attention(
+        _sim(1, 2, 3, 4).requires_grad_(), _sim(1, 2, 3, 4), _sim(1, 2, 3, 4)).sum().backward(),
     "qlinear": lambda: pygpu.quantization.quantize_dynamic(pygpu.nn.Linear(3, 4).to("sim:0"))(_sim(2, 3)),
 }
 
@@ -221,6 +225,8 @@ ELSEWHERE = {  # creation has no NumPy function of an input to compare with
     "qlinear": "tests/test_quantization_kernels.py",  # int8: exact int64 reference, not NumPy's float
     # whole recurrent layers, against torch from the same weights
     "rnn_forward": "tests/test_rnn.py", "rnn_backward": "tests/test_rnn.py",
+    "scaled_dot_product_attention": "tests/test_attention.py",
+    "scaled_dot_product_attention_backward": "tests/test_attention.py",
 }
 
 

@@ -11,6 +11,8 @@ from .flatten import Flatten, Identity, Unflatten
 from .normalization import BatchNorm1d, LayerNorm
 from .sparse import Embedding
 from .parameter import Parameter
+from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,
+                          TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from . import utils
 from . import parallel
@@ -22,7 +24,9 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU
            "Unflatten", "Identity", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "parallel", "DataParallel", "RNNBase", "RNN",
-           "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+           "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
+           "Transformer", "TransformerEncoder", "TransformerEncoderLayer", "TransformerDecoder",
+           "TransformerDecoderLayer"]
 
 from .memory import MemoryEstimate, estimate_memory  # noqa: E402 - trainloop's addition
 __all__ += ["estimate_memory", "MemoryEstimate"]
