@@ -11,7 +11,9 @@ whole-sequence GEMMs (dW_ih and dX through the fused linear backward, dW_hh = dH
 h_prev, dW_hr = dh^T @ m).
 
 Rows are time-major packed rows (PyTorch's PackedSequence layout): step t is `bs[t]`
-rows, batch sizes never growing; a padded batch is bs = (B,) * T. The Function returns
+rows, batch sizes never growing; a padded batch is bs = (B,) * T. Under autocast the input
+projections' GEMMs (forward, and dX / dW_ih backward) run in the region's low dtype, as
+PyTorch's autocast runs its GEMMs; the recurrence, the states and the output stay float32. The Function returns
 ONE flat tensor holding the output (N, D*P), h_n (L*D, B, P) and, for an LSTM, c_n
 (L*D, B, H): autograd's Function has one output, and the three views the caller slices
 from it carry their gradients back into this one node."""
@@ -19,6 +21,7 @@ from . import _C
 from ._creation import empty, rand, zeros
 from ._dtype import float32
 from .autograd import Function
+from .amp.autocast_mode import region_dtype
 from .autograd.grad_mode import is_grad_enabled
 
 Tensor = _C.Tensor
@@ -31,7 +34,7 @@ GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 class RNNConfig:
     """What the Function needs besides tensors: the mode, sizes and packed layout."""
     __slots__ = ("mode", "layers", "dirs", "hidden", "proj", "bias", "dropout", "training",
-                 "batch_sizes", "save")
+                 "batch_sizes", "save", "low")
 
     def __init__(self, mode, layers, dirs, hidden, proj, bias, dropout, training, batch_sizes):
         self.mode, self.layers, self.dirs = mode, layers, dirs
@@ -39,6 +42,7 @@ class RNNConfig:
         self.dropout, self.training = dropout, training
         self.batch_sizes = tuple(int(b) for b in batch_sizes)
         self.save = False
+        self.low = None  # autocast's dtype for the input projections (float32 layers only)
 
     @property
     def out_size(self):
@@ -78,13 +82,20 @@ class _RNN(Function):
         S = _C._rnn_save_width(cell, H, P) if save else 0
         layer_in = x
         ctx.inputs, ctx.saves, ctx.ms, ctx.masks = [], [], [], []
+        low = cfg.low
         for layer in range(L):
             last = layer == L - 1
             out = (packed[:n_out].reshape(N, D * P) if last
                    else empty((N, D * P), dtype=dt, device=dev))
+            if low is not None:  # autocast: the projections' GEMM in the low dtype
+                layer_in = layer_in.astype(low)
             for d in range(D):
                 w_ih, w_hh, b_ih, b_hh, w_hr = cfg.weights_of(weights, layer, d)
-                g = _C._linear_fwd(layer_in, w_ih, b_ih, 0)  # every step's projection at once
+                if low is None:
+                    g = _C._linear_fwd(layer_in, w_ih, b_ih, 0)  # every step's projection
+                else:  # the float32 weight rounded as the GEMM reads it; G back in float32
+                    bl = None if b_ih is None else b_ih.astype(low)
+                    g = _C._linear_fwd(layer_in, w_ih, bl, 0).astype(dt)
                 k = layer * D + d
                 m = empty((N, H), dtype=dt, device=dev) if w_hr is not None else None
                 sv = empty((N, S), dtype=dt, device=dev) if save else None
@@ -138,8 +149,13 @@ class _RNN(Function):
                 _C._rnn_backward(cell, sv, w_hh, w_hr, m, dout, dh_all[k],
                                  dc_all[k] if lstm else None, dg, dhw, dhall, bs, d == 1)
                 # the input side: dX, dW_ih, db_ih in one fused linear backward
-                dxi, dw_ih, db_ih = _C._linear_bwd(dg, layer_in, w_ih, None, 0, b_ih is not None,
-                                                   True)
+                if cfg.low is None:
+                    dxi, dw_ih, db_ih = _C._linear_bwd(dg, layer_in, w_ih, None, 0,
+                                                       b_ih is not None, True)
+                else:  # autocast: low operands, float32 dW and db, dX widened
+                    dxi, dw_ih, db_ih = _C._linear_bwd(dg.astype(cfg.low), layer_in, w_ih, None,
+                                                       0, b_ih is not None, True, True)
+                    dxi = dxi.astype(dt)
                 dlayer_in = dxi if dlayer_in is None else dlayer_in + dxi
                 side = dhw if gru else dg
                 hprev = sv[:, ks:ks + P]
@@ -166,6 +182,8 @@ def rnn_stack(x, h0, c0, cfg, weights):
     tensors = [x, h0, c0, *weights]
     cfg.save = is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad
                                          for t in tensors)
+    if x.dtype is float32:
+        cfg.low = region_dtype(x.device.type)
     packed = _RNN.apply(x, h0, c0, cfg, *weights)
     N, B = x.shape[0], (cfg.batch_sizes[0] if cfg.batch_sizes else 0)
     L, D, H, P = cfg.layers, cfg.dirs, cfg.hidden, cfg.out_size

@@ -369,3 +369,23 @@ def test_pytorch_errors():
         warnings.simplefilter("always")
         nn.GRU(3, 4, dropout=0.2)
     assert any("non-zero dropout expects num_layers greater than 1" in str(x.message) for x in w)
+
+
+def test_autocast_runs_the_input_projections_low(device):
+    """Under autocast the one GEMM of every step's input projection (and its backward) runs
+    in bfloat16; the recurrence stays float32: close to the float32 layer, not equal."""
+    tm, pm = _pair_modules("LSTM", device, dtype=torch.float32, input_size=16, hidden_size=8,
+                           num_layers=2)
+    x = np.random.default_rng(9).standard_normal((6, 3, 16)).astype(np.float32)
+    px = pygpu.tensor(x, device=device).requires_grad_()
+    with pygpu.autocast(device_type=pygpu.device(device).type, dtype=pygpu.bfloat16):
+        po, _ = pm(px)
+    assert po.dtype == pygpu.float32
+    (po ** 2).sum().backward()
+    tx = torch.tensor(x, requires_grad=True)
+    to, _ = tm(tx)
+    (to ** 2).sum().backward()
+    np.testing.assert_allclose(po.numpy(), to.detach().numpy(), atol=3e-2)
+    assert not np.array_equal(po.numpy(), to.detach().numpy())
+    np.testing.assert_allclose(px.grad.numpy(), tx.grad.numpy(), atol=5e-2)
+    assert pm.weight_ih_l0.grad.dtype == pygpu.float32

@@ -59,6 +59,8 @@ typedef struct pg_node {
 } pg_node;
 
 enum { PG_RANDOM_UNIFORM = 0, PG_RANDOM_NORMAL = 1 };
+/* RNN_CELL / RNN_CELL_BWD's subop: the cell kind (pg_ops_rnn.c) */
+enum { PG_CELL_RNN_TANH, PG_CELL_RNN_RELU, PG_CELL_LSTM, PG_CELL_GRU, PG_NUM_CELLS };
 
 /* The storages a node writes: dst, then each extra output (NULL-storage slots skipped). */
 static inline int pg_node_outputs(const pg_node *n, const pg_tensor **out)

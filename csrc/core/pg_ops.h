@@ -122,8 +122,7 @@ pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const 
 /* the recurrent layers (pg_ops_rnn.c: shapes, slots and the packed-sequence layout there):
  * one direction of one layer over T steps of batch sizes bs (never growing), forward
  * (h, c, out, m, save written) and backward (dh, dc in: dh_n, dc_n; out: dh0, dc0; dg, dhw,
- * dhall written) */
-enum { PG_CELL_RNN_TANH, PG_CELL_RNN_RELU, PG_CELL_LSTM, PG_CELL_GRU, PG_NUM_CELLS };
+ * dhall written); the cell kinds PG_CELL_* are pg_node.h's */
 int64_t pg_rnn_save_width(int cell, int64_t H, int64_t P);
 pg_status pg_op_rnn_forward(int cell, const pg_tensor *g, const pg_tensor *w_hh,
                             const pg_tensor *b_hh, const pg_tensor *w_hr, const pg_tensor *h,

@@ -67,16 +67,18 @@ static void gemm(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, doub
     pg_cpu_gemm_kernel(dt, dt)(&g);
 }
 
-/* keep[c] = 1 / (1 - p) or 0 for columns j0 .. j0 + bc of row `row` (its flat index base) */
+/* keep[c] = 1 (kept) or 0 for the bc columns from flat index base; the caller scales by
+ * 1 / (1 - p) in its own element type */
 static void dropout_row(const attn_args *a, uint64_t base, int64_t bc, float *keep)
 {
-    float inv = (float)(1.0 / (1.0 - a->p));
-    uint32_t thresh = a->p >= 1.0 ? UINT32_MAX : (uint32_t)(a->p * 4294967296.0);
+    uint32_t thresh = (uint32_t)(a->p * 4294967296.0); /* p < 1 (checked by the core) */
+    if (thresh == 0)
+        thresh = 1; /* p below 2^-32: as cuda's kernel (kernels/attention.cu) */
     for (int64_t c = 0; c < bc;) {
         uint64_t idx = base + (uint64_t)c;
         pg_philox_out o = pg_philox4x32_10(idx >> 2, a->seed);
         for (int w = (int)(idx & 3); w < 4 && c < bc; w++, c++)
-            keep[c] = o.v[w] >= thresh ? inv : 0.0f;
+            keep[c] = o.v[w] >= thresh ? 1.0f : 0.0f;
     }
 }
 
@@ -174,8 +176,9 @@ static void dropout_row(const attn_args *a, uint64_t base, int64_t bc, float *ke
                 if (a->p > 0) {                                                                 \
                     dropout_row(a, a->offset + (uint64_t)(((b * a->Hq + h) * a->L + i) * a->S + j0), \
                                 bc, keep);                                                      \
+                    T inv = (T)(1.0 / (1.0 - a->p));                                            \
                     for (int64_t c = 0; c < bc; c++)                                            \
-                        s[c] *= (T)keep[c];                                                     \
+                        s[c] *= (T)keep[c] * inv;                                               \
                 }                                                                               \
             }                                                                                   \
             gemm((int)dt, false, false, br, Ev, bc, 1.0, sc, bc, V + j0 * vt->strides[2],       \
@@ -248,8 +251,9 @@ static void dropout_row(const attn_args *a, uint64_t base, int64_t bc, float *ke
                         if (a->p > 0) {                                                         \
                             dropout_row(a, a->offset + (uint64_t)(((b * a->Hq + h) * L + i) * S + j0), \
                                         bc, keep + r * bc);                                     \
+                            T inv = (T)(1.0 / (1.0 - a->p));                                    \
                             for (int64_t c = 0; c < bc; c++)                                    \
-                                sd[c] = s[c] * (T)keep[r * bc + c];                             \
+                                sd[c] = s[c] * ((T)keep[r * bc + c] * inv);                     \
                         }                                                                       \
                     }                                                                           \
                     const T *P = a->p > 0 ? pd : sc;                                            \
@@ -261,9 +265,11 @@ static void dropout_row(const attn_args *a, uint64_t base, int64_t bc, float *ke
                          vs, 0.0, dp, bc);                                                      \
                     for (int64_t r = 0; r < br; r++) {                                          \
                         T *s = sc + r * bc, *g = dp + r * bc, Di = D[i0 + r];                   \
-                        if (a->p > 0)                                                           \
+                        if (a->p > 0) {                                                         \
+                            T inv = (T)(1.0 / (1.0 - a->p));                                    \
                             for (int64_t c = 0; c < bc; c++)                                    \
-                                g[c] *= (T)keep[r * bc + c];                                    \
+                                g[c] *= (T)keep[r * bc + c] * inv;                              \
+                        }                                                                       \
                         _Pragma("omp simd") for (int64_t c = 0; c < bc; c++) g[c] =             \
                             s[c] * (g[c] - Di);                                                 \
                     }                                                                           \

@@ -265,6 +265,9 @@ pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const struct pg_g
 pg_status pg_cuda_launch_qlinear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 /* 7. cuda_train.c: the fused training ops */
 pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
+/* 7. cuda_sequence.c: the recurrent cells and scaled-dot-product attention */
+pg_status pg_cuda_launch_rnn(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
+pg_status pg_cuda_launch_sdpa(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 /* 7. cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...) */
 cudaError_t pg_cuda_launch_index(const pg_cuda_ctx *ctx, const pg_node *n);
 /* 7. cuda_graph.c: a captured op's storages are held by the graph */

@@ -235,6 +235,12 @@ static pg_status pg_cuda_launch_node(pg_cuda_device *d, const pg_cuda_ctx *ctx, 
         return pg_cuda_launch_train(d, ctx, n);
     case PG_OP_QLINEAR: /* the int8 linear layer: cuda_quant.c */
         return pg_cuda_launch_qlinear(d, ctx, n);
+    case PG_OP_RNN_CELL:
+    case PG_OP_RNN_CELL_BWD: /* cuda_sequence.c */
+        return pg_cuda_launch_rnn(d, ctx, n);
+    case PG_OP_SDPA:
+    case PG_OP_SDPA_BWD:
+        return pg_cuda_launch_sdpa(d, ctx, n);
     case PG_OP_AMP_UNSCALE: /* operands: csrc/core/pg_ops_amp.c */
         call = "pg_kernel_amp_unscale";
         err = pg_kernel_amp_unscale(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),

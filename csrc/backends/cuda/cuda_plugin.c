@@ -169,8 +169,7 @@ static pg_status pg_cuda_mem_get_info(const pg_backend *be, int index, size_t *f
 static bool pg_cuda_supports_op(const pg_backend *be, int op, int dtype)
 {
     (void)be;
-    if (op == PG_OP_CLAMP || op == PG_OP_SOFTMAX || op == PG_OP_LAYER_NORM || op == PG_OP_RNN_CELL ||
-        op == PG_OP_RNN_CELL_BWD || op == PG_OP_SDPA || op == PG_OP_SDPA_BWD) /* no kernels: the callers compose them */
+    if (op == PG_OP_CLAMP || op == PG_OP_SOFTMAX || op == PG_OP_LAYER_NORM) /* no kernels: the callers compose them */
         return false;
     if (dtype != PG_FLOAT16 && dtype != PG_BFLOAT16)
         return true;
