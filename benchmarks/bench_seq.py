@@ -18,8 +18,9 @@
 # figure is the median block over --rounds, per step. --clock cpu (default) times by the
 # process's CPU time (time.process_time, every thread), which a machine shared with other
 # jobs disturbs far less than the wall clock. Prints a markdown table: speed-up =
-# torch time / pygpu time (>= 1: pygpu at least as fast). --profile prints pygpu's op
-# profile of one step of each case (where the time goes). A script, not a test.
+# torch time / pygpu time (>= 1: pygpu at least as fast). --profile prints where one pygpu
+# step of each case spends its time, by function (cProfile: each C entry point, such as
+# _C._rnn_forward or _C._sdpa_bwd, is one row). A script, not a test.
 import argparse
 import statistics
 import time
@@ -154,12 +155,13 @@ def main():
     for name in args.only.split(","):
         pstep, tstep, tol = globals()["case_" + name](torch)
         _check(pstep, tstep, tol)
-        if args.profile:
-            from pygpu.profiler import profile
-            with profile() as prof:
-                pstep()
-            print(f"## {name}: one pygpu step\n")
-            print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+        if args.profile:  # where one pygpu step's time goes, by function (C calls included)
+            import cProfile
+            import pstats
+            prof = cProfile.Profile()
+            prof.runcall(pstep)
+            print(f"## {name}: one pygpu step, by function (cProfile, tottime)\n")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(12)
         pt, tt = [], []
         for _ in range(args.rounds):
             pt.append(_time_block(pstep, clock, args.block_s))

@@ -17,7 +17,7 @@
  * Philox word (offset + ((b Hq + h) L + i) S + j) is >= p * 2^32 (pg_philox.h).
  * Head dimensions up to PG_ATT_MAXD; a first version that favours clarity over speed (a
  * thread per row, no tensor cores): no GPU was at hand to tune it on. */
-#include <limits>
+#include <math.h>
 
 #include "pg_cuda_common.cuh"
 #include "pg_philox.h"
@@ -45,7 +45,7 @@ template <typename T> __device__ __forceinline__ T pg_att_log(T x)
 }
 template <typename T> __device__ __forceinline__ T pg_att_inf()
 {
-    return std::numeric_limits<T>::infinity();
+    return (T)INFINITY;
 }
 
 /* the score s of (b, h, i, j) with the mask and the causal cut applied */
