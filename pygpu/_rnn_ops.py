@@ -113,6 +113,7 @@ class _RNN(Function):
                 ctx.masks.append(None)
                 layer_in = out
         ctx.cfg, ctx.weights = cfg, weights
+        ctx.x_grad = x.requires_grad  # layer 0's dX only when the input wants it
         ctx.has_h0, ctx.has_c0 = h0 is not None, c0 is not None
         ctx.N, ctx.B = N, B
         return packed
@@ -149,14 +150,16 @@ class _RNN(Function):
                 _C._rnn_backward(cell, sv, w_hh, w_hr, m, dout, dh_all[k],
                                  dc_all[k] if lstm else None, dg, dhw, dhall, bs, d == 1)
                 # the input side: dX, dW_ih, db_ih in one fused linear backward
+                want_dx = layer > 0 or ctx.x_grad
                 if cfg.low is None:
                     dxi, dw_ih, db_ih = _C._linear_bwd(dg, layer_in, w_ih, None, 0,
-                                                       b_ih is not None, True)
+                                                       b_ih is not None, want_dx)
                 else:  # autocast: low operands, float32 dW and db, dX widened
                     dxi, dw_ih, db_ih = _C._linear_bwd(dg.astype(cfg.low), layer_in, w_ih, None,
-                                                       0, b_ih is not None, True, True)
-                    dxi = dxi.astype(dt)
-                dlayer_in = dxi if dlayer_in is None else dlayer_in + dxi
+                                                       0, b_ih is not None, want_dx, True)
+                    dxi = dxi.astype(dt) if dxi is not None else None
+                if dxi is not None:
+                    dlayer_in = dxi if dlayer_in is None else dlayer_in + dxi
                 side = dhw if gru else dg
                 hprev = sv[:, ks:ks + P]
                 dw_hh = side.transpose(0, 1) @ hprev

@@ -64,3 +64,17 @@ def test_attention_matches_the_cpu_dropout_included(device, dtype, tol):
         res.append(outs)
     for a, b in zip(*res):
         np.testing.assert_allclose(b, a, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("M", [1, 3, 4, 17, 32, 33])
+def test_few_row_products_match_numpy(device, M):
+    """x (M, K) @ W^T with W stored (N, K): the recurrent layers' per-step product, which
+    runs unpacked on AVX-512 CPUs for M <= 32 (csrc/backends/cpu/cpu_sgemm_small.c); odd N
+    and K cross its 4 x 4 tiles and 16-lane vectors."""
+    rng = np.random.default_rng(M)
+    for N, K in ((70, 65), (2048, 512), (67, 1000)):
+        a = rng.standard_normal((M, K)).astype(np.float32)
+        w = rng.standard_normal((N, K)).astype(np.float32)
+        c = pygpu.tensor(a, device=device) @ pygpu.tensor(w, device=device).transpose(0, 1)
+        np.testing.assert_allclose(c.numpy(), a.astype(np.float64) @ w.T.astype(np.float64),
+                                   rtol=1e-4, atol=1e-3 * np.sqrt(K))
