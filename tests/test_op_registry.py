@@ -74,9 +74,10 @@ def _leaf(*shape, dtype=np.float32):
 
 
 def _elementwise_fn(row):
-    """How to call a binary/unary row: pygpu.<name> when generated, else its Tensor method."""
+    """How to call a binary/unary row: its generated function (pygpu.<name>, or _C.<name>
+    for a special_* row, pygpu.special.<x>) when there is one, else its Tensor method."""
     name, py = row[0], row[3]
-    if "pygpu." + name in py:
+    if callable(getattr(_C, name, None)):
         return getattr(_C, name)
     method = next(q.split(".")[1] for q in py if q.startswith("Tensor.") and "__" not in q
                   and not q.endswith("_"))
@@ -175,6 +176,9 @@ RUN_NODE = {
     "scaled_dot_product_attention_backward": lambda: F.scaled_dot_product_attention(
         _sim(1, 2, 3, 4).requires_grad_(), _sim(1, 2, 3, 4), _sim(1, 2, 3, 4)).sum().backward(),
     "qlinear": lambda: pygpu.quantization.quantize_dynamic(pygpu.nn.Linear(3, 4).to("sim:0"))(_sim(2, 3)),
+    "addcmul": lambda: pygpu.addcmul(_sim(5), _sim(5), _sim(5), value=0.5),  # one TERNARY node
+    "addcdiv": lambda: _sim(5).addcdiv_(_sim(5), _sim(5)),
+    "lerp": lambda: pygpu.lerp(_sim(5), _sim(5), 0.25),
 }
 
 

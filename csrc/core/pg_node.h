@@ -48,12 +48,15 @@ typedef struct pg_node {
      * storage (e.g. a linear layer without bias). */
     int nextra;
     pg_tensor extra[PG_NODE_MAX_EXTRA];
-    union {
+    union { /* the kind's parameters: its PG_NODE row's params column names the member */
+        struct { int unused; } none; /* kinds that read only their operands and subop */
         struct { double f; int64_t i; int scalar_left; } scalar; /* FILL, BINARY with nsrc == 1 */
         struct { int axis; } reduce;
         struct { double start, step; } arange;
         struct { uint64_t seed, offset; } random; /* subop 0: uniform, 1: normal */
         struct { double f[6]; int64_t i[2]; } train; /* fused ops' hyper-parameters */
+        struct { double value; } ternary; /* TERNARY: addcmul/addcdiv's value, lerp's weight */
+        struct { double scale, dropout_p; uint64_t seed, offset; int causal; } sdpa; /* SDPA(_BWD) */
     } p;
     const char *name; /* the user-facing op name, for error messages ("add", "matmul") */
 } pg_node;
@@ -61,6 +64,14 @@ typedef struct pg_node {
 enum { PG_RANDOM_UNIFORM = 0, PG_RANDOM_NORMAL = 1 };
 /* RNN_CELL / RNN_CELL_BWD's subop: the cell kind (pg_ops_rnn.c) */
 enum { PG_CELL_RNN_TANH, PG_CELL_RNN_RELU, PG_CELL_LSTM, PG_CELL_GRU, PG_NUM_CELLS };
+
+/* Every PG_NODE row's params column names a member of pg_node.p. */
+#ifndef __cplusplus
+#define PG_NODE(ID, params, ...)                                                                   \
+    _Static_assert(sizeof(((pg_node *)0)->p.params) > 0,                                           \
+                   "PG_NODE(" #ID "): pg_node.p has no member " #params);
+#include "pg_ops.def"
+#endif
 
 /* The storages a node writes: dst, then each extra output (NULL-storage slots skipped). */
 static inline int pg_node_outputs(const pg_node *n, const pg_tensor **out)

@@ -13,9 +13,8 @@
  * SDPA      src: q, k, v, mask | -                       dst: out (Bt, Hq, L, Ev)
  *           extra: lse (Bt, Hq, L), the rows' logsumexp (+inf for a fully masked row)
  * SDPA_BWD  src: q, k, v, mask | -, out, dout, lse       dst: dq; extra: dk, dv
- * p.train: f[0] scale, f[1] dropout p, f[2] the generator offset of element 0 (exact in a
- * double below 2^53), i[0] causal (top-left: key j <= query i, PyTorch's is_causal),
- * i[1] the generator seed. */
+ * p.sdpa: the scale, dropout_p, the generator's seed and the offset of element 0, causal
+ * (top-left: key j <= query i, PyTorch's is_causal). */
 #include <math.h>
 #include <string.h>
 
@@ -102,11 +101,11 @@ static pg_status prepare(const char *op, const pg_tensor *q, const pg_tensor *k,
 static void set_params(pg_node *n, double scale, bool causal, double p, uint64_t seed,
                        uint64_t offset)
 {
-    n->p.train.f[0] = scale;
-    n->p.train.f[1] = p;
-    n->p.train.f[2] = (double)offset;
-    n->p.train.i[0] = causal;
-    n->p.train.i[1] = (int64_t)seed;
+    n->p.sdpa.scale = scale;
+    n->p.sdpa.dropout_p = p;
+    n->p.sdpa.seed = seed;
+    n->p.sdpa.offset = offset;
+    n->p.sdpa.causal = causal;
 }
 
 pg_status pg_op_sdpa_fwd(const pg_tensor *q, const pg_tensor *k, const pg_tensor *v,

@@ -13,7 +13,8 @@ operands get their gradient summed back to their own shape (unbroadcast)."""
 import math as _math
 
 from .. import _C, _creation
-from . import versions
+from . import rules_math, versions
+from ._broadcast import unbroadcast  # noqa: F401 - rules.unbroadcast, used across pygpu
 
 Tensor = _C.Tensor
 
@@ -24,19 +25,6 @@ _TABLE = {row[0]: (row[1], row[4]) for row in _C._op_table() if row[4] is not No
 def pretty(name):
     row = _TABLE.get(name)
     return row[1] if row else name
-
-
-def unbroadcast(g, shape):
-    """Sum `g` over the axes broadcasting added or stretched, to get `shape`."""
-    shape = tuple(shape)
-    if g.shape == shape:
-        return g
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
-                                      if n == 1 and g.shape[lead + i] != 1)
-    if axes:
-        g = g.sum(axis=axes, keepdims=True)
-    return g.reshape(shape)
 
 
 def _shape(x):
@@ -304,7 +292,7 @@ def _build():
     for name, (family, _) in _TABLE.items():
         if family == "train":
             continue
-        rule = globals().get("_rule_" + name)
+        rule = globals().get("_rule_" + name) or rules_math.RULES.get(name)
         ctx = _CTX_OF_OP.get(name) or _CTX.get(family)
         if rule is None or ctx is None:
             raise ImportError(f"pygpu.autograd.rules: the op table (csrc/core/pg_ops.def) marks "
@@ -312,6 +300,7 @@ def _build():
                               f"{'' if ctx else 'or context builder '}(or mark its grad NULL)")
         rules[name] = (rule, ctx)
     extra = sorted(k[6:] for k in globals() if k.startswith("_rule_") and k[6:] not in rules)
+    extra += sorted(k for k in rules_math.RULES if k not in rules)
     if extra:
         raise ImportError(f"pygpu.autograd.rules: rules for ops the op table does not mark "
                           f"differentiable: {extra}")
@@ -328,15 +317,15 @@ def _req(x):
 
 
 # unary ops whose rule reads the input, and those that read the output (ctx = (a, out))
-_READS_INPUT = {"abs", "log"}
-_READS_OUTPUT = {"exp", "sqrt", "tanh", "sigmoid", "relu", "reciprocal", "rsqrt"}
+_READS_INPUT = {"abs", "log"} | rules_math.READS_INPUT
+_READS_OUTPUT = {"exp", "sqrt", "tanh", "sigmoid", "relu", "reciprocal", "rsqrt"} | rules_math.READS_OUTPUT
 # ops whose result is a view of their first operand: the view's node stamps that operand,
 # so a write to the base after the view was made fails the view's backward instead of
 # leaving its history stale (pygpu does not rebase views' histories as PyTorch does)
 VIEW_OPS = {"reshape", "transpose", "getitem"}
 # ops whose rule reads no tensor's values (shapes, dtypes and devices only)
 _NOTHING_SAVED = {"add", "subtract", "negative", "sign", "floor", "ceil", "round", "trunc",
-                  "sum", "mean", "copy", "to"}
+                  "sum", "mean", "copy", "to"} | rules_math.NOTHING_SAVED
 
 
 def saved(name, ctx, a=None):
@@ -351,8 +340,10 @@ def saved(name, ctx, a=None):
     if name == "divide":
         x, y = ctx
         return (y, x) if _req(y) else (y,)
-    if name in ("maximum", "minimum"):
+    if name in ("maximum", "minimum") or name in rules_math.BINARY_READS:
         return ctx
+    if name in rules_math.READS_BOTH:
+        return (ctx[0], versions.Output(ctx[1]))
     if name in _READS_INPUT:
         return (ctx[0],)
     if name in _READS_OUTPUT:
@@ -373,7 +364,8 @@ def reads_first_operand(name, b):
         return _req(b)
     if name == "divide":
         return _req(b)
-    return name in ("maximum", "minimum", "pow") or name in _READS_INPUT
+    return (name in ("maximum", "minimum", "pow") or name in _READS_INPUT
+            or name in rules_math.READS_BOTH or name in rules_math.BINARY_READS)
 
 
 def make(name, out, a, b, args, kwargs):

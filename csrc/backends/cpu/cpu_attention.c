@@ -305,11 +305,11 @@ static void args_of(const pg_node *n, attn_args *a)
     a->S = k->shape[2];
     a->Ev = v->shape[3];
     a->group = a->Hq / a->Hk;
-    a->scale = n->p.train.f[0];
-    a->p = n->p.train.f[1];
-    a->offset = (uint64_t)n->p.train.f[2];
-    a->causal = n->p.train.i[0] != 0;
-    a->seed = (uint64_t)n->p.train.i[1];
+    a->scale = n->p.sdpa.scale;
+    a->p = n->p.sdpa.dropout_p;
+    a->offset = n->p.sdpa.offset;
+    a->causal = n->p.sdpa.causal != 0;
+    a->seed = n->p.sdpa.seed;
 }
 
 typedef struct attn_job {

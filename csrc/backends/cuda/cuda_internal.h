@@ -216,9 +216,21 @@ pg_status pg_cuda_stream_join_active(pg_cuda_device *d, cudaStream_t waiter, con
 pg_status pg_cuda_stream_join_current(pg_cuda_device *d, const char *op);
 
 /* 5. cuda_profile.c: NVTX range and kernel timing around one op */
+#define PG_CUDA_PROF_KERNELS 8 /* kernels timed per op; more are counted */
+typedef struct pg_cuda_prof_log {
+    pg_cuda_kernel_log base; /* what ctx->log points at */
+    pg_cuda_device *d;
+    int n, seen;
+    const char *name[PG_CUDA_PROF_KERNELS]; /* string literals of the launchers */
+    int types[PG_CUDA_PROF_KERNELS][3];
+    cudaEvent_t at[PG_CUDA_PROF_KERNELS]; /* recorded before each kernel */
+} pg_cuda_prof_log;
+
 typedef struct pg_cuda_prof {
-    bool nvtx, timed;
+    bool nvtx, timed, stats;
     cudaEvent_t start, end;
+    uint64_t prof_id; /* pygpu.profiler's event of the op, 0 when not recording */
+    pg_cuda_prof_log log;
 } pg_cuda_prof;
 pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const char *op,
                                 pg_cuda_prof *p);
@@ -257,19 +269,29 @@ void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_oldest);
 
 /* 7. cuda_copy.c */
 pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c);
-/* 7. cuda_gemm.c: run one GEMM descriptor (pg_gemm.h) on `stream` with cuBLAS */
+/* 7. cuda_gemm.c: run one GEMM descriptor (pg_gemm.h) on ctx's stream with cuBLAS */
 struct pg_gemm;
-pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const struct pg_gemm *g,
+pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const struct pg_gemm *g,
                        const char *op);
-/* 7. cuda_quant.c: the int8 linear layer (quantize, cuBLASLt's IMMA GEMM, epilogue) */
-pg_status pg_cuda_launch_qlinear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
-/* 7. cuda_train.c: the fused training ops */
-pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
-/* 7. cuda_sequence.c: the recurrent cells and scaled-dot-product attention */
-pg_status pg_cuda_launch_rnn(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
-pg_status pg_cuda_launch_sdpa(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
-/* 7. cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...) */
-cudaError_t pg_cuda_launch_index(const pg_cuda_ctx *ctx, const pg_node *n);
+/* 7. The node kinds' launchers, named by their PG_NODE rows' cuda column (pg_ops.def):
+ * each lays a node out as the plain arguments of its kernels/ launcher and launches it
+ * on ctx->stream, returning the checked status. cuda_launch.c: fill, copy, binary, unary,
+ * select, reduce, matmul, arange, random, amp_unscale; cuda_train.c: the fused training
+ * ops; cuda_quant.c: the int8 linear layer (quantize, cuBLASLt's IMMA GEMM, epilogue);
+ * cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...); cuda_sequence.c:
+ * the recurrent cells and scaled-dot-product attention. */
+typedef pg_status (*pg_cuda_launcher)(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
+#define CUDA(launcher) pg_status launcher(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
+#define CUDA_HALF(launcher) CUDA(launcher)
+#define NO_CUDA
+#define PG_NODE(ID, params, cpu, split, panels, cuda, ...) cuda
+#include "pg_ops.def"
+#undef CUDA
+#undef CUDA_HALF
+#undef NO_CUDA
+/* a kernel launch's cudaError_t as the op's status, naming the kernels/ launcher `call` */
+#define PG_CUDA_KERNEL_STATUS(d, n, call, err)                                                     \
+    pg_cuda_check(PG_CUDA_LIB_RUNTIME, (err), (d)->index, (n)->name, (call), false)
 /* 7. cuda_graph.c: a captured op's storages are held by the graph */
 pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node);
 /* PG_OK, or why `node` must not be captured (its scalars would be frozen). */
@@ -277,6 +299,8 @@ pg_status pg_cuda_graph_refuse_frozen(int device, const pg_node *node);
 
 /* 8. cuda_launch.c */
 pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node);
+/* whether a node kind has a launcher for `dtype` (its row's cuda column): supports_op */
+bool pg_cuda_runs_op(int op, int dtype);
 void pg_cuda_iter_init(pg_cuda_iter *it, int ndim, const int64_t *shape, int nops,
                        const int64_t *const *strides);
 

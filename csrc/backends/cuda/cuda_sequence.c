@@ -2,7 +2,8 @@
  * RNN_CELL_BWD (kernels/rnn.cu) and SDPA and SDPA_BWD (kernels/attention.cu). Each turns
  * the node's operands (slots: csrc/core/pg_ops_rnn.c, pg_ops_attention.c) into the plain
  * pointers and strides of the kernel's argument struct and launches it on the device's
- * stream. The GEMMs around a recurrent cell are separate MATMUL nodes (cuda_gemm.c). */
+ * stream; their PG_NODE rows (pg_ops.def) name them. The GEMMs around a recurrent cell are
+ * separate MATMUL nodes (cuda_gemm.c). */
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -54,8 +55,7 @@ pg_status pg_cuda_launch_rnn(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
         a.dhw = ptr(&n->extra[0]);
         a.dhout = ptr(&n->extra[1]);
     }
-    cudaError_t err = pg_kernel_rnn_cell(ctx, &a);
-    return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, "pg_kernel_rnn_cell", false);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_rnn_cell", pg_kernel_rnn_cell(ctx, &a));
 }
 
 static void strides3(const pg_tensor *t, int64_t *s)
@@ -89,15 +89,15 @@ pg_status pg_cuda_launch_sdpa(pg_cuda_device *d, const pg_cuda_ctx *ctx, const p
         for (int i = 0; i < 4; i++)
             a.ms[i] = m->strides[i];
     }
-    a.scale = n->p.train.f[0];
-    double p = n->p.train.f[1];
+    a.scale = n->p.sdpa.scale;
+    double p = n->p.sdpa.dropout_p;
     a.thresh = p > 0 ? (uint32_t)(p * 4294967296.0) : 0;
     a.inv_keep = p > 0 ? 1.0 / (1.0 - p) : 1.0;
     if (p > 0 && a.thresh == 0)
         a.thresh = 1; /* p below 2^-32: still "dropout on" (keeps every word >= 1) */
-    a.offset = (uint64_t)n->p.train.f[2];
-    a.causal = n->p.train.i[0] != 0;
-    a.seed = (uint64_t)n->p.train.i[1];
+    a.offset = n->p.sdpa.offset;
+    a.causal = n->p.sdpa.causal != 0;
+    a.seed = n->p.sdpa.seed;
     bool bwd = n->op == PG_OP_SDPA_BWD;
     if (a.E > 128 || a.Ev > 128)
         return pg_cuda_error(PG_ERR_VALUE, "cuda:%d: %s: head dimensions above 128 (here %lld "
@@ -132,5 +132,5 @@ pg_status pg_cuda_launch_sdpa(pg_cuda_device *d, const pg_cuda_ctx *ctx, const p
                 err = f;
         }
     }
-    return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, "pg_kernel_sdpa", false);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_sdpa", err);
 }
