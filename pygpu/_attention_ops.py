@@ -13,7 +13,7 @@ PyTorch's CPU autocast lists the op) compute in float32. The mask receives no gr
 import math
 
 from . import _C
-from ._creation import arange
+from ._creation import arange, rand
 from ._dtype import float32, float64
 from .amp.autocast_mode import region_dtype as _autocast_low
 from .autograd import Function
@@ -111,7 +111,6 @@ def bmm(a, b):
 
 def _composite(q, k, v, mask, scale, causal, p, group):
     """The same function from recorded tensor ops (a backend without the fused kernel)."""
-    from .nn.functional import dropout
     if group > 1:  # each key/value head repeated for its group of query heads
         Bt, Hk, S, E = k.shape
         k = k.unsqueeze(2).expand(Bt, Hk, group, S, E).reshape(Bt, Hk * group, S, E)
@@ -134,8 +133,9 @@ def _composite(q, k, v, mask, scale, causal, p, group):
     mx = mx.masked_fill(mx == float("-inf"), 0.0)
     e = (s - mx).exp()
     w = e / e.sum(axis=-1, keepdims=True).clamp(min=1e-300 if q.dtype is float64 else 1e-38)
-    if p > 0:
-        w = dropout(w, p)
+    if p > 0:  # nn.functional.dropout's rule (not imported: nn sits above this file)
+        keep = rand(*w.shape, device=w.device, dtype=float32) >= p
+        w = w * (keep.astype(w.dtype) * (1.0 / (1.0 - p)))
     return bmm(w, v)
 
 
