@@ -78,3 +78,20 @@ def test_few_row_products_match_numpy(device, M):
         c = pygpu.tensor(a, device=device) @ pygpu.tensor(w, device=device).transpose(0, 1)
         np.testing.assert_allclose(c.numpy(), a.astype(np.float64) @ w.T.astype(np.float64),
                                    rtol=1e-4, atol=1e-3 * np.sqrt(K))
+
+
+def test_dropout2d_zeroes_whole_channels(device):
+    """nn.Dropout2d (mnist_rnn uses it): each (batch, channel) map is kept whole, scaled by
+    1/(1-p), or zeroed; a 2-d input is taken as PyTorch takes it (rows as channels), with
+    PyTorch's deprecation warning; eval() is the identity."""
+    pygpu.manual_seed(0)
+    x = pygpu.ones((8, 6, 3, 3), device=device)
+    y = nn.Dropout2d(0.5)(x).numpy()
+    per_map = y.reshape(48, 9)
+    assert set(np.unique(per_map)) <= {0.0, 2.0} and (per_map.min(1) == per_map.max(1)).all()
+    assert 0 < (per_map[:, 0] == 0).sum() < 48
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
+        r = nn.Dropout2d(0.5)(pygpu.ones((20, 4), device=device)).numpy()
+    assert (r.min(1) == r.max(1)).all()
+    m = nn.Dropout2d(0.5).eval()
+    np.testing.assert_array_equal(m(x).numpy(), x.numpy())
