@@ -434,3 +434,6 @@ def optim_update_(kind, p, grad, states, hyper, step, flag0=False, flag1=False):
 # The convolutional layers' Functions live in _conv_ops.py; the op table's rows name them
 # here, beside the other fused ops' (tests/test_op_registry.py looks them up in this module).
 from ._conv_ops import _BatchNorm, _Convolution, _Pool2d  # noqa: E402,F401
+# the sequence layers' Functions live beside their own ops; the op table's rows name them here
+from ._rnn_ops import _RNN  # noqa: E402,F401 - pg_ops.def's "RNN" row
+from ._attention_ops import _SDPA  # noqa: E402,F401 - pg_ops.def's "SDPA" row

@@ -196,6 +196,12 @@ RUN_NODE = {
     "pool2d_backward": _pool_backward,
     "batch_norm": lambda: F.batch_norm(_sim(3, 2, 4), None, None, training=True),
     "batch_norm_backward": _batch_norm_backward,
+    "rnn_cell": lambda: pygpu.nn.GRU(3, 4).to("sim:0")(_sim(2, 1, 3)),
+    "rnn_cell_backward": lambda: pygpu.nn.GRU(3, 4).to("sim:0")(_sim(2, 1, 3))[0].sum().backward(),
+    "scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(
+        _sim(1, 2, 3, 4), _sim(1, 2, 3, 4), _sim(1, 2, 3, 4)),
+    "scaled_dot_product_attention_backward": lambda: F.scaled_dot_product_attention(
+        _sim(1, 2, 3, 4).requires_grad_(), _sim(1, 2, 3, 4), _sim(1, 2, 3, 4)).sum().backward(),
     "qlinear": lambda: pygpu.quantization.quantize_dynamic(pygpu.nn.Linear(3, 4).to("sim:0"))(_sim(2, 3)),
     "addcmul": lambda: pygpu.addcmul(_sim(5), _sim(5), _sim(5), value=0.5),  # one TERNARY node
     "addcdiv": lambda: _sim(5).addcdiv_(_sim(5), _sim(5)),
@@ -254,6 +260,10 @@ ELSEWHERE = {  # creation has no NumPy function of an input to compare with
     **{n: "tests/test_conv.py" for n in ("conv2d", "conv2d_input_backward",
                                          "conv2d_weight_backward", "pool2d", "pool2d_backward",
                                          "batch_norm", "batch_norm_backward")},
+    # whole recurrent layers, against torch from the same weights
+    "rnn_forward": "tests/test_rnn.py", "rnn_backward": "tests/test_rnn.py",
+    "scaled_dot_product_attention": "tests/test_attention.py",
+    "scaled_dot_product_attention_backward": "tests/test_attention.py",
 }
 
 

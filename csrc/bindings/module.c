@@ -66,6 +66,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_autograd_functions) < 0 ||
         PyModule_AddFunctions(m, pg_train_functions) < 0 ||
         PyModule_AddFunctions(m, pg_conv_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_sequence_functions) < 0 ||
         PyModule_AddFunctions(m, pg_autocast_functions) < 0 ||
         PyModule_AddFunctions(m, pg_testing_functions) < 0 ||
         PyModule_AddFunctions(m, pg_surface_functions) < 0 ||

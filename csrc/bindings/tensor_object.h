@@ -109,6 +109,7 @@ extern PyMethodDef pg_math_functions[];
 extern PyMethodDef pg_trace_functions[];
 extern PyMethodDef pg_train_functions[];
 extern PyMethodDef pg_conv_functions[];
+extern PyMethodDef pg_sequence_functions[];
 int pg_numpy_init(void);
 
 #endif

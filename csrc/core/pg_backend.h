@@ -35,7 +35,8 @@
 /* 6: pg_node's fifth source (PG_NODE_MAX_SRC 5: a pruned linear layer's weight mask) */
 /* 7: pg_core_api's profile_current and profile_device (pygpu.profiler, issue 38) */
 /* 8: pg_node.p's members named per kind (issue 34), and the adaptive optimizers one
- * node kind each (RMSPROP, ADAGRAD, ADADELTA after ADAM): pg_op's values moved */
+ * node kind each (RMSPROP, ADAGRAD, ADADELTA after ADAM): pg_op's values moved;
+ * PG_NODE_MAX_SRC 7 (the attention backward's sources) */
 #define PG_BACKEND_ABI_VERSION 8
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;

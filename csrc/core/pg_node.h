@@ -41,7 +41,7 @@ typedef struct pg_conv_geom {
     int32_t groups, flags, divisor, spare;
 } pg_conv_geom;
 
-#define PG_NODE_MAX_SRC 5 /* linear backward: dy, x, W, y, W's mask */
+#define PG_NODE_MAX_SRC 7 /* attention backward: q, k, v, out, dout, logsumexp, mask */
 #define PG_NODE_MAX_EXTRA 3 /* outputs besides dst */
 
 typedef struct pg_node {
@@ -75,11 +75,14 @@ typedef struct pg_node {
         struct { double a_scale, c_scale, a_zp, c_zp, a_max, c_max; int64_t a_dynamic; } qlinear;
         struct { double value; } ternary; /* TERNARY: addcmul/addcdiv's value, lerp's weight */
         pg_conv_geom conv;                           /* CONV, POOL (pg_ops_conv.h) */
+        struct { double scale, dropout_p; uint64_t seed, offset; int causal; } sdpa; /* SDPA(_BWD) */
     } p;
     const char *name; /* the user-facing op name, for error messages ("add", "matmul") */
 } pg_node;
 
 enum { PG_RANDOM_UNIFORM = 0, PG_RANDOM_NORMAL = 1 };
+/* RNN_CELL / RNN_CELL_BWD's subop: the cell kind (pg_ops_rnn.c) */
+enum { PG_CELL_RNN_TANH, PG_CELL_RNN_RELU, PG_CELL_LSTM, PG_CELL_GRU, PG_NUM_CELLS };
 
 /* Every PG_NODE row's params column names a member of pg_node.p. */
 #ifndef __cplusplus

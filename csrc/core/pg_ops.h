@@ -42,6 +42,9 @@ pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int
                        pg_tensor *out);
 void pg_rng_seed(pg_device dev, uint64_t seed);
 void pg_rng_seed_all(uint64_t seed);
+/* n counters of dev's generator for a kernel that draws its own (attention's dropout):
+ * the (seed, first offset) it draws them at; the generator moves on by n */
+void pg_rng_reserve(pg_device dev, uint64_t n, uint64_t *seed, uint64_t *offset);
 
 /* layout and copies (pg_ops_elementwise.c) */
 pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src); /* broadcast + cast */
@@ -116,6 +119,33 @@ pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool 
 pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const pg_tensor *gloss,
                          bool mean, pg_tensor *dlogits);
 /* in place on p (and buf / m, v); buf may be NULL when momentum is 0 */
+/* the recurrent layers (pg_ops_rnn.c: shapes, slots and the packed-sequence layout there):
+ * one direction of one layer over T steps of batch sizes bs (never growing), forward
+ * (h, c, out, m, save written) and backward (dh, dc in: dh_n, dc_n; out: dh0, dc0; dg, dhw,
+ * dhall written); the cell kinds PG_CELL_* are pg_node.h's */
+int64_t pg_rnn_save_width(int cell, int64_t H, int64_t P);
+pg_status pg_op_rnn_forward(int cell, const pg_tensor *g, const pg_tensor *w_hh,
+                            const pg_tensor *b_hh, const pg_tensor *w_hr, const pg_tensor *h,
+                            const pg_tensor *c, const pg_tensor *out, const pg_tensor *m,
+                            const pg_tensor *save, int64_t T, const int64_t *bs, bool reverse);
+pg_status pg_op_rnn_backward(int cell, const pg_tensor *save, const pg_tensor *w_hh,
+                             const pg_tensor *w_hr, const pg_tensor *m, const pg_tensor *dout,
+                             const pg_tensor *dh, const pg_tensor *dc, const pg_tensor *dg,
+                             const pg_tensor *dhw, const pg_tensor *dhall, int64_t T,
+                             const int64_t *bs, bool reverse);
+
+/* scaled-dot-product attention (pg_ops_attention.c: shapes and slots there): out and the
+ * rows' logsumexp; with dropout_p > 0 the generator counters it drew from (seed, offset),
+ * which the backward takes to draw the same decisions */
+pg_status pg_op_sdpa_fwd(const pg_tensor *q, const pg_tensor *k, const pg_tensor *v,
+                         const pg_tensor *mask, double scale, bool causal, double dropout_p,
+                         pg_tensor *out, pg_tensor *lse, uint64_t *seed, uint64_t *offset);
+pg_status pg_op_sdpa_bwd(const pg_tensor *q, const pg_tensor *k, const pg_tensor *v,
+                         const pg_tensor *mask, const pg_tensor *out, const pg_tensor *dout,
+                         const pg_tensor *lse, double scale, bool causal, double dropout_p,
+                         uint64_t seed, uint64_t offset, pg_tensor *dq, pg_tensor *dk,
+                         pg_tensor *dv);
+
 /* pygpu.amp.GradScaler's fused unscale and inf/NaN check (pg_ops_amp.c): g (contiguous,
  * float) *= inv_scale in place; found (0-d float32 on g's device) becomes 1 if any element
  * of g was inf or NaN and is otherwise left as it was. */

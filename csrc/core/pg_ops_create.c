@@ -35,6 +35,17 @@ void pg_rng_seed(pg_device dev, uint64_t seed)
     pthread_mutex_unlock(&g_rng_lock);
 }
 
+void pg_rng_reserve(pg_device dev, uint64_t n, uint64_t *seed, uint64_t *offset)
+{
+    pthread_mutex_lock(&g_rng_lock);
+    rng_init_locked();
+    int slot = pg_device_slot(dev);
+    *seed = g_rng[slot].seed;
+    *offset = g_rng[slot].offset;
+    g_rng[slot].offset += n;
+    pthread_mutex_unlock(&g_rng_lock);
+}
+
 void pg_rng_seed_all(uint64_t seed)
 {
     for (int s = 0; s < PG_NUM_SLOTS; s++)

@@ -6,7 +6,7 @@ from .layers import (MLP, Linear, ModuleDict, ModuleList, ParameterDict, Paramet
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                    MSELoss, NLLLoss, SmoothL1Loss)
 from .module import Module
-from .dropout import Dropout
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .flatten import Flatten, Identity, Unflatten
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
@@ -15,6 +15,9 @@ from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,
                       MaxUnpool2d)
 from .sparse import Embedding
 from .parameter import Parameter
+from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,
+                          TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from . import utils
 from . import parallel
 from .parallel import DataParallel
@@ -28,7 +31,10 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU
            "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "ConvTranspose1d",
            "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-           "MaxUnpool1d", "MaxUnpool2d"]
+           "MaxUnpool1d", "MaxUnpool2d",
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+           "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
+           "TransformerDecoder", "TransformerDecoderLayer", "Dropout1d", "Dropout2d", "Dropout3d"]
 
 from .memory import MemoryEstimate, estimate_memory  # noqa: E402 - trainloop's addition
 __all__ += ["estimate_memory", "MemoryEstimate"]

@@ -116,3 +116,44 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input * 0.0
     keep = _creation.rand(*input.shape, device=input.device, dtype=float32) >= p
     return input * (keep.astype(input.dtype) * (1.0 / (1.0 - p)))
+
+
+def _feature_dropout(input, p, training, spatial, name):
+    """Zero whole channels (every spatial element of one (batch, channel)) with probability p,
+    scaling the rest by 1/(1-p): PyTorch's dropout1d/2d/3d. An input without the batch axis
+    has `spatial + 1` dims; PyTorch's deprecated other ranks are taken as it takes them (a
+    batch of one, its first axis the channels), with its warning."""
+    _float_input(input, name)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    nd = input.ndim
+    if nd not in (spatial + 1, spatial + 2):
+        import warnings
+        warnings.warn(f"{name}: Received a {nd}-D input to {name}, which is deprecated and will "
+                      f"result in an error in a future release. To retain the behavior and "
+                      f"silence this warning, please use dropout instead. Note that {name} "
+                      f"exists to provide channel-wise dropout on inputs with {spatial} spatial "
+                      f"dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                      f"{spatial + 1}D or {spatial + 2}D inputs).")
+    if not training or p == 0.0:
+        return input
+    x = input if nd == spatial + 2 else input.unsqueeze(0)
+    if p == 1.0:
+        out = x * 0.0
+    else:
+        shape = x.shape[:2] + (1,) * (x.ndim - 2)
+        keep = _creation.rand(*shape, device=x.device, dtype=float32) >= p
+        out = x * (keep.astype(x.dtype) * (1.0 / (1.0 - p)))
+    return out if nd == spatial + 2 else out.squeeze(0)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, 1, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, 2, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, 3, "dropout3d")

@@ -7,8 +7,9 @@ _losses.py; normalization, embedding and one_hot: _normalization.py; convolution
 and pad: _conv.py. All are
 differentiable compositions of tensor ops (or fused C ops), never Python loops
 over elements."""
+from .._attention_ops import scaled_dot_product_attention
 from .._train_ops import linear
-from ._activations import (dropout, gelu, leaky_relu, log_softmax, relu, sigmoid, silu,
+from ._activations import (dropout, dropout1d, dropout2d, dropout3d, gelu, leaky_relu, log_softmax, relu, sigmoid, silu,
                            softmax, tanh)
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                       huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
@@ -25,4 +26,5 @@ __all__ = ["linear", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "s
            "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad", "max_pool1d",
            "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
-           "max_unpool2d"]
+           "max_unpool2d",
+           "scaled_dot_product_attention", "dropout1d", "dropout2d", "dropout3d"]

@@ -386,6 +386,8 @@ void pg_cpu_sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
 {
     if (M == 0 || N == 0)
         return;
+    if (pg_cpu_sgemm_small(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return; /* few rows on AVX-512: B read in place, unpacked (cpu_sgemm_small.c) */
     if (own_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
     scipy_cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,

@@ -33,6 +33,12 @@ typedef struct pg_sgemm_operand {
                         * each value multiplied by it as it is packed, before rounding */
 } pg_sgemm_operand;
 
+/* M <= 32 rows, op(A) = A, on an AVX-512 CPU: B (either layout) read in place, without
+ * packing (cpu_sgemm_small.c); false (nothing done) where it does not apply. */
+bool pg_cpu_sgemm_small(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                        float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                        float beta, float *C, int64_t ldc);
+
 /* Whether pg_cpu_sgemm_ex takes an (M, N, K) product on this CPU (memory aside). */
 bool pg_cpu_sgemm_own(int64_t M, int64_t N, int64_t K);
 

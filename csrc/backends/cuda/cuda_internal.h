@@ -278,7 +278,8 @@ pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const struct p
  * on ctx->stream, returning the checked status. cuda_launch.c: fill, copy, binary, unary,
  * select, reduce, matmul, arange, random, amp_unscale; cuda_train.c: the fused training
  * ops; cuda_quant.c: the int8 linear layer (quantize, cuBLASLt's IMMA GEMM, epilogue);
- * cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...). */
+ * cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...); cuda_sequence.c:
+ * the recurrent cells and scaled-dot-product attention. */
 typedef pg_status (*pg_cuda_launcher)(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA(launcher) pg_status launcher(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA_HALF(launcher) CUDA(launcher)

@@ -269,6 +269,60 @@ typedef struct pg_cuda_index_args {
 } pg_cuda_index_args;
 cudaError_t pg_kernel_index(const pg_cuda_ctx *ctx, const pg_cuda_index_args *a);
 
+/* rnn.cu: the recurrent cells, RNN_CELL (bwd 0) and RNN_CELL_BWD (bwd 1), float32/float64;
+ * operands as csrc/core/pg_ops_rnn.c lays them out, rows of each with the row strides given
+ * (hw, the state rows, save and dhw contiguous). Cell codes: pg_ops.h's PG_CELL_*. */
+enum { PG_CUDA_CELL_RNN_TANH, PG_CUDA_CELL_RNN_RELU, PG_CUDA_CELL_LSTM, PG_CUDA_CELL_GRU };
+typedef struct pg_cuda_rnn_args {
+    int dtype, cell, bwd;
+    int64_t rows, H, P, KG, S;
+    const void *g;   /* forward: (rows, KG), row stride ldg */
+    int64_t ldg;
+    const void *hw;  /* (rows, KG) */
+    const void *b;   /* (KG) */
+    const void *hp;  /* (rows, P): h_prev */
+    void *c;         /* (rows, H): c (forward, in place) or dc (backward, in place); LSTM */
+    void *y;         /* (rows, H), row stride ldy */
+    int64_t ldy;
+    void *hn;        /* (rows, P) the carried h, or NULL */
+    void *save;      /* (rows, S) or NULL (forward); read by the backward */
+    const void *dy;  /* backward: (rows, H) row stride lddy, or NULL */
+    int64_t lddy;
+    const void *dh;  /* (rows, P) or NULL */
+    void *dg;        /* (rows, KG), row stride lddg */
+    int64_t lddg;
+    void *dhw;       /* GRU: (rows, KG) */
+    void *dhout;     /* GRU: (rows, P), written dy * z */
+} pg_cuda_rnn_args;
+cudaError_t pg_kernel_rnn_cell(const pg_cuda_ctx *ctx, const pg_cuda_rnn_args *a);
+
+/* attention.cu: scaled-dot-product attention, SDPA (bwd 0) and SDPA_BWD (bwd 1), float32 and
+ * float64, head dimensions up to 128 (larger: cudaErrorInvalidValue); shapes and parameters
+ * as csrc/core/pg_ops_attention.c gives them. Strides in elements: (batch, head, row) of each
+ * operand (unit stride on the last axis), the mask's four (0 where it broadcasts). */
+typedef struct pg_cuda_sdpa_args {
+    int dtype;
+    int64_t Bt, Hq, Hk, L, S, E, Ev;
+    const void *q, *k, *v;
+    int64_t qs[3], ks[3], vs[3];
+    const void *mask; /* NULL, bool (uint8) or dtype */
+    int mask_bool;
+    int64_t ms[4];
+    void *o, *lse; /* forward's outputs; the backward reads lse */
+    int64_t os[3], ls[3];
+    const void *out, *dout; /* backward */
+    int64_t outs[3], douts[3];
+    void *dq, *dk, *dv;
+    int64_t dqs[3], dks[3], dvs[3];
+    void *delta; /* backward scratch: (Bt, Hq, L) contiguous */
+    double scale;
+    int causal;
+    uint32_t thresh; /* dropout: keep when the Philox word >= thresh (0: no dropout) */
+    double inv_keep; /* 1 / (1 - p) */
+    uint64_t seed, offset;
+} pg_cuda_sdpa_args;
+cudaError_t pg_kernel_sdpa(const pg_cuda_ctx *ctx, const pg_cuda_sdpa_args *a, int bwd);
+
 /* quant.cu: the int8 linear layer (PG_OP_QLINEAR) around cuBLASLt's s8 x s8 -> s32 GEMM
  * (csrc/backends/cuda/cuda_quant.c runs the three in order on one stream). All contiguous.
  * quantize: a_f32 or a_u8 (M,K) -> a_s8 (M,kp) (u8 level - 128, K zero-padded to kp),
