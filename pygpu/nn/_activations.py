@@ -116,3 +116,52 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input * 0.0
     keep = _creation.rand(*input.shape, device=input.device, dtype=float32) >= p
     return input * (keep.astype(input.dtype) * (1.0 / (1.0 - p)))
+
+
+def _channel_dropout(input, p, training, fn, dims):
+    """Zero whole channels (the axes after the channel axis share one draw) with
+    probability p, scaling the rest by 1/(1-p); `dims` the batched rank, dims - 1 unbatched."""
+    _float_input(input, fn)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (dims - 1, dims):
+        raise RuntimeError(f"{fn}: Expected {dims - 1}D or {dims}D input, but received a "
+                           f"{input.ndim}D input")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    lead = 2 if input.ndim == dims else 1
+    shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
+    keep = _creation.rand(*shape, device=input.device, dtype=float32) >= p
+    return input * (keep.astype(input.dtype) * (1.0 / (1.0 - p)))
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) or (C, L) with probability p (training)."""
+    return _channel_dropout(input, p, training, "dropout1d", 3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) or (C, H, W) with probability p (training)."""
+    return _channel_dropout(input, p, training, "dropout2d", 4)
+
+
+_SELU_ALPHA_PRIME = -1.7580993408473766  # -scale * alpha of SELU
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's zero mean and unit variance: dropped elements become
+    SELU's negative saturation, then an affine correction (PyTorch's formula)."""
+    _float_input(input, "alpha_dropout")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    a = ((1.0 - p) * (1.0 + p * _SELU_ALPHA_PRIME ** 2)) ** -0.5
+    b = -a * _SELU_ALPHA_PRIME * p
+    keep = (_creation.rand(*input.shape, device=input.device, dtype=float32) >= p).astype(
+        input.dtype)
+    return (input * keep + (keep * -1.0 + 1.0) * _SELU_ALPHA_PRIME) * a + b

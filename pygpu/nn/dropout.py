@@ -1,4 +1,5 @@
-"""Dropout, over nn.functional.dropout (the identity in eval())."""
+"""Dropout, Dropout1d, Dropout2d and AlphaDropout, over nn.functional (the identity in
+eval())."""
 from . import functional as F
 from .module import Module
 
@@ -18,3 +19,25 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class _DropoutNd(Dropout):
+    _fn = None
+
+    def forward(self, x):
+        return type(self)._fn(x, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_DropoutNd):
+    """Zero whole channels of (N, C, L) with probability p in training."""
+    _fn = staticmethod(F.dropout1d)
+
+
+class Dropout2d(_DropoutNd):
+    """Zero whole channels of (N, C, H, W) with probability p in training."""
+    _fn = staticmethod(F.dropout2d)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout that keeps SELU's self-normalizing mean and variance."""
+    _fn = staticmethod(F.alpha_dropout)
