@@ -12,13 +12,30 @@ pad_left, pad_right, groups)."""
 import numpy as np
 
 from . import _C, _creation
-from ._dtype import float32, float64, int64
+from ._dtype import bfloat16, float16, float32, float64, int64
 from .autograd import Function
 
 Tensor = _C.Tensor
 
 POOL_MAX, POOL_AVG, POOL_ADAPTIVE_AVG, POOL_ADAPTIVE_MAX = 0, 1, 2, 3  # pg_ops_conv.h
 _POOL_BWD = {POOL_MAX: 4, POOL_ADAPTIVE_MAX: 4, POOL_AVG: 5, POOL_ADAPTIVE_AVG: 6}
+
+
+def _half(x):
+    return x.dtype is float16 or x.dtype is bfloat16
+
+
+def _widened(fn, x, *tensors_then_args, n_tensors=0):
+    """fn on float16/bfloat16 operands computed in float32 and the result rounded back once
+    (autocast's convolutions: the half values multiplied exactly, accumulated in float32,
+    as PyTorch's CPU kernels and cuDNN do). The casts are recorded: gradients flow back."""
+    dt = x.dtype
+    ts = [None if t is None else t.astype(float32) if t.dtype is not float32 else t
+          for t in tensors_then_args[:n_tensors]]
+    out = fn(x.astype(float32), *ts, *tensors_then_args[n_tensors:])
+    if isinstance(out, tuple):
+        return (out[0].astype(dt),) + out[1:]
+    return out.astype(dt)
 
 
 def has_kernels(x):
@@ -231,6 +248,8 @@ def _check_composed(x, w, b, geom, bias_channels):
 
 def conv2d(x, w, b, geom):
     """The 2-d convolution of checked operands (x (N, C, H, W), w (O, C/g, KH, KW))."""
+    if _half(x):
+        return _widened(conv2d, x, w, b, geom, n_tensors=2)
     if has_kernels(x):
         return _Convolution.apply(x, w, b, geom)
     _check_composed(x, w, b, geom, w.shape[0])
@@ -252,6 +271,8 @@ def _dilate(x, sh, sw):
 def conv_transpose2d(x, w, b, geom, out_hw):
     """The transposed 2-d convolution of checked operands: x (N, Cin, H, W),
     w (Cin, Cout/g, KH, KW), to (N, Cout, *out_hw)."""
+    if _half(x):
+        return _widened(conv_transpose2d, x, w, b, geom, out_hw, n_tensors=2)
     N = x.shape[0]
     G = geom[8]
     Cout = w.shape[1] * G
@@ -364,6 +385,9 @@ def pool2d(x, kind, kernel, stride, padding, dilation, out_hw, cip=True, divisor
            return_indices=False):
     """Pooling of a checked x (N, C, H, W) to (N, C, *out_hw): y, or (y, indices)."""
     is_max = kind in (POOL_MAX, POOL_ADAPTIVE_MAX)
+    if _half(x):
+        return _widened(pool2d, x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
+                        return_indices)
     if has_kernels(x):
         holder = []
         y = _Pool2d.apply(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
@@ -405,6 +429,9 @@ def batch_norm_train(x, w, b, running_mean, running_var, momentum, eps, relu=Fal
     """Batch norm of x (N, C, ...) with its batch's statistics; running_mean/running_var
     (or None) updated in place with momentum (running_var with the unbiased variance);
     relu: max(., 0) after it."""
+    if _half(x):  # the statistics and the parameters stay float32
+        return batch_norm_train(x.astype(float32), w, b, running_mean, running_var, momentum,
+                                eps, relu).astype(x.dtype)
     if has_kernels(x) and all(t is None or (t.dtype == x.dtype and t.device == x.device)
                               for t in (w, b, running_mean, running_var)):
         return _BatchNorm.apply(x, w, b, running_mean, running_var, float(momentum),

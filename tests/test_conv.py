@@ -418,3 +418,31 @@ def test_channel_dropout_zeroes_whole_channels(device):
     assert nn.Dropout1d(0.5).eval()(x[:, :, 0]).numpy().tolist() == x[:, :, 0].numpy().tolist()
     a = nn.AlphaDropout(0.2)(pygpu.randn(20000, device=device)).numpy()
     assert abs(a.mean()) < 0.05 and abs(a.std() - 1) < 0.05  # SELU's fixed point kept
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_autocast_runs_convolutions_low_as_torch(device, dtype):
+    """conv1d/2d and the transposed ones are on autocast's lower-precision list (PyTorch's):
+    float32 operands rounded to the region's dtype, products accumulated in float32, the
+    result in the low dtype; pooling and batch norm follow their input; gradients reach the
+    float32 parameters in float32."""
+    pygpu.manual_seed(5)
+    m = nn.Sequential(nn.Conv2d(4, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU(),
+                      nn.MaxPool2d(2), nn.ConvTranspose2d(6, 3, 2, stride=2)).to(device)
+    t = torch.nn.Sequential(torch.nn.Conv2d(4, 6, 3, padding=1), torch.nn.BatchNorm2d(6),
+                            torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                            torch.nn.ConvTranspose2d(6, 3, 2, stride=2))
+    t.load_state_dict({k: torch.tensor(v.numpy()) for k, v in m.state_dict().items()})
+    x = rng.standard_normal((2, 4, 8, 8)).astype(np.float32)
+    with pygpu.autocast(device.split(":")[0], dtype=getattr(pygpu, dtype)):
+        y = m(pygpu.tensor(x, device=device))
+    with torch.autocast("cpu", dtype=getattr(torch, dtype)):
+        ty = t(torch.tensor(x))
+    assert y.dtype == getattr(pygpu, dtype) and str(ty.dtype) == f"torch.{dtype}"
+    np.testing.assert_allclose(y.astype(pygpu.float32).numpy(), ty.float().detach().numpy(),
+                               rtol=0.05, atol=0.05)
+    y.astype(pygpu.float32).sum().backward()
+    assert m[0].weight.grad.dtype == pygpu.float32
+    ty.float().sum().backward()
+    np.testing.assert_allclose(m[0].weight.grad.numpy(), t[0].weight.grad.numpy(), rtol=0.1,
+                               atol=0.1)

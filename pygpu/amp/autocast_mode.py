@@ -3,7 +3,8 @@
 As PyTorch's torch/amp/autocast_mode.py: inside `with pygpu.autocast("cpu")`
 (or "sim", "cuda"), ops on tensors of that device type follow one table:
 
-    low      matmul, linear                  float32 operands cast to the region's
+    low      matmul, linear, conv1d/2d,      float32 operands cast to the region's
+             conv_transpose1d/2d
                                              dtype (bfloat16 by default, or float16)
     float32  softmax, log_softmax,           float16/bfloat16 operands cast to
              cross_entropy, mse_loss,        float32 (accuracy: exponentials, logs
@@ -42,7 +43,8 @@ from .._dtype import bfloat16, float16, float32, to_dtype
 
 Tensor = _C.Tensor
 
-_LOW = frozenset({"matmul", "linear"})
+_LOW = frozenset({"matmul", "linear", "conv1d", "conv2d", "conv_transpose1d",
+                  "conv_transpose2d"})  # PyTorch's lower-precision list, cpu and cuda
 _FP32 = frozenset({"softmax", "log_softmax", "cross_entropy", "mse_loss", "sum", "mean"})
 _DEVICE_TYPES = ("cpu", "sim", "cuda")
 _HALF = (float16, bfloat16)
