@@ -446,3 +446,28 @@ def test_autocast_runs_convolutions_low_as_torch(device, dtype):
     ty.float().sum().backward()
     np.testing.assert_allclose(m[0].weight.grad.numpy(), t[0].weight.grad.numpy(), rtol=0.1,
                                atol=0.1)
+
+
+# ---- structured pruning of convolutions and compact --------------------------------------------
+
+def test_compact_cuts_pruned_conv_channels_and_keeps_the_outputs(device):
+    from pygpu.nn.utils import prune
+    pygpu.manual_seed(6)
+    m = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                      nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32),
+                      nn.ReLU(), nn.Conv2d(32, 8, 3), nn.ReLU(), nn.Flatten(),
+                      nn.Linear(8 * 6 * 6, 10)).to(device)
+    x = pygpu.randn(4, 3, 16, 16, device=device)
+    m(x)  # training: running statistics that are not the defaults
+    for i in (0, 4, 7):
+        prune.ln_structured(m[i], "weight", 0.5, 2, dim=0)
+    m.eval()
+    c = prune.compact(m)
+    # conv 0's dead channels feed a padded conv (a constant plane is not foldable there)
+    # unless their constant is 0: ReLU(BN(bias)) may be either; conv 4 and 7's all fold
+    assert c[7].out_channels == 4 and c[10].in_features == 4 * 36
+    assert c[4].out_channels == 16 and c[5].num_features == 16 and c[7].in_channels == 16
+    assert c[0].out_channels <= 16 and c[1].num_features == c[0].out_channels
+    np.testing.assert_allclose(c(x).numpy(), m(x).numpy(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(TypeError, match="grouped"):
+        prune.compact(nn.Sequential(nn.Conv2d(4, 4, 3, groups=2), nn.ReLU()))

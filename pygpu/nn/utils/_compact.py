@@ -149,8 +149,13 @@ def compact(model):
     """A new model, smaller, with the same outputs as `model`: hidden neurons whose weight
     row is zero (structured pruning on dim=0) or whose column in the next Linear is zero
     (dim=1) removed, their constant output folded into the next bias. Takes nn.Sequential
-    chains of Linear/ReLU/Tanh/Sigmoid and nn.MLP; `model` is not modified."""
-    if type(model) is Sequential:
+    chains of Linear/ReLU/Tanh/Sigmoid and nn.MLP, and convolutional nn.Sequential chains
+    (Conv2d, BatchNorm2d, pools, Flatten, Linear: _compact_cnn.py, whose outputs equal the
+    model's in eval()); `model` is not modified."""
+    from ._compact_cnn import compact_cnn, is_cnn
+    if type(model) is Sequential and is_cnn(model):
+        out = compact_cnn(model)
+    elif type(model) is Sequential:
         out = _compact_sequential(model)
     elif type(model) is MLP:
         out = _compact_mlp(model)
