@@ -2,7 +2,8 @@
 pooling, batch normalization in training, and padding.
 
 One fork, in one place per op: where the tensor's device runs the CONV, POOL and
-BATCH_NORM nodes (cpu, sim: `_C._conv_has_kernels`), each op is an autograd Function
+BATCH_NORM nodes (cpu, sim: `_C._conv_has_kernels`; CONV on cuda through cuDNN when
+pygpu.backends.cudnn can load it), each op is an autograd Function
 calling one C op each way (csrc/core/pg_ops_conv.c, pg_ops_pool.c, pg_ops_norm.c); elsewhere
 it is composed from tensor ops that every device runs (index_select gathers the windows, a
 matmul applies the weight or the averaging), which autograd differentiates by itself.
@@ -41,6 +42,18 @@ def _widened(fn, x, *tensors_then_args, n_tensors=0):
 def has_kernels(x):
     """Whether x's device runs the one-node convolution, pooling and batch norm."""
     return x.dtype in (float32, float64) and _C._conv_has_kernels(x)
+
+
+def has_conv_kernels(x, geom):
+    """Whether x's device runs the CONV node for this geometry: cpu and sim always; cuda on
+    cuDNN (loaded on the first call; pygpu.backends.cudnn.enabled), whose descriptor takes
+    one padding per axis, so not the asymmetric 'same' padding of an even kernel."""
+    if x.device.type != "cuda":
+        return has_kernels(x)
+    if x.dtype not in (float32, float64) or geom[4] != geom[5] or geom[6] != geom[7]:
+        return False
+    from .backends import cudnn
+    return cudnn.usable()
 
 
 def _index(values, device):
@@ -250,7 +263,7 @@ def conv2d(x, w, b, geom):
     """The 2-d convolution of checked operands (x (N, C, H, W), w (O, C/g, KH, KW))."""
     if _half(x):
         return _widened(conv2d, x, w, b, geom, n_tensors=2)
-    if has_kernels(x):
+    if has_conv_kernels(x, geom):
         return _Convolution.apply(x, w, b, geom)
     _check_composed(x, w, b, geom, w.shape[0])
     return _conv_composed(x, w, b, geom)
@@ -276,7 +289,7 @@ def conv_transpose2d(x, w, b, geom, out_hw):
     N = x.shape[0]
     G = geom[8]
     Cout = w.shape[1] * G
-    if has_kernels(x):
+    if has_conv_kernels(x, geom):
         return _ConvolutionTranspose.apply(x, w, b, geom, (N, Cout) + tuple(out_hw))
     # composed: the convolution of x dilated by the stride, padded by d(k-1) - p (cropped
     # where negative), with the weight's groups transposed and its taps reversed

@@ -401,6 +401,25 @@ static PyObject *f_nccl_load(PyObject *m, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *f_cudnn_load(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    const char *path = PyUnicode_AsUTF8(arg);
+    if (!path)
+        return NULL;
+    EXTRAS(x);
+    CALL(x->cudnn_load(path));
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_cudnn_version(PyObject *m, PyObject *noargs)
+{
+    (void)m;
+    (void)noargs;
+    EXTRAS(x);
+    return PyLong_FromSize_t(x->cudnn_version());
+}
+
 static PyObject *f_nccl_version(PyObject *m, PyObject *noargs)
 {
     (void)m;
@@ -533,6 +552,8 @@ PyMethodDef pg_cuda_extras_functions[] = {
     {"_cuda_graph_ops", f_graph_ops, METH_VARARGS, "internal: ops a graph holds"},
     {"_cuda_nccl_load", f_nccl_load, METH_O, "internal: load libnccl from a path"},
     {"_cuda_nccl_version", f_nccl_version, METH_NOARGS, "internal: the loaded NCCL's version"},
+    {"_cuda_cudnn_load", f_cudnn_load, METH_O, "internal: load libcudnn from a path"},
+    {"_cuda_cudnn_version", f_cudnn_version, METH_NOARGS, "internal: the loaded cuDNN's version (0: none)"},
     {"_cuda_nccl_unique_id", f_nccl_unique_id, METH_NOARGS, "internal: a new ncclUniqueId (bytes)"},
     {"_cuda_nccl_comm_init", f_nccl_comm_init, METH_VARARGS, "internal: (nranks, id, rank, device) -> comm"},
     {"_cuda_nccl_comm_destroy", f_nccl_comm_destroy, METH_VARARGS, "internal: finalize and destroy"},

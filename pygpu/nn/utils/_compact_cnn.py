@@ -27,7 +27,7 @@ from ..module import Module
 from ..normalization import BatchNorm2d
 from ..parameter import Parameter
 from ..pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
-from ._compact import _ACT_FNS, _effective, _host
+from ._compact_common import _ACT_FNS, _effective, _host
 
 _PASS = (ReLU, Tanh, Sigmoid, MaxPool2d, AdaptiveAvgPool2d, AvgPool2d, Dropout, BatchNorm2d)
 
