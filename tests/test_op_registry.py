@@ -195,6 +195,9 @@ RUN_NODE = {
     "batch_norm": lambda: F.batch_norm(_sim(3, 2, 4), None, None, training=True),
     "batch_norm_backward": _batch_norm_backward,
     "qlinear": lambda: pygpu.quantization.quantize_dynamic(pygpu.nn.Linear(3, 4).to("sim:0"))(_sim(2, 3)),
+    "addcmul": lambda: pygpu.addcmul(_sim(5), _sim(5), _sim(5), value=0.5),  # one TERNARY node
+    "addcdiv": lambda: _sim(5).addcdiv_(_sim(5), _sim(5)),
+    "lerp": lambda: pygpu.lerp(_sim(5), _sim(5), 0.25),
 }
 
 

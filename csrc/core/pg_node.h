@@ -64,6 +64,7 @@ typedef struct pg_node {
         struct { double start, step; } arange;
         struct { uint64_t seed, offset; } random; /* subop 0: uniform, 1: normal */
         struct { double f[6]; int64_t i[2]; } train; /* fused ops' hyper-parameters */
+        struct { double value; } ternary; /* TERNARY: addcmul/addcdiv's value, lerp's weight */
         pg_conv_geom conv;                           /* CONV, POOL (pg_ops_conv.h) */
         struct { double eps, momentum; int64_t flags; } norm; /* BATCH_NORM (pg_ops_conv.h) */
     } p;

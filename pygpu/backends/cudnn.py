@@ -1,4 +1,5 @@
-"""pygpu.backends.cudnn: torch.backends.cudnn's switches, and cuDNN's lazy loading.
+"""torch.backends.cudnn: the cuDNN switches (torch.backends.cudnn.benchmark = True), and
+cuDNN's lazy loading.
 
 cuda convolutions run on cuDNN (csrc/backends/cuda/cuda_cudnn.c), which is loaded on the
 first convolution of a cuda tensor, never at `import pygpu`: from PYGPU_CUDNN_LIBRARY, the
@@ -8,7 +9,12 @@ and matmuls (pygpu/_conv_ops.py) and `unavailable_reason()` says why.
 
     pygpu.backends.cudnn.enabled = True        # False: compose convolutions on cuda
     pygpu.backends.cudnn.benchmark = False     # True: cuDNN's timed algorithm search
-    pygpu.backends.cudnn.deterministic = False # True: deterministic algorithms only"""
+    pygpu.backends.cudnn.deterministic = False # True: deterministic algorithms only
+
+benchmark_limit and allow_tf32 keep the values a program sets; the convolutions' TF32 use
+follows pygpu.backends.cuda.matmul.allow_tf32 (off by default), not allow_tf32 (PyTorch's
+default lets cuDNN use TF32). The CPU kernels are deterministic for a given device and
+thread count whatever `deterministic` says."""
 import glob
 import os
 import site
@@ -17,8 +23,11 @@ import types
 
 from .. import _C
 
+_SWITCHES = ("enabled", "benchmark", "deterministic")
 _state = {"enabled": True, "benchmark": False, "deterministic": False, "loaded": None,
           "why": None}
+benchmark_limit = 10
+allow_tf32 = True
 
 
 def library_candidates():
@@ -94,17 +103,24 @@ def usable():
     return _state["enabled"] and _load()
 
 
+def is_acceptable(tensor):
+    """Whether cuDNN would take `tensor` (a float32/float64 cuda tensor, cuDNN usable)."""
+    from .._dtype import float32, float64
+    return (isinstance(tensor, _C.Tensor) and tensor.device.type == "cuda"
+            and tensor.dtype in (float32, float64) and usable())
+
+
 class _Module(types.ModuleType):
     """enabled / benchmark / deterministic as settable module attributes (PyTorch's
     spelling), forwarded to the plugin's options once cuDNN is loaded."""
 
     def __getattr__(self, name):
-        if name in ("enabled", "benchmark", "deterministic"):
+        if name in _SWITCHES:
             return _state[name]
         raise AttributeError(f"module 'pygpu.backends.cudnn' has no attribute {name!r}")
 
     def __setattr__(self, name, value):
-        if name in ("enabled", "benchmark", "deterministic"):
+        if name in _SWITCHES:
             _state[name] = bool(value)
             if _state["loaded"]:
                 _apply()
