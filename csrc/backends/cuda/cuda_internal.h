@@ -23,9 +23,9 @@
  *   6. cuda_queue.c    per-queue bookkeeping, cross-queue ordering, host
  *                      waits (which join the user streams and read the
  *                      kernel times), copies in flight
- *   7. cuda_copy.c, cuda_gemm.c, cuda_quant.c, cuda_train.c, cuda_graph.c, cuda_nccl.c,
+ *   7. cuda_copy.c, cuda_gemm.c, cuda_quant.c, cuda_train.c, cuda_graph.c, cuda_nccl.c, cuda_cudnn.c,
  *      cuda_stream_api.c   copies, products, fused training ops, graphs,
- *                      collectives, the Stream/Event entry points
+ *                      collectives, cuDNN's convolutions, the Stream/Event entry points
  *   8. cuda_launch.c   the op dispatcher
  *   9. cuda_plugin.c   the backend table, pg_plugin_init, options, device queries
  *  10. cuda_extras.c   the second table (pg_cuda_extras.h: streams, events,
