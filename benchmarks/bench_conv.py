@@ -9,6 +9,10 @@
 #   dwsep@64             a depthwise-separable block: depthwise 3x3 (64 channels) - BN - ReLU -
 #                        pointwise 1x1 (64 -> 128) - BN - ReLU on 64x32x32 (>= 1.0x)
 #   infer1               batch-1 inference latency of the CIFAR CNN in eval (<= torch's)
+#   compact@64           the CIFAR CNN with half of each conv's output channels pruned
+#                        (prune.ln_structured, dim=0), inference at batch 64: the pruned
+#                        model (masks) on the "torch" side of the table, prune.compact's
+#                        smaller model on the pygpu side (the ratio is compacted's speedup)
 # Each configuration is warmed up, then ROUNDS rounds: in each, every configuration runs a
 # block of STEPS steps after a short pause (the other side's threads go to sleep), the order
 # rotating; a row's ratio (torch time / pygpu time: > 1 means pygpu is faster) is taken within
@@ -71,6 +75,30 @@ def same_weights(pg_model, t_model):
     t_model.load_state_dict(sd)
 
 
+def compact_sides():
+    """compact@64: (pruned block, compacted block), both pygpu, inference in eval."""
+    from pygpu.nn.utils import prune
+    pygpu.manual_seed(0)
+    model = cifar_cnn(pygpu)
+    x = pygpu.tensor(np.random.default_rng(0).standard_normal((64, 3, 32, 32)).astype(
+        np.float32))
+    model(x)  # running statistics
+    for m in model:
+        if isinstance(m, pygpu.nn.Conv2d):
+            prune.ln_structured(m, "weight", 0.5, 2, dim=0)
+    model.eval()
+    small = prune.compact(model)
+
+    def block_of(net):
+        def block(n=STEPS):
+            with pygpu.no_grad():
+                for _ in range(n):
+                    out = net(x)
+            return float(out.sum().item())
+        return block
+    return block_of(model), block_of(small)
+
+
 def make_side(lib, row, pg_model=None):
     make, shape, batch, training = ROWS[row]
     if lib is pygpu:
@@ -123,6 +151,9 @@ def main():
         _, t_block = make_side(torch, row, pg_model)
         sides[(row, "pygpu")] = pg_block
         sides[(row, "torch")] = t_block
+    if not only or only.split(":")[0] == "compact@64":
+        rows.append("compact@64")
+        sides[("compact@64", "torch")], sides[("compact@64", "pygpu")] = compact_sides()
     if only and ":" in only:
         sides = {k: v for k, v in sides.items() if k[1] == only.split(":")[1]}
     for b in sides.values():

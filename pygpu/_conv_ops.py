@@ -2,7 +2,8 @@
 pooling, batch normalization in training, and padding.
 
 One fork, in one place per op: where the tensor's device runs the CONV, POOL and
-BATCH_NORM nodes (cpu, sim: `_C._conv_has_kernels`), each op is an autograd Function
+BATCH_NORM nodes (cpu, sim: `_C._conv_has_kernels`; CONV on cuda through cuDNN when
+pygpu.backends.cudnn can load it), each op is an autograd Function
 calling one C op each way (csrc/core/pg_ops_conv.c, pg_ops_pool.c, pg_ops_norm.c); elsewhere
 it is composed from tensor ops that every device runs (index_select gathers the windows, a
 matmul applies the weight or the averaging), which autograd differentiates by itself.
@@ -12,7 +13,7 @@ pad_left, pad_right, groups)."""
 import numpy as np
 
 from . import _C, _creation
-from ._dtype import float32, float64, int64
+from ._dtype import bfloat16, float16, float32, float64, int64
 from .autograd import Function
 
 Tensor = _C.Tensor
@@ -21,9 +22,38 @@ POOL_MAX, POOL_AVG, POOL_ADAPTIVE_AVG, POOL_ADAPTIVE_MAX = 0, 1, 2, 3  # pg_ops_
 _POOL_BWD = {POOL_MAX: 4, POOL_ADAPTIVE_MAX: 4, POOL_AVG: 5, POOL_ADAPTIVE_AVG: 6}
 
 
+def _half(x):
+    return x.dtype is float16 or x.dtype is bfloat16
+
+
+def _widened(fn, x, *tensors_then_args, n_tensors=0):
+    """fn on float16/bfloat16 operands computed in float32 and the result rounded back once
+    (autocast's convolutions: the half values multiplied exactly, accumulated in float32,
+    as PyTorch's CPU kernels and cuDNN do). The casts are recorded: gradients flow back."""
+    dt = x.dtype
+    ts = [None if t is None else t.astype(float32) if t.dtype is not float32 else t
+          for t in tensors_then_args[:n_tensors]]
+    out = fn(x.astype(float32), *ts, *tensors_then_args[n_tensors:])
+    if isinstance(out, tuple):
+        return (out[0].astype(dt),) + out[1:]
+    return out.astype(dt)
+
+
 def has_kernels(x):
     """Whether x's device runs the one-node convolution, pooling and batch norm."""
     return x.dtype in (float32, float64) and _C._conv_has_kernels(x)
+
+
+def has_conv_kernels(x, geom):
+    """Whether x's device runs the CONV node for this geometry: cpu and sim always; cuda on
+    cuDNN (loaded on the first call; pygpu.backends.cudnn.enabled), whose descriptor takes
+    one padding per axis, so not the asymmetric 'same' padding of an even kernel."""
+    if x.device.type != "cuda":
+        return has_kernels(x)
+    if x.dtype not in (float32, float64) or geom[4] != geom[5] or geom[6] != geom[7]:
+        return False
+    from .backends import cudnn
+    return cudnn.usable()
 
 
 def _index(values, device):
@@ -231,7 +261,9 @@ def _check_composed(x, w, b, geom, bias_channels):
 
 def conv2d(x, w, b, geom):
     """The 2-d convolution of checked operands (x (N, C, H, W), w (O, C/g, KH, KW))."""
-    if has_kernels(x):
+    if _half(x):
+        return _widened(conv2d, x, w, b, geom, n_tensors=2)
+    if has_conv_kernels(x, geom):
         return _Convolution.apply(x, w, b, geom)
     _check_composed(x, w, b, geom, w.shape[0])
     return _conv_composed(x, w, b, geom)
@@ -252,10 +284,12 @@ def _dilate(x, sh, sw):
 def conv_transpose2d(x, w, b, geom, out_hw):
     """The transposed 2-d convolution of checked operands: x (N, Cin, H, W),
     w (Cin, Cout/g, KH, KW), to (N, Cout, *out_hw)."""
+    if _half(x):
+        return _widened(conv_transpose2d, x, w, b, geom, out_hw, n_tensors=2)
     N = x.shape[0]
     G = geom[8]
     Cout = w.shape[1] * G
-    if has_kernels(x):
+    if has_conv_kernels(x, geom):
         return _ConvolutionTranspose.apply(x, w, b, geom, (N, Cout) + tuple(out_hw))
     # composed: the convolution of x dilated by the stride, padded by d(k-1) - p (cropped
     # where negative), with the weight's groups transposed and its taps reversed
@@ -364,6 +398,9 @@ def pool2d(x, kind, kernel, stride, padding, dilation, out_hw, cip=True, divisor
            return_indices=False):
     """Pooling of a checked x (N, C, H, W) to (N, C, *out_hw): y, or (y, indices)."""
     is_max = kind in (POOL_MAX, POOL_ADAPTIVE_MAX)
+    if _half(x):
+        return _widened(pool2d, x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
+                        return_indices)
     if has_kernels(x):
         holder = []
         y = _Pool2d.apply(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
@@ -405,6 +442,9 @@ def batch_norm_train(x, w, b, running_mean, running_var, momentum, eps, relu=Fal
     """Batch norm of x (N, C, ...) with its batch's statistics; running_mean/running_var
     (or None) updated in place with momentum (running_var with the unbiased variance);
     relu: max(., 0) after it."""
+    if _half(x):  # the statistics and the parameters stay float32
+        return batch_norm_train(x.astype(float32), w, b, running_mean, running_var, momentum,
+                                eps, relu).astype(x.dtype)
     if has_kernels(x) and all(t is None or (t.dtype == x.dtype and t.device == x.device)
                               for t in (w, b, running_mean, running_var)):
         return _BatchNorm.apply(x, w, b, running_mean, running_var, float(momentum),

@@ -448,7 +448,8 @@ def test_the_amp_column_is_the_policy_autocast_applies(name):
              "sum": lambda a: a.sum(), "mean": lambda a: a.mean(),
              "softmax": lambda a: pygpu.softmax(a, -1), "log_softmax": lambda a: pygpu.log_softmax(a, -1),
              "mse_loss": lambda a: pygpu.mse_loss(a, a * 0.5),
-             "cross_entropy": lambda a: pygpu.cross_entropy(a, pygpu.tensor([0, 1, 2, 3]))}
+             "cross_entropy": lambda a: pygpu.cross_entropy(a, pygpu.tensor([0, 1, 2, 3])),
+             "conv2d": lambda a: F.conv2d(a.reshape(1, 1, 4, 6), w.reshape(1, 1, 6, 6)[:, :, :3, :3])}
     assert name in calls, f"{name}: add how to call it here"
     with autocast("cpu", dtype=pygpu.bfloat16):
         if row[6] == "low":  # float32 operands run in the region's low dtype

@@ -108,6 +108,7 @@ static PyObject *ptr_or_none(void *p) { return p ? PyLong_FromVoidPtr(p) : Py_Ne
     X1(graph_replay, handle, none, "internal: replay a graph")                                     \
     X1(graph_reset, handle, none, "internal: drop a graph's capture")                              \
     X1(nccl_load, str, none, "internal: load libnccl from a path")                                 \
+    X1(cudnn_load, str, none, "internal: load libcudnn from a path")                               \
     X1(nccl_comm_destroy, handle, none, "internal: finalize and destroy")                          \
     X1(nccl_comm_abort, handle, none, "internal: abort a communicator")
 
@@ -260,6 +261,14 @@ static PyObject *f_graph_ops(PyObject *m, PyObject *args)
 
 /* ---- NCCL ------------------------------------------------------------------------------ */
 
+static PyObject *f_cudnn_version(PyObject *m, PyObject *noargs)
+{
+    (void)m;
+    (void)noargs;
+    EXTRAS(x);
+    return PyLong_FromSize_t(x->cudnn_version());
+}
+
 static PyObject *f_nccl_version(PyObject *m, PyObject *noargs)
 {
     (void)m;
@@ -352,6 +361,7 @@ PyMethodDef pg_cuda_extras_functions[] = {
     {"_cuda_nvtx_pop", f_nvtx_pop, METH_NOARGS, "internal: close an NVTX range"},
     {"_cuda_graph_ops", f_graph_ops, METH_VARARGS, "internal: ops a graph holds"},
     {"_cuda_nccl_version", f_nccl_version, METH_NOARGS, "internal: the loaded NCCL's version"},
+    {"_cuda_cudnn_version", f_cudnn_version, METH_NOARGS, "internal: the loaded cuDNN's version (0: none)"},
     {"_cuda_nccl_unique_id", f_nccl_unique_id, METH_NOARGS, "internal: a new ncclUniqueId (bytes)"},
     {"_cuda_nccl_comm_init", f_nccl_comm_init, METH_VARARGS, "internal: (nranks, id, rank, device) -> comm"},
     {"_cuda_nccl_all_reduce", f_nccl_all_reduce, METH_VARARGS, "internal: (comm, device, ptr, n, dtype, op)"},

@@ -3,7 +3,8 @@
 As PyTorch's torch/amp/autocast_mode.py: inside `with pygpu.autocast("cpu")`
 (or "sim", "cuda"), ops on tensors of that device type follow one table:
 
-    low      matmul, linear                  float32 operands cast to the region's
+    low      matmul, linear, conv1d/2d,      float32 operands cast to the region's
+             conv_transpose1d/2d
                                              dtype (bfloat16 by default, or float16)
     float32  softmax, log_softmax,           float16/bfloat16 operands cast to
              cross_entropy, mse_loss,        float32 (accuracy: exponentials, logs

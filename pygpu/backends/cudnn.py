@@ -1,23 +1,131 @@
-"""torch.backends.cudnn: the cuDNN switches (torch.backends.cudnn.benchmark = True).
+"""torch.backends.cudnn: the cuDNN switches (torch.backends.cudnn.benchmark = True), and
+cuDNN's lazy loading.
 
-pygpu does not use cuDNN: is_available() is False and version() None. The switches keep
-the values a program sets (enabled, benchmark, deterministic, allow_tf32), so programs
-that set them run; pygpu's kernels are deterministic for a given device and thread count
-whatever `deterministic` says."""
-enabled = True
-benchmark = False
+cuda convolutions run on cuDNN (csrc/backends/cuda/cuda_cudnn.c), which is loaded on the
+first convolution of a cuda tensor, never at `import pygpu`: from PYGPU_CUDNN_LIBRARY, the
+nvidia-cudnn-cu13 (or -cu12) wheel installed beside pygpu (site-packages/nvidia/cudnn/lib),
+or the CUDA toolkit. Where it cannot be loaded, cuda convolutions are composed from gathers
+and matmuls (pygpu/_conv_ops.py) and `unavailable_reason()` says why.
+
+    pygpu.backends.cudnn.enabled = True        # False: compose convolutions on cuda
+    pygpu.backends.cudnn.benchmark = False     # True: cuDNN's timed algorithm search
+    pygpu.backends.cudnn.deterministic = False # True: deterministic algorithms only
+
+benchmark_limit and allow_tf32 keep the values a program sets; the convolutions' TF32 use
+follows pygpu.backends.cuda.matmul.allow_tf32 (off by default), not allow_tf32 (PyTorch's
+default lets cuDNN use TF32). The CPU kernels are deterministic for a given device and
+thread count whatever `deterministic` says."""
+import glob
+import os
+import site
+import sys
+import types
+
+from .. import _C
+
+_SWITCHES = ("enabled", "benchmark", "deterministic")
+_state = {"enabled": True, "benchmark": False, "deterministic": False, "loaded": None,
+          "why": None}
 benchmark_limit = 10
-deterministic = False
 allow_tf32 = True
 
 
-def is_available():
+def library_candidates():
+    """Where libcudnn.so.9 (or .8) may be, most specific first (PYGPU_CUDNN_LIBRARY first:
+    the emulated device of tests/cuda_emu names its own cuDNN stand-in there)."""
+    out = [os.environ["PYGPU_CUDNN_LIBRARY"]] if os.environ.get("PYGPU_CUDNN_LIBRARY") else []
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    roots = [here] + site.getsitepackages() + [site.getusersitepackages()]
+    roots += [p for p in sys.path if p.endswith("site-packages")]
+    for r in roots:
+        for sub in ("cudnn", "cu13", "cu12"):
+            out += sorted(glob.glob(os.path.join(r, "nvidia", sub, "lib", "libcudnn.so.[89]")))
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            out += sorted(glob.glob(os.path.join(os.environ[env], "lib64", "libcudnn.so.[89]")))
+    seen, unique = set(), []
+    for p in out:
+        if p not in seen and os.path.exists(p):
+            seen.add(p)
+            unique.append(p)
+    return unique + ["libcudnn.so.9"]  # last: the loader's own search path
+
+
+def _load():
+    """Load cuDNN into the CUDA plugin (once); True when it is there."""
+    if _state["loaded"] is not None:
+        return _state["loaded"]
+    from .. import cuda
+    if cuda.is_built():
+        cuda._load()  # the plugin (once); it preloads cuBLAS from its wheel
+    if not cuda.is_built() or not _C._load_cuda(None):
+        _state["why"] = f"the CUDA backend is not available: {cuda.unavailable_reason()}"
+        _state["loaded"] = False
+        return False
+    errors = []
+    for path in library_candidates():
+        try:
+            _C._cuda_cudnn_load(path)
+        except _C.DeviceUnavailableError as e:
+            errors.append(str(e))
+            continue
+        _state["loaded"] = True
+        _apply()
+        return True
+    _state["why"] = ("; ".join(errors[-2:]) if errors else "libcudnn.so.9 not found") + \
+        " (pip install nvidia-cudnn-cu13)"
+    _state["loaded"] = False
     return False
+
+
+def _apply():
+    _C._cuda_set_option("cudnn_benchmark", int(_state["benchmark"]))
+    _C._cuda_set_option("cudnn_deterministic", int(_state["deterministic"]))
+
+
+def is_available():
+    """Whether cuDNN can be loaded (loads it)."""
+    return _load()
 
 
 def version():
-    return None
+    """cuDNN's version as an int (e.g. 91000 for 9.10.0), or None when it is not available."""
+    return _C._cuda_cudnn_version() if _load() else None
+
+
+def unavailable_reason():
+    """None when cuDNN is loaded or loadable, else one line saying why not."""
+    return None if _load() else _state["why"]
+
+
+def usable():
+    """Whether cuda convolutions run on cuDNN now (enabled and loaded)."""
+    return _state["enabled"] and _load()
 
 
 def is_acceptable(tensor):
-    return False
+    """Whether cuDNN would take `tensor` (a float32/float64 cuda tensor, cuDNN usable)."""
+    from .._dtype import float32, float64
+    return (isinstance(tensor, _C.Tensor) and tensor.device.type == "cuda"
+            and tensor.dtype in (float32, float64) and usable())
+
+
+class _Module(types.ModuleType):
+    """enabled / benchmark / deterministic as settable module attributes (PyTorch's
+    spelling), forwarded to the plugin's options once cuDNN is loaded."""
+
+    def __getattr__(self, name):
+        if name in _SWITCHES:
+            return _state[name]
+        raise AttributeError(f"module 'pygpu.backends.cudnn' has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        if name in _SWITCHES:
+            _state[name] = bool(value)
+            if _state["loaded"]:
+                _apply()
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Module

@@ -6,9 +6,12 @@ from .layers import (MLP, Linear, ModuleDict, ModuleList, ParameterDict, Paramet
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                    MSELoss, NLLLoss, SmoothL1Loss)
 from .module import Module
-from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d
 from .flatten import Flatten, Identity, Unflatten
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm
+from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,
+                            InstanceNorm2d, LayerNorm, LocalResponseNorm)
+from .resample import (Fold, PixelShuffle, PixelUnshuffle, Unfold, Upsample,
+                       UpsamplingBilinear2d, UpsamplingNearest2d)
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,
                       AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d, MaxUnpool1d,
@@ -34,7 +37,10 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU
            "MaxUnpool1d", "MaxUnpool2d",
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
            "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
-           "TransformerDecoder", "TransformerDecoderLayer", "Dropout1d", "Dropout2d", "Dropout3d"]
+           "TransformerDecoder", "TransformerDecoderLayer", "Dropout3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+           "LocalResponseNorm", "Dropout1d", "Dropout2d", "AlphaDropout", "Upsample",
+           "UpsamplingNearest2d", "UpsamplingBilinear2d", "Unfold", "Fold", "PixelShuffle",
+           "PixelUnshuffle"]
 
 from .memory import MemoryEstimate, estimate_memory  # noqa: E402 - trainloop's addition
 __all__ += ["estimate_memory", "MemoryEstimate"]

@@ -118,42 +118,88 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input * (keep.astype(input.dtype) * (1.0 / (1.0 - p)))
 
 
-def _feature_dropout(input, p, training, spatial, name):
-    """Zero whole channels (every spatial element of one (batch, channel)) with probability p,
-    scaling the rest by 1/(1-p): PyTorch's dropout1d/2d/3d. An input without the batch axis
-    has `spatial + 1` dims; PyTorch's deprecated other ranks are taken as it takes them (a
-    batch of one, its first axis the channels), with its warning."""
+def _feature_dropout(input, p, training, name, batched):
+    """Zero whole channels (every element after the channel axis shares one draw) with
+    probability p, scaling the rest by 1/(1-p): PyTorch's dropout1d/2d/3d. `batched` is
+    whether the first axis is the batch (otherwise one is added and taken off again)."""
     _float_input(input, name)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    nd = input.ndim
-    if nd not in (spatial + 1, spatial + 2):
-        import warnings
-        warnings.warn(f"{name}: Received a {nd}-D input to {name}, which is deprecated and will "
-                      f"result in an error in a future release. To retain the behavior and "
-                      f"silence this warning, please use dropout instead. Note that {name} "
-                      f"exists to provide channel-wise dropout on inputs with {spatial} spatial "
-                      f"dimensions, a channel dimension, and an optional batch dimension (i.e. "
-                      f"{spatial + 1}D or {spatial + 2}D inputs).")
     if not training or p == 0.0:
         return input
-    x = input if nd == spatial + 2 else input.unsqueeze(0)
+    x = input if batched else input.unsqueeze(0)
     if p == 1.0:
         out = x * 0.0
     else:
-        shape = x.shape[:2] + (1,) * (x.ndim - 2)
+        shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2)
         keep = _creation.rand(*shape, device=x.device, dtype=float32) >= p
         out = x * (keep.astype(x.dtype) * (1.0 / (1.0 - p)))
-    return out if nd == spatial + 2 else out.squeeze(0)
+    return out if batched else out.squeeze(0)
+
+
+def _deprecated_rank(name, nd, spatial):
+    import warnings
+    warnings.warn(f"{name}: Received a {nd}-D input to {name}, which is deprecated and will "
+                  f"result in an error in a future release. To retain the behavior and "
+                  f"silence this warning, please use dropout instead. Note that {name} "
+                  f"exists to provide channel-wise dropout on inputs with {spatial} spatial "
+                  f"dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                  f"{spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, 1, "dropout1d")
+    """Zero whole channels of (N, C, L) or (C, L) with probability p (training)."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           f"input. Note that dropout1d exists to provide channel-wise dropout "
+                           f"on inputs with 1 spatial dimension, a channel dimension, and an "
+                           f"optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, "dropout1d", input.ndim == 3)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, 2, "dropout2d")
+    """Zero whole channels of (N, C, H, W) with probability p (training). As PyTorch: other
+    ranks warn (deprecated) and count their first axis as the batch, a 3-D input included
+    (taken as (N, C, L), with PyTorch's warning)."""
+    nd = input.ndim
+    if nd not in (3, 4):
+        _deprecated_rank("dropout2d", nd, 2)
+    if nd == 3:
+        import warnings
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+                      "dropout behavior, please switch to using dropout1d instead.",
+                      stacklevel=2)
+    return _feature_dropout(input, p, training, "dropout2d", nd >= 2)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, 3, "dropout3d")
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability p (training);
+    other ranks warn (deprecated), as PyTorch."""
+    nd = input.ndim
+    if nd not in (4, 5):
+        _deprecated_rank("dropout3d", nd, 3)
+    return _feature_dropout(input, p, training, "dropout3d", nd == 5)
+
+
+_SELU_ALPHA_PRIME = -1.7580993408473766  # -scale * alpha of SELU
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's zero mean and unit variance: dropped elements become
+    SELU's negative saturation, then an affine correction (PyTorch's formula)."""
+    _float_input(input, "alpha_dropout")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    a = ((1.0 - p) * (1.0 + p * _SELU_ALPHA_PRIME ** 2)) ** -0.5
+    b = -a * _SELU_ALPHA_PRIME * p
+    keep = (_creation.rand(*input.shape, device=input.device, dtype=float32) >= p).astype(
+        input.dtype)
+    return (input * keep + (keep * -1.0 + 1.0) * _SELU_ALPHA_PRIME) * a + b

@@ -10,7 +10,7 @@ import numbers
 
 from .. import _C, _conv_ops, _creation
 from .._conv_ops import pad  # noqa: F401 - nn.functional.pad
-from .._train_ops import _float_input
+from .._train_ops import _autocast, _float_input
 
 Tensor = _C.Tensor
 
@@ -64,6 +64,7 @@ def _convnd(x, weight, bias, stride, padding, dilation, groups, n, fn):
     if weight.ndim != n + 2:
         raise RuntimeError(f"{fn}: weight should be {n + 2}-d, got {weight.ndim}-d weight of "
                            f"size {list(weight.shape)}")
+    x, weight, bias = _autocast("conv2d", x, weight, bias)  # the conv2d row: amp low
     x, unbatched = _batched(x, n, fn)
     stride = _tuple(stride, n, "stride", fn)
     dilation = _tuple(dilation, n, "dilation", fn)
@@ -107,6 +108,7 @@ def _conv_transposend(x, weight, bias, stride, padding, output_padding, groups, 
         raise RuntimeError(f"{fn}: weight should be a {n + 2}-d tensor")
     if isinstance(padding, str):
         raise ValueError(f"{fn}: padding must be an int or a tuple of ints, not a string")
+    x, weight, bias = _autocast("conv2d", x, weight, bias)
     x, unbatched = _batched(x, n, fn)
     stride = _tuple(stride, n, "stride", fn)
     dilation = _tuple(dilation, n, "dilation", fn)

@@ -95,6 +95,76 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return out.relu() if _relu else out
 
 
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalize (N, C, ...) over each group of C/num_groups channels and everything after
+    them (one layer_norm row each), then weight and bias per channel."""
+    _float_input(input, "group_norm")
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
+    N, C = input.shape[0], input.shape[1]
+    if C % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    rows = input.reshape(N * num_groups, -1)
+    out = layer_norm(rows, (rows.shape[1],), None, None, eps).reshape(*input.shape)
+    return _affine(out, weight, bias)
+
+
+def _affine(out, weight, bias):
+    bshape = (1, out.shape[1]) + (1,) * (out.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(*bshape)
+    if bias is not None:
+        out = out + bias.reshape(*bshape)
+    return out
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalize each (sample, channel) plane of (N, C, ...) by its own statistics (or the
+    running ones when not use_input_stats); running_mean/running_var, when given, follow
+    the per-channel averages of the planes' statistics with momentum."""
+    _float_input(input, "instance_norm")
+    N, C = input.shape[0], input.shape[1]
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when "
+                               "use_input_stats is false")
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    rows = input.reshape(N * C, -1)
+    if running_mean is not None and running_var is not None:
+        count = rows.shape[1]
+        with no_grad():
+            m = float(momentum)
+            mean = rows.detach().mean(axis=1).reshape(N, C).mean(axis=0)
+            d = rows.detach() - rows.detach().mean(axis=1, keepdims=True)
+            var = ((d * d).sum(axis=1) * (1.0 / max(count - 1, 1))).reshape(N, C).mean(axis=0)
+            running_mean.copy_(running_mean * (1.0 - m) + mean.astype(running_mean.dtype) * m)
+            running_var.copy_(running_var * (1.0 - m) + var.astype(running_var.dtype) * m)
+    out = layer_norm(rows, (rows.shape[1],), None, None, eps).reshape(*input.shape)
+    return _affine(out, weight, bias)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha * mean of x^2 over `size` neighbouring channels) ** beta, PyTorch's
+    composition (the channel window zero-padded, averaged by an average pooling)."""
+    _float_input(input, "local_response_norm")
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
+                         f"dimensions)")
+    if input.numel() == 0:
+        return input
+    from ._conv import avg_pool2d, pad
+    N, C = input.shape[0], input.shape[1]
+    div = (input * input).reshape(N, 1, C, -1)
+    div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+    div = avg_pool2d(div, (size, 1), stride=1).reshape(*input.shape)
+    div = (div * alpha + k) ** beta
+    return input / div
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of weight (V, D) at int64 indices input (...) -> (..., D). The row at

@@ -1,4 +1,5 @@
-"""Dropout, and Dropout1d/2d/3d (whole channels), over nn.functional (the identity in eval())."""
+"""Dropout, Dropout1d/2d/3d (whole channels) and AlphaDropout, over nn.functional (the identity in
+eval())."""
 from . import functional as F
 from .module import Module
 
@@ -20,22 +21,28 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-class Dropout1d(Dropout):
-    """Zero whole channels of (N, C, L) or (C, L) in training (nn.functional.dropout1d)."""
+class _DropoutNd(Dropout):
+    _fn = None
 
     def forward(self, x):
-        return F.dropout1d(x, self.p, self.training, self.inplace)
+        return type(self)._fn(x, self.p, self.training, self.inplace)
 
 
-class Dropout2d(Dropout):
-    """Zero whole channels of (N, C, H, W) or (C, H, W) in training (nn.functional.dropout2d)."""
-
-    def forward(self, x):
-        return F.dropout2d(x, self.p, self.training, self.inplace)
+class Dropout1d(_DropoutNd):
+    """Zero whole channels of (N, C, L) with probability p in training."""
+    _fn = staticmethod(F.dropout1d)
 
 
-class Dropout3d(Dropout):
-    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) (nn.functional.dropout3d)."""
+class Dropout2d(_DropoutNd):
+    """Zero whole channels of (N, C, H, W) with probability p in training."""
+    _fn = staticmethod(F.dropout2d)
 
-    def forward(self, x):
-        return F.dropout3d(x, self.p, self.training, self.inplace)
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels of (N, C, D, H, W) with probability p in training."""
+    _fn = staticmethod(F.dropout3d)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout that keeps SELU's self-normalizing mean and variance."""
+    _fn = staticmethod(F.alpha_dropout)

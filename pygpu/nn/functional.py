@@ -9,11 +9,13 @@ differentiable compositions of tensor ops (or fused C ops), never Python loops
 over elements."""
 from .._attention_ops import scaled_dot_product_attention
 from .._train_ops import linear
-from ._activations import (dropout, dropout1d, dropout2d, dropout3d, gelu, leaky_relu, log_softmax, relu, sigmoid, silu,
-                           softmax, tanh)
+from ._activations import (alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, gelu, leaky_relu,
+                           log_softmax, relu, sigmoid, silu, softmax, tanh)
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                       huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
-from ._normalization import batch_norm, embedding, layer_norm, one_hot
+from ._normalization import (batch_norm, embedding, group_norm, instance_norm, layer_norm,
+                             local_response_norm, one_hot)
+from ._resample import (fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold, upsample)
 from ._conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
                     adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d,
                     conv_transpose1d, conv_transpose2d, max_pool1d, max_pool2d, max_unpool1d,
@@ -26,5 +28,6 @@ __all__ = ["linear", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "s
            "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad", "max_pool1d",
            "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
-           "max_unpool2d",
-           "scaled_dot_product_attention", "dropout1d", "dropout2d", "dropout3d"]
+           "max_unpool2d", "scaled_dot_product_attention", "dropout1d", "dropout2d", "dropout3d",
+           "alpha_dropout", "group_norm", "instance_norm", "local_response_norm", "interpolate", "upsample", "unfold", "fold",
+           "pixel_shuffle", "pixel_unshuffle"]

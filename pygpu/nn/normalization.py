@@ -1,5 +1,5 @@
-"""LayerNorm and BatchNorm1d/2d/3d (with running statistics, train/eval), over
-nn.functional's layer_norm and batch_norm."""
+"""LayerNorm, BatchNorm1d/2d/3d (with running statistics, train/eval), GroupNorm,
+InstanceNorm1d/2d and LocalResponseNorm, over nn.functional."""
 import numbers
 
 from .. import _creation
@@ -128,3 +128,75 @@ class BatchNorm2d(_BatchNorm):
 class BatchNorm3d(_BatchNorm):
     """Batch normalization of (N, C, D, H, W) per channel C."""
     _dims = (5,)
+
+
+class GroupNorm(Module):
+    """Normalization over groups of num_channels/num_groups channels, weight and bias per
+    channel (ones and zeros) when affine."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, \
+            eps, affine
+        if affine:
+            self.weight = Parameter(_creation.ones(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        if affine and bias:
+            self.bias = Parameter(_creation.zeros(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class _InstanceNorm(_BatchNorm):
+    """Per-(sample, channel) normalization; affine and track_running_stats off by default,
+    as PyTorch's."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias)
+
+    def forward(self, x, activation=None):
+        if x.ndim == min(self._dims) - 1:  # unbatched
+            return self.forward(x.reshape(1, *x.shape)).reshape(*x.shape)
+        self._check_input_dim(x)
+        use_input = self.training or not self.track_running_stats
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              use_input, 0.1 if self.momentum is None else self.momentum,
+                              self.eps)
+        return out.relu() if activation == "relu" else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of (N, C, L)."""
+    _dims = (3,)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of (N, C, H, W)."""
+    _dims = (4,)
+
+
+class LocalResponseNorm(Module):
+    """Normalization by the squares of `size` neighbouring channels (AlexNet's)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x):
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -114,6 +114,25 @@ static void tap_range(int64_t out, int64_t in, int64_t s, int64_t p, int64_t off
                     tap_range(d->OH, d->H, g->sh, g->ph, i * g->dh, &oh0, &oh1);                \
                     tap_range(d->OW, d->W, g->sw, g->pw, j * g->dw, &ow0, &ow1);                \
                     memset(row, 0, sizeof(T) * (size_t)(oh0 * d->OW));                          \
+                    if (g->sh == 1 && g->sw == 1 && d->OW == d->W && oh1 > oh0) {              \
+                        /* rows of the output and of the input line up: one shifted copy of   \
+                         * the whole valid span, then the few wrapped border columns zeroed */ \
+                        int64_t shift = (i * g->dh - g->ph) * d->W + j * g->dw - g->pw;        \
+                        int64_t k0 = oh0 * d->OW + ow0, k1 = (oh1 - 1) * d->OW + ow1;          \
+                        if (k1 > k0)                                                            \
+                            memcpy(row + k0, x + c * d->HW + k0 + shift,                       \
+                                   sizeof(T) * (size_t)(k1 - k0));                              \
+                        for (int64_t oh = oh0; oh < oh1; oh++) {                                \
+                            T *r = row + oh * d->OW;                                            \
+                            for (int64_t ow = 0; ow < ow0; ow++)                                \
+                                r[ow] = 0;                                                      \
+                            for (int64_t ow = ow1; ow < d->OW; ow++)                            \
+                                r[ow] = 0;                                                      \
+                        }                                                                       \
+                        memset(row + oh1 * d->OW, 0,                                            \
+                               sizeof(T) * (size_t)((d->OH - oh1) * d->OW));                    \
+                        continue;                                                               \
+                    }                                                                           \
                     for (int64_t oh = oh0; oh < oh1; oh++) {                                    \
                         T *r = row + oh * d->OW;                                                \
                         const T *xr = x + c * d->HW + (oh * g->sh - g->ph + i * g->dh) * d->W + \
@@ -173,13 +192,14 @@ static void tap_range(int64_t out, int64_t in, int64_t s, int64_t p, int64_t off
             _Pragma("omp simd") for (int64_t k = 0; k < cols; k++) o[k] = in[k] + v;            \
         }                                                                                       \
     }                                                                                           \
+    /* each row's sum (in T's vector lanes, as PyTorch's) added to acc (double, across     \
+     * chunks and tasks) */                                                                  \
     static void row_sums_##SUF(const T *y, int64_t rows, int64_t cols, double *acc)             \
     {                                                                                           \
         for (int64_t r = 0; r < rows; r++) {                                                    \
-            double s = 0;                                                                       \
+            T s = 0;                                                                            \
             const T *yr = y + r * cols;                                                         \
-            for (int64_t k = 0; k < cols; k++)                                                  \
-                s += yr[k];                                                                     \
+            _Pragma("omp simd reduction(+:s)") for (int64_t k = 0; k < cols; k++) s += yr[k];   \
             acc[r] += s;                                                                        \
         }                                                                                       \
     }

@@ -29,6 +29,14 @@ static pg_status nccl_status(int rc, pg_status st, const char *why)
     return pg_cuda_error(st, "NCCL: %s", why[0] ? why : "the call failed (no reason given)");
 }
 
+static pg_status cudnn_load(const char *path)
+{
+    char why[512] = "";
+    if (pg_plugin_cudnn_load(path, why, sizeof why) == 0)
+        return PG_OK;
+    return pg_cuda_error(PG_ERR_UNAVAILABLE, "cuDNN: %s", why);
+}
+
 static pg_status nccl_load(const char *path)
 {
     char why[PG_NCCL_WHY] = "";
@@ -143,6 +151,8 @@ static const pg_cuda_extras pg_cuda_extras_table = {
     .nccl_comm_abort = nccl_comm_abort,
     .nccl_all_reduce = nccl_all_reduce,
     .nccl_broadcast = nccl_broadcast,
+    .cudnn_load = cudnn_load,
+    .cudnn_version = pg_plugin_cudnn_version,
 };
 
 pg_status pg_plugin_get_extras(int version, const void **out)

@@ -23,9 +23,9 @@
  *   6. cuda_queue.c    per-queue bookkeeping, cross-queue ordering, host
  *                      waits (which join the user streams and read the
  *                      kernel times), copies in flight
- *   7. cuda_copy.c, cuda_gemm.c, cuda_quant.c, cuda_train.c, cuda_graph.c, cuda_nccl.c,
+ *   7. cuda_copy.c, cuda_gemm.c, cuda_quant.c, cuda_train.c, cuda_graph.c, cuda_nccl.c, cuda_cudnn.c,
  *      cuda_stream_api.c   copies, products, fused training ops, graphs,
- *                      collectives, the Stream/Event entry points
+ *                      collectives, cuDNN's convolutions, the Stream/Event entry points
  *   8. cuda_launch.c   the op dispatcher
  *   9. cuda_plugin.c   the backend table, pg_plugin_init, options, device queries
  *  10. cuda_extras.c   the second table (pg_cuda_extras.h: streams, events,
@@ -134,6 +134,8 @@ typedef struct pg_cuda_state {
     pg_cuda_device dev[PG_MAX_DEVICES_PER_TYPE];
     atomic_int nvtx;          /* option "nvtx": an NVTX range around every op (cuda_profile.c) */
     atomic_int kernel_timing; /* option "kernel_timing": GPU time per op into the stats */
+    atomic_int cudnn_benchmark;     /* option "cudnn_benchmark": timed algorithm search */
+    atomic_int cudnn_deterministic; /* option "cudnn_deterministic": deterministic algorithms */
 } pg_cuda_state;
 
 /* 1. cuda_state.c */
@@ -339,6 +341,11 @@ void pg_plugin_nvtx_push(const char *name);
 void pg_plugin_nvtx_pop(void);
 /* cuda_nccl.c (0, or non-zero with the reason in `why`): */
 int pg_plugin_nccl_load(const char *path, char *why, size_t whylen);
+/* cuda_cudnn.c: cuDNN loaded from `path` (0, or a message in why); its version (0 before);
+ * whether it is loaded (for other users of cuDNN in the plugin) */
+int pg_plugin_cudnn_load(const char *path, char *why, size_t len);
+size_t pg_plugin_cudnn_version(void);
+bool pg_cuda_cudnn_ready(void);
 int pg_plugin_nccl_version(void);
 int pg_plugin_nccl_unique_id(char *out, char *why, size_t whylen);
 int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device, void **comm,

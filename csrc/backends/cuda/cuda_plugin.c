@@ -226,6 +226,10 @@ static atomic_int *pg_cuda_option(const char *name)
         return &pg_cuda.nvtx;
     if (name != NULL && strcmp(name, "kernel_timing") == 0)
         return &pg_cuda.kernel_timing;
+    if (name != NULL && strcmp(name, "cudnn_benchmark") == 0)
+        return &pg_cuda.cudnn_benchmark;
+    if (name != NULL && strcmp(name, "cudnn_deterministic") == 0)
+        return &pg_cuda.cudnn_deterministic;
     return NULL;
 }
 
@@ -235,7 +239,8 @@ pg_status pg_plugin_set_option(const char *name, int value)
     if (opt == NULL)
         return pg_cuda_error(PG_ERR_VALUE,
                              "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
-                             "kernel_timing, current_device, nccl_timeout_s)",
+                             "kernel_timing, current_device, nccl_timeout_s, cudnn_benchmark, "
+                             "cudnn_deterministic)",
                              name != NULL ? name : "(null)");
     if (opt == &pg_cuda.nvtx && value != 0 && !pg_cuda_have_nvtx())
         return pg_cuda_error(PG_ERR_UNAVAILABLE,
@@ -263,7 +268,8 @@ pg_status pg_plugin_get_option(const char *name, int *value)
     if (opt == NULL)
         return pg_cuda_error(PG_ERR_VALUE,
                              "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
-                             "kernel_timing, current_device, nccl_timeout_s)",
+                             "kernel_timing, current_device, nccl_timeout_s, cudnn_benchmark, "
+                             "cudnn_deterministic)",
                              name != NULL ? name : "(null)");
     *value = atomic_load(opt);
     return PG_OK;

@@ -26,31 +26,10 @@ from ... import _creation
 from ..layers import MLP, Linear, ModuleList, ReLU, Sequential, Sigmoid, Tanh
 from ..module import Module
 from ..parameter import Parameter
+from ._compact_cnn import compact_cnn, is_cnn
+from ._compact_common import _ACT_FNS, _effective, _host
 
-
-_ACT_FNS = {
-    ReLU: lambda v: np.maximum(v, 0.0),
-    Tanh: np.tanh,
-    Sigmoid: lambda v: 1.0 / (1.0 + np.exp(-v)),
-}
 _MLP_ACTS = {"relu": ReLU, "tanh": Tanh, "sigmoid": Sigmoid}
-
-
-def _host(t):
-    t = t.detach()
-    if t.device.type != "cpu":
-        t = t.to("cpu")
-    return np.array(t.numpy(), dtype=np.float64)
-
-
-def _effective(module, name):
-    """module.<name> as the next forward would see it: <name>_orig * <name>_mask when
-    pruned (the cached attribute may predate the last optimizer step), else the parameter."""
-    params, bufs = module._parameters, module._buffers
-    if name + "_orig" in params and name + "_mask" in bufs:
-        return _host(params[name + "_orig"]) * _host(bufs[name + "_mask"]), params[name + "_orig"]
-    p = params.get(name)
-    return (None, None) if p is None else (_host(p), p)
 
 
 class _Layer:
@@ -149,8 +128,12 @@ def compact(model):
     """A new model, smaller, with the same outputs as `model`: hidden neurons whose weight
     row is zero (structured pruning on dim=0) or whose column in the next Linear is zero
     (dim=1) removed, their constant output folded into the next bias. Takes nn.Sequential
-    chains of Linear/ReLU/Tanh/Sigmoid and nn.MLP; `model` is not modified."""
-    if type(model) is Sequential:
+    chains of Linear/ReLU/Tanh/Sigmoid and nn.MLP, and convolutional nn.Sequential chains
+    (Conv2d, BatchNorm2d, pools, Flatten, Linear: _compact_cnn.py, whose outputs equal the
+    model's in eval()); `model` is not modified."""
+    if type(model) is Sequential and is_cnn(model):
+        out = compact_cnn(model)
+    elif type(model) is Sequential:
         out = _compact_sequential(model)
     elif type(model) is MLP:
         out = _compact_mlp(model)
