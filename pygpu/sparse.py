@@ -51,9 +51,9 @@ def _unlinear(lin, size, k):
         cols.append(rest - q * n)
         rest = q
     cols.reverse()
-    from ._tensor_create import stack
-    return stack(cols, 0) if cols else _creation.zeros((0, lin.shape[0]), dtype="int64",
-                                                          device=lin.device)
+    from ._train_ops import cat
+    return cat([c.unsqueeze(0) for c in cols], 0) if cols else \
+        _creation.zeros((0, lin.shape[0]), dtype="int64", device=lin.device)
 
 
 class SparseTensor:
