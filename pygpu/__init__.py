@@ -135,6 +135,11 @@ from . import quantization  # noqa: E402
 from .quantization import qint8, quint8  # noqa: E402
 __all__ += ["quantization", "qint8", "quint8"]
 
+# issue 38: pygpu.profiler (torch.profiler's API) and torch.backends' float32 GEMM switches
+from . import backends, profiler  # noqa: E402
+from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
+__all__ += ["backends", "profiler", "get_float32_matmul_precision", "set_float32_matmul_precision"]
+
 # PyTorch's dtype spellings: torch.float is float32, torch.double float64, torch.half float16,
 # torch.long int64 (pygpu has no int32, so no pygpu.int). Last in the file: the functions
 # above read the builtins float/bool, never these names.

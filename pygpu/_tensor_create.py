@@ -156,10 +156,8 @@ def dot(a, b):
 
 
 def mm(a, b):
-    if getattr(a, "is_sparse", False) and not isinstance(a, Tensor):  # pygpu.sparse's tensor
-        return a.mm(b)
-    if getattr(b, "is_sparse", False) and not isinstance(b, Tensor):
-        return b.__rmatmul__(a)
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):  # a sparse operand:
+        return a @ b  # its own __matmul__/__rmatmul__ (pygpu/sparse.py), not imported here
     _want("mm", a, 2, "input")
     _want("mm", b, 2, "mat2")
     return _C.matmul(a, b)

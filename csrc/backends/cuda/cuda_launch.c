@@ -108,7 +108,8 @@ pg_status pg_cuda_launch_fill(pg_cuda_device *d, const pg_cuda_ctx *ctx, const p
     if (zero && pg_cuda_iter_contiguous(&it) && it.numel > 0)
         return PG_CUDA_KERNEL_STATUS(
             d, n, "cudaMemsetAsync",
-            cudaMemsetAsync(dst, 0, (size_t)it.numel * pg_cuda_itemsize(n->dst.dtype), ctx->stream));
+            cudaMemsetAsync(dst, 0, (size_t)it.numel * pg_cuda_itemsize(n->dst.dtype),
+                            pg_cuda_noted(ctx, "cudaMemsetAsync")));
     /* a half fill writes the value's bits, rounded once from the double here as the CPU does */
     int64_t i = n->dst.dtype == PG_FLOAT16    ? (int64_t)pg_f16_from_double(f)
                 : n->dst.dtype == PG_BFLOAT16 ? (int64_t)pg_bf16_from_double(f)
@@ -214,7 +215,7 @@ pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx, const
         pg_gemm g;
         pg_gemm_of_matmul(a, b, c, pg_cuda_tensor_data(a), pg_cuda_tensor_data(b),
                           pg_cuda_tensor_data(c), &g);
-        return pg_cuda_gemm(d, ctx->stream, &g, n->name);
+        return pg_cuda_gemm(d, ctx, &g, n->name);
     }
     /* integers: the tiled kernel of kernels/matmul.cu (cuBLAS has no integer GEMM) */
     pg_cuda_matmul_args args = {
@@ -306,9 +307,12 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
     /* compute's own work, queued since this thread's user stream last looked
      * (cuda_stream.c); ops on a user stream count as compute work (q) */
     PG_TRY(pg_cuda_stream_before_op(d, node->name));
-    pg_cuda_ctx ctx = {pg_cuda_work_stream(d), d->sm_count, d->eflags_dev};
+    pg_cuda_ctx ctx = {pg_cuda_work_stream(d), d->sm_count, d->eflags_dev, NULL,
+                       atomic_load(&pg_cuda.allow_tf32)};
     pg_cuda_prof prof;
     PG_TRY(pg_cuda_profile_begin(d, ctx.stream, node->name, &prof));
+    if (prof.prof_id != 0)
+        ctx.log = &prof.log.base;
     pg_status launched = pg_cuda_launch_node(d, &ctx, node);
     pg_cuda_profile_end(d, ctx.stream, &prof, launched == PG_OK);
     PG_TRY(launched);
