@@ -289,7 +289,8 @@ def div_(self, other, *, rounding_mode=None):
 def angle(self):
     """The argument of a real number: 0 for x >= 0, pi for x < 0 (NaN stays NaN)."""
     x = self if self.dtype.is_floating_point else self.to("float32")
-    return _C.where(x < 0, _math.pi, _C.where(x != x, float("nan"), 0.0)).to(x.dtype)
+    keep_nan = _C.where(x != x, x, 0.0)  # a number meets x's dtype, not float32
+    return _C.where(x < 0, _math.pi, keep_nan)
 
 
 def _real_identity(self):

@@ -121,6 +121,11 @@ template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply_math(T
         return T(0.5) * pgm_erfc(-x * T(0.70710678118654752440));
     } else if constexpr (OP == PG_CUDA_UN_ENTR) {
         return x > T(0) ? -x * pgm_log(x) : x == T(0) ? T(0) : x < T(0) ? -T(INFINITY) : x;
+    } else if constexpr (OP == PG_CUDA_UN_BITWISE_NOT) {
+        if constexpr (std::is_same<T, int64_t>::value)
+            return ~x;
+        else
+            return x ? T(0) : T(1); /* a bool's bitwise not is its logical not */
     } else if constexpr (OP == PG_CUDA_UN_SQUARE) {
         if constexpr (std::is_same<T, int64_t>::value)
             return (T)((uint64_t)x * (uint64_t)x); /* wraps, as the CPU's */
