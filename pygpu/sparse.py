@@ -368,6 +368,16 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     return SparseTensor(indices, values, size, bool(is_coalesced))
 
 
+def _legacy(dtype):
+    def make(indices, values, size=None):
+        """torch.sparse.FloatTensor(indices, values, size) and its kin: the legacy spellings."""
+        return sparse_coo_tensor(indices, values, size, dtype=dtype)
+    return make
+
+
+FloatTensor, DoubleTensor, LongTensor = _legacy("float32"), _legacy("float64"), _legacy("int64")
+
+
 def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
     """Tensor.to_sparse(): the nonzero elements as a coalesced COO tensor (sparse_dim of
     the leading axes; the rest stay dense in each value)."""
