@@ -284,6 +284,98 @@ def div_(self, other, *, rounding_mode=None):
     return self.copy_(div(self, other, rounding_mode=rounding_mode))
 
 
+# ---- more of PyTorch's pointwise list, composed of rows ---------------------------------------
+
+def angle(self):
+    """The argument of a real number: 0 for x >= 0, pi for x < 0 (NaN stays NaN)."""
+    x = self if self.dtype.is_floating_point else self.to("float32")
+    keep_nan = _C.where(x != x, x, 0.0)  # a number meets x's dtype, not float32
+    return _C.where(x < 0, _math.pi, keep_nan)
+
+
+def _real_identity(self):
+    """conj, conj_physical, resolve_conj, resolve_neg: a real tensor is its own conjugate."""
+    return self
+
+
+def mvlgamma(self, p):
+    """The multivariate log-gamma function of dimension p (special.multigammaln):
+    p(p-1)/4 log(pi) + sum_j lgamma(x - j/2), j = 0 .. p-1."""
+    p = int(p)
+    if p < 1:
+        raise ValueError("multigammaln: p has to be greater than or equal to 1")
+    out = _C.lgamma(self)
+    for j in range(1, p):
+        out = out + _C.lgamma(self - j / 2.0)
+    return out + p * (p - 1) / 4.0 * _math.log(_math.pi)
+
+
+def mvlgamma_(self, p):
+    return self.copy_(mvlgamma(self, p))
+
+
+def igamma(self, other):
+    """The regularized lower incomplete gamma function P(self, other) (float64 internally)."""
+    from .distributions.gamma_sampling import regularized_gamma_p
+    a, x = _broadcast_pair(self, other)
+    dt = a.dtype if a.dtype.is_floating_point else "float32"
+    a64, x64 = a.to("float64"), x.to("float64")
+    pos = x64 > 0
+    p = regularized_gamma_p(a64, _C.where(pos, x64, 1.0))
+    p = _C.where(pos, p, 0.0)
+    p = _C.where((a64 <= 0) | (x64 < 0) | (a64 != a64) | (x64 != x64), float("nan"), p)
+    return p.to(dt)
+
+
+def igammac(self, other):
+    """1 - igamma: the regularized upper incomplete gamma function Q(self, other)."""
+    return 1.0 - igamma(self, other)
+
+
+def _broadcast_pair(a, b):
+    from .distributions.distribution import broadcast_all
+    return broadcast_all(a, b)
+
+
+_c_round, _c_round_ = Tensor.round, Tensor.round_
+
+
+def round(self, *, decimals=0):  # noqa: A001 - PyTorch's name
+    """x rounded to `decimals` decimal places (halves to even), as PyTorch: round(x * 10^d)
+    / 10^d (a negative d rounds to tens, hundreds...)."""
+    if decimals == 0:
+        return _c_round(self)
+    scale = 10.0 ** decimals
+    return _c_round(self * scale) / scale
+
+
+def round_(self, *, decimals=0):
+    if decimals == 0:
+        return _c_round_(self)
+    return self.copy_(round(self, decimals=decimals))
+
+
+def frexp(self):
+    """(mantissa, exponent) with x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1 (0, inf
+    and NaN keep exponent 0 and mantissa x), as PyTorch's (int64 exponent: pygpu has no
+    int32)."""
+    import collections
+    x = self
+    finite = _C.isfinite(x) & (x != 0)
+    a = _C.where(finite, x.abs(), 1.0)
+    e = _C.floor(_C.log2(a)) + 1.0
+    m = x / _C.exp2(e)
+    # log2 may round an exact power of two up or down: one correction step either way
+    big = m.abs() >= 1.0
+    e = _C.where(big, e + 1.0, e)
+    m = _C.where(big, m * 0.5, m)
+    small = (m.abs() < 0.5) & finite
+    e = _C.where(small, e - 1.0, e)
+    m = _C.where(small, m * 2.0, m)
+    t = collections.namedtuple("frexp", ["mantissa", "exponent"])
+    return t(_C.where(finite, m, x), _C.where(finite, e, 0.0).to("int64"))
+
+
 METHODS = {
     "logit": logit, "logit_": logit_, "nan_to_num": nan_to_num, "nan_to_num_": nan_to_num_,
     "lerp": lerp, "lerp_": lerp_, "addcmul": addcmul, "addcmul_": addcmul_,
@@ -291,7 +383,11 @@ METHODS = {
     "clamp_min_": clamp_min_, "clamp_max": clamp_max, "clamp_max_": clamp_max_,
     "float_power": float_power, "float_power_": float_power_, "polygamma": polygamma,
     "polygamma_": polygamma_, "positive": positive, "ldexp": ldexp, "ldexp_": ldexp_,
-    "div": div, "div_": div_, "divide": div, "divide_": div_, }
+    "div": div, "div_": div_, "divide": div, "divide_": div_, "angle": angle,
+    "conj": _real_identity, "conj_physical": _real_identity, "resolve_conj": _real_identity,
+    "resolve_neg": _real_identity, "mvlgamma": mvlgamma, "mvlgamma_": mvlgamma_,
+    "igamma": igamma, "igammac": igammac, "round": round, "round_": round_, "frexp": frexp,
+}
 
 
 def methods():
@@ -315,4 +411,6 @@ FUNCTIONS = {"polygamma": _polygamma_fn, "float_power": _float_power_fn}
 # module functions that are the methods above (pygpu.lerp(x, end, w) is x.lerp(end, w))
 AS_FUNCTIONS = ("logit", "nan_to_num", "nan_to_num_", "lerp", "addcmul", "addcdiv",
                 "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "positive", "ldexp",
-                "div", "divide", "true_divide", "logit_")
+                "div", "divide", "true_divide", "logit_", "angle", "conj", "conj_physical",
+                "resolve_conj", "resolve_neg", "mvlgamma", "igamma", "igammac", "round",
+                "frexp")

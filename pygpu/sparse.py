@@ -51,9 +51,9 @@ def _unlinear(lin, size, k):
         cols.append(rest - q * n)
         rest = q
     cols.reverse()
-    from ._tensor_create import stack
-    return stack(cols, 0) if cols else _creation.zeros((0, lin.shape[0]), dtype="int64",
-                                                          device=lin.device)
+    from ._train_ops import cat
+    return cat([c.unsqueeze(0) for c in cols], 0) if cols else \
+        _creation.zeros((0, lin.shape[0]), dtype="int64", device=lin.device)
 
 
 class SparseTensor:
@@ -366,6 +366,16 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     if requires_grad:
         values = values.detach().requires_grad_()
     return SparseTensor(indices, values, size, bool(is_coalesced))
+
+
+def _legacy(dtype):
+    def make(indices, values, size=None):
+        """torch.sparse.FloatTensor(indices, values, size) and its kin: the legacy spellings."""
+        return sparse_coo_tensor(indices, values, size, dtype=dtype)
+    return make
+
+
+FloatTensor, DoubleTensor, LongTensor = _legacy("float32"), _legacy("float64"), _legacy("int64")
 
 
 def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):

@@ -32,15 +32,8 @@ def polygamma(n, input):
 
 
 def multigammaln(input, p):
-    """log of the multivariate gamma function of dimension p: p(p-1)/4 log(pi) +
-    sum_j lgamma(input - j/2), j = 0 .. p-1."""
-    p = int(p)
-    if p < 1:
-        raise ValueError("multigammaln: p has to be greater than or equal to 1")
-    out = _C.lgamma(input)
-    for j in range(1, p):
-        out = out + _C.lgamma(input - j / 2.0)
-    return out + p * (p - 1) / 4.0 * _math.log(_math.pi)
+    """log of the multivariate gamma function of dimension p."""
+    return _tensor_math.mvlgamma(input, p)
 
 
 def ndtri(input):

@@ -284,3 +284,35 @@ def test_autograd_sees_in_place_math_on_saved_inputs(device):
     y.mul_(2.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         z.sum().backward()
+
+
+def test_more_pointwise_functions_match_torch(device):
+    """angle, the conj family, mvlgamma, igamma/igammac, round(decimals), frexp: compositions
+    of rows (pygpu/_tensor_math.py), values against torch."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(9) * 3
+    x[:4] = [0.0, -0.0, 8.0, -0.375]
+    a = np.abs(rng.standard_normal(9)) * 3 + 0.2
+    pos = np.abs(x) + 0.1
+    cases = [
+        ("angle", lambda m, u, v: m.angle(u)),
+        ("conj", lambda m, u, v: u.conj() * 1.0),
+        ("resolve_neg", lambda m, u, v: m.resolve_neg(u) * 1.0),
+        ("mvlgamma", lambda m, u, v: m.mvlgamma(v + 2.0, 3)),
+        ("igamma", lambda m, u, v: m.igamma(v, u.abs())),
+        ("igammac", lambda m, u, v: m.igammac(v, u.abs() + 0.5)),
+        ("round decimals", lambda m, u, v: m.round(u * 7.0, decimals=2)),
+        ("round -1", lambda m, u, v: (u * 40.0).round(decimals=-1)),
+        ("frexp mantissa", lambda m, u, v: m.frexp(u)[0]),
+        ("frexp exponent", lambda m, u, v: m.frexp(u)[1]),
+    ]
+    for label, fn in cases:
+        want = fn(torch, torch.tensor(x), torch.tensor(a))
+        got = fn(pygpu, to_device(x, device), to_device(a, device))
+        tol = 1e-9 if label.startswith("igamma") else 1e-12
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol, atol=tol, err_msg=label)
+        # (frexp's exponent is int64: pygpu has no int32)
+        want_dtype = "int64" if label == "frexp exponent" else str(want.dtype).replace("torch.", "")
+        assert str(got.dtype) == want_dtype, label
+    with pytest.raises(ValueError, match="multigammaln"):
+        pygpu.mvlgamma(to_device(pos, device), 0)

@@ -257,6 +257,8 @@ MATH_BINARY = {
     "special_zeta": (lambda x, q: _torch_ref("special.zeta")(x.astype(np.promote_types(x.dtype, np.float32)), q.astype(np.promote_types(q.dtype, np.float32))).astype(np.result_type(x, q)),
                      ("gt1", "positive"), "special"),
 }
+row("bitwise_not", pygpu.bitwise_not, np.invert, cases(a(3, 4), tr(4, 3)), ("int64", "bool"), tol="exact")
+row("invert_operator", lambda x: ~x, np.invert, cases(a(7), STEP9), ("int64", "bool"), tol="exact")
 _MATH_NUM = {"square", "signbit", "isinf", "isposinf", "isneginf", "fmod", "remainder",
              "floor_divide", "heaviside", "fmax", "fmin"}  # int64 rows (NUM and ANY)
 for _name, (_ref, _dom, _tol) in MATH_UNARY.items():

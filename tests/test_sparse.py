@@ -106,3 +106,23 @@ def test_arithmetic_and_sums(device):
     if device != "cpu":
         c = s.cpu()
         assert c.device.type == "cpu" and c.to(device).device == s.device
+
+
+def test_a_graph_convolution_as_pygcn_writes_it(device):
+    """tkipf/pygcn's layer: torch.sparse.FloatTensor(indices, values, shape) and
+    torch.spmm(adj, torch.mm(x, W)), its loss and gradients against torch's."""
+    rng = np.random.default_rng(3)
+    n, f, h = 12, 5, 4
+    idx = np.vstack((rng.integers(0, n, 40), rng.integers(0, n, 40))).astype(np.int64)
+    val = rng.random(40).astype(np.float32)
+    x, w = rng.standard_normal((n, f)).astype(np.float32), rng.standard_normal((f, h)).astype(np.float32)
+    adj_p = pygpu.sparse.FloatTensor(to_device(idx, device), to_device(val, device), (n, n))
+    adj_t = torch.sparse_coo_tensor(torch.tensor(idx), torch.tensor(val), (n, n))
+    wp, wt = to_device(w, device).requires_grad_(), torch.tensor(w, requires_grad=True)
+    out_p = pygpu.spmm(adj_p, pygpu.mm(to_device(x, device), wp)).relu().sum()
+    out_t = torch.spmm(adj_t, torch.mm(torch.tensor(x), wt)).relu().sum()
+    out_p.backward()
+    out_t.backward()
+    np.testing.assert_allclose(float(out_p), float(out_t), rtol=1e-5)
+    np.testing.assert_allclose(wp.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-5)
+    assert str(adj_p.dtype) == "float32"

@@ -180,7 +180,7 @@ static PyObject *unary(PyObject *a, int op) { return pg_unary_call(a, op); }
 static PyObject *nb_neg(PyObject *a) { return unary(a, PG_UN_NEG); }
 static PyObject *nb_abs(PyObject *a) { return unary(a, PG_UN_ABS); }
 static PyObject *nb_pos(PyObject *a) { return Py_NewRef(a); }
-static PyObject *nb_invert(PyObject *a) { return unary(a, PG_UN_NOT); }
+static PyObject *nb_invert(PyObject *a) { return unary(a, PG_UN_BITWISE_NOT); } /* ~ : bitwise (logical for bool) */
 
 static PyObject *matmul_impl(PyObject *a, PyObject *b);
 

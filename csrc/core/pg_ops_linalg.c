@@ -22,7 +22,8 @@ static pg_status out_tensor(pg_dtype dt, int nbatch, const int64_t *batch, int n
     int64_t shape[PG_MAX_DIMS];
     if (nbatch + nlast > PG_MAX_DIMS)
         return pg_error_set(PG_ERR_VALUE, "linalg: too many dimensions");
-    memcpy(shape, batch, sizeof(int64_t) * (size_t)nbatch);
+    if (nbatch > 0) /* (batch may be NULL for a single matrix) */
+        memcpy(shape, batch, sizeof(int64_t) * (size_t)nbatch);
     if (nlast > 0)
         shape[nbatch] = d0;
     if (nlast > 1)

@@ -74,6 +74,8 @@ static inline double lgammar_f64(double x)
 UN_MATH(float, f32, f)
 UN_MATH(double, f64, )
 
+UN_LOOP(bnot_i64, int64_t, ~x)
+UN_LOOP(bnot_b, pg_bool_t, !x)
 UN_LOOP(square_i64, int64_t, (int64_t)((uint64_t)x * (uint64_t)x)) /* wraps, no UB */
 UN_LOOP_TO(signbit_i64, int64_t, pg_bool_t, x < 0)
 UN_LOOP_TO(false_i64, int64_t, pg_bool_t, ((void)x, 0)) /* an integer is never infinite */
@@ -116,6 +118,7 @@ const pg_cpu_loop_fn pg_cpu_math_unary[PG_NUM_UNARY][4] = {
     [PG_UN_I1E] = MATH_ROW(i1e),
     [PG_UN_NDTR] = MATH_ROW(ndtr),
     [PG_UN_ENTR] = MATH_ROW(entr),
+    [PG_UN_BITWISE_NOT] = {bnot_b, bnot_i64, NULL, NULL},
     [PG_UN_SQUARE] = {NULL, square_i64, square_f32, square_f64},
     [PG_UN_SIGNBIT] = {false_b, signbit_i64, signbit_f32, signbit_f64},
     [PG_UN_ISINF] = MATH_PRED(isinf),

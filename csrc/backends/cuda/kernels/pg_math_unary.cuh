@@ -46,6 +46,14 @@ PG_MATH_FN(pgm_trunc, trunc)
 PG_MATH_FN(pgm_fabs, fabs)
 #undef PG_MATH_FN
 
+template <typename T> __device__ __forceinline__ T pg_math_copysign1(T x)
+{
+    if constexpr (std::is_same<T, float>::value)
+        return copysignf(1.0f, x);
+    else
+        return copysign(1.0, x);
+}
+
 template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply_math(T x)
 {
     constexpr bool flt = std::is_floating_point<T>::value;
@@ -113,14 +121,19 @@ template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply_math(T
         return T(0.5) * pgm_erfc(-x * T(0.70710678118654752440));
     } else if constexpr (OP == PG_CUDA_UN_ENTR) {
         return x > T(0) ? -x * pgm_log(x) : x == T(0) ? T(0) : x < T(0) ? -T(INFINITY) : x;
+    } else if constexpr (OP == PG_CUDA_UN_BITWISE_NOT) {
+        if constexpr (std::is_same<T, int64_t>::value)
+            return ~x;
+        else
+            return x ? T(0) : T(1); /* a bool's bitwise not is its logical not */
     } else if constexpr (OP == PG_CUDA_UN_SQUARE) {
         if constexpr (std::is_same<T, int64_t>::value)
             return (T)((uint64_t)x * (uint64_t)x); /* wraps, as the CPU's */
         else
             return x * x;
     } else if constexpr (OP == PG_CUDA_UN_SIGNBIT) {
-        if constexpr (flt)
-            return T(signbit(x) ? 1 : 0);
+        if constexpr (flt) /* copysign carries the sign bit of -0.0 and of a NaN too */
+            return T(pg_math_copysign1(x) < T(0) ? 1 : 0);
         else if constexpr (std::is_same<T, int64_t>::value)
             return T(x < 0);
         else
