@@ -130,3 +130,52 @@ def test_kernel_events_have_device_times_within_their_op(plugin):
         print("ok")
     """)
     assert "ok" in out
+
+
+def test_row_ops_are_one_kernel_each(plugin):
+    """softmax, log_softmax, layer_norm and clamp: one CUDA kernel each (kernels/rows.cu);
+    the H200 run's softmax was five (cuda declined the SOFTMAX node). Checked against the
+    CPU's kernels on rows whose length takes the 16-byte path (4096) and on ones that do
+    not (129), with NaN and -inf rows."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu.nn import functional as F
+        from pygpu.profiler import profile
+        rng = np.random.default_rng(0)
+        for dtype in (np.float32, np.float64):
+            for cols in (4096, 129):
+                a = (rng.standard_normal((6, cols)) * 4).astype(dtype)
+                a[1, 5] = np.nan
+                a[2, :] = -np.inf
+                a[3, :7] = -np.inf
+                w = rng.standard_normal(cols).astype(dtype)
+                b = rng.standard_normal(cols).astype(dtype)
+                x = pygpu.tensor(a, device="cuda")
+                fin = pygpu.tensor(np.nan_to_num(a, nan=0.5, neginf=-3.0), device="cuda")
+                tw, tb = pygpu.tensor(w, device="cuda"), pygpu.tensor(b, device="cuda")
+                with profile() as prof:
+                    got = [F.softmax(x, -1), F.log_softmax(x, -1),
+                           F.layer_norm(fin, (cols,), tw, tb), x.clamp(-1.5, 2.0)]
+                    y = x.clone()
+                    y.clamp_(-0.5, 0.5)
+                    got.append(y)
+                ops = [e for e in prof.events() if e.name != "copy"]
+                assert [e.name for e in ops] == ["softmax", "log_softmax", "layer_norm", "clamp",
+                                                 "clamp"], [e.name for e in ops]
+                for e in ops:
+                    assert e.kernels_launched == 1, e
+                assert [k.name for e in ops for k in e.kernels] == [
+                    "pg_softmax_rows_kernel", "pg_log_softmax_rows_kernel",
+                    "pg_layer_norm_rows_kernel", "pg_clamp_kernel", "pg_clamp_kernel"]
+                c, cf = pygpu.tensor(a), pygpu.tensor(np.nan_to_num(a, nan=0.5, neginf=-3.0))
+                want = [F.softmax(c, -1), F.log_softmax(c, -1),
+                        F.layer_norm(cf, (cols,), pygpu.tensor(w), pygpu.tensor(b)),
+                        c.clamp(-1.5, 2.0), c.clamp(-0.5, 0.5)]
+                tol = 2e-5 if dtype == np.float32 else 1e-12
+                for g, r in zip(got, want):
+                    np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=tol, atol=tol)
+                # NaN anywhere in a row, or a row of -inf: a NaN row, as the CPU's
+                s = got[0].numpy()
+                assert np.isnan(s[1]).all() and np.isnan(s[2]).all() and not np.isnan(s[3]).any()
+        print("ok")
+    """)

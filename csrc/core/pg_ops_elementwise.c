@@ -514,6 +514,35 @@ pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi)
     return st;
 }
 
+pg_status pg_op_clamp(const pg_tensor *self, double lo, double hi, pg_tensor *out)
+{
+    const char *name = "clamp";
+    pg_tensor_out_init(out, NULL);
+    if (self->dtype != PG_FLOAT32 && self->dtype != PG_FLOAT64)
+        return pg_error_set(PG_ERR_DTYPE, "clamp: the one-pass clamp takes float32 or float64, "
+                                          "got %s", pg_dtype_name((pg_dtype)self->dtype));
+    if (lo != lo || hi != hi)
+        return pg_error_set(PG_ERR_VALUE, "clamp: the one-pass clamp takes no NaN bound");
+    pg_device dev = pg_tensor_device(self);
+    PG_TRY(pg_backend_check_op(dev, PG_OP_CLAMP, self->dtype, name));
+    PG_TRY(pg_tensor_empty(dev, (pg_dtype)self->dtype, self->ndim, self->shape, out));
+    if (pg_tensor_numel(self) == 0)
+        return PG_OK;
+    pg_node n;
+    n.nextra = 0;
+    node_init(&n, PG_OP_CLAMP, 0, name);
+    n.p.train.f[0] = lo;
+    n.p.train.f[1] = hi;
+    pg_tensor_ref(self, &n.src[0]);
+    n.nsrc = 1;
+    n.dst = *out;
+    pg_status st = pg_launch(&n);
+    pg_tensor_clear(&n.src[0]);
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
 pg_status pg_op_unary_(int op, const pg_tensor *self)
 {
     const char *name = un_names[op];
