@@ -19,10 +19,6 @@
 
 #include "pg_cuda_block.cuh"
 
-template <typename T, int V> struct alignas(sizeof(T) * V) pg_pack {
-    T v[V];
-};
-
 /* the elements of V-packs this thread reads of a row of C / V packs */
 #define PG_ROW_PACKS(j, C, V) for (int64_t j = threadIdx.x; j < (C) / (V); j += blockDim.x)
 
