@@ -36,7 +36,10 @@ static inline unsigned pg_cuda_grid(int64_t n, int block, const pg_cuda_ctx *ctx
 template <typename T, int V> struct alignas(sizeof(T) * V) pg_pack {
     T v[V];
 };
-template <typename T> constexpr int pg_vec_width() { return sizeof(T) >= 16 ? 1 : 16 / (int)sizeof(T); }
+template <typename T> constexpr int pg_vec_width()
+{
+    return sizeof(T) >= 16 ? 1 : 16 / (int)sizeof(T);
+}
 /* whether p may be accessed as packs of `bytes` (NULL: an absent operand, no constraint) */
 static inline bool pg_cuda_aligned(const void *p, size_t bytes)
 {
