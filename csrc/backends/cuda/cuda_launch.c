@@ -146,6 +146,22 @@ pg_status pg_cuda_launch_binary(pg_cuda_device *d, const pg_cuda_ctx *ctx, const
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_binary", err);
 }
 
+/* TERNARY (addcmul, addcdiv, lerp): dst and two or three sources, all of dst's shape */
+pg_status pg_cuda_launch_ternary(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    pg_cuda_iter it;
+    bool three = n->nsrc == 3;
+    const int64_t *strides[4] = {n->dst.strides, n->src[0].strides, n->src[1].strides,
+                                 three ? n->src[2].strides : n->src[1].strides};
+    pg_cuda_iter_init(&it, n->dst.ndim, n->dst.shape, three ? 4 : 3, strides);
+    cudaError_t err = pg_kernel_ternary(ctx, n->subop, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
+                                        pg_cuda_tensor_data(&n->src[0]),
+                                        pg_cuda_tensor_data(&n->src[1]),
+                                        three ? pg_cuda_tensor_data(&n->src[2]) : NULL,
+                                        n->p.ternary.value, &it);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_ternary", err);
+}
+
 pg_status pg_cuda_launch_unary(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
     pg_cuda_iter it;

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define PG_CUDA_MAX_DIMS 8
-#define PG_CUDA_MAX_OPERANDS 3
+#define PG_CUDA_MAX_OPERANDS 4 /* dst and up to three sources (TERNARY) */
 
 enum {
 #define PG_BINARY(ID, ...) PG_CUDA_BIN_##ID = PG_BIN_##ID,
@@ -151,6 +151,11 @@ cudaError_t pg_kernel_binary(const pg_cuda_ctx *ctx, int op, int dtype, void *ds
 /* elementwise_unary.cu (float16/bfloat16: computed in float32, rounded once) */
 cudaError_t pg_kernel_unary(const pg_cuda_ctx *ctx, int op, int dtype, void *dst, const void *src,
                           const pg_cuda_iter *it);
+
+/* ternary.cu: addcmul / addcdiv / lerp in one pass (op: pg_ternary_op; c NULL for LERP),
+ * float32 and float64 */
+cudaError_t pg_kernel_ternary(const pg_cuda_ctx *ctx, int op, int dtype, void *dst, const void *a,
+                              const void *b, const void *c, double value, const pg_cuda_iter *it);
 
 /* elementwise_select.cu: dst = cond ? a : dst (where), elements moved by their size
  * (1, 2, 4 or 8 bytes); cond bool, a of dst's dtype, all walked by `it`. */
