@@ -170,18 +170,23 @@ extern "C" cudaError_t pg_kernel_softmax_rows(const pg_cuda_ctx *ctx, int dtype,
             constexpr int V = 16 / sizeof(T);
             const T *xs = (const T *)x;
             T *ys = (T *)y;
-            const char *name = log ? "pg_log_softmax_rows_kernel" : "pg_softmax_rows_kernel";
-            cudaStream_t st = pg_cuda_noted(ctx, name);
-            if (pg_row_vec<T>(C, x, y, NULL, NULL) == V) {
-                if (log)
-                    pg_softmax_rows_kernel<T, V, true><<<grid, block, 0, st>>>(xs, ys, R, C);
-                else
-                    pg_softmax_rows_kernel<T, V, false><<<grid, block, 0, st>>>(xs, ys, R, C);
-            } else if (log) {
-                pg_softmax_rows_kernel<T, 1, true><<<grid, block, 0, st>>>(xs, ys, R, C);
-            } else {
-                pg_softmax_rows_kernel<T, 1, false><<<grid, block, 0, st>>>(xs, ys, R, C);
-            }
+            const bool vec = pg_row_vec<T>(C, x, y, NULL, NULL) == V;
+            if (log && vec)
+                pg_softmax_rows_kernel<T, V, true>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_log_softmax_rows_kernel")>>>(
+                        xs, ys, R, C);
+            else if (log)
+                pg_softmax_rows_kernel<T, 1, true>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_log_softmax_rows_kernel")>>>(
+                        xs, ys, R, C);
+            else if (vec)
+                pg_softmax_rows_kernel<T, V, false>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_softmax_rows_kernel")>>>(xs, ys, R,
+                                                                                        C);
+            else
+                pg_softmax_rows_kernel<T, 1, false>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_softmax_rows_kernel")>>>(xs, ys, R,
+                                                                                        C);
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
@@ -200,13 +205,14 @@ extern "C" cudaError_t pg_kernel_layer_norm_rows(const pg_cuda_ctx *ctx, int dty
         using T = decltype(tag);
         if constexpr (std::is_floating_point<T>::value) {
             constexpr int V = 16 / sizeof(T);
-            cudaStream_t st = pg_cuda_noted(ctx, "pg_layer_norm_rows_kernel");
             if (pg_row_vec<T>(C, x, y, w, b) == V)
-                pg_layer_norm_rows_kernel<T, V><<<grid, block, 0, st>>>(
-                    (const T *)x, (T *)y, (const T *)w, (const T *)b, R, C, eps);
+                pg_layer_norm_rows_kernel<T, V>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_rows_kernel")>>>(
+                        (const T *)x, (T *)y, (const T *)w, (const T *)b, R, C, eps);
             else
-                pg_layer_norm_rows_kernel<T, 1><<<grid, block, 0, st>>>(
-                    (const T *)x, (T *)y, (const T *)w, (const T *)b, R, C, eps);
+                pg_layer_norm_rows_kernel<T, 1>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_rows_kernel")>>>(
+                        (const T *)x, (T *)y, (const T *)w, (const T *)b, R, C, eps);
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
@@ -223,15 +229,14 @@ extern "C" cudaError_t pg_kernel_clamp(const pg_cuda_ctx *ctx, int dtype, void *
     return pg_dispatch_dtype(dtype, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
         if constexpr (std::is_floating_point<T>::value) {
-            cudaStream_t st = pg_cuda_noted(ctx, "pg_clamp_kernel");
             if (pg_cuda_iter_contiguous(it))
-                pg_clamp_kernel<T, true><<<grid, PG_CUDA_BLOCK, 0, st>>>(*it, (T *)dst,
-                                                                        (const T *)src, (T)lo,
-                                                                        (T)hi);
+                pg_clamp_kernel<T, true>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_clamp_kernel")>>>(
+                        *it, (T *)dst, (const T *)src, (T)lo, (T)hi);
             else
-                pg_clamp_kernel<T, false><<<grid, PG_CUDA_BLOCK, 0, st>>>(*it, (T *)dst,
-                                                                         (const T *)src, (T)lo,
-                                                                         (T)hi);
+                pg_clamp_kernel<T, false>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_clamp_kernel")>>>(
+                        *it, (T *)dst, (const T *)src, (T)lo, (T)hi);
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
