@@ -394,16 +394,30 @@ def _as_index(k, device):
     return k
 
 
+def _check_host_index(values, size, dim):
+    """A list's indices are known on the host: check them at the call, on every device,
+    with PyTorch's words. (An index tensor is checked where it runs: on an asynchronous
+    device the error comes at the next wait, as AsyncOpError.)"""
+    import numpy as np
+    bad = values[(values >= size) | (values < -size)]
+    if bad.size:
+        raise IndexError(f"index {int(bad.flat[0])} is out of bounds for dimension {dim} with "
+                         f"size {size}")
+
+
 def _split_key(self, key):
     """(basic key with ':' in place of each advanced entry, [(axis in the view, index)]),
     where a bool mask of k dims becomes k int indices over those axes."""
+    import numpy as np
     items = key if isinstance(key, tuple) else (key,)
+    # a list's values, kept on the host for the bounds check below (int lists only)
+    hosts = [np.asarray(k) if isinstance(k, list) else None for k in items]
     items = tuple(_as_index(k, self.device) if isinstance(k, (Tensor, list, bool)) else k
                   for k in items)
     consumed = sum(k.ndim if isinstance(k, Tensor) and k.dtype.name == "bool" else 1
                    for k in items if k is not None and k is not Ellipsis)
     basic, adv, axis, self_axis = [], [], 0, 0
-    for k in items:
+    for k, host in zip(items, hosts):
         if isinstance(k, Tensor) and k.dtype.name == "bool":
             want = tuple(self.shape[self_axis:self_axis + k.ndim])
             if k.ndim == 0 or tuple(k.shape) != want:
@@ -416,6 +430,8 @@ def _split_key(self, key):
                 axis += 1
             self_axis += k.ndim
         elif isinstance(k, Tensor):
+            if host is not None and self_axis < self.ndim:
+                _check_host_index(host, self.shape[self_axis], axis)
             basic.append(slice(None))
             adv.append((axis, k))
             axis += 1

@@ -274,6 +274,11 @@ long pg_storage_users(pg_storage *s)
     return (long)(v & REF_MASK) - (long)(v >> HOLD_SHIFT);
 }
 
+long pg_storage_holds(pg_storage *s)
+{
+    return (long)(atomic_load_explicit(&s->refs, memory_order_acquire) >> HOLD_SHIFT);
+}
+
 /* Messages are set by workers, read by waiters and cleared by a later
  * overwrite, on different threads: a reader copies under this lock so that a
  * clear never frees a message being formatted. */

@@ -121,6 +121,8 @@ void pg_storage_hold(pg_storage *s);
 void pg_storage_unhold(pg_storage *s);
 /* The references that are not queued tasks' holds (tensors and views), from one reading. */
 long pg_storage_users(pg_storage *s);
+/* The holds of queued tasks that have not run yet (see pg_storage_hold). */
+long pg_storage_holds(pg_storage *s);
 
 /* A test's probe (bindings/testing.c, _test_release_race): when set, a release of a
  * device storage calls it right after reading the counts it decides on, so that a test
