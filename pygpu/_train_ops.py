@@ -92,8 +92,12 @@ def cat(tensors, dim=0):
 class _LogSoftmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
-        shifted = x - x.max(axis=dim, keepdims=True)
-        out = shifted - shifted.exp().sum(axis=dim, keepdims=True).log()
+        out = None
+        if dim == x.ndim - 1 and x.dtype in (float32, float64):
+            out = _C._softmax_rows(x, True)  # one node; None where the backend has no kernel
+        if out is None:
+            shifted = x - x.max(axis=dim, keepdims=True)
+            out = shifted - shifted.exp().sum(axis=dim, keepdims=True).log()
         ctx.save(out)  # Function.apply swaps a saved output for a detached alias
         ctx.dim = dim
         return out
@@ -193,7 +197,13 @@ def log_softmax(x, dim=-1):
     Under pygpu.autocast: float32."""
     _float_input(x, "log_softmax")
     (x,) = _autocast("log_softmax", x)
-    return _widened(_LogSoftmax.apply, x, _axis(dim, x.ndim, "log_softmax"))
+    axis = _axis(dim, x.ndim, "log_softmax")
+    if axis == x.ndim - 1 and x.dtype in (float32, float64) and not (
+            x.requires_grad and is_grad_enabled()):
+        out = _C._softmax_rows(x, True)  # nothing to record: the node alone, no Function
+        if out is not None:
+            return out
+    return _widened(_LogSoftmax.apply, x, axis)
 
 
 def softmax(x, dim=-1):

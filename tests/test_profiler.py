@@ -158,3 +158,25 @@ def test_activities_and_errors():
                 pass
     with pytest.warns(UserWarning, match="profile_memory"):
         profile(profile_memory=True)
+
+
+def test_every_cuda_launch_notes_its_kernel():
+    """pygpu.profiler sees a CUDA kernel only if its launch notes it: the stream argument of
+    every `<<<...>>>` in csrc/backends/cuda/kernels/ is pg_cuda_noted(ctx, "name"), and
+    every cuBLAS product call there is preceded by pg_cuda_note_gemm."""
+    import glob
+    import os
+    import re
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "csrc", "backends",
+                        "cuda", "kernels")
+    bad = []
+    for path in sorted(glob.glob(os.path.join(root, "*.cu"))):
+        src = open(path).read()
+        for cfg in re.findall(r"<<<(.*?)>>>", src, re.S):
+            if "pg_cuda_noted(" not in cfg:
+                bad.append((os.path.basename(path), cfg.strip()))
+        for m in re.finditer(r"\bcublas\w*gemm\w*\(", src, re.I):
+            before = src[max(0, m.start() - 800):m.start()]
+            if "pg_cuda_note_gemm(" not in before:
+                bad.append((os.path.basename(path), m.group(0)))
+    assert not bad, bad

@@ -238,6 +238,20 @@ static PyObject *clamp_impl(PyObject *x, PyObject *lo, PyObject *hi, bool inplac
         }
         return r;
     }
+    const pg_tensor *t = &((PyTensor *)x)->t;
+    if (lo && hi && number_bound(lo) && number_bound(hi) && !((PyTensor *)x)->requires_grad &&
+        (t->dtype == PG_FLOAT32 || t->dtype == PG_FLOAT64) &&
+        pg_backend_has_op(pg_tensor_device(t), PG_OP_CLAMP, t->dtype)) {
+        /* one node, one kernel on cuda (with a gradient to record: the two ops below) */
+        double l = PyFloat_AsDouble(lo), h = PyFloat_AsDouble(hi);
+        if ((l == -1.0 || h == -1.0) && PyErr_Occurred())
+            return NULL;
+        if (l == l && h == h) {
+            pg_tensor out;
+            pg_status st = PG_CALL(pg_heavy(t), pg_op_clamp(t, l, h, &out));
+            return pg_wrap_result(st, &out);
+        }
+    }
     PyObject *r = lo ? pg_py_binary(x, lo, PG_BIN_MAXIMUM) : Py_NewRef(x);
     if (r && hi) {
         PyObject *r2 = pg_py_binary(r, hi, PG_BIN_MINIMUM);

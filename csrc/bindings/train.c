@@ -83,18 +83,22 @@ static PyObject *f_linear_bwd(PyObject *mod, PyObject *args)
     return Py_BuildValue("(NNN)", a, b, c);
 }
 
-/* _softmax_rows(x) -> softmax over x's last axis in one node, or None where x's backend
- * has no SOFTMAX kernel (pygpu/_train_ops.py then composes it) */
-static PyObject *f_softmax_rows(PyObject *mod, PyObject *x)
+/* _softmax_rows(x, log=False) -> softmax (log: log_softmax) over x's last axis in one node,
+ * or None where x's backend has no SOFTMAX kernel (pygpu/_train_ops.py then composes it) */
+static PyObject *f_softmax_rows(PyObject *mod, PyObject *args)
 {
     (void)mod;
+    PyObject *x;
+    int log = 0;
+    if (!PyArg_ParseTuple(args, "O|p:_softmax_rows", &x, &log))
+        return NULL;
     if (!PyTensor_Check(x))
         return PyErr_Format(PyExc_TypeError, "_softmax_rows expects a pygpu.Tensor, got %.80s",
                             Py_TYPE(x)->tp_name);
     if (!pg_backend_has_op(pg_tensor_device(T(x)), PG_OP_SOFTMAX, T(x)->dtype))
         Py_RETURN_NONE;
     pg_tensor y;
-    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_softmax_rows(T(x), &y));
+    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_softmax_rows(T(x), log != 0, &y));
     return pg_wrap_result(st, &y);
 }
 
@@ -218,7 +222,7 @@ static PyObject *f_optim(PyObject *mod, PyObject *args)
 PyMethodDef pg_train_functions[] = {
     {"_linear_fwd", f_linear_fwd, METH_VARARGS, "internal: fused act(x @ W.T + b)"},
     {"_linear_bwd", f_linear_bwd, METH_VARARGS, "internal: fused linear backward -> (dx, dW, db)"},
-    {"_softmax_rows", f_softmax_rows, METH_O, "internal: softmax over the last axis in one node, or None where the backend has no kernel"},
+    {"_softmax_rows", f_softmax_rows, METH_VARARGS, "internal: softmax (log=True: log_softmax) over the last axis in one node, or None where the backend has no kernel"},
     {"_layer_norm_rows", f_layer_norm_rows, METH_VARARGS, "internal: layer_norm over the last axis in one node, or None where the backend has no kernel"},
     {"_softmax_xent_fwd", f_xent_fwd, METH_VARARGS, "internal: fused softmax cross-entropy -> (loss, probs)"},
     {"_softmax_xent_bwd", f_xent_bwd, METH_VARARGS, "internal: fused softmax cross-entropy backward"},

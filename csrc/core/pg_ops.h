@@ -68,6 +68,8 @@ pg_status pg_op_unary_(int op, const pg_tensor *self);
  * float64, lo and hi not NaN. PG_ERR_DTYPE where the backend has no CLAMP kernel
  * (pg_backend_has_op tells first): the caller then runs maximum_ and minimum_. */
 pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi);
+/* out = clamp(self, lo, hi) as one CLAMP node into a new contiguous tensor (same checks) */
+pg_status pg_op_clamp(const pg_tensor *self, double lo, double hi, pg_tensor *out);
 /* where(cond, a, b): cond bool; a and b promoted to one dtype; all three broadcast. */
 pg_status pg_op_where(const pg_tensor *cond, const pg_tensor *a, const pg_tensor *b,
                       pg_tensor *out);
@@ -101,9 +103,9 @@ pg_status pg_op_linear_fwd_masked(const pg_tensor *x, const pg_tensor *w, const 
 pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
                            const pg_tensor *y, int act, bool want_dx, bool want_db, bool wgrad_f32,
                            pg_tensor *dx, pg_tensor *dw, pg_tensor *db);
-/* softmax over x's last axis, x float32/float64 of any shape; PG_ERR_DTYPE where the
- * backend has no SOFTMAX kernel (pg_backend_has_op tells first). */
-pg_status pg_op_softmax_rows(const pg_tensor *x, pg_tensor *out);
+/* softmax (log: log_softmax) over x's last axis, x float32/float64 of any shape;
+ * PG_ERR_DTYPE where the backend has no SOFTMAX kernel (pg_backend_has_op tells first). */
+pg_status pg_op_softmax_rows(const pg_tensor *x, bool log, pg_tensor *out);
 /* layer_norm over x's last axis (C): w and b NULL or (C,) of x's dtype and device;
  * float32/float64; PG_ERR_DTYPE where the backend has no LAYER_NORM kernel. */
 pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,

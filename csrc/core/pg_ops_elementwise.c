@@ -471,15 +471,21 @@ pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s)
     return launch_and_clear(&n, 1, self, NULL, PG_OK);
 }
 
+/* clamp's one-pass node, in place (clamp_) or into a new tensor: what both refuse */
+static pg_status clamp_check(const char *name, const pg_tensor *self, double lo, double hi)
+{
+    if (self->dtype != PG_FLOAT32 && self->dtype != PG_FLOAT64)
+        return pg_error_set(PG_ERR_DTYPE, "%s: the one-pass clamp takes float32 or float64, "
+                                          "got %s", name, pg_dtype_name((pg_dtype)self->dtype));
+    if (lo != lo || hi != hi)
+        return pg_error_set(PG_ERR_VALUE, "%s: the one-pass clamp takes no NaN bound", name);
+    return pg_backend_check_op(pg_tensor_device(self), PG_OP_CLAMP, self->dtype, "clamp");
+}
+
 pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi)
 {
     const char *name = "clamp";
-    if (self->dtype != PG_FLOAT32 && self->dtype != PG_FLOAT64)
-        return pg_error_set(PG_ERR_DTYPE, "clamp_: the one-pass clamp takes float32 or float64, "
-                                          "got %s", pg_dtype_name((pg_dtype)self->dtype));
-    if (lo != lo || hi != hi)
-        return pg_error_set(PG_ERR_VALUE, "clamp_: the one-pass clamp takes no NaN bound");
-    PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_CLAMP, self->dtype, name));
+    PG_TRY(clamp_check("clamp_", self, lo, hi));
     PG_TRY(check_inplace(name, self, self->dtype, self->ndim, self->shape));
     if (pg_tensor_numel(self) == 0)
         return PG_OK;
@@ -489,6 +495,23 @@ pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi)
     n.p.clamp.hi = hi;
     pg_tensor_ref(self, &n.src[0]);
     return launch_and_clear(&n, 1, self, NULL, PG_OK);
+}
+
+pg_status pg_op_clamp(const pg_tensor *self, double lo, double hi, pg_tensor *out)
+{
+    const char *name = "clamp";
+    pg_tensor_out_init(out, NULL);
+    PG_TRY(clamp_check(name, self, lo, hi));
+    PG_TRY(pg_tensor_empty(pg_tensor_device(self), (pg_dtype)self->dtype, self->ndim,
+                           self->shape, out));
+    if (pg_tensor_numel(self) == 0)
+        return PG_OK;
+    pg_node n;
+    node_init(&n, PG_OP_CLAMP, 0, name);
+    n.p.clamp.lo = lo;
+    n.p.clamp.hi = hi;
+    pg_tensor_ref(self, &n.src[0]);
+    return launch_and_clear(&n, 1, out, out, PG_OK);
 }
 
 pg_status pg_op_unary_(int op, const pg_tensor *self)

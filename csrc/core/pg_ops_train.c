@@ -304,9 +304,9 @@ static void as_rows(pg_tensor *t, int64_t R, int64_t C)
     t->strides[1] = 1;
 }
 
-pg_status pg_op_softmax_rows(const pg_tensor *x, pg_tensor *out)
+pg_status pg_op_softmax_rows(const pg_tensor *x, bool log, pg_tensor *out)
 {
-    const char *op = "softmax";
+    const char *op = log ? "log_softmax" : "softmax";
     pg_tensor_out_init(out, NULL);
     if (x->dtype != PG_FLOAT32 && x->dtype != PG_FLOAT64)
         return pg_error_set(PG_ERR_DTYPE, "%s: the one-node softmax takes float32 or float64, "
@@ -321,7 +321,7 @@ pg_status pg_op_softmax_rows(const pg_tensor *x, pg_tensor *out)
         return PG_OK;
     const pg_tensor *in[1] = {x};
     pg_node n;
-    node_init(&n, PG_OP_SOFTMAX, 0, op);
+    node_init(&n, PG_OP_SOFTMAX, log ? 1 : 0, op);
     pg_status st = contiguous_all(1, in, n.src);
     if (st != PG_OK) {
         pg_tensor_clear(out);

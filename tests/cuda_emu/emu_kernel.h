@@ -111,6 +111,37 @@ template <typename T> static inline T atomicAdd(T *p, T v)
     }
 }
 
+/* Warp shuffles. Each CUDA thread is a fiber that runs until it yields, so lanes of a warp
+ * do not run in lockstep here: a shuffle puts the caller's value in a slot, waits at a
+ * block barrier, reads its partner's and waits again. So every thread of the block must
+ * reach the same shuffles (the kernels' block reductions do: all threads take part,
+ * idle lanes with a neutral value); a shuffle inside a branch some threads skip hangs
+ * here as __syncthreads would, rather than returning a stale value. */
+template <typename T> static inline T pg_emu_shfl(T v, unsigned src_lane_of(unsigned, int), int arg)
+{
+    static thread_local T slot[1024];
+    unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    slot[tid] = v;
+    pg_emu_syncthreads();
+    unsigned src = (tid & ~31u) | (src_lane_of(tid & 31u, arg) & 31u);
+    T r = src < blockDim.x * blockDim.y * blockDim.z ? slot[src] : v;
+    pg_emu_syncthreads();
+    return r;
+}
+static inline unsigned pg_emu_lane_xor(unsigned lane, int m) { return lane ^ (unsigned)m; }
+static inline unsigned pg_emu_lane_down(unsigned lane, int d)
+{
+    return lane + (unsigned)d < 32u ? lane + (unsigned)d : lane;
+}
+template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int lane_mask)
+{
+    return pg_emu_shfl(v, pg_emu_lane_xor, lane_mask);
+}
+template <typename T> static inline T __shfl_down_sync(unsigned, T v, unsigned delta)
+{
+    return pg_emu_shfl(v, pg_emu_lane_down, (int)delta);
+}
+
 /* The launch configuration of `<<<grid, block, shmem, stream>>>`. */
 struct pg_emu_cfg {
     dim3 grid;

@@ -292,9 +292,11 @@ pg_status pg_cpu_linear_bwd(const pg_node *n) { return pg_cpu_linear_bwd_on(NULL
 /* one row: max, then e = exp(x - max) with its sum (vector exp: libmvec; the sum in T's
  * vector lanes, as torch's: float64 lanes halved the vector width), then e / sum:
  * two reads of the row and one write, where max, subtract, exp, sum and divide as
- * separate nodes read or write five whole tensors. NaN anywhere gives a NaN row. */
-#define SOFTMAX_ROW(SUF, T, EXP)                                                               \
-    PG_CPU_DISPATCH(void, softmax_row_##SUF, (const T *x, T *y, int64_t C), (x, y, C))        \
+ * separate nodes read or write five whole tensors. NaN anywhere gives a NaN row.
+ * log_softmax (subop 1): (x - max) - log(sum), the same sum, written in a third pass. */
+#define SOFTMAX_ROW(SUF, T, EXP, LOG)                                                          \
+    PG_CPU_DISPATCH(void, softmax_row_##SUF, (const T *x, T *y, int64_t C, int lg),           \
+                    (x, y, C, lg))                                                             \
     {                                                                                          \
         T m = x[0];                                                                            \
         _Pragma("omp simd reduction(max:m)") for (int64_t j = 0; j < C; j++) m =              \
@@ -306,20 +308,27 @@ pg_status pg_cpu_linear_bwd(const pg_node *n) { return pg_cpu_linear_bwd_on(NULL
             y[j] = e;                                                                          \
             s += e;                                                                            \
         }                                                                                      \
+        if (lg) {                                                                              \
+            T ls = LOG(s);                                                                     \
+            _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] = (x[j] - m) - ls;       \
+            return;                                                                            \
+        }                                                                                      \
         T inv = (T)1 / s;                                                                      \
         _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] *= inv;                       \
     }
-SOFTMAX_ROW(f32, float, expf)
-SOFTMAX_ROW(f64, double, exp)
+SOFTMAX_ROW(f32, float, expf, logf)
+SOFTMAX_ROW(f64, double, exp, log)
 
 pg_status pg_cpu_softmax(const pg_node *n)
 {
     int64_t R = n->src[0].shape[0], C = n->src[0].shape[1];
     for (int64_t r = 0; r < R; r++) {
         if (n->dst.dtype == PG_FLOAT32)
-            softmax_row_f32(DATA(float, &n->src[0]) + r * C, DATA(float, &n->dst) + r * C, C);
+            softmax_row_f32(DATA(float, &n->src[0]) + r * C, DATA(float, &n->dst) + r * C, C,
+                            n->subop);
         else
-            softmax_row_f64(DATA(double, &n->src[0]) + r * C, DATA(double, &n->dst) + r * C, C);
+            softmax_row_f64(DATA(double, &n->src[0]) + r * C, DATA(double, &n->dst) + r * C, C,
+                            n->subop);
     }
     return PG_OK;
 }

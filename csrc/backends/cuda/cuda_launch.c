@@ -254,6 +254,42 @@ pg_status pg_cuda_launch_amp_unscale(pg_cuda_device *d, const pg_cuda_ctx *ctx, 
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_amp_unscale", err);
 }
 
+/* ---- the row ops (kernels/rows.cu); operands: csrc/core/pg_ops_train.c, pg_ops_elementwise.c */
+
+/* SOFTMAX: dst (R,C) = softmax of src0's rows (subop 1: log_softmax), both contiguous */
+pg_status pg_cuda_launch_softmax(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    cudaError_t err = pg_kernel_softmax_rows(ctx, n->dst.dtype, n->subop,
+                                             pg_cuda_tensor_data(&n->src[0]),
+                                             pg_cuda_tensor_data(&n->dst), n->dst.shape[0],
+                                             n->dst.shape[1]);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_softmax_rows", err);
+}
+
+/* LAYER_NORM: src0 (R,C), then the weight and the bias given (p.norm.flags bits 0, 1) */
+pg_status pg_cuda_launch_layer_norm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    int flags = (int)n->p.norm.flags, k = 1;
+    const void *w = flags & 1 ? pg_cuda_tensor_data(&n->src[k++]) : NULL;
+    const void *b = flags & 2 ? pg_cuda_tensor_data(&n->src[k++]) : NULL;
+    cudaError_t err = pg_kernel_layer_norm_rows(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->src[0]),
+                                                pg_cuda_tensor_data(&n->dst), w, b,
+                                                n->dst.shape[0], n->dst.shape[1],
+                                                n->p.norm.eps);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_layer_norm_rows", err);
+}
+
+/* CLAMP: dst = min(max(src0, lo), hi), any strides (in place: dst is src0) */
+pg_status pg_cuda_launch_clamp(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    pg_cuda_iter it;
+    pg_cuda_iter_of(&it, &n->dst, &n->src[0], NULL);
+    cudaError_t err = pg_kernel_clamp(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
+                                      pg_cuda_tensor_data(&n->src[0]), &it, n->p.clamp.lo,
+                                      n->p.clamp.hi);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_clamp", err);
+}
+
 /* ---- the launch table: one launcher per node kind, from the PG_NODE rows' cuda column --- */
 
 typedef struct pg_cuda_node_entry {

@@ -298,20 +298,20 @@ template <typename T> static cudaError_t pg_sdpa_launch(const pg_cuda_ctx *ctx,
     constexpr int BR = pg_att_tile<T>::BR, BC = pg_att_tile<T>::BC;
     dim3 qgrid((unsigned)((a->L + BR - 1) / BR), (unsigned)a->Hq, (unsigned)a->Bt);
     if (!bwd) {
-        pg_sdpa_fwd_kernel<T><<<qgrid, BR, 0, ctx->stream>>>(*a);
+        pg_sdpa_fwd_kernel<T><<<qgrid, BR, 0, pg_cuda_noted(ctx, "pg_sdpa_fwd_kernel")>>>(*a);
         return cudaGetLastError();
     }
     int64_t rows = a->Bt * a->Hq * a->L;
     pg_sdpa_delta_kernel<T><<<pg_cuda_grid(rows, PG_CUDA_BLOCK, ctx), PG_CUDA_BLOCK, 0,
-                              ctx->stream>>>(*a);
+                              pg_cuda_noted(ctx, "pg_sdpa_delta_kernel")>>>(*a);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return e;
     dim3 kgrid((unsigned)((a->S + BC - 1) / BC), (unsigned)a->Hk, (unsigned)a->Bt);
-    pg_sdpa_dkdv_kernel<T><<<kgrid, BC, 0, ctx->stream>>>(*a);
+    pg_sdpa_dkdv_kernel<T><<<kgrid, BC, 0, pg_cuda_noted(ctx, "pg_sdpa_dkdv_kernel")>>>(*a);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
-    pg_sdpa_dq_kernel<T><<<qgrid, BR, 0, ctx->stream>>>(*a);
+    pg_sdpa_dq_kernel<T><<<qgrid, BR, 0, pg_cuda_noted(ctx, "pg_sdpa_dq_kernel")>>>(*a);
     return cudaGetLastError();
 }
 

@@ -10,8 +10,11 @@
  * rounded once at the store (pg_cuda_half.cuh); their scalar is a float32.
  *
  * Launch shape: one thread per element, grid-stride loop (pg_cuda_grid);
- * the op is a template parameter so each kernel is a straight line, and a
- * contiguous iteration space takes the CONTIG instantiation. */
+ * the op is a template parameter so each kernel is a straight line. A contiguous
+ * iteration space whose pointers are 16-byte aligned (every tensor the allocator gives,
+ * and most views) takes the packed kernel: 16 bytes per load and store (float4's width)
+ * and no index arithmetic, where the first H200 run's one-element accesses moved 2.9
+ * TB/s against PyTorch's 4.1; the rest takes the strided kernel. */
 #include "pg_cuda_half.cuh"
 #include "pg_cuda_ops.cuh"
 #include "pg_binary_more.cuh"
@@ -91,6 +94,43 @@ __global__ void pg_binary_kernel(pg_cuda_iter it, pg_bin_out_t<OP, T> *dst, cons
     }
 }
 
+/* the contiguous, aligned case: n elements as packs of V (pg_pack), the tail element-wise */
+template <int OP, typename T, int V>
+__global__ void pg_binary_vec_kernel(int64_t n, pg_bin_out_t<OP, T> *dst, const T *a, const T *b,
+                                     pg_calc_t<T> scalar, int mode)
+{
+    using C = pg_calc_t<T>;
+    using Out = pg_bin_out_t<OP, T>;
+    const int64_t packs = n / V;
+    const pg_pack<T, V> *ap = reinterpret_cast<const pg_pack<T, V> *>(a);
+    const pg_pack<T, V> *bp = reinterpret_cast<const pg_pack<T, V> *>(b);
+    pg_pack<Out, V> *dp = reinterpret_cast<pg_pack<Out, V> *>(dst);
+    for (int64_t p = pg_thread_index(); p < packs; p += pg_thread_count()) {
+        pg_pack<T, V> x = ap[p], y = mode == PG_OPERAND_TENSOR ? bp[p] : x;
+        pg_pack<Out, V> r;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            C xv = pg_load(x.v[k]), yv = mode == PG_OPERAND_TENSOR ? pg_load(y.v[k]) : scalar;
+            auto o = mode == PG_OPERAND_SCALAR_LEFT ? pg_binary_apply<OP, C>(yv, xv)
+                                                    : pg_binary_apply<OP, C>(xv, yv);
+            if constexpr (std::is_same<Out, T>::value)
+                r.v[k] = pg_store<T>(o);
+            else
+                r.v[k] = o;
+        }
+        dp[p] = r;
+    }
+    for (int64_t i = packs * V + pg_thread_index(); i < n; i += pg_thread_count()) {
+        C xv = pg_load(a[i]), yv = mode == PG_OPERAND_TENSOR ? pg_load(b[i]) : scalar;
+        auto o = mode == PG_OPERAND_SCALAR_LEFT ? pg_binary_apply<OP, C>(yv, xv)
+                                                : pg_binary_apply<OP, C>(xv, yv);
+        if constexpr (std::is_same<Out, T>::value)
+            dst[i] = pg_store<T>(o);
+        else
+            dst[i] = o;
+    }
+}
+
 template <int OP, typename T>
 static cudaError_t pg_binary_launch(const pg_cuda_ctx *ctx, void *dst, const void *a,
                                     const void *b, const pg_cuda_scalar *s,
@@ -108,13 +148,19 @@ static cudaError_t pg_binary_launch(const pg_cuda_ctx *ctx, void *dst, const voi
             mode = s->left ? PG_OPERAND_SCALAR_LEFT : PG_OPERAND_SCALAR_RIGHT;
             b = a; /* never read in scalar mode; a valid address all the same */
         }
+        constexpr int V = pg_vec_width<T>();
+        if (pg_cuda_iter_contiguous(it) && pg_cuda_aligned(a, 16) &&
+            (mode != PG_OPERAND_TENSOR || pg_cuda_aligned(b, 16)) &&
+            pg_cuda_aligned(dst, V * sizeof(Out))) {
+            unsigned grid = pg_cuda_grid((it->numel + V - 1) / V, PG_CUDA_BLOCK, ctx);
+            pg_binary_vec_kernel<OP, T, V>
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_binary_vec_kernel")>>>(
+                    it->numel, (Out *)dst, (const T *)a, (const T *)b, scalar, mode);
+            return cudaGetLastError();
+        }
+        /* views, broadcasts, unaligned offsets: the strided kernel */
         unsigned grid = pg_cuda_grid(it->numel, PG_CUDA_BLOCK, ctx);
-        if (pg_cuda_iter_contiguous(it))
-            pg_binary_kernel<OP, T, true>
-                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_binary_kernel")>>>(
-                *it, (Out *)dst, (const T *)a, (const T *)b, scalar, mode);
-        else
-            pg_binary_kernel<OP, T, false>
+        pg_binary_kernel<OP, T, false>
                 <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_binary_kernel")>>>(
                 *it, (Out *)dst, (const T *)a, (const T *)b, scalar, mode);
         return cudaGetLastError();

@@ -122,6 +122,37 @@ __global__ void pg_unary_kernel(pg_cuda_iter it, pg_un_out_t<OP, T> *dst, const 
     }
 }
 
+/* the contiguous, aligned case: n elements as 16-byte packs (pg_pack), the tail element-wise,
+ * no index arithmetic (elementwise_binary.cu says why) */
+template <int OP, typename T, int V>
+__global__ void pg_unary_vec_kernel(int64_t n, pg_un_out_t<OP, T> *dst, const T *src)
+{
+    using Out = pg_un_out_t<OP, T>;
+    const int64_t packs = n / V;
+    const pg_pack<T, V> *sp = reinterpret_cast<const pg_pack<T, V> *>(src);
+    pg_pack<Out, V> *dp = reinterpret_cast<pg_pack<Out, V> *>(dst);
+    for (int64_t p = pg_thread_index(); p < packs; p += pg_thread_count()) {
+        pg_pack<T, V> x = sp[p];
+        pg_pack<Out, V> r;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            auto o = pg_unary_apply<OP, pg_calc_t<T>>(pg_load(x.v[k]));
+            if constexpr (std::is_same<Out, T>::value)
+                r.v[k] = pg_store<T>(o);
+            else
+                r.v[k] = o ? 1 : 0;
+        }
+        dp[p] = r;
+    }
+    for (int64_t i = packs * V + pg_thread_index(); i < n; i += pg_thread_count()) {
+        auto o = pg_unary_apply<OP, pg_calc_t<T>>(pg_load(src[i]));
+        if constexpr (std::is_same<Out, T>::value)
+            dst[i] = pg_store<T>(o);
+        else
+            dst[i] = o ? 1 : 0;
+    }
+}
+
 template <int OP, typename T>
 static cudaError_t pg_unary_launch(const pg_cuda_ctx *ctx, void *dst, const void *src,
                                    const pg_cuda_iter *it)
@@ -130,13 +161,18 @@ static cudaError_t pg_unary_launch(const pg_cuda_ctx *ctx, void *dst, const void
         return cudaErrorInvalidValue; /* the generic layer never sends this */
     } else {
         using Out = pg_un_out_t<OP, T>;
+        constexpr int V = pg_vec_width<T>();
+        if (pg_cuda_iter_contiguous(it) && pg_cuda_aligned(src, 16) &&
+            pg_cuda_aligned(dst, V * sizeof(Out))) {
+            unsigned grid = pg_cuda_grid((it->numel + V - 1) / V, PG_CUDA_BLOCK, ctx);
+            pg_unary_vec_kernel<OP, T, V>
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_unary_vec_kernel")>>>(
+                    it->numel, (Out *)dst, (const T *)src);
+            return cudaGetLastError();
+        }
+        /* views, unaligned offsets: the strided kernel */
         unsigned grid = pg_cuda_grid(it->numel, PG_CUDA_BLOCK, ctx);
-        if (pg_cuda_iter_contiguous(it))
-            pg_unary_kernel<OP, T, true>
-                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_unary_kernel")>>>(
-                    *it, (Out *)dst, (const T *)src);
-        else
-            pg_unary_kernel<OP, T, false>
+        pg_unary_kernel<OP, T, false>
                 <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_unary_kernel")>>>(
                     *it, (Out *)dst, (const T *)src);
         return cudaGetLastError();

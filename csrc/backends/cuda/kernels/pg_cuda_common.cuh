@@ -31,6 +31,21 @@ static inline unsigned pg_cuda_grid(int64_t n, int block, const pg_cuda_ctx *ctx
     return (unsigned)(blocks > 0 ? blocks : 1);
 }
 
+/* V elements of T moved as one access: 16 bytes with V = pg_vec_width<T>() (float4's width
+ * for float32, 8 halves, 2 doubles), the widest load and store a thread issues. */
+template <typename T, int V> struct alignas(sizeof(T) * V) pg_pack {
+    T v[V];
+};
+template <typename T> constexpr int pg_vec_width()
+{
+    return sizeof(T) >= 16 ? 1 : 16 / (int)sizeof(T);
+}
+/* whether p may be accessed as packs of `bytes` (NULL: an absent operand, no constraint) */
+static inline bool pg_cuda_aligned(const void *p, size_t bytes)
+{
+    return p == NULL || ((uintptr_t)p % bytes) == 0;
+}
+
 __device__ __forceinline__ int64_t pg_thread_index()
 {
     return (int64_t)blockIdx.x * blockDim.x + threadIdx.x;

@@ -130,14 +130,18 @@ extern "C" cudaError_t pg_kernel_rnn_cell(const pg_cuda_ctx *ctx, const pg_cuda_
     unsigned grid = pg_cuda_grid(n, PG_CUDA_BLOCK, ctx);
     if (a->dtype == PG_FLOAT32) {
         if (a->bwd)
-            pg_rnn_cell_bwd_kernel<float><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+            pg_rnn_cell_bwd_kernel<float>
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_rnn_cell_bwd_kernel")>>>(*a);
         else
-            pg_rnn_cell_kernel<float><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+            pg_rnn_cell_kernel<float>
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_rnn_cell_kernel")>>>(*a);
     } else if (a->dtype == PG_FLOAT64) {
         if (a->bwd)
-            pg_rnn_cell_bwd_kernel<double><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+            pg_rnn_cell_bwd_kernel<double>
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_rnn_cell_bwd_kernel")>>>(*a);
         else
-            pg_rnn_cell_kernel<double><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+            pg_rnn_cell_kernel<double>
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_rnn_cell_kernel")>>>(*a);
     } else {
         return cudaErrorInvalidValue;
     }

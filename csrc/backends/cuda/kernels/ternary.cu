@@ -39,10 +39,12 @@ static cudaError_t pg_ternary_launch(const pg_cuda_ctx *ctx, void *dst, const vo
     unsigned grid = pg_cuda_grid(it->numel, PG_CUDA_BLOCK, ctx);
     const T *cc = c ? (const T *)c : (const T *)a; /* never read for LERP; a valid address */
     if (pg_cuda_iter_contiguous(it))
-        pg_ternary_kernel<OP, T, true><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+        pg_ternary_kernel<OP, T, true>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_ternary_kernel")>>>(
             *it, (T *)dst, (const T *)a, (const T *)b, cc, (T)value);
     else
-        pg_ternary_kernel<OP, T, false><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+        pg_ternary_kernel<OP, T, false>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_ternary_kernel")>>>(
             *it, (T *)dst, (const T *)a, (const T *)b, cc, (T)value);
     return cudaGetLastError();
 }

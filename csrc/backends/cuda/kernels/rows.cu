@@ -1,0 +1,244 @@
+/* rows.cu - the row ops as single CUDA kernels: softmax and log_softmax, layer_norm over
+ * the rows of a contiguous (R, C) tensor, and clamp with two number bounds. CPU twins:
+ * csrc/backends/cpu/cpu_train.c (softmax, layer_norm), cpu_unary.c (clamp).
+ *
+ * The first H200 run composed softmax from five kernels (max, subtract, exp, sum,
+ * divide: 0.18x PyTorch's bandwidth at 64M elements) because cuda declined the SOFTMAX
+ * node. Here one block takes a row: softmax reads it once for its maximum and its sum of
+ * exponentials together (the running maximum rescales the running sum, as the online
+ * softmax does), the block combines the threads' pairs (pg_cuda_block.cuh: warp shuffles,
+ * then one value per warp), and a second read of the row, which the first left in cache,
+ * writes the result: one read from memory and one write. layer_norm takes the CPU's two
+ * passes (the mean, then the variance of x - mean: no cancellation) and a third that
+ * writes, the row staying in cache. Rows of float32 whose length is a multiple of 4 (16
+ * bytes; 2 for float64) and whose pointers are 16-byte aligned move 16 bytes per access.
+ * Arithmetic in the element type, as the CPU's vector lanes: float32 results agree with
+ * the CPU's to rounding, not bit for bit (the sums run in another order). NaN anywhere in
+ * a softmax row gives a NaN row, a row of -inf gives NaN, as the CPU and PyTorch. */
+#include <math.h>
+
+#include "pg_cuda_block.cuh"
+
+/* the elements of V-packs this thread reads of a row of C / V packs */
+#define PG_ROW_PACKS(j, C, V) for (int64_t j = threadIdx.x; j < (C) / (V); j += blockDim.x)
+
+__device__ __forceinline__ float pg_row_exp(float v) { return expf(v); }
+__device__ __forceinline__ double pg_row_exp(double v) { return exp(v); }
+__device__ __forceinline__ float pg_row_log(float v) { return logf(v); }
+__device__ __forceinline__ double pg_row_log(double v) { return log(v); }
+
+/* y (R, C) = softmax (or log_softmax) of each row of x (R, C) */
+template <typename T, int V, bool LOG>
+__global__ void pg_softmax_rows_kernel(const T *x, T *y, int64_t R, int64_t C)
+{
+    __shared__ T red[32];
+    for (int64_t r = blockIdx.x; r < R; r += gridDim.x) {
+        const pg_pack<T, V> *row = reinterpret_cast<const pg_pack<T, V> *>(x + r * C);
+        pg_pack<T, V> *out = reinterpret_cast<pg_pack<T, V> *>(y + r * C);
+        T m = -INFINITY, s = 0; /* this thread's running maximum and sum of exp(x - m) */
+        PG_ROW_PACKS(j, C, V)
+        {
+            pg_pack<T, V> p = row[j];
+#pragma unroll
+            for (int k = 0; k < V; k++) {
+                T v = p.v[k];
+                if (v > m) {
+                    s = s * pg_row_exp(m - v) + T(1);
+                    m = v;
+                } else if (v != -INFINITY) { /* -inf adds 0 (and NaN gives NaN) */
+                    s += pg_row_exp(v - m);
+                }
+            }
+        }
+        const T M = pg_block_max(m, red, T(-INFINITY));
+        /* to the row's maximum (a thread that saw only -inf and NaN keeps its NaN) */
+        s = m == -INFINITY ? s * T(0) : s * pg_row_exp(m - M);
+        const T S = pg_block_sum(s, red);
+        const T inv = T(1) / S, log_s = pg_row_log(S);
+        PG_ROW_PACKS(j, C, V)
+        {
+            pg_pack<T, V> p = row[j];
+#pragma unroll
+            for (int k = 0; k < V; k++) /* a row of -inf only: 0 / 0 */
+                p.v[k] = M == -INFINITY ? T(NAN)
+                         : LOG          ? (p.v[k] - M) - log_s
+                                        : pg_row_exp(p.v[k] - M) * inv;
+            out[j] = p;
+        }
+    }
+}
+
+/* y (R, C) = (x - mean) / sqrt(var + eps) of each row (* w + b, each (C,) or NULL) */
+template <typename T, int V>
+__global__ void pg_layer_norm_rows_kernel(const T *x, T *y, const T *w, const T *b, int64_t R,
+                                          int64_t C, double eps)
+{
+    __shared__ T red[32];
+    const pg_pack<T, V> *wp = reinterpret_cast<const pg_pack<T, V> *>(w);
+    const pg_pack<T, V> *bp = reinterpret_cast<const pg_pack<T, V> *>(b);
+    for (int64_t r = blockIdx.x; r < R; r += gridDim.x) {
+        const pg_pack<T, V> *row = reinterpret_cast<const pg_pack<T, V> *>(x + r * C);
+        pg_pack<T, V> *out = reinterpret_cast<pg_pack<T, V> *>(y + r * C);
+        T s = 0;
+        PG_ROW_PACKS(j, C, V)
+        {
+            pg_pack<T, V> p = row[j];
+#pragma unroll
+            for (int k = 0; k < V; k++)
+                s += p.v[k];
+        }
+        const T mean = pg_block_sum(s, red) / (T)C;
+        T q = 0;
+        PG_ROW_PACKS(j, C, V)
+        {
+            pg_pack<T, V> p = row[j];
+#pragma unroll
+            for (int k = 0; k < V; k++) {
+                T d = p.v[k] - mean;
+                q += d * d;
+            }
+        }
+        q = pg_block_sum(q, red);
+        const T rstd = (T)(1.0 / sqrt((double)q / (double)C + eps));
+        PG_ROW_PACKS(j, C, V)
+        {
+            pg_pack<T, V> p = row[j];
+#pragma unroll
+            for (int k = 0; k < V; k++)
+                p.v[k] = (p.v[k] - mean) * rstd;
+            if (w) {
+                pg_pack<T, V> g = wp[j];
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    p.v[k] *= g.v[k];
+            }
+            if (b) {
+                pg_pack<T, V> c = bp[j];
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    p.v[k] += c.v[k];
+            }
+            out[j] = p;
+        }
+    }
+}
+
+/* dst = min(max(src, lo), hi) elementwise; NaN stays NaN (neither compare holds) */
+template <typename T, bool CONTIG>
+__global__ void pg_clamp_kernel(pg_cuda_iter it, T *dst, const T *src, T lo, T hi)
+{
+    for (int64_t i = pg_thread_index(); i < it.numel; i += pg_thread_count()) {
+        int64_t off[2] = {i, i};
+        if (!CONTIG)
+            pg_iter_offsets<2>(it, i, off);
+        T v = src[off[1]];
+        v = v < lo ? lo : v;
+        dst[off[0]] = v > hi ? hi : v;
+    }
+}
+
+/* V elements per access when the row length and every pointer allow 16-byte accesses */
+template <typename T> static int pg_row_vec(int64_t C, const void *a, const void *b,
+                                            const void *c, const void *d)
+{
+    constexpr int V = 16 / sizeof(T);
+    const void *ps[4] = {a, b, c, d};
+    if (C % V != 0)
+        return 1;
+    for (const void *p : ps)
+        if (p != NULL && ((uintptr_t)p & 15u) != 0)
+            return 1;
+    return V;
+}
+
+static unsigned pg_row_grid(int64_t R, int block, const pg_cuda_ctx *ctx)
+{
+    int64_t cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 16) * (2048 / block) * 8;
+    return (unsigned)(R < cap ? R : cap);
+}
+
+extern "C" cudaError_t pg_kernel_softmax_rows(const pg_cuda_ctx *ctx, int dtype, int log,
+                                              const void *x, void *y, int64_t R, int64_t C)
+{
+    if (R == 0 || C == 0)
+        return cudaSuccess;
+    const int block = pg_cuda_row_block(C);
+    const unsigned grid = pg_row_grid(R, block, ctx);
+    return pg_dispatch_dtype(dtype, [&](auto tag) -> cudaError_t {
+        using T = decltype(tag);
+        if constexpr (std::is_floating_point<T>::value) {
+            constexpr int V = 16 / sizeof(T);
+            const T *xs = (const T *)x;
+            T *ys = (T *)y;
+            const bool vec = pg_row_vec<T>(C, x, y, NULL, NULL) == V;
+            if (log && vec)
+                pg_softmax_rows_kernel<T, V, true>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_log_softmax_rows_kernel")>>>(
+                        xs, ys, R, C);
+            else if (log)
+                pg_softmax_rows_kernel<T, 1, true>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_log_softmax_rows_kernel")>>>(
+                        xs, ys, R, C);
+            else if (vec)
+                pg_softmax_rows_kernel<T, V, false>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_softmax_rows_kernel")>>>(xs, ys, R,
+                                                                                        C);
+            else
+                pg_softmax_rows_kernel<T, 1, false>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_softmax_rows_kernel")>>>(xs, ys, R,
+                                                                                        C);
+            return cudaGetLastError();
+        }
+        return cudaErrorInvalidValue;
+    });
+}
+
+extern "C" cudaError_t pg_kernel_layer_norm_rows(const pg_cuda_ctx *ctx, int dtype, const void *x,
+                                                 void *y, const void *w, const void *b,
+                                                 int64_t R, int64_t C, double eps)
+{
+    if (R == 0 || C == 0)
+        return cudaSuccess;
+    const int block = pg_cuda_row_block(C);
+    const unsigned grid = pg_row_grid(R, block, ctx);
+    return pg_dispatch_dtype(dtype, [&](auto tag) -> cudaError_t {
+        using T = decltype(tag);
+        if constexpr (std::is_floating_point<T>::value) {
+            constexpr int V = 16 / sizeof(T);
+            if (pg_row_vec<T>(C, x, y, w, b) == V)
+                pg_layer_norm_rows_kernel<T, V>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_rows_kernel")>>>(
+                        (const T *)x, (T *)y, (const T *)w, (const T *)b, R, C, eps);
+            else
+                pg_layer_norm_rows_kernel<T, 1>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_rows_kernel")>>>(
+                        (const T *)x, (T *)y, (const T *)w, (const T *)b, R, C, eps);
+            return cudaGetLastError();
+        }
+        return cudaErrorInvalidValue;
+    });
+}
+
+extern "C" cudaError_t pg_kernel_clamp(const pg_cuda_ctx *ctx, int dtype, void *dst,
+                                       const void *src, const pg_cuda_iter *it, double lo,
+                                       double hi)
+{
+    if (it->numel == 0)
+        return cudaSuccess;
+    const unsigned grid = pg_cuda_grid(it->numel, PG_CUDA_BLOCK, ctx);
+    return pg_dispatch_dtype(dtype, [&](auto tag) -> cudaError_t {
+        using T = decltype(tag);
+        if constexpr (std::is_floating_point<T>::value) {
+            if (pg_cuda_iter_contiguous(it))
+                pg_clamp_kernel<T, true>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_clamp_kernel")>>>(
+                        *it, (T *)dst, (const T *)src, (T)lo, (T)hi);
+            else
+                pg_clamp_kernel<T, false>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_clamp_kernel")>>>(
+                        *it, (T *)dst, (const T *)src, (T)lo, (T)hi);
+            return cudaGetLastError();
+        }
+        return cudaErrorInvalidValue;
+    });
+}
