@@ -29,6 +29,12 @@ def accelerator(type_name):
     return acc
 
 
+# the device factories use when given none (torch.set_default_device, `with device(...)`):
+# None is cpu. _defaults.py reads and sets it.
+_default = [None]
+_default_stack = []
+
+
 class Device:
     __slots__ = ("type", "index")
 
@@ -61,6 +67,14 @@ class Device:
     @property
     def _code(self):
         return _TYPES[self.type], self.index
+
+    def __enter__(self):  # `with torch.device("sim"):` factories inside make tensors there
+        _default_stack.append(_default[0])
+        _default[0] = None if self.type == "cpu" else self
+        return self
+
+    def __exit__(self, *exc):
+        _default[0] = _default_stack.pop()
 
 
 _cache = {}

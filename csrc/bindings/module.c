@@ -69,6 +69,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_quantized_functions) < 0 ||
         PyModule_AddFunctions(m, pg_cuda_extras_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||
+        pg_size_type_ready() < 0 || PyModule_AddObjectRef(m, "Size", (PyObject *)&PySize_Type) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", PG_MAX_DIMS) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -23,6 +23,12 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _C.maximum(input, 0.0) + _C.minimum(input, 0.0) * float(negative_slope)
 
 
+def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    _want_tensor(input, "elu")
+    return _C.maximum(input, 0.0) + (_C.exp(_C.minimum(input, 0.0)) - 1.0) * float(alpha)
+
+
 def silu(input, inplace=False):
     """x * sigmoid(x) (a.k.a. swish)."""
     _want_tensor(input, "silu")

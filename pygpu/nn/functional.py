@@ -7,13 +7,13 @@ _losses.py; normalization, embedding and one_hot: _normalization.py. All are
 differentiable compositions of tensor ops (or fused C ops), never Python loops
 over elements."""
 from .._train_ops import linear
-from ._activations import (dropout, gelu, leaky_relu, log_softmax, relu, sigmoid, silu,
+from ._activations import (dropout, elu, gelu, leaky_relu, log_softmax, relu, sigmoid, silu,
                            softmax, tanh)
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                       huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from ._normalization import batch_norm, embedding, layer_norm, one_hot
 
-__all__ = ["linear", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "softmax",
+__all__ = ["linear", "elu", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "softmax",
            "log_softmax", "dropout", "one_hot", "layer_norm", "batch_norm", "embedding",
            "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
