@@ -32,6 +32,10 @@ def _make(dtype, args, device):
             if first.dtype is not dtype:
                 raise TypeError(f"expected {dtype} (got {first.dtype})")
             return first
+        if not isinstance(first, (list, tuple)) and hasattr(first, "__array__"):
+            import numpy as np
+            arr = np.asarray(first)  # an int32 or uint8 array converts, as PyTorch's does
+            first = arr.astype(dtype._numpy if dtype._numpy is not None else np.float32)
         return tensor(first, dtype=dtype, device=dev)
     raise TypeError(f"new(): invalid arguments {tuple(type(a).__name__ for a in args)}: give "
                     f"sizes (ints) or one sequence of data")

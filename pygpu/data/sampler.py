@@ -51,6 +51,9 @@ class RandomSampler(Sampler):
         if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
             raise ValueError(f"num_samples should be a positive integer value, but got "
                              f"num_samples={num_samples}")
+        if self.num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got "
+                             f"num_samples={self.num_samples}")
         if seed is None and generator is not None:
             if hasattr(generator, "initial_seed"):
                 seed = int(generator.initial_seed())
