@@ -317,7 +317,7 @@ row("ndim", lambda x: x.ndim, None, UNARY, STORAGE, kind=_C)
 row("numel", lambda x: x.numel(), lambda x: x.size, UNARY, STORAGE, kind=_C)
 row("nbytes", lambda x: x.nbytes, None, UNARY, STORAGE, kind=_C)
 row("len", lambda x: len(x), None, ND1 + EMPTY, STORAGE, kind=_C)
-row("dtype_name", lambda x: str(x.dtype), lambda x: x.dtype.name, UNARY, STORAGE, kind=_C)
+row("dtype_name", lambda x: x.dtype.name, lambda x: x.dtype.name, UNARY, STORAGE, kind=_C)
 row("is_contiguous", lambda x: x.is_contiguous(), lambda x: bool(x.flags.c_contiguous), UNARY, STORAGE, kind=_C)
 row("tolist", lambda x: x.tolist(), None, UNARY, STORAGE, kind=_C)
 row("item", lambda x: x.item(), None, ONE_ELEMENT, STORAGE, kind=_C)
@@ -757,7 +757,7 @@ def _check_tensor(got, ref, op, arrays, device, what="result"):
     assert isinstance(got, TENSOR_TYPE), f"{what} is {type(got).__name__}, expected a tensor"
     assert same_device(got.device, op.result_device or device), f"{what} on {got.device}"
     assert tuple(got.shape) == ref.shape, f"{what} shape {got.shape} != NumPy {ref.shape}"
-    assert str(got.dtype) == ref.dtype.name, f"{what} dtype {got.dtype} != NumPy {ref.dtype}"
+    assert got.dtype.name == ref.dtype.name, f"{what} dtype {got.dtype} != NumPy {ref.dtype}"
     out = got.numpy()
     assert out.dtype == ref.dtype and out.shape == ref.shape
     dtype_name = ref.dtype.name
