@@ -75,6 +75,9 @@ from ._defaults import (get_default_device, get_default_dtype, set_default_devic
 from . import accelerator, backends, onnx, serialization  # noqa: E402
 from ._printing import get_printoptions, set_printoptions  # noqa: E402 - PyTorch's printing
 globals().update(_legacy.TYPED)
+from . import _tensor_compat  # noqa: E402 - torch.greater, torch.concat, torch.pi, Generator, ...
+_COMPAT = {k: v for k, v in _tensor_compat.functions().items() if k not in globals()}
+globals().update(_COMPAT)
 
 
 def is_tensor(obj):
@@ -87,7 +90,7 @@ def numel(input):
 
 __all__ = ["Size", "set_printoptions", "get_printoptions", "accelerator", "onnx", "backends", "serialization", "is_tensor", "numel",
            "get_default_dtype", "set_default_dtype", "get_default_device", "set_default_device",
-           *_legacy.TYPED]
+           *_legacy.TYPED, *_COMPAT]
 # ---- end spellings ---------------------------------------------------------------------------
 
 # ---- surface (issue 27): Tensor methods written in Python and their module functions ----

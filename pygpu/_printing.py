@@ -149,39 +149,52 @@ def format_values(arr, indent):
 _DEFAULT_DTYPES = ("float32", "int64", "bool")
 
 
+# pygpu op name -> PyTorch's, where they differ for the same op (a composite, such as
+# mse_loss written as a mean of squares, shows its last op: MeanBackward0)
+_TORCH_NAMES = {"MatMul": "Mm", "Reshape": "View", "Linear": "Addmm", "LinearMasked": "Addmm",
+                "CrossEntropy": "NllLoss", "LayerNorm": "NativeLayerNorm", "GeluExact": "Gelu",
+                "AExtreme": "Max"}
+
+
 def grad_fn_name(node):
-    """PyTorch's name of a grad_fn, AddBackward0, from a pygpu node's op name ("Add")."""
-    return f"{node.name}Backward0"
+    """PyTorch's name of a grad_fn, AddBackward0, from a pygpu node's op name ("Add", or a
+    Function class such as "_LogSoftmax")."""
+    name = node.name.lstrip("_")
+    name = name[:-2] if name.endswith("Fn") else name
+    return f"{_TORCH_NAMES.get(name, name)}Backward0"
 
 
 def tensor_repr(t, host):
-    """repr(t) from its host copy `host` (a NumPy array, or None for bfloat16 data already
-    widened by the caller)."""
+    """repr(t) from its host copy `host` (a NumPy array; bfloat16 data already widened by
+    the caller), or None for a 'meta' tensor, which has no values: tensor(..., size=(2, 3))."""
     from . import _defaults
     prefix = "tensor("
     indent = len(prefix)
-    arr = np.asarray(host)
     suffixes = []
-    if arr.size == 0:
+    arr = np.asarray(host) if host is not None else None
+    dev = t.device
+    default_dev = _defaults.device()
+    if dev.type != "cpu" and not (default_dev is not None and default_dev == dev):
+        suffixes.append(f"device='{dev}'")
+    if arr is None:
+        body = "..."
+        suffixes.append(f"size={tuple(t.shape)}")
+    elif arr.size == 0:
         body = "[]"
         if arr.ndim != 1:
             suffixes.append(f"size={tuple(arr.shape)}")
     else:
         body = format_values(arr, indent)
-    dev = t.device
-    default_dev = _defaults.device()
-    if dev.type != "cpu" and not (default_dev is not None and default_dev == dev):
-        suffixes.append(f"device='{dev}'")
     default_float = _defaults.dtype().name
     if t.dtype.name not in ("int64", "bool", default_float) or (
-            arr.size == 0 and t.dtype.name != default_float):
+            arr is not None and arr.size == 0 and t.dtype.name != default_float):
         suffixes.append(f"dtype={t.dtype}")
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{grad_fn_name(t.grad_fn)}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     out = prefix + body
-    last = len(out) - out.rfind("\n") - 1 if "\n" in out else len(out)
+    last = len(out) - out.rfind("\n") + 1  # PyTorch's count: two more than the line's length
     for s in suffixes:
         if last + len(s) + 2 > options["linewidth"]:
             out += ",\n" + " " * indent + s

@@ -13,15 +13,16 @@ the type once (_C._add_tensor_methods):
   _tensor_create.py  new_zeros/new_ones/..., and eye, linspace, stack, einsum, ...
   _tensor_autograd.py register_hook, detach_
   _tensor_fill.py    zero_, fill_, uniform_, normal_, bernoulli_
+  _tensor_compat.py  PyTorch's second names (greater, multiply, ravel, eq_, new, ...)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
 replaced by wrappers that accept both spellings and call the C method."""
 from . import _C
-from . import (_tensor_autograd, _tensor_create, _tensor_fill, _tensor_index, _tensor_info,
-               _tensor_reduce, _tensor_views)
+from . import (_tensor_autograd, _tensor_compat, _tensor_create, _tensor_fill, _tensor_index,
+               _tensor_info, _tensor_reduce, _tensor_views)
 
 _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
-             _tensor_autograd, _tensor_fill)
+             _tensor_autograd, _tensor_fill, _tensor_compat)
 
 
 def install():

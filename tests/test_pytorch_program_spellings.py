@@ -270,3 +270,40 @@ def test_printing_as_torch():
     finally:
         pygpu.set_printoptions(profile="default")
         torch.set_printoptions(profile="default")
+
+
+def test_meta_device_shapes_without_data():
+    for lib in (pygpu, torch):
+        t = lib.rand(2, 3, 10, device="meta")
+        lin = lib.nn.Linear(10, 4, device="meta")
+        out = lin(t).relu().sum(1)
+        assert tuple(out.shape) == (2, 4) and str(out.device) == "meta"
+    assert repr(pygpu.rand(2, 3, device="meta", dtype=pygpu.float64, requires_grad=True)) == \
+        repr(torch.rand(2, 3, device="meta", dtype=torch.float64, requires_grad=True))
+    x = pygpu.ones(3).to("meta")
+    assert x.device == pygpu.device("meta") and (x * 2).shape == (3,)
+    with pytest.raises(RuntimeError, match="Cannot copy out of meta tensor; no data"):
+        x.numpy()
+    with pytest.raises(RuntimeError, match="no data"):
+        x.sum().item()
+
+
+def test_load_state_dict_assign_and_to_empty():
+    src = pygpu.nn.Sequential(pygpu.nn.Linear(4, 8), pygpu.nn.BatchNorm1d(8), pygpu.nn.Linear(8, 2))
+    src.train()
+    src(pygpu.randn(16, 4))  # running statistics that are not the initial ones
+    with pygpu.device("meta"):
+        model = pygpu.nn.Sequential(pygpu.nn.Linear(4, 8), pygpu.nn.BatchNorm1d(8),
+                                    pygpu.nn.Linear(8, 2))
+    assert model[0].weight.device.type == "meta"
+    with pytest.warns(UserWarning, match="assign=True"):
+        model.load_state_dict(src.state_dict())  # a copy into 'meta' does nothing
+    model.load_state_dict(src.state_dict(), assign=True)
+    assert all(t.device.type == "cpu" for t in model.state_dict().values())
+    assert model[0].weight.requires_grad and isinstance(model[0].weight, pygpu.nn.Parameter)
+    model.eval()
+    src.eval()
+    x = pygpu.randn(5, 4)
+    np.testing.assert_array_equal(model(x).detach().numpy(), src(x).detach().numpy())
+    empty = pygpu.nn.Linear(3, 2, device="meta").to_empty(device="sim")
+    assert empty.weight.device.type == "sim" and empty.weight.shape == (2, 3)

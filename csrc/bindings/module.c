@@ -9,6 +9,7 @@
 
 #include "../backends/cpu/cpu_gemm_half.h"
 #include "../backends/cpu/cpu_isa.h"
+#include "../backends/meta/meta_backend.h"
 #include "../backends/sim/sim_backend.h"
 #include "../core/pg_backend.h"
 
@@ -78,6 +79,7 @@ PyMODINIT_FUNC PyInit__C(void)
     pg_cpu_gemm_half_register();
     pg_backend_register(PG_DEV_CPU, &pg_cpu_backend);
     pg_backend_register(PG_DEV_SIM, &pg_sim_backend);
+    pg_backend_register(PG_DEV_META, &pg_meta_backend);
     pg_set_blocking_hooks(pg_gil_release, pg_gil_restore);
     return m;
 }

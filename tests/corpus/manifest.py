@@ -637,5 +637,57 @@ PROGRAMS = [
         "rtol": 0.001,
         "atol": 1e-05,
         "note": "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+    },
+    {
+        "name": "tut_module_load_state_dict_tips",
+        "file": "tut_module_load_state_dict_tips.py",
+        "repo": "pytorch/tutorials",
+        "path": "recipes_source/recipes/module_load_state_dict_tips.py",
+        "commit": "06059c5ed41b731d4d3392d18d417fd267246e05",
+        "license": "BSD-3-Clause",
+        "edits": [
+            "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
+            "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+        ],
+        "needs": [],
+        "compare": True,
+        "rtol": 0.001,
+        "atol": 1e-05,
+        "note": "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+    },
+    {
+        "name": "tut_basics_buildmodel",
+        "file": "tut_basics_buildmodel.py",
+        "repo": "pytorch/tutorials",
+        "path": "beginner_source/basics/buildmodel_tutorial.py",
+        "commit": "07a339ece661a2b304b8834780470f522eed1e02",
+        "license": "BSD-3-Clause",
+        "edits": [
+            "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
+            "the torchvision import removed (not installed; the page does not use it)",
+            "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+        ],
+        "needs": [],
+        "compare": True,
+        "rtol": 0.001,
+        "atol": 1e-05,
+        "note": "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+    },
+    {
+        "name": "tut_basics_autogradqs",
+        "file": "tut_basics_autogradqs.py",
+        "repo": "pytorch/tutorials",
+        "path": "beginner_source/basics/autogradqs_tutorial.py",
+        "commit": "1532c0de875b79f541371438d8d1d08be18f87de",
+        "license": "BSD-3-Clause",
+        "edits": [
+            "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
+            "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+        ],
+        "needs": [],
+        "compare": True,
+        "rtol": 0.001,
+        "atol": 1e-05,
+        "note": "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
     }
 ]
