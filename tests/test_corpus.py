@@ -8,8 +8,9 @@
 # (xfail, strict): when that branch lands and the program runs, the test fails until its
 # `needs` is emptied in the manifest, so the docs' corpus table never goes stale.
 #
-# Each program runs in its own interpreter (seconds each): marked `corpus`, deselected from
-# the default run like `timing`, and run by its own lane: pytest -m corpus tests/test_corpus.py
+# Each program runs in its own interpreter (seconds each): those tests are marked `corpus`,
+# deselected from the default run like `timing`, and run by their own lane:
+# pytest -m corpus tests/test_corpus.py. The manifest's own checks run in the default suite.
 import os
 import sys
 
@@ -20,9 +21,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cor
 import run_corpus  # noqa: E402
 from manifest import PROGRAMS  # noqa: E402
 
-pytestmark = pytest.mark.corpus
-
-
 def _params():
     for e in PROGRAMS:
         marks = []
@@ -31,6 +29,7 @@ def _params():
         yield pytest.param(e, id=e["name"], marks=marks)
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("entry", list(_params()))
 def test_program_runs_as_written(entry):
     rc, out, err = run_corpus.run(entry, "pygpu", same_random=entry["compare"])
@@ -54,6 +53,13 @@ def test_the_manifest_is_whole():
         with open(run_corpus.program_path(e)) as f:
             head = f.read(400)
         assert e["repo"] in head and "license" in head, e["name"]
+
+
+def test_the_docs_table_is_the_manifests():
+    doc = open(os.path.join(run_corpus.ROOT, "docs", "pytorch.md")).read()
+    assert run_corpus.table() in doc, ("docs/pytorch.md's corpus table differs from the "
+                                       "manifest: paste `python tests/corpus/run_corpus.py "
+                                       "--table` over it")
 
 
 def test_to_torch_spells_only_the_imports_back():

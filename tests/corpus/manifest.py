@@ -689,5 +689,95 @@ PROGRAMS = [
         "rtol": 0.001,
         "atol": 1e-05,
         "note": "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+    },
+    {
+        "name": "tut_changing_default_device",
+        "file": "tut_changing_default_device.py",
+        "repo": "pytorch/tutorials",
+        "path": "recipes_source/recipes/changing_default_device.py",
+        "commit": "0a659232c0d83868b55cdd02c4d9363f8a4b862e",
+        "license": "BSD-3-Clause",
+        "edits": [
+            "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
+            "the 'cuda' device written 'meta' (no GPU here, in either library; 'meta' runs the same default-device machinery)"
+        ],
+        "needs": [],
+        "compare": True,
+        "rtol": 0.001,
+        "atol": 1e-05,
+        "note": ""
+    },
+    {
+        "name": "tut_basics_tensorqs",
+        "file": "tut_basics_tensorqs.py",
+        "repo": "pytorch/tutorials",
+        "path": "beginner_source/basics/tensorqs_tutorial.py",
+        "commit": "0dea8a155bb46fd384abe428afcbb65e0a391739",
+        "license": "BSD-3-Clause",
+        "edits": [
+            "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
+            "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+        ],
+        "needs": [],
+        "compare": True,
+        "rtol": 0.001,
+        "atol": 1e-05,
+        "note": "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+    },
+    {
+        "name": "tut_basics_quickstart",
+        "file": "tut_basics_quickstart.py",
+        "repo": "pytorch/tutorials",
+        "path": "beginner_source/basics/quickstart_tutorial.py",
+        "commit": "07a339ece661a2b304b8834780470f522eed1e02",
+        "license": "BSD-3-Clause",
+        "edits": [
+            "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
+            "torchvision and matplotlib imports removed (not installed; the dataset is replaced, nothing is plotted)",
+            "FashionMNIST replaced by TensorDatasets of random 1x28x28 images (640 train, 192 test)",
+            "5 epochs cut to 2",
+            "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+        ],
+        "needs": [],
+        "compare": True,
+        "rtol": 0.001,
+        "atol": 1e-05,
+        "note": "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+    },
+    {
+        "name": "tut_nlp_deep_learning",
+        "file": "tut_nlp_deep_learning.py",
+        "repo": "pytorch/tutorials",
+        "path": "beginner_source/nlp/deep_learning_tutorial.py",
+        "commit": "016d0cc077f60c82b8497d4c7f92051ce40cafee",
+        "license": "BSD-3-Clause",
+        "edits": [
+            "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
+            "100 epochs cut to 30",
+            "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+        ],
+        "needs": [],
+        "compare": True,
+        "rtol": 0.002,
+        "atol": 1e-05,
+        "note": "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+    },
+    {
+        "name": "tut_blitz_tensor",
+        "file": "tut_blitz_tensor.py",
+        "repo": "pytorch/tutorials",
+        "path": "beginner_source/blitz/tensor_tutorial.py",
+        "commit": "08c4ec986e5eddc66264d3f00f256aafe22d2786",
+        "license": "BSD-3-Clause",
+        "edits": [
+            "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
+            "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened"
+        ],
+        "needs": [],
+        "compare": True,
+        "rtol": 0.001,
+        "atol": 1e-05,
+        "note": "the long prose docstrings (the tutorial's text) shortened to their titles; the comment blocks shortened",
+        "mask": "(?s)\\A.*?\\]\\]\\)\\n"
     }
 ]

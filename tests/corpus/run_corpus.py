@@ -12,7 +12,8 @@ program's global settings stay its own) from a scratch directory, and returns
 runs one random stream; compare() then checks every number the two runs printed.
 
     python tests/corpus/run_corpus.py                 # every program, a table of results
-    python tests/corpus/run_corpus.py gat polynomial_nn --show   # some, with their output
+    python tests/corpus/run_corpus.py ex_gat tut_polynomial_optim --show   # some, with output
+    python tests/corpus/run_corpus.py --table         # docs/pytorch.md's table, from the manifest
 """
 import os
 import re
@@ -117,7 +118,27 @@ def stop_reason(stderr):
     return lines[-1] if lines else "(no message)"
 
 
+def table():
+    """docs/pytorch.md's corpus table, from the manifest (tests/test_corpus.py checks the page
+    holds exactly this)."""
+    rows = ["| Program | Source | Result under pygpu |", "|---|---|---|"]
+    for e in MANIFEST:
+        if e["needs"]:
+            res = "stops at what it needs: " + "; ".join(e["needs"])
+        else:
+            res = "ran to the end" + ("; its numbers match torch's" if e["compare"] else
+                                      " (" + e["note"] + ")")
+        rows.append(f"| `{e['name']}` | {e['repo']}/{e['path']} | {res} |")
+    ran = sum(1 for e in MANIFEST if not e["needs"])
+    rows += ["", f"{ran} of {len(MANIFEST)} run to the end today; the other "
+             f"{len(MANIFEST) - ran} stop at what another branch is adding."]
+    return "\n".join(rows) + "\n"
+
+
 def main(argv):
+    if "--table" in argv:
+        print(table(), end="")
+        return
     show = "--show" in argv
     names = [a for a in argv if not a.startswith("--")]
     entries = [e for e in MANIFEST if not names or e["name"] in names]
