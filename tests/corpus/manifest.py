@@ -441,7 +441,7 @@ PROGRAMS = [
             "test set 10000 -> 200"
         ],
         "needs": [
-            "Tensor.norm(p, dim) on a 2-d input, log1p (math): issue 36 (math36)"
+            "torch.log1p: issue 36 (math36)"
         ],
         "compare": True,
         "rtol": 0.005,
