@@ -36,6 +36,10 @@ TOL = {
                    "bfloat16": (8e-3, 1e-2)},
     # fused training ops: sums through nonlinear steps, compared value by value
     "fused": {"float32": (2e-4, 2e-5), "float64": (1e-10, 1e-12)},
+    # special functions near a root (digamma, lgamma) or summed series (zeta, the Bessel
+    # functions): a few ulp of the terms, not of the result
+    "special": {"float32": (1e-5, 1e-6), "float64": (1e-10, 1e-13), "float16": (2e-3, 1e-4),
+                "bfloat16": (1.6e-2, 1e-3)},
 }
 
 
@@ -196,6 +200,73 @@ for _name, _ref in _MATH_REFS.items():
     _dom = ("positive",) if _name in ("log", "sqrt") else ("any",)
     row(_name, getattr(pygpu, _name), _ref, UNARY, NUMERIC16, _dom)
     row(_name + "_method", lambda x, _n=_name: getattr(x, _n)(), _ref, UNARY, NUMERIC16, _dom)
+
+# --- the math functions (pg_ops.def's rows after isfinite and after ge): name -> (NumPy
+# reference, or torch's where NumPy has none; the domain of each input; tolerance class).
+# Two cases each (contiguous, a transpose; the generic paths are the rows above), floats and
+# float16; the NUM rows int64 too. Methods, in-place forms, gradients, special values and
+# vector-size runs are tests/test_math_ops.py's. ---
+def _torch_ref(name):
+    def ref(*xs):
+        import torch
+        f = torch
+        for part in name.split("."):
+            f = getattr(f, part)
+        return f(*[torch.from_numpy(np.array(x)) for x in xs]).numpy()
+    return ref
+
+
+MATH_UNARY = {
+    "sin": (np.sin, "any", "elementwise"), "cos": (np.cos, "any", "elementwise"),
+    "tan": (np.tan, "any", "elementwise"), "asin": (np.arcsin, "unit", "elementwise"),
+    "acos": (np.arccos, "unit", "elementwise"), "atan": (np.arctan, "any", "elementwise"),
+    "sinh": (np.sinh, "any", "elementwise"), "cosh": (np.cosh, "any", "elementwise"),
+    "asinh": (np.arcsinh, "any", "elementwise"), "acosh": (np.arccosh, "gt1", "elementwise"),
+    "atanh": (np.arctanh, "unit", "elementwise"), "log1p": (np.log1p, "positive", "elementwise"),
+    "expm1": (np.expm1, "any", "elementwise"), "log2": (np.log2, "positive", "elementwise"),
+    "log10": (np.log10, "positive", "elementwise"), "exp2": (np.exp2, "any", "elementwise"),
+    "erf": (_torch_ref("erf"), "any", "elementwise"), "erfc": (_torch_ref("erfc"), "any", "elementwise"),
+    "erfinv": (_torch_ref("erfinv"), "unit", "special"),
+    "lgamma": (_torch_ref("lgamma"), "positive", "special"),
+    "digamma": (_torch_ref("digamma"), "any", "special"),
+    "logit": (_torch_ref("logit"), "prob", "elementwise"), "sinc": (_torch_ref("sinc"), "any", "elementwise"),
+    "deg2rad": (np.deg2rad, "any", "elementwise"), "rad2deg": (np.rad2deg, "any", "elementwise"),
+    "frac": (lambda x: x - np.trunc(x), "any", "elementwise"),
+    "i0": (_torch_ref("i0"), "any", "special"), "special_i0e": (_torch_ref("special.i0e"), "any", "special"),
+    "special_i1": (_torch_ref("special.i1"), "any", "special"),
+    "special_i1e": (_torch_ref("special.i1e"), "any", "special"),
+    "special_ndtr": (_torch_ref("special.ndtr"), "any", "elementwise"),
+    "special_entr": (_torch_ref("special.entr"), "any", "elementwise"),
+    "square": (np.square, "any", "elementwise"), "signbit": (np.signbit, "any", "exact"),
+    "isinf": (np.isinf, "any", "exact"), "isposinf": (np.isposinf, "any", "exact"),
+    "isneginf": (np.isneginf, "any", "exact"),
+}
+MATH_BINARY = {
+    "atan2": (np.arctan2, ("any",), "elementwise"), "hypot": (np.hypot, ("any",), "elementwise"),
+    "fmod": (np.fmod, ("any", "nonzero"), "elementwise"),
+    "remainder": (np.remainder, ("any", "nonzero"), "elementwise"),
+    "floor_divide": (np.floor_divide, ("any", "nonzero"), "elementwise"),
+    "copysign": (np.copysign, ("any",), "elementwise"),
+    "xlogy": (_torch_ref("xlogy"), ("any", "positive"), "elementwise"),
+    "special_xlog1py": (_torch_ref("special.xlog1py"), ("any", "positive"), "elementwise"),
+    "logaddexp": (np.logaddexp, ("any",), "elementwise"),
+    "logaddexp2": (np.logaddexp2, ("any",), "elementwise"),
+    "heaviside": (lambda x, y: np.heaviside(x, y).astype(x.dtype), ("any",), "exact"), "fmax": (np.fmax, ("any",), "exact"),
+    "fmin": (np.fmin, ("any",), "exact"), "nextafter": (np.nextafter, ("any",), "exact"),
+    # (torch has no half zeta: computed in float32 and rounded once, as pygpu does)
+    "special_zeta": (lambda x, q: _torch_ref("special.zeta")(x.astype(np.promote_types(x.dtype, np.float32)), q.astype(np.promote_types(q.dtype, np.float32))).astype(np.result_type(x, q)),
+                     ("gt1", "positive"), "special"),
+}
+_MATH_NUM = {"square", "signbit", "isinf", "isposinf", "isneginf", "fmod", "remainder",
+             "floor_divide", "heaviside", "fmax", "fmin"}  # int64 rows (NUM and ANY)
+for _name, (_ref, _dom, _tol) in MATH_UNARY.items():
+    _dts = FLOATS + ("float16",) + (("int64",) if _name in _MATH_NUM else ())
+    row(_name, getattr(pygpu._C, _name), _ref, cases(a(3, 4), tr(4, 3)), _dts, (_dom,), tol=_tol)
+for _name, (_ref, _dom, _tol) in MATH_BINARY.items():
+    _dts = (FLOATS + (("int64",) if _name in _MATH_NUM else ())
+            + (("float16",) if _name != "nextafter" else ()))
+    row(_name, getattr(pygpu._C, _name), _ref, cases((a(3, 4), a(3, 4)), (tr(4, 3), a(4))),
+        _dts, _dom, tol=_tol)
 
 # --- reductions: functions and methods, axis None/int/negative/tuple, keepdims ---
 _AXES = [
@@ -686,6 +757,7 @@ def _bf16_reference(op, arrays):
 _RANK = {"bool": 0, "int64": 1, "float16": 2, "bfloat16": 2, "float32": 3, "float64": 4}
 _PROMOTING = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "scalar_", "where",
               "clamp", "exp", "log", "reciprocal", "rsqrt", "sigmoid", "sqrt", "tanh")
+_PROMOTING += tuple(MATH_UNARY) + tuple(MATH_BINARY)
 
 
 def _kind(dt):

@@ -440,9 +440,7 @@ PROGRAMS = [
             "training set 50000 -> 500",
             "test set 10000 -> 200"
         ],
-        "needs": [
-            "torch.log1p: issue 36 (math36)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.005,
         "atol": 1e-05,
@@ -555,9 +553,7 @@ PROGRAMS = [
             "2000 steps cut to 300",
             "the long prose docstrings (the tutorial's text) shortened to their titles"
         ],
-        "needs": [
-            "torch.sin: issue 36 (math36)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.001,
         "atol": 1e-05,
@@ -575,9 +571,7 @@ PROGRAMS = [
             "2000 steps cut to 300",
             "the long prose docstrings (the tutorial's text) shortened to their titles"
         ],
-        "needs": [
-            "torch.sin: issue 36 (math36)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.001,
         "atol": 1e-05,
@@ -613,9 +607,7 @@ PROGRAMS = [
             "2000 steps cut to 300",
             "the long prose docstrings (the tutorial's text) shortened to their titles"
         ],
-        "needs": [
-            "torch.sin: issue 36 (math36)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.001,
         "atol": 1e-05,
