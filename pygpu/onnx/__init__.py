@@ -116,7 +116,7 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
         if m not in skip:
             handles.append(m.register_forward_hook(hook))
     was_training = model.training
-    model.train(bool(training)) if training is not None else model.eval()
+    model.train(bool(training) if training is not None else False)  # PyTorch exports in eval
     _exporting[0] = True
     try:
         with no_grad():
