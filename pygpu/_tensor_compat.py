@@ -69,6 +69,29 @@ def is_same_size(self, other):
     return tuple(self.shape) == tuple(other.shape)
 
 
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    """x.cuda(): a copy on the current (or given) CUDA device; self if already there."""
+    from ._device import device as as_device
+    if device is None:
+        target = as_device("cuda")
+    elif isinstance(device, int):
+        target = as_device("cuda", device)
+    else:
+        target = as_device(device)
+    return self.to(target, non_blocking=non_blocking)
+
+
+def data_ptr(self):
+    """The address of the tensor's first element on its device (for libraries that take
+    raw pointers; a number, never dereferenced by Python)."""
+    return _C._data_ptr(self)
+
+
+def _is_type(name):
+    return property(lambda self: self.device.type == name,
+                    doc=f"whether the tensor is on a {name} device")
+
+
 METHODS = {name: _alias(target) for name, target in _ALIASES.items()}
 METHODS.update({f"{name}_": _inplace(target) for name, target in _ALIASES.items()
                 if target.isalpha() and name not in ("true_divide", "bitwise_not")})
@@ -78,7 +101,10 @@ METHODS.update({"bitwise_and_": _inplace("__and__"), "bitwise_or_": _inplace("__
                 "logical_and_": _inplace("logical_and"), "logical_or_": _inplace("logical_or"),
                 "cumsum_": _inplace("cumsum"), "cumprod_": _inplace("cumprod"),
                 "ravel": ravel, "reshape_as": reshape_as, "new": new, "get_device": get_device,
-                "is_signed": is_signed, "is_nonzero": is_nonzero, "is_same_size": is_same_size})
+                "is_signed": is_signed, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
+                "cuda": cuda, "data_ptr": data_ptr, "is_cuda": _is_type("cuda"),
+                "is_cpu": _is_type("cpu"), "is_meta": _is_type("meta"),
+                "is_inference": lambda self: False})
 
 
 def _function(name):
@@ -185,6 +211,8 @@ def functions():
            ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
             "not_equal", "clone", "detach", "reshape", "ravel", "is_floating_point",
             "is_nonzero", "is_same_size", "is_signed", "bitwise_not")}
+    from .autograd.grad_mode import inference_mode, is_inference_mode_enabled
+    out.update(inference_mode=inference_mode, is_inference_mode_enabled=is_inference_mode_enabled)
     out.update(concat=cat, concatenate=cat, scalar_tensor=scalar_tensor, as_tensor=as_tensor,
                asarray=as_tensor, Generator=Generator, default_generator=default_generator,
                seed=seed, initial_seed=initial_seed,

@@ -307,3 +307,15 @@ def test_load_state_dict_assign_and_to_empty():
     np.testing.assert_array_equal(model(x).detach().numpy(), src(x).detach().numpy())
     empty = pygpu.nn.Linear(3, 2, device="meta").to_empty(device="sim")
     assert empty.weight.device.type == "sim" and empty.weight.shape == (2, 3)
+
+
+def test_device_queries_and_inference_mode(device):
+    x = pygpu.ones(2, device=device)
+    assert x.is_cpu == (x.device.type == "cpu") and x.is_cuda == (x.device.type == "cuda")
+    assert not x.is_meta and isinstance(x.data_ptr(), int) and not x.is_inference()
+    with pygpu.inference_mode():
+        assert pygpu.is_inference_mode_enabled()
+        assert not (pygpu.ones(2, requires_grad=True) * 2).requires_grad
+    assert not pygpu.is_inference_mode_enabled()
+    with pygpu.inference_mode(False):
+        assert (pygpu.ones(2, requires_grad=True) * 2).requires_grad
