@@ -87,6 +87,47 @@ def data_ptr(self):
     return _C._data_ptr(self)
 
 
+def _inplace_view(name):
+    """x.unsqueeze_(0), x.t_(), ...: the view op's result becomes x itself (same object, new
+    shape and strides over the same memory). Refused under autograd on a tensor that requires
+    grad: pygpu does not record a view's in-place change of shape."""
+    def method(self, *args, **kwargs):
+        if self.requires_grad and _C.is_grad_enabled():
+            raise RuntimeError(f"{name}_: pygpu does not change the shape of a tensor that "
+                               f"requires grad in place; use the out-of-place {name}()")
+        self.data = getattr(self, name)(*args, **kwargs)
+        return self
+    method.__name__ = name + "_"
+    return method
+
+
+def resize_(self, *sizes):
+    """PyTorch's resize_: self takes the new shape; the elements that fit keep their values in
+    flat order, new ones are uninitialised (a new allocation when the size changes)."""
+    from ._creation import _shape, empty
+    shape = _shape(sizes, "resize_")
+    n = 1
+    for s in shape:
+        n *= s
+    if n == self.numel():
+        self.data = self.reshape(shape)
+        return self
+    new = empty(shape, dtype=self.dtype, device=self.device)
+    keep = min(n, self.numel())
+    if keep:
+        new.reshape(-1)[:keep] = self.reshape(-1)[:keep]
+    self.data = new
+    return self
+
+
+def argwhere(self):
+    return self.nonzero()
+
+
+def ger(self, vec2):
+    return self.outer(vec2)
+
+
 def _is_type(name):
     return property(lambda self: self.device.type == name,
                     doc=f"whether the tensor is on a {name} device")
@@ -104,7 +145,10 @@ METHODS.update({"bitwise_and_": _inplace("__and__"), "bitwise_or_": _inplace("__
                 "is_signed": is_signed, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
                 "cuda": cuda, "data_ptr": data_ptr, "is_cuda": _is_type("cuda"),
                 "is_cpu": _is_type("cpu"), "is_meta": _is_type("meta"),
-                "is_inference": lambda self: False})
+                "is_inference": lambda self: False, "resize_": resize_, "argwhere": argwhere,
+                "ger": ger})
+METHODS.update({f"{name}_": _inplace_view(name) for name in
+                ("squeeze", "unsqueeze", "t", "transpose", "swapaxes", "swapdims")})
 
 
 def _function(name):
@@ -195,6 +239,72 @@ def scalar_tensor(value, dtype=None, device=None, requires_grad=False):
     return t.requires_grad_(True) if requires_grad else t
 
 
+class finfo:
+    """torch.finfo(dtype): the float type's limits (bits, eps, max, min, tiny, resolution)."""
+
+    def __init__(self, type=None):
+        from . import _defaults, _dtype
+        import numpy as np
+        d = _dtype.to_dtype(type) if type is not None else _defaults.dtype()
+        if not d.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type, got {d}")
+        if d.name == "bfloat16":
+            self.bits, self.eps, self.max, self.tiny = 16, 2.0 ** -7, 3.3895313892515355e38, \
+                1.1754943508222875e-38
+            self.resolution = 0.01
+        else:
+            f = np.finfo(d._numpy)
+            self.bits, self.eps, self.max = f.bits, float(f.eps), float(f.max)
+            self.tiny, self.resolution = float(f.tiny), float(f.resolution)
+        self.min, self.smallest_normal, self.dtype = -self.max, self.tiny, d.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, "
+                f"eps={self.eps}, smallest_normal={self.tiny}, tiny={self.tiny}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """torch.iinfo(dtype): the integer type's limits (int64 and bool in pygpu)."""
+
+    def __init__(self, type):
+        from . import _dtype
+        import numpy as np
+        d = _dtype.to_dtype(type)
+        if d.is_floating_point:
+            raise TypeError(f"torch.iinfo() requires an integer input type, got {d}")
+        i = np.iinfo(np.int64) if d.name == "int64" else None
+        self.bits = 64 if i is not None else 8
+        self.max, self.min = (int(i.max), int(i.min)) if i is not None else (1, 0)
+        self.dtype = d.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def result_type(tensor1, tensor2):
+    """The dtype an op of the two would give (PyTorch's promotion, as pygpu's ops compute it),
+    found by adding one-element probes of the same kinds (a 0-d tensor stays 0-d: it promotes
+    differently)."""
+    def probe(x):
+        if not isinstance(x, Tensor):
+            return x
+        return x.reshape(()) if x.ndim == 0 else x.reshape(-1)[:1]
+    return (probe(tensor1) + probe(tensor2)).dtype
+
+
+def promote_types(type1, type2):
+    from ._creation import zeros
+    return (zeros(1, dtype=type1) + zeros(1, dtype=type2)).dtype
+
+
+def can_cast(from_, to):
+    """Whether PyTorch's casting rules allow from_ -> to in place (no float to int, no
+    int/float to bool)."""
+    order = {"bool": 0, "int64": 1, "float16": 2, "bfloat16": 2, "float32": 2, "float64": 2}
+    return order[from_.name] <= order[to.name]
+
+
 def as_tensor(data, dtype=None, device=None):
     """A tensor sharing data's memory where it can (a tensor of the same dtype and device is
     returned as it is), else a copy (PyTorch's as_tensor)."""
@@ -213,6 +323,8 @@ def functions():
             "is_nonzero", "is_same_size", "is_signed", "bitwise_not")}
     from .autograd.grad_mode import inference_mode, is_inference_mode_enabled
     out.update(inference_mode=inference_mode, is_inference_mode_enabled=is_inference_mode_enabled)
+    out.update(finfo=finfo, iinfo=iinfo, result_type=result_type, promote_types=promote_types,
+               can_cast=can_cast, argwhere=_function("argwhere"), ger=_function("ger"))
     out.update(concat=cat, concatenate=cat, scalar_tensor=scalar_tensor, as_tensor=as_tensor,
                asarray=as_tensor, Generator=Generator, default_generator=default_generator,
                seed=seed, initial_seed=initial_seed,

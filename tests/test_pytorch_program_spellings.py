@@ -319,3 +319,29 @@ def test_device_queries_and_inference_mode(device):
     assert not pygpu.is_inference_mode_enabled()
     with pygpu.inference_mode(False):
         assert (pygpu.ones(2, requires_grad=True) * 2).requires_grad
+
+
+def test_inplace_views_resize_and_dtype_info():
+    for lib in (pygpu, torch):
+        x = lib.zeros(1, 3)
+        x.squeeze_(0).unsqueeze_(1)
+        y = lib.arange(6.0)
+        y.resize_(2, 2)
+        z = lib.ones(2, 3)
+        z.t_()
+        assert tuple(x.shape) == (3, 1) and tuple(z.shape) == (3, 2)
+        assert y.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    with pytest.raises(RuntimeError, match="requires grad"):
+        pygpu.ones(1, 2, requires_grad=True).squeeze_(0)
+    for name in ("float32", "float64", "float16", "bfloat16"):
+        f, g = pygpu.finfo(getattr(pygpu, name)), torch.finfo(getattr(torch, name))
+        assert (f.eps, f.max, f.tiny, f.bits) == (g.eps, g.max, g.tiny, g.bits), name
+    assert pygpu.iinfo(pygpu.int64).max == torch.iinfo(torch.int64).max
+    for a, b in [([1, 2], 1.0), ([1, 2], 1), ([1.0], [1])]:
+        assert str(pygpu.result_type(pygpu.tensor(a), pygpu.tensor(b) if isinstance(b, list)
+                                     else b)) == \
+            str(torch.result_type(torch.tensor(a), torch.tensor(b) if isinstance(b, list) else b))
+    assert pygpu.promote_types(pygpu.int64, pygpu.float32) is pygpu.float32
+    assert pygpu.can_cast(pygpu.float32, pygpu.int64) is torch.can_cast(torch.float32, torch.int64)
+    np.testing.assert_array_equal(pygpu.argwhere(pygpu.tensor([0, 1, 1])).numpy(),
+                                  torch.argwhere(torch.tensor([0, 1, 1])).numpy())
