@@ -66,7 +66,7 @@ def logit_(self, eps=None):
 
 def _finite_bounds(dtype):
     info = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
-            "float32": 3.4028234663852886e38}.get(str(dtype), 1.7976931348623157e308)
+            "float32": 3.4028234663852886e38}.get(dtype.name, 1.7976931348623157e308)
     return info
 
 

@@ -862,7 +862,9 @@ def _check_tensor(got, ref, op, arrays, device, what="result"):
 
 def _same_types(got, ref):
     if isinstance(ref, (list, tuple)):
-        return type(got) is type(ref) and len(got) == len(ref) and all(map(_same_types, got, ref))
+        # a shape is a pygpu.Size, PyTorch's tuple subclass (torch.Size)
+        same = type(got) is type(ref) or (type(ref) is tuple and type(got) is pygpu.Size)
+        return same and len(got) == len(ref) and all(map(_same_types, got, ref))
     return type(got) is type(ref)
 
 

@@ -347,7 +347,7 @@ class Module:
                 if assign:
                     self._assign(k, incoming[k])
                     continue
-                if target.device.type == "meta" and incoming[k].device.type != "meta":
+                if _device_type(target) == "meta" and _device_type(incoming[k]) != "meta":
                     import warnings
                     warnings.warn(f"for {k}: copying from a non-meta parameter in the checkpoint "
                                   f"to a meta parameter in the current model, which is a no-op. "
@@ -403,6 +403,11 @@ class Module:
             else:
                 out += "\n  " + "\n  ".join(lines) + "\n"
         return out + ")"
+
+
+def _device_type(t):
+    """The device type of a state entry (an int8 layer's state has its own kind of device)."""
+    return getattr(getattr(t, "device", None), "type", None)
 
 
 class _HookHandle:
