@@ -428,20 +428,39 @@ def _sequence_is_tuple(key):
     return False
 
 
+def _check_host_index(values, size, dim):
+    """A list's indices are known on the host: check them at the call, on every device,
+    with PyTorch's words. (An index tensor is checked where it runs: on an asynchronous
+    device the error comes at the next wait, as AsyncOpError.)"""
+    import numpy as np
+    bad = values[(values >= size) | (values < -size)]
+    if bad.size:
+        raise IndexError(f"index {int(bad.flat[0])} is out of bounds for dimension {dim} with "
+                         f"size {size}")
+
+
 def _split_key(self, key):
     """(basic key with ':' in place of each advanced entry, [(axis in the view, index)]),
     where a bool mask of k dims becomes k int indices over those axes."""
+    import numpy as np
     if _sequence_is_tuple(key):
         key = tuple(key)
     items = key if isinstance(key, tuple) else (key,)
     items = tuple(list(k) if isinstance(k, tuple) else k for k in items)
-    items = tuple(_as_index(k, self.device) if isinstance(k, (Tensor, list, bool, range))
-                  or (hasattr(k, "__array__") and getattr(k, "ndim", 0) > 0) else k
+
+    def advanced(k):
+        return isinstance(k, (Tensor, list, bool, range)) or (
+            hasattr(k, "__array__") and getattr(k, "ndim", 0) > 0)
+    # an index's values when they are on the host (a list, range or NumPy array), kept for
+    # the bounds check below
+    hosts = [np.asarray(k) if advanced(k) and not isinstance(k, (Tensor, bool)) else None
+             for k in items]
+    items = tuple(_as_index(k, self.device) if advanced(k) else k
                   for k in items)
     consumed = sum(k.ndim if isinstance(k, Tensor) and k.dtype.name == "bool" else 1
                    for k in items if k is not None and k is not Ellipsis)
     basic, adv, axis, self_axis = [], [], 0, 0
-    for k in items:
+    for k, host in zip(items, hosts):
         if isinstance(k, Tensor) and k.dtype.name == "bool":
             want = tuple(self.shape[self_axis:self_axis + k.ndim])
             if k.ndim == 0 or tuple(k.shape) != want:
@@ -454,6 +473,8 @@ def _split_key(self, key):
                 axis += 1
             self_axis += k.ndim
         elif isinstance(k, Tensor):
+            if host is not None and self_axis < self.ndim:
+                _check_host_index(host, self.shape[self_axis], axis)
             basic.append(slice(None))
             adv.append((axis, k))
             axis += 1

@@ -432,3 +432,8 @@ def optim_update_(kind, p, grad, states, hyper, step, flag0=False, flag1=False):
     s0, s1, s2 = states
     _C._optim_update(kind, p, grad, s0, s1, s2, tuple(float(h) for h in hyper), int(step),
                      bool(flag0), bool(flag1))
+
+
+# The convolutional layers' Functions live in _conv_ops.py; the op table's rows name them
+# here, beside the other fused ops' (tests/test_op_registry.py looks them up in this module).
+from ._conv_ops import _BatchNorm, _Convolution, _Pool2d  # noqa: E402,F401

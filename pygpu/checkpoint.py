@@ -7,6 +7,11 @@ keep) is pickled with its tensors written out of band (_pickle_io.py): load() re
 back only with weights_only=False, as PyTorch 2.6 does. load() tells the two formats
 apart by the file's first bytes. `f` may be a path or a binary file object.
 
+The extension decides what a path may hold: a `.safetensors` path gets safetensors or a
+refusal naming the value that cannot be stored there (never a pickle that every
+safetensors reader, and load() by default, would then reject); a pickle goes only to
+other paths (`.pt`, `.pth`, ...).
+
 The file is plain safetensors, written and parsed by the `safetensors`
 package, so any safetensors reader (PyTorch's, NumPy's) opens what pygpu
 writes and pygpu opens what they write. pygpu adds two metadata entries:
@@ -64,7 +69,7 @@ def _flatten(state):
                     "tuple": isinstance(obj, tuple)}
         if isinstance(obj, _LEAF_TYPES):
             return {"__value__": obj.item() if isinstance(obj, np.generic) else obj}
-        raise TypeError(f"pygpu.save: cannot store a {type(obj).__name__} at "
+        raise TypeError(f"pygpu.save: cannot store a value of type {type(obj).__name__!r} at "
                         f"{'.'.join(path) or 'the top level'}; a checkpoint holds tensors, "
                         "numbers, strings and dicts/lists of them")
 
@@ -134,6 +139,20 @@ def save(obj, f, metadata=None, pickle_module=None, pickle_protocol=None,
     weights_only=False. `metadata`: extra str -> str entries for a safetensors header."""
     if pickle_module is not None:
         raise NotImplementedError("pygpu.save: pickle_module is not supported")
+    if _is_safetensors_path(f):  # decided by the extension: safetensors, or a refusal
+        name = os.fspath(f) if not hasattr(f, "write") else f.name
+        if not isinstance(obj, dict):
+            raise TypeError(f"pygpu.save: {name} is a .safetensors path, which holds a dict of "
+                            f"tensors (and numbers, strings, lists and dicts of them), not a "
+                            f"{type(obj).__name__}; save its state_dict() there, or save it "
+                            "to a .pt path (a pickle, loaded with weights_only=False)")
+        try:
+            data = _safetensors_bytes(obj, metadata)
+        except TypeError as e:
+            raise TypeError(f"{e}. {name} is a .safetensors path: store plain values there, or "
+                            "save to a .pt path (a pickle, loaded with weights_only=False)") from None
+        _write(data, f)  # nothing was written before this: a refusal leaves the old file
+        return
     if isinstance(obj, dict):
         try:
             data = _safetensors_bytes(obj, metadata)
@@ -146,6 +165,16 @@ def save(obj, f, metadata=None, pickle_module=None, pickle_protocol=None,
             return
     from ._pickle_io import dumps
     _write(dumps(obj), f)
+
+
+def _is_safetensors_path(f):
+    """Whether `f` (a path, or a file object opened from one) names a .safetensors file."""
+    name = getattr(f, "name", None) if hasattr(f, "write") else f
+    try:
+        name = os.fspath(name)
+    except TypeError:
+        return False  # a buffer (io.BytesIO) or a file descriptor: no extension to go by
+    return isinstance(name, str) and name.lower().endswith(".safetensors")
 
 
 def _safetensors_bytes(state, metadata):

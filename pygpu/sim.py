@@ -57,3 +57,60 @@ def inject_fault(op, device=0):
     fail on its worker thread, as a GPU kernel fault would. The failure surfaces
     as pygpu.AsyncOpError at the next synchronization of the data it touched."""
     _C._sim_inject_fault(_acc._index(device), str(op))
+
+
+
+def _queue_name(bit_mask):
+    bit = bit_mask.bit_length() - 1
+    return f"sim:{bit // 2} {('compute', 'copy')[bit % 2]}" if bit >= 0 else "another backend"
+
+
+class Span:
+    """One task a sim queue ran: `queue` ("compute" or "copy"), `name` (the op, or
+    "copy h2d"/"copy d2h"/"copy d2d"), `thread` (the queue's worker, pygpu-sim0-op /
+    pygpu-sim0-cp, or a host thread that waited for it and ran it), `queued`, `start` (its
+    dependencies met) and `end` in seconds from the start of the recording, `seq` (its
+    number on its queue), `bytes` (a copy's size) and `after`: the other queues' work it
+    was ordered after, pending when it was queued, as ("sim:N compute" or "sim:N copy",
+    seq) pairs (a copy into memory compute still used; an op on a batch still copying)."""
+
+    __slots__ = ("queue", "name", "thread", "queued", "start", "end", "seq", "bytes", "after")
+
+    def __init__(self, role, name, thread, queued, start, end, seq, nbytes, after):
+        self.queue = ("compute", "copy")[role]
+        self.name, self.thread = name, thread
+        self.queued, self.start, self.end = queued, start, end
+        self.seq, self.bytes = seq, nbytes
+        self.after = [(_queue_name(q), n) for q, n in after]
+
+    def __repr__(self):
+        after = f", after {self.after}" if self.after else ""
+        return (f"Span({self.queue} #{self.seq} {self.name!r} on {self.thread}: queued "
+                f"{self.queued * 1e3:.3f} ms, ran {self.start * 1e3:.3f}-{self.end * 1e3:.3f} ms"
+                f"{after})")
+
+
+class timeline:
+    """Record what sim device `device`'s queues run while the block runs; afterwards
+    `spans` holds a Span per task, in the order they ended:
+
+        with pygpu.sim.timeline(0) as tl:
+            ...
+            pygpu.synchronize()
+        copies = [s for s in tl.spans if s.queue == "copy"]
+
+    Only work queued inside the block is recorded; synchronize before leaving it so the
+    spans are complete. It shows, without timing anything from Python, whether copies ran
+    beside compute or behind it, what each task waited for, and which thread ran it."""
+
+    def __init__(self, device=0):
+        self.index = _acc._index(device)
+        self.spans = []
+
+    def __enter__(self):
+        _C._sim_timeline(self.index, True)
+        return self
+
+    def __exit__(self, *exc):
+        self.spans = [Span(*s) for s in _C._sim_timeline(self.index, False)]
+        return False

@@ -138,6 +138,24 @@ def _xent_backward():
     return logits.grad
 
 
+def _conv_backward(which):
+    x, w = _sim(1, 2, 5, 5).requires_grad_(which == "x"), _sim(3, 2, 3, 3).requires_grad_()
+    F.conv2d(x, w).sum().backward()
+    return x.grad if which == "x" else w.grad
+
+
+def _pool_backward():
+    x = _sim(1, 2, 4, 4).requires_grad_()
+    F.max_pool2d(x, 2).sum().backward()
+    return x.grad
+
+
+def _batch_norm_backward():
+    x = _sim(3, 2, 4).requires_grad_()
+    F.batch_norm(x, None, None, training=True).sum().backward()
+    return x.grad
+
+
 def _run_elementwise(row):
     """Run a binary/unary row on sim with inputs it takes (bool for the bitwise/logical
     rows that refuse floats)."""
@@ -169,7 +187,17 @@ RUN_NODE = {
     "sgd": _sgd,
     "adam": _adam,
     "unscale_": lambda: _C._amp_unscale_(_sim(4), 0.5, pygpu.zeros((), device="sim:0")),
+    "conv2d": lambda: F.conv2d(_sim(1, 2, 5, 5), _sim(3, 2, 3, 3)),
+    "conv2d_input_backward": lambda: _conv_backward("x"),
+    "conv2d_weight_backward": lambda: _conv_backward("w"),
+    "pool2d": lambda: F.avg_pool2d(_sim(1, 2, 4, 4), 2),
+    "pool2d_backward": _pool_backward,
+    "batch_norm": lambda: F.batch_norm(_sim(3, 2, 4), None, None, training=True),
+    "batch_norm_backward": _batch_norm_backward,
     "qlinear": lambda: pygpu.quantization.quantize_dynamic(pygpu.nn.Linear(3, 4).to("sim:0"))(_sim(2, 3)),
+    "addcmul": lambda: pygpu.addcmul(_sim(5), _sim(5), _sim(5), value=0.5),  # one TERNARY node
+    "addcdiv": lambda: _sim(5).addcdiv_(_sim(5), _sim(5)),
+    "lerp": lambda: pygpu.lerp(_sim(5), _sim(5), 0.25),
 }
 
 
@@ -218,6 +246,10 @@ ELSEWHERE = {  # creation has no NumPy function of an input to compare with
     "fill": "tests/test_creation.py", "arange": "tests/test_creation.py",
     "rand": "tests/test_creation.py", "randn": "tests/test_creation.py",
     "qlinear": "tests/test_quantization_kernels.py",  # int8: exact int64 reference, not NumPy's float
+    # the convolutional layers: PyTorch is their oracle (forward and every gradient)
+    **{n: "tests/test_conv.py" for n in ("conv2d", "conv2d_input_backward",
+                                         "conv2d_weight_backward", "pool2d", "pool2d_backward",
+                                         "batch_norm", "batch_norm_backward")},
 }
 
 

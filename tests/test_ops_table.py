@@ -268,6 +268,18 @@ for _name, (_ref, _dom, _tol) in MATH_BINARY.items():
     row(_name, getattr(pygpu._C, _name), _ref, cases((a(3, 4), a(3, 4)), (tr(4, 3), a(4))),
         _dts, _dom, tol=_tol)
 
+# --- addcmul, addcdiv, lerp: one TERNARY node for float32/float64 (broadcast, strided and
+# scalar weights), rows composed for float16; in place in test_math_ops.py ---
+_TERNARY = cases((a(3, 4), a(3, 4), a(3, 4)), (tr(4, 3), a(4), a(3, 1)), (a(3, 2, 4), a(), PERM))
+row("addcmul", lambda x, y, z: pygpu.addcmul(x, y, z, value=0.5), lambda x, y, z: x + 0.5 * y * z,
+    _TERNARY, FLOATS + ("float16",))
+row("addcdiv", lambda x, y, z: x.addcdiv(y, z, value=-2), lambda x, y, z: x + -2 * y / z,
+    _TERNARY, FLOATS + ("float16",), ("any", "any", "nonzero"))
+row("lerp", lambda x, y, z: pygpu.lerp(x, y, z), lambda x, y, z: x + z * (y - x), _TERNARY,
+    FLOATS + ("float16",))
+row("lerp_number", lambda x, y: x.lerp(y, 0.75), lambda x, y: x + 0.75 * (y - x),
+    cases((a(3, 4), a(3, 4)), (tr(4, 3), a(4))), FLOATS + ("float16",))
+
 # --- reductions: functions and methods, axis None/int/negative/tuple, keepdims ---
 _AXES = [
     ("all", {}, cases(a()) + ND1),

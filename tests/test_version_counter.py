@@ -73,7 +73,7 @@ def test_inplace_becomes_the_grad_fn(device):
     mul = y.grad_fn
     assert y.add_(1) is y
     assert y.grad_fn is not mul and not y.is_leaf and y.requires_grad
-    assert y.grad_fn.next_functions[0] is mul
+    assert y.grad_fn.next_functions[0][0] is mul  # PyTorch's (fn, index) pairs
 
 
 def _saved_then_written(lib, x, w):

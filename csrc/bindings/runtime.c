@@ -8,6 +8,7 @@
 #include "../backends/cpu/cpu_isa.h"
 #include "../backends/cpu/cpu_parallel.h"
 #include "../backends/sim/sim_backend.h"
+#include "../backends/sim/sim_timeline.h"
 #include "../core/pg_allocator.h"
 #include "../core/pg_backend.h"
 #include "../core/pg_pinned.h"
@@ -325,6 +326,51 @@ static PyObject *f_sim_inject_fault(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* _sim_timeline(index, True) starts a recording; (index, False) stops it and returns
+ * its spans as tuples (queue role, name, thread, queued s, start s, end s, seq, bytes,
+ * ((queue bit, seq), ...)); pygpu.sim.timeline makes them objects. */
+static PyObject *f_sim_timeline(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int index, on;
+    if (!PyArg_ParseTuple(args, "ip", &index, &on))
+        return NULL;
+    if (index < 0 || index >= PG_MAX_DEVICES_PER_TYPE)
+        return PyErr_Format(PyExc_ValueError, "sim timeline: no sim device %d", index);
+    if (on) {
+        pg_sim_timeline_start(index);
+        Py_RETURN_NONE;
+    }
+    pg_sim_span *spans;
+    size_t n;
+    if (!pg_sim_timeline_stop(index, &spans, &n))
+        return PyErr_NoMemory();
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        const pg_sim_span *s = &spans[i];
+        PyObject *after = PyTuple_New(s->nafter);
+        for (int k = 0; after && k < s->nafter; k++) {
+            PyObject *dep = Py_BuildValue("(kK)", (unsigned long)s->after_queue[k],
+                                          (unsigned long long)s->after_seq[k]);
+            if (!dep)
+                Py_CLEAR(after);
+            else
+                PyTuple_SET_ITEM(after, k, dep);
+        }
+        PyObject *item = !after ? NULL :
+            Py_BuildValue("(issdddKKN)", s->role, s->name, s->thread, (double)s->queued_ns * 1e-9,
+                          (double)s->start_ns * 1e-9, (double)s->end_ns * 1e-9,
+                          (unsigned long long)s->seq, (unsigned long long)s->bytes, after);
+        if (!item) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    free(spans);
+    return list;
+}
+
 static PyObject *f_set_num_threads(PyObject *mod, PyObject *arg)
 {
     (void)mod;
@@ -443,6 +489,7 @@ PyMethodDef pg_runtime_functions[] = {
     {"_sim_configure", f_sim_configure, METH_VARARGS, "internal"},
     {"_sim_link", f_sim_link, METH_NOARGS, "internal"},
     {"_sim_inject_fault", f_sim_inject_fault, METH_VARARGS, "internal"},
+    {"_sim_timeline", f_sim_timeline, METH_VARARGS, "internal: pygpu.sim.timeline's recording"},
     {"set_num_threads", f_set_num_threads, METH_O,
      "set_num_threads(n): threads the cpu device runs large ops on (default: one per core)"},
     {"get_num_threads", f_get_num_threads, METH_NOARGS,

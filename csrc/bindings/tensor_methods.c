@@ -509,8 +509,8 @@ static PyObject *reduce_impl(PyObject *self, int op, PyObject *args, PyObject *k
     int keepdims = 0, keepdim = -1;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OpOp", kw, &axis, &keepdims, &dim, &keepdim))
         return NULL;
-    PyObject *norm_kwargs = NULL; /* what autograd's rule reads (axis, keepdims) */
-    if (dim || keepdim >= 0) {
+    bool torch_names = dim || keepdim >= 0;
+    if (torch_names) {
         if (dim && axis) {
             PyErr_SetString(PyExc_TypeError, "give dim or axis, not both");
             return NULL;
@@ -519,32 +519,28 @@ static PyObject *reduce_impl(PyObject *self, int op, PyObject *args, PyObject *k
             axis = dim;
         if (keepdim >= 0)
             keepdims = keepdim;
-        norm_kwargs = Py_BuildValue("{s:O,s:O}", "axis", axis ? axis : Py_None, "keepdims",
-                                    keepdims ? Py_True : Py_False);
-        if (!norm_kwargs)
-            return NULL;
     }
     int naxes = 0, axes[PG_MAX_DIMS];
     bool all;
     const pg_tensor *t = T(self);
-    if (parse_axes(axis, t->ndim, op < 0 ? "mean" : pg_reduce_name(op), &naxes, axes, &all) < 0) {
-        Py_XDECREF(norm_kwargs);
+    if (parse_axes(axis, t->ndim, op < 0 ? "mean" : pg_reduce_name(op), &naxes, axes, &all) < 0)
         return NULL;
-    }
     pg_tensor out;
     pg_status st = op < 0 ? PG_CALL(pg_heavy(t), pg_op_mean(t, naxes, all ? NULL : axes, keepdims, &out))
                           : PG_CALL(pg_heavy(t), pg_op_reduce(op, t, naxes, all ? NULL : axes, keepdims, &out));
     PyObject *r = pg_wrap_result(st, &out);
-    if (op != PG_RED_SUM && op >= 0) {
-        Py_XDECREF(norm_kwargs);
+    if (op != PG_RED_SUM && op >= 0)
         return r; /* max/min/argmax: not differentiable here */
-    }
-    if (norm_kwargs) {
-        PyObject *empty = PyTuple_New(0);
-        r = empty ? pg_ag_record(r, op < 0 ? "mean" : "sum", self, NULL, empty, norm_kwargs)
+    if (torch_names && r && !pg_grad_disabled && pg_ag_req(self)) {
+        /* autograd's rule reads NumPy's names (axis, keepdims): built only when it records
+         * (a dict per call made sum(dim=1) 0.35 us slower than sum(1), issue 39) */
+        PyObject *norm = Py_BuildValue("{s:O,s:O}", "axis", axis ? axis : Py_None, "keepdims",
+                                       keepdims ? Py_True : Py_False);
+        PyObject *empty = norm ? PyTuple_New(0) : NULL;
+        r = empty ? pg_ag_record(r, op < 0 ? "mean" : "sum", self, NULL, empty, norm)
                   : (Py_XDECREF(r), NULL);
         Py_XDECREF(empty);
-        Py_DECREF(norm_kwargs);
+        Py_XDECREF(norm);
         return r;
     }
     return pg_ag_record(r, op < 0 ? "mean" : "sum", self, NULL, args, kwargs);

@@ -113,6 +113,7 @@ extern PyMethodDef pg_raw_pointer_functions[];
 extern PyMethodDef pg_math_functions[];
 extern PyMethodDef pg_trace_functions[];
 extern PyMethodDef pg_train_functions[];
+extern PyMethodDef pg_conv_functions[];
 int pg_numpy_init(void);
 
 #endif

@@ -32,6 +32,15 @@ typedef enum pg_op {
  * pg_ops.def. */
 #include "pg_op_props.h"
 
+/* The window geometry of a convolution or a pooling node over (N, C, H, W): kernel
+ * (kh, kw), stride, padding before each axis (the padding after it is implied by dst's
+ * shape), dilation; groups (CONV); flags (PG_CONV_F_* / PG_POOL_F_*, pg_ops_conv.h).
+ * int32: a node's parameters stay within the union's 64 bytes. */
+typedef struct pg_conv_geom {
+    int32_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int32_t groups, flags, divisor, spare;
+} pg_conv_geom;
+
 #define PG_NODE_MAX_SRC 5 /* linear backward: dy, x, W, y, W's mask */
 #define PG_NODE_MAX_EXTRA 3 /* outputs besides dst */
 
@@ -55,6 +64,9 @@ typedef struct pg_node {
         struct { double start, step; } arange;
         struct { uint64_t seed, offset; } random; /* subop 0: uniform, 1: normal */
         struct { double f[6]; int64_t i[2]; } train; /* fused ops' hyper-parameters */
+        struct { double value; } ternary; /* TERNARY: addcmul/addcdiv's value, lerp's weight */
+        pg_conv_geom conv;                           /* CONV, POOL (pg_ops_conv.h) */
+        struct { double eps, momentum; int64_t flags; } norm; /* BATCH_NORM (pg_ops_conv.h) */
     } p;
     const char *name; /* the user-facing op name, for error messages ("add", "matmul") */
 } pg_node;

@@ -8,6 +8,15 @@
  * on a loaded 2-core host the worker may sit behind another process's thread for a
  * whole scheduler tick (4 ms), and synchronize() waited that out (issue 30).
  *
+ * Only host threads help, and only on a stream that allows it (pg_stream_create's
+ * `waiters_run`): sim's compute stream does; its copy stream does not, as a DMA engine's
+ * transfers are not the host's to run. A host thread that ran a copy itself (issue 39)
+ * spent the link model's whole transfer time in it, and the copy worker, parked meanwhile,
+ * then woke behind the busy cores: the host became the copy engine, and copies stopped
+ * while it did host work (the DataLoader's gather), so transfer and compute no longer
+ * overlapped. A stream's worker never runs another stream's tasks either (the copy engine
+ * waiting for compute does not compute): it waits.
+ *
  * Waiting never yields the core to another thread: a sched_yield hands the core to
  * any runnable thread (another process's, NumPy's), which keeps it until the next
  * tick, since a thread that yielded is runnable, not woken, and gets no wakeup
@@ -49,7 +58,11 @@ struct pg_stream {
     _Atomic int closed;      /* pg_stream_close began: enqueuers run tasks themselves */
     _Atomic int worker_gone; /* the worker has been joined */
     pthread_mutex_t inline_lock; /* one caller at a time runs tasks of a closed stream */
+    bool waiters_run; /* a host thread waiting for a task may run it (see the file comment) */
 };
+
+/* Set on a stream's worker thread: it waits for other streams, never runs their tasks. */
+static _Thread_local bool t_is_worker;
 
 static inline void cpu_relax(void)
 {
@@ -153,6 +166,7 @@ static void park(pg_stream *s)
 static void *worker_main(void *arg)
 {
     pg_stream *s = arg;
+    t_is_worker = true;
     for (;;) {
         uint64_t done = atomic_load_explicit(&s->completed, memory_order_relaxed);
         /* idle: yielding is right here (a waiter runs what this worker has not claimed) */
@@ -194,7 +208,8 @@ static void drain_inline(pg_stream *s)
     pthread_mutex_unlock(&s->inline_lock);
 }
 
-pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, pg_stream **out)
+pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, bool waiters_run,
+                           pg_stream **out)
 {
     pg_stream *s = calloc(1, sizeof *s);
     if (!s || !(s->ring = calloc(QUEUE_CAP, sizeof(pg_task)))) {
@@ -203,6 +218,7 @@ pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, 
     }
     s->exec = exec;
     s->ctx = ctx;
+    s->waiters_run = waiters_run;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->inline_lock, NULL);
     pthread_cond_init(&s->work_cv, NULL);
@@ -281,6 +297,11 @@ void pg_stream_wait(pg_stream *s, uint64_t seq)
 {
     if (pg_stream_done(s, seq))
         return;
+    if (!s->waiters_run || t_is_worker) { /* the stream's own worker runs it: wait */
+        for (uint64_t done; (done = atomic_load(&s->completed)) < seq;)
+            wait_in_flight(s, done, true);
+        return;
+    }
     uint64_t h = atomic_load(&s->help_until);
     while (h < seq && !atomic_compare_exchange_weak(&s->help_until, &h, seq)) {
     }

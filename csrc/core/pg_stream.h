@@ -10,6 +10,10 @@
  * for a bounded time (yielding after the first microseconds, since the machines
  * may have only 2 cores) and then sleeps on a condition variable.
  *
+ * Only a host thread helps, and only where the stream allows it (waiters_run):
+ * a copy engine's transfers are run by its worker alone, and a worker waiting
+ * for another stream waits (see pg_stream.c).
+ *
  * A task may depend on events of other streams (a copy waiting for the
  * compute that produces its source): the worker waits for them before
  * running it. */
@@ -39,12 +43,16 @@ typedef struct pg_task {
     int nhold;
     pg_storage *hold[PG_TASK_MAX_HOLD]; /* pg_storage_hold'd until the task is done */
     uint64_t seq;
+    uint64_t prof_id; /* the pygpu.profiler event of a node task, 0 when not recording */
+    uint64_t queued_ns; /* when it was queued, for a recording timeline (0: none) */
 } pg_task;
 
 /* Runs one task: on the worker thread, or on a thread waiting for it. */
 typedef void (*pg_stream_exec_fn)(void *ctx, pg_task *task);
 
-pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, pg_stream **out);
+/* waiters_run: a host thread waiting for a task nobody has started may run it itself. */
+pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, bool waiters_run,
+                           pg_stream **out);
 /* Finish pending work and stop the worker (at interpreter exit). The stream
  * object stays valid for good: storages still hold events that point at it,
  * and a later enqueue (an atexit handler, a __del__ during finalisation, a

@@ -58,9 +58,11 @@ class Node:
 
     @property
     def next_functions(self):
+        """PyTorch's ((grad_fn, 0), ...): one pair per input, (None, 0) where the input has
+        no grad_fn (a leaf, or no grad)."""
         if self.inputs is None:
             return ()
-        return self.fns
+        return tuple((f, 0) for f in self.fns)
 
     def backward(self, g):
         if self.inputs is None:

@@ -14,7 +14,7 @@ import math as _math
 
 from .. import _C, _creation
 from . import rules_math, versions
-from ._unbroadcast import unbroadcast
+from ._broadcast import unbroadcast  # noqa: F401 - rules.unbroadcast, used across pygpu
 
 Tensor = _C.Tensor
 

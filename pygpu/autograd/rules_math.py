@@ -8,7 +8,7 @@ version checks of in-place ops (rules.saved)."""
 import math as _math
 
 from .. import _C, _creation
-from ._unbroadcast import unbroadcast
+from ._broadcast import unbroadcast
 
 Tensor = _C.Tensor
 

@@ -8,7 +8,11 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDi
 from .module import Module
 from .dropout import Dropout
 from .flatten import Flatten, Identity, Unflatten
-from .normalization import BatchNorm1d, LayerNorm
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,
+                      AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d, MaxUnpool1d,
+                      MaxUnpool2d)
 from .sparse import Embedding
 from .parameter import Parameter
 from . import utils
@@ -20,7 +24,11 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU
            "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "MLP", "Flatten",
            "Unflatten", "Identity", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
-           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "parallel", "DataParallel"]
+           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "parallel", "DataParallel",
+           "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "ConvTranspose1d",
+           "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+           "MaxUnpool1d", "MaxUnpool2d"]
 
 from .memory import MemoryEstimate, estimate_memory  # noqa: E402 - trainloop's addition
 __all__ += ["estimate_memory", "MemoryEstimate"]

@@ -9,7 +9,7 @@ and on no other, with no gather kernel (an index_select would be cheaper for a l
 vocabulary; the result is the same)."""
 import numbers
 
-from .. import _C, _creation
+from .. import _C, _conv_ops, _creation
 from .._dtype import float32, float64, int64
 from .._train_ops import _float_input, _want_tensor, layer_norm_rows
 from ..autograd import no_grad
@@ -59,58 +59,54 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-5):
-    """Normalize (N, C) or (N, C, L) per channel C: with the batch's statistics when
-    training (updating running_mean/running_var in place with `momentum`; running_var
-    takes the unbiased variance), with the running ones otherwise."""
+               momentum=0.1, eps=1e-5, _relu=False):
+    """Normalize (N, C, ...) per channel C: with the batch's statistics when training
+    (updating running_mean/running_var in place with `momentum`; running_var takes the
+    unbiased variance), with the running ones otherwise. Training is one BATCH_NORM node
+    each way where the device has it (pygpu/_conv_ops.py); evaluation is a per-channel
+    scale and shift. _relu (internal: nn.Sequential's BatchNorm + ReLU): relu of the result,
+    fused into the training node."""
     _float_input(input, "batch_norm")
-    if input.ndim not in (2, 3):
-        raise ValueError(f"batch_norm: expected 2D or 3D input (N, C) or (N, C, L), got "
-                         f"{input.ndim}D input of shape {input.shape}")
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected an input of 2 or more dimensions (N, C, ...), "
+                         f"got {input.ndim}D input of shape {input.shape}")
     C = input.shape[1]
-    bshape = (1, C) + (1,) * (input.ndim - 2)
-    axes = (0,) if input.ndim == 2 else (0, 2)
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != C:
+            raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
     if training:
-        count = input.numel() // C
+        count = input.numel() // C if C else 0
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
-                             f"size {input.shape}")
-        mean = input.mean(axis=axes, keepdims=True)
-        d = input - mean
-        var = (d * d).mean(axis=axes, keepdims=True)
-        if running_mean is not None and running_var is not None:
-            with no_grad():
-                m = float(momentum)
-                running_mean.copy_(running_mean * (1.0 - m) +
-                                   mean.detach().reshape(C).astype(running_mean.dtype) * m)
-                unbiased = var.detach().reshape(C) * (count / (count - 1))
-                running_var.copy_(running_var * (1.0 - m) +
-                                  unbiased.astype(running_var.dtype) * m)
-        out = d / _C.sqrt(var + eps)
-    else:
-        if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: evaluation needs running_mean and running_var "
-                             "(or pass training=True)")
-        out = (input - running_mean.reshape(*bshape)) / _C.sqrt(running_var.reshape(*bshape)
-                                                               + eps)
+                             f"size {list(input.shape)}")
+        return _conv_ops.batch_norm_train(input, weight, bias, running_mean, running_var,
+                                          momentum, eps, _relu)
+    if running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    bshape = (1, C) + (1,) * (input.ndim - 2)
+    scale = 1.0 / _C.sqrt(running_var.astype(input.dtype) + eps)
     if weight is not None:
-        out = out * weight.reshape(*bshape)
+        scale = scale * weight
+    shift = running_mean.astype(input.dtype) * scale * -1.0
     if bias is not None:
-        out = out + bias.reshape(*bshape)
-    return out
+        shift = shift + bias
+    out = input * scale.reshape(*bshape) + shift.reshape(*bshape)
+    return out.relu() if _relu else out
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of weight (V, D) at int64 indices input (...) -> (..., D). The row at
-    padding_idx is returned but receives no gradient."""
+    padding_idx is returned but receives no gradient. sparse=True is accepted: the gradient
+    is still a dense tensor, zero in the rows no index looked up (optim.SparseAdam
+    updates only the other rows)."""
     _want_tensor(input, "embedding")
     _want_tensor(weight, "embedding", "weight")
     if input.dtype != int64:
         raise TypeError(f"embedding: indices must be int64, got {input.dtype}")
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
-                                  "supported")
+    if max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError("embedding: max_norm and scale_grad_by_freq are not supported")
     V, D = weight.shape
     idx = input.reshape(-1)
     cols = _creation.arange(V, device=input.device)

@@ -3,7 +3,8 @@
 linear(x, weight, bias=None, activation=None) is the fused layer: matmul,
 bias and activation in one op each way (see pygpu/_train_ops.py and
 csrc/core/pg_ops_train.c). Activations and dropout: _activations.py; losses:
-_losses.py; normalization, embedding and one_hot: _normalization.py. All are
+_losses.py; normalization, embedding and one_hot: _normalization.py; convolution, pooling
+and pad: _conv.py. All are
 differentiable compositions of tensor ops (or fused C ops), never Python loops
 over elements."""
 from .._train_ops import linear
@@ -12,8 +13,16 @@ from ._activations import (dropout, elu, gelu, leaky_relu, log_softmax, relu, si
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                       huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from ._normalization import batch_norm, embedding, layer_norm, one_hot
+from ._conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
+                    adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d,
+                    conv_transpose1d, conv_transpose2d, max_pool1d, max_pool2d, max_unpool1d,
+                    max_unpool2d, pad)
 
 __all__ = ["linear", "elu", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "softmax",
            "log_softmax", "dropout", "one_hot", "layer_norm", "batch_norm", "embedding",
            "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+           "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad", "max_pool1d",
+           "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
+           "max_unpool2d"]

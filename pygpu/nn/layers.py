@@ -52,6 +52,13 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+def _norm_relu_classes():
+    from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d
+    return (BatchNorm1d, BatchNorm2d, BatchNorm3d)
+
+
+_NORM_RELU = _norm_relu_classes()  # batch norms that fuse a ReLU after them (Sequential)
+
 # the module class each activation row names -> its activation, which a Linear before it fuses
 _FUSABLE = {getattr(activation, module): name for name, _, module in ACT_TABLE}
 
@@ -95,7 +102,8 @@ class _Container(Module):
 
 
 class Sequential(_Container):
-    """Modules applied in order; Linear + activation pairs run as one fused op."""
+    """Modules applied in order; Linear + activation pairs run as one fused op, and so do
+    BatchNorm + ReLU pairs."""
 
     def __init__(self, *modules):
         super().__init__()
@@ -118,6 +126,10 @@ class Sequential(_Container):
             if type(m) is Linear and type(nxt) in _FUSABLE and not m._has_hooks() \
                     and not nxt._has_hooks() and _fusable_as_row(nxt):
                 x = m(x, activation=_FUSABLE[type(nxt)])
+                i += 2
+            elif type(m) in _NORM_RELU and type(nxt) is ReLU and not m._has_hooks() \
+                    and not nxt._has_hooks():
+                x = m(x, activation="relu")  # one batch norm node each way, ReLU inside
                 i += 2
             else:
                 x = m(x)

@@ -1,4 +1,4 @@
-"""LayerNorm and BatchNorm1d (with running statistics, train/eval), over
+"""LayerNorm and BatchNorm1d/2d/3d (with running statistics, train/eval), over
 nn.functional's layer_norm and batch_norm."""
 import numbers
 
@@ -41,10 +41,12 @@ class LayerNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
-class BatchNorm1d(Module):
-    """Per-channel normalization of (N, C) or (N, C, L): batch statistics in training
+class _BatchNorm(Module):
+    """Per-channel normalization of (N, C, ...): batch statistics in training
     (running_mean/running_var updated with momentum; momentum=None: a cumulative average
-    over num_batches_tracked), running statistics in eval."""
+    over num_batches_tracked), running statistics in eval; with track_running_stats=False
+    always the batch's."""
+    _dims = ()  # the input ranks the subclass takes
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, bias=True):
@@ -78,23 +80,51 @@ class BatchNorm1d(Module):
                 self.running_var.copy_(self.running_var * 0.0 + 1.0)
                 self.num_batches_tracked.copy_(self.num_batches_tracked * 0)
 
-    def forward(self, x):
-        if x.ndim not in (2, 3) or x.shape[1] != self.num_features:
-            raise ValueError(f"BatchNorm1d({self.num_features}): expected input (N, "
-                             f"{self.num_features}) or (N, {self.num_features}, L), got "
-                             f"{x.shape}")
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            with no_grad():
+                self.weight.copy_(self.weight * 0.0 + 1.0)
+                if self.bias is not None:
+                    self.bias.copy_(self.bias * 0.0)
+
+    def _check_input_dim(self, x):
+        if x.ndim not in self._dims:
+            want = " or ".join(f"{d}D" for d in self._dims)
+            raise ValueError(f"expected {want} input (got {x.ndim}D input)")
+
+    def forward(self, x, activation=None):
+        """activation: None, or "relu" (nn.Sequential fuses a ReLU after it)."""
+        self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             with no_grad():
-                self.num_batches_tracked.copy_(self.num_batches_tracked + 1)
+                self.num_batches_tracked.add_(1)
             if self.momentum is None:
                 momentum = 1.0 / float(self.num_batches_tracked.item())
         use_batch = self.training or not self.track_running_stats
-        return F.batch_norm(x, self.running_mean if not use_batch or self.training else None,
-                            self.running_var if not use_batch or self.training else None,
-                            self.weight, self.bias, use_batch, momentum, self.eps)
+        keep = not use_batch or self.training
+        return F.batch_norm(x, self.running_mean if keep else None,
+                            self.running_var if keep else None,
+                            self.weight, self.bias, use_batch, momentum, self.eps,
+                            _relu=activation == "relu")
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, bias={self.bias is not None}, "
                 f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization of (N, C) or (N, C, L)."""
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization of (N, C, H, W) per channel C."""
+    _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of (N, C, D, H, W) per channel C."""
+    _dims = (5,)

@@ -24,6 +24,7 @@
  * device's threads keep each device on its own cores. pygpu links its own
  * scipy-openblas32 copy, separate from NumPy's, so NumPy is unaffected. */
 #include "cpu_blas.h"
+#include "cpu_conv.h" /* the convolutional kinds' <cpu>_on (OWN) */
 #include "cpu_parallel.h"
 #include "cpu_gemm_int8.h"
 #include "../../core/pg_ops_index.h"

@@ -36,6 +36,10 @@
 
 /* Independent accumulators of a run: 128 bytes of T, i.e. two AVX-512 or four
  * AVX2 registers, enough to hide the add/compare latency. */
+/* The GCC vector types the kernels write are 32 bytes, AVX2's width: every variant keeps
+ * them in registers (the AVX-512 one pairs them), where 64-byte ones went through the
+ * stack in the AVX2 variant, 5-12x slower there (issue 39). */
+#define PG_VEC_BYTES 32
 #define LANES(T) ((int)(128 / sizeof(T)))
 #define PAIRWISE_LEAF 1024 /* elements summed by the lanes before the pairwise split */
 #define TILE 256           /* accumulators of the row kernel (2 KiB of float64) */
@@ -63,12 +67,12 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* The generic leaf: LANES(T) accumulators of type ACC, kept as vectors of 8. */
 #define RUN_SUM_LEAF(SUF, T, ACC)                                                             \
-    typedef T vin_##SUF __attribute__((vector_size(8 * sizeof(T))));                          \
-    typedef ACC vacc_##SUF __attribute__((vector_size(8 * sizeof(ACC))));                     \
+    typedef T vin_##SUF __attribute__((vector_size(PG_VEC_BYTES)));                           \
+    typedef ACC vacc_##SUF __attribute__((vector_size(PG_VEC_BYTES / sizeof(T) * sizeof(ACC)))); \
     PG_CPU_DISPATCH(ACC, sum_leaf_##SUF, (const T *a, int64_t n), (a, n))                           \
     {                                                                                         \
-        enum { L = LANES(T), V = LANES(T) / 8 };                                              \
-        /* the lanes as V vectors of 8 (GCC keeps vector variables in registers; a lane     \
+        enum { E = PG_VEC_BYTES / sizeof(T), L = LANES(T), V = LANES(T) / E };               \
+        /* the lanes as V vectors of E (GCC keeps vector variables in registers; a lane     \
          * array went through the stack on every add) */                                     \
         vacc_##SUF acc[V];                                                                    \
         ACC lane[L];                                                                          \
@@ -78,7 +82,7 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
         for (; i + L <= n; i += L) {                                                          \
             _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                             \
                 vin_##SUF x;                                                                  \
-                memcpy(&x, a + i + 8 * v, sizeof x);                                          \
+                memcpy(&x, a + i + E * v, sizeof x);                                          \
                 acc[v] += __builtin_convertvector(x, vacc_##SUF);                             \
             }                                                                                 \
         }                                                                                     \
@@ -107,60 +111,79 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
  * multiple of 32 * F32_BLOCK) at a time and the same fold, so a widened half sum stays
  * bit for bit the float32 one. */
 #define F32_BLOCK 8
-typedef float f32x16 __attribute__((vector_size(64)));
+/* The lanes are kept as 32-byte vectors (four of 8 floats, eight of 4 doubles): AVX2's
+ * width, which every variant keeps in registers. Written as 64-byte vectors, GCC split
+ * them through the stack in the AVX2 variant: sum(1) of a 64x512 float32 took 10 us
+ * there against 1.2 us in the AVX-512 one (issue 39). The arithmetic per lane is the
+ * same, so every variant gives the same bits. */
 typedef float f32x8 __attribute__((vector_size(32)));
-typedef double f64x8 __attribute__((vector_size(64)));
+typedef float f32x4 __attribute__((vector_size(16)));
 typedef double f64x4 __attribute__((vector_size(32)));
 typedef double f64x2 __attribute__((vector_size(16)));
 
-static inline __attribute__((always_inline)) void f32_widen_add(f64x8 *d, const f32x16 *p0,
-                                                                const f32x16 *p1)
-{
-    f32x16 f0 = *p0, f1 = *p1;
-    d[0] += __builtin_convertvector(__builtin_shufflevector(f0, f0, 0, 1, 2, 3, 4, 5, 6, 7), f64x8);
-    d[1] += __builtin_convertvector(__builtin_shufflevector(f0, f0, 8, 9, 10, 11, 12, 13, 14, 15), f64x8);
-    d[2] += __builtin_convertvector(__builtin_shufflevector(f1, f1, 0, 1, 2, 3, 4, 5, 6, 7), f64x8);
-    d[3] += __builtin_convertvector(__builtin_shufflevector(f1, f1, 8, 9, 10, 11, 12, 13, 14, 15), f64x8);
-}
+/* The lanes as named vector variables (arrays of vectors went through the stack): the
+ * float64 lanes D0..D7 (Dk holds lanes 4k..4k+3), float32 partials F0..F3 (Fv holds lanes
+ * 8v..8v+7). */
+#define F32_WIDEN(DLO, DHI, F)                                                            \
+    do {                                                                                  \
+        DLO += __builtin_convertvector(__builtin_shufflevector(F, F, 0, 1, 2, 3), f64x4);  \
+        DHI += __builtin_convertvector(__builtin_shufflevector(F, F, 4, 5, 6, 7), f64x4);  \
+    } while (0)
+#define F32_LOAD4(P, F0, F1, F2, F3)                                                      \
+    do {                                                                                  \
+        memcpy(&F0, (P), 32);                                                             \
+        memcpy(&F1, (P) + 8, 32);                                                         \
+        memcpy(&F2, (P) + 16, 32);                                                        \
+        memcpy(&F3, (P) + 24, 32);                                                        \
+    } while (0)
 
-/* n elements at a into the lanes d[0..3] */
-static inline __attribute__((always_inline)) void f32_lanes_add(const float *a, int64_t n, f64x8 *d)
+/* n elements at a into the lanes d[0..7] (loaded into registers, stored back) */
+static inline __attribute__((always_inline)) void f32_lanes_add(const float *a, int64_t n, f64x4 *d)
 {
     enum { L = LANES(float), STEP = L * F32_BLOCK };
+    f64x4 D0 = d[0], D1 = d[1], D2 = d[2], D3 = d[3], D4 = d[4], D5 = d[5], D6 = d[6], D7 = d[7];
     int64_t i = 0;
     for (; i + STEP <= n; i += STEP) {
-        f32x16 f0, f1, x0, x1;
-        memcpy(&f0, a + i, 64);
-        memcpy(&f1, a + i + 16, 64);
+        f32x8 F0, F1, F2, F3, X0, X1, X2, X3;
+        F32_LOAD4(a + i, F0, F1, F2, F3);
         for (int b = 1; b < F32_BLOCK; b++) {
-            memcpy(&x0, a + i + b * L, 64);
-            memcpy(&x1, a + i + b * L + 16, 64);
-            f0 += x0;
-            f1 += x1;
+            F32_LOAD4(a + i + b * L, X0, X1, X2, X3);
+            F0 += X0;
+            F1 += X1;
+            F2 += X2;
+            F3 += X3;
         }
-        f32_widen_add(d, &f0, &f1);
+        F32_WIDEN(D0, D1, F0);
+        F32_WIDEN(D2, D3, F1);
+        F32_WIDEN(D4, D5, F2);
+        F32_WIDEN(D6, D7, F3);
     }
     for (; i < n; i += L) { /* 32 at a time, the last one zero-padded */
         float buf[L] = {0};
         memcpy(buf, a + i, sizeof(float) * (size_t)(n - i < L ? n - i : L));
-        f32x16 f0, f1;
-        memcpy(&f0, buf, 64);
-        memcpy(&f1, buf + 16, 64);
-        f32_widen_add(d, &f0, &f1);
+        f32x8 F0, F1, F2, F3;
+        F32_LOAD4(buf, F0, F1, F2, F3);
+        F32_WIDEN(D0, D1, F0);
+        F32_WIDEN(D2, D3, F1);
+        F32_WIDEN(D4, D5, F2);
+        F32_WIDEN(D6, D7, F3);
     }
+    d[0] = D0, d[1] = D1, d[2] = D2, d[3] = D3, d[4] = D4, d[5] = D5, d[6] = D6, d[7] = D7;
 }
 
-static inline __attribute__((always_inline)) double f32_lanes_fold(const f64x8 *d)
+/* lane k += lane k + w for w = 16, 8, 4, 2, 1, then lane 0 */
+static inline __attribute__((always_inline)) double f32_lanes_fold(const f64x4 *d)
 {
-    f64x8 v = (d[0] + d[2]) + (d[1] + d[3]); /* w = 16, then 8 */
-    f64x4 u = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+    f64x4 lo = (d[0] + d[4]) + (d[2] + d[6]); /* lanes 0..3 after w = 16, then 8 */
+    f64x4 hi = (d[1] + d[5]) + (d[3] + d[7]); /* lanes 4..7 */
+    f64x4 u = lo + hi;
     f64x2 q = __builtin_shufflevector(u, u, 0, 1) + __builtin_shufflevector(u, u, 2, 3);
     return q[0] + q[1];
 }
 
 PG_CPU_DISPATCH(double, sum_f32_run, (const float *a, int64_t n), (a, n))
 {
-    f64x8 d[4] = {{0}, {0}, {0}, {0}};
+    f64x4 d[8] = {{0}};
     f32_lanes_add(a, n, d);
     return f32_lanes_fold(d);
 }
@@ -168,7 +191,7 @@ PG_CPU_DISPATCH(double, sum_f32_run, (const float *a, int64_t n), (a, n))
 /* the half path: the lanes carried in memory across blocks, folded once at the end */
 PG_CPU_DISPATCH(void, sum_f32_lanes, (const float *a, int64_t n, double *lane), (a, n, lane))
 {
-    f64x8 d[4];
+    f64x4 d[8];
     memcpy(d, lane, sizeof d);
     f32_lanes_add(a, n, d);
     memcpy(lane, d, sizeof d);
@@ -176,7 +199,7 @@ PG_CPU_DISPATCH(void, sum_f32_lanes, (const float *a, int64_t n, double *lane), 
 
 PG_CPU_DISPATCH(double, sum_f32_fold, (const double *lane), (lane))
 {
-    f64x8 d[4];
+    f64x4 d[8];
     memcpy(d, lane, sizeof d);
     return f32_lanes_fold(d);
 }
@@ -221,11 +244,11 @@ PG_CPU_DISPATCH(double, sum_f32_fold, (const double *lane), (lane))
         }                                                                                     \
         return -1;                                                                            \
     }                                                                                         \
-    typedef T vec_##SUF __attribute__((vector_size(64)));                                     \
-    typedef IT ivec_##SUF __attribute__((vector_size(64)));                                   \
+    typedef T vec_##SUF __attribute__((vector_size(PG_VEC_BYTES)));                                     \
+    typedef IT ivec_##SUF __attribute__((vector_size(PG_VEC_BYTES)));                                   \
     PG_CPU_DISPATCH(int64_t, argmax_chunk_##SUF, (const T *a, int64_t n, T *best), (a, n, best))           \
     {                                                                                         \
-        enum { W = 64 / sizeof(T) }; /* elements per vector; two vectors per step */          \
+        enum { W = PG_VEC_BYTES / sizeof(T) }; /* elements per vector; two vectors per step */          \
         T lane[2 * W];                                                                        \
         IT at[2 * W], iota[2 * W];                                                            \
         for (int k = 0; k < 2 * W; k++) {                                                     \
@@ -237,17 +260,17 @@ PG_CPU_DISPATCH(double, sum_f32_fold, (const double *lane), (lane))
         if (n >= 2 * W) {                                                                     \
             vec_##SUF b0, b1;                                                                 \
             ivec_##SUF i0, i1, x0, x1, nan = {0}, step;                                       \
-            memcpy(&b0, lane, 64);                                                            \
+            memcpy(&b0, lane, PG_VEC_BYTES);                                                            \
             b1 = b0;                                                                          \
-            memcpy(&x0, iota, 64);                                                            \
-            memcpy(&x1, iota + W, 64);                                                        \
+            memcpy(&x0, iota, PG_VEC_BYTES);                                                            \
+            memcpy(&x1, iota + W, PG_VEC_BYTES);                                                        \
             i0 = nan;                                                                         \
             i1 = nan;                                                                         \
             step = nan + (IT)(2 * W);                                                         \
             for (; i + 2 * W <= n; i += 2 * W) {                                              \
                 vec_##SUF v0, v1;                                                             \
-                memcpy(&v0, a + i, 64);                                                       \
-                memcpy(&v1, a + i + W, 64);                                                   \
+                memcpy(&v0, a + i, PG_VEC_BYTES);                                                       \
+                memcpy(&v1, a + i + W, PG_VEC_BYTES);                                                   \
                 ivec_##SUF g0 = v0 > b0, g1 = v1 > b1; /* all-ones where greater */           \
                 b0 = (vec_##SUF)(((ivec_##SUF)v0 & g0) | ((ivec_##SUF)b0 & ~g0));            \
                 b1 = (vec_##SUF)(((ivec_##SUF)v1 & g1) | ((ivec_##SUF)b1 & ~g1));            \
@@ -258,10 +281,10 @@ PG_CPU_DISPATCH(double, sum_f32_fold, (const double *lane), (lane))
                 x0 += step;                                                                   \
                 x1 += step;                                                                   \
             }                                                                                 \
-            memcpy(lane, &b0, 64);                                                            \
-            memcpy(lane + W, &b1, 64);                                                        \
-            memcpy(at, &i0, 64);                                                              \
-            memcpy(at + W, &i1, 64);                                                          \
+            memcpy(lane, &b0, PG_VEC_BYTES);                                                            \
+            memcpy(lane + W, &b1, PG_VEC_BYTES);                                                        \
+            memcpy(at, &i0, PG_VEC_BYTES);                                                              \
+            memcpy(at + W, &i1, PG_VEC_BYTES);                                                          \
             for (int k = 0; k < W; k++)                                                       \
                 if (nan[k] < 0) {                                                             \
                     int64_t at_nan = first_nan_##SUF(a, n);                                   \

@@ -14,6 +14,8 @@ typedef enum pg_cpu_scratch_slot {
     PG_SCRATCH_SGEMM = 0, /* cpu_sgemm.c */
     PG_SCRATCH_BF16GEMM,  /* cpu_gemm_bf16.c */
     PG_SCRATCH_INT8GEMM,  /* cpu_gemm_int8_drive.c */
+    PG_SCRATCH_CONV,      /* cpu_conv.c: a chunk's unrolled input (grows to the largest) */
+    PG_SCRATCH_CONV_BLOCK, /* cpu_conv.c: a chunk's output block */
     PG_SCRATCH_NUM_SLOTS
 } pg_cpu_scratch_slot;
 

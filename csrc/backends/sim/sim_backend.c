@@ -18,10 +18,12 @@
 
 #include "../../core/pg_async_error.h"
 #include "../../core/pg_ops.h"
+#include "../../core/pg_profile.h"
 #include "../../core/pg_stats.h"
 #include "../../core/pg_stream.h"
 #include "../cpu/cpu_blas.h"
 #include "../cpu/cpu_parallel.h"
+#include "sim_timeline.h"
 
 enum { ROLE_COMPUTE = PG_ROLE_COMPUTE, ROLE_COPY = PG_ROLE_COPY };
 
@@ -172,9 +174,8 @@ static void run_copy(const pg_copy *c)
         pg_storage_clear_error(c->dst); /* every byte rewritten from good data */
 }
 
-static void exec_task(void *ctx, pg_task *t)
+static void run_one(sim_device *d, pg_task *t)
 {
-    sim_device *d = ctx;
     char msg[PG_ERRMSG_LEN + 128];
     char err[PG_ERRMSG_LEN];
     if (t->kind == 1) {
@@ -204,9 +205,12 @@ static void exec_task(void *ctx, pg_task *t)
         d->fault_op[0] = 0;
     }
     pthread_mutex_unlock(&d->lock);
+    uint64_t t0 = t->prof_id ? pg_now_ns() : 0;
     pg_status st = fault ? pg_error_set(PG_ERR_RUNTIME, "simulated device fault "
                                                         "(pygpu.sim.inject_fault)")
                          : pg_cpu_run(d->pool, n);
+    if (t->prof_id) /* pygpu.profiler: the node's time on the device's worker */
+        pg_profile_device(t->prof_id, (int64_t)t0, (int64_t)(pg_now_ns() - t0), NULL, 0, 0);
     if (st != PG_OK) {
         snprintf(msg, sizeof msg, "op '%s' failed on sim:%d: %s", n->name, d->index,
                  pg_error_message());
@@ -218,6 +222,46 @@ static void exec_task(void *ctx, pg_task *t)
             if (pg_tensor_covers_storage(outs[k]))
                 pg_storage_clear_error(outs[k]->storage);
     }
+}
+
+/* Which sim queue `q` is: bit 2 * device + role (0 for another backend's). */
+static uint32_t queue_bit(const void *q)
+{
+    _Static_assert(2 * PG_MAX_DEVICES_PER_TYPE <= 32, "a bit per queue in a span's `after`");
+    for (int i = 0; i < PG_MAX_DEVICES_PER_TYPE; i++)
+        for (int role = 0; role < 2; role++)
+            if (q && q == g_dev[i].stream[role])
+                return 1u << (2 * i + role);
+    return 0;
+}
+
+static const char *const g_copy_names[] = {"copy h2d", "copy d2h", "copy d2d"};
+
+/* Run a task, and when sim:index records a timeline (sim_timeline.h), its span. */
+static void exec_task(void *ctx, pg_task *t)
+{
+    sim_device *d = ctx;
+    if (!pg_sim_timeline_on(d->index) || !t->queued_ns) {
+        run_one(d, t);
+        return;
+    }
+    uint64_t start = pg_now_ns();
+    run_one(d, t);
+    uint64_t end = pg_now_ns(), origin = pg_sim_timeline_origin(d->index);
+    pg_sim_span span = {.role = t->kind == 1 ? ROLE_COPY : ROLE_COMPUTE};
+    snprintf(span.name, sizeof span.name, "%s",
+             t->kind == 1 ? g_copy_names[t->u.copy.kind] : t->u.node.name);
+    pthread_getname_np(pthread_self(), span.thread, sizeof span.thread);
+    span.queued_ns = t->queued_ns > origin ? t->queued_ns - origin : 0;
+    span.start_ns = start > origin ? start - origin : 0;
+    span.end_ns = end > origin ? end - origin : 0;
+    span.seq = t->seq;
+    span.bytes = t->kind == 1 ? t->u.copy.nbytes : 0;
+    for (int i = 0; i < t->ndeps && span.nafter < PG_SIM_SPAN_AFTER; i++) {
+        span.after_queue[span.nafter] = queue_bit(t->deps[i].queue);
+        span.after_seq[span.nafter++] = t->deps[i].seq;
+    }
+    pg_sim_timeline_add(d->index, &span);
 }
 
 static pg_status get_stream(sim_device *d, int role, pg_stream **out)
@@ -232,7 +276,8 @@ static pg_status get_stream(sim_device *d, int role, pg_stream **out)
     if (st == PG_OK && !d->stream[role]) {
         char name[16];
         snprintf(name, sizeof name, "pygpu-sim%d-%s", d->index, role ? "cp" : "op");
-        st = pg_stream_create(exec_task, d, name, &d->stream[role]);
+        /* a waiting host thread may run compute, never the copy engine's transfers */
+        st = pg_stream_create(exec_task, d, name, role == ROLE_COMPUTE, &d->stream[role]);
         if (st == PG_OK && atomic_load(&g_shut_down)) /* first use after shutdown */
             pg_stream_close(d->stream[role]);
     }
@@ -326,8 +371,10 @@ static pg_status sim_launch(const pg_backend *be, int index, const pg_node *node
     pg_task t;
     t.kind = 0;
     t.u.node = *node;
+    t.prof_id = pg_profile_current();
     t.ndeps = 0;
     t.nhold = 0;
+    t.queued_ns = pg_sim_timeline_on(index) ? pg_now_ns() : 0;
     pg_storage *reads[PG_NODE_MAX_SRC], *writes[1 + PG_NODE_MAX_EXTRA];
     int nreads = 0;
     for (int i = 0; i < node->nsrc; i++) {
@@ -365,7 +412,9 @@ static pg_status sim_copy(const pg_backend *be, int index, const pg_copy *c)
     pg_task t;
     t.kind = 1;
     t.u.copy = *c;
+    t.prof_id = 0;
     t.ndeps = 0;
+    t.queued_ns = pg_sim_timeline_on(index) ? pg_now_ns() : 0;
     t.nhold = 2;
     t.hold[0] = c->src;
     t.hold[1] = c->dst;

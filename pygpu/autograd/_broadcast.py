@@ -1,6 +1,5 @@
-"""unbroadcast: a gradient summed back to the shape of an operand that broadcasting
-stretched. One home for the backward rules of rules.py and rules_math.py (both import
-it from here, so neither imports the other)."""
+"""unbroadcast: a gradient summed back to its operand's shape, shared by the backward
+rules (rules.py, rules_math.py) and the Functions that broadcast."""
 
 
 def unbroadcast(g, shape):
