@@ -236,6 +236,10 @@ def tensor(data, dtype=None, device=None):
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor(): cannot make a tensor from data of type {arr.dtype} "
                         "(expected numbers or bools)")
+    if dtype is not None and arr.dtype.itemsize < 8 and arr.dtype.kind in "iu":
+        # an int32/uint8/... array with a dtype asked for: convert, as torch.tensor(a, dtype=)
+        # does (without dtype= such an array is refused: pygpu has no int32 to give)
+        arr = arr.astype(np.int64)
     host = _C._from_array_copy(arr, dt._code)
     if device is None:
         device = _defaults.device()
