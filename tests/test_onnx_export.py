@@ -89,3 +89,20 @@ def test_a_tensor_op_between_layers_is_refused(tmp_path):
 def test_the_torch_spelling():
     assert pygpu.onnx.export is __import__("pygpu.onnx", fromlist=["export"]).export
     assert nn.Linear in pygpu.onnx.CONVERTERS and not pygpu.onnx.is_in_onnx_export()
+
+
+def test_a_convolutional_network(tmp_path):
+    if not hasattr(nn, "Conv2d"):
+        pytest.skip("pygpu.nn has no Conv2d in this build")
+    pygpu.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, stride=2, padding="valid", groups=2),
+                          nn.AvgPool2d(2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 3))
+    model.train()
+    model(pygpu.randn(16, 3, 16, 16))  # running statistics that are not the initial ones
+    sess, _ = _run(model, pygpu.randn(2, 3, 16, 16), tmp_path)
+    xb = np.random.default_rng(2).standard_normal((3, 3, 16, 16)).astype(np.float32)
+    (got,) = sess.run(None, {"x": xb})
+    with pygpu.no_grad():
+        want = model(pygpu.tensor(xb)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -151,3 +151,69 @@ def _batch_norm(g, m, x, y, example):
 @register(nn.Embedding)
 def _embedding(g, m, x, y, example):
     g.node("Gather", [g.weight(m.weight, "embedding"), x[0]], y, axis=0)
+
+
+# ---- convolution and pooling (issue 35's layers) ------------------------------------------
+
+def _pair(v, n):
+    return list(v) if isinstance(v, (tuple, list)) else [int(v)] * n
+
+
+def _conv_pads(m, n, example):
+    """ONNX pads [begin..., end...] for PyTorch's padding (ints, 'valid' or 'same')."""
+    if m.padding == "valid":
+        return [0] * (2 * n)
+    if m.padding == "same":
+        total = [d * (k - 1) for d, k in zip(_pair(m.dilation, n), _pair(m.kernel_size, n))]
+        return [t // 2 for t in total] + [t - t // 2 for t in total]
+    p = _pair(m.padding, n)
+    return p + p
+
+
+def _conv(g, m, x, y, example):
+    n = example[0].ndim - 2
+    if m.padding_mode != "zeros":
+        raise NotImplementedError(f"onnx.export: {type(m).__name__}(padding_mode="
+                                  f"{m.padding_mode!r}) is not converted (zeros only)")
+    ins = [x[0], g.weight(m.weight, "conv_weight")]
+    if m.bias is not None:
+        ins.append(g.weight(m.bias, "conv_bias"))
+    g.node("Conv", ins, y, kernel_shape=_pair(m.kernel_size, n), strides=_pair(m.stride, n),
+           dilations=_pair(m.dilation, n), group=int(m.groups), pads=_conv_pads(m, n, example))
+
+
+def _max_pool(g, m, x, y, example):
+    n = example[0].ndim - 2
+    if m.return_indices:
+        raise NotImplementedError("onnx.export: max pooling with return_indices=True")
+    p = _pair(m.padding, n)
+    g.node("MaxPool", x, y, kernel_shape=_pair(m.kernel_size, n), strides=_pair(m.stride, n),
+           pads=p + p, dilations=_pair(m.dilation, n), ceil_mode=int(bool(m.ceil_mode)))
+
+
+def _avg_pool(g, m, x, y, example):
+    n = example[0].ndim - 2
+    if getattr(m, "divisor_override", None) is not None:
+        raise NotImplementedError("onnx.export: average pooling with divisor_override")
+    p = _pair(m.padding, n)
+    g.node("AveragePool", x, y, kernel_shape=_pair(m.kernel_size, n), strides=_pair(m.stride, n),
+           pads=p + p, ceil_mode=int(bool(m.ceil_mode)),
+           count_include_pad=int(bool(getattr(m, "count_include_pad", True))))
+
+
+def _adaptive_avg_pool(g, m, x, y, example):
+    size = _pair(m.output_size, example[0].ndim - 2)
+    if any(s != 1 for s in size):
+        raise NotImplementedError(f"onnx.export: adaptive average pooling to {m.output_size} "
+                                  f"(only to 1, global average pooling, is converted)")
+    g.node("GlobalAveragePool", x, y)
+
+
+for _names, _fn in ((("Conv1d", "Conv2d", "Conv3d"), _conv),
+                    (("MaxPool1d", "MaxPool2d", "MaxPool3d"), _max_pool),
+                    (("AvgPool1d", "AvgPool2d", "AvgPool3d"), _avg_pool),
+                    (("AdaptiveAvgPool1d", "AdaptiveAvgPool2d"), _adaptive_avg_pool),
+                    (("BatchNorm2d", "BatchNorm3d"), _batch_norm)):
+    for _name in _names:  # the layers this pygpu has (issue 35's branch adds them)
+        if hasattr(nn, _name):
+            register(getattr(nn, _name))(_fn)
