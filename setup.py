@@ -28,7 +28,8 @@ import cuda_build  # noqa: E402
 
 
 def core_sources():
-    pats = ["csrc/core/*.c", "csrc/backends/cpu/*.c", "csrc/backends/sim/*.c", "csrc/bindings/*.c"]
+    pats = ["csrc/core/*.c", "csrc/backends/cpu/*.c", "csrc/backends/sim/*.c", "csrc/backends/meta/*.c",
+            "csrc/bindings/*.c"]
     return sorted(f for p in pats for f in glob.glob(p))
 
 

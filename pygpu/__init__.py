@@ -72,6 +72,32 @@ bool = bool_  # noqa: A001 - pygpu.bool, as torch.bool
 
 from ._version import __version__  # noqa: E402
 
+# ---- the spellings PyTorch programs open with (issue 36) ---------------------------------
+from . import _legacy  # noqa: E402 - torch.Tensor(3, 4), FloatTensor([...]), LongTensor(...)
+from ._C import Size  # noqa: E402 - Tensor.shape's type, printed as torch.Size([...])
+from ._defaults import (get_default_device, get_default_dtype, set_default_device,  # noqa: E402
+                        set_default_dtype)
+from . import accelerator, backends, onnx, serialization  # noqa: E402
+from ._printing import get_printoptions, set_printoptions  # noqa: E402 - PyTorch's printing
+globals().update(_legacy.TYPED)
+from . import _tensor_compat  # noqa: E402 - torch.greater, torch.concat, torch.pi, Generator, ...
+_COMPAT = {k: v for k, v in _tensor_compat.functions().items() if k not in globals()}
+globals().update(_COMPAT)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    return input.numel()
+
+
+__all__ = ["Size", "set_printoptions", "get_printoptions", "accelerator", "onnx", "backends", "serialization", "is_tensor", "numel",
+           "get_default_dtype", "set_default_dtype", "get_default_device", "set_default_device",
+           *_legacy.TYPED, *_COMPAT]
+# ---- end spellings ---------------------------------------------------------------------------
+
 # ---- surface (issue 27): Tensor methods written in Python and their module functions ----
 from . import _tensor_surface  # noqa: E402
 _tensor_surface.install()
@@ -91,6 +117,7 @@ _C._setup(_dtype.ALL, {
     "inplace_end": _autograd_inplace.end,
     "autocast": _amp_autocast._hook,
     "numpy_bfloat16": _dtype.numpy_bfloat16,
+    "legacy_new": _legacy.legacy_new,
 })
 
 
@@ -114,7 +141,7 @@ def _shutdown():
     _C._shutdown()
 
 
-__all__ = [
+__all__ += [
     "Tensor", "DType", "Device", "Stats", "bool", "bool_", "int64", "float16", "bfloat16",
     "float32", "float64", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
     "zeros_like", "ones_like", "arange", "rand", "randn", "manual_seed", *_OPS,

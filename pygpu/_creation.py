@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from . import _C
+from . import _C, _defaults
 from ._dtype import bool_, float32, int64, to_dtype
 
 _CPU = "cpu"
@@ -44,11 +44,27 @@ def _shape(args, fn, example=None):
 
 
 def _dt(dtype, default):
-    return to_dtype(dtype) if dtype is not None else default
+    """The dtype asked for, else the factory's own default; float32 stands for the default
+    dtype, which set_default_dtype may have changed (_defaults.py)."""
+    if dtype is not None:
+        return to_dtype(dtype)
+    return _defaults.dtype() if default is float32 else default
 
 
 def _dev(device):
-    return device if device is not None else _CPU
+    if device is not None:
+        return device
+    d = _defaults.device()
+    return d if d is not None else _CPU
+
+
+def _size_kw(shape, size):
+    """zeros(size=(2, 3)): PyTorch's keyword spelling of the shape."""
+    if size is not None:
+        if shape:
+            raise TypeError("give the shape either as arguments or as size=, not both")
+        return (size,)
+    return shape
 
 
 def factory(fn):
@@ -62,19 +78,19 @@ def factory(fn):
 
 
 @factory
-def empty(*shape, dtype=None, device=None):
+def empty(*shape, size=None, dtype=None, device=None):
     """An uninitialised tensor."""
-    return _C._full(_shape(shape, "empty"), None, _dt(dtype, float32), _dev(device))
+    return _C._full(_shape(_size_kw(shape, size), "empty"), None, _dt(dtype, float32), _dev(device))
 
 
 @factory
-def zeros(*shape, dtype=None, device=None):
-    return _C._full(_shape(shape, "zeros"), 0, _dt(dtype, float32), _dev(device))
+def zeros(*shape, size=None, dtype=None, device=None):
+    return _C._full(_shape(_size_kw(shape, size), "zeros"), 0, _dt(dtype, float32), _dev(device))
 
 
 @factory
-def ones(*shape, dtype=None, device=None):
-    return _C._full(_shape(shape, "ones"), 1, _dt(dtype, float32), _dev(device))
+def ones(*shape, size=None, dtype=None, device=None):
+    return _C._full(_shape(_size_kw(shape, size), "ones"), 1, _dt(dtype, float32), _dev(device))
 
 
 @factory
@@ -86,7 +102,7 @@ def full(shape, fill_value, dtype=None, device=None):
         elif isinstance(fill_value, numbers.Integral):
             dtype = int64
         else:
-            dtype = float32
+            dtype = _defaults.dtype()
     if isinstance(fill_value, np.generic):
         fill_value = fill_value.item()
     dtype = to_dtype(dtype)
@@ -136,15 +152,15 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
 
 
 @factory
-def rand(*shape, dtype=None, device=None):
+def rand(*shape, size=None, dtype=None, device=None):
     """Uniform samples in [0, 1), from the device's Philox generator."""
-    return _C._random(0, _shape(shape, "rand"), _dt(dtype, float32), _dev(device))
+    return _C._random(0, _shape(_size_kw(shape, size), "rand"), _dt(dtype, float32), _dev(device))
 
 
 @factory
-def randn(*shape, dtype=None, device=None):
+def randn(*shape, size=None, dtype=None, device=None):
     """Standard normal samples, from the device's Philox generator."""
-    return _C._random(1, _shape(shape, "randn"), _dt(dtype, float32), _dev(device))
+    return _C._random(1, _shape(_size_kw(shape, size), "randn"), _dt(dtype, float32), _dev(device))
 
 
 def manual_seed(seed):
@@ -209,7 +225,7 @@ def tensor(data, dtype=None, device=None):
     if dtype is not None:
         dt = to_dtype(dtype)
     elif not is_array and arr.dtype == np.float64:
-        dt = float32  # Python floats: PyTorch's default dtype
+        dt = _defaults.dtype()  # Python floats: PyTorch's default dtype (float32)
     elif not is_array and arr.dtype.kind in "iu":
         dt = int64
     else:
@@ -220,7 +236,13 @@ def tensor(data, dtype=None, device=None):
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor(): cannot make a tensor from data of type {arr.dtype} "
                         "(expected numbers or bools)")
+    if dtype is not None and arr.dtype.itemsize < 8 and arr.dtype.kind in "iu":
+        # an int32/uint8/... array with a dtype asked for: convert, as torch.tensor(a, dtype=)
+        # does (without dtype= such an array is refused: pygpu has no int32 to give)
+        arr = arr.astype(np.int64)
     host = _C._from_array_copy(arr, dt._code)
     if device is None:
-        return host
+        device = _defaults.device()
+        if device is None:
+            return host
     return host.to(device)

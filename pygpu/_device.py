@@ -29,6 +29,12 @@ def accelerator(type_name):
     return acc
 
 
+# the device factories use when given none (torch.set_default_device, `with device(...)`):
+# None is cpu. _defaults.py reads and sets it.
+_default = [None]
+_default_stack = []
+
+
 class Device:
     __slots__ = ("type", "index")
 
@@ -37,7 +43,7 @@ class Device:
         self.index = index
 
     def __str__(self):
-        return "cpu" if self.type == "cpu" else f"{self.type}:{self.index}"
+        return self.type if self.type in _SINGLE else f"{self.type}:{self.index}"
 
     def __repr__(self):
         return f"device('{self}')"
@@ -62,6 +68,14 @@ class Device:
     def _code(self):
         return _TYPES[self.type], self.index
 
+    def __enter__(self):  # `with torch.device("sim"):` factories inside make tensors there
+        _default_stack.append(_default[0])
+        _default[0] = None if self.type == "cpu" else self
+        return self
+
+    def __exit__(self, *exc):
+        _default[0] = _default_stack.pop()
+
 
 _cache = {}
 
@@ -71,6 +85,9 @@ def _current_index(type_name):
 
 
 _SPELLING = "'cpu', 'sim:0' or 'cuda:1' (type[:index]; without an index, the current device)"
+# the device types with one device and no index: the host, and 'meta' (shapes without data:
+# csrc/backends/meta/meta_backend.c)
+_SINGLE = ("cpu", "meta")
 _KNOWN = "the known types are " + ", ".join(list(_TYPES)[:-1]) + " and " + list(_TYPES)[-1]
 
 
@@ -113,9 +130,10 @@ def device(spec, index=None):
         index = _parse_index(idx, spec, name)
     elif index is not None:
         index = _check_index_arg(index)
-    if name == "cpu":
+    if name in _SINGLE:
         if index not in (None, 0):
-            raise ValueError(f"there is a single cpu device, got index {index}: write 'cpu'")
+            raise ValueError(f"there is a single {name} device, got index {index}: write "
+                             f"'{name}'")
         index = 0
     elif index is None:
         index = _current_index(name)
@@ -129,7 +147,7 @@ def device(spec, index=None):
 def parse_device(obj):
     """Hook for the C core: any device spelling -> (type code, index); checks it exists."""
     d = device(obj)
-    if d.type != "cpu":
+    if d.type not in _SINGLE:
         accelerator(d.type)._check_index(d.index)
     return d._code
 

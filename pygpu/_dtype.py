@@ -25,7 +25,9 @@ class DType:
         return f"pygpu.{self.name}"
 
     def __str__(self):
-        return self.name
+        """PyTorch's spelling, "torch.float32": what print(t.dtype) shows under torch, so a
+        program prints the same under `import pygpu as torch` (the bare name is .name)."""
+        return f"torch.{self.name}"
 
     def __eq__(self, other):
         if isinstance(other, DType):

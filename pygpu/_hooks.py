@@ -5,24 +5,23 @@ error is worded here). The common forms are parsed in C
 (csrc/bindings/tensor_methods.c: parse_to_fast). Registered with _C._setup()."""
 import numpy as np
 
-from ._device import _TYPES, Device, accelerator, device as parse_device_spec
+from ._device import _SINGLE, _TYPES, Device, accelerator, device as parse_device_spec
 from ._C import Tensor
 from ._dtype import SUPPORTED, to_dtype
+from . import _printing
 
 _REPR = 1  # pg_implicit: PG_IMPLICIT_REPR
 
 
 def tensor_repr(t):
-    """NumPy's formatting with a tensor( prefix, the dtype and the device. A
-    device tensor is copied to the host for it, counted as an implicit transfer."""
+    """PyTorch's printing (pygpu/_printing.py). A device tensor is copied to the host for
+    it, counted as an implicit transfer."""
+    if t.device.type == "meta":  # a shape without values: PyTorch prints tensor(..., size=)
+        return _printing.tensor_repr(t, None)
     host = t._host(_REPR)
-    arr = np.asarray(host)
-    prefix = "tensor("
-    if arr.size == 0 and arr.ndim > 1:
-        body = f"[], shape={arr.shape}"
-    else:
-        body = np.array2string(arr, separator=", ", prefix=prefix)
-    return f"{prefix}{body}, dtype={t.dtype}, device='{t.device}')"
+    if t.dtype.name == "bfloat16":  # NumPy has no bfloat16: print the exact float32 values
+        host = host.astype("float32") if hasattr(host, "astype") else host
+    return _printing.tensor_repr(t, host)
 
 
 def _looks_like_device(x):
@@ -70,7 +69,7 @@ def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False):
                 raise TypeError("to(): dtype given twice")
             dtype = a
     dev = parse_device_spec(device) if device is not None else None
-    if dev is not None and dev.type != "cpu":
+    if dev is not None and dev.type not in _SINGLE:
         accelerator(dev.type)._check_index(dev.index)
     t, i = dev._code if dev is not None else (-1, 0)
     code = to_dtype(dtype)._code if dtype is not None else -1

@@ -23,13 +23,17 @@ from ._map_location import check_present, resolve
 
 MAGIC = b"PYGPU-PICKLE\x00\x01\n"
 
+# (module, qualname) -> object: what the program allowed with
+# torch.serialization.add_safe_globals (pygpu/serialization.py)
+USER_SAFE = {}
+
 _SAFE = {
     ("collections", "OrderedDict"), ("builtins", "dict"), ("builtins", "list"),
     ("builtins", "tuple"), ("builtins", "set"), ("builtins", "frozenset"),
     ("builtins", "int"), ("builtins", "float"), ("builtins", "bool"), ("builtins", "str"),
     ("builtins", "bytes"), ("builtins", "bytearray"), ("builtins", "complex"),
     ("builtins", "slice"), ("builtins", "range"), ("pygpu._dtype", "to_dtype"),
-    ("pygpu.nn._losses", "_DefaultIgnore"),
+    ("pygpu.nn._losses", "_DefaultIgnore"), ("pygpu", "Size"),
 }
 
 
@@ -68,7 +72,7 @@ class _Unpickler(pickle.Unpickler):
         self._tensors = {}
 
     def find_class(self, module, name):
-        if self._weights_only and (module, name) not in _SAFE:
+        if self._weights_only and (module, name) not in _SAFE and (module, name) not in USER_SAFE:
             raise pickle.UnpicklingError(
                 f"pygpu.load: weights_only=True (the default, as in PyTorch 2.6) refuses to "
                 f"unpickle {module}.{name}: unpickling an arbitrary class can run arbitrary "

@@ -21,6 +21,8 @@ def synchronize(device=None):
     Raises pygpu.AsyncOpError if an asynchronous op failed."""
     if device is not None:
         d = _device(device)
+        if d.type == "meta":
+            return  # nothing ever runs there
         if d.type != "cpu":
             _device_mod.accelerator(d.type)._check_index(d.index)  # names the device and how many exist
             _C._synchronize(*d._code)

@@ -65,7 +65,19 @@ def gather(self, dim, index, *, sparse_grad=False):
     return _C._gather(self, d, index)
 
 
+def _one_d_index(self, index, src):
+    """PyTorch counts a 0-d index (and src) as one element along a 1-d tensor's axis:
+    torch.zeros(10).scatter_(0, torch.tensor(3), value=1) (the one-hot Lambda of the
+    "Learn the Basics" transforms page)."""
+    if isinstance(index, Tensor) and index.ndim == 0 and self.ndim <= 1:
+        index = index.reshape(1)
+        if isinstance(src, Tensor) and src.ndim == 0:
+            src = src.reshape(1)
+    return index, src
+
+
 def _scatter_src(self, index, src, value, op):
+    index, src = _one_d_index(self, index, src)
     if src is None and value is None:
         raise TypeError(f"{op}: give src (a tensor) or value (a number)")
     if src is None or not isinstance(src, Tensor):
@@ -76,6 +88,7 @@ def _scatter_src(self, index, src, value, op):
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    index, src = _one_d_index(self, index, src)
     src = _scatter_src(self, index, src, value, "scatter_")
     if reduce not in (None, "add"):
         raise ValueError(f"scatter_: reduce={reduce!r} is not supported (None or 'add')")
@@ -85,6 +98,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 
 
 def scatter_add_(self, dim, index, src):
+    index, src = _one_d_index(self, index, src)
     _C._scatter(1, self, norm_dim("scatter_add_", dim, self.ndim), index, src)
     return self
 
@@ -113,6 +127,7 @@ class _ScatterFn(Function):
 
 
 def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+    index, src = _one_d_index(self, index, src)
     src = _scatter_src(self, index, src, value, "scatter")
     d = norm_dim("scatter", dim, self.ndim)
     if reduce not in (None, "add"):
@@ -377,8 +392,12 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
 # ---- indexing with tensors, lists and masks -----------------------------------------------
 
 def _as_index(k, device):
-    if isinstance(k, list):
+    if isinstance(k, (list, range)) or (not isinstance(k, Tensor) and hasattr(k, "__array__")):
         from ._creation import tensor
+        import numpy as np
+        if not isinstance(k, list):
+            k = np.asarray(k)
+            k = k.astype(np.int64) if k.dtype.kind in "iu" else k
         k = tensor(k, device=device)
         if k.dtype.name not in ("bool", "int64"):
             raise IndexError(f"tensors used as indices must be long, int or bool tensors; the "
@@ -392,6 +411,21 @@ def _as_index(k, device):
         raise IndexError(f"tensors used as indices must be long or bool tensors, got "
                          f"{k.dtype.name}")
     return k
+
+
+def _sequence_is_tuple(key):
+    """PyTorch's (and old NumPy's) rule for a list key: t[[0, 1], [2, 0]] (a list holding a
+    list, a slice, None, ... or a tensor) indexes as the tuple t[[0, 1], [2, 0]] would; a
+    list of ints (t[[0, 2]]) is one index. torch 2.13 still does this, with a warning that it
+    will change."""
+    if not isinstance(key, list) or len(key) >= 32:
+        return False
+    for k in key:
+        if isinstance(k, (Tensor, list, tuple, range, slice)) or k is None or k is Ellipsis:
+            return True
+        if hasattr(k, "__array__") and getattr(k, "ndim", 0) > 0:
+            return True
+    return False
 
 
 def _check_host_index(values, size, dim):
@@ -409,10 +443,19 @@ def _split_key(self, key):
     """(basic key with ':' in place of each advanced entry, [(axis in the view, index)]),
     where a bool mask of k dims becomes k int indices over those axes."""
     import numpy as np
+    if _sequence_is_tuple(key):
+        key = tuple(key)
     items = key if isinstance(key, tuple) else (key,)
-    # a list's values, kept on the host for the bounds check below (int lists only)
-    hosts = [np.asarray(k) if isinstance(k, list) else None for k in items]
-    items = tuple(_as_index(k, self.device) if isinstance(k, (Tensor, list, bool)) else k
+    items = tuple(list(k) if isinstance(k, tuple) else k for k in items)
+
+    def advanced(k):
+        return isinstance(k, (Tensor, list, bool, range)) or (
+            hasattr(k, "__array__") and getattr(k, "ndim", 0) > 0)
+    # an index's values when they are on the host (a list, range or NumPy array), kept for
+    # the bounds check below
+    hosts = [np.asarray(k) if advanced(k) and not isinstance(k, (Tensor, bool)) else None
+             for k in items]
+    items = tuple(_as_index(k, self.device) if advanced(k) else k
                   for k in items)
     consumed = sum(k.ndim if isinstance(k, Tensor) and k.dtype.name == "bool" else 1
                    for k in items if k is not None and k is not Ellipsis)

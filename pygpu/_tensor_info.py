@@ -99,7 +99,16 @@ def type_as(self, other):
     return _to(self, other.dtype)
 
 
+def __format__(self, spec):
+    """format(t, '+.2f'): a 0-d tensor formats as its number, as PyTorch's does; any other
+    tensor takes only the empty spec (str(t))."""
+    if self.ndim == 0:
+        return self.item().__format__(spec)
+    return object.__format__(self, spec)
+
+
 METHODS = {
+    "__format__": __format__,
     "dim": dim, "ndimension": dim, "stride": stride, "element_size": element_size,
     "storage_offset": storage_offset, "nelement": nelement,
     "is_floating_point": is_floating_point, "float": float, "double": double, "half": half,

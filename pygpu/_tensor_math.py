@@ -67,7 +67,7 @@ def logit_(self, eps=None):
 
 def _finite_bounds(dtype):
     info = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
-            "float32": 3.4028234663852886e38}.get(str(dtype), 1.7976931348623157e308)
+            "float32": 3.4028234663852886e38}.get(dtype.name, 1.7976931348623157e308)
     return info
 
 
@@ -98,7 +98,7 @@ def _fast(*ts):
     """Every operand a float32/float64 Tensor on one device: the one-pass node applies."""
     dev = None
     for t in ts:
-        if not _is_t(t) or str(t.dtype) not in _FAST:
+        if not _is_t(t) or t.dtype.name not in _FAST:
             return False
         if dev is None:
             dev = str(t.device)

@@ -124,7 +124,7 @@ def triu(self, diagonal=0):
 
 
 def _zero_of(x):
-    return False if str(x.dtype) == "bool" else (0 if not x.dtype.is_floating_point else 0.0)
+    return False if x.dtype.name == "bool" else (0 if not x.dtype.is_floating_point else 0.0)
 
 
 def tril_(self, diagonal=0):
@@ -343,7 +343,7 @@ def corrcoef(self):
 def bincount(self, weights=None, minlength=0):
     """Counts of each value of a 1-D int64 tensor of non-negative values (the largest
     value is read back to size the result)."""
-    if self.ndim != 1 or self.dtype.is_floating_point or str(self.dtype) == "bool":
+    if self.ndim != 1 or self.dtype.is_floating_point or self.dtype.name == "bool":
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if self.numel() and int(self.min().item()) < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")

@@ -17,12 +17,13 @@ the type once (_C._add_tensor_methods):
                      addcmul, addcdiv, nan_to_num, clamp_min/max, polygamma, div(rounding_mode)
   _tensor_shape.py   diagonal, diag, diag_embed, tril, triu, trace, roll, rot90, kron, cross,
                      repeat_interleave, tensor_split, broadcast_to, cov, corrcoef, bincount, histc
+  _tensor_compat.py  PyTorch's second names (greater, multiply, ravel, eq_, new, ...)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
 replaced by wrappers that accept both spellings and call the C method."""
 from . import _C
-from . import (_tensor_autograd, _tensor_create, _tensor_fill, _tensor_index, _tensor_info,
-               _tensor_math, _tensor_reduce, _tensor_shape, _tensor_views)
+from . import (_tensor_autograd, _tensor_compat, _tensor_create, _tensor_fill, _tensor_index,
+               _tensor_info, _tensor_math, _tensor_reduce, _tensor_shape, _tensor_views)
 
 _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
              _tensor_autograd, _tensor_fill, _tensor_shape)
@@ -35,6 +36,9 @@ def install():
         for name, fn in (fam.methods() if fam is _tensor_math else fam.METHODS).items():
             if name in methods:
                 raise ImportError(f"pygpu: Tensor.{name} is defined by two surface modules")
+            methods[name] = fn
+    for name, fn in _tensor_compat.METHODS.items():  # second names: only where nothing else is
+        if name not in methods and not hasattr(_C.Tensor, name):
             methods[name] = fn
     _C._add_tensor_methods(methods)
     _C._set_index_hooks(_tensor_index.getitem, _tensor_index.setitem)

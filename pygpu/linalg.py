@@ -38,7 +38,7 @@ class LinAlgError(RuntimeError):
 def _check(op, A, ndim=2):
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(A).__name__}")
-    if not A.dtype.is_floating_point or str(A.dtype) in ("float16", "bfloat16"):
+    if not A.dtype.is_floating_point or A.dtype.name in ("float16", "bfloat16"):
         raise TypeError(f"{op}: Expected a floating point tensor as input (float32 or "
                         f"float64). Got {A.dtype} on {A.device}")
     if A.ndim < ndim:
@@ -447,7 +447,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
     if rcond is not None:
         rtol = rcond
     if rtol is None:
-        rtol = 0.0 if atol is not None else np.finfo(str(A.dtype)).eps * max(A.shape[-2:])
+        rtol = 0.0 if atol is not None else np.finfo(A.dtype.name).eps * max(A.shape[-2:])
     smax = S.amax(-1, keepdim=True) if S.shape[-1] else S
     cut = _C.maximum(smax * float(rtol), float(atol or 0.0))
     keep = S > cut
@@ -462,7 +462,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None)
     if tol is not None:
         atol = tol
     if rtol is None:
-        rtol = 0.0 if atol is not None else np.finfo(str(A.dtype)).eps * max(A.shape[-2:])
+        rtol = 0.0 if atol is not None else np.finfo(A.dtype.name).eps * max(A.shape[-2:])
     smax = S.amax(-1, keepdim=True) if S.shape[-1] else S
     cut = _C.maximum(smax * float(rtol), float(atol or 0.0))
     return (S > cut).astype("int64").sum(-1)

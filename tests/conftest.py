@@ -64,6 +64,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
     config.addinivalue_line("markers", "timing: asserts on wall-clock time; deselected by default (pyproject addopts), "
                             "run with -m timing (CI's timing lane, with retries)")
+    config.addinivalue_line("markers", "corpus: runs a real PyTorch program in a subprocess "
+                            "(tests/test_corpus.py); deselected by default, run with -m corpus")
     config.stash[_DEVICES] = _selected_devices(config)  # a bad --device stops the run here
 
 

@@ -277,10 +277,10 @@ PROMOTION = [  # (a, b, result): PyTorch's rules (torch.promote_types)
 def test_promotion_with_16_bit_floats(a, b, result):
     x = pygpu.ones(3, dtype=a)
     y = pygpu.ones(3, dtype=b)
-    assert str((x + y).dtype) == result and str((y * x).dtype) == result
-    assert str(pygpu.matmul(x, y).dtype) == result
-    assert str((x < y).dtype) == "bool"
-    assert str((x + 1).dtype) == a and str((x * 2.5).dtype) == a  # scalars keep a float dtype
+    assert (x + y).dtype.name == result and (y * x).dtype.name == result
+    assert pygpu.matmul(x, y).dtype.name == result
+    assert (x < y).dtype.name == "bool"
+    assert (x + 1).dtype.name == a and (x * 2.5).dtype.name == a  # scalars keep a float dtype
 
 
 def test_logical_not_of_half_names_the_dtype():

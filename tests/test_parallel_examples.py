@@ -29,7 +29,7 @@ def _run(cmd, timeout=180):
 def test_data_parallel_foonet_script_runs_as_written():
     out = _run([sys.executable, os.path.join(EXAMPLES, "data_parallel_foonet.py")])
     assert out.count("batch size in forward: 8") == 2  # 16 rows, one half per device
-    assert "model outputs.size: (16, 3)" in out and "device_count :2" in out
+    assert "model outputs.size: torch.Size([16, 3])" in out and "device_count :2" in out
 
 
 def _checksums(out):

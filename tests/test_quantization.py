@@ -230,7 +230,7 @@ def test_bad_input_names_the_problem():
         Q.quantize_dynamic(nn.MLP([4, 6, 3])).load_state_dict(bad)
     with pytest.raises(ValueError, match="holds int8 weights.*quantize the model first"):
         nn.MLP([4, 6, 3]).load_state_dict(q.state_dict(), strict=False)
-    with pytest.raises(TypeError, match="float32 input, got float64"):
+    with pytest.raises(TypeError, match="float32 input, got torch.float64"):
         q(pygpu.zeros(2, 4, dtype=pygpu.float64))
     with pytest.raises(ValueError, match="in_features=4"):
         q(pygpu.zeros(2, 5))

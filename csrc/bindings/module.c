@@ -9,6 +9,7 @@
 
 #include "../backends/cpu/cpu_gemm_half.h"
 #include "../backends/cpu/cpu_isa.h"
+#include "../backends/meta/meta_backend.h"
 #include "../backends/sim/sim_backend.h"
 #include "../core/pg_backend.h"
 
@@ -75,6 +76,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_cuda_extras_functions) < 0 ||
         PyModule_AddFunctions(m, pg_profile_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||
+        pg_size_type_ready() < 0 || PyModule_AddObjectRef(m, "Size", (PyObject *)&PySize_Type) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", PG_MAX_DIMS) < 0) {
         Py_DECREF(m);
         return NULL;
@@ -83,6 +85,7 @@ PyMODINIT_FUNC PyInit__C(void)
     pg_cpu_gemm_half_register();
     pg_backend_register(PG_DEV_CPU, &pg_cpu_backend);
     pg_backend_register(PG_DEV_SIM, &pg_sim_backend);
+    pg_backend_register(PG_DEV_META, &pg_meta_backend);
     pg_set_blocking_hooks(pg_gil_release, pg_gil_restore);
     return m;
 }

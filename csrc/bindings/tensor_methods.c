@@ -30,21 +30,7 @@ static int check_axis(int64_t axis, int ndim, const char *op)
 
 /* ---- properties ----------------------------------------------------------------------- */
 
-static PyObject *shape_tuple(const pg_tensor *t)
-{
-    PyObject *r = PyTuple_New(t->ndim);
-    if (!r)
-        return NULL;
-    for (int i = 0; i < t->ndim; i++) {
-        PyObject *v = PyLong_FromLongLong(t->shape[i]);
-        if (!v) {
-            Py_DECREF(r);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(r, i, v);
-    }
-    return r;
-}
+static PyObject *shape_tuple(const pg_tensor *t) { return pg_size_new(t->ndim, t->shape); }
 
 static PyObject *get_shape(PyObject *self, void *c) { (void)c; return shape_tuple(T(self)); }
 static PyObject *get_dtype(PyObject *self, void *c) { (void)c; return Py_NewRef(pg_dtype_object(T(self)->dtype)); }
@@ -114,7 +100,7 @@ int pg_ag_set_is_param(PyObject *self, PyObject *v, void *c);
 PyObject *pg_cuda_array_interface_get(PyObject *self, void *c); /* interop.c */
 
 PyGetSetDef pg_tensor_getset[] = {
-    {"shape", get_shape, NULL, "the size of each axis, a tuple", NULL},
+    {"shape", get_shape, NULL, "the size of each axis, a pygpu.Size (a tuple)", NULL},
     {"dtype", get_dtype, NULL, "the element type", NULL},
     {"device", get_device, NULL, "where the memory lives", NULL},
     {"ndim", get_ndim, NULL, "the number of axes", NULL},

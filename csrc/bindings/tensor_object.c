@@ -371,12 +371,30 @@ static PyObject *tensor_repr(PyObject *self)
     return f ? PyObject_CallOneArg(f, self) : NULL;
 }
 
+/* pygpu.Tensor(3, 4), Tensor([1., 2.]), Tensor(): PyTorch's legacy constructor, which
+ * programs still write (a float32 tensor of that shape, or of that data). The parsing and
+ * its errors are Python's (pygpu/_legacy.py: legacy_new); subclasses are refused there. */
+static PyObject *tensor_legacy_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *f = pg_hook("legacy_new");
+    if (!f)
+        return NULL;
+    PyObject *r = PyObject_Call(f, args, kwargs);
+    if (r && type != &PyTensor_Type) {
+        Py_DECREF(r);
+        return PyErr_Format(PyExc_TypeError, "cannot create '%s' instances: pygpu.Tensor has "
+                            "no subclasses", type->tp_name);
+    }
+    return r;
+}
+
 PyTypeObject PyTensor_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "pygpu.Tensor",
     .tp_basicsize = sizeof(PyTensor),
     .tp_dealloc = (destructor)tensor_dealloc,
     .tp_repr = tensor_repr,
+    .tp_new = tensor_legacy_new,
     .tp_hash = tensor_hash,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A multi-dimensional array on a device (cpu, sim:N or cuda:N).\n\n"

@@ -67,6 +67,11 @@ PyObject *pg_hook(const char *name);   /* borrowed; NULL with an exception if mi
 int pg_parse_dtype(PyObject *o, int *code);   /* 0 ok, -1 error */
 /* Fill the type's slots from the files above tensor_object.c; PyType_Ready (module init). */
 int pg_tensor_type_ready(void);
+/* pygpu.Size (size_object.c): Tensor.shape's type, a tuple that prints as torch.Size */
+extern PyTypeObject PySize_Type;
+int pg_size_type_ready(void);
+PyObject *pg_size_new(int ndim, const int64_t *shape);
+PyObject *pg_size_from_tuple(PyObject *t);
 /* One element as a Python number (an implicit transfer from a device). */
 PyObject *pg_item(PyTensor *self);
 /* The C-only part of pg_parse_dtype / pg_parse_device: 1 parsed, 0 not a form

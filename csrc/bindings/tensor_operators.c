@@ -440,7 +440,21 @@ PyObject *pg_surface_getitem_hook(void);
 PyObject *pg_surface_setitem_hook(void);
 static int is_advanced_one(PyObject *k)
 {
-    return PyTensor_Check(k) || PyList_Check(k) || PyBool_Check(k);
+    if (PyTensor_Check(k) || PyList_Check(k) || PyBool_Check(k) || PyRange_Check(k))
+        return 1;
+    if (PyLong_Check(k) || PySlice_Check(k) || k == Py_None || k == Py_Ellipsis)
+        return 0;
+    /* a NumPy array of one or more dimensions (a 0-d one or a NumPy integer is an int) */
+    if (!PyObject_CheckBuffer(k))
+        return 0;
+    PyObject *nd = PyObject_GetAttrString(k, "ndim");
+    if (!nd) {
+        PyErr_Clear();
+        return 0;
+    }
+    long n = PyLong_Check(nd) ? PyLong_AsLong(nd) : 0;
+    Py_DECREF(nd);
+    return n > 0;
 }
 static int is_advanced(PyObject *key)
 {

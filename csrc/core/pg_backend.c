@@ -13,14 +13,14 @@ static _Atomic(const pg_backend *) g_backends[PG_NUM_DEVICE_TYPES];
 
 const char *pg_device_type_name(int type)
 {
-    static const char *names[PG_NUM_DEVICE_TYPES] = {"cpu", "sim", "cuda"};
+    static const char *names[PG_NUM_DEVICE_TYPES] = {"cpu", "sim", "cuda", "meta"};
     return type >= 0 && type < PG_NUM_DEVICE_TYPES ? names[type] : "?";
 }
 
 const char *pg_device_str(pg_device d, char *buf, int len)
 {
-    if (d.type == PG_DEV_CPU)
-        snprintf(buf, len, "cpu");
+    if (d.type == PG_DEV_CPU || d.type == PG_DEV_META)
+        snprintf(buf, len, "%s", pg_device_type_name(d.type));
     else
         snprintf(buf, len, "%s:%d", pg_device_type_name(d.type), d.index);
     return buf;

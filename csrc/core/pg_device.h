@@ -1,6 +1,6 @@
 /* pg_device.h - a device is a small value: (type, index), like c10::Device.
  *
- * "slot" numbers every possible device densely (cpu, sim:0..15, cuda:0..15) so
+ * "slot" numbers every possible device densely (cpu, sim:0..15, cuda:0..15, meta:0..15) so
  * that per-device tables (statistics, allocators) are plain arrays. */
 #ifndef PG_DEVICE_H
 #define PG_DEVICE_H
@@ -11,11 +11,12 @@ typedef enum pg_device_type {
     PG_DEV_CPU = 0,
     PG_DEV_SIM = 1,
     PG_DEV_CUDA = 2,
+    PG_DEV_META = 3, /* shapes and dtypes, no storage (csrc/backends/meta/) */
     PG_NUM_DEVICE_TYPES
 } pg_device_type;
 
 #define PG_MAX_DEVICES_PER_TYPE 16
-#define PG_NUM_SLOTS (1 + 2 * PG_MAX_DEVICES_PER_TYPE)
+#define PG_NUM_SLOTS (1 + (PG_NUM_DEVICE_TYPES - 1) * PG_MAX_DEVICES_PER_TYPE)
 
 typedef struct pg_device {
     int type;  /* pg_device_type */
@@ -42,7 +43,7 @@ static inline pg_device pg_device_from_slot(int slot)
     return d;
 }
 
-const char *pg_device_type_name(int type); /* "cpu", "sim", "cuda" */
+const char *pg_device_type_name(int type); /* "cpu", "sim", "cuda", "meta" */
 /* "cpu", "sim:1": the spelling pygpu.device() accepts */
 const char *pg_device_str(pg_device d, char *buf, int len);
 

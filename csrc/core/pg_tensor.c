@@ -156,12 +156,19 @@ pg_status pg_view_transpose(const pg_tensor *t, int ndim, const int *perm, pg_te
 
 /* Try to express `t` with a new shape without copying (NumPy's _attempt_nocopy_reshape):
  * walk the old and new shapes in chunks of equal element count; each old chunk must be
- * contiguous within itself. */
+ * contiguous within itself. The old size-1 axes are dropped first, as NumPy does: their
+ * strides are arbitrary (a permute of a (1, n, m) tensor gives one) and say nothing about
+ * the layout. */
 static bool reshape_strides(const pg_tensor *t, int ndim, const int64_t *shape, int64_t *strides)
 {
     int oi = 0, oj = 1, ni = 0, nj = 1;
-    int ond = t->ndim;
-    const int64_t *osh = t->shape, *ost = t->strides;
+    int ond = 0;
+    int64_t osh[PG_MAX_DIMS], ost[PG_MAX_DIMS];
+    for (int k = 0; k < t->ndim; k++)
+        if (t->shape[k] != 1) {
+            osh[ond] = t->shape[k];
+            ost[ond++] = t->strides[k];
+        }
     if (pg_tensor_numel(t) == 0 || ndim == 0 || ond == 0) {
         pg_contiguous_strides(ndim, shape, strides);
         return true;

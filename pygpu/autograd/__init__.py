@@ -7,8 +7,12 @@ topological sort (engine.py). Backward rules: rules.py (C-recorded ops) and
 Function subclasses (Python-level and fused ops)."""
 from .engine import Node, backward, record, register_post_accumulate_grad_hook
 from .grad import grad
-from .function import Context, Function
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .function import Context, Function, once_differentiable
+from .variable import Variable
+from . import function, functional
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                        no_grad, set_grad_enabled)
 
-__all__ = ["Node", "backward", "grad", "record", "register_post_accumulate_grad_hook", "Context", "Function", "enable_grad",
-           "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = ["Node", "backward", "grad", "record", "register_post_accumulate_grad_hook", "Context", "Function", "Variable", "once_differentiable",
+           "function", "functional", "enable_grad",
+           "is_grad_enabled", "no_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled"]

@@ -52,8 +52,9 @@ class Node:
         self.saved = versions.stamp(saved) if saved else ()
         self.view = view  # the output is a view of inputs[0] (inplace.py refuses writing it)
 
-    def __repr__(self):
-        return f"<{self.name}Backward>"
+    def __repr__(self):  # PyTorch's: <AddBackward0 object at 0x7f...>
+        from .._printing import grad_fn_name
+        return f"<{grad_fn_name(self)} object at {id(self):#x}>"
 
     @property
     def next_functions(self):

@@ -1,4 +1,5 @@
-"""Grad mode: pygpu.no_grad(), enable_grad(), set_grad_enabled(), is_grad_enabled().
+"""Grad mode: pygpu.no_grad(), enable_grad(), set_grad_enabled(), is_grad_enabled(),
+inference_mode() (no_grad under PyTorch's other name).
 
 The flag lives in C (one per thread, as in PyTorch) because every op binding
 reads it: while it is off, no op records a graph. Each class works as a
@@ -53,3 +54,37 @@ class set_grad_enabled(_GradMode):
             with set_grad_enabled(mode):
                 return func(*args, **kwargs)
         return wrapper
+
+
+class inference_mode(set_grad_enabled):
+    """torch.inference_mode(mode=True): PyTorch's faster no_grad for inference. pygpu has one
+    no-graph mode, so inside it (mode=True) ops record no graph, exactly as under no_grad;
+    `@torch.inference_mode()` decorates as no_grad does."""
+
+    def __init__(self, mode=True):
+        super().__init__(not mode)
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        _inference[0] += self.mode
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        _inference[0] -= self.mode
+        return super().__exit__(*exc)
+
+    def __call__(self, func):
+        mode = self.mode
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return func(*args, **kwargs)
+        return wrapper
+
+
+_inference = [0]  # inference_mode blocks open (this process; PyTorch's flag is per thread)
+
+
+def is_inference_mode_enabled():
+    return _inference[0] > 0

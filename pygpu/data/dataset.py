@@ -108,12 +108,20 @@ class ConcatDataset(Dataset):
         return self.datasets[d][idx - start]
 
 
+def seed_from_default_generator():
+    """A seed drawn from pygpu's default cpu generator, the one manual_seed seeds, as
+    PyTorch's samplers and random_split draw theirs from torch's: a program that calls
+    manual_seed gets the same batch order and split on every run."""
+    from .._creation import rand
+    return int(rand(1, dtype="float64").item() * 2.0 ** 53)
+
+
 def _rng(generator):
-    """A NumPy Generator from what PyTorch code passes as generator=: None (fresh entropy),
-    an int seed, a NumPy Generator, or an object with initial_seed() (torch.Generator,
-    pygpu's if present)."""
+    """A NumPy Generator from what PyTorch code passes as generator=: None (seeded from the
+    default generator, see above), an int seed, a NumPy Generator, or an object with
+    initial_seed() (torch.Generator, pygpu's if present)."""
     if generator is None:
-        return np.random.default_rng()
+        return np.random.default_rng(seed_from_default_generator())
     if isinstance(generator, np.random.Generator):
         return generator
     if isinstance(generator, numbers.Integral):

@@ -51,6 +51,9 @@ class RandomSampler(Sampler):
         if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
             raise ValueError(f"num_samples should be a positive integer value, but got "
                              f"num_samples={num_samples}")
+        if self.num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got "
+                             f"num_samples={self.num_samples}")
         if seed is None and generator is not None:
             if hasattr(generator, "initial_seed"):
                 seed = int(generator.initial_seed())
@@ -58,8 +61,9 @@ class RandomSampler(Sampler):
                 seed = generator
         self.seed = seed
         self.epoch = 0
-        self._rng = (generator if isinstance(generator, np.random.Generator)
-                     else np.random.default_rng()) if seed is None else None
+        # no seed and no generator: each epoch's order is seeded from the default generator
+        # (manual_seed), as PyTorch's RandomSampler draws its seed from torch's
+        self._rng = generator if isinstance(generator, np.random.Generator) else None
 
     @property
     def num_samples(self):
@@ -69,7 +73,13 @@ class RandomSampler(Sampler):
         self.epoch = int(epoch)
 
     def permutation(self):
-        rng = self._rng if self.seed is None else np.random.default_rng((int(self.seed), self.epoch))
+        if self.seed is not None:
+            rng = np.random.default_rng((int(self.seed), self.epoch))
+        elif self._rng is not None:
+            rng = self._rng
+        else:
+            from .dataset import seed_from_default_generator
+            rng = np.random.default_rng(seed_from_default_generator())
         if self.replacement:
             return rng.integers(0, self.n, size=self.num_samples)
         if self._num_samples is None:

@@ -10,7 +10,7 @@ Tensor = _C.Tensor
 
 
 def _clamp_probs(p):
-    eps = 1.1920928955078125e-07 if str(p.dtype) == "float32" else 2.220446049250313e-16
+    eps = 1.1920928955078125e-07 if p.dtype.name == "float32" else 2.220446049250313e-16
     return p.clamp(eps, 1.0 - eps)
 
 
@@ -126,7 +126,7 @@ class Categorical(Distribution):
         return logits.gather(-1, v).squeeze(-1)
 
     def entropy(self):
-        min_real = -3.4028234663852886e38 if str(self.logits.dtype) == "float32" else -1.7976931348623157e308
+        min_real = -3.4028234663852886e38 if self.logits.dtype.name == "float32" else -1.7976931348623157e308
         logits = self.logits.clamp(min=min_real)
         return -(logits * self.probs).sum(-1)
 

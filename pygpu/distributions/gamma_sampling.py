@@ -43,7 +43,7 @@ def standard_gamma(alpha):
             _creation.rand(1, dtype=a.dtype, device=a.device).reshape(())
         boost = _C.exp(_C.log(u) / _C.where(small, a, 1.0))
         out = _C.where(small, out * boost, out)
-    tiny = 1e-30 if str(a.dtype) == "float32" else 1e-300
+    tiny = 1e-30 if a.dtype.name == "float32" else 1e-300
     return _C.maximum(out, tiny)
 
 

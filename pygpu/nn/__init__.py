@@ -1,6 +1,6 @@
 """pygpu.nn: modules, layers and losses with PyTorch's interface, on the tensor API."""
 from . import functional, init
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .activation import ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .layers import (MLP, Linear, ModuleDict, ModuleList, ParameterDict, ParameterList,
                      Sequential)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
@@ -26,7 +26,7 @@ from . import parallel
 from .parallel import DataParallel
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU", "Tanh",
-           "Sigmoid", "LeakyReLU", "GELU", "SiLU", "Softmax", "LogSoftmax", "Sequential",
+           "Sigmoid", "LeakyReLU", "ELU", "GELU", "SiLU", "Softmax", "LogSoftmax", "Sequential",
            "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "MLP", "Flatten",
            "Unflatten", "Identity", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
@@ -44,3 +44,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU
 
 from .memory import MemoryEstimate, estimate_memory  # noqa: E402 - trainloop's addition
 __all__ += ["estimate_memory", "MemoryEstimate"]
+
+from . import modules  # noqa: E402 - torch.nn.modules.* import paths (names read when asked)

@@ -23,6 +23,13 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _C.maximum(input, 0.0) + _C.minimum(input, 0.0) * float(negative_slope)
 
 
+def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    _want_tensor(input, "elu")
+    neg = (input <= 0).astype(input.dtype)  # no gradient: it selects; at 0 PyTorch's slope alpha
+    return input * (1.0 - neg) + (_C.exp(input * neg) - 1.0) * (neg * float(alpha))
+
+
 def silu(input, inplace=False):
     """x * sigmoid(x) (a.k.a. swish)."""
     _want_tensor(input, "silu")

@@ -53,6 +53,18 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
+class ELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, x):
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
 class SiLU(Module):
     def __init__(self, inplace=False):
         super().__init__()

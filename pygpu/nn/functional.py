@@ -9,8 +9,8 @@ differentiable compositions of tensor ops (or fused C ops), never Python loops
 over elements."""
 from .._attention_ops import scaled_dot_product_attention
 from .._train_ops import linear
-from ._activations import (alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, gelu, leaky_relu,
-                           log_softmax, relu, sigmoid, silu, softmax, tanh)
+from ._activations import (alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, elu, gelu,
+                           leaky_relu, log_softmax, relu, sigmoid, silu, softmax, tanh)
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                       huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from ._normalization import (batch_norm, embedding, group_norm, instance_norm, layer_norm,
@@ -21,7 +21,7 @@ from ._conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1
                     conv_transpose1d, conv_transpose2d, max_pool1d, max_pool2d, max_unpool1d,
                     max_unpool2d, pad)
 
-__all__ = ["linear", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "softmax",
+__all__ = ["linear", "elu", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "softmax",
            "log_softmax", "dropout", "one_hot", "layer_norm", "batch_norm", "embedding",
            "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",

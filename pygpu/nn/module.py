@@ -300,11 +300,14 @@ class Module:
                     out[f"{mname}.{k}" if mname else k] = t if keep_vars else t.detach()
         return out
 
-    def load_state_dict(self, state_dict, strict=True):
+    def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy values from state_dict into this module's parameters and buffers, in place
         (each value moves to the device of the tensor it replaces). Keys may carry the
         "module." prefix DataParallel writes. strict=True raises on missing or
-        unexpected keys, naming them; strict=False returns them."""
+        unexpected keys, naming them; strict=False returns them. assign=True makes each
+        parameter and buffer hold the state_dict's tensor itself (its memory, device and
+        dtype; a parameter keeps its requires_grad), PyTorch's way to load a model built
+        on the 'meta' device, which has no memory to copy into."""
         if not hasattr(state_dict, "items"):
             raise TypeError(f"load_state_dict: expected a dict of tensors, got "
                             f"{type(state_dict).__name__}")
@@ -339,9 +342,45 @@ class Module:
                                + "\n  ".join(errors))
         with no_grad():
             for k, target in own.items():
-                if k in incoming:
-                    target.copy_(incoming[k])
+                if k not in incoming:
+                    continue
+                if assign:
+                    self._assign(k, incoming[k])
+                    continue
+                if _device_type(target) == "meta" and _device_type(incoming[k]) != "meta":
+                    import warnings
+                    warnings.warn(f"for {k}: copying from a non-meta parameter in the checkpoint "
+                                  f"to a meta parameter in the current model, which is a no-op. "
+                                  f"(Did you mean to pass `assign=True` to assign items in the "
+                                  f"state dictionary to their corresponding key in the module "
+                                  f"instead of copying them in place?)", UserWarning, stacklevel=2)
+                target.copy_(incoming[k])
         return _IncompatibleKeys(missing, unexpected)
+
+    def _assign(self, key, value):
+        """load_state_dict(assign=True) of one entry: the owner's parameter takes value's
+        memory (the Parameter object stays, so optimizers built on it still see it); a
+        buffer is replaced by value."""
+        owner_name, _, name = key.rpartition(".")
+        owner = self.get_submodule(owner_name) if owner_name else self
+        if name in owner._parameters:
+            owner._parameters[name].data = value.detach()
+        else:
+            owner._buffers[name] = value
+
+    def to_empty(self, *, device=None, recurse=True):
+        """Give every parameter and buffer new, uninitialised memory on `device` (PyTorch's
+        step after building a model on the 'meta' device, before loading or initialising
+        its weights)."""
+        from .. import _creation
+        with no_grad():
+            for p in self.parameters(recurse=recurse):
+                p.data = _creation.empty(p.shape, dtype=p.dtype, device=device)
+            for m in (self.modules() if recurse else [self]):
+                for name, b in list(m._buffers.items()):
+                    if b is not None:
+                        m._buffers[name] = _creation.empty(b.shape, dtype=b.dtype, device=device)
+        return self
 
     # ---- printing -----------------------------------------------------------------------
 
@@ -364,6 +403,11 @@ class Module:
             else:
                 out += "\n  " + "\n  ".join(lines) + "\n"
         return out + ")"
+
+
+def _device_type(t):
+    """The device type of a state entry (an int8 layer's state has its own kind of device)."""
+    return getattr(getattr(t, "device", None), "type", None)
 
 
 class _HookHandle:

@@ -8,5 +8,14 @@ import sys as _sys
 from .. import data
 
 _sys.modules[__name__ + ".data"] = data
+# torch.utils.data's own submodules, as programs import them
+# (from torch.utils.data.dataloader import DataLoader)
+from ..data import dataset as _dataset, distributed as _distributed, loader as _loader  # noqa: E402
+from ..data import sampler as _sampler  # noqa: E402
+for _sub, _mod in {"dataloader": _loader, "dataset": _dataset, "sampler": _sampler,
+                   "distributed": _distributed}.items():
+    _sys.modules[f"{__name__}.data.{_sub}"] = _mod
+    if not hasattr(data, _sub):
+        setattr(data, _sub, _mod)
 
 __all__ = ["data"]

@@ -1,0 +1,338 @@
+"""PyTorch's other spellings of ops pygpu already has, as Tensor methods and torch.* functions.
+
+Programs write torch.greater(a, b), x.multiply(y), x.ravel(), torch.concat(...), x.eq_(y),
+x.new(3, 4), torch.pi: each here is the existing op under PyTorch's second name, or a
+one-line composition of existing ops (an in-place comparison is the comparison copied back
+into self, in self's dtype, as PyTorch's). No kernel lives here. Also the small process-wide
+names programs call on their first lines: torch.Generator (a seed holder the samplers and
+random_split accept), torch.seed/initial_seed, use_deterministic_algorithms and the float32
+matmul precision switch (pygpu's kernels are deterministic for a device and thread count;
+the switch is kept and reported)."""
+import math
+
+from . import _C
+
+Tensor = _C.Tensor
+
+# PyTorch's second name -> the Tensor method pygpu has
+_ALIASES = {"greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le",
+            "not_equal": "ne", "multiply": "mul", "divide": "div", "subtract": "sub",
+            "true_divide": "div", "bitwise_not": "__invert__"}
+
+
+def _alias(target):
+    def method(self, *args, **kwargs):
+        return getattr(self, target)(*args, **kwargs)
+    method.__name__ = target
+    return method
+
+
+def _inplace(target):
+    """x.eq_(y): the comparison (or op) written back into x, in x's dtype."""
+    def method(self, *args, **kwargs):
+        return self.copy_(getattr(self, target)(*args, **kwargs))
+    method.__name__ = target + "_"
+    return method
+
+
+def ravel(self):
+    return self.reshape(-1)
+
+
+def reshape_as(self, other):
+    return self.reshape(tuple(other.shape))
+
+
+def new(self, *args):
+    """The legacy x.new(sizes) / x.new(data): x's dtype and device."""
+    from ._legacy import _make
+    return _make(self.dtype, args, self.device)
+
+
+def get_device(self):
+    return -1 if self.device.type == "cpu" else self.device.index
+
+
+def is_signed(self):
+    return self.dtype.name != "bool"
+
+
+def is_nonzero(self):
+    if self.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous"
+                           if self.numel() else "Boolean value of Tensor with no values is "
+                           "ambiguous")
+    return bool(self.item())
+
+
+def is_same_size(self, other):
+    return tuple(self.shape) == tuple(other.shape)
+
+
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    """x.cuda(): a copy on the current (or given) CUDA device; self if already there."""
+    from ._device import device as as_device
+    if device is None:
+        target = as_device("cuda")
+    elif isinstance(device, int):
+        target = as_device("cuda", device)
+    else:
+        target = as_device(device)
+    return self.to(target, non_blocking=non_blocking)
+
+
+def data_ptr(self):
+    """The address of the tensor's first element on its device (for libraries that take
+    raw pointers; a number, never dereferenced by Python)."""
+    return _C._data_ptr(self)
+
+
+def _inplace_view(name):
+    """x.unsqueeze_(0), x.t_(), ...: the view op's result becomes x itself (same object, new
+    shape and strides over the same memory). Refused under autograd on a tensor that requires
+    grad: pygpu does not record a view's in-place change of shape."""
+    def method(self, *args, **kwargs):
+        if self.requires_grad and _C.is_grad_enabled():
+            raise RuntimeError(f"{name}_: pygpu does not change the shape of a tensor that "
+                               f"requires grad in place; use the out-of-place {name}()")
+        self.data = getattr(self, name)(*args, **kwargs)
+        return self
+    method.__name__ = name + "_"
+    return method
+
+
+def resize_(self, *sizes):
+    """PyTorch's resize_: self takes the new shape; the elements that fit keep their values in
+    flat order, new ones are uninitialised (a new allocation when the size changes)."""
+    from ._creation import _shape, empty
+    shape = _shape(sizes, "resize_")
+    n = 1
+    for s in shape:
+        n *= s
+    if n == self.numel():
+        self.data = self.reshape(shape)
+        return self
+    new = empty(shape, dtype=self.dtype, device=self.device)
+    keep = min(n, self.numel())
+    if keep:
+        new.reshape(-1)[:keep] = self.reshape(-1)[:keep]
+    self.data = new
+    return self
+
+
+def argwhere(self):
+    return self.nonzero()
+
+
+def ger(self, vec2):
+    return self.outer(vec2)
+
+
+def _is_type(name):
+    return property(lambda self: self.device.type == name,
+                    doc=f"whether the tensor is on a {name} device")
+
+
+METHODS = {name: _alias(target) for name, target in _ALIASES.items()}
+METHODS.update({f"{name}_": _inplace(target) for name, target in _ALIASES.items()
+                if target.isalpha() and name not in ("true_divide", "bitwise_not")})
+METHODS.update({f"{op}_": _inplace(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")})
+METHODS.update({"bitwise_and_": _inplace("__and__"), "bitwise_or_": _inplace("__or__"),
+                "bitwise_xor_": _inplace("__xor__"), "bitwise_not_": _inplace("__invert__"),
+                "logical_and_": _inplace("logical_and"), "logical_or_": _inplace("logical_or"),
+                "cumsum_": _inplace("cumsum"), "cumprod_": _inplace("cumprod"),
+                "ravel": ravel, "reshape_as": reshape_as, "new": new, "get_device": get_device,
+                "is_signed": is_signed, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
+                "cuda": cuda, "data_ptr": data_ptr, "is_cuda": _is_type("cuda"),
+                "is_cpu": _is_type("cpu"), "is_meta": _is_type("meta"),
+                "is_inference": lambda self: False, "resize_": resize_, "argwhere": argwhere,
+                "ger": ger})
+METHODS.update({f"{name}_": _inplace_view(name) for name in
+                ("squeeze", "unsqueeze", "t", "transpose", "swapaxes", "swapdims")})
+
+
+def _function(name):
+    def fn(input, *args, **kwargs):
+        return getattr(Tensor, name)(input, *args, **kwargs)
+    fn.__name__ = name
+    return fn
+
+
+class Generator:
+    """torch.Generator(): a seed holder. pygpu's random functions draw from each device's
+    own generator (manual_seed); a Generator is what samplers and random_split accept as
+    generator= (they read initial_seed()), as in `random_split(ds, [0.8, 0.2],
+    generator=torch.Generator().manual_seed(42))`."""
+
+    def __init__(self, device="cpu"):
+        self.device = device
+        self._seed = 67280421310721  # PyTorch's default seed
+
+    def manual_seed(self, seed):
+        self._seed = int(seed)
+        return self
+
+    def initial_seed(self):
+        return self._seed
+
+    def seed(self):
+        import random
+        self._seed = random.getrandbits(63)
+        return self._seed
+
+
+class _DefaultGenerator(Generator):
+    """torch.default_generator: seeding it seeds pygpu's generators (manual_seed)."""
+
+    def manual_seed(self, seed):
+        from ._creation import manual_seed
+        manual_seed(seed)
+        return super().manual_seed(seed)
+
+
+default_generator = _DefaultGenerator()
+
+
+def seed():
+    """Seed the generators from fresh entropy; returns the seed (PyTorch's torch.seed)."""
+    import random
+    s = random.getrandbits(63)
+    default_generator.manual_seed(s)
+    return s
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+_switches = {"deterministic": False, "warn_only": False, "matmul_precision": "highest"}
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Kept for programs that set it: pygpu's kernels give the same result for the same device
+    and thread count, so there is no nondeterministic algorithm to refuse."""
+    _switches["deterministic"], _switches["warn_only"] = bool(mode), bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled():
+    return _switches["deterministic"]
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    return _switches["warn_only"]
+
+
+def set_float32_matmul_precision(precision):
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision {precision!r}: use 'highest', 'high' or 'medium'")
+    _switches["matmul_precision"] = precision
+
+
+def get_float32_matmul_precision():
+    return _switches["matmul_precision"]
+
+
+def scalar_tensor(value, dtype=None, device=None, requires_grad=False):
+    from ._creation import tensor
+    from ._dtype import float32
+    t = tensor(float(value), dtype=dtype or float32, device=device)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+class finfo:
+    """torch.finfo(dtype): the float type's limits (bits, eps, max, min, tiny, resolution)."""
+
+    def __init__(self, type=None):
+        from . import _defaults, _dtype
+        import numpy as np
+        d = _dtype.to_dtype(type) if type is not None else _defaults.dtype()
+        if not d.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type, got {d}")
+        if d.name == "bfloat16":
+            self.bits, self.eps, self.max, self.tiny = 16, 2.0 ** -7, 3.3895313892515355e38, \
+                1.1754943508222875e-38
+            self.resolution = 0.01
+        else:
+            f = np.finfo(d._numpy)
+            self.bits, self.eps, self.max = f.bits, float(f.eps), float(f.max)
+            self.tiny, self.resolution = float(f.tiny), float(f.resolution)
+        self.min, self.smallest_normal, self.dtype = -self.max, self.tiny, d.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, "
+                f"eps={self.eps}, smallest_normal={self.tiny}, tiny={self.tiny}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """torch.iinfo(dtype): the integer type's limits (int64 and bool in pygpu)."""
+
+    def __init__(self, type):
+        from . import _dtype
+        import numpy as np
+        d = _dtype.to_dtype(type)
+        if d.is_floating_point:
+            raise TypeError(f"torch.iinfo() requires an integer input type, got {d}")
+        i = np.iinfo(np.int64) if d.name == "int64" else None
+        self.bits = 64 if i is not None else 8
+        self.max, self.min = (int(i.max), int(i.min)) if i is not None else (1, 0)
+        self.dtype = d.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def result_type(tensor1, tensor2):
+    """The dtype an op of the two would give (PyTorch's promotion, as pygpu's ops compute it),
+    found by adding one-element probes of the same kinds (a 0-d tensor stays 0-d: it promotes
+    differently)."""
+    def probe(x):
+        if not isinstance(x, Tensor):
+            return x
+        return x.reshape(()) if x.ndim == 0 else x.reshape(-1)[:1]
+    return (probe(tensor1) + probe(tensor2)).dtype
+
+
+def promote_types(type1, type2):
+    from ._creation import zeros
+    return (zeros(1, dtype=type1) + zeros(1, dtype=type2)).dtype
+
+
+def can_cast(from_, to):
+    """Whether PyTorch's casting rules allow from_ -> to in place (no float to int, no
+    int/float to bool)."""
+    order = {"bool": 0, "int64": 1, "float16": 2, "bfloat16": 2, "float32": 2, "float64": 2}
+    return order[from_.name] <= order[to.name]
+
+
+def as_tensor(data, dtype=None, device=None):
+    """A tensor sharing data's memory where it can (a tensor of the same dtype and device is
+    returned as it is), else a copy (PyTorch's as_tensor)."""
+    from ._creation import tensor
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype) if (device or dtype) else data
+    return tensor(data, dtype=dtype, device=device)
+
+
+def functions():
+    """The torch.* functions of this module (only those pygpu does not define elsewhere)."""
+    from ._train_ops import cat
+    out = {name: _function(name) for name in
+           ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
+            "not_equal", "clone", "detach", "reshape", "ravel", "is_floating_point",
+            "is_nonzero", "is_same_size", "is_signed", "bitwise_not")}
+    from .autograd.grad_mode import inference_mode, is_inference_mode_enabled
+    out.update(inference_mode=inference_mode, is_inference_mode_enabled=is_inference_mode_enabled)
+    out.update(finfo=finfo, iinfo=iinfo, result_type=result_type, promote_types=promote_types,
+               can_cast=can_cast, argwhere=_function("argwhere"), ger=_function("ger"))
+    out.update(concat=cat, concatenate=cat, scalar_tensor=scalar_tensor, as_tensor=as_tensor,
+               asarray=as_tensor, Generator=Generator, default_generator=default_generator,
+               seed=seed, initial_seed=initial_seed,
+               use_deterministic_algorithms=use_deterministic_algorithms,
+               are_deterministic_algorithms_enabled=are_deterministic_algorithms_enabled,
+               is_deterministic_algorithms_warn_only_enabled=(
+                   is_deterministic_algorithms_warn_only_enabled),
+               set_float32_matmul_precision=set_float32_matmul_precision,
+               get_float32_matmul_precision=get_float32_matmul_precision,
+               e=math.e, pi=math.pi, inf=math.inf, nan=math.nan, newaxis=None)
+    return out

@@ -1,0 +1,163 @@
+"""run_corpus.py - run the corpus of real PyTorch programs (tests/corpus/programs/, listed
+in manifest.py) under pygpu and under torch, and compare what they print.
+
+Each program is a copy of a public program with only the edits its manifest entry lists
+(its imports spelled `import pygpu as torch`, downloads replaced by random tensors of the
+same shapes, epochs and sizes cut). The torch run is the same file with those import lines
+spelled back to torch (to_torch below): nothing else differs between the two runs.
+
+run(entry, lib, same_random) runs one program in a subprocess (its own interpreter, so a
+program's global settings stay its own) from a scratch directory, and returns
+(returncode, stdout, stderr). With same_random, tests/corpus/same_random.py gives both
+runs one random stream; compare() then checks every number the two runs printed.
+
+    python tests/corpus/run_corpus.py                 # every program, a table of results
+    python tests/corpus/run_corpus.py ex_gat tut_polynomial_optim --show   # some, with output
+    python tests/corpus/run_corpus.py --table         # docs/pytorch.md's table, from the manifest
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PROGRAMS = os.path.join(HERE, "programs")
+sys.path.insert(0, HERE)
+
+from manifest import PROGRAMS as MANIFEST  # noqa: E402
+
+# `import pygpu as torch`, `from pygpu import nn`, `import pygpu.nn.functional as F`, ...
+_IMPORT = re.compile(r"^(\s*)(import|from)\s+pygpu(\b[\w.]*)(.*)$")
+
+
+def to_torch(source):
+    """The program as it was written for torch: its pygpu import lines spelled torch."""
+    out = []
+    for line in source.splitlines():
+        m = _IMPORT.match(line)
+        if m:
+            rest = m.group(4)
+            if m.group(2) == "import" and rest.strip() == "as torch":
+                rest = ""
+            line = f"{m.group(1)}{m.group(2)} torch{m.group(3)}{rest}"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+_BOOT = """
+import os, runpy, sys
+sys.path.insert(0, {root!r}); sys.path.insert(1, {here!r})
+if {same!r}:
+    import same_random
+    same_random.install({lib!r})
+sys.argv = [{path!r}]
+runpy.run_path({path!r}, run_name="__main__")
+"""
+
+
+def program_path(entry):
+    return os.path.join(PROGRAMS, entry["file"])
+
+
+def run(entry, lib, same_random=False, timeout=300):
+    with open(program_path(entry)) as f:
+        source = f.read()
+    if lib == "torch":
+        source = to_torch(source)
+    with tempfile.TemporaryDirectory(prefix="corpus-") as work:
+        for extra in entry.get("with", ()):  # the program's sibling modules (a model file)
+            with open(os.path.join(PROGRAMS, extra)) as f:
+                text = f.read()
+            with open(os.path.join(work, extra.split("__", 1)[-1]), "w") as f:
+                f.write(to_torch(text) if lib == "torch" else text)
+        path = os.path.join(work, "main.py")
+        with open(path, "w") as f:
+            f.write(source)
+        env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1", MPLBACKEND="Agg")
+        env.pop("PYGPU_ACCELERATOR", None)
+        boot = _BOOT.format(root=ROOT, here=HERE, same=same_random, lib=lib, path=path)
+        try:
+            p = subprocess.run([sys.executable, "-c", boot], cwd=work, env=env, text=True,
+                               capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            return 124, e.stdout or "", f"timed out after {timeout} s"
+        return p.returncode, p.stdout, p.stderr
+
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w])")
+
+
+_DEVICE = re.compile(r"\b(?:sim|cuda|cpu)(?::\d+)?\b")
+
+
+def numbers(text):
+    """Every number printed, device names left out (pygpu may run on sim:0 where torch ran
+    on the cpu: torch.accelerator)."""
+    return [float(x) for x in _NUMBER.findall(_DEVICE.sub("", text))]
+
+
+def compare(out_pygpu, out_torch, rtol, atol, mask=None):
+    """None if every number printed matches within rtol/atol, else what differs. `mask`: a
+    regular expression for what is not compared (a wall-clock time the program prints)."""
+    if mask:
+        out_pygpu, out_torch = re.sub(mask, "", out_pygpu), re.sub(mask, "", out_torch)
+    a, b = numbers(out_pygpu), numbers(out_torch)
+    if len(a) != len(b):
+        return f"pygpu printed {len(a)} numbers, torch {len(b)}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        if abs(x - y) > atol + rtol * abs(y):
+            return f"number {i}: pygpu {x!r}, torch {y!r} (rtol {rtol}, atol {atol})"
+    return None
+
+
+def stop_reason(stderr):
+    """The last line of a traceback: where the program stopped."""
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "(no message)"
+
+
+def table():
+    """docs/pytorch.md's corpus table, from the manifest (tests/test_corpus.py checks the page
+    holds exactly this)."""
+    rows = ["| Program | Source | Result under pygpu |", "|---|---|---|"]
+    for e in MANIFEST:
+        if e["needs"]:
+            res = "stops at what it needs: " + "; ".join(e["needs"])
+        else:
+            res = "ran to the end" + ("; its numbers match torch's" if e["compare"] else
+                                      " (" + e["note"] + ")")
+        rows.append(f"| `{e['name']}` | {e['repo']}/{e['path']} | {res} |")
+    ran = sum(1 for e in MANIFEST if not e["needs"])
+    rows += ["", f"{ran} of {len(MANIFEST)} run to the end today; the other "
+             f"{len(MANIFEST) - ran} stop at what another branch is adding."]
+    return "\n".join(rows) + "\n"
+
+
+def main(argv):
+    if "--table" in argv:
+        print(table(), end="")
+        return
+    show = "--show" in argv
+    names = [a for a in argv if not a.startswith("--")]
+    entries = [e for e in MANIFEST if not names or e["name"] in names]
+    ran = 0
+    for e in entries:
+        rc, out, err = run(e, "pygpu", same_random=e.get("compare", False))
+        status = "ran to the end" if rc == 0 else f"stops at: {stop_reason(err)}"
+        if rc == 0:
+            ran += 1
+            if e.get("compare"):
+                rct, outt, errt = run(e, "torch", same_random=True)
+                diff = compare(out, outt, e["rtol"], e["atol"], e.get("mask")) if rct == 0 \
+                    else f"torch failed: {stop_reason(errt)}"
+                status += "; numbers match torch's" if diff is None else f"; differs: {diff}"
+        print(f"{e['name']:40s} {status}")
+        if show:
+            print(out[-3000:], err[-3000:])
+    print(f"{ran} of {len(entries)} ran to the end")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

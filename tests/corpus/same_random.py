@@ -1,0 +1,139 @@
+"""same_random.py - one random stream for both runs of a corpus program, so that a program
+run under pygpu and the same program run under torch draw the same numbers and their
+printed results can be compared.
+
+pygpu's generator (Philox on each device) and torch's (mt19937 on the cpu) give the same
+distributions but not the same numbers. For a comparison run, install(lib) replaces every
+source of randomness a program reaches, in whichever library it runs on, with draws from
+one NumPy stream (PCG64, seed 1234) taken in float64 and cast to the dtype asked for:
+  torch: rand, randn, randint, randperm, rand_like, randn_like, Tensor.uniform_/normal_/
+         bernoulli_ (nn.init's draws), F.dropout's mask, RandomSampler's order;
+  pygpu: _creation.rand/randn (every draw pygpu makes goes through them: factories, nn.init,
+         layers' initialisation, dropout, randint, randperm) and RandomSampler's order;
+  both:  Python's random and NumPy's global generator are seeded.
+Each replacement draws exactly as the library's own code uses the numbers (uniform_ is
+a + (b - a) u, dropout keeps u >= p, randint floors (high - low) u, randperm sorts u), so
+the two runs see equal values. This is a test harness: the shipped pygpu knows nothing of it.
+"""
+import random
+
+import numpy as np
+
+_rng = np.random.Generator(np.random.PCG64(1234))
+
+
+def _shape(args, size=None):
+    if size is not None:
+        args = (size,)
+    if len(args) == 1 and isinstance(args[0], (tuple, list)) or (
+            len(args) == 1 and type(args[0]).__name__ == "Size"):
+        return tuple(int(s) for s in args[0])
+    return tuple(int(s) for s in args)
+
+
+def uniform(shape):
+    return _rng.random(shape)
+
+
+def normal(shape):
+    return _rng.standard_normal(shape)
+
+
+def permutation(n):
+    return np.argsort(uniform(n), kind="stable")
+
+
+def install(lib):
+    random.seed(0)
+    np.random.seed(0)
+    if lib == "torch":
+        _install_torch()
+    else:
+        _install_pygpu()
+
+
+def _install_pygpu():
+    import pygpu
+    from pygpu import _creation
+    from pygpu.data import sampler
+
+    own_rand, own_randn = _creation.rand, _creation.randn
+
+    def make(draw, own):
+        def fn(*shape, size=None, dtype=None, device=None, requires_grad=False):
+            shp = _creation._shape(_creation._size_kw(shape, size), own.__name__)
+            dt = _creation._dt(dtype, pygpu.float32)
+            t = pygpu.tensor(draw(shp), dtype=dt, device=_creation._dev(device))
+            return t.requires_grad_(True) if requires_grad else t
+        fn.__name__ = own.__name__
+        return fn
+
+    _creation.rand = pygpu.rand = make(uniform, own_rand)
+    _creation.randn = pygpu.randn = make(normal, own_randn)
+    sampler.RandomSampler.permutation = lambda self: permutation(self.n)
+
+
+def _install_torch():
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.data import RandomSampler
+
+    def tensor(values, dtype=None, device=None, requires_grad=False):
+        t = torch.tensor(values, dtype=dtype or torch.get_default_dtype(), device=device)
+        return t.requires_grad_(True) if requires_grad else t
+
+    def rand(*shape, size=None, dtype=None, device=None, requires_grad=False, generator=None,
+             out=None, **_):
+        return tensor(uniform(_shape(shape, size)), dtype, device, requires_grad)
+
+    def randn(*shape, size=None, dtype=None, device=None, requires_grad=False, generator=None,
+              out=None, **_):
+        return tensor(normal(_shape(shape, size)), dtype, device, requires_grad)
+
+    def randint(low, high=None, size=None, *, dtype=None, device=None, requires_grad=False,
+                generator=None, **_):
+        if size is None and isinstance(high, (tuple, list, torch.Size)):
+            low, high, size = 0, low, high
+        elif high is None:
+            low, high = 0, low
+        u = uniform(_shape((), size))
+        v = np.floor(u * float(high - low)).astype(np.int64) + int(low)
+        return torch.tensor(v, dtype=dtype or torch.int64, device=device)
+
+    def randperm(n, *, dtype=None, device=None, generator=None, **_):
+        return torch.tensor(permutation(n), dtype=dtype or torch.int64, device=device)
+
+    def like(draw):
+        def fn(t, *, dtype=None, device=None, requires_grad=False, **_):
+            return tensor(draw(tuple(t.shape)), dtype or t.dtype, device or t.device,
+                          requires_grad)
+        return fn
+
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        with torch.no_grad():
+            return self.copy_(torch.tensor(uniform(tuple(self.shape)) * (b - a) + a))
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        with torch.no_grad():
+            return self.copy_(torch.tensor(normal(tuple(self.shape)) * std + mean))
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        with torch.no_grad():
+            return self.copy_(torch.tensor(uniform(tuple(self.shape)) < p))
+
+    def dropout(input, p=0.5, training=True, inplace=False):
+        if not training or p == 0.0:
+            return input
+        keep = torch.tensor(uniform(tuple(input.shape)), dtype=torch.float32) >= p
+        return input * (keep.to(input.dtype) * (1.0 / (1.0 - p)))
+
+    torch.rand, torch.randn, torch.randint, torch.randperm = rand, randn, randint, randperm
+    torch.rand_like, torch.randn_like = like(uniform), like(normal)
+    torch.Tensor.uniform_, torch.Tensor.normal_ = uniform_, normal_
+    torch.Tensor.bernoulli_ = bernoulli_
+    F.dropout = dropout
+
+    def sampler_iter(self):
+        n = len(self.data_source)
+        yield from permutation(n).tolist()
+    RandomSampler.__iter__ = sampler_iter
