@@ -10,10 +10,15 @@
 #              batch 32) written with tensor ops on both sides, AdamW
 # A figure is the median over ROUNDS blocks of STEPS steps of the CPU time per step
 # (time.process_time: the whole process, page faults' kernel time included; steadier than the
-# wall clock on a shared machine) and of the wall time; the last columns are cache-off over
-# cache-on and PyTorch over pygpu (both > 1: the cache / pygpu faster).
+# wall clock on a shared machine), of the wall time, and of the minor page faults per step
+# (getrusage: the process's, torch's included in its own rows); then PyTorch over pygpu (> 1:
+# pygpu faster). With a build that has no host cache (no pygpu.cpu) the script runs "pygpu"
+# and "torch" only: run it on the old build and this one, in alternation, for before/after.
+# "cache off" in the same process is not quite the old build: glibc's malloc adapts its mmap
+# threshold to what was freed, and torch's frees move it too.
 #   PYTHONPATH=. python benchmarks/bench_host_cache.py   # PYGPU_BENCH_ROUNDS, _STEPS, _ONLY
 import os
+import resource
 import statistics
 import sys
 import time
@@ -107,11 +112,12 @@ def main():
     torch.set_num_threads(THREADS)
     pygpu.set_num_threads(THREADS)
     only = os.environ.get("PYGPU_BENCH_ONLY")
-    limit = pygpu.cpu.cache_limit()
+    has_cache = hasattr(pygpu, "cpu")  # an older build (no host cache): pygpu and torch only
+    limit = pygpu.cpu.cache_limit() if has_cache else None
     print(f"host cache limit {limit} bytes; {THREADS} threads; {ROUNDS} rounds of {STEPS} steps; "
           f"ISA {pygpu._C._cpu_isa(False)}; "
           f"load average {os.getloadavg()[0]:.1f}")
-    print(f"{'row':<10}{'side':<11}{'cpu ms/step':>12}{'wall ms/step':>13}")
+    print(f"{'row':<10}{'side':<11}{'cpu ms/step':>12}{'wall ms/step':>13}{'faults/step':>12}")
     for row, make in ROWS.items():
         if only and only != row:
             continue
@@ -129,25 +135,31 @@ def main():
                 pygpu.cpu.set_cache_limit(limit)
 
         sides = {"cache on": cache_on, "cache off": cache_off, "torch": tt}
+        if not has_cache:
+            sides = {"pygpu": pg, "torch": tt}
         for f in sides.values():
             f()  # warm-up
         cpu = {k: [] for k in sides}
         wall = {k: [] for k in sides}
+        faults = {k: [] for k in sides}
         keys = list(sides)
         for r in range(ROUNDS):
-            for k in keys[r % 3:] + keys[:r % 3]:
+            for k in keys[r % len(keys):] + keys[:r % len(keys)]:
                 time.sleep(PAUSE_S)
+                f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                 c0, t0 = time.process_time(), time.perf_counter()
                 sides[k]()
                 cpu[k].append((time.process_time() - c0) / STEPS * 1e3)
                 wall[k].append((time.perf_counter() - t0) / STEPS * 1e3)
-        med = {k: (statistics.median(cpu[k]), statistics.median(wall[k])) for k in keys}
+                faults[k].append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / STEPS)
+        med = {k: (statistics.median(cpu[k]), statistics.median(wall[k]),
+                   statistics.median(faults[k])) for k in keys}
         for k in keys:
-            print(f"{row:<10}{k:<11}{med[k][0]:>12.2f}{med[k][1]:>13.2f}")
-        on, off, t = med["cache on"], med["cache off"], med["torch"]
-        print(f"{row:<10}off/on cpu {off[0] / on[0]:.2f}x wall {off[1] / on[1]:.2f}x;  "
-              f"torch/pygpu(on) cpu {t[0] / on[0]:.2f}x wall {t[1] / on[1]:.2f}x;  "
-              f"torch/pygpu(off) cpu {t[0] / off[0]:.2f}x wall {t[1] / off[1]:.2f}x", flush=True)
+            print(f"{row:<10}{k:<11}{med[k][0]:>12.2f}{med[k][1]:>13.2f}{med[k][2]:>12.0f}")
+        t = med["torch"]
+        for k in keys[:-1]:
+            print(f"{row:<10}torch/pygpu({k}) cpu {t[0] / med[k][0]:.2f}x wall "
+                  f"{t[1] / med[k][1]:.2f}x", flush=True)
 
 
 if __name__ == "__main__":
