@@ -46,7 +46,7 @@ from ._device import Device, device, make_device as _make_device, parse_device a
 from ._dtype import DType, bfloat16, bool_, float16, float32, float64, int64
 from ._guard import get_transfer_guard, transfer_guard
 from ._stats import Stats, role, stats, track
-from . import cuda, sim
+from . import cpu, cuda, sim
 from . import autograd as _autograd
 from .autograd import inplace as _autograd_inplace  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled

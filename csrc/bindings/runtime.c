@@ -160,6 +160,37 @@ static PyObject *f_empty_cache(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The most bytes a device's caching allocator keeps cached (None: no cap). */
+static PyObject *f_cache_limit(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    pg_device d;
+    if (get_device_arg(args, &d) < 0)
+        return NULL;
+    size_t n = pg_allocator_limit(d);
+    if (n == SIZE_MAX)
+        Py_RETURN_NONE;
+    return PyLong_FromSize_t(n);
+}
+
+static PyObject *f_set_cache_limit(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    pg_device d;
+    PyObject *limit;
+    if (!PyArg_ParseTuple(args, "iiO", &d.type, &d.index, &limit) || pg_check_device(d) < 0)
+        return NULL;
+    size_t n = SIZE_MAX;
+    if (limit != Py_None) {
+        n = PyLong_AsSize_t(limit);
+        if (n == (size_t)-1 && PyErr_Occurred())
+            return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS pg_allocator_set_limit(d, n);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *device_stats_dict(const pg_device_stats *d)
 {
     return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsK}", "ops", d->ops, "syncs", d->syncs, "sync_ns",
@@ -481,6 +512,8 @@ PyMethodDef pg_runtime_functions[] = {
     {"_mem_get_info", f_mem_get_info, METH_VARARGS, "internal: (free, total) bytes of a device"},
     {"_reset_peak", f_reset_peak, METH_VARARGS, "internal"},
     {"_empty_cache", f_empty_cache, METH_VARARGS, "internal"},
+    {"_cache_limit", f_cache_limit, METH_VARARGS, "internal"},
+    {"_set_cache_limit", f_set_cache_limit, METH_VARARGS, "internal"},
     {"_stats", f_stats, METH_NOARGS, "internal: raw counters"},
     {"reset_stats", f_reset_stats, METH_NOARGS, "zero the transfer, op and sync counters"},
     {"_set_guard", f_set_guard, METH_O, "internal"},

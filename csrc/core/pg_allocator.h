@@ -7,7 +7,16 @@
  * them back. On a failed raw allocation the cache is emptied and the
  * allocation retried once; the final error names the size, the device and
  * the memory in use. Thread-safe (a mutex per device): sim workers free
- * blocks when queued work finishes.
+ * blocks when queued work finishes, cpu pool threads free temporaries.
+ *
+ * The cpu device uses it too, for host blocks of PG_HOST_CACHE_MIN bytes and
+ * more (smaller ones are one malloc with the storage header: glibc's own bins
+ * already reuse those). Without it every large activation was a fresh mmap
+ * and its page faults, each step of a training loop. Host blocks above 1 MiB
+ * round to 64 KiB, not 2 MiB. The host cache has a cap (PYGPU_HOST_CACHE_MB,
+ * default a quarter of the machine's memory): a free that would cache more
+ * gives back the least recently freed blocks first. Devices have no cap (their
+ * memory is pygpu's; a failed allocation empties the cache and retries).
  *
  * Stream-ordered reuse, as PyTorch's CUDA allocator does it: a block whose
  * tensors are all gone on the host may still be read or written by work that
@@ -23,6 +32,9 @@
 
 #include <stddef.h>
 
+/* host storages this large or larger come from the cpu cache (see above) */
+#define PG_HOST_CACHE_MIN ((size_t)64 << 10)
+
 #include "pg_backend.h"
 
 /* pending (may be NULL): the events of queued work still using the block, which the
@@ -33,6 +45,12 @@ void pg_allocator_free(pg_device dev, void *ptr, size_t rounded);
 /* Free a block that queued work (named by `pending`) still uses: see above. */
 void pg_allocator_free_pending(pg_device dev, void *ptr, size_t rounded,
                                const pg_event pending[PG_STORAGE_EVENTS]);
+/* The block size an allocation of n bytes gets on `dev` (0: overflow). */
+size_t pg_allocator_round(pg_device dev, size_t n);
+/* Most bytes `dev` keeps cached (SIZE_MAX: no cap); setting it gives back the
+ * least recently freed blocks above it. */
+size_t pg_allocator_limit(pg_device dev);
+void pg_allocator_set_limit(pg_device dev, size_t limit);
 /* Return every cached (free) block of `dev` to its backend. */
 void pg_allocator_empty_cache(pg_device dev);
 /* Bytes held in free lists of `dev`. */

@@ -1,8 +1,8 @@
 /* pg_storage.c - allocation, reference counting and waiting on storages.
  *
- * Host storages put the header and the bytes in one malloc (one call per
- * tensor keeps small ops cheap); device storages come from the caching
- * allocator of their device. */
+ * Small host storages put the header and the bytes in one malloc (one call
+ * per tensor keeps small ops cheap); large host storages and device storages
+ * come from the caching allocator of their device (pg_allocator.h). */
 #include "pg_storage.h"
 
 #include <pthread.h>
@@ -51,6 +51,15 @@ void pg_host_advise_hugepages(void *p, size_t n)
 static void release_host_inline(pg_storage *s)
 {
     pg_stats_free(s->device, s->capacity);
+    pg_stats_reserved(s->device, -(int64_t)s->capacity);
+    free(s);
+}
+
+/* A large host block goes back to the cpu cache when the last reference goes:
+ * queued work (a sim copy from it) holds a reference, so none still uses it. */
+static void release_host_cached(pg_storage *s)
+{
+    pg_allocator_free(s->device, s->data, s->capacity);
     free(s);
 }
 
@@ -59,6 +68,7 @@ static void release_pinned(pg_storage *s)
 {
     const pg_backend *be = s->owner;
     pg_stats_free(s->device, s->capacity);
+    pg_stats_reserved(s->device, -(int64_t)s->capacity);
     if (be != NULL && s->data != NULL)
         pg_pinned_free(be, s->data, s->capacity);
     free(s);
@@ -120,6 +130,21 @@ static pg_status new_host(size_t nbytes, unsigned flags, pg_storage **out)
         s->owner = (void *)be;
         s->release = release_pinned;
         pg_stats_alloc(cpu, s->capacity, false);
+        pg_stats_reserved(cpu, (int64_t)s->capacity);
+        *out = s;
+        return PG_OK;
+    }
+    if (nbytes >= PG_HOST_CACHE_MIN) {
+        pg_storage *s = calloc(1, sizeof *s);
+        if (!s)
+            return pg_error_set(PG_ERR_NOMEM, "out of host memory");
+        pg_status st =
+            pg_allocator_alloc(pg_backend_get(PG_DEV_CPU), cpu, nbytes, &s->data, &s->capacity, NULL);
+        if (st != PG_OK) {
+            free(s);
+            return st;
+        }
+        s->release = release_host_cached;
         *out = s;
         return PG_OK;
     }
@@ -138,8 +163,8 @@ static pg_status new_host(size_t nbytes, unsigned flags, pg_storage **out)
     s->data = (void *)((d + HOST_ALIGN - 1) & ~(uintptr_t)(HOST_ALIGN - 1));
     s->release = release_host_inline;
     s->capacity = nbytes;
-    pg_host_advise_hugepages(s->data, nbytes);
     pg_stats_alloc(cpu, nbytes, false);
+    pg_stats_reserved(cpu, (int64_t)nbytes);
     *out = s;
     return PG_OK;
 }

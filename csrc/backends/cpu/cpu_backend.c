@@ -10,7 +10,11 @@
  * cpu_dispatch.c, below the pool (cpu_parallel.c), not here: the table uses
  * the pool, the pool uses the dispatcher, and nothing points back up. The one
  * cpu-only step: a weight's pre-packed bf16 panels (cpu_bf16_panels.h), which
- * need an op to run when it is launched, as here. */
+ * need an op to run when it is launched, as here.
+ *
+ * raw_alloc/raw_free are the host allocator under the core's caching
+ * allocator (pg_allocator.h), which serves large host storages. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../core/pg_backend.h"
@@ -30,6 +34,25 @@ static pg_status cpu_device_name(const pg_backend *be, int index, char *buf, siz
     strncpy(buf, "host CPU", len - 1);
     buf[len - 1] = 0;
     return PG_OK;
+}
+
+static pg_status cpu_raw_alloc(const pg_backend *be, int index, size_t nbytes, void **ptr)
+{
+    (void)be;
+    (void)index;
+    if (posix_memalign(ptr, 64, nbytes) != 0) {
+        *ptr = NULL;
+        return pg_error_set(PG_ERR_NOMEM, "out of host memory: cannot allocate %zu bytes", nbytes);
+    }
+    pg_host_advise_hugepages(*ptr, nbytes);
+    return PG_OK;
+}
+
+static void cpu_raw_free(const pg_backend *be, int index, void *ptr)
+{
+    (void)be;
+    (void)index;
+    free(ptr);
 }
 
 static pg_status cpu_launch(const pg_backend *be, int index, const pg_node *node)
@@ -59,4 +82,6 @@ const pg_backend pg_cpu_backend = {
     .device_count = cpu_device_count,
     .device_name = cpu_device_name,
     .launch = cpu_launch,
+    .raw_alloc = cpu_raw_alloc,
+    .raw_free = cpu_raw_free,
 };
