@@ -52,6 +52,7 @@ from .autograd import inplace as _autograd_inplace  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._train_ops import cat, cross_entropy, log_softmax, mse_loss, softmax
 from . import nn, optim
+from . import special  # noqa: E402 - torch.special, from the op table's rows
 from . import data  # noqa: E402 - the training layers sit on the tensor API above
 from . import utils  # noqa: E402 - pygpu.utils.data is pygpu.data (torch.utils.data's place)
 from .checkpoint import load, save  # noqa: E402
@@ -118,7 +119,7 @@ __all__ = [
     "DeviceMismatchError", "DeviceUnavailableError", "TransferGuardError", "TransferWarning",
     "AsyncOpError", "AxisError", "no_grad", "enable_grad",
     "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
-    "mse_loss", "nn", "optim",
+    "mse_loss", "nn", "optim", "special",
     "data", "save", "load", "Trainer", "cost", "transfer_budget", "TransferBudgetError",
     "cpu_isa",
 ]

@@ -13,12 +13,14 @@ the type once (_C._add_tensor_methods):
   _tensor_create.py  new_zeros/new_ones/..., and eye, linspace, stack, einsum, ...
   _tensor_autograd.py register_hook, detach_
   _tensor_fill.py    zero_, fill_, uniform_, normal_, bernoulli_
+  _tensor_math.py    the math rows' other spellings (arcsin, ...), logit(eps), lerp,
+                     addcmul, addcdiv, nan_to_num, clamp_min/max, polygamma, div(rounding_mode)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
 replaced by wrappers that accept both spellings and call the C method."""
 from . import _C
 from . import (_tensor_autograd, _tensor_create, _tensor_fill, _tensor_index, _tensor_info,
-               _tensor_reduce, _tensor_views)
+               _tensor_math, _tensor_reduce, _tensor_views)
 
 _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
              _tensor_autograd, _tensor_fill)
@@ -26,8 +28,8 @@ _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor
 
 def install():
     methods = {}
-    for fam in _FAMILIES:
-        for name, fn in fam.METHODS.items():
+    for fam in _FAMILIES + (_tensor_math,):
+        for name, fn in (fam.methods() if fam is _tensor_math else fam.METHODS).items():
             if name in methods:
                 raise ImportError(f"pygpu: Tensor.{name} is defined by two surface modules")
             methods[name] = fn
@@ -54,11 +56,13 @@ _AS_FUNCTIONS = (
     "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy",
     "masked_fill", "masked_select", "nonzero", "cumsum", "cumprod", "sort", "argsort", "topk",
     "unique", "tile",
-)
+) + _tensor_math.AS_FUNCTIONS
 
 
 def functions():
     out = {name: _method_function(name) for name in _AS_FUNCTIONS}
     out.update(_tensor_create.FUNCTIONS)
+    out.update(_tensor_math.FUNCTIONS)
+    out["div"] = out["true_divide"] = out["divide"]  # one function (named as the table's row)
     out["as_strided"] = _method_function("as_strided")
     return out

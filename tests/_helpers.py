@@ -76,7 +76,9 @@ def random_array(rng, shape, dtype, domain="any"):
     """Reproducible test data of `dtype` for an op's domain.
 
     domain: "any" (normals / small ints / coin flips), "positive" (>= 0.5,
-    for log and sqrt), "nonzero" (|x| >= 0.5, for divisors).
+    for log and sqrt), "nonzero" (|x| >= 0.5, for divisors); for the math functions'
+    domains (floats only): "unit" (-0.95, 0.95: asin, atanh, erfinv), "prob" (0.05, 0.95:
+    logit), "gt1" (> 1.1: acosh, zeta's exponent).
     """
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
@@ -88,8 +90,14 @@ def random_array(rng, shape, dtype, domain="any"):
         if domain == "nonzero":
             a[a == 0] = 3
         return a
+    if domain == "unit":
+        return rng.uniform(-0.95, 0.95, shape).astype(dtype)
+    if domain == "prob":
+        return rng.uniform(0.05, 0.95, shape).astype(dtype)
     a = rng.standard_normal(shape).astype(dtype)
-    if domain == "positive":
+    if domain == "gt1":
+        a = np.abs(a) + dtype.type(1.1)
+    elif domain == "positive":
         a = np.abs(a) + dtype.type(0.5)
     elif domain == "nonzero":
         a = np.where(a < 0, a - dtype.type(0.5), a + dtype.type(0.5)).astype(dtype)

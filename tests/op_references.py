@@ -151,6 +151,81 @@ REFS = {
 }
 
 
+# ---- the math functions (pg_ops.def's rows after isfinite and after ge) -------------------
+# name -> (NumPy reference, or torch's where NumPy has none; the domain of each input; the
+# tolerance class). Floats and float16, the NUM rows int64 too (no bfloat16: torch's
+# references have no bfloat16 loops for most). tests/test_math_ops.py reads these too (special
+# values at vector sizes, gradients, int64 division, the compositions).
+def _torch_ref(name):
+    """torch.<name> on the inputs; float16 ones widened to float32 and the result rounded once,
+    as pygpu computes them (torch's own float16 loops keep half intermediates: its float16
+    logit, ndtr and i0e are off by several ulps on 1 to 40 % of inputs)."""
+    def ref(*xs):
+        import torch
+        f = torch
+        for part in name.split("."):
+            f = getattr(f, part)
+        xs = [np.asarray(x) for x in xs]
+        half = np.result_type(*xs) == np.float16  # a float16 result (not float16 with float32)
+        wide = [x.astype(np.float32) if x.dtype == np.float16 else x for x in xs]
+        out = f(*[torch.from_numpy(np.array(x)) for x in wide]).numpy()
+        return out.astype(np.float16) if half and out.dtype == np.float32 else out
+    return ref
+
+
+MATH_UNARY = {
+    "sin": (np.sin, "any", "elementwise"), "cos": (np.cos, "any", "elementwise"),
+    "tan": (np.tan, "any", "elementwise"), "asin": (np.arcsin, "unit", "elementwise"),
+    "acos": (np.arccos, "unit", "elementwise"), "atan": (np.arctan, "any", "elementwise"),
+    "sinh": (np.sinh, "any", "elementwise"), "cosh": (np.cosh, "any", "elementwise"),
+    "asinh": (np.arcsinh, "any", "elementwise"), "acosh": (np.arccosh, "gt1", "elementwise"),
+    "atanh": (np.arctanh, "unit", "elementwise"), "log1p": (np.log1p, "positive", "elementwise"),
+    "expm1": (np.expm1, "any", "elementwise"), "log2": (np.log2, "positive", "elementwise"),
+    "log10": (np.log10, "positive", "elementwise"), "exp2": (np.exp2, "any", "elementwise"),
+    "erf": (_torch_ref("erf"), "any", "elementwise"), "erfc": (_torch_ref("erfc"), "any", "elementwise"),
+    "erfinv": (_torch_ref("erfinv"), "unit", "special"),
+    "lgamma": (_torch_ref("lgamma"), "positive", "special"),
+    "digamma": (_torch_ref("digamma"), "any", "special"),
+    "logit": (_torch_ref("logit"), "prob", "elementwise"), "sinc": (_torch_ref("sinc"), "any", "elementwise"),
+    "deg2rad": (np.deg2rad, "any", "elementwise"), "rad2deg": (np.rad2deg, "any", "elementwise"),
+    "frac": (lambda x: x - np.trunc(x), "any", "elementwise"),
+    "i0": (_torch_ref("i0"), "any", "special"), "special_i0e": (_torch_ref("special.i0e"), "any", "special"),
+    "special_i1": (_torch_ref("special.i1"), "any", "special"),
+    "special_i1e": (_torch_ref("special.i1e"), "any", "special"),
+    "special_ndtr": (_torch_ref("special.ndtr"), "any", "elementwise"),
+    "special_entr": (_torch_ref("special.entr"), "any", "elementwise"),
+    "square": (np.square, "any", "elementwise"), "signbit": (np.signbit, "any", "exact"),
+    "isinf": (np.isinf, "any", "exact"), "isposinf": (np.isposinf, "any", "exact"),
+    "isneginf": (np.isneginf, "any", "exact"),
+}
+MATH_BINARY = {
+    "atan2": (np.arctan2, ("any",), "elementwise"), "hypot": (np.hypot, ("any",), "elementwise"),
+    "fmod": (np.fmod, ("any", "nonzero"), "elementwise"),
+    "remainder": (np.remainder, ("any", "nonzero"), "elementwise"),
+    "floor_divide": (np.floor_divide, ("any", "nonzero"), "elementwise"),
+    "copysign": (np.copysign, ("any",), "elementwise"),
+    "xlogy": (_torch_ref("xlogy"), ("any", "positive"), "elementwise"),
+    "special_xlog1py": (_torch_ref("special.xlog1py"), ("any", "positive"), "elementwise"),
+    "logaddexp": (np.logaddexp, ("any",), "elementwise"),
+    "logaddexp2": (np.logaddexp2, ("any",), "elementwise"),
+    "heaviside": (lambda x, y: np.heaviside(x, y).astype(np.result_type(x, y)), ("any",), "exact"),
+    "fmax": (np.fmax, ("any",), "exact"), "fmin": (np.fmin, ("any",), "exact"),
+    "nextafter": (np.nextafter, ("any",), "exact"),
+    # (torch has no half zeta: computed in float32 and rounded once, as pygpu does)
+    "special_zeta": (lambda x, q: _torch_ref("special.zeta")(
+        np.asarray(x, np.promote_types(np.result_type(x), np.float32)),
+        np.asarray(q, np.promote_types(np.result_type(q), np.float32))).astype(np.result_type(x, q)),
+        ("gt1", "positive"), "special"),
+}
+_MATH_NUM = {"square", "signbit", "isinf", "isposinf", "isneginf", "fmod", "remainder",
+             "floor_divide", "heaviside", "fmax", "fmin"}  # int64 rows (NUM and ANY)
+for _name, (_ref, _dom, _tol) in MATH_UNARY.items():
+    REFS[_name] = Ref(_ref, (_dom,), _tol, FLOATS + ("float16",) + (("int64",) if _name in _MATH_NUM else ()))
+for _name, (_ref, _dom, _tol) in MATH_BINARY.items():
+    REFS[_name] = Ref(_ref, _dom, _tol, FLOATS + (("int64",) if _name in _MATH_NUM else ())
+                      + (("float16",) if _name != "nextafter" else ()))
+
+
 # ---- where and clamp ----------------------------------------------------------------------
 WHERE = cases(
     (a(3, 4), a(3, 4), a(3, 4)), (a(3, 1), a(4), a()), (a(), a(2, 3), a(3)), (a(7), a(7), a(1)),

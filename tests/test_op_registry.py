@@ -74,9 +74,10 @@ def _leaf(*shape, dtype=np.float32):
 
 
 def _elementwise_fn(row):
-    """How to call a binary/unary row: pygpu.<name> when generated, else its Tensor method."""
+    """How to call a binary/unary row: its generated function (pygpu.<name>, or _C.<name>
+    for a special_* row, pygpu.special.<x>) when there is one, else its Tensor method."""
     name, py = row[0], row[3]
-    if "pygpu." + name in py:
+    if callable(getattr(_C, name, None)):
         return getattr(_C, name)
     method = next(q.split(".")[1] for q in py if q.startswith("Tensor.") and "__" not in q
                   and not q.endswith("_"))

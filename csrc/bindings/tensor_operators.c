@@ -92,6 +92,8 @@ static PyObject *nb_add(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_A
 static PyObject *nb_sub(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_SUB); }
 static PyObject *nb_mul(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_MUL); }
 static PyObject *nb_div(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_DIV); }
+static PyObject *nb_mod(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_REMAINDER); }
+static PyObject *nb_floordiv(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_FLOOR_DIVIDE); }
 
 PyObject *pg_py_binary(PyObject *a, PyObject *b, int op)
 {
@@ -288,6 +290,14 @@ static PyObject *nb_iadd(PyObject *a, PyObject *b) { return inplace_slot(a, b, P
 static PyObject *nb_isub(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_SUB, "sub_"); }
 static PyObject *nb_imul(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_MUL, "mul_"); }
 static PyObject *nb_idiv(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_DIV, "div_"); }
+static PyObject *nb_imod(PyObject *a, PyObject *b)
+{
+    return inplace_slot(a, b, PG_BIN_REMAINDER, "remainder_");
+}
+static PyObject *nb_ifloordiv(PyObject *a, PyObject *b)
+{
+    return inplace_slot(a, b, PG_BIN_FLOOR_DIVIDE, "floor_divide_");
+}
 static PyObject *nb_iand(PyObject *a, PyObject *b)
 {
     return inplace_slot(a, b, PG_BIN_BITWISE_AND, "bitwise_and_");
@@ -312,6 +322,8 @@ static PyNumberMethods tensor_as_number = {
     .nb_inplace_subtract = nb_isub,
     .nb_inplace_multiply = nb_imul,
     .nb_inplace_true_divide = nb_idiv,
+    .nb_inplace_remainder = nb_imod,
+    .nb_inplace_floor_divide = nb_ifloordiv,
     .nb_inplace_power = nb_ipow,
     .nb_inplace_and = nb_iand,
     .nb_inplace_or = nb_ior,
@@ -320,6 +332,8 @@ static PyNumberMethods tensor_as_number = {
     .nb_subtract = nb_sub,
     .nb_multiply = nb_mul,
     .nb_true_divide = nb_div,
+    .nb_remainder = nb_mod,
+    .nb_floor_divide = nb_floordiv,
     .nb_power = nb_pow,
     .nb_and = nb_and,
     .nb_or = nb_or,

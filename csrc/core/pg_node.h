@@ -48,7 +48,8 @@ typedef struct pg_node {
      * storage (e.g. a linear layer without bias). */
     int nextra;
     pg_tensor extra[PG_NODE_MAX_EXTRA];
-    union {
+    union { /* the kind's parameters: its PG_NODE row's params column names the member */
+        struct { int unused; } none; /* kinds that read only their operands and subop */
         struct { double f; int64_t i; int scalar_left; } scalar; /* FILL, BINARY with nsrc == 1 */
         struct { int axis; } reduce;
         struct { double start, step; } arange;
@@ -59,6 +60,14 @@ typedef struct pg_node {
 } pg_node;
 
 enum { PG_RANDOM_UNIFORM = 0, PG_RANDOM_NORMAL = 1 };
+
+/* Every PG_NODE row's params column names a member of pg_node.p. */
+#ifndef __cplusplus
+#define PG_NODE(ID, params, ...)                                                                   \
+    _Static_assert(sizeof(((pg_node *)0)->p.params) > 0,                                           \
+                   "PG_NODE(" #ID "): pg_node.p has no member " #params);
+#include "pg_ops.def"
+#endif
 
 /* The storages a node writes: dst, then each extra output (NULL-storage slots skipped). */
 static inline int pg_node_outputs(const pg_node *n, const pg_tensor **out)

@@ -222,19 +222,22 @@ static pg_status launch_one_input(pg_node *n, const pg_tensor *a, int dt, pg_ten
 }
 
 /* The dtype an op computes in, from its operands' common dtype `ct` and its `in`
- * column (pg_ops.def): one function for every unary and binary op, no op lists. */
-static pg_status compute_dtype(const char *name, int in, int ct, int *compute)
+ * column (pg_ops.def): one function for every unary and binary op, no op lists. A refusal
+ * names the op, the dtype and the device of `t` (an operand). */
+static pg_status compute_dtype(const char *name, int in, int ct, const pg_tensor *t, int *compute)
 {
     bool is_float = pg_dtype_is_float((pg_dtype)ct);
     const char *dt = pg_dtype_name((pg_dtype)ct);
+    char dev[24];
+    pg_device_str(pg_tensor_device(t), dev, sizeof dev);
     switch (in) {
     case PG_IN_NUM:
     case PG_IN_NUMF:
         if (ct == PG_BOOL)
             return pg_error_set(PG_ERR_DTYPE,
-                                "%s: arithmetic on bool tensors is not supported; convert first "
-                                "with .astype(pygpu.int64)",
-                                name);
+                                "%s: arithmetic on bool tensors is not supported (got bool on "
+                                "%s); convert first with .astype(pygpu.int64)",
+                                name, dev);
         if (in == PG_IN_NUMF && !is_float)
             ct = PG_FLOAT32; /* true division of integers: the default dtype, as PyTorch */
         break;
@@ -244,15 +247,16 @@ static pg_status compute_dtype(const char *name, int in, int ct, int *compute)
         break;
     case PG_IN_BOOL:
         if (ct != PG_BOOL)
-            return pg_error_set(PG_ERR_DTYPE, "%s expects a bool tensor, got %s", name, dt);
+            return pg_error_set(PG_ERR_DTYPE, "%s expects a bool tensor, got %s on %s", name, dt,
+                                dev);
         break;
     case PG_IN_TOBOOL: ct = PG_BOOL; break; /* nonzero is true, as PyTorch's logical ops */
     case PG_IN_INTBOOL:
         if (is_float)
             return pg_error_set(PG_ERR_DTYPE,
-                                "%s takes bool or integer tensors, got %s (as in PyTorch; "
+                                "%s takes bool or integer tensors, got %s on %s (as in PyTorch; "
                                 "for a truth test use the logical_* ops)",
-                                name, dt);
+                                name, dt, dev);
         break;
     default: break; /* PG_IN_ANY */
     }
@@ -260,9 +264,15 @@ static pg_status compute_dtype(const char *name, int in, int ct, int *compute)
     return PG_OK;
 }
 
-static pg_status arithmetic_dtype(int op, int ct, int *compute, int *result)
+static pg_status arithmetic_dtype(int op, int ct, const pg_tensor *t, int *compute, int *result)
 {
-    PG_TRY(compute_dtype(bin_names[op], pg_binary_in(op), ct, compute));
+    PG_TRY(compute_dtype(bin_names[op], pg_binary_in(op), ct, t, compute));
+    if (op == PG_BIN_NEXTAFTER && pg_dtype_is_half((pg_dtype)*compute)) { /* no half's next float32 */
+        char dev[24];
+        pg_device_str(pg_tensor_device(t), dev, sizeof dev);
+        return pg_error_set(PG_ERR_DTYPE, "nextafter: not implemented for %s on %s (float32 and "
+                                          "float64 only)", pg_dtype_name((pg_dtype)*compute), dev);
+    }
     *result = pg_binary_out(op) == PG_OUT_BOOL ? PG_BOOL : *compute;
     return PG_OK;
 }
@@ -273,7 +283,7 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     const char *name = bin_names[op];
     PG_TRY(pg_check_same_device(name, a, b));
     int ct, rt;
-    PG_TRY(arithmetic_dtype(op, pg_dtype_result(a, b), &ct, &rt));
+    PG_TRY(arithmetic_dtype(op, pg_dtype_result(a, b), a, &ct, &rt));
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_BINARY, ct, name));
     int nd;
     int64_t shape[PG_MAX_DIMS];
@@ -303,6 +313,22 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     return st;
 }
 
+/* int64 division by the number 0 (fmod, remainder, floor_divide): PyTorch raises
+ * ZeroDivisionError. A kernel cannot raise, so a zero element of a divisor tensor gives 0
+ * (cpu_math_binary.c); a number is checked here. */
+static pg_status check_int_divisor(int op, int ct, const pg_tensor *t, pg_scalar s, bool scalar_left)
+{
+    if (scalar_left || ct != PG_INT64 ||
+        (op != PG_BIN_FMOD && op != PG_BIN_REMAINDER && op != PG_BIN_FLOOR_DIVIDE))
+        return PG_OK;
+    if ((s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i) != 0)
+        return PG_OK;
+    char dev[24];
+    pg_device_str(pg_tensor_device(t), dev, sizeof dev);
+    return pg_error_set(PG_ERR_RUNTIME, "%s: ZeroDivisionError (an int64 tensor on %s divided by 0)",
+                        bin_names[op], dev);
+}
+
 /* A tensor of dtype dt with a Python scalar: the scalar only lifts the kind (NEP 50). */
 static int scalar_promote(int dt, pg_scalar s)
 {
@@ -324,7 +350,8 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
         ct == a->dtype)
         return pg_op_binary(PG_BIN_MUL, a, a, out); /* x ** 2 is x * x, as PyTorch's square */
     int rt;
-    PG_TRY(arithmetic_dtype(op, ct, &ct, &rt));
+    PG_TRY(arithmetic_dtype(op, ct, a, &ct, &rt));
+    PG_TRY(check_int_divisor(op, ct, a, s, scalar_left));
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_BINARY, ct, name));
     PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, a->ndim, a->shape, out));
     if (pg_tensor_numel(out) == 0)
@@ -344,7 +371,7 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
     pg_tensor_out_init(out, NULL);
     const char *name = un_names[op];
     int dt;
-    PG_TRY(compute_dtype(name, pg_unary_in(op), a->dtype, &dt));
+    PG_TRY(compute_dtype(name, pg_unary_in(op), a->dtype, a, &dt));
     int rt = pg_unary_out(op) == PG_OUT_BOOL ? PG_BOOL : dt;
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_UNARY, dt, name));
     PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, a->ndim, a->shape, out));
@@ -402,7 +429,7 @@ pg_status pg_op_binary_(int op, const pg_tensor *self, const pg_tensor *b)
     PG_TRY(pg_check_same_device(name, self, b));
     int ct, rt, nd;
     int64_t shape[PG_MAX_DIMS];
-    PG_TRY(arithmetic_dtype(op, pg_dtype_result(self, b), &ct, &rt));
+    PG_TRY(arithmetic_dtype(op, pg_dtype_result(self, b), self, &ct, &rt));
     PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_BINARY, ct, name));
     PG_TRY(pg_broadcast_shapes(self->ndim, self->shape, b->ndim, b->shape, &nd, shape, name));
     PG_TRY(check_inplace(name, self, rt, nd, shape));
@@ -432,7 +459,8 @@ pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s)
 {
     const char *name = bin_names[op];
     int ct, rt;
-    PG_TRY(arithmetic_dtype(op, scalar_promote(self->dtype, s), &ct, &rt));
+    PG_TRY(arithmetic_dtype(op, scalar_promote(self->dtype, s), self, &ct, &rt));
+    PG_TRY(check_int_divisor(op, ct, self, s, false));
     PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_BINARY, ct, name));
     PG_TRY(check_inplace(name, self, rt, self->ndim, self->shape));
     if (pg_tensor_numel(self) == 0)
@@ -484,7 +512,7 @@ pg_status pg_op_unary_(int op, const pg_tensor *self)
 {
     const char *name = un_names[op];
     int dt;
-    PG_TRY(compute_dtype(name, pg_unary_in(op), self->dtype, &dt));
+    PG_TRY(compute_dtype(name, pg_unary_in(op), self->dtype, self, &dt));
     int rt = pg_unary_out(op) == PG_OUT_BOOL ? PG_BOOL : dt;
     PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_UNARY, dt, name));
     PG_TRY(check_inplace(name, self, rt, self->ndim, self->shape));

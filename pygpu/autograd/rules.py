@@ -13,7 +13,7 @@ operands get their gradient summed back to their own shape (unbroadcast)."""
 import math as _math
 
 from .. import _C, _creation
-from . import versions
+from . import rules_math, versions
 
 Tensor = _C.Tensor
 
@@ -304,7 +304,7 @@ def _build():
     for name, (family, _) in _TABLE.items():
         if family == "train":
             continue
-        rule = globals().get("_rule_" + name)
+        rule = globals().get("_rule_" + name) or rules_math.RULES.get(name)
         ctx = _CTX_OF_OP.get(name) or _CTX.get(family)
         if rule is None or ctx is None:
             raise ImportError(f"pygpu.autograd.rules: the op table (csrc/core/pg_ops.def) marks "
@@ -312,6 +312,7 @@ def _build():
                               f"{'' if ctx else 'or context builder '}(or mark its grad NULL)")
         rules[name] = (rule, ctx)
     extra = sorted(k[6:] for k in globals() if k.startswith("_rule_") and k[6:] not in rules)
+    extra += sorted(k for k in rules_math.RULES if k not in rules)
     if extra:
         raise ImportError(f"pygpu.autograd.rules: rules for ops the op table does not mark "
                           f"differentiable: {extra}")
@@ -328,15 +329,15 @@ def _req(x):
 
 
 # unary ops whose rule reads the input, and those that read the output (ctx = (a, out))
-_READS_INPUT = {"abs", "log"}
-_READS_OUTPUT = {"exp", "sqrt", "tanh", "sigmoid", "relu", "reciprocal", "rsqrt"}
+_READS_INPUT = {"abs", "log"} | rules_math.READS_INPUT
+_READS_OUTPUT = {"exp", "sqrt", "tanh", "sigmoid", "relu", "reciprocal", "rsqrt"} | rules_math.READS_OUTPUT
 # ops whose result is a view of their first operand: the view's node stamps that operand,
 # so a write to the base after the view was made fails the view's backward instead of
 # leaving its history stale (pygpu does not rebase views' histories as PyTorch does)
 VIEW_OPS = {"reshape", "transpose", "getitem"}
 # ops whose rule reads no tensor's values (shapes, dtypes and devices only)
 _NOTHING_SAVED = {"add", "subtract", "negative", "sign", "floor", "ceil", "round", "trunc",
-                  "sum", "mean", "copy", "to"}
+                  "sum", "mean", "copy", "to"} | rules_math.NOTHING_SAVED
 
 
 def saved(name, ctx, a=None):
@@ -351,8 +352,10 @@ def saved(name, ctx, a=None):
     if name == "divide":
         x, y = ctx
         return (y, x) if _req(y) else (y,)
-    if name in ("maximum", "minimum"):
+    if name in ("maximum", "minimum") or name in rules_math.BINARY_READS:
         return ctx
+    if name in rules_math.READS_BOTH:
+        return (ctx[0], versions.Output(ctx[1]))
     if name in _READS_INPUT:
         return (ctx[0],)
     if name in _READS_OUTPUT:
@@ -373,7 +376,8 @@ def reads_first_operand(name, b):
         return _req(b)
     if name == "divide":
         return _req(b)
-    return name in ("maximum", "minimum", "pow") or name in _READS_INPUT
+    return (name in ("maximum", "minimum", "pow") or name in _READS_INPUT
+            or name in rules_math.READS_BOTH or name in rules_math.BINARY_READS)
 
 
 def make(name, out, a, b, args, kwargs):

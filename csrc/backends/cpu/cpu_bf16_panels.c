@@ -295,22 +295,25 @@ static pg_status run_step(pg_pool *pool, const pg_node *node, bool *done)
 
 /* ---- the linear layers ------------------------------------------------------------------ */
 
+/* what each node kind does with the panels: its PG_NODE row's panels column (pg_ops.def) */
+enum { NO_PANELS, PANELS_FWD, PANELS_BWD, PANELS_STEP };
+static const unsigned char panel_use[PG_NUM_OPS] = {
+#define PG_NODE(ID, params, cpu, split, panels, ...) [PG_OP_##ID] = panels,
+#include "../../core/pg_ops.def"
+};
+
 pg_status pg_cpu_panels_launch(pg_pool *pool, const pg_node *node, bool *done)
 {
     *done = false;
-    switch (node->op) {
-    case PG_OP_LINEAR_FWD:
-    case PG_OP_LINEAR_BWD:
-    case PG_OP_SGD:
-    case PG_OP_ADAM: break;
-    default: return PG_OK;
-    }
+    const int use = (unsigned)node->op < (unsigned)PG_NUM_OPS ? panel_use[node->op] : NO_PANELS;
+    if (use == NO_PANELS)
+        return PG_OK;
     if (!pg_cpu_panels_enabled() || !pg_cpu_gemm_bf16_runs())
         return PG_OK;
-    if (node->op == PG_OP_SGD || node->op == PG_OP_ADAM)
+    if (use == PANELS_STEP)
         return run_step(pool, node, done);
     /* autocast's bf16 layers with a float32 weight: forward (x, W, b), backward (dy, x, W, y) */
-    const bool fwd = node->op == PG_OP_LINEAR_FWD;
+    const bool fwd = use == PANELS_FWD;
     const pg_tensor *w = fwd ? &node->src[1] : &node->src[2];
     if (node->src[0].dtype != PG_BFLOAT16 || !is_weight(w))
         return PG_OK;

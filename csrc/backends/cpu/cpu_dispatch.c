@@ -3,34 +3,21 @@
  * The bottom of the CPU backend's layers: cpu_backend.c (the backend table)
  * hands a node to cpu_parallel.c (the pool: cuts it into slices), which runs
  * each slice through pg_cpu_execute here; sim's device threads do the same.
- * Kept apart from the table so the includes form a line, not a circle. */
-#include "cpu_gemm_int8.h"
+ * Kept apart from the table so the includes form a line, not a circle.
+ * The kernels are a function-pointer array generated from the PG_NODE rows'
+ * cpu column (pg_ops.def): a new node kind is a row, not a case here. */
 #include "cpu_kernels.h"
+
+typedef pg_status (*pg_cpu_kernel)(const pg_node *node);
+
+static const pg_cpu_kernel pg_cpu_kernels[PG_NUM_OPS] = {
+#define PG_NODE(ID, params, cpu, ...) [PG_OP_##ID] = cpu,
+#include "../../core/pg_ops.def"
+};
 
 pg_status pg_cpu_execute(const pg_node *node)
 {
-    switch (node->op) {
-    case PG_OP_FILL: return pg_cpu_fill(node);
-    case PG_OP_COPY: return pg_cpu_copy(node);
-    case PG_OP_BINARY: return pg_cpu_binary(node);
-    case PG_OP_UNARY: return pg_cpu_unary(node);
-    case PG_OP_CLAMP: return pg_cpu_clamp(node);
-    case PG_OP_SOFTMAX: return pg_cpu_softmax(node);
-    case PG_OP_LAYER_NORM: return pg_cpu_layer_norm(node);
-    case PG_OP_REDUCE: return pg_cpu_reduce(node);
-    case PG_OP_MATMUL: return pg_cpu_matmul(node);
-    case PG_OP_ARANGE: return pg_cpu_arange(node);
-    case PG_OP_RANDOM: return pg_cpu_random(node);
-    case PG_OP_LINEAR_FWD: return pg_cpu_linear_fwd(node);
-    case PG_OP_LINEAR_BWD: return pg_cpu_linear_bwd(node);
-    case PG_OP_XENT_FWD: return pg_cpu_xent_fwd(node);
-    case PG_OP_XENT_BWD: return pg_cpu_xent_bwd(node);
-    case PG_OP_SGD: return pg_cpu_sgd(node);
-    case PG_OP_ADAM: return pg_cpu_adam(node);
-    case PG_OP_AMP_UNSCALE: return pg_cpu_amp_unscale(node);
-    case PG_OP_SELECT: return pg_cpu_select(node);
-    case PG_OP_INDEX: return pg_cpu_index(node);
-    case PG_OP_QLINEAR: return pg_cpu_qlinear(node);
-    default: return pg_error_set(PG_ERR_RUNTIME, "unknown op %d", node->op);
-    }
+    if ((unsigned)node->op >= (unsigned)PG_NUM_OPS)
+        return pg_error_set(PG_ERR_RUNTIME, "unknown op %d", node->op);
+    return pg_cpu_kernels[node->op](node);
 }

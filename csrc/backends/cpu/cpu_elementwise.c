@@ -18,9 +18,8 @@
 
 #include "cpu_half_convert.h"
 #include "cpu_kernels.h"
+#include "cpu_loops.h"
 #include "cpu_vecmath.h"
-
-typedef uint8_t pg_bool_t;
 
 /* float -> int64 the way x86 (and so NumPy) does, without C's undefined behaviour */
 static inline int64_t f2i(double x)
@@ -29,51 +28,6 @@ static inline int64_t f2i(double x)
 }
 
 /* ---- binary --------------------------------------------------------------------------- */
-
-/* Three vector kernels per op: both operands unit-stride, the right one a
- * scalar (stride 0: x + 2.5, the bias add's broadcast row never needs it), the
- * left one a scalar; anything else (views, mixed broadcasts) is a strided loop. */
-#define BIN_LOOP(NAME, T, OT, EXPR)                                                       \
-    PG_CPU_DISPATCH(void, NAME##_vv, (int64_t n, OT *o, const T *a, const T *b), (n, o, a, b))         \
-    {                                                                                     \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                               \
-        {                                                                                 \
-            T x = a[i], y = b[i];                                                         \
-            o[i] = (OT)(EXPR);                                                            \
-        }                                                                                 \
-    }                                                                                     \
-    PG_CPU_DISPATCH(void, NAME##_vs, (int64_t n, OT *o, const T *a, T y), (n, o, a, y))                \
-    {                                                                                     \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                               \
-        {                                                                                 \
-            T x = a[i];                                                                   \
-            o[i] = (OT)(EXPR);                                                            \
-        }                                                                                 \
-    }                                                                                     \
-    PG_CPU_DISPATCH(void, NAME##_sv, (int64_t n, OT *o, T x, const T *b), (n, o, x, b))                \
-    {                                                                                     \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                               \
-        {                                                                                 \
-            T y = b[i];                                                                   \
-            o[i] = (OT)(EXPR);                                                            \
-        }                                                                                 \
-    }                                                                                     \
-    static void NAME(int64_t n, char **p, const int64_t *s, const void *arg)              \
-    {                                                                                     \
-        (void)arg;                                                                        \
-        if (s[0] == sizeof(OT) && s[1] == sizeof(T) && s[2] == sizeof(T)) {               \
-            NAME##_vv(n, (OT *)p[0], (const T *)p[1], (const T *)p[2]);                   \
-        } else if (s[0] == sizeof(OT) && s[1] == sizeof(T) && s[2] == 0) {                \
-            NAME##_vs(n, (OT *)p[0], (const T *)p[1], *(const T *)p[2]);                  \
-        } else if (s[0] == sizeof(OT) && s[1] == 0 && s[2] == sizeof(T)) {                \
-            NAME##_sv(n, (OT *)p[0], *(const T *)p[1], (const T *)p[2]);                  \
-        } else {                                                                          \
-            for (int64_t i = 0; i < n; i++) {                                             \
-                T x = *(const T *)(p[1] + i * s[1]), y = *(const T *)(p[2] + i * s[2]);   \
-                *(OT *)(p[0] + i * s[0]) = (OT)(EXPR);                                    \
-            }                                                                             \
-        }                                                                                 \
-    }
 
 #define BIN_ARITH(T, SUF)                                                   \
     BIN_LOOP(add_##SUF, T, T, x + y)                                        \
@@ -148,6 +102,12 @@ static const pg_cpu_loop_fn bin_table[PG_NUM_BINARY][4] = {
     [PG_BIN_BITWISE_XOR] = {bxor_b, bxor_i64, NULL, NULL},
 };
 
+/* this file's kernel of (op, dtype), else the math functions' (cpu_math_binary.c) */
+static pg_cpu_loop_fn binary_kernel(int op, int dt)
+{
+    return bin_table[op][dt] ? bin_table[op][dt] : pg_cpu_math_binary[op][dt];
+}
+
 /* A scalar operand is a 0-stride view of one value held on the stack. */
 static pg_tensor scalar_view(const pg_tensor *like, int dtype)
 {
@@ -173,7 +133,7 @@ static void scalar_value(int dtype, double f, int64_t i, void *out)
 static pg_status binary_half(const pg_node *node)
 {
     int dt = node->src[0].dtype, left = node->p.scalar.scalar_left;
-    pg_cpu_half_loop h = {bin_table[node->subop][PG_FLOAT32], dt, 3,
+    pg_cpu_half_loop h = {binary_kernel(node->subop, PG_FLOAT32), dt, 3,
                           pg_binary_out(node->subop) == PG_OUT_BOOL, 0};
     if (node->nsrc == 2) {
         const pg_tensor *ops[3] = {&node->dst, &node->src[0], &node->src[1]};
@@ -194,7 +154,7 @@ pg_status pg_cpu_binary(const pg_node *node)
     int dt = node->src[0].dtype;
     if (pg_dtype_is_half((pg_dtype)dt))
         return binary_half(node);
-    pg_cpu_loop_fn fn = bin_table[node->subop][dt];
+    pg_cpu_loop_fn fn = binary_kernel(node->subop, dt);
     if (!fn)
         return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
                             pg_dtype_name((pg_dtype)dt));

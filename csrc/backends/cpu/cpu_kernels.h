@@ -14,35 +14,22 @@
 
 pg_status pg_cpu_execute(const pg_node *node);
 
-pg_status pg_cpu_fill(const pg_node *node);
-pg_status pg_cpu_copy(const pg_node *node);
-pg_status pg_cpu_binary(const pg_node *node);
-pg_status pg_cpu_select(const pg_node *node); /* where: dst = cond ? a : dst */
-pg_status pg_cpu_unary(const pg_node *node);
-pg_status pg_cpu_clamp(const pg_node *node);
-pg_status pg_cpu_softmax(const pg_node *node);
-pg_status pg_cpu_layer_norm(const pg_node *node); /* LAYER_NORM: rows of (R, C) (cpu_train.c) */ /* SOFTMAX: rows of (R, C) (cpu_train.c) */ /* CLAMP: clamp_ with number bounds (cpu_unary.c) */
-pg_status pg_cpu_reduce(const pg_node *node);
-pg_status pg_cpu_matmul(const pg_node *node);
-pg_status pg_cpu_arange(const pg_node *node);
-pg_status pg_cpu_random(const pg_node *node);
+/* Each node kind's kernel, named by its PG_NODE row's cpu column (pg_ops.def):
+ * pg_cpu_fill, pg_cpu_copy, pg_cpu_binary, ... One file per family: fill, copy, binary,
+ * select in cpu_elementwise.c; unary and clamp in cpu_unary.c; reductions in cpu_reduce.c;
+ * matmul in cpu_matmul.c; arange and random in cpu_generate.c; the fused training ops,
+ * softmax and layer_norm in cpu_train.c; unscale in cpu_amp.c; the index family in
+ * cpu_index.c; the int8 linear layer in cpu_gemm_int8.c. */
+#define PG_NODE(ID, params, cpu, ...) pg_status cpu(const pg_node *node);
+#include "../../core/pg_ops.def"
+
 /* casts where either side is float16/bfloat16 (cpu_cast_half.c) */
 pg_status pg_cpu_copy_half(const pg_node *node);
 uint16_t pg_cpu_half_bits(int dtype, double x); /* a fill value in float16/bfloat16 */
-/* fused training ops (cpu_train.c) */
-pg_status pg_cpu_linear_fwd(const pg_node *node);
-pg_status pg_cpu_linear_bwd(const pg_node *node);
-pg_status pg_cpu_xent_fwd(const pg_node *node);
-pg_status pg_cpu_xent_bwd(const pg_node *node);
-pg_status pg_cpu_sgd(const pg_node *node);
-pg_status pg_cpu_adam(const pg_node *node);
-/* the loss scaler's unscale-and-check (cpu_amp.c) */
-pg_status pg_cpu_amp_unscale(const pg_node *node);
-/* the index family: gather, scatter, cumsum, argsort, ... (cpu_index.c) */
-pg_status pg_cpu_index(const pg_node *node);
 
 /* The same ops split over a device's pool (NULL: on the caller) through the GEMM
- * scheduler (cpu_gemm.h); pg_cpu_matmul(n) is pg_cpu_matmul_on(NULL, n). */
+ * scheduler (cpu_gemm.h); pg_cpu_matmul(n) is pg_cpu_matmul_on(NULL, n). A row whose
+ * split column is OWN names such a function: <cpu>_on (cpu_parallel.c's table). */
 struct pg_pool;
 pg_status pg_cpu_matmul_on(struct pg_pool *pool, const pg_node *node);
 pg_status pg_cpu_linear_fwd_on(struct pg_pool *pool, const pg_node *node);
@@ -55,6 +42,10 @@ pg_status pg_cpu_linear_bwd_packed(struct pg_pool *pool, const pg_node *node, co
  * call `loop` on runs along the innermost (coalesced) axis. Strides passed to
  * `loop` are in bytes. */
 typedef void (*pg_cpu_loop_fn)(int64_t n, char **ptrs, const int64_t *strides, const void *arg);
+/* the math functions' kernels, [subop][dtype: bool, int64, float32, float64]
+ * (cpu_math_unary.c, cpu_math_binary.c); NULL where the op is another file's */
+extern const pg_cpu_loop_fn pg_cpu_math_unary[PG_NUM_UNARY][4];
+extern const pg_cpu_loop_fn pg_cpu_math_binary[PG_NUM_BINARY][4];
 void pg_cpu_iterate(int nops, const pg_tensor *const *ops, char **ptrs_override,
                     pg_cpu_loop_fn loop, const void *arg);
 

@@ -1,5 +1,7 @@
 /* cpu_parallel.c - split a node over a pool: elementwise, random, matmul
- * (reductions: cpu_parallel_reduce.c), and the cpu device's own pool.
+ * (reductions: cpu_parallel_reduce.c), and the cpu device's own pool. Which
+ * policy cuts which node kind is its PG_NODE row's split column (pg_ops.def),
+ * turned into the split table at the end of this file.
  *
  * Grain sizes: a job on the pool costs a few microseconds when the workers
  * are awake (spinning) and tens of microseconds when they sleep (a futex
@@ -34,11 +36,12 @@
 #define GRAIN_RANDOM 2048     /* a Philox draw (and Box-Muller) per element */
 #define MM_GRAIN (1 << 18)    /* multiply-adds per panel: ~64^3 */
 
-enum { SPLIT_ELEM, SPLIT_MM_BATCH, SPLIT_MM_ROWS, SPLIT_MM_COLS, SPLIT_ROWS };
+enum { CUT_ELEM, CUT_MM_BATCH, CUT_MM_ROWS, CUT_MM_COLS, CUT_ROWS };
 
 typedef struct split_job {
     pg_node base; /* the node, operands coalesced (elementwise) */
-    int kind;
+    int kind;       /* CUT_* */
+    bool random;    /* a Philox draw: each slice moves the counter offset */
     int64_t len;    /* extent being cut */
     int64_t ntasks;
     int64_t align;  /* slice starts rounded down to a multiple of this */
@@ -84,15 +87,6 @@ static void coalesce(int nops, pg_tensor **ops)
     }
 }
 
-static int64_t elem_grain(const pg_node *n)
-{
-    if (n->op == PG_OP_RANDOM)
-        return GRAIN_RANDOM;
-    if (n->op == PG_OP_UNARY && pg_unary_cost(n->subop) == PG_COST_TRANSC) /* pg_ops.def's cost */
-        return GRAIN_TRANSCEND;
-    return GRAIN_CHEAP;
-}
-
 /* The node's operands, dst first. */
 static int node_operands(pg_node *n, pg_tensor **ops)
 {
@@ -117,29 +111,29 @@ static pg_status run_slice(void *ctx, int64_t task)
     if (hi <= lo)
         return PG_OK;
     switch (j->kind) {
-    case SPLIT_ELEM: {
+    case CUT_ELEM: {
         pg_tensor *ops[PG_NODE_MAX_SRC + 1];
         int nops = node_operands(&sub, ops);
         for (int k = 0; k < nops; k++)
             cut(ops[k], 0, lo, hi);
-        if (sub.op == PG_OP_RANDOM)
+        if (j->random)
             sub.p.random.offset += (uint64_t)lo; /* element i draws counter offset + i */
         break;
     }
-    case SPLIT_ROWS: /* src0 and dst cut along dim 0; other operands (a layer_norm's w, b) whole */
+    case CUT_ROWS: /* src0 and dst cut along dim 0; other operands (a layer_norm's w, b) whole */
         cut(&sub.src[0], 0, lo, hi);
         cut(&sub.dst, 0, lo, hi);
         break;
-    case SPLIT_MM_BATCH:
+    case CUT_MM_BATCH:
         cut(&sub.src[0], 0, lo, hi);
         cut(&sub.src[1], 0, lo, hi);
         cut(&sub.dst, 0, lo, hi);
         break;
-    case SPLIT_MM_ROWS:
+    case CUT_MM_ROWS:
         cut(&sub.src[0], 1, lo, hi);
         cut(&sub.dst, 1, lo, hi);
         break;
-    default: /* SPLIT_MM_COLS */
+    default: /* CUT_MM_COLS */
         cut(&sub.src[1], 2, lo, hi);
         cut(&sub.dst, 2, lo, hi);
         break;
@@ -147,22 +141,23 @@ static pg_status run_slice(void *ctx, int64_t task)
     return pg_cpu_execute(&sub);
 }
 
-static pg_status run_elementwise(pg_pool *pool, const pg_node *node)
+/* grain: elements per slice; random: a Philox draw (slices move its counter offset) */
+static pg_status run_elementwise(pg_pool *pool, const pg_node *node, int64_t grain, bool random)
 {
     int64_t numel = pg_tensor_numel(&node->dst);
     int threads = pg_pool_threads(pool);
-    int64_t ntasks = numel / elem_grain(node);
+    int64_t ntasks = numel / grain;
     if (ntasks > threads)
         ntasks = threads;
     if (ntasks < 2)
         return pg_cpu_execute(node);
-    split_job j;
-    j.base = *node;
+    split_job j = {.base = *node};
     pg_tensor *ops[PG_NODE_MAX_SRC + 1];
     coalesce(node_operands(&j.base, ops), ops);
-    if (node->op == PG_OP_RANDOM && (j.base.dst.ndim != 1 || j.base.dst.strides[0] != 1))
+    if (random && (j.base.dst.ndim != 1 || j.base.dst.strides[0] != 1))
         return pg_cpu_execute(node); /* the generic layer hands random a contiguous dst */
-    j.kind = SPLIT_ELEM;
+    j.kind = CUT_ELEM;
+    j.random = random;
     j.len = j.base.dst.shape[0];
     j.align = j.base.dst.ndim == 1 ? 64 : 1; /* whole cache lines per slice */
     j.ntasks = ntasks < j.len ? ntasks : j.len;
@@ -183,7 +178,7 @@ static pg_status run_dim0_slices(pg_pool *pool, const pg_node *node, int64_t wor
         ntasks = R;
     if (ntasks < 2)
         return pg_cpu_execute(node);
-    split_job j = {.base = *node, .kind = SPLIT_ROWS, .len = R, .ntasks = ntasks, .align = 1};
+    split_job j = {.base = *node, .kind = CUT_ROWS, .len = R, .ntasks = ntasks, .align = 1};
     return pg_pool_run(pool, ntasks, run_slice, &j);
 }
 
@@ -238,7 +233,7 @@ static pg_status run_update(pg_pool *pool, const pg_node *node)
         ntasks = threads;
     if (ntasks < 2)
         return pg_cpu_execute(node);
-    split_job j = {.base = *node, .kind = SPLIT_ELEM, .len = numel, .ntasks = ntasks, .align = 64};
+    split_job j = {.base = *node, .kind = CUT_ELEM, .len = numel, .ntasks = ntasks, .align = 64};
     return pg_pool_run(pool, ntasks, run_update_slice, &j);
 }
 
@@ -255,18 +250,16 @@ static pg_status run_matmul(pg_pool *pool, const pg_node *node)
         nt = threads;
     if (nt < 2 || B * M * N == 0)
         return pg_cpu_execute(node);
-    split_job j;
-    j.base = *node;
-    j.align = 1;
+    split_job j = {.base = *node, .align = 1};
     if (B >= nt) {
-        j.kind = SPLIT_MM_BATCH;
+        j.kind = CUT_MM_BATCH;
         j.len = B;
     } else if (M >= 8 * nt || (M >= nt && N < 8 * nt)) {
-        j.kind = SPLIT_MM_ROWS;
+        j.kind = CUT_MM_ROWS;
         j.len = M;
         j.align = M >= 64 * nt ? 8 : 1; /* whole register tiles */
     } else if (N >= nt) {
-        j.kind = SPLIT_MM_COLS;
+        j.kind = CUT_MM_COLS;
         j.len = N;
         j.align = N >= 64 * nt ? 16 : 1;
     } else {
@@ -276,31 +269,63 @@ static pg_status run_matmul(pg_pool *pool, const pg_node *node)
     return pg_pool_run(pool, j.ntasks, run_slice, &j);
 }
 
+/* ---- the split table: one policy per node kind, from the PG_NODE rows' split column --- */
+
+static pg_status split_serial(pg_pool *pool, const pg_node *node)
+{
+    (void)pool;
+    return pg_cpu_execute(node);
+}
+
+static pg_status split_elem(pg_pool *pool, const pg_node *node)
+{
+    return run_elementwise(pool, node, GRAIN_CHEAP, false);
+}
+
+static pg_status split_unary(pg_pool *pool, const pg_node *node)
+{
+    bool transc = pg_unary_cost(node->subop) == PG_COST_TRANSC; /* pg_ops.def's cost column */
+    return run_elementwise(pool, node, transc ? GRAIN_TRANSCEND : GRAIN_CHEAP, false);
+}
+
+static pg_status split_random(pg_pool *pool, const pg_node *node)
+{
+    return run_elementwise(pool, node, GRAIN_RANDOM, true);
+}
+
+static pg_status split_matmul(pg_pool *pool, const pg_node *node)
+{
+    return node->dst.dtype == PG_INT64 ? run_matmul(pool, node) : pg_cpu_matmul_on(pool, node);
+}
+
+typedef struct split_policy {
+    pg_status (*run)(pg_pool *pool, const pg_node *node);
+    bool one_thread_too; /* run through the policy even on a one-thread pool */
+} split_policy;
+
+#define PG_CPU_SPLIT_SERIAL(cpu) {split_serial, false}
+#define PG_CPU_SPLIT_ELEM(cpu) {split_elem, false}
+#define PG_CPU_SPLIT_UNARY(cpu) {split_unary, false}
+#define PG_CPU_SPLIT_RANDOM(cpu) {split_random, false}
+#define PG_CPU_SPLIT_ROWS(cpu) {run_rows, false}
+#define PG_CPU_SPLIT_UPDATE(cpu) {run_update, false}
+#define PG_CPU_SPLIT_TOPK(cpu) {run_index, false}
+#define PG_CPU_SPLIT_MATMUL(cpu) {split_matmul, false}
+#define PG_CPU_SPLIT_OWN(cpu) {cpu##_on, false}
+#define PG_CPU_SPLIT_REDUCE(cpu) {pg_cpu_run_reduce, true} /* shape-fixed blocks on 1 thread too */
+static const split_policy split_table[PG_NUM_OPS] = {
+#define PG_NODE(ID, params, cpu, split, ...) [PG_OP_##ID] = PG_CPU_SPLIT_##split(cpu),
+#include "../../core/pg_ops.def"
+};
+
 pg_status pg_cpu_run(pg_pool *pool, const pg_node *node)
 {
-    if (pg_pool_threads(pool) < 2 && node->op != PG_OP_REDUCE)
+    if ((unsigned)node->op >= (unsigned)PG_NUM_OPS)
+        return pg_cpu_execute(node); /* which says so */
+    const split_policy *s = &split_table[node->op];
+    if (pg_pool_threads(pool) < 2 && !s->one_thread_too)
         return pg_cpu_execute(node);
-    switch (node->op) {
-    case PG_OP_FILL:
-    case PG_OP_COPY:
-    case PG_OP_BINARY:
-    case PG_OP_UNARY:
-    case PG_OP_CLAMP:
-    case PG_OP_SELECT:
-    case PG_OP_RANDOM: return run_elementwise(pool, node);
-    case PG_OP_MATMUL:
-        return node->dst.dtype == PG_INT64 ? run_matmul(pool, node) : pg_cpu_matmul_on(pool, node);
-    case PG_OP_LINEAR_FWD: return pg_cpu_linear_fwd_on(pool, node);
-    case PG_OP_LINEAR_BWD: return pg_cpu_linear_bwd_on(pool, node);
-    case PG_OP_QLINEAR: return pg_cpu_qlinear_on(pool, node);
-    case PG_OP_SGD:
-    case PG_OP_ADAM: return run_update(pool, node);
-    case PG_OP_SOFTMAX:
-    case PG_OP_LAYER_NORM: return run_rows(pool, node);
-    case PG_OP_INDEX: return run_index(pool, node);
-    case PG_OP_REDUCE: return pg_cpu_run_reduce(pool, node); /* shape-fixed blocks even on 1 thread */
-    default: return pg_cpu_execute(node);
-    }
+    return s->run(pool, node);
 }
 
 /* ---- the cpu device's pool ------------------------------------------------------------ */

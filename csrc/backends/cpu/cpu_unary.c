@@ -18,41 +18,8 @@
 
 #include "cpu_half_convert.h"
 #include "cpu_kernels.h"
+#include "cpu_loops.h"
 #include "cpu_vecmath.h"
-
-typedef uint8_t pg_bool_t;
-
-#define GATHER 256 /* elements per gather/scatter block of a strided run */
-
-#define UN_LOOP(NAME, T, EXPR) UN_LOOP_TO(NAME, T, T, EXPR)
-/* OT: the result's element type (pg_bool_t for the ops whose `out` column is BOOL) */
-#define UN_LOOP_TO(NAME, T, OT, EXPR)                                                     \
-    PG_CPU_DISPATCH(void, NAME##_run, (int64_t n, OT *o, const T *a), (n, o, a))                    \
-    {                                                                                     \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                               \
-        {                                                                                 \
-            T x = a[i];                                                                   \
-            o[i] = (OT)(EXPR);                                                            \
-        }                                                                                 \
-    }                                                                                     \
-    static void NAME(int64_t n, char **p, const int64_t *s, const void *arg)              \
-    {                                                                                     \
-        (void)arg;                                                                        \
-        if (s[0] == sizeof(OT) && s[1] == sizeof(T)) {                                    \
-            NAME##_run(n, (OT *)p[0], (const T *)p[1]);                                   \
-            return;                                                                       \
-        }                                                                                 \
-        T in[GATHER];                                                                     \
-        OT out[GATHER];                                                                   \
-        for (int64_t i0 = 0; i0 < n; i0 += GATHER) {                                      \
-            int64_t w = n - i0 < GATHER ? n - i0 : GATHER;                                \
-            for (int64_t i = 0; i < w; i++)                                               \
-                in[i] = *(const T *)(p[1] + (i0 + i) * s[1]);                             \
-            NAME##_run(w, out, in);                                                       \
-            for (int64_t i = 0; i < w; i++)                                               \
-                *(OT *)(p[0] + (i0 + i) * s[0]) = out[i];                                 \
-        }                                                                                 \
-    }
 
 UN_LOOP(neg_i64, int64_t, (int64_t)(0ull - (uint64_t)x)) /* wraps like NumPy, no UB */
 UN_LOOP(abs_i64, int64_t, x < 0 ? (int64_t)(0ull - (uint64_t)x) : x)
@@ -151,12 +118,18 @@ pg_status pg_cpu_clamp(const pg_node *node)
     return PG_OK;
 }
 
+/* this file's kernel of (op, dtype), else the math functions' (cpu_math_unary.c) */
+static pg_cpu_loop_fn unary_kernel(int op, int dt)
+{
+    return un_table[op][dt] ? un_table[op][dt] : pg_cpu_math_unary[op][dt];
+}
+
 pg_status pg_cpu_unary(const pg_node *node)
 {
     int dt = node->src[0].dtype;
     const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
     if (pg_dtype_is_half((pg_dtype)dt)) {
-        pg_cpu_half_loop h = {un_table[node->subop][PG_FLOAT32], dt, 2,
+        pg_cpu_half_loop h = {unary_kernel(node->subop, PG_FLOAT32), dt, 2,
                               pg_unary_out(node->subop) == PG_OUT_BOOL, 0};
         if (!h.f32)
             return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
@@ -164,7 +137,7 @@ pg_status pg_cpu_unary(const pg_node *node)
         pg_cpu_iterate(2, ops, NULL, pg_cpu_half_loop_run, &h);
         return PG_OK;
     }
-    pg_cpu_loop_fn fn = un_table[node->subop][dt];
+    pg_cpu_loop_fn fn = unary_kernel(node->subop, dt);
     if (!fn)
         return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
                             pg_dtype_name((pg_dtype)dt));

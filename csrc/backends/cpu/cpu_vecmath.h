@@ -35,7 +35,7 @@
  * AVX-512 variant, _ZGVdN8v_expf in the AVX2 one, _ZGVbN4v_expf in the baseline
  * (check: objdump -d pygpu/_C*.so | grep -o "_ZGV[a-z]N[0-9]*v_[a-z]*" | sort -u;
  * tests/test_isa_dispatch.py does). libmvec's functions are accurate to 4 ulp,
- * well inside the op table's tolerances. Needs glibc >= 2.35 (tanh variants).
+ * well inside the op table's tolerances. Needs glibc >= 2.35 (tanh, asinh, erf, ... variants).
  * -fno-math-errno lets sqrt become one instruction. */
 #ifndef PG_CPU_VECMATH_H
 #define PG_CPU_VECMATH_H
@@ -98,6 +98,86 @@ double cos(double); /* Box-Muller in cpu_generate.c */
 float powf(float, float); /* pow (cpu_elementwise.c) */
 #pragma omp declare simd notinbranch
 double pow(double, double);
+/* the math functions of the op table (cpu_math_unary.c, cpu_math_binary.c): libmvec has a
+ * vector variant of each at every width (cos's double is declared above) */
+#pragma omp declare simd notinbranch
+float sinf(float);
+#pragma omp declare simd notinbranch
+double sin(double);
+#pragma omp declare simd notinbranch
+float cosf(float);
+#pragma omp declare simd notinbranch
+float tanf(float);
+#pragma omp declare simd notinbranch
+double tan(double);
+#pragma omp declare simd notinbranch
+float asinf(float);
+#pragma omp declare simd notinbranch
+double asin(double);
+#pragma omp declare simd notinbranch
+float acosf(float);
+#pragma omp declare simd notinbranch
+double acos(double);
+#pragma omp declare simd notinbranch
+float atanf(float);
+#pragma omp declare simd notinbranch
+double atan(double);
+#pragma omp declare simd notinbranch
+float sinhf(float);
+#pragma omp declare simd notinbranch
+double sinh(double);
+#pragma omp declare simd notinbranch
+float coshf(float);
+#pragma omp declare simd notinbranch
+double cosh(double);
+#pragma omp declare simd notinbranch
+float asinhf(float);
+#pragma omp declare simd notinbranch
+double asinh(double);
+#pragma omp declare simd notinbranch
+float acoshf(float);
+#pragma omp declare simd notinbranch
+double acosh(double);
+#pragma omp declare simd notinbranch
+float atanhf(float);
+#pragma omp declare simd notinbranch
+double atanh(double);
+#pragma omp declare simd notinbranch
+float log1pf(float);
+#pragma omp declare simd notinbranch
+double log1p(double);
+#pragma omp declare simd notinbranch
+float expm1f(float);
+#pragma omp declare simd notinbranch
+double expm1(double);
+#pragma omp declare simd notinbranch
+float log2f(float);
+#pragma omp declare simd notinbranch
+double log2(double);
+#pragma omp declare simd notinbranch
+float log10f(float);
+#pragma omp declare simd notinbranch
+double log10(double);
+#pragma omp declare simd notinbranch
+float exp2f(float);
+#pragma omp declare simd notinbranch
+double exp2(double);
+#pragma omp declare simd notinbranch
+float erff(float);
+#pragma omp declare simd notinbranch
+double erf(double);
+#pragma omp declare simd notinbranch
+float erfcf(float);
+#pragma omp declare simd notinbranch
+double erfc(double);
+#pragma omp declare simd notinbranch
+float atan2f(float, float);
+#pragma omp declare simd notinbranch
+double atan2(double, double);
+#pragma omp declare simd notinbranch
+float hypotf(float, float);
+#pragma omp declare simd notinbranch
+double hypot(double, double);
 #endif
 
 #endif

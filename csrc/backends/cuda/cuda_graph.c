@@ -115,30 +115,33 @@ pg_status pg_plugin_graph_capture_begin(void *gp, int device, void *stream)
  * seed and offset of a random draw, SGD's first-step flag (the momentum
  * buffer would be re-initialised at every replay). Refused, so a replay is
  * never silently wrong; PyTorch's answer is capturable=True, device-side
- * scalars, which pygpu's kernels do not have yet. */
+ * scalars, which pygpu's kernels do not have yet. Which kinds, and why: the
+ * PG_NODE rows' graph column (pg_ops.def). */
+typedef const char *(*graph_refusal)(const pg_node *n);
+
+/* the PG_NODE rows' graph column (pg_ops.def), one function per node kind */
+#define GRAPH_OK NULL
+#define GRAPH_REFUSE(why) (why)
+#define GRAPH_REFUSE_IF(cond, why) ((cond) ? (why) : NULL)
+#define PG_NODE(ID, params, cpu, split, panels, cuda, graph, ...)                                  \
+    static const char *graph_refusal_##ID(const pg_node *n)                                        \
+    {                                                                                              \
+        (void)n;                                                                                   \
+        return graph;                                                                              \
+    }
+#include "pg_ops.def"
+static const graph_refusal graph_refusals[PG_NUM_OPS] = {
+#define PG_NODE(ID, ...) [PG_OP_##ID] = graph_refusal_##ID,
+#include "pg_ops.def"
+};
+#undef GRAPH_OK
+#undef GRAPH_REFUSE
+#undef GRAPH_REFUSE_IF
+
 pg_status pg_cuda_graph_refuse_frozen(int device, const pg_node *node)
 {
-    const char *what = NULL;
-    switch (node->op) {
-    case PG_OP_ADAM:
-        what = "Adam's step count and bias corrections would stay those of the capture; "
-               "step Adam outside the graph (capture forward and backward only)";
-        break;
-    case PG_OP_AMP_UNSCALE:
-        what = "GradScaler's inv_scale would stay that of the capture; unscale outside the graph";
-        break;
-    case PG_OP_RANDOM:
-        what = "the random seed and offset would stay those of the capture, so every replay "
-               "would draw the same numbers; draw outside the graph";
-        break;
-    case PG_OP_SGD:
-        if (node->p.train.i[1] && node->extra[0].storage != NULL) /* first, with a buffer */
-            what = "SGD's first step with momentum initialises the momentum buffer, and every "
-                   "replay would do it again; take one SGD step before capturing";
-        break;
-    default:
-        break;
-    }
+    const char *what = node->op >= 0 && node->op < PG_NUM_OPS ? graph_refusals[node->op](node)
+                                                               : NULL;
     if (what == NULL)
         return PG_OK;
     return pg_cuda_error(PG_ERR_RUNTIME, "cuda:%d: %s cannot be captured in a CUDA graph: %s",

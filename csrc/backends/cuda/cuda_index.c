@@ -26,7 +26,7 @@ static void line_shape(const pg_tensor *t, int axis, pg_cuda_index_args *a)
     a->len = t->shape[axis];
 }
 
-cudaError_t pg_cuda_launch_index(const pg_cuda_ctx *ctx, const pg_node *n)
+static cudaError_t launch_index(const pg_cuda_ctx *ctx, const pg_node *n)
 {
     pg_cuda_index_args a;
     memset(&a, 0, sizeof a);
@@ -76,4 +76,10 @@ cudaError_t pg_cuda_launch_index(const pg_cuda_ctx *ctx, const pg_node *n)
         a.bound = M->shape[a.axis];
     }
     return pg_kernel_index(ctx, &a);
+}
+
+/* node layouts: csrc/core/pg_ops_index.h */
+pg_status pg_cuda_launch_index(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_index", launch_index(ctx, n));
 }

@@ -261,12 +261,24 @@ pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c);
 struct pg_gemm;
 pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const struct pg_gemm *g,
                        const char *op);
-/* 7. cuda_quant.c: the int8 linear layer (quantize, cuBLASLt's IMMA GEMM, epilogue) */
-pg_status pg_cuda_launch_qlinear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
-/* 7. cuda_train.c: the fused training ops */
-pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
-/* 7. cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...) */
-cudaError_t pg_cuda_launch_index(const pg_cuda_ctx *ctx, const pg_node *n);
+/* 7. The node kinds' launchers, named by their PG_NODE rows' cuda column (pg_ops.def):
+ * each lays a node out as the plain arguments of its kernels/ launcher and launches it
+ * on ctx->stream, returning the checked status. cuda_launch.c: fill, copy, binary, unary,
+ * select, reduce, matmul, arange, random, amp_unscale; cuda_train.c: the fused training
+ * ops; cuda_quant.c: the int8 linear layer (quantize, cuBLASLt's IMMA GEMM, epilogue);
+ * cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...). */
+typedef pg_status (*pg_cuda_launcher)(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
+#define CUDA(launcher) pg_status launcher(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
+#define CUDA_HALF(launcher) CUDA(launcher)
+#define NO_CUDA
+#define PG_NODE(ID, params, cpu, split, panels, cuda, ...) cuda
+#include "pg_ops.def"
+#undef CUDA
+#undef CUDA_HALF
+#undef NO_CUDA
+/* a kernel launch's cudaError_t as the op's status, naming the kernels/ launcher `call` */
+#define PG_CUDA_KERNEL_STATUS(d, n, call, err)                                                     \
+    pg_cuda_check(PG_CUDA_LIB_RUNTIME, (err), (d)->index, (n)->name, (call), false)
 /* 7. cuda_graph.c: a captured op's storages are held by the graph */
 pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node);
 /* PG_OK, or why `node` must not be captured (its scalars would be frozen). */
@@ -274,6 +286,8 @@ pg_status pg_cuda_graph_refuse_frozen(int device, const pg_node *node);
 
 /* 8. cuda_launch.c */
 pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node);
+/* whether a node kind has a launcher for `dtype` (its row's cuda column): supports_op */
+bool pg_cuda_runs_op(int op, int dtype);
 void pg_cuda_iter_init(pg_cuda_iter *it, int ndim, const int64_t *shape, int nops,
                        const int64_t *const *strides);
 

@@ -1,6 +1,8 @@
-/* cuda_launch.c - the dispatcher: one switch over node->op that turns a
- * pg_node into plain pointers and iteration spaces and calls the kernel
- * launchers of kernels/ on the device's compute stream.
+/* cuda_launch.c - the dispatcher: a table of launchers, one per node kind (the
+ * PG_NODE rows' cuda column, pg_ops.def), each turning a pg_node into plain
+ * pointers and iteration spaces and calling the kernel launchers of kernels/
+ * on the device's compute stream; the elementwise, reduce, matmul and
+ * generator kinds' launchers are here, the others beside their families.
  *
  * The node has been validated by the generic layer; this file only lays out
  * the work. After a successful launch the node's storages get the op's
@@ -96,7 +98,7 @@ static bool pg_cuda_is_float(int dtype)
     return dtype == PG_FLOAT32 || dtype == PG_FLOAT64 || pg_cuda_is_half(dtype);
 }
 
-static cudaError_t pg_cuda_launch_fill(const pg_cuda_ctx *ctx, const pg_node *n)
+pg_status pg_cuda_launch_fill(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
     pg_cuda_iter it;
     pg_cuda_iter_of(&it, &n->dst, NULL, NULL);
@@ -104,72 +106,92 @@ static cudaError_t pg_cuda_launch_fill(const pg_cuda_ctx *ctx, const pg_node *n)
     double f = n->p.scalar.f;
     bool zero = pg_cuda_is_float(n->dst.dtype) ? (f == 0.0 && !signbit(f)) : n->p.scalar.i == 0;
     if (zero && pg_cuda_iter_contiguous(&it) && it.numel > 0)
-        return cudaMemsetAsync(dst, 0, (size_t)it.numel * pg_cuda_itemsize(n->dst.dtype),
-                               ctx->stream);
+        return PG_CUDA_KERNEL_STATUS(
+            d, n, "cudaMemsetAsync",
+            cudaMemsetAsync(dst, 0, (size_t)it.numel * pg_cuda_itemsize(n->dst.dtype), ctx->stream));
     /* a half fill writes the value's bits, rounded once from the double here as the CPU does */
     int64_t i = n->dst.dtype == PG_FLOAT16    ? (int64_t)pg_f16_from_double(f)
                 : n->dst.dtype == PG_BFLOAT16 ? (int64_t)pg_bf16_from_double(f)
                                               : n->p.scalar.i;
-    return pg_kernel_fill(ctx, n->dst.dtype, dst, &it, f, i);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_fill",
+                                 pg_kernel_fill(ctx, n->dst.dtype, dst, &it, f, i));
 }
 
-static cudaError_t pg_cuda_launch_copy(const pg_cuda_ctx *ctx, const pg_node *n)
+pg_status pg_cuda_launch_copy(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
     pg_cuda_iter it;
     pg_cuda_iter_of(&it, &n->dst, &n->src[0], NULL);
     void *dst = pg_cuda_tensor_data(&n->dst);
     const void *src = pg_cuda_tensor_data(&n->src[0]);
     if (n->dst.dtype == n->src[0].dtype && pg_cuda_iter_contiguous(&it) && it.numel > 0)
-        return cudaMemcpyAsync(dst, src, (size_t)it.numel * pg_cuda_itemsize(n->dst.dtype),
-                               cudaMemcpyDeviceToDevice, ctx->stream);
-    return pg_kernel_copy(ctx, n->dst.dtype, dst, n->src[0].dtype, src, &it);
+        return PG_CUDA_KERNEL_STATUS(
+            d, n, "cudaMemcpyAsync",
+            cudaMemcpyAsync(dst, src, (size_t)it.numel * pg_cuda_itemsize(n->dst.dtype),
+                            cudaMemcpyDeviceToDevice, ctx->stream));
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_copy",
+                                 pg_kernel_copy(ctx, n->dst.dtype, dst, n->src[0].dtype, src, &it));
 }
 
-static cudaError_t pg_cuda_launch_binary(const pg_cuda_ctx *ctx, const pg_node *n)
+pg_status pg_cuda_launch_binary(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
     pg_cuda_iter it;
     bool scalar = n->nsrc == 1;
     pg_cuda_iter_of(&it, &n->dst, &n->src[0], scalar ? NULL : &n->src[1]);
     /* a half op's scalar is applied as a float32 (pg_node.h): the kernel converts it */
     pg_cuda_scalar s = {n->p.scalar.f, n->p.scalar.i, n->p.scalar.scalar_left};
-    return pg_kernel_binary(ctx, n->subop, n->src[0].dtype, pg_cuda_tensor_data(&n->dst),
-                          pg_cuda_tensor_data(&n->src[0]),
-                          scalar ? NULL : pg_cuda_tensor_data(&n->src[1]), &s, &it);
+    cudaError_t err = pg_kernel_binary(ctx, n->subop, n->src[0].dtype, pg_cuda_tensor_data(&n->dst),
+                                       pg_cuda_tensor_data(&n->src[0]),
+                                       scalar ? NULL : pg_cuda_tensor_data(&n->src[1]), &s, &it);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_binary", err);
 }
 
-static cudaError_t pg_cuda_launch_unary(const pg_cuda_ctx *ctx, const pg_node *n)
+pg_status pg_cuda_launch_unary(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
     pg_cuda_iter it;
     pg_cuda_iter_of(&it, &n->dst, &n->src[0], NULL);
-    return pg_kernel_unary(ctx, n->subop, n->src[0].dtype, pg_cuda_tensor_data(&n->dst),
-                         pg_cuda_tensor_data(&n->src[0]), &it);
+    cudaError_t err = pg_kernel_unary(ctx, n->subop, n->src[0].dtype, pg_cuda_tensor_data(&n->dst),
+                                      pg_cuda_tensor_data(&n->src[0]), &it);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_unary", err);
+}
+
+/* where: dst = cond ? a : dst */
+pg_status pg_cuda_launch_select(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    pg_cuda_iter it;
+    pg_cuda_iter_of(&it, &n->dst, &n->src[0], &n->src[1]);
+    cudaError_t err = pg_kernel_select(ctx, (int)pg_cuda_itemsize(n->dst.dtype),
+                                       pg_cuda_tensor_data(&n->dst), pg_cuda_tensor_data(&n->src[0]),
+                                       pg_cuda_tensor_data(&n->src[1]), &it);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_select", err);
 }
 
 /* dst (..., 1, ...) = reduce of src (..., len, ...) over `axis`. */
-static cudaError_t pg_cuda_launch_reduce(const pg_cuda_ctx *ctx, const pg_node *n)
+pg_status pg_cuda_launch_reduce(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
     const pg_tensor *src = &n->src[0], *dst = &n->dst;
     /* the sum of a half tensor is written as float32 (pg_node.h); a node that says
      * otherwise (a core from before that contract) is refused, not misread */
     if (n->subop == PG_RED_SUM && pg_cuda_is_half(src->dtype) && dst->dtype != PG_FLOAT32)
-        return cudaErrorInvalidValue;
+        return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_reduce", cudaErrorInvalidValue);
     int axis = n->p.reduce.axis, ndim = 0;
     int64_t shape[PG_MAX_DIMS] = {0}, dst_strides[PG_MAX_DIMS] = {0}, src_strides[PG_MAX_DIMS] = {0};
-    for (int d = 0; d < src->ndim; d++) {
-        if (d == axis)
+    for (int k = 0; k < src->ndim; k++) {
+        if (k == axis)
             continue;
-        shape[ndim] = dst->shape[d];
-        dst_strides[ndim] = dst->strides[d];
-        src_strides[ndim++] = src->strides[d];
+        shape[ndim] = dst->shape[k];
+        dst_strides[ndim] = dst->strides[k];
+        src_strides[ndim++] = src->strides[k];
     }
     const int64_t *strides[2] = {dst_strides, src_strides};
     pg_cuda_iter outer;
     pg_cuda_iter_init(&outer, ndim, shape, 2, strides);
-    return pg_kernel_reduce(ctx, n->subop, src->dtype, pg_cuda_tensor_data(dst),
-                          pg_cuda_tensor_data(src), &outer, src->shape[axis], src->strides[axis]);
+    cudaError_t err = pg_kernel_reduce(ctx, n->subop, src->dtype, pg_cuda_tensor_data(dst),
+                                       pg_cuda_tensor_data(src), &outer, src->shape[axis],
+                                       src->strides[axis]);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_reduce", err);
 }
 
-static pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
     const pg_tensor *a = &n->src[0], *b = &n->src[1], *c = &n->dst;
     if (pg_cuda_is_float(c->dtype)) { /* the GEMM contract: cuda_gemm.c */
@@ -188,78 +210,64 @@ static pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx
     };
     cublasStatus_t blas_st;
     cudaError_t err = pg_kernel_matmul(ctx, NULL, 0, &args, &blas_st);
-    return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, "pg_kernel_matmul", false);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_matmul", err);
+}
+
+pg_status pg_cuda_launch_arange(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    cudaError_t err = pg_kernel_arange(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
+                                       pg_cuda_numel(&n->dst), n->p.arange.start, n->p.arange.step);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_arange", err);
+}
+
+pg_status pg_cuda_launch_random(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    cudaError_t err = pg_kernel_random(ctx, n->subop, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
+                                       pg_cuda_numel(&n->dst), n->p.random.seed,
+                                       n->p.random.offset);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_random", err);
+}
+
+/* operands: csrc/core/pg_ops_amp.c */
+pg_status pg_cuda_launch_amp_unscale(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    cudaError_t err = pg_kernel_amp_unscale(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
+                                            pg_cuda_numel(&n->dst), n->p.train.f[0],
+                                            (float *)pg_cuda_tensor_data(&n->extra[0]));
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_amp_unscale", err);
+}
+
+/* ---- the launch table: one launcher per node kind, from the PG_NODE rows' cuda column --- */
+
+typedef struct pg_cuda_node_entry {
+    pg_cuda_launcher launch; /* NULL: no kernel (NO_CUDA) */
+    bool halves;             /* runs float16/bfloat16 operands too (CUDA_HALF) */
+} pg_cuda_node_entry;
+
+#define CUDA(launcher) {launcher, false}
+#define CUDA_HALF(launcher) {launcher, true}
+#define NO_CUDA {NULL, false}
+static const pg_cuda_node_entry pg_cuda_nodes[PG_NUM_OPS] = {
+#define PG_NODE(ID, params, cpu, split, panels, cuda, ...) [PG_OP_##ID] = cuda,
+#include "pg_ops.def"
+};
+#undef CUDA
+#undef CUDA_HALF
+#undef NO_CUDA
+
+bool pg_cuda_runs_op(int op, int dtype)
+{
+    if (op < 0 || op >= PG_NUM_OPS || pg_cuda_nodes[op].launch == NULL)
+        return false;
+    return pg_cuda_nodes[op].halves || !pg_cuda_is_half(dtype);
 }
 
 static pg_status pg_cuda_launch_node(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
-    cudaError_t err;
-    const char *call;
-    switch (n->op) {
-    case PG_OP_FILL:
-        call = "pg_kernel_fill";
-        err = pg_cuda_launch_fill(ctx, n);
-        break;
-    case PG_OP_COPY:
-        call = "pg_kernel_copy";
-        err = pg_cuda_launch_copy(ctx, n);
-        break;
-    case PG_OP_BINARY:
-        call = "pg_kernel_binary";
-        err = pg_cuda_launch_binary(ctx, n);
-        break;
-    case PG_OP_UNARY:
-        call = "pg_kernel_unary";
-        err = pg_cuda_launch_unary(ctx, n);
-        break;
-    case PG_OP_SELECT: { /* where: dst = cond ? a : dst */
-        pg_cuda_iter it;
-        pg_cuda_iter_of(&it, &n->dst, &n->src[0], &n->src[1]);
-        call = "pg_kernel_select";
-        err = pg_kernel_select(ctx, (int)pg_cuda_itemsize(n->dst.dtype), pg_cuda_tensor_data(&n->dst),
-                               pg_cuda_tensor_data(&n->src[0]), pg_cuda_tensor_data(&n->src[1]), &it);
-        break;
-    }
-    case PG_OP_REDUCE:
-        call = "pg_kernel_reduce";
-        err = pg_cuda_launch_reduce(ctx, n);
-        break;
-    case PG_OP_MATMUL:
-        return pg_cuda_launch_matmul(d, ctx, n);
-    case PG_OP_LINEAR_FWD:
-    case PG_OP_LINEAR_BWD:
-    case PG_OP_XENT_FWD:
-    case PG_OP_XENT_BWD:
-    case PG_OP_SGD:
-    case PG_OP_ADAM:
-        return pg_cuda_launch_train(d, ctx, n);
-    case PG_OP_QLINEAR: /* the int8 linear layer: cuda_quant.c */
-        return pg_cuda_launch_qlinear(d, ctx, n);
-    case PG_OP_AMP_UNSCALE: /* operands: csrc/core/pg_ops_amp.c */
-        call = "pg_kernel_amp_unscale";
-        err = pg_kernel_amp_unscale(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
-                                    pg_cuda_numel(&n->dst), n->p.train.f[0],
-                                    (float *)pg_cuda_tensor_data(&n->extra[0]));
-        break;
-    case PG_OP_INDEX: /* node layouts: csrc/core/pg_ops_index.h */
-        call = "pg_kernel_index";
-        err = pg_cuda_launch_index(ctx, n);
-        break;
-    case PG_OP_ARANGE:
-        call = "pg_kernel_arange";
-        err = pg_kernel_arange(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
-                               pg_cuda_numel(&n->dst), n->p.arange.start, n->p.arange.step);
-        break;
-    case PG_OP_RANDOM:
-        call = "pg_kernel_random";
-        err = pg_kernel_random(ctx, n->subop, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
-                               pg_cuda_numel(&n->dst), n->p.random.seed, n->p.random.offset);
-        break;
-    default:
+    if (n->op < 0 || n->op >= PG_NUM_OPS || pg_cuda_nodes[n->op].launch == NULL)
         return pg_cuda_error(PG_ERR_RUNTIME, "cuda:%d: %s: op %d has no CUDA kernel", d->index,
                              n->name, n->op);
-    }
-    return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, call, false);
+    return pg_cuda_nodes[n->op].launch(d, ctx, n);
 }
 
 pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)

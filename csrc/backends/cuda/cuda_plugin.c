@@ -159,8 +159,9 @@ static pg_status pg_cuda_mem_get_info(const pg_backend *be, int index, size_t *f
     return PG_CUDA_RT(cudaMemGetInfo(free_bytes, total_bytes), index, "mem_get_info");
 }
 
-/* What the kernels cover, asked by the core before it builds a node (pg_backend.h).
- * float16/bfloat16 have kernels for what pg_node.h's half contract needs: fill, cast
+/* What the kernels cover, asked by the core before it builds a node (pg_backend.h):
+ * the PG_NODE rows' cuda column (pg_ops.def; NO_CUDA kinds the core composes or
+ * refuses, CUDA_HALF ones run float16/bfloat16 too). float16/bfloat16 have kernels for what pg_node.h's half contract needs: fill, cast
  * (copy), the elementwise ops, the reductions (a sum written as float32), arange,
  * matmul and the fused linear layers (cublasGemmEx on the tensor cores, fp32
  * accumulation) and the fused unscale. Not random numbers, the cross-entropy or the
@@ -169,27 +170,7 @@ static pg_status pg_cuda_mem_get_info(const pg_backend *be, int index, size_t *f
 static bool pg_cuda_supports_op(const pg_backend *be, int op, int dtype)
 {
     (void)be;
-    if (op == PG_OP_CLAMP || op == PG_OP_SOFTMAX || op == PG_OP_LAYER_NORM) /* no kernels: the callers compose them */
-        return false;
-    if (dtype != PG_FLOAT16 && dtype != PG_BFLOAT16)
-        return true;
-    switch (op) {
-    case PG_OP_FILL:
-    case PG_OP_COPY:
-    case PG_OP_BINARY:
-    case PG_OP_UNARY:
-    case PG_OP_SELECT:
-    case PG_OP_REDUCE:
-    case PG_OP_MATMUL:
-    case PG_OP_ARANGE:
-    case PG_OP_LINEAR_FWD:
-    case PG_OP_LINEAR_BWD:
-    case PG_OP_AMP_UNSCALE:
-    case PG_OP_INDEX: /* moves run on halves; arithmetic subops widen them first */
-        return true;
-    default:
-        return false;
-    }
+    return pg_cuda_runs_op(op, dtype); /* the PG_NODE rows' cuda column (cuda_launch.c) */
 }
 
 const pg_backend pg_cuda_backend = {

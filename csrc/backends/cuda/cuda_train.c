@@ -1,4 +1,4 @@
-/* cuda_train.c - the CUDA plugin's launcher for the fused training ops: turns
+/* cuda_train.c - the CUDA plugin's launchers for the fused training ops: each turns
  * a LINEAR_FWD/BWD, XENT_FWD/BWD, SGD or ADAM node into the plain-pointer
  * arguments of kernels/train.cu and launches it on the device's stream (the
  * matmuls inside use the device's cuBLAS handle, under its lock). Operand
@@ -153,46 +153,50 @@ static pg_status launch_linear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
                          backward ? "pg_kernel_linear_bwd" : "pg_kernel_linear_fwd", false);
 }
 
-pg_status pg_cuda_launch_train(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+pg_status pg_cuda_launch_linear_fwd(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
-    cudaError_t err;
-    const char *call;
-    int dt = n->dst.dtype;
-    switch (n->op) {
-    case PG_OP_LINEAR_FWD:
-        return launch_linear(d, ctx, n, false);
-    case PG_OP_LINEAR_BWD:
-        return launch_linear(d, ctx, n, true);
-    case PG_OP_XENT_FWD:
-        call = "pg_kernel_xent_fwd";
-        err = pg_kernel_xent_fwd(ctx, dt, pg_cuda_tensor_data(&n->src[0]),
-                                 (const int64_t *)pg_cuda_tensor_data(&n->src[1]),
-                                 pg_cuda_tensor_data(&n->extra[0]), pg_cuda_tensor_data(&n->dst),
-                                 n->src[0].shape[0], n->src[0].shape[1], (int)n->p.train.i[0]);
-        break;
-    case PG_OP_XENT_BWD:
-        call = "pg_kernel_xent_bwd";
-        err = pg_kernel_xent_bwd(ctx, dt, pg_cuda_tensor_data(&n->src[0]),
-                                 (const int64_t *)pg_cuda_tensor_data(&n->src[1]),
-                                 pg_cuda_tensor_data(&n->src[2]), pg_cuda_tensor_data(&n->dst),
-                                 n->src[0].shape[0], n->src[0].shape[1], (int)n->p.train.i[0]);
-        break;
-    case PG_OP_SGD:
-        call = "pg_kernel_sgd";
-        err = pg_kernel_sgd(ctx, dt, pg_cuda_tensor_data(&n->dst), pg_cuda_tensor_data(&n->src[0]),
-                            data_or_null(&n->extra[0]), numel(&n->dst), n->p.train.f,
-                            (int)n->p.train.i[0], (int)n->p.train.i[1]);
-        break;
-    case PG_OP_ADAM:
-        call = "pg_kernel_adam";
-        err = pg_kernel_adam(ctx, dt, n->subop, pg_cuda_tensor_data(&n->dst),
-                             pg_cuda_tensor_data(&n->src[0]), data_or_null(&n->extra[0]),
-                             data_or_null(&n->extra[1]), data_or_null(&n->extra[2]),
-                             numel(&n->dst), n->p.train.f, n->p.train.i);
-        break;
-    default:
-        return pg_cuda_error(PG_ERR_RUNTIME, "cuda:%d: %s: op %d is not a training op", d->index,
-                             n->name, n->op);
-    }
-    return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, call, false);
+    return launch_linear(d, ctx, n, false);
+}
+
+pg_status pg_cuda_launch_linear_bwd(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    return launch_linear(d, ctx, n, true);
+}
+
+pg_status pg_cuda_launch_xent_fwd(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    cudaError_t err = pg_kernel_xent_fwd(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->src[0]),
+                                         (const int64_t *)pg_cuda_tensor_data(&n->src[1]),
+                                         pg_cuda_tensor_data(&n->extra[0]),
+                                         pg_cuda_tensor_data(&n->dst), n->src[0].shape[0],
+                                         n->src[0].shape[1], (int)n->p.train.i[0]);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_xent_fwd", err);
+}
+
+pg_status pg_cuda_launch_xent_bwd(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    cudaError_t err = pg_kernel_xent_bwd(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->src[0]),
+                                         (const int64_t *)pg_cuda_tensor_data(&n->src[1]),
+                                         pg_cuda_tensor_data(&n->src[2]),
+                                         pg_cuda_tensor_data(&n->dst), n->src[0].shape[0],
+                                         n->src[0].shape[1], (int)n->p.train.i[0]);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_xent_bwd", err);
+}
+
+pg_status pg_cuda_launch_sgd(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    cudaError_t err = pg_kernel_sgd(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
+                                    pg_cuda_tensor_data(&n->src[0]), data_or_null(&n->extra[0]),
+                                    numel(&n->dst), n->p.train.f, (int)n->p.train.i[0],
+                                    (int)n->p.train.i[1]);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_sgd", err);
+}
+
+pg_status pg_cuda_launch_adam(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    cudaError_t err = pg_kernel_adam(ctx, n->dst.dtype, n->subop, pg_cuda_tensor_data(&n->dst),
+                                     pg_cuda_tensor_data(&n->src[0]), data_or_null(&n->extra[0]),
+                                     data_or_null(&n->extra[1]), data_or_null(&n->extra[2]),
+                                     numel(&n->dst), n->p.train.f, n->p.train.i);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_adam", err);
 }

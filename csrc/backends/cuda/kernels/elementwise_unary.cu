@@ -4,7 +4,8 @@
  * One `if constexpr` branch per row of the op table (csrc/core/pg_ops.def);
  * which dtypes each op is instantiated for and whether it stores bool come from
  * the row's `in` and `out` columns (pg_cuda_ops.cuh), the case list from the
- * rows themselves: a row without a branch here fails to compile.
+ * rows themselves: a row without a branch here or in pg_math_unary.cuh (the math
+ * functions) fails to compile.
  * NEG ABS RELU on int64/float; EXP LOG SQRT TANH SIGMOID on float only;
  * NOT and ABS (identity) on bool. Formulas are the CPU's: relu(x) = x > 0 ? x : 0 (NaN stays NaN),
  * sigmoid(x) = 1 / (1 + exp(-x)); float32 uses the f-suffixed libm functions.
@@ -15,6 +16,7 @@
  * CONTIG instantiation for contiguous iteration spaces. */
 #include "pg_cuda_half.cuh"
 #include "pg_cuda_ops.cuh"
+#include "pg_math_unary.cuh"
 
 /* Which (op, dtype) pairs the generic layer can send: the op table's `in` column. */
 template <int OP, typename T> constexpr bool pg_unary_supported()
@@ -100,8 +102,7 @@ template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply(T x)
         else
             return T(1);
     } else {
-        static_assert(OP < 0, "a unary op of pg_ops.def has no CUDA kernel here");
-        return x;
+        return pg_unary_apply_math<OP, T>(x); /* pg_math_unary.cuh */
     }
 }
 

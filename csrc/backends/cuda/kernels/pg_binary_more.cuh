@@ -1,8 +1,8 @@
 /* pg_binary_more.cuh - the device functions of the binary ops added with the
  * op table (csrc/core/pg_ops.def): pow, the logical ops and the bitwise ops.
  * elementwise_binary.cu's pg_binary_apply hands every op it does not compute
- * itself to pg_binary_apply_more; a row with a branch in neither fails to
- * compile. CPU twins: csrc/backends/cpu/cpu_elementwise.c.
+ * itself to pg_binary_apply_more, which hands the math functions to
+ * pg_math_binary.cuh; a row with a branch in none fails to compile. CPU twins: csrc/backends/cpu/cpu_elementwise.c.
  *
  * pow computes a half operand in float32 (pg_load / pg_store) and returns the
  * storage type; int64 ** int64 squares with wrapping and gives 0 for a negative
@@ -13,6 +13,7 @@
 #define PG_BINARY_MORE_CUH
 
 #include "pg_cuda_half.cuh"
+#include "pg_math_binary.cuh"
 
 __device__ __forceinline__ int64_t pg_ipow(int64_t x, int64_t y)
 {
@@ -39,8 +40,7 @@ template <int OP, typename T> __device__ __forceinline__ T pg_binary_apply_more(
     } else if constexpr (OP == PG_CUDA_BIN_LOGICAL_XOR || OP == PG_CUDA_BIN_BITWISE_XOR) {
         return T(a ^ b);
     } else {
-        static_assert(OP < 0, "a binary op of pg_ops.def has no CUDA kernel");
-        return a;
+        return pg_binary_apply_math<OP, T>(a, b); /* pg_math_binary.cuh */
     }
 }
 

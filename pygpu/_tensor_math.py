@@ -1,0 +1,233 @@
+"""The math surface written in Python: PyTorch's other spellings of the op table's math
+functions, and the pointwise functions with more operands or parameters, each a short
+composition of the table's rows.
+
+- Spellings: a row of csrc/core/pg_ops.def lists every Python name that reaches it
+  (Tensor.arcsin, Tensor.arcsin_ beside Tensor.asin, Tensor.asin_); the ones _C does not
+  generate become the row's generated method here (_aliases), so no list of aliases is
+  kept by hand. pygpu.arcsin and friends are exported from the same rows
+  (pygpu/__init__.py).
+- Compositions (their gradients come from the rows' backward rules):
+    logit(eps)        clamp to [eps, 1 - eps], then the logit row
+    nan_to_num        where(isnan) then one clamp (inf -> the bounds)
+    lerp              start + weight * (end - start): 3 nodes
+    addcmul/addcdiv   input + value * t1 * t2 (or / t2): 2 or 3 nodes; the in-place forms
+                      write self with add_, as the optimizers use them
+    clamp_min/max     clamp with one bound
+    float_power       pow in float64
+    polygamma(n, x)   digamma for n = 0, else (-1)**(n+1) n! zeta(n + 1, x)
+    div(rounding_mode=) 'floor': the floor_divide row; 'trunc': trunc of the quotient
+    ldexp             x * 2**e
+  Three-operand nodes were not added for lerp/addcmul/addcdiv: the compositions are two or
+  three memory-bound passes (docs/pytorch.md gives the figures)."""
+import math as _math
+
+from . import _C
+from ._dtype import bool_, float64
+
+Tensor = _C.Tensor
+_c_div, _c_div_ = Tensor.div, Tensor.div_
+_c_logit, _c_logit_ = Tensor.logit, Tensor.logit_
+
+
+def _aliases():
+    """Tensor methods a row names but _C does not generate: the row's own method (the in-place
+    one for a name ending in '_')."""
+    out = {}
+    for row in _C._op_table():
+        names = [q[len("Tensor."):] for q in row[3] if q.startswith("Tensor.")]
+        have = [n for n in names if not n.startswith("__") and n in vars(Tensor)]
+        for n in names:
+            if n in vars(Tensor) or n.startswith("__"):
+                continue
+            inplace = n.endswith("_")
+            target = next((h for h in have if h.endswith("_") == inplace), None)
+            if target is not None:
+                out[n] = vars(Tensor)[target]
+    return out
+
+
+def _is_t(x):
+    return isinstance(x, Tensor)
+
+
+def logit(self, eps=None):
+    """log(x / (1 - x)); with eps, x is clamped to [eps, 1 - eps] first (PyTorch's logit)."""
+    if eps is not None:
+        self = self.clamp(eps, 1.0 - eps)
+    return _c_logit(self)
+
+
+def logit_(self, eps=None):
+    if eps is not None:
+        self.clamp_(eps, 1.0 - eps)
+    return _c_logit_(self)
+
+
+def _finite_bounds(dtype):
+    info = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+            "float32": 3.4028234663852886e38}.get(str(dtype), 1.7976931348623157e308)
+    return info
+
+
+def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+    """NaN to `nan`, +inf to `posinf` (default: the dtype's largest finite value), -inf to
+    `neginf` (default: the most negative); integers are returned as they are."""
+    if not self.dtype.is_floating_point:
+        return self.clone()
+    big = _finite_bounds(self.dtype)
+    hi = big if posinf is None else float(posinf)
+    lo = -big if neginf is None else float(neginf)
+    x = _C.where(_C.isnan(self), float(nan), self)
+    x = _C.where(_C.isposinf(x), hi, x)
+    return _C.where(_C.isneginf(x), lo, x)
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    return self.copy_(nan_to_num(self, nan, posinf, neginf))
+
+
+def lerp(self, end, weight):
+    """self + weight * (end - self) (weight a number or a Tensor), broadcasting."""
+    return self + weight * (end - self)
+
+
+def lerp_(self, end, weight):
+    return self.add_(weight * (end - self))
+
+
+def _scaled(t, value):
+    return t if value == 1 else t * value
+
+
+def addcmul(self, tensor1, tensor2, *, value=1):
+    """self + value * tensor1 * tensor2."""
+    return self + _scaled(tensor1, value) * tensor2
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    return self.add_(_scaled(tensor1, value) * tensor2)
+
+
+def addcdiv(self, tensor1, tensor2, *, value=1):
+    """self + value * tensor1 / tensor2."""
+    return self + _scaled(tensor1, value) / tensor2
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    return self.add_(_scaled(tensor1, value) / tensor2)
+
+
+def clamp_min(self, min):  # noqa: A002 - PyTorch's keyword
+    return self.clamp(min=min)
+
+
+def clamp_min_(self, min):  # noqa: A002
+    return self.clamp_(min=min)
+
+
+def clamp_max(self, max):  # noqa: A002
+    return self.clamp(max=max)
+
+
+def clamp_max_(self, max):  # noqa: A002
+    return self.clamp_(max=max)
+
+
+def float_power(self, exponent):
+    """self ** exponent computed in float64 (PyTorch's float_power)."""
+    base = self.double() if _is_t(self) else float(self)
+    exp = exponent.double() if _is_t(exponent) else float(exponent)
+    return base ** exp
+
+
+def float_power_(self, exponent):
+    if self.dtype != float64:
+        raise RuntimeError(f"float_power_: the base given to float_power_ has dtype {self.dtype} "
+                           "but the operation's result requires dtype float64")
+    return self.copy_(float_power(self, exponent))
+
+
+def polygamma(self, n):
+    """The n-th derivative of digamma (Tensor.polygamma(n); torch.polygamma(n, x))."""
+    n = int(n)
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if n == 0:
+        return _C.digamma(self)
+    return _C.special_zeta(float(n + 1), self) * float((-1) ** (n + 1) * _math.factorial(n))
+
+
+def polygamma_(self, n):
+    return self.copy_(polygamma(self, n))
+
+
+def positive(self):
+    if self.dtype == bool_:
+        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+    return self
+
+
+def ldexp(self, other):
+    """self * 2**other."""
+    return self * (_C.exp2(other) if _is_t(other) else 2.0 ** other)
+
+
+def ldexp_(self, other):
+    return self.mul_(_C.exp2(other) if _is_t(other) else 2.0 ** other)
+
+
+def div(self, other, *, rounding_mode=None):
+    """self / other; rounding_mode 'floor' is floor_divide, 'trunc' rounds toward zero
+    (integers stay integers under both, as PyTorch's)."""
+    if rounding_mode is None:
+        return _c_div(self, other)
+    if rounding_mode == "floor":
+        return _C.floor_divide(self, other)
+    if rounding_mode == "trunc":
+        if (self.dtype.is_floating_point or (_is_t(other) and other.dtype.is_floating_point)
+                or isinstance(other, float)):
+            return _C.trunc(_c_div(self, other))
+        return _C.floor_divide(self - _C.fmod(self, other), other)  # exact for integers
+    raise ValueError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                     f"found '{rounding_mode}'")
+
+
+def div_(self, other, *, rounding_mode=None):
+    if rounding_mode is None:
+        return _c_div_(self, other)
+    return self.copy_(div(self, other, rounding_mode=rounding_mode))
+
+
+METHODS = {
+    "logit": logit, "logit_": logit_, "nan_to_num": nan_to_num, "nan_to_num_": nan_to_num_,
+    "lerp": lerp, "lerp_": lerp_, "addcmul": addcmul, "addcmul_": addcmul_,
+    "addcdiv": addcdiv, "addcdiv_": addcdiv_, "clamp_min": clamp_min,
+    "clamp_min_": clamp_min_, "clamp_max": clamp_max, "clamp_max_": clamp_max_,
+    "float_power": float_power, "float_power_": float_power_, "polygamma": polygamma,
+    "polygamma_": polygamma_, "positive": positive, "ldexp": ldexp, "ldexp_": ldexp_,
+    "div": div, "div_": div_, "divide": div, "divide_": div_, }
+
+
+def methods():
+    """METHODS and the rows' other spellings (_aliases), for _tensor_surface.install()."""
+    out = _aliases()
+    out.update(METHODS)
+    return out
+
+
+def _polygamma_fn(n, input, *, out=None):
+    r = polygamma(input, n)
+    return r if out is None else out.copy_(r)
+
+
+def _float_power_fn(input, exponent):
+    return float_power(input, exponent)
+
+
+# module functions whose first argument is not the tensor, or that torch spells differently
+FUNCTIONS = {"polygamma": _polygamma_fn, "float_power": _float_power_fn}
+# module functions that are the methods above (pygpu.lerp(x, end, w) is x.lerp(end, w))
+AS_FUNCTIONS = ("logit", "nan_to_num", "nan_to_num_", "lerp", "addcmul", "addcdiv",
+                "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "positive", "ldexp",
+                "div", "divide", "true_divide", "logit_")

@@ -1,0 +1,321 @@
+"""Backward rules of the op table's math functions (sin ... zeta: the rows after
+isfinite and ge in csrc/core/pg_ops.def), one small function each, with PyTorch's
+formulas (tools/autograd/derivatives.yaml). rules.py finds them by name, as its own.
+
+A unary rule's context is (input, detached output); a binary rule's is (a, b), either of
+which may be a Python number. The sets at the end say what each rule reads, for the
+version checks of in-place ops (rules.saved)."""
+import math as _math
+
+from .. import _C, _creation
+
+Tensor = _C.Tensor
+
+_SQRT_PI = _math.sqrt(_math.pi)
+_LN2 = _math.log(2.0)
+_LN10 = _math.log(10.0)
+
+
+def _is_t(x):
+    return isinstance(x, Tensor)
+
+
+def _unbroadcast(x, g):
+    from .rules import unbroadcast
+    return unbroadcast(g, x.shape) if _is_t(x) else None
+
+
+def _mask(cond, like):
+    return cond.astype(like.dtype)
+
+
+# ---- unary: ctx = (a, out) -----------------------------------------------------------------
+
+def _rule_sin(ctx, g):
+    return g * _C.cos(ctx[0]), None
+
+
+def _rule_cos(ctx, g):
+    return -(g * _C.sin(ctx[0])), None
+
+
+def _rule_tan(ctx, g):
+    out = ctx[1]
+    return g * (out * out + 1.0), None
+
+
+def _rule_asin(ctx, g):
+    a = ctx[0]
+    return g * _C.rsqrt(1.0 - a * a), None
+
+
+def _rule_acos(ctx, g):
+    a = ctx[0]
+    return -(g * _C.rsqrt(1.0 - a * a)), None
+
+
+def _rule_atan(ctx, g):
+    a = ctx[0]
+    return g / (a * a + 1.0), None
+
+
+def _rule_sinh(ctx, g):
+    return g * _C.cosh(ctx[0]), None
+
+
+def _rule_cosh(ctx, g):
+    return g * _C.sinh(ctx[0]), None
+
+
+def _rule_asinh(ctx, g):
+    a = ctx[0]
+    return g * _C.rsqrt(a * a + 1.0), None
+
+
+def _rule_acosh(ctx, g):
+    a = ctx[0]
+    return g * _C.rsqrt(a * a - 1.0), None
+
+
+def _rule_atanh(ctx, g):
+    a = ctx[0]
+    return g / (1.0 - a * a), None
+
+
+def _rule_log1p(ctx, g):
+    return g / (ctx[0] + 1.0), None
+
+
+def _rule_expm1(ctx, g):
+    return g * (ctx[1] + 1.0), None
+
+
+def _rule_log2(ctx, g):
+    return g / (ctx[0] * _LN2), None
+
+
+def _rule_log10(ctx, g):
+    return g / (ctx[0] * _LN10), None
+
+
+def _rule_exp2(ctx, g):
+    return g * ctx[1] * _LN2, None
+
+
+def _rule_erf(ctx, g):
+    a = ctx[0]
+    return g * _C.exp(-(a * a)) * (2.0 / _SQRT_PI), None
+
+
+def _rule_erfc(ctx, g):
+    a = ctx[0]
+    return g * _C.exp(-(a * a)) * (-2.0 / _SQRT_PI), None
+
+
+def _rule_erfinv(ctx, g):
+    out = ctx[1]
+    return g * _C.exp(out * out) * (_SQRT_PI / 2.0), None
+
+
+def _rule_lgamma(ctx, g):
+    return g * _C.digamma(ctx[0]), None
+
+
+def _rule_digamma(ctx, g):
+    return g * _C.special_zeta(2.0, ctx[0]), None  # polygamma(1, x) = zeta(2, x)
+
+
+def _rule_logit(ctx, g):
+    a = ctx[0]
+    return g / (a * (1.0 - a)), None
+
+
+def _rule_sinc(ctx, g):
+    a, out = ctx
+    zero = a == 0
+    safe = _C.where(zero, 1.0, a)
+    d = (_C.cos(safe * _math.pi) - out) / safe
+    return g * _C.where(zero, 0.0, d), None
+
+
+def _rule_deg2rad(ctx, g):
+    return g * (_math.pi / 180.0), None
+
+
+def _rule_rad2deg(ctx, g):
+    return g * (180.0 / _math.pi), None
+
+
+def _rule_frac(ctx, g):
+    return g, None
+
+
+def _rule_i0(ctx, g):
+    return g * _C.special_i1(ctx[0]), None
+
+
+def _rule_special_i0e(ctx, g):
+    a, out = ctx
+    return g * (_C.special_i1e(a) - _C.sign(a) * out), None
+
+
+def _rule_special_i1(ctx, g):
+    a, out = ctx
+    zero = a == 0
+    d = _C.i0(a) - out / _C.where(zero, 1.0, a)
+    return g * _C.where(zero, 0.5, d), None
+
+
+def _rule_special_i1e(ctx, g):
+    a, out = ctx
+    zero = a == 0
+    d = _C.special_i0e(a) - out * (_C.sign(a) + 1.0 / _C.where(zero, 1.0, a))
+    return g * _C.where(zero, 0.5, d), None
+
+
+def _rule_special_ndtr(ctx, g):
+    a = ctx[0]
+    return g * _C.exp(a * a * -0.5) * (1.0 / _math.sqrt(2.0 * _math.pi)), None
+
+
+def _rule_special_entr(ctx, g):
+    return -(g * (_C.log(ctx[0]) + 1.0)), None
+
+
+def _rule_square(ctx, g):
+    return g * ctx[0] * 2.0, None
+
+
+# ---- binary: ctx = (a, b), either a Tensor or a Python number ------------------------------
+
+def _rule_atan2(ctx, g):
+    a, b = ctx
+    denom = a * a + b * b
+    return (_unbroadcast(a, g * b / denom) if _is_t(a) else None,
+            _unbroadcast(b, -(g * a) / denom) if _is_t(b) else None)
+
+
+def _rule_hypot(ctx, g):
+    a, b = ctx
+    out = _C.hypot(a, b)
+    return (_unbroadcast(a, g * a / out) if _is_t(a) else None,
+            _unbroadcast(b, g * b / out) if _is_t(b) else None)
+
+
+def _rule_fmod(ctx, g):
+    a, b = ctx
+    gb = None
+    if _is_t(b):
+        gb = _unbroadcast(b, -(g * _C.trunc(_C.divide(a, b))))
+    return (_unbroadcast(a, g) if _is_t(a) else None), gb
+
+
+def _rule_remainder(ctx, g):
+    a, b = ctx
+    gb = None
+    if _is_t(b):
+        gb = _unbroadcast(b, -(g * _C.floor(_C.divide(a, b))))
+    return (_unbroadcast(a, g) if _is_t(a) else None), gb
+
+
+def _rule_copysign(ctx, g):
+    a, b = ctx
+    ga = gb = None
+    if _is_t(a):
+        ratio = _C.copysign(1.0, a) * (_C.copysign(1.0, b) if _is_t(b) else _math.copysign(1.0, b))
+        ga = _unbroadcast(a, g * _C.where(a == 0, 0.0, ratio))
+    if _is_t(b):
+        gb = _creation.zeros(b.shape, dtype=g.dtype, device=g.device)
+    return ga, gb
+
+
+def _rule_xlogy(ctx, g):
+    a, b = ctx
+    ga = gb = None
+    if _is_t(a):
+        lb = _C.log(b) if _is_t(b) else _scalar_log(b)
+        d = g * lb
+        ga = _unbroadcast(a, _C.where((a == 0) & (b <= 0), 0.0, d) if _is_t(b) else
+                          (_C.where(a == 0, 0.0, d) if b <= 0 else d))
+    if _is_t(b):
+        gb = _unbroadcast(b, g * a / b)
+    return ga, gb
+
+
+def _rule_special_xlog1py(ctx, g):
+    a, b = ctx
+    ga = gb = None
+    if _is_t(a):
+        lb = _C.log1p(b) if _is_t(b) else _scalar_log1p(b)
+        d = g * lb
+        ga = _unbroadcast(a, _C.where((a == 0) & (b <= -1), 0.0, d) if _is_t(b) else
+                          (_C.where(a == 0, 0.0, d) if b <= -1 else d))
+    if _is_t(b):
+        gb = _unbroadcast(b, g * a / (b + 1.0))
+    return ga, gb
+
+
+def _scalar_log(b):
+    return _math.log(b) if b > 0 else (-_math.inf if b == 0 else _math.nan)
+
+
+def _scalar_log1p(b):
+    return _math.log1p(b) if b > -1 else (-_math.inf if b == -1 else _math.nan)
+
+
+def _logaddexp_rule(exp_fn):
+    def rule(ctx, g):
+        a, b = ctx
+        ga = _unbroadcast(a, g / (exp_fn(b - a) + 1.0)) if _is_t(a) else None
+        gb = _unbroadcast(b, g / (exp_fn(a - b) + 1.0)) if _is_t(b) else None
+        return ga, gb
+    return rule
+
+
+def _fmaxmin(is_max):
+    """g goes to a where a wins or b is NaN (fmax ignores a NaN), as PyTorch's."""
+    def rule(ctx, g):
+        a, b = ctx
+        if _is_t(b):
+            pick_a = (a >= b if is_max else a <= b) | _C.isnan(b)
+        elif b != b:  # a NaN number: every element is a's
+            pick_a = a == a
+            pick_a = pick_a | ~pick_a
+        else:
+            pick_a = a >= b if is_max else a <= b
+        if not _is_t(a):  # a number: b gets what a does not
+            pick_a = (b <= a if is_max else b >= a) | _C.isnan(b)
+        m = _mask(pick_a, g)
+        ga = _unbroadcast(a, g * m) if _is_t(a) else None
+        gb = _unbroadcast(b, g - g * m) if _is_t(b) else None
+        return ga, gb
+    return rule
+
+
+def _rule_special_zeta(ctx, g):
+    a, b = ctx
+    if _is_t(a) and a.requires_grad:
+        raise NotImplementedError("the derivative of special.zeta with respect to its first "
+                                  "argument (x) is not implemented, as in PyTorch")
+    gb = None
+    if _is_t(b):
+        gb = _unbroadcast(b, -(g * a * _C.special_zeta(a + 1.0, b)))
+    return None, gb
+
+
+_rule_logaddexp = _logaddexp_rule(_C.exp)
+_rule_logaddexp2 = _logaddexp_rule(_C.exp2)
+_rule_fmax = _fmaxmin(True)
+_rule_fmin = _fmaxmin(False)
+
+RULES = {k[6:]: v for k, v in dict(globals()).items() if k.startswith("_rule_")}
+
+# what each rule reads (rules.saved, rules.reads_first_operand)
+READS_INPUT = {"sin", "cos", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+               "log1p", "log2", "log10", "erf", "erfc", "lgamma", "digamma", "logit", "i0",
+               "special_ndtr", "special_entr", "square"}
+READS_OUTPUT = {"tan", "expm1", "exp2", "erfinv"}
+READS_BOTH = {"sinc", "special_i0e", "special_i1", "special_i1e"}
+NOTHING_SAVED = {"deg2rad", "rad2deg", "frac"}
+BINARY_READS = {"atan2", "hypot", "fmod", "remainder", "copysign", "xlogy", "special_xlog1py",
+                "logaddexp", "logaddexp2", "fmax", "fmin", "special_zeta"}
