@@ -53,6 +53,10 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._train_ops import cat, cross_entropy, log_softmax, mse_loss, softmax
 from . import nn, optim
 from . import special  # noqa: E402 - torch.special, from the op table's rows
+from . import linalg  # noqa: E402 - torch.linalg: LAPACK on the cpu, norms on the device
+from . import distributions  # noqa: E402 - torch.distributions, on the tensor API
+from .distributions.discrete import multinomial  # noqa: E402
+from . import sparse  # noqa: E402 - COO sparse tensors over index_select / index_add_
 from . import data  # noqa: E402 - the training layers sit on the tensor API above
 from . import utils  # noqa: E402 - pygpu.utils.data is pygpu.data (torch.utils.data's place)
 from .checkpoint import load, save  # noqa: E402
@@ -119,7 +123,7 @@ __all__ = [
     "DeviceMismatchError", "DeviceUnavailableError", "TransferGuardError", "TransferWarning",
     "AsyncOpError", "AxisError", "no_grad", "enable_grad",
     "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
-    "mse_loss", "nn", "optim", "special",
+    "mse_loss", "nn", "optim", "special", "linalg", "distributions", "multinomial", "sparse",
     "data", "save", "load", "Trainer", "cost", "transfer_budget", "TransferBudgetError",
     "cpu_isa",
 ]
@@ -130,6 +134,11 @@ __all__ += _SURFACE_ALL  # surface (issue 27)
 from . import quantization  # noqa: E402
 from .quantization import qint8, quint8  # noqa: E402
 __all__ += ["quantization", "qint8", "quint8"]
+
+# issue 38: pygpu.profiler (torch.profiler's API) and torch.backends' float32 GEMM switches
+from . import backends, profiler  # noqa: E402
+from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
+__all__ += ["backends", "profiler", "get_float32_matmul_precision", "set_float32_matmul_precision"]
 
 # PyTorch's dtype spellings: torch.float is float32, torch.double float64, torch.half float16,
 # torch.long int64 (pygpu has no int32, so no pygpu.int). Last in the file: the functions

@@ -156,6 +156,9 @@ def dot(a, b):
 
 
 def mm(a, b):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):  # a sparse operand
+        from .sparse import mm as sparse_mm
+        return sparse_mm(a, b)
     _want("mm", a, 2, "input")
     _want("mm", b, 2, "mat2")
     return _C.matmul(a, b)

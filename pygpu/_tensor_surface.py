@@ -15,20 +15,23 @@ the type once (_C._add_tensor_methods):
   _tensor_fill.py    zero_, fill_, uniform_, normal_, bernoulli_
   _tensor_math.py    the math rows' other spellings (arcsin, ...), logit(eps), lerp,
                      addcmul, addcdiv, nan_to_num, clamp_min/max, polygamma, div(rounding_mode)
+  _tensor_shape.py   diagonal, diag, diag_embed, tril, triu, trace, roll, rot90, kron, cross,
+                     repeat_interleave, tensor_split, broadcast_to, cov, corrcoef, bincount, histc
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
 replaced by wrappers that accept both spellings and call the C method."""
 from . import _C
 from . import (_tensor_autograd, _tensor_create, _tensor_fill, _tensor_index, _tensor_info,
-               _tensor_math, _tensor_reduce, _tensor_views)
+               _tensor_math, _tensor_reduce, _tensor_shape, _tensor_views)
 
 _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
-             _tensor_autograd, _tensor_fill)
+             _tensor_autograd, _tensor_fill, _tensor_shape)
 
 
 def install():
     methods = {}
-    for fam in _FAMILIES + (_tensor_math,):
+    from . import linalg, sparse
+    for fam in _FAMILIES + (_tensor_math, linalg, sparse):
         for name, fn in (fam.methods() if fam is _tensor_math else fam.METHODS).items():
             if name in methods:
                 raise ImportError(f"pygpu: Tensor.{name} is defined by two surface modules")
@@ -56,13 +59,17 @@ _AS_FUNCTIONS = (
     "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy",
     "masked_fill", "masked_select", "nonzero", "cumsum", "cumprod", "sort", "argsort", "topk",
     "unique", "tile",
-) + _tensor_math.AS_FUNCTIONS
+) + _tensor_math.AS_FUNCTIONS + _tensor_shape.AS_FUNCTIONS
 
 
 def functions():
     out = {name: _method_function(name) for name in _AS_FUNCTIONS}
     out.update(_tensor_create.FUNCTIONS)
     out.update(_tensor_math.FUNCTIONS)
+    out.update(_tensor_shape.FUNCTIONS)
+    from . import linalg, sparse
+    out.update(linalg.FUNCTIONS)  # torch.det, torch.inverse, torch.svd (V, not Vh), ...
+    out.update(sparse.FUNCTIONS)  # sparse_coo_tensor, spmm
     out["div"] = out["true_divide"] = out["divide"]  # one function (named as the table's row)
     out["as_strided"] = _method_function("as_strided")
     return out

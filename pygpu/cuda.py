@@ -43,6 +43,7 @@ class _Cuda(Accelerator):
                     _preload_cublas()
                     if _C._load_cuda(PLUGIN):
                         _set_option("current_device", self._current)
+                        _set_option("allow_tf32", _tf32)  # set before the load
                 type(self)._tried = True
 
     def set_device(self, device):
@@ -147,6 +148,19 @@ def set_allow_tf32(allow):
     """Let cuBLAS use TF32 tensor cores for float32 matmul (faster, ~1e-3 relative
     error). Off by default, as in PyTorch."""
     _cuda_streams._set_option("allow_tf32", allow)
+    _set_tf32(allow)
+
+
+# TF32 for float32 GEMMs: this switch, set_allow_tf32, torch.backends.cuda.matmul.allow_tf32
+# (pygpu.backends.cuda) and set_float32_matmul_precision are one; kept here until the plugin
+# loads, and handed to it then
+_tf32 = False
+
+
+def _set_tf32(allow):
+    global _tf32
+    _tf32 = bool(allow)
+    _set_option("allow_tf32", _tf32)  # a no-op until the plugin loads
 
 
 def get_allow_tf32():

@@ -256,6 +256,21 @@ REFS["clamp"] = {
 }
 
 
+# addcmul, addcdiv, lerp: one TERNARY node for float32/float64 (broadcast, strided and
+# scalar weights), composed for float16; their in-place forms are in test_math_ops.py
+_TERNARY = cases((a(3, 4), a(3, 4), a(3, 4)), (tr(4, 3), a(4), a(3, 1)), (a(3, 2, 4), a(), PERM),
+                 (a(TAIL), a(TAIL), a(TAIL)))
+_T16 = FLOATS + ("float16",)
+REFS["addcmul"] = Ref(lambda x, y, z: x + 0.5 * y * z, call=lambda x, y, z: pygpu.addcmul(x, y, z, value=0.5),
+                      dtypes=_T16, cases=_TERNARY)
+REFS["addcdiv"] = Ref(lambda x, y, z: x + -2 * y / z, ("any", "any", "nonzero"), dtypes=_T16, cases=_TERNARY,
+                      call=lambda x, y, z: x.addcdiv(y, z, value=-2))
+REFS["lerp"] = {
+    "": Ref(lambda x, y, z: x + z * (y - x), call=lambda x, y, z: pygpu.lerp(x, y, z), dtypes=_T16, cases=_TERNARY),
+    "number": Ref(lambda x, y: x + 0.75 * (y - x), call=lambda x, y: x.lerp(y, 0.75), dtypes=_T16,
+                  cases=cases((a(3, 4), a(3, 4)), (tr(4, 3), a(4)), (a(TAIL), a(TAIL))))}
+
+
 # ---- fused training ops (pygpu/_train_ops.py -> csrc/core/pg_ops_train.c) ------------------
 # Each against a NumPy reference written out op by op. In-place optimizer updates run on
 # clones (inputs are never written) and return the new state.

@@ -20,7 +20,11 @@ from pygpu import nn
 dist.init_process_group()
 g = dist._require()
 r, p = g.rank, g.size
-out = {"rank": r, "threads": pygpu.get_num_threads(), "same": []}
+import os
+# the cores this rank may run on (mpirun binds a rank to one core when the machine has one
+# per rank) and the ranks on this machine, as share_cpu_threads reads them
+out = {"rank": r, "threads": pygpu.get_num_threads(), "same": [],
+       "cores": len(os.sched_getaffinity(0)), "local": int(os.environ.get("LOCAL_WORLD_SIZE", "1"))}
 sizes = (10, 5120, 512, 7, 1, 333)
 for op in ("sum", "avg", "max"):
     rng = np.random.default_rng(r)
@@ -60,8 +64,12 @@ def test_ring_over_segments_in_place_matches_the_staged_ring(tmp_path, nproc):
         assert row["same"] == [True, True, True]
         assert row["unchanged"] == [True, True]
         assert row["grads"] == [[(nproc + 1) / 2] * 4] * 2  # the mean of 1..nproc
-        # the launcher's ranks share the cores: no rank runs a pool sized for the whole machine
-        assert row["threads"] == max(1, cores // nproc)
+        # the launcher's ranks share the cores: no rank runs a pool sized for the whole machine.
+        # A rank sees the cores it may run on (all of them, or the one core mpirun bound it to,
+        # as on the first 16-core H200 host) and splits them with the ranks of this machine.
+        assert row["local"] == nproc
+        assert row["threads"] == max(1, row["cores"] // nproc)
+        assert row["threads"] <= max(1, cores // nproc)
 
 
 def test_wait_sleeps_while_the_partner_is_late(monkeypatch):

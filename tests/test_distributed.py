@@ -37,6 +37,20 @@ def test_ring_bytes_is_the_ring_formula():
     assert ring_bytes(4, 100, 1) == [0]
 
 
+def test_long_lines_of_many_ranks_arrive_whole(tmp_path):
+    """The first H200 run (16 cores) saw two ranks' JSON lines interleaved past about 2 KB:
+    each rank's stdout goes to a file of its own (tests/_mpi.py), read back in rank order."""
+    proc = launch(tmp_path, """
+        import json, os
+        r = int(os.environ["RANK"])
+        for k in range(3):
+            print("JSON " + json.dumps({"rank": r, "k": k, "pad": [r * 1000 + i for i in range(6000)]}))
+    """, nproc=4)
+    rows = rank_lines(proc)
+    assert [(row["rank"], row["k"]) for row in rows] == [(r, k) for r in range(4) for k in range(3)]
+    assert all(row["pad"] == [row["rank"] * 1000 + i for i in range(6000)] for row in rows)
+
+
 @pytest.mark.parametrize("nproc", [2, 3])
 def test_collectives_on_cpu_and_sim_are_correct_and_counted(tmp_path, nproc):
     proc = launch(tmp_path, """

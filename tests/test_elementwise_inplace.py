@@ -155,6 +155,32 @@ def test_binary_ops_match_pytorch(device, name):
         np.testing.assert_array_equal(got.numpy(), ref.numpy(), err_msg=name)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_whole_number_powers_are_exact(device, dtype):
+    """A power of whole numbers that is exact in double is exact on every device, bit for
+    bit PyTorch's CPU (glibc's pow, correctly rounded): the CPU and CUDA kernels share
+    csrc/core/pg_pow.h. The first H200 run gave (-3.0) ** 1.0 = -2.9999999999999996 from
+    CUDA's pow; the emulated device's pow is an ulp off in the same way (tests/cuda_emu)."""
+    torch = pytest.importorskip("torch")
+    base = np.arange(-12, 13)
+    a, b = np.meshgrid(base, np.arange(-3, 16) if dtype != "int64" else np.arange(0, 16))
+    a, b = a.ravel(), b.ravel()
+    a = np.concatenate([a, [2, -2, 3, 7, -1, 1, 0, 0, 2 ** 20, 10]])
+    b = np.concatenate([b, [52, 53, 33, 18, 63, 64, 0, 5, 2, 15]])
+    a, b = a.astype(dtype), b.astype(dtype)
+    got = to_device(a, device).pow(to_device(b, device)).numpy()
+    if dtype == "float32":
+        # PyTorch's float32 pow (vectorized) is not correctly rounded where the power is not a
+        # float (11 ** 7): the reference is its float64 pow (exact here, or one division
+        # correctly rounded) rounded to float32
+        ref = torch.pow(torch.tensor(a, dtype=torch.float64),
+                        torch.tensor(b, dtype=torch.float64)).numpy().astype(np.float32)
+    else:
+        ref = torch.pow(torch.tensor(a), torch.tensor(b)).numpy()
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(got, ref, err_msg=dtype)
+
+
 def test_where_clamp_and_inplace_match_pytorch(device):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(5)

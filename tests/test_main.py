@@ -9,6 +9,9 @@ import pygpu
 from pygpu.tools import main_job
 
 FAST = ["-n", "32,64", "--number", "2", "--steps", "2"]
+# the tests of sim's output name sim:0: the default is cuda:0 where a GPU is present
+# (the first H200 run, and the emulated device); test_the_default_device checks the choice
+SIM = FAST + ["--device", "sim:0"]
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +47,7 @@ ROW_SCHEMA = [("n", int), ("numpy_s", float), ("resident_s", float), ("round_tri
 
 @pytest.mark.parametrize("path, typ", SCHEMA, ids=[".".join(p) for p, _ in SCHEMA])
 def test_json_schema(capsys, path, typ):
-    out = run_json(capsys, "--profile", "h100_pcie")
+    out = run_json(capsys, "--profile", "h100_pcie", "--device", "sim:0")
     for key in path:
         out = out[key]
     assert isinstance(out, typ)
@@ -73,8 +76,17 @@ def test_json_rows_count_the_transfers(capsys):
     assert tr["implicit"] == {"item": 2}  # the epoch's loss and accuracy, read once each
 
 
+def test_the_default_device(monkeypatch):
+    for present, want in ((True, "cuda:0"), (False, "sim:0")):
+        monkeypatch.setattr(pygpu.cuda, "is_available", lambda: present)
+        dev, link = main_job.choose_device(None)
+        assert dev == want
+        assert ("no GPU here: simulated" in link) == (not present)
+    assert main_job.choose_device("sim:0")[1].startswith("simulated, with the sim link model")
+
+
 def test_the_table_the_crossover_and_the_training(capsys):
-    assert main_job.main(FAST) == 0
+    assert main_job.main(SIM) == 0
     out = capsys.readouterr().out
     assert "sim link model on: 10 us + 16 GB/s" in out
     assert "prediction: sim:0 (simulated) (measured here)" in out

@@ -170,6 +170,9 @@ RUN_NODE = {
     "adam": _adam,
     "unscale_": lambda: _C._amp_unscale_(_sim(4), 0.5, pygpu.zeros((), device="sim:0")),
     "qlinear": lambda: pygpu.quantization.quantize_dynamic(pygpu.nn.Linear(3, 4).to("sim:0"))(_sim(2, 3)),
+    "addcmul": lambda: pygpu.addcmul(_sim(5), _sim(5), _sim(5), value=0.5),  # one TERNARY node
+    "addcdiv": lambda: _sim(5).addcdiv_(_sim(5), _sim(5)),
+    "lerp": lambda: pygpu.lerp(_sim(5), _sim(5), 0.25),
 }
 
 

@@ -84,6 +84,110 @@ def test_float32_update_is_one_fused_op_and_close_to_torch(name, kw, device):
     assert pygpu.stats().ops - before == 1  # one fused launch for the parameter
 
 
+# NAdam, RAdam, Adamax: a few in-place ops per parameter (not one fused op), checked the same
+# way; torch's default dtype is float64 here so its scalar state (NAdam's mu_product) is too
+_COMPOSED = [
+    ("NAdam", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, momentum_decay=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.01)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, betas=(0.8, 0.9))),
+    ("Adamax", dict(lr=0.01, weight_decay=0.01)),
+]
+
+
+@pytest.mark.parametrize("name,kw", _COMPOSED, ids=[f"{n}-{i}" for i, (n, _) in enumerate(_COMPOSED)])
+def test_composed_optimizer_matches_torch_over_steps(device, name, kw):
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        shapes = [(4, 3), (3,)]
+        rng = np.random.default_rng(1)
+        init = [rng.standard_normal(s) for s in shapes]
+        ps = [pygpu.tensor(a, device=device).requires_grad_() for a in init]
+        ts = [torch.tensor(a).requires_grad_() for a in init]
+        ours = getattr(optim, name)([{"params": ps[:1]}, {"params": ps[1:], "lr": 0.05}], **kw)
+        ref = getattr(torch.optim, name)([{"params": ts[:1]}, {"params": ts[1:], "lr": 0.05}], **kw)
+        for step in range(8):  # RAdam's rectified step starts at step 6
+            for p, t, g in zip(ps, ts, _grads(step, shapes)):
+                p.grad = pygpu.tensor(g, device=device)
+                t.grad = torch.tensor(g)
+            ours.step()
+            ref.step()
+        for p, t in zip(ps, ts):
+            np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+        st, ref_st = ours.state_dict()["state"][0], ref.state_dict()["state"][0]
+        for k, v in ref_st.items():
+            if k not in ("step", "mu_product"):
+                np.testing.assert_allclose(st[k].numpy(), v.numpy(), rtol=1e-10, atol=1e-12)
+        assert float(st["step"]) == float(ref_st["step"])
+    finally:
+        torch.set_default_dtype(old)
+
+
+@pytest.mark.parametrize("line_search", [None, "strong_wolfe"])
+def test_lbfgs_matches_torch_step_by_step(device, line_search):
+    """A least-squares fit (well conditioned: the iterates agree to rounding) and the
+    Rosenbrock function's first steps, with a closure, as PyTorch runs them."""
+    rng = np.random.default_rng(4)
+    A, b, w0 = rng.standard_normal((20, 5)), rng.standard_normal(20), rng.standard_normal(5)
+    problems = [
+        (w0, lambda m, w, A_, b_: ((A_ @ w - b_) ** 2).mean(), 1e-9),
+        (np.array([-1.5, 2.0]), lambda m, w, A_, b_: (1 - w[0]) ** 2 + 100 * (w[1] - w[0] ** 2) ** 2, 1e-7),
+    ]
+    for start, loss_fn, tol in problems:
+        p = pygpu.tensor(start, device=device).requires_grad_()
+        t = torch.tensor(start).requires_grad_()
+        kw = dict(lr=1, max_iter=5, history_size=3, line_search_fn=line_search)
+        ours, ref = optim.LBFGS([p], **kw), torch.optim.LBFGS([t], **kw)
+        Ap, bp = pygpu.tensor(A, device=device), pygpu.tensor(b, device=device)
+        At, bt = torch.tensor(A), torch.tensor(b)
+
+        def closure_p():
+            ours.zero_grad()
+            loss = loss_fn(pygpu, p, Ap, bp)
+            loss.backward()
+            return loss
+
+        def closure_t():
+            ref.zero_grad()
+            loss = loss_fn(torch, t, At, bt)
+            loss.backward()
+            return loss
+        for step in range(3):
+            lp, lt = ours.step(closure_p), ref.step(closure_t)
+            np.testing.assert_allclose(float(lp), float(lt.detach()), rtol=tol)
+            np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=tol, atol=tol)
+        assert ours.state[p]["func_evals"] == ref.state[t]["func_evals"]
+        assert ours.state[p]["n_iter"] == ref.state[t]["n_iter"]
+    with pytest.raises(ValueError, match="parameter groups"):
+        optim.LBFGS([{"params": [p]}, {"params": [pygpu.zeros(1).requires_grad_()]}])
+
+
+def test_sparse_adam_on_a_sparse_embedding_matches_torch(device):
+    rng = np.random.default_rng(5)
+    table = rng.standard_normal((10, 3))
+    emb = pygpu.nn.Embedding(10, 3, sparse=True).to(device)
+    with pygpu.no_grad():
+        emb.weight.copy_(pygpu.tensor(table.astype(np.float32), device=device))
+    temb = torch.nn.Embedding(10, 3, sparse=True)
+    with torch.no_grad():
+        temb.weight.copy_(torch.tensor(table.astype(np.float32)))
+    ours = optim.SparseAdam(emb.parameters(), lr=0.1)
+    ref = torch.optim.SparseAdam(temb.parameters(), lr=0.1)
+    for step in range(4):
+        idx = rng.integers(0, 10, size=6)
+        target = rng.standard_normal((6, 3)).astype(np.float32)
+        ours.zero_grad()
+        ref.zero_grad()
+        ((emb(pygpu.tensor(idx, device=device)) - pygpu.tensor(target, device=device)) ** 2).sum().backward()
+        ((temb(torch.tensor(idx)) - torch.tensor(target)) ** 2).sum().backward()
+        ours.step()
+        ref.step()
+    np.testing.assert_allclose(emb.weight.detach().numpy(), temb.weight.detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
 def test_optimizer_state_dict_round_trip_continues_identically():
     rng = np.random.default_rng(3)
     a = rng.standard_normal(5)

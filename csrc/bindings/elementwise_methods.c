@@ -317,3 +317,30 @@ int pg_elementwise_methods_ready(void)
     PyType_Modified(type);
     return 0;
 }
+
+/* ---- addcmul / addcdiv / lerp: one TERNARY node ------------------------------------------- */
+
+/* _C._ternary(op, a, b, c, value, inplace): pg_op_ternary(_) for pygpu/_tensor_math.py, which
+ * records the gradient (its Functions) and composes the dtypes the node does not take. c is
+ * None for lerp with a number weight; inplace writes a and returns it. No autograd here. */
+PyObject *pg_f_ternary(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int op, inplace;
+    double value;
+    PyObject *a, *b, *c;
+    if (!PyArg_ParseTuple(args, "iO!O!Odp:_ternary", &op, &PyTensor_Type, &a, &PyTensor_Type, &b,
+                          &c, &value, &inplace))
+        return NULL;
+    if (c != Py_None && !PyTensor_Check(c))
+        return PyErr_Format(PyExc_TypeError, "_ternary: the third operand must be a Tensor or None");
+    const pg_tensor *ta = &((PyTensor *)a)->t, *tb = &((PyTensor *)b)->t;
+    const pg_tensor *tc = c == Py_None ? NULL : &((PyTensor *)c)->t;
+    if (inplace) {
+        pg_status st = PG_CALL(pg_heavy(ta), pg_op_ternary_(op, ta, tb, tc, value));
+        return st == PG_OK ? Py_NewRef(a) : pg_raise(st);
+    }
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(ta), pg_op_ternary(op, ta, tb, tc, value, &out));
+    return pg_wrap_result(st, &out);
+}

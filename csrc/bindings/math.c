@@ -201,6 +201,7 @@ static PyObject *f_dtype_table(PyObject *mod, PyObject *noargs)
 PyObject *pg_f_where(PyObject *mod, PyObject *args, PyObject *kwargs);
 PyObject *pg_f_clamp(PyObject *mod, PyObject *args, PyObject *kwargs);
 PyObject *pg_f_clip(PyObject *mod, PyObject *args, PyObject *kwargs);
+PyObject *pg_f_ternary(PyObject *mod, PyObject *args);
 
 #define KW (PyCFunction)(void (*)(void))
 PyMethodDef pg_math_functions[] = {
@@ -213,6 +214,7 @@ PyMethodDef pg_math_functions[] = {
     {"where", KW pg_f_where, METH_VARARGS | METH_KEYWORDS, "where(condition, input, other): input where condition (a bool tensor) is true, else other; broadcasting"},
     {"clamp", KW pg_f_clamp, METH_VARARGS | METH_KEYWORDS, "clamp(input, min=None, max=None): each element into [min, max] (Tensors or numbers; NaN stays NaN)"},
     {"clip", KW pg_f_clip, METH_VARARGS | METH_KEYWORDS, "clip(input, min=None, max=None): clamp's other name"},
+    {"_ternary", pg_f_ternary, METH_VARARGS, "internal: _ternary(op, a, b, c, value, inplace): addcmul/addcdiv/lerp as one node (pygpu/_tensor_math.py)"},
     {"_op_table", f_op_table, METH_NOARGS, "internal: the op table (csrc/core/pg_ops.def) as tuples"},
     {"_act_table", f_act_table, METH_NOARGS, "internal: the fused layers' activations (pg_ops.def's PG_ACT rows)"},
     {"_dtype_table", f_dtype_table, METH_NOARGS, "internal: the dtype table (csrc/core/pg_dtype.h) and the text messages list the dtypes by"},

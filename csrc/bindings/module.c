@@ -37,6 +37,8 @@ int pg_elementwise_methods_ready(void); /* elementwise_methods.c: the op table's
 extern PyMethodDef pg_surface_functions[]; /* tensor_surface.c: Python-written methods, index ops */
 extern PyMethodDef pg_quantized_functions[]; /* quantized.c: the int8 layers' entry points */
 extern PyMethodDef pg_cuda_extras_functions[]; /* cuda_extras.c: the CUDA plugin's extras table */
+extern PyMethodDef pg_profile_functions[]; /* profile.c: pygpu.profiler's recorder */
+extern PyMethodDef pg_linalg_functions[]; /* linalg.c: LAPACK's factorizations (pygpu/linalg.py) */
 
 PyMODINIT_FUNC PyInit__C(void)
 {
@@ -67,7 +69,9 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_testing_functions) < 0 ||
         PyModule_AddFunctions(m, pg_surface_functions) < 0 ||
         PyModule_AddFunctions(m, pg_quantized_functions) < 0 ||
-        PyModule_AddFunctions(m, pg_cuda_extras_functions) < 0 || pg_errors_init(m) < 0 ||
+        PyModule_AddFunctions(m, pg_linalg_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_cuda_extras_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_profile_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", PG_MAX_DIMS) < 0) {
         Py_DECREF(m);

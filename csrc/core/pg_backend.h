@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "pg_node.h"
+#include "pg_profile.h"
 #include "pg_status.h"
 #include "pg_storage.h"
 
@@ -32,7 +33,8 @@
  * defects and amp branches both took 3 in parallel, so the merged layout is 4 */
 /* 5: pg_storage's references and holds in one word (refs), read at one instant */
 /* 6: pg_node's fifth source (PG_NODE_MAX_SRC 5: a pruned linear layer's weight mask) */
-#define PG_BACKEND_ABI_VERSION 6
+/* 7: pg_core_api's profile_current and profile_device (pygpu.profiler, issue 38) */
+#define PG_BACKEND_ABI_VERSION 7
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
 
@@ -122,6 +124,11 @@ typedef struct pg_core_api {
     /* a good write replaced every byte of `s` (see pg_storage_clear_error) */
     void (*storage_clear_error)(pg_storage *s);
     bool (*tensor_covers_storage)(const pg_tensor *t);
+    /* pygpu.profiler (pg_profile.h): the op being launched on this thread (0: not
+     * recording), and its device time and kernels once they have finished */
+    uint64_t (*profile_current)(void);
+    void (*profile_device)(uint64_t id, int64_t start_ns, int64_t dur_ns,
+                           const pg_profile_kernel *k, int n, int kernels_seen);
 } pg_core_api;
 
 /* Around a backend call that may block (raw_alloc, host_alloc_pinned,

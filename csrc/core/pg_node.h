@@ -55,6 +55,7 @@ typedef struct pg_node {
         struct { double start, step; } arange;
         struct { uint64_t seed, offset; } random; /* subop 0: uniform, 1: normal */
         struct { double f[6]; int64_t i[2]; } train; /* fused ops' hyper-parameters */
+        struct { double value; } ternary; /* TERNARY: addcmul/addcdiv's value, lerp's weight */
     } p;
     const char *name; /* the user-facing op name, for error messages ("add", "matmul") */
 } pg_node;

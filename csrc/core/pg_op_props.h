@@ -35,6 +35,11 @@ typedef enum pg_reduce_op {
     PG_NUM_REDUCE
 } pg_reduce_op;
 
+/* The TERNARY node's subops (pg_ops_ternary.c): dst = src0 + value * src1 * src2
+ * (addcmul), src0 + value * src1 / src2 (addcdiv), src0 + w * (src1 - src0) with w the
+ * number `value` (LERP) or the tensor src2 (LERP_TENSOR), in PyTorch's two-sided form. */
+enum pg_ternary_op { PG_TERNARY_ADDCMUL, PG_TERNARY_ADDCDIV, PG_TERNARY_LERP, PG_TERNARY_LERP_TENSOR };
+
 /* Activations a fused linear layer applies (the subop of PG_OP_LINEAR_*); 0 is none. */
 enum pg_act {
     PG_ACT_NONE = 0,

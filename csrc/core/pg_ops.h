@@ -138,4 +138,27 @@ const char *pg_binary_name(int op);
 const char *pg_unary_name(int op);
 const char *pg_reduce_name(int op);
 
+/* addcmul / addcdiv / lerp in one pass (pg_ops_ternary.c): op is a pg_ternary_op; c is NULL
+ * for PG_TERNARY_LERP (value is the weight); float32/float64 */
+pg_status pg_op_ternary(int op, const pg_tensor *a, const pg_tensor *b, const pg_tensor *c,
+                        double value, pg_tensor *out);
+pg_status pg_op_ternary_(int op, const pg_tensor *self, const pg_tensor *b, const pg_tensor *c,
+                         double value);
+
+/* torch.linalg's factorizations through LAPACK (pg_ops_linalg.c): `a` (and `b`) contiguous
+ * float32/float64 cpu tensors of a batch of matrices (.., m, n); the outputs, in order:
+ *   LU        LU (.., n, n), pivots int64 (.., n) 1-based, info int64 (..)
+ *   SOLVE     X (.., n, k) = A^-1 B (b: (.., n, k), the same batch)
+ *   INV       A^-1
+ *   CHOLESKY  L (flag 1: U), the other triangle zero
+ *   QR        Q, R (flag 0 reduced, 1 complete, 2 R only: Q is empty)
+ *   SVD       U, S, Vh (flag 0 reduced, 1 full, 2 S only: U and Vh are empty)
+ *   EIGH      w ascending, V (flag 1: from the upper triangle)
+ *   LSTSQ     X (.., n, k), rank int64 (..), S (.., min(m, n)); param: rcond */
+enum { PG_LINALG_LU, PG_LINALG_SOLVE, PG_LINALG_INV, PG_LINALG_CHOLESKY, PG_LINALG_QR,
+       PG_LINALG_SVD, PG_LINALG_EIGH, PG_LINALG_LSTSQ };
+#define PG_LINALG_MAX_OUT 3
+pg_status pg_op_linalg(int op, const pg_tensor *a, const pg_tensor *b, int flag, double param,
+                       pg_tensor outs[PG_LINALG_MAX_OUT], int *nout);
+
 #endif

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "pg_backend.h"
+#include "pg_profile.h"
 #include "pg_stats.h"
 
 /* bool < integer < float: what promotion and in-place casts compare */
@@ -58,7 +59,12 @@ pg_status pg_launch(const pg_node *node)
     int nout = pg_node_outputs(node, outs);
     for (int i = 0; i < nout; i++)
         pg_storage_note_write(outs[i]->storage);
-    return be->launch(be, dev.index, node);
+    /* pygpu.profiler: an event for the op (0 and one atomic load when not recording); cpu
+     * computes inside the call, the other backends report the device time later */
+    uint64_t prof = pg_profile_op_begin(node);
+    pg_status st = be->launch(be, dev.index, node);
+    pg_profile_op_end(prof, dev.type == PG_DEV_CPU);
+    return st;
 }
 
 pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tensor *b)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pg_backend.h"
+#include "pg_profile.h"
 #include "pg_stats.h"
 
 static pg_status copy_block(const pg_backend *be, int index, int kind, const pg_tensor *src,
@@ -41,6 +42,7 @@ static pg_status copy_block(const pg_backend *be, int index, int kind, const pg_
     uint64_t link = async ? 0 : pg_stats_thread_link_ns() - link0;
     uint64_t wait = async || link > ns ? 0 : ns - link;
     pg_stats_transfer_wait(implicit, wait);
+    pg_profile_copy(pg_tensor_device(src), pg_tensor_device(dst), src, nbytes, t0, t0 + ns, link);
     pg_transfer_hook hook = pg_stats_get_transfer_hook();
     if (!hook)
         return PG_OK;

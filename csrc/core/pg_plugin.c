@@ -17,6 +17,7 @@
 
 #include "pg_async_error.h"
 #include "pg_cuda_extras.h"
+#include "pg_profile.h"
 #include "pg_stats.h"
 
 /* op counts are taken at launch; this adds an op's measured kernel time */
@@ -35,6 +36,8 @@ static const pg_core_api g_core_api = {
     .async_error_record = pg_async_error_record,
     .storage_clear_error = pg_storage_clear_error,
     .tensor_covers_storage = pg_tensor_covers_storage,
+    .profile_current = pg_profile_current,
+    .profile_device = pg_profile_device,
 };
 
 const pg_core_api *pg_core_api_get(void) { return &g_core_api; }

@@ -39,6 +39,7 @@ typedef struct pg_task {
     int nhold;
     pg_storage *hold[PG_TASK_MAX_HOLD]; /* pg_storage_hold'd until the task is done */
     uint64_t seq;
+    uint64_t prof_id; /* the pygpu.profiler event of a node task, 0 when not recording */
 } pg_task;
 
 /* Runs one task: on the worker thread, or on a thread waiting for it. */

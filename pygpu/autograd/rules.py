@@ -14,6 +14,7 @@ import math as _math
 
 from .. import _C, _creation
 from . import rules_math, versions
+from ._broadcast import unbroadcast  # noqa: F401 - rules.unbroadcast, used across pygpu
 
 Tensor = _C.Tensor
 
@@ -24,19 +25,6 @@ _TABLE = {row[0]: (row[1], row[4]) for row in _C._op_table() if row[4] is not No
 def pretty(name):
     row = _TABLE.get(name)
     return row[1] if row else name
-
-
-def unbroadcast(g, shape):
-    """Sum `g` over the axes broadcasting added or stretched, to get `shape`."""
-    shape = tuple(shape)
-    if g.shape == shape:
-        return g
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
-                                      if n == 1 and g.shape[lead + i] != 1)
-    if axes:
-        g = g.sum(axis=axes, keepdims=True)
-    return g.reshape(shape)
 
 
 def _shape(x):

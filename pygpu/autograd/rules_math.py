@@ -8,6 +8,7 @@ version checks of in-place ops (rules.saved)."""
 import math as _math
 
 from .. import _C, _creation
+from ._broadcast import unbroadcast
 
 Tensor = _C.Tensor
 
@@ -21,7 +22,6 @@ def _is_t(x):
 
 
 def _unbroadcast(x, g):
-    from .rules import unbroadcast
     return unbroadcast(g, x.shape) if _is_t(x) else None
 
 

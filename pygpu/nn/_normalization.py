@@ -103,14 +103,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of weight (V, D) at int64 indices input (...) -> (..., D). The row at
-    padding_idx is returned but receives no gradient."""
+    padding_idx is returned but receives no gradient. sparse=True is accepted: the gradient
+    is still a dense tensor, zero in the rows no index looked up (optim.SparseAdam
+    updates only the other rows)."""
     _want_tensor(input, "embedding")
     _want_tensor(weight, "embedding", "weight")
     if input.dtype != int64:
         raise TypeError(f"embedding: indices must be int64, got {input.dtype}")
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
-                                  "supported")
+    if max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError("embedding: max_norm and scale_grad_by_freq are not supported")
     V, D = weight.shape
     idx = input.reshape(-1)
     cols = _creation.arange(V, device=input.device)

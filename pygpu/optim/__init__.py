@@ -1,9 +1,15 @@
-"""pygpu.optim: PyTorch's optimizers, each parameter update one fused op on its device,
-and optim.lr_scheduler."""
+"""pygpu.optim: PyTorch's optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta: each
+parameter update one fused op on its device; NAdam, RAdam, Adamax: a few in-place ops;
+LBFGS with its strong-Wolfe line search; SparseAdam for sparse gradients) and
+optim.lr_scheduler."""
 from .adam import Adam, AdamW
+from .adam_variants import Adamax, NAdam, RAdam
 from .adaptive import Adadelta, Adagrad, RMSprop
+from .lbfgs import LBFGS
+from .sparse_adam import SparseAdam
 from .optimizer import Optimizer
 from .sgd import SGD
 from . import lr_scheduler
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "NAdam",
+           "RAdam", "Adamax", "LBFGS", "SparseAdam", "lr_scheduler"]

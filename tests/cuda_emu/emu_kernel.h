@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <tuple>
@@ -57,6 +58,25 @@ static inline double __dadd_rn(double a, double b) { return a + b; }
 /* device-only math functions (correctly rounded here; the GPU's rsqrtf is within 2 ulp) */
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+/* CUDA's pow and powf are not correctly rounded (2 ulp at most): the first H200 run gave
+ * (-3.0) ** 1.0 = -2.9999999999999996 where glibc gives -3. The kernels' pow is one ulp
+ * toward zero here (except where the result is 0, +-1, inf or NaN), so a kernel that
+ * relies on pow for an exact whole power fails on the emulated device as on the GPU
+ * (csrc/core/pg_pow.h computes those by squaring). Everything <cmath> declares is
+ * included above, so the macros below reach only the kernel files' own calls. */
+static inline double pg_emu_cuda_pow(double x, double y)
+{
+    double r = pow(x, y);
+    return (r == 0 || r == 1 || r == -1 || !isfinite(r)) ? r : nextafter(r, 0.0);
+}
+static inline float pg_emu_cuda_powf(float x, float y)
+{
+    float r = powf(x, y);
+    return (r == 0 || r == 1 || r == -1 || !isfinite(r)) ? r : nextafterf(r, 0.0f);
+}
+#define pow(x, y) pg_emu_cuda_pow(x, y)
+#define powf(x, y) pg_emu_cuda_powf(x, y)
+
 static inline unsigned __float_as_uint(float x)
 {
     unsigned u;

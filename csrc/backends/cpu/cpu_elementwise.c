@@ -20,6 +20,7 @@
 #include "cpu_kernels.h"
 #include "cpu_loops.h"
 #include "cpu_vecmath.h"
+#include "../../core/pg_pow.h"
 
 /* float -> int64 the way x86 (and so NumPy) does, without C's undefined behaviour */
 static inline int64_t f2i(double x)
@@ -44,19 +45,6 @@ static inline int64_t f2i(double x)
     BIN_LOOP(gt_##SUF, T, pg_bool_t, x > y)                                 \
     BIN_LOOP(ge_##SUF, T, pg_bool_t, x >= y)
 
-/* int64 ** int64 by squaring, wrapping like the other int64 ops; a negative exponent
- * gives 1 / x**|y| truncated (0 unless x is 1 or -1), as PyTorch's tensor pow */
-static inline int64_t ipow(int64_t x, int64_t y)
-{
-    if (y < 0)
-        return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)x;
-    for (; y; y >>= 1, b *= b)
-        if (y & 1)
-            r *= b;
-    return (int64_t)r;
-}
-
 #define BIN_BITS(T, SUF)                                                    \
     BIN_LOOP(band_##SUF, T, T, x & y)                                       \
     BIN_LOOP(bor_##SUF, T, T, x | y)                                        \
@@ -68,9 +56,10 @@ BIN_ARITH(float, f32)
 BIN_ARITH(double, f64)
 BIN_LOOP(div_f32, float, float, x / y)
 BIN_LOOP(div_f64, double, double, x / y)
-BIN_LOOP(pow_i64, int64_t, int64_t, ipow(x, y))
-BIN_LOOP(pow_f32, float, float, powf(x, y))
-BIN_LOOP(pow_f64, double, double, pow(x, y))
+/* pg_pow.h: the CUDA kernels' code too, so whole-number powers give the same bits there */
+BIN_LOOP(pow_i64, int64_t, int64_t, pg_ipow(x, y))
+BIN_LOOP(pow_f32, float, float, pg_pow_f32(x, y))
+BIN_LOOP(pow_f64, double, double, pg_pow_f64(x, y))
 BIN_LOOP(land_b, pg_bool_t, pg_bool_t, x & y) /* operands are 0/1 (the `in` column: TOBOOL) */
 BIN_LOOP(lor_b, pg_bool_t, pg_bool_t, x | y)
 BIN_LOOP(lxor_b, pg_bool_t, pg_bool_t, x ^ y)

@@ -7,7 +7,7 @@
 
 #include "cpu_kernels.h"
 
-#define MAX_OPS 3
+#define MAX_OPS 4 /* dst and up to three sources (TERNARY) */
 
 void pg_cpu_iterate(int nops, const pg_tensor *const *ops, char **ptrs_override,
                     pg_cpu_loop_fn loop, const void *arg)

@@ -21,8 +21,10 @@
 #include "cuda_internal.h"
 #include "pg_gemm.h"
 
-pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const pg_gemm *g, const char *op)
+pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_gemm *g,
+                       const char *op)
 {
+    cudaStream_t stream = ctx->stream;
     if (g->epilogue != PG_EPI_NONE || g->act != PG_ACT_NONE)
         return pg_cuda_error(PG_ERR_VALUE,
                              "cuda:%d: %s: a GEMM epilogue (flags %d, activation %d) has no "
@@ -54,17 +56,22 @@ pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const pg_gemm *g,
         cudaDataType_t tab = g->dtype_ab == PG_FLOAT16 ? CUDA_R_16F : CUDA_R_16BF;
         cudaDataType_t tc = g->dtype_c == PG_FLOAT32 ? CUDA_R_32F : tab;
         float alpha = (float)g->alpha, beta = (float)g->beta; /* the compute type's */
+        pg_cuda_note_gemm(ctx, "cublasGemmStridedBatchedEx", tab, tc, CUBLAS_COMPUTE_32F);
         st = cublasGemmStridedBatchedEx(h, op_b, op_a, m, n, k, &alpha, g->b, tab, ldb,
                                         g->stride_b, g->a, tab, lda, g->stride_a, &beta, g->c, tc,
                                         (int)g->ldc, g->stride_c, batch, CUBLAS_COMPUTE_32F,
                                         CUBLAS_GEMM_DEFAULT);
     } else if (g->dtype_c == PG_FLOAT32) {
         float alpha = (float)g->alpha, beta = (float)g->beta;
+        pg_cuda_note_gemm(ctx, "cublasSgemmStridedBatched", CUDA_R_32F, CUDA_R_32F,
+                          ctx->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
         st = cublasSgemmStridedBatched(h, op_b, op_a, m, n, k, &alpha, (const float *)g->b, ldb,
                                        g->stride_b, (const float *)g->a, lda, g->stride_a, &beta,
                                        (float *)g->c, (int)g->ldc, g->stride_c, batch);
     } else {
         double alpha = g->alpha, beta = g->beta;
+        pg_cuda_note_gemm(ctx, "cublasDgemmStridedBatched", CUDA_R_64F, CUDA_R_64F,
+                          CUBLAS_COMPUTE_64F);
         st = cublasDgemmStridedBatched(h, op_b, op_a, m, n, k, &alpha, (const double *)g->b, ldb,
                                        g->stride_b, (const double *)g->a, lda, g->stride_a, &beta,
                                        (double *)g->c, (int)g->ldc, g->stride_c, batch);

@@ -216,9 +216,21 @@ pg_status pg_cuda_stream_join_active(pg_cuda_device *d, cudaStream_t waiter, con
 pg_status pg_cuda_stream_join_current(pg_cuda_device *d, const char *op);
 
 /* 5. cuda_profile.c: NVTX range and kernel timing around one op */
+#define PG_CUDA_PROF_KERNELS 8 /* kernels timed per op; more are counted */
+typedef struct pg_cuda_prof_log {
+    pg_cuda_kernel_log base; /* what ctx->log points at */
+    pg_cuda_device *d;
+    int n, seen;
+    const char *name[PG_CUDA_PROF_KERNELS]; /* string literals of the launchers */
+    int types[PG_CUDA_PROF_KERNELS][3];
+    cudaEvent_t at[PG_CUDA_PROF_KERNELS]; /* recorded before each kernel */
+} pg_cuda_prof_log;
+
 typedef struct pg_cuda_prof {
-    bool nvtx, timed;
+    bool nvtx, timed, stats;
     cudaEvent_t start, end;
+    uint64_t prof_id; /* pygpu.profiler's event of the op, 0 when not recording */
+    pg_cuda_prof_log log;
 } pg_cuda_prof;
 pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const char *op,
                                 pg_cuda_prof *p);
@@ -257,9 +269,9 @@ void pg_cuda_xfer_poll(pg_cuda_device *d, bool wait_oldest);
 
 /* 7. cuda_copy.c */
 pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c);
-/* 7. cuda_gemm.c: run one GEMM descriptor (pg_gemm.h) on `stream` with cuBLAS */
+/* 7. cuda_gemm.c: run one GEMM descriptor (pg_gemm.h) on ctx's stream with cuBLAS */
 struct pg_gemm;
-pg_status pg_cuda_gemm(pg_cuda_device *d, cudaStream_t stream, const struct pg_gemm *g,
+pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const struct pg_gemm *g,
                        const char *op);
 /* 7. The node kinds' launchers, named by their PG_NODE rows' cuda column (pg_ops.def):
  * each lays a node out as the plain arguments of its kernels/ launcher and launches it

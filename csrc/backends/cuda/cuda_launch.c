@@ -108,7 +108,8 @@ pg_status pg_cuda_launch_fill(pg_cuda_device *d, const pg_cuda_ctx *ctx, const p
     if (zero && pg_cuda_iter_contiguous(&it) && it.numel > 0)
         return PG_CUDA_KERNEL_STATUS(
             d, n, "cudaMemsetAsync",
-            cudaMemsetAsync(dst, 0, (size_t)it.numel * pg_cuda_itemsize(n->dst.dtype), ctx->stream));
+            cudaMemsetAsync(dst, 0, (size_t)it.numel * pg_cuda_itemsize(n->dst.dtype),
+                            pg_cuda_noted(ctx, "cudaMemsetAsync")));
     /* a half fill writes the value's bits, rounded once from the double here as the CPU does */
     int64_t i = n->dst.dtype == PG_FLOAT16    ? (int64_t)pg_f16_from_double(f)
                 : n->dst.dtype == PG_BFLOAT16 ? (int64_t)pg_bf16_from_double(f)
@@ -143,6 +144,22 @@ pg_status pg_cuda_launch_binary(pg_cuda_device *d, const pg_cuda_ctx *ctx, const
                                        pg_cuda_tensor_data(&n->src[0]),
                                        scalar ? NULL : pg_cuda_tensor_data(&n->src[1]), &s, &it);
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_binary", err);
+}
+
+/* TERNARY (addcmul, addcdiv, lerp): dst and two or three sources, all of dst's shape */
+pg_status pg_cuda_launch_ternary(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
+{
+    pg_cuda_iter it;
+    bool three = n->nsrc == 3;
+    const int64_t *strides[4] = {n->dst.strides, n->src[0].strides, n->src[1].strides,
+                                 three ? n->src[2].strides : n->src[1].strides};
+    pg_cuda_iter_init(&it, n->dst.ndim, n->dst.shape, three ? 4 : 3, strides);
+    cudaError_t err = pg_kernel_ternary(ctx, n->subop, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
+                                        pg_cuda_tensor_data(&n->src[0]),
+                                        pg_cuda_tensor_data(&n->src[1]),
+                                        three ? pg_cuda_tensor_data(&n->src[2]) : NULL,
+                                        n->p.ternary.value, &it);
+    return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_ternary", err);
 }
 
 pg_status pg_cuda_launch_unary(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
@@ -198,7 +215,7 @@ pg_status pg_cuda_launch_matmul(pg_cuda_device *d, const pg_cuda_ctx *ctx, const
         pg_gemm g;
         pg_gemm_of_matmul(a, b, c, pg_cuda_tensor_data(a), pg_cuda_tensor_data(b),
                           pg_cuda_tensor_data(c), &g);
-        return pg_cuda_gemm(d, ctx->stream, &g, n->name);
+        return pg_cuda_gemm(d, ctx, &g, n->name);
     }
     /* integers: the tiled kernel of kernels/matmul.cu (cuBLAS has no integer GEMM) */
     pg_cuda_matmul_args args = {
@@ -290,9 +307,12 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
     /* compute's own work, queued since this thread's user stream last looked
      * (cuda_stream.c); ops on a user stream count as compute work (q) */
     PG_TRY(pg_cuda_stream_before_op(d, node->name));
-    pg_cuda_ctx ctx = {pg_cuda_work_stream(d), d->sm_count, d->eflags_dev};
+    pg_cuda_ctx ctx = {pg_cuda_work_stream(d), d->sm_count, d->eflags_dev, NULL,
+                       atomic_load(&pg_cuda.allow_tf32)};
     pg_cuda_prof prof;
     PG_TRY(pg_cuda_profile_begin(d, ctx.stream, node->name, &prof));
+    if (prof.prof_id != 0)
+        ctx.log = &prof.log.base;
     pg_status launched = pg_cuda_launch_node(d, &ctx, node);
     pg_cuda_profile_end(d, ctx.stream, &prof, launched == PG_OK);
     PG_TRY(launched);

@@ -15,7 +15,12 @@
  * finished ones go to the core through stats_op_done, so pygpu.stats()
  * reports GPU kernel time per device without adding a host wait. Off by
  * default: two event records per op cost a few microseconds. Not during a
- * graph capture (events recorded there are graph nodes, not timestamps). */
+ * graph capture (events recorded there are graph nodes, not timestamps).
+ *
+ * pygpu.profiler uses the same ring: while it records, each op is timed (whatever
+ * "kernel_timing" says), its launchers note each kernel and library call on a log
+ * (ctx->log, kernels/pg_cuda_kernels.h) that records one more event before each, and
+ * the finished op's time and kernels go to the core's recorder (profile_device). */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,6 +55,9 @@ bool pg_cuda_have_nvtx(void)
 
 typedef struct pg_cuda_timed {
     cudaEvent_t start, end;
+    bool stats;        /* kernel_timing was on: the op's time goes to the stats */
+    uint64_t prof_id;  /* pygpu.profiler's event, 0 when not recording */
+    pg_cuda_prof_log log; /* its kernels (prof_id only) */
 } pg_cuda_timed;
 
 typedef struct pg_cuda_timer {
@@ -67,6 +75,32 @@ static void pg_cuda_timer_init(void)
         pthread_mutex_init(&g_timer[i].lock, NULL);
 }
 
+static int64_t elapsed_ns(cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return (int64_t)((double)ms * 1e6);
+}
+
+/* A finished op's kernels for pygpu.profiler: each from its note to the next (or the op's
+ * end), from the op's start. */
+static int profile_kernels(const pg_cuda_timed *x, pg_profile_kernel *k)
+{
+    for (int i = 0; i < x->log.n; i++) {
+        memset(&k[i], 0, sizeof k[i]);
+        snprintf(k[i].name, sizeof k[i].name, "%s", x->log.name[i]);
+        k[i].in_type = x->log.types[i][0];
+        k[i].out_type = x->log.types[i][1];
+        k[i].compute_type = x->log.types[i][2];
+        k[i].start_ns = elapsed_ns(x->start, x->log.at[i]);
+        k[i].dur_ns = elapsed_ns(x->log.at[i], i + 1 < x->log.n ? x->log.at[i + 1] : x->end);
+    }
+    return x->log.n;
+}
+
 /* Report the finished timed ops of device `d`, after waiting for the oldest one
  * if `wait_oldest` (a full ring). Their events go back to the device's spares
  * (cuda_device.c), so timing costs two event records per op, not two creations
@@ -75,9 +109,11 @@ void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_oldest)
 {
     pthread_once(&g_timer_once, pg_cuda_timer_init);
     pg_cuda_timer *t = &g_timer[d->index];
-    uint64_t ns[PG_CUDA_TIMED_OPS];
-    cudaEvent_t spent[2 * PG_CUDA_TIMED_OPS];
-    int n = 0, nspent = 0;
+    enum { SPENT = (2 + PG_CUDA_PROF_KERNELS) * PG_CUDA_TIMED_OPS };
+    static _Thread_local uint64_t ns[PG_CUDA_TIMED_OPS];
+    static _Thread_local cudaEvent_t spent[SPENT];
+    static _Thread_local pg_cuda_timed done[PG_CUDA_TIMED_OPS];
+    int n = 0, nspent = 0, ndone = 0;
     pthread_mutex_lock(&t->lock);
     for (bool block = wait_oldest; t->count > 0; block = false) {
         pg_cuda_timed *x = &t->ring[t->head];
@@ -86,22 +122,72 @@ void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_oldest)
             (void)cudaGetLastError(); /* else the next launch check reports "not ready" */
             break;
         }
-        float ms = 0;
-        if (err == cudaSuccess && cudaEventElapsedTime(&ms, x->start, x->end) == cudaSuccess)
-            ns[n++] = (uint64_t)((double)ms * 1e6);
-        else
+        if (err != cudaSuccess) {
             (void)cudaGetLastError(); /* the op's own failure surfaces at the next wait */
-        spent[nspent++] = x->start;
-        spent[nspent++] = x->end;
+        } else {
+            if (x->prof_id != 0)
+                done[ndone++] = *x;
+            int64_t e = x->stats ? elapsed_ns(x->start, x->end) : -1;
+            if (e >= 0)
+                ns[n++] = (uint64_t)e;
+        }
+        if (x->prof_id == 0 || err != cudaSuccess) { /* else after the profiler's reading */
+            spent[nspent++] = x->start;
+            spent[nspent++] = x->end;
+            for (int i = 0; i < x->log.n; i++)
+                spent[nspent++] = x->log.at[i];
+        }
         t->head = (t->head + 1) % PG_CUDA_TIMED_OPS;
         t->count--;
     }
     pthread_mutex_unlock(&t->lock);
+    pg_profile_kernel k[PG_CUDA_PROF_KERNELS];
+    for (int j = 0; j < ndone; j++) {
+        pg_cuda_timed *x = &done[j];
+        int nk = profile_kernels(x, k);
+        pg_cuda.core->profile_device(x->prof_id, -1, elapsed_ns(x->start, x->end), k, nk,
+                                     x->log.seen);
+        pg_cuda_event_put(d, x->start);
+        pg_cuda_event_put(d, x->end);
+        for (int i = 0; i < x->log.n; i++)
+            pg_cuda_event_put(d, x->log.at[i]);
+    }
     for (int i = 0; i < nspent; i++) /* outside t->lock: put takes d->lock */
         pg_cuda_event_put(d, spent[i]);
     pg_device dev = {PG_DEV_CUDA, d->index};
     for (int i = 0; i < n; i++)
         pg_cuda.core->stats_op_done(dev, ns[i]);
+}
+
+/* ctx->log's note: an event on the launch's stream before each kernel (the first
+ * PG_CUDA_PROF_KERNELS of the op), and its name and types. */
+static void log_note(pg_cuda_kernel_log *base, cudaStream_t stream, const char *name,
+                     int in_type, int out_type, int compute_type)
+{
+    pg_cuda_prof_log *l = (pg_cuda_prof_log *)base;
+    l->seen++;
+    if (l->n >= PG_CUDA_PROF_KERNELS)
+        return;
+    cudaEvent_t ev;
+    if (pg_cuda_event_get(l->d, name, &ev) != PG_OK)
+        return; /* the profile goes without this kernel's time; the op is unaffected */
+    if (cudaEventRecord(ev, stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        pg_cuda_event_put(l->d, ev);
+        return;
+    }
+    l->name[l->n] = name;
+    l->types[l->n][0] = in_type;
+    l->types[l->n][1] = out_type;
+    l->types[l->n][2] = compute_type;
+    l->at[l->n++] = ev;
+}
+
+static void put_log_events(pg_cuda_device *d, pg_cuda_prof *p)
+{
+    for (int i = 0; i < p->log.n; i++)
+        pg_cuda_event_put(d, p->log.at[i]);
+    p->log.n = 0;
 }
 
 pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const char *op,
@@ -113,8 +199,9 @@ pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const ch
         p->nvtx = true;
     }
     pg_cuda_ustream *u = pg_cuda_current_ustream(d->index);
-    if (!atomic_load_explicit(&pg_cuda.kernel_timing, memory_order_relaxed) ||
-        (u != NULL && u->capture != NULL))
+    bool stats = atomic_load_explicit(&pg_cuda.kernel_timing, memory_order_relaxed);
+    uint64_t prof_id = pg_cuda.core->profile_current();
+    if ((!stats && prof_id == 0) || (u != NULL && u->capture != NULL))
         return PG_OK;
     pthread_once(&g_timer_once, pg_cuda_timer_init);
     pg_cuda_profile_poll(d, false);
@@ -136,6 +223,12 @@ pg_status pg_cuda_profile_begin(pg_cuda_device *d, cudaStream_t stream, const ch
         p->nvtx = false;
     }
     p->timed = st == PG_OK;
+    p->stats = stats;
+    if (p->timed && prof_id != 0) {
+        p->prof_id = prof_id;
+        p->log.base.note = log_note;
+        p->log.d = d;
+    }
     return st;
 }
 
@@ -149,13 +242,19 @@ void pg_cuda_profile_end(pg_cuda_device *d, cudaStream_t stream, pg_cuda_prof *p
         (void)cudaGetLastError();
         pg_cuda_event_put(d, p->start);
         pg_cuda_event_put(d, p->end);
+        put_log_events(d, p);
         return;
     }
     pg_cuda_timer *t = &g_timer[d->index];
     for (;;) {
         pthread_mutex_lock(&t->lock);
         if (t->count < PG_CUDA_TIMED_OPS) {
-            t->ring[(t->head + t->count) % PG_CUDA_TIMED_OPS] = (pg_cuda_timed){p->start, p->end};
+            pg_cuda_timed *x = &t->ring[(t->head + t->count) % PG_CUDA_TIMED_OPS];
+            x->start = p->start;
+            x->end = p->end;
+            x->stats = p->stats;
+            x->prof_id = p->prof_id;
+            x->log = p->log;
             t->count++;
             pthread_mutex_unlock(&t->lock);
             return;

@@ -133,6 +133,7 @@ pg_status pg_cuda_launch_qlinear(pg_cuda_device *d, const pg_cuda_ctx *ctx, cons
         cublasLtHandle_t lt;
         st = pg_cuda_lt_acquire(d, n->name, &lt);
         if (st == PG_OK) {
+            pg_cuda_note_gemm(ctx, "cublasLtMatmul", CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I);
             blas_st = lt_imma(lt, ctx->stream, (const int8_t *)wbytes, a.a_s8, acc, a.M, a.np,
                               a.kp);
             pg_cuda_blas_release(d);

@@ -38,17 +38,17 @@ static pg_cuda_iter flat_iter(int64_t n)
     return it;
 }
 
-/* The kernels of train.cu take every operand in one dtype. Under autocast the
- * core sends mixed ones (csrc/core/pg_ops_train.c): a float16/bfloat16 x and dy
- * with the float32 weight, and, backward, float32 dW and db (wgrad_f32), which
- * must come straight from float32 accumulators, never rounded to 16 bits.
- * Forward: W is rounded into low-dtype scratch first (as the CPU kernels round
- * it while packing), then the low-dtype kernel runs. Backward with float32 dW:
- * the 16-bit operands are widened (exactly) into float32 scratch and the
- * float32 kernel runs, writing dW and db in place and dx into scratch that is
- * rounded once into the 16-bit dx. Without this the kernel read float32 as
- * 16-bit values and wrote float32 results into 16-bit buffers, past their end
- * (found by the emulated device, tests/cuda_emu). */
+/* Under autocast the core sends mixed operands (csrc/core/pg_ops_train.c): a
+ * float16/bfloat16 x and dy with the float32 weight, and, backward, float32 dW and db
+ * (wgrad_f32), which must come straight from float32 accumulators, never rounded to 16
+ * bits. The weight is rounded into 16-bit scratch first, forward and backward (as the
+ * CPU kernels round it while packing, and as PyTorch's autocast casts it), and the
+ * kernels run in the 16-bit dtype: both backward products on the tensor cores, dW
+ * written as float32 by the GEMM itself (train.cu, a.gdtype). Until issue 38 the
+ * backward widened every operand to float32 and ran float32 GEMMs without tensor cores
+ * (0.16x PyTorch on the 4096-wide MLP on the H200); before issue 29 the kernel read the
+ * float32 weight as 16-bit values and wrote float32 results into 16-bit buffers, past
+ * their end (found by the emulated device, tests/cuda_emu). */
 #define PG_LINEAR_SCRATCH 6
 
 typedef struct linear_scratch {
@@ -85,46 +85,26 @@ static pg_status launch_linear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
                                bool backward)
 {
     const pg_tensor *x = &n->src[backward ? 1 : 0], *w = &n->src[backward ? 2 : 1];
-    const int low = x->dtype;
-    /* backward with float32 dW for 16-bit operands: everything in float32 */
-    const bool wide = backward && n->dst.dtype == PG_FLOAT32 && low != PG_FLOAT32;
-    const int dt = wide ? PG_FLOAT32 : low; /* what the kernel computes in */
-    pg_cuda_linear_args a = {.dtype = dt, .act = n->subop};
+    const int dt = x->dtype; /* what the kernels compute in */
+    pg_cuda_linear_args a = {.dtype = dt, .act = n->subop, .gdtype = dt};
     a.n = x->shape[0];
     a.in = x->shape[1];
     a.out = w->shape[0];
-    const int64_t nx = a.n * a.in, ny = a.n * a.out, nw = a.out * a.in;
+    const int64_t nw = a.out * a.in;
     linear_scratch sc = {{NULL}, 0};
     cudaError_t err = cudaSuccess;
     a.x = pg_cuda_tensor_data(x);
     a.w = pg_cuda_tensor_data(w);
     if (w->dtype != dt)
         err = converted(ctx, &sc, a.w, w->dtype, nw, dt, &a.w);
-    if (err == cudaSuccess && x->dtype != dt)
-        err = converted(ctx, &sc, a.x, x->dtype, nx, dt, &a.x);
-    void *dx_low = NULL; /* the 16-bit dx that float32 scratch is rounded into */
     if (backward) {
+        a.gdtype = n->dst.dtype; /* float32 dW and db for 16-bit operands under autocast */
         a.dy = pg_cuda_tensor_data(&n->src[0]);
         a.y = data_or_null(&n->src[3]);
         a.dw = pg_cuda_tensor_data(&n->dst);
         a.dx = data_or_null(&n->extra[0]);
         a.db = data_or_null(&n->extra[1]);
         a.dz = data_or_null(&n->extra[2]);
-        if (wide) {
-            if (err == cudaSuccess)
-                err = converted(ctx, &sc, a.dy, n->src[0].dtype, ny, dt, &a.dy);
-            if (err == cudaSuccess && a.y != NULL) {
-                const void *y32;
-                err = converted(ctx, &sc, a.y, n->src[3].dtype, ny, dt, &y32);
-                a.y = (void *)y32;
-            }
-            if (err == cudaSuccess && a.dz != NULL)
-                err = scratch(ctx, &sc, ny, dt, &a.dz);
-            if (err == cudaSuccess && a.dx != NULL) {
-                dx_low = a.dx;
-                err = scratch(ctx, &sc, nx, dt, &a.dx);
-            }
-        }
     } else {
         a.b = data_or_null(&n->src[2]);
         a.y = pg_cuda_tensor_data(&n->dst);
@@ -139,10 +119,6 @@ static pg_status launch_linear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
                            : pg_kernel_linear_fwd(ctx, blas, &a, &blas_st);
             pg_cuda_blas_release(d);
         }
-    }
-    if (st == PG_OK && err == cudaSuccess && blas_st == CUBLAS_STATUS_SUCCESS && dx_low) {
-        pg_cuda_iter it = flat_iter(nx);
-        err = pg_kernel_copy(ctx, n->extra[0].dtype, dx_low, dt, a.dx, &it);
     }
     for (int i = 0; i < sc.n; i++) /* after the work that reads them, on the same stream */
         if (cudaFreeAsync(sc.p[i], ctx->stream) != cudaSuccess && err == cudaSuccess)

@@ -18,6 +18,7 @@
 
 #include "../../core/pg_async_error.h"
 #include "../../core/pg_ops.h"
+#include "../../core/pg_profile.h"
 #include "../../core/pg_stats.h"
 #include "../../core/pg_stream.h"
 #include "../cpu/cpu_blas.h"
@@ -204,9 +205,12 @@ static void exec_task(void *ctx, pg_task *t)
         d->fault_op[0] = 0;
     }
     pthread_mutex_unlock(&d->lock);
+    uint64_t t0 = t->prof_id ? pg_now_ns() : 0;
     pg_status st = fault ? pg_error_set(PG_ERR_RUNTIME, "simulated device fault "
                                                         "(pygpu.sim.inject_fault)")
                          : pg_cpu_run(d->pool, n);
+    if (t->prof_id) /* pygpu.profiler: the node's time on the device's worker */
+        pg_profile_device(t->prof_id, (int64_t)t0, (int64_t)(pg_now_ns() - t0), NULL, 0, 0);
     if (st != PG_OK) {
         snprintf(msg, sizeof msg, "op '%s' failed on sim:%d: %s", n->name, d->index,
                  pg_error_message());
@@ -326,6 +330,7 @@ static pg_status sim_launch(const pg_backend *be, int index, const pg_node *node
     pg_task t;
     t.kind = 0;
     t.u.node = *node;
+    t.prof_id = pg_profile_current();
     t.ndeps = 0;
     t.nhold = 0;
     pg_storage *reads[PG_NODE_MAX_SRC], *writes[1 + PG_NODE_MAX_EXTRA];
@@ -365,6 +370,7 @@ static pg_status sim_copy(const pg_backend *be, int index, const pg_copy *c)
     pg_task t;
     t.kind = 1;
     t.u.copy = *c;
+    t.prof_id = 0;
     t.ndeps = 0;
     t.nhold = 2;
     t.hold[0] = c->src;

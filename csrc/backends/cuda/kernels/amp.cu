@@ -39,7 +39,8 @@ extern "C" cudaError_t pg_kernel_amp_unscale(const pg_cuda_ctx *ctx, int dtype, 
             return cudaErrorInvalidValue; /* the generic layer sends float gradients only */
         } else {
             using C = pg_calc_t<T>;
-            pg_amp_unscale_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+            pg_amp_unscale_kernel<T>
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_amp_unscale_kernel")>>>(
                 (T *)g, n, (C)inv_scale, found);
             return cudaGetLastError();
         }

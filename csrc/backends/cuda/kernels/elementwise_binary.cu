@@ -110,10 +110,12 @@ static cudaError_t pg_binary_launch(const pg_cuda_ctx *ctx, void *dst, const voi
         }
         unsigned grid = pg_cuda_grid(it->numel, PG_CUDA_BLOCK, ctx);
         if (pg_cuda_iter_contiguous(it))
-            pg_binary_kernel<OP, T, true><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+            pg_binary_kernel<OP, T, true>
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_binary_kernel")>>>(
                 *it, (Out *)dst, (const T *)a, (const T *)b, scalar, mode);
         else
-            pg_binary_kernel<OP, T, false><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+            pg_binary_kernel<OP, T, false>
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_binary_kernel")>>>(
                 *it, (Out *)dst, (const T *)a, (const T *)b, scalar, mode);
         return cudaGetLastError();
     }

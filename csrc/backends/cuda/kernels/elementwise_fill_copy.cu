@@ -61,9 +61,13 @@ extern "C" cudaError_t pg_kernel_fill(const pg_cuda_ctx *ctx, int dtype, void *d
                   : std::is_same<T, uint16_t>::value ? (T)(uint16_t)i
                                                       : pg_cast<T, int64_t>(i);
         if (contig)
-            pg_fill_kernel<T, true><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*it, (T *)dst, value);
+            pg_fill_kernel<T, true>
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_fill_kernel")>>>(
+                    *it, (T *)dst, value);
         else
-            pg_fill_kernel<T, false><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*it, (T *)dst, value);
+            pg_fill_kernel<T, false>
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_fill_kernel")>>>(
+                    *it, (T *)dst, value);
         return cudaGetLastError();
     });
 }
@@ -81,10 +85,12 @@ extern "C" cudaError_t pg_kernel_copy(const pg_cuda_ctx *ctx, int dst_dtype, voi
             using S = decltype(stag);
             if (contig)
                 pg_copy_kernel<D, S, true>
-                    <<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*it, (D *)dst, (const S *)src);
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_copy_kernel")>>>(
+                        *it, (D *)dst, (const S *)src);
             else
                 pg_copy_kernel<D, S, false>
-                    <<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*it, (D *)dst, (const S *)src);
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_copy_kernel")>>>(
+                        *it, (D *)dst, (const S *)src);
             return cudaGetLastError();
         });
     });

@@ -27,10 +27,12 @@ static cudaError_t pg_select_launch(const pg_cuda_ctx *ctx, void *dst, const voi
 {
     unsigned grid = pg_cuda_grid(it->numel, PG_CUDA_BLOCK, ctx);
     if (pg_cuda_iter_contiguous(it))
-        pg_select_kernel<T, true><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+        pg_select_kernel<T, true>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_select_kernel")>>>(
             *it, (T *)dst, (const uint8_t *)cond, (const T *)a);
     else
-        pg_select_kernel<T, false><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+        pg_select_kernel<T, false>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_select_kernel")>>>(
             *it, (T *)dst, (const uint8_t *)cond, (const T *)a);
     return cudaGetLastError();
 }

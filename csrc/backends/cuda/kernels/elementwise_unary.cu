@@ -133,10 +133,12 @@ static cudaError_t pg_unary_launch(const pg_cuda_ctx *ctx, void *dst, const void
         unsigned grid = pg_cuda_grid(it->numel, PG_CUDA_BLOCK, ctx);
         if (pg_cuda_iter_contiguous(it))
             pg_unary_kernel<OP, T, true>
-                <<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*it, (Out *)dst, (const T *)src);
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_unary_kernel")>>>(
+                    *it, (Out *)dst, (const T *)src);
         else
             pg_unary_kernel<OP, T, false>
-                <<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*it, (Out *)dst, (const T *)src);
+                <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_unary_kernel")>>>(
+                    *it, (Out *)dst, (const T *)src);
         return cudaGetLastError();
     }
 }

@@ -211,9 +211,12 @@ extern "C" cudaError_t pg_kernel_index(const pg_cuda_ctx *ctx, const pg_cuda_ind
         return pg_dispatch_dtype_all(a->dtype, [&](auto tag) {
             using T = decltype(tag);
             if (a->subop == PG_CUDA_IDX_MASKED_FILL)
-                pg_masked_fill_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                pg_masked_fill_kernel<T>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_masked_fill_kernel")>>>(*a);
             else
-                pg_index_move_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a, ctx->eflags);
+                pg_index_move_kernel<T>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_index_move_kernel")>>>(
+                        *a, ctx->eflags);
             return cudaGetLastError();
         });
     }
@@ -231,13 +234,16 @@ extern "C" cudaError_t pg_kernel_index(const pg_cuda_ctx *ctx, const pg_cuda_ind
                 return cudaSuccess;
             switch (a->dtype) {
             case PG_FLOAT32:
-                pg_topk_kernel<float><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                pg_topk_kernel<float>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_topk_kernel")>>>(*a);
                 break;
             case PG_FLOAT64:
-                pg_topk_kernel<double><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                pg_topk_kernel<double>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_topk_kernel")>>>(*a);
                 break;
             case PG_INT64:
-                pg_topk_kernel<int64_t><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                pg_topk_kernel<int64_t>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_topk_kernel")>>>(*a);
                 break;
             default:
                 return cudaErrorInvalidValue;
@@ -247,21 +253,27 @@ extern "C" cudaError_t pg_kernel_index(const pg_cuda_ctx *ctx, const pg_cuda_ind
         switch (a->dtype) {
         case PG_FLOAT32:
             if (sort)
-                pg_argsort_kernel<float><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                pg_argsort_kernel<float>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_argsort_kernel")>>>(*a);
             else
-                pg_cumulate_kernel<float, double><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                pg_cumulate_kernel<float, double>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_cumulate_kernel")>>>(*a);
             break;
         case PG_FLOAT64:
             if (sort)
-                pg_argsort_kernel<double><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                pg_argsort_kernel<double>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_argsort_kernel")>>>(*a);
             else
-                pg_cumulate_kernel<double, double><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                pg_cumulate_kernel<double, double>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_cumulate_kernel")>>>(*a);
             break;
         case PG_INT64:
             if (sort)
-                pg_argsort_kernel<int64_t><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                pg_argsort_kernel<int64_t>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_argsort_kernel")>>>(*a);
             else
-                pg_cumulate_kernel<int64_t, int64_t><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+                pg_cumulate_kernel<int64_t, int64_t>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_cumulate_kernel")>>>(*a);
             break;
         default:
             return cudaErrorInvalidValue; /* the generic layer widens the other dtypes */
@@ -269,7 +281,7 @@ extern "C" cudaError_t pg_kernel_index(const pg_cuda_ctx *ctx, const pg_cuda_ind
         return cudaGetLastError();
     }
     case PG_CUDA_IDX_NONZERO:
-        pg_nonzero_kernel<<<1, 1, 0, ctx->stream>>>(*a, ctx->eflags);
+        pg_nonzero_kernel<<<1, 1, 0, pg_cuda_noted(ctx, "pg_nonzero_kernel")>>>(*a, ctx->eflags);
         return cudaGetLastError();
     default:
         return cudaErrorInvalidValue;

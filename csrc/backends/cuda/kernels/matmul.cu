@@ -85,8 +85,8 @@ static bool pg_blas_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, b
 
 /* The cuBLAS call, or false (nothing launched) if the layout does not fit. */
 template <typename T>
-static bool pg_matmul_blas(cublasHandle_t h, int allow_tf32, const pg_cuda_matmul_args *p,
-                           cublasStatus_t *st)
+static bool pg_matmul_blas(const pg_cuda_ctx *ctx, cublasHandle_t h, int allow_tf32,
+                           const pg_cuda_matmul_args *p, cublasStatus_t *st)
 {
     bool a_row, b_row;
     int64_t lda, ldb;
@@ -105,6 +105,12 @@ static bool pg_matmul_blas(cublasHandle_t h, int allow_tf32, const pg_cuda_matmu
     *st = cublasSetMathMode(h, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
     if (*st != CUBLAS_STATUS_SUCCESS)
         return true;
+    if constexpr (std::is_same<T, float>::value)
+        pg_cuda_note_gemm(ctx, "cublasSgemmStridedBatched", CUDA_R_32F, CUDA_R_32F,
+                          allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+    else
+        pg_cuda_note_gemm(ctx, "cublasDgemmStridedBatched", CUDA_R_64F, CUDA_R_64F,
+                          CUBLAS_COMPUTE_64F);
     if constexpr (std::is_same<T, float>::value)
         *st = cublasSgemmStridedBatched(h, op_b, op_a, (int)p->n, (int)p->m, (int)p->k, &one,
                                         (const T *)p->b, (int)ldb, stride_b, (const T *)p->a,
@@ -134,7 +140,7 @@ extern "C" cudaError_t pg_kernel_matmul(const pg_cuda_ctx *ctx, cublasHandle_t b
             return cudaErrorInvalidValue; /* no bool matmul reaches a backend */
         } else {
             if constexpr (std::is_floating_point<T>::value) {
-                if (blas != NULL && pg_matmul_blas<T>(blas, allow_tf32, p, blas_status))
+                if (blas != NULL && pg_matmul_blas<T>(ctx, blas, allow_tf32, p, blas_status))
                     return cudaGetLastError();
             }
             dim3 block(PG_MM_TILE, PG_MM_TILE);
@@ -143,7 +149,8 @@ extern "C" cudaError_t pg_kernel_matmul(const pg_cuda_ctx *ctx, cublasHandle_t b
             dim3 grid((unsigned)(tiles_n < INT_MAX ? tiles_n : INT_MAX),
                       (unsigned)(tiles_m < 65535 ? tiles_m : 65535),
                       (unsigned)(p->batch < 65535 ? p->batch : 65535));
-            pg_matmul_tiled_kernel<T><<<grid, block, 0, ctx->stream>>>(*p);
+            pg_matmul_tiled_kernel<T>
+                <<<grid, block, 0, pg_cuda_noted(ctx, "pg_matmul_tiled_kernel")>>>(*p);
             return cudaGetLastError();
         }
     });

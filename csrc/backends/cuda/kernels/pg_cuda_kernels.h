@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define PG_CUDA_MAX_DIMS 8
-#define PG_CUDA_MAX_OPERANDS 3
+#define PG_CUDA_MAX_OPERANDS 4 /* dst and up to three sources (TERNARY) */
 
 enum {
 #define PG_BINARY(ID, ...) PG_CUDA_BIN_##ID = PG_BIN_##ID,
@@ -60,11 +60,47 @@ typedef struct pg_cuda_eflags {
     long long a, b, c;
 } pg_cuda_eflags;
 
+/* pygpu.profiler's view of a launch (csrc/backends/cuda/cuda_profile.c): while a profile
+ * records, the glue hands each op a log, and every launcher notes each kernel it launches
+ * and each library call it makes, just before it, on the launch's stream (the log records
+ * a CUDA event there, so each kernel's device time is known). A GEMM's note carries the
+ * library's input, output and compute types (cudaDataType_t, cublasComputeType_t); -1
+ * elsewhere. A NULL log (not recording) costs a compare. */
+typedef struct pg_cuda_kernel_log pg_cuda_kernel_log;
+struct pg_cuda_kernel_log {
+    void (*note)(pg_cuda_kernel_log *log, cudaStream_t stream, const char *name, int in_type,
+                 int out_type, int compute_type);
+};
+
 typedef struct pg_cuda_ctx {
     cudaStream_t stream;
     int sm_count;
     pg_cuda_eflags *eflags;
+    pg_cuda_kernel_log *log; /* NULL unless pygpu.profiler records */
+    int tf32;                /* cuBLAS may use TF32 for float32 (option allow_tf32) */
 } pg_cuda_ctx;
+
+static inline void pg_cuda_note_kernel(const pg_cuda_ctx *ctx, const char *name)
+{
+    if (ctx->log)
+        ctx->log->note(ctx->log, ctx->stream, name, -1, -1, -1);
+}
+
+/* The launch configuration's stream argument, noting the kernel first:
+ * `k<<<grid, block, 0, pg_cuda_noted(ctx, "k")>>>(...)`, so no launch site needs a
+ * statement of its own (the configuration is evaluated before the launch). */
+static inline cudaStream_t pg_cuda_noted(const pg_cuda_ctx *ctx, const char *name)
+{
+    pg_cuda_note_kernel(ctx, name);
+    return ctx->stream;
+}
+
+static inline void pg_cuda_note_gemm(const pg_cuda_ctx *ctx, const char *call, int in_type,
+                                     int out_type, int compute_type)
+{
+    if (ctx->log)
+        ctx->log->note(ctx->log, ctx->stream, call, in_type, out_type, compute_type);
+}
 
 /* An N-d iteration space walked in C order, shared by `nops` operands
  * (operand 0 is the destination). Strides are in elements and may be 0 or
@@ -116,6 +152,11 @@ cudaError_t pg_kernel_binary(const pg_cuda_ctx *ctx, int op, int dtype, void *ds
 cudaError_t pg_kernel_unary(const pg_cuda_ctx *ctx, int op, int dtype, void *dst, const void *src,
                           const pg_cuda_iter *it);
 
+/* ternary.cu: addcmul / addcdiv / lerp in one pass (op: pg_ternary_op; c NULL for LERP),
+ * float32 and float64 */
+cudaError_t pg_kernel_ternary(const pg_cuda_ctx *ctx, int op, int dtype, void *dst, const void *a,
+                              const void *b, const void *c, double value, const pg_cuda_iter *it);
+
 /* elementwise_select.cu: dst = cond ? a : dst (where), elements moved by their size
  * (1, 2, 4 or 8 bytes); cond bool, a of dst's dtype, all walked by `it`. */
 cudaError_t pg_kernel_select(const pg_cuda_ctx *ctx, int itemsize, void *dst, const void *cond,
@@ -159,6 +200,7 @@ enum {
 };
 typedef struct pg_cuda_linear_args {
     int dtype, act;
+    int gdtype;          /* backward: dW's and db's dtype, dtype or (16-bit dtype) float32 */
     int64_t n, in, out;  /* batch, in_features, out_features */
     const void *x;       /* (n, in) */
     const void *w;       /* (out, in) */

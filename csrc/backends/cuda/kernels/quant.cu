@@ -146,7 +146,8 @@ extern "C" cudaError_t pg_kernel_qquantize(const pg_cuda_ctx *ctx, const pg_cuda
     int64_t rows = a->M;
     int64_t cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 16) * 8;
     unsigned grid = (unsigned)(rows < cap ? rows : cap);
-    pg_q_quantize_kernel<<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+    pg_q_quantize_kernel
+        <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_q_quantize_kernel")>>>(*a);
     return cudaGetLastError();
 }
 
@@ -156,6 +157,7 @@ extern "C" cudaError_t pg_kernel_qepilogue(const pg_cuda_ctx *ctx, const pg_cuda
     if (total == 0)
         return cudaSuccess;
     unsigned grid = pg_cuda_grid(total, PG_CUDA_BLOCK, ctx);
-    pg_q_epilogue_kernel<<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*a);
+    pg_q_epilogue_kernel
+        <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_q_epilogue_kernel")>>>(*a);
     return cudaGetLastError();
 }

@@ -56,7 +56,9 @@ extern "C" cudaError_t pg_kernel_arange(const pg_cuda_ctx *ctx, int dtype, void 
     unsigned grid = pg_cuda_grid(n, PG_CUDA_BLOCK, ctx);
     return pg_dispatch_dtype_all(dtype, [&](auto tag) {
         using T = decltype(tag);
-        pg_arange_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>((T *)dst, n, start, step);
+        pg_arange_kernel<T>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_arange_kernel")>>>(
+                (T *)dst, n, start, step);
         return cudaGetLastError();
     });
 }
@@ -70,10 +72,12 @@ extern "C" cudaError_t pg_kernel_random(const pg_cuda_ctx *ctx, int kind, int dt
     int normal = kind == PG_CUDA_RANDOM_NORMAL;
     if (dtype == PG_FLOAT32)
         pg_random_kernel<float>
-            <<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>((float *)dst, n, seed, offset, normal);
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_random_kernel")>>>(
+                (float *)dst, n, seed, offset, normal);
     else if (dtype == PG_FLOAT64)
         pg_random_kernel<double>
-            <<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>((double *)dst, n, seed, offset, normal);
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_random_kernel")>>>(
+                (double *)dst, n, seed, offset, normal);
     else
         return cudaErrorInvalidValue; /* the generic layer sends float dtypes only */
     return cudaGetLastError();

@@ -271,18 +271,21 @@ static cudaError_t pg_reduce_split_launch(const pg_cuda_ctx *ctx, void *dst, con
         int64_t blocks = rows * splits;
         int64_t cap = (int64_t)ctx->sm_count * 8;
         unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
-        pg_reduce_split_block_kernel<R, T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+        pg_reduce_split_block_kernel<R, T>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_reduce_split_block_kernel")>>>(
             *outer, part, (const T *)src, len, axis_stride, splits, chunk);
     } else {
         unsigned grid = pg_cuda_grid(rows * splits, PG_CUDA_BLOCK, ctx);
-        pg_reduce_split_thread_kernel<R, T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+        pg_reduce_split_thread_kernel<R, T>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_reduce_split_thread_kernel")>>>(
             *outer, part, (const T *)src, len, axis_stride, splits, chunk);
     }
     err = cudaGetLastError();
     if (err == cudaSuccess) {
         unsigned grid = pg_cuda_grid(rows, PG_CUDA_BLOCK, ctx);
-        pg_reduce_combine_kernel<R><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(*outer, (Out *)dst,
-                                                                           part, splits);
+        pg_reduce_combine_kernel<R>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_reduce_combine_kernel")>>>(
+                *outer, (Out *)dst, part, splits);
         err = cudaGetLastError();
     }
     cudaError_t free_err = cudaFreeAsync(part, ctx->stream);
@@ -312,12 +315,13 @@ static cudaError_t pg_reduce_launch(const pg_cuda_ctx *ctx, void *dst, const voi
             block *= 2;
         int64_t cap = (int64_t)sms * (2048 / block);
         unsigned grid = (unsigned)(rows < cap ? rows : cap);
-        pg_reduce_block_kernel<R, T><<<grid, block, 0, ctx->stream>>>(*outer, (Out *)dst,
-                                                                      (const T *)src, len,
-                                                                      axis_stride);
+        pg_reduce_block_kernel<R, T>
+            <<<grid, block, 0, pg_cuda_noted(ctx, "pg_reduce_block_kernel")>>>(
+                *outer, (Out *)dst, (const T *)src, len, axis_stride);
     } else {
         unsigned grid = pg_cuda_grid(rows, PG_CUDA_BLOCK, ctx);
-        pg_reduce_thread_kernel<R, T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+        pg_reduce_thread_kernel<R, T>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_reduce_thread_kernel")>>>(
             *outer, (Out *)dst, (const T *)src, len, axis_stride);
     }
     return cudaGetLastError();

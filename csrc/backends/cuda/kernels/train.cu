@@ -72,22 +72,29 @@ template <typename T> constexpr cudaDataType_t pg_blas_type()
 /* C (rows x cols, row-major) = op(A) @ op(B) in row-major terms, through cuBLAS's
  * column-major gemm on the transposes: C^T = op(B)^T op(A)^T. ta/tb: whether our A/B
  * are used transposed; lda/ldb: their row-major leading dimensions. Half A and B go
- * to cublasGemmEx (float32 compute, tensor cores), C in T or float32 (TC). */
+ * to cublasGemmEx (float32 compute, tensor cores), C in T or float32 (TC). The call is
+ * noted for pygpu.profiler with its types. */
 template <typename T, typename TC = T>
-static cublasStatus_t pg_gemm_rm(cublasHandle_t h, bool ta, bool tb, int rows, int cols, int k,
-                                 const T *A, int lda, const T *B, int ldb, TC *C)
+static cublasStatus_t pg_gemm_rm(const pg_cuda_ctx *ctx, cublasHandle_t h, bool ta, bool tb,
+                                 int rows, int cols, int k, const T *A, int lda, const T *B,
+                                 int ldb, TC *C)
 {
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     if constexpr (pg_is_half<T>) {
         const float one = 1, zero = 0;
+        pg_cuda_note_gemm(ctx, "cublasGemmEx", pg_blas_type<T>(), pg_blas_type<TC>(),
+                          CUBLAS_COMPUTE_32F);
         return cublasGemmEx(h, opb, opa, cols, rows, k, &one, B, pg_blas_type<T>(), ldb, A,
                             pg_blas_type<T>(), lda, &zero, C, pg_blas_type<TC>(), cols,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     } else if constexpr (std::is_same<T, float>::value) {
         const float one = 1, zero = 0;
+        pg_cuda_note_gemm(ctx, "cublasSgemm", CUDA_R_32F, CUDA_R_32F,
+                          ctx->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
         return cublasSgemm(h, opb, opa, cols, rows, k, &one, B, ldb, A, lda, &zero, C, cols);
     } else {
         const double one = 1, zero = 0;
+        pg_cuda_note_gemm(ctx, "cublasDgemm", CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F);
         return cublasDgemm(h, opb, opa, cols, rows, k, &one, B, ldb, A, lda, &zero, C, cols);
     }
 }
@@ -107,12 +114,13 @@ __global__ void pg_linear_epilogue_kernel(const A *yin, T *y, const T *b, int64_
     }
 }
 
-/* dz = dy * act'(y) (when act), and db's partial sums. Block (32, 8): 32 columns, 8 row
+/* dz = dy * act'(y) (when act), and db's partial sums (db in TG: T, or float32 for the
+ * float32 gradients of a 16-bit layer under autocast). Block (32, 8): 32 columns, 8 row
  * lanes; grid (column tiles, row chunks): block (x, c) takes rows c*8 + lane, stepping
  * 8 * gridDim.y. The 8 lane sums meet in shared memory; the chunk's sum goes to
  * part[c * O + j] (or straight to db when there is one chunk). */
-template <typename T>
-__global__ void pg_linear_prologue_kernel(const T *dy, const T *y, T *dz, T *db, double *part,
+template <typename T, typename TG>
+__global__ void pg_linear_prologue_kernel(const T *dy, const T *y, T *dz, TG *db, double *part,
                                           int64_t N, int64_t O, int act)
 {
     __shared__ double lane[8][33];
@@ -137,19 +145,19 @@ __global__ void pg_linear_prologue_kernel(const T *dy, const T *y, T *dz, T *db,
         if (part)
             part[(int64_t)blockIdx.y * O + j] = s;
         else
-            db[j] = pg_convert<T, double>(s);
+            db[j] = pg_convert<TG, double>(s);
     }
 }
 
 /* db[j] = sum over chunks c of part[c * O + j], in chunk order (reproducible). */
-template <typename T>
-__global__ void pg_bias_grad_finish_kernel(const double *part, T *db, int64_t O, int nchunk)
+template <typename TG>
+__global__ void pg_bias_grad_finish_kernel(const double *part, TG *db, int64_t O, int nchunk)
 {
     for (int64_t j = pg_thread_index(); j < O; j += pg_thread_count()) {
         double s = 0;
         for (int c = 0; c < nchunk; c++)
             s += part[(int64_t)c * O + j];
-        db[j] = pg_convert<T, double>(s);
+        db[j] = pg_convert<TG, double>(s);
     }
 }
 
@@ -169,13 +177,15 @@ extern "C" cudaError_t pg_kernel_linear_fwd(const pg_cuda_ctx *ctx, cublasHandle
             int64_t n = a->n * a->out;
             unsigned grid = pg_cuda_grid(n, PG_CUDA_BLOCK, ctx);
             if (!epilogue || !pg_is_half<T>) {
-                *blas_status = pg_gemm_rm<T>(blas, false, true, N, O, I, (const T *)a->x, I,
+                *blas_status = pg_gemm_rm<T>(ctx, blas, false, true, N, O, I, (const T *)a->x, I,
                                              (const T *)a->w, I, (T *)a->y);
                 if (*blas_status != CUBLAS_STATUS_SUCCESS)
                     return cudaSuccess;
                 if (epilogue)
-                    pg_linear_epilogue_kernel<T, T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
-                        (const T *)a->y, (T *)a->y, (const T *)a->b, n, a->out, a->act);
+                    pg_linear_epilogue_kernel<T, T>
+                        <<<grid, PG_CUDA_BLOCK, 0,
+                           pg_cuda_noted(ctx, "pg_linear_epilogue_kernel")>>>(
+                            (const T *)a->y, (T *)a->y, (const T *)a->b, n, a->out, a->act);
                 return cudaGetLastError();
             }
             /* a half layer with an epilogue: the product in float32, rounded once after it
@@ -185,10 +195,11 @@ extern "C" cudaError_t pg_kernel_linear_fwd(const pg_cuda_ctx *ctx, cublasHandle
             cudaError_t e = cudaMallocAsync((void **)&acc, sizeof(TC) * (size_t)n, ctx->stream);
             if (e != cudaSuccess)
                 return e;
-            *blas_status = pg_gemm_rm<T, TC>(blas, false, true, N, O, I, (const T *)a->x, I,
+            *blas_status = pg_gemm_rm<T, TC>(ctx, blas, false, true, N, O, I, (const T *)a->x, I,
                                              (const T *)a->w, I, acc);
             if (*blas_status == CUBLAS_STATUS_SUCCESS) {
-                pg_linear_epilogue_kernel<T, TC><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                pg_linear_epilogue_kernel<T, TC>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_linear_epilogue_kernel")>>>(
                     acc, (T *)a->y, (const T *)a->b, n, a->out, a->act);
                 e = cudaGetLastError();
             }
@@ -199,6 +210,68 @@ extern "C" cudaError_t pg_kernel_linear_fwd(const pg_cuda_ctx *ctx, cublasHandle
     });
 }
 
+/* The backward of one layer in T, its dW and db in TG (T, or float32 for a 16-bit layer
+ * under autocast, a->gdtype): dz (T) once, then two tensor-core products of 16-bit
+ * operands, dW = dz^T x with float32 accumulators written as float32 (never rounded to 16
+ * bits) and dx = dz W (W rounded to T by the launcher, as the forward's) rounded once to
+ * T, as PyTorch's autocast backward runs them. Until issue 38 the 16-bit operands were
+ * widened to float32 and both products ran in float32 without tensor cores: 87% of a
+ * bf16 step of the 4096-wide MLP on the first H200 run. */
+template <typename T, typename TG>
+static cudaError_t pg_linear_bwd_run(const pg_cuda_ctx *ctx, cublasHandle_t blas,
+                                     const pg_cuda_linear_args *a, cublasStatus_t *blas_status)
+{
+    int N = (int)a->n, I = (int)a->in, O = (int)a->out;
+    const T *dz = (const T *)a->dy;
+    if (a->act != PG_CUDA_ACT_NONE || a->db) {
+        /* enough row chunks to give every SM a few blocks, at least 64 rows each */
+        int64_t tiles = (a->out + 31) / 32;
+        int64_t want = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 16) * 4 / tiles;
+        int64_t chunks = (a->n + 63) / 64;
+        int nchunk = (int)(chunks < want ? chunks : want);
+        if (nchunk < 1 || !a->db)
+            nchunk = 1;
+        if (nchunk > 65535)
+            nchunk = 65535;
+        double *part = NULL;
+        if (nchunk > 1) {
+            cudaError_t e = cudaMallocAsync((void **)&part,
+                                            sizeof(double) * (size_t)nchunk * a->out, ctx->stream);
+            if (e != cudaSuccess)
+                return e;
+        }
+        dim3 block(32, 8), grid((unsigned)tiles, (unsigned)nchunk);
+        pg_linear_prologue_kernel<T, TG>
+            <<<grid, block, 0, pg_cuda_noted(ctx, "pg_linear_prologue_kernel")>>>(
+            (const T *)a->dy, (const T *)a->y, (T *)a->dz, (TG *)a->db, part, a->n, a->out,
+            a->act);
+        cudaError_t e = cudaGetLastError();
+        if (e == cudaSuccess && part) {
+            pg_bias_grad_finish_kernel<TG>
+                <<<pg_cuda_grid(a->out, PG_CUDA_BLOCK, ctx), PG_CUDA_BLOCK, 0,
+                   pg_cuda_noted(ctx, "pg_bias_grad_finish_kernel")>>>(part, (TG *)a->db, a->out,
+                                                                      nchunk);
+            e = cudaGetLastError();
+        }
+        if (part) {
+            cudaError_t f = cudaFreeAsync(part, ctx->stream);
+            if (e == cudaSuccess)
+                e = f;
+        }
+        if (e != cudaSuccess)
+            return e;
+        if (a->act != PG_CUDA_ACT_NONE)
+            dz = (const T *)a->dz;
+    }
+    /* dW (O,I) = dz^T (O,N) @ x (N,I) */
+    *blas_status = pg_gemm_rm<T, TG>(ctx, blas, true, false, O, I, N, dz, O, (const T *)a->x, I,
+                                     (TG *)a->dw);
+    if (*blas_status == CUBLAS_STATUS_SUCCESS && a->dx) /* dx (N,I) = dz (N,O) @ W (O,I) */
+        *blas_status = pg_gemm_rm<T>(ctx, blas, false, false, N, I, O, dz, O, (const T *)a->w, I,
+                                     (T *)a->dx);
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t pg_kernel_linear_bwd(const pg_cuda_ctx *ctx, cublasHandle_t blas,
                                             const pg_cuda_linear_args *a,
                                             cublasStatus_t *blas_status)
@@ -206,57 +279,14 @@ extern "C" cudaError_t pg_kernel_linear_bwd(const pg_cuda_ctx *ctx, cublasHandle
     *blas_status = CUBLAS_STATUS_SUCCESS;
     if (a->n > INT_MAX || a->in > INT_MAX || a->out > INT_MAX)
         return cudaErrorInvalidValue;
-    int N = (int)a->n, I = (int)a->in, O = (int)a->out;
     return pg_dispatch_dtype_all(a->dtype, [&](auto t) -> cudaError_t {
         using T = decltype(t);
         if constexpr (std::is_floating_point<pg_calc_t<T>>::value) {
-            const T *dz = (const T *)a->dy;
-            if (a->act != PG_CUDA_ACT_NONE || a->db) {
-                /* enough row chunks to give every SM a few blocks, at least 64 rows each */
-                int64_t tiles = (a->out + 31) / 32;
-                int64_t want = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 16) * 4 / tiles;
-                int64_t chunks = (a->n + 63) / 64;
-                int nchunk = (int)(chunks < want ? chunks : want);
-                if (nchunk < 1 || !a->db)
-                    nchunk = 1;
-                if (nchunk > 65535)
-                    nchunk = 65535;
-                double *part = NULL;
-                if (nchunk > 1) {
-                    cudaError_t e = cudaMallocAsync((void **)&part,
-                                                    sizeof(double) * (size_t)nchunk * a->out,
-                                                    ctx->stream);
-                    if (e != cudaSuccess)
-                        return e;
-                }
-                dim3 block(32, 8), grid((unsigned)tiles, (unsigned)nchunk);
-                pg_linear_prologue_kernel<T><<<grid, block, 0, ctx->stream>>>(
-                    (const T *)a->dy, (const T *)a->y, (T *)a->dz, (T *)a->db, part, a->n,
-                    a->out, a->act);
-                cudaError_t e = cudaGetLastError();
-                if (e == cudaSuccess && part) {
-                    pg_bias_grad_finish_kernel<T><<<pg_cuda_grid(a->out, PG_CUDA_BLOCK, ctx),
-                                                    PG_CUDA_BLOCK, 0, ctx->stream>>>(
-                        part, (T *)a->db, a->out, nchunk);
-                    e = cudaGetLastError();
-                }
-                if (part) {
-                    cudaError_t f = cudaFreeAsync(part, ctx->stream);
-                    if (e == cudaSuccess)
-                        e = f;
-                }
-                if (e != cudaSuccess)
-                    return e;
-                if (a->act != PG_CUDA_ACT_NONE)
-                    dz = (const T *)a->dz;
-            }
-            /* dW (O,I) = dz^T (O,N) @ x (N,I) */
-            *blas_status = pg_gemm_rm<T>(blas, true, false, O, I, N, dz, O, (const T *)a->x, I,
-                                         (T *)a->dw);
-            if (*blas_status == CUBLAS_STATUS_SUCCESS && a->dx) /* dx (N,I) = dz (N,O) @ W (O,I) */
-                *blas_status = pg_gemm_rm<T>(blas, false, false, N, I, O, dz, O,
-                                             (const T *)a->w, I, (T *)a->dx);
-            return cudaGetLastError();
+            if (a->gdtype == a->dtype)
+                return pg_linear_bwd_run<T, T>(ctx, blas, a, blas_status);
+            if constexpr (pg_is_half<T>)
+                if (a->gdtype == PG_FLOAT32)
+                    return pg_linear_bwd_run<T, float>(ctx, blas, a, blas_status);
         }
         return cudaErrorInvalidValue;
     });
@@ -377,11 +407,14 @@ extern "C" cudaError_t pg_kernel_xent_fwd(const pg_cuda_ctx *ctx, int dtype, con
                                             ctx->stream);
             if (e != cudaSuccess)
                 return e;
-            pg_xent_fwd_kernel<T><<<grid, PG_XENT_BLOCK, 0, ctx->stream>>>(
+            pg_xent_fwd_kernel<T>
+                <<<grid, PG_XENT_BLOCK, 0, pg_cuda_noted(ctx, "pg_xent_fwd_kernel")>>>(
                 (const T *)x, labels, (T *)probs, rowloss, N, C, scale, ctx->eflags);
             e = cudaGetLastError();
             if (e == cudaSuccess) {
-                pg_xent_sum_kernel<T><<<1, PG_XENT_BLOCK, 0, ctx->stream>>>(rowloss, (T *)loss, N);
+                pg_xent_sum_kernel<T>
+                    <<<1, PG_XENT_BLOCK, 0, pg_cuda_noted(ctx, "pg_xent_sum_kernel")>>>(
+                        rowloss, (T *)loss, N);
                 e = cudaGetLastError();
             }
             cudaError_t f = cudaFreeAsync(rowloss, ctx->stream);
@@ -403,8 +436,9 @@ extern "C" cudaError_t pg_kernel_xent_bwd(const pg_cuda_ctx *ctx, int dtype, con
         using T = decltype(t);
         if constexpr (std::is_floating_point<T>::value) {
             pg_xent_bwd_kernel<T><<<pg_cuda_grid(n, PG_CUDA_BLOCK, ctx), PG_CUDA_BLOCK, 0,
-                                    ctx->stream>>>((const T *)probs, labels, (const T *)gloss,
-                                                   (T *)dlogits, n, C, scale, ctx->eflags);
+                                    pg_cuda_noted(ctx, "pg_xent_bwd_kernel")>>>(
+                (const T *)probs, labels, (const T *)gloss, (T *)dlogits, n, C, scale,
+                ctx->eflags);
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
@@ -510,8 +544,9 @@ extern "C" cudaError_t pg_kernel_sgd(const pg_cuda_ctx *ctx, int dtype, void *p,
         using T = decltype(t);
         if constexpr (std::is_floating_point<T>::value) {
             pg_sgd_kernel<T><<<pg_cuda_grid(n, PG_CUDA_BLOCK, ctx), PG_CUDA_BLOCK, 0,
-                               ctx->stream>>>((T *)p, (const T *)g, (T *)buf, n, (T)f[0],
-                                              (T)f[1], (T)f[2], (T)f[3], nesterov, first);
+                               pg_cuda_noted(ctx, "pg_sgd_kernel")>>>(
+                (T *)p, (const T *)g, (T *)buf, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3], nesterov,
+                first);
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
@@ -532,20 +567,23 @@ extern "C" cudaError_t pg_kernel_adam(const pg_cuda_ctx *ctx, int dtype, int kin
             const T *G = (const T *)g;
             switch (kind) {
             case PG_OPTIM_ADAM:
-                pg_adam_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                pg_adam_kernel<T><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adam_kernel")>>>(
                     P, G, S0, S1, i[0] ? S2 : nullptr, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3],
                     (T)f[4], (T)f[5], (int)i[1]);
                 break;
             case PG_OPTIM_RMSPROP:
-                pg_rmsprop_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                pg_rmsprop_kernel<T>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_rmsprop_kernel")>>>(
                     P, G, S0, S1, S2, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3], (T)f[4]);
                 break;
             case PG_OPTIM_ADAGRAD:
-                pg_adagrad_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                pg_adagrad_kernel<T>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adagrad_kernel")>>>(
                     P, G, S0, n, (T)f[0], (T)f[1], (T)f[2]);
                 break;
             case PG_OPTIM_ADADELTA:
-                pg_adadelta_kernel<T><<<grid, PG_CUDA_BLOCK, 0, ctx->stream>>>(
+                pg_adadelta_kernel<T>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adadelta_kernel")>>>(
                     P, G, S0, S1, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3]);
                 break;
             default:

@@ -1,0 +1,15 @@
+"""unbroadcast: a gradient summed back to its operand's shape, shared by the backward
+rules (rules.py, rules_math.py) and the Functions that broadcast."""
+
+
+def unbroadcast(g, shape):
+    """Sum `g` over the axes broadcasting added or stretched, to get `shape`."""
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 and g.shape[lead + i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(shape)

@@ -1,0 +1,9 @@
+"""torch.backends.mps: Apple's Metal backend, which pygpu does not have."""
+
+
+def is_available():
+    return False
+
+
+def is_built():
+    return False

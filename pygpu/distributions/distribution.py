@@ -1,0 +1,154 @@
+"""Distribution: the base class of pygpu.distributions (torch.distributions' interface):
+batch_shape, event_shape, sample / rsample(sample_shape), log_prob, entropy, mean,
+variance, stddev, cdf/icdf where a family has them, expand. Random draws come from the
+device's Philox generator, which pygpu.manual_seed seeds (pygpu.rand / randn)."""
+import math
+
+from .. import _C, _creation
+
+Tensor = _C.Tensor
+
+
+def as_tensor(x, like=None):
+    """A number (or list) as a float tensor on like's device and dtype; a Tensor as it is."""
+    if isinstance(x, Tensor):
+        return x
+    dtype = like.dtype if like is not None and like.dtype.is_floating_point else "float32"
+    device = like.device if like is not None else None
+    return _creation.tensor(x, dtype=dtype, device=device)
+
+
+def broadcast_all(*values):
+    """Tensors (numbers become tensors of the first tensor's dtype and device) broadcast
+    to one shape."""
+    like = next((v for v in values if isinstance(v, Tensor)), None)
+    ts = [as_tensor(v, like) for v in values]
+    shape = ()
+    for t in ts:
+        shape = _broadcast_shape(shape, tuple(t.shape))
+    return [t.expand(*shape) if tuple(t.shape) != shape else t for t in ts]
+
+
+def _broadcast_shape(a, b):
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"distributions: shapes {a} and {b} do not broadcast")
+        out.append(max(x, y) if x and y else 0)
+    return tuple(out)
+
+
+class Distribution:
+    has_rsample = False
+    has_enumerate_support = False
+    arg_constraints = {}
+    support = None
+    _validate_args = False
+
+    def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
+        self._batch_shape = tuple(batch_shape)
+        self._event_shape = tuple(event_shape)
+
+    @staticmethod
+    def set_default_validate_args(value):
+        Distribution._validate_args = bool(value)
+
+    @property
+    def batch_shape(self):
+        return self._batch_shape
+
+    @property
+    def event_shape(self):
+        return self._event_shape
+
+    def _extended_shape(self, sample_shape=()):
+        if isinstance(sample_shape, int):
+            sample_shape = (sample_shape,)
+        return tuple(sample_shape) + self._batch_shape + self._event_shape
+
+    def sample(self, sample_shape=()):
+        """A draw without a gradient (rsample's, detached, where the family has one)."""
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            return self.rsample(sample_shape).detach()
+
+    def rsample(self, sample_shape=()):
+        raise NotImplementedError(f"{type(self).__name__} has no reparameterized sample "
+                                  "(rsample); use sample()")
+
+    def sample_n(self, n):
+        return self.sample((n,))
+
+    def log_prob(self, value):
+        raise NotImplementedError
+
+    def prob(self, value):
+        return _C.exp(self.log_prob(value))
+
+    def entropy(self):
+        raise NotImplementedError
+
+    def cdf(self, value):
+        raise NotImplementedError
+
+    def icdf(self, value):
+        raise NotImplementedError
+
+    def enumerate_support(self, expand=True):
+        raise NotImplementedError
+
+    def perplexity(self):
+        return _C.exp(self.entropy())
+
+    @property
+    def mean(self):
+        raise NotImplementedError
+
+    @property
+    def mode(self):
+        raise NotImplementedError
+
+    @property
+    def variance(self):
+        raise NotImplementedError
+
+    @property
+    def stddev(self):
+        return _C.sqrt(self.variance)
+
+    def expand(self, batch_shape, _instance=None):
+        """The same distribution with its parameters broadcast to batch_shape."""
+        batch_shape = tuple(batch_shape)
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        for name in self._param_names():
+            v = getattr(self, name, None)
+            if isinstance(v, Tensor):
+                extra = tuple(v.shape[len(self._batch_shape):])
+                setattr(new, name, v.expand(*(batch_shape + extra)))
+        new._batch_shape = batch_shape
+        return new
+
+    def _param_names(self):
+        return tuple(self.arg_constraints)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}: {tuple(getattr(self, k).shape) if isinstance(getattr(self, k, None), Tensor) and getattr(self, k).numel() > 1 else getattr(self, k, None)}"
+                         for k in self.arg_constraints if k in self.__dict__)
+        return f"{type(self).__name__}({args})"
+
+
+def sample_uniform(shape, like):
+    """U(0, 1) draws of `shape` with like's dtype and device (Philox, manual_seed's)."""
+    return _creation.rand(*shape, dtype=like.dtype, device=like.device) if shape else \
+        _creation.rand(1, dtype=like.dtype, device=like.device).reshape(())
+
+
+def sample_normal(shape, like):
+    return _creation.randn(*shape, dtype=like.dtype, device=like.device) if shape else \
+        _creation.randn(1, dtype=like.dtype, device=like.device).reshape(())
+
+
+LOG_2PI = math.log(2 * math.pi)

@@ -1,0 +1,145 @@
+"""kl_divergence(p, q) and register_kl, as torch.distributions.kl: a table of closed
+forms keyed by the two types, looked up through the classes' MROs (the most specific
+registered pair wins)."""
+import math
+
+from .. import _C
+from .continuous import Beta, Dirichlet, Gamma, MultivariateNormal, Normal, Uniform
+from .discrete import Bernoulli, Categorical, OneHotCategorical
+from .independent import Independent
+
+_KL = {}
+
+
+def register_kl(type_p, type_q):
+    """@register_kl(P, Q): def kl(p, q) -> Tensor, the closed form of KL(p || q)."""
+    def decorate(fn):
+        _KL[(type_p, type_q)] = fn
+        return fn
+    return decorate
+
+
+def _lookup(tp, tq):
+    best, rank = None, None
+    for i, a in enumerate(tp.__mro__):
+        for j, b in enumerate(tq.__mro__):
+            fn = _KL.get((a, b))
+            if fn is not None and (rank is None or i + j < rank):
+                best, rank = fn, i + j
+    return best
+
+
+def kl_divergence(p, q):
+    fn = _lookup(type(p), type(q))
+    if fn is None:
+        raise NotImplementedError(f"No KL(p || q) is implemented for p type "
+                                  f"{type(p).__name__} and q type {type(q).__name__}")
+    return fn(p, q)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p, q):
+    var_ratio = (p.scale / q.scale) ** 2
+    t1 = ((p.loc - q.loc) / q.scale) ** 2
+    return 0.5 * (var_ratio + t1 - 1.0 - _C.log(var_ratio))
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p, q):
+    result = _C.log((q.high - q.low) / (p.high - p.low))
+    outside = (q.low > p.low) | (q.high < p.high)
+    return _C.where(outside, float("inf"), result)
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p, q):
+    common = p.high - p.low
+    t1 = _C.log(math.sqrt(math.pi * 2) * q.scale / common)
+    t2 = common ** 2 / 12.0
+    t3 = ((p.high + p.low - 2.0 * q.loc) / 2.0) ** 2
+    return t1 + 0.5 * (t2 + t3) / q.scale ** 2
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p, q):
+    def softplus(x):
+        return _C.maximum(x, 0.0) + _C.log1p(_C.exp(-x.abs()))
+    t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
+    t1 = _C.where(q.probs == 0, float("inf"), t1)
+    t1 = _C.where(p.probs == 0, 0.0, t1)
+    t2 = (1.0 - p.probs) * (softplus(q.logits) - softplus(p.logits))
+    t2 = _C.where(q.probs == 1, float("inf"), t2)
+    t2 = _C.where(p.probs == 1, 0.0, t2)
+    return t1 + t2
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p, q):
+    t = p.probs * (p.logits - q.logits)
+    t = _C.where(q.probs == 0, float("inf"), t)
+    t = _C.where(p.probs == 0, 0.0, t)
+    return t.sum(-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehot_onehot(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    a, b, c, d = p.concentration, p.rate, q.concentration, q.rate
+    t1 = c * _C.log(b / d)
+    t2 = _C.lgamma(c) - _C.lgamma(a)
+    t3 = (a - c) * _C.digamma(a)
+    t4 = (d - b) * (a / b)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    a1, b1, a2, b2 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    s1, s2 = a1 + b1, a2 + b2
+    t1 = _C.lgamma(a2) + _C.lgamma(b2) + _C.lgamma(s1)
+    t2 = _C.lgamma(a1) + _C.lgamma(b1) + _C.lgamma(s2)
+    t3 = (a1 - a2) * _C.digamma(a1)
+    t4 = (b1 - b2) * _C.digamma(b1)
+    t5 = (s2 - s1) * _C.digamma(s1)
+    return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    ap, aq = p.concentration, q.concentration
+    sp, sq = ap.sum(-1), aq.sum(-1)
+    t1 = _C.lgamma(sp) - _C.lgamma(sq)
+    t2 = (_C.lgamma(ap) - _C.lgamma(aq)).sum(-1)
+    t3 = ap - aq
+    t4 = _C.digamma(ap) - _C.digamma(sp).unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    from .. import linalg
+    n = p.event_shape[0]
+    half_term1 = q._half_log_det() - p._half_log_det()
+    Lq, Lp = q._unbroadcasted_scale_tril, p._unbroadcasted_scale_tril
+    batch = tuple(p.batch_shape) if len(p.batch_shape) >= len(q.batch_shape) else tuple(q.batch_shape)
+    Lq_b = Lq.expand(*(batch + (n, n)))
+    Lp_b = Lp.expand(*(batch + (n, n)))
+    M = linalg.solve_triangular(Lq_b, Lp_b, upper=False)
+    term2 = (M * M).sum((-2, -1))
+    term3 = q._mahalanobis(p.loc - q.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("KL between Independents with different reinterpreted "
+                                  "batch dimensions")
+    r = kl_divergence(p.base_dist, q.base_dist)
+    for _ in range(p.reinterpreted_batch_ndims):
+        r = r.sum(-1)
+    return r

@@ -1,0 +1,140 @@
+"""optim.NAdam, optim.RAdam, optim.Adamax with PyTorch's update rules, defaults and state
+names (step, exp_avg, exp_avg_sq / exp_inf, mu_product), checked step by step against
+torch.optim in tests/test_pytorch_optim.py.
+
+Each update is a few in-place tensor ops on the parameter's device (lerp_, mul_,
+addcmul_, addcdiv_, maximum), not one fused kernel as SGD/Adam/RMSprop are: these are
+rarer optimizers, and the ops run where the parameter lives with no transfer. The scalar
+schedules (bias corrections, NAdam's momentum products, RAdam's rectification) are Python
+floats, as PyTorch's single-tensor path computes them."""
+import math
+
+from .. import _C
+from .._creation import zeros
+from .optimizer import Optimizer, _check_hyper
+
+
+def _zeros_like(p):
+    return zeros(p.shape, dtype=p.dtype, device=p.device)
+
+
+def _betas(name, betas):
+    b1, b2 = betas
+    if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
+        raise ValueError(f"{name}: invalid beta parameters {betas!r}; each must be in [0, 1)")
+    return float(b1), float(b2)
+
+
+def _refuse_maximize(name, maximize):
+    if maximize:
+        raise NotImplementedError(f"{name}: maximize=True is not supported; negate the loss")
+
+
+class NAdam(Optimizer):
+    """Adam with Nesterov momentum (Dozat): the momentum schedule
+    mu_t = beta1 (1 - 0.5 * 0.96^(t * momentum_decay))."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False):
+        _check_hyper("NAdam", lr=lr, eps=eps, weight_decay=weight_decay,
+                     momentum_decay=momentum_decay)
+        _refuse_maximize("NAdam", maximize)
+        super().__init__(params, dict(lr=lr, betas=_betas("NAdam", betas), eps=eps,
+                                      weight_decay=weight_decay, momentum_decay=momentum_decay,
+                                      decoupled_weight_decay=bool(decoupled_weight_decay),
+                                      maximize=False))
+
+    def _update(self, p, group, state):
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        wd, md = group["weight_decay"], group["momentum_decay"]
+        if "step" not in state:
+            state.update(step=0, mu_product=1.0, exp_avg=_zeros_like(p),
+                         exp_avg_sq=_zeros_like(p))
+        state["step"] += 1
+        step = state["step"]
+        grad = p.grad
+        if wd:
+            if group["decoupled_weight_decay"]:
+                p.mul_(1 - lr * wd)
+            else:
+                grad = grad + p * wd
+        bias_correction2 = 1 - beta2 ** step
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * md))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * md))
+        state["mu_product"] *= mu
+        mu_product = state["mu_product"]
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = (exp_avg_sq / bias_correction2).sqrt() + eps
+        p.addcdiv_(grad, denom, value=-lr * (1 - mu) / (1 - mu_product))
+        p.addcdiv_(exp_avg, denom, value=-lr * mu_next / (1 - mu_product * mu_next))
+
+
+class RAdam(Optimizer):
+    """Adam with the variance of the adaptive rate rectified (Liu et al.): a plain
+    momentum step while the approximated SMA length rho_t is at most 5."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False,
+                 capturable=False, differentiable=False):
+        _check_hyper("RAdam", lr=lr, eps=eps, weight_decay=weight_decay)
+        _refuse_maximize("RAdam", maximize)
+        super().__init__(params, dict(lr=lr, betas=_betas("RAdam", betas), eps=eps,
+                                      weight_decay=weight_decay,
+                                      decoupled_weight_decay=bool(decoupled_weight_decay),
+                                      maximize=False))
+
+    def _update(self, p, group, state):
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if "step" not in state:
+            state.update(step=0, exp_avg=_zeros_like(p), exp_avg_sq=_zeros_like(p))
+        state["step"] += 1
+        step = state["step"]
+        grad = p.grad
+        if wd:
+            if group["decoupled_weight_decay"]:
+                p.mul_(1 - lr * wd)
+            else:
+                grad = grad + p * wd
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        corrected = exp_avg / bias_correction1
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        if rho_t > 5.0:
+            rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf
+                             / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+            adaptive = math.sqrt(bias_correction2) / (exp_avg_sq.sqrt() + eps)
+            p.sub_(corrected * lr * adaptive * rect)
+        else:
+            p.sub_(corrected * lr)
+
+
+class Adamax(Optimizer):
+    """Adam with the infinity norm: exp_inf = max(beta2 * exp_inf, |g| + eps)."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, *,
+                 foreach=None, maximize=False, differentiable=False, capturable=False):
+        _check_hyper("Adamax", lr=lr, eps=eps, weight_decay=weight_decay)
+        _refuse_maximize("Adamax", maximize)
+        super().__init__(params, dict(lr=lr, betas=_betas("Adamax", betas), eps=eps,
+                                      weight_decay=weight_decay, maximize=False))
+
+    def _update(self, p, group, state):
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if "step" not in state:
+            state.update(step=0, exp_avg=_zeros_like(p), exp_inf=_zeros_like(p))
+        state["step"] += 1
+        grad = p.grad
+        if wd:
+            grad = grad + p * wd
+        exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_inf.copy_(_C.maximum(exp_inf * beta2, grad.abs() + eps))
+        clr = lr / (1 - beta1 ** state["step"])
+        p.addcdiv_(exp_avg, exp_inf, value=-clr)

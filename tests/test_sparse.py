@@ -1,0 +1,108 @@
+# test_sparse.py - COO sparse tensors (pygpu/sparse.py) against torch.sparse on every
+# device: construction and its checks, coalesce (sorted, duplicates summed), to_dense,
+# Tensor.to_sparse (hybrid too), the products (sparse.mm, spmm, mm, @ on either side) with
+# their gradients to the dense operand and to the values, sums and arithmetic.
+import numpy as np
+import pytest
+import torch
+
+import pygpu
+
+from _helpers import to_device
+
+IDX = np.array([[0, 1, 1, 2, 0, 3], [2, 0, 2, 1, 2, 3]])
+VAL = np.array([3.0, 4.0, 5.0, 6.0, 1.0, -2.0])
+
+
+def _both(device, idx=IDX, val=VAL, size=(4, 4)):
+    s = pygpu.sparse_coo_tensor(to_device(idx, device), to_device(val, device), size)
+    t = torch.sparse_coo_tensor(torch.tensor(idx), torch.tensor(val), size)
+    return s, t
+
+
+def test_construction_coalesce_and_dense(device):
+    s, t = _both(device)
+    assert s.is_sparse and not s.is_coalesced() and s.shape == (4, 4) and s._nnz() == 6
+    assert s.layout is pygpu.sparse_coo and s.device.type == device.split(":")[0]
+    np.testing.assert_array_equal(s.to_dense().numpy(), t.to_dense().numpy())
+    c, tc = s.coalesce(), t.coalesce()
+    assert c.is_coalesced()
+    np.testing.assert_array_equal(c.indices().numpy(), tc.indices().numpy())
+    np.testing.assert_array_equal(c.values().numpy(), tc.values().numpy())
+    with pytest.raises(RuntimeError, match="uncoalesced tensor, please call .coalesce"):
+        s.indices()
+    # inferred size, hybrid values (nnz, 2), to(dtype)
+    h = pygpu.sparse_coo_tensor(to_device(IDX[:, :3], device), to_device(np.ones((3, 2)), device))
+    assert h.shape == (2, 3, 2) and h.dense_dim() == 1 and h.sparse_dim() == 2
+    assert str(s.to(pygpu.float32).dtype) == "float32"
+    with pytest.raises(RuntimeError, match="size is inconsistent with indices"):
+        pygpu.sparse_coo_tensor(to_device(IDX, device), to_device(VAL, device), (3, 4))
+    with pytest.raises(RuntimeError, match="indices and values must have same nnz"):
+        pygpu.sparse_coo_tensor(to_device(IDX, device), to_device(VAL[:2], device), (4, 4))
+
+
+def test_to_sparse_round_trips(device):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4, 2)) * (rng.random((3, 4, 2)) < 0.4)
+    for k in (None, 1, 2):
+        s = to_device(x, device).to_sparse(k) if k else to_device(x, device).to_sparse()
+        t = torch.tensor(x).to_sparse(k) if k else torch.tensor(x).to_sparse()
+        np.testing.assert_array_equal(s.indices().numpy(), t.indices().numpy(), err_msg=str(k))
+        np.testing.assert_array_equal(s.values().numpy(), t.values().numpy(), err_msg=str(k))
+        np.testing.assert_array_equal(s.to_dense().numpy(), x, err_msg=str(k))
+    assert to_device(x, device).is_sparse is False
+
+
+def test_products_match_torch_with_gradients(device):
+    rng = np.random.default_rng(1)
+    d = rng.standard_normal((4, 3))
+    cases = [
+        ("sparse.mm", lambda m, s, x: m.sparse.mm(s, x)),
+        ("spmm", lambda m, s, x: m.spmm(s, x)),
+        ("mm", lambda m, s, x: m.mm(s, x)),
+        ("matmul operator", lambda m, s, x: s @ x),
+        ("dense @ sparse", lambda m, s, x: x.t() @ s),
+        ("coalesced", lambda m, s, x: m.sparse.mm(s.coalesce(), x)),
+        ("vector", lambda m, s, x: m.mv(s.to_dense(), x[:, 0]) if m is torch else s @ x[:, 0]),
+    ]
+    for label, fn in cases:
+        s, t = _both(device)
+        s = pygpu.sparse_coo_tensor(s._indices(), s._values().detach(), s.shape, requires_grad=True)
+        t = torch.sparse_coo_tensor(t._indices(), t._values().detach(), t.shape, requires_grad=True)
+        xp = to_device(d, device).requires_grad_()
+        xt = torch.tensor(d, requires_grad=True)
+        got, want = fn(pygpu, s, xp), fn(torch, t, xt)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12,
+                                   err_msg=label)
+        proj = rng.standard_normal(tuple(want.shape))
+        (got * to_device(proj, device)).sum().backward()
+        (want * torch.tensor(proj)).sum().backward()
+        np.testing.assert_allclose(xp.grad.numpy(), xt.grad.numpy(), rtol=1e-12,
+                                   err_msg=f"{label}: gradient of the dense operand")
+        if t.grad is not None and label != "vector":  # each stored value's gradient
+            tg = (t.grad.coalesce().to_dense() if t.grad.is_sparse else t.grad).numpy()
+            idx = s._indices().numpy()
+            np.testing.assert_allclose(s.grad.numpy(), tg[idx[0], idx[1]], rtol=1e-12,
+                                       err_msg=f"{label}: gradient of values")
+    s, _ = _both(device)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        pygpu.sparse.mm(s, to_device(np.ones((3, 2)), device))
+
+
+def test_arithmetic_and_sums(device):
+    s, t = _both(device)
+    s2, t2 = _both(device, IDX[:, :2], VAL[:2] * 10)
+    for label, got, want in [
+        ("sum", pygpu.sparse.sum(s), torch.sparse.sum(t)),
+        ("sum dim", pygpu.sparse.sum(s, 1), torch.sparse.sum(t, 1).to_dense()),
+        ("scale", (s * 2.0).to_dense(), (t * 2.0).to_dense()),
+        ("neg", (-s).to_dense(), (-t).to_dense()),
+        ("add", (s + s2).to_dense(), (t + t2).to_dense()),
+        ("add dense", s + to_device(np.ones((4, 4)), device), torch.ones(4, 4, dtype=torch.float64) + t),
+        ("dense add", to_device(np.ones((4, 4)), device) + s, torch.ones(4, 4, dtype=torch.float64) + t),
+        ("t", s.t().to_dense(), t.t().to_dense()),
+    ]:
+        np.testing.assert_allclose(got.numpy(), want.numpy(), err_msg=label)
+    if device != "cpu":
+        c = s.cpu()
+        assert c.device.type == "cpu" and c.to(device).device == s.device
