@@ -12,6 +12,8 @@ Environment knobs (all optional):
                         for a build that ships
   PYGPU_INT8_SIMDE=1    test build, the same for the AVX512_VNNI int8 GEMM
                         (csrc/backends/cpu/cpu_gemm_int8_vnni.c): vpdpbusd through SIMDe
+  PYGPU_COVERAGE=1      test build: the C core instrumented for gcov's line coverage
+                        (build_support/coverage_diff.py compares two test suites with it)
 """
 import glob
 import os
@@ -54,6 +56,10 @@ def core_extension():
         cflags += ["-DPG_BF16_SIMDE=1", "-Wno-psabi"]
     if os.environ.get("PYGPU_INT8_SIMDE") == "1":
         cflags += ["-DPG_INT8_SIMDE=1", "-Wno-psabi"]
+    if os.environ.get("PYGPU_COVERAGE") == "1":
+        # atomic counters: the thread pools run one kernel on several threads at once
+        cflags += ["--coverage", "-fprofile-update=atomic"]
+        ldflags += ["--coverage"]
     blas_lib = scipy_openblas32.get_lib_dir()
     # The rpath serves regular installs (scipy_openblas32/ sits next to pygpu/ in site-packages).
     # Builds into the source tree (pip install -e ., build_ext --inplace) find the library through

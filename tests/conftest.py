@@ -12,6 +12,10 @@
 # not present is a usage error, not a silent skip. Tests that exercise a
 # sim-only feature (asynchrony, fault injection, the link model) use sim
 # directly: sim is always present, so they always run.
+#
+# With PYGPU_NO_SKIP_MISSING=1 (CI's main lane sets it) a skipped test fails unless its
+# reason matches tests/_skip_policy.py's ALLOWED_SKIPS: a module the test extras or CI install (torch, ml_dtypes,
+# mpi4py, ...) that is missing must not pass unseen as a skip.
 import os
 import sys
 
@@ -77,6 +81,21 @@ def pytest_generate_tests(metafunc):
     if "device" in metafunc.fixturenames:
         devices = metafunc.config.stash[_DEVICES]
         metafunc.parametrize("device", devices, ids=[d.replace(":", "") for d in devices])
+    if "other_device" in metafunc.fixturenames:
+        # the selected devices besides cpu (tests/test_ops_devices.py: cpu has its own sum);
+        # cpu alone where cpu is all that was selected, so that no test is left without one
+        devices = [d for d in metafunc.config.stash[_DEVICES] if not d.startswith("cpu")] or ["cpu"]
+        metafunc.parametrize("other_device", devices, ids=[d.replace(":", "") for d in devices])
+    if "kernel_device" in metafunc.fixturenames:
+        # the selected devices with kernels of their own: sim runs the CPU's (through its
+        # queue), so the layouts sum (tests/test_ops_layouts.py) skips it unless it is alone
+        selected = metafunc.config.stash[_DEVICES]
+        devices = [d for d in selected if not d.startswith("sim")] or selected
+        metafunc.parametrize("kernel_device", devices, ids=[d.replace(":", "") for d in devices])
+
+
+# PYGPU_NO_SKIP_MISSING=1: a skip not in _skip_policy.ALLOWED_SKIPS fails (hooks registered here)
+from _skip_policy import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402,F401
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 # test_elementwise_inplace.py - the op table's in-place variants and newer elementwise ops
-# beyond what tests/test_ops_table.py's value rows check: in-place ops write self (no new
+# beyond what the op table's in-place cases (tests/_op_cases.py) check: in-place ops write self (no new
 # memory where the op computes in self's dtype: one node with dst == src0), through views
 # and with aliased operands; PyTorch's dtype, shape and autograd refusals with its messages;
 # and, where PyTorch is installed, values and dtypes against it.

@@ -5,7 +5,7 @@ _C._test_gemm runs one descriptor through the CPU's kernel table and scheduler
 public ops use only in part (beta accumulate, alpha, DACT, BGRAD, strided and
 transposed operands) are checked against NumPy here, for one thread and for
 panels cut over several. The public paths (matmul, linear forward/backward)
-are covered by test_ops_table.py, test_nn.py and test_training_schedule.py."""
+are covered by test_ops_semantics.py and test_ops_layouts.py, test_nn.py and test_training_schedule.py."""
 import itertools
 
 import numpy as np

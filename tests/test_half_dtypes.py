@@ -8,7 +8,7 @@
 # NumPy's own float16 (every one of the 65536 patterns, and narrowing from
 # float32/float64 including ties and subnormals), bfloat16 against the
 # bit-level rule for float32 -> bfloat16 (round to nearest even on the top 16
-# bits, NaN made quiet). The op table (test_ops_table.py) runs every op on both
+# bits, NaN made quiet). The op table (test_ops_semantics.py) runs every op on both
 # half dtypes against NumPy's float16 and float32 references rounded once.
 import numpy as np
 import pytest

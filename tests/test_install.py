@@ -37,10 +37,13 @@ def _readme_commands():
 
 
 def _ci_stage(number):
+    """The lines of the function .ci/run runs as its lane "<number>. ..." """
     with open(CI_SCRIPT) as f:
         text = f.read()
-    stage = re.search(rf'^step "{number}\..*?\n(.*?)^step "', text, re.S | re.M)
-    assert stage, f".ci/run has no stage {number}"
+    call = re.search(rf'^lane "{number}\.[^"]*" (\w+)$', text, re.M)
+    assert call, f".ci/run has no lane {number}"
+    stage = re.search(rf'^{call.group(1)}\(\) {{\n(.*?)^}}', text, re.S | re.M)
+    assert stage, f".ci/run has no function {call.group(1)}"
     return [line.rstrip() for line in stage.group(1).splitlines()]
 
 

@@ -3,11 +3,11 @@
 # Every CPU kernel with vector variants (AVX-512, AVX2, baseline x86-64) picks
 # one from pg_cpu_isa() (csrc/backends/cpu/cpu_vecmath.h), which the
 # environment variable PYGPU_ISA caps. Here each level this CPU has runs, in its
-# own process, every row of the op table (tests/test_ops_table.py) on the cpu
-# device plus vector-sized inputs (where the lanes and tails of the kernels
+# own process, every semantics case of the op table (tests/_op_cases.py, as
+# tests/test_ops_semantics.py runs them) on the cpu device plus vector-sized inputs (where the lanes and tails of the kernels
 # matter), and the results must agree with the highest level's within the
 # row's tolerance class: bitwise for integers and bools, TOL[...] for floats.
-# (The full op table under each forced level, against NumPy, is a CI lane:
+# (The semantics cases under each forced level, against NumPy, are a CI lane:
 # .ci/run "isa variants".)
 import json
 import os
@@ -97,26 +97,29 @@ _WIDE_REDUCE = ("sum", "mean", "max", "min", "argmax")
 
 
 def _dump(path):
-    """Run in a subprocess: every op-table row on cpu and the wide cases -> an .npz."""
-    import test_ops_table as t
+    """Run in a subprocess: every semantics case on cpu and the wide cases -> an .npz."""
+    import _op_cases as oc
+    from op_references import OFF_TABLE, REFS
 
     out, meta = {}, {}
-    for p in t._params():
-        op, dtypes, case = p.values
-        arrays, tensors = t._make_inputs(op, dtypes, case, "cpu")
+    for case in oc.semantics_cases(REFS, OFF_TABLE):
+        if case.ref.kind == "value":
+            continue  # shapes, lengths, Python scalars: not kernel output
+        arrays, tensors = oc.make_inputs(case, "cpu")
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            got = op.fn(*tensors)
-        if op.kind == "value":
-            continue  # shapes, lengths, Python scalars: not kernel output
-        items = got if op.kind == "tensors" else [got]
+            try:
+                got = case.call(*oc._with_scalar(case, tensors), **case.ref.kwargs)
+            except (TypeError, ValueError):
+                continue  # refused at every level (an in-place result self cannot hold, an empty max)
+        items = got if case.ref.kind == "tensors" else [got]
         for k, g in enumerate(items):
-            key = f"{p.id}#{k}"
+            key = f"{case.id}#{k}"
             out[key] = g.numpy()
-            if op.tol == "accumulate" and out[key].dtype.kind == "f":
-                scale = t._reference(op, [np.abs(x.astype(np.float64)) for x in arrays])
+            if case.ref.tol == "accumulate" and out[key].dtype.kind == "f":
+                scale = oc.reference(case, [np.abs(x.astype(np.float64)) for x in arrays])
                 out[key + "#scale"] = np.abs(np.asarray(scale, dtype=np.float64))
-            meta[key] = op.tol
+            meta[key] = case.ref.tol
     rng = np.random.default_rng(7)
     for dtype in ("float32", "float64"):
         for shape in _WIDE_SHAPES:
@@ -153,7 +156,7 @@ def _bf16_to_f32(x):
 
 
 def _agree(ref, got, tol_class, scale, what):
-    from test_ops_table import TOL
+    from _op_cases import TOL
 
     assert got.dtype == ref.dtype and got.shape == ref.shape, what
     if ref.dtype.name == "bfloat16" or (ref.dtype.kind == "V" and ref.dtype.itemsize == 2):

@@ -4,8 +4,8 @@
 # (NaN, +-inf, +-0, the ends of each domain) at vector sizes, where the SIMD kernels'
 # tails and lanes are; int64 division semantics; the compositions (logit(eps), lerp,
 # addcmul, addcdiv, nan_to_num, clamp_min/max, float_power, polygamma, div's
-# rounding_mode); and the errors. Values on the usual inputs are tests/test_ops_table.py's
-# rows. Each test loops over the ops inside (a failure names the op), to keep the count low.
+# rounding_mode); and the errors. Values on the usual inputs are the op table's
+# generated cases (tests/op_references.py). Each test loops over the ops inside (a failure names the op), to keep the count low.
 import math
 
 import numpy as np
@@ -16,7 +16,7 @@ import pygpu
 
 from _helpers import to_device
 
-from test_ops_table import MATH_BINARY, MATH_UNARY
+from op_references import MATH_BINARY, MATH_UNARY
 
 _TORCH_NAME = {"special_i0e": "special.i0e", "special_i1": "special.i1",
                "special_i1e": "special.i1e", "special_ndtr": "special.ndtr",

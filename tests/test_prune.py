@@ -10,6 +10,8 @@ import pygpu
 from pygpu import nn, optim
 from pygpu.nn.utils import prune
 
+from _helpers import run_child
+
 torch = pytest.importorskip("torch")
 tprune = pytest.importorskip("torch.nn.utils.prune")
 
@@ -176,24 +178,71 @@ def test_gradient_is_zero_under_the_mask(device):
 
 
 def test_masked_weight_is_cached_and_follows_the_optimizer(device):
-    m, _ = _twins(device, 16, 8)
-    prune.l1_unstructured(m, "weight", 0.5)
-    hook = next(iter(m._forward_pre_hooks.values()))
-    x = pygpu.tensor(np.ones((3, 16), np.float32)).to(device)
-    with pygpu.no_grad():
-        m(x)
-        first = hook._cache[1]
-        m(x)
-        assert hook._cache[1] is first  # no second multiply while nothing changed
-    opt = optim.SGD(m.parameters(), lr=0.5)
-    m(x).sum().backward()
-    opt.step()
-    y = m(x)  # weight_orig was written: the product is made again
-    assert hook._cache[1] is not first
-    w = _np(m.weight_orig) * _np(m.weight_mask)
-    np.testing.assert_allclose(_np(y), np.ones((3, 16)) @ w.T + _np(m.bias), rtol=1e-5, atol=1e-5)
-    assert np.array_equal(_np(m.weight), w)
-    assert (_np(m.weight)[_np(m.weight_mask) == 0] == 0).all()  # pruned entries stay pruned
+    # the cached product's path, on every CPU: where the GEMM packs the weight itself
+    # (pygpu's AVX2 float32 kernel, the AVX512_BF16 one under autocast) a forward hands it
+    # the mask instead and caches nothing (the next test)
+    fusion = prune._set_mask_fusion(False)
+    try:
+        m, _ = _twins(device, 16, 8)
+        prune.l1_unstructured(m, "weight", 0.5)
+        hook = next(iter(m._forward_pre_hooks.values()))
+        x = pygpu.tensor(np.ones((3, 16), np.float32)).to(device)
+        with pygpu.no_grad():
+            m(x)
+            first = hook._cache[1]
+            m(x)
+            assert hook._cache[1] is first  # no second multiply while nothing changed
+        opt = optim.SGD(m.parameters(), lr=0.5)
+        m(x).sum().backward()
+        opt.step()
+        y = m(x)  # weight_orig was written: the product is made again
+        assert hook._cache[1] is not first
+        w = _np(m.weight_orig) * _np(m.weight_mask)
+        np.testing.assert_allclose(_np(y), np.ones((3, 16)) @ w.T + _np(m.bias), rtol=1e-5, atol=1e-5)
+        assert np.array_equal(_np(m.weight), w)
+        assert (_np(m.weight)[_np(m.weight_mask) == 0] == 0).all()  # pruned entries stay pruned
+    finally:
+        prune._set_mask_fusion(fusion)
+
+
+# The fused path, forced where any AVX2 CPU takes it: PYGPU_ISA=avx2 runs pygpu's own float32
+# kernel, which packs the weight and so takes the mask (pygpu/_train_ops.mask_fusion_pays).
+# This is the path the AVX2 machines CI runs on take by default; the test above once assumed
+# the cached product on every CPU and failed on them.
+_FUSED_CHILD = """
+import numpy as np, pygpu
+from pygpu import nn, optim
+from pygpu.nn.utils import prune
+dev = {device!r}
+assert pygpu.cpu_isa() == "avx2", pygpu.cpu_isa()
+pygpu.manual_seed(0)
+m = nn.Linear(16, 8, device=dev)
+prune.l1_unstructured(m, "weight", 0.5)
+hook = next(iter(m._forward_pre_hooks.values()))
+x = pygpu.tensor(np.ones((3, 16), np.float32)).to(dev)
+np_ = lambda t: t.detach().to("cpu").numpy()
+m(x)
+assert m.__dict__.get("_mask_fused"), "the forward did not hand the mask to the GEMM"
+assert hook._cache is None, "a fused forward kept a product it does not use"
+opt = optim.SGD(m.parameters(), lr=0.5)
+m(x).sum().backward()
+opt.step()
+y = m(x)
+w = np_(m.weight_orig) * np_(m.weight_mask)
+np.testing.assert_allclose(np_(y), np.ones((3, 16)) @ w.T + np_(m.bias), rtol=1e-5, atol=1e-5)
+assert np.array_equal(np_(m.weight), w)  # a read computes the product of the new weight
+assert hook._cache is not None
+m(x)
+assert hook._cache is None  # and the next fused forward lets it go
+print("ok")
+"""
+
+
+def test_a_fused_forward_caches_no_product_and_follows_the_optimizer(device):
+    if pygpu.cpu_isa(detected=True) == "baseline":
+        pytest.skip("this CPU lacks AVX2, whose float32 kernel takes the mask")
+    rc, out, err = run_child(_FUSED_CHILD.format(device=device), env={"PYGPU_ISA": "avx2"})
+    assert rc == 0 and out.strip() == "ok", err[-3000:]
 
 
 def test_forward_runs_no_mask_op_and_moves_nothing(device):

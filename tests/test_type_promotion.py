@@ -24,16 +24,17 @@ def _name(dtype):
 
 @pytest.mark.parametrize("a", DTYPES)
 @pytest.mark.parametrize("b", DTYPES)
-@pytest.mark.parametrize("shapes", [((2,), (2,)), ((2,), ()), ((), (2,)), ((), ())])
-def test_tensor_with_tensor_matches_torch_result_type(device, a, b, shapes):
+def test_tensor_with_tensor_matches_torch_result_type(device, a, b):
     torch = pytest.importorskip("torch")
-    want = _name(torch.result_type(_ones(torch, a, shapes[0]), _ones(torch, b, shapes[1])))
-    x, y = _ones(pygpu, a, shapes[0], device), _ones(pygpu, b, shapes[1], device)
-    op = pygpu.logical_or if want == "bool" else pygpu.maximum  # defined for every dtype
-    got = op(x, y).dtype
-    assert _name(got) == want, (a, b, shapes)
-    if "bool" not in (a, b):
-        assert _name((x + y).dtype) == want
+    # each pairing of dimensioned and 0-d operands (a 0-d one counts only by its kind)
+    for shapes in [((2,), (2,)), ((2,), ()), ((), (2,)), ((), ())]:
+        want = _name(torch.result_type(_ones(torch, a, shapes[0]), _ones(torch, b, shapes[1])))
+        x, y = _ones(pygpu, a, shapes[0], device), _ones(pygpu, b, shapes[1], device)
+        op = pygpu.logical_or if want == "bool" else pygpu.maximum  # defined for every dtype
+        got = op(x, y).dtype
+        assert _name(got) == want, (a, b, shapes)
+        if "bool" not in (a, b):
+            assert _name((x + y).dtype) == want, (a, b, shapes)
 
 
 @pytest.mark.parametrize("a", DTYPES)

@@ -202,6 +202,10 @@ class BasePruningMethod(ABC):
             d.pop(name, None)
             d.setdefault("_lazy_attrs", {})[name] = self.apply_mask
             d["_mask_fused"] = True
+            # the forward needs no product: one cached earlier (apply, or a read of
+            # module.<name>) would only hold a weight-sized tensor that the next optimizer
+            # step makes stale; a read computes it again
+            self._cache = None
             return
         d.pop("_mask_fused", None)
         d.get("_lazy_attrs", {}).pop(name, None)
