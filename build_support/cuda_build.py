@@ -19,7 +19,12 @@ an rpath to the absolute cuBLAS directory and to $ORIGIN/../nvidia/<x>/lib,
 where pip puts the nvidia-cublas wheel next to the installed pygpu package.
 Warnings are errors, -Wl,--no-undefined proves the plugin needs no symbol
 of the core, and only pg_plugin_* are exported. Objects go to a temporary
-directory, never into the source tree.
+directory, never into the source tree; each is also kept in an object cache
+outside the tree (PYGPU_CUDA_CACHE_DIR, else $XDG_CACHE_HOME/pygpu/cuda-objects or
+~/.cache/pygpu/cuda-objects; PYGPU_CUDA_CACHE=0 turns it off), keyed by the
+compiler's version, the command and the content of the source and of every header
+under csrc/, so a rebuild of unchanged sources (`pip install -e .` then
+`pip install -e ".[test]"`) compiles nothing.
 
 Run as a script to build by hand:  python build_support/cuda_build.py OUT.so
 """
@@ -289,6 +294,66 @@ def _run(cmd, verbose):
         print(proc.stdout + proc.stderr, end="", flush=True)
 
 
+def _cache_dir(env=None):
+    """The object cache's directory, or None when PYGPU_CUDA_CACHE=0."""
+    env = os.environ if env is None else env
+    if env.get("PYGPU_CUDA_CACHE") == "0":
+        return None
+    if env.get("PYGPU_CUDA_CACHE_DIR"):
+        return env["PYGPU_CUDA_CACHE_DIR"]
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pygpu", "cuda-objects")
+
+
+def _headers_digest(repo_root):
+    """One hash over every header under csrc/ (a kernel may include any of them)."""
+    import hashlib
+    h = hashlib.sha256()
+    for path in sorted(glob.glob(os.path.join(repo_root, "csrc", "**", "*.h*"), recursive=True)):
+        h.update(os.path.relpath(path, repo_root).encode())
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def _object_key(cmd, obj, src, tool_version, headers):
+    """The cache key of one object: the command (its output path left out), the
+    compiler's version, the source's bytes and the headers' digest."""
+    import hashlib
+    h = hashlib.sha256()
+    h.update("\0".join(c for c in cmd if c != obj).encode())
+    h.update(tool_version.encode())
+    h.update(headers.encode())
+    with open(src, "rb") as f:
+        h.update(f.read())
+    return h.hexdigest()
+
+
+def _compile_cached(cmd, obj, key, cache, verbose):
+    """Compile unless the cache holds the object; then store it (atomically)."""
+    cached = os.path.join(cache, key + ".o") if cache else None
+    if cached and os.path.isfile(cached):
+        shutil.copyfile(cached, obj)
+        return
+    _run(cmd, verbose)
+    if cached:
+        try:
+            os.makedirs(cache, exist_ok=True)
+            staged = "{}.{}.tmp".format(cached, os.getpid())
+            shutil.copyfile(obj, staged)
+            os.replace(staged, cached)
+        except OSError:
+            pass  # a cache that cannot be written is only a slower next build
+
+
+def _tool_version(tool):
+    try:
+        out = subprocess.run(tool + ["--version"], capture_output=True, text=True, timeout=60)
+        return out.stdout + out.stderr
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def _is_temporary(path):
     tmp = os.path.realpath(tempfile.gettempdir())
     real = os.path.realpath(path)
@@ -323,18 +388,25 @@ def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False
     if not sources:
         raise CudaBuildError(f"no CUDA plugin sources under {repo_root}")
     build_dir = tempfile.mkdtemp(prefix="pygpu-cuda-build-")
+    cache = _cache_dir()
+    headers = _headers_digest(repo_root) if cache else ""
+    versions = {"nvcc": _tool_version([toolkit["nvcc"]]) if cache else "",
+                "cc": _tool_version(cc) if cache else ""}
     try:
         jobs = []
         for i, src in enumerate(sources):
             obj = os.path.join(build_dir, f"{i:02d}_{os.path.basename(src)}.o")
             if src.endswith(".cu"):
                 cmd = [toolkit["nvcc"]] + nvcc_flags + includes + ["-c", src, "-o", obj]
+                key = _object_key(cmd, obj, src, versions["nvcc"], headers)
             else:
                 cmd = cc + c_flags + includes + ["-c", src, "-o", obj]
-            jobs.append((cmd, obj))
+                key = _object_key(cmd, obj, src, versions["cc"], headers)
+            jobs.append((cmd, obj, key))
         t0 = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            futures = [pool.submit(_run, cmd, verbose) for cmd, _ in jobs]
+            futures = [pool.submit(_compile_cached, cmd, obj, key, cache, verbose)
+                       for cmd, obj, key in jobs]
             for f in futures:
                 f.result()  # re-raises the first CudaBuildError
         # the absolute cuBLAS directory, unless it is pip's temporary build
@@ -346,7 +418,7 @@ def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False
         else:
             rpaths.append("$ORIGIN/../nvidia/cu13/lib")
         tmp_out = os.path.join(build_dir, os.path.basename(out_path))
-        link = cc + ["-shared", "-o", tmp_out] + [obj for _, obj in jobs] + [
+        link = cc + ["-shared", "-o", tmp_out] + [obj for _, obj, _ in jobs] + [
             "-L" + toolkit["lib64"], "-lcudart_static", cublas["library"]] + (
             [_cublaslt_lib(cublas["lib"])] if _cublaslt_lib(cublas["lib"]) else []) + [
             "-lstdc++", "-ldl", "-lpthread", "-lrt", "-lm",
