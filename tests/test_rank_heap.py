@@ -28,7 +28,9 @@ print("faults", (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - r0) / 20)
 
 
 def _run(env_extra):
-    env = dict(os.environ, PYTHONPATH=ROOT, **env_extra)
+    # PYGPU_HOST_CACHE_MB=0: pygpu's own host cache (docs/devices.md) would keep these 1 MB
+    # blocks itself and never hand them to glibc, which is what is measured here
+    env = dict(os.environ, PYTHONPATH=ROOT, PYGPU_HOST_CACHE_MB="0", **env_extra)
     for k in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "PYGPU_KEEP_HEAP"):
         if k not in env_extra:
             env.pop(k, None)
