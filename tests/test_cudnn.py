@@ -16,7 +16,7 @@ from pygpu.nn import functional as F
 from _helpers import run_child
 
 torch = pytest.importorskip("torch")
-needs_cuda = pytest.mark.skipif(not pygpu.cuda.is_available(), reason="needs cuda (a GPU or "
+needs_cuda = pytest.mark.skipif(not pygpu.cuda.is_available(), reason="needs a CUDA GPU (or "
                                 "the emulated device of tests/cuda_emu)")
 rng = np.random.default_rng(36)
 

@@ -1,9 +1,13 @@
 """manifest.py - the corpus of real PyTorch programs: where each comes from and what was
 edited (tests/corpus/run_corpus.py runs them; tests/test_corpus.py is the lane).
 
-Each entry: name and file (tests/corpus/programs/), the source repository, path and
-commit, its license, the edits made for pygpu (the import spelling, downloads replaced by
-random tensors of the same shapes, epochs and sizes cut, and any fix the program needs to
+The programs are not in the repository (fetched code is never committed): a developer
+keeps the edited copies in tests/corpus/programs/ (git-ignored) or the folder PYGPU_CORPUS_DIR
+names, fetched from these sources (docs/pytorch.md, "The corpus").
+
+Each entry: name and file, the source repository, path and commit, its license, the
+edits made for pygpu (the import spelling, downloads replaced by random tensors of the same
+shapes, epochs and sizes cut, and any fix the program needs to
 run on current PyTorch itself), `needs` (what pygpu lacks for it, with the issue whose
 branch brings it: empty when it runs to the end), and `compare` (its printed numbers are
 compared with the same program run under torch from the same random stream:
@@ -246,9 +250,7 @@ PROGRAMS = [
             "2 epochs cut to 1",
             "log every 2 steps, not 100"
         ],
-        "needs": [
-            "nn.LSTM: issue 37 (seq37)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.005,
         "atol": 1e-05,
@@ -268,9 +270,7 @@ PROGRAMS = [
             "2 epochs cut to 1",
             "log every 2 steps, not 100"
         ],
-        "needs": [
-            "nn.LSTM (bidirectional): issue 37 (seq37)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.005,
         "atol": 1e-05,
@@ -411,9 +411,7 @@ PROGRAMS = [
             "MNIST replaced by TensorDatasets of random 1x28x28 images (256 train, 128 test)",
             "14 epochs cut to 1"
         ],
-        "needs": [
-            "nn.LSTM: issue 37 (seq37)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.005,
         "atol": 1e-05,
@@ -520,9 +518,7 @@ PROGRAMS = [
             "1000 predicted steps cut to 100",
             "torch.load of a pickled NumPy array given weights_only=False (PyTorch 2.6's default refuses it: the original fails on torch too)"
         ],
-        "needs": [
-            "nn.LSTMCell: issue 37 (seq37)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.005,
         "atol": 1e-05,

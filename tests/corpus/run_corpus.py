@@ -11,9 +11,15 @@ program's global settings stay its own) from a scratch directory, and returns
 (returncode, stdout, stderr). With same_random, tests/corpus/same_random.py gives both
 runs one random stream; compare() then checks every number the two runs printed.
 
+The programs themselves are not in the repository (they are other projects' code, and
+fetched code is never committed): they are read from tests/corpus/programs/ (git-ignored),
+or from the folder PYGPU_CORPUS_DIR names. missing() says which are absent, and
+where_from() how to get them (docs/pytorch.md, "The corpus").
+
     python tests/corpus/run_corpus.py                 # every program, a table of results
     python tests/corpus/run_corpus.py ex_gat tut_polynomial_optim --show   # some, with output
     python tests/corpus/run_corpus.py --table         # docs/pytorch.md's table, from the manifest
+    python tests/corpus/run_corpus.py --sources       # git commands that fetch the originals
 """
 import os
 import re
@@ -23,10 +29,53 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PROGRAMS = os.path.join(HERE, "programs")
+PROGRAMS = os.environ.get("PYGPU_CORPUS_DIR") or os.path.join(HERE, "programs")
 sys.path.insert(0, HERE)
 
 from manifest import PROGRAMS as MANIFEST  # noqa: E402
+
+
+def listed_files():
+    """Every file the manifest names: the programs and their sibling modules."""
+    return [e["file"] for e in MANIFEST] + [w for e in MANIFEST for w in e.get("with", ())]
+
+
+def missing():
+    """The listed files the programs folder lacks (all of them in a fresh clone)."""
+    return [f for f in listed_files() if not os.path.isfile(os.path.join(PROGRAMS, f))]
+
+
+def where_from(absent):
+    """What to tell a developer whose programs folder lacks `absent`."""
+    names = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
+    return (f"the corpus programs are missing from {PROGRAMS}: {names} "
+            f"({len(absent)} of {len(listed_files())} files). They are not in the repository: "
+            f"they are copies of other projects' code (pytorch/examples, pytorch/tutorials, "
+            f"yunjey/pytorch-tutorial, jcjohnson/pytorch-examples), and fetched code is never "
+            f"committed. Copy an edited set into that folder (or point PYGPU_CORPUS_DIR at "
+            f"one), or rebuild it: `python tests/corpus/run_corpus.py --sources` prints the git "
+            f"commands that fetch each original at the manifest's commit; then make the edits "
+            f"tests/corpus/manifest.py lists for it (docs/pytorch.md, \"The corpus\").")
+
+
+def sources(folder="corpus-sources"):
+    """Shell commands that fetch every original (and its sibling modules) at its manifest
+    commit into PROGRAMS, under the manifest's file names, unedited: the edits, and the
+    header naming the source and its license, are then made by hand as the manifest says."""
+    lines, cloned = [f"mkdir -p {folder} {PROGRAMS}"], set()
+    for e in MANIFEST:
+        repo = e["repo"]
+        clone = os.path.join(folder, repo.replace("/", "__"))
+        if repo not in cloned:
+            cloned.add(repo)
+            lines.append(f"git clone -q https://github.com/{repo} {clone}")
+        # a sibling module `<program>__<name>.py` is <name>.py beside the program's source
+        for name, path in [(e["file"], e["path"])] + [
+                (w, os.path.dirname(e["path"]) + "/" + w.split("__", 1)[1])
+                for w in e.get("with", ())]:
+            lines.append(f"git -C {clone} show {e['commit']}:{path} > "
+                         f"{os.path.join(PROGRAMS, name)}")
+    return "\n".join(lines) + "\n"
 
 # `import pygpu as torch`, `from pygpu import nn`, `import pygpu.nn.functional as F`, ...
 _IMPORT = re.compile(r"^(\s*)(import|from)\s+pygpu(\b[\w.]*)(.*)$")
@@ -130,8 +179,9 @@ def table():
                                       " (" + e["note"] + ")")
         rows.append(f"| `{e['name']}` | {e['repo']}/{e['path']} | {res} |")
     ran = sum(1 for e in MANIFEST if not e["needs"])
-    rows += ["", f"{ran} of {len(MANIFEST)} run to the end today; the other "
-             f"{len(MANIFEST) - ran} stop at what another branch is adding."]
+    rest = len(MANIFEST) - ran
+    rows += ["", f"{ran} of {len(MANIFEST)} run to the end today" +
+             (f"; the other {rest} stop at what pygpu still lacks." if rest else ".")]
     return "\n".join(rows) + "\n"
 
 
@@ -139,9 +189,15 @@ def main(argv):
     if "--table" in argv:
         print(table(), end="")
         return
+    if "--sources" in argv:
+        print(sources(), end="")
+        return
     show = "--show" in argv
     names = [a for a in argv if not a.startswith("--")]
     entries = [e for e in MANIFEST if not names or e["name"] in names]
+    absent = missing()
+    if absent:
+        sys.exit(where_from(absent))
     ran = 0
     for e in entries:
         rc, out, err = run(e, "pygpu", same_random=e.get("compare", False))

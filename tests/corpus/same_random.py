@@ -7,15 +7,18 @@ distributions but not the same numbers. For a comparison run, install(lib) repla
 source of randomness a program reaches, in whichever library it runs on, with draws from
 one NumPy stream (PCG64, seed 1234) taken in float64 and cast to the dtype asked for:
   torch: rand, randn, randint, randperm, rand_like, randn_like, Tensor.uniform_/normal_/
-         bernoulli_ (nn.init's draws), F.dropout's mask, RandomSampler's order;
-  pygpu: _creation.rand/randn (every draw pygpu makes goes through them: factories, nn.init,
-         layers' initialisation, dropout, randint, randperm) and RandomSampler's order;
+         bernoulli_ (nn.init's draws), F.dropout's and F.dropout1d/2d/3d's masks,
+         RandomSampler's order;
+  pygpu: _creation.rand/randn, wherever a pygpu module bound them (every draw pygpu makes
+         goes through them: factories, nn.init, layers' initialisation, dropout, randint,
+         randperm) and RandomSampler's order;
   both:  Python's random and NumPy's global generator are seeded.
 Each replacement draws exactly as the library's own code uses the numbers (uniform_ is
 a + (b - a) u, dropout keeps u >= p, randint floors (high - low) u, randperm sorts u), so
 the two runs see equal values. This is a test harness: the shipped pygpu knows nothing of it.
 """
 import random
+import sys
 
 import numpy as np
 
@@ -68,8 +71,15 @@ def _install_pygpu():
         fn.__name__ = own.__name__
         return fn
 
-    _creation.rand = pygpu.rand = make(uniform, own_rand)
-    _creation.randn = pygpu.randn = make(normal, own_randn)
+    # every module that bound rand/randn by name at its import (the recurrent layers, the
+    # attention ops: `from ._creation import rand`) gets the replacement too
+    swap = {own_rand: make(uniform, own_rand), own_randn: make(normal, own_randn)}
+    for name, module in list(sys.modules.items()):
+        if name == "pygpu" or name.startswith("pygpu."):
+            for attr in ("rand", "randn"):
+                own = getattr(module, attr, None)
+                if own in swap:
+                    setattr(module, attr, swap[own])
     sampler.RandomSampler.permutation = lambda self: permutation(self.n)
 
 
@@ -130,8 +140,24 @@ def _install_torch():
     torch.rand, torch.randn, torch.randint, torch.randperm = rand, randn, randint, randperm
     torch.rand_like, torch.randn_like = like(uniform), like(normal)
     torch.Tensor.uniform_, torch.Tensor.normal_ = uniform_, normal_
+    def feature_dropout(batched_when):
+        # whole channels: one draw per (sample, channel), as pygpu's _feature_dropout
+        def fn(input, p=0.5, training=True, inplace=False):
+            if not training or p == 0.0:
+                return input
+            batched = batched_when(input.dim())
+            x = input if batched else input.unsqueeze(0)
+            shape = tuple(x.shape[:2]) + (1,) * (x.dim() - 2)
+            keep = torch.tensor(uniform(shape), dtype=torch.float32) >= p
+            out = x * (keep.to(x.dtype) * (1.0 / (1.0 - p)))
+            return out if batched else out.squeeze(0)
+        return fn
+
     torch.Tensor.bernoulli_ = bernoulli_
     F.dropout = dropout
+    F.dropout1d = feature_dropout(lambda nd: nd == 3)
+    F.dropout2d = feature_dropout(lambda nd: nd >= 2)  # torch takes a 2-D or 3-D input as (N, C, ...)
+    F.dropout3d = feature_dropout(lambda nd: nd == 5)
 
     def sampler_iter(self):
         n = len(self.data_source)
