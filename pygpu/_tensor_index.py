@@ -16,7 +16,7 @@ ints, slices, ... and None, which are views) come here through _C._set_index_hoo
 from . import _C
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
-from ._tensor_reduce import _SORT_T, _TOPK_T
+from ._tensor_reduce import _SORT_T, _TOPK_T, Gather
 from ._tensor_views import norm_dim
 
 Tensor = _C.Tensor
@@ -43,25 +43,12 @@ def _one_d(op, t):
 
 # ---- gather / scatter ---------------------------------------------------------------------
 
-class _GatherFn(Function):
-    @staticmethod
-    def forward(ctx, x, dim, index):
-        ctx.shape, ctx.dim, ctx.index = x.shape, dim, index
-        return _C._gather(x, dim, index)
-
-    @staticmethod
-    def backward(ctx, g):
-        out = _zeros(ctx.shape, g)
-        _C._scatter(1, out, ctx.dim, ctx.index, g)
-        return out, None, None
-
-
 def gather(self, dim, index, *, sparse_grad=False):
     if self.ndim == 0 and index.ndim == 0:
         return gather(self.reshape(1), 0, index.reshape(1)).reshape(())
     d = norm_dim("gather", dim, self.ndim)
     if _needs_grad(self):
-        return _GatherFn.apply(self, d, index)
+        return Gather.apply(self, d, index)
     return _C._gather(self, d, index)
 
 
@@ -353,7 +340,7 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
         raise RuntimeError(f"topk: selected index k ({k}) out of range for dimension {d} of "
                            f"size {x.shape[d]}")
     idx = _C._topk(x, d, k, bool(largest))  # sorted; ties in input order
-    vals = _GatherFn.apply(x, d, idx) if _needs_grad(x) else _C._gather(x, d, idx)
+    vals = Gather.apply(x, d, idx) if _needs_grad(x) else _C._gather(x, d, idx)
     if was0:
         return _TOPK_T(vals.reshape(()), idx.reshape(()))
     return _TOPK_T(vals, idx)

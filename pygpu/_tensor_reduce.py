@@ -48,8 +48,10 @@ def _cast(t, dtype):
     return t if dtype is None else t.to(dtype=dtype)
 
 
-class _Gather(Function):
-    """values at argmax/argmin: the gradient goes to the chosen element only."""
+class Gather(Function):
+    """x's values at idx along dim (the INDEX node's gather) with its backward, a scatter-add
+    into zeros: gather (_tensor_index.py) and the values at argmax/argmin (here, below
+    _tensor_index in the layers) both record this one Function."""
     @staticmethod
     def forward(ctx, x, dim, idx):
         ctx.shape, ctx.dim, ctx.idx = x.shape, dim, idx
@@ -97,7 +99,7 @@ def _extreme(self, largest, dim, keepdim, axis, keepdims, other):
         return (_MAX_T if largest else _MIN_T)(self, _arg_extreme(self, 0, False, largest))
     idx = _arg_extreme(self, d, True, largest)
     if self.requires_grad and is_grad_enabled():
-        vals = _Gather.apply(self, d, idx)
+        vals = Gather.apply(self, d, idx)
     else:
         vals = _C._gather(self, d, idx)
     if not keepdim:

@@ -10,6 +10,7 @@ strides can describe). When the input requires grad, the view is recorded throug
 autograd Function whose backward maps the gradient back to the input's shape. Installed
 into the Tensor type by pygpu/_tensor_surface.py."""
 from . import _C
+from .autograd._broadcast import unbroadcast
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
 
@@ -298,14 +299,7 @@ def movedim(self, source, destination):
 # ---- expand -------------------------------------------------------------------------------
 
 def _unbroadcast(shape):
-    def back(g):
-        lead = g.ndim - len(shape)
-        axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
-                                          if n == 1 and g.shape[lead + i] != 1)
-        if axes:
-            g = g.sum(axis=axes, keepdims=True)
-        return g.reshape(shape)
-    return back
+    return lambda g: unbroadcast(g, shape)
 
 
 def expand(self, *sizes):
