@@ -19,6 +19,18 @@ pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tens
 /* Run or queue one prepared node on the device of its dst (counts the op). */
 pg_status pg_launch(const pg_node *node);
 
+/* The last step of a node built from prepared sources (pg_ops_elementwise.c): when its
+ * `nsrc` sources were prepared (st is PG_OK) and dst has elements, run the node writing
+ * dst; then release the sources' references, and `fresh` (the new result the op allocated,
+ * or NULL) too if anything failed. Returns st, or the launch's status. */
+pg_status pg_launch_and_clear(pg_node *n, int nsrc, const pg_tensor *dst, pg_tensor *fresh,
+                              pg_status st);
+
+/* `t` cast to dtype `dt` and broadcast to `ndim`/`shape`, as a new reference: a source
+ * prepared for pg_launch_and_clear. */
+pg_status pg_prepare_operand(const pg_tensor *t, int dt, int ndim, const int64_t *shape,
+                             pg_tensor *out);
+
 /* The dtype two tensors' elementwise op computes in, as torch.result_type: a 0-d tensor
  * and a tensor with dimensions give the latter's dtype unless the 0-d one is of a higher
  * kind (bool < integer < float); otherwise pg_dtype_promote. */
