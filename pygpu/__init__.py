@@ -50,7 +50,9 @@ from . import cpu, cuda, sim
 from . import autograd as _autograd
 from .autograd import inplace as _autograd_inplace  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from ._train_ops import cat, cross_entropy, log_softmax, mse_loss, softmax
+from ._tensor_create import cat
+from ._train_ops import cross_entropy
+from ._ops import clamp, clip, log_softmax, mse_loss, softmax
 from . import nn, optim
 from . import special  # noqa: E402 - torch.special, from the op table's rows
 from . import linalg  # noqa: E402 - torch.linalg: LAPACK on the cpu, norms on the device

@@ -11,6 +11,7 @@ the switch is kept and reported)."""
 import math
 
 from . import _C
+from ._tensor_create import cat
 
 Tensor = _C.Tensor
 
@@ -316,7 +317,6 @@ def as_tensor(data, dtype=None, device=None):
 
 def functions():
     """The torch.* functions of this module (only those pygpu does not define elsewhere)."""
-    from ._train_ops import cat
     out = {name: _function(name) for name in
            ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
             "not_equal", "clone", "detach", "reshape", "ravel", "is_floating_point",

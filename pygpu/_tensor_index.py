@@ -18,6 +18,7 @@ from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
 from ._tensor_reduce import _SORT_T, _TOPK_T, Gather
 from ._tensor_views import norm_dim
+from ._tensor_create import cat
 
 Tensor = _C.Tensor
 _c_getitem = Tensor.__getitem__
@@ -368,7 +369,6 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
         out.append(inv.reshape(self.shape))
     if return_counts:
         starts = _flat_positions(change)
-        from ._train_ops import cat
         from ._creation import full
         bounds = cat([starts, full((1,), n, dtype="int64", device=self.device)], 0)
         ends = bounds[1:] - bounds[:-1]

@@ -19,6 +19,7 @@ import collections
 from . import _C
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
+from ._tensor_create import cat
 
 Tensor = _C.Tensor
 _c_sum, _c_mean, _c_max, _c_min, _c_argmax = (Tensor.sum, Tensor.mean, Tensor.max, Tensor.min,
@@ -204,7 +205,6 @@ class _Prod(Function):
         one = ones(x.shape[:d] + (1,) + x.shape[d + 1:], dtype=x.dtype, device=x.device)
         left = _C._cumulative(x, d, True)
         right = _C._cumulative(x.flip(d), d, True).flip(d)
-        from ._train_ops import cat
         excl_left = cat([one, left.narrow(d, 0, n - 1)], d) if n > 1 else one
         excl_right = cat([right.narrow(d, 1, n - 1), one], d) if n > 1 else one
         return g.unsqueeze(d) * excl_left * excl_right, None

@@ -11,6 +11,7 @@ for the sizes programs bucket by; bincount and histc read the largest index (or 
 back to size their result, as PyTorch's do, then scatter-add on the device."""
 from . import _C
 from ._tensor_views import _strided, norm_dim, record
+from ._tensor_create import cat
 
 Tensor = _C.Tensor
 
@@ -160,7 +161,6 @@ def _tri_indices(row, col, offset, lower, dtype, device):
 
 def roll(self, shifts, dims=None):
     """Elements shifted along dims (wrapping around); with no dims, over the flattened tensor."""
-    from ._train_ops import cat
     if dims is None:
         if not isinstance(shifts, int) and len(shifts) != 1:
             raise RuntimeError("roll: shifts must be one number when dims is not given")
@@ -408,7 +408,6 @@ def block_diag(*tensors):
     mats = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
     rows = sum(m.shape[0] for m in mats)
     cols = sum(m.shape[1] for m in mats)
-    from ._train_ops import cat
     parts, c0 = [], 0
     for m in mats:
         left = _zeros((m.shape[0], c0), m)

@@ -15,6 +15,7 @@ and to S's values (g[r] . D[c]), as PyTorch's."""
 from . import _C, _creation
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
+from ._tensor_create import cat
 
 Tensor = _C.Tensor
 
@@ -51,7 +52,6 @@ def _unlinear(lin, size, k):
         cols.append(rest - q * n)
         rest = q
     cols.reverse()
-    from ._train_ops import cat
     return cat([c.unsqueeze(0) for c in cols], 0) if cols else \
         _creation.zeros((0, lin.shape[0]), dtype="int64", device=lin.device)
 
@@ -226,7 +226,6 @@ class SparseTensor:
             if other._size != self._size:
                 raise RuntimeError(f"add: expected sizes to match, got {self._size} and "
                                    f"{other._size}")
-            from ._train_ops import cat
             idx = cat([self._indices_t, other._indices_t], 1)
             vals = cat([self._values_t, other._values_t.to(self.dtype)], 0)
             return SparseTensor(idx, vals, self._size).coalesce()

@@ -105,7 +105,11 @@ pg_status pg_device_synchronize(pg_device dev);
 /* fused training ops (pg_ops_train.c); b, y may be NULL; act is a PG_ACT_* code */
 pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b, int act,
                            pg_tensor *y);
-/* the same with W's pruning mask (NULL: none): the layer's weight is w * mask, multiplied as
+/* Whether linear's fused weight mask (the *_masked ops) runs on `dev`: the devices that run
+ * the CPU's GEMM kernels (cpu, sim), which multiply it in as they pack W. pygpu's pruned
+ * layers ask this (_C._linear_mask_runs) rather than the device type. */
+bool pg_linear_mask_runs_on(pg_device dev);
+/* pg_op_linear_fwd with W's pruning mask (NULL: none): the layer's weight is w * mask, multiplied as
  * the GEMM packs W (pg_gemm.h b_mask); mask float32, shaped as w, w float32; cpu and sim */
 pg_status pg_op_linear_fwd_masked(const pg_tensor *x, const pg_tensor *w, const pg_tensor *mask,
                                   const pg_tensor *b, int act, pg_tensor *y);
@@ -122,7 +126,7 @@ pg_status pg_op_softmax_rows(const pg_tensor *x, bool log, pg_tensor *out);
  * float32/float64; PG_ERR_DTYPE where the backend has no LAYER_NORM kernel. */
 pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
                                 double eps, pg_tensor *out);
-/* the same with W's pruning mask (NULL: none): dx = dz @ (W * mask), the mask multiplied as
+/* pg_op_linear_fwd with W's pruning mask (NULL: none): dx = dz @ (W * mask), the mask multiplied as
  * the GEMM packs W, and dW (the gradient of the unmasked W) = (dz^T @ x) * mask; dW float32 */
 pg_status pg_op_linear_bwd_masked(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
                                   const pg_tensor *mask, const pg_tensor *y, int act, bool want_dx,

@@ -3,7 +3,7 @@ Parameters by probs or logits, as PyTorch's (logits of Categorical are normalize
 logits - logsumexp(logits)). Draws compare uniform numbers with cumulative
 probabilities on the device (no host loop), from manual_seed's generator."""
 from .. import _C, _creation
-from .._train_ops import log_softmax
+from .._ops._softmax import log_softmax
 from .distribution import Distribution, as_tensor, broadcast_all, sample_uniform
 
 Tensor = _C.Tensor

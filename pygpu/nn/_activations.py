@@ -8,8 +8,10 @@ import math
 
 from .. import _C, _creation
 from .._dtype import float32
-from .._train_ops import _float_input, _want_tensor, log_softmax as _log_softmax
-from .._train_ops import softmax as _softmax
+from .._ops._common import float_input as _float_input
+from .._ops._common import want_tensor as _want_tensor
+from .._ops._softmax import log_softmax as _log_softmax
+from .._ops._softmax import softmax as _softmax
 from ..autograd import Function
 
 relu = _C.relu

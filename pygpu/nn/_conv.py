@@ -10,7 +10,8 @@ import numbers
 
 from .. import _C, _conv_ops, _creation
 from .._conv_ops import pad  # noqa: F401 - nn.functional.pad
-from .._train_ops import _autocast, _float_input
+from .._ops._common import float_input as _float_input
+from ..amp.autocast_mode import cast_inputs as _autocast
 
 Tensor = _C.Tensor
 

@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 
 from .. import _C, _conv_ops, _creation
-from .._train_ops import _float_input
+from .._ops._common import float_input as _float_input
 from ..autograd import Function
 
 Tensor = _C.Tensor

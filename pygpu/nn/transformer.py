@@ -15,7 +15,7 @@ from .. import _C
 from .._creation import full, zeros
 from .._dtype import float32, float64
 from .._attention_ops import bmm
-from .._train_ops import cat
+from .._tensor_create import cat
 from ..autograd import no_grad
 from . import functional as F, init
 from .dropout import Dropout

@@ -10,6 +10,7 @@ group; every parameter on one device."""
 from .. import _C
 from ..autograd import enable_grad, no_grad
 from .optimizer import Optimizer
+from .._tensor_create import cat
 
 
 def _dot(a, b):
@@ -139,7 +140,6 @@ class LBFGS(Optimizer):
 
     def _gather_flat_grad(self):
         from .._creation import zeros
-        from .._train_ops import cat
         views = []
         for p in self._lbfgs_params:
             if p.grad is None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import _C
 from ..._creation import full, tensor as _tensor
-from ..._train_ops import cat
+from ..._tensor_create import cat
 
 Tensor = _C.Tensor
 
