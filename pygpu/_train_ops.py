@@ -5,7 +5,7 @@ pygpu.optim call these).
 Each is an autograd Function (pygpu/autograd/function.py) with its backward written out
 beside its forward, calling one fused C op each way (csrc/core/pg_ops_train.c). The
 composite ops (softmax, log_softmax, layer_norm, clamp, mse_loss) live in pygpu/_ops/; cat
-is with the tensor surface (pygpu/_tensor_create.py)."""
+is with the tensor surface (pygpu/_tensor_join.py)."""
 from . import _C
 from .autograd import Function
 from ._dtype import bfloat16, float32, int64

@@ -7,7 +7,7 @@ which may be a Python number. The sets at the end say what each rule reads, for 
 version checks of in-place ops (rules.saved)."""
 import math as _math
 
-from .. import _C, _creation
+from .. import _C, _tensor_create
 from ._broadcast import unbroadcast_like
 
 Tensor = _C.Tensor
@@ -221,7 +221,7 @@ def _rule_copysign(ctx, g):
         ratio = _C.copysign(1.0, a) * (_C.copysign(1.0, b) if _is_t(b) else _math.copysign(1.0, b))
         ga = unbroadcast_like(g * _C.where(a == 0, 0.0, ratio), a)
     if _is_t(b):
-        gb = _creation.zeros(b.shape, dtype=g.dtype, device=g.device)
+        gb = _tensor_create.zeros(b.shape, dtype=g.dtype, device=g.device)
     return ga, gb
 
 

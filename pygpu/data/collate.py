@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from .. import _C
-from .._tensor_create import cat
+from .._tensor_join import cat
 
 __all__ = ["default_collate", "default_convert"]
 

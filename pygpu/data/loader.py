@@ -29,7 +29,7 @@ import sys
 import numpy as np
 
 from .. import _C
-from .._creation import empty as _empty
+from .._tensor_create import empty as _empty
 from .._device import device as _device
 from .._dtype import to_dtype
 from .sampler import RandomSampler, SequentialSampler

@@ -9,7 +9,7 @@ and a sum, no gather, no Python loop.
 One difference from PyTorch: on the fused path a target equal to the default
 ignore_index (-100) is an out-of-range label error, not an ignored sample; pass
 ignore_index=-100 explicitly to have such targets ignored."""
-from .. import _C, _creation
+from .. import _C, _tensor_create
 from .._dtype import int64
 from .._ops._common import want_tensor as _want_tensor
 from .._ops._common import widened as _widened
@@ -45,7 +45,7 @@ def _class_last(x):
 
 def _one_hot_mask(target, C, dtype):
     """(M,) int64 -> (M, C) of dtype: 1 where column == target."""
-    cols = _creation.arange(C, device=target.device)
+    cols = _tensor_create.arange(C, device=target.device)
     return (target.reshape(target.shape[0], 1) == cols).astype(dtype)
 
 

@@ -7,7 +7,7 @@ normalizing; running_var takes the unbiased one, as PyTorch's). one_hot compares
 indices with arange(C); embedding multiplies that one-hot matrix by the weight, so its gradient (one_hot^T @ grad) lands on the rows used
 and on no other, with no gather kernel (an index_select would be cheaper for a large
 vocabulary; the result is the same)."""
-from .. import _C, _conv_ops, _creation
+from .. import _C, _conv_ops, _tensor_create
 from .._dtype import int64
 from .._ops._common import float_input as _float_input
 from .._ops._common import want_tensor as _want_tensor
@@ -28,7 +28,7 @@ def one_hot(tensor, num_classes=-1):
     if tensor.numel() and (int(tensor.min().item()) < 0 or
                            int(tensor.max().item()) >= num_classes):
         raise RuntimeError(f"one_hot: class values must be in [0, {num_classes})")
-    cols = _creation.arange(num_classes, device=tensor.device)
+    cols = _tensor_create.arange(num_classes, device=tensor.device)
     return (tensor.reshape(*tensor.shape, 1) == cols).astype(int64)
 
 
@@ -153,7 +153,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         raise NotImplementedError("embedding: max_norm and scale_grad_by_freq are not supported")
     V, D = weight.shape
     idx = input.reshape(-1)
-    cols = _creation.arange(V, device=input.device)
+    cols = _tensor_create.arange(V, device=input.device)
     hot = (idx.reshape(idx.shape[0], 1) == cols).astype(weight.dtype)  # (M, V)
     if padding_idx is not None:
         padding_idx = padding_idx % V

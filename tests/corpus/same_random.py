@@ -8,7 +8,7 @@ source of randomness a program reaches, in whichever library it runs on, with dr
 one NumPy stream (PCG64, seed 1234) taken in float64 and cast to the dtype asked for:
   torch: rand, randn, randint, randperm, rand_like, randn_like, Tensor.uniform_/normal_/
          bernoulli_ (nn.init's draws), F.dropout's mask, RandomSampler's order;
-  pygpu: _creation.rand/randn (every draw pygpu makes goes through them: factories, nn.init,
+  pygpu: _tensor_create.rand/randn (every draw pygpu makes goes through them: factories, nn.init,
          layers' initialisation, dropout, randint, randperm) and RandomSampler's order;
   both:  Python's random and NumPy's global generator are seeded.
 Each replacement draws exactly as the library's own code uses the numbers (uniform_ is
@@ -54,22 +54,22 @@ def install(lib):
 
 def _install_pygpu():
     import pygpu
-    from pygpu import _creation
+    from pygpu import _tensor_create
     from pygpu.data import sampler
 
-    own_rand, own_randn = _creation.rand, _creation.randn
+    own_rand, own_randn = _tensor_create.rand, _tensor_create.randn
 
     def make(draw, own):
         def fn(*shape, size=None, dtype=None, device=None, requires_grad=False):
-            shp = _creation._shape(_creation._size_kw(shape, size), own.__name__)
-            dt = _creation._dt(dtype, pygpu.float32)
-            t = pygpu.tensor(draw(shp), dtype=dt, device=_creation._dev(device))
+            shp = _tensor_create._shape(_tensor_create._size_kw(shape, size), own.__name__)
+            dt = _tensor_create._dt(dtype, pygpu.float32)
+            t = pygpu.tensor(draw(shp), dtype=dt, device=_tensor_create._dev(device))
             return t.requires_grad_(True) if requires_grad else t
         fn.__name__ = own.__name__
         return fn
 
-    _creation.rand = pygpu.rand = make(uniform, own_rand)
-    _creation.randn = pygpu.randn = make(normal, own_randn)
+    _tensor_create.rand = pygpu.rand = make(uniform, own_rand)
+    _tensor_create.randn = pygpu.randn = make(normal, own_randn)
     sampler.RandomSampler.permutation = lambda self: permutation(self.n)
 
 
