@@ -10,6 +10,7 @@
 #define PG_OPS_H
 
 #include <stdbool.h>
+#include <string.h>
 
 #include "pg_node.h"
 
@@ -18,6 +19,16 @@ pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tens
 
 /* Run or queue one prepared node on the device of its dst (counts the op). */
 pg_status pg_launch(const pg_node *node);
+
+/* The first step of building a node: every field zeroed (no sources, no parameters), then
+ * its kind, subop and name (the pg_node.name sim's faults and the profiler match). */
+static inline void pg_node_start(pg_node *n, int op, int subop, const char *name)
+{
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->subop = subop;
+    n->name = name;
+}
 
 /* The last step of a node built from prepared sources (pg_ops_elementwise.c): when its
  * `nsrc` sources were prepared (st is PG_OK) and dst has elements, run the node writing

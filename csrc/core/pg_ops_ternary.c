@@ -73,10 +73,7 @@ static pg_status ternary(int op, const pg_tensor *a, const pg_tensor *b, const p
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
     pg_node n;
-    memset(&n, 0, sizeof n);
-    n.op = PG_OP_TERNARY;
-    n.subop = op;
-    n.name = name;
+    pg_node_start(&n, PG_OP_TERNARY, op, name);
     n.p.ternary.value = value;
     const pg_tensor *srcs[3] = {a, b, c};
     const int nsrc = three ? 3 : 2;
