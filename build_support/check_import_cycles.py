@@ -14,7 +14,7 @@ Layers must read one way (bindings -> core -> backends; pygpu's public modules
      not break it). A submodule importing its own package (`from .. import
      zeros` in pygpu/nn/x.py) is an edge to that package's __init__ like any
      other: the package imports the submodule, so that is a circle; import the
-     module that defines the name (`from .._creation import zeros`). The
+     module that defines the name (`from .._tensor_create import zeros`). The
      compiled extension (pygpu._C) imports nothing from Python: a leaf.
 
 Every strongly connected component of more than one file is a cycle. Cycles

@@ -40,7 +40,7 @@ def _table_exports():
 _OPS = _table_exports()
 globals().update(_OPS)
 from . import _device as _device_mod, _dtype, _hooks
-from ._creation import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
+from ._tensor_create import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
                         zeros, zeros_like)
 from ._device import Device, device, make_device as _make_device, parse_device as _parse_device
 from ._dtype import DType, bfloat16, bool_, float16, float32, float64, int64
@@ -50,7 +50,9 @@ from . import cpu, cuda, sim
 from . import autograd as _autograd
 from .autograd import inplace as _autograd_inplace  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from ._train_ops import cat, cross_entropy, log_softmax, mse_loss, softmax
+from ._tensor_join import cat
+from ._train_ops import cross_entropy
+from ._ops import clamp, clip, log_softmax, mse_loss, softmax
 from . import nn, optim
 from . import special  # noqa: E402 - torch.special, from the op table's rows
 from . import linalg  # noqa: E402 - torch.linalg: LAPACK on the cpu, norms on the device

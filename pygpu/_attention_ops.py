@@ -13,7 +13,7 @@ PyTorch's CPU autocast lists the op) compute in float32. The mask receives no gr
 import math
 
 from . import _C
-from ._creation import arange, rand
+from ._tensor_create import arange, rand
 from ._dtype import float32, float64
 from .amp.autocast_mode import region_dtype as _autocast_low
 from .autograd import Function

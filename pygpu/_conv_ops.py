@@ -12,7 +12,7 @@ to it (pygpu/nn/_conv.py). A geometry `geom` is (sh, sw, dh, dw, pad_top, pad_bo
 pad_left, pad_right, groups)."""
 import numpy as np
 
-from . import _C, _creation
+from . import _C, _tensor_create
 from ._dtype import bfloat16, float16, float32, float64, int64
 from .autograd import Function
 
@@ -57,7 +57,7 @@ def has_conv_kernels(x, geom):
 
 
 def _index(values, device):
-    return _creation.tensor(np.ascontiguousarray(values, dtype=np.int64), device=device)
+    return _tensor_create.tensor(np.ascontiguousarray(values, dtype=np.int64), device=device)
 
 
 # ---- padding ---------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ class _ConstantPad(Function):
             src.append(slice(max(-lo, 0), n - max(-hi, 0)))
             dst.append(slice(max(lo, 0), max(lo, 0) + (n - max(-lo, 0) - max(-hi, 0))))
         lead = (slice(None),) * (x.ndim - k)
-        out = _creation.full(tuple(shape), value, dtype=x.dtype, device=x.device)
+        out = _tensor_create.full(tuple(shape), value, dtype=x.dtype, device=x.device)
         nonempty = all(s.stop > s.start for s in dst)
         if nonempty:
             out[lead + tuple(dst)] = x[lead + tuple(src)]
@@ -87,7 +87,7 @@ class _ConstantPad(Function):
     @staticmethod
     def backward(ctx, g):
         src, dst, shape, nonempty = ctx.slices
-        gx = _creation.zeros(shape, dtype=g.dtype, device=g.device)
+        gx = _tensor_create.zeros(shape, dtype=g.dtype, device=g.device)
         if nonempty:
             gx[src] = g[dst]
         return gx, None, None
@@ -276,7 +276,7 @@ def _dilate(x, sh, sw):
     N, C, H, W = x.shape
     Hd, Wd = (H - 1) * sh + 1, (W - 1) * sw + 1
     idx = (np.arange(H)[:, None] * sh * Wd + np.arange(W)[None, :] * sw).reshape(-1)
-    flat = _creation.zeros((N, C, Hd * Wd), dtype=x.dtype, device=x.device)
+    flat = _tensor_create.zeros((N, C, Hd * Wd), dtype=x.dtype, device=x.device)
     index = _index(idx, x.device).reshape(1, 1, H * W).expand(N, C, H * W)
     return flat.scatter(2, index, x.reshape(N, C, H * W)).reshape(N, C, Hd, Wd)
 
@@ -413,7 +413,7 @@ def pool2d(x, kind, kernel, stride, padding, dilation, out_hw, cip=True, divisor
         return (y, idx) if return_indices else y
     P = _avg_matrix(H, W, kernel, stride, padding, out_hw, cip, divisor,
                     kind == POOL_ADAPTIVE_AVG)
-    Pt = _creation.tensor(P, dtype=x.dtype, device=x.device)
+    Pt = _tensor_create.tensor(P, dtype=x.dtype, device=x.device)
     return (x.reshape(N * C, H * W) @ Pt).reshape(N, C, out_hw[0], out_hw[1])
 
 

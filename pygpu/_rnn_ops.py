@@ -18,7 +18,7 @@ ONE flat tensor holding the output (N, D*P), h_n (L*D, B, P) and, for an LSTM, c
 (L*D, B, H): autograd's Function has one output, and the three views the caller slices
 from it carry their gradients back into this one node."""
 from . import _C
-from ._creation import empty, rand, zeros
+from ._tensor_create import empty, rand, zeros
 from ._dtype import float32
 from .autograd import Function
 from .amp.autocast_mode import region_dtype

@@ -11,6 +11,7 @@ the switch is kept and reported)."""
 import math
 
 from . import _C
+from ._tensor_join import cat
 
 Tensor = _C.Tensor
 
@@ -104,7 +105,7 @@ def _inplace_view(name):
 def resize_(self, *sizes):
     """PyTorch's resize_: self takes the new shape; the elements that fit keep their values in
     flat order, new ones are uninitialised (a new allocation when the size changes)."""
-    from ._creation import _shape, empty
+    from ._tensor_create import _shape, empty
     shape = _shape(sizes, "resize_")
     n = 1
     for s in shape:
@@ -185,7 +186,7 @@ class _DefaultGenerator(Generator):
     """torch.default_generator: seeding it seeds pygpu's generators (manual_seed)."""
 
     def manual_seed(self, seed):
-        from ._creation import manual_seed
+        from ._tensor_create import manual_seed
         manual_seed(seed)
         return super().manual_seed(seed)
 
@@ -233,7 +234,7 @@ def get_float32_matmul_precision():
 
 
 def scalar_tensor(value, dtype=None, device=None, requires_grad=False):
-    from ._creation import tensor
+    from ._tensor_create import tensor
     from ._dtype import float32
     t = tensor(float(value), dtype=dtype or float32, device=device)
     return t.requires_grad_(True) if requires_grad else t
@@ -294,7 +295,7 @@ def result_type(tensor1, tensor2):
 
 
 def promote_types(type1, type2):
-    from ._creation import zeros
+    from ._tensor_create import zeros
     return (zeros(1, dtype=type1) + zeros(1, dtype=type2)).dtype
 
 
@@ -308,7 +309,7 @@ def can_cast(from_, to):
 def as_tensor(data, dtype=None, device=None):
     """A tensor sharing data's memory where it can (a tensor of the same dtype and device is
     returned as it is), else a copy (PyTorch's as_tensor)."""
-    from ._creation import tensor
+    from ._tensor_create import tensor
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype) if (device or dtype) else data
     return tensor(data, dtype=dtype, device=device)
@@ -316,7 +317,6 @@ def as_tensor(data, dtype=None, device=None):
 
 def functions():
     """The torch.* functions of this module (only those pygpu does not define elsewhere)."""
-    from ._train_ops import cat
     out = {name: _function(name) for name in
            ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
             "not_equal", "clone", "detach", "reshape", "ravel", "is_floating_point",

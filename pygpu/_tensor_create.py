@@ -1,16 +1,272 @@
-"""Creation and product functions with PyTorch's names: eye, linspace, logspace, randint,
-randperm, full_like, empty_like, rand_like, randn_like, stack, einsum (two operands or
-one), outer, dot, mm, mv, bmm, addmm, baddbmm; and the Tensor methods new_zeros, new_ones,
-new_full, new_empty, new_tensor.
+"""Creating tensors, with PyTorch's names and defaults: tensor(), zeros(), ones(), empty(),
+full(), arange(), rand(), randn(), manual_seed(), zeros_like(), ones_like(), eye,
+linspace, logspace, randint, randperm, full_like, empty_like, rand_like, randn_like, and
+the Tensor methods new_zeros, new_ones, new_full, new_empty, new_tensor: the tensor
+surface's creation family, in one file at the bottom of the Python layers (autograd's rules
+make their zeros here, so this file imports nothing above _C, _defaults and _dtype).
 
-All compose pygpu's C ops (fill, arange, random, matmul, cat, the strided view); none loops
-over elements in Python. einsum reduces to one batched matmul: the subscripts are sorted
-into batch, contracted and free labels, each operand is permuted and reshaped to
-(batch, rows, contracted) / (batch, contracted, cols), and the product is reshaped and
-permuted to the output's order. Labels repeated within one operand (traces, diagonals)
-are not supported and say so."""
-from . import _C, _creation, _dtype
-from ._tensor_views import shape_args
+Default dtypes follow PyTorch where NumPy and PyTorch disagree: float32 for
+zeros/ones/empty/rand/randn and for Python floats in tensor(); Python ints
+give int64, bools give bool; a NumPy array keeps its dtype. Tensors made on
+a device are made there (no host buffer, no transfer), except tensor(data,
+device=...), whose data starts on the host: that is one counted h2d copy. The composite
+ones (eye, linspace, randint, randperm, ...) call these C ops (fill, arange, random,
+argsort, the strided view); none loops over elements in Python."""
+import functools
+import math
+import numbers
+
+import numpy as np
+
+from . import _C, _defaults, _dtype
+from ._dtype import bool_, float32, int64, to_dtype
+
+_CPU = "cpu"
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _shape(args, fn, example=None):
+    """zeros(2, 3) / zeros((2, 3)) / zeros([2, 3]) -> (2, 3), checking each size is an
+    integer that fits in int64 (a negative one is refused by the C core, which names it)."""
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        try:
+            dims = tuple(args[0])
+        except TypeError:
+            example = example or f"{fn}(3) or {fn}((2, 3))"
+            raise TypeError(f"{fn}(): sizes must be integers, got {args[0]!r} "
+                            f"({type(args[0]).__name__}); write e.g. {example}") from None
+    else:
+        dims = tuple(args)
+    for d in dims:
+        if not isinstance(d, numbers.Integral):
+            raise TypeError(f"{fn}(): sizes must be integers, got {d!r} ({type(d).__name__}) "
+                            f"in the shape {dims!r}")
+        if d > _INT64_MAX:
+            raise ValueError(f"{fn}(): the size {d} is too large: a size must fit in int64 "
+                             f"(at most 2**63 - 1)")
+    return dims
+
+
+def _dt(dtype, default):
+    """The dtype asked for, else the factory's own default; float32 stands for the default
+    dtype, which set_default_dtype may have changed (_defaults.py)."""
+    if dtype is not None:
+        return to_dtype(dtype)
+    return _defaults.dtype() if default is float32 else default
+
+
+def _dev(device):
+    if device is not None:
+        return device
+    d = _defaults.device()
+    return d if d is not None else _CPU
+
+
+def _size_kw(shape, size):
+    """zeros(size=(2, 3)): PyTorch's keyword spelling of the shape."""
+    if size is not None:
+        if shape:
+            raise TypeError("give the shape either as arguments or as size=, not both")
+        return (size,)
+    return shape
+
+
+def factory(fn):
+    """PyTorch's factory keyword on a creation function: requires_grad=True makes the new
+    tensor a leaf that requires grad (torch.randn(5, 3, requires_grad=True))."""
+    @functools.wraps(fn)
+    def make(*args, requires_grad=False, **kwargs):
+        out = fn(*args, **kwargs)
+        return out.requires_grad_(True) if requires_grad else out
+    return make
+
+
+@factory
+def empty(*shape, size=None, dtype=None, device=None):
+    """An uninitialised tensor."""
+    return _C._full(_shape(_size_kw(shape, size), "empty"), None, _dt(dtype, float32), _dev(device))
+
+
+@factory
+def zeros(*shape, size=None, dtype=None, device=None):
+    return _C._full(_shape(_size_kw(shape, size), "zeros"), 0, _dt(dtype, float32), _dev(device))
+
+
+@factory
+def ones(*shape, size=None, dtype=None, device=None):
+    return _C._full(_shape(_size_kw(shape, size), "ones"), 1, _dt(dtype, float32), _dev(device))
+
+
+@factory
+def full(shape, fill_value, dtype=None, device=None):
+    """A tensor filled with fill_value; its dtype follows the value when not given."""
+    if dtype is None:
+        if isinstance(fill_value, (bool, np.bool_)):
+            dtype = bool_
+        elif isinstance(fill_value, numbers.Integral):
+            dtype = int64
+        else:
+            dtype = _defaults.dtype()
+    if isinstance(fill_value, np.generic):
+        fill_value = fill_value.item()
+    dtype = to_dtype(dtype)
+    if (dtype is int64 and isinstance(fill_value, numbers.Integral)
+            and not -_INT64_MAX - 1 <= fill_value <= _INT64_MAX):
+        raise OverflowError(f"full(): the fill value {fill_value} is out of range for int64 "
+                            f"(-2**63 to 2**63 - 1); pass dtype=pygpu.float64 to store it as "
+                            f"a float")
+    dims = _shape((shape,), "full", "full((2, 3), value)")
+    return _C._full(dims, fill_value, dtype, _dev(device))
+
+
+@factory
+def zeros_like(t, dtype=None, device=None):
+    return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device)
+
+
+@factory
+def ones_like(t, dtype=None, device=None):
+    return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device)
+
+
+@factory
+def arange(start, stop=None, step=1, dtype=None, device=None):
+    """Evenly spaced values in [start, stop): int64 for ints, float32 otherwise."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    all_ints = all(isinstance(v, numbers.Integral) for v in (start, stop, step))
+    n = max(0, math.ceil((stop - start) / step))
+    dt = _dt(dtype, int64 if all_ints else float32)
+    if n > _INT64_MAX:
+        raise ValueError(f"arange(): {n} elements is too many: a size must fit in int64 "
+                         f"(at most 2**63 - 1)")
+    if dt is int64 and n:
+        # the C core steps in float64, exact for integers up to 2**53 only
+        for v in (start, start + (n - 1) * step):
+            if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
+                raise OverflowError(f"arange(): the value {v} is out of range for int64 "
+                                    f"(-2**63 to 2**63 - 1); pass dtype=pygpu.float64")
+            if abs(v) > 2**53:
+                raise ValueError(f"arange(): the value {v} is past 2**53, where arange's int64 "
+                                 f"values would not be exact; make it with NumPy instead: "
+                                 f"pygpu.tensor(np.arange(start, stop, step))")
+    return _C._arange(float(start), float(step), n, dt, _dev(device))
+
+
+@factory
+def rand(*shape, size=None, dtype=None, device=None):
+    """Uniform samples in [0, 1), from the device's Philox generator."""
+    return _C._random(0, _shape(_size_kw(shape, size), "rand"), _dt(dtype, float32), _dev(device))
+
+
+@factory
+def randn(*shape, size=None, dtype=None, device=None):
+    """Standard normal samples, from the device's Philox generator."""
+    return _C._random(1, _shape(_size_kw(shape, size), "randn"), _dt(dtype, float32), _dev(device))
+
+
+def manual_seed(seed):
+    """Seed every device's generator: rand/randn are then reproducible, and the
+    same on every device for the same sequence of calls."""
+    _C._seed(int(seed) & (2**64 - 1))
+
+
+def _scan_numbers(data):
+    """(the first int in nested data that int64 cannot hold or None, whether a float is there)."""
+    big, has_float = None, False
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
+        elif isinstance(x, (bool, np.bool_)):
+            continue
+        elif isinstance(x, numbers.Integral):
+            if big is None and not -_INT64_MAX - 1 <= x <= _INT64_MAX:
+                big = x
+        elif isinstance(x, numbers.Real):
+            has_float = True
+    return big, has_float
+
+
+def _python_ints_checked(data, arr, dtype):
+    """NumPy turns Python ints too large for int64 into object, uint64 or float64
+    arrays; pygpu would then refuse an 'object' dtype, wrap uint64 to negatives, or
+    make floats of integers. Name the integer instead; where the data also holds
+    floats, or a floating dtype was asked for, make floats of it, as NumPy does."""
+    suspect = (arr.dtype == object
+               or (arr.dtype.kind == "u" and arr.size and arr.max() > _INT64_MAX)
+               or (arr.dtype.kind == "f" and arr.size and np.abs(arr).max() >= 2.0**63))
+    if not suspect:
+        return arr
+    big, has_float = _scan_numbers(data)
+    if big is None:
+        return arr
+    if has_float or (dtype is not None and to_dtype(dtype).is_floating_point):
+        return np.asarray(data, dtype=np.float64)
+    raise OverflowError(f"tensor(): the integer {big} is too large for int64, which holds "
+                        f"-2**63 to 2**63 - 1; pass dtype=pygpu.float64 to store the data as "
+                        f"floats, or use smaller numbers")
+
+
+@factory
+def tensor(data, dtype=None, device=None):
+    """A new tensor holding a copy of data (a nested list, a number, an ndarray,
+    anything with __array__ or __dlpack__, or another Tensor)."""
+    if isinstance(data, _C.Tensor):
+        out = data.to(device=device, dtype=dtype)
+        return out.clone() if out is data else out
+    is_array = isinstance(data, np.ndarray)
+    arr = np.asarray(data)
+    if not arr.dtype.isnative:
+        raise TypeError(f"tensor(): the array's byte order is big-endian (dtype "
+                        f"{arr.dtype.str!r}), and pygpu holds numbers in this machine's native "
+                        f"byte order; convert it first: a.astype(a.dtype.newbyteorder('='))")
+    if not is_array:
+        arr = _python_ints_checked(data, arr, dtype)
+    if dtype is not None:
+        dt = to_dtype(dtype)
+    elif not is_array and arr.dtype == np.float64:
+        dt = _defaults.dtype()  # Python floats: PyTorch's default dtype (float32)
+    elif not is_array and arr.dtype.kind in "iu":
+        dt = int64
+    else:
+        dt = to_dtype(arr.dtype)
+    if arr.dtype.kind == "V" and str(arr.dtype) == "bfloat16":  # ml_dtypes.bfloat16: the bits
+        host = _C.from_numpy(np.asarray(arr, order="C")).clone()  # (ascontiguousarray: >= 1-d)
+        return host.astype(dt).to(device) if device is not None else host.astype(dt)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"tensor(): cannot make a tensor from data of type {arr.dtype} "
+                        "(expected numbers or bools)")
+    if dtype is not None and arr.dtype.itemsize < 8 and arr.dtype.kind in "iu":
+        # an int32/uint8/... array with a dtype asked for: convert, as torch.tensor(a, dtype=)
+        # does (without dtype= such an array is refused: pygpu has no int32 to give)
+        arr = arr.astype(np.int64)
+    host = _C._from_array_copy(arr, dt._code)
+    if device is None:
+        device = _defaults.device()
+        if device is None:
+            return host
+    return host.to(device)
+
+
+# ---- the shapes PyTorch's methods take -----------------------------------------------------
+
+def shape_args(op, args):
+    """(2, 3), [2, 3], a Size or 2, 3 -> a tuple of ints."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    for s in args:
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise TypeError(f"{op}: sizes must be ints, got {type(s).__name__} in {args!r}")
+    return tuple(args)
+
+
+# ---- eye, linspace, randint, randperm, *_like ------------------------------------------------
 
 Tensor = _C.Tensor
 
@@ -19,12 +275,12 @@ def _like_kw(t, dtype, device):
     return (t.dtype if dtype is None else dtype), (t.device if device is None else device)
 
 
-@_creation.factory
+@factory
 def eye(n, m=None, *, dtype=None, device=None):
     m = n if m is None else m
     if n < 0 or m < 0:
         raise RuntimeError(f"eye: n and m must be >= 0, got n={n}, m={m}")
-    out = _creation.zeros((n, m), dtype=dtype, device=device)
+    out = zeros((n, m), dtype=dtype, device=device)
     k = min(n, m)
     if k:
         diag = _C._as_strided(out, (k,), (m + 1,), 0)
@@ -32,7 +288,7 @@ def eye(n, m=None, *, dtype=None, device=None):
     return out
 
 
-@_creation.factory
+@factory
 def linspace(start, end, steps, *, dtype=None, device=None):
     """steps points from start to end, both included; computed from both ends as PyTorch's
     (the first half counts up from start, the second down from end)."""
@@ -40,16 +296,16 @@ def linspace(start, end, steps, *, dtype=None, device=None):
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     dt = _dtype.float32 if dtype is None else _dtype.to_dtype(dtype)
     if steps <= 1:
-        return _creation.full((steps,), float(start), dtype=dt, device=device)
+        return full((steps,), float(start), dtype=dt, device=device)
     step = (float(end) - float(start)) / (steps - 1)
-    i = _creation.arange(steps, dtype=_dtype.float64, device=device)
+    i = arange(steps, dtype=_dtype.float64, device=device)
     half = steps // 2
     lo = (i < half).astype(_dtype.float64)
     vals = (i * step + float(start)) * lo + ((i - (steps - 1)) * step + float(end)) * (1.0 - lo)
     return vals.astype(dt) if dt is not _dtype.float64 else vals
 
 
-@_creation.factory
+@factory
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
     import math
     dt = _dtype.float32 if dtype is None else _dtype.to_dtype(dtype)
@@ -58,7 +314,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
     return out.astype(dt) if dt is not _dtype.float64 else out
 
 
-@_creation.factory
+@factory
 def randint(low, high=None, size=None, *, dtype=None, device=None):
     """randint(high, size) or randint(low, high, size): uniform integers in [low, high)."""
     if size is None and isinstance(high, (tuple, list)):
@@ -73,271 +329,69 @@ def randint(low, high=None, size=None, *, dtype=None, device=None):
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
-    u = _creation.rand(*shape_args("randint", (size,)), dtype=_dtype.float64, device=device)
+    u = rand(*shape_args("randint", (size,)), dtype=_dtype.float64, device=device)
     out = (u * float(high - low)).astype(_dtype.int64) + int(low)  # u < 1: never high
     dt = _dtype.int64 if dtype is None else _dtype.to_dtype(dtype)
     return out if dt is _dtype.int64 else out.astype(dt)
 
 
-@_creation.factory
+@factory
 def randperm(n, *, dtype=None, device=None):
     """A random permutation of 0..n-1: the stable order of n uniform keys."""
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
-    keys = _creation.rand(n, dtype=_dtype.float64, device=device)
+    keys = rand(n, dtype=_dtype.float64, device=device)
     out = _C._argsort(keys, 0, False)
     return out if dtype is None or _dtype.to_dtype(dtype) is _dtype.int64 else out.astype(dtype)
 
 
-@_creation.factory
+@factory
 def full_like(t, fill_value, *, dtype=None, device=None):
     dt, dev = _like_kw(t, dtype, device)
-    return _creation.full(t.shape, fill_value, dtype=dt, device=dev)
+    return full(t.shape, fill_value, dtype=dt, device=dev)
 
 
-@_creation.factory
+@factory
 def empty_like(t, *, dtype=None, device=None):
     dt, dev = _like_kw(t, dtype, device)
-    return _creation.empty(t.shape, dtype=dt, device=dev)
+    return empty(t.shape, dtype=dt, device=dev)
 
 
-@_creation.factory
+@factory
 def rand_like(t, *, dtype=None, device=None):
     dt, dev = _like_kw(t, dtype, device)
-    return _creation.rand(*t.shape, dtype=dt, device=dev)
+    return rand(*t.shape, dtype=dt, device=dev)
 
 
-@_creation.factory
+@factory
 def randn_like(t, *, dtype=None, device=None):
     dt, dev = _like_kw(t, dtype, device)
-    return _creation.randn(*t.shape, dtype=dt, device=dev)
-
-
-def stack(tensors, dim=0):
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError("stack expects a non-empty TensorList")
-    from ._tensor_views import norm_dim
-    first = tensors[0]
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"stack: tensors[{i}] is a {type(t).__name__}, not a Tensor")
-        if t.shape != first.shape:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{list(first.shape)} at entry 0 and {list(t.shape)} at entry {i}")
-    d = norm_dim("stack", dim, first.ndim, extra=1)
-    from ._train_ops import cat
-    return cat([t.unsqueeze(d) for t in tensors], d)
-
-
-# ---- products -----------------------------------------------------------------------------
-
-def _want(op, t, ndim, name):
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
-    if t.ndim != ndim:
-        raise RuntimeError(f"{op}: {name} must be a {ndim}-D tensor, got {t.ndim}-D "
-                           f"(shape {list(t.shape)})")
-
-
-def outer(a, b):
-    _want("outer", a, 1, "input")
-    _want("outer", b, 1, "vec2")
-    return a.reshape(-1, 1) * b.reshape(1, -1)
-
-
-def dot(a, b):
-    _want("dot", a, 1, "input")
-    _want("dot", b, 1, "tensor")
-    if a.shape != b.shape:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
-                           f"[{b.shape[0]}] to have the same number of elements")
-    return _C.matmul(a, b)
-
-
-def mm(a, b):
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor):  # a sparse operand:
-        return a @ b  # its own __matmul__/__rmatmul__ (pygpu/sparse.py), not imported here
-    _want("mm", a, 2, "input")
-    _want("mm", b, 2, "mat2")
-    return _C.matmul(a, b)
-
-
-def mv(a, v):
-    _want("mv", a, 2, "input")
-    _want("mv", v, 1, "vec")
-    return _C.matmul(a, v)
-
-
-def bmm(a, b):
-    _want("bmm", a, 3, "input")
-    _want("bmm", b, 3, "mat2")
-    if a.shape[0] != b.shape[0]:
-        raise RuntimeError(f"bmm: batch sizes differ: {a.shape[0]} and {b.shape[0]}")
-    return _C.matmul(a, b)
-
-
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """beta * input + alpha * (mat1 @ mat2)."""
-    return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
-
-
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
-
-
-def _scaled_sum(input, prod, beta, alpha):
-    if alpha != 1:
-        prod = prod * alpha
-    if beta == 0:  # PyTorch ignores input then (NaN in it does not propagate)
-        return prod
-    return prod + (input if beta == 1 else input * beta)
-
-
-def _einsum_ellipsis(equation, eq, operands):
-    """'...' replaced by labels of its own (right-aligned, broadcast as PyTorch: a size-1
-    dimension is expanded to the others' size); without '->', the output is the ellipsis
-    dimensions, then the labels used once, sorted (torch.einsum's implicit form)."""
-    import string
-    lhs, arrow, out = eq.partition("->")
-    ins = lhs.split(",")
-    if len(ins) != len(operands):
-        raise ValueError(f"einsum: {equation!r} names {len(ins)} operands, got {len(operands)}")
-    counts = []
-    for sub, t in zip(ins, operands):
-        if sub.count("...") > 1 or sub.replace("...", "").count(".") or (
-                "..." not in sub and "." in sub):
-            raise ValueError(f"einsum: {sub!r}: at most one '...' per operand")
-        n = t.ndim - len(sub.replace("...", "")) if "..." in sub else 0
-        if n < 0:
-            raise ValueError(f"einsum: the subscript {sub!r} has more labels than the operand's "
-                             f"{t.ndim} dimensions")
-        counts.append(n)
-    ndim = max(counts)
-    free = [c for c in string.ascii_letters if c not in eq][:ndim]
-    sizes = [1] * ndim
-    for sub, t, n in zip(ins, operands, counts):
-        if "..." in sub:
-            start = sub.index("...")
-            for k in range(n):
-                m, slot = t.shape[start + k], ndim - n + k
-                if m != 1 and sizes[slot] not in (1, m):
-                    raise ValueError(f"einsum: the '...' dimensions of the operands do not "
-                                     f"broadcast ({sizes[slot]} and {m})")
-                sizes[slot] = max(sizes[slot], m)
-    new_ins, new_ops = [], []
-    for sub, t, n in zip(ins, operands, counts):
-        if "..." in sub:
-            start = sub.index("...")
-            labels = "".join(free[ndim - n:])
-            shape = list(t.shape)
-            shape[start:start + n] = sizes[ndim - n:]
-            if tuple(shape) != tuple(t.shape):
-                t = t.expand(*shape)
-            sub = sub.replace("...", labels)
-        new_ins.append(sub)
-        new_ops.append(t)
-    ell = "".join(free)
-    if arrow:
-        if "." in out.replace("...", "", 1):
-            raise ValueError(f"einsum: {out!r}: at most one '...' in the output")
-        out = out.replace("...", ell)
-    else:
-        letters = "".join(new_ins)
-        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
-                                   and c not in ell))
-    return ",".join(new_ins) + "->" + out, tuple(new_ops)
-
-
-def einsum(equation, *operands):
-    """einsum for one or two operands without repeated labels in one operand ('ij,jk->ik',
-    'bij,bjk->bik', 'i,j->ij', 'ij->ji', 'ij->', 'bhqd,bhkd->bhqk', '...ij,...jk->...ik',
-    ...); '...' broadcasts as in PyTorch."""
-    if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
-        operands = tuple(operands[0])
-    eq = equation.replace(" ", "")
-    if "..." in eq:
-        eq, operands = _einsum_ellipsis(equation, eq, operands)
-    if "->" in eq:
-        lhs, out = eq.split("->")
-    else:
-        lhs = eq
-        letters = lhs.replace(",", "")
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    ins = lhs.split(",")
-    if len(ins) != len(operands) or len(ins) not in (1, 2):
-        raise ValueError(f"einsum: {equation!r} names {len(ins)} operands, got "
-                         f"{len(operands)} (pygpu supports one or two)")
-    sizes = {}
-    for sub, t in zip(ins, operands):
-        if len(sub) != t.ndim:
-            raise ValueError(f"einsum: the subscript {sub!r} has {len(sub)} labels for an "
-                             f"operand with {t.ndim} dimensions")
-        if len(set(sub)) != len(sub):
-            raise NotImplementedError(f"einsum: a label repeated within one operand ({sub!r}: "
-                                      f"traces, diagonals) is not supported by pygpu")
-        for c, n in zip(sub, t.shape):
-            if sizes.setdefault(c, n) != n:
-                raise ValueError(f"einsum: label {c!r} has sizes {sizes[c]} and {n}")
-    if len(set(out)) != len(out) or any(c not in sizes for c in out):
-        raise ValueError(f"einsum: the output {out!r} repeats a label or names one no operand "
-                         f"has")
-
-    def sum_out(sub, t, keep):  # labels seen nowhere else are summed at once
-        drop = [i for i, c in enumerate(sub) if c not in keep]
-        if drop:
-            t = t.sum(axis=tuple(drop))
-            sub = "".join(c for c in sub if c in keep)
-        return sub, t
-
-    if len(ins) == 1:
-        sub, t = sum_out(ins[0], operands[0], out)
-        return t.permute(*[sub.index(c) for c in out]) if sub != out else t
-    (sa, sb), (a, b) = ins, operands
-    sa, a = sum_out(sa, a, set(out) | set(sb))
-    sb, b = sum_out(sb, b, set(out) | set(sa))
-    batch = [c for c in sa if c in sb and c in out]
-    contr = [c for c in sa if c in sb and c not in out]
-    fa = [c for c in sa if c not in sb]
-    fb = [c for c in sb if c not in sa]
-
-    def prod(labels):
-        n = 1
-        for c in labels:
-            n *= sizes[c]
-        return n
-    a3 = a.permute(*[sa.index(c) for c in batch + fa + contr]).reshape(
-        prod(batch), prod(fa), prod(contr))
-    b3 = b.permute(*[sb.index(c) for c in batch + contr + fb]).reshape(
-        prod(batch), prod(contr), prod(fb))
-    r = _C.matmul(a3, b3).reshape(tuple(sizes[c] for c in batch + fa + fb))
-    order = batch + fa + fb
-    return r.permute(*[order.index(c) for c in out]) if order != list(out) else r
+    return randn(*t.shape, dtype=dt, device=dev)
 
 
 # ---- Tensor.new_* -------------------------------------------------------------------------
 
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
     dt, dev = _like_kw(self, dtype, device)
-    return _creation.zeros(shape_args("new_zeros", size), dtype=dt, device=dev) \
+    return zeros(shape_args("new_zeros", size), dtype=dt, device=dev) \
         .requires_grad_(requires_grad)
 
 
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
     dt, dev = _like_kw(self, dtype, device)
-    return _creation.ones(shape_args("new_ones", size), dtype=dt, device=dev) \
+    return ones(shape_args("new_ones", size), dtype=dt, device=dev) \
         .requires_grad_(requires_grad)
 
 
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
     dt, dev = _like_kw(self, dtype, device)
-    return _creation.empty(shape_args("new_empty", size), dtype=dt, device=dev) \
+    return empty(shape_args("new_empty", size), dtype=dt, device=dev) \
         .requires_grad_(requires_grad)
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
     dt, dev = _like_kw(self, dtype, device)
-    return _creation.full(shape_args("new_full", (size,)), fill_value, dtype=dt, device=dev) \
+    return full(shape_args("new_full", (size,)), fill_value, dtype=dt, device=dev) \
         .requires_grad_(requires_grad)
 
 
@@ -346,24 +400,16 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     if isinstance(data, Tensor):
         data = data.detach().clone()
         return data.to(device=dev, dtype=dt).requires_grad_(requires_grad)
-    return _creation.tensor(data, dtype=dt, device=dev).requires_grad_(requires_grad)
+    return tensor(data, dtype=dt, device=dev).requires_grad_(requires_grad)
 
 
 METHODS = {
     "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty,
     "new_full": new_full, "new_tensor": new_tensor,
-    "outer": outer, "dot": dot, "mm": mm, "mv": mv, "bmm": bmm,
-    "matmul": lambda self, other: _C.matmul(self, other),
-    "addmm": lambda self, mat1, mat2, *, beta=1, alpha=1: addmm(self, mat1, mat2, beta=beta,
-                                                                alpha=alpha),
-    "baddbmm": lambda self, b1, b2, *, beta=1, alpha=1: baddbmm(self, b1, b2, beta=beta,
-                                                                alpha=alpha),
 }
 
 FUNCTIONS = {
     "eye": eye, "linspace": linspace, "logspace": logspace, "randint": randint,
     "randperm": randperm, "full_like": full_like, "empty_like": empty_like,
-    "rand_like": rand_like, "randn_like": randn_like, "stack": stack, "einsum": einsum,
-    "outer": outer, "dot": dot, "mm": mm, "mv": mv, "bmm": bmm, "addmm": addmm,
-    "baddbmm": baddbmm,
+    "rand_like": rand_like, "randn_like": randn_like,
 }

@@ -5,11 +5,11 @@ generator) and writes them with copy_, so a fill moves no data between host and 
 and the counters see no transfer; copy_ refuses a leaf that requires grad, as PyTorch
 does. Random fills draw in float32 (float64 for a float64 tensor) and round once into
 self's dtype, as the generator has no 16-bit output."""
-from . import _creation, _dtype
+from . import _tensor_create, _dtype
 
 
 def _same_place(self, value):
-    return _creation.full((), value, dtype=self.dtype, device=self.device)
+    return _tensor_create.full((), value, dtype=self.dtype, device=self.device)
 
 
 def zero_(self):
@@ -32,7 +32,7 @@ def _draw(self, op, kind):
         raise TypeError(f"{op}: needs a floating-point tensor, this one is {self.dtype} "
                         "(convert it first, e.g. t = t.float())")
     dt = _dtype.float64 if self.dtype is _dtype.float64 else _dtype.float32
-    make = _creation.rand if kind == "uniform" else _creation.randn
+    make = _tensor_create.rand if kind == "uniform" else _tensor_create.randn
     return make(*self.shape, dtype=dt, device=self.device)
 
 
@@ -55,7 +55,7 @@ def bernoulli_(self, p=0.5):
     if not 0 <= p <= 1:
         raise ValueError(f"bernoulli_: expects 0 <= p <= 1, got p={p}")
     dt = _dtype.float64 if self.dtype is _dtype.float64 else _dtype.float32
-    return self.copy_(_creation.rand(*self.shape, dtype=dt, device=self.device) < p)
+    return self.copy_(_tensor_create.rand(*self.shape, dtype=dt, device=self.device) < p)
 
 
 METHODS = {"zero_": zero_, "fill_": fill_, "uniform_": uniform_, "normal_": normal_,

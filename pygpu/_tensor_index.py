@@ -16,8 +16,9 @@ ints, slices, ... and None, which are views) come here through _C._set_index_hoo
 from . import _C
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
-from ._tensor_reduce import _SORT_T, _TOPK_T
+from ._tensor_reduce import _SORT_T, _TOPK_T, Gather
 from ._tensor_views import norm_dim
+from ._tensor_join import cat
 
 Tensor = _C.Tensor
 _c_getitem = Tensor.__getitem__
@@ -32,7 +33,7 @@ def _needs_grad(*ts):
 
 
 def _zeros(shape, like):
-    from ._creation import zeros
+    from ._tensor_create import zeros
     return zeros(shape, dtype=like.dtype, device=like.device)
 
 
@@ -43,25 +44,12 @@ def _one_d(op, t):
 
 # ---- gather / scatter ---------------------------------------------------------------------
 
-class _GatherFn(Function):
-    @staticmethod
-    def forward(ctx, x, dim, index):
-        ctx.shape, ctx.dim, ctx.index = x.shape, dim, index
-        return _C._gather(x, dim, index)
-
-    @staticmethod
-    def backward(ctx, g):
-        out = _zeros(ctx.shape, g)
-        _C._scatter(1, out, ctx.dim, ctx.index, g)
-        return out, None, None
-
-
 def gather(self, dim, index, *, sparse_grad=False):
     if self.ndim == 0 and index.ndim == 0:
         return gather(self.reshape(1), 0, index.reshape(1)).reshape(())
     d = norm_dim("gather", dim, self.ndim)
     if _needs_grad(self):
-        return _GatherFn.apply(self, d, index)
+        return Gather.apply(self, d, index)
     return _C._gather(self, d, index)
 
 
@@ -81,7 +69,7 @@ def _scatter_src(self, index, src, value, op):
     if src is None and value is None:
         raise TypeError(f"{op}: give src (a tensor) or value (a number)")
     if src is None or not isinstance(src, Tensor):
-        from ._creation import full
+        from ._tensor_create import full
         v = value if src is None else src
         return full(index.shape, v, dtype=self.dtype, device=self.device)
     return src
@@ -253,7 +241,7 @@ def nonzero(self, *, as_tuple=False):
     cols.reverse()
     if as_tuple:
         return tuple(cols) if self.ndim else (flat,)
-    from ._tensor_create import stack
+    from ._tensor_join import stack
     return stack(cols, 1) if self.ndim else flat.reshape(-1, 0)
 
 
@@ -307,7 +295,7 @@ class _CumprodFn(Function):
         d = ctx.d
         if not bool((x == 0).any()):
             return _flip(_C._cumulative(_flip(g * out, d), d, False), d) / x, None
-        from ._creation import arange
+        from ._tensor_create import arange
         from ._tensor_create import eye
         xm, gm = x.movedim(d, -1), g.movedim(d, -1)            # (..., n)
         n = xm.shape[-1]
@@ -353,7 +341,7 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
         raise RuntimeError(f"topk: selected index k ({k}) out of range for dimension {d} of "
                            f"size {x.shape[d]}")
     idx = _C._topk(x, d, k, bool(largest))  # sorted; ties in input order
-    vals = _GatherFn.apply(x, d, idx) if _needs_grad(x) else _C._gather(x, d, idx)
+    vals = Gather.apply(x, d, idx) if _needs_grad(x) else _C._gather(x, d, idx)
     if was0:
         return _TOPK_T(vals.reshape(()), idx.reshape(()))
     return _TOPK_T(vals, idx)
@@ -368,7 +356,7 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
     n = flat.shape[0]
     order = _C._argsort(flat, 0, False)
     s = _C._gather(flat, 0, order)
-    from ._creation import ones
+    from ._tensor_create import ones
     change = ones((n,), dtype="bool", device=self.device)
     if n > 1:
         change[1:] = s[1:] != s[:-1]
@@ -381,8 +369,7 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
         out.append(inv.reshape(self.shape))
     if return_counts:
         starts = _flat_positions(change)
-        from ._train_ops import cat
-        from ._creation import full
+        from ._tensor_create import full
         bounds = cat([starts, full((1,), n, dtype="int64", device=self.device)], 0)
         ends = bounds[1:] - bounds[:-1]
         out.append(ends)
@@ -393,7 +380,7 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
 
 def _as_index(k, device):
     if isinstance(k, (list, range)) or (not isinstance(k, Tensor) and hasattr(k, "__array__")):
-        from ._creation import tensor
+        from ._tensor_create import tensor
         import numpy as np
         if not isinstance(k, list):
             k = np.asarray(k)
@@ -553,7 +540,7 @@ def setitem(self, key, value):
                                f"{self.device}")
         src = src.expand(target_shape).reshape(shape[:p] + (lin.shape[0],) + shape[p + m:])
     else:
-        from ._creation import full
+        from ._tensor_create import full
         src = full(shape[:p] + (lin.shape[0],) + shape[p + m:], value, dtype=self.dtype,
                    device=self.device)
     try:

@@ -112,9 +112,7 @@ def _records(*ts):
     return is_grad_enabled() and any(_is_t(t) and t.requires_grad for t in ts)
 
 
-def _unbroadcast(g, t):
-    from .autograd._broadcast import unbroadcast
-    return unbroadcast(g, t.shape) if _is_t(t) else None
+from .autograd._broadcast import unbroadcast_like as _unbroadcast  # noqa: E402 (g, operand)
 
 
 def _make_ternary_fn():

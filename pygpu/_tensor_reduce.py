@@ -19,6 +19,7 @@ import collections
 from . import _C
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
+from ._tensor_join import cat
 
 Tensor = _C.Tensor
 _c_sum, _c_mean, _c_max, _c_min, _c_argmax = (Tensor.sum, Tensor.mean, Tensor.max, Tensor.min,
@@ -48,8 +49,10 @@ def _cast(t, dtype):
     return t if dtype is None else t.to(dtype=dtype)
 
 
-class _Gather(Function):
-    """values at argmax/argmin: the gradient goes to the chosen element only."""
+class Gather(Function):
+    """x's values at idx along dim (the INDEX node's gather) with its backward, a scatter-add
+    into zeros: gather (_tensor_index.py) and the values at argmax/argmin (here, below
+    _tensor_index in the layers) both record this one Function."""
     @staticmethod
     def forward(ctx, x, dim, idx):
         ctx.shape, ctx.dim, ctx.idx = x.shape, dim, idx
@@ -57,7 +60,7 @@ class _Gather(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from ._creation import zeros
+        from ._tensor_create import zeros
         out = zeros(ctx.shape, dtype=g.dtype, device=g.device)
         _C._scatter(1, out, ctx.dim, ctx.idx, g.contiguous())
         return out, None, None
@@ -66,7 +69,7 @@ class _Gather(Function):
 def _arg_extreme(x, dim, keepdim, largest):
     from ._tensor_views import norm_dim
     if x.ndim == 0:
-        from ._creation import zeros
+        from ._tensor_create import zeros
         return zeros((), dtype="int64", device=x.device)  # the only index of a 0-d tensor
     d = norm_dim("argmax" if largest else "argmin", dim, x.ndim)
     src = x
@@ -97,7 +100,7 @@ def _extreme(self, largest, dim, keepdim, axis, keepdims, other):
         return (_MAX_T if largest else _MIN_T)(self, _arg_extreme(self, 0, False, largest))
     idx = _arg_extreme(self, d, True, largest)
     if self.requires_grad and is_grad_enabled():
-        vals = _Gather.apply(self, d, idx)
+        vals = Gather.apply(self, d, idx)
     else:
         vals = _C._gather(self, d, idx)
     if not keepdim:
@@ -198,11 +201,10 @@ class _Prod(Function):
         (x,) = ctx.saved
         d = ctx.d
         n = x.shape[d]
-        from ._creation import ones
+        from ._tensor_create import ones
         one = ones(x.shape[:d] + (1,) + x.shape[d + 1:], dtype=x.dtype, device=x.device)
         left = _C._cumulative(x, d, True)
         right = _C._cumulative(x.flip(d), d, True).flip(d)
-        from ._train_ops import cat
         excl_left = cat([one, left.narrow(d, 0, n - 1)], d) if n > 1 else one
         excl_right = cat([right.narrow(d, 1, n - 1), one], d) if n > 1 else one
         return g.unsqueeze(d) * excl_left * excl_right, None
@@ -211,7 +213,7 @@ class _Prod(Function):
 def _prod_axis(x, d):
     n = x.shape[d]
     if n == 0:
-        from ._creation import ones
+        from ._tensor_create import ones
         shape = x.shape[:d] + x.shape[d + 1:]
         dt = x.dtype if x.dtype.is_floating_point else None
         return ones(shape, dtype=dt or "int64", device=x.device)
@@ -305,7 +307,7 @@ def all(self, dim=None, keepdim=False):
     dim, keepdim = _merge("all", dim, keepdim, None, None)
     b = self if self.dtype.name == "bool" else self != 0
     if b.numel() == 0:
-        from ._creation import ones
+        from ._tensor_create import ones
         return ones(_empty_shape(self, dim, keepdim), dtype="bool", device=self.device)
     return _c_min(b, axis=dim, keepdims=keepdim)
 
@@ -314,7 +316,7 @@ def any(self, dim=None, keepdim=False):
     dim, keepdim = _merge("any", dim, keepdim, None, None)
     b = self if self.dtype.name == "bool" else self != 0
     if b.numel() == 0:
-        from ._creation import zeros
+        from ._tensor_create import zeros
         return zeros(_empty_shape(self, dim, keepdim), dtype="bool", device=self.device)
     return _c_max(b, axis=dim, keepdims=keepdim)
 

@@ -11,17 +11,18 @@ for the sizes programs bucket by; bincount and histc read the largest index (or 
 back to size their result, as PyTorch's do, then scatter-add on the device."""
 from . import _C
 from ._tensor_views import _strided, norm_dim, record
+from ._tensor_join import cat
 
 Tensor = _C.Tensor
 
 
 def _arange(n, like):
-    from ._creation import arange
+    from ._tensor_create import arange
     return arange(n, device=like.device)
 
 
 def _zeros(shape, like, dtype=None):
-    from ._creation import zeros
+    from ._tensor_create import zeros
     return zeros(tuple(shape), dtype=dtype or like.dtype, device=like.device)
 
 
@@ -151,7 +152,7 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None):
 
 def _tri_indices(row, col, offset, lower, dtype, device):
     import numpy as np
-    from ._creation import tensor
+    from ._tensor_create import tensor
     r, c = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
     return tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or "int64", device=device)
 
@@ -160,7 +161,6 @@ def _tri_indices(row, col, offset, lower, dtype, device):
 
 def roll(self, shifts, dims=None):
     """Elements shifted along dims (wrapping around); with no dims, over the flattened tensor."""
-    from ._train_ops import cat
     if dims is None:
         if not isinstance(shifts, int) and len(shifts) != 1:
             raise RuntimeError("roll: shifts must be one number when dims is not given")
@@ -220,7 +220,7 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
         raise RuntimeError("repeats must have the same size as input along dim")
     if any(c < 0 for c in counts):
         raise RuntimeError("repeat_interleave: repeats can not be negative")
-    from ._creation import tensor
+    from ._tensor_create import tensor
     idx = [i for i, c in enumerate(counts) for _ in range(c)]
     return x.index_select(d, tensor(idx, dtype="int64", device=x.device))
 
@@ -242,7 +242,7 @@ def kron(self, other):
 def cross(self, other, dim=None):
     """The cross product of 3-vectors along dim (the first axis of size 3 when dim is
     None, as torch.cross; torch.linalg.cross defaults to the last)."""
-    from ._tensor_create import stack
+    from ._tensor_join import stack
     if dim is None:
         dim = next((i for i, n in enumerate(self.shape) if n == 3), None)
         if dim is None:
@@ -350,7 +350,7 @@ def bincount(self, weights=None, minlength=0):
     size = max(int(self.max().item()) + 1 if self.numel() else 0, int(minlength))
     if weights is None:
         out = _zeros((size,), self, "int64")
-        from ._creation import ones_like
+        from ._tensor_create import ones_like
         src = ones_like(self)
     else:
         out = _zeros((size,), self, weights.dtype if weights.dtype.is_floating_point else "float64")
@@ -386,7 +386,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         seq = seq.gather(-1, sorter)
     scalar = not isinstance(input, Tensor)
     if scalar:
-        from ._creation import tensor
+        from ._tensor_create import tensor
         input = tensor([input], dtype=seq.dtype, device=seq.device)
     if seq.ndim == 1:
         cmp = (seq <= input.unsqueeze(-1)) if right else (seq < input.unsqueeze(-1))
@@ -408,7 +408,6 @@ def block_diag(*tensors):
     mats = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
     rows = sum(m.shape[0] for m in mats)
     cols = sum(m.shape[1] for m in mats)
-    from ._train_ops import cat
     parts, c0 = [], 0
     for m in mats:
         left = _zeros((m.shape[0], c0), m)
@@ -419,7 +418,7 @@ def block_diag(*tensors):
 
 
 def cartesian_prod(*tensors):
-    from ._tensor_create import stack
+    from ._tensor_join import stack
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")

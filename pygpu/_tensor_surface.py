@@ -10,7 +10,9 @@ the type once (_C._add_tensor_methods):
   _tensor_reduce.py  sum/mean/max/min/argmax with dim/keepdim, prod, std, var, norm, ...
   _tensor_index.py   gather, scatter_, index_select, masked_fill, cumsum, sort, topk, and
                      indexing with tensors, lists and masks (the getitem/setitem hooks)
-  _tensor_create.py  new_zeros/new_ones/..., and eye, linspace, stack, einsum, ...
+  _tensor_create.py  new_zeros/new_ones/..., and eye, linspace, randint, full_like, ...
+  _tensor_join.py    cat and stack (module functions)
+  _tensor_products.py outer, dot, mm, mv, bmm, addmm, baddbmm, matmul, and einsum
   _tensor_autograd.py register_hook, detach_
   _tensor_fill.py    zero_, fill_, uniform_, normal_, bernoulli_
   _tensor_math.py    the math rows' other spellings (arcsin, ...), logit(eps), lerp,
@@ -18,15 +20,18 @@ the type once (_C._add_tensor_methods):
   _tensor_shape.py   diagonal, diag, diag_embed, tril, triu, trace, roll, rot90, kron, cross,
                      repeat_interleave, tensor_split, broadcast_to, cov, corrcoef, bincount, histc
   _tensor_compat.py  PyTorch's second names (greater, multiply, ravel, eq_, new, ...)
+  _ops/_clamp.py     clamp, clip, clamp_, clip_ (the composite ops' home, pygpu/_ops/)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
 replaced by wrappers that accept both spellings and call the C method."""
 from . import _C
+from ._ops import _clamp as _ops_clamp
 from . import (_tensor_autograd, _tensor_compat, _tensor_create, _tensor_fill, _tensor_index,
-               _tensor_info, _tensor_math, _tensor_reduce, _tensor_shape, _tensor_views)
+               _tensor_info, _tensor_join, _tensor_math, _tensor_products, _tensor_reduce,
+               _tensor_shape, _tensor_views)
 
 _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
-             _tensor_autograd, _tensor_fill, _tensor_shape)
+             _tensor_products, _tensor_autograd, _tensor_fill, _tensor_shape, _ops_clamp)
 
 
 def install():
@@ -69,6 +74,8 @@ _AS_FUNCTIONS = (
 def functions():
     out = {name: _method_function(name) for name in _AS_FUNCTIONS}
     out.update(_tensor_create.FUNCTIONS)
+    out.update(_tensor_join.FUNCTIONS)
+    out.update(_tensor_products.FUNCTIONS)
     out.update(_tensor_math.FUNCTIONS)
     out.update(_tensor_shape.FUNCTIONS)
     from . import linalg, sparse

@@ -10,6 +10,8 @@ strides can describe). When the input requires grad, the view is recorded throug
 autograd Function whose backward maps the gradient back to the input's shape. Installed
 into the Tensor type by pygpu/_tensor_surface.py."""
 from . import _C
+from ._tensor_create import shape_args
+from .autograd._broadcast import unbroadcast
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
 
@@ -32,16 +34,6 @@ def norm_dim(op, dim, ndim, extra=0):
     if not -n <= dim < n:
         raise _axis_error(op, dim, ndim + extra)
     return dim + n if dim < 0 else dim
-
-
-def shape_args(op, args):
-    """(2, 3), [2, 3], a Size or 2, 3 -> a tuple of ints."""
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        args = tuple(args[0])
-    for s in args:
-        if not isinstance(s, int) or isinstance(s, bool):
-            raise TypeError(f"{op}: sizes must be ints, got {type(s).__name__} in {args!r}")
-    return tuple(args)
 
 
 _as_strided = _C._as_strided
@@ -298,14 +290,7 @@ def movedim(self, source, destination):
 # ---- expand -------------------------------------------------------------------------------
 
 def _unbroadcast(shape):
-    def back(g):
-        lead = g.ndim - len(shape)
-        axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
-                                          if n == 1 and g.shape[lead + i] != 1)
-        if axes:
-            g = g.sum(axis=axes, keepdims=True)
-        return g.reshape(shape)
-    return back
+    return lambda g: unbroadcast(g, shape)
 
 
 def expand(self, *sizes):
@@ -355,7 +340,7 @@ def expand_as(self, other):
 
 def _zeros_with(shape, g, place):
     """zeros of `shape` with g written by place(out) -> the view g goes into."""
-    from ._creation import zeros
+    from ._tensor_create import zeros
     out = zeros(shape, dtype=g.dtype, device=g.device)
     place(out)[...] = g
     return out
@@ -457,7 +442,7 @@ def unbind(self, dim=0):
 def _positions(shape, strides, offset, device):
     """The storage index of every element of the layout (shape, strides, offset), C order:
     an int64 tensor of numel elements on `device`."""
-    from ._creation import arange, zeros
+    from ._tensor_create import arange, zeros
     pos = zeros((), dtype="int64", device=device) + offset
     for i, (n, st) in enumerate(zip(shape, strides)):
         axis = [1] * len(shape)
@@ -477,7 +462,7 @@ def _as_strided_back(x, size, stride, off):
     shape = tuple(x.shape)
 
     def back(g):
-        from ._creation import zeros
+        from ._tensor_create import zeros
         span = 1 + max(off + sum((n - 1) * st for n, st in zip(size, stride) if n),
                        xo + sum((n - 1) * st for n, st in zip(shape, xs) if n))
         acc = zeros((span,), dtype=g.dtype, device=g.device)

@@ -1,222 +1,22 @@
-"""Differentiable ops that are not single C ops: cat, softmax, log_softmax,
-cross_entropy, mse_loss and linear (pygpu.nn.functional re-exports them).
+"""Differentiable ops that are one fused C op each way: cross_entropy and linear (with its
+autocast and pruned-mask forms), and the fused optimizer updates (pygpu.nn.functional and
+pygpu.optim call these).
 
-Each is an autograd Function (pygpu/autograd/function.py) with its backward
-written out beside its forward, or a composition of recorded tensor ops.
-linear and cross_entropy call one fused C op each way (csrc/core/pg_ops_train.c)."""
-import numbers
-
+Each is an autograd Function (pygpu/autograd/function.py) with its backward written out
+beside its forward, calling one fused C op each way (csrc/core/pg_ops_train.c). The
+composite ops (softmax, log_softmax, layer_norm, clamp, mse_loss) live in pygpu/_ops/; cat
+is with the tensor surface (pygpu/_tensor_join.py)."""
 from . import _C
 from .autograd import Function
-from .autograd.grad_mode import is_grad_enabled
-from ._creation import empty
-from ._dtype import ALL as _dtype_ALL
-from ._dtype import bfloat16, float16, float32, float64, int64
+from ._dtype import bfloat16, float32, int64
+from ._ops._common import float_input as _float_input
+from ._ops._common import want_tensor as _want_tensor
+from ._ops._common import widened as _widened
 from .amp.autocast_mode import cast_inputs as _autocast
 from .amp.autocast_mode import linear_operands as _autocast_linear
 from .amp.autocast_mode import region_dtype as _autocast_low
 
 Tensor = _C.Tensor
-
-
-def _want_tensor(x, fn, what="input"):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}: {what} must be a pygpu.Tensor, got {type(x).__name__} "
-                        "(convert with pygpu.tensor(x))")
-
-
-def _axis(dim, ndim, fn):
-    if not isinstance(dim, numbers.Integral):
-        raise TypeError(f"{fn}: dim must be an int, got {type(dim).__name__}")
-    if not -ndim <= dim < max(ndim, 1):
-        raise IndexError(f"{fn}: dim {dim} is out of range for a {ndim}-d tensor")
-    return dim % max(ndim, 1)
-
-
-# ---- cat -----------------------------------------------------------------------------------
-
-class _Cat(Function):
-    @staticmethod
-    def forward(ctx, *tensors, dim=0):
-        first = tensors[0]
-        ctx.dim, ctx.sizes = dim, [t.shape[dim] for t in tensors]
-        shape = list(first.shape)
-        shape[dim] = sum(ctx.sizes)
-        out = empty(tuple(shape), dtype=first.dtype, device=first.device)
-        lead = (slice(None),) * dim
-        pos = 0
-        for t in tensors:
-            n = t.shape[dim]
-            out[lead + (slice(pos, pos + n),)] = t
-            pos += n
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        lead = (slice(None),) * ctx.dim
-        grads, pos = [], 0
-        for n in ctx.sizes:
-            grads.append(g[lead + (slice(pos, pos + n),)])
-            pos += n
-        return tuple(grads)
-
-
-def cat(tensors, dim=0):
-    """Join tensors along an existing axis `dim` (all on one device, one dtype)."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("cat: expected a non-empty sequence of tensors")
-    for i, t in enumerate(tensors):
-        _want_tensor(t, "cat", f"tensors[{i}]")
-    first = tensors[0]
-    if first.ndim == 0:
-        raise ValueError("cat: zero-dimensional tensors cannot be concatenated")
-    dim = _axis(dim, first.ndim, "cat")
-    for i, t in enumerate(tensors[1:], 1):
-        if t.device != first.device:
-            raise _C.DeviceMismatchError(
-                f"cat: tensors[{i}] is on {t.device} but tensors[0] is on {first.device}; "
-                "move them to one device first")
-        if t.dtype != first.dtype:
-            raise TypeError(f"cat: tensors[{i}] has dtype {t.dtype} but tensors[0] has "
-                            f"{first.dtype}; convert with .astype()")
-        if t.ndim != first.ndim or any(a != b for k, (a, b) in
-                                       enumerate(zip(t.shape, first.shape)) if k != dim):
-            raise ValueError(f"cat: tensors[{i}] has shape {t.shape}, which does not match "
-                             f"tensors[0]'s {first.shape} except along dim {dim}")
-    return _Cat.apply(*tensors, dim=dim)
-
-
-# ---- softmax family --------------------------------------------------------------------------
-
-class _LogSoftmax(Function):
-    @staticmethod
-    def forward(ctx, x, dim):
-        out = None
-        if dim == x.ndim - 1 and x.dtype in (float32, float64):
-            out = _C._softmax_rows(x, True)  # one node; None where the backend has no kernel
-        if out is None:
-            shifted = x - x.max(axis=dim, keepdims=True)
-            out = shifted - shifted.exp().sum(axis=dim, keepdims=True).log()
-        ctx.save(out)  # Function.apply swaps a saved output for a detached alias
-        ctx.dim = dim
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved
-        return g - out.exp() * g.sum(axis=ctx.dim, keepdims=True), None
-
-
-class _Softmax(Function):
-    @staticmethod
-    def forward(ctx, x, dim):
-        out = None
-        if dim == x.ndim - 1 and x.dtype in (float32, float64):
-            out = _C._softmax_rows(x)  # one node; None where the backend has no kernel
-        if out is None:
-            e = (x - x.max(axis=dim, keepdims=True)).exp()
-            out = e / e.sum(axis=dim, keepdims=True)
-        ctx.save(out)
-        ctx.dim = dim
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved
-        return out * (g - (g * out).sum(axis=ctx.dim, keepdims=True)), None
-
-
-class _LayerNorm(Function):
-    """layer_norm over the last axis: one LAYER_NORM node forward where the backend has it
-    (else the same formula from tensor ops); backward from tensor ops, with
-    xhat = (x - mean) * rstd and gw = g * weight:
-        dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)),
-        dweight = sum over rows of g * xhat,  dbias = sum over rows of g."""
-
-    @staticmethod
-    def forward(ctx, x, weight, bias, eps):
-        ctx.save(x, weight)
-        ctx.eps, ctx.has_bias = eps, bias is not None
-        out = _C._layer_norm_rows(x, weight, bias, eps)
-        if out is None:
-            out = _layer_norm_composed(x, weight, bias, eps)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved
-        mean = x.mean(axis=-1, keepdims=True)
-        d = x - mean
-        rstd = 1.0 / _C.sqrt((d * d).mean(axis=-1, keepdims=True) + ctx.eps)
-        xhat = d * rstd
-        gw = g if w is None else g * w
-        dx = rstd * (gw - gw.mean(axis=-1, keepdims=True)
-                     - xhat * (gw * xhat).mean(axis=-1, keepdims=True))
-        lead = tuple(range(x.ndim - 1))
-        dw = None if w is None else (g * xhat).sum(axis=lead) if lead else g * xhat
-        db = None if not ctx.has_bias else g.sum(axis=lead) if lead else g
-        return dx, dw, db, None
-
-
-def _layer_norm_composed(x, weight, bias, eps):
-    mean = x.mean(axis=-1, keepdims=True)
-    d = x - mean
-    out = d / _C.sqrt((d * d).mean(axis=-1, keepdims=True) + eps)
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
-
-
-def layer_norm_rows(x, weight, bias, eps):
-    """layer_norm over x's last axis (weight, bias: None or (C,) of x's dtype)."""
-    if is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias)):
-        return _LayerNorm.apply(x, weight, bias, float(eps))
-    out = _C._layer_norm_rows(x, weight, bias, float(eps))  # nothing to record: no Function
-    return _layer_norm_composed(x, weight, bias, float(eps)) if out is None else out
-
-
-def _float_input(x, fn):
-    _want_tensor(x, fn)
-    if not x.dtype.is_floating_point:
-        raise TypeError(f"{fn}: expected a float tensor ({_FLOATS}), got {x.dtype}")
-
-
-def _widened(fn, x, *args):
-    """fn on x, with float16/bfloat16 x computed in float32 and the result rounded back once
-    (exponentials and sums want float32's range and precision)."""
-    if x.dtype is float16 or x.dtype is bfloat16:
-        return fn(x.astype(float32), *args).astype(x.dtype)
-    return fn(x, *args)
-
-
-def log_softmax(x, dim=-1):
-    """log(softmax(x)) along dim, computed stably (x - max - log-sum-exp).
-    Under pygpu.autocast: float32."""
-    _float_input(x, "log_softmax")
-    (x,) = _autocast("log_softmax", x)
-    axis = _axis(dim, x.ndim, "log_softmax")
-    if axis == x.ndim - 1 and x.dtype in (float32, float64) and not (
-            x.requires_grad and is_grad_enabled()):
-        out = _C._softmax_rows(x, True)  # nothing to record: the node alone, no Function
-        if out is not None:
-            return out
-    return _widened(_LogSoftmax.apply, x, axis)
-
-
-def softmax(x, dim=-1):
-    """exp(x) / sum(exp(x)) along dim, computed stably. Under pygpu.autocast: float32."""
-    _float_input(x, "softmax")
-    (x,) = _autocast("softmax", x)
-    axis = _axis(dim, x.ndim, "softmax")
-    if axis == x.ndim - 1 and x.dtype in (float32, float64) and not (
-            x.requires_grad and is_grad_enabled()):
-        out = _C._softmax_rows(x)  # nothing to record: the node alone, no Function
-        if out is not None:
-            return out
-    return _widened(_Softmax.apply, x, axis)
 
 
 # ---- losses ----------------------------------------------------------------------------------
@@ -262,23 +62,6 @@ def cross_entropy(input, target, reduction="mean"):
     (input,) = _autocast("cross_entropy", input)
     return _widened(_CrossEntropy.apply, input, target, reduction == "mean")
 
-
-def mse_loss(input, target, reduction="mean"):
-    """Mean (or summed) squared error between input and target (same shape)."""
-    _want_tensor(input, "mse_loss")
-    _want_tensor(target, "mse_loss", "target")
-    if input.shape != target.shape:
-        raise ValueError(f"mse_loss: input has shape {input.shape} but target has "
-                         f"{target.shape}; they must match")
-    if reduction not in ("mean", "sum"):
-        raise ValueError(f"mse_loss: reduction must be 'mean' or 'sum', got {reduction!r}")
-    input, target = _autocast("mse_loss", input, target)
-    d = input - target
-    sq = d * d
-    return sq.mean() if reduction == "mean" else sq.sum()
-
-
-_FLOATS = ", ".join(d.name for d in _dtype_ALL if d.is_floating_point)  # the dtype table's
 
 # ---- linear ----------------------------------------------------------------------------------
 
@@ -396,7 +179,7 @@ def _fuses_mask(x, weight, mask, low):
     and mask on cpu or sim, float32 x, or autocast's bfloat16 x with the float32 weight."""
     if weight.dtype is not float32 or mask.dtype is not float32 or weight.ndim != 2:
         return False
-    if weight.device.type not in ("cpu", "sim") or mask.device != weight.device:
+    if not _C._linear_mask_runs(weight) or mask.device != weight.device:
         return False
     if tuple(mask.shape) != tuple(weight.shape):
         return False
@@ -407,7 +190,7 @@ def mask_fusion_pays(weight, mask, x):
     """Whether a pruned Linear should hand its mask to the GEMM rather than cache weight *
     mask: the GEMM that will run packs the weight itself (pygpu's own float32 kernel, or the
     AVX512_BF16 kernel under autocast bfloat16), so the mask costs no copy there."""
-    if not isinstance(x, Tensor) or weight.device.type not in ("cpu", "sim"):
+    if not isinstance(x, Tensor) or not _C._linear_mask_runs(weight):
         return False
     if weight.dtype is not float32 or mask.dtype is not float32:
         return False

@@ -104,18 +104,18 @@ def inv_ex(A, *, check_errors=False, out=None):
     except LinAlgError:
         if check_errors:
             raise
-        from ._creation import full
+        from ._tensor_create import full
         nan = full(tuple(A.shape), float("nan"), dtype=A.dtype, device=A.device)
         return _ex_t(nan, _ones_int(A))
 
 
 def _zeros_int(A):
-    from ._creation import zeros
+    from ._tensor_create import zeros
     return zeros(tuple(A.shape[:-2]), dtype="int64", device=A.device)
 
 
 def _ones_int(A):
-    from ._creation import ones
+    from ._tensor_create import ones
     return ones(tuple(A.shape[:-2]), dtype="int64", device=A.device)
 
 
@@ -208,7 +208,7 @@ def _sign_logabs(A):
     """(sign, log|det|) from the LU factors, on the cpu then moved back (no gradient)."""
     LU, piv, _ = _lapack("linalg.slogdet", _LU, A)
     from ._tensor_shape import diagonal
-    from ._creation import arange
+    from ._tensor_create import arange
     d = diagonal(LU, 0, -2, -1)
     n = A.shape[-1]
     swaps = (piv != arange(1, n + 1, device=piv.device)).astype(d.dtype)
@@ -300,7 +300,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     except LinAlgError:
         if check_errors:
             raise
-        from ._creation import full
+        from ._tensor_create import full
         return _ex_t(full(tuple(A.shape), float("nan"), dtype=A.dtype, device=A.device),
                      _ones_int(A))
 
@@ -430,7 +430,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     bb = b.expand(*batch, *b.shape[-2:]).contiguous()
     X, rank, S = _lapack("linalg.lstsq", _LSTSQ, Ab, bb, param=rcond)
     X = _no_grad_output("linalg.lstsq", X, A, B)
-    from ._creation import empty
+    from ._tensor_create import empty
     if m > n and bool((rank == n).all()):
         res = ((Ab @ X - bb) ** 2).sum(-2)
     else:

@@ -12,9 +12,10 @@ and cuda all work; no cuSPARSE is used.
 Products: sparse.mm(S, D) is out[r] += v * D[c] over the nonzeros (a gather of rows of
 D, a scale and a scatter-add), differentiable with respect to D (Sᵀ g, the same kernel)
 and to S's values (g[r] . D[c]), as PyTorch's."""
-from . import _C, _creation
+from . import _C, _tensor_create
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
+from ._tensor_join import cat
 
 Tensor = _C.Tensor
 
@@ -39,7 +40,7 @@ def _linear(indices, size):
         row = indices[i]
         lin = row if lin is None else lin * int(size[i]) + row
     if lin is None:
-        return _creation.zeros((indices.shape[1],), dtype="int64", device=indices.device)
+        return _tensor_create.zeros((indices.shape[1],), dtype="int64", device=indices.device)
     return lin
 
 
@@ -51,9 +52,8 @@ def _unlinear(lin, size, k):
         cols.append(rest - q * n)
         rest = q
     cols.reverse()
-    from ._train_ops import cat
     return cat([c.unsqueeze(0) for c in cols], 0) if cols else \
-        _creation.zeros((0, lin.shape[0]), dtype="int64", device=lin.device)
+        _tensor_create.zeros((0, lin.shape[0]), dtype="int64", device=lin.device)
 
 
 class SparseTensor:
@@ -226,7 +226,6 @@ class SparseTensor:
             if other._size != self._size:
                 raise RuntimeError(f"add: expected sizes to match, got {self._size} and "
                                    f"{other._size}")
-            from ._train_ops import cat
             idx = cat([self._indices_t, other._indices_t], 1)
             vals = cat([self._values_t, other._values_t.to(self.dtype)], 0)
             return SparseTensor(idx, vals, self._size).coalesce()
@@ -260,7 +259,7 @@ class _IndexAdd(Function):
     @staticmethod
     def forward(ctx, src, index, shape):
         ctx.index = index
-        out = _creation.zeros(tuple(shape), dtype=src.dtype, device=src.device)
+        out = _tensor_create.zeros(tuple(shape), dtype=src.dtype, device=src.device)
         return out.index_add_(0, index, src) if index.numel() else out
 
     @staticmethod
@@ -270,7 +269,7 @@ class _IndexAdd(Function):
 
 def _spmm_values(rows, cols, values, dense, m):
     """out (m, n) with out[r] += v * dense[c] over the nonzeros."""
-    out = _creation.zeros((m, dense.shape[1]), dtype=dense.dtype, device=dense.device)
+    out = _tensor_create.zeros((m, dense.shape[1]), dtype=dense.dtype, device=dense.device)
     if rows.numel():
         out.index_add_(0, rows, dense.index_select(0, cols) * values.reshape(-1, 1))
     return out
@@ -332,14 +331,14 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
                       requires_grad=False, check_invariants=None, is_coalesced=None):
     """torch.sparse_coo_tensor: a COO tensor of the given (or inferred) size."""
     if not isinstance(indices, Tensor):
-        indices = _creation.tensor(indices, dtype="int64", device=device)
+        indices = _tensor_create.tensor(indices, dtype="int64", device=device)
     if not isinstance(values, Tensor):
-        values = _creation.tensor(values, dtype=dtype, device=device)
+        values = _tensor_create.tensor(values, dtype=dtype, device=device)
     if dtype is not None:
         values = values.to(dtype)
     if device is not None:
         indices, values = indices.to(device), values.to(device)
-    if indices.dtype != _creation.tensor([0]).dtype:
+    if indices.dtype != _tensor_create.tensor([0]).dtype:
         indices = indices.to("int64")
     if indices.ndim != 2:
         raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {tuple(indices.shape)}")
@@ -387,7 +386,7 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
     lead = self.reshape(tuple(self.shape[:k]) + (-1,)) if k < self.ndim else self
     mask = (lead != 0).any(-1) if k < self.ndim else (self != 0)
     idx = mask.nonzero().transpose(0, 1).contiguous() if k else \
-        _creation.zeros((0, 1), dtype="int64", device=self.device)
+        _tensor_create.zeros((0, 1), dtype="int64", device=self.device)
     lin = _linear(idx, self.shape)
     rows = 1
     for n in self.shape[:k]:

@@ -7,7 +7,8 @@ here, so adding a spelling to a row adds it to this module. The rest compose tho
 logit(eps), polygamma, multigammaln, ndtri, log_ndtr, softmax, log_softmax, logsumexp."""
 import math as _math
 
-from . import _C, _tensor_math, _train_ops
+from . import _C, _tensor_math
+from ._ops import _softmax
 
 
 def _from_table():
@@ -48,12 +49,12 @@ def log_ndtr(input):
 
 def softmax(input, dim, dtype=None):
     x = input if dtype is None else input.to(dtype)
-    return _train_ops.softmax(x, dim)
+    return _softmax.softmax(x, dim)
 
 
 def log_softmax(input, dim, dtype=None):
     x = input if dtype is None else input.to(dtype)
-    return _train_ops.log_softmax(x, dim)
+    return _softmax.log_softmax(x, dim)
 
 
 def logsumexp(input, dim, keepdim=False):

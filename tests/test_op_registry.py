@@ -13,7 +13,7 @@ import pytest
 
 import pygpu
 import pygpu.nn.functional as F
-from pygpu import _C, _train_ops
+from pygpu import _C, _ops, _train_ops
 from pygpu.autograd import rules
 
 TABLE = _C._op_table()
@@ -62,8 +62,9 @@ def test_generated_functions_and_methods_are_the_table_rows():
 def test_every_op_has_a_backward_rule_or_is_declared_not_differentiable(name, family, grad):
     if grad is None:
         assert name not in rules.RULES
-    elif family == "train":  # an autograd Function with its backward beside its forward
-        fn = getattr(_train_ops, "_" + grad)
+    elif family == "train":  # an autograd Function with its backward beside its forward:
+        # a fused op's in _train_ops.py, a composite's in pygpu/_ops/
+        fn = getattr(_train_ops, "_" + grad, None) or getattr(_ops, "_" + grad)
         assert issubclass(fn, pygpu.autograd.Function) and "backward" in vars(fn)
     else:
         assert name in rules.RULES

@@ -1,9 +1,8 @@
 /* elementwise_methods.c - the Tensor methods of the op table's elementwise ops,
  * generated from csrc/core/pg_ops.def's `method` column (METHOD(m): Tensor.m;
- * METHOD_INPLACE(m): Tensor.m and the in-place Tensor.m_), and the elementwise
- * ops made of several nodes: where (a copy and a SELECT node) and clamp/clip
- * (maximum, then minimum; clamp_ with two number bounds is one CLAMP node, one pass,
- * where the device's backend has the kernel), as module functions and methods.
+ * METHOD_INPLACE(m): Tensor.m and the in-place Tensor.m_), where (a copy and a SELECT
+ * node) as a module function and a method, and clamp's one-node calls (_C._clamp,
+ * _C._clamp_bound_), which pygpu/_ops/_clamp.py composes clamp/clip/clamp_ from.
  *
  * The methods take PyTorch's signatures: x.add(y, alpha=2), x.pow(2), x.eq(y),
  * x.exp_(). An in-place method writes self (pg_op_binary_ / pg_op_unary_: one
@@ -190,103 +189,51 @@ static PyObject *mt_where(PyObject *self, PyObject *args, PyObject *kwargs)
     return where_impl(c, self, b);
 }
 
-/* ---- clamp / clip --------------------------------------------------------------------- */
+/* ---- clamp's one-node calls (the op is composed in pygpu/_ops/_clamp.py) ---------------- */
 
-/* a Python int or float (not bool): a bound the one-pass clamp_ takes */
-static bool number_bound(PyObject *v)
+/* _C._clamp(x, lo, hi, inplace=False): min(max(x, lo), hi) for two number bounds as one
+ * CLAMP node (x float32/float64 on a backend with the node: the caller asks _has_node),
+ * into x when inplace (refused under autograd, as clamp_ records no gradient). Records
+ * nothing: the caller takes this path only where there is nothing to record. */
+PyObject *pg_f_clamp_node(PyObject *mod, PyObject *args)
 {
-    return PyFloat_CheckExact(v) || PyLong_CheckExact(v);
-}
-
-/* clamp(x, min, max) = minimum(maximum(x, min), max), either bound None (not both); the
- * bounds are Tensors or numbers. NaN stays NaN; min > max gives max, as PyTorch. The two
- * ops record their own backward rules (a bound that requires grad gets its share). */
-static PyObject *clamp_impl(PyObject *x, PyObject *lo, PyObject *hi, bool inplace,
-                            const char *name)
-{
-    if (!PyTensor_Check(x))
-        return PyErr_Format(PyExc_TypeError, "%s expects a pygpu.Tensor, got %.80s", name,
-                            Py_TYPE(x)->tp_name);
-    if (lo == Py_None)
-        lo = NULL;
-    if (hi == Py_None)
-        hi = NULL;
-    if (!lo && !hi) {
-        PyErr_Format(PyExc_RuntimeError, "%s: at least one of 'min' or 'max' must not be None",
-                     name);
+    (void)mod;
+    PyObject *x;
+    double lo, hi;
+    int inplace = 0;
+    if (!PyArg_ParseTuple(args, "O!dd|p:_clamp", &PyTensor_Type, &x, &lo, &hi, &inplace))
         return NULL;
-    }
-    if (inplace) {
-        if (pg_inplace_check(x, lo, name) < 0 || pg_inplace_check(x, hi, name) < 0)
-            return NULL;
-        const pg_tensor *t = &((PyTensor *)x)->t;
-        if (lo && hi && number_bound(lo) && number_bound(hi) &&
-            (t->dtype == PG_FLOAT32 || t->dtype == PG_FLOAT64) &&
-            pg_backend_has_op(pg_tensor_device(t), PG_OP_CLAMP, t->dtype)) {
-            double l = PyFloat_AsDouble(lo), h = PyFloat_AsDouble(hi);
-            if ((l == -1.0 || h == -1.0) && PyErr_Occurred())
-                return NULL;
-            if (l == l && h == h) { /* one pass (a NaN bound takes the two-op path) */
-                pg_status st = PG_CALL(pg_heavy(t), pg_op_clamp_(t, l, h));
-                return st == PG_OK ? Py_NewRef(x) : pg_raise(st);
-            }
-        }
-        PyObject *r = lo ? pg_py_binary_(x, lo, PG_BIN_MAXIMUM, name) : Py_NewRef(x);
-        if (r && hi) {
-            Py_DECREF(r);
-            r = pg_py_binary_(x, hi, PG_BIN_MINIMUM, name);
-        }
-        return r;
-    }
     const pg_tensor *t = &((PyTensor *)x)->t;
-    if (lo && hi && number_bound(lo) && number_bound(hi) && !((PyTensor *)x)->requires_grad &&
-        (t->dtype == PG_FLOAT32 || t->dtype == PG_FLOAT64) &&
-        pg_backend_has_op(pg_tensor_device(t), PG_OP_CLAMP, t->dtype)) {
-        /* one node, one kernel on cuda (with a gradient to record: the two ops below) */
-        double l = PyFloat_AsDouble(lo), h = PyFloat_AsDouble(hi);
-        if ((l == -1.0 || h == -1.0) && PyErr_Occurred())
+    if (inplace) {
+        if (pg_inplace_check(x, NULL, "clamp_") < 0)
             return NULL;
-        if (l == l && h == h) {
-            pg_tensor out;
-            pg_status st = PG_CALL(pg_heavy(t), pg_op_clamp(t, l, h, &out));
-            return pg_wrap_result(st, &out);
-        }
+        pg_status st = PG_CALL(pg_heavy(t), pg_op_clamp_(t, lo, hi));
+        return st == PG_OK ? Py_NewRef(x) : pg_raise(st);
     }
-    PyObject *r = lo ? pg_py_binary(x, lo, PG_BIN_MAXIMUM) : Py_NewRef(x);
-    if (r && hi) {
-        PyObject *r2 = pg_py_binary(r, hi, PG_BIN_MINIMUM);
-        Py_DECREF(r);
-        r = r2;
-    }
-    return r;
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(t), pg_op_clamp(t, lo, hi, &out));
+    return pg_wrap_result(st, &out);
 }
 
-#define CLAMP_FN(NAME)                                                                     \
-    PyObject *pg_f_##NAME(PyObject *mod, PyObject *args, PyObject *kwargs)                 \
-    {                                                                                      \
-        (void)mod;                                                                         \
-        static char *kw[] = {"input", "min", "max", NULL};                                 \
-        PyObject *x, *lo = Py_None, *hi = Py_None;                                         \
-        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO:" #NAME, kw, &x, &lo, &hi))   \
-            return NULL;                                                                   \
-        return clamp_impl(x, lo, hi, false, #NAME);                                        \
-    }
-CLAMP_FN(clamp)
-CLAMP_FN(clip)
+/* _C._clamp_bound_(x, bound, upper, name, next=None): x = maximum(x, bound) (upper:
+ * minimum) in place, one BINARY node, the bound a Tensor or a number; `name` (clamp_,
+ * clip_) is checked as an in-place op autograd does not record, against the bound and
+ * against `next` (the other bound, written after this one), before anything is written. */
+PyObject *pg_f_clamp_bound_(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *x, *bound, *next = Py_None;
+    int upper;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "O!Ops|O:_clamp_bound_", &PyTensor_Type, &x, &bound, &upper,
+                          &name, &next))
+        return NULL;
+    if (pg_inplace_check(x, bound, name) < 0 ||
+        (next != Py_None && pg_inplace_check(x, next, name) < 0))
+        return NULL;
+    return pg_py_binary_(x, bound, upper ? PG_BIN_MINIMUM : PG_BIN_MAXIMUM, name);
+}
 
-#define CLAMP_METHOD(NAME, INPLACE)                                                        \
-    static PyObject *mt_##NAME(PyObject *self, PyObject *args, PyObject *kwargs)           \
-    {                                                                                      \
-        static char *kw[] = {"min", "max", NULL};                                          \
-        PyObject *lo = Py_None, *hi = Py_None;                                             \
-        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:" #NAME, kw, &lo, &hi))        \
-            return NULL;                                                                   \
-        return clamp_impl(self, lo, hi, INPLACE, #NAME);                                   \
-    }
-CLAMP_METHOD(clamp, false)
-CLAMP_METHOD(clip, false)
-CLAMP_METHOD(clamp_, true)
-CLAMP_METHOD(clip_, true)
 
 /* ---- the table ------------------------------------------------------------------------ */
 
@@ -310,10 +257,6 @@ static PyMethodDef pg_elementwise_methods[] = {
 #define PG_UNARY(ID, name, gen, method, py, grad, doc, ...) PG_APPLY(UN_ENTRY, (MARGS_##method, doc))
 #include "../core/pg_ops.def"
     {"where", KW mt_where, METH_VARARGS | METH_KEYWORDS, "where(condition, other): self where condition is true, else other"},
-    {"clamp", KW mt_clamp, METH_VARARGS | METH_KEYWORDS, "clamp(min=None, max=None): each element into [min, max] (Tensors or numbers)"},
-    {"clip", KW mt_clip, METH_VARARGS | METH_KEYWORDS, "clip(min=None, max=None): clamp's other name"},
-    {"clamp_", KW mt_clamp_, METH_VARARGS | METH_KEYWORDS, "clamp in place (into self)"},
-    {"clip_", KW mt_clip_, METH_VARARGS | METH_KEYWORDS, "clamp in place (into self)"},
     {NULL, NULL, 0, NULL},
 };
 

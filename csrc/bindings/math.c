@@ -2,7 +2,10 @@
  * Thin: each forwards to the same core op as the operator or method. The
  * binary, unary and reduce ones are generated from the op table
  * (core/pg_ops.def), which _C._op_table() also hands to Python. */
+#include "../core/pg_backend.h"
 #include "tensor_object.h"
+
+#include <string.h>
 
 PyObject *pg_py_binary(PyObject *a, PyObject *b, int op);
 PyObject *pg_reduce_call(PyObject *self, int op, PyObject *args, PyObject *kwargs);
@@ -206,6 +209,31 @@ static PyObject *f_node_table(PyObject *mod, PyObject *noargs)
     return t;
 }
 
+/* _C._has_node(kind, x): whether x's backend runs the node kind `kind` (a PG_NODE row's
+ * ID, "SOFTMAX") on x's dtype: the backend's supports_op, the one question the composite
+ * ops (pygpu/_ops/) ask before they choose the fused node over their composition. */
+static PyObject *f_has_node(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    const char *kind;
+    PyObject *x;
+    if (!PyArg_ParseTuple(args, "sO!:_has_node", &kind, &PyTensor_Type, &x))
+        return NULL;
+    static const struct {
+        const char *id;
+        int op;
+    } kinds[] = {
+#define PG_NODE(ID, ...) {#ID, PG_OP_##ID},
+#include "../core/pg_ops.def"
+    };
+    const pg_tensor *t = &((PyTensor *)x)->t;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kinds[i].id, kind) == 0)
+            return PyBool_FromLong(pg_backend_has_op(pg_tensor_device(t), kinds[i].op, t->dtype));
+    return PyErr_Format(PyExc_ValueError, "_has_node: no node kind %s in the node table "
+                                          "(csrc/core/pg_ops.def's PG_NODE rows)", kind);
+}
+
 /* _C._dtype_table(): (((name, code, itemsize, is_float), ...), "float32, ... and bool"),
  * pg_dtype.h's table and the list messages name the dtypes by. */
 static PyObject *f_dtype_table(PyObject *mod, PyObject *noargs)
@@ -226,10 +254,10 @@ static PyObject *f_dtype_table(PyObject *mod, PyObject *noargs)
                          , text);
 }
 
-/* elementwise_methods.c: the ops made of several nodes */
+/* elementwise_methods.c: where (a copy and a SELECT node) and clamp's one-node calls */
 PyObject *pg_f_where(PyObject *mod, PyObject *args, PyObject *kwargs);
-PyObject *pg_f_clamp(PyObject *mod, PyObject *args, PyObject *kwargs);
-PyObject *pg_f_clip(PyObject *mod, PyObject *args, PyObject *kwargs);
+PyObject *pg_f_clamp_node(PyObject *mod, PyObject *args);
+PyObject *pg_f_clamp_bound_(PyObject *mod, PyObject *args);
 PyObject *pg_f_ternary(PyObject *mod, PyObject *args);
 
 #define KW (PyCFunction)(void (*)(void))
@@ -241,8 +269,9 @@ PyMethodDef pg_math_functions[] = {
 #include "../core/pg_ops.def"
     {"mean", KW f_mean, METH_VARARGS | METH_KEYWORDS, "mean(x, axis=None, keepdims=False)"},
     {"where", KW pg_f_where, METH_VARARGS | METH_KEYWORDS, "where(condition, input, other): input where condition (a bool tensor) is true, else other; broadcasting"},
-    {"clamp", KW pg_f_clamp, METH_VARARGS | METH_KEYWORDS, "clamp(input, min=None, max=None): each element into [min, max] (Tensors or numbers; NaN stays NaN)"},
-    {"clip", KW pg_f_clip, METH_VARARGS | METH_KEYWORDS, "clip(input, min=None, max=None): clamp's other name"},
+    {"_clamp", pg_f_clamp_node, METH_VARARGS, "internal: _clamp(x, lo, hi, inplace=False): one CLAMP node (pygpu/_ops/_clamp.py)"},
+    {"_clamp_bound_", pg_f_clamp_bound_, METH_VARARGS, "internal: _clamp_bound_(x, bound, upper, name): clamp_'s one-sided step, one in-place maximum/minimum node"},
+    {"_has_node", f_has_node, METH_VARARGS, "internal: _has_node(kind, x): whether x's backend runs the node kind (a PG_NODE row's ID) on x's dtype (supports_op)"},
     {"_ternary", pg_f_ternary, METH_VARARGS, "internal: _ternary(op, a, b, c, value, inplace): addcmul/addcdiv/lerp as one node (pygpu/_tensor_math.py)"},
     {"_op_table", f_op_table, METH_NOARGS, "internal: the op table (csrc/core/pg_ops.def) as tuples"},
     {"_node_table", f_node_table, METH_NOARGS, "internal: the node kinds (csrc/core/pg_ops.def's PG_NODE rows) as text"},

@@ -83,8 +83,18 @@ static PyObject *f_linear_bwd(PyObject *mod, PyObject *args)
     return Py_BuildValue("(NNN)", a, b, c);
 }
 
-/* _softmax_rows(x, log=False) -> softmax (log: log_softmax) over x's last axis in one node,
- * or None where x's backend has no SOFTMAX kernel (pygpu/_train_ops.py then composes it) */
+/* _linear_mask_runs(t) -> whether linear's fused weight mask runs on t's device (pg_ops.h) */
+static PyObject *f_linear_mask_runs(PyObject *mod, PyObject *t)
+{
+    (void)mod;
+    if (!PyTensor_Check(t))
+        return PyErr_Format(PyExc_TypeError, "_linear_mask_runs expects a pygpu.Tensor, got %.80s",
+                            Py_TYPE(t)->tp_name);
+    return PyBool_FromLong(pg_linear_mask_runs_on(pg_tensor_device(T(t))));
+}
+
+/* _softmax_rows(x, log=False) -> softmax (log: log_softmax) over x's last axis in one node;
+ * pygpu/_ops/_softmax.py calls it where x's backend has the SOFTMAX node (_C._has_node) */
 static PyObject *f_softmax_rows(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -95,15 +105,16 @@ static PyObject *f_softmax_rows(PyObject *mod, PyObject *args)
     if (!PyTensor_Check(x))
         return PyErr_Format(PyExc_TypeError, "_softmax_rows expects a pygpu.Tensor, got %.80s",
                             Py_TYPE(x)->tp_name);
-    if (!pg_backend_has_op(pg_tensor_device(T(x)), PG_OP_SOFTMAX, T(x)->dtype))
-        Py_RETURN_NONE;
     pg_tensor y;
-    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_softmax_rows(T(x), log != 0, &y));
+    pg_status st = pg_backend_check_op(pg_tensor_device(T(x)), PG_OP_SOFTMAX, T(x)->dtype,
+                                       log ? "log_softmax" : "softmax");
+    if (st == PG_OK)
+        st = PG_CALL(on_cpu(T(x)), pg_op_softmax_rows(T(x), log != 0, &y));
     return pg_wrap_result(st, &y);
 }
 
 /* _layer_norm_rows(x, weight | None, bias | None, eps) -> layer_norm over x's last axis in
- * one node, or None where x's backend has no LAYER_NORM kernel */
+ * one node; pygpu/_ops/_layer_norm.py calls it where x's backend has the LAYER_NORM node */
 static PyObject *f_layer_norm_rows(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -114,10 +125,11 @@ static PyObject *f_layer_norm_rows(PyObject *mod, PyObject *args)
         opt_tensor(wo, "layer_norm", "weight", &w) < 0 ||
         opt_tensor(bo, "layer_norm", "bias", &b) < 0)
         return NULL;
-    if (!pg_backend_has_op(pg_tensor_device(T(x)), PG_OP_LAYER_NORM, T(x)->dtype))
-        Py_RETURN_NONE;
     pg_tensor y;
-    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_layer_norm_rows(T(x), w, b, eps, &y));
+    pg_status st = pg_backend_check_op(pg_tensor_device(T(x)), PG_OP_LAYER_NORM, T(x)->dtype,
+                                       "layer_norm");
+    if (st == PG_OK)
+        st = PG_CALL(on_cpu(T(x)), pg_op_layer_norm_rows(T(x), w, b, eps, &y));
     return pg_wrap_result(st, &y);
 }
 
@@ -222,8 +234,9 @@ static PyObject *f_optim(PyObject *mod, PyObject *args)
 PyMethodDef pg_train_functions[] = {
     {"_linear_fwd", f_linear_fwd, METH_VARARGS, "internal: fused act(x @ W.T + b)"},
     {"_linear_bwd", f_linear_bwd, METH_VARARGS, "internal: fused linear backward -> (dx, dW, db)"},
-    {"_softmax_rows", f_softmax_rows, METH_VARARGS, "internal: softmax (log=True: log_softmax) over the last axis in one node, or None where the backend has no kernel"},
-    {"_layer_norm_rows", f_layer_norm_rows, METH_VARARGS, "internal: layer_norm over the last axis in one node, or None where the backend has no kernel"},
+    {"_softmax_rows", f_softmax_rows, METH_VARARGS, "internal: softmax (log=True: log_softmax) over the last axis in one node"},
+    {"_linear_mask_runs", f_linear_mask_runs, METH_O, "internal: whether linear's fused weight mask runs on the tensor's device"},
+    {"_layer_norm_rows", f_layer_norm_rows, METH_VARARGS, "internal: layer_norm over the last axis in one node"},
     {"_softmax_xent_fwd", f_xent_fwd, METH_VARARGS, "internal: fused softmax cross-entropy -> (loss, probs)"},
     {"_softmax_xent_bwd", f_xent_bwd, METH_VARARGS, "internal: fused softmax cross-entropy backward"},
     {"_sgd_update", f_sgd, METH_VARARGS, "internal: one fused in-place SGD step of a parameter"},

@@ -10,6 +10,7 @@
 #define PG_OPS_H
 
 #include <stdbool.h>
+#include <string.h>
 
 #include "pg_node.h"
 
@@ -18,6 +19,28 @@ pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tens
 
 /* Run or queue one prepared node on the device of its dst (counts the op). */
 pg_status pg_launch(const pg_node *node);
+
+/* The first step of building a node: every field zeroed (no sources, no parameters), then
+ * its kind, subop and name (the pg_node.name sim's faults and the profiler match). */
+static inline void pg_node_start(pg_node *n, int op, int subop, const char *name)
+{
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->subop = subop;
+    n->name = name;
+}
+
+/* The last step of a node built from prepared sources (pg_ops_elementwise.c): when its
+ * `nsrc` sources were prepared (st is PG_OK) and dst has elements, run the node writing
+ * dst; then release the sources' references, and `fresh` (the new result the op allocated,
+ * or NULL) too if anything failed. Returns st, or the launch's status. */
+pg_status pg_launch_and_clear(pg_node *n, int nsrc, const pg_tensor *dst, pg_tensor *fresh,
+                              pg_status st);
+
+/* `t` cast to dtype `dt` and broadcast to `ndim`/`shape`, as a new reference: a source
+ * prepared for pg_launch_and_clear. */
+pg_status pg_prepare_operand(const pg_tensor *t, int dt, int ndim, const int64_t *shape,
+                             pg_tensor *out);
 
 /* The dtype two tensors' elementwise op computes in, as torch.result_type: a 0-d tensor
  * and a tensor with dimensions give the latter's dtype unless the 0-d one is of a higher
@@ -93,7 +116,11 @@ pg_status pg_device_synchronize(pg_device dev);
 /* fused training ops (pg_ops_train.c); b, y may be NULL; act is a PG_ACT_* code */
 pg_status pg_op_linear_fwd(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b, int act,
                            pg_tensor *y);
-/* the same with W's pruning mask (NULL: none): the layer's weight is w * mask, multiplied as
+/* Whether linear's fused weight mask (the *_masked ops) runs on `dev`: the devices that run
+ * the CPU's GEMM kernels (cpu, sim), which multiply it in as they pack W. pygpu's pruned
+ * layers ask this (_C._linear_mask_runs) rather than the device type. */
+bool pg_linear_mask_runs_on(pg_device dev);
+/* pg_op_linear_fwd with W's pruning mask (NULL: none): the layer's weight is w * mask, multiplied as
  * the GEMM packs W (pg_gemm.h b_mask); mask float32, shaped as w, w float32; cpu and sim */
 pg_status pg_op_linear_fwd_masked(const pg_tensor *x, const pg_tensor *w, const pg_tensor *mask,
                                   const pg_tensor *b, int act, pg_tensor *y);
@@ -110,7 +137,7 @@ pg_status pg_op_softmax_rows(const pg_tensor *x, bool log, pg_tensor *out);
  * float32/float64; PG_ERR_DTYPE where the backend has no LAYER_NORM kernel. */
 pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
                                 double eps, pg_tensor *out);
-/* the same with W's pruning mask (NULL: none): dx = dz @ (W * mask), the mask multiplied as
+/* pg_op_linear_fwd with W's pruning mask (NULL: none): dx = dz @ (W * mask), the mask multiplied as
  * the GEMM packs W, and dW (the gradient of the unmasked W) = (dz^T @ x) * mask; dW float32 */
 pg_status pg_op_linear_bwd_masked(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
                                   const pg_tensor *mask, const pg_tensor *y, int act, bool want_dx,

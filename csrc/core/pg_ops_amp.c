@@ -32,9 +32,7 @@ pg_status pg_op_amp_unscale(const pg_tensor *g, double inv_scale, const pg_tenso
     if (pg_tensor_numel(g) == 0)
         return PG_OK;
     pg_node n;
-    memset(&n, 0, sizeof n);
-    n.op = PG_OP_AMP_UNSCALE;
-    n.name = op;
+    pg_node_start(&n, PG_OP_AMP_UNSCALE, 0, op);
     n.nsrc = 2;
     n.src[0] = *g;
     n.src[1] = *found;

@@ -139,9 +139,7 @@ pg_status pg_op_sdpa_fwd(const pg_tensor *q, const pg_tensor *k, const pg_tensor
                 st = pg_op_fill(lse, inf);
         } else {
             pg_node n;
-            memset(&n, 0, sizeof n);
-            n.op = PG_OP_SDPA;
-            n.name = op;
+            pg_node_start(&n, PG_OP_SDPA, 0, op);
             n.nsrc = 4;
             n.src[0] = in.q;
             n.src[1] = in.k;
@@ -217,9 +215,7 @@ pg_status pg_op_sdpa_bwd(const pg_tensor *q, const pg_tensor *k, const pg_tensor
                     st = pg_op_fill(zs[i], zero);
         } else {
             pg_node n;
-            memset(&n, 0, sizeof n);
-            n.op = PG_OP_SDPA_BWD;
-            n.name = op;
+            pg_node_start(&n, PG_OP_SDPA_BWD, 0, op);
             n.nsrc = 7;
             n.src[0] = in.q;
             n.src[1] = in.k;

@@ -98,11 +98,9 @@ static void node_init(pg_node *n, int op, int subop, const char *name)
     n->name = name;
 }
 
-/* The last step of every node here: when its `nsrc` sources were prepared (st is PG_OK)
- * and dst has elements, run the node writing dst; then release the sources' references,
- * and `fresh` (the new result the op allocated, or NULL) too if anything failed. */
-static pg_status launch_and_clear(pg_node *n, int nsrc, const pg_tensor *dst, pg_tensor *fresh,
-                                  pg_status st)
+/* The last step of every node here (declared in pg_ops.h, pg_ops_ternary.c's too). */
+pg_status pg_launch_and_clear(pg_node *n, int nsrc, const pg_tensor *dst, pg_tensor *fresh,
+                              pg_status st)
 {
     if (st == PG_OK && pg_tensor_numel(dst) > 0) {
         n->nsrc = nsrc;
@@ -172,7 +170,7 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
                           pg_shape_str(src->ndim, src->shape, a, sizeof a),
                           pg_shape_str(dst->ndim, dst->shape, b, sizeof b));
     }
-    return launch_and_clear(&n, 1, dst, NULL, st);
+    return pg_launch_and_clear(&n, 1, dst, NULL, st);
 }
 
 pg_status pg_op_astype(const pg_tensor *t, pg_dtype dt, pg_tensor *out)
@@ -210,9 +208,8 @@ pg_status pg_op_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg_t
     return st;
 }
 
-/* `t` cast to dtype `dt` and broadcast to `ndim`/`shape`, as a new reference. */
-static pg_status prepare_operand(const pg_tensor *t, int dt, int ndim, const int64_t *shape,
-                                 pg_tensor *out)
+pg_status pg_prepare_operand(const pg_tensor *t, int dt, int ndim, const int64_t *shape,
+                             pg_tensor *out)
 {
     if (t->dtype == dt)
         return pg_view_broadcast(t, ndim, shape, out);
@@ -227,12 +224,12 @@ static pg_status prepare_operand(const pg_tensor *t, int dt, int ndim, const int
  * (released again if the launch fails). */
 static pg_status launch_one_input(pg_node *n, const pg_tensor *a, int dt, pg_tensor *out)
 {
-    pg_status st = prepare_operand(a, dt, a->ndim, a->shape, &n->src[0]);
+    pg_status st = pg_prepare_operand(a, dt, a->ndim, a->shape, &n->src[0]);
     if (st != PG_OK) {
         pg_tensor_clear(out);
         return st;
     }
-    return launch_and_clear(n, 1, out, out, st);
+    return pg_launch_and_clear(n, 1, out, out, st);
 }
 
 /* The dtype an op computes in, from its operands' common dtype `ct` and its `in`
@@ -311,10 +308,10 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     pg_node n;
     node_init(&n, PG_OP_BINARY, op, name);
     memset(n.src, 0, sizeof n.src);
-    pg_status st = prepare_operand(a, ct, nd, shape, &n.src[0]);
+    pg_status st = pg_prepare_operand(a, ct, nd, shape, &n.src[0]);
     if (st == PG_OK)
-        st = prepare_operand(b, ct, nd, shape, &n.src[1]);
-    return launch_and_clear(&n, 2, out, out, st);
+        st = pg_prepare_operand(b, ct, nd, shape, &n.src[1]);
+    return pg_launch_and_clear(&n, 2, out, out, st);
 }
 
 /* int64 division by the number 0 (fmod, remainder, floor_divide): PyTorch raises
@@ -445,7 +442,7 @@ pg_status pg_op_binary_(int op, const pg_tensor *self, const pg_tensor *b)
     node_init(&n, PG_OP_BINARY, op, name);
     memset(n.src, 0, sizeof n.src);
     pg_tensor_ref(self, &n.src[0]);
-    return launch_and_clear(&n, 2, self, NULL, prepare_operand(b, ct, nd, shape, &n.src[1]));
+    return pg_launch_and_clear(&n, 2, self, NULL, pg_prepare_operand(b, ct, nd, shape, &n.src[1]));
 }
 
 pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s)
@@ -468,7 +465,7 @@ pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s)
     n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)(s.f != 0) : s.i;
     n.p.scalar.scalar_left = 0;
     pg_tensor_ref(self, &n.src[0]);
-    return launch_and_clear(&n, 1, self, NULL, PG_OK);
+    return pg_launch_and_clear(&n, 1, self, NULL, PG_OK);
 }
 
 /* clamp's one-pass node, in place (clamp_) or into a new tensor: what both refuse */
@@ -494,7 +491,7 @@ pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi)
     n.p.clamp.lo = lo;
     n.p.clamp.hi = hi;
     pg_tensor_ref(self, &n.src[0]);
-    return launch_and_clear(&n, 1, self, NULL, PG_OK);
+    return pg_launch_and_clear(&n, 1, self, NULL, PG_OK);
 }
 
 pg_status pg_op_clamp(const pg_tensor *self, double lo, double hi, pg_tensor *out)
@@ -511,7 +508,7 @@ pg_status pg_op_clamp(const pg_tensor *self, double lo, double hi, pg_tensor *ou
     n.p.clamp.lo = lo;
     n.p.clamp.hi = hi;
     pg_tensor_ref(self, &n.src[0]);
-    return launch_and_clear(&n, 1, out, out, PG_OK);
+    return pg_launch_and_clear(&n, 1, out, out, PG_OK);
 }
 
 pg_status pg_op_unary_(int op, const pg_tensor *self)
@@ -531,7 +528,7 @@ pg_status pg_op_unary_(int op, const pg_tensor *self)
     pg_node n;
     node_init(&n, PG_OP_UNARY, op, name);
     pg_tensor_ref(self, &n.src[0]);
-    return launch_and_clear(&n, 1, self, NULL, PG_OK);
+    return pg_launch_and_clear(&n, 1, self, NULL, PG_OK);
 }
 
 /* ---- where ---------------------------------------------------------------------------- */
@@ -563,6 +560,6 @@ pg_status pg_op_where(const pg_tensor *cond, const pg_tensor *a, const pg_tensor
     if (st == PG_OK)
         st = pg_view_broadcast(cond, nd2, shape, &n.src[0]);
     if (st == PG_OK)
-        st = prepare_operand(a, dt, nd2, shape, &n.src[1]);
-    return launch_and_clear(&n, 2, out, out, st);
+        st = pg_prepare_operand(a, dt, nd2, shape, &n.src[1]);
+    return pg_launch_and_clear(&n, 2, out, out, st);
 }

@@ -98,10 +98,7 @@ static pg_status launch(int op, const pg_tensor *dst, int nsrc, const pg_tensor 
                         int flag)
 {
     pg_node n;
-    memset(&n, 0, sizeof n);
-    n.op = PG_OP_INDEX;
-    n.subop = op;
-    n.name = index_names[op];
+    pg_node_start(&n, PG_OP_INDEX, op, index_names[op]);
     n.nsrc = nsrc;
     for (int i = 0; i < nsrc; i++)
         n.src[i] = srcs[i];

@@ -83,10 +83,7 @@ pg_status pg_op_pool2d(int kind, const pg_tensor *x, const int64_t kernel[2],
     if (divisor < 0 || divisor > INT32_MAX)
         return pg_error_set(PG_ERR_RUNTIME, "%s: divisor must be not zero", op);
     pg_node n;
-    memset(&n, 0, sizeof n);
-    n.op = PG_OP_POOL;
-    n.subop = kind;
-    n.name = op;
+    pg_node_start(&n, PG_OP_POOL, kind, op);
     PG_TRY(check_geom(op, kind, x->shape, kernel, stride, pad, dilation, out_hw, &n.p.conv));
     n.p.conv.flags = count_include_pad ? PG_POOL_F_COUNT_PAD : 0;
     n.p.conv.divisor = (int32_t)divisor;
@@ -127,10 +124,7 @@ pg_status pg_op_pool2d_backward(int kind, const pg_tensor *dy, const pg_tensor *
     if (divisor < 0 || divisor > INT32_MAX)
         return pg_error_set(PG_ERR_RUNTIME, "%s: divisor must be not zero", op);
     pg_node n;
-    memset(&n, 0, sizeof n);
-    n.op = PG_OP_POOL;
-    n.subop = kind;
-    n.name = op;
+    pg_node_start(&n, PG_OP_POOL, kind, op);
     const pg_tensor *in[2] = {dy, NULL};
     int nin = 1;
     if (kind == PG_POOL_MAX_BWD) {

@@ -94,10 +94,7 @@ pg_status pg_op_qlinear(const pg_tensor *x, const pg_tensor *packed, const pg_te
         return pg_error_set(PG_ERR_DEVICE, "%s: int8 layers run on cpu, sim and cuda devices; "
                                            "move the model there (model.to('cpu'))", op);
     pg_node n;
-    memset(&n, 0, sizeof n);
-    n.op = PG_OP_QLINEAR;
-    n.subop = act;
-    n.name = "qlinear";
+    pg_node_start(&n, PG_OP_QLINEAR, act, "qlinear");
     n.p.qlinear.a_scale = q->a_dynamic ? 1.0 : q->a_scale;
     n.p.qlinear.c_scale = q->out_u8 ? q->c_scale : 1.0;
     n.p.qlinear.a_zp = q->a_dynamic ? 0 : q->a_zp;

@@ -65,9 +65,7 @@ static pg_status mm(const pg_tensor *a, const pg_tensor *b, bool tb, const pg_te
                     const char *name)
 {
     pg_node n;
-    memset(&n, 0, sizeof n);
-    n.op = PG_OP_MATMUL;
-    n.name = name;
+    pg_node_start(&n, PG_OP_MATMUL, 0, name);
     n.nsrc = 2;
     pg_tensor *A = &n.src[0], *B = &n.src[1], *C = &n.dst;
     *A = *a;

@@ -16,17 +16,6 @@
 
 static const char *const names[] = {"addcmul", "addcdiv", "lerp", "lerp"};
 
-static pg_status operand(const pg_tensor *t, int dt, int nd, const int64_t *shape, pg_tensor *out)
-{
-    if (t->dtype == dt)
-        return pg_view_broadcast(t, nd, shape, out);
-    pg_tensor cast;
-    PG_TRY(pg_op_astype(t, (pg_dtype)dt, &cast));
-    pg_status st = pg_view_broadcast(&cast, nd, shape, out);
-    pg_tensor_clear(&cast);
-    return st;
-}
-
 /* self (src0) is written in place when `inplace`; else `out` is a new tensor. */
 static pg_status ternary(int op, const pg_tensor *a, const pg_tensor *b, const pg_tensor *c,
                          double value, bool inplace, pg_tensor *out)
@@ -84,25 +73,14 @@ static pg_status ternary(int op, const pg_tensor *a, const pg_tensor *b, const p
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
     pg_node n;
-    memset(&n, 0, sizeof n);
-    n.op = PG_OP_TERNARY;
-    n.subop = op;
-    n.name = name;
+    pg_node_start(&n, PG_OP_TERNARY, op, name);
     n.p.ternary.value = value;
     const pg_tensor *srcs[3] = {a, b, c};
+    const int nsrc = three ? 3 : 2;
     pg_status st = PG_OK;
-    for (int i = 0; i < (three ? 3 : 2) && st == PG_OK; i++)
-        st = operand(srcs[i], dt, nd2, shape, &n.src[i]);
-    if (st == PG_OK) {
-        n.nsrc = three ? 3 : 2;
-        n.dst = *out;
-        st = pg_launch(&n);
-    }
-    for (int i = 0; i < 3; i++)
-        pg_tensor_clear(&n.src[i]);
-    if (st != PG_OK)
-        pg_tensor_clear(out);
-    return st;
+    for (int i = 0; i < nsrc && st == PG_OK; i++)
+        st = pg_prepare_operand(srcs[i], dt, nd2, shape, &n.src[i]);
+    return pg_launch_and_clear(&n, nsrc, out, out, st);
 }
 
 pg_status pg_op_ternary(int op, const pg_tensor *a, const pg_tensor *b, const pg_tensor *c,

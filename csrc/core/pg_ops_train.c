@@ -128,6 +128,11 @@ static void clear_all(int n, pg_tensor *t)
 
 /* ---- linear --------------------------------------------------------------------------- */
 
+bool pg_linear_mask_runs_on(pg_device dev)
+{
+    return dev.type == PG_DEV_CPU || dev.type == PG_DEV_SIM;
+}
+
 /* A pruned layer's mask (pg_ops.h *_masked): float32, shaped as the float32 weight, on its
  * device, which runs the CPU's GEMM kernels (cpu, sim): they multiply it in as they pack W */
 static pg_status check_mask(const char *op, const pg_tensor *w, const pg_tensor *mask)
@@ -140,8 +145,7 @@ static pg_status check_mask(const char *op, const pg_tensor *w, const pg_tensor 
                             op, pg_dtype_name((pg_dtype)w->dtype),
                             pg_dtype_name((pg_dtype)mask->dtype));
     PG_TRY(pg_check_same_device(op, w, mask));
-    int type = pg_tensor_device(w).type;
-    if (type != PG_DEV_CPU && type != PG_DEV_SIM)
+    if (!pg_linear_mask_runs_on(pg_tensor_device(w)))
         return pg_error_set(PG_ERR_VALUE, "%s: a fused weight mask runs on cpu and sim only; "
                                           "on this device pass weight * mask", op);
     return check_shape(op, "weight mask", mask, 2, w->shape);

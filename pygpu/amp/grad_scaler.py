@@ -18,7 +18,7 @@ the parameters (and the optimizer's state) untouched, bit for bit. The scale
 itself is a Python float on the host, so scaling the loss costs no read."""
 import math
 
-from .. import _C, _creation
+from .. import _C, _tensor_create
 from .._dtype import float32
 from ..autograd import no_grad
 
@@ -118,7 +118,7 @@ class GradScaler:
                 key = str(g.device)
                 flag = found.get(key)
                 if flag is None:
-                    flag = found[key] = _creation.zeros((), dtype=float32, device=g.device)
+                    flag = found[key] = _tensor_create.zeros((), dtype=float32, device=g.device)
                 found[key] = _unscale_one(p, g, inv, flag)
         st["found"] = list(found.values())
         st["stage"] = _UNSCALED

@@ -1,5 +1,7 @@
 """unbroadcast: a gradient summed back to its operand's shape, shared by the backward
-rules (rules.py, rules_math.py) and the Functions that broadcast."""
+rules (rules.py, rules_math.py), the Functions that broadcast (_tensor_math.py) and the
+expand view (_tensor_views.py): the one place this sum is written."""
+from .. import _C
 
 
 def unbroadcast(g, shape):
@@ -13,3 +15,9 @@ def unbroadcast(g, shape):
     if axes:
         g = g.sum(axis=axes, keepdims=True)
     return g.reshape(shape)
+
+
+def unbroadcast_like(g, operand):
+    """g summed back to `operand`'s shape where the operand is a tensor; None (no gradient)
+    where it was a number."""
+    return unbroadcast(g, operand.shape) if isinstance(operand, _C.Tensor) else None

@@ -25,7 +25,7 @@ gradients), so a wrapper used as a temporary, `loss_fn(DataParallel(m)(x), y)`,
 still reduces every gradient (keep_alive)."""
 import sys
 
-from .. import _C, _creation
+from .. import _C, _tensor_create
 from .grad_mode import no_grad
 from . import rules, versions
 
@@ -113,7 +113,7 @@ def keep_alive(t, obj):
 
 
 def _ones_like(t):
-    return _creation.ones(t.shape, dtype=t.dtype, device=t.device)
+    return _tensor_create.ones(t.shape, dtype=t.dtype, device=t.device)
 
 
 def _fit(g, t):

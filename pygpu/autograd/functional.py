@@ -44,7 +44,7 @@ def _grads(outputs, inputs, grad_outputs, strict):
             if strict:
                 raise RuntimeError(f"The output of the user-provided function is independent of "
                                    f"input {i}. This is not allowed in strict mode.")
-            from .._creation import zeros_like
+            from .._tensor_create import zeros_like
             g = zeros_like(t)
         res.append(g)
     return tuple(res)
@@ -62,7 +62,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         if len(outs) != 1 or outs[0].numel() != 1:
             raise RuntimeError("The vector v can only be None if the user-provided function "
                                "returns a single Tensor with a single element.")
-        from .._creation import ones_like
+        from .._tensor_create import ones_like
         vs = (ones_like(outs[0]),)
     else:
         _, vs = _tuple(v, "v")
@@ -79,7 +79,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     if strategy != "reverse-mode":
         raise NotImplementedError("jacobian: pygpu computes in reverse mode only "
                                   "(strategy='reverse-mode')")
-    from .._creation import zeros
+    from .._tensor_create import zeros
     in_tuple, xs = _tuple(inputs, "inputs")
     xs = _prepare(xs)
     with enable_grad():
@@ -116,7 +116,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
             raise RuntimeError("The vector v can only be None if the input to the "
                                "user-provided function is a single Tensor with a single "
                                "element.")
-        from .._creation import ones_like
+        from .._tensor_create import ones_like
         vs = (ones_like(xs[0]),)
     else:
         _, vs = _tuple(v, "v")

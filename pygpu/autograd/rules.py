@@ -12,7 +12,7 @@ so each gradient is computed on the device where the data lives. Broadcast
 operands get their gradient summed back to their own shape (unbroadcast)."""
 import math as _math
 
-from .. import _C, _creation
+from .. import _C, _tensor_create
 from . import rules_math, versions
 from ._broadcast import unbroadcast  # noqa: F401 - rules.unbroadcast, used across pygpu
 
@@ -48,7 +48,7 @@ def _mask(cond, like):
 
 def _expand(g, shape, device, dtype):
     """g (broadcastable to shape) materialised at shape, on g's device."""
-    return _creation.zeros(tuple(shape), dtype=dtype, device=device) + g
+    return _tensor_create.zeros(tuple(shape), dtype=dtype, device=device) + g
 
 
 # ---- binary: ctx = (a, b); gradients unbroadcast to each operand --------------------------
@@ -128,7 +128,7 @@ def _rule_relu(ctx, g):
 
 def _zero_grad(ctx, g):
     """Piecewise-constant ops (sign, floor, ...): the gradient is 0, as PyTorch's."""
-    return _creation.zeros(g.shape, dtype=g.dtype, device=g.device), None
+    return _tensor_create.zeros(g.shape, dtype=g.dtype, device=g.device), None
 
 
 _rule_sign = _rule_floor = _rule_ceil = _rule_round = _rule_trunc = _zero_grad
@@ -245,7 +245,7 @@ def _rule_transpose(ctx, g):
 
 def _rule_getitem(ctx, g):
     a, key = ctx
-    out = _creation.zeros(a.shape, dtype=g.dtype, device=a.device)
+    out = _tensor_create.zeros(a.shape, dtype=g.dtype, device=a.device)
     out[key] = g
     return out, None
 

@@ -7,8 +7,8 @@ which may be a Python number. The sets at the end say what each rule reads, for 
 version checks of in-place ops (rules.saved)."""
 import math as _math
 
-from .. import _C, _creation
-from ._broadcast import unbroadcast
+from .. import _C, _tensor_create
+from ._broadcast import unbroadcast_like
 
 Tensor = _C.Tensor
 
@@ -19,10 +19,6 @@ _LN10 = _math.log(10.0)
 
 def _is_t(x):
     return isinstance(x, Tensor)
-
-
-def _unbroadcast(x, g):
-    return unbroadcast(g, x.shape) if _is_t(x) else None
 
 
 def _mask(cond, like):
@@ -191,31 +187,31 @@ def _rule_square(ctx, g):
 def _rule_atan2(ctx, g):
     a, b = ctx
     denom = a * a + b * b
-    return (_unbroadcast(a, g * b / denom) if _is_t(a) else None,
-            _unbroadcast(b, -(g * a) / denom) if _is_t(b) else None)
+    return (unbroadcast_like(g * b / denom, a),
+            unbroadcast_like(-(g * a) / denom, b))
 
 
 def _rule_hypot(ctx, g):
     a, b = ctx
     out = _C.hypot(a, b)
-    return (_unbroadcast(a, g * a / out) if _is_t(a) else None,
-            _unbroadcast(b, g * b / out) if _is_t(b) else None)
+    return (unbroadcast_like(g * a / out, a),
+            unbroadcast_like(g * b / out, b))
 
 
 def _rule_fmod(ctx, g):
     a, b = ctx
     gb = None
     if _is_t(b):
-        gb = _unbroadcast(b, -(g * _C.trunc(_C.divide(a, b))))
-    return (_unbroadcast(a, g) if _is_t(a) else None), gb
+        gb = unbroadcast_like(-(g * _C.trunc(_C.divide(a, b))), b)
+    return unbroadcast_like(g, a), gb
 
 
 def _rule_remainder(ctx, g):
     a, b = ctx
     gb = None
     if _is_t(b):
-        gb = _unbroadcast(b, -(g * _C.floor(_C.divide(a, b))))
-    return (_unbroadcast(a, g) if _is_t(a) else None), gb
+        gb = unbroadcast_like(-(g * _C.floor(_C.divide(a, b))), b)
+    return unbroadcast_like(g, a), gb
 
 
 def _rule_copysign(ctx, g):
@@ -223,9 +219,9 @@ def _rule_copysign(ctx, g):
     ga = gb = None
     if _is_t(a):
         ratio = _C.copysign(1.0, a) * (_C.copysign(1.0, b) if _is_t(b) else _math.copysign(1.0, b))
-        ga = _unbroadcast(a, g * _C.where(a == 0, 0.0, ratio))
+        ga = unbroadcast_like(g * _C.where(a == 0, 0.0, ratio), a)
     if _is_t(b):
-        gb = _creation.zeros(b.shape, dtype=g.dtype, device=g.device)
+        gb = _tensor_create.zeros(b.shape, dtype=g.dtype, device=g.device)
     return ga, gb
 
 
@@ -235,10 +231,10 @@ def _rule_xlogy(ctx, g):
     if _is_t(a):
         lb = _C.log(b) if _is_t(b) else _scalar_log(b)
         d = g * lb
-        ga = _unbroadcast(a, _C.where((a == 0) & (b <= 0), 0.0, d) if _is_t(b) else
-                          (_C.where(a == 0, 0.0, d) if b <= 0 else d))
+        ga = unbroadcast_like(_C.where((a == 0) & (b <= 0), 0.0, d) if _is_t(b) else
+                               (_C.where(a == 0, 0.0, d) if b <= 0 else d), a)
     if _is_t(b):
-        gb = _unbroadcast(b, g * a / b)
+        gb = unbroadcast_like(g * a / b, b)
     return ga, gb
 
 
@@ -248,10 +244,10 @@ def _rule_special_xlog1py(ctx, g):
     if _is_t(a):
         lb = _C.log1p(b) if _is_t(b) else _scalar_log1p(b)
         d = g * lb
-        ga = _unbroadcast(a, _C.where((a == 0) & (b <= -1), 0.0, d) if _is_t(b) else
-                          (_C.where(a == 0, 0.0, d) if b <= -1 else d))
+        ga = unbroadcast_like(_C.where((a == 0) & (b <= -1), 0.0, d) if _is_t(b) else
+                               (_C.where(a == 0, 0.0, d) if b <= -1 else d), a)
     if _is_t(b):
-        gb = _unbroadcast(b, g * a / (b + 1.0))
+        gb = unbroadcast_like(g * a / (b + 1.0), b)
     return ga, gb
 
 
@@ -266,8 +262,8 @@ def _scalar_log1p(b):
 def _logaddexp_rule(exp_fn):
     def rule(ctx, g):
         a, b = ctx
-        ga = _unbroadcast(a, g / (exp_fn(b - a) + 1.0)) if _is_t(a) else None
-        gb = _unbroadcast(b, g / (exp_fn(a - b) + 1.0)) if _is_t(b) else None
+        ga = unbroadcast_like(g / (exp_fn(b - a) + 1.0), a)
+        gb = unbroadcast_like(g / (exp_fn(a - b) + 1.0), b)
         return ga, gb
     return rule
 
@@ -286,8 +282,8 @@ def _fmaxmin(is_max):
         if not _is_t(a):  # a number: b gets what a does not
             pick_a = (b <= a if is_max else b >= a) | _C.isnan(b)
         m = _mask(pick_a, g)
-        ga = _unbroadcast(a, g * m) if _is_t(a) else None
-        gb = _unbroadcast(b, g - g * m) if _is_t(b) else None
+        ga = unbroadcast_like(g * m, a)
+        gb = unbroadcast_like(g - g * m, b)
         return ga, gb
     return rule
 
@@ -299,7 +295,7 @@ def _rule_special_zeta(ctx, g):
                                   "argument (x) is not implemented, as in PyTorch")
     gb = None
     if _is_t(b):
-        gb = _unbroadcast(b, -(g * a * _C.special_zeta(a + 1.0, b)))
+        gb = unbroadcast_like(-(g * a * _C.special_zeta(a + 1.0, b)), b)
     return None, gb
 
 

@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 
 from .. import _C
+from .._tensor_join import cat
 
 __all__ = ["default_collate", "default_convert"]
 
@@ -25,7 +26,6 @@ def _stack(tensors):
                                          f"{t.device}; put the dataset on one device")
     if first.device.type == "cpu":
         return _C.from_numpy(np.stack([t.numpy() for t in tensors]))
-    from .._train_ops import cat  # rows joined on the device: no host round trip
     return cat([t.reshape(1, *t.shape) for t in tensors])
 
 

@@ -112,7 +112,7 @@ def seed_from_default_generator():
     """A seed drawn from pygpu's default cpu generator, the one manual_seed seeds, as
     PyTorch's samplers and random_split draw theirs from torch's: a program that calls
     manual_seed gets the same batch order and split on every run."""
-    from .._creation import rand
+    from .._tensor_create import rand
     return int(rand(1, dtype="float64").item() * 2.0 ** 53)
 
 

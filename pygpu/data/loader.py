@@ -29,7 +29,7 @@ import sys
 import numpy as np
 
 from .. import _C
-from .._creation import empty as _empty
+from .._tensor_create import empty as _empty
 from .._device import device as _device
 from .._dtype import to_dtype
 from .sampler import RandomSampler, SequentialSampler
@@ -353,14 +353,30 @@ class DataLoader:
             yield [_C.from_numpy(a) for a in self._host_batch(sel)]
 
     def _iter_resident(self, order):
-        """Data already on a device: a batch is a view (in-order epoch) or, shuffled, its rows
-        joined on the device by one cat (pygpu has no gather op yet); no host round trip."""
-        from .._train_ops import cat
-        for sel in self._batches(order):
+        """Data already on a device: a batch is a view (in-order epoch) or, shuffled, one
+        gather (index_select) per tensor from the epoch's order, which goes to each data
+        device once an epoch (one h2d copy of the int64 indices; a batch_sampler's indices
+        go once a batch); the data itself never makes a host round trip."""
+        on_device = {}  # the indices on each data device
+
+        def rows(t, sel, at):
+            key = str(t.device)
+            if at is None:  # a batch_sampler's batch: its own indices
+                if key not in on_device or on_device[key][0] is not sel:
+                    idx = np.asarray(sel, dtype=np.int64) % t.shape[0]  # -1: the last row
+                    on_device[key] = (sel, _C.from_numpy(idx).to(t.device))
+                return t.index_select(0, on_device[key][1])
+            if key not in on_device:
+                idx = np.ascontiguousarray(order, dtype=np.int64)
+                on_device[key] = (order, _C.from_numpy(idx).to(t.device))
+            return t.index_select(0, on_device[key][1][at:at + len(sel)])
+
+        for k, sel in enumerate(self._batches(order)):
             if isinstance(sel, slice):
                 yield [t[sel].to(self.device) for t in self.resident]
             else:
-                yield [cat([t[i:i + 1] for i in sel.tolist()]).to(self.device) for t in self.resident]
+                at = None if order is None else k * self.batch_size
+                yield [rows(t, sel, at).to(self.device) for t in self.resident]
 
     def _iter_blocking(self, order):
         """No prefetch: each batch is copied when asked for, after the work queued

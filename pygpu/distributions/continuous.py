@@ -4,7 +4,7 @@ transform of parameter-free noise (Gamma, Beta and Dirichlet through gamma_sampl
 implicit gradient)."""
 import math
 
-from .. import _C, _creation
+from .. import _C, _tensor_create
 from .distribution import (LOG_2PI, Distribution, as_tensor, broadcast_all, sample_normal,
                            sample_uniform)
 from .gamma_sampling import StandardGamma

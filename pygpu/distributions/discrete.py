@@ -2,8 +2,8 @@
 Parameters by probs or logits, as PyTorch's (logits of Categorical are normalized:
 logits - logsumexp(logits)). Draws compare uniform numbers with cumulative
 probabilities on the device (no host loop), from manual_seed's generator."""
-from .. import _C, _creation
-from .._train_ops import log_softmax
+from .. import _C, _tensor_create
+from .._ops._softmax import log_softmax
 from .distribution import Distribution, as_tensor, broadcast_all, sample_uniform
 
 Tensor = _C.Tensor
@@ -51,7 +51,7 @@ class Bernoulli(Distribution):
         return softplus - self.probs * l
 
     def enumerate_support(self, expand=True):
-        values = _creation.tensor([0.0, 1.0], dtype=self.probs.dtype, device=self.probs.device)
+        values = _tensor_create.tensor([0.0, 1.0], dtype=self.probs.dtype, device=self.probs.device)
         values = values.reshape((2,) + (1,) * len(self._batch_shape))
         return values.expand(*((2,) + self._batch_shape)) if expand else values
 
@@ -131,13 +131,13 @@ class Categorical(Distribution):
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand=True):
-        values = _creation.arange(self._num_events, device=self.probs.device)
+        values = _tensor_create.arange(self._num_events, device=self.probs.device)
         values = values.reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand(*((self._num_events,) + self._batch_shape)) if expand else values
 
     @property
     def mean(self):
-        return _creation.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype,
+        return _tensor_create.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype,
                               device=self.probs.device)
 
     @property
@@ -178,7 +178,7 @@ class OneHotCategorical(Distribution):
     def sample(self, sample_shape=()):
         idx = self._categorical.sample(sample_shape)
         k = self._categorical._num_events
-        eye = _creation.arange(k, device=idx.device)
+        eye = _tensor_create.arange(k, device=idx.device)
         return (idx.unsqueeze(-1) == eye).to(self.probs.dtype)
 
     def log_prob(self, value):
@@ -202,7 +202,7 @@ class OneHotCategorical(Distribution):
     def mode(self):
         k = self._categorical._num_events
         idx = self.probs.argmax(-1)
-        return (idx.unsqueeze(-1) == _creation.arange(k, device=idx.device)).to(self.probs.dtype)
+        return (idx.unsqueeze(-1) == _tensor_create.arange(k, device=idx.device)).to(self.probs.dtype)
 
     @property
     def variance(self):

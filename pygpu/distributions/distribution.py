@@ -4,7 +4,7 @@ variance, stddev, cdf/icdf where a family has them, expand. Random draws come fr
 device's Philox generator, which pygpu.manual_seed seeds (pygpu.rand / randn)."""
 import math
 
-from .. import _C, _creation
+from .. import _C, _tensor_create
 
 Tensor = _C.Tensor
 
@@ -15,7 +15,7 @@ def as_tensor(x, like=None):
         return x
     dtype = like.dtype if like is not None and like.dtype.is_floating_point else "float32"
     device = like.device if like is not None else None
-    return _creation.tensor(x, dtype=dtype, device=device)
+    return _tensor_create.tensor(x, dtype=dtype, device=device)
 
 
 def broadcast_all(*values):
@@ -142,13 +142,13 @@ class Distribution:
 
 def sample_uniform(shape, like):
     """U(0, 1) draws of `shape` with like's dtype and device (Philox, manual_seed's)."""
-    return _creation.rand(*shape, dtype=like.dtype, device=like.device) if shape else \
-        _creation.rand(1, dtype=like.dtype, device=like.device).reshape(())
+    return _tensor_create.rand(*shape, dtype=like.dtype, device=like.device) if shape else \
+        _tensor_create.rand(1, dtype=like.dtype, device=like.device).reshape(())
 
 
 def sample_normal(shape, like):
-    return _creation.randn(*shape, dtype=like.dtype, device=like.device) if shape else \
-        _creation.randn(1, dtype=like.dtype, device=like.device).reshape(())
+    return _tensor_create.randn(*shape, dtype=like.dtype, device=like.device) if shape else \
+        _tensor_create.randn(1, dtype=like.dtype, device=like.device).reshape(())
 
 
 LOG_2PI = math.log(2 * math.pi)

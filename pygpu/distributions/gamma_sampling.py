@@ -10,7 +10,7 @@ p(x; alpha), with P the regularized lower incomplete gamma function, computed in
 by its series (x < alpha + 1) or Lentz's continued fraction for 1 - P, and differentiated
 in alpha by a central difference. PyTorch's _standard_gamma_grad computes the same
 quantity with fitted approximations."""
-from .. import _C, _creation
+from .. import _C, _tensor_create
 from ..autograd.function import Function
 
 _ITERS = 120  # series terms / continued-fraction steps: converged to 1e-12 for alpha, x < 1e3
@@ -23,13 +23,13 @@ def standard_gamma(alpha):
     a1 = _C.where(small, a + 1.0, a)
     d = a1 - 1.0 / 3.0
     c = 1.0 / _C.sqrt(d * 9.0)
-    out = _creation.zeros(tuple(a.shape), dtype=a.dtype, device=a.device)
-    todo = _creation.ones(tuple(a.shape), dtype="bool", device=a.device)
+    out = _tensor_create.zeros(tuple(a.shape), dtype=a.dtype, device=a.device)
+    todo = _tensor_create.ones(tuple(a.shape), dtype="bool", device=a.device)
     for _ in range(64):
-        z = _creation.randn(*a.shape, dtype=a.dtype, device=a.device) if a.ndim else \
-            _creation.randn(1, dtype=a.dtype, device=a.device).reshape(())
-        u = _creation.rand(*a.shape, dtype=a.dtype, device=a.device) if a.ndim else \
-            _creation.rand(1, dtype=a.dtype, device=a.device).reshape(())
+        z = _tensor_create.randn(*a.shape, dtype=a.dtype, device=a.device) if a.ndim else \
+            _tensor_create.randn(1, dtype=a.dtype, device=a.device).reshape(())
+        u = _tensor_create.rand(*a.shape, dtype=a.dtype, device=a.device) if a.ndim else \
+            _tensor_create.rand(1, dtype=a.dtype, device=a.device).reshape(())
         t = 1.0 + c * z
         v = t * t * t
         vs = _C.where(v > 0, v, 1.0)
@@ -39,8 +39,8 @@ def standard_gamma(alpha):
         if not bool(todo.any()):
             break
     if bool(small.any()):
-        u = _creation.rand(*a.shape, dtype=a.dtype, device=a.device) if a.ndim else \
-            _creation.rand(1, dtype=a.dtype, device=a.device).reshape(())
+        u = _tensor_create.rand(*a.shape, dtype=a.dtype, device=a.device) if a.ndim else \
+            _tensor_create.rand(1, dtype=a.dtype, device=a.device).reshape(())
         boost = _C.exp(_C.log(u) / _C.where(small, a, 1.0))
         out = _C.where(small, out * boost, out)
     tiny = 1e-30 if a.dtype.name == "float32" else 1e-300
@@ -66,7 +66,7 @@ def regularized_gamma_p(a, x):
     # continued fraction for Q = 1 - P (Lentz)
     tiny = 1e-300
     b = x + 1.0 - a
-    c = _creation.full(tuple(x.shape), 1.0 / tiny, dtype=x.dtype, device=x.device)
+    c = _tensor_create.full(tuple(x.shape), 1.0 / tiny, dtype=x.dtype, device=x.device)
     d = 1.0 / _C.where(b.abs() < tiny, tiny, b)
     h = d
     for i in range(1, _ITERS + 1):

@@ -6,10 +6,12 @@ derivative of the true GELU, not of the approximation). leaky_relu, silu, gelu,
 softmax, log_softmax and dropout take PyTorch's arguments."""
 import math
 
-from .. import _C, _creation
+from .. import _C, _tensor_create
 from .._dtype import float32
-from .._train_ops import _float_input, _want_tensor, log_softmax as _log_softmax
-from .._train_ops import softmax as _softmax
+from .._ops._common import float_input as _float_input
+from .._ops._common import want_tensor as _want_tensor
+from .._ops._softmax import log_softmax as _log_softmax
+from .._ops._softmax import softmax as _softmax
 from ..autograd import Function
 
 relu = _C.relu
@@ -121,7 +123,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1.0:
         return input * 0.0
-    keep = _creation.rand(*input.shape, device=input.device, dtype=float32) >= p
+    keep = _tensor_create.rand(*input.shape, device=input.device, dtype=float32) >= p
     return input * (keep.astype(input.dtype) * (1.0 / (1.0 - p)))
 
 
@@ -139,7 +141,7 @@ def _feature_dropout(input, p, training, name, batched):
         out = x * 0.0
     else:
         shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2)
-        keep = _creation.rand(*shape, device=x.device, dtype=float32) >= p
+        keep = _tensor_create.rand(*shape, device=x.device, dtype=float32) >= p
         out = x * (keep.astype(x.dtype) * (1.0 / (1.0 - p)))
     return out if batched else out.squeeze(0)
 
@@ -207,6 +209,6 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
         return input * 0.0
     a = ((1.0 - p) * (1.0 + p * _SELU_ALPHA_PRIME ** 2)) ** -0.5
     b = -a * _SELU_ALPHA_PRIME * p
-    keep = (_creation.rand(*input.shape, device=input.device, dtype=float32) >= p).astype(
+    keep = (_tensor_create.rand(*input.shape, device=input.device, dtype=float32) >= p).astype(
         input.dtype)
     return (input * keep + (keep * -1.0 + 1.0) * _SELU_ALPHA_PRIME) * a + b

@@ -8,9 +8,10 @@ with H = 1 or N = 1, and the work goes to pygpu/_conv_ops.py (one C op each way 
 device has the kernels, tensor ops elsewhere)."""
 import numbers
 
-from .. import _C, _conv_ops, _creation
+from .. import _C, _conv_ops, _tensor_create
 from .._conv_ops import pad  # noqa: F401 - nn.functional.pad
-from .._train_ops import _autocast, _float_input
+from .._ops._common import float_input as _float_input
+from ..amp.autocast_mode import cast_inputs as _autocast
 
 Tensor = _C.Tensor
 
@@ -325,7 +326,7 @@ def _max_unpool(x, indices, kernel_size, stride, padding, output_size, n, fn):
     size = 1
     for o in out:
         size *= o
-    z = _creation.zeros((N, C, size), dtype=x.dtype, device=x.device)
+    z = _tensor_create.zeros((N, C, size), dtype=x.dtype, device=x.device)
     y = z.scatter(2, indices.reshape(N, C, -1), x.reshape(N, C, -1)).reshape(N, C, *out)
     return y.reshape(*y.shape[1:]) if unbatched else y
 

@@ -9,13 +9,18 @@ and a sum, no gather, no Python loop.
 One difference from PyTorch: on the fused path a target equal to the default
 ignore_index (-100) is an out-of-range label error, not an ignored sample; pass
 ignore_index=-100 explicitly to have such targets ignored."""
-from .. import _C, _creation
+from .. import _C, _tensor_create
 from .._dtype import int64
-from .._train_ops import _widened, _want_tensor
+from .._ops._common import want_tensor as _want_tensor
+from .._ops._common import widened as _widened
+from .._ops._losses import check_pair as _pair
+from .._ops._losses import check_target as _check_target
+from .._ops._losses import mse_loss  # noqa: F401 - nn.functional's, written once in _ops
+from .._ops._losses import reduced as _reduce
+from .._ops._losses import reduction_of as _reduction
+from .._ops._softmax import log_softmax as _log_softmax
 from .._train_ops import cross_entropy as _fused_cross_entropy
-from .._train_ops import log_softmax as _log_softmax
 
-_REDUCTIONS = ("none", "mean", "sum")
 
 
 class _DefaultIgnore(int):
@@ -26,24 +31,6 @@ class _DefaultIgnore(int):
 
 
 IGNORE_DEFAULT = _DefaultIgnore(-100)
-
-
-def _reduction(fn, reduction, size_average=None, reduce=None):
-    if size_average is not None or reduce is not None:  # PyTorch's deprecated pair
-        reduce = True if reduce is None else reduce
-        size_average = True if size_average is None else size_average
-        reduction = "none" if not reduce else ("mean" if size_average else "sum")
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{fn}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
-    return reduction
-
-
-def _reduce(x, reduction):
-    if reduction == "mean":
-        return x.mean()
-    if reduction == "sum":
-        return x.sum()
-    return x
 
 
 def _class_last(x):
@@ -58,16 +45,8 @@ def _class_last(x):
 
 def _one_hot_mask(target, C, dtype):
     """(M,) int64 -> (M, C) of dtype: 1 where column == target."""
-    cols = _creation.arange(C, device=target.device)
+    cols = _tensor_create.arange(C, device=target.device)
     return (target.reshape(target.shape[0], 1) == cols).astype(dtype)
-
-
-def _check_target(input, target, fn):
-    _want_tensor(input, fn)
-    _want_tensor(target, fn, "target")
-    if target.device != input.device:
-        raise _C.DeviceMismatchError(f"{fn}: input is on {input.device} but target is on "
-                                     f"{target.device}; move the target with .to(device)")
 
 
 def _check_labels(t, ignored, hot, C, fn):
@@ -182,21 +161,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=IG
     else:
         smooth = smooth.sum() / valid.sum()
     return nll * (1.0 - eps) + smooth * (eps / C)
-
-
-def _pair(input, target, fn):
-    _check_target(input, target, fn)
-    if input.shape != target.shape:
-        raise ValueError(f"{fn}: input has shape {input.shape} but target has {target.shape}; "
-                         "they must match")
-
-
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """(input - target)^2, reduced."""
-    reduction = _reduction("mse_loss", reduction, size_average, reduce)
-    _pair(input, target, "mse_loss")
-    d = input - target
-    return _reduce(d * d, reduction)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):

@@ -1,17 +1,17 @@
-"""nn.functional's layer_norm, batch_norm, embedding and one_hot, from tensor ops.
+"""nn.functional's batch_norm, group_norm, instance_norm, embedding and one_hot, from tensor
+ops, and layer_norm (written once in pygpu/_ops/_layer_norm.py: one fused node where the
+backend has it).
 
-layer_norm and batch_norm are means and variances over axes (biased variance for
-normalizing; batch_norm's running_var takes the unbiased one, as PyTorch's), recorded
-by autograd. layer_norm over the last axis alone is one fused node where the backend
-has it (pygpu._train_ops.layer_norm_rows: cpu and sim), with its backward written out. one_hot compares the indices with arange(C); embedding multiplies that
-one-hot matrix by the weight, so its gradient (one_hot^T @ grad) lands on the rows used
+batch_norm normalizes with means and variances over axes (biased variance for
+normalizing; running_var takes the unbiased one, as PyTorch's). one_hot compares the
+indices with arange(C); embedding multiplies that one-hot matrix by the weight, so its gradient (one_hot^T @ grad) lands on the rows used
 and on no other, with no gather kernel (an index_select would be cheaper for a large
 vocabulary; the result is the same)."""
-import numbers
-
-from .. import _C, _conv_ops, _creation
-from .._dtype import float32, float64, int64
-from .._train_ops import _float_input, _want_tensor, layer_norm_rows
+from .. import _C, _conv_ops, _tensor_create
+from .._dtype import int64
+from .._ops._common import float_input as _float_input
+from .._ops._common import want_tensor as _want_tensor
+from .._ops._layer_norm import layer_norm  # noqa: F401 - written once in _ops
 from ..autograd import no_grad
 
 
@@ -28,34 +28,8 @@ def one_hot(tensor, num_classes=-1):
     if tensor.numel() and (int(tensor.min().item()) < 0 or
                            int(tensor.max().item()) >= num_classes):
         raise RuntimeError(f"one_hot: class values must be in [0, {num_classes})")
-    cols = _creation.arange(num_classes, device=tensor.device)
+    cols = _tensor_create.arange(num_classes, device=tensor.device)
     return (tensor.reshape(*tensor.shape, 1) == cols).astype(int64)
-
-
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """(x - mean) / sqrt(var + eps) over the last len(normalized_shape) axes, then
-    * weight + bias (each of normalized_shape)."""
-    _float_input(input, "layer_norm")
-    if isinstance(normalized_shape, numbers.Integral):
-        normalized_shape = (int(normalized_shape),)
-    normalized_shape = tuple(normalized_shape)
-    k = len(normalized_shape)
-    if input.shape[input.ndim - k:] != normalized_shape:
-        raise RuntimeError(f"layer_norm: input of shape {input.shape} does not end with "
-                           f"normalized_shape {list(normalized_shape)}")
-    if k == 1 and input.dtype in (float32, float64) and all(
-            t is None or (t.dtype == input.dtype and t.ndim == 1) for t in (weight, bias)):
-        return layer_norm_rows(input, weight, bias, eps)  # one node where the backend has it
-    axes = tuple(range(input.ndim - k, input.ndim))
-    mean = input.mean(axis=axes, keepdims=True)
-    d = input - mean
-    var = (d * d).mean(axis=axes, keepdims=True)
-    out = d / _C.sqrt(var + eps)
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -179,7 +153,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         raise NotImplementedError("embedding: max_norm and scale_grad_by_freq are not supported")
     V, D = weight.shape
     idx = input.reshape(-1)
-    cols = _creation.arange(V, device=input.device)
+    cols = _tensor_create.arange(V, device=input.device)
     hot = (idx.reshape(idx.shape[0], 1) == cols).astype(weight.dtype)  # (M, V)
     if padding_idx is not None:
         padding_idx = padding_idx % V

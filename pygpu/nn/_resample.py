@@ -10,15 +10,15 @@ import numbers
 
 import numpy as np
 
-from .. import _C, _conv_ops, _creation
-from .._train_ops import _float_input
+from .. import _C, _conv_ops, _tensor_create
+from .._ops._common import float_input as _float_input
 from ..autograd import Function
 
 Tensor = _C.Tensor
 
 
 def _index(values, device):
-    return _creation.tensor(np.ascontiguousarray(values, dtype=np.int64), device=device)
+    return _tensor_create.tensor(np.ascontiguousarray(values, dtype=np.int64), device=device)
 
 
 def _out_sizes(x, size, scale_factor, n, fn):
@@ -95,7 +95,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         i0, i1, lam = _linear_weights(n_in, out[k], sf[k], bool(align_corners))
         shape = [1] * y.ndim
         shape[d] = out[k]
-        w = _creation.tensor(lam.reshape(shape), dtype=input.dtype, device=input.device)
+        w = _tensor_create.tensor(lam.reshape(shape), dtype=input.dtype, device=input.device)
         a = y.index_select(d, _index(i0, input.device))
         b = y.index_select(d, _index(i1, input.device))
         y = a + (b - a) * w
@@ -146,7 +146,7 @@ class _Fold(Function):
 
     @staticmethod
     def forward(ctx, cols, N, C, Hp, Wp, idx):
-        out = _creation.zeros((N, C, Hp * Wp), dtype=cols.dtype, device=cols.device)
+        out = _tensor_create.zeros((N, C, Hp * Wp), dtype=cols.dtype, device=cols.device)
         out.index_add_(2, idx, cols.reshape(N, C, -1))
         ctx.idx, ctx.shape = idx, tuple(cols.shape)
         return out.reshape(N, C, Hp, Wp)

@@ -6,7 +6,7 @@ weight (out, in, *k), fan_in = in * prod(k), fan_out = out * prod(k)."""
 import math
 import numbers
 
-from .. import _C, _creation
+from .. import _C, _tensor_create
 from ..autograd import no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
@@ -26,11 +26,11 @@ def _fill(tensor, values):
 
 
 def _rand(tensor):
-    return _creation.rand(*tensor.shape, device=tensor.device, dtype=tensor.dtype)
+    return _tensor_create.rand(*tensor.shape, device=tensor.device, dtype=tensor.dtype)
 
 
 def _randn(tensor):
-    return _creation.randn(*tensor.shape, device=tensor.device, dtype=tensor.dtype)
+    return _tensor_create.randn(*tensor.shape, device=tensor.device, dtype=tensor.dtype)
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -99,7 +99,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 def constant_(tensor, val):
     _check(tensor, "constant_")
-    return _fill(tensor, _creation.full(tensor.shape, float(val), dtype=tensor.dtype,
+    return _fill(tensor, _tensor_create.full(tensor.shape, float(val), dtype=tensor.dtype,
                                         device=tensor.device))
 
 

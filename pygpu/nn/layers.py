@@ -10,7 +10,7 @@ import math
 import numbers
 from collections import OrderedDict
 
-from .. import _creation
+from .. import _tensor_create
 from .._train_ops import ACT_TABLE
 from ..autograd import no_grad
 from . import activation, functional as F
@@ -23,7 +23,7 @@ _ACTIVATIONS = tuple(name for name, _, _ in ACT_TABLE)  # the op table's PG_ACT 
 
 def _uniform(shape, bound, device, dtype):
     with no_grad():
-        return _creation.rand(*shape, device=device, dtype=dtype) * (2.0 * bound) - bound
+        return _tensor_create.rand(*shape, device=device, dtype=dtype) * (2.0 * bound) - bound
 
 
 class Linear(Module):

@@ -10,7 +10,7 @@ Tensor.to returns a new tensor, as in PyTorch."""
 import sys
 from collections import OrderedDict
 
-from .. import _C, _creation
+from .. import _C, _tensor_create
 from ..autograd import no_grad
 from .parameter import Parameter
 
@@ -372,14 +372,14 @@ class Module:
         """Give every parameter and buffer new, uninitialised memory on `device` (PyTorch's
         step after building a model on the 'meta' device, before loading or initialising
         its weights)."""
-        from .. import _creation
+        from .. import _tensor_create
         with no_grad():
             for p in self.parameters(recurse=recurse):
-                p.data = _creation.empty(p.shape, dtype=p.dtype, device=device)
+                p.data = _tensor_create.empty(p.shape, dtype=p.dtype, device=device)
             for m in (self.modules() if recurse else [self]):
                 for name, b in list(m._buffers.items()):
                     if b is not None:
-                        m._buffers[name] = _creation.empty(b.shape, dtype=b.dtype, device=device)
+                        m._buffers[name] = _tensor_create.empty(b.shape, dtype=b.dtype, device=device)
         return self
 
     # ---- printing -----------------------------------------------------------------------
@@ -441,5 +441,5 @@ def _zero_grads(params, set_to_none):
             if sys.getrefcount(g) <= 3 and _C._grad_exclusive(g):
                 g[...] = 0  # in place, as PyTorch's zero_(): no second set of gradients
             else:  # someone else sees this memory: give the parameter fresh zeros
-                p.grad = _creation.zeros(g.shape, dtype=g.dtype, device=g.device)
+                p.grad = _tensor_create.zeros(g.shape, dtype=g.dtype, device=g.device)
             del g

@@ -2,7 +2,7 @@
 InstanceNorm1d/2d and LocalResponseNorm, over nn.functional."""
 import numbers
 
-from .. import _creation
+from .. import _tensor_create
 from ..autograd import no_grad
 from .._dtype import int64
 from . import functional as F
@@ -22,10 +22,10 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(int(s) for s in normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(_creation.ones(self.normalized_shape, device=device,
+            self.weight = Parameter(_tensor_create.ones(self.normalized_shape, device=device,
                                                    dtype=dtype))
             if bias:
-                self.bias = Parameter(_creation.zeros(self.normalized_shape, device=device,
+                self.bias = Parameter(_tensor_create.zeros(self.normalized_shape, device=device,
                                                       dtype=dtype))
             else:
                 self.register_parameter("bias", None)
@@ -55,19 +55,19 @@ class _BatchNorm(Module):
         self.affine, self.track_running_stats = affine, track_running_stats
         C = self.num_features
         if affine:
-            self.weight = Parameter(_creation.ones(C, device=device, dtype=dtype))
+            self.weight = Parameter(_tensor_create.ones(C, device=device, dtype=dtype))
             if bias:
-                self.bias = Parameter(_creation.zeros(C, device=device, dtype=dtype))
+                self.bias = Parameter(_tensor_create.zeros(C, device=device, dtype=dtype))
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", _creation.zeros(C, device=device, dtype=dtype))
-            self.register_buffer("running_var", _creation.ones(C, device=device, dtype=dtype))
+            self.register_buffer("running_mean", _tensor_create.zeros(C, device=device, dtype=dtype))
+            self.register_buffer("running_var", _tensor_create.ones(C, device=device, dtype=dtype))
             self.register_buffer("num_batches_tracked",
-                                 _creation.zeros((), device=device, dtype=int64))
+                                 _tensor_create.zeros((), device=device, dtype=int64))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -142,11 +142,11 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, \
             eps, affine
         if affine:
-            self.weight = Parameter(_creation.ones(num_channels, device=device, dtype=dtype))
+            self.weight = Parameter(_tensor_create.ones(num_channels, device=device, dtype=dtype))
         else:
             self.register_parameter("weight", None)
         if affine and bias:
-            self.bias = Parameter(_creation.zeros(num_channels, device=device, dtype=dtype))
+            self.bias = Parameter(_tensor_create.zeros(num_channels, device=device, dtype=dtype))
         else:
             self.register_parameter("bias", None)
 

@@ -13,7 +13,7 @@ import numbers
 import warnings
 
 from .. import _C
-from .._creation import rand
+from .._tensor_create import rand
 from .._rnn_ops import RNNConfig, rnn_stack, rnn_zeros
 from ..autograd import no_grad
 from .module import Module

@@ -1,5 +1,5 @@
 """Embedding: a lookup table of rows, over nn.functional.embedding."""
-from .. import _creation
+from .. import _tensor_create
 from . import functional as F
 from .module import Module
 from .parameter import Parameter
@@ -22,7 +22,7 @@ class Embedding(Module):
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
-            w = _creation.randn(num_embeddings, embedding_dim, device=device, dtype=dtype)
+            w = _tensor_create.randn(num_embeddings, embedding_dim, device=device, dtype=dtype)
             if padding_idx is not None:
                 w[padding_idx] = 0.0
         else:

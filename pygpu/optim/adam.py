@@ -6,7 +6,7 @@ Adam (L2 weight decay added to the gradient), AdamW (decoupled: p *= 1 - lr*wd f
     vmax = max(vmax, v)  and v := vmax           (amsgrad)
     p -= lr / (1 - b1**t) * m / (sqrt(v) / sqrt(1 - b2**t) + eps)
 One fused in-place op per parameter (pygpu._train_ops.optim_update_; the op table's PG_OPTIM row adam)."""
-from .._creation import zeros
+from .._tensor_create import zeros
 from .._train_ops import optim_update_
 from .optimizer import Optimizer, _check_hyper
 

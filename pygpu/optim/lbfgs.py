@@ -10,6 +10,7 @@ group; every parameter on one device."""
 from .. import _C
 from ..autograd import enable_grad, no_grad
 from .optimizer import Optimizer
+from .._tensor_join import cat
 
 
 def _dot(a, b):
@@ -138,8 +139,7 @@ class LBFGS(Optimizer):
         return self._numel_cache
 
     def _gather_flat_grad(self):
-        from .._creation import zeros
-        from .._train_ops import cat
+        from .._tensor_create import zeros
         views = []
         for p in self._lbfgs_params:
             if p.grad is None:

@@ -6,7 +6,7 @@
     d = d + momentum * buf  if nesterov  else  buf
     p -= lr * d
 One fused in-place op per parameter (pygpu._train_ops.sgd_update_)."""
-from .._creation import zeros
+from .._tensor_create import zeros
 from .._train_ops import sgd_update_
 from .optimizer import Optimizer
 

@@ -9,7 +9,7 @@ one NumPy stream (PCG64, seed 1234) taken in float64 and cast to the dtype asked
   torch: rand, randn, randint, randperm, rand_like, randn_like, Tensor.uniform_/normal_/
          bernoulli_ (nn.init's draws), F.dropout's and F.dropout1d/2d/3d's masks,
          RandomSampler's order;
-  pygpu: _creation.rand/randn, wherever a pygpu module bound them (every draw pygpu makes
+  pygpu: _tensor_create.rand/randn, wherever a pygpu module bound them (every draw pygpu makes
          goes through them: factories, nn.init, layers' initialisation, dropout, randint,
          randperm) and RandomSampler's order;
   both:  Python's random and NumPy's global generator are seeded.
@@ -57,22 +57,22 @@ def install(lib):
 
 def _install_pygpu():
     import pygpu
-    from pygpu import _creation
+    from pygpu import _tensor_create
     from pygpu.data import sampler
 
-    own_rand, own_randn = _creation.rand, _creation.randn
+    own_rand, own_randn = _tensor_create.rand, _tensor_create.randn
 
     def make(draw, own):
         def fn(*shape, size=None, dtype=None, device=None, requires_grad=False):
-            shp = _creation._shape(_creation._size_kw(shape, size), own.__name__)
-            dt = _creation._dt(dtype, pygpu.float32)
-            t = pygpu.tensor(draw(shp), dtype=dt, device=_creation._dev(device))
+            shp = _tensor_create._shape(_tensor_create._size_kw(shape, size), own.__name__)
+            dt = _tensor_create._dt(dtype, pygpu.float32)
+            t = pygpu.tensor(draw(shp), dtype=dt, device=_tensor_create._dev(device))
             return t.requires_grad_(True) if requires_grad else t
         fn.__name__ = own.__name__
         return fn
 
     # every module that bound rand/randn by name at its import (the recurrent layers, the
-    # attention ops: `from ._creation import rand`) gets the replacement too
+    # attention ops: `from ._tensor_create import rand`) gets the replacement too
     swap = {own_rand: make(uniform, own_rand), own_randn: make(normal, own_randn)}
     for name, module in list(sys.modules.items()):
         if name == "pygpu" or name.startswith("pygpu."):

@@ -198,14 +198,12 @@ pg_status pg_cpu_select(const pg_node *node)
 
 /* ---- copy / cast ---------------------------------------------------------------------- */
 
-/* a cast is the unary ops' loop (cpu_loops.h) from one element type to another */
-#define CAST_LOOP(NAME, ST, DT, EXPR) UN_LOOP_TO(NAME, ST, DT, EXPR)
-
+/* a cast is the unary ops' loop (cpu_loops.h's UN_LOOP_TO) from one element type to another */
 #define CAST_FROM(ST, SUF, TO_INT)                                      \
-    CAST_LOOP(cast_##SUF##_b, ST, pg_bool_t, x != 0)                    \
-    CAST_LOOP(cast_##SUF##_i64, ST, int64_t, TO_INT)                    \
-    CAST_LOOP(cast_##SUF##_f32, ST, float, x)                           \
-    CAST_LOOP(cast_##SUF##_f64, ST, double, x)
+    UN_LOOP_TO(cast_##SUF##_b, ST, pg_bool_t, x != 0)                   \
+    UN_LOOP_TO(cast_##SUF##_i64, ST, int64_t, TO_INT)                   \
+    UN_LOOP_TO(cast_##SUF##_f32, ST, float, x)                          \
+    UN_LOOP_TO(cast_##SUF##_f64, ST, double, x)
 CAST_FROM(pg_bool_t, b, x)
 CAST_FROM(int64_t, i64, x)
 CAST_FROM(float, f32, f2i(x))

@@ -25,7 +25,7 @@ import numpy as np
 
 from ... import _stats
 from ..._C import from_numpy
-from ..._creation import zeros
+from ..._tensor_create import zeros
 from ...distributed import ring_bytes
 from ...autograd import no_grad
 from ...autograd.engine import memory_exclusive

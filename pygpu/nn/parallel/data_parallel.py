@@ -44,9 +44,9 @@ from collections import OrderedDict
 
 from ... import _accel, _stats
 from ..._C import Tensor
-from ..._creation import zeros
+from ..._tensor_create import zeros
 from ..._device import device as _device
-from ..._train_ops import cat
+from ..._tensor_join import cat
 from ...autograd import Function, no_grad
 from ...autograd.engine import keep_alive
 from ..module import Module

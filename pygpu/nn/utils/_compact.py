@@ -22,7 +22,7 @@ A constant that cannot be folded because the next Linear has no bias (and act(b_
 keeps its neuron. If every neuron of a layer would go, one stays (a Linear needs >= 1)."""
 import numpy as np
 
-from ... import _creation
+from ... import _tensor_create
 from ..layers import MLP, Linear, ModuleList, ReLU, Sequential, Sigmoid, Tanh
 from ..module import Module
 from ..parameter import Parameter
@@ -48,7 +48,7 @@ def _new_linear(layer):
     lin.out_features, lin.in_features = layer.w.shape
 
     def param(a):
-        t = _creation.tensor(np.ascontiguousarray(a, dtype=np.float32))
+        t = _tensor_create.tensor(np.ascontiguousarray(a, dtype=np.float32))
         if t.dtype != ref.dtype:
             t = t.astype(ref.dtype)
         if ref.device.type != "cpu":

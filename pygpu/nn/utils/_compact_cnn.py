@@ -18,7 +18,7 @@ import copy
 
 import numpy as np
 
-from ... import _creation
+from ... import _tensor_create
 from ..conv import Conv2d
 from ..dropout import Dropout
 from ..flatten import Flatten
@@ -46,7 +46,7 @@ class _Layer:
 
 
 def _param(a, ref):
-    t = _creation.tensor(np.ascontiguousarray(a, dtype=np.float32))
+    t = _tensor_create.tensor(np.ascontiguousarray(a, dtype=np.float32))
     if t.dtype != ref.dtype:
         t = t.astype(ref.dtype)
     if ref.device.type != "cpu":
@@ -55,7 +55,7 @@ def _param(a, ref):
 
 
 def _buffer(a, ref):
-    t = _creation.tensor(np.ascontiguousarray(a)).astype(ref.dtype)
+    t = _tensor_create.tensor(np.ascontiguousarray(a)).astype(ref.dtype)
     return t.to(ref.device) if ref.device.type != "cpu" else t
 
 

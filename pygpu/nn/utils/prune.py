@@ -33,7 +33,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ... import _C, _creation
+from ... import _C, _tensor_create
 from ...autograd import Function, no_grad
 from ..._train_ops import mask_fusion_pays as _mask_fusion_pays
 from ..module import Module
@@ -73,7 +73,7 @@ def _host(t):
 
 def _like(arr, ref):
     """The float64 ndarray arr as a tensor of ref's dtype on ref's device."""
-    t = _creation.tensor(np.ascontiguousarray(arr, dtype=np.float32))
+    t = _tensor_create.tensor(np.ascontiguousarray(arr, dtype=np.float32))
     if t.dtype != ref.dtype:
         t = t.astype(ref.dtype)
     return t.to(ref.device) if ref.device.type != "cpu" else t
@@ -352,7 +352,7 @@ class RandomUnstructured(BasePruningMethod):
         _validate_pruning_amount(k, t.size)
         mask = np.array(default_mask, dtype=np.float64)
         if k:
-            prob = _host(_creation.rand(t.size)) if t.size else np.zeros(0)
+            prob = _host(_tensor_create.rand(t.size)) if t.size else np.zeros(0)
             mask.reshape(-1)[np.argsort(-prob, kind="stable")[:k]] = 0
         return mask
 
@@ -399,7 +399,7 @@ class RandomStructured(BasePruningMethod):
         _validate_pruning_amount(k, size)
         if k == 0:
             return default_mask
-        prob = _host(_creation.rand(size))
+        prob = _host(_tensor_create.rand(size))
         channel = prob > np.sort(prob)[k - 1]  # torch: prob > kthvalue(prob, k)
         mask = np.zeros(t.shape)
         mask[tuple(channel if d == dim else slice(None) for d in range(t.ndim))] = 1

@@ -11,8 +11,8 @@ from collections import namedtuple
 import numpy as np
 
 from ... import _C
-from ..._creation import full, tensor as _tensor
-from ..._train_ops import cat
+from ..._tensor_create import full, tensor as _tensor
+from ..._tensor_join import cat
 
 Tensor = _C.Tensor
 

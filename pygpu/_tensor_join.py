@@ -1,0 +1,79 @@
+"""Joining tensors: cat (an autograd Function: one copy into each slice of the result,
+the gradient sliced back) and stack (cat of unsqueezed views), with PyTorch's names."""
+from . import _C
+from ._ops._common import axis, want_tensor
+from ._tensor_create import empty
+from ._tensor_views import norm_dim
+from .autograd import Function
+
+Tensor = _C.Tensor
+
+
+class _Cat(Function):
+    @staticmethod
+    def forward(ctx, *tensors, dim=0):
+        first = tensors[0]
+        ctx.dim, ctx.sizes = dim, [t.shape[dim] for t in tensors]
+        shape = list(first.shape)
+        shape[dim] = sum(ctx.sizes)
+        out = empty(tuple(shape), dtype=first.dtype, device=first.device)
+        lead = (slice(None),) * dim
+        pos = 0
+        for t in tensors:
+            n = t.shape[dim]
+            out[lead + (slice(pos, pos + n),)] = t
+            pos += n
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        lead = (slice(None),) * ctx.dim
+        grads, pos = [], 0
+        for n in ctx.sizes:
+            grads.append(g[lead + (slice(pos, pos + n),)])
+            pos += n
+        return tuple(grads)
+
+
+def cat(tensors, dim=0):
+    """Join tensors along an existing axis `dim` (all on one device, one dtype)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("cat: expected a non-empty sequence of tensors")
+    for i, t in enumerate(tensors):
+        want_tensor(t, "cat", f"tensors[{i}]")
+    first = tensors[0]
+    if first.ndim == 0:
+        raise ValueError("cat: zero-dimensional tensors cannot be concatenated")
+    dim = axis(dim, first.ndim, "cat")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.device != first.device:
+            raise _C.DeviceMismatchError(
+                f"cat: tensors[{i}] is on {t.device} but tensors[0] is on {first.device}; "
+                "move them to one device first")
+        if t.dtype != first.dtype:
+            raise TypeError(f"cat: tensors[{i}] has dtype {t.dtype} but tensors[0] has "
+                            f"{first.dtype}; convert with .astype()")
+        if t.ndim != first.ndim or any(a != b for k, (a, b) in
+                                       enumerate(zip(t.shape, first.shape)) if k != dim):
+            raise ValueError(f"cat: tensors[{i}] has shape {t.shape}, which does not match "
+                             f"tensors[0]'s {first.shape} except along dim {dim}")
+    return _Cat.apply(*tensors, dim=dim)
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    first = tensors[0]
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"stack: tensors[{i}] is a {type(t).__name__}, not a Tensor")
+        if t.shape != first.shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(first.shape)} at entry 0 and {list(t.shape)} at entry {i}")
+    d = norm_dim("stack", dim, first.ndim, extra=1)
+    return cat([t.unsqueeze(d) for t in tensors], d)
+
+
+FUNCTIONS = {"stack": stack}
