@@ -388,3 +388,202 @@ def test_emulated_cublaslt_holds_immas_rules(plugin):
         print("ok")
     """, PYGPU_CUDA_EMU_SYNC=1)
     assert "ok" in out
+
+
+def test_linear_forward_through_cublaslt_is_the_cpus_within_one_rounding(plugin):
+    """Issue 38: the linear forward on cuda is one cublasLtMatmul (csrc/backends/cuda/
+    cuda_lt_gemm.c) with the bias and relu in its epilogue; other activations follow in place.
+    Against the CPU's fused layer: float32, float16 and bfloat16, with and without a bias,
+    every activation, odd shapes (1, 3, 17; K = 300 takes the stand-in's split-K with its
+    workspace), a transposed input, and float32 with TF32 allowed. A 16-bit result is the
+    CPU's within one rounding (two for the activations applied after the GEMM's rounding,
+    as PyTorch's addmm followed by the activation)."""
+    out = _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu import nn
+        F = nn.functional
+        rng = np.random.default_rng(0)
+        from pygpu._train_ops import ACT_TABLE
+        acts = [None] + [name for name, _, _ in ACT_TABLE]  # every PG_ACT row
+        assert len(acts) >= 5, acts
+        checked = 0
+        for n, i, o in ((1, 1, 1), (3, 17, 5), (17, 3, 1), (5, 300, 17), (17, 64, 3)):
+            x = rng.standard_normal((n, i)).astype(np.float32)
+            w = (rng.standard_normal((o, i)) / np.sqrt(i)).astype(np.float32)
+            b = rng.standard_normal(o).astype(np.float32)
+            for dt, rtol, atol in ((pygpu.float32, 2e-6, 2e-6), (pygpu.float16, 2 ** -9, 1e-3),
+                                   (pygpu.bfloat16, 2 ** -6, 1e-2)):
+                for act in acts:
+                    for bias in (b, None):
+                        got, want = [
+                            F.linear(pygpu.tensor(x, device=dev).astype(dt),
+                                     pygpu.tensor(w, device=dev).astype(dt),
+                                     None if bias is None
+                                     else pygpu.tensor(bias, device=dev).astype(dt),
+                                     activation=act).astype(pygpu.float32).cpu().numpy()
+                            for dev in ("cuda", "cpu")]
+                        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol,
+                                                   err_msg=f"{n, i, o, dt, act, bias is None}")
+                        checked += 1
+        assert checked == 5 * 3 * len(acts) * 2
+        # a transposed input (the core makes it contiguous before the GEMM)
+        xt = rng.standard_normal((40, 9)).astype(np.float32)
+        w = rng.standard_normal((6, 40)).astype(np.float32)
+        b = rng.standard_normal(6).astype(np.float32)
+        got = F.linear(pygpu.tensor(xt, device="cuda").T, pygpu.tensor(w, device="cuda"),
+                       pygpu.tensor(b, device="cuda"), activation="relu").cpu().numpy()
+        np.testing.assert_allclose(got, np.maximum(xt.T @ w.T + b, 0), rtol=1e-5, atol=1e-5)
+        # TF32 allowed: the inputs rounded to 10 mantissa bits, so not float32's result
+        pygpu.backends.cuda.matmul.allow_tf32 = True
+        x = rng.standard_normal((8, 64)).astype(np.float32)
+        w = rng.standard_normal((16, 64)).astype(np.float32)
+        got = F.linear(pygpu.tensor(x, device="cuda"), pygpu.tensor(w, device="cuda")).cpu().numpy()
+        pygpu.backends.cuda.matmul.allow_tf32 = False
+        np.testing.assert_allclose(got, x @ w.T, rtol=2e-2, atol=2e-2)
+        assert np.abs(got - x @ w.T).max() > 1e-5
+        print("ok")
+    """)
+    assert "ok" in out
+
+
+def test_emulated_cublaslt_holds_the_float_gemms_rules(plugin):
+    """The cuBLASLt stand-in's float/half section (tests/cuda_emu/emu_cublaslt.cpp) computes
+    D = epilogue(alpha op(A) op(B) + beta C) with the bias and relu and one rounding to D's type,
+    and refuses what cuBLASLt refuses: type combinations outside its table, an epilogue it does
+    not model, a bias type other than D's, a BIAS epilogue with no bias pointer, less workspace
+    than the heuristic's algorithm needs; the reduction-scheme mask decides whether a 16-bit D's
+    split-K partial sums are rounded to 16 bits. So a change to cuda_lt_gemm.c that broke one of
+    these rules fails here as it would on a GPU."""
+    out = _run(plugin, """
+        import ctypes, os
+        import numpy as np
+        lib = ctypes.CDLL(os.environ["PYGPU_CUDA_BACKEND_SO"])
+        P, ref = ctypes.c_void_p, ctypes.byref
+        R_32F, R_16F, R_16BF, R_8I, R_32I = 0, 2, 14, 3, 10
+        C32F, C32F_TF32, C32I, C64F = 68, 77, 72, 70
+        TRANSA, TRANSB, EPILOGUE, BIAS_POINTER, BIAS_DATA_TYPE = 3, 4, 7, 8, 26
+        DEFAULT, RELU, BIAS, RELU_BIAS, GELU = 1, 2, 4, 6, 32
+        MAX_WS, SCHEMES = 1, 3
+        OK, INVALID, NOT_SUPPORTED = 0, 7, 15
+
+        class Result(ctypes.Structure):
+            _fields_ = [("algo", ctypes.c_uint64 * 8), ("workspaceSize", ctypes.c_size_t),
+                        ("state", ctypes.c_int), ("wavesCount", ctypes.c_float),
+                        ("reserved", ctypes.c_int * 4)]
+
+        lib.cublasLtMatrixLayoutCreate.argtypes = [ctypes.POINTER(P), ctypes.c_int,
+                                                   ctypes.c_uint64, ctypes.c_uint64,
+                                                   ctypes.c_int64]
+        lib.cublasLtMatmul.argtypes = [P] * 14 + [ctypes.c_size_t, P]
+        lib.cublasLtMatmulAlgoGetHeuristic.argtypes = [P] * 7 + [ctypes.c_int, P, P]
+        h = P()
+        assert lib.cublasLtCreate(ref(h)) == OK
+        np_of = {R_32F: np.float32, R_16F: np.float16}
+        rng = np.random.default_rng(0)
+
+        def bf16(a):  # float32 -> bfloat16 bits, round to nearest even
+            u = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+            return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+        def from_bf16(bits):
+            return (bits.astype(np.uint32) << 16).view(np.float32)
+
+        def store(a, t):
+            return bf16(a) if t == R_16BF else np.asarray(a, np_of[t])
+
+        def load(a, t):
+            return from_bf16(a) if t == R_16BF else a.astype(np.float32)
+
+        def gemm(m, n, k, ab=R_32F, cd=R_32F, compute=C32F, epi=DEFAULT, bias=True,
+                 bias_type=None, ws=32 << 20, give_ws=None, schemes=None, ta=1, requested=1,
+                 A=None, B=None):
+            # column-major: A stored k x m (op T), B stored k x n (op N), D m x n
+            A = store(rng.standard_normal(k * m) if A is None else A, ab)
+            B = store(rng.standard_normal(k * n) if B is None else B, ab)
+            bv = store(rng.standard_normal(m), cd)
+            D = store(np.zeros(m * n), cd)
+            desc, la, lb, lc, pref = P(), P(), P(), P(), P()
+            assert lib.cublasLtMatmulDescCreate(ref(desc), compute, R_32F) == OK
+            for attr, v in ((TRANSA, ta), (TRANSB, 0), (EPILOGUE, epi)):
+                x = ctypes.c_int32(v)
+                assert lib.cublasLtMatmulDescSetAttribute(desc, attr, ref(x), 4) == OK
+            if bias:
+                p = P(bv.ctypes.data)
+                assert lib.cublasLtMatmulDescSetAttribute(desc, BIAS_POINTER, ref(p), 8) == OK
+            if bias_type is not None:
+                x = ctypes.c_int32(bias_type)
+                assert lib.cublasLtMatmulDescSetAttribute(desc, BIAS_DATA_TYPE, ref(x), 4) == OK
+            assert lib.cublasLtMatrixLayoutCreate(ref(la), ab, k, m, k) == OK
+            assert lib.cublasLtMatrixLayoutCreate(ref(lb), ab, k, n, k) == OK
+            assert lib.cublasLtMatrixLayoutCreate(ref(lc), cd, m, n, m) == OK
+            assert lib.cublasLtMatmulPreferenceCreate(ref(pref)) == OK
+            w = ctypes.c_uint64(ws)
+            assert lib.cublasLtMatmulPreferenceSetAttribute(pref, MAX_WS, ref(w), 8) == OK
+            if schemes is not None:
+                x = ctypes.c_uint32(schemes)
+                assert lib.cublasLtMatmulPreferenceSetAttribute(pref, SCHEMES, ref(x), 4) == OK
+            res, count = Result(), ctypes.c_int(-1)
+            st = lib.cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, requested,
+                                                    ref(res), ref(count))
+            if st != OK:
+                return st, count.value, None, None
+            assert count.value == 1 and res.state == OK
+            size = res.workspaceSize if give_ws is None else give_ws
+            buf = np.zeros(max(size, 1), np.uint8)
+            alpha, beta = ctypes.c_float(1), ctypes.c_float(0)
+            st = lib.cublasLtMatmul(h, desc, ref(alpha), A.ctypes.data, la, B.ctypes.data, lb,
+                                    ref(beta), D.ctypes.data, lc, D.ctypes.data, lc, ref(res),
+                                    buf.ctypes.data, size, None)
+            Am = load(A, ab).reshape(m, k).astype(np.float64)   # column i of stored A
+            Bm = load(B, ab).reshape(n, k).astype(np.float64)
+            want = Bm @ Am.T + (load(bv, cd) if epi in (BIAS, RELU_BIAS) else 0)
+            if epi in (RELU, RELU_BIAS):
+                want = np.maximum(want, 0)
+            return st, res.workspaceSize, load(D, cd).reshape(n, m), want
+
+        # the table: f32 (32F, 32F_FAST_TF32), f16 -> f16|f32, bf16 -> bf16|f32 (32F)
+        for ab, cd, compute, tol in ((R_32F, R_32F, C32F, 1e-5), (R_32F, R_32F, C32F_TF32, 1e-2),
+                                     (R_16F, R_16F, C32F, 2 ** -10), (R_16F, R_32F, C32F, 1e-5),
+                                     (R_16BF, R_16BF, C32F, 2 ** -7), (R_16BF, R_32F, C32F, 1e-5)):
+            for epi in (DEFAULT, RELU, BIAS, RELU_BIAS):
+                st, _, got, want = gemm(17, 3, 29, ab, cd, compute, epi)
+                assert st == OK, (ab, cd, compute, epi, st)
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+                if epi in (RELU, RELU_BIAS):
+                    assert (got == 0).any() and (got > 0).any()
+        for ab, cd, compute in ((R_16F, R_16BF, C32F), (R_16BF, R_16F, C32F), (R_32F, R_16BF, C32F),
+                                (R_16BF, R_16BF, C32F_TF32), (R_32F, R_32F, C64F),
+                                (R_32F, R_32F, C32I)):
+            assert gemm(8, 3, 8, ab, cd, compute)[0] == NOT_SUPPORTED, (ab, cd, compute)
+        assert gemm(8, 3, 8, epi=GELU)[0] == NOT_SUPPORTED               # not modelled
+        assert gemm(8, 3, 8, R_16BF, R_16BF, bias_type=R_32F, epi=BIAS)[0] == NOT_SUPPORTED
+        assert gemm(8, 3, 8, R_16BF, R_16BF, bias_type=R_16BF, epi=BIAS)[0] == OK
+        assert gemm(8, 3, 8, epi=BIAS, bias=False)[0] == INVALID         # no bias pointer
+        assert gemm(8, 3, 8, requested=0)[0] == INVALID
+        assert gemm(8, 3, 5, ta=0)[0] == INVALID         # op(A) 5 x 8 and op(B) 5 x 3 disagree
+        # split-K (k > 256): with a workspace and only the compute-type scheme allowed, the
+        # heuristic's algorithm needs one; less is refused, and the result is the float sum
+        # rounded once
+        st, need, got, want = gemm(4, 2, 600, R_16BF, R_16BF, schemes=2 | 0)
+        assert st == OK and need > 0, (st, need)
+        np.testing.assert_allclose(got, want, rtol=2 ** -8, atol=1e-3)
+        assert gemm(4, 2, 600, R_16BF, R_16BF, schemes=2, give_ws=need - 4)[0] == INVALID
+        # no workspace room: one float sum, no workspace
+        st, need, got, want = gemm(4, 2, 600, R_16BF, R_16BF, schemes=2, ws=0)
+        assert st == OK and need == 0
+        np.testing.assert_allclose(got, want, rtol=2 ** -8, atol=1e-3)
+        # the default mask allows the output-type schemes: partial sums rounded to bf16, which
+        # a sum that starts each chunk of 256 with 1 and adds 2^-9 shows: the chunks' 1.498,
+        # 1.498, 1.170 round to 1.5, 1.5, 1.172 and their bf16 sum to 4.1875, where the float
+        # sum 4.166 rounds once to 4.15625
+        A, B = np.full((4, 600), 2.0 ** -9), np.ones(600 * 2)
+        A[:, ::256] = 1.0
+        A = A.reshape(-1)
+        st, _, lossy, want = gemm(4, 2, 600, R_16BF, R_16BF, epi=DEFAULT, A=A, B=B)
+        st2, _, exact, _ = gemm(4, 2, 600, R_16BF, R_16BF, epi=DEFAULT, A=A, B=B, schemes=2)
+        assert st == OK and st2 == OK
+        assert np.all(exact == from_bf16(bf16(want))), (exact, want)
+        assert np.all(exact == 4.15625) and np.all(lossy == 4.1875), (lossy, exact)
+        print("ok")
+    """, PYGPU_CUDA_EMU_SYNC=1)
+    assert "ok" in out

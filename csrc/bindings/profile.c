@@ -40,7 +40,7 @@ static PyObject *operand(const pg_profile_operand *o)
 /* (id, kind, name, device type, device index, operands, host start, host end, device
  * start, device ns, h2d bytes, d2h bytes, thread, kernels launched, kernels) with each
  * operand (dtype code, shape) or None and each kernel (name, in type, out type, compute
- * type, start ns from the op's device start, ns); times in ns, -1 where unknown */
+ * type, start ns from the op's device start, ns, epilogue); times in ns, -1 where unknown */
 static PyObject *event(const pg_profile_event *e)
 {
     PyObject *ops = PyList_New(e->nops), *ks = PyList_New(e->nkernels);
@@ -54,9 +54,9 @@ static PyObject *event(const pg_profile_event *e)
     }
     for (int i = 0; i < e->nkernels; i++) {
         const pg_profile_kernel *k = &e->kernels[i];
-        PyObject *t = Py_BuildValue("(siiiLL)", k->name, k->in_type, k->out_type,
+        PyObject *t = Py_BuildValue("(siiiLLi)", k->name, k->in_type, k->out_type,
                                     k->compute_type, (long long)k->start_ns,
-                                    (long long)k->dur_ns);
+                                    (long long)k->dur_ns, k->epilogue);
         if (!t)
             goto fail;
         PyList_SET_ITEM(ks, i, t);

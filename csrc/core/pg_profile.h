@@ -31,11 +31,12 @@ typedef struct pg_profile_operand {
 } pg_profile_operand;
 
 /* One kernel (or library call) of an op, on the device: a name, and for a GEMM the library's
- * input, output and compute types (cudaDataType_t / cublasComputeType_t values; -1 else).
+ * input, output and compute types (cudaDataType_t / cublasComputeType_t values; -1 else) and
+ * a cublasLtMatmul's epilogue (cublasLtEpilogue_t; -1 else).
  * start_ns is from the op's device start; -1 where the device time is unknown. */
 typedef struct pg_profile_kernel {
     char name[PG_PROFILE_NAME];
-    int in_type, out_type, compute_type;
+    int in_type, out_type, compute_type, epilogue;
     int64_t start_ns, dur_ns;
 } pg_profile_kernel;
 

@@ -19,6 +19,8 @@ _DATA_TYPES = {0: "f32", 1: "f64", 2: "f16", 3: "s8", 10: "s32", 14: "bf16"}
 _COMPUTE_TYPES = {64: "f16", 68: "f32", 70: "f64", 72: "s32", 74: "tf32", 75: "f32_fast_f16",
                   77: "f32_fast_tf32", 65: "f16_pedantic", 69: "f32_pedantic", 71: "f64_pedantic",
                   73: "s32_pedantic", 78: "f32_fast_bf16"}
+# cublasLtEpilogue_t values (cublasLt.h) a cublasLtMatmul's note carries, by name
+_EPILOGUES = {1: "default", 2: "relu", 4: "bias", 6: "relu_bias", 32: "gelu", 36: "gelu_bias"}
 
 
 def _dtype_names():
@@ -27,15 +29,17 @@ def _dtype_names():
 
 class KernelEvent:
     """One kernel launch (or library call) of an op on the device: `name` (the kernel, or
-    the cuBLAS call), and for a GEMM `in_type`, `out_type` and `compute_type` (None else);
+    the cuBLAS call), and for a GEMM `in_type`, `out_type` and `compute_type` (None else), and
+    for a cublasLtMatmul its `epilogue` ('bias', 'relu_bias', 'relu', 'default'; None else);
     `device_time` in microseconds (None where unknown)."""
 
-    def __init__(self, name, in_type, out_type, compute_type, start_ns, dur_ns):
+    def __init__(self, name, in_type, out_type, compute_type, start_ns, dur_ns, epilogue=-1):
         self.name = name
         self.in_type = _DATA_TYPES.get(in_type, str(in_type)) if in_type >= 0 else None
         self.out_type = _DATA_TYPES.get(out_type, str(out_type)) if out_type >= 0 else None
         self.compute_type = (_COMPUTE_TYPES.get(compute_type, str(compute_type))
                              if compute_type >= 0 else None)
+        self.epilogue = _EPILOGUES.get(epilogue, str(epilogue)) if epilogue >= 0 else None
         self.start_ns, self.dur_ns = start_ns, dur_ns
 
     @property
@@ -45,11 +49,13 @@ class KernelEvent:
     @property
     def key(self):
         """The name a summary groups by: a GEMM's call with its types, as a kernel name says
-        them (`cublasGemmEx bf16 x bf16 -> f32 (compute f32)`)."""
+        them (`cublasGemmEx bf16 x bf16 -> f32 (compute f32)`), and a cublasLtMatmul's epilogue
+        (`cublasLtMatmul bf16 x bf16 -> bf16 (compute f32, epilogue relu_bias)`)."""
         if not self.is_gemm:
             return self.name
+        epilogue = f", epilogue {self.epilogue}" if self.epilogue is not None else ""
         return (f"{self.name} {self.in_type} x {self.in_type} -> {self.out_type} "
-                f"(compute {self.compute_type})")
+                f"(compute {self.compute_type}{epilogue})")
 
     @property
     def device_time(self):
@@ -298,6 +304,8 @@ def chrome_trace(events, user_ranges, path):
             if k.is_gemm:
                 args.update({"in type": k.in_type, "out type": k.out_type,
                              "compute type": k.compute_type})
+                if k.epilogue is not None:
+                    args["epilogue"] = k.epilogue
             trace.append({"name": k.key, "cat": "kernel", "ph": "X", "ts": us(ks),
                           "dur": max(k.device_time or 0.0, 0.001), **lane, "args": args})
     with open(path, "w") as f:

@@ -1,6 +1,8 @@
 /* emu_cublaslt.cpp - CPU stand-in for the cuBLASLt calls the plugin makes: the integer GEMM
  * of the int8 linear layer (csrc/backends/cuda/cuda_quant.c), with cuBLASLt's documented
- * semantics and its IMMA requirements, so that a call a GPU would refuse is refused here.
+ * semantics and its IMMA requirements, so that a call a GPU would refuse is refused here; and
+ * the float/half GEMM with a fused bias/relu epilogue (csrc/backends/cuda/cuda_lt_gemm.c),
+ * modelled in its own section below ("float and half"), whose header says what it holds.
  *
  * Semantics modelled (cuBLASLt's, column-major):
  *   D (m x n) = alpha * op(A) (m x k) @ op(B) (k x n) + beta * C (m x n)
@@ -8,12 +10,12 @@
  *   between columns): op(A) = A (m x k) with CUBLAS_OP_N, A^T of a stored k x m with
  *   CUBLAS_OP_T; the same for B. C and D are m x n, never transposed; D may be C (in place,
  *   with the same layout). beta == 0 never reads C.
- * Types: only the integer case, A and B CUDA_R_8I, C and D CUDA_R_32I, compute
+ * Types (this section): the integer case, A and B CUDA_R_8I, C and D CUDA_R_32I, compute
  * CUBLAS_COMPUTE_32I, scale type CUDA_R_32I (alpha and beta int32 on the host,
  * CUBLASLT_POINTER_MODE_HOST). Sums are exact, in int32 with two's complement wrap, in order
  * of k (integer sums have no rounding: any order gives the same bits, as on the GPU).
- * Anything else is CUBLAS_STATUS_NOT_SUPPORTED: the plugin uses cuBLASLt for this only, and
- * a stand-in that guessed at float semantics would prove nothing.
+ * A descriptor with another compute type goes to the float section; integer types there are
+ * CUBLAS_STATUS_NOT_SUPPORTED.
  * IMMA's requirements with the plain column order (CUBLASLT_ORDER_COL), checked at the call
  * as cuBLASLt checks them (NOT_SUPPORTED otherwise): "TN" only (A transposed, B not), m and k
  * multiples of 4, lda/ldb/ldc/ldd multiples of 4, every pointer 4-byte aligned. Shapes that
@@ -27,6 +29,8 @@
 #include <string.h>
 
 #include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "emu_internal.h"
 
@@ -38,10 +42,18 @@ struct cublasLtContext {
 
 namespace {
 
+/* the epilogue attributes (the float section's; the IMMA path refuses any but DEFAULT) */
+struct LtEpi {
+    uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    const void *bias = nullptr;
+    int32_t bias_type = -1; /* -1: D's type, cuBLASLt's default */
+};
+
 struct LtDesc {
     cublasComputeType_t compute;
     cudaDataType_t scale;
     int32_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
+    LtEpi epi;
 };
 
 struct LtLayout {
@@ -84,6 +96,294 @@ void run(const Imma &g)
 
 } // namespace
 
+/* ---- float and half: the GEMM of csrc/backends/cuda/cuda_lt_gemm.c ------------------------
+ * What is modelled (cuBLASLt's documentation: cublasLtMatmul's type table, cublasLtEpilogue_t,
+ * CUBLASLT_MATMUL_DESC_BIAS_*, cublasLtMatmulPreference_t, cublasLtMatmulAlgoGetHeuristic):
+ *   D (m x n) = epilogue(alpha * op(A) @ op(B) + beta * C), column-major as above.
+ * Types: compute CUBLAS_COMPUTE_32F or CUBLAS_COMPUTE_32F_FAST_TF32 with A, B, C, D all
+ * CUDA_R_32F; compute CUBLAS_COMPUTE_32F with A = B = CUDA_R_16F and C = D in {16F, 32F}, or
+ * A = B = CUDA_R_16BF and C = D in {16BF, 32F}; scale type CUDA_R_32F (alpha, beta float on
+ * the host). Every other combination (float64, the 32F_FAST_16F/16BF computes, C != D, A != B)
+ * is NOT_SUPPORTED: the plugin does not ask for them, and refusing is what a stand-in can prove.
+ * Epilogues: DEFAULT, RELU (max(x, 0)), BIAS and RELU_BIAS (the bias vector, m long, one value
+ * per row of D, added before the relu); others (GELU, the AUX and gradient ones) NOT_SUPPORTED
+ * at the heuristic and the call. The bias is in D's type (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
+ * unset, -1, or set to D's type; any other bias type is NOT_SUPPORTED here, conservatively).
+ * A BIAS epilogue whose bias pointer is NULL is INVALID_VALUE at the call (the heuristic does
+ * not dereference it), as is a NULL or misaligned (not to its element size) A, B, D or bias.
+ * Arithmetic: products of the float values (the inputs rounded to TF32 first under
+ * 32F_FAST_TF32, the least precise the compute type permits), summed in float in order of k;
+ * then alpha, beta * C (C never read when beta == 0), + bias, relu, and ONE rounding to D's type,
+ * as the tensor-core epilogue does on its float accumulators.
+ * Split-K, the way cuBLASLt may reduce K (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK): for a
+ * 16-bit D and k > 256, when the mask allows INPLACE or OUTPUT_TYPE (the default allows all),
+ * the algorithm sums K in chunks of 256 whose partial sums are rounded to D's type and added in
+ * that type (the least precise scheme permitted); otherwise, with COMPUTE_TYPE allowed and
+ * CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES room for them, the float partial sums of each chunk
+ * are written to the WORKSPACE (chunks x m x n floats) and added in chunk order; otherwise one
+ * float sum. The heuristic's result names the workspace its algorithm needs (workspaceSize);
+ * cublasLtMatmul with that algo and less workspace, or a NULL workspace, is INVALID_VALUE. A NULL
+ * algo is the implicit heuristic with the default preference (every scheme, no workspace).
+ * The heuristic: requestedAlgoCount < 1 or a NULL preference INVALID_VALUE; an unsupported case
+ * NOT_SUPPORTED with *returnAlgoCount 0; otherwise one result, state SUCCESS. Integer
+ * descriptors (the IMMA section, which takes algo NULL) get no heuristic: NOT_SUPPORTED. */
+namespace {
+
+struct LtPref {
+    uint64_t max_workspace = 0;
+    uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_MASK;
+};
+LtPref *pref_of(cublasLtMatmulPreference_t p) { return reinterpret_cast<LtPref *>(p); }
+
+const uint64_t kAlgoMagic = 0x70676c7466673332ull; /* our algo's data[0] */
+const int64_t kSplitChunk = 256;
+enum Scheme { SCHEME_NONE = 0, SCHEME_OUTPUT_TYPE = 1, SCHEME_COMPUTE_TYPE = 2 };
+
+enum FTy { FT_F16, FT_BF16, FT_F32 };
+bool ftype_of(cudaDataType_t t, FTy *out)
+{
+    switch (t) {
+    case CUDA_R_16F: *out = FT_F16; return true;
+    case CUDA_R_16BF: *out = FT_BF16; return true;
+    case CUDA_R_32F: *out = FT_F32; return true;
+    default: return false;
+    }
+}
+size_t fsize(FTy t) { return t == FT_F32 ? 4 : 2; }
+float fload(const void *p, FTy t, int64_t i)
+{
+    switch (t) {
+    case FT_F16: return __half2float(((const __half *)p)[i]);
+    case FT_BF16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    default: return ((const float *)p)[i];
+    }
+}
+void fstore(void *p, FTy t, int64_t i, float v)
+{
+    switch (t) {
+    case FT_F16: ((__half *)p)[i] = __float2half_rn(v); break;
+    case FT_BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v); break;
+    default: ((float *)p)[i] = v; break;
+    }
+}
+float fround(FTy t, float v)
+{
+    char b[4];
+    fstore(b, t, 0, v);
+    return fload(b, t, 0);
+}
+float to_tf32(float x) /* round to nearest even at 10 mantissa bits */
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u)
+        u = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* EPILOGUE, BIAS_POINTER, BIAS_DATA_TYPE: true (and *st) when attr is one of them */
+bool set_epilogue_attribute(LtEpi *e, cublasLtMatmulDescAttributes_t attr, const void *buf,
+                            size_t size, cublasStatus_t *st)
+{
+    switch (attr) {
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: {
+        uint32_t v;
+        if (size != sizeof v) {
+            *st = CUBLAS_STATUS_INVALID_VALUE;
+            return true;
+        }
+        memcpy(&v, buf, sizeof v);
+        e->epilogue = v; /* checked where it is used: the heuristic and the call */
+        *st = CUBLAS_STATUS_SUCCESS;
+        return true;
+    }
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+        if (size != sizeof(void *)) {
+            *st = CUBLAS_STATUS_INVALID_VALUE;
+            return true;
+        }
+        memcpy(&e->bias, buf, sizeof(void *));
+        *st = CUBLAS_STATUS_SUCCESS;
+        return true;
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+        if (size != sizeof(int32_t)) {
+            *st = CUBLAS_STATUS_INVALID_VALUE;
+            return true;
+        }
+        memcpy(&e->bias_type, buf, sizeof(int32_t));
+        *st = CUBLAS_STATUS_SUCCESS;
+        return true;
+    default:
+        return false;
+    }
+}
+
+struct FloatGemm {
+    int64_t m, n, k;
+    bool ta, tb, tf32;
+    FTy ab, cd;
+    float alpha, beta;
+    const void *A, *B, *C, *bias;
+    void *D;
+    int64_t lda, ldb, ldc, ldd;
+    bool relu;
+    int scheme;
+    float *ws; /* SCHEME_COMPUTE_TYPE's partial sums */
+};
+
+/* The problem a descriptor and its layouts describe (no pointers): SUCCESS, NOT_SUPPORTED or
+ * INVALID_VALUE as the header says. */
+cublasStatus_t float_problem(const LtDesc *d, const LtLayout *la, const LtLayout *lb,
+                             const LtLayout *lc, const LtLayout *ld, FloatGemm *g)
+{
+    FTy ta, tb, tc, td;
+    if (!ftype_of(la->type, &ta) || !ftype_of(lb->type, &tb) || !ftype_of(lc->type, &tc) ||
+        !ftype_of(ld->type, &td) || ta != tb || tc != td || d->scale != CUDA_R_32F)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (ta == FT_F32 ? (td != FT_F32 || (d->compute != CUBLAS_COMPUTE_32F &&
+                                         d->compute != CUBLAS_COMPUTE_32F_FAST_TF32))
+                     : (d->compute != CUBLAS_COMPUTE_32F || (td != ta && td != FT_F32)))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    const uint32_t e = d->epi.epilogue;
+    if (e != CUBLASLT_EPILOGUE_DEFAULT && e != CUBLASLT_EPILOGUE_RELU &&
+        e != CUBLASLT_EPILOGUE_BIAS && e != CUBLASLT_EPILOGUE_RELU_BIAS)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (d->epi.bias_type != -1 && d->epi.bias_type != (int32_t)ld->type)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    g->ab = ta;
+    g->cd = td;
+    g->tf32 = d->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+    g->relu = e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_RELU_BIAS;
+    g->ta = d->transa == CUBLAS_OP_T;
+    g->tb = d->transb == CUBLAS_OP_T;
+    g->m = (int64_t)(g->ta ? la->cols : la->rows);
+    g->k = (int64_t)(g->ta ? la->rows : la->cols);
+    g->n = (int64_t)(g->tb ? lb->rows : lb->cols);
+    const int64_t kb = (int64_t)(g->tb ? lb->cols : lb->rows);
+    if (kb != g->k || (int64_t)lc->rows != g->m || (int64_t)lc->cols != g->n ||
+        lc->rows != ld->rows || lc->cols != ld->cols)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    for (const LtLayout *l : {la, lb, lc, ld})
+        if (l->ld < (int64_t)(l->rows > 1 ? l->rows : 1))
+            return CUBLAS_STATUS_INVALID_VALUE;
+    g->lda = la->ld;
+    g->ldb = lb->ld;
+    g->ldc = lc->ld;
+    g->ldd = ld->ld;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* the algorithm the heuristic picks under a preference: its scheme and workspace bytes */
+void pick_algo(const FloatGemm &g, const LtPref &p, int *scheme, uint64_t *workspace)
+{
+    *scheme = SCHEME_NONE;
+    *workspace = 0;
+    if (g.k <= kSplitChunk)
+        return;
+    if (g.cd != FT_F32 &&
+        (p.schemes & (CUBLASLT_REDUCTION_SCHEME_INPLACE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE))) {
+        *scheme = SCHEME_OUTPUT_TYPE;
+        return;
+    }
+    const uint64_t chunks = (uint64_t)((g.k + kSplitChunk - 1) / kSplitChunk);
+    const uint64_t need = chunks * (uint64_t)g.m * (uint64_t)g.n * sizeof(float);
+    if ((p.schemes & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) && need <= p.max_workspace) {
+        *scheme = SCHEME_COMPUTE_TYPE;
+        *workspace = need;
+    }
+}
+
+void run_float(const FloatGemm &g)
+{
+    const int64_t chunks = (g.k + kSplitChunk - 1) / kSplitChunk;
+    for (int64_t j = 0; j < g.n; j++)
+        for (int64_t i = 0; i < g.m; i++) {
+            float total = 0;
+            for (int64_t c = 0; c < (g.scheme == SCHEME_NONE ? 1 : chunks); c++) {
+                const int64_t p0 = g.scheme == SCHEME_NONE ? 0 : c * kSplitChunk;
+                const int64_t p1 = g.scheme == SCHEME_NONE ? g.k
+                                   : (p0 + kSplitChunk < g.k ? p0 + kSplitChunk : g.k);
+                float acc = 0;
+                for (int64_t p = p0; p < p1; p++) {
+                    float a = fload(g.A, g.ab, g.ta ? p + i * g.lda : i + p * g.lda);
+                    float b = fload(g.B, g.ab, g.tb ? j + p * g.ldb : p + j * g.ldb);
+                    if (g.tf32) {
+                        a = to_tf32(a);
+                        b = to_tf32(b);
+                    }
+                    acc += a * b;
+                }
+                if (g.scheme == SCHEME_OUTPUT_TYPE)
+                    total = fround(g.cd, total + fround(g.cd, acc));
+                else if (g.scheme == SCHEME_COMPUTE_TYPE)
+                    g.ws[(c * g.n + j) * g.m + i] = acc;
+                else
+                    total = acc;
+            }
+            if (g.scheme == SCHEME_COMPUTE_TYPE) /* the separate reduction, in chunk order */
+                for (int64_t c = 0; c < chunks; c++)
+                    total += g.ws[(c * g.n + j) * g.m + i];
+            float v = g.alpha * total;
+            if (g.beta != 0)
+                v += g.beta * fload(g.C, g.cd, i + j * g.ldc);
+            if (g.bias)
+                v += fload(g.bias, g.cd, i);
+            if (g.relu)
+                v = v > 0 ? v : 0;
+            fstore(g.D, g.cd, i + j * g.ldd, v);
+        }
+}
+
+bool aligned_to(const void *p, size_t n) { return ((uintptr_t)p % n) == 0; }
+
+cublasStatus_t float_matmul(const LtDesc *d, const void *alpha, const void *A,
+                            const LtLayout *la, const void *B, const LtLayout *lb,
+                            const void *beta, const void *C, const LtLayout *lc, void *D,
+                            const LtLayout *ld, const cublasLtMatmulAlgo_t *algo,
+                            void *workspace, size_t workspace_bytes, cudaStream_t stream)
+{
+    FloatGemm g{};
+    cublasStatus_t st = float_problem(d, la, lb, lc, ld, &g);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    if (C == D && lc->ld != ld->ld)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    uint64_t need = 0;
+    if (algo) {
+        if (algo->data[0] != kAlgoMagic)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        g.scheme = (int)algo->data[2];
+        need = algo->data[1];
+    } else {
+        pick_algo(g, LtPref{}, &g.scheme, &need);
+    }
+    if (need > workspace_bytes || (need > 0 && !workspace))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    const bool bias = d->epi.epilogue == CUBLASLT_EPILOGUE_BIAS ||
+                      d->epi.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+    if (bias && (!d->epi.bias || !aligned_to(d->epi.bias, fsize(g.cd))))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (g.m == 0 || g.n == 0)
+        return CUBLAS_STATUS_SUCCESS;
+    memcpy(&g.alpha, alpha, 4);
+    memcpy(&g.beta, beta, 4);
+    if (!A || !B || !D || (g.beta != 0 && !C) || !aligned_to(A, fsize(g.ab)) ||
+        !aligned_to(B, fsize(g.ab)) || !aligned_to(D, fsize(g.cd)) ||
+        (C && !aligned_to(C, fsize(g.cd))))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    g.A = A;
+    g.B = B;
+    g.C = C;
+    g.D = D;
+    g.bias = bias ? d->epi.bias : nullptr;
+    g.ws = (float *)workspace;
+    pg_emu_enqueue(stream, [g] { run_float(g); });
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+} // namespace
+
 PG_LT_API cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
 {
     if (!h)
@@ -122,6 +422,9 @@ PG_LT_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
     if (!d || !buf)
         return CUBLAS_STATUS_INVALID_VALUE;
     LtDesc *x = desc_of(d);
+    cublasStatus_t epi_status;
+    if (set_epilogue_attribute(&x->epi, attr, buf, size, &epi_status))
+        return epi_status;
     int32_t v;
     if (size != sizeof v)
         return CUBLAS_STATUS_INVALID_VALUE;
@@ -135,8 +438,6 @@ PG_LT_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
         return CUBLAS_STATUS_SUCCESS;
     case CUBLASLT_MATMUL_DESC_POINTER_MODE:
         return v == CUBLASLT_POINTER_MODE_HOST ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
-    case CUBLASLT_MATMUL_DESC_EPILOGUE:
-        return v == CUBLASLT_EPILOGUE_DEFAULT ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
     case CUBLASLT_MATMUL_DESC_SCALE_TYPE:
         x->scale = (cudaDataType_t)v;
         return CUBLAS_STATUS_SUCCESS;
@@ -198,10 +499,15 @@ PG_LT_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t
     if (!desc || !alpha || !beta || !Adesc || !Bdesc || !Cdesc || !Ddesc)
         return CUBLAS_STATUS_INVALID_VALUE;
     const LtDesc *d = desc_of(desc);
+    if (d->compute != CUBLAS_COMPUTE_32I) /* the float section */
+        return float_matmul(d, alpha, A, layout_of(Adesc), B, layout_of(Bdesc), beta, C,
+                            layout_of(Cdesc), D, layout_of(Ddesc), algo, workspace,
+                            workspace_bytes, stream);
     const LtLayout *la = layout_of(Adesc), *lb = layout_of(Bdesc), *lc = layout_of(Cdesc),
                    *ld = layout_of(Ddesc);
     if (d->compute != CUBLAS_COMPUTE_32I || d->scale != CUDA_R_32I || la->type != CUDA_R_8I ||
-        lb->type != CUDA_R_8I || lc->type != CUDA_R_32I || ld->type != CUDA_R_32I)
+        lb->type != CUDA_R_8I || lc->type != CUDA_R_32I || ld->type != CUDA_R_32I ||
+        d->epi.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     Imma g{};
     g.ta = d->transa == CUBLAS_OP_T;
@@ -239,5 +545,75 @@ PG_LT_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t
     g.ldc = lc->ld;
     g.ldd = ld->ld;
     pg_emu_enqueue(stream, [g] { run(g); });
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* ---- float and half: the preference and the heuristic (see the section's header) ---------- */
+PG_LT_API cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p)
+{
+    if (!p)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    *p = reinterpret_cast<cublasLtMatmulPreference_t>(new LtPref());
+    return CUBLAS_STATUS_SUCCESS;
+}
+PG_LT_API cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p)
+{
+    delete pref_of(p);
+    return CUBLAS_STATUS_SUCCESS;
+}
+PG_LT_API cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
+                                                              cublasLtMatmulPreferenceAttributes_t attr,
+                                                              const void *buf, size_t size)
+{
+    if (!p || !buf)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    LtPref *x = pref_of(p);
+    switch (attr) {
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
+        if (size != sizeof x->max_workspace)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&x->max_workspace, buf, size);
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK:
+        if (size != sizeof x->schemes)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&x->schemes, buf, size);
+        return CUBLAS_STATUS_SUCCESS;
+    default:
+        return CUBLAS_STATUS_NOT_SUPPORTED; /* not modelled */
+    }
+}
+
+PG_LT_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t Adesc,
+    cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+    cublasLtMatmulPreference_t pref, int requested, cublasLtMatmulHeuristicResult_t results[],
+    int *returned)
+{
+    if (!h)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (!desc || !Adesc || !Bdesc || !Cdesc || !Ddesc || !pref || requested < 1 || !results ||
+        !returned)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    *returned = 0;
+    const LtDesc *d = desc_of(desc);
+    if (d->compute == CUBLAS_COMPUTE_32I)
+        return CUBLAS_STATUS_NOT_SUPPORTED; /* the IMMA section has no heuristic */
+    FloatGemm g{};
+    cublasStatus_t st = float_problem(d, layout_of(Adesc), layout_of(Bdesc), layout_of(Cdesc),
+                                      layout_of(Ddesc), &g);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    int scheme;
+    uint64_t need;
+    pick_algo(g, *pref_of(pref), &scheme, &need);
+    memset(&results[0], 0, sizeof results[0]);
+    results[0].algo.data[0] = kAlgoMagic;
+    results[0].algo.data[1] = need;
+    results[0].algo.data[2] = (uint64_t)scheme;
+    results[0].workspaceSize = (size_t)need;
+    results[0].state = CUBLAS_STATUS_SUCCESS;
+    results[0].wavesCount = 1.0f;
+    *returned = 1;
     return CUBLAS_STATUS_SUCCESS;
 }

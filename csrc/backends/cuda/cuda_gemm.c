@@ -5,10 +5,12 @@
  * column-major C^T (N,M), and C^T = op(B)^T op(A)^T, so the call swaps the
  * operands and keeps each one's transpose flag. Batches go to the strided
  * batched call (a stride of 0 broadcasts one matrix). alpha and beta pass
- * through; the epilogues (bias, activation, DACT, BGRAD) are fused on the CPU
- * kernels and on the linear layers' CUDA kernels (kernels/train.cu), and get
- * cublasLt's fused epilogues here later: a descriptor asking for one is
- * refused with a message, never computed wrong.
+ * through. A descriptor with the forward epilogue (PG_EPI_BIAS and/or an
+ * activation; float32, float16, bfloat16; batch 1) goes to cuda_lt_gemm.c: one
+ * cublasLtMatmul with the bias (and relu) in cuBLASLt's epilogue, as the linear
+ * layers' forward does. The backward epilogues (DACT, BGRAD), batches with an
+ * epilogue, and cases cuBLASLt has no kernel for are refused with a message,
+ * never computed wrong.
  *
  * float32 and float64 go to cublas{S,D}gemmStridedBatched (float32 on the
  * tensor cores only when allow_tf32 is set). float16/bfloat16 inputs go to
@@ -25,11 +27,19 @@ pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_gemm 
                        const char *op)
 {
     cudaStream_t stream = ctx->stream;
-    if (g->epilogue != PG_EPI_NONE || g->act != PG_ACT_NONE)
+    if (g->epilogue != PG_EPI_NONE || g->act != PG_ACT_NONE) {
+        bool refused = true;
+        if (g->epilogue == PG_EPI_NONE || g->epilogue == PG_EPI_BIAS)
+            PG_TRY(pg_cuda_lt_gemm(d, ctx, g, op, &refused));
+        if (!refused)
+            return PG_OK;
         return pg_cuda_error(PG_ERR_VALUE,
-                             "cuda:%d: %s: a GEMM epilogue (flags %d, activation %d) has no "
-                             "CUDA kernel yet; use the fused linear ops or apply it separately",
+                             "cuda:%d: %s: this GEMM epilogue (flags %d, activation %d) has no "
+                             "CUDA kernel (cuBLASLt fuses a bias and an activation into one "
+                             "float32/float16/bfloat16 product); use the fused linear ops or "
+                             "apply it separately",
                              d->index, op, g->epilogue, g->act);
+    }
     bool half_in = g->dtype_ab == PG_FLOAT16 || g->dtype_ab == PG_BFLOAT16;
     bool same = g->dtype_ab == g->dtype_c;
     if (!(half_in ? same || g->dtype_c == PG_FLOAT32

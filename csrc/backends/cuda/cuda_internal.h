@@ -224,7 +224,7 @@ typedef struct pg_cuda_prof_log {
     pg_cuda_device *d;
     int n, seen;
     const char *name[PG_CUDA_PROF_KERNELS]; /* string literals of the launchers */
-    int types[PG_CUDA_PROF_KERNELS][3];
+    int types[PG_CUDA_PROF_KERNELS][4]; /* in, out, compute, epilogue (pg_profile_kernel) */
     cudaEvent_t at[PG_CUDA_PROF_KERNELS]; /* recorded before each kernel */
 } pg_cuda_prof_log;
 
@@ -275,6 +275,11 @@ pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c);
 struct pg_gemm;
 pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const struct pg_gemm *g,
                        const char *op);
+/* cuda_lt_gemm.c: one descriptor with its bias and activation as one cublasLtMatmul (float32,
+ * float16, bfloat16; batch 1). *refused: cuBLASLt has no kernel for it (or the file does not run
+ * such descriptors) and nothing was queued; the caller runs its cuBLAS path. */
+pg_status pg_cuda_lt_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const struct pg_gemm *g,
+                          const char *op, bool *refused);
 /* 7. The node kinds' launchers, named by their PG_NODE rows' cuda column (pg_ops.def):
  * each lays a node out as the plain arguments of its kernels/ launcher and launches it
  * on ctx->stream, returning the checked status. cuda_launch.c: fill, copy, binary, unary,

@@ -95,6 +95,7 @@ static int profile_kernels(const pg_cuda_timed *x, pg_profile_kernel *k)
         k[i].in_type = x->log.types[i][0];
         k[i].out_type = x->log.types[i][1];
         k[i].compute_type = x->log.types[i][2];
+        k[i].epilogue = x->log.types[i][3];
         k[i].start_ns = elapsed_ns(x->start, x->log.at[i]);
         k[i].dur_ns = elapsed_ns(x->log.at[i], i + 1 < x->log.n ? x->log.at[i + 1] : x->end);
     }
@@ -162,7 +163,7 @@ void pg_cuda_profile_poll(pg_cuda_device *d, bool wait_oldest)
 /* ctx->log's note: an event on the launch's stream before each kernel (the first
  * PG_CUDA_PROF_KERNELS of the op), and its name and types. */
 static void log_note(pg_cuda_kernel_log *base, cudaStream_t stream, const char *name,
-                     int in_type, int out_type, int compute_type)
+                     int in_type, int out_type, int compute_type, int epilogue)
 {
     pg_cuda_prof_log *l = (pg_cuda_prof_log *)base;
     l->seen++;
@@ -180,6 +181,7 @@ static void log_note(pg_cuda_kernel_log *base, cudaStream_t stream, const char *
     l->types[l->n][0] = in_type;
     l->types[l->n][1] = out_type;
     l->types[l->n][2] = compute_type;
+    l->types[l->n][3] = epilogue;
     l->at[l->n++] = ev;
 }
 

@@ -2,10 +2,13 @@
  * a LINEAR_FWD/BWD, XENT_FWD/BWD, SGD or adaptive-optimizer node into the plain-pointer
  * arguments of kernels/train.cu and launches it on the device's stream (the
  * matmuls inside use the device's cuBLAS handle, under its lock). Operand
- * slots are those of csrc/core/pg_ops_train.c. */
+ * slots are those of csrc/core/pg_ops_train.c. The forward of a float32, float16 or
+ * bfloat16 layer is one cublasLtMatmul with the bias (and relu) in its epilogue
+ * (cuda_lt_gemm.c); kernels/train.cu's cuBLAS path runs where cuBLASLt has no kernel. */
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "pg_gemm.h"
 
 _Static_assert((int)PG_CUDA_ACT_RELU == (int)PG_ACT_RELU &&
                    (int)PG_CUDA_ACT_SIGMOID == (int)PG_ACT_SIGMOID &&
@@ -111,7 +114,19 @@ static pg_status launch_linear(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
     }
     cublasStatus_t blas_st = CUBLAS_STATUS_SUCCESS;
     pg_status st = PG_OK;
-    if (err == cudaSuccess) {
+    bool done = false;
+    if (err == cudaSuccess && !backward && dt != PG_FLOAT64) {
+        /* y (N,O) = act(x (N,I) @ W^T + b): W (O,I) is B transposed, every operand contiguous */
+        pg_gemm g = {.M = a.n, .N = a.out, .K = a.in, .batch = 1, .trans_b = true,
+                     .dtype_ab = dt, .dtype_c = dt, .compute = PG_FLOAT32,
+                     .a = a.x, .lda = a.in, .b = a.w, .ldb = a.in, .c = a.y, .ldc = a.out,
+                     .alpha = 1, .epilogue = a.b ? PG_EPI_BIAS : PG_EPI_NONE, .act = a.act,
+                     .bias = a.b};
+        bool refused = true;
+        st = pg_cuda_lt_gemm(d, ctx, &g, n->name, &refused);
+        done = st != PG_OK || !refused;
+    }
+    if (err == cudaSuccess && !done) {
         cublasHandle_t blas;
         st = pg_cuda_blas_acquire(d, ctx->stream, n->name, &blas); /* the work stream */
         if (st == PG_OK) {

@@ -64,12 +64,13 @@ typedef struct pg_cuda_eflags {
  * records, the glue hands each op a log, and every launcher notes each kernel it launches
  * and each library call it makes, just before it, on the launch's stream (the log records
  * a CUDA event there, so each kernel's device time is known). A GEMM's note carries the
- * library's input, output and compute types (cudaDataType_t, cublasComputeType_t); -1
- * elsewhere. A NULL log (not recording) costs a compare. */
+ * library's input, output and compute types (cudaDataType_t, cublasComputeType_t) and, for a
+ * cublasLtMatmul, its epilogue (cublasLtEpilogue_t); -1 elsewhere. A NULL log (not recording)
+ * costs a compare. */
 typedef struct pg_cuda_kernel_log pg_cuda_kernel_log;
 struct pg_cuda_kernel_log {
     void (*note)(pg_cuda_kernel_log *log, cudaStream_t stream, const char *name, int in_type,
-                 int out_type, int compute_type);
+                 int out_type, int compute_type, int epilogue);
 };
 
 typedef struct pg_cuda_ctx {
@@ -83,7 +84,7 @@ typedef struct pg_cuda_ctx {
 static inline void pg_cuda_note_kernel(const pg_cuda_ctx *ctx, const char *name)
 {
     if (ctx->log)
-        ctx->log->note(ctx->log, ctx->stream, name, -1, -1, -1);
+        ctx->log->note(ctx->log, ctx->stream, name, -1, -1, -1, -1);
 }
 
 /* The launch configuration's stream argument, noting the kernel first:
@@ -99,7 +100,15 @@ static inline void pg_cuda_note_gemm(const pg_cuda_ctx *ctx, const char *call, i
                                      int out_type, int compute_type)
 {
     if (ctx->log)
-        ctx->log->note(ctx->log, ctx->stream, call, in_type, out_type, compute_type);
+        ctx->log->note(ctx->log, ctx->stream, call, in_type, out_type, compute_type, -1);
+}
+
+static inline void pg_cuda_note_gemm_epilogue(const pg_cuda_ctx *ctx, const char *call,
+                                              int in_type, int out_type, int compute_type,
+                                              int epilogue)
+{
+    if (ctx->log)
+        ctx->log->note(ctx->log, ctx->stream, call, in_type, out_type, compute_type, epilogue);
 }
 
 /* An N-d iteration space walked in C order, shared by `nops` operands
@@ -213,6 +222,10 @@ cudaError_t pg_kernel_linear_fwd(const pg_cuda_ctx *ctx, cublasHandle_t blas,
                                  const pg_cuda_linear_args *a, cublasStatus_t *blas_status);
 cudaError_t pg_kernel_linear_bwd(const pg_cuda_ctx *ctx, cublasHandle_t blas,
                                  const pg_cuda_linear_args *a, cublasStatus_t *blas_status);
+/* y = act(y) in place on n contiguous elements of dtype (float32, float16, bfloat16): the
+ * activations the cuBLASLt path (csrc/backends/cuda/cuda_lt_gemm.c) has no fused epilogue
+ * for, applied after the GEMM wrote y with its bias; 16-byte packs, no index arithmetic. */
+cudaError_t pg_kernel_act_inplace(const pg_cuda_ctx *ctx, int dtype, void *y, int64_t n, int act);
 cudaError_t pg_kernel_xent_fwd(const pg_cuda_ctx *ctx, int dtype, const void *x,
                                const int64_t *labels, void *probs, void *loss, int64_t N,
                                int64_t C, int mean);

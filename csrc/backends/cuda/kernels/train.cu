@@ -91,6 +91,53 @@ __global__ void pg_linear_epilogue_kernel(const A *yin, T *y, const T *b, int64_
     }
 }
 
+/* y = act(y) in place (pg_kernel_act_inplace): n / V packs of 16 bytes, then the tail; the
+ * activation computed in pg_calc_t (float for the halves), rounded once into y. On the
+ * cuBLASLt path y already holds the GEMM's result with its bias, rounded once to y's dtype,
+ * so a 16-bit layer's tanh, sigmoid or leaky_relu is rounded twice, as PyTorch's addmm
+ * followed by the activation's own kernel is (relu is fused in the GEMM: rounding commutes
+ * with it). */
+template <typename T, int V> __global__ void pg_act_inplace_kernel(T *y, int64_t n, int act)
+{
+    const int64_t packs = n / V;
+    pg_pack<T, V> *yp = reinterpret_cast<pg_pack<T, V> *>(y);
+    for (int64_t p = pg_thread_index(); p < packs; p += pg_thread_count()) {
+        pg_pack<T, V> v = yp[p];
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            v.v[k] = pg_store<T>(pg_act(act, (pg_calc_t<T>)pg_load(v.v[k])));
+        yp[p] = v;
+    }
+    for (int64_t i = packs * V + pg_thread_index(); i < n; i += pg_thread_count())
+        y[i] = pg_store<T>(pg_act(act, (pg_calc_t<T>)pg_load(y[i])));
+}
+
+extern "C" cudaError_t pg_kernel_act_inplace(const pg_cuda_ctx *ctx, int dtype, void *y, int64_t n,
+                                             int act)
+{
+    if (n == 0 || act == PG_CUDA_ACT_NONE)
+        return cudaSuccess;
+    return pg_dispatch_dtype_all(dtype, [&](auto t) -> cudaError_t {
+        using T = decltype(t);
+        if constexpr (std::is_same<T, float>::value || pg_is_half<T>) {
+            constexpr int V = pg_vec_width<T>();
+            if (pg_cuda_aligned(y, 16)) {
+                unsigned grid = pg_cuda_grid((n + V - 1) / V, PG_CUDA_BLOCK, ctx);
+                pg_act_inplace_kernel<T, V>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_act_inplace_kernel")>>>(
+                        (T *)y, n, act);
+            } else { /* one element per access: the tail loop does it all */
+                unsigned grid = pg_cuda_grid(n, PG_CUDA_BLOCK, ctx);
+                pg_act_inplace_kernel<T, 1>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_act_inplace_kernel")>>>(
+                        (T *)y, n, act);
+            }
+            return cudaGetLastError();
+        }
+        return cudaErrorInvalidValue;
+    });
+}
+
 /* dz = dy * act'(y) (when act), and db's partial sums (db in TG: T, or float32 for the
  * float32 gradients of a 16-bit layer under autocast). Block (32, 8): 32 columns, 8 row
  * lanes; grid (column tiles, row chunks): block (x, c) takes rows c*8 + lane, stepping
