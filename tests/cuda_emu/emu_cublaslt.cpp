@@ -26,6 +26,7 @@
  * The work is queued on the call's stream, as every stand-in's. The entry points are exported
  * (as emu_nccl.cpp's), so tests/test_cuda_emulated.py can hold the stand-in to these rules. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cublasLt.h>
@@ -126,7 +127,10 @@ void run(const Imma &g)
  * algo is the implicit heuristic with the default preference (every scheme, no workspace).
  * The heuristic: requestedAlgoCount < 1 or a NULL preference INVALID_VALUE; an unsupported case
  * NOT_SUPPORTED with *returnAlgoCount 0; otherwise one result, state SUCCESS. Integer
- * descriptors (the IMMA section, which takes algo NULL) get no heuristic: NOT_SUPPORTED. */
+ * descriptors (the IMMA section, which takes algo NULL) get no heuristic: NOT_SUPPORTED.
+ * PYGPU_CUDA_EMU_LT_FLOAT=0 plays a GPU (or a cuBLASLt) with no float kernels: the heuristic
+ * finds none (NOT_SUPPORTED) and cublasLtMatmul refuses every float case, so a test can hold
+ * the plugin's fallback to cuBLAS. */
 namespace {
 
 struct LtPref {
@@ -234,9 +238,20 @@ struct FloatGemm {
 
 /* The problem a descriptor and its layouts describe (no pointers): SUCCESS, NOT_SUPPORTED or
  * INVALID_VALUE as the header says. */
+bool float_kernels_absent()
+{
+    static const bool absent = [] {
+        const char *s = getenv("PYGPU_CUDA_EMU_LT_FLOAT");
+        return s != nullptr && strcmp(s, "0") == 0;
+    }();
+    return absent;
+}
+
 cublasStatus_t float_problem(const LtDesc *d, const LtLayout *la, const LtLayout *lb,
                              const LtLayout *lc, const LtLayout *ld, FloatGemm *g)
 {
+    if (float_kernels_absent())
+        return CUBLAS_STATUS_NOT_SUPPORTED;
     FTy ta, tb, tc, td;
     if (!ftype_of(la->type, &ta) || !ftype_of(lb->type, &tb) || !ftype_of(lc->type, &tc) ||
         !ftype_of(ld->type, &td) || ta != tb || tc != td || d->scale != CUDA_R_32F)
