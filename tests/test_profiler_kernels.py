@@ -130,7 +130,7 @@ def test_linear_forward_is_one_cublaslt_matmul_with_the_bias_and_relu_fused(plug
         with pygpu.autocast("cuda", dtype=pygpu.bfloat16):
             names, k = linear_kernels(lambda: model(x))
         # the weight's float32 -> bf16 cast (autocast's), then the GEMM and nothing after it
-        assert names == ["pg_copy_kernel", "cublasLtMatmul"], names
+        assert names == ["pg_copy_vec_kernel", "cublasLtMatmul"], names
         assert (k.in_type, k.out_type, k.compute_type, k.epilogue) == (
             "bf16", "bf16", "f32", "relu_bias"), k
         assert "epilogue relu_bias" in k.key, k.key
@@ -200,6 +200,40 @@ def test_contiguous_elementwise_ops_are_one_kernel_each(plugin):
                     y = (x + x * 3).abs() if dt is not pygpu.bool else (x | x)
                     got.append(y.astype(pygpu.float64).numpy())
                 np.testing.assert_array_equal(*got)
+        print("ok")
+    """)
+
+
+def test_a_contiguous_cast_is_one_packed_kernel_equal_to_the_cpus(plugin):
+    """A contiguous, aligned copy between dtypes (astype, and the linear layers' weight cast
+    under autocast) is pg_copy_vec_kernel: 16 bytes of the wider type per access, the tail
+    element by element; a view one element in takes the element-wise kernel. Every pair of
+    the six dtypes at lengths that are no multiple of any pack, against the CPU's casts."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu.profiler import profile
+        dts = (pygpu.float32, pygpu.float64, pygpu.float16, pygpu.bfloat16, pygpu.int64,
+               pygpu.bool)
+        base = np.linspace(-70000.5, 70000.5, 1003)
+        for src in dts:
+            for dst in dts:
+                for n in (1, 3, 7, 9, 17, 1001):
+                    got = []
+                    for dev in ("cuda", "cpu"):
+                        x = pygpu.tensor(base[:n], device=dev).astype(src)
+                        with profile() as prof:
+                            y = x.astype(dst)
+                        if dev == "cuda" and src is not dst:
+                            names = [k.name for e in prof.events() for k in e.kernels]
+                            assert names == ["pg_copy_vec_kernel"], (src, dst, names)
+                        got.append(y.astype(pygpu.float64).numpy())
+                    np.testing.assert_array_equal(*got, err_msg=f"{src} -> {dst}, {n}")
+        x = pygpu.tensor(base, device="cuda").astype(pygpu.float32)
+        with profile() as prof:
+            y = x[1:].astype(pygpu.bfloat16)
+        assert [k.name for e in prof.events() for k in e.kernels] == ["pg_copy_kernel"]
+        np.testing.assert_array_equal(y.astype(pygpu.float64).numpy(),
+                                      x.cpu()[1:].astype(pygpu.bfloat16).astype(pygpu.float64).numpy())
         print("ok")
     """)
 
