@@ -204,6 +204,42 @@ def test_contiguous_elementwise_ops_are_one_kernel_each(plugin):
     """)
 
 
+def test_linear_forward_falls_back_to_cublas_where_cublaslt_has_no_kernel(plugin):
+    """Where cuBLASLt has no kernel (the stand-in with PYGPU_CUDA_EMU_LT_FLOAT=0: its heuristic
+    finds none), the linear forward runs cuBLAS's path (kernels/train.cu: the GEMM, then the
+    epilogue kernel), with the same results, never an error or a wrong result."""
+    code = """
+        import numpy as np, pygpu
+        from pygpu import nn
+        from pygpu.profiler import profile
+        F = nn.functional
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((9, 21)).astype(np.float32)
+        w = rng.standard_normal((5, 21)).astype(np.float32)
+        b = rng.standard_normal(5).astype(np.float32)
+        out = []
+        for dt in (pygpu.float32, pygpu.bfloat16):
+            for act in ("relu", "tanh"):
+                args = [pygpu.tensor(a, device="cuda").astype(dt) for a in (x, w, b)]
+                with profile() as prof:
+                    y = F.linear(*args, activation=act)
+                (lin,) = [e for e in prof.events() if e.name == "linear"]
+                out.append(([k.name for k in lin.kernels],
+                            y.astype(pygpu.float32).cpu().numpy().tolist()))
+        print(repr(out))
+    """
+    lt = ast.literal_eval(_run(plugin, code).strip())
+    r = harness.run(plugin, textwrap.dedent(code), PYGPU_CUDA_EMU_LT_FLOAT="0")
+    assert r.returncode == 0, r.stderr
+    fallback = ast.literal_eval(r.stdout.strip())
+    for (lt_names, lt_y), (fb_names, fb_y) in zip(lt, fallback):
+        assert lt_names[-2:] != ["cublasSgemm", "pg_linear_epilogue_kernel"], lt_names
+        assert lt_names[0] == "cublasLtMatmul", lt_names
+        assert fb_names[-1] == "pg_linear_epilogue_kernel", fb_names
+        assert fb_names[-2] in ("cublasSgemm", "cublasGemmEx"), fb_names
+        np.testing.assert_allclose(fb_y, lt_y, rtol=2 ** -6, atol=1e-2)
+
+
 def test_a_contiguous_cast_is_one_packed_kernel_equal_to_the_cpus(plugin):
     """A contiguous, aligned copy between dtypes (astype, and the linear layers' weight cast
     under autocast) is pg_copy_vec_kernel: 16 bytes of the wider type per access, the tail
@@ -334,38 +370,3 @@ def test_a_whole_tensor_sum_is_one_pass_and_a_block_combine(plugin):
         print("ok")
     """)
 
-
-def test_linear_forward_falls_back_to_cublas_where_cublaslt_has_no_kernel(plugin):
-    """Where cuBLASLt has no kernel (the stand-in with PYGPU_CUDA_EMU_LT_FLOAT=0: its heuristic
-    finds none), the linear forward runs cuBLAS's path (kernels/train.cu: the GEMM, then the
-    epilogue kernel), with the same results, never an error or a wrong result."""
-    code = """
-        import numpy as np, pygpu
-        from pygpu import nn
-        from pygpu.profiler import profile
-        F = nn.functional
-        rng = np.random.default_rng(0)
-        x = rng.standard_normal((9, 21)).astype(np.float32)
-        w = rng.standard_normal((5, 21)).astype(np.float32)
-        b = rng.standard_normal(5).astype(np.float32)
-        out = []
-        for dt in (pygpu.float32, pygpu.bfloat16):
-            for act in ("relu", "tanh"):
-                args = [pygpu.tensor(a, device="cuda").astype(dt) for a in (x, w, b)]
-                with profile() as prof:
-                    y = F.linear(*args, activation=act)
-                (lin,) = [e for e in prof.events() if e.name == "linear"]
-                out.append(([k.name for k in lin.kernels],
-                            y.astype(pygpu.float32).cpu().numpy().tolist()))
-        print(repr(out))
-    """
-    lt = ast.literal_eval(_run(plugin, code).strip())
-    r = harness.run(plugin, textwrap.dedent(code), PYGPU_CUDA_EMU_LT_FLOAT="0")
-    assert r.returncode == 0, r.stderr
-    fallback = ast.literal_eval(r.stdout.strip())
-    for (lt_names, lt_y), (fb_names, fb_y) in zip(lt, fallback):
-        assert lt_names[-2:] != ["cublasSgemm", "pg_linear_epilogue_kernel"], lt_names
-        assert lt_names[0] == "cublasLtMatmul", lt_names
-        assert fb_names[-1] == "pg_linear_epilogue_kernel", fb_names
-        assert fb_names[-2] in ("cublasSgemm", "cublasGemmEx"), fb_names
-        np.testing.assert_allclose(fb_y, lt_y, rtol=2 ** -6, atol=1e-2)
