@@ -369,4 +369,3 @@ def test_a_whole_tensor_sum_is_one_pass_and_a_block_combine(plugin):
             assert got[2].item() == n // 2
         print("ok")
     """)
-
