@@ -426,6 +426,22 @@ def test_linear_forward_through_cublaslt_is_the_cpus_within_one_rounding(plugin)
                                                    err_msg=f"{n, i, o, dt, act, bias is None}")
                         checked += 1
         assert checked == 5 * 3 * len(acts) * 2
+        # views one row in: contiguous, but their pointers only 2-byte aligned (bf16, 17
+        # columns), which the heuristic must be told (cuBLASLt assumes 256 bytes otherwise)
+        from pygpu.profiler import profile
+        X = rng.standard_normal((6, 17)).astype(np.float32)
+        W = rng.standard_normal((4, 17)).astype(np.float32)
+        B = rng.standard_normal(4).astype(np.float32)
+        ys = []
+        for dev in ("cuda", "cpu"):
+            t = [pygpu.tensor(a, device=dev).astype(pygpu.bfloat16) for a in (X, W, B)]
+            with profile() as prof:
+                y = F.linear(t[0][1:], t[1][1:], t[2][1:], activation="relu")
+            if dev == "cuda":
+                (lin,) = [e for e in prof.events() if e.name == "linear"]
+                assert [k.name for k in lin.kernels] == ["cublasLtMatmul"], lin.kernels
+            ys.append(y.astype(pygpu.float32).cpu().numpy())
+        np.testing.assert_allclose(*ys, rtol=2 ** -6, atol=1e-2)
         # a transposed input (the core makes it contiguous before the GEMM)
         xt = rng.standard_normal((40, 9)).astype(np.float32)
         w = rng.standard_normal((6, 40)).astype(np.float32)
@@ -463,7 +479,7 @@ def test_emulated_cublaslt_holds_the_float_gemms_rules(plugin):
         C32F, C32F_TF32, C32I, C64F = 68, 77, 72, 70
         TRANSA, TRANSB, EPILOGUE, BIAS_POINTER, BIAS_DATA_TYPE = 3, 4, 7, 8, 26
         DEFAULT, RELU, BIAS, RELU_BIAS, GELU = 1, 2, 4, 6, 32
-        MAX_WS, SCHEMES = 1, 3
+        MAX_WS, SCHEMES, ALIGN_A = 1, 3, 5
         OK, INVALID, NOT_SUPPORTED = 0, 7, 15
 
         class Result(ctypes.Structure):
@@ -496,9 +512,11 @@ def test_emulated_cublaslt_holds_the_float_gemms_rules(plugin):
 
         def gemm(m, n, k, ab=R_32F, cd=R_32F, compute=C32F, epi=DEFAULT, bias=True,
                  bias_type=None, ws=32 << 20, give_ws=None, schemes=None, ta=1, requested=1,
-                 A=None, B=None):
-            # column-major: A stored k x m (op T), B stored k x n (op N), D m x n
-            A = store(rng.standard_normal(k * m) if A is None else A, ab)
+                 A=None, B=None, align=4, a_offset=0):
+            # column-major: A stored k x m (op T), B stored k x n (op N), D m x n; numpy's
+            # buffers are not 256-byte aligned (cuBLASLt's default assumption), so the
+            # preference says 4 bytes unless align says otherwise; a_offset moves A's pointer
+            A = store(rng.standard_normal(k * m + a_offset) if A is None else A, ab)[a_offset:]
             B = store(rng.standard_normal(k * n) if B is None else B, ab)
             bv = store(rng.standard_normal(m), cd)
             D = store(np.zeros(m * n), cd)
@@ -522,6 +540,9 @@ def test_emulated_cublaslt_holds_the_float_gemms_rules(plugin):
             if schemes is not None:
                 x = ctypes.c_uint32(schemes)
                 assert lib.cublasLtMatmulPreferenceSetAttribute(pref, SCHEMES, ref(x), 4) == OK
+            for i in range(4):
+                x = ctypes.c_uint32(align)
+                assert lib.cublasLtMatmulPreferenceSetAttribute(pref, ALIGN_A + i, ref(x), 4) == OK
             res, count = Result(), ctypes.c_int(-1)
             st = lib.cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, requested,
                                                     ref(res), ref(count))
@@ -561,6 +582,11 @@ def test_emulated_cublaslt_holds_the_float_gemms_rules(plugin):
         assert gemm(8, 3, 8, epi=BIAS, bias=False)[0] == INVALID         # no bias pointer
         assert gemm(8, 3, 8, requested=0)[0] == INVALID
         assert gemm(8, 3, 5, ta=0)[0] == INVALID         # op(A) 5 x 8 and op(B) 5 x 3 disagree
+        # the algorithm assumes the preference's alignment: A one bf16 in is 2-byte aligned
+        assert gemm(8, 3, 8, R_16BF, R_16BF, a_offset=1)[0] == INVALID
+        st, _, got, want = gemm(8, 3, 8, R_16BF, R_16BF, a_offset=1, align=2)
+        assert st == OK
+        np.testing.assert_allclose(got, want, rtol=2 ** -7, atol=2 ** -7)
         # split-K (k > 256): with a workspace and only the compute-type scheme allowed, the
         # heuristic's algorithm needs one; less is refused, and the result is the float sum
         # rounded once

@@ -125,6 +125,9 @@ void run(const Imma &g)
  * float sum. The heuristic's result names the workspace its algorithm needs (workspaceSize);
  * cublasLtMatmul with that algo and less workspace, or a NULL workspace, is INVALID_VALUE. A NULL
  * algo is the implicit heuristic with the default preference (every scheme, no workspace).
+ * Alignment: the heuristic's algorithm assumes A, B, C and D aligned as the preference's
+ * CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES say (default 256, cuBLASLt's); a pointer
+ * less aligned than its matrix's at the call is INVALID_VALUE (a NULL algo sees the pointers).
  * The heuristic: requestedAlgoCount < 1 or a NULL preference INVALID_VALUE; an unsupported case
  * NOT_SUPPORTED with *returnAlgoCount 0; otherwise one result, state SUCCESS. Integer
  * descriptors (the IMMA section, which takes algo NULL) get no heuristic: NOT_SUPPORTED.
@@ -136,6 +139,7 @@ namespace {
 struct LtPref {
     uint64_t max_workspace = 0;
     uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_MASK;
+    uint32_t min_align[4] = {256, 256, 256, 256}; /* A, B, C, D */
 };
 LtPref *pref_of(cublasLtMatmulPreference_t p) { return reinterpret_cast<LtPref *>(p); }
 
@@ -370,6 +374,10 @@ cublasStatus_t float_matmul(const LtDesc *d, const void *alpha, const void *A,
             return CUBLAS_STATUS_INVALID_VALUE;
         g.scheme = (int)algo->data[2];
         need = algo->data[1];
+        const void *ptrs[4] = {A, B, C, D};
+        for (int i = 0; i < 4; i++) /* the alignment the algorithm was chosen for */
+            if (ptrs[i] && !aligned_to(ptrs[i], (size_t)(algo->data[3] >> (16 * i) & 0xffff)))
+                return CUBLAS_STATUS_INVALID_VALUE;
     } else {
         pick_algo(g, LtPref{}, &g.scheme, &need);
     }
@@ -594,6 +602,19 @@ PG_LT_API cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPref
             return CUBLAS_STATUS_INVALID_VALUE;
         memcpy(&x->schemes, buf, size);
         return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: {
+        uint32_t v;
+        if (size != sizeof v)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&v, buf, sizeof v);
+        if (v == 0 || v > 256 || (v & (v - 1)) != 0)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        x->min_align[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES] = v;
+        return CUBLAS_STATUS_SUCCESS;
+    }
     default:
         return CUBLAS_STATUS_NOT_SUPPORTED; /* not modelled */
     }
@@ -626,6 +647,9 @@ PG_LT_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     results[0].algo.data[0] = kAlgoMagic;
     results[0].algo.data[1] = need;
     results[0].algo.data[2] = (uint64_t)scheme;
+    const LtPref *pf = pref_of(pref);
+    for (int i = 0; i < 4; i++) /* 16 bits each: A, B, C, D */
+        results[0].algo.data[3] |= (uint64_t)(pf->min_align[i] & 0xffff) << (16 * i);
     results[0].workspaceSize = (size_t)need;
     results[0].state = CUBLAS_STATUS_SUCCESS;
     results[0].wavesCount = 1.0f;

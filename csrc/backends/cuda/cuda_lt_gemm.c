@@ -27,11 +27,15 @@
  * (INPLACE, OUTPUT_TYPE) are masked out, so a 16-bit D is the float32 sum rounded once, as the
  * CPU's kernels and cublasGemmEx under CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION give
  * (PyTorch masks them the same way unless reduced-precision reductions are allowed).
+ * The heuristic assumes 256-byte aligned A, B, C and D unless told otherwise, and a view at an
+ * offset is not: the preference carries each pointer's actual alignment
+ * (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), as PyTorch's does.
  * When cuBLASLt has no kernel for the case (NOT_SUPPORTED from the heuristic, or no result),
  * *refused is set and nothing was queued: the caller falls back to its cuBLAS path, never a
  * wrong result. The refusal is not remembered: it depends on the shapes and the pointers'
  * alignment as well as the types, and the heuristic query that finds it is what a lookup
  * would save. */
+#include <stdint.h>
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -90,6 +94,15 @@ static void lt_call_free(lt_call *c)
         cublasLtMatmulDescDestroy(c->desc);
 }
 
+/* the largest power of two (up to 256) that divides p's address */
+static uint32_t alignment_of(const void *p)
+{
+    uint32_t a = 256;
+    while (a > 1 && ((uintptr_t)p % a) != 0)
+        a /= 2;
+    return a;
+}
+
 /* the descriptors of g's call (see the top of the file) */
 static cublasStatus_t lt_describe(const pg_gemm *g, cudaDataType_t tab, cudaDataType_t tc,
                                   cublasComputeType_t compute, cublasLtEpilogue_t epi, lt_call *c)
@@ -128,6 +141,18 @@ static cublasStatus_t lt_describe(const pg_gemm *g, cudaDataType_t tab, cudaData
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulPreferenceSetAttribute(
             c->pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes);
+    /* cuBLASLt's A, B, C, D: our B, A, C, C */
+    const struct {
+        cublasLtMatmulPreferenceAttributes_t attr;
+        const void *p;
+    } aligns[4] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g->b},
+                   {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g->a},
+                   {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g->c},
+                   {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g->c}};
+    for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; i++) {
+        const uint32_t a = alignment_of(aligns[i].p);
+        st = cublasLtMatmulPreferenceSetAttribute(c->pref, aligns[i].attr, &a, sizeof a);
+    }
     return st;
 }
 
