@@ -187,8 +187,9 @@ pg_status pg_cuda_lt_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_ge
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulAlgoGetHeuristic(lt, c.desc, c.la, c.lb, c.lc, c.lc, c.pref, 1, &res,
                                             &found);
-    if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found < 1)) {
-        *refused = true; /* no kernel for this case: the caller's cuBLAS path */
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED ||
+        (st == CUBLAS_STATUS_SUCCESS && (found < 1 || res.state != CUBLAS_STATUS_SUCCESS))) {
+        *refused = true; /* no kernel for this case (or an attribute this cuBLASLt lacks) */
         st = CUBLAS_STATUS_SUCCESS;
     } else if (st == CUBLAS_STATUS_SUCCESS && res.workspaceSize > 0) {
         err = cudaMallocAsync(&ws, res.workspaceSize, ctx->stream);
