@@ -5,7 +5,9 @@
 #     the tensor cores (cublasGemmEx, bf16 inputs, float32 compute), dW written as float32;
 #     the H200 run found the backward's products in float32 (87% of the step);
 #   - a contiguous elementwise op is one kernel; a reduction over all elements is one pass
-#     plus a combine measured in microseconds;
+#     plus a combine measured in microseconds; one along the last dim is one kernel over the
+#     rows (or that split pass when the rows are too few to fill the GPU);
+#   - softmax, log_softmax, layer_norm and clamp are one kernel each, cross_entropy two;
 #   - the profiler notes each kernel and library call of an op, with the GEMM's types.
 # Each test runs its code in a fresh interpreter whose pygpu loads the emulated plugin.
 import os
@@ -227,5 +229,39 @@ def test_a_whole_tensor_sum_is_one_pass_and_a_block_combine(plugin):
             for g, w in zip(got, want):
                 np.testing.assert_allclose(g.item(), w.item(), rtol=rtol)
             assert got[2].item() == n // 2
+        print("ok")
+    """)
+
+
+def test_last_dim_reductions_are_one_pass_and_cross_entropy_two_kernels(plugin):
+    """A reduction along the last dim: one kernel over the rows (a thread per short row, a
+    block per long one), or, with too few rows to fill the GPU, the split pass and a block
+    combine; never a pass per element. cross_entropy: the row kernel (log-sum-exp and the
+    picked logit) and the fixed-order sum of the row losses. Values as the CPU's."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu.nn import functional as F
+        from pygpu.profiler import profile
+        rng = np.random.default_rng(0)
+        cases = {(2048, 8): ["pg_reduce_thread_kernel"], (3, 129): ["pg_reduce_block_kernel"],
+                 (64, 4096): ["pg_reduce_split_block_kernel", "pg_reduce_combine_block_kernel"]}
+        for (rows, cols), kernels in cases.items():
+            a = rng.standard_normal((rows, cols)).astype(np.float32)
+            labels = rng.integers(0, cols, rows)
+            x = pygpu.tensor(a, device="cuda")
+            lab = pygpu.tensor(labels, device="cuda")
+            with profile() as prof:
+                got = [x.sum(-1), x.argmax(-1), F.cross_entropy(x, lab)]
+            ev = [e for e in prof.events() if e.name != "copy"]
+            assert [e.name for e in ev] == ["sum", "argmax", "cross_entropy"], ev
+            assert [k.name for k in ev[0].kernels] == kernels, ev[0]
+            assert [k.name for k in ev[1].kernels] == kernels, ev[1]
+            assert [k.name for k in ev[2].kernels] == ["pg_xent_fwd_kernel",
+                                                       "pg_xent_sum_kernel"], ev[2]
+            c = pygpu.tensor(a)
+            want = [c.sum(-1), c.argmax(-1), F.cross_entropy(c, pygpu.tensor(labels))]
+            np.testing.assert_allclose(got[0].numpy(), want[0].numpy(), rtol=1e-5, atol=1e-5)
+            assert (got[1].numpy() == want[1].numpy()).all()
+            np.testing.assert_allclose(got[2].item(), want[2].item(), rtol=1e-6)
         print("ok")
     """)
