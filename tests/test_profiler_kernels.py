@@ -265,3 +265,61 @@ def test_last_dim_reductions_are_one_pass_and_cross_entropy_two_kernels(plugin):
             np.testing.assert_allclose(got[2].item(), want[2].item(), rtol=1e-6)
         print("ok")
     """)
+
+
+def test_pooling_and_batch_norm_are_one_kernel_each_way(plugin):
+    """POOL and BATCH_NORM run their own kernels on cuda (kernels/conv_layers.cu), one per op
+    each way, where they were compositions (a dense pooling matrix, gathers, a dozen kernels
+    for batch norm). Values and gradients against the CPU's: pooling forward and the average
+    pooling's gradient bit for bit (the CPU's order), max pooling's gradient where windows
+    overlap (atomicAdd) and batch norm to rounding; BatchNorm1d on (N, C) (L = 1) too."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu import nn
+        from pygpu.nn import functional as F
+        from pygpu.profiler import profile
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((3, 4, 13, 10)).astype(np.float64)
+        g = rng.standard_normal((3, 4, 7, 5))
+        pools = [lambda x: F.max_pool2d(x, 3, 2, 1),  # overlapping windows
+                 lambda x: F.max_pool2d(x, 2, ceil_mode=True),
+                 lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+                 lambda x: F.adaptive_avg_pool2d(x, (7, 5)),
+                 lambda x: F.adaptive_max_pool2d(x, (7, 5))]
+        for pool in pools:
+            outs = []
+            for dev in ("cuda", "cpu"):
+                x = pygpu.tensor(a, device=dev, requires_grad=True)
+                with profile() as prof:
+                    y = pool(x)
+                    y.backward(pygpu.tensor(g[:, :, :y.shape[2], :y.shape[3]].copy(), device=dev))
+                outs.append((y.detach().numpy(), x.grad.numpy()))
+                if dev == "cuda":
+                    ev = {e.name: [k.name for k in e.kernels] for e in prof.events()
+                          if e.name.startswith("pool2d")}
+                    assert len(ev["pool2d"]) == 1 and len(ev["pool2d_backward"]) == 1, ev
+                    assert ev["pool2d"][0] in ("pg_pool_max_kernel", "pg_pool_avg_kernel"), ev
+            (yc, gc), (yr, gr) = outs
+            assert (yc == yr).all()
+            np.testing.assert_allclose(gc, gr, rtol=1e-12, atol=1e-12)
+        for shape in ((8, 6, 5, 7), (16, 6)):
+            b = rng.standard_normal(shape).astype(np.float32) * 3 + 1
+            gy = rng.standard_normal(shape).astype(np.float32)  # no cancelling sums
+            res = []
+            for dev in ("cuda", "cpu"):
+                pygpu.manual_seed(0)
+                bn = (nn.BatchNorm2d(6) if len(shape) == 4 else nn.BatchNorm1d(6)).to(dev)
+                x = pygpu.tensor(b, device=dev, requires_grad=True)
+                with profile() as prof:
+                    y = bn(x)
+                    y.backward(pygpu.tensor(gy, device=dev))
+                if dev == "cuda":
+                    ks = [k.name for e in prof.events() if e.name.startswith("batch_norm")
+                          for k in e.kernels]
+                    assert ks == ["pg_bn_fwd_kernel", "pg_bn_bwd_kernel"], ks
+                res.append([y.detach().numpy(), x.grad.numpy(), bn.weight.grad.numpy(),
+                            bn.bias.grad.numpy(), bn.running_mean.numpy(), bn.running_var.numpy()])
+            for c, r in zip(*res):
+                np.testing.assert_allclose(c, r, rtol=2e-5, atol=2e-5)
+        print("ok")
+    """)

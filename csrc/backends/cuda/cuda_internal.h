@@ -281,7 +281,8 @@ pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const struct p
  * select, reduce, matmul, arange, random, amp_unscale; cuda_train.c: the fused training
  * ops; cuda_quant.c: the int8 linear layer (quantize, cuBLASLt's IMMA GEMM, epilogue);
  * cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...); cuda_sequence.c:
- * the recurrent cells and scaled-dot-product attention. */
+ * the recurrent cells and scaled-dot-product attention; cuda_conv_layers.c: pooling and
+ * batch norm (cuda_cudnn.c: the convolution). */
 typedef pg_status (*pg_cuda_launcher)(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA(launcher) pg_status launcher(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA_HALF(launcher) CUDA(launcher)

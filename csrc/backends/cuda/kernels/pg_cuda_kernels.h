@@ -243,6 +243,35 @@ cudaError_t pg_kernel_layer_norm_rows(const pg_cuda_ctx *ctx, int dtype, const v
 cudaError_t pg_kernel_clamp(const pg_cuda_ctx *ctx, int dtype, void *dst, const void *src,
                             const pg_cuda_iter *it, double lo, double hi);
 
+/* conv_layers.cu: the POOL and BATCH_NORM nodes (csrc/core/pg_ops_conv.h), float32 and
+ * float64, contiguous (N, C, H, W) / (N, C, L) operands. The pooling kinds are pg_ops_conv.h's
+ * reduced to four (the launcher, cuda_conv_layers.c, maps them): windowed or adaptive
+ * (`adaptive`) max and average forward, max backward through the indices, average backward. */
+enum { PG_CUDA_POOL_MAX, PG_CUDA_POOL_AVG, PG_CUDA_POOL_MAX_BWD, PG_CUDA_POOL_AVG_BWD };
+typedef struct pg_cuda_pool_args {
+    int kind, dtype, adaptive, count_pad;
+    const void *src;       /* x (forward) or dy (backward) */
+    const int64_t *idx_in; /* max backward: each maximum's flat index in its plane */
+    void *dst;             /* y (forward) or dx (backward) */
+    int64_t *idx_out;      /* max forward: the indices, or NULL */
+    int64_t planes, H, W, OH, OW;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw, divisor;
+} pg_cuda_pool_args;
+cudaError_t pg_kernel_pool(const pg_cuda_ctx *ctx, const pg_cuda_pool_args *a);
+
+typedef struct pg_cuda_bn_args {
+    int dtype, backward, relu;
+    int64_t N, C, L;
+    double eps, momentum;
+    const void *x, *w, *b; /* w, b (C) or NULL */
+    void *y;               /* forward: the output; backward: the forward's output (relu) */
+    void *save;            /* (2, C): the batch mean and 1/sqrt(var + eps) */
+    void *running_mean, *running_var; /* forward, updated in place, or NULL */
+    const void *dy;
+    void *dx, *dw, *db;    /* backward; dw, db or NULL */
+} pg_cuda_bn_args;
+cudaError_t pg_kernel_batch_norm(const pg_cuda_ctx *ctx, const pg_cuda_bn_args *a);
+
 /* amp.cu: g (n,) contiguous *= inv_scale in place; *found = 1.0f if any element was
  * inf or NaN (else untouched). float32, float64, float16, bfloat16. */
 cudaError_t pg_kernel_amp_unscale(const pg_cuda_ctx *ctx, int dtype, void *g, int64_t n,
