@@ -323,6 +323,10 @@ class _Pool2d(Function):
                 indices_out):
         y, idx = _C._pool2d(kind, x, kernel, stride, padding, dilation, out_hw, cip, divisor,
                             kind in (POOL_MAX, POOL_ADAPTIVE_MAX))
+        if kind == POOL_MAX:  # the windows' extent: max backward may scatter if disjoint
+            kernel = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilation))
+        elif kind == POOL_ADAPTIVE_MAX:  # windows of varying size, which may overlap
+            kernel = (0, 0)
         ctx.args = (kind, tuple(x.shape), kernel, stride, padding, cip, divisor)
         ctx.idx = idx
         if idx is not None:

@@ -12,11 +12,13 @@
  *                     same average bits (the sum taken row by row, divided once);
  *   average backward  one thread per input element gathers dy / divisor from the windows
  *                     that hold it, in the CPU's (oh, ow) order: the CPU's bits, no atomics;
- *   max backward      the indices say where each dy goes: dx is zeroed, then one thread per
- *                     output element adds its dy at its index with atomicAdd. Where windows
- *                     do not overlap (kernel <= stride, the common case) each element gets
- *                     at most one value and the result is exact; overlapping windows add in
- *                     an order the GPU chooses, as PyTorch's adaptive max pooling backward;
+ *   max backward      the indices say where each dy goes, into a zeroed dx. Where the caller
+ *                     knows the windows cannot overlap (their extent <= the stride: the node's
+ *                     kh, kw, sh, sw, set by pg_ops_pool.c), one thread per output element
+ *                     adds its dy at its index (atomicAdd, though no element gets two values:
+ *                     exact); where they may (3x3 windows at stride 2, adaptive windows), one
+ *                     thread per plane adds them in the CPU's order: the CPU's bits, the same
+ *                     from run to run (PyTorch's adaptive max pooling backward is not);
  *   batch norm        one block per channel: forward, the shifted sums of x and x^2 (the
  *                     shift is the channel's first value, as the CPU's, so the variance does
  *                     not cancel) accumulated in double, then the output pass; backward, the
@@ -169,8 +171,8 @@ template <typename T> __global__ void pg_pool_avg_bwd_kernel(pg_cuda_pool_args a
     }
 }
 
-/* dx += dy at each maximum's index (dx zeroed first); an index outside the plane is skipped,
- * as the CPU's */
+/* dx += dy at each maximum's index (dx zeroed first), windows that cannot overlap: one thread
+ * per output element; an index outside the plane is skipped, as the CPU's */
 template <typename T> __global__ void pg_pool_max_bwd_kernel(pg_cuda_pool_args a)
 {
     const T *dy = (const T *)a.src;
@@ -184,11 +186,30 @@ template <typename T> __global__ void pg_pool_max_bwd_kernel(pg_cuda_pool_args a
     }
 }
 
+/* the same where windows may overlap: one thread per plane, in output order (the CPU's) */
+template <typename T> __global__ void pg_pool_max_bwd_plane_kernel(pg_cuda_pool_args a)
+{
+    const int64_t plane_out = a.OH * a.OW, plane_in = a.H * a.W;
+    for (int64_t p = pg_thread_index(); p < a.planes; p += pg_thread_count()) {
+        const T *dy = (const T *)a.src + p * plane_out;
+        const int64_t *ix = a.idx_in + p * plane_out;
+        T *dx = (T *)a.dst + p * plane_in;
+        for (int64_t k = 0; k < plane_out; k++) {
+            const int64_t at = ix[k];
+            if (at >= 0 && at < plane_in)
+                dx[at] += dy[k];
+        }
+    }
+}
+
 extern "C" cudaError_t pg_kernel_pool(const pg_cuda_ctx *ctx, const pg_cuda_pool_args *a)
 {
-    const bool bwd = a->kind == PG_CUDA_POOL_MAX_BWD || a->kind == PG_CUDA_POOL_AVG_BWD;
-    const int64_t total = a->planes * (bwd && a->kind == PG_CUDA_POOL_AVG_BWD ? a->H * a->W
-                                                                               : a->OH * a->OW);
+    /* windows that cannot overlap (max backward's scatter needs no order) */
+    const bool disjoint = a->kh > 0 && a->kw > 0 && a->kh <= a->sh && a->kw <= a->sw;
+    const bool by_plane = a->kind == PG_CUDA_POOL_MAX_BWD && !disjoint;
+    const int64_t total = by_plane ? a->planes
+                          : a->planes * (a->kind == PG_CUDA_POOL_AVG_BWD ? a->H * a->W
+                                                                        : a->OH * a->OW);
     if (a->kind == PG_CUDA_POOL_MAX_BWD) {
         const size_t item = a->dtype == PG_FLOAT32 ? 4 : 8;
         cudaError_t e = cudaMemsetAsync(a->dst, 0, (size_t)(a->planes * a->H * a->W) * item,
@@ -212,9 +233,15 @@ extern "C" cudaError_t pg_kernel_pool(const pg_cuda_ctx *ctx, const pg_cuda_pool
                     <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_pool_avg_kernel")>>>(*a);
                 break;
             case PG_CUDA_POOL_MAX_BWD:
-                pg_pool_max_bwd_kernel<T>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_pool_max_bwd_kernel")>>>(
+                if (by_plane)
+                    pg_pool_max_bwd_plane_kernel<T><<<grid, PG_CUDA_BLOCK, 0,
+                                                      pg_cuda_noted(ctx,
+                                                                    "pg_pool_max_bwd_plane_kernel")>>>(
                         *a);
+                else
+                    pg_pool_max_bwd_kernel<T>
+                        <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_pool_max_bwd_kernel")>>>(
+                            *a);
                 break;
             default:
                 pg_pool_avg_bwd_kernel<T>
