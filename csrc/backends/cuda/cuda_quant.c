@@ -6,11 +6,13 @@
  *
  * Why s8 activations: cuBLASLt's IMMA kernels multiply s8 by s8 (there is no u8 x s8 as
  * vpdpbusd has). pygpu's activations are u8 levels with a zero point (asymmetric, as the
- * CPU's), so the quantize kernel stores level - 128 as s8 and the epilogue adds
- * 128 * colsum(W) back: sum (q - 128) w + (128 - za) colsum = sum q w - za colsum, the CPU's
- * exact int32, so every quantization parameter stays the CPU's (a symmetric s8 scheme on cuda
- * only would have given other bits and a second set of calibration rules). The shift costs
- * nothing: it is done while the rows are quantized or (u8 input) copied, once per call.
+ * CPU's), so the GEMM's operand is level - a_shift: 0 with 7-bit activations (a_max 127,
+ * what pygpu's layers use: a level is an s8 as it is), 128 with a_max 255. The epilogue
+ * adds a_shift * colsum(W) back: sum (q - a_shift) w + (a_shift - za) colsum = sum q w -
+ * za colsum, the CPU's exact int32, so every quantization parameter stays the CPU's (a
+ * symmetric s8 scheme on cuda only would have given other bits and a second set of
+ * calibration rules). A u8 input (a static chain's) with a_shift 0 and K % 4 == 0 is the
+ * GEMM's operand as it is, with no copy; otherwise the quantize kernel writes the operand.
  *
  * The weight on cuda: QTensor.to("cuda") (pygpu/quantization/_pack.py, pack_weight_rows)
  * stores W as np rows of kp bytes (n-major, K zero-padded to a multiple of 4, N to a
@@ -25,7 +27,8 @@
  * This is the "TN" form IMMA needs with the plain column order: A transposed, B not; m, k
  * and the leading dimensions multiples of 4 (np is a multiple of 16, kp of 4); pointers
  * 4-byte aligned (allocator blocks and a contiguous packed tensor at offset 0: checked).
- * Compute CUBLAS_COMPUTE_32I, scale type CUDA_R_32I (alpha 1, beta 0 on the host). */
+ * Compute CUBLAS_COMPUTE_32I, scale type CUDA_R_32I (alpha 1, beta 0 on the host). B is
+ * the u8 input itself where it can be (above): its ldb is then K (= kp). */
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
@@ -92,6 +95,7 @@ pg_status pg_cuda_launch_qlinear(pg_cuda_device *d, const pg_cuda_ctx *ctx, cons
     else
         a.a_u8 = (const uint8_t *)pg_cuda_tensor_data(x);
     a.a_dynamic = n->p.qlinear.a_dynamic != 0;
+    a.a_shift = n->p.qlinear.a_max > 127 ? 128 : 0;
     a.a_scale = (float)n->p.qlinear.a_scale;
     a.a_zp = (int32_t)n->p.qlinear.a_zp;
     a.a_max = (int)n->p.qlinear.a_max;
@@ -106,27 +110,35 @@ pg_status pg_cuda_launch_qlinear(pg_cuda_device *d, const pg_cuda_ctx *ctx, cons
     a.c_scale = (float)n->p.qlinear.c_scale;
     a.c_zp = (int32_t)n->p.qlinear.c_zp;
     a.c_max = (int)n->p.qlinear.c_max;
+    const uintptr_t c_addr = a.c_f32 ? (uintptr_t)a.c_f32 : (uintptr_t)a.c_u8;
+    a.out_vec = a.N % 4 == 0 && (c_addr & 15) == 0;
     if (a.M == 0)
         return PG_OK;
+    /* the u8 input as the GEMM's operand, with no copy (the header says when) */
+    const bool direct = a.a_u8 && a.a_shift == 0 && a.K == a.kp && ((uintptr_t)a.a_u8 & 3) == 0;
 
-    /* scratch, one block: a_s8 (M,kp) | acc (M,np) int32 | sa (M) | za (M), 16-byte aligned */
-    const size_t s8_bytes = ((size_t)a.M * (size_t)a.kp + 15) / 16 * 16;
+    /* scratch, one block: a_s8 (M,kp) unless direct | acc (M,np) int32 | sa (M) | za (M)
+     * (dynamic only), each 16-byte aligned */
+    const size_t s8_bytes = direct ? 0 : ((size_t)a.M * (size_t)a.kp + 15) / 16 * 16;
     const size_t acc_bytes = (size_t)a.M * (size_t)a.np * 4;
-    const size_t row_bytes = ((size_t)a.M * 4 + 15) / 16 * 16;
+    const size_t row_bytes = a.a_dynamic ? ((size_t)a.M * 4 + 15) / 16 * 16 : 0;
     char *scratch = NULL;
     cudaError_t err = cudaMallocAsync((void **)&scratch, s8_bytes + acc_bytes + 2 * row_bytes,
                                       ctx->stream);
     if (err != cudaSuccess)
         return pg_cuda_check(PG_CUDA_LIB_RUNTIME, err, d->index, n->name, "cudaMallocAsync",
                              false);
-    a.a_s8 = (int8_t *)scratch;
+    a.a_s8 = direct ? (int8_t *)a.a_u8 : (int8_t *)scratch;
     int32_t *acc = (int32_t *)(scratch + s8_bytes);
     a.acc = acc;
-    a.sa = (float *)(scratch + s8_bytes + acc_bytes);
-    a.za = (int32_t *)(scratch + s8_bytes + acc_bytes + row_bytes);
+    if (a.a_dynamic) {
+        a.sa = (float *)(scratch + s8_bytes + acc_bytes);
+        a.za = (int32_t *)(scratch + s8_bytes + acc_bytes + row_bytes);
+    }
 
     const char *call = "pg_kernel_qquantize";
-    err = pg_kernel_qquantize(ctx, &a);
+    if (!direct)
+        err = pg_kernel_qquantize(ctx, &a);
     pg_status st = PG_OK;
     cublasStatus_t blas_st = CUBLAS_STATUS_SUCCESS;
     if (err == cudaSuccess) {
