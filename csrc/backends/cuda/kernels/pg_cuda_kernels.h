@@ -339,7 +339,8 @@ cudaError_t pg_kernel_sdpa(const pg_cuda_ctx *ctx, const pg_cuda_sdpa_args *a, i
  * quantize: a_f32 or a_u8 (M,K) -> a_s8 (M,kp) (u8 level - a_shift, K zero-padded to kp),
  * and for a dynamic input sa/za (M), the rows' scales and zero points. epilogue: acc (M,np)
  * s32 (sum of (level - a_shift) * W) -> c_f32 or c_u8 (M,N), the CPU's epilogue (pg_gemm.h),
- * bit for bit. */
+ * bit for bit. fold: the per-channel alpha and bias with which cuBLASLt's own epilogue
+ * requantizes a static layer's u8 output (quant.cu's header says when, and which bits). */
 typedef struct pg_cuda_qlinear_args {
     int64_t M, N, K, kp, np;
     const float *a_f32;   /* (M,K) or NULL */
@@ -362,8 +363,11 @@ typedef struct pg_cuda_qlinear_args {
     int32_t c_zp;
     int c_max;
     int out_vec;          /* c's rows may be stored 4 elements at a time (N % 4 == 0, aligned) */
+    float *fold_alpha;    /* (N) fold's output: cuBLASLt's per-row alpha */
+    float *fold_bias;     /* (N) fold's output: cuBLASLt's bias */
 } pg_cuda_qlinear_args;
 cudaError_t pg_kernel_qquantize(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a);
+cudaError_t pg_kernel_qfold(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a);
 cudaError_t pg_kernel_qepilogue(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a);
 
 #ifdef __cplusplus

@@ -35,7 +35,24 @@
  *              thread loads its 4 columns' colsum, scales and bias once, then per row one
  *              16-byte load of acc (rows padded to np, so always in bounds and aligned) and
  *              one 16-byte (float) or 4-byte (u8) store where c's rows are 4-aligned
- *              (out_vec), element stores otherwise; columns past N are never stored. */
+ *              (out_vec), element stores otherwise; columns past N are never stored.
+ *
+ * The requantizing GEMM (cuda_quant.c's fused path): a static layer (constant sa, za) whose
+ * u8 output has c_max 127 and no activation, or ReLU with c_zp 0, needs no epilogue kernel:
+ *   level = clamp(round(y / c_scale + c_zp), 0, 127),  y = (acc + (a_shift - za) colsum) sa sw + b
+ *         = clamp(round(alpha[n] acc + beta[n]), 0, 127)
+ *   alpha[n] = sa sw[n] / c_scale,  beta[n] = (a_shift - za) colsum[n] alpha[n] + b[n] / c_scale + c_zp
+ * and cuBLASLt's IMMA GEMM with an s8 D computes D = sat_s8(round(relu(alpha[n] acc + beta[n])))
+ * (per-row alpha vector, bias epilogue then ReLU): ReLU is the clamp at level 0, s8
+ * saturation the clamp at 127, and a level 0..127 is its own s8 byte, so D is the u8
+ * output as it is. The fold kernel computes alpha and beta (N floats each) per call. These
+ * bits are not the CPU's: cuBLASLt rounds alpha * acc + beta in its own order, where the CPU
+ * rounds every step of the line above, so a level may differ from the CPU's by one where
+ * the value lies within float rounding of a half-way point. Every other layer (dynamic,
+ * float32 out, tanh/sigmoid/leaky ReLU, ReLU with c_zp != 0, c_max != 127, N % 4 != 0),
+ * every layer with the plugin's option int8_requant_in_gemm off
+ * (pygpu.cuda.set_int8_requant_in_gemm(False)), and every call cuBLASLt refuses takes the
+ * exact path above, with the CPU's bits. */
 #include <math.h>
 
 #include "pg_cuda_act.cuh"
@@ -221,6 +238,32 @@ template <bool U8, bool VEC> __global__ void pg_q_epilogue_kernel(pg_cuda_qlinea
             }
         }
     }
+}
+
+// alpha, beta (N) of the requantizing GEMM (the header): alpha = (sa * sw) * (1 / c_scale) rounded
+// as the exact path rounds those two steps; beta in double, rounded once
+__global__ void pg_q_fold_kernel(pg_cuda_qlinear_args a)
+{
+    const double inv_c = 1.0 / (double)a.c_scale;
+    const float inv_cf = 1.0f / a.c_scale;
+    for (int64_t n = pg_thread_index(); n < a.N; n += pg_thread_count()) {
+        const float alpha = pg_mul_rn(pg_mul_rn(a.a_scale, a.w_scale[n]), inv_cf);
+        const double corr = (double)((int64_t)(a.a_shift - a.a_zp) * (int64_t)a.colsum[n]);
+        double beta = corr * (double)alpha + (double)a.c_zp;
+        if (a.bias)
+            beta += (double)a.bias[n] * inv_c;
+        a.fold_alpha[n] = alpha;
+        a.fold_bias[n] = (float)beta;
+    }
+}
+
+extern "C" cudaError_t pg_kernel_qfold(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a)
+{
+    if (a->N == 0)
+        return cudaSuccess;
+    const unsigned grid = pg_cuda_grid(a->N, PG_CUDA_BLOCK, ctx);
+    pg_q_fold_kernel<<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_q_fold_kernel")>>>(*a);
+    return cudaGetLastError();
 }
 
 extern "C" cudaError_t pg_kernel_qquantize(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a)
