@@ -297,14 +297,14 @@ extern "C" cudaError_t pg_kernel_qepilogue(const pg_cuda_ctx *ctx, const pg_cuda
     int64_t gy = cap / gx;
     gy = gy < 1 ? 1 : gy > a->M ? a->M : gy > 65535 ? 65535 : gy;
     const dim3 grid((unsigned)gx, (unsigned)gy);
-    cudaStream_t st = pg_cuda_noted(ctx, "pg_q_epilogue_kernel");
+    const char *name = "pg_q_epilogue_kernel";
     if (a->c_u8 && a->out_vec)
-        pg_q_epilogue_kernel<true, true><<<grid, block, 0, st>>>(*a);
+        pg_q_epilogue_kernel<true, true><<<grid, block, 0, pg_cuda_noted(ctx, name)>>>(*a);
     else if (a->c_u8)
-        pg_q_epilogue_kernel<true, false><<<grid, block, 0, st>>>(*a);
+        pg_q_epilogue_kernel<true, false><<<grid, block, 0, pg_cuda_noted(ctx, name)>>>(*a);
     else if (a->out_vec)
-        pg_q_epilogue_kernel<false, true><<<grid, block, 0, st>>>(*a);
+        pg_q_epilogue_kernel<false, true><<<grid, block, 0, pg_cuda_noted(ctx, name)>>>(*a);
     else
-        pg_q_epilogue_kernel<false, false><<<grid, block, 0, st>>>(*a);
+        pg_q_epilogue_kernel<false, false><<<grid, block, 0, pg_cuda_noted(ctx, name)>>>(*a);
     return cudaGetLastError();
 }
