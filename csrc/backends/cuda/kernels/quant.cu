@@ -10,7 +10,9 @@
  *              undone exactly in the epilogue with the weight's column sums. K is padded with
  *              zeros to kp (a multiple of 4, as IMMA needs): the weight's padding is zero too.
  *              A u8 input with a_shift 0 and K % 4 == 0 is the GEMM's operand as it is: no
- *              kernel runs (cuda_quant.c).
+ *              kernel runs (cuda_quant.c). A 7-bit layer's u8 input holds levels 0..127 (the
+ *              layers before it clamp there; the CPU's AVX2 kernel relies on it too): a byte
+ *              above 127 would read as a negative s8 here, as it saturates there.
  *   epilogue   acc (M,np) s32 = sum_k (q - a_shift) * W[n,k] from cuBLASLt ->
  *              exact  = acc + (a_shift - za) * colsum[n]  (= sum_k q*W - za*colsum: the CPU's int32)
  *              y      = exact * (sa * sw[n]) + bias[n], then the activation,
