@@ -8,7 +8,9 @@
 #     plus a combine measured in microseconds; one along the last dim is one kernel over the
 #     rows (or that split pass when the rows are too few to fill the GPU);
 #   - softmax, log_softmax, layer_norm and clamp are one kernel each, cross_entropy two;
-#   - the profiler notes each kernel and library call of an op, with the GEMM's types.
+#   - the profiler notes each kernel and library call of an op, with the GEMM's types;
+#   - a static int8 chain's hidden layer is the requantizing GEMM (s8 out, in cuBLASLt's
+#     epilogue) plus one small kernel, with nothing wider than 8 bits between the layers.
 # Each test runs its code in a fresh interpreter whose pygpu loads the emulated plugin.
 import os
 import sys
@@ -326,5 +328,52 @@ def test_pooling_and_batch_norm_are_one_kernel_each_way(plugin):
                             bn.bias.grad.numpy(), bn.running_mean.numpy(), bn.running_var.numpy()])
             for c, r in zip(*res):
                 np.testing.assert_allclose(c, r, rtol=2e-5, atol=2e-5)
+        print("ok")
+    """)
+
+
+def test_static_int8_chain_layers_are_one_gemm_and_one_small_kernel(plugin):
+    """Issue 38: a static chain keeps int8 between its layers and requantizes in the GEMM's
+    epilogue: each hidden layer of a converted Sequential (ReLU fused, output zero point 0)
+    is the fold kernel (N floats) and cuBLASLt's s8 x s8 -> s8 GEMM, with no s32 GEMM output
+    and no epilogue kernel; a u8 input with K % 4 == 0 is the GEMM's operand as it is (no
+    quantize kernel); the last layer (float32 out) is the s32 GEMM and the exact epilogue.
+    With the option off every layer takes the exact path."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu import nn, quantization as Q
+        from pygpu.profiler import profile, ProfilerActivity
+        pygpu.manual_seed(0)
+        seq = nn.Sequential(nn.Linear(64, 96), nn.ReLU(), nn.Linear(96, 128), nn.ReLU(),
+                            nn.Linear(128, 80), nn.ReLU(), nn.Linear(80, 10))
+        p = Q.prepare(seq)
+        for _ in range(3):
+            p(pygpu.randn(32, 64))
+        q = Q.convert(p).to("cuda")
+        x = pygpu.randn(48, 64).to("cuda")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            y = q(x)
+        layers = [e for e in prof.events() if e.name == "qlinear"]
+        assert len(layers) == 4, [e.name for e in prof.events()]
+        names = [[k.key for k in e.kernels] for e in layers]
+        requant = "cublasLtMatmul s8 x s8 -> s8 (compute s32)"
+        exact = "cublasLtMatmul s8 x s8 -> s32 (compute s32)"
+        # the first layer quantizes its float32 input (static scale) once, then requantizes
+        assert names[0] == ["pg_q_quantize_kernel", "pg_q_fold_kernel", requant], names[0]
+        for hidden in names[1:3]:  # u8 in, u8 out: one GEMM and one small kernel
+            assert hidden == ["pg_q_fold_kernel", requant], hidden
+        assert names[3] == [exact, "pg_q_epilogue_kernel"], names[3]
+        # nothing wider than 8 bits leaves a GEMM before the last layer
+        outs = [k.out_type for e in layers[:3] for k in e.kernels if k.is_gemm]
+        assert outs == ["s8"] * 3, outs
+        want = y.cpu().numpy()
+        pygpu.cuda.set_int8_requant_in_gemm(False)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            y2 = q(x)
+        for e in [e for e in prof.events() if e.name == "qlinear"]:
+            keys = [k.key for k in e.kernels]
+            assert exact in keys and "pg_q_epilogue_kernel" in keys and requant not in keys, keys
+        # the two paths agree closely (levels within one)
+        np.testing.assert_allclose(y2.cpu().numpy(), want, atol=0.5, rtol=0.05)
         print("ok")
     """)

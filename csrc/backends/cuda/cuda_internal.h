@@ -136,6 +136,8 @@ typedef struct pg_cuda_state {
     atomic_int kernel_timing; /* option "kernel_timing": GPU time per op into the stats */
     atomic_int cudnn_benchmark;     /* option "cudnn_benchmark": timed algorithm search */
     atomic_int cudnn_deterministic; /* option "cudnn_deterministic": deterministic algorithms */
+    atomic_int int8_requant_in_gemm; /* option "int8_requant_in_gemm" (default on): static int8
+                                      * layers requantize in cuBLASLt's epilogue (cuda_quant.c) */
 } pg_cuda_state;
 
 /* 1. cuda_state.c */

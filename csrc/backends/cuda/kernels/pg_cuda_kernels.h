@@ -363,21 +363,24 @@ typedef struct pg_cuda_sdpa_args {
 } pg_cuda_sdpa_args;
 cudaError_t pg_kernel_sdpa(const pg_cuda_ctx *ctx, const pg_cuda_sdpa_args *a, int bwd);
 
-/* quant.cu: the int8 linear layer (PG_OP_QLINEAR) around cuBLASLt's s8 x s8 -> s32 GEMM
- * (csrc/backends/cuda/cuda_quant.c runs the three in order on one stream). All contiguous.
- * quantize: a_f32 or a_u8 (M,K) -> a_s8 (M,kp) (u8 level - 128, K zero-padded to kp),
- * sa/za (M) the rows' scales and zero points. epilogue: acc (M,np) s32 (sum of
- * (level - 128) * W) -> c_f32 or c_u8 (M,N), the CPU's epilogue (pg_gemm.h), bit for bit. */
+/* quant.cu: the int8 linear layer (PG_OP_QLINEAR) around cuBLASLt's s8 x s8 IMMA GEMM
+ * (csrc/backends/cuda/cuda_quant.c runs them in order on one stream). All contiguous.
+ * quantize: a_f32 or a_u8 (M,K) -> a_s8 (M,kp) (u8 level - a_shift, K zero-padded to kp),
+ * and for a dynamic input sa/za (M), the rows' scales and zero points. epilogue: acc (M,np)
+ * s32 (sum of (level - a_shift) * W) -> c_f32 or c_u8 (M,N), the CPU's epilogue (pg_gemm.h),
+ * bit for bit. fold: the per-channel alpha and bias with which cuBLASLt's own epilogue
+ * requantizes a static layer's u8 output (quant.cu's header says when, and which bits). */
 typedef struct pg_cuda_qlinear_args {
     int64_t M, N, K, kp, np;
     const float *a_f32;   /* (M,K) or NULL */
     const uint8_t *a_u8;  /* (M,K) or NULL */
     int a_dynamic, a_max; /* a_f32: per-row range; a_max 127 or 255 */
-    float a_scale;        /* otherwise: the input's scale and zero point */
+    int a_shift;          /* 0 (a_max 127: a level is an s8 as it is) or 128 (a_max 255) */
+    float a_scale;        /* a static input's scale and zero point (sa/za unused) */
     int32_t a_zp;
     int8_t *a_s8;         /* (M,kp) scratch */
-    float *sa;            /* (M) scratch */
-    int32_t *za;          /* (M) scratch */
+    float *sa;            /* (M) scratch, dynamic input only */
+    int32_t *za;          /* (M) scratch, dynamic input only */
     const int32_t *acc;   /* (M,np) from the GEMM */
     const int32_t *colsum; /* (np) the packed weight's column sums */
     const float *w_scale; /* (N) */
@@ -388,8 +391,12 @@ typedef struct pg_cuda_qlinear_args {
     float c_scale;
     int32_t c_zp;
     int c_max;
+    int out_vec;          /* c's rows may be stored 4 elements at a time (N % 4 == 0, aligned) */
+    float *fold_alpha;    /* (N) fold's output: cuBLASLt's per-row alpha */
+    float *fold_bias;     /* (N) fold's output: cuBLASLt's bias */
 } pg_cuda_qlinear_args;
 cudaError_t pg_kernel_qquantize(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a);
+cudaError_t pg_kernel_qfold(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a);
 cudaError_t pg_kernel_qepilogue(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a);
 
 #ifdef __cplusplus
