@@ -67,15 +67,23 @@ __device__ __forceinline__ void pg_avg_window(const pg_cuda_pool_args &a, int64_
     *div = a.divisor ? a.divisor : a.count_pad ? pool_size : (he - hs) * (we - ws);
 }
 
+/* output element i's plane and position */
+__device__ __forceinline__ void pg_pool_out_at(const pg_cuda_pool_args &a, int64_t i, int64_t *p,
+                                               int64_t *oh, int64_t *ow)
+{
+    *p = i / (a.OH * a.OW);
+    const int64_t o = i - *p * (a.OH * a.OW);
+    *oh = o / a.OW;
+    *ow = o - *oh * a.OW;
+}
+
 template <typename T> __global__ void pg_pool_max_kernel(pg_cuda_pool_args a)
 {
     const T *x = (const T *)a.src;
     T *y = (T *)a.dst;
-    const int64_t total = a.planes * a.OH * a.OW;
-    for (int64_t i = pg_thread_index(); i < total; i += pg_thread_count()) {
-        const int64_t p = i / (a.OH * a.OW), o = i - p * (a.OH * a.OW);
-        const int64_t oh = o / a.OW, ow = o - oh * a.OW;
-        int64_t h0, h1, w0, w1, dh = 1, dw = 1;
+    for (int64_t i = pg_thread_index(); i < a.planes * a.OH * a.OW; i += pg_thread_count()) {
+        int64_t p, oh, ow, h0, h1, w0, w1, dh = 1, dw = 1;
+        pg_pool_out_at(a, i, &p, &oh, &ow);
         if (a.adaptive) {
             h0 = pg_pool_start(oh, a.OH, a.H);
             h1 = pg_pool_end(oh, a.OH, a.H);
@@ -116,11 +124,9 @@ template <typename T> __global__ void pg_pool_avg_kernel(pg_cuda_pool_args a)
 {
     const T *x = (const T *)a.src;
     T *y = (T *)a.dst;
-    const int64_t total = a.planes * a.OH * a.OW;
-    for (int64_t i = pg_thread_index(); i < total; i += pg_thread_count()) {
-        const int64_t p = i / (a.OH * a.OW), o = i - p * (a.OH * a.OW);
-        const int64_t oh = o / a.OW, ow = o - oh * a.OW;
-        int64_t h0, h1, w0, w1, div;
+    for (int64_t i = pg_thread_index(); i < a.planes * a.OH * a.OW; i += pg_thread_count()) {
+        int64_t p, oh, ow, h0, h1, w0, w1, div;
+        pg_pool_out_at(a, i, &p, &oh, &ow);
         pg_avg_window(a, oh, ow, &h0, &h1, &w0, &w1, &div);
         const T *xp = x + p * a.H * a.W;
         T s = 0;
