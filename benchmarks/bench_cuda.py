@@ -11,8 +11,8 @@ Each row times the same work in pygpu and in PyTorch: a warm-up call, then the b
 ending in a synchronize. TF32 is off on both sides (torch.backends.cuda.matmul.allow_tf32,
 pygpu.backends.cuda.matmul.allow_tf32). The rows: matmul fp32/bf16; x*2+1, sum, softmax
 and layer_norm over 64M float32 elements; pinned and pageable copies; launch overhead; the
-small (784-512-512-10) and the wide (4096x4) MLP training in fp32 and bf16 autocast;
-inference MLP 4096x3 in fp32, bf16 autocast and int8 (dynamic and static, against
+small (784-512-512-10) and the wide (4096x4) MLP training in fp32 and bf16 autocast; a
+CIFAR-10-shaped CNN's training step (convolution, batch norm, max pooling); inference MLP 4096x3 in fp32, bf16 autocast and int8 (dynamic and static, against
 PyTorch's bf16); and a small training step as a CUDA graph replay. It prints a markdown
 table, pygpu/PyTorch speed per row (above 1: pygpu faster), and the results of each pair
 are checked against each other first.
@@ -245,6 +245,47 @@ class Bench:
                 self.row(f"MLP {name} {'bf16' if low else 'fp32'} b{batch} (SGD step)", pstep,
                          tstep, float(batch), "samples/s")
 
+    def cnn(self):
+        """A CIFAR-10-shaped CNN's SGD step in fp32, same weights and data: (conv 3x3, batch
+        norm, ReLU, 2x2 max pooling) twice, then a linear layer. The convolutions are cuDNN's
+        on both sides; pooling and batch norm are pygpu's own kernels (conv_layers.cu)
+        against PyTorch's."""
+        torch = self.torch
+        b, hw = (4, 8) if self.quick else (256, 32)
+
+        def layers(m):
+            return [m.Conv2d(3, 32, 3, padding=1), m.BatchNorm2d(32), m.ReLU(), m.MaxPool2d(2),
+                    m.Conv2d(32, 64, 3, padding=1), m.BatchNorm2d(64), m.ReLU(), m.MaxPool2d(2),
+                    m.Flatten(), m.Linear(64 * (hw // 4) ** 2, 10)]
+        pygpu.manual_seed(0)
+        pm = nn.Sequential(*layers(nn)).to(self.dev)
+        tm = torch.nn.Sequential(*layers(torch.nn)).to(self.tdev)
+        with torch.no_grad():
+            for p, q in zip(pm.parameters(), tm.parameters()):
+                q.copy_(torch.tensor(p.numpy()))
+        po = pygpu.optim.SGD(pm.parameters(), lr=0.01, momentum=0.9)
+        to = torch.optim.SGD(tm.parameters(), lr=0.01, momentum=0.9)
+        rng = np.random.default_rng(5)
+        px, tx = self.pair(rng.standard_normal((b, 3, hw, hw)).astype(np.float32))
+        py, ty = self.pair(rng.integers(0, 10, b))
+        ploss, tloss = nn.CrossEntropyLoss(), torch.nn.CrossEntropyLoss()
+
+        def pstep():
+            po.zero_grad()
+            loss = ploss(pm(px), py)
+            loss.backward()
+            po.step()
+            return loss
+
+        def tstep():
+            to.zero_grad()
+            loss = tloss(tm(tx), ty)
+            loss.backward()
+            to.step()
+            return loss
+        self.check("CNN loss", pstep().item(), tstep().item(), 1e-3)
+        self.row(f"CIFAR CNN fp32 b{b} (SGD step)", pstep, tstep, float(b), "samples/s")
+
     def inference(self):
         torch = self.torch
         d, b = (64, 16) if self.quick else (4096, 4096)
@@ -306,7 +347,7 @@ class Bench:
 
     def run(self):
         for part in (self.matmul, self.memory_bound, self.copies, self.overhead, self.training,
-                     self.inference, self.graph):
+                     self.cnn, self.inference, self.graph):
             part()
         return self.rows
 

@@ -2,8 +2,8 @@
 pooling, batch normalization in training, and padding.
 
 One fork, in one place per op: where the tensor's device runs the CONV, POOL and
-BATCH_NORM nodes (cpu, sim: `_C._conv_has_kernels`; CONV on cuda through cuDNN when
-pygpu.backends.cudnn can load it), each op is an autograd Function
+BATCH_NORM nodes (`_C._conv_has_kernels` asks the backend's node table: cpu, sim and cuda
+have all three; CONV on cuda runs on cuDNN when pygpu.backends.cudnn can load it), each op is an autograd Function
 calling one C op each way (csrc/core/pg_ops_conv.c, pg_ops_pool.c, pg_ops_norm.c); elsewhere
 it is composed from tensor ops that every device runs (index_select gathers the windows, a
 matmul applies the weight or the averaging), which autograd differentiates by itself.
@@ -323,6 +323,10 @@ class _Pool2d(Function):
                 indices_out):
         y, idx = _C._pool2d(kind, x, kernel, stride, padding, dilation, out_hw, cip, divisor,
                             kind in (POOL_MAX, POOL_ADAPTIVE_MAX))
+        if kind == POOL_MAX:  # the windows' extent: max backward may scatter if disjoint
+            kernel = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilation))
+        elif kind == POOL_ADAPTIVE_MAX:  # windows of varying size, which may overlap
+            kernel = (0, 0)
         ctx.args = (kind, tuple(x.shape), kernel, stride, padding, cip, divisor)
         ctx.idx = idx
         if idx is not None:

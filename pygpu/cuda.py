@@ -168,6 +168,20 @@ def get_allow_tf32():
     return _cuda_streams._get_option("allow_tf32")
 
 
+def set_int8_requant_in_gemm(enabled):
+    """Let a static int8 layer with a u8 output (a static chain's hidden layer) requantize in
+    cuBLASLt's GEMM epilogue: no epilogue kernel and no int32 between the GEMM and the next
+    layer, with levels that may differ from the CPU's by one where a value lies within float
+    rounding of a half-way point. On by default; off, every int8 layer on cuda gives the
+    CPU's bits (csrc/backends/cuda/kernels/quant.cu)."""
+    _cuda_streams._set_option("int8_requant_in_gemm", enabled)
+
+
+def get_int8_requant_in_gemm():
+    """Whether static int8 layers requantize in cuBLASLt's epilogue (set_int8_requant_in_gemm)."""
+    return _cuda_streams._get_option("int8_requant_in_gemm")
+
+
 def set_nvtx(enabled):
     """An NVTX range named after each op around its launch, for Nsight Systems
     (`nsys profile python train.py`); costs nothing visible without a profiler."""

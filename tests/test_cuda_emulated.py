@@ -390,6 +390,93 @@ def test_emulated_cublaslt_holds_immas_rules(plugin):
     assert "ok" in out
 
 
+def test_emulated_cublaslt_holds_the_requantizing_immas_rules(plugin):
+    """The stand-in's s8-out IMMA row (the requantizing GEMM of cuda_quant.c): D =
+    sat_s8(round(relu(alpha[i] acc + bias[i]))) with a per-row alpha vector in device memory
+    (ALPHA_DEVICE_VECTOR_BETA_HOST) and a float32 bias, as cuBLASLt documents it; and it
+    refuses what cuBLASLt refuses: an epilogue with the s32-out row, the vector pointer modes
+    that come with the IMMA-specific orders (ALPHA_DEVICE_VECTOR_BETA_ZERO, DEVICE_VECTOR),
+    a bias type other than the scale type, a BIAS epilogue without a bias, other epilogues."""
+    out = _run(plugin, """
+        import ctypes, os
+        import numpy as np
+        lib = ctypes.CDLL(os.environ["PYGPU_CUDA_BACKEND_SO"])
+        P, ref = ctypes.c_void_p, ctypes.byref
+        COMPUTE_32I, R_8I, R_32I, R_32F = 72, 3, 10, 0
+        TRANSA, TRANSB, POINTER_MODE, EPILOGUE, BIAS_POINTER, BIAS_TYPE = 3, 4, 2, 7, 8, 26
+        HOST, DEVICE_VECTOR, VEC_BETA_ZERO, VEC_BETA_HOST = 0, 2, 3, 4
+        DEFAULT, RELU, BIAS, RELU_BIAS, GELU = 1, 2, 4, 6, 32
+        OK, INVALID, NOT_SUPPORTED = 0, 7, 15
+        lib.cublasLtMatrixLayoutCreate.argtypes = [ctypes.POINTER(P), ctypes.c_int,
+                                                   ctypes.c_uint64, ctypes.c_uint64,
+                                                   ctypes.c_int64]
+        lib.cublasLtMatmul.argtypes = [P] * 14 + [ctypes.c_size_t, P]
+        lib.cublasLtMatmulDescSetAttribute.argtypes = [P, ctypes.c_int, P, ctypes.c_size_t]
+        h = P()
+        assert lib.cublasLtCreate(ref(h)) == OK
+        m, n, k = 8, 5, 12
+        rng = np.random.default_rng(0)
+        A = rng.integers(-128, 128, size=(k * m,)).astype(np.int8)   # stored k x m, TN
+        B = rng.integers(-128, 128, size=(k * n,)).astype(np.int8)   # stored k x n
+        alpha = (rng.random(m) * 0.02).astype(np.float32)
+        bias = rng.standard_normal(m).astype(np.float32) * 20
+
+        def matmul(mode=VEC_BETA_HOST, epi=RELU_BIAS, bias_ptr=True, bias_type=R_32F,
+                   scale=R_32F, out=R_8I):
+            desc, la, lb, lc = P(), P(), P(), P()
+            assert lib.cublasLtMatmulDescCreate(ref(desc), COMPUTE_32I, scale) == OK
+            def set32(attr, v):
+                x = ctypes.c_int32(v)
+                assert lib.cublasLtMatmulDescSetAttribute(desc, attr, ref(x), 4) == OK
+            set32(TRANSA, 1)
+            set32(TRANSB, 0)
+            set32(POINTER_MODE, mode)
+            set32(EPILOGUE, epi)
+            set32(BIAS_TYPE, bias_type)
+            if bias_ptr:
+                p = P(bias.ctypes.data)
+                assert lib.cublasLtMatmulDescSetAttribute(desc, BIAS_POINTER, ref(p), 8) == OK
+            assert lib.cublasLtMatrixLayoutCreate(ref(la), R_8I, k, m, k) == OK
+            assert lib.cublasLtMatrixLayoutCreate(ref(lb), R_8I, k, n, k) == OK
+            assert lib.cublasLtMatrixLayoutCreate(ref(lc), out, m, n, m) == OK
+            D = np.zeros(m * n, np.int8 if out == R_8I else np.int32)
+            beta = ctypes.c_float(0) if scale == R_32F else ctypes.c_int32(0)
+            a = P(alpha.ctypes.data) if mode in (VEC_BETA_HOST, VEC_BETA_ZERO, DEVICE_VECTOR) \\
+                else ref(ctypes.c_float(0.5) if scale == R_32F else ctypes.c_int32(1))
+            st = lib.cublasLtMatmul(h, desc, a, A.ctypes.data, la, B.ctypes.data, lb, ref(beta),
+                                    D.ctypes.data, lc, D.ctypes.data, lc, None, None, 0, None)
+            return st, D
+
+        acc = B.reshape(n, k).astype(np.int64) @ A.reshape(m, k).astype(np.int64).T  # (n, m)
+        t = alpha[None, :] * acc.astype(np.float32) + bias[None, :]
+        st, D = matmul()
+        assert st == OK, st
+        want = np.clip(np.rint(np.maximum(t, 0)), -128, 127).astype(np.int8)
+        assert np.array_equal(D.reshape(n, m), want)
+        assert (want == 127).any() and (want == 0).any()               # both clamps reached
+        st, D = matmul(epi=BIAS)                                         # no ReLU: saturation
+        assert st == OK and np.array_equal(D.reshape(n, m),
+                                           np.clip(np.rint(t), -128, 127).astype(np.int8))
+        assert (D == -128).any()
+        st, D = matmul(mode=HOST, epi=DEFAULT, bias_ptr=False)           # one alpha, host
+        assert st == OK and np.array_equal(
+            D.reshape(n, m), np.clip(np.rint(np.float32(0.5) * acc.astype(np.float32)),
+                                     -128, 127).astype(np.int8))
+        assert matmul(mode=VEC_BETA_ZERO)[0] == NOT_SUPPORTED   # IMMA-specific orders only
+        assert matmul(mode=DEVICE_VECTOR)[0] == NOT_SUPPORTED
+        assert matmul(bias_type=R_8I)[0] == NOT_SUPPORTED       # the bias is the scale type
+        assert matmul(bias_ptr=False)[0] == INVALID             # a BIAS epilogue needs a bias
+        assert matmul(epi=GELU)[0] == NOT_SUPPORTED
+        # the s32-out row takes no epilogue and no vector alpha
+        assert matmul(scale=R_32I, out=R_32I, mode=HOST, epi=BIAS)[0] == NOT_SUPPORTED
+        assert matmul(scale=R_32I, out=R_32I, mode=VEC_BETA_HOST, epi=DEFAULT,
+                      bias_ptr=False)[0] == NOT_SUPPORTED
+        assert matmul(scale=R_32I, out=R_32I, mode=HOST, epi=DEFAULT, bias_ptr=False)[0] == OK
+        print("ok")
+    """, PYGPU_CUDA_EMU_SYNC=1)
+    assert "ok" in out
+
+
 def test_linear_forward_through_cublaslt_is_the_cpus_within_one_rounding(plugin):
     """Issue 38: the linear forward on cuda is one cublasLtMatmul (csrc/backends/cuda/
     cuda_lt_gemm.c) with the bias and relu in its epilogue; other activations follow in place.

@@ -8,8 +8,12 @@
 #     and relu in cuBLASLt's epilogue, as PyTorch's addmm (the H200 run's bf16 inference wrote
 #     a float32 product and read it back in an epilogue kernel: 0.77x PyTorch);
 #   - a contiguous elementwise op is one kernel; a reduction over all elements is one pass
-#     plus a combine measured in microseconds;
-#   - the profiler notes each kernel and library call of an op, with the GEMM's types.
+#     plus a combine measured in microseconds; one along the last dim is one kernel over the
+#     rows (or that split pass when the rows are too few to fill the GPU);
+#   - softmax, log_softmax, layer_norm and clamp are one kernel each, cross_entropy two;
+#   - the profiler notes each kernel and library call of an op, with the GEMM's types;
+#   - a static int8 chain's hidden layer is the requantizing GEMM (s8 out, in cuBLASLt's
+#     epilogue) plus one small kernel, with nothing wider than 8 bits between the layers.
 # Each test runs its code in a fresh interpreter whose pygpu loads the emulated plugin.
 import ast
 import os
@@ -367,5 +371,149 @@ def test_a_whole_tensor_sum_is_one_pass_and_a_block_combine(plugin):
             for g, w in zip(got, want):
                 np.testing.assert_allclose(g.item(), w.item(), rtol=rtol)
             assert got[2].item() == n // 2
+        print("ok")
+    """)
+
+
+def test_last_dim_reductions_are_one_pass_and_cross_entropy_two_kernels(plugin):
+    """A reduction along the last dim: one kernel over the rows (a thread per short row, a
+    block per long one), or, with too few rows to fill the GPU, the split pass and a block
+    combine; never a pass per element. cross_entropy: the row kernel (log-sum-exp and the
+    picked logit) and the fixed-order sum of the row losses. Values as the CPU's."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu.nn import functional as F
+        from pygpu.profiler import profile
+        rng = np.random.default_rng(0)
+        cases = {(2048, 8): ["pg_reduce_thread_kernel"], (3, 129): ["pg_reduce_block_kernel"],
+                 (64, 4096): ["pg_reduce_split_block_kernel", "pg_reduce_combine_block_kernel"]}
+        for (rows, cols), kernels in cases.items():
+            a = rng.standard_normal((rows, cols)).astype(np.float32)
+            labels = rng.integers(0, cols, rows)
+            x = pygpu.tensor(a, device="cuda")
+            lab = pygpu.tensor(labels, device="cuda")
+            with profile() as prof:
+                got = [x.sum(-1), x.argmax(-1), F.cross_entropy(x, lab)]
+            ev = [e for e in prof.events() if e.name != "copy"]
+            assert [e.name for e in ev] == ["sum", "argmax", "cross_entropy"], ev
+            assert [k.name for k in ev[0].kernels] == kernels, ev[0]
+            assert [k.name for k in ev[1].kernels] == kernels, ev[1]
+            assert [k.name for k in ev[2].kernels] == ["pg_xent_fwd_kernel",
+                                                       "pg_xent_sum_kernel"], ev[2]
+            c = pygpu.tensor(a)
+            want = [c.sum(-1), c.argmax(-1), F.cross_entropy(c, pygpu.tensor(labels))]
+            np.testing.assert_allclose(got[0].numpy(), want[0].numpy(), rtol=1e-5, atol=1e-5)
+            assert (got[1].numpy() == want[1].numpy()).all()
+            np.testing.assert_allclose(got[2].item(), want[2].item(), rtol=1e-6)
+        print("ok")
+    """)
+
+
+def test_pooling_and_batch_norm_are_one_kernel_each_way(plugin):
+    """POOL and BATCH_NORM run their own kernels on cuda (kernels/conv_layers.cu), one per op
+    each way, where they were compositions (a dense pooling matrix, gathers, a dozen kernels
+    for batch norm). Pooling's values and gradients are the CPU's bits: max pooling's gradient
+    is scattered only where windows cannot overlap, else added by plane in the CPU's order.
+    Batch norm to rounding; BatchNorm1d on (N, C) (L = 1) too."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu import nn
+        from pygpu.nn import functional as F
+        from pygpu.profiler import profile
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((3, 4, 13, 10)).astype(np.float64)
+        g = rng.standard_normal((3, 4, 7, 5))
+        pools = [lambda x: F.max_pool2d(x, 3, 2, 1),  # overlapping windows
+                 lambda x: F.max_pool2d(x, 2, ceil_mode=True),
+                 lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+                 lambda x: F.adaptive_avg_pool2d(x, (7, 5)),
+                 lambda x: F.adaptive_max_pool2d(x, (7, 5))]
+        bwd = []
+        for pool in pools:
+            outs = []
+            for dev in ("cuda", "cpu"):
+                x = pygpu.tensor(a, device=dev, requires_grad=True)
+                with profile() as prof:
+                    y = pool(x)
+                    y.backward(pygpu.tensor(g[:, :, :y.shape[2], :y.shape[3]].copy(), device=dev))
+                outs.append((y.detach().numpy(), x.grad.numpy()))
+                if dev == "cuda":
+                    ev = {e.name: [k.name for k in e.kernels] for e in prof.events()
+                          if e.name.startswith("pool2d")}
+                    assert len(ev["pool2d"]) == 1 and len(ev["pool2d_backward"]) == 1, ev
+                    assert ev["pool2d"][0] in ("pg_pool_max_kernel", "pg_pool_avg_kernel"), ev
+                    bwd.append(ev["pool2d_backward"][0])
+            (yc, gc), (yr, gr) = outs
+            assert (yc == yr).all() and (gc == gr).all()  # the CPU's order, the CPU's bits
+        # overlapping windows (3x3 at stride 2, adaptive) in order by plane; disjoint scattered
+        assert bwd == ["pg_pool_max_bwd_plane_kernel", "pg_pool_max_bwd_kernel",
+                       "pg_pool_avg_bwd_kernel", "pg_pool_avg_bwd_kernel",
+                       "pg_pool_max_bwd_plane_kernel"], bwd
+        for shape in ((8, 6, 5, 7), (16, 6)):
+            b = rng.standard_normal(shape).astype(np.float32) * 3 + 1
+            gy = rng.standard_normal(shape).astype(np.float32)  # no cancelling sums
+            res = []
+            for dev in ("cuda", "cpu"):
+                pygpu.manual_seed(0)
+                bn = (nn.BatchNorm2d(6) if len(shape) == 4 else nn.BatchNorm1d(6)).to(dev)
+                x = pygpu.tensor(b, device=dev, requires_grad=True)
+                with profile() as prof:
+                    y = bn(x)
+                    y.backward(pygpu.tensor(gy, device=dev))
+                if dev == "cuda":
+                    ks = [k.name for e in prof.events() if e.name.startswith("batch_norm")
+                          for k in e.kernels]
+                    assert ks == ["pg_bn_fwd_kernel", "pg_bn_bwd_kernel"], ks
+                res.append([y.detach().numpy(), x.grad.numpy(), bn.weight.grad.numpy(),
+                            bn.bias.grad.numpy(), bn.running_mean.numpy(), bn.running_var.numpy()])
+            for c, r in zip(*res):
+                np.testing.assert_allclose(c, r, rtol=2e-5, atol=2e-5)
+        print("ok")
+    """)
+
+
+def test_static_int8_chain_layers_are_one_gemm_and_one_small_kernel(plugin):
+    """Issue 38: a static chain keeps int8 between its layers and requantizes in the GEMM's
+    epilogue: each hidden layer of a converted Sequential (ReLU fused, output zero point 0)
+    is the fold kernel (N floats) and cuBLASLt's s8 x s8 -> s8 GEMM, with no s32 GEMM output
+    and no epilogue kernel; a u8 input with K % 4 == 0 is the GEMM's operand as it is (no
+    quantize kernel); the last layer (float32 out) is the s32 GEMM and the exact epilogue.
+    With the option off every layer takes the exact path."""
+    _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu import nn, quantization as Q
+        from pygpu.profiler import profile, ProfilerActivity
+        pygpu.manual_seed(0)
+        seq = nn.Sequential(nn.Linear(64, 96), nn.ReLU(), nn.Linear(96, 128), nn.ReLU(),
+                            nn.Linear(128, 80), nn.ReLU(), nn.Linear(80, 10))
+        p = Q.prepare(seq)
+        for _ in range(3):
+            p(pygpu.randn(32, 64))
+        q = Q.convert(p).to("cuda")
+        x = pygpu.randn(48, 64).to("cuda")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            y = q(x)
+        layers = [e for e in prof.events() if e.name == "qlinear"]
+        assert len(layers) == 4, [e.name for e in prof.events()]
+        names = [[k.key for k in e.kernels] for e in layers]
+        requant = "cublasLtMatmul s8 x s8 -> s8 (compute s32)"
+        exact = "cublasLtMatmul s8 x s8 -> s32 (compute s32)"
+        # the first layer quantizes its float32 input (static scale) once, then requantizes
+        assert names[0] == ["pg_q_quantize_kernel", "pg_q_fold_kernel", requant], names[0]
+        for hidden in names[1:3]:  # u8 in, u8 out: one GEMM and one small kernel
+            assert hidden == ["pg_q_fold_kernel", requant], hidden
+        assert names[3] == [exact, "pg_q_epilogue_kernel"], names[3]
+        # nothing wider than 8 bits leaves a GEMM before the last layer
+        outs = [k.out_type for e in layers[:3] for k in e.kernels if k.is_gemm]
+        assert outs == ["s8"] * 3, outs
+        want = y.cpu().numpy()
+        pygpu.cuda.set_int8_requant_in_gemm(False)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            y2 = q(x)
+        for e in [e for e in prof.events() if e.name == "qlinear"]:
+            keys = [k.key for k in e.kernels]
+            assert exact in keys and "pg_q_epilogue_kernel" in keys and requant not in keys, keys
+        # the two paths agree closely (levels within one)
+        np.testing.assert_allclose(y2.cpu().numpy(), want, atol=0.5, rtol=0.05)
         print("ok")
     """)

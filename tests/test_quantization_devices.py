@@ -1,7 +1,7 @@
 # test_quantization_devices.py - the int8 linear layer on every device gives the CPU's bits.
 #
 # The int8 GEMM's sums are exact int32 on every device (cpu/sim: the CPU kernels; cuda:
-# cuBLASLt's IMMA GEMM with the u8 -> s8 shift undone in the epilogue, csrc/backends/cuda/kernels/quant.cu), and
+# cuBLASLt's IMMA GEMM with any u8 -> s8 shift undone in the epilogue, csrc/backends/cuda/kernels/quant.cu), and
 # the quantize and epilogue steps round like the CPU's step for step, so the outputs are the
 # CPU's bit for bit: float32 out with no activation or ReLU, and u8 out (static chains).
 # tanh and sigmoid go through each device's own tanhf/expf: a few ulp apart.
@@ -10,6 +10,9 @@
 #   - a static chain (u8 between the layers) on the device equals the chain on cpu;
 #   - the packed weight follows its device (cuBLASLt's rows on cuda, the CPU's panels
 #     elsewhere: pygpu/quantization/_pack.py), round-trips, and the move counts its bytes.
+# On cuda these hold the exact path: the requantizing GEMM (a static layer's u8 output
+# requantized in cuBLASLt's epilogue, within one level of the CPU's) is turned off here and
+# held by tests/test_quantization_paths.py.
 # Run on the emulated cuda device by .ci/run (tests/cuda_emu/green.txt).
 import numpy as np
 import pytest
@@ -21,6 +24,19 @@ from pygpu.nn import quantized as nnq
 from pygpu.quantization import _pack
 
 SHAPES = [(1, 1, 1), (5, 7, 17), (33, 64, 16), (3, 130, 129), (70, 3, 65)]
+
+
+@pytest.fixture(autouse=True)
+def _exact_path(device):
+    if not device.startswith("cuda"):
+        yield
+        return
+    old = pygpu.cuda.get_int8_requant_in_gemm()
+    pygpu.cuda.set_int8_requant_in_gemm(False)
+    try:
+        yield
+    finally:
+        pygpu.cuda.set_int8_requant_in_gemm(old)
 
 
 def _host(t):

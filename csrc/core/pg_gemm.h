@@ -162,9 +162,10 @@ static inline void pg_gemm_of_matmul(const pg_tensor *a, const pg_tensor *b, con
  * On cuda the packed weight is cuBLASLt's operand instead, made when the layer moves there
  * (pygpu/quantization/_pack.py's pack_weight_rows, never per call): W as Np rows of K4*4
  * bytes (row n holds W[n, 0..K), zeros after; rows N..Np all zero), then the same colsum --
- * the same byte count, pg_qpack_bytes. cuBLASLt's IMMA multiplies s8 by s8 only, so the
- * cuda path shifts the u8 activations to s8 (level - 128) and adds 128 * colsum back in its
- * epilogue: the int32 sums are exactly the ones below (csrc/backends/cuda/cuda_quant.c).
+ * the same byte count, pg_qpack_bytes. cuBLASLt's IMMA multiplies s8 by s8 only: a 7-bit
+ * level is its own s8, and with a_max 255 the cuda path shifts the u8 activations to s8
+ * (level - 128) and adds 128 * colsum back in its epilogue: the int32 sums are exactly the
+ * ones below (csrc/backends/cuda/cuda_quant.c).
  *
  * Activations are 7-bit by default (a_max = 127; pygpu's quantizers give [0, 127], as
  * PyTorch's fbgemm path does with reduce_range): AVX2's vpmaddubsw adds two u8 x s8

@@ -134,6 +134,18 @@ pg_status pg_op_pool2d_backward(int kind, const pg_tensor *dy, const pg_tensor *
                                               "shaped as grad_output", op);
         PG_TRY(pg_check_same_device(op, dy, idx));
         in[nin++] = idx;
+        /* the windows' extent and stride when the caller knows them (else 0: adaptive
+         * windows), so that a backend may scatter without ordering where no two windows
+         * overlap (cuda's conv_layers.cu); every backend's result stays the CPU's */
+        for (int i = 0; i < 2 && kernel && stride; i++)
+            if (kernel[i] <= 0 || kernel[i] > INT32_MAX || stride[i] <= 0 || stride[i] > INT32_MAX)
+                kernel = NULL;
+        if (kernel && stride) {
+            n.p.conv.kh = (int32_t)kernel[0];
+            n.p.conv.kw = (int32_t)kernel[1];
+            n.p.conv.sh = (int32_t)stride[0];
+            n.p.conv.sw = (int32_t)stride[1];
+        }
     } else {
         int64_t d1[2] = {1, 1};
         int fwd = kind == PG_POOL_AVG_BWD ? PG_POOL_AVG_FWD : PG_POOL_ADAPTIVE_AVG_FWD;

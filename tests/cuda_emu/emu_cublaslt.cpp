@@ -10,19 +10,32 @@
  *   between columns): op(A) = A (m x k) with CUBLAS_OP_N, A^T of a stored k x m with
  *   CUBLAS_OP_T; the same for B. C and D are m x n, never transposed; D may be C (in place,
  *   with the same layout). beta == 0 never reads C.
- * Types (this section): the integer case, A and B CUDA_R_8I, C and D CUDA_R_32I, compute
- * CUBLAS_COMPUTE_32I, scale type CUDA_R_32I (alpha and beta int32 on the host,
- * CUBLASLT_POINTER_MODE_HOST). Sums are exact, in int32 with two's complement wrap, in order
- * of k (integer sums have no rounding: any order gives the same bits, as on the GPU).
- * A descriptor with another compute type goes to the float section; integer types there are
- * CUBLAS_STATUS_NOT_SUPPORTED.
- * IMMA's requirements with the plain column order (CUBLASLT_ORDER_COL), checked at the call
- * as cuBLASLt checks them (NOT_SUPPORTED otherwise): "TN" only (A transposed, B not), m and k
- * multiples of 4, lda/ldb/ldc/ldd multiples of 4, every pointer 4-byte aligned. Shapes that
- * do not agree (op(A) m x k, op(B) k x n, C m x n), ld < rows or a NULL handle/descriptor
- * are CUBLAS_STATUS_INVALID_VALUE (NOT_INITIALIZED for the handle). Descriptor attributes
- * other than TRANSA/TRANSB, POINTER_MODE (host), EPILOGUE (default), SCALE_TYPE and
- * COMPUTE_TYPE, and layouts in another order or batched, are NOT_SUPPORTED when set.
+ * Types (this section): the integer cases, two rows of cublasLtMatmul's type table (a
+ * descriptor with another compute type than CUBLAS_COMPUTE_32I goes to the float section):
+ *   s32 out   A, B CUDA_R_8I, C, D CUDA_R_32I, compute CUBLAS_COMPUTE_32I, scale CUDA_R_32I
+ *             (alpha and beta int32 on the host, CUBLASLT_POINTER_MODE_HOST), epilogue
+ *             DEFAULT only (the table: "non-default epilogue not supported"). Sums exact, in
+ *             int32 with two's complement wrap, in order of k (integer sums have no rounding:
+ *             any order gives the same bits, as on the GPU).
+ *   s8 out    A, B, C, D CUDA_R_8I, compute CUBLAS_COMPUTE_32I, scale CUDA_R_32F (the int8
+ *             requantizing GEMM, cuda_quant.c's fused path; the "IMMA s8 output" section):
+ *             D = sat_s8(round(act(alpha[i] * float(acc) + beta * C + bias[i]))) with the
+ *             exact s32 acc, float32 arithmetic (each step rounded), round half to even, and
+ *             saturation to [-128, 127]. The GPU's order of those float steps and its
+ *             rounding of a half-way value are not documented: its levels may differ from
+ *             these by one where a value lies within float rounding of a half-way point.
+ *             Pointer mode HOST (alpha, beta floats on the host) or
+ *             ALPHA_DEVICE_VECTOR_BETA_HOST (alpha a device vector of m floats, one per row
+ *             of D; beta on the host): the IMMA requirements with the plain column order
+ *             list those two and CUBLASLT_POINTER_MODE_DEVICE, not the vector modes that
+ *             come with the IMMA-specific orders (DEVICE_VECTOR, ALPHA_DEVICE_VECTOR_BETA_ZERO):
+ *             those are NOT_SUPPORTED here, as is DEVICE (the plugin does not use it: not
+ *             modelled). Epilogues DEFAULT, RELU, BIAS and RELU_BIAS (bias then ReLU): the bias
+ *             a device vector of m elements (BIAS_POINTER; NULL with a BIAS epilogue is
+ *             INVALID_VALUE) whose type is the scale type, CUDA_R_32F
+ *             (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: -1, the default, or CUDA_R_32F; another
+ *             is NOT_SUPPORTED); other epilogues NOT_SUPPORTED.
+ * Anything else is CUBLAS_STATUS_NOT_SUPPORTED.
  * The work is queued on the call's stream, as every stand-in's. The entry points are exported
  * (as emu_nccl.cpp's), so tests/test_cuda_emulated.py can hold the stand-in to these rules. */
 #include <stdint.h>
@@ -43,18 +56,14 @@ struct cublasLtContext {
 
 namespace {
 
-/* the epilogue attributes (the float section's; the IMMA path refuses any but DEFAULT) */
-struct LtEpi {
-    uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-    const void *bias = nullptr;
-    int32_t bias_type = -1; /* -1: D's type, cuBLASLt's default */
-};
-
 struct LtDesc {
     cublasComputeType_t compute;
     cudaDataType_t scale;
     int32_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
-    LtEpi epi;
+    int32_t pointer_mode = CUBLASLT_POINTER_MODE_HOST;
+    uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    const void *bias = nullptr;
+    int32_t bias_type = -1; /* the default: the row's own bias type */
 };
 
 struct LtLayout {
@@ -78,21 +87,110 @@ struct Imma {
     int64_t lda, ldb, ldc, ldd;
 };
 
+/* the exact s32 sum of row i, column j of op(A) op(B) (wrapping, as the accumulators) */
+uint32_t imma_dot(const Imma &g, int64_t i, int64_t j)
+{
+    uint32_t acc = 0;
+    for (int64_t p = 0; p < g.k; p++) {
+        const int8_t a = g.ta ? g.A[p + i * g.lda] : g.A[i + p * g.lda];
+        const int8_t b = g.tb ? g.B[j + p * g.ldb] : g.B[p + j * g.ldb];
+        acc += (uint32_t)((int32_t)a * (int32_t)b);
+    }
+    return acc;
+}
+
 void run(const Imma &g)
 {
     for (int64_t j = 0; j < g.n; j++)
         for (int64_t i = 0; i < g.m; i++) {
-            uint32_t acc = 0; /* int32 with wrap, as the tensor cores' accumulators */
-            for (int64_t p = 0; p < g.k; p++) {
-                const int8_t a = g.ta ? g.A[p + i * g.lda] : g.A[i + p * g.lda];
-                const int8_t b = g.tb ? g.B[j + p * g.ldb] : g.B[p + j * g.ldb];
-                acc += (uint32_t)((int32_t)a * (int32_t)b);
-            }
+            const uint32_t acc = imma_dot(g, i, j); /* int32 with wrap, as the accumulators */
             uint32_t v = (uint32_t)g.alpha * acc;
             if (g.beta != 0)
                 v += (uint32_t)g.beta * (uint32_t)g.C[i + j * g.ldc];
             g.D[i + j * g.ldd] = (int32_t)v;
         }
+}
+
+/* ---- IMMA s8 output: the int8 requantizing GEMM (cuda_quant.c's fused path) ---------------- */
+
+struct ImmaS8 {
+    Imma g;                /* the product's shape and operands (g.C, g.D unused) */
+    const float *alpha;    /* m floats in device memory (vector mode), read when the work runs */
+    float alpha1;          /* or one float from the host, read at the call */
+    bool alpha_vector;
+    float beta;
+    const float *bias;     /* m floats or NULL */
+    bool relu;
+    const int8_t *C;
+    int8_t *D;
+};
+
+/* round half to even (the default rounding mode), then saturate: cvt.rni.sat.s8.f32 */
+int8_t sat_s8(float t)
+{
+    const float r = nearbyintf(t);
+    return r <= -128.0f ? (int8_t)-128 : r >= 127.0f ? (int8_t)127 : (int8_t)r;
+}
+
+void run_s8(const ImmaS8 &q)
+{
+    const Imma &g = q.g;
+    for (int64_t j = 0; j < g.n; j++)
+        for (int64_t i = 0; i < g.m; i++) {
+            const int32_t acc = (int32_t)imma_dot(g, i, j);
+            float t = (q.alpha_vector ? q.alpha[i] : q.alpha1) * (float)acc;
+            if (q.beta != 0.0f)
+                t = t + q.beta * (float)q.C[i + j * g.ldc];
+            if (q.bias)
+                t = t + q.bias[i];
+            if (q.relu)
+                t = t > 0.0f ? t : 0.0f;
+            q.D[i + j * g.ldd] = sat_s8(t);
+        }
+}
+
+/* The s8-out row of the type table: what the descriptor may hold, then the work queued. g has
+ * the shape, operands and leading dimensions already checked against IMMA's rules. */
+cublasStatus_t matmul_s8(const LtDesc *d, Imma g, const void *alpha, const void *beta,
+                         const void *C, void *D, cudaStream_t stream)
+{
+    ImmaS8 q{};
+    if (d->pointer_mode != CUBLASLT_POINTER_MODE_HOST &&
+        d->pointer_mode != CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    q.alpha_vector = d->pointer_mode == CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST;
+    switch (d->epilogue) {
+    case CUBLASLT_EPILOGUE_DEFAULT:
+        break;
+    case CUBLASLT_EPILOGUE_RELU:
+        q.relu = true;
+        break;
+    case CUBLASLT_EPILOGUE_RELU_BIAS:
+        q.relu = true;
+        /* fall through */
+    case CUBLASLT_EPILOGUE_BIAS:
+        if (d->bias_type != -1 && d->bias_type != CUDA_R_32F)
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        if (!d->bias)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        q.bias = static_cast<const float *>(d->bias);
+        break;
+    default:
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    if (g.m == 0 || g.n == 0)
+        return CUBLAS_STATUS_SUCCESS;
+    memcpy(&q.beta, beta, 4);
+    if (!D || (q.beta != 0.0f && !C))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    q.alpha = static_cast<const float *>(alpha);
+    if (!q.alpha_vector)
+        memcpy(&q.alpha1, alpha, 4);
+    q.C = static_cast<const int8_t *>(C);
+    q.D = static_cast<int8_t *>(D);
+    q.g = g;
+    pg_emu_enqueue(stream, [q] { run_s8(q); });
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 } // namespace
@@ -106,6 +204,7 @@ void run(const Imma &g)
  * A = B = CUDA_R_16BF and C = D in {16BF, 32F}; scale type CUDA_R_32F (alpha, beta float on
  * the host). Every other combination (float64, the 32F_FAST_16F/16BF computes, C != D, A != B)
  * is NOT_SUPPORTED: the plugin does not ask for them, and refusing is what a stand-in can prove.
+ * Pointer mode HOST only (alpha and beta floats on the host; others NOT_SUPPORTED).
  * Epilogues: DEFAULT, RELU (max(x, 0)), BIAS and RELU_BIAS (the bias vector, m long, one value
  * per row of D, added before the relu); others (GELU, the AUX and gradient ones) NOT_SUPPORTED
  * at the heuristic and the call. The bias is in D's type (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
@@ -190,43 +289,6 @@ float to_tf32(float x) /* round to nearest even at 10 mantissa bits */
     return x;
 }
 
-/* EPILOGUE, BIAS_POINTER, BIAS_DATA_TYPE: true (and *st) when attr is one of them */
-bool set_epilogue_attribute(LtEpi *e, cublasLtMatmulDescAttributes_t attr, const void *buf,
-                            size_t size, cublasStatus_t *st)
-{
-    switch (attr) {
-    case CUBLASLT_MATMUL_DESC_EPILOGUE: {
-        uint32_t v;
-        if (size != sizeof v) {
-            *st = CUBLAS_STATUS_INVALID_VALUE;
-            return true;
-        }
-        memcpy(&v, buf, sizeof v);
-        e->epilogue = v; /* checked where it is used: the heuristic and the call */
-        *st = CUBLAS_STATUS_SUCCESS;
-        return true;
-    }
-    case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
-        if (size != sizeof(void *)) {
-            *st = CUBLAS_STATUS_INVALID_VALUE;
-            return true;
-        }
-        memcpy(&e->bias, buf, sizeof(void *));
-        *st = CUBLAS_STATUS_SUCCESS;
-        return true;
-    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
-        if (size != sizeof(int32_t)) {
-            *st = CUBLAS_STATUS_INVALID_VALUE;
-            return true;
-        }
-        memcpy(&e->bias_type, buf, sizeof(int32_t));
-        *st = CUBLAS_STATUS_SUCCESS;
-        return true;
-    default:
-        return false;
-    }
-}
-
 struct FloatGemm {
     int64_t m, n, k;
     bool ta, tb, tf32;
@@ -258,17 +320,18 @@ cublasStatus_t float_problem(const LtDesc *d, const LtLayout *la, const LtLayout
         return CUBLAS_STATUS_NOT_SUPPORTED;
     FTy ta, tb, tc, td;
     if (!ftype_of(la->type, &ta) || !ftype_of(lb->type, &tb) || !ftype_of(lc->type, &tc) ||
-        !ftype_of(ld->type, &td) || ta != tb || tc != td || d->scale != CUDA_R_32F)
+        !ftype_of(ld->type, &td) || ta != tb || tc != td || d->scale != CUDA_R_32F ||
+        d->pointer_mode != CUBLASLT_POINTER_MODE_HOST)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     if (ta == FT_F32 ? (td != FT_F32 || (d->compute != CUBLAS_COMPUTE_32F &&
                                          d->compute != CUBLAS_COMPUTE_32F_FAST_TF32))
                      : (d->compute != CUBLAS_COMPUTE_32F || (td != ta && td != FT_F32)))
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    const uint32_t e = d->epi.epilogue;
+    const uint32_t e = d->epilogue;
     if (e != CUBLASLT_EPILOGUE_DEFAULT && e != CUBLASLT_EPILOGUE_RELU &&
         e != CUBLASLT_EPILOGUE_BIAS && e != CUBLASLT_EPILOGUE_RELU_BIAS)
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (d->epi.bias_type != -1 && d->epi.bias_type != (int32_t)ld->type)
+    if (d->bias_type != -1 && d->bias_type != (int32_t)ld->type)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     g->ab = ta;
     g->cd = td;
@@ -383,9 +446,9 @@ cublasStatus_t float_matmul(const LtDesc *d, const void *alpha, const void *A,
     }
     if (need > workspace_bytes || (need > 0 && !workspace))
         return CUBLAS_STATUS_INVALID_VALUE;
-    const bool bias = d->epi.epilogue == CUBLASLT_EPILOGUE_BIAS ||
-                      d->epi.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
-    if (bias && (!d->epi.bias || !aligned_to(d->epi.bias, fsize(g.cd))))
+    const bool bias = d->epilogue == CUBLASLT_EPILOGUE_BIAS ||
+                      d->epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+    if (bias && (!d->bias || !aligned_to(d->bias, fsize(g.cd))))
         return CUBLAS_STATUS_INVALID_VALUE;
     if (g.m == 0 || g.n == 0)
         return CUBLAS_STATUS_SUCCESS;
@@ -399,7 +462,7 @@ cublasStatus_t float_matmul(const LtDesc *d, const void *alpha, const void *A,
     g.B = B;
     g.C = C;
     g.D = D;
-    g.bias = bias ? d->epi.bias : nullptr;
+    g.bias = bias ? d->bias : nullptr;
     g.ws = (float *)workspace;
     pg_emu_enqueue(stream, [g] { run_float(g); });
     return CUBLAS_STATUS_SUCCESS;
@@ -445,9 +508,12 @@ PG_LT_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
     if (!d || !buf)
         return CUBLAS_STATUS_INVALID_VALUE;
     LtDesc *x = desc_of(d);
-    cublasStatus_t epi_status;
-    if (set_epilogue_attribute(&x->epi, attr, buf, size, &epi_status))
-        return epi_status;
+    if (attr == CUBLASLT_MATMUL_DESC_BIAS_POINTER) { /* a device pointer */
+        if (size != sizeof x->bias)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&x->bias, buf, sizeof x->bias);
+        return CUBLAS_STATUS_SUCCESS;
+    }
     int32_t v;
     if (size != sizeof v)
         return CUBLAS_STATUS_INVALID_VALUE;
@@ -460,7 +526,16 @@ PG_LT_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
         (attr == CUBLASLT_MATMUL_DESC_TRANSA ? x->transa : x->transb) = v;
         return CUBLAS_STATUS_SUCCESS;
     case CUBLASLT_MATMUL_DESC_POINTER_MODE:
-        return v == CUBLASLT_POINTER_MODE_HOST ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+        if (v < CUBLASLT_POINTER_MODE_HOST || v > CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        x->pointer_mode = v; /* checked at the call, against the type table's row */
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE:
+        x->epilogue = (uint32_t)v; /* checked at the call */
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+        x->bias_type = v;
+        return CUBLAS_STATUS_SUCCESS;
     case CUBLASLT_MATMUL_DESC_SCALE_TYPE:
         x->scale = (cudaDataType_t)v;
         return CUBLAS_STATUS_SUCCESS;
@@ -528,9 +603,16 @@ PG_LT_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t
                             workspace_bytes, stream);
     const LtLayout *la = layout_of(Adesc), *lb = layout_of(Bdesc), *lc = layout_of(Cdesc),
                    *ld = layout_of(Ddesc);
-    if (d->compute != CUBLAS_COMPUTE_32I || d->scale != CUDA_R_32I || la->type != CUDA_R_8I ||
-        lb->type != CUDA_R_8I || lc->type != CUDA_R_32I || ld->type != CUDA_R_32I ||
-        d->epi.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+    const bool int8_in = d->compute == CUBLAS_COMPUTE_32I && la->type == CUDA_R_8I &&
+                         lb->type == CUDA_R_8I;
+    const bool s32_out = int8_in && d->scale == CUDA_R_32I && lc->type == CUDA_R_32I &&
+                         ld->type == CUDA_R_32I;
+    const bool s8_out = int8_in && d->scale == CUDA_R_32F && lc->type == CUDA_R_8I &&
+                        ld->type == CUDA_R_8I;
+    if (!s32_out && !s8_out)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (s32_out && (d->pointer_mode != CUBLASLT_POINTER_MODE_HOST ||
+                    d->epilogue != CUBLASLT_EPILOGUE_DEFAULT))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     Imma g{};
     g.ta = d->transa == CUBLAS_OP_T;
@@ -551,6 +633,17 @@ PG_LT_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t
     if (!g.ta || g.tb || g.m % 4 || g.k % 4 || la->ld % 4 || lb->ld % 4 || lc->ld % 4 ||
         ld->ld % 4 || !aligned4(A) || !aligned4(B) || !aligned4(C) || !aligned4(D))
         return CUBLAS_STATUS_NOT_SUPPORTED;
+    g.A = (const int8_t *)A;
+    g.B = (const int8_t *)B;
+    g.lda = la->ld;
+    g.ldb = lb->ld;
+    g.ldc = lc->ld;
+    g.ldd = ld->ld;
+    if (s8_out) {
+        if (g.m && g.n && (!A || !B))
+            return CUBLAS_STATUS_INVALID_VALUE;
+        return matmul_s8(d, g, alpha, beta, C, D, stream);
+    }
     if (g.m == 0 || g.n == 0)
         return CUBLAS_STATUS_SUCCESS;
     if (!A || !B || !D)
@@ -559,14 +652,8 @@ PG_LT_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t
     memcpy(&g.beta, beta, 4);
     if (g.beta != 0 && !C)
         return CUBLAS_STATUS_INVALID_VALUE;
-    g.A = (const int8_t *)A;
-    g.B = (const int8_t *)B;
     g.C = (const int32_t *)C;
     g.D = (int32_t *)D;
-    g.lda = la->ld;
-    g.ldb = lb->ld;
-    g.ldc = lc->ld;
-    g.ldd = ld->ld;
     pg_emu_enqueue(stream, [g] { run(g); });
     return CUBLAS_STATUS_SUCCESS;
 }

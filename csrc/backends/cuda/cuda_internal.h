@@ -136,6 +136,8 @@ typedef struct pg_cuda_state {
     atomic_int kernel_timing; /* option "kernel_timing": GPU time per op into the stats */
     atomic_int cudnn_benchmark;     /* option "cudnn_benchmark": timed algorithm search */
     atomic_int cudnn_deterministic; /* option "cudnn_deterministic": deterministic algorithms */
+    atomic_int int8_requant_in_gemm; /* option "int8_requant_in_gemm" (default on): static int8
+                                      * layers requantize in cuBLASLt's epilogue (cuda_quant.c) */
 } pg_cuda_state;
 
 /* 1. cuda_state.c */
@@ -286,7 +288,8 @@ pg_status pg_cuda_lt_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const struc
  * select, reduce, matmul, arange, random, amp_unscale; cuda_train.c: the fused training
  * ops; cuda_quant.c: the int8 linear layer (quantize, cuBLASLt's IMMA GEMM, epilogue);
  * cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...); cuda_sequence.c:
- * the recurrent cells and scaled-dot-product attention. */
+ * the recurrent cells and scaled-dot-product attention; cuda_conv_layers.c: pooling and
+ * batch norm (cuda_cudnn.c: the convolution). */
 typedef pg_status (*pg_cuda_launcher)(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA(launcher) pg_status launcher(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA_HALF(launcher) CUDA(launcher)

@@ -17,7 +17,10 @@
  *                                      so no context appears on GPU 0; default 0),
  *                                      "nccl_timeout_s" (how long an NCCL wait
  *                                      may take before the communicator is
- *                                      aborted; 0 = the default, 600 s)
+ *                                      aborted; 0 = the default, 600 s),
+ *                                      "int8_requant_in_gemm" (static int8 layers
+ *                                      requantize in cuBLASLt's epilogue, within
+ *                                      one level of the CPU's; default 1)
  *   pg_plugin_get_option(name, &value)
  *   pg_plugin_pci_bus_id(index, buf, len)  the PCI bus id of cuda:index
  *                                      ("0000:3b:00.0"), creating no context:
@@ -230,6 +233,8 @@ static atomic_int *pg_cuda_option(const char *name)
         return &pg_cuda.cudnn_benchmark;
     if (name != NULL && strcmp(name, "cudnn_deterministic") == 0)
         return &pg_cuda.cudnn_deterministic;
+    if (name != NULL && strcmp(name, "int8_requant_in_gemm") == 0)
+        return &pg_cuda.int8_requant_in_gemm;
     return NULL;
 }
 
@@ -240,7 +245,7 @@ pg_status pg_plugin_set_option(const char *name, int value)
         return pg_cuda_error(PG_ERR_VALUE,
                              "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
                              "kernel_timing, current_device, nccl_timeout_s, cudnn_benchmark, "
-                             "cudnn_deterministic)",
+                             "cudnn_deterministic, int8_requant_in_gemm)",
                              name != NULL ? name : "(null)");
     if (opt == &pg_cuda.nvtx && value != 0 && !pg_cuda_have_nvtx())
         return pg_cuda_error(PG_ERR_UNAVAILABLE,
@@ -269,7 +274,7 @@ pg_status pg_plugin_get_option(const char *name, int *value)
         return pg_cuda_error(PG_ERR_VALUE,
                              "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
                              "kernel_timing, current_device, nccl_timeout_s, cudnn_benchmark, "
-                             "cudnn_deterministic)",
+                             "cudnn_deterministic, int8_requant_in_gemm)",
                              name != NULL ? name : "(null)");
     *value = atomic_load(opt);
     return PG_OK;

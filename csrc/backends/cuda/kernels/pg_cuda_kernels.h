@@ -256,6 +256,35 @@ cudaError_t pg_kernel_layer_norm_rows(const pg_cuda_ctx *ctx, int dtype, const v
 cudaError_t pg_kernel_clamp(const pg_cuda_ctx *ctx, int dtype, void *dst, const void *src,
                             const pg_cuda_iter *it, double lo, double hi);
 
+/* conv_layers.cu: the POOL and BATCH_NORM nodes (csrc/core/pg_ops_conv.h), float32 and
+ * float64, contiguous (N, C, H, W) / (N, C, L) operands. The pooling kinds are pg_ops_conv.h's
+ * reduced to four (the launcher, cuda_conv_layers.c, maps them): windowed or adaptive
+ * (`adaptive`) max and average forward, max backward through the indices, average backward. */
+enum { PG_CUDA_POOL_MAX, PG_CUDA_POOL_AVG, PG_CUDA_POOL_MAX_BWD, PG_CUDA_POOL_AVG_BWD };
+typedef struct pg_cuda_pool_args {
+    int kind, dtype, adaptive, count_pad;
+    const void *src;       /* x (forward) or dy (backward) */
+    const int64_t *idx_in; /* max backward: each maximum's flat index in its plane */
+    void *dst;             /* y (forward) or dx (backward) */
+    int64_t *idx_out;      /* max forward: the indices, or NULL */
+    int64_t planes, H, W, OH, OW;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw, divisor;
+} pg_cuda_pool_args;
+cudaError_t pg_kernel_pool(const pg_cuda_ctx *ctx, const pg_cuda_pool_args *a);
+
+typedef struct pg_cuda_bn_args {
+    int dtype, backward, relu;
+    int64_t N, C, L;
+    double eps, momentum;
+    const void *x, *w, *b; /* w, b (C) or NULL */
+    void *y;               /* forward: the output; backward: the forward's output (relu) */
+    void *save;            /* (2, C): the batch mean and 1/sqrt(var + eps) */
+    void *running_mean, *running_var; /* forward, updated in place, or NULL */
+    const void *dy;
+    void *dx, *dw, *db;    /* backward; dw, db or NULL */
+} pg_cuda_bn_args;
+cudaError_t pg_kernel_batch_norm(const pg_cuda_ctx *ctx, const pg_cuda_bn_args *a);
+
 /* amp.cu: g (n,) contiguous *= inv_scale in place; *found = 1.0f if any element was
  * inf or NaN (else untouched). float32, float64, float16, bfloat16. */
 cudaError_t pg_kernel_amp_unscale(const pg_cuda_ctx *ctx, int dtype, void *g, int64_t n,
@@ -347,21 +376,24 @@ typedef struct pg_cuda_sdpa_args {
 } pg_cuda_sdpa_args;
 cudaError_t pg_kernel_sdpa(const pg_cuda_ctx *ctx, const pg_cuda_sdpa_args *a, int bwd);
 
-/* quant.cu: the int8 linear layer (PG_OP_QLINEAR) around cuBLASLt's s8 x s8 -> s32 GEMM
- * (csrc/backends/cuda/cuda_quant.c runs the three in order on one stream). All contiguous.
- * quantize: a_f32 or a_u8 (M,K) -> a_s8 (M,kp) (u8 level - 128, K zero-padded to kp),
- * sa/za (M) the rows' scales and zero points. epilogue: acc (M,np) s32 (sum of
- * (level - 128) * W) -> c_f32 or c_u8 (M,N), the CPU's epilogue (pg_gemm.h), bit for bit. */
+/* quant.cu: the int8 linear layer (PG_OP_QLINEAR) around cuBLASLt's s8 x s8 IMMA GEMM
+ * (csrc/backends/cuda/cuda_quant.c runs them in order on one stream). All contiguous.
+ * quantize: a_f32 or a_u8 (M,K) -> a_s8 (M,kp) (u8 level - a_shift, K zero-padded to kp),
+ * and for a dynamic input sa/za (M), the rows' scales and zero points. epilogue: acc (M,np)
+ * s32 (sum of (level - a_shift) * W) -> c_f32 or c_u8 (M,N), the CPU's epilogue (pg_gemm.h),
+ * bit for bit. fold: the per-channel alpha and bias with which cuBLASLt's own epilogue
+ * requantizes a static layer's u8 output (quant.cu's header says when, and which bits). */
 typedef struct pg_cuda_qlinear_args {
     int64_t M, N, K, kp, np;
     const float *a_f32;   /* (M,K) or NULL */
     const uint8_t *a_u8;  /* (M,K) or NULL */
     int a_dynamic, a_max; /* a_f32: per-row range; a_max 127 or 255 */
-    float a_scale;        /* otherwise: the input's scale and zero point */
+    int a_shift;          /* 0 (a_max 127: a level is an s8 as it is) or 128 (a_max 255) */
+    float a_scale;        /* a static input's scale and zero point (sa/za unused) */
     int32_t a_zp;
     int8_t *a_s8;         /* (M,kp) scratch */
-    float *sa;            /* (M) scratch */
-    int32_t *za;          /* (M) scratch */
+    float *sa;            /* (M) scratch, dynamic input only */
+    int32_t *za;          /* (M) scratch, dynamic input only */
     const int32_t *acc;   /* (M,np) from the GEMM */
     const int32_t *colsum; /* (np) the packed weight's column sums */
     const float *w_scale; /* (N) */
@@ -372,8 +404,12 @@ typedef struct pg_cuda_qlinear_args {
     float c_scale;
     int32_t c_zp;
     int c_max;
+    int out_vec;          /* c's rows may be stored 4 elements at a time (N % 4 == 0, aligned) */
+    float *fold_alpha;    /* (N) fold's output: cuBLASLt's per-row alpha */
+    float *fold_bias;     /* (N) fold's output: cuBLASLt's bias */
 } pg_cuda_qlinear_args;
 cudaError_t pg_kernel_qquantize(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a);
+cudaError_t pg_kernel_qfold(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a);
 cudaError_t pg_kernel_qepilogue(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a);
 
 #ifdef __cplusplus
