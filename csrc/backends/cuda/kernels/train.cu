@@ -1,8 +1,12 @@
 /* train.cu - the fused training ops on CUDA (see csrc/core/pg_ops_train.c for
  * each node's operands). CPU twins: csrc/backends/cpu/cpu_train.c.
  *
- * linear: the two or three matmuls go to cuBLAS (row-major products computed
- * as their column-major transposes, as matmul.cu does); the bias + activation
+ * linear: the forward of a float32/float16/bfloat16 layer is one cublasLtMatmul with
+ * the bias (and relu) in its epilogue (csrc/backends/cuda/cuda_lt_gemm.c; other
+ * activations by pg_act_inplace_kernel below); pg_kernel_linear_fwd here runs where
+ * cuBLASLt has no kernel, and for float64. Otherwise the two or three matmuls go to
+ * cuBLAS (row-major products computed as their column-major transposes, as matmul.cu
+ * does); the bias + activation
  * epilogue and the activation-derivative prologue (which also sums db) are
  * one kernel each; db is summed by a 2-D grid (column tiles x row chunks)
  * whose per-chunk partial sums a second kernel adds in a fixed order, so a
