@@ -209,6 +209,12 @@ class Bench:
         rng = np.random.default_rng(3)
         x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
         y = rng.integers(0, sizes[-1], batch)
+        return self._sgd_steps(pm, tm, po, to, x, y, low)
+
+    def _sgd_steps(self, pm, tm, po, to, x, y, low=False):
+        """pygpu's and torch's SGD step (cross-entropy of pm(x) against y, under bf16 autocast
+        when low) on the same NumPy data."""
+        torch = self.torch
         px, tx = self.pair(x)
         py, ty = self.pair(y)
         ploss, tloss = nn.CrossEntropyLoss(), torch.nn.CrossEntropyLoss()
@@ -266,23 +272,9 @@ class Bench:
         po = pygpu.optim.SGD(pm.parameters(), lr=0.01, momentum=0.9)
         to = torch.optim.SGD(tm.parameters(), lr=0.01, momentum=0.9)
         rng = np.random.default_rng(5)
-        px, tx = self.pair(rng.standard_normal((b, 3, hw, hw)).astype(np.float32))
-        py, ty = self.pair(rng.integers(0, 10, b))
-        ploss, tloss = nn.CrossEntropyLoss(), torch.nn.CrossEntropyLoss()
-
-        def pstep():
-            po.zero_grad()
-            loss = ploss(pm(px), py)
-            loss.backward()
-            po.step()
-            return loss
-
-        def tstep():
-            to.zero_grad()
-            loss = tloss(tm(tx), ty)
-            loss.backward()
-            to.step()
-            return loss
+        pstep, tstep = self._sgd_steps(pm, tm, po, to,
+                                       rng.standard_normal((b, 3, hw, hw)).astype(np.float32),
+                                       rng.integers(0, 10, b))
         self.check("CNN loss", pstep().item(), tstep().item(), 1e-3)
         self.row(f"CIFAR CNN fp32 b{b} (SGD step)", pstep, tstep, float(b), "samples/s")
 

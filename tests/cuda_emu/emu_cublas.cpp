@@ -68,15 +68,6 @@ double round_to(Ty t, double v)
     store(b, t, 0, v);
     return load(b, t, 0);
 }
-float tf32(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7f800000u) != 0x7f800000u)
-        u = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
-    memcpy(&x, &u, 4);
-    return x;
-}
 
 struct Gemm {
     cublasOperation_t ta, tb;
@@ -108,8 +99,8 @@ void run(const Gemm &g)
                     } else {
                         float af = (float)a, bf = (float)b;
                         if (g.tf32_inputs) {
-                            af = tf32(af);
-                            bf = tf32(bf);
+                            af = pg_emu_tf32(af);
+                            bf = pg_emu_tf32(bf);
                         }
                         accf += af * bf;
                         if (g.split_k_in_c && (p + 1) % 256 == 0) {

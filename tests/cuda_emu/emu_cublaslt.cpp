@@ -279,15 +279,6 @@ float fround(FTy t, float v)
     fstore(b, t, 0, v);
     return fload(b, t, 0);
 }
-float to_tf32(float x) /* round to nearest even at 10 mantissa bits */
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7f800000u) != 0x7f800000u)
-        u = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
-    memcpy(&x, &u, 4);
-    return x;
-}
 
 struct FloatGemm {
     int64_t m, n, k;
@@ -391,8 +382,8 @@ void run_float(const FloatGemm &g)
                     float a = fload(g.A, g.ab, g.ta ? p + i * g.lda : i + p * g.lda);
                     float b = fload(g.B, g.ab, g.tb ? j + p * g.ldb : p + j * g.ldb);
                     if (g.tf32) {
-                        a = to_tf32(a);
-                        b = to_tf32(b);
+                        a = pg_emu_tf32(a);
+                        b = pg_emu_tf32(b);
                     }
                     acc += a * b;
                 }
