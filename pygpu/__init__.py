@@ -61,7 +61,7 @@ from .distributions.discrete import multinomial  # noqa: E402
 from . import sparse  # noqa: E402 - COO sparse tensors over index_select / index_add_
 from . import data  # noqa: E402 - the training layers sit on the tensor API above
 from . import utils  # noqa: E402 - pygpu.utils.data is pygpu.data (torch.utils.data's place)
-from .checkpoint import load, save  # noqa: E402
+from .serialization import load, save  # noqa: E402
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .amp import autocast_mode as _amp_autocast  # noqa: E402
