@@ -19,6 +19,10 @@ from .._map_location import check_present, resolve
 from ._dtypes import ALIASES, BY_NAME, BY_STORAGE, TABLE
 
 
+class MissingDTypeError(TypeError):
+    """A checkpoint's tensor of a dtype pygpu does not hold."""
+
+
 class StorageType:
     """torch.<Type>Storage as a checkpoint names it: a dtype row (None: UntypedStorage)."""
     __slots__ = ("row", "name")
@@ -89,7 +93,7 @@ class LoadedStorage:
         dev = self.target or self.location
         if dev not in self._on:
             if self.row.pygpu is None:
-                raise TypeError(f"pygpu.load: the checkpoint holds a tensor of dtype "
+                raise MissingDTypeError(f"pygpu.load: the checkpoint holds a tensor of dtype "
                                 f"{self.row.name}, which pygpu does not hold; a tensor of it "
                                 f"cannot be made (pygpu's dtypes: {_held()})")
             target = _device(dev)

@@ -72,34 +72,37 @@ def flatten(state):
 
 
 def _entry(t):
-    """(the library's tensor dict, the device it came from)."""
+    """(the tensor's bytes as a NumPy array, its dtype row, shape, the device it came from)."""
     if _is_qstate(t) or isinstance(t, np.ndarray):
         arr = np.ascontiguousarray(t.numpy() if _is_qstate(t) else t)
-        row, dev = _row_of_array(arr), "cpu" if isinstance(t, np.ndarray) else str(t.device)
-        data = arr.astype(row.numpy, copy=False)
+        row = _row_of_array(arr)
+        dev = "cpu" if isinstance(t, np.ndarray) else str(t.device)
+        data, shape = arr.astype(row.numpy, copy=False), arr.shape
     else:
-        row, data = to_bytes(t)
-        dev = str(t.device)
+        (row, data), shape, dev = to_bytes(t), tuple(t.shape), str(t.device)
     if row.safetensors is None:
         raise TypeError(f"pygpu.save: safetensors has no dtype {row.name}")
-    return {"dtype": row.safetensors, "shape": list(data.shape if not isinstance(t, _C.Tensor)
-                                                    else t.shape),
-            "data": data.tobytes()}, dev
+    return np.ascontiguousarray(data), row, shape, dev
 
 
 def to_bytes_file(state, metadata):
     import safetensors
     tensors, tree = flatten(state)
-    entries, devices = {}, {}
+    specs, devices, keep = {}, {}, []
     for name, t in tensors.items():
-        entries[name], devices[name] = _entry(t)
+        data, row, shape, devices[name] = _entry(t)
+        keep.append(data)  # the library reads the bytes through this pointer: keep them alive
+        specs[name] = safetensors.TensorSpec(dtype=row.name, shape=list(shape),
+                                             data_ptr=data.ctypes.data, data_len=data.nbytes)
     meta = {str(k): str(v) for k, v in (metadata or {}).items()}
     meta[DEVICES_KEY] = json.dumps(devices)
     if tree is not None:
         meta[TREE_KEY] = json.dumps(tree)
     else:
         meta[ORDER_KEY] = json.dumps(list(tensors))  # safetensors sorts names; keep the order
-    return safetensors.serialize(entries, metadata=meta)
+    out = bytes(safetensors.serialize(specs, metadata=meta))
+    del keep
+    return out
 
 
 # ---- loading ------------------------------------------------------------------------------
@@ -178,7 +181,7 @@ def _host_value(name, row, shape, raw, target):
 
 def load_bytes(data, path, map_location):
     import safetensors
-    bad = f"pygpu.load: {path} is not a valid safetensors checkpoint"
+    bad = f"pygpu.load: {path} is not a valid safetensors checkpoint (truncated or corrupt)"
     try:
         entries = safetensors.deserialize(bytes(data) if not isinstance(data, bytes) else data)
     except Exception as e:  # SafetensorError and the library's other refusals

@@ -14,7 +14,7 @@ import struct
 from pickle import UnpicklingError
 
 from .. import _C
-from ._rebuild import allowed_globals
+from ._rebuild import MissingDTypeError, allowed_globals
 
 _BLOCKED_MODULES = ("sys", "os", "posix", "nt", "subprocess", "builtins.eval")
 _NAME_MAPPING = {("__builtin__", "set"): ("builtins", "set"),
@@ -31,8 +31,9 @@ def _user_allowed():
 
 
 def _refuse_message(full_path):
-    return (f"Weights only load failed. Unsupported global: GLOBAL {full_path} was not an "
-            f"allowed global by default. If you trust this file, load it with "
+    return (f"Weights only load failed (weights_only=True, the default as in PyTorch 2.6). "
+            f"Unsupported global: GLOBAL {full_path} was not an allowed global by default: "
+            f"unpickling an arbitrary class can run arbitrary code. If you trust this file, load it with "
             f"weights_only=False (it can then run any code the file holds); or allow this "
             f"global with torch.serialization.add_safe_globals([{full_path}]) (pygpu."
             f"serialization.add_safe_globals) or the safe_globals([...]) context manager. "
@@ -54,7 +55,7 @@ class WeightsOnlyUnpickler:
     def load(self):
         try:
             return self._load()
-        except UnpicklingError:
+        except (UnpicklingError, MissingDTypeError):
             raise
         except (IndexError, KeyError, EOFError, struct.error, UnicodeDecodeError,
                 ValueError, TypeError, RecursionError, MemoryError) as e:
