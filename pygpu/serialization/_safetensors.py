@@ -18,6 +18,7 @@ import struct
 import numpy as np
 
 from .. import _C
+from .._device import device as _device
 from .._map_location import check_present, resolve
 from ._dtypes import BY_SAFETENSORS
 from ._host import from_buffer, to_bytes
@@ -205,12 +206,13 @@ def load_bytes(data, path, map_location):
         specs[name] = (row, tuple(spec["shape"]), spec["data"])
     targets = {}  # every target resolved and checked before any tensor is made: all or nothing
     for name in specs:
+        saved = devices.get(name, "cpu")
         try:
-            saved = devices.get(name, "cpu")
-            targets[name] = check_present(name, resolve(saved, map_location), map_location)
-        except (ValueError, TypeError) as e:
+            _device(saved)
+        except (ValueError, TypeError, RuntimeError) as e:
             raise ValueError(f"pygpu.load: {path} has corrupt pygpu metadata: the device of "
-                             f"{name!r} ({e})") from None
+                             f"{name!r} is {saved!r} ({e})") from None
+        targets[name] = check_present(name, resolve(saved, map_location), map_location)
     tensors = {}
     for name, (row, shape, raw) in specs.items():
         tgt = targets[name]
