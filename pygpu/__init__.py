@@ -62,6 +62,8 @@ from . import sparse  # noqa: E402 - COO sparse tensors over index_select / inde
 from . import data  # noqa: E402 - the training layers sit on the tensor API above
 from . import utils  # noqa: E402 - pygpu.utils.data is pygpu.data (torch.utils.data's place)
 from .serialization import load, save  # noqa: E402
+from . import _einops_backend  # noqa: E402 - einops finds pygpu's backend on its own
+_einops_backend.install()
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .amp import autocast_mode as _amp_autocast  # noqa: E402
