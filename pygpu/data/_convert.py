@@ -38,7 +38,8 @@ def host_array(arr, what="a sample"):
         return arr.astype(np.float64)
     if dt.kind == "b":
         return arr.astype(np.bool_)
-    raise TypeError(f"{what} has dtype {dt}, which pygpu tensors do not hold")
+    raise TypeError(f"{what} has dtype {dt}, which pygpu tensors do not hold; convert it "
+                    "first, e.g. with .astype(np.float32)")
 
 
 def is_foreign_tensor(x):
