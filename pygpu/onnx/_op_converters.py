@@ -517,3 +517,30 @@ def _ceil(x, kernel, stride, padding, dilation, out_hw):
     H = x.shape[-2]
     floor = (H + 2 * padding[0] - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
     return int(out_hw[0] != floor)
+
+
+@op("Gather")
+def _gather(g, o, y):
+    x, dim, idx = o.args[:3]
+    g.node("GatherElements", [g.value(x), g.value(idx)], y, axis=int(dim) % max(x.ndim, 1))
+
+
+@op("_AExtreme")
+def _aextreme(g, o, y):
+    x, largest, dim, keepdim = o.args[:4]
+    dims = list(range(x.ndim)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    g.node("ReduceMax" if largest else "ReduceMin", [g.value(x)], y,
+           axes=[d % max(x.ndim, 1) for d in dims], keepdims=int(bool(keepdim)))
+
+
+@op("_CumsumFn")
+def _cumsum(g, o, y):
+    x, d = o.args[:2]
+    g.node("CumSum", [g.value(x), g.const(int(d) % max(x.ndim, 1), "axis")], y)
+
+
+@op("_Prod")
+def _prod(g, o, y):
+    x, d = o.args[:2]
+    axes = list(range(x.ndim)) if d is None else [int(d) % max(x.ndim, 1)]
+    g.node("ReduceProd", [g.value(x)], y, axes=axes, keepdims=0)

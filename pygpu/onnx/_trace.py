@@ -61,6 +61,15 @@ class Tracer:
         self.traced = set()  # ids of tensors some recorded op made (or the inputs)
         self._inner = 0
 
+    def convertible(self, module):
+        """Whether a module converter applies: the module's class or a base with a converter
+        whose forward it has not overridden (a Linear subclass with its own forward is
+        traced op by op)."""
+        for cls in type(module).__mro__:
+            if cls in self.module_types:
+                return type(module).forward is cls.forward
+        return False
+
     def mark(self, tensors):
         for t in tensors:
             self.traced.add(id(t))
@@ -104,7 +113,7 @@ class Tracer:
         def traced_call(module, *args, **kwargs):
             # a call with keyword arguments (Sequential's fused Linear(x, activation=...))
             # is more than the module converter knows: its ops are recorded instead
-            if tracer._inner or kwargs or not isinstance(module, tracer.module_types) or \
+            if tracer._inner or kwargs or not tracer.convertible(module) or \
                     not tracer._involved(flat_tensors(list(args) + list(kwargs.values()))):
                 return call(module, *args, **kwargs)
             tracer._inner += 1
