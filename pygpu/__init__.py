@@ -123,6 +123,7 @@ _C._setup(_dtype.ALL, {
     "autocast": _amp_autocast._hook,
     "numpy_bfloat16": _dtype.numpy_bfloat16,
     "legacy_new": _legacy.legacy_new,
+    "trace": onnx._trace.trace_hook,
 })
 
 

@@ -87,6 +87,13 @@ class Graph:
         key = id(t)
         if key in self.names:
             return self.names[key]
+        if key not in self.param_names:
+            base = self._view_base(t)
+            if base is not None:  # a view made where no op was recorded (C's fast paths)
+                name = self.fresh("view")
+                self._derive_view(base, t, name)
+                self.names[key] = name
+                return name
         arr, dtype = host_array(t)
         param = key in self.param_names
         if param:
@@ -99,6 +106,33 @@ class Graph:
         self._initializer(arr, name, dtype, param)
         self.names[key] = name
         return name
+
+    def _view_base(self, t):
+        """A traced tensor whose storage t views (None if none)."""
+        for b in reversed(self.seen):
+            if b is not t and b.device == t.device and _C._same_storage(b, t):
+                return b
+        return None
+
+    def _derive_view(self, base, t, name):
+        """t from base: a reshape when t is base's elements in order, else a gather of base's
+        flattened elements at t's positions."""
+        if t.numel() == base.numel() and t.is_contiguous() and base.is_contiguous() and \
+                t.storage_offset() == base.storage_offset():
+            target = [0 if i < base.ndim and i in self.dynamic(base) and
+                      base.shape[i] == n else n for i, n in enumerate(t.shape)]
+            self.node("Reshape", [self.names[id(base)], self.const(target, "shape")], [name])
+            return
+        from ._op_converters import _view_positions
+        if self.dynamic(base):
+            raise NotImplementedError("onnx.export: a view of a tensor whose sizes follow the "
+                                      "dynamic axes, made where no op was recorded")
+        where = {int(p): i for i, p in enumerate(_view_positions(base).reshape(-1))}
+        idx = np.vectorize(lambda p: where[int(p)], otypes=[np.int64])(_view_positions(t))
+        flat = self.fresh("flat")
+        self.node("Reshape", [self.names[id(base)], self.const([-1], "shape")], [flat])
+        self.node("Gather", [flat, self.const(idx.reshape(tuple(t.shape)), "indices")], [name],
+                  axis=0)
 
     def weight(self, tensor, hint):
         """A module converter's weight (the module's parameter: its own name when known)."""

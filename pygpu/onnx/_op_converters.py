@@ -544,3 +544,76 @@ def _prod(g, o, y):
     x, d = o.args[:2]
     axes = list(range(x.ndim)) if d is None else [int(d) % max(x.ndim, 1)]
     g.node("ReduceProd", [g.value(x)], y, axes=axes, keepdims=0)
+
+
+# ---- comparisons and logical ops (reported by the trace hook: autograd records none) ------
+
+_COMPARE = {"equal": "Equal", "less": "Less", "less_equal": "LessOrEqual",
+            "greater": "Greater", "greater_equal": "GreaterOrEqual", "not_equal": "Equal"}
+_LOGICAL = {"logical_and": "And", "logical_or": "Or", "logical_xor": "Xor",
+            "bitwise_and": "And", "bitwise_or": "Or", "bitwise_xor": "Xor"}
+
+
+def _common_operands(g, o, logical):
+    """Both operands as value names of one dtype: bool for logical ops, else the tensors'
+    (the wider float, if they differ), a Python number as that dtype."""
+    ts = [x for x in o.inputs if isinstance(x, Tensor)]
+    if logical:
+        from .. import bool_ as target
+    else:
+        target = ts[0].dtype
+        for t in ts[1:]:
+            if t.dtype is not target and (t.dtype.is_floating_point or
+                                          not target.is_floating_point):
+                target = t.dtype if t.dtype.itemsize >= target.itemsize or \
+                    not target.is_floating_point else target
+    names = []
+    for x in o.inputs:
+        if isinstance(x, Tensor):
+            names.append(_cast_to(g, g.value(x), x, target))
+        elif x is not None:
+            names.append(g.const(x, "scalar", "bool" if logical else
+                                 ("float32" if target.name == "bfloat16" else target.name)))
+    return names
+
+
+def _compare(name):
+    def convert(g, o, y):
+        ins = _common_operands(g, o, False)
+        if name == "not_equal":
+            eq = g.fresh("eq")
+            g.node("Equal", ins, [eq])
+            g.node("Not", [eq], y)
+        else:
+            g.node(_COMPARE[name], ins, y)
+    return convert
+
+
+def _logical(name):
+    def convert(g, o, y):
+        if name.startswith("bitwise") and o.outputs[0].dtype.name != "bool":
+            raise NotImplementedError(f"onnx.export: {name} of integers is not converted")
+        g.node(_LOGICAL[name], _common_operands(g, o, True), y)
+    return convert
+
+
+for _n in _COMPARE:
+    op(_n)(_compare(_n))
+for _n in _LOGICAL:
+    op(_n)(_logical(_n))
+
+
+@op("logical_not")
+def _logical_not(g, o, y):
+    x = o.inputs[0]
+    g.node("Not", [_cast_to(g, g.value(x), x, _bool())], y)
+
+
+@op("isnan", "isinf")
+def _isnan(g, o, y):
+    g.node("IsNaN" if o.name == "isnan" else "IsInf", [g.value(o.inputs[0])], y)
+
+
+def _bool():
+    from .. import bool_
+    return bool_

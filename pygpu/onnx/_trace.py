@@ -10,6 +10,9 @@ method, a functional op, an operator, `from torch import cat`):
   layer_norm, the views, pooling, attention, ...);
 - the modules: Module.__call__, for the layers that have a module converter (an LSTM is one
   ONNX node, not an unrolled loop).
+- the ops autograd does not record (comparisons, logical ops: no gradient): while a trace
+  runs, the C bindings report them to the hook "trace" (csrc/bindings/autograd.c,
+  _C._set_tracing), so a mask computed inside the forward is an op of the graph.
 The trace runs with grad mode on and the example inputs requiring grad, so every op that
 depends on an input or a parameter reaches the hook; the outermost op with a converter is
 recorded and the ops it runs inside are not. A tensor an op uses that no recorded op made
@@ -52,6 +55,15 @@ def flat_tensors(x):
     return []
 
 
+_ACTIVE = []  # the tracer of this forward, if one runs (export is not reentrant)
+
+
+def trace_hook(name, out, a, b):
+    """The hook C calls for an op autograd does not record, while _C._set_tracing is on."""
+    if _ACTIVE:
+        _ACTIVE[-1].record_untracked(name, out, a, b)
+
+
 class Tracer:
     """`with Tracer(module_types) as tr:` run the forward; tr.ops is what ran."""
 
@@ -78,8 +90,18 @@ class Tracer:
     def _involved(self, tensors):
         return any(id(t) in self.traced for t in tensors)
 
+    def record_untracked(self, name, out, a, b):
+        ins = [t for t in (a, b) if isinstance(t, Tensor)]
+        if not self._inner and isinstance(out, Tensor) and self._involved(ins):
+            self.ops.append(Op("c", name, (a, b), None, None, [out]))
+            self.keep.extend((a, b))
+            self.mark([out])
+
     def __enter__(self):
         tracer = self
+        _ACTIVE.append(self)
+        self._was_tracing = _C._set_tracing(True)
+        _function.TRACING[0] = True
         make, apply, call = _rules.make, _function.Function.apply, _module.Module.__call__
         self._saved = (make, _function.Function.__dict__["apply"], call)
 
@@ -133,6 +155,9 @@ class Tracer:
         return self
 
     def __exit__(self, *exc):
+        _C._set_tracing(self._was_tracing)
+        _ACTIVE.pop()
+        _function.TRACING[0] = bool(_ACTIVE)
         make, apply, call = self._saved
         _rules.make = make
         _function.Function.apply = apply
