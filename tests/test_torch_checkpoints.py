@@ -175,6 +175,11 @@ def test_whole_modules_both_ways_need_weights_only_false(tmp_path):
     torch.save(twin, tmp_path / "whole.pt")
     with pytest.raises(pickle.UnpicklingError, match="weights_only=True.*Sequential"):
         pygpu.load(tmp_path / "whole.pt")
+    mine = pygpu.load(tmp_path / "whole.pt", weights_only=False)  # torch's classes as pygpu's
+    assert type(mine) is nn.Sequential and type(mine[0]) is nn.Linear
+    xs = np.random.default_rng(4).standard_normal((3, 4)).astype(np.float32)
+    np.testing.assert_allclose(mine(pygpu.tensor(xs)).detach().numpy(),
+                               twin(torch.from_numpy(xs)).detach().numpy(), rtol=1e-5, atol=1e-6)
     m, _ = _trained_pygpu()
     pygpu.save(m, tmp_path / "mine.pt")
     back = pygpu.load(tmp_path / "mine.pt", weights_only=False)
