@@ -290,8 +290,9 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
             raise NotImplementedError(
                 f"onnx.export: the traced graph depends on the example's {why} in a way "
                 f"pygpu's tracer cannot express, {problem}: a constant or a shape computed "
-                "from the inputs outside the traced ops (a mask from integer inputs, a "
-                "tensor created with the input's size), so the file would be wrong for "
+                "from the inputs outside the traced ops (random numbers drawn in the "
+                "forward, a tensor created with the input's size), so the file would be "
+                "wrong for "
                 "other inputs. Pass such tensors as inputs, or export without that "
                 "dynamic axis.")
     proto = first[0]
