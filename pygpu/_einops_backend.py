@@ -12,6 +12,8 @@ import importlib.abc
 import importlib.machinery
 import sys
 
+from . import _C
+
 _BACKEND = None
 
 
@@ -24,22 +26,20 @@ def _define():
     class PygpuBackend(AbstractBackend):
         framework_name = "pygpu"
 
-        def __init__(self):
-            import pygpu
-            self.pygpu = pygpu
-
         def is_appropriate_type(self, tensor):
-            return isinstance(tensor, self.pygpu.Tensor)
+            return isinstance(tensor, _C.Tensor)
 
         def from_numpy(self, x):
-            t = self.pygpu.from_numpy(x)
+            t = _C.from_numpy(x)
             return t.requires_grad_(True) if t.dtype.is_floating_point else t
 
         def to_numpy(self, x):
             return x.detach().cpu().numpy()
 
         def arange(self, start, stop):
-            return self.pygpu.arange(start, stop, dtype=self.pygpu.int64)
+            from ._dtype import int64
+            from ._tensor_create import arange
+            return arange(start, stop, dtype=int64)
 
         def shape(self, x):
             return tuple(x.shape)
@@ -62,7 +62,8 @@ def _define():
             return x.permute(tuple(axes))
 
         def stack_on_zeroth_dimension(self, tensors):
-            return self.pygpu.stack(list(tensors))
+            from ._tensor_join import stack
+            return stack(list(tensors))
 
         def add_axis(self, x, new_position):
             return x.unsqueeze(new_position)
@@ -78,7 +79,8 @@ def _define():
             return x.repeat(*repeats)
 
         def concat(self, tensors, axis):
-            return self.pygpu.cat(list(tensors), dim=axis)
+            from ._tensor_join import cat
+            return cat(list(tensors), dim=axis)
 
         def is_float_type(self, x):
             return x.dtype.is_floating_point
@@ -87,7 +89,8 @@ def _define():
             return _layers()
 
         def einsum(self, pattern, *x):
-            return self.pygpu.einsum(pattern, *x)
+            from ._tensor_products import einsum
+            return einsum(pattern, *x)
 
     _BACKEND = PygpuBackend
     return PygpuBackend
@@ -105,22 +108,23 @@ def _layers():
     from einops.layers import RearrangeMixin, ReduceMixin
     from einops.layers._einmix import _EinmixMixin
 
-    from . import nn
+    from .nn.module import Module
+    from .nn.parameter import Parameter
 
-    class Rearrange(RearrangeMixin, nn.Module):
+    class Rearrange(RearrangeMixin, Module):
         def forward(self, input):
             return self._apply_recipe(input)
 
-    class Reduce(ReduceMixin, nn.Module):
+    class Reduce(ReduceMixin, Module):
         def forward(self, input):
             return self._apply_recipe(input)
 
-    class EinMix(_EinmixMixin, nn.Module):
+    class EinMix(_EinmixMixin, Module):
         def _create_parameters(self, weight_shape, weight_bound, bias_shape, bias_bound):
             from ._tensor_create import rand
-            self.weight = nn.Parameter(rand(*weight_shape) * (2 * weight_bound) - weight_bound)
+            self.weight = Parameter(rand(*weight_shape) * (2 * weight_bound) - weight_bound)
             self.bias = None if bias_shape is None else \
-                nn.Parameter(rand(*bias_shape) * (2 * bias_bound) - bias_bound)
+                Parameter(rand(*bias_shape) * (2 * bias_bound) - bias_bound)
 
         def _create_rearrange_layers(self, pre_reshape_pattern, pre_reshape_lengths,
                                      post_reshape_pattern, post_reshape_lengths):
@@ -130,7 +134,7 @@ def _layers():
                 Rearrange(post_reshape_pattern, **(post_reshape_lengths or {}))
 
         def forward(self, input):
-            from . import einsum
+            from ._tensor_products import einsum
             if self.pre_rearrange is not None:
                 input = self.pre_rearrange(input)
             result = einsum(self.einsum_pattern, input, self.weight)

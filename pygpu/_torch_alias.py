@@ -59,7 +59,7 @@ def install_as_torch():
     """Make `import torch` (and every torch.* submodule) import pygpu, for this process.
     Call it first, before anything imports the real torch; it raises ImportError if the real
     torch is already imported. Calling it again is a no-op."""
-    import pygpu
+    pygpu = _package()
     held = sys.modules.get("torch")
     if held is pygpu:
         return
@@ -76,5 +76,9 @@ def install_as_torch():
 
 
 def is_installed():
-    import pygpu
-    return sys.modules.get("torch") is pygpu
+    return sys.modules.get("torch") is _package()
+
+
+def _package():
+    """pygpu itself (imported: this module is part of it)."""
+    return sys.modules[__name__.rpartition(".")[0]]

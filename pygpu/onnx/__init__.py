@@ -183,7 +183,6 @@ def _other_inputs(args, dynamic_axes, in_names, grow=0, values=False):
     """The example inputs with `grow` more along each dynamic axis (cycled from the
     example's own), and with values=True other values: floats moved by a random amount,
     integers and booleans cycled."""
-    from .. import from_numpy
     flat = flat_tensors(args)
     rng = np.random.default_rng(1234)
     mapping = {}
@@ -199,7 +198,7 @@ def _other_inputs(args, dynamic_axes, in_names, grow=0, values=False):
             arr = arr + rng.standard_normal(arr.shape).astype(arr.dtype) * 0.5
         elif values and arr.size > 1:
             arr = np.roll(arr.reshape(-1), 1).reshape(arr.shape)
-        new = from_numpy(np.ascontiguousarray(arr)).to(t.dtype)
+        new = _C.from_numpy(np.ascontiguousarray(arr)).to(t.dtype)
         mapping[id(t)] = new if str(t.device) == "cpu" else new.to(t.device)
     return _replace(args, mapping)
 

@@ -28,6 +28,17 @@ def host_array(t):
     return np.ascontiguousarray(t.numpy()), t.dtype.name
 
 
+def view_positions(t):
+    """The storage position of each element of view t, in t's order."""
+    idx = np.full(tuple(t.shape), t.storage_offset(), dtype=np.int64)
+    for d, (n, s) in enumerate(zip(t.shape, t.stride())):
+        shape = [1] * t.ndim
+        shape[d] = n
+        idx = idx + (np.arange(n, dtype=np.int64) * s).reshape(shape)
+    return idx
+
+
+
 class Graph:
     def __init__(self, onnx, opset, param_names, dynamic=None):
         self.onnx, self.opset = onnx, opset
@@ -123,12 +134,11 @@ class Graph:
                       base.shape[i] == n else n for i, n in enumerate(t.shape)]
             self.node("Reshape", [self.names[id(base)], self.const(target, "shape")], [name])
             return
-        from ._op_converters import _view_positions
         if self.dynamic(base):
             raise NotImplementedError("onnx.export: a view of a tensor whose sizes follow the "
                                       "dynamic axes, made where no op was recorded")
-        where = {int(p): i for i, p in enumerate(_view_positions(base).reshape(-1))}
-        idx = np.vectorize(lambda p: where[int(p)], otypes=[np.int64])(_view_positions(t))
+        where = {int(p): i for i, p in enumerate(view_positions(base).reshape(-1))}
+        idx = np.vectorize(lambda p: where[int(p)], otypes=[np.int64])(view_positions(t))
         flat = self.fresh("flat")
         self.node("Reshape", [self.names[id(base)], self.const([-1], "shape")], [flat])
         self.node("Gather", [flat, self.const(idx.reshape(tuple(t.shape)), "indices")], [name],

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .. import _C
-from ._graph import elem_type
+from ._graph import elem_type, view_positions as _view_positions
 
 Tensor = _C.Tensor
 OPS = {}
@@ -263,16 +263,6 @@ def _expand(g, o, y):
         raise NotImplementedError("onnx.export: an expand to a size that follows the dynamic "
                                   "axes from a size-1 axis")
     g.node("Expand", [g.value(x), g.const(target, "shape")], y)
-
-
-def _view_positions(t):
-    """The storage position of each element of view t, in t's order."""
-    idx = np.full(tuple(t.shape), t.storage_offset(), dtype=np.int64)
-    for d, (n, s) in enumerate(zip(t.shape, t.stride())):
-        shape = [1] * t.ndim
-        shape[d] = n
-        idx = idx + (np.arange(n, dtype=np.int64) * s).reshape(shape)
-    return idx
 
 
 @op("Narrow", "Select", "AsStrided", "Flip", "Diagonal")
@@ -559,7 +549,7 @@ def _common_operands(g, o, logical):
     (the wider float, if they differ), a Python number as that dtype."""
     ts = [x for x in o.inputs if isinstance(x, Tensor)]
     if logical:
-        from .. import bool_ as target
+        from .._dtype import bool_ as target
     else:
         target = ts[0].dtype
         for t in ts[1:]:
@@ -615,5 +605,5 @@ def _isnan(g, o, y):
 
 
 def _bool():
-    from .. import bool_
+    from .._dtype import bool_
     return bool_

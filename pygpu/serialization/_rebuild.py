@@ -320,14 +320,13 @@ _REBUILDERS = {rebuild_tensor, rebuild_tensor_v2, rebuild_tensor_v3, rebuild_par
 def _allowed_globals():
     """PyTorch's weights-only allowlist (torch/_weights_only_unpickler.py,
     _get_allowed_globals), each name mapped to pygpu's object."""
-    from .. import Size
     from ..nn.parameter import Parameter
     rc = {
         "collections.OrderedDict": collections.OrderedDict,
         "collections.Counter": collections.Counter,
         "torch.nn.parameter.Parameter": Parameter,
         "torch.serialization._get_layout": get_layout,
-        "torch.Size": Size,
+        "torch.Size": _C.Size,
         "torch.Tensor": _C.Tensor,
         "torch.device": _device_of,
         "_codecs.encode": _encode,

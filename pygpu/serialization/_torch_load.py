@@ -12,6 +12,7 @@ import io
 import pickle
 import pickletools
 import struct
+import sys
 
 from ._rebuild import UNTYPED, LoadedStorage, StorageType, allowed_globals, place
 from ._weights_only import WeightsOnlyUnpickler
@@ -69,7 +70,7 @@ def _legacy_view(root, offset, size):
 def _torch_to_pygpu(module, name):
     """PyTorch's class for a full-model pickle, as pygpu's: torch.nn.modules.linear.Linear is
     pygpu.nn.Linear, torch.optim.adam.Adam pygpu.optim.Adam, ... (None: pygpu has none)."""
-    import pygpu
+    pygpu = sys.modules[__name__.split(".")[0]]  # pygpu itself: this module is part of it
     parts = module.split(".")[1:]
     candidates = [".".join(parts)]
     if parts[:2] == ["nn", "modules"]:
