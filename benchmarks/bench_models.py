@@ -367,7 +367,8 @@ def op_flops(name, shapes):
             w = shapes[1] if name != "conv2d_weight_backward" else shapes[-1]
             return 2.0 * n * co * spatial * int(np.prod(w[1:]))
         if name in ("linear", "matmul", "linear_backward", "bmm", "mm"):
-            a, b = shapes[0], shapes[1]
+            # linear_backward's operands are (grad_out (M, N), x (M, K), weight (N, K), ...)
+            a, b = (shapes[1], shapes[2]) if name == "linear_backward" else (shapes[0], shapes[1])
             m = int(np.prod(a[:-1]))
             k = a[-1]
             nn_ = b[0] if name.startswith("linear") else b[-1]

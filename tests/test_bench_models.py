@@ -38,3 +38,20 @@ def test_bench_models_tiny_memory(capsys):
     line = next(ln for ln in out.splitlines() if ln.startswith("| gpt@8 |"))
     peaks = line.split("|")[2].split("/")
     assert all(float(p) > 0 for p in peaks)  # measured resident sizes, MiB
+
+
+def test_profile_flop_counts_read_each_ops_recorded_operands():
+    """The --profile table's GFLOP/s: FLOPs from the shapes pygpu.profiler records for linear
+    (x, weight, bias, out) and linear_backward (grad_out, x, weight, grad_weight), a 3-D input
+    folded into M rows; the backward's dX and dW are two products of the forward's size."""
+    import pygpu
+    from pygpu.profiler import ProfilerActivity, profile
+    bench = _bench()
+    lin = pygpu.nn.Linear(7, 5)
+    x = pygpu.randn(3, 4, 7, requires_grad=True)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        lin(x).sum().backward()
+    got = {e.name: bench.op_flops(e.name, e.input_shapes) for e in prof.events()
+           if e.name in ("linear", "linear_backward")}
+    forward = 2.0 * (3 * 4) * 7 * 5
+    assert got == {"linear": forward, "linear_backward": 2 * forward}
