@@ -235,11 +235,14 @@ static pg_status dw_task(void *ctx, int64_t t)
     /* the phase planes, one output (or dy) plane at pitch Wq, the tap pointers, weights and
      * sums */
     size_t elems = (size_t)(j->phases * j->plane + j->OH * j->Wq + ntaps);
-    char *buf = malloc(elems * esz + (size_t)ntaps * (sizeof(void *) + sizeof(double)));
+    /* the pointers and double sums after the planes start on a 16-byte boundary (an odd
+     * count of floats would misalign them) */
+    size_t head = (elems * esz + 15) / 16 * 16;
+    char *buf = malloc(head + (size_t)ntaps * (sizeof(void *) + sizeof(double)));
     if (!buf)
         return pg_error_set(PG_ERR_NOMEM, "conv2d: out of host memory for a depthwise plane's "
                                           "scratch");
-    void **src = (void **)(buf + elems * esz);
+    void **src = (void **)(buf + head);
     double *acc = (double *)(src + ntaps);
     for (int64_t u = lo; u < hi; u++) {
         if (esz == sizeof(float)) {
