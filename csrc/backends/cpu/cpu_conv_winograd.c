@@ -449,8 +449,17 @@ int pg_cpu_conv_winograd_tile(const pg_node *n)
      * time of 10-12 alternating runs, Xeon Emerald Rapids, load 8-11): 128 ch at 16 x 16
      * 1.18x faster than im2col + GEMM, 256 at 8 x 8 1.13x, 64 at 32 x 32 1.06x; 32 at 32 x 32
      * and 16 at 32 x 32 0.92-0.78x (slower), 4 x 4 planes no gain (a tile is most of the
-     * plane). So: F(4,3) from 24 x 24 outputs up, F(2,3) from 8 x 8, 64 channels a side. */
+     * plane). So: F(4,3) from 24 x 24 outputs up, F(2,3) from 8 x 8, 64 channels a side.
+     * The weights' transform is a fixed cost per call (C * O transforms, their stores a^2
+     * planes apart), paid back only over enough tiles: forward alone, one thread, F(2,3)'s
+     * tile count N ceil(Ho/2) ceil(Wo/2) under 512 ran slower than im2col + GEMM or even
+     * (256 ch at 8 x 8, batch 1: 5.7 ms against 0.95; 128 at 16 x 16, batch 2: 2.6 against
+     * 1.9; 64 at 32 x 32, batch 2: 2.4 against 2.4), and from 512 up faster (128 at 16 x 16,
+     * batch 8: 6.3 against 6.9; 64 at 32 x 32, batch 16: 13.5 against 18.6); so batch-1
+     * inference stays with im2col. */
     if (C < 64 || O < 64)
+        return 0;
+    if (x->shape[0] * ((OH + 1) / 2) * ((OW + 1) / 2) < 512)
         return 0;
     int64_t side = OH < OW ? OH : OW;
     return side >= 24 ? 4 : side >= 8 ? 2 : 0;
