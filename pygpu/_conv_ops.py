@@ -18,8 +18,16 @@ from .autograd import Function
 
 Tensor = _C.Tensor
 
-POOL_MAX, POOL_AVG, POOL_ADAPTIVE_AVG, POOL_ADAPTIVE_MAX = 0, 1, 2, 3  # pg_ops_conv.h
-_POOL_BWD = {POOL_MAX: 4, POOL_ADAPTIVE_MAX: 4, POOL_AVG: 5, POOL_ADAPTIVE_AVG: 6}
+# the poolings are POOL rows of csrc/core/pg_subops.def, named by their IDs; each row's flags
+# (MAX, ADAPTIVE) and its gradient's ID (its `grad` column) are read from the table
+POOL_MAX, POOL_AVG, POOL_ADAPTIVE_AVG, POOL_ADAPTIVE_MAX = (
+    "MAX_FWD", "AVG_FWD", "ADAPTIVE_AVG_FWD", "ADAPTIVE_MAX_FWD")
+_POOL_ROWS = {row[1]: row for row in _C._subop_table() if row[0] == "POOL"}
+
+
+def _pool_is(kind, flag):
+    """Whether the POOL row `kind` has `flag` ("MAX", "ADAPTIVE")."""
+    return flag in _POOL_ROWS[kind][4]
 
 
 def _half(x):
@@ -322,11 +330,10 @@ class _Pool2d(Function):
     def forward(ctx, x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
                 indices_out):
         y, idx = _C._pool2d(kind, x, kernel, stride, padding, dilation, out_hw, cip, divisor,
-                            kind in (POOL_MAX, POOL_ADAPTIVE_MAX))
-        if kind == POOL_MAX:  # the windows' extent: max backward may scatter if disjoint
-            kernel = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilation))
-        elif kind == POOL_ADAPTIVE_MAX:  # windows of varying size, which may overlap
-            kernel = (0, 0)
+                            _pool_is(kind, "MAX"))
+        if _pool_is(kind, "MAX"):  # the windows' extent: max backward may scatter if disjoint
+            kernel = ((0, 0) if _pool_is(kind, "ADAPTIVE")  # of varying size: may overlap
+                      else tuple((k - 1) * d + 1 for k, d in zip(kernel, dilation)))
         ctx.args = (kind, tuple(x.shape), kernel, stride, padding, cip, divisor)
         ctx.idx = idx
         if idx is not None:
@@ -336,8 +343,8 @@ class _Pool2d(Function):
     @staticmethod
     def backward(ctx, g):
         kind, shape, kernel, stride, padding, cip, divisor = ctx.args
-        dx = _C._pool2d_backward(_POOL_BWD[kind], g, ctx.idx, shape, kernel, stride, padding,
-                                 cip, divisor)
+        grad = _POOL_ROWS[kind][5][0]  # the row's grad column: its gradient's row
+        dx = _C._pool2d_backward(grad, g, ctx.idx, shape, kernel, stride, padding, cip, divisor)
         return (dx,) + (None,) * 9
 
 
@@ -401,7 +408,7 @@ def _avg_matrix(H, W, kernel, stride, padding, out_hw, cip, divisor, adaptive):
 def pool2d(x, kind, kernel, stride, padding, dilation, out_hw, cip=True, divisor=0,
            return_indices=False):
     """Pooling of a checked x (N, C, H, W) to (N, C, *out_hw): y, or (y, indices)."""
-    is_max = kind in (POOL_MAX, POOL_ADAPTIVE_MAX)
+    is_max = _pool_is(kind, "MAX")
     if _half(x):
         return _widened(pool2d, x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
                         return_indices)
@@ -413,10 +420,10 @@ def pool2d(x, kind, kernel, stride, padding, dilation, out_hw, cip=True, divisor
     N, C, H, W = x.shape
     if is_max:
         y, idx = _max_composed(x, kernel, stride, padding, dilation, out_hw,
-                               kind == POOL_ADAPTIVE_MAX)
+                               _pool_is(kind, "ADAPTIVE"))
         return (y, idx) if return_indices else y
     P = _avg_matrix(H, W, kernel, stride, padding, out_hw, cip, divisor,
-                    kind == POOL_ADAPTIVE_AVG)
+                    _pool_is(kind, "ADAPTIVE"))
     Pt = _tensor_create.tensor(P, dtype=x.dtype, device=x.device)
     return (x.reshape(N * C, H * W) @ Pt).reshape(N, C, out_hw[0], out_hw[1])
 

@@ -115,16 +115,18 @@ static PyObject *f_conv2d_weight_backward(PyObject *mod, PyObject *args)
 }
 
 /* _pool2d(kind, x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow), count_include_pad,
- *         divisor, want_idx) -> (y, idx | None) */
+ *         divisor, want_idx) -> (y, idx | None); kind a forward POOL row's ID ("MAX_FWD") */
 static PyObject *f_pool2d(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *x;
+    const char *id;
     int kind, cip, want_idx;
     int64_t k[2], s[2], p[2], d[2], o[2], div;
-    if (!PyArg_ParseTuple(args, "iO!(LL)(LL)(LL)(LL)(LL)pLp:_pool2d", &kind, &PyTensor_Type, &x,
+    if (!PyArg_ParseTuple(args, "sO!(LL)(LL)(LL)(LL)(LL)pLp:_pool2d", &id, &PyTensor_Type, &x,
                           &k[0], &k[1], &s[0], &s[1], &p[0], &p[1], &d[0], &d[1], &o[0], &o[1],
-                          &cip, &div, &want_idx))
+                          &cip, &div, &want_idx) ||
+        (kind = pg_subop_arg("_pool2d", PG_OP_POOL, 0, id)) < 0)
         return NULL;
     pg_tensor y, idx;
     pg_status st = PG_CALL(on_cpu(T(x)),
@@ -135,18 +137,20 @@ static PyObject *f_pool2d(PyObject *mod, PyObject *args)
 }
 
 /* _pool2d_backward(kind, dy, idx | None, x_shape, (kh, kw), (sh, sw), (ph, pw),
- *                  count_include_pad, divisor) -> dx */
+ *                  count_include_pad, divisor) -> dx; kind a POOL gradient row's ID ("MAX_BWD") */
 static PyObject *f_pool2d_backward(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *dy, *io;
+    const char *id;
     int kind, cip;
     int64_t xs[4], k[2], s[2], p[2], div;
     const pg_tensor *idx;
-    if (!PyArg_ParseTuple(args, "iO!O(LLLL)(LL)(LL)(LL)pL:_pool2d_backward", &kind,
+    if (!PyArg_ParseTuple(args, "sO!O(LLLL)(LL)(LL)(LL)pL:_pool2d_backward", &id,
                           &PyTensor_Type, &dy, &io, &xs[0], &xs[1], &xs[2], &xs[3], &k[0], &k[1],
                           &s[0], &s[1], &p[0], &p[1], &cip, &div) ||
-        opt(io, "indices", &idx) < 0)
+        opt(io, "indices", &idx) < 0 ||
+        (kind = pg_subop_arg("_pool2d_backward", PG_OP_POOL, PG_SUBF_BWD, id)) < 0)
         return NULL;
     pg_tensor dx;
     pg_status st = PG_CALL(on_cpu(T(dy)),

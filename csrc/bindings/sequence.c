@@ -71,18 +71,21 @@ static int64_t *batch_sizes(PyObject *seq, int64_t *T)
 
 static bool on_cpu(const pg_tensor *t) { return t->storage->device.type == PG_DEV_CPU; }
 
-/* _rnn_forward(cell, g, w_hh, b_hh, w_hr, h, c, out, m, save, batch_sizes, reverse) -> None */
+/* _rnn_forward(cell, g, w_hh, b_hh, w_hr, h, c, out, m, save, batch_sizes, reverse) -> None;
+ * cell an RNN_CELL row's ID (csrc/core/pg_subops.def: PyTorch's mode, "LSTM") */
 static PyObject *f_rnn_forward(PyObject *mod, PyObject *args)
 {
     (void)mod;
+    const char *id;
     int cell, reverse;
     PyObject *o[9], *bso;
     const pg_tensor *t[9];
     static const char *what[9] = {"g", "weight_hh", "bias_hh", "weight_hr", "h", "c",
                                   "out", "m", "save"};
     static const bool optional[9] = {0, 0, 1, 1, 0, 1, 0, 1, 1};
-    if (!PyArg_ParseTuple(args, "iOOOOOOOOOOp:_rnn_forward", &cell, &o[0], &o[1], &o[2], &o[3],
-                          &o[4], &o[5], &o[6], &o[7], &o[8], &bso, &reverse))
+    if (!PyArg_ParseTuple(args, "sOOOOOOOOOOp:_rnn_forward", &id, &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &o[5], &o[6], &o[7], &o[8], &bso, &reverse) ||
+        (cell = pg_subop_arg("_rnn_forward", PG_OP_RNN_CELL, 0, id)) < 0)
         return NULL;
     for (int i = 0; i < 9; i++)
         if ((optional[i] ? tensor_or_none : tensor_arg)(o[i], what[i], &t[i]) < 0)
@@ -100,18 +103,20 @@ static PyObject *f_rnn_forward(PyObject *mod, PyObject *args)
 }
 
 /* _rnn_backward(cell, save, w_hh, w_hr, m, dout, dh, dc, dg, dhw, dhall, batch_sizes,
- * reverse) -> None */
+ * reverse) -> None; cell an RNN_CELL row's ID */
 static PyObject *f_rnn_backward(PyObject *mod, PyObject *args)
 {
     (void)mod;
+    const char *id;
     int cell, reverse;
     PyObject *o[10], *bso;
     const pg_tensor *t[10];
     static const char *what[10] = {"save", "weight_hh", "weight_hr", "m", "dout", "dh", "dc",
                                    "dg", "dhw", "dhall"};
     static const bool optional[10] = {0, 0, 1, 1, 1, 0, 1, 0, 1, 1};
-    if (!PyArg_ParseTuple(args, "iOOOOOOOOOOOp:_rnn_backward", &cell, &o[0], &o[1], &o[2], &o[3],
-                          &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &bso, &reverse))
+    if (!PyArg_ParseTuple(args, "sOOOOOOOOOOOp:_rnn_backward", &id, &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &bso, &reverse) ||
+        (cell = pg_subop_arg("_rnn_backward", PG_OP_RNN_CELL, 0, id)) < 0)
         return NULL;
     for (int i = 0; i < 10; i++)
         if ((optional[i] ? tensor_or_none : tensor_arg)(o[i], what[i], &t[i]) < 0)
@@ -128,13 +133,16 @@ static PyObject *f_rnn_backward(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* _rnn_save_width(cell, H, P) -> the columns of a saved row (pg_ops_rnn.c) */
+/* _rnn_save_width(cell, H, P) -> the columns of a saved row (pg_ops_rnn.c); cell an
+ * RNN_CELL row's ID */
 static PyObject *f_rnn_save_width(PyObject *mod, PyObject *args)
 {
     (void)mod;
+    const char *id;
     int cell;
     long long H, P;
-    if (!PyArg_ParseTuple(args, "iLL:_rnn_save_width", &cell, &H, &P))
+    if (!PyArg_ParseTuple(args, "sLL:_rnn_save_width", &id, &H, &P) ||
+        (cell = pg_subop_arg("_rnn_save_width", PG_OP_RNN_CELL, 0, id)) < 0)
         return NULL;
     return PyLong_FromLongLong(pg_rnn_save_width(cell, H, P));
 }

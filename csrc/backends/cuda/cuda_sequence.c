@@ -8,11 +8,6 @@
 
 #include "cuda_internal.h"
 
-_Static_assert((int)PG_CUDA_CELL_LSTM == (int)PG_CELL_LSTM &&
-                   (int)PG_CUDA_CELL_GRU == (int)PG_CELL_GRU &&
-                   (int)PG_CUDA_CELL_RNN_RELU == (int)PG_CELL_RNN_RELU,
-               "cell codes differ between pg_ops.h and pg_cuda_kernels.h");
-
 static void *ptr(const pg_tensor *t) { return t->storage ? pg_cuda_tensor_data(t) : NULL; }
 
 pg_status pg_cuda_launch_rnn(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
@@ -21,6 +16,8 @@ pg_status pg_cuda_launch_rnn(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
     memset(&a, 0, sizeof a);
     a.dtype = n->dst.dtype;
     a.cell = n->subop;
+    pg_rnn_cell_cols cell = pg_rnn_cell(n->subop); /* its row's columns (pg_subops.def) */
+    a.saved = cell.saved;
     a.bwd = n->op == PG_OP_RNN_CELL_BWD;
     a.rows = n->dst.shape[0];
     if (!a.bwd) {
@@ -40,11 +37,9 @@ pg_status pg_cuda_launch_rnn(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
         a.S = n->extra[2].storage ? n->extra[2].shape[1] : 0;
     } else {
         a.KG = n->dst.shape[1];
-        int gates = a.cell == PG_CELL_LSTM ? 4 : a.cell == PG_CELL_GRU ? 3 : 1;
-        a.H = a.KG / gates;
+        a.H = a.KG / cell.gates;
         a.S = n->src[0].shape[1];
-        int64_t ks = a.cell == PG_CELL_LSTM || a.cell == PG_CELL_GRU ? 4 * a.H : a.H;
-        a.P = a.S - ks - (a.cell == PG_CELL_LSTM ? a.H : 0);
+        a.P = a.S - cell.saved * a.H - (cell.cell_state ? a.H : 0);
         a.save = ptr(&n->src[0]);
         a.dy = ptr(&n->src[1]);
         a.lddy = n->src[1].storage ? n->src[1].strides[0] : 0;
