@@ -1,9 +1,10 @@
 """The convolutional layers' differentiable ops: convolution (and its transpose), 2-d
 pooling, batch normalization in training, and padding.
 
-One fork, in one place per op: where the tensor's device runs the CONV, POOL and
-BATCH_NORM nodes (`_C._conv_has_kernels` asks the backend's node table: cpu, sim and cuda
-have all three; CONV on cuda runs on cuDNN when pygpu.backends.cudnn can load it), each op is an autograd Function
+One fork, in one place per op: where the tensor's backend runs the CONV, POOL or
+BATCH_NORM node (`_C._has_node` asks it, with the convolution's operands and geometry: cpu,
+sim and cuda have all three; CONV on cuda runs on cuDNN, whose rules, symmetric padding and
+the library loaded, are the cuda backend's supports_node), each op is an autograd Function
 calling one C op each way (csrc/core/pg_ops_conv.c, pg_ops_pool.c, pg_ops_norm.c); elsewhere
 it is composed from tensor ops that every device runs (index_select gathers the windows, a
 matmul applies the weight or the averaging), which autograd differentiates by itself.
@@ -47,21 +48,11 @@ def _widened(fn, x, *tensors_then_args, n_tensors=0):
     return out.astype(dt)
 
 
-def has_kernels(x):
-    """Whether x's device runs the one-node convolution, pooling and batch norm."""
-    return x.dtype in (float32, float64) and _C._conv_has_kernels(x)
-
-
-def has_conv_kernels(x, geom):
-    """Whether x's device runs the CONV node for this geometry: cpu and sim always; cuda on
-    cuDNN (loaded on the first call; pygpu.backends.cudnn.enabled), whose descriptor takes
-    one padding per axis, so not the asymmetric 'same' padding of an even kernel."""
-    if x.device.type != "cuda":
-        return has_kernels(x)
-    if x.dtype not in (float32, float64) or geom[4] != geom[5] or geom[6] != geom[7]:
-        return False
-    from .backends import cudnn
-    return cudnn.usable()
+def has_node(kind, x, *more):
+    """Whether x's backend runs the node `kind` ("POOL", "BATCH_NORM", "CONV" with its weight
+    and geometry): float32/float64 (the nodes' dtypes), then the backend's answer for the
+    node as the op would launch it (supports_op, supports_node), never the device type."""
+    return x.dtype in (float32, float64) and _C._has_node(kind, x, *more)
 
 
 def _index(values, device):
@@ -271,7 +262,7 @@ def conv2d(x, w, b, geom):
     """The 2-d convolution of checked operands (x (N, C, H, W), w (O, C/g, KH, KW))."""
     if _half(x):
         return _widened(conv2d, x, w, b, geom, n_tensors=2)
-    if has_conv_kernels(x, geom):
+    if has_node("CONV", x, w, geom):
         return _Convolution.apply(x, w, b, geom)
     _check_composed(x, w, b, geom, w.shape[0])
     return _conv_composed(x, w, b, geom)
@@ -297,8 +288,9 @@ def conv_transpose2d(x, w, b, geom, out_hw):
     N = x.shape[0]
     G = geom[8]
     Cout = w.shape[1] * G
-    if has_conv_kernels(x, geom):
-        return _ConvolutionTranspose.apply(x, w, b, geom, (N, Cout) + tuple(out_hw))
+    out_shape = (N, Cout) + tuple(out_hw)
+    if has_node("CONV", x, w, geom, out_shape):  # the input gradient's node
+        return _ConvolutionTranspose.apply(x, w, b, geom, out_shape)
     # composed: the convolution of x dilated by the stride, padded by d(k-1) - p (cropped
     # where negative), with the weight's groups transposed and its taps reversed
     if b is not None and (b.ndim != 1 or b.shape[0] != Cout):
@@ -412,7 +404,7 @@ def pool2d(x, kind, kernel, stride, padding, dilation, out_hw, cip=True, divisor
     if _half(x):
         return _widened(pool2d, x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
                         return_indices)
-    if has_kernels(x):
+    if has_node("POOL", x):
         holder = []
         y = _Pool2d.apply(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
                           holder)
@@ -456,7 +448,7 @@ def batch_norm_train(x, w, b, running_mean, running_var, momentum, eps, relu=Fal
     if _half(x):  # the statistics and the parameters stay float32
         return batch_norm_train(x.astype(float32), w, b, running_mean, running_var, momentum,
                                 eps, relu).astype(x.dtype)
-    if has_kernels(x) and all(t is None or (t.dtype == x.dtype and t.device == x.device)
+    if has_node("BATCH_NORM", x) and all(t is None or (t.dtype == x.dtype and t.device == x.device)
                               for t in (w, b, running_mean, running_var)):
         return _BatchNorm.apply(x, w, b, running_mean, running_var, float(momentum),
                                 float(eps), bool(relu))

@@ -44,6 +44,8 @@ class _Cuda(Accelerator):
                     if _C._load_cuda(PLUGIN):
                         _set_option("current_device", self._current)
                         _set_option("allow_tf32", _tf32)  # set before the load
+                        from .backends import cudnn  # its switches, and where cuDNN may be
+                        cudnn._offer()
                 type(self)._tried = True
 
     def set_device(self, device):

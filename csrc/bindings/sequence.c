@@ -147,8 +147,8 @@ static PyObject *f_rnn_save_width(PyObject *mod, PyObject *args)
     return PyLong_FromLongLong(pg_rnn_save_width(cell, H, P));
 }
 
-/* _sdpa_fwd(q, k, v, mask | None, scale, causal, dropout_p) -> (out, lse, seed, offset),
- * or None where the device's backend has no fused kernel */
+/* _sdpa_fwd(q, k, v, mask | None, scale, causal, dropout_p) -> (out, lse, seed, offset);
+ * pygpu/_attention_ops.py calls it where _C._has_node("SDPA", q, k, v) says the node runs */
 static PyObject *f_sdpa_fwd(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -163,8 +163,6 @@ static PyObject *f_sdpa_fwd(PyObject *mod, PyObject *args)
     for (int i = 0; i < 4; i++)
         if ((i == 3 ? tensor_or_none : tensor_arg)(o[i], what[i], &t[i]) < 0)
             return NULL;
-    if (!pg_backend_has_op(pg_tensor_device(t[0]), PG_OP_SDPA, t[0]->dtype))
-        Py_RETURN_NONE;
     pg_tensor out, lse;
     uint64_t seed, offset;
     pg_status st = PG_CALL(on_cpu(t[0]), pg_op_sdpa_fwd(t[0], t[1], t[2], t[3], scale, causal, p,
@@ -211,19 +209,8 @@ static PyObject *f_sdpa_bwd(PyObject *mod, PyObject *args)
     return Py_BuildValue("(NNN)", a, b, c);
 }
 
-/* _sdpa_supported(q) -> whether q's device runs the fused attention on q's dtype */
-static PyObject *f_sdpa_supported(PyObject *mod, PyObject *q)
-{
-    (void)mod;
-    const pg_tensor *t;
-    if (tensor_arg(q, "query", &t) < 0)
-        return NULL;
-    return PyBool_FromLong(pg_backend_has_op(pg_tensor_device(t), PG_OP_SDPA, t->dtype));
-}
-
 PyMethodDef pg_sequence_functions[] = {
-    {"_sdpa_supported", f_sdpa_supported, METH_O, "internal: whether the query's device has the fused attention kernel"},
-    {"_sdpa_fwd", f_sdpa_fwd, METH_VARARGS, "internal: fused scaled-dot-product attention -> (out, lse, seed, offset), or None where the backend has no kernel"},
+    {"_sdpa_fwd", f_sdpa_fwd, METH_VARARGS, "internal: fused scaled-dot-product attention -> (out, lse, seed, offset)"},
     {"_sdpa_bwd", f_sdpa_bwd, METH_VARARGS, "internal: its backward -> (dq, dk, dv)"},
     {"_rnn_save_width", f_rnn_save_width, METH_VARARGS, "internal: the width of a recurrent layer's saved rows"},
     {"_rnn_forward", f_rnn_forward, METH_VARARGS, "internal: one direction of one recurrent layer, forward (pg_ops_rnn.c)"},

@@ -78,6 +78,14 @@ typedef struct pg_conv_args {
     int64_t groups;
 } pg_conv_args;
 
+/* The forward's and the input gradient's nodes, checked as the ops check them, described
+ * but not launched: sources borrowed, dst's dtype and shape without storage. What
+ * _C._has_node("CONV", ...) asks the backend about (pg_backend_has_node: cuDNN's rules). */
+pg_status pg_conv2d_node(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
+                         const pg_conv_args *a, pg_node *n);
+pg_status pg_conv2d_input_backward_node(const pg_tensor *dy, const pg_tensor *w,
+                                        const pg_tensor *b, const int64_t x_shape[4],
+                                        const pg_conv_args *a, pg_node *n);
 /* y = conv(x, w) + b (b NULL or (O,)); "conv2d" in messages */
 pg_status pg_op_conv2d(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
                        const pg_conv_args *a, pg_tensor *y);

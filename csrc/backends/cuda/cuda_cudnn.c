@@ -155,6 +155,63 @@ int pg_plugin_cudnn_load(const char *path, char *why, size_t len)
 
 size_t pg_plugin_cudnn_version(void) { return pg_cudnn.lib ? pg_cudnn.version : 0; }
 
+/* The libraries pygpu offered when it loaded the plugin (pygpu/backends/cudnn.py's
+ * candidates, newline-separated), tried once, in order, when the first convolution asks:
+ * cuDNN is loaded on first use, by the backend that uses it. */
+static struct {
+    pthread_mutex_t lock;
+    char paths[8192];
+    bool tried;
+} g_offer = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+pg_status pg_plugin_cudnn_offer(const char *paths)
+{
+    pthread_mutex_lock(&g_offer.lock);
+    snprintf(g_offer.paths, sizeof g_offer.paths, "%s", paths ? paths : "");
+    g_offer.tried = false;
+    pthread_mutex_unlock(&g_offer.lock);
+    return PG_OK;
+}
+
+static bool loaded_on_first_use(void)
+{
+    if (pg_cudnn.lib)
+        return true;
+    pthread_mutex_lock(&g_offer.lock);
+    if (!g_offer.tried) {
+        g_offer.tried = true;
+        char paths[sizeof g_offer.paths], why[512];
+        memcpy(paths, g_offer.paths, sizeof paths);
+        char *save = NULL;
+        for (char *p = strtok_r(paths, "\n", &save); p && !pg_cudnn.lib;
+             p = strtok_r(NULL, "\n", &save))
+            (void)pg_plugin_cudnn_load(p, why, sizeof why); /* pygpu.backends.cudnn says why */
+    }
+    pthread_mutex_unlock(&g_offer.lock);
+    return pg_cudnn.lib != NULL;
+}
+
+/* supports_node's rule for CONV: cuDNN enabled (pygpu.backends.cudnn.enabled) and loaded, and
+ * the node's geometry one cuDNN descriptor can say: it pads each axis alike before and after,
+ * so its output size from that padding must be the node's (PyTorch's 'same' with an even
+ * kernel pads one more after: composed instead). The same for the three sub-ops: x and y are
+ * where the sub-op's row puts them. */
+bool pg_cuda_cudnn_runs(const pg_node *n)
+{
+    if (!atomic_load(&pg_cuda.cudnn_enabled) || !loaded_on_first_use())
+        return false;
+    const pg_tensor *x = pg_conv_operand(n, PG_CONV_X), *y = pg_conv_operand(n, PG_CONV_Y);
+    const pg_conv_geom *g = &n->p.conv;
+    const int64_t pad[2] = {g->ph, g->pw}, k[2] = {g->kh, g->kw};
+    const int64_t s[2] = {g->sh, g->sw}, d[2] = {g->dh, g->dw};
+    for (int a = 0; a < 2; a++) {
+        int64_t span = d[a] * (k[a] - 1) + 1, padded = x->shape[2 + a] + 2 * pad[a];
+        if (s[a] <= 0 || padded < span || (padded - span) / s[a] + 1 != y->shape[2 + a])
+            return false;
+    }
+    return true;
+}
+
 bool pg_cuda_cudnn_ready(void) { return pg_cudnn.lib != NULL; }
 
 static pg_status check(pg_cuda_device *d, pg_cudnn_status st, const char *op, const char *call)

@@ -10,6 +10,16 @@
 
 static void *ptr(const pg_tensor *t) { return t->storage ? pg_cuda_tensor_data(t) : NULL; }
 
+/* supports_node's rule for SDPA and SDPA_BWD: the kernels hold a query's and a value's head
+ * (E, Ev) in registers and shared memory, up to PG_CUDA_SDPA_MAX_HEAD; q is src[0], v src[2] */
+bool pg_cuda_sdpa_runs(const pg_node *n)
+{
+    const pg_tensor *q = &n->src[0], *v = &n->src[2];
+    if (n->nsrc < 3 || q->ndim != 4 || v->ndim != 4)
+        return true; /* not a node the core launches: its own checks answer */
+    return q->shape[3] <= PG_CUDA_SDPA_MAX_HEAD && v->shape[3] <= PG_CUDA_SDPA_MAX_HEAD;
+}
+
 pg_status pg_cuda_launch_rnn(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
     pg_cuda_rnn_args a;
@@ -94,10 +104,11 @@ pg_status pg_cuda_launch_sdpa(pg_cuda_device *d, const pg_cuda_ctx *ctx, const p
     a.causal = n->p.sdpa.causal != 0;
     a.seed = n->p.sdpa.seed;
     bool bwd = n->op == PG_OP_SDPA_BWD;
-    if (a.E > 128 || a.Ev > 128)
-        return pg_cuda_error(PG_ERR_VALUE, "cuda:%d: %s: head dimensions above 128 (here %lld "
+    if (a.E > PG_CUDA_SDPA_MAX_HEAD || a.Ev > PG_CUDA_SDPA_MAX_HEAD) /* pg_cuda_sdpa_runs said so */
+        return pg_cuda_error(PG_ERR_VALUE, "cuda:%d: %s: head dimensions above %d (here %lld "
                                            "and %lld) have no CUDA kernel yet",
-                             d->index, n->name, (long long)a.E, (long long)a.Ev);
+                             d->index, n->name, PG_CUDA_SDPA_MAX_HEAD, (long long)a.E,
+                             (long long)a.Ev);
     cudaError_t err;
     if (!bwd) {
         a.o = ptr(&n->dst);

@@ -351,6 +351,9 @@ cudaError_t pg_kernel_rnn_cell(const pg_cuda_ctx *ctx, const pg_cuda_rnn_args *a
  * float64, head dimensions up to 128 (larger: cudaErrorInvalidValue); shapes and parameters
  * as csrc/core/pg_ops_attention.c gives them. Strides in elements: (batch, head, row) of each
  * operand (unit stride on the last axis), the mask's four (0 where it broadcasts). */
+/* the largest head dimension (E, Ev) the attention kernels take: the cuda backend's
+ * supports_node declines a larger one (cuda_sequence.c), which is composed instead */
+#define PG_CUDA_SDPA_MAX_HEAD 128
 typedef struct pg_cuda_sdpa_args {
     int dtype;
     int64_t Bt, Hq, Hk, L, S, E, Ev;
