@@ -25,6 +25,7 @@ import sys
 import types
 
 from .. import _C
+from .. import cuda as _cuda
 
 _SWITCHES = ("enabled", "benchmark", "deterministic")
 _state = {"enabled": True, "benchmark": False, "deterministic": False, "loaded": None,
@@ -58,11 +59,10 @@ def _load():
     """Load cuDNN into the CUDA plugin (once); True when it is there."""
     if _state["loaded"] is not None:
         return _state["loaded"]
-    from .. import cuda
-    if cuda.is_built():
-        cuda._load()  # the plugin (once); it preloads cuBLAS from its wheel
-    if not cuda.is_built() or not _C._load_cuda(None):
-        _state["why"] = f"the CUDA backend is not available: {cuda.unavailable_reason()}"
+    if _cuda.is_built():
+        _cuda._load()  # the plugin (once); it preloads cuBLAS from its wheel
+    if not _cuda.is_built() or not _C._load_cuda(None):
+        _state["why"] = f"the CUDA backend is not available: {_cuda.unavailable_reason()}"
         _state["loaded"] = False
         return False
     errors = []
@@ -89,10 +89,15 @@ def _apply():
 
 
 def _offer():
-    """Called by pygpu.cuda once the plugin is loaded: the switches, and the libraries the
+    """Run by pygpu.cuda once the plugin is loaded: the switches, and the libraries the
     plugin tries when the first convolution asks (nothing is loaded here)."""
     _apply()
     _C._cuda_cudnn_offer("\n".join(library_candidates()))
+
+
+_cuda._after_load.append(_offer)
+if _C._load_cuda(None):  # the plugin was loaded before this module (None: never loads it)
+    _offer()
 
 
 def is_available():
