@@ -1,5 +1,6 @@
 /* pg_op_props.h - the subop enums and each elementwise op's properties, read
- * from the op table's columns (pg_ops.def), so no `op == ...` list restates them.
+ * from the op table's columns (pg_ops.def), so no `op == ...` list restates them;
+ * and the codes and flags of the other node kinds' sub-ops (pg_subops.def's rows).
  *
  * Plain C and C++ (no <stdatomic.h>): the core (through pg_node.h), the CPU
  * kernels, the CUDA plugin's glue and the CUDA kernels (csrc/backends/cuda/kernels/pg_cuda_kernels.h,
