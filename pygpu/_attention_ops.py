@@ -163,10 +163,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         mask = mask.astype(work)
     q4, k4, v4 = _as4(q, nb), _as4(k, nb), _as4(v, nb)
     m4 = _mask4(mask, q.shape, k.shape[-2], nb) if mask is not None else None
-    out = None
-    if _C._sdpa_supported(q4):
+    # the backend's answer for this node (its dtype; on cuda, the kernel's head dimensions)
+    if _C._has_node("SDPA", q4, k4, v4, m4):
         out = _SDPA.apply(q4, k4, v4, m4, scale, bool(is_causal), float(dropout_p))
-    if out is None:
+    else:
         group = q4.shape[1] // k4.shape[1]
         out = _composite(q4, k4, v4, m4, scale, bool(is_causal), float(dropout_p), group)
     out = out.reshape(*query.shape[:-1], value.shape[-1])

@@ -160,13 +160,13 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
 @factory
 def rand(*shape, size=None, dtype=None, device=None):
     """Uniform samples in [0, 1), from the device's Philox generator."""
-    return _C._random(0, _shape(_size_kw(shape, size), "rand"), _dt(dtype, float32), _dev(device))
+    return _C._random("UNIFORM", _shape(_size_kw(shape, size), "rand"), _dt(dtype, float32), _dev(device))
 
 
 @factory
 def randn(*shape, size=None, dtype=None, device=None):
     """Standard normal samples, from the device's Philox generator."""
-    return _C._random(1, _shape(_size_kw(shape, size), "randn"), _dt(dtype, float32), _dev(device))
+    return _C._random("NORMAL", _shape(_size_kw(shape, size), "randn"), _dt(dtype, float32), _dev(device))
 
 
 def manual_seed(seed):

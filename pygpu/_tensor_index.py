@@ -80,14 +80,14 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     src = _scatter_src(self, index, src, value, "scatter_")
     if reduce not in (None, "add"):
         raise ValueError(f"scatter_: reduce={reduce!r} is not supported (None or 'add')")
-    _C._scatter(1 if reduce == "add" else 0, self, norm_dim("scatter_", dim, self.ndim), index,
+    _C._scatter("SCATTER_ADD" if reduce == "add" else "SCATTER", self, norm_dim("scatter_", dim, self.ndim), index,
                 src)
     return self
 
 
 def scatter_add_(self, dim, index, src):
     index, src = _one_d_index(self, index, src)
-    _C._scatter(1, self, norm_dim("scatter_add_", dim, self.ndim), index, src)
+    _C._scatter("SCATTER_ADD", self, norm_dim("scatter_add_", dim, self.ndim), index, src)
     return self
 
 
@@ -97,7 +97,7 @@ class _ScatterFn(Function):
         ctx.dim, ctx.index, ctx.add = dim, index, add
         ctx.src_shape = src.shape
         out = x.clone()
-        _C._scatter(1 if add else 0, out, dim, index, src)
+        _C._scatter("SCATTER_ADD" if add else "SCATTER", out, dim, index, src)
         return out
 
     @staticmethod
@@ -105,7 +105,7 @@ class _ScatterFn(Function):
         gx = g
         if not ctx.add:  # the overwritten elements get no gradient
             gx = g.clone()
-            _C._scatter(0, gx, ctx.dim, ctx.index, _zeros(ctx.index.shape, g))
+            _C._scatter("SCATTER", gx, ctx.dim, ctx.index, _zeros(ctx.index.shape, g))
         gs = _C._gather(g, ctx.dim, ctx.index)
         if gs.shape != ctx.src_shape:
             full = _zeros(ctx.src_shape, g)
@@ -123,7 +123,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     if _needs_grad(self, src):
         return _ScatterFn.apply(self, src, d, index, reduce == "add")
     out = self.clone()
-    _C._scatter(1 if reduce == "add" else 0, out, d, index, src)
+    _C._scatter("SCATTER_ADD" if reduce == "add" else "SCATTER", out, d, index, src)
     return out
 
 
@@ -142,7 +142,7 @@ class _IndexSelectFn(Function):
     @staticmethod
     def backward(ctx, g):
         out = _zeros(ctx.shape, g)
-        _C._scatter(3, out, ctx.dim, ctx.index, g)
+        _C._scatter("INDEX_ADD", out, ctx.dim, ctx.index, g)
         return out, None, None
 
 
@@ -158,12 +158,12 @@ def index_select(self, dim, index):
 def index_add_(self, dim, index, source, *, alpha=1):
     if alpha != 1:
         source = source * alpha
-    _C._scatter(3, self, norm_dim("index_add_", dim, self.ndim), index, source)
+    _C._scatter("INDEX_ADD", self, norm_dim("index_add_", dim, self.ndim), index, source)
     return self
 
 
 def index_copy_(self, dim, index, source):
-    _C._scatter(2, self, norm_dim("index_copy_", dim, self.ndim), index, source)
+    _C._scatter("INDEX_COPY", self, norm_dim("index_copy_", dim, self.ndim), index, source)
     return self
 
 
@@ -365,7 +365,7 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
     if return_inverse:
         group = _C._cumulative(change, 0, False) - 1  # int64: each sorted element's group
         inv = _zeros((n,), group)
-        _C._scatter(0, inv, 0, order, group)
+        _C._scatter("SCATTER", inv, 0, order, group)
         out.append(inv.reshape(self.shape))
     if return_counts:
         starts = _flat_positions(change)
@@ -548,11 +548,11 @@ def setitem(self, key, value):
     except RuntimeError:
         merged = None
     if merged is not None:
-        _C._scatter(2, merged, p, lin, src.contiguous())
+        _C._scatter("INDEX_COPY", merged, p, lin, src.contiguous())
         return
     # a layout no view reaches: copy, write, copy back
     tmp = view.reshape(merged_shape).contiguous()
-    _C._scatter(2, tmp, p, lin, src.contiguous())
+    _C._scatter("INDEX_COPY", tmp, p, lin, src.contiguous())
     _c_setitem(view, Ellipsis, tmp.reshape(shape))
 
 

@@ -62,7 +62,7 @@ class Gather(Function):
     def backward(ctx, g):
         from ._tensor_create import zeros
         out = zeros(ctx.shape, dtype=g.dtype, device=g.device)
-        _C._scatter(1, out, ctx.dim, ctx.idx, g.contiguous())
+        _C._scatter("SCATTER_ADD", out, ctx.dim, ctx.idx, g.contiguous())
         return out, None, None
 
 

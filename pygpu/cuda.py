@@ -44,6 +44,8 @@ class _Cuda(Accelerator):
                     if _C._load_cuda(PLUGIN):
                         _set_option("current_device", self._current)
                         _set_option("allow_tf32", _tf32)  # set before the load
+                        for hook in _after_load:  # pygpu.backends.cudnn: its switches
+                            hook()
                 type(self)._tried = True
 
     def set_device(self, device):
@@ -69,6 +71,11 @@ class _Cuda(Accelerator):
             return ("pygpu was built without the CUDA backend"
                     + (f": {why}" if why else f" (no {os.path.basename(PLUGIN)})"))
         return _C._cuda_reason()
+
+
+# what runs once the plugin is loaded: the modules of its libraries hand it their settings
+# (pygpu.backends.cudnn registers its switches and the libraries to try)
+_after_load = []
 
 
 def _build_reason():

@@ -320,3 +320,19 @@ def test_transformer_dropout_trains_and_evaluates(device):
     ev = pl(pygpu.tensor(x, device=device))
     _close(ev, tl(torch.tensor(x)))
     assert not np.allclose(train.numpy(), ev.numpy())
+
+
+def test_a_head_dimension_a_backend_declines_gives_the_same_result(device):
+    """Head dimensions above 128 have no cuda kernel: cuda's supports_node declines the node
+    (_C._has_node asks it; Python never asks the device type) and the op is composed, with
+    PyTorch's result on every device, gradients included."""
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((1, 2, 5, 160)) for _ in range(3))
+    pq, pk, pv = (pygpu.tensor(a, device=device).requires_grad_() for a in (q, k, v))
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    po = F.scaled_dot_product_attention(pq, pk, pv, is_causal=True)
+    to = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+    _close(po, to)
+    po.sum().backward()
+    to.sum().backward()
+    _close(pq.grad, tq.grad)

@@ -357,8 +357,11 @@ def test_from_array_copy_checks_the_dtype_code(code):
 
 
 def test_private_random_checks_its_kind():
-    with pytest.raises(ValueError, match="kind"):
-        _C._random(5, (2,), pygpu.float32, "cpu")
+    with pytest.raises(ValueError, match="_random: GAMMA is not one of its RANDOM sub-ops "
+                                         r"\(UNIFORM, NORMAL;"):
+        _C._random("GAMMA", (2,), pygpu.float32, "cpu")
+    with pytest.raises(TypeError):
+        _C._random(1, (2,), pygpu.float32, "cpu")  # a sub-op is named by its row's ID
 
 
 # ---- an int too big for int64 ------------------------------------------------------------------------

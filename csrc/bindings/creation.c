@@ -71,17 +71,16 @@ static PyObject *f_arange(PyObject *mod, PyObject *args)
     return pg_wrap_result(st, &out);
 }
 
-/* _random(kind, shape, dtype, device): kind 0 uniform, 1 normal */
+/* _random(kind, shape, dtype, device): kind a RANDOM row's ID, "UNIFORM" or "NORMAL" */
 static PyObject *f_random(PyObject *mod, PyObject *args)
 {
     (void)mod;
+    const char *id;
     int kind;
     PyObject *shape_o, *dtype_o, *dev_o;
-    if (!PyArg_ParseTuple(args, "iOOO", &kind, &shape_o, &dtype_o, &dev_o))
+    if (!PyArg_ParseTuple(args, "sOOO:_random", &id, &shape_o, &dtype_o, &dev_o) ||
+        (kind = pg_subop_arg("_random", PG_OP_RANDOM, 0, id)) < 0)
         return NULL;
-    if (kind != PG_RANDOM_UNIFORM && kind != PG_RANDOM_NORMAL)
-        return PyErr_Format(PyExc_ValueError, "_random: kind must be 0 (uniform) or 1 (normal), "
-                                              "got %d", kind);
     int ndim, code;
     int64_t shape[PG_MAX_DIMS];
     pg_device dev;
@@ -96,6 +95,6 @@ static PyObject *f_random(PyObject *mod, PyObject *args)
 PyMethodDef pg_creation_functions[] = {
     {"_full", f_full, METH_VARARGS, "internal: _full(shape, value_or_None, dtype, device)"},
     {"_arange", f_arange, METH_VARARGS, "internal: _arange(start, step, n, dtype, device)"},
-    {"_random", f_random, METH_VARARGS, "internal: _random(kind, shape, dtype, device)"},
+    {"_random", f_random, METH_VARARGS, "internal: _random(kind, shape, dtype, device): kind a RANDOM row's ID (UNIFORM, NORMAL)"},
     {NULL, NULL, 0, NULL},
 };

@@ -109,6 +109,7 @@ static PyObject *ptr_or_none(void *p) { return p ? PyLong_FromVoidPtr(p) : Py_Ne
     X1(graph_reset, handle, none, "internal: drop a graph's capture")                              \
     X1(nccl_load, str, none, "internal: load libnccl from a path")                                 \
     X1(cudnn_load, str, none, "internal: load libcudnn from a path")                               \
+    X1(cudnn_offer, str, none, "internal: the libcudnn paths to try on the first convolution")    \
     X1(nccl_comm_destroy, handle, none, "internal: finalize and destroy")                          \
     X1(nccl_comm_abort, handle, none, "internal: abort a communicator")
 

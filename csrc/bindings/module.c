@@ -40,6 +40,7 @@ extern PyMethodDef pg_quantized_functions[]; /* quantized.c: the int8 layers' en
 extern PyMethodDef pg_cuda_extras_functions[]; /* cuda_extras.c: the CUDA plugin's extras table */
 extern PyMethodDef pg_profile_functions[]; /* profile.c: pygpu.profiler's recorder */
 extern PyMethodDef pg_linalg_functions[]; /* linalg.c: LAPACK's factorizations (pygpu/linalg.py) */
+extern PyMethodDef pg_subop_functions[];  /* subops.c: _C._subop_table() */
 
 PyMODINIT_FUNC PyInit__C(void)
 {
@@ -73,6 +74,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_surface_functions) < 0 ||
         PyModule_AddFunctions(m, pg_quantized_functions) < 0 ||
         PyModule_AddFunctions(m, pg_linalg_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_subop_functions) < 0 ||
         PyModule_AddFunctions(m, pg_cuda_extras_functions) < 0 ||
         PyModule_AddFunctions(m, pg_profile_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||

@@ -84,6 +84,10 @@ int pg_check_device(pg_device d);
 /* The same for a dtype code: -1 with a ValueError. */
 int pg_check_dtype_code(long code);
 int pg_parse_device(PyObject *o, pg_device *d);
+/* The code of node kind `node`'s sub-op whose row (csrc/core/pg_subops.def) has the ID
+ * `id` ("SCATTER_ADD") and every flag in `need`; -1 with a ValueError naming the kind's
+ * rows that qualify (subops.c). */
+int pg_subop_arg(const char *fn, int node, unsigned need, const char *id);
 /* shape from a tuple/list of ints, or from varargs ints */
 int pg_parse_shape(PyObject *o, int *ndim, int64_t *shape);
 

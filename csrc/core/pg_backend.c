@@ -56,6 +56,28 @@ bool pg_backend_has_op(pg_device dev, int op, int dtype)
     return be && (!be->supports_op || be->supports_op(be, op, dtype));
 }
 
+/* the dtype a node's kind is asked about: its first operand's (a cast's source), else dst's */
+static int node_dtype(const pg_node *n) { return n->nsrc > 0 ? n->src[0].dtype : n->dst.dtype; }
+
+bool pg_backend_has_node(pg_device dev, const pg_node *node)
+{
+    const pg_backend *be = pg_backend_get(dev.type);
+    return be && pg_backend_has_op(dev, node->op, node_dtype(node)) &&
+           (!be->supports_node || be->supports_node(be, dev.index, node));
+}
+
+pg_status pg_backend_check_node(pg_device dev, const pg_node *node)
+{
+    const pg_backend *be = pg_backend_get(dev.type);
+    if (!be || !be->supports_node || be->supports_node(be, dev.index, node))
+        return PG_OK;
+    return pg_error_set(PG_ERR_RUNTIME, "%s: the %s backend has no kernel for this node's "
+                                        "parameters (its supports_node declines it); the "
+                                        "public function composes it there (pygpu.nn.functional, "
+                                        "pygpu.linalg, ...)",
+                        node->name ? node->name : "op", be->name);
+}
+
 pg_status pg_backend_for(pg_device dev, const pg_backend **out)
 {
     const pg_backend *be = pg_backend_get(dev.type);

@@ -25,7 +25,7 @@
 
 #include "pg_status.h"
 
-#define PG_CUDA_EXTRAS_VERSION 2 /* 2: cudnn_load, cudnn_version */
+#define PG_CUDA_EXTRAS_VERSION 3 /* 2: cudnn_load, cudnn_version; 3: cudnn_offer */
 #define PG_PLUGIN_EXTRAS_SYMBOL "pg_plugin_get_extras"
 #define PG_CUDA_NCCL_ID_BYTES 128 /* sizeof(ncclUniqueId) */
 
@@ -108,6 +108,9 @@ typedef struct pg_cuda_extras {
     /* cuDNN (the convolutions, csrc/backends/cuda/cuda_cudnn.c), loaded on first use */
     pg_status (*cudnn_load)(const char *path); /* PG_ERR_UNAVAILABLE: why not */
     size_t (*cudnn_version)(void);             /* 0 before cudnn_load succeeded */
+    /* the libraries to try (newline-separated), loaded by the plugin when the first
+     * convolution asks whether cuDNN runs it (supports_node) */
+    pg_status (*cudnn_offer)(const char *paths);
 } pg_cuda_extras;
 
 /* What the plugin exports: *out = its table if it was built for `version`, else

@@ -136,7 +136,7 @@ pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int
     pg_tensor_out_init(out, NULL);
     if (dt != PG_FLOAT32 && dt != PG_FLOAT64)
         return pg_error_set(PG_ERR_DTYPE, "%s: dtype must be float32 or float64, got %s",
-                            kind == PG_RANDOM_NORMAL ? "randn" : "rand", pg_dtype_name(dt));
+                            pg_subop_name(kind), pg_dtype_name(dt));
     PG_TRY(pg_tensor_empty(dev, dt, ndim, shape, out));
     int64_t n = pg_tensor_numel(out);
     pg_node node;
@@ -145,7 +145,7 @@ pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int
     node.subop = kind;
     node.nsrc = 0;
     node.dst = *out;
-    node.name = kind == PG_RANDOM_NORMAL ? "randn" : "rand";
+    node.name = pg_subop_name(kind); /* the RANDOM row's: "rand", "randn" */
     pthread_mutex_lock(&g_rng_lock);
     rng_init_locked();
     int slot = pg_device_slot(dev);

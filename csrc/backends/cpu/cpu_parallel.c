@@ -194,7 +194,7 @@ static pg_status run_rows(pg_pool *pool, const pg_node *node)
  * not the (k-wide) output's. Other index ops run on the calling thread. */
 static pg_status run_index(pg_pool *pool, const pg_node *node)
 {
-    if (node->subop != PG_IDX_TOPK || node->p.index.axis == 0 || node->src[0].ndim < 2)
+    if (node->subop != PG_INDEX_TOPK || node->p.index.axis == 0 || node->src[0].ndim < 2)
         return pg_cpu_execute(node);
     return run_dim0_slices(pool, node, pg_tensor_numel(&node->src[0]));
 }

@@ -153,6 +153,7 @@ static const pg_cuda_extras pg_cuda_extras_table = {
     .nccl_broadcast = nccl_broadcast,
     .cudnn_load = cudnn_load,
     .cudnn_version = pg_plugin_cudnn_version,
+    .cudnn_offer = pg_plugin_cudnn_offer,
 };
 
 pg_status pg_plugin_get_extras(int version, const void **out)

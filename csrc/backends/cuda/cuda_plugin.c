@@ -176,6 +176,25 @@ static bool pg_cuda_supports_op(const pg_backend *be, int op, int dtype)
     return pg_cuda_runs_op(op, dtype); /* the PG_NODE rows' cuda column (cuda_launch.c) */
 }
 
+/* The node kinds whose kernels cover only part of what the core accepts, and the rule that
+ * says which part (beside the kernels they guard); the other kinds run every node their
+ * supports_op takes. */
+static bool (*const pg_cuda_node_rules[PG_NUM_OPS])(const pg_node *) = {
+    [PG_OP_CONV] = pg_cuda_cudnn_runs,
+    [PG_OP_SDPA] = pg_cuda_sdpa_runs,
+    [PG_OP_SDPA_BWD] = pg_cuda_sdpa_runs,
+};
+
+/* supports_node (pg_backend.h): the node's own rule, where its kind has one */
+static bool pg_cuda_supports_node(const pg_backend *be, int index, const pg_node *node)
+{
+    (void)be;
+    (void)index;
+    bool (*rule)(const pg_node *) =
+        node->op >= 0 && node->op < PG_NUM_OPS ? pg_cuda_node_rules[node->op] : NULL;
+    return rule == NULL || rule(node);
+}
+
 const pg_backend pg_cuda_backend = {
     .name = "cuda",
     .type = PG_DEV_CUDA,
@@ -194,6 +213,7 @@ const pg_backend pg_cuda_backend = {
     .unavailable_reason = pg_cuda_unavailable_reason,
     .mem_get_info = pg_cuda_mem_get_info,
     .supports_op = pg_cuda_supports_op,
+    .supports_node = pg_cuda_supports_node,
 };
 
 pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out)
@@ -233,6 +253,8 @@ static atomic_int *pg_cuda_option(const char *name)
         return &pg_cuda.cudnn_benchmark;
     if (name != NULL && strcmp(name, "cudnn_deterministic") == 0)
         return &pg_cuda.cudnn_deterministic;
+    if (name != NULL && strcmp(name, "cudnn_enabled") == 0)
+        return &pg_cuda.cudnn_enabled;
     if (name != NULL && strcmp(name, "int8_requant_in_gemm") == 0)
         return &pg_cuda.int8_requant_in_gemm;
     return NULL;
@@ -245,7 +267,7 @@ pg_status pg_plugin_set_option(const char *name, int value)
         return pg_cuda_error(PG_ERR_VALUE,
                              "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
                              "kernel_timing, current_device, nccl_timeout_s, cudnn_benchmark, "
-                             "cudnn_deterministic, int8_requant_in_gemm)",
+                             "cudnn_deterministic, cudnn_enabled, int8_requant_in_gemm)",
                              name != NULL ? name : "(null)");
     if (opt == &pg_cuda.nvtx && value != 0 && !pg_cuda_have_nvtx())
         return pg_cuda_error(PG_ERR_UNAVAILABLE,
@@ -274,7 +296,7 @@ pg_status pg_plugin_get_option(const char *name, int *value)
         return pg_cuda_error(PG_ERR_VALUE,
                              "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
                              "kernel_timing, current_device, nccl_timeout_s, cudnn_benchmark, "
-                             "cudnn_deterministic, int8_requant_in_gemm)",
+                             "cudnn_deterministic, cudnn_enabled, int8_requant_in_gemm)",
                              name != NULL ? name : "(null)");
     *value = atomic_load(opt);
     return PG_OK;
