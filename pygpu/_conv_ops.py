@@ -291,12 +291,17 @@ def conv_transpose2d(x, w, b, geom, out_hw):
     Cout = w.shape[1] * G
     if has_conv_kernels(x, geom):
         return _ConvolutionTranspose.apply(x, w, b, geom, (N, Cout) + tuple(out_hw))
-    # composed: the convolution of x dilated by the stride, padded by d(k-1) - p (cropped
-    # where negative), with the weight's groups transposed and its taps reversed
     if b is not None and (b.ndim != 1 or b.shape[0] != Cout):
         raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected bias "
                            f"to be 1-dimensional with {Cout} elements, but got bias of size "
                            f"{list(b.shape)} instead")
+    return _conv_transpose_composed(x, w, b, geom, out_hw)
+
+
+def _conv_transpose_composed(x, w, b, geom, out_hw):
+    """The convolution of x dilated by the stride, padded by d(k-1) - p (cropped where
+    negative), with the weight's groups transposed and its taps reversed."""
+    G = geom[8]
     sh, sw, dh, dw, pt, _, pl, _, _ = geom
     Cin, Cg, KH, KW = w.shape
     xd = _dilate(x, sh, sw)
@@ -309,6 +314,12 @@ def conv_transpose2d(x, w, b, geom, out_hw):
     wt = wt.index_select(2, _index(np.arange(KH)[::-1], w.device))
     wt = wt.index_select(3, _index(np.arange(KW)[::-1], w.device))
     return _conv_composed(xp, wt, b, (1, 1, dh, dw, 0, 0, 0, 0, G))
+
+
+# the fused nodes' composites: their gradients under create_graph=True (autograd/higher_order)
+_Convolution.composite = staticmethod(_conv_composed)
+_ConvolutionTranspose.composite = staticmethod(
+    lambda x, w, b, geom, out_shape: _conv_transpose_composed(x, w, b, geom, out_shape[2:]))
 
 
 # ---- pooling ---------------------------------------------------------------------------------
@@ -410,15 +421,12 @@ def pool2d(x, kind, kernel, stride, padding, dilation, out_hw, cip=True, divisor
         y = _Pool2d.apply(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
                           holder)
         return (y, holder[0]) if return_indices else y
-    N, C, H, W = x.shape
     if is_max:
         y, idx = _max_composed(x, kernel, stride, padding, dilation, out_hw,
                                kind == POOL_ADAPTIVE_MAX)
         return (y, idx) if return_indices else y
-    P = _avg_matrix(H, W, kernel, stride, padding, out_hw, cip, divisor,
-                    kind == POOL_ADAPTIVE_AVG)
-    Pt = _tensor_create.tensor(P, dtype=x.dtype, device=x.device)
-    return (x.reshape(N * C, H * W) @ Pt).reshape(N, C, out_hw[0], out_hw[1])
+    return _pool_composite(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
+                           None)
 
 
 # ---- batch normalization in training ---------------------------------------------------------
@@ -440,6 +448,21 @@ class _BatchNorm(Function):
         x, w, save, y = ctx.saved
         dx, dw, db = _C._batch_norm_backward(g, x, w, save, *ctx.needs, y)
         return dx, dw, db, None, None, None, None, None
+
+
+def _pool_composite(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
+                    indices_out):
+    if kind in (POOL_MAX, POOL_ADAPTIVE_MAX):
+        return _max_composed(x, kernel, stride, padding, dilation, out_hw,
+                             kind == POOL_ADAPTIVE_MAX)[0]
+    N, C, H, W = x.shape
+    P = _avg_matrix(H, W, kernel, stride, padding, out_hw, cip, divisor,
+                    kind == POOL_ADAPTIVE_AVG)
+    Pt = _tensor_create.tensor(P, dtype=x.dtype, device=x.device)
+    return (x.reshape(N * C, H * W) @ Pt).reshape(N, C, out_hw[0], out_hw[1])
+
+
+_Pool2d.composite = staticmethod(_pool_composite)
 
 
 def batch_norm_train(x, w, b, running_mean, running_var, momentum, eps, relu=False):
@@ -479,3 +502,13 @@ def _batch_norm_composed(x, w, b, running_mean, running_var, momentum, eps):
     if b is not None:
         out = out + b.reshape(*bshape)
     return out
+
+
+def _batch_norm_composite(x, w, b, running_mean, running_var, momentum, eps, relu):
+    """The training-mode batch norm from tensor ops (the running statistics were updated by
+    the forward: not again)."""
+    out = _batch_norm_composed(x, w, b, None, None, momentum, eps)
+    return out.relu() if relu else out
+
+
+_BatchNorm.composite = staticmethod(_batch_norm_composite)
