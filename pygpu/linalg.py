@@ -15,7 +15,7 @@ import collections
 import math
 
 from . import _C
-from .autograd.function import Function, once_differentiable
+from .autograd.function import Function, fused_backward
 from .autograd.grad_mode import is_grad_enabled
 
 Tensor = _C.Tensor
@@ -344,7 +344,7 @@ class _SvdVals(Function):
         return S
 
     @staticmethod
-    @once_differentiable  # U, V are constants here: no second derivative
+    @fused_backward  # U, V are constants here: no second derivative
     def backward(ctx, g):
         U, Vh = ctx.saved
         return (U * g.unsqueeze(-2)) @ Vh, None
@@ -374,7 +374,7 @@ class _EighVals(Function):
         return w
 
     @staticmethod
-    @once_differentiable  # U, V are constants here: no second derivative
+    @fused_backward  # U, V are constants here: no second derivative
     def backward(ctx, g):
         (V,) = ctx.saved
         return (V * g.unsqueeze(-2)) @ _mT(V), None
@@ -388,7 +388,7 @@ class _EighVecs(Function):
         return V
 
     @staticmethod
-    @once_differentiable  # U, V are constants here: no second derivative
+    @fused_backward  # U, V are constants here: no second derivative
     def backward(ctx, g):
         w, V = ctx.saved
         # gA = V (F o (V^T gV)) V^T with F_ij = 1 / (w_j - w_i) off the diagonal, symmetrized

@@ -35,10 +35,6 @@ from . import rules, versions
 
 Tensor = _C.Tensor
 
-# node names PyTorch prints as they are (not NameBackward0)
-_EXACT_NAMES = frozenset(("CopySlices", "CopyBackwards", "Error"))
-
-
 class Node:
     """One recorded op: backward(g) -> tuple of gradients, one per input.
 
@@ -69,9 +65,7 @@ class Node:
         self.kwargs = None
         self.base_fn = None
 
-    def __repr__(self):  # PyTorch's: <AddBackward0 object at 0x7f...>
-        if self.name in _EXACT_NAMES:
-            return f"<{self.name} object at {id(self):#x}>"
+    def __repr__(self):  # PyTorch's: <AddBackward0 object at 0x7f...>, <CopySlices ...>
         from .._printing import grad_fn_name
         return f"<{grad_fn_name(self)} object at {id(self):#x}>"
 

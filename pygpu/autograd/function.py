@@ -77,12 +77,12 @@ class Context:
         self.dirty = tensors
 
 
-def once_differentiable(fn):
+def once_differentiable(fn, _when="grads"):
     """PyTorch's decorator for a backward that is not itself differentiable (it calls ops
     autograd does not record, such as one fused C kernel). It runs under no_grad; under
-    create_graph=True the gradients it returns carry a node that raises PyTorch's error
-    when something differentiates them again (higher_order.py), instead of being silently
-    constant."""
+    create_graph=True, when the incoming gradient requires grad (PyTorch's rule), the
+    gradients it returns carry a node that raises PyTorch's error when something
+    differentiates them again (higher_order.py), instead of being silently constant."""
     import functools
 
     @functools.wraps(fn)
@@ -90,8 +90,16 @@ def once_differentiable(fn):
         from .grad_mode import no_grad
         with no_grad():
             return fn(ctx, *grads)
-    wrapper.once_differentiable = True
+    wrapper.once_differentiable = _when
     return wrapper
+
+
+def fused_backward(fn):
+    """once_differentiable for pygpu's own fused ops with no composite (the RNN's cells):
+    the error node is attached whenever anything the backward depends on requires grad (the
+    saved inputs too, not only the incoming gradient), so no second derivative through
+    them is ever silently zero."""
+    return once_differentiable(fn, "inputs")
 
 
 def _has_setup_context(cls):

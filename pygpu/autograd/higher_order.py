@@ -19,7 +19,8 @@ gives each node's backward the inputs it needs for that:
 - PyTorch's error for the rest. A backward marked @once_differentiable runs under
   no_grad, and the gradients it returns get a node that raises "trying to differentiate
   twice a function that was marked with @once_differentiable" if a later backward
-  reaches it."""
+  reaches it: when the incoming gradient requires grad (PyTorch's rule), or, for pygpu's
+  own fused backwards (function.fused_backward: the RNN), when anything they read does."""
 from .. import _C
 from .grad_mode import enable_grad
 
@@ -60,8 +61,9 @@ def backward(node, g):
         return node._backward(ctx, g)
     if cls.composite is not None and node.args is not None:
         return _through_composite(node, g)
-    if getattr(cls.backward, "once_differentiable", False):
-        return _once(node, g)
+    once = getattr(cls.backward, "once_differentiable", None)
+    if once:
+        return _once(node, g, once)
     ctx = node.ctx
     kept = ctx.saved
     live = _live(node)
@@ -111,10 +113,11 @@ def _pass(ctx, g):
     return (g,)
 
 
-def _once(node, g):
+def _once(node, g, when):
     grads = node._backward(node.ctx, g)  # under no_grad (the decorator)
-    needs = g.requires_grad or any(fn is not None for fn in node.fns) or any(
-        t is not None and t.requires_grad for t in node.inputs)
+    needs = g.requires_grad or (when == "inputs" and (
+        any(fn is not None for fn in node.fns) or
+        any(t is not None and t.requires_grad for t in node.inputs)))
     if not needs:
         return grads
     return tuple(_erroring(gi, g) if isinstance(gi, Tensor) else gi for gi in grads)

@@ -11,6 +11,8 @@ overwritten values.
 
 The stamp decides (so no write is missed, not even one that another op's output made);
 the versions fill in PyTorch's message."""
+import re
+
 from .. import _C
 
 Tensor = _C.Tensor
@@ -45,15 +47,21 @@ def _describe(t):
     return f"[{t.type()} [{shape}]]"
 
 
+def _op_name(node):
+    """PyTorch's name of the op in this message: the grad_fn's without Backward0 (Sigmoid)."""
+    from .._printing import grad_fn_name
+    return re.sub(r"Backward\d*$", "", grad_fn_name(node))
+
+
 def check(node):
     for t, st, count, made_by in node.saved:
         if t._write_stamp != st:
             from .._printing import grad_fn_name
             now = max(t._version, count + 1)
             if made_by is True:
-                what = f", which is output 0 of {grad_fn_name(node)}"
+                what = f", which is output 0 of {_op_name(node)}"
             elif made_by is not None:
-                what = f", which is output 0 of {grad_fn_name(made_by)}"
+                what = f", which is output 0 of {_op_name(made_by)}"
             else:
                 what = ""
             raise RuntimeError(
