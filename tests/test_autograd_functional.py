@@ -48,7 +48,8 @@ def test_grad_signature_is_pytorchs():
         [(p.name, p.default) for p in theirs.parameters.values()]
     mine = inspect.signature(pygpu.autograd.backward)
     theirs = inspect.signature(torch.autograd.backward)
-    assert [p.name for p in mine.parameters.values()] == [p.name for p in theirs.parameters.values()]
+    assert [p.name for p in mine.parameters.values()] == \
+        [p.name for p in theirs.parameters.values()]
 
 
 def test_grad_options_match_pytorch(device):
