@@ -60,10 +60,23 @@ class Gather(Function):
 
     @staticmethod
     def backward(ctx, g):  # a scatter-add into zeros, itself differentiable (gather again)
+        return _ScatterAddInto.apply(g, ctx.shape, ctx.dim, ctx.idx), None, None
+
+
+class _ScatterAddInto(Function):
+    """g added at idx along dim into zeros of `shape`: Gather's backward, with Gather as its
+    own backward, so both have gradients of every order."""
+    @staticmethod
+    def forward(ctx, g, shape, dim, idx):
         from ._tensor_create import zeros
-        from ._tensor_index import _ScatterFn
-        out = zeros(ctx.shape, dtype=g.dtype, device=g.device)
-        return _ScatterFn.apply(out, g.contiguous(), ctx.dim, ctx.idx, True), None, None
+        ctx.dim, ctx.idx = dim, idx
+        out = zeros(shape, dtype=g.dtype, device=g.device)
+        _C._scatter(1, out, dim, idx, g.contiguous())
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return Gather.apply(gg, ctx.dim, ctx.idx), None, None, None
 
 
 def _arg_extreme(x, dim, keepdim, largest):

@@ -15,6 +15,7 @@ from .function import Context, Function, once_differentiable
 from .variable import Variable
 from ._gradcheck import GradcheckError, gradcheck, gradgradcheck
 from . import function, functional
+from . import higher_order, views  # noqa: F401 - they plug into the engine (engine.plug)
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         no_grad, set_grad_enabled)
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _C
 from .grad import grad as _grad
+from .grad import stack_rows
 from .grad_mode import no_grad
 
 Tensor = _C.Tensor
@@ -180,11 +181,10 @@ def _fmt(a):
 def _batched(outputs, inputs, diff, atol, rtol, raise_exception):
     """check_batched_grad: is_grads_batched gives each row's own backward."""
     from .._tensor_create import randn
-    from .._tensor_join import stack
     xs = [inputs[i] for i in diff]
     for j, o in enumerate(outputs):
         rows = [randn(tuple(o.shape), dtype=o.dtype, device=o.device) for _ in range(2)]
-        batched = _grad([o], xs, [stack(rows)], retain_graph=True, allow_unused=True,
+        batched = _grad([o], xs, [stack_rows(rows)], retain_graph=True, allow_unused=True,
                         is_grads_batched=True)
         for k, r in enumerate(rows):
             single = _grad([o], xs, [r], retain_graph=True, allow_unused=True)

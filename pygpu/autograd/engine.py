@@ -35,6 +35,19 @@ from . import rules, versions
 
 Tensor = _C.Tensor
 
+# What the modules above the engine plug in when the package is imported (one-way layers:
+# the engine imports neither): views.refresh, which regenerates a stale view's history
+# before an op holds it, and higher_order.backward, a node's backward under create_graph.
+_plugged = {"refresh_view": None, "recorded_backward": None}
+
+
+def plug(**fns):
+    """Called by views.py and higher_order.py at import."""
+    for k, fn in fns.items():
+        if k not in _plugged:
+            raise KeyError(k)
+        _plugged[k] = fn
+
 class Node:
     """One recorded op: backward(g) -> tuple of gradients, one per input.
 
@@ -88,8 +101,7 @@ class Node:
         if self.saved:
             versions.check(self)
         if create_graph:
-            from . import higher_order
-            return higher_order.backward(self, g)
+            return _plugged["recorded_backward"](self, g)
         return self._backward(self.ctx, g)
 
     def release(self):
@@ -110,8 +122,7 @@ def hold(t):
             return t, t.grad_fn
         return t, None
     if t._base is not None:
-        from . import views
-        views.refresh(t)
+        _plugged["refresh_view"](t)
     fn = t.grad_fn
     if fn is None and t.requires_grad:
         return t, None

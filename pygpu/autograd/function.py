@@ -188,8 +188,8 @@ def _record(cls, ctx, args, kwargs, out):
             return out_ref
         if type(s) is Tensor:
             h = held.get(id(s))
-            if h is None:
-                h = hold(s)[0] if s.grad_fn is not None else s
+            if h is None:  # not an operand: its values only (a constant to a double backward)
+                h = s.detach() if s.grad_fn is not None or s._base is not None else s
             return h
         return s
     ctx.saved = tuple(keep(s) for s in ctx.saved)

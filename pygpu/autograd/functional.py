@@ -13,6 +13,7 @@ create_graph=True keeps the results differentiable; strict=True raises where a r
 would be independent of an input, as PyTorch does."""
 from .. import _C
 from .grad import grad as _grad
+from .grad import stack_rows
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 Tensor = _C.Tensor
@@ -207,7 +208,6 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         raise NotImplementedError('jacobian: pygpu has no forward-mode AD; use '
                                   'strategy="reverse-mode" (the default)')
     from .._tensor_create import zeros_like
-    from .._tensor_join import stack
     with enable_grad():
         in_tuple, xs = _as_tuple(inputs, "inputs", "jacobian")
         xs = _prepare(xs, create_graph, need_graph=True)
@@ -249,7 +249,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                                 f"of input {i}. This is not allowed in strict mode when "
                                 "create_graph=True.")
                         cols[j].append(g)
-                per_input = [stack(c) if c else zeros_like(x).reshape((0,) + tuple(x.shape))
+                per_input = [stack_rows(c) if c else zeros_like(x).reshape((0,) + tuple(x.shape))
                              for c, x in zip(cols, xs)]
             jac.append(tuple(p.reshape(tuple(out.shape) + tuple(x.shape))
                              for p, x in zip(per_input, xs)))

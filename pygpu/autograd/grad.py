@@ -76,9 +76,19 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return result
 
 
+def stack_rows(rows):
+    """The tensors of `rows` (one shape) stacked along a new first axis, written row by row
+    into one result (recorded where a row requires grad: the writes are differentiable)."""
+    from .._tensor_create import zeros
+    first = rows[0]
+    out = zeros((len(rows),) + tuple(first.shape), dtype=first.dtype, device=first.device)
+    for k, r in enumerate(rows):
+        out[k] = r
+    return out
+
+
 def _batched(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_unused):
     """One backward per row of the grad_outputs, stacked: what PyTorch computes with vmap."""
-    from .._tensor_join import stack
     n = next(g.shape[0] for g in grad_outputs if g is not None)
     for g in grad_outputs:
         if g is not None and g.shape[0] != n:
@@ -99,5 +109,5 @@ def _batched(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_un
             continue
         from .._tensor_create import zeros_like
         col = [c if c is not None else zeros_like(inputs[j]) for c in col]
-        out.append(stack(col))
+        out.append(stack_rows(col))
     return out

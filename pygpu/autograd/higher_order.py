@@ -22,6 +22,8 @@ gives each node's backward the inputs it needs for that:
   reaches it: when the incoming gradient requires grad (PyTorch's rule), or, for pygpu's
   own fused backwards (function.fused_backward: the RNN), when anything they read does."""
 from .. import _C
+from . import engine
+from .engine import Node, execute, hold
 from .grad_mode import enable_grad
 
 Tensor = _C.Tensor
@@ -85,7 +87,6 @@ class _Identity:
 
 
 def _through_composite(node, g):
-    from .engine import Node, execute
     args = list(node.args)
     targets, where = [], []
     for i, (a, fn) in enumerate(zip(node.inputs, node.fns)):
@@ -130,8 +131,10 @@ def _raise(ctx, g):
 
 def _erroring(gi, g):
     """gi, with a node (PyTorch's Error node) that raises if it is differentiated."""
-    from .engine import Node, hold
     h, fn = hold(g)
     out = gi.detach()
     out._set_grad_fn(Node("Error", (h,), (fn,), _raise, None))
     return out
+
+
+engine.plug(recorded_backward=backward)

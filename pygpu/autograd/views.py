@@ -23,6 +23,8 @@ the two tensors; the base must be contiguous (every result pygpu's ops make is).
 Functions below move a gradient between a base's shape and the view's elements, each the
 other's backward, so all of this is differentiable again (higher_order.py)."""
 from .. import _C
+from . import engine
+from .engine import Node, hold
 from .function import Function
 
 Tensor = _C.Tensor
@@ -98,7 +100,6 @@ def _copy_slices_backward(ctx, g):
 
 
 def _view_node(view, base):
-    from .engine import Node, hold
     geom = geometry(view, base)
     h, fn = hold(base)
     node = Node("AsStrided", (h,), (fn,), _view_backward, geom, view=True)
@@ -139,10 +140,12 @@ def assign(t, node):
     if base is None:
         t._set_grad_fn(node)
         return
-    from .engine import Node, hold
     geom = geometry(t, base)
     h, fn = hold(base)  # the base's history before the write
     part = t.detach()   # stands for the view's new values (its dtype, for engine._fit)
     cs = Node("CopySlices", (h, part), (fn, node), _copy_slices_backward, geom)
     base._set_grad_fn(cs)
     t._set_grad_fn(_view_node(t, base))
+
+
+engine.plug(refresh_view=refresh)

@@ -81,11 +81,8 @@ def _setitem_backward(ctx, g):
 
 
 def setitem_grad(self, key, value):
-    """t[key] = value with autograd: the hook of csrc/bindings/tensor_operators.c."""
-    if isinstance(key, list):
-        from .._tensor_index import _sequence_is_tuple
-        if _sequence_is_tuple(key):
-            key = tuple(key)
+    """t[key] = value with autograd: the hook of csrc/bindings/tensor_operators.c (the
+    backward indexes the gradient with the same key, read the same way)."""
     vshape = tuple(value.shape) if isinstance(value, Tensor) else None
     name = "IndexPut" if _is_advanced(key) else "CopySlices"
     return _write(self, name, lambda: self.__setitem__(key, value),
@@ -127,16 +124,16 @@ def masked_fill_(self, mask, value, raw):
 def _masked_scatter_backward(ctx, g):
     mask, shape = ctx
     from .._tensor_create import zeros
-    from .._tensor_join import cat
     gs = g.masked_fill(mask, 0.0)
     picked = g[mask.expand(g.shape) if tuple(mask.shape) != tuple(g.shape) else mask]
     n = 1
     for d in shape:
         n *= d
-    rest = n - picked.shape[0]
-    if rest:
-        picked = cat([picked, zeros((rest,), dtype=g.dtype, device=g.device)])
-    return gs, picked.reshape(shape)
+    if picked.shape[0] == n:
+        return gs, picked.reshape(shape)
+    full = zeros((n,), dtype=g.dtype, device=g.device)  # the source's unused tail: zero
+    full[:picked.shape[0]] = picked
+    return gs, full.reshape(shape)
 
 
 def masked_scatter_(self, mask, source, raw):
