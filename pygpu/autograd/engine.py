@@ -132,11 +132,19 @@ def hold(t):
     return alias, fn
 
 
-def record(name, out, a, b, args, kwargs):
-    """The hook the C bindings call: attach a grad_fn to `out`."""
+def make_node(name, out, a, b, args, kwargs):
+    """The node of the op table's op `name` that made `out` from operands a, b (tensors or
+    numbers): its rule's context built from the operands themselves (rules.make: what
+    pygpu.onnx's tracer watches), then holding them as hold() keeps them."""
     ha, fa = hold(a)
-    hb, fb = hold(b)
-    backward, ctx = rules.make(name, out, ha, hb, args, kwargs)
+    hb, fb = (ha, fa) if b is a else hold(b)
+    backward, ctx = rules.make(name, out, a, b, args, kwargs)
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        if ctx is a or ctx is b:
+            ctx = ha if ctx is a else hb
+        elif type(ctx) is tuple:
+            ctx = tuple(ha if c is a and c is not None else hb if c is b and c is not None
+                        else c for c in ctx)
     saved = rules.saved(name, ctx, ha)
     node = Node(rules.pretty(name),
                 (ha if isinstance(a, Tensor) else None, hb if isinstance(b, Tensor) else None),
@@ -144,6 +152,12 @@ def record(name, out, a, b, args, kwargs):
     for s in saved:
         if type(s) is versions.Output:
             node.out_ref = s.t
+    return node
+
+
+def record(name, out, a, b, args, kwargs):
+    """The hook the C bindings call: attach a grad_fn to `out`."""
+    node = make_node(name, out, a, b, args, kwargs)
     if name in rules.VIEW_OPS:
         base = out._base
         if base is not None:

@@ -16,7 +16,7 @@ writes.py's; an in-place op the op table has no gradient for is refused under au
 from .. import _C
 from .grad_mode import no_grad
 from . import rules, views
-from .engine import Node, hold
+from .engine import make_node
 
 Tensor = _C.Tensor
 
@@ -57,14 +57,4 @@ def end(op, old, self, other):
     """After the write: the op's node, on inputs (old, other), becomes self's history."""
     if other is self:  # x.mul_(x): both operands are x as it was
         other = old
-    ho, fo = hold(old)
-    hb, fb = hold(other)
-    backward, ctx = rules.make(op, self, ho, hb, None, None)
-    inputs = (ho, hb if isinstance(other, Tensor) else None)
-    node = Node(rules.pretty(op), inputs, (fo, fb), backward, ctx, rules.saved(op, ctx, ho))
-    out_ref = None
-    for i, s in enumerate(node.saved):
-        if s[3] is True:  # the rule reads the output: the written tensor's new values
-            out_ref = s[0]
-    node.out_ref = out_ref
-    views.assign(self, node)
+    views.assign(self, make_node(op, self, old, other, None, None))
