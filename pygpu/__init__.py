@@ -49,6 +49,7 @@ from ._stats import Stats, role, stats, track
 from . import cpu, cuda, sim
 from . import autograd as _autograd
 from .autograd import inplace as _autograd_inplace  # noqa: E402
+from .autograd import writes as _autograd_writes  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._tensor_join import cat
 from ._train_ops import cross_entropy
@@ -117,9 +118,11 @@ _C._setup(_dtype.ALL, {
     "parse_device": _parse_device,
     "make_device": _make_device,
     "record": _autograd.record,
-    "backward": _autograd.backward,
+    "backward": _autograd.engine._tensor_backward,
     "inplace_begin": _autograd_inplace.begin,
     "inplace_end": _autograd_inplace.end,
+    "setitem_grad": _autograd_writes.setitem_grad,
+    "copy_grad": _autograd_writes.copy_grad,
     "autocast": _amp_autocast._hook,
     "numpy_bfloat16": _dtype.numpy_bfloat16,
     "legacy_new": _legacy.legacy_new,

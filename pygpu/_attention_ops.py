@@ -139,6 +139,18 @@ def _composite(q, k, v, mask, scale, causal, p, group):
     return bmm(w, v)
 
 
+def _sdpa_composite(q, k, v, mask, scale, causal, p):
+    """The fused node's function from tensor ops, for its gradients under create_graph=True
+    (autograd/higher_order.py). With dropout the forward's mask cannot be drawn again."""
+    if p > 0:
+        raise RuntimeError("scaled_dot_product_attention: the derivative of its backward "
+                           "(double backward) with dropout_p > 0 is not implemented in pygpu")
+    return _composite(q, k, v, mask, scale, causal, p, q.shape[1] // k.shape[1])
+
+
+_SDPA.composite = staticmethod(_sdpa_composite)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value, with dropout on the weights; one fused

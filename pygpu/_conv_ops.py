@@ -297,6 +297,13 @@ def conv_transpose2d(x, w, b, geom, out_hw):
         raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected bias "
                            f"to be 1-dimensional with {Cout} elements, but got bias of size "
                            f"{list(b.shape)} instead")
+    return _conv_transpose_composed(x, w, b, geom, out_hw)
+
+
+def _conv_transpose_composed(x, w, b, geom, out_hw):
+    """The convolution of x dilated by the stride, padded by d(k-1) - p (cropped where
+    negative), with the weight's groups transposed and its taps reversed."""
+    G = geom[8]
     sh, sw, dh, dw, pt, _, pl, _, _ = geom
     Cin, Cg, KH, KW = w.shape
     xd = _dilate(x, sh, sw)
@@ -309,6 +316,12 @@ def conv_transpose2d(x, w, b, geom, out_hw):
     wt = wt.index_select(2, _index(np.arange(KH)[::-1], w.device))
     wt = wt.index_select(3, _index(np.arange(KW)[::-1], w.device))
     return _conv_composed(xp, wt, b, (1, 1, dh, dw, 0, 0, 0, 0, G))
+
+
+# the fused nodes' composites: their gradients under create_graph=True (autograd/higher_order)
+_Convolution.composite = staticmethod(_conv_composed)
+_ConvolutionTranspose.composite = staticmethod(
+    lambda x, w, b, geom, out_shape: _conv_transpose_composed(x, w, b, geom, out_shape[2:]))
 
 
 # ---- pooling ---------------------------------------------------------------------------------
@@ -409,15 +422,12 @@ def pool2d(x, kind, kernel, stride, padding, dilation, out_hw, cip=True, divisor
         y = _Pool2d.apply(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
                           holder)
         return (y, holder[0]) if return_indices else y
-    N, C, H, W = x.shape
     if is_max:
         y, idx = _max_composed(x, kernel, stride, padding, dilation, out_hw,
                                _pool_is(kind, "ADAPTIVE"))
         return (y, idx) if return_indices else y
-    P = _avg_matrix(H, W, kernel, stride, padding, out_hw, cip, divisor,
-                    _pool_is(kind, "ADAPTIVE"))
-    Pt = _tensor_create.tensor(P, dtype=x.dtype, device=x.device)
-    return (x.reshape(N * C, H * W) @ Pt).reshape(N, C, out_hw[0], out_hw[1])
+    return _pool_composite(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
+                           None)
 
 
 # ---- batch normalization in training ---------------------------------------------------------
@@ -439,6 +449,21 @@ class _BatchNorm(Function):
         x, w, save, y = ctx.saved
         dx, dw, db = _C._batch_norm_backward(g, x, w, save, *ctx.needs, y)
         return dx, dw, db, None, None, None, None, None
+
+
+def _pool_composite(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
+                    indices_out):
+    if _pool_is(kind, "MAX"):
+        return _max_composed(x, kernel, stride, padding, dilation, out_hw,
+                             _pool_is(kind, "ADAPTIVE"))[0]
+    N, C, H, W = x.shape
+    P = _avg_matrix(H, W, kernel, stride, padding, out_hw, cip, divisor,
+                    _pool_is(kind, "ADAPTIVE"))
+    Pt = _tensor_create.tensor(P, dtype=x.dtype, device=x.device)
+    return (x.reshape(N * C, H * W) @ Pt).reshape(N, C, out_hw[0], out_hw[1])
+
+
+_Pool2d.composite = staticmethod(_pool_composite)
 
 
 def batch_norm_train(x, w, b, running_mean, running_var, momentum, eps, relu=False):
@@ -478,3 +503,13 @@ def _batch_norm_composed(x, w, b, running_mean, running_var, momentum, eps):
     if b is not None:
         out = out + b.reshape(*bshape)
     return out
+
+
+def _batch_norm_composite(x, w, b, running_mean, running_var, momentum, eps, relu):
+    """The training-mode batch norm from tensor ops (the running statistics were updated by
+    the forward: not again)."""
+    out = _batch_norm_composed(x, w, b, None, None, momentum, eps)
+    return out.relu() if relu else out
+
+
+_BatchNorm.composite = staticmethod(_batch_norm_composite)

@@ -67,6 +67,7 @@ _AS_FUNCTIONS = (
     "max", "min", "argmin", "amax", "amin", "prod", "var", "std", "norm", "logsumexp", "all", "any",
     "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy",
     "masked_fill", "masked_select", "nonzero", "cumsum", "cumprod", "sort", "argsort", "topk",
+    "index_put", "index_put_", "masked_scatter",
     "unique", "tile",
 ) + _tensor_math.AS_FUNCTIONS + _tensor_shape.AS_FUNCTIONS
 

@@ -19,7 +19,7 @@ import collections
 import math
 
 from . import _C
-from .autograd.function import Function
+from .autograd.function import Function, fused_backward
 from .autograd.grad_mode import is_grad_enabled
 
 Tensor = _C.Tensor
@@ -350,6 +350,7 @@ class _SvdVals(Function):
         return S
 
     @staticmethod
+    @fused_backward  # U, V are constants here: no second derivative
     def backward(ctx, g):
         U, Vh = ctx.saved
         return (U * g.unsqueeze(-2)) @ Vh, None
@@ -379,6 +380,7 @@ class _EighVals(Function):
         return w
 
     @staticmethod
+    @fused_backward  # U, V are constants here: no second derivative
     def backward(ctx, g):
         (V,) = ctx.saved
         return (V * g.unsqueeze(-2)) @ _mT(V), None
@@ -392,6 +394,7 @@ class _EighVecs(Function):
         return V
 
     @staticmethod
+    @fused_backward  # U, V are constants here: no second derivative
     def backward(ctx, g):
         w, V = ctx.saved
         # gA = V (F o (V^T gV)) V^T with F_ij = 1 / (w_j - w_i) off the diagonal, symmetrized

@@ -26,6 +26,11 @@ typedef struct {
     pg_tensor t;
     PyObject *grad;    /* a Tensor or NULL */
     PyObject *grad_fn; /* the autograd node that made this tensor, or NULL (a leaf) */
+    PyObject *base;    /* a view made under grad mode: the tensor it views (the root of a chain
+                        * of views), PyTorch's _base, which an in-place write through the view
+                        * gives a new history (pygpu/autograd/views.py); else NULL. The base
+                        * never refers to its views, and autograd's nodes hold detached aliases
+                        * (pygpu/autograd/engine.py), so no cycle passes through it. */
     int requires_grad;
     int is_param;      /* made by pygpu.nn.Parameter */
 } PyTensor;

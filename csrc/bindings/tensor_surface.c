@@ -103,7 +103,9 @@ static PyObject *f_as_strided(PyObject *mod, PyObject *args)
     if (nd != ns)
         return PyErr_Format(PyExc_ValueError, "as_strided: %d sizes but %d strides", nd, ns);
     pg_tensor out;
-    return pg_wrap_result(pg_view_as_strided(pt, nd, shape, strides, off, &out), &out);
+    PyObject *r = pg_wrap_result(pg_view_as_strided(pt, nd, shape, strides, off, &out), &out);
+    pg_ag_note_view(r, t);
+    return r;
 }
 
 /* _gather(src, dim, index) / _index_select(src, dim, index) */
