@@ -14,7 +14,9 @@ the type once (_C._add_tensor_methods):
   _tensor_join.py    cat and stack (module functions)
   _tensor_products.py outer, dot, mm, mv, bmm, addmm, baddbmm, matmul, and einsum
   _tensor_autograd.py register_hook, detach_
-  _tensor_fill.py    zero_, fill_, uniform_, normal_, bernoulli_
+  _tensor_fill.py    zero_, fill_
+  _tensor_random.py  uniform_, normal_, bernoulli_, random_, exponential_, cauchy_, ...,
+                     bernoulli, normal (with generator=: pygpu/_random.py)
   _tensor_math.py    the math rows' other spellings (arcsin, ...), logit(eps), lerp,
                      addcmul, addcdiv, nan_to_num, clamp_min/max, polygamma, div(rounding_mode)
   _tensor_shape.py   diagonal, diag, diag_embed, tril, triu, trace, roll, rot90, kron, cross,
@@ -27,11 +29,12 @@ replaced by wrappers that accept both spellings and call the C method."""
 from . import _C
 from ._ops import _clamp as _ops_clamp
 from . import (_tensor_autograd, _tensor_compat, _tensor_create, _tensor_fill, _tensor_index,
-               _tensor_info, _tensor_join, _tensor_math, _tensor_products, _tensor_reduce,
-               _tensor_shape, _tensor_views)
+               _tensor_info, _tensor_join, _tensor_math, _tensor_products, _tensor_random,
+               _tensor_reduce, _tensor_shape, _tensor_views)
 
 _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
-             _tensor_products, _tensor_autograd, _tensor_fill, _tensor_shape, _ops_clamp)
+             _tensor_products, _tensor_autograd, _tensor_fill, _tensor_random, _tensor_shape,
+             _ops_clamp)
 
 
 def install():
@@ -74,6 +77,7 @@ _AS_FUNCTIONS = (
 def functions():
     out = {name: _method_function(name) for name in _AS_FUNCTIONS}
     out.update(_tensor_create.FUNCTIONS)
+    out.update(_tensor_random.FUNCTIONS)
     out.update(_tensor_join.FUNCTIONS)
     out.update(_tensor_products.FUNCTIONS)
     out.update(_tensor_math.FUNCTIONS)

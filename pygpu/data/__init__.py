@@ -16,9 +16,9 @@ from .dataset import (ConcatDataset, Dataset, IterableDataset, Subset, TensorDat
 from .distributed import DistributedSampler
 from .loader import DataLoader
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
-                      SubsetRandomSampler)
+                      SubsetRandomSampler, WeightedRandomSampler)
 
 __all__ = ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "Subset",
            "ConcatDataset", "random_split", "default_collate", "default_convert",
            "DistributedSampler", "Sampler", "RandomSampler", "SequentialSampler",
-           "SubsetRandomSampler", "BatchSampler"]
+           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler"]
