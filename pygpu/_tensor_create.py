@@ -162,6 +162,8 @@ def _draw(kind, shape, dtype, device, generator):
     the device's."""
     dev = _dev(device)
     at = _random.draw_at(generator, dev, math.prod(shape)) if generator is not None else ()
+    if dtype in (_dtype.float16, _dtype.bfloat16):  # drawn in float32, rounded once
+        return _C._random(kind, shape, float32, dev, *at).astype(dtype)
     return _C._random(kind, shape, dtype, dev, *at)
 
 

@@ -21,6 +21,7 @@ the type once (_C._add_tensor_methods):
                      addcmul, addcdiv, nan_to_num, clamp_min/max, polygamma, div(rounding_mode)
   _tensor_shape.py   diagonal, diag, diag_embed, tril, triu, trace, roll, rot90, kron, cross,
                      repeat_interleave, tensor_split, broadcast_to, cov, corrcoef, bincount, histc
+  _tensor_objects.py __reduce_ex__ (pickle), __copy__, __deepcopy__, share_memory_, is_shared
   _tensor_compat.py  PyTorch's second names (greater, multiply, ravel, eq_, new, ...)
   _ops/_clamp.py     clamp, clip, clamp_, clip_ (the composite ops' home, pygpu/_ops/)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
@@ -29,12 +30,12 @@ replaced by wrappers that accept both spellings and call the C method."""
 from . import _C
 from ._ops import _clamp as _ops_clamp
 from . import (_tensor_autograd, _tensor_compat, _tensor_create, _tensor_fill, _tensor_index,
-               _tensor_info, _tensor_join, _tensor_math, _tensor_products, _tensor_random,
-               _tensor_reduce, _tensor_shape, _tensor_views)
+               _tensor_info, _tensor_join, _tensor_math, _tensor_objects, _tensor_products,
+               _tensor_random, _tensor_reduce, _tensor_shape, _tensor_views)
 
 _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
-             _tensor_products, _tensor_autograd, _tensor_fill, _tensor_random, _tensor_shape,
-             _ops_clamp)
+             _tensor_products, _tensor_autograd, _tensor_fill, _tensor_random, _tensor_objects,
+             _tensor_shape, _ops_clamp)
 
 
 def install():

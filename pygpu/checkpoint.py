@@ -82,14 +82,20 @@ def _is_qstate(v):
     return getattr(v, "_qstate", False) is True
 
 
+def _contiguous(arr):
+    """C-contiguous, keeping the shape: np.ascontiguousarray makes a 0-d array 1-d, and a
+    BatchNorm's num_batches_tracked (shape []) then came back as shape [1]."""
+    return np.require(arr, requirements="C")
+
+
 def _host_array(name, t):
     if _is_qstate(t):
-        return np.ascontiguousarray(t.numpy()), str(t.device)
+        return _contiguous(t.numpy()), str(t.device)
     if isinstance(t, np.ndarray):
-        return np.ascontiguousarray(t), "cpu"
+        return _contiguous(t), "cpu"
     dev = str(t.device)
     arr = t.numpy() if dev == "cpu" else t.cpu().numpy()  # an explicit, counted d2h copy
-    return np.ascontiguousarray(arr), dev
+    return _contiguous(arr), dev
 
 
 def _fsync_dir(path):

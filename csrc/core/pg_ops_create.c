@@ -7,6 +7,7 @@
  * of its own and draws through pg_op_random_at, the same stream on its own state. */
 #include "pg_ops.h"
 #include "pg_backend.h"
+#include "pg_fork.h"
 
 #include <pthread.h>
 
@@ -26,6 +27,8 @@ static void rng_init_locked(void)
         g_rng[i].seed = DEFAULT_SEED;
     g_rng_init = true;
 }
+
+void pg_rng_after_fork(void) { pthread_mutex_init(&g_rng_lock, NULL); }
 
 void pg_rng_seed(pg_device dev, uint64_t seed)
 {

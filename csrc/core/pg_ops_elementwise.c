@@ -54,6 +54,7 @@ pg_status pg_launch(const pg_node *node)
     const pg_backend *be = pg_backend_get(dev.type);
     if (!be)
         return pg_error_set(PG_ERR_UNAVAILABLE, "no backend for device type %d", dev.type);
+    PG_TRY(pg_fork_check(dev.type));
     pg_stats_op(dev);
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(node, outs);

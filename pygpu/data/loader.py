@@ -185,9 +185,11 @@ class DataLoader:
     instead (e.g. a DistributedSampler); not with shuffle. batch_sampler: an iterable of
     index lists, instead of batch_size/shuffle/sampler/drop_last.
 
-    num_workers: accepted; with num_workers > 0 a generic dataset's batches are fetched
-    and collated by that many threads (not processes), up to prefetch_factor (default 2)
-    batches each ahead, in order. The fast path needs no workers and ignores it.
+    num_workers > 0: a generic dataset's batches are fetched and collated by that many
+    worker processes (multiprocessing_context, worker_init_fn, prefetch_factor (default 2)
+    batches each ahead, persistent_workers, timeout, get_worker_info()), handed over through
+    shared memory and yielded in order, as PyTorch's (workers.py); a worker's exception is
+    raised here with its traceback. The fast path needs no workers and runs none.
     batch_size=None yields the samples one at a time, uncollated (default_convert).
     """
 
@@ -223,8 +225,20 @@ class DataLoader:
         self.collate_fn = opts["collate_fn"]
         self.generator = as_generator(opts["generator"])
         self.timeout, self.worker_init_fn = opts["timeout"], opts["worker_init_fn"]
+        if self.timeout < 0:
+            raise ValueError("timeout option should be non-negative")
         self.prefetch_factor = opts["prefetch_factor"]
+        if self.num_workers == 0 and self.prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in "
+                             "multiprocessing.let num_workers > 0 to enable multiprocessing, "
+                             "otherwise set prefetch_factor to None.")
+        if self.prefetch_factor is not None and self.prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
         self.persistent_workers = opts["persistent_workers"]
+        if self.persistent_workers and self.num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self.multiprocessing_context = opts["multiprocessing_context"]
+        self._worker_pool = None  # persistent_workers: the processes, kept across epochs
         batch_size, shuffle, sampler = opts["batch_size"], opts["shuffle"], opts["sampler"]
         batch_sampler, drop_last = opts["batch_sampler"], opts["drop_last"]
         if batch_sampler is not None:
