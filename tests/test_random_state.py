@@ -104,8 +104,9 @@ def test_default_generators_and_rng_state(device):
     assert len(states) == pygpu.sim.device_count() == len(pygpu.sim.default_generators)
     pygpu.sim.set_rng_state_all(states)
     # the device's default generator, passed explicitly, is the device's own stream
-    gen = pygpu.sim.default_generators[0] if device.startswith("sim") else \
-        pygpu.default_generator
+    dev = pygpu.device(device)
+    gen = pygpu.default_generator if dev.type == "cpu" else \
+        getattr(pygpu, dev.type).default_generators[dev.index]
     pygpu.manual_seed(8)
     x = pygpu.rand(3, device=device).numpy()
     pygpu.manual_seed(8)

@@ -153,3 +153,36 @@ def test_zero_dim_tensors_and_batchnorm_resume_through_save_load(device, tmp_pat
     for name, v in values.items():
         assert tuple(back[name].shape) == () and back[name].dtype is v.dtype
         assert back[name].item() == v.item()
+
+
+def _use_in_child(q, device):
+    try:
+        q.put(("ok", float((pygpu.ones(2, device=device) + 1).sum().item())))
+    except Exception as e:  # noqa: BLE001 - the child reports what it raised
+        q.put((type(e).__name__, str(e)))
+    q.put(("cpu", float((pygpu.ones(3) * 2).sum().item())))
+
+
+def test_a_forked_child_uses_a_device_or_refuses_it_as_torch_does(device):
+    """A process forked after the device's runtime was used: cpu and sim work there (sim
+    runs its work on the calling thread); cuda refuses in PyTorch's words (a CUDA context
+    does not survive fork); a cuda tensor crosses a queue by value."""
+    import pygpu.multiprocessing as mp
+    pygpu.ones(1, device=device).sum().item()  # the runtime is up before the fork
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_use_in_child, args=(q, device))
+    p.start()
+    first, second = q.get(timeout=120), q.get(timeout=120)
+    p.join(60)
+    assert p.exitcode == 0 and second == ("cpu", 6.0)
+    if pygpu.device(device).type == "cuda":
+        assert first[0] == "DeviceUnavailableError"
+        assert "Cannot re-initialize cuda in forked subprocess" in first[1]
+        assert "'spawn' start method" in first[1]
+    else:
+        assert first == ("ok", 4.0)
+    sq = ctx.SimpleQueue()
+    t = pygpu.arange(3.0, device=device)
+    sq.put(t)
+    assert sq.get().tolist() == [0.0, 1.0, 2.0]
