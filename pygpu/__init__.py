@@ -7,6 +7,7 @@ accelerator "sim:N" (any machine) and on "cuda:N", moved explicitly with
 pygpu.stats(), pygpu.track(), pygpu.transfer_guard().
 """
 import atexit as _atexit
+import builtins as _builtins  # pygpu.range is torch.range: the module's own loops use Python's
 
 from . import _extension
 
@@ -136,7 +137,7 @@ def cpu_isa(detected=False):
 @_atexit.register
 def _shutdown():
     try:
-        for i in range(sim.device_count()):
+        for i in _builtins.range(sim.device_count()):
             _C._synchronize(sim._acc.code, i)
     except AsyncOpError:
         pass  # an unobserved failure at exit has nobody left to report to

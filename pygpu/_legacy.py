@@ -84,14 +84,12 @@ def parse_type(spec):
     dtype (device None: stays where it is)."""
     if isinstance(spec, _TypedMeta):
         return spec._require(), spec._device_type
-    if isinstance(spec, str) and spec.rsplit(".", 1)[-1] in LEGACY_TYPES:
+    if isinstance(spec, str):  # only a legacy type's name, as PyTorch's type() takes
         parts = spec.split(".")
-        if parts[0] != "torch" or len(parts) not in (2, 3):
+        if parts[0] != "torch" or len(parts) not in (2, 3) or parts[-1] not in LEGACY_TYPES:
             raise ValueError(f"invalid type: {spec!r}")
         cls = TYPED[parts[-1]] if len(parts) == 2 else typed_for(parts[1])[parts[-1]]
         return cls._require(), cls._device_type
-    if isinstance(spec, str) and spec.startswith("torch."):
-        spec = spec[len("torch."):]
     return _dtype.to_dtype(spec), None
 
 
