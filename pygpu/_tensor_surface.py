@@ -30,6 +30,8 @@ the type once (_C._add_tensor_methods):
                      unique_consecutive
   _tensor_spellings.py torch.exp_-style function forms, nn.functional's ops at torch's level,
                      windows, is_mps/is_xla/... flags, layout, H, mH, adjoint, ...
+  _storage.py        storage(), untyped_storage(), storage_type(), set_, is_set_to,
+                     as_strided_, resize_as_, sum_to_size, nonzero_static (and the classes)
   _tensor_objects.py __reduce_ex__ (pickle), __copy__, __deepcopy__, share_memory_, is_shared
   _tensor_compat.py  PyTorch's second names (greater, multiply, ravel, eq_, new, ...)
   _ops/_clamp.py     clamp, clip, clamp_, clip_ (the composite ops' home, pygpu/_ops/)
@@ -38,6 +40,7 @@ Methods the C type already had with a pygpu signature (transpose, sum, max, ...)
 replaced by wrappers that accept both spellings and call the C method."""
 from . import _C
 from ._ops import _clamp as _ops_clamp
+from . import _storage
 from . import (_tensor_autograd, _tensor_compare, _tensor_compat, _tensor_create, _tensor_fill,
                _tensor_gather, _tensor_index, _tensor_spellings, _tensor_stack,
                _tensor_info, _tensor_join, _tensor_math, _tensor_objects, _tensor_products,
@@ -46,7 +49,7 @@ from . import (_tensor_autograd, _tensor_compare, _tensor_compat, _tensor_create
 _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
              _tensor_products, _tensor_autograd, _tensor_fill, _tensor_random, _tensor_objects,
              _tensor_stats, _tensor_compare, _tensor_stack, _tensor_gather, _tensor_spellings,
-             _tensor_shape, _ops_clamp)
+             _storage, _tensor_shape, _ops_clamp)
 
 
 def install():
@@ -94,6 +97,7 @@ def functions():
     out.update(_tensor_compare.FUNCTIONS)
     out.update(_tensor_stack.FUNCTIONS)
     out.update(_tensor_gather.FUNCTIONS)
+    out.update(_storage.FUNCTIONS)
     for name, fn in _tensor_spellings.FUNCTIONS.items():  # second spellings: only new names
         out.setdefault(name, fn)
     out.update(_tensor_spellings.constants())

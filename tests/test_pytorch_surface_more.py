@@ -332,3 +332,82 @@ def test_small_names_match_torch():
         assert pygpu.get_default_dtype() is pygpu.float64 and pygpu.ones(1).dtype is pygpu.float64
     finally:
         pygpu.set_default_dtype(before)
+
+
+def test_storages_share_the_tensors_memory_as_torchs_do(device):
+    import warnings as _w
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        for m in (pygpu, torch):
+            kw = {"device": device} if m is pygpu else {}
+            x = m.arange(6.0, **kw).view(2, 3)
+            s, u = x.storage(), x.untyped_storage()
+            assert s.size() == 6 and len(u) == u.nbytes() == 24 and s.element_size() == 4
+            assert s.data_ptr() == x.data_ptr() == u.data_ptr() and s[4] == 4.0
+            assert isinstance(s, m.FloatStorage) == (device == "cpu" or m is torch)
+            assert x.storage_type().__name__ == "FloatStorage" and m.is_storage(u)
+            assert not m.is_storage(x)
+            s[0] = 7.0  # the tensor's memory
+            assert x[0, 0].item() == 7.0
+            y = m.empty(0, **kw).set_(x.untyped_storage() if m is torch else s, 2, (2, 2),
+                                      (1, 2))
+            assert y.tolist() == [[2.0, 4.0], [3.0, 5.0]]
+            v = m.empty(0, **kw).set_(x)
+            assert v.is_set_to(x) and not x[1:].is_set_to(x)
+            z = m.zeros(6, **kw)
+            z.as_strided_((2, 2), (1, 2))
+            assert tuple(z.shape) == (2, 2) and z.stride() == (1, 2)
+            r = m.zeros(2, 2, **kw).resize_as_(m.zeros(4, **kw))
+            assert tuple(r.shape) == (4,)
+            assert m.DoubleStorage([1, 2]).tolist() == [1.0, 2.0]
+            assert m.ones(2, 3, **kw).sum_to_size(1, 3).tolist() == [[2.0, 2.0, 2.0]]
+            assert m.nonzero_static(m.tensor([0, 1, 0, 2], **kw), size=3).tolist() == \
+                [[1], [3], [-1]]
+            assert m.empty_permuted((2, 3, 4), (2, 0, 1), **kw).stride() == (3, 1, 6)
+    s = pygpu.ones(3).share_memory_().storage()
+    assert s.is_shared() and pygpu.ones(2).untyped_storage().is_shared() is False
+
+
+def test_autograd_and_overrides_names():
+    import pygpu.autograd as ag
+    assert not ag.is_tensor_like(1) and ag.is_tensor_like(pygpu.ones(1))
+    assert ag.kineto_available() is False and ag.is_view_replay_enabled() is False
+    with ag.set_multithreading_enabled(False):
+        assert not ag.is_multithreading_enabled()
+    assert ag.is_multithreading_enabled()
+    assert ag.DeviceType.CUDA.name == torch.autograd.DeviceType.CUDA.name
+    assert ag.ProfilerActivity is pygpu.profiler.ProfilerActivity
+
+    class Wrapped:
+        def __init__(self, v):
+            self.v = v
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return ("handled", func.__name__, args[0].v)
+
+    w = Wrapped(3)
+    F = pygpu.nn.functional
+    assert F.has_torch_function((w,)) and F.has_torch_function_unary(w)
+    assert not F.has_torch_function((pygpu.ones(1),))
+    assert F.handle_torch_function(F.relu, (w,), w) == ("handled", "relu", 3)
+    with pytest.raises(TypeError, match="no implementation found"):
+        class Refuses(Wrapped):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                return NotImplemented
+        F.handle_torch_function(F.relu, (Refuses(1),), Refuses(1))
+
+
+def test_lp_pool_and_channel_shuffle_match_torch(device):
+    x = np.random.default_rng(5).standard_normal((2, 4, 6, 6))
+    cases = [lambda m, t: m.nn.functional.lp_pool2d(t, 2, 3),
+             lambda m, t: m.nn.functional.lp_pool1d(t.reshape(2, 4, 36), 1.5, 4, 2),
+             lambda m, t: m.nn.functional.channel_shuffle(t, 2),
+             lambda m, t: m.nn.LPPool2d(float("inf"), 2)(t),
+             lambda m, t: m.nn.LPPool1d(2, 3, 2)(t.reshape(2, 4, 36)),
+             lambda m, t: m.nn.ChannelShuffle(4)(t)]
+    for fn in cases:
+        _run(fn, device, [x], grads=True)
+    assert repr(pygpu.nn.LPPool2d(2, 3)) == repr(torch.nn.LPPool2d(2, 3))
+    assert repr(pygpu.nn.ChannelShuffle(2)) == repr(torch.nn.ChannelShuffle(2))

@@ -16,3 +16,10 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inferen
 __all__ = ["Node", "backward", "grad", "record", "register_post_accumulate_grad_hook", "Context", "Function", "Variable", "once_differentiable",
            "function", "functional", "enable_grad",
            "is_grad_enabled", "no_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled"]
+
+# torch.autograd's small public names beside the engine (issue 43): the __torch_function__
+# protocol's helpers, the multithreading switch, DeviceType, ProfilerActivity (overrides.py)
+from . import overrides as _overrides  # noqa: E402
+from ..profiler import ProfilerActivity  # noqa: E402 - pygpu.profiler's, as torch.autograd's
+globals().update(_overrides.NAMES)
+__all__ += sorted(_overrides.NAMES) + ["ProfilerActivity"]

@@ -58,6 +58,7 @@ from .padding import CLASSES as _PADDING  # noqa: E402
 from .layers import Bilinear, Container  # noqa: E402
 from .normalization import CrossMapLRN2d, RMSNorm  # noqa: E402
 from .dropout import FeatureAlphaDropout  # noqa: E402
+from .pooling import ChannelShuffle, LPPool1d, LPPool2d  # noqa: E402
 globals().update(_PADDING)
 __all__ += ["CELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
             "LogSigmoid", "Mish", "PReLU", "ReLU6", "RReLU", "Softmax2d", "Softmin", "Softplus",
@@ -66,6 +67,7 @@ __all__ += ["CELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Ha
             "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d", "PoissonNLLLoss",
             "SoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
             "CosineSimilarity", "PairwiseDistance", "Bilinear", "Container", "CrossMapLRN2d",
-            "RMSNorm", "FeatureAlphaDropout", *sorted(_PADDING)]
+            "RMSNorm", "FeatureAlphaDropout", "ChannelShuffle", "LPPool1d", "LPPool2d",
+            *sorted(_PADDING)]
 
 from . import modules  # noqa: E402 - torch.nn.modules.* import paths (names read when asked)

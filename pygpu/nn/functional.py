@@ -23,6 +23,7 @@ from ._resample import (fold, interpolate, pixel_shuffle, pixel_unshuffle, unfol
 from ._pointwise import FUNCTIONS as _POINTWISE
 from ._distance import FUNCTIONS as _DISTANCES
 from ._losses_margin import FUNCTIONS as _MARGIN_LOSSES
+from ._lp_pool import FUNCTIONS as _LP_POOL
 from ._conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
                     adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d,
                     conv_transpose1d, conv_transpose2d, max_pool1d, max_pool2d, max_unpool1d,
@@ -45,8 +46,11 @@ __all__ = ["linear", "elu", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmo
 globals().update(_POINTWISE)
 globals().update(_DISTANCES)
 globals().update(_MARGIN_LOSSES)
-__all__ += sorted(_POINTWISE) + sorted(_DISTANCES) + sorted(_MARGIN_LOSSES)
+globals().update(_LP_POOL)
+__all__ += sorted(_POINTWISE) + sorted(_DISTANCES) + sorted(_MARGIN_LOSSES) + sorted(_LP_POOL)
 Tensor = _C.Tensor  # torch.nn.functional.Tensor, as PyTorch's module re-exports it
+from ..autograd.overrides import (handle_torch_function, has_torch_function,  # noqa: E402
+                                  has_torch_function_unary, has_torch_function_variadic)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
@@ -81,6 +85,7 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
-__all__ += ["Tensor", "max_pool1d_with_indices", "max_pool2d_with_indices",
+__all__ += ["Tensor", "handle_torch_function", "has_torch_function", "has_torch_function_unary",
+            "has_torch_function_variadic", "max_pool1d_with_indices", "max_pool2d_with_indices",
             "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
             "upsample_nearest", "upsample_bilinear"]
