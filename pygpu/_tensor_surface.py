@@ -30,6 +30,11 @@ the type once (_C._add_tensor_methods):
                      unique_consecutive
   _tensor_spellings.py torch.exp_-style function forms, nn.functional's ops at torch's level,
                      windows, is_mps/is_xla/... flags, layout, H, mH, adjoint, ...
+  _tensor_numeric.py gcd, lcm, shifts, diff, trapezoid, inner, vdot, dist, addmv, addr, renorm
+  _tensor_scatter.py diagonal/select/slice/as_strided_scatter, scatter_reduce, index_reduce,
+                     histogram
+  _linalg_legacy.py  torch.lu, lu_solve, lu_unpack, cholesky_solve/inverse, triangular_solve,
+                     frobenius/nuclear norms, vander, the removed eig/symeig/solve/lstsq
   _storage.py        storage(), untyped_storage(), storage_type(), set_, is_set_to,
                      as_strided_, resize_as_, sum_to_size, nonzero_static (and the classes)
   _tensor_objects.py __reduce_ex__ (pickle), __copy__, __deepcopy__, share_memory_, is_shared
@@ -40,7 +45,7 @@ Methods the C type already had with a pygpu signature (transpose, sum, max, ...)
 replaced by wrappers that accept both spellings and call the C method."""
 from . import _C
 from ._ops import _clamp as _ops_clamp
-from . import _storage
+from . import _linalg_legacy, _storage, _tensor_numeric, _tensor_scatter
 from . import (_tensor_autograd, _tensor_compare, _tensor_compat, _tensor_create, _tensor_fill,
                _tensor_gather, _tensor_index, _tensor_spellings, _tensor_stack,
                _tensor_info, _tensor_join, _tensor_math, _tensor_objects, _tensor_products,
@@ -49,7 +54,8 @@ from . import (_tensor_autograd, _tensor_compare, _tensor_compat, _tensor_create
 _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
              _tensor_products, _tensor_autograd, _tensor_fill, _tensor_random, _tensor_objects,
              _tensor_stats, _tensor_compare, _tensor_stack, _tensor_gather, _tensor_spellings,
-             _storage, _tensor_shape, _ops_clamp)
+             _storage, _tensor_numeric, _tensor_scatter, _linalg_legacy, _tensor_shape,
+             _ops_clamp)
 
 
 def install():
@@ -98,6 +104,9 @@ def functions():
     out.update(_tensor_stack.FUNCTIONS)
     out.update(_tensor_gather.FUNCTIONS)
     out.update(_storage.FUNCTIONS)
+    out.update(_tensor_numeric.FUNCTIONS)
+    out.update(_tensor_scatter.FUNCTIONS)
+    out.update(_linalg_legacy.FUNCTIONS)
     for name, fn in _tensor_spellings.FUNCTIONS.items():  # second spellings: only new names
         out.setdefault(name, fn)
     out.update(_tensor_spellings.constants())

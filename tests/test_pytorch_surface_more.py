@@ -411,3 +411,71 @@ def test_lp_pool_and_channel_shuffle_match_torch(device):
         _run(fn, device, [x], grads=True)
     assert repr(pygpu.nn.LPPool2d(2, 3)) == repr(torch.nn.LPPool2d(2, 3))
     assert repr(pygpu.nn.ChannelShuffle(2)) == repr(torch.nn.ChannelShuffle(2))
+
+
+SPD = np.random.default_rng(7).standard_normal((4, 4))
+SPD = SPD @ SPD.T + 4 * np.eye(4)
+NUMERIC = [
+    ("gcd, lcm", lambda m, a: (m.gcd(m.tensor([12, -18, 0, 7, 0], device=a.device),
+                                     m.tensor([8, 12, 5, 0, 0], device=a.device)),
+                               m.lcm(m.tensor([4, -6, 0], device=a.device),
+                                     m.tensor([6, 4, 3], device=a.device))), False),
+    ("shifts", lambda m, a: (m.bitwise_left_shift(m.tensor([1, -3, 5], device=a.device), 2),
+                             m.bitwise_right_shift(m.tensor([-9, 8, 7], device=a.device),
+                                                   m.tensor([1, 2, 1], device=a.device))), False),
+    ("diff", lambda m, a: (m.diff(a, 2), m.diff(a, dim=0, prepend=a[:1] * 0)), True),
+    ("trapezoid", lambda m, a: (m.trapezoid(a), m.trapezoid(a, a[0] * 0 + m.tensor(
+        [0.0, 1.0, 3.0, 4.0, 6.0], dtype=a.dtype, device=a.device)),
+        m.cumulative_trapezoid(a, dx=0.5), m.trapz(a, dim=0)), True),
+    ("inner, vdot, dist", lambda m, a: (m.inner(a, a[0]), m.vdot(a[0], a[1]),
+                                        m.dist(a[0], a[1], 3)), True),
+    ("addmv, addr", lambda m, a: (m.addmv(a[:, 0], a[:, :4], a[0, :4], beta=2, alpha=0.5),
+                                  m.addr(a[:, :3], a[:, 0], a[0, :3])), True),
+    ("renorm", lambda m, a: m.renorm(a, 2, 0, 1.5), True),
+    ("*_scatter", lambda m, a: (m.diagonal_scatter(a, a[0, :3] * 2, 1),
+                                m.select_scatter(a, a[1] * 3, 0, 2),
+                                m.slice_scatter(a, a[:1] * 5, 0, 1, 4, 2),
+                                m.as_strided_scatter(a, a[0, :4].reshape(2, 2), (2, 2), (1, 5))),
+     True),
+    ("histogram", lambda m, a: (m.histogram(a, 4), m.histogram(a.reshape(-1), m.tensor(
+        [-2.0, 0.0, 0.5, 3.0], dtype=a.dtype, device=a.device), density=True)), False),
+]
+for _red in ("sum", "prod", "mean", "amax", "amin"):
+    for _inc in (True, False):
+        NUMERIC.append((f"scatter_reduce {_red} {_inc}",
+                        lambda m, a, r=_red, i=_inc: a.scatter_reduce(
+                            1, m.tensor([[0, 0, 2, 4, 4]] * 3, device=a.device), a * 2 + 1, r,
+                            include_self=i), _red in ("sum", "mean", "prod")))
+NUMERIC.append(("index_reduce", lambda m, a: a.index_reduce(
+    0, m.tensor([0, 2, 0], device=a.device), a * 3, "amax", include_self=False), False))
+
+
+@pytest.mark.parametrize("name,fn,grads", NUMERIC, ids=[n[0] for n in NUMERIC])
+def test_numeric_functions_match_torch(device, name, fn, grads):
+    x = np.random.default_rng(11).standard_normal((3, 5)) * 2
+    _run(fn, device, [x], grads=grads)
+
+
+def test_lu_cholesky_and_removed_functions_match_torch(device):
+    a = [SPD]
+    _run(lambda m, A: (m.cholesky_solve(A, m.linalg.cholesky(A)),
+                       m.cholesky_inverse(m.linalg.cholesky(A)),
+                       m.cholesky_solve(A[:, :2], m.linalg.cholesky(A).mT, upper=True)),
+         device, a, rtol=1e-7)
+    _run(lambda m, A: (m.lu_unpack(*m.linalg.lu_factor(A)),
+                       m.lu_solve(A[:, :1], *m.linalg.lu_factor(A)),
+                       m.lu(A)), device, a, rtol=1e-7)
+    _run(lambda m, A: (m.triangular_solve(A[:, :2], A.triu()),
+                       m.triangular_solve(A[:, :2], A.tril(), upper=False, transpose=True)),
+         device, a, rtol=1e-7)
+    _run(lambda m, A: (m.frobenius_norm(A, (0, 1)), m.nuclear_norm(A),
+                       m.norm_except_dim(A, 2, 1), m.vander(A[0], 3),
+                       m.vander(A[0], increasing=True)), device, a, rtol=1e-7)
+    for call in (lambda m: m.eig(m.eye(2)), lambda m: m.symeig(m.eye(2)),
+                 lambda m: m.solve(m.eye(2), m.eye(2)), lambda m: m.lstsq(m.eye(2), m.eye(2)),
+                 lambda m: m.matrix_rank(m.eye(2)), lambda m: m.eye(2).eig()):
+        with pytest.raises(RuntimeError) as theirs:
+            call(torch)
+        with pytest.raises(RuntimeError) as ours:
+            call(pygpu)
+        assert str(ours.value) == str(theirs.value)
