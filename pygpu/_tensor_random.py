@@ -1,6 +1,9 @@
 """The random samplers, as PyTorch's Tensor methods and torch functions: uniform_, normal_,
 bernoulli_, random_, exponential_, cauchy_, log_normal_, geometric_, bernoulli, normal,
-multinomial (the method; the function is pygpu.distributions.discrete's).
+poisson, binomial, multinomial (the method; the function is pygpu.distributions.discrete's).
+poisson and binomial are PyTorch's algorithms (inversion for small means; PTRS and BTRS
+rejection otherwise), run on whole tensors: each rejection round draws for every element
+and reads back one flag.
 
 Each draws uniform or normal numbers on the tensor's own device from Philox (the device's
 generator, or generator=: pygpu/_random.py), transforms them there with tensor ops (the
@@ -9,7 +12,7 @@ between host and device. The draws are in float32 (float64 for a float64 tensor)
 once into self's dtype. PyTorch's checks and messages, with its exception types."""
 import math
 
-from . import _dtype, _tensor_create
+from . import _C, _dtype, _tensor_create
 
 Tensor = _tensor_create.Tensor
 
@@ -235,6 +238,140 @@ def multinomial(self, num_samples, replacement=False, *, generator=None):
     return draw(self, num_samples, replacement, generator=generator)
 
 
+def _rounds(pending, draw):
+    """Rejection sampling on whole tensors: draw(mask) -> (accepted, value) for every
+    element; rounds go on while any element is pending (one flag read back a round)."""
+    result = None
+    while bool(pending.any()):
+        accepted, value = draw(pending)
+        take = pending & accepted
+        result = value if result is None else _C.where(take, value, result)
+        pending = pending & ~accepted
+    return result
+
+
+def _draws(shape, like, generator):
+    return _tensor_create.rand(*shape, dtype=_dtype.float64, device=like.device,
+                               generator=generator)
+
+
+def _poisson_small(lam, generator):
+    """Inversion by sequential search, for rates below 10 (a few rounds)."""
+    u = _draws(lam.shape, lam, generator)
+    k = lam * 0.0
+    p = (-lam).exp()
+    cdf = p
+    active = u > cdf
+    while bool(active.any()):
+        k = k + active.astype(_dtype.float64)
+        p = _C.where(active, p * lam / _C.maximum(k, _tensor_create.ones(
+            (), dtype=_dtype.float64, device=lam.device)), p)
+        cdf = cdf + p * active.astype(_dtype.float64)
+        active = active & (u > cdf) & (k < 10000)
+    return k
+
+
+def _poisson_ptrs(lam, generator):
+    """Hormann's transformed rejection with squeeze (PTRS), for rates of 10 and more."""
+    slam, loglam = lam.sqrt(), lam.log()
+    b = slam * 2.53 + 0.931
+    a = b * 0.02483 - 0.059
+    invalpha = 1.1328 / (b - 3.4) + 1.1239
+    vr = 0.9277 - 3.6224 / (b - 2)
+
+    def draw(pending):
+        u = _draws(lam.shape, lam, generator) - 0.5
+        v = _draws(lam.shape, lam, generator)
+        us = 0.5 - u.abs()
+        k = ((a * 2.0 / us + b) * u + lam + 0.43).floor()
+        quick = (us >= 0.07) & (v <= vr)
+        bad = (k < 0) | ((us < 0.013) & (v > us))
+        lhs = v.log() + invalpha.log() - (a / (us * us) + b).log()
+        rhs = -lam + k * loglam - (k + 1).clamp(min=1.0).lgamma()
+        return quick | (~bad & (lhs <= rhs)), k
+    return _rounds(lam >= 10, draw)
+
+
+def poisson(input, generator=None):
+    """A Poisson(rate) draw per element of the rates `input` (inversion below 10, PTRS from
+    10), in input's dtype, on its device."""
+    lam = input.detach().astype(_dtype.float64)
+    if lam.numel() and bool((lam < 0).any()):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    if lam.numel() == 0:
+        return input.detach().clone()
+    small = _poisson_small(_C.where(lam < 10, lam, lam * 0.0), generator)
+    out = small
+    if bool((lam >= 10).any()):
+        big = _poisson_ptrs(_C.where(lam >= 10, lam, lam * 0.0 + 10.0), generator)
+        out = _C.where(lam >= 10, big, small)
+    return out.astype(input.dtype)
+
+
+def _binomial_inversion(n, p, generator):
+    """Counting geometric waiting times, for n * min(p, 1-p) below 10."""
+    logq = (-p).log1p()
+    total = n * 0.0
+    count = n * 0.0
+    active = (n > 0) & (p > 0)
+    while bool(active.any()):
+        u = _draws(n.shape, n, generator)
+        geom = (u.log() / logq).ceil()
+        total = total + _C.where(active, geom, total * 0.0)
+        done = total > n
+        count = count + (active & ~done).astype(_dtype.float64)
+        active = active & ~done
+    return count
+
+
+def _binomial_btrs(n, p, generator):
+    """Kachitvichyanukul and Schmeiser's BTRS, for n * min(p, 1-p) of 10 and more."""
+    q = 1.0 - p
+    spq = (n * p * q).sqrt()
+    b = spq * 2.53 + 1.15
+    a = b * 0.0248 + p * 0.01 - 0.0873
+    c = n * p + 0.5
+    vr = 0.92 - 4.2 / b
+    alpha = (5.1 / b + 2.83) * spq
+    lpq = (p / q).log()
+    m = ((n + 1) * p).floor()
+    h = (m + 1).lgamma() + (n - m + 1).lgamma()
+
+    def draw(pending):
+        u = _draws(n.shape, n, generator) - 0.5
+        v = _draws(n.shape, n, generator)
+        us = 0.5 - u.abs()
+        k = ((a * 2.0 / us + b) * u + c).floor()
+        out_of_range = (k < 0) | (k > n)
+        quick = (us >= 0.07) & (v <= vr)
+        lv = (v * alpha / (a / (us * us) + b)).log()
+        kk = k.clamp(min=0.0)
+        rest = lv <= h - (kk + 1).lgamma() - (n - kk + 1).clamp(min=1.0).lgamma() + \
+            (kk - m) * lpq
+        return ~out_of_range & (quick | rest), k
+    return _rounds(n * _C.minimum(p, q) >= 10, draw)
+
+
+def binomial(count, prob, generator=None):
+    """A Binomial(count, prob) draw per element (inversion, or BTRS where count * min(prob,
+    1 - prob) >= 10), in count's dtype, on its device."""
+    n = count.detach().astype(_dtype.float64)
+    pr = prob.detach().astype(_dtype.float64)
+    n, pr = n + pr * 0.0, pr + n * 0.0  # broadcast
+    if pr.numel() and bool(((pr < 0) | (pr > 1)).any()):
+        raise RuntimeError("binomial: the probabilities must be in [0, 1]")
+    flip = pr > 0.5
+    ps = _C.where(flip, 1.0 - pr, pr)
+    big = n * ps >= 10
+    out = _binomial_inversion(_C.where(big, n * 0.0, n), ps, generator)
+    if bool(big.any()):
+        safe_n = _C.where(big, n, n * 0.0 + 100.0)
+        safe_p = _C.where(big, ps, ps * 0.0 + 0.5)
+        out = _C.where(big, _binomial_btrs(safe_n, safe_p, generator), out)
+    out = _C.where(flip, n - out, out)
+    return out.astype(count.dtype)
+
+
 def _no_more(kwargs, fn):
     if kwargs:
         raise TypeError(f"{fn}() got an unexpected keyword argument {next(iter(kwargs))!r}")
@@ -249,4 +386,5 @@ METHODS = {"uniform_": uniform_, "normal_": normal_, "bernoulli_": bernoulli_,
            "bernoulli": _bernoulli_method, "random_": random_, "exponential_": exponential_, "cauchy_": cauchy_,
            "log_normal_": log_normal_, "geometric_": geometric_, "multinomial": multinomial}
 
-FUNCTIONS = {"bernoulli": bernoulli, "normal": normal}
+FUNCTIONS = {"bernoulli": bernoulli, "normal": normal, "poisson": poisson,
+             "binomial": binomial}

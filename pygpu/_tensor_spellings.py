@@ -273,6 +273,51 @@ def pixel_unshuffle(input, downscale_factor):
     return _F().pixel_unshuffle(input, downscale_factor)
 
 
+def channel_shuffle(input, groups):
+    return _F().channel_shuffle(input, groups)
+
+
+# ---- the recurrent cells at torch's level (ATen's rnn_tanh_cell, lstm_cell, ...) ---------
+
+def _gates(input, hx, w_ih, w_hh, b_ih, b_hh):
+    g = input @ w_ih.t() + hx @ w_hh.t()
+    if b_ih is not None:
+        g = g + b_ih
+    if b_hh is not None:
+        g = g + b_hh
+    return g
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
+    return _C.tanh(_gates(input, hx, w_ih, w_hh, b_ih, b_hh))
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """relu(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
+    return _C.relu(_gates(input, hx, w_ih, w_hh, b_ih, b_hh))
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """(h', c') of one LSTM step from (h, c) = hx, gates in PyTorch's i, f, g, o order."""
+    h, c = hx
+    i, f, g, o = _gates(input, h, w_ih, w_hh, b_ih, b_hh).chunk(4, -1)
+    c2 = _C.sigmoid(f) * c + _C.sigmoid(i) * _C.tanh(g)
+    return _C.sigmoid(o) * _C.tanh(c2), c2
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One GRU step, gates in PyTorch's r, z, n order (n's hidden part inside r's product)."""
+    gi = input @ w_ih.t() + (b_ih if b_ih is not None else 0.0)
+    gh = hx @ w_hh.t() + (b_hh if b_hh is not None else 0.0)
+    i_r, i_z, i_n = gi.chunk(3, -1)
+    h_r, h_z, h_n = gh.chunk(3, -1)
+    r = _C.sigmoid(i_r + h_r)
+    z = _C.sigmoid(i_z + h_z)
+    n = _C.tanh(i_n + r * h_n)
+    return (1.0 - z) * n + z * hx
+
+
 # ---- windows ------------------------------------------------------------------------------
 
 def _window(name, window_length, periodic, dtype, device, requires_grad, body):
@@ -555,7 +600,8 @@ FUNCTIONS.update({name: globals()[name] for name in (
     "rms_norm", "bilinear", "cosine_similarity", "pairwise_distance", "pdist",
     "constant_pad_nd", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
     "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
-    "adaptive_max_pool1d", "pixel_shuffle", "pixel_unshuffle", "hann_window", "hamming_window",
+    "adaptive_max_pool1d", "pixel_shuffle", "pixel_unshuffle", "rnn_tanh_cell", "rnn_relu_cell",
+    "lstm_cell", "gru_cell", "channel_shuffle", "hann_window", "hamming_window",
     "blackman_window", "bartlett_window", "kaiser_window", "rsub", "range", "frombuffer",
     "empty_strided", "get_device", "typename", "set_default_tensor_type",
     "set_deterministic_debug_mode", "get_deterministic_debug_mode", "set_warn_always",

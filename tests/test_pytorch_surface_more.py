@@ -479,3 +479,18 @@ def test_lu_cholesky_and_removed_functions_match_torch(device):
         with pytest.raises(RuntimeError) as ours:
             call(pygpu)
         assert str(ours.value) == str(theirs.value)
+
+
+def test_recurrent_cells_at_torch_level_match_torch(device):
+    rng = np.random.default_rng(13)
+    x, h, c = rng.standard_normal((3, 4)), rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    for name, gates in (("rnn_tanh_cell", 1), ("rnn_relu_cell", 1), ("gru_cell", 3),
+                        ("lstm_cell", 4)):
+        w_ih, w_hh = rng.standard_normal((gates * 5, 4)), rng.standard_normal((gates * 5, 5))
+        b_ih, b_hh = rng.standard_normal(gates * 5), rng.standard_normal(gates * 5)
+
+        def call(m, x, h, c, w_ih, w_hh, b_ih, b_hh, name=name):
+            hx = (h, c) if name == "lstm_cell" else h
+            return getattr(m, name)(x, hx, w_ih, w_hh, b_ih, b_hh)
+        _run(call, device, [x, h, c, w_ih, w_hh, b_ih, b_hh], grads=True)
+    _run(lambda m, t: m.channel_shuffle(t, 2), device, [rng.standard_normal((2, 4, 3))])

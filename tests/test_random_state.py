@@ -163,6 +163,13 @@ SAMPLERS = [
     ("log_normal_", lambda m, g: m.empty(N).log_normal_(0.0, 0.5, generator=g),
      math.exp(0.125), None),
     ("geometric_", lambda m, g: m.empty(N).geometric_(0.25, generator=g), 4.0, None),
+    ("poisson", lambda m, g: m.poisson(m.full((N,), 4.0), generator=g), 4.0, 2.0),
+    ("poisson (PTRS)", lambda m, g: m.poisson(m.full((N,), 30.0), generator=g), 30.0,
+     math.sqrt(30.0)),
+    ("binomial", lambda m, g: m.binomial(m.full((N,), 20.0), m.full((N,), 0.3), generator=g),
+     6.0, math.sqrt(4.2)),
+    ("binomial (BTRS)", lambda m, g: m.binomial(m.full((N,), 100.0), m.full((N,), 0.6),
+                                                 generator=g), 60.0, math.sqrt(24.0)),
     ("cauchy_ (median)", lambda m, g: m.empty(N).cauchy_(1.0, 2.0, generator=g).sort()[0][N // 2],
      None,
      None),
@@ -220,6 +227,7 @@ def test_random_range_and_kinds_match_torch():
     lambda m: m.empty(3, dtype=m.int64).exponential_(),
     lambda m: m.bernoulli(m.full((3,), 1.5)),
     lambda m: m.normal(m.zeros(2), m.ones(3)),
+    lambda m: m.poisson(m.tensor([-1.0])),
 ])
 def test_sampler_errors_match_torch(call):
     with pytest.raises(Exception) as theirs:

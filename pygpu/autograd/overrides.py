@@ -113,7 +113,13 @@ class DeviceType(enum.IntEnum):
     PrivateUse1 = 20
 
 
-NAMES = {"is_tensor_like": is_tensor_like, "has_torch_function": has_torch_function,
+def variable(*args, **kwargs):
+    """Removed from PyTorch: raises as torch.autograd.variable does."""
+    raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) "
+                       "instead")
+
+
+NAMES = {"variable": variable, "is_tensor_like": is_tensor_like, "has_torch_function": has_torch_function,
          "handle_torch_function": handle_torch_function,
          "set_multithreading_enabled": set_multithreading_enabled,
          "is_multithreading_enabled": is_multithreading_enabled,
