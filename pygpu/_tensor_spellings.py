@@ -570,24 +570,13 @@ def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_g
                          device=device or self.device, requires_grad=requires_grad)
 
 
-def softmax(self, dim, dtype=None):
-    """Tensor.softmax(dim): nn.functional.softmax along dim."""
-    return _F().softmax(self, dim, dtype=dtype)
-
-
-def log_softmax(self, dim, dtype=None):
-    """Tensor.log_softmax(dim): nn.functional.log_softmax along dim."""
-    return _F().log_softmax(self, dim, dtype=dtype)
-
-
 _BACKEND_FLAGS = ("is_mps", "is_xla", "is_xpu", "is_ipu", "is_maia", "is_mtia", "is_vulkan",
                   "is_mkldnn", "is_nested", "is_sparse_csr", "is_quantized")
 
 METHODS = {flag: property(_false) for flag in _BACKEND_FLAGS}
 METHODS.update(layout=property(_layout), H=property(_h), mH=property(adjoint),
                adjoint=adjoint, dim_order=dim_order, const_data_ptr=const_data_ptr,
-               new_empty_strided=new_empty_strided, hardshrink=hardshrink, softmax=softmax,
-               log_softmax=log_softmax)
+               new_empty_strided=new_empty_strided, hardshrink=hardshrink)
 
 FUNCTIONS = {name + "_": _inplace_function(name) for name in _INPLACE}
 FUNCTIONS.update({name: globals()[name] for name in (
