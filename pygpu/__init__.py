@@ -7,6 +7,7 @@ accelerator "sim:N" (any machine) and on "cuda:N", moved explicitly with
 pygpu.stats(), pygpu.track(), pygpu.transfer_guard().
 """
 import atexit as _atexit
+import builtins as _builtins  # pygpu.range is torch.range: the module's own loops use Python's
 
 from . import _extension
 
@@ -83,7 +84,7 @@ from . import _legacy  # noqa: E402 - torch.Tensor(3, 4), FloatTensor([...]), Lo
 from ._C import Size  # noqa: E402 - Tensor.shape's type, printed as torch.Size([...])
 from ._defaults import (get_default_device, get_default_dtype, set_default_device,  # noqa: E402
                         set_default_dtype)
-from . import accelerator, backends, onnx, serialization  # noqa: E402
+from . import accelerator, backends, multiprocessing, onnx, random, serialization  # noqa: E402
 from ._printing import get_printoptions, set_printoptions  # noqa: E402 - PyTorch's printing
 globals().update(_legacy.TYPED)
 from . import _tensor_compat  # noqa: E402 - torch.greater, torch.concat, torch.pi, Generator, ...
@@ -143,7 +144,7 @@ def cpu_isa(detected=False):
 @_atexit.register
 def _shutdown():
     try:
-        for i in range(sim.device_count()):
+        for i in _builtins.range(sim.device_count()):
             _C._synchronize(sim._acc.code, i)
     except AsyncOpError:
         pass  # an unobserved failure at exit has nobody left to report to

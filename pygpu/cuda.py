@@ -12,7 +12,8 @@ import os
 import sys
 import threading
 
-from . import _C, _cuda_streams, _nvml
+from . import _C, _cuda_streams, _legacy, _nvml
+from .amp import device_amp as _device_amp
 from ._accel import Accelerator, export
 from ._cuda_streams import (CUDAGraph, DeviceProperties, Event, Stream, current_stream,  # noqa: F401
                             default_stream, get_device_capability, get_device_properties, graph,
@@ -111,6 +112,8 @@ def _preload_cublas():
 
 _acc = _Cuda("cuda", 2)
 export(_acc, globals())
+globals().update(_legacy.typed_for("cuda"))  # torch.cuda.FloatTensor, ... (pygpu/_legacy.py)
+amp = _device_amp.module_for("cuda", __name__)  # torch.cuda.amp, the deprecated spellings
 _check_index = _acc._check_index
 
 

@@ -78,8 +78,31 @@ pg_status pg_backend_check_node(pg_device dev, const pg_node *node)
                         node->name ? node->name : "op", be->name);
 }
 
+/* Set in a fork()ed child for a device type whose runtime was loaded before the fork
+ * (pg_fork.h): a CUDA context does not survive fork. */
+static _Atomic bool g_forked[PG_NUM_DEVICE_TYPES];
+
+void pg_backend_mark_forked(int type)
+{
+    if (type >= 0 && type < PG_NUM_DEVICE_TYPES)
+        atomic_store(&g_forked[type], true);
+}
+
+pg_status pg_fork_check(int type)
+{
+    if (type < 0 || type >= PG_NUM_DEVICE_TYPES ||
+        !atomic_load_explicit(&g_forked[type], memory_order_relaxed))
+        return PG_OK;
+    const char *name = pg_device_type_name(type);
+    return pg_error_set(PG_ERR_UNAVAILABLE,
+                        "Cannot re-initialize %s in forked subprocess. To use %s with "
+                        "multiprocessing, you must use the 'spawn' start method (its runtime "
+                        "was loaded before this process was forked)", name, name);
+}
+
 pg_status pg_backend_for(pg_device dev, const pg_backend **out)
 {
+    PG_TRY(pg_fork_check(dev.type));
     const pg_backend *be = pg_backend_get(dev.type);
     if (!be)
         return pg_error_set(PG_ERR_UNAVAILABLE, "device type '%s' is not available",

@@ -110,6 +110,11 @@ struct pg_backend {
  * loaded; pg_backend_for checks the device index too and sets a message. */
 const pg_backend *pg_backend_get(int type);
 pg_status pg_backend_for(pg_device dev, const pg_backend **out);
+/* A fork()ed child (pg_fork.h): mark a device type whose runtime cannot follow (cuda,
+ * once loaded); pg_fork_check then gives PyTorch's "Cannot re-initialize ... in forked
+ * subprocess" for it (checked by pg_backend_for and pg_launch), PG_OK otherwise. */
+void pg_backend_mark_forked(int type);
+pg_status pg_fork_check(int type);
 void pg_backend_register(int type, const pg_backend *be);
 /* PG_OK if the backend of `dev` runs op (PG_OP_*) on `dtype`; else a PG_ERR_DTYPE
  * naming `what` (the user-facing op name), the dtype and the device. */

@@ -63,8 +63,15 @@ pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, in
                        pg_tensor *out);
 pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
                        pg_tensor *out);
+/* The same draw at counters at[1]..at[1]+n-1 of seed at[0] (a torch.Generator's own state,
+ * which its owner advances); the device's generator is not touched. */
+pg_status pg_op_random_at(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
+                          const uint64_t at[2], pg_tensor *out);
 void pg_rng_seed(pg_device dev, uint64_t seed);
 void pg_rng_seed_all(uint64_t seed);
+/* dev's generator state (seed, offset): read, and set (get_rng_state / set_rng_state) */
+void pg_rng_get(pg_device dev, uint64_t *seed, uint64_t *offset);
+void pg_rng_set(pg_device dev, uint64_t seed, uint64_t offset);
 /* n counters of dev's generator for a kernel that draws its own (attention's dropout):
  * the (seed, first offset) it draws them at; the generator moves on by n */
 void pg_rng_reserve(pg_device dev, uint64_t n, uint64_t *seed, uint64_t *offset);

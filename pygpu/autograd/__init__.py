@@ -24,3 +24,10 @@ __all__ = ["Node", "backward", "grad", "record", "register_post_accumulate_grad_
            "gradcheck", "gradgradcheck", "GradcheckError", "enable_grad",
            "is_grad_enabled", "no_grad", "set_grad_enabled", "inference_mode",
            "is_inference_mode_enabled"]
+
+# torch.autograd's small public names beside the engine (issue 43): the __torch_function__
+# protocol's helpers, the multithreading switch, DeviceType, ProfilerActivity (overrides.py)
+from . import overrides as _overrides  # noqa: E402
+from ..profiler import ProfilerActivity  # noqa: E402 - pygpu.profiler's, as torch.autograd's
+globals().update(_overrides.NAMES)
+__all__ += sorted(_overrides.NAMES) + ["ProfilerActivity"]

@@ -45,4 +45,29 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU
 from .memory import MemoryEstimate, estimate_memory  # noqa: E402 - trainloop's addition
 __all__ += ["estimate_memory", "MemoryEstimate"]
 
+# the rest of torch.nn's modules (issue 43): activations, losses, distances, padding, ...
+from .activation import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,  # noqa: E402
+                         Hardtanh, LogSigmoid, Mish, PReLU, ReLU6, RReLU, Softmax2d, Softmin,
+                         Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
+from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss,  # noqa: E402
+                   MarginRankingLoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
+                   MultiMarginLoss, NLLLoss2d, PoissonNLLLoss, SoftMarginLoss,
+                   TripletMarginLoss, TripletMarginWithDistanceLoss)
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
+from .padding import CLASSES as _PADDING  # noqa: E402
+from .layers import Bilinear, Container  # noqa: E402
+from .normalization import CrossMapLRN2d, RMSNorm  # noqa: E402
+from .dropout import FeatureAlphaDropout  # noqa: E402
+from .pooling import ChannelShuffle, LPPool1d, LPPool2d  # noqa: E402
+globals().update(_PADDING)
+__all__ += ["CELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+            "LogSigmoid", "Mish", "PReLU", "ReLU6", "RReLU", "Softmax2d", "Softmin", "Softplus",
+            "Softshrink", "Softsign", "Tanhshrink", "Threshold", "CosineEmbeddingLoss",
+            "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss", "MultiLabelMarginLoss",
+            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d", "PoissonNLLLoss",
+            "SoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+            "CosineSimilarity", "PairwiseDistance", "Bilinear", "Container", "CrossMapLRN2d",
+            "RMSNorm", "FeatureAlphaDropout", "ChannelShuffle", "LPPool1d", "LPPool2d",
+            *sorted(_PADDING)]
+
 from . import modules  # noqa: E402 - torch.nn.modules.* import paths (names read when asked)

@@ -354,6 +354,14 @@ pg_pool *pg_cpu_pool(void)
     return p;
 }
 
+/* The child of fork(): the pool's threads are not there; make a new pool on first use
+ * (pg_fork.h). The old one is left as it is (its memory is the parent's copy). */
+void pg_cpu_after_fork(void)
+{
+    pthread_mutex_init(&g_cpu_lock, NULL);
+    atomic_store(&g_cpu_pool, NULL);
+}
+
 pg_status pg_cpu_set_threads(int n)
 {
     if (n < 1)
