@@ -170,39 +170,130 @@ def backward(root, gradient=None, retain_graph=False):
             raise RuntimeError(f"backward(): gradient is on {gradient.device} but the tensor is "
                                f"on {root.device}; move it with .to({str(root.device)!r})")
     owned = {id(gradient)}  # tensors some leaf already holds as .grad (never alias two)
-    with no_grad():
-        if root.grad_fn is None:
-            _accumulate(root, gradient, owned)
-            return
-        order = _topological(root.grad_fn)
-        grads = {id(root.grad_fn): gradient}
-        _run(order, grads, owned, retain_graph)
-        if not retain_graph:  # every node has run: what they kept may go now
-            for node in order:
-                node.keep = None
+    callbacks = []
+    stack = _final_callbacks.__dict__.setdefault("stack", [])
+    stack.append(callbacks)
+    try:
+        with no_grad():
+            if root.grad_fn is None:
+                _accumulate(root, gradient, owned)
+            else:
+                order = _topological(root.grad_fn)
+                grads = {id(root.grad_fn): gradient}
+                _run(order, grads, owned, retain_graph)
+                if not retain_graph:  # every node has run: what they kept may go now
+                    for node in order:
+                        node.keep = None
+        while callbacks:  # queue_callback's, in order (one may queue another)
+            callbacks.pop(0)()
+    finally:
+        stack.pop()
+
+
+_final_callbacks = __import__("threading").local()
+
+
+def queue_callback(fn):
+    """Run fn() once the backward() now running has accumulated every gradient, before it
+    returns (PyTorch's Variable._execution_engine.queue_callback). DistributedDataParallel
+    finishes its gradient reduction in one."""
+    stack = getattr(_final_callbacks, "stack", None)
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    stack[-1].append(fn)
+
+
+def _is_leaf_edge(t, fn):
+    return t is not None and fn is None and t.requires_grad
+
+
+def leaf_edges(order):
+    """id(leaf) -> how many edges of the nodes in `order` lead to it."""
+    count = {}
+    for node in order:
+        if node.inputs is None:
+            continue
+        for t, fn in zip(node.inputs, node.fns):
+            if _is_leaf_edge(t, fn):
+                count[id(t)] = count.get(id(t), 0) + 1
+    return count
+
+
+def reachable_leaves(outputs):
+    """The leaf tensors (that require grad) a backward from `outputs` (a tensor, or a tuple,
+    list or dict of them) would give a gradient to: DistributedDataParallel's
+    find_unused_parameters."""
+    found, stack = {}, [outputs]
+    roots = []
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (tuple, list)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, Tensor) and x.requires_grad:
+            if x.grad_fn is None:
+                found[id(x)] = x
+            else:
+                roots.append(x.grad_fn)
+    seen = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        for node in _topological(root):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for t, fn in zip(node.inputs or (), node.fns):
+                if _is_leaf_edge(t, fn):
+                    found[id(t)] = t
+    return list(found.values())
 
 
 def _run(order, grads, owned, retain_graph):
-    """Walk the nodes in reverse topological order, each once."""
+    """Walk the nodes in reverse topological order, each once. A leaf reached by several
+    edges gets the sum of their gradients in one accumulation, once its last edge has run
+    (PyTorch's AccumulateGrad node): its hooks and post-accumulate hooks run once per
+    backward."""
+    edges = leaf_edges(order)
+    pending = {}  # id(leaf) -> (leaf, gradient summed so far or None)
+
+    def leaf_edge_done(t, gi):
+        leaf, prev = pending.get(id(t), (t, None))
+        if gi is not None:
+            prev = gi if prev is None else prev + gi
+        left = edges[id(t)] - 1
+        edges[id(t)] = left
+        if left:
+            pending[id(t)] = (leaf, prev)
+            return
+        pending.pop(id(t), None)
+        if prev is not None:
+            if _tensor_hooks:
+                prev = _run_hooks(leaf, prev)
+            _accumulate(leaf, prev, owned)
+
     for node in reversed(order):
         g = grads.pop(id(node), None)
-        if g is None:
+        if g is None:  # nothing reached this node: its edges into leaves deliver nothing
+            if node.inputs is not None:
+                for t, fn in zip(node.inputs, node.fns):
+                    if _is_leaf_edge(t, fn):
+                        leaf_edge_done(t, None)
             continue
         if _tensor_hooks:  # a non-leaf's hooks see its whole gradient (register_hook)
             g = _run_hooks(node, g)
         inputs, fns = node.inputs, node.fns
         in_grads = node.backward(g)
         for t, fn, gi in zip(inputs, fns, in_grads):
+            if _is_leaf_edge(t, fn):
+                leaf_edge_done(t, None if gi is None else _fit(gi, t))
+                continue
             if t is None or gi is None or not (t.requires_grad or fn is not None):
                 continue
             gi = _fit(gi, t)
-            if fn is None:
-                if _tensor_hooks:
-                    gi = _run_hooks(t, gi)
-                _accumulate(t, gi, owned)
-            else:
-                prev = grads.get(id(fn))
-                grads[id(fn)] = gi if prev is None else prev + gi
+            prev = grads.get(id(fn))
+            grads[id(fn)] = gi if prev is None else prev + gi
         if not retain_graph:
             node.release()
 
@@ -229,8 +320,25 @@ def memory_exclusive(t):
     return _C._grad_exclusive(t)
 
 
+# id(leaf) -> leaf: leaves whose .grad is a view that must stay one (DistributedDataParallel's
+# gradient_as_bucket_view): a gradient is added into it in place although its bucket shares
+# the memory
+_grad_views = {}
+
+
+def keep_grad_view(leaf, on=True):
+    """Accumulate into leaf.grad in place even though other tensors see its memory."""
+    if on:
+        _grad_views[id(leaf)] = leaf
+    else:
+        _grad_views.pop(id(leaf), None)
+
+
 def _accumulate(leaf, g, owned):
-    if leaf.grad is None:
+    view = _grad_views.get(id(leaf))
+    if view is leaf and leaf.grad is not None and leaf.grad.shape == g.shape:
+        leaf.grad.add_(g)
+    elif leaf.grad is None:
         if id(g) in owned:
             g = g.clone()
         owned.add(id(g))
