@@ -102,11 +102,11 @@ if r == 0:
     got = []
     for _ in range(p - 1):
         buf = T.zeros(2, dtype=f64)
-        sender = dist.recv(buf)
+        sender = dist.recv(buf, tag=3)   # its own tag: the batch below sends to rank 0 with tag 0
         got.append([sender, buf.tolist()])
     out["any_source"] = sorted(got)
 else:
-    dist.send(T.full((2,), float(r * 3), dtype=f64), dst=0)
+    dist.send(T.full((2,), float(r * 3), dtype=f64), dst=0, tag=3)
 ops = [dist.P2POp(dist.isend, T.full((2,), float(r), dtype=f64), nxt),
        dist.P2POp(dist.irecv, T.zeros(2, dtype=f64), prv)]
 for w in dist.batch_isend_irecv(ops):
