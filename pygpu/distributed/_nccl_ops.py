@@ -215,6 +215,24 @@ def _count(name, pg, traffic_args):
         STATS.add(name, sent=sent, recv=recv)
 
 
+def batch(pg, ops):
+    """batch_isend_irecv's cuda operations on pg: [(is_send, tensor, peer group rank)] as one
+    ncclGroupStart/End group (ungrouped, two ranks sending to each other first would wait for
+    each other forever); returns its one Work."""
+    nc = group_nccl(pg)
+    calls = []
+    for is_send, t, peer in ops:
+        ptr, n, dt = nc.check(t)
+        calls.append(("send", ptr, 0, n, dt, 0, peer) if is_send else ("recv", 0, ptr, n, dt, 0, peer))
+
+    def job():
+        nc.run(calls)
+        for is_send, t, _ in ops:
+            STATS.add("send" if is_send else "recv", sent=t.nbytes if is_send else 0,
+                      recv=0 if is_send else t.nbytes)
+    return ThreadWork("batch_isend_irecv", pg.nccl_queue.submit(job), [t for _, t, _ in ops])
+
+
 def collective(pg, name, async_op, tensor, **kw):
     """Run collective `name` on cuda tensors through pg's NCCL communicator (on its queue);
     returns a Work for async_op=True, else None once done."""

@@ -104,12 +104,24 @@ class P2POp:
 
 def batch_isend_irecv(p2p_op_list):
     """Post every operation of the list at once (none waits for another, so any order of
-    sends and receives between ranks completes); returns their Works."""
+    sends and receives between ranks completes); returns their Works. The cuda tensors of an
+    NCCL group go as one ncclGroupStart/End group, with one Work, as in PyTorch."""
     if not isinstance(p2p_op_list, (list, tuple)) or not all(isinstance(p, P2POp) for p in p2p_op_list):
         raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type "
                          "``torch.distributed.P2POp``.")
-    works = []
+    works, rest, nccl = [], [], {}
     for p in p2p_op_list:
+        pg = resolve(p.group)
+        if pg is not None and p.tensor.device.type == "cuda" and "nccl" in pg.backend:
+            if p.peer is None and p.group_peer is None:
+                raise ValueError("batch_isend_irecv with NCCL: every operation needs its peer")
+            peer = _peer(pg, p.peer, p.group_peer, "destination" if p.op is isend else "source")
+            nccl.setdefault(id(pg), (pg, []))[1].append((p.op is isend, p.tensor, peer))
+        else:
+            rest.append(p)
+    for pg, ops in nccl.values():
+        works.append(_nccl_ops.batch(pg, ops))
+    for p in rest:
         if p.op is isend:
             works.append(isend(p.tensor, p.peer, p.group, p.tag, p.group_peer))
         else:

@@ -47,12 +47,17 @@ constexpr size_t kChunk = 4u << 20;
 constexpr size_t kP2P = 256u << 10; /* one channel's buffer */
 constexpr int kMaxRanks = 64;
 
-/* One direction between two ranks: `fills` and `drains` count the buffer's hand-overs. */
+/* One direction between two ranks: `fills` and `drains` count the buffer's hand-overs;
+ * `sends` and `recvs` the operations started on each side. A send moves nothing before
+ * its receive has started, as NCCL's do: two ranks that each send to the other outside a
+ * group wait for each other forever, as on a GPU (pygpu's timeout ends it). */
 struct Channel {
     std::atomic<uint64_t> fills;
     std::atomic<uint64_t> drains;
+    std::atomic<uint64_t> sends;
+    std::atomic<uint64_t> recvs;
     size_t len;
-    char pad[40];
+    char pad[24];
 };
 
 struct NcclId {
@@ -284,12 +289,26 @@ struct P2POp {
     char *buf;
     size_t bytes, done;
     int peer;
+    uint64_t ticket; /* a send: which receive on the channel it is for */
 };
 
 /* Advance every operation as its channel allows until all are done (false: aborted). */
+Channel &channel_of(Comm *c, const P2POp &o)
+{
+    int src = o.send ? c->rank : o.peer, dst = o.send ? o.peer : c->rank;
+    return c->channels[(size_t)src * (size_t)c->nranks + (size_t)dst];
+}
+
 bool run_p2p(Comm *c, std::vector<P2POp> ops)
 {
     size_t left = ops.size();
+    for (P2POp &o : ops) { /* every operation of the group starts at once */
+        Channel &ch = channel_of(c, o);
+        if (o.send)
+            o.ticket = ch.sends.fetch_add(1);
+        else
+            ch.recvs.fetch_add(1);
+    }
     for (long idle = 0; left;) {
         bool moved = false;
         for (P2POp &o : ops) {
@@ -299,7 +318,8 @@ bool run_p2p(Comm *c, std::vector<P2POp> ops)
             size_t k = (size_t)src * (size_t)c->nranks + (size_t)dst;
             Channel &ch = c->channels[k];
             char *buf = c->p2p + k * kP2P;
-            if (o.send && ch.fills.load() == ch.drains.load()) { /* empty: fill it */
+            if (o.send && ch.recvs.load() > o.ticket && ch.fills.load() == ch.drains.load()) {
+                /* its receive has started and the buffer is empty: fill it */
                 size_t n = o.bytes - o.done < kP2P ? o.bytes - o.done : kP2P;
                 memcpy(buf, o.buf + o.done, n);
                 ch.len = n;
@@ -586,7 +606,7 @@ static int p2p(bool send, const void *buf, size_t count, int dt, int peer, Comm 
         return ncclInvalidArgument;
     if (c->aborted)
         return ncclInvalidUsage;
-    P2POp op{send, (char *)buf, count * dtype_size(dt), 0, peer};
+    P2POp op{send, (char *)buf, count * dtype_size(dt), 0, peer, 0};
     if (count == 0)
         return ncclSuccess; /* nothing crosses (the peer skips its side too) */
     if (g_group.depth > 0) {
