@@ -34,7 +34,7 @@ def export_group_env():
 def main():
     args = sys.argv[1:]
     flags = set()
-    while args and args[0] in ("--local-rank-arg", "--module", "--no-python"):
+    while args and args[0] in ("--local-rank-arg", "--module", "--no-python", "--spawned"):
         flags.add(args.pop(0))
     if not args:
         raise SystemExit("usage: python -m pygpu.distributed.bootstrap [--local-rank-arg] "
@@ -43,19 +43,22 @@ def main():
     export_group_env()
     script = args[0]
     extra = [f"--local_rank={os.environ.get('LOCAL_RANK', '0')}"] if "--local-rank-arg" in flags else []
-    if "--no-python" in flags:
+    if "--spawned" in flags:  # pygpu.multiprocessing.spawn's process: fn(rank, *args)
+        from ..multiprocessing import _run_spawned
+        runner = lambda: _run_spawned(script)  # noqa: E731
+    elif "--no-python" in flags:
         sys.stdout.flush()
         os.execvp(script, [script] + extra + args[1:])
-    sys.argv = [script] + extra + args[1:]
-    if "--module" not in flags:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    else:
-        sys.path.insert(0, os.getcwd())
-    try:
+    if "--spawned" not in flags:
+        sys.argv = [script] + extra + args[1:]
         if "--module" in flags:
-            runpy.run_module(script, run_name="__main__", alter_sys=True)
+            sys.path.insert(0, os.getcwd())
+            runner = lambda: runpy.run_module(script, run_name="__main__", alter_sys=True)  # noqa: E731
         else:
-            runpy.run_path(script, run_name="__main__")
+            sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+            runner = lambda: runpy.run_path(script, run_name="__main__")  # noqa: E731
+    try:
+        runner()
     except SystemExit:
         raise
     except BaseException as exc:
