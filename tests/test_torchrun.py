@@ -163,3 +163,40 @@ def test_a_rank_that_dies_without_an_exception_ends_the_job(tmp_path):
         dist.all_reduce(pygpu.ones(4))
     """, timeout=90)
     assert proc.returncode != 0
+
+
+def test_multiprocessing_spawn_runs_fn_in_each_rank(tmp_path):
+    """PyTorch's multi-GPU tutorial starts its ranks with mp.spawn(main, args, nprocs) and
+    init_process_group(rank=rank, world_size=world_size): the processes are an MPI job, so
+    that call finds them; a process that raises makes spawn raise, naming its error."""
+    import subprocess
+    from _mpi import PKG_ROOT, require_mpi
+    require_mpi()
+    script = tmp_path / "spawned.py"
+    script.write_text(
+        "import os, sys\n"
+        "import pygpu as torch\n"
+        "import pygpu.multiprocessing as mp\n"
+        "from pygpu.distributed import init_process_group, destroy_process_group, all_reduce\n"
+        "def main(rank, world_size, scale):\n"
+        "    init_process_group(backend='mpi', rank=rank, world_size=world_size)\n"
+        "    if scale < 0 and rank == 1:\n"
+        "        raise ValueError('rank one fails on purpose')\n"
+        "    t = torch.full((2,), float(rank + 1) * scale)\n"
+        "    all_reduce(t)\n"
+        "    print(f'rank {rank}: {t.tolist()}', flush=True)\n"
+        "    destroy_process_group()\n"
+        "if __name__ == '__main__':\n"
+        "    try:\n"
+        "        mp.spawn(main, args=(2, float(sys.argv[1])), nprocs=2)\n"
+        "        print('spawn returned')\n"
+        "    except mp.ProcessRaisedException as e:\n"
+        "        print('raised:', 'rank one fails on purpose' in str(e))\n")
+    env = dict(os.environ, PYTHONPATH=PKG_ROOT, OMPI_MCA_rmaps_base_oversubscribe="1")
+    for scale, want in (("10", ["rank 0: [30.0, 30.0]", "rank 1: [30.0, 30.0]", "spawn returned"]),
+                        ("-1", ["raised: True"])):
+        out = subprocess.run([sys.executable, str(script), scale], capture_output=True, text=True,
+                             env=env, timeout=120, cwd=str(tmp_path))
+        assert out.returncode == 0, out.stderr[-2000:]
+        for line in want:
+            assert line in out.stdout, out.stdout + out.stderr[-2000:]
