@@ -128,16 +128,25 @@ def _script(lib, devices):
             .replace("BACKEND", '"gloo"' if lib == "torch" else "init_method='env://'"))
 
 
-def _torch_rows(tmp_path, nproc):
-    """The script under PyTorch's own torchrun and gloo: the oracle."""
+def torch_rows(tmp_path, source, nproc):
+    """`source` run under PyTorch's own torchrun and gloo (the oracle); each rank's stdout to a
+    file of its own (tests/_mpi.py), so long lines of two ranks never interleave."""
     pytest.importorskip("torch")
+    from _mpi import RANK_STDOUT, _rank_outputs
     script = tmp_path / "torch_job.py"
-    script.write_text(textwrap.dedent(_script("torch", ["cpu"])))
+    script.write_text(RANK_STDOUT + textwrap.dedent(source))
+    for old in tmp_path.glob("rank*.out"):
+        old.unlink()
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
-                           "--master_port", str(29500 + os.getpid() % 1000), str(script)],
+                           "--master_port", str(29500 + os.getpid() % 2000), str(script)],
                           capture_output=True, text=True, env=env, timeout=300, cwd=str(tmp_path))
+    proc.stdout = _rank_outputs(tmp_path) + proc.stdout
     return rank_rows(proc)
+
+
+def _torch_rows(tmp_path, nproc):
+    return torch_rows(tmp_path, _script("torch", ["cpu"]), nproc)
 
 
 def _same(a, b, where):

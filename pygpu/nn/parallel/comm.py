@@ -95,7 +95,7 @@ class ProcessGroupComm(Communicator):
                     p.grad.copy_(view)
 
     def adopt(self, bucket, p):
-        view = bucket.views[bucket.params.index(p)]
+        view = bucket.views[next(i for i, q in enumerate(bucket.params) if q is p)]
         with no_grad():
             view.copy_(p.grad)
         p.grad = view

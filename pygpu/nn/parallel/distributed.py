@@ -27,7 +27,7 @@ import contextlib
 
 from ... import distributed as dist
 from ..._device import device as _device
-from ...autograd import no_grad
+from ...autograd import is_grad_enabled, no_grad
 from ...autograd.engine import keep_alive
 from ..module import Module
 from .comm import ProcessGroupComm
@@ -105,8 +105,9 @@ class DistributedDataParallel(Module):
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         params = [p for _, p in named]
         _check_same_parameters(module, group)
-        if init_sync:
-            self._broadcast(list(module.parameters()) + list(module.buffers()))
+        if init_sync:  # rank 0's parameters (and buffers, with broadcast_buffers), as PyTorch
+            self._broadcast(list(module.parameters())
+                            + (list(module.buffers()) if broadcast_buffers else []))
         cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2**20)
         first = FIRST_BUCKET_BYTES if bucket_cap_mb is None else cap
         # PyTorch's initial buckets: one for everything when they will be rebuilt after the
@@ -120,6 +121,7 @@ class DistributedDataParallel(Module):
                           rebuild_caps=[first, cap] if rebuild else None,
                           order_source=self._rank0_order)
         object.__setattr__(self, "reducer", reducer)
+        self._forward_sync = True
         object.__setattr__(self, "_lease", Lease(reducer))  # closes it once nothing holds it
 
     def _broadcast(self, tensors):
@@ -152,11 +154,14 @@ class DistributedDataParallel(Module):
         return overlap(self.reducer.timeline)
 
     def forward(self, *args, **kwargs):
-        if self.broadcast_buffers and self.process_group.size() > 1:
+        # rank 0's buffers, unless the last forward was one whose gradients were not
+        # synchronized (no_sync, or no grad): PyTorch's require_forward_param_sync
+        if self.broadcast_buffers and self._forward_sync and self.process_group.size() > 1:
             buffers = list(self.module.buffers())
             if buffers:
                 self._broadcast(buffers)
         out = self.module(*args, **kwargs)
+        self._forward_sync = is_grad_enabled() and self.reducer.enabled
         self.reducer.prepare_for_backward(out)
         # the graph holds the Reducer open until its backward has returned:
         # `loss_fn(DistributedDataParallel(m)(x), y).backward()` still averages
