@@ -115,10 +115,16 @@ def _check_index_arg(index):
 
 def _accelerator_type():
     """The device type an integer device means (PyTorch's torch.device(0) is cuda:0): the
-    accelerator's, cuda when a GPU is there, else sim (PYGPU_ACCELERATOR picks)."""
-    from .accelerator import current_accelerator
-    acc = current_accelerator()
-    return acc.type if acc is not None else "cuda"
+    accelerator's (pygpu.accelerator): PYGPU_ACCELERATOR's choice, else cuda when a GPU is
+    there, else sim."""
+    import os
+    choice = os.environ.get("PYGPU_ACCELERATOR", "").strip().lower()
+    if choice in _ACCELERATORS:
+        return choice
+    cuda = _ACCELERATORS.get("cuda")
+    if cuda is not None and cuda.is_available():
+        return "cuda"
+    return "sim" if "sim" in _ACCELERATORS else "cuda"
 
 
 def device(spec, index=None):
