@@ -9,7 +9,13 @@ per write since). Node.backward calls check() first and raises PyTorch's Runtime
 any stamp changed, instead of computing a gradient from overwritten values.
 
 The stamp decides (so no write is missed, not even one that another op's output made);
-the counts only fill in PyTorch's message."""
+the counts only fill in PyTorch's message.
+
+One exception, for FullyShardedDataParallel: it frees a parameter's gathered memory after
+the forward and gathers the same values into new memory before the backward, swapping
+the parameter's storage in place (Tensor.data). refilled(t, old_stamp) records that t's
+storage now holds what the memory stamped old_stamp held; check() then accepts the new
+stamp in place of the old one, and only while t is not written again."""
 from .. import _C
 
 Tensor = _C.Tensor
@@ -42,9 +48,28 @@ def _describe(t):
     return f"[{t.type()} [{shape}]]"
 
 
+# id(tensor) -> (tensor, stamp before the refill, stamp of the refilled memory)
+_refills = {}
+
+
+def refilled(t, old_stamp):
+    """t's memory was swapped for a copy of the memory stamped old_stamp (FSDP's re-gather);
+    forget(t) when t is done with (its gradients reduced)."""
+    _refills[id(t)] = (t, old_stamp, t._version)
+
+
+def forget(t):
+    _refills.pop(id(t), None)
+
+
+def _same_values(t, st):
+    entry = _refills.get(id(t))
+    return entry is not None and entry[0] is t and entry[1] == st and entry[2] == t._version
+
+
 def check(node):
     for t, st, count, producer in node.saved:
-        if t._version != st:
+        if t._version != st and not (_refills and _same_values(t, st)):
             now = max(t._version_count, count + 1)
             if producer:
                 what = f", which is output 0 of {node.name}Backward"

@@ -17,8 +17,34 @@ from .collectives import mpi
 from .groups import group_rank_of, resolve, warn_not_in_group
 
 
+class _Pickler(pickle.Pickler):
+    """pickle, with pygpu tensors as (their values, dtype, device, requires_grad): they cross
+    as data and are rebuilt on the receiving rank (PyTorch's object collectives pickle tensors
+    too)."""
+
+    def reducer_override(self, obj):
+        from .._C import Tensor
+        if isinstance(obj, Tensor):
+            host = obj.detach().cpu().numpy()
+            return _rebuild_tensor, (host.copy(), obj.dtype.name, str(obj.device), obj.requires_grad)
+        return NotImplemented
+
+
+def _rebuild_tensor(values, dtype, device, requires_grad):
+    from .. import _dtype
+    from .._C import from_numpy
+    t = from_numpy(np.ascontiguousarray(values)).to(getattr(_dtype, dtype) if hasattr(_dtype, dtype)
+                                                    else dtype)
+    if device != "cpu":
+        t = t.to(device)
+    return t.requires_grad_(True) if requires_grad else t
+
+
 def _dumps(obj):
-    return np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
+    import io
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return np.frombuffer(buf.getvalue(), dtype=np.uint8)
 
 
 def _loads(buf):
