@@ -88,3 +88,49 @@ def test_nccl_subgroups_p2p_and_async(tmp_path, plugin):
             assert row["recv"] == [7.0 + (r ^ 1)] * 2
         assert row["async"] and row["avg"] == [1.0, 1.0]
         assert row["band"] == "Cannot use ReduceOp.BAND with NCCL"
+
+
+def test_fsdp_and_zero_on_nccl(tmp_path, plugin):
+    """FSDP's gathers and reduce-scatters and ZeRO's broadcasts as NCCL calls on two emulated
+    GPUs: the weights equal one process on the global batch (test_sharding.py's reference)."""
+    import numpy as np
+    from test_sharding import _reference
+    proc = launch(tmp_path, """
+        import json, os, numpy as np, pygpu, pygpu.distributed as dist
+        from pygpu import nn
+        from pygpu.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from pygpu.distributed.fsdp.wrap import ModuleWrapPolicy
+        from pygpu.distributed.optim import ZeroRedundancyOptimizer
+        r = int(os.environ["LOCAL_RANK"]); pygpu.cuda.set_device(r)
+        dist.init_process_group("nccl")
+        p, dev = dist.get_world_size(), f"cuda:{r}"
+        def make():
+            pygpu.manual_seed(0)
+            return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(),
+                                 nn.Linear(16, 3)).double()
+        out = {"rank": r}
+        for kind in ("fsdp", "zero"):
+            if kind == "fsdp":
+                model = FSDP(make(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=dev)
+                opt = pygpu.optim.Adam(model.parameters(), lr=0.01)
+            else:
+                plain = make().to(dev)
+                model = nn.parallel.DistributedDataParallel(plain, device_ids=[r])
+                opt = ZeroRedundancyOptimizer(plain.parameters(), pygpu.optim.Adam, lr=0.01)
+            rng = np.random.default_rng(0)
+            for step in range(3):
+                X, Y = rng.standard_normal((4 * p, 6)), rng.standard_normal((4 * p, 3))
+                mine = slice(4 * r, 4 * r + 4)
+                opt.zero_grad()
+                ((model(pygpu.tensor(X[mine], device=dev)) - pygpu.tensor(Y[mine], device=dev)) ** 2).mean().backward()
+                opt.step()
+            sd = model.state_dict() if kind == "fsdp" else plain.state_dict()
+            out[kind] = {k: v.cpu().tolist() for k, v in sd.items()}
+        print("JSON " + json.dumps(out))
+    """, nproc=2, timeout=300, env=_env(plugin, 2))
+    model, _ = _reference(2)
+    for row in rank_rows(proc):
+        for kind in ("fsdp", "zero"):
+            for k, v in model.state_dict().items():
+                np.testing.assert_allclose(np.array(row[kind][k]), v.numpy(), rtol=1e-9, atol=1e-11,
+                                           err_msg=f"{kind} {k}")

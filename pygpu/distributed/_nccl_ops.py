@@ -225,7 +225,7 @@ def batch(pg, ops):
         ptr, n, dt = nc.check(t)
         calls.append(("send", ptr, 0, n, dt, 0, peer) if is_send else ("recv", 0, ptr, n, dt, 0, peer))
 
-    def job():
+    def job():  # `ops` holds the tensors until NCCL is done with them
         nc.run(calls)
         for is_send, t, _ in ops:
             STATS.add("send" if is_send else "recv", sent=t.nbytes if is_send else 0,
@@ -238,10 +238,12 @@ def collective(pg, name, async_op, tensor, **kw):
     returns a Work for async_op=True, else None once done."""
     nc = group_nccl(pg)
     run, traffic_args, result = BUILDERS[name](nc, pg, tensor, **kw)
+    keep = (tensor, kw)  # the buffers NCCL reads and writes live until the job has run
 
     def job():
         run()
         _count(name, pg, traffic_args)
+        return keep is not None
     if async_op:
         return ThreadWork(name, pg.nccl_queue.submit(job), result)
     pg.nccl_queue.run(job)
