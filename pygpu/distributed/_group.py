@@ -86,7 +86,14 @@ class CollectiveStats:
 STATS = CollectiveStats()  # one per process: every group's traffic
 
 
-SPIN_S = 50e-6  # how long wait_all polls before it starts to sleep
+def _spin_s():
+    try:
+        return float(os.environ.get("PYGPU_DIST_SPIN_US", "50")) * 1e-6
+    except ValueError:
+        return 50e-6
+
+
+SPIN_S = _spin_s()  # how long wait_all polls before it starts to sleep
 SLEEP_MIN_S, SLEEP_MAX_S = 20e-6, 200e-6
 
 

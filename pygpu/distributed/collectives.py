@@ -66,16 +66,20 @@ def _count(name, pg, nbytes, root=0, itemsize=1, staged=()):
               d2h=sum(s.d2h for s in staged))
 
 
+_TRAFFIC_KIND = {"all_gather_into_tensor": "all_gather", "reduce_scatter_tensor": "reduce_scatter",
+                 "all_to_all_single": "all_to_all"}
+
+
 def traffic_kind(name):
-    return {"all_gather_into_tensor": "all_gather", "reduce_scatter_tensor": "reduce_scatter",
-            "all_to_all_single": "all_to_all"}.get(name, name)
+    return _TRAFFIC_KIND.get(name, name)
 
 
 # -- which all-reduce: MPI's, or the ring ------------------------------------------------------
-# (bytes from, bytes to): sizes at which the ring over MPI's point-to-point calls measured
-# faster than MPI_Iallreduce on this kind of machine (docs/parallel.md, "Collectives' speed").
-# Empty: MPI's own everywhere. PYGPU_ALLREDUCE=ring or =mpi forces one (the benchmark does).
-RING_SIZES = ()
+# [bytes from, bytes to): sizes at which the ring over MPI's point-to-point calls measured
+# faster than MPI_Iallreduce (benchmarks/bench_collectives.py; docs/parallel.md, "The
+# collectives' speed": from 256 KiB up the ring won by the wall clock and by CPU time, up to
+# 3.3x at 256 MiB; below it MPI_Iallreduce, by 10-30%). PYGPU_ALLREDUCE=ring or =mpi forces one.
+RING_SIZES = ((256 << 10, float("inf")),)
 
 
 def use_ring(nbytes, arr):
