@@ -25,6 +25,7 @@ opt = pygpu.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 rng = np.random.default_rng(0)
 loss_fn = nn.CrossEntropyLoss()
 dist.reset_stats()
+role0 = pygpu.stats().by_role.get("grad_reduce", {}).get("bytes", 0)
 for step in range(3):
     x = rng.standard_normal((16, 12)); y = rng.integers(0, 4, 16)
     mine = slice(8 * r, 8 * r + 8)
@@ -33,12 +34,14 @@ for step in range(3):
     loss.backward()
     opt.step()
 after_sync = dist.stats()
+pygpu.synchronize()
+staged_role = pygpu.stats().by_role.get("grad_reduce", {}).get("bytes", 0) - role0
 with ddp.no_sync():
     loss = loss_fn(ddp(pygpu.tensor(x[mine], device=device)), pygpu.tensor(y[mine], device=device))
     loss.backward()
 print("JSON " + json.dumps({"rank": r, "params": [q.numpy().tolist() for q in model.parameters()],
                             "stats": after_sync, "after_no_sync": dist.stats(),
-                            "buckets": ddp.bucket_sizes}))
+                            "buckets": ddp.bucket_sizes, "staged_role": staged_role}))
 """
 
 
@@ -81,6 +84,7 @@ def test_ddp_matches_single_process_training_on_the_global_batch(tmp_path, where
         assert reduced["sent"] == reduced["recv"] == 3 * ring_bytes(8, nelem, 2)[row["rank"]]
         staged = 3 * nelem * 8 if where != "cpu" else 0
         assert st["d2h_bytes"] == st["h2d_bytes"] == staged
+        assert row["staged_role"] == 2 * staged  # pygpu.stats().by_role: grad_reduce
         assert row["after_no_sync"] == st  # no_sync(): nothing reduced, nothing moved
 
 

@@ -22,6 +22,7 @@ import os
 
 import numpy as np
 
+from .. import _stats
 from . import _nccl_ops, traffic
 from ._group import STATS, DistributedError
 from ._host import Staged, divide, write_back
@@ -91,6 +92,15 @@ def use_ring(nbytes, arr):
     return any(lo <= nbytes < hi for lo, hi in RING_SIZES)
 
 
+def caller_role(default):
+    """The transfer role the calling thread is in (pygpu.role), else `default`: a DDP
+    bucket's staging counts as grad_reduce, a user's collective as collective."""
+    from .._C import _role_set
+    prev = _role_set(0)
+    _role_set(prev)
+    return _stats.ROLES[prev - 1] if prev else default
+
+
 def _on_device(*tensors):
     """Whether any of them lives off the host (its collective stages through host memory)."""
     return any(t.device.type != "cpu" for t in tensors)
@@ -116,10 +126,11 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     if _uses_nccl(pg, tensor):
         return _nccl_ops.collective(pg, "all_reduce", async_op, tensor, op=op)
     MPI = mpi()
+    role = caller_role("collective")
     p = pg.size()
 
     def steps():
-        st = Staged(MPI, tensor, read=True, write=True, reduce=True)
+        st = Staged(MPI, tensor, role=role, read=True, write=True, reduce=True)
         if p > 1:
             if use_ring(tensor.nbytes, st.arr):
                 scale = (lambda piece: divide(piece, p)) if op == RedOpType.AVG else None  # owned chunk
@@ -144,10 +155,11 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     if _uses_nccl(pg, tensor):
         return _nccl_ops.collective(pg, "reduce", async_op, tensor, op=op, root=root)
     MPI = mpi()
+    role = caller_role("collective")
     is_root = pg.rank() == root
 
     def steps():
-        st = Staged(MPI, tensor, read=True, write=is_root, reduce=True)
+        st = Staged(MPI, tensor, role=role, read=True, write=is_root, reduce=True)
         mop = mpi_op(MPI, op, st.arr.dtype == bool)
         if pg.size() > 1:
             if is_root:
@@ -171,10 +183,12 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     if _uses_nccl(pg, tensor):
         return _nccl_ops.collective(pg, "broadcast", async_op, tensor, root=root)
     MPI = mpi()
+    role = caller_role("collective")
     is_root = pg.rank() == root
 
     def steps():
-        st = Staged(MPI, tensor, role="broadcast", read=is_root, write=not is_root)
+        st = Staged(MPI, tensor, role=role if role != "collective" else "broadcast", read=is_root,
+                    write=not is_root)
         if pg.size() > 1:
             yield [pg.comm.Ibcast(st.spec, root=root)]
         st.finish()
@@ -211,11 +225,12 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     if _uses_nccl(pg, tensor):
         return _nccl_ops.collective(pg, "all_gather", async_op, tensor, outputs=list(tensor_list))
     MPI = mpi()
+    role = caller_role("collective")
     counts = [t.numel() for t in tensor_list]
     displs = _displacements(counts)
 
     def steps():
-        st = Staged(MPI, tensor)
+        st = Staged(MPI, tensor, role=role)
         out, out_view, dtype = _host_out(st, sum(counts))
         if len(set(counts)) == 1:
             yield [pg.comm.Iallgather(st.spec, [out_view, dtype])]
@@ -223,7 +238,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
             yield [pg.comm.Iallgatherv(st.spec, [out_view, counts, displs, dtype])]
         h2d = 0
         for t, c, d in zip(tensor_list, counts, displs):
-            h2d += write_back(t, out[d:d + c])
+            h2d += write_back(t, out[d:d + c], role)
         STATS.add("all_gather", *traffic.per_rank("all_gather", tensor.nbytes * p, p, pg.rank()),
                   h2d=h2d, d2h=st.d2h)
     return launch(Work("all_gather", steps(), pg, list(tensor_list)), async_op,
@@ -246,10 +261,11 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
         return _nccl_ops.collective(pg, "all_gather_into_tensor", async_op, input_tensor,
                                 output=output_tensor)
     MPI = mpi()
+    role = caller_role("collective")
 
     def steps():
-        src = Staged(MPI, input_tensor)
-        out = Staged(MPI, output_tensor, read=False, write=True)
+        src = Staged(MPI, input_tensor, role=role)
+        out = Staged(MPI, output_tensor, role=role, read=False, write=True)
         yield [pg.comm.Iallgather(src.spec, out.spec)]
         out.finish()
         _count("all_gather_into_tensor", pg, output_tensor.nbytes, staged=(src, out))
@@ -276,12 +292,13 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     if _uses_nccl(pg, output):
         return _nccl_ops.collective(pg, "reduce_scatter", async_op, output, inputs=list(input_list), op=op)
     MPI = mpi()
+    role = caller_role("collective")
     counts = [t.numel() for t in input_list]
 
     def steps():
-        parts = [Staged(MPI, t, reduce=True) for t in input_list]
+        parts = [Staged(MPI, t, role=role, reduce=True) for t in input_list]
         send = np.concatenate([s.arr for s in parts])
-        out = Staged(MPI, output, read=False, write=True, reduce=True)
+        out = Staged(MPI, output, role=role, read=False, write=True, reduce=True)
         mop = mpi_op(MPI, op, send.dtype == bool)
         send_spec = [send.view(np.uint16) if out.spec[0].dtype == np.uint16 else send, out.spec[1]]
         if len(set(counts)) == 1:
@@ -312,10 +329,11 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     if _uses_nccl(pg, output):
         return _nccl_ops.collective(pg, "reduce_scatter_tensor", async_op, output, input=input, op=op)
     MPI = mpi()
+    role = caller_role("collective")
 
     def steps():
-        src = Staged(MPI, input, reduce=True)
-        out = Staged(MPI, output, read=False, write=True, reduce=True)
+        src = Staged(MPI, input, role=role, reduce=True)
+        out = Staged(MPI, output, role=role, read=False, write=True, reduce=True)
         yield [pg.comm.Ireduce_scatter_block(src.spec, out.spec, mpi_op(MPI, op, src.arr.dtype == bool))]
         if op == RedOpType.AVG:
             divide(out.arr, p)
@@ -341,19 +359,20 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
         return _nccl_ops.collective(pg, "all_to_all", async_op, input_tensor_list[0],
                                 outputs=list(output_tensor_list), inputs=list(input_tensor_list))
     MPI = mpi()
+    role = caller_role("collective")
     scounts = [t.numel() for t in input_tensor_list]
     rcounts = [t.numel() for t in output_tensor_list]
     sdispl, rdispl = _displacements(scounts), _displacements(rcounts)
 
     def steps():
-        parts = [Staged(MPI, t) for t in input_tensor_list]
+        parts = [Staged(MPI, t, role=role) for t in input_tensor_list]
         send = np.concatenate([s.arr for s in parts])
         recv = np.empty(sum(rcounts), dtype=send.dtype)
         dtype = parts[0].spec[1]
         half = parts[0].spec[0].dtype == np.uint16
         yield [pg.comm.Ialltoallv([send.view(np.uint16) if half else send, scounts, sdispl, dtype],
                                   [recv.view(np.uint16) if half else recv, rcounts, rdispl, dtype])]
-        h2d = sum(write_back(t, recv[d:d + c]) for t, c, d in zip(output_tensor_list, rcounts, rdispl))
+        h2d = sum(write_back(t, recv[d:d + c], role) for t, c, d in zip(output_tensor_list, rcounts, rdispl))
         me = pg.rank()
         sent = sum(t.nbytes for i, t in enumerate(input_tensor_list) if i != me)
         got = sum(t.nbytes for i, t in enumerate(output_tensor_list) if i != me)
@@ -398,11 +417,12 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
         return _nccl_ops.collective(pg, "all_to_all_single", async_op, input, output=output,
                                 scounts=scounts, rcounts=rcounts)
     MPI = mpi()
+    role = caller_role("collective")
     sdispl, rdispl = _displacements(scounts), _displacements(rcounts)
 
     def steps():
-        src = Staged(MPI, input)
-        out = Staged(MPI, output, read=False, write=True)
+        src = Staged(MPI, input, role=role)
+        out = Staged(MPI, output, role=role, read=False, write=True)
         if len(set(scounts)) == 1 and scounts == rcounts:
             yield [pg.comm.Ialltoall(src.spec, out.spec)]
         else:
@@ -438,9 +458,10 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         return _nccl_ops.collective(pg, "gather", async_op, tensor, outputs=list(gather_list or []),
                                 root=root)
     MPI = mpi()
+    role = caller_role("collective")
 
     def steps():
-        st = Staged(MPI, tensor)
+        st = Staged(MPI, tensor, role=role)
         out = out_view = None
         if is_root:
             out, out_view, dtype = _host_out(st, tensor.numel() * p)
@@ -449,7 +470,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         if is_root:
             n = tensor.numel()
             for i, t in enumerate(gather_list):
-                h2d += write_back(t, out[i * n:(i + 1) * n])
+                h2d += write_back(t, out[i * n:(i + 1) * n], role)
         STATS.add("gather", *traffic.per_rank("gather", tensor.nbytes * p, p, pg.rank(), root),
                   h2d=h2d, d2h=st.d2h)
     return launch(Work("gather", steps(), pg, list(gather_list or [])), async_op,
@@ -478,10 +499,11 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         return _nccl_ops.collective(pg, "scatter", async_op, tensor, inputs=list(scatter_list or []),
                                 root=root)
     MPI = mpi()
+    role = caller_role("collective")
 
     def steps():
-        out = Staged(MPI, tensor, read=False, write=True)
-        parts = [Staged(MPI, t) for t in scatter_list] if is_root else []
+        out = Staged(MPI, tensor, role=role, read=False, write=True)
+        parts = [Staged(MPI, t, role=role) for t in scatter_list] if is_root else []
         send = np.concatenate([s.arr for s in parts]) if is_root else None
         half = out.spec[0].dtype == np.uint16
         spec = [send.view(np.uint16) if half else send, out.spec[1]] if is_root else None

@@ -76,7 +76,8 @@ class ProcessGroupComm(Communicator):
                     view.zero_()  # an unused parameter: it adds nothing
                 elif g is not view:
                     view.copy_(g)
-        return self._all_reduce(bucket.flat, self._avg, group=self.group, async_op=True)
+        with _stats.role("grad_reduce"):  # the staging of sim tensors counts as grad_reduce
+            return self._all_reduce(bucket.flat, self._avg, group=self.group, async_op=True)
 
     def complete(self, bucket):
         work = bucket.work
