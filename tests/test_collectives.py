@@ -138,8 +138,9 @@ def torch_rows(tmp_path, source, nproc):
     for old in tmp_path.glob("rank*.out"):
         old.unlink()
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
-                           "--master_port", str(29500 + os.getpid() % 2000), str(script)],
+    # --standalone: torchrun picks a free port (a fixed one collided with other jobs' torchruns)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc_per_node", str(nproc), str(script)],
                           capture_output=True, text=True, env=env, timeout=300, cwd=str(tmp_path))
     proc.stdout = _rank_outputs(tmp_path) + proc.stdout
     return rank_rows(proc)
