@@ -75,7 +75,8 @@ DEVICE_ROWS = [  # (id, call(device), exception, [regex, ...])
     ("reshape_str", lambda d: _ones(4, device=d).reshape("a"), TypeError, []),
     ("sum_axis_str", lambda d: _ones(4, device=d).sum(axis="a"), TypeError, []),
     ("argmax_axis_tuple", lambda d: _ones(2, 2, device=d).argmax(axis=(0, 1)), TypeError, []),
-    ("to_int", lambda d: _ones(2, device=d).to(5), TypeError, []),
+    # an integer is an accelerator index, as in PyTorch (torch.device(5) is cuda:5)
+    ("to_int", lambda d: _ones(2, device=d).to(5), RuntimeError, ["does not exist|not available"]),
     # reductions and shape changes that NumPy refuses
     ("max_of_empty", lambda d: pygpu.max(_ones(0, device=d)), ValueError, ["empty|zero-size"]),
     ("min_of_empty", lambda d: _ones(0, device=d).min(), ValueError, ["empty|zero-size"]),

@@ -275,6 +275,39 @@ def execute(outputs, grads, inputs=None, *, accumulate, retain_graph=False,
 
     owned = set()  # ids of gradients some leaf already holds as .grad (never alias two)
     roots, seeds = [], {}
+    callbacks = []  # queue_callback's, run once every gradient has arrived
+    stack = _final_callbacks.__dict__.setdefault("stack", [])
+    stack.append(callbacks)
+    try:
+        order = _run_engine(outputs, grads, inputs, keys, found, capture, owned, roots, seeds,
+                            accumulate, retain_graph, create_graph, stop_at_inputs)
+        while callbacks:  # in order (one may queue another)
+            callbacks.pop(0)()
+    finally:
+        stack.pop()
+    if not retain_graph:  # every node has run: what they kept may go now
+        for node in order:
+            node.keep = None
+    if inputs is None or accumulate:
+        return None
+    result = []
+    for i, t in enumerate(inputs):
+        g = found.get(_key(t))
+        if g is None and not allow_unused:
+            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "
+                               "used in the graph. Set allow_unused=True if this is the "
+                               "desired behavior." if len(inputs) > 1 else
+                               "One of the differentiated Tensors appears to not have been "
+                               "used in the graph. Set allow_unused=True if this is the "
+                               "desired behavior.")
+        result.append(g)
+    return result
+
+
+def _run_engine(outputs, grads, inputs, keys, found, capture, owned, roots, seeds, accumulate,
+                retain_graph, create_graph, stop_at_inputs):
+    """execute()'s walk: the seeds, the order, the nodes run; returns the order."""
+    order = []
     with set_grad_enabled(create_graph):
         for out, g in zip(outputs, grads):
             if g is None:
@@ -302,32 +335,101 @@ def execute(outputs, grads, inputs=None, *, accumulate, retain_graph=False,
             for key, t in keys.items():
                 if key in found:
                     _accumulate(t, found[key], owned, create_graph)
-    if not retain_graph:  # every node has run: what they kept may go now
-        for node in order:
-            node.keep = None
-    if inputs is None or accumulate:
-        return None
-    result = []
-    for i, t in enumerate(inputs):
-        g = found.get(_key(t))
-        if g is None and not allow_unused:
-            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "
-                               "used in the graph. Set allow_unused=True if this is the "
-                               "desired behavior." if len(inputs) > 1 else
-                               "One of the differentiated Tensors appears to not have been "
-                               "used in the graph. Set allow_unused=True if this is the "
-                               "desired behavior.")
-        result.append(g)
-    return result
+    return order
+
+
+_final_callbacks = __import__("threading").local()
+
+
+def queue_callback(fn):
+    """Run fn() once the backward() now running has accumulated every gradient, before it
+    returns (PyTorch's Variable._execution_engine.queue_callback). DistributedDataParallel
+    finishes its gradient reduction in one."""
+    stack = getattr(_final_callbacks, "stack", None)
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    stack[-1].append(fn)
+
+
+def _is_leaf_edge(t, fn):
+    return t is not None and fn is None and t.requires_grad
+
+
+def leaf_edges(order):
+    """id(leaf) -> how many edges of the nodes in `order` lead to it."""
+    count = {}
+    for node in order:
+        if node.inputs is None:
+            continue
+        for t, fn in zip(node.inputs, node.fns):
+            if _is_leaf_edge(t, fn):
+                count[id(t)] = count.get(id(t), 0) + 1
+    return count
+
+
+def reachable_leaves(outputs):
+    """The leaf tensors (that require grad) a backward from `outputs` (a tensor, or a tuple,
+    list or dict of them) would give a gradient to: DistributedDataParallel's
+    find_unused_parameters."""
+    found, stack = {}, [outputs]
+    roots = []
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (tuple, list)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, Tensor) and x.requires_grad:
+            if x.grad_fn is None:
+                found[id(x)] = x
+            else:
+                roots.append(x.grad_fn)
+    seen = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        for node in _topological([root]):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for t, fn in zip(node.inputs or (), node.fns):
+                if _is_leaf_edge(t, fn):
+                    found[id(t)] = t
+    return list(found.values())
 
 
 def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_graph,
           create_graph):
-    """Walk the nodes in reverse topological order, each once."""
+    """Walk the nodes in reverse topological order, each once. In a backward() (not
+    restricted to some inputs) a leaf reached by several edges gets the sum of their
+    gradients in one accumulation, once its last edge has run (PyTorch's AccumulateGrad
+    node): its hooks and post-accumulate hooks run once per backward."""
     restrict = useful is not None
+    edges = {} if restrict else leaf_edges(order)
+    pending = {}  # id(leaf) -> (leaf, gradient summed so far or None)
+
+    def leaf_edge_done(t, gi):
+        leaf, prev = pending.get(id(t), (t, None))
+        if gi is not None:
+            prev = gi if prev is None else prev + gi
+        left = edges[id(t)] - 1
+        edges[id(t)] = left
+        if left:
+            pending[id(t)] = (leaf, prev)
+            return
+        pending.pop(id(t), None)
+        if prev is not None:
+            if _tensor_hooks:
+                prev = _run_hooks(leaf, prev)
+            _accumulate(leaf, prev, owned, create_graph)
+
     for node in reversed(order):
         g = grads.pop(id(node), None)
-        if g is None:
+        if g is None:  # nothing reached this node: its edges into leaves deliver nothing
+            if not restrict and node.inputs is not None:
+                for t, fn in zip(node.inputs, node.fns):
+                    if _is_leaf_edge(t, fn):
+                        leaf_edge_done(t, None)
             continue
         if _tensor_hooks:  # a non-leaf's hooks see its whole gradient (register_hook)
             g = _run_hooks(node, g)
@@ -341,15 +443,16 @@ def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_gra
         inputs, fns = node.inputs, node.fns
         in_grads = node.backward(g, create_graph)
         for t, fn, gi in zip(inputs, fns, in_grads):
+            if not restrict and _is_leaf_edge(t, fn):
+                leaf_edge_done(t, None if gi is None else _fit(gi, t))
+                continue
             if t is None or gi is None or not (fn is not None or t.requires_grad):
                 continue
             gi = _fit(gi, t)
             if fn is None:
                 if _tensor_hooks:
                     gi = _run_hooks(t, gi)
-                if not restrict:
-                    _accumulate(t, gi, owned, create_graph)
-                elif id(t) in keys:
+                if id(t) in keys:
                     prev = found.get(id(t))
                     found[id(t)] = gi if prev is None else prev + gi
             else:
@@ -479,10 +582,27 @@ def memory_exclusive(t):
     return _C._grad_exclusive(t)
 
 
+# id(leaf) -> leaf: leaves whose .grad is a view that must stay one (DistributedDataParallel's
+# gradient_as_bucket_view): a gradient is added into it in place although its bucket shares
+# the memory
+_grad_views = {}
+
+
+def keep_grad_view(leaf, on=True):
+    """Accumulate into leaf.grad in place even though other tensors see its memory."""
+    if on:
+        _grad_views[id(leaf)] = leaf
+    else:
+        _grad_views.pop(id(leaf), None)
+
+
 def _accumulate(leaf, g, owned, create_graph=False):
     """leaf.grad += g. Under create_graph the sum is recorded (out of place), as PyTorch's
     AccumulateGrad does with grad mode on."""
-    if leaf.grad is None:
+    view = _grad_views.get(id(leaf))
+    if view is leaf and leaf.grad is not None and leaf.grad.shape == g.shape and not create_graph:
+        leaf.grad.add_(g)
+    elif leaf.grad is None:
         if id(g) in owned or (create_graph and g.grad_fn is not None):
             g = g.clone()
         owned.add(id(g))

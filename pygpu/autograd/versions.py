@@ -10,7 +10,13 @@ PyTorch's RuntimeError if any stamp changed, instead of computing a gradient fro
 overwritten values.
 
 The stamp decides (so no write is missed, not even one that another op's output made);
-the versions fill in PyTorch's message."""
+the versions fill in PyTorch's message.
+
+One exception, for FullyShardedDataParallel: it frees a parameter's gathered memory after
+the forward and gathers the same values into new memory before the backward, swapping
+the parameter's storage in place (Tensor.data). refilled(t, old_stamp) records that t's
+storage now holds what the memory stamped old_stamp held; check() then accepts the new
+stamp in place of the old one, and only while t is not written again."""
 import re
 
 from .. import _C
@@ -53,9 +59,28 @@ def _op_name(node):
     return re.sub(r"Backward\d*$", "", grad_fn_name(node))
 
 
+# id(tensor) -> (tensor, stamp before the refill, stamp of the refilled memory)
+_refills = {}
+
+
+def refilled(t, old_stamp):
+    """t's memory was swapped for a copy of the memory stamped old_stamp (FSDP's re-gather);
+    forget(t) when t is done with (its gradients reduced)."""
+    _refills[id(t)] = (t, old_stamp, t._write_stamp)
+
+
+def forget(t):
+    _refills.pop(id(t), None)
+
+
+def _same_values(t, st):
+    entry = _refills.get(id(t))
+    return entry is not None and entry[0] is t and entry[1] == st and entry[2] == t._write_stamp
+
+
 def check(node):
     for t, st, count, made_by in node.saved:
-        if t._write_stamp != st:
+        if t._write_stamp != st and not (_refills and _same_values(t, st)):
             from .._printing import grad_fn_name
             now = max(t._version, count + 1)
             if made_by is True:

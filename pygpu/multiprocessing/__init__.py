@@ -9,7 +9,8 @@ given to a Process started with 'spawn' or 'forkserver', moves into shared memor
 (Tensor.share_memory_) and reaches the other process as a handle to the same pages: a write
 on either side is seen on both, as with PyTorch's "file_descriptor" strategy. A sim or cuda
 tensor travels by value (pickled: pygpu has no CUDA IPC handles), and Module.share_memory()
-leaves those where they are."""
+leaves those where they are. A program that sets up torch.distributed in the processes it
+spawns gets them as ranks of one MPI job (mpi_job.py), so init_process_group finds them."""
 import multiprocessing
 
 from multiprocessing import *  # noqa: F401,F403 - torch.multiprocessing re-exports it all

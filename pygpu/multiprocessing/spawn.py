@@ -10,37 +10,11 @@ import sys
 import tempfile
 import warnings
 
+from . import mpi_job
+from .errors import ProcessException, ProcessExitedException, ProcessRaisedException
+
 __all__ = ["ProcessContext", "ProcessException", "ProcessExitedException",
            "ProcessRaisedException", "spawn", "SpawnContext", "start_processes"]
-
-
-class ProcessException(Exception):
-    __slots__ = ["error_index", "error_pid"]
-
-    def __init__(self, msg, error_index, error_pid):
-        super().__init__(msg)
-        self.msg, self.error_index, self.error_pid = msg, error_index, error_pid
-
-    def __reduce__(self):
-        return type(self), (self.msg, self.error_index, self.error_pid)
-
-
-class ProcessRaisedException(ProcessException):
-    """A process failed with an exception of its code (its traceback is in the message)."""
-
-
-class ProcessExitedException(ProcessException):
-    """A process exited with a nonzero code or was killed by a signal."""
-
-    __slots__ = ["exit_code"]
-
-    def __init__(self, msg, error_index, error_pid, exit_code, signal_name=None):
-        super().__init__(msg, error_index, error_pid)
-        self.exit_code, self.signal_name = exit_code, signal_name
-
-    def __reduce__(self):
-        return type(self), (self.msg, self.error_index, self.error_pid, self.exit_code,
-                            self.signal_name)
 
 
 def _wrap(fn, i, args, error_file):
@@ -124,7 +98,13 @@ class SpawnContext(ProcessContext):
 
 def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
     """Start nprocs processes of fn(i, *args) with the given start method; join them (and
-    return None) or return their ProcessContext."""
+    return None) or return their ProcessContext. A program whose fn's module sets up
+    torch.distributed (init_process_group) gets its processes as ranks of one MPI job
+    instead, so that they meet (mpi_job.py)."""
+    if nprocs < 1:
+        raise ValueError(f"nprocs must be at least 1, got {nprocs}")
+    if mpi_job.needs_ranks(fn):
+        return mpi_job.start(fn, args, nprocs, join)
     mp = multiprocessing.get_context(start_method)
     processes, error_files = [], []
     for i in range(nprocs):

@@ -24,13 +24,14 @@ from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBas
 from . import utils
 from . import parallel
 from .parallel import DataParallel
+from .sync_batchnorm import SyncBatchNorm
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU", "Tanh",
            "Sigmoid", "LeakyReLU", "ELU", "GELU", "SiLU", "Softmax", "LogSoftmax", "Sequential",
            "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "MLP", "Flatten",
            "Unflatten", "Identity", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
-           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "parallel", "DataParallel",
+           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "parallel", "DataParallel", "SyncBatchNorm",
            "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "ConvTranspose1d",
            "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",

@@ -375,10 +375,8 @@ int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device, v
                              char *why, size_t whylen);
 int pg_plugin_nccl_comm_destroy(void *comm);
 int pg_plugin_nccl_comm_abort(void *comm);
-int pg_plugin_nccl_all_reduce(void *comm, int device, void *ptr, size_t count, int dtype, int op,
-                              char *why, size_t whylen);
-int pg_plugin_nccl_broadcast(void *comm, int device, void *ptr, size_t count, int dtype, int root,
-                             char *why, size_t whylen);
+int pg_plugin_nccl_run(void *comm, int device, const pg_nccl_call *calls, int ncalls, char *why,
+                       size_t whylen);
 
 /* 9. cuda_plugin.c */
 extern const pg_backend pg_cuda_backend;
