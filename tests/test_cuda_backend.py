@@ -132,7 +132,10 @@ def test_nccl_timeout_from_env_must_be_a_number(monkeypatch):
 
 
 def test_destroy_process_group_destroys_the_nccl_communicator(monkeypatch):
+    """The default group's close() (pygpu/distributed/_group.py) finalizes its NCCL
+    communicator and frees its MPI communicator, once: a second destroy is harmless."""
     import pygpu.distributed as dist
+    from pygpu.distributed import _group, groups
 
     class FakeNccl:
         closed = 0
@@ -140,12 +143,19 @@ def test_destroy_process_group_destroys_the_nccl_communicator(monkeypatch):
         def close(self):
             FakeNccl.closed += 1
 
-    class FakeGroup:
-        nccl = FakeNccl()
+    class FakeComm:
+        freed = 0
 
-    monkeypatch.setattr(dist, "_group", FakeGroup())
+        def Free(self):
+            FakeComm.freed += 1
+
+    pg = object.__new__(_group.ProcessGroup)  # its state only: no MPI job here
+    pg.nccl_queue = pg.stage_queue = None
+    pg.nccl, pg.ring_comm = FakeNccl(), FakeComm()
+    monkeypatch.setattr(groups, "_world", pg)
+    assert dist.is_initialized()
     dist.destroy_process_group()
-    assert FakeNccl.closed == 1 and not dist.is_initialized()
+    assert FakeNccl.closed == 1 and FakeComm.freed == 1 and not dist.is_initialized()
     dist.destroy_process_group()  # a second call is harmless
     assert FakeNccl.closed == 1
 
