@@ -18,6 +18,12 @@ from ._dtype import float32, float64
 from .amp.autocast_mode import region_dtype as _autocast_low
 from .autograd import Function
 
+# torch.backends.cuda's attention switches (pygpu/backends/cuda.py sets them): "flash" and
+# "mem_efficient" allow the fused kernels (the cuda plugin's "flash_sdp" option, which its
+# supports_node reads); "math" allows the composition below, used where a backend declines
+# the node (only cuda does, so the switches matter there only, as PyTorch's)
+sdp_switches = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+
 Tensor = _C.Tensor
 
 
@@ -179,6 +185,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if _C._has_node("SDPA", q4, k4, v4, m4):
         out = _SDPA.apply(q4, k4, v4, m4, scale, bool(is_causal), float(dropout_p))
     else:
+        if not sdp_switches["math"]:
+            raise RuntimeError("No available kernel. Aborting execution. (the fused attention "
+                               "kernels decline this call or are disabled, and "
+                               "torch.backends.cuda.enable_math_sdp(False) disabled the math "
+                               "implementation)")
         group = q4.shape[1] // k4.shape[1]
         out = _composite(q4, k4, v4, m4, scale, bool(is_causal), float(dropout_p), group)
     out = out.reshape(*query.shape[:-1], value.shape[-1])

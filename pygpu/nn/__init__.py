@@ -22,6 +22,7 @@ from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from . import utils
+from . import attention  # torch.nn.attention: SDPBackend, sdpa_kernel
 from . import parallel
 from .parallel import DataParallel
 from .sync_batchnorm import SyncBatchNorm

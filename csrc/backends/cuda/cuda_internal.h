@@ -141,6 +141,10 @@ typedef struct pg_cuda_state {
     atomic_int kernel_timing; /* option "kernel_timing": GPU time per op into the stats */
     atomic_int cudnn_benchmark;     /* option "cudnn_benchmark": timed algorithm search */
     atomic_int cudnn_deterministic; /* option "cudnn_deterministic": deterministic algorithms */
+    atomic_int flash_sdp;           /* option "flash_sdp" (default on): attention on the fused
+                                     * kernels (kernels/attention.cu); off, supports_node declines
+                                     * SDPA and the public function composes it of batched GEMMs
+                                     * and row softmax (torch.backends.cuda.enable_flash_sdp) */
     atomic_int cudnn_enabled;       /* option "cudnn_enabled" (default on): convolutions on cuDNN
                                      * (pygpu.backends.cudnn.enabled; off: composed) */
     atomic_int int8_requant_in_gemm; /* option "int8_requant_in_gemm" (default on): static int8

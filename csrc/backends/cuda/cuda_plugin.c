@@ -235,40 +235,51 @@ pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out)
     return PG_OK;
 }
 
+/* The options pygpu._C._cuda_set_option/_cuda_get_option reach, by name: each an atomic int
+ * of the plugin's state (cuda_internal.h says what each does) */
+static const struct {
+    const char *name;
+    atomic_int *value;
+} pg_cuda_options[] = {
+    {"current_device", &pg_cuda.current_device},
+    {"nccl_timeout_s", &pg_cuda.nccl_timeout_s},
+    {"allow_tf32", &pg_cuda.allow_tf32},
+    {"sync_each_op", &pg_cuda.sync_each_op},
+    {"nvtx", &pg_cuda.nvtx},
+    {"kernel_timing", &pg_cuda.kernel_timing},
+    {"cudnn_benchmark", &pg_cuda.cudnn_benchmark},
+    {"cudnn_deterministic", &pg_cuda.cudnn_deterministic},
+    {"cudnn_enabled", &pg_cuda.cudnn_enabled},
+    {"int8_requant_in_gemm", &pg_cuda.int8_requant_in_gemm},
+    {"flash_sdp", &pg_cuda.flash_sdp},
+};
+#define PG_CUDA_NUM_OPTIONS (int)(sizeof pg_cuda_options / sizeof pg_cuda_options[0])
+
 static atomic_int *pg_cuda_option(const char *name)
 {
-    if (name != NULL && strcmp(name, "current_device") == 0)
-        return &pg_cuda.current_device;
-    if (name != NULL && strcmp(name, "nccl_timeout_s") == 0)
-        return &pg_cuda.nccl_timeout_s;
-    if (name != NULL && strcmp(name, "allow_tf32") == 0)
-        return &pg_cuda.allow_tf32;
-    if (name != NULL && strcmp(name, "sync_each_op") == 0)
-        return &pg_cuda.sync_each_op;
-    if (name != NULL && strcmp(name, "nvtx") == 0)
-        return &pg_cuda.nvtx;
-    if (name != NULL && strcmp(name, "kernel_timing") == 0)
-        return &pg_cuda.kernel_timing;
-    if (name != NULL && strcmp(name, "cudnn_benchmark") == 0)
-        return &pg_cuda.cudnn_benchmark;
-    if (name != NULL && strcmp(name, "cudnn_deterministic") == 0)
-        return &pg_cuda.cudnn_deterministic;
-    if (name != NULL && strcmp(name, "cudnn_enabled") == 0)
-        return &pg_cuda.cudnn_enabled;
-    if (name != NULL && strcmp(name, "int8_requant_in_gemm") == 0)
-        return &pg_cuda.int8_requant_in_gemm;
+    for (int i = 0; name != NULL && i < PG_CUDA_NUM_OPTIONS; i++)
+        if (strcmp(name, pg_cuda_options[i].name) == 0)
+            return pg_cuda_options[i].value;
     return NULL;
+}
+
+/* the unknown option's error, naming the known ones from the table */
+static pg_status pg_cuda_unknown_option(const char *name)
+{
+    char known[512] = "";
+    for (int i = 0; i < PG_CUDA_NUM_OPTIONS; i++) {
+        size_t k = strlen(known);
+        snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "", pg_cuda_options[i].name);
+    }
+    return pg_cuda_error(PG_ERR_VALUE, "cuda: unknown option '%s' (known: %s)",
+                         name != NULL ? name : "(null)", known);
 }
 
 pg_status pg_plugin_set_option(const char *name, int value)
 {
     atomic_int *opt = pg_cuda_option(name);
     if (opt == NULL)
-        return pg_cuda_error(PG_ERR_VALUE,
-                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
-                             "kernel_timing, current_device, nccl_timeout_s, cudnn_benchmark, "
-                             "cudnn_deterministic, cudnn_enabled, int8_requant_in_gemm)",
-                             name != NULL ? name : "(null)");
+        return pg_cuda_unknown_option(name);
     if (opt == &pg_cuda.nvtx && value != 0 && !pg_cuda_have_nvtx())
         return pg_cuda_error(PG_ERR_UNAVAILABLE,
                              "cuda: NVTX ranges are unavailable: the plugin was built with a CUDA "
@@ -293,11 +304,7 @@ pg_status pg_plugin_get_option(const char *name, int *value)
 {
     atomic_int *opt = pg_cuda_option(name);
     if (opt == NULL)
-        return pg_cuda_error(PG_ERR_VALUE,
-                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
-                             "kernel_timing, current_device, nccl_timeout_s, cudnn_benchmark, "
-                             "cudnn_deterministic, cudnn_enabled, int8_requant_in_gemm)",
-                             name != NULL ? name : "(null)");
+        return pg_cuda_unknown_option(name);
     *value = atomic_load(opt);
     return PG_OK;
 }

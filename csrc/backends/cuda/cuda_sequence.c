@@ -10,10 +10,13 @@
 
 static void *ptr(const pg_tensor *t) { return t->storage ? pg_cuda_tensor_data(t) : NULL; }
 
-/* supports_node's rule for SDPA and SDPA_BWD: the kernels hold a query's and a value's head
- * (E, Ev) in registers and shared memory, up to PG_CUDA_SDPA_MAX_HEAD; q is src[0], v src[2] */
+/* supports_node's rule for SDPA and SDPA_BWD: the fused kernels are switched on (option
+ * "flash_sdp") and hold a query's and a value's head (E, Ev) in registers and shared memory,
+ * up to PG_CUDA_SDPA_MAX_HEAD; q is src[0], v src[2] */
 bool pg_cuda_sdpa_runs(const pg_node *n)
 {
+    if (!atomic_load_explicit(&pg_cuda.flash_sdp, memory_order_relaxed))
+        return false;
     const pg_tensor *q = &n->src[0], *v = &n->src[2];
     if (n->nsrc < 3 || q->ndim != 4 || v->ndim != 4)
         return true; /* not a node the core launches: its own checks answer */
