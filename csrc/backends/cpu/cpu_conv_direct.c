@@ -43,6 +43,7 @@ typedef struct dw_job {
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
     int64_t Hq, Wq, phases, plane; /* phase planes: count, and elements each (Hq+1 rows) */
     int64_t ntasks, units;
+    int computes; /* the operand in dst (pg_conv_role): y forward, x or w backward */
 } dw_job;
 
 /* The phase-plane layout of a job (see the file's comment). */
@@ -155,7 +156,7 @@ static void tap_at(const dw_job *j, int64_t i, int64_t jj, int64_t *phase, int64
     /* the tap pointers into the phase planes, and the weights of channel o in tap order */    \
     static void taps_of_##SUF(const dw_job *j, T *ph, int64_t o, T **src, T *w)                 \
     {                                                                                           \
-        const T *wo = DATA(T, &j->n->src[j->n->subop == PG_CONV_BWD_WEIGHT ? 0 : 1]);           \
+        const T *wo = w ? DATA(T, pg_conv_operand(j->n, PG_CONV_W)) : NULL;                     \
         for (int64_t i = 0; i < j->kh; i++)                                                     \
             for (int64_t jj = 0; jj < j->kw; jj++) {                                            \
                 int64_t phase, off, t = i * j->kw + jj;                                         \
@@ -170,7 +171,7 @@ static void tap_at(const dw_job *j, int64_t i, int64_t jj, int64_t *phase, int64
     {                                                                                           \
         const pg_node *n = j->n;                                                                \
         int64_t ntaps = j->kh * j->kw, len = j->OH * j->Wq;                                     \
-        if (n->subop == PG_CONV_FWD) { /* u: plane (sample, output channel) */                 \
+        if (j->computes == PG_CONV_Y) { /* u: plane (sample, output channel) */                \
             int64_t s = u / j->O, o = u % j->O;                                                 \
             to_phases_##SUF(j, DATA(T, &n->src[0]) + (s * j->C + o / j->m) * j->H * j->W, ph);  \
             taps_of_##SUF(j, ph, o, src, w);                                                    \
@@ -179,7 +180,7 @@ static void tap_at(const dw_job *j, int64_t i, int64_t jj, int64_t *phase, int64
             T *y = DATA(T, &n->dst) + (s * j->O + o) * j->OH * j->OW;                           \
             for (int64_t oh = 0; oh < j->OH; oh++)                                              \
                 memcpy(y + oh * j->OW, row + oh * j->Wq, sizeof(T) * (size_t)j->OW);            \
-        } else if (n->subop == PG_CONV_BWD_DATA) { /* u: plane (sample, input channel) */      \
+        } else if (j->computes == PG_CONV_X) { /* u: plane (sample, input channel) */          \
             int64_t s = u / j->C, c = u % j->C;                                                 \
             memset(ph, 0, sizeof(T) * (size_t)(j->phases * j->plane));                          \
             for (int64_t o = c * j->m; o < (c + 1) * j->m; o++) {                               \
@@ -263,9 +264,9 @@ pg_status pg_cpu_conv_direct(pg_pool *pool, const pg_node *n)
     dw_job j;
     memset(&j, 0, sizeof j);
     j.n = n;
-    const pg_tensor *x = n->subop == PG_CONV_FWD ? &n->src[0]
-                         : n->subop == PG_CONV_BWD_DATA ? &n->dst : &n->src[1];
-    const pg_tensor *y = n->subop == PG_CONV_FWD ? &n->dst : &n->src[0];
+    /* the operands where the sub-op's row puts them; the one in dst is what it computes */
+    const pg_tensor *x = pg_conv_operand(n, PG_CONV_X), *y = pg_conv_operand(n, PG_CONV_Y);
+    j.computes = pg_conv_computes(n->subop);
     const pg_conv_geom *g = &n->p.conv;
     j.N = x->shape[0];
     j.C = x->shape[1];
@@ -278,9 +279,9 @@ pg_status pg_cpu_conv_direct(pg_pool *pool, const pg_node *n)
     j.kh = g->kh, j.kw = g->kw, j.sh = g->sh, j.sw = g->sw;
     j.ph = g->ph, j.pw = g->pw, j.dh = g->dh, j.dw = g->dw;
     layout(&j);
-    j.units = n->subop == PG_CONV_FWD ? j.N * j.O : n->subop == PG_CONV_BWD_DATA ? j.N * j.C : j.O;
+    j.units = j.computes == PG_CONV_Y ? j.N * j.O : j.computes == PG_CONV_X ? j.N * j.C : j.O;
     /* a task per thread, when there is enough work to share */
-    int64_t work = j.units * (n->subop == PG_CONV_BWD_WEIGHT ? j.N : 1) * j.OH * j.Wq * j.kh * j.kw;
+    int64_t work = j.units * (j.computes == PG_CONV_W ? j.N : 1) * j.OH * j.Wq * j.kh * j.kw;
     if (j.units == 0)
         return PG_OK; /* an empty batch: nothing to write */
     int64_t threads = pg_pool_threads(pool);

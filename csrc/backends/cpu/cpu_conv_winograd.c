@@ -427,17 +427,17 @@ static pg_status chunks_task(void *ctx, int64_t t)
 int pg_cpu_conv_winograd_tile(const pg_node *n)
 {
     const pg_conv_geom *g = &n->p.conv;
-    if (n->dst.dtype != PG_FLOAT32 || n->subop == PG_CONV_BWD_WEIGHT || g->groups != 1 ||
+    int computes = pg_conv_computes(n->subop);
+    if (n->dst.dtype != PG_FLOAT32 || computes == PG_CONV_W || g->groups != 1 ||
         g->kh != 3 || g->kw != 3 || g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1)
         return 0;
     const char *env = getenv("PYGPU_CONV_WINOGRAD"); /* 0, 2 or 4: measuring the choice */
     int forced = env && *env ? atoi(env) : -1;
     if (forced == 0)
         return 0;
-    const pg_tensor *x = n->subop == PG_CONV_FWD ? &n->src[0] : &n->dst;
-    const pg_tensor *y = n->subop == PG_CONV_FWD ? &n->dst : &n->src[0];
+    const pg_tensor *x = pg_conv_operand(n, PG_CONV_X), *y = pg_conv_operand(n, PG_CONV_Y);
     int64_t C = x->shape[1], O = y->shape[1], OH = y->shape[2], OW = y->shape[3];
-    if (n->subop == PG_CONV_BWD_DATA && (g->ph > 2 || g->pw > 2))
+    if (computes == PG_CONV_X && (g->ph > 2 || g->pw > 2))
         return 0; /* its padding 2 - p would be negative */
     if (OH == 0 || OW == 0 || x->shape[0] == 0)
         return 0;
@@ -471,9 +471,11 @@ pg_status pg_cpu_conv_winograd(pg_pool *pool, const pg_node *n, int m)
     memset(&j, 0, sizeof j);
     j.t = &WINO_TABLES[m == 4 ? 1 : 0];
     const pg_conv_geom *g = &n->p.conv;
-    const pg_tensor *in = &n->src[0], *out = &n->dst;
+    /* the convolution Winograd runs: x -> y forward, dy -> dx for the input gradient */
+    bool grad = pg_conv_computes(n->subop) == PG_CONV_X;
+    const pg_tensor *in = pg_conv_operand(n, grad ? PG_CONV_Y : PG_CONV_X), *out = &n->dst;
     j.x = (const float *)pg_tensor_data(in);
-    j.w = (const float *)pg_tensor_data(&n->src[1]);
+    j.w = (const float *)pg_tensor_data(pg_conv_operand(n, PG_CONV_W));
     j.bias = n->src[2].storage ? (const float *)pg_tensor_data(&n->src[2]) : NULL;
     j.y = (float *)pg_tensor_data(out);
     j.N = in->shape[0];
@@ -483,7 +485,7 @@ pg_status pg_cpu_conv_winograd(pg_pool *pool, const pg_node *n, int m)
     j.Co = out->shape[1];
     j.Ho = out->shape[2];
     j.Wo = out->shape[3];
-    j.flip = n->subop == PG_CONV_BWD_DATA;
+    j.flip = grad;
     j.ph = j.flip ? 2 - g->ph : g->ph;
     j.pw = j.flip ? 2 - g->pw : g->pw;
     for (int r = 0; r < j.t->a; r++) { /* the tables' rows, packed */
