@@ -21,7 +21,8 @@
  *
  * Depthwise convolution (one input channel per group: C/g == 1) is a direct loop instead
  * (cpu_conv_direct.c): its products would be 1-row GEMMs. A 3x3 convolution at stride 1
- * (forward and input gradient, float32, one group, 64 channels and more each side) runs by
+ * (forward and input gradient, float32, one group, 64 channels and more each side, 512 tiles
+ * and more a call) runs by
  * Winograd's transforms instead (cpu_conv_winograd.c), 2.25x or 4x fewer multiplies. */
 #include <stdlib.h>
 #include <string.h>
