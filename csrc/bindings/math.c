@@ -234,21 +234,25 @@ static PyObject *f_has_node(PyObject *mod, PyObject *args)
                                           "(csrc/core/pg_ops.def's PG_NODE rows)", kind);
 }
 
-/* _C._dtype_table(): (((name, code, itemsize, is_float), ...), "float32, ... and bool"),
- * pg_dtype.h's table and the list messages name the dtypes by. */
+/* _C._dtype_table(): (((name, code, itemsize, kind, legacy, alias), ...), "float32, ... and
+ * bool"): pg_dtype.h's table (kind: "bool", "sint", "uint", "float", "half"), and the list
+ * messages name the dtypes by. */
 static PyObject *f_dtype_table(PyObject *mod, PyObject *noargs)
 {
     (void)mod;
     (void)noargs;
-    char text[160];
+    char text[256];
     pg_dtype_list(text, sizeof text);
-    return Py_BuildValue("((" 
-#define PG_DTYPE_FMT(ID, name, size, is_float, is_half) "(sinN)"
+    static const char *const kinds[] = {[PG_KIND_BOOL] = "bool", [PG_KIND_SINT] = "sint",
+                                        [PG_KIND_UINT] = "uint", [PG_KIND_FLOAT] = "float",
+                                        [PG_KIND_HALF] = "half"};
+    return Py_BuildValue("(("
+#define PG_DTYPE_FMT(...) "(sinsss)"
                          PG_DTYPES(PG_DTYPE_FMT)
 #undef PG_DTYPE_FMT
                          ")s)"
-#define PG_DTYPE_ARGS(ID, name, size, is_float, is_half) \
-    , name, (int)PG_##ID, (Py_ssize_t)size, PyBool_FromLong(is_float)
+#define PG_DTYPE_ARGS(ID, name, size, ctype, kind, calc, legacy, alias) \
+    , name, (int)PG_##ID, (Py_ssize_t)size, kinds[PG_##kind], legacy, alias
                          PG_DTYPES(PG_DTYPE_ARGS)
 #undef PG_DTYPE_ARGS
                          , text);
