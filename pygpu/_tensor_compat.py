@@ -55,7 +55,7 @@ def get_device(self):
 
 
 def is_signed(self):
-    return self.dtype.name != "bool"
+    return self.dtype.is_signed  # PyTorch's: bool and uint8 are not
 
 
 def is_nonzero(self):
@@ -266,44 +266,62 @@ class finfo:
 
 
 class iinfo:
-    """torch.iinfo(dtype): the integer type's limits (int64 and bool in pygpu)."""
+    """torch.iinfo(dtype): an integer dtype's bits, min and max (from the dtype table's size
+    and kind: csrc/core/pg_dtype.h)."""
 
     def __init__(self, type):
         from . import _dtype
-        import numpy as np
         d = _dtype.to_dtype(type)
         if d.is_floating_point:
             raise TypeError(f"torch.iinfo() requires an integer input type, got {d}")
-        i = np.iinfo(np.int64) if d.name == "int64" else None
-        self.bits = 64 if i is not None else 8
-        self.max, self.min = (int(i.max), int(i.min)) if i is not None else (1, 0)
+        if d is _dtype.bool_:
+            raise TypeError(f"{d} is not supported by torch.iinfo")
+        self.bits = 8 * d.itemsize
+        self.min = -(1 << (self.bits - 1)) if d.is_signed else 0
+        self.max = (1 << (self.bits - 1)) - 1 if d.is_signed else (1 << self.bits) - 1
         self.dtype = d.name
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
 
 
-def result_type(tensor1, tensor2):
-    """The dtype an op of the two would give (PyTorch's promotion, as pygpu's ops compute it),
-    found by adding one-element probes of the same kinds (a 0-d tensor stays 0-d: it promotes
-    differently)."""
-    def probe(x):
-        if not isinstance(x, Tensor):
-            return x
-        return x.reshape(()) if x.ndim == 0 else x.reshape(-1)[:1]
-    return (probe(tensor1) + probe(tensor2)).dtype
+def _wrapped(x):
+    """(dtype code, priority) of one operand of torch.result_type: a tensor with dimensions
+    (0), a 0-d tensor (1), a Python number (2: bool, int64, or the default float dtype)."""
+    from . import _defaults, _dtype
+    if isinstance(x, Tensor):
+        return x.dtype._code, 0 if x.ndim else 1
+    if isinstance(x, bool):
+        return _dtype.bool_._code, 2
+    if isinstance(x, int):
+        return _dtype.int64._code, 2
+    if isinstance(x, float):
+        return _defaults.dtype()._code, 2
+    raise TypeError(f"result_type(): expected a Tensor or a Python number, got "
+                    f"{x.__class__.__name__}")
+
+
+def result_type(tensor, other):
+    """torch.result_type: the dtype an elementwise op of the two gives (PyTorch's promotion:
+    c10's table over the operands with dimensions, then 0-d tensors, then Python numbers,
+    a lower priority counting only when its category is higher: pg_dtype.h)."""
+    from . import _dtype
+    return _dtype.ALL[_C._result_type([_wrapped(tensor), _wrapped(other)])]
 
 
 def promote_types(type1, type2):
-    from ._tensor_create import zeros
-    return (zeros(1, dtype=type1) + zeros(1, dtype=type2)).dtype
+    """torch.promote_types: c10's promotion table (csrc/core/pg_dtype.c), as data."""
+    from . import _dtype
+    a, b = _dtype.to_dtype(type1), _dtype.to_dtype(type2)
+    return _dtype.ALL[_C._promote_types(a._code, b._code)]
 
 
 def can_cast(from_, to):
-    """Whether PyTorch's casting rules allow from_ -> to in place (no float to int, no
-    int/float to bool)."""
-    order = {"bool": 0, "int64": 1, "float16": 2, "bfloat16": 2, "float32": 2, "float64": 2}
-    return order[from_.name] <= order[to.name]
+    """torch.can_cast: c10's canCast, no cast to a lower category (float to an integer, a
+    number to bool); uint8 to int8 is allowed (same category)."""
+    from . import _dtype
+    cat = {"bool": 0, "sint": 1, "uint": 1, "float": 2, "half": 2}
+    return cat[_dtype.to_dtype(from_)._kind] <= cat[_dtype.to_dtype(to)._kind]
 
 
 def as_tensor(data, dtype=None, device=None):

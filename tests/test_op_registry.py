@@ -161,13 +161,15 @@ def _batch_norm_backward():
 
 def _run_elementwise(row):
     """Run a binary/unary row on sim with inputs it takes (bool for the bitwise/logical
-    rows that refuse floats)."""
+    rows that refuse floats, int32 for the shifts, which refuse bool too)."""
     fn = _elementwise_fn(row)
     n = 2 if row[1] == "binary" else 1
-    try:
-        return fn(*[_sim(5) for _ in range(n)])
-    except TypeError:
-        return fn(*[_sim(5) > 0 for _ in range(n)])
+    for make in (lambda: _sim(5), lambda: _sim(5) > 0, lambda: (_sim(5) * 4).int()):
+        try:
+            return fn(*[make() for _ in range(n)])
+        except TypeError:
+            continue
+    raise TypeError(f"{row[0]}: no dtype of float32, bool and int32 runs it")
 
 
 RUN_NODE = {

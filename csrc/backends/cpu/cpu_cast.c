@@ -53,14 +53,14 @@ static inline int32_t f2i32(double x)
 
 /* integers and bool: loaded as int64; stored from int64 by wrapping (bool: x != 0) and
  * from double as above */
-#define CAST_INT(ID, T, FROM_DOUBLE)                                                       \
+#define CAST_INT(ID, T, FROM_INT, FROM_DOUBLE)                                             \
     static void load_##ID(int64_t n, const char *p, int64_t s, wide_block *w)              \
     {                                                                                      \
         CAST_RUN(const T, w->i[k] = (int64_t)*e)                                        \
     }                                                                                      \
     static void store_i_##ID(int64_t n, char *p, int64_t s, const wide_block *w)           \
     {                                                                                      \
-        CAST_RUN(T, *e = (T)w->i[k])                                                    \
+        CAST_RUN(T, *e = (T)FROM_INT(w->i[k]))                                          \
     }                                                                                      \
     static void store_f_##ID(int64_t n, char *p, int64_t s, const wide_block *w)           \
     {                                                                                      \
@@ -97,14 +97,15 @@ static inline int32_t f2i32(double x)
     }
 
 #define NONZERO(x) ((x) != 0)
+#define WRAP(x) (x) /* (T)x: two's complement, GCC's conversion to a narrower integer */
 /* which conversion an integer takes from a double, by its size: int64's own, else int32's */
 #define F2I_8 f2i64
 #define F2I_4 f2i32
 #define F2I_2 f2i32
 #define F2I_1 f2i32
-#define CAST_ROW_KIND_BOOL(ID, T, size) CAST_INT(ID, T, NONZERO)
-#define CAST_ROW_KIND_SINT(ID, T, size) CAST_INT(ID, T, F2I_##size)
-#define CAST_ROW_KIND_UINT(ID, T, size) CAST_INT(ID, T, F2I_##size)
+#define CAST_ROW_KIND_BOOL(ID, T, size) CAST_INT(ID, T, NONZERO, NONZERO)
+#define CAST_ROW_KIND_SINT(ID, T, size) CAST_INT(ID, T, WRAP, F2I_##size)
+#define CAST_ROW_KIND_UINT(ID, T, size) CAST_INT(ID, T, WRAP, F2I_##size)
 #define CAST_ROW_KIND_FLOAT(ID, T, size) CAST_FLOAT(ID, T)
 #define CAST_ROW_KIND_HALF(ID, T, size) /* below: their own bits */
 #define CAST_ROW(ID, name, size, T, kind, ...) CAST_ROW_##kind(ID, T, size)
