@@ -143,6 +143,21 @@ def to_dtype(obj):
     raise TypeError(f"unsupported dtype {obj!r}: pygpu supports {SUPPORTED}")
 
 
+def promote_types(type1, type2):
+    """torch.promote_types: c10's promotion table (csrc/core/pg_dtype.c), as data."""
+    a, b = to_dtype(type1), to_dtype(type2)
+    return ALL[_C._promote_types(a._code, b._code)]
+
+
+_CATEGORY = {"bool": 0, "sint": 1, "uint": 1, "float": 2, "half": 2}
+
+
+def can_cast(from_, to):
+    """torch.can_cast: c10's canCast, no cast to a lower category (a float to an integer, a
+    number to bool); uint8 to int8 is allowed (one category)."""
+    return _CATEGORY[to_dtype(from_)._kind] <= _CATEGORY[to_dtype(to)._kind]
+
+
 def dtype_code(obj):
     """The C core's code for a user's dtype spelling (used as a hook by _C)."""
     return to_dtype(obj)._code

@@ -10,7 +10,7 @@ matmul precision switch (pygpu's kernels are deterministic for a device and thre
 the switch is kept and reported)."""
 import math
 
-from . import _C
+from . import _C, _dtype as _dtype_mod
 from ._tensor_join import cat
 
 Tensor = _C.Tensor
@@ -252,17 +252,18 @@ class finfo:
         if d.name == "bfloat16":
             self.bits, self.eps, self.max, self.tiny = 16, 2.0 ** -7, 3.3895313892515355e38, \
                 1.1754943508222875e-38
-            self.resolution = 0.01
         else:
             f = np.finfo(d._numpy)
-            self.bits, self.eps, self.max = f.bits, float(f.eps), float(f.max)
-            self.tiny, self.resolution = float(f.tiny), float(f.resolution)
+            self.bits, self.eps, self.max, self.tiny = f.bits, float(f.eps), float(f.max), float(f.tiny)
+        # 10 ** -(the decimal digits eps resolves), a Python float as torch's (NumPy's is the
+        # dtype's own rounding of it)
+        self.resolution = 10.0 ** -math.floor(-math.log10(self.eps))
         self.min, self.smallest_normal, self.dtype = -self.max, self.tiny, d.name
 
     def __repr__(self):
-        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, "
-                f"eps={self.eps}, smallest_normal={self.tiny}, tiny={self.tiny}, "
-                f"dtype={self.dtype})")
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")  # torch's format
 
 
 class iinfo:
@@ -282,7 +283,7 @@ class iinfo:
         self.dtype = d.name
 
     def __repr__(self):
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"  # torch's format
 
 
 def _wrapped(x):
@@ -309,19 +310,7 @@ def result_type(tensor, other):
     return _dtype.ALL[_C._result_type([_wrapped(tensor), _wrapped(other)])]
 
 
-def promote_types(type1, type2):
-    """torch.promote_types: c10's promotion table (csrc/core/pg_dtype.c), as data."""
-    from . import _dtype
-    a, b = _dtype.to_dtype(type1), _dtype.to_dtype(type2)
-    return _dtype.ALL[_C._promote_types(a._code, b._code)]
-
-
-def can_cast(from_, to):
-    """torch.can_cast: c10's canCast, no cast to a lower category (float to an integer, a
-    number to bool); uint8 to int8 is allowed (same category)."""
-    from . import _dtype
-    cat = {"bool": 0, "sint": 1, "uint": 1, "float": 2, "half": 2}
-    return cat[_dtype.to_dtype(from_)._kind] <= cat[_dtype.to_dtype(to)._kind]
+promote_types, can_cast = _dtype_mod.promote_types, _dtype_mod.can_cast
 
 
 def as_tensor(data, dtype=None, device=None):

@@ -11,7 +11,8 @@
  *   - a float to bool is x != 0 (NaN is true); to int64 truncates, and NaN or out of
  *     range gives INT64_MIN (x86's conversion); to int32, int16, int8 and uint8 it goes
  *     through int32 (out of range and NaN: INT32_MIN), then wraps: (int8) 200.0 is -56,
- *     (uint8) -200.0 is 56, (int16) 1e10 is 0, as torch's .to() gives;
+ *     (int16) 1e10 is 0; uint8 goes through int64: (uint8) -200.0 is 56, as torch's .to()
+ *     gives;
  *   - float16 and bfloat16 round to nearest even from the double (pg_half.h), once.
  * Unit-stride float32 <-> half runs (autocast's casts) take the vector converters
  * (cpu_half_convert.c), and a copy to the same dtype moves the bits (NaN payloads too). */
@@ -98,14 +99,16 @@ static inline int32_t f2i32(double x)
 
 #define NONZERO(x) ((x) != 0)
 #define WRAP(x) (x) /* (T)x: two's complement, GCC's conversion to a narrower integer */
-/* which conversion an integer takes from a double, by its size: int64's own, else int32's */
+/* which conversion a signed integer takes from a double, by its size: int64's own, else
+ * int32's (x86's cvttsd2si); an unsigned one goes through int64 (c10's
+ * static_cast_with_inter_type), so (uint8) -2147483649.0 is 255 */
 #define F2I_8 f2i64
 #define F2I_4 f2i32
 #define F2I_2 f2i32
 #define F2I_1 f2i32
 #define CAST_ROW_KIND_BOOL(ID, T, size) CAST_INT(ID, T, NONZERO, NONZERO)
 #define CAST_ROW_KIND_SINT(ID, T, size) CAST_INT(ID, T, WRAP, F2I_##size)
-#define CAST_ROW_KIND_UINT(ID, T, size) CAST_INT(ID, T, WRAP, F2I_##size)
+#define CAST_ROW_KIND_UINT(ID, T, size) CAST_INT(ID, T, WRAP, f2i64) /* c10: uint8 via int64 */
 #define CAST_ROW_KIND_FLOAT(ID, T, size) CAST_FLOAT(ID, T)
 #define CAST_ROW_KIND_HALF(ID, T, size) /* below: their own bits */
 #define CAST_ROW(ID, name, size, T, kind, ...) CAST_ROW_##kind(ID, T, size)
