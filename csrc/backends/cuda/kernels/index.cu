@@ -208,7 +208,7 @@ extern "C" cudaError_t pg_kernel_index(const pg_cuda_ctx *ctx, const pg_cuda_ind
         if (a->numel == 0)
             return cudaSuccess;
         unsigned grid = pg_cuda_grid(a->numel, PG_CUDA_BLOCK, ctx);
-        return pg_dispatch_dtype_all(a->dtype, [&](auto tag) {
+        return pg_dispatch_dtype_every(a->dtype, [&](auto tag) {
             using T = decltype(tag);
             if (a->subop == PG_CUDA_IDX_MASKED_FILL)
                 pg_masked_fill_kernel<T>
