@@ -23,7 +23,7 @@ import pytest
 
 import pygpu
 
-from _op_cases import FAMILIES, TOL, _dt, _variants, a, table_rows
+from _op_cases import FAMILIES, TOL, _dt, _variants, a, reflected_names, table_rows
 
 torch = pytest.importorskip("torch")
 
@@ -149,7 +149,7 @@ def _int_cases(refs):
             if family == "binary":
                 cpu.append(TCase(name, "scalar", (dt,), (a(LONG),), pg_call, t_call, ref.domain,
                                  {}, ("right", 3)))
-                reflected = [q[len("Tensor."):] for q in py if q.startswith("Tensor.__r")]
+                reflected = reflected_names(py)
                 for m in reflected[:1]:
                     f = (lambda s, x, _m=m: getattr(x, _m)(s))
                     cpu.append(TCase(name, m, (dt,), (a(7),), f, f, ref.domain, {}, ("left", 2)))
