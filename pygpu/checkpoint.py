@@ -32,12 +32,13 @@ import tempfile
 
 import numpy as np
 
-from . import _C
+from . import _C, _dtype
 from ._map_location import check_present as _check_present, resolve as _resolve
 
 _DEVICES_KEY = "pygpu.devices"
 _TREE_KEY = "pygpu.tree"
 _ORDER_KEY = "pygpu.order"
+_QSTATE_KEY = "pygpu.qstate"  # the names of the int8 layers' packed weights
 _LEAF_TYPES = (str, bool, numbers.Integral, numbers.Real, type(None))
 
 
@@ -78,7 +79,8 @@ def _flatten(state):
 
 def _is_qstate(v):
     """An int8 layer's weight or scalar qparam (pygpu/quantization/_qtensor.py): saved as the
-    NumPy array its numpy() gives (int8 for weights: pygpu has no int8 tensor dtype)."""
+    NumPy array its numpy() gives (int8 for weights), its name listed under _QSTATE_KEY so
+    that loading tells it from an int8 tensor."""
     return getattr(v, "_qstate", False) is True
 
 
@@ -184,6 +186,7 @@ def _safetensors_bytes(state, metadata):
         arrays[name], devices[name] = _host_array(name, t)
     meta = {str(k): str(v) for k, v in (metadata or {}).items()}
     meta[_DEVICES_KEY] = json.dumps(devices)
+    meta[_QSTATE_KEY] = json.dumps(sorted(n for n, t in tensors.items() if _is_qstate(t)))
     if tree is not None:
         meta[_TREE_KEY] = json.dumps(tree)
     else:
@@ -217,8 +220,10 @@ def _read_checked(path, data):
     return data, header
 
 
-_RAW_TYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64,
-              "BOOL": np.bool_, "I8": np.int8}
+# safetensors' dtype names of the dtypes NumPy has (BF16: below): the kind's letter and bits
+_RAW_TYPES = {("BOOL" if d.name == "bool" else
+               {"b": "BOOL", "i": "I", "u": "U", "f": "F"}[d._numpy.kind] + str(8 * d.itemsize)):
+              d._numpy for d in _dtype.ALL if d._numpy is not None}
 
 
 def _has_bf16(header):
@@ -247,7 +252,7 @@ def _load_with_bf16(data, header, path):
             out[name] = np.frombuffer(raw, dtype=_RAW_TYPES[v["dtype"]]).reshape(shape)
         else:
             raise ValueError(f"tensor {name!r} has dtype {v['dtype']}, which pygpu does not hold "
-                             "(float32, float64, float16, bfloat16, int64, bool)")
+                             f"({_dtype.SUPPORTED})")
     return out
 
 
@@ -306,9 +311,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     for name in arrays:
         targets[name] = _check_present(name, _resolve(devices.get(name, "cpu"), map_location),
                                        map_location)
+    # an int8 layer's weights: listed by name; a file from before int8 was a tensor dtype
+    # lists none, and each of its 2-D int8 arrays was one
+    qstate = set(json.loads(meta[_QSTATE_KEY])) if _QSTATE_KEY in meta else None
     tensors = {}
     for name, arr in arrays.items():
-        if isinstance(arr, np.ndarray) and arr.dtype == np.int8 and arr.ndim == 2:
+        if (isinstance(arr, np.ndarray) and arr.dtype == np.int8 and arr.ndim == 2 and
+                (name in qstate if qstate is not None else True)):
             from .quantization import QTensor  # an int8 layer's weight, packed once here
             tensors[name] = QTensor.from_int8(arr, None if targets[name].type == "cpu"
                                               else targets[name])

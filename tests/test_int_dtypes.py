@@ -229,3 +229,15 @@ def test_integer_matmul_is_torchs_on_the_cpu(dt, device):
     for sa, sb in (((3, 4), (4, 5)), ((4,), (4, 2)), ((2, 3, 4), (2, 4, 2)), ((5,), (5,))):
         a, b = _data(dt, sa, seed=4), _data(dt, sb, seed=5)
         _same(_t(a, device) @ _t(b, device), torch.from_numpy(a) @ torch.from_numpy(b))  # wraps
+
+
+def test_integer_tensors_round_trip_through_save_and_load(tmp_path):
+    """pygpu.save/load keep every integer dtype (a 2-D int8 tensor stays a tensor: only the
+    int8 layers' weights, listed by name in the file, load as packed weights)."""
+    state = {dt: pygpu.tensor(_data(dt, (2, 3))) for dt in INTS}
+    path = str(tmp_path / "ints.safetensors")
+    pygpu.save(state, path)
+    back = pygpu.load(path)
+    for dt in INTS:
+        assert isinstance(back[dt], pygpu.Tensor) and back[dt].dtype.name == dt
+        assert back[dt].tolist() == state[dt].tolist()
