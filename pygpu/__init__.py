@@ -175,3 +175,5 @@ __all__ += ["backends", "profiler", "get_float32_matmul_precision", "set_float32
 # int16). Last in the file: the functions above read the builtins float/int/bool, never these.
 globals().update(_dtype.ALIASES)
 __all__ += sorted(_dtype.ALIASES)
+dtype = DType  # torch.dtype: the class of the dtypes, for isinstance(x, torch.dtype)
+__all__ += ["dtype"]

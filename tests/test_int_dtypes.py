@@ -241,3 +241,12 @@ def test_integer_tensors_round_trip_through_save_and_load(tmp_path):
     for dt in INTS:
         assert isinstance(back[dt], pygpu.Tensor) and back[dt].dtype.name == dt
         assert back[dt].tolist() == state[dt].tolist()
+
+
+def test_embedding_takes_int32_indices(device):
+    w = np.random.default_rng(0).standard_normal((10, 3)).astype(np.float32)
+    i = np.array([[1, 9], [0, 3]], np.int32)
+    got = pygpu.nn.functional.embedding(_t(i, device), _t(w, device))
+    want = torch.nn.functional.embedding(torch.from_numpy(i), torch.from_numpy(w))
+    assert got.dtype is pygpu.float32
+    np.testing.assert_array_equal(got.cpu().numpy(), want.numpy())

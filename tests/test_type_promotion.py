@@ -129,3 +129,8 @@ def test_int64_with_float_is_float32(device):
     assert i.exp().dtype == pygpu.float32
     np.testing.assert_allclose((i + f).numpy(), [1.5, 2.5, 3.5])
     np.testing.assert_allclose((i / 2).numpy(), [0.5, 1.0, 1.5])
+
+
+def test_dtype_is_the_class_of_the_dtypes():
+    assert all(isinstance(d, pygpu.dtype) for d in pygpu._dtype.ALL)
+    assert not isinstance("int8", pygpu.dtype)
