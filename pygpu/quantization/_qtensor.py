@@ -111,8 +111,14 @@ class QTensor:
         return self
 
     def copy_(self, src):
-        """Take src's values (a QTensor or an int8 array of this shape), repacked once."""
-        w = src.int_repr() if isinstance(src, QTensor) else np.asarray(src)
+        """Take src's values (a QTensor, an int8 tensor on any device as PyTorch's checkpoint
+        format loads one, or an int8 array of this shape), repacked once."""
+        if isinstance(src, QTensor):
+            w = src.int_repr()
+        elif isinstance(src, _C.Tensor):
+            w = (src if str(src.device) == "cpu" else src.cpu()).numpy()
+        else:
+            w = np.asarray(src)
         if w.shape != self.shape:
             raise ValueError(f"copy_: an int8 weight of shape {w.shape} into one of {self.shape}")
         self.data = QTensor.from_int8(w.astype(np.int8, copy=False), self.data.device).data
