@@ -7,9 +7,8 @@
 
 pygpu.Tensor is a C type; its constructor calls legacy_new (registered with _C._setup as
 the "legacy_new" hook). The typed names are classes only for isinstance():
-isinstance(t, torch.LongTensor) holds for a cpu int64 tensor, as in PyTorch. pygpu has no
-int32, int16, int8 or uint8 dtype, so IntTensor, ShortTensor, CharTensor and ByteTensor
-are refused with a message rather than silently giving int64."""
+isinstance(t, torch.LongTensor) holds for a cpu int64 tensor, as in PyTorch. There is one
+per dtype of the table (pygpu/_dtype.py's legacy column: IntTensor, ByteTensor, ...)."""
 import numbers
 
 from . import _C, _dtype, _defaults
@@ -52,24 +51,14 @@ class _TypedMeta(type):
                 and obj.device.type == "cpu")
 
     def __call__(cls, *args, device=None):
-        if cls._dtype is None:
-            raise TypeError(f"torch.{cls.__name__}: pygpu has no {cls._missing} dtype; use "
-                            f"torch.LongTensor (int64) or torch.FloatTensor")
         return _make(cls._dtype, args, device)
 
 
-def _typed(name, dtype_name, missing=None):
-    dt = getattr(_dtype, dtype_name) if dtype_name else None
-    doc = (f"torch.{name}(...): a cpu {dtype_name} tensor of those sizes or that data"
-           if dt is not None else f"torch.{name}: pygpu has no {missing} dtype")
-    return _TypedMeta(name, (), {"_dtype": dt, "_missing": missing, "__doc__": doc})
+def _typed(dt):
+    name = _dtype.legacy_name(dt)
+    doc = f"torch.{name}(...): a cpu {dt.name} tensor of those sizes or that data"
+    return _TypedMeta(name, (), {"_dtype": dt, "__doc__": doc})
 
 
-# PyTorch's legacy type name -> pygpu dtype name (None: a dtype pygpu lacks)
-_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
-          "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "BoolTensor": "bool_",
-          "IntTensor": None, "ShortTensor": None, "CharTensor": None, "ByteTensor": None}
-_MISSING = {"IntTensor": "int32", "ShortTensor": "int16", "CharTensor": "int8",
-            "ByteTensor": "uint8"}
-
-TYPED = {name: _typed(name, dt, _MISSING.get(name)) for name, dt in _TYPES.items()}
+# PyTorch's legacy type names (FloatTensor, LongTensor, ByteTensor, ...): one per dtype
+TYPED = {_dtype.legacy_name(dt): _typed(dt) for dt in _dtype.ALL}

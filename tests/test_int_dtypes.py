@@ -250,3 +250,79 @@ def test_embedding_takes_int32_indices(device):
     want = torch.nn.functional.embedding(torch.from_numpy(i), torch.from_numpy(w))
     assert got.dtype is pygpu.float32
     np.testing.assert_array_equal(got.cpu().numpy(), want.numpy())
+
+
+def test_integer_tensors_cross_pytorchs_checkpoint_format_both_ways(tmp_path):
+    """PyTorch's zip format: torch.load reads pygpu's integer tensors, pygpu.load torch's."""
+    state = {dt: pygpu.tensor(_data(dt, (2, 3))) for dt in INTS}
+    path = str(tmp_path / "ints.pt")
+    pygpu.save(state, path)
+    theirs = torch.load(path, weights_only=True)
+    for dt in INTS:
+        _same(state[dt], theirs[dt])
+    torch.save(theirs, path)
+    back = pygpu.load(path)
+    for dt in INTS:
+        _same(back[dt], theirs[dt])
+
+
+def test_only_an_int8_layers_weights_load_packed(tmp_path):
+    """safetensors: the int8 layers' weights are listed by name in pygpu's metadata and load as
+    QTensors; a 2-D int8 tensor of a file pygpu did not write loads as a tensor; a pygpu file
+    from before int8 was a dtype (no list) still gives its int8 weights packed."""
+    from safetensors.numpy import save_file
+    from pygpu import quantization as Q
+    from pygpu.quantization import QTensor
+    q = Q.quantize_dynamic(pygpu.nn.MLP([8, 6, 3]))
+    sd = dict(q.state_dict())
+    sd["plain"] = pygpu.tensor(_data("int8", (2, 3)))
+    path = str(tmp_path / "q.safetensors")
+    pygpu.save(sd, path)
+    back = pygpu.load(path)
+    assert isinstance(back["layers.0.weight"], QTensor)
+    assert isinstance(back["plain"], pygpu.Tensor) and back["plain"].dtype is pygpu.int8
+    w = sd["layers.0.weight"].int_repr()
+    save_file({"w": w}, path)  # no pygpu metadata
+    assert pygpu.load(path)["w"].dtype is pygpu.int8
+    save_file({"w": w}, path, metadata={"pygpu.devices": '{"w": "cpu"}'})  # an older pygpu's
+    assert isinstance(pygpu.load(path)["w"], QTensor)
+    save_file({"w": w}, path, metadata={"pygpu.qstate": '{"w": 1}'})
+    with pytest.raises(ValueError, match="corrupt pygpu metadata.*pygpu.qstate"):
+        pygpu.load(path)
+
+
+def test_an_int8_layer_loads_from_pytorchs_format(tmp_path, device):
+    """PyTorch's format has no packed weights: the int8 weight comes back an int8 tensor, and
+    the quantized layer's load_state_dict packs it."""
+    from pygpu import quantization as Q
+    pygpu.manual_seed(3)
+    q = Q.quantize_dynamic(pygpu.nn.MLP([8, 6, 3])).to(device)
+    path = str(tmp_path / "q.pt")
+    pygpu.save(q.state_dict(), path)
+    loaded = pygpu.load(path)
+    assert loaded["layers.0.weight"].dtype is pygpu.int8
+    other = Q.quantize_dynamic(pygpu.nn.MLP([8, 6, 3])).to(device)
+    other.load_state_dict(loaded)
+    x = pygpu.randn(4, 8, device=device)
+    np.testing.assert_array_equal(other(x).cpu().numpy(), q(x).cpu().numpy())
+
+
+def test_searchsorted_and_bucketize_out_int32_are_torchs(device):
+    seq = np.array([1.0, 3.0, 5.0, 7.0], np.float32)
+    v = np.array([[0.0, 3.0], [6.0, 9.0]], np.float32)
+    for right in (False, True):
+        _same(pygpu.searchsorted(_t(seq, device), _t(v, device), out_int32=True, right=right),
+              torch.searchsorted(torch.from_numpy(seq), torch.from_numpy(v), out_int32=True,
+                                 right=right))
+        _same(pygpu.bucketize(_t(v, device), _t(seq, device), out_int32=True, right=right),
+              torch.bucketize(torch.from_numpy(v), torch.from_numpy(seq), out_int32=True,
+                              right=right))
+
+
+def test_legacy_typed_constructors_cover_every_dtype(device):
+    for dt in pygpu._dtype.ALL:
+        name = pygpu._dtype.legacy_name(dt)
+        ours, theirs = getattr(pygpu, name)([1, 0]), getattr(torch, name)([1, 0])
+        _same(ours, theirs)
+        assert isinstance(ours, getattr(pygpu, name))
+        assert getattr(pygpu, name)(2, 3).shape == (2, 3)
