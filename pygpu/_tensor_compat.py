@@ -11,6 +11,7 @@ the switch is kept and reported)."""
 import math
 
 from . import _C, _dtype as _dtype_mod
+from ._dtype_info import finfo, iinfo
 from ._tensor_join import cat
 
 Tensor = _C.Tensor
@@ -253,52 +254,6 @@ def scalar_tensor(value, dtype=None, device=None, requires_grad=False):
     from ._dtype import float32
     t = tensor(float(value), dtype=dtype or float32, device=device)
     return t.requires_grad_(True) if requires_grad else t
-
-
-class finfo:
-    """torch.finfo(dtype): the float type's limits (bits, eps, max, min, tiny, resolution)."""
-
-    def __init__(self, type=None):
-        from . import _defaults, _dtype
-        import numpy as np
-        d = _dtype.to_dtype(type) if type is not None else _defaults.dtype()
-        if not d.is_floating_point:
-            raise TypeError(f"torch.finfo() requires a floating point input type, got {d}")
-        if d.name == "bfloat16":
-            self.bits, self.eps, self.max, self.tiny = 16, 2.0 ** -7, 3.3895313892515355e38, \
-                1.1754943508222875e-38
-        else:
-            f = np.finfo(d._numpy)
-            self.bits, self.eps, self.max, self.tiny = f.bits, float(f.eps), float(f.max), float(f.tiny)
-        # 10 ** -(the decimal digits eps resolves), a Python float as torch's (NumPy's is the
-        # dtype's own rounding of it)
-        self.resolution = 10.0 ** -math.floor(-math.log10(self.eps))
-        self.min, self.smallest_normal, self.dtype = -self.max, self.tiny, d.name
-
-    def __repr__(self):
-        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
-                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
-                f"dtype={self.dtype})")  # torch's format
-
-
-class iinfo:
-    """torch.iinfo(dtype): an integer dtype's bits, min and max (from the dtype table's size
-    and kind: csrc/core/pg_dtype.h)."""
-
-    def __init__(self, type):
-        from . import _dtype
-        d = _dtype.to_dtype(type)
-        if d.is_floating_point:
-            raise TypeError(f"torch.iinfo() requires an integer input type, got {d}")
-        if d is _dtype.bool_:
-            raise TypeError(f"{d} is not supported by torch.iinfo")
-        self.bits = 8 * d.itemsize
-        self.min = -(1 << (self.bits - 1)) if d.is_signed else 0
-        self.max = (1 << (self.bits - 1)) - 1 if d.is_signed else (1 << self.bits) - 1
-        self.dtype = d.name
-
-    def __repr__(self):
-        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"  # torch's format
 
 
 def _wrapped(x):

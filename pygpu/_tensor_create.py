@@ -219,7 +219,7 @@ def _check_fits(arr, dt):
     as torch.tensor([300], dtype=torch.int8) refuses; an ndarray is cast (wrapping)."""
     if not arr.size or arr.dtype.kind == "b":
         return
-    from ._tensor_compat import iinfo
+    from ._dtype_info import iinfo
     info = iinfo(dt)
     with np.errstate(invalid="ignore"):
         lo, hi = (np.trunc(arr.min()), np.trunc(arr.max())) if arr.dtype.kind == "f" else (
