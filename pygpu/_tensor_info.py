@@ -70,6 +70,8 @@ def type(self, dtype=None, non_blocking=False):
             raise ValueError(f"type: invalid type {dtype!r}; pygpu knows "
                              f"{sorted('torch.' + _dtype.legacy_name(d) for d in _dtype.ALL)}")
         dtype = _dtype.from_legacy_name(dtype)
+    elif isinstance(getattr(dtype, "_dtype", None), _dtype.DType):
+        dtype = dtype._dtype  # a legacy class: x.type(torch.IntTensor), as PyTorch takes
     return _to(self, _dtype.to_dtype(dtype))
 
 

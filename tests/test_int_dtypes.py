@@ -326,3 +326,11 @@ def test_legacy_typed_constructors_cover_every_dtype(device):
         _same(ours, theirs)
         assert isinstance(ours, getattr(pygpu, name))
         assert getattr(pygpu, name)(2, 3).shape == (2, 3)
+
+
+def test_type_takes_the_legacy_classes(device):
+    x = _t(np.array([1.5, -2.5], np.float32), device)
+    tx = torch.from_numpy(np.array([1.5, -2.5], np.float32))
+    for dt in pygpu._dtype.ALL:
+        name = pygpu._dtype.legacy_name(dt)
+        _same(x.type(getattr(pygpu, name)), tx.type(getattr(torch, name)))
