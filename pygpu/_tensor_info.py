@@ -59,20 +59,20 @@ def _cast_method(dt):
 _CASTS = {dt._legacy.lower(): _cast_method(dt) for dt in _dtype.ALL}
 
 
-def type(self, dtype=None, non_blocking=False):
-    """type(): PyTorch's type string ('torch.FloatTensor'); type(dtype): convert."""
+def type(self, dtype=None, non_blocking=False, **kwargs):
+    """type(): PyTorch's type string ('torch.FloatTensor', 'torch.cuda.LongTensor');
+    type(t): convert to t, a dtype, a legacy type (torch.FloatTensor, torch.cuda.FloatTensor:
+    also to that device type, as PyTorch's) or its name. Returns self when nothing changes."""
+    from . import _legacy
+    dtype = kwargs.pop("dst_type", dtype)
+    if kwargs:
+        raise TypeError(f"type() got an unexpected keyword argument {next(iter(kwargs))!r}")
     if dtype is None:
-        dev = self.device.type
-        prefix = "torch." if dev == "cpu" else f"torch.{dev}."
-        return prefix + _dtype.legacy_name(self.dtype)
-    if isinstance(dtype, str):
-        if _dtype.from_legacy_name(dtype) is None or not dtype.endswith("Tensor"):
-            raise ValueError(f"type: invalid type {dtype!r}; pygpu knows "
-                             f"{sorted('torch.' + _dtype.legacy_name(d) for d in _dtype.ALL)}")
-        dtype = _dtype.from_legacy_name(dtype)
-    elif isinstance(getattr(dtype, "_dtype", None), _dtype.DType):
-        dtype = dtype._dtype  # a legacy class: x.type(torch.IntTensor), as PyTorch takes
-    return _to(self, _dtype.to_dtype(dtype))
+        return _legacy.type_string(self)
+    dt, device_type = _legacy.parse_type(dtype)
+    if device_type is not None and device_type != self.device.type:
+        return self.to(device=device_type, dtype=dt, non_blocking=non_blocking)
+    return _to(self, dt)
 
 
 def type_as(self, other):
