@@ -47,7 +47,7 @@ from . import _device as _device_mod, _dtype, _hooks
 from ._tensor_create import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
                         zeros, zeros_like)
 from ._device import Device, device, make_device as _make_device, parse_device as _parse_device
-from ._dtype import DType, bfloat16, bool_, float16, float32, float64, int64
+from ._dtype import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
 from ._guard import get_transfer_guard, transfer_guard
 from ._stats import Stats, role, stats, track
 from . import cpu, cuda, sim
@@ -155,7 +155,8 @@ def _shutdown():
 
 
 __all__ += [
-    "Tensor", "DType", "Device", "Stats", "bool", "bool_", "int64", "float16", "bfloat16",
+    "Tensor", "DType", "Device", "Stats", "bool", "bool_", "int64", "int32", "int16", "int8",
+    "uint8", "float16", "bfloat16",
     "float32", "float64", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
     "zeros_like", "ones_like", "arange", "rand", "randn", "manual_seed", *_OPS,
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "role", "transfer_guard",
@@ -180,14 +181,13 @@ from . import backends, profiler  # noqa: E402
 from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 __all__ += ["backends", "profiler", "get_float32_matmul_precision", "set_float32_matmul_precision"]
 
-# PyTorch's dtype spellings: torch.float is float32, torch.double float64, torch.half float16,
-# torch.long int64 (pygpu has no int32, so no pygpu.int). Last in the file: the functions
-# above read the builtins float/bool, never these names.
-float = float32  # noqa: A001
-double = float64
-half = float16
-long = int64
-__all__ += ["float", "double", "half", "long"]
+# PyTorch's other dtype spellings, the dtype table's alias column (torch.float is float32,
+# torch.double float64, torch.half float16, torch.long int64, torch.int int32, torch.short
+# int16). Last in the file: the functions above read the builtins float/int/bool, never these.
+globals().update(_dtype.ALIASES)
+__all__ += sorted(_dtype.ALIASES)
+dtype = DType  # torch.dtype: the class of the dtypes, for isinstance(x, torch.dtype)
+__all__ += ["dtype"]
 
 if _NUMPY_BLAS_LOADED:  # NumPy came first: its running OpenBLAS gets the timeout instead
     _numpy_blas.apply_live()

@@ -1,25 +1,41 @@
-"""Element types: small value objects with a name, a size and a stable code.
+"""Element types: small value objects with a name, a size and a stable code, as PyTorch's
+torch.dtype (is_floating_point, is_complex, is_signed, itemsize).
 
-The dtypes, their codes, sizes and kinds come from the C core's dtype table
-(csrc/core/pg_dtype.h, read as _C._dtype_table()), as does SUPPORTED, the text
-every message that lists the dtypes uses; the C core returns these very objects
-from Tensor.dtype. float16 and bfloat16 are dtypes like the others: ops read
-and write them directly, computing each element in float32 and rounding once;
-NumPy has no bfloat16, so its `numpy` is None."""
+The dtypes, their codes, sizes, kinds and PyTorch's names for them come from the C core's
+dtype table (csrc/core/pg_dtype.h, read as _C._dtype_table()), as does SUPPORTED, the text
+every message that lists the dtypes uses; the C core returns these very objects from
+Tensor.dtype. This module is the one place that maps a pygpu dtype to and from its NumPy
+dtype (`numpy_of`, `to_dtype`), PyTorch's legacy names (torch.CharTensor, torch.CharStorage:
+`legacy_name`, `from_legacy_name`; what a PyTorch checkpoint's pickle names a storage by)
+and PyTorch's other spellings (torch.int, torch.short, torch.long ...: `ALIASES`).
+float16 and bfloat16 are dtypes like the others: ops read and write them directly,
+computing each element in float32 and rounding once; NumPy has no bfloat16, so its
+`numpy` is None (ml_dtypes' is used where a NumPy array must hold one)."""
 import numpy as np
 
 from . import _C
 
 
 class DType:
-    __slots__ = ("name", "itemsize", "is_floating_point", "_code", "_numpy")
+    __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "_code", "_numpy",
+                 "_kind", "_legacy")
 
-    def __init__(self, name, code, itemsize, is_float, numpy_dtype):
+    def __init__(self, name, code, itemsize, kind, legacy, numpy_dtype):
         self.name = name
         self._code = code
         self.itemsize = itemsize
-        self.is_floating_point = is_float
+        self._kind = kind  # "bool", "sint", "uint", "float", "half" (pg_dtype.h's kind column)
+        self.is_floating_point = kind in ("float", "half")
+        self.is_signed = kind in ("sint", "float", "half")  # PyTorch's: bool and uint8 are not
+        self._legacy = legacy
         self._numpy = numpy_dtype
+
+    @property
+    def is_complex(self):
+        return False  # no complex dtype yet (issue 43, stage 2): a column of the table then
+
+    def to_real(self):
+        return self
 
     def __repr__(self):
         return f"pygpu.{self.name}"
@@ -49,7 +65,8 @@ class DType:
         return self._numpy
 
 
-_ROWS, SUPPORTED = _C._dtype_table()  # ((name, code, itemsize, is_float), ...), "float32, ..."
+# ((name, code, itemsize, kind, legacy, alias), ...), "float32, ... and bool"
+_ROWS, SUPPORTED = _C._dtype_table()
 
 
 def _numpy_of(name):
@@ -60,16 +77,44 @@ def _numpy_of(name):
     return None if nd.kind == "V" else nd  # (nor is ml_dtypes' bfloat16 NumPy's)
 
 
-ALL = tuple(DType(name, code, size, is_float, _numpy_of(name))
-            for name, code, size, is_float in _ROWS)
+ALL = tuple(DType(name, code, size, kind, legacy, _numpy_of(name))
+            for name, code, size, kind, legacy, _alias in _ROWS)
 _BY_NAME = {d.name: d for d in ALL}
-# the module's names for them (tests/test_op_registry.py checks these are ALL, in order)
-bool_, int64, float32, float64, float16, bfloat16 = ALL
-_BY_NAME.update({"bool_": bool_, "float": float32, "double": float64, "long": int64})
+# the module's names for them, in code order (tests/test_op_registry.py checks these are ALL)
+bool_, int64, float32, float64, float16, bfloat16, uint8, int8, int16, int32 = ALL
+# PyTorch's other spellings (torch.int is int32, torch.long int64, torch.half float16, ...)
+ALIASES = {alias: _BY_NAME[name] for name, _c, _s, _k, _l, alias in _ROWS if alias}
+_BY_NAME.update(ALIASES)
+_BY_NAME["bool_"] = bool_
+_BY_LEGACY = {d._legacy: d for d in ALL}
+# NumPy dtype -> DType, for the dtypes NumPy has (int64 is NumPy's long and longlong alike)
+_BY_NUMPY = {(d._numpy.kind, d._numpy.itemsize): d for d in ALL if d._numpy is not None}
+
+
+def legacy_name(dtype, suffix="Tensor"):
+    """PyTorch's legacy name of a dtype: legacy_name(int8) is "CharTensor",
+    legacy_name(int8, "Storage") "CharStorage" (the storage class a checkpoint names)."""
+    return to_dtype(dtype)._legacy + suffix
+
+
+def from_legacy_name(name):
+    """The dtype of a legacy name: "torch.CharStorage", "CharTensor", "torch.cuda.FloatTensor"
+    (the suffix Tensor or Storage and any module prefix); None if it names none."""
+    base = name.rsplit(".", 1)[-1]
+    for suffix in ("Tensor", "Storage"):
+        if base.endswith(suffix):
+            return _BY_LEGACY.get(base[:-len(suffix)])
+    return None
+
+
+def numpy_of(dtype):
+    """NumPy's dtype for a pygpu dtype (ml_dtypes' for bfloat16, when installed)."""
+    d = to_dtype(dtype)
+    return d._numpy if d._numpy is not None else numpy_bfloat16()
 
 
 def to_dtype(obj):
-    """A DType from a DType, a name ("float32"), a NumPy dtype or scalar type."""
+    """A DType from a DType, a name ("float32", "int"), a NumPy dtype or scalar type."""
     if isinstance(obj, DType):
         return obj
     if isinstance(obj, str) and obj in _BY_NAME:
@@ -91,16 +136,26 @@ def to_dtype(obj):
                 f"dtype {obj!r} is {order}: pygpu holds numbers in this machine's native byte "
                 f"order; ask for {nd.newbyteorder('=').name!r}, and convert an array `a` of it "
                 f"with a.astype(a.dtype.newbyteorder('='))")
-        if nd == np.bool_:
-            return bool_
-        if nd.kind == "i" and nd.itemsize == 8:
-            return int64
-        for d in ALL:
-            if d.is_floating_point and d._numpy is not None and nd == d._numpy:
-                return d
+        if (nd.kind, nd.itemsize) in _BY_NUMPY:
+            return _BY_NUMPY[(nd.kind, nd.itemsize)]
         if nd.kind == "V" and nd.name == "bfloat16" or str(nd) == "bfloat16":  # ml_dtypes'
             return bfloat16
     raise TypeError(f"unsupported dtype {obj!r}: pygpu supports {SUPPORTED}")
+
+
+def promote_types(type1, type2):
+    """torch.promote_types: c10's promotion table (csrc/core/pg_dtype.c), as data."""
+    a, b = to_dtype(type1), to_dtype(type2)
+    return ALL[_C._promote_types(a._code, b._code)]
+
+
+_CATEGORY = {"bool": 0, "sint": 1, "uint": 1, "float": 2, "half": 2}
+
+
+def can_cast(from_, to):
+    """torch.can_cast: c10's canCast, no cast to a lower category (a float to an integer, a
+    number to bool); uint8 to int8 is allowed (one category)."""
+    return _CATEGORY[to_dtype(from_)._kind] <= _CATEGORY[to_dtype(to)._kind]
 
 
 def dtype_code(obj):

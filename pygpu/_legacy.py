@@ -10,8 +10,8 @@ the "legacy_new" hook). The typed names are classes for construction, for isinst
 (isinstance(t, torch.LongTensor) holds for a cpu int64 tensor, as in PyTorch) and as what
 Tensor.type() converts to (x.type(torch.FloatTensor), x.type(torch.cuda.LongTensor), which
 moves x to cuda, as PyTorch's); torch.cuda.* and pygpu.sim.* have their own (typed_for).
-A type whose dtype pygpu lacks (IntTensor, ShortTensor, CharTensor, ByteTensor until those
-dtypes exist) is refused with a message rather than silently giving int64."""
+A type whose dtype pygpu lacks would be refused with a message rather than silently giving
+int64 (every legacy type's dtype is a row of pygpu's table now: IntTensor, ByteTensor, ...)."""
 import numbers
 
 from . import _C, _dtype, _defaults
@@ -50,8 +50,7 @@ def legacy_new(*args, device=None):
 
 # PyTorch's legacy type names and the dtype each stands for (PyTorch's dtype names). The
 # one table: the constructors, isinstance, Tensor.type() and type(name or class) read it.
-# A dtype pygpu does not have yet (int32, int16, int8, uint8 until they land) is refused
-# where it is used, with a message, and works as soon as pygpu's dtype table has it.
+# A dtype pygpu did not have would be refused where it is used, with a message.
 LEGACY_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
                 "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "BoolTensor": "bool",
                 "IntTensor": "int32", "ShortTensor": "int16", "CharTensor": "int8",

@@ -10,7 +10,8 @@ matmul precision switch (pygpu's kernels are deterministic for a device and thre
 the switch is kept and reported)."""
 import math
 
-from . import _C, _random
+from . import _C, _dtype as _dtype_mod, _random
+from ._dtype_info import finfo, iinfo
 from ._tensor_join import cat
 
 Tensor = _C.Tensor
@@ -55,7 +56,7 @@ def get_device(self):
 
 
 def is_signed(self):
-    return self.dtype.name != "bool"
+    return self.dtype.is_signed  # PyTorch's: bool and uint8 are not
 
 
 def is_nonzero(self):
@@ -208,70 +209,31 @@ def scalar_tensor(value, dtype=None, device=None, requires_grad=False):
     return t.requires_grad_(True) if requires_grad else t
 
 
-class finfo:
-    """torch.finfo(dtype): the float type's limits (bits, eps, max, min, tiny, resolution)."""
-
-    def __init__(self, type=None):
-        from . import _defaults, _dtype
-        import numpy as np
-        d = _dtype.to_dtype(type) if type is not None else _defaults.dtype()
-        if not d.is_floating_point:
-            raise TypeError(f"torch.finfo() requires a floating point input type, got {d}")
-        if d.name == "bfloat16":
-            self.bits, self.eps, self.max, self.tiny = 16, 2.0 ** -7, 3.3895313892515355e38, \
-                1.1754943508222875e-38
-            self.resolution = 0.01
-        else:
-            f = np.finfo(d._numpy)
-            self.bits, self.eps, self.max = f.bits, float(f.eps), float(f.max)
-            self.tiny, self.resolution = float(f.tiny), float(f.resolution)
-        self.min, self.smallest_normal, self.dtype = -self.max, self.tiny, d.name
-
-    def __repr__(self):
-        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, "
-                f"eps={self.eps}, smallest_normal={self.tiny}, tiny={self.tiny}, "
-                f"dtype={self.dtype})")
+def _wrapped(x):
+    """(dtype code, priority) of one operand of torch.result_type: a tensor with dimensions
+    (0), a 0-d tensor (1), a Python number (2: bool, int64, or the default float dtype)."""
+    from . import _defaults, _dtype
+    if isinstance(x, Tensor):
+        return x.dtype._code, 0 if x.ndim else 1
+    if isinstance(x, bool):
+        return _dtype.bool_._code, 2
+    if isinstance(x, int):
+        return _dtype.int64._code, 2
+    if isinstance(x, float):
+        return _defaults.dtype()._code, 2
+    raise TypeError(f"result_type(): expected a Tensor or a Python number, got "
+                    f"{x.__class__.__name__}")
 
 
-class iinfo:
-    """torch.iinfo(dtype): the integer type's limits (int64 and bool in pygpu)."""
-
-    def __init__(self, type):
-        from . import _dtype
-        import numpy as np
-        d = _dtype.to_dtype(type)
-        if d.is_floating_point:
-            raise TypeError(f"torch.iinfo() requires an integer input type, got {d}")
-        i = np.iinfo(np.int64) if d.name == "int64" else None
-        self.bits = 64 if i is not None else 8
-        self.max, self.min = (int(i.max), int(i.min)) if i is not None else (1, 0)
-        self.dtype = d.name
-
-    def __repr__(self):
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+def result_type(tensor, other):
+    """torch.result_type: the dtype an elementwise op of the two gives (PyTorch's promotion:
+    c10's table over the operands with dimensions, then 0-d tensors, then Python numbers,
+    a lower priority counting only when its category is higher: pg_dtype.h)."""
+    from . import _dtype
+    return _dtype.ALL[_C._result_type([_wrapped(tensor), _wrapped(other)])]
 
 
-def result_type(tensor1, tensor2):
-    """The dtype an op of the two would give (PyTorch's promotion, as pygpu's ops compute it),
-    found by adding one-element probes of the same kinds (a 0-d tensor stays 0-d: it promotes
-    differently)."""
-    def probe(x):
-        if not isinstance(x, Tensor):
-            return x
-        return x.reshape(()) if x.ndim == 0 else x.reshape(-1)[:1]
-    return (probe(tensor1) + probe(tensor2)).dtype
-
-
-def promote_types(type1, type2):
-    from ._tensor_create import zeros
-    return (zeros(1, dtype=type1) + zeros(1, dtype=type2)).dtype
-
-
-def can_cast(from_, to):
-    """Whether PyTorch's casting rules allow from_ -> to in place (no float to int, no
-    int/float to bool)."""
-    order = {"bool": 0, "int64": 1, "float16": 2, "bfloat16": 2, "float32": 2, "float64": 2}
-    return order[from_.name] <= order[to.name]
+promote_types, can_cast = _dtype_mod.promote_types, _dtype_mod.can_cast
 
 
 def as_tensor(data, dtype=None, device=None):

@@ -144,8 +144,9 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
     if n > _INT64_MAX:
         raise ValueError(f"arange(): {n} elements is too many: a size must fit in int64 "
                          f"(at most 2**63 - 1)")
-    if dt is int64 and n:
-        # the C core steps in float64, exact for integers up to 2**53 only
+    if dt._kind in ("sint", "uint") and n:
+        # the C core steps in float64, exact for integers up to 2**53 only (a narrower
+        # integer dtype is counted in int64 and wraps, as PyTorch's arange does)
         for v in (start, start + (n - 1) * step):
             if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
                 raise OverflowError(f"arange(): the value {v} is out of range for int64 "
@@ -221,6 +222,22 @@ def _python_ints_checked(data, arr, dtype):
                         f"floats, or use smaller numbers")
 
 
+def _check_fits(arr, dt):
+    """Python numbers given with an integer dtype must fit it (a float: its integer part),
+    as torch.tensor([300], dtype=torch.int8) refuses; an ndarray is cast (wrapping)."""
+    if not arr.size or arr.dtype.kind == "b":
+        return
+    from ._dtype_info import iinfo
+    info = iinfo(dt)
+    with np.errstate(invalid="ignore"):
+        lo, hi = (np.trunc(arr.min()), np.trunc(arr.max())) if arr.dtype.kind == "f" else (
+            arr.min(), arr.max())
+    if not (info.min <= lo and hi <= info.max):  # NaN fails here too
+        bad = lo if not info.min <= lo else hi
+        raise OverflowError(f"tensor(): the value {bad} cannot be converted to {dt.name} without "
+                            f"overflow ({dt.name} holds {info.min} to {info.max})")
+
+
 @factory
 def tensor(data, dtype=None, device=None):
     """A new tensor holding a copy of data (a nested list, a number, an ndarray,
@@ -250,10 +267,12 @@ def tensor(data, dtype=None, device=None):
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor(): cannot make a tensor from data of type {arr.dtype} "
                         "(expected numbers or bools)")
-    if dtype is not None and arr.dtype.itemsize < 8 and arr.dtype.kind in "iu":
-        # an int32/uint8/... array with a dtype asked for: convert, as torch.tensor(a, dtype=)
-        # does (without dtype= such an array is refused: pygpu has no int32 to give)
+    if dtype is not None and arr.dtype.kind == "u" and arr.dtype.itemsize > 1:
+        # a uint16/32/64 array (no pygpu dtype) with a dtype asked for: converted, as
+        # torch.tensor(a, dtype=) does (without dtype= it is refused, naming the dtypes)
         arr = arr.astype(np.int64)
+    if not is_array and dt._kind in ("sint", "uint"):
+        _check_fits(arr, dt)
     host = _C._from_array_copy(arr, dt._code)
     if device is None:
         device = _defaults.device()

@@ -429,8 +429,15 @@ def _as_index(k, device):
     if k.device != device:
         raise IndexError(f"indices are on {k.device}, the tensor on {device}; move them with "
                          f".to({str(device)!r})")
+    if k.dtype.name == "int32":  # PyTorch takes int indices as long ones
+        return k.long()
+    if k.dtype.name == "uint8":  # PyTorch's deprecated byte mask
+        import warnings
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=3)
+        return k != 0
     if k.dtype.name not in ("bool", "int64"):
-        raise IndexError(f"tensors used as indices must be long or bool tensors, got "
+        raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors, got "
                          f"{k.dtype.name}")
     return k
 

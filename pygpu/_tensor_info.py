@@ -1,10 +1,9 @@
 """Tensor information and dtype conversions with PyTorch's names: dim, stride,
-element_size, storage_offset, nelement, ndimension, is_floating_point, float, double, half,
-bfloat16, long, int, bool, type, type_as.
+element_size, storage_offset, nelement, ndimension, is_floating_point, the casts
+named by the dtype table's legacy column (float, double, half, bfloat16, long, int, short,
+char, byte, bool: csrc/core/pg_dtype.h), type, type_as.
 
 Choices where pygpu differs from PyTorch:
-- pygpu has no int32, so `int()` raises a TypeError saying to use `.long()` (int64),
-  rather than silently giving a dtype the code did not ask for.
 - `type()` returns PyTorch's legacy type string, 'torch.FloatTensor' for a cpu float32
   tensor, 'torch.sim.FloatTensor' / 'torch.cuda.FloatTensor' on devices, so code that
   compares it with PyTorch's strings keeps working under `import pygpu as torch`.
@@ -48,33 +47,16 @@ def _to(self, dt):
     return self if self.dtype == dt else self.to(dtype=dt)
 
 
-def float(self):
-    return _to(self, _dtype.float32)
+def _cast_method(dt):
+    def cast(self, memory_format=None):
+        return _to(self, dt)
+    cast.__name__ = dt._legacy.lower()
+    cast.__doc__ = f"self as {dt.name} (a copy; self where it is {dt.name} already)"
+    return cast
 
 
-def double(self):
-    return _to(self, _dtype.float64)
-
-
-def half(self):
-    return _to(self, _dtype.float16)
-
-
-def bfloat16(self):
-    return _to(self, _dtype.bfloat16)
-
-
-def long(self):
-    return _to(self, _dtype.int64)
-
-
-def bool(self):
-    return _to(self, _dtype.bool_)
-
-
-def int(self):
-    raise TypeError("Tensor.int(): pygpu has no int32 dtype (its integer dtype is int64); use "
-                    ".long() for an int64 tensor")
+# Tensor.float() ... Tensor.byte(): one per row of the dtype table, named by its legacy column
+_CASTS = {dt._legacy.lower(): _cast_method(dt) for dt in _dtype.ALL}
 
 
 def type(self, dtype=None, non_blocking=False, **kwargs):
@@ -109,7 +91,6 @@ METHODS = {
     "__format__": __format__,
     "dim": dim, "ndimension": dim, "stride": stride, "element_size": element_size,
     "storage_offset": storage_offset, "nelement": nelement,
-    "is_floating_point": is_floating_point, "float": float, "double": double, "half": half,
-    "bfloat16": bfloat16, "long": long, "bool": bool, "int": int, "type": type,
+    "is_floating_point": is_floating_point, **_CASTS, "type": type,
     "type_as": type_as,
 }

@@ -1,9 +1,11 @@
 """Joining tensors: cat (an autograd Function: one copy into each slice of the result,
-the gradient sliced back) and stack (cat of unsqueezed views), with PyTorch's names."""
+the gradient sliced back) and stack (cat of unsqueezed views), with PyTorch's names. Mixed
+dtypes join in their promoted dtype (torch.promote_types over all of them), as PyTorch's."""
 from . import _C
 from ._ops._common import axis, want_tensor
 from ._tensor_create import empty
 from ._tensor_views import norm_dim
+from ._dtype import promote_types
 from .autograd import Function
 
 Tensor = _C.Tensor
@@ -11,12 +13,13 @@ Tensor = _C.Tensor
 
 class _Cat(Function):
     @staticmethod
-    def forward(ctx, *tensors, dim=0):
+    def forward(ctx, *tensors, dim=0, dtype=None):
         first = tensors[0]
         ctx.dim, ctx.sizes = dim, [t.shape[dim] for t in tensors]
+        ctx.dtypes = [t.dtype for t in tensors]
         shape = list(first.shape)
         shape[dim] = sum(ctx.sizes)
-        out = empty(tuple(shape), dtype=first.dtype, device=first.device)
+        out = empty(tuple(shape), dtype=dtype, device=first.device)
         lead = (slice(None),) * dim
         pos = 0
         for t in tensors:
@@ -29,8 +32,9 @@ class _Cat(Function):
     def backward(ctx, g):
         lead = (slice(None),) * ctx.dim
         grads, pos = [], 0
-        for n in ctx.sizes:
-            grads.append(g[lead + (slice(pos, pos + n),)])
+        for n, dt in zip(ctx.sizes, ctx.dtypes):
+            part = g[lead + (slice(pos, pos + n),)]
+            grads.append(part if part.dtype == dt else part.to(dtype=dt))
             pos += n
         return tuple(grads)
 
@@ -51,14 +55,14 @@ def cat(tensors, dim=0):
             raise _C.DeviceMismatchError(
                 f"cat: tensors[{i}] is on {t.device} but tensors[0] is on {first.device}; "
                 "move them to one device first")
-        if t.dtype != first.dtype:
-            raise TypeError(f"cat: tensors[{i}] has dtype {t.dtype} but tensors[0] has "
-                            f"{first.dtype}; convert with .astype()")
         if t.ndim != first.ndim or any(a != b for k, (a, b) in
                                        enumerate(zip(t.shape, first.shape)) if k != dim):
             raise ValueError(f"cat: tensors[{i}] has shape {t.shape}, which does not match "
                              f"tensors[0]'s {first.shape} except along dim {dim}")
-    return _Cat.apply(*tensors, dim=dim)
+    dtype = first.dtype
+    for t in tensors[1:]:
+        dtype = promote_types(dtype, t.dtype)
+    return _Cat.apply(*tensors, dim=dim, dtype=dtype)
 
 
 def stack(tensors, dim=0):

@@ -1,5 +1,5 @@
 """Numeric functions PyTorch has beside its pointwise table, as torch functions and Tensor
-methods: gcd, lcm, bitwise_left_shift, bitwise_right_shift (integers); diff, trapezoid,
+methods: gcd, lcm (integers; the shifts are rows of the op table); diff, trapezoid,
 trapz, cumulative_trapezoid (differences and integrals along an axis); inner, vdot, dist,
 addmv, addr (small products); renorm; the in-place logical_xor_, igamma_, igammac_; prelu.
 
@@ -45,30 +45,6 @@ def gcd_(self, other):
 
 def lcm_(self, other):
     return self.copy_(lcm(self, other))
-
-
-def bitwise_left_shift(input, other):
-    """input << other for integers (the low bits, as a two's complement shift)."""
-    _int_only(input, "lshift")
-    shift = other if isinstance(other, Tensor) else _tensor_create.tensor(
-        other, dtype=input.dtype, device=input.device)
-    return input * (_tensor_create.tensor(2, dtype=input.dtype, device=input.device) ** shift)
-
-
-def bitwise_right_shift(input, other):
-    """input >> other for integers (arithmetic: the sign kept)."""
-    _int_only(input, "rshift")
-    shift = other if isinstance(other, Tensor) else _tensor_create.tensor(
-        other, dtype=input.dtype, device=input.device)
-    return input // (_tensor_create.tensor(2, dtype=input.dtype, device=input.device) ** shift)
-
-
-def bitwise_left_shift_(self, other):
-    return self.copy_(bitwise_left_shift(self, other))
-
-
-def bitwise_right_shift_(self, other):
-    return self.copy_(bitwise_right_shift(self, other))
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
@@ -217,11 +193,10 @@ def prelu(self, weight):
 
 
 METHODS = {name: globals()[name] for name in (
-    "gcd", "lcm", "gcd_", "lcm_", "bitwise_left_shift", "bitwise_right_shift",
-    "bitwise_left_shift_", "bitwise_right_shift_", "diff", "inner", "vdot", "dist", "addmv",
+    "gcd", "lcm", "gcd_", "lcm_", "diff", "inner", "vdot", "dist", "addmv",
     "addmv_", "addr", "addr_", "renorm", "renorm_", "logical_xor_", "igamma_", "igammac_",
     "prelu")}
 FUNCTIONS = {name: globals()[name] for name in (
-    "gcd", "lcm", "gcd_", "lcm_", "bitwise_left_shift", "bitwise_right_shift", "diff", "trapezoid",
+    "gcd", "lcm", "gcd_", "lcm_", "diff", "trapezoid",
     "trapz", "cumulative_trapezoid", "inner", "vdot", "dist", "addmv", "addmv_", "addr",
     "renorm")}

@@ -79,16 +79,22 @@ class _ScatterAddInto(Function):
         return Gather.apply(gg, ctx.dim, ctx.idx), None, None, None
 
 
+def _reversed_order(x):
+    """x mapped so that its order is reversed, for argmin through argmax: -x for floats (NaN
+    stays NaN, and argmax takes it as argmin does), ~x for integers (-x - 1: no overflow at
+    int8's -128, and uint8's 255 - x), bool as int64."""
+    if x.dtype.is_floating_point:
+        return -x
+    return ~(x.long() if x.dtype.name == "bool" else x)
+
+
 def _arg_extreme(x, dim, keepdim, largest):
     from ._tensor_views import norm_dim
     if x.ndim == 0:
         from ._tensor_create import zeros
         return zeros((), dtype="int64", device=x.device)  # the only index of a 0-d tensor
     d = norm_dim("argmax" if largest else "argmin", dim, x.ndim)
-    src = x
-    if not largest:
-        src = -x.long() if x.dtype.name == "bool" else -x
-    idx = _c_argmax(src, axis=d, keepdims=True)
+    idx = _c_argmax(x if largest else _reversed_order(x), axis=d, keepdims=True)
     return idx if keepdim else idx.squeeze(d)
 
 
@@ -146,8 +152,7 @@ def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
 def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
     dim, keepdim = _merge("argmin", dim, keepdim, axis, keepdims)
     if dim is None:
-        src = -self.long() if self.dtype.name == "bool" else -self
-        out = _c_argmax(src)
+        out = _c_argmax(_reversed_order(self))
         return out.reshape((1,) * self.ndim) if keepdim else out
     return _arg_extreme(self, dim, keepdim, False)
 

@@ -76,13 +76,17 @@ def random_array(rng, shape, dtype, domain="any"):
     """Reproducible test data of `dtype` for an op's domain.
 
     domain: "any" (normals / small ints / coin flips), "positive" (>= 0.5,
-    for log and sqrt), "nonzero" (|x| >= 0.5, for divisors); for the math functions'
-    domains (floats only): "unit" (-0.95, 0.95: asin, atanh, erfinv), "prob" (0.05, 0.95:
+    for log and sqrt), "nonzero" (|x| >= 0.5, for divisors), "shift" (integers: a shift's
+    count, 0 to the width); for the math functions' domains (floats only): "unit" (-0.95, 0.95: asin, atanh, erfinv), "prob" (0.05, 0.95:
     logit), "gt1" (> 1.1: acosh, zeta's exponent).
     """
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return rng.random(shape) < 0.5
+    if domain == "shift":  # a shift's count: 0 to the width (exclusive), where NumPy agrees
+        return rng.integers(0, 8 * dtype.itemsize, size=shape).astype(dtype)
+    if dtype.kind == "u":
+        return rng.integers(1 if domain in ("positive", "nonzero") else 0, 20, size=shape, dtype=dtype)
     if dtype.kind == "i":
         if domain == "positive":
             return rng.integers(1, 20, size=shape, dtype=dtype)

@@ -552,6 +552,14 @@ def _rows(refs, extra):
     return rows + [(n, fam, (), entry) for n, (fam, entry) in extra.items()]
 
 
+def reflected_names(py):
+    """The reflected operators among a row's Python names: __rsub__ (beside __sub__), not
+    __rshift__ (no __shift__)."""
+    names = {q[len("Tensor."):] for q in py if q.startswith("Tensor.")}
+    return [q[len("Tensor."):] for q in py if q.startswith("Tensor.__r")
+            and "__" + q[len("Tensor.__r"):] in names]
+
+
 def semantics_cases(refs, extra=None):
     """Every op x its dtypes x the family's forms, on cpu; for the binary and unary rows also
     Python-scalar operands, mixed dtypes and the in-place spelling (into a strided self)."""
@@ -574,7 +582,7 @@ def semantics_cases(refs, extra=None):
             flat = [d for dt in ref.dtypes for d in _dt(dt, 1)]
             # a Python scalar on the right, and on the left through the reflected operator
             # (2 - x is x.__rsub__(2)) where the row has one (torch.sub(2, x) refuses an int)
-            reflected = [q[len("Tensor."):] for q in py if q.startswith("Tensor.__r")]
+            reflected = reflected_names(py)
             for dt in ref.dtypes:
                 if family == "binary":
                     right, left = _scalars(ref.dtypes, dt)
@@ -689,7 +697,7 @@ def spelling_cases(refs):
                 call, scalar, inplace = resolve(q), None, False
             elif owner == "_C":  # a row only the bindings reach (gelu: F.gelu picks it)
                 call, scalar, inplace = getattr(pygpu._C, attr), None, False
-            elif owner == "Tensor" and (attr in _REFLECTED or family == "binary" and attr.startswith("__r")):
+            elif owner == "Tensor" and (attr in _REFLECTED or family == "binary" and attr in reflected_names(py)):
                 call, inplace = (lambda s, x, _m=attr: getattr(x, _m)(s)), False
                 scalar = ("left", _scalars(ref.dtypes, dt)[1])
                 out.append(_case(name, q, ref, call, (dt,), inputs[:1], family in PROMOTING,

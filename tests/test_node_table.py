@@ -83,7 +83,8 @@ def test_the_optimizer_rows_are_node_kinds():
     assert kinds, "no PG_OPTIM rows"
     for id_, name in kinds:
         assert rows[id_][2] == "pg_cpu_" + name and rows[id_][1] == "optim", id_
-        assert rows[id_][5] in (f"CUDA(pg_cuda_launch_{name})", f"CUDA_HALF(pg_cuda_launch_{name})")
+        assert rows[id_][5] in (f"CUDA(pg_cuda_launch_{name})", f"CUDA_HALF(pg_cuda_launch_{name})",
+                                f"CUDA_ALL(pg_cuda_launch_{name})")
 
 
 def test_the_worked_example_in_docs_architecture_is_the_code():

@@ -161,13 +161,15 @@ def _batch_norm_backward():
 
 def _run_elementwise(row):
     """Run a binary/unary row on sim with inputs it takes (bool for the bitwise/logical
-    rows that refuse floats)."""
+    rows that refuse floats, int32 for the shifts, which refuse bool too)."""
     fn = _elementwise_fn(row)
     n = 2 if row[1] == "binary" else 1
-    try:
-        return fn(*[_sim(5) for _ in range(n)])
-    except TypeError:
-        return fn(*[_sim(5) > 0 for _ in range(n)])
+    for make in (lambda: _sim(5), lambda: _sim(5) > 0, lambda: (_sim(5) * 4).int()):
+        try:
+            return fn(*[make() for _ in range(n)])
+        except TypeError:
+            continue
+    raise TypeError(f"{row[0]}: no dtype of float32, bool and int32 runs it")
 
 
 RUN_NODE = {
@@ -294,20 +296,25 @@ def test_the_dtypes_are_the_dtype_tables_rows():
     from pygpu import _dtype
 
     rows, text = _C._dtype_table()
-    assert [(d.name, d._code, d.itemsize, d.is_floating_point) for d in _dtype.ALL] == list(rows)
+    assert [(d.name, d._code, d.itemsize, d._kind, d._legacy) for d in _dtype.ALL] == \
+        [row[:5] for row in rows]
     assert [d._code for d in _dtype.ALL] == list(range(len(rows)))
     assert (_dtype.bool_, _dtype.int64, _dtype.float32, _dtype.float64, _dtype.float16,
-            _dtype.bfloat16) == _dtype.ALL
+            _dtype.bfloat16, _dtype.uint8, _dtype.int8, _dtype.int16, _dtype.int32) == _dtype.ALL
     for name, *_ in rows:
         assert name in text
         assert pygpu.zeros(1, dtype=name).dtype is _dtype.to_dtype(name)
-    for bad in (lambda: _dtype.to_dtype("int32"), lambda: pygpu.zeros(1).to("int32")):
+        assert getattr(pygpu, name) is _dtype.to_dtype(name)
+    for name, code, size, kind, legacy, alias in rows:  # PyTorch's other spellings
+        if alias:
+            assert getattr(pygpu, alias) is _dtype.ALL[code] and _dtype.to_dtype(alias) is _dtype.ALL[code]
+    for bad in (lambda: _dtype.to_dtype("uint16"), lambda: pygpu.zeros(1).to("uint16")):
         with pytest.raises(TypeError, match=text):
             bad()
     with pytest.raises(ValueError, match=text):  # to("x") names the dtypes too (_hooks.py)
         pygpu.zeros(1).to("nodevice")
     with pytest.raises(TypeError, match=text):  # and so does the C side
-        pygpu.tensor(np.zeros(2, dtype=np.int32))
+        pygpu.tensor(np.zeros(2, dtype=np.uint16))
 
 
 def test_the_elementwise_columns_hold():

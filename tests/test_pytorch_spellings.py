@@ -44,7 +44,7 @@ def test_pytorch_dtype_names():
     assert pygpu.float is pygpu.float32 and pygpu.double is pygpu.float64
     assert pygpu.half is pygpu.float16 and pygpu.long is pygpu.int64
     assert pygpu.ones(2, dtype=pygpu.float).dtype is pygpu.float32
-    assert not hasattr(pygpu, "int")  # no int32 in pygpu: no name that would pretend
+    assert pygpu.int is pygpu.int32 and pygpu.short is pygpu.int16  # torch's aliases
 
 
 @pytest.mark.parametrize("short,full", [("mul", "multiply"), ("sub", "subtract"),

@@ -248,9 +248,9 @@ def test_conversion_to_the_same_dtype_returns_self():
     assert t.type(pygpu.float32) is t
 
 
-def test_int_says_pygpu_has_no_int32():
-    with pytest.raises(TypeError, match="long"):
-        pygpu.ones(3).int()
+def test_int_casts_to_int32():
+    assert pygpu.tensor([1.7, -2.5]).int().tolist() == [1, -2]
+    assert pygpu.ones(3).int().dtype is pygpu.int32
 
 
 def test_type_strings_and_conversions(device):
@@ -262,9 +262,7 @@ def test_type_strings_and_conversions(device):
     assert t.type("torch.FloatTensor").dtype == pygpu.float32
     assert t.type(pygpu.int64).dtype == pygpu.int64
     assert t.type_as(to_device(np.ones(2, np.int64), device)).dtype == pygpu.int64
-    if getattr(pygpu, "int32", None) is None:  # until int32 exists (tests/test_pytorch_legacy_spellings.py)
-        with pytest.raises(TypeError, match="FloatTensor"):
-            t.type("torch.IntTensor")
+    assert t.type("torch.IntTensor").dtype == pygpu.int32
     with pytest.raises(ValueError, match="invalid type"):
         t.type("torch.NotATensor")
 

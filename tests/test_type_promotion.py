@@ -2,6 +2,8 @@
 # (torch.result_type): tensor with tensor over every pair of dtypes, with a 0-d tensor on
 # either side, and tensor with a Python bool, int or float; true division and the
 # float-only unary ops of integers give float32 (PyTorch's default dtype), not float64.
+# pygpu.promote_types, result_type and can_cast (c10's table, csrc/core/pg_dtype.c) over
+# every pair, and the dtype objects' attributes, against torch's.
 import numpy as np
 import pytest
 
@@ -9,7 +11,75 @@ import pygpu
 
 from _helpers import to_device
 
-DTYPES = ["bool", "int64", "float32", "float64", "float16", "bfloat16"]
+# every dtype of the table (csrc/core/pg_dtype.h), by name
+DTYPES = [d.name for d in pygpu._dtype.ALL]
+
+
+def test_every_dtype_is_torchs_with_its_attributes():
+    torch = pytest.importorskip("torch")
+    for d in pygpu._dtype.ALL:
+        t = getattr(torch, d.name)
+        assert getattr(pygpu, d.name) is d and str(d) == str(t)
+        for attr in ("is_floating_point", "is_complex", "is_signed", "itemsize"):
+            assert getattr(d, attr) == getattr(t, attr), (d, attr)
+    for alias in ("int", "short", "long", "half", "float", "double"):  # torch's other spellings
+        assert str(getattr(pygpu, alias)) == str(getattr(torch, alias)), alias
+    for d in pygpu._dtype.ALL:  # the legacy names: Tensor.char(), torch.CharTensor/CharStorage
+        x = torch.zeros(1, dtype=getattr(torch, d.name))
+        assert pygpu.zeros(1, dtype=d).type() == x.type()
+        assert getattr(pygpu.zeros(1), d._legacy.lower())().dtype is d
+        assert pygpu._dtype.from_legacy_name(f"torch.{d._legacy}Storage") is d
+
+
+def test_promote_types_is_torchs_over_every_pair():
+    torch = pytest.importorskip("torch")
+    for a in DTYPES:
+        for b in DTYPES:
+            want = _name(torch.promote_types(getattr(torch, a), getattr(torch, b)))
+            assert _name(pygpu.promote_types(getattr(pygpu, a), getattr(pygpu, b))) == want, (a, b)
+
+
+def test_can_cast_is_torchs_over_every_pair():
+    torch = pytest.importorskip("torch")
+    for a in DTYPES:
+        for b in DTYPES:
+            want = torch.can_cast(getattr(torch, a), getattr(torch, b))
+            assert pygpu.can_cast(getattr(pygpu, a), getattr(pygpu, b)) == want, (a, b)
+
+
+@pytest.mark.parametrize("a", DTYPES)
+def test_result_type_is_torchs(a):
+    """torch.result_type of a tensor with a 0-d tensor of every dtype and with Python numbers,
+    both ways round."""
+    torch = pytest.importorskip("torch")
+    others = [(_ones(torch, b, ()), _ones(pygpu, b, ())) for b in DTYPES]
+    others += [(s, s) for s in (True, 3, 2.5)]
+    for shape in ((2,), ()):
+        x_t, x_p = _ones(torch, a, shape), _ones(pygpu, a, shape)
+        for o_t, o_p in others:
+            for args_t, args_p in (((x_t, o_t), (x_p, o_p)), ((o_t, x_t), (o_p, x_p))):
+                want = _name(torch.result_type(*args_t))
+                assert _name(pygpu.result_type(*args_p)) == want, (a, shape, o_t)
+
+
+def test_iinfo_and_finfo_are_torchs():
+    torch = pytest.importorskip("torch")
+    for d in pygpu._dtype.ALL:
+        t = getattr(torch, d.name)
+        if d.is_floating_point:
+            f, g = pygpu.finfo(d), torch.finfo(t)
+            for attr in ("bits", "eps", "max", "min", "tiny", "resolution"):
+                assert getattr(f, attr) == getattr(g, attr), (d, attr)
+            assert repr(f) == repr(g)
+            with pytest.raises(TypeError):
+                pygpu.iinfo(d)
+        elif d is pygpu.bool:
+            with pytest.raises(TypeError):
+                pygpu.iinfo(d)
+        else:
+            i, j = pygpu.iinfo(d), torch.iinfo(t)
+            assert (i.bits, i.min, i.max, i.dtype) == (j.bits, j.min, j.max, j.dtype)
+            assert repr(i) == repr(j)
 
 
 def _ones(lib, dt, shape, device=None):
@@ -59,3 +129,8 @@ def test_int64_with_float_is_float32(device):
     assert i.exp().dtype == pygpu.float32
     np.testing.assert_allclose((i + f).numpy(), [1.5, 2.5, 3.5])
     np.testing.assert_allclose((i / 2).numpy(), [0.5, 1.0, 1.5])
+
+
+def test_dtype_is_the_class_of_the_dtypes():
+    assert all(isinstance(d, pygpu.dtype) for d in pygpu._dtype.ALL)
+    assert not isinstance("int8", pygpu.dtype)

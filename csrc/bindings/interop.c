@@ -28,17 +28,38 @@ int pg_numpy_init(void)
     return 0;
 }
 
-/* NumPy's type for a pg dtype; -1 for bfloat16, which NumPy lacks. */
+/* Every exchange format below names a dtype by its kind and size, as NumPy's array
+ * interface does ('i' and 4 bytes: int32), from pg_dtype.h's kind and size columns: one
+ * mapping for NumPy, the buffer protocol, __cuda_array_interface__ and DLPack. NumPy's
+ * kind character: 'b' bool, 'i' signed, 'u' unsigned, 'f' float; 0 for bfloat16, which
+ * NumPy lacks (ml_dtypes' is a user type, named below). */
+static char npy_kind(int dt)
+{
+    switch (pg_dtype_kind_of((pg_dtype)dt)) {
+    case PG_KIND_BOOL: return 'b';
+    case PG_KIND_SINT: return 'i';
+    case PG_KIND_UINT: return 'u';
+    case PG_KIND_FLOAT: return 'f';
+    default: return dt == PG_BFLOAT16 ? 0 : 'f'; /* float16 is NumPy's 'e' */
+    }
+}
+
+/* log2 of a dtype's size: 0..3 */
+static int size_log2(int dt)
+{
+    size_t s = pg_dtype_size((pg_dtype)dt);
+    return s == 1 ? 0 : s == 2 ? 1 : s == 4 ? 2 : 3;
+}
+
+/* NumPy's type for a pg dtype, by kind and size; -1 for bfloat16, which NumPy lacks. */
 static int npy_type(int dt)
 {
-    switch (dt) {
-    case PG_BOOL: return NPY_BOOL;
-    case PG_INT64: return NPY_INT64;
-    case PG_FLOAT32: return NPY_FLOAT32;
-    case PG_FLOAT64: return NPY_FLOAT64;
-    case PG_FLOAT16: return NPY_HALF;
-    default: return -1;
-    }
+    static const short types[][4] = {
+        ['b'] = {NPY_BOOL, -1, -1, -1}, ['i'] = {NPY_INT8, NPY_INT16, NPY_INT32, NPY_INT64},
+        ['u'] = {NPY_UINT8, NPY_UINT16, NPY_UINT32, NPY_UINT64},
+        ['f'] = {-1, NPY_HALF, NPY_FLOAT32, NPY_FLOAT64}};
+    char k = npy_kind(dt);
+    return k ? types[(int)k][size_log2(dt)] : -1;
 }
 
 /* NumPy type number -> pg dtype, or -1 with a TypeError naming the dtype */
@@ -57,15 +78,10 @@ static int from_npy_type(PyArray_Descr *d)
         if (is_bf16)
             return PG_BFLOAT16;
     }
-    switch (d->type_num) {
-    case NPY_BOOL: return PG_BOOL;
-    case NPY_FLOAT32: return PG_FLOAT32;
-    case NPY_FLOAT64: return PG_FLOAT64;
-    case NPY_HALF: return PG_FLOAT16;
-    default:
-        if (PyTypeNum_ISINTEGER(d->type_num) && PyDataType_ELSIZE(d) == 8 && PyTypeNum_ISSIGNED(d->type_num))
-            return PG_INT64;
-    }
+    if (d->type_num < NPY_USERDEF) /* by kind and size: int64 is NumPy's long and longlong */
+        for (int dt = 0; dt < PG_NUM_DTYPES; dt++)
+            if (npy_kind(dt) == d->kind && (size_t)PyDataType_ELSIZE(d) == pg_dtype_size((pg_dtype)dt))
+                return dt;
     PyObject *name = PyObject_Str((PyObject *)d);
     char names[160];
     pg_dtype_list(names, sizeof names);
@@ -264,15 +280,17 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
         mem[i] = (Py_ssize_t)t->shape[i];
         mem[t->ndim + i] = (Py_ssize_t)(t->strides[i] * (int64_t)isz);
     }
-    static const char *formats[PG_NUM_DTYPES] = {
-        [PG_BOOL] = "?", [PG_INT64] = "q", [PG_FLOAT32] = "f", [PG_FLOAT64] = "d",
-        [PG_FLOAT16] = "e"};
+    /* the struct module's codes by kind and size (bfloat16: none, plain bytes) */
+    static const char *const codes[][4] = {
+        ['b'] = {"?"}, ['i'] = {"b", "h", "i", "q"}, ['u'] = {"B", "H", "I", "Q"},
+        ['f'] = {NULL, "e", "f", "d"}};
+    const char *format = npy_kind(t->dtype) ? codes[(int)npy_kind(t->dtype)][size_log2(t->dtype)] : NULL;
     view->buf = pg_tensor_data(t);
     view->obj = Py_NewRef(self);
     view->len = (Py_ssize_t)(pg_tensor_numel(t) * (int64_t)isz);
     view->readonly = (t->storage->flags & PG_STORAGE_READONLY) != 0;
     view->itemsize = (Py_ssize_t)isz;
-    view->format = (flags & PyBUF_FORMAT) ? (char *)formats[t->dtype] : NULL;
+    view->format = (flags & PyBUF_FORMAT) ? (char *)format : NULL;
     view->ndim = t->ndim;
     view->shape = (flags & PyBUF_ND) == PyBUF_ND ? mem : NULL;
     view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? mem + t->ndim : NULL;
@@ -326,16 +344,18 @@ PyObject *pg_array_dunder(PyObject *self, PyObject *args, PyObject *kwargs)
 
 /* ---- CUDA: __cuda_array_interface__ ----------------------------------------------------- */
 
-static const char *cai_typestr(int dtype)
+/* NumPy's typestr ("<f4", "|i1"); NULL for bfloat16: the protocol has no such type */
+static const char *cai_typestr(int dtype, char buf[4])
 {
-    switch (dtype) {
-    case PG_FLOAT32: return "<f4";
-    case PG_FLOAT64: return "<f8";
-    case PG_FLOAT16: return "<f2";
-    case PG_INT64: return "<i8";
-    case PG_BOOL: return "|b1";
-    default: return NULL; /* bfloat16: the protocol has no such type */
-    }
+    char k = npy_kind(dtype);
+    size_t size = pg_dtype_size((pg_dtype)dtype);
+    if (!k)
+        return NULL;
+    buf[0] = size == 1 ? '|' : '<';
+    buf[1] = k;
+    buf[2] = (char)('0' + size);
+    buf[3] = 0;
+    return buf;
 }
 
 /* Version 3 of the protocol. The consumer orders its reads after pygpu's work
@@ -354,7 +374,8 @@ PyObject *pg_cuda_array_interface_get(PyObject *self, void *c)
                             "%s (use __array__ / __dlpack__, or .to('cuda') first)",
                             pg_device_str(dev, d, sizeof d));
     }
-    const char *ts = cai_typestr(t->dtype);
+    char ts_buf[4];
+    const char *ts = cai_typestr(t->dtype, ts_buf);
     if (!ts) {
         const char *name = pg_dtype_name((pg_dtype)t->dtype);
         return PyErr_Format(PyExc_AttributeError,
@@ -476,10 +497,15 @@ static void capsule_destructor(PyObject *cap)
     } /* a consumed capsule was renamed "used_..." and is the consumer's to free */
 }
 
-static const DLDataType dl_types[PG_NUM_DTYPES] = {
-    [PG_BOOL] = {kDLBool, 8, 1},      [PG_INT64] = {kDLInt, 64, 1},
-    [PG_FLOAT32] = {kDLFloat, 32, 1}, [PG_FLOAT64] = {kDLFloat, 64, 1},
-    [PG_FLOAT16] = {kDLFloat, 16, 1}, [PG_BFLOAT16] = {kDLBfloat, 16, 1}};
+/* DLPack's type of a dtype: its kind's code and its bits */
+static DLDataType dl_type(int dt)
+{
+    static const uint8_t codes[] = {[PG_KIND_BOOL] = kDLBool, [PG_KIND_SINT] = kDLInt,
+                                    [PG_KIND_UINT] = kDLUInt, [PG_KIND_FLOAT] = kDLFloat,
+                                    [PG_KIND_HALF] = kDLFloat};
+    uint8_t code = dt == PG_BFLOAT16 ? kDLBfloat : codes[pg_dtype_kind_of((pg_dtype)dt)];
+    return (DLDataType){code, (uint8_t)(8 * pg_dtype_size((pg_dtype)dt)), 1};
+}
 
 static int dl_device(const pg_tensor *t, DLDevice *d)
 {
@@ -554,7 +580,7 @@ PyObject *pg_dlpack_dunder(PyObject *self, PyObject *args, PyObject *kwargs)
         .data = t->storage->data,
         .device = dev,
         .ndim = t->ndim,
-        .dtype = dl_types[t->dtype],
+        .dtype = dl_type(t->dtype),
         .shape = b->shape,
         .strides = b->strides,
         .byte_offset = (uint64_t)(t->offset * (int64_t)pg_dtype_size((pg_dtype)t->dtype)),
@@ -690,7 +716,7 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
     uint64_t flags = versioned ? ((DLManagedTensorVersioned *)managed)->flags : 0;
     int dt = -1;
     for (int i = 0; i < PG_NUM_DTYPES; i++)
-        if (dl_types[i].code == dl->dtype.code && dl_types[i].bits == dl->dtype.bits && dl->dtype.lanes == 1)
+        if (dl_type(i).code == dl->dtype.code && dl_type(i).bits == dl->dtype.bits && dl->dtype.lanes == 1)
             dt = i;
     const char *why = NULL;
     char why_dtype[200] = "unsupported DLPack dtype: pygpu supports ";

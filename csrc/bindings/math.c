@@ -304,24 +304,65 @@ static PyObject *f_has_node(PyObject *mod, PyObject *args)
     return PyBool_FromLong(pg_backend_has_node(pg_tensor_device(t), &n));
 }
 
-/* _C._dtype_table(): (((name, code, itemsize, is_float), ...), "float32, ... and bool"),
- * pg_dtype.h's table and the list messages name the dtypes by. */
+/* _C._dtype_table(): (((name, code, itemsize, kind, legacy, alias), ...), "float32, ... and
+ * bool"): pg_dtype.h's table (kind: "bool", "sint", "uint", "float", "half"), and the list
+ * messages name the dtypes by. */
 static PyObject *f_dtype_table(PyObject *mod, PyObject *noargs)
 {
     (void)mod;
     (void)noargs;
-    char text[160];
+    char text[256];
     pg_dtype_list(text, sizeof text);
-    return Py_BuildValue("((" 
-#define PG_DTYPE_FMT(ID, name, size, is_float, is_half) "(sinN)"
+    static const char *const kinds[] = {[PG_KIND_BOOL] = "bool", [PG_KIND_SINT] = "sint",
+                                        [PG_KIND_UINT] = "uint", [PG_KIND_FLOAT] = "float",
+                                        [PG_KIND_HALF] = "half"};
+    return Py_BuildValue("(("
+#define PG_DTYPE_FMT(...) "(sinsss)"
                          PG_DTYPES(PG_DTYPE_FMT)
 #undef PG_DTYPE_FMT
                          ")s)"
-#define PG_DTYPE_ARGS(ID, name, size, is_float, is_half) \
-    , name, (int)PG_##ID, (Py_ssize_t)size, PyBool_FromLong(is_float)
+#define PG_DTYPE_ARGS(ID, name, size, ctype, kind, calc, legacy, alias) \
+    , name, (int)PG_##ID, (Py_ssize_t)size, kinds[PG_##kind], legacy, alias
                          PG_DTYPES(PG_DTYPE_ARGS)
 #undef PG_DTYPE_ARGS
                          , text);
+}
+
+/* _C._promote_types(a, b): torch.promote_types over dtype codes (pg_dtype.c's table) */
+static PyObject *f_promote_types(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int a, b;
+    if (!PyArg_ParseTuple(args, "ii", &a, &b))
+        return NULL;
+    if (!pg_dtype_valid(a) || !pg_dtype_valid(b))
+        return PyErr_Format(PyExc_ValueError, "_promote_types: no dtype codes %d, %d", a, b);
+    return PyLong_FromLong(pg_dtype_promote((pg_dtype)a, (pg_dtype)b));
+}
+
+/* _C._result_type(((code, priority), ...)): torch.result_type's combination (pg_dtype.h's
+ * pg_result_state) of operands with dimensions (priority 0), 0-d tensors (1) and Python
+ * numbers (2, as their wrapped dtypes) */
+static PyObject *f_result_type(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    PyObject *seq = PySequence_Fast(arg, "_result_type: a sequence of (code, priority)");
+    if (!seq)
+        return NULL;
+    pg_result_state s = PG_RESULT_STATE_INIT;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        int code, prio;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ii", &code, &prio) ||
+            !pg_dtype_valid(code) || prio < 0 || prio > 2) {
+            Py_DECREF(seq);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "_result_type: a bad (code, priority)");
+            return NULL;
+        }
+        pg_result_state_add(&s, (pg_dtype)code, prio);
+    }
+    Py_DECREF(seq);
+    return PyLong_FromLong(pg_dtype_result_of(&s));
 }
 
 /* elementwise_methods.c: where (a copy and a SELECT node) and clamp's one-node calls */
@@ -346,6 +387,8 @@ PyMethodDef pg_math_functions[] = {
     {"_op_table", f_op_table, METH_NOARGS, "internal: the op table (csrc/core/pg_ops.def) as tuples"},
     {"_node_table", f_node_table, METH_NOARGS, "internal: the node kinds (csrc/core/pg_ops.def's PG_NODE rows) as text"},
     {"_act_table", f_act_table, METH_NOARGS, "internal: the fused layers' activations (pg_ops.def's PG_ACT rows)"},
+    {"_promote_types", f_promote_types, METH_VARARGS, "internal: torch.promote_types over dtype codes"},
+    {"_result_type", f_result_type, METH_O, "internal: torch.result_type over (code, priority) pairs"},
     {"_dtype_table", f_dtype_table, METH_NOARGS, "internal: the dtype table (csrc/core/pg_dtype.h) and the text messages list the dtypes by"},
     {NULL, NULL, 0, NULL},
 };

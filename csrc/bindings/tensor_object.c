@@ -352,13 +352,18 @@ PyObject *pg_item(PyTensor *self)
         return NULL;
     const char *p = pg_tensor_data(&h->t);
     PyObject *r;
-    switch (h->t.dtype) {
-    case PG_BOOL: r = PyBool_FromLong(*(const uint8_t *)p); break;
-    case PG_INT64: r = PyLong_FromLongLong(*(const int64_t *)p); break;
-    case PG_FLOAT32: r = PyFloat_FromDouble(*(const float *)p); break;
-    case PG_FLOAT16: r = PyFloat_FromDouble(pg_f16_to_double(*(const uint16_t *)p)); break;
-    case PG_BFLOAT16: r = PyFloat_FromDouble(pg_bf16_to_double(*(const uint16_t *)p)); break;
-    default: r = PyFloat_FromDouble(*(const double *)p); break;
+    switch (h->t.dtype) { /* one case per row of the dtype table (pg_dtype.h) */
+#define PG_ITEM_CASE(ID, name, size, ctype, kind, ...)                                     \
+    case PG_##ID: r = PG_ITEM_##kind(ID, ctype, p); break;
+#define PG_ITEM_KIND_BOOL(ID, T, p) PyBool_FromLong(*(const T *)p)
+#define PG_ITEM_KIND_SINT(ID, T, p) PyLong_FromLongLong(*(const T *)p)
+#define PG_ITEM_KIND_UINT(ID, T, p) PyLong_FromUnsignedLongLong(*(const T *)p)
+#define PG_ITEM_KIND_FLOAT(ID, T, p) PyFloat_FromDouble(*(const T *)p)
+#define PG_ITEM_KIND_HALF(ID, T, p) PyFloat_FromDouble(pg_##ID##_to_double(*(const T *)p))
+#define pg_FLOAT16_to_double pg_f16_to_double
+#define pg_BFLOAT16_to_double pg_bf16_to_double
+        PG_DTYPES(PG_ITEM_CASE)
+    default: r = NULL; break;
     }
     Py_DECREF(h);
     return r;

@@ -124,6 +124,8 @@ static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod)
 static PyObject *nb_and(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_AND); }
 static PyObject *nb_or(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_OR); }
 static PyObject *nb_xor(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_XOR); }
+static PyObject *nb_lshift(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_LEFT_SHIFT); }
+static PyObject *nb_rshift(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_RIGHT_SHIFT); }
 
 /* ---- in place: self.add_(other), self.exp_() ... (the op table's METHOD_INPLACE rows) ---- */
 
@@ -251,7 +253,7 @@ static PyObject *nb_int(PyObject *a)
 static PyObject *nb_index(PyObject *a)
 {
     const pg_tensor *t = &((PyTensor *)a)->t;
-    if ((t->dtype != PG_INT64 && t->dtype != PG_BOOL) || pg_tensor_numel(t) != 1) {
+    if ((!pg_dtype_is_int((pg_dtype)t->dtype) && t->dtype != PG_BOOL) || pg_tensor_numel(t) != 1) {
         PyErr_Format(PyExc_TypeError, "only integer tensors of a single element can be "
                                       "converted to an index; this one is %s with %lld "
                                       "elements",
@@ -312,6 +314,14 @@ static PyObject *nb_ixor(PyObject *a, PyObject *b)
 {
     return inplace_slot(a, b, PG_BIN_BITWISE_XOR, "bitwise_xor_");
 }
+static PyObject *nb_ilshift(PyObject *a, PyObject *b)
+{
+    return inplace_slot(a, b, PG_BIN_BITWISE_LEFT_SHIFT, "bitwise_left_shift_");
+}
+static PyObject *nb_irshift(PyObject *a, PyObject *b)
+{
+    return inplace_slot(a, b, PG_BIN_BITWISE_RIGHT_SHIFT, "bitwise_right_shift_");
+}
 static PyObject *nb_ipow(PyObject *a, PyObject *b, PyObject *mod)
 {
     if (mod != Py_None)
@@ -330,6 +340,8 @@ static PyNumberMethods tensor_as_number = {
     .nb_inplace_and = nb_iand,
     .nb_inplace_or = nb_ior,
     .nb_inplace_xor = nb_ixor,
+    .nb_inplace_lshift = nb_ilshift,
+    .nb_inplace_rshift = nb_irshift,
     .nb_add = nb_add,
     .nb_subtract = nb_sub,
     .nb_multiply = nb_mul,
@@ -340,6 +352,8 @@ static PyNumberMethods tensor_as_number = {
     .nb_and = nb_and,
     .nb_or = nb_or,
     .nb_xor = nb_xor,
+    .nb_lshift = nb_lshift,
+    .nb_rshift = nb_rshift,
     .nb_negative = nb_neg,
     .nb_positive = nb_pos,
     .nb_absolute = nb_abs,

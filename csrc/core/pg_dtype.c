@@ -1,52 +1,83 @@
-/* pg_dtype.c - sizes, names and promotion of element types. */
+/* pg_dtype.c - names of element types, and PyTorch's promotion as data: c10's
+ * promoteTypes lookup table (c10/core/ScalarType.h) over pygpu's codes, and
+ * torch.result_type's combination of tensor, 0-d tensor and Python-number priorities
+ * (c10's ResultTypeState, aten/src/ATen/native/TypeProperties.cpp). */
 #include "pg_dtype.h"
 
 #include <stdio.h>
 
-static const struct {
-    const char *name;
-    size_t size;
-    bool is_float;
-    bool is_half; /* a 16-bit float: float16 or bfloat16 */
-} pg_dtype_info[PG_NUM_DTYPES] = {
-#define PG_DTYPE_INFO(ID, name, size, is_float, is_half) [PG_##ID] = {name, size, is_float, is_half},
-    PG_DTYPES(PG_DTYPE_INFO)
-#undef PG_DTYPE_INFO
+static const char *const pg_dtype_names[PG_NUM_DTYPES] = {
+#define PG_DTYPE_NAME(ID, name, ...) [PG_##ID] = name,
+    PG_DTYPES(PG_DTYPE_NAME)
+#undef PG_DTYPE_NAME
 };
 
 void pg_dtype_list(char *buf, size_t len)
 {
     int order[PG_NUM_DTYPES], n = 0;
     for (int i = 0; i < PG_NUM_DTYPES; i++) /* floats, in code order */
-        if (pg_dtype_info[i].is_float)
+        if (pg_dtype_is_float((pg_dtype)i))
             order[n++] = i;
-    for (int i = PG_NUM_DTYPES - 1; i >= 0; i--) /* then the others, widest first */
-        if (!pg_dtype_info[i].is_float)
-            order[n++] = i;
+    for (size_t size = 8; size >= 1; size /= 2) /* then the integers, widest first */
+        for (int i = 0; i < PG_NUM_DTYPES; i++)
+            if (pg_dtype_is_int((pg_dtype)i) && pg_dtype_size((pg_dtype)i) == size)
+                order[n++] = i;
+    order[n++] = PG_BOOL;
     size_t k = 0;
     if (len)
         buf[0] = 0;
     for (int i = 0; i < n && k < len; i++)
         k += (size_t)snprintf(buf + k, len - k, "%s%s", i == 0 ? "" : i == n - 1 ? " and " : ", ",
-                              pg_dtype_info[order[i]].name);
+                              pg_dtype_names[order[i]]);
 }
 
 bool pg_dtype_valid(int code) { return code >= 0 && code < PG_NUM_DTYPES; }
-const char *pg_dtype_name(pg_dtype dt) { return pg_dtype_info[dt].name; }
+const char *pg_dtype_name(pg_dtype dt) { return pg_dtype_names[dt]; }
 bool pg_dtype_supported(pg_dtype dt) { return pg_dtype_valid((int)dt); }
 
-bool pg_dtype_is_float(pg_dtype dt) { return pg_dtype_info[dt].is_float; }
+/* torch.promote_types, c10's table written in its style: row a, column b, in code order
+ * (b1 bool, i8 int64, f4 float32, f8 float64, f2 float16, bf bfloat16, u1 uint8, i1 int8,
+ * i2 int16, i4 int32). tests/test_type_promotion.py compares every pair with torch's. */
+enum { b1 = PG_BOOL, i8 = PG_INT64, f4 = PG_FLOAT32, f8 = PG_FLOAT64, f2 = PG_FLOAT16,
+       bf = PG_BFLOAT16, u1 = PG_UINT8, i1 = PG_INT8, i2 = PG_INT16, i4 = PG_INT32 };
+static const unsigned char pg_promote_table[PG_NUM_DTYPES][PG_NUM_DTYPES] = {
+    /*        b1  i8  f4  f8  f2  bf  u1  i1  i2  i4 */
+    /* b1 */ {b1, i8, f4, f8, f2, bf, u1, i1, i2, i4},
+    /* i8 */ {i8, i8, f4, f8, f2, bf, i8, i8, i8, i8},
+    /* f4 */ {f4, f4, f4, f8, f4, f4, f4, f4, f4, f4},
+    /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
+    /* f2 */ {f2, f2, f4, f8, f2, f4, f2, f2, f2, f2},
+    /* bf */ {bf, bf, f4, f8, f4, bf, bf, bf, bf, bf},
+    /* u1 */ {u1, i8, f4, f8, f2, bf, u1, i2, i2, i4},
+    /* i1 */ {i1, i8, f4, f8, f2, bf, i2, i1, i2, i4},
+    /* i2 */ {i2, i8, f4, f8, f2, bf, i2, i2, i2, i4},
+    /* i4 */ {i4, i8, f4, f8, f2, bf, i4, i4, i4, i4},
+};
+_Static_assert(sizeof pg_promote_table == PG_NUM_DTYPES * PG_NUM_DTYPES,
+               "the promotion table has a row and a column per dtype of PG_DTYPES");
 
-pg_dtype pg_dtype_promote(pg_dtype a, pg_dtype b)
+pg_dtype pg_dtype_promote(pg_dtype a, pg_dtype b) { return (pg_dtype)pg_promote_table[a][b]; }
+
+void pg_result_state_add(pg_result_state *s, pg_dtype dt, int priority)
 {
-    if (a == b)
-        return a;
-    bool ha = pg_dtype_info[a].is_half, hb = pg_dtype_info[b].is_half;
-    if (ha && hb) /* float16 with bfloat16: float32, as PyTorch */
-        return PG_FLOAT32;
-    if (ha || hb) { /* a 16-bit float with another dtype: above bool and int64, below float32 */
-        pg_dtype h = ha ? a : b, o = ha ? b : a;
-        return o == PG_BOOL || o == PG_INT64 ? h : o;
-    }
-    return a > b ? a : b; /* codes are ordered bool < int64 < float32 < float64 */
+    int *slot = priority == 0 ? &s->dim : priority == 1 ? &s->zero : &s->wrapped;
+    *slot = *slot < 0 ? (int)dt : (int)pg_dtype_promote((pg_dtype)*slot, dt);
+}
+
+/* c10's combine_categories(higher, lower) (-1: no operand of that priority) */
+static int combine_categories(int higher, int lower)
+{
+    if (higher < 0)
+        return lower;
+    if (lower < 0 || pg_dtype_is_float((pg_dtype)higher))
+        return higher;
+    if (higher == PG_BOOL || pg_dtype_is_float((pg_dtype)lower))
+        return (int)pg_dtype_promote((pg_dtype)higher, (pg_dtype)lower);
+    return higher;
+}
+
+pg_dtype pg_dtype_result_of(const pg_result_state *s)
+{
+    int r = combine_categories(s->dim, combine_categories(s->zero, s->wrapped));
+    return r < 0 ? PG_FLOAT32 : (pg_dtype)r;
 }

@@ -1,58 +1,147 @@
-/* pg_dtype.h - element types: an enum with a size and a name.
+/* pg_dtype.h - element types: one table of every dtype with its size, C type,
+ * kind and PyTorch's names, and the promotion table over it.
  *
- * Codes are stable (they cross into Python and into the CUDA plugin). float16
- * and bfloat16 are dtypes like the others: ops build ordinary nodes for them,
- * and a backend's kernels load each element, compute in float32 and round the
- * result once at the store (a backend without a half kernel for an op says so
- * through supports_op, pg_backend.h). Their bits are interpreted by pg_half.h
- * (and the backends' vector converters). */
+ * Codes are the table's row numbers and stable (they cross into Python and into
+ * the CUDA plugin): new dtypes are appended, never inserted. float16 and bfloat16
+ * are dtypes like the others: ops build ordinary nodes for them, and a backend's
+ * kernels load each element, compute in float32 and round the result once at the
+ * store (a backend without a half kernel for an op says so through supports_op,
+ * pg_backend.h). Their bits are interpreted by pg_half.h (and the backends' vector
+ * converters). The integer dtypes wrap on overflow as PyTorch's do: their kernels
+ * compute in the `calc` column's unsigned type, so no signed overflow is undefined. */
 #ifndef PG_DTYPE_H
 #define PG_DTYPE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-/* The dtype table: one row per dtype, in code order (the codes are the row
- * numbers). Columns: ID (PG_ID), name, size in bytes, is_float, is_half.
- * The enum, the sizes, pg_dtype.c's names and _C._dtype_table() (from which
- * pygpu/_dtype.py makes its DType objects and its messages) come from it. */
-#define PG_DTYPES(X)                   \
-    X(BOOL, "bool", 1, false, false)   \
-    X(INT64, "int64", 8, false, false) \
-    X(FLOAT32, "float32", 4, true, false) \
-    X(FLOAT64, "float64", 8, true, false) \
-    X(FLOAT16, "float16", 2, true, true)  /* IEEE binary16 */ \
-    X(BFLOAT16, "bfloat16", 2, true, true) /* the top 16 bits of a float32 */
+/* The dtype table: one row per dtype, in code order. Columns:
+ *   ID      the enum suffix (PG_INT8)
+ *   name    pygpu's and PyTorch's name ("int8"), NumPy's too (bfloat16: ml_dtypes')
+ *   size    bytes per element
+ *   ctype   the host C type an element is stored as (the halves: their bits)
+ *   kind    KIND_BOOL, KIND_SINT (signed integer), KIND_UINT, KIND_FLOAT, KIND_HALF
+ *           (a 16-bit float computed in float32); read by pg_dtype_kind() and by the
+ *           filtered lists below
+ *   calc    the C type an element is computed in: an integer's unsigned type of at least
+ *           int's width (arithmetic wraps there, as PyTorch's does, with no undefined
+ *           behaviour), float for the halves, the type itself for the others
+ *   legacy  PyTorch's legacy name: "Char" gives torch.CharTensor, torch.CharStorage
+ *           (what a checkpoint's pickle names) and the cast method Tensor.char()
+ *   alias   PyTorch's other spelling, torch.int for int32 ("" for none)
+ * The enum, the sizes, pg_dtype.c's names and kinds, _C._dtype_table() (from which
+ * pygpu/_dtype.py makes its DType objects, its messages and the NumPy and storage-name
+ * mappings), the CPU kernels' per-dtype instantiations (PG_INT_DTYPES) and the CUDA
+ * kernels' dtype dispatch all come from it. */
+#define PG_DTYPE_ROWS(P, X)                                                                \
+    P(X, BOOL, "bool", 1, uint8_t, KIND_BOOL, uint32_t, "Bool", "")                       \
+    P(X, INT64, "int64", 8, int64_t, KIND_SINT, uint64_t, "Long", "long")                 \
+    P(X, FLOAT32, "float32", 4, float, KIND_FLOAT, float, "Float", "float")               \
+    P(X, FLOAT64, "float64", 8, double, KIND_FLOAT, double, "Double", "double")           \
+    P(X, FLOAT16, "float16", 2, uint16_t, KIND_HALF, float, "Half", "half") /* binary16 */ \
+    P(X, BFLOAT16, "bfloat16", 2, uint16_t, KIND_HALF, float, "BFloat16", "") /* float32's top half */ \
+    P(X, UINT8, "uint8", 1, uint8_t, KIND_UINT, uint32_t, "Byte", "")                     \
+    P(X, INT8, "int8", 1, int8_t, KIND_SINT, uint32_t, "Char", "")                        \
+    P(X, INT16, "int16", 2, int16_t, KIND_SINT, uint32_t, "Short", "short")               \
+    P(X, INT32, "int32", 4, int32_t, KIND_SINT, uint32_t, "Int", "int")
+
+/* X(ID, name, size, ctype, kind, calc, legacy, alias) for every row */
+#define PG_DTYPES(X) PG_DTYPE_ROWS(PG_DTYPE_EVERY, X)
+/* ... for the integer rows only (signed and unsigned; not bool), in code order: the
+ * CPU kernels write an integer loop once and instantiate it for each of these */
+#define PG_INT_DTYPES(X) PG_DTYPE_ROWS(PG_DTYPE_IF_INT, X)
+#define PG_DTYPE_EVERY(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_INT(X, ID, name, size, ctype, kind, ...) \
+    PG_DTYPE_IF_INT_##kind(X, ID, name, size, ctype, kind, __VA_ARGS__)
+#define PG_DTYPE_IF_INT_KIND_SINT(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_INT_KIND_UINT(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_INT_KIND_BOOL(X, ...)
+#define PG_DTYPE_IF_INT_KIND_FLOAT(X, ...)
+#define PG_DTYPE_IF_INT_KIND_HALF(X, ...)
 
 typedef enum pg_dtype {
-#define PG_DTYPE_ENUM(ID, name, size, is_float, is_half) PG_##ID,
+#define PG_DTYPE_ENUM(ID, ...) PG_##ID,
     PG_DTYPES(PG_DTYPE_ENUM)
 #undef PG_DTYPE_ENUM
     PG_NUM_DTYPES
 } pg_dtype;
 
+/* the kind column as values */
+typedef enum pg_dtype_kind { PG_KIND_BOOL, PG_KIND_SINT, PG_KIND_UINT, PG_KIND_FLOAT, PG_KIND_HALF } pg_dtype_kind;
+
 /* Inline (and so usable by the CUDA plugin, which links no core symbol). */
 static inline size_t pg_dtype_size(pg_dtype dt)
 {
-#define PG_DTYPE_SIZE(ID, name, size, is_float, is_half) size,
+#define PG_DTYPE_SIZE(ID, name, size, ...) size,
     static const unsigned char sizes[PG_NUM_DTYPES] = {PG_DTYPES(PG_DTYPE_SIZE)};
 #undef PG_DTYPE_SIZE
     return sizes[dt];
 }
+static inline pg_dtype_kind pg_dtype_kind_of(pg_dtype dt)
+{
+#define PG_DTYPE_KIND(ID, name, size, ctype, kind, ...) PG_##kind,
+    static const unsigned char kinds[PG_NUM_DTYPES] = {PG_DTYPES(PG_DTYPE_KIND)};
+#undef PG_DTYPE_KIND
+    return (pg_dtype_kind)kinds[dt];
+}
 /* float16 or bfloat16 (inline too: backends pick their half kernels by it) */
-static inline bool pg_dtype_is_half(pg_dtype dt) { return dt == PG_FLOAT16 || dt == PG_BFLOAT16; }
+static inline bool pg_dtype_is_half(pg_dtype dt) { return pg_dtype_kind_of(dt) == PG_KIND_HALF; }
+/* a signed or unsigned integer; bool is not one */
+static inline bool pg_dtype_is_int(pg_dtype dt)
+{
+    pg_dtype_kind k = pg_dtype_kind_of(dt);
+    return k == PG_KIND_SINT || k == PG_KIND_UINT;
+}
+/* an integer narrower than int64 (int8, uint8, int16, int32) */
+static inline bool pg_dtype_is_narrow_int(pg_dtype dt)
+{
+    return pg_dtype_is_int(dt) && dt != PG_INT64;
+}
+/* every float dtype: float32, float64 and the halves */
+static inline bool pg_dtype_is_float(pg_dtype dt)
+{
+    pg_dtype_kind k = pg_dtype_kind_of(dt);
+    return k == PG_KIND_FLOAT || k == PG_KIND_HALF;
+}
+/* PyTorch's dtype.is_signed: the signed integers and the floats */
+static inline bool pg_dtype_is_signed(pg_dtype dt)
+{
+    pg_dtype_kind k = pg_dtype_kind_of(dt);
+    return k != PG_KIND_BOOL && k != PG_KIND_UINT;
+}
+/* the category promotion compares (c10's): bool 0 < integer 1 < float 2 */
+static inline int pg_dtype_category(pg_dtype dt)
+{
+    return dt == PG_BOOL ? 0 : pg_dtype_is_float(dt) ? 2 : 1;
+}
 const char *pg_dtype_name(pg_dtype dt);
 bool pg_dtype_valid(int code);      /* a known code */
 bool pg_dtype_supported(pg_dtype dt); /* can be stored, cast and moved (every valid code) */
-bool pg_dtype_is_float(pg_dtype dt);
-/* "float32, float64, float16, bfloat16, int64 and bool": every dtype, for messages
- * (floats first); written into buf (128 bytes are plenty). */
+/* "float32, float64, float16, bfloat16, int64, int32, ... and bool": every dtype, for
+ * messages (floats first, then the integers widest first); written into buf (256 bytes are
+ * plenty). */
 void pg_dtype_list(char *buf, size_t len);
 
-/* PyTorch's promotion for two tensors (torch.promote_types): bool < int64 <
- * float16, bfloat16 < float32 < float64, float16 with bfloat16 gives float32;
- * an integer with a float gives that float (int64 + float32 is float32, where
- * NumPy gives float64). 0-d tensors: pg_dtype_result (pg_ops.h). */
+/* PyTorch's promotion of two dtypes (torch.promote_types): c10's promoteTypes lookup
+ * table, as data (pg_dtype.c). Mixed signedness widens (uint8 with int8 is int16), an
+ * integer with a float gives the float (int64 + float32 is float32, where NumPy gives
+ * float64), float16 with bfloat16 gives float32. 0-d tensors and Python scalars:
+ * pg_dtype_result_of (below). */
 pg_dtype pg_dtype_promote(pg_dtype a, pg_dtype b);
+
+/* torch.result_type's three priorities, c10's ResultTypeState: operands with dimensions,
+ * 0-d tensors and Python numbers (wrapped: a Python float counts as the default dtype,
+ * float32; an int as int64; a bool as bool), each promoted within itself (-1: none of
+ * that priority); pg_dtype_result_of combines them: a lower priority counts only when
+ * its category is above the higher's (a float 0-d tensor makes an integer tensor's
+ * result float; a float64 0-d tensor leaves a float16 tensor float16), and a bool
+ * result of the higher one takes the lower's dtype. */
+typedef struct pg_result_state {
+    int dim, zero, wrapped;
+} pg_result_state;
+#define PG_RESULT_STATE_INIT {-1, -1, -1}
+void pg_result_state_add(pg_result_state *s, pg_dtype dt, int priority); /* 0, 1, 2 as above */
+pg_dtype pg_dtype_result_of(const pg_result_state *s);
 
 #endif

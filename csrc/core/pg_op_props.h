@@ -11,7 +11,7 @@
 #include <stddef.h> /* NULL: a row's grad */
 
 /* What an op's `in` column says (pg_ops.def explains each). */
-enum pg_op_in { PG_IN_ANY, PG_IN_NUM, PG_IN_FLOAT, PG_IN_NUMF, PG_IN_BOOL, PG_IN_TOBOOL, PG_IN_INTBOOL };
+enum pg_op_in { PG_IN_ANY, PG_IN_NUM, PG_IN_FLOAT, PG_IN_NUMF, PG_IN_BOOL, PG_IN_TOBOOL, PG_IN_INTBOOL, PG_IN_INT };
 /* `out`: the result dtype is the computed one, or bool */
 enum pg_op_out { PG_OUT_SAME, PG_OUT_BOOL };
 /* `cost`: what an element costs, for the thread pool's grain */

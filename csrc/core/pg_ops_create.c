@@ -6,6 +6,9 @@
  * backend for the same sequence of calls. A torch.Generator keeps a (seed, offset)
  * of its own and draws through pg_op_random_at, the same stream on its own state. */
 #include "pg_ops.h"
+
+#include <math.h>
+#include <stdio.h>
 #include "pg_backend.h"
 #include "pg_fork.h"
 
@@ -74,18 +77,33 @@ void pg_rng_seed_all(uint64_t seed)
         pg_rng_seed(pg_device_from_slot(s), seed);
 }
 
-/* A float stored into an int64 tensor must fit (NaN and +-inf do not): C's
- * conversion would be undefined and x86 gives INT64_MIN. One check for
- * full(), fill and t[i] = x. */
+/* A number stored into an integer tensor must fit its dtype (a float: after truncation;
+ * NaN and +-inf never do): C's conversion would be undefined, and PyTorch refuses it
+ * ("value cannot be converted to type int8_t without overflow"). One check for full(),
+ * fill_ and t[i] = x. */
 static pg_status check_int_fits(const pg_tensor *t, pg_scalar v, const char *op)
 {
-    if (v.kind == PG_SCALAR_FLOAT && t->dtype == PG_INT64 &&
-        !(v.f >= -9223372036854775808.0 && v.f < 9223372036854775808.0))
-        return pg_error_set(PG_ERR_OVERFLOW,
-                            "%s: the value %g does not fit in an int64 tensor (range -2**63 .. "
-                            "2**63-1); use a float tensor or a value in range",
-                            op, v.f);
-    return PG_OK;
+    pg_dtype dt = (pg_dtype)t->dtype;
+    if (!pg_dtype_is_int(dt) || v.kind == PG_SCALAR_BOOL)
+        return PG_OK;
+    int bits = (int)(8 * pg_dtype_size(dt));
+    bool is_signed = pg_dtype_is_signed(dt);
+    /* the range as doubles: exact powers of two, the upper bound exclusive */
+    double lo = is_signed ? -ldexp(1.0, bits - 1) : 0.0;
+    double hi = ldexp(1.0, is_signed ? bits - 1 : bits);
+    bool fits = v.kind == PG_SCALAR_FLOAT ? (trunc(v.f) >= lo && v.f < hi) /* NaN: false */
+                                          : (bits == 64 || (v.i >= (int64_t)lo && v.i < (int64_t)hi));
+    if (fits)
+        return PG_OK;
+    char value[40];
+    if (v.kind == PG_SCALAR_FLOAT)
+        snprintf(value, sizeof value, "%g", v.f);
+    else
+        snprintf(value, sizeof value, "%lld", (long long)v.i);
+    return pg_error_set(PG_ERR_OVERFLOW,
+                        "%s: the value %s does not fit in an %s tensor (range %.0f .. %.0f); use "
+                        "a wider dtype or a value in range",
+                        op, value, pg_dtype_name(dt), lo, hi - 1);
 }
 
 pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
@@ -133,6 +151,13 @@ pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, in
     pg_tensor_out_init(out, NULL);
     if (!pg_dtype_supported(dt) || dt == PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE, "arange: dtype %s is not supported", pg_dtype_name(dt));
+    if (pg_dtype_is_narrow_int(dt)) { /* counted in int64, then cast (wrapping, as PyTorch) */
+        pg_tensor wide;
+        PG_TRY(pg_op_arange(dev, PG_INT64, start, step, n, &wide));
+        pg_status st = pg_op_astype(&wide, dt, out);
+        pg_tensor_clear(&wide);
+        return st;
+    }
     PG_TRY(pg_backend_check_op(dev, PG_OP_ARANGE, dt, "arange"));
     PG_TRY(pg_tensor_empty(dev, dt, 1, &n, out));
     if (n == 0)

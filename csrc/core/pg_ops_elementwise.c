@@ -4,11 +4,12 @@
  * What dtypes an op takes and returns is its row's `in` and `out` columns
  * (pg_ops.def, read through pg_op_props.h by compute_dtype): no op is named here.
  *
- * Promotion follows PyTorch (torch.result_type): two tensors promote by
- * pg_dtype_result (a 0-d tensor counts only if its kind is above the other's);
- * a Python scalar only lifts the kind (bool < int < float: an integer tensor
- * with a Python float gives float32, PyTorch's default dtype) and otherwise
- * takes the tensor's dtype (float32 + 1.5 stays float32). Mixed dtypes are
+ * Promotion follows PyTorch (torch.result_type, pg_dtype.h's pg_dtype_result_of):
+ * two tensors promote by c10's table (a 0-d tensor counts only if its category is
+ * above the other's); a Python scalar only lifts the category (bool < int < float:
+ * an integer tensor with a Python float gives float32, PyTorch's default dtype) and
+ * otherwise takes the tensor's dtype (float32 + 1.5 stays float32, int8 + 1000 stays
+ * int8, 1000 wrapping as PyTorch's cast of it does). Mixed dtypes are
  * cast to the common dtype first, so kernels only ever see equal dtypes.
  * float16 and bfloat16 are no exception: their nodes carry the half tensors
  * themselves (a backend computes each element in float32 and rounds it once
@@ -24,15 +25,14 @@
 #include "pg_stats.h"
 
 /* bool < integer < float: what promotion and in-place casts compare */
-static int dtype_kind(int dt) { return dt == PG_BOOL ? 0 : pg_dtype_is_float((pg_dtype)dt) ? 2 : 1; }
+static int dtype_kind(int dt) { return pg_dtype_category((pg_dtype)dt); }
 
 pg_dtype pg_dtype_result(const pg_tensor *a, const pg_tensor *b)
 {
-    if ((a->ndim == 0) != (b->ndim == 0)) {
-        const pg_tensor *z = a->ndim == 0 ? a : b, *d = a->ndim == 0 ? b : a;
-        return (pg_dtype)(dtype_kind(z->dtype) > dtype_kind(d->dtype) ? z->dtype : d->dtype);
-    }
-    return pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
+    pg_result_state s = PG_RESULT_STATE_INIT;
+    pg_result_state_add(&s, (pg_dtype)a->dtype, a->ndim == 0);
+    pg_result_state_add(&s, (pg_dtype)b->dtype, b->ndim == 0);
+    return pg_dtype_result_of(&s);
 }
 
 static const char *const bin_names[PG_NUM_BINARY] = {
@@ -272,6 +272,12 @@ static pg_status compute_dtype(const char *name, int in, int ct, const pg_tensor
                                 "for a truth test use the logical_* ops)",
                                 name, dt, dev);
         break;
+    case PG_IN_INT:
+        if (!pg_dtype_is_int((pg_dtype)ct))
+            return pg_error_set(PG_ERR_DTYPE, "%s takes integer tensors, got %s on %s (as in "
+                                              "PyTorch: not implemented for bool and floats)",
+                                name, dt, dev);
+        break;
     default: break; /* PG_IN_ANY */
     }
     *compute = ct;
@@ -317,30 +323,32 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     return pg_launch_and_clear(&n, 2, out, out, st);
 }
 
-/* int64 division by the number 0 (fmod, remainder, floor_divide): PyTorch raises
+/* integer division by the number 0 (fmod, remainder, floor_divide): PyTorch raises
  * ZeroDivisionError. A kernel cannot raise, so a zero element of a divisor tensor gives 0
  * (cpu_math_binary.c); a number is checked here. */
 static pg_status check_int_divisor(int op, int ct, const pg_tensor *t, pg_scalar s, bool scalar_left)
 {
-    if (scalar_left || ct != PG_INT64 ||
+    if (scalar_left || !pg_dtype_is_int((pg_dtype)ct) ||
         (op != PG_BIN_FMOD && op != PG_BIN_REMAINDER && op != PG_BIN_FLOOR_DIVIDE))
         return PG_OK;
     if ((s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i) != 0)
         return PG_OK;
     char dev[24];
     pg_device_str(pg_tensor_device(t), dev, sizeof dev);
-    return pg_error_set(PG_ERR_RUNTIME, "%s: ZeroDivisionError (an int64 tensor on %s divided by 0)",
-                        bin_names[op], dev);
+    return pg_error_set(PG_ERR_RUNTIME, "%s: ZeroDivisionError (an %s tensor on %s divided by 0)",
+                        bin_names[op], pg_dtype_name((pg_dtype)ct), dev);
 }
 
-/* A tensor of dtype dt with a Python scalar: the scalar only lifts the kind (NEP 50). */
+/* A tensor of dtype dt with a Python scalar: the scalar only lifts the category (a wrapped
+ * number: bool, int64, or float32, PyTorch's default dtype). */
 static int scalar_promote(int dt, pg_scalar s)
 {
-    if (s.kind == PG_SCALAR_INT && dt == PG_BOOL)
-        return PG_INT64;
-    if (s.kind == PG_SCALAR_FLOAT && !pg_dtype_is_float((pg_dtype)dt))
-        return PG_FLOAT32; /* PyTorch's default dtype */
-    return dt;
+    pg_result_state r = PG_RESULT_STATE_INIT;
+    pg_result_state_add(&r, (pg_dtype)dt, 0);
+    pg_result_state_add(&r, s.kind == PG_SCALAR_BOOL  ? PG_BOOL
+                            : s.kind == PG_SCALAR_INT ? PG_INT64
+                                                      : PG_FLOAT32, 2);
+    return pg_dtype_result_of(&r);
 }
 
 pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,

@@ -1,12 +1,14 @@
 /* pg_ops_index.c - the generic layer of the index family (pg_ops_index.h): checked once
  * here, then one PG_OP_INDEX node per op.
  *
- * What is checked here: index tensors are int64 and on the input's device; ranks and
+ * What is checked here: index tensors are int64 or int32 (widened to int64 here) and on
+ * the input's device; ranks and
  * sizes follow PyTorch's rules (gather's index may be smaller than the input on every
  * axis but `dim`; index_select's index is 1-D); outputs written in place are writable;
  * axes are in range. The index values themselves live on the device, so the kernels
- * check each one (pg_ops_index.h). Half dtypes and bool take the arithmetic subops
- * through a float32 / int64 copy, so the kernels see three dtypes; pure moves (gather,
+ * check each one (pg_ops_index.h). Half dtypes, bool and the narrow integers take the
+ * arithmetic subops and the sorts through a float32 / int64 copy (arith_dtype), so the
+ * kernels see three dtypes; pure moves (gather,
  * scatter_, index_select, masked_fill_) run on every dtype as they are. */
 #include "pg_ops_index.h"
 
@@ -71,13 +73,34 @@ static pg_status norm_axis(const char *op, int axis, int ndim, int *out)
     return PG_OK;
 }
 
+/* An index tensor is int64 or int32 (PyTorch's rule; the kernels read int64: an int32
+ * index is widened by index_operand) */
 static pg_status check_index(const char *op, const pg_tensor *t, const pg_tensor *idx)
 {
-    if (idx->dtype != PG_INT64)
-        return pg_error_set(PG_ERR_DTYPE, "%s: expected an int64 index tensor, got %s (convert "
-                                          "it with .long())",
+    if (idx->dtype != PG_INT64 && idx->dtype != PG_INT32)
+        return pg_error_set(PG_ERR_DTYPE, "%s: expected an int64 or int32 index tensor, got %s "
+                                          "(convert it with .long())",
                             op, pg_dtype_name((pg_dtype)idx->dtype));
     return pg_check_same_device(op, t, idx);
+}
+
+/* the index as the kernels read it: int64 and contiguous (a reference when it is) */
+static pg_status index_operand(const pg_tensor *idx, pg_tensor *out)
+{
+    if (idx->dtype == PG_INT64)
+        return pg_op_contiguous(idx, out);
+    return pg_op_astype(idx, PG_INT64, out); /* a new, contiguous tensor */
+}
+
+/* The dtype the arithmetic subops (scatter_add_, index_add_, cumsum, cumprod) and the sorts
+ * compute in: the halves widen to float32, bool and the integers narrower than int64 to
+ * int64 (exact; PyTorch's cumsum of an integer is int64 too), so the kernels see float32,
+ * float64 and int64 only. */
+static pg_dtype arith_dtype(int dt)
+{
+    if (pg_dtype_is_half((pg_dtype)dt))
+        return PG_FLOAT32;
+    return dt == PG_BOOL || pg_dtype_is_narrow_int((pg_dtype)dt) ? PG_INT64 : (pg_dtype)dt;
 }
 
 static pg_status check_writable(const char *op, const pg_tensor *t)
@@ -109,7 +132,7 @@ static pg_status index_vector(const char *op, const pg_tensor *idx, pg_tensor *o
         return pg_error_set(PG_ERR_SHAPE, "%s: the index must be 0-d or 1-D, got %d dimensions",
                             op, idx->ndim);
     pg_tensor c;
-    PG_TRY(pg_op_contiguous(idx, &c));
+    PG_TRY(index_operand(idx, &c));
     int64_t n = pg_tensor_numel(&c);
     pg_status st = pg_view_reshape(&c, 1, &n, out);
     pg_tensor_clear(&c);
@@ -144,7 +167,7 @@ pg_status pg_op_gather(const pg_tensor *src, int axis, const pg_tensor *idx, pg_
         if (d != ax)
             view.shape[d] = idx->shape[d];
     pg_tensor ic;
-    PG_TRY(pg_op_contiguous(idx, &ic));
+    PG_TRY(index_operand(idx, &ic));
     pg_status st = pg_tensor_empty(pg_tensor_device(src), (pg_dtype)src->dtype, idx->ndim,
                                    idx->shape, out);
     if (st == PG_OK && pg_tensor_numel(out) > 0) {
@@ -251,7 +274,7 @@ pg_status pg_op_scatter(int op, const pg_tensor *self, int axis, const pg_tensor
         PG_TRY(scatter_shapes(name, self, ax, idx, src));
         for (int d = 0; d < src->ndim; d++)
             view.shape[d] = idx->shape[d]; /* the part of the source the index covers */
-        PG_TRY(pg_op_contiguous(idx, &iv));
+        PG_TRY(index_operand(idx, &iv));
     } else {
         PG_TRY(index_vector(name, idx, &iv));
         pg_status st = index_copy_shapes(name, self, ax, iv.shape[0], src);
@@ -265,12 +288,13 @@ pg_status pg_op_scatter(int op, const pg_tensor *self, int axis, const pg_tensor
         pg_tensor_clear(&iv);
         return st;
     }
-    if (add && pg_dtype_is_half((pg_dtype)self->dtype)) {
-        /* add in float32, then round once into self */
+    if (add && (int)arith_dtype(self->dtype) != self->dtype) {
+        /* add in float32 (halves: then rounded once into self) or int64 (narrow integers:
+         * then wrapped into self, exactly what adding in self's dtype gives) */
         pg_tensor wide, wsrc;
-        st = pg_op_astype(self, PG_FLOAT32, &wide);
+        st = pg_op_astype(self, arith_dtype(self->dtype), &wide);
         if (st == PG_OK) {
-            st = pg_op_astype(&view, PG_FLOAT32, &wsrc);
+            st = pg_op_astype(&view, arith_dtype(self->dtype), &wsrc);
             if (st == PG_OK) {
                 pg_tensor s[3] = {wsrc, iv, wide};
                 st = launch(op, &wide, 3, s, ax, 0);
@@ -301,9 +325,7 @@ pg_status pg_op_cumulative(int op, const pg_tensor *src, int axis, pg_tensor *ou
     PG_TRY(norm_axis(name, axis, src->ndim, &ax));
     PG_TRY(pg_backend_check_op(pg_tensor_device(src), PG_OP_INDEX, src->dtype, name));
     bool half = pg_dtype_is_half((pg_dtype)src->dtype);
-    pg_dtype work = half                      ? PG_FLOAT32
-                    : src->dtype == PG_BOOL ? PG_INT64
-                                            : (pg_dtype)src->dtype;
+    pg_dtype work = arith_dtype(src->dtype);
     pg_tensor w, c;
     if ((int)work != src->dtype)
         PG_TRY(pg_op_astype(src, work, &w));
@@ -329,16 +351,14 @@ pg_status pg_op_cumulative(int op, const pg_tensor *src, int axis, pg_tensor *ou
     return st;
 }
 
-/* argsort and topk: the input widened exactly (half -> float32, bool -> int64) and
- * made contiguous, so the kernels compare three dtypes */
+/* argsort and topk: the input widened exactly (arith_dtype) and made contiguous, so the
+ * kernels compare three dtypes */
 static pg_status sort_keys(const char *name, const pg_tensor *src, int axis, int *ax,
                            pg_tensor *c)
 {
     PG_TRY(norm_axis(name, axis, src->ndim, ax));
     PG_TRY(pg_backend_check_op(pg_tensor_device(src), PG_OP_INDEX, src->dtype, name));
-    pg_dtype work = pg_dtype_is_half((pg_dtype)src->dtype) ? PG_FLOAT32
-                    : src->dtype == PG_BOOL                ? PG_INT64
-                                                           : (pg_dtype)src->dtype;
+    pg_dtype work = arith_dtype(src->dtype);
     pg_tensor w;
     if ((int)work != src->dtype)
         PG_TRY(pg_op_astype(src, work, &w));

@@ -82,8 +82,11 @@ pg_status pg_op_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
     if (a->ndim == 0 || b->ndim == 0)
         return pg_error_set(PG_ERR_VALUE, "matmul: operands must have at least 1 dimension, got "
                                           "a 0-d tensor; use * to multiply by a scalar");
-    /* float16/bfloat16 run the half GEMM (fp32 accumulation), result in the half dtype */
-    int dt = pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
+    /* float16/bfloat16 run the half GEMM (fp32 accumulation), result in the half dtype; the
+     * integers narrower than int64 run the int64 product and wrap back to their dtype (exact:
+     * wrapping commutes with sums and products), as PyTorch's integer matmul on the CPU */
+    int out_dt = pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
+    int dt = pg_dtype_is_narrow_int((pg_dtype)out_dt) ? PG_INT64 : out_dt;
     PG_TRY(pg_backend_check_op(dev, PG_OP_MATMUL, dt, "matmul"));
     if (dt == PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE, "matmul: bool operands are not supported; use "
@@ -151,6 +154,11 @@ pg_status pg_op_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
         if (b->ndim > 1)
             shape[nd++] = N;
         st = pg_view_reshape(&C, nd, shape, out);
+    }
+    if (st == PG_OK && out_dt != dt) {
+        pg_tensor wide = *out;
+        st = pg_op_astype(&wide, (pg_dtype)out_dt, out);
+        pg_tensor_clear(&wide);
     }
     pg_tensor_clear(&A);
     pg_tensor_clear(&B);

@@ -2,8 +2,11 @@
  *
  * Several axes reduce one at a time, the highest first; the input is made
  * contiguous so every backend sees a plain (outer, R, inner) block. Result
- * dtypes follow NumPy: sum of bool/int64 is int64, mean of integers float64,
- * argmax int64 (a flat index when no axis is given).
+ * dtypes follow PyTorch: sum of bool and of every integer dtype is int64, max and
+ * min keep the dtype, argmax is int64 (a flat index when no axis is given); mean of
+ * integers is float64 (NumPy's; PyTorch refuses it). bool and the integers narrower
+ * than int64 are reduced as int64 (a cast first; max and min cast back, exact), so
+ * the backends' reduction kernels see int64, the floats and the halves only.
  *
  * float16/bfloat16: max, min and argmax reduce the half tensor as it is. A
  * sum's node reads the half input and writes float32 (the backend accumulates
@@ -71,9 +74,10 @@ static pg_status reduce(int op, const pg_tensor *a, int naxes, const int *axes, 
 {
     pg_tensor_out_init(out, NULL);
     const char *name = red_names[op];
-    PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_REDUCE, a->dtype, name));
-    int work = a->dtype == PG_BOOL ? PG_INT64 : a->dtype;
-    bool back_to_bool = a->dtype == PG_BOOL && (op == PG_RED_MAX || op == PG_RED_MIN);
+    bool widen = a->dtype == PG_BOOL || pg_dtype_is_narrow_int((pg_dtype)a->dtype);
+    int work = widen ? PG_INT64 : a->dtype;
+    PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_REDUCE, work, name));
+    bool back_to_dtype = widen && (op == PG_RED_MAX || op == PG_RED_MIN); /* back to a->dtype */
     bool back_to_half = op == PG_RED_SUM && pg_dtype_is_half((pg_dtype)a->dtype) && !wide_sum;
 
     int ax[PG_MAX_DIMS];
@@ -143,11 +147,11 @@ static pg_status reduce(int op, const pg_tensor *a, int naxes, const int *axes, 
     pg_tensor_clear(&cur);
     if (st != PG_OK)
         return st;
-    if (!back_to_bool && !back_to_half) {
+    if (!back_to_dtype && !back_to_half) {
         *out = next;
         return PG_OK;
     }
-    st = pg_op_astype(&next, back_to_bool ? PG_BOOL : (pg_dtype)a->dtype, out);
+    st = pg_op_astype(&next, (pg_dtype)a->dtype, out);
     pg_tensor_clear(&next);
     return st;
 }
@@ -161,7 +165,8 @@ pg_status pg_op_reduce(int op, const pg_tensor *a, int naxes, const int *axes, b
 pg_status pg_op_mean(const pg_tensor *a, int naxes, const int *axes, bool keepdims, pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
-    PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_REDUCE, a->dtype, "mean"));
+    PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_REDUCE,
+                               pg_dtype_is_float((pg_dtype)a->dtype) ? a->dtype : PG_FLOAT64, "mean"));
     int64_t count = 1;
     if (axes) {
         for (int i = 0; i < naxes; i++) {

@@ -2,10 +2,9 @@
 frameworks' tensors (PyTorch's, CuPy's, JAX's) through DLPack.
 
 A NumPy dtype pygpu holds is kept exactly. One it does not hold yet is widened to the
-nearest it does, exactly: the integers (uint8 images, int8/int16/int32/uint16/uint32
-labels) to int64, a longer float to float64, so that a dataset yielding uint8 images feeds a
-loader; a dtype pygpu gains later (the integer dtypes, issue 43) is then kept as it is, with
-no change here. uint64 values beyond int64, complex numbers (until pygpu holds them),
+nearest it does, exactly: the integers (uint16/uint32/uint64) to int64, a longer float to
+float64; the integer dtypes pygpu holds (uint8 images, int8/int16/int32 labels) are kept as
+they are, and a dtype pygpu gains later (complex, issue 43) will be too, with no change here. uint64 values beyond int64, complex numbers (until pygpu holds them),
 strings and objects are refused with a TypeError naming the dtype.
 
 Another framework's tensor crosses by DLPack, sharing its memory (no copy), when pygpu

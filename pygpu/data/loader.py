@@ -68,7 +68,7 @@ def _as_source(name, a):
         raise ValueError(f"DataLoader: {name} must have a leading sample axis, got a scalar")
     if name == "y" and arr.dtype.kind in "iu" and arr.dtype != np.int64:
         arr = arr.astype(np.int64)  # class labels: cross-entropy takes int64
-    arr = host_array(arr, f"DataLoader: {name}")  # uint8 images: widened while pygpu lacks uint8
+    arr = host_array(arr, f"DataLoader: {name}")  # a dtype pygpu lacks (uint16, ...): widened
     return np.ascontiguousarray(arr), None
 
 

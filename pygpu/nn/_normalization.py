@@ -141,14 +141,16 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    """Rows of weight (V, D) at int64 indices input (...) -> (..., D). The row at
+    """Rows of weight (V, D) at int64 (or int32) indices input (...) -> (..., D). The row at
     padding_idx is returned but receives no gradient. sparse=True is accepted: the gradient
     is still a dense tensor, zero in the rows no index looked up (optim.SparseAdam
     updates only the other rows)."""
     _want_tensor(input, "embedding")
     _want_tensor(weight, "embedding", "weight")
+    if input.dtype.name == "int32":  # PyTorch takes Int indices too
+        input = input.long()
     if input.dtype != int64:
-        raise TypeError(f"embedding: indices must be int64, got {input.dtype}")
+        raise TypeError(f"embedding: indices must be int64 or int32, got {input.dtype}")
     if max_norm is not None or scale_grad_by_freq:
         raise NotImplementedError("embedding: max_norm and scale_grad_by_freq are not supported")
     V, D = weight.shape

@@ -24,7 +24,7 @@ _EPILOGUES = {1: "default", 2: "relu", 4: "bias", 6: "relu_bias", 32: "gelu", 36
 
 
 def _dtype_names():
-    return {code: name for name, code, _size, _float in _C._dtype_table()[0]}
+    return {row[1]: row[0] for row in _C._dtype_table()[0]}
 
 
 class KernelEvent:

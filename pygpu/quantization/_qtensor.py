@@ -1,9 +1,10 @@
 """The quantized dtypes and the objects that hold quantized state in a module.
 
-pygpu's tensor dtypes (pygpu/_dtype.py) have no int8 or uint8, and the int8 layers need
-none: their bytes live in bool-typed tensors used as plain byte storage (the C core never
-computes on them except through the int8 kernels), inside the objects below, so nothing
-else can mistake them for booleans:
+The int8 layers keep their weights in the int8 GEMM's packed layout, not as int8 tensors
+(pygpu/_dtype.py has int8 and uint8 tensors too: a plain int8 tensor is not a packed
+weight): the packed bytes live in bool-typed tensors used as plain byte storage (the C core
+never computes on them except through the int8 kernels), inside the objects below, so
+nothing else can mistake them for booleans:
   QTensor   a layer's int8 weight (N, K), held in the int8 GEMM's packed layout of its
             device (packed once, _pack.py: the CPU kernels' panels on cpu/sim, cuBLASLt's
             rows on cuda, the same size); state_dict() and pygpu.save see an int8 (N, K)
@@ -111,8 +112,14 @@ class QTensor:
         return self
 
     def copy_(self, src):
-        """Take src's values (a QTensor or an int8 array of this shape), repacked once."""
-        w = src.int_repr() if isinstance(src, QTensor) else np.asarray(src)
+        """Take src's values (a QTensor, an int8 tensor on any device as PyTorch's checkpoint
+        format loads one, or an int8 array of this shape), repacked once."""
+        if isinstance(src, QTensor):
+            w = src.int_repr()
+        elif isinstance(src, _C.Tensor):
+            w = (src if str(src.device) == "cpu" else src.cpu()).numpy()
+        else:
+            w = np.asarray(src)
         if w.shape != self.shape:
             raise ValueError(f"copy_: an int8 weight of shape {w.shape} into one of {self.shape}")
         self.data = QTensor.from_int8(w.astype(np.int8, copy=False), self.data.device).data

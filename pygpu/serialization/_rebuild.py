@@ -174,25 +174,10 @@ def _check_view(storage, offset, size, stride):
 
 def _view(storage, offset, size, stride):
     size, stride = _check_view(storage, offset, size, stride)
-    if storage.row.pygpu is None and storage.row.name == "int8" and len(size) == 2 and \
-            storage._raw is not None:
-        return _int8_weight(storage, offset, size, stride)
     base = storage.tensor()
     if not size and storage.numel == 1 and offset == 0:
         return base.reshape(())
     return base.as_strided(size, stride, offset)
-
-
-def _int8_weight(storage, offset, size, stride):
-    """An int8 layer's weight (pygpu/quantization: pygpu has no int8 tensor dtype yet), as
-    the safetensors reader makes it: the layer's packed QTensor."""
-    import numpy as np
-    from ..quantization import QTensor
-    arr = np.lib.stride_tricks.as_strided(
-        np.frombuffer(storage._raw, np.int8)[offset:], shape=size, strides=stride,
-        writeable=False).copy()
-    target = _device(storage.target or storage.location)
-    return QTensor.from_int8(arr, None if target.type == "cpu" else target)
 
 
 def _set_requires_grad(t, requires_grad):

@@ -9,8 +9,10 @@ pygpu adds metadata entries to the header: "pygpu.devices" (JSON: tensor name ->
 device it was saved from) so that load() puts each tensor back where it was; for nested
 states such as an optimizer's, "pygpu.tree" (JSON: the dict/list structure, tensors named
 by their key in the file, other leaves kept as JSON values); for a flat state_dict,
-"pygpu.order" (the names in the dict's order; safetensors sorts them). Corrupt metadata of
-any kind is a ValueError naming the entry."""
+"pygpu.order" (the names in the dict's order; safetensors sorts them); "pygpu.qstate" (the
+names of the int8 layers' packed weights, which load as those layers' QTensors while every
+other int8 tensor loads as an int8 tensor). Corrupt metadata of any kind is a ValueError
+naming the entry."""
 import json
 import numbers
 import struct
@@ -27,6 +29,7 @@ from ._torch_pickler import _is_qstate, _row_of_array
 DEVICES_KEY = "pygpu.devices"
 TREE_KEY = "pygpu.tree"
 ORDER_KEY = "pygpu.order"
+QSTATE_KEY = "pygpu.qstate"
 _LEAF_TYPES = (str, bool, numbers.Integral, numbers.Real, type(None))
 _MAX_DEPTH = 200
 
@@ -97,6 +100,8 @@ def to_bytes_file(state, metadata):
                                              data_ptr=data.ctypes.data, data_len=data.nbytes)
     meta = {str(k): str(v) for k, v in (metadata or {}).items()}
     meta[DEVICES_KEY] = json.dumps(devices)
+    meta[QSTATE_KEY] = json.dumps(sorted(n for n, t in tensors.items() if _is_qstate(t) and
+                                         len(getattr(t, "shape", ())) == 2))
     if tree is not None:
         meta[TREE_KEY] = json.dumps(tree)
     else:
@@ -165,9 +170,21 @@ def _unflatten(node, tensors, depth=0):
     raise CorruptMetadata(f"its {TREE_KEY!r} has a node {node!r:.60} of no known kind")
 
 
-def _host_value(name, row, shape, raw, target):
-    if row.pygpu is None and row.name == "int8" and len(shape) == 2:
-        from ..quantization import QTensor  # an int8 layer's weight (pygpu has no int8 dtype)
+def _packed_names(meta):
+    """The names of the int8 layers' weights: listed under QSTATE_KEY; a pygpu file from before
+    int8 was a tensor dtype lists none, and each of its 2-D int8 tensors was one (None: every
+    2-D int8 tensor); a file pygpu did not write has none."""
+    if QSTATE_KEY in meta:
+        names = _json_entry(meta, QSTATE_KEY, list, [])
+        if not all(isinstance(n, str) for n in names):
+            raise CorruptMetadata(f"its {QSTATE_KEY!r} metadata is not a list of names")
+        return set(names)
+    return None if DEVICES_KEY in meta else set()
+
+
+def _host_value(name, row, shape, raw, target, packed):
+    if row.name == "int8" and len(shape) == 2 and (packed is None or name in packed):
+        from ..quantization import QTensor  # an int8 layer's weight, packed once here
         return QTensor.from_int8(np.frombuffer(raw, np.int8).reshape(shape).copy(),
                                  None if target.type == "cpu" else target)
     count = 1
@@ -192,6 +209,7 @@ def load_bytes(data, path, map_location):
         devices = _json_entry(meta, DEVICES_KEY, dict, {})
         tree = _json_entry(meta, TREE_KEY, dict, None)
         order = _json_entry(meta, ORDER_KEY, list, [])
+        packed = _packed_names(meta)
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in devices.items()):
             raise CorruptMetadata(f"its {DEVICES_KEY!r} metadata is not a map of names to "
                                   "device strings")
@@ -216,7 +234,7 @@ def load_bytes(data, path, map_location):
     tensors = {}
     for name, (row, shape, raw) in specs.items():
         tgt = targets[name]
-        host = _host_value(name, row, shape, raw, tgt)
+        host = _host_value(name, row, shape, raw, tgt, packed)
         tensors[name] = host if tgt.type == "cpu" or not isinstance(host, _C.Tensor) \
             else host.to(tgt)
     if tree is not None:

@@ -23,9 +23,9 @@ pg_status pg_cpu_execute(const pg_node *node);
 #define PG_NODE(ID, params, cpu, ...) pg_status cpu(const pg_node *node);
 #include "../../core/pg_ops.def"
 
-/* casts where either side is float16/bfloat16 (cpu_cast_half.c) */
-pg_status pg_cpu_copy_half(const pg_node *node);
-uint16_t pg_cpu_half_bits(int dtype, double x); /* a fill value in float16/bfloat16 */
+/* a scalar (the double f for a float dtype, else the int64 i) stored as one element of
+ * `dtype` at out, rounded or wrapped as a cast would (cpu_cast.c) */
+void pg_cpu_scalar_store(int dtype, double f, int64_t i, void *out);
 
 /* The same ops split over a device's pool (NULL: on the caller) through the GEMM
  * scheduler (cpu_gemm.h); pg_cpu_matmul(n) is pg_cpu_matmul_on(NULL, n). A row whose
@@ -46,10 +46,10 @@ pg_status pg_cpu_linear_bwd_packed(struct pg_pool *pool, const pg_node *node, co
  * call `loop` on runs along the innermost (coalesced) axis. Strides passed to
  * `loop` are in bytes. */
 typedef void (*pg_cpu_loop_fn)(int64_t n, char **ptrs, const int64_t *strides, const void *arg);
-/* the math functions' kernels, [subop][dtype: bool, int64, float32, float64]
- * (cpu_math_unary.c, cpu_math_binary.c); NULL where the op is another file's */
-extern const pg_cpu_loop_fn pg_cpu_math_unary[PG_NUM_UNARY][4];
-extern const pg_cpu_loop_fn pg_cpu_math_binary[PG_NUM_BINARY][4];
+/* the math functions' kernels, [dtype][subop] (cpu_math_unary.c, cpu_math_binary.c); a
+ * NULL row or entry where the op is another file's or takes no such dtype */
+extern const pg_cpu_loop_fn *const pg_cpu_math_unary[PG_NUM_DTYPES];
+extern const pg_cpu_loop_fn *const pg_cpu_math_binary[PG_NUM_DTYPES];
 void pg_cpu_iterate(int nops, const pg_tensor *const *ops, char **ptrs_override,
                     pg_cpu_loop_fn loop, const void *arg);
 

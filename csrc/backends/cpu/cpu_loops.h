@@ -15,6 +15,17 @@
 
 typedef uint8_t pg_bool_t;
 
+/* The integer kernels are written once and instantiated for every row of pg_dtype.h's
+ * PG_INT_DTYPES (X(ID, name, size, T, kind, U, ...): T the element type, U the unsigned
+ * type arithmetic wraps in). Their sign tests go by the row's kind column, so that no
+ * comparison of an unsigned value with 0 is compiled (-Wtype-limits): */
+#define PG_INT_NEG(kind, x) PG_INT_NEG_##kind(x)         /* x < 0 */
+#define PG_INT_NEG_KIND_SINT(x) ((x) < 0)
+#define PG_INT_NEG_KIND_UINT(x) ((void)(x), 0)
+#define PG_INT_MINUS_ONE(kind, x) PG_INT_MINUS_ONE_##kind(x) /* x == -1 */
+#define PG_INT_MINUS_ONE_KIND_SINT(x) ((x) == -1)
+#define PG_INT_MINUS_ONE_KIND_UINT(x) ((void)(x), 0)
+
 #define GATHER 256 /* elements per gather/scatter block of a strided run */
 
 #define UN_LOOP(NAME, T, EXPR) UN_LOOP_TO(NAME, T, T, EXPR)

@@ -7,7 +7,7 @@
  * Formulas are PyTorch's CPU ones: remainder takes the divisor's sign (Python's %),
  * floor_divide rounds the exact quotient (a - fmod(a, b)) / b to the floor, so
  * -7.0 // 2 is -4 and 7 // 0.0 is inf; logaddexp is max + log1p(exp(-|a - b|)) (and
- * inf where both are the same infinity). int64 never traps: a zero divisor gives 0
+ * inf where both are the same infinity). Integers never trap: a zero divisor gives 0
  * (the core refuses a zero number divisor; a tensor's zeros are the caller's) and
  * INT64_MIN // -1 wraps. atan2 and hypot have libmvec vector variants (cpu_vecmath.h);
  * zeta is csrc/core/pg_special.h's, the code the CUDA kernels run. */
@@ -17,25 +17,6 @@
 #include "../../core/pg_special.h"
 #include "cpu_kernels.h"
 #include "cpu_loops.h"
-
-/* int64 C remainder and floor quotient, defined for every divisor */
-static inline int64_t cmod_i64(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
-
-static inline int64_t remainder_i64_(int64_t a, int64_t b)
-{
-    int64_t r = cmod_i64(a, b);
-    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
-}
-
-static inline int64_t floordiv_i64_(int64_t a, int64_t b)
-{
-    if (b == 0)
-        return 0;
-    if (b == -1)
-        return (int64_t)(0ull - (uint64_t)a);
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
 
 #define FLOAT_DIVMOD(T, SUF, F)                                                          \
     static inline T remainder_##SUF##_(T a, T b)                                         \
@@ -107,35 +88,60 @@ GELU_GRAD(double, )
 BIN_MATH(float, f32, f)
 BIN_MATH(double, f64, )
 
-BIN_LOOP(fmod_i64, int64_t, int64_t, cmod_i64(x, y))
-BIN_LOOP(remainder_i64, int64_t, int64_t, remainder_i64_(x, y))
-BIN_LOOP(floordiv_i64, int64_t, int64_t, floordiv_i64_(x, y))
-BIN_LOOP(heaviside_i64, int64_t, int64_t, x == 0 ? y : (int64_t)(x > 0))
-BIN_LOOP(fmax_i64, int64_t, int64_t, x > y ? x : y)
-BIN_LOOP(fmin_i64, int64_t, int64_t, x < y ? x : y)
 BIN_LOOP(fmax_b, pg_bool_t, pg_bool_t, x | y)
 BIN_LOOP(fmin_b, pg_bool_t, pg_bool_t, x & y)
+static const pg_cpu_loop_fn math_bin_b[PG_NUM_BINARY] = {[PG_BIN_FMAX] = fmax_b,
+                                                         [PG_BIN_FMIN] = fmin_b};
 
-#define FLOAT_ROW(NAME) {NULL, NULL, NAME##_f32, NAME##_f64}
-#define NUM_ROW(NAME) {NULL, NAME##_i64, NAME##_f32, NAME##_f64}
-/* [subop][dtype: bool, int64, float32, float64]: NULL where the row's `in` column sends
- * no such dtype */
-const pg_cpu_loop_fn pg_cpu_math_binary[PG_NUM_BINARY][4] = {
-    [PG_BIN_ATAN2] = FLOAT_ROW(atan2),
-    [PG_BIN_HYPOT] = FLOAT_ROW(hypot),
-    [PG_BIN_FMOD] = NUM_ROW(fmod),
-    [PG_BIN_REMAINDER] = NUM_ROW(remainder),
-    [PG_BIN_FLOOR_DIVIDE] = NUM_ROW(floordiv),
-    [PG_BIN_COPYSIGN] = FLOAT_ROW(copysign),
-    [PG_BIN_XLOGY] = FLOAT_ROW(xlogy),
-    [PG_BIN_XLOG1PY] = FLOAT_ROW(xlog1py),
-    [PG_BIN_LOGADDEXP] = FLOAT_ROW(logaddexp),
-    [PG_BIN_LOGADDEXP2] = FLOAT_ROW(logaddexp2),
-    [PG_BIN_HEAVISIDE] = NUM_ROW(heaviside),
-    [PG_BIN_FMAX] = {fmax_b, fmax_i64, fmax_f32, fmax_f64},
-    [PG_BIN_FMIN] = {fmin_b, fmin_i64, fmin_f32, fmin_f64},
-    [PG_BIN_NEXTAFTER] = FLOAT_ROW(nextafter),
-    [PG_BIN_ZETA] = FLOAT_ROW(zeta),
-    [PG_BIN_GELU_BWD] = FLOAT_ROW(gelu_bwd),
-    [PG_BIN_GELU_TANH_BWD] = FLOAT_ROW(gelu_tanh_bwd),
-};
+#define MATH_ROW(SUF)                                                                      \
+    [PG_BIN_ATAN2] = atan2_##SUF, [PG_BIN_HYPOT] = hypot_##SUF, [PG_BIN_FMOD] = fmod_##SUF, \
+    [PG_BIN_REMAINDER] = remainder_##SUF, [PG_BIN_FLOOR_DIVIDE] = floordiv_##SUF,          \
+    [PG_BIN_COPYSIGN] = copysign_##SUF, [PG_BIN_XLOGY] = xlogy_##SUF,                      \
+    [PG_BIN_XLOG1PY] = xlog1py_##SUF, [PG_BIN_LOGADDEXP] = logaddexp_##SUF,                \
+    [PG_BIN_LOGADDEXP2] = logaddexp2_##SUF, [PG_BIN_HEAVISIDE] = heaviside_##SUF,          \
+    [PG_BIN_FMAX] = fmax_##SUF, [PG_BIN_FMIN] = fmin_##SUF,                                \
+    [PG_BIN_NEXTAFTER] = nextafter_##SUF, [PG_BIN_ZETA] = zeta_##SUF,                  \
+    [PG_BIN_GELU_BWD] = gelu_bwd_##SUF, [PG_BIN_GELU_TANH_BWD] = gelu_tanh_bwd_##SUF
+static const pg_cpu_loop_fn math_bin_f32[PG_NUM_BINARY] = {MATH_ROW(f32)};
+static const pg_cpu_loop_fn math_bin_f64[PG_NUM_BINARY] = {MATH_ROW(f64)};
+
+/* The integer dtypes, one body per row of PG_INT_DTYPES: C's remainder and the floor
+ * quotient defined for every divisor (a zero divisor gives 0; x // -1 and x % -1 never
+ * trap: the quotient wraps in the calc type U, as INT_MIN // -1 does in PyTorch) */
+#define BIN_MATH_INT(ID, name, size, T, kind, U, ...)                                      \
+    static inline T cmod_##ID(T a, T b)                                                    \
+    {                                                                                      \
+        return (b == 0 || PG_INT_MINUS_ONE(kind, b)) ? (T)0 : (T)(a % b);                  \
+    }                                                                                      \
+    static inline T remainder_##ID##_(T a, T b)                                            \
+    {                                                                                      \
+        T r = cmod_##ID(a, b);                                                             \
+        return (r != 0 && PG_INT_NEG(kind, r) != PG_INT_NEG(kind, b)) ? (T)(r + b) : r;    \
+    }                                                                                      \
+    static inline T floordiv_##ID##_(T a, T b)                                             \
+    {                                                                                      \
+        if (b == 0)                                                                        \
+            return 0;                                                                      \
+        if (PG_INT_MINUS_ONE(kind, b))                                                     \
+            return (T)(0u - (U)a);                                                         \
+        T q = (T)(a / b);                                                                  \
+        return ((T)(a % b) != 0 && PG_INT_NEG(kind, a) != PG_INT_NEG(kind, b)) ? (T)(q - 1) \
+                                                                                : q;       \
+    }                                                                                      \
+    BIN_LOOP(fmod_##ID, T, T, cmod_##ID(x, y))                                             \
+    BIN_LOOP(remainder_##ID, T, T, remainder_##ID##_(x, y))                                \
+    BIN_LOOP(floordiv_##ID, T, T, floordiv_##ID##_(x, y))                                  \
+    BIN_LOOP(heaviside_##ID, T, T, x == 0 ? y : (T)(x > 0))                                \
+    BIN_LOOP(fmax_##ID, T, T, x > y ? x : y)                                               \
+    BIN_LOOP(fmin_##ID, T, T, x < y ? x : y)                                               \
+    static const pg_cpu_loop_fn math_bin_##ID[PG_NUM_BINARY] = {                           \
+        [PG_BIN_FMOD] = fmod_##ID, [PG_BIN_REMAINDER] = remainder_##ID,                    \
+        [PG_BIN_FLOOR_DIVIDE] = floordiv_##ID, [PG_BIN_HEAVISIDE] = heaviside_##ID,        \
+        [PG_BIN_FMAX] = fmax_##ID, [PG_BIN_FMIN] = fmin_##ID};
+PG_INT_DTYPES(BIN_MATH_INT)
+
+/* [dtype][subop]: NULL where the row's `in` column sends no such dtype */
+#define BIN_MATH_ENTRY(ID, ...) [PG_##ID] = math_bin_##ID,
+const pg_cpu_loop_fn *const pg_cpu_math_binary[PG_NUM_DTYPES] = {
+    [PG_BOOL] = math_bin_b, [PG_FLOAT32] = math_bin_f32, [PG_FLOAT64] = math_bin_f64,
+    PG_INT_DTYPES(BIN_MATH_ENTRY)};

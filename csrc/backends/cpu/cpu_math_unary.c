@@ -78,56 +78,47 @@ static inline double lgammar_f64(double x)
 UN_MATH(float, f32, f)
 UN_MATH(double, f64, )
 
-UN_LOOP(bnot_i64, int64_t, ~x)
 UN_LOOP(bnot_b, pg_bool_t, !x)
-UN_LOOP(square_i64, int64_t, (int64_t)((uint64_t)x * (uint64_t)x)) /* wraps, no UB */
-UN_LOOP_TO(signbit_i64, int64_t, pg_bool_t, x < 0)
-UN_LOOP_TO(false_i64, int64_t, pg_bool_t, ((void)x, 0)) /* an integer is never infinite */
-UN_LOOP_TO(false_b, pg_bool_t, pg_bool_t, ((void)x, 0))
+UN_LOOP_TO(false_b, pg_bool_t, pg_bool_t, ((void)x, 0)) /* a bool is never infinite */
+static const pg_cpu_loop_fn math_un_b[PG_NUM_UNARY] = {
+    [PG_UN_BITWISE_NOT] = bnot_b, [PG_UN_SIGNBIT] = false_b, [PG_UN_ISINF] = false_b,
+    [PG_UN_ISPOSINF] = false_b, [PG_UN_ISNEGINF] = false_b};
 
-#define MATH_ROW(NAME) {NULL, NULL, NAME##_f32, NAME##_f64}
-#define MATH_PRED(NAME) {false_b, false_i64, NAME##_f32, NAME##_f64}
-/* [subop][dtype: bool, int64, float32, float64]: NULL where the row's `in` column sends
- * no such dtype (FLOAT rows compute integers in float32) */
-const pg_cpu_loop_fn pg_cpu_math_unary[PG_NUM_UNARY][4] = {
-    [PG_UN_SIN] = MATH_ROW(sin),
-    [PG_UN_COS] = MATH_ROW(cos),
-    [PG_UN_TAN] = MATH_ROW(tan),
-    [PG_UN_ASIN] = MATH_ROW(asin),
-    [PG_UN_ACOS] = MATH_ROW(acos),
-    [PG_UN_ATAN] = MATH_ROW(atan),
-    [PG_UN_SINH] = MATH_ROW(sinh),
-    [PG_UN_COSH] = MATH_ROW(cosh),
-    [PG_UN_ASINH] = MATH_ROW(asinh),
-    [PG_UN_ACOSH] = MATH_ROW(acosh),
-    [PG_UN_ATANH] = MATH_ROW(atanh),
-    [PG_UN_LOG1P] = MATH_ROW(log1p),
-    [PG_UN_EXPM1] = MATH_ROW(expm1),
-    [PG_UN_LOG2] = MATH_ROW(log2),
-    [PG_UN_LOG10] = MATH_ROW(log10),
-    [PG_UN_EXP2] = MATH_ROW(exp2),
-    [PG_UN_ERF] = MATH_ROW(erf),
-    [PG_UN_ERFC] = MATH_ROW(erfc),
-    [PG_UN_ERFINV] = MATH_ROW(erfinv),
-    [PG_UN_LGAMMA] = MATH_ROW(lgamma),
-    [PG_UN_DIGAMMA] = MATH_ROW(digamma),
-    [PG_UN_LOGIT] = MATH_ROW(logit),
-    [PG_UN_SINC] = MATH_ROW(sinc),
-    [PG_UN_DEG2RAD] = MATH_ROW(deg2rad),
-    [PG_UN_RAD2DEG] = MATH_ROW(rad2deg),
-    [PG_UN_FRAC] = MATH_ROW(frac),
-    [PG_UN_I0] = MATH_ROW(i0),
-    [PG_UN_I0E] = MATH_ROW(i0e),
-    [PG_UN_I1] = MATH_ROW(i1),
-    [PG_UN_I1E] = MATH_ROW(i1e),
-    [PG_UN_NDTR] = MATH_ROW(ndtr),
-    [PG_UN_ENTR] = MATH_ROW(entr),
-    [PG_UN_GELU] = MATH_ROW(gelu),
-    [PG_UN_GELU_TANH] = MATH_ROW(gelu_tanh),
-    [PG_UN_BITWISE_NOT] = {bnot_b, bnot_i64, NULL, NULL},
-    [PG_UN_SQUARE] = {NULL, square_i64, square_f32, square_f64},
-    [PG_UN_SIGNBIT] = {false_b, signbit_i64, signbit_f32, signbit_f64},
-    [PG_UN_ISINF] = MATH_PRED(isinf),
-    [PG_UN_ISPOSINF] = MATH_PRED(isposinf),
-    [PG_UN_ISNEGINF] = MATH_PRED(isneginf),
-};
+#define MATH_ROW(SUF)                                                                      \
+    [PG_UN_SIN] = sin_##SUF, [PG_UN_COS] = cos_##SUF, [PG_UN_TAN] = tan_##SUF,             \
+    [PG_UN_ASIN] = asin_##SUF, [PG_UN_ACOS] = acos_##SUF, [PG_UN_ATAN] = atan_##SUF,       \
+    [PG_UN_SINH] = sinh_##SUF, [PG_UN_COSH] = cosh_##SUF, [PG_UN_ASINH] = asinh_##SUF,     \
+    [PG_UN_ACOSH] = acosh_##SUF, [PG_UN_ATANH] = atanh_##SUF, [PG_UN_LOG1P] = log1p_##SUF, \
+    [PG_UN_EXPM1] = expm1_##SUF, [PG_UN_LOG2] = log2_##SUF, [PG_UN_LOG10] = log10_##SUF,   \
+    [PG_UN_EXP2] = exp2_##SUF, [PG_UN_ERF] = erf_##SUF, [PG_UN_ERFC] = erfc_##SUF,         \
+    [PG_UN_ERFINV] = erfinv_##SUF, [PG_UN_LGAMMA] = lgamma_##SUF,                          \
+    [PG_UN_DIGAMMA] = digamma_##SUF, [PG_UN_LOGIT] = logit_##SUF, [PG_UN_SINC] = sinc_##SUF, \
+    [PG_UN_DEG2RAD] = deg2rad_##SUF, [PG_UN_RAD2DEG] = rad2deg_##SUF,                      \
+    [PG_UN_FRAC] = frac_##SUF, [PG_UN_I0] = i0_##SUF, [PG_UN_I0E] = i0e_##SUF,             \
+    [PG_UN_I1] = i1_##SUF, [PG_UN_I1E] = i1e_##SUF, [PG_UN_NDTR] = ndtr_##SUF,             \
+    [PG_UN_ENTR] = entr_##SUF, [PG_UN_SQUARE] = square_##SUF,                              \
+    [PG_UN_GELU] = gelu_##SUF, [PG_UN_GELU_TANH] = gelu_tanh_##SUF,                        \
+    [PG_UN_SIGNBIT] = signbit_##SUF, [PG_UN_ISINF] = isinf_##SUF,                          \
+    [PG_UN_ISPOSINF] = isposinf_##SUF, [PG_UN_ISNEGINF] = isneginf_##SUF
+static const pg_cpu_loop_fn math_un_f32[PG_NUM_UNARY] = {MATH_ROW(f32)};
+static const pg_cpu_loop_fn math_un_f64[PG_NUM_UNARY] = {MATH_ROW(f64)};
+
+/* The integer dtypes, one body per row of PG_INT_DTYPES (square wraps in the calc type U;
+ * an integer is never infinite). The FLOAT rows compute integers in float32. */
+#define UN_MATH_INT(ID, name, size, T, kind, U, ...)                                      \
+    UN_LOOP(bnot_##ID, T, (T)~x)                                                          \
+    UN_LOOP(square_##ID, T, (T)((U)x * (U)x))                                             \
+    UN_LOOP_TO(signbit_##ID, T, pg_bool_t, PG_INT_NEG(kind, x))                           \
+    UN_LOOP_TO(false_##ID, T, pg_bool_t, ((void)x, 0))                                    \
+    static const pg_cpu_loop_fn math_un_##ID[PG_NUM_UNARY] = {                            \
+        [PG_UN_BITWISE_NOT] = bnot_##ID, [PG_UN_SQUARE] = square_##ID,                    \
+        [PG_UN_SIGNBIT] = signbit_##ID, [PG_UN_ISINF] = false_##ID,                       \
+        [PG_UN_ISPOSINF] = false_##ID, [PG_UN_ISNEGINF] = false_##ID};
+PG_INT_DTYPES(UN_MATH_INT)
+
+/* [dtype][subop]: NULL where the row's `in` column sends no such dtype (FLOAT rows compute
+ * integers in float32; float16 and bfloat16 run the float32 row) */
+#define UN_MATH_ENTRY(ID, ...) [PG_##ID] = math_un_##ID,
+const pg_cpu_loop_fn *const pg_cpu_math_unary[PG_NUM_DTYPES] = {
+    [PG_BOOL] = math_un_b, [PG_FLOAT32] = math_un_f32, [PG_FLOAT64] = math_un_f64,
+    PG_INT_DTYPES(UN_MATH_ENTRY)};

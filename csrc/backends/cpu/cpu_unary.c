@@ -21,17 +21,14 @@
 #include "cpu_loops.h"
 #include "cpu_vecmath.h"
 
-UN_LOOP(neg_i64, int64_t, (int64_t)(0ull - (uint64_t)x)) /* wraps like NumPy, no UB */
-UN_LOOP(abs_i64, int64_t, x < 0 ? (int64_t)(0ull - (uint64_t)x) : x)
-UN_LOOP(relu_i64, int64_t, x < 0 ? 0 : x)
-UN_LOOP(sign_i64, int64_t, (x > 0) - (x < 0))
-UN_LOOP(same_i64, int64_t, x) /* floor, ceil, round, trunc of an integer */
 UN_LOOP(not_b, pg_bool_t, !x)
 UN_LOOP(same_b, pg_bool_t, x) /* abs and sign of a bool */
-UN_LOOP_TO(isnan_i64, int64_t, pg_bool_t, ((void)x, 0))
 UN_LOOP_TO(isnan_b, pg_bool_t, pg_bool_t, ((void)x, 0))
-UN_LOOP_TO(isfinite_i64, int64_t, pg_bool_t, ((void)x, 1))
 UN_LOOP_TO(isfinite_b, pg_bool_t, pg_bool_t, ((void)x, 1))
+static const pg_cpu_loop_fn un_b[PG_NUM_UNARY] = {
+    [PG_UN_ABS] = same_b, [PG_UN_NOT] = not_b, [PG_UN_SIGN] = same_b,
+    [PG_UN_ISNAN] = isnan_b, [PG_UN_ISFINITE] = isfinite_b};
+
 /* round: nearbyint rounds halves to even in the default rounding mode, as PyTorch */
 #define UN_FLOAT(T, SUF, F)                                        \
     UN_LOOP(neg_##SUF, T, -x)                                      \
@@ -50,32 +47,42 @@ UN_LOOP_TO(isfinite_b, pg_bool_t, pg_bool_t, ((void)x, 1))
     UN_LOOP(reciprocal_##SUF, T, (T)1 / x)                         \
     UN_LOOP(rsqrt_##SUF, T, (T)1 / sqrt##F(x))                     \
     UN_LOOP_TO(isnan_##SUF, T, pg_bool_t, x != x)                  \
-    UN_LOOP_TO(isfinite_##SUF, T, pg_bool_t, x - x == 0) /* inf - inf and NaN are NaN */
+    UN_LOOP_TO(isfinite_##SUF, T, pg_bool_t, x - x == 0) /* inf - inf and NaN are NaN */ \
+    static const pg_cpu_loop_fn un_##SUF[PG_NUM_UNARY] = {                               \
+        [PG_UN_NEG] = neg_##SUF, [PG_UN_ABS] = abs_##SUF, [PG_UN_EXP] = exp_##SUF,       \
+        [PG_UN_LOG] = log_##SUF, [PG_UN_SQRT] = sqrt_##SUF, [PG_UN_TANH] = tanh_##SUF,   \
+        [PG_UN_SIGMOID] = sigmoid_##SUF, [PG_UN_RELU] = relu_##SUF,                       \
+        [PG_UN_SIGN] = sign_##SUF, [PG_UN_FLOOR] = floor_##SUF, [PG_UN_CEIL] = ceil_##SUF, \
+        [PG_UN_ROUND] = round_##SUF, [PG_UN_TRUNC] = trunc_##SUF,                         \
+        [PG_UN_RECIPROCAL] = reciprocal_##SUF, [PG_UN_RSQRT] = rsqrt_##SUF,               \
+        [PG_UN_ISNAN] = isnan_##SUF, [PG_UN_ISFINITE] = isfinite_##SUF};
 UN_FLOAT(float, f32, f)
 UN_FLOAT(double, f64, )
 
-/* [subop][dtype: bool, int64, float32, float64]; NULL where the op table's `in` column
- * sends no such dtype (float16/bfloat16 run the float32 loop, pg_cpu_half_loop_run) */
-static const pg_cpu_loop_fn un_table[PG_NUM_UNARY][4] = {
-    [PG_UN_NEG] = {NULL, neg_i64, neg_f32, neg_f64},
-    [PG_UN_ABS] = {same_b, abs_i64, abs_f32, abs_f64},
-    [PG_UN_EXP] = {NULL, NULL, exp_f32, exp_f64},
-    [PG_UN_LOG] = {NULL, NULL, log_f32, log_f64},
-    [PG_UN_SQRT] = {NULL, NULL, sqrt_f32, sqrt_f64},
-    [PG_UN_TANH] = {NULL, NULL, tanh_f32, tanh_f64},
-    [PG_UN_SIGMOID] = {NULL, NULL, sigmoid_f32, sigmoid_f64},
-    [PG_UN_RELU] = {NULL, relu_i64, relu_f32, relu_f64},
-    [PG_UN_NOT] = {not_b, NULL, NULL, NULL},
-    [PG_UN_SIGN] = {same_b, sign_i64, sign_f32, sign_f64},
-    [PG_UN_FLOOR] = {NULL, same_i64, floor_f32, floor_f64},
-    [PG_UN_CEIL] = {NULL, same_i64, ceil_f32, ceil_f64},
-    [PG_UN_ROUND] = {NULL, same_i64, round_f32, round_f64},
-    [PG_UN_TRUNC] = {NULL, same_i64, trunc_f32, trunc_f64},
-    [PG_UN_RECIPROCAL] = {NULL, NULL, reciprocal_f32, reciprocal_f64},
-    [PG_UN_RSQRT] = {NULL, NULL, rsqrt_f32, rsqrt_f64},
-    [PG_UN_ISNAN] = {isnan_b, isnan_i64, isnan_f32, isnan_f64},
-    [PG_UN_ISFINITE] = {isfinite_b, isfinite_i64, isfinite_f32, isfinite_f64},
-};
+/* The integer dtypes, one body per row of PG_INT_DTYPES: negation and abs wrap in the
+ * calc type U (abs of int8's -128 is -128, as PyTorch's); rounding gives the integer back;
+ * an integer is never NaN and always finite. The FLOAT rows (exp, ...) compute integers
+ * in float32 and never come here. */
+#define UN_INT(ID, name, size, T, kind, U, ...)                                           \
+    UN_LOOP(neg_##ID, T, (T)(0u - (U)x))                                                  \
+    UN_LOOP(abs_##ID, T, PG_INT_NEG(kind, x) ? (T)(0u - (U)x) : x)                        \
+    UN_LOOP(relu_##ID, T, PG_INT_NEG(kind, x) ? (T)0 : x)                                 \
+    UN_LOOP(sign_##ID, T, (T)((x > 0) - PG_INT_NEG(kind, x)))                             \
+    UN_LOOP(same_##ID, T, x) /* floor, ceil, round, trunc of an integer */                \
+    UN_LOOP_TO(isnan_##ID, T, pg_bool_t, ((void)x, 0))                                    \
+    UN_LOOP_TO(isfinite_##ID, T, pg_bool_t, ((void)x, 1))                                 \
+    static const pg_cpu_loop_fn un_##ID[PG_NUM_UNARY] = {                                 \
+        [PG_UN_NEG] = neg_##ID, [PG_UN_ABS] = abs_##ID, [PG_UN_RELU] = relu_##ID,         \
+        [PG_UN_SIGN] = sign_##ID, [PG_UN_FLOOR] = same_##ID, [PG_UN_CEIL] = same_##ID,    \
+        [PG_UN_ROUND] = same_##ID, [PG_UN_TRUNC] = same_##ID, [PG_UN_ISNAN] = isnan_##ID, \
+        [PG_UN_ISFINITE] = isfinite_##ID};
+PG_INT_DTYPES(UN_INT)
+
+/* [dtype][subop]; NULL where the op table's `in` column sends no such dtype (float16 and
+ * bfloat16 run the float32 row, pg_cpu_half_loop_run) */
+#define UN_INT_ENTRY(ID, ...) [PG_##ID] = un_##ID,
+static const pg_cpu_loop_fn *const un_table[PG_NUM_DTYPES] = {
+    [PG_BOOL] = un_b, [PG_FLOAT32] = un_f32, [PG_FLOAT64] = un_f64, PG_INT_DTYPES(UN_INT_ENTRY)};
 
 /* clamp_ with number bounds, one pass: x < lo -> lo, then > hi -> hi, so NaN stays NaN
  * and lo > hi gives hi, as PyTorch's min(max(x, lo), hi). The bounds are rounded to the
@@ -122,7 +129,9 @@ pg_status pg_cpu_clamp(const pg_node *node)
 /* this file's kernel of (op, dtype), else the math functions' (cpu_math_unary.c) */
 static pg_cpu_loop_fn unary_kernel(int op, int dt)
 {
-    return un_table[op][dt] ? un_table[op][dt] : pg_cpu_math_unary[op][dt];
+    if (un_table[dt] && un_table[dt][op])
+        return un_table[dt][op];
+    return pg_cpu_math_unary[dt] ? pg_cpu_math_unary[dt][op] : NULL;
 }
 
 pg_status pg_cpu_unary(const pg_node *node)

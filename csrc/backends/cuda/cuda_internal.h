@@ -304,11 +304,13 @@ pg_status pg_cuda_lt_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const struc
 typedef pg_status (*pg_cuda_launcher)(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA(launcher) pg_status launcher(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA_HALF(launcher) CUDA(launcher)
+#define CUDA_ALL(launcher) CUDA(launcher)
 #define NO_CUDA
 #define PG_NODE(ID, params, cpu, split, panels, cuda, ...) cuda
 #include "pg_ops.def"
 #undef CUDA
 #undef CUDA_HALF
+#undef CUDA_ALL
 #undef NO_CUDA
 /* a kernel launch's cudaError_t as the op's status, naming the kernels/ launcher `call` */
 #define PG_CUDA_KERNEL_STATUS(d, n, call, err)                                                     \
@@ -388,14 +390,9 @@ pg_status pg_plugin_set_option(const char *name, int value);
 pg_status pg_plugin_get_option(const char *name, int *value);
 int pg_plugin_pci_bus_id(int index, char *buf, int len);
 
-/* Element size of a dtype that reaches a backend (pg_dtype_size is a core symbol). */
-static inline size_t pg_cuda_itemsize(int dtype)
-{
-    return dtype == PG_BOOL                                  ? 1
-           : dtype == PG_FLOAT16 || dtype == PG_BFLOAT16 ? 2
-           : dtype == PG_FLOAT32                         ? 4
-                                                         : 8;
-}
+/* Element size of a dtype that reaches a backend (pg_dtype.h's inline table: the plugin
+ * links no core symbol). */
+static inline size_t pg_cuda_itemsize(int dtype) { return pg_dtype_size((pg_dtype)dtype); }
 /* Device address of a tensor's first element (pg_tensor_data calls the core). */
 static inline char *pg_cuda_tensor_data(const pg_tensor *t)
 {

@@ -89,11 +89,8 @@ static int64_t pg_cuda_numel(const pg_tensor *t)
     return n;
 }
 
-static bool pg_cuda_is_half(int dtype) { return dtype == PG_FLOAT16 || dtype == PG_BFLOAT16; }
-static bool pg_cuda_is_float(int dtype)
-{
-    return dtype == PG_FLOAT32 || dtype == PG_FLOAT64 || pg_cuda_is_half(dtype);
-}
+static bool pg_cuda_is_half(int dtype) { return pg_dtype_is_half((pg_dtype)dtype); }
+static bool pg_cuda_is_float(int dtype) { return pg_dtype_is_float((pg_dtype)dtype); }
 
 pg_status pg_cuda_launch_fill(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
@@ -293,24 +290,30 @@ pg_status pg_cuda_launch_clamp(pg_cuda_device *d, const pg_cuda_ctx *ctx, const 
 
 typedef struct pg_cuda_node_entry {
     pg_cuda_launcher launch; /* NULL: no kernel (NO_CUDA) */
-    bool halves;             /* runs float16/bfloat16 operands too (CUDA_HALF) */
+    bool halves;             /* runs float16/bfloat16 operands too (CUDA_HALF, CUDA_ALL) */
+    bool narrow_ints;        /* runs int8, uint8, int16 and int32 too (CUDA_ALL) */
 } pg_cuda_node_entry;
 
-#define CUDA(launcher) {launcher, false}
-#define CUDA_HALF(launcher) {launcher, true}
-#define NO_CUDA {NULL, false}
+#define CUDA(launcher) {launcher, false, false}
+#define CUDA_HALF(launcher) {launcher, true, false}
+#define CUDA_ALL(launcher) {launcher, true, true}
+#define NO_CUDA {NULL, false, false}
 static const pg_cuda_node_entry pg_cuda_nodes[PG_NUM_OPS] = {
 #define PG_NODE(ID, params, cpu, split, panels, cuda, ...) [PG_OP_##ID] = cuda,
 #include "pg_ops.def"
 };
 #undef CUDA
 #undef CUDA_HALF
+#undef CUDA_ALL
 #undef NO_CUDA
 
 bool pg_cuda_runs_op(int op, int dtype)
 {
-    if (op < 0 || op >= PG_NUM_OPS || pg_cuda_nodes[op].launch == NULL)
+    if (op < 0 || op >= PG_NUM_OPS || pg_cuda_nodes[op].launch == NULL || dtype < 0 ||
+        dtype >= PG_NUM_DTYPES)
         return false;
+    if (pg_dtype_is_narrow_int((pg_dtype)dtype))
+        return pg_cuda_nodes[op].narrow_ints;
     return pg_cuda_nodes[op].halves || !pg_cuda_is_half(dtype);
 }
 

@@ -3,9 +3,10 @@
  * CPU twin: csrc/backends/cpu/cpu_elementwise.c (pg_cpu_binary).
  *
  * Sub-ops ADD SUB MUL DIV MAXIMUM MINIMUM (result in the operands' dtype)
- * and EQ NE LT LE GT GE (result bool, uint8 0/1). bool operands reach here
+ * and EQ NE LT LE GT GE (result bool). bool operands reach here
  * only for compares and MAXIMUM/MINIMUM (logical or/and); DIV only for
- * floats. MAXIMUM/MINIMUM propagate NaN like NumPy. int64 wraps on overflow.
+ * floats. MAXIMUM/MINIMUM propagate NaN like NumPy. Integers wrap on overflow
+ * (computed in pg_uwide_t), every integer dtype of the table instantiated.
  * float16/bfloat16 elements are loaded into float32, computed there and
  * rounded once at the store (pg_cuda_half.cuh); their scalar is a float32.
  *
@@ -21,7 +22,7 @@
 
 /* The stored result: bool (uint8 0/1) where the op table's `out` column says BOOL. */
 template <int OP, typename T>
-using pg_bin_out_t = typename std::conditional<pg_cuda_bin_out[OP] == PG_OUT_BOOL, uint8_t, T>::type;
+using pg_bin_out_t = typename std::conditional<pg_cuda_bin_out[OP] == PG_OUT_BOOL, bool, T>::type;
 
 /* Which (op, dtype) pairs the generic layer can send: the op table's `in` column. */
 template <int OP, typename T> constexpr bool pg_binary_supported()
@@ -32,17 +33,18 @@ template <int OP, typename T> constexpr bool pg_binary_supported()
 template <int OP, typename T>
 __device__ __forceinline__ pg_bin_out_t<OP, T> pg_binary_apply(T a, T b)
 {
-    constexpr bool wrap = std::is_same<T, int64_t>::value;
+    constexpr bool wrap = pg_is_int<T>;
+    using U = pg_uwide_t<T>;
     if constexpr (OP == PG_CUDA_BIN_ADD && wrap)
-        return (T)((uint64_t)a + (uint64_t)b);
+        return (T)((U)a + (U)b);
     else if constexpr (OP == PG_CUDA_BIN_ADD)
         return a + b;
     else if constexpr (OP == PG_CUDA_BIN_SUB && wrap)
-        return (T)((uint64_t)a - (uint64_t)b);
+        return (T)((U)a - (U)b);
     else if constexpr (OP == PG_CUDA_BIN_SUB)
         return a - b;
     else if constexpr (OP == PG_CUDA_BIN_MUL && wrap)
-        return (T)((uint64_t)a * (uint64_t)b);
+        return (T)((U)a * (U)b);
     else if constexpr (OP == PG_CUDA_BIN_MUL)
         return a * b;
     else if constexpr (OP == PG_CUDA_BIN_DIV)
@@ -173,7 +175,7 @@ extern "C" cudaError_t pg_kernel_binary(const pg_cuda_ctx *ctx, int op, int dtyp
 {
     if (it->numel == 0)
         return cudaSuccess;
-    return pg_dispatch_dtype_all(dtype, [&](auto tag) {
+    return pg_dispatch_dtype_every(dtype, [&](auto tag) {
         using T = decltype(tag);
         switch (op) {
 #define PG_BINARY_CASE(OP) \

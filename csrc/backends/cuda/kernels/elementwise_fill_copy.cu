@@ -4,7 +4,7 @@
  *
  * float16/bfloat16: a fill writes the value's bits, rounded once on the host
  * by the glue (csrc/core/pg_half.h, as the CPU does) and passed in `i`; a
- * copy casts every pair of the six dtypes (pg_convert, pg_cuda_half.cuh:
+ * copy casts every pair of the table's dtypes (pg_convert, pg_cuda_half.cuh:
  * rounding to nearest-even once, NaN/inf/subnormals as NumPy float16 and
  * ml_dtypes.bfloat16).
  *
@@ -60,13 +60,13 @@ __global__ void pg_copy_vec_kernel(int64_t n, D *dst, const S *src)
         dst[i] = pg_convert<D, S>(src[i]);
 }
 
-/* fill's dtypes: the four of pg_dispatch_dtype, and raw 16-bit patterns for the halves */
+/* fill's dtypes: every dtype of the table, the halves as their raw 16-bit patterns */
 enum { PG_CUDA_FILL_BITS16 = -16 };
 template <typename F> static cudaError_t pg_dispatch_fill(int dtype, F &&f)
 {
     if (dtype == PG_CUDA_FILL_BITS16)
         return f(uint16_t());
-    return pg_dispatch_dtype(dtype, static_cast<F &&>(f));
+    return pg_dispatch_dtype_every(dtype, static_cast<F &&>(f));
 }
 
 extern "C" cudaError_t pg_kernel_fill(const pg_cuda_ctx *ctx, int dtype, void *dst,
@@ -78,11 +78,14 @@ extern "C" cudaError_t pg_kernel_fill(const pg_cuda_ctx *ctx, int dtype, void *d
     bool contig = pg_cuda_iter_contiguous(it);
     if (dtype == PG_FLOAT16 || dtype == PG_BFLOAT16) /* the bits of the rounded value */
         dtype = PG_CUDA_FILL_BITS16;
-    return pg_dispatch_fill(dtype, [&](auto tag) {
+    return pg_dispatch_fill(dtype, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
+        if constexpr (pg_is_half<T>) {
+            return cudaErrorInvalidValue; /* sent as their bits, above */
+        } else {
         T value = std::is_floating_point<T>::value ? (T)f
-                  : std::is_same<T, uint16_t>::value ? (T)(uint16_t)i
-                                                      : pg_cast<T, int64_t>(i);
+                  : dtype == PG_CUDA_FILL_BITS16 ? (T)(uint16_t)i
+                                                  : pg_cast<T, int64_t>(i);
         if (contig)
             pg_fill_kernel<T, true>
                 <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_fill_kernel")>>>(
@@ -92,6 +95,7 @@ extern "C" cudaError_t pg_kernel_fill(const pg_cuda_ctx *ctx, int dtype, void *d
                 <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_fill_kernel")>>>(
                     *it, (T *)dst, value);
         return cudaGetLastError();
+        }
     });
 }
 
@@ -102,9 +106,9 @@ extern "C" cudaError_t pg_kernel_copy(const pg_cuda_ctx *ctx, int dst_dtype, voi
         return cudaSuccess;
     unsigned grid = pg_cuda_grid(it->numel, PG_CUDA_BLOCK, ctx);
     bool contig = pg_cuda_iter_contiguous(it);
-    return pg_dispatch_dtype_all(dst_dtype, [&](auto dtag) {
+    return pg_dispatch_dtype_every(dst_dtype, [&](auto dtag) {
         using D = decltype(dtag);
-        return pg_dispatch_dtype_all(src_dtype, [&](auto stag) {
+        return pg_dispatch_dtype_every(src_dtype, [&](auto stag) {
             using S = decltype(stag);
             constexpr int V = 16 / (int)(sizeof(D) > sizeof(S) ? sizeof(D) : sizeof(S));
             if (contig && pg_cuda_aligned(src, V * sizeof(S)) && pg_cuda_aligned(dst, V * sizeof(D))) {

@@ -1,6 +1,6 @@
 /* elementwise_select.cu - SELECT: dst = cond ? a : dst over N-d strided
  * operands (where(cond, a, b): the core copies b into dst first). cond is
- * bool (uint8 0/1), a has dst's dtype. The element is copied by its size, so
+ * bool (read as its byte, 0/1), a has dst's dtype. The element is copied by its size, so
  * every dtype passes bit for bit (NaN and half types included).
  * CPU twin: csrc/backends/cpu/cpu_elementwise.c (pg_cpu_select).
  *

@@ -24,9 +24,9 @@ template <int OP, typename T> constexpr bool pg_unary_supported()
     return pg_cuda_takes<T>(pg_cuda_un_in[OP]);
 }
 
-/* The stored result: bool (uint8 0/1) where the `out` column says BOOL, else T. */
+/* The stored result: bool where the `out` column says BOOL, else T. */
 template <int OP, typename T>
-using pg_un_out_t = typename std::conditional<pg_cuda_un_out[OP] == PG_OUT_BOOL, uint8_t, T>::type;
+using pg_un_out_t = typename std::conditional<pg_cuda_un_out[OP] == PG_OUT_BOOL, bool, T>::type;
 
 /* The libm function of the element type: expf for float, exp for double. */
 #define PG_FLOAT_FN(name, fn)                                    \
@@ -46,16 +46,16 @@ PG_FLOAT_FN(pg_fabs, fabs)
 
 template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply(T x)
 {
-    constexpr bool i64 = std::is_same<T, int64_t>::value;
+    constexpr bool i64 = pg_is_int<T>; /* every integer dtype: negation wraps */
     if constexpr (OP == PG_CUDA_UN_NEG) {
         if constexpr (i64)
-            return (T)(0ull - (uint64_t)x);
+            return (T)(0u - (pg_uwide_t<T>)x);
         else
             return -x;
     } else if constexpr (OP == PG_CUDA_UN_ABS) {
         if constexpr (i64)
-            return x < 0 ? (T)(0ull - (uint64_t)x) : x;
-        else if constexpr (std::is_same<T, uint8_t>::value)
+            return pg_neg(x) ? (T)(0u - (pg_uwide_t<T>)x) : x;
+        else if constexpr (std::is_same<T, bool>::value)
             return x; /* abs of a bool is itself */
         else
             return pg_fabs(x);
@@ -72,10 +72,12 @@ template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply(T x)
     } else if constexpr (OP == PG_CUDA_UN_RELU) {
         return (x > 0 || x != x) ? x : T(0); /* NaN stays NaN, as NumPy and torch */
     } else if constexpr (OP == PG_CUDA_UN_NOT) {
-        return x ? 0 : 1; /* NOT on bool */
+        return !x; /* NOT on bool */
     } else if constexpr (OP == PG_CUDA_UN_SIGN) {
-        if constexpr (std::is_unsigned<T>::value)
+        if constexpr (std::is_same<T, bool>::value)
             return x; /* a bool is its own sign */
+        else if constexpr (pg_is_int<T>)
+            return T(int(x > T(0)) - int(pg_neg(x)));
         else
             return T((x > T(0)) - (x < T(0))); /* NaN: 0, as PyTorch */
     } else if constexpr (OP == PG_CUDA_UN_FLOOR || OP == PG_CUDA_UN_CEIL ||
@@ -118,7 +120,7 @@ __global__ void pg_unary_kernel(pg_cuda_iter it, pg_un_out_t<OP, T> *dst, const 
         if constexpr (std::is_same<pg_un_out_t<OP, T>, T>::value)
             dst[off[0]] = pg_store<T>(r);
         else
-            dst[off[0]] = r ? 1 : 0; /* a bool result */
+            dst[off[0]] = bool(r); /* a bool result */
     }
 }
 
@@ -140,7 +142,7 @@ __global__ void pg_unary_vec_kernel(int64_t n, pg_un_out_t<OP, T> *dst, const T 
             if constexpr (std::is_same<Out, T>::value)
                 r.v[k] = pg_store<T>(o);
             else
-                r.v[k] = o ? 1 : 0;
+                r.v[k] = bool(o);
         }
         dp[p] = r;
     }
@@ -149,7 +151,7 @@ __global__ void pg_unary_vec_kernel(int64_t n, pg_un_out_t<OP, T> *dst, const T 
         if constexpr (std::is_same<Out, T>::value)
             dst[i] = pg_store<T>(o);
         else
-            dst[i] = o ? 1 : 0;
+            dst[i] = bool(o);
     }
 }
 
@@ -184,7 +186,7 @@ extern "C" cudaError_t pg_kernel_unary(const pg_cuda_ctx *ctx, int op, int dtype
 {
     if (it->numel == 0)
         return cudaSuccess;
-    return pg_dispatch_dtype_all(dtype, [&](auto tag) {
+    return pg_dispatch_dtype_every(dtype, [&](auto tag) {
         using T = decltype(tag);
         switch (op) {
 #define PG_UNARY_CASE(OP) \

@@ -199,7 +199,7 @@ extern "C" cudaError_t pg_kernel_index_MOVE(const pg_cuda_ctx *ctx, const pg_cud
     if (a->numel == 0)
         return cudaSuccess;
     unsigned grid = pg_cuda_grid(a->numel, PG_CUDA_BLOCK, ctx);
-    return pg_dispatch_dtype_all(a->dtype, [&](auto tag) {
+    return pg_dispatch_dtype_every(a->dtype, [&](auto tag) {
         using T = decltype(tag);
         pg_index_move_kernel<T>
             <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_index_move_kernel")>>>(*a,
@@ -214,7 +214,7 @@ extern "C" cudaError_t pg_kernel_index_MASKED_FILL(const pg_cuda_ctx *ctx,
     if (a->numel == 0)
         return cudaSuccess;
     unsigned grid = pg_cuda_grid(a->numel, PG_CUDA_BLOCK, ctx);
-    return pg_dispatch_dtype_all(a->dtype, [&](auto tag) {
+    return pg_dispatch_dtype_every(a->dtype, [&](auto tag) {
         using T = decltype(tag);
         pg_masked_fill_kernel<T>
             <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_masked_fill_kernel")>>>(*a);

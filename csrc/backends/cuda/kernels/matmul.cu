@@ -136,7 +136,7 @@ extern "C" cudaError_t pg_kernel_matmul(const pg_cuda_ctx *ctx, cublasHandle_t b
     }
     return pg_dispatch_dtype(p->dtype, [&](auto tag) {
         using T = decltype(tag);
-        if constexpr (std::is_same<T, uint8_t>::value) {
+        if constexpr (std::is_same<T, bool>::value) {
             return cudaErrorInvalidValue; /* no bool matmul reaches a backend */
         } else {
             if constexpr (std::is_floating_point<T>::value) {

@@ -12,7 +12,8 @@
  * double is computed by squaring, so it is exact here as on the CPU (CUDA's pow is
  * off by an ulp or two: -2.9999999999999996 for (-3.0) ** 1.0 on the first H200 run).
  * The logical ops see bool operands only (the generic layer casts them), the
- * bitwise ones bool and int64. */
+ * bitwise ones bool and the integers, the shifts the integers (PyTorch's: a count below
+ * 0 or of the width or more gives 0 to the left, the sign to the right). */
 #ifndef PG_BINARY_MORE_CUH
 #define PG_BINARY_MORE_CUH
 
@@ -23,8 +24,8 @@
 template <int OP, typename T> __device__ __forceinline__ T pg_binary_apply_more(T a, T b)
 {
     if constexpr (OP == PG_CUDA_BIN_POW) {
-        if constexpr (std::is_same<T, int64_t>::value)
-            return pg_ipow(a, b);
+        if constexpr (pg_is_int<T>)
+            return T(pg_ipow(a, b)); /* wrapped: exact, wrapping commutes with products */
         else if constexpr (std::is_same<T, double>::value)
             return pg_pow_f64(a, b);
         else
@@ -35,6 +36,12 @@ template <int OP, typename T> __device__ __forceinline__ T pg_binary_apply_more(
         return T(a | b);
     } else if constexpr (OP == PG_CUDA_BIN_LOGICAL_XOR || OP == PG_CUDA_BIN_BITWISE_XOR) {
         return T(a ^ b);
+    } else if constexpr (OP == PG_CUDA_BIN_BITWISE_LEFT_SHIFT) {
+        constexpr T width = T(8 * sizeof(T));
+        return (pg_neg(b) || b >= width) ? T(0) : T(pg_uwide_t<T>(a) << b);
+    } else if constexpr (OP == PG_CUDA_BIN_BITWISE_RIGHT_SHIFT) {
+        constexpr T width = T(8 * sizeof(T));
+        return (pg_neg(b) || b >= width) ? T(pg_neg(a) ? -1 : 0) : T(a >> b);
     } else {
         return pg_binary_apply_math<OP, T>(a, b); /* pg_math_binary.cuh */
     }

@@ -2,11 +2,11 @@
  * shape of grid-stride loops, N-d strided offsets, NumPy-compatible casts and
  * NaN-propagating min/max, and the dtype -> C type dispatch.
  *
- * The element types: PG_BOOL is uint8_t holding 0/1, PG_INT64 int64_t,
- * PG_FLOAT32 float, PG_FLOAT64 double. int64 arithmetic wraps (done in
- * uint64_t), which is what the CPU twins produce on every compiler we use.
- * PG_FLOAT16/PG_BFLOAT16 (__half, __nv_bfloat16), how they are computed and
- * cast, and the dispatch that includes them: pg_cuda_half.cuh. */
+ * The element types: the dtype table's C types (csrc/core/pg_dtype.h), but PG_BOOL is
+ * C++'s bool (one byte holding 0/1; the uint8 dtype is uint8_t). Integer arithmetic wraps
+ * (done in pg_uwide_t, unsigned), which is what the CPU twins produce on every compiler
+ * we use. PG_FLOAT16/PG_BFLOAT16 (__half, __nv_bfloat16), how they are computed and
+ * cast, and the dispatches that include them and the narrow integers: pg_cuda_half.cuh. */
 #ifndef PG_CUDA_COMMON_CUH
 #define PG_CUDA_COMMON_CUH
 
@@ -104,6 +104,29 @@ __device__ __forceinline__ double pg_mul_rn(double a, double b) { return __dmul_
 __device__ __forceinline__ float pg_add_rn(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ double pg_add_rn(double a, double b) { return __dadd_rn(a, b); }
 
+/* an integer dtype (not bool): what wraps, shifts and divides as an integer */
+template <typename T>
+constexpr bool pg_is_int = std::is_integral<T>::value && !std::is_same<T, bool>::value;
+/* the unsigned type integer arithmetic on T wraps in (at least unsigned int: no promotion
+ * to a signed int whose overflow would be undefined) */
+template <typename T>
+using pg_uwide_t = typename std::conditional<sizeof(T) == 8, uint64_t, uint32_t>::type;
+/* x < 0, compiled only for signed types (no always-false comparison of an unsigned) */
+template <typename T> __host__ __device__ __forceinline__ bool pg_neg(T x)
+{
+    if constexpr (std::is_signed<T>::value)
+        return x < T(0);
+    else
+        return false;
+}
+template <typename T> __host__ __device__ __forceinline__ bool pg_minus_one(T x)
+{
+    if constexpr (std::is_signed<T>::value)
+        return x == T(-1);
+    else
+        return false;
+}
+
 template <typename T> __device__ __forceinline__ bool pg_isnan(T v)
 {
     if constexpr (std::is_floating_point<T>::value)
@@ -130,16 +153,23 @@ template <typename T> __device__ __forceinline__ T pg_min_nan(T a, T b)
     return a < b ? a : b;
 }
 
-/* Casts as the CPU backend does them: to bool is x != 0 (NaN -> true);
- * float -> int64 truncates, and NaN or out-of-range gives INT64_MIN, the
- * x86 result of the C conversion, instead of the GPU's saturation. */
+/* Casts as the CPU backend does them (csrc/backends/cpu/cpu_cast.c): to bool is x != 0
+ * (NaN -> true); an integer to a narrower one wraps; a float to int64 or to uint8 goes
+ * through int64 and to the other integers through int32, truncating, with NaN and out of
+ * range giving that type's minimum (x86's conversion) instead of the GPU's saturation,
+ * then wraps: (int8) 200.0 is -56, as torch's CPU cast. */
 template <typename D, typename S> __host__ __device__ __forceinline__ D pg_cast(S s)
 {
-    if constexpr (std::is_same<D, uint8_t>::value) {
-        return s != S(0) ? 1 : 0;
-    } else if constexpr (std::is_same<D, int64_t>::value && std::is_floating_point<S>::value) {
-        const S lim = S(9223372036854775808.0); /* 2^63, exact in float and double */
-        return (s >= -lim && s < lim) ? (int64_t)s : INT64_MIN;
+    if constexpr (std::is_same<D, bool>::value) {
+        return s != S(0);
+    } else if constexpr (pg_is_int<D> && std::is_floating_point<S>::value) {
+        if constexpr (sizeof(D) == 8 || std::is_unsigned<D>::value) {
+            const S lim = S(9223372036854775808.0); /* 2^63, exact in float and double */
+            return (D)((s >= -lim && s < lim) ? (int64_t)s : INT64_MIN);
+        } else {
+            const double d = (double)s; /* exact */
+            return (D)((d > -2147483649.0 && d < 2147483648.0) ? (int32_t)d : INT32_MIN);
+        }
     } else {
         return static_cast<D>(s);
     }
@@ -151,7 +181,7 @@ template <typename F> static cudaError_t pg_dispatch_dtype(int dtype, F &&f)
 {
     switch (dtype) {
     case PG_BOOL:
-        return f(uint8_t());
+        return f(bool());
     case PG_INT64:
         return f(int64_t());
     case PG_FLOAT32:

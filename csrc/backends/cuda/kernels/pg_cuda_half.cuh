@@ -110,7 +110,7 @@ template <typename D, typename S> __device__ __forceinline__ D pg_convert(S s)
     } else if constexpr (pg_is_half<D>) {
         if constexpr (std::is_same<S, float>::value)
             return pg_half_from_float<D>(s);
-        else if constexpr (std::is_same<S, uint8_t>::value)
+        else if constexpr (std::is_same<S, bool>::value)
             return pg_half_from_float<D>(s ? 1.0f : 0.0f);
         else
             return pg_half_from_double<D>((double)s);
@@ -120,7 +120,8 @@ template <typename D, typename S> __device__ __forceinline__ D pg_convert(S s)
 }
 
 /* pg_dispatch_dtype with the two half types too: f(T()) for the storage type
- * of any of the six dtypes (elementwise ops, casts, reductions). */
+ * of bool, int64, the floats and the halves (the kernels that never see a narrow integer:
+ * the core widens those to int64 first for reductions, sorts and matmul). */
 template <typename F> static cudaError_t pg_dispatch_dtype_all(int dtype, F &&f)
 {
     switch (dtype) {
@@ -130,6 +131,36 @@ template <typename F> static cudaError_t pg_dispatch_dtype_all(int dtype, F &&f)
         return f(__nv_bfloat16());
     default:
         return pg_dispatch_dtype(dtype, static_cast<F &&>(f));
+    }
+}
+
+/* The CUDA element type of each row of the dtype table: its ctype column, but bool for
+ * bool (the uint8 dtype is uint8_t) and the CUDA half types for the halves' bits. */
+template <int DT, typename C> struct pg_cuda_elem {
+    using type = C;
+};
+template <typename C> struct pg_cuda_elem<PG_BOOL, C> {
+    using type = bool;
+};
+template <typename C> struct pg_cuda_elem<PG_FLOAT16, C> {
+    using type = __half;
+};
+template <typename C> struct pg_cuda_elem<PG_BFLOAT16, C> {
+    using type = __nv_bfloat16;
+};
+
+/* f(T()) for every dtype of the table, the narrow integers too (int8, uint8, int16, int32:
+ * the elementwise ops, casts, fills and the index family's moves); one case per row. */
+template <typename F> static cudaError_t pg_dispatch_dtype_every(int dtype, F &&f)
+{
+    switch (dtype) {
+#define PG_CUDA_DTYPE_CASE(ID, name, size, ctype, ...) \
+    case PG_##ID:                                     \
+        return f(typename pg_cuda_elem<PG_##ID, ctype>::type());
+        PG_DTYPES(PG_CUDA_DTYPE_CASE)
+#undef PG_CUDA_DTYPE_CASE
+    default:
+        return cudaErrorInvalidValue;
     }
 }
 

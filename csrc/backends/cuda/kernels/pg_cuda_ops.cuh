@@ -30,14 +30,15 @@ constexpr unsigned char pg_cuda_un_out[] = {
 };
 
 /* Whether the generic layer can send element type T (the computed dtype) to an op whose
- * `in` column is `in`: bool reaches ANY/BOOL/TOBOOL/INTBOOL ops, int64 ANY/NUM/INTBOOL
- * ones; FLOAT/NUMF ops compute integers in a float type (pg_ops_elementwise.c). */
+ * `in` column is `in`: bool reaches ANY/BOOL/TOBOOL/INTBOOL ops, the integers
+ * ANY/NUM/INTBOOL/INT ones; FLOAT/NUMF ops compute integers in a float type
+ * (pg_ops_elementwise.c). */
 template <typename T> constexpr bool pg_cuda_takes(int in)
 {
-    if (std::is_same<T, uint8_t>::value)
+    if (std::is_same<T, bool>::value)
         return in == PG_IN_ANY || in == PG_IN_BOOL || in == PG_IN_TOBOOL || in == PG_IN_INTBOOL;
-    if (std::is_same<T, int64_t>::value)
-        return in == PG_IN_ANY || in == PG_IN_NUM || in == PG_IN_INTBOOL;
+    if (std::is_integral<T>::value)
+        return in == PG_IN_ANY || in == PG_IN_NUM || in == PG_IN_INTBOOL || in == PG_IN_INT;
     return in == PG_IN_ANY || in == PG_IN_NUM || in == PG_IN_FLOAT || in == PG_IN_NUMF;
 }
 

@@ -4,7 +4,7 @@
  * pg_binary_apply_math; a row with a branch nowhere fails to compile.
  * CPU twin: csrc/backends/cpu/cpu_math_binary.c, with the same formulas (PyTorch's):
  * remainder takes the divisor's sign, floor_divide rounds (a - fmod(a, b)) / b to the
- * floor, int64 never traps (a zero divisor gives 0, INT64_MIN // -1 wraps), zeta is
+ * floor, integers never trap (a zero divisor gives 0, INT64_MIN // -1 wraps), zeta is
  * csrc/core/pg_special.h's. T is the computed type (float for float16/bfloat16). */
 #ifndef PG_MATH_BINARY_CUH
 #define PG_MATH_BINARY_CUH
@@ -47,7 +47,7 @@ template <typename T> __device__ __forceinline__ T pgm_log1p_exp_neg(T d, bool b
 
 template <int OP, typename T> __device__ __forceinline__ T pg_binary_apply_math(T a, T b)
 {
-    constexpr bool i64 = std::is_same<T, int64_t>::value;
+    constexpr bool i64 = pg_is_int<T>; /* every integer dtype */
     if constexpr (OP == PG_CUDA_BIN_ATAN2) {
         return pgm_atan2(a, b);
     } else if constexpr (OP == PG_CUDA_BIN_HYPOT) {
@@ -55,21 +55,21 @@ template <int OP, typename T> __device__ __forceinline__ T pg_binary_apply_math(
     } else if constexpr (OP == PG_CUDA_BIN_FMOD || OP == PG_CUDA_BIN_REMAINDER) {
         T mod;
         if constexpr (i64)
-            mod = (b == 0 || b == -1) ? 0 : a % b;
+            mod = (b == 0 || pg_minus_one(b)) ? T(0) : T(a % b);
         else
             mod = pgm_fmod(a, b);
         if constexpr (OP == PG_CUDA_BIN_REMAINDER)
-            return (mod != 0 && (b < 0) != (mod < 0)) ? mod + b : mod;
+            return (mod != T(0) && pg_neg(b) != pg_neg(mod)) ? T(mod + b) : mod;
         else
             return mod;
     } else if constexpr (OP == PG_CUDA_BIN_FLOOR_DIVIDE) {
         if constexpr (i64) {
             if (b == 0)
                 return 0;
-            if (b == -1)
-                return (T)(0ull - (uint64_t)a);
-            T q = a / b;
-            return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+            if (pg_minus_one(b))
+                return (T)(0u - (pg_uwide_t<T>)a);
+            T q = T(a / b);
+            return (T(a % b) != 0 && pg_neg(a) != pg_neg(b)) ? T(q - 1) : q;
         } else {
             if (b == T(0))
                 return a / b;
@@ -106,8 +106,8 @@ template <int OP, typename T> __device__ __forceinline__ T pg_binary_apply_math(
         return a == T(0) ? b : T(a > T(0));
     } else if constexpr (OP == PG_CUDA_BIN_FMAX || OP == PG_CUDA_BIN_FMIN) {
         constexpr bool mx = OP == PG_CUDA_BIN_FMAX;
-        if constexpr (std::is_same<T, uint8_t>::value)
-            return mx ? T(a | b) : T(a & b);
+        if constexpr (std::is_same<T, bool>::value)
+            return mx ? (a || b) : (a && b);
         else if (a != a)
             return b;
         else if (b != b)

@@ -143,20 +143,20 @@ template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply_math(T
     } else if constexpr (OP == PG_CUDA_UN_ENTR) {
         return x > T(0) ? -x * pgm_log(x) : x == T(0) ? T(0) : x < T(0) ? -T(INFINITY) : x;
     } else if constexpr (OP == PG_CUDA_UN_BITWISE_NOT) {
-        if constexpr (std::is_same<T, int64_t>::value)
-            return ~x;
+        if constexpr (pg_is_int<T>)
+            return T(~x);
         else
-            return x ? T(0) : T(1); /* a bool's bitwise not is its logical not */
+            return !x; /* a bool's bitwise not is its logical not */
     } else if constexpr (OP == PG_CUDA_UN_SQUARE) {
-        if constexpr (std::is_same<T, int64_t>::value)
-            return (T)((uint64_t)x * (uint64_t)x); /* wraps, as the CPU's */
+        if constexpr (pg_is_int<T>)
+            return (T)((pg_uwide_t<T>)x * (pg_uwide_t<T>)x); /* wraps, as the CPU's */
         else
             return x * x;
     } else if constexpr (OP == PG_CUDA_UN_SIGNBIT) {
         if constexpr (flt) /* copysign carries the sign bit of -0.0 and of a NaN too */
             return T(pg_math_copysign1(x) < T(0) ? 1 : 0);
-        else if constexpr (std::is_same<T, int64_t>::value)
-            return T(x < 0);
+        else if constexpr (pg_is_int<T>)
+            return T(pg_neg(x));
         else
             return T(0); /* a bool has no sign */
     } else if constexpr (OP == PG_CUDA_UN_ISINF || OP == PG_CUDA_UN_ISPOSINF ||

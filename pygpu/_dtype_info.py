@@ -1,0 +1,52 @@
+"""torch.finfo and torch.iinfo: a dtype's limits, from the dtype table (csrc/core/pg_dtype.h's
+size and kind columns; NumPy's finfo for the floats it has, bfloat16's by its definition).
+Beside pygpu/_dtype.py, below the tensor layers: tensor creation checks a Python number
+against iinfo before it makes an integer tensor."""
+import math
+
+import numpy as np
+
+from . import _defaults, _dtype
+
+
+class finfo:
+    """torch.finfo(dtype): the float type's limits (bits, eps, max, min, tiny, resolution)."""
+
+    def __init__(self, type=None):
+        d = _dtype.to_dtype(type) if type is not None else _defaults.dtype()
+        if not d.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type, got {d}")
+        if d.name == "bfloat16":
+            self.bits, self.eps, self.max, self.tiny = 16, 2.0 ** -7, 3.3895313892515355e38, \
+                1.1754943508222875e-38
+        else:
+            f = np.finfo(d._numpy)
+            self.bits, self.eps, self.max, self.tiny = f.bits, float(f.eps), float(f.max), float(f.tiny)
+        # 10 ** -(the decimal digits eps resolves), a Python float as torch's (NumPy's is the
+        # dtype's own rounding of it)
+        self.resolution = 10.0 ** -math.floor(-math.log10(self.eps))
+        self.min, self.smallest_normal, self.dtype = -self.max, self.tiny, d.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")  # torch's format
+
+
+class iinfo:
+    """torch.iinfo(dtype): an integer dtype's bits, min and max (from the dtype table's size
+    and kind: csrc/core/pg_dtype.h)."""
+
+    def __init__(self, type):
+        d = _dtype.to_dtype(type)
+        if d.is_floating_point:
+            raise TypeError(f"torch.iinfo() requires an integer input type, got {d}")
+        if d is _dtype.bool_:
+            raise TypeError(f"{d} is not supported by torch.iinfo")
+        self.bits = 8 * d.itemsize
+        self.min = -(1 << (self.bits - 1)) if d.is_signed else 0
+        self.max = (1 << (self.bits - 1)) - 1 if d.is_signed else (1 << self.bits) - 1
+        self.dtype = d.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"  # torch's format
