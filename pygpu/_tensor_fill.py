@@ -5,7 +5,7 @@ generator) and writes them with copy_, so a fill moves no data between host and 
 and the counters see no transfer; copy_ refuses a leaf that requires grad, as PyTorch
 does. Random fills draw in float32 (float64 for a float64 tensor) and round once into
 self's dtype, as the generator has no 16-bit output."""
-from . import _tensor_create, _dtype
+from . import _C, _tensor_create, _dtype
 
 
 def _same_place(self, value):
@@ -39,21 +39,22 @@ def _draw(self, op, kind):
 def uniform_(self, a=0.0, b=1.0):
     """Fill with samples of U(a, b), in place; returns self."""
     if not a <= b:
-        raise ValueError(f"uniform_: expects a <= b, got a={a}, b={b}")
+        raise _C.InvalidValueError(f"uniform_ expects to return a [from, to) range, but found "
+                                   f"from={a} > to={b}")
     return self.copy_(_draw(self, "uniform_", "uniform") * float(b - a) + float(a))
 
 
 def normal_(self, mean=0.0, std=1.0):
     """Fill with samples of N(mean, std**2), in place; returns self."""
     if std < 0:
-        raise ValueError(f"normal_: expects std >= 0.0, got std={std}")
+        raise _C.InvalidValueError(f"normal expects std >= 0.0, but found std {std}")
     return self.copy_(_draw(self, "normal_", "normal") * float(std) + float(mean))
 
 
 def bernoulli_(self, p=0.5):
     """Fill with 1 where U(0, 1) < p and 0 elsewhere, in place; returns self."""
     if not 0 <= p <= 1:
-        raise ValueError(f"bernoulli_: expects 0 <= p <= 1, got p={p}")
+        raise _C.InvalidValueError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
     dt = _dtype.float64 if self.dtype is _dtype.float64 else _dtype.float32
     return self.copy_(_tensor_create.rand(*self.shape, dtype=dt, device=self.device) < p)
 

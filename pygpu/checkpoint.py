@@ -88,6 +88,7 @@ def _host_array(name, t):
     if isinstance(t, np.ndarray):
         return np.ascontiguousarray(t), "cpu"
     dev = str(t.device)
+    t = t.detach()  # a parameter's values (numpy() refuses a tensor that requires grad)
     arr = t.numpy() if dev == "cpu" else t.cpu().numpy()  # an explicit, counted d2h copy
     return np.ascontiguousarray(arr), dev
 

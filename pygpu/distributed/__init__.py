@@ -253,7 +253,7 @@ def reset_stats():
 def _host_view(t):
     """A contiguous NumPy view of a cpu tensor's memory (None if it is not contiguous)."""
     if t.device.type == "cpu" and t.is_contiguous():
-        return t.numpy().reshape(-1)
+        return t.detach().numpy().reshape(-1)  # writes through it land in t
     return None
 
 
@@ -264,7 +264,7 @@ def _stage_out(t, role):
         return view, False, 0
     with _stats.role(role):
         host = t.cpu() if t.device.type != "cpu" else t.contiguous()
-    arr = host.numpy().reshape(-1).copy() if host.device.type == "cpu" else None
+    arr = host.detach().numpy().reshape(-1).copy() if host.device.type == "cpu" else None
     return arr, True, (t.nbytes if t.device.type != "cpu" else 0)
 
 
