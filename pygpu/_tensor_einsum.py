@@ -121,7 +121,12 @@ def _expand_ellipses(terms, output, operands):
         own = []
         for c in term:
             own.extend(range(_NLETTERS + nell - n, _NLETTERS + nell) if c is None else [c])
-        for d, (c, m) in enumerate(zip(own, t.shape)):
+        first = {}
+        for c, m in zip(own, t.shape):  # a label repeated within one operand: one size
+            if first.setdefault(c, m) != m:
+                _fail(f"subscript {_LETTERS[c] if c < _NLETTERS else '...'} is repeated for "
+                      f"operand {k} but the sizes don't match, {m} != {first[c]}")
+        for c, m in zip(own, t.shape):
             seen = sizes.get(c)
             if seen is not None and m != seen and m != 1 and seen != 1:
                 if c >= _NLETTERS:
@@ -161,17 +166,14 @@ def _sum_labels(t, labels, drop):
     return t, labels
 
 
-def _prepare(k, t, labels, sizes, needed):
+def _prepare(t, labels, sizes, needed):
     """Operand k with its diagonals taken, its broadcast dimensions dropped and the labels
     `needed` does not hold summed."""
     labels = list(labels)
     while len(set(labels)) != len(labels):
         c = next(c for c in labels if labels.count(c) > 1)
         i = labels.index(c)
-        j = labels.index(c, i + 1)
-        if t.shape[i] != t.shape[j]:
-            _fail(f"subscript {_LETTERS[c] if c < _NLETTERS else '...'} is repeated for operand "
-                  f"{k} but the sizes don't match, {t.shape[j]} != {t.shape[i]}")
+        j = labels.index(c, i + 1)  # one size: checked by _expand_ellipses
         t = t.diagonal(0, i, j)  # the label's axis moves to the end
         labels = [x for n, x in enumerate(labels) if n not in (i, j)] + [c]
     ones = [i for i, c in enumerate(labels) if t.shape[i] == 1 and sizes[c] != 1]
@@ -334,7 +336,7 @@ def einsum(*args):
         for n, other in enumerate(labels):
             if n != k:
                 needed |= set(other)
-        prepared.append(_prepare(k, t, own, sizes, needed))
+        prepared.append(_prepare(t, own, sizes, needed))
     tensors = [p[0] for p in prepared]
     lists = [p[1] for p in prepared]
     path = _path(equation, operands, [set(x) for x in lists], out, sizes)
@@ -388,8 +390,8 @@ def tensordot(a, b, dims=2, out=None):
     sizes = {}
     for c, m in list(zip(la, a.shape)) + list(zip(lb, b.shape)):
         sizes[c] = max(sizes.get(c, 1), m)
-    prepared = [_prepare(0, a, la, sizes, set(output) | set(lb)),
-                _prepare(1, b, lb, sizes, set(output) | set(la))]
+    prepared = [_prepare(a, la, sizes, set(output) | set(lb)),
+                _prepare(b, lb, sizes, set(output) | set(la))]
     r = contract([p[0] for p in prepared], [p[1] for p in prepared], output, sizes, [(0, 1)])
     if out is not None:
         out.copy_(r)

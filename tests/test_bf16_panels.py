@@ -70,7 +70,7 @@ def _train(on, sizes, batch, opt_name, steps=4, threads=2):
         loss.backward()
         opt.step()
         losses.append(float(loss))
-    return model, [p.numpy().copy() for p in params], losses
+    return model, [p.detach().numpy().copy() for p in params], losses
 
 
 # shapes that cut K into several even slices (600: three of 200; 300 odd halves), rows
@@ -104,7 +104,7 @@ def test_a_write_outside_the_optimizer_is_never_served_stale_panels(panels_on):
     x = pygpu.tensor(np.random.default_rng(3).standard_normal((32, 200)).astype(np.float32))
     w = model.layers[0].weight if hasattr(model, "layers") else list(model.parameters())[0]
     with pygpu.autocast("cpu", dtype=pygpu.bfloat16):
-        fresh = model(x).astype(pygpu.float32).numpy()
+        fresh = model(x).astype(pygpu.float32).detach().numpy()
     s0 = _stats()
     assert s0["slots"] >= 2
     v = w._version

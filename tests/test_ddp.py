@@ -36,7 +36,8 @@ after_sync = dist.stats()
 with ddp.no_sync():
     loss = loss_fn(ddp(pygpu.tensor(x[mine], device=device)), pygpu.tensor(y[mine], device=device))
     loss.backward()
-print("JSON " + json.dumps({"rank": r, "params": [q.numpy().tolist() for q in model.parameters()],
+print("JSON " + json.dumps({"rank": r,
+                            "params": [q.detach().numpy().tolist() for q in model.parameters()],
                             "stats": after_sync, "after_no_sync": dist.stats(),
                             "buckets": ddp.bucket_sizes}))
 """
@@ -70,7 +71,7 @@ def test_ddp_matches_single_process_training_on_the_global_batch(tmp_path, where
     ref = _reference()
     for row in rows:
         for got, want in zip(row["params"], ref.parameters()):
-            np.testing.assert_allclose(np.array(got), want.numpy(), rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(np.array(got), want.detach().numpy(), rtol=1e-10, atol=1e-12)
     # the gradient all-reduce moves exactly the ring's bytes for the parameter bytes, per rank
     nelem = sum(p.numel() for p in ref.parameters())
     for row in rows:
@@ -93,7 +94,7 @@ def test_small_buckets_split_in_reverse_order(tmp_path):
     assert rows[0]["buckets"][0] >= sizes[-1]
     assert rows[0]["stats"]["calls"]["grad_all_reduce"] == 3 * len(rows[0]["buckets"])
     for got, want in zip(rows[0]["params"], ref.parameters()):
-        np.testing.assert_allclose(np.array(got), want.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(np.array(got), want.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_ranks_with_different_models_get_an_error_not_a_hang(tmp_path):

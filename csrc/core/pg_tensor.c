@@ -227,7 +227,7 @@ pg_status pg_view_select(const pg_tensor *t, int axis, int64_t i, pg_tensor *out
         return pg_error_set(PG_ERR_INDEX, "too many indices for a %d-d tensor", t->ndim);
     int64_t n = t->shape[axis];
     if (i < -n || i >= n)
-        return pg_error_set(PG_ERR_INDEX, "index %lld is out of bounds for axis %d with size %lld",
+        return pg_error_set(PG_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
                             (long long)i, axis, (long long)n);
     if (i < 0)
         i += n;
@@ -286,12 +286,14 @@ pg_status pg_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
     for (int i = 0; i < n; i++) {
         int64_t da = i < n - na ? 1 : a[i - (n - na)];
         int64_t db = i < n - nb ? 1 : b[i - (n - nb)];
-        if (da != db && da != 1 && db != 1) {
+        if (da != db && da != 1 && db != 1) { /* PyTorch's words, then NumPy's */
             char sa[160], sb[160];
             return pg_error_set(PG_ERR_SHAPE,
-                                "%s: operands could not be broadcast together with shapes %s "
-                                "and %s",
-                                opname, pg_shape_str(na, a, sa, sizeof sa),
+                                "%s: The size of tensor a (%lld) must match the size of tensor b "
+                                "(%lld) at non-singleton dimension %d: operands could not be "
+                                "broadcast together with shapes %s and %s",
+                                opname, (long long)da, (long long)db, i,
+                                pg_shape_str(na, a, sa, sizeof sa),
                                 pg_shape_str(nb, b, sb, sizeof sb));
         }
         out[i] = da == 1 ? db : da;
