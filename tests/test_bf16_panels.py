@@ -112,12 +112,12 @@ def test_a_write_outside_the_optimizer_is_never_served_stale_panels(panels_on):
         w.mul_(0.5)  # through pygpu: a new write stamp
     assert w._version != v
     with pygpu.autocast("cpu", dtype=pygpu.bfloat16):
-        out = model(x).astype(pygpu.float32).numpy()
+        out = model(x).astype(pygpu.float32).detach().numpy()
     s1 = _stats()
     assert s1["fwd"] - s0["fwd"] == 1  # the other layer's panels still serve
     pygpu._C._bf16_panels(False)  # the reference: packed from W by the product itself
     with pygpu.autocast("cpu", dtype=pygpu.bfloat16):
-        ref = model(x).astype(pygpu.float32).numpy()
+        ref = model(x).astype(pygpu.float32).detach().numpy()
     np.testing.assert_array_equal(out, ref)
     assert not np.array_equal(out, fresh)  # the stale panels would have given `fresh`
 

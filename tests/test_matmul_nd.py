@@ -107,10 +107,17 @@ def test_gpt_hand_written_attention_matches_torch(device, dtype, rtol):
 
 
 def _matmul_ops(fn):
+    """The ops fn runs (profiler rows), and on cuda that each matmul is one cuBLAS call."""
     from pygpu import profiler
     with profiler.profile() as prof:
         fn()
-    return {r.key: r.count for r in prof.key_averages()}
+    rows = {r.key: r.count for r in prof.key_averages()}
+    kernels = {k: n for k, n in rows.items() if k.startswith(("cublas", "pg_"))}
+    ops = {k: n for k, n in rows.items() if k not in kernels}
+    blas = sum(n for k, n in kernels.items() if k.startswith("cublas"))
+    assert blas in (0, ops.get("matmul", 0)), kernels  # 0: not cuda (no kernel rows)
+    assert all("StridedBatched" in k for k in kernels if k.startswith("cublas")), kernels
+    return ops
 
 
 def test_batched_operands_need_no_copy_and_one_product(device):
