@@ -167,7 +167,8 @@ static PyObject *m_reshape(PyObject *self, PyObject *args)
     for (int i = 0; i < ndim; i++) {
         if (shape[i] == -1) {
             if (infer >= 0) {
-                PyErr_SetString(PyExc_ValueError, "reshape: can only specify one unknown dimension (-1)");
+                PyErr_SetString(pg_exc_shape, "only one dimension can be inferred (reshape: one "
+                                              "-1 at most)");
                 return NULL;
             }
             infer = i;
@@ -179,8 +180,8 @@ static PyObject *m_reshape(PyObject *self, PyObject *args)
         int64_t n = pg_tensor_numel(t);
         if (known == 0 || n % known != 0) {
             char a[160];
-            PyErr_Format(PyExc_ValueError, "cannot reshape a tensor of %lld elements into shape %s",
-                         (long long)n, pg_shape_str(ndim, shape, a, sizeof a));
+            PyErr_Format(pg_exc_shape, "shape '%s' is invalid for input of size %lld",
+                         pg_shape_list_str(ndim, shape, a, sizeof a), (long long)n);
             return NULL;
         }
         shape[infer] = n / known;

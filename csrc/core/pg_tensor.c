@@ -64,6 +64,16 @@ const char *pg_shape_str(int ndim, const int64_t *shape, char *buf, int len)
     return buf;
 }
 
+const char *pg_shape_list_str(int ndim, const int64_t *shape, char *buf, int len)
+{
+    int n = snprintf(buf, len, "[");
+    for (int i = 0; i < ndim && n < len; i++)
+        n += snprintf(buf + n, len - n, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (n < len)
+        snprintf(buf + n, len - n, "]");
+    return buf;
+}
+
 pg_status pg_shape_check(int ndim, const int64_t *shape, pg_dtype dt)
 {
     if (ndim < 0 || ndim > PG_MAX_DIMS)
@@ -200,9 +210,12 @@ pg_status pg_view_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg
     pg_tensor_out_init(out, t);
     PG_TRY(pg_shape_check(ndim, shape, (pg_dtype)t->dtype));
     if (pg_shape_numel(ndim, shape) != pg_tensor_numel(t)) {
-        char a[160], b[160];
-        return pg_error_set(PG_ERR_SHAPE, "cannot reshape a tensor of shape %s (%lld elements) "
-                                          "into shape %s",
+        char a[160], b[160], c[160];
+        return pg_error_set(PG_ERR_SHAPE, "shape '%s' is invalid for input of size %lld: cannot "
+                                          "reshape a tensor of shape %s (%lld elements) into "
+                                          "shape %s",
+                            pg_shape_list_str(ndim, shape, c, sizeof c),
+                            (long long)pg_tensor_numel(t),
                             pg_shape_str(t->ndim, t->shape, a, sizeof a),
                             (long long)pg_tensor_numel(t), pg_shape_str(ndim, shape, b, sizeof b));
     }
