@@ -12,8 +12,10 @@ ending in a synchronize. TF32 is off on both sides (torch.backends.cuda.matmul.a
 pygpu.backends.cuda.matmul.allow_tf32). The rows: matmul fp32/bf16; x*2+1, sum, softmax
 and layer_norm over 64M float32 elements; pinned and pageable copies; launch overhead; the
 small (784-512-512-10) and the wide (4096x4) MLP training in fp32 and bf16 autocast; a
-CIFAR-10-shaped CNN's training step (convolution, batch norm, max pooling); inference MLP 4096x3 in fp32, bf16 autocast and int8 (dynamic and static, against
-PyTorch's bf16); and a small training step as a CUDA graph replay. It prints a markdown
+CIFAR-10-shaped CNN's training step (convolution, batch norm, max pooling); causal
+attention forward and backward and a 2-layer LSTM's step; inference MLP 4096x3 in fp32,
+bf16 autocast and int8 (dynamic and static, against PyTorch's bf16); and a small training
+step as a CUDA graph replay. It prints a markdown
 table, pygpu/PyTorch speed per row (above 1: pygpu faster), and the results of each pair
 are checked against each other first.
 
@@ -278,6 +280,48 @@ class Bench:
         self.check("CNN loss", pstep().item(), tstep().item(), 1e-3)
         self.row(f"CIFAR CNN fp32 b{b} (SGD step)", pstep, tstep, float(b), "samples/s")
 
+    def sequence(self):
+        """Fused causal attention (kernels/attention.cu) forward and backward, and a 2-layer
+        LSTM's training step (kernels/rnn.cu and the GEMMs), same data and weights; PyTorch's
+        SDPA picks its own kernel (flash or memory-efficient) and its LSTM runs cuDNN's."""
+        torch = self.torch
+        F, TF = nn.functional, torch.nn.functional
+        B, H, T, D = (1, 2, 16, 8) if self.quick else (8, 8, 512, 64)
+        rng = np.random.default_rng(6)
+        qkv = [rng.standard_normal((B, H, T, D)).astype(np.float32) for _ in range(4)]
+        (pq, tq), (pk, tk), (pv, tv), (pg, tg) = [self.pair(a) for a in qkv]
+        for t in (pq, pk, pv, tq, tk, tv):
+            t.requires_grad_(True)
+        self.check("SDPA", F.scaled_dot_product_attention(pq, pk, pv, is_causal=True)
+                   .detach().numpy()[0, 0, :4],
+                   TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+                   .detach().cpu().numpy()[0, 0, :4], 1e-4)
+        self.row(f"SDPA causal fp32 {B}x{H}x{T}x{D} fwd+bwd",
+                 lambda: F.scaled_dot_product_attention(pq, pk, pv, is_causal=True).backward(pg),
+                 lambda: TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True).backward(tg),
+                 1.0, "calls/s")
+        hidden, seq, batch = (16, 8, 4) if self.quick else (512, 64, 32)
+        pygpu.manual_seed(0)
+        pm = nn.LSTM(hidden, hidden, num_layers=2).to(self.dev)
+        tm = torch.nn.LSTM(hidden, hidden, num_layers=2).to(self.tdev)
+        with torch.no_grad():
+            for (pn, p), (tn, q) in zip(pm.named_parameters(), tm.named_parameters()):
+                assert pn == tn, (pn, tn)
+                q.copy_(torch.tensor(p.numpy()))
+        px, tx = self.pair(rng.standard_normal((seq, batch, hidden)).astype(np.float32))
+        self.check("LSTM", pm(px)[0].detach().numpy()[-1, :2],
+                   tm(tx)[0].detach().cpu().numpy()[-1, :2], 1e-4)
+
+        def pstep():
+            pm.zero_grad()
+            pm(px)[0].sum().backward()
+
+        def tstep():
+            tm.zero_grad()
+            tm(tx)[0].sum().backward()
+        self.row(f"LSTM 2x{hidden} seq {seq} b{batch} fp32 (fwd+bwd)", pstep, tstep,
+                 float(batch), "samples/s")
+
     def inference(self):
         torch = self.torch
         d, b = (64, 16) if self.quick else (4096, 4096)
@@ -339,7 +383,7 @@ class Bench:
 
     def run(self):
         for part in (self.matmul, self.memory_bound, self.copies, self.overhead, self.training,
-                     self.cnn, self.inference, self.graph):
+                     self.cnn, self.sequence, self.inference, self.graph):
             part()
         return self.rows
 

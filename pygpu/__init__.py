@@ -62,7 +62,10 @@ from .distributions.discrete import multinomial  # noqa: E402
 from . import sparse  # noqa: E402 - COO sparse tensors over index_select / index_add_
 from . import data  # noqa: E402 - the training layers sit on the tensor API above
 from . import utils  # noqa: E402 - pygpu.utils.data is pygpu.data (torch.utils.data's place)
-from .checkpoint import load, save  # noqa: E402
+from .serialization import load, save  # noqa: E402
+from . import _einops_backend  # noqa: E402 - einops finds pygpu's backend on its own
+_einops_backend.install()
+from ._torch_alias import install_as_torch  # noqa: E402 - `import torch` gives pygpu
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .amp import autocast_mode as _amp_autocast  # noqa: E402
@@ -121,6 +124,7 @@ _C._setup(_dtype.ALL, {
     "autocast": _amp_autocast._hook,
     "numpy_bfloat16": _dtype.numpy_bfloat16,
     "legacy_new": _legacy.legacy_new,
+    "trace": onnx._trace.trace_hook,
 })
 
 
@@ -155,7 +159,7 @@ __all__ += [
     "IndexOutOfRangeError", "AsyncIndexError", "no_grad", "enable_grad",
     "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
     "mse_loss", "nn", "optim", "special", "linalg", "distributions", "multinomial", "sparse",
-    "data", "save", "load", "Trainer", "cost", "transfer_budget", "TransferBudgetError",
+    "data", "save", "load", "install_as_torch", "Trainer", "cost", "transfer_budget", "TransferBudgetError",
     "cpu_isa",
 ]
 __all__ += _SURFACE_ALL  # surface (issue 27)

@@ -1,5 +1,5 @@
 """Where a loaded tensor goes: map_location's rules, shared by the two file formats that
-pygpu.load reads (safetensors in checkpoint.py, pickles in _pickle_io.py).
+pygpu.load reads (pygpu/serialization/: PyTorch's formats, safetensors).
 
 map_location is None (the device it was saved from), a device, a dict {saved: target} or a
 callable saved -> target; a target that does not exist on this machine is a

@@ -152,6 +152,21 @@ METHODS.update({f"{name}_": _inplace_view(name) for name in
                 ("squeeze", "unsqueeze", "t", "transpose", "swapaxes", "swapdims")})
 
 
+def _softmax_method(name):
+    """Tensor.softmax / log_softmax(dim, dtype=None): the composite in pygpu/_ops (issue 46:
+    libraries call them as methods, perceiver-pytorch's attention among them)."""
+    def method(self, dim=None, dtype=None, *, _stacklevel=3):
+        from . import _ops
+        x = self if dtype is None else self.to(dtype)
+        return getattr(_ops, name)(x, -1 if dim is None else dim)
+    method.__name__ = name
+    return method
+
+
+METHODS.update({"softmax": _softmax_method("softmax"),
+                "log_softmax": _softmax_method("log_softmax")})
+
+
 def _function(name):
     def fn(input, *args, **kwargs):
         return getattr(Tensor, name)(input, *args, **kwargs)

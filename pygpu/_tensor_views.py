@@ -12,7 +12,7 @@ into the Tensor type by pygpu/_tensor_surface.py."""
 from . import _C
 from ._tensor_create import shape_args
 from .autograd._broadcast import unbroadcast
-from .autograd.function import Function
+from .autograd.function import TRACING, Function
 from .autograd.grad_mode import is_grad_enabled
 
 Tensor = _C.Tensor
@@ -67,7 +67,7 @@ _FNS = {}
 
 def record(name, x, make, back):
     """make(x) as a view; recorded with backward `back` when x requires grad."""
-    if not (x.requires_grad and is_grad_enabled()):
+    if not (x.requires_grad and is_grad_enabled()) and not TRACING[0]:
         return make(x)
     fn = _FNS.get(name) or _FNS.setdefault(name, _named(name))
     return fn.apply(x, make, back)

@@ -48,41 +48,41 @@ def test_round_trip_returns_each_tensor_to_its_device(device, tmp_path):
 @pytest.mark.parametrize("where", ["cpu", "sim:1", pygpu.device("sim:0")])
 def test_map_location_puts_every_tensor_on_one_device(device, where, tmp_path):
     sd = _state(device)
-    pygpu.save(sd, tmp_path / "m.st")
-    back = pygpu.load(tmp_path / "m.st", map_location=where)
+    pygpu.save(sd, tmp_path / "m.safetensors")
+    back = pygpu.load(tmp_path / "m.safetensors", map_location=where)
     _assert_same(sd, back)
     assert {str(t.device) for t in back.values()} == {str(pygpu.device(where))}
 
 
 def test_map_location_dict_and_callable(tmp_path):
     sd = {"a": pygpu.ones(2, device="sim:0"), "b": pygpu.ones(2, device="sim:1"), "c": pygpu.ones(2)}
-    pygpu.save(sd, tmp_path / "m.st")
-    back = pygpu.load(tmp_path / "m.st", map_location={"sim:0": "cpu", "cpu": "sim:1"})
+    pygpu.save(sd, tmp_path / "m.safetensors")
+    back = pygpu.load(tmp_path / "m.safetensors", map_location={"sim:0": "cpu", "cpu": "sim:1"})
     assert [str(back[k].device) for k in "abc"] == ["cpu", "sim:1", "sim:1"]
-    back = pygpu.load(tmp_path / "m.st", map_location=lambda saved: "sim:0")
+    back = pygpu.load(tmp_path / "m.safetensors", map_location=lambda saved: "sim:0")
     assert {str(t.device) for t in back.values()} == {"sim:0"}
 
 
 def test_safetensors_reads_what_pygpu_writes(tmp_path):
     sd = _state("sim")
-    pygpu.save(sd, tmp_path / "m.st")
-    arrays = stnp.load_file(str(tmp_path / "m.st"))
+    pygpu.save(sd, tmp_path / "m.safetensors")
+    arrays = stnp.load_file(str(tmp_path / "m.safetensors"))
     assert set(arrays) == set(sd)
     for k, v in sd.items():
         np.testing.assert_array_equal(arrays[k], v.numpy())
-    n = struct.unpack("<Q", (tmp_path / "m.st").read_bytes()[:8])[0]
-    header = json.loads((tmp_path / "m.st").read_bytes()[8:8 + n])
+    n = struct.unpack("<Q", (tmp_path / "m.safetensors").read_bytes()[:8])[0]
+    header = json.loads((tmp_path / "m.safetensors").read_bytes()[8:8 + n])
     assert json.loads(header["__metadata__"]["pygpu.devices"])["0.weight"] == "sim:0"
 
 
 def test_pygpu_reads_what_safetensors_writes(tmp_path):
     arrays = {"w": np.arange(6, dtype=np.float32).reshape(2, 3), "i": np.arange(3, dtype=np.int64)}
-    stnp.save_file(arrays, str(tmp_path / "plain.st"))
-    back = pygpu.load(tmp_path / "plain.st")  # no pygpu metadata: everything on the cpu
+    stnp.save_file(arrays, str(tmp_path / "plain.safetensors"))
+    back = pygpu.load(tmp_path / "plain.safetensors")  # no pygpu metadata: everything on the cpu
     for k, v in arrays.items():
         assert str(back[k].device) == "cpu"
         np.testing.assert_array_equal(back[k].numpy(), v)
-    back = pygpu.load(tmp_path / "plain.st", map_location="sim")
+    back = pygpu.load(tmp_path / "plain.safetensors", map_location="sim")
     assert str(back["w"].device) == "sim:0"
 
 
@@ -91,8 +91,8 @@ def test_torch_reads_what_pygpu_writes(tmp_path):
     from safetensors.torch import load_file
 
     sd = _state("cpu")
-    pygpu.save(sd, tmp_path / "m.st")
-    t = load_file(str(tmp_path / "m.st"))
+    pygpu.save(sd, tmp_path / "m.safetensors")
+    t = load_file(str(tmp_path / "m.safetensors"))
     np.testing.assert_array_equal(t["0.weight"].numpy(), sd["0.weight"].numpy())
 
 
@@ -102,8 +102,8 @@ def test_nested_state_like_an_optimizers_round_trips(tmp_path):
         "param_groups": [{"lr": 0.01, "momentum": 0.9, "nesterov": False, "params": [0, 1],
                           "betas": (0.9, 0.999), "name": None}],
     }
-    pygpu.save(state, tmp_path / "opt.st")
-    back = pygpu.load(tmp_path / "opt.st")
+    pygpu.save(state, tmp_path / "opt.safetensors")
+    back = pygpu.load(tmp_path / "opt.safetensors")
     assert back["param_groups"] == state["param_groups"]
     assert back["state"][1] == {"step": 4}
     buf = back["state"][0]["momentum_buffer"]
@@ -112,8 +112,8 @@ def test_nested_state_like_an_optimizers_round_trips(tmp_path):
 
 def test_a_checkpoint_from_an_absent_device_names_it_and_says_map_location(tmp_path, fresh_stats):
     sd = {"a": pygpu.ones(2), "w": pygpu.ones(2)}
-    pygpu.save(sd, tmp_path / "m.st")
-    path = tmp_path / "m.st"
+    pygpu.save(sd, tmp_path / "m.safetensors")
+    path = tmp_path / "m.safetensors"
     raw = path.read_bytes()
     n = struct.unpack("<Q", raw[:8])[0]
     header = json.loads(raw[8:8 + n])
@@ -130,7 +130,7 @@ def test_a_checkpoint_from_an_absent_device_names_it_and_says_map_location(tmp_p
 
 
 def _write_then_damage(tmp_path, damage):
-    path = tmp_path / "m.st"
+    path = tmp_path / "m.safetensors"
     pygpu.save(_state("cpu"), path)
     raw = path.read_bytes()
     path.write_bytes(damage(raw))
@@ -140,7 +140,7 @@ def _write_then_damage(tmp_path, damage):
 @pytest.mark.parametrize("damage, words", [
     (lambda raw: raw[:len(raw) - 10], "truncated"),
     (lambda raw: raw[:5], "truncated"),
-    (lambda raw: raw[:8] + b"{not json" + raw[17:], "not valid JSON"),
+    (lambda raw: raw[:8] + b"{not json" + raw[17:], "invalid JSON"),
     (lambda raw: struct.pack("<Q", 10 ** 9) + raw[8:], "truncated"),
     (lambda raw: b"", "truncated"),
 ])
@@ -152,7 +152,7 @@ def test_a_damaged_file_is_a_clear_error(tmp_path, damage, words, fresh_stats):
 
 
 def test_save_is_atomic_and_leaves_no_temporary_file(tmp_path, monkeypatch):
-    path = tmp_path / "m.st"
+    path = tmp_path / "m.safetensors"
     pygpu.save({"w": pygpu.ones(2)}, path)
     old = path.read_bytes()
 
@@ -163,7 +163,7 @@ def test_save_is_atomic_and_leaves_no_temporary_file(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="simulated"):
         pygpu.save({"w": pygpu.zeros(1000)}, path)
     assert path.read_bytes() == old  # the old checkpoint is intact
-    assert os.listdir(tmp_path) == ["m.st"]  # and no temporary file is left
+    assert os.listdir(tmp_path) == ["m.safetensors"]  # and no temporary file is left
 
 
 @pytest.mark.parametrize("state, refused", [
@@ -175,15 +175,15 @@ def test_states_safetensors_cannot_hold_are_pickled_and_weights_only_guards_them
         tmp_path, state, refused):
     # PyTorch's save takes any object: what safetensors cannot hold is pickled, and
     # load(weights_only=True) (the default) reads it only when it is containers and values
-    pygpu.save(state, tmp_path / "x.st")
+    pygpu.save(state, tmp_path / "x.pt")
     if refused:
         with pytest.raises(Exception, match=f"weights_only=True.*{refused}.*weights_only=False"):
-            pygpu.load(tmp_path / "x.st")
-        assert type(pygpu.load(tmp_path / "x.st", weights_only=False)["w"]) is object
+            pygpu.load(tmp_path / "x.pt")
+        assert type(pygpu.load(tmp_path / "x.pt", weights_only=False)["w"]) is object
     else:
-        back = pygpu.load(tmp_path / "x.st")
+        back = pygpu.load(tmp_path / "x.pt")
         assert type(back) is type(state) and len(back) == len(state)
-    assert os.listdir(tmp_path) == ["x.st"]
+    assert os.listdir(tmp_path) == ["x.pt"]
 
 
 def test_an_optimizers_state_dict_round_trips(tmp_path):
@@ -193,8 +193,8 @@ def test_an_optimizers_state_dict_round_trips(tmp_path):
     x, y = pygpu.randn(5, 4, device="sim"), pygpu.tensor([0, 1, 0, 1, 1], device="sim")
     pygpu.nn.CrossEntropyLoss()(model(x), y).backward()
     opt.step()
-    pygpu.save(opt.state_dict(), tmp_path / "adam.st")
-    back = pygpu.load(tmp_path / "adam.st")
+    pygpu.save(opt.state_dict(), tmp_path / "adam.safetensors")
+    back = pygpu.load(tmp_path / "adam.safetensors")
     again = pygpu.optim.Adam(model.parameters(), lr=0.5)
     again.load_state_dict(back)
     assert again.param_groups[0]["lr"] == 0.01 and again.param_groups[0]["betas"] == (0.9, 0.999)

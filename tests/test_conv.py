@@ -10,6 +10,7 @@ import pytest
 import pygpu
 from pygpu import _conv_ops, nn
 from pygpu.nn import functional as F
+from _helpers import same_repr
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -344,7 +345,7 @@ def test_modules_mirror_torch_layout():
         (nn.BatchNorm2d(6, momentum=None), torch.nn.BatchNorm2d(6, momentum=None)),
     ]
     for ours, ref in pairs:
-        assert repr(ours) == repr(ref)
+        same_repr(ours, ref)
         assert list(ours.state_dict()) == list(ref.state_dict())
         for (k, v), (_, tv) in zip(ours.state_dict().items(), ref.state_dict().items()):
             assert tuple(v.shape) == tuple(tv.shape), k
@@ -395,7 +396,7 @@ def test_norm_modules_running_statistics_match_torch(device):
                                                dtype=torch.float64)),
                       (nn.GroupNorm(2, 4, dtype=pygpu.float64),
                        torch.nn.GroupNorm(2, 4, dtype=torch.float64))):
-        assert repr(ours) == repr(ref)
+        same_repr(ours, ref)
         ours = ours.to(device)
         for _ in range(2):
             _check(device, ours, ref, [rng.standard_normal((3, 4, 5, 6)) * 2 + 1])

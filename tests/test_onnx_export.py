@@ -1,7 +1,7 @@
 # test_onnx_export.py - pygpu.onnx.export (torch.onnx.export) writes a real ONNX model:
 # ONNX's checker accepts it and ONNX Runtime's outputs match pygpu's forward, for networks
-# of every layer the exporter converts, with a dynamic batch axis; a forward with a tensor
-# op between layers is refused, not exported wrong.
+# of every layer the exporter converts, with a dynamic batch axis; a tensor op between
+# layers is traced (tests/test_onnx_tracing.py has the rest of the tracing exporter).
 import numpy as np
 import pytest
 
@@ -73,17 +73,21 @@ def test_embedding_and_a_custom_module(tmp_path):
                                atol=1e-6)
 
 
-def test_a_tensor_op_between_layers_is_refused(tmp_path):
+def test_a_tensor_op_between_layers_is_traced(tmp_path):
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
             self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 2)
 
         def forward(self, x):
-            return self.b(self.a(x) * 2)  # `* 2` is not a module: the exporter cannot see it
+            return self.b(self.a(x) * 2)  # `* 2` is no module: traced on pygpu's dispatch
 
-    with pytest.raises(NotImplementedError, match="Linear gets a tensor .* no module"):
-        pygpu.onnx.export(Net(), pygpu.randn(3, 4), str(tmp_path / "m.onnx"))
+    net = Net()
+    sess, _ = _run(net, pygpu.randn(3, 4), tmp_path)
+    xb = np.random.default_rng(3).standard_normal((5, 4)).astype(np.float32)
+    (got,) = sess.run(None, {"x": xb})
+    np.testing.assert_allclose(got, net(pygpu.tensor(xb)).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
 
 
 def test_the_torch_spelling():

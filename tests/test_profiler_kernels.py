@@ -332,7 +332,13 @@ def test_row_ops_are_one_kernel_each(plugin):
                     assert e.kernels_launched == 1, e
                 assert [k.name for e in ops for k in e.kernels] == [
                     "pg_softmax_rows_kernel", "pg_log_softmax_rows_kernel",
-                    "pg_layer_norm_rows_kernel", "pg_clamp_kernel", "pg_clamp_kernel"]
+                    "pg_layer_norm_rows_kernel", "pg_clamp_vec_kernel", "pg_clamp_vec_kernel"]
+                # a view takes the strided clamp
+                with profile() as prof:
+                    got_view = x[:, 1:].clamp(-1.5, 2.0)
+                assert [k.name for e in prof.events() for k in e.kernels] == ["pg_clamp_kernel"]
+                np.testing.assert_array_equal(got_view.numpy(),
+                                              pygpu.tensor(a)[:, 1:].clamp(-1.5, 2.0).numpy())
                 c, cf = pygpu.tensor(a), pygpu.tensor(np.nan_to_num(a, nan=0.5, neginf=-3.0))
                 want = [F.softmax(c, -1), F.log_softmax(c, -1),
                         F.layer_norm(cf, (cols,), pygpu.tensor(w), pygpu.tensor(b)),
@@ -343,6 +349,17 @@ def test_row_ops_are_one_kernel_each(plugin):
                 # NaN anywhere in a row, or a row of -inf: a NaN row, as the CPU's
                 s = got[0].numpy()
                 assert np.isnan(s[1]).all() and np.isnan(s[2]).all() and not np.isnan(s[3]).any()
+        # rows past the registers (over 8 packs a thread) take the online kernel, one still
+        a = rng.standard_normal((2, 33000)).astype(np.float32)
+        a[1, 7] = np.nan
+        x = pygpu.tensor(a, device="cuda")
+        with profile() as prof:
+            got = [F.softmax(x, -1), F.log_softmax(x, -1)]
+        assert [k.name for e in prof.events() for k in e.kernels] == [
+            "pg_softmax_rows_kernel", "pg_log_softmax_rows_kernel"]
+        c = pygpu.tensor(a)
+        for g, r in zip(got, [F.softmax(c, -1), F.log_softmax(c, -1)]):
+            np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=2e-5, atol=2e-5)
         print("ok")
     """)
 
@@ -371,6 +388,12 @@ def test_a_whole_tensor_sum_is_one_pass_and_a_block_combine(plugin):
             for g, w in zip(got, want):
                 np.testing.assert_allclose(g.item(), w.item(), rtol=rtol)
             assert got[2].item() == n // 2
+        # a small one (the round trip's 64 x 64 product) is one block: no split, no scratch
+        x = pygpu.tensor(rng.standard_normal(4096).astype(np.float32), device="cuda")
+        with profile() as prof:
+            s = x.sum()
+        assert [k.name for e in prof.events() for k in e.kernels] == ["pg_reduce_block_kernel"]
+        np.testing.assert_allclose(s.item(), x.cpu().sum().item(), rtol=1e-6)
         print("ok")
     """)
 
@@ -386,7 +409,8 @@ def test_last_dim_reductions_are_one_pass_and_cross_entropy_two_kernels(plugin):
         from pygpu.profiler import profile
         rng = np.random.default_rng(0)
         cases = {(2048, 8): ["pg_reduce_thread_kernel"], (3, 129): ["pg_reduce_block_kernel"],
-                 (64, 4096): ["pg_reduce_split_block_kernel", "pg_reduce_combine_block_kernel"]}
+                 (64, 4096): ["pg_reduce_block_kernel"],
+                 (4, 1 << 16): ["pg_reduce_split_block_kernel", "pg_reduce_combine_block_kernel"]}
         for (rows, cols), kernels in cases.items():
             a = rng.standard_normal((rows, cols)).astype(np.float32)
             labels = rng.integers(0, cols, rows)
@@ -409,12 +433,15 @@ def test_last_dim_reductions_are_one_pass_and_cross_entropy_two_kernels(plugin):
     """)
 
 
-def test_pooling_and_batch_norm_are_one_kernel_each_way(plugin):
-    """POOL and BATCH_NORM run their own kernels on cuda (kernels/conv_layers.cu), one per op
-    each way, where they were compositions (a dense pooling matrix, gathers, a dozen kernels
-    for batch norm). Pooling's values and gradients are the CPU's bits: max pooling's gradient
-    is scattered only where windows cannot overlap, else added by plane in the CPU's order.
-    Batch norm to rounding; BatchNorm1d on (N, C) (L = 1) too."""
+def test_pooling_is_one_kernel_and_batch_norm_three_each_way(plugin):
+    """POOL and BATCH_NORM run their own kernels on cuda (kernels/conv_layers.cu) where they
+    were compositions (a dense pooling matrix, gathers, a dozen kernels for batch norm):
+    pooling one kernel each way, batch norm three (the channels' pieces summed by many
+    blocks, a thread per channel adding the pieces, the output), so that a few channels
+    still fill the GPU. Pooling's values and gradients are the CPU's bits: max pooling's
+    gradient is scattered only where windows cannot overlap, else added by plane in the CPU's
+    order. Batch norm to rounding: BatchNorm1d on (N, C) (L = 1), short planes (a thread per
+    element), and planes of 4096 in two pieces a channel (tiles of a plane)."""
     _run(plugin, """
         import numpy as np, pygpu
         from pygpu import nn
@@ -449,7 +476,7 @@ def test_pooling_and_batch_norm_are_one_kernel_each_way(plugin):
         assert bwd == ["pg_pool_max_bwd_plane_kernel", "pg_pool_max_bwd_kernel",
                        "pg_pool_avg_bwd_kernel", "pg_pool_avg_bwd_kernel",
                        "pg_pool_max_bwd_plane_kernel"], bwd
-        for shape in ((8, 6, 5, 7), (16, 6)):
+        for shape in ((8, 6, 5, 7), (16, 6), (4, 6, 64, 64)):
             b = rng.standard_normal(shape).astype(np.float32) * 3 + 1
             gy = rng.standard_normal(shape).astype(np.float32)  # no cancelling sums
             res = []
@@ -463,7 +490,9 @@ def test_pooling_and_batch_norm_are_one_kernel_each_way(plugin):
                 if dev == "cuda":
                     ks = [k.name for e in prof.events() if e.name.startswith("batch_norm")
                           for k in e.kernels]
-                    assert ks == ["pg_bn_fwd_kernel", "pg_bn_bwd_kernel"], ks
+                    assert ks == ["pg_bn_part_kernel", "pg_bn_finish_kernel",
+                                  "pg_bn_apply_kernel", "pg_bn_bwd_part_kernel",
+                                  "pg_bn_bwd_finish_kernel", "pg_bn_bwd_apply_kernel"], ks
                 res.append([y.detach().numpy(), x.grad.numpy(), bn.weight.grad.numpy(),
                             bn.bias.grad.numpy(), bn.running_mean.numpy(), bn.running_var.numpy()])
             for c, r in zip(*res):

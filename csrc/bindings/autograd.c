@@ -8,6 +8,7 @@
 #include "autograd.h"
 
 _Thread_local int pg_grad_disabled;
+_Thread_local int pg_tracing;
 
 #define PT(o) ((PyTensor *)(o))
 
@@ -22,6 +23,23 @@ PyObject *pg_ag_record_slow(PyObject *out, const char *name, PyObject *a, PyObje
     PyObject *r = PyObject_CallFunction(hook, "sOOOOO", name, out, a ? a : Py_None,
                                         b ? b : Py_None, args ? args : Py_None,
                                         kwargs ? kwargs : Py_None);
+    if (!r) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return out;
+}
+
+PyObject *pg_ag_trace_slow(PyObject *out, const char *name, PyObject *a, PyObject *b)
+{
+    PyObject *hook = pg_hook("trace");
+    if (!hook) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    PyObject *r = PyObject_CallFunction(hook, "sOOO", name, out, a ? a : Py_None,
+                                        b ? b : Py_None);
     if (!r) {
         Py_DECREF(out);
         return NULL;
@@ -291,7 +309,20 @@ static PyObject *f_same_storage(PyObject *mod, PyObject *args)
     return PyBool_FromLong(PT(a)->t.storage == PT(b)->t.storage);
 }
 
+/* _set_tracing(flag): this thread's tracing flag (pygpu.onnx); returns the previous one */
+static PyObject *f_set_tracing(PyObject *mod, PyObject *flag)
+{
+    (void)mod;
+    int on = PyObject_IsTrue(flag);
+    if (on < 0)
+        return NULL;
+    int was = pg_tracing;
+    pg_tracing = on;
+    return PyBool_FromLong(was);
+}
+
 PyMethodDef pg_autograd_functions[] = {
+    {"_set_tracing", f_set_tracing, METH_O, "internal: report untraced ops to the trace hook (this thread); returns the previous flag"},
     {"_same_storage", f_same_storage, METH_VARARGS, "internal: a and b use the same memory"},
     {"_grad_exclusive", f_grad_exclusive, METH_O, "internal: t alone uses its storage"},
     {"_set_grad_enabled", f_set_grad_enabled, METH_O, "set this thread's grad mode; returns the previous one"},

@@ -29,6 +29,18 @@ static inline PyObject *pg_ag_record(PyObject *out, const char *name, PyObject *
         return out;
     return pg_ag_record_slow(out, name, a, b, args, kwargs);
 }
+/* Tracing (pygpu.onnx's exporter): while this thread traces a forward, an op autograd does
+ * not record (a comparison, a logical op: no gradient) is reported to the Python hook
+ * "trace" with its name, output and operands, so a mask computed inside the forward is an
+ * op of the exported graph. Off: one flag check. Steals `out`; returns it or NULL. */
+extern _Thread_local int pg_tracing;
+PyObject *pg_ag_trace_slow(PyObject *out, const char *name, PyObject *a, PyObject *b);
+static inline PyObject *pg_ag_trace(PyObject *out, const char *name, PyObject *a, PyObject *b)
+{
+    if (!out || !pg_tracing)
+        return out;
+    return pg_ag_trace_slow(out, name, a, b);
+}
 /* -1 with an error if `self` may not be written in place by an op autograd does not
  * record (`what`): under grad mode, a tensor that requires grad. */
 int pg_ag_check_inplace(PyObject *self, const char *what);

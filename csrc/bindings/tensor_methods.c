@@ -585,7 +585,8 @@ PyObject *pg_unary_call(PyObject *self, int op)
     pg_tensor out;
     pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_unary(op, T(self), &out));
     PyObject *r = pg_wrap_result(st, &out);
-    return !pg_unary_differentiable(op) ? r : pg_ag_record(r, pg_unary_name(op), self, NULL, NULL, NULL);
+    return !pg_unary_differentiable(op) ? pg_ag_trace(r, pg_unary_name(op), self, NULL)
+                                        : pg_ag_record(r, pg_unary_name(op), self, NULL, NULL, NULL);
 }
 
 /* The op table's elementwise methods (Tensor.exp, add_, ...): elementwise_methods.c. */

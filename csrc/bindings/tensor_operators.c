@@ -72,7 +72,8 @@ static PyObject *binary(PyObject *a, PyObject *b, int op)
         bool heavy = pg_heavy(ta) || pg_heavy(tb);
         st = PG_CALL(heavy, pg_op_binary(op, ta, tb, &out));
         PyObject *r = pg_wrap_result(st, &out);
-        return !pg_binary_differentiable(op) ? r : pg_ag_record(r, pg_binary_name(op), a, b, NULL, NULL);
+        return !pg_binary_differentiable(op) ? pg_ag_trace(r, pg_binary_name(op), a, b)
+                                             : pg_ag_record(r, pg_binary_name(op), a, b, NULL, NULL);
     }
     bool left = !PyTensor_Check(a);
     PyObject *other = left ? a : b;
@@ -85,7 +86,8 @@ static PyObject *binary(PyObject *a, PyObject *b, int op)
         Py_RETURN_NOTIMPLEMENTED;
     st = PG_CALL(pg_heavy(t), pg_op_binary_scalar(op, t, s, left, &out));
     PyObject *res = pg_wrap_result(st, &out);
-    return !pg_binary_differentiable(op) ? res : pg_ag_record(res, pg_binary_name(op), a, b, NULL, NULL);
+    return !pg_binary_differentiable(op) ? pg_ag_trace(res, pg_binary_name(op), a, b)
+                                         : pg_ag_record(res, pg_binary_name(op), a, b, NULL, NULL);
 }
 
 static PyObject *nb_add(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_ADD); }

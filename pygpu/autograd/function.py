@@ -81,6 +81,12 @@ def _has_setup_context(cls):
     return getattr(cls, "setup_context", None) is not getattr(Function, "setup_context")
 
 
+# [True] while pygpu.onnx traces a forward (pygpu/onnx/_trace.py): Python ops that skip
+# Function.apply when nothing requires grad (the views) apply it anyway, so the tracer sees
+# them on tensors that need no gradient too (a mask's unsqueeze)
+TRACING = [False]
+
+
 class Function:
     view = False  # True: the output is a view of the first argument (versions.py)
 

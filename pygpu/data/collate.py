@@ -3,7 +3,10 @@
 Recursive over the sample's structure: tensors and NumPy arrays are stacked
 along a new first axis (one host copy, or one cat on a device), Python numbers
 become a 1-d tensor (float64 for floats, int64 for ints, bool), strings stay a
-list, and tuples, lists, dicts and namedtuples are collated field by field."""
+list, and tuples, lists, dicts and namedtuples are collated field by field.
+NumPy arrays of every dtype and other frameworks' tensors (a torch Dataset's samples)
+become pygpu tensors as _convert.py says: DLPack without a copy, dtypes pygpu lacks
+widened exactly."""
 import collections.abc
 import numbers
 
@@ -11,6 +14,7 @@ import numpy as np
 
 from .. import _C
 from .._tensor_join import cat
+from ._convert import from_foreign, host_array, is_foreign_tensor
 
 __all__ = ["default_collate", "default_convert"]
 
@@ -33,6 +37,8 @@ def default_collate(batch):
     elem = batch[0]
     if isinstance(elem, _C.Tensor):
         return _stack(batch)
+    if is_foreign_tensor(elem):  # a torch (or CuPy, JAX) tensor: shared through DLPack
+        return _stack([from_foreign(t) for t in batch])
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in "OSU":
             raise TypeError(f"default_collate: arrays of dtype {elem.dtype} cannot be batched")
@@ -40,9 +46,9 @@ def default_collate(batch):
             raise RuntimeError(f"default_collate: stack expects each array to be equal size, "
                                f"but got {elem.shape} and "
                                f"{next(a.shape for a in batch if a.shape != elem.shape)}")
-        return _C.from_numpy(np.stack(batch))
+        return _C.from_numpy(host_array(np.stack(batch), "default_collate: an array"))
     if isinstance(elem, np.generic):
-        return _C.from_numpy(np.array(batch))
+        return _C.from_numpy(host_array(np.array(batch), "default_collate: a NumPy scalar"))
     if isinstance(elem, bool):
         return _C.from_numpy(np.array(batch, dtype=np.bool_))
     if isinstance(elem, numbers.Integral):
@@ -71,7 +77,9 @@ def default_collate(batch):
 def default_convert(data):
     """What DataLoader does to each sample when batch_size=None: arrays become tensors."""
     if isinstance(data, np.ndarray) and data.dtype.kind not in "OSU":
-        return _C.from_numpy(data)
+        return _C.from_numpy(host_array(data, "default_convert: an array"))
+    if is_foreign_tensor(data):
+        return from_foreign(data)
     if isinstance(data, collections.abc.Mapping):
         return {k: default_convert(v) for k, v in data.items()}
     if isinstance(data, tuple) and hasattr(data, "_fields"):

@@ -31,7 +31,7 @@ import numpy as np
 from .. import _C
 from .._tensor_create import empty as _empty
 from .._device import device as _device
-from .._dtype import to_dtype
+from ._convert import host_array
 from .sampler import RandomSampler, SequentialSampler
 
 # Earlier batches a prefetched copy may reuse the device memory of, once nothing uses them
@@ -67,11 +67,7 @@ def _as_source(name, a):
         raise ValueError(f"DataLoader: {name} must have a leading sample axis, got a scalar")
     if name == "y" and arr.dtype.kind in "iu" and arr.dtype != np.int64:
         arr = arr.astype(np.int64)  # class labels: cross-entropy takes int64
-    try:
-        to_dtype(arr.dtype)
-    except (TypeError, ValueError):
-        raise TypeError(f"DataLoader: {name} has dtype {arr.dtype}, which pygpu tensors do not hold; "
-                        f"convert it first, e.g. {name}.astype(np.float32)") from None
+    arr = host_array(arr, f"DataLoader: {name}")  # uint8 images: widened while pygpu lacks uint8
     return np.ascontiguousarray(arr), None
 
 
@@ -227,7 +223,10 @@ class DataLoader:
             _tensor_source(dataset)
         self._index_map = None
         from .dataset import IterableDataset
-        self._iterable = isinstance(dataset, IterableDataset)
+        # PyTorch's own IterableDataset (a torch dataset fed to pygpu unchanged) counts too
+        self._iterable = isinstance(dataset, IterableDataset) or any(
+            c.__name__ == "IterableDataset" and c.__module__.startswith("torch.")
+            for c in type(dataset).__mro__)
         if self._iterable and (shuffle or sampler is not None or batch_sampler is not None):
             raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle, "
                              "sampler and batch_sampler options")

@@ -1,9 +1,11 @@
 """The ONNX converters of pygpu's layers: one function per module type, in one table.
 
-A converter gets the graph being built (pygpu/onnx/__init__.py: _Graph, with node(),
-weight() and const()), the module, the ONNX names of its input tensors and the names its
-outputs must have, and the example inputs (for shapes). A layer added to pygpu.nn later
-(a convolution, a recurrent layer) adds its row with register(ModuleType)(fn)."""
+The tracer (_trace.py) records a call of a module whose type (or a base whose forward it
+keeps) has a row here as one op, and the ops inside it not at all; other modules are traced
+op by op (_op_converters.py). A converter gets the graph being built (_graph.Graph, with
+node(), weight() and const()), the module, the value names of its input tensors and the
+names its outputs must have, and the call's inputs (for shapes). A layer added to pygpu.nn
+later adds its row with register(ModuleType)(fn)."""
 import math
 
 from .. import nn

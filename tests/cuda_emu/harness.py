@@ -51,6 +51,10 @@ def env(plugin, **extra):
     e = dict(os.environ)
     e["PYGPU_CUDA_BACKEND_SO"] = plugin
     e["PYGPU_NCCL_LIBRARY"] = plugin  # its NCCL stand-in (emu_nccl.cpp)
+    # and its cuDNN stand-in (emu_cudnn.cpp): on a machine with a real GPU, PyTorch's
+    # nvidia-cudnn wheel is found first otherwise, and real cuDNN refuses the emulated
+    # device's streams (CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH on the 2026-11-28 H200 run)
+    e["PYGPU_CUDNN_LIBRARY"] = plugin
     e.update({k: str(v) for k, v in extra.items()})
     return e
 

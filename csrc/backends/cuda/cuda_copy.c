@@ -19,17 +19,23 @@
  *     ring of copies in flight (cuda_queue.c), polled later to report the
  *     time and let go of what the copy held;
  *   - otherwise: wait for the end event, so the bytes have moved when the
- *     call returns, and report the time. */
+ *     call returns, and report the time.
+ * A blocking copy of at most PG_CUDA_BOUNCE_BYTES into pageable host memory (loss.item(),
+ * a printed scalar) lands in the device's pinned staging buffer first and is copied from
+ * there once done, as PyTorch's item() does: the driver's own path for pageable memory cost
+ * 14 us for 4 bytes on the H200 of 2026-11-28, against 1.5 us into pinned memory. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cuda_internal.h"
 
-/* One copy on queue q; `host` is the host-side storage or NULL (d2d). */
+/* One copy on queue q; `host` is the host-side storage or NULL (d2d); `staging`, when not
+ * NULL, receives a blocking copy's bytes in place of the destination. */
 static pg_status pg_cuda_copy_on(pg_cuda_queue *q, const pg_copy *c, enum cudaMemcpyKind kind,
-                                 pg_storage *host, bool queue, const char *op)
+                                 pg_storage *host, bool queue, const char *op, void *staging)
 {
     pg_cuda_device *d = q->dev;
-    void *dst = (char *)c->dst->data + c->dst_offset;
+    void *dst = staging != NULL ? staging : (char *)c->dst->data + c->dst_offset;
     const void *src = (const char *)c->src->data + c->src_offset;
     cudaEvent_t start, end;
     PG_TRY(pg_cuda_event_get(d, op, &start));
@@ -157,5 +163,14 @@ pg_status pg_cuda_copy(const pg_backend *be, int index, const pg_copy *c)
     enum cudaMemcpyKind kind = h2d   ? cudaMemcpyHostToDevice
                                : d2h ? cudaMemcpyDeviceToHost
                                      : cudaMemcpyDeviceToDevice;
-    return pg_cuda_copy_on(q, c, kind, h2d ? c->src : d2h ? c->dst : NULL, queue, op);
+    if (d2h && !queue && d->bounce != NULL && c->nbytes <= PG_CUDA_BOUNCE_BYTES) {
+        /* held until the bytes are out of the buffer: one small copy at a time a device */
+        pthread_mutex_lock(&d->bounce_lock);
+        pg_status st = pg_cuda_copy_on(q, c, kind, c->dst, false, op, d->bounce);
+        if (st == PG_OK)
+            memcpy((char *)c->dst->data + c->dst_offset, d->bounce, c->nbytes);
+        pthread_mutex_unlock(&d->bounce_lock);
+        return st;
+    }
+    return pg_cuda_copy_on(q, c, kind, h2d ? c->src : d2h ? c->dst : NULL, queue, op, NULL);
 }

@@ -71,6 +71,12 @@ pg_status pg_cuda_queues_create(pg_cuda_device *d, const char *op)
         if (h != NULL && cudaFreeHost(h) != cudaSuccess)
             (void)cudaGetLastError();
     }
+    /* the small-copy staging buffer (cuda_copy.c). Optional too: without it such copies
+     * go to pageable memory directly, through the driver's own staging */
+    if (cudaHostAlloc(&d->bounce, PG_CUDA_BOUNCE_BYTES, cudaHostAllocDefault) != cudaSuccess) {
+        (void)cudaGetLastError();
+        d->bounce = NULL;
+    }
     return PG_OK;
 }
 

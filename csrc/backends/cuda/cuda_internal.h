@@ -63,6 +63,7 @@
 /* recycled cudaEvent_t per device: a full kernel-timing ring (128 ops, two events
  * each, cuda_profile.c) plus the copies and joins in flight */
 #define PG_CUDA_SPARE_EVENTS 288
+#define PG_CUDA_BOUNCE_BYTES 65536 /* the small-copy staging buffer (cuda_copy.c) */
 #define PG_CUDA_OPNAME_LEN 32
 
 enum { PG_CUDA_ROLE_COMPUTE = PG_ROLE_COMPUTE, PG_CUDA_ROLE_COPY = PG_ROLE_COPY };
@@ -110,6 +111,10 @@ struct pg_cuda_device {
     cudaStream_t blas_stream; /* the stream `blas` is bound to; under blas_lock */
     cublasLtHandle_t lt;      /* cuBLASLt (the int8 GEMM), NULL until first used; under blas_lock */
     pg_cuda_eflags *eflags_host, *eflags_dev; /* mapped pinned record, or NULL (no flags) */
+    /* pinned staging for small blocking copies into pageable host memory (loss.item()), or
+     * NULL; under bounce_lock for the whole copy (cuda_copy.c says why) */
+    void *bounce;
+    pthread_mutex_t bounce_lock;
 
     char name[256]; /* cudaGetDeviceProperties, cached once known */
     size_t total_memory;

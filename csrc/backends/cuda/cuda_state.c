@@ -19,6 +19,7 @@ static void pg_cuda_state_init_once(void)
         pg_cuda.dev[i].index = i;
         pthread_mutex_init(&pg_cuda.dev[i].lock, NULL);
         pthread_mutex_init(&pg_cuda.dev[i].blas_lock, NULL);
+        pthread_mutex_init(&pg_cuda.dev[i].bounce_lock, NULL);
     }
     atomic_store(&pg_cuda.int8_requant_in_gemm, 1);
 }

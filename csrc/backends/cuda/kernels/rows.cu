@@ -4,11 +4,13 @@
  *
  * The first H200 run composed softmax from five kernels (max, subtract, exp, sum,
  * divide: 0.18x PyTorch's bandwidth at 64M elements) because cuda declined the SOFTMAX
- * node. Here one block takes a row: softmax reads it once for its maximum and its sum of
- * exponentials together (the running maximum rescales the running sum, as the online
- * softmax does), the block combines the threads' pairs (pg_cuda_block.cuh: warp shuffles,
- * then one value per warp), and a second read of the row, which the first left in cache,
- * writes the result: one read from memory and one write. layer_norm takes the CPU's two
+ * node. Here one block takes a row. A row that fits the block's registers (up to 8
+ * 16-byte packs a thread: 32768 floats at 1024 threads) is read once into them; its
+ * maximum, its sum of exponentials and its output come from there. A longer row is read
+ * once for its maximum and its sum of exponentials together (the running maximum rescales
+ * the running sum, as the online softmax does) and a second time, from cache, to write.
+ * The block combines the threads' values with warp shuffles, then one value per warp
+ * (pg_cuda_block.cuh). layer_norm takes the CPU's two
  * passes (the mean, then the variance of x - mean: no cancellation) and a third that
  * writes, the row staying in cache. Rows of float32 whose length is a multiple of 4 (16
  * bytes; 2 for float64) and whose pointers are 16-byte aligned move 16 bytes per access.
@@ -64,6 +66,63 @@ __global__ void pg_softmax_rows_kernel(const T *x, T *y, int64_t R, int64_t C)
                          : LOG          ? (p.v[k] - M) - log_s
                                         : pg_row_exp(p.v[k] - M) * inv;
             out[j] = p;
+        }
+    }
+}
+
+/* The same for rows that fit the block's registers, P packs a thread (C <= P * V * blockDim):
+ * the row is read once into registers, its maximum and then its sum of exponentials are
+ * block reductions, and the exponentials kept in registers are written: one read and one
+ * write, no online rescaling, exp once per element (the online kernel above reached 0.83x
+ * PyTorch's bandwidth on the H200 of 2026-11-28 at rows of 4096). A NaN gives a NaN row
+ * through the sum, a row of -inf NaN, as above. */
+template <typename T, int V, int P, bool LOG>
+__global__ void pg_softmax_rows_reg_kernel(const T *x, T *y, int64_t R, int64_t C)
+{
+    __shared__ T red[32];
+    const int64_t packs = C / V;
+    for (int64_t r = blockIdx.x; r < R; r += gridDim.x) {
+        const pg_pack<T, V> *row = reinterpret_cast<const pg_pack<T, V> *>(x + r * C);
+        pg_pack<T, V> *out = reinterpret_cast<pg_pack<T, V> *>(y + r * C);
+        pg_pack<T, V> p[P];
+        T m = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < P; i++) {
+            const int64_t j = threadIdx.x + (int64_t)i * blockDim.x;
+            if (j < packs) {
+                p[i] = row[j];
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    m = p[i].v[k] > m ? p[i].v[k] : m;
+            }
+        }
+        const T M = pg_block_max(m, red, T(-INFINITY));
+        T s = 0;
+#pragma unroll
+        for (int i = 0; i < P; i++) {
+            if (threadIdx.x + (int64_t)i * blockDim.x < packs) {
+#pragma unroll
+                for (int k = 0; k < V; k++) {
+                    const T e = p[i].v[k] == -INFINITY ? T(0) : pg_row_exp(p[i].v[k] - M);
+                    s += e;
+                    if (!LOG)
+                        p[i].v[k] = e;
+                }
+            }
+        }
+        const T S = pg_block_sum(s, red);
+        const T inv = T(1) / S, log_s = pg_row_log(S);
+#pragma unroll
+        for (int i = 0; i < P; i++) {
+            const int64_t j = threadIdx.x + (int64_t)i * blockDim.x;
+            if (j < packs) {
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    p[i].v[k] = M == -INFINITY ? T(NAN)
+                                : LOG          ? (p[i].v[k] - M) - log_s
+                                               : p[i].v[k] * inv;
+                out[j] = p[i];
+            }
         }
     }
 }
@@ -137,6 +196,30 @@ __global__ void pg_clamp_kernel(pg_cuda_iter it, T *dst, const T *src, T lo, T h
     }
 }
 
+/* the contiguous, aligned case: n elements as 16-byte packs, the tail element-wise, no
+ * index arithmetic (the element-wise kernel above moved 2.9 TB/s on the H200 of
+ * 2026-11-28 against PyTorch's 4.2) */
+template <typename T, int V>
+__global__ void pg_clamp_vec_kernel(int64_t n, T *dst, const T *src, T lo, T hi)
+{
+    const int64_t packs = n / V;
+    const pg_pack<T, V> *sp = reinterpret_cast<const pg_pack<T, V> *>(src);
+    pg_pack<T, V> *dp = reinterpret_cast<pg_pack<T, V> *>(dst);
+    for (int64_t p = pg_thread_index(); p < packs; p += pg_thread_count()) {
+        pg_pack<T, V> x = sp[p];
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            T v = x.v[k] < lo ? lo : x.v[k];
+            x.v[k] = v > hi ? hi : v;
+        }
+        dp[p] = x;
+    }
+    for (int64_t i = packs * V + pg_thread_index(); i < n; i += pg_thread_count()) {
+        T v = src[i] < lo ? lo : src[i];
+        dst[i] = v > hi ? hi : v;
+    }
+}
+
 /* V elements per access when the row length and every pointer allow 16-byte accesses */
 template <typename T> static int pg_row_vec(int64_t C, const void *a, const void *b,
                                             const void *c, const void *d)
@@ -170,23 +253,42 @@ extern "C" cudaError_t pg_kernel_softmax_rows(const pg_cuda_ctx *ctx, int dtype,
             constexpr int V = 16 / sizeof(T);
             const T *xs = (const T *)x;
             T *ys = (T *)y;
+            const char *name = log ? "pg_log_softmax_rows_kernel" : "pg_softmax_rows_kernel";
             const bool vec = pg_row_vec<T>(C, x, y, NULL, NULL) == V;
-            if (log && vec)
-                pg_softmax_rows_kernel<T, V, true>
-                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_log_softmax_rows_kernel")>>>(
-                        xs, ys, R, C);
-            else if (log)
-                pg_softmax_rows_kernel<T, 1, true>
-                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_log_softmax_rows_kernel")>>>(
-                        xs, ys, R, C);
-            else if (vec)
-                pg_softmax_rows_kernel<T, V, false>
-                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_softmax_rows_kernel")>>>(xs, ys, R,
-                                                                                        C);
+            /* packs a thread holds when the row sits in registers */
+            const int64_t per = ((vec ? C / V : C) + block - 1) / block;
+            auto launch = [&](auto v, auto p, auto lg) {
+                constexpr int VV = decltype(v)::value, PP = decltype(p)::value;
+                constexpr bool LG = decltype(lg)::value;
+                if constexpr (PP == 0)
+                    pg_softmax_rows_kernel<T, VV, LG>
+                        <<<grid, block, 0, pg_cuda_noted(ctx, name)>>>(xs, ys, R, C);
+                else
+                    pg_softmax_rows_reg_kernel<T, VV, PP, LG>
+                        <<<grid, block, 0, pg_cuda_noted(ctx, name)>>>(xs, ys, R, C);
+            };
+            auto by_packs = [&](auto v, auto lg) {
+                if (per <= 1)
+                    launch(v, std::integral_constant<int, 1>{}, lg);
+                else if (per <= 2)
+                    launch(v, std::integral_constant<int, 2>{}, lg);
+                else if (per <= 4)
+                    launch(v, std::integral_constant<int, 4>{}, lg);
+                else if (per <= 8)
+                    launch(v, std::integral_constant<int, 8>{}, lg);
+                else
+                    launch(v, std::integral_constant<int, 0>{}, lg);
+            };
+            auto by_log = [&](auto v) {
+                if (log)
+                    by_packs(v, std::true_type{});
+                else
+                    by_packs(v, std::false_type{});
+            };
+            if (vec)
+                by_log(std::integral_constant<int, V>{});
             else
-                pg_softmax_rows_kernel<T, 1, false>
-                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_softmax_rows_kernel")>>>(xs, ys, R,
-                                                                                        C);
+                by_log(std::integral_constant<int, 1>{});
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
@@ -229,7 +331,14 @@ extern "C" cudaError_t pg_kernel_clamp(const pg_cuda_ctx *ctx, int dtype, void *
     return pg_dispatch_dtype(dtype, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
         if constexpr (std::is_floating_point<T>::value) {
-            if (pg_cuda_iter_contiguous(it))
+            constexpr int V = 16 / sizeof(T);
+            if (pg_cuda_iter_contiguous(it) && pg_cuda_aligned(src, 16) &&
+                pg_cuda_aligned(dst, 16)) {
+                const unsigned vgrid = pg_cuda_grid((it->numel + V - 1) / V, PG_CUDA_BLOCK, ctx);
+                pg_clamp_vec_kernel<T, V>
+                    <<<vgrid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_clamp_vec_kernel")>>>(
+                        it->numel, (T *)dst, (const T *)src, (T)lo, (T)hi);
+            } else if (pg_cuda_iter_contiguous(it))
                 pg_clamp_kernel<T, true>
                     <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_clamp_kernel")>>>(
                         *it, (T *)dst, (const T *)src, (T)lo, (T)hi);

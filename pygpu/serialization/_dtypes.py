@@ -1,0 +1,71 @@
+"""One table of element types across the file formats pygpu reads and writes.
+
+Each row: the dtype's name (PyTorch's and pygpu's: "float32"), PyTorch's legacy storage
+class in a checkpoint's pickle ("FloatStorage"; None for the dtypes PyTorch writes as an
+UntypedStorage plus the dtype, through _rebuild_tensor_v3), the NumPy dtype of its bytes
+(little-endian; bfloat16's bytes are read as uint16 bits), its safetensors code and its
+size in bytes. Whether pygpu holds the dtype is asked of pygpu's own dtype table at the
+time of use, so a dtype that pygpu gains (int8, uint8, int16, int32, complex64, ...)
+works in every format without a change here: a new dtype is a row."""
+import numpy as np
+
+from .. import _dtype
+
+# name, torch storage class, NumPy dtype of the bytes, safetensors code, itemsize
+ROWS = (
+    ("float64", "DoubleStorage", "<f8", "F64", 8),
+    ("float32", "FloatStorage", "<f4", "F32", 4),
+    ("float16", "HalfStorage", "<f2", "F16", 2),
+    ("bfloat16", "BFloat16Storage", "<u2", "BF16", 2),
+    ("int64", "LongStorage", "<i8", "I64", 8),
+    ("int32", "IntStorage", "<i4", "I32", 4),
+    ("int16", "ShortStorage", "<i2", "I16", 2),
+    ("int8", "CharStorage", "<i1", "I8", 1),
+    ("uint8", "ByteStorage", "<u1", "U8", 1),
+    ("bool", "BoolStorage", "|b1", "BOOL", 1),
+    ("complex128", "ComplexDoubleStorage", "<c16", None, 16),
+    ("complex64", "ComplexFloatStorage", "<c8", "C64", 8),
+    ("uint16", None, "<u2", "U16", 2),
+    ("uint32", None, "<u4", "U32", 4),
+    ("uint64", None, "<u8", "U64", 8),
+    ("float8_e4m3fn", None, "<u1", "F8_E4M3", 1),
+    ("float8_e5m2", None, "<u1", "F8_E5M2", 1),
+)
+
+
+class Row:
+    __slots__ = ("name", "storage", "numpy", "safetensors", "itemsize")
+
+    def __init__(self, name, storage, numpy_dtype, st_code, itemsize):
+        self.name, self.storage, self.safetensors, self.itemsize = name, storage, st_code, itemsize
+        self.numpy = np.dtype(numpy_dtype)
+
+    def __repr__(self):
+        return f"<dtype row {self.name}>"
+
+    @property
+    def pygpu(self):
+        """pygpu's DType of this name, or None while pygpu does not hold it."""
+        d = _dtype._BY_NAME.get(self.name)
+        return d if d is not None and d.name == self.name else None
+
+
+TABLE = tuple(Row(*r) for r in ROWS)
+BY_NAME = {r.name: r for r in TABLE}
+BY_STORAGE = {r.storage: r for r in TABLE if r.storage}
+BY_SAFETENSORS = {r.safetensors: r for r in TABLE if r.safetensors}
+# PyTorch's other spellings of the same dtypes, as a pickle may name them (torch.float, ...)
+ALIASES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
+           "int": "int32", "short": "int16", "cfloat": "complex64", "cdouble": "complex128",
+           "bool_": "bool"}
+
+
+def row_of(dtype):
+    """The row of a pygpu DType (or a dtype name)."""
+    name = dtype if isinstance(dtype, str) else dtype.name
+    return BY_NAME[ALIASES.get(name, name)]
+
+
+def held():
+    """The dtypes pygpu holds, as the words of an error message."""
+    return _dtype.SUPPORTED
