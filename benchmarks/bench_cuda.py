@@ -307,7 +307,7 @@ class Bench:
         with torch.no_grad():
             for (pn, p), (tn, q) in zip(pm.named_parameters(), tm.named_parameters()):
                 assert pn == tn, (pn, tn)
-                q.copy_(torch.tensor(p.numpy()))
+                q.copy_(torch.tensor(p.detach().numpy()))
         px, tx = self.pair(rng.standard_normal((seq, batch, hidden)).astype(np.float32))
         self.check("LSTM", pm(px)[0].detach().numpy()[-1, :2],
                    tm(tx)[0].detach().cpu().numpy()[-1, :2], 1e-4)
