@@ -71,7 +71,7 @@ class _AddRows(Function):
         if scale is not None:
             g = g * scale
         out = _tensor_create.zeros((rows, g.shape[-1]), dtype=g.dtype, device=g.device)
-        _C._scatter(3, out, 0, idx, g.contiguous())  # index_add_: duplicates summed
+        _C._scatter("INDEX_ADD", out, 0, idx, g.contiguous())  # index_add_: duplicates summed
         if padding_idx is not None:
             out[padding_idx] = 0.0
         return out
@@ -86,7 +86,7 @@ def _frequency_scale(idx, rows, like):
     """(M, 1): 1 / (how many times each index occurs in idx), counted on the device."""
     ones = _tensor_create.ones((idx.shape[0],), dtype=like.dtype, device=like.device)
     counts = _tensor_create.zeros((rows,), dtype=like.dtype, device=like.device)
-    _C._scatter(3, counts, 0, idx, ones)
+    _C._scatter("INDEX_ADD", counts, 0, idx, ones)
     return (1.0 / _C._index_select(counts, 0, idx)).reshape(-1, 1)
 
 
@@ -98,7 +98,7 @@ def embedding_renorm_(weight, input, max_norm, norm_type):
         rows = _C._index_select(weight, 0, idx)
         norms = rows.norm(p=norm_type, dim=1, keepdim=True)
         scale = _C.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).to(rows.dtype)
-        _C._scatter(2, weight, 0, idx, (rows * scale).contiguous())  # index_copy_
+        _C._scatter("INDEX_COPY", weight, 0, idx, (rows * scale).contiguous())  # index_copy_
     return weight
 
 
