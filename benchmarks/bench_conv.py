@@ -71,7 +71,7 @@ ROWS = {  # name: (model, input shape without batch, batch, training)
 
 
 def same_weights(pg_model, t_model):
-    sd = {k: torch.tensor(v.numpy()) for k, v in pg_model.state_dict().items()}
+    sd = {k: torch.tensor(v.detach().numpy()) for k, v in pg_model.state_dict().items()}
     t_model.load_state_dict(sd)
 
 

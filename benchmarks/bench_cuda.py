@@ -205,7 +205,7 @@ class Bench:
                                              ([] if last else [torch.nn.ReLU()]))]).to(self.tdev)
         with torch.no_grad():
             for p, q in zip(pm.parameters(), tm.parameters()):
-                q.copy_(torch.tensor(p.numpy()))
+                q.copy_(torch.tensor(p.detach().numpy()))
         po = pygpu.optim.SGD(pm.parameters(), lr=0.01, momentum=momentum)
         to = torch.optim.SGD(tm.parameters(), lr=0.01, momentum=momentum)
         rng = np.random.default_rng(3)
@@ -270,7 +270,7 @@ class Bench:
         tm = torch.nn.Sequential(*layers(torch.nn)).to(self.tdev)
         with torch.no_grad():
             for p, q in zip(pm.parameters(), tm.parameters()):
-                q.copy_(torch.tensor(p.numpy()))
+                q.copy_(torch.tensor(p.detach().numpy()))
         po = pygpu.optim.SGD(pm.parameters(), lr=0.01, momentum=0.9)
         to = torch.optim.SGD(tm.parameters(), lr=0.01, momentum=0.9)
         rng = np.random.default_rng(5)
@@ -314,7 +314,7 @@ class Bench:
         with torch.no_grad():
             for (pn, p), (tn, q) in zip(pm.named_parameters(), tm.named_parameters()):
                 assert pn == tn, (pn, tn)
-                q.copy_(torch.tensor(p.numpy()))
+                q.copy_(torch.tensor(p.detach().numpy()))
         px, tx = self.pair(rng.standard_normal((seq, batch, hidden)).astype(np.float32))
         self.check("LSTM", pm(px)[0].detach().numpy()[-1, :2],
                    tm(tx)[0].detach().cpu().numpy()[-1, :2], 1e-4)
@@ -339,7 +339,7 @@ class Bench:
                                  torch.nn.ReLU(), torch.nn.Linear(d, d)).to(self.tdev)
         with torch.no_grad():
             for p, q in zip(pm.parameters(), tm.parameters()):
-                q.copy_(torch.tensor(p.numpy()))
+                q.copy_(torch.tensor(p.detach().numpy()))
         x = np.random.default_rng(4).standard_normal((b, d)).astype(np.float32)
         px, tx = self.pair(x)
         flops = 2.0 * b * d * d * 3

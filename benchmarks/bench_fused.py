@@ -84,7 +84,7 @@ def test_sgd_momentum_step(benchmark, kind):
                 p[...] = p - buf * 0.01
 
     step = opt.step if kind == "fused" else composite
-    before = params[0].numpy().copy()
+    before = params[0].detach().numpy().copy()
     step()
-    np.testing.assert_allclose(params[0].numpy(), before - 0.01, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(params[0].detach().numpy(), before - 0.01, rtol=1e-5, atol=1e-6)
     benchmark(step)

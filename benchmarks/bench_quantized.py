@@ -47,8 +47,8 @@ def build(torch, threads):
     tm = torch_mlp(torch, SIZES).eval()
     with torch.no_grad():
         for i, layer in enumerate(fp32.layers):
-            tm[2 * i].weight.copy_(torch.from_numpy(layer.weight.numpy()))
-            tm[2 * i].bias.copy_(torch.from_numpy(layer.bias.numpy()))
+            tm[2 * i].weight.copy_(torch.from_numpy(layer.weight.detach().numpy()))
+            tm[2 * i].bias.copy_(torch.from_numpy(layer.bias.detach().numpy()))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tq = torch.ao.quantization.quantize_dynamic(tm, {torch.nn.Linear}, dtype=torch.qint8)

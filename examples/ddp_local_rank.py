@@ -66,6 +66,6 @@ for epoch in range(2):
     if dist.get_rank() == 0:
         print("epoch {} loss {:.6f}".format(epoch, loss.item()))
 
-checksum = sum(float(p.numpy().astype(np.float64).sum()) for p in model.parameters())
+checksum = sum(float(p.detach().numpy().astype(np.float64).sum()) for p in model.parameters())
 print("rank {} of {} on {}: weights checksum {:.12f}".format(dist.get_rank(), dist.get_world_size(),
                                                             device, checksum))

@@ -15,9 +15,10 @@ _NUMPY_BLAS_LOADED = _numpy_blas.before_numpy()
 from . import _extension  # noqa: E402
 
 _C = _extension.load()  # pygpu._C; OpenBLAS preloaded; an ImportError saying what to run if unbuilt
-from ._C import (AsyncOpError, AxisError, DeviceMismatchError, DeviceUnavailableError, Tensor,
-                 TransferGuardError, TransferWarning, from_dlpack, from_numpy, get_num_threads,
-                 reset_stats, set_num_threads)
+from ._C import (AsyncIndexError, AsyncOpError, AxisError, DeviceMismatchError,
+                 DeviceUnavailableError, DTypeError, IndexOutOfRangeError, InvalidValueError,
+                 ShapeError, Tensor, TransferGuardError, TransferWarning, from_dlpack, from_numpy,
+                 get_num_threads, reset_stats, set_num_threads)
 
 
 def _table_exports():
@@ -162,7 +163,8 @@ __all__ += [
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "role", "transfer_guard",
     "get_transfer_guard", "set_num_threads", "get_num_threads", "sim", "cuda",
     "DeviceMismatchError", "DeviceUnavailableError", "TransferGuardError", "TransferWarning",
-    "AsyncOpError", "AxisError", "no_grad", "enable_grad",
+    "AsyncOpError", "AxisError", "ShapeError", "DTypeError", "InvalidValueError",
+    "IndexOutOfRangeError", "AsyncIndexError", "no_grad", "enable_grad",
     "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
     "mse_loss", "nn", "optim", "special", "linalg", "distributions", "multinomial", "sparse",
     "data", "save", "load", "install_as_torch", "Trainer", "cost", "transfer_budget", "TransferBudgetError",

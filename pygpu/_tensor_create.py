@@ -137,7 +137,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
     if stop is None:
         start, stop = 0, start
     if step == 0:
-        raise ValueError("arange: step must not be zero")
+        raise _C.InvalidValueError("step must be nonzero (arange)")
     all_ints = all(isinstance(v, numbers.Integral) for v in (start, stop, step))
     n = max(0, math.ceil((stop - start) / step))
     dt = _dt(dtype, int64 if all_ints else float32)

@@ -40,26 +40,31 @@ class _Cat(Function):
 
 
 def cat(tensors, dim=0):
-    """Join tensors along an existing axis `dim` (all on one device, one dtype)."""
+    """Join tensors along an existing axis `dim` (all on one device; mixed dtypes promote)."""
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("cat: expected a non-empty sequence of tensors")
+        raise _C.InvalidValueError("torch.cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         want_tensor(t, "cat", f"tensors[{i}]")
     first = tensors[0]
     if first.ndim == 0:
-        raise ValueError("cat: zero-dimensional tensors cannot be concatenated")
+        raise _C.ShapeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     dim = axis(dim, first.ndim, "cat")
     for i, t in enumerate(tensors[1:], 1):
         if t.device != first.device:
             raise _C.DeviceMismatchError(
                 f"cat: tensors[{i}] is on {t.device} but tensors[0] is on {first.device}; "
                 "move them to one device first")
-        if t.ndim != first.ndim or any(a != b for k, (a, b) in
-                                       enumerate(zip(t.shape, first.shape)) if k != dim):
-            raise ValueError(f"cat: tensors[{i}] has shape {t.shape}, which does not match "
-                             f"tensors[0]'s {first.shape} except along dim {dim}")
-    dtype = first.dtype
+        if t.ndim != first.ndim:
+            raise _C.ShapeError(f"Tensors must have same number of dimensions: got {first.ndim} "
+                                f"and {t.ndim} (cat: tensors[{i}] has shape {t.shape})")
+        bad = [k for k, (a, b) in enumerate(zip(t.shape, first.shape)) if k != dim and a != b]
+        if bad:
+            raise _C.ShapeError(f"Sizes of tensors must match except in dimension {dim}. "
+                                f"Expected size {first.shape[bad[0]]} but got size "
+                                f"{t.shape[bad[0]]} for tensor number {i} in the list (cat: "
+                                f"tensors[{i}] has shape {t.shape}, tensors[0] {first.shape})")
+    dtype = first.dtype  # mixed dtypes promote, as PyTorch's cat
     for t in tensors[1:]:
         dtype = promote_types(dtype, t.dtype)
     return _Cat.apply(*tensors, dim=dim, dtype=dtype)

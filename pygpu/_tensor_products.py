@@ -1,13 +1,13 @@
-"""Products with PyTorch's names: outer, dot, mm, mv, bmm, addmm, baddbmm and einsum (two
-operands or one), all over pygpu's matmul.
-
-einsum reduces to one batched matmul: the subscripts are sorted into batch, contracted and
-free labels, each operand is permuted and reshaped to (batch, rows, contracted) /
-(batch, contracted, cols), and the product is reshaped and permuted to the output's order.
-Labels repeated within one operand (traces, diagonals) are not supported and say so."""
+"""Products with PyTorch's names: outer, dot, mm, mv, bmm, addmm, baddbmm, addbmm (and
+their in-place forms), chain_matmul, with einsum and tensordot from _tensor_einsum.py; all
+over pygpu's matmul (csrc/core/pg_ops_matmul.c: any rank, broadcast batch axes, one
+batched GEMM). Shape errors are pygpu.ShapeError (PyTorch's RuntimeError, and a
+ValueError), in PyTorch's words."""
 from . import _C
+from ._tensor_einsum import einsum, tensordot
 
 Tensor = _C.Tensor
+_ShapeError = _C.ShapeError
 
 
 def _want(op, t, ndim, name):
@@ -47,11 +47,23 @@ def mv(a, v):
     return _C.matmul(a, v)
 
 
+def _want_batches(a, b):
+    """PyTorch's checks of bmm's operands: (b, n, m) and (b, m, p)."""
+    for name, t in (("batch1", a), ("batch2", b)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"bmm: {name} must be a Tensor, got {type(t).__name__}")
+        if t.ndim != 3:
+            raise _ShapeError(f"{name} must be a 3D tensor (got a {t.ndim}-D tensor of shape "
+                              f"{list(t.shape)})")
+    if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
+        raise _ShapeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                          f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, "
+                          f"{b.shape[1]}].")
+
+
 def bmm(a, b):
-    _want("bmm", a, 3, "input")
-    _want("bmm", b, 3, "mat2")
-    if a.shape[0] != b.shape[0]:
-        raise RuntimeError(f"bmm: batch sizes differ: {a.shape[0]} and {b.shape[0]}")
+    """(b, n, m) @ (b, m, p) -> (b, n, p): one batched GEMM; no broadcasting (matmul has it)."""
+    _want_batches(a, b)
     return _C.matmul(a, b)
 
 
@@ -61,10 +73,51 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, p)."""
     return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
 
 
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * sum_i batch1[i] @ batch2[i]: the batch is folded into the
+    contracted axis, so the sum is one GEMM, (n, b*m) @ (b*m, p)."""
+    _want_batches(batch1, batch2)
+    nb, n, m = batch1.shape
+    p = batch2.shape[2]
+    a = batch1.permute(1, 0, 2).reshape(n, nb * m)
+    return _scaled_sum(input, _C.matmul(a, batch2.reshape(nb * m, p)), beta, alpha)
+
+
+def chain_matmul(*matrices, out=None):
+    """torch.chain_matmul (deprecated there for torch.linalg.multi_dot, which orders the
+    products to cost least): the product of 2-D tensors."""
+    from .linalg import multi_dot
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if len(matrices) == 1:
+        _want("chain_matmul", matrices[0], 2, "matrices[0]")
+        r = matrices[0].clone()
+    else:
+        for k, t in enumerate(matrices):
+            _want("chain_matmul", t, 2, f"matrices[{k}]")
+        r = multi_dot(list(matrices))
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r
+
+
 def _scaled_sum(input, prod, beta, alpha):
+    """beta * input + alpha * prod, with input broadcast to prod's shape (never prod to
+    input's: PyTorch expands input, and says so when it cannot)."""
+    if isinstance(input, Tensor):
+        shape, own = tuple(prod.shape), tuple(input.shape)
+        lead = len(shape) - len(own)
+        for i, m in enumerate(own):
+            if lead < 0 or (m != 1 and m != shape[lead + i]):
+                raise _ShapeError(
+                    f"The expanded size of the tensor ({shape[lead + i] if lead >= 0 else '?'}) "
+                    f"must match the existing size ({m}) at non-singleton dimension {i}.  "
+                    f"Target sizes: {list(shape)}.  Tensor sizes: {list(own)}")
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:  # PyTorch ignores input then (NaN in it does not propagate)
@@ -72,137 +125,27 @@ def _scaled_sum(input, prod, beta, alpha):
     return prod + (input if beta == 1 else input * beta)
 
 
-def _einsum_ellipsis(equation, eq, operands):
-    """'...' replaced by labels of its own (right-aligned, broadcast as PyTorch: a size-1
-    dimension is expanded to the others' size); without '->', the output is the ellipsis
-    dimensions, then the labels used once, sorted (torch.einsum's implicit form)."""
-    import string
-    lhs, arrow, out = eq.partition("->")
-    ins = lhs.split(",")
-    if len(ins) != len(operands):
-        raise ValueError(f"einsum: {equation!r} names {len(ins)} operands, got {len(operands)}")
-    counts = []
-    for sub, t in zip(ins, operands):
-        if sub.count("...") > 1 or sub.replace("...", "").count(".") or (
-                "..." not in sub and "." in sub):
-            raise ValueError(f"einsum: {sub!r}: at most one '...' per operand")
-        n = t.ndim - len(sub.replace("...", "")) if "..." in sub else 0
-        if n < 0:
-            raise ValueError(f"einsum: the subscript {sub!r} has more labels than the operand's "
-                             f"{t.ndim} dimensions")
-        counts.append(n)
-    ndim = max(counts)
-    free = [c for c in string.ascii_letters if c not in eq][:ndim]
-    sizes = [1] * ndim
-    for sub, t, n in zip(ins, operands, counts):
-        if "..." in sub:
-            start = sub.index("...")
-            for k in range(n):
-                m, slot = t.shape[start + k], ndim - n + k
-                if m != 1 and sizes[slot] not in (1, m):
-                    raise ValueError(f"einsum: the '...' dimensions of the operands do not "
-                                     f"broadcast ({sizes[slot]} and {m})")
-                sizes[slot] = max(sizes[slot], m)
-    new_ins, new_ops = [], []
-    for sub, t, n in zip(ins, operands, counts):
-        if "..." in sub:
-            start = sub.index("...")
-            labels = "".join(free[ndim - n:])
-            shape = list(t.shape)
-            shape[start:start + n] = sizes[ndim - n:]
-            if tuple(shape) != tuple(t.shape):
-                t = t.expand(*shape)
-            sub = sub.replace("...", labels)
-        new_ins.append(sub)
-        new_ops.append(t)
-    ell = "".join(free)
-    if arrow:
-        if "." in out.replace("...", "", 1):
-            raise ValueError(f"einsum: {out!r}: at most one '...' in the output")
-        out = out.replace("...", ell)
-    else:
-        letters = "".join(new_ins)
-        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
-                                   and c not in ell))
-    return ",".join(new_ins) + "->" + out, tuple(new_ops)
-
-
-def einsum(equation, *operands):
-    """einsum for one or two operands without repeated labels in one operand ('ij,jk->ik',
-    'bij,bjk->bik', 'i,j->ij', 'ij->ji', 'ij->', 'bhqd,bhkd->bhqk', '...ij,...jk->...ik',
-    ...); '...' broadcasts as in PyTorch."""
-    if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
-        operands = tuple(operands[0])
-    eq = equation.replace(" ", "")
-    if "..." in eq:
-        eq, operands = _einsum_ellipsis(equation, eq, operands)
-    if "->" in eq:
-        lhs, out = eq.split("->")
-    else:
-        lhs = eq
-        letters = lhs.replace(",", "")
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    ins = lhs.split(",")
-    if len(ins) != len(operands) or len(ins) not in (1, 2):
-        raise ValueError(f"einsum: {equation!r} names {len(ins)} operands, got "
-                         f"{len(operands)} (pygpu supports one or two)")
-    sizes = {}
-    for sub, t in zip(ins, operands):
-        if len(sub) != t.ndim:
-            raise ValueError(f"einsum: the subscript {sub!r} has {len(sub)} labels for an "
-                             f"operand with {t.ndim} dimensions")
-        if len(set(sub)) != len(sub):
-            raise NotImplementedError(f"einsum: a label repeated within one operand ({sub!r}: "
-                                      f"traces, diagonals) is not supported by pygpu")
-        for c, n in zip(sub, t.shape):
-            if sizes.setdefault(c, n) != n:
-                raise ValueError(f"einsum: label {c!r} has sizes {sizes[c]} and {n}")
-    if len(set(out)) != len(out) or any(c not in sizes for c in out):
-        raise ValueError(f"einsum: the output {out!r} repeats a label or names one no operand "
-                         f"has")
-
-    def sum_out(sub, t, keep):  # labels seen nowhere else are summed at once
-        drop = [i for i, c in enumerate(sub) if c not in keep]
-        if drop:
-            t = t.sum(axis=tuple(drop))
-            sub = "".join(c for c in sub if c in keep)
-        return sub, t
-
-    if len(ins) == 1:
-        sub, t = sum_out(ins[0], operands[0], out)
-        return t.permute(*[sub.index(c) for c in out]) if sub != out else t
-    (sa, sb), (a, b) = ins, operands
-    sa, a = sum_out(sa, a, set(out) | set(sb))
-    sb, b = sum_out(sb, b, set(out) | set(sa))
-    batch = [c for c in sa if c in sb and c in out]
-    contr = [c for c in sa if c in sb and c not in out]
-    fa = [c for c in sa if c not in sb]
-    fb = [c for c in sb if c not in sa]
-
-    def prod(labels):
-        n = 1
-        for c in labels:
-            n *= sizes[c]
-        return n
-    a3 = a.permute(*[sa.index(c) for c in batch + fa + contr]).reshape(
-        prod(batch), prod(fa), prod(contr))
-    b3 = b.permute(*[sb.index(c) for c in batch + contr + fb]).reshape(
-        prod(batch), prod(contr), prod(fb))
-    r = _C.matmul(a3, b3).reshape(tuple(sizes[c] for c in batch + fa + fb))
-    order = batch + fa + fb
-    return r.permute(*[order.index(c) for c in out]) if order != list(out) else r
+def _in_place(fn):
+    """fn's in-place form: self becomes fn(self, ...) (self's shape is the result's)."""
+    def method(self, *args, **kwargs):
+        r = fn(self, *args, **kwargs)
+        if tuple(r.shape) != tuple(self.shape):
+            raise _ShapeError(f"{fn.__name__}_: the result's shape {list(r.shape)} is not "
+                              f"self's {list(self.shape)}; an in-place op cannot broadcast self")
+        return self.copy_(r)
+    method.__name__ = fn.__name__ + "_"
+    return method
 
 
 METHODS = {
     "outer": outer, "dot": dot, "mm": mm, "mv": mv, "bmm": bmm,
     "matmul": lambda self, other: _C.matmul(self, other),
-    "addmm": lambda self, mat1, mat2, *, beta=1, alpha=1: addmm(self, mat1, mat2, beta=beta,
-                                                                alpha=alpha),
-    "baddbmm": lambda self, b1, b2, *, beta=1, alpha=1: baddbmm(self, b1, b2, beta=beta,
-                                                                alpha=alpha),
+    "addmm": addmm, "baddbmm": baddbmm, "addbmm": addbmm,
+    "addmm_": _in_place(addmm), "baddbmm_": _in_place(baddbmm), "addbmm_": _in_place(addbmm),
 }
 
 FUNCTIONS = {
-    "einsum": einsum, "outer": outer, "dot": dot, "mm": mm, "mv": mv, "bmm": bmm,
-    "addmm": addmm, "baddbmm": baddbmm,
+    "einsum": einsum, "tensordot": tensordot, "outer": outer, "dot": dot, "mm": mm, "mv": mv,
+    "bmm": bmm, "addmm": addmm, "baddbmm": baddbmm, "addbmm": addbmm,
+    "chain_matmul": chain_matmul,
 }

@@ -12,7 +12,8 @@ the type once (_C._add_tensor_methods):
                      indexing with tensors, lists and masks (the getitem/setitem hooks)
   _tensor_create.py  new_zeros/new_ones/..., and eye, linspace, randint, full_like, ...
   _tensor_join.py    cat and stack (module functions)
-  _tensor_products.py outer, dot, mm, mv, bmm, addmm, baddbmm, matmul, and einsum
+  _tensor_products.py outer, dot, mm, mv, bmm, addmm, baddbmm, addbmm (and _ forms), matmul,
+                     chain_matmul; einsum and tensordot (_tensor_einsum.py)
   _tensor_autograd.py register_hook, detach_
   _tensor_fill.py    zero_, fill_
   _tensor_random.py  uniform_, normal_, bernoulli_, random_, exponential_, cauchy_, ...,
@@ -120,4 +121,7 @@ def functions():
     out.update(sparse.FUNCTIONS)  # sparse_coo_tensor, spmm
     out["div"] = out["true_divide"] = out["divide"]  # one function (named as the table's row)
     out["as_strided"] = _method_function("as_strided")
+    from ._ops import _embedding
+    out["embedding"] = _embedding.torch_embedding  # ATen's argument order: (weight, indices)
+    out["embedding_renorm_"] = _embedding.embedding_renorm_
     return out

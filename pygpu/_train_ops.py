@@ -204,7 +204,7 @@ def linear(x, weight, bias=None, activation=None, _mask=None):
     if x.ndim == 2:
         return _linear2d(x, weight, bias, act, low, _mask)
     if x.ndim == 0:
-        raise ValueError("linear: input must have at least one dimension")
+        raise _C.ShapeError("linear: input must have at least one dimension")
     lead = x.shape[:-1]
     y = _linear2d(x.reshape(-1, x.shape[-1]), weight, bias, act, low, _mask)
     return y.reshape(*lead, weight.shape[0])

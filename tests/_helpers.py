@@ -28,8 +28,9 @@ def to_device(a, device):
 
 
 def to_numpy(t):
-    """Bring a tensor back as a NumPy array (synchronizes)."""
-    out = t.numpy()
+    """Bring a tensor's values back as a NumPy array (synchronizes; detached: numpy() refuses
+    a tensor that requires grad, as PyTorch's)."""
+    out = t.detach().numpy()
     assert isinstance(out, np.ndarray), f"numpy() returned {type(out).__name__}"
     return out
 

@@ -70,7 +70,7 @@ def _train(on, sizes, batch, opt_name, steps=4, threads=2):
         loss.backward()
         opt.step()
         losses.append(float(loss))
-    return model, [p.numpy().copy() for p in params], losses
+    return model, [p.detach().numpy().copy() for p in params], losses
 
 
 # shapes that cut K into several even slices (600: three of 200; 300 odd halves), rows
@@ -104,7 +104,7 @@ def test_a_write_outside_the_optimizer_is_never_served_stale_panels(panels_on):
     x = pygpu.tensor(np.random.default_rng(3).standard_normal((32, 200)).astype(np.float32))
     w = model.layers[0].weight if hasattr(model, "layers") else list(model.parameters())[0]
     with pygpu.autocast("cpu", dtype=pygpu.bfloat16):
-        fresh = model(x).astype(pygpu.float32).numpy()
+        fresh = model(x).astype(pygpu.float32).detach().numpy()
     s0 = _stats()
     assert s0["slots"] >= 2
     v = w._version
@@ -112,12 +112,12 @@ def test_a_write_outside_the_optimizer_is_never_served_stale_panels(panels_on):
         w.mul_(0.5)  # through pygpu: a new write stamp
     assert w._version != v
     with pygpu.autocast("cpu", dtype=pygpu.bfloat16):
-        out = model(x).astype(pygpu.float32).numpy()
+        out = model(x).astype(pygpu.float32).detach().numpy()
     s1 = _stats()
     assert s1["fwd"] - s0["fwd"] == 1  # the other layer's panels still serve
     pygpu._C._bf16_panels(False)  # the reference: packed from W by the product itself
     with pygpu.autocast("cpu", dtype=pygpu.bfloat16):
-        ref = model(x).astype(pygpu.float32).numpy()
+        ref = model(x).astype(pygpu.float32).detach().numpy()
     np.testing.assert_array_equal(out, ref)
     assert not np.array_equal(out, fresh)  # the stale panels would have given `fresh`
 

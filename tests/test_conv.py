@@ -28,9 +28,9 @@ def _check(device, ours, ref, arrays, rtol=1e-9, atol=1e-10, grads=True):
     po, to = ours(*ps), ref(*ts)
     if isinstance(to, tuple):
         for p, t in zip(po, to):
-            np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
+            np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
         po, to = po[0], to[0]
-    np.testing.assert_allclose(po.numpy(), to.detach().numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(po.detach().numpy(), to.detach().numpy(), rtol=rtol, atol=atol)
     if not grads:
         return
     g = np.random.default_rng(1).standard_normal(tuple(to.shape))
@@ -121,7 +121,7 @@ def test_conv_transpose_output_size_matches_torch(device):
     t = torch.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, dtype=torch.float64)
     t.load_state_dict({k: torch.tensor(v.numpy()) for k, v in m.state_dict().items()})
     y = m(pygpu.tensor(X, device=device), output_size=(18, 16))
-    np.testing.assert_allclose(y.numpy(), t(torch.tensor(X), output_size=(18, 16)).detach()
+    np.testing.assert_allclose(y.detach().numpy(), t(torch.tensor(X), output_size=(18, 16)).detach()
                                .numpy(), atol=1e-12)
     with pytest.raises(ValueError, match="requested an output size"):
         m(pygpu.tensor(X, device=device), output_size=(30, 16))
@@ -367,7 +367,7 @@ def test_modules_mirror_torch_layout():
         assert list(ours.state_dict()) == list(ref.state_dict())
         for (k, v), (_, tv) in zip(ours.state_dict().items(), ref.state_dict().items()):
             assert tuple(v.shape) == tuple(tv.shape), k
-    w = nn.Conv2d(8, 16, 3).weight.numpy()  # U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in 72
+    w = nn.Conv2d(8, 16, 3).weight.detach().numpy()  # U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in 72
     assert np.abs(w).max() <= 1 / np.sqrt(72) and np.abs(w).max() > 0.9 / np.sqrt(72)
 
 
@@ -458,8 +458,8 @@ def test_autocast_runs_convolutions_low_as_torch(device, dtype):
     with torch.autocast("cpu", dtype=getattr(torch, dtype)):
         ty = t(torch.tensor(x))
     assert y.dtype == getattr(pygpu, dtype) and str(ty.dtype) == f"torch.{dtype}"
-    np.testing.assert_allclose(y.astype(pygpu.float32).numpy(), ty.float().detach().numpy(),
-                               rtol=0.05, atol=0.05)
+    np.testing.assert_allclose(y.detach().astype(pygpu.float32).numpy(),
+                               ty.float().detach().numpy(), rtol=0.05, atol=0.05)
     y.astype(pygpu.float32).sum().backward()
     assert m[0].weight.grad.dtype == pygpu.float32
     ty.float().sum().backward()
@@ -487,6 +487,6 @@ def test_compact_cuts_pruned_conv_channels_and_keeps_the_outputs(device):
     assert c[7].out_channels == 4 and c[10].in_features == 4 * 36
     assert c[4].out_channels == 16 and c[5].num_features == 16 and c[7].in_channels == 16
     assert c[0].out_channels <= 16 and c[1].num_features == c[0].out_channels
-    np.testing.assert_allclose(c(x).numpy(), m(x).numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(c(x).detach().numpy(), m(x).detach().numpy(), rtol=1e-4, atol=1e-5)
     with pytest.raises(TypeError, match="grouped"):
         prune.compact(nn.Sequential(nn.Conv2d(4, 4, 3, groups=2), nn.ReLU()))

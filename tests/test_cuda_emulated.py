@@ -185,7 +185,7 @@ def test_autocast_linear_with_float32_weight(plugin):
                 with pygpu.autocast(dev, dtype=dt):
                     y = lin(x)
                 y.astype(pygpu.float32).sum().backward()
-                res[dev] = (y.astype(pygpu.float32).numpy(), lin.weight.grad.numpy(),
+                res[dev] = (y.detach().astype(pygpu.float32).numpy(), lin.weight.grad.numpy(),
                             lin.bias.grad.numpy())
                 assert lin.weight.grad.dtype == pygpu.float32
             for got, ref in zip(res["cuda"], res["cpu"]):
@@ -212,7 +212,8 @@ def test_ddp_over_emulated_nccl_matches_single_process_training(plugin, tmp_path
     for row in rows:
         assert row["stats"]["calls"] == {"all_reduce": 3, "broadcast_object_list": 1}
         for got, want in zip(row["params"], ref.parameters()):
-            np.testing.assert_allclose(np.array(got), want.numpy(), rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(np.array(got), want.detach().numpy(), rtol=1e-10,
+                                       atol=1e-12)
 
 
 def test_kernel_timing_reuses_its_events(plugin):

@@ -94,7 +94,7 @@ def test_k_steps_equal_single_device_training():
             loss = loss_fn(net(pygpu.tensor(x, device="sim:0")), pygpu.tensor(y, device="sim:0"))
             loss.backward()
             opt.step()
-        results.append([p.numpy() for p in model.parameters()])
+        results.append([p.detach().numpy() for p in model.parameters()])
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
@@ -118,7 +118,7 @@ def test_state_dict_has_module_prefix_and_loads_into_a_bare_model():
     bare = _mlp("cpu", seed=4)
     bare.load_state_dict(sd)
     for a, b in zip(bare.parameters(), model.parameters()):
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
 
 
 def test_output_device_and_errors():
@@ -308,7 +308,7 @@ def test_replicas_refresh_only_what_changed():
     with pygpu.no_grad():
         np.testing.assert_allclose(out.numpy(), model(x).numpy(), rtol=1e-6)
     for rp, p in zip(replica.parameters(), model.parameters()):
-        np.testing.assert_array_equal(rp.numpy(), p.numpy())
+        np.testing.assert_array_equal(rp.detach().numpy(), p.detach().numpy())
 
 
 def test_one_python_thread_drives_every_device():

@@ -39,7 +39,8 @@ staged_role = pygpu.stats().by_role.get("grad_reduce", {}).get("bytes", 0) - rol
 with ddp.no_sync():
     loss = loss_fn(ddp(pygpu.tensor(x[mine], device=device)), pygpu.tensor(y[mine], device=device))
     loss.backward()
-print("JSON " + json.dumps({"rank": r, "params": [q.numpy().tolist() for q in model.parameters()],
+print("JSON " + json.dumps({"rank": r,
+                            "params": [q.detach().numpy().tolist() for q in model.parameters()],
                             "stats": after_sync, "after_no_sync": dist.stats(),
                             "buckets": ddp.bucket_sizes, "staged_role": staged_role}))
 """
@@ -73,7 +74,7 @@ def test_ddp_matches_single_process_training_on_the_global_batch(tmp_path, where
     ref = _reference()
     for row in rows:
         for got, want in zip(row["params"], ref.parameters()):
-            np.testing.assert_allclose(np.array(got), want.numpy(), rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(np.array(got), want.detach().numpy(), rtol=1e-10, atol=1e-12)
     # the gradient all-reduce moves exactly the ring's bytes for the parameter bytes, per rank
     nelem = sum(p.numel() for p in ref.parameters())
     for row in rows:
@@ -100,7 +101,7 @@ def test_small_buckets_split_in_reverse_order(tmp_path):
     # one bucket in the first iteration (PyTorch's: rebuilt in arrival order after it)
     assert rows[0]["stats"]["calls"]["all_reduce"] == 1 + 2 * len(rows[0]["buckets"])
     for got, want in zip(rows[0]["params"], ref.parameters()):
-        np.testing.assert_allclose(np.array(got), want.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(np.array(got), want.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_ranks_with_different_models_get_an_error_not_a_hang(tmp_path):

@@ -24,7 +24,7 @@ TOL = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10}
 
 
 def _f32(t):
-    return t.astype(pygpu.float32).numpy()
+    return t.detach().astype(pygpu.float32).numpy()
 
 
 def _rounded(x, nd):

@@ -119,7 +119,7 @@ def _layer_run(fuse, device, batch, fin, fout, act, amp, seed=0):
         fused = bool(layer.__dict__.get("_mask_fused"))
         y.astype(pygpu.float32).sum().backward()
         out = [y.astype(pygpu.float32), x.grad, layer.weight_orig.grad, layer.bias.grad]
-        return [np.asarray(t.to("cpu").numpy()) for t in out], fused, layer
+        return [np.asarray(t.to("cpu").detach().numpy()) for t in out], fused, layer
     finally:
         prune._set_mask_fusion(old)
 
@@ -143,7 +143,7 @@ def test_pruned_linear_fused_equals_cached_product(device, act, amp):
         mask = layer.weight_mask.to("cpu").numpy()
         assert (fa[2][mask == 0] == 0).all()  # no gradient under the mask
         if fused:  # module.weight is still orig * mask, computed on access
-            np.testing.assert_array_equal(layer.weight.to("cpu").numpy(),
+            np.testing.assert_array_equal(layer.weight.to("cpu").detach().numpy(),
                                           layer.weight_orig.detach().to("cpu").numpy() * mask)
 
 

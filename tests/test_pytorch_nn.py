@@ -28,7 +28,7 @@ def _pair(a, device, grad=True):
 
 
 def _close(p, t, rtol=1e-9, atol=1e-11):
-    np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
 
 
 def _check_fn(device, ours, ref, arrays, grad_of=(0,), rtol=1e-9, atol=1e-11, upstream=True):
@@ -249,7 +249,7 @@ def test_layernorm_embedding_modules_and_reprs():
                  (nn.ReLU(), torch.nn.ReLU()), (nn.LogSoftmax(dim=1), torch.nn.LogSoftmax(dim=1))]:
         assert repr(m) == repr(r)
     e = nn.Embedding(10, 3, padding_idx=2)
-    assert e.weight.numpy()[2].tolist() == [0.0, 0.0, 0.0]
+    assert e.weight.detach().numpy()[2].tolist() == [0.0, 0.0, 0.0]
     out = e(pygpu.tensor(np.array([[2, 5]])))
     assert out.shape == (1, 2, 3)
 
@@ -341,7 +341,7 @@ def test_apply_requires_grad_and_init():
             nn.init.constant_(m.weight, 0.5)
     assert net.apply(init) is net
     assert seen[-1] == "NeuralNetwork" and seen.count("Linear") == 3
-    assert net.linear_relu_stack[0].weight.numpy().min() == 0.5
+    assert net.linear_relu_stack[0].weight.detach().numpy().min() == 0.5
     net.requires_grad_(False)
     assert not any(p.requires_grad for p in net.parameters())
 
@@ -352,11 +352,11 @@ def test_forward_hooks_and_pre_hooks():
     h1 = lin.register_forward_pre_hook(lambda m, args: (args[0] * 2.0,))
     h2 = lin.register_forward_hook(lambda m, args, out: calls.append(out.shape) or out * 0.0)
     x = pygpu.ones(1, 2)
-    assert lin(x).numpy().tolist() == [[0.0, 0.0]] and calls == [(1, 2)]
+    assert lin(x).detach().numpy().tolist() == [[0.0, 0.0]] and calls == [(1, 2)]
     h1.remove()
     h2.remove()
     ref = F.linear(x, lin.weight, lin.bias)
-    np.testing.assert_allclose(lin(x).numpy(), ref.numpy())
+    np.testing.assert_allclose(lin(x).detach().numpy(), ref.detach().numpy())
     seq = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
     acts = []
     seq[1].register_forward_hook(lambda m, a, o: acts.append(o))
@@ -437,8 +437,8 @@ def test_clip_grad_value_and_vector_round_trip(device):
     vec = nn.utils.parameters_to_vector(net.parameters())
     assert vec.shape == (sum(p.numel() for p in net.parameters()),)
     nn.utils.vector_to_parameters(vec * 2.0, net.parameters())
-    np.testing.assert_allclose(nn.utils.parameters_to_vector(net.parameters()).numpy(),
-                               vec.numpy() * 2, rtol=1e-6)
+    np.testing.assert_allclose(nn.utils.parameters_to_vector(net.parameters()).detach().numpy(),
+                               vec.detach().numpy() * 2, rtol=1e-6)
     with pytest.raises(ValueError, match="elements"):
         nn.utils.vector_to_parameters(vec[:3], net.parameters())
 
@@ -477,7 +477,7 @@ def test_save_load_whole_module_needs_weights_only_false(tmp_path, device):
     back = pygpu.load(tmp_path / "model.pth", weights_only=False)
     assert type(back) is NeuralNetwork and back is not model
     x = pygpu.randn(2, 28, 28, device=device)
-    np.testing.assert_array_equal(back(x).numpy(), model(x).numpy())
+    np.testing.assert_array_equal(back(x).detach().numpy(), model(x).detach().numpy())
     w = back.linear_relu_stack[0].weight
     assert isinstance(w, nn.Parameter) and w.requires_grad and w.is_leaf
     assert str(w.device) == str(pygpu.device(device))
@@ -495,7 +495,7 @@ def test_state_dict_to_a_file_object_and_tied_tensors(tmp_path):
     assert list(sd) == list(model.state_dict())
     m2 = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 3))
     m2.load_state_dict(sd)
-    np.testing.assert_array_equal(m2[1].weight.numpy(), model[1].weight.numpy())
+    np.testing.assert_array_equal(m2[1].weight.detach().numpy(), model[1].weight.detach().numpy())
     shared = pygpu.ones(2)
     pygpu.save([shared, {"again": shared}, (1, "x")], tmp_path / "tied.pt")
     a, d, tup = pygpu.load(tmp_path / "tied.pt")

@@ -52,7 +52,7 @@ def test_optimizer_matches_torch_over_steps(device, name, kw):
         ours.step()
         ref.step()
     for p, t in zip(ps, ts):
-        np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
     # state carries PyTorch's names
     st = ours.state_dict()["state"].get(0, {})
     ref_st = ref.state_dict()["state"].get(0, {})
@@ -76,7 +76,7 @@ def test_float32_update_is_one_fused_op_and_close_to_torch(name, kw, device):
         p.grad, t.grad = pygpu.tensor(g, device=device), torch.tensor(g)
         ours.step()
         ref.step()
-    np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=2e-5, atol=2e-6)
     pygpu.synchronize()
     before = pygpu.stats().ops
     ours.step()
@@ -115,7 +115,8 @@ def test_composed_optimizer_matches_torch_over_steps(device, name, kw):
             ours.step()
             ref.step()
         for p, t in zip(ps, ts):
-            np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=1e-10,
+                                       atol=1e-12)
         st, ref_st = ours.state_dict()["state"][0], ref.state_dict()["state"][0]
         for k, v in ref_st.items():
             if k not in ("step", "mu_product"):
@@ -205,7 +206,7 @@ def test_optimizer_state_dict_round_trip_continues_identically():
         p1.grad, p2.grad = pygpu.tensor(g), pygpu.tensor(g)
         o1.step()
         o2.step()
-    np.testing.assert_array_equal(p1.numpy(), p2.numpy())
+    np.testing.assert_array_equal(p1.detach().numpy(), p2.detach().numpy())
 
 
 def test_add_param_group_and_bad_hyperparameters():

@@ -39,7 +39,7 @@ def _leaf(a, device):
 
 
 def _close(p, t, tol=1e-9):
-    np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=tol, atol=tol)
 
 
 def _grads_close(pm, tm, tol=1e-9):
@@ -250,7 +250,7 @@ def test_fused_cells_against_finite_differences(device, mode):
     P = 2 if proj else 3
     h0 = rng.standard_normal((2, 2, P))
     c0 = rng.standard_normal((2, 2, 3))
-    wts = {n: p.numpy().copy() for n, p in m.named_parameters()}
+    wts = {n: p.detach().numpy().copy() for n, p in m.named_parameters()}
     up = rng.standard_normal((2, 2, 2 * P))
 
     def loss(xv, hv, w):
@@ -305,11 +305,11 @@ def test_dropout_between_layers_is_reproducible_and_differentiable(device):
 
     _, a = run(x)
     _, b = run(x)
-    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
     m.eval()
     _, e = run(x)
     m.train()
-    assert not np.allclose(a.numpy(), e.numpy())
+    assert not np.allclose(a.detach().numpy(), e.detach().numpy())
     t, o = run(x, grad=True)
     (o ** 2).sum().backward()
 
@@ -385,7 +385,7 @@ def test_autocast_runs_the_input_projections_low(device):
     tx = torch.tensor(x, requires_grad=True)
     to, _ = tm(tx)
     (to ** 2).sum().backward()
-    np.testing.assert_allclose(po.numpy(), to.detach().numpy(), atol=3e-2)
-    assert not np.array_equal(po.numpy(), to.detach().numpy())
+    np.testing.assert_allclose(po.detach().numpy(), to.detach().numpy(), atol=3e-2)
+    assert not np.array_equal(po.detach().numpy(), to.detach().numpy())
     np.testing.assert_allclose(px.grad.numpy(), tx.grad.numpy(), atol=5e-2)
     assert pm.weight_ih_l0.grad.dtype == pygpu.float32

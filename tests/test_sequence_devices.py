@@ -39,7 +39,8 @@ def test_recurrent_layer_matches_the_cpu(device, mode):
         o, _ = nn.utils.rnn.pad_packed_sequence(o)
         hs = h[0].sum() + h[1].sum() if mode == "LSTM" else h.sum()
         ((o ** 2).sum() + hs).backward()
-        outs.append([o.numpy(), xt.grad.numpy()] + [p.grad.numpy() for p in m.parameters()])
+        outs.append([o.detach().numpy(), xt.grad.numpy()]
+                    + [p.grad.numpy() for p in m.parameters()])
     for a, b in zip(*outs):
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
 
@@ -59,7 +60,7 @@ def test_attention_matches_the_cpu_dropout_included(device, dtype, tol):
                    {"is_causal": True}):
             o = F.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True, **kw)
             (o * o).sum().backward()
-            outs += [o.numpy(), tq.grad.numpy(), tk.grad.numpy(), tv.grad.numpy()]
+            outs += [o.detach().numpy(), tq.grad.numpy(), tk.grad.numpy(), tv.grad.numpy()]
             tq.grad = tk.grad = tv.grad = None
         res.append(outs)
     for a, b in zip(*res):

@@ -51,7 +51,7 @@ def test_torch_reads_a_pygpu_model_optimizer_and_training_checkpoint(tmp_path):
     twin.load_state_dict(t["model_state_dict"])
     x = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32)
     np.testing.assert_allclose(twin(torch.from_numpy(x)).detach().numpy(),
-                               m(pygpu.tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
+                               m(pygpu.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
     topt = torch.optim.Adam(twin.parameters(), lr=1e-2)
     topt.load_state_dict(t["optimizer_state_dict"])  # torch's own checks of the layout
     state = t["optimizer_state_dict"]["state"][0]
@@ -72,7 +72,7 @@ def test_pygpu_reads_a_torch_model_and_optimizer(tmp_path):
     m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
     m.load_state_dict(ck["model"])
     x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
-    np.testing.assert_allclose(m(pygpu.tensor(x)).numpy(),
+    np.testing.assert_allclose(m(pygpu.tensor(x)).detach().numpy(),
                                twin(torch.from_numpy(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
     opt = pygpu.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
     opt.load_state_dict(ck["opt"])
@@ -184,7 +184,7 @@ def test_whole_modules_both_ways_need_weights_only_false(tmp_path):
     pygpu.save(m, tmp_path / "mine.pt")
     back = pygpu.load(tmp_path / "mine.pt", weights_only=False)
     x = pygpu.randn(2, 4)
-    np.testing.assert_array_equal(back(x).numpy(), m(x).numpy())
+    np.testing.assert_array_equal(back(x).detach().numpy(), m(x).detach().numpy())
 
 
 def test_a_file_object_and_save_is_atomic(tmp_path, monkeypatch):

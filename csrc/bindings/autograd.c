@@ -208,9 +208,11 @@ int pg_ag_set_grad(PyObject *self, PyObject *v, void *c)
             same = t->shape[i] == g->shape[i];
         if (!same) {
             char a[96], b[96];
-            PyErr_Format(PyExc_ValueError, "assigned grad has shape %s but the tensor has shape %s",
-                         pg_shape_str(g->ndim, g->shape, a, sizeof a),
-                         pg_shape_str(t->ndim, t->shape, b, sizeof b));
+            PyErr_Format(pg_exc_shape, "attempting to assign a gradient of size '%s' to a tensor "
+                                       "of size '%s'. Please ensure that the gradient and the "
+                                       "tensor are the same size",
+                         pg_shape_list_str(g->ndim, g->shape, a, sizeof a),
+                         pg_shape_list_str(t->ndim, t->shape, b, sizeof b));
             return -1;
         }
     }

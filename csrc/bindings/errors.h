@@ -11,8 +11,13 @@ extern PyObject *pg_exc_device_mismatch;  /* pygpu.DeviceMismatchError (RuntimeE
 extern PyObject *pg_exc_unavailable;      /* pygpu.DeviceUnavailableError (RuntimeError) */
 extern PyObject *pg_exc_transfer_guard;   /* pygpu.TransferGuardError (RuntimeError) */
 extern PyObject *pg_exc_async;            /* pygpu.AsyncOpError (RuntimeError) */
+extern PyObject *pg_exc_async_index;      /* pygpu.AsyncIndexError (AsyncOpError, IndexError) */
 extern PyObject *pg_exc_nccl;             /* pygpu.distributed.NcclError (RuntimeError) */
 extern PyObject *pg_exc_axis;             /* pygpu.AxisError (IndexError, ValueError) */
+extern PyObject *pg_exc_shape;            /* pygpu.ShapeError (ValueError, RuntimeError) */
+extern PyObject *pg_exc_dtype;            /* pygpu.DTypeError (TypeError, RuntimeError) */
+extern PyObject *pg_exc_value;            /* pygpu.InvalidValueError (ValueError, RuntimeError) */
+extern PyObject *pg_exc_index;            /* pygpu.IndexOutOfRangeError (IndexError, RuntimeError) */
 extern PyObject *pg_warn_transfer;        /* pygpu.TransferWarning (UserWarning) */
 
 int pg_errors_init(PyObject *module);

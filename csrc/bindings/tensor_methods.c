@@ -152,7 +152,8 @@ static PyObject *m_reshape(PyObject *self, PyObject *args)
     for (int i = 0; i < ndim; i++) {
         if (shape[i] == -1) {
             if (infer >= 0) {
-                PyErr_SetString(PyExc_ValueError, "reshape: can only specify one unknown dimension (-1)");
+                PyErr_SetString(pg_exc_shape, "only one dimension can be inferred (reshape: one "
+                                              "-1 at most)");
                 return NULL;
             }
             infer = i;
@@ -164,8 +165,8 @@ static PyObject *m_reshape(PyObject *self, PyObject *args)
         int64_t n = pg_tensor_numel(t);
         if (known == 0 || n % known != 0) {
             char a[160];
-            PyErr_Format(PyExc_ValueError, "cannot reshape a tensor of %lld elements into shape %s",
-                         (long long)n, pg_shape_str(ndim, shape, a, sizeof a));
+            PyErr_Format(pg_exc_shape, "shape '%s' is invalid for input of size %lld",
+                         pg_shape_list_str(ndim, shape, a, sizeof a), (long long)n);
             return NULL;
         }
         shape[infer] = n / known;
@@ -432,9 +433,19 @@ static PyObject *m_host(PyObject *self, PyObject *arg)
     return pg_host_implicit((PyTensor *)self, (int)reason);
 }
 
-static PyObject *m_numpy(PyObject *self, PyObject *noargs)
+/* Tensor.numpy(*, force=False): PyTorch refuses a tensor that requires grad (the array
+ * would escape autograd) unless force=True, which reads a detached alias. */
+static PyObject *m_numpy(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    (void)noargs;
+    static char *kwlist[] = {"force", NULL};
+    int force = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$p:numpy", kwlist, &force))
+        return NULL;
+    if (((PyTensor *)self)->requires_grad && !force) {
+        PyErr_SetString(PyExc_RuntimeError, "Can't call numpy() on Tensor that requires grad. "
+                                            "Use tensor.detach().numpy() instead.");
+        return NULL;
+    }
     PyTensor *h = (PyTensor *)pg_host_implicit((PyTensor *)self, PG_IMPLICIT_ARRAY);
     if (!h)
         return NULL;
@@ -586,7 +597,9 @@ PyMethodDef pg_tensor_methods[] = {
     {"_storage_held", m_storage_held, METH_NOARGS, "internal: queued work still holds the storage"},
     {"pin_memory", m_pin_memory, METH_NOARGS, "a copy in page-locked host memory, for non_blocking copies"},
     {"is_pinned", m_is_pinned, METH_NOARGS, "whether the memory is page-locked host memory"},
-    {"numpy", m_numpy, METH_NOARGS, "an ndarray: shares memory on cpu; a counted (implicit) copy from a device"},
+    {"numpy", (PyCFunction)(void (*)(void))m_numpy, METH_VARARGS | METH_KEYWORDS,
+     "numpy(*, force=False): an ndarray: shares memory on cpu; a counted (implicit) copy from a "
+     "device. A tensor that requires grad is refused (RuntimeError, as PyTorch) unless force=True"},
     {"tolist", m_tolist, METH_NOARGS, "nested Python lists (an implicit transfer from a device)"},
     {"item", m_item, METH_NOARGS, "the single element as a Python number (an implicit transfer from a device)"},
     {"_host", m_host, METH_O, "internal: host copy counted as an implicit transfer of the given reason"},

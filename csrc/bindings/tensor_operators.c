@@ -267,8 +267,9 @@ static int nb_bool(PyObject *a)
 {
     PyTensor *t = (PyTensor *)a;
     if (pg_tensor_numel(&t->t) != 1) {
-        PyErr_Format(PyExc_ValueError, "the truth value of a tensor with %lld elements is "
-                                       "ambiguous; use .any() or .all() style reductions",
+        PyErr_Format(pg_exc_value, "Boolean value of Tensor with more than one value is "
+                                   "ambiguous (a tensor of %lld elements); use .any() or .all() "
+                                   "style reductions",
                      (long long)pg_tensor_numel(&t->t));
         return -1;
     }

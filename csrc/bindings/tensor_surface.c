@@ -101,7 +101,8 @@ static PyObject *f_as_strided(PyObject *mod, PyObject *args)
         parse_int64s(str, &ns, strides, "as_strided: strides") < 0)
         return NULL;
     if (nd != ns)
-        return PyErr_Format(PyExc_ValueError, "as_strided: %d sizes but %d strides", nd, ns);
+        return PyErr_Format(pg_exc_shape, "mismatch in length of strides and shape (as_strided: "
+                                          "%d sizes but %d strides)", nd, ns);
     pg_tensor out;
     PyObject *r = pg_wrap_result(pg_view_as_strided(pt, nd, shape, strides, off, &out), &out);
     pg_ag_note_view(r, t);

@@ -9,30 +9,34 @@
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *g_pending[PG_NUM_SLOTS]; /* malloc'd message or NULL, per device slot */
+static pg_status g_pending_status[PG_NUM_SLOTS]; /* its root status */
 
 void pg_async_error_after_fork(void) { pthread_mutex_init(&g_lock, NULL); }
 
-void pg_async_error_record(pg_device dev, const char *msg)
+void pg_async_error_record(pg_device dev, pg_status st, const char *msg)
 {
     int slot = pg_device_slot(dev);
     pthread_mutex_lock(&g_lock);
-    if (!g_pending[slot])
+    if (!g_pending[slot]) {
         g_pending[slot] = strdup(msg); /* out of memory: the storage still carries it */
+        g_pending_status[slot] = st;
+    }
     pthread_mutex_unlock(&g_lock);
 }
 
-int pg_async_error_take(pg_device dev, char *buf, size_t len)
+pg_status pg_async_error_take(pg_device dev, char *buf, size_t len)
 {
     int slot = pg_device_slot(dev);
     pthread_mutex_lock(&g_lock);
     char *msg = g_pending[slot];
+    pg_status st = g_pending_status[slot];
     g_pending[slot] = NULL;
     pthread_mutex_unlock(&g_lock);
     if (!msg)
-        return 0;
+        return PG_OK;
     snprintf(buf, len, "%s", msg);
     free(msg);
-    return 1;
+    return st == PG_OK ? PG_ERR_ASYNC : st;
 }
 
 /* Whether `delivered` reports `pending`. Messages are cut at the error buffer's length

@@ -13,11 +13,14 @@
 #include <stddef.h>
 
 #include "pg_device.h"
+#include "pg_status.h"
 
-/* Record `msg` as the pending failure of `dev` unless one is pending already. */
-void pg_async_error_record(pg_device dev, const char *msg);
-/* Take the pending failure of `dev` into buf (false when there is none); it is cleared. */
-int pg_async_error_take(pg_device dev, char *buf, size_t len);
+/* Record `msg`, with its root status `st`, as the pending failure of `dev` unless one is
+ * pending already. */
+void pg_async_error_record(pg_device dev, pg_status st, const char *msg);
+/* Take the pending failure of `dev` into buf and return its root status (PG_OK when there
+ * is none); it is cleared. */
+pg_status pg_async_error_take(pg_device dev, char *buf, size_t len);
 /* A wait has just raised `delivered`: every device's pending failure it reports
  * (the message itself, or one it quotes, as "input comes from a failed op: ...")
  * is cleared. */

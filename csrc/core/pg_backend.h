@@ -39,7 +39,10 @@
  * PG_NODE_MAX_SRC 7 (the attention backward's sources) */
 /* 9: the sub-op rows (pg_subops.def: one numbering of every kind's sub-ops), the LINALG
  * node kind and pg_node.p.linalg, the optional supports_node slot (issue 44) */
-#define PG_BACKEND_ABI_VERSION 9
+/* 10: an asynchronous failure keeps its root status (pg_storage.error_status; pg_core_api's
+ * storage_set_error and async_error_record take it): an index out of range found on the
+ * device raises IndexError at the next wait */
+#define PG_BACKEND_ABI_VERSION 10
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
 
@@ -135,7 +138,7 @@ typedef struct pg_core_api {
     pg_status (*error_set)(pg_status st, const char *fmt, ...);
     void (*storage_retain)(pg_storage *s);
     void (*storage_release)(pg_storage *s);
-    void (*storage_set_error)(pg_storage *s, const char *msg);
+    void (*storage_set_error)(pg_storage *s, pg_status st, const char *msg);
     /* add the measured duration of a transfer that finished asynchronously */
     void (*stats_transfer_time)(pg_device src, pg_device dst, uint64_t ns);
     /* count one device operation as finished on `dev`: kernel ns */
@@ -145,7 +148,7 @@ typedef struct pg_core_api {
     pg_status (*storage_wait_others)(pg_storage *s, bool idle, const pg_backend *be, void *queue);
     /* a queued op failed on `dev`: its message, delivered once by the core to the first
      * wait that observes it (pg_async_error.h), e.g. a device error flag read back */
-    void (*async_error_record)(pg_device dev, const char *msg);
+    void (*async_error_record)(pg_device dev, pg_status st, const char *msg);
     /* a good write replaced every byte of `s` (see pg_storage_clear_error) */
     void (*storage_clear_error)(pg_storage *s);
     bool (*tensor_covers_storage)(const pg_tensor *t);

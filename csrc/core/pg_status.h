@@ -9,11 +9,11 @@
 
 typedef enum pg_status {
     PG_OK = 0,
-    PG_ERR_VALUE,       /* bad argument value            -> ValueError */
+    PG_ERR_VALUE,       /* bad argument value            -> pygpu.InvalidValueError (ValueError, RuntimeError) */
     PG_ERR_TYPE,        /* wrong kind of argument        -> TypeError */
-    PG_ERR_INDEX,       /* index/axis out of range       -> IndexError */
-    PG_ERR_SHAPE,       /* shapes do not fit together    -> ValueError */
-    PG_ERR_DTYPE,       /* dtype not supported by an op  -> TypeError */
+    PG_ERR_INDEX,       /* index out of range            -> pygpu.IndexOutOfRangeError (IndexError, RuntimeError) */
+    PG_ERR_SHAPE,       /* shapes do not fit together    -> pygpu.ShapeError (ValueError, RuntimeError) */
+    PG_ERR_DTYPE,       /* dtype not supported by an op  -> pygpu.DTypeError (TypeError, RuntimeError) */
     PG_ERR_DEVICE,      /* tensors on different devices  -> pygpu.DeviceMismatchError */
     PG_ERR_NOMEM,       /* allocation failed             -> MemoryError */
     PG_ERR_UNAVAILABLE, /* device/backend not present    -> pygpu.DeviceUnavailableError */
@@ -23,8 +23,17 @@ typedef enum pg_status {
     PG_ERR_AXIS,        /* axis out of range             -> pygpu.AxisError (IndexError, ValueError) */
     PG_ERR_OVERFLOW,    /* value does not fit the dtype  -> OverflowError */
     PG_ERR_COMM,        /* a collective failed/timed out -> pygpu.NcclError (RuntimeError) */
+    PG_ERR_ASYNC_INDEX, /* an asynchronous op met an index out of range (its values live on the
+                           device)                       -> pygpu.AsyncIndexError (AsyncOpError, IndexError) */
     PG_NUM_STATUS
 } pg_status;
+
+/* The status a wait reports for an asynchronous failure whose root status was `root`: an
+ * index out of range stays an IndexError (PyTorch's type) when it surfaces later. */
+static inline pg_status pg_async_status(pg_status root)
+{
+    return root == PG_ERR_INDEX || root == PG_ERR_ASYNC_INDEX ? PG_ERR_ASYNC_INDEX : PG_ERR_ASYNC;
+}
 
 #define PG_ERRMSG_LEN 2048
 

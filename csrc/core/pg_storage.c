@@ -386,7 +386,7 @@ pg_status pg_storage_wait_others(pg_storage *s, bool idle, const pg_backend *be,
             t0 = pg_now_ns();
         st = owner->wait_event(owner, ev[i]);
         if (st != PG_OK && i == 0) /* the failure may have produced these bytes */
-            pg_storage_set_error(s, pg_error_message());
+            pg_storage_set_error(s, st, pg_error_message());
     }
     if (t0 != 0) /* one wait, however many queues it asked */
         pg_stats_sync(s->device, pg_now_ns() - t0);
@@ -400,7 +400,8 @@ static pg_status wait_impl(pg_storage *s, bool idle)
         return PG_OK; /* idle: the caller is about to overwrite; the old failure is its data's */
     pthread_mutex_lock(&g_error_lock);
     char *err = atomic_load(&s->error);
-    pg_status st = err ? pg_error_set(PG_ERR_ASYNC, "%s", err) : PG_OK;
+    pg_status st = err ? pg_error_set(pg_async_status((pg_status)s->error_status), "%s", err)
+                       : PG_OK;
     pthread_mutex_unlock(&g_error_lock);
     if (st != PG_OK) /* delivered: a later synchronize of the device must not raise it again */
         pg_async_error_forget(pg_error_message());
@@ -410,26 +411,29 @@ static pg_status wait_impl(pg_storage *s, bool idle)
 pg_status pg_storage_wait(pg_storage *s) { return wait_impl(s, false); }
 pg_status pg_storage_wait_idle(pg_storage *s) { return wait_impl(s, true); }
 
-void pg_storage_set_error(pg_storage *s, const char *msg)
+void pg_storage_set_error(pg_storage *s, pg_status st, const char *msg)
 {
     char *copy = strdup(msg);
     char *expected = NULL;
     pthread_mutex_lock(&g_error_lock);
     if (!copy || !atomic_compare_exchange_strong(&s->error, &expected, copy))
         free(copy);
+    else
+        s->error_status = st;
     pthread_mutex_unlock(&g_error_lock);
 }
 
-bool pg_storage_error_copy(pg_storage *s, char *buf, size_t len)
+pg_status pg_storage_error_copy(pg_storage *s, char *buf, size_t len)
 {
     if (!atomic_load(&s->error))
-        return false;
+        return PG_OK;
     pthread_mutex_lock(&g_error_lock);
     char *err = atomic_load(&s->error);
+    pg_status st = err ? (pg_status)s->error_status : PG_OK;
     if (err)
         snprintf(buf, len, "%s", err);
     pthread_mutex_unlock(&g_error_lock);
-    return err != NULL;
+    return st == PG_OK && err ? PG_ERR_ASYNC : st;
 }
 
 void pg_storage_clear_error(pg_storage *s)

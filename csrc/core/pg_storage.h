@@ -83,6 +83,8 @@ struct pg_storage {
     pg_event last_read[PG_READ_SLOTS]; /* one per queue, oldest first; unused (backend NULL) last */
     atomic_bool queued;               /* any event was ever recorded (a lock-free hint) */
     _Atomic(char *) error; /* malloc'd message of the failed op that produced the data */
+    int error_status;      /* its root pg_status (PG_ERR_INDEX: an index out of range);
+                              written with `error`, under the error lock */
 
     /* When only queued tasks' holds remain in `refs`, a device storage's block goes back
      * to its allocator at once, with the tasks' events (stream-ordered reuse, see
@@ -170,10 +172,12 @@ pg_status pg_storage_wait(pg_storage *s);
 /* Block until queued writes *and reads* are done (before the host overwrites
  * it). Does not report a recorded failure: that belongs to the old bytes. */
 pg_status pg_storage_wait_idle(pg_storage *s);
-/* Record a failure in `s` (first one wins); `msg` is copied. */
-void pg_storage_set_error(pg_storage *s, const char *msg);
-/* Copy the recorded failure into buf; false if there is none. */
-bool pg_storage_error_copy(pg_storage *s, char *buf, size_t len);
+/* Record a failure in `s` (first one wins): its root status `st` (which exception a later
+ * read raises: pg_async_status) and its message, copied. */
+void pg_storage_set_error(pg_storage *s, pg_status st, const char *msg);
+/* Copy the recorded failure's message into buf and return its root status; PG_OK (and buf
+ * untouched) if there is none. */
+pg_status pg_storage_error_copy(pg_storage *s, char *buf, size_t len);
 /* A successful write that replaced every byte of `s` happened: its old
  * failure no longer describes the data (backends call this after such a
  * write ran; see pg_tensor_covers_storage). A partial write keeps it. */

@@ -64,6 +64,16 @@ const char *pg_shape_str(int ndim, const int64_t *shape, char *buf, int len)
     return buf;
 }
 
+const char *pg_shape_list_str(int ndim, const int64_t *shape, char *buf, int len)
+{
+    int n = snprintf(buf, len, "[");
+    for (int i = 0; i < ndim && n < len; i++)
+        n += snprintf(buf + n, len - n, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (n < len)
+        snprintf(buf + n, len - n, "]");
+    return buf;
+}
+
 pg_status pg_shape_check(int ndim, const int64_t *shape, pg_dtype dt)
 {
     if (ndim < 0 || ndim > PG_MAX_DIMS)
@@ -200,9 +210,12 @@ pg_status pg_view_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg
     pg_tensor_out_init(out, t);
     PG_TRY(pg_shape_check(ndim, shape, (pg_dtype)t->dtype));
     if (pg_shape_numel(ndim, shape) != pg_tensor_numel(t)) {
-        char a[160], b[160];
-        return pg_error_set(PG_ERR_SHAPE, "cannot reshape a tensor of shape %s (%lld elements) "
-                                          "into shape %s",
+        char a[160], b[160], c[160];
+        return pg_error_set(PG_ERR_SHAPE, "shape '%s' is invalid for input of size %lld: cannot "
+                                          "reshape a tensor of shape %s (%lld elements) into "
+                                          "shape %s",
+                            pg_shape_list_str(ndim, shape, c, sizeof c),
+                            (long long)pg_tensor_numel(t),
                             pg_shape_str(t->ndim, t->shape, a, sizeof a),
                             (long long)pg_tensor_numel(t), pg_shape_str(ndim, shape, b, sizeof b));
     }
@@ -227,7 +240,7 @@ pg_status pg_view_select(const pg_tensor *t, int axis, int64_t i, pg_tensor *out
         return pg_error_set(PG_ERR_INDEX, "too many indices for a %d-d tensor", t->ndim);
     int64_t n = t->shape[axis];
     if (i < -n || i >= n)
-        return pg_error_set(PG_ERR_INDEX, "index %lld is out of bounds for axis %d with size %lld",
+        return pg_error_set(PG_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
                             (long long)i, axis, (long long)n);
     if (i < 0)
         i += n;
@@ -286,12 +299,14 @@ pg_status pg_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
     for (int i = 0; i < n; i++) {
         int64_t da = i < n - na ? 1 : a[i - (n - na)];
         int64_t db = i < n - nb ? 1 : b[i - (n - nb)];
-        if (da != db && da != 1 && db != 1) {
+        if (da != db && da != 1 && db != 1) { /* PyTorch's words, then NumPy's */
             char sa[160], sb[160];
             return pg_error_set(PG_ERR_SHAPE,
-                                "%s: operands could not be broadcast together with shapes %s "
-                                "and %s",
-                                opname, pg_shape_str(na, a, sa, sizeof sa),
+                                "%s: The size of tensor a (%lld) must match the size of tensor b "
+                                "(%lld) at non-singleton dimension %d: operands could not be "
+                                "broadcast together with shapes %s and %s",
+                                opname, (long long)da, (long long)db, i,
+                                pg_shape_str(na, a, sa, sizeof sa),
                                 pg_shape_str(nb, b, sb, sizeof sb));
         }
         out[i] = da == 1 ? db : da;

@@ -81,5 +81,7 @@ pg_status pg_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
 
 /* "(2, 3)" into buf, for error messages. */
 const char *pg_shape_str(int ndim, const int64_t *shape, char *buf, int len);
+/* "[2, 3]" into buf: PyTorch's spelling of a shape in its messages. */
+const char *pg_shape_list_str(int ndim, const int64_t *shape, char *buf, int len);
 
 #endif

@@ -39,7 +39,7 @@ def check_target(input, target, fn):
 def check_pair(input, target, fn):
     check_target(input, target, fn)
     if input.shape != target.shape:
-        raise ValueError(f"{fn}: input has shape {input.shape} but target has {target.shape}; "
+        raise _C.ShapeError(f"{fn}: input has shape {input.shape} but target has {target.shape}; "
                          "they must match")
 
 

@@ -195,7 +195,11 @@ def _rule_matmul(ctx, g):
     if a.requires_grad:
         ga = unbroadcast(g2 @ _swap(b2), a2.shape).reshape(a.shape)
     if b.requires_grad:
-        gb = unbroadcast(_swap(a2) @ g2, b2.shape).reshape(b.shape)
+        if b2.ndim == 2 and a2.ndim > 2:  # one matrix for the whole batch: every row of every
+            k, n = b2.shape                # batch entry in one product, not a batch then a sum
+            gb = (_swap(a2.reshape(-1, k)) @ g2.reshape(-1, n)).reshape(b.shape)
+        else:
+            gb = unbroadcast(_swap(a2) @ g2, b2.shape).reshape(b.shape)
     return ga, gb
 
 

@@ -2,8 +2,9 @@
 
 One module per backend, each with PyTorch's names: cudnn (enabled, benchmark,
 deterministic, allow_tf32), cuda (matmul.allow_tf32, ...), mps (is_available() is
-False: pygpu has no Metal backend), cpu (get_cpu_capability). pygpu keeps the values
+False: pygpu has no Metal backend), cpu (get_cpu_capability), opt_einsum (einsum's
+contraction order: enabled, strategy). pygpu keeps the values
 programs set; where a switch changes what pygpu computes, its module says so."""
-from . import cpu, cuda, cudnn, mps
+from . import cpu, cuda, cudnn, mps, opt_einsum
 
-__all__ = ["cpu", "cuda", "cudnn", "mps"]
+__all__ = ["cpu", "cuda", "cudnn", "mps", "opt_einsum"]

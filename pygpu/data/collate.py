@@ -29,7 +29,7 @@ def _stack(tensors):
             raise _C.DeviceMismatchError(f"default_collate: samples are on {first.device} and "
                                          f"{t.device}; put the dataset on one device")
     if first.device.type == "cpu":
-        return _C.from_numpy(np.stack([t.numpy() for t in tensors]))
+        return _C.from_numpy(np.stack([t.detach().numpy() for t in tensors]))
     return cat([t.reshape(1, *t.shape) for t in tensors])
 
 

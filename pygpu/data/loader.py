@@ -59,7 +59,7 @@ def _as_source(name, a):
     """(host ndarray or None, device tensor or None) for X or y."""
     if isinstance(a, _C.Tensor):
         if a.device.type == "cpu":
-            return a.numpy(), None  # zero-copy view of a cpu tensor (bfloat16: ml_dtypes')
+            return a.detach().numpy(), None  # zero-copy view of a cpu tensor (bfloat16: ml_dtypes')
         if a.ndim == 0:
             raise ValueError(f"DataLoader: {name} must have a leading sample axis, got a scalar")
         return None, a

@@ -69,7 +69,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if weight is not None:
         _want_tensor(weight, "nll_loss", "weight")
         if weight.shape != (C,):
-            raise ValueError(f"nll_loss: weight must have shape ({C},), got {weight.shape}")
+            raise _C.ShapeError(f"weight tensor should be defined either for all {C} classes or "
+                                f"no classes but got weight tensor of shape: "
+                                f"{list(weight.shape)}")
     logp = _class_last(input)
     t, ignored = _labels(target.reshape(-1), ignore_index)
     valid = _C.logical_not(ignored).astype(input.dtype)
@@ -110,7 +112,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=IG
     eps = float(label_smoothing)
     if probs_target:
         if target.shape != input.shape:
-            raise ValueError(f"cross_entropy: class-probability targets must have the input's "
+            raise _C.ShapeError(f"cross_entropy: class-probability targets must have the input's "
                              f"shape {input.shape}, got {target.shape}")
         lp, tp = _class_last(logp), _class_last(target.astype(input.dtype))
         if eps:

@@ -1,16 +1,15 @@
-"""nn.functional's batch_norm, group_norm, instance_norm, embedding and one_hot, from tensor
-ops, and layer_norm (written once in pygpu/_ops/_layer_norm.py: one fused node where the
-backend has it).
+"""nn.functional's batch_norm, group_norm, instance_norm and one_hot, from tensor ops,
+layer_norm (written once in pygpu/_ops/_layer_norm.py: one fused node where the backend has
+it) and embedding (pygpu/_ops/_embedding.py: a gather, its backward a scatter-add).
 
 batch_norm normalizes with means and variances over axes (biased variance for
 normalizing; running_var takes the unbiased one, as PyTorch's). one_hot compares the
-indices with arange(C); embedding multiplies that one-hot matrix by the weight, so its gradient (one_hot^T @ grad) lands on the rows used
-and on no other, with no gather kernel (an index_select would be cheaper for a large
-vocabulary; the result is the same)."""
+indices with arange(C)."""
 from .. import _C, _conv_ops, _tensor_create
 from .._dtype import int64
 from .._ops._common import float_input as _float_input
 from .._ops._common import want_tensor as _want_tensor
+from .._ops._embedding import embedding  # noqa: F401 - written once in _ops
 from .._ops._layer_norm import layer_norm  # noqa: F401 - written once in _ops
 from ..autograd import no_grad
 
@@ -137,30 +136,3 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     div = avg_pool2d(div, (size, 1), stride=1).reshape(*input.shape)
     div = (div * alpha + k) ** beta
     return input / div
-
-
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
-    """Rows of weight (V, D) at int64 (or int32) indices input (...) -> (..., D). The row at
-    padding_idx is returned but receives no gradient. sparse=True is accepted: the gradient
-    is still a dense tensor, zero in the rows no index looked up (optim.SparseAdam
-    updates only the other rows)."""
-    _want_tensor(input, "embedding")
-    _want_tensor(weight, "embedding", "weight")
-    if input.dtype.name == "int32":  # PyTorch takes Int indices too
-        input = input.long()
-    if input.dtype != int64:
-        raise TypeError(f"embedding: indices must be int64 or int32, got {input.dtype}")
-    if max_norm is not None or scale_grad_by_freq:
-        raise NotImplementedError("embedding: max_norm and scale_grad_by_freq are not supported")
-    V, D = weight.shape
-    idx = input.reshape(-1)
-    cols = _tensor_create.arange(V, device=input.device)
-    hot = (idx.reshape(idx.shape[0], 1) == cols).astype(weight.dtype)  # (M, V)
-    if padding_idx is not None:
-        padding_idx = padding_idx % V
-        pad = (idx == padding_idx).astype(weight.dtype).reshape(idx.shape[0], 1)
-        out = (hot * (1.0 - pad)) @ weight + (hot * pad) @ weight.detach()
-    else:
-        out = hot @ weight
-    return out.reshape(*input.shape, D)

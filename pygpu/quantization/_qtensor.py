@@ -194,9 +194,9 @@ class QZeroPoints:
         return self
 
     def copy_(self, src):
-        v = src.numpy() if hasattr(src, "numpy") else np.asarray(src)
+        v = src.detach().numpy() if hasattr(src, "numpy") else np.asarray(src)
         if hasattr(src, "device") and str(src.device) != "cpu" and not isinstance(src, QZeroPoints):
-            v = src.cpu().numpy()
+            v = src.detach().cpu().numpy()
         v = np.asarray(v)
         if v.shape != self.value.shape:
             raise ValueError(f"copy_: {v.shape} zero points into {self.value.shape}")

@@ -32,7 +32,7 @@ def _tensor(a, device):
 
 
 def _host(t):
-    return t.cpu().numpy()
+    return t.detach().cpu().numpy()
 
 
 # -- ops: (name, fn, args) applied to NumPy arrays and to tensors alike ----------------------

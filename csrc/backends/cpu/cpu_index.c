@@ -115,11 +115,12 @@ static pg_status index_MOVE(const pg_node *n)
     int64_t size = (int64_t)pg_dtype_size((pg_dtype)P->dtype);
     int64_t bound = M->shape[axis];
     int64_t nidx = pg_tensor_numel(I);
-    for (int64_t j = 0; j < nidx; j++)
+    for (int64_t j = 0; j < nidx; j++) /* PyTorch's words: index_select's, then gather's */
         if (idx[j] < 0 || idx[j] >= bound)
-            return pg_error_set(PG_ERR_INDEX, "%s: index %lld is out of bounds for dimension %d "
-                                              "with size %lld",
-                                n->name, (long long)idx[j], axis, (long long)bound);
+            return pg_error_set(PG_ERR_INDEX, "%s%s: index %lld is out of bounds for dimension "
+                                              "%d with size %lld",
+                                full ? "" : "index out of range in self: ", n->name,
+                                (long long)idx[j], axis, (long long)bound);
     bool same = true; /* M's shape is P's but on the axis (scatter's self may be larger) */
     for (int d = 0; d < nd; d++)
         same = same && (d == axis || M->shape[d] == P->shape[d]);

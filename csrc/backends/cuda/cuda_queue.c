@@ -261,16 +261,18 @@ pg_status pg_cuda_check_eflags(pg_cuda_device *d)
     e->a = e->b = e->c = 0;
     e->claimed = 0;
     e->bits = 0;
+    /* both are indices out of range: IndexError (AsyncIndexError), as on the cpu */
     if (bits & PG_CUDA_EFLAG_LABEL)
-        return pg_cuda_error(PG_ERR_ASYNC,
+        return pg_cuda_error(PG_ERR_ASYNC_INDEX,
                              "cuda:%d: cross_entropy: label %lld (row %lld) is out of range for "
                              "%lld classes; labels must be in [0, %lld)",
                              d->index, a, b, c, c);
     if (bits & PG_CUDA_EFLAG_INDEX)
-        return pg_cuda_error(PG_ERR_ASYNC,
-                             "cuda:%d: an index op (gather, scatter, index_select, ...): index "
-                             "%lld is out of bounds for dimension %lld with size %lld",
-                             d->index, a, b, c);
+        return pg_cuda_error(PG_ERR_ASYNC_INDEX,
+                             "index out of range in self: index %lld is out of bounds for "
+                             "dimension %lld with size %lld (an index op on cuda:%d: gather, "
+                             "scatter, index_select, embedding, ...)",
+                             a, b, c, d->index);
     return pg_cuda_error(PG_ERR_ASYNC, "cuda:%d: a kernel reported bad data (flags 0x%x)",
                          d->index, bits);
 }

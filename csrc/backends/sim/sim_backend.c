@@ -148,10 +148,10 @@ static void wait_until(uint64_t t_end)
 
 /* ---- the worker side ------------------------------------------------------------------ */
 
-static void record_failure(sim_device *d, pg_storage *dst, const char *msg)
+static void record_failure(sim_device *d, pg_storage *dst, pg_status st, const char *msg)
 {
-    pg_storage_set_error(dst, msg);
-    pg_async_error_record((pg_device){PG_DEV_SIM, d->index}, msg); /* delivered once */
+    pg_storage_set_error(dst, st, msg);
+    pg_async_error_record((pg_device){PG_DEV_SIM, d->index}, st, msg); /* delivered once */
 }
 
 static uint64_t thread_cpu_ns(void)
@@ -186,8 +186,9 @@ static void run_one(sim_device *d, pg_task *t)
     char msg[PG_ERRMSG_LEN + 128];
     char err[PG_ERRMSG_LEN];
     if (t->kind == 1) {
-        if (pg_storage_error_copy(t->u.copy.src, err, sizeof err))
-            pg_storage_set_error(t->u.copy.dst, err);
+        pg_status est = pg_storage_error_copy(t->u.copy.src, err, sizeof err);
+        if (est != PG_OK)
+            pg_storage_set_error(t->u.copy.dst, est, err);
         else
             run_copy(&t->u.copy);
         return;
@@ -196,12 +197,14 @@ static void run_one(sim_device *d, pg_task *t)
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(n, outs);
     for (int i = 0; i < n->nsrc; i++) {
-        if (n->src[i].storage && pg_storage_error_copy(n->src[i].storage, err, sizeof err)) {
+        pg_status est = n->src[i].storage ? pg_storage_error_copy(n->src[i].storage, err, sizeof err)
+                                          : PG_OK;
+        if (est != PG_OK) {
             snprintf(msg, sizeof msg, "'%s' on sim:%d was skipped: its input comes from a failed op: %s",
                      n->name, d->index, err);
             for (int k = 0; k < nout; k++)
                 if (outs[k]->storage != n->src[i].storage)
-                    pg_storage_set_error(outs[k]->storage, msg);
+                    pg_storage_set_error(outs[k]->storage, est, msg);
             return; /* the root cause is already the device's pending failure */
         }
     }
@@ -221,9 +224,9 @@ static void run_one(sim_device *d, pg_task *t)
     if (st != PG_OK) {
         snprintf(msg, sizeof msg, "op '%s' failed on sim:%d: %s", n->name, d->index,
                  pg_error_message());
-        record_failure(d, n->dst.storage, msg);
+        record_failure(d, n->dst.storage, st, msg);
         for (int k = 1; k < nout; k++)
-            pg_storage_set_error(outs[k]->storage, msg);
+            pg_storage_set_error(outs[k]->storage, st, msg);
     } else {
         for (int k = 0; k < nout; k++) /* every byte rewritten by a good op */
             if (pg_tensor_covers_storage(outs[k]))
@@ -450,8 +453,9 @@ static pg_status sim_synchronize(const pg_backend *be, int index)
             pg_stream_wait(s, pg_stream_last(s));
     }
     char err[PG_ERRMSG_LEN];
-    if (pg_async_error_take((pg_device){PG_DEV_SIM, index}, err, sizeof err))
-        return pg_error_set(PG_ERR_ASYNC, "%s", err); /* and cleared: delivered once */
+    pg_status root = pg_async_error_take((pg_device){PG_DEV_SIM, index}, err, sizeof err);
+    if (root != PG_OK) /* and cleared: delivered once */
+        return pg_error_set(pg_async_status(root), "%s", err);
     return PG_OK;
 }
 
