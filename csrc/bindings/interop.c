@@ -705,10 +705,11 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
     }
     else if (dl->ndim < 0 || dl->ndim > PG_MAX_DIMS)
         why = "too many dimensions";
-    if (why) {
+    if (why) { /* the message reads the capsule's tensor, so it is formatted before the release */
+        PyErr_Format(PyExc_TypeError, "from_dlpack: %s (device type %d, dtype code %d bits %d)",
+                     why, dl->device.device_type, dl->dtype.code, dl->dtype.bits);
         Py_DECREF(cap);
-        return PyErr_Format(PyExc_TypeError, "from_dlpack: %s (device type %d, dtype code %d bits %d)",
-                            why, dl->device.device_type, dl->dtype.code, dl->dtype.bits);
+        return NULL;
     }
     pg_tensor t;
     memset(&t, 0, sizeof t);
