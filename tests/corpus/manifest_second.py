@@ -173,7 +173,8 @@ SECOND = [
         ],
         "needs": [
             "matmul on 4-D operands (hand-written multi-head attention: `torch.matmul(Q, K.transpose(-1, -2))` with Q, K of shape (B, H, T, D)) raises ValueError, torch broadcasts the batch dimensions (matmul43)",
-            "in-place ops on a tensor in the autograd graph: `scores.masked_fill_(attn_mask, -1e9)` on the attention scores raises RuntimeError, torch records it (autograd43)"
+            "in-place ops on a tensor in the autograd graph: `scores.masked_fill_(attn_mask, -1e9)` on the attention scores raises RuntimeError, torch records it (autograd43)",
+            "`Tensor.byte()` is absent (AttributeError) and pygpu has no uint8 dtype: the decoder's subsequent-position mask is made with `torch.from_numpy(mask).byte()`"
         ],
         "compare": True,
         "rtol": 0.002,
@@ -181,7 +182,8 @@ SECOND = [
         "note": "",
         "workaround": [
             "the two 4-D attention products written as 3-D batched ones: the (B, H) dimensions flattened into one, the result viewed back",
-            "`scores.masked_fill_(attn_mask, -1e9)` written out of place, `scores = scores.masked_fill(attn_mask, -1e9)`"
+            "`scores.masked_fill_(attn_mask, -1e9)` written out of place, `scores = scores.masked_fill(attn_mask, -1e9)`",
+            "`torch.from_numpy(subsequent_mask).byte()` written `.long()` (the mask is only added to a bool mask and compared with 0, which gives the same bool mask)"
         ]
     },
     {
@@ -197,7 +199,8 @@ SECOND = [
         ],
         "needs": [
             "matmul on 4-D operands (hand-written multi-head attention: `torch.matmul(Q, K.transpose(-1, -2))` with Q, K of shape (B, H, T, D)) raises ValueError, torch broadcasts the batch dimensions (matmul43)",
-            "in-place ops on a tensor in the autograd graph: `scores.masked_fill_(attn_mask, -1e9)` on the attention scores raises RuntimeError, torch records it (autograd43)"
+            "in-place ops on a tensor in the autograd graph: `scores.masked_fill_(attn_mask, -1e9)` on the attention scores raises RuntimeError, torch records it (autograd43)",
+            "`Tensor.byte()` is absent (AttributeError) and pygpu has no uint8 dtype: the decoder's subsequent-position mask is made with `torch.from_numpy(mask).byte()`"
         ],
         "compare": True,
         "rtol": 0.002,
@@ -205,7 +208,8 @@ SECOND = [
         "note": "",
         "workaround": [
             "the two 4-D attention products written as 3-D batched ones: the (B, H) dimensions flattened into one, the result viewed back",
-            "`scores.masked_fill_(attn_mask, -1e9)` written out of place, `scores = scores.masked_fill(attn_mask, -1e9)`"
+            "`scores.masked_fill_(attn_mask, -1e9)` written out of place, `scores = scores.masked_fill(attn_mask, -1e9)`",
+            "`torch.from_numpy(subsequent_mask).byte()` written `.long()` (the mask is only added to a bool mask and compared with 0, which gives the same bool mask)"
         ]
     },
     {
