@@ -300,6 +300,13 @@ class Bench:
                  lambda: F.scaled_dot_product_attention(pq, pk, pv, is_causal=True).backward(pg),
                  lambda: TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True).backward(tg),
                  1.0, "calls/s")
+        from pygpu.nn.attention import SDPBackend, sdpa_kernel
+        with sdpa_kernel(SDPBackend.MATH):  # pygpu composed (batched GEMMs, row softmax)
+            self.row(f"SDPA causal fp32 {B}x{H}x{T}x{D} fwd+bwd, pygpu's math path",
+                     lambda: F.scaled_dot_product_attention(pq, pk, pv, is_causal=True)
+                     .backward(pg),
+                     lambda: TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+                     .backward(tg), 1.0, "calls/s")
         hidden, seq, batch = (16, 8, 4) if self.quick else (512, 64, 32)
         pygpu.manual_seed(0)
         pm = nn.LSTM(hidden, hidden, num_layers=2).to(self.dev)

@@ -108,8 +108,9 @@ WORKER = textwrap.dedent("""
                 opt.zero_grad(); loss_fn(net(xb), yb).backward(); opt.step()
             dist.barrier()
         dt = timed(epoch)
-        dt = max(dist.all_gather_object(dt))
-        cpu_all = sum(dist.all_gather_object(cpu["epoch"]))
+        every = [None] * p
+        dist.all_gather_object(every, dt); dt = max(every)
+        dist.all_gather_object(every, cpu["epoch"]); cpu_all = sum(every)
         dist.reset_stats(); epoch(); st = dist.stats()
         if r == 0:
             print("JSON " + json.dumps({"samples_per_s": n / dt, "processes": p,

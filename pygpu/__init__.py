@@ -7,6 +7,7 @@ accelerator "sim:N" (any machine) and on "cuda:N", moved explicitly with
 pygpu.stats(), pygpu.track(), pygpu.transfer_guard().
 """
 import atexit as _atexit
+import builtins as _builtins  # pygpu.range is torch.range: the module's own loops use Python's
 
 from . import _extension
 
@@ -49,6 +50,7 @@ from ._stats import Stats, role, stats, track
 from . import cpu, cuda, sim
 from . import autograd as _autograd
 from .autograd import inplace as _autograd_inplace  # noqa: E402
+from .autograd import writes as _autograd_writes  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._tensor_join import cat
 from ._train_ops import cross_entropy
@@ -82,7 +84,7 @@ from . import _legacy  # noqa: E402 - torch.Tensor(3, 4), FloatTensor([...]), Lo
 from ._C import Size  # noqa: E402 - Tensor.shape's type, printed as torch.Size([...])
 from ._defaults import (get_default_device, get_default_dtype, set_default_device,  # noqa: E402
                         set_default_dtype)
-from . import accelerator, backends, onnx, serialization  # noqa: E402
+from . import accelerator, backends, multiprocessing, onnx, random, serialization  # noqa: E402
 from ._printing import get_printoptions, set_printoptions  # noqa: E402 - PyTorch's printing
 globals().update(_legacy.TYPED)
 from . import _tensor_compat  # noqa: E402 - torch.greater, torch.concat, torch.pi, Generator, ...
@@ -117,9 +119,11 @@ _C._setup(_dtype.ALL, {
     "parse_device": _parse_device,
     "make_device": _make_device,
     "record": _autograd.record,
-    "backward": _autograd.backward,
+    "backward": _autograd.engine._tensor_backward,
     "inplace_begin": _autograd_inplace.begin,
     "inplace_end": _autograd_inplace.end,
+    "setitem_grad": _autograd_writes.setitem_grad,
+    "copy_grad": _autograd_writes.copy_grad,
     "autocast": _amp_autocast._hook,
     "numpy_bfloat16": _dtype.numpy_bfloat16,
     "legacy_new": _legacy.legacy_new,
@@ -140,7 +144,7 @@ def cpu_isa(detected=False):
 @_atexit.register
 def _shutdown():
     try:
-        for i in range(sim.device_count()):
+        for i in _builtins.range(sim.device_count()):
             _C._synchronize(sim._acc.code, i)
     except AsyncOpError:
         pass  # an unobserved failure at exit has nobody left to report to

@@ -87,6 +87,44 @@ class Accelerator:
         for i in range(self.device_count()):
             _C._seed(int(seed) & (2**64 - 1), self.code, i)
 
+    # -- random state (pygpu/_random.py: each device's default generator) ----------------
+    def _generator(self, device):
+        from . import _random
+        index = self._index(device)
+        self._check_index(index)
+        return _random.default_for(_device.device(self.name, index))
+
+    @property
+    def default_generators(self):
+        """The default generator of each device, as torch.cuda.default_generators."""
+        return tuple(self._generator(i) for i in range(self.device_count()))
+
+    def get_rng_state(self, device=None):
+        """The device generator's state: 16 bytes, its seed and offset (PyTorch's CUDA form)."""
+        return self._generator(device).get_state()
+
+    def set_rng_state(self, new_state, device=None):
+        self._generator(device).set_state(new_state)
+
+    def get_rng_state_all(self):
+        return [self.get_rng_state(i) for i in range(self.device_count())]
+
+    def set_rng_state_all(self, new_states):
+        for i, state in enumerate(new_states):
+            self.set_rng_state(state, i)
+
+    def seed(self):
+        """Seed the current device's generator from fresh entropy."""
+        from . import _random
+        self.manual_seed(_random._fresh_seed())
+
+    def seed_all(self):
+        from . import _random
+        self.manual_seed_all(_random._fresh_seed())
+
+    def initial_seed(self):
+        return self._generator(None).initial_seed()
+
     # -- memory ----------------------------------------------------------------------------
     def memory_allocated(self, device=None):
         """Bytes held by live tensors (rounded up to the allocator's block sizes)."""
@@ -142,8 +180,16 @@ def module_for(type_name):
 def export(acc, namespace):
     """Put an Accelerator's methods into a module's namespace (pygpu.sim.synchronize, ...)."""
     for name in ("is_available", "device_count", "get_device_name", "current_device",
-                 "set_device", "synchronize", "manual_seed", "manual_seed_all",
+                 "set_device", "synchronize", "manual_seed", "manual_seed_all", "get_rng_state",
+                 "set_rng_state", "get_rng_state_all", "set_rng_state_all", "seed", "seed_all",
+                 "initial_seed",
                  "memory_allocated", "max_memory_allocated", "memory_reserved",
                  "reset_peak_memory_stats", "empty_cache", "mem_get_info", "memory_stats",
                  "memory_summary"):
         namespace[name] = getattr(acc, name)
+
+    def module_getattr(name):  # default_generators: the devices are counted when asked
+        if name == "default_generators":
+            return acc.default_generators
+        raise AttributeError(f"module {namespace.get('__name__')!r} has no attribute {name!r}")
+    namespace.setdefault("__getattr__", module_getattr)

@@ -18,6 +18,12 @@ from ._dtype import float32, float64
 from .amp.autocast_mode import region_dtype as _autocast_low
 from .autograd import Function
 
+# torch.backends.cuda's attention switches (pygpu/backends/cuda.py sets them): "flash" and
+# "mem_efficient" allow the fused kernels (the cuda plugin's "flash_sdp" option, which its
+# supports_node reads); "math" allows the composition below, used where a backend declines
+# the node (only cuda does, so the switches matter there only, as PyTorch's)
+sdp_switches = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+
 Tensor = _C.Tensor
 
 
@@ -139,6 +145,18 @@ def _composite(q, k, v, mask, scale, causal, p, group):
     return bmm(w, v)
 
 
+def _sdpa_composite(q, k, v, mask, scale, causal, p):
+    """The fused node's function from tensor ops, for its gradients under create_graph=True
+    (autograd/higher_order.py). With dropout the forward's mask cannot be drawn again."""
+    if p > 0:
+        raise RuntimeError("scaled_dot_product_attention: the derivative of its backward "
+                           "(double backward) with dropout_p > 0 is not implemented in pygpu")
+    return _composite(q, k, v, mask, scale, causal, p, q.shape[1] // k.shape[1])
+
+
+_SDPA.composite = staticmethod(_sdpa_composite)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value, with dropout on the weights; one fused
@@ -163,10 +181,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         mask = mask.astype(work)
     q4, k4, v4 = _as4(q, nb), _as4(k, nb), _as4(v, nb)
     m4 = _mask4(mask, q.shape, k.shape[-2], nb) if mask is not None else None
-    out = None
-    if _C._sdpa_supported(q4):
+    # the backend's answer for this node (its dtype; on cuda, the kernel's head dimensions)
+    if _C._has_node("SDPA", q4, k4, v4, m4):
         out = _SDPA.apply(q4, k4, v4, m4, scale, bool(is_causal), float(dropout_p))
-    if out is None:
+    else:
+        if not sdp_switches["math"]:
+            raise RuntimeError("No available kernel. Aborting execution. (the fused attention "
+                               "kernels decline this call or are disabled, and "
+                               "torch.backends.cuda.enable_math_sdp(False) disabled the math "
+                               "implementation)")
         group = q4.shape[1] // k4.shape[1]
         out = _composite(q4, k4, v4, m4, scale, bool(is_causal), float(dropout_p), group)
     out = out.reshape(*query.shape[:-1], value.shape[-1])

@@ -1,9 +1,10 @@
 """The convolutional layers' differentiable ops: convolution (and its transpose), 2-d
 pooling, batch normalization in training, and padding.
 
-One fork, in one place per op: where the tensor's device runs the CONV, POOL and
-BATCH_NORM nodes (`_C._conv_has_kernels` asks the backend's node table: cpu, sim and cuda
-have all three; CONV on cuda runs on cuDNN when pygpu.backends.cudnn can load it), each op is an autograd Function
+One fork, in one place per op: where the tensor's backend runs the CONV, POOL or
+BATCH_NORM node (`_C._has_node` asks it, with the convolution's operands and geometry: cpu,
+sim and cuda have all three; CONV on cuda runs on cuDNN, whose rules, symmetric padding and
+the library loaded, are the cuda backend's supports_node), each op is an autograd Function
 calling one C op each way (csrc/core/pg_ops_conv.c, pg_ops_pool.c, pg_ops_norm.c); elsewhere
 it is composed from tensor ops that every device runs (index_select gathers the windows, a
 matmul applies the weight or the averaging), which autograd differentiates by itself.
@@ -18,8 +19,16 @@ from .autograd import Function
 
 Tensor = _C.Tensor
 
-POOL_MAX, POOL_AVG, POOL_ADAPTIVE_AVG, POOL_ADAPTIVE_MAX = 0, 1, 2, 3  # pg_ops_conv.h
-_POOL_BWD = {POOL_MAX: 4, POOL_ADAPTIVE_MAX: 4, POOL_AVG: 5, POOL_ADAPTIVE_AVG: 6}
+# the poolings are POOL rows of csrc/core/pg_subops.def, named by their IDs; each row's flags
+# (MAX, ADAPTIVE) and its gradient's ID (its `grad` column) are read from the table
+POOL_MAX, POOL_AVG, POOL_ADAPTIVE_AVG, POOL_ADAPTIVE_MAX = (
+    "MAX_FWD", "AVG_FWD", "ADAPTIVE_AVG_FWD", "ADAPTIVE_MAX_FWD")
+_POOL_ROWS = {row[1]: row for row in _C._subop_table() if row[0] == "POOL"}
+
+
+def _pool_is(kind, flag):
+    """Whether the POOL row `kind` has `flag` ("MAX", "ADAPTIVE")."""
+    return flag in _POOL_ROWS[kind][4]
 
 
 def _half(x):
@@ -39,21 +48,11 @@ def _widened(fn, x, *tensors_then_args, n_tensors=0):
     return out.astype(dt)
 
 
-def has_kernels(x):
-    """Whether x's device runs the one-node convolution, pooling and batch norm."""
-    return x.dtype in (float32, float64) and _C._conv_has_kernels(x)
-
-
-def has_conv_kernels(x, geom):
-    """Whether x's device runs the CONV node for this geometry: cpu and sim always; cuda on
-    cuDNN (loaded on the first call; pygpu.backends.cudnn.enabled), whose descriptor takes
-    one padding per axis, so not the asymmetric 'same' padding of an even kernel."""
-    if x.device.type != "cuda":
-        return has_kernels(x)
-    if x.dtype not in (float32, float64) or geom[4] != geom[5] or geom[6] != geom[7]:
-        return False
-    from .backends import cudnn
-    return cudnn.usable()
+def has_node(kind, x, *more):
+    """Whether x's backend runs the node `kind` ("POOL", "BATCH_NORM", "CONV" with its weight
+    and geometry): float32/float64 (the nodes' dtypes), then the backend's answer for the
+    node as the op would launch it (supports_op, supports_node), never the device type."""
+    return x.dtype in (float32, float64) and _C._has_node(kind, x, *more)
 
 
 def _index(values, device):
@@ -263,7 +262,7 @@ def conv2d(x, w, b, geom):
     """The 2-d convolution of checked operands (x (N, C, H, W), w (O, C/g, KH, KW))."""
     if _half(x):
         return _widened(conv2d, x, w, b, geom, n_tensors=2)
-    if has_conv_kernels(x, geom):
+    if has_node("CONV", x, w, geom):
         return _Convolution.apply(x, w, b, geom)
     _check_composed(x, w, b, geom, w.shape[0])
     return _conv_composed(x, w, b, geom)
@@ -289,14 +288,22 @@ def conv_transpose2d(x, w, b, geom, out_hw):
     N = x.shape[0]
     G = geom[8]
     Cout = w.shape[1] * G
-    if has_conv_kernels(x, geom):
-        return _ConvolutionTranspose.apply(x, w, b, geom, (N, Cout) + tuple(out_hw))
+    out_shape = (N, Cout) + tuple(out_hw)
+    if has_node("CONV", x, w, geom, out_shape):  # the input gradient's node
+        return _ConvolutionTranspose.apply(x, w, b, geom, out_shape)
     # composed: the convolution of x dilated by the stride, padded by d(k-1) - p (cropped
     # where negative), with the weight's groups transposed and its taps reversed
     if b is not None and (b.ndim != 1 or b.shape[0] != Cout):
         raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected bias "
                            f"to be 1-dimensional with {Cout} elements, but got bias of size "
                            f"{list(b.shape)} instead")
+    return _conv_transpose_composed(x, w, b, geom, out_hw)
+
+
+def _conv_transpose_composed(x, w, b, geom, out_hw):
+    """The convolution of x dilated by the stride, padded by d(k-1) - p (cropped where
+    negative), with the weight's groups transposed and its taps reversed."""
+    G = geom[8]
     sh, sw, dh, dw, pt, _, pl, _, _ = geom
     Cin, Cg, KH, KW = w.shape
     xd = _dilate(x, sh, sw)
@@ -311,6 +318,12 @@ def conv_transpose2d(x, w, b, geom, out_hw):
     return _conv_composed(xp, wt, b, (1, 1, dh, dw, 0, 0, 0, 0, G))
 
 
+# the fused nodes' composites: their gradients under create_graph=True (autograd/higher_order)
+_Convolution.composite = staticmethod(_conv_composed)
+_ConvolutionTranspose.composite = staticmethod(
+    lambda x, w, b, geom, out_shape: _conv_transpose_composed(x, w, b, geom, out_shape[2:]))
+
+
 # ---- pooling ---------------------------------------------------------------------------------
 
 class _Pool2d(Function):
@@ -322,11 +335,10 @@ class _Pool2d(Function):
     def forward(ctx, x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
                 indices_out):
         y, idx = _C._pool2d(kind, x, kernel, stride, padding, dilation, out_hw, cip, divisor,
-                            kind in (POOL_MAX, POOL_ADAPTIVE_MAX))
-        if kind == POOL_MAX:  # the windows' extent: max backward may scatter if disjoint
-            kernel = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilation))
-        elif kind == POOL_ADAPTIVE_MAX:  # windows of varying size, which may overlap
-            kernel = (0, 0)
+                            _pool_is(kind, "MAX"))
+        if _pool_is(kind, "MAX"):  # the windows' extent: max backward may scatter if disjoint
+            kernel = ((0, 0) if _pool_is(kind, "ADAPTIVE")  # of varying size: may overlap
+                      else tuple((k - 1) * d + 1 for k, d in zip(kernel, dilation)))
         ctx.args = (kind, tuple(x.shape), kernel, stride, padding, cip, divisor)
         ctx.idx = idx
         if idx is not None:
@@ -336,8 +348,8 @@ class _Pool2d(Function):
     @staticmethod
     def backward(ctx, g):
         kind, shape, kernel, stride, padding, cip, divisor = ctx.args
-        dx = _C._pool2d_backward(_POOL_BWD[kind], g, ctx.idx, shape, kernel, stride, padding,
-                                 cip, divisor)
+        grad = _POOL_ROWS[kind][5][0]  # the row's grad column: its gradient's row
+        dx = _C._pool2d_backward(grad, g, ctx.idx, shape, kernel, stride, padding, cip, divisor)
         return (dx,) + (None,) * 9
 
 
@@ -401,24 +413,21 @@ def _avg_matrix(H, W, kernel, stride, padding, out_hw, cip, divisor, adaptive):
 def pool2d(x, kind, kernel, stride, padding, dilation, out_hw, cip=True, divisor=0,
            return_indices=False):
     """Pooling of a checked x (N, C, H, W) to (N, C, *out_hw): y, or (y, indices)."""
-    is_max = kind in (POOL_MAX, POOL_ADAPTIVE_MAX)
+    is_max = _pool_is(kind, "MAX")
     if _half(x):
         return _widened(pool2d, x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
                         return_indices)
-    if has_kernels(x):
+    if has_node("POOL", x):
         holder = []
         y = _Pool2d.apply(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
                           holder)
         return (y, holder[0]) if return_indices else y
-    N, C, H, W = x.shape
     if is_max:
         y, idx = _max_composed(x, kernel, stride, padding, dilation, out_hw,
-                               kind == POOL_ADAPTIVE_MAX)
+                               _pool_is(kind, "ADAPTIVE"))
         return (y, idx) if return_indices else y
-    P = _avg_matrix(H, W, kernel, stride, padding, out_hw, cip, divisor,
-                    kind == POOL_ADAPTIVE_AVG)
-    Pt = _tensor_create.tensor(P, dtype=x.dtype, device=x.device)
-    return (x.reshape(N * C, H * W) @ Pt).reshape(N, C, out_hw[0], out_hw[1])
+    return _pool_composite(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
+                           None)
 
 
 # ---- batch normalization in training ---------------------------------------------------------
@@ -442,6 +451,21 @@ class _BatchNorm(Function):
         return dx, dw, db, None, None, None, None, None
 
 
+def _pool_composite(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor,
+                    indices_out):
+    if _pool_is(kind, "MAX"):
+        return _max_composed(x, kernel, stride, padding, dilation, out_hw,
+                             _pool_is(kind, "ADAPTIVE"))[0]
+    N, C, H, W = x.shape
+    P = _avg_matrix(H, W, kernel, stride, padding, out_hw, cip, divisor,
+                    _pool_is(kind, "ADAPTIVE"))
+    Pt = _tensor_create.tensor(P, dtype=x.dtype, device=x.device)
+    return (x.reshape(N * C, H * W) @ Pt).reshape(N, C, out_hw[0], out_hw[1])
+
+
+_Pool2d.composite = staticmethod(_pool_composite)
+
+
 def batch_norm_train(x, w, b, running_mean, running_var, momentum, eps, relu=False):
     """Batch norm of x (N, C, ...) with its batch's statistics; running_mean/running_var
     (or None) updated in place with momentum (running_var with the unbiased variance);
@@ -449,7 +473,7 @@ def batch_norm_train(x, w, b, running_mean, running_var, momentum, eps, relu=Fal
     if _half(x):  # the statistics and the parameters stay float32
         return batch_norm_train(x.astype(float32), w, b, running_mean, running_var, momentum,
                                 eps, relu).astype(x.dtype)
-    if has_kernels(x) and all(t is None or (t.dtype == x.dtype and t.device == x.device)
+    if has_node("BATCH_NORM", x) and all(t is None or (t.dtype == x.dtype and t.device == x.device)
                               for t in (w, b, running_mean, running_var)):
         return _BatchNorm.apply(x, w, b, running_mean, running_var, float(momentum),
                                 float(eps), bool(relu))
@@ -479,3 +503,13 @@ def _batch_norm_composed(x, w, b, running_mean, running_var, momentum, eps):
     if b is not None:
         out = out + b.reshape(*bshape)
     return out
+
+
+def _batch_norm_composite(x, w, b, running_mean, running_var, momentum, eps, relu):
+    """The training-mode batch norm from tensor ops (the running statistics were updated by
+    the forward: not again)."""
+    out = _batch_norm_composed(x, w, b, None, None, momentum, eps)
+    return out.relu() if relu else out
+
+
+_BatchNorm.composite = staticmethod(_batch_norm_composite)

@@ -113,10 +113,29 @@ def _check_index_arg(index):
     return int(index)
 
 
+def _accelerator_type():
+    """The device type an integer device means (PyTorch's torch.device(0) is cuda:0): the
+    accelerator's (pygpu.accelerator): PYGPU_ACCELERATOR's choice, else cuda when a GPU is
+    there, else sim."""
+    import os
+    choice = os.environ.get("PYGPU_ACCELERATOR", "").strip().lower()
+    if choice in _ACCELERATORS:
+        return choice
+    cuda = _ACCELERATORS.get("cuda")
+    if cuda is not None and cuda.is_available():
+        return "cuda"
+    return "sim" if "sim" in _ACCELERATORS else "cuda"
+
+
 def device(spec, index=None):
-    """pygpu.device("sim:1") / device("cuda") / device("sim", 1) / device(existing)."""
+    """pygpu.device("sim:1") / device("cuda") / device("sim", 1) / device(existing) /
+    device(0) (an index of the accelerator: cuda:0 on a GPU machine, else sim:0)."""
     if isinstance(spec, Device):
         return spec
+    if isinstance(spec, numbers.Integral) and not isinstance(spec, bool):
+        if index is not None:
+            raise TypeError(f"device({spec!r}, {index!r}): an integer device is the index itself")
+        return device(_accelerator_type(), _check_index_arg(spec))
     if not isinstance(spec, str):
         raise TypeError(f"a device is a string like {_SPELLING}, got {spec!r}")
     name, sep, idx = spec.strip().lower().partition(":")

@@ -30,6 +30,8 @@ def _looks_like_device(x):
     a dtype, and to("tpu") says it is neither."""
     if isinstance(x, Device):
         return True
+    if isinstance(x, int) and not isinstance(x, bool):
+        return True  # to(0): an accelerator index, as in PyTorch
     if not isinstance(x, str):
         return False
     name = x.strip().lower()

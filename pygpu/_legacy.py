@@ -6,10 +6,12 @@
     torch.FloatTensor(...), LongTensor(...), DoubleTensor(...), ...  the same, per dtype
 
 pygpu.Tensor is a C type; its constructor calls legacy_new (registered with _C._setup as
-the "legacy_new" hook). The typed names are classes only for isinstance():
-isinstance(t, torch.LongTensor) holds for a cpu int64 tensor, as in PyTorch. pygpu has no
-int32, int16, int8 or uint8 dtype, so IntTensor, ShortTensor, CharTensor and ByteTensor
-are refused with a message rather than silently giving int64."""
+the "legacy_new" hook). The typed names are classes for construction, for isinstance()
+(isinstance(t, torch.LongTensor) holds for a cpu int64 tensor, as in PyTorch) and as what
+Tensor.type() converts to (x.type(torch.FloatTensor), x.type(torch.cuda.LongTensor), which
+moves x to cuda, as PyTorch's); torch.cuda.* and pygpu.sim.* have their own (typed_for).
+A type whose dtype pygpu lacks (IntTensor, ShortTensor, CharTensor, ByteTensor until those
+dtypes exist) is refused with a message rather than silently giving int64."""
 import numbers
 
 from . import _C, _dtype, _defaults
@@ -46,30 +48,99 @@ def legacy_new(*args, device=None):
     return _make(_defaults.dtype(), args, device)
 
 
+# PyTorch's legacy type names and the dtype each stands for (PyTorch's dtype names). The
+# one table: the constructors, isinstance, Tensor.type() and type(name or class) read it.
+# A dtype pygpu does not have yet (int32, int16, int8, uint8 until they land) is refused
+# where it is used, with a message, and works as soon as pygpu's dtype table has it.
+LEGACY_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+                "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "BoolTensor": "bool",
+                "IntTensor": "int32", "ShortTensor": "int16", "CharTensor": "int8",
+                "ByteTensor": "uint8"}
+_NAME_OF = {dt: name for name, dt in LEGACY_TYPES.items()}
+
+
+def dtype_of(legacy_name):
+    """The pygpu dtype a legacy type name stands for, or None if pygpu lacks it."""
+    try:
+        return _dtype.to_dtype(LEGACY_TYPES[legacy_name])
+    except TypeError:
+        return None
+
+
+def legacy_name(dtype):
+    """'FloatTensor' for float32, ... (PyTorch's Tensor.type() names)."""
+    return _NAME_OF[dtype.name]
+
+
+def type_string(t):
+    """Tensor.type(): 'torch.FloatTensor', 'torch.cuda.LongTensor', 'torch.sim.FloatTensor'."""
+    dev = t.device.type
+    return ("torch." if dev == "cpu" else f"torch.{dev}.") + legacy_name(t.dtype)
+
+
+def parse_type(spec):
+    """(dtype, device type or None) of what Tensor.type(...) takes: a legacy type class
+    (torch.FloatTensor, torch.cuda.LongTensor), its name ('torch.cuda.FloatTensor'), or a
+    dtype (device None: stays where it is)."""
+    if isinstance(spec, _TypedMeta):
+        return spec._require(), spec._device_type
+    if isinstance(spec, str):  # only a legacy type's name, as PyTorch's type() takes
+        parts = spec.split(".")
+        if parts[0] != "torch" or len(parts) not in (2, 3) or parts[-1] not in LEGACY_TYPES:
+            raise ValueError(f"invalid type: {spec!r}")
+        cls = TYPED[parts[-1]] if len(parts) == 2 else typed_for(parts[1])[parts[-1]]
+        return cls._require(), cls._device_type
+    return _dtype.to_dtype(spec), None
+
+
 class _TypedMeta(type):
+    """A legacy type (torch.FloatTensor, torch.cuda.LongTensor): a constructor of tensors of
+    its dtype on its device type, and an isinstance() test for them."""
+
     def __instancecheck__(cls, obj):
-        return (isinstance(obj, Tensor) and obj.dtype is cls._dtype
-                and obj.device.type == "cpu")
+        return (isinstance(obj, Tensor) and cls._dtype_now() is obj.dtype
+                and obj.device.type == cls._device_type)
 
     def __call__(cls, *args, device=None):
-        if cls._dtype is None:
-            raise TypeError(f"torch.{cls.__name__}: pygpu has no {cls._missing} dtype; use "
-                            f"torch.LongTensor (int64) or torch.FloatTensor")
-        return _make(cls._dtype, args, device)
+        dtype = cls._require()
+        if device is None and cls._device_type != "cpu":
+            device = cls._device_type
+        return _make(dtype, args, device)
+
+    def _dtype_now(cls):
+        return dtype_of(cls.__name__)
+
+    def _require(cls):
+        dt = cls._dtype_now()
+        if dt is None:
+            raise TypeError(f"torch.{cls.__name__}: pygpu has no {LEGACY_TYPES[cls.__name__]} "
+                            f"dtype yet; use torch.LongTensor (int64) or torch.FloatTensor")
+        return dt
+
+    @property
+    def dtype(cls):
+        return cls._require()
+
+    def __repr__(cls):
+        where = "" if cls._device_type == "cpu" else cls._device_type + "."
+        return f"<class 'torch.{where}{cls.__name__}'>"
 
 
-def _typed(name, dtype_name, missing=None):
-    dt = getattr(_dtype, dtype_name) if dtype_name else None
-    doc = (f"torch.{name}(...): a cpu {dtype_name} tensor of those sizes or that data"
-           if dt is not None else f"torch.{name}: pygpu has no {missing} dtype")
-    return _TypedMeta(name, (), {"_dtype": dt, "_missing": missing, "__doc__": doc})
+def _typed(name, device_type):
+    doc = f"torch.{name}(...): a {device_type} {LEGACY_TYPES[name]} tensor of those sizes or data"
+    return _TypedMeta(name, (), {"_device_type": device_type, "__doc__": doc,
+                                 "is_cuda": device_type == "cuda"})
 
 
-# PyTorch's legacy type name -> pygpu dtype name (None: a dtype pygpu lacks)
-_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
-          "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "BoolTensor": "bool_",
-          "IntTensor": None, "ShortTensor": None, "CharTensor": None, "ByteTensor": None}
-_MISSING = {"IntTensor": "int32", "ShortTensor": "int16", "CharTensor": "int8",
-            "ByteTensor": "uint8"}
+_PER_DEVICE = {}
 
-TYPED = {name: _typed(name, dt, _MISSING.get(name)) for name, dt in _TYPES.items()}
+
+def typed_for(device_type):
+    """The legacy types of a device type: torch.cuda.FloatTensor, pygpu.sim.LongTensor, ..."""
+    types = _PER_DEVICE.get(device_type)
+    if types is None:
+        types = _PER_DEVICE[device_type] = {n: _typed(n, device_type) for n in LEGACY_TYPES}
+    return types
+
+
+TYPED = typed_for("cpu")

@@ -159,6 +159,8 @@ _TORCH_NAMES = {"MatMul": "Mm", "Reshape": "View", "Linear": "Addmm", "LinearMas
 def grad_fn_name(node):
     """PyTorch's name of a grad_fn, AddBackward0, from a pygpu node's op name ("Add", or a
     Function class such as "_LogSoftmax")."""
+    if node.name in ("CopySlices", "CopyBackwards", "Error"):  # PyTorch prints these as is
+        return node.name
     name = node.name.lstrip("_")
     name = name[:-2] if name.endswith("Fn") else name
     return f"{_TORCH_NAMES.get(name, name)}Backward0"

@@ -20,15 +20,15 @@ from it carry their gradients back into this one node."""
 from . import _C
 from ._tensor_create import empty, rand, zeros
 from ._dtype import float32
-from .autograd import Function
+from .autograd.function import Function, fused_backward
 from .amp.autocast_mode import region_dtype
 from .autograd.grad_mode import is_grad_enabled
 
 Tensor = _C.Tensor
 
-# the cell kinds of csrc/core/pg_ops.h (PG_CELL_*)
-CELLS = {"RNN_TANH": 0, "RNN_RELU": 1, "LSTM": 2, "GRU": 3}
-GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+# the cell kinds: the RNN_CELL rows of csrc/core/pg_subops.def, whose IDs are PyTorch's modes;
+# each one's gate blocks are its row's `gates` column (the second of its own)
+GATES = {row[1]: int(row[5][1]) for row in _C._subop_table() if row[0] == "RNN_CELL"}
 
 
 class RNNConfig:
@@ -61,7 +61,7 @@ class _RNN(Function):
     @staticmethod
     def forward(ctx, x, h0, c0, cfg, *weights):
         mode, L, D, H, P = cfg.mode, cfg.layers, cfg.dirs, cfg.hidden, cfg.out_size
-        cell, lstm = CELLS[mode], mode == "LSTM"
+        cell, lstm = mode, mode == "LSTM"
         bs = cfg.batch_sizes
         N, B = x.shape[0], (bs[0] if bs else 0)
         dev, dt = x.device, x.dtype
@@ -119,12 +119,13 @@ class _RNN(Function):
         return packed
 
     @staticmethod
+    @fused_backward  # the fused C cells: double backward raises PyTorch's error
     def backward(ctx, g):
         cfg, weights = ctx.cfg, ctx.weights
         if not cfg.save:
             raise RuntimeError("rnn: the forward ran without saving for backward")
         mode, L, D, H, P = cfg.mode, cfg.layers, cfg.dirs, cfg.hidden, cfg.out_size
-        cell, lstm, gru = CELLS[mode], mode == "LSTM", mode == "GRU"
+        cell, lstm, gru = mode, mode == "LSTM", mode == "GRU"
         bs, N, B = cfg.batch_sizes, ctx.N, ctx.B
         dt, dev = g.dtype, g.device
         KG = GATES[mode] * H

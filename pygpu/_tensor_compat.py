@@ -4,13 +4,13 @@ Programs write torch.greater(a, b), x.multiply(y), x.ravel(), torch.concat(...),
 x.new(3, 4), torch.pi: each here is the existing op under PyTorch's second name, or a
 one-line composition of existing ops (an in-place comparison is the comparison copied back
 into self, in self's dtype, as PyTorch's). No kernel lives here. Also the small process-wide
-names programs call on their first lines: torch.Generator (a seed holder the samplers and
-random_split accept), torch.seed/initial_seed, use_deterministic_algorithms and the float32
+names programs call on their first lines: torch.Generator, torch.seed/initial_seed and
+get/set_rng_state (from pygpu/_random.py), use_deterministic_algorithms and the float32
 matmul precision switch (pygpu's kernels are deterministic for a device and thread count;
 the switch is kept and reported)."""
 import math
 
-from . import _C
+from . import _C, _random
 from ._tensor_join import cat
 
 Tensor = _C.Tensor
@@ -174,53 +174,6 @@ def _function(name):
     return fn
 
 
-class Generator:
-    """torch.Generator(): a seed holder. pygpu's random functions draw from each device's
-    own generator (manual_seed); a Generator is what samplers and random_split accept as
-    generator= (they read initial_seed()), as in `random_split(ds, [0.8, 0.2],
-    generator=torch.Generator().manual_seed(42))`."""
-
-    def __init__(self, device="cpu"):
-        self.device = device
-        self._seed = 67280421310721  # PyTorch's default seed
-
-    def manual_seed(self, seed):
-        self._seed = int(seed)
-        return self
-
-    def initial_seed(self):
-        return self._seed
-
-    def seed(self):
-        import random
-        self._seed = random.getrandbits(63)
-        return self._seed
-
-
-class _DefaultGenerator(Generator):
-    """torch.default_generator: seeding it seeds pygpu's generators (manual_seed)."""
-
-    def manual_seed(self, seed):
-        from ._tensor_create import manual_seed
-        manual_seed(seed)
-        return super().manual_seed(seed)
-
-
-default_generator = _DefaultGenerator()
-
-
-def seed():
-    """Seed the generators from fresh entropy; returns the seed (PyTorch's torch.seed)."""
-    import random
-    s = random.getrandbits(63)
-    default_generator.manual_seed(s)
-    return s
-
-
-def initial_seed():
-    return default_generator.initial_seed()
-
-
 _switches = {"deterministic": False, "warn_only": False, "matmul_precision": "highest"}
 
 
@@ -341,8 +294,10 @@ def functions():
     out.update(finfo=finfo, iinfo=iinfo, result_type=result_type, promote_types=promote_types,
                can_cast=can_cast, argwhere=_function("argwhere"), ger=_function("ger"))
     out.update(concat=cat, concatenate=cat, scalar_tensor=scalar_tensor, as_tensor=as_tensor,
-               asarray=as_tensor, Generator=Generator, default_generator=default_generator,
-               seed=seed, initial_seed=initial_seed,
+               asarray=as_tensor, Generator=_random.Generator,
+               default_generator=_random.default_generator, seed=_random.seed,
+               initial_seed=_random.initial_seed, get_rng_state=_random.get_rng_state,
+               set_rng_state=_random.set_rng_state,
                use_deterministic_algorithms=use_deterministic_algorithms,
                are_deterministic_algorithms_enabled=are_deterministic_algorithms_enabled,
                is_deterministic_algorithms_warn_only_enabled=(

@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 
-from . import _C, _defaults, _dtype
+from . import _C, _defaults, _dtype, _random
 from ._dtype import bool_, float32, int64, to_dtype
 
 _CPU = "cpu"
@@ -157,22 +157,30 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
     return _C._arange(float(start), float(step), n, dt, _dev(device))
 
 
-@factory
-def rand(*shape, size=None, dtype=None, device=None):
-    """Uniform samples in [0, 1), from the device's Philox generator."""
-    return _C._random(0, _shape(_size_kw(shape, size), "rand"), _dt(dtype, float32), _dev(device))
+def _draw(kind, shape, dtype, device, generator):
+    """kind a RANDOM row's ID ("UNIFORM", "NORMAL"): at the generator's state (pygpu/_random.py) or, with none,
+    the device's."""
+    dev = _dev(device)
+    at = _random.draw_at(generator, dev, math.prod(shape)) if generator is not None else ()
+    if dtype in (_dtype.float16, _dtype.bfloat16):  # drawn in float32, rounded once
+        return _C._random(kind, shape, float32, dev, *at).astype(dtype)
+    return _C._random(kind, shape, dtype, dev, *at)
 
 
 @factory
-def randn(*shape, size=None, dtype=None, device=None):
-    """Standard normal samples, from the device's Philox generator."""
-    return _C._random(1, _shape(_size_kw(shape, size), "randn"), _dt(dtype, float32), _dev(device))
+def rand(*shape, size=None, generator=None, dtype=None, device=None):
+    """Uniform samples in [0, 1), from the device's Philox generator (or generator=)."""
+    return _draw("UNIFORM", _shape(_size_kw(shape, size), "rand"), _dt(dtype, float32), device, generator)
 
 
-def manual_seed(seed):
-    """Seed every device's generator: rand/randn are then reproducible, and the
-    same on every device for the same sequence of calls."""
-    _C._seed(int(seed) & (2**64 - 1))
+@factory
+def randn(*shape, size=None, generator=None, dtype=None, device=None):
+    """Standard normal samples, from the device's Philox generator (or generator=)."""
+    return _draw("NORMAL", _shape(_size_kw(shape, size), "randn"), _dt(dtype, float32), device,
+                 generator)
+
+
+manual_seed = _random.manual_seed
 
 
 def _scan_numbers(data):
@@ -315,7 +323,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
 
 
 @factory
-def randint(low, high=None, size=None, *, dtype=None, device=None):
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None):
     """randint(high, size) or randint(low, high, size): uniform integers in [low, high)."""
     if size is None and isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
@@ -329,18 +337,19 @@ def randint(low, high=None, size=None, *, dtype=None, device=None):
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
-    u = rand(*shape_args("randint", (size,)), dtype=_dtype.float64, device=device)
+    u = rand(*shape_args("randint", (size,)), dtype=_dtype.float64, device=device,
+             generator=generator)
     out = (u * float(high - low)).astype(_dtype.int64) + int(low)  # u < 1: never high
     dt = _dtype.int64 if dtype is None else _dtype.to_dtype(dtype)
     return out if dt is _dtype.int64 else out.astype(dt)
 
 
 @factory
-def randperm(n, *, dtype=None, device=None):
+def randperm(n, *, generator=None, dtype=None, device=None):
     """A random permutation of 0..n-1: the stable order of n uniform keys."""
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
-    keys = rand(n, dtype=_dtype.float64, device=device)
+    keys = rand(n, dtype=_dtype.float64, device=device, generator=generator)
     out = _C._argsort(keys, 0, False)
     return out if dtype is None or _dtype.to_dtype(dtype) is _dtype.int64 else out.astype(dtype)
 
@@ -358,15 +367,24 @@ def empty_like(t, *, dtype=None, device=None):
 
 
 @factory
-def rand_like(t, *, dtype=None, device=None):
+def rand_like(t, *, generator=None, dtype=None, device=None):
     dt, dev = _like_kw(t, dtype, device)
-    return rand(*t.shape, dtype=dt, device=dev)
+    return rand(*t.shape, dtype=dt, device=dev, generator=generator)
 
 
 @factory
-def randn_like(t, *, dtype=None, device=None):
+def randn_like(t, *, generator=None, dtype=None, device=None):
     dt, dev = _like_kw(t, dtype, device)
-    return randn(*t.shape, dtype=dt, device=dev)
+    return randn(*t.shape, dtype=dt, device=dev, generator=generator)
+
+
+@factory
+def randint_like(t, low=0, high=None, *, generator=None, dtype=None, device=None):
+    """randint_like(t, high) or randint_like(t, low, high): t's shape, dtype and device."""
+    if high is None:
+        low, high = 0, low
+    dt, dev = _like_kw(t, dtype, device)
+    return randint(low, high, tuple(t.shape), dtype=dt, device=dev, generator=generator)
 
 
 # ---- Tensor.new_* -------------------------------------------------------------------------
@@ -411,5 +429,5 @@ METHODS = {
 FUNCTIONS = {
     "eye": eye, "linspace": linspace, "logspace": logspace, "randint": randint,
     "randperm": randperm, "full_like": full_like, "empty_like": empty_like,
-    "rand_like": rand_like, "randn_like": randn_like,
+    "rand_like": rand_like, "randn_like": randn_like, "randint_like": randint_like,
 }

@@ -1,11 +1,10 @@
-"""In-place fills, as PyTorch's Tensor methods: zero_, fill_, uniform_, normal_, bernoulli_.
+"""In-place fills, as PyTorch's Tensor methods: zero_, fill_ (the random ones are in
+_tensor_random.py).
 
-Each makes its values on the tensor's own device (a FILL node, or the device's Philox
-generator) and writes them with copy_, so a fill moves no data between host and device
-and the counters see no transfer; copy_ refuses a leaf that requires grad, as PyTorch
-does. Random fills draw in float32 (float64 for a float64 tensor) and round once into
-self's dtype, as the generator has no 16-bit output."""
-from . import _tensor_create, _dtype
+Each makes its value on the tensor's own device (a FILL node) and writes it with copy_, so a
+fill moves no data between host and device and the counters see no transfer; copy_ refuses
+a leaf that requires grad, as PyTorch does."""
+from . import _tensor_create
 
 
 def _same_place(self, value):
@@ -27,36 +26,4 @@ def fill_(self, value):
     return self.copy_(_same_place(self, value))
 
 
-def _draw(self, op, kind):
-    if not self.dtype.is_floating_point:
-        raise TypeError(f"{op}: needs a floating-point tensor, this one is {self.dtype} "
-                        "(convert it first, e.g. t = t.float())")
-    dt = _dtype.float64 if self.dtype is _dtype.float64 else _dtype.float32
-    make = _tensor_create.rand if kind == "uniform" else _tensor_create.randn
-    return make(*self.shape, dtype=dt, device=self.device)
-
-
-def uniform_(self, a=0.0, b=1.0):
-    """Fill with samples of U(a, b), in place; returns self."""
-    if not a <= b:
-        raise ValueError(f"uniform_: expects a <= b, got a={a}, b={b}")
-    return self.copy_(_draw(self, "uniform_", "uniform") * float(b - a) + float(a))
-
-
-def normal_(self, mean=0.0, std=1.0):
-    """Fill with samples of N(mean, std**2), in place; returns self."""
-    if std < 0:
-        raise ValueError(f"normal_: expects std >= 0.0, got std={std}")
-    return self.copy_(_draw(self, "normal_", "normal") * float(std) + float(mean))
-
-
-def bernoulli_(self, p=0.5):
-    """Fill with 1 where U(0, 1) < p and 0 elsewhere, in place; returns self."""
-    if not 0 <= p <= 1:
-        raise ValueError(f"bernoulli_: expects 0 <= p <= 1, got p={p}")
-    dt = _dtype.float64 if self.dtype is _dtype.float64 else _dtype.float32
-    return self.copy_(_tensor_create.rand(*self.shape, dtype=dt, device=self.device) < p)
-
-
-METHODS = {"zero_": zero_, "fill_": fill_, "uniform_": uniform_, "normal_": normal_,
-           "bernoulli_": bernoulli_}
+METHODS = {"zero_": zero_, "fill_": fill_}

@@ -19,6 +19,7 @@ from .autograd.grad_mode import is_grad_enabled
 from ._tensor_reduce import _SORT_T, _TOPK_T, Gather
 from ._tensor_views import norm_dim
 from ._tensor_join import cat
+from .autograd import writes as _writes
 
 Tensor = _C.Tensor
 _c_getitem = Tensor.__getitem__
@@ -77,17 +78,26 @@ def _scatter_src(self, index, src, value, op):
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     index, src = _one_d_index(self, index, src)
+    given = src
     src = _scatter_src(self, index, src, value, "scatter_")
     if reduce not in (None, "add"):
         raise ValueError(f"scatter_: reduce={reduce!r} is not supported (None or 'add')")
-    _C._scatter(1 if reduce == "add" else 0, self, norm_dim("scatter_", dim, self.ndim), index,
-                src)
+    d = norm_dim("scatter_", dim, self.ndim)
+    op = "SCATTER_ADD" if reduce == "add" else "SCATTER"
+    if _needs_grad(self, src):
+        return _writes.scatter_(self, d, index, given if isinstance(given, Tensor) else None,
+                                lambda: _C._scatter(op, self, d, index, src), add=op == "SCATTER_ADD")
+    _C._scatter(op, self, d, index, src)
     return self
 
 
 def scatter_add_(self, dim, index, src):
     index, src = _one_d_index(self, index, src)
-    _C._scatter(1, self, norm_dim("scatter_add_", dim, self.ndim), index, src)
+    d = norm_dim("scatter_add_", dim, self.ndim)
+    if _needs_grad(self, src):
+        return _writes.scatter_(self, d, index, src, lambda: _C._scatter("SCATTER_ADD", self, d, index, src),
+                                add=True)
+    _C._scatter("SCATTER_ADD", self, d, index, src)
     return self
 
 
@@ -97,16 +107,15 @@ class _ScatterFn(Function):
         ctx.dim, ctx.index, ctx.add = dim, index, add
         ctx.src_shape = src.shape
         out = x.clone()
-        _C._scatter(1 if add else 0, out, dim, index, src)
+        _C._scatter("SCATTER_ADD" if add else "SCATTER", out, dim, index, src)
         return out
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g):  # differentiable ops only (higher-order gradients)
         gx = g
         if not ctx.add:  # the overwritten elements get no gradient
-            gx = g.clone()
-            _C._scatter(0, gx, ctx.dim, ctx.index, _zeros(ctx.index.shape, g))
-        gs = _C._gather(g, ctx.dim, ctx.index)
+            gx = _ScatterFn.apply(g, _zeros(ctx.index.shape, g), ctx.dim, ctx.index, False)
+        gs = Gather.apply(g, ctx.dim, ctx.index)
         if gs.shape != ctx.src_shape:
             full = _zeros(ctx.src_shape, g)
             full[tuple(slice(0, n) for n in gs.shape)] = gs
@@ -123,7 +132,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     if _needs_grad(self, src):
         return _ScatterFn.apply(self, src, d, index, reduce == "add")
     out = self.clone()
-    _C._scatter(1 if reduce == "add" else 0, out, d, index, src)
+    _C._scatter("SCATTER_ADD" if reduce == "add" else "SCATTER", out, d, index, src)
     return out
 
 
@@ -140,10 +149,23 @@ class _IndexSelectFn(Function):
         return _C._index_select(x, dim, index)
 
     @staticmethod
+    def backward(ctx, g):  # index_add into zeros, itself differentiable (_IndexAddFn)
+        return _IndexAddFn.apply(_zeros(ctx.shape, g), g, ctx.dim, ctx.index), None, None
+
+
+class _IndexAddFn(Function):
+    """x with source added at index along dim (index_add out of place): index_select's
+    backward, and index_select is its own, so both have gradients of every order."""
+    @staticmethod
+    def forward(ctx, x, source, dim, index):
+        ctx.dim, ctx.index = dim, index
+        out = x.clone()
+        _C._scatter("INDEX_ADD", out, dim, index, source.contiguous())
+        return out
+
+    @staticmethod
     def backward(ctx, g):
-        out = _zeros(ctx.shape, g)
-        _C._scatter(3, out, ctx.dim, ctx.index, g)
-        return out, None, None
+        return g, _IndexSelectFn.apply(g, ctx.dim, ctx.index), None, None
 
 
 def index_select(self, dim, index):
@@ -156,14 +178,24 @@ def index_select(self, dim, index):
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
+    d = norm_dim("index_add_", dim, self.ndim)
+    if _needs_grad(self, source):
+        scaled = source * alpha if alpha != 1 else source
+        return _writes.index_copy_(self, d, index, source,
+                                   lambda: _C._scatter("INDEX_ADD", self, d, index, scaled), add=True,
+                                   alpha=alpha)
     if alpha != 1:
         source = source * alpha
-    _C._scatter(3, self, norm_dim("index_add_", dim, self.ndim), index, source)
+    _C._scatter("INDEX_ADD", self, d, index, source)
     return self
 
 
 def index_copy_(self, dim, index, source):
-    _C._scatter(2, self, norm_dim("index_copy_", dim, self.ndim), index, source)
+    d = norm_dim("index_copy_", dim, self.ndim)
+    if _needs_grad(self, source):
+        return _writes.index_copy_(self, d, index, source,
+                                   lambda: _C._scatter("INDEX_COPY", self, d, index, source))
+    _C._scatter("INDEX_COPY", self, d, index, source)
     return self
 
 
@@ -187,7 +219,10 @@ def _scalar(value, op):
 
 
 def masked_fill_(self, mask, value):
-    _C._masked_fill_(self, mask, _scalar(value, "masked_fill_"))
+    v = _scalar(value, "masked_fill_")
+    if _needs_grad(self, value):
+        return _writes.masked_fill_(self, mask, value, lambda: _C._masked_fill_(self, mask, v))
+    _C._masked_fill_(self, mask, v)
     return self
 
 
@@ -200,13 +235,13 @@ class _MaskedFillFn(Function):
         return out
 
     @staticmethod
-    def backward(ctx, g):
-        g = g.clone()
-        _C._masked_fill_(g, ctx.mask, 0)
-        return g, None, None
+    def backward(ctx, g):  # itself: differentiable to every order
+        return _MaskedFillFn.apply(g, ctx.mask, 0), None, None
 
 
 def masked_fill(self, mask, value):
+    if isinstance(value, Tensor) and _needs_grad(value):  # the fill value's gradient too
+        return _C.where(mask, value.reshape(()), self)
     value = _scalar(value, "masked_fill")
     if _needs_grad(self):
         return _MaskedFillFn.apply(self, mask, value)
@@ -264,9 +299,9 @@ class _CumsumFn(Function):
         return _C._cumulative(x, d, False)
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g):  # a reversed cumsum: itself differentiable
         d = ctx.d
-        return _flip(_C._cumulative(_flip(g, d), d, False), d), None
+        return _flip(cumsum(_flip(g, d), d), d), None
 
 
 def cumsum(self, dim, *, dtype=None):
@@ -294,14 +329,14 @@ class _CumprodFn(Function):
         x, out = ctx.saved
         d = ctx.d
         if not bool((x == 0).any()):
-            return _flip(_C._cumulative(_flip(g * out, d), d, False), d) / x, None
+            return _flip(cumsum(_flip(g * out, d), d), d) / x, None
         from ._tensor_create import arange
         from ._tensor_create import eye
         xm, gm = x.movedim(d, -1), g.movedim(d, -1)            # (..., n)
         n = xm.shape[-1]
         one = eye(n, dtype=x.dtype, device=x.device)           # (k, i)
         leave_out = xm.unsqueeze(-2) * (1 - one) + one         # (..., k, i): x_i, 1 at i == k
-        prods = _C._cumulative(leave_out, leave_out.ndim - 1, True)  # (..., k, j)
+        prods = cumprod(leave_out, leave_out.ndim - 1)        # (..., k, j)
         idx = arange(n, device=x.device)
         later = (idx.unsqueeze(0) >= idx.unsqueeze(1)).astype(x.dtype)  # (k, j): j >= k
         gk = (prods * later * gm.unsqueeze(-2)).sum(axis=-1)   # (..., k)
@@ -365,7 +400,7 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
     if return_inverse:
         group = _C._cumulative(change, 0, False) - 1  # int64: each sorted element's group
         inv = _zeros((n,), group)
-        _C._scatter(0, inv, 0, order, group)
+        _C._scatter("SCATTER", inv, 0, order, group)
         out.append(inv.reshape(self.shape))
     if return_counts:
         starts = _flat_positions(change)
@@ -548,15 +583,89 @@ def setitem(self, key, value):
     except RuntimeError:
         merged = None
     if merged is not None:
-        _C._scatter(2, merged, p, lin, src.contiguous())
+        _C._scatter("INDEX_COPY", merged, p, lin, src.contiguous())
         return
     # a layout no view reaches: copy, write, copy back
     tmp = view.reshape(merged_shape).contiguous()
-    _C._scatter(2, tmp, p, lin, src.contiguous())
+    _C._scatter("INDEX_COPY", tmp, p, lin, src.contiguous())
     _c_setitem(view, Ellipsis, tmp.reshape(shape))
 
 
+# ---- index_put and masked_scatter ----------------------------------------------------------
+
+def index_put_(self, indices, values, accumulate=False):
+    """self[indices] = values (accumulate=True: +=, with repeated indices adding up), indices
+    a tuple of index tensors (long or bool) as PyTorch's."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put_(): argument 'indices' must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    key = tuple(indices)
+    if _needs_grad(self, values):
+        return _writes.index_put_(self, key, values, accumulate,
+                                  lambda: _index_put_raw(self, key, values, accumulate))
+    _index_put_raw(self, key, values, accumulate)
+    return self
+
+
+def _index_put_raw(self, key, values, accumulate):
+    if not accumulate:
+        _c_setitem(self, key, values)
+        return
+    basic, adv = _split_key(self, key)
+    view = _c_getitem(self, basic) if basic else self
+    p, m, lin = _linear_index(view, adv)
+    shape = view.shape
+    target = shape[:p] + tuple(lin.shape) + shape[p + m:]
+    src = values if isinstance(values, Tensor) else _full_like_shape(target, values, self)
+    src = src.to(dtype=self.dtype) if src.dtype != self.dtype else src
+    src = src.expand(target).reshape(shape[:p] + (-1,) + shape[p + m:]).contiguous()
+    merged = view.reshape(shape[:p] + (-1,) + shape[p + m:])
+    if not _C._same_storage(merged, self):
+        raise RuntimeError("index_put_(accumulate=True): pygpu needs a target whose indexed "
+                           "axes can be viewed as one (make it contiguous first)")
+    _C._scatter("INDEX_ADD", merged, p, lin.reshape(-1), src)
+
+
+def _full_like_shape(shape, value, like):
+    from ._tensor_create import full
+    return full(shape, value, dtype=like.dtype, device=like.device)
+
+
+def index_put(self, indices, values, accumulate=False):
+    return index_put_(self.clone(), indices, values, accumulate)
+
+
+def masked_scatter_(self, mask, source):
+    """The elements of self where mask (broadcast to self's shape) is True, in order, set to
+    source's first elements."""
+    if not isinstance(mask, Tensor) or mask.dtype.name != "bool":
+        raise RuntimeError("masked_scatter_ only supports boolean masks, but got mask with "
+                           f"dtype {getattr(mask, 'dtype', type(mask).__name__)}")
+    m = mask if tuple(mask.shape) == tuple(self.shape) else mask.expand(self.shape)
+    if source.dtype != self.dtype:
+        raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but "
+                           f"got {self.dtype} and {source.dtype}")
+
+    def raw():
+        n = _count(m)
+        if n > source.numel():
+            raise RuntimeError("masked_scatter_: expected source to have at least as many "
+                               f"elements as ones in mask ({n}), got {source.numel()}")
+        if n:
+            _c_setitem(self, m, source.reshape(-1)[:n])
+    if _needs_grad(self, source):
+        return _writes.masked_scatter_(self, m, source, raw)
+    raw()
+    return self
+
+
+def masked_scatter(self, mask, source):
+    return masked_scatter_(self.clone(), mask, source)
+
+
 METHODS = {
+    "index_put_": index_put_, "index_put": index_put, "masked_scatter_": masked_scatter_,
+    "masked_scatter": masked_scatter,
     "gather": gather, "scatter_": scatter_, "scatter": scatter, "scatter_add_": scatter_add_,
     "scatter_add": scatter_add, "index_select": index_select, "index_add_": index_add_,
     "index_add": index_add, "index_copy_": index_copy_, "index_copy": index_copy,

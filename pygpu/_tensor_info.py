@@ -14,9 +14,6 @@ from . import _C, _dtype
 
 Tensor = _C.Tensor
 
-_LEGACY = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-           "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "bool": "BoolTensor"}
-_FROM_LEGACY = {v: k for k, v in _LEGACY.items()}
 
 
 def dim(self):
@@ -80,19 +77,20 @@ def int(self):
                     ".long() for an int64 tensor")
 
 
-def type(self, dtype=None, non_blocking=False):
-    """type(): PyTorch's type string ('torch.FloatTensor'); type(dtype): convert."""
+def type(self, dtype=None, non_blocking=False, **kwargs):
+    """type(): PyTorch's type string ('torch.FloatTensor', 'torch.cuda.LongTensor');
+    type(t): convert to t, a dtype, a legacy type (torch.FloatTensor, torch.cuda.FloatTensor:
+    also to that device type, as PyTorch's) or its name. Returns self when nothing changes."""
+    from . import _legacy
+    dtype = kwargs.pop("dst_type", dtype)
+    if kwargs:
+        raise TypeError(f"type() got an unexpected keyword argument {next(iter(kwargs))!r}")
     if dtype is None:
-        dev = self.device.type
-        prefix = "torch." if dev == "cpu" else f"torch.{dev}."
-        return prefix + _LEGACY[self.dtype.name]
-    if isinstance(dtype, str):
-        name = dtype.rsplit(".", 1)[-1]
-        if name not in _FROM_LEGACY:
-            raise ValueError(f"type: invalid type {dtype!r}; pygpu knows "
-                             f"{sorted('torch.' + n for n in _FROM_LEGACY)}")
-        dtype = _dtype.to_dtype(_FROM_LEGACY[name])
-    return _to(self, _dtype.to_dtype(dtype))
+        return _legacy.type_string(self)
+    dt, device_type = _legacy.parse_type(dtype)
+    if device_type is not None and device_type != self.device.type:
+        return self.to(device=device_type, dtype=dt, non_blocking=non_blocking)
+    return _to(self, dt)
 
 
 def type_as(self, other):

@@ -90,7 +90,8 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 # ---- addcmul, addcdiv, lerp: one TERNARY node for float32/float64 (pg_ops_ternary.c) ----
 
-_ADDCMUL, _ADDCDIV, _LERP, _LERP_TENSOR = range(4)
+# the TERNARY rows of csrc/core/pg_subops.def, named by their IDs
+_ADDCMUL, _ADDCDIV, _LERP, _LERP_TENSOR = "ADDCMUL", "ADDCDIV", "LERP", "LERP_TENSOR"
 _FAST = ("float32", "float64")
 
 

@@ -59,11 +59,24 @@ class Gather(Function):
         return _C._gather(x, dim, idx)
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g):  # a scatter-add into zeros, itself differentiable (gather again)
+        return _ScatterAddInto.apply(g, ctx.shape, ctx.dim, ctx.idx), None, None
+
+
+class _ScatterAddInto(Function):
+    """g added at idx along dim into zeros of `shape`: Gather's backward, with Gather as its
+    own backward, so both have gradients of every order."""
+    @staticmethod
+    def forward(ctx, g, shape, dim, idx):
         from ._tensor_create import zeros
-        out = zeros(ctx.shape, dtype=g.dtype, device=g.device)
-        _C._scatter(1, out, ctx.dim, ctx.idx, g.contiguous())
-        return out, None, None
+        ctx.dim, ctx.idx = dim, idx
+        out = zeros(shape, dtype=g.dtype, device=g.device)
+        _C._scatter("SCATTER_ADD", out, dim, idx, g.contiguous())
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return Gather.apply(gg, ctx.dim, ctx.idx), None, None, None
 
 
 def _arg_extreme(x, dim, keepdim, largest):
@@ -203,8 +216,8 @@ class _Prod(Function):
         n = x.shape[d]
         from ._tensor_create import ones
         one = ones(x.shape[:d] + (1,) + x.shape[d + 1:], dtype=x.dtype, device=x.device)
-        left = _C._cumulative(x, d, True)
-        right = _C._cumulative(x.flip(d), d, True).flip(d)
+        left = x.cumprod(d)  # differentiable where x requires grad (create_graph=True)
+        right = x.flip(d).cumprod(d).flip(d)
         excl_left = cat([one, left.narrow(d, 0, n - 1)], d) if n > 1 else one
         excl_right = cat([right.narrow(d, 1, n - 1), one], d) if n > 1 else one
         return g.unsqueeze(d) * excl_left * excl_right, None

@@ -14,11 +14,30 @@ the type once (_C._add_tensor_methods):
   _tensor_join.py    cat and stack (module functions)
   _tensor_products.py outer, dot, mm, mv, bmm, addmm, baddbmm, matmul, and einsum
   _tensor_autograd.py register_hook, detach_
-  _tensor_fill.py    zero_, fill_, uniform_, normal_, bernoulli_
+  _tensor_fill.py    zero_, fill_
+  _tensor_random.py  uniform_, normal_, bernoulli_, random_, exponential_, cauchy_, ...,
+                     bernoulli, normal (with generator=: pygpu/_random.py)
   _tensor_math.py    the math rows' other spellings (arcsin, ...), logit(eps), lerp,
                      addcmul, addcdiv, nan_to_num, clamp_min/max, polygamma, div(rounding_mode)
   _tensor_shape.py   diagonal, diag, diag_embed, tril, triu, trace, roll, rot90, kron, cross,
                      repeat_interleave, tensor_split, broadcast_to, cov, corrcoef, bincount, histc
+  _tensor_stats.py   median, mode, kthvalue, quantile, nansum, nanmean, cummax, ... (order
+                     statistics and NaN-aware reductions)
+  _tensor_compare.py equal, isclose, allclose, isin, isreal
+  _tensor_stack.py   atleast_*, hstack/vstack/dstack/column_stack, hsplit/vsplit/dsplit,
+                     fliplr/flipud, broadcast_tensors/shapes, unfold, the *_copy views, ...
+  _tensor_gather.py  take, take_along_dim, put_, index_fill, fill_diagonal_, unravel_index,
+                     unique_consecutive
+  _tensor_spellings.py torch.exp_-style function forms, nn.functional's ops at torch's level,
+                     windows, is_mps/is_xla/... flags, layout, H, mH, adjoint, ...
+  _tensor_numeric.py gcd, lcm, shifts, diff, trapezoid, inner, vdot, dist, addmv, addr, renorm
+  _tensor_scatter.py diagonal/select/slice/as_strided_scatter, scatter_reduce, index_reduce,
+                     histogram
+  _linalg_legacy.py  torch.lu, lu_solve, lu_unpack, cholesky_solve/inverse, triangular_solve,
+                     frobenius/nuclear norms, vander, the removed eig/symeig/solve/lstsq
+  _storage.py        storage(), untyped_storage(), storage_type(), set_, is_set_to,
+                     as_strided_, resize_as_, sum_to_size, nonzero_static (and the classes)
+  _tensor_objects.py __reduce_ex__ (pickle), __copy__, __deepcopy__, share_memory_, is_shared
   _tensor_compat.py  PyTorch's second names (greater, multiply, ravel, eq_, new, ...)
   _ops/_clamp.py     clamp, clip, clamp_, clip_ (the composite ops' home, pygpu/_ops/)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
@@ -26,12 +45,17 @@ Methods the C type already had with a pygpu signature (transpose, sum, max, ...)
 replaced by wrappers that accept both spellings and call the C method."""
 from . import _C
 from ._ops import _clamp as _ops_clamp
-from . import (_tensor_autograd, _tensor_compat, _tensor_create, _tensor_fill, _tensor_index,
-               _tensor_info, _tensor_join, _tensor_math, _tensor_products, _tensor_reduce,
-               _tensor_shape, _tensor_views)
+from . import _linalg_legacy, _storage, _tensor_numeric, _tensor_scatter
+from . import (_tensor_autograd, _tensor_compare, _tensor_compat, _tensor_create, _tensor_fill,
+               _tensor_gather, _tensor_index, _tensor_spellings, _tensor_stack,
+               _tensor_info, _tensor_join, _tensor_math, _tensor_objects, _tensor_products,
+               _tensor_random, _tensor_reduce, _tensor_shape, _tensor_stats, _tensor_views)
 
 _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor_create,
-             _tensor_products, _tensor_autograd, _tensor_fill, _tensor_shape, _ops_clamp)
+             _tensor_products, _tensor_autograd, _tensor_fill, _tensor_random, _tensor_objects,
+             _tensor_stats, _tensor_compare, _tensor_stack, _tensor_gather, _tensor_spellings,
+             _storage, _tensor_numeric, _tensor_scatter, _linalg_legacy, _tensor_shape,
+             _ops_clamp)
 
 
 def install():
@@ -67,6 +91,7 @@ _AS_FUNCTIONS = (
     "max", "min", "argmin", "amax", "amin", "prod", "var", "std", "norm", "logsumexp", "all", "any",
     "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy",
     "masked_fill", "masked_select", "nonzero", "cumsum", "cumprod", "sort", "argsort", "topk",
+    "index_put", "index_put_", "masked_scatter",
     "unique", "tile",
 ) + _tensor_math.AS_FUNCTIONS + _tensor_shape.AS_FUNCTIONS
 
@@ -74,6 +99,18 @@ _AS_FUNCTIONS = (
 def functions():
     out = {name: _method_function(name) for name in _AS_FUNCTIONS}
     out.update(_tensor_create.FUNCTIONS)
+    out.update(_tensor_random.FUNCTIONS)
+    out.update(_tensor_stats.FUNCTIONS)
+    out.update(_tensor_compare.FUNCTIONS)
+    out.update(_tensor_stack.FUNCTIONS)
+    out.update(_tensor_gather.FUNCTIONS)
+    out.update(_storage.FUNCTIONS)
+    out.update(_tensor_numeric.FUNCTIONS)
+    out.update(_tensor_scatter.FUNCTIONS)
+    out.update(_linalg_legacy.FUNCTIONS)
+    for name, fn in _tensor_spellings.FUNCTIONS.items():  # second spellings: only new names
+        out.setdefault(name, fn)
+    out.update(_tensor_spellings.constants())
     out.update(_tensor_join.FUNCTIONS)
     out.update(_tensor_products.FUNCTIONS)
     out.update(_tensor_math.FUNCTIONS)

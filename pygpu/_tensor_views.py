@@ -501,8 +501,10 @@ def flip(self, dims):
 
 
 def repeat(self, *sizes):
-    """repeat(*sizes): the tensor tiled sizes[i] times along each axis (a copy, as
-    PyTorch's): a stride-0 expand of an interleaved view, then one reshape."""
+    """repeat(*sizes): the tensor tiled sizes[i] times along each axis: a stride-0 expand
+    of an interleaved view, then one reshape, and always new memory, as PyTorch's (where
+    the reshape could stay a view, of x with shape[0] == 1 say, it is copied: an in-place
+    op on the result must not write one element through several indices, nor into x)."""
     sizes = shape_args("repeat", sizes)
     if len(sizes) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
@@ -516,7 +518,10 @@ def repeat(self, *sizes):
         inter += [1, n]
         target += [r, n]
         final.append(r * n)
-    return expand(x.reshape(tuple(inter)), *target).reshape(tuple(final))
+    out = expand(x.reshape(tuple(inter)), *target).reshape(tuple(final))
+    if _C._storage_info(out)[0] == _C._storage_info(self)[0]:  # still a view: copy it
+        out = out.clone()
+    return out
 
 
 def tile(self, dims):

@@ -37,8 +37,17 @@ def _check_labels(logits, labels, fn):
                                      f"{labels.device}; move the labels with .to(device)")
 
 
+def _cross_entropy_composite(logits, labels, mean):
+    """The same loss from differentiable ops (higher-order gradients: autograd/higher_order)."""
+    from ._ops._softmax import log_softmax
+    picked = log_softmax(logits, 1).gather(1, labels.reshape(-1, 1))
+    return -(picked.mean() if mean else picked.sum())
+
+
 class _CrossEntropy(Function):
-    """Fused softmax + negative log-likelihood: one C op each way."""
+    """Fused softmax + negative log-likelihood: one C op each way; the composite for
+    create_graph=True."""
+    composite = staticmethod(_cross_entropy_composite)
 
     @staticmethod
     def forward(ctx, logits, labels, mean):
@@ -70,8 +79,31 @@ ACT_TABLE = _C._act_table()  # ((name, code, nn module class name), ...)
 _ACTS = {None: 0, **{name: code for name, code, _ in ACT_TABLE}}
 
 
+def _activation(y, act):
+    """The fused layers' activation `act` (a PG_ACT code) from differentiable ops."""
+    if not act:
+        return y
+    name = _ACT_NAMES[act]
+    if name == "leaky_relu":  # x / 100 below zero, as the PG_ACT row
+        return _C.where(y > 0, y, y / 100.0)
+    return getattr(_C, name)(y)  # relu, tanh, sigmoid: the op table's own rows
+
+
+_ACT_NAMES = {code: name for name, code, _ in ACT_TABLE}
+
+
+def _linear_composite(x, weight, bias, act, b_low=None, weight_dtype_of_x=False):
+    w = weight.astype(x.dtype) if weight_dtype_of_x and weight.dtype is not x.dtype else weight
+    y = x @ w.T
+    if bias is not None:
+        y = y + (bias.astype(y.dtype) if bias.dtype is not y.dtype else bias)
+    return _activation(y, act)
+
+
 class _Linear(Function):
-    """y = act(x @ weight.T + bias): one fused C op forward, one backward."""
+    """y = act(x @ weight.T + bias): one fused C op forward, one backward; under
+    create_graph=True the composite (matmul, add, activation) gives the gradients."""
+    composite = staticmethod(_linear_composite)
 
     @staticmethod
     def forward(ctx, x, weight, bias, act):
@@ -92,6 +124,8 @@ class _LinearLow(Function):
     """linear under autocast: x in the low dtype, the float32 weight rounded to it inside
     the GEMM, the bias's cached low copy b_low; dW and db come back in float32, as the
     parameters are (pygpu/amp/autocast_mode.py, linear_operands)."""
+    composite = staticmethod(lambda x, weight, bias, act, b_low:
+                             _linear_composite(x, weight, bias, act, None, True))
 
     @staticmethod
     def forward(ctx, x, weight, bias, act, b_low):
@@ -115,6 +149,8 @@ class _LinearMasked(Function):
     low: under autocast (as _LinearLow), b is the bias's low copy, the float32 weight times
     its mask is rounded to the low dtype as the bfloat16 kernel packs it, and dW comes back
     in float32; otherwise b is the bias itself."""
+    composite = staticmethod(lambda x, weight, mask, bias, act, b, low:
+                             _linear_composite(x, weight * mask, bias, act, None, True))
 
     @staticmethod
     def forward(ctx, x, weight, mask, bias, act, b, low):

@@ -9,8 +9,12 @@ library's own bins reuse those). The cache holds at most cache_limit() bytes
 blocks freed longest ago go back first. empty_cache() gives back every cached
 block (and the pinned staging buffers)."""
 from . import _C, _device
+from .amp import device_amp as _device_amp
 
 _CODE = _device._TYPES["cpu"]
+
+
+amp = _device_amp.module_for("cpu", __name__)  # torch.cpu.amp.autocast, the deprecated spelling
 
 
 def is_available():

@@ -12,7 +12,8 @@ import os
 import sys
 import threading
 
-from . import _C, _cuda_streams, _nvml
+from . import _C, _cuda_streams, _legacy, _nvml
+from .amp import device_amp as _device_amp
 from ._accel import Accelerator, export
 from ._cuda_streams import (CUDAGraph, DeviceProperties, Event, Stream, current_stream,  # noqa: F401
                             default_stream, get_device_capability, get_device_properties, graph,
@@ -44,6 +45,8 @@ class _Cuda(Accelerator):
                     if _C._load_cuda(PLUGIN):
                         _set_option("current_device", self._current)
                         _set_option("allow_tf32", _tf32)  # set before the load
+                        for hook in _after_load:  # pygpu.backends.cudnn: its switches
+                            hook()
                 type(self)._tried = True
 
     def set_device(self, device):
@@ -69,6 +72,11 @@ class _Cuda(Accelerator):
             return ("pygpu was built without the CUDA backend"
                     + (f": {why}" if why else f" (no {os.path.basename(PLUGIN)})"))
         return _C._cuda_reason()
+
+
+# what runs once the plugin is loaded: the modules of its libraries hand it their settings
+# (pygpu.backends.cudnn registers its switches and the libraries to try)
+_after_load = []
 
 
 def _build_reason():
@@ -104,6 +112,8 @@ def _preload_cublas():
 
 _acc = _Cuda("cuda", 2)
 export(_acc, globals())
+globals().update(_legacy.typed_for("cuda"))  # torch.cuda.FloatTensor, ... (pygpu/_legacy.py)
+amp = _device_amp.module_for("cuda", __name__)  # torch.cuda.amp, the deprecated spellings
 _check_index = _acc._check_index
 
 

@@ -1,9 +1,13 @@
 """pygpu.linalg: torch.linalg's functions.
 
-The factorizations (LU, solve, inv, det, slogdet, cholesky, qr, svd, eigh, lstsq) run
-LAPACK from the OpenBLAS pygpu links (csrc/core/pg_ops_linalg.c) on the cpu. A sim or
-cuda operand is moved to the cpu and the result back: two counted, explicit transfers
-(pygpu.stats() shows them), the documented fallback; cuSOLVER is not used. The norms,
+The factorizations (LU, solve, inv, det, slogdet, cholesky, qr, svd, eigh, lstsq) are one
+LINALG node each (csrc/core/pg_ops_linalg.c; the sub-ops are LINALG rows of
+csrc/core/pg_subops.def), run where the data is when the device's backend has the node:
+LAPACK from the OpenBLAS pygpu links on cpu and on sim's worker (the CPU backend's
+cpu_linalg.c). Each reads LAPACK's info back to raise PyTorch's error (on sim, one counted
+implicit transfer of 8 bytes per matrix, as PyTorch's cuda linalg synchronizes on its
+info). cuda has no LINALG node yet (no cuSOLVER): a cuda operand is moved to the cpu and
+the result back, two counted, explicit transfers (pygpu.stats() shows them). The norms,
 matrix_power, multi_dot, vecdot, cross and diagonal are compositions of device ops and
 run where the data is.
 
@@ -15,11 +19,10 @@ import collections
 import math
 
 from . import _C
-from .autograd.function import Function
+from .autograd.function import Function, fused_backward
 from .autograd.grad_mode import is_grad_enabled
 
 Tensor = _C.Tensor
-_LU, _SOLVE, _INV, _CHOLESKY, _QR, _SVD, _EIGH, _LSTSQ = range(8)
 
 _slogdet_t = collections.namedtuple("slogdet", ["sign", "logabsdet"])
 _eigh_t = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
@@ -45,17 +48,20 @@ def _check(op, A, ndim=2):
         raise RuntimeError(f"{op}: The input tensor A must have at least {ndim} dimensions.")
 
 
-def _lapack(op, code, A, B=None, flag=0, param=0.0):
-    """LAPACK on the cpu: the operands moved there (counted) and made contiguous, the
-    results moved back to A's device."""
+def _lapack(op, A, B=None, flag=0, param=0.0, check=True):
+    """One LINALG node (op: a LINALG row's ID, "CHOLESKY") on A's device where its backend
+    has the node, else on the cpu (the operands moved there, counted, and the results back).
+    Its outputs; with check=False, LAPACK's info (int64, per matrix) last, unchecked."""
     dev = A.device
-    a = A.detach().to("cpu").contiguous()
-    b = None if B is None else B.detach().to("cpu").to(A.dtype).contiguous()
+    here = _C._has_node("LINALG", A)  # the backend's answer, never the device type
+    a = A.detach() if here else A.detach().to("cpu")
+    b = None if B is None else B.detach().to(a.device).to(A.dtype)
     try:
-        outs = _C._linalg(code, a, b, flag, float(param))
+        outs = _C._linalg(op, a, b, flag, float(param), check)
     except RuntimeError as e:
         raise LinAlgError(str(e)) from None
-    if dev.type == "cpu":
+    outs = outs if not check else outs[:-1]
+    if here:
         return outs
     return tuple(o.to(dev) for o in outs)
 
@@ -82,7 +88,7 @@ def _sum_to(g, shape):
 class _Inv(Function):
     @staticmethod
     def forward(ctx, A):
-        (Y,) = _lapack("linalg.inv", _INV, A)
+        (Y,) = _lapack("INV", A)
         ctx.save(Y)
         return Y
 
@@ -122,7 +128,7 @@ def _ones_int(A):
 class _Solve(Function):
     @staticmethod
     def forward(ctx, A, B):
-        (X,) = _lapack("linalg.solve", _SOLVE, A, B)
+        (X,) = _lapack("SOLVE", A, B)
         ctx.save(A, X)
         return X
 
@@ -200,13 +206,13 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     _square("linalg.lu_factor", A)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the cpu")
-    LU, piv, info = _lapack("linalg.lu_factor", _LU, A)
+    LU, piv, info = _lapack("LU", A, check=False)  # info > 0 (a singular U) is a result
     return collections.namedtuple("lu_factor_ex", ["LU", "pivots", "info"])(LU, piv, info)
 
 
 def _sign_logabs(A):
-    """(sign, log|det|) from the LU factors, on the cpu then moved back (no gradient)."""
-    LU, piv, _ = _lapack("linalg.slogdet", _LU, A)
+    """(sign, log|det|) from the LU factors (no gradient); a singular A has a zero pivot."""
+    LU, piv, _ = _lapack("LU", A, check=False)
     from ._tensor_shape import diagonal
     from ._tensor_create import arange
     d = diagonal(LU, 0, -2, -1)
@@ -266,7 +272,7 @@ def logdet(A):
 class _Cholesky(Function):
     @staticmethod
     def forward(ctx, A, upper):
-        (L,) = _lapack("linalg.cholesky", _CHOLESKY, A, flag=int(upper))
+        (L,) = _lapack("CHOLESKY", A, flag=int(upper))
         ctx.upper = upper
         ctx.save(L)
         return L
@@ -332,18 +338,19 @@ def qr(A, mode="reduced", *, out=None):
     if mode not in modes:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
-    Q, R = _lapack("linalg.qr", _QR, A, flag=modes[mode])
+    Q, R = _lapack("QR", A, flag=modes[mode])
     return _qr_t(_no_grad_output("linalg.qr", Q, A), _no_grad_output("linalg.qr", R, A))
 
 
 class _SvdVals(Function):
     @staticmethod
     def forward(ctx, A, full):
-        U, S, Vh = _lapack("linalg.svd", _SVD, A, flag=0)
+        U, S, Vh = _lapack("SVD", A, flag=0)
         ctx.save(U, Vh)
         return S
 
     @staticmethod
+    @fused_backward  # U, V are constants here: no second derivative
     def backward(ctx, g):
         U, Vh = ctx.saved
         return (U * g.unsqueeze(-2)) @ Vh, None
@@ -351,7 +358,7 @@ class _SvdVals(Function):
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     _check("linalg.svd", A)
-    U, S, Vh = _lapack("linalg.svd", _SVD, A, flag=1 if full_matrices else 0)
+    U, S, Vh = _lapack("SVD", A, flag=1 if full_matrices else 0)
     if is_grad_enabled() and A.requires_grad:
         S = _SvdVals.apply(A, False)
     return _svd_t(_no_grad_output("linalg.svd (U)", U, A), S,
@@ -362,17 +369,18 @@ def svdvals(A, *, driver=None, out=None):
     _check("linalg.svdvals", A)
     if is_grad_enabled() and A.requires_grad:
         return _SvdVals.apply(A, False)
-    return _lapack("linalg.svdvals", _SVD, A, flag=2)[1]
+    return _lapack("SVD", A, flag=2)[1]
 
 
 class _EighVals(Function):
     @staticmethod
     def forward(ctx, A, upper):
-        w, V = _lapack("linalg.eigh", _EIGH, A, flag=int(upper))
+        w, V = _lapack("EIGH", A, flag=int(upper))
         ctx.save(V)
         return w
 
     @staticmethod
+    @fused_backward  # U, V are constants here: no second derivative
     def backward(ctx, g):
         (V,) = ctx.saved
         return (V * g.unsqueeze(-2)) @ _mT(V), None
@@ -381,11 +389,12 @@ class _EighVals(Function):
 class _EighVecs(Function):
     @staticmethod
     def forward(ctx, A, upper):
-        w, V = _lapack("linalg.eigh", _EIGH, A, flag=int(upper))
+        w, V = _lapack("EIGH", A, flag=int(upper))
         ctx.save(w, V)
         return V
 
     @staticmethod
+    @fused_backward  # U, V are constants here: no second derivative
     def backward(ctx, g):
         w, V = ctx.saved
         # gA = V (F o (V^T gV)) V^T with F_ij = 1 / (w_j - w_i) off the diagonal, symmetrized
@@ -404,7 +413,7 @@ def eigh(A, UPLO="L", *, out=None):
     upper = UPLO == "U"
     if is_grad_enabled() and A.requires_grad:
         return _eigh_t(_EighVals.apply(A, upper), _EighVecs.apply(A, upper))
-    w, V = _lapack("linalg.eigh", _EIGH, A, flag=int(upper))
+    w, V = _lapack("EIGH", A, flag=int(upper))
     return _eigh_t(w, V)
 
 
@@ -412,7 +421,7 @@ def eigvalsh(A, UPLO="L", *, out=None):
     _square("linalg.eigvalsh", A)
     if is_grad_enabled() and A.requires_grad:
         return _EighVals.apply(A, UPLO == "U")
-    return _lapack("linalg.eigvalsh", _EIGH, A, flag=int(UPLO == "U"))[0]
+    return _lapack("EIGH", A, flag=int(UPLO == "U"))[0]
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
@@ -428,7 +437,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     batch = _broadcast_batch(A.shape[:-2], b.shape[:-2])
     Ab = A.expand(*batch, m, n).contiguous()
     bb = b.expand(*batch, *b.shape[-2:]).contiguous()
-    X, rank, S = _lapack("linalg.lstsq", _LSTSQ, Ab, bb, param=rcond)
+    X, rank, S = _lapack("LSTSQ", Ab, bb, param=rcond)
     X = _no_grad_output("linalg.lstsq", X, A, B)
     from ._tensor_create import empty
     if m > n and bool((rank == n).all()):

@@ -18,11 +18,14 @@ transfer takes at least latency + bytes / bandwidth. It is off by default."""
 import os as _os
 import warnings as _warnings
 
-from . import _C
+from . import _C, _legacy
 from ._accel import Accelerator, export
+from .amp import device_amp as _device_amp
 
 _acc = Accelerator("sim")
 export(_acc, globals())
+globals().update(_legacy.typed_for("sim"))  # pygpu.sim.FloatTensor, ... (pygpu/_legacy.py)
+amp = _device_amp.module_for("sim", __name__)  # torch.cuda.amp's spellings, for sim
 _check_index = _acc._check_index
 
 _env_threads = _os.environ.get("PYGPU_SIM_THREADS")

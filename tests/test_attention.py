@@ -320,3 +320,66 @@ def test_transformer_dropout_trains_and_evaluates(device):
     ev = pl(pygpu.tensor(x, device=device))
     _close(ev, tl(torch.tensor(x)))
     assert not np.allclose(train.numpy(), ev.numpy())
+
+
+def test_a_head_dimension_a_backend_declines_gives_the_same_result(device):
+    """Head dimensions above 128 have no cuda kernel: cuda's supports_node declines the node
+    (_C._has_node asks it; Python never asks the device type) and the op is composed, with
+    PyTorch's result on every device, gradients included."""
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((1, 2, 5, 160)) for _ in range(3))
+    pq, pk, pv = (pygpu.tensor(a, device=device).requires_grad_() for a in (q, k, v))
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    po = F.scaled_dot_product_attention(pq, pk, pv, is_causal=True)
+    to = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+    _close(po, to)
+    po.sum().backward()
+    to.sum().backward()
+    _close(pq.grad, tq.grad)
+
+
+def _sdpa_inputs(device, E=8):
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((2, 2, 9, E)) for _ in range(3)]
+    return [pygpu.tensor(a, device=device) for a in arrays], [torch.tensor(a) for a in arrays]
+
+
+def test_the_attention_switches_choose_the_implementation_with_the_same_result(device):
+    """torch.backends.cuda.enable_flash_sdp/enable_mem_efficient_sdp switch cuda's fused
+    kernels (the plugin's flash_sdp option, read by its supports_node): with both off the
+    node is declined there and the op composed; the result is PyTorch's either way, on every
+    device. sdpa_kernel sets the switches for a block and restores them."""
+    from pygpu.backends import cuda as bc
+    from pygpu.nn.attention import SDPBackend, sdpa_kernel
+    (q, k, v), (tq, tk, tv) = _sdpa_inputs(device)
+    want = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+    fused = pygpu._C._has_node("SDPA", q, k, v, None)
+    with sdpa_kernel(SDPBackend.MATH):
+        assert (bc.flash_sdp_enabled(), bc.mem_efficient_sdp_enabled(),
+                bc.math_sdp_enabled()) == (False, False, True)
+        # only cuda declines: the cpu's and sim's fused kernels have no switch, as PyTorch's
+        assert pygpu._C._has_node("SDPA", q, k, v, None) == (fused and device != "cuda")
+        _close(F.scaled_dot_product_attention(q, k, v, is_causal=True), want)
+    assert bc.flash_sdp_enabled() and bc.mem_efficient_sdp_enabled()
+    assert pygpu._C._has_node("SDPA", q, k, v, None) == fused
+    with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
+        assert pygpu._C._has_node("SDPA", q, k, v, None) == fused
+        _close(F.scaled_dot_product_attention(q, k, v, is_causal=True), want)
+    with pytest.raises(AssertionError, match="SDPBackend"):
+        with sdpa_kernel(["math"]):
+            pass
+
+
+def test_no_implementation_left_is_pytorchs_error(device):
+    """With the fused kernels and the math path both switched off, a call cuda's kernels
+    decline raises PyTorch's 'No available kernel' RuntimeError; cpu and sim, whose kernels
+    take every call, still answer."""
+    from pygpu.nn.attention import SDPBackend, sdpa_kernel
+    (q, k, v), (tq, tk, tv) = _sdpa_inputs(device)
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        if device == "cuda":
+            with pytest.raises(RuntimeError, match="No available kernel"):
+                F.scaled_dot_product_attention(q, k, v)
+        else:
+            _close(F.scaled_dot_product_attention(q, k, v),
+                   TF.scaled_dot_product_attention(tq, tk, tv))

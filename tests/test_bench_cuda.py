@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(harness.skip_reason() is not None,
 
 ROWS = ["matmul fp32", "matmul bf16", "x*2+1", "sum fp32", "softmax rows", "layer_norm rows",
         "clamp", "H2D pinned", "D2H", "H2D pageable", "round trip", "tiny add", "fp32 b8",
-        "bf16 b8", "CIFAR CNN fp32 b4", "SDPA causal", "LSTM 2x16",
+        "bf16 b8", "CIFAR CNN fp32 b4", "SDPA causal", "pygpu's math path", "LSTM 2x16",
         "inference MLP 64x3 b16 fp32", "bf16 autocast", "int8 dynamic", "int8 static",
         "CUDA graph replay"]
 

@@ -71,9 +71,10 @@ def test_the_sources_are_whole():
 @pytest.mark.corpus
 def test_the_first_corpus_is_provided():
     """Every first-corpus program's files are in the sources folder (they were published
-    there with this lane); the second corpus's may not be yet."""
+    there with this lane), but for one added later and marked `pending` in the manifest
+    (listed "not provided" by its own test); the second corpus's may not be yet."""
     try:
-        absent = [e["name"] for e in FIRST if not sources.provided(e)]
+        absent = [e["name"] for e in FIRST if not e.get("pending") and not sources.provided(e)]
     except sources.SourcesMissing as e:
         pytest.fail(str(e), pytrace=False)
     assert not absent, f"not in {sources.sources_dir()}: {absent}"

@@ -132,7 +132,10 @@ def test_nccl_timeout_from_env_must_be_a_number(monkeypatch):
 
 
 def test_destroy_process_group_destroys_the_nccl_communicator(monkeypatch):
+    """The default group's close() (pygpu/distributed/_group.py) finalizes its NCCL
+    communicator and frees its MPI communicator, once: a second destroy is harmless."""
     import pygpu.distributed as dist
+    from pygpu.distributed import _group, groups
 
     class FakeNccl:
         closed = 0
@@ -140,12 +143,19 @@ def test_destroy_process_group_destroys_the_nccl_communicator(monkeypatch):
         def close(self):
             FakeNccl.closed += 1
 
-    class FakeGroup:
-        nccl = FakeNccl()
+    class FakeComm:
+        freed = 0
 
-    monkeypatch.setattr(dist, "_group", FakeGroup())
+        def Free(self):
+            FakeComm.freed += 1
+
+    pg = object.__new__(_group.ProcessGroup)  # its state only: no MPI job here
+    pg.nccl_queue = pg.stage_queue = None
+    pg.nccl, pg.ring_comm = FakeNccl(), FakeComm()
+    monkeypatch.setattr(groups, "_world", pg)
+    assert dist.is_initialized()
     dist.destroy_process_group()
-    assert FakeNccl.closed == 1 and not dist.is_initialized()
+    assert FakeNccl.closed == 1 and FakeComm.freed == 1 and not dist.is_initialized()
     dist.destroy_process_group()  # a second call is harmless
     assert FakeNccl.closed == 1
 
@@ -421,3 +431,32 @@ def test_bias_gradient_with_few_outputs_and_many_rows():
     x = pygpu.tensor(rng.standard_normal((n, 4)).astype(np.float32), device="cuda:0")
     layer(x).sum().backward()
     np.testing.assert_allclose(layer.bias.grad.numpy(), np.full(o, n, np.float32), rtol=1e-6)
+
+
+# ---- supports_node: the cuda backend's own rules for a node's parameters ------------------
+
+@needs_cuda
+def test_cuda_supports_node_declines_what_its_kernels_do_not_cover():
+    """cuDNN takes one padding per axis and the attention kernels head dimensions up to 128:
+    the cuda backend's supports_node says so (Python asks it through _C._has_node), and a
+    node it declines is refused by name rather than launched."""
+    from pygpu import _C
+    from pygpu.backends import cudnn
+    q64, q160 = pygpu.randn(1, 2, 4, 64, device="cuda"), pygpu.randn(1, 2, 4, 160, device="cuda")
+    assert _C._has_node("SDPA", q64, q64, q64, None)
+    assert not _C._has_node("SDPA", q160, q160, q160, None)
+    x = pygpu.randn(1, 2, 8, 8, device="cuda", dtype=pygpu.float64)
+    w = pygpu.randn(4, 2, 2, 2, device="cuda", dtype=pygpu.float64)
+    same = (1, 1, 1, 1, 0, 1, 0, 1, 1)  # an even kernel's 'same': one more after than before
+    assert not _C._has_node("CONV", x, w, same)
+    with pytest.raises(RuntimeError, match="conv2d: the cuda backend has no kernel for this "
+                                           "node's parameters"):
+        _C._conv2d(x, w, None, same)
+    if cudnn.is_available():
+        assert _C._has_node("CONV", x, w, (1, 1, 1, 1, 1, 1, 1, 1, 1))
+        saved = cudnn.enabled
+        try:
+            cudnn.enabled = False  # the switch reaches the backend's rule
+            assert not _C._has_node("CONV", x, w, (1, 1, 1, 1, 1, 1, 1, 1, 1))
+        finally:
+            cudnn.enabled = saved

@@ -252,29 +252,29 @@ def test_replicas_stay_resident_and_follow_in_place_changes():
 def test_version_stamp_changes_on_every_write_and_only_then(where):
     a = pygpu.ones(6, device=where)
     view = a[1:4]
-    v = a._version
-    assert view._version == v
+    v = a._write_stamp
+    assert view._write_stamp == v
     _ = a + 1, a.sum(), a.numpy() if where == "cpu" else a.cpu()  # reads
-    assert a._version == v
+    assert a._write_stamp == v
     with pygpu.no_grad():
         view.copy_(pygpu.zeros(3))  # a copy into a view writes the shared memory
-    assert a._version != v and view._version == a._version
-    v = a._version
+    assert a._write_stamp != v and view._write_stamp == a._write_stamp
+    v = a._write_stamp
     a.copy_(pygpu.zeros(6, device=where), non_blocking=True)
-    assert a._version != v
+    assert a._write_stamp != v
     p = nn.Parameter(pygpu.ones(3, device=where))
     p.grad = pygpu.ones(3, device=where)
-    v = p._version
+    v = p._write_stamp
     pygpu.optim.SGD([p], lr=0.1).step()  # the fused update op
-    assert p._version != v
-    v = p._version
+    assert p._write_stamp != v
+    v = p._write_stamp
     p.data = pygpu.ones(3, device=where)  # new memory: a new stamp
-    assert p._version != v
+    assert p._write_stamp != v
 
 
 def test_replicas_refresh_only_what_changed():
     """Each forward copies to the replicas only the tensors written since the last one (their
-    _version changed): with the first layer frozen, a step re-sends the other layers'
+    _write_stamp changed): with the first layer frozen, a step re-sends the other layers'
     weights alone; every writer (optimizer, load_state_dict, an in-place edit, .data = ...,
     a write on the replica's own device) makes its tensor go again."""
     model = _mlp("sim:0", seed=3)

@@ -25,6 +25,7 @@ opt = pygpu.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 rng = np.random.default_rng(0)
 loss_fn = nn.CrossEntropyLoss()
 dist.reset_stats()
+role0 = pygpu.stats().by_role.get("grad_reduce", {}).get("bytes", 0)
 for step in range(3):
     x = rng.standard_normal((16, 12)); y = rng.integers(0, 4, 16)
     mine = slice(8 * r, 8 * r + 8)
@@ -33,12 +34,14 @@ for step in range(3):
     loss.backward()
     opt.step()
 after_sync = dist.stats()
+pygpu.synchronize()
+staged_role = pygpu.stats().by_role.get("grad_reduce", {}).get("bytes", 0) - role0
 with ddp.no_sync():
     loss = loss_fn(ddp(pygpu.tensor(x[mine], device=device)), pygpu.tensor(y[mine], device=device))
     loss.backward()
 print("JSON " + json.dumps({"rank": r, "params": [q.numpy().tolist() for q in model.parameters()],
                             "stats": after_sync, "after_no_sync": dist.stats(),
-                            "buckets": ddp.bucket_sizes}))
+                            "buckets": ddp.bucket_sizes, "staged_role": staged_role}))
 """
 
 
@@ -75,10 +78,13 @@ def test_ddp_matches_single_process_training_on_the_global_batch(tmp_path, where
     nelem = sum(p.numel() for p in ref.parameters())
     for row in rows:
         st = row["stats"]
-        assert st["calls"] == {"grad_all_reduce": 3}  # one bucket (25 MB cap), three steps
-        assert st["net_sent"] == st["net_recv"] == 3 * ring_bytes(8, nelem, 2)[row["rank"]]
+        # one bucket (25 MB cap), three steps; after the first, rank 0's order of arrival
+        assert st["calls"] == {"all_reduce": 3, "broadcast_object_list": 1}
+        reduced = st["by_call"]["all_reduce"]
+        assert reduced["sent"] == reduced["recv"] == 3 * ring_bytes(8, nelem, 2)[row["rank"]]
         staged = 3 * nelem * 8 if where != "cpu" else 0
         assert st["d2h_bytes"] == st["h2d_bytes"] == staged
+        assert row["staged_role"] == 2 * staged  # pygpu.stats().by_role: grad_reduce
         assert row["after_no_sync"] == st  # no_sync(): nothing reduced, nothing moved
 
 
@@ -91,7 +97,8 @@ def test_small_buckets_split_in_reverse_order(tmp_path):
     assert sum(rows[0]["buckets"]) == sum(sizes)
     # the last layer's bias is in the first bucket (reverse order of registration)
     assert rows[0]["buckets"][0] >= sizes[-1]
-    assert rows[0]["stats"]["calls"]["grad_all_reduce"] == 3 * len(rows[0]["buckets"])
+    # one bucket in the first iteration (PyTorch's: rebuilt in arrival order after it)
+    assert rows[0]["stats"]["calls"]["all_reduce"] == 1 + 2 * len(rows[0]["buckets"])
     for got, want in zip(rows[0]["params"], ref.parameters()):
         np.testing.assert_allclose(np.array(got), want.numpy(), rtol=1e-10, atol=1e-12)
 
@@ -122,30 +129,37 @@ def test_device_ids_follow_pytorch_convention():
         _check_device_ids(nn.MLP([4, 3]), [0], None)
 
 
-def test_nccl_communicator_reduces_on_the_device_with_no_host_staging():
-    """With NCCL, DDP's buckets are packed and all-reduced on the device.
-    A stand-in for NCCL (averaging with a rank whose gradients are 5x ours gives 3x ours) runs
-    the NcclDevice communicator through the Reducer on sim tensors: no byte crosses to the host."""
-    from pygpu.distributed._group import CollectiveStats
-    from pygpu.nn.parallel.comm import NcclDevice
+def test_bucket_reduces_on_the_device_with_no_host_staging():
+    """DDP's buckets are packed on the device and handed to one asynchronous all_reduce (NCCL's
+    for cuda tensors). A stand-in for it (averaging with a rank whose gradients are 5x ours gives
+    3x ours) runs the communicator through the Reducer on sim tensors: no byte crosses to the
+    host, and the result is in .grad when backward returns."""
+    from pygpu.distributed import ReduceOp
+    from pygpu.distributed._work import completed
+    from pygpu.nn.parallel.comm import ProcessGroupComm
     from pygpu.nn.parallel.reducer import Reducer
 
     class Group:
-        rank, size, stats = 0, 2, CollectiveStats()
+        def rank(self):
+            return 0
 
-    class FakeNccl:
-        calls = []
+        def size(self):
+            return 2
 
-        def all_reduce(self, t, op):
-            assert t.device.type == "sim" and t.is_contiguous() and op == "avg"
-            self.calls.append(t.numel())
-            t.copy_(t * 3.0)
+    calls = []
+
+    def fake_all_reduce(t, op, group=None, async_op=False):
+        assert t.device.type == "sim" and t.is_contiguous() and op == ReduceOp.AVG and async_op
+        calls.append(t.numel())
+        t.copy_(t * 3.0)
+        return completed("all_reduce", [t])
 
     def grads(reduced):
         pygpu.manual_seed(0)
         model = nn.MLP([6, 8, 3]).to(pygpu.float64).to("sim:0")
-        reducer = Reducer(list(model.parameters()), NcclDevice(Group, FakeNccl()), 25 * 2**20,
-                          require_all=True) if reduced else None
+        params = list(model.parameters())
+        reducer = Reducer(params, ProcessGroupComm(Group(), all_reduce=fake_all_reduce), 25 * 2**20,
+                          ddp=True) if reduced else None
         x = pygpu.randn(5, 6, dtype=pygpu.float64, device="sim:0")
         y = pygpu.tensor(np.arange(5) % 3, device="sim:0")
         with pygpu.track() as t:
@@ -159,9 +173,8 @@ def test_nccl_communicator_reduces_on_the_device_with_no_host_staging():
     got, t = grads(True)
     for a, b in zip(got, ref):
         np.testing.assert_allclose(a, 3 * b, rtol=1e-12)
-    assert FakeNccl.calls == [sum(a.size for a in ref)]  # one bucket, all of it, on the device
+    assert calls == [sum(a.size for a in ref)]  # one bucket, all of it, on the device
     assert t.h2d_bytes == 0 and t.d2h_bytes == 0
-    assert Group.stats.as_dict()["h2d_bytes"] == Group.stats.as_dict()["d2h_bytes"] == 0
 
 
 def test_a_temporary_wrapper_still_averages_the_gradients(tmp_path):

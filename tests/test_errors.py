@@ -75,7 +75,8 @@ DEVICE_ROWS = [  # (id, call(device), exception, [regex, ...])
     ("reshape_str", lambda d: _ones(4, device=d).reshape("a"), TypeError, []),
     ("sum_axis_str", lambda d: _ones(4, device=d).sum(axis="a"), TypeError, []),
     ("argmax_axis_tuple", lambda d: _ones(2, 2, device=d).argmax(axis=(0, 1)), TypeError, []),
-    ("to_int", lambda d: _ones(2, device=d).to(5), TypeError, []),
+    # an integer is an accelerator index, as in PyTorch (torch.device(5) is cuda:5)
+    ("to_int", lambda d: _ones(2, device=d).to(5), RuntimeError, ["does not exist|not available"]),
     # reductions and shape changes that NumPy refuses
     ("max_of_empty", lambda d: pygpu.max(_ones(0, device=d)), ValueError, ["empty|zero-size"]),
     ("min_of_empty", lambda d: _ones(0, device=d).min(), ValueError, ["empty|zero-size"]),
@@ -166,7 +167,7 @@ DEVICE_ROWS = [  # (id, call(device), exception, [regex, ...])
     ("zeros_big_endian_dtype", lambda d: pygpu.zeros(2, dtype=">i8", device=d), TypeError,
      ["big-endian", "'int64'"]),
     ("astype_big_endian", lambda d: _ones(2, device=d).astype(">f8"), TypeError, ["big-endian", "'float64'"]),
-    ("rand_bfloat16", lambda d: pygpu.rand(2, dtype="bfloat16", device=d), TypeError, ["bfloat16"]),
+    ("rand_int64", lambda d: pygpu.rand(2, dtype="int64", device=d), TypeError, ["int64"]),
 ]
 
 DEVICE_ERROR = pygpu.DeviceUnavailableError
@@ -357,8 +358,11 @@ def test_from_array_copy_checks_the_dtype_code(code):
 
 
 def test_private_random_checks_its_kind():
-    with pytest.raises(ValueError, match="kind"):
-        _C._random(5, (2,), pygpu.float32, "cpu")
+    with pytest.raises(ValueError, match="_random: GAMMA is not one of its RANDOM sub-ops "
+                                         r"\(UNIFORM, NORMAL;"):
+        _C._random("GAMMA", (2,), pygpu.float32, "cpu")
+    with pytest.raises(TypeError):
+        _C._random(1, (2,), pygpu.float32, "cpu")  # a sub-op is named by its row's ID
 
 
 # ---- an int too big for int64 ------------------------------------------------------------------------

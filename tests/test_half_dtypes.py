@@ -289,9 +289,18 @@ def test_logical_not_of_half_names_the_dtype():
 
 
 @pytest.mark.parametrize("dt", HALF, ids=str)
-def test_random_refuses_half(device, dt):
-    with pytest.raises(TypeError, match="float32 or float64"):
-        pygpu.rand(3, dtype=dt, device=device)
+def test_random_in_half_dtypes_rounds_float32_draws(device, dt):
+    """torch.rand/randn take float16 and bfloat16 (PyTorch draws them): pygpu draws in
+    float32 from the same generator state and rounds once."""
+    pygpu.manual_seed(7)
+    got = pygpu.rand(300, dtype=dt, device=device)
+    pygpu.manual_seed(7)
+    want = pygpu.rand(300, device=device).astype(dt)
+    assert got.dtype is dt
+    np.testing.assert_array_equal(to_numpy(got.astype(pygpu.float32)),
+                                  to_numpy(want.astype(pygpu.float32)))
+    vals = to_numpy(got.astype(pygpu.float32))
+    assert vals.min() >= 0 and vals.max() <= 1 and len(set(vals.tolist())) > 50
 
 
 def test_half_math_through_float32_matches_numpy(device):

@@ -1,7 +1,8 @@
-# test_linalg.py - torch.linalg (LAPACK on the cpu, moved back and forth for sim and cuda)
-# and the shape/matrix functions (pygpu/_tensor_shape.py) against PyTorch on every device:
-# values, gradients (float64) where pygpu differentiates, errors, and the counted
-# transfers of the cpu fallback. Each test loops over its cases (a failure names one).
+# test_linalg.py - torch.linalg (one LINALG node: LAPACK on cpu and sim, moved to the cpu and
+# back for cuda, which has no LINALG node) and the shape/matrix functions
+# (pygpu/_tensor_shape.py) against PyTorch on every device: values, gradients (float64) where
+# pygpu differentiates, errors, and the counted transfers (sim's info read back, cuda's cpu
+# fallback). Each test loops over its cases (a failure names one).
 import math
 
 import numpy as np
@@ -140,12 +141,16 @@ def test_linalg_errors_and_fallback_transfers(device):
     x = to_device(R.standard_normal((3, 3)), device).requires_grad_()
     with pytest.raises(NotImplementedError, match="linalg.qr"):
         pygpu.linalg.qr(x)[0].sum().backward()
-    if device != "cpu":  # the documented fallback: one explicit transfer each way
-        a = to_device(_spd(3), device)
-        with pygpu.track() as t:
-            r = pygpu.linalg.inv(a)
+    a = to_device(_spd(3), device)
+    with pygpu.track() as t:
+        r = pygpu.linalg.inv(a)
+    assert r.device == a.device
+    if device == "cpu":
+        assert (t.d2h_count, t.h2d_count) == (0, 0), t
+    elif pygpu._C._has_node("LINALG", a):  # sim: the node on the device, its info read back
+        assert (t.d2h_count, t.d2h_bytes, t.h2d_count, t.implicit_count) == (1, 8, 0, 1), t
+    else:  # cuda, no LINALG node yet: the documented fallback, one explicit transfer each way
         assert (t.d2h_count, t.h2d_count, t.implicit_count) == (1, 1, 0), t
-        assert r.device == a.device
 
 
 # ---- shape and matrix functions --------------------------------------------------------------

@@ -162,7 +162,7 @@ def test_fused_path_runs_and_writes_no_masked_product():
                 if isinstance(h, prune.BasePruningMethod))
     made = hook._cache  # the product the prune call itself made (module.weight's first value)
     with pygpu.no_grad():
-        layer.weight_orig.mul_(0.5)  # an optimizer step's write: a new _version
+        layer.weight_orig.mul_(0.5)  # an optimizer step's write: a new _write_stamp
     old = prune._set_mask_fusion(True)
     try:
         with pygpu.autocast("cpu", dtype=pygpu.bfloat16):

@@ -28,6 +28,8 @@ EXPECTED_OUTPUT = {
     "docs/transfers.md": ["triggered by item", "1 160000 1 160000"],
     "docs/inference.md": ["h2d bytes: 684176 of 2678824", "pygpu.nn.quantized.dynamic Linear"],
     "docs/training.md": ["864 24 {'item': 20}", "sim:1 cpu"],
+    "docs/autograd.md": ["which is output 0 of Sigmoid, is at version 2; expected version 0",
+                         "[8.0, 16.0, 0.0] [0.0, -32.0, 0.0]", "torch.Size([4, 1, 3, 3])"],
 }
 
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.S | re.M)

@@ -281,13 +281,16 @@ def test_unique_matches_torch(kw, data, device):
         _check(g, r)
 
 
-def test_setitem_with_a_value_that_requires_grad_is_refused():
+def test_setitem_with_a_value_that_requires_grad_is_recorded():
+    # (the gradients against torch, on every device: tests/test_autograd_writes.py)
     t = pygpu.zeros((3, 2), dtype="float64")
     v = pygpu.ones(2, dtype="float64").requires_grad_()
-    with pytest.raises(RuntimeError, match="not differentiable"):
-        t[pygpu.tensor(np.array([1]))] = v
-    with pytest.raises(RuntimeError, match="not differentiable"):
-        t[t > 0] = v
+    t[pygpu.tensor(np.array([1]))] = v
+    (t * 3.0).sum().backward()
+    np.testing.assert_allclose(v.grad.numpy(), [3.0, 3.0])
+    m = pygpu.zeros((3, 2), dtype="float64")
+    m[m == 0] = v[0]
+    assert m.grad_fn is not None
 
 
 @pytest.mark.parametrize("threads", [1, 2])

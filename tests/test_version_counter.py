@@ -118,13 +118,13 @@ def test_version_count_follows_pytorchs_version(device):
     torch = pytest.importorskip("torch")
     for lib in (pygpu, torch):
         y = to_device(X, device) * 2 if lib is pygpu else torch.tensor(X) * 2
-        seen = [y._version_count if lib is pygpu else y._version]
+        seen = [y._version]
         y.add_(1)
         v = y[1:]
         v.mul_(2)       # a view shares the counter
         y.exp_()
-        seen += [y._version_count if lib is pygpu else y._version,
-                 v._version_count if lib is pygpu else v._version]
+        seen += [y._version,
+                 v._version]
         if lib is pygpu:
             mine = seen
     assert mine == seen == [0, 3, 3]
@@ -139,24 +139,189 @@ def test_inplace_on_a_leaf_that_requires_grad_is_refused(device):
             call()
 
 
-def test_what_pygpu_refuses_instead_of_rebasing_views(device):
-    x, w = _leaves(pygpu, device)
+# ---- views: a write through a view rebases its base (PyTorch's CopySlices) ----------------
+
+def _view_then_written(lib, x, w):
+    y = x * 2
+    y[1:].mul_(w[1:])          # the view's write becomes y's history
+    return y
+
+
+def _base_written_then_view_used(lib, x, w):
     y = x * 2
     v = y[1:]
-    with pytest.raises(RuntimeError, match="view .*clone"):
-        v.add_(1)                 # would need y's history rebased (PyTorch's CopySlices)
-    base = to_device(np.zeros(3), device)
-    part = base[1:]
-    with pytest.raises(RuntimeError, match="shares its memory"):
-        part.mul_(w[1:])          # base would miss w's gradient
-    y.mul_(2)                     # writing the base after the view was made
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        v.sum().backward()        # v's history is stale: refused, not wrong
-    y.sum().backward()            # y's own history is right
-    np.testing.assert_allclose(x.grad.numpy(), 4.0)
-    h = x * 2
-    with pytest.raises(RuntimeError, match="clamp_: pygpu records no gradient"):
-        h.clamp_(0, 1)
+    y.mul_(w)                  # the view made before sees the write (regenerated history)
+    return v * w[1:] + y[:2].sum()
+
+
+def _view_of_plain_base(lib, x, w):
+    out = lib.zeros(2, 3, dtype=x.dtype) if lib is not pygpu else \
+        pygpu.zeros((2, 3), dtype=x.dtype, device=x.device)
+    row = out[1]
+    row.copy_(x * w)           # a view of a tensor with no history: out gets one
+    out[0, 1:].add_(w[1:])
+    return out * out
+
+
+def _view_made_before_base_had_history(lib, x, w):
+    out = lib.zeros(3, dtype=x.dtype) if lib is not pygpu else \
+        pygpu.zeros(3, dtype=x.dtype, device=x.device)
+    v = out[:2]
+    out[1:] = x[1:] * w[1:]    # out gains a history after v was made
+    return v * x[:2]
+
+
+def _chained_views(lib, x, w):
+    y = (x * w).reshape(3, 1) * 1.0
+    y.t()[0, 1:].exp_()        # a view of a view, written: the root base is rebased
+    return y.sum(1) * x
+
+
+def _inplace_ops_on_views(lib, x, w):
+    y = x.exp()
+    y = y * 1                  # (exp's backward reads its output, which is written below)
+    y[:2].sigmoid_()
+    y = y * 1
+    y[1:] += w[1:] * x[1:]
+    y[0] = w[0] * 3
+    return y * w
+
+
+VIEW_PROGRAMS = {f.__name__[1:]: f for f in (
+    _view_then_written, _base_written_then_view_used, _view_of_plain_base,
+    _view_made_before_base_had_history, _chained_views, _inplace_ops_on_views)}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_PROGRAMS))
+def test_writes_through_views_match_pytorch(device, name):
+    torch = pytest.importorskip("torch")
+    x, w = _leaves(pygpu, device)
+    out = VIEW_PROGRAMS[name](pygpu, x, w)
+    out.sum().backward()
+    tx, tw = _leaves(torch)
+    tout = VIEW_PROGRAMS[name](torch, tx, tw)
+    tout.sum().backward()
+    np.testing.assert_allclose(out.detach().cpu().numpy(), tout.detach().numpy(), rtol=1e-12)
+    for mine, ref in ((x, tx), (w, tw)):
+        if ref.grad is None:
+            assert mine.grad is None
+        else:
+            np.testing.assert_allclose(mine.grad.cpu().numpy(), ref.grad.numpy(), rtol=1e-12)
+
+
+def test_view_bases_and_grad_fns_follow_pytorch(device):
+    torch = pytest.importorskip("torch")
+    for lib in (pygpu, torch):
+        x = (to_device(X, device) if lib is pygpu else torch.tensor(X)).requires_grad_()
+        out = lib.zeros(2, 3, dtype=x.dtype) if lib is torch else \
+            pygpu.zeros((2, 3), dtype=x.dtype, device=device)
+        row = out[0]
+        assert row._base is out and out._base is None and x._base is None
+        assert row[1:]._base is out  # the root, not the intermediate view
+        assert not row.requires_grad
+        out[1] = x
+        names = [type(out.grad_fn).__name__ if lib is torch else repr(out.grad_fn)]
+        assert row.requires_grad  # a view of a base that now requires grad does too
+        assert row.grad_fn is not None or lib is pygpu  # (torch regenerates it on access)
+        row.copy_(x * 2)
+        names.append(type(out.grad_fn).__name__ if lib is torch else repr(out.grad_fn))
+        if lib is pygpu:
+            mine = names
+        else:
+            theirs = names
+    assert mine[0].startswith("<CopySlices") and theirs[0] == "CopySlices"
+    assert mine[1].startswith("<CopySlices") and theirs[1] == "CopySlices"
+
+
+def test_pytorchs_refusals_for_leaves_and_their_views(device):
+    torch = pytest.importorskip("torch")
+    for lib in (pygpu, torch):
+        x, w = _leaves(lib, device) if lib is pygpu else _leaves(torch)
+        with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad "
+                                               "is being used in an in-place operation."):
+            x[1:].mul_(2)
+        with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad "
+                                               "is being used in an in-place operation."):
+            x[:2].copy_(w[:2])
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being "
+                                               "used in an in-place operation."):
+            x.clamp_(0, 1)
+
+
+def test_clamp_on_a_non_leaf_matches_pytorch(device):
+    torch = pytest.importorskip("torch")
+    x, w = _leaves(pygpu, device)
+    y = x * w
+    y.clamp_(-0.4, 0.3)
+    (y * x).sum().backward()
+    tx, tw = _leaves(torch)
+    ty = tx * tw
+    ty.clamp_(-0.4, 0.3)
+    (ty * tx).sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.cpu().numpy(), tw.grad.numpy(), rtol=1e-12)
+
+
+def _versions(lib, device):
+    t = to_device(X, device) if lib is pygpu else torch_tensor(lib, X)
+    seen = [t._version]
+    t[0] = 5.0
+    seen.append(t._version)
+    t[1:].copy_(t[:2] * 1)
+    seen.append(t._version)
+    v = t.view(3)
+    v.fill_(1.0)
+    seen += [t._version, v._version]
+    with lib.no_grad():
+        t.mul_(2)
+    seen.append(t._version)
+    t.masked_fill_(t > 1, 0.5)
+    seen.append(t._version)
+    d = t.detach()
+    d.add_(1)
+    seen += [t._version, d._version]
+    fresh = t + 1
+    seen.append(fresh._version)
+    return seen
+
+
+def torch_tensor(torch, a):
+    return torch.tensor(a)
+
+
+def test_version_counter_values_match_pytorch(device):
+    torch = pytest.importorskip("torch")
+    assert _versions(pygpu, device) == _versions(torch, device)
+
+
+def test_version_error_names_the_tensor_and_versions_as_pytorch(device):
+    torch = pytest.importorskip("torch")
+    msgs = []
+    for lib in (pygpu, torch):
+        x, w = _leaves(lib, device) if lib is pygpu else _leaves(torch)
+        y = x.sigmoid()        # its backward reads y
+        z = y * 3
+        y[0] = 1.0             # version 1
+        y.add_(1)              # version 2
+        with pytest.raises(RuntimeError) as err:
+            z.sum().backward() if False else (y.sum() + z.sum()).backward()
+        msgs.append(str(err.value))
+    for m in msgs:
+        assert "is at version 2; expected version 0 instead" in m
+        assert "which is output 0 of Sigmoid," in m
+
+
+def test_saved_view_written_through_its_base_fails_as_pytorch(device):
+    torch = pytest.importorskip("torch")
+    pattern = VERSION_ERROR.format(now=1, then=0).replace(r"\[3\]", r"\[2\]")
+    for lib in (pygpu, torch):
+        x, w = _leaves(lib, device) if lib is pygpu else _leaves(torch)
+        y = x * 1
+        v = y[1:]
+        z = v * w[1:]          # saves v (for w's gradient)
+        y.mul_(2)              # writes v's memory
+        with pytest.raises(RuntimeError, match=pattern):
+            z.sum().backward()
 
 
 def test_no_check_without_autograd(device):

@@ -57,7 +57,7 @@ static int leaf_error(void)
 
 int pg_ag_check_inplace(PyObject *self, const char *what)
 {
-    if (pg_grad_disabled || !PT(self)->requires_grad)
+    if (pg_grad_disabled || !pg_ag_req(self))
         return 0;
     if (!PT(self)->grad_fn)
         return leaf_error();
@@ -73,7 +73,7 @@ int pg_ag_check_inplace(PyObject *self, const char *what)
 PyObject *pg_ag_inplace_begin(PyObject *self, PyObject *other, const char *name, const char *op)
 {
     PyTensor *t = PT(self);
-    if (pg_grad_disabled || !(t->requires_grad || pg_ag_req(other)))
+    if (pg_grad_disabled || !(pg_ag_req(self) || pg_ag_req(other)))
         Py_RETURN_NONE;
     if (t->requires_grad && !t->grad_fn)
         return leaf_error(), NULL;
@@ -96,12 +96,60 @@ int pg_ag_inplace_end(PyObject *tok, PyObject *self, PyObject *other, const char
     return r ? 0 : -1;
 }
 
+int pg_ag_setitem(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (pg_grad_disabled || !(pg_ag_req(self) || pg_ag_req(value)))
+        return 0;
+    PyObject *hook = pg_hook("setitem_grad");
+    PyObject *r = hook ? PyObject_CallFunctionObjArgs(hook, self, key, value, NULL) : NULL;
+    Py_XDECREF(r);
+    return r ? 1 : -1;
+}
+
+PyObject *pg_ag_copy(PyObject *self, PyObject *src, int non_blocking, int *handled)
+{
+    *handled = !pg_grad_disabled && (pg_ag_req(self) || pg_ag_req(src));
+    if (!*handled)
+        return NULL;
+    PyObject *hook = pg_hook("copy_grad");
+    return hook ? PyObject_CallFunction(hook, "OOO", self, src, non_blocking ? Py_True : Py_False)
+                : NULL;
+}
+
 /* ---- properties ----------------------------------------------------------------------- */
 
 PyObject *pg_ag_get_requires_grad(PyObject *self, void *c)
 {
     (void)c;
-    return PyBool_FromLong(PT(self)->requires_grad);
+    return PyBool_FromLong(pg_ag_req(self));
+}
+
+PyObject *pg_ag_get_base(PyObject *self, void *c)
+{
+    (void)c;
+    return Py_NewRef(PT(self)->base ? PT(self)->base : Py_None);
+}
+
+/* PyTorch's version counter: the writes pygpu made to this tensor's memory (through any
+ * view of it) since the first tensor over that memory was made, 0 for a fresh result */
+PyObject *pg_ag_get_version(PyObject *self, void *c)
+{
+    (void)c;
+    pg_storage *s = PT(self)->t.storage;
+    if (!s)
+        return PyLong_FromLong(0);
+    uint_fast64_t w = atomic_load_explicit(&s->writes, memory_order_relaxed);
+    uint_fast64_t b = atomic_load_explicit(&s->writes_base, memory_order_relaxed);
+    return PyLong_FromUnsignedLongLong((unsigned long long)(b && w + 1 >= b ? w + 1 - b : 0));
+}
+
+/* the storage's write stamp (pg_storage.h): process-wide, changed by every write */
+PyObject *pg_ag_get_write_stamp(PyObject *self, void *c)
+{
+    (void)c;
+    pg_storage *s = PT(self)->t.storage;
+    return PyLong_FromUnsignedLongLong(
+        s ? (unsigned long long)atomic_load_explicit(&s->version, memory_order_relaxed) : 0ULL);
 }
 
 static int float_dtype(PyObject *self)
@@ -179,7 +227,8 @@ PyObject *pg_ag_get_grad_fn(PyObject *self, void *c)
 PyObject *pg_ag_get_is_leaf(PyObject *self, void *c)
 {
     (void)c;
-    return PyBool_FromLong(PT(self)->grad_fn == NULL);
+    return PyBool_FromLong(PT(self)->grad_fn == NULL &&
+                           !(PT(self)->base && PT(PT(self)->base)->requires_grad));
 }
 
 static PyObject *detach(PyObject *self)
@@ -207,6 +256,7 @@ int pg_ag_set_data(PyObject *self, PyObject *v, void *c)
     pg_tensor old = PT(self)->t;
     PT(self)->t = nt;
     pg_tensor_clear(&old);
+    Py_CLEAR(PT(self)->base); /* other memory: no longer a view of anything */
     return 0;
 }
 
@@ -245,12 +295,14 @@ PyObject *pg_ag_detach(PyObject *self, PyObject *noargs)
 
 PyObject *pg_ag_backward(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"gradient", "retain_graph", NULL};
-    PyObject *gradient = Py_None, *retain = Py_False;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO", kw, &gradient, &retain))
+    static char *kw[] = {"gradient", "retain_graph", "create_graph", "inputs", NULL};
+    PyObject *gradient = Py_None, *retain = Py_None, *create = Py_False, *inputs = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOO", kw, &gradient, &retain, &create,
+                                     &inputs))
         return NULL;
     PyObject *hook = pg_hook("backward");
-    return hook ? PyObject_CallFunctionObjArgs(hook, self, gradient, retain, NULL) : NULL;
+    return hook ? PyObject_CallFunctionObjArgs(hook, self, gradient, retain, create, inputs, NULL)
+                : NULL;
 }
 
 /* internal: attach a grad_fn (the Python recording hook calls it) */
@@ -307,6 +359,21 @@ static PyObject *f_same_storage(PyObject *mod, PyObject *args)
     return PyBool_FromLong(PT(a)->t.storage == PT(b)->t.storage);
 }
 
+/* _note_view(out, src): pg_ag_note_view for a view a Python autograd Function made in its
+ * forward (which runs under no_grad); the caller is under grad mode */
+static PyObject *f_note_view(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *out, *src;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTensor_Type, &out, &PyTensor_Type, &src))
+        return NULL;
+    int saved = pg_grad_disabled;
+    pg_grad_disabled = 0;
+    pg_ag_note_view(out, src);
+    pg_grad_disabled = saved;
+    Py_RETURN_NONE;
+}
+
 /* _set_tracing(flag): this thread's tracing flag (pygpu.onnx); returns the previous one */
 static PyObject *f_set_tracing(PyObject *mod, PyObject *flag)
 {
@@ -320,6 +387,7 @@ static PyObject *f_set_tracing(PyObject *mod, PyObject *flag)
 }
 
 PyMethodDef pg_autograd_functions[] = {
+    {"_note_view", f_note_view, METH_VARARGS, "internal: out is a view of src (its _base)"},
     {"_set_tracing", f_set_tracing, METH_O, "internal: report untraced ops to the trace hook (this thread); returns the previous flag"},
     {"_same_storage", f_same_storage, METH_VARARGS, "internal: a and b use the same memory"},
     {"_grad_exclusive", f_grad_exclusive, METH_O, "internal: t alone uses its storage"},

@@ -18,14 +18,35 @@ extern _Thread_local int pg_grad_disabled;
  * involved pay only the inline flag checks. */
 PyObject *pg_ag_record_slow(PyObject *out, const char *name, PyObject *a, PyObject *b,
                             PyObject *args, PyObject *kwargs);
+/* Whether autograd follows `o`: it requires grad, or it is a view (made under grad mode) of a
+ * tensor that does, as PyTorch's views do (the base may have gained a history after the view
+ * was made: pygpu/autograd/views.py then regenerates the view's). */
 static inline int pg_ag_req(PyObject *o)
 {
-    return o && PyTensor_Check(o) && ((PyTensor *)o)->requires_grad;
+    if (!o || !PyTensor_Check(o))
+        return 0;
+    const PyTensor *t = (const PyTensor *)o;
+    return t->requires_grad || (t->base && ((const PyTensor *)t->base)->requires_grad);
+}
+/* Under grad mode, `out` sharing `src`'s memory (a view op's result) gets src's base, or src
+ * itself, as its base (PyTorch's _base): an in-place write through it then rebases the base's
+ * history. Views made under no_grad get none, as PyTorch's cannot be rebased either. */
+static inline void pg_ag_note_view(PyObject *out, PyObject *src)
+{
+    if (!out || !src || out == src || pg_grad_disabled || !PyTensor_Check(src))
+        return;
+    PyTensor *o = (PyTensor *)out, *s = (PyTensor *)src;
+    if (o->base || o->t.storage != s->t.storage)
+        return;
+    o->base = Py_NewRef(s->base ? s->base : src);
 }
 static inline PyObject *pg_ag_record(PyObject *out, const char *name, PyObject *a, PyObject *b,
                                      PyObject *args, PyObject *kwargs)
 {
-    if (!out || pg_grad_disabled || !(pg_ag_req(a) || pg_ag_req(b)))
+    if (!out || pg_grad_disabled)
+        return out;
+    pg_ag_note_view(out, a);
+    if (!(pg_ag_req(a) || pg_ag_req(b)))
         return out;
     return pg_ag_record_slow(out, name, a, b, args, kwargs);
 }
@@ -57,5 +78,13 @@ PyObject *pg_ag_requires_grad_(PyObject *self, PyObject *args, PyObject *kwargs)
 PyObject *pg_ag_detach(PyObject *self, PyObject *noargs);
 PyObject *pg_ag_backward(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *pg_ag_set_grad_fn(PyObject *self, PyObject *fn);
+PyObject *pg_ag_get_base(PyObject *self, void *c);
+PyObject *pg_ag_get_version(PyObject *self, void *c);
+PyObject *pg_ag_get_write_stamp(PyObject *self, void *c);
+/* t[key] = value / t.copy_(src) when autograd is involved (grad mode on and t or the value
+ * requires grad): the Python hooks "setitem_grad" / "copy_grad" write and record the write
+ * (pygpu/autograd/writes.py). 1: handled (or -1: error); 0: not autograd's, write as usual. */
+int pg_ag_setitem(PyObject *self, PyObject *key, PyObject *value);
+PyObject *pg_ag_copy(PyObject *self, PyObject *src, int non_blocking, int *handled);
 
 #endif

@@ -2,9 +2,10 @@
  * gradients, _pool2d and its gradient, _batch_norm_train and its gradient.
  *
  * Internal: pygpu/_conv_ops.py checks the user's arguments with PyTorch's messages, wires
- * autograd and composes the ops from gathers and matmuls where a device has no CONV, POOL
- * or BATCH_NORM kernel (each entry returns None there; _conv_has_kernels asks first). The
- * core (pg_ops_conv.c, pg_ops_pool.c, pg_ops_norm.c) validates everything again. */
+ * autograd and composes the ops from gathers and matmuls where a device's backend does not
+ * run the CONV, POOL or BATCH_NORM node (_C._has_node asks first, with the convolution's
+ * geometry: cuDNN's rules are the cuda backend's supports_node). The core (pg_ops_conv.c,
+ * pg_ops_pool.c, pg_ops_norm.c) validates everything again. */
 #include "../core/pg_backend.h"
 #include "../core/pg_ops_conv.h"
 #include "tensor_object.h"
@@ -45,20 +46,6 @@ static PyObject *pair(pg_tensor *a, pg_tensor *b)
 #define GEOM_ARGS(a)                                                                         \
     &(a).stride[0], &(a).stride[1], &(a).dilation[0], &(a).dilation[1], &(a).pad_before[0], \
         &(a).pad_after[0], &(a).pad_before[1], &(a).pad_after[1], &(a).groups
-
-/* _conv_has_kernels(x) -> whether x's device runs the CONV, POOL and BATCH_NORM nodes on
- * x's dtype (else pygpu/_conv_ops.py composes them) */
-static PyObject *f_has_kernels(PyObject *mod, PyObject *x)
-{
-    (void)mod;
-    if (!PyTensor_Check(x))
-        return PyErr_Format(PyExc_TypeError, "_conv_has_kernels expects a pygpu.Tensor");
-    pg_device dev = pg_tensor_device(T(x));
-    int dt = T(x)->dtype;
-    return PyBool_FromLong(pg_backend_has_op(dev, PG_OP_CONV, dt) &&
-                           pg_backend_has_op(dev, PG_OP_POOL, dt) &&
-                           pg_backend_has_op(dev, PG_OP_BATCH_NORM, dt));
-}
 
 /* _conv2d(x, w, b | None, geom) -> y */
 static PyObject *f_conv2d(PyObject *mod, PyObject *args)
@@ -115,16 +102,18 @@ static PyObject *f_conv2d_weight_backward(PyObject *mod, PyObject *args)
 }
 
 /* _pool2d(kind, x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow), count_include_pad,
- *         divisor, want_idx) -> (y, idx | None) */
+ *         divisor, want_idx) -> (y, idx | None); kind a forward POOL row's ID ("MAX_FWD") */
 static PyObject *f_pool2d(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *x;
+    const char *id;
     int kind, cip, want_idx;
     int64_t k[2], s[2], p[2], d[2], o[2], div;
-    if (!PyArg_ParseTuple(args, "iO!(LL)(LL)(LL)(LL)(LL)pLp:_pool2d", &kind, &PyTensor_Type, &x,
+    if (!PyArg_ParseTuple(args, "sO!(LL)(LL)(LL)(LL)(LL)pLp:_pool2d", &id, &PyTensor_Type, &x,
                           &k[0], &k[1], &s[0], &s[1], &p[0], &p[1], &d[0], &d[1], &o[0], &o[1],
-                          &cip, &div, &want_idx))
+                          &cip, &div, &want_idx) ||
+        (kind = pg_subop_arg("_pool2d", PG_OP_POOL, 0, id)) < 0)
         return NULL;
     pg_tensor y, idx;
     pg_status st = PG_CALL(on_cpu(T(x)),
@@ -135,18 +124,20 @@ static PyObject *f_pool2d(PyObject *mod, PyObject *args)
 }
 
 /* _pool2d_backward(kind, dy, idx | None, x_shape, (kh, kw), (sh, sw), (ph, pw),
- *                  count_include_pad, divisor) -> dx */
+ *                  count_include_pad, divisor) -> dx; kind a POOL gradient row's ID ("MAX_BWD") */
 static PyObject *f_pool2d_backward(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *dy, *io;
+    const char *id;
     int kind, cip;
     int64_t xs[4], k[2], s[2], p[2], div;
     const pg_tensor *idx;
-    if (!PyArg_ParseTuple(args, "iO!O(LLLL)(LL)(LL)(LL)pL:_pool2d_backward", &kind,
+    if (!PyArg_ParseTuple(args, "sO!O(LLLL)(LL)(LL)(LL)pL:_pool2d_backward", &id,
                           &PyTensor_Type, &dy, &io, &xs[0], &xs[1], &xs[2], &xs[3], &k[0], &k[1],
                           &s[0], &s[1], &p[0], &p[1], &cip, &div) ||
-        opt(io, "indices", &idx) < 0)
+        opt(io, "indices", &idx) < 0 ||
+        (kind = pg_subop_arg("_pool2d_backward", PG_OP_POOL, PG_SUBF_BWD, id)) < 0)
         return NULL;
     pg_tensor dx;
     pg_status st = PG_CALL(on_cpu(T(dy)),
@@ -212,7 +203,6 @@ static PyObject *f_batch_norm_backward(PyObject *mod, PyObject *args)
 }
 
 PyMethodDef pg_conv_functions[] = {
-    {"_conv_has_kernels", f_has_kernels, METH_O, "internal: whether the tensor's device runs the convolution, pooling and batch norm nodes"},
     {"_conv2d", f_conv2d, METH_VARARGS, "internal: 2-d convolution in one node"},
     {"_conv2d_input_backward", f_conv2d_input_backward, METH_VARARGS, "internal: conv2d's input gradient (and ConvTranspose's forward)"},
     {"_conv2d_weight_backward", f_conv2d_weight_backward, METH_VARARGS, "internal: conv2d's weight and bias gradients"},

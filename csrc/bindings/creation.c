@@ -71,17 +71,28 @@ static PyObject *f_arange(PyObject *mod, PyObject *args)
     return pg_wrap_result(st, &out);
 }
 
-/* _random(kind, shape, dtype, device): kind 0 uniform, 1 normal */
+/* _random(kind, shape, dtype, device[, seed, offset]): kind a RANDOM row's ID, "UNIFORM" or
+ * "NORMAL"; with (seed, offset), a torch.Generator's draw at its own state, else the device
+ * generator's */
 static PyObject *f_random(PyObject *mod, PyObject *args)
 {
     (void)mod;
+    const char *id;
     int kind;
-    PyObject *shape_o, *dtype_o, *dev_o;
-    if (!PyArg_ParseTuple(args, "iOOO", &kind, &shape_o, &dtype_o, &dev_o))
+    PyObject *shape_o, *dtype_o, *dev_o, *seed_o = NULL, *offset_o = NULL;
+    if (!PyArg_ParseTuple(args, "sOOO|OO:_random", &id, &shape_o, &dtype_o, &dev_o, &seed_o,
+                          &offset_o) ||
+        (kind = pg_subop_arg("_random", PG_OP_RANDOM, 0, id)) < 0)
         return NULL;
-    if (kind != PG_RANDOM_UNIFORM && kind != PG_RANDOM_NORMAL)
-        return PyErr_Format(PyExc_ValueError, "_random: kind must be 0 (uniform) or 1 (normal), "
-                                              "got %d", kind);
+    uint64_t at[2];
+    if (seed_o) {
+        if (!offset_o)
+            return PyErr_Format(PyExc_TypeError, "_random: a seed needs its offset");
+        at[0] = PyLong_AsUnsignedLongLong(seed_o);
+        at[1] = PyLong_AsUnsignedLongLong(offset_o);
+        if (PyErr_Occurred())
+            return NULL;
+    }
     int ndim, code;
     int64_t shape[PG_MAX_DIMS];
     pg_device dev;
@@ -89,13 +100,16 @@ static PyObject *f_random(PyObject *mod, PyObject *args)
         return NULL;
     pg_tensor out;
     bool heavy = dev.type == PG_DEV_CPU && pg_shape_numel(ndim, shape) >= PG_NOGIL_NUMEL;
-    pg_status st = PG_CALL(heavy, pg_op_random(dev, (pg_dtype)code, kind, ndim, shape, &out));
+    pg_status st = seed_o ? PG_CALL(heavy, pg_op_random_at(dev, (pg_dtype)code, kind, ndim, shape,
+                                                           at, &out))
+                          : PG_CALL(heavy, pg_op_random(dev, (pg_dtype)code, kind, ndim, shape,
+                                                        &out));
     return pg_wrap_result(st, &out);
 }
 
 PyMethodDef pg_creation_functions[] = {
     {"_full", f_full, METH_VARARGS, "internal: _full(shape, value_or_None, dtype, device)"},
     {"_arange", f_arange, METH_VARARGS, "internal: _arange(start, step, n, dtype, device)"},
-    {"_random", f_random, METH_VARARGS, "internal: _random(kind, shape, dtype, device)"},
+    {"_random", f_random, METH_VARARGS, "internal: _random(kind, shape, dtype, device[, seed, offset]): kind a RANDOM row's ID (UNIFORM, NORMAL)"},
     {NULL, NULL, 0, NULL},
 };

@@ -109,6 +109,7 @@ static PyObject *ptr_or_none(void *p) { return p ? PyLong_FromVoidPtr(p) : Py_Ne
     X1(graph_reset, handle, none, "internal: drop a graph's capture")                              \
     X1(nccl_load, str, none, "internal: load libnccl from a path")                                 \
     X1(cudnn_load, str, none, "internal: load libcudnn from a path")                               \
+    X1(cudnn_offer, str, none, "internal: the libcudnn paths to try on the first convolution")    \
     X1(nccl_comm_destroy, handle, none, "internal: finalize and destroy")                          \
     X1(nccl_comm_abort, handle, none, "internal: abort a communicator")
 
@@ -302,34 +303,53 @@ static PyObject *f_nccl_comm_init(PyObject *m, PyObject *args)
     return PyLong_FromVoidPtr(comm);
 }
 
-/* all_reduce(comm, device, ptr, count, nccl dtype, op) and broadcast(..., root) */
-static PyObject *nccl_collective(PyObject *args, int broadcast)
+/* run(comm, device, [(kind, send ptr, recv ptr, count, nccl dtype, arg, peer), ...]):
+ * NCCL calls, several as one group (pg_cuda_extras.h, pg_nccl_call) */
+static PyObject *f_nccl_run(PyObject *m, PyObject *args)
 {
-    void *c, *ptr;
-    int device, dtype, arg;
-    Py_ssize_t count;
-    if (!PyArg_ParseTuple(args, "O&iO&nii", to_ptr, &c, &device, to_ptr, &ptr, &count, &dtype, &arg))
+    (void)m;
+    void *c;
+    int device;
+    PyObject *list;
+    if (!PyArg_ParseTuple(args, "O&iO!:_cuda_nccl_run", to_ptr, &c, &device, &PyList_Type, &list))
         return NULL;
-    if (count < 0)
-        return PyErr_Format(PyExc_ValueError, "NCCL: count must be >= 0, got %zd", count);
-    EXTRAS(x);
-    if (broadcast)
-        CALL(x->nccl_broadcast(c, device, ptr, (size_t)count, dtype, arg));
-    else
-        CALL(x->nccl_all_reduce(c, device, ptr, (size_t)count, dtype, arg));
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n > 4096)
+        return PyErr_Format(PyExc_ValueError, "NCCL: at most 4096 calls in one group, got %zd", n);
+    pg_nccl_call *calls = PyMem_Calloc(n ? (size_t)n : 1, sizeof *calls);
+    if (calls == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        void *send, *recv;
+        Py_ssize_t count;
+        pg_nccl_call *k = &calls[i];
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "iO&O&niii:an NCCL call", &k->kind, to_ptr,
+                              &send, to_ptr, &recv, &count, &k->dtype, &k->arg, &k->peer)) {
+            PyMem_Free(calls);
+            return NULL;
+        }
+        if (count < 0 || k->kind < 0 || k->kind >= PG_NCCL_KINDS) {
+            PyMem_Free(calls);
+            return PyErr_Format(PyExc_ValueError, "NCCL call %zd: kind %d, count %zd", i, k->kind,
+                                count);
+        }
+        k->send = send;
+        k->recv = recv;
+        k->count = (size_t)count;
+    }
+    pg_status st = PG_OK;
+    const pg_cuda_extras *x = pg_cuda_extras_get();
+    if (x == NULL) {
+        PyMem_Free(calls);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = x->nccl_run(c, device, calls, (int)n);
+    Py_END_ALLOW_THREADS
+    PyMem_Free(calls);
+    if (st != PG_OK)
+        return pg_raise(st);
     Py_RETURN_NONE;
-}
-
-static PyObject *f_nccl_all_reduce(PyObject *m, PyObject *args)
-{
-    (void)m;
-    return nccl_collective(args, 0);
-}
-
-static PyObject *f_nccl_broadcast(PyObject *m, PyObject *args)
-{
-    (void)m;
-    return nccl_collective(args, 1);
 }
 
 /* ---- the table itself ------------------------------------------------------------------ */
@@ -364,8 +384,7 @@ PyMethodDef pg_cuda_extras_functions[] = {
     {"_cuda_cudnn_version", f_cudnn_version, METH_NOARGS, "internal: the loaded cuDNN's version (0: none)"},
     {"_cuda_nccl_unique_id", f_nccl_unique_id, METH_NOARGS, "internal: a new ncclUniqueId (bytes)"},
     {"_cuda_nccl_comm_init", f_nccl_comm_init, METH_VARARGS, "internal: (nranks, id, rank, device) -> comm"},
-    {"_cuda_nccl_all_reduce", f_nccl_all_reduce, METH_VARARGS, "internal: (comm, device, ptr, n, dtype, op)"},
-    {"_cuda_nccl_broadcast", f_nccl_broadcast, METH_VARARGS, "internal: (comm, device, ptr, n, dtype, root)"},
+    {"_cuda_nccl_run", f_nccl_run, METH_VARARGS, "internal: (comm, device, [(kind, send, recv, n, dtype, arg, peer)])"},
     {"_cuda_extras_probe", f_extras_probe, METH_O, "internal: ask the plugin for extras table version N"},
     {NULL, NULL, 0, NULL},
 };

@@ -283,11 +283,13 @@ int pg_elementwise_methods_ready(void)
 PyObject *pg_f_ternary(PyObject *mod, PyObject *args)
 {
     (void)mod;
+    const char *id;
     int op, inplace;
     double value;
     PyObject *a, *b, *c;
-    if (!PyArg_ParseTuple(args, "iO!O!Odp:_ternary", &op, &PyTensor_Type, &a, &PyTensor_Type, &b,
-                          &c, &value, &inplace))
+    if (!PyArg_ParseTuple(args, "sO!O!Odp:_ternary", &id, &PyTensor_Type, &a, &PyTensor_Type, &b,
+                          &c, &value, &inplace) ||
+        (op = pg_subop_arg("_ternary", PG_OP_TERNARY, 0, id)) < 0)
         return NULL;
     if (c != Py_None && !PyTensor_Check(c))
         return PyErr_Format(PyExc_TypeError, "_ternary: the third operand must be a Tensor or None");

@@ -3,6 +3,7 @@
  * binary, unary and reduce ones are generated from the op table
  * (core/pg_ops.def), which _C._op_table() also hands to Python. */
 #include "../core/pg_backend.h"
+#include "../core/pg_ops_conv.h"
 #include "tensor_object.h"
 
 #include <string.h>
@@ -209,16 +210,57 @@ static PyObject *f_node_table(PyObject *mod, PyObject *noargs)
     return t;
 }
 
-/* _C._has_node(kind, x): whether x's backend runs the node kind `kind` (a PG_NODE row's
- * ID, "SOFTMAX") on x's dtype: the backend's supports_op, the one question the composite
- * ops (pygpu/_ops/) ask before they choose the fused node over their composition. */
+/* CONV's node from (kind, x, w, geom[, x_shape]): the forward's, or the input gradient's */
+static int describe_conv(PyObject *args, pg_node *n)
+{
+    const char *kind;
+    PyObject *x, *w;
+    pg_conv_args a;
+    int64_t xs[4] = {-1, -1, -1, -1};
+    if (!PyArg_ParseTuple(args, "sO!O!(LLLLLLLLL)|(LLLL):_has_node", &kind, &PyTensor_Type, &x,
+                          &PyTensor_Type, &w, &a.stride[0], &a.stride[1], &a.dilation[0],
+                          &a.dilation[1], &a.pad_before[0], &a.pad_after[0], &a.pad_before[1],
+                          &a.pad_after[1], &a.groups, &xs[0], &xs[1], &xs[2], &xs[3]))
+        return -1;
+    const pg_tensor *tx = &((PyTensor *)x)->t, *tw = &((PyTensor *)w)->t;
+    pg_status st = PyTuple_GET_SIZE(args) > 4
+                       ? pg_conv2d_input_backward_node(tx, tw, NULL, xs, &a, n)
+                       : pg_conv2d_node(tx, tw, NULL, &a, n);
+    if (st != PG_OK) { /* an invalid convolution has no node: the op's checks say why */
+        pg_raise(st);
+        return -1;
+    }
+    return 0;
+}
+
+/* the kinds whose node needs more than its operands to describe (their parameters) */
+static const struct {
+    int op;
+    int (*describe)(PyObject *args, pg_node *n);
+} describers[] = {{PG_OP_CONV, describe_conv}};
+
+/* _C._has_node(kind, x, *more): whether x's backend runs the node the op would launch: the
+ * kind (a PG_NODE row's ID, "SOFTMAX") on x's dtype (supports_op), and the node as it
+ * stands, its parameters included (supports_node): cuDNN's padding rule, attention's head
+ * dimensions. The one question the composite ops ask before they choose the node over
+ * their composition. `more`: the op's other operands, as the op takes them:
+ *   CONV   (w, geom): conv2d's forward node; (w, geom, x_shape): the input gradient's
+ *          (conv_transpose2d's forward), geom as _conv2d's
+ *   others the tensors in the node's first source slots (SDPA: k, v)
+ * The node is described, never launched: its sources borrowed, dst without storage. */
 static PyObject *f_has_node(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    const char *kind;
-    PyObject *x;
-    if (!PyArg_ParseTuple(args, "sO!:_has_node", &kind, &PyTensor_Type, &x))
-        return NULL;
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    if (nargs < 2)
+        return PyErr_Format(PyExc_TypeError, "_has_node(kind, x, *more) takes at least 2 "
+                                             "arguments (%zd given)", nargs);
+    const char *kind = PyUnicode_Check(PyTuple_GET_ITEM(args, 0))
+                           ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(args, 0))
+                           : NULL;
+    PyObject *x = PyTuple_GET_ITEM(args, 1);
+    if (!kind || !PyTensor_Check(x))
+        return PyErr_Format(PyExc_TypeError, "_has_node: expected (kind: str, x: Tensor, ...)");
     static const struct {
         const char *id;
         int op;
@@ -226,12 +268,40 @@ static PyObject *f_has_node(PyObject *mod, PyObject *args)
 #define PG_NODE(ID, ...) {#ID, PG_OP_##ID},
 #include "../core/pg_ops.def"
     };
-    const pg_tensor *t = &((PyTensor *)x)->t;
+    int op = -1;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (strcmp(kinds[i].id, kind) == 0)
-            return PyBool_FromLong(pg_backend_has_op(pg_tensor_device(t), kinds[i].op, t->dtype));
-    return PyErr_Format(PyExc_ValueError, "_has_node: no node kind %s in the node table "
-                                          "(csrc/core/pg_ops.def's PG_NODE rows)", kind);
+            op = kinds[i].op;
+    if (op < 0)
+        return PyErr_Format(PyExc_ValueError, "_has_node: no node kind %s in the node table "
+                                              "(csrc/core/pg_ops.def's PG_NODE rows)", kind);
+    const pg_tensor *t = &((PyTensor *)x)->t;
+    pg_node n;
+    for (size_t i = 0; i < sizeof describers / sizeof *describers; i++)
+        if (describers[i].op == op) {
+            if (describers[i].describe(args, &n) < 0)
+                return NULL;
+            return PyBool_FromLong(pg_backend_has_node(pg_tensor_device(t), &n));
+        }
+    /* the other kinds: the operands in the node's first source slots, dst shaped as x */
+    memset(&n, 0, sizeof n);
+    n.op = op;
+    n.name = kind;
+    if (nargs - 1 > PG_NODE_MAX_SRC)
+        return PyErr_Format(PyExc_TypeError, "_has_node: at most %d operands", PG_NODE_MAX_SRC);
+    for (Py_ssize_t i = 1; i < nargs; i++) {
+        PyObject *o = PyTuple_GET_ITEM(args, i);
+        if (o != Py_None && !PyTensor_Check(o))
+            return PyErr_Format(PyExc_TypeError, "_has_node: operand %zd must be a Tensor or None",
+                                i);
+        if (o != Py_None)
+            n.src[i - 1] = ((PyTensor *)o)->t;
+    }
+    n.nsrc = (int)(nargs - 1);
+    n.dst.dtype = t->dtype;
+    n.dst.ndim = t->ndim;
+    memcpy(n.dst.shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    return PyBool_FromLong(pg_backend_has_node(pg_tensor_device(t), &n));
 }
 
 /* _C._dtype_table(): (((name, code, itemsize, is_float), ...), "float32, ... and bool"),
@@ -271,8 +341,8 @@ PyMethodDef pg_math_functions[] = {
     {"where", KW pg_f_where, METH_VARARGS | METH_KEYWORDS, "where(condition, input, other): input where condition (a bool tensor) is true, else other; broadcasting"},
     {"_clamp", pg_f_clamp_node, METH_VARARGS, "internal: _clamp(x, lo, hi, inplace=False): one CLAMP node (pygpu/_ops/_clamp.py)"},
     {"_clamp_bound_", pg_f_clamp_bound_, METH_VARARGS, "internal: _clamp_bound_(x, bound, upper, name): clamp_'s one-sided step, one in-place maximum/minimum node"},
-    {"_has_node", f_has_node, METH_VARARGS, "internal: _has_node(kind, x): whether x's backend runs the node kind (a PG_NODE row's ID) on x's dtype (supports_op)"},
-    {"_ternary", pg_f_ternary, METH_VARARGS, "internal: _ternary(op, a, b, c, value, inplace): addcmul/addcdiv/lerp as one node (pygpu/_tensor_math.py)"},
+    {"_has_node", f_has_node, METH_VARARGS, "internal: _has_node(kind, x, *more): whether x's backend runs the node the op would launch (a PG_NODE row's ID; supports_op, then supports_node)"},
+    {"_ternary", pg_f_ternary, METH_VARARGS, "internal: _ternary(op, a, b, c, value, inplace): addcmul/addcdiv/lerp as one node, op a TERNARY row's ID (pygpu/_tensor_math.py)"},
     {"_op_table", f_op_table, METH_NOARGS, "internal: the op table (csrc/core/pg_ops.def) as tuples"},
     {"_node_table", f_node_table, METH_NOARGS, "internal: the node kinds (csrc/core/pg_ops.def's PG_NODE rows) as text"},
     {"_act_table", f_act_table, METH_NOARGS, "internal: the fused layers' activations (pg_ops.def's PG_ACT rows)"},

@@ -3,15 +3,19 @@
  * The Python package (pygpu/__init__.py) imports this and calls _setup() to
  * hand over its dtype objects and hooks. No CUDA call happens here: the CUDA
  * plugin is loaded on first use (pygpu/cuda.py). */
+#include <pthread.h>
+
 #include "autocast.h"
 #include "autograd.h"
 #include "tensor_object.h"
 
 #include "../backends/cpu/cpu_gemm_half.h"
 #include "../backends/cpu/cpu_isa.h"
+#include "../backends/cpu/cpu_parallel.h"
 #include "../backends/meta/meta_backend.h"
 #include "../backends/sim/sim_backend.h"
 #include "../core/pg_backend.h"
+#include "../core/pg_fork.h"
 
 extern const pg_backend pg_cpu_backend;
 void pg_cpu_blas_init(void);
@@ -33,6 +37,15 @@ static void pg_gil_restore(void *token)
         PyEval_RestoreThread((PyThreadState *)token);
 }
 
+/* A fork()ed child resets the core's and the backends' threads and locks first
+ * (pg_fork.h): DataLoader workers and torch.multiprocessing's fork children. */
+static void after_fork_child(void)
+{
+    pg_after_fork_child();
+    pg_cpu_after_fork();
+    pg_sim_after_fork();
+}
+
 extern PyMethodDef pg_testing_functions[]; /* testing.c: _C._test_* hooks */
 int pg_elementwise_methods_ready(void); /* elementwise_methods.c: the op table's methods */
 extern PyMethodDef pg_surface_functions[]; /* tensor_surface.c: Python-written methods, index ops */
@@ -40,6 +53,8 @@ extern PyMethodDef pg_quantized_functions[]; /* quantized.c: the int8 layers' en
 extern PyMethodDef pg_cuda_extras_functions[]; /* cuda_extras.c: the CUDA plugin's extras table */
 extern PyMethodDef pg_profile_functions[]; /* profile.c: pygpu.profiler's recorder */
 extern PyMethodDef pg_linalg_functions[]; /* linalg.c: LAPACK's factorizations (pygpu/linalg.py) */
+extern PyMethodDef pg_subop_functions[];  /* subops.c: _C._subop_table() */
+extern PyMethodDef pg_storage_functions[]; /* storage.c: storages' identity, shared memory */
 
 PyMODINIT_FUNC PyInit__C(void)
 {
@@ -52,6 +67,10 @@ PyMODINIT_FUNC PyInit__C(void)
         return NULL;
     }
     (void)pg_cpu_isa(); /* decided once, before any worker thread asks */
+    if (pthread_atfork(NULL, NULL, after_fork_child) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "pygpu: cannot register its fork handler");
+        return NULL;
+    }
     if (pg_numpy_init() < 0 || pg_tensor_type_ready() < 0 || pg_elementwise_methods_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&pg_module);
@@ -73,6 +92,8 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_surface_functions) < 0 ||
         PyModule_AddFunctions(m, pg_quantized_functions) < 0 ||
         PyModule_AddFunctions(m, pg_linalg_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_subop_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_storage_functions) < 0 ||
         PyModule_AddFunctions(m, pg_cuda_extras_functions) < 0 ||
         PyModule_AddFunctions(m, pg_profile_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||

@@ -317,6 +317,34 @@ static PyObject *f_seed(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* _rng_state(type, index) -> (seed, offset): the device generator's state */
+static PyObject *f_rng_state(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int type, index;
+    if (!PyArg_ParseTuple(args, "ii", &type, &index))
+        return NULL;
+    if (pg_check_device((pg_device){type, index}) < 0)
+        return NULL;
+    uint64_t seed, offset;
+    pg_rng_get((pg_device){type, index}, &seed, &offset);
+    return Py_BuildValue("(KK)", (unsigned long long)seed, (unsigned long long)offset);
+}
+
+/* _rng_set_state(type, index, seed, offset): set_rng_state */
+static PyObject *f_rng_set_state(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int type, index;
+    unsigned long long seed, offset;
+    if (!PyArg_ParseTuple(args, "iiKK", &type, &index, &seed, &offset))
+        return NULL;
+    if (pg_check_device((pg_device){type, index}) < 0)
+        return NULL;
+    pg_rng_set((pg_device){type, index}, seed, offset);
+    Py_RETURN_NONE;
+}
+
 static PyObject *f_sim_configure(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -519,6 +547,9 @@ PyMethodDef pg_runtime_functions[] = {
     {"_set_guard", f_set_guard, METH_O, "internal"},
     {"_get_guard", f_get_guard, METH_NOARGS, "internal"},
     {"_seed", f_seed, METH_VARARGS, "internal"},
+    {"_rng_state", f_rng_state, METH_VARARGS, "internal: _rng_state(type, index) -> (seed, offset)"},
+    {"_rng_set_state", f_rng_set_state, METH_VARARGS,
+     "internal: _rng_set_state(type, index, seed, offset)"},
     {"_sim_configure", f_sim_configure, METH_VARARGS, "internal"},
     {"_sim_link", f_sim_link, METH_NOARGS, "internal"},
     {"_sim_inject_fault", f_sim_inject_fault, METH_VARARGS, "internal"},

@@ -71,18 +71,21 @@ static int64_t *batch_sizes(PyObject *seq, int64_t *T)
 
 static bool on_cpu(const pg_tensor *t) { return t->storage->device.type == PG_DEV_CPU; }
 
-/* _rnn_forward(cell, g, w_hh, b_hh, w_hr, h, c, out, m, save, batch_sizes, reverse) -> None */
+/* _rnn_forward(cell, g, w_hh, b_hh, w_hr, h, c, out, m, save, batch_sizes, reverse) -> None;
+ * cell an RNN_CELL row's ID (csrc/core/pg_subops.def: PyTorch's mode, "LSTM") */
 static PyObject *f_rnn_forward(PyObject *mod, PyObject *args)
 {
     (void)mod;
+    const char *id;
     int cell, reverse;
     PyObject *o[9], *bso;
     const pg_tensor *t[9];
     static const char *what[9] = {"g", "weight_hh", "bias_hh", "weight_hr", "h", "c",
                                   "out", "m", "save"};
     static const bool optional[9] = {0, 0, 1, 1, 0, 1, 0, 1, 1};
-    if (!PyArg_ParseTuple(args, "iOOOOOOOOOOp:_rnn_forward", &cell, &o[0], &o[1], &o[2], &o[3],
-                          &o[4], &o[5], &o[6], &o[7], &o[8], &bso, &reverse))
+    if (!PyArg_ParseTuple(args, "sOOOOOOOOOOp:_rnn_forward", &id, &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &o[5], &o[6], &o[7], &o[8], &bso, &reverse) ||
+        (cell = pg_subop_arg("_rnn_forward", PG_OP_RNN_CELL, 0, id)) < 0)
         return NULL;
     for (int i = 0; i < 9; i++)
         if ((optional[i] ? tensor_or_none : tensor_arg)(o[i], what[i], &t[i]) < 0)
@@ -100,18 +103,20 @@ static PyObject *f_rnn_forward(PyObject *mod, PyObject *args)
 }
 
 /* _rnn_backward(cell, save, w_hh, w_hr, m, dout, dh, dc, dg, dhw, dhall, batch_sizes,
- * reverse) -> None */
+ * reverse) -> None; cell an RNN_CELL row's ID */
 static PyObject *f_rnn_backward(PyObject *mod, PyObject *args)
 {
     (void)mod;
+    const char *id;
     int cell, reverse;
     PyObject *o[10], *bso;
     const pg_tensor *t[10];
     static const char *what[10] = {"save", "weight_hh", "weight_hr", "m", "dout", "dh", "dc",
                                    "dg", "dhw", "dhall"};
     static const bool optional[10] = {0, 0, 1, 1, 1, 0, 1, 0, 1, 1};
-    if (!PyArg_ParseTuple(args, "iOOOOOOOOOOOp:_rnn_backward", &cell, &o[0], &o[1], &o[2], &o[3],
-                          &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &bso, &reverse))
+    if (!PyArg_ParseTuple(args, "sOOOOOOOOOOOp:_rnn_backward", &id, &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &bso, &reverse) ||
+        (cell = pg_subop_arg("_rnn_backward", PG_OP_RNN_CELL, 0, id)) < 0)
         return NULL;
     for (int i = 0; i < 10; i++)
         if ((optional[i] ? tensor_or_none : tensor_arg)(o[i], what[i], &t[i]) < 0)
@@ -128,19 +133,22 @@ static PyObject *f_rnn_backward(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* _rnn_save_width(cell, H, P) -> the columns of a saved row (pg_ops_rnn.c) */
+/* _rnn_save_width(cell, H, P) -> the columns of a saved row (pg_ops_rnn.c); cell an
+ * RNN_CELL row's ID */
 static PyObject *f_rnn_save_width(PyObject *mod, PyObject *args)
 {
     (void)mod;
+    const char *id;
     int cell;
     long long H, P;
-    if (!PyArg_ParseTuple(args, "iLL:_rnn_save_width", &cell, &H, &P))
+    if (!PyArg_ParseTuple(args, "sLL:_rnn_save_width", &id, &H, &P) ||
+        (cell = pg_subop_arg("_rnn_save_width", PG_OP_RNN_CELL, 0, id)) < 0)
         return NULL;
     return PyLong_FromLongLong(pg_rnn_save_width(cell, H, P));
 }
 
-/* _sdpa_fwd(q, k, v, mask | None, scale, causal, dropout_p) -> (out, lse, seed, offset),
- * or None where the device's backend has no fused kernel */
+/* _sdpa_fwd(q, k, v, mask | None, scale, causal, dropout_p) -> (out, lse, seed, offset);
+ * pygpu/_attention_ops.py calls it where _C._has_node("SDPA", q, k, v) says the node runs */
 static PyObject *f_sdpa_fwd(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -155,8 +163,6 @@ static PyObject *f_sdpa_fwd(PyObject *mod, PyObject *args)
     for (int i = 0; i < 4; i++)
         if ((i == 3 ? tensor_or_none : tensor_arg)(o[i], what[i], &t[i]) < 0)
             return NULL;
-    if (!pg_backend_has_op(pg_tensor_device(t[0]), PG_OP_SDPA, t[0]->dtype))
-        Py_RETURN_NONE;
     pg_tensor out, lse;
     uint64_t seed, offset;
     pg_status st = PG_CALL(on_cpu(t[0]), pg_op_sdpa_fwd(t[0], t[1], t[2], t[3], scale, causal, p,
@@ -203,19 +209,8 @@ static PyObject *f_sdpa_bwd(PyObject *mod, PyObject *args)
     return Py_BuildValue("(NNN)", a, b, c);
 }
 
-/* _sdpa_supported(q) -> whether q's device runs the fused attention on q's dtype */
-static PyObject *f_sdpa_supported(PyObject *mod, PyObject *q)
-{
-    (void)mod;
-    const pg_tensor *t;
-    if (tensor_arg(q, "query", &t) < 0)
-        return NULL;
-    return PyBool_FromLong(pg_backend_has_op(pg_tensor_device(t), PG_OP_SDPA, t->dtype));
-}
-
 PyMethodDef pg_sequence_functions[] = {
-    {"_sdpa_supported", f_sdpa_supported, METH_O, "internal: whether the query's device has the fused attention kernel"},
-    {"_sdpa_fwd", f_sdpa_fwd, METH_VARARGS, "internal: fused scaled-dot-product attention -> (out, lse, seed, offset), or None where the backend has no kernel"},
+    {"_sdpa_fwd", f_sdpa_fwd, METH_VARARGS, "internal: fused scaled-dot-product attention -> (out, lse, seed, offset)"},
     {"_sdpa_bwd", f_sdpa_bwd, METH_VARARGS, "internal: its backward -> (dq, dk, dv)"},
     {"_rnn_save_width", f_rnn_save_width, METH_VARARGS, "internal: the width of a recurrent layer's saved rows"},
     {"_rnn_forward", f_rnn_forward, METH_VARARGS, "internal: one direction of one recurrent layer, forward (pg_ops_rnn.c)"},

@@ -46,22 +46,6 @@ static PyObject *get_nbytes(PyObject *self, void *c)
     (void)c;
     return PyLong_FromLongLong(pg_tensor_numel(T(self)) * (int64_t)pg_dtype_size((pg_dtype)T(self)->dtype));
 }
-static PyObject *get_version(PyObject *self, void *c) /* the storage's write stamp (pg_storage.h) */
-{
-    (void)c;
-    return PyLong_FromUnsignedLongLong(
-        (unsigned long long)atomic_load_explicit(&T(self)->storage->version, memory_order_relaxed));
-}
-static PyObject *get_version_count(PyObject *self, void *c) /* PyTorch's version counter */
-{
-    (void)c;
-    pg_storage *s = T(self)->storage;
-    if (!s)
-        return PyLong_FromLong(0);
-    uint_fast64_t w = atomic_load_explicit(&s->writes, memory_order_relaxed);
-    uint_fast64_t b = atomic_load_explicit(&s->writes_base, memory_order_relaxed);
-    return PyLong_FromUnsignedLongLong((unsigned long long)(b && w + 1 >= b ? w + 1 - b : 0));
-}
 static PyObject *get_strides(PyObject *self, void *c) /* in elements, as PyTorch's stride() */
 {
     (void)c;
@@ -114,8 +98,9 @@ PyGetSetDef pg_tensor_getset[] = {
     {"is_leaf", pg_ag_get_is_leaf, NULL, "True unless the tensor was produced by a recorded op", NULL},
     {"data", pg_ag_get_data, pg_ag_set_data, "the same memory without autograd history; assigning swaps the memory in place (Module.to uses it)", NULL},
     {"__cuda_array_interface__", pg_cuda_array_interface_get, NULL, "CUDA Array Interface v3 of a cuda tensor (CuPy, Numba, PyTorch read it); absent on other devices", NULL},
-    {"_version_count", get_version_count, NULL, "PyTorch's version counter: the writes pygpu made to this tensor's memory (any view of it) since the tensor that first held it was made (0 for a fresh result); autograd reports it when a saved tensor was modified", NULL},
-    {"_version", get_version, NULL, "a stamp that changes whenever pygpu writes this tensor's memory (any view of it), by an op or a copy; equal stamps mean the same memory, unwritten since (PyTorch's _version counts per tensor; this one is process-wide, compare it only for equality)", NULL},
+    {"_version", pg_ag_get_version, NULL, "PyTorch's version counter: the writes pygpu made to this tensor's memory (any view of it) since the tensor that first held it was made (0 for a fresh result); autograd reports it when a saved tensor was modified", NULL},
+    {"_write_stamp", pg_ag_get_write_stamp, NULL, "a stamp that changes whenever pygpu writes this tensor's memory (any view of it), by an op or a copy; equal stamps mean the same memory, unwritten since (process-wide: compare it only for equality)", NULL},
+    {"_base", pg_ag_get_base, NULL, "PyTorch's _base: the tensor this one is a view of (made under grad mode), or None", NULL},
     {"_is_param", pg_ag_get_is_param, pg_ag_set_is_param, "internal: made by pygpu.nn.Parameter", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -374,9 +359,12 @@ static PyObject *m_copy_(PyObject *self, PyObject *args, PyObject *kwargs)
     static char *kw[] = {"src", "non_blocking", NULL};
     PyObject *src;
     int non_blocking = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|p", kw, &PyTensor_Type, &src, &non_blocking) ||
-        pg_ag_check_inplace(self, "copy_") < 0)
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|p", kw, &PyTensor_Type, &src, &non_blocking))
         return NULL;
+    int handled;
+    PyObject *r = pg_ag_copy(self, src, non_blocking, &handled); /* autograd records it */
+    if (handled)
+        return r;
     pg_status st;
     Py_BEGIN_ALLOW_THREADS st = pg_op_copy_between(T(self), T(src), non_blocking);
     Py_END_ALLOW_THREADS
@@ -607,7 +595,7 @@ PyMethodDef pg_tensor_methods[] = {
     {"mean", KW m_mean, METH_VARARGS | METH_KEYWORDS, "mean(axis=None, keepdims=False); dim/keepdim are PyTorch's spellings of axis/keepdims"},
     {"requires_grad_", KW pg_ag_requires_grad_, METH_VARARGS | METH_KEYWORDS, "requires_grad_(requires_grad=True): set the flag on a leaf; returns self"},
     {"detach", pg_ag_detach, METH_NOARGS, "the same memory as a new leaf without autograd history"},
-    {"backward", KW pg_ag_backward, METH_VARARGS | METH_KEYWORDS, "backward(gradient=None): accumulate d(self)/d(leaf) into every leaf's .grad; a non-scalar needs `gradient`"},
+    {"backward", KW pg_ag_backward, METH_VARARGS | METH_KEYWORDS, "backward(gradient=None, retain_graph=None, create_graph=False, inputs=None): accumulate d(self)/d(leaf) into every leaf's .grad (or only the given inputs'); a non-scalar needs `gradient`"},
     {"_set_grad_fn", pg_ag_set_grad_fn, METH_O, "internal: attach an autograd node (None detaches)"},
     {"__array__", KW pg_array_dunder, METH_VARARGS | METH_KEYWORDS, "NumPy conversion (counted when the tensor is on a device)"},
     {"__dlpack__", KW pg_dlpack_dunder, METH_VARARGS | METH_KEYWORDS, "export through DLPack (zero-copy)"},

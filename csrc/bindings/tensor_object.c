@@ -35,6 +35,7 @@ PyObject *pg_wrap(pg_tensor *t)
     }
     o->grad = NULL;
     o->grad_fn = NULL;
+    o->base = NULL;
     o->requires_grad = 0;
     o->is_param = 0;
     return (PyObject *)o;
@@ -55,6 +56,7 @@ static void tensor_dealloc(PyTensor *self)
         pg_storage_release(s);
     Py_CLEAR(self->grad);
     Py_CLEAR(self->grad_fn);
+    Py_CLEAR(self->base);
     PyObject_Free(self);
 }
 

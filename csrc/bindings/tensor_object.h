@@ -26,6 +26,11 @@ typedef struct {
     pg_tensor t;
     PyObject *grad;    /* a Tensor or NULL */
     PyObject *grad_fn; /* the autograd node that made this tensor, or NULL (a leaf) */
+    PyObject *base;    /* a view made under grad mode: the tensor it views (the root of a chain
+                        * of views), PyTorch's _base, which an in-place write through the view
+                        * gives a new history (pygpu/autograd/views.py); else NULL. The base
+                        * never refers to its views, and autograd's nodes hold detached aliases
+                        * (pygpu/autograd/engine.py), so no cycle passes through it. */
     int requires_grad;
     int is_param;      /* made by pygpu.nn.Parameter */
 } PyTensor;
@@ -84,6 +89,10 @@ int pg_check_device(pg_device d);
 /* The same for a dtype code: -1 with a ValueError. */
 int pg_check_dtype_code(long code);
 int pg_parse_device(PyObject *o, pg_device *d);
+/* The code of node kind `node`'s sub-op whose row (csrc/core/pg_subops.def) has the ID
+ * `id` ("SCATTER_ADD") and every flag in `need`; -1 with a ValueError naming the kind's
+ * rows that qualify (subops.c). */
+int pg_subop_arg(const char *fn, int node, unsigned need, const char *id);
 /* shape from a tuple/list of ints, or from varargs ints */
 int pg_parse_shape(PyObject *o, int *ndim, int64_t *shape);
 

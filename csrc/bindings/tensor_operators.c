@@ -485,15 +485,9 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
         PyErr_SetString(PyExc_TypeError, "cannot delete tensor elements");
         return -1;
     }
-    if (pg_ag_check_inplace(self, "item assignment") < 0)
-        return -1;
-    if (!pg_grad_disabled && pg_ag_req(value)) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "assigning a tensor that requires grad into another tensor is not "
-                        "differentiable here; build the result with ops (e.g. pygpu.cat) or "
-                        "assign value.detach() if no gradient should flow");
-        return -1;
-    }
+    int handled = pg_ag_setitem(self, key, value); /* autograd records the write */
+    if (handled)
+        return handled < 0 ? -1 : 0;
     PyObject *hook = pg_surface_setitem_hook();
     if (hook && is_advanced(key)) {
         PyObject *r = PyObject_CallFunctionObjArgs(hook, self, key, value, NULL);
@@ -547,7 +541,10 @@ static PyObject *tensor_sq_item(PyObject *self, Py_ssize_t i)
     }
     pg_tensor out;
     PyObject *r = pg_wrap_result(pg_view_select(t, 0, i, &out), &out);
-    if (!r || !pg_ag_req(self) || pg_grad_disabled)
+    if (!r || pg_grad_disabled)
+        return r;
+    pg_ag_note_view(r, self);
+    if (!pg_ag_req(self))
         return r;
     PyObject *key = PyLong_FromSsize_t(i);
     if (!key) {

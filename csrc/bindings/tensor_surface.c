@@ -103,7 +103,9 @@ static PyObject *f_as_strided(PyObject *mod, PyObject *args)
     if (nd != ns)
         return PyErr_Format(PyExc_ValueError, "as_strided: %d sizes but %d strides", nd, ns);
     pg_tensor out;
-    return pg_wrap_result(pg_view_as_strided(pt, nd, shape, strides, off, &out), &out);
+    PyObject *r = pg_wrap_result(pg_view_as_strided(pt, nd, shape, strides, off, &out), &out);
+    pg_ag_note_view(r, t);
+    return r;
 }
 
 /* _gather(src, dim, index) / _index_select(src, dim, index) */
@@ -113,38 +115,39 @@ static PyObject *take(PyObject *args, int op)
     int dim;
     if (!PyArg_ParseTuple(args, "OiO", &s, &dim, &i))
         return NULL;
-    const char *name = pg_index_name(op);
+    const char *name = pg_subop_name(op);
     pg_tensor *ps = arg_tensor(s, name, "the input"), *pi = ps ? arg_tensor(i, name, "index") : NULL;
     if (!pi)
         return NULL;
     pg_tensor out;
-    pg_status st = PG_CALL(pg_heavy(pi), op == PG_IDX_GATHER ? pg_op_gather(ps, dim, pi, &out)
+    pg_status st = PG_CALL(pg_heavy(pi), op == PG_INDEX_GATHER ? pg_op_gather(ps, dim, pi, &out)
                                                               : pg_op_index_select(ps, dim, pi, &out));
     return pg_wrap_result(st, &out);
 }
-static PyObject *f_gather(PyObject *m, PyObject *a) { (void)m; return take(a, PG_IDX_GATHER); }
-static PyObject *f_index_select(PyObject *m, PyObject *a) { (void)m; return take(a, PG_IDX_INDEX_SELECT); }
+static PyObject *f_gather(PyObject *m, PyObject *a) { (void)m; return take(a, PG_INDEX_GATHER); }
+static PyObject *f_index_select(PyObject *m, PyObject *a) { (void)m; return take(a, PG_INDEX_INDEX_SELECT); }
 
-/* _scatter(op, self, dim, index, src): op 0 scatter_, 1 scatter_add_, 2 index_copy_,
- * 3 index_add_; writes self in place and returns None */
+/* _scatter(id, self, dim, index, src): id an INDEX row's ID that writes (PG_SUBF_WRITE:
+ * "SCATTER", "SCATTER_ADD", "INDEX_COPY", "INDEX_ADD"); writes self in place and returns
+ * None */
 static PyObject *f_scatter(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    int which, dim;
+    int dim;
+    const char *id;
     PyObject *self, *i, *s;
-    if (!PyArg_ParseTuple(args, "iOiOO:_scatter", &which, &self, &dim, &i, &s))
+    if (!PyArg_ParseTuple(args, "sOiOO:_scatter", &id, &self, &dim, &i, &s))
         return NULL;
-    static const int ops[4] = {PG_IDX_SCATTER, PG_IDX_SCATTER_ADD, PG_IDX_INDEX_COPY,
-                               PG_IDX_INDEX_ADD};
-    if (which < 0 || which > 3)
-        return PyErr_Format(PyExc_ValueError, "_scatter: op %d is not 0..3", which);
-    const char *name = pg_index_name(ops[which]);
+    int op = pg_subop_arg("_scatter", PG_OP_INDEX, PG_SUBF_WRITE, id);
+    if (op < 0)
+        return NULL;
+    const char *name = pg_subop_name(op);
     pg_tensor *pself = arg_tensor(self, name, "self");
     pg_tensor *pi = pself ? arg_tensor(i, name, "index") : NULL;
     pg_tensor *ps = pi ? arg_tensor(s, name, "the source") : NULL;
     if (!ps || pg_ag_check_inplace(self, name) < 0)
         return NULL;
-    pg_status st = PG_CALL(pg_heavy(ps), pg_op_scatter(ops[which], pself, dim, pi, ps));
+    pg_status st = PG_CALL(pg_heavy(ps), pg_op_scatter(op, pself, dim, pi, ps));
     if (st != PG_OK)
         return pg_raise(st);
     Py_RETURN_NONE;
@@ -158,8 +161,8 @@ static PyObject *f_cumulative(PyObject *mod, PyObject *args)
     int dim, prod;
     if (!PyArg_ParseTuple(args, "Oip:_cumulative", &s, &dim, &prod))
         return NULL;
-    int op = prod ? PG_IDX_CUMPROD : PG_IDX_CUMSUM;
-    pg_tensor *ps = arg_tensor(s, pg_index_name(op), "the input");
+    int op = prod ? PG_INDEX_CUMPROD : PG_INDEX_CUMSUM;
+    pg_tensor *ps = arg_tensor(s, pg_subop_name(op), "the input");
     if (!ps)
         return NULL;
     pg_tensor out;

@@ -5,6 +5,7 @@
  * freed (where the cap finds the least recently freed one to give back). Both are
  * doubly linked, so taking a block out of either is O(1). */
 #include "pg_allocator.h"
+#include "pg_fork.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -84,6 +85,12 @@ static void init_locks(void)
         g_cache[i].limit = SIZE_MAX;
     }
     g_cache[pg_device_slot((pg_device){PG_DEV_CPU, 0})].limit = host_default_limit();
+}
+
+void pg_allocator_after_fork(void)
+{
+    for (int i = 0; i < PG_NUM_SLOTS; i++)
+        pthread_mutex_init(&g_cache[i].lock, NULL);
 }
 
 static device_cache *cache_of(pg_device dev)

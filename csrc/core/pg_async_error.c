@@ -1,5 +1,6 @@
 /* pg_async_error.c - per-device pending asynchronous failures (see pg_async_error.h). */
 #include "pg_async_error.h"
+#include "pg_fork.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -8,6 +9,8 @@
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *g_pending[PG_NUM_SLOTS]; /* malloc'd message or NULL, per device slot */
+
+void pg_async_error_after_fork(void) { pthread_mutex_init(&g_lock, NULL); }
 
 void pg_async_error_record(pg_device dev, const char *msg)
 {

@@ -56,8 +56,53 @@ bool pg_backend_has_op(pg_device dev, int op, int dtype)
     return be && (!be->supports_op || be->supports_op(be, op, dtype));
 }
 
+/* the dtype a node's kind is asked about: its first operand's (a cast's source), else dst's */
+static int node_dtype(const pg_node *n) { return n->nsrc > 0 ? n->src[0].dtype : n->dst.dtype; }
+
+bool pg_backend_has_node(pg_device dev, const pg_node *node)
+{
+    const pg_backend *be = pg_backend_get(dev.type);
+    return be && pg_backend_has_op(dev, node->op, node_dtype(node)) &&
+           (!be->supports_node || be->supports_node(be, dev.index, node));
+}
+
+pg_status pg_backend_check_node(pg_device dev, const pg_node *node)
+{
+    const pg_backend *be = pg_backend_get(dev.type);
+    if (!be || !be->supports_node || be->supports_node(be, dev.index, node))
+        return PG_OK;
+    return pg_error_set(PG_ERR_RUNTIME, "%s: the %s backend has no kernel for this node's "
+                                        "parameters (its supports_node declines it); the "
+                                        "public function composes it there (pygpu.nn.functional, "
+                                        "pygpu.linalg, ...)",
+                        node->name ? node->name : "op", be->name);
+}
+
+/* Set in a fork()ed child for a device type whose runtime was loaded before the fork
+ * (pg_fork.h): a CUDA context does not survive fork. */
+static _Atomic bool g_forked[PG_NUM_DEVICE_TYPES];
+
+void pg_backend_mark_forked(int type)
+{
+    if (type >= 0 && type < PG_NUM_DEVICE_TYPES)
+        atomic_store(&g_forked[type], true);
+}
+
+pg_status pg_fork_check(int type)
+{
+    if (type < 0 || type >= PG_NUM_DEVICE_TYPES ||
+        !atomic_load_explicit(&g_forked[type], memory_order_relaxed))
+        return PG_OK;
+    const char *name = pg_device_type_name(type);
+    return pg_error_set(PG_ERR_UNAVAILABLE,
+                        "Cannot re-initialize %s in forked subprocess. To use %s with "
+                        "multiprocessing, you must use the 'spawn' start method (its runtime "
+                        "was loaded before this process was forked)", name, name);
+}
+
 pg_status pg_backend_for(pg_device dev, const pg_backend **out)
 {
+    PG_TRY(pg_fork_check(dev.type));
     const pg_backend *be = pg_backend_get(dev.type);
     if (!be)
         return pg_error_set(PG_ERR_UNAVAILABLE, "device type '%s' is not available",

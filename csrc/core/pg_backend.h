@@ -37,7 +37,9 @@
 /* 8: pg_node.p's members named per kind (issue 34), and the adaptive optimizers one
  * node kind each (RMSPROP, ADAGRAD, ADADELTA after ADAM): pg_op's values moved;
  * PG_NODE_MAX_SRC 7 (the attention backward's sources) */
-#define PG_BACKEND_ABI_VERSION 8
+/* 9: the sub-op rows (pg_subops.def: one numbering of every kind's sub-ops), the LINALG
+ * node kind and pg_node.p.linalg, the optional supports_node slot (issue 44) */
+#define PG_BACKEND_ABI_VERSION 9
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
 
@@ -93,18 +95,38 @@ struct pg_backend {
      * generic layer asks before it launches (pg_backend_check_op), so a refusal
      * is an exception naming the op, the dtype and the device. */
     bool (*supports_op)(const pg_backend *be, int op, int dtype);
+    /* optional: whether the backend runs `node` on device `index` as it stands, its
+     * parameters included (the kind, its sub-op, its operands' dtypes and shapes, its
+     * pg_node.p): the rules of a kernel that covers only part of what the core accepts
+     * (cuDNN's padding, a kernel's largest head dimension) live here, in the backend.
+     * NULL: every node whose kind and dtype supports_op takes. Asked by pg_launch before
+     * it hands the node over, and by pg_backend_has_node for a node described before any
+     * output exists (its tensors carry dtype and shape; a storage may be NULL), which is
+     * how the composite ops choose the node or their composition (_C._has_node). */
+    bool (*supports_node)(const pg_backend *be, int index, const pg_node *node);
 };
 
 /* The registry. pg_backend_get returns NULL if the type has no backend
  * loaded; pg_backend_for checks the device index too and sets a message. */
 const pg_backend *pg_backend_get(int type);
 pg_status pg_backend_for(pg_device dev, const pg_backend **out);
+/* A fork()ed child (pg_fork.h): mark a device type whose runtime cannot follow (cuda,
+ * once loaded); pg_fork_check then gives PyTorch's "Cannot re-initialize ... in forked
+ * subprocess" for it (checked by pg_backend_for and pg_launch), PG_OK otherwise. */
+void pg_backend_mark_forked(int type);
+pg_status pg_fork_check(int type);
 void pg_backend_register(int type, const pg_backend *be);
 /* PG_OK if the backend of `dev` runs op (PG_OP_*) on `dtype`; else a PG_ERR_DTYPE
  * naming `what` (the user-facing op name), the dtype and the device. */
 pg_status pg_backend_check_op(pg_device dev, int op, int dtype, const char *what);
 /* Whether the backend of `dev` runs op on dtype (a fused op's caller picks its path). */
 bool pg_backend_has_op(pg_device dev, int op, int dtype);
+/* Whether the backend of `dev` runs `node` (its kind on its first operand's dtype, then
+ * supports_node): the one question a composite op asks before it chooses the node. */
+bool pg_backend_has_node(pg_device dev, const pg_node *node);
+/* PG_OK if the backend of `dev` runs `node` as it stands (supports_node), else a
+ * PG_ERR_RUNTIME naming the node's op and the backend. */
+pg_status pg_backend_check_node(pg_device dev, const pg_node *node);
 
 /* Services the core lends to a backend built as a separate shared object
  * (the CUDA plugin cannot link against symbols of the Python extension). */

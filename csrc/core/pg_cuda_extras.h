@@ -25,7 +25,7 @@
 
 #include "pg_status.h"
 
-#define PG_CUDA_EXTRAS_VERSION 2 /* 2: cudnn_load, cudnn_version */
+#define PG_CUDA_EXTRAS_VERSION 4 /* 2: cudnn_load, cudnn_version; 3: cudnn_offer; 4: nccl_run */
 #define PG_PLUGIN_EXTRAS_SYMBOL "pg_plugin_get_extras"
 #define PG_CUDA_NCCL_ID_BYTES 128 /* sizeof(ncclUniqueId) */
 
@@ -42,6 +42,32 @@ typedef struct pg_cuda_properties {
     int pci_bus_id, pci_device_id, pci_domain_id;
     char uuid[16];
 } pg_cuda_properties;
+
+/* One NCCL call of nccl_run: its kind (the NCCL function), buffers, element count and
+ * ncclDataType_t. arg: the ncclRedOp_t (all_reduce, reduce, reduce_scatter) or the root
+ * (broadcast); peer: the root of a reduce, the peer of a send or recv. count is the
+ * element count NCCL takes: per rank for all_gather (sendcount) and reduce_scatter
+ * (recvcount). */
+typedef enum pg_nccl_kind {
+    PG_NCCL_ALL_REDUCE = 0,
+    PG_NCCL_BROADCAST = 1,
+    PG_NCCL_REDUCE = 2,
+    PG_NCCL_ALL_GATHER = 3,
+    PG_NCCL_REDUCE_SCATTER = 4,
+    PG_NCCL_SEND = 5,
+    PG_NCCL_RECV = 6,
+    PG_NCCL_KINDS
+} pg_nccl_kind;
+
+typedef struct pg_nccl_call {
+    int kind; /* pg_nccl_kind */
+    const void *send;
+    void *recv;
+    size_t count;
+    int dtype;
+    int arg;
+    int peer;
+} pg_nccl_call;
 
 typedef struct pg_cuda_extras {
     size_t size; /* sizeof(pg_cuda_extras) in the plugin's build */
@@ -100,14 +126,16 @@ typedef struct pg_cuda_extras {
                                 void **comm);
     pg_status (*nccl_comm_destroy)(void *comm);
     pg_status (*nccl_comm_abort)(void *comm);
-    pg_status (*nccl_all_reduce)(void *comm, int device, void *ptr, size_t count, int dtype,
-                                 int op);
-    pg_status (*nccl_broadcast)(void *comm, int device, void *ptr, size_t count, int dtype,
-                                int root);
+    /* ncalls NCCL calls on the device's comm stream (one ncclGroupStart/End group when
+     * there are several), after the work queued on the buffers, waited for */
+    pg_status (*nccl_run)(void *comm, int device, const pg_nccl_call *calls, int ncalls);
 
     /* cuDNN (the convolutions, csrc/backends/cuda/cuda_cudnn.c), loaded on first use */
     pg_status (*cudnn_load)(const char *path); /* PG_ERR_UNAVAILABLE: why not */
     size_t (*cudnn_version)(void);             /* 0 before cudnn_load succeeded */
+    /* the libraries to try (newline-separated), loaded by the plugin when the first
+     * convolution asks whether cuDNN runs it (supports_node) */
+    pg_status (*cudnn_offer)(const char *paths);
 } pg_cuda_extras;
 
 /* What the plugin exports: *out = its table if it was built for `version`, else

@@ -13,6 +13,7 @@
 #define PG_NODE_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "pg_tensor.h"
 
@@ -46,7 +47,9 @@ typedef struct pg_conv_geom {
 
 typedef struct pg_node {
     int op;    /* pg_op */
-    int subop; /* pg_binary_op / pg_unary_op / pg_reduce_op / random kind */
+    int subop; /* the row of the table its kind reads: pg_binary_op / pg_unary_op /
+                * pg_reduce_op (BINARY, UNARY, REDUCE), pg_act (the linear layers), or a
+                * pg_subop (the kinds with PG_SUBOP rows: pg_subops.def); else 0 */
     int nsrc;
     pg_tensor src[PG_NODE_MAX_SRC]; /* borrowed; an async backend retains their storages */
     pg_tensor dst;
@@ -62,7 +65,7 @@ typedef struct pg_node {
         struct { double f; int64_t i; int scalar_left; } scalar; /* FILL, BINARY with nsrc == 1 */
         struct { int axis; } reduce;
         struct { double start, step; } arange;
-        struct { uint64_t seed, offset; } random; /* subop 0: uniform, 1: normal */
+        struct { uint64_t seed, offset; } random; /* subop: PG_RANDOM_UNIFORM or _NORMAL */
         struct { double lo, hi; } clamp;          /* CLAMP: the two number bounds */
         struct { int64_t axis, flag; } index;     /* INDEX: what flag means per subop: pg_ops_index.h */
         /* LAYER_NORM (eps; flags bit 0 weight, bit 1 bias) and BATCH_NORM (pg_ops_conv.h) */
@@ -76,13 +79,74 @@ typedef struct pg_node {
         struct { double value; } ternary; /* TERNARY: addcmul/addcdiv's value, lerp's weight */
         pg_conv_geom conv;                           /* CONV, POOL (pg_ops_conv.h) */
         struct { double scale, dropout_p; uint64_t seed, offset; int causal; } sdpa; /* SDPA(_BWD) */
+        /* LINALG: flag (cholesky/eigh: upper; qr: mode 0 reduced, 1 complete, 2 R only; svd:
+         * 0 reduced, 1 full, 2 values only) and param (lstsq: rcond) */
+        struct { int64_t flag; double param; } linalg;
     } p;
     const char *name; /* the user-facing op name, for error messages ("add", "matmul") */
 } pg_node;
 
-enum { PG_RANDOM_UNIFORM = 0, PG_RANDOM_NORMAL = 1 };
-/* RNN_CELL / RNN_CELL_BWD's subop: the cell kind (pg_ops_rnn.c) */
-enum { PG_CELL_RNN_TANH, PG_CELL_RNN_RELU, PG_CELL_LSTM, PG_CELL_GRU, PG_NUM_CELLS };
+/* What a sub-op's row (pg_subops.def) says, by its code: the node kind it belongs to,
+ * its ID (what Python names it by), its name and its flags (PG_SUBF_*). */
+static inline int pg_subop_node(int s)
+{
+    static const unsigned char t[] = {
+#define PG_SUBOP(NODE, ...) PG_OP_##NODE,
+#include "pg_subops.def"
+    };
+    return s >= 0 && s < PG_NUM_SUBOPS ? t[s] : -1;
+}
+static inline unsigned pg_subop_flags(int s)
+{
+    static const unsigned t[] = {
+#define PG_SUBOP(NODE, ID, name, flags, ...) flags,
+#include "pg_subops.def"
+    };
+    return s >= 0 && s < PG_NUM_SUBOPS ? t[s] : 0u;
+}
+static inline const char *pg_subop_id(int s)
+{
+    static const char *const t[] = {
+#define PG_SUBOP(NODE, ID, ...) #ID,
+#include "pg_subops.def"
+    };
+    return s >= 0 && s < PG_NUM_SUBOPS ? t[s] : "?";
+}
+static inline const char *pg_subop_name(int s)
+{
+    static const char *const t[] = {
+#define PG_SUBOP(NODE, ID, name, ...) name,
+#include "pg_subops.def"
+    };
+    return s >= 0 && s < PG_NUM_SUBOPS ? t[s] : "?";
+}
+/* The code of node kind `node`'s sub-op whose row's ID is `id` ("SCATTER_ADD"), or -1. */
+static inline int pg_subop_find(int node, const char *id)
+{
+    for (int s = 0; s < PG_NUM_SUBOPS; s++)
+        if (pg_subop_node(s) == node && strcmp(pg_subop_id(s), id) == 0)
+            return s;
+    return -1;
+}
+
+#ifndef __cplusplus
+/* An RNN_CELL row's columns (pg_subops.def): its gate blocks of H columns, the blocks a step
+ * saves, and whether it carries a cell state besides h (read by the core's shapes, the CPU
+ * cells and the CUDA launcher alike) */
+typedef struct pg_rnn_cell_cols {
+    int gates, saved, cell_state;
+} pg_rnn_cell_cols;
+static inline pg_rnn_cell_cols pg_rnn_cell(int s)
+{
+    static const pg_rnn_cell_cols t[PG_NUM_SUBOPS] = {
+#define PG_SUBOP_RNN_CELL(ID, name, flags, family, gates, saved, cell_state)                       \
+    [PG_RNN_CELL_##ID] = {gates, saved, cell_state},
+#include "pg_subops.def"
+    };
+    const pg_rnn_cell_cols none = {1, 1, 0}; /* not a cell: never read (the core checks) */
+    return s >= 0 && s < PG_NUM_SUBOPS && t[s].gates ? t[s] : none;
+}
+#endif
 
 /* Every PG_NODE row's params column names a member of pg_node.p. */
 #ifndef __cplusplus

@@ -1,5 +1,6 @@
 /* pg_op_props.h - the subop enums and each elementwise op's properties, read
- * from the op table's columns (pg_ops.def), so no `op == ...` list restates them.
+ * from the op table's columns (pg_ops.def), so no `op == ...` list restates them;
+ * and the codes and flags of the other node kinds' sub-ops (pg_subops.def's rows).
  *
  * Plain C and C++ (no <stdatomic.h>): the core (through pg_node.h), the CPU
  * kernels, the CUDA plugin's glue and the CUDA kernels (csrc/backends/cuda/kernels/pg_cuda_kernels.h,
@@ -35,10 +36,25 @@ typedef enum pg_reduce_op {
     PG_NUM_REDUCE
 } pg_reduce_op;
 
-/* The TERNARY node's subops (pg_ops_ternary.c): dst = src0 + value * src1 * src2
- * (addcmul), src0 + value * src1 / src2 (addcdiv), src0 + w * (src1 - src0) with w the
- * number `value` (LERP) or the tensor src2 (LERP_TENSOR), in PyTorch's two-sided form. */
-enum pg_ternary_op { PG_TERNARY_ADDCMUL, PG_TERNARY_ADDCDIV, PG_TERNARY_LERP, PG_TERNARY_LERP_TENSOR };
+/* The sub-op rows' flags column (pg_subops.def's PG_SUBOP_FLAG rows): PG_SUBF_<ID>. */
+enum pg_subop_flag_bit {
+#define PG_SUBOP_FLAG(ID, doc) PG_SUBF_BIT_##ID,
+#include "pg_subops.def"
+    PG_NUM_SUBOP_FLAGS
+};
+enum pg_subop_flag {
+#define PG_SUBOP_FLAG(ID, doc) PG_SUBF_##ID = 1 << PG_SUBF_BIT_##ID,
+#include "pg_subops.def"
+};
+
+/* The sub-ops of the node kinds that have them (INDEX, POOL, CONV, ..., LINALG), one
+ * numbering over every PG_SUBOP row of pg_subops.def: PG_<NODE>_<ID> (PG_INDEX_GATHER,
+ * PG_TERNARY_LERP). What a code's row says: pg_subop_node/_flags/_name (pg_node.h). */
+typedef enum pg_subop {
+#define PG_SUBOP(NODE, ID, ...) PG_##NODE##_##ID,
+#include "pg_subops.def"
+    PG_NUM_SUBOPS
+} pg_subop;
 
 /* Activations a fused linear layer applies (the subop of PG_OP_LINEAR_*); 0 is none. */
 enum pg_act {

@@ -63,8 +63,15 @@ pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, in
                        pg_tensor *out);
 pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
                        pg_tensor *out);
+/* The same draw at counters at[1]..at[1]+n-1 of seed at[0] (a torch.Generator's own state,
+ * which its owner advances); the device's generator is not touched. */
+pg_status pg_op_random_at(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
+                          const uint64_t at[2], pg_tensor *out);
 void pg_rng_seed(pg_device dev, uint64_t seed);
 void pg_rng_seed_all(uint64_t seed);
+/* dev's generator state (seed, offset): read, and set (get_rng_state / set_rng_state) */
+void pg_rng_get(pg_device dev, uint64_t *seed, uint64_t *offset);
+void pg_rng_set(pg_device dev, uint64_t seed, uint64_t offset);
 /* n counters of dev's generator for a kernel that draws its own (attention's dropout):
  * the (seed, first offset) it draws them at; the generator moves on by n */
 void pg_rng_reserve(pg_device dev, uint64_t n, uint64_t *seed, uint64_t *offset);
@@ -151,7 +158,7 @@ pg_status pg_op_xent_bwd(const pg_tensor *probs, const pg_tensor *labels, const 
 /* the recurrent layers (pg_ops_rnn.c: shapes, slots and the packed-sequence layout there):
  * one direction of one layer over T steps of batch sizes bs (never growing), forward
  * (h, c, out, m, save written) and backward (dh, dc in: dh_n, dc_n; out: dh0, dc0; dg, dhw,
- * dhall written); the cell kinds PG_CELL_* are pg_node.h's */
+ * dhall written); `cell` is an RNN_CELL row of pg_subops.def (PG_RNN_CELL_LSTM, ...) */
 int64_t pg_rnn_save_width(int cell, int64_t H, int64_t P);
 pg_status pg_op_rnn_forward(int cell, const pg_tensor *g, const pg_tensor *w_hh,
                             const pg_tensor *b_hh, const pg_tensor *w_hr, const pg_tensor *h,
@@ -198,16 +205,19 @@ const char *pg_binary_name(int op);
 const char *pg_unary_name(int op);
 const char *pg_reduce_name(int op);
 
-/* addcmul / addcdiv / lerp in one pass (pg_ops_ternary.c): op is a pg_ternary_op; c is NULL
- * for PG_TERNARY_LERP (value is the weight); float32/float64 */
+/* addcmul / addcdiv / lerp in one pass (pg_ops_ternary.c): op is a TERNARY row of
+ * pg_subops.def; c is NULL for a two-operand row (PG_TERNARY_LERP: value is the weight);
+ * float32/float64 */
 pg_status pg_op_ternary(int op, const pg_tensor *a, const pg_tensor *b, const pg_tensor *c,
                         double value, pg_tensor *out);
 pg_status pg_op_ternary_(int op, const pg_tensor *self, const pg_tensor *b, const pg_tensor *c,
                          double value);
 
-/* torch.linalg's factorizations through LAPACK (pg_ops_linalg.c): `a` (and `b`) contiguous
- * float32/float64 cpu tensors of a batch of matrices (.., m, n); the outputs, in order:
- *   LU        LU (.., n, n), pivots int64 (.., n) 1-based, info int64 (..)
+/* torch.linalg's factorizations as one LINALG node (pg_ops_linalg.c; op a LINALG row of
+ * pg_subops.def): `a` (and `b`) float32/float64 batches of matrices (.., m, n) on one
+ * device whose backend runs the node (cpu, sim); the outputs, in order, then info int64
+ * (..), LAPACK's info per matrix (with `check`, a nonzero one is raised instead):
+ *   LU        LU (.., n, n), pivots int64 (.., n) 1-based
  *   SOLVE     X (.., n, k) = A^-1 B (b: (.., n, k), the same batch)
  *   INV       A^-1
  *   CHOLESKY  L (flag 1: U), the other triangle zero
@@ -215,10 +225,8 @@ pg_status pg_op_ternary_(int op, const pg_tensor *self, const pg_tensor *b, cons
  *   SVD       U, S, Vh (flag 0 reduced, 1 full, 2 S only: U and Vh are empty)
  *   EIGH      w ascending, V (flag 1: from the upper triangle)
  *   LSTSQ     X (.., n, k), rank int64 (..), S (.., min(m, n)); param: rcond */
-enum { PG_LINALG_LU, PG_LINALG_SOLVE, PG_LINALG_INV, PG_LINALG_CHOLESKY, PG_LINALG_QR,
-       PG_LINALG_SVD, PG_LINALG_EIGH, PG_LINALG_LSTSQ };
-#define PG_LINALG_MAX_OUT 3
+#define PG_LINALG_MAX_OUT 3 /* results besides info */
 pg_status pg_op_linalg(int op, const pg_tensor *a, const pg_tensor *b, int flag, double param,
-                       pg_tensor outs[PG_LINALG_MAX_OUT], int *nout);
+                       bool check, pg_tensor outs[PG_LINALG_MAX_OUT + 1], int *nout);
 
 #endif

@@ -169,11 +169,29 @@ static void node_init(pg_node *n, int subop, const char *name, const pg_conv_arg
     geom_of(a, w_shape, &n->p.conv);
 }
 
-pg_status pg_op_conv2d(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
-                       const pg_conv_args *a, pg_tensor *y)
+/* dst described, not allocated: its dtype and 4-d shape (a question's node: supports_node) */
+static void describe_dst(pg_node *n, int dtype, const int64_t shape[4])
+{
+    memset(&n->dst, 0, sizeof n->dst);
+    n->dst.dtype = dtype;
+    n->dst.ndim = 4;
+    memcpy(n->dst.shape, shape, sizeof(int64_t) * 4);
+}
+
+/* the operands as the node's sources (borrowed: the node is described, not launched) */
+static void describe_srcs(pg_node *n, int nin, const pg_tensor *const *in)
+{
+    memset(n->src, 0, sizeof n->src);
+    n->nsrc = nin;
+    for (int i = 0; i < nin; i++)
+        if (in[i])
+            n->src[i] = *in[i];
+}
+
+pg_status pg_conv2d_node(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
+                         const pg_conv_args *a, pg_node *n)
 {
     const char *op = "conv2d";
-    pg_tensor_out_init(y, NULL);
     PG_TRY(pg_conv_check_operand(op, "input", x, NULL, 4));
     PG_TRY(pg_conv_check_operand(op, "weight", w, x, 4));
     PG_TRY(check_args(op, a, w->shape));
@@ -184,11 +202,24 @@ pg_status pg_op_conv2d(const pg_tensor *x, const pg_tensor *w, const pg_tensor *
     }
     int64_t oh, ow;
     PG_TRY(out_size(op, x->shape, w->shape, a, &oh, &ow));
-    pg_device dev = pg_tensor_device(x);
-    PG_TRY(pg_backend_check_op(dev, PG_OP_CONV, x->dtype, op));
     int64_t shape[4] = {x->shape[0], w->shape[0], oh, ow};
+    node_init(n, PG_CONV_FWD, op, a, w->shape);
+    const pg_tensor *in[3] = {x, w, b};
+    describe_srcs(n, 3, in);
+    describe_dst(n, x->dtype, shape);
+    return PG_OK;
+}
+
+pg_status pg_op_conv2d(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
+                       const pg_conv_args *a, pg_tensor *y)
+{
+    pg_tensor_out_init(y, NULL);
     pg_node n;
-    node_init(&n, PG_CONV_FWD, op, a, w->shape);
+    PG_TRY(pg_conv2d_node(x, w, b, a, &n));
+    pg_device dev = pg_tensor_device(x);
+    PG_TRY(pg_backend_check_op(dev, PG_OP_CONV, x->dtype, n.name));
+    int64_t shape[4];
+    memcpy(shape, n.dst.shape, sizeof shape);
     PG_TRY(pg_tensor_empty(dev, (pg_dtype)x->dtype, 4, shape, &n.dst));
     if (pg_tensor_numel(&n.dst) == 0) {
         *y = n.dst;
@@ -200,12 +231,11 @@ pg_status pg_op_conv2d(const pg_tensor *x, const pg_tensor *w, const pg_tensor *
     return PG_OK;
 }
 
-pg_status pg_op_conv2d_input_backward(const pg_tensor *dy, const pg_tensor *w,
-                                      const pg_tensor *b, const int64_t x_shape[4],
-                                      const pg_conv_args *a, pg_tensor *dx)
+pg_status pg_conv2d_input_backward_node(const pg_tensor *dy, const pg_tensor *w,
+                                        const pg_tensor *b, const int64_t x_shape[4],
+                                        const pg_conv_args *a, pg_node *n)
 {
     const char *op = "conv2d_input_backward";
-    pg_tensor_out_init(dx, NULL);
     PG_TRY(pg_conv_check_operand(op, "grad_output", dy, NULL, 4));
     PG_TRY(pg_conv_check_operand(op, "weight", w, dy, 4));
     PG_TRY(check_args(op, a, w->shape));
@@ -227,10 +257,22 @@ pg_status pg_op_conv2d_input_backward(const pg_tensor *dy, const pg_tensor *w,
         return pg_error_set(PG_ERR_RUNTIME, "%s: grad_output of size %s, expected %s", op, ds,
                             ws);
     }
-    pg_device dev = pg_tensor_device(dy);
-    PG_TRY(pg_backend_check_op(dev, PG_OP_CONV, dy->dtype, op));
+    node_init(n, PG_CONV_BWD_DATA, op, a, w->shape);
+    const pg_tensor *in[3] = {dy, w, b};
+    describe_srcs(n, 3, in);
+    describe_dst(n, dy->dtype, x_shape);
+    return PG_OK;
+}
+
+pg_status pg_op_conv2d_input_backward(const pg_tensor *dy, const pg_tensor *w,
+                                      const pg_tensor *b, const int64_t x_shape[4],
+                                      const pg_conv_args *a, pg_tensor *dx)
+{
+    pg_tensor_out_init(dx, NULL);
     pg_node n;
-    node_init(&n, PG_CONV_BWD_DATA, op, a, w->shape);
+    PG_TRY(pg_conv2d_input_backward_node(dy, w, b, x_shape, a, &n));
+    pg_device dev = pg_tensor_device(dy);
+    PG_TRY(pg_backend_check_op(dev, PG_OP_CONV, dy->dtype, n.name));
     PG_TRY(pg_tensor_empty(dev, (pg_dtype)dy->dtype, 4, x_shape, &n.dst));
     if (pg_tensor_numel(&n.dst) == 0) {
         *dx = n.dst;

@@ -3,8 +3,8 @@
  *
  * Every operand is 4-d (N, C, H, W) (1-d layers pass H = 1), float32 or float64, one
  * dtype, one device. The ops make their inputs contiguous, allocate outputs and launch
- * ONE node (CONV, POOL or BATCH_NORM; pg_ops.def) whose subop says which computation it
- * is. Operands, in slot order:
+ * ONE node (CONV, POOL or BATCH_NORM; pg_ops.def) whose subop (a row of pg_subops.def)
+ * says which computation it is. Operands, in slot order:
  *
  *   CONV  PG_CONV_FWD         src: x (N,C,H,W), w (O,C/g,KH,KW), b (O) | NULL
  *                             dst: y (N,O,OH,OW)
@@ -21,12 +21,12 @@
  *                             at each index: every max pooling, adaptive or not)
  *         PG_POOL_AVG_BWD / PG_POOL_ADAPTIVE_AVG_BWD   src: dy   dst: dx
  *   BATCH_NORM (x seen as (N, C, L))
- *         PG_BN_TRAIN_FWD     src: x, w | NULL, b | NULL, running_mean | NULL,
+ *         PG_BATCH_NORM_TRAIN_FWD  src: x, w | NULL, b | NULL, running_mean | NULL,
  *                                  running_var | NULL
  *                             dst: y; extra: save (2, C) (the batch mean and 1/sqrt(var+eps)),
  *                                  running_mean, running_var (updated in place)
- *         PG_BN_TRAIN_BWD     src: dy, x, w | NULL, save, y | NULL (PG_BN_F_RELU)  dst: dx;
- *                             extra: dw | NULL, db | NULL
+ *         PG_BATCH_NORM_TRAIN_BWD  src: dy, x, w | NULL, save, y | NULL (PG_BN_F_RELU)
+ *                             dst: dx; extra: dw | NULL, db | NULL
  *
  * The geometry (pg_conv_geom, pg_node.h) carries the padding before each axis; the
  * padding after it is implied by the output's shape (PyTorch's 'same' pads less before
@@ -36,17 +36,34 @@
 
 #include "pg_node.h"
 
-enum { PG_CONV_FWD = 0, PG_CONV_BWD_DATA, PG_CONV_BWD_WEIGHT };
-enum {
-    PG_POOL_MAX_FWD = 0,
-    PG_POOL_AVG_FWD,
-    PG_POOL_ADAPTIVE_AVG_FWD,
-    PG_POOL_ADAPTIVE_MAX_FWD,
-    PG_POOL_MAX_BWD,
-    PG_POOL_AVG_BWD,
-    PG_POOL_ADAPTIVE_AVG_BWD
-};
-enum { PG_BN_TRAIN_FWD = 0, PG_BN_TRAIN_BWD };
+/* The sub-ops are the CONV, POOL and BATCH_NORM rows of pg_subops.def (PG_CONV_FWD,
+ * PG_POOL_MAX_FWD, PG_BATCH_NORM_TRAIN_BWD, ...): a pooling row's flags say max or average,
+ * adaptive, gradient; a convolution row's columns say which slot holds x, w and y. */
+typedef enum pg_conv_slot { PG_CONV_SLOT_DST = -1, PG_CONV_SLOT_SRC0, PG_CONV_SLOT_SRC1 } pg_conv_slot;
+typedef enum pg_conv_role { PG_CONV_X, PG_CONV_W, PG_CONV_Y } pg_conv_role;
+/* The slot of a CONV node's x, w or y (`role`), from its sub-op's row */
+static inline int pg_conv_slot_of(int subop, int role)
+{
+    static const signed char t[PG_NUM_SUBOPS][3] = {
+#define PG_SUBOP_CONV(ID, name, flags, x, w, y, ...)                                               \
+    [PG_CONV_##ID] = {PG_CONV_SLOT_##x, PG_CONV_SLOT_##w, PG_CONV_SLOT_##y},
+#include "pg_subops.def"
+    };
+    return t[subop][role];
+}
+/* the role a CONV sub-op computes: the one its row puts in dst (y forward, x or w backward) */
+static inline int pg_conv_computes(int subop)
+{
+    return pg_conv_slot_of(subop, PG_CONV_X) == PG_CONV_SLOT_DST   ? PG_CONV_X
+           : pg_conv_slot_of(subop, PG_CONV_W) == PG_CONV_SLOT_DST ? PG_CONV_W
+                                                                    : PG_CONV_Y;
+}
+/* a CONV node's x, w or y: the tensor in that role's slot */
+static inline const pg_tensor *pg_conv_operand(const pg_node *n, int role)
+{
+    int slot = pg_conv_slot_of(n->subop, role);
+    return slot == PG_CONV_SLOT_DST ? &n->dst : &n->src[slot];
+}
 /* p.norm.flags of BATCH_NORM: a ReLU fused after the normalization (forward writes
  * max(y, 0); backward takes that output as src[4] and passes dy where it is positive) */
 enum { PG_BN_F_RELU = 1 };
@@ -61,6 +78,14 @@ typedef struct pg_conv_args {
     int64_t groups;
 } pg_conv_args;
 
+/* The forward's and the input gradient's nodes, checked as the ops check them, described
+ * but not launched: sources borrowed, dst's dtype and shape without storage. What
+ * _C._has_node("CONV", ...) asks the backend about (pg_backend_has_node: cuDNN's rules). */
+pg_status pg_conv2d_node(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
+                         const pg_conv_args *a, pg_node *n);
+pg_status pg_conv2d_input_backward_node(const pg_tensor *dy, const pg_tensor *w,
+                                        const pg_tensor *b, const int64_t x_shape[4],
+                                        const pg_conv_args *a, pg_node *n);
 /* y = conv(x, w) + b (b NULL or (O,)); "conv2d" in messages */
 pg_status pg_op_conv2d(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
                        const pg_conv_args *a, pg_tensor *y);

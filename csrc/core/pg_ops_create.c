@@ -3,9 +3,11 @@
  * Each device has a generator state (seed, offset). A random tensor of n
  * elements uses counters offset..offset+n-1 of Philox and advances offset by
  * n, so results are reproducible after manual_seed and identical on every
- * backend for the same sequence of calls. */
+ * backend for the same sequence of calls. A torch.Generator keeps a (seed, offset)
+ * of its own and draws through pg_op_random_at, the same stream on its own state. */
 #include "pg_ops.h"
 #include "pg_backend.h"
+#include "pg_fork.h"
 
 #include <pthread.h>
 
@@ -26,6 +28,8 @@ static void rng_init_locked(void)
     g_rng_init = true;
 }
 
+void pg_rng_after_fork(void) { pthread_mutex_init(&g_rng_lock, NULL); }
+
 void pg_rng_seed(pg_device dev, uint64_t seed)
 {
     pthread_mutex_lock(&g_rng_lock);
@@ -43,6 +47,24 @@ void pg_rng_reserve(pg_device dev, uint64_t n, uint64_t *seed, uint64_t *offset)
     *seed = g_rng[slot].seed;
     *offset = g_rng[slot].offset;
     g_rng[slot].offset += n;
+    pthread_mutex_unlock(&g_rng_lock);
+}
+
+void pg_rng_get(pg_device dev, uint64_t *seed, uint64_t *offset)
+{
+    pthread_mutex_lock(&g_rng_lock);
+    rng_init_locked();
+    *seed = g_rng[pg_device_slot(dev)].seed;
+    *offset = g_rng[pg_device_slot(dev)].offset;
+    pthread_mutex_unlock(&g_rng_lock);
+}
+
+void pg_rng_set(pg_device dev, uint64_t seed, uint64_t offset)
+{
+    pthread_mutex_lock(&g_rng_lock);
+    rng_init_locked();
+    g_rng[pg_device_slot(dev)].seed = seed;
+    g_rng[pg_device_slot(dev)].offset = offset;
     pthread_mutex_unlock(&g_rng_lock);
 }
 
@@ -130,13 +152,15 @@ pg_status pg_op_arange(pg_device dev, pg_dtype dt, double start, double step, in
     return st;
 }
 
-pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
-                       pg_tensor *out)
+/* Draw at `at` (seed, first offset) or, with at NULL, at the device generator's next
+ * counters (which then move on by the element count). */
+static pg_status random_draw(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
+                             const uint64_t *at, pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
     if (dt != PG_FLOAT32 && dt != PG_FLOAT64)
         return pg_error_set(PG_ERR_DTYPE, "%s: dtype must be float32 or float64, got %s",
-                            kind == PG_RANDOM_NORMAL ? "randn" : "rand", pg_dtype_name(dt));
+                            pg_subop_name(kind), pg_dtype_name(dt));
     PG_TRY(pg_tensor_empty(dev, dt, ndim, shape, out));
     int64_t n = pg_tensor_numel(out);
     pg_node node;
@@ -145,18 +169,29 @@ pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int
     node.subop = kind;
     node.nsrc = 0;
     node.dst = *out;
-    node.name = kind == PG_RANDOM_NORMAL ? "randn" : "rand";
-    pthread_mutex_lock(&g_rng_lock);
-    rng_init_locked();
-    int slot = pg_device_slot(dev);
-    node.p.random.seed = g_rng[slot].seed;
-    node.p.random.offset = g_rng[slot].offset;
-    g_rng[slot].offset += (uint64_t)n;
-    pthread_mutex_unlock(&g_rng_lock);
+    node.name = pg_subop_name(kind); /* the RANDOM row's: "rand", "randn" */
+    if (at) {
+        node.p.random.seed = at[0];
+        node.p.random.offset = at[1];
+    } else {
+        pg_rng_reserve(dev, (uint64_t)n, &node.p.random.seed, &node.p.random.offset);
+    }
     if (n == 0)
         return PG_OK;
     pg_status st = pg_launch(&node);
     if (st != PG_OK)
         pg_tensor_clear(out);
     return st;
+}
+
+pg_status pg_op_random(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
+                       pg_tensor *out)
+{
+    return random_draw(dev, dt, kind, ndim, shape, NULL, out);
+}
+
+pg_status pg_op_random_at(pg_device dev, pg_dtype dt, int kind, int ndim, const int64_t *shape,
+                          const uint64_t at[2], pg_tensor *out)
+{
+    return random_draw(dev, dt, kind, ndim, shape, at, out);
 }

@@ -54,6 +54,9 @@ pg_status pg_launch(const pg_node *node)
     const pg_backend *be = pg_backend_get(dev.type);
     if (!be)
         return pg_error_set(PG_ERR_UNAVAILABLE, "no backend for device type %d", dev.type);
+    PG_TRY(pg_fork_check(dev.type));
+    if (be->supports_node && !be->supports_node(be, dev.index, node)) /* a node's rules */
+        return pg_backend_check_node(dev, node);
     pg_stats_op(dev);
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(node, outs);

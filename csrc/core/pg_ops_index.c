@@ -14,13 +14,6 @@
 
 #include "pg_backend.h"
 
-static const char *const index_names[PG_NUM_INDEX] = {
-    "gather",  "index_select", "scatter_", "scatter_add_", "index_copy_", "index_add_",
-    "cumsum",  "cumprod",      "argsort",  "masked_fill_", "nonzero", "topk",
-};
-
-const char *pg_index_name(int op) { return op >= 0 && op < PG_NUM_INDEX ? index_names[op] : "?"; }
-
 /* ---- the checked strided view --------------------------------------------------------- */
 
 pg_status pg_view_as_strided(const pg_tensor *t, int ndim, const int64_t *shape,
@@ -98,7 +91,7 @@ static pg_status launch(int op, const pg_tensor *dst, int nsrc, const pg_tensor 
                         int flag)
 {
     pg_node n;
-    pg_node_start(&n, PG_OP_INDEX, op, index_names[op]);
+    pg_node_start(&n, PG_OP_INDEX, op, pg_subop_name(op));
     n.nsrc = nsrc;
     for (int i = 0; i < nsrc; i++)
         n.src[i] = srcs[i];
@@ -156,7 +149,7 @@ pg_status pg_op_gather(const pg_tensor *src, int axis, const pg_tensor *idx, pg_
                                    idx->shape, out);
     if (st == PG_OK && pg_tensor_numel(out) > 0) {
         pg_tensor s[2] = {view, ic};
-        st = launch(PG_IDX_GATHER, out, 2, s, ax, 0);
+        st = launch(PG_INDEX_GATHER, out, 2, s, ax, 0);
     }
     pg_tensor_clear(&ic);
     if (st != PG_OK)
@@ -182,7 +175,7 @@ pg_status pg_op_index_select(const pg_tensor *src, int axis, const pg_tensor *id
                                    out);
     if (st == PG_OK && pg_tensor_numel(out) > 0) {
         pg_tensor s[2] = {*src, iv};
-        st = launch(PG_IDX_INDEX_SELECT, out, 2, s, ax, 0);
+        st = launch(PG_INDEX_INDEX_SELECT, out, 2, s, ax, 0);
     }
     pg_tensor_clear(&iv);
     if (st != PG_OK)
@@ -233,12 +226,12 @@ static pg_status index_copy_shapes(const char *op, const pg_tensor *self, int ax
 pg_status pg_op_scatter(int op, const pg_tensor *self, int axis, const pg_tensor *idx,
                         const pg_tensor *src)
 {
-    const char *name = pg_index_name(op);
-    if (op != PG_IDX_SCATTER && op != PG_IDX_SCATTER_ADD && op != PG_IDX_INDEX_COPY &&
-        op != PG_IDX_INDEX_ADD)
-        return pg_error_set(PG_ERR_RUNTIME, "pg_op_scatter: op %d is not a scatter", op);
-    bool add = op == PG_IDX_SCATTER_ADD || op == PG_IDX_INDEX_ADD;
-    bool full = op == PG_IDX_SCATTER || op == PG_IDX_SCATTER_ADD;
+    const char *name = pg_subop_name(op);
+    unsigned flags = pg_subop_flags(op); /* the row's: a scatter, adding, a full index */
+    if (pg_subop_node(op) != PG_OP_INDEX || !(flags & PG_SUBF_WRITE))
+        return pg_error_set(PG_ERR_RUNTIME, "pg_op_scatter: %s is not a scatter", name);
+    bool add = (flags & PG_SUBF_ADD) != 0;
+    bool full = (flags & PG_SUBF_FULL) != 0;
     PG_TRY(check_index(name, self, idx));
     PG_TRY(pg_check_same_device(name, self, src));
     PG_TRY(check_writable(name, self));
@@ -300,9 +293,10 @@ pg_status pg_op_scatter(int op, const pg_tensor *self, int axis, const pg_tensor
 pg_status pg_op_cumulative(int op, const pg_tensor *src, int axis, pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
-    if (op != PG_IDX_CUMSUM && op != PG_IDX_CUMPROD)
-        return pg_error_set(PG_ERR_RUNTIME, "pg_op_cumulative: op %d is not cumsum/cumprod", op);
-    const char *name = pg_index_name(op);
+    if (op != PG_INDEX_CUMSUM && op != PG_INDEX_CUMPROD)
+        return pg_error_set(PG_ERR_RUNTIME, "pg_op_cumulative: %s is not cumsum/cumprod",
+                            pg_subop_name(op));
+    const char *name = pg_subop_name(op);
     int ax;
     PG_TRY(norm_axis(name, axis, src->ndim, &ax));
     PG_TRY(pg_backend_check_op(pg_tensor_device(src), PG_OP_INDEX, src->dtype, name));
@@ -363,7 +357,7 @@ pg_status pg_op_argsort(const pg_tensor *src, int axis, bool descending, pg_tens
     PG_TRY(sort_keys("argsort", src, axis, &ax, &c));
     pg_status st = pg_tensor_empty(pg_tensor_device(src), PG_INT64, c.ndim, c.shape, out);
     if (st == PG_OK && pg_tensor_numel(out) > 0)
-        st = launch(PG_IDX_ARGSORT, out, 1, &c, ax, descending);
+        st = launch(PG_INDEX_ARGSORT, out, 1, &c, ax, descending);
     pg_tensor_clear(&c);
     if (st != PG_OK)
         pg_tensor_clear(out);
@@ -386,7 +380,7 @@ pg_status pg_op_topk(const pg_tensor *src, int axis, int64_t k, bool largest, pg
     shape[ax] = k;
     pg_status st = pg_tensor_empty(pg_tensor_device(src), PG_INT64, c.ndim, shape, out);
     if (st == PG_OK && pg_tensor_numel(out) > 0)
-        st = launch(PG_IDX_TOPK, out, 1, &c, ax, largest);
+        st = launch(PG_INDEX_TOPK, out, 1, &c, ax, largest);
     pg_tensor_clear(&c);
     if (st != PG_OK)
         pg_tensor_clear(out);
@@ -424,7 +418,7 @@ pg_status pg_op_masked_fill(const pg_tensor *self, const pg_tensor *mask, pg_sca
     pg_status st = pg_op_full(pg_tensor_device(self), (pg_dtype)self->dtype, 0, NULL, value, &v);
     if (st == PG_OK) {
         pg_tensor s[3] = {mb, v, *self};
-        st = launch(PG_IDX_MASKED_FILL, self, 3, s, 0, 0);
+        st = launch(PG_INDEX_MASKED_FILL, self, 3, s, 0, 0);
         pg_tensor_clear(&v);
     }
     pg_tensor_clear(&mb);
@@ -451,7 +445,7 @@ pg_status pg_op_nonzero(const pg_tensor *mask, int64_t count, pg_tensor *out)
         return st;
     st = pg_tensor_empty(pg_tensor_device(mask), PG_INT64, 1, &count, out);
     if (st == PG_OK && n > 0)
-        st = launch(PG_IDX_NONZERO, out, 1, &flat, 0, 0);
+        st = launch(PG_INDEX_NONZERO, out, 1, &flat, 0, 0);
     pg_tensor_clear(&flat);
     if (st != PG_OK)
         pg_tensor_clear(out);

@@ -2,8 +2,10 @@
  * that move elements by an index tensor or along one axis (gather, scatter, index_select,
  * index_add_, cumulative sums and products, argsort, masked_fill_, nonzero).
  *
- * All of them are one pg_node op, PG_OP_INDEX, told apart by `subop` (pg_index_op); the
- * generic layer (pg_ops_index.c) checks shapes, dtypes and devices once and hands the
+ * All of them are one pg_node op, PG_OP_INDEX, told apart by `subop` (an INDEX row of
+ * pg_subops.def, whose flags say what each does: PG_SUBF_READ, _WRITE, _FULL, _ADD, _PROD,
+ * and whose family column names the kernel that runs it on every backend); the generic
+ * layer (pg_ops_index.c) checks shapes, dtypes and devices once and hands the
  * backends operands they can trust, except the index VALUES, which live on the device:
  * the kernel checks each one and fails the node with an IndexError naming it (on sim the
  * failure surfaces, as every asynchronous one does, at the next read). */
@@ -12,7 +14,7 @@
 
 #include "pg_ops.h"
 
-/* Node layout of each subop (p.index: the axis, and the flag some subops read):
+/* Node layout of each sub-op (p.index: the axis, and the flag some subops read):
  *   GATHER        dst (new, contiguous, shape of idx) = src[0] taken along axis by idx
  *                 src[1] (int64, contiguous, same ndim): dst[..i..] = src0[.. idx[..i..] ..]
  *   INDEX_SELECT  dst (new, contiguous) = src[0] taken along axis by the 1-D idx src[1]
@@ -33,23 +35,6 @@
  *                 so it is the first k of ARGSORT's answer
  * Arithmetic subops (SCATTER_ADD, INDEX_ADD, CUMSUM, CUMPROD) run on float32, float64 and
  * int64; the generic layer widens half dtypes and bool first. Moves run on every dtype. */
-typedef enum pg_index_op {
-    PG_IDX_GATHER,
-    PG_IDX_INDEX_SELECT,
-    PG_IDX_SCATTER,
-    PG_IDX_SCATTER_ADD,
-    PG_IDX_INDEX_COPY,
-    PG_IDX_INDEX_ADD,
-    PG_IDX_CUMSUM,
-    PG_IDX_CUMPROD,
-    PG_IDX_ARGSORT,
-    PG_IDX_MASKED_FILL,
-    PG_IDX_NONZERO,
-    PG_IDX_TOPK,
-    PG_NUM_INDEX
-} pg_index_op;
-
-const char *pg_index_name(int op);
 
 /* A view of t's storage with the given shape, strides (elements, >= 0 or negative) and
  * offset (elements from the storage's start); refused unless every element it can reach
@@ -61,8 +46,9 @@ pg_status pg_view_as_strided(const pg_tensor *t, int ndim, const int64_t *shape,
 pg_status pg_op_gather(const pg_tensor *src, int axis, const pg_tensor *idx, pg_tensor *out);
 pg_status pg_op_index_select(const pg_tensor *src, int axis, const pg_tensor *idx,
                              pg_tensor *out);
-/* scatter_ / scatter_add_ (op PG_IDX_SCATTER[_ADD]) and index_copy_ / index_add_
- * (PG_IDX_INDEX_COPY / _ADD): write into `self`, in place. */
+/* scatter_ / scatter_add_ (op PG_INDEX_SCATTER[_ADD]) and index_copy_ / index_add_
+ * (PG_INDEX_INDEX_COPY / _ADD), the rows flagged PG_SUBF_WRITE: write into `self`, in
+ * place. */
 pg_status pg_op_scatter(int op, const pg_tensor *self, int axis, const pg_tensor *idx,
                         const pg_tensor *src);
 pg_status pg_op_cumulative(int op, const pg_tensor *src, int axis, pg_tensor *out);

@@ -1,369 +1,252 @@
-/* pg_ops_linalg.c - torch.linalg's factorizations on the CPU through LAPACK: LU, solve,
+/* pg_ops_linalg.c - torch.linalg's factorizations as one LINALG node each: LU, solve,
  * inverse, Cholesky, QR, SVD, the symmetric eigendecomposition and least squares, each
- * over a batch of matrices (the leading axes).
+ * over a batch of matrices (the leading axes). Checked once here; the node's kernel is
+ * the backend's (the CPU's LAPACK, csrc/backends/cpu/cpu_linalg.c, on cpu and sim's worker).
  *
- * The input is a contiguous float32/float64 cpu tensor (pygpu/linalg.py moves a sim or
- * cuda operand to the cpu and the result back: counted transfers, the documented
- * fallback, as LAPACK runs on the host). Each matrix is copied into its output, which
- * LAPACK then overwrites (backends/cpu/cpu_lapack.c). LAPACK's info becomes PyTorch's
- * message (a singular matrix, a minor that is not positive-definite) naming the batch
- * element. No node is built: the cpu backend runs ops at once, so the data is ready. */
+ * Each sub-op is a LINALG row of pg_subops.def: its operands (nsrc), its outputs' shapes
+ * (outs: a shapes_<outs> function here), and what LAPACK's info > 0 means (fails). Every
+ * node writes, besides its results, `info` (int64, the batch's shape): LAPACK's info per
+ * matrix. With `check`, the op then reads info back (on a device, one counted implicit
+ * transfer of 8 bytes per matrix, as PyTorch's cuda linalg synchronizes on its info) and
+ * turns the first nonzero one into PyTorch's message naming the batch element; without
+ * it (the _ex functions, lu_factor) info is returned as it is. */
 #include "pg_ops.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "../backends/cpu/cpu_lapack.h"
+#include "pg_backend.h"
+#include "pg_stats.h"
 
-static pg_status out_tensor(pg_dtype dt, int nbatch, const int64_t *batch, int nlast,
-                            int64_t d0, int64_t d1, pg_tensor *out)
+/* The outputs' shapes of one sub-op, given A (.., m, n) and B (.., m, k) | NULL: shapes[i]
+ * with ndims[i] axes and dtypes[i], the count returned in *nout (info excluded). A shape
+ * error is PyTorch's message. */
+typedef struct linalg_outs {
+    int n;
+    int ndim[PG_LINALG_MAX_OUT];
+    int dtype[PG_LINALG_MAX_OUT];
+    int64_t shape[PG_LINALG_MAX_OUT][PG_MAX_DIMS];
+} linalg_outs;
+
+/* output i: the batch axes of `t`, then up to two matrix axes (d0, d1; nlast of them) */
+static pg_status add_out(linalg_outs *o, int dtype, const pg_tensor *t, int nlast, int64_t d0,
+                         int64_t d1)
 {
-    int64_t shape[PG_MAX_DIMS];
-    if (nbatch + nlast > PG_MAX_DIMS)
+    int nb = t->ndim - 2, i = o->n++;
+    if (nb + nlast > PG_MAX_DIMS)
         return pg_error_set(PG_ERR_VALUE, "linalg: too many dimensions");
-    if (nbatch > 0) /* (batch may be NULL for a single matrix) */
-        memcpy(shape, batch, sizeof(int64_t) * (size_t)nbatch);
+    memcpy(o->shape[i], t->shape, sizeof(int64_t) * (size_t)nb);
     if (nlast > 0)
-        shape[nbatch] = d0;
+        o->shape[i][nb] = d0;
     if (nlast > 1)
-        shape[nbatch + 1] = d1;
-    pg_device cpu = {PG_DEV_CPU, 0};
-    return pg_tensor_empty(cpu, dt, nbatch + nlast, shape, out);
+        o->shape[i][nb + 1] = d1;
+    o->ndim[i] = nb + nlast;
+    o->dtype[i] = dtype;
+    return PG_OK;
 }
 
-static pg_status check_input(const char *op, const pg_tensor *a, int min_ndim)
+static int64_t rows_of(const pg_tensor *t) { return t->shape[t->ndim - 2]; }
+static int64_t cols_of(const pg_tensor *t) { return t->shape[t->ndim - 1]; }
+
+static pg_status square(const char *op, const pg_tensor *a)
+{
+    if (rows_of(a) != cols_of(a))
+        return pg_error_set(PG_ERR_SHAPE, "%s: A must be batches of square matrices, but they "
+                                          "are %lld by %lld matrices",
+                            op, (long long)rows_of(a), (long long)cols_of(a));
+    return PG_OK;
+}
+
+/* B (.., m, k) of A's batch and rank */
+static pg_status rhs_fits(const char *op, const pg_tensor *a, const pg_tensor *b)
+{
+    bool ok = b->ndim == a->ndim && rows_of(b) == rows_of(a);
+    for (int i = 0; ok && i < a->ndim - 2; i++)
+        ok = a->shape[i] == b->shape[i];
+    if (!ok)
+        return pg_error_set(PG_ERR_SHAPE, "%s: internal: A (.., m, n) and B (.., m, k) of one "
+                                          "batch expected", op);
+    return PG_OK;
+}
+
+/* LU (.., n, n), pivots int64 (.., n) */
+static pg_status shapes_LU(const char *op, const pg_tensor *a, const pg_tensor *b, int flag,
+                           linalg_outs *o)
+{
+    (void)b, (void)flag;
+    PG_TRY(square(op, a));
+    PG_TRY(add_out(o, a->dtype, a, 2, cols_of(a), cols_of(a)));
+    return add_out(o, PG_INT64, a, 1, cols_of(a), 0);
+}
+
+/* X (.., n, k) */
+static pg_status shapes_SOLVE(const char *op, const pg_tensor *a, const pg_tensor *b, int flag,
+                              linalg_outs *o)
+{
+    (void)flag;
+    PG_TRY(square(op, a));
+    PG_TRY(rhs_fits(op, a, b));
+    return add_out(o, a->dtype, a, 2, cols_of(a), cols_of(b));
+}
+
+/* the inverse or the Cholesky factor: (.., n, n) */
+static pg_status shapes_SQUARE(const char *op, const pg_tensor *a, const pg_tensor *b, int flag,
+                               linalg_outs *o)
+{
+    (void)b, (void)flag;
+    PG_TRY(square(op, a));
+    return add_out(o, a->dtype, a, 2, cols_of(a), cols_of(a));
+}
+
+/* Q (.., m, k or m; empty for mode 2), R (.., k or m, n); k = min(m, n) */
+static pg_status shapes_QR(const char *op, const pg_tensor *a, const pg_tensor *b, int mode,
+                           linalg_outs *o)
+{
+    (void)op, (void)b;
+    int64_t m = rows_of(a), n = cols_of(a), k = m < n ? m : n, mk = mode == 1 ? m : k;
+    PG_TRY(add_out(o, a->dtype, a, 2, mode == 2 ? 0 : m, mode == 2 ? 0 : mk));
+    return add_out(o, a->dtype, a, 2, mk, n);
+}
+
+/* U (.., m, m or k), S (.., k), Vh (.., n or k, n); U and Vh empty for flag 2 */
+static pg_status shapes_SVD(const char *op, const pg_tensor *a, const pg_tensor *b, int flag,
+                            linalg_outs *o)
+{
+    (void)op, (void)b;
+    int64_t m = rows_of(a), n = cols_of(a), k = m < n ? m : n;
+    int64_t uc = flag == 1 ? m : k, vr = flag == 1 ? n : k;
+    PG_TRY(add_out(o, a->dtype, a, 2, flag == 2 ? 0 : m, flag == 2 ? 0 : uc));
+    PG_TRY(add_out(o, a->dtype, a, 1, k, 0));
+    return add_out(o, a->dtype, a, 2, flag == 2 ? 0 : vr, flag == 2 ? 0 : n);
+}
+
+/* w (.., n), V (.., n, n) */
+static pg_status shapes_EIGH(const char *op, const pg_tensor *a, const pg_tensor *b, int flag,
+                             linalg_outs *o)
+{
+    (void)b, (void)flag;
+    PG_TRY(square(op, a));
+    PG_TRY(add_out(o, a->dtype, a, 1, cols_of(a), 0));
+    return add_out(o, a->dtype, a, 2, cols_of(a), cols_of(a));
+}
+
+/* X (.., n, k), rank int64 (..), S (.., min(m, n)) */
+static pg_status shapes_LSTSQ(const char *op, const pg_tensor *a, const pg_tensor *b, int flag,
+                              linalg_outs *o)
+{
+    (void)flag;
+    PG_TRY(rhs_fits(op, a, b));
+    int64_t m = rows_of(a), n = cols_of(a);
+    PG_TRY(add_out(o, a->dtype, a, 2, n, cols_of(b)));
+    PG_TRY(add_out(o, PG_INT64, a, 0, 0, 0));
+    return add_out(o, a->dtype, a, 1, m < n ? m : n, 0);
+}
+
+typedef pg_status (*shapes_fn)(const char *, const pg_tensor *, const pg_tensor *, int,
+                               linalg_outs *);
+
+/* each LINALG row's columns: operands, output shapes, what info > 0 means */
+static const struct {
+    int nsrc;
+    shapes_fn shapes;
+    const char *fails;
+} rows[PG_NUM_SUBOPS] = {
+#define PG_SUBOP_LINALG(ID, name, flags, nsrc, outs, cpu, fails)                                   \
+    [PG_LINALG_##ID] = {nsrc, shapes_##outs, fails},
+#include "pg_subops.def"
+};
+
+static pg_status check_input(const char *op, const pg_tensor *a)
 {
     char dev[24];
     pg_device_str(pg_tensor_device(a), dev, sizeof dev);
-    if (pg_tensor_device(a).type != PG_DEV_CPU || !pg_tensor_is_contiguous(a))
-        return pg_error_set(PG_ERR_VALUE, "%s: internal: LAPACK takes a contiguous cpu tensor, "
-                                          "got one on %s", op, dev);
     if (a->dtype != PG_FLOAT32 && a->dtype != PG_FLOAT64)
         return pg_error_set(PG_ERR_DTYPE, "%s: expected a float32 or float64 tensor, got %s "
                                           "on %s (convert first: A.double())",
                             op, pg_dtype_name((pg_dtype)a->dtype), dev);
-    if (a->ndim < min_ndim)
-        return pg_error_set(PG_ERR_VALUE, "%s: the input tensor A must have at least %d "
-                                          "dimensions, got %d", op, min_ndim, a->ndim);
+    if (a->ndim < 2)
+        return pg_error_set(PG_ERR_VALUE, "%s: the input tensor A must have at least 2 "
+                                          "dimensions, got %d", op, a->ndim);
     return PG_OK;
 }
 
-static int64_t batch_count(const pg_tensor *a, int last)
+/* The first nonzero info of the batch as PyTorch's message (its row's fails column). */
+static pg_status check_info(int op, const pg_tensor *info)
 {
-    int64_t n = 1;
-    for (int i = 0; i < a->ndim - last; i++)
-        n *= a->shape[i];
-    return n;
-}
-
-static pg_status lapack_failed(const char *op, int info, int64_t b, int64_t nb)
-{
-    char where[48] = "";
-    if (nb > 1)
-        snprintf(where, sizeof where, "(Batch element %lld): ", (long long)b);
-    if (info < 0)
-        return pg_error_set(PG_ERR_RUNTIME, "%s: %sLAPACK rejected argument %d (internal error)",
-                            op, where, -info);
-    if (strcmp(op, "linalg.cholesky") == 0)
-        return pg_error_set(PG_ERR_RUNTIME,
-                            "%s: %sThe factorization could not be completed because the input is "
-                            "not positive-definite (the leading minor of order %d is not "
-                            "positive-definite).",
-                            op, where, info);
-    if (strcmp(op, "linalg.svd") == 0 || strcmp(op, "linalg.eigh") == 0 ||
-        strcmp(op, "linalg.lstsq") == 0)
-        return pg_error_set(PG_ERR_RUNTIME, "%s: %sThe algorithm failed to converge (error code "
-                                            "%d).", op, where, info);
-    return pg_error_set(PG_ERR_RUNTIME,
-                        "%s: %sThe diagonal element %d is zero, the inversion could not be "
-                        "completed because the input matrix is singular.",
-                        op, where, info);
-}
-
-/* A copy of matrix `b` of `src` into `dst` (both contiguous, `count` elements each). */
-static void copy_matrix(pg_tensor *dst, const pg_tensor *src, int64_t b, int64_t count)
-{
-    size_t es = pg_dtype_size((pg_dtype)src->dtype);
-    memcpy(pg_tensor_data(dst) + b * count * es, pg_tensor_data(src) + b * count * es,
-           (size_t)count * es);
-}
-
-static char *mat(pg_tensor *t, int64_t b, int64_t count)
-{
-    return pg_tensor_data(t) + b * count * (int64_t)pg_dtype_size((pg_dtype)t->dtype);
-}
-
-/* getrf: (LU (.., n, n), pivots int64 (.., n) 1-based, info int64 (..)); info > 0 is not
- * an error (torch.linalg.lu_factor_ex) */
-static pg_status lu(const pg_tensor *a, pg_tensor *outs)
-{
-    int nd = a->ndim - 2;
-    int64_t n = a->shape[a->ndim - 1], nb = batch_count(a, 2);
-    if (a->shape[a->ndim - 2] != n)
-        return pg_error_set(PG_ERR_SHAPE, "linalg.lu_factor: A must be batches of square "
-                                          "matrices, but they are %lld by %lld matrices",
-                            (long long)a->shape[a->ndim - 2], (long long)n);
-    PG_TRY(out_tensor((pg_dtype)a->dtype, nd, a->shape, 2, n, n, &outs[0]));
-    PG_TRY(out_tensor(PG_INT64, nd, a->shape, 1, n, 0, &outs[1]));
-    PG_TRY(out_tensor(PG_INT64, nd, a->shape, 0, 0, 0, &outs[2]));
-    int32_t *ipiv = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-    if (!ipiv)
-        return pg_error_set(PG_ERR_NOMEM, "linalg.lu_factor: out of memory");
-    for (int64_t b = 0; b < nb; b++) {
-        copy_matrix(&outs[0], a, b, n * n);
-        int info = n ? pg_lapack_getrf(a->dtype, (int)n, mat(&outs[0], b, n * n), ipiv) : 0;
-        int64_t *piv = (int64_t *)pg_tensor_data(&outs[1]) + b * n;
-        for (int64_t i = 0; i < n; i++)
-            piv[i] = ipiv[i];
-        ((int64_t *)pg_tensor_data(&outs[2]))[b] = info;
-        if (info < 0) {
-            free(ipiv);
-            return lapack_failed("linalg.lu_factor", info, b, nb);
-        }
-    }
-    free(ipiv);
-    return PG_OK;
-}
-
-/* gesv: X (.., n, k) = A^-1 B, with A (.., n, n) and B (.., n, k) of the same batch */
-static pg_status solve(const pg_tensor *a, const pg_tensor *rhs, pg_tensor *outs)
-{
-    int64_t n = a->shape[a->ndim - 1], k = rhs->shape[rhs->ndim - 1], nb = batch_count(a, 2);
-    if (a->shape[a->ndim - 2] != n || rhs->ndim != a->ndim || rhs->shape[rhs->ndim - 2] != n ||
-        batch_count(rhs, 2) != nb || rhs->dtype != a->dtype)
-        return pg_error_set(PG_ERR_SHAPE, "linalg.solve: internal: A (.., n, n) and B (.., n, k) "
-                                          "of one batch and dtype expected");
-    PG_TRY(out_tensor((pg_dtype)a->dtype, rhs->ndim - 2, rhs->shape, 2, n, k, &outs[0]));
-    pg_tensor work;
-    PG_TRY(out_tensor((pg_dtype)a->dtype, 0, NULL, 2, n, n, &work));
-    int32_t *ipiv = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-    pg_status st = ipiv ? PG_OK : pg_error_set(PG_ERR_NOMEM, "linalg.solve: out of memory");
-    for (int64_t b = 0; st == PG_OK && b < nb && n && k; b++) {
-        memcpy(pg_tensor_data(&work), mat((pg_tensor *)a, b, n * n),
-               (size_t)(n * n) * pg_dtype_size((pg_dtype)a->dtype));
-        copy_matrix(&outs[0], rhs, b, n * k);
-        int info = pg_lapack_gesv(a->dtype, (int)n, (int)k, pg_tensor_data(&work), ipiv,
-                                  mat(&outs[0], b, n * k));
-        if (info > 0)
-            st = pg_error_set(PG_ERR_RUNTIME, "linalg.solve: %sThe solver failed because the "
-                                              "input matrix is singular.", nb > 1 ? "(a batch "
-                                              "element) " : "");
-        else if (info < 0)
-            st = lapack_failed("linalg.solve", info, b, nb);
-    }
-    free(ipiv);
-    pg_tensor_clear(&work);
-    return st;
-}
-
-/* getrf + getri: A^-1 (.., n, n) */
-static pg_status inverse(const pg_tensor *a, pg_tensor *outs)
-{
-    int64_t n = a->shape[a->ndim - 1], nb = batch_count(a, 2);
-    if (a->shape[a->ndim - 2] != n)
-        return pg_error_set(PG_ERR_SHAPE, "linalg.inv: A must be batches of square matrices, "
-                                          "but they are %lld by %lld matrices",
-                            (long long)a->shape[a->ndim - 2], (long long)n);
-    PG_TRY(out_tensor((pg_dtype)a->dtype, a->ndim - 2, a->shape, 2, n, n, &outs[0]));
-    int32_t *ipiv = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-    if (!ipiv)
-        return pg_error_set(PG_ERR_NOMEM, "linalg.inv: out of memory");
-    pg_status st = PG_OK;
-    for (int64_t b = 0; st == PG_OK && b < nb && n; b++) {
-        copy_matrix(&outs[0], a, b, n * n);
-        int info = pg_lapack_getrf(a->dtype, (int)n, mat(&outs[0], b, n * n), ipiv);
-        if (info == 0)
-            info = pg_lapack_getri(a->dtype, (int)n, mat(&outs[0], b, n * n), ipiv);
-        if (info != 0)
-            st = lapack_failed("linalg.inv", info, b, nb);
-    }
-    free(ipiv);
-    return st;
-}
-
-/* potrf: L (.., n, n) lower (or U upper), the other triangle zeroed */
-static pg_status cholesky(const pg_tensor *a, int upper, pg_tensor *outs)
-{
-    int64_t n = a->shape[a->ndim - 1], nb = batch_count(a, 2);
-    if (a->shape[a->ndim - 2] != n)
-        return pg_error_set(PG_ERR_SHAPE, "linalg.cholesky: A must be batches of square "
-                                          "matrices, but they are %lld by %lld matrices",
-                            (long long)a->shape[a->ndim - 2], (long long)n);
-    PG_TRY(out_tensor((pg_dtype)a->dtype, a->ndim - 2, a->shape, 2, n, n, &outs[0]));
-    size_t es = pg_dtype_size((pg_dtype)a->dtype);
-    for (int64_t b = 0; b < nb && n; b++) {
-        copy_matrix(&outs[0], a, b, n * n);
-        char *m = mat(&outs[0], b, n * n);
-        int info = pg_lapack_potrf(a->dtype, upper, (int)n, m);
-        if (info != 0)
-            return lapack_failed("linalg.cholesky", info, b, nb);
-        for (int64_t i = 0; i < n; i++) /* zero the triangle LAPACK left as it was */
-            for (int64_t j = 0; j < n; j++)
-                if (upper ? j < i : j > i)
-                    memset(m + (i * n + j) * (int64_t)es, 0, es);
-    }
-    return PG_OK;
-}
-
-/* geqrf + orgqr: Q (.., m, k or m), R (.., k or m, n); mode 0 reduced, 1 complete,
- * 2 R only (Q empty) */
-static pg_status qr(const pg_tensor *a, int mode, pg_tensor *outs)
-{
-    int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], nb = batch_count(a, 2);
-    int64_t k = m < n ? m : n, qc = mode == 1 ? m : k, rr = mode == 1 ? m : k;
-    int64_t es = (int64_t)pg_dtype_size((pg_dtype)a->dtype);
-    PG_TRY(out_tensor((pg_dtype)a->dtype, a->ndim - 2, a->shape, 2, mode == 2 ? 0 : m,
-                      mode == 2 ? 0 : qc, &outs[0]));
-    PG_TRY(out_tensor((pg_dtype)a->dtype, a->ndim - 2, a->shape, 2, rr, n, &outs[1]));
-    char *tight = malloc((size_t)(m * n + k + 1) * (size_t)es); /* A's factors, then tau */
-    if (!tight)
-        return pg_error_set(PG_ERR_NOMEM, "linalg.qr: out of memory");
-    char *tau = tight + m * n * es;
-    pg_status st = PG_OK;
+    pg_tensor host;
+    PG_TRY(pg_op_to_device(info, (pg_device){PG_DEV_CPU, 0}, false, PG_IMPLICIT_ITEM, &host));
+    pg_status st = pg_tensor_wait(&host);
+    int64_t nb = pg_tensor_numel(&host);
+    const int64_t *v = (const int64_t *)pg_tensor_data(&host);
     for (int64_t b = 0; st == PG_OK && b < nb; b++) {
-        memcpy(tight, mat((pg_tensor *)a, b, m * n), (size_t)(m * n * es));
-        int info = k ? pg_lapack_geqrf(a->dtype, (int)m, (int)n, tight, tau) : 0;
-        if (info != 0) {
-            st = lapack_failed("linalg.qr", info, b, nb);
-            break;
-        }
-        char *r = mat(&outs[1], b, rr * n); /* R: the upper triangle of the factors */
-        memset(r, 0, (size_t)(rr * n * es));
-        for (int64_t i = 0; i < rr && i < m; i++)
-            memcpy(r + (i * n + i) * es, tight + (i * n + i) * es, (size_t)((n - i > 0 ? n - i : 0) * es));
-        if (mode == 2)
+        if (v[b] == 0)
             continue;
-        /* Q: orgqr from the k reflectors in the first min(n, qc) columns */
-        char *q = mat(&outs[0], b, m * qc);
-        int64_t cols = n < qc ? n : qc;
-        memset(q, 0, (size_t)(m * qc * es));
-        for (int64_t i = 0; i < m; i++)
-            memcpy(q + i * qc * es, tight + i * n * es, (size_t)(cols * es));
-        info = (m && qc) ? pg_lapack_orgqr(a->dtype, (int)m, (int)qc, (int)k, q, tau) : 0;
-        if (info != 0)
-            st = lapack_failed("linalg.qr", info, b, nb);
+        char where[48] = "", what[320];
+        if (host.ndim > 0)
+            snprintf(where, sizeof where, "(Batch element %lld): ", (long long)b);
+        snprintf(what, sizeof what, rows[op].fails, (long long)v[b]);
+        st = pg_error_set(PG_ERR_RUNTIME, "%s: %s%s", pg_subop_name(op), where, what);
     }
-    free(tight);
-    return st;
-}
-
-/* gesdd: U (.., m, m or k), S (.., k), Vh (.., n or k, n); flag 0 reduced, 1 full,
- * 2 values only (U, Vh empty) */
-static pg_status svd(const pg_tensor *a, int flag, pg_tensor *outs)
-{
-    int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], nb = batch_count(a, 2);
-    int64_t k = m < n ? m : n;
-    char jobz = flag == 2 ? 'N' : flag == 1 ? 'A' : 'S';
-    int64_t uc = flag == 1 ? m : k, vr = flag == 1 ? n : k;
-    size_t es = pg_dtype_size((pg_dtype)a->dtype);
-    PG_TRY(out_tensor((pg_dtype)a->dtype, a->ndim - 2, a->shape, 2, flag == 2 ? 0 : m,
-                      flag == 2 ? 0 : uc, &outs[0]));
-    PG_TRY(out_tensor((pg_dtype)a->dtype, a->ndim - 2, a->shape, 1, k, 0, &outs[1]));
-    PG_TRY(out_tensor((pg_dtype)a->dtype, a->ndim - 2, a->shape, 2, flag == 2 ? 0 : vr,
-                      flag == 2 ? 0 : n, &outs[2]));
-    char *work = malloc((size_t)(m * n + 1) * es);
-    if (!work)
-        return pg_error_set(PG_ERR_NOMEM, "linalg.svd: out of memory");
-    char one[16];
-    pg_status st = PG_OK;
-    for (int64_t b = 0; st == PG_OK && b < nb && k; b++) {
-        memcpy(work, mat((pg_tensor *)a, b, m * n), (size_t)(m * n) * es);
-        void *u = flag == 2 ? (void *)one : (void *)mat(&outs[0], b, m * uc);
-        void *vt = flag == 2 ? (void *)one : (void *)mat(&outs[2], b, vr * n);
-        int info = pg_lapack_gesdd(a->dtype, jobz, (int)m, (int)n, work, mat(&outs[1], b, k), u, vt);
-        if (info != 0)
-            st = lapack_failed("linalg.svd", info, b, nb);
-    }
-    free(work);
-    return st;
-}
-
-/* syevd: w (.., n) ascending, V (.., n, n) */
-static pg_status eigh(const pg_tensor *a, int upper, pg_tensor *outs)
-{
-    int64_t n = a->shape[a->ndim - 1], nb = batch_count(a, 2);
-    if (a->shape[a->ndim - 2] != n)
-        return pg_error_set(PG_ERR_SHAPE, "linalg.eigh: A must be batches of square matrices, "
-                                          "but they are %lld by %lld matrices",
-                            (long long)a->shape[a->ndim - 2], (long long)n);
-    PG_TRY(out_tensor((pg_dtype)a->dtype, a->ndim - 2, a->shape, 1, n, 0, &outs[0]));
-    PG_TRY(out_tensor((pg_dtype)a->dtype, a->ndim - 2, a->shape, 2, n, n, &outs[1]));
-    for (int64_t b = 0; b < nb && n; b++) {
-        copy_matrix(&outs[1], a, b, n * n);
-        int info = pg_lapack_syevd(a->dtype, upper, (int)n, mat(&outs[1], b, n * n),
-                                   mat(&outs[0], b, n));
-        if (info != 0)
-            return lapack_failed("linalg.eigh", info, b, nb);
-    }
-    return PG_OK;
-}
-
-/* gelsd: X (.., n, k), rank int64 (..), S (.., min(m, n)) for A (.., m, n), B (.., m, k) */
-static pg_status lstsq(const pg_tensor *a, const pg_tensor *rhs, double rcond, pg_tensor *outs)
-{
-    int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], nb = batch_count(a, 2);
-    int64_t k = rhs->shape[rhs->ndim - 1], mn = m < n ? m : n, mx = m > n ? m : n;
-    if (rhs->ndim != a->ndim || rhs->shape[rhs->ndim - 2] != m || batch_count(rhs, 2) != nb ||
-        rhs->dtype != a->dtype)
-        return pg_error_set(PG_ERR_SHAPE, "linalg.lstsq: internal: A (.., m, n) and B (.., m, k) "
-                                          "of one batch and dtype expected");
-    size_t es = pg_dtype_size((pg_dtype)a->dtype);
-    PG_TRY(out_tensor((pg_dtype)a->dtype, a->ndim - 2, a->shape, 2, n, k, &outs[0]));
-    PG_TRY(out_tensor(PG_INT64, a->ndim - 2, a->shape, 0, 0, 0, &outs[1]));
-    PG_TRY(out_tensor((pg_dtype)a->dtype, a->ndim - 2, a->shape, 1, mn, 0, &outs[2]));
-    char *wa = malloc((size_t)(m * n + mx * k + 1) * es);
-    if (!wa)
-        return pg_error_set(PG_ERR_NOMEM, "linalg.lstsq: out of memory");
-    char *wb = wa + m * n * (int64_t)es;
-    pg_status st = PG_OK;
-    for (int64_t b = 0; st == PG_OK && b < nb; b++) {
-        memcpy(wa, mat((pg_tensor *)a, b, m * n), (size_t)(m * n) * es);
-        memset(wb, 0, (size_t)(mx * k) * es);
-        memcpy(wb, mat((pg_tensor *)rhs, b, m * k), (size_t)(m * k) * es);
-        int32_t rank = 0;
-        int info = (mn && k) ? pg_lapack_gelsd(a->dtype, (int)m, (int)n, (int)k, wa, wb,
-                                               mat(&outs[2], b, mn), rcond, &rank)
-                             : 0;
-        if (info != 0) {
-            st = lapack_failed("linalg.lstsq", info, b, nb);
-            break;
-        }
-        memcpy(mat(&outs[0], b, n * k), wb, (size_t)(n * k) * es);
-        ((int64_t *)pg_tensor_data(&outs[1]))[b] = rank;
-    }
-    free(wa);
+    pg_tensor_clear(&host);
     return st;
 }
 
 pg_status pg_op_linalg(int op, const pg_tensor *a, const pg_tensor *b, int flag, double param,
-                       pg_tensor outs[PG_LINALG_MAX_OUT], int *nout)
+                       bool check, pg_tensor outs[PG_LINALG_MAX_OUT + 1], int *nout)
 {
-    static const char *const names[] = {"linalg.lu_factor", "linalg.solve", "linalg.inv",
-                                        "linalg.cholesky", "linalg.qr", "linalg.svd",
-                                        "linalg.eigh", "linalg.lstsq"};
-    static const int counts[] = {3, 1, 1, 1, 2, 3, 2, 3};
-    for (int i = 0; i < PG_LINALG_MAX_OUT; i++)
+    for (int i = 0; i <= PG_LINALG_MAX_OUT; i++)
         pg_tensor_out_init(&outs[i], NULL);
-    if (op < 0 || op >= (int)(sizeof counts / sizeof *counts))
-        return pg_error_set(PG_ERR_VALUE, "linalg: unknown op %d", op);
-    *nout = counts[op];
-    PG_TRY(check_input(names[op], a, 2));
-    if (b)
-        PG_TRY(check_input(names[op], b, 2));
-    pg_status st;
-    switch (op) {
-    case PG_LINALG_LU: st = lu(a, outs); break;
-    case PG_LINALG_SOLVE: st = solve(a, b, outs); break;
-    case PG_LINALG_INV: st = inverse(a, outs); break;
-    case PG_LINALG_CHOLESKY: st = cholesky(a, flag, outs); break;
-    case PG_LINALG_QR: st = qr(a, flag, outs); break;
-    case PG_LINALG_SVD: st = svd(a, flag, outs); break;
-    case PG_LINALG_EIGH: st = eigh(a, flag, outs); break;
-    default: st = lstsq(a, b, param, outs); break;
+    *nout = 0;
+    if (pg_subop_node(op) != PG_OP_LINALG)
+        return pg_error_set(PG_ERR_VALUE, "linalg: %s is not a LINALG sub-op", pg_subop_id(op));
+    const char *name = pg_subop_name(op);
+    if ((b != NULL) != (rows[op].nsrc == 2))
+        return pg_error_set(PG_ERR_VALUE, "%s: internal: %d operand(s) expected", name,
+                            rows[op].nsrc);
+    PG_TRY(check_input(name, a));
+    if (b) {
+        PG_TRY(check_input(name, b));
+        PG_TRY(pg_check_same_device(name, a, b));
+        if (b->dtype != a->dtype)
+            return pg_error_set(PG_ERR_DTYPE, "%s: internal: A and B of one dtype expected", name);
     }
-    if (st != PG_OK)
-        for (int i = 0; i < PG_LINALG_MAX_OUT; i++)
-            pg_tensor_clear(&outs[i]);
-    return st;
+    linalg_outs o;
+    memset(&o, 0, sizeof o);
+    PG_TRY(rows[op].shapes(name, a, b, flag, &o));
+    pg_device dev = pg_tensor_device(a);
+    PG_TRY(pg_backend_check_op(dev, PG_OP_LINALG, a->dtype, name));
+
+    pg_node n;
+    pg_node_start(&n, PG_OP_LINALG, op, name);
+    n.p.linalg.flag = flag;
+    n.p.linalg.param = param;
+    n.nsrc = rows[op].nsrc;
+    pg_status st = pg_op_contiguous(a, &n.src[0]);
+    if (st == PG_OK && b)
+        st = pg_op_contiguous(b, &n.src[1]);
+    /* the outputs, then info (int64, A's batch shape) */
+    for (int i = 0; st == PG_OK && i < o.n; i++)
+        st = pg_tensor_empty(dev, (pg_dtype)o.dtype[i], o.ndim[i], o.shape[i], &outs[i]);
+    if (st == PG_OK)
+        st = pg_tensor_empty(dev, PG_INT64, a->ndim - 2, a->shape, &outs[o.n]);
+    if (st == PG_OK) {
+        n.dst = outs[0];
+        n.nextra = o.n;
+        for (int i = 1; i <= o.n; i++)
+            n.extra[i - 1] = outs[i];
+        st = pg_launch(&n);
+    }
+    for (int i = 0; i < n.nsrc; i++)
+        if (n.src[i].storage)
+            pg_tensor_clear(&n.src[i]);
+    if (st == PG_OK && check)
+        st = check_info(op, &outs[o.n]);
+    if (st != PG_OK) {
+        for (int i = 0; i <= PG_LINALG_MAX_OUT; i++)
+            if (outs[i].storage)
+                pg_tensor_clear(&outs[i]);
+        return st;
+    }
+    *nout = o.n + 1;
+    return PG_OK;
 }

@@ -73,7 +73,7 @@ pg_status pg_op_batch_norm_train(const pg_tensor *x, const pg_tensor *w, const p
     pg_device dev = pg_tensor_device(x);
     PG_TRY(pg_backend_check_op(dev, PG_OP_BATCH_NORM, x->dtype, op));
     pg_node n;
-    pg_node_start(&n, PG_OP_BATCH_NORM, PG_BN_TRAIN_FWD, op);
+    pg_node_start(&n, PG_OP_BATCH_NORM, PG_BATCH_NORM_TRAIN_FWD, op);
     n.p.norm.eps = eps;
     n.p.norm.momentum = momentum;
     n.p.norm.flags = relu ? PG_BN_F_RELU : 0;
@@ -128,7 +128,7 @@ pg_status pg_op_batch_norm_backward(const pg_tensor *dy, const pg_tensor *x, con
     pg_device dev = pg_tensor_device(x);
     PG_TRY(pg_backend_check_op(dev, PG_OP_BATCH_NORM, x->dtype, op));
     pg_node n;
-    pg_node_start(&n, PG_OP_BATCH_NORM, PG_BN_TRAIN_BWD, op);
+    pg_node_start(&n, PG_OP_BATCH_NORM, PG_BATCH_NORM_TRAIN_BWD, op);
     n.p.norm.flags = y ? PG_BN_F_RELU : 0;
     n.nextra = 2;
     PG_TRY(pg_tensor_empty(dev, (pg_dtype)x->dtype, x->ndim, x->shape, &n.dst));

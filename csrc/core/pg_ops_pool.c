@@ -10,15 +10,10 @@
 #include "pg_ops.h"
 #include "pg_ops_conv.h"
 
-static bool is_adaptive(int kind)
-{
-    return kind == PG_POOL_ADAPTIVE_AVG_FWD || kind == PG_POOL_ADAPTIVE_MAX_FWD ||
-           kind == PG_POOL_ADAPTIVE_AVG_BWD;
-}
+/* what a POOL row's flags say (pg_subops.def) */
+static bool has_flag(int kind, unsigned flag) { return (pg_subop_flags(kind) & flag) != 0; }
 
-static bool is_max(int kind) { return kind == PG_POOL_MAX_FWD || kind == PG_POOL_ADAPTIVE_MAX_FWD; }
-
-static pg_status check_geom(const char *op, int kind, const int64_t *x_shape,
+static pg_status check_geom(const char *op, bool adaptive, const int64_t *x_shape,
                             const int64_t kernel[2], const int64_t stride[2],
                             const int64_t pad[2], const int64_t dilation[2],
                             const int64_t out_hw[2], pg_conv_geom *g)
@@ -32,7 +27,7 @@ static pg_status check_geom(const char *op, int kind, const int64_t *x_shape,
                                 (long long)x_shape[1], (long long)x_shape[2],
                                 (long long)x_shape[3], (long long)x_shape[1],
                                 (long long)out_hw[0], (long long)out_hw[1]);
-    if (is_adaptive(kind))
+    if (adaptive)
         return PG_OK;
     for (int k = 0; k < 2; k++) {
         if (kernel[k] <= 0 || kernel[k] > INT32_MAX)
@@ -74,8 +69,8 @@ pg_status pg_op_pool2d(int kind, const pg_tensor *x, const int64_t kernel[2],
     const char *op = "pool2d";
     pg_tensor_out_init(y, NULL);
     pg_tensor_out_init(idx, NULL);
-    if (kind < PG_POOL_MAX_FWD || kind > PG_POOL_ADAPTIVE_MAX_FWD)
-        return pg_error_set(PG_ERR_VALUE, "%s: unknown pooling kind %d", op, kind);
+    if (pg_subop_node(kind) != PG_OP_POOL || has_flag(kind, PG_SUBF_BWD))
+        return pg_error_set(PG_ERR_VALUE, "%s: %s is not a pooling", op, pg_subop_id(kind));
     PG_TRY(pg_conv_check_operand(op, "input", x, NULL, 4));
     if (x->shape[2] <= 0 || x->shape[3] <= 0)
         return pg_error_set(PG_ERR_RUNTIME, "%s: Expected input's non-batch dimensions to have "
@@ -84,7 +79,8 @@ pg_status pg_op_pool2d(int kind, const pg_tensor *x, const int64_t kernel[2],
         return pg_error_set(PG_ERR_RUNTIME, "%s: divisor must be not zero", op);
     pg_node n;
     pg_node_start(&n, PG_OP_POOL, kind, op);
-    PG_TRY(check_geom(op, kind, x->shape, kernel, stride, pad, dilation, out_hw, &n.p.conv));
+    PG_TRY(check_geom(op, has_flag(kind, PG_SUBF_ADAPTIVE), x->shape, kernel, stride, pad,
+                      dilation, out_hw, &n.p.conv));
     n.p.conv.flags = count_include_pad ? PG_POOL_F_COUNT_PAD : 0;
     n.p.conv.divisor = (int32_t)divisor;
     pg_device dev = pg_tensor_device(x);
@@ -92,7 +88,7 @@ pg_status pg_op_pool2d(int kind, const pg_tensor *x, const int64_t kernel[2],
     int64_t shape[4] = {x->shape[0], x->shape[1], out_hw[0], out_hw[1]};
     PG_TRY(pg_tensor_empty(dev, (pg_dtype)x->dtype, 4, shape, &n.dst));
     n.nextra = 1;
-    if (want_idx && is_max(kind)) {
+    if (want_idx && has_flag(kind, PG_SUBF_MAX)) {
         pg_status st = pg_tensor_empty(dev, PG_INT64, 4, shape, &n.extra[0]);
         if (st != PG_OK) {
             pg_tensor_clear(&n.dst);
@@ -115,8 +111,9 @@ pg_status pg_op_pool2d_backward(int kind, const pg_tensor *dy, const pg_tensor *
 {
     const char *op = "pool2d_backward";
     pg_tensor_out_init(dx, NULL);
-    if (kind < PG_POOL_MAX_BWD || kind > PG_POOL_ADAPTIVE_AVG_BWD)
-        return pg_error_set(PG_ERR_VALUE, "%s: unknown pooling gradient kind %d", op, kind);
+    if (pg_subop_node(kind) != PG_OP_POOL || !has_flag(kind, PG_SUBF_BWD))
+        return pg_error_set(PG_ERR_VALUE, "%s: %s is not a pooling gradient", op,
+                            pg_subop_id(kind));
     PG_TRY(pg_conv_check_operand(op, "grad_output", dy, NULL, 4));
     if (dy->shape[0] != x_shape[0] || dy->shape[1] != x_shape[1])
         return pg_error_set(PG_ERR_SHAPE, "%s: grad_output's (N, C) does not match the input's",
@@ -127,7 +124,7 @@ pg_status pg_op_pool2d_backward(int kind, const pg_tensor *dy, const pg_tensor *
     pg_node_start(&n, PG_OP_POOL, kind, op);
     const pg_tensor *in[2] = {dy, NULL};
     int nin = 1;
-    if (kind == PG_POOL_MAX_BWD) {
+    if (has_flag(kind, PG_SUBF_MAX)) { /* through the forward's indices */
         if (!idx || idx->dtype != PG_INT64 || idx->ndim != 4 ||
             memcmp(idx->shape, dy->shape, sizeof(int64_t) * 4) != 0)
             return pg_error_set(PG_ERR_SHAPE, "%s: the max pooling's indices must be int64 and "
@@ -148,8 +145,8 @@ pg_status pg_op_pool2d_backward(int kind, const pg_tensor *dy, const pg_tensor *
         }
     } else {
         int64_t d1[2] = {1, 1};
-        int fwd = kind == PG_POOL_AVG_BWD ? PG_POOL_AVG_FWD : PG_POOL_ADAPTIVE_AVG_FWD;
-        PG_TRY(check_geom(op, fwd, x_shape, kernel, stride, pad, d1, &dy->shape[2], &n.p.conv));
+        PG_TRY(check_geom(op, has_flag(kind, PG_SUBF_ADAPTIVE), x_shape, kernel, stride, pad, d1,
+                          &dy->shape[2], &n.p.conv));
     }
     n.p.conv.flags = count_include_pad ? PG_POOL_F_COUNT_PAD : 0;
     n.p.conv.divisor = (int32_t)divisor;

@@ -28,18 +28,18 @@
  *            dst: dG rows (the gates' pre-activation gradients, input side)
  *            extra: dHW rows (GRU: the hidden side, which differs in the n gate) | -,
  *                   dh rows (GRU: written dy * z) | -, dc rows (LSTM) | -
- * subop: the cell kind (PG_CELL_*, pg_ops.h). */
+ * subop: the cell kind (an RNN_CELL row of pg_subops.def: PG_RNN_CELL_LSTM, ...). */
 #include <string.h>
 
 #include "pg_ops.h"
 #include "pg_backend.h"
 
-static int cell_gates(int cell) { return cell == PG_CELL_LSTM ? 4 : cell == PG_CELL_GRU ? 3 : 1; }
+static int cell_gates(int cell) { return pg_rnn_cell(cell).gates; }
 
 int64_t pg_rnn_save_width(int cell, int64_t H, int64_t P)
 {
-    int64_t ks = cell == PG_CELL_LSTM || cell == PG_CELL_GRU ? 4 * H : H;
-    return ks + P + (cell == PG_CELL_LSTM ? H : 0);
+    pg_rnn_cell_cols c = pg_rnn_cell(cell); /* the cell's row: saved gates, a cell state */
+    return c.saved * H + P + (c.cell_state ? H : 0);
 }
 
 /* rows [r0, r0 + n) of a 2-d tensor, borrowed (no reference taken: the caller's tensors
@@ -114,8 +114,8 @@ static pg_status want(const char *op, const char *what, const pg_tensor *t, int 
 static pg_status check_dims(const char *op, int cell, int64_t T, const int64_t *bs, int64_t B,
                             int64_t *N)
 {
-    if (cell < 0 || cell >= PG_NUM_CELLS)
-        return pg_error_set(PG_ERR_VALUE, "%s: unknown cell kind %d", op, cell);
+    if (pg_subop_node(cell) != PG_OP_RNN_CELL)
+        return pg_error_set(PG_ERR_VALUE, "%s: %s is not a cell kind", op, pg_subop_id(cell));
     int64_t n = 0;
     for (int64_t t = 0; t < T; t++) {
         if (bs[t] < 1 || bs[t] > B || (t > 0 && bs[t] > bs[t - 1]))
@@ -151,7 +151,7 @@ pg_status pg_op_rnn_forward(int cell, const pg_tensor *g, const pg_tensor *w_hh,
     int dt = g->dtype;
     int64_t B = h->ndim == 2 ? h->shape[0] : -1, N;
     PG_TRY(check_dims(op, cell, T, bs, B, &N));
-    bool lstm = cell == PG_CELL_LSTM, proj = w_hr != NULL;
+    bool lstm = cell == PG_RNN_CELL_LSTM, proj = w_hr != NULL;
     if (proj && !lstm)
         return pg_error_set(PG_ERR_VALUE, "%s: only an LSTM has a projection", op);
     int64_t P = h->shape[1], KG = w_hh->ndim == 2 ? w_hh->shape[0] : -1;
@@ -249,7 +249,7 @@ pg_status pg_op_rnn_backward(int cell, const pg_tensor *save, const pg_tensor *w
     int dt = save->dtype;
     int64_t B = dh->ndim == 2 ? dh->shape[0] : -1, N;
     PG_TRY(check_dims(op, cell, T, bs, B, &N));
-    bool lstm = cell == PG_CELL_LSTM, gru = cell == PG_CELL_GRU, proj = w_hr != NULL;
+    bool lstm = cell == PG_RNN_CELL_LSTM, gru = cell == PG_RNN_CELL_GRU, proj = w_hr != NULL;
     int64_t P = dh->shape[1], KG = w_hh->ndim == 2 ? w_hh->shape[0] : -1;
     int64_t H = KG / cell_gates(cell), S = pg_rnn_save_width(cell, H, P);
     if (proj && !lstm)

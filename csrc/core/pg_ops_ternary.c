@@ -14,16 +14,24 @@
 
 #include "pg_backend.h"
 
-static const char *const names[] = {"addcmul", "addcdiv", "lerp", "lerp"};
+/* each TERNARY row's operand count (its nsrc column, pg_subops.def) */
+static int operands_of(int op)
+{
+    static const signed char t[PG_NUM_SUBOPS] = {
+#define PG_SUBOP_TERNARY(ID, name, flags, nsrc, ...) [PG_TERNARY_##ID] = nsrc,
+#include "pg_subops.def"
+    };
+    return op >= 0 && op < PG_NUM_SUBOPS ? t[op] : 0;
+}
 
 /* self (src0) is written in place when `inplace`; else `out` is a new tensor. */
 static pg_status ternary(int op, const pg_tensor *a, const pg_tensor *b, const pg_tensor *c,
                          double value, bool inplace, pg_tensor *out)
 {
-    if (op < PG_TERNARY_ADDCMUL || op > PG_TERNARY_LERP_TENSOR)
-        return pg_error_set(PG_ERR_VALUE, "ternary: unknown subop %d", op);
-    const char *name = names[op];
-    bool three = op != PG_TERNARY_LERP;
+    if (pg_subop_node(op) != PG_OP_TERNARY)
+        return pg_error_set(PG_ERR_VALUE, "ternary: %s is not a TERNARY sub-op", pg_subop_id(op));
+    const char *name = pg_subop_name(op);
+    bool three = operands_of(op) == 3;
     if (three != (c != NULL))
         return pg_error_set(PG_ERR_VALUE, "%s: internal: %s operands expected", name,
                             three ? "three" : "two");

@@ -325,7 +325,7 @@ pg_status pg_op_softmax_rows(const pg_tensor *x, bool log, pg_tensor *out)
         return PG_OK;
     const pg_tensor *in[1] = {x};
     pg_node n;
-    node_init(&n, PG_OP_SOFTMAX, log ? 1 : 0, op);
+    node_init(&n, PG_OP_SOFTMAX, log ? PG_SOFTMAX_LOG : PG_SOFTMAX_PLAIN, op);
     pg_status st = contiguous_all(1, in, n.src);
     if (st != PG_OK) {
         pg_tensor_clear(out);

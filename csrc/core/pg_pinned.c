@@ -1,5 +1,6 @@
 /* pg_pinned.c - the caching allocator for pinned host memory (see pg_pinned.h). */
 #include "pg_pinned.h"
+#include "pg_fork.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@ typedef struct pinned_block {
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pinned_block *g_free; /* few entries (a handful of batch sizes): a list will do */
 static pg_pinned_stats g_stats;
+
+void pg_pinned_after_fork(void) { pthread_mutex_init(&g_lock, NULL); }
 
 static size_t round_size(size_t n)
 {

@@ -6,6 +6,7 @@
  * before reading them (the Dekker pattern, with seq_cst atomics), so a worker
  * that wakes late can never read a half-written job. */
 #include "pg_pool.h"
+#include "pg_fork.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -66,7 +67,12 @@ struct pg_pool {
     _Atomic int sleepers;
     _Atomic int caller_sleeping;
     _Atomic bool stop;
+    struct pg_pool *next_made; /* every pool made, for the fork()ed child's reset */
 };
+
+/* Every pool made and not destroyed (pg_pool_destroy unlinks it), for pg_pool_after_fork. */
+static pthread_mutex_t g_pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static pg_pool *g_pools;
 
 static inline void cpu_relax(void)
 {
@@ -219,6 +225,10 @@ pg_status pg_pool_create(const char *prefix, int nthreads, pg_pool **out)
         pg_pool_destroy(p);
         return st;
     }
+    pthread_mutex_lock(&g_pools_lock);
+    p->next_made = g_pools;
+    g_pools = p;
+    pthread_mutex_unlock(&g_pools_lock);
     *out = p;
     return PG_OK;
 }
@@ -227,6 +237,13 @@ void pg_pool_destroy(pg_pool *p)
 {
     if (!p)
         return;
+    pthread_mutex_lock(&g_pools_lock);
+    for (pg_pool **at = &g_pools; *at; at = &(*at)->next_made)
+        if (*at == p) {
+            *at = p->next_made;
+            break;
+        }
+    pthread_mutex_unlock(&g_pools_lock);
     pthread_mutex_lock(&p->run_lock);
     stop_workers(p);
     pthread_mutex_unlock(&p->run_lock);
@@ -239,6 +256,29 @@ void pg_pool_destroy(pg_pool *p)
 }
 
 int pg_pool_threads(const pg_pool *p) { return p ? p->nthreads : 1; }
+
+/* The child of fork() has none of a pool's workers: each pool runs its jobs on the
+ * caller from now on, as one thread (pg_fork.h); pg_pool_resize can start new ones. */
+void pg_pool_after_fork(void)
+{
+    pthread_mutex_init(&g_pools_lock, NULL);
+    for (pg_pool *p = g_pools; p; p = p->next_made) {
+        pthread_mutex_init(&p->run_lock, NULL);
+        pthread_mutex_init(&p->err_lock, NULL);
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_cond_init(&p->work_cv, NULL);
+        pthread_cond_init(&p->done_cv, NULL);
+        p->workers = NULL; /* the parent's threads: none of them is here to join */
+        atomic_store(&p->nworkers, 0);
+        atomic_store(&p->nthreads, 1);
+        atomic_store(&p->active, 0);
+        atomic_store(&p->sleepers, 0);
+        atomic_store(&p->caller_sleeping, 0);
+        atomic_store(&p->stop, false);
+        uint64_t g = atomic_load(&p->gen);
+        atomic_store(&p->gen, g + (g & 1)); /* a job open at the fork: closed */
+    }
+}
 
 pg_status pg_pool_resize(pg_pool *p, int nthreads)
 {

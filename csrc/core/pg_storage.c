@@ -15,6 +15,7 @@
 #include "pg_allocator.h"
 #include "pg_async_error.h"
 #include "pg_backend.h"
+#include "pg_fork.h"
 #include "pg_pinned.h"
 #include "pg_stats.h"
 
@@ -309,6 +310,12 @@ long pg_storage_holds(pg_storage *s)
  * clear never frees a message being formatted. */
 static pthread_mutex_t g_error_lock = PTHREAD_MUTEX_INITIALIZER;
 
+
+void pg_storage_after_fork(void)
+{
+    pthread_mutex_init(&g_events_lock, NULL);
+    pthread_mutex_init(&g_error_lock, NULL);
+}
 
 void pg_storage_events_lock(void) { pthread_mutex_lock(&g_events_lock); }
 void pg_storage_events_unlock(void) { pthread_mutex_unlock(&g_events_lock); }

@@ -56,6 +56,7 @@ enum {
     PG_STORAGE_PINNED = 1u << 0,   /* page-locked host memory (fast async copies) */
     PG_STORAGE_EXTERNAL = 1u << 1, /* memory borrowed from another owner (NumPy, DLPack) */
     PG_STORAGE_READONLY = 1u << 2, /* the owner forbids writes */
+    PG_STORAGE_SHARED = 1u << 3,   /* in a shared-memory file other processes map (cpu) */
 };
 
 typedef struct pg_storage pg_storage;
@@ -123,6 +124,15 @@ void pg_storage_unhold(pg_storage *s);
 long pg_storage_users(pg_storage *s);
 /* The holds of queued tasks that have not run yet (see pg_storage_hold). */
 long pg_storage_holds(pg_storage *s);
+
+/* Shared memory (pg_shared_memory.c), PyTorch's share_memory_ and its "file_descriptor"
+ * strategy. Move a cpu storage's bytes into a shared-memory file, in place (every view
+ * follows; already shared: nothing to do); its descriptor (-1: not shared); and a new
+ * storage mapping a received descriptor of at least `nbytes`, which then owns (closes) it. */
+pg_status pg_storage_share(pg_storage *s);
+bool pg_storage_is_shared(const pg_storage *s);
+int pg_storage_shared_fd(const pg_storage *s);
+pg_status pg_storage_from_fd(int fd, size_t nbytes, pg_storage **out);
 
 /* A test's probe (bindings/testing.c, _test_release_race): when set, a release of a
  * device storage calls it right after reading the counts it decides on, so that a test

@@ -23,6 +23,7 @@
  * preemption. Waiters spin with `pause` only, briefly, then sleep on a condition
  * variable; the futex wake is what brings a sleeper back promptly. */
 #include "pg_stream.h"
+#include "pg_fork.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -59,7 +60,11 @@ struct pg_stream {
     _Atomic int worker_gone; /* the worker has been joined */
     pthread_mutex_t inline_lock; /* one caller at a time runs tasks of a closed stream */
     bool waiters_run; /* a host thread waiting for a task may run it (see the file comment) */
+    struct pg_stream *next_made; /* every stream made, for the fork()ed child's reset */
 };
+
+/* Every stream ever made (they are never freed): a fork()ed child closes them all. */
+static pg_stream *_Atomic g_streams;
 
 /* Set on a stream's worker thread: it waits for other streams, never runs their tasks. */
 static _Thread_local bool t_is_worker;
@@ -229,8 +234,34 @@ pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, 
         return pg_error_set(PG_ERR_RUNTIME, "cannot start the worker thread of %s", name);
     }
     pthread_setname_np(s->thread, name);
+    s->next_made = atomic_load(&g_streams);
+    while (!atomic_compare_exchange_weak(&g_streams, &s->next_made, s)) {
+    }
     *out = s;
     return PG_OK;
+}
+
+/* The child of fork() has no worker threads: each stream becomes a closed one, whose
+ * queued and later tasks its callers run themselves, in order (pg_fork.h). A task the
+ * worker had started when the process forked is run again from the start (its thread
+ * stopped somewhere in it, in the parent's copy of the memory). */
+void pg_stream_after_fork(void)
+{
+    for (pg_stream *s = atomic_load(&g_streams); s; s = s->next_made) {
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->inline_lock, NULL);
+        pthread_cond_init(&s->work_cv, NULL);
+        pthread_cond_init(&s->done_cv, NULL);
+        atomic_store(&s->claimed, atomic_load(&s->completed));
+        atomic_store(&s->worker_sleeping, 0);
+        atomic_store(&s->waiters_sleeping, 0);
+        atomic_store(&s->help_until, 0);
+        s->stop = true;
+        s->waiters_run = true;
+        atomic_store(&s->closed, 1);
+        atomic_store(&s->worker_gone, 1);
+    }
+    t_is_worker = false;
 }
 
 void pg_stream_close(pg_stream *s)

@@ -5,8 +5,9 @@ as PyTorch.
 The fork (_common.fused): two number bounds (not NaN) on a float32/float64 tensor whose
 backend has the CLAMP node are that one node (one pass), where nothing is recorded;
 elsewhere maximum then minimum, whose rows record their own backward (a bound that
-requires grad gets its share). clamp_ records no gradient: under autograd it is refused,
-as it was in the C bindings this replaces."""
+requires grad gets its share). clamp_ under autograd (the tensor or a bound requires
+grad) is the out-of-place clamp of a copy written back with copy_, which autograd records
+(pygpu/autograd/writes.py), so the tensor's history goes through the clamp."""
 from .. import _C
 from ..autograd.grad_mode import is_grad_enabled
 from ._common import fused
@@ -37,6 +38,8 @@ def _clamp(x, lo, hi, name):
 
 def _clamp_(x, lo, hi, name):
     _checked(x, lo, hi, name)
+    if is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in (x, lo, hi)):
+        return x.copy_(_clamp(x.clone(), lo, hi, name))  # recorded (the clone keeps x's values)
     if _one_node(x, lo, hi):
         return _C._clamp(x, float(lo), float(hi), True)
     if lo is not None:  # checks x against both bounds before it writes

@@ -1,58 +1,84 @@
-"""The autograd graph and backward(): nodes, the recording hook, the engine.
+"""The autograd graph and its engine: nodes, the recording hook, backward() and the walk
+that autograd.grad shares.
 
-A Node is what `t.grad_fn` holds: the op's name, its operands (`inputs`,
-None where an operand was a Python scalar) and a backward function mapping
-the gradient of the output to one gradient per operand. The C bindings call
-`record()` after an op whenever grad mode is on and an operand requires grad
-(see csrc/bindings/autograd.c); Python-level ops (pygpu/autograd/function.py)
-build nodes through Function.apply. backward() sorts the nodes reachable from
-the root topologically and walks them once in reverse, summing gradients that
-meet, and accumulates into each leaf's `.grad`. Every gradient op runs on the
-device of the data: nothing here moves a tensor.
+A Node is what `t.grad_fn` holds: the op's name, its operands (`inputs`, None where an
+operand was a Python scalar), the grad_fn each operand had when the op ran (`fns`, the
+graph's edges) and a backward function mapping the gradient of the output to one gradient
+per operand. The C bindings call `record()` after an op whenever grad mode is on and an
+operand requires grad (csrc/bindings/autograd.c); Python-level ops build nodes through
+Function.apply (function.py). `execute()` sorts the nodes reachable from the outputs
+topologically and walks them once in reverse, summing gradients that meet, and either
+accumulates into leaves' `.grad` (backward) or hands back the gradients reaching chosen
+inputs (autograd.grad). Every gradient op runs on the device of the data.
 
-Memory, as PyTorch keeps it: each node's saved tensors are dropped as soon as
-its backward has run (not when the next loss replaces the graph), and a
-gradient is added into an existing `.grad` in place when nothing else can see
-that memory (no other tensor, view or Python reference: _grad_exclusive), so a
-training step holds one set of gradients, not two.
+What a node holds (hold()): a leaf that requires grad itself (gradients accumulate into
+it); any other tensor as a detached alias (the same memory, no history, no _base), with
+the operand's grad_fn kept in `fns`. So no tensor a node holds can gain a history later
+and point back into the graph: an in-place write, which gives a tensor a new grad_fn,
+never closes a cycle through a node (the Tensor type is not tracked by the garbage
+collector). Under create_graph=True the aliases are given their grad_fn back for the
+backward that records its own graph (higher_order.py), as PyTorch unpacks its
+SavedVariables.
 
-Lifetime: what backward needs is held by the graph itself, strongly. A node's
-`keep` holds objects that must outlive the node's own backward until the whole
-backward() returns: a DataParallel forward keeps its replicas (whose Reducer's
-post-accumulate hooks fire on the replicas' leaves after the gather node has run)
-and a DistributedDataParallel forward its wrapper (whose Reducer averages the
-gradients), so a wrapper used as a temporary, `loss_fn(DataParallel(m)(x), y)`,
-still reduces every gradient (keep_alive)."""
+Memory, as PyTorch keeps it: each node's saved tensors are dropped as soon as its backward
+has run (unless retain_graph), and a gradient is added into an existing `.grad` in place
+when nothing else can see that memory (_grad_exclusive), so a training step holds one set
+of gradients, not two. A node's `keep` holds objects that must outlive its own backward
+until the whole backward() returns (DataParallel's replicas, DistributedDataParallel's
+wrapper: keep_alive)."""
 import sys
+import warnings
 
 from .. import _C, _tensor_create
-from .grad_mode import no_grad
+from .grad_mode import set_grad_enabled
 from . import rules, versions
 
 Tensor = _C.Tensor
 
+# What the modules above the engine plug in when the package is imported (one-way layers:
+# the engine imports neither): views.refresh, which regenerates a stale view's history
+# before an op holds it, and higher_order.backward, a node's backward under create_graph.
+_plugged = {"refresh_view": None, "recorded_backward": None}
+
+
+def plug(**fns):
+    """Called by views.py and higher_order.py at import."""
+    for k, fn in fns.items():
+        if k not in _plugged:
+            raise KeyError(k)
+        _plugged[k] = fn
 
 class Node:
     """One recorded op: backward(g) -> tuple of gradients, one per input.
 
-    `fns` holds each input's grad_fn as it was when the op ran (the graph's edges): an
-    in-place op that later gives an input a new grad_fn does not change what this node
-    backpropagates into. `saved` holds (tensor, write stamp, version) for each tensor
-    whose values the backward reads, taken when the op ran: backward refuses to run on
-    one modified since (PyTorch's version counter check, versions.check)."""
-    __slots__ = ("name", "inputs", "fns", "_backward", "ctx", "keep", "saved", "view")
+    `fns` holds each input's grad_fn as it was when the op ran: an in-place op that later
+    gives an input a new grad_fn does not change what this node backpropagates into.
+    `saved` holds (tensor, write stamp, version, ...) for each tensor whose values the
+    backward reads, taken when the op ran: backward refuses to run on one modified since
+    (PyTorch's version counter check, versions.check). `out_ref` is the detached alias of
+    the op's output that the backward reads, if any; `cls` the Function class of a Python
+    op (None for the C-recorded ones); `args`/`kwargs` a composite Function's arguments
+    (higher_order.py); `view`/`base_fn` mark a view's node and the base's grad_fn it was
+    made from (views.py regenerates a view whose base was written since)."""
+    __slots__ = ("name", "inputs", "fns", "_backward", "ctx", "keep", "saved", "view",
+                 "out_ref", "cls", "args", "kwargs", "base_fn", "__weakref__")
 
-    def __init__(self, name, inputs, backward, ctx, saved=(), view=False):
+    def __init__(self, name, inputs, fns, backward, ctx, saved=(), view=False):
         self.name = name
         self.inputs = inputs
-        self.fns = tuple([None if t is None else t.grad_fn for t in inputs])
+        self.fns = fns
         self._backward = backward
         self.ctx = ctx
         self.keep = None  # objects held until backward() returns, not just until release()
-        self.saved = versions.stamp(saved) if saved else ()
-        self.view = view  # the output is a view of inputs[0] (inplace.py refuses writing it)
+        self.saved = versions.stamp(saved, inputs, fns) if saved else ()
+        self.view = view
+        self.out_ref = None
+        self.cls = None
+        self.args = None
+        self.kwargs = None
+        self.base_fn = None
 
-    def __repr__(self):  # PyTorch's: <AddBackward0 object at 0x7f...>
+    def __repr__(self):  # PyTorch's: <AddBackward0 object at 0x7f...>, <CopySlices ...>
         from .._printing import grad_fn_name
         return f"<{grad_fn_name(self)} object at {id(self):#x}>"
 
@@ -64,14 +90,18 @@ class Node:
             return ()
         return tuple((f, 0) for f in self.fns)
 
-    def backward(self, g):
+    def backward(self, g, create_graph=False):
         if self.inputs is None:
             raise RuntimeError(
-                f"trying to backward through the graph a second time ({self!r}): its saved "
-                "tensors were freed after the first backward(); pass retain_graph=True to the "
-                "first call if you need to")
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or "
+                f"if you need to access saved tensors after calling backward. ({self!r})")
         if self.saved:
             versions.check(self)
+        if create_graph:
+            return _plugged["recorded_backward"](self, g)
         return self._backward(self.ctx, g)
 
     def release(self):
@@ -79,14 +109,61 @@ class Node:
         self.fns = ()
         self.ctx = None
         self.saved = ()
+        self.out_ref = None
+        self.args = self.kwargs = None
+
+
+def hold(t):
+    """(what a node keeps of operand t, t's grad_fn): see the module's docstring. A view
+    whose base was written with a history since it was made gets its history regenerated
+    first (views.py)."""
+    if type(t) is not Tensor:
+        if isinstance(t, Tensor):  # a subclass: kept as it is
+            return t, t.grad_fn
+        return t, None
+    if t._base is not None:
+        _plugged["refresh_view"](t)
+    fn = t.grad_fn
+    if fn is None and t.requires_grad:
+        return t, None
+    alias = t.detach()
+    if fn is not None:
+        alias.requires_grad_(True)  # rules ask whether an operand needs a gradient
+    return alias, fn
+
+
+def make_node(name, out, a, b, args, kwargs):
+    """The node of the op table's op `name` that made `out` from operands a, b (tensors or
+    numbers): its rule's context built from the operands themselves (rules.make: what
+    pygpu.onnx's tracer watches), then holding them as hold() keeps them."""
+    ha, fa = hold(a)
+    hb, fb = (ha, fa) if b is a else hold(b)
+    backward, ctx = rules.make(name, out, a, b, args, kwargs)
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        if ctx is a or ctx is b:
+            ctx = ha if ctx is a else hb
+        elif type(ctx) is tuple:
+            ctx = tuple(ha if c is a and c is not None else hb if c is b and c is not None
+                        else c for c in ctx)
+    saved = rules.saved(name, ctx, ha)
+    node = Node(rules.pretty(name),
+                (ha if isinstance(a, Tensor) else None, hb if isinstance(b, Tensor) else None),
+                (fa, fb), backward, ctx, saved)
+    for s in saved:
+        if type(s) is versions.Output:
+            node.out_ref = s.t
+    return node
 
 
 def record(name, out, a, b, args, kwargs):
     """The hook the C bindings call: attach a grad_fn to `out`."""
-    backward, ctx = rules.make(name, out, a, b, args, kwargs)
-    inputs = (a if isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None)
-    out._set_grad_fn(Node(rules.pretty(name), inputs, backward, ctx, rules.saved(name, ctx, a),
-                         name in rules.VIEW_OPS))
+    node = make_node(name, out, a, b, args, kwargs)
+    if name in rules.VIEW_OPS:
+        base = out._base
+        if base is not None:
+            node.view = True
+            node.base_fn = base.grad_fn
+    out._set_grad_fn(node)
 
 
 def keep_alive(t, obj):
@@ -124,13 +201,14 @@ def _fit(g, t):
     return g
 
 
-def _topological(root):
-    """Depth-first post-order. A node is marked when it is expanded, not when it is first
-    pushed: marking at push time let a node reached by two paths of different lengths
-    (d used by y = d * mean(d)) come out before one of its consumers, so that consumer's
-    gradient arrived after d's backward had run and was lost."""
+def _topological(roots, stop=()):
+    """Depth-first post-order from `roots` (nodes), not expanding the nodes in `stop`. A node
+    is marked when it is expanded, not when it is first pushed: marking at push time let a
+    node reached by two paths of different lengths (d used by y = d * mean(d)) come out
+    before one of its consumers, so that consumer's gradient arrived after d's backward had
+    run and was lost."""
     order, expanded = [], set()
-    stack = [(root, False)]
+    stack = [(r, False) for r in reversed(roots)]
     while stack:
         node, done = stack.pop()
         if done:
@@ -140,71 +218,346 @@ def _topological(root):
             continue
         expanded.add(id(node))
         stack.append((node, True))
+        if id(node) in stop:
+            continue
         for fn in node.fns:
             if fn is not None and id(fn) not in expanded:
                 stack.append((fn, False))
     return order  # every node after the nodes it depends on
 
 
-def backward(root, gradient=None, retain_graph=False):
-    """root.backward(gradient): accumulate d(root)/d(leaf) . gradient into leaves' .grad."""
-    if not root.requires_grad:
-        raise RuntimeError("backward(): this tensor does not require grad and has no grad_fn "
-                           "(did you compute it under no_grad(), or from tensors without "
-                           "requires_grad=True?)")
-    if gradient is None:
-        if root.numel() != 1:
-            raise RuntimeError(
-                f"backward(): grad can be implicitly created only for scalar outputs; this "
-                f"tensor has shape {root.shape}: pass backward(gradient=...) with a tensor of "
-                "that shape (or reduce it first, e.g. loss.sum())")
-        gradient = _ones_like(root)
-    else:
-        if not isinstance(gradient, Tensor):
-            raise TypeError(f"backward(): gradient must be a pygpu.Tensor, got "
-                            f"{type(gradient).__name__}")
-        if gradient.shape != root.shape:
-            raise RuntimeError(f"backward(): gradient has shape {gradient.shape} but the tensor "
-                               f"has shape {root.shape}")
-        if gradient.device != root.device:
-            raise RuntimeError(f"backward(): gradient is on {gradient.device} but the tensor is "
-                               f"on {root.device}; move it with .to({str(root.device)!r})")
-    owned = {id(gradient)}  # tensors some leaf already holds as .grad (never alias two)
-    with no_grad():
-        if root.grad_fn is None:
-            _accumulate(root, gradient, owned)
+def _key(t):
+    """Where the gradient with respect to t arrives: its grad_fn, or t itself (a leaf)."""
+    fn = t.grad_fn
+    return id(t) if fn is None else id(fn)
+
+
+def _useful(order, keys):
+    """The ids of the nodes whose backward leads to a target (keys: ids of target nodes and
+    leaves): autograd.grad runs only those, as PyTorch's engine does."""
+    useful = set()
+    for node in order:  # dependencies first
+        if node.inputs is None:  # released: running it raises PyTorch's "second time" error
+            useful.add(id(node))
+            continue
+        for t, fn in zip(node.inputs, node.fns):
+            if fn is not None:
+                if id(fn) in useful or id(fn) in keys:
+                    useful.add(id(node))
+                    break
+            elif t is not None and id(t) in keys:
+                useful.add(id(node))
+                break
+    return useful
+
+
+def execute(outputs, grads, inputs=None, *, accumulate, retain_graph=False,
+            create_graph=False, allow_unused=False, stop_at_inputs=False):
+    """The engine (PyTorch's _engine_run_backward): backpropagate `grads` (one tensor per
+    output) from `outputs` through the graph. accumulate=True adds the gradients into
+    leaves' .grad (all of them, or only `inputs`: PyTorch's backward(inputs=...));
+    accumulate=False returns the gradient reaching each of `inputs` (None where none does,
+    an error unless allow_unused). create_graph=True runs each backward under grad mode,
+    written in differentiable ops, so the gradients have a graph of their own.
+    stop_at_inputs: do not backpropagate past the inputs (partial derivatives:
+    higher_order's composites)."""
+    keys = {}
+    if inputs is not None:
+        for t in inputs:
+            if t._base is not None:
+                hold(t)  # a stale view: its history regenerated, as its gradient's key
+            keys.setdefault(_key(t), t)
+    found = {}
+
+    def capture(key, g):
+        prev = found.get(key)
+        found[key] = g if prev is None else prev + g
+
+    owned = set()  # ids of gradients some leaf already holds as .grad (never alias two)
+    roots, seeds = [], {}
+    callbacks = []  # queue_callback's, run once every gradient has arrived
+    stack = _final_callbacks.__dict__.setdefault("stack", [])
+    stack.append(callbacks)
+    try:
+        order = _run_engine(outputs, grads, inputs, keys, found, capture, owned, roots, seeds,
+                            accumulate, retain_graph, create_graph, stop_at_inputs)
+        while callbacks:  # in order (one may queue another)
+            callbacks.pop(0)()
+    finally:
+        stack.pop()
+    if not retain_graph:  # every node has run: what they kept may go now
+        for node in order:
+            node.keep = None
+    if inputs is None or accumulate:
+        return None
+    result = []
+    for i, t in enumerate(inputs):
+        g = found.get(_key(t))
+        if g is None and not allow_unused:
+            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "
+                               "used in the graph. Set allow_unused=True if this is the "
+                               "desired behavior." if len(inputs) > 1 else
+                               "One of the differentiated Tensors appears to not have been "
+                               "used in the graph. Set allow_unused=True if this is the "
+                               "desired behavior.")
+        result.append(g)
+    return result
+
+
+def _run_engine(outputs, grads, inputs, keys, found, capture, owned, roots, seeds, accumulate,
+                retain_graph, create_graph, stop_at_inputs):
+    """execute()'s walk: the seeds, the order, the nodes run; returns the order."""
+    order = []
+    with set_grad_enabled(create_graph):
+        for out, g in zip(outputs, grads):
+            if g is None:
+                continue
+            if out._base is not None:
+                hold(out)
+            fn = out.grad_fn
+            if fn is None:  # a leaf: its own gradient
+                if inputs is None:
+                    _accumulate(out, g, owned, create_graph)
+                elif id(out) in keys:
+                    capture(id(out), g)
+                continue
+            if id(fn) not in seeds:
+                roots.append(fn)
+                seeds[id(fn)] = g
+            else:
+                seeds[id(fn)] = seeds[id(fn)] + g
+        stop = keys if stop_at_inputs else ()
+        order = _topological(roots, stop) if roots else []
+        useful = _useful(order, keys) if inputs is not None else None
+        _walk(order, seeds, keys, useful, stop, found, owned, accumulate, retain_graph,
+              create_graph)
+        if inputs is not None and accumulate:  # backward(inputs=...): only their .grad
+            for key, t in keys.items():
+                if key in found:
+                    _accumulate(t, found[key], owned, create_graph)
+    return order
+
+
+_final_callbacks = __import__("threading").local()
+
+
+def queue_callback(fn):
+    """Run fn() once the backward() now running has accumulated every gradient, before it
+    returns (PyTorch's Variable._execution_engine.queue_callback). DistributedDataParallel
+    finishes its gradient reduction in one."""
+    stack = getattr(_final_callbacks, "stack", None)
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    stack[-1].append(fn)
+
+
+def _is_leaf_edge(t, fn):
+    return t is not None and fn is None and t.requires_grad
+
+
+def leaf_edges(order):
+    """id(leaf) -> how many edges of the nodes in `order` lead to it."""
+    count = {}
+    for node in order:
+        if node.inputs is None:
+            continue
+        for t, fn in zip(node.inputs, node.fns):
+            if _is_leaf_edge(t, fn):
+                count[id(t)] = count.get(id(t), 0) + 1
+    return count
+
+
+def reachable_leaves(outputs):
+    """The leaf tensors (that require grad) a backward from `outputs` (a tensor, or a tuple,
+    list or dict of them) would give a gradient to: DistributedDataParallel's
+    find_unused_parameters."""
+    found, stack = {}, [outputs]
+    roots = []
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (tuple, list)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, Tensor) and x.requires_grad:
+            if x.grad_fn is None:
+                found[id(x)] = x
+            else:
+                roots.append(x.grad_fn)
+    seen = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        for node in _topological([root]):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for t, fn in zip(node.inputs or (), node.fns):
+                if _is_leaf_edge(t, fn):
+                    found[id(t)] = t
+    return list(found.values())
+
+
+def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_graph,
+          create_graph):
+    """Walk the nodes in reverse topological order, each once. In a backward() (not
+    restricted to some inputs) a leaf reached by several edges gets the sum of their
+    gradients in one accumulation, once its last edge has run (PyTorch's AccumulateGrad
+    node): its hooks and post-accumulate hooks run once per backward."""
+    restrict = useful is not None
+    edges = {} if restrict else leaf_edges(order)
+    pending = {}  # id(leaf) -> (leaf, gradient summed so far or None)
+
+    def leaf_edge_done(t, gi):
+        leaf, prev = pending.get(id(t), (t, None))
+        if gi is not None:
+            prev = gi if prev is None else prev + gi
+        left = edges[id(t)] - 1
+        edges[id(t)] = left
+        if left:
+            pending[id(t)] = (leaf, prev)
             return
-        order = _topological(root.grad_fn)
-        grads = {id(root.grad_fn): gradient}
-        _run(order, grads, owned, retain_graph)
-        if not retain_graph:  # every node has run: what they kept may go now
-            for node in order:
-                node.keep = None
+        pending.pop(id(t), None)
+        if prev is not None:
+            if _tensor_hooks:
+                prev = _run_hooks(leaf, prev)
+            _accumulate(leaf, prev, owned, create_graph)
 
-
-def _run(order, grads, owned, retain_graph):
-    """Walk the nodes in reverse topological order, each once."""
     for node in reversed(order):
         g = grads.pop(id(node), None)
-        if g is None:
+        if g is None:  # nothing reached this node: its edges into leaves deliver nothing
+            if not restrict and node.inputs is not None:
+                for t, fn in zip(node.inputs, node.fns):
+                    if _is_leaf_edge(t, fn):
+                        leaf_edge_done(t, None)
             continue
         if _tensor_hooks:  # a non-leaf's hooks see its whole gradient (register_hook)
             g = _run_hooks(node, g)
+        if id(node) in keys:
+            prev = found.get(id(node))
+            found[id(node)] = g if prev is None else prev + g
+            if id(node) in stop:
+                continue
+        if restrict and id(node) not in useful:
+            continue
         inputs, fns = node.inputs, node.fns
-        in_grads = node.backward(g)
+        in_grads = node.backward(g, create_graph)
         for t, fn, gi in zip(inputs, fns, in_grads):
-            if t is None or gi is None or not (t.requires_grad or fn is not None):
+            if not restrict and _is_leaf_edge(t, fn):
+                leaf_edge_done(t, None if gi is None else _fit(gi, t))
+                continue
+            if t is None or gi is None or not (fn is not None or t.requires_grad):
                 continue
             gi = _fit(gi, t)
             if fn is None:
                 if _tensor_hooks:
                     gi = _run_hooks(t, gi)
-                _accumulate(t, gi, owned)
+                if id(t) in keys:
+                    prev = found.get(id(t))
+                    found[id(t)] = gi if prev is None else prev + gi
             else:
                 prev = grads.get(id(fn))
                 grads[id(fn)] = gi if prev is None else prev + gi
         if not retain_graph:
             node.release()
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Tensor.backward(gradient=None, retain_graph=None, create_graph=False, inputs=None)."""
+    backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
+             inputs=inputs)
+
+
+def _as_tensors(x, what):
+    if isinstance(x, Tensor):
+        return (x,)
+    if x is None:
+        return ()
+    return tuple(x)
+
+
+def make_grads(outputs, grads, is_grads_batched=False):
+    """PyTorch's _make_grads: each output's gradient, ones for a scalar output given None."""
+    new = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if isinstance(g, Tensor):
+            first = g[0] if is_grads_batched else g
+            if tuple(first.shape) != tuple(out.shape):
+                if is_grads_batched:
+                    raise RuntimeError(
+                        "If `is_grads_batched=True`, we interpret the first dimension of each "
+                        "grad_output as the batch dimension. The sizes of the remaining "
+                        "dimensions are expected to match the shape of corresponding output, "
+                        f"but a mismatch was detected: grad_output[{i}] has a shape of "
+                        f"{g.shape} and output[{i}] has a shape of {out.shape}. If you only "
+                        "want some tensors in `grad_output` to be considered batched, consider "
+                        "using vmap.")
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"{first.shape} and output[{i}] has a shape of {out.shape}.")
+            if g.device != out.device:
+                raise RuntimeError(f"backward(): gradient is on {g.device} but the tensor is on "
+                                   f"{out.device}; move it with .to({str(out.device)!r})")
+            new.append(g)
+        elif g is None:
+            if out.requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not out.dtype.is_floating_point:
+                    raise RuntimeError("grad can be implicitly created only for real scalar "
+                                       f"outputs but got {out.dtype}")
+                new.append(_ones_like(out))
+            else:
+                new.append(None)
+        else:
+            raise TypeError(f"gradients can be either Tensors or None, but got "
+                            f"{type(g).__name__}")
+    return new
+
+
+def _check_outputs(outputs):
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"element {i} of tensors is a {type(out).__name__}, not a Tensor")
+        if not out.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """torch.autograd.backward: accumulate the gradients of `tensors` (weighted by
+    grad_tensors) into the leaves' .grad, or only into `inputs`'."""
+    if grad_variables is not None:
+        warnings.warn("'grad_variables' is deprecated. Use 'grad_tensors' instead.",
+                      FutureWarning, stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("'grad_tensors' and 'grad_variables' (deprecated) arguments "
+                               "both passed to 'backward'. Please only use 'grad_tensors'.")
+        grad_tensors = grad_variables
+    outputs = _as_tensors(tensors, "tensors")
+    if isinstance(inputs, Tensor):
+        inputs = (inputs,)
+    elif inputs is not None:
+        inputs = tuple(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    grads = (None,) * len(outputs) if grad_tensors is None else _as_tensors(grad_tensors,
+                                                                              "grad_tensors")
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
+    _check_outputs(outputs)
+    grads = make_grads(outputs, grads)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if create_graph:
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the "
+            "parameter and its gradient which can cause a memory leak. We recommend using "
+            "autograd.grad when creating the graph to avoid this. If you have to use this "
+            "function, make sure to reset the .grad fields of your parameters to None after "
+            "use to break the cycle and avoid the leak.", UserWarning, stacklevel=3)
+    execute(outputs, grads, inputs, accumulate=True, retain_graph=bool(retain_graph),
+            create_graph=bool(create_graph))
 
 
 def _add_into(acc, g):
@@ -229,15 +582,34 @@ def memory_exclusive(t):
     return _C._grad_exclusive(t)
 
 
-def _accumulate(leaf, g, owned):
-    if leaf.grad is None:
-        if id(g) in owned:
+# id(leaf) -> leaf: leaves whose .grad is a view that must stay one (DistributedDataParallel's
+# gradient_as_bucket_view): a gradient is added into it in place although its bucket shares
+# the memory
+_grad_views = {}
+
+
+def keep_grad_view(leaf, on=True):
+    """Accumulate into leaf.grad in place even though other tensors see its memory."""
+    if on:
+        _grad_views[id(leaf)] = leaf
+    else:
+        _grad_views.pop(id(leaf), None)
+
+
+def _accumulate(leaf, g, owned, create_graph=False):
+    """leaf.grad += g. Under create_graph the sum is recorded (out of place), as PyTorch's
+    AccumulateGrad does with grad mode on."""
+    view = _grad_views.get(id(leaf))
+    if view is leaf and leaf.grad is not None and leaf.grad.shape == g.shape and not create_graph:
+        leaf.grad.add_(g)
+    elif leaf.grad is None:
+        if id(g) in owned or (create_graph and g.grad_fn is not None):
             g = g.clone()
         owned.add(id(g))
         leaf.grad = g
     else:
         acc = leaf.grad
-        if not _add_into(acc, g):
+        if create_graph or not _add_into(acc, g):
             leaf.grad = acc + g
         del acc
     hooks = _post_accumulate_hooks.get(id(leaf))
@@ -281,6 +653,8 @@ def register_hook(t, fn):
     use its return value (when not None) in its place. Returns a handle with remove()."""
     if not t.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t._base is not None:
+        hold(t)
     key = t if t.grad_fn is None else t.grad_fn
     entry = _tensor_hooks.setdefault(id(key), (key, []))
     entry[1].append(fn)

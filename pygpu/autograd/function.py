@@ -22,9 +22,15 @@ and pygpu's older short ones (save, saved); PyTorch 2's forward without ctx plus
 setup_context(ctx, inputs, output) works too. One output tensor per Function:
 a forward returning a tuple is refused (pygpu's nodes have one output).
 Fused ops (linear, cross-entropy) and cat are Functions; the elementwise ops
-are recorded by the C bindings instead."""
+are recorded by the C bindings instead.
+
+Under create_graph=True, backward runs under grad mode and its ops are recorded (so a
+backward written in tensor ops is differentiable again, as PyTorch's); ctx.saved then
+holds the saved tensors with their history. A backward marked @once_differentiable, and
+the fused ops' (which have a `composite` instead), are handled by higher_order.py."""
 from .. import _C
-from .engine import Node
+from .engine import Node, hold
+from .versions import Output
 
 Tensor = _C.Tensor
 
@@ -71,10 +77,29 @@ class Context:
         self.dirty = tensors
 
 
-def once_differentiable(fn):
-    """PyTorch's decorator for a backward that is not itself differentiable. pygpu runs
-    every backward under no_grad (no higher-order gradients), so it returns fn as it is."""
-    return fn
+def once_differentiable(fn, _when="grads"):
+    """PyTorch's decorator for a backward that is not itself differentiable (it calls ops
+    autograd does not record, such as one fused C kernel). It runs under no_grad; under
+    create_graph=True, when the incoming gradient requires grad (PyTorch's rule), the
+    gradients it returns carry a node that raises PyTorch's error when something
+    differentiates them again (higher_order.py), instead of being silently constant."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *grads):
+        from .grad_mode import no_grad
+        with no_grad():
+            return fn(ctx, *grads)
+    wrapper.once_differentiable = _when
+    return wrapper
+
+
+def fused_backward(fn):
+    """once_differentiable for pygpu's own fused ops with no composite (the RNN's cells):
+    the error node is attached whenever anything the backward depends on requires grad (the
+    saved inputs too, not only the incoming gradient), so no second derivative through
+    them is ever silently zero."""
+    return once_differentiable(fn, "inputs")
 
 
 def _has_setup_context(cls):
@@ -88,7 +113,16 @@ TRACING = [False]
 
 
 class Function:
-    view = False  # True: the output is a view of the first argument (versions.py)
+    """A differentiable op written in Python (see the module's docstring).
+
+    Class attributes pygpu's own ops set:
+    - view: the output is a view of the first argument (its _base: views.py);
+    - composite: a function of forward's arguments computing the same output from
+      differentiable tensor ops. Under create_graph=True the node's gradients are those of
+      the composite, recorded (higher_order.py), so an op whose backward is one fused C
+      kernel (convolution, linear, cross-entropy, ...) still has higher-order gradients."""
+    view = False
+    composite = None
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -129,14 +163,62 @@ class Function:
                     f"one output tensor")
             out = out[0]
         if enabled and id(out) not in ctx._non_differentiable:
-            ctx.needs_input_grad = tuple(type(a) is Tensor and a.requires_grad for a in args)
+            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
             if any(ctx.needs_input_grad):
-                # a saved output would make out -> node -> out: keep an alias instead
-                ctx.saved = tuple(s.detach() if s is out else s for s in ctx.saved)
-                inputs = tuple(a if type(a) is Tensor else None for a in args)
-                out._set_grad_fn(Node(cls.__name__, inputs, _backward_of(cls), ctx,
-                                      _saved(ctx, args, cls.view), cls.view))
+                _record(cls, ctx, args, kwargs, out)
         return out
+
+
+def _record(cls, ctx, args, kwargs, out):
+    """Give `out` its node: operands held as engine.hold keeps them, the saved tensors
+    mapped onto the same aliases (a saved output onto a detached alias of it: out -> node
+    -> out would be a cycle), the tensors to stamp for the version check."""
+    held = {}
+    inputs, fns = [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            h, fn = hold(a)
+            held[id(a)] = h
+            inputs.append(h)
+            fns.append(fn)
+        else:
+            inputs.append(None)
+            fns.append(None)
+    out_ref = None
+
+    def keep(s):
+        nonlocal out_ref
+        if s is out:
+            if out_ref is None:
+                out_ref = out.detach()
+            return out_ref
+        if type(s) is Tensor:
+            h = held.get(id(s))
+            if h is None:  # not an operand: its values only (a constant to a double backward)
+                h = s.detach() if s.grad_fn is not None or s._base is not None else s
+            return h
+        return s
+    ctx.saved = tuple(keep(s) for s in ctx.saved)
+    for k, v in list(ctx.__dict__.items()):
+        if type(v) is Tensor:
+            setattr(ctx, k, keep(v))
+    saved = [s for s in ctx.saved if type(s) is Tensor]
+    saved += [v for v in ctx.__dict__.values() if type(v) is Tensor]
+    if out_ref is not None:
+        saved = [Output(s) if s is out_ref else s for s in saved]
+    node = Node(cls.__name__, tuple(inputs), tuple(fns), _backward_of(cls), ctx, saved)
+    node.out_ref = out_ref
+    node.cls = cls
+    if cls.composite is not None:
+        node.args = tuple(held.get(id(a), a) if isinstance(a, Tensor) else a for a in args)
+        node.kwargs = kwargs
+    if cls.view and args and isinstance(args[0], Tensor):
+        _C._note_view(out, args[0])
+        base = out._base
+        if base is not None:
+            node.view = True
+            node.base_fn = base.grad_fn
+    out._set_grad_fn(node)
 
 
 _BACKWARDS = {}  # cls -> its backward wrapped by _backward_of (made once per class)
@@ -159,11 +241,3 @@ def _backward_of(cls):
 FunctionCtx = Context  # torch.autograd.function.FunctionCtx
 
 
-def _saved(ctx, args, view):
-    """What the version check stamps (versions.py): the tensors of ctx.save(...) and the
-    tensors kept as ctx attributes (an index, a mask); for a view, the viewed tensor."""
-    saved = [s for s in ctx.saved if type(s) is Tensor]
-    saved += [v for k, v in ctx.__dict__.items() if type(v) is Tensor]
-    if view and args and type(args[0]) is Tensor:
-        saved.append(args[0])
-    return saved

@@ -1,13 +1,15 @@
 """pygpu.autograd.grad: the gradients of outputs with respect to chosen inputs, returned
-instead of accumulated into `.grad` (PyTorch's torch.autograd.grad).
+instead of accumulated into `.grad` (PyTorch's torch.autograd.grad, its whole signature).
 
-It walks the same graph as backward() (engine.py: topological order, gradients summed
-where paths meet, every gradient op on the data's device) but hands back the gradient
-reaching each input, leaf or not, and leaves every `.grad` untouched. Higher-order
-gradients (create_graph=True) are not supported and say so."""
+It runs the engine backward() runs (engine.execute: topological order, gradients summed
+where paths meet, every gradient op on the data's device), only over the nodes that lead
+to an input, and hands back the gradient reaching each input, leaf or not; no `.grad` is
+touched. create_graph=True records the backward itself, so the result can be
+differentiated again (a gradient penalty, a Hessian-vector product: higher_order.py)."""
+import warnings
+
 from .. import _C
-from .engine import _fit, _ones_like, _topological
-from .grad_mode import no_grad
+from .engine import _check_outputs, execute, make_grads
 
 Tensor = _C.Tensor
 
@@ -17,77 +19,95 @@ def _as_tuple(x):
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False, materialize_grads=False):
-    if create_graph:
-        raise NotImplementedError("pygpu.autograd.grad: create_graph=True (higher-order "
-                                  "gradients) is not supported")
-    outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False):
+    """The sum of the gradients of `outputs` (weighted by grad_outputs) with respect to each
+    of `inputs`. retain_graph defaults to create_graph; allow_unused to materialize_grads
+    (unused inputs give None, or zeros with materialize_grads); is_grads_batched: the first
+    dimension of each grad_output is a batch of vectors, one backward each (PyTorch's
+    vmap), the results stacked."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _as_tuple(outputs)
+    keys = None
+    if isinstance(inputs, dict):
+        keys, inputs = list(inputs.keys()), tuple(inputs.values())
+    else:
+        inputs = _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad: inputs must be Tensors, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
-    grad_outputs = _as_tuple(grad_outputs) if isinstance(grad_outputs, Tensor) else \
-        tuple(grad_outputs)
+    else:
+        grad_outputs = _as_tuple(grad_outputs)
     if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} "
-                           f"outputs")
-    keys = []
-    for i, t in enumerate(inputs):
-        if not isinstance(t, Tensor) or not t.requires_grad:
-            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require "
-                               f"grad")
-        keys.append(t if t.grad_fn is None else t.grad_fn)
-    found = {id(k): None for k in keys}
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
+    _check_outputs(outputs)
+    grad_outputs = make_grads(outputs, grad_outputs, is_grads_batched)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if is_grads_batched:
+        result = _batched(outputs, grad_outputs, inputs, bool(retain_graph), create_graph,
+                          allow_unused)
+    else:
+        result = execute(outputs, grad_outputs, inputs, accumulate=False,
+                         retain_graph=bool(retain_graph), create_graph=bool(create_graph),
+                         allow_unused=allow_unused)
+    if materialize_grads:
+        from .._tensor_create import zeros
+        result = [r if r is not None else
+                  zeros(t.shape, dtype=t.dtype, device=t.device).requires_grad_(create_graph)
+                  for r, t in zip(result, inputs)]
+    result = tuple(result)
+    if keys is not None:
+        return dict(zip(keys, result))
+    return result
 
-    def add(key, g):
-        prev = found[id(key)]
-        found[id(key)] = g if prev is None else prev + g
 
-    retain = bool(retain_graph)
-    with no_grad():
-        for n, (out, gout) in enumerate(zip(outputs, grad_outputs)):
-            if not out.requires_grad:
-                raise RuntimeError(f"element {n} of tensors does not require grad and does not "
-                                   f"have a grad_fn")
-            if gout is None:
-                if out.numel() != 1:
-                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                gout = _ones_like(out)
-            elif gout.shape != out.shape:
-                raise RuntimeError(f"grad: grad_outputs[{n}] has shape {gout.shape}, the output "
-                                   f"{out.shape}")
-            if out.grad_fn is None:
-                if id(out) in found:
-                    add(out, gout)
-                continue
-            last = n == len(outputs) - 1
-            grads = {id(out.grad_fn): gout}
-            for node in reversed(_topological(out.grad_fn)):
-                g = grads.pop(id(node), None)
-                if g is None:
-                    continue
-                if id(node) in found:
-                    add(node, g)
-                inputs, fns = node.inputs or (), node.fns
-                for t, fn, gi in zip(inputs, fns, node.backward(g)):
-                    if t is None or gi is None or not (t.requires_grad or fn is not None):
-                        continue
-                    gi = _fit(gi, t)
-                    if fn is None:
-                        if id(t) in found:
-                            add(t, gi)
-                    else:
-                        prev = grads.get(id(fn))
-                        grads[id(fn)] = gi if prev is None else prev + gi
-                if last and not retain:
-                    node.release()
-    result = []
-    for t, k in zip(inputs, keys):
-        g = found[id(k)]
-        if g is None:
-            if materialize_grads:
-                g = _C.Tensor.new_zeros(t, t.shape)
-            elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been "
-                                   "used in the graph. Set allow_unused=True if this is the "
-                                   "desired behavior.")
-        result.append(g)
-    return tuple(result)
+def stack_rows(rows):
+    """The tensors of `rows` (one shape) stacked along a new first axis, written row by row
+    into one result (recorded where a row requires grad: the writes are differentiable)."""
+    from .._tensor_create import zeros
+    first = rows[0]
+    out = zeros((len(rows),) + tuple(first.shape), dtype=first.dtype, device=first.device)
+    for k, r in enumerate(rows):
+        out[k] = r
+    return out
+
+
+def _batched(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_unused):
+    """One backward per row of the grad_outputs, stacked: what PyTorch computes with vmap."""
+    n = next(g.shape[0] for g in grad_outputs if g is not None)
+    for g in grad_outputs:
+        if g is not None and g.shape[0] != n:
+            raise RuntimeError("is_grads_batched: every grad_output must have the same size of "
+                               f"its first (batch) dimension, got {g.shape[0]} and {n}")
+    rows = []
+    for k in range(n):
+        last = k == n - 1
+        gs = [None if g is None else g[k] for g in grad_outputs]
+        rows.append(execute(outputs, gs, inputs, accumulate=False,
+                            retain_graph=retain_graph or not last, create_graph=create_graph,
+                            allow_unused=allow_unused))
+    out = []
+    for j in range(len(inputs)):
+        col = [r[j] for r in rows]
+        if all(c is None for c in col):
+            out.append(None)
+            continue
+        from .._tensor_create import zeros_like
+        col = [c if c is not None else zeros_like(inputs[j]) for c in col]
+        out.append(stack_rows(col))
+    return out

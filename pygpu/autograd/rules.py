@@ -7,9 +7,11 @@ and building the lookup at import fails if one is missing or left over.
 make(name, out, a, b, args, kwargs) returns (backward, ctx) for the op
 `name` that produced `out` from operands a, b (Tensors or Python scalars);
 backward(ctx, g) returns one gradient per operand (None for a scalar or an
-operand without a gradient). Rules run under no_grad and use only tensor ops,
-so each gradient is computed on the device where the data lives. Broadcast
-operands get their gradient summed back to their own shape (unbroadcast)."""
+operand without a gradient). Rules use only differentiable tensor ops: a backward runs
+under no_grad, and under create_graph=True the same rule runs under grad mode and records
+its own graph (higher-order gradients, as PyTorch's derivatives.yaml formulas do), so each
+gradient is computed on the device where the data lives. Broadcast operands get their
+gradient summed back to their own shape (unbroadcast)."""
 import math as _math
 
 from .. import _C, _tensor_create
@@ -329,9 +331,9 @@ def _req(x):
 _READS_INPUT = _saving("input")
 _READS_OUTPUT = _saving("output")
 _READS_BOTH = _saving("both")  # the input and the output
-# ops whose result is a view of their first operand: the view's node stamps that operand,
-# so a write to the base after the view was made fails the view's backward instead of
-# leaving its history stale (pygpu does not rebase views' histories as PyTorch does)
+# ops whose result is a view of their first operand: their rules read no values; a write
+# to the base after the view was made regenerates the view's history at its next use
+# (views.py), as PyTorch's does
 VIEW_OPS = _saving("view")
 # ops whose rule reads no tensor's values (shapes, dtypes and devices only)
 _NOTHING_SAVED = _saving("nothing")
@@ -342,7 +344,7 @@ _BY_RULE = _saving("rule")
 
 def saved(name, ctx, a=None):
     """The tensors (or versions.Output of them) whose values `name`'s rule reads from ctx."""
-    if name in _NOTHING_SAVED:
+    if name in _NOTHING_SAVED or name in VIEW_OPS:
         return ()
     if name in ("multiply", "matmul"):
         x, y = ctx
@@ -364,8 +366,6 @@ def saved(name, ctx, a=None):
         return (ctx[0], ctx[1], versions.Output(ctx[2]))
     if name == "where":
         return (ctx[0],)
-    if name in VIEW_OPS:
-        return (a,)
     if name in _BY_RULE:  # a row marked rule with no case above
         raise RuntimeError(f"autograd: the op table says {name!r}'s rule reads its operands "
                            "its own way, but rules.saved() has no case saying which")

@@ -1,7 +1,11 @@
 """torch.backends.cuda: torch.backends.cuda.matmul.allow_tf32 and the other CUDA switches.
 
 The values a program sets are kept here; pygpu's CUDA GEMMs read matmul.allow_tf32 where
-they offer TF32 (its default is False, as PyTorch's)."""
+they offer TF32 (its default is False, as PyTorch's). The attention switches
+(enable_flash_sdp, ...) say which of scaled_dot_product_attention's implementations cuda may
+run: pygpu's fused kernels (kernels/attention.cu, which play PyTorch's flash and
+memory-efficient roles) or the math composition (batched GEMMs and a row softmax)."""
+from .. import _attention_ops, _C
 from .. import cuda as _cuda
 
 
@@ -61,3 +65,63 @@ def get_float32_matmul_precision():
     if (_precision == "highest") == (not matmul.allow_tf32):
         return _precision
     return "high" if matmul.allow_tf32 else "highest"
+
+
+# scaled_dot_product_attention's implementations on cuda, as PyTorch's switches name them.
+# pygpu has one fused kernel pair (forward, backward) in the roles of PyTorch's flash and
+# memory-efficient kernels: it runs while either is enabled (the plugin's "flash_sdp" option,
+# read by its supports_node rule for SDPA); the math path composes the op of batched GEMMs
+# and a row softmax. cuDNN's attention is not used by pygpu: its switch is kept, and read.
+_sdp = _attention_ops.sdp_switches
+
+
+def _apply_sdp():
+    _C._cuda_set_option("flash_sdp", int(_sdp["flash"] or _sdp["mem_efficient"]))
+
+
+def _set_sdp(which, enabled):
+    _sdp[which] = bool(enabled)
+    if _C._load_cuda(None):  # loaded: tell the plugin now (None: never loads it)
+        _apply_sdp()
+
+
+def enable_flash_sdp(enabled):
+    """torch.backends.cuda.enable_flash_sdp: allow the fused attention kernels."""
+    _set_sdp("flash", enabled)
+
+
+def flash_sdp_enabled():
+    return _sdp["flash"]
+
+
+def enable_mem_efficient_sdp(enabled):
+    """torch.backends.cuda.enable_mem_efficient_sdp: allow the fused attention kernels."""
+    _set_sdp("mem_efficient", enabled)
+
+
+def mem_efficient_sdp_enabled():
+    return _sdp["mem_efficient"]
+
+
+def enable_math_sdp(enabled):
+    """torch.backends.cuda.enable_math_sdp: allow the composed attention. With it off and
+    the fused kernels declining a call, scaled_dot_product_attention raises PyTorch's
+    'No available kernel' error."""
+    _sdp["math"] = bool(enabled)
+
+
+def math_sdp_enabled():
+    return _sdp["math"]
+
+
+def enable_cudnn_sdp(enabled):
+    _sdp["cudnn"] = bool(enabled)
+
+
+def cudnn_sdp_enabled():
+    return _sdp["cudnn"]
+
+
+_cuda._after_load.append(_apply_sdp)
+if _C._load_cuda(None):
+    _apply_sdp()

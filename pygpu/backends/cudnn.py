@@ -1,11 +1,14 @@
 """torch.backends.cudnn: the cuDNN switches (torch.backends.cudnn.benchmark = True), and
 cuDNN's lazy loading.
 
-cuda convolutions run on cuDNN (csrc/backends/cuda/cuda_cudnn.c), which is loaded on the
-first convolution of a cuda tensor, never at `import pygpu`: from PYGPU_CUDNN_LIBRARY, the
+cuda convolutions run on cuDNN (csrc/backends/cuda/cuda_cudnn.c), which the CUDA plugin
+loads on the first convolution of a cuda tensor, never at `import pygpu`: when the plugin is
+loaded, pygpu hands it the libraries to try (`library_candidates()`: PYGPU_CUDNN_LIBRARY, the
 nvidia-cudnn-cu13 (or -cu12) wheel installed beside pygpu (site-packages/nvidia/cudnn/lib),
-or the CUDA toolkit. Where it cannot be loaded, cuda convolutions are composed from gathers
-and matmuls (pygpu/_conv_ops.py) and `unavailable_reason()` says why.
+or the CUDA toolkit), and the first convolution's question to the backend (supports_node,
+which also holds cuDNN's padding rule) loads the first that works. Where none can be loaded,
+or cuDNN is switched off, cuda convolutions are composed from gathers and matmuls
+(pygpu/_conv_ops.py) and `unavailable_reason()` says why.
 
     pygpu.backends.cudnn.enabled = True        # False: compose convolutions on cuda
     pygpu.backends.cudnn.benchmark = False     # True: cuDNN's timed algorithm search
@@ -22,6 +25,7 @@ import sys
 import types
 
 from .. import _C
+from .. import cuda as _cuda
 
 _SWITCHES = ("enabled", "benchmark", "deterministic")
 _state = {"enabled": True, "benchmark": False, "deterministic": False, "loaded": None,
@@ -55,11 +59,10 @@ def _load():
     """Load cuDNN into the CUDA plugin (once); True when it is there."""
     if _state["loaded"] is not None:
         return _state["loaded"]
-    from .. import cuda
-    if cuda.is_built():
-        cuda._load()  # the plugin (once); it preloads cuBLAS from its wheel
-    if not cuda.is_built() or not _C._load_cuda(None):
-        _state["why"] = f"the CUDA backend is not available: {cuda.unavailable_reason()}"
+    if _cuda.is_built():
+        _cuda._load()  # the plugin (once); it preloads cuBLAS from its wheel
+    if not _cuda.is_built() or not _C._load_cuda(None):
+        _state["why"] = f"the CUDA backend is not available: {_cuda.unavailable_reason()}"
         _state["loaded"] = False
         return False
     errors = []
@@ -79,8 +82,22 @@ def _load():
 
 
 def _apply():
+    """The switches to the CUDA plugin (which reads them: cudnn_enabled in its supports_node)."""
+    _C._cuda_set_option("cudnn_enabled", int(_state["enabled"]))
     _C._cuda_set_option("cudnn_benchmark", int(_state["benchmark"]))
     _C._cuda_set_option("cudnn_deterministic", int(_state["deterministic"]))
+
+
+def _offer():
+    """Run by pygpu.cuda once the plugin is loaded: the switches, and the libraries the
+    plugin tries when the first convolution asks (nothing is loaded here)."""
+    _apply()
+    _C._cuda_cudnn_offer("\n".join(library_candidates()))
+
+
+_cuda._after_load.append(_offer)
+if _C._load_cuda(None):  # the plugin was loaded before this module (None: never loads it)
+    _offer()
 
 
 def is_available():
@@ -122,7 +139,7 @@ class _Module(types.ModuleType):
     def __setattr__(self, name, value):
         if name in _SWITCHES:
             _state[name] = bool(value)
-            if _state["loaded"]:
+            if _C._load_cuda(None):  # the plugin is loaded (None: never loads it)
                 _apply()
             return
         super().__setattr__(name, value)

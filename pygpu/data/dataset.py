@@ -7,8 +7,6 @@ gathered item by item (see loader.py). Subset, ConcatDataset and random_split
 compose datasets by index, as PyTorch's do."""
 import bisect
 import math
-import numbers
-
 import numpy as np
 
 from .. import _C
@@ -108,34 +106,11 @@ class ConcatDataset(Dataset):
         return self.datasets[d][idx - start]
 
 
-def seed_from_default_generator():
-    """A seed drawn from pygpu's default cpu generator, the one manual_seed seeds, as
-    PyTorch's samplers and random_split draw theirs from torch's: a program that calls
-    manual_seed gets the same batch order and split on every run."""
-    from .._tensor_create import rand
-    return int(rand(1, dtype="float64").item() * 2.0 ** 53)
-
-
-def _rng(generator):
-    """A NumPy Generator from what PyTorch code passes as generator=: None (seeded from the
-    default generator, see above), an int seed, a NumPy Generator, or an object with
-    initial_seed() (torch.Generator, pygpu's if present)."""
-    if generator is None:
-        return np.random.default_rng(seed_from_default_generator())
-    if isinstance(generator, np.random.Generator):
-        return generator
-    if isinstance(generator, numbers.Integral):
-        return np.random.default_rng(int(generator))
-    if hasattr(generator, "initial_seed"):
-        return np.random.default_rng(int(generator.initial_seed()))
-    raise TypeError(f"generator must be None, an int seed, a numpy.random.Generator or have "
-                    f"initial_seed(), got {type(generator).__name__}")
-
-
 def random_split(dataset, lengths, generator=None):
     """Split `dataset` into non-overlapping Subsets of the given lengths, or of the given
     fractions of len(dataset) (which must sum to 1; the remainder goes round-robin to the
-    first splits, as PyTorch does). The permutation comes from `generator`."""
+    first splits, as PyTorch does). The permutation comes from `generator` (a
+    torch.Generator, or pygpu's int seed or NumPy Generator), else the default generator."""
     n = len(dataset)
     lengths = list(lengths)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
@@ -149,7 +124,8 @@ def random_split(dataset, lengths, generator=None):
     if sum(lengths) != n:
         raise ValueError(f"random_split: sum of input lengths ({sum(lengths)}) does not equal "
                          f"the length of the input dataset ({n})")
-    perm = _rng(generator).permutation(n).tolist()
+    from .sampler import as_generator, randperm
+    perm = randperm(n, as_generator(generator)).tolist()
     out, offset = [], 0
     for k in lengths:
         out.append(Subset(dataset, perm[offset:offset + k]))

@@ -1,13 +1,10 @@
 """The generic dataset path of DataLoader: samples gathered one by one, then collated.
 
 Used for any dataset that is not arrays or a TensorDataset (those are sliced in one op,
-loader.py). With num_workers > 0, whole batches are fetched and collated by a pool of
-threads, up to num_workers * prefetch_factor batches ahead, and yielded in order: a
-dataset whose __getitem__ does I/O or releases the GIL (NumPy, pygpu ops) overlaps with
-training; pure-Python work does not speed up (threads, not PyTorch's processes)."""
-import collections
+loader.py). With num_workers > 0, whole batches are fetched and collated by that many
+worker processes, up to num_workers * prefetch_factor batches ahead, and yielded in order,
+as PyTorch's (workers.py, worker.py)."""
 import itertools
-from concurrent.futures import ThreadPoolExecutor
 
 from .collate import default_collate, default_convert
 
@@ -68,21 +65,9 @@ def iter_dataset(loader, order):
         for job in jobs:
             yield make(job)
         return
-    depth = loader.num_workers * (loader.prefetch_factor or 2)
-    with ThreadPoolExecutor(max_workers=loader.num_workers,
-                            thread_name_prefix="pygpu-data",
-                            initializer=_init(loader)) as pool:
-        pending = collections.deque()
-        for job in jobs:
-            pending.append(pool.submit(make, job))
-            if len(pending) >= depth:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+    from .workers import iter_epoch
 
-
-def _init(loader):
-    if loader.worker_init_fn is None:
-        return None
-    ids = itertools.count()
-    return lambda: loader.worker_init_fn(next(ids) % loader.num_workers)
+    def finish(batch):
+        return _move(batch, loader.device) if to_device else batch
+    yield from iter_epoch(loader, None if loader._iterable else iter(jobs), collate,
+                          not unbatched, finish)

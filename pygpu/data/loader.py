@@ -23,6 +23,7 @@ would), and the copy blocks: transfer and compute add up. Data already on a devi
 staged: a batch is a view (rows joined by cat when shuffled), or one
 device-to-device copy to another device."""
 import collections
+import itertools
 import numbers
 import sys
 
@@ -32,7 +33,7 @@ from .. import _C
 from .._tensor_create import empty as _empty
 from .._device import device as _device
 from ._convert import host_array
-from .sampler import RandomSampler, SequentialSampler
+from .sampler import RandomSampler, SequentialSampler, as_generator
 
 # Earlier batches a prefetched copy may reuse the device memory of, once nothing uses them
 # (_idle_batch): the prefetch + 1 whose slots still hold them, and two more that compute
@@ -91,6 +92,37 @@ class _Slot:
         self.in_flight = []
 
 
+# A sampler's epoch longer than this is drawn batch by batch (_LazyOrder), not all at once:
+# RandomSampler(ds, replacement=True, num_samples=int(1e10)) must not allocate 75 GiB.
+_EAGER_ORDER = 1 << 22
+
+
+def _chunks_of(it, size=1 << 16):
+    """An index iterator as NumPy arrays of up to `size` indices."""
+    while True:
+        chunk = np.fromiter((int(i) for i in itertools.islice(it, size)), dtype=np.int64)
+        if not chunk.size:
+            return
+        yield chunk
+
+
+class _LazyOrder:
+    """An epoch's order drawn as its batches are asked for (a long or unsized sampler)."""
+
+    def __init__(self, chunks, loader):
+        self.chunks, self.loader = chunks, loader
+
+    def batches(self, batch_size, drop_last):
+        pending = np.zeros(0, np.int64)
+        for chunk in self.chunks:
+            pending = np.concatenate([pending, self.loader._checked(np.asarray(chunk, np.int64))])
+            while pending.size >= batch_size:
+                yield pending[:batch_size]
+                pending = pending[batch_size:]
+        if pending.size and not drop_last:
+            yield pending
+
+
 # Positional parameters after the first, in the two call styles DataLoader accepts.
 _ARRAY_ARGS = ("y", "batch_size", "shuffle", "drop_last", "device", "prefetch", "seed",
                "pin_memory", "sampler")
@@ -143,14 +175,17 @@ class DataLoader:
     copied asynchronously through pinned staging buffers. pin_memory: stage through
     pinned host memory (default: yes for an accelerator).
 
-    shuffle: a new permutation each epoch (reproducible with seed, or generator=: an int,
-    a NumPy Generator or anything with initial_seed()). sampler: any iterable of indices
+    shuffle: a new permutation each epoch, from generator= (a torch.Generator, whose stream
+    goes on from epoch to epoch; or an int seed or a NumPy Generator), else the default
+    generator, or pygpu's seed= (one order per seed and epoch). sampler: any iterable of indices
     instead (e.g. a DistributedSampler); not with shuffle. batch_sampler: an iterable of
     index lists, instead of batch_size/shuffle/sampler/drop_last.
 
-    num_workers: accepted; with num_workers > 0 a generic dataset's batches are fetched
-    and collated by that many threads (not processes), up to prefetch_factor (default 2)
-    batches each ahead, in order. The fast path needs no workers and ignores it.
+    num_workers > 0: a generic dataset's batches are fetched and collated by that many
+    worker processes (multiprocessing_context, worker_init_fn, prefetch_factor (default 2)
+    batches each ahead, persistent_workers, timeout, get_worker_info()), handed over through
+    shared memory and yielded in order, as PyTorch's (workers.py); a worker's exception is
+    raised here with its traceback. The fast path needs no workers and runs none.
     batch_size=None yields the samples one at a time, uncollated (default_convert).
     """
 
@@ -184,10 +219,22 @@ class DataLoader:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
                              "disable multiprocessing.")
         self.collate_fn = opts["collate_fn"]
-        self.generator = opts["generator"]
+        self.generator = as_generator(opts["generator"])
         self.timeout, self.worker_init_fn = opts["timeout"], opts["worker_init_fn"]
+        if self.timeout < 0:
+            raise ValueError("timeout option should be non-negative")
         self.prefetch_factor = opts["prefetch_factor"]
+        if self.num_workers == 0 and self.prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in "
+                             "multiprocessing.let num_workers > 0 to enable multiprocessing, "
+                             "otherwise set prefetch_factor to None.")
+        if self.prefetch_factor is not None and self.prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
         self.persistent_workers = opts["persistent_workers"]
+        if self.persistent_workers and self.num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self.multiprocessing_context = opts["multiprocessing_context"]
+        self._worker_pool = None  # persistent_workers: the processes, kept across epochs
         batch_size, shuffle, sampler = opts["batch_size"], opts["shuffle"], opts["sampler"]
         batch_sampler, drop_last = opts["batch_sampler"], opts["drop_last"]
         if batch_sampler is not None:
@@ -206,9 +253,6 @@ class DataLoader:
             raise ValueError("DataLoader: pass shuffle=True or a sampler, not both "
                              "(a sampler decides the order itself)")
         seed = opts["seed"]
-        if seed is None and self.generator is not None:
-            from .dataset import _rng
-            seed = int(_rng(self.generator).integers(2 ** 62))
         self.batch_sampler = batch_sampler
         self.batch_size = None if batch_size is None else int(batch_size)
         self.drop_last = bool(drop_last)
@@ -266,7 +310,8 @@ class DataLoader:
         pin = opts["pin_memory"]
         self.pin_memory = (self.device.type != "cpu") if pin is None else bool(pin)
         if sampler is None and not self._iterable:
-            sampler = RandomSampler(self.n, seed) if shuffle else SequentialSampler(self.n)
+            sampler = RandomSampler(self.n, generator=self.generator, seed=seed) if shuffle \
+                else SequentialSampler(self.n)
         self.sampler = sampler
 
     def set_epoch(self, epoch):
@@ -290,10 +335,19 @@ class DataLoader:
             self.sampler.set_epoch(self.epoch)
         if isinstance(self.sampler, SequentialSampler) and self.sampler.n == self.n:
             return self._index_map
+        size = len(self.sampler) if hasattr(self.sampler, "__len__") else None
+        if size is None or size > _EAGER_ORDER:  # drawn as the batches are asked for
+            chunks = self.sampler.chunks() if isinstance(self.sampler, RandomSampler) else \
+                _chunks_of(iter(self.sampler))
+            return _LazyOrder(chunks, self)
         if isinstance(self.sampler, RandomSampler):
             order = self.sampler.permutation()
         else:
             order = np.fromiter((int(i) for i in self.sampler), dtype=np.int64)
+        return self._checked(order)
+
+    def _checked(self, order):
+        """A sampler's indices, range-checked, through a Subset's index map."""
         if order.size and (order.min() < -self.n or order.max() >= self.n):
             raise IndexError(f"DataLoader: the sampler gave index {int(order.max())}, but there are "
                              f"only {self.n} samples")
@@ -308,6 +362,9 @@ class DataLoader:
                     raise IndexError(f"DataLoader: the batch_sampler gave index {int(sel.max())}, "
                                      f"but there are only {self.n} samples")
                 yield sel if self._index_map is None else self._index_map[sel]
+            return
+        if isinstance(order, _LazyOrder):
+            yield from order.batches(self.batch_size, self.drop_last)
             return
         n = self.n if order is None else order.size
         stop = n - n % self.batch_size if self.drop_last else n
@@ -374,7 +431,8 @@ class DataLoader:
             if isinstance(sel, slice):
                 yield [t[sel].to(self.device) for t in self.resident]
             else:
-                at = None if order is None else k * self.batch_size
+                at = None if order is None or isinstance(order, _LazyOrder) else \
+                    k * self.batch_size
                 yield [rows(t, sel, at).to(self.device) for t in self.resident]
 
     def _iter_blocking(self, order):

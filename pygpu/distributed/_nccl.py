@@ -23,8 +23,10 @@ import sys
 from .. import _C, cuda
 
 _ID_BYTES = 128
-_DTYPES = {"float32": 7, "float64": 8, "int64": 4, "float16": 6, "bfloat16": 9}
-_OPS = {"sum": 0, "max": 2, "avg": 4}
+_DTYPES = {"float32": 7, "float64": 8, "int64": 4, "float16": 6, "bfloat16": 9, "bool": 1}  # ncclDataType_t
+# the plugin's call kinds (csrc/backends/cuda/cuda_nccl.c, pg_nccl_kind): one NCCL function each
+KINDS = {"all_reduce": 0, "broadcast": 1, "reduce": 2, "all_gather": 3, "reduce_scatter": 4,
+         "send": 5, "recv": 6}
 
 
 class NcclUnavailable(RuntimeError):
@@ -136,7 +138,9 @@ class NcclGroup:
         if self.comm:
             _C._cuda_nccl_comm_abort(self.comm)
 
-    def _args(self, t):
+    def check(self, t):
+        """t's (data pointer, element count, ncclDataType_t), or the error saying why NCCL
+        cannot take it."""
         if self.comm is None:
             raise NcclError("this NCCL group was destroyed (destroy_process_group)")
         if t.device.type != "cuda" or t.device.index != self.device:
@@ -149,10 +153,20 @@ class NcclGroup:
         # for them on the device (an event per stream that may hold one)
         return _C._data_ptr(t), t.numel(), _DTYPES[t.dtype.name]
 
+    def run(self, calls):
+        """Run NCCL calls (kind name, send tensor or (ptr, n, dtype), recv ..., op or root,
+        peer), as one ncclGroupStart/End group when there are several, and wait for them."""
+        _C._cuda_nccl_run(self.comm, self.device, [
+            (KINDS[kind], send, recv, count, dtype, arg, peer)
+            for kind, send, recv, count, dtype, arg, peer in calls])
+
     def all_reduce(self, t, op):
-        ptr, n, dt = self._args(t)
-        _C._cuda_nccl_all_reduce(self.comm, self.device, ptr, n, dt, _OPS[op])
+        """The all-reduce of DDP's NCCL communicator: op a ReduceOp (or "avg"/"sum"/"max")."""
+        from .reduce_op import RedOpType, nccl_op
+        op = {"avg": RedOpType.AVG, "sum": RedOpType.SUM, "max": RedOpType.MAX}.get(op, op)
+        ptr, n, dt = self.check(t)
+        self.run([("all_reduce", ptr, ptr, n, dt, nccl_op(op), 0)])
 
     def broadcast(self, t, src):
-        ptr, n, dt = self._args(t)
-        _C._cuda_nccl_broadcast(self.comm, self.device, ptr, n, dt, int(src))
+        ptr, n, dt = self.check(t)
+        self.run([("broadcast", ptr, ptr, n, dt, int(src), 0)])

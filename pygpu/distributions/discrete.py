@@ -238,11 +238,11 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if replacement:
         cdf = p.cumsum(-1)
         cdf = cdf / cdf[:, -1:]
-        u = sample_uniform((rows, num_samples), p)
+        u = sample_uniform((rows, num_samples), p, generator)
         idx = (cdf.unsqueeze(1) <= u.unsqueeze(-1)).to("int64").sum(-1)  # (rows, n)
         idx = idx.clamp(max=k - 1)
     else:
-        u = sample_uniform((rows, k), p).clamp(1e-20, 1.0)
+        u = sample_uniform((rows, k), p, generator).clamp(1e-20, 1.0)
         keys = _C.log(p) - _C.log(-_C.log(u))  # log p + Gumbel noise
         idx = keys.topk(num_samples, -1).indices
     idx = idx.reshape(-1) if one else idx

@@ -140,10 +140,13 @@ class Distribution:
         return f"{type(self).__name__}({args})"
 
 
-def sample_uniform(shape, like):
-    """U(0, 1) draws of `shape` with like's dtype and device (Philox, manual_seed's)."""
-    return _tensor_create.rand(*shape, dtype=like.dtype, device=like.device) if shape else \
-        _tensor_create.rand(1, dtype=like.dtype, device=like.device).reshape(())
+def sample_uniform(shape, like, generator=None):
+    """U(0, 1) draws of `shape` with like's dtype and device (Philox: manual_seed's, or the
+    generator's)."""
+    return _tensor_create.rand(*shape, dtype=like.dtype, device=like.device,
+                               generator=generator) if shape else \
+        _tensor_create.rand(1, dtype=like.dtype, device=like.device,
+                            generator=generator).reshape(())
 
 
 def sample_normal(shape, like):

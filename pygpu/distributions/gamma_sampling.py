@@ -11,7 +11,7 @@ by its series (x < alpha + 1) or Lentz's continued fraction for 1 - P, and diffe
 in alpha by a central difference. PyTorch's _standard_gamma_grad computes the same
 quantity with fitted approximations."""
 from .. import _C, _tensor_create
-from ..autograd.function import Function
+from ..autograd.function import Function, fused_backward
 
 _ITERS = 120  # series terms / continued-fraction steps: converged to 1e-12 for alpha, x < 1e3
 
@@ -99,6 +99,7 @@ class StandardGamma(Function):
         return x
 
     @staticmethod
+    @fused_backward  # the implicit-reparameterization gradient is numeric
     def backward(ctx, g):
         x, alpha = ctx.saved
         return (g * standard_gamma_grad(x, alpha),)

@@ -22,15 +22,17 @@ from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from . import utils
+from . import attention  # torch.nn.attention: SDPBackend, sdpa_kernel
 from . import parallel
 from .parallel import DataParallel
+from .sync_batchnorm import SyncBatchNorm
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU", "Tanh",
            "Sigmoid", "LeakyReLU", "ELU", "GELU", "SiLU", "Softmax", "LogSoftmax", "Sequential",
            "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "MLP", "Flatten",
            "Unflatten", "Identity", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
-           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "parallel", "DataParallel",
+           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "parallel", "DataParallel", "SyncBatchNorm",
            "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "ConvTranspose1d",
            "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
@@ -44,5 +46,30 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "ReLU
 
 from .memory import MemoryEstimate, estimate_memory  # noqa: E402 - trainloop's addition
 __all__ += ["estimate_memory", "MemoryEstimate"]
+
+# the rest of torch.nn's modules (issue 43): activations, losses, distances, padding, ...
+from .activation import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,  # noqa: E402
+                         Hardtanh, LogSigmoid, Mish, PReLU, ReLU6, RReLU, Softmax2d, Softmin,
+                         Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
+from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss,  # noqa: E402
+                   MarginRankingLoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
+                   MultiMarginLoss, NLLLoss2d, PoissonNLLLoss, SoftMarginLoss,
+                   TripletMarginLoss, TripletMarginWithDistanceLoss)
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
+from .padding import CLASSES as _PADDING  # noqa: E402
+from .layers import Bilinear, Container  # noqa: E402
+from .normalization import CrossMapLRN2d, RMSNorm  # noqa: E402
+from .dropout import FeatureAlphaDropout  # noqa: E402
+from .pooling import ChannelShuffle, LPPool1d, LPPool2d  # noqa: E402
+globals().update(_PADDING)
+__all__ += ["CELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+            "LogSigmoid", "Mish", "PReLU", "ReLU6", "RReLU", "Softmax2d", "Softmin", "Softplus",
+            "Softshrink", "Softsign", "Tanhshrink", "Threshold", "CosineEmbeddingLoss",
+            "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss", "MultiLabelMarginLoss",
+            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d", "PoissonNLLLoss",
+            "SoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+            "CosineSimilarity", "PairwiseDistance", "Bilinear", "Container", "CrossMapLRN2d",
+            "RMSNorm", "FeatureAlphaDropout", "ChannelShuffle", "LPPool1d", "LPPool2d",
+            *sorted(_PADDING)]
 
 from . import modules  # noqa: E402 - torch.nn.modules.* import paths (names read when asked)

@@ -3,13 +3,14 @@
 cross_entropy keeps its fused C op (softmax + NLL, one op each way) for the common
 call (class indices, no weight, no label smoothing, no explicit ignore_index, mean or
 sum); every other form is log_softmax followed by nll_loss, where picking each row's
-target entry is a product with a one-hot mask (target == arange(C)): elementwise ops
-and a sum, no gather, no Python loop.
+target entry is one gather (an INDEX node), whose kernel checks every label on every device
+(an IndexError naming it; asynchronous on a device, as the fused op's): no Python loop, no
+device-type branch.
 
 One difference from PyTorch: on the fused path a target equal to the default
 ignore_index (-100) is an out-of-range label error, not an ignored sample; pass
 ignore_index=-100 explicitly to have such targets ignored."""
-from .. import _C, _tensor_create
+from .. import _C
 from .._dtype import int64
 from .._ops._common import want_tensor as _want_tensor
 from .._ops._common import widened as _widened
@@ -43,26 +44,11 @@ def _class_last(x):
     return x.transpose(perm).reshape(-1, x.shape[1])
 
 
-def _one_hot_mask(target, C, dtype):
-    """(M,) int64 -> (M, C) of dtype: 1 where column == target."""
-    cols = _tensor_create.arange(C, device=target.device)
-    return (target.reshape(target.shape[0], 1) == cols).astype(dtype)
-
-
-def _check_labels(t, ignored, hot, C, fn):
-    """A label outside [0, C) that is not ignore_index: on the cpu an IndexError naming it
-    (as the fused op's); on a device, reading the labels back would cost a transfer per
-    step, so the loss becomes NaN instead (see the module's comment)."""
-    if t.device.type == "cpu":
-        import numpy as np
-        tv, ig = t.numpy(), ignored.numpy()
-        bad = (tv < 0) | (tv >= C)
-        bad &= ~ig
-        if bad.any():
-            raise IndexError(f"{fn}: label {int(tv[bad][0])} is out of range for {C} classes "
-                             f"(labels must be in [0, {C}) or equal ignore_index)")
-        return None
-    return None
+def _labels(t, ignore_index):
+    """(the labels with the ignored ones replaced by class 0, the mask of the counted ones as
+    0/1): every label a gather reads is then a class, or one its kernel refuses."""
+    ignored = t == ignore_index
+    return _C.where(ignored, 0, t), ignored
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -85,17 +71,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         if weight.shape != (C,):
             raise ValueError(f"nll_loss: weight must have shape ({C},), got {weight.shape}")
     logp = _class_last(input)
-    t = target.reshape(-1)
-    hot = _one_hot_mask(t, C, input.dtype)
-    ignored = t == ignore_index
+    t, ignored = _labels(target.reshape(-1), ignore_index)
     valid = _C.logical_not(ignored).astype(input.dtype)
-    _check_labels(t, ignored, hot, C, "nll_loss")
-    w = valid if weight is None else (hot @ weight.astype(input.dtype)) * valid
-    picked = (logp * hot).sum(axis=1)
+    # each row's target entry is one gather, whose kernel checks every label on every device:
+    # an IndexError naming it (on a device at the next read, as every asynchronous failure)
+    picked = logp.gather(1, t.reshape(-1, 1)).reshape(-1)
+    w = valid if weight is None else weight.astype(input.dtype).index_select(0, t) * valid
     losses = -(picked * w)
-    if t.device.type != "cpu":  # an unignored label in no column: NaN, never a silent 0
-        stray = valid * (1.0 - hot.sum(axis=1))  # 1 exactly where a counted label hit no class
-        losses = losses + _C.sqrt(-stray)  # sqrt(0) = 0, sqrt(-1) = NaN
     if reduction == "none":
         return losses.reshape(*target.shape)
     if reduction == "sum":
@@ -156,8 +138,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=IG
     elif reduction == "sum":
         smooth = smooth.sum()
     elif weight is not None:
-        hot = _one_hot_mask(t, C, input.dtype)
-        smooth = smooth.sum() / ((hot @ weight.astype(input.dtype)) * valid).sum()
+        labels, _ = _labels(t, ignore_index)
+        smooth = smooth.sum() / (weight.astype(input.dtype).index_select(0, labels) * valid).sum()
     else:
         smooth = smooth.sum() / valid.sum()
     return nll * (1.0 - eps) + smooth * (eps / C)

@@ -46,3 +46,8 @@ class Dropout3d(_DropoutNd):
 class AlphaDropout(_DropoutNd):
     """Dropout that keeps SELU's self-normalizing mean and variance."""
     _fn = staticmethod(F.alpha_dropout)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """AlphaDropout of whole channels (one draw per sample and channel)."""
+    _fn = staticmethod(F.feature_alpha_dropout)

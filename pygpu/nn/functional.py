@@ -2,12 +2,16 @@
 
 linear(x, weight, bias=None, activation=None) is the fused layer: matmul,
 bias and activation in one op each way (see pygpu/_train_ops.py and
-csrc/core/pg_ops_train.c). Activations and dropout: _activations.py; losses:
-_losses.py; normalization, embedding and one_hot: _normalization.py; convolution, pooling
+csrc/core/pg_ops_train.c). Activations and dropout: _activations.py and _pointwise.py;
+losses: _losses.py and _losses_margin.py; distances, normalize, rms_norm, bilinear:
+_distance.py; normalization, embedding and one_hot: _normalization.py; convolution, pooling
 and pad: _conv.py. All are
 differentiable compositions of tensor ops (or fused C ops), never Python loops
 over elements."""
 from .._attention_ops import scaled_dot_product_attention
+import warnings as _warnings
+
+from .. import _C
 from .._train_ops import linear
 from ._activations import (alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, elu, gelu,
                            leaky_relu, log_softmax, relu, sigmoid, silu, softmax, tanh)
@@ -16,6 +20,10 @@ from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cr
 from ._normalization import (batch_norm, embedding, group_norm, instance_norm, layer_norm,
                              local_response_norm, one_hot)
 from ._resample import (fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold, upsample)
+from ._pointwise import FUNCTIONS as _POINTWISE
+from ._distance import FUNCTIONS as _DISTANCES
+from ._losses_margin import FUNCTIONS as _MARGIN_LOSSES
+from ._lp_pool import FUNCTIONS as _LP_POOL
 from ._conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
                     adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d,
                     conv_transpose1d, conv_transpose2d, max_pool1d, max_pool2d, max_unpool1d,
@@ -31,3 +39,53 @@ __all__ = ["linear", "elu", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmo
            "max_unpool2d", "scaled_dot_product_attention", "dropout1d", "dropout2d", "dropout3d",
            "alpha_dropout", "group_norm", "instance_norm", "local_response_norm", "interpolate", "upsample", "unfold", "fold",
            "pixel_shuffle", "pixel_unshuffle"]
+
+# the rest of PyTorch's nn.functional (issue 43): activations (_pointwise.py), distances and
+# normalize/rms_norm/bilinear (_distance.py), the margin and likelihood losses
+# (_losses_margin.py), and the spellings below
+globals().update(_POINTWISE)
+globals().update(_DISTANCES)
+globals().update(_MARGIN_LOSSES)
+globals().update(_LP_POOL)
+__all__ += sorted(_POINTWISE) + sorted(_DISTANCES) + sorted(_MARGIN_LOSSES) + sorted(_LP_POOL)
+Tensor = _C.Tensor  # torch.nn.functional.Tensor, as PyTorch's module re-exports it
+from ..autograd.overrides import (handle_torch_function, has_torch_function,  # noqa: E402
+                                  has_torch_function_unary, has_torch_function_variadic)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: interpolate(..., mode='nearest'), with PyTorch's warning."""
+    _warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                   "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: interpolate(..., mode='bilinear', align_corners=True), PyTorch's warning."""
+    _warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                   "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+__all__ += ["Tensor", "handle_torch_function", "has_torch_function", "has_torch_function_unary",
+            "has_torch_function_variadic", "max_pool1d_with_indices", "max_pool2d_with_indices",
+            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+            "upsample_nearest", "upsample_bilinear"]

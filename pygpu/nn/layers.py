@@ -321,3 +321,47 @@ class MLP(Module):
 
     def extra_repr(self):
         return f"sizes={self.sizes}, activation={self.activation!r}"
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b; weight (out_features, in1_features, in2_features), bias
+    (out_features,), both U(-1/sqrt(in1), 1/sqrt(in1)) as PyTorch's."""
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        bound = 1.0 / math.sqrt(in1_features)
+        self.weight = Parameter(_uniform((out_features, in1_features, in2_features), bound,
+                                         device, dtype))
+        if bias:
+            self.bias = Parameter(_uniform((out_features,), bound, device, dtype))
+        else:
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self):
+        from . import init
+        bound = 1.0 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class Container(Module):
+    """The deprecated nn.Container: a Module holding the modules given as keywords."""
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        import warnings
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now "
+                      "implemented in nn.Module. Subclass that instead.", stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)

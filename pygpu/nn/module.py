@@ -267,6 +267,18 @@ class Module:
     def cpu(self):
         return self.to("cpu")
 
+    def share_memory(self):
+        """Move every parameter (and its grad) and buffer into shared memory, in place
+        (Tensor.share_memory_), so that processes started afterwards update one copy
+        (Hogwild training); a device's tensors stay where they are. Returns self."""
+        for p in self.parameters():
+            p.share_memory_()
+            if p.grad is not None:
+                p.grad.share_memory_()
+        for b in self.buffers():
+            b.share_memory_()
+        return self
+
     def double(self):
         from .._dtype import float64
         return self.to(float64)

@@ -200,3 +200,72 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _cross_map_windows(channels, size):
+    """The (C, C) 0/1 matrix of which channels' squares each channel's scale sums, as the
+    legacy CrossMapLRN2d slides its window (its first channels see a window that grows, and
+    it drops a channel only once c > pre_pad: Lua torch's, kept by PyTorch)."""
+    import numpy as np
+    pre_pad = int((size - 1) / 2 + 1)
+    rows = np.zeros((channels, channels))
+    rows[0, :min(pre_pad, channels)] = 1
+    for c in range(1, channels):
+        rows[c] = rows[c - 1]
+        if c < channels - pre_pad + 1:
+            rows[c, c + pre_pad - 1] += 1
+        if c > pre_pad:
+            rows[c, c - pre_pad] -= 1
+    return rows
+
+
+class CrossMapLRN2d(LocalResponseNorm):
+    """The legacy cross-channel LRN of (N, C, H, W): x * (k + alpha / size * the sum of the
+    squares in each channel's window) ** -beta, with the legacy window
+    (_cross_map_windows); differentiable through the composition."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__(size, alpha, beta, k)
+
+    def forward(self, x):
+        if x.ndim != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {x.ndim}D instead.")
+        windows = _tensor_create.tensor(_cross_map_windows(x.shape[1], self.size),
+                                        dtype=x.dtype, device=x.device)
+        n, c, h, w = x.shape
+        squares = (x * x).permute(0, 2, 3, 1).reshape(-1, c)  # (N*H*W, C)
+        sums = (squares @ windows.t()).reshape(n, h, w, c).permute(0, 3, 1, 2)
+        return x * (sums * (self.alpha / self.size) + self.k) ** -self.beta
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x**2) + eps) over the trailing normalized_shape axes, times a learned
+    weight (elementwise_affine); eps None: the dtype's machine epsilon (F.rms_norm)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(_tensor_create.ones(self.normalized_shape, dtype=dtype,
+                                                        device=device))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            with no_grad():
+                self.weight.fill_(1.0)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, " \
+               f"elementwise_affine={self.elementwise_affine}"

@@ -144,3 +144,44 @@ class MaxUnpool1d(_MaxUnpoolNd):
 class MaxUnpool2d(_MaxUnpoolNd):
     """The inverse of MaxPool2d: each value put back at its index, zeros elsewhere."""
     _fn = staticmethod(F.max_unpool2d)
+
+
+class _LPPoolNd(Module):
+    _fn = None
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, x):
+        from . import _lp_pool
+        return getattr(_lp_pool, self._fn)(x, float(self.norm_type), self.kernel_size,
+                                           self.stride, self.ceil_mode)
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """The power-average pool of (N, C, L): (sum of x**p over each window) ** (1/p)."""
+    _fn = "lp_pool1d"
+
+
+class LPPool2d(_LPPoolNd):
+    """The power-average pool of (N, C, H, W)."""
+    _fn = "lp_pool2d"
+
+
+class ChannelShuffle(Module):
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, x):
+        from ._lp_pool import channel_shuffle
+        return channel_shuffle(x, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"

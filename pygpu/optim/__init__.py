@@ -1,15 +1,18 @@
 """pygpu.optim: PyTorch's optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta: each
 parameter update one fused op on its device; NAdam, RAdam, Adamax: a few in-place ops;
-LBFGS with its strong-Wolfe line search; SparseAdam for sparse gradients) and
+LBFGS with its strong-Wolfe line search; SparseAdam for sparse gradients; ASGD, Rprop,
+Adafactor, Muon: more_optimizers.py) and
 optim.lr_scheduler."""
 from .adam import Adam, AdamW
 from .adam_variants import Adamax, NAdam, RAdam
 from .adaptive import Adadelta, Adagrad, RMSprop
 from .lbfgs import LBFGS
+from .more_optimizers import ASGD, Adafactor, Muon, Rprop
 from .sparse_adam import SparseAdam
 from .optimizer import Optimizer
 from .sgd import SGD
 from . import lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "NAdam",
-           "RAdam", "Adamax", "LBFGS", "SparseAdam", "lr_scheduler"]
+           "RAdam", "Adamax", "LBFGS", "SparseAdam", "ASGD", "Rprop", "Adafactor", "Muon",
+           "lr_scheduler"]

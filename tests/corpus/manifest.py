@@ -470,6 +470,33 @@ FIRST = [
         ]
     },
     {
+        "name": "ex_ddp_multinode",
+        "file": "ex_ddp_multinode.py",
+        "repo": "pytorch/examples",
+        "path": "distributed/ddp-tutorial-series/multinode.py",
+        "commit": "77f55b912142e11fcfdf5b530231fb9c52f181e8",
+        "license": "BSD-3-Clause",
+        "edits": [
+            "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)"
+        ],
+        "needs": [],
+        "compare": False,
+        "rtol": 0.001,
+        "atol": 1e-05,
+        "note": "a torchrun program, run unedited by `python -m pygpu.distributed.run "
+                "--nproc_per_node 2 main.py 2 1` (torchrun's command), NCCL on two GPUs "
+                "(tests/cuda_emu's emulated ones and NCCL stand-in where the machine has none); "
+                "torch needs two GPUs and NCCL for it; tests/test_torchrun.py checks a program of "
+                "its shape against single-process training",
+        "launch": {"nproc_per_node": 2, "args": ["2", "1"], "device": "cuda"},
+        "with": [
+            "distributed/ddp-tutorial-series/datautils.py"
+        ],
+        # added to the first corpus after ../shared/corpus was published: its file is listed
+        # as not provided until the maintainers add it there (run_corpus.py --fetch)
+        "pending": True
+    },
+    {
         "name": "ex_gat",
         "file": "ex_gat.py",
         "repo": "pytorch/examples",

@@ -137,13 +137,32 @@ def run(entry, lib, same_random=False, workaround=False, timeout=300):
         env.update(entry.get("env", {}))  # the program's own (PYGPU_ACCELERATOR=cpu, ...)
         boot = _BOOT.format(root=ROOT, here=HERE, same=same_random, lib=lib, path=path,
                             args=list(entry.get("args", ())))
+        cmd = [sys.executable, "-c", boot]
+        if entry.get("launch"):  # a torchrun program: under the launcher, its own arguments
+            cmd = _launched(entry["launch"], path, env)
         try:
-            p = subprocess.run([sys.executable, "-c", boot], cwd=work, env=env, text=True,
+            p = subprocess.run(cmd, cwd=work, env=env, text=True,
                                capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
             return 124, out, f"timed out after {timeout} s"
         return p.returncode, p.stdout, p.stderr
+
+
+def _launched(launch, path, env):
+    """The command that runs a torchrun program under pygpu.distributed.run; on cuda with no
+    GPU here, on tests/cuda_emu's emulated GPUs and NCCL stand-in."""
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    if launch.get("device") == "cuda" and "PYGPU_CUDA_BACKEND_SO" not in env:
+        import pygpu
+        if not pygpu.cuda.is_available():
+            sys.path.insert(0, os.path.join(ROOT, "tests", "cuda_emu"))
+            import harness
+            plugin = harness.build("current")
+            env.update(PYGPU_CUDA_BACKEND_SO=plugin, PYGPU_NCCL_LIBRARY=plugin)
+    return [sys.executable, "-m", "pygpu.distributed.run", "--nproc_per_node",
+            str(launch["nproc_per_node"]), path, *launch.get("args", ())]
 
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w])")

@@ -8,8 +8,14 @@
  * stream reaches it, each rank copies its part into its slot, waits for every
  * rank, and reduces the slots in rank order (so every rank gets the same
  * bits), in chunks of 4 MiB. float16/bfloat16 are reduced in float32 and
- * rounded at each step, as NCCL's ring does. ncclCommAbort (pygpu's timeout)
- * releases a rank stuck at the barrier with an error state.
+ * rounded at each step, as NCCL's ring does. ncclReduce, ncclAllGather and
+ * ncclReduceScatter go through the same slots. ncclSend/ncclRecv go through a
+ * channel per ordered pair of ranks (a 256 KiB buffer, handed over one fill at a
+ * time); between ncclGroupStart and ncclGroupEnd they are collected and run
+ * together, each advancing whenever its channel allows, so any order of sends and
+ * receives between ranks completes, as NCCL's grouped calls do (all_to_all,
+ * gather, scatter). ncclCommAbort (pygpu's timeout) releases a rank stuck at the
+ * barrier or a channel with an error state.
  * NCCL's calls on one communicator are not thread-safe: two threads inside a
  * collective call on the same communicator at once (a caller's missing lock)
  * make the later call fail with ncclInvalidUsage and put the communicator in
@@ -27,6 +33,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <vector>
 
 #include "emu_internal.h"
 
@@ -37,7 +44,21 @@ namespace {
 enum { ncclSuccess = 0, ncclUnhandledCudaError = 1, ncclSystemError = 2, ncclInternalError = 3,
        ncclInvalidArgument = 4, ncclInvalidUsage = 5, ncclRemoteError = 6, ncclInProgress = 7 };
 constexpr size_t kChunk = 4u << 20;
+constexpr size_t kP2P = 256u << 10; /* one channel's buffer */
 constexpr int kMaxRanks = 64;
+
+/* One direction between two ranks: `fills` and `drains` count the buffer's hand-overs;
+ * `sends` and `recvs` the operations started on each side. A send moves nothing before
+ * its receive has started, as NCCL's do: two ranks that each send to the other outside a
+ * group wait for each other forever, as on a GPU (pygpu's timeout ends it). */
+struct Channel {
+    std::atomic<uint64_t> fills;
+    std::atomic<uint64_t> drains;
+    std::atomic<uint64_t> sends;
+    std::atomic<uint64_t> recvs;
+    size_t len;
+    char pad[24];
+};
 
 struct NcclId {
     char b[128]; /* ncclUniqueId, passed by value */
@@ -54,6 +75,8 @@ struct Comm {
     int nranks, rank, device;
     Shm *shm;
     char *slots;
+    Channel *channels; /* [src * nranks + dst] */
+    char *p2p;         /* their buffers, kP2P each, in the same order */
     size_t map_bytes;
     std::atomic<int> state; /* ncclSuccess, or the error that aborted it */
     std::atomic<bool> aborted;
@@ -191,6 +214,152 @@ void run_broadcast(Comm *c, const void *send, void *recv, size_t count, int dt, 
     }
 }
 
+void avg_divide(int dt, void *out, size_t n, int nranks)
+{
+    if (dt == 7)
+        divide((float *)out, n, nranks);
+    else if (dt == 8)
+        divide((double *)out, n, nranks);
+}
+
+void run_reduce(Comm *c, const void *send, void *recv, size_t count, int dt, int op, int root)
+{
+    const size_t item = dtype_size(dt), per = kChunk / item;
+    for (size_t done = 0; done < count; done += per) {
+        size_t n = count - done < per ? count - done : per;
+        memcpy(c->slots + (size_t)c->rank * kChunk, (const char *)send + done * item, n * item);
+        if (!barrier(c))
+            return;
+        if (c->rank == root) {
+            char *out = (char *)recv + done * item;
+            memcpy(out, c->slots, n * item);
+            for (int r = 1; r < c->nranks; r++)
+                reduce(dt, out, c->slots + (size_t)r * kChunk, n, op);
+            if (op == 4)
+                avg_divide(dt, out, n, c->nranks);
+        }
+        if (!barrier(c))
+            return;
+    }
+}
+
+void run_all_gather(Comm *c, const void *send, void *recv, size_t count, int dt)
+{
+    const size_t item = dtype_size(dt), per = kChunk / item;
+    for (size_t done = 0; done < count; done += per) {
+        size_t n = count - done < per ? count - done : per;
+        memcpy(c->slots + (size_t)c->rank * kChunk, (const char *)send + done * item, n * item);
+        if (!barrier(c))
+            return;
+        for (int r = 0; r < c->nranks; r++)
+            memcpy((char *)recv + ((size_t)r * count + done) * item, c->slots + (size_t)r * kChunk,
+                   n * item);
+        if (!barrier(c))
+            return;
+    }
+}
+
+/* rank r's recv = the reduction over ranks of send[r * count, (r + 1) * count) */
+void run_reduce_scatter(Comm *c, const void *send, void *recv, size_t count, int dt, int op)
+{
+    const size_t item = dtype_size(dt), per = kChunk / item / (size_t)c->nranks;
+    char *mine = c->slots + (size_t)c->rank * kChunk;
+    for (size_t done = 0; done < count; done += per) {
+        size_t n = count - done < per ? count - done : per;
+        for (int t = 0; t < c->nranks; t++)  /* the piece for rank t, at t * n in my slot */
+            memcpy(mine + (size_t)t * n * item, (const char *)send + ((size_t)t * count + done) * item,
+                   n * item);
+        if (!barrier(c))
+            return;
+        char *out = (char *)recv + done * item;
+        const size_t at = (size_t)c->rank * n * item;
+        memcpy(out, c->slots + at, n * item);
+        for (int r = 1; r < c->nranks; r++)
+            reduce(dt, out, c->slots + (size_t)r * kChunk + at, n, op);
+        if (op == 4)
+            avg_divide(dt, out, n, c->nranks);
+        if (!barrier(c))
+            return;
+    }
+}
+
+/* One send or receive of a group, and how far it has got. */
+struct P2POp {
+    bool send;
+    char *buf;
+    size_t bytes, done;
+    int peer;
+    uint64_t ticket; /* a send: which receive on the channel it is for */
+};
+
+/* Advance every operation as its channel allows until all are done (false: aborted). */
+Channel &channel_of(Comm *c, const P2POp &o)
+{
+    int src = o.send ? c->rank : o.peer, dst = o.send ? o.peer : c->rank;
+    return c->channels[(size_t)src * (size_t)c->nranks + (size_t)dst];
+}
+
+bool run_p2p(Comm *c, std::vector<P2POp> ops)
+{
+    size_t left = ops.size();
+    for (P2POp &o : ops) { /* every operation of the group starts at once */
+        Channel &ch = channel_of(c, o);
+        if (o.send)
+            o.ticket = ch.sends.fetch_add(1);
+        else
+            ch.recvs.fetch_add(1);
+    }
+    for (long idle = 0; left;) {
+        bool moved = false;
+        for (P2POp &o : ops) {
+            if (o.done == o.bytes)
+                continue;
+            int src = o.send ? c->rank : o.peer, dst = o.send ? o.peer : c->rank;
+            size_t k = (size_t)src * (size_t)c->nranks + (size_t)dst;
+            Channel &ch = c->channels[k];
+            char *buf = c->p2p + k * kP2P;
+            if (o.send && ch.recvs.load() > o.ticket && ch.fills.load() == ch.drains.load()) {
+                /* its receive has started and the buffer is empty: fill it */
+                size_t n = o.bytes - o.done < kP2P ? o.bytes - o.done : kP2P;
+                memcpy(buf, o.buf + o.done, n);
+                ch.len = n;
+                ch.fills.fetch_add(1);
+                o.done += n;
+                moved = true;
+            } else if (!o.send && ch.fills.load() > ch.drains.load()) { /* full: drain it */
+                size_t n = ch.len;
+                memcpy(o.buf + o.done, buf, n);
+                ch.drains.fetch_add(1);
+                o.done += n;
+                moved = true;
+            }
+            if (o.done == o.bytes)
+                left--;
+        }
+        if (moved) {
+            idle = 0;
+            continue;
+        }
+        if (c->aborted.load())
+            return false;
+        if (++idle > 1000)
+            usleep(50);
+        else
+            sched_yield();
+    }
+    return true;
+}
+
+/* The calls between ncclGroupStart and ncclGroupEnd on this thread. */
+struct Group {
+    int depth = 0;
+    Comm *comm = nullptr;
+    cudaStream_t stream = nullptr;
+    bool mixed = false;
+    std::vector<P2POp> ops;
+};
+thread_local Group g_group;
+
 } // namespace
 
 PG_NCCL_API int ncclGetVersion(int *v)
@@ -230,7 +399,8 @@ static int comm_open(Comm **out, int nranks, NcclId id, int rank)
     name[128] = 0;
     if (strncmp(name, "/pgemu_nccl_", 12) != 0)
         return ncclInvalidArgument;
-    size_t bytes = 4096 + (size_t)nranks * kChunk;
+    size_t nch = (size_t)nranks * (size_t)nranks;
+    size_t bytes = 4096 + (size_t)nranks * kChunk + nch * (sizeof(Channel) + kP2P);
     int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
     if (fd < 0)
         return ncclSystemError;
@@ -248,6 +418,8 @@ static int comm_open(Comm **out, int nranks, NcclId id, int rank)
     cudaGetDevice(&c->device);
     c->shm = (Shm *)m;
     c->slots = (char *)m + 4096;
+    c->channels = (Channel *)(c->slots + (size_t)nranks * kChunk);
+    c->p2p = (char *)(c->channels + nch);
     c->map_bytes = bytes;
     c->state = ncclSuccess;
     c->aborted = false;
@@ -372,6 +544,118 @@ PG_NCCL_API int ncclBroadcast(const void *send, void *recv, size_t count, int dt
     if (!enter_call(c))
         return ncclInvalidUsage;
     pg_emu_enqueue(s, [=] { run_broadcast(c, send, recv, count, dt, root); });
+    c->callers--;
+    return ncclSuccess;
+}
+
+static int check_call(Comm *c, int dt)
+{
+    if (!c || dtype_size(dt) == 0)
+        return ncclInvalidArgument;
+    if (c->aborted)
+        return ncclInvalidUsage;
+    if (g_group.depth > 0) /* only sends and receives are grouped here (what pygpu groups) */
+        return ncclInvalidUsage;
+    return ncclSuccess;
+}
+
+PG_NCCL_API int ncclReduce(const void *send, void *recv, size_t count, int dt, int op, int root,
+                           Comm *c, cudaStream_t s)
+{
+    int r = check_call(c, dt);
+    if (r != ncclSuccess)
+        return r;
+    if (op < 0 || op > 4 || root < 0 || root >= c->nranks)
+        return ncclInvalidArgument;
+    if (!enter_call(c))
+        return ncclInvalidUsage;
+    pg_emu_enqueue(s, [=] { run_reduce(c, send, recv, count, dt, op, root); });
+    c->callers--;
+    return ncclSuccess;
+}
+PG_NCCL_API int ncclAllGather(const void *send, void *recv, size_t count, int dt, Comm *c,
+                              cudaStream_t s)
+{
+    int r = check_call(c, dt);
+    if (r != ncclSuccess)
+        return r;
+    if (!enter_call(c))
+        return ncclInvalidUsage;
+    pg_emu_enqueue(s, [=] { run_all_gather(c, send, recv, count, dt); });
+    c->callers--;
+    return ncclSuccess;
+}
+PG_NCCL_API int ncclReduceScatter(const void *send, void *recv, size_t count, int dt, int op,
+                                  Comm *c, cudaStream_t s)
+{
+    int r = check_call(c, dt);
+    if (r != ncclSuccess)
+        return r;
+    if (op < 0 || op > 4)
+        return ncclInvalidArgument;
+    if (!enter_call(c))
+        return ncclInvalidUsage;
+    pg_emu_enqueue(s, [=] { run_reduce_scatter(c, send, recv, count, dt, op); });
+    c->callers--;
+    return ncclSuccess;
+}
+
+static int p2p(bool send, const void *buf, size_t count, int dt, int peer, Comm *c, cudaStream_t s)
+{
+    if (!c || dtype_size(dt) == 0 || peer < 0 || peer >= c->nranks || peer == c->rank)
+        return ncclInvalidArgument;
+    if (c->aborted)
+        return ncclInvalidUsage;
+    P2POp op{send, (char *)buf, count * dtype_size(dt), 0, peer, 0};
+    if (count == 0)
+        return ncclSuccess; /* nothing crosses (the peer skips its side too) */
+    if (g_group.depth > 0) {
+        if (g_group.comm && (g_group.comm != c || g_group.stream != s))
+            g_group.mixed = true;
+        g_group.comm = c;
+        g_group.stream = s;
+        g_group.ops.push_back(op);
+        return ncclSuccess;
+    }
+    if (!enter_call(c))
+        return ncclInvalidUsage;
+    std::vector<P2POp> ops{op};
+    pg_emu_enqueue(s, [=] { run_p2p(c, ops); });
+    c->callers--;
+    return ncclSuccess;
+}
+PG_NCCL_API int ncclSend(const void *send, size_t count, int dt, int peer, Comm *c, cudaStream_t s)
+{
+    return p2p(true, send, count, dt, peer, c, s);
+}
+PG_NCCL_API int ncclRecv(void *recv, size_t count, int dt, int peer, Comm *c, cudaStream_t s)
+{
+    return p2p(false, recv, count, dt, peer, c, s);
+}
+PG_NCCL_API int ncclGroupStart(void)
+{
+    g_group.depth++;
+    return ncclSuccess;
+}
+PG_NCCL_API int ncclGroupEnd(void)
+{
+    if (g_group.depth <= 0)
+        return ncclInvalidUsage;
+    if (--g_group.depth > 0)
+        return ncclSuccess;
+    Group g = g_group;
+    g_group = Group();
+    if (g.ops.empty())
+        return ncclSuccess;
+    if (g.mixed) { /* NCCL allows it; this stand-in runs one communicator's calls on one stream */
+        fprintf(stderr, "emulated NCCL: a group spans communicators or streams\n");
+        return ncclInvalidUsage;
+    }
+    Comm *c = g.comm;
+    if (!enter_call(c))
+        return ncclInvalidUsage;
+    std::vector<P2POp> ops = g.ops;
+    pg_emu_enqueue(g.stream, [=] { run_p2p(c, ops); });
     c->callers--;
     return ncclSuccess;
 }

@@ -138,7 +138,7 @@ static pg_status bn_task(void *ctx, int64_t t)
     const bn_job *j = ctx;
     int64_t lo, hi;
     pg_cpu_part(j->C, j->ntasks, t, &lo, &hi);
-    bool f32 = j->n->dst.dtype == PG_FLOAT32, fwd = j->n->subop == PG_BN_TRAIN_FWD;
+    bool f32 = j->n->dst.dtype == PG_FLOAT32, fwd = j->n->subop == PG_BATCH_NORM_TRAIN_FWD;
     for (int64_t c = lo; c < hi; c++) {
         if (fwd)
             f32 ? fwd_channel_f32(j->n, c) : fwd_channel_f64(j->n, c);

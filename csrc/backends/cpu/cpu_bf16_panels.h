@@ -10,7 +10,7 @@
  * (pg_gemm.h b_packed) and pack only the activations.
  *
  * Validity: the panels hold the weight as of one write stamp of its storage (pg_storage.h
- * `version`, the tensor's `_version`): the stamp of the optimizer step that wrote them. Any
+ * `version`, the tensor's `_write_stamp`): the stamp of the optimizer step that wrote them. Any
  * other write through pygpu (w.mul_(2), copy_, load_state_dict, a second optimizer) gives
  * the storage a new stamp, and the GEMMs pack W themselves again until the next step
  * refreshes the panels. The products are bit for bit the same either way (the same

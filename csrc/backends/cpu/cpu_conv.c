@@ -45,17 +45,8 @@ typedef struct conv_dims {
 
 static void dims_of(const pg_node *n, conv_dims *d)
 {
-    const pg_tensor *x, *y;
-    if (n->subop == PG_CONV_FWD) {
-        x = &n->src[0];
-        y = &n->dst;
-    } else if (n->subop == PG_CONV_BWD_DATA) {
-        x = &n->dst;
-        y = &n->src[0];
-    } else {
-        x = &n->src[1];
-        y = &n->src[0];
-    }
+    /* x and y where the sub-op's row puts them (pg_subops.def) */
+    const pg_tensor *x = pg_conv_operand(n, PG_CONV_X), *y = pg_conv_operand(n, PG_CONV_Y);
     const pg_conv_geom *g = &n->p.conv;
     d->N = x->shape[0];
     d->C = x->shape[1];

@@ -60,6 +60,7 @@ typedef struct dw_job {
     const pg_node *n;
     int64_t N, C, H, W, O, OH, OW, m; /* m: output channels per input channel */
     int64_t ntasks, units;
+    int computes; /* the operand in dst (pg_conv_role): y forward, x or w backward */
 } dw_job;
 
 /* valid output range of one tap along an axis (cpu_conv.c's tap_range) */
@@ -174,24 +175,20 @@ static pg_status dw_task(void *ctx, int64_t t)
     pg_cpu_part(j->units, j->ntasks, t, &lo, &hi);
     bool f32 = j->n->dst.dtype == PG_FLOAT32;
     for (int64_t u = lo; u < hi; u++) {
-        switch (j->n->subop) {
-        case PG_CONV_FWD:
+        if (j->computes == PG_CONV_Y) {
             if (f32)
                 fwd_plane_f32(j, u / j->O, u % j->O);
             else
                 fwd_plane_f64(j, u / j->O, u % j->O);
-            break;
-        case PG_CONV_BWD_DATA:
+        } else if (j->computes == PG_CONV_X) {
             if (f32)
                 data_plane_f32(j, u / j->C, u % j->C);
             else
                 data_plane_f64(j, u / j->C, u % j->C);
-            break;
-        default:
-            if (f32)
-                weight_channel_f32(j, u);
-            else
-                weight_channel_f64(j, u);
+        } else if (f32) {
+            weight_channel_f32(j, u);
+        } else {
+            weight_channel_f64(j, u);
         }
     }
     return PG_OK;
@@ -202,9 +199,9 @@ pg_status pg_cpu_conv_direct(pg_pool *pool, const pg_node *n)
     dw_job j;
     memset(&j, 0, sizeof j);
     j.n = n;
-    const pg_tensor *x = n->subop == PG_CONV_FWD ? &n->src[0]
-                         : n->subop == PG_CONV_BWD_DATA ? &n->dst : &n->src[1];
-    const pg_tensor *y = n->subop == PG_CONV_FWD ? &n->dst : &n->src[0];
+    /* the operands where the sub-op's row puts them; the one in dst is what it computes */
+    const pg_tensor *x = pg_conv_operand(n, PG_CONV_X), *y = pg_conv_operand(n, PG_CONV_Y);
+    j.computes = pg_conv_computes(n->subop);
     j.N = x->shape[0];
     j.C = x->shape[1];
     j.H = x->shape[2];
@@ -213,9 +210,9 @@ pg_status pg_cpu_conv_direct(pg_pool *pool, const pg_node *n)
     j.OH = y->shape[2];
     j.OW = y->shape[3];
     j.m = j.O / j.C;
-    j.units = n->subop == PG_CONV_FWD ? j.N * j.O : n->subop == PG_CONV_BWD_DATA ? j.N * j.C : j.O;
+    j.units = j.computes == PG_CONV_Y ? j.N * j.O : j.computes == PG_CONV_X ? j.N * j.C : j.O;
     /* a task per thread, when there is enough work to share */
-    int64_t work = j.units * (n->subop == PG_CONV_BWD_WEIGHT ? j.N : 1) * j.OH * j.OW *
+    int64_t work = j.units * (j.computes == PG_CONV_W ? j.N : 1) * j.OH * j.OW *
                    n->p.conv.kh * n->p.conv.kw;
     int64_t threads = pg_pool_threads(pool);
     j.ntasks = work >= 32768 ? threads : 1;

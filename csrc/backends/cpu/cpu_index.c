@@ -100,12 +100,13 @@ static void move_contiguous(const pg_node *n, const pg_tensor *P, const pg_tenso
         }
 }
 
-static pg_status move_along_axis(const pg_node *n)
+static pg_status index_MOVE(const pg_node *n)
 {
-    int op = n->subop, axis = (int)n->p.index.axis;
-    bool read = op == PG_IDX_GATHER || op == PG_IDX_INDEX_SELECT;
-    bool full = op == PG_IDX_GATHER || op == PG_IDX_SCATTER || op == PG_IDX_SCATTER_ADD;
-    bool add = op == PG_IDX_SCATTER_ADD || op == PG_IDX_INDEX_ADD;
+    int axis = (int)n->p.index.axis;
+    unsigned flags = pg_subop_flags(n->subop); /* the sub-op's row: a gather, a full index, adds */
+    bool read = (flags & PG_SUBF_READ) != 0;
+    bool full = (flags & PG_SUBF_FULL) != 0;
+    bool add = (flags & PG_SUBF_ADD) != 0;
     const pg_tensor *P = read ? &n->dst : &n->src[0];
     const pg_tensor *M = read ? &n->src[0] : &n->dst;
     const pg_tensor *I = &n->src[1]; /* int64, contiguous */
@@ -186,11 +187,11 @@ static void line_shape(const pg_tensor *t, int axis, int64_t *outer, int64_t *le
     *len = t->shape[axis];
 }
 
-static pg_status cumulate(const pg_node *n)
+static pg_status index_CUMULATE(const pg_node *n)
 {
     int64_t outer, len, inner;
     line_shape(&n->src[0], (int)n->p.index.axis, &outer, &len, &inner);
-    bool prod = n->subop == PG_IDX_CUMPROD;
+    bool prod = (pg_subop_flags(n->subop) & PG_SUBF_PROD) != 0;
     switch (n->dst.dtype) {
     case PG_FLOAT32: CUMULATE(float, double); break; /* a double accumulator, as PyTorch's CPU */
     case PG_FLOAT64: CUMULATE(double, double); break;
@@ -239,7 +240,7 @@ static int desc_i(const void *x, const void *y)
     return c ? c : (a->i > b->i) - (a->i < b->i);
 }
 
-static pg_status argsort(const pg_node *n)
+static pg_status index_ARGSORT(const pg_node *n)
 {
     int64_t outer, len, inner;
     line_shape(&n->src[0], (int)n->p.index.axis, &outer, &len, &inner);
@@ -333,7 +334,7 @@ TOPK_SKIP(f64, double, int64_t)
 /* topk: per line, the k best so far kept sorted (a new element enters only when it sorts
  * strictly before the worst kept, so ties keep their input order: the first k of the
  * stable argsort). Lines where k is a large share of the line sort fully instead. */
-static pg_status topk(const pg_node *n)
+static pg_status index_TOPK(const pg_node *n)
 {
     int64_t outer, len, inner;
     int axis = (int)n->p.index.axis;
@@ -426,7 +427,7 @@ static pg_status topk(const pg_node *n)
 
 /* ---- masked fill (dst strided, mask broadcast) and nonzero --------------------------- */
 
-static pg_status masked_fill(const pg_node *n)
+static pg_status index_MASKED_FILL(const pg_node *n)
 {
     const pg_tensor *D = &n->dst, *Mk = &n->src[0];
     int64_t size = (int64_t)pg_dtype_size((pg_dtype)D->dtype);
@@ -470,7 +471,7 @@ static pg_status masked_fill(const pg_node *n)
     return PG_OK;
 }
 
-static pg_status nonzero(const pg_node *n)
+static pg_status index_NONZERO(const pg_node *n)
 {
     const uint8_t *m = (const uint8_t *)pg_tensor_data(&n->src[0]);
     int64_t len = n->src[0].shape[0], want = n->dst.shape[0], k = 0;
@@ -488,21 +489,18 @@ static pg_status nonzero(const pg_node *n)
     return PG_OK;
 }
 
+/* each INDEX row's kernel, by its family column (pg_subops.def) */
+typedef pg_status (*index_fn)(const pg_node *);
+static const index_fn index_kernels[PG_NUM_SUBOPS] = {
+#define PG_SUBOP_INDEX(ID, name, flags, family) [PG_INDEX_##ID] = index_##family,
+#include "../../core/pg_subops.def"
+};
+
 pg_status pg_cpu_index(const pg_node *n)
 {
-    switch (n->subop) {
-    case PG_IDX_GATHER:
-    case PG_IDX_INDEX_SELECT:
-    case PG_IDX_SCATTER:
-    case PG_IDX_SCATTER_ADD:
-    case PG_IDX_INDEX_COPY:
-    case PG_IDX_INDEX_ADD: return move_along_axis(n);
-    case PG_IDX_CUMSUM:
-    case PG_IDX_CUMPROD: return cumulate(n);
-    case PG_IDX_ARGSORT: return argsort(n);
-    case PG_IDX_MASKED_FILL: return masked_fill(n);
-    case PG_IDX_NONZERO: return nonzero(n);
-    case PG_IDX_TOPK: return topk(n);
-    default: return pg_error_set(PG_ERR_RUNTIME, "index: unknown subop %d", n->subop);
-    }
+    index_fn fn = n->subop >= 0 && n->subop < PG_NUM_SUBOPS ? index_kernels[n->subop] : NULL;
+    if (!fn)
+        return pg_error_set(PG_ERR_RUNTIME, "index: %s is not an INDEX sub-op",
+                            pg_subop_id(n->subop));
+    return fn(n);
 }

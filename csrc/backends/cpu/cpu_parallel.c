@@ -194,7 +194,7 @@ static pg_status run_rows(pg_pool *pool, const pg_node *node)
  * not the (k-wide) output's. Other index ops run on the calling thread. */
 static pg_status run_index(pg_pool *pool, const pg_node *node)
 {
-    if (node->subop != PG_IDX_TOPK || node->p.index.axis == 0 || node->src[0].ndim < 2)
+    if (node->subop != PG_INDEX_TOPK || node->p.index.axis == 0 || node->src[0].ndim < 2)
         return pg_cpu_execute(node);
     return run_dim0_slices(pool, node, pg_tensor_numel(&node->src[0]));
 }
@@ -352,6 +352,14 @@ pg_pool *pg_cpu_pool(void)
     }
     pthread_mutex_unlock(&g_cpu_lock);
     return p;
+}
+
+/* The child of fork(): the pool's threads are not there; make a new pool on first use
+ * (pg_fork.h). The old one is left as it is (its memory is the parent's copy). */
+void pg_cpu_after_fork(void)
+{
+    pthread_mutex_init(&g_cpu_lock, NULL);
+    atomic_store(&g_cpu_pool, NULL);
 }
 
 pg_status pg_cpu_set_threads(int n)

@@ -30,6 +30,8 @@ pg_status pg_cpu_run(pg_pool *pool, const pg_node *node);
  * destroyed: a Python thread may still be using it at exit. */
 pg_pool *pg_cpu_pool(void);
 pg_status pg_cpu_set_threads(int n);
+/* In a fork()ed child (csrc/core/pg_fork.h): a new pool on first use. */
+void pg_cpu_after_fork(void);
 int pg_cpu_get_threads(void);
 
 /* ---- shared by cpu_parallel.c and cpu_parallel_reduce.c -------------------------------- */

@@ -198,16 +198,20 @@ static void avg_window(const pg_conv_geom *g, int64_t oh, int64_t ow, int64_t H,
                         dx[ih * j->W + iw] += v;                                                \
             }                                                                                   \
     }                                                                                           \
+    /* the sub-op's row says which: max or average, adaptive windows, a gradient */          \
     static void plane_##SUF(const pool_job *j, int64_t p)                                       \
     {                                                                                           \
-        switch (j->n->subop) {                                                                  \
-        case PG_POOL_MAX_FWD: max_plane_##SUF(j, p, false); break;                              \
-        case PG_POOL_ADAPTIVE_MAX_FWD: max_plane_##SUF(j, p, true); break;                      \
-        case PG_POOL_AVG_FWD: avg_plane_##SUF(j, p, false); break;                              \
-        case PG_POOL_ADAPTIVE_AVG_FWD: avg_plane_##SUF(j, p, true); break;                      \
-        case PG_POOL_MAX_BWD: max_bwd_plane_##SUF(j, p); break;                                 \
-        case PG_POOL_AVG_BWD: avg_bwd_plane_##SUF(j, p, false); break;                          \
-        default: avg_bwd_plane_##SUF(j, p, true); break;                                        \
+        const unsigned f = pg_subop_flags(j->n->subop);                                         \
+        const bool adaptive = (f & PG_SUBF_ADAPTIVE) != 0;                                      \
+        if (f & PG_SUBF_BWD) {                                                                  \
+            if (f & PG_SUBF_MAX)                                                                \
+                max_bwd_plane_##SUF(j, p);                                                      \
+            else                                                                                \
+                avg_bwd_plane_##SUF(j, p, adaptive);                                            \
+        } else if (f & PG_SUBF_MAX) {                                                           \
+            max_plane_##SUF(j, p, adaptive);                                                    \
+        } else {                                                                                \
+            avg_plane_##SUF(j, p, adaptive);                                                    \
         }                                                                                       \
     }
 
@@ -233,7 +237,7 @@ pg_status pg_cpu_pooling_on(pg_pool *pool, const pg_node *n)
     pool_job j;
     memset(&j, 0, sizeof j);
     j.n = n;
-    bool fwd = n->subop <= PG_POOL_ADAPTIVE_MAX_FWD;
+    bool fwd = !(pg_subop_flags(n->subop) & PG_SUBF_BWD);
     const pg_tensor *x = fwd ? &n->src[0] : &n->dst, *y = fwd ? &n->dst : &n->src[0];
     j.planes = x->shape[0] * x->shape[1];
     j.H = x->shape[2];

@@ -135,77 +135,119 @@
             dg[j] = relu ? (h > 0 ? d : (T)0) : d * ((T)1 - h * h);                             \
         }                                                                                       \
     }                                                                                           \
-    static void cell_fwd_##SUF(const pg_node *n)                                                \
+    /* each family's step for row r (an RNN_CELL row's family column, pg_subops.def) */    \
+    static void fwd_RNN_##SUF(const pg_node *n, int64_t r, const T *g, const T *hw,            \
+                              const T *b, const T *hp, T *y, T *s, int64_t H)                   \
+    {                                                                                           \
+        (void)r;                                                                                \
+        (void)hp;                                                                               \
+        rnn_row_##SUF(g, hw, b, y, (pg_subop_flags(n->subop) & PG_SUBF_RELU) != 0, H);          \
+        if (s)                                                                                  \
+            memcpy(s, y, sizeof(T) * (size_t)H);                                                \
+    }                                                                                           \
+    static void fwd_LSTM_##SUF(const pg_node *n, int64_t r, const T *g, const T *hw,           \
+                               const T *b, const T *hp, T *y, T *s, int64_t H)                  \
+    {                                                                                           \
+        (void)hp;                                                                               \
+        T *c = DATA(T, &n->extra[1]) + r * H;                                                   \
+        lstm_row_##SUF(g, hw, b, c, y, c, s, H);                                                \
+    }                                                                                           \
+    static void fwd_GRU_##SUF(const pg_node *n, int64_t r, const T *g, const T *hw,            \
+                              const T *b, const T *hp, T *y, T *s, int64_t H)                   \
+    {                                                                                           \
+        (void)n;                                                                                \
+        (void)r;                                                                                \
+        gru_row_##SUF(g, hw, b, hp, y, s, H);                                                   \
+    }                                                                                           \
+    static void bwd_RNN_##SUF(const pg_node *n, int64_t r, const T *s, const T *dy,            \
+                              const T *dh, T *dg, int64_t H, int64_t P)                         \
+    {                                                                                           \
+        (void)r;                                                                                \
+        (void)P;                                                                                \
+        rnn_bwd_row_##SUF(s, dy, dh, dg, (pg_subop_flags(n->subop) & PG_SUBF_RELU) != 0, H);    \
+    }                                                                                           \
+    static void bwd_LSTM_##SUF(const pg_node *n, int64_t r, const T *s, const T *dy,           \
+                               const T *dh, T *dg, int64_t H, int64_t P)                        \
+    {                                                                                           \
+        lstm_bwd_row_##SUF(s, dy, dh, DATA(T, &n->src[3]) + r * H, dg, H, P);                   \
+    }                                                                                           \
+    static void bwd_GRU_##SUF(const pg_node *n, int64_t r, const T *s, const T *dy,            \
+                              const T *dh, T *dg, int64_t H, int64_t P)                         \
+    {                                                                                           \
+        gru_bwd_row_##SUF(s, dy, dh, DATA(T, &n->extra[1]) + r * P, dg,                         \
+                          DATA(T, &n->extra[0]) + r * n->extra[0].strides[0], H);               \
+    }                                                                                           \
+    typedef void (*fwd_row_##SUF)(const pg_node *, int64_t, const T *, const T *, const T *,   \
+                                  const T *, T *, T *, int64_t);                                \
+    typedef void (*bwd_row_##SUF)(const pg_node *, int64_t, const T *, const T *, const T *,   \
+                                  T *, int64_t, int64_t);                                       \
+    static void cell_fwd_##SUF(const pg_node *n, fwd_row_##SUF step)                            \
     {                                                                                           \
         int64_t R = n->dst.shape[0], H = n->dst.shape[1], P = n->src[3].shape[1];               \
         int64_t KG = n->src[1].shape[1];                                                        \
+        pg_rnn_cell_cols cell = pg_rnn_cell(n->subop);                                          \
         const pg_tensor *gt = &n->src[0], *yt = &n->dst, *st = &n->extra[2];                    \
         const T *b = DATA(const T, &n->src[2]);                                                 \
         T *S = OPT(T, st);                                                                      \
-        int64_t sw = st->storage ? st->strides[0] : 0;                                          \
+        int64_t sw = st->storage ? st->strides[0] : 0, ks = cell.saved * H;                     \
         for (int64_t r = 0; r < R; r++) {                                                       \
             const T *g = DATA(const T, gt) + r * gt->strides[0];                                \
             const T *hw = DATA(const T, &n->src[1]) + r * KG;                                   \
             const T *hp = DATA(const T, &n->src[3]) + r * P;                                    \
             T *y = DATA(T, yt) + r * yt->strides[0];                                            \
             T *s = S ? S + r * sw : NULL;                                                       \
-            int64_t ks = n->subop == PG_CELL_LSTM || n->subop == PG_CELL_GRU ? 4 * H : H;       \
             if (s) { /* h_prev (and c_prev) first: the state rows are rewritten below */       \
                 memcpy(s + ks, hp, sizeof(T) * (size_t)P);                                      \
-                if (n->subop == PG_CELL_LSTM)                                                   \
+                if (cell.cell_state)                                                            \
                     memcpy(s + ks + P, DATA(const T, &n->src[4]) + r * H, sizeof(T) * (size_t)H); \
             }                                                                                   \
-            switch (n->subop) {                                                                 \
-            case PG_CELL_LSTM: {                                                                \
-                T *c = DATA(T, &n->extra[1]) + r * H;                                           \
-                lstm_row_##SUF(g, hw, b, c, y, c, s, H);                                        \
-                break;                                                                          \
-            }                                                                                   \
-            case PG_CELL_GRU: gru_row_##SUF(g, hw, b, hp, y, s, H); break;                      \
-            default:                                                                            \
-                rnn_row_##SUF(g, hw, b, y, n->subop == PG_CELL_RNN_RELU, H);                    \
-                if (s)                                                                          \
-                    memcpy(s, y, sizeof(T) * (size_t)H);                                        \
-                break;                                                                          \
-            }                                                                                   \
+            step(n, r, g, hw, b, hp, y, s, H);                                                  \
             if (n->extra[0].storage) /* the carried h (none with a projection) */              \
                 memcpy(DATA(T, &n->extra[0]) + r * P, y, sizeof(T) * (size_t)P);                \
         }                                                                                       \
     }                                                                                           \
-    static void cell_bwd_##SUF(const pg_node *n)                                                \
+    static void cell_bwd_##SUF(const pg_node *n, bwd_row_##SUF step)                            \
     {                                                                                           \
         const pg_tensor *st = &n->src[0], *dyt = &n->src[1], *dgt = &n->dst;                    \
+        pg_rnn_cell_cols cell = pg_rnn_cell(n->subop);                                          \
         int64_t R = dgt->shape[0], KG = dgt->shape[1];                                          \
-        int64_t H = n->subop == PG_CELL_LSTM ? KG / 4 : n->subop == PG_CELL_GRU ? KG / 3 : KG;  \
-        int64_t ks = n->subop == PG_CELL_LSTM || n->subop == PG_CELL_GRU ? 4 * H : H;           \
-        int64_t P = st->shape[1] - ks - (n->subop == PG_CELL_LSTM ? H : 0);                     \
+        int64_t H = KG / cell.gates, ks = cell.saved * H;                                       \
+        int64_t P = st->shape[1] - ks - (cell.cell_state ? H : 0);                              \
         const T *DY = OPT(const T, dyt), *DH = OPT(const T, &n->src[2]);                        \
         for (int64_t r = 0; r < R; r++) {                                                       \
             const T *s = DATA(const T, st) + r * st->strides[0];                                \
             const T *dy = DY ? DY + r * dyt->strides[0] : NULL;                                 \
             const T *dh = DH ? DH + r * P : NULL;                                               \
             T *dg = DATA(T, dgt) + r * dgt->strides[0];                                         \
-            switch (n->subop) {                                                                 \
-            case PG_CELL_LSTM:                                                                  \
-                lstm_bwd_row_##SUF(s, dy, dh, DATA(T, &n->src[3]) + r * H, dg, H, P);           \
-                break;                                                                          \
-            case PG_CELL_GRU:                                                                   \
-                gru_bwd_row_##SUF(s, dy, dh, DATA(T, &n->extra[1]) + r * P, dg,                 \
-                                  DATA(T, &n->extra[0]) + r * n->extra[0].strides[0], H);       \
-                break;                                                                          \
-            default: rnn_bwd_row_##SUF(s, dy, dh, dg, n->subop == PG_CELL_RNN_RELU, H); break;  \
-            }                                                                                   \
+            step(n, r, s, dy, dh, dg, H, P);                                                    \
         }                                                                                       \
     }
 RNN_ROWS(f32, float, expf, tanhf)
 RNN_ROWS(f64, double, exp, tanh)
 
+/* each RNN_CELL row's steps, by its family column (pg_subops.def) */
+static const struct {
+    fwd_row_f32 fwd32;
+    fwd_row_f64 fwd64;
+    bwd_row_f32 bwd32;
+    bwd_row_f64 bwd64;
+} cell_steps[PG_NUM_SUBOPS] = {
+#define PG_SUBOP_RNN_CELL(ID, name, flags, family, ...)                                            \
+    [PG_RNN_CELL_##ID] = {fwd_##family##_f32, fwd_##family##_f64, bwd_##family##_f32,              \
+                          bwd_##family##_f64},
+#include "../../core/pg_subops.def"
+};
+
 pg_status pg_cpu_rnn_cell(const pg_node *n)
 {
+    if (pg_subop_node(n->subop) != PG_OP_RNN_CELL)
+        return pg_error_set(PG_ERR_RUNTIME, "%s: %s is not a cell kind", n->name,
+                            pg_subop_id(n->subop));
+    bool fwd = n->op == PG_OP_RNN_CELL;
     if (n->dst.dtype == PG_FLOAT32)
-        n->op == PG_OP_RNN_CELL ? cell_fwd_f32(n) : cell_bwd_f32(n);
+        fwd ? cell_fwd_f32(n, cell_steps[n->subop].fwd32) : cell_bwd_f32(n, cell_steps[n->subop].bwd32);
     else
-        n->op == PG_OP_RNN_CELL ? cell_fwd_f64(n) : cell_bwd_f64(n);
+        fwd ? cell_fwd_f64(n, cell_steps[n->subop].fwd64) : cell_bwd_f64(n, cell_steps[n->subop].bwd64);
     return PG_OK;
 }
 

@@ -293,7 +293,8 @@ pg_status pg_cpu_linear_bwd(const pg_node *n) { return pg_cpu_linear_bwd_on(NULL
  * vector lanes, as torch's: float64 lanes halved the vector width), then e / sum:
  * two reads of the row and one write, where max, subtract, exp, sum and divide as
  * separate nodes read or write five whole tensors. NaN anywhere gives a NaN row.
- * log_softmax (subop 1): (x - max) - log(sum), the same sum, written in a third pass. */
+ * log_softmax (its SOFTMAX row's LOG flag): (x - max) - log(sum), the same sum, written in a
+ * third pass. */
 #define SOFTMAX_ROW(SUF, T, EXP, LOG)                                                          \
     PG_CPU_DISPATCH(void, softmax_row_##SUF, (const T *x, T *y, int64_t C, int lg),           \
                     (x, y, C, lg))                                                             \
@@ -322,13 +323,13 @@ SOFTMAX_ROW(f64, double, exp, log)
 pg_status pg_cpu_softmax(const pg_node *n)
 {
     int64_t R = n->src[0].shape[0], C = n->src[0].shape[1];
+    int lg = (pg_subop_flags(n->subop) & PG_SUBF_LOG) != 0;
     for (int64_t r = 0; r < R; r++) {
         if (n->dst.dtype == PG_FLOAT32)
-            softmax_row_f32(DATA(float, &n->src[0]) + r * C, DATA(float, &n->dst) + r * C, C,
-                            n->subop);
+            softmax_row_f32(DATA(float, &n->src[0]) + r * C, DATA(float, &n->dst) + r * C, C, lg);
         else
             softmax_row_f64(DATA(double, &n->src[0]) + r * C, DATA(double, &n->dst) + r * C, C,
-                            n->subop);
+                            lg);
     }
     return PG_OK;
 }

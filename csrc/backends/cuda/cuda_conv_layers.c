@@ -15,26 +15,19 @@ static const void *data_or_null(const pg_tensor *t)
 pg_status pg_cuda_launch_pool(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
     const pg_conv_geom *g = &n->p.conv;
-    const int s = n->subop;
-    const bool fwd = s <= PG_POOL_ADAPTIVE_MAX_FWD;
+    const unsigned f = pg_subop_flags(n->subop); /* the sub-op's row (pg_subops.def) */
+    const bool fwd = !(f & PG_SUBF_BWD);
     const pg_tensor *x = fwd ? &n->src[0] : &n->dst, *y = fwd ? &n->dst : &n->src[0];
     pg_cuda_pool_args a;
     memset(&a, 0, sizeof a);
-    switch (s) {
-    case PG_POOL_MAX_FWD:
-    case PG_POOL_ADAPTIVE_MAX_FWD: a.kind = PG_CUDA_POOL_MAX; break;
-    case PG_POOL_AVG_FWD:
-    case PG_POOL_ADAPTIVE_AVG_FWD: a.kind = PG_CUDA_POOL_AVG; break;
-    case PG_POOL_MAX_BWD: a.kind = PG_CUDA_POOL_MAX_BWD; break;
-    default: a.kind = PG_CUDA_POOL_AVG_BWD; break;
-    }
-    a.adaptive = s == PG_POOL_ADAPTIVE_MAX_FWD || s == PG_POOL_ADAPTIVE_AVG_FWD ||
-                 s == PG_POOL_ADAPTIVE_AVG_BWD;
+    a.max = (f & PG_SUBF_MAX) != 0;
+    a.backward = !fwd;
+    a.adaptive = (f & PG_SUBF_ADAPTIVE) != 0;
     a.count_pad = (g->flags & PG_POOL_F_COUNT_PAD) != 0;
     a.dtype = n->dst.dtype;
     a.src = pg_cuda_tensor_data(&n->src[0]);
     a.dst = pg_cuda_tensor_data(&n->dst);
-    if (s == PG_POOL_MAX_BWD)
+    if (a.max && a.backward)
         a.idx_in = (const int64_t *)pg_cuda_tensor_data(&n->src[1]);
     if (fwd && n->nextra > 0 && n->extra[0].storage)
         a.idx_out = (int64_t *)pg_cuda_tensor_data(&n->extra[0]);
@@ -60,7 +53,7 @@ pg_status pg_cuda_launch_batch_norm(pg_cuda_device *d, const pg_cuda_ctx *ctx, c
     pg_cuda_bn_args a;
     memset(&a, 0, sizeof a);
     a.dtype = n->dst.dtype;
-    a.backward = n->subop == PG_BN_TRAIN_BWD;
+    a.backward = (pg_subop_flags(n->subop) & PG_SUBF_BWD) != 0;
     a.relu = (n->p.norm.flags & PG_BN_F_RELU) != 0;
     a.N = n->dst.shape[0];
     a.C = n->dst.shape[1];

@@ -79,23 +79,23 @@ static struct {
                                   const void *, pg_cudnn_desc, void *);
     pg_cudnn_status (*backward_bias)(pg_cudnn_handle, const void *, pg_cudnn_desc, const void *,
                                      const void *, pg_cudnn_desc, void *);
-    /* forward, backward data, backward filter: heuristics, timed search, workspace, call */
-    algo_fn get_algo[3], find_algo[3];
-    wsize_fn wsize[3];
-    conv_fn conv[3];
+    /* per CONV sub-op (forward, backward data, backward filter): heuristics, timed search,
+     * workspace, call */
+    algo_fn get_algo[PG_NUM_SUBOPS], find_algo[PG_NUM_SUBOPS];
+    wsize_fn wsize[PG_NUM_SUBOPS];
+    conv_fn conv[PG_NUM_SUBOPS];
 } pg_cudnn = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static const char *const GET_ALGO[3] = {"cudnnGetConvolutionForwardAlgorithm_v7",
-                                        "cudnnGetConvolutionBackwardDataAlgorithm_v7",
-                                        "cudnnGetConvolutionBackwardFilterAlgorithm_v7"};
-static const char *const FIND_ALGO[3] = {"cudnnFindConvolutionForwardAlgorithm",
-                                         "cudnnFindConvolutionBackwardDataAlgorithm",
-                                         "cudnnFindConvolutionBackwardFilterAlgorithm"};
-static const char *const WSIZE[3] = {"cudnnGetConvolutionForwardWorkspaceSize",
-                                     "cudnnGetConvolutionBackwardDataWorkspaceSize",
-                                     "cudnnGetConvolutionBackwardFilterWorkspaceSize"};
-static const char *const CONV[3] = {"cudnnConvolutionForward", "cudnnConvolutionBackwardData",
-                                    "cudnnConvolutionBackwardFilter"};
+/* cuDNN's entry points of each CONV sub-op, named from its row's cudnn column */
+static const struct {
+    const char *get_algo, *find_algo, *wsize, *conv;
+} ENTRY[PG_NUM_SUBOPS] = {
+#define PG_SUBOP_CONV(ID, name, flags, x, w, y, cudnn)                                             \
+    [PG_CONV_##ID] = {"cudnnGetConvolution" cudnn "Algorithm_v7",                                  \
+                      "cudnnFindConvolution" cudnn "Algorithm",                                    \
+                      "cudnnGetConvolution" cudnn "WorkspaceSize", "cudnnConvolution" cudnn},
+#include "pg_subops.def"
+};
 
 /* dlopen `path` and resolve every entry point; 0 or a message in why */
 int pg_plugin_cudnn_load(const char *path, char *why, size_t len)
@@ -132,11 +132,13 @@ int pg_plugin_cudnn_load(const char *path, char *why, size_t len)
     SYM(set_math_type, "cudnnSetConvolutionMathType");
     SYM(add_tensor, "cudnnAddTensor");
     SYM(backward_bias, "cudnnConvolutionBackwardBias");
-    for (int k = 0; k < 3; k++) {
-        SYM(get_algo[k], GET_ALGO[k]);
-        SYM(find_algo[k], FIND_ALGO[k]);
-        SYM(wsize[k], WSIZE[k]);
-        SYM(conv[k], CONV[k]);
+    for (int k = 0; k < PG_NUM_SUBOPS; k++) {
+        if (!ENTRY[k].conv)
+            continue; /* not a CONV row */
+        SYM(get_algo[k], ENTRY[k].get_algo);
+        SYM(find_algo[k], ENTRY[k].find_algo);
+        SYM(wsize[k], ENTRY[k].wsize);
+        SYM(conv[k], ENTRY[k].conv);
     }
 #undef SYM
     if (missing) {
@@ -152,6 +154,63 @@ int pg_plugin_cudnn_load(const char *path, char *why, size_t len)
 }
 
 size_t pg_plugin_cudnn_version(void) { return pg_cudnn.lib ? pg_cudnn.version : 0; }
+
+/* The libraries pygpu offered when it loaded the plugin (pygpu/backends/cudnn.py's
+ * candidates, newline-separated), tried once, in order, when the first convolution asks:
+ * cuDNN is loaded on first use, by the backend that uses it. */
+static struct {
+    pthread_mutex_t lock;
+    char paths[8192];
+    bool tried;
+} g_offer = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+pg_status pg_plugin_cudnn_offer(const char *paths)
+{
+    pthread_mutex_lock(&g_offer.lock);
+    snprintf(g_offer.paths, sizeof g_offer.paths, "%s", paths ? paths : "");
+    g_offer.tried = false;
+    pthread_mutex_unlock(&g_offer.lock);
+    return PG_OK;
+}
+
+static bool loaded_on_first_use(void)
+{
+    if (pg_cudnn.lib)
+        return true;
+    pthread_mutex_lock(&g_offer.lock);
+    if (!g_offer.tried) {
+        g_offer.tried = true;
+        char paths[sizeof g_offer.paths], why[512];
+        memcpy(paths, g_offer.paths, sizeof paths);
+        char *save = NULL;
+        for (char *p = strtok_r(paths, "\n", &save); p && !pg_cudnn.lib;
+             p = strtok_r(NULL, "\n", &save))
+            (void)pg_plugin_cudnn_load(p, why, sizeof why); /* pygpu.backends.cudnn says why */
+    }
+    pthread_mutex_unlock(&g_offer.lock);
+    return pg_cudnn.lib != NULL;
+}
+
+/* supports_node's rule for CONV: cuDNN enabled (pygpu.backends.cudnn.enabled) and loaded, and
+ * the node's geometry one cuDNN descriptor can say: it pads each axis alike before and after,
+ * so its output size from that padding must be the node's (PyTorch's 'same' with an even
+ * kernel pads one more after: composed instead). The same for the three sub-ops: x and y are
+ * where the sub-op's row puts them. */
+bool pg_cuda_cudnn_runs(const pg_node *n)
+{
+    if (!atomic_load(&pg_cuda.cudnn_enabled) || !loaded_on_first_use())
+        return false;
+    const pg_tensor *x = pg_conv_operand(n, PG_CONV_X), *y = pg_conv_operand(n, PG_CONV_Y);
+    const pg_conv_geom *g = &n->p.conv;
+    const int64_t pad[2] = {g->ph, g->pw}, k[2] = {g->kh, g->kw};
+    const int64_t s[2] = {g->sh, g->sw}, d[2] = {g->dh, g->dw};
+    for (int a = 0; a < 2; a++) {
+        int64_t span = d[a] * (k[a] - 1) + 1, padded = x->shape[2 + a] + 2 * pad[a];
+        if (s[a] <= 0 || padded < span || (padded - span) / s[a] + 1 != y->shape[2 + a])
+            return false;
+    }
+    return true;
+}
 
 bool pg_cuda_cudnn_ready(void) { return pg_cudnn.lib != NULL; }
 
@@ -200,7 +259,7 @@ static pg_status make_descs(pg_cuda_device *d, conv_plan *p, const char *op)
 {
     const conv_key *k = &p->key;
     int dt = k->dtype == PG_FLOAT64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-    int bc = (int)(k->subop == PG_CONV_BWD_DATA ? k->x[1] : k->y[1]);
+    int bc = (int)(pg_conv_computes(k->subop) == PG_CONV_X ? k->x[1] : k->y[1]); /* bias channels */
     if (!p->xd) {
         PG_TRY(check(d, pg_cudnn.create_tensor(&p->xd), op, "cudnnCreateTensorDescriptor"));
         PG_TRY(check(d, pg_cudnn.create_tensor(&p->yd), op, "cudnnCreateTensorDescriptor"));
@@ -231,13 +290,31 @@ static pg_status make_descs(pg_cuda_device *d, conv_plan *p, const char *op)
     return PG_OK;
 }
 
-/* the descriptors' order of each call: (x|w|x, w|dy|dy, conv, y|dx|dw) */
+/* each role's descriptor (pg_conv_role: x, w, y) */
+static pg_cudnn_desc desc_of(const conv_plan *p, int role)
+{
+    return role == PG_CONV_X ? p->xd : role == PG_CONV_W ? p->wd : p->yd;
+}
+
+/* The two inputs' roles in the order cuDNN's call takes them: the roles the sub-op reads, in
+ * the order x, w, y ((x, w) forward, (w, dy) backward data, (x, dy) backward filter). */
+static void input_roles(int s, int in[2])
+{
+    int k = 0;
+    for (int role = PG_CONV_X; role <= PG_CONV_Y; role++)
+        if (role != pg_conv_computes(s))
+            in[k++] = role;
+}
+
+/* the descriptors of each call: (input 0, input 1, conv, output) */
 static void operands(const conv_plan *p, int s, pg_cudnn_desc out[4])
 {
-    pg_cudnn_desc a[3][4] = {{p->xd, p->wd, p->cd, p->yd},
-                             {p->wd, p->yd, p->cd, p->xd},
-                             {p->xd, p->yd, p->cd, p->wd}};
-    memcpy(out, a[s], sizeof a[s]);
+    int in[2];
+    input_roles(s, in);
+    out[0] = desc_of(p, in[0]);
+    out[1] = desc_of(p, in[1]);
+    out[2] = p->cd;
+    out[3] = desc_of(p, pg_conv_computes(s));
 }
 
 static pg_status choose_algo(pg_cuda_device *d, pg_cudnn_handle h, conv_plan *p, const char *op)
@@ -249,10 +326,10 @@ static pg_status choose_algo(pg_cuda_device *d, pg_cudnn_handle h, conv_plan *p,
     memset(perf, 0, sizeof perf);
     if (p->key.benchmark)
         PG_TRY(check(d, pg_cudnn.find_algo[s](h, o[0], o[1], o[2], o[3], 8, &n, perf), op,
-                     FIND_ALGO[s]));
+                     ENTRY[s].find_algo));
     else
         PG_TRY(check(d, pg_cudnn.get_algo[s](h, o[0], o[1], o[2], o[3], 8, &n, perf), op,
-                     GET_ALGO[s]));
+                     ENTRY[s].get_algo));
     for (int i = 0; i < n; i++) { /* the first that works (and is deterministic if asked) */
         if (perf[i].status != 0)
             continue;
@@ -260,7 +337,7 @@ static pg_status choose_algo(pg_cuda_device *d, pg_cudnn_handle h, conv_plan *p,
             continue;
         p->algo = perf[i].algo;
         return check(d, pg_cudnn.wsize[s](h, o[0], o[1], o[2], o[3], p->algo, &p->ws), op,
-                     WSIZE[s]);
+                     ENTRY[s].wsize);
     }
     return pg_cuda_error(PG_ERR_RUNTIME, "cuda:%d: %s: cuDNN offers no %salgorithm for this "
                                          "convolution", d->index, op,
@@ -309,10 +386,8 @@ pg_status pg_cuda_launch_conv(pg_cuda_device *d, const pg_cuda_ctx *ctx, const p
                                                  "install nvidia-cudnn-cu13)", d->index, op);
     const pg_conv_geom *g = &n->p.conv;
     int s = n->subop;
-    const pg_tensor *x = s == PG_CONV_FWD ? &n->src[0] : s == PG_CONV_BWD_DATA ? &n->dst
-                                                                               : &n->src[1];
-    const pg_tensor *y = s == PG_CONV_FWD ? &n->dst : &n->src[0];
-    const pg_tensor *w = s == PG_CONV_BWD_WEIGHT ? &n->dst : &n->src[1];
+    const pg_tensor *x = pg_conv_operand(n, PG_CONV_X), *w = pg_conv_operand(n, PG_CONV_W);
+    const pg_tensor *y = pg_conv_operand(n, PG_CONV_Y); /* where the sub-op's row puts them */
     conv_key key;
     memset(&key, 0, sizeof key); /* padding bytes too: the key is compared with memcmp */
     key.device = d->index;
@@ -352,15 +427,19 @@ pg_status pg_cuda_launch_conv(pg_cuda_device *d, const pg_cuda_ctx *ctx, const p
         pg_cudnn_desc o[4];
         operands(&p, s, o);
         /* the two inputs in the call's order: (x, w), (w, dy), (x, dy) */
-        const void *in0 = pg_cuda_tensor_data(&n->src[s == PG_CONV_FWD ? 0 : 1]);
-        const void *in1 = pg_cuda_tensor_data(&n->src[s == PG_CONV_FWD ? 1 : 0]);
+        int in[2];
+        input_roles(s, in);
+        const void *in0 = pg_cuda_tensor_data(pg_conv_operand(n, in[0]));
+        const void *in1 = pg_cuda_tensor_data(pg_conv_operand(n, in[1]));
+        bool dw = pg_conv_computes(s) == PG_CONV_W;
         st = check(d, pg_cudnn.conv[s](h, one, o[0], in0, o[1], in1, o[2], p.algo, ws, p.ws,
-                                       zero, o[3], pg_cuda_tensor_data(&n->dst)), op, CONV[s]);
-        if (st == PG_OK && s != PG_CONV_BWD_WEIGHT && n->src[2].storage) /* bias, per channel */
+                                       zero, o[3], pg_cuda_tensor_data(&n->dst)), op,
+                   ENTRY[s].conv);
+        if (st == PG_OK && !dw && n->src[2].storage) /* bias, per channel of the output */
             st = check(d, pg_cudnn.add_tensor(h, one, p.bd, pg_cuda_tensor_data(&n->src[2]), one,
-                                              s == PG_CONV_FWD ? p.yd : p.xd,
-                                              pg_cuda_tensor_data(&n->dst)), op, "cudnnAddTensor");
-        if (st == PG_OK && s == PG_CONV_BWD_WEIGHT && n->extra[0].storage)
+                                              o[3], pg_cuda_tensor_data(&n->dst)), op,
+                       "cudnnAddTensor");
+        if (st == PG_OK && dw && n->extra[0].storage)
             st = check(d, pg_cudnn.backward_bias(h, one, p.yd, pg_cuda_tensor_data(&n->src[0]),
                                                  zero, p.bd, pg_cuda_tensor_data(&n->extra[0])),
                        op, "cudnnConvolutionBackwardBias");

@@ -82,21 +82,11 @@ static pg_status nccl_comm_abort(void *comm)
     return pg_cuda_error(PG_ERR_COMM, "NCCL: aborting the communicator failed");
 }
 
-static pg_status nccl_all_reduce(void *comm, int device, void *ptr, size_t count, int dtype, int op)
+static pg_status nccl_run(void *comm, int device, const pg_nccl_call *calls, int ncalls)
 {
     char why[PG_NCCL_WHY] = "";
-    return nccl_status(
-        pg_plugin_nccl_all_reduce(comm, device, ptr, count, dtype, op, why, sizeof why),
-        PG_ERR_COMM, why);
-}
-
-static pg_status nccl_broadcast(void *comm, int device, void *ptr, size_t count, int dtype,
-                                int root)
-{
-    char why[PG_NCCL_WHY] = "";
-    return nccl_status(
-        pg_plugin_nccl_broadcast(comm, device, ptr, count, dtype, root, why, sizeof why),
-        PG_ERR_COMM, why);
+    return nccl_status(pg_plugin_nccl_run(comm, device, calls, ncalls, why, sizeof why),
+                       PG_ERR_COMM, why);
 }
 
 static pg_status pci_bus_id(int index, char *buf, size_t len)
@@ -149,10 +139,10 @@ static const pg_cuda_extras pg_cuda_extras_table = {
     .nccl_comm_init = nccl_comm_init,
     .nccl_comm_destroy = nccl_comm_destroy,
     .nccl_comm_abort = nccl_comm_abort,
-    .nccl_all_reduce = nccl_all_reduce,
-    .nccl_broadcast = nccl_broadcast,
+    .nccl_run = nccl_run,
     .cudnn_load = cudnn_load,
     .cudnn_version = pg_plugin_cudnn_version,
+    .cudnn_offer = pg_plugin_cudnn_offer,
 };
 
 pg_status pg_plugin_get_extras(int version, const void **out)

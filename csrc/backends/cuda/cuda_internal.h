@@ -141,6 +141,12 @@ typedef struct pg_cuda_state {
     atomic_int kernel_timing; /* option "kernel_timing": GPU time per op into the stats */
     atomic_int cudnn_benchmark;     /* option "cudnn_benchmark": timed algorithm search */
     atomic_int cudnn_deterministic; /* option "cudnn_deterministic": deterministic algorithms */
+    atomic_int flash_sdp;           /* option "flash_sdp" (default on): attention on the fused
+                                     * kernels (kernels/attention.cu); off, supports_node declines
+                                     * SDPA and the public function composes it of batched GEMMs
+                                     * and row softmax (torch.backends.cuda.enable_flash_sdp) */
+    atomic_int cudnn_enabled;       /* option "cudnn_enabled" (default on): convolutions on cuDNN
+                                     * (pygpu.backends.cudnn.enabled; off: composed) */
     atomic_int int8_requant_in_gemm; /* option "int8_requant_in_gemm" (default on): static int8
                                       * layers requantize in cuBLASLt's epilogue (cuda_quant.c) */
 } pg_cuda_state;
@@ -359,16 +365,22 @@ int pg_plugin_nccl_load(const char *path, char *why, size_t whylen);
 int pg_plugin_cudnn_load(const char *path, char *why, size_t len);
 size_t pg_plugin_cudnn_version(void);
 bool pg_cuda_cudnn_ready(void);
+/* the libraries to try, newline-separated, when the first convolution asks (pygpu's
+ * pygpu/backends/cudnn.py finds them; the plugin loads on first use) */
+pg_status pg_plugin_cudnn_offer(const char *paths);
+/* supports_node's rules (cuda_plugin.c's table, by node kind): cuDNN runs this CONV node
+ * (enabled, loaded, one padding per axis), the attention kernels this SDPA(_BWD) node
+ * (head dimensions up to 128) */
+bool pg_cuda_cudnn_runs(const pg_node *n);
+bool pg_cuda_sdpa_runs(const pg_node *n);
 int pg_plugin_nccl_version(void);
 int pg_plugin_nccl_unique_id(char *out, char *why, size_t whylen);
 int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device, void **comm,
                              char *why, size_t whylen);
 int pg_plugin_nccl_comm_destroy(void *comm);
 int pg_plugin_nccl_comm_abort(void *comm);
-int pg_plugin_nccl_all_reduce(void *comm, int device, void *ptr, size_t count, int dtype, int op,
-                              char *why, size_t whylen);
-int pg_plugin_nccl_broadcast(void *comm, int device, void *ptr, size_t count, int dtype, int root,
-                             char *why, size_t whylen);
+int pg_plugin_nccl_run(void *comm, int device, const pg_nccl_call *calls, int ncalls, char *why,
+                       size_t whylen);
 
 /* 9. cuda_plugin.c */
 extern const pg_backend pg_cuda_backend;

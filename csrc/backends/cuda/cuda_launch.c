@@ -35,9 +35,6 @@ _Static_assert(PG_SAME(PG_CUDA_RED_SUM, PG_RED_SUM) && PG_SAME(PG_CUDA_RED_MAX, 
                    PG_SAME(PG_CUDA_RED_ARGMAX, PG_RED_ARGMAX) &&
                    PG_SAME(PG_CUDA_NUM_REDUCE, PG_NUM_REDUCE),
                "reduce op codes differ between pg_node.h and pg_cuda_kernels.h");
-_Static_assert(PG_SAME(PG_CUDA_RANDOM_UNIFORM, PG_RANDOM_UNIFORM) &&
-                   PG_SAME(PG_CUDA_RANDOM_NORMAL, PG_RANDOM_NORMAL),
-               "random kinds differ between pg_node.h and pg_cuda_kernels.h");
 _Static_assert(PG_CUDA_MAX_DIMS == PG_MAX_DIMS, "PG_CUDA_MAX_DIMS != PG_MAX_DIMS");
 #undef PG_SAME
 
@@ -256,10 +253,12 @@ pg_status pg_cuda_launch_amp_unscale(pg_cuda_device *d, const pg_cuda_ctx *ctx, 
 
 /* ---- the row ops (kernels/rows.cu); operands: csrc/core/pg_ops_train.c, pg_ops_elementwise.c */
 
-/* SOFTMAX: dst (R,C) = softmax of src0's rows (subop 1: log_softmax), both contiguous */
+/* SOFTMAX: dst (R,C) = softmax of src0's rows (log_softmax: the row's LOG flag), both
+ * contiguous */
 pg_status pg_cuda_launch_softmax(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
-    cudaError_t err = pg_kernel_softmax_rows(ctx, n->dst.dtype, n->subop,
+    int log = (pg_subop_flags(n->subop) & PG_SUBF_LOG) != 0;
+    cudaError_t err = pg_kernel_softmax_rows(ctx, n->dst.dtype, log,
                                              pg_cuda_tensor_data(&n->src[0]),
                                              pg_cuda_tensor_data(&n->dst), n->dst.shape[0],
                                              n->dst.shape[1]);

@@ -11,7 +11,14 @@
  * so building needs no NCCL headers. Reached from pygpu/distributed/_nccl.py through
  * the extras table (cuda_extras.c) as pg_plugin_nccl_*; each returns 0 or writes a message.
  *
- * The collective is queued on the device's comm stream after (on the device,
+ * pygpu.distributed's collectives on cuda tensors come here as a list of calls
+ * (pg_nccl_call: all-reduce, broadcast, reduce, all-gather, reduce-scatter, send,
+ * recv); several calls run as one ncclGroupStart/ncclGroupEnd group, which is how
+ * all_to_all, gather and scatter are made of sends and receives (as PyTorch's
+ * ProcessGroupNCCL makes them). The entry points beyond all-reduce and broadcast
+ * are looked up at load and refused by name if this NCCL lacks them.
+ *
+ * The calls are queued on the device's comm stream after (on the device,
  * through events: no host wait) everything queued on the device so far: the
  * compute stream, every user stream current on some thread and the copy stream,
  * which hold every pending write to the tensor (a DDP bucket's gradients, a
@@ -25,8 +32,9 @@
  * "nccl_timeout_s", default 600 s as PyTorch's). On an error or at the deadline
  * the communicator is aborted (ncclCommAbort, which also lets the stream drain)
  * and the call fails naming what happened; later calls on it fail at once.
- * destroy_process_group finalizes and destroys it (pg_plugin_nccl_comm_destroy). DDP calls these from its communication
- * thread, which is where the overlap with backward comes from. */
+ * destroy_process_group finalizes and destroys it (pg_plugin_nccl_comm_destroy).
+ * pygpu.distributed calls these from each group's NCCL thread, in call order, which is
+ * where DDP's overlap with backward comes from. */
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -77,6 +85,15 @@ static struct {
     pg_nccl_result (*comm_finalize)(pg_nccl_comm); /* optional (NCCL >= 2.14) */
     pg_nccl_result (*all_reduce)(const void *, void *, size_t, int, int, pg_nccl_comm, cudaStream_t);
     pg_nccl_result (*broadcast)(const void *, void *, size_t, int, int, pg_nccl_comm, cudaStream_t);
+    /* optional: refused by name when missing */
+    pg_nccl_result (*reduce)(const void *, void *, size_t, int, int, int, pg_nccl_comm, cudaStream_t);
+    pg_nccl_result (*all_gather)(const void *, void *, size_t, int, pg_nccl_comm, cudaStream_t);
+    pg_nccl_result (*reduce_scatter)(const void *, void *, size_t, int, int, pg_nccl_comm,
+                                     cudaStream_t);
+    pg_nccl_result (*send)(const void *, size_t, int, int, pg_nccl_comm, cudaStream_t);
+    pg_nccl_result (*recv)(void *, size_t, int, int, pg_nccl_comm, cudaStream_t);
+    pg_nccl_result (*group_start)(void);
+    pg_nccl_result (*group_end)(void);
     const char *(*error_string)(pg_nccl_result);
 } g_nccl = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -87,10 +104,6 @@ int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device,
                                             void **comm, char *why, size_t whylen);
 int pg_plugin_nccl_comm_destroy(void *comm);
 int pg_plugin_nccl_comm_abort(void *comm);
-int pg_plugin_nccl_all_reduce(void *comm, int device, void *ptr, size_t count,
-                                             int dtype, int op, char *why, size_t whylen);
-int pg_plugin_nccl_broadcast(void *comm, int device, void *ptr, size_t count,
-                                            int dtype, int root, char *why, size_t whylen);
 
 /* ncclUniqueId is passed BY VALUE to ncclCommInitRank: a 128-byte struct. */
 typedef struct { char internal[PG_NCCL_ID_BYTES]; } pg_nccl_id;
@@ -126,6 +139,13 @@ int pg_plugin_nccl_load(const char *path, char *why, size_t whylen)
             *(void **)&g_nccl.comm_get_async_error = dlsym(h, "ncclCommGetAsyncError");
             *(void **)&g_nccl.comm_abort = dlsym(h, "ncclCommAbort");
             *(void **)&g_nccl.comm_finalize = dlsym(h, "ncclCommFinalize");
+            *(void **)&g_nccl.reduce = dlsym(h, "ncclReduce");
+            *(void **)&g_nccl.all_gather = dlsym(h, "ncclAllGather");
+            *(void **)&g_nccl.reduce_scatter = dlsym(h, "ncclReduceScatter");
+            *(void **)&g_nccl.send = dlsym(h, "ncclSend");
+            *(void **)&g_nccl.recv = dlsym(h, "ncclRecv");
+            *(void **)&g_nccl.group_start = dlsym(h, "ncclGroupStart");
+            *(void **)&g_nccl.group_end = dlsym(h, "ncclGroupEnd");
             if (!g_nccl.get_version || !g_nccl.get_unique_id || !g_nccl.comm_init_rank ||
                 !g_nccl.comm_destroy || !g_nccl.all_reduce || !g_nccl.broadcast ||
                 !g_nccl.error_string || !g_nccl.comm_get_async_error || !g_nccl.comm_abort) {
@@ -333,70 +353,119 @@ static int wait_collective(pg_nccl_handle *h, pg_cuda_device *d, const char *cal
     return 0;
 }
 
-static int run_collective_locked(int is_bcast, pg_nccl_handle *h, pg_cuda_device *d,
-                                 const char *call, const char *op, void *ptr, size_t count,
-                                 int dtype, int arg, char *why, size_t whylen);
+/* The NCCL function of each call kind: its name, and whether this NCCL has it. */
+static const char *const pg_nccl_names[PG_NCCL_KINDS] = {
+    [PG_NCCL_ALL_REDUCE] = "ncclAllReduce", [PG_NCCL_BROADCAST] = "ncclBroadcast",
+    [PG_NCCL_REDUCE] = "ncclReduce", [PG_NCCL_ALL_GATHER] = "ncclAllGather",
+    [PG_NCCL_REDUCE_SCATTER] = "ncclReduceScatter", [PG_NCCL_SEND] = "ncclSend",
+    [PG_NCCL_RECV] = "ncclRecv",
+};
 
-/* Queue one collective on the device's comm stream and wait for it, one at a
- * time per communicator. */
-static int run_collective(int is_bcast, void *comm, int device, void *ptr, size_t count, int dtype,
-                          int arg, char *why, size_t whylen)
+static bool have_kind(int kind)
 {
-    pg_nccl_handle *h = comm;
-    const char *call = is_bcast ? "ncclBroadcast" : "ncclAllReduce";
-    const char *op = is_bcast ? "broadcast" : "all_reduce";
-    if (!g_nccl.lib)
-        return fail(why, whylen, "NCCL is not loaded%s%s", "", "");
-    if (h == NULL)
-        return fail(why, whylen, "%s: no communicator%s", call, "");
-    pg_cuda_device *d;
-    if (pg_cuda_device_get(device, op, &d) != PG_OK)
-        return fail(why, whylen, "%s%s", pg_cuda_last_message(), "");
-    pthread_mutex_lock(&h->lock);
-    int rc = run_collective_locked(is_bcast, h, d, call, op, ptr, count, dtype, arg, why, whylen);
-    pthread_mutex_unlock(&h->lock);
-    return rc;
+    const void *fn[PG_NCCL_KINDS] = {
+        [PG_NCCL_ALL_REDUCE] = (const void *)g_nccl.all_reduce,
+        [PG_NCCL_BROADCAST] = (const void *)g_nccl.broadcast,
+        [PG_NCCL_REDUCE] = (const void *)g_nccl.reduce,
+        [PG_NCCL_ALL_GATHER] = (const void *)g_nccl.all_gather,
+        [PG_NCCL_REDUCE_SCATTER] = (const void *)g_nccl.reduce_scatter,
+        [PG_NCCL_SEND] = (const void *)g_nccl.send,
+        [PG_NCCL_RECV] = (const void *)g_nccl.recv,
+    };
+    return kind >= 0 && kind < PG_NCCL_KINDS && fn[kind] != NULL;
 }
 
-/* run_collective's body, under the communicator's lock. */
-static int run_collective_locked(int is_bcast, pg_nccl_handle *h, pg_cuda_device *d,
-                                 const char *call, const char *op, void *ptr, size_t count,
-                                 int dtype, int arg, char *why, size_t whylen)
+/* Enqueue one call on `stream` (the one switch over call kinds). */
+static pg_nccl_result enqueue(const pg_nccl_call *c, pg_nccl_comm comm, cudaStream_t stream)
+{
+    switch (c->kind) {
+    case PG_NCCL_ALL_REDUCE:
+        return g_nccl.all_reduce(c->send, c->recv, c->count, c->dtype, c->arg, comm, stream);
+    case PG_NCCL_BROADCAST:
+        return g_nccl.broadcast(c->send, c->recv, c->count, c->dtype, c->arg, comm, stream);
+    case PG_NCCL_REDUCE:
+        return g_nccl.reduce(c->send, c->recv, c->count, c->dtype, c->arg, c->peer, comm, stream);
+    case PG_NCCL_ALL_GATHER:
+        return g_nccl.all_gather(c->send, c->recv, c->count, c->dtype, comm, stream);
+    case PG_NCCL_REDUCE_SCATTER:
+        return g_nccl.reduce_scatter(c->send, c->recv, c->count, c->dtype, c->arg, comm, stream);
+    case PG_NCCL_SEND:
+        return g_nccl.send(c->send, c->count, c->dtype, c->peer, comm, stream);
+    case PG_NCCL_RECV:
+        return g_nccl.recv(c->recv, c->count, c->dtype, c->peer, comm, stream);
+    default:
+        return 4; /* ncclInvalidArgument */
+    }
+}
+
+/* pg_plugin_nccl_run's body, under the communicator's lock. */
+static int run_locked(pg_nccl_handle *h, pg_cuda_device *d, const pg_nccl_call *calls, int n,
+                      const char *call, char *why, size_t whylen)
 {
     if (h->aborted)
         return fail(why, whylen, "%s: %s", call, h->why);
     /* the comm stream first waits (on the device) for the work queued so far
-     * that may still write or read the buffer: kernels on compute (and this
+     * that may still write or read the buffers: kernels on compute (and this
      * thread's user stream), other threads' user streams (a DDP comm thread
      * reduces what the main thread's backward wrote), non-blocking uploads on
      * the copy stream. Work queued after this call runs beside the collective */
-    if (pg_cuda_queue_wait_queue(&d->comm, &d->compute, op) != PG_OK ||
-        pg_cuda_stream_join_active(d, d->comm.stream, op) != PG_OK ||
-        pg_cuda_queue_wait_queue(&d->comm, &d->copy, op) != PG_OK)
+    if (pg_cuda_queue_wait_queue(&d->comm, &d->compute, "nccl") != PG_OK ||
+        pg_cuda_stream_join_active(d, d->comm.stream, "nccl") != PG_OK ||
+        pg_cuda_queue_wait_queue(&d->comm, &d->copy, "nccl") != PG_OK)
         return fail(why, whylen, "%s%s", pg_cuda_last_message(), "");
-    pg_nccl_result r = is_bcast ? g_nccl.broadcast(ptr, ptr, count, dtype, arg, h->comm,
-                                                   d->comm.stream)
-                                : g_nccl.all_reduce(ptr, ptr, count, dtype, arg, h->comm,
-                                                    d->comm.stream);
-    if (r == PG_NCCL_IN_PROGRESS) { /* non-blocking communicator: the enqueue ends later */
-        if (wait_comm_ready(h, call, why, whylen) != 0)
-            return -1;
-        r = 0;
+    bool group = n > 1;
+    pg_nccl_result r = group ? g_nccl.group_start() : 0;
+    for (int i = 0; r == 0 && i < n; i++) {
+        r = enqueue(&calls[i], h->comm, d->comm.stream);
+        if (r == PG_NCCL_IN_PROGRESS && !group) { /* non-blocking communicator */
+            if (wait_comm_ready(h, call, why, whylen) != 0)
+                return -1;
+            r = 0;
+        }
+    }
+    if (group) {
+        pg_nccl_result end = g_nccl.group_end(); /* always closed, even after a failure */
+        r = r ? r : end;
+        if (r == PG_NCCL_IN_PROGRESS) {
+            if (wait_comm_ready(h, call, why, whylen) != 0)
+                return -1;
+            r = 0;
+        }
     }
     if (r)
         return nccl_fail(r, call, why, whylen);
-    pg_cuda_note_queued(&d->comm, op);
+    pg_cuda_note_queued(&d->comm, "nccl");
     return wait_collective(h, d, call, why, whylen);
 }
 
-int pg_plugin_nccl_all_reduce(void *comm, int device, void *ptr, size_t count, int dtype, int op,
-                              char *why, size_t whylen)
+/* Queue NCCL calls on the device's comm stream (several: one group) and wait for
+ * them, one list at a time per communicator. */
+int pg_plugin_nccl_run(void *comm, int device, const pg_nccl_call *calls, int ncalls, char *why,
+                       size_t whylen)
 {
-    return run_collective(0, comm, device, ptr, count, dtype, op, why, whylen);
-}
-
-int pg_plugin_nccl_broadcast(void *comm, int device, void *ptr, size_t count, int dtype, int root,
-                             char *why, size_t whylen)
-{
-    return run_collective(1, comm, device, ptr, count, dtype, root, why, whylen);
+    pg_nccl_handle *h = comm;
+    if (!g_nccl.lib)
+        return fail(why, whylen, "NCCL is not loaded%s%s", "", "");
+    if (h == NULL)
+        return fail(why, whylen, "NCCL: no communicator%s%s", "", "");
+    if (ncalls < 1)
+        return 0;
+    for (int i = 0; i < ncalls; i++) {
+        if (calls[i].kind < 0 || calls[i].kind >= PG_NCCL_KINDS)
+            return fail(why, whylen, "NCCL: unknown call kind%s%s", "", "");
+        if (!have_kind(calls[i].kind))
+            return fail(why, whylen, "%s: this NCCL (%s) does not have it", pg_nccl_names[calls[i].kind],
+                        "upgrade to NCCL >= 2.7");
+    }
+    if (ncalls > 1 && (!g_nccl.group_start || !g_nccl.group_end))
+        return fail(why, whylen, "ncclGroupStart/ncclGroupEnd: this NCCL (%s) does not have %s",
+                    "upgrade to NCCL >= 2.7", "them");
+    const char *call = ncalls > 1 ? "ncclGroupEnd" : pg_nccl_names[calls[0].kind];
+    pg_cuda_device *d;
+    if (pg_cuda_device_get(device, "nccl", &d) != PG_OK)
+        return fail(why, whylen, "%s%s", pg_cuda_last_message(), "");
+    pthread_mutex_lock(&h->lock);
+    int rc = run_locked(h, d, calls, ncalls, call, why, whylen);
+    pthread_mutex_unlock(&h->lock);
+    return rc;
 }

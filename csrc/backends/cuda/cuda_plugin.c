@@ -176,6 +176,25 @@ static bool pg_cuda_supports_op(const pg_backend *be, int op, int dtype)
     return pg_cuda_runs_op(op, dtype); /* the PG_NODE rows' cuda column (cuda_launch.c) */
 }
 
+/* The node kinds whose kernels cover only part of what the core accepts, and the rule that
+ * says which part (beside the kernels they guard); the other kinds run every node their
+ * supports_op takes. */
+static bool (*const pg_cuda_node_rules[PG_NUM_OPS])(const pg_node *) = {
+    [PG_OP_CONV] = pg_cuda_cudnn_runs,
+    [PG_OP_SDPA] = pg_cuda_sdpa_runs,
+    [PG_OP_SDPA_BWD] = pg_cuda_sdpa_runs,
+};
+
+/* supports_node (pg_backend.h): the node's own rule, where its kind has one */
+static bool pg_cuda_supports_node(const pg_backend *be, int index, const pg_node *node)
+{
+    (void)be;
+    (void)index;
+    bool (*rule)(const pg_node *) =
+        node->op >= 0 && node->op < PG_NUM_OPS ? pg_cuda_node_rules[node->op] : NULL;
+    return rule == NULL || rule(node);
+}
+
 const pg_backend pg_cuda_backend = {
     .name = "cuda",
     .type = PG_DEV_CUDA,
@@ -194,6 +213,7 @@ const pg_backend pg_cuda_backend = {
     .unavailable_reason = pg_cuda_unavailable_reason,
     .mem_get_info = pg_cuda_mem_get_info,
     .supports_op = pg_cuda_supports_op,
+    .supports_node = pg_cuda_supports_node,
 };
 
 pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out)
@@ -215,38 +235,51 @@ pg_status pg_plugin_init(const pg_core_api *core, const pg_backend **out)
     return PG_OK;
 }
 
+/* The options pygpu._C._cuda_set_option/_cuda_get_option reach, by name: each an atomic int
+ * of the plugin's state (cuda_internal.h says what each does) */
+static const struct {
+    const char *name;
+    atomic_int *value;
+} pg_cuda_options[] = {
+    {"current_device", &pg_cuda.current_device},
+    {"nccl_timeout_s", &pg_cuda.nccl_timeout_s},
+    {"allow_tf32", &pg_cuda.allow_tf32},
+    {"sync_each_op", &pg_cuda.sync_each_op},
+    {"nvtx", &pg_cuda.nvtx},
+    {"kernel_timing", &pg_cuda.kernel_timing},
+    {"cudnn_benchmark", &pg_cuda.cudnn_benchmark},
+    {"cudnn_deterministic", &pg_cuda.cudnn_deterministic},
+    {"cudnn_enabled", &pg_cuda.cudnn_enabled},
+    {"int8_requant_in_gemm", &pg_cuda.int8_requant_in_gemm},
+    {"flash_sdp", &pg_cuda.flash_sdp},
+};
+#define PG_CUDA_NUM_OPTIONS (int)(sizeof pg_cuda_options / sizeof pg_cuda_options[0])
+
 static atomic_int *pg_cuda_option(const char *name)
 {
-    if (name != NULL && strcmp(name, "current_device") == 0)
-        return &pg_cuda.current_device;
-    if (name != NULL && strcmp(name, "nccl_timeout_s") == 0)
-        return &pg_cuda.nccl_timeout_s;
-    if (name != NULL && strcmp(name, "allow_tf32") == 0)
-        return &pg_cuda.allow_tf32;
-    if (name != NULL && strcmp(name, "sync_each_op") == 0)
-        return &pg_cuda.sync_each_op;
-    if (name != NULL && strcmp(name, "nvtx") == 0)
-        return &pg_cuda.nvtx;
-    if (name != NULL && strcmp(name, "kernel_timing") == 0)
-        return &pg_cuda.kernel_timing;
-    if (name != NULL && strcmp(name, "cudnn_benchmark") == 0)
-        return &pg_cuda.cudnn_benchmark;
-    if (name != NULL && strcmp(name, "cudnn_deterministic") == 0)
-        return &pg_cuda.cudnn_deterministic;
-    if (name != NULL && strcmp(name, "int8_requant_in_gemm") == 0)
-        return &pg_cuda.int8_requant_in_gemm;
+    for (int i = 0; name != NULL && i < PG_CUDA_NUM_OPTIONS; i++)
+        if (strcmp(name, pg_cuda_options[i].name) == 0)
+            return pg_cuda_options[i].value;
     return NULL;
+}
+
+/* the unknown option's error, naming the known ones from the table */
+static pg_status pg_cuda_unknown_option(const char *name)
+{
+    char known[512] = "";
+    for (int i = 0; i < PG_CUDA_NUM_OPTIONS; i++) {
+        size_t k = strlen(known);
+        snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "", pg_cuda_options[i].name);
+    }
+    return pg_cuda_error(PG_ERR_VALUE, "cuda: unknown option '%s' (known: %s)",
+                         name != NULL ? name : "(null)", known);
 }
 
 pg_status pg_plugin_set_option(const char *name, int value)
 {
     atomic_int *opt = pg_cuda_option(name);
     if (opt == NULL)
-        return pg_cuda_error(PG_ERR_VALUE,
-                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
-                             "kernel_timing, current_device, nccl_timeout_s, cudnn_benchmark, "
-                             "cudnn_deterministic, int8_requant_in_gemm)",
-                             name != NULL ? name : "(null)");
+        return pg_cuda_unknown_option(name);
     if (opt == &pg_cuda.nvtx && value != 0 && !pg_cuda_have_nvtx())
         return pg_cuda_error(PG_ERR_UNAVAILABLE,
                              "cuda: NVTX ranges are unavailable: the plugin was built with a CUDA "
@@ -271,11 +304,7 @@ pg_status pg_plugin_get_option(const char *name, int *value)
 {
     atomic_int *opt = pg_cuda_option(name);
     if (opt == NULL)
-        return pg_cuda_error(PG_ERR_VALUE,
-                             "cuda: unknown option '%s' (known: allow_tf32, sync_each_op, nvtx, "
-                             "kernel_timing, current_device, nccl_timeout_s, cudnn_benchmark, "
-                             "cudnn_deterministic, int8_requant_in_gemm)",
-                             name != NULL ? name : "(null)");
+        return pg_cuda_unknown_option(name);
     *value = atomic_load(opt);
     return PG_OK;
 }

@@ -8,12 +8,20 @@
 
 #include "cuda_internal.h"
 
-_Static_assert((int)PG_CUDA_CELL_LSTM == (int)PG_CELL_LSTM &&
-                   (int)PG_CUDA_CELL_GRU == (int)PG_CELL_GRU &&
-                   (int)PG_CUDA_CELL_RNN_RELU == (int)PG_CELL_RNN_RELU,
-               "cell codes differ between pg_ops.h and pg_cuda_kernels.h");
-
 static void *ptr(const pg_tensor *t) { return t->storage ? pg_cuda_tensor_data(t) : NULL; }
+
+/* supports_node's rule for SDPA and SDPA_BWD: the fused kernels are switched on (option
+ * "flash_sdp") and hold a query's and a value's head (E, Ev) in registers and shared memory,
+ * up to PG_CUDA_SDPA_MAX_HEAD; q is src[0], v src[2] */
+bool pg_cuda_sdpa_runs(const pg_node *n)
+{
+    if (!atomic_load_explicit(&pg_cuda.flash_sdp, memory_order_relaxed))
+        return false;
+    const pg_tensor *q = &n->src[0], *v = &n->src[2];
+    if (n->nsrc < 3 || q->ndim != 4 || v->ndim != 4)
+        return true; /* not a node the core launches: its own checks answer */
+    return q->shape[3] <= PG_CUDA_SDPA_MAX_HEAD && v->shape[3] <= PG_CUDA_SDPA_MAX_HEAD;
+}
 
 pg_status pg_cuda_launch_rnn(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
@@ -21,6 +29,8 @@ pg_status pg_cuda_launch_rnn(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
     memset(&a, 0, sizeof a);
     a.dtype = n->dst.dtype;
     a.cell = n->subop;
+    pg_rnn_cell_cols cell = pg_rnn_cell(n->subop); /* its row's columns (pg_subops.def) */
+    a.saved = cell.saved;
     a.bwd = n->op == PG_OP_RNN_CELL_BWD;
     a.rows = n->dst.shape[0];
     if (!a.bwd) {
@@ -40,11 +50,9 @@ pg_status pg_cuda_launch_rnn(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
         a.S = n->extra[2].storage ? n->extra[2].shape[1] : 0;
     } else {
         a.KG = n->dst.shape[1];
-        int gates = a.cell == PG_CELL_LSTM ? 4 : a.cell == PG_CELL_GRU ? 3 : 1;
-        a.H = a.KG / gates;
+        a.H = a.KG / cell.gates;
         a.S = n->src[0].shape[1];
-        int64_t ks = a.cell == PG_CELL_LSTM || a.cell == PG_CELL_GRU ? 4 * a.H : a.H;
-        a.P = a.S - ks - (a.cell == PG_CELL_LSTM ? a.H : 0);
+        a.P = a.S - cell.saved * a.H - (cell.cell_state ? a.H : 0);
         a.save = ptr(&n->src[0]);
         a.dy = ptr(&n->src[1]);
         a.lddy = n->src[1].storage ? n->src[1].strides[0] : 0;
@@ -99,10 +107,11 @@ pg_status pg_cuda_launch_sdpa(pg_cuda_device *d, const pg_cuda_ctx *ctx, const p
     a.causal = n->p.sdpa.causal != 0;
     a.seed = n->p.sdpa.seed;
     bool bwd = n->op == PG_OP_SDPA_BWD;
-    if (a.E > 128 || a.Ev > 128)
-        return pg_cuda_error(PG_ERR_VALUE, "cuda:%d: %s: head dimensions above 128 (here %lld "
+    if (a.E > PG_CUDA_SDPA_MAX_HEAD || a.Ev > PG_CUDA_SDPA_MAX_HEAD) /* pg_cuda_sdpa_runs said so */
+        return pg_cuda_error(PG_ERR_VALUE, "cuda:%d: %s: head dimensions above %d (here %lld "
                                            "and %lld) have no CUDA kernel yet",
-                             d->index, n->name, (long long)a.E, (long long)a.Ev);
+                             d->index, n->name, PG_CUDA_SDPA_MAX_HEAD, (long long)a.E,
+                             (long long)a.Ev);
     cudaError_t err;
     if (!bwd) {
         a.o = ptr(&n->dst);

@@ -22,6 +22,8 @@ static void pg_cuda_state_init_once(void)
         pthread_mutex_init(&pg_cuda.dev[i].bounce_lock, NULL);
     }
     atomic_store(&pg_cuda.int8_requant_in_gemm, 1);
+    atomic_store(&pg_cuda.cudnn_enabled, 1);
+    atomic_store(&pg_cuda.flash_sdp, 1);
 }
 
 void pg_cuda_state_init(void) { pthread_once(&pg_cuda_once, pg_cuda_state_init_once); }

@@ -73,6 +73,13 @@ static void sim_init(void)
     pthread_mutex_unlock(&g_init_lock);
 }
 
+void pg_sim_after_fork(void)
+{
+    pthread_mutex_init(&g_init_lock, NULL);
+    for (int i = 0; i < PG_MAX_DEVICES_PER_TYPE; i++)
+        pthread_mutex_init(&g_dev[i].lock, NULL);
+}
+
 int pg_sim_threads(void)
 {
     sim_init();

@@ -24,5 +24,8 @@ size_t pg_sim_memory_limit(void);
 int pg_sim_threads(void);
 /* Stop the workers (at interpreter exit), after finishing queued work. */
 void pg_sim_shutdown(void);
+/* In a fork()ed child (csrc/core/pg_fork.h): the devices' locks; their streams and pools
+ * run their work on the calling thread from then on (pg_stream.c, pg_pool.c). */
+void pg_sim_after_fork(void);
 
 #endif

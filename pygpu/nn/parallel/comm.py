@@ -1,129 +1,128 @@
-"""The communicators a Reducer hands full gradient buckets to: one interface, three ways.
+"""The communicators a Reducer hands full gradient buckets to: one interface, two ways.
 
-A communicator combines the gradients of one bucket (a list of leaf parameters, all of
-one dtype on one device) and leaves the result in those parameters' .grad:
-
-    MpiHostRing   DistributedDataParallel over MPI (cpu and sim tensors): cpu gradients
-                  are ring all-reduced and averaged in their own memory (no copies: each
-                  ring chunk goes out as one message per gradient it covers); device
-                  (sim) gradients are staged into one host buffer (counted d2h/h2d
-                  transfers, role "grad_reduce") and written back. Blocking (MPI waits),
-                  so the Reducer calls it on its thread.
-    NcclDevice    DistributedDataParallel over NCCL (cuda tensors): the bucket is packed
-                  into one flat buffer on the device, all-reduced there by NCCL, and
-                  unpacked; nothing goes through the host.
-    InProcess     DataParallel: each replica's gradient is copied to the device of the
-                  parameter it stands for (device to device, asynchronous, role
-                  "grad_reduce") and added to that parameter's .grad. It only queues device
-                  work, so the Reducer calls it inline, with no thread of its own.
+    ProcessGroupComm  DistributedDataParallel: a bucket's gradients are packed into one flat
+                      buffer on their device (unless they are views of it already:
+                      gradient_as_bucket_view) and averaged across the ranks by one
+                      asynchronous all_reduce (ReduceOp.AVG) of pygpu.distributed: MPI's for
+                      cpu and sim tensors (sim: staged through the host on the group's
+                      staging thread), NCCL's on the device for cuda tensors. complete()
+                      waits for it and writes the averages back into .grad.
+    InProcess         DataParallel: each replica's gradient is copied to the device of the
+                      parameter it stands for (device to device, asynchronous, role
+                      "grad_reduce") and added to that parameter's .grad. It only queues
+                      device work, inline, with nothing to wait for.
 
 A communicator writes .grad by assignment or by copy_ into the tensor that is there,
 never assuming the engine replaces or accumulates in place: both work."""
-import sys
-
-import numpy as np
-
 from ... import _stats
-from ..._C import from_numpy
 from ..._tensor_create import zeros
-from ...distributed import ring_bytes
 from ...autograd import no_grad
-from ...autograd.engine import memory_exclusive
+from ...autograd.engine import keep_grad_view
 
 
 class Communicator:
-    """Interface. blocking: reduce() waits for other processes (the Reducer then runs it
-    on its communication thread, so backward goes on meanwhile)."""
-    blocking = True
+    """Interface: prepare(bucket) once per bucket; launch(bucket) when it is full (returns
+    what complete() waits for, or None); complete(bucket) at the end of backward."""
 
     def prepare(self, bucket):
-        """Allocate what reduce() needs for this bucket (called once, at construction)."""
+        """Allocate what launch() needs for this bucket."""
 
-    def reduce(self, bucket):
+    def launch(self, bucket):
         raise NotImplementedError
 
+    def complete(self, bucket):
+        """Wait for the bucket's reduction and put the result in .grad."""
 
-class MpiHostRing(Communicator):
-    """Average a bucket across the process group's ranks through a host buffer and MPI."""
+    def settle_unused(self, params, unused):
+        """find_unused_parameters: agree on the parameters no rank used."""
 
-    def __init__(self, group):
+    def adopt(self, bucket, p):
+        """gradient_as_bucket_view after a rebuild: p's gradient moves into the bucket."""
+
+    def rank(self):
+        return 0
+
+
+def _views(bucket):
+    flat = bucket.flat
+    return [flat[o:o + n].reshape(p.shape)
+            for p, o, n in zip(bucket.params, bucket.offsets, bucket.sizes)]
+
+
+class ProcessGroupComm(Communicator):
+    """Average a bucket across the ranks of a process group with one asynchronous
+    all_reduce. all_reduce/reduce_op: pygpu.distributed's (a test may pass a stand-in)."""
+
+    def __init__(self, group, grad_as_view=False, all_reduce=None):
+        from ... import distributed as dist
         self.group = group
+        self.grad_as_view = grad_as_view
+        self._all_reduce = all_reduce or dist.all_reduce
+        self._avg = dist.ReduceOp.AVG
+        self._dist = dist
 
-    def prepare(self, bucket):
-        if bucket.device.type != "cpu":
-            bucket.host = np.empty(sum(bucket.sizes), dtype=bucket.dtype.numpy)
-
-    def reduce(self, bucket):
-        if bucket.device.type == "cpu":
-            return self._reduce_in_place(bucket)
-        with _stats.role("grad_reduce"), no_grad():
-            start, d2h = 0, 0
-            for p, n in zip(bucket.params, bucket.sizes):
-                view = from_numpy(bucket.host[start:start + n].reshape(p.shape))
-                view.copy_(p.grad)  # d2h for device tensors (counted), a copy on cpu
-                d2h += p.grad.nbytes if p.device.type != "cpu" else 0
-                start += n
-            sent, got = self.group.ring_allreduce(bucket.host, "avg") or (0, 0)
-            start, h2d = 0, 0
-            for p, n in zip(bucket.params, bucket.sizes):
-                p.grad.copy_(from_numpy(bucket.host[start:start + n].reshape(p.shape)))
-                h2d += p.grad.nbytes if p.device.type != "cpu" else 0
-                start += n
-        self.group.stats.add("grad_all_reduce", sent=sent, recv=got, h2d=h2d, d2h=d2h)
-
-    def _reduce_in_place(self, bucket):
-        """cpu gradients, reduced where they lie. A gradient whose memory someone else can
-        see (a view, a tensor sharing its storage, a Python reference kept to it) is first
-        replaced by a private copy, so no other tensor changes."""
-        segments = []
-        with no_grad():
-            for p in bucket.params:
-                g = p.grad
-                # references: p's slot, g, getrefcount's argument
-                if sys.getrefcount(g) > 3 or not g.is_contiguous() or not memory_exclusive(g):
-                    g = p.grad = g.clone()
-                segments.append(g.numpy().reshape(-1))
-            sent, got = self.group.ring_allreduce_segments(segments, "avg") or (0, 0)
-        self.group.stats.add("grad_all_reduce", sent=sent, recv=got)
-
-
-class NcclDevice(Communicator):
-    """Average a bucket across ranks on the device: pack into one flat device buffer,
-    NCCL all-reduce it in place, unpack. nccl: an object with all_reduce(tensor, op) on
-    that device (pygpu.distributed._nccl.NcclGroup; tests pass a stand-in)."""
-
-    def __init__(self, group, nccl):
-        self.group, self.nccl = group, nccl
+    def rank(self):
+        return self.group.rank()
 
     def prepare(self, bucket):
         bucket.flat = zeros(sum(bucket.sizes), dtype=bucket.dtype, device=bucket.device)
+        bucket.views = _views(bucket)
 
-    def reduce(self, bucket):
-        flat = bucket.flat
+    def launch(self, bucket):
         with no_grad():
-            start = 0
-            for p, n in zip(bucket.params, bucket.sizes):
-                flat[start:start + n].copy_(p.grad.reshape(n))
-                start += n
-            self.nccl.all_reduce(flat, "avg")
-            start = 0
-            for p, n in zip(bucket.params, bucket.sizes):
-                p.grad.copy_(flat[start:start + n].reshape(p.shape))
-                start += n
-        nbytes = ring_bytes(flat.itemsize, flat.numel(), self.group.size)[self.group.rank]
-        self.group.stats.add("grad_all_reduce", sent=nbytes, recv=nbytes)  # NCCL's ring, modelled
+            for p, view in zip(bucket.params, bucket.views):
+                g = p.grad
+                if g is None:
+                    view.zero_()  # an unused parameter: it adds nothing
+                elif g is not view:
+                    view.copy_(g)
+        with _stats.role("grad_reduce"):  # the staging of sim tensors counts as grad_reduce
+            return self._all_reduce(bucket.flat, self._avg, group=self.group, async_op=True)
+
+    def complete(self, bucket):
+        work = bucket.work
+        if work is not None:
+            work.wait()
+        with no_grad():
+            for p, view in zip(bucket.params, bucket.views):
+                if p.grad is view:
+                    continue
+                if self.grad_as_view:
+                    p.grad = view
+                    keep_grad_view(p)
+                elif p.grad is None:
+                    p.grad = view.clone()  # used on another rank: its share of the average
+                else:
+                    p.grad.copy_(view)
+
+    def adopt(self, bucket, p):
+        view = bucket.views[next(i for i, q in enumerate(bucket.params) if q is p)]
+        with no_grad():
+            view.copy_(p.grad)
+        p.grad = view
+        keep_grad_view(p)
+
+    def settle_unused(self, params, unused):
+        """Parameters no rank used keep .grad None (when they had none), as in PyTorch."""
+        import numpy as np
+        from ..._C import from_numpy
+        mine = {id(p) for p in unused}
+        used = from_numpy(np.array([0 if id(p) in mine else 1 for p in params], dtype=np.int64))
+        self._all_reduce(used, self._dist.ReduceOp.MAX, group=self.group)
+        for p, u in zip(params, used.tolist()):
+            if not u and id(p) in mine:
+                keep_grad_view(p, False)
+                p.grad = None
 
 
 class InProcess(Communicator):
     """Sum replicas' gradients into the parameters they stand for, device to device.
-    targets: id(replica parameter) -> the original parameter. on_reduced(original) is
-    called for each original that received a gradient."""
-    blocking = False
+    targets: id(replica parameter) -> the original parameter."""
 
     def __init__(self, targets):
         self.targets = targets
 
-    def reduce(self, bucket):
+    def launch(self, bucket):
         with no_grad():
             for rp in bucket.params:
                 g = rp.grad
@@ -135,3 +134,4 @@ class InProcess(Communicator):
                     moved = g.to(p.device, non_blocking=p.device.type != "cpu")
                 p.grad = moved if p.grad is None else p.grad + moved
                 rp.grad = None  # the replica starts the next backward empty
+        return None

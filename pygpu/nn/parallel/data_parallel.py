@@ -16,7 +16,7 @@ Made for speed, with PyTorch's results:
     the originals (asynchronous device-to-device copies, no allocation, no autograd
     nodes), and only the tensors that changed. They are rebuilt only when the module's
     parameters change identity, dtype, shape or device. What changed is told by each
-    tensor's write stamp (Tensor._version, PyTorch's name for its per-tensor write
+    tensor's write stamp (Tensor._write_stamp, a per-memory write
     counter): every op and copy that writes a tensor's memory gives it a new stamp, so
     a parameter the optimizer stepped, load_state_dict or an in-place edit wrote, or a
     `p.data = ...` swapped, is copied again, and a frozen parameter or an untouched
@@ -158,7 +158,7 @@ class _Replicas:
         params = list(module.parameters())
         self.modules = []  # per copy: [(original submodule, its copy)]
         self.tensors = []  # per copy: [(original tensor, its copy)], parameters and buffers
-        self.stamps = []   # per copy: [(original's _version, copy's _version)] at the last copy
+        self.stamps = []   # per copy: [(original's, copy's _write_stamp)] at the last copy
         targets, trainable = {}, []
         self.copies = []
         with no_grad(), _stats.role("replicate"):
@@ -174,7 +174,7 @@ class _Replicas:
                 self.copies.append(_clone(module, images, dev, {}, mods, tensors))
                 self.modules.append(mods)
                 self.tensors.append(tensors)
-                self.stamps.append([(src._version, dst._version) for src, dst in tensors])
+                self.stamps.append([(src._write_stamp, dst._write_stamp) for src, dst in tensors])
         self.copied = 0  # tensors the last refresh copied
         # one parameter per bucket: each replica gradient is reduced the moment it exists
         self.reducer = Reducer(trainable, InProcess(targets), 0, name="pygpu-dp")
@@ -185,16 +185,16 @@ class _Replicas:
 
     def refresh(self, ncopies):
         """Bring the first ncopies copies up to date with the module: each tensor whose
-        original or copy was written since the last refresh (its _version changed) is
+        original or copy was written since the last refresh (its _write_stamp changed) is
         copied in place (async, device to device); each submodule's plain attributes
         (training, ...) are shared."""
         copied = 0
         with no_grad(), _stats.role("replicate"):
             for tensors, stamps in zip(self.tensors[:ncopies], self.stamps):
                 for i, (src, dst) in enumerate(tensors):
-                    if (src._version, dst._version) != stamps[i]:
+                    if (src._write_stamp, dst._write_stamp) != stamps[i]:
                         dst.copy_(src, non_blocking=dst.device.type != "cpu")
-                        stamps[i] = (src._version, dst._version)
+                        stamps[i] = (src._write_stamp, dst._write_stamp)
                         copied += 1
         self.copied = copied
         for mods in self.modules[:ncopies]:

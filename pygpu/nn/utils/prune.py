@@ -15,12 +15,12 @@ Masks are computed on the host in NumPy, once per prune call, with the choices t
 ln_structured); a method's compute_mask therefore takes and returns NumPy arrays.
 
 Per forward, the masked weight is NOT recomputed: the product is cached, keyed on the
-(id, _version) stamps of <name>_orig and <name>_mask (pygpu bumps _version on every write
+(id, _write_stamp) stamps of <name>_orig and <name>_mask (pygpu changes _write_stamp on every write
 through pygpu: ops, copies, optimizer steps, .to()), so inference pays for the multiply once
 per change and training once per optimizer step, as PyTorch pays it on every forward. Each
 forward gets a fresh alias of the cached product with its own graph node (_MaskedWeight),
 whose backward is g * mask: the gradient reaching <name>_orig is zero under the mask.
-Writes made behind pygpu's back (through a NumPy view of the memory) do not bump _version:
+Writes made behind pygpu's back (through a NumPy view of the memory) do not change _write_stamp:
 call the module's pruning hook's `invalidate()` or re-prune after such writes.
 A Linear's weight whose GEMM packs the weight itself (pygpu's own float32 kernel, or the
 AVX512_BF16 kernel under autocast bfloat16: _train_ops.mask_fusion_pays) skips even that: the
@@ -226,12 +226,12 @@ class BasePruningMethod(ABC):
                                "was never applied)")
         orig = getattr(module, self._tensor_name + "_orig")
         mask = getattr(module, self._tensor_name + "_mask")
-        key = (id(orig), orig._version, id(mask), mask._version, str(orig.device), orig.dtype)
+        key = (id(orig), orig._write_stamp, id(mask), mask._write_stamp, str(orig.device), orig.dtype)
         c = self._cache
-        if c is None or c[0] != key or c[1]._version != c[2]:
+        if c is None or c[0] != key or c[1]._write_stamp != c[2]:
             with no_grad():
                 prod = (mask if mask.dtype == orig.dtype else mask.astype(orig.dtype)) * orig
-            self._cache = c = (key, prod, prod._version)
+            self._cache = c = (key, prod, prod._write_stamp)
         return _MaskedWeight.apply(orig, mask, c[1])
 
     @classmethod

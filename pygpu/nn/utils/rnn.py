@@ -145,7 +145,8 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
     """Stack sequences of shapes (L_i, *) into (T, B, *) ((B, T, *) with batch_first),
-    padding each to the longest with padding_value (on the right, or the left)."""
+    padding each to the longest with padding_value (on the right, or the left). The result
+    is contiguous in either layout, as PyTorch's (pad_sequence(seqs).view(-1) works)."""
     if padding_side not in ("right", "left"):
         raise ValueError(f"Expected padding_side to be one of left or right, but got "
                          f"{padding_side}.")
@@ -160,9 +161,8 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
         if n < T:
             pad = full((T - n, *rest), padding_value, dtype=s.dtype, device=s.device)
             s = cat([s, pad] if padding_side == "right" else [pad, s], 0)
-        parts.append(s.reshape(1, T, *rest))
-    out = cat(parts, 0)  # (B, T, *)
-    return out if batch_first else out.transpose(0, 1)
+        parts.append(s.reshape(1, T, *rest) if batch_first else s.reshape(T, 1, *rest))
+    return cat(parts, 0 if batch_first else 1)  # (B, T, *) or (T, B, *), new memory
 
 
 def pack_sequence(sequences, enforce_sorted=True):

@@ -22,7 +22,7 @@
 #include "pg_cuda_common.cuh"
 #include "pg_philox.h"
 
-#define PG_ATT_MAXD 128
+#define PG_ATT_MAXD PG_CUDA_SDPA_MAX_HEAD
 
 template <typename T> struct pg_att_tile {
     static constexpr int BR = 32;                                   /* query rows per block */

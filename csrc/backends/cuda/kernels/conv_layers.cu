@@ -218,11 +218,11 @@ extern "C" cudaError_t pg_kernel_pool(const pg_cuda_ctx *ctx, const pg_cuda_pool
 {
     /* windows that cannot overlap (max backward's scatter needs no order) */
     const bool disjoint = a->kh > 0 && a->kw > 0 && a->kh <= a->sh && a->kw <= a->sw;
-    const bool by_plane = a->kind == PG_CUDA_POOL_MAX_BWD && !disjoint;
+    const bool max_bwd = a->max && a->backward, avg_bwd = !a->max && a->backward;
+    const bool by_plane = max_bwd && !disjoint;
     const int64_t total = by_plane ? a->planes
-                          : a->planes * (a->kind == PG_CUDA_POOL_AVG_BWD ? a->H * a->W
-                                                                        : a->OH * a->OW);
-    if (a->kind == PG_CUDA_POOL_MAX_BWD) {
+                          : a->planes * (avg_bwd ? a->H * a->W : a->OH * a->OW);
+    if (max_bwd) {
         const size_t item = a->dtype == PG_FLOAT32 ? 4 : 8;
         cudaError_t e = cudaMemsetAsync(a->dst, 0, (size_t)(a->planes * a->H * a->W) * item,
                                         ctx->stream);
@@ -235,32 +235,22 @@ extern "C" cudaError_t pg_kernel_pool(const pg_cuda_ctx *ctx, const pg_cuda_pool
     return pg_dispatch_dtype(a->dtype, [&](auto tag) {
         using T = decltype(tag);
         if constexpr (std::is_floating_point<T>::value) {
-            switch (a->kind) {
-            case PG_CUDA_POOL_MAX:
+            if (!a->backward && a->max)
                 pg_pool_max_kernel<T>
                     <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_pool_max_kernel")>>>(*a);
-                break;
-            case PG_CUDA_POOL_AVG:
+            else if (!a->backward)
                 pg_pool_avg_kernel<T>
                     <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_pool_avg_kernel")>>>(*a);
-                break;
-            case PG_CUDA_POOL_MAX_BWD:
-                if (by_plane)
-                    pg_pool_max_bwd_plane_kernel<T><<<grid, PG_CUDA_BLOCK, 0,
-                                                      pg_cuda_noted(ctx,
-                                                                    "pg_pool_max_bwd_plane_kernel")>>>(
+            else if (by_plane)
+                pg_pool_max_bwd_plane_kernel<T>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_pool_max_bwd_plane_kernel")>>>(
                         *a);
-                else
-                    pg_pool_max_bwd_kernel<T>
-                        <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_pool_max_bwd_kernel")>>>(
-                            *a);
-                break;
-            default:
+            else if (max_bwd)
+                pg_pool_max_bwd_kernel<T>
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_pool_max_bwd_kernel")>>>(*a);
+            else
                 pg_pool_avg_bwd_kernel<T>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_pool_avg_bwd_kernel")>>>(
-                        *a);
-                break;
-            }
+                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_pool_avg_bwd_kernel")>>>(*a);
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;

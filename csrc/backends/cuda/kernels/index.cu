@@ -41,10 +41,8 @@ template <typename T> __device__ __forceinline__ void pg_atomic_add(T *dst, T v)
 template <typename T>
 __global__ void pg_index_move_kernel(pg_cuda_index_args a, pg_cuda_eflags *eflags)
 {
-    bool read = a.subop == PG_CUDA_IDX_GATHER || a.subop == PG_CUDA_IDX_INDEX_SELECT;
-    bool full = a.subop == PG_CUDA_IDX_GATHER || a.subop == PG_CUDA_IDX_SCATTER ||
-                a.subop == PG_CUDA_IDX_SCATTER_ADD;
-    bool add = a.subop == PG_CUDA_IDX_SCATTER_ADD || a.subop == PG_CUDA_IDX_INDEX_ADD;
+    const bool read = (a.flags & PG_SUBF_READ) != 0, full = (a.flags & PG_SUBF_FULL) != 0;
+    const bool add = (a.flags & PG_SUBF_ADD) != 0;
     T *P = (T *)a.p, *M = (T *)a.m;
     for (int64_t i = pg_thread_index(); i < a.numel; i += pg_thread_count()) {
         int64_t rest = i, offp = 0, offm = 0, along = 0;
@@ -98,7 +96,7 @@ template <typename T, typename ACC> __global__ void pg_cumulate_kernel(pg_cuda_i
 {
     const T *s = (const T *)a.src;
     T *o = (T *)a.dst;
-    bool prod = a.subop == PG_CUDA_IDX_CUMPROD;
+    const bool prod = (a.flags & PG_SUBF_PROD) != 0;
     for (int64_t line = pg_thread_index(); line < a.outer * a.inner; line += pg_thread_count()) {
         int64_t base = (line / a.inner) * a.len * a.inner + line % a.inner;
         ACC acc = prod ? (ACC)1 : (ACC)0;
@@ -195,95 +193,84 @@ __global__ void pg_nonzero_kernel(pg_cuda_index_args a, pg_cuda_eflags *eflags)
         pg_flag_bad_index(eflags, k, 0, a.bound);
 }
 
-extern "C" cudaError_t pg_kernel_index(const pg_cuda_ctx *ctx, const pg_cuda_index_args *a)
+/* one launcher per family column of the INDEX rows (csrc/core/pg_subops.def) */
+extern "C" cudaError_t pg_kernel_index_MOVE(const pg_cuda_ctx *ctx, const pg_cuda_index_args *a)
 {
-    switch (a->subop) {
-    case PG_CUDA_IDX_GATHER:
-    case PG_CUDA_IDX_INDEX_SELECT:
-    case PG_CUDA_IDX_SCATTER:
-    case PG_CUDA_IDX_SCATTER_ADD:
-    case PG_CUDA_IDX_INDEX_COPY:
-    case PG_CUDA_IDX_INDEX_ADD:
-    case PG_CUDA_IDX_MASKED_FILL: {
-        if (a->numel == 0)
-            return cudaSuccess;
-        unsigned grid = pg_cuda_grid(a->numel, PG_CUDA_BLOCK, ctx);
-        return pg_dispatch_dtype_all(a->dtype, [&](auto tag) {
-            using T = decltype(tag);
-            if (a->subop == PG_CUDA_IDX_MASKED_FILL)
-                pg_masked_fill_kernel<T>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_masked_fill_kernel")>>>(*a);
-            else
-                pg_index_move_kernel<T>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_index_move_kernel")>>>(
-                        *a, ctx->eflags);
-            return cudaGetLastError();
-        });
-    }
-    case PG_CUDA_IDX_CUMSUM:
-    case PG_CUDA_IDX_CUMPROD:
-    case PG_CUDA_IDX_ARGSORT:
-    case PG_CUDA_IDX_TOPK: {
-        int64_t lines = a->outer * a->inner;
-        if (lines == 0 || a->len == 0)
-            return cudaSuccess;
-        unsigned grid = pg_cuda_grid(lines, PG_CUDA_BLOCK, ctx);
-        bool sort = a->subop == PG_CUDA_IDX_ARGSORT;
-        if (a->subop == PG_CUDA_IDX_TOPK) {
-            if (a->bound == 0)
-                return cudaSuccess;
-            switch (a->dtype) {
-            case PG_FLOAT32:
-                pg_topk_kernel<float>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_topk_kernel")>>>(*a);
-                break;
-            case PG_FLOAT64:
-                pg_topk_kernel<double>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_topk_kernel")>>>(*a);
-                break;
-            case PG_INT64:
-                pg_topk_kernel<int64_t>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_topk_kernel")>>>(*a);
-                break;
-            default:
-                return cudaErrorInvalidValue;
-            }
-            return cudaGetLastError();
-        }
-        switch (a->dtype) {
-        case PG_FLOAT32:
-            if (sort)
-                pg_argsort_kernel<float>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_argsort_kernel")>>>(*a);
-            else
-                pg_cumulate_kernel<float, double>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_cumulate_kernel")>>>(*a);
-            break;
-        case PG_FLOAT64:
-            if (sort)
-                pg_argsort_kernel<double>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_argsort_kernel")>>>(*a);
-            else
-                pg_cumulate_kernel<double, double>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_cumulate_kernel")>>>(*a);
-            break;
-        case PG_INT64:
-            if (sort)
-                pg_argsort_kernel<int64_t>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_argsort_kernel")>>>(*a);
-            else
-                pg_cumulate_kernel<int64_t, int64_t>
-                    <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_cumulate_kernel")>>>(*a);
-            break;
-        default:
-            return cudaErrorInvalidValue; /* the generic layer widens the other dtypes */
-        }
+    if (a->numel == 0)
+        return cudaSuccess;
+    unsigned grid = pg_cuda_grid(a->numel, PG_CUDA_BLOCK, ctx);
+    return pg_dispatch_dtype_all(a->dtype, [&](auto tag) {
+        using T = decltype(tag);
+        pg_index_move_kernel<T>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_index_move_kernel")>>>(*a,
+                                                                                   ctx->eflags);
         return cudaGetLastError();
-    }
-    case PG_CUDA_IDX_NONZERO:
-        pg_nonzero_kernel<<<1, 1, 0, pg_cuda_noted(ctx, "pg_nonzero_kernel")>>>(*a, ctx->eflags);
+    });
+}
+
+extern "C" cudaError_t pg_kernel_index_MASKED_FILL(const pg_cuda_ctx *ctx,
+                                                   const pg_cuda_index_args *a)
+{
+    if (a->numel == 0)
+        return cudaSuccess;
+    unsigned grid = pg_cuda_grid(a->numel, PG_CUDA_BLOCK, ctx);
+    return pg_dispatch_dtype_all(a->dtype, [&](auto tag) {
+        using T = decltype(tag);
+        pg_masked_fill_kernel<T>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_masked_fill_kernel")>>>(*a);
         return cudaGetLastError();
-    default:
+    });
+}
+
+/* the line kernels (one thread per line): float32, float64 and int64 (the generic layer
+ * widens the other dtypes) */
+template <typename F> static cudaError_t pg_index_lines(const pg_cuda_ctx *ctx,
+                                                        const pg_cuda_index_args *a, F launch)
+{
+    int64_t lines = a->outer * a->inner;
+    if (lines == 0 || a->len == 0)
+        return cudaSuccess;
+    unsigned grid = pg_cuda_grid(lines, PG_CUDA_BLOCK, ctx);
+    if (a->dtype == PG_FLOAT32)
+        launch(grid, float(), double());
+    else if (a->dtype == PG_FLOAT64)
+        launch(grid, double(), double());
+    else if (a->dtype == PG_INT64)
+        launch(grid, int64_t(), int64_t());
+    else
         return cudaErrorInvalidValue;
-    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pg_kernel_index_CUMULATE(const pg_cuda_ctx *ctx,
+                                                const pg_cuda_index_args *a)
+{
+    return pg_index_lines(ctx, a, [&](unsigned grid, auto t, auto acc) {
+        pg_cumulate_kernel<decltype(t), decltype(acc)>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_cumulate_kernel")>>>(*a);
+    });
+}
+
+extern "C" cudaError_t pg_kernel_index_ARGSORT(const pg_cuda_ctx *ctx, const pg_cuda_index_args *a)
+{
+    return pg_index_lines(ctx, a, [&](unsigned grid, auto t, auto) {
+        pg_argsort_kernel<decltype(t)>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_argsort_kernel")>>>(*a);
+    });
+}
+
+extern "C" cudaError_t pg_kernel_index_TOPK(const pg_cuda_ctx *ctx, const pg_cuda_index_args *a)
+{
+    if (a->bound == 0)
+        return cudaSuccess;
+    return pg_index_lines(ctx, a, [&](unsigned grid, auto t, auto) {
+        pg_topk_kernel<decltype(t)>
+            <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_topk_kernel")>>>(*a);
+    });
+}
+
+extern "C" cudaError_t pg_kernel_index_NONZERO(const pg_cuda_ctx *ctx, const pg_cuda_index_args *a)
+{
+    pg_nonzero_kernel<<<1, 1, 0, pg_cuda_noted(ctx, "pg_nonzero_kernel")>>>(*a, ctx->eflags);
+    return cudaGetLastError();
 }

@@ -43,7 +43,6 @@ enum {
 #include "pg_ops.def"
     PG_CUDA_NUM_REDUCE = PG_NUM_REDUCE
 };
-enum { PG_CUDA_RANDOM_UNIFORM = 0, PG_CUDA_RANDOM_NORMAL = 1 };
 
 /* Where and how wide to launch: the device's stream and its SM count, and
  * the device's error-flag word (PG_CUDA_EFLAG_*, set with atomicOr by a
@@ -257,12 +256,11 @@ cudaError_t pg_kernel_clamp(const pg_cuda_ctx *ctx, int dtype, void *dst, const 
                             const pg_cuda_iter *it, double lo, double hi);
 
 /* conv_layers.cu: the POOL and BATCH_NORM nodes (csrc/core/pg_ops_conv.h), float32 and
- * float64, contiguous (N, C, H, W) / (N, C, L) operands. The pooling kinds are pg_ops_conv.h's
- * reduced to four (the launcher, cuda_conv_layers.c, maps them): windowed or adaptive
- * (`adaptive`) max and average forward, max backward through the indices, average backward. */
-enum { PG_CUDA_POOL_MAX, PG_CUDA_POOL_AVG, PG_CUDA_POOL_MAX_BWD, PG_CUDA_POOL_AVG_BWD };
+ * float64, contiguous (N, C, H, W) / (N, C, L) operands. A pooling is what its sub-op's
+ * row's flags say (csrc/core/pg_subops.def): max (through the indices backward) or
+ * average, windowed or adaptive, forward or backward. */
 typedef struct pg_cuda_pool_args {
-    int kind, dtype, adaptive, count_pad;
+    int max, backward, dtype, adaptive, count_pad;
     const void *src;       /* x (forward) or dy (backward) */
     const int64_t *idx_in; /* max backward: each maximum's flat index in its plane */
     void *dst;             /* y (forward) or dx (backward) */
@@ -291,19 +289,15 @@ cudaError_t pg_kernel_amp_unscale(const pg_cuda_ctx *ctx, int dtype, void *g, in
                                   double inv_scale, float *found);
 
 /* index.cu: the index family (node layouts: csrc/core/pg_ops_index.h; CPU twin:
- * csrc/backends/cpu/cpu_index.c). Subop codes mirror pg_index_op (the glue,
- * csrc/backends/cuda/cuda_index.c, static-asserts them). An index outside its
+ * csrc/backends/cpu/cpu_index.c), one launcher per kernel family: an INDEX row's family
+ * column (csrc/core/pg_subops.def) names the one that runs it, and its flags reach the
+ * kernels in `flags` (PG_SUBF_READ / _FULL / _ADD / _PROD). An index outside its
  * axis sets PG_CUDA_EFLAG_INDEX with (index, axis, size) in the record, raised at
  * the next wait; unlike the CPU, elements with valid indices may have been written. */
 enum { PG_CUDA_EFLAG_INDEX = 1u << 1 };
-enum {
-    PG_CUDA_IDX_GATHER, PG_CUDA_IDX_INDEX_SELECT, PG_CUDA_IDX_SCATTER, PG_CUDA_IDX_SCATTER_ADD,
-    PG_CUDA_IDX_INDEX_COPY, PG_CUDA_IDX_INDEX_ADD, PG_CUDA_IDX_CUMSUM, PG_CUDA_IDX_CUMPROD,
-    PG_CUDA_IDX_ARGSORT, PG_CUDA_IDX_MASKED_FILL, PG_CUDA_IDX_NONZERO, PG_CUDA_IDX_TOPK,
-    PG_CUDA_NUM_INDEX
-};
 typedef struct pg_cuda_index_args {
-    int subop, dtype, axis, flag;
+    int dtype, axis, flag;
+    unsigned flags; /* the sub-op's row's (PG_SUBF_*) */
     /* moves and masked_fill: the iteration space (operand P's shape) and the strides
      * (elements) of P and M (pg_ops_index.h names them; masked_fill: P = dst, M = mask) */
     int ndim;
@@ -320,14 +314,18 @@ typedef struct pg_cuda_index_args {
     const void *src;
     void *dst;
 } pg_cuda_index_args;
-cudaError_t pg_kernel_index(const pg_cuda_ctx *ctx, const pg_cuda_index_args *a);
+/* pg_kernel_index_<family>, declared once per INDEX row (a repeated declaration is the same) */
+#define PG_SUBOP_INDEX(ID, name, flags, family)                                                    \
+    cudaError_t pg_kernel_index_##family(const pg_cuda_ctx *ctx, const pg_cuda_index_args *a);
+#include "pg_subops.def"
 
 /* rnn.cu: the recurrent cells, RNN_CELL (bwd 0) and RNN_CELL_BWD (bwd 1), float32/float64;
  * operands as csrc/core/pg_ops_rnn.c lays them out, rows of each with the row strides given
- * (hw, the state rows, save and dhw contiguous). Cell codes: pg_ops.h's PG_CELL_*. */
-enum { PG_CUDA_CELL_RNN_TANH, PG_CUDA_CELL_RNN_RELU, PG_CUDA_CELL_LSTM, PG_CUDA_CELL_GRU };
+ * (hw, the state rows, save and dhw contiguous). cell: the RNN_CELL row's code
+ * (csrc/core/pg_subops.def: PG_RNN_CELL_LSTM, ...); saved: its saved column (the blocks of H
+ * activated gates a step saves). */
 typedef struct pg_cuda_rnn_args {
-    int dtype, cell, bwd;
+    int dtype, cell, bwd, saved;
     int64_t rows, H, P, KG, S;
     const void *g;   /* forward: (rows, KG), row stride ldg */
     int64_t ldg;
@@ -353,6 +351,9 @@ cudaError_t pg_kernel_rnn_cell(const pg_cuda_ctx *ctx, const pg_cuda_rnn_args *a
  * float64, head dimensions up to 128 (larger: cudaErrorInvalidValue); shapes and parameters
  * as csrc/core/pg_ops_attention.c gives them. Strides in elements: (batch, head, row) of each
  * operand (unit stride on the last axis), the mask's four (0 where it broadcasts). */
+/* the largest head dimension (E, Ev) the attention kernels take: the cuda backend's
+ * supports_node declines a larger one (cuda_sequence.c), which is composed instead */
+#define PG_CUDA_SDPA_MAX_HEAD 128
 typedef struct pg_cuda_sdpa_args {
     int dtype;
     int64_t Bt, Hq, Hk, L, S, E, Ev;

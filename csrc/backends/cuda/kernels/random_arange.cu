@@ -69,7 +69,7 @@ extern "C" cudaError_t pg_kernel_random(const pg_cuda_ctx *ctx, int kind, int dt
     if (n == 0)
         return cudaSuccess;
     unsigned grid = pg_cuda_grid(n, PG_CUDA_BLOCK, ctx);
-    int normal = kind == PG_CUDA_RANDOM_NORMAL;
+    int normal = kind == PG_RANDOM_NORMAL;
     if (dtype == PG_FLOAT32)
         pg_random_kernel<float>
             <<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_random_kernel")>>>(

@@ -31,7 +31,7 @@ template <typename T> __device__ __forceinline__ T pg_rnn_sig(T x)
 template <typename T> __global__ void pg_rnn_cell_kernel(pg_cuda_rnn_args a)
 {
     const int64_t H = a.H, P = a.P, n = a.rows * H;
-    const int64_t ks = a.cell == PG_CUDA_CELL_LSTM || a.cell == PG_CUDA_CELL_GRU ? 4 * H : H;
+    const int64_t ks = a.saved * H; /* the cell's saved gate blocks */
     for (int64_t idx = pg_thread_index(); idx < n; idx += pg_thread_count()) {
         int64_t r = idx / H, j = idx % H;
         const T *g = (const T *)a.g + r * a.ldg, *hw = (const T *)a.hw + r * a.KG;
@@ -41,7 +41,7 @@ template <typename T> __global__ void pg_rnn_cell_kernel(pg_cuda_rnn_args a)
         if (s && j < P)
             s[ks + j] = hp[j];
         T out;
-        if (a.cell == PG_CUDA_CELL_LSTM) {
+        if (a.cell == PG_RNN_CELL_LSTM) {
             T *c = (T *)a.c + r * H;
             T cp = c[j];
             if (s)
@@ -59,7 +59,7 @@ template <typename T> __global__ void pg_rnn_cell_kernel(pg_cuda_rnn_args a)
                 s[2 * H + j] = gg;
                 s[3 * H + j] = o;
             }
-        } else if (a.cell == PG_CUDA_CELL_GRU) {
+        } else if (a.cell == PG_RNN_CELL_GRU) {
             T r_ = pg_rnn_sig<T>(g[j] + hw[j] + b[j]);
             T z = pg_rnn_sig<T>(g[H + j] + hw[H + j] + b[H + j]);
             T hn = hw[2 * H + j] + b[2 * H + j];
@@ -73,7 +73,7 @@ template <typename T> __global__ void pg_rnn_cell_kernel(pg_cuda_rnn_args a)
             }
         } else {
             T v = g[j] + hw[j] + b[j];
-            out = a.cell == PG_CUDA_CELL_RNN_RELU ? (v > T(0) ? v : T(0)) : pg_rnn_tanh<T>(v);
+            out = a.cell == PG_RNN_CELL_RNN_RELU ? (v > T(0) ? v : T(0)) : pg_rnn_tanh<T>(v);
             if (s)
                 s[j] = out;
         }
@@ -92,7 +92,7 @@ template <typename T> __global__ void pg_rnn_cell_bwd_kernel(pg_cuda_rnn_args a)
         T d = (a.dy ? ((const T *)a.dy)[r * a.lddy + j] : T(0)) +
               (a.dh ? ((const T *)a.dh)[r * P + j] : T(0));
         T *dg = (T *)a.dg + r * a.lddg;
-        if (a.cell == PG_CUDA_CELL_LSTM) {
+        if (a.cell == PG_RNN_CELL_LSTM) {
             const T *cp = s + 4 * H + P;
             T i = s[j], f = s[H + j], gg = s[2 * H + j], o = s[3 * H + j];
             T c = f * cp[j] + i * gg, tc = pg_rnn_tanh<T>(c);
@@ -103,7 +103,7 @@ template <typename T> __global__ void pg_rnn_cell_bwd_kernel(pg_cuda_rnn_args a)
             dg[2 * H + j] = dct * i * (T(1) - gg * gg);
             dg[3 * H + j] = d * tc * o * (T(1) - o);
             dc[j] = dct * f;
-        } else if (a.cell == PG_CUDA_CELL_GRU) {
+        } else if (a.cell == PG_RNN_CELL_GRU) {
             const T *hp = s + 4 * H;
             T r_ = s[j], z = s[H + j], nn = s[2 * H + j], hn = s[3 * H + j];
             T dan = d * (T(1) - z) * (T(1) - nn * nn);
@@ -117,7 +117,7 @@ template <typename T> __global__ void pg_rnn_cell_bwd_kernel(pg_cuda_rnn_args a)
             ((T *)a.dhout)[r * P + j] = d * z;
         } else {
             T h = s[j];
-            dg[j] = a.cell == PG_CUDA_CELL_RNN_RELU ? (h > T(0) ? d : T(0)) : d * (T(1) - h * h);
+            dg[j] = a.cell == PG_RNN_CELL_RNN_RELU ? (h > T(0) ? d : T(0)) : d * (T(1) - h * h);
         }
     }
 }

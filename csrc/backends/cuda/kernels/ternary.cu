@@ -1,24 +1,33 @@
 /* ternary.cu - TERNARY: addcmul, addcdiv and lerp in one pass over N-d strided operands,
- * float32 and float64. CPU twin: csrc/backends/cpu/cpu_ternary.c (pg_cpu_ternary), with
- * the same formulas: x + v*y*z, x + v*y/z, and PyTorch's two-sided lerp
- * (x + w(y - x) for |w| < 1/2, y - (y - x)(1 - w) beyond), w the number v or the operand z.
+ * float32 and float64. CPU twin: csrc/backends/cpu/cpu_ternary.c (pg_cpu_ternary); both
+ * take each row's formula from csrc/core/pg_subops.def: x + v*y*z, x + v*y/z, and PyTorch's
+ * two-sided lerp (x + w(y - x) for |w| < 1/2, y - (y - x)(1 - w) beyond), w the number v or
+ * the operand z.
  *
  * Launch shape: one thread per element, grid-stride loop (pg_cuda_grid), CONTIG
  * instantiation for contiguous iteration spaces. */
 #include "pg_cuda_common.cuh"
 
-template <int OP, typename T> __device__ __forceinline__ T pg_ternary_apply(T x, T y, T z, T v)
-{
-    if constexpr (OP == PG_TERNARY_ADDCMUL)
-        return x + v * y * z;
-    else if constexpr (OP == PG_TERNARY_ADDCDIV)
-        return x + v * y / z;
-    else /* LERP: z is v itself; LERP_TENSOR: the operand */
-        return (z < T(0.5) && z > T(-0.5)) ? x + z * (y - x) : y - (y - x) * (T(1) - z);
-}
+/* PyTorch's two-sided lerp, as the TERNARY rows' formulas name it (pg_subops.def) */
+#define PG_TERN_LERP(s, e, w) (((w) < T(0.5) && (w) > T(-0.5)) ? (s) + (w) * ((e) - (s)) \
+                                                              : (e) - ((e) - (s)) * (T(1) - (w)))
+
+/* one element function per TERNARY row, from its formula: x = a, y = b, z = c (or v, for a
+ * two-operand row), v the value */
+#define PG_SUBOP_TERNARY(ID, name, flags, nsrc, f)                                                 \
+    struct pg_ternary_##ID {                                                                       \
+        static constexpr int operands = nsrc;                                                      \
+        template <typename T> __device__ __forceinline__ static T apply(T x, T y, T z, T v)        \
+        {                                                                                          \
+            (void)z;                                                                               \
+            (void)v;                                                                               \
+            return f;                                                                              \
+        }                                                                                          \
+    };
+#include "pg_subops.def"
 
 // dst, a, b, c: operands 0..3 of it (c absent for LERP)
-template <int OP, typename T, bool CONTIG>
+template <typename OP, typename T, bool CONTIG>
 __global__ void pg_ternary_kernel(pg_cuda_iter it, T *dst, const T *a, const T *b, const T *c,
                                   T v)
 {
@@ -26,12 +35,12 @@ __global__ void pg_ternary_kernel(pg_cuda_iter it, T *dst, const T *a, const T *
         int64_t off[4] = {i, i, i, i};
         if constexpr (!CONTIG)
             pg_iter_offsets<4>(it, i, off);
-        T z = OP == PG_TERNARY_LERP ? v : c[off[3]];
-        dst[off[0]] = pg_ternary_apply<OP, T>(a[off[1]], b[off[2]], z, v);
+        T z = OP::operands == 3 ? c[off[3]] : v;
+        dst[off[0]] = OP::template apply<T>(a[off[1]], b[off[2]], z, v);
     }
 }
 
-template <int OP, typename T>
+template <typename OP, typename T>
 static cudaError_t pg_ternary_launch(const pg_cuda_ctx *ctx, void *dst, const void *a,
                                      const void *b, const void *c, double value,
                                      const pg_cuda_iter *it)
@@ -49,19 +58,24 @@ static cudaError_t pg_ternary_launch(const pg_cuda_ctx *ctx, void *dst, const vo
     return cudaGetLastError();
 }
 
-template <typename T>
-static cudaError_t pg_ternary_dispatch(const pg_cuda_ctx *ctx, int op, void *dst, const void *a,
-                                       const void *b, const void *c, double value,
-                                       const pg_cuda_iter *it)
+typedef cudaError_t (*pg_ternary_launcher)(const pg_cuda_ctx *, void *, const void *,
+                                           const void *, const void *, double,
+                                           const pg_cuda_iter *);
+
+/* each TERNARY row's launcher, by its code (csrc/core/pg_subops.def), for element type T */
+template <typename T> static pg_ternary_launcher pg_ternary_for(int op)
 {
-    switch (op) {
-    case PG_TERNARY_ADDCMUL: return pg_ternary_launch<PG_TERNARY_ADDCMUL, T>(ctx, dst, a, b, c, value, it);
-    case PG_TERNARY_ADDCDIV: return pg_ternary_launch<PG_TERNARY_ADDCDIV, T>(ctx, dst, a, b, c, value, it);
-    case PG_TERNARY_LERP: return pg_ternary_launch<PG_TERNARY_LERP, T>(ctx, dst, a, b, c, value, it);
-    case PG_TERNARY_LERP_TENSOR:
-        return pg_ternary_launch<PG_TERNARY_LERP_TENSOR, T>(ctx, dst, a, b, c, value, it);
-    default: return cudaErrorInvalidValue;
-    }
+    static const struct {
+        int code;
+        pg_ternary_launcher launch;
+    } rows[] = {
+#define PG_SUBOP_TERNARY(ID, ...) {PG_TERNARY_##ID, pg_ternary_launch<pg_ternary_##ID, T>},
+#include "pg_subops.def"
+    };
+    for (const auto &r : rows)
+        if (r.code == op)
+            return r.launch;
+    return nullptr;
 }
 
 extern "C" cudaError_t pg_kernel_ternary(const pg_cuda_ctx *ctx, int op, int dtype, void *dst,
@@ -70,9 +84,10 @@ extern "C" cudaError_t pg_kernel_ternary(const pg_cuda_ctx *ctx, int op, int dty
 {
     if (it->numel == 0)
         return cudaSuccess;
-    if (dtype == PG_FLOAT32)
-        return pg_ternary_dispatch<float>(ctx, op, dst, a, b, c, value, it);
-    if (dtype == PG_FLOAT64)
-        return pg_ternary_dispatch<double>(ctx, op, dst, a, b, c, value, it);
-    return cudaErrorInvalidValue; /* the core sends float32 and float64 only */
+    pg_ternary_launcher launch = dtype == PG_FLOAT32   ? pg_ternary_for<float>(op)
+                                 : dtype == PG_FLOAT64 ? pg_ternary_for<double>(op)
+                                                       : nullptr;
+    if (!launch)
+        return cudaErrorInvalidValue; /* the core sends float32 and float64 TERNARY rows only */
+    return launch(ctx, dst, a, b, c, value, it);
 }
