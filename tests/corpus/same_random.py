@@ -121,7 +121,7 @@ def _install_pygpu():
     own_rand, own_randn = _tensor_create.rand, _tensor_create.randn
 
     def make(draw, own):
-        def fn(*shape, size=None, dtype=None, device=None, requires_grad=False):
+        def fn(*shape, size=None, dtype=None, device=None, requires_grad=False, generator=None):
             shp = _tensor_create._shape(_tensor_create._size_kw(shape, size), own.__name__)
             dt = _tensor_create._dt(dtype, pygpu.float32)
             t = pygpu.tensor(draw(shp), dtype=dt, device=_tensor_create._dev(device))
@@ -154,15 +154,28 @@ def _install_pygpu():
                 own = getattr(module, attr, None)
                 if own in swap:
                     setattr(module, attr, swap[own])
-    if getattr(pygpu.Tensor, "multinomial", None) is not None:
-        pygpu.Tensor.multinomial = multinomial
+    # Tensor.multinomial (pygpu/_tensor_random.py) calls pygpu.distributions.discrete's
+    # multinomial at each call, replaced above: the method needs no swap of its own
 
     own_init = sampler.RandomSampler.__init__
+    own_randperm, own_randint = sampler.randperm, sampler.randint
 
     def sampler_init(self, *args, **kwargs):
         own_init(self, *args, **kwargs)
-        self.seed, self._rng = None, SamplerStream()  # its draws, on the samplers' stream
+        if self.generator is None and self.seed is None:
+            self.generator = SamplerStream()  # its draws, on the samplers' stream
+
+    def randperm(n, generator):
+        if isinstance(generator, SamplerStream):
+            return generator.permutation(n)
+        return own_randperm(n, generator)
+
+    def randint(n, size, generator):
+        if isinstance(generator, SamplerStream):
+            return generator.integers(0, n, size=size)
+        return own_randint(n, size, generator)
     sampler.RandomSampler.__init__ = sampler_init
+    sampler.randperm, sampler.randint = randperm, randint
 
 
 def _install_torch():
