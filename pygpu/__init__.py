@@ -9,7 +9,10 @@ pygpu.stats(), pygpu.track(), pygpu.transfer_guard().
 import atexit as _atexit
 import builtins as _builtins  # pygpu.range is torch.range: the module's own loops use Python's
 
-from . import _extension
+from . import _numpy_blas  # first: NumPy's OpenBLAS threads sleep soon after a call (issue 45)
+
+_NUMPY_BLAS_LOADED = _numpy_blas.before_numpy()
+from . import _extension  # noqa: E402
 
 _C = _extension.load()  # pygpu._C; OpenBLAS preloaded; an ImportError saying what to run if unbuilt
 from ._C import (AsyncOpError, AxisError, DeviceMismatchError, DeviceUnavailableError, Tensor,
@@ -185,3 +188,6 @@ double = float64
 half = float16
 long = int64
 __all__ += ["float", "double", "half", "long"]
+
+if _NUMPY_BLAS_LOADED:  # NumPy came first: its running OpenBLAS gets the timeout instead
+    _numpy_blas.apply_live()

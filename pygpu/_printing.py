@@ -152,7 +152,7 @@ _DEFAULT_DTYPES = ("float32", "int64", "bool")
 # pygpu op name -> PyTorch's, where they differ for the same op (a composite, such as
 # mse_loss written as a mean of squares, shows its last op: MeanBackward0)
 _TORCH_NAMES = {"MatMul": "Mm", "Reshape": "View", "Linear": "Addmm", "LinearMasked": "Addmm",
-                "CrossEntropy": "NllLoss", "LayerNorm": "NativeLayerNorm", "GeluExact": "Gelu",
+                "CrossEntropy": "NllLoss", "LayerNorm": "NativeLayerNorm",
                 "AExtreme": "Max"}
 
 

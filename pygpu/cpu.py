@@ -82,3 +82,10 @@ def set_cache_limit(nbytes):
         if nbytes < 0:
             raise ValueError(f"set_cache_limit: nbytes must be >= 0 or None, got {nbytes}")
     _C._set_cache_limit(_CODE, 0, nbytes)
+
+
+def numpy_blas_status():
+    """What `import pygpu` did to NumPy's OpenBLAS so that its idle threads sleep soon after
+    each call instead of holding the cores pygpu's pool needs (pygpu/_numpy_blas.py)."""
+    from . import _numpy_blas
+    return _numpy_blas.status()

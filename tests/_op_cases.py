@@ -687,6 +687,8 @@ def spelling_cases(refs):
             owner, _, attr = q.partition(".")
             if owner == "pygpu":
                 call, scalar, inplace = resolve(q), None, False
+            elif owner == "_C":  # a row only the bindings reach (gelu: F.gelu picks it)
+                call, scalar, inplace = getattr(pygpu._C, attr), None, False
             elif owner == "Tensor" and (attr in _REFLECTED or family == "binary" and attr.startswith("__r")):
                 call, inplace = (lambda s, x, _m=attr: getattr(x, _m)(s)), False
                 scalar = ("left", _scalars(ref.dtypes, dt)[1])

@@ -229,6 +229,38 @@ for _name, (_ref, _dom, _tol) in MATH_BINARY.items():
                       + (("float16",) if _name != "nextafter" else ()))
 
 
+# ---- GELU (issue 45): both forms and their gradients' rows, against torch's functions ----------
+# (torch in float64, rounded once to the result's dtype: its own float32 tanh-form gradient
+# loses 1e-4 relative where 1 + tanh cancels, x below -2, which pygpu's formula keeps)
+def _gelu_ref(approximate):
+    def ref(x):
+        import torch
+        xs = np.asarray(x)
+        out = torch.nn.functional.gelu(torch.from_numpy(np.array(xs, np.float64)),
+                                       approximate=approximate).numpy()
+        return out.astype(xs.dtype)
+    return ref
+
+
+def _gelu_backward_ref(approximate):
+    def ref(g, x):
+        import torch
+        g, x = np.broadcast_arrays(np.asarray(g), np.asarray(x))
+        out = torch.ops.aten.gelu_backward(torch.from_numpy(np.array(g, np.float64)),
+                                           torch.from_numpy(np.array(x, np.float64)),
+                                           approximate=approximate).numpy()
+        return out.astype(np.result_type(g, x))
+    return ref
+
+
+for _name, _approx in (("gelu", "none"), ("gelu_tanh", "tanh")):
+    REFS[_name] = Ref(_gelu_ref(_approx), ("any",), "elementwise", FLOATS + ("float16",),
+                      call=getattr(pygpu._C, _name))
+    REFS[_name + "_backward"] = Ref(_gelu_backward_ref(_approx), ("any",), "elementwise",
+                                    FLOATS + ("float16",),
+                                    call=getattr(pygpu._C, _name + "_backward"))
+
+
 # ---- where and clamp ----------------------------------------------------------------------
 WHERE = cases(
     (a(3, 4), a(3, 4), a(3, 4)), (a(3, 1), a(4), a()), (a(), a(2, 3), a(3)), (a(7), a(7), a(1)),

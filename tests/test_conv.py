@@ -53,6 +53,10 @@ CONV2D = [
     ("depthwise", X, (4, 1, 3, 3), True, dict(groups=4, padding=1)),
     ("depthwise-x2-strided", X, (8, 1, 3, 3), True, dict(groups=4, stride=2, padding=1,
                                                           dilation=(1, 2))),
+    ("depthwise-uneven", X, (4, 1, 3, 2), False, dict(groups=4, stride=(1, 2), padding=(2, 0),
+                                                       dilation=(2, 1))),
+    ("depthwise-x3-dilated", X, (12, 1, 2, 3), True, dict(groups=4, stride=(3, 1),
+                                                          padding=(1, 2), dilation=(1, 2))),
     ("asymmetric", X, (3, 4, 2, 5), True, dict(stride=(1, 3), padding=(0, 2))),
     ("same-even", X, (3, 4, 4, 3), True, dict(padding="same", dilation=2)),
     ("valid-1x1", X, (7, 4, 1, 1), True, dict(padding="valid")),
@@ -63,6 +67,19 @@ CONV2D = [
 def test_conv2d_matches_torch(device, name, x, wshape, bias, kw):
     arrays = [x, rng.standard_normal(wshape)] + ([rng.standard_normal(wshape[0])] if bias else [])
     _check(device, lambda *a: F.conv2d(*a, **kw), lambda *a: TF.conv2d(*a, **kw), arrays)
+
+
+@pytest.mark.parametrize("shape,stride", [((3, 20, 8, 8), 1), ((2, 20, 4, 4), 1),
+                                          ((2, 24, 16, 16), 2), ((1, 17, 5, 7), 2)])
+def test_depthwise_float32_at_mobilenets_shapes(device, shape, stride):
+    """MobileNetV2's depthwise layers (3x3, padding 1, stride 1 or 2, small planes, channel
+    counts that are not a multiple of a vector) in float32, each way, against torch."""
+    r = np.random.default_rng(45)
+    x = r.standard_normal(shape).astype(np.float32)
+    w = r.standard_normal((shape[1], 1, 3, 3)).astype(np.float32)
+    kw = dict(stride=stride, padding=1, groups=shape[1])
+    _check(device, lambda *a: F.conv2d(*a, **kw), lambda *a: TF.conv2d(*a, **kw), [x, w],
+           rtol=2e-5, atol=2e-5)
 
 
 @pytest.mark.parametrize("kw", [dict(stride=2, padding=2), dict(padding="same", dilation=3),
@@ -83,6 +100,7 @@ TRANSPOSED = [
     ("2d-strided-outpad-grouped", X, (4, 3, 3, 2), dict(stride=2, padding=1, output_padding=1,
                                                         groups=2, dilation=(1, 2))),
     ("2d-plain", X, (4, 5, 2, 2), dict()),
+    ("2d-depthwise-strided", X, (4, 1, 3, 3), dict(stride=2, padding=1, groups=4)),
     ("1d-strided", X1, (4, 2, 4), dict(stride=3, padding=1)),
 ]
 

@@ -299,6 +299,16 @@ def _rule_special_zeta(ctx, g):
     return None, gb
 
 
+# ---- GELU (nn.functional.gelu): its gradient is a row of its own ----------------------------
+
+def _rule_gelu(ctx, g):
+    return _C.gelu_backward(g, ctx[0]), None
+
+
+def _rule_gelu_tanh(ctx, g):
+    return _C.gelu_tanh_backward(g, ctx[0]), None
+
+
 _rule_logaddexp = _logaddexp_rule(_C.exp)
 _rule_logaddexp2 = _logaddexp_rule(_C.exp2)
 _rule_fmax = _fmaxmin(True)

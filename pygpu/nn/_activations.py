@@ -1,10 +1,8 @@
 """nn.functional's activations and dropout, composed from differentiable tensor ops.
 
 Each is a few elementwise ops that autograd records (no Python loop over elements);
-gelu's exact form uses an erf written from exp, with its own backward (the
-derivative of the true GELU, not of the approximation). leaky_relu, silu, gelu,
+gelu is one op of the table each way (both forms). leaky_relu, silu, gelu,
 softmax, log_softmax and dropout take PyTorch's arguments."""
-import math
 
 from .. import _C, _tensor_create
 from .._dtype import float32
@@ -12,7 +10,6 @@ from .._ops._common import float_input as _float_input
 from .._ops._common import want_tensor as _want_tensor
 from .._ops._softmax import log_softmax as _log_softmax
 from .._ops._softmax import softmax as _softmax
-from ..autograd import Function
 
 relu = _C.relu
 tanh = _C.tanh
@@ -38,50 +35,15 @@ def silu(input, inplace=False):
     return input * _C.sigmoid(input)
 
 
-def _sign(x):
-    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
-
-
-def _erf(x):
-    """erf from exp, by the Chebyshev fit of erfc in Numerical Recipes (erfcc): relative
-    error below 1.2e-7 everywhere (float32's resolution), elementwise ops only."""
-    z = _C.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (
-        0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
-            1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
-    return _sign(x) * (1.0 - t * _C.exp(poly))
-
-
-_SQRT1_2 = 1.0 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
-class _GeluExact(Function):
-    """0.5 x (1 + erf(x / sqrt 2)); backward Phi(x) + x phi(x)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save(x)
-        return 0.5 * x * (1.0 + _erf(x * _SQRT1_2))
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved
-        cdf = 0.5 * (1.0 + _erf(x * _SQRT1_2))
-        pdf = _C.exp(x * x * -0.5) * _INV_SQRT_2PI
-        return (g * (cdf + x * pdf),)
-
-
 def gelu(input, approximate="none"):
     """GELU: x * Phi(x) (approximate="none"), or the tanh form
-    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate="tanh")."""
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate="tanh"): one node each way
+    (the op table's gelu / gelu_tanh rows and their gradients' rows)."""
     _float_input(input, "gelu")
     if approximate == "none":
-        return _GeluExact.apply(input)
+        return _C.gelu(input)
     if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * 0.5 * (1.0 + _C.tanh(inner))
+        return _C.gelu_tanh(input)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 

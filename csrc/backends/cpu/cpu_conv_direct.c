@@ -1,13 +1,31 @@
 /* cpu_conv_direct.c - depthwise convolution (one input channel per group, C/g == 1) as
- * direct loops: its GEMMs would have one row, so the taps are applied to whole output rows
- * instead, vectorized along the row (PG_CPU_DISPATCH: AVX-512, AVX2 or baseline). Output
- * channel o reads input channel o / (O/g) (a channel multiplier O/g >= 1).
+ * direct loops: its GEMMs would have one row. Output channel o reads input channel o / m (a
+ * channel multiplier m = O/g >= 1).
  *
  *   forward        y[n,o] = b[o] + sum over taps (i, j) of w[o,i,j] * x[n,o/m] shifted
  *   input grad     dx[n,c] = sum over its m output channels and taps of w * dy shifted back
  *   weight grad    dW[o,i,j] = sum over n and the output plane of dy[n,o] * x[n,o/m] shifted
- * Planes (forward, input gradient) or output channels (weight gradient: each task sums
- * whole channels over every sample, so no partial sums) are shared among the threads. */
+ *
+ * Every geometry (stride, padding, dilation) runs one way: a plane is first copied into
+ * zero-padded "phase planes", one per (row mod sh, column mod sw), each Hq x Wq, so that
+ * input pixel (oh*sh + i*dh - ph, ow*sw + j*dw - pw) of tap (i, j) is element
+ * k + off(i, j) of one phase plane, k = oh*Wq + ow the output's index at pitch Wq. A tap is
+ * then one contiguous vector pass over the whole plane (OH*Wq elements, not a row of OW:
+ * a 4x4 plane is one 24-element loop, not four of 4), and the taps of a block of 64
+ * outputs are summed before it is stored. The input gradient is the same passes reversed
+ * (each tap adds w * dy at its offset into zeroed phase planes, dy laid out at pitch Wq with
+ * zero columns past OW), then the phase planes are read back into dx; the weight gradient
+ * is one dot product per tap over the same layout (the zero columns of dy keep the columns
+ * past OW out of it; an infinite input pixel there would make a tap's sum NaN rather than
+ * leave it alone, as 0 * inf is NaN). The copies cost one pass over a plane;
+ * the first version called a vector routine per row and tap (and dispatched on the ISA for
+ * each call, and ran strided rows as scalar loops): MobileNetV2's depthwise layers were 45%
+ * of its CIFAR training step (issue 45).
+ * Vector code through PG_CPU_DISPATCH (AVX-512, AVX2 or baseline). Planes (forward, input
+ * gradient) or output channels (weight gradient: each task sums whole channels over every
+ * sample, in sample order, so there are no partial sums and the bits do not depend on the
+ * thread count) are shared among the pool's threads. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../core/pg_ops_conv.h"
@@ -16,152 +34,190 @@
 #include "cpu_vecmath.h"
 
 #define DATA(T, t) ((T *)pg_tensor_data(t))
-
-/* out[k] += a * in[k * s] for k < n, and its reverse scatter; f32 and f64 */
-#define ROW_OPS(SUF, T)                                                                        \
-    PG_CPU_DISPATCH(void, axpy_##SUF, (int64_t n, T a, const T *in, int64_t s, T *out),        \
-                    (n, a, in, s, out))                                                        \
-    {                                                                                          \
-        if (s == 1) {                                                                          \
-            _Pragma("omp simd") for (int64_t k = 0; k < n; k++) out[k] += a * in[k];           \
-        } else {                                                                               \
-            for (int64_t k = 0; k < n; k++)                                                    \
-                out[k] += a * in[k * s];                                                       \
-        }                                                                                      \
-    }                                                                                          \
-    PG_CPU_DISPATCH(void, scatter_##SUF, (int64_t n, T a, const T *in, int64_t s, T *out),     \
-                    (n, a, in, s, out))                                                        \
-    {                                                                                          \
-        if (s == 1) {                                                                          \
-            _Pragma("omp simd") for (int64_t k = 0; k < n; k++) out[k] += a * in[k];           \
-        } else {                                                                               \
-            for (int64_t k = 0; k < n; k++)                                                    \
-                out[k * s] += a * in[k];                                                       \
-        }                                                                                      \
-    }                                                                                          \
-    PG_CPU_DISPATCH(double, dot_##SUF, (int64_t n, const T *a, const T *b, int64_t s),         \
-                    (n, a, b, s))                                                              \
-    {                                                                                          \
-        T acc = 0;                                                                             \
-        if (s == 1) {                                                                          \
-            _Pragma("omp simd reduction(+:acc)") for (int64_t k = 0; k < n; k++) acc +=        \
-                a[k] * b[k];                                                                   \
-        } else {                                                                               \
-            for (int64_t k = 0; k < n; k++)                                                    \
-                acc += a[k] * b[k * s];                                                        \
-        }                                                                                      \
-        return acc;                                                                            \
-    }
-
-ROW_OPS(f32, float)
-ROW_OPS(f64, double)
+#define MAX_TAPS 1024 /* kh*kw above this runs tap by tap without the offset table */
+#define CHUNK 64      /* outputs whose taps are summed before they are stored */
 
 typedef struct dw_job {
     const pg_node *n;
     int64_t N, C, H, W, O, OH, OW, m; /* m: output channels per input channel */
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t Hq, Wq, phases, plane; /* phase planes: count, and elements each (Hq+1 rows) */
     int64_t ntasks, units;
     int computes; /* the operand in dst (pg_conv_role): y forward, x or w backward */
 } dw_job;
 
-/* valid output range of one tap along an axis (cpu_conv.c's tap_range) */
-static void tap(int64_t out, int64_t in, int64_t s, int64_t p, int64_t off, int64_t *lo,
-                int64_t *hi)
+/* The phase-plane layout of a job (see the file's comment). */
+static void layout(dw_job *j)
 {
-    int64_t a = p - off, b = in + p - off;
-    int64_t l = a <= 0 ? 0 : (a + s - 1) / s, h = b <= 0 ? 0 : (b + s - 1) / s;
-    *lo = l < out ? l : out;
-    *hi = h < out ? h : out;
-    if (*hi < *lo)
-        *hi = *lo;
+    int64_t hp = (j->OH - 1) * j->sh + (j->kh - 1) * j->dh + 1; /* padded rows the taps read */
+    int64_t wp = (j->OW - 1) * j->sw + (j->kw - 1) * j->dw + 1;
+    if (hp < j->H + j->ph)
+        hp = j->H + j->ph; /* every input pixel has a place (the input gradient reads them) */
+    if (wp < j->W + j->pw)
+        wp = j->W + j->pw;
+    j->Hq = (hp + j->sh - 1) / j->sh;
+    j->Wq = (wp + j->sw - 1) / j->sw;
+    j->phases = j->sh * j->sw;
+    j->plane = (j->Hq + 1) * j->Wq; /* a spare zero row: the columns past OW read beyond */
+}
+
+/* phase plane and offset of tap (i, j) */
+static void tap_at(const dw_job *j, int64_t i, int64_t jj, int64_t *phase, int64_t *off)
+{
+    int64_t r = i * j->dh, c = jj * j->dw;
+    *phase = (r % j->sh) * j->sw + c % j->sw;
+    *off = (r / j->sh) * j->Wq + c / j->sw;
 }
 
 #define DW_KERNELS(SUF, T)                                                                      \
-    /* y plane of output channel o of sample n */                                               \
-    static void fwd_plane_##SUF(const dw_job *j, int64_t n, int64_t o)                          \
+    /* out[k] = b + sum_t w[t] * src[t][k], k < n: the taps of CHUNK outputs summed in a    \
+     * block before it is stored */                                                          \
+    PG_CPU_DISPATCH(void, taps_fwd_##SUF,                                                       \
+                    (int64_t n, int64_t ntaps, const T *const *src, const T *w, T b, T *out),   \
+                    (n, ntaps, src, w, b, out))                                                 \
     {                                                                                           \
-        const pg_conv_geom *g = &j->n->p.conv;                                                  \
-        const T *x = DATA(T, &j->n->src[0]) + (n * j->C + o / j->m) * j->H * j->W;              \
-        const T *w = DATA(T, &j->n->src[1]) + o * g->kh * g->kw;                                \
-        T *y = DATA(T, &j->n->dst) + (n * j->O + o) * j->OH * j->OW;                            \
-        T b0 = j->n->src[2].storage ? DATA(T, &j->n->src[2])[o] : (T)0;                         \
-        for (int64_t k = 0; k < j->OH * j->OW; k++)                                             \
-            y[k] = b0;                                                                          \
-        for (int64_t i = 0; i < g->kh; i++) {                                                   \
-            int64_t oh0, oh1;                                                                   \
-            tap(j->OH, j->H, g->sh, g->ph, i * g->dh, &oh0, &oh1);                              \
-            for (int64_t jj = 0; jj < g->kw; jj++) {                                            \
-                int64_t ow0, ow1;                                                               \
-                tap(j->OW, j->W, g->sw, g->pw, jj * g->dw, &ow0, &ow1);                         \
-                T wv = w[i * g->kw + jj];                                                       \
-                for (int64_t oh = oh0; oh < oh1; oh++) {                                        \
-                    const T *xr = x + (oh * g->sh - g->ph + i * g->dh) * j->W + jj * g->dw -    \
-                                  g->pw;                                                        \
-                    axpy_##SUF(ow1 - ow0, wv, xr + ow0 * g->sw, g->sw, y + oh * j->OW + ow0);   \
-                }                                                                               \
+        T acc[CHUNK];                                                                           \
+        for (int64_t k0 = 0; k0 < n; k0 += CHUNK) {                                             \
+            int64_t len = n - k0 < CHUNK ? n - k0 : CHUNK;                                      \
+            _Pragma("omp simd") for (int64_t l = 0; l < len; l++) acc[l] = b;                   \
+            for (int64_t t = 0; t < ntaps; t++) {                                               \
+                const T *s = src[t] + k0;                                                       \
+                T wv = w[t];                                                                    \
+                _Pragma("omp simd") for (int64_t l = 0; l < len; l++) acc[l] += wv * s[l];      \
+            }                                                                                   \
+            _Pragma("omp simd") for (int64_t l = 0; l < len; l++) out[k0 + l] = acc[l];         \
+        }                                                                                       \
+    }                                                                                           \
+    /* dst[t][k] += w[t] * dy[k], tap after tap (the taps' ranges overlap) */                  \
+    PG_CPU_DISPATCH(void, taps_bwd_##SUF,                                                       \
+                    (int64_t n, int64_t ntaps, T *const *dst, const T *w, const T *dy),         \
+                    (n, ntaps, dst, w, dy))                                                     \
+    {                                                                                           \
+        for (int64_t t = 0; t < ntaps; t++) {                                                   \
+            T *d = dst[t], wv = w[t];                                                           \
+            _Pragma("omp simd") for (int64_t k = 0; k < n; k++) d[k] += wv * dy[k];             \
+        }                                                                                       \
+    }                                                                                           \
+    /* acc[t] += sum_k dy[k] * src[t][k] (each tap's sum in T's vector lanes, then double) */  \
+    PG_CPU_DISPATCH(void, taps_dot_##SUF,                                                       \
+                    (int64_t n, int64_t ntaps, const T *const *src, const T *dy, double *acc),  \
+                    (n, ntaps, src, dy, acc))                                                   \
+    {                                                                                           \
+        for (int64_t t = 0; t < ntaps; t++) {                                                   \
+            const T *s = src[t];                                                                \
+            T sum = 0;                                                                          \
+            _Pragma("omp simd reduction(+:sum)") for (int64_t k = 0; k < n; k++) sum +=         \
+                dy[k] * s[k];                                                                   \
+            acc[t] += (double)sum;                                                              \
+        }                                                                                       \
+    }                                                                                           \
+    /* x (H, W) into the zeroed phase planes ph (phases x plane) */                            \
+    static void to_phases_##SUF(const dw_job *j, const T *x, T *ph)                             \
+    {                                                                                           \
+        memset(ph, 0, sizeof(T) * (size_t)(j->phases * j->plane));                              \
+        for (int64_t h = 0; h < j->H; h++) {                                                    \
+            int64_t r = h + j->ph, a = r % j->sh;                                               \
+            const T *xr = x + h * j->W;                                                         \
+            if (j->phases == 1) {                                                               \
+                memcpy(ph + r * j->Wq + j->pw, xr, sizeof(T) * (size_t)j->W);                   \
+                continue;                                                                       \
+            }                                                                                   \
+            for (int64_t w = 0; w < j->W; w++) {                                                \
+                int64_t c = w + j->pw;                                                          \
+                ph[(a * j->sw + c % j->sw) * j->plane + (r / j->sh) * j->Wq + c / j->sw] =      \
+                    xr[w];                                                                      \
             }                                                                                   \
         }                                                                                       \
     }                                                                                           \
-    /* dx plane of input channel c of sample n */                                               \
-    static void data_plane_##SUF(const dw_job *j, int64_t n, int64_t c)                         \
+    /* the phase planes back into dx (H, W) */                                                 \
+    static void from_phases_##SUF(const dw_job *j, const T *ph, T *dx)                          \
     {                                                                                           \
-        const pg_conv_geom *g = &j->n->p.conv;                                                  \
-        T *dx = DATA(T, &j->n->dst) + (n * j->C + c) * j->H * j->W;                             \
-        T b0 = j->n->src[2].storage ? DATA(T, &j->n->src[2])[c] : (T)0;                         \
-        for (int64_t k = 0; k < j->H * j->W; k++)                                               \
-            dx[k] = b0;                                                                         \
-        for (int64_t o = c * j->m; o < (c + 1) * j->m; o++) {                                   \
-            const T *dy = DATA(T, &j->n->src[0]) + (n * j->O + o) * j->OH * j->OW;              \
-            const T *w = DATA(T, &j->n->src[1]) + o * g->kh * g->kw;                            \
-            for (int64_t i = 0; i < g->kh; i++) {                                               \
-                int64_t oh0, oh1;                                                               \
-                tap(j->OH, j->H, g->sh, g->ph, i * g->dh, &oh0, &oh1);                          \
-                for (int64_t jj = 0; jj < g->kw; jj++) {                                        \
-                    int64_t ow0, ow1;                                                           \
-                    tap(j->OW, j->W, g->sw, g->pw, jj * g->dw, &ow0, &ow1);                     \
-                    T wv = w[i * g->kw + jj];                                                   \
-                    for (int64_t oh = oh0; oh < oh1; oh++) {                                    \
-                        T *xr = dx + (oh * g->sh - g->ph + i * g->dh) * j->W + jj * g->dw -     \
-                                g->pw;                                                          \
-                        scatter_##SUF(ow1 - ow0, wv, dy + oh * j->OW + ow0, g->sw,              \
-                                      xr + ow0 * g->sw);                                        \
-                    }                                                                           \
-                }                                                                               \
+        for (int64_t h = 0; h < j->H; h++) {                                                    \
+            int64_t r = h + j->ph, a = r % j->sh;                                               \
+            T *xr = dx + h * j->W;                                                              \
+            if (j->phases == 1) {                                                               \
+                memcpy(xr, ph + r * j->Wq + j->pw, sizeof(T) * (size_t)j->W);                   \
+                continue;                                                                       \
+            }                                                                                   \
+            for (int64_t w = 0; w < j->W; w++) {                                                \
+                int64_t c = w + j->pw;                                                          \
+                xr[w] = ph[(a * j->sw + c % j->sw) * j->plane + (r / j->sh) * j->Wq + c / j->sw]; \
             }                                                                                   \
         }                                                                                       \
     }                                                                                           \
-    /* dW (and db) of output channel o over every sample */                                     \
-    static void weight_channel_##SUF(const dw_job *j, int64_t o)                                \
+    /* dy (OH, OW) at pitch Wq, zero past OW */                                                \
+    static void to_pitch_##SUF(const dw_job *j, const T *dy, T *out)                            \
     {                                                                                           \
-        const pg_conv_geom *g = &j->n->p.conv;                                                  \
-        T *dw = DATA(T, &j->n->dst) + o * g->kh * g->kw;                                        \
-        for (int64_t i = 0; i < g->kh; i++) {                                                   \
-            int64_t oh0, oh1;                                                                   \
-            tap(j->OH, j->H, g->sh, g->ph, i * g->dh, &oh0, &oh1);                              \
-            for (int64_t jj = 0; jj < g->kw; jj++) {                                            \
-                int64_t ow0, ow1;                                                               \
-                tap(j->OW, j->W, g->sw, g->pw, jj * g->dw, &ow0, &ow1);                         \
-                double s = 0;                                                                   \
-                for (int64_t n = 0; n < j->N; n++) {                                            \
-                    const T *x = DATA(T, &j->n->src[1]) + (n * j->C + o / j->m) * j->H * j->W;  \
-                    const T *dy = DATA(T, &j->n->src[0]) + (n * j->O + o) * j->OH * j->OW;      \
-                    for (int64_t oh = oh0; oh < oh1; oh++) {                                    \
-                        const T *xr = x + (oh * g->sh - g->ph + i * g->dh) * j->W +             \
-                                      jj * g->dw - g->pw;                                       \
-                        s += dot_##SUF(ow1 - ow0, dy + oh * j->OW + ow0, xr + ow0 * g->sw,      \
-                                       g->sw);                                                  \
-                    }                                                                           \
-                }                                                                               \
-                dw[i * g->kw + jj] = (T)s;                                                      \
-            }                                                                                   \
+        for (int64_t oh = 0; oh < j->OH; oh++) {                                                \
+            memcpy(out + oh * j->Wq, dy + oh * j->OW, sizeof(T) * (size_t)j->OW);               \
+            memset(out + oh * j->Wq + j->OW, 0, sizeof(T) * (size_t)(j->Wq - j->OW));           \
         }                                                                                       \
-        if (j->n->extra[0].storage) {                                                           \
-            double s = 0;                                                                       \
-            for (int64_t n = 0; n < j->N; n++) {                                                \
-                const T *dy = DATA(T, &j->n->src[0]) + (n * j->O + o) * j->OH * j->OW;          \
-                for (int64_t k = 0; k < j->OH * j->OW; k++)                                     \
-                    s += dy[k];                                                                 \
+    }                                                                                           \
+    /* the tap pointers into the phase planes, and the weights of channel o in tap order */    \
+    static void taps_of_##SUF(const dw_job *j, T *ph, int64_t o, T **src, T *w)                 \
+    {                                                                                           \
+        const T *wo = w ? DATA(T, pg_conv_operand(j->n, PG_CONV_W)) : NULL;                     \
+        for (int64_t i = 0; i < j->kh; i++)                                                     \
+            for (int64_t jj = 0; jj < j->kw; jj++) {                                            \
+                int64_t phase, off, t = i * j->kw + jj;                                         \
+                tap_at(j, i, jj, &phase, &off);                                                 \
+                src[t] = ph + phase * j->plane + off;                                           \
+                if (w)                                                                          \
+                    w[t] = wo[o * j->kh * j->kw + t];                                           \
             }                                                                                   \
-            DATA(T, &j->n->extra[0])[o] = (T)s;                                                 \
+    }                                                                                           \
+    static void unit_##SUF(const dw_job *j, int64_t u, T *ph, T *row, T **src, T *w,            \
+                           double *acc)                                                         \
+    {                                                                                           \
+        const pg_node *n = j->n;                                                                \
+        int64_t ntaps = j->kh * j->kw, len = j->OH * j->Wq;                                     \
+        if (j->computes == PG_CONV_Y) { /* u: plane (sample, output channel) */                \
+            int64_t s = u / j->O, o = u % j->O;                                                 \
+            to_phases_##SUF(j, DATA(T, &n->src[0]) + (s * j->C + o / j->m) * j->H * j->W, ph);  \
+            taps_of_##SUF(j, ph, o, src, w);                                                    \
+            T b = n->src[2].storage ? DATA(T, &n->src[2])[o] : (T)0;                            \
+            taps_fwd_##SUF(len, ntaps, (const T *const *)src, w, b, row);                       \
+            T *y = DATA(T, &n->dst) + (s * j->O + o) * j->OH * j->OW;                           \
+            for (int64_t oh = 0; oh < j->OH; oh++)                                              \
+                memcpy(y + oh * j->OW, row + oh * j->Wq, sizeof(T) * (size_t)j->OW);            \
+        } else if (j->computes == PG_CONV_X) { /* u: plane (sample, input channel) */          \
+            int64_t s = u / j->C, c = u % j->C;                                                 \
+            memset(ph, 0, sizeof(T) * (size_t)(j->phases * j->plane));                          \
+            for (int64_t o = c * j->m; o < (c + 1) * j->m; o++) {                               \
+                to_pitch_##SUF(j, DATA(T, &n->src[0]) + (s * j->O + o) * j->OH * j->OW, row);   \
+                taps_of_##SUF(j, ph, o, src, w);                                                \
+                taps_bwd_##SUF(len, ntaps, src, w, row);                                        \
+            }                                                                                   \
+            T *dx = DATA(T, &n->dst) + (s * j->C + c) * j->H * j->W;                            \
+            from_phases_##SUF(j, ph, dx);                                                       \
+            if (n->src[2].storage) { /* ConvTranspose's bias, added to its output */           \
+                T b = DATA(T, &n->src[2])[c];                                                   \
+                for (int64_t k = 0; k < j->H * j->W; k++)                                       \
+                    dx[k] += b;                                                                 \
+            }                                                                                   \
+        } else { /* u: output channel o, summed over the samples in order */                   \
+            int64_t o = u;                                                                      \
+            double db = 0;                                                                      \
+            memset(acc, 0, sizeof(double) * (size_t)ntaps);                                     \
+            for (int64_t s = 0; s < j->N; s++) {                                                \
+                to_phases_##SUF(j, DATA(T, &n->src[1]) + (s * j->C + o / j->m) * j->H * j->W,   \
+                                ph);                                                            \
+                const T *dy = DATA(T, &n->src[0]) + (s * j->O + o) * j->OH * j->OW;             \
+                to_pitch_##SUF(j, dy, row);                                                     \
+                taps_of_##SUF(j, ph, o, src, NULL);                                             \
+                taps_dot_##SUF(len, ntaps, (const T *const *)src, row, acc);                    \
+                if (n->extra[0].storage) {                                                      \
+                    T sb = 0;                                                                   \
+                    for (int64_t k = 0; k < j->OH * j->OW; k++)                                 \
+                        sb += dy[k];                                                            \
+                    db += (double)sb;                                                           \
+                }                                                                               \
+            }                                                                                   \
+            T *dw = DATA(T, &n->dst) + o * ntaps;                                               \
+            for (int64_t t = 0; t < ntaps; t++)                                                 \
+                dw[t] = (T)acc[t];                                                              \
+            if (n->extra[0].storage)                                                            \
+                DATA(T, &n->extra[0])[o] = (T)db;                                               \
         }                                                                                       \
     }
 
@@ -173,24 +229,33 @@ static pg_status dw_task(void *ctx, int64_t t)
     const dw_job *j = ctx;
     int64_t lo, hi;
     pg_cpu_part(j->units, j->ntasks, t, &lo, &hi);
-    bool f32 = j->n->dst.dtype == PG_FLOAT32;
+    if (hi <= lo)
+        return PG_OK;
+    size_t esz = j->n->dst.dtype == PG_FLOAT32 ? sizeof(float) : sizeof(double);
+    int64_t ntaps = j->kh * j->kw;
+    /* the phase planes, one output (or dy) plane at pitch Wq, the tap pointers, weights and
+     * sums */
+    size_t elems = (size_t)(j->phases * j->plane + j->OH * j->Wq + ntaps);
+    /* the pointers and double sums after the planes start on a 16-byte boundary (an odd
+     * count of floats would misalign them) */
+    size_t head = (elems * esz + 15) / 16 * 16;
+    char *buf = malloc(head + (size_t)ntaps * (sizeof(void *) + sizeof(double)));
+    if (!buf)
+        return pg_error_set(PG_ERR_NOMEM, "conv2d: out of host memory for a depthwise plane's "
+                                          "scratch");
+    void **src = (void **)(buf + head);
+    double *acc = (double *)(src + ntaps);
     for (int64_t u = lo; u < hi; u++) {
-        if (j->computes == PG_CONV_Y) {
-            if (f32)
-                fwd_plane_f32(j, u / j->O, u % j->O);
-            else
-                fwd_plane_f64(j, u / j->O, u % j->O);
-        } else if (j->computes == PG_CONV_X) {
-            if (f32)
-                data_plane_f32(j, u / j->C, u % j->C);
-            else
-                data_plane_f64(j, u / j->C, u % j->C);
-        } else if (f32) {
-            weight_channel_f32(j, u);
+        if (esz == sizeof(float)) {
+            float *ph = (float *)buf, *row = ph + j->phases * j->plane, *w = row + j->OH * j->Wq;
+            unit_f32(j, u, ph, row, (float **)src, w, acc);
         } else {
-            weight_channel_f64(j, u);
+            double *ph = (double *)buf, *row = ph + j->phases * j->plane;
+            double *w = row + j->OH * j->Wq;
+            unit_f64(j, u, ph, row, (double **)src, w, acc);
         }
     }
+    free(buf);
     return PG_OK;
 }
 
@@ -202,6 +267,7 @@ pg_status pg_cpu_conv_direct(pg_pool *pool, const pg_node *n)
     /* the operands where the sub-op's row puts them; the one in dst is what it computes */
     const pg_tensor *x = pg_conv_operand(n, PG_CONV_X), *y = pg_conv_operand(n, PG_CONV_Y);
     j.computes = pg_conv_computes(n->subop);
+    const pg_conv_geom *g = &n->p.conv;
     j.N = x->shape[0];
     j.C = x->shape[1];
     j.H = x->shape[2];
@@ -210,13 +276,17 @@ pg_status pg_cpu_conv_direct(pg_pool *pool, const pg_node *n)
     j.OH = y->shape[2];
     j.OW = y->shape[3];
     j.m = j.O / j.C;
+    j.kh = g->kh, j.kw = g->kw, j.sh = g->sh, j.sw = g->sw;
+    j.ph = g->ph, j.pw = g->pw, j.dh = g->dh, j.dw = g->dw;
+    layout(&j);
     j.units = j.computes == PG_CONV_Y ? j.N * j.O : j.computes == PG_CONV_X ? j.N * j.C : j.O;
     /* a task per thread, when there is enough work to share */
-    int64_t work = j.units * (j.computes == PG_CONV_W ? j.N : 1) * j.OH * j.OW *
-                   n->p.conv.kh * n->p.conv.kw;
+    int64_t work = j.units * (j.computes == PG_CONV_W ? j.N : 1) * j.OH * j.Wq * j.kh * j.kw;
+    if (j.units == 0)
+        return PG_OK; /* an empty batch: nothing to write */
     int64_t threads = pg_pool_threads(pool);
     j.ntasks = work >= 32768 ? threads : 1;
     if (j.ntasks > j.units)
-        j.ntasks = j.units > 0 ? j.units : 1;
-    return pg_pool_run(pool, j.ntasks, dw_task, &j);
+        j.ntasks = j.units;
+    return j.ntasks > 1 ? pg_pool_run(pool, j.ntasks, dw_task, &j) : dw_task(&j, 0);
 }

@@ -59,6 +59,28 @@ static inline int64_t floordiv_i64_(int64_t a, int64_t b)
 FLOAT_DIVMOD(float, f32, f)
 FLOAT_DIVMOD(double, f64, )
 
+/* GELU's derivatives (the CUDA twin is pg_math_binary.cuh's): exact Phi(x) + x phi(x),
+ * PyTorch's formula; tanh form, with u = sqrt(2/pi) (x + 0.044715 x^3), t = tanh u,
+ * e = exp(-2u) and s = (1 + t) / 2 = 1 / (1 + e): 0.5 (1 + t) + 0.5 x (1 - t^2) u' written
+ * as s (1 + 2 x e s u'), u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2), so that neither 1 + t nor
+ * 1 - t cancels (PyTorch's float32 form loses 1e-4 relative below x = -2). -2u is capped at
+ * 80, where e s is 1 to float precision (e would overflow float32 near 89) */
+#define GELU_GRAD(T, F)                                                                        \
+    static inline T gelu_grad_##T(T x)                                                         \
+    {                                                                                          \
+        return (T)0.5 * ((T)1 + erf##F(x * (T)0.70710678118654752440)) +                       \
+               x * exp##F((T)-0.5 * x * x) * (T)0.39894228040143267794;                        \
+    }                                                                                          \
+    static inline T gelu_tanh_grad_##T(T x)                                                    \
+    {                                                                                          \
+        const T beta = (T)0.79788456080286535588, kappa = (T)0.044715;                         \
+        T m2u = (T)-2 * beta * (x + kappa * x * x * x);                                        \
+        T e = exp##F(m2u < (T)80 ? m2u : (T)80), s = (T)1 / ((T)1 + e);                          \
+        return s * ((T)1 + (T)2 * x * (e * s) * (beta * ((T)1 + (T)3 * kappa * x * x)));     \
+    }
+GELU_GRAD(float, f)
+GELU_GRAD(double, )
+
 #define LN2 0.69314718055994530942
 #define BIN_MATH(T, SUF, F)                                                                     \
     BIN_LOOP(atan2_##SUF, T, T, atan2##F(x, y))                                                 \
@@ -79,7 +101,9 @@ FLOAT_DIVMOD(double, f64, )
     BIN_LOOP(fmax_##SUF, T, T, x != x ? y : (y != y ? x : (x > y ? x : y)))                     \
     BIN_LOOP(fmin_##SUF, T, T, x != x ? y : (y != y ? x : (x < y ? x : y)))                     \
     BIN_LOOP(nextafter_##SUF, T, T, nextafter##F(x, y))                                         \
-    BIN_LOOP(zeta_##SUF, T, T, (T)pg_zeta(x, y))
+    BIN_LOOP(zeta_##SUF, T, T, (T)pg_zeta(x, y))                                                \
+    BIN_LOOP(gelu_bwd_##SUF, T, T, x * gelu_grad_##T(y))                                        \
+    BIN_LOOP(gelu_tanh_bwd_##SUF, T, T, x * gelu_tanh_grad_##T(y))
 BIN_MATH(float, f32, f)
 BIN_MATH(double, f64, )
 
@@ -112,4 +136,6 @@ const pg_cpu_loop_fn pg_cpu_math_binary[PG_NUM_BINARY][4] = {
     [PG_BIN_FMIN] = {fmin_b, fmin_i64, fmin_f32, fmin_f64},
     [PG_BIN_NEXTAFTER] = FLOAT_ROW(nextafter),
     [PG_BIN_ZETA] = FLOAT_ROW(zeta),
+    [PG_BIN_GELU_BWD] = FLOAT_ROW(gelu_bwd),
+    [PG_BIN_GELU_TANH_BWD] = FLOAT_ROW(gelu_tanh_bwd),
 };

@@ -66,6 +66,10 @@ static inline double lgammar_f64(double x)
     UN_LOOP(i1e_##SUF, T, (T)pg_bessel_i_scaled(1, x, 1))                               \
     UN_LOOP(ndtr_##SUF, T, (T)0.5 * erfc##F(-x * (T)0.70710678118654752440))            \
     UN_LOOP(entr_##SUF, T, ENTR(T, F))                                                  \
+    UN_LOOP(gelu_##SUF, T, x * (T)0.5 * ((T)1 + erf##F(x * (T)0.70710678118654752440)))  \
+    UN_LOOP(gelu_tanh_##SUF, T,                                                         \
+            (T)0.5 * x * ((T)1 + tanh##F((T)0.79788456080286535588 *                    \
+                                         (x + (T)0.044715 * x * x * x))))                \
     UN_LOOP(square_##SUF, T, x * x)                                                     \
     UN_LOOP_TO(signbit_##SUF, T, pg_bool_t, signbit(x) != 0)                            \
     UN_LOOP_TO(isinf_##SUF, T, pg_bool_t, fabs##F(x) == (T)INFINITY)                    \
@@ -118,6 +122,8 @@ const pg_cpu_loop_fn pg_cpu_math_unary[PG_NUM_UNARY][4] = {
     [PG_UN_I1E] = MATH_ROW(i1e),
     [PG_UN_NDTR] = MATH_ROW(ndtr),
     [PG_UN_ENTR] = MATH_ROW(entr),
+    [PG_UN_GELU] = MATH_ROW(gelu),
+    [PG_UN_GELU_TANH] = MATH_ROW(gelu_tanh),
     [PG_UN_BITWISE_NOT] = {bnot_b, bnot_i64, NULL, NULL},
     [PG_UN_SQUARE] = {NULL, square_i64, square_f32, square_f64},
     [PG_UN_SIGNBIT] = {false_b, signbit_i64, signbit_f32, signbit_f64},

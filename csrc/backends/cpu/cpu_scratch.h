@@ -16,6 +16,8 @@ typedef enum pg_cpu_scratch_slot {
     PG_SCRATCH_INT8GEMM,  /* cpu_gemm_int8_drive.c */
     PG_SCRATCH_CONV,      /* cpu_conv.c: a chunk's unrolled input (grows to the largest) */
     PG_SCRATCH_CONV_BLOCK, /* cpu_conv.c: a chunk's output block */
+    PG_SCRATCH_WINO,       /* cpu_conv_winograd.c: a channel's transform planes */
+    PG_SCRATCH_WINO_CHUNK, /* cpu_conv_winograd.c: a chunk's V and M */
     PG_SCRATCH_NUM_SLOTS
 } pg_cpu_scratch_slot;
 

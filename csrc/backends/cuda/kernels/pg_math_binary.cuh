@@ -10,6 +10,7 @@
 #define PG_MATH_BINARY_CUH
 
 #include "pg_cuda_half.cuh"
+#include "pg_math_unary.cuh"
 #include "pg_special.h"
 
 #define PG_MATH_FN2(name, fn)                                          \
@@ -117,6 +118,10 @@ template <int OP, typename T> __device__ __forceinline__ T pg_binary_apply_math(
         return pgm_nextafter(a, b);
     } else if constexpr (OP == PG_CUDA_BIN_ZETA) {
         return T(pg_zeta(double(a), double(b)));
+    } else if constexpr (OP == PG_CUDA_BIN_GELU_BWD) {
+        return a * pg_gelu_grad(b); /* pg_math_unary.cuh */
+    } else if constexpr (OP == PG_CUDA_BIN_GELU_TANH_BWD) {
+        return a * pg_gelu_tanh_grad(b);
     } else {
         static_assert(OP < 0, "a binary op of pg_ops.def has no CUDA kernel");
         return a;

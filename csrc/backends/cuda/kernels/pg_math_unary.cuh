@@ -44,7 +44,24 @@ PG_MATH_FN(pgm_lgamma, lgamma)
 PG_MATH_FN(pgm_log, log)
 PG_MATH_FN(pgm_trunc, trunc)
 PG_MATH_FN(pgm_fabs, fabs)
+PG_MATH_FN(pgm_exp, exp)
+PG_MATH_FN(pgm_tanh, tanh)
 #undef PG_MATH_FN
+
+/* GELU's derivative, exact and tanh form (cpu_math_binary.c's formulas and why; the rows
+ * gelu_backward and gelu_tanh_backward multiply it by g) */
+template <typename T> __device__ __forceinline__ T pg_gelu_grad(T x)
+{
+    return T(0.5) * (T(1) + pgm_erf(x * T(0.70710678118654752440))) +
+           x * pgm_exp(T(-0.5) * x * x) * T(0.39894228040143267794);
+}
+template <typename T> __device__ __forceinline__ T pg_gelu_tanh_grad(T x)
+{
+    const T beta = T(0.79788456080286535588), kappa = T(0.044715);
+    T m2u = T(-2) * beta * (x + kappa * x * x * x);
+    T e = pgm_exp(m2u < T(80) ? m2u : T(80)), s = T(1) / (T(1) + e); /* s = (1 + tanh u) / 2 */
+    return s * (T(1) + T(2) * x * (e * s) * (beta * (T(1) + T(3) * kappa * x * x)));
+}
 
 template <typename T> __device__ __forceinline__ T pg_math_copysign1(T x)
 {
@@ -119,6 +136,10 @@ template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply_math(T
         return T(pg_bessel_i_scaled(1, double(x), 1));
     } else if constexpr (OP == PG_CUDA_UN_NDTR) {
         return T(0.5) * pgm_erfc(-x * T(0.70710678118654752440));
+    } else if constexpr (OP == PG_CUDA_UN_GELU) {
+        return x * T(0.5) * (T(1) + pgm_erf(x * T(0.70710678118654752440)));
+    } else if constexpr (OP == PG_CUDA_UN_GELU_TANH) {
+        return T(0.5) * x * (T(1) + pgm_tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
     } else if constexpr (OP == PG_CUDA_UN_ENTR) {
         return x > T(0) ? -x * pgm_log(x) : x == T(0) ? T(0) : x < T(0) ? -T(INFINITY) : x;
     } else if constexpr (OP == PG_CUDA_UN_BITWISE_NOT) {

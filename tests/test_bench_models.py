@@ -1,0 +1,57 @@
+"""benchmarks/bench_models.py at tiny shapes, as a smoke test (issue 45): every model builds on
+both sides from the same weights, its first losses agree (bench_models exits otherwise), a
+training step, batch-1 and batch-4 inference and the memory subprocesses run, and the tables
+come out. Timing is never asserted."""
+import importlib.util
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _bench():
+    path = os.path.join(ROOT, "benchmarks", "bench_models.py")
+    spec = importlib.util.spec_from_file_location("bench_models", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_models_tiny_training_and_inference(capsys):
+    bench = _bench()
+    bench.main(["--tiny", "--rounds", "1", "--steps", "1", "--threads", "1", "--no-memory"])
+    out = capsys.readouterr().out
+    for row in bench.DEFAULT_ROWS:
+        assert f"| {row} | 1 |" in out, row  # its training row
+    for name in ("resnet18", "mobilenetv2", "gpt", "vit", "lstm"):
+        assert f"| {name} |" in out, name  # its inference row
+    assert "### Summary" in out and "compile/eager" in out
+
+
+def test_bench_models_tiny_memory(capsys):
+    bench = _bench()
+    bench.main(["--tiny", "--rows", "gpt@8", "--threads", "1", "--no-train", "--no-infer"])
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("| gpt@8 |"))
+    peaks = line.split("|")[2].split("/")
+    assert all(float(p) > 0 for p in peaks)  # measured resident sizes, MiB
+
+
+def test_profile_flop_counts_read_each_ops_recorded_operands():
+    """The --profile table's GFLOP/s: FLOPs from the shapes pygpu.profiler records for linear
+    (x, weight, bias, out) and linear_backward (grad_out, x, weight, grad_weight), a 3-D input
+    folded into M rows; the backward's dX and dW are two products of the forward's size."""
+    import pygpu
+    from pygpu.profiler import ProfilerActivity, profile
+    bench = _bench()
+    lin = pygpu.nn.Linear(7, 5)
+    x = pygpu.randn(3, 4, 7, requires_grad=True)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        lin(x).sum().backward()
+    got = {e.name: bench.op_flops(e.name, e.input_shapes) for e in prof.events()
+           if e.name in ("linear", "linear_backward")}
+    forward = 2.0 * (3 * 4) * 7 * 5
+    assert got == {"linear": forward, "linear_backward": 2 * forward}
