@@ -1,98 +1,70 @@
-"""run_corpus.py - run the corpus of real PyTorch programs (tests/corpus/programs/, listed
-in manifest.py) under pygpu and under torch, and compare what they print.
+"""run_corpus.py - run the corpus of real PyTorch programs (listed in manifest.py) under
+pygpu and under torch, and compare what they print.
 
-Each program is a copy of a public program with only the edits its manifest entry lists
-(its imports spelled `import pygpu as torch`, downloads replaced by random tensors of the
-same shapes, epochs and sizes cut). The torch run is the same file with those import lines
-spelled back to torch (to_torch below): nothing else differs between the two runs.
+Each program is made from its published file (tests/corpus/sources.py: checked against its
+sha256, then the patch in tests/corpus/edits/ applied: random tensors in place of downloads,
+epochs and sizes cut) with its imports spelled `import pygpu as torch`. The torch run is the
+same file with those import lines spelled back to torch (to_torch): nothing else differs
+between the two runs.
 
 run(entry, lib, same_random) runs one program in a subprocess (its own interpreter, so a
 program's global settings stay its own) from a scratch directory, and returns
 (returncode, stdout, stderr). With same_random, tests/corpus/same_random.py gives both
 runs one random stream; compare() then checks every number the two runs printed.
+workaround=True runs it with its workaround patch too (a program whose `needs` names a gap).
 
-The programs themselves are not in the repository (they are other projects' code, and
-fetched code is never committed): they are read from tests/corpus/programs/ (git-ignored),
-or from the folder PYGPU_CORPUS_DIR names. missing() says which are absent, and
-where_from() how to get them (docs/pytorch.md, "The corpus").
+The published files are not in the repository (other projects' code is never committed):
+they are read from ../shared/corpus beside the clone, or the folder PYGPU_CORPUS_SOURCES
+names (sources.sources_dir()). A program whose files that folder does not list yet is
+"not provided" (the second corpus's, until they are added there by name).
 
     python tests/corpus/run_corpus.py                 # every program, a table of results
     python tests/corpus/run_corpus.py ex_gat tut_polynomial_optim --show   # some, with output
     python tests/corpus/run_corpus.py --table         # docs/pytorch.md's table, from the manifest
-    python tests/corpus/run_corpus.py --sources       # git commands that fetch the originals
+    python tests/corpus/run_corpus.py --fetch [NAME..]  # git commands that fetch the originals
 """
 import os
+import pickle
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PROGRAMS = os.environ.get("PYGPU_CORPUS_DIR") or os.path.join(HERE, "programs")
 sys.path.insert(0, HERE)
 
+import sources  # noqa: E402
 from manifest import PROGRAMS as MANIFEST  # noqa: E402
+from sources import to_torch  # noqa: E402,F401  (the torch spelling, for the tests)
 
 
 def listed_files():
-    """Every file the manifest names: the programs and their sibling modules."""
-    return [e["file"] for e in MANIFEST] + [w for e in MANIFEST for w in e.get("with", ())]
+    """Every patch stem the manifest implies: the programs and the modules they import."""
+    return [stem for e in MANIFEST for _, _, stem in sources.files(e)]
 
 
-def missing():
-    """The listed files the programs folder lacks (all of them in a fresh clone)."""
-    return [f for f in listed_files() if not os.path.isfile(os.path.join(PROGRAMS, f))]
-
-
-def where_from(absent):
-    """What to tell a developer whose programs folder lacks `absent`."""
-    names = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
-    return (f"the corpus programs are missing from {PROGRAMS}: {names} "
-            f"({len(absent)} of {len(listed_files())} files). They are not in the repository: "
-            f"they are copies of other projects' code (pytorch/examples, pytorch/tutorials, "
-            f"yunjey/pytorch-tutorial, jcjohnson/pytorch-examples), and fetched code is never "
-            f"committed. Copy an edited set into that folder (or point PYGPU_CORPUS_DIR at "
-            f"one), or rebuild it: `python tests/corpus/run_corpus.py --sources` prints the git "
-            f"commands that fetch each original at the manifest's commit; then make the edits "
-            f"tests/corpus/manifest.py lists for it (docs/pytorch.md, \"The corpus\").")
-
-
-def sources(folder="corpus-sources"):
-    """Shell commands that fetch every original (and its sibling modules) at its manifest
-    commit into PROGRAMS, under the manifest's file names, unedited: the edits, and the
-    header naming the source and its license, are then made by hand as the manifest says."""
-    lines, cloned = [f"mkdir -p {folder} {PROGRAMS}"], set()
-    for e in MANIFEST:
+def fetch_commands(entries=MANIFEST, folder=None):
+    """Shell commands that put every original (and its sibling modules and its repository's
+    LICENSE) at its manifest commit into a sources folder, in its layout
+    (<owner>__<repo>/<path>), unedited, and print its SOURCES.tsv rows: how the second
+    corpus's files are added to ../shared/corpus."""
+    folder = folder or "corpus-sources"
+    lines, cloned = [f"mkdir -p {folder}/clones"], set()
+    for e in entries:
         repo = e["repo"]
-        clone = os.path.join(folder, repo.replace("/", "__"))
+        clone = f"{folder}/clones/{repo.replace('/', '__')}"
         if repo not in cloned:
             cloned.add(repo)
             lines.append(f"git clone -q https://github.com/{repo} {clone}")
-        # a sibling module `<program>__<name>.py` is <name>.py beside the program's source
-        for name, path in [(e["file"], e["path"])] + [
-                (w, os.path.dirname(e["path"]) + "/" + w.split("__", 1)[1])
-                for w in e.get("with", ())]:
-            lines.append(f"git -C {clone} show {e['commit']}:{path} > "
-                         f"{os.path.join(PROGRAMS, name)}")
+        for _, path, _ in sources.files(e) + [(None, e.get("license_file", "LICENSE"), None)]:
+            dest = f"{folder}/{repo.replace('/', '__')}/{path}"
+            lines.append(f"mkdir -p {os.path.dirname(dest)} && "
+                         f"git -C {clone} show {e['commit']}:{path} > {dest}")
     return "\n".join(lines) + "\n"
-
-# `import pygpu as torch`, `from pygpu import nn`, `import pygpu.nn.functional as F`, ...
-_IMPORT = re.compile(r"^(\s*)(import|from)\s+pygpu(\b[\w.]*)(.*)$")
-
-
-def to_torch(source):
-    """The program as it was written for torch: its pygpu import lines spelled torch."""
-    out = []
-    for line in source.splitlines():
-        m = _IMPORT.match(line)
-        if m:
-            rest = m.group(4)
-            if m.group(2) == "import" and rest.strip() == "as torch":
-                rest = ""
-            line = f"{m.group(1)}{m.group(2)} torch{m.group(3)}{rest}"
-        out.append(line)
-    return "\n".join(out) + "\n"
 
 
 _BOOT = """
@@ -101,32 +73,70 @@ sys.path.insert(0, {root!r}); sys.path.insert(1, {here!r})
 if {same!r}:
     import same_random
     same_random.install({lib!r})
-sys.argv = [{path!r}]
+sys.argv = [{path!r}] + {args!r}
+sys.path.insert(0, os.path.dirname({path!r}))
 runpy.run_path({path!r}, run_name="__main__")
 """
 
-
-def program_path(entry):
-    return os.path.join(PROGRAMS, entry["file"])
+STUBS = os.path.join(HERE, "stubs")
 
 
-def run(entry, lib, same_random=False, timeout=300):
-    with open(program_path(entry)) as f:
-        source = f.read()
-    if lib == "torch":
-        source = to_torch(source)
+def random_text(n, alphabet):
+    """n characters drawn from `alphabet` (a text file's stand-in: its symbols, not its
+    words), from a NumPy stream of its own: the same in both runs."""
+    rng = np.random.Generator(np.random.PCG64(4321))
+    return "".join(np.array(list(alphabet))[rng.integers(0, len(alphabet), n)])
+
+
+def random_lines(n, alphabet, shortest, longest):
+    """n lines (names, words) of shortest..longest characters from `alphabet`."""
+    rng = np.random.Generator(np.random.PCG64(4321))
+    return "".join("".join(np.array(list(alphabet))[rng.integers(0, len(alphabet), k)]) + "\n"
+                   for k in rng.integers(shortest, longest + 1, n))
+
+
+def random_tokens(n, vocab):
+    """n token ids below `vocab` as uint16 bytes (nanoGPT's train.bin/val.bin layout)."""
+    rng = np.random.Generator(np.random.PCG64(4321))
+    return rng.integers(0, vocab, n).astype(np.uint16).tobytes()
+
+
+def pickled(obj):
+    """A pickle of a literal (nanoGPT's meta.pkl: the vocabulary's size)."""
+    return pickle.dumps(obj)
+
+
+# manifest `data`: {file name: [kind, arguments...]}: the input files a program reads, made
+# random (the corpus replaces data by random data of the same layout, never downloads it)
+DATA_KINDS = {"text": random_text, "lines": random_lines, "tokens": random_tokens,
+              "pickle": pickled}
+
+
+def run(entry, lib, same_random=False, workaround=False, timeout=300):
+    """Run the program (made from its published file) under `lib` ("pygpu" or "torch")
+    in a scratch folder: its modules beside it, its data files (`data`), the stand-ins for
+    packages this machine lacks (`stubs`, from tests/corpus/stubs/), its arguments (`args`)."""
+    made = sources.make(entry, workaround=workaround)
     with tempfile.TemporaryDirectory(prefix="corpus-") as work:
-        for extra in entry.get("with", ()):  # the program's sibling modules (a model file)
-            with open(os.path.join(PROGRAMS, extra)) as f:
-                text = f.read()
-            with open(os.path.join(work, extra.split("__", 1)[-1]), "w") as f:
+        for dest, text in made.items():
+            target = os.path.join(work, dest)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "w") as f:
                 f.write(to_torch(text) if lib == "torch" else text)
+        for name, (kind, *params) in entry.get("data", {}).items():
+            target = os.path.join(work, name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            data = DATA_KINDS[kind](*params)
+            with open(target, "wb" if isinstance(data, bytes) else "w") as f:
+                f.write(data)
+        for stub in entry.get("stubs", ()):
+            shutil.copytree(os.path.join(STUBS, stub), os.path.join(work, stub))
         path = os.path.join(work, "main.py")
-        with open(path, "w") as f:
-            f.write(source)
         env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1", MPLBACKEND="Agg")
         env.pop("PYGPU_ACCELERATOR", None)
-        boot = _BOOT.format(root=ROOT, here=HERE, same=same_random, lib=lib, path=path)
+        env.update(entry.get("env", {}))  # the program's own (PYGPU_ACCELERATOR=cpu, ...)
+        boot = _BOOT.format(root=ROOT, here=HERE, same=same_random, lib=lib, path=path,
+                            args=list(entry.get("args", ())))
         cmd = [sys.executable, "-c", boot]
         if entry.get("launch"):  # a torchrun program: under the launcher, its own arguments
             cmd = _launched(entry["launch"], path, env)
@@ -134,7 +144,8 @@ def run(entry, lib, same_random=False, timeout=300):
             p = subprocess.run(cmd, cwd=work, env=env, text=True,
                                capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:
-            return 124, e.stdout or "", f"timed out after {timeout} s"
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            return 124, out, f"timed out after {timeout} s"
         return p.returncode, p.stdout, p.stderr
 
 
@@ -204,34 +215,69 @@ def table():
     return "\n".join(rows) + "\n"
 
 
+_TRACEBACK = "Traceback (most recent call last)"
+
+
+def check(entry, workaround=False):
+    """Run the program under pygpu and, where the manifest compares it, under torch from the
+    same random stream: (None, pygpu's output) if it ran to the end and every printed number
+    matched torch's, else (what went wrong, pygpu's output and errors)."""
+    same = entry["compare"]
+    rc, out, err = run(entry, "pygpu", same_random=same, workaround=workaround)
+    if rc != 0:
+        return f"stops at: {stop_reason(err)}", out + err
+    if _TRACEBACK in err:  # the program ended, but a thread or child process of it raised
+        return f"a thread or process of it raised: {stop_reason(err)}", out + err
+    if not same:
+        return None, out
+    rct, outt, errt = run(entry, "torch", same_random=True, workaround=workaround)
+    if rct != 0 or _TRACEBACK in errt:
+        return f"under torch: {stop_reason(errt)}", outt + errt
+    diff = compare(out, outt, entry["rtol"], entry["atol"], entry.get("mask"))
+    if diff:
+        return f"differs from torch: {diff}", f"--- pygpu:\n{out}\n--- torch:\n{outt}"
+    return None, out
+
+
 def main(argv):
     if "--table" in argv:
         print(table(), end="")
         return
-    if "--sources" in argv:
-        print(sources(), end="")
-        return
-    show = "--show" in argv
     names = [a for a in argv if not a.startswith("--")]
     entries = [e for e in MANIFEST if not names or e["name"] in names]
-    absent = missing()
-    if absent:
-        sys.exit(where_from(absent))
-    ran = 0
+    if "--fetch" in argv:
+        print(fetch_commands(entries), end="")
+        return
+    show = "--show" in argv
+    try:
+        bad = sources.check_hashes()
+    except sources.SourcesMissing as e:
+        sys.exit(str(e))
+    if bad:
+        sys.exit("\n".join(bad))
+    ran = ran_worked = absent = 0
     for e in entries:
-        rc, out, err = run(e, "pygpu", same_random=e.get("compare", False))
-        status = "ran to the end" if rc == 0 else f"stops at: {stop_reason(err)}"
-        if rc == 0:
-            ran += 1
-            if e.get("compare"):
-                rct, outt, errt = run(e, "torch", same_random=True)
-                diff = compare(out, outt, e["rtol"], e["atol"], e.get("mask")) if rct == 0 \
-                    else f"torch failed: {stop_reason(errt)}"
-                status += "; numbers match torch's" if diff is None else f"; differs: {diff}"
+        if not sources.provided(e):
+            absent += 1
+            print(f"{e['name']:40s} not provided in {sources.sources_dir()}")
+            continue
+        problem, out = check(e)
+        status = problem or ("ran to the end" + ("; numbers match torch's" if e["compare"]
+                                                 else ""))
+        ran += problem is None
+        if e["needs"]:
+            wproblem, wout = check(e, workaround=True)
+            ran_worked += wproblem is None
+            status += "; with its workaround: " + (wproblem or "ran, numbers match")
+            out += "\n--- with its workaround:\n" + wout
+        else:
+            ran_worked += problem is None
         print(f"{e['name']:40s} {status}")
         if show:
-            print(out[-3000:], err[-3000:])
-    print(f"{ran} of {len(entries)} ran to the end")
+            print(out[-6000:])
+    done = len(entries) - absent
+    print(f"{ran} of {done} ran to the end as written, {ran_worked} with workarounds" +
+          (f"; {absent} not provided" if absent else ""))
 
 
 if __name__ == "__main__":
