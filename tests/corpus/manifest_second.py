@@ -132,16 +132,12 @@ SECOND = [
             "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
             "2000 epochs cut to 400, logged every 100"
         ],
-        "needs": [
-            "autograd through an indexed write: `model[i] = self.out(...)` and `attn_scores[i] = ...` into a tensor, then backward(), raise RuntimeError (not differentiable here), torch records the write (autograd43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "the two tensors filled by indexed writes built as Python lists and joined with torch.stack"
-        ]
+        "workaround": []
     },
     {
         "name": "gk_bilstm_attention",
@@ -419,16 +415,12 @@ SECOND = [
         "edits": [
             "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)"
         ],
-        "needs": [
-            "the deprecated spelling `torch.cuda.amp.GradScaler(enabled=...)`: pygpu.cuda has no amp (AttributeError), torch still has it (objects43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "`torch.cuda.amp.GradScaler(enabled=...)` written `torch.amp.GradScaler('cuda', enabled=...)`"
-        ],
+        "workaround": [],
         "mask": "time [\\d.]+ms, mfu -?[\\d.]+%"
     },
     {
@@ -487,19 +479,12 @@ SECOND = [
             "MNIST replaced by a TensorDataset of 640 random images in [-1, 1] at opt.img_size, with random labels",
             "save_image (torchvision) replaced by a one-line function that prints the images' mean"
         ],
-        "needs": [
-            "legacy tensor types as dtypes: `imgs.type(torch.FloatTensor)` raises TypeError (unsupported dtype), torch converts (objects43)",
-            "autograd.grad's full signature: the `only_inputs=` argument is refused (TypeError) (autograd43)",
-            "higher-order gradients: `autograd.grad(D(x), x, create_graph=True)` for the gradient penalty raises NotImplementedError, torch differentiates the gradient again (autograd43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "`imgs.type(Tensor)` written `imgs.float()`",
-            "its one `autograd.grad(..., create_graph=True)` call replaced by critic_input_grad(D, x, grad_out), eight lines added: the MLP critic's input gradient written out in first-order ops (its LeakyReLU slopes as masks), which backward() then differentiates as torch's double backward does"
-        ]
+        "workaround": []
     },
     {
         "name": "gan_wgan_div",
@@ -518,19 +503,12 @@ SECOND = [
             "MNIST replaced by a TensorDataset of 640 random images in [-1, 1] at opt.img_size, with random labels",
             "save_image (torchvision) replaced by a one-line function that prints the images' mean"
         ],
-        "needs": [
-            "legacy tensor types as dtypes: `imgs.type(torch.FloatTensor)` raises TypeError (unsupported dtype), torch converts (objects43)",
-            "autograd.grad's full signature: the `only_inputs=` argument is refused (TypeError) (autograd43)",
-            "higher-order gradients: `autograd.grad(D(x), x, create_graph=True)` for the gradient penalty raises NotImplementedError, torch differentiates the gradient again (autograd43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "`imgs.type(Tensor)` written `imgs.float()`",
-            "its two `autograd.grad(..., create_graph=True)` calls replaced by critic_input_grad(D, x, grad_out), eight lines added: the MLP critic's input gradient written out in first-order ops (its LeakyReLU slopes as masks), which backward() then differentiates as torch's double backward does"
-        ]
+        "workaround": []
     },
     {
         "name": "gan_infogan",
@@ -549,16 +527,12 @@ SECOND = [
             "MNIST replaced by a TensorDataset of 640 random images in [-1, 1] at opt.img_size, with random labels",
             "save_image (torchvision) replaced by a one-line function that prints the images' mean"
         ],
-        "needs": [
-            "legacy tensor types as dtypes: `imgs.type(torch.FloatTensor)` raises TypeError (unsupported dtype), torch converts (objects43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "`imgs.type(Tensor)` written `imgs.float()` (and `labels.type(LongTensor)` `labels.long()`)"
-        ]
+        "workaround": []
     },
     {
         "name": "gan_dcgan",
@@ -577,16 +551,12 @@ SECOND = [
             "MNIST replaced by a TensorDataset of 640 random images in [-1, 1] at opt.img_size, with random labels",
             "save_image (torchvision) replaced by a one-line function that prints the images' mean"
         ],
-        "needs": [
-            "legacy tensor types as dtypes: `imgs.type(torch.FloatTensor)` raises TypeError (unsupported dtype), torch converts (objects43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "`imgs.type(Tensor)` written `imgs.float()` (and `labels.type(LongTensor)` `labels.long()`)"
-        ]
+        "workaround": []
     },
     {
         "name": "gan_cgan",
@@ -605,16 +575,12 @@ SECOND = [
             "MNIST replaced by a TensorDataset of 640 random images in [-1, 1] at opt.img_size, with random labels",
             "save_image (torchvision) replaced by a one-line function that prints the images' mean"
         ],
-        "needs": [
-            "legacy tensor types as dtypes: `imgs.type(torch.FloatTensor)` raises TypeError (unsupported dtype), torch converts (objects43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "`imgs.type(Tensor)` written `imgs.float()` (and `labels.type(LongTensor)` `labels.long()`)"
-        ]
+        "workaround": []
     },
     {
         "name": "gan_acgan",
@@ -633,16 +599,12 @@ SECOND = [
             "MNIST replaced by a TensorDataset of 640 random images in [-1, 1] at opt.img_size, with random labels",
             "save_image (torchvision) replaced by a one-line function that prints the images' mean"
         ],
-        "needs": [
-            "legacy tensor types as dtypes: `imgs.type(torch.FloatTensor)` raises TypeError (unsupported dtype), torch converts (objects43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "`imgs.type(Tensor)` written `imgs.float()` (and `labels.type(LongTensor)` `labels.long()`)"
-        ]
+        "workaround": []
     },
     {
         "name": "rl_reinforce",
@@ -809,16 +771,12 @@ SECOND = [
             "MNIST replaced by TensorDatasets of random 1x28x28 images and labels (512 train, 256 test)",
             "5 epochs cut to 1"
         ],
-        "needs": [
-            "`torch.hstack` is absent (AttributeError): one of the public names issue 43 item 7 counts"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "`torch.hstack(seq_result)` written `torch.cat(seq_result, dim=1)` (its 2-D operands)"
-        ]
+        "workaround": []
     },
     {
         "name": "vit_from_scratch",
