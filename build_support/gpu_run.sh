@@ -87,12 +87,17 @@ for step in "${steps[@]}"; do
         fi
         ;;
     pytest)
-        run pytest 180 "$PY" -m pytest -q -p no:cacheprovider --device cuda "${xdist[@]}" \
-            -o junit_family=xunit2 --junitxml="$OUT/pytest.xml" tests
+        # PYTEST_ARGS (e.g. -v, so a run cut short still names what it ran) and the limits
+        # PYTEST_LIMIT / BENCH_LIMIT fit the steps into what is left of a session's device time
+        # shellcheck disable=SC2086
+        run pytest "${PYTEST_LIMIT:-180}" "$PY" -m pytest -q -p no:cacheprovider --device cuda \
+            "${xdist[@]}" ${PYTEST_ARGS:-} -o junit_family=xunit2 --junitxml="$OUT/pytest.xml" tests
         ;;
     bench)
-        run bench 180 "$PY" benchmarks/bench_cuda.py --json "$OUT/bench.json" \
-            --profile "$OUT/profile"
+        # BENCH_ARGS replaces the default --profile (a kernel profile per row: its time too)
+        # shellcheck disable=SC2086
+        run bench "${BENCH_LIMIT:-180}" "$PY" benchmarks/bench_cuda.py --json "$OUT/bench.json" \
+            ${BENCH_ARGS:---profile "$OUT/profile"}
         ;;
     *)
         echo "gpu_run.sh: unknown step '$step' (build selftest sanitize pytest bench)" >&2
