@@ -167,20 +167,12 @@ SECOND = [
             "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
             "the model shrunk: d_model 512 -> 64, d_ff 2048 -> 256, d_k = d_v 64 -> 16, 6 layers -> 2, 8 heads -> 4"
         ],
-        "needs": [
-            "matmul on 4-D operands (hand-written multi-head attention: `torch.matmul(Q, K.transpose(-1, -2))` with Q, K of shape (B, H, T, D)) raises ValueError, torch broadcasts the batch dimensions (matmul43)",
-            "in-place ops on a tensor in the autograd graph: `scores.masked_fill_(attn_mask, -1e9)` on the attention scores raises RuntimeError, torch records it (autograd43)",
-            "`Tensor.byte()` is absent (AttributeError) and pygpu has no uint8 dtype: the decoder's subsequent-position mask is made with `torch.from_numpy(mask).byte()`"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "the two 4-D attention products written as 3-D batched ones: the (B, H) dimensions flattened into one, the result viewed back",
-            "`scores.masked_fill_(attn_mask, -1e9)` written out of place, `scores = scores.masked_fill(attn_mask, -1e9)`",
-            "`torch.from_numpy(subsequent_mask).byte()` written `.long()` (the mask is only added to a bool mask and compared with 0, which gives the same bool mask)"
-        ]
+        "workaround": []
     },
     {
         "name": "gk_transformer_greedy",
@@ -193,20 +185,12 @@ SECOND = [
             "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
             "the model shrunk: d_model 512 -> 64, d_ff 2048 -> 256, d_k = d_v 64 -> 16, 6 layers -> 2, 8 heads -> 4"
         ],
-        "needs": [
-            "matmul on 4-D operands (hand-written multi-head attention: `torch.matmul(Q, K.transpose(-1, -2))` with Q, K of shape (B, H, T, D)) raises ValueError, torch broadcasts the batch dimensions (matmul43)",
-            "in-place ops on a tensor in the autograd graph: `scores.masked_fill_(attn_mask, -1e9)` on the attention scores raises RuntimeError, torch records it (autograd43)",
-            "`Tensor.byte()` is absent (AttributeError) and pygpu has no uint8 dtype: the decoder's subsequent-position mask is made with `torch.from_numpy(mask).byte()`"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "the two 4-D attention products written as 3-D batched ones: the (B, H) dimensions flattened into one, the result viewed back",
-            "`scores.masked_fill_(attn_mask, -1e9)` written out of place, `scores = scores.masked_fill(attn_mask, -1e9)`",
-            "`torch.from_numpy(subsequent_mask).byte()` written `.long()` (the mask is only added to a bool mask and compared with 0, which gives the same bool mask)"
-        ]
+        "workaround": []
     },
     {
         "name": "gk_bert",
@@ -219,18 +203,12 @@ SECOND = [
             "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)",
             "the model shrunk: 6 layers -> 2, 12 heads -> 4, d_model 768 -> 64, d_ff 3072 -> 256, d_k = d_v 64 -> 16"
         ],
-        "needs": [
-            "matmul on 4-D operands (hand-written multi-head attention: `torch.matmul(Q, K.transpose(-1, -2))` with Q, K of shape (B, H, T, D)) raises ValueError, torch broadcasts the batch dimensions (matmul43)",
-            "in-place ops on a tensor in the autograd graph: `scores.masked_fill_(attn_mask, -1e9)` on the attention scores raises RuntimeError, torch records it (autograd43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "the two 4-D attention products written as 3-D batched ones: the (B, H) dimensions flattened into one, the result viewed back",
-            "`scores.masked_fill_(attn_mask, -1e9)` written out of place, `scores = scores.masked_fill(attn_mask, -1e9)`"
-        ]
+        "workaround": []
     },
     {
         "name": "ngv_bigram",
@@ -352,18 +330,12 @@ SECOND = [
             "100 tokens sampled per report, not 500",
             "input.txt replaced by 20000 random characters (manifest `data`); model size and iterations set by its own command-line config (manifest `args`)"
         ],
-        "needs": [
-            "an infinite sampler: `RandomSampler(ds, replacement=True, num_samples=int(1e10))` draws all 1e10 indices up front (MemoryError, 74.5 GiB), torch draws them lazily (objects43)",
-            "matmul on 4-D operands (hand-written multi-head attention: `q @ k.transpose(-2, -1)` with q, k of shape (B, nh, T, hs)) raises ValueError, torch broadcasts the batch dimensions (matmul43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "the sampler's num_samples written int(1e4) (the loop re-creates its iterator when it ends)",
-            "the two 4-D attention products written as 3-D batched ones: the (B, nh) dimensions flattened into one, the result viewed back"
-        ],
+        "workaround": [],
         "mask": "iter_dt [\\d.]+ms"
     },
     {
@@ -448,18 +420,12 @@ SECOND = [
             "tensorboard's SummaryWriter (not installed) replaced by a class that keeps nothing",
             "names.txt replaced by 2000 random lower-case names of 3 to 10 letters (manifest `data`); 20 steps (manifest `args`)"
         ],
-        "needs": [
-            "an infinite sampler: `RandomSampler(ds, replacement=True, num_samples=int(1e10))` draws all 1e10 indices up front (MemoryError, 74.5 GiB), torch draws them lazily (objects43)",
-            "matmul on 4-D operands (hand-written multi-head attention: `q @ k.transpose(-2, -1)` with q, k of shape (B, nh, T, hs)) raises ValueError, torch broadcasts the batch dimensions (matmul43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "the sampler's num_samples written int(1e4) (the loop re-creates its iterator when it ends)",
-            "the two 4-D attention products written as 3-D batched ones: the (B, nh) dimensions flattened into one, the result viewed back"
-        ],
+        "workaround": [],
         "mask": "step time [\\d.]+ms"
     },
     {
@@ -802,16 +768,12 @@ SECOND = [
             "utils.py: the torchvision imports removed",
             "1 epoch (manifest `args`)"
         ],
-        "needs": [
-            "matmul on 4-D operands (hand-written multi-head attention: `torch.matmul(Q, K.transpose(-1, -2))` with Q, K of shape (B, H, T, D)) raises ValueError, torch broadcasts the batch dimensions (matmul43)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "the two 4-D attention products written as 3-D batched ones: the (B, H) dimensions flattened into one, the result viewed back"
-        ]
+        "workaround": []
     },
     {
         "name": "cifar_models",
