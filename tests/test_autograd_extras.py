@@ -139,3 +139,31 @@ def test_as_strided_of_an_expanded_tensor_is_refused_under_autograd():
     x = pygpu.ones(1, 3).requires_grad_()
     with pytest.raises(RuntimeError, match="expand"):
         (x * 1).expand(2, 3).as_strided((2,), (1,))
+
+
+def test_private_grad_is_the_grad_field_as_in_pytorch():
+    """Tensor._grad is PyTorch's alias of .grad: A3C's Hogwild workers set a shared model's
+    parameters' _grad to their own gradients before the shared optimizer steps."""
+    import torch
+    for lib in (pygpu, torch):
+        p = lib.zeros(3, requires_grad=True)
+        g = lib.ones(3)
+        assert p._grad is None
+        p._grad = g
+        assert p.grad is g and p._grad is g
+        p.grad = None
+        assert p._grad is None
+    with pytest.raises(RuntimeError, match="assigning a gradient|assign a gradient"):
+        pygpu.zeros(3, requires_grad=True)._grad = pygpu.ones(4)
+
+
+def test_optimizer_state_of_a_new_parameter_is_an_empty_dict_as_in_pytorch():
+    """optimizer.state is PyTorch's defaultdict(dict): a subclass may fill a parameter's state
+    before the first step (A3C's SharedAdam: state = self.state[p]; state['step'] = ...)."""
+    import torch
+    for lib in (pygpu, torch):
+        p = lib.zeros(2, requires_grad=True)
+        opt = lib.optim.Adam([p], lr=0.1)
+        assert p not in opt.state
+        state = opt.state[p]
+        assert state == {} and p in opt.state and opt.state[p] is state

@@ -94,6 +94,7 @@ PyGetSetDef pg_tensor_getset[] = {
     {"T", get_T, NULL, "the tensor with its axes reversed (a view)", NULL},
     {"requires_grad", pg_ag_get_requires_grad, pg_ag_set_requires_grad, "whether autograd records ops on this tensor (settable on leaves)", NULL},
     {"grad", pg_ag_get_grad, pg_ag_set_grad, "the accumulated gradient (a Tensor) or None", NULL},
+    {"_grad", pg_ag_get_grad, pg_ag_set_grad, "PyTorch's _grad: the same field as grad (Hogwild code such as A3C's sets a shared model's _grad to a worker's gradient)", NULL},
     {"grad_fn", pg_ag_get_grad_fn, NULL, "the autograd node that produced this tensor, or None for a leaf", NULL},
     {"is_leaf", pg_ag_get_is_leaf, NULL, "True unless the tensor was produced by a recorded op", NULL},
     {"data", pg_ag_get_data, pg_ag_set_data, "the same memory without autograd history; assigning swaps the memory in place (Module.to uses it)", NULL},

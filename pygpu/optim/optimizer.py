@@ -19,7 +19,14 @@ def _check_hyper(name, **values):
 
 class _ParamState(dict):
     """optimizer.state: per-parameter state dicts, keyed by id(param); indexing it with the
-    parameter itself (PyTorch's optimizer.state[p]) works too."""
+    parameter itself (PyTorch's optimizer.state[p]) works too. Like PyTorch's (a
+    defaultdict(dict)), reading a parameter's state that is not there yet makes it empty
+    (shared optimizers fill it in their __init__: A3C's SharedAdam)."""
+
+    def __missing__(self, key):
+        value = {}
+        super().__setitem__(key, value)
+        return value
 
     @staticmethod
     def _key(k):

@@ -672,18 +672,12 @@ SECOND = [
             "300 training and 400 test episodes cut to 20 and 40",
             "gym (not installed) given by tests/corpus/stubs/gym, CartPole with gym's physics"
         ],
-        "needs": [
-            "torch.multiprocessing (Hogwild training: `mp.Process` workers updating one model after `model.share_memory()`) is absent: `import torch.multiprocessing` fails (ModuleNotFoundError), as do Module.share_memory and Tensor.share_memory_ (objects43)",
-            "`Tensor._grad`, the private field A3C code sets to hand a local gradient to the shared model (`global_param._grad = local_param.grad`), is refused (AttributeError)"
-        ],
+        "needs": [],
         "compare": False,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "not compared: its workers race (which one updates the shared model when is the scheduler's), so its numbers differ from run to run in either library",
-        "workaround": [
-            "the training and test processes run as threads (`threading.Thread` for `mp.Process`), which share the global model without share_memory()",
-            "`global_param._grad = local_param.grad` written `global_param.grad = ...`"
-        ]
+        "workaround": []
     },
     {
         "name": "a3c_discrete",
@@ -707,20 +701,12 @@ SECOND = [
             "3000 episodes cut to 40",
             "gym (not installed) given by tests/corpus/stubs/gym, CartPole with gym's physics"
         ],
-        "needs": [
-            "torch.multiprocessing (Hogwild training: `mp.Process` workers updating one model after `model.share_memory()`) is absent: `import torch.multiprocessing` fails (ModuleNotFoundError), as do Module.share_memory and Tensor.share_memory_ (objects43)",
-            "`Tensor._grad`, the private field A3C code sets to hand a local gradient to the shared model (`gp._grad = lp.grad`), is refused (AttributeError)",
-            "`optimizer.state[p]` of a parameter with no state yet raises KeyError: torch's is a defaultdict(dict) (SharedAdam fills it in its __init__)"
-        ],
+        "needs": [],
         "compare": False,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "not compared: its workers race (which one updates the shared model when is the scheduler's), so its numbers differ from run to run in either library",
-        "workaround": [
-            "the workers run as threads (`threading.Thread` for `mp.Process`; Python's multiprocessing for Value and Queue), which share the global model and its optimizer's state without share_memory()/share_memory_()",
-            "`gp._grad = lp.grad` written `gp.grad = lp.grad`",
-            "`state = self.state[p]` written `self.state.setdefault(p, {})`"
-        ]
+        "workaround": []
     },
     {
         "name": "vit_mnist",
