@@ -211,7 +211,8 @@ def table():
     ran = sum(1 for e in MANIFEST if not e["needs"])
     rest = len(MANIFEST) - ran
     rows += ["", f"{ran} of {len(MANIFEST)} run to the end today" +
-             (f"; the other {rest} stop at what pygpu still lacks." if rest else ".")]
+             (f"; the other {rest} stop at what pygpu still lacks." if rest > 1 else
+              "; the other one stops at what pygpu still lacks." if rest else ".")]
     return "\n".join(rows) + "\n"
 
 
