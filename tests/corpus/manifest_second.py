@@ -284,18 +284,12 @@ SECOND = [
         "edits": [
             "imports spelled `import pygpu as torch` (and `pygpu.nn`, `pygpu.utils.data`, ...)"
         ],
-        "needs": [
-            "numbers equal to torch's with DataLoader workers: it runs as written, but its 20th printed number differs from torch's (the first losses within 0.1%) with the config's num_workers=4, and matches with --trainer.num_workers=0: the worker processes' base seed, drawn from pygpu's default generator, is not mirrored on torch's side by the same-random harness (tests/corpus/same_random.py) (found 2026-11-28, not yet fixed)"
-        ],
+        "needs": [],
         "compare": True,
         "rtol": 0.002,
         "atol": 1e-05,
         "note": "",
-        "workaround": [
-            "`torch.randperm(num, generator=rng)` written without the generator",
-            "the sampler's num_samples written int(1e4) (the loop re-creates its iterator when it ends)",
-            "the two 4-D attention products written as 3-D batched ones: the (B, nh) dimensions flattened into one, the result viewed back"
-        ],
+        "workaround": [],
         "mask": "iter_dt [\\d.]+ms"
     },
     {

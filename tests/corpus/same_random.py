@@ -177,6 +177,13 @@ def _install_pygpu():
     sampler.RandomSampler.__init__ = sampler_init
     sampler.randperm, sampler.randint = randperm, randint
 
+    # The DataLoader's workers' base seed: torch draws it from its own generator, which the
+    # shared streams leave alone, so pygpu's must not take a value from them either (it
+    # would shift every later dropout mask by one draw)
+    from pygpu.data import workers
+    seeds = np.random.default_rng(2718)
+    workers._base_seed = lambda generator: int(seeds.integers(2 ** 62))
+
 
 def _install_torch():
     import torch
