@@ -25,8 +25,12 @@ def _resolve(dotted):
 
 
 def _function(row):
-    """The row's module function (its first `pygpu.` name)."""
-    return _resolve(next(n for n in row[3] if n.startswith("pygpu.")))
+    """The row's module function (its first `pygpu.` name), or the binding a row only the
+    bindings reach (`_C.gelu`: F.gelu picks it)."""
+    name = next((n for n in row[3] if n.startswith("pygpu.")), None)
+    if name is None:
+        return getattr(_C, next(n for n in row[3] if n.startswith("_C.")).split(".", 1)[1])
+    return _resolve(name)
 
 
 def _domains(name):

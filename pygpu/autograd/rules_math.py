@@ -300,13 +300,30 @@ def _rule_special_zeta(ctx, g):
 
 
 # ---- GELU (nn.functional.gelu): its gradient is a row of its own ----------------------------
+# The rows gelu_backward / gelu_tanh_backward are one pass each but have no gradient of their
+# own; under create_graph (grad mode on while the rule runs) GELU'(x) is written in
+# differentiable ops instead, so the gradient has its gradient (PyTorch's double backward)
+
+_INV_SQRT_2PI = 1.0 / _math.sqrt(2.0 * _math.pi)
+_SQRT_2_OVER_PI = _math.sqrt(2.0 / _math.pi)
+
 
 def _rule_gelu(ctx, g):
-    return _C.gelu_backward(g, ctx[0]), None
+    x = ctx[0]
+    if not _C.is_grad_enabled():
+        return _C.gelu_backward(g, x), None
+    cdf = (_C.erf(x * _math.sqrt(0.5)) + 1.0) * 0.5  # Phi(x)
+    pdf = _C.exp(x * x * -0.5) * _INV_SQRT_2PI       # phi(x)
+    return g * (cdf + x * pdf), None
 
 
 def _rule_gelu_tanh(ctx, g):
-    return _C.gelu_tanh_backward(g, ctx[0]), None
+    x = ctx[0]
+    if not _C.is_grad_enabled():
+        return _C.gelu_tanh_backward(g, x), None
+    t = _C.tanh((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI)
+    du = (x * x * (3 * 0.044715) + 1.0) * _SQRT_2_OVER_PI
+    return g * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * du), None
 
 
 _rule_logaddexp = _logaddexp_rule(_C.exp)
