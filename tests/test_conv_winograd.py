@@ -54,8 +54,8 @@ def _one(case, m, threads, seed=0):
 
     def rel(ours, ref):
         ref = ref.detach().numpy()
-        return float(np.abs(ours.numpy() - ref).max() / np.abs(ref).max())
-    return rel(py, ty), rel(px.grad, tx.grad), rel(pw.grad, tw.grad), py.numpy()
+        return float(np.abs(ours.detach().numpy() - ref).max() / np.abs(ref).max())
+    return rel(py, ty), rel(px.grad, tx.grad), rel(pw.grad, tw.grad), py.detach().numpy()
 
 
 @pytest.mark.parametrize("threads", [1, 2])

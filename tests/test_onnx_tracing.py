@@ -311,6 +311,23 @@ def test_functional_ops_cat_split_and_indexing(tmp_path):
     assert {"Concat", "Slice", "Gather", "Add", "Mul"} <= kinds
 
 
+def test_functional_gelu_both_forms_are_traced(tmp_path):
+    """F.gelu is the op table's gelu / gelu_tanh row: each exports as its formula in Erf or
+    Tanh, matching onnxruntime."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(8, 8)
+
+        def forward(self, x):
+            h = self.a(x)
+            return F.gelu(h) + F.gelu(h * 2, approximate="tanh")
+    pygpu.manual_seed(2)
+    model = _export_and_compare(Net(), (_r(4, 8),), (_r(6, 8),), {0: {0: "N"}}, tmp_path)
+    kinds = {n.op_type for n in model.graph.node}
+    assert {"Erf", "Tanh"} <= kinds
+
+
 def test_a_mask_computed_from_integer_inputs_is_traced(tmp_path):
     class Masked(nn.Module):
         def __init__(self):

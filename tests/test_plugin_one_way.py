@@ -29,6 +29,7 @@ CTYPES_ALLOWED = {
     "pygpu/cuda.py": "libcublas from the nvidia-cublas wheel, before the plugin",
     "pygpu/_nvml.py": "libnvidia-ml (NVML), the driver's library, for smi and mem_get_info",
     "pygpu/distributed/__init__.py": "libc's mallopt (keep_heap: no heap trim between DDP steps)",
+    "pygpu/_numpy_blas.py": "NumPy's own OpenBLAS, to set its threads' sleep timeout",
 }
 
 

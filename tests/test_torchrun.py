@@ -119,7 +119,7 @@ def _reference(epochs):
             opt.zero_grad()
             F.mse_loss(model(x), y).backward()
             opt.step()
-    return model.weight.numpy()
+    return model.weight.detach().numpy()
 
 
 def _kind_env(kind):

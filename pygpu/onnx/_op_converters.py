@@ -68,7 +68,7 @@ _UNARY = {"exp": "Exp", "log": "Log", "tanh": "Tanh", "sigmoid": "Sigmoid", "rel
           "tan": "Tan", "erf": "Erf", "reciprocal": "Reciprocal", "floor": "Floor",
           "ceil": "Ceil", "sign": "Sign", "round": "Round", "asin": "Asin", "acos": "Acos",
           "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh",
-          "atanh": "Atanh", "copy": "Identity", "_GeluExact": None}
+          "atanh": "Atanh", "copy": "Identity"}
 
 
 def _unary(onnx_op):
@@ -118,13 +118,24 @@ def _composed_unary(g, o, y):
         g.node("Mul", [f, s], y)
 
 
-@op("_GeluExact")
-def _gelu_exact(g, o, y):
+@op("gelu", "gelu_tanh")
+def _gelu_rows(g, o, y):
+    """The op table's GELU rows (F.gelu): 0.5 x (1 + erf(x / sqrt 2)), or the tanh form
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); opset 20's Gelu op is not assumed."""
     x, t = g.value(o.inputs[0]), o.inputs[0]
-    xs, e, p1, hx = (g.fresh(n) for n in ("xs", "erf", "p1", "hx"))
-    g.node("Mul", [x, g.scalar(1.0 / math.sqrt(2.0), t)], [xs])
-    g.node("Erf", [xs], [e])
-    g.node("Add", [e, g.scalar(1.0, t)], [p1])
+    inner, p1, hx = (g.fresh(n) for n in ("gelu_inner", "p1", "hx"))
+    if o.name == "gelu_tanh":
+        x3, kx3, s, cs = (g.fresh(n) for n in ("x3", "kx3", "s", "cs"))
+        g.node("Pow", [x, g.scalar(3.0, t)], [x3])
+        g.node("Mul", [x3, g.scalar(0.044715, t)], [kx3])
+        g.node("Add", [x, kx3], [s])
+        g.node("Mul", [s, g.scalar(math.sqrt(2.0 / math.pi), t)], [cs])
+        g.node("Tanh", [cs], [inner])
+    else:
+        xs = g.fresh("xs")
+        g.node("Mul", [x, g.scalar(1.0 / math.sqrt(2.0), t)], [xs])
+        g.node("Erf", [xs], [inner])
+    g.node("Add", [inner, g.scalar(1.0, t)], [p1])
     g.node("Mul", [x, g.scalar(0.5, t)], [hx])
     g.node("Mul", [hx, p1], y)
 
