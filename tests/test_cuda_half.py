@@ -50,7 +50,7 @@ def _same_bits(got, ref):
 
 
 def _f32(t):
-    return t.astype(pygpu.float32).numpy()
+    return t.detach().astype(pygpu.float32).numpy()
 
 
 # ---- casts ------------------------------------------------------------------------------
