@@ -63,8 +63,9 @@ def put(self, index, source, accumulate=False):
     return put_(self.clone(), index, source, accumulate)
 
 
-def index_fill_(self, dim, index, value):
-    """Fill the slices at `index` along dim with value (a number or a 0-d tensor)."""
+def _index_fill_mask(self, dim, index, value, what):
+    """(mask, value) for index_fill(_): a bool mask true on the slices at `index` along dim,
+    shaped to broadcast over self, and the fill value as a number."""
     d = dim % max(self.ndim, 1)
     if isinstance(value, Tensor):
         if value.ndim != 0:
@@ -72,29 +73,22 @@ def index_fill_(self, dim, index, value):
                                f"got tensor with {value.ndim} dimension(s).")
         value = value.item()
     n = self.shape[d] if self.ndim else 1
-    _check_range(index, n, "index_fill_")
+    _check_range(index, n, what)
     hit = _tensor_create.zeros(n, dtype=_dtype.bool_, device=self.device)
     hit[index.reshape(-1) % max(n, 1)] = True
     shape = [1] * max(self.ndim, 1)
     shape[d] = n
-    return self.masked_fill_(hit.reshape(shape if self.ndim else ()), value)
+    return hit.reshape(shape if self.ndim else ()), value
+
+
+def index_fill_(self, dim, index, value):
+    """Fill the slices at `index` along dim with value (a number or a 0-d tensor)."""
+    return self.masked_fill_(*_index_fill_mask(self, dim, index, value, "index_fill_"))
 
 
 def index_fill(self, dim, index, value):
     """index_fill_ on a copy (differentiable: the filled slices get no gradient)."""
-    d = dim % max(self.ndim, 1)
-    if isinstance(value, Tensor):
-        if value.ndim != 0:
-            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
-                               f"got tensor with {value.ndim} dimension(s).")
-        value = value.item()
-    n = self.shape[d] if self.ndim else 1
-    _check_range(index, n, "index_fill")
-    hit = _tensor_create.zeros(n, dtype=_dtype.bool_, device=self.device)
-    hit[index.reshape(-1) % max(n, 1)] = True
-    shape = [1] * max(self.ndim, 1)
-    shape[d] = n
-    return self.masked_fill(hit.reshape(shape if self.ndim else ()), value)
+    return self.masked_fill(*_index_fill_mask(self, dim, index, value, "index_fill"))
 
 
 def fill_diagonal_(self, fill_value, wrap=False):

@@ -436,6 +436,23 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     return launch(Work("all_to_all_single", steps(), pg, [output]), async_op, _on_device(input, output))
 
 
+def _check_root_list(name, tensors, tensor, p, is_root, side, root_kind):
+    """gather's gather_list / scatter's scatter_list: on the root, one tensor per rank, of
+    `tensor`'s dtype and size; elsewhere none (PyTorch's errors)."""
+    arg = f"{name}_list"
+    if not is_root:
+        if tensors:
+            raise ValueError(f"Argument ``{arg}`` must NOT be specified on non-{root_kind} ranks.")
+        return
+    check_tensor_list(tensors, arg)
+    if len(tensors) != p:
+        raise ValueError(f"{name}: {arg} must have one tensor per rank of the group ({p}), "
+                         f"got {len(tensors)}")
+    _same_dtype(list(tensors) + [tensor], name)
+    if any(t.numel() != tensor.numel() for t in tensors):
+        raise RuntimeError(f"{name}: every tensor of {arg} must have the {side}'s size")
+
+
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
     """gather_list[i] (on rank dst only, default global rank 0) = rank i's `tensor`."""
     check_tensor(tensor, "tensor")
@@ -444,16 +461,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         return _not_member("gather")
     root = group_rank_of(pg, dst, group_dst, default_zero=True)
     p, is_root = pg.size(), pg.rank() == root
-    if is_root:
-        check_tensor_list(gather_list, "gather_list")
-        if len(gather_list) != p:
-            raise ValueError(f"gather: gather_list must have one tensor per rank of the group ({p}), "
-                             f"got {len(gather_list)}")
-        _same_dtype(list(gather_list) + [tensor], "gather")
-        if any(t.numel() != tensor.numel() for t in gather_list):
-            raise RuntimeError("gather: every tensor of gather_list must have the input's size")
-    elif gather_list:
-        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    _check_root_list("gather", gather_list, tensor, p, is_root, "input", "destination")
     if _uses_nccl(pg, tensor):
         return _nccl_ops.collective(pg, "gather", async_op, tensor, outputs=list(gather_list or []),
                                 root=root)
@@ -485,16 +493,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         return _not_member("scatter")
     root = group_rank_of(pg, src, group_src, default_zero=True)
     p, is_root = pg.size(), pg.rank() == root
-    if is_root:
-        check_tensor_list(scatter_list, "scatter_list")
-        if len(scatter_list) != p:
-            raise ValueError(f"scatter: scatter_list must have one tensor per rank of the group "
-                             f"({p}), got {len(scatter_list)}")
-        _same_dtype(list(scatter_list) + [tensor], "scatter")
-        if any(t.numel() != tensor.numel() for t in scatter_list):
-            raise RuntimeError("scatter: every tensor of scatter_list must have the output's size")
-    elif scatter_list:
-        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    _check_root_list("scatter", scatter_list, tensor, p, is_root, "output", "source")
     if _uses_nccl(pg, tensor):
         return _nccl_ops.collective(pg, "scatter", async_op, tensor, inputs=list(scatter_list or []),
                                 root=root)
