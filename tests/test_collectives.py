@@ -120,6 +120,10 @@ gl = [None] * p if r == 0 else None; dist.gather_object(("g", r), gl, dst=0); ou
 sl = [None]; dist.scatter_object_list(sl, [("s", i) for i in range(p)] if r == 0 else None, src=0)
 out["scatter_object_list"] = sl[0]
 print("JSON " + json.dumps(out))
+# every rank past its last collective, then the group torn down: torch's gloo otherwise may
+# abort a rank at exit ("terminate called without an active exception") with work in flight
+dist.barrier()
+dist.destroy_process_group()
 """
 
 
