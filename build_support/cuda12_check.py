@@ -49,10 +49,16 @@ def _run(cmd):
         sys.exit(f"failed (exit {proc.returncode}): {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
 
 
-def kernel_stubs():
-    """C source defining every pg_kernel_* launcher declared in pg_cuda_kernels.h."""
-    with open(os.path.join(KERNELS, "pg_cuda_kernels.h")) as f:
-        names = sorted(set(re.findall(r"cudaError_t\s+(pg_kernel_\w+)\s*\(", f.read())))
+def kernel_stubs(cflags, includes):
+    """C source defining every pg_kernel_* launcher that pg_cuda_kernels.h declares, read
+    after the preprocessor: some launchers are declared once per row of a table
+    (pg_kernel_index_<family>, one per PG_SUBOP_INDEX row's family)."""
+    proc = subprocess.run(["gcc", "-E", "-P"] + cflags + includes +
+                          ["-x", "c", os.path.join(KERNELS, "pg_cuda_kernels.h")],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"preprocessing pg_cuda_kernels.h failed:\n{proc.stderr}")
+    names = sorted(set(re.findall(r"cudaError_t\s+(pg_kernel_\w+)\s*\(", proc.stdout)))
     if not names:
         sys.exit("no pg_kernel_* launchers found in csrc/backends/cuda/kernels/pg_cuda_kernels.h")
     return "".join(f"int {n}(void);\nint {n}(void) {{ return 0; }}\n" for n in names), names
@@ -97,7 +103,7 @@ def host_only_build(nvidia, out):
               "-D_POSIX_C_SOURCE=200809L"]
     sources = [s for s in cuda_build.plugin_sources(REPO) if s.endswith(".c")]
     with tempfile.TemporaryDirectory(prefix="pygpu-cuda12-") as tmp:
-        stub_src, names = kernel_stubs()
+        stub_src, names = kernel_stubs(cflags, includes)
         stub = os.path.join(tmp, "kernel_stubs.c")
         with open(stub, "w") as f:
             f.write(stub_src)
