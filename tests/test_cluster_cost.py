@@ -4,12 +4,18 @@
 # link recovers the alpha and bandwidth it was made from; a step's prediction has the strategy's
 # shape (what hides behind backward, what does not); the command prints and plots the scaling.
 # The bytes each rank moves per collective (pygpu.distributed.traffic) are checked against the
-# ring's formulas. (Its validation against runs on this machine: --validate, docs/parallel.md.)
+# ring's formulas. The per-call and per-step latencies (the alpha term) make a step with many
+# small collectives cost more than its bytes say, and grow with the devices; the collectives a
+# step makes per strategy are the ones dist.stats() counts in a real 2- and 4-rank run.
+# (Its validation against runs on this machine: --validate, docs/parallel.md.)
 
+import json
 import subprocess
 import sys
 
 import pytest
+
+from _mpi import launch
 
 from pygpu.cost import cluster as cl
 from pygpu.distributed import traffic
@@ -35,9 +41,10 @@ def test_the_cluster_all_reduce_is_reduce_scatter_inside_all_reduce_between_all_
     c = cl.Cluster("t", cl.LINKS["nvlink"], cl.LINKS["infiniband"], 8)
     n = 100e6
     assert cl.cluster_all_reduce(n, 8, c) == cl.all_reduce_time(n, 8, c.intra)  # one node
-    inter = cl.LinkProfile("x", c.inter.alpha_s, c.inter.bandwidth_bps * 8)
-    want = 2 * cl.shard_time(n, 8, c.intra) + cl.all_reduce_time(n / 8, 4, inter)
-    assert cl.cluster_all_reduce(n, 32, c) == pytest.approx(want)
+    inter = cl.LinkProfile("x", c.inter.alpha_s, c.inter.bandwidth_bps * 8)  # no call term
+    call = c.intra.call_s
+    want = call + 2 * (cl.shard_time(n, 8, c.intra) - call) + cl.all_reduce_time(n / 8, 4, inter)
+    assert cl.cluster_all_reduce(n, 32, c) == pytest.approx(want)  # one call, paid once
 
 
 def test_a_fitted_link_recovers_its_alpha_and_bandwidth():
@@ -50,7 +57,7 @@ def test_a_fitted_link_recovers_its_alpha_and_bandwidth():
 def test_a_steps_prediction_has_each_strategys_shape():
     c = cl.Cluster("t", LINK, LINK, 8)
     m = cl.StepModel(compute_s=0.3, param_bytes=100e6, optimizer_s=0.03, batch_per_device=4,
-                     bucket_bytes=25e6, units=4)
+                     bucket_bytes=25e6, units=4, tensors=4)
     one = m.predict(1, c, "ddp")
     assert one["step_s"] == pytest.approx(0.33) and one["comm_s"] == 0
     ddp = m.predict(8, c, "ddp")
@@ -58,8 +65,8 @@ def test_a_steps_prediction_has_each_strategys_shape():
     assert ddp["comm_s"] == pytest.approx(4 * per)
     assert ddp["exposed_s"] == pytest.approx(max(per, 4 * per - 0.2))  # backward hides the rest
     zero = m.predict(8, c, "zero")
-    gather = cl.shard_time(100e6, 8, LINK)
-    assert zero["exposed_s"] == pytest.approx(ddp["exposed_s"] + gather)
+    bcast = cl.broadcast_time(25e6, 8, LINK, "ring")  # one per parameter tensor, after the step
+    assert zero["exposed_s"] == pytest.approx(ddp["exposed_s"] + 4 * bcast)
     assert zero["optimizer_s"] == pytest.approx(0.03 / 8)
     fsdp = m.predict(8, c, "fsdp")
     unit = cl.shard_time(25e6, 8, LINK)
@@ -108,3 +115,125 @@ def test_the_scaling_command_prints_and_plots(tmp_path):
     rows = [l.split() for l in text.splitlines() if l.strip() and l.split()[0] == "64"]
     assert len(rows) == 4
     assert png.exists() and png.stat().st_size > 10_000
+
+
+def test_the_latency_term_is_one_call_plus_the_algorithms_steps():
+    link = cl.LinkProfile("t", alpha_s=2e-6, bandwidth_bps=1e9, call_s=5e-6)
+    for p in (2, 4, 16, 1024):
+        ring = cl.collective_time("all_reduce", 0, p, link, "ring")
+        tree = cl.collective_time("all_reduce", 0, p, link, "tree")
+        assert ring == pytest.approx(5e-6 + 2 * (p - 1) * 2e-6)              # 2 (N-1) steps
+        assert tree == pytest.approx(5e-6 + 2 * (p.bit_length() - 1) * 2e-6)  # 2 log2 N steps
+        assert cl.collective_time("all_gather_into_tensor", 0, p, link) == pytest.approx(
+            5e-6 + (p - 1) * 2e-6)
+    assert cl.collective_time("all_reduce", 1e6, 1, link) == 0.0  # alone: no collective
+
+
+@pytest.mark.parametrize("name", sorted(cl.LINKS))
+def test_for_fixed_bytes_the_prediction_grows_with_the_devices(name):
+    link = cl.LINKS[name]
+    assert link.source and link.alpha_s > 0 and link.call_s > 0 and link.bandwidth_bps > 0
+    times = [cl.all_reduce_time(4096, p, link, "ring") for p in (2, 4, 8, 64, 1024)]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    # a step of many small collectives: every extra device adds latency, not bytes
+    c = cl.Cluster(name, link, link, 1)
+    m = cl.StepModel(compute_s=1e-3, param_bytes=1e6, units=50, tensors=100)
+    for strategy in ("ddp", "zero", "fsdp"):
+        steps = [m.predict(n, c, strategy)["step_s"] for n in (2, 8, 64, 1024)]
+        assert steps == sorted(steps) and steps[-1] > steps[0], (strategy, steps)
+    # the same bytes in more calls cost more: the per-call term
+    few = cl.StepModel(compute_s=1e-3, param_bytes=1e6, units=2).predict(8, c, "fsdp")
+    many = cl.StepModel(compute_s=1e-3, param_bytes=1e6, units=64).predict(8, c, "fsdp")
+    assert many["comm_s"] - few["comm_s"] == pytest.approx(
+        (64 - 2) * 3 * (link.call_s + 7 * link.alpha_s), rel=1e-6)
+
+
+def test_a_fitted_link_recovers_call_alpha_and_bandwidth_from_several_collectives():
+    link = cl.LinkProfile("t", alpha_s=7e-6, bandwidth_bps=3e9, call_s=40e-6)
+    pts = [(k, a, p, n, cl.collective_time(k, n, p, link, a))
+           for k, a in (("all_reduce", "ring"), ("all_gather", "ring"), ("broadcast", "tree"))
+           for p in (2, 4) for n in (16, 1e5, 4e6)]
+    fit, err = cl.fit_link(pts)
+    assert fit.call_s == pytest.approx(40e-6, rel=1e-6) and fit.alpha_s == pytest.approx(7e-6, rel=1e-6)
+    assert fit.bandwidth_bps == pytest.approx(3e9, rel=1e-6) and err < 1e-6
+
+
+# Each rank runs a few steps of each strategy on a small MLP and prints what dist.stats() counted
+# per step, with what the StepModel needs to list the same step's collectives.
+_COUNT_JOB = """
+import json
+import pygpu
+import pygpu.distributed as dist
+from pygpu import nn
+from pygpu.distributed.fsdp import FullyShardedDataParallel as FSDP
+from pygpu.distributed.fsdp.wrap import ModuleWrapPolicy
+from pygpu.distributed.optim import ZeroRedundancyOptimizer
+dist.init_process_group()
+r = dist.get_rank()
+dev = "sim:0" if pygpu.sim.is_available() else "cpu"
+out = {}
+for strategy in ("ddp", "zero", "fsdp"):
+    pygpu.manual_seed(0)
+    model = nn.MLP([48, 40, 24, 6]).to(dev)
+    info = {"param_sizes": [q.nbytes for q in model.parameters()]}
+    if strategy == "fsdp":
+        net = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({nn.Linear}))
+        opt = pygpu.optim.Adam(net.parameters(), lr=1e-3)
+        info["unit_bytes"] = [m._handle.padded * 4 for m in net.modules()
+                              if isinstance(m, FSDP) and m._handle is not None]
+    else:
+        net = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.004)
+        opt = (ZeroRedundancyOptimizer(model.parameters(), pygpu.optim.Adam, lr=1e-3)
+               if strategy == "zero" else pygpu.optim.Adam(model.parameters(), lr=1e-3))
+    x = pygpu.randn(8, 48, device=dev)
+    y = pygpu.randint(0, 6, (8,), device=dev)
+    def step():
+        opt.zero_grad()
+        nn.CrossEntropyLoss()(net(x), y).backward()
+        opt.step()
+    step()
+    step()
+    pygpu.synchronize()
+    dist.reset_stats()
+    for _ in range(3):
+        step()
+    pygpu.synchronize()
+    s = dist.stats()
+    if strategy != "fsdp":
+        info["buckets"] = net.bucket_sizes
+    info["calls"] = s["calls"]
+    info["sent"] = {k: v["sent"] for k, v in s["by_call"].items()}
+    out[strategy] = info
+print("JSON " + json.dumps({"rank": r, "p": dist.get_world_size(), "out": out}))
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_the_models_collectives_per_step_are_what_the_counters_saw(tmp_path, nproc):
+    proc = launch(tmp_path, _COUNT_JOB, nproc=nproc, timeout=240,
+                  env={"PYGPU_SIM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ranks = [json.loads(l[5:]) for l in proc.stdout.splitlines() if l.startswith("JSON ")]
+    assert len(ranks) == nproc
+    for rank in ranks:
+        p = rank["p"]
+        for strategy, info in rank["out"].items():
+            m = cl.StepModel(compute_s=1e-3, param_bytes=sum(info["param_sizes"]),
+                             buckets=info.get("buckets"), unit_bytes=info.get("unit_bytes"),
+                             param_sizes=info["param_sizes"])
+            want = m.collective_counts(strategy)
+            assert {k: v / 3 for k, v in info["calls"].items()} == want, (strategy, info)
+            if strategy == "ddp":
+                assert want["all_reduce"] >= 2  # the small cap made several buckets
+            # the bytes the counters charged these calls are the model's calls' bytes
+            sent = {}
+            for name, nbytes, _ in m.collectives(strategy):
+                kind = cl.KIND[name]
+                if kind == "broadcast":
+                    continue  # the root sends, the others receive: checked by its count
+                sent[name] = sent.get(name, 0) + traffic.per_rank(kind, nbytes, p, rank["rank"],
+                                                                   itemsize=4)[0]
+            for name, b in sent.items():
+                assert info["sent"][name] / 3 == b, (strategy, name)

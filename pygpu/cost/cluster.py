@@ -2,64 +2,82 @@
 collective moves, the links they cross and the measured compute time.
 
 Each collective is priced by the alpha-beta model (Thakur, Rabenseifner and Gropp,
-"Optimization of Collective Communication Operations in MPICH"): a message costs a latency
-alpha plus its bytes over the link's bandwidth (beta = 1 / bandwidth), and each algorithm
-sends a known number of messages of known sizes:
+"Optimization of Collective Communication Operations in MPICH"), with NCCL's per-call term
+(its tuning model, src/graph/tuning.cc: a base latency per collective plus a latency per step):
 
-    all-reduce, ring                  2 (p-1) alpha + 2 (p-1)/p n beta
-    all-reduce, binomial tree         2 log2(p) (alpha + n beta)       (reduce, then broadcast)
-    all-reduce, halving-doubling      2 log2(p) alpha + 2 (p-1)/p n beta   (Rabenseifner)
-    reduce-scatter, all-gather (ring) (p-1) alpha + (p-1)/p n beta
-    broadcast, binomial tree          log2(p) (alpha + n beta)
+    seconds = call + steps(algorithm, p) alpha + factor(algorithm, p) n beta
 
-(n: the bytes of the whole tensor). An MPI or NCCL picks the cheapest for the size: best()
-does too. On a cluster of nodes of g devices the all-reduce is hierarchical, as NCCL's: a
-reduce-scatter inside each node, an all-reduce of 1/g of the bytes between the nodes, an
-all-gather inside the node again.
+call is paid once per collective (the launch: NCCL's kernel, MPI's and pygpu's Python around
+the call), alpha once per message step of the algorithm, beta = 1 / bandwidth per byte (n: the
+bytes of the whole tensor). ALGORITHMS is the table of steps and factors:
 
-A link is datasheet figures (LINKS: NVLink, PCIe, InfiniBand, Ethernet), like the
-DeviceProfiles of profiles/*.json, or fitted from measured collective times (fit_link).
+    all-reduce, ring                  2 (p-1) steps, 2 (p-1)/p n bytes
+    all-reduce, binomial tree         2 log2(p) steps, 2 log2(p) n    (reduce, then broadcast)
+    all-reduce, halving-doubling      2 log2(p) steps, 2 (p-1)/p n    (Rabenseifner)
+    reduce-scatter, all-gather (ring) (p-1) steps, (p-1)/p n
+    broadcast, binomial tree          log2(p) steps, log2(p) n
+    broadcast, pipelined ring         (p-1) steps, n
 
-A training step on N devices (StepModel.predict):
-    DDP    compute + the gradient all-reduce, less what hides behind backward (all buckets but
-           the last: the Reducer launches each as soon as it is full)
-    ZeRO   DDP's, plus an all-gather of the parameters after the step (each rank updated its
-           share); the optimizer's own time is divided by N
-    FSDP   an all-gather of the parameters before the forward and again before the backward
-           (pygpu gathers each unit when it runs: not hidden), and a reduce-scatter of the
-           gradients, hidden behind the rest of backward but for the last unit's
+An MPI or NCCL picks the cheapest for the size: "best" does too. On a cluster of nodes of g
+devices the all-reduce is hierarchical, as NCCL's: a reduce-scatter inside each node, an
+all-reduce of 1/g of the bytes between the nodes, an all-gather inside the node again (one
+call: call is paid once).
+
+A link is datasheet figures (profiles/links/*.json: NVLink, PCIe, InfiniBand, Ethernet, each
+naming its sources), like the DeviceProfiles of profiles/*.json, or fitted to collectives
+measured on this machine (fit_link: call, alpha and bandwidth by least squares).
+
+A training step on N devices (StepModel.predict) is the compute plus the collectives the
+strategy makes (StepModel.collectives: the calls pygpu's wrappers make, which dist.stats()
+counts), each priced as above, less what hides behind backward:
+    DDP    one all-reduce per gradient bucket; all but the last hide behind backward (the
+           Reducer launches each as soon as it is full)
+    ZeRO   DDP's, plus one broadcast per parameter from the rank that updated it, after the
+           step (not hidden); each rank runs the optimizer on its share only
+    FSDP   per unit: an all-gather of its parameters before its forward and again before its
+           backward (pygpu gathers each unit when it runs: not hidden), and a reduce-scatter of
+           its gradients, hidden behind the rest of backward but for the last unit's
 Gradient accumulation over k micro-batches reduces once per k of them. Throughput is global
 samples per second; the scaling efficiency is throughput(N) / (N throughput(1))."""
+import glob
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, field
 
 
 @dataclass
 class LinkProfile:
-    """One link between devices: seconds for a message = alpha_s + bytes / bandwidth_bps."""
+    """One link between devices: alpha_s per message step, bandwidth_bps (bytes per second, one
+    direction), call_s per collective call (see the module's formula)."""
     name: str
     alpha_s: float
-    bandwidth_bps: float        # bytes per second, one direction
+    bandwidth_bps: float
     source: str = ""
     measured: bool = False
+    call_s: float = 0.0
 
     def seconds(self, nbytes, messages=1):
+        """Point to point: `messages` messages carrying nbytes in all (no per-call term)."""
         return messages * self.alpha_s + nbytes / self.bandwidth_bps
 
 
-# Datasheet figures (one direction, per device), and a typical message latency for each.
-LINKS = {
-    "nvlink": LinkProfile("NVLink 4 (H100 SXM)", 3e-6, 450e9,
-                          "NVIDIA H100 datasheet: 900 GB/s bidirectional NVLink per GPU; ~3 us "
-                          "per NCCL message"),
-    "pcie": LinkProfile("PCIe Gen5 x16", 5e-6, 64e9,
-                        "PCI-SIG Gen5 x16: 128 GB/s bidirectional; ~5 us per message"),
-    "infiniband": LinkProfile("InfiniBand NDR 400", 5e-6, 50e9,
-                              "NVIDIA ConnectX-7 NDR: 400 Gb/s per port; ~5 us per NCCL message"),
-    "ethernet": LinkProfile("Ethernet 100 GbE (TCP)", 25e-6, 12.5e9,
-                            "IEEE 802.3 100GBASE: 100 Gb/s; ~25 us per TCP message"),
-}
+_LINK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profiles", "links")
+
+
+def _load_links():
+    out = {}
+    for path in sorted(glob.glob(os.path.join(_LINK_DIR, "*.json"))):
+        with open(path) as f:
+            row = json.load(f)
+        out[os.path.splitext(os.path.basename(path))[0]] = LinkProfile(
+            row["name"], float(row["alpha_s"]), float(row["bandwidth_bps"]), row["source"],
+            call_s=float(row.get("call_s", 0.0)))
+    return out
+
+
+# Datasheet figures, one file each (profiles/links/<name>.json, with their sources).
+LINKS = _load_links()
 
 
 @dataclass
@@ -89,50 +107,103 @@ def _log2(p):
 
 
 # -- one collective on one link ---------------------------------------------------------------
-def all_reduce_time(nbytes, p, link, algorithm="best"):
-    """Seconds of an all-reduce of nbytes over p ranks on `link` (ring, tree, rhd, or best)."""
+# (kind, algorithm) -> (message steps, bytes sent per rank / n), as functions of p.
+ALGORITHMS = {
+    ("all_reduce", "ring"): (lambda p: 2 * (p - 1), lambda p: 2 * (p - 1) / p),
+    ("all_reduce", "tree"): (lambda p: 2 * _log2(p), lambda p: 2 * _log2(p)),
+    ("all_reduce", "rhd"): (lambda p: 2 * _log2(p), lambda p: 2 * (p - 1) / p),
+    ("reduce_scatter", "ring"): (lambda p: p - 1, lambda p: (p - 1) / p),
+    ("all_gather", "ring"): (lambda p: p - 1, lambda p: (p - 1) / p),
+    ("broadcast", "tree"): (lambda p: _log2(p), lambda p: _log2(p)),
+    ("broadcast", "ring"): (lambda p: p - 1, lambda p: 1.0),
+}
+# dist.stats()'s call names -> the kind priced above
+KIND = {"all_reduce": "all_reduce", "broadcast": "broadcast", "all_gather": "all_gather",
+        "all_gather_into_tensor": "all_gather", "reduce_scatter": "reduce_scatter",
+        "reduce_scatter_tensor": "reduce_scatter"}
+
+
+def algorithms(kind):
+    return [a for k, a in ALGORITHMS if k == kind]
+
+
+def steps_and_factor(kind, p, algorithm):
+    steps, factor = ALGORITHMS[(kind, algorithm)]
+    return steps(p), factor(p)
+
+
+def collective_time(kind, nbytes, p, link, algorithm="best", call=True):
+    """Seconds of one collective `kind` of a tensor of nbytes (whole) over p ranks on `link`:
+    call_s (if call) + steps alpha + factor nbytes / bandwidth; "best": the cheapest algorithm."""
     if p <= 1:
         return 0.0
-    a, b = link.alpha_s, 1.0 / link.bandwidth_bps
-    t = {"ring": 2 * (p - 1) * a + 2 * (p - 1) / p * nbytes * b,
-         "tree": 2 * _log2(p) * (a + nbytes * b),
-         "rhd": 2 * _log2(p) * a + 2 * (p - 1) / p * nbytes * b}
-    return min(t.values()) if algorithm == "best" else t[algorithm]
+    kind = KIND.get(kind, kind)
+
+    def cost(a):
+        s, f = steps_and_factor(kind, p, a)
+        return s * link.alpha_s + f * nbytes / link.bandwidth_bps
+    names = algorithms(kind) if algorithm == "best" else [algorithm]
+    return (link.call_s if call else 0.0) + min(cost(a) for a in names)
+
+
+def best_algorithm(kind, nbytes, p, link):
+    kind = KIND.get(kind, kind)
+    return min(algorithms(kind), key=lambda a: collective_time(kind, nbytes, p, link, a))
+
+
+def all_reduce_time(nbytes, p, link, algorithm="best"):
+    """Seconds of an all-reduce of nbytes over p ranks on `link` (ring, tree, rhd, or best)."""
+    return collective_time("all_reduce", nbytes, p, link, algorithm)
 
 
 def shard_time(nbytes, p, link):
     """A ring reduce-scatter or all-gather of a tensor of nbytes (whole) over p ranks."""
-    if p <= 1:
-        return 0.0
-    return (p - 1) * link.alpha_s + (p - 1) / p * nbytes / link.bandwidth_bps
+    return collective_time("all_gather", nbytes, p, link, "ring")
 
 
-def broadcast_time(nbytes, p, link):
-    if p <= 1:
-        return 0.0
-    return _log2(p) * (link.alpha_s + nbytes / link.bandwidth_bps)
+def broadcast_time(nbytes, p, link, algorithm="tree"):
+    return collective_time("broadcast", nbytes, p, link, algorithm)
 
 
 # -- on a cluster -----------------------------------------------------------------------------
-def cluster_all_reduce(nbytes, n, cluster, algorithm="best"):
-    """Hierarchical all-reduce over n devices (NCCL's shape when there are several nodes)."""
+def _inter(cluster, g):
+    i = cluster.inter
+    return LinkProfile(i.name, i.alpha_s, i.bandwidth_bps * g, call_s=0.0)
+
+
+def cluster_collective(kind, nbytes, n, cluster, algorithm="best"):
+    """One collective over n devices of `cluster`; hierarchical when they span nodes (one call)."""
+    kind = KIND.get(kind, kind)
     g = min(n, cluster.devices_per_node)
     nodes = math.ceil(n / g)
     if nodes == 1:
-        return all_reduce_time(nbytes, n, cluster.intra, algorithm)
-    inter = LinkProfile(cluster.inter.name, cluster.inter.alpha_s, cluster.inter.bandwidth_bps * g)
-    return (2 * shard_time(nbytes, g, cluster.intra)
-            + all_reduce_time(nbytes / g, nodes, inter, algorithm))
+        return collective_time(kind, nbytes, n, cluster.intra, algorithm)
+    call, inter = cluster.intra.call_s, _inter(cluster, g)
+    inside = lambda k, b: collective_time(k, b, g, cluster.intra, "best", call=False)
+    between = lambda k, b: collective_time(k, b, nodes, inter, algorithm, call=False)
+    if kind == "all_reduce":
+        return call + 2 * inside("all_gather", nbytes) + between("all_reduce", nbytes / g)
+    if kind in ("reduce_scatter", "all_gather"):
+        return call + inside(kind, nbytes) + between(kind, nbytes / g)
+    return call + between(kind, nbytes) + inside(kind, nbytes)  # broadcast: nodes, then inside
+
+
+def cluster_all_reduce(nbytes, n, cluster, algorithm="best"):
+    """Hierarchical all-reduce over n devices (NCCL's shape when there are several nodes)."""
+    return cluster_collective("all_reduce", nbytes, n, cluster, algorithm)
 
 
 def cluster_shard(nbytes, n, cluster):
     """Reduce-scatter (or all-gather) of a whole tensor of nbytes over n devices, hierarchical."""
-    g = min(n, cluster.devices_per_node)
-    nodes = math.ceil(n / g)
-    if nodes == 1:
-        return shard_time(nbytes, n, cluster.intra)
-    inter = LinkProfile(cluster.inter.name, cluster.inter.alpha_s, cluster.inter.bandwidth_bps * g)
-    return shard_time(nbytes, g, cluster.intra) + shard_time(nbytes / g, nodes, inter)
+    return cluster_collective("all_gather", nbytes, n, cluster)
+
+
+# Host staging of a device tensor's collective (sim tensors go through host memory):
+# kind -> (bytes across the device link / n, transfers), as functions of p. An all-reduce reads
+# the tensor out and writes it back; an all-gather reads the shard and writes the whole; a
+# reduce-scatter the reverse; a broadcast one way (the root reads, the others write).
+STAGING = {"all_reduce": (lambda p: 2.0, 2), "all_gather": (lambda p: 1 + 1 / p, 2),
+           "reduce_scatter": (lambda p: 1 + 1 / p, 2), "broadcast": (lambda p: 1.0, 1)}
 
 
 # -- a training step --------------------------------------------------------------------------
@@ -140,8 +211,12 @@ def cluster_shard(nbytes, n, cluster):
 class StepModel:
     """What one device does per step at its batch: compute_s (forward + backward, measured),
     optimizer_s (the step), param_bytes (of the model: the gradients are as many), bucket_bytes
-    (DDP's cap), units (FSDP's), staging (a LinkProfile between device and host each reduced
-    byte crosses twice, e.g. the sim link model, or None), backward_fraction (of compute_s)."""
+    (DDP's cap) or buckets (DDP's bucket sizes in bytes, when known), units (FSDP's) or
+    unit_bytes (each unit's padded bytes, in forward order), tensors (parameter tensors) or
+    param_sizes (each one's bytes: ZeRO broadcasts each), optimizer_share (the largest share of
+    the optimizer's work one rank runs under ZeRO or FSDP; None: 1/N), staging (a LinkProfile
+    between device and host that a device tensor's collective crosses, e.g. the sim link model,
+    or None), backward_fraction (of compute_s)."""
     compute_s: float
     param_bytes: float
     optimizer_s: float = 0.0
@@ -151,13 +226,12 @@ class StepModel:
     backward_fraction: float = 2.0 / 3.0
     staging: LinkProfile = None
     optimizer_state_per_param: float = 2.0   # Adam: two moments
-    buckets: list = None                     # DDP's bucket sizes in bytes, when known
+    buckets: list = None
+    unit_bytes: list = None
+    tensors: int = 1
+    param_sizes: list = None
+    optimizer_share: float = None
     meta: dict = field(default_factory=dict)
-
-    def _stage(self, nbytes, messages=1):
-        """Host staging of a device tensor's collective (sim): nbytes cross the device link
-        in `messages` transfers (a reduction: out and back, 2 nbytes in 2 transfers)."""
-        return 0.0 if self.staging is None else self.staging.seconds(nbytes, messages)
 
     def _buckets(self):
         if self.buckets:
@@ -165,38 +239,76 @@ class StepModel:
         nb = max(1, math.ceil(self.param_bytes / self.bucket_bytes))
         return [self.param_bytes / nb] * nb
 
+    def _units(self):
+        if self.unit_bytes:
+            return [float(b) for b in self.unit_bytes]
+        u = max(1, self.units)
+        return [self.param_bytes / u] * u
+
+    def _params(self):
+        if self.param_sizes:
+            return [float(b) for b in self.param_sizes]
+        t = max(1, self.tensors)
+        return [self.param_bytes / t] * t
+
+    def collectives(self, strategy):
+        """The collectives of one step, in order: [(dist call name, bytes of the whole tensor,
+        when)], when = "forward"/"backward-gather"/"after" (exposed) or "backward" (launched
+        during backward, hidden behind what remains of it)."""
+        if strategy in ("ddp", "zero"):
+            out = [("all_reduce", b, "backward") for b in self._buckets()]
+            if strategy == "zero":
+                out += [("broadcast", b, "after") for b in self._params()]
+            return out
+        if strategy == "fsdp":
+            units = self._units()
+            out = [("all_gather_into_tensor", b, "forward") for b in units]
+            for b in reversed(units):  # backward runs the units in reverse
+                out += [("all_gather_into_tensor", b, "backward-gather"),
+                        ("reduce_scatter_tensor", b, "backward")]
+            return out
+        raise ValueError(f"strategy {strategy!r}: ddp, zero or fsdp")
+
+    def collective_counts(self, strategy):
+        """{dist call name: calls per step}: what dist.stats()["calls"] counts in one step."""
+        counts = {}
+        for name, _, _ in self.collectives(strategy):
+            counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    def _stage(self, name, nbytes, n):
+        """Host staging of a device tensor's collective (sim): its bytes across the device link."""
+        if self.staging is None:
+            return 0.0
+        share, transfers = STAGING[KIND[name]]
+        return self.staging.seconds(share(n) * nbytes, transfers)
+
+    def collective_seconds(self, name, nbytes, n, cluster, algorithm="best"):
+        return cluster_collective(name, nbytes, n, cluster, algorithm) + self._stage(name, nbytes, n)
+
     def predict(self, n, cluster, strategy="ddp", accumulate=1, algorithm="best"):
-        """{step_s, comm_s, exposed_s, throughput, efficiency's ingredients} on n devices."""
-        P = float(self.param_bytes)
-        fwd = self.compute_s * (1 - self.backward_fraction)
+        """{step_s, comm_s, exposed_s, calls, throughput, ...} on n devices."""
         bwd = self.compute_s * self.backward_fraction
         compute = accumulate * self.compute_s
+        calls = self.collectives(strategy)
         opt = self.optimizer_s
-        if strategy in ("ddp", "zero"):
-            each = [cluster_all_reduce(b, n, cluster, algorithm) + self._stage(2 * b, 2)
-                    for b in self._buckets()]
-            reduce, last = sum(each), each[-1]
-            comm, exposed = reduce, max(last, reduce - bwd)
-            if strategy == "zero":  # each rank's updated share to every rank
-                gather = cluster_shard(P, n, cluster) + self._stage(P + P / n, 2)
-                comm, exposed = comm + gather, exposed + gather
-                opt = opt / n
-        elif strategy == "fsdp":
-            u = max(1, self.units)
-            one = cluster_shard(P / u, n, cluster) + self._stage(P / u * (1 + 1 / n), 2)
-            gather = scatter = u * one
-            comm = 2 * gather + scatter
-            exposed = 2 * gather + max(one, scatter - bwd)
-            opt = opt / n
-        else:
-            raise ValueError(f"strategy {strategy!r}: ddp, zero or fsdp")
+        if strategy in ("zero", "fsdp"):
+            opt *= self.optimizer_share if self.optimizer_share is not None else 1.0 / n
         if n <= 1:
             comm = exposed = 0.0
+        else:
+            cost = [(when, self.collective_seconds(name, b, n, cluster, algorithm))
+                    for name, b, when in calls]
+            hidden = [t for when, t in cost if when == "backward"]
+            comm = sum(t for _, t in cost)
+            exposed = sum(t for when, t in cost if when != "backward")
+            if hidden:  # the last one launched waits; the rest hide behind backward
+                exposed += max(hidden[-1], sum(hidden) - bwd)
         step = compute + exposed + opt
         samples = n * self.batch_per_device * accumulate
         return {"devices": n, "strategy": strategy, "step_s": step, "compute_s": compute,
                 "comm_s": comm, "exposed_s": exposed, "optimizer_s": opt,
-                "throughput": samples / step}
+                "calls": len(calls) if n > 1 else 0, "throughput": samples / step}
 
     def memory_bytes(self, n, strategy="ddp"):
         """Parameters, gradients and optimizer state one device holds."""
@@ -205,7 +317,7 @@ class StepModel:
             return P * (2 + s)
         if strategy == "zero":
             return P * 2 + P * s / n
-        return P * (2 + s) / n + 2 * P / max(1, self.units)  # fsdp: shards + one unit whole
+        return P * (2 + s) / n + 2 * max(self._units())  # fsdp: shards + one unit whole
 
     def scaling(self, cluster, strategy="ddp", devices=None, accumulate=1):
         """[prediction + efficiency] for each device count (1 to 1,024 in powers of two)."""
@@ -229,18 +341,37 @@ def communication_dominates(rows):
 
 
 def fit_link(points, name="measured"):
-    """A LinkProfile from measured ring all-reduce times: points [(p, nbytes, seconds)], least
-    squares of seconds = 2 (p-1) alpha + 2 (p-1)/p n beta. Returns the link and the largest
+    """A LinkProfile fitted to measured collective times. points: [(kind, algorithm, p,
+    nbytes, seconds)] (kind a dist call name, algorithm one of ALGORITHMS' or "best"), or
+    [(p, nbytes, seconds)] for ring all-reduces. Least squares of relative error of
+    seconds = call + steps alpha + factor nbytes beta, none of the three negative (a column
+    that fits negative is dropped and the rest refitted). Returns the link and the largest
     relative residual."""
     import numpy as np
-    A = np.array([[2 * (p - 1), 2 * (p - 1) / p * n] for p, n, _ in points], dtype=float)
-    y = np.array([t for _, _, t in points], dtype=float)
+    pts = [("all_reduce", "ring", *pt) if len(pt) == 3 else tuple(pt) for pt in points]
+    rows = []
+    for kind, algorithm, p, n, _ in pts:
+        kind = KIND.get(kind, kind)
+        if algorithm == "best":  # the algorithm the sizes' other fit would pick: latency-bound
+            algorithm = min(algorithms(kind), key=lambda a: steps_and_factor(kind, p, a)[0])
+        s, f = steps_and_factor(kind, p, algorithm)
+        rows.append([1.0, s, f * n])
+    A = np.array(rows, dtype=float)
+    y = np.array([pt[-1] for pt in pts], dtype=float)
     w = 1.0 / y  # relative error: small messages count as much as large ones
-    (alpha, beta), *_ = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)
-    alpha, beta = max(float(alpha), 1e-9), max(float(beta), 1e-15)
-    link = LinkProfile(name, alpha, 1.0 / beta, "fitted to measured ring all-reduce times",
-                       measured=True)
-    pred = A @ np.array([alpha, beta])
+    keep = [0, 1, 2]
+    while True:
+        x, *_ = np.linalg.lstsq(A[:, keep] * w[:, None], y * w, rcond=None)
+        neg = [k for k, v in zip(keep, x) if v <= 0]
+        if not neg or len(keep) == 1:
+            break
+        keep = [k for k in keep if k not in neg[:1]]
+    coef = np.zeros(3)
+    coef[keep] = np.maximum(x, 0.0)
+    call, alpha, beta = float(coef[0]), float(coef[1]), max(float(coef[2]), 1e-15)
+    link = LinkProfile(name, alpha, 1.0 / beta, "fitted to collectives measured on this machine",
+                       measured=True, call_s=call)
+    pred = A @ np.array([call, alpha, beta])
     return link, float(np.max(np.abs(pred - y) / y))
 
 
