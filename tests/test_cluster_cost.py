@@ -148,6 +148,29 @@ def test_for_fixed_bytes_the_prediction_grows_with_the_devices(name):
         (64 - 2) * 3 * (link.call_s + 7 * link.alpha_s), rel=1e-6)
 
 
+def test_ranks_that_share_a_hosts_cores_wait_for_its_cpu():
+    c = cl.Cluster("t", LINK, LINK, 8)
+    host = cl.HostShare(cpu_s=0.012, cores_per_rank=2 / 4, call_cpu_s=200e-6, byte_cpu_s=1e-9)
+    m = cl.StepModel(compute_s=0.010, param_bytes=1e6, optimizer_s=0.002, units=3, host=host,
+                     staging=cl.LinkProfile("s", 20e-6, 2e9))
+    for strategy in ("ddp", "zero", "fsdp"):
+        got = m.predict(4, c, strategy)
+        calls = m.collectives(strategy)
+        cpu = (0.012 - 0.002 + got["optimizer_s"] + len(calls) * 200e-6
+               + sum(1e-9 * m.staged_bytes(name, b, 4) for name, b, _ in calls))
+        assert got["host_s"] == pytest.approx(cpu / 0.5)          # 4 ranks on 2 cores
+        assert got["step_s"] == max(got["host_s"], got["compute_s"] + got["exposed_s"]
+                                    + got["optimizer_s"])
+        assert got["bound"] == "host"
+    assert m.staged_bytes("all_gather_into_tensor", 4e6, 4) == 5e6  # the shard out, the whole back
+    assert m.staged_bytes("reduce_scatter_tensor", 4e6, 4) == 5e6
+    assert m.staged_bytes("all_reduce", 4e6, 4) == 8e6
+    # no host share (a device each): only the links' path
+    assert cl.StepModel(compute_s=0.01, param_bytes=1e6).predict(4, c)["host_s"] == 0.0
+    assert cl.fit_call_cpu([(0, 2e-4), (1e6, 2e-4 + 1e-3), (4e6, 2e-4 + 4e-3)]) == pytest.approx(
+        (2e-4, 1e-9))
+
+
 def test_a_fitted_link_recovers_call_alpha_and_bandwidth_from_several_collectives():
     link = cl.LinkProfile("t", alpha_s=7e-6, bandwidth_bps=3e9, call_s=40e-6)
     pts = [(k, a, p, n, cl.collective_time(k, n, p, link, a))

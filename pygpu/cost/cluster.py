@@ -216,7 +216,8 @@ class StepModel:
     param_sizes (each one's bytes: ZeRO broadcasts each), optimizer_share (the largest share of
     the optimizer's work one rank runs under ZeRO or FSDP; None: 1/N), staging (a LinkProfile
     between device and host that a device tensor's collective crosses, e.g. the sim link model,
-    or None), backward_fraction (of compute_s)."""
+    or None), backward_fraction (of compute_s), host (a HostShare: ranks that share a host's
+    cores, or None: a device each, as on a GPU cluster)."""
     compute_s: float
     param_bytes: float
     optimizer_s: float = 0.0
@@ -231,6 +232,7 @@ class StepModel:
     tensors: int = 1
     param_sizes: list = None
     optimizer_share: float = None
+    host: "HostShare" = None
     meta: dict = field(default_factory=dict)
 
     def _buckets(self):
@@ -276,6 +278,10 @@ class StepModel:
             counts[name] = counts.get(name, 0) + 1
         return counts
 
+    def staged_bytes(self, name, nbytes, n):
+        """Bytes a device tensor's collective moves between device and host (0 without staging)."""
+        return 0.0 if self.staging is None else STAGING[KIND[name]][0](n) * nbytes
+
     def _stage(self, name, nbytes, n):
         """Host staging of a device tensor's collective (sim): its bytes across the device link."""
         if self.staging is None:
@@ -305,10 +311,15 @@ class StepModel:
             if hidden:  # the last one launched waits; the rest hide behind backward
                 exposed += max(hidden[-1], sum(hidden) - bwd)
         step = compute + exposed + opt
+        host_s = 0.0
+        if self.host is not None:  # the ranks' CPU work, on the cores they share
+            host_s = self.host.seconds(self, calls if n > 1 else [], n, opt, accumulate)
+        bound = "host" if host_s > step else "links"
+        step = max(step, host_s)
         samples = n * self.batch_per_device * accumulate
         return {"devices": n, "strategy": strategy, "step_s": step, "compute_s": compute,
-                "comm_s": comm, "exposed_s": exposed, "optimizer_s": opt,
-                "calls": len(calls) if n > 1 else 0, "throughput": samples / step}
+                "comm_s": comm, "exposed_s": exposed, "optimizer_s": opt, "host_s": host_s,
+                "bound": bound, "calls": len(calls) if n > 1 else 0, "throughput": samples / step}
 
     def memory_bytes(self, n, strategy="ddp"):
         """Parameters, gradients and optimizer state one device holds."""
@@ -330,6 +341,42 @@ class StepModel:
             row["comm_share"] = row["exposed_s"] / row["step_s"]
             out.append(row)
         return out
+
+
+@dataclass
+class HostShare:
+    """Ranks that share one host's cores (the sim devices of this machine: each rank's device
+    is threads on the host): a step cannot take less than the CPU work of every rank on the
+    cores there are. cpu_s: one rank's CPU seconds per step apart from its collectives (one
+    process's, measured); call_cpu_s and byte_cpu_s: the CPU a collective costs per call and
+    per byte staged (fitted to measured collectives); cores_per_rank: the cores over the ranks."""
+    cpu_s: float
+    cores_per_rank: float
+    call_cpu_s: float = 0.0
+    byte_cpu_s: float = 0.0
+
+    def seconds(self, model, calls, n, optimizer_s, accumulate=1):
+        """The ranks' CPU work per step over the cores each has: cpu_s (which holds one whole
+        optimizer step, model.optimizer_s) less the optimizer a rank does not run when
+        sharded (optimizer_s: what it runs), plus each collective's call and staged bytes."""
+        cpu = (accumulate * (self.cpu_s - model.optimizer_s) + optimizer_s
+               + sum(self.call_cpu_s + self.byte_cpu_s * model.staged_bytes(name, b, n)
+                     for name, b, _ in calls))
+        return cpu / self.cores_per_rank  # a lower bound: the work packed on every core
+
+
+def fit_call_cpu(points):
+    """(CPU seconds per call, per staged byte) from [(staged bytes, CPU seconds of one call)],
+    least squares, neither negative."""
+    import numpy as np
+    A = np.array([[1.0, b] for b, _ in points])
+    y = np.array([c for _, c in points])
+    x, *_ = np.linalg.lstsq(A, y, rcond=None)
+    if x[1] < 0:
+        x = np.array([float(np.mean(y)), 0.0])
+    elif x[0] < 0:
+        x = np.array([0.0, float(np.dot(A[:, 1], y) / np.dot(A[:, 1], A[:, 1]))])
+    return float(x[0]), float(x[1])
 
 
 def communication_dominates(rows):

@@ -5,13 +5,26 @@ The workload is bench_parallel's MLP (784-512-512-10, Adam) at 128 samples per r
 devices (one compute thread each) whose host link follows a link model (pygpu.sim.configure:
 20 us + 2 GB/s each way), so every reduced byte also pays the staging the model charges.
 
-  1. the MPI link between processes: ring all-reduce times at 2 and 4 ranks, 64 KiB to 4 MiB,
-     fitted to alpha + bytes/bandwidth (cost.cluster.fit_link);
-  2. one process: forward + backward, and the optimizer step, timed on their own;
+  1. this machine's link between processes, fitted to call + steps alpha + bytes beta
+     (cost.cluster.fit_link): ring all-reduces of cpu tensors, 64 KiB to 4 MiB (the bytes),
+     and tiny collectives of sim tensors of each kind the strategies make, all-reduce,
+     all-gather, reduce-scatter and broadcast (the cost of a call: MPI's latency, pygpu's
+     Python and the staging's fixed costs beyond the sim link model's), at 2 and 4 ranks; and
+     the CPU time of each call, tiny and 1 MiB (cost.cluster.fit_call_cpu: per call and per
+     staged byte);
+  2. one process: forward + backward, and the optimizer step, timed on their own, and its
+     CPU time per step (the compute thread, the main thread, the copy threads);
   3. DDP, ZeRO and FSDP steps with 2 and 4 processes, timed (the slowest rank's best step:
-     the minimum is what is least disturbed by other work on the machine, in every run alike);
-  4. the model's prediction for each from 1 and 2 alone (the compute of a rank that shares
-     its cores with others is stretched by ranks / cores), beside the measured time.
+     the minimum is what is least disturbed by other work on the machine, in every run alike),
+     with what each step's collectives are (DDP's buckets, the parameters ZeRO broadcasts and
+     the share of them a rank updates, FSDP's units);
+  4. the model's prediction for each from 1 and 2 alone, beside the measured time: the larger
+     of the links' critical path (compute + exposed collectives + optimizer) and the host's
+     (cost.cluster.HostShare: every rank's CPU work, one process's plus its collectives', on
+     the cores there are; the sim devices are threads of the host, so ranks that together
+     need more cores than there are wait for them).
+
+Near idle this takes about a minute; under load, several.
 
 Internal: `python -m pygpu.distributed._scaling_validate link|work ...` are the measured runs."""
 import json
@@ -48,21 +61,42 @@ def _best(xs):
 def _link_run():
     import pygpu
     import pygpu.distributed as dist
+    pygpu.sim.configure(**LINK)
     dist.init_process_group()
-    os.environ["PYGPU_ALLREDUCE"] = "ring"
-    out = []
-    for nbytes in (64 << 10, 256 << 10, 1 << 20, 4 << 20):
-        t = pygpu.ones(nbytes // 4)
-        dist.all_reduce(t)
-        times = []
-        for _ in range(12):
+    p = dist.get_world_size()
+
+    def best_of(fn, reps=12):
+        """(the slowest rank's best wall time, the ranks' mean CPU time) of one call."""
+        fn()
+        times, cpu = [], 0.0
+        for _ in range(reps):
             dist.barrier()
-            t0 = time.perf_counter()
-            dist.all_reduce(t)
+            pygpu.synchronize()
+            c0, t0 = time.process_time(), time.perf_counter()
+            fn()
+            pygpu.synchronize()
             times.append(time.perf_counter() - t0)
-        every = [None] * dist.get_world_size()
-        dist.all_gather_object(every, _best(times))
-        out.append([dist.get_world_size(), nbytes, max(every)])
+            cpu += time.process_time() - c0
+        every = [None] * p
+        dist.all_gather_object(every, (_best(times), cpu / reps))
+        return max(w for w, _ in every), sum(c for _, c in every) / p
+    out = []
+    os.environ["PYGPU_ALLREDUCE"] = "ring"
+    for nbytes in (64 << 10, 256 << 10, 1 << 20, 4 << 20):  # the wire: cpu tensors, no staging
+        t = pygpu.ones(nbytes // 4)
+        out.append(["all_reduce", "ring", p, nbytes, *best_of(lambda: dist.all_reduce(t)), 0])
+    del os.environ["PYGPU_ALLREDUCE"]
+    # a call's fixed cost on the path the strategies take (tiny sim tensors), and the CPU
+    # a call and its staged bytes cost (tiny and 1 MiB)
+    for numel in (4, 1 << 18):
+        whole, shard = pygpu.ones(numel * p, device="sim:0"), pygpu.ones(numel, device="sim:0")
+        calls = {"all_reduce": lambda: dist.all_reduce(whole, dist.ReduceOp.AVG),
+                 "all_gather_into_tensor": lambda: dist.all_gather_into_tensor(whole, shard),
+                 "reduce_scatter_tensor": lambda: dist.reduce_scatter_tensor(shard, whole,
+                                                                             dist.ReduceOp.AVG),
+                 "broadcast": lambda: dist.broadcast(whole, 0)}
+        for name, fn in calls.items():
+            out.append([name, "best", p, whole.nbytes, *best_of(fn), 1])
     if dist.get_rank() == 0:
         print("JSON " + json.dumps({"points": out}))
 
@@ -95,7 +129,9 @@ def _work_run(strategy):
         from pygpu.distributed.fsdp.wrap import ModuleWrapPolicy
         net = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({nn.Linear}))
         opt = pygpu.optim.Adam(net.parameters(), lr=1e-3)
-        extra["units"] = sum(1 for m in net.modules() if isinstance(m, FSDP) and m._handle)
+        handles = [m._handle for m in net.modules() if isinstance(m, FSDP) and m._handle]
+        extra["units"] = len(handles)
+        extra["unit_bytes"] = [h.padded * h.flat_param.element_size() for h in handles]
     else:
         net, opt = model, pygpu.optim.Adam(model.parameters(), lr=1e-3)
     rng = np.random.default_rng(r)
@@ -103,7 +139,10 @@ def _work_run(strategy):
     y = pygpu.tensor(rng.integers(0, SIZES[-1], BATCH), device=dev)
     loss_fn = nn.CrossEntropyLoss()
     step_t, fb_t, opt_t = [], [], []
+    cpu0 = None
     for k in range(STEPS + 3):
+        if k == 3:
+            cpu0 = time.process_time()
         pygpu.synchronize()
         t0 = time.perf_counter()
         opt.zero_grad()
@@ -118,10 +157,16 @@ def _work_run(strategy):
             fb_t.append(t1 - t0)
             opt_t.append(t2 - t1)
     res = {"step_s": _best(step_t), "fb_s": _best(fb_t), "opt_s": _best(opt_t),
+           "cpu_s": (time.process_time() - cpu0) / STEPS,
            "param_bytes": sum(q.nbytes for q in model.parameters()) if strategy != "fsdp"
            else None, **extra}
     if strategy in ("ddp", "zero"):
         res["buckets"] = net.bucket_sizes
+        res["param_sizes"] = [q.nbytes for q in model.parameters()]
+    if strategy == "zero":  # the largest share of the parameters one rank updates
+        owned = [sum(q.numel() for g in groups for q in g["params"])
+                 for groups in opt._partition_parameters()]
+        res["optimizer_share"] = max(owned) / sum(owned)
     if not single:
         every = [None] * p
         dist.all_gather_object(every, res["step_s"])
@@ -140,36 +185,61 @@ def main(json_path=None):
     points = []
     for p in (2, 4):
         points += _launch(p, "link")["points"]
-    link, err = cl.fit_link(points, "this machine's MPI (shared memory)")
-    print(f"MPI link fitted: {link.alpha_s * 1e6:.1f} us + bytes / {link.bandwidth_bps / 1e9:.2f} GB/s "
-          f"(largest residual {err:.0%})")
-    one = _launch(1, "work", "one")
     staging = cl.LinkProfile("sim link model", LINK["latency_us"] * 1e-6, LINK["h2d_gbps"] * 1e9)
+    stager = cl.StepModel(compute_s=0.0, param_bytes=0.0, staging=staging)
+    # the wire from the cpu ring, a call's fixed cost from the tiny sim collectives (each less
+    # the sim link model's staging, which the model charges on its own)
+    fit = [(name, alg, p, n, t - (stager._stage(name, n, p) if staged else 0.0))
+           for name, alg, p, n, t, _, staged in points if not staged or n <= 64 * p]
+    link, err = cl.fit_link(fit, "this machine's MPI (shared memory) and pygpu's calls")
+    print(f"link fitted: {link.call_s * 1e6:.1f} us per call + {link.alpha_s * 1e6:.1f} us per step "
+          f"+ bytes / {link.bandwidth_bps / 1e9:.2f} GB/s (largest residual {err:.0%})")
+    call_cpu, byte_cpu = cl.fit_call_cpu([(stager.staged_bytes(name, n, p), c)
+                                          for name, _, p, n, _, c, staged in points if staged])
+    print(f"CPU per collective of sim tensors: {call_cpu * 1e6:.0f} us + "
+          f"{byte_cpu * 1e9:.2f} ns per staged byte")
+    for name, alg, p, n, t, c, staged in points:
+        if staged:
+            print(f"  {name} of {n} bytes on {p} sim ranks: {t * 1e6:.0f} us measured "
+                  f"({c * 1e6:.0f} us CPU), {(cl.collective_time(name, n, p, link) + stager._stage(name, n, p)) * 1e6:.0f}"
+                  " us modelled")
+    one = _launch(1, "work", "one")
     rows = []
     for p in (2, 4):
         cluster = cl.Cluster("this machine", link, link, devices_per_node=p)
-        stretch = max(1.0, p / cores)  # ranks sharing cores compute slower
+        host = cl.HostShare(cpu_s=one["cpu_s"], cores_per_rank=cores / p, call_cpu_s=call_cpu,
+                            byte_cpu_s=byte_cpu)
         for strategy in ("ddp", "zero", "fsdp"):
             got = _launch(p, "work", strategy)
-            model = cl.StepModel(compute_s=one["fb_s"] * stretch, optimizer_s=one["opt_s"] * stretch,
+            model = cl.StepModel(compute_s=one["fb_s"], optimizer_s=one["opt_s"], host=host,
                                  param_bytes=one["param_bytes"], batch_per_device=BATCH,
-                                 units=got.get("units", 1), staging=staging,
-                                 buckets=got.get("buckets"))
+                                 units=got.get("units", 1), unit_bytes=got.get("unit_bytes"),
+                                 param_sizes=got.get("param_sizes"), staging=staging,
+                                 buckets=got.get("buckets"),
+                                 optimizer_share=got.get("optimizer_share"))
             pred = model.predict(p, cluster, strategy)
             rows.append({"ranks": p, "strategy": strategy, "measured_ms": got["step_s"] * 1e3,
-                         "predicted_ms": pred["step_s"] * 1e3,
+                         "predicted_ms": pred["step_s"] * 1e3, "bound": pred["bound"],
+                         "host_ms": pred["host_s"] * 1e3, "links_ms": (pred["compute_s"] +
+                         pred["exposed_s"] + pred["optimizer_s"]) * 1e3,
+                         "calls": pred["calls"], "exposed_ms": pred["exposed_s"] * 1e3,
                          "error": pred["step_s"] / got["step_s"] - 1})
     print(f"one process: forward+backward {one['fb_s'] * 1e3:.2f} ms, Adam step "
-          f"{one['opt_s'] * 1e3:.2f} ms, {one['param_bytes'] / 2**20:.2f} MiB of parameters")
-    print(f"{'ranks':>5} {'strategy':>8} {'measured ms':>12} {'predicted ms':>13} {'error':>7}")
+          f"{one['opt_s'] * 1e3:.2f} ms, {one['param_bytes'] / 2**20:.2f} MiB of parameters, "
+          f"{one['cpu_s'] * 1e3:.2f} ms of CPU per step")
+    print("predicted = max(links: compute + exposed collectives + optimizer, host: the ranks' CPU "
+          "work on the cores)")
+    print(f"{'ranks':>5} {'strategy':>8} {'calls':>5} {'measured ms':>12} {'predicted ms':>13} "
+          f"{'links ms':>9} {'host ms':>8} {'error':>7}")
     for r in rows:
-        print(f"{r['ranks']:>5} {r['strategy']:>8} {r['measured_ms']:12.2f} {r['predicted_ms']:13.2f} "
-              f"{r['error']:+7.0%}")
+        print(f"{r['ranks']:>5} {r['strategy']:>8} {r['calls']:>5} {r['measured_ms']:12.2f} "
+              f"{r['predicted_ms']:13.2f} {r['links_ms']:9.2f} {r['host_ms']:8.2f} {r['error']:+7.0%}")
     ok = all(abs(r["error"]) <= 0.25 for r in rows)
     print("all within +-25%" if ok else "NOT all within +-25%")
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"cores": cores, "load": load, "link": [link.alpha_s, link.bandwidth_bps],
+            json.dump({"cores": cores, "load": load, "points": points,
+                       "link": [link.call_s, link.alpha_s, link.bandwidth_bps],
                        "one": one, "rows": rows}, f, indent=1)
     return 0 if ok else 1
 
