@@ -34,7 +34,7 @@ def model_from_args(a):
     compute = _compute_s(a)
     return cl.StepModel(compute_s=compute, param_bytes=a.params * a.bytes_per_param,
                         optimizer_s=a.optimizer_ms / 1e3, batch_per_device=a.samples_per_device,
-                        units=a.units, bucket_bytes=a.bucket_mb * 2**20)
+                        units=a.units, bucket_bytes=a.bucket_mb * 2**20, tensors=a.tensors)
 
 
 def table(model, link_name, strategy, accumulate, devices):
@@ -87,6 +87,8 @@ def main(argv=None):
     p.add_argument("--compute-ms", type=float, default=None, help="measured forward+backward per step")
     p.add_argument("--optimizer-ms", type=float, default=0.0)
     p.add_argument("--units", type=int, default=12, help="FSDP units (GPT-2 small: 12 blocks)")
+    p.add_argument("--tensors", type=int, default=148,
+                   help="parameter tensors (ZeRO broadcasts each; GPT-2 small: 148)")
     p.add_argument("--bucket-mb", type=float, default=25)
     p.add_argument("--strategies", default="ddp,zero,fsdp")
     p.add_argument("--links", default=",".join(cl.CLUSTERS))
