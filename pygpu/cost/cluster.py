@@ -298,7 +298,7 @@ class StepModel:
         compute = accumulate * self.compute_s
         calls = self.collectives(strategy)
         opt = self.optimizer_s
-        if strategy in ("zero", "fsdp"):
+        if strategy in ("zero", "fsdp") and n > 1:
             opt *= self.optimizer_share if self.optimizer_share is not None else 1.0 / n
         if n <= 1:
             comm = exposed = 0.0
