@@ -478,3 +478,23 @@ def test_exceptions_pass_through_unchanged():
     with pytest.raises(RuntimeError) as plain:
         pygpu.ones(2, 3) @ pygpu.ones(2, 3)
     assert str(mine.value) == str(plain.value)
+
+
+def test_torch_programs_reach_it_through_install_as_torch():
+    code = ("import pygpu\n"
+            "pygpu.install_as_torch()\n"
+            "import torch, torch._dynamo\n"
+            "from torch._dynamo.eval_frame import OptimizedModule\n"
+            "torch._dynamo.config.suppress_errors = True\n"
+            "model = torch.compile(torch.nn.Linear(3, 2), mode='max-autotune')\n"
+            "assert isinstance(model, OptimizedModule) and not torch.compiler.is_compiling()\n"
+            "state = {k.removeprefix('_orig_mod.'): v for k, v in model.state_dict().items()}\n"
+            "plain = torch.nn.Linear(3, 2)\n"
+            "plain.load_state_dict(state)\n"
+            "x = torch.randn(4, 3)\n"
+            "assert plain(x).tolist() == model(x).tolist()\n"
+            "torch._dynamo.reset()\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
