@@ -498,3 +498,14 @@ def test_torch_programs_reach_it_through_install_as_torch():
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_bench_compile_runs(capsys):
+    spec = importlib.util.spec_from_file_location(
+        "bench_compile", os.path.join(ROOT, "benchmarks", "bench_compile.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.main(["--calls", "20", "--reps", "1"])
+    out = capsys.readouterr().out
+    assert out.count("| identity module:") == 3 and "| x + 1: pygpu.compile(fn) |" in out
+    assert pygpu.nn.Module.__call__ is not pygpu.nn.Module._call_impl  # restored
