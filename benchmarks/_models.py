@@ -186,7 +186,7 @@ def gpt(lib, n_layer, n_head, n_embd, block, vocab):
 
         def forward(self, idx):  # idx: (B, T) int64
             T = idx.shape[1]
-            pos = lib.arange(T)
+            pos = lib.arange(T, device=idx.device)  # on the tokens' device (nanoGPT)
             x = self.wte(idx) + self.wpe(pos)
             for blk in self.h:
                 x = blk(x)

@@ -24,8 +24,9 @@
 #              resets the kernel's high-water mark (/proc/self/clear_refs) and runs three
 #              steps: VmHWM of the whole process, and the steps' rise above the resident size
 #              before them (gradients, optimizer state, activations, the allocator's caches)
-#   compile    eager against pygpu.compile / torch.compile per row, once pygpu.compile exists
-#              (issue 45 stage 2); "-" until then
+#   compile    pygpu eager against pygpu.compile(model), the training step per row at the last
+#              thread count: eager's time over compile's (> 1: compile faster). pygpu.compile
+#              runs eagerly today (it captures no graph), so this is the wrapper's cost
 # --clock picks which clock the ratio column uses (cpu by default: at 1 thread on a shared
 # machine the process CPU time is the steady figure; wall for a near-idle machine). The load
 # average is printed with every table.
@@ -284,28 +285,41 @@ def run_memory(args, rows):
 
 
 def run_compile(args, libs, sizes, rows, states):
+    """pygpu eager against pygpu.compile(model), the training step of each row (the last
+    thread count). pygpu.compile runs eagerly today (docs/performance.md, "pygpu.compile"),
+    so this measures what the wrapper costs; a capture, when there is one, shows here."""
     pygpu = libs.get("pygpu")
-    if pygpu is None or not hasattr(pygpu, "compile"):
-        return {}  # stage 2 of issue 45: the column stays "-"
+    if pygpu is None or args.no_compile:
+        return {}
     set_threads(libs, args.threads[-1])
+    print(f"\n### pygpu eager against pygpu.compile, ms per training step, "
+          f"{args.threads[-1]} thread(s) ({load_line(libs)})\n")
+    print(f"rounds {args.rounds}, {args.steps} steps a block, ratio by {args.clock} clock")
+    print("\n| row | eager ms | compile ms | eager/compile | CPU ms eager / compile |")
+    print("|---|---|---|---|---|")
     summary = {}
     for row in rows:
         name, batch = parse_row(row)
-        blocks = {"pygpu": train_block(pygpu, name, sizes[name], batch, states[name],
-                                       compiled=True),
+        blocks = {"compile": train_block(pygpu, name, sizes[name], batch, states[name],
+                                         compiled=True),
                   "eager": train_block(pygpu, name, sizes[name], batch, states[name])}
         wall, cpu = alternate(blocks, args.rounds, args.steps)
         clock = cpu if args.clock == "cpu" else wall
-        summary[row] = ratio_cell(clock["pygpu"], clock["eager"]).split(" ")[0]
+        ratio = ratio_cell(clock["compile"], clock["eager"])  # eager over compile
+        summary[row] = ratio.split(" ")[0]
+        print(f"| {row} | {statistics.median(clock['eager']) * 1e3:.1f} | "
+              f"{statistics.median(clock['compile']) * 1e3:.1f} | {ratio} | "
+              f"{statistics.median(cpu['eager']) * 1e3:.1f} / "
+              f"{statistics.median(cpu['compile']) * 1e3:.1f} |", flush=True)
     return summary
 
 
 def print_summary(rows, threads, train, infer, memory, comp):
     print("\n### Summary: torch/pygpu (> 1: pygpu faster; memory: pygpu/torch, the process "
-          "peak and the steps' rise, < 1: pygpu smaller)\n")
+          "peak and the steps' rise, < 1: pygpu smaller; eager/compile: > 1, compile faster)\n")
     cols = [f"train {t} thr" for t in threads]
     print("| row | " + " | ".join(cols) + " | batch-1 latency | batch-64 throughput | peak memory"
-          " | compile/eager |")
+          " | eager/compile |")
     print("|---|" + "---|" * (len(cols) + 4))
     for row in rows:
         name, _ = parse_row(row)
@@ -390,6 +404,7 @@ def main(argv=None):
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--no-infer", action="store_true")
     ap.add_argument("--no-train", action="store_true")
+    ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--only", help="ROW:SIDE: time one side of one row alone (for perf)")
     ap.add_argument("--profile", metavar="ROW", help="pygpu.profiler table of one pygpu step")
     ap.add_argument("--profile-rows", type=int, default=25)

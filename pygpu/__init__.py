@@ -183,6 +183,12 @@ from . import backends, profiler  # noqa: E402
 from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 __all__ += ["backends", "profiler", "get_float32_matmul_precision", "set_float32_matmul_precision"]
 
+# torch.compile, torch.compiler and torch._dynamo (issue 45): PyTorch's arguments and checks;
+# every call runs eagerly (pygpu/_dynamo/compiled_function.py says what is not captured)
+from . import _dynamo, compiler  # noqa: E402
+from ._dynamo.eval_frame import compile  # noqa: E402
+__all__ += ["compile", "compiler"]
+
 # PyTorch's other dtype spellings, the dtype table's alias column (torch.float is float32,
 # torch.double float64, torch.half float16, torch.long int64, torch.int int32, torch.short
 # int16). Last in the file: the functions above read the builtins float/int/bool, never these.

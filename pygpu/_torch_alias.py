@@ -14,7 +14,7 @@ What it cannot do:
 - PyTorch's C++ and CUDA extensions (torch.ops, torch.utils.cpp_extension, torchvision's
   and torchaudio's compiled ops) do not load: there is no libtorch behind pygpu.
 - Code that asks for PyTorch internals pygpu does not have (torch._C, torch.fx, torch.jit's
-  compiler, torch._dynamo) fails where it asks."""
+  compiler) fails where it asks. torch._dynamo is the part programs touch (pygpu/_dynamo)."""
 import importlib
 import importlib.abc
 import importlib.util

@@ -28,7 +28,8 @@ def test_bench_models_tiny_training_and_inference(capsys):
         assert f"| {row} | 1 |" in out, row  # its training row
     for name in ("resnet18", "mobilenetv2", "gpt", "vit", "lstm"):
         assert f"| {name} |" in out, name  # its inference row
-    assert "### Summary" in out and "compile/eager" in out
+    assert "### Summary" in out and "eager/compile" in out
+    assert "### pygpu eager against pygpu.compile" in out
 
 
 def test_bench_models_tiny_memory(capsys):

@@ -130,7 +130,16 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
+    _compiled_call_impl = None  # set by compile(): what __call__ runs instead
+
     def __call__(self, *args, **kwargs):
+        compiled = self._compiled_call_impl
+        if compiled is not None:
+            return compiled(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """The hooks and forward(): what a call runs (and what compile() compiles)."""
         for hook in list(self._forward_pre_hooks.values()):
             out = hook(self, args)
             if out is not None:
@@ -141,6 +150,18 @@ class Module:
             if out is not None:
                 result = out
         return result
+
+    def compile(self, *args, **kwargs):
+        """torch.nn.Module.compile (PyTorch 2.2+): compile this module's call in place, with
+        pygpu.compile's arguments; unlike pygpu.compile(module), the module and its
+        state_dict() keys stay as they are."""
+        from .._dynamo.compiled_function import compile_function
+        self._compiled_call_impl = compile_function(self._call_impl, *args, **kwargs)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_compiled_call_impl", None)  # as PyTorch: a pickled module is not compiled
+        return state
 
     def register_forward_pre_hook(self, hook):
         """hook(module, args) -> None or new args, called before forward(); returns a
