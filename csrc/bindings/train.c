@@ -231,6 +231,81 @@ static PyObject *f_optim(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* _optim_multi(kind, params, grads, s0, s1, s2, (h0..h4), step, flag0, flag1): the updates of
+ * a list of parameters of one device and dtype as ONE node (pg_op_optim_multi; kind "sgd" or
+ * a PG_OPTIM row's name); params and grads: equal-length sequences of Tensors; s0..s2: None
+ * or a sequence of the same length of Tensors or None (parameter i's state slots). */
+static PyObject *f_optim_multi(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *po, *go, *so[3];
+    const char *kind;
+    int flag0, flag1;
+    double h[5];
+    long long step;
+    if (!PyArg_ParseTuple(args, "sOOOOO(ddddd)Lpp:_optim_multi", &kind, &po, &go, &so[0], &so[1],
+                          &so[2], &h[0], &h[1], &h[2], &h[3], &h[4], &step, &flag0, &flag1))
+        return NULL;
+    PyObject *ps = PySequence_Fast(po, "_optim_multi: params must be a sequence of Tensors");
+    PyObject *gs = ps ? PySequence_Fast(go, "_optim_multi: grads must be a sequence of Tensors") : NULL;
+    PyObject *ss[3] = {NULL, NULL, NULL};
+    const pg_tensor **t = NULL;
+    PyObject *ret = NULL;
+    if (!gs)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(ps);
+    if (PySequence_Fast_GET_SIZE(gs) != n || n > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "_optim_multi: %zd params but %zd grads", n,
+                     PySequence_Fast_GET_SIZE(gs));
+        goto done;
+    }
+    for (int k = 0; k < 3; k++) {
+        if (so[k] == Py_None)
+            continue;
+        ss[k] = PySequence_Fast(so[k], "_optim_multi: a state must be None or a sequence");
+        if (!ss[k])
+            goto done;
+        if (PySequence_Fast_GET_SIZE(ss[k]) != n) {
+            PyErr_Format(PyExc_ValueError, "_optim_multi: %zd params but %zd states in slot %d",
+                         n, PySequence_Fast_GET_SIZE(ss[k]), k);
+            goto done;
+        }
+    }
+    /* p[0..n), g[0..n), then state[3i + k] */
+    t = PyMem_Calloc((size_t)(5 * n + 1), sizeof *t);
+    if (!t) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(ps, i), *g = PySequence_Fast_GET_ITEM(gs, i);
+        if (!PyTensor_Check(p) || !PyTensor_Check(g)) {
+            PyErr_Format(PyExc_TypeError, "_optim_multi: params and grads must be Tensors");
+            goto done;
+        }
+        t[i] = T(p);
+        t[n + i] = T(g);
+        for (int k = 0; k < 3; k++)
+            if (ss[k] && opt_tensor(PySequence_Fast_GET_ITEM(ss[k], i), "optimizer update",
+                                    "state", &t[2 * n + 3 * i + k]) < 0)
+                goto done;
+    }
+    pg_status st = n == 0 ? PG_OK
+                          : PG_CALL(on_cpu(t[0]), pg_op_optim_multi(kind, (int)n, t, t + n, t + 2 * n,
+                                                                    h, step, flag0, flag1));
+    if (st != PG_OK)
+        pg_raise(st);
+    else
+        ret = Py_NewRef(Py_None);
+done:
+    PyMem_Free(t);
+    for (int k = 0; k < 3; k++)
+        Py_XDECREF(ss[k]);
+    Py_XDECREF(gs);
+    Py_XDECREF(ps);
+    return ret;
+}
+
 PyMethodDef pg_train_functions[] = {
     {"_linear_fwd", f_linear_fwd, METH_VARARGS, "internal: fused act(x @ W.T + b)"},
     {"_linear_bwd", f_linear_bwd, METH_VARARGS, "internal: fused linear backward -> (dx, dW, db)"},
@@ -242,5 +317,6 @@ PyMethodDef pg_train_functions[] = {
     {"_sgd_update", f_sgd, METH_VARARGS, "internal: one fused in-place SGD step of a parameter"},
     {"_adam_update", f_adam, METH_VARARGS, "internal: one fused in-place Adam step of a parameter"},
     {"_optim_update", f_optim, METH_VARARGS, "internal: one fused in-place step of Adam(W), RMSprop, Adagrad or Adadelta"},
+    {"_optim_multi", f_optim_multi, METH_VARARGS, "internal: the multi-tensor step of a list of parameters (one MULTI node)"},
     {NULL, NULL, 0, NULL},
 };

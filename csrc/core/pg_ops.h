@@ -200,6 +200,13 @@ pg_status pg_op_adam(const pg_tensor *p, const pg_tensor *g, const pg_tensor *m,
 pg_status pg_op_optim(const char *kind, const pg_tensor *p, const pg_tensor *g,
                       const pg_tensor *const state[3], const double hyper[5], int64_t step,
                       int flag0, int flag1);
+/* The updates of `count` parameters of one device and dtype as ONE node (MULTI): kind "sgd"
+ * (hyper: lr, momentum, dampening, weight_decay; flags: nesterov, first step; state[3i]: the
+ * momentum buffer) or a PG_OPTIM row's, as pg_op_optim; state: 3 * count entries, parameter
+ * i's at 3i. Bit for bit the per-parameter updates'. */
+pg_status pg_op_optim_multi(const char *kind, int count, const pg_tensor *const *p,
+                            const pg_tensor *const *g, const pg_tensor *const *state,
+                            const double hyper[5], int64_t step, int flag0, int flag1);
 
 const char *pg_binary_name(int op);
 const char *pg_unary_name(int op);
