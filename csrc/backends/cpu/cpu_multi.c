@@ -21,24 +21,23 @@ typedef struct multi_job {
 } multi_job;
 
 /* Entry e's operands narrowed to its elements [a, b), as a node of the list's kind. */
-static pg_status run_piece(const pg_node *n, int e, int64_t a, int64_t b)
+void pg_cpu_multi_entry(const pg_node *n, int e, int64_t a, int64_t b, pg_node *sub)
 {
     const pg_node_list *l = n->list;
     const pg_tensor *t = &l->t[(size_t)e * (size_t)l->width];
-    pg_node sub;
-    memset(&sub, 0, sizeof sub);
-    sub.op = n->subop;
-    sub.name = n->name;
-    sub.p = n->p;
-    sub.nsrc = l->nsrc;
-    sub.nextra = l->nextra;
+    memset(sub, 0, sizeof *sub);
+    sub->op = n->subop;
+    sub->name = n->name;
+    sub->p = n->p;
+    sub->nsrc = l->nsrc;
+    sub->nextra = l->nextra;
     pg_tensor *slot[PG_NODE_MAX_SRC + 1 + PG_NODE_MAX_EXTRA];
     int k = 0;
     for (int s = 0; s < l->nsrc; s++)
-        slot[k++] = &sub.src[s];
-    slot[k++] = &sub.dst;
+        slot[k++] = &sub->src[s];
+    slot[k++] = &sub->dst;
     for (int s = 0; s < l->nextra; s++)
-        slot[k++] = &sub.extra[s];
+        slot[k++] = &sub->extra[s];
     for (int s = 0; s < k; s++) {
         *slot[s] = t[s];
         if (!slot[s]->storage)
@@ -48,6 +47,12 @@ static pg_status run_piece(const pg_node *n, int e, int64_t a, int64_t b)
         slot[s]->strides[0] = 1;
         slot[s]->offset += a;
     }
+}
+
+static pg_status run_piece(const pg_node *n, int e, int64_t a, int64_t b)
+{
+    pg_node sub;
+    pg_cpu_multi_entry(n, e, a, b, &sub);
     return pg_cpu_execute(&sub);
 }
 
