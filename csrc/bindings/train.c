@@ -306,6 +306,79 @@ done:
     return ret;
 }
 
+/* The Tensors of a sequence, as a new PyMem array of n (the sequence object kept in *fast). */
+static const pg_tensor **tensor_array(PyObject *seq, const char *fn, PyObject **fast, Py_ssize_t *n)
+{
+    *fast = PySequence_Fast(seq, "expected a sequence of Tensors");
+    if (!*fast)
+        return NULL;
+    *n = PySequence_Fast_GET_SIZE(*fast);
+    const pg_tensor **t = PyMem_Calloc((size_t)*n + 1, sizeof *t);
+    if (!t) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(*fast, i);
+        if (!PyTensor_Check(o)) {
+            PyErr_Format(PyExc_TypeError, "%s: expected a sequence of Tensors, item %zd is %s", fn,
+                         i, Py_TYPE(o)->tp_name);
+            PyMem_Free(t);
+            return NULL;
+        }
+        t[i] = T(o);
+    }
+    return t;
+}
+
+/* _multi_norm(tensors, norm_type) -> 0-d Tensor: the norm of them all, ONE node */
+static PyObject *f_multi_norm(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *seq, *fast = NULL;
+    double p;
+    Py_ssize_t n = 0;
+    if (!PyArg_ParseTuple(args, "Od:_multi_norm", &seq, &p))
+        return NULL;
+    const pg_tensor **t = tensor_array(seq, "_multi_norm", &fast, &n);
+    PyObject *ret = NULL;
+    if (t) {
+        pg_tensor out;
+        pg_status st = PG_CALL(n > 0 && on_cpu(t[0]), pg_op_multi_norm((int)n, t, p, &out));
+        ret = pg_wrap_result(st, &out);
+    }
+    PyMem_Free(t);
+    Py_XDECREF(fast);
+    return ret;
+}
+
+/* _foreach_binary_(name, tensors, s): x = x <name> s in place for each x (a PG_BINARY row's
+ * name: "multiply", "add", ...), s a one-element Tensor; ONE node */
+static PyObject *f_foreach_binary(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    const char *name;
+    PyObject *seq, *s, *fast = NULL;
+    Py_ssize_t n = 0;
+    if (!PyArg_ParseTuple(args, "sOO!:_foreach_binary_", &name, &seq, &PyTensor_Type, &s))
+        return NULL;
+    int bop = -1;
+    for (int k = 0; k < PG_NUM_BINARY && bop < 0; k++)
+        if (strcmp(pg_binary_name(k), name) == 0)
+            bop = k;
+    if (bop < 0)
+        return PyErr_Format(PyExc_ValueError, "_foreach_binary_: no binary op named %s", name);
+    const pg_tensor **t = tensor_array(seq, "_foreach_binary_", &fast, &n);
+    PyObject *ret = NULL;
+    if (t) {
+        pg_status st = PG_CALL(n > 0 && on_cpu(t[0]), pg_op_foreach_binary_(bop, (int)n, t, T(s)));
+        ret = st == PG_OK ? Py_NewRef(Py_None) : pg_raise(st);
+    }
+    PyMem_Free(t);
+    Py_XDECREF(fast);
+    return ret;
+}
+
 PyMethodDef pg_train_functions[] = {
     {"_linear_fwd", f_linear_fwd, METH_VARARGS, "internal: fused act(x @ W.T + b)"},
     {"_linear_bwd", f_linear_bwd, METH_VARARGS, "internal: fused linear backward -> (dx, dW, db)"},
@@ -317,6 +390,8 @@ PyMethodDef pg_train_functions[] = {
     {"_sgd_update", f_sgd, METH_VARARGS, "internal: one fused in-place SGD step of a parameter"},
     {"_adam_update", f_adam, METH_VARARGS, "internal: one fused in-place Adam step of a parameter"},
     {"_optim_update", f_optim, METH_VARARGS, "internal: one fused in-place step of Adam(W), RMSprop, Adagrad or Adadelta"},
+    {"_multi_norm", f_multi_norm, METH_VARARGS, "internal: the norm of a list of tensors together (one MULTI_NORM node)"},
+    {"_foreach_binary_", f_foreach_binary, METH_VARARGS, "internal: x = x <op> s in place for a list of tensors (one MULTI node)"},
     {"_optim_multi", f_optim_multi, METH_VARARGS, "internal: the multi-tensor step of a list of parameters (one MULTI node)"},
     {NULL, NULL, 0, NULL},
 };

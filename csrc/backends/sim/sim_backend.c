@@ -273,13 +273,13 @@ static void exec_task(void *ctx, pg_task *t)
     sim_device *d = ctx;
     if (!pg_sim_timeline_on(d->index) || !t->queued_ns) {
         run_one(d, t);
-        if (t->kind == 0 && t->u.node.op == PG_OP_MULTI)
+        if (t->kind == 0 && pg_node_list_len(&t->u.node) > 0)
             release_list(&t->u.node);
         return;
     }
     uint64_t start = pg_now_ns();
     run_one(d, t);
-    if (t->kind == 0 && t->u.node.op == PG_OP_MULTI)
+    if (t->kind == 0 && pg_node_list_len(&t->u.node) > 0)
         release_list(&t->u.node);
     uint64_t end = pg_now_ns(), origin = pg_sim_timeline_origin(d->index);
     pg_sim_span span = {.role = t->kind == 1 ? ROLE_COPY : ROLE_COMPUTE};
