@@ -231,6 +231,154 @@ static PyObject *f_optim(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* _optim_multi(kind, params, grads, s0, s1, s2, (h0..h4), step, flag0, flag1): the updates of
+ * a list of parameters of one device and dtype as ONE node (pg_op_optim_multi; kind "sgd" or
+ * a PG_OPTIM row's name); params and grads: equal-length sequences of Tensors; s0..s2: None
+ * or a sequence of the same length of Tensors or None (parameter i's state slots). */
+static PyObject *f_optim_multi(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *po, *go, *so[3];
+    const char *kind;
+    int flag0, flag1;
+    double h[5];
+    long long step;
+    if (!PyArg_ParseTuple(args, "sOOOOO(ddddd)Lpp:_optim_multi", &kind, &po, &go, &so[0], &so[1],
+                          &so[2], &h[0], &h[1], &h[2], &h[3], &h[4], &step, &flag0, &flag1))
+        return NULL;
+    PyObject *ps = PySequence_Fast(po, "_optim_multi: params must be a sequence of Tensors");
+    PyObject *gs = ps ? PySequence_Fast(go, "_optim_multi: grads must be a sequence of Tensors") : NULL;
+    PyObject *ss[3] = {NULL, NULL, NULL};
+    const pg_tensor **t = NULL;
+    PyObject *ret = NULL;
+    if (!gs)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(ps);
+    if (PySequence_Fast_GET_SIZE(gs) != n || n > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "_optim_multi: %zd params but %zd grads", n,
+                     PySequence_Fast_GET_SIZE(gs));
+        goto done;
+    }
+    for (int k = 0; k < 3; k++) {
+        if (so[k] == Py_None)
+            continue;
+        ss[k] = PySequence_Fast(so[k], "_optim_multi: a state must be None or a sequence");
+        if (!ss[k])
+            goto done;
+        if (PySequence_Fast_GET_SIZE(ss[k]) != n) {
+            PyErr_Format(PyExc_ValueError, "_optim_multi: %zd params but %zd states in slot %d",
+                         n, PySequence_Fast_GET_SIZE(ss[k]), k);
+            goto done;
+        }
+    }
+    /* p[0..n), g[0..n), then state[3i + k] */
+    t = PyMem_Calloc((size_t)(5 * n + 1), sizeof *t);
+    if (!t) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(ps, i), *g = PySequence_Fast_GET_ITEM(gs, i);
+        if (!PyTensor_Check(p) || !PyTensor_Check(g)) {
+            PyErr_Format(PyExc_TypeError, "_optim_multi: params and grads must be Tensors");
+            goto done;
+        }
+        t[i] = T(p);
+        t[n + i] = T(g);
+        for (int k = 0; k < 3; k++)
+            if (ss[k] && opt_tensor(PySequence_Fast_GET_ITEM(ss[k], i), "optimizer update",
+                                    "state", &t[2 * n + 3 * i + k]) < 0)
+                goto done;
+    }
+    pg_status st = n == 0 ? PG_OK
+                          : PG_CALL(on_cpu(t[0]), pg_op_optim_multi(kind, (int)n, t, t + n, t + 2 * n,
+                                                                    h, step, flag0, flag1));
+    if (st != PG_OK)
+        pg_raise(st);
+    else
+        ret = Py_NewRef(Py_None);
+done:
+    PyMem_Free(t);
+    for (int k = 0; k < 3; k++)
+        Py_XDECREF(ss[k]);
+    Py_XDECREF(gs);
+    Py_XDECREF(ps);
+    return ret;
+}
+
+/* The Tensors of a sequence, as a new PyMem array of n (the sequence object kept in *fast). */
+static const pg_tensor **tensor_array(PyObject *seq, const char *fn, PyObject **fast, Py_ssize_t *n)
+{
+    *fast = PySequence_Fast(seq, "expected a sequence of Tensors");
+    if (!*fast)
+        return NULL;
+    *n = PySequence_Fast_GET_SIZE(*fast);
+    const pg_tensor **t = PyMem_Calloc((size_t)*n + 1, sizeof *t);
+    if (!t) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(*fast, i);
+        if (!PyTensor_Check(o)) {
+            PyErr_Format(PyExc_TypeError, "%s: expected a sequence of Tensors, item %zd is %s", fn,
+                         i, Py_TYPE(o)->tp_name);
+            PyMem_Free(t);
+            return NULL;
+        }
+        t[i] = T(o);
+    }
+    return t;
+}
+
+/* _multi_norm(tensors, norm_type) -> 0-d Tensor: the norm of them all, ONE node */
+static PyObject *f_multi_norm(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *seq, *fast = NULL;
+    double p;
+    Py_ssize_t n = 0;
+    if (!PyArg_ParseTuple(args, "Od:_multi_norm", &seq, &p))
+        return NULL;
+    const pg_tensor **t = tensor_array(seq, "_multi_norm", &fast, &n);
+    PyObject *ret = NULL;
+    if (t) {
+        pg_tensor out;
+        pg_status st = PG_CALL(n > 0 && on_cpu(t[0]), pg_op_multi_norm((int)n, t, p, &out));
+        ret = pg_wrap_result(st, &out);
+    }
+    PyMem_Free(t);
+    Py_XDECREF(fast);
+    return ret;
+}
+
+/* _foreach_binary_(name, tensors, s): x = x <name> s in place for each x (a PG_BINARY row's
+ * name: "multiply", "add", ...), s a one-element Tensor; ONE node */
+static PyObject *f_foreach_binary(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    const char *name;
+    PyObject *seq, *s, *fast = NULL;
+    Py_ssize_t n = 0;
+    if (!PyArg_ParseTuple(args, "sOO!:_foreach_binary_", &name, &seq, &PyTensor_Type, &s))
+        return NULL;
+    int bop = -1;
+    for (int k = 0; k < PG_NUM_BINARY && bop < 0; k++)
+        if (strcmp(pg_binary_name(k), name) == 0)
+            bop = k;
+    if (bop < 0)
+        return PyErr_Format(PyExc_ValueError, "_foreach_binary_: no binary op named %s", name);
+    const pg_tensor **t = tensor_array(seq, "_foreach_binary_", &fast, &n);
+    PyObject *ret = NULL;
+    if (t) {
+        pg_status st = PG_CALL(n > 0 && on_cpu(t[0]), pg_op_foreach_binary_(bop, (int)n, t, T(s)));
+        ret = st == PG_OK ? Py_NewRef(Py_None) : pg_raise(st);
+    }
+    PyMem_Free(t);
+    Py_XDECREF(fast);
+    return ret;
+}
+
 PyMethodDef pg_train_functions[] = {
     {"_linear_fwd", f_linear_fwd, METH_VARARGS, "internal: fused act(x @ W.T + b)"},
     {"_linear_bwd", f_linear_bwd, METH_VARARGS, "internal: fused linear backward -> (dx, dW, db)"},
@@ -242,5 +390,8 @@ PyMethodDef pg_train_functions[] = {
     {"_sgd_update", f_sgd, METH_VARARGS, "internal: one fused in-place SGD step of a parameter"},
     {"_adam_update", f_adam, METH_VARARGS, "internal: one fused in-place Adam step of a parameter"},
     {"_optim_update", f_optim, METH_VARARGS, "internal: one fused in-place step of Adam(W), RMSprop, Adagrad or Adadelta"},
+    {"_multi_norm", f_multi_norm, METH_VARARGS, "internal: the norm of a list of tensors together (one MULTI_NORM node)"},
+    {"_foreach_binary_", f_foreach_binary, METH_VARARGS, "internal: x = x <op> s in place for a list of tensors (one MULTI node)"},
+    {"_optim_multi", f_optim_multi, METH_VARARGS, "internal: the multi-tensor step of a list of parameters (one MULTI node)"},
     {NULL, NULL, 0, NULL},
 };

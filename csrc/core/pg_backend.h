@@ -42,7 +42,8 @@
 /* 10: an asynchronous failure keeps its root status (pg_storage.error_status; pg_core_api's
  * storage_set_error and async_error_record take it): an index out of range found on the
  * device raises IndexError at the next wait */
-#define PG_BACKEND_ABI_VERSION 10
+/* 11: pg_node.list (a MULTI node's operand list, pg_node.h) */
+#define PG_BACKEND_ABI_VERSION 11
 
 typedef enum pg_copy_kind { PG_COPY_H2D, PG_COPY_D2H, PG_COPY_D2D } pg_copy_kind;
 

@@ -45,6 +45,24 @@ typedef struct pg_conv_geom {
 #define PG_NODE_MAX_SRC 7 /* attention backward: q, k, v, out, dout, logsumexp, mask */
 #define PG_NODE_MAX_EXTRA 3 /* outputs besides dst */
 
+/* A MULTI node's operands: `count` nodes of one elementwise kind (the MULTI node's subop),
+ * each given by its operands in slot order, src[0..nsrc), dst, extra[0..nextra): `width`
+ * tensors per entry, entry e's slot s at t[e * width + s]. Slots from nsrc on are written
+ * (dst and the extras, as in a plain node); every operand of an entry is contiguous with
+ * the entry's dst's element count, or has one element (a scalar broadcast to the entry),
+ * so the entries are one flat range of `total` elements. A MULTI_NORM node lists its
+ * tensors as entries of one source and no dst (a NULL storage): it writes none of them.
+ * Made by the core (pg_node_list_new), shared with an asynchronous backend's queued task
+ * by a reference count (pg_node_list_retain/release: the last release frees it). The
+ * tensors are borrowed: whoever runs the node later holds their storages. */
+typedef struct pg_node_list {
+    int refs; /* atomic builtins only: the header is shared with C++ */
+    int count, nsrc, nextra, width;
+    int subop; /* the entries' own subop (a BINARY entry's op); 0 for the optimizers' */
+    int64_t total;
+    pg_tensor *t;
+} pg_node_list;
+
 typedef struct pg_node {
     int op;    /* pg_op */
     int subop; /* the row of the table its kind reads: pg_binary_op / pg_unary_op /
@@ -84,6 +102,7 @@ typedef struct pg_node {
         struct { int64_t flag; double param; } linalg;
     } p;
     const char *name; /* the user-facing op name, for error messages ("add", "matmul") */
+    pg_node_list *list; /* MULTI(_NORM): its entries (above); read for no other kind (unset there) */
 } pg_node;
 
 /* What a sub-op's row (pg_subops.def) says, by its code: the node kind it belongs to,
@@ -166,5 +185,23 @@ static inline int pg_node_outputs(const pg_node *n, const pg_tensor **out)
             out[k++] = &n->extra[i];
     return k;
 }
+
+/* A node's listed operands (MULTI, MULTI_NORM; none for the others): how many, the i-th, and whether
+ * the node writes it. Whoever tracks a node's storages (pg_launch, cpu's and sim's launch)
+ * walks these besides src, dst and extra. */
+static inline int pg_node_list_len(const pg_node *n)
+{
+    return (n->op == PG_OP_MULTI || n->op == PG_OP_MULTI_NORM) && n->list ? n->list->count * n->list->width : 0;
+}
+static inline const pg_tensor *pg_node_list_at(const pg_node *n, int i) { return &n->list->t[i]; }
+static inline bool pg_node_list_writes(const pg_node *n, int i)
+{
+    return i % n->list->width >= n->list->nsrc;
+}
+#ifndef __cplusplus
+pg_status pg_node_list_new(int count, int nsrc, int nextra, pg_node_list **out);
+void pg_node_list_retain(pg_node_list *l);
+void pg_node_list_release(pg_node_list *l);
+#endif
 
 #endif

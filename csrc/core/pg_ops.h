@@ -200,6 +200,20 @@ pg_status pg_op_adam(const pg_tensor *p, const pg_tensor *g, const pg_tensor *m,
 pg_status pg_op_optim(const char *kind, const pg_tensor *p, const pg_tensor *g,
                       const pg_tensor *const state[3], const double hyper[5], int64_t step,
                       int flag0, int flag1);
+/* The updates of `count` parameters of one device and dtype as ONE node (MULTI): kind "sgd"
+ * (hyper: lr, momentum, dampening, weight_decay; flags: nesterov, first step; state[3i]: the
+ * momentum buffer) or a PG_OPTIM row's, as pg_op_optim; state: 3 * count entries, parameter
+ * i's at 3i. Bit for bit the per-parameter updates'. */
+pg_status pg_op_optim_multi(const char *kind, int count, const pg_tensor *const *p,
+                            const pg_tensor *const *g, const pg_tensor *const *state,
+                            const double hyper[5], int64_t step, int flag0, int flag1);
+
+/* The list ops (pg_ops_foreach.c), each ONE node over `count` contiguous tensors of one
+ * device and dtype (float32/float64): out = () the norm_type-norm of them all together
+ * (clip_grad_norm_'s total; inf: the largest |x|); x_i = x_i <bop> s in place for each, s a
+ * one-element tensor (torch._foreach_mul_(tensors, scalar_tensor)). */
+pg_status pg_op_multi_norm(int count, const pg_tensor *const *x, double norm_type, pg_tensor *out);
+pg_status pg_op_foreach_binary_(int bop, int count, const pg_tensor *const *x, const pg_tensor *s);
 
 const char *pg_binary_name(int op);
 const char *pg_unary_name(int op);

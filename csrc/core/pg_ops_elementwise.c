@@ -62,6 +62,9 @@ pg_status pg_launch(const pg_node *node)
     int nout = pg_node_outputs(node, outs);
     for (int i = 0; i < nout; i++)
         pg_storage_note_write(outs[i]->storage);
+    for (int i = 0, len = pg_node_list_len(node); i < len; i++) /* a MULTI node's entries */
+        if (pg_node_list_writes(node, i) && pg_node_list_at(node, i)->storage)
+            pg_storage_note_write(pg_node_list_at(node, i)->storage);
     /* pygpu.profiler: an event for the op (0 and one atomic load when not recording); cpu
      * computes inside the call, the other backends report the device time later */
     uint64_t prof = pg_profile_op_begin(node);

@@ -468,30 +468,14 @@ static pg_status check_state(const char *op, const char *what, const pg_tensor *
     return PG_OK;
 }
 
-static pg_status launch_update(pg_node *n, const pg_tensor *g, int nstate,
-                               const pg_tensor *const *state)
-{
-    /* src: g (contiguous copy if needed), then the state read in place */
-    PG_TRY(pg_op_contiguous(g, &n->src[0]));
-    n->nsrc = 1 + nstate;
-    for (int i = 0; i < nstate; i++)
-        if (state[i])
-            n->src[1 + i] = *state[i]; /* borrowed: the caller holds them until launch returns */
-    n->dst = *state[0];
-    n->nextra = nstate - 1;
-    for (int i = 1; i < nstate; i++)
-        if (state[i])
-            n->extra[i - 1] = *state[i];
-    pg_status st = pg_tensor_numel(state[0]) > 0 ? pg_launch(n) : PG_OK;
-    pg_tensor_clear(&n->src[0]);
-    return st;
-}
-
-pg_status pg_op_sgd(const pg_tensor *p, const pg_tensor *g, const pg_tensor *buf, double lr,
-                    double momentum, double dampening, double weight_decay, bool nesterov,
-                    bool first)
+/* SGD's node for one parameter, every operand checked, the grad made contiguous in
+ * n->src[0] (a reference the caller clears after the launch); launched by pg_op_sgd, or
+ * listed in a MULTI node by pg_op_optim_multi. */
+static pg_status sgd_node(pg_node *n, const pg_tensor *p, const pg_tensor *g,
+                          const pg_tensor *buf, const double h[5], int nesterov, int first)
 {
     const char *op = "sgd";
+    const double momentum = h[1];
     PG_TRY(check_state(op, "parameter", p, p));
     PG_TRY(check_float(op, "grad", g, p->dtype));
     PG_TRY(pg_check_same_device(op, p, g));
@@ -500,16 +484,40 @@ pg_status pg_op_sgd(const pg_tensor *p, const pg_tensor *g, const pg_tensor *buf
         return pg_error_set(PG_ERR_VALUE, "%s: momentum needs a momentum buffer", op);
     if (buf)
         PG_TRY(check_state(op, "momentum buffer", p, buf));
+    node_init(n, PG_OP_SGD, 0, op);
+    for (int k = 0; k < 4; k++) /* lr, momentum, dampening, weight_decay */
+        n->p.optim.hyper[k] = h[k];
+    n->p.optim.flag[0] = nesterov;
+    n->p.optim.flag[1] = first;
+    /* src: g (contiguous copy if needed), p, buf; dst: p; extra: buf */
+    PG_TRY(pg_op_contiguous(g, &n->src[0]));
+    n->nsrc = 3;
+    n->src[1] = *p;
+    n->dst = *p;
+    n->nextra = 1;
+    if (momentum != 0) {
+        n->src[2] = *buf; /* borrowed: the caller holds them until launch returns */
+        n->extra[0] = *buf;
+    }
+    return PG_OK;
+}
+
+/* Launch one parameter's update node and release its contiguous grad. */
+static pg_status launch_update(pg_node *n)
+{
+    pg_status st = pg_tensor_numel(&n->dst) > 0 ? pg_launch(n) : PG_OK;
+    pg_tensor_clear(&n->src[0]);
+    return st;
+}
+
+pg_status pg_op_sgd(const pg_tensor *p, const pg_tensor *g, const pg_tensor *buf, double lr,
+                    double momentum, double dampening, double weight_decay, bool nesterov,
+                    bool first)
+{
+    const double h[5] = {lr, momentum, dampening, weight_decay, 0};
     pg_node n;
-    node_init(&n, PG_OP_SGD, 0, op);
-    n.p.optim.hyper[0] = lr;
-    n.p.optim.hyper[1] = momentum;
-    n.p.optim.hyper[2] = dampening;
-    n.p.optim.hyper[3] = weight_decay;
-    n.p.optim.flag[0] = nesterov;
-    n.p.optim.flag[1] = first;
-    const pg_tensor *state[2] = {p, momentum != 0 ? buf : NULL};
-    return launch_update(&n, g, 2, state);
+    PG_TRY(sgd_node(&n, p, g, buf, h, nesterov, first));
+    return launch_update(&n);
 }
 
 pg_status pg_op_adam(const pg_tensor *p, const pg_tensor *g, const pg_tensor *m,
@@ -583,17 +591,20 @@ static const optim_kind optim_kinds[] = {
 };
 #define NUM_OPTIM_KINDS ((int)(sizeof optim_kinds / sizeof optim_kinds[0]))
 
-pg_status pg_op_optim(const char *name, const pg_tensor *p, const pg_tensor *g,
-                      const pg_tensor *const state[3], const double hyper[5], int64_t step,
-                      int flag0, int flag1)
+static const optim_kind *optim_kind_named(const char *name)
 {
-    const optim_kind *kind = NULL;
-    for (int k = 0; k < NUM_OPTIM_KINDS && !kind; k++)
+    for (int k = 0; k < NUM_OPTIM_KINDS; k++)
         if (strcmp(optim_kinds[k].name, name) == 0)
-            kind = &optim_kinds[k];
-    if (!kind)
-        return pg_error_set(PG_ERR_VALUE, "optimizer update: unknown kind '%s' (adam, rmsprop, "
-                            "adagrad or adadelta)", name);
+            return &optim_kinds[k];
+    return NULL;
+}
+
+/* An adaptive kind's node for one parameter, checked, its grad contiguous in n->src[0] (as
+ * sgd_node). */
+static pg_status optim_node(pg_node *n, const optim_kind *kind, const pg_tensor *p,
+                            const pg_tensor *g, const pg_tensor *const state[3],
+                            const double hyper[5], int64_t step, int flag0, int flag1)
+{
     const char *op = kind->name;
     if (step < 1)
         return pg_error_set(PG_ERR_VALUE, "%s: step must be >= 1, got %lld", op, (long long)step);
@@ -603,9 +614,8 @@ pg_status pg_op_optim(const char *name, const pg_tensor *p, const pg_tensor *g,
     PG_TRY(check_shape(op, "grad", g, p->ndim, p->shape));
     /* which slots this call needs: the kind's fixed ones plus those its flags turn on */
     bool need[3] = {true, kind->slots[1] != NULL, false};
-    pg_node n;
-    node_init(&n, kind->op, 0, op);
-    kind->hyper(n.p.optim.hyper, need, hyper, (double)step, flag0, flag1);
+    node_init(n, kind->op, 0, op);
+    kind->hyper(n->p.optim.hyper, need, hyper, (double)step, flag0, flag1);
     for (int s = 0; s < 3; s++) {
         if (need[s] && !state[s])
             return pg_error_set(PG_ERR_VALUE, "%s: the update needs its %s state", op,
@@ -613,21 +623,108 @@ pg_status pg_op_optim(const char *name, const pg_tensor *p, const pg_tensor *g,
         if (need[s])
             PG_TRY(check_state(op, kind->slots[s], p, state[s]));
     }
-    n.p.optim.flag[0] = flag0;
-    n.p.optim.flag[1] = flag1;
+    n->p.optim.flag[0] = flag0;
+    n->p.optim.flag[1] = flag1;
     /* src: g, p, s0, s1; dst: p; extra: s0, s1, s2 (the node holds at most 4 sources) */
-    PG_TRY(pg_op_contiguous(g, &n.src[0]));
-    n.nsrc = 4;
-    n.src[1] = *p;
+    PG_TRY(pg_op_contiguous(g, &n->src[0]));
+    n->nsrc = 4;
+    n->src[1] = *p;
     for (int s = 0; s < 2; s++)
         if (need[s])
-            n.src[2 + s] = *state[s];
-    n.dst = *p;
-    n.nextra = 3;
+            n->src[2 + s] = *state[s];
+    n->dst = *p;
+    n->nextra = 3;
     for (int s = 0; s < 3; s++)
         if (need[s])
-            n.extra[s] = *state[s];
-    pg_status st = pg_tensor_numel(p) > 0 ? pg_launch(&n) : PG_OK;
-    pg_tensor_clear(&n.src[0]);
+            n->extra[s] = *state[s];
+    return PG_OK;
+}
+
+pg_status pg_op_optim(const char *name, const pg_tensor *p, const pg_tensor *g,
+                      const pg_tensor *const state[3], const double hyper[5], int64_t step,
+                      int flag0, int flag1)
+{
+    const optim_kind *kind = optim_kind_named(name);
+    if (!kind)
+        return pg_error_set(PG_ERR_VALUE, "optimizer update: unknown kind '%s' (adam, rmsprop, "
+                            "adagrad or adadelta)", name);
+    pg_node n;
+    PG_TRY(optim_node(&n, kind, p, g, state, hyper, step, flag0, flag1));
+    return launch_update(&n);
+}
+
+/* One parameter's node of the kind `name` ("sgd" or a PG_OPTIM row's), as pg_op_sgd and
+ * pg_op_optim build it. */
+static pg_status any_optim_node(pg_node *n, const char *name, const pg_tensor *p,
+                                const pg_tensor *g, const pg_tensor *const state[3],
+                                const double hyper[5], int64_t step, int flag0, int flag1)
+{
+    if (strcmp(name, "sgd") == 0)
+        return sgd_node(n, p, g, state[0], hyper, flag0, flag1);
+    const optim_kind *kind = optim_kind_named(name);
+    if (!kind)
+        return pg_error_set(PG_ERR_VALUE, "optimizer update: unknown kind '%s' (sgd, adam, "
+                            "rmsprop, adagrad or adadelta)", name);
+    return optim_node(n, kind, p, g, state, hyper, step, flag0, flag1);
+}
+
+/* The nodes of `count` parameters, each built and checked as its own update would be, then
+ * listed in ONE MULTI node (pg_node.h pg_node_list): the backend runs them as one flat range
+ * of elements, cut over its threads by the total, so the result is the per-parameter
+ * updates' bit for bit. Every parameter on one device with one dtype (pygpu.optim groups
+ * them as torch's foreach path does) and every node's scalars equal (one step count). */
+pg_status pg_op_optim_multi(const char *name, int count, const pg_tensor *const *p,
+                            const pg_tensor *const *g, const pg_tensor *const *state,
+                            const double hyper[5], int64_t step, int flag0, int flag1)
+{
+    if (count <= 0)
+        return PG_OK;
+    pg_node first, n;
+    PG_TRY(any_optim_node(&first, name, p[0], g[0], state, hyper, step, flag0, flag1));
+    pg_node_list *list;
+    pg_status st = pg_node_list_new(count, first.nsrc, first.nextra, &list);
+    if (st != PG_OK) {
+        pg_tensor_clear(&first.src[0]);
+        return st;
+    }
+    int built = 0; /* entries whose contiguous grad (slot 0) the list owns */
+    for (int i = 0; i < count && st == PG_OK; i++) {
+        if (i > 0) {
+            st = any_optim_node(&n, name, p[i], g[i], state + 3 * i, hyper, step, flag0, flag1);
+            if (st != PG_OK)
+                break;
+        } else {
+            n = first;
+        }
+        pg_tensor *e = &list->t[(size_t)i * (size_t)list->width];
+        memcpy(e, n.src, sizeof(pg_tensor) * (size_t)n.nsrc);
+        e[n.nsrc] = n.dst;
+        memcpy(e + n.nsrc + 1, n.extra, sizeof(pg_tensor) * (size_t)n.nextra);
+        built++;
+        list->total += pg_tensor_numel(&n.dst);
+        if (p[i]->dtype != p[0]->dtype)
+            st = pg_error_set(PG_ERR_DTYPE, "%s: a multi-tensor step takes one dtype, got %s and "
+                              "%s (group the parameters by dtype)", n.name,
+                              pg_dtype_name((pg_dtype)p[0]->dtype),
+                              pg_dtype_name((pg_dtype)p[i]->dtype));
+        else
+            st = pg_check_same_device(n.name, p[0], p[i]);
+    }
+    if (st == PG_OK)
+        st = pg_backend_check_op(pg_tensor_device(p[0]), PG_OP_MULTI, p[0]->dtype, first.name);
+    if (st == PG_OK && list->total > 0) {
+        pg_node m;
+        node_init(&m, PG_OP_MULTI, first.op, first.name);
+        m.p = first.p;
+        m.dst = *p[0];
+        m.list = list;
+        st = pg_launch(&m);
+    }
+    for (int i = 0; i < built; i++) { /* the core's grad references; a queued task keeps the
+                                        * list's tensors and its own holds on their storages */
+        pg_tensor grad = list->t[(size_t)i * (size_t)list->width];
+        pg_tensor_clear(&grad);
+    }
+    pg_node_list_release(list);
     return st;
 }

@@ -25,9 +25,9 @@
 
 #include "pg_backend.h"
 
-/* a fused node reads up to PG_NODE_MAX_SRC storages and writes up to 1 + PG_NODE_MAX_EXTRA,
- * each with its pending write and reads to wait for (see sim's enqueue_with_events) */
-#define PG_TASK_MAX_DEPS (2 * PG_NODE_MAX_SRC + 3 * (1 + PG_NODE_MAX_EXTRA))
+/* a task waits for at most one event per sim queue (sim's add_dep keeps the newest of each):
+ * a fused node's storages, or a MULTI node's many, each with its pending write and reads */
+#define PG_TASK_MAX_DEPS (2 * PG_MAX_DEVICES_PER_TYPE)
 #define PG_TASK_MAX_HOLD (PG_NODE_MAX_SRC + 1 + PG_NODE_MAX_EXTRA) /* a node's storages */
 
 typedef struct pg_stream pg_stream;

@@ -1,10 +1,11 @@
 """optim.RMSprop, optim.Adagrad, optim.Adadelta with PyTorch's update rules.
 
-Each parameter's step is ONE fused in-place op on its device
-(pygpu._train_ops.optim_update_; the rules are written out in csrc/backends/cpu/cpu_train.c
-and csrc/backends/cuda/kernels/train.cu). State tensors carry PyTorch's names, so state_dict() reads the same."""
+Each parameter's step is ONE fused in-place op on its device, or each group's one
+multi-tensor node (foreach/fused: _multi_tensor.py; the rules are written out in
+csrc/backends/cpu/cpu_train.c and csrc/backends/cuda/kernels/train.cu). State tensors carry
+PyTorch's names, so state_dict() reads the same. maximize steps along -grad."""
 from .._tensor_create import zeros
-from .._train_ops import optim_update_
+from ._multi_tensor import Plan, check_flags
 from .optimizer import Optimizer, _check_hyper
 
 
@@ -24,13 +25,14 @@ class RMSprop(Optimizer):
                  capturable=False):
         _check_hyper("RMSprop", lr=lr, eps=eps, weight_decay=weight_decay, momentum=momentum,
                      alpha=alpha)
-        if maximize:
-            raise NotImplementedError("RMSprop: maximize=True is not supported; negate the loss")
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                                       momentum=momentum, centered=bool(centered),
-                                      maximize=False))
+                                      capturable=bool(capturable), foreach=foreach,
+                                      maximize=bool(maximize),
+                                      differentiable=bool(differentiable)))
+        check_flags(foreach, None, differentiable)
 
-    def _update(self, p, group, state):
+    def _plan(self, p, group, state):
         momentum, centered = float(group["momentum"]), bool(group["centered"])
         if "step" not in state:
             state["step"] = 0
@@ -40,11 +42,11 @@ class RMSprop(Optimizer):
         if centered and "grad_avg" not in state:
             state["grad_avg"] = _zeros_like(p)
         state["step"] += 1
-        optim_update_("rmsprop", p, p.grad,
-                      (state["square_avg"], state.get("momentum_buffer") if momentum > 0 else None,
-                       state.get("grad_avg") if centered else None),
-                      (group["lr"], group["alpha"], group["eps"], group["weight_decay"], momentum),
-                      state["step"], centered)
+        return Plan("rmsprop",
+                    (state["square_avg"], state.get("momentum_buffer") if momentum > 0 else None,
+                     state.get("grad_avg") if centered else None),
+                    (group["lr"], group["alpha"], group["eps"], group["weight_decay"], momentum),
+                    state["step"], centered, False)
 
 
 class Adagrad(Optimizer):
@@ -55,28 +57,28 @@ class Adagrad(Optimizer):
                  differentiable=False, fused=None):
         _check_hyper("Adagrad", lr=lr, eps=eps, weight_decay=weight_decay, lr_decay=lr_decay,
                      initial_accumulator_value=initial_accumulator_value)
-        if maximize:
-            raise NotImplementedError("Adagrad: maximize=True is not supported; negate the loss")
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
                                       weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
-                                      maximize=False))
+                                      foreach=foreach, maximize=bool(maximize),
+                                      differentiable=bool(differentiable), fused=fused))
+        check_flags(foreach, fused, differentiable)
         # PyTorch makes Adagrad's state at construction (the accumulator has a start value)
         for group in self.param_groups:
             for p in group["params"]:
                 self.state[id(p)] = {"step": 0, "sum": _zeros_like(
                     p, float(group["initial_accumulator_value"]))}
 
-    def _update(self, p, group, state):
+    def _plan(self, p, group, state):
         if "sum" not in state:
             state["step"] = 0
             state["sum"] = _zeros_like(p, float(group["initial_accumulator_value"]))
         elif state["sum"].dtype != p.dtype:  # a half parameter's float32 master (_update_half)
             state["sum"] = state["sum"].astype(p.dtype)
         state["step"] += 1
-        optim_update_("adagrad", p, p.grad, (state["sum"], None, None),
-                      (group["lr"], group["lr_decay"], group["weight_decay"], group["eps"], 0.0),
-                      state["step"])
+        return Plan("adagrad", (state["sum"], None, None),
+                    (group["lr"], group["lr_decay"], group["weight_decay"], group["eps"], 0.0),
+                    state["step"], False, False)
 
 
 class Adadelta(Optimizer):
@@ -88,17 +90,18 @@ class Adadelta(Optimizer):
         _check_hyper("Adadelta", lr=lr, eps=eps, weight_decay=weight_decay)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Adadelta: rho must be in [0, 1], got {rho!r}")
-        if maximize:
-            raise NotImplementedError("Adadelta: maximize=True is not supported; negate the loss")
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
-                                      maximize=False))
+                                      foreach=foreach, capturable=bool(capturable),
+                                      maximize=bool(maximize),
+                                      differentiable=bool(differentiable)))
+        check_flags(foreach, None, differentiable)
 
-    def _update(self, p, group, state):
+    def _plan(self, p, group, state):
         if "step" not in state:
             state["step"] = 0
             state["square_avg"] = _zeros_like(p)
             state["acc_delta"] = _zeros_like(p)
         state["step"] += 1
-        optim_update_("adadelta", p, p.grad, (state["square_avg"], state["acc_delta"], None),
-                      (group["lr"], group["rho"], group["eps"], group["weight_decay"], 0.0),
-                      state["step"])
+        return Plan("adadelta", (state["square_avg"], state["acc_delta"], None),
+                    (group["lr"], group["rho"], group["eps"], group["weight_decay"], 0.0),
+                    state["step"], False, False)

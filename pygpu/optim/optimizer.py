@@ -1,11 +1,14 @@
 """optim.Optimizer: parameter groups, per-parameter state, zero_grad, state_dict.
 
-Subclasses implement _update(p, group, state): one fused in-place op per
-parameter on the parameter's device (pygpu._train_ops.sgd_update_ / adam_update_), so
-a step makes no transfer and no chain of Python-level tensor ops."""
+Subclasses implement _plan(p, group, state) (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta:
+what one fused in-place op does to p, run per parameter or as one multi-tensor node per
+group, as PyTorch's foreach=/fused= choose: _multi_tensor.py) or _update(p, group, state)
+(the others: a few in-place ops), on the parameter's device, so a step makes no transfer
+and no chain of Python-level tensor ops."""
 from .. import _C
 from .._dtype import bfloat16, float16, float32
 from ..autograd import no_grad
+from . import _multi_tensor
 
 Tensor = _C.Tensor
 
@@ -105,6 +108,9 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
+            if hasattr(self, "_plan"):
+                _multi_tensor.step_group(self, group)
+                continue
             for p in group["params"]:
                 if p.grad is None:
                     continue

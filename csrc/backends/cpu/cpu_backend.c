@@ -67,6 +67,11 @@ static pg_status cpu_launch(const pg_backend *be, int index, const pg_node *node
     for (int i = 0; i < node->nextra; i++)
         if (node->extra[i].storage && pg_storage_has_pending(node->extra[i].storage))
             PG_TRY(pg_storage_wait_idle(node->extra[i].storage));
+    for (int i = 0, len = pg_node_list_len(node); i < len; i++) { /* a MULTI node's entries */
+        pg_storage *st = pg_node_list_at(node, i)->storage;
+        if (st && pg_storage_has_pending(st))
+            PG_TRY(pg_node_list_writes(node, i) ? pg_storage_wait_idle(st) : pg_storage_wait(st));
+    }
     bool done; /* an optimizer step or bf16 layer that pre-packed weight panels serve */
     PG_TRY(pg_cpu_panels_launch(pg_cpu_pool(), node, &done));
     if (!done)

@@ -18,6 +18,7 @@
 #include "../../core/pg_tensor.h"
 #include "cpu_gemm_bf16.h"
 #include "cpu_kernels.h"
+#include "cpu_parallel.h"
 #include "cpu_part.h"
 
 typedef struct slot {
@@ -302,10 +303,35 @@ static const unsigned char panel_use[PG_NUM_OPS] = {
 #include "../../core/pg_ops.def"
 };
 
+/* A multi-tensor step (MULTI) over steps that write panels: each entry stepped whole, as its
+ * own node would be (with its panels where it has a slot), inside the one node. */
+static pg_status run_multi_step(pg_pool *pool, const pg_node *node)
+{
+    const pg_node_list *l = node->list;
+    for (int e = 0; e < l->count; e++) {
+        const pg_tensor *t = &l->t[(size_t)e * (size_t)l->width];
+        pg_node entry; /* the entry's operands as listed: the weight's own shape keys its slot */
+        pg_cpu_multi_entry(node, e, 0, pg_tensor_numel(&t[l->nsrc]), &entry);
+        memcpy(entry.src, t, sizeof(pg_tensor) * (size_t)l->nsrc);
+        entry.dst = t[l->nsrc];
+        memcpy(entry.extra, t + l->nsrc + 1, sizeof(pg_tensor) * (size_t)l->nextra);
+        bool packed = false;
+        PG_TRY(run_step(pool, &entry, &packed));
+        if (!packed)
+            PG_TRY(pg_cpu_run(pool, &entry));
+    }
+    return PG_OK;
+}
+
 pg_status pg_cpu_panels_launch(pg_pool *pool, const pg_node *node, bool *done)
 {
     *done = false;
     const int use = (unsigned)node->op < (unsigned)PG_NUM_OPS ? panel_use[node->op] : NO_PANELS;
+    if (node->op == PG_OP_MULTI && pg_cpu_panels_enabled() && pg_cpu_gemm_bf16_runs() &&
+        panel_use[node->subop] == PANELS_STEP) {
+        *done = true;
+        return run_multi_step(pool, node);
+    }
     if (use == NO_PANELS)
         return PG_OK;
     if (!pg_cpu_panels_enabled() || !pg_cpu_gemm_bf16_runs())

@@ -38,6 +38,10 @@ pg_status pg_cpu_rnn_cell_on(struct pg_pool *pool, const pg_node *node);
 pg_status pg_cpu_attention_on(struct pg_pool *pool, const pg_node *node);
 pg_status pg_cpu_xent_fwd_on(struct pg_pool *pool, const pg_node *node); /* cpu_xent.c */
 pg_status pg_cpu_xent_bwd_on(struct pg_pool *pool, const pg_node *node);
+pg_status pg_cpu_multi_on(struct pg_pool *pool, const pg_node *node); /* cpu_multi.c */
+pg_status pg_cpu_multi_norm_on(struct pg_pool *pool, const pg_node *node);
+/* A MULTI node's entry e as a node of its kind, its operands narrowed to elements [a, b) */
+void pg_cpu_multi_entry(const pg_node *n, int e, int64_t a, int64_t b, pg_node *sub);
 /* The same with the weight's pre-packed bfloat16 panels (cpu_bf16_panels.h; NULL: none) */
 pg_status pg_cpu_linear_fwd_packed(struct pg_pool *pool, const pg_node *node, const void *w_panels);
 pg_status pg_cpu_linear_bwd_packed(struct pg_pool *pool, const pg_node *node, const void *w_panels);

@@ -196,15 +196,23 @@ static void run_one(sim_device *d, pg_task *t)
     const pg_node *n = &t->u.node;
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(n, outs);
-    for (int i = 0; i < n->nsrc; i++) {
-        pg_status est = n->src[i].storage ? pg_storage_error_copy(n->src[i].storage, err, sizeof err)
-                                          : PG_OK;
+    const int nlist = pg_node_list_len(n); /* a MULTI node's entries */
+    for (int i = 0; i < n->nsrc + nlist; i++) {
+        const pg_tensor *in = i < n->nsrc ? &n->src[i] : pg_node_list_at(n, i - n->nsrc);
+        if (i >= n->nsrc && pg_node_list_writes(n, i - n->nsrc))
+            continue;
+        pg_status est = in->storage ? pg_storage_error_copy(in->storage, err, sizeof err) : PG_OK;
         if (est != PG_OK) {
             snprintf(msg, sizeof msg, "'%s' on sim:%d was skipped: its input comes from a failed op: %s",
                      n->name, d->index, err);
             for (int k = 0; k < nout; k++)
-                if (outs[k]->storage != n->src[i].storage)
+                if (outs[k]->storage != in->storage)
                     pg_storage_set_error(outs[k]->storage, est, msg);
+            for (int k = 0; k < nlist; k++) {
+                const pg_tensor *o = pg_node_list_at(n, k);
+                if (pg_node_list_writes(n, k) && o->storage && o->storage != in->storage)
+                    pg_storage_set_error(o->storage, est, msg);
+            }
             return; /* the root cause is already the device's pending failure */
         }
     }
@@ -227,11 +235,23 @@ static void run_one(sim_device *d, pg_task *t)
         record_failure(d, n->dst.storage, st, msg);
         for (int k = 1; k < nout; k++)
             pg_storage_set_error(outs[k]->storage, st, msg);
+        for (int k = 0; k < nlist; k++)
+            if (pg_node_list_writes(n, k) && pg_node_list_at(n, k)->storage)
+                pg_storage_set_error(pg_node_list_at(n, k)->storage, st, msg);
     } else {
         for (int k = 0; k < nout; k++) /* every byte rewritten by a good op */
             if (pg_tensor_covers_storage(outs[k]))
                 pg_storage_clear_error(outs[k]->storage);
     }
+}
+
+/* A MULTI node's task, done: the hold on each listed storage and its share of the list. */
+static void release_list(const pg_node *n)
+{
+    for (int i = 0, len = pg_node_list_len(n); i < len; i++)
+        if (pg_node_list_at(n, i)->storage)
+            pg_storage_unhold(pg_node_list_at(n, i)->storage);
+    pg_node_list_release(n->list);
 }
 
 /* Which sim queue `q` is: bit 2 * device + role (0 for another backend's). */
@@ -253,10 +273,14 @@ static void exec_task(void *ctx, pg_task *t)
     sim_device *d = ctx;
     if (!pg_sim_timeline_on(d->index) || !t->queued_ns) {
         run_one(d, t);
+        if (t->kind == 0 && pg_node_list_len(&t->u.node) > 0)
+            release_list(&t->u.node);
         return;
     }
     uint64_t start = pg_now_ns();
     run_one(d, t);
+    if (t->kind == 0 && pg_node_list_len(&t->u.node) > 0)
+        release_list(&t->u.node);
     uint64_t end = pg_now_ns(), origin = pg_sim_timeline_origin(d->index);
     pg_sim_span span = {.role = t->kind == 1 ? ROLE_COPY : ROLE_COMPUTE};
     snprintf(span.name, sizeof span.name, "%s",
@@ -301,9 +325,15 @@ static pg_status get_stream(sim_device *d, int role, pg_stream **out)
 static void add_dep(pg_task *t, pg_event e, pg_stream *self)
 {
     /* another backend's events were waited for before the lock was taken */
-    if (e.backend == &pg_sim_backend && e.queue && e.queue != self &&
-        !pg_stream_done(e.queue, e.seq))
-        t->deps[t->ndeps++] = e;
+    if (e.backend != &pg_sim_backend || !e.queue || e.queue == self || pg_stream_done(e.queue, e.seq))
+        return;
+    for (int i = 0; i < t->ndeps; i++)
+        if (t->deps[i].queue == e.queue) { /* one event per queue: its newest implies the rest */
+            if (e.seq > t->deps[i].seq)
+                t->deps[i] = e;
+            return;
+        }
+    t->deps[t->ndeps++] = e;
 }
 
 /* Before queuing: wait on the host for work other backends queued on these
@@ -385,25 +415,49 @@ static pg_status sim_launch(const pg_backend *be, int index, const pg_node *node
     t.ndeps = 0;
     t.nhold = 0;
     t.queued_ns = pg_sim_timeline_on(index) ? pg_now_ns() : 0;
-    pg_storage *reads[PG_NODE_MAX_SRC], *writes[1 + PG_NODE_MAX_EXTRA];
-    int nreads = 0;
+    /* a MULTI node's entries read and write many storages: arrays of their size, and the
+     * task holds those itself (release_list), beyond its fixed hold slots */
+    const int nlist = pg_node_list_len(node);
+    pg_storage *fixed[PG_NODE_MAX_SRC + 1 + PG_NODE_MAX_EXTRA];
+    pg_storage **ops = nlist ? malloc(sizeof *ops * (size_t)(nlist + PG_TASK_MAX_HOLD)) : fixed;
+    if (!ops)
+        return pg_error_set(PG_ERR_NOMEM, "%s: out of host memory queuing a list of %d operands",
+                            node->name, nlist);
+    int nreads = 0, nwrites = 0;
     for (int i = 0; i < node->nsrc; i++) {
         if (!node->src[i].storage)
             continue; /* an optional operand the op does without */
-        reads[nreads++] = node->src[i].storage;
+        ops[nreads++] = node->src[i].storage;
         t.hold[t.nhold++] = node->src[i].storage;
     }
+    for (int i = 0; i < nlist; i++)
+        if (!pg_node_list_writes(node, i) && pg_node_list_at(node, i)->storage)
+            ops[nreads++] = pg_node_list_at(node, i)->storage;
+    pg_storage **writes = ops + nreads;
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
-    int nwrites = pg_node_outputs(node, outs);
-    for (int i = 0; i < nwrites; i++) {
-        writes[i] = outs[i]->storage;
-        t.hold[t.nhold++] = writes[i];
+    int nout = pg_node_outputs(node, outs);
+    for (int i = 0; i < nout; i++) {
+        writes[nwrites++] = outs[i]->storage;
+        t.hold[t.nhold++] = outs[i]->storage;
     }
-    PG_TRY(wait_foreign(reads, nreads, writes, nwrites));
-    for (int i = 0; i < t.nhold; i++)
-        pg_storage_hold(t.hold[i]);
-    enqueue_with_events(s, ROLE_COMPUTE, &t, reads, nreads, writes, nwrites);
-    return PG_OK;
+    for (int i = 0; i < nlist; i++)
+        if (pg_node_list_writes(node, i) && pg_node_list_at(node, i)->storage)
+            writes[nwrites++] = pg_node_list_at(node, i)->storage;
+    pg_status st = wait_foreign(ops, nreads, writes, nwrites);
+    if (st == PG_OK) {
+        for (int i = 0; i < t.nhold; i++)
+            pg_storage_hold(t.hold[i]);
+        if (nlist) {
+            for (int i = 0; i < nlist; i++)
+                if (pg_node_list_at(node, i)->storage)
+                    pg_storage_hold(pg_node_list_at(node, i)->storage);
+            pg_node_list_retain(node->list);
+        }
+        enqueue_with_events(s, ROLE_COMPUTE, &t, ops, nreads, writes, nwrites);
+    }
+    if (ops != fixed)
+        free(ops);
+    return st;
 }
 
 static pg_status sim_copy(const pg_backend *be, int index, const pg_copy *c)

@@ -1,0 +1,114 @@
+"""The optimizers' step as PyTorch's `foreach=` / `fused=` arguments choose it: one fused op per
+parameter (the single-tensor path), or one MULTI node per parameter group, device and dtype
+(the multi-tensor path: `_C._optim_multi`, the op table's MULTI row), which updates every
+parameter of the list in one call from C, cut over the device's threads by the total element
+count, with the GIL released on cpu. Both run the same per-element update, so they agree bit
+for bit; the choice changes the time only.
+
+An optimizer opts in by defining `_plan(p, group, state) -> Plan`: what its update of p is
+(the update kind, its state tensors, hyper-parameters, step and flags), made once and run by
+either path. The flags are checked as PyTorch's optimizers check them (`fused` and `foreach`
+together, `fused` with `differentiable`, `fused` on a parameter that is not floating point or
+on a device without fused kernels raise PyTorch's RuntimeError, in its words)."""
+from collections import namedtuple
+
+from .. import _C
+from .._dtype import bfloat16, float16, float32
+
+# kind: "sgd" or a PG_OPTIM row's name; states: three tensors or None (the node's slots);
+# hyper: five floats; step: the step number the kind's scalars use; flag0, flag1: its flags
+Plan = namedtuple("Plan", "kind states hyper step flag0 flag1")
+
+# the device types whose backends give pygpu.optim its fused step (a MULTI node where the
+# backend runs one, else one fused op per parameter: cuda, today)
+FUSED_DEVICES = ["cpu", "sim", "cuda"]
+
+
+def check_flags(foreach, fused, differentiable):
+    """PyTorch's constructor checks of the three flags, in its order and words."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if differentiable:
+        raise NotImplementedError("differentiable=True is not supported: pygpu's optimizer step "
+                                  "is not recorded by autograd (it runs under no_grad)")
+
+
+def check_fused_param(p):
+    """fused=True on a parameter that is not floating point, or on a device without fused
+    kernels: PyTorch's RuntimeError (torch.optim.optimizer._device_dtype_check_for_fused)."""
+    if not (p.device.type in FUSED_DEVICES and p.dtype.is_floating_point):
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of "
+                           f"supported devices: {FUSED_DEVICES} but {p.dtype} and {p.device.type}")
+
+
+def wants_multi(group):
+    """Whether the group steps as one multi-tensor node per device and dtype: foreach=True or
+    fused=True, or both left None (PyTorch then picks by device; pygpu's cpu and sim run the
+    MULTI node, and a device whose backend does not falls back per parameter below)."""
+    foreach, fused = group.get("foreach"), group.get("fused")
+    if group.get("differentiable"):
+        return False
+    return bool(foreach) or bool(fused) or (foreach is None and fused is None)
+
+
+def apply_one(p, grad, plan):
+    """The single-tensor path: one fused op on p's device."""
+    if plan.kind == "sgd":
+        lr, momentum, dampening, weight_decay, _ = plan.hyper
+        _C._sgd_update(p, grad, plan.states[0], lr, momentum, dampening, weight_decay,
+                       plan.flag0, plan.flag1)
+    else:
+        _C._optim_update(plan.kind, p, grad, *plan.states, plan.hyper, plan.step, plan.flag0,
+                         plan.flag1)
+
+
+def step_group(opt, group):
+    """One step of `group`'s parameters that have a grad, by `opt._plan`. A float16/bfloat16
+    parameter steps its float32 master copy (state["master"]) with the grad widened, then
+    takes the master rounded once, as Optimizer._update_half does; maximize steps along -grad
+    (PyTorch's `grad = -grad`)."""
+    multi = wants_multi(group)
+    fused, maximize = bool(group.get("fused")), bool(group.get("maximize"))
+    buckets = {}
+    for p in group["params"]:
+        if p.grad is None:
+            continue
+        if p.grad.device != p.device:
+            raise _C.DeviceMismatchError(f"optimizer: a parameter is on {p.device} but its grad "
+                                         f"is on {p.grad.device}")
+        if fused:
+            check_fused_param(p)
+        state = opt.state.setdefault(id(p), {})
+        grad = -p.grad if maximize else p.grad
+        target, half = p, p.dtype is float16 or p.dtype is bfloat16
+        if half:
+            target = state.get("master")
+            if target is None:
+                target = state["master"] = p.detach().astype(float32)
+            grad = grad.astype(float32)
+        plan = opt._plan(target, group, state)
+        if not multi:
+            apply_one(target, grad, plan)
+            if half:
+                p.copy_(target)
+            continue
+        key = (target.device, target.dtype, plan.kind, plan.step, plan.flag0, plan.flag1,
+               tuple(s is None for s in plan.states))
+        buckets.setdefault(key, []).append((target, grad, plan, p if half else None))
+    for items in buckets.values():
+        first = items[0][2]
+        if _C._has_node("MULTI", items[0][0]):
+            states = [None if first.states[k] is None else [it[2].states[k] for it in items]
+                      for k in range(3)]
+            _C._optim_multi(first.kind, [it[0] for it in items], [it[1] for it in items],
+                            *states, tuple(float(h) for h in first.hyper), int(first.step),
+                            bool(first.flag0), bool(first.flag1))
+        else:  # the device's backend has no MULTI node (cuda): one fused op per parameter
+            for target, grad, plan, _ in items:
+                apply_one(target, grad, plan)
+        for target, _, _, p in items:
+            if p is not None:
+                p.copy_(target)
