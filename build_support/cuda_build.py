@@ -468,7 +468,7 @@ class BuildProgress:
         env = os.environ if env is None else env
         self.what, self.total, self.done, self.t0 = what, total, 0, time.monotonic()
         self.lines = lines or total  # at most this many step lines (the last always shows)
-        self.stream, self._own = stream, False
+        self.stream, self._own, self._said = stream, False, False
         if stream is not None or env.get("PYGPU_BUILD_PROGRESS") == "0":
             return
         self.stream = sys.stderr
@@ -480,8 +480,11 @@ class BuildProgress:
 
     def say(self, text):
         if self.stream is not None:
+            # on the terminal pip shares, start below its spinner ("Building editable ... |")
+            lead = "\n" if self._own and self.done == 0 and not self._said else ""
+            self._said = True
             try:
-                self.stream.write(f"pygpu: {text}\n")
+                self.stream.write(f"{lead}pygpu: {text}\n")
                 self.stream.flush()
             except OSError:
                 pass
