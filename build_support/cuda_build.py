@@ -626,8 +626,9 @@ def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False
         shutil.copyfile(tmp_out, staged)
         os.chmod(staged, 0o755)
         os.replace(staged, out_path)
+        reused = len(jobs) - len(compiled)
         progress.say(f"built the CUDA backend in {time.monotonic() - t0:.0f} s "
-                     f"({len(compiled)} of {len(jobs)} sources compiled, the rest from the cache)")
+                     f"({len(compiled)} sources compiled, {reused} from the cache)")
         return compiled
     finally:
         progress.close()

@@ -15,6 +15,7 @@ SIM = FAST + ["--device", "sim:0"]
 
 
 SPREAD_LIMIT = main_job.UNSTABLE_SPREAD  # the job's own, before the fixture below lifts it
+RATIO_LIMIT = main_job.SIM_RATIO_LIMIT
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +24,7 @@ def quick_calibration(tmp_path, monkeypatch, link_model_off):
     # the spread rule is tested on a fake clock below; the tests that time for real must not
     # depend on how loaded the machine is (a loaded one would re-measure, then mark rows)
     monkeypatch.setattr(main_job, "UNSTABLE_SPREAD", float("inf"))
+    monkeypatch.setattr(main_job, "SIM_RATIO_LIMIT", float("inf"))
     monkeypatch.setattr(main_job, "CAL_MAX_BYTES", 16 << 10)
     monkeypatch.setattr(main_job, "CAL_MATMUL_NS", (16, 32, 64))
 
@@ -46,7 +48,7 @@ ROW_SCHEMA = [("n", int), ("numpy_s", float), ("resident_s", float), ("round_tri
               ("numpy_spread", float), ("resident_spread", float), ("round_trip_spread", float),
               ("numpy_calls", int), ("resident_calls", int), ("round_trip_calls", int),
               ("numpy_blocks", list), ("resident_blocks", list), ("round_trip_blocks", list),
-              ("attempts", int), ("unstable", bool),
+              ("attempts", int), ("unstable", bool), ("doubt", (str, type(None))),
               ("predicted_resident_s", float), ("predicted_round_trip_s", float),
               ("speedup_resident", float), ("speedup_round_trip", float),
               ("resident_transfers", dict), ("round_trip_transfers", dict)]
@@ -189,6 +191,7 @@ def test_a_figure_is_three_blocks_and_their_run_to_run_spread(monkeypatch, durat
 def spread_rule(monkeypatch):
     """The job's own threshold (quick_calibration lifts it for the tests that time for real)."""
     monkeypatch.setattr(main_job, "UNSTABLE_SPREAD", SPREAD_LIMIT)
+    monkeypatch.setattr(main_job, "SIM_RATIO_LIMIT", RATIO_LIMIT)
     assert main_job.MAX_ATTEMPTS == 3
 
 
@@ -212,6 +215,27 @@ def test_a_wide_row_is_measured_again_then_marked(spread_rule, spreads, attempts
                                                   unstable):
     row = main_job.measure_size(64, "sim:0", 10, None, measure=_fake_rows(spreads))
     assert (row["attempts"], row["tag"], row["unstable"]) == (attempts, kept, unstable)
+
+
+@pytest.mark.parametrize("numpy_ms, dev, doubt", [
+    (1.0, "sim:0", None),             # NumPy and sim alike: the same CPU
+    (2.5, "sim:0", None),             # NumPy's pool against sim's one thread: within reason
+    (16.0, "sim:0", "16x apart"),     # issue 46: NumPy held at 16 ms in every block
+    (16.0, "cuda:0", None),           # a real GPU may well be 16x faster
+])
+def test_on_sim_numpy_and_the_device_far_apart_is_doubted(spread_rule, numpy_ms, dev, doubt):
+    row = {"numpy_s": numpy_ms * 1e-3, "resident_s": 1e-3, "numpy_spread": 0.05,
+           "resident_spread": 0.05, "round_trip_spread": 0.05}
+    got = main_job.row_doubt(row, dev)
+    assert (got is None) if doubt is None else (doubt in got and "starved" in got)
+
+
+def test_a_row_stuck_slow_in_every_block_is_measured_again_then_marked(spread_rule):
+    def stuck(n, dev, number, rng):  # tight blocks, but NumPy 16x the device
+        return {"n": n, "numpy_s": 16e-3, "resident_s": 1e-3, "numpy_spread": 0.02,
+                "resident_spread": 0.02, "round_trip_spread": 0.02}
+    row = main_job.measure_size(128, "sim:0", 10, None, measure=stuck)
+    assert row["attempts"] == 3 and row["unstable"] and "16x apart" in row["doubt"]
 
 
 def _row(n, sp, unstable=False, numpy_s=1e-3, round_trip_s=2e-3):
