@@ -15,6 +15,7 @@ Environment knobs (all optional):
   PYGPU_COVERAGE=1      test build: the C core instrumented for gcov's line coverage
                         (build_support/coverage_diff.py compares two test suites with it)
 """
+import concurrent.futures
 import glob
 import os
 import sys
@@ -82,9 +83,35 @@ def core_extension():
 
 
 class BuildExt(build_ext):
-    """Builds the core as usual, then the CUDA plugin when a toolkit is there.
+    """Builds the core, its C files on every core at once (setuptools compiles one extension's
+    sources one by one; its --parallel runs whole extensions side by side, and pygpu has one),
+    then the CUDA plugin when a toolkit is there, saying how far each has got
+    (cuda_build.BuildProgress: on the terminal, which pip otherwise keeps silent).
     Writes pygpu/_cuda_build_reason.txt: why the plugin was built or not, for
     pygpu.cuda.unavailable_reason() to quote."""
+
+    def build_extension(self, ext):
+        compile_one_by_one = self.compiler.compile
+        progress = cuda_build.BuildProgress("C core", len(ext.sources), lines=10)
+
+        def compile_in_parallel(sources, output_dir=None, macros=None, include_dirs=None,
+                                debug=0, extra_preargs=None, extra_postargs=None, depends=None):
+            def one(src):
+                objs = compile_one_by_one([src], output_dir, macros, include_dirs, debug,
+                                          extra_preargs, extra_postargs, depends)
+                progress.step(os.path.relpath(src, HERE) if os.path.isabs(src) else src)
+                return objs
+            progress.say(f"compiling the C core: {len(sources)} files, "
+                         f"{os.cpu_count() or 1} at a time")
+            with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+                return [o for objs in pool.map(one, sources) for o in objs]
+
+        self.compiler.compile = compile_in_parallel
+        try:
+            super().build_extension(ext)
+        finally:
+            self.compiler.compile = compile_one_by_one
+            progress.close()
 
     def run(self):
         super().run()
@@ -109,7 +136,9 @@ class BuildExt(build_ext):
 
 # pyproject.toml declares `dependencies` dynamic: nvidia-cublas joins them when
 # the plugin is linked against that wheel (cuda_build.runtime_requires).
-BASE_REQUIRES = ["numpy>=2.0", "scipy-openblas32>=0.3.27", "safetensors>=0.4", "tqdm>=4"]
+# threadpoolctl: the main job's --blas-threads (pure Python, 20 KB)
+BASE_REQUIRES = ["numpy>=2.0", "scipy-openblas32>=0.3.27", "safetensors>=0.4", "tqdm>=4",
+                 "threadpoolctl>=3"]
 
 setup(ext_modules=[core_extension()], cmdclass={"build_ext": BuildExt},
       install_requires=BASE_REQUIRES + cuda_build.runtime_requires(os.environ))

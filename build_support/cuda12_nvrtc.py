@@ -139,7 +139,9 @@ def check(nvidia, sources=None, archs=None, jobs=None, verbose=True):
                                    text=True).stdout
     if "release 12." not in ptxas_version:
         sys.exit(f"{ptxas} is not CUDA 12:\n{ptxas_version}")
-    archs = cuda_build.resolve_archs(archs)
+    # every arch of the targets, each to PTX by NVRTC and to SASS by ptxas (a PTX-only target
+    # of the real build is checked through ptxas too: the driver's JIT will run it)
+    archs = sorted({a for _, a in cuda_build.resolve_targets(archs)})
     sources = sources or sorted(glob.glob(os.path.join(KERNELS, "*.cu")))
     if not sources:
         sys.exit("no csrc/backends/cuda/kernels/*.cu")

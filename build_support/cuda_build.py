@@ -40,9 +40,11 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 
 DEFAULT_ARCHS = ["80", "90"]  # sm_80, sm_90 SASS; PTX of the highest (compute_90) for newer GPUs
+NO_GPU_ARCHS = ["compute_80"]  # default_archs() where no GPU is visible: PTX, JIT-compiled once
 CUBLAS_WHEEL_DIRS = ("cu13", "cublas")  # nvidia-cublas (CUDA 13) and nvidia-cublas-cu12 layouts
 
 
@@ -261,26 +263,101 @@ def decide(env=None):
 
 def resolve_archs(archs=None, env=None):
     """Compute capabilities as digit strings ("80", "90a"). PYGPU_CUDA_ARCHS
-    ("80;90", commas or spaces also accepted) overrides `archs`."""
+    ("80;90", commas or spaces also accepted) overrides `archs`. A PTX-only
+    entry ("compute_80") is returned as "compute_80"; see resolve_targets."""
     env = os.environ if env is None else env
     if env.get("PYGPU_CUDA_ARCHS"):
         archs = re.split(r"[;,\s]+", env["PYGPU_CUDA_ARCHS"].strip())
-    archs = [re.sub(r"^(sm_|compute_)", "", a.strip()) for a in (archs or DEFAULT_ARCHS)]
-    archs = [a for a in archs if a]
-    for a in archs:
+    out = []
+    for a in (archs or DEFAULT_ARCHS):
+        a = a.strip()
+        if not a:
+            continue
+        ptx = a.startswith("compute_")
+        a = re.sub(r"^(sm_|compute_)", "", a)
         if not re.fullmatch(r"\d+[a-z]?", a):
-            raise CudaBuildError(f"bad CUDA architecture {a!r} (expected e.g. 80 or sm_90)")
-    return archs
+            raise CudaBuildError(f"bad CUDA architecture {a!r} (expected e.g. 80, sm_90 or "
+                                 "compute_80)")
+        out.append("compute_" + a if ptx else a)
+    return out
+
+
+def visible_gpu_archs(env=None):
+    """Compute capabilities of the GPUs the driver shows on this machine, as digit strings
+    (["90"] on an H100 or H200), from nvidia-smi; [] where there is none or no driver."""
+    env = os.environ if env is None else env
+    smi = shutil.which("nvidia-smi", path=env.get("PATH", os.defpath))
+    if not smi:
+        return []
+    try:
+        out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if out.returncode != 0:
+        return []
+    caps = {m.group(1) + m.group(2) for m in re.finditer(r"^\s*(\d+)\.(\d+)\s*$", out.stdout, re.M)}
+    return sorted(caps, key=int)
+
+
+def default_archs(env=None):
+    """The targets when PYGPU_CUDA_ARCHS does not say: the GPUs of this machine (SASS for
+    each, and PTX of the highest), as torch.utils.cpp_extension does; without a visible
+    GPU, PTX for compute_80 only (NO_GPU_ARCHS), which every GPU from the A100 on compiles
+    at first load, once: the driver keeps the result in its JIT cache. A build for other
+    machines (a wheel, a cluster's login node) sets PYGPU_CUDA_ARCHS="80;90" (DEFAULT_ARCHS:
+    SASS for sm_80 and sm_90, PTX of compute_90)."""
+    env = os.environ if env is None else env
+    if env.get("PYGPU_CUDA_ARCHS"):
+        return resolve_archs(None, env)
+    return visible_gpu_archs(env) or list(NO_GPU_ARCHS)
+
+
+def resolve_targets(archs=None, env=None):
+    """What nvcc builds: [("sass", "80"), ("ptx", "90"), ...]. "80"/"sm_80" is SASS for
+    sm_80; "compute_80" is PTX only (the driver compiles it at first load and keeps the
+    result in its JIT cache). A list of SASS only gets the PTX of its highest arch too,
+    so that newer GPUs can JIT it."""
+    targets = []
+    for a in resolve_archs(archs, env):
+        targets.append(("ptx", a[len("compute_"):]) if a.startswith("compute_") else ("sass", a))
+    if not any(kind == "ptx" for kind, _ in targets):
+        top = max((a for _, a in targets), key=lambda a: int(re.match(r"\d+", a).group()))
+        targets.append(("ptx", top))
+    return targets
+
+
+def describe_targets(targets):
+    return ", ".join(("sm_" if kind == "sass" else "compute_") + a
+                     + (" SASS" if kind == "sass" else " PTX") for kind, a in targets)
 
 
 def gencode_flags(archs):
-    """SASS for every arch, plus PTX of the highest so newer GPUs can JIT it."""
+    """SASS for every arch, plus PTX of the highest so newer GPUs can JIT it
+    (PTX only for a "compute_NN" entry)."""
     flags = []
-    for a in archs:
-        flags += ["-gencode", f"arch=compute_{a},code=sm_{a}"]
-    top = max(archs, key=lambda a: int(re.match(r"\d+", a).group()))
-    flags += ["-gencode", f"arch=compute_{top},code=compute_{top}"]
+    for kind, a in resolve_targets(archs, env={}):
+        code = f"sm_{a}" if kind == "sass" else f"compute_{a}"
+        flags += ["-gencode", f"arch=compute_{a},code={code}"]
     return flags
+
+
+def nvcc_flags(targets):
+    """nvcc's flags for the kernel and host .cu files, for resolve_targets' targets."""
+    # FMA contraction stays on (nvcc's default): the kernels that must round like their
+    # CPU twins use explicitly rounded pg_mul_rn/pg_add_rn (csrc/backends/cuda/kernels/pg_cuda_common.cuh)
+    flags = ["-std=c++17", "-O3", "-Werror", "all-warnings",
+             "-Xcompiler", "-fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror"]
+    for kind, a in targets:
+        code = f"sm_{a}" if kind == "sass" else f"compute_{a}"
+        flags += ["-gencode", f"arch=compute_{a},code={code}"]
+    return flags
+
+
+def include_flags(repo_root, toolkit, cublas):
+    return ["-I" + os.path.join(repo_root, "csrc", "core"),
+            "-I" + os.path.join(repo_root, "csrc", "backends", "cuda", "kernels"),
+            "-I" + toolkit["include"], "-I" + cublas["include"]]
 
 
 def _run(cmd, verbose):
@@ -316,12 +393,42 @@ def _headers_digest(repo_root):
     return h.hexdigest()
 
 
-def _object_key(cmd, obj, src, tool_version, headers):
-    """The cache key of one object: the command (its output path left out), the
-    compiler's version, the source's bytes and the headers' digest."""
+def _dir_digest(path, pattern="*.h*"):
+    """One hash over the files of a directory that match pattern (names and bytes)."""
     import hashlib
     h = hashlib.sha256()
-    h.update("\0".join(c for c in cmd if c != obj).encode())
+    for f in sorted(glob.glob(os.path.join(path, pattern))):
+        h.update(os.path.basename(f).encode())
+        with open(f, "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()[:16]
+
+
+def _stable_paths(repo_root, toolkit, cublas):
+    """{absolute path: what stands for it in a cache key}. Under pip's build isolation the
+    cuBLAS wheel lies in a new temporary directory (pip-build-env-XXXX) on every build, and a
+    fresh clone has a new root: a key holding those paths missed every time (the README's
+    second command recompiled every object the first had just cached). The checkout stands
+    for itself through the sources' and headers' bytes, the toolkit through nvcc's version,
+    and cuBLAS through its headers' bytes."""
+    return {os.path.abspath(repo_root): "<repo>", toolkit["root"]: "<cuda>",
+            toolkit["include"]: "<cuda-include>",
+            cublas["include"]: "<cublas-include {}>".format(_dir_digest(cublas["include"]))}
+
+
+def _object_key(cmd, obj, src, tool_version, headers, paths=None):
+    """The cache key of one object: the command (its output path left out, the paths of
+    `paths` replaced by their stand-ins, longest first), the compiler's version, the
+    source's bytes and the headers' digest."""
+    import hashlib
+    h = hashlib.sha256()
+    order = sorted((paths or {}).items(), key=lambda kv: -len(kv[0]))
+
+    def stable(arg):
+        for path, token in order:
+            arg = arg.replace(path, token)
+        return arg
+    h.update("\0".join(stable(c) for c in cmd if c != obj).encode())
     h.update(tool_version.encode())
     h.update(headers.encode())
     with open(src, "rb") as f:
@@ -330,11 +437,12 @@ def _object_key(cmd, obj, src, tool_version, headers):
 
 
 def _compile_cached(cmd, obj, key, cache, verbose):
-    """Compile unless the cache holds the object; then store it (atomically)."""
+    """Compile unless the cache holds the object; then store it (atomically).
+    Returns True when it compiled, False when the cache held the object."""
     cached = os.path.join(cache, key + ".o") if cache else None
     if cached and os.path.isfile(cached):
         shutil.copyfile(cached, obj)
-        return
+        return False
     _run(cmd, verbose)
     if cached:
         try:
@@ -344,6 +452,81 @@ def _compile_cached(cmd, obj, key, cache, verbose):
             os.replace(staged, cached)
         except OSError:
             pass  # a cache that cannot be written is only a slower next build
+    return True
+
+
+_PROGRESS_LOCK = threading.Lock()
+
+
+class BuildProgress:
+    """One line per finished object, for the person waiting. pip shows a build backend's
+    output only with -v, so the lines go to the controlling terminal (/dev/tty) when the
+    build has one and stderr is not it; else to stderr (pip -v, CI logs).
+    PYGPU_BUILD_PROGRESS=0 silences it."""
+
+    def __init__(self, what, total, env=None, lines=None, stream=None):
+        env = os.environ if env is None else env
+        self.what, self.total, self.done, self.t0 = what, total, 0, time.monotonic()
+        self.lines = lines or total  # at most this many step lines (the last always shows)
+        self.stream, self._own, self._said = stream, False, False
+        if stream is not None or env.get("PYGPU_BUILD_PROGRESS") == "0":
+            return
+        self.stream = sys.stderr
+        if not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+            try:
+                self.stream, self._own = open("/dev/tty", "w"), True
+            except OSError:
+                pass
+
+    def say(self, text):
+        if self.stream is not None:
+            # on the terminal pip shares, start below its spinner ("Building editable ... |")
+            lead = "\n" if self._own and self.done == 0 and not self._said else ""
+            self._said = True
+            try:
+                self.stream.write(f"{lead}pygpu: {text}\n")
+                self.stream.flush()
+            except OSError:
+                pass
+
+    def step(self, name, compiled=None):
+        """One object done: compiled (True), from the cache (False), or either (None)."""
+        with _PROGRESS_LOCK:
+            self.done += 1
+            done = self.done
+        if done != self.total and done * self.lines // self.total == \
+                (done - 1) * self.lines // self.total:
+            return
+        how = {True: " compiled", False: " from the cache", None: ""}[compiled]
+        self.say(f"{self.what} {done}/{self.total} ({time.monotonic() - self.t0:.0f} s): "
+                 f"{name}{how}")
+
+    def close(self):
+        if self._own:
+            self.stream.close()
+
+
+def compile_objects(jobs, cache, verbose=False, progress=None, workers=None):
+    """Compile [(cmd, obj, key, name)] on `workers` threads (default: every core), through
+    the object cache; jobs run in the order given (longest first balances the cores).
+    Returns the names that were compiled (not found in the cache); CudaBuildError on the
+    first failure."""
+    compiled = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2) as pool:
+        futures = {pool.submit(_compile_cached, cmd, obj, key, cache, verbose): name
+                   for cmd, obj, key, name in jobs}
+        try:
+            for f in concurrent.futures.as_completed(futures):
+                did = f.result()  # re-raises the first CudaBuildError
+                if did:
+                    compiled.append(futures[f])
+                if progress is not None:
+                    progress.step(futures[f], did)
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    return compiled
 
 
 def _tool_version(tool):
@@ -368,47 +551,56 @@ def plugin_sources(repo_root):
     return srcs
 
 
-def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False):
-    """Compile and link the CUDA plugin to out_path; CudaBuildError on failure."""
-    if toolkit is None or cublas is None:
-        raise CudaBuildError("build_plugin needs a toolkit and cuBLAS (see decide())")
-    archs = resolve_archs(archs)
-    includes = ["-I" + os.path.join(repo_root, "csrc", "core"),
-                "-I" + os.path.join(repo_root, "csrc", "backends", "cuda", "kernels"),
-                "-I" + toolkit["include"], "-I" + cublas["include"]]
-    # FMA contraction stays on (nvcc's default): the kernels that must round like their
-    # CPU twins use explicitly rounded pg_mul_rn/pg_add_rn (csrc/backends/cuda/kernels/pg_cuda_common.cuh)
-    nvcc_flags = ["-std=c++17", "-O3", "-Werror", "all-warnings",
-                  "-Xcompiler", "-fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror"]
-    nvcc_flags += gencode_flags(archs)
-    cc = shlex.split(os.environ.get("CC") or "gcc")
+def plugin_jobs(repo_root, toolkit, cublas, targets, build_dir, cc=None, versions=None):
+    """The plugin's compile jobs, [(cmd, obj, key, name)], the kernel files first, largest
+    first (so that the longest compiles start at once and the cores finish together).
+    versions: {"nvcc": ..., "cc": ...}, the compilers' --version text (asked when None)."""
+    cc = cc or shlex.split(os.environ.get("CC") or "gcc")
+    if versions is None:
+        versions = {"nvcc": _tool_version([toolkit["nvcc"]]), "cc": _tool_version(cc)}
+    includes = include_flags(repo_root, toolkit, cublas)
+    nvcc = nvcc_flags(targets)
     c_flags = ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror",
                "-D_POSIX_C_SOURCE=200809L"]
+    headers = _headers_digest(repo_root)
+    paths = _stable_paths(repo_root, toolkit, cublas)
     sources = plugin_sources(repo_root)
-    if not sources:
+    jobs = []
+    for i, src in enumerate(sources):
+        obj = os.path.join(build_dir, f"{i:02d}_{os.path.basename(src)}.o")
+        if src.endswith(".cu"):
+            cmd = [toolkit["nvcc"]] + nvcc + includes + ["-c", src, "-o", obj]
+            key = _object_key(cmd, obj, src, versions["nvcc"], headers, paths)
+        else:
+            cmd = cc + c_flags + includes + ["-c", src, "-o", obj]
+            key = _object_key(cmd, obj, src, versions["cc"], headers, paths)
+        jobs.append((cmd, obj, key, os.path.relpath(src, repo_root)))
+    kernel_dir = os.path.join(repo_root, "csrc", "backends", "cuda", "kernels")
+    order = {j[3]: (not os.path.join(repo_root, j[3]).startswith(kernel_dir),
+                    -os.path.getsize(os.path.join(repo_root, j[3]))) for j in jobs}
+    return sorted(jobs, key=lambda j: order[j[3]])
+
+
+def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False, env=None):
+    """Compile and link the CUDA plugin to out_path; CudaBuildError on failure.
+    Returns the sources it compiled (those not in the object cache)."""
+    env = os.environ if env is None else env
+    if toolkit is None or cublas is None:
+        raise CudaBuildError("build_plugin needs a toolkit and cuBLAS (see decide())")
+    targets = resolve_targets(archs if archs is not None else default_archs(env), env)
+    cc = shlex.split(env.get("CC") or "gcc")
+    if not plugin_sources(repo_root):
         raise CudaBuildError(f"no CUDA plugin sources under {repo_root}")
     build_dir = tempfile.mkdtemp(prefix="pygpu-cuda-build-")
-    cache = _cache_dir()
-    headers = _headers_digest(repo_root) if cache else ""
-    versions = {"nvcc": _tool_version([toolkit["nvcc"]]) if cache else "",
-                "cc": _tool_version(cc) if cache else ""}
+    cache = _cache_dir(env)
+    jobs = plugin_jobs(repo_root, toolkit, cublas, targets, build_dir, cc)
+    progress = BuildProgress("CUDA backend", len(jobs), env)
     try:
-        jobs = []
-        for i, src in enumerate(sources):
-            obj = os.path.join(build_dir, f"{i:02d}_{os.path.basename(src)}.o")
-            if src.endswith(".cu"):
-                cmd = [toolkit["nvcc"]] + nvcc_flags + includes + ["-c", src, "-o", obj]
-                key = _object_key(cmd, obj, src, versions["nvcc"], headers)
-            else:
-                cmd = cc + c_flags + includes + ["-c", src, "-o", obj]
-                key = _object_key(cmd, obj, src, versions["cc"], headers)
-            jobs.append((cmd, obj, key))
         t0 = time.monotonic()
-        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            futures = [pool.submit(_compile_cached, cmd, obj, key, cache, verbose)
-                       for cmd, obj, key in jobs]
-            for f in futures:
-                f.result()  # re-raises the first CudaBuildError
+        progress.say(f"building the CUDA backend: {len(jobs)} sources for "
+                     f"{describe_targets(targets)}, {os.cpu_count() or 2} at a time; compiled "
+                     f"objects are kept in {cache or 'no cache (PYGPU_CUDA_CACHE=0)'}")
+        compiled = compile_objects(jobs, cache, verbose, progress)
         # the absolute cuBLAS directory, unless it is pip's temporary build
         # environment (gone after the build; pygpu/cuda.py preloads the
         # installed wheel's copy instead)
@@ -418,7 +610,7 @@ def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False
         else:
             rpaths.append("$ORIGIN/../nvidia/cu13/lib")
         tmp_out = os.path.join(build_dir, os.path.basename(out_path))
-        link = cc + ["-shared", "-o", tmp_out] + [obj for _, obj, _ in jobs] + [
+        link = cc + ["-shared", "-o", tmp_out] + sorted(j[1] for j in jobs) + [
             "-L" + toolkit["lib64"], "-lcudart_static", cublas["library"]] + (
             [_cublaslt_lib(cublas["lib"])] if _cublaslt_lib(cublas["lib"]) else []) + [
             "-lstdc++", "-ldl", "-lpthread", "-lrt", "-lm",
@@ -434,10 +626,12 @@ def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False
         shutil.copyfile(tmp_out, staged)
         os.chmod(staged, 0o755)
         os.replace(staged, out_path)
-        if verbose:
-            print(f"built {out_path} in {time.monotonic() - t0:.1f}s ({len(jobs)} sources, "
-                  f"archs {', '.join(archs)})", flush=True)
+        reused = len(jobs) - len(compiled)
+        progress.say(f"built the CUDA backend in {time.monotonic() - t0:.0f} s "
+                     f"({len(compiled)} sources compiled, {reused} from the cache)")
+        return compiled
     finally:
+        progress.close()
         shutil.rmtree(build_dir, ignore_errors=True)
 
 

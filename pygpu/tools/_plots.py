@@ -19,7 +19,7 @@ def _pyplot():
 def plot_main_job(result, path):
     """Time per call vs n, log-log: measured solid, predicted dashed, crossover marked."""
     plt = _pyplot()
-    rows = result["rows"]
+    rows = [r for r in result["rows"] if not r.get("unstable")]  # not figures: left out
     ns = [r["n"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax.plot(ns, [r["numpy_s"] * 1e3 for r in rows], "o-", color="k", label="NumPy (host)")

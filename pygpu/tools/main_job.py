@@ -3,12 +3,18 @@
 An n x n float32 matmul for n in 64..2048, three ways: with NumPy; on a device
 with the data already there (resident); and on the device with a round trip
 every call (upload both inputs, multiply, download the result). For each n it
-prints the time per call (the median of repeats within a fixed time budget, with
-their spread; a row whose spread exceeds 15% is marked !), the speedup against NumPy, the transfers per call as
-counted, and the cost model's prediction (pygpu.cost) beside the measurement;
+prints the time per call (each figure timed in three blocks of repeats within a fixed
+time budget: the median of the blocks' medians, with their run-to-run spread), the speedup
+against NumPy, the transfers per call as counted, and the cost model's prediction (pygpu.cost) beside the measurement;
 then the crossover n above which the round trip beats NumPy; then a short MLP
 training whose transfers, as counted, are two heavy requests (weights up, weights
 down) and many light ones (a batch up, a loss back, per step).
+
+A row whose blocks disagree by more than UNSTABLE_SPREAD (a neighbour's burst, BLAS pools
+spinning against each other), or, on sim, whose NumPy and device times are further apart than
+the same CPU allows (once NumPy at n = 128 sat at 16 ms and the table printed a 145x
+speedup), is measured again, up to MAX_ATTEMPTS times; if it never settles, the table
+prints it as unstable instead of as figures, and the crossover leaves it out.
 
 The device is cuda:0 when present, else sim:0 with the sim link model on
 (10 us + 16 GB/s each way, a PCIe-like link), so that the cost of a round trip
@@ -48,15 +54,20 @@ def _progress(total, desc, quiet):
 
 BUDGET_S = 0.25    # per figure, three figures per n: the job's total time stays what it was
 MIN_CALLS = 3      # a median needs at least three (fewer only when --number says so)
-NOISY_SPREAD = 0.15  # a figure whose repeats spread more than this is marked, not trusted
+BLOCKS = 3           # each figure is timed in this many blocks, one after the other
+UNSTABLE_SPREAD = 0.25  # blocks' medians further apart than this (max - min over median): re-measure
+MAX_ATTEMPTS = 3     # measurements of a row before it is printed as unstable
+SIM_RATIO_LIMIT = 3.0  # on sim, NumPy and the resident device further apart than this: re-measure
+FIGURES = ("numpy", "resident", "round_trip")
 
 
-def time_per_call(fn, max_calls, budget_s=BUDGET_S, min_calls=MIN_CALLS):
+def time_per_call(fn, max_calls, budget_s=BUDGET_S, min_calls=MIN_CALLS, warm=True):
     """(median, spread, calls) of one call's time: calls repeated until max_calls, or until
     budget_s is spent and min_calls made (at least 2). spread is the interquartile range
     over the median: a median moves little when one call of a loaded machine is slow (the
     best-of it replaced did, run to run), and the spread says how much to trust it."""
-    fn()  # warm: allocations, first-touch pages, BLAS thread start
+    if warm:
+        fn()  # warm: allocations, first-touch pages, BLAS thread start
     least = max(2, min(min_calls, max_calls))
     times, spent = [], 0.0
     while len(times) < max(least, max_calls) and (len(times) < least or spent < budget_s):
@@ -69,7 +80,26 @@ def time_per_call(fn, max_calls, budget_s=BUDGET_S, min_calls=MIN_CALLS):
     return float(med), float((q75 - q25) / med) if med > 0 else 0.0, len(times)
 
 
-def measure_size(n, dev, number, rng):
+def time_figure(fn, max_calls, budget_s=BUDGET_S, blocks=BLOCKS):
+    """{"s", "spread", "calls", "blocks"}: fn timed in `blocks` blocks one after the other
+    (time_per_call each, budget_s shared out, max_calls too, at least 2 calls a block); the
+    figure is the median of the blocks' medians and its spread the run-to-run one, (max -
+    min) over that median: what a second run of the job might print instead. A block's
+    own median already shrugs off one slow call, so the blocks disagree only when the
+    machine changed under the figure for longer than a call."""
+    nblocks = max(1, min(blocks, max_calls))
+    medians, calls = [], 0
+    for i in range(nblocks):
+        med, _, k = time_per_call(fn, max(1, max_calls // nblocks), budget_s / nblocks,
+                                  min_calls=2, warm=(i == 0))
+        medians.append(med)
+        calls += k
+    mid = float(np.median(medians))
+    spread = (max(medians) - min(medians)) / mid if mid > 0 else 0.0
+    return {"s": mid, "spread": float(spread), "calls": calls, "blocks": medians}
+
+
+def measure_size_once(n, dev, number, rng):
     a_np = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
     b_np = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
     a_dev, b_dev = pygpu.tensor(a_np, device=dev), pygpu.tensor(b_np, device=dev)
@@ -82,13 +112,18 @@ def measure_size(n, dev, number, rng):
         (a_cpu.to(dev) @ b_cpu.to(dev)).to("cpu")
 
     row = {"n": n}
+
+    def record(name, fig):
+        row[f"{name}_s"], row[f"{name}_spread"] = fig["s"], fig["spread"]
+        row[f"{name}_calls"], row[f"{name}_blocks"] = fig["calls"], fig["blocks"]
+
     for name, fn in (("resident", resident), ("round_trip", round_trip)):
         fn()
         pygpu.synchronize()
         with pygpu.track() as tr:
             fn()
             pygpu.synchronize()
-        row[f"{name}_s"], row[f"{name}_spread"], row[f"{name}_calls"] = time_per_call(fn, number)
+        record(name, time_figure(fn, number))
         row[f"{name}_transfers"] = {k: getattr(tr, k) for k in
                                     ("h2d_count", "h2d_bytes", "d2h_count", "d2h_bytes")}
     # pygpu's pool and NumPy's OpenBLAS keep their idle threads spinning for a while
@@ -96,11 +131,45 @@ def measure_size(n, dev, number, rng):
     # timed in a block of its own, after the other's threads have gone to sleep
     # (benchmarks/bench_numpy_interleave.py measures what interleaving costs)
     time.sleep(0.2)
-    row["numpy_s"], row["numpy_spread"], row["numpy_calls"] = time_per_call(lambda: a_np @ b_np,
-                                                                            number)
+    record("numpy", time_figure(lambda: a_np @ b_np, number))
     time.sleep(0.2)  # before the next row's pygpu timings
-    row["noisy"] = max(row["numpy_spread"], row["resident_spread"],
-                       row["round_trip_spread"]) > NOISY_SPREAD
+    return row
+
+
+def row_spread(row):
+    """The widest run-to-run spread of a row's three figures."""
+    return max(row[f"{name}_spread"] for name in FIGURES)
+
+
+def row_doubt(row, dev):
+    """Why a row's figures cannot be trusted, or None. Its blocks disagree by more than
+    UNSTABLE_SPREAD; or, on sim, NumPy and the resident device are more than SIM_RATIO_LIMIT
+    apart: both multiply on this CPU (sim with one thread a device, NumPy with its pool), so
+    such a gap says one side was starved of CPU for the whole row (issue 46: NumPy at
+    n = 128 held at 16 ms in every repeat, a 145x "speedup" that the spread alone misses)."""
+    if row_spread(row) > UNSTABLE_SPREAD:
+        return f"its blocks disagree by more than {UNSTABLE_SPREAD:.0%}"
+    if str(dev).startswith("sim") and row.get("numpy_s") and row.get("resident_s"):
+        ratio = max(row["numpy_s"] / row["resident_s"], row["resident_s"] / row["numpy_s"])
+        if ratio > SIM_RATIO_LIMIT:
+            return (f"NumPy and sim, on the same CPU, are {ratio:.0f}x apart: one side was "
+                    "starved of CPU (--blas-threads 1 helps on a busy machine)")
+    return None
+
+
+def measure_size(n, dev, number, rng, measure=measure_size_once):
+    """A row, measured again (up to MAX_ATTEMPTS times in all) while row_doubt finds a
+    reason not to trust it; the best attempt is kept (one without doubt, else the narrowest),
+    and marked unstable, with the reason, if even that one is doubtful."""
+    attempts = []
+    for _ in range(MAX_ATTEMPTS):
+        attempts.append(measure(n, dev, number, rng))
+        if row_doubt(attempts[-1], dev) is None:
+            break
+    row = min(attempts, key=lambda r: (row_doubt(r, dev) is not None, row_spread(r)))
+    row["attempts"] = len(attempts)
+    row["doubt"] = row_doubt(row, dev)
+    row["unstable"] = row["doubt"] is not None
     return row
 
 
@@ -108,6 +177,8 @@ def measured_crossover(rows):
     """(n, previous n) of the first size where the round trip beats NumPy, or (None, None)."""
     prev = None
     for r in rows:
+        if r.get("unstable"):
+            continue  # not a figure: neither a crossover nor the size before one
         if r["round_trip_s"] < r["numpy_s"]:
             return r["n"], prev
         prev = r["n"]
@@ -156,7 +227,7 @@ def main(argv=None):
                    help="the MLP's training precision (default 32; the mixed ones send "
                         "16-bit batches: half the bytes)")
     p.add_argument("--blas-threads", type=int, default=None, metavar="N",
-                   help="limit NumPy's and pygpu's BLAS to N threads (needs threadpoolctl); on a "
+                   help="limit NumPy's and pygpu's BLAS to N threads (through threadpoolctl); on a "
                         "loaded machine, 1 keeps the two BLAS pools from spinning against each other")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON only")
     p.add_argument("--plot", metavar="OUT.png", help="write a log-log plot of time per call vs n")
@@ -171,10 +242,11 @@ def main(argv=None):
     if args.blas_threads is not None:
         if args.blas_threads < 1:
             p.error("--blas-threads must be positive")
-        try:
+        try:  # a dependency of pygpu (setup.py), so a plain install has it
             from threadpoolctl import threadpool_limits
         except ImportError:
-            p.error("--blas-threads needs threadpoolctl: pip install threadpoolctl")
+            p.error("--blas-threads needs threadpoolctl, which pygpu's install brings: "
+                    "pip install threadpoolctl")
         pygpu.ones((2, 2)) @ pygpu.ones((2, 2))  # load pygpu's BLAS so that the limit reaches it
         with threadpool_limits(args.blas_threads):
             return run(p, args)
@@ -216,7 +288,8 @@ def run(p, args):
     cross, cross_prev = measured_crossover(rows)
     host = cost.DeviceProfile("host", "cpu", True, "this run's NumPy timings", prof.links,
                               host_matmul_gflops=[[r["n"], 2.0 * r["n"] ** 3 / r["numpy_s"] / 1e9]
-                                                  for r in rows])
+                                                  for r in rows if not r["unstable"]] or
+                              [[r["n"], 2.0 * r["n"] ** 3 / r["numpy_s"] / 1e9] for r in rows])
     predicted_cross = cost.crossover_n(prof, host=host, lo=min(args.n), hi=max(args.n))
     result = {
         "pygpu": pygpu.__version__, "device": dev, "link": link,
@@ -250,9 +323,18 @@ def _fmt_t(s):
 
 
 def _fmt_m(r, name):
-    """A measured figure and its spread, e.g. '    1.234 ±3%'."""
+    """A measured figure and its run-to-run spread, e.g. '    1.234 ±3%'."""
     spread = f"±{r[name + '_spread'] * 100:.0f}%"
     return f"{_fmt_t(r[name + '_s'])} {spread:>5}"
+
+
+def _fmt_unstable(r):
+    """What the table prints for a row that never settled: no figure, the spreads."""
+    names = {"numpy": "NumPy", "resident": "resident", "round_trip": "round trip"}
+    spreads = ", ".join(f"{names[k]} ±{r[k + '_spread'] * 100:.0f}%" for k in FIGURES)
+    why = r.get("doubt") or f"its blocks disagree by more than {UNSTABLE_SPREAD:.0%}"
+    return (f"unstable, not a figure: {why}, after {r.get('attempts', 1)} measurements "
+            f"({spreads})")
 
 
 def print_table(res, prof):
@@ -262,16 +344,21 @@ def print_table(res, prof):
     print(f"  {'n':>6} {'NumPy ms':>14} | {'resident ms':>15} {'pred':>8} {'vs NumPy':>8} | "
           f"{'round trip ms':>15} {'pred':>8} {'vs NumPy':>8} | transfers per round trip")
     for r in res["rows"]:
+        if r.get("unstable"):
+            print(f"! {r['n']:>6} {_fmt_unstable(r)}")
+            continue
         t = r["round_trip_transfers"]
-        mark = "! " if r.get("noisy") else "  "
-        print(f"{mark}{r['n']:>6} {_fmt_m(r, 'numpy'):>14} | {_fmt_m(r, 'resident'):>15} "
+        print(f"  {r['n']:>6} {_fmt_m(r, 'numpy'):>14} | {_fmt_m(r, 'resident'):>15} "
               f"{_fmt_t(r['predicted_resident_s']):>8} {r['speedup_resident']:>7.2f}x | "
               f"{_fmt_m(r, 'round_trip'):>15} {_fmt_t(r['predicted_round_trip_s']):>8} "
               f"{r['speedup_round_trip']:>7.2f}x | h2d {t['h2d_count']} ({t['h2d_bytes'] / 1024:.0f} KiB), "
               f"d2h {t['d2h_count']} ({t['d2h_bytes'] / 1024:.0f} KiB)")
-    print(f"  (each figure: the median of its repeats, ± their interquartile spread; "
-          f"{sum(1 for r in res['rows'] if r.get('noisy'))} row(s) marked ! spread more than "
-          f"{NOISY_SPREAD:.0%}: the machine was busy, re-run before trusting them)")
+    unstable = sum(1 for r in res["rows"] if r.get("unstable"))
+    retried = sum(1 for r in res["rows"] if r.get("attempts", 1) > 1 and not r.get("unstable"))
+    print(f"  (each figure: the median of {BLOCKS} blocks of repeats, ± how far the blocks "
+          f"disagree; {retried} row(s) measured again until within {UNSTABLE_SPREAD:.0%}"
+          + (f"; {unstable} row(s) marked ! never settled: the machine was busy, re-run "
+             "before trusting them)" if unstable else ")"))
     c = res["crossover"]
     meas = (f"n = {c['measured_n']}" + (f" (between {c['measured_after']} and {c['measured_n']})"
                                         if c["measured_after"] else "")
