@@ -49,13 +49,18 @@ def _run(cmd):
         sys.exit(f"failed (exit {proc.returncode}): {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
 
 
-def kernel_stubs(cflags, includes):
+def kernel_stubs():
     """C source defining every pg_kernel_* launcher that pg_cuda_kernels.h declares, read
     after the preprocessor: some launchers are declared once per row of a table
-    (pg_kernel_index_<family>, one per PG_SUBOP_INDEX row's family)."""
-    proc = subprocess.run(["gcc", "-E", "-P"] + cflags + includes +
-                          ["-x", "c", os.path.join(KERNELS, "pg_cuda_kernels.h")],
-                          capture_output=True, text=True)
+    (pg_kernel_index_<family>, one per PG_SUBOP_INDEX row's family). The CUDA and cuBLAS
+    headers it includes are empty stand-ins here: no launcher's name depends on them."""
+    with tempfile.TemporaryDirectory(prefix="pygpu-stub-headers-") as empty:
+        for header in ("cublas_v2.h", "cuda_runtime_api.h"):
+            open(os.path.join(empty, header), "w").close()
+        proc = subprocess.run(["gcc", "-E", "-P", "-I" + empty,
+                               "-I" + os.path.join(REPO, "csrc", "core"), "-I" + KERNELS,
+                               "-x", "c", os.path.join(KERNELS, "pg_cuda_kernels.h")],
+                              capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"preprocessing pg_cuda_kernels.h failed:\n{proc.stderr}")
     names = sorted(set(re.findall(r"cudaError_t\s+(pg_kernel_\w+)\s*\(", proc.stdout)))
@@ -103,7 +108,7 @@ def host_only_build(nvidia, out):
               "-D_POSIX_C_SOURCE=200809L"]
     sources = [s for s in cuda_build.plugin_sources(REPO) if s.endswith(".c")]
     with tempfile.TemporaryDirectory(prefix="pygpu-cuda12-") as tmp:
-        stub_src, names = kernel_stubs(cflags, includes)
+        stub_src, names = kernel_stubs()
         stub = os.path.join(tmp, "kernel_stubs.c")
         with open(stub, "w") as f:
             f.write(stub_src)
