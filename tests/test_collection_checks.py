@@ -125,3 +125,14 @@ def test_the_rules_are_registered():
     assert conftest.pytest_collection_modifyitems.__module__ == "_collection_checks"
     assert set(conftest.DEVICE_FIXTURES) == {"device", "other_device", "kernel_device",
                                              "compared_device"}
+
+
+def test_pytest_refuses_two_cases_with_one_id():
+    """pyproject.toml turns on pytest's strict_parametrization_ids: without it pytest numbers
+    two equal ids (<lambda>0, <lambda>1) and the suite multiplies unseen."""
+    import tomllib
+
+    root = os.path.dirname(HERE)
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        ini = tomllib.load(f)["tool"]["pytest"]["ini_options"]
+    assert ini["strict_parametrization_ids"] is True
