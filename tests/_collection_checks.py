@@ -4,8 +4,8 @@
 # tests/test_quantization_paths.py had 1,329 tests, 664 of them comparing the CPU with
 # itself and 272 running the same case twice under two ids). tests/conftest.py generates the
 # device parameters (pytest_generate_tests) so that this does not happen; the checks below
-# fail the session, at collection (so `--collect-only` shows them too), where it happens
-# anyway:
+# fail the session with a collection error (so `--collect-only` fails too, and nothing runs)
+# where it happens anyway:
 #   - two tests with one id;
 #   - two tests of one function whose parameters are equal (the same case twice: an ids
 #     function that says less than the values, or a list with a repeat);
@@ -172,8 +172,13 @@ def pytest_collection_modifyitems(session, config, items):
         lines += [f"{nodeid}: {what}" for nodeid, _, what in found[:20]]
         if len(found) > 20:
             lines.append(f"... and {len(found) - 20} more")
-        raise pytest.UsageError(f"tests/_collection_checks.py: {len(found)} tests multiply the "
-                                "suite:\n  " + "\n  ".join(lines))
+        # a failed collection report: pytest stops before running anything ("error during
+        # collection"), with --collect-only too, and pytest-xdist's workers pass it on to the
+        # controller (an exception here would reach it as an INTERNALERROR without the text)
+        report = pytest.CollectReport("tests/_collection_checks.py", "failed",
+                                      f"{len(found)} tests multiply the suite:\n  "
+                                      + "\n  ".join(lines), [])
+        session.ihook.pytest_collectreport(report=report)
 
 
 _NOTES = pytest.StashKey[list]()

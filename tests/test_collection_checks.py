@@ -30,7 +30,7 @@ def _collect(tmp_path, source, *args):
     root = os.path.dirname(os.path.dirname(os.path.abspath(pygpu.__file__)))  # this pygpu
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH")))))
     r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
-                        "no:cacheprovider", "-p", "no:xdist", "--rootdir", str(tmp_path), "-c",
+                        "no:cacheprovider", "--rootdir", str(tmp_path), "-c",
                         os.devnull, *args, str(tmp_path / "test_case.py")],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     return r.returncode, r.stdout + r.stderr
@@ -60,7 +60,7 @@ REFUSED = """
 
 def test_what_multiplies_the_suite_fails_the_session(tmp_path):
     rc, out = _collect(tmp_path, REFUSED, "--device", "cpu,sim")
-    assert rc == 4, out
+    assert rc == 2 and "error during collection" in out, out
     assert "test_option[False-cpu]: fixture 'option' has params and reads the device" in out, out
     assert "test_twice[again]: the same parameters as" in out, out
     assert "test_compare[cpu]: compares device=cpu with 'cpu'" in out, out
