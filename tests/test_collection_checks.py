@@ -28,7 +28,8 @@ def _collect(tmp_path, source, *args):
         shutil.copy(os.path.join(HERE, name), tmp_path / name)
     (tmp_path / "test_case.py").write_text(textwrap.dedent(source))
     root = os.path.dirname(os.path.dirname(os.path.abspath(pygpu.__file__)))  # this pygpu
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH")))))
+    env = dict(os.environ,
+               PYTHONPATH=os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH")))))
     r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
                         "no:cacheprovider", "--rootdir", str(tmp_path), "-c",
                         os.devnull, *args, str(tmp_path / "test_case.py")],
