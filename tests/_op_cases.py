@@ -16,6 +16,8 @@
 # on both sides; the result must match NumPy in value, shape, dtype and device, and the
 # inputs must be unchanged. build_support/coverage_diff.py compares the csrc/ lines these sums
 # run with those of the full cross product they replace (docs/testing.md has the result).
+import os
+import re
 import warnings
 import zlib
 from dataclasses import dataclass, field, replace
@@ -175,6 +177,30 @@ def table_rows():
     """{name: (family, Python names)} from _C._op_table(); columns read by position, the
     leading ones only, so columns added at the end reach no test here."""
     return {row[0]: (row[1], tuple(row[3])) for row in pygpu._C._op_table()}
+
+
+_DEF = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc", "core",
+                    "pg_ops.def")
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|\w+\([^()]*\)|[^,\s()][^,()]*')
+_ELEMENTWISE_ROW = re.compile(r'^PG_(BINARY|UNARY)\(((?:[^()"]|"(?:[^"\\]|\\.)*"|\([^()]*\))*)\)', re.M)
+
+
+def elementwise_columns():
+    """{name: (in, out)}: the binary and unary rows' dtype columns (pg_ops.def: `in` says which
+    dtypes the op takes, `out` its result's), read from the table's text, as
+    tests/test_node_table.py reads it: _C._op_table() does not carry these two columns. Every
+    row of the table must be found, so the reading cannot drift from the rows."""
+    with open(_DEF) as f:
+        text = f.read()
+    cols = {}
+    for m in _ELEMENTWISE_ROW.finditer(text):
+        row = [c.strip() for c in _TOKEN.findall(m.group(2))]
+        cols[row[1]] = (row[7], row[8])
+    table = {name for name, (family, _) in table_rows().items() if family in ("binary", "unary")}
+    if set(cols) != table:
+        raise LookupError(f"pg_ops.def's elementwise rows read as {sorted(set(cols) ^ table)} "
+                          "differ from _C._op_table()'s")
+    return cols
 
 
 def resolve(qualname):

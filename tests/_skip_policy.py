@@ -23,9 +23,8 @@ ALLOWED_SKIPS = (
      "the container may not make network namespaces (tests/test_two_machines.py)"),
     (r"NCCL unavailable", "NCCL is a lane of its own (.ci/run: nvidia-nccl-cu13, PYGPU_REQUIRE_NCCL=1)"),
     # a parametrization that has nothing to check for one of its values
-    (r"one optimizer is enough at the benchmark's size|the host's own memory crosses no link"
-     r"|cuBLAS takes no mask",
-     "a case with nothing to check (test_bf16_panels, test_quantization_devices, test_prune say why)"),
+    (r"one optimizer is enough at the benchmark's size|cuBLAS takes no mask",
+     "a case with nothing to check (test_bf16_panels, test_prune say why)"),
 )
 
 

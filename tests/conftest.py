@@ -11,7 +11,13 @@
 # `--device cpu,sim`) restricts it to the named devices; naming a device that is
 # not present is a usage error, not a silent skip. Tests that exercise a
 # sim-only feature (asynchrony, fault injection, the link model) use sim
-# directly: sim is always present, so they always run.
+# directly: sim is always present, so they always run. A test that compares a
+# device's result with the CPU's takes `compared_device` (every selected device but
+# cpu; with cpu alone selected the test is not generated). An option that exists on
+# one device type only (cuda's int8 requantizing GEMM) is a device-specific parameter:
+# the test module declares it in DEVICE_PARAMS and it multiplies only the tests that
+# read it, only on that device. tests/_collection_checks.py fails the session, at
+# collection, on duplicate ids, the same case twice and a device compared with itself.
 #
 # With PYGPU_NO_SKIP_MISSING=1 (CI's main lane sets it) a skipped test fails unless its
 # reason matches tests/_skip_policy.py's ALLOWED_SKIPS: a module the test extras or CI install (torch, ml_dtypes,
@@ -27,6 +33,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _helpers, 
 import pygpu  # noqa: E402
 
 from _helpers import to_device, to_numpy  # noqa: E402
+
+# duplicate ids, the same case twice, a device compared with itself: the session fails at
+# collection (hooks registered here)
+from _collection_checks import (DEVICE_FIXTURES, pytest_collection_modifyitems,  # noqa: E402,F401
+                                pytest_report_collectionfinish)
 
 
 def pytest_addoption(parser):
@@ -68,6 +79,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
     config.addinivalue_line("markers", "timing: asserts on wall-clock time; deselected by default (pyproject addopts), "
                             "run with -m timing (CI's timing lane, with retries)")
+    config.addinivalue_line("markers", "not_generated(reason): a placeholder where a device fixture has "
+                            "no device; deselected at collection (tests/_collection_checks.py)")
     config.addinivalue_line("markers", "corpus: runs a real PyTorch program in a subprocess "
                             "(tests/test_corpus.py); deselected by default, run with -m corpus")
     config.stash[_DEVICES] = _selected_devices(config)  # a bad --device stops the run here
@@ -77,21 +90,65 @@ def pytest_report_header(config):
     return f"pygpu devices under test: {', '.join(config.stash[_DEVICES])}"
 
 
-def pytest_generate_tests(metafunc):
-    if "device" in metafunc.fixturenames:
-        devices = metafunc.config.stash[_DEVICES]
-        metafunc.parametrize("device", devices, ids=[d.replace(":", "") for d in devices])
-    if "other_device" in metafunc.fixturenames:
-        # the selected devices besides cpu (tests/test_ops_devices.py: cpu has its own sum);
-        # cpu alone where cpu is all that was selected, so that no test is left without one
-        devices = [d for d in metafunc.config.stash[_DEVICES] if not d.startswith("cpu")] or ["cpu"]
-        metafunc.parametrize("other_device", devices, ids=[d.replace(":", "") for d in devices])
-    if "kernel_device" in metafunc.fixturenames:
+def _devices_of(fixture, selected):
+    """The devices a device fixture takes, from the selected ones."""
+    if fixture == "device":
+        return selected
+    if fixture == "other_device":
+        # the selected devices besides cpu (tests/test_ops_devices.py: cpu has its own sum,
+        # against NumPy); cpu alone where cpu is all that was selected, so that no test is
+        # left without one
+        return [d for d in selected if not d.startswith("cpu")] or ["cpu"]
+    if fixture == "kernel_device":
         # the selected devices with kernels of their own: sim runs the CPU's (through its
         # queue), so the layouts sum (tests/test_ops_layouts.py) skips it unless it is alone
-        selected = metafunc.config.stash[_DEVICES]
-        devices = [d for d in selected if not d.startswith("sim")] or selected
-        metafunc.parametrize("kernel_device", devices, ids=[d.replace(":", "") for d in devices])
+        return [d for d in selected if not d.startswith("sim")] or selected
+    # compared_device: a device whose results the test compares with the CPU's; never cpu,
+    # and none (the test is not generated) where cpu is all that was selected
+    return [d for d in selected if not d.startswith("cpu")]
+
+
+def _device_params(metafunc, device):
+    """[(id, {fixture: value})]: the device-specific parameters the test reads, crossed, for
+    one device. A test module declares them as DEVICE_PARAMS = {fixture: {device type:
+    [(id, value), ...]}}; a device type it does not name gets the fixture's one default
+    (DEVICE_PARAMS[fixture][None]), with no id. So an option that exists only on cuda
+    multiplies the cuda tests alone, and only the tests that read it."""
+    combos = [("", {})]
+    for name, per_type in sorted(getattr(metafunc.module, "DEVICE_PARAMS", {}).items()):
+        if name not in metafunc.fixturenames:
+            continue
+        values = per_type.get(device.split(":")[0]) or [("", per_type[None])]
+        combos = [("-".join(filter(None, (cid, vid))), {**cparams, name: v})
+                  for cid, cparams in combos for vid, v in values]
+    return combos
+
+
+def pytest_generate_tests(metafunc):
+    """Device parameters, generated only for the tests that read them: a test that takes no
+    device fixture is not multiplied by the devices, and one that takes no device-specific
+    option (DEVICE_PARAMS) is not multiplied by its values (tests/_collection_checks.py
+    fails the session where a test still is)."""
+    selected = metafunc.config.stash[_DEVICES]
+    options_taken = False  # the device-specific options follow the first device fixture only
+    for fixture in DEVICE_FIXTURES:
+        if fixture not in metafunc.fixturenames:
+            continue
+        devices = _devices_of(fixture, selected)
+        if not devices:
+            reason = (f"{fixture}: a device to compare with the cpu, and cpu is all that was "
+                      "selected")
+            metafunc.parametrize(fixture, [pytest.param(None, id="none", marks=pytest.mark
+                                                        .not_generated(reason))])
+            continue
+        options = {d: [("", {})] if options_taken else _device_params(metafunc, d)
+                   for d in devices}
+        options_taken = True
+        names = sorted({n for combos in options.values() for _, params in combos for n in params})
+        cases = [pytest.param(d, *(params[n] for n in names),
+                              id="-".join(filter(None, (d.replace(":", ""), oid))))
+                 for d in devices for oid, params in options[d]]
+        metafunc.parametrize([fixture] + names, cases, indirect=names)
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -24,7 +24,8 @@ import pygpu
 
 from _helpers import ACT_CODE, ACT_NP, ACTS
 from _op_cases import (ALL, BLOCK, COLSTEP, FLOATS, FLOATS16, MIXED_PAIRS, NUMERIC, PERM, STEP9, STEP10,
-                       STORAGE, TAIL, Elsewhere, Ref, a, cases, inplace_call, tr)
+                       STORAGE, TAIL, Elsewhere, Ref, a, cases, elementwise_columns, inplace_call,
+                       tr)
 
 
 def _int_same(f):  # rounding an int64 gives it back (PyTorch)
@@ -222,8 +223,9 @@ MATH_BINARY = {
         np.asarray(q, np.promote_types(np.result_type(q), np.float32))).astype(np.result_type(x, q)),
         ("gt1", "positive"), "special"),
 }
-_MATH_NUM = {"square", "signbit", "isinf", "isposinf", "isneginf", "fmod", "remainder",
-             "floor_divide", "heaviside", "fmax", "fmin"}  # int64 rows (NUM and ANY)
+# the math rows that take int64 as it is: `in` NUM or ANY (FLOAT rows compute it in float64)
+_MATH_NUM = {name for name, (takes, _) in elementwise_columns().items()
+             if takes in ("NUM", "ANY") and (name in MATH_UNARY or name in MATH_BINARY)}
 for _name, (_ref, _dom, _tol) in MATH_UNARY.items():
     REFS[_name] = Ref(_ref, (_dom,), _tol, FLOATS + ("float16",) + (("int64",) if _name in _MATH_NUM else ()))
 for _name, (_ref, _dom, _tol) in MATH_BINARY.items():

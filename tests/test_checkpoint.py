@@ -143,7 +143,7 @@ def _write_then_damage(tmp_path, damage):
     (lambda raw: raw[:8] + b"{not json" + raw[17:], "invalid JSON"),
     (lambda raw: struct.pack("<Q", 10 ** 9) + raw[8:], "truncated"),
     (lambda raw: b"", "truncated"),
-])
+], ids=["tail_cut", "header_cut", "bad_json", "header_length_too_big", "empty"])
 def test_a_damaged_file_is_a_clear_error(tmp_path, damage, words, fresh_stats):
     path = _write_then_damage(tmp_path, damage)
     with pytest.raises(ValueError, match=words):

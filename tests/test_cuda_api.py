@@ -24,7 +24,8 @@ needs_plugin = pytest.mark.skipif(not cuda.is_built(), reason="pygpu built witho
     lambda: cuda.Stream("sim:0"), lambda: cuda.Stream("cpu"), lambda: cuda.default_stream("sim:0"),
     lambda: cuda.current_stream("sim:1"), lambda: cuda.get_device_properties("sim:0"),
     lambda: cuda.graph(cuda.CUDAGraph(), device="sim:0").__enter__(),
-])
+], ids=["stream_sim", "stream_cpu", "default_stream_sim", "current_stream_sim1",
+        "properties_sim", "graph_sim"])
 @needs_plugin
 def test_cuda_objects_refuse_other_devices(make):
     with pytest.raises(ValueError, match="needs a cuda device, got (sim|cpu)"):
@@ -36,7 +37,7 @@ def test_cuda_objects_refuse_other_devices(make):
     lambda: cuda.Stream(), lambda: cuda.Stream("cuda:0"), lambda: cuda.current_stream(),
     lambda: cuda.get_device_properties(0), lambda: cuda.Event().record(),
     lambda: cuda.graph(cuda.CUDAGraph() if cuda.is_built() else None).__enter__(),
-])
+], ids=["stream", "stream_cuda0", "current_stream", "properties", "event_record", "graph"])
 def test_cuda_objects_without_a_gpu_say_why(make):
     with pytest.raises((pygpu.DeviceUnavailableError, TypeError)) as e:
         make()

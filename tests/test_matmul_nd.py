@@ -335,7 +335,8 @@ EINSUM_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("args,message", EINSUM_ERRORS, ids=[a[0][0] for a in EINSUM_ERRORS])
+@pytest.mark.parametrize("args,message", EINSUM_ERRORS,
+                         ids=[f"{a[0][0]}-{len(a[0]) - 1}_operands" for a in EINSUM_ERRORS])
 def test_einsum_errors_are_pytorchs(args, message):
     eq, shapes = args[0], args[1:]
     with pytest.raises(RuntimeError, match=message):

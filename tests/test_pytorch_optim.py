@@ -64,7 +64,8 @@ def test_optimizer_matches_torch_over_steps(device, name, kw):
 
 
 @pytest.mark.parametrize("name,kw", [c for c in _CASES if c[0] != "SGD"],
-                         ids=[n for n, _ in _CASES if n != "SGD"])
+                         ids=[n + "".join(f"-{k}" for k in kw if k != "lr")
+                              for n, kw in _CASES if n != "SGD"])
 def test_float32_update_is_one_fused_op_and_close_to_torch(name, kw, device):
     rng = np.random.default_rng(2)
     a = rng.standard_normal((64, 33)).astype(np.float32)

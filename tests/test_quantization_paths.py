@@ -1,11 +1,11 @@
 # test_quantization_paths.py - every path of the int8 linear layer (pygpu._C._qlinear) on each
-# device against the CPU's: float32 (dynamic or static) and u8 inputs, 7-bit and 8-bit
-# activations, every activation, with and without a bias, float32 and u8 outputs, at shapes
-# off the kernels' vector widths (1, 3, 17: not multiples of 4 or 16), and chains of three
-# layers. On cuda (the emulated device in CI) these are kernels/quant.cu's packed kernels and
-# cuda_quant.c's choices: the u8 input used as the GEMM's operand as it is, or copied; a
-# static layer's u8 output requantized in cuBLASLt's epilogue (the requantizing GEMM) or by
-# the exact epilogue kernel.
+# device besides the CPU (compared_device: sim, cuda) against the CPU's: float32 (dynamic or
+# static) and u8 inputs, 7-bit and 8-bit activations, every activation, with and without a
+# bias, float32 and u8 outputs, at shapes off the kernels' vector widths (1, 3, 17: not
+# multiples of 4 or 16), and chains of three layers. On cuda (the emulated device in CI) these
+# are kernels/quant.cu's packed kernels and cuda_quant.c's choices: the u8 input used as the
+# GEMM's operand as it is, or copied; a static layer's u8 output requantized in cuBLASLt's
+# epilogue (the requantizing GEMM) or by the exact epilogue kernel.
 # Every output of the exact path equals the CPU's bit for bit (tanh and sigmoid: each
 # device's own tanhf/expf). The requantizing GEMM (cuda, pygpu.cuda.set_int8_requant_in_gemm,
 # on by default) rounds in cuBLASLt's order: its levels are within one of the CPU's, and
@@ -53,12 +53,17 @@ class Layer:
                            a_zp, a_max, out_u8, c_scale, c_zp, c_max)
 
 
-@pytest.fixture(params=[False, True], ids=["exact", "requant_in_gemm"])
-def requant(request, device):
-    """The cuda option int8_requant_in_gemm for the test, set back after it (cpu and sim have
-    only the exact path: there both cases are it)."""
-    if not device.startswith("cuda"):
-        yield False
+# cuda's int8_requant_in_gemm option, a device-specific parameter (tests/conftest.py): the
+# cuda tests that read `requant` run with it off and on; cpu and sim have only the exact
+# path, so there they run once, exact.
+DEVICE_PARAMS = {"requant": {"cuda": [("exact", False), ("requant_in_gemm", True)], None: False}}
+
+
+@pytest.fixture
+def requant(request, compared_device):
+    """The cuda option int8_requant_in_gemm for the test (DEVICE_PARAMS), set back after it."""
+    if not compared_device.startswith("cuda"):
+        yield request.param
         return
     old = _cuda.get_int8_requant_in_gemm()
     _cuda.set_int8_requant_in_gemm(request.param)
@@ -101,13 +106,13 @@ def _input(m, k, seed):
 @pytest.mark.parametrize("act", list(ACTS))
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("a_max", [127, 255])
-def test_dynamic_float_input(device, shape, act, bias, a_max):
+def test_dynamic_float_input(compared_device, shape, act, bias, a_max):
     m, k, n = shape
     lay = Layer(k, n, bias, seed=m * 7 + k + n)
     x = _input(m, k, seed=k)
     args = (act, True, 1.0, 0, a_max, False, 1.0, 0, 255)
     want = _host(lay.run("cpu", _f32(x, "cpu"), *args))
-    got = _host(lay.run(device, _f32(x, device), *args))
+    got = _host(lay.run(compared_device, _f32(x, compared_device), *args))
     _same_float(want, got, act)
 
 
@@ -116,7 +121,7 @@ def test_dynamic_float_input(device, shape, act, bias, a_max):
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("u8_in", [False, True], ids=["f32_in", "u8_in"])
 @pytest.mark.parametrize("out_u8", [False, True], ids=["f32_out", "u8_out"])
-def test_static_layer(device, requant, shape, act, bias, u8_in, out_u8):
+def test_static_layer(compared_device, requant, shape, act, bias, u8_in, out_u8):
     m, k, n = shape
     lay = Layer(k, n, bias, seed=m + 3 * k + n)
     rng = np.random.default_rng(n)
@@ -126,7 +131,7 @@ def test_static_layer(device, requant, shape, act, bias, u8_in, out_u8):
     c_zp = 0 if act == "relu" else 40
     args = (act, False, 0.03, 51, 127, out_u8, 0.02, c_zp, 127)
     want = lay.run("cpu", mk(x, "cpu"), *args)
-    got = lay.run(device, mk(x, device), *args)
+    got = lay.run(compared_device, mk(x, compared_device), *args)
     if out_u8:
         w8, g8 = _host(want).view(np.uint8), _host(got).view(np.uint8)
         assert w8.max() <= 127 and g8.max() <= 127
@@ -138,7 +143,7 @@ def test_static_layer(device, requant, shape, act, bias, u8_in, out_u8):
 @pytest.mark.parametrize("a_max", [127, 255])
 @pytest.mark.parametrize("c_zp", [0, 9])
 @pytest.mark.parametrize("act", list(ACTS))
-def test_requantized_levels_over_a_wide_layer(device, requant, act, c_zp, a_max):
+def test_requantized_levels_over_a_wide_layer(compared_device, requant, act, c_zp, a_max):
     """Many levels, every one of 0..127 reached: the requantizing GEMM's within one of the CPU's
     (and nearly all equal), the exact path's the same; the clamps at 0 and 127 both hit. An
     8-bit input (a_max 255) is shifted by 128 into s8 first, the fold undoing it."""
@@ -148,7 +153,7 @@ def test_requantized_levels_over_a_wide_layer(device, requant, act, c_zp, a_max)
     s_in = 0.05 * 127 / a_max
     args = (act, False, s_in, 60 * a_max // 127, a_max, True, 0.15, c_zp, 127)
     w8 = _host(lay.run("cpu", _u8(x, "cpu"), *args)).view(np.uint8)
-    g8 = _host(lay.run(device, _u8(x, device), *args)).view(np.uint8)
+    g8 = _host(lay.run(compared_device, _u8(x, compared_device), *args)).view(np.uint8)
     if act in (None, "relu"):
         lowest = c_zp if act == "relu" else 0
         assert w8.min() == lowest and w8.max() == 127 and len(np.unique(w8)) > 100
@@ -159,7 +164,7 @@ def test_requantized_levels_over_a_wide_layer(device, requant, act, c_zp, a_max)
                                     (24, 64, 48, 8)],
                          ids=lambda w: "-".join(map(str, w)))
 @pytest.mark.parametrize("act", [None, "relu", "tanh"])
-def test_chain_of_three_static_layers(device, requant, widths, act):
+def test_chain_of_three_static_layers(compared_device, requant, widths, act):
     """u8 between the layers, float32 out of the last: the device's chain is the CPU's (each
     hidden layer's levels within one with the requantizing GEMM; then the next layer is fed
     the CPU's levels, so each layer is held on its own)."""
@@ -167,19 +172,19 @@ def test_chain_of_three_static_layers(device, requant, widths, act):
     layers = [Layer(a, b, True, seed=a * b) for a, b in zip(widths, widths[1:])]
     x = _input(m, widths[0], seed=1)
     zp = 0 if act == "relu" else 30
-    h_cpu, h_dev = _f32(x, "cpu"), _f32(x, device)
+    h_cpu, h_dev = _f32(x, "cpu"), _f32(x, compared_device)
     scale_in, zp_in = 0.05, 64
     for i, lay in enumerate(layers):
         last = i == len(layers) - 1
         args = (None if last else act, False, scale_in, zp_in, 127, not last, 0.04, zp, 127)
         want = lay.run("cpu", h_cpu, *args)
-        got = lay.run(device, h_dev, *args)
+        got = lay.run(compared_device, h_dev, *args)
         if last:
             _same_float(_host(want), _host(got), None)
         else:
             w8, g8 = _host(want).view(np.uint8), _host(got).view(np.uint8)
             _same_levels(w8, g8, requant and _fused(act, zp, 127, lay.n))
-            h_cpu, h_dev = want, _u8(w8, device)
+            h_cpu, h_dev = want, _u8(w8, compared_device)
         scale_in, zp_in = 0.04, zp
 
 

@@ -228,7 +228,10 @@ def test_random_range_and_kinds_match_torch():
     lambda m: m.bernoulli(m.full((3,), 1.5)),
     lambda m: m.normal(m.zeros(2), m.ones(3)),
     lambda m: m.poisson(m.tensor([-1.0])),
-])
+], ids=["uniform_from_above_to", "normal_negative_std", "bernoulli_p_above_1", "exponential_0",
+        "geometric_0", "log_normal_std_0", "cauchy_scale_0", "random_from_above_to",
+        "uniform_int64", "exponential_int64", "bernoulli_probs_above_1", "normal_shapes",
+        "poisson_negative_rate"])
 def test_sampler_errors_match_torch(call):
     with pytest.raises(Exception) as theirs:
         call(torch)

@@ -283,7 +283,8 @@ def test_float_conversion_is_differentiable(device):
 
 
 @pytest.mark.parametrize("call", [lambda t: t.repeat(2, 1, 3), lambda t: t.repeat(2, 2, 1, 1),
-                                  lambda t: t.tile((2,)), lambda t: t[0].repeat(1, 0)])
+                                  lambda t: t.tile((2,)), lambda t: t[0].repeat(1, 0)],
+                         ids=["repeat_3d", "repeat_4d", "tile_1", "repeat_0"])
 def test_repeat_and_tile_match_torch(call, device):
     torch = pytest.importorskip("torch")
     ref = call(torch.tensor(A))
