@@ -111,6 +111,8 @@ pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
     PG_TRY(check_int_fits(t, v, "assignment"));
     if (pg_tensor_numel(t) == 0)
         return PG_OK;
+    if (pg_dtype_is_complex((pg_dtype)t->dtype)) /* the real part, and a zero imaginary one */
+        return pg_op_fill_complex(t, v.kind == PG_SCALAR_FLOAT ? v.f : (double)v.i, 0.0);
     PG_TRY(pg_backend_check_op(pg_tensor_device(t), PG_OP_FILL, t->dtype, "fill"));
     if (t->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "fill: the tensor is read-only");

@@ -57,6 +57,13 @@ pg_status pg_launch(const pg_node *node)
     PG_TRY(pg_fork_check(dev.type));
     if (be->supports_node && !be->supports_node(be, dev.index, node)) /* a node's rules */
         return pg_backend_check_node(dev, node);
+    /* no backend kernel but the FFT's takes complex operands: the bindings send complex
+     * arithmetic to pygpu/_complex.py, which composes it from real nodes, so this refusal
+     * is only met by an op that has no complex rule yet */
+    if (node->op != PG_OP_FFT && pg_node_has_complex(node))
+        return pg_error_set(PG_ERR_DTYPE, "\"%s\" not implemented for 'ComplexFloat' or "
+                                          "'ComplexDouble' in pygpu",
+                            node->name ? node->name : "op");
     pg_stats_op(dev);
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(node, outs);
@@ -161,6 +168,8 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
         pg_tensor_clear(&tmp);
         return st;
     }
+    if (pg_dtype_is_complex((pg_dtype)dst->dtype) || pg_dtype_is_complex((pg_dtype)src->dtype))
+        return pg_op_copy_complex(dst, src); /* on the real views (pg_ops_complex.c) */
     pg_node n;
     node_init(&n, PG_OP_COPY, 0, "copy");
     PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &n.src[0]));
