@@ -63,6 +63,7 @@ from ._ops import clamp, clip, log_softmax, mse_loss, softmax
 from . import nn, optim
 from . import special  # noqa: E402 - torch.special, from the op table's rows
 from . import linalg  # noqa: E402 - torch.linalg: LAPACK on the cpu, norms on the device
+from . import fft  # noqa: E402 - torch.fft: pocketfft in the CPU backend (FFT nodes)
 from . import distributions  # noqa: E402 - torch.distributions, on the tensor API
 from .distributions.discrete import multinomial  # noqa: E402
 from . import sparse  # noqa: E402 - COO sparse tensors over index_select / index_add_
@@ -171,7 +172,7 @@ __all__ += [
     "AsyncOpError", "AxisError", "ShapeError", "DTypeError", "InvalidValueError",
     "IndexOutOfRangeError", "AsyncIndexError", "no_grad", "enable_grad",
     "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
-    "mse_loss", "nn", "optim", "special", "linalg", "distributions", "multinomial", "sparse",
+    "mse_loss", "nn", "optim", "special", "linalg", "fft", "distributions", "multinomial", "sparse",
     "data", "save", "load", "install_as_torch", "Trainer", "cost", "transfer_budget", "TransferBudgetError",
     "cpu_isa",
 ]
