@@ -397,15 +397,31 @@ def is_complex(input):
     return input.dtype.is_complex
 
 
+def is_neg(input):
+    """PyTorch's lazy-negation bit: never set in pygpu (nothing negates lazily)."""
+    return False
+
+
+def conj_physical_(input):
+    """The conjugate written into input (a real tensor is left as it is)."""
+    if input.dtype.is_complex:
+        im = _C._complex_part(input, True)
+        im.copy_(-im)
+    return input
+
+
 METHODS = {
-    "real": property(real), "imag": property(imag), "is_conj": is_conj,
+    "real": property(real), "imag": property(imag), "is_conj": is_conj, "is_neg": is_neg,
+    "conj_physical_": conj_physical_,
     "is_complex": is_complex, "cfloat": lambda self: self.to(_dtype.complex64),
     "cdouble": lambda self: self.to(_dtype.complex128),
 }
 
 FUNCTIONS = {"view_as_real": view_as_real, "view_as_complex": view_as_complex, "real": real,
              "imag": imag, "complex": complex, "polar": polar, "is_complex": is_complex,
-             "is_conj": is_conj}
+             "is_conj": is_conj, "is_neg": is_neg, "conj_physical_": conj_physical_,
+             "view_as_real_copy": lambda input: view_as_real(input).clone(),
+             "view_as_complex_copy": lambda input: view_as_complex(input).clone()}
 
 
 def default_complex():

@@ -239,9 +239,9 @@ pg_status pg_view_complex_as_real(const pg_tensor *t, pg_tensor *out);
 pg_status pg_view_real_as_complex(const pg_tensor *t, pg_tensor *out);
 /* Tensor.real (imag false) / Tensor.imag (true) of a complex tensor: a real view */
 pg_status pg_view_complex_part(const pg_tensor *t, bool imag, pg_tensor *out);
-/* pg_op_copy's and pg_op_fill's complex cases: dst or src complex (broadcast, cast; a
- * complex source into a real dst keeps the real part, the bindings warn as PyTorch) */
-pg_status pg_op_copy_complex(const pg_tensor *dst, const pg_tensor *src);
+/* every element of complex t becomes re + im j (pg_ops_create.c; pg_op_fill's complex
+ * case). pg_op_copy's: a complex source into a real dst keeps the real part (the bindings
+ * warn as PyTorch) */
 pg_status pg_op_fill_complex(const pg_tensor *t, double re, double im);
 /* true if some operand or output of the node is complex */
 bool pg_node_has_complex(const pg_node *n);

@@ -1,6 +1,7 @@
 /* pg_ops_complex.c - complex tensors in the core: the views between a complex tensor and its
  * (real, imaginary) pairs, and the copies, casts and fills of complex tensors run on those
- * views.
+ * views (the copies' and fills' lowering onto them: pg_op_copy in pg_ops_elementwise.c,
+ * pg_op_fill in pg_ops_create.c; this file only makes views, so it depends on neither).
  *
  * A complex64 element is two float32s (complex128: two float64s), NumPy's and PyTorch's
  * layout, so a complex tensor of shape S, strides s and offset o is exactly the float
@@ -12,9 +13,7 @@
  * (pg_ops_fft.c) is the one node kind that takes complex operands. */
 #include "pg_ops.h"
 
-#include <string.h>
 
-#include "pg_ops_index.h"
 
 pg_status pg_view_complex_as_real(const pg_tensor *t, pg_tensor *out)
 {
@@ -80,63 +79,6 @@ pg_status pg_view_real_as_complex(const pg_tensor *t, pg_tensor *out)
     pg_storage_retain(t->storage);
     *out = r;
     return PG_OK;
-}
-
-pg_status pg_op_fill_complex(const pg_tensor *t, double re, double im)
-{
-    pg_tensor part;
-    pg_scalar v = {.kind = PG_SCALAR_FLOAT, .f = re};
-    PG_TRY(pg_view_complex_part(t, false, &part));
-    pg_status st = pg_op_fill(&part, v);
-    pg_tensor_clear(&part);
-    if (st != PG_OK)
-        return st;
-    v.f = im;
-    PG_TRY(pg_view_complex_part(t, true, &part));
-    st = pg_op_fill(&part, v);
-    pg_tensor_clear(&part);
-    return st;
-}
-
-/* src broadcast to dst's shape first, so that the views below line up axis by axis */
-pg_status pg_op_copy_complex(const pg_tensor *dst, const pg_tensor *src)
-{
-    bool dc = pg_dtype_is_complex((pg_dtype)dst->dtype), sc = pg_dtype_is_complex((pg_dtype)src->dtype);
-    pg_tensor s, a, b;
-    PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &s));
-    pg_status st;
-    if (dc && sc) { /* pairs into pairs, cast part by part */
-        st = pg_view_complex_as_real(dst, &a);
-        if (st == PG_OK) {
-            st = pg_view_complex_as_real(&s, &b);
-            if (st == PG_OK) {
-                st = pg_op_copy(&a, &b);
-                pg_tensor_clear(&b);
-            }
-            pg_tensor_clear(&a);
-        }
-    } else if (dc) { /* a real source: the real part, then a zero imaginary part */
-        st = pg_view_complex_part(dst, false, &a);
-        if (st == PG_OK) {
-            st = pg_op_copy(&a, &s);
-            pg_tensor_clear(&a);
-        }
-        if (st == PG_OK)
-            st = pg_view_complex_part(dst, true, &a);
-        if (st == PG_OK) {
-            pg_scalar zero = {.kind = PG_SCALAR_FLOAT, .f = 0.0};
-            st = pg_op_fill(&a, zero);
-            pg_tensor_clear(&a);
-        }
-    } else { /* into a real dst: the real part (PyTorch warns that the imaginary is dropped) */
-        st = pg_view_complex_part(&s, false, &b);
-        if (st == PG_OK) {
-            st = pg_op_copy(dst, &b);
-            pg_tensor_clear(&b);
-        }
-    }
-    pg_tensor_clear(&s);
-    return st;
 }
 
 bool pg_node_has_complex(const pg_node *n)

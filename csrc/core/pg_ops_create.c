@@ -106,6 +106,22 @@ static pg_status check_int_fits(const pg_tensor *t, pg_scalar v, const char *op)
                         op, value, pg_dtype_name(dt), lo, hi - 1);
 }
 
+pg_status pg_op_fill_complex(const pg_tensor *t, double re, double im)
+{
+    pg_tensor part;
+    pg_scalar v = {.kind = PG_SCALAR_FLOAT, .f = re};
+    PG_TRY(pg_view_complex_part(t, false, &part));
+    pg_status st = pg_op_fill(&part, v);
+    pg_tensor_clear(&part);
+    if (st != PG_OK)
+        return st;
+    v.f = im;
+    PG_TRY(pg_view_complex_part(t, true, &part));
+    st = pg_op_fill(&part, v);
+    pg_tensor_clear(&part);
+    return st;
+}
+
 pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
 {
     PG_TRY(check_int_fits(t, v, "assignment"));

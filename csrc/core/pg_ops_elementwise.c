@@ -155,6 +155,51 @@ static bool copy_overlaps(const pg_tensor *dst, const pg_tensor *src)
     return dlo < shi && slo < dhi;
 }
 
+/* pg_op_copy of a complex dst or src, on the real views (pg_ops_complex.c): src broadcast
+ * to dst's shape first, so that the views below line up axis by axis */
+static pg_status copy_complex(const pg_tensor *dst, const pg_tensor *src)
+{
+    bool dc = pg_dtype_is_complex((pg_dtype)dst->dtype), sc = pg_dtype_is_complex((pg_dtype)src->dtype);
+    pg_tensor s, a, b;
+    PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &s));
+    pg_status st;
+    if (dc && sc) { /* pairs into pairs, cast part by part */
+        st = pg_view_complex_as_real(dst, &a);
+        if (st == PG_OK) {
+            st = pg_view_complex_as_real(&s, &b);
+            if (st == PG_OK) {
+                st = pg_op_copy(&a, &b);
+                pg_tensor_clear(&b);
+            }
+            pg_tensor_clear(&a);
+        }
+    } else if (dc) { /* a real source: the real part, then a zero imaginary part */
+        st = pg_view_complex_part(dst, false, &a);
+        if (st == PG_OK) {
+            st = pg_op_copy(&a, &s);
+            pg_tensor_clear(&a);
+        }
+        if (st == PG_OK)
+            st = pg_view_complex_part(dst, true, &a);
+        if (st == PG_OK) { /* a FILL node of 0 (pg_op_fill lives above this file) */
+            pg_node n;
+            pg_node_start(&n, PG_OP_FILL, 0, "fill");
+            n.dst = a;
+            if (pg_tensor_numel(&a) > 0)
+                st = pg_launch(&n);
+            pg_tensor_clear(&a);
+        }
+    } else { /* into a real dst: the real part (PyTorch warns that the imaginary is dropped) */
+        st = pg_view_complex_part(&s, false, &b);
+        if (st == PG_OK) {
+            st = pg_op_copy(dst, &b);
+            pg_tensor_clear(&b);
+        }
+    }
+    pg_tensor_clear(&s);
+    return st;
+}
+
 pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
 {
     PG_TRY(pg_check_same_device("copy", dst, src));
@@ -169,7 +214,7 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
         return st;
     }
     if (pg_dtype_is_complex((pg_dtype)dst->dtype) || pg_dtype_is_complex((pg_dtype)src->dtype))
-        return pg_op_copy_complex(dst, src); /* on the real views (pg_ops_complex.c) */
+        return copy_complex(dst, src);
     pg_node n;
     node_init(&n, PG_OP_COPY, 0, "copy");
     PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &n.src[0]));
