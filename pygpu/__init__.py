@@ -48,7 +48,8 @@ from . import _device as _device_mod, _dtype, _hooks
 from ._tensor_create import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
                         zeros, zeros_like)
 from ._device import Device, device, make_device as _make_device, parse_device as _parse_device
-from ._dtype import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
+from ._dtype import (DType, bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16,
+                     int32, int64, uint8)
 from ._guard import get_transfer_guard, transfer_guard
 from ._stats import Stats, role, stats, track
 from . import cpu, cuda, sim
@@ -62,6 +63,7 @@ from ._ops import clamp, clip, log_softmax, mse_loss, softmax
 from . import nn, optim
 from . import special  # noqa: E402 - torch.special, from the op table's rows
 from . import linalg  # noqa: E402 - torch.linalg: LAPACK on the cpu, norms on the device
+from . import fft  # noqa: E402 - torch.fft: pocketfft in the CPU backend (FFT nodes)
 from . import distributions  # noqa: E402 - torch.distributions, on the tensor API
 from .distributions.discrete import multinomial  # noqa: E402
 from . import sparse  # noqa: E402 - COO sparse tensors over index_select / index_add_
@@ -116,6 +118,9 @@ globals().update(_tensor_surface.functions())
 _SURFACE_ALL = sorted(_tensor_surface.functions())
 # ---- end surface ---------------------------------------------------------------------------
 
+from . import _complex  # noqa: E402
+globals().update(_complex.FUNCTIONS)  # view_as_real, view_as_complex, real, imag, complex, polar
+__all__ += sorted(_complex.FUNCTIONS)
 _C._setup(_dtype.ALL, {
     "repr": _hooks.tensor_repr,
     "parse_to": _hooks.parse_to,
@@ -132,6 +137,7 @@ _C._setup(_dtype.ALL, {
     "numpy_bfloat16": _dtype.numpy_bfloat16,
     "legacy_new": _legacy.legacy_new,
     "trace": onnx._trace.trace_hook,
+    "complex": _complex.hook,
 })
 
 
@@ -157,7 +163,7 @@ def _shutdown():
 
 __all__ += [
     "Tensor", "DType", "Device", "Stats", "bool", "bool_", "int64", "int32", "int16", "int8",
-    "uint8", "float16", "bfloat16",
+    "uint8", "float16", "bfloat16", "complex64", "complex128",
     "float32", "float64", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
     "zeros_like", "ones_like", "arange", "rand", "randn", "manual_seed", *_OPS,
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "role", "transfer_guard",
@@ -166,7 +172,7 @@ __all__ += [
     "AsyncOpError", "AxisError", "ShapeError", "DTypeError", "InvalidValueError",
     "IndexOutOfRangeError", "AsyncIndexError", "no_grad", "enable_grad",
     "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
-    "mse_loss", "nn", "optim", "special", "linalg", "distributions", "multinomial", "sparse",
+    "mse_loss", "nn", "optim", "special", "linalg", "fft", "distributions", "multinomial", "sparse",
     "data", "save", "load", "install_as_torch", "Trainer", "cost", "transfer_budget", "TransferBudgetError",
     "cpu_isa",
 ]

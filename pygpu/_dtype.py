@@ -24,18 +24,29 @@ class DType:
         self.name = name
         self._code = code
         self.itemsize = itemsize
-        self._kind = kind  # "bool", "sint", "uint", "float", "half" (pg_dtype.h's kind column)
+        # "bool", "sint", "uint", "float", "half", "complex" (pg_dtype.h's kind column)
+        self._kind = kind
         self.is_floating_point = kind in ("float", "half")
-        self.is_signed = kind in ("sint", "float", "half")  # PyTorch's: bool and uint8 are not
+        self.is_signed = kind in ("sint", "float", "half", "complex")  # bool, uint8 are not
         self._legacy = legacy
         self._numpy = numpy_dtype
 
     @property
     def is_complex(self):
-        return False  # no complex dtype yet (issue 43, stage 2): a column of the table then
+        return self._kind == "complex"
 
     def to_real(self):
-        return self
+        """PyTorch's dtype.to_real(): complex64 -> float32, complex128 -> float64."""
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+
+    def to_complex(self):
+        """PyTorch's dtype.to_complex(): float64 -> complex128, the other floats -> complex64."""
+        if self.is_complex:
+            return self
+        if not self.is_floating_point:
+            raise RuntimeError(f"to_complex is only supported for floating point types, got "
+                               f"{self}")  # (PyTorch has complex32 for float16)
+        return complex128 if self is float64 else complex64
 
     def __repr__(self):
         return f"pygpu.{self.name}"
@@ -81,7 +92,7 @@ ALL = tuple(DType(name, code, size, kind, legacy, _numpy_of(name))
             for name, code, size, kind, legacy, _alias in _ROWS)
 _BY_NAME = {d.name: d for d in ALL}
 # the module's names for them, in code order (tests/test_op_registry.py checks these are ALL)
-bool_, int64, float32, float64, float16, bfloat16, uint8, int8, int16, int32 = ALL
+bool_, int64, float32, float64, float16, bfloat16, uint8, int8, int16, int32, complex64, complex128 = ALL
 # PyTorch's other spellings (torch.int is int32, torch.long int64, torch.half float16, ...)
 ALIASES = {alias: _BY_NAME[name] for name, _c, _s, _k, _l, alias in _ROWS if alias}
 _BY_NAME.update(ALIASES)
@@ -125,6 +136,8 @@ def to_dtype(obj):
         return int64
     if obj is float:
         return float32
+    if obj is complex:
+        return complex128  # NumPy's and PyTorch's reading of the type complex
     try:
         nd = np.dtype(obj)
     except TypeError:
@@ -149,7 +162,7 @@ def promote_types(type1, type2):
     return ALL[_C._promote_types(a._code, b._code)]
 
 
-_CATEGORY = {"bool": 0, "sint": 1, "uint": 1, "float": 2, "half": 2}
+_CATEGORY = {"bool": 0, "sint": 1, "uint": 1, "float": 2, "half": 2, "complex": 3}
 
 
 def can_cast(from_, to):

@@ -14,6 +14,7 @@ class finfo:
 
     def __init__(self, type=None):
         d = _dtype.to_dtype(type) if type is not None else _defaults.dtype()
+        d = d.to_real()  # a complex dtype's limits are its parts' (torch.finfo(complex64))
         if not d.is_floating_point:
             raise TypeError(f"torch.finfo() requires a floating point input type, got {d}")
         if d.name == "bfloat16":
@@ -39,7 +40,7 @@ class iinfo:
 
     def __init__(self, type):
         d = _dtype.to_dtype(type)
-        if d.is_floating_point:
+        if d.is_floating_point or d.is_complex:
             raise TypeError(f"torch.iinfo() requires an integer input type, got {d}")
         if d is _dtype.bool_:
             raise TypeError(f"{d} is not supported by torch.iinfo")

@@ -67,8 +67,9 @@ def dtype_of(legacy_name):
 
 
 def legacy_name(dtype):
-    """'FloatTensor' for float32, ... (PyTorch's Tensor.type() names)."""
-    return _NAME_OF[dtype.name]
+    """'FloatTensor' for float32, ... (PyTorch's Tensor.type() names; the complex dtypes have
+    a name, 'ComplexFloatTensor', but no class, as in PyTorch)."""
+    return _NAME_OF.get(dtype.name) or dtype._legacy + "Tensor"
 
 
 def type_string(t):

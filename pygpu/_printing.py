@@ -140,6 +140,16 @@ def format_values(arr, indent):
         width = 5 if shown.size and not shown.all() else 4
         return _nested(arr, indent, summarize,
                        lambda v: " " * (width - len(_bool_text(v))) + _bool_text(v))
+    if arr.dtype.kind == "c":  # PyTorch's: the parts' own formatters, "re+imj"
+        shown = _shown(arr, summarize)
+        fr = _Formatter(shown.real.astype(np.float64), True)
+        fi = _Formatter(shown.imag.astype(np.float64), True)
+
+        def complex_text(v):
+            im = (fi.format(v.imag) + "j").lstrip()
+            re = fr.format(v.real)
+            return re + im if im[0] in "+-" else re + "+" + im
+        return _nested(arr, indent, summarize, complex_text)
     floating = arr.dtype.kind == "f"
     f = _Formatter(_shown(arr, summarize).astype(np.float64) if floating else
                    _shown(arr, summarize).tolist(), floating)
@@ -188,7 +198,8 @@ def tensor_repr(t, host):
     else:
         body = format_values(arr, indent)
     default_float = _defaults.dtype().name
-    if t.dtype.name not in ("int64", "bool", default_float) or (
+    default_complex = _defaults.dtype().to_complex().name  # complex64 beside float32
+    if t.dtype.name not in ("int64", "bool", default_float, default_complex) or (
             arr is not None and arr.size == 0 and t.dtype.name != default_float):
         suffixes.append(f"dtype={t.dtype}")
     if t.grad_fn is not None:

@@ -221,6 +221,8 @@ def _wrapped(x):
         return _dtype.int64._code, 2
     if isinstance(x, float):
         return _defaults.dtype()._code, 2
+    if isinstance(x, complex):  # the default dtype's complex (complex64 beside float32)
+        return _defaults.dtype().to_complex()._code, 2
     raise TypeError(f"result_type(): expected a Tensor or a Python number, got "
                     f"{x.__class__.__name__}")
 

@@ -107,6 +107,8 @@ def full(shape, fill_value, dtype=None, device=None):
             dtype = bool_
         elif isinstance(fill_value, numbers.Integral):
             dtype = int64
+        elif isinstance(fill_value, numbers.Complex) and not isinstance(fill_value, numbers.Real):
+            dtype = _defaults.dtype().to_complex()
         else:
             dtype = _defaults.dtype()
     if isinstance(fill_value, np.generic):
@@ -118,6 +120,10 @@ def full(shape, fill_value, dtype=None, device=None):
                             f"(-2**63 to 2**63 - 1); pass dtype=pygpu.float64 to store it as "
                             f"a float")
     dims = _shape((shape,), "full", "full((2, 3), value)")
+    if dtype.is_complex:  # the pairs filled through the real views
+        out = _C._full(dims, None, dtype, _dev(device))
+        _C._fill_complex(out, complex(fill_value).real, complex(fill_value).imag)
+        return out
     return _C._full(dims, fill_value, dtype, _dev(device))
 
 
@@ -259,12 +265,14 @@ def tensor(data, dtype=None, device=None):
         dt = _defaults.dtype()  # Python floats: PyTorch's default dtype (float32)
     elif not is_array and arr.dtype.kind in "iu":
         dt = int64
+    elif not is_array and arr.dtype == np.complex128:
+        dt = _defaults.dtype().to_complex()  # Python complex numbers: complex64 by default
     else:
         dt = to_dtype(arr.dtype)
     if arr.dtype.kind == "V" and str(arr.dtype) == "bfloat16":  # ml_dtypes.bfloat16: the bits
         host = _C.from_numpy(np.asarray(arr, order="C")).clone()  # (ascontiguousarray: >= 1-d)
         return host.astype(dt).to(device) if device is not None else host.astype(dt)
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in "biufc":
         raise TypeError(f"tensor(): cannot make a tensor from data of type {arr.dtype} "
                         "(expected numbers or bools)")
     if dtype is not None and arr.dtype.kind == "u" and arr.dtype.itemsize > 1:

@@ -55,8 +55,9 @@ def _cast_method(dt):
     return cast
 
 
-# Tensor.float() ... Tensor.byte(): one per row of the dtype table, named by its legacy column
-_CASTS = {dt._legacy.lower(): _cast_method(dt) for dt in _dtype.ALL}
+# Tensor.float() ... Tensor.byte(): one per real row of the dtype table, named by its legacy
+# column (PyTorch's complex casts are cfloat/cdouble: pygpu/_complex.py)
+_CASTS = {dt._legacy.lower(): _cast_method(dt) for dt in _dtype.ALL if not dt.is_complex}
 
 
 def type(self, dtype=None, non_blocking=False, **kwargs):

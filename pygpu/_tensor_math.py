@@ -23,7 +23,7 @@ composition of the table's rows.
   1M-element float32 tensor: three memory-bound passes and two temporaries."""
 import math as _math
 
-from . import _C
+from . import _C, _complex
 from ._dtype import bool_, float64
 
 Tensor = _C.Tensor
@@ -286,15 +286,24 @@ def div_(self, other, *, rounding_mode=None):
 # ---- more of PyTorch's pointwise list, composed of rows ---------------------------------------
 
 def angle(self):
-    """The argument of a real number: 0 for x >= 0, pi for x < 0 (NaN stays NaN)."""
+    """The argument of a real number: 0 for x >= 0, pi for x < 0 (NaN stays NaN); of a
+    complex one atan2(imag, real) (_complex.py)."""
+    if self.dtype.is_complex:
+        return _complex.angle(self)
     x = self if self.dtype.is_floating_point else self.to("float32")
     keep_nan = _C.where(x != x, x, 0.0)  # a number meets x's dtype, not float32
     return _C.where(x < 0, _math.pi, keep_nan)
 
 
 def _real_identity(self):
-    """conj, conj_physical, resolve_conj, resolve_neg: a real tensor is its own conjugate."""
+    """conj, conj_physical, resolve_conj, resolve_neg: a real tensor is its own conjugate;
+    a complex one's conj and conj_physical write the conjugate (pygpu has no lazy conj bit,
+    so resolve_conj returns the tensor itself)."""
     return self
+
+
+def _conj(self):
+    return _complex.conj(self)
 
 
 def mvlgamma(self, p):
@@ -383,7 +392,7 @@ METHODS = {
     "float_power": float_power, "float_power_": float_power_, "polygamma": polygamma,
     "polygamma_": polygamma_, "positive": positive, "ldexp": ldexp, "ldexp_": ldexp_,
     "div": div, "div_": div_, "divide": div, "divide_": div_, "angle": angle,
-    "conj": _real_identity, "conj_physical": _real_identity, "resolve_conj": _real_identity,
+    "conj": _conj, "conj_physical": _conj, "resolve_conj": _real_identity,
     "resolve_neg": _real_identity, "mvlgamma": mvlgamma, "mvlgamma_": mvlgamma_,
     "igamma": igamma, "igammac": igammac, "round": round, "round_": round_, "frexp": frexp,
 }

@@ -41,10 +41,11 @@ the type once (_C._add_tensor_methods):
   _tensor_objects.py __reduce_ex__ (pickle), __copy__, __deepcopy__, share_memory_, is_shared
   _tensor_compat.py  PyTorch's second names (greater, multiply, ravel, eq_, new, ...)
   _ops/_clamp.py     clamp, clip, clamp_, clip_ (the composite ops' home, pygpu/_ops/)
+  _complex.py        real, imag, is_conj, is_complex, cfloat, cdouble (and the complex rules)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
 replaced by wrappers that accept both spellings and call the C method."""
-from . import _C
+from . import _C, _complex
 from ._ops import _clamp as _ops_clamp
 from . import _linalg_legacy, _storage, _tensor_numeric, _tensor_scatter
 from . import (_tensor_autograd, _tensor_compare, _tensor_compat, _tensor_create, _tensor_fill,
@@ -56,7 +57,7 @@ _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor
              _tensor_products, _tensor_autograd, _tensor_fill, _tensor_random, _tensor_objects,
              _tensor_stats, _tensor_compare, _tensor_stack, _tensor_gather, _tensor_spellings,
              _storage, _tensor_numeric, _tensor_scatter, _linalg_legacy, _tensor_shape,
-             _ops_clamp)
+             _ops_clamp, _complex)
 
 
 def install():

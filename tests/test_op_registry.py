@@ -300,7 +300,8 @@ def test_the_dtypes_are_the_dtype_tables_rows():
         [row[:5] for row in rows]
     assert [d._code for d in _dtype.ALL] == list(range(len(rows)))
     assert (_dtype.bool_, _dtype.int64, _dtype.float32, _dtype.float64, _dtype.float16,
-            _dtype.bfloat16, _dtype.uint8, _dtype.int8, _dtype.int16, _dtype.int32) == _dtype.ALL
+            _dtype.bfloat16, _dtype.uint8, _dtype.int8, _dtype.int16, _dtype.int32,
+            _dtype.complex64, _dtype.complex128) == _dtype.ALL
     for name, *_ in rows:
         assert name in text
         assert pygpu.zeros(1, dtype=name).dtype is _dtype.to_dtype(name)

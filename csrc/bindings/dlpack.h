@@ -13,7 +13,7 @@
 #define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
 
 typedef enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 } DLDeviceType;
-typedef enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 } DLDataTypeCode;
+typedef enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 } DLDataTypeCode;
 
 typedef struct { uint32_t major, minor; } DLPackVersion;
 typedef struct { int32_t device_type; int32_t device_id; } DLDevice;

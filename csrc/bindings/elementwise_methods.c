@@ -12,6 +12,7 @@
  * tensor_operators.c, below this file, never refers back up to it. */
 #include "../core/pg_backend.h"
 #include "autograd.h"
+#include "complex.h"
 #include "tensor_object.h"
 
 #include <string.h>
@@ -48,6 +49,8 @@ static PyObject *binary_method(PyObject *self, PyObject *args, PyObject *kwargs,
 
 static PyObject *unary_inplace(PyObject *self, int op, const char *name)
 {
+    if (pg_complex_operand(self))
+        return pg_complex_dispatch("unary_", pg_unary_name(op), self, NULL, NULL, NULL);
     PyObject *tok = pg_ag_inplace_begin(self, NULL, name,
                                         pg_unary_differentiable(op) ? pg_unary_name(op) : NULL);
     if (!tok)

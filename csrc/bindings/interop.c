@@ -40,24 +40,26 @@ static char npy_kind(int dt)
     case PG_KIND_SINT: return 'i';
     case PG_KIND_UINT: return 'u';
     case PG_KIND_FLOAT: return 'f';
+    case PG_KIND_COMPLEX: return 'c';
     default: return dt == PG_BFLOAT16 ? 0 : 'f'; /* float16 is NumPy's 'e' */
     }
 }
 
-/* log2 of a dtype's size: 0..3 */
+/* log2 of a dtype's size: 0..4 */
 static int size_log2(int dt)
 {
     size_t s = pg_dtype_size((pg_dtype)dt);
-    return s == 1 ? 0 : s == 2 ? 1 : s == 4 ? 2 : 3;
+    return s == 1 ? 0 : s == 2 ? 1 : s == 4 ? 2 : s == 8 ? 3 : 4;
 }
 
 /* NumPy's type for a pg dtype, by kind and size; -1 for bfloat16, which NumPy lacks. */
 static int npy_type(int dt)
 {
-    static const short types[][4] = {
-        ['b'] = {NPY_BOOL, -1, -1, -1}, ['i'] = {NPY_INT8, NPY_INT16, NPY_INT32, NPY_INT64},
-        ['u'] = {NPY_UINT8, NPY_UINT16, NPY_UINT32, NPY_UINT64},
-        ['f'] = {-1, NPY_HALF, NPY_FLOAT32, NPY_FLOAT64}};
+    static const short types[][5] = {
+        ['b'] = {NPY_BOOL, -1, -1, -1, -1}, ['i'] = {NPY_INT8, NPY_INT16, NPY_INT32, NPY_INT64, -1},
+        ['u'] = {NPY_UINT8, NPY_UINT16, NPY_UINT32, NPY_UINT64, -1},
+        ['f'] = {-1, NPY_HALF, NPY_FLOAT32, NPY_FLOAT64, -1},
+        ['c'] = {-1, -1, -1, NPY_COMPLEX64, NPY_COMPLEX128}};
     char k = npy_kind(dt);
     return k ? types[(int)k][size_log2(dt)] : -1;
 }
@@ -281,9 +283,9 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
         mem[t->ndim + i] = (Py_ssize_t)(t->strides[i] * (int64_t)isz);
     }
     /* the struct module's codes by kind and size (bfloat16: none, plain bytes) */
-    static const char *const codes[][4] = {
+    static const char *const codes[][5] = {
         ['b'] = {"?"}, ['i'] = {"b", "h", "i", "q"}, ['u'] = {"B", "H", "I", "Q"},
-        ['f'] = {NULL, "e", "f", "d"}};
+        ['f'] = {NULL, "e", "f", "d"}, ['c'] = {NULL, NULL, NULL, "Zf", "Zd"}};
     const char *format = npy_kind(t->dtype) ? codes[(int)npy_kind(t->dtype)][size_log2(t->dtype)] : NULL;
     view->buf = pg_tensor_data(t);
     view->obj = Py_NewRef(self);
@@ -345,16 +347,13 @@ PyObject *pg_array_dunder(PyObject *self, PyObject *args, PyObject *kwargs)
 /* ---- CUDA: __cuda_array_interface__ ----------------------------------------------------- */
 
 /* NumPy's typestr ("<f4", "|i1"); NULL for bfloat16: the protocol has no such type */
-static const char *cai_typestr(int dtype, char buf[4])
+static const char *cai_typestr(int dtype, char buf[8])
 {
     char k = npy_kind(dtype);
     size_t size = pg_dtype_size((pg_dtype)dtype);
     if (!k)
         return NULL;
-    buf[0] = size == 1 ? '|' : '<';
-    buf[1] = k;
-    buf[2] = (char)('0' + size);
-    buf[3] = 0;
+    snprintf(buf, 8, "%c%c%zu", size == 1 ? '|' : '<', k, size); /* "<c16": two digits */
     return buf;
 }
 
@@ -374,7 +373,7 @@ PyObject *pg_cuda_array_interface_get(PyObject *self, void *c)
                             "%s (use __array__ / __dlpack__, or .to('cuda') first)",
                             pg_device_str(dev, d, sizeof d));
     }
-    char ts_buf[4];
+    char ts_buf[8];
     const char *ts = cai_typestr(t->dtype, ts_buf);
     if (!ts) {
         const char *name = pg_dtype_name((pg_dtype)t->dtype);
@@ -502,7 +501,7 @@ static DLDataType dl_type(int dt)
 {
     static const uint8_t codes[] = {[PG_KIND_BOOL] = kDLBool, [PG_KIND_SINT] = kDLInt,
                                     [PG_KIND_UINT] = kDLUInt, [PG_KIND_FLOAT] = kDLFloat,
-                                    [PG_KIND_HALF] = kDLFloat};
+                                    [PG_KIND_HALF] = kDLFloat, [PG_KIND_COMPLEX] = kDLComplex};
     uint8_t code = dt == PG_BFLOAT16 ? kDLBfloat : codes[pg_dtype_kind_of((pg_dtype)dt)];
     return (DLDataType){code, (uint8_t)(8 * pg_dtype_size((pg_dtype)dt)), 1};
 }

@@ -305,7 +305,7 @@ static PyObject *f_has_node(PyObject *mod, PyObject *args)
 }
 
 /* _C._dtype_table(): (((name, code, itemsize, kind, legacy, alias), ...), "float32, ... and
- * bool"): pg_dtype.h's table (kind: "bool", "sint", "uint", "float", "half"), and the list
+ * bool"): pg_dtype.h's table (kind: "bool", "sint", "uint", "float", "half", "complex"), and the list
  * messages name the dtypes by. */
 static PyObject *f_dtype_table(PyObject *mod, PyObject *noargs)
 {
@@ -315,7 +315,7 @@ static PyObject *f_dtype_table(PyObject *mod, PyObject *noargs)
     pg_dtype_list(text, sizeof text);
     static const char *const kinds[] = {[PG_KIND_BOOL] = "bool", [PG_KIND_SINT] = "sint",
                                         [PG_KIND_UINT] = "uint", [PG_KIND_FLOAT] = "float",
-                                        [PG_KIND_HALF] = "half"};
+                                        [PG_KIND_HALF] = "half", [PG_KIND_COMPLEX] = "complex"};
     return Py_BuildValue("(("
 #define PG_DTYPE_FMT(...) "(sinsss)"
                          PG_DTYPES(PG_DTYPE_FMT)

@@ -53,6 +53,7 @@ extern PyMethodDef pg_quantized_functions[]; /* quantized.c: the int8 layers' en
 extern PyMethodDef pg_cuda_extras_functions[]; /* cuda_extras.c: the CUDA plugin's extras table */
 extern PyMethodDef pg_profile_functions[]; /* profile.c: pygpu.profiler's recorder */
 extern PyMethodDef pg_linalg_functions[]; /* linalg.c: LAPACK's factorizations (pygpu/linalg.py) */
+extern PyMethodDef pg_complex_functions[]; /* complex.c: complex views and the FFT node */
 extern PyMethodDef pg_subop_functions[];  /* subops.c: _C._subop_table() */
 extern PyMethodDef pg_storage_functions[]; /* storage.c: storages' identity, shared memory */
 
@@ -92,6 +93,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_surface_functions) < 0 ||
         PyModule_AddFunctions(m, pg_quantized_functions) < 0 ||
         PyModule_AddFunctions(m, pg_linalg_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_complex_functions) < 0 ||
         PyModule_AddFunctions(m, pg_subop_functions) < 0 ||
         PyModule_AddFunctions(m, pg_storage_functions) < 0 ||
         PyModule_AddFunctions(m, pg_cuda_extras_functions) < 0 ||

@@ -5,6 +5,7 @@
  * file about tensors rather than string handling. */
 #include "autocast.h"
 #include "autograd.h"
+#include "complex.h"
 #include "cuda_extras.h"
 #include "tensor_object.h"
 #include "../core/pg_backend.h"
@@ -229,7 +230,7 @@ static PyObject *m_clone(PyObject *self, PyObject *noargs)
 static PyObject *m_astype(PyObject *self, PyObject *arg)
 {
     int code;
-    if (pg_parse_dtype(arg, &code) < 0)
+    if (pg_parse_dtype(arg, &code) < 0 || pg_complex_cast_warn(T(self)->dtype, code) < 0)
         return NULL;
     pg_tensor out;
     pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_astype(T(self), (pg_dtype)code, &out));
@@ -341,6 +342,10 @@ static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kwargs)
     if ((code >= 0 && code != T(cur)->dtype) || copy) {
         pg_tensor out;
         int dt = code >= 0 ? code : T(cur)->dtype;
+        if (pg_complex_cast_warn(T(cur)->dtype, dt) < 0) {
+            Py_DECREF(cur);
+            return NULL;
+        }
         pg_status st = PG_CALL(pg_heavy(T(cur)), pg_op_astype(T(cur), (pg_dtype)dt, &out));
         Py_SETREF(cur, pg_wrap_result(st, &out));
     }
@@ -362,6 +367,8 @@ static PyObject *m_copy_(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *src;
     int non_blocking = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|p", kw, &PyTensor_Type, &src, &non_blocking))
+        return NULL;
+    if (pg_complex_cast_warn(T(src)->dtype, T(self)->dtype) < 0)
         return NULL;
     int handled;
     PyObject *r = pg_ag_copy(self, src, non_blocking, &handled); /* autograd records it */
@@ -507,6 +514,9 @@ static PyObject *reduce_impl(PyObject *self, int op, PyObject *args, PyObject *k
 
 PyObject *pg_reduce_call(PyObject *self, int op, PyObject *args, PyObject *kwargs)
 {
+    if (pg_complex_operand(self))
+        return pg_complex_dispatch("reduce", op < 0 ? "mean" : pg_reduce_name(op), self, NULL,
+                                   args, kwargs);
     if (pg_autocast_regions > 0 && (op < 0 || op == PG_RED_SUM)) { /* autocast: float32 sums */
         PyObject *s2, *unused;
         if (pg_autocast_cast(op < 0 ? "mean" : "sum", self, NULL, &s2, &unused) < 0)
@@ -571,6 +581,8 @@ REDUCE_METHOD(mean, -1)
 
 PyObject *pg_unary_call(PyObject *self, int op)
 {
+    if (pg_complex_operand(self))
+        return pg_complex_dispatch("unary", pg_unary_name(op), self, NULL, NULL, NULL);
     pg_tensor out;
     pg_status st = PG_CALL(pg_heavy(T(self)), pg_op_unary(op, T(self), &out));
     PyObject *r = pg_wrap_result(st, &out);

@@ -360,6 +360,7 @@ PyObject *pg_item(PyTensor *self)
 #define PG_ITEM_KIND_UINT(ID, T, p) PyLong_FromUnsignedLongLong(*(const T *)p)
 #define PG_ITEM_KIND_FLOAT(ID, T, p) PyFloat_FromDouble(*(const T *)p)
 #define PG_ITEM_KIND_HALF(ID, T, p) PyFloat_FromDouble(pg_##ID##_to_double(*(const T *)p))
+#define PG_ITEM_KIND_COMPLEX(ID, T, p) PyComplex_FromDoubles(((const T *)p)->re, ((const T *)p)->im)
 #define pg_FLOAT16_to_double pg_f16_to_double
 #define pg_BFLOAT16_to_double pg_bf16_to_double
         PG_DTYPES(PG_ITEM_CASE)

@@ -8,6 +8,7 @@
  * that none of those reaches back up into the type's definition. */
 #include "autocast.h"
 #include "autograd.h"
+#include "complex.h"
 #include "tensor_object.h"
 
 #include <stdio.h>
@@ -67,6 +68,8 @@ static PyObject *binary(PyObject *a, PyObject *b, int op)
 {
     pg_tensor out;
     pg_status st;
+    if ((PyTensor_Check(a) || PyTensor_Check(b)) && (pg_complex_operand(a) || pg_complex_operand(b)))
+        return pg_complex_dispatch("binary", pg_binary_name(op), a, b, NULL, NULL);
     if (PyTensor_Check(a) && PyTensor_Check(b)) {
         const pg_tensor *ta = &((PyTensor *)a)->t, *tb = &((PyTensor *)b)->t;
         bool heavy = pg_heavy(ta) || pg_heavy(tb);
@@ -148,6 +151,8 @@ int pg_inplace_check(PyObject *self, PyObject *other, const char *name)
 /* self <op>= other in place; returns self (a new reference). */
 PyObject *pg_py_binary_(PyObject *self, PyObject *other, int op, const char *name)
 {
+    if (pg_complex_operand(self) || pg_complex_operand(other))
+        return pg_complex_dispatch("binary_", pg_binary_name(op), self, other, NULL, NULL);
     PyObject *tok = pg_ag_inplace_begin(self, other, name,
                                         pg_binary_differentiable(op) ? pg_binary_name(op) : NULL);
     if (!tok)
@@ -206,6 +211,8 @@ static PyObject *nb_matmul(PyObject *a, PyObject *b)
 
 static PyObject *matmul_impl(PyObject *a, PyObject *b)
 {
+    if (pg_complex_operand(a) || pg_complex_operand(b))
+        return pg_complex_dispatch("matmul", "matmul", a, b, NULL, NULL);
     const pg_tensor *ta = &((PyTensor *)a)->t, *tb = &((PyTensor *)b)->t;
     pg_tensor out;
     bool heavy = ta->storage->device.type == PG_DEV_CPU &&
@@ -286,8 +293,8 @@ static int nb_bool(PyObject *a)
  * right operand that is neither a Tensor nor a Python number is left to Python. */
 static PyObject *inplace_slot(PyObject *a, PyObject *b, int op, const char *name)
 {
-    if (!PyTensor_Check(a) ||
-        !(PyTensor_Check(b) || PyBool_Check(b) || PyLong_Check(b) || PyFloat_Check(b)))
+    if (!PyTensor_Check(a) || !(PyTensor_Check(b) || PyBool_Check(b) || PyLong_Check(b) ||
+                                PyFloat_Check(b) || PyComplex_Check(b)))
         Py_RETURN_NOTIMPLEMENTED;
     return pg_py_binary_(a, b, op, name);
 }

@@ -18,6 +18,9 @@ void pg_dtype_list(char *buf, size_t len)
     for (int i = 0; i < PG_NUM_DTYPES; i++) /* floats, in code order */
         if (pg_dtype_is_float((pg_dtype)i))
             order[n++] = i;
+    for (int i = 0; i < PG_NUM_DTYPES; i++) /* the complex dtypes */
+        if (pg_dtype_is_complex((pg_dtype)i))
+            order[n++] = i;
     for (size_t size = 8; size >= 1; size /= 2) /* then the integers, widest first */
         for (int i = 0; i < PG_NUM_DTYPES; i++)
             if (pg_dtype_is_int((pg_dtype)i) && pg_dtype_size((pg_dtype)i) == size)
@@ -37,21 +40,26 @@ bool pg_dtype_supported(pg_dtype dt) { return pg_dtype_valid((int)dt); }
 
 /* torch.promote_types, c10's table written in its style: row a, column b, in code order
  * (b1 bool, i8 int64, f4 float32, f8 float64, f2 float16, bf bfloat16, u1 uint8, i1 int8,
- * i2 int16, i4 int32). tests/test_type_promotion.py compares every pair with torch's. */
+ * i2 int16, i4 int32, c4 complex64, c8 complex128). c10 gives float16 with complex64
+ * complex64 too (its complex32 only with complex32 itself). tests/test_type_promotion.py
+ * compares every pair with torch's. */
 enum { b1 = PG_BOOL, i8 = PG_INT64, f4 = PG_FLOAT32, f8 = PG_FLOAT64, f2 = PG_FLOAT16,
-       bf = PG_BFLOAT16, u1 = PG_UINT8, i1 = PG_INT8, i2 = PG_INT16, i4 = PG_INT32 };
+       bf = PG_BFLOAT16, u1 = PG_UINT8, i1 = PG_INT8, i2 = PG_INT16, i4 = PG_INT32,
+       c4 = PG_COMPLEX64, c8 = PG_COMPLEX128 };
 static const unsigned char pg_promote_table[PG_NUM_DTYPES][PG_NUM_DTYPES] = {
-    /*        b1  i8  f4  f8  f2  bf  u1  i1  i2  i4 */
-    /* b1 */ {b1, i8, f4, f8, f2, bf, u1, i1, i2, i4},
-    /* i8 */ {i8, i8, f4, f8, f2, bf, i8, i8, i8, i8},
-    /* f4 */ {f4, f4, f4, f8, f4, f4, f4, f4, f4, f4},
-    /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
-    /* f2 */ {f2, f2, f4, f8, f2, f4, f2, f2, f2, f2},
-    /* bf */ {bf, bf, f4, f8, f4, bf, bf, bf, bf, bf},
-    /* u1 */ {u1, i8, f4, f8, f2, bf, u1, i2, i2, i4},
-    /* i1 */ {i1, i8, f4, f8, f2, bf, i2, i1, i2, i4},
-    /* i2 */ {i2, i8, f4, f8, f2, bf, i2, i2, i2, i4},
-    /* i4 */ {i4, i8, f4, f8, f2, bf, i4, i4, i4, i4},
+    /*        b1  i8  f4  f8  f2  bf  u1  i1  i2  i4  c4  c8 */
+    /* b1 */ {b1, i8, f4, f8, f2, bf, u1, i1, i2, i4, c4, c8},
+    /* i8 */ {i8, i8, f4, f8, f2, bf, i8, i8, i8, i8, c4, c8},
+    /* f4 */ {f4, f4, f4, f8, f4, f4, f4, f4, f4, f4, c4, c8},
+    /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, c8, c8},
+    /* f2 */ {f2, f2, f4, f8, f2, f4, f2, f2, f2, f2, c4, c8},
+    /* bf */ {bf, bf, f4, f8, f4, bf, bf, bf, bf, bf, c4, c8},
+    /* u1 */ {u1, i8, f4, f8, f2, bf, u1, i2, i2, i4, c4, c8},
+    /* i1 */ {i1, i8, f4, f8, f2, bf, i2, i1, i2, i4, c4, c8},
+    /* i2 */ {i2, i8, f4, f8, f2, bf, i2, i2, i2, i4, c4, c8},
+    /* i4 */ {i4, i8, f4, f8, f2, bf, i4, i4, i4, i4, c4, c8},
+    /* c4 */ {c4, c4, c4, c8, c4, c4, c4, c4, c4, c4, c4, c8},
+    /* c8 */ {c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8},
 };
 _Static_assert(sizeof pg_promote_table == PG_NUM_DTYPES * PG_NUM_DTYPES,
                "the promotion table has a row and a column per dtype of PG_DTYPES");
@@ -64,12 +72,18 @@ void pg_result_state_add(pg_result_state *s, pg_dtype dt, int priority)
     *slot = *slot < 0 ? (int)dt : (int)pg_dtype_promote((pg_dtype)*slot, dt);
 }
 
-/* c10's combine_categories(higher, lower) (-1: no operand of that priority) */
+/* c10's combine_categories(higher, lower) (-1: no operand of that priority): a complex
+ * lower priority makes a float higher one its complex dtype (float64 tensor + 1j:
+ * complex128), an integer or bool one the lower's */
 static int combine_categories(int higher, int lower)
 {
     if (higher < 0)
         return lower;
-    if (lower < 0 || pg_dtype_is_float((pg_dtype)higher))
+    if (lower < 0 || pg_dtype_is_complex((pg_dtype)higher))
+        return higher;
+    if (pg_dtype_is_complex((pg_dtype)lower))
+        return pg_dtype_is_float((pg_dtype)higher) ? (int)pg_dtype_to_complex((pg_dtype)higher) : lower;
+    if (pg_dtype_is_float((pg_dtype)higher))
         return higher;
     if (higher == PG_BOOL || pg_dtype_is_float((pg_dtype)lower))
         return (int)pg_dtype_promote((pg_dtype)higher, (pg_dtype)lower);

@@ -8,7 +8,12 @@
  * store (a backend without a half kernel for an op says so through supports_op,
  * pg_backend.h). Their bits are interpreted by pg_half.h (and the backends' vector
  * converters). The integer dtypes wrap on overflow as PyTorch's do: their kernels
- * compute in the `calc` column's unsigned type, so no signed overflow is undefined. */
+ * compute in the `calc` column's unsigned type, so no signed overflow is undefined.
+ * complex64 and complex128 are (real, imaginary) pairs of float32/float64, as PyTorch's and
+ * NumPy's: the core never hands a backend a complex operand except to the FFT node kind.
+ * A copy, cast or fill of a complex tensor runs on its real view (pg_view_complex_as_real,
+ * pg_ops_index.h: the pairs as a trailing axis of 2), and pygpu/_complex.py composes the
+ * complex arithmetic from real ops on those views, so every backend runs it unchanged. */
 #ifndef PG_DTYPE_H
 #define PG_DTYPE_H
 
@@ -22,11 +27,12 @@
  *   size    bytes per element
  *   ctype   the host C type an element is stored as (the halves: their bits)
  *   kind    KIND_BOOL, KIND_SINT (signed integer), KIND_UINT, KIND_FLOAT, KIND_HALF
- *           (a 16-bit float computed in float32); read by pg_dtype_kind() and by the
- *           filtered lists below
+ *           (a 16-bit float computed in float32), KIND_COMPLEX (a pair of the calc type);
+ *           read by pg_dtype_kind() and by the filtered lists below
  *   calc    the C type an element is computed in: an integer's unsigned type of at least
  *           int's width (arithmetic wraps there, as PyTorch's does, with no undefined
- *           behaviour), float for the halves, the type itself for the others
+ *           behaviour), float for the halves, a complex dtype's part (float, double),
+ *           the type itself for the others
  *   legacy  PyTorch's legacy name: "Char" gives torch.CharTensor, torch.CharStorage
  *           (what a checkpoint's pickle names) and the cast method Tensor.char()
  *   alias   PyTorch's other spelling, torch.int for int32 ("" for none)
@@ -44,14 +50,27 @@
     P(X, UINT8, "uint8", 1, uint8_t, KIND_UINT, uint32_t, "Byte", "")                     \
     P(X, INT8, "int8", 1, int8_t, KIND_SINT, uint32_t, "Char", "")                        \
     P(X, INT16, "int16", 2, int16_t, KIND_SINT, uint32_t, "Short", "short")               \
-    P(X, INT32, "int32", 4, int32_t, KIND_SINT, uint32_t, "Int", "int")
+    P(X, INT32, "int32", 4, int32_t, KIND_SINT, uint32_t, "Int", "int")                   \
+    P(X, COMPLEX64, "complex64", 8, pg_complex64, KIND_COMPLEX, float, "ComplexFloat", "cfloat") \
+    P(X, COMPLEX128, "complex128", 16, pg_complex128, KIND_COMPLEX, double, "ComplexDouble", "cdouble")
 
 /* X(ID, name, size, ctype, kind, calc, legacy, alias) for every row */
 #define PG_DTYPES(X) PG_DTYPE_ROWS(PG_DTYPE_EVERY, X)
 /* ... for the integer rows only (signed and unsigned; not bool), in code order: the
  * CPU kernels write an integer loop once and instantiate it for each of these */
 #define PG_INT_DTYPES(X) PG_DTYPE_ROWS(PG_DTYPE_IF_INT, X)
+/* ... for every row but the complex ones: what the backends' per-dtype kernels (casts, the
+ * CUDA dtype dispatch) instantiate, since no complex operand reaches them */
+#define PG_REAL_DTYPES(X) PG_DTYPE_ROWS(PG_DTYPE_IF_REAL, X)
 #define PG_DTYPE_EVERY(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_REAL(X, ID, name, size, ctype, kind, ...) \
+    PG_DTYPE_IF_REAL_##kind(X, ID, name, size, ctype, kind, __VA_ARGS__)
+#define PG_DTYPE_IF_REAL_KIND_BOOL(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_REAL_KIND_SINT(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_REAL_KIND_UINT(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_REAL_KIND_FLOAT(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_REAL_KIND_HALF(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_REAL_KIND_COMPLEX(X, ...)
 #define PG_DTYPE_IF_INT(X, ID, name, size, ctype, kind, ...) \
     PG_DTYPE_IF_INT_##kind(X, ID, name, size, ctype, kind, __VA_ARGS__)
 #define PG_DTYPE_IF_INT_KIND_SINT(X, ...) X(__VA_ARGS__)
@@ -59,6 +78,15 @@
 #define PG_DTYPE_IF_INT_KIND_BOOL(X, ...)
 #define PG_DTYPE_IF_INT_KIND_FLOAT(X, ...)
 #define PG_DTYPE_IF_INT_KIND_HALF(X, ...)
+#define PG_DTYPE_IF_INT_KIND_COMPLEX(X, ...)
+
+/* a complex element as it lies in memory: NumPy's and C99's layout (real, then imaginary) */
+typedef struct pg_complex64 {
+    float re, im;
+} pg_complex64;
+typedef struct pg_complex128 {
+    double re, im;
+} pg_complex128;
 
 typedef enum pg_dtype {
 #define PG_DTYPE_ENUM(ID, ...) PG_##ID,
@@ -68,7 +96,9 @@ typedef enum pg_dtype {
 } pg_dtype;
 
 /* the kind column as values */
-typedef enum pg_dtype_kind { PG_KIND_BOOL, PG_KIND_SINT, PG_KIND_UINT, PG_KIND_FLOAT, PG_KIND_HALF } pg_dtype_kind;
+typedef enum pg_dtype_kind {
+    PG_KIND_BOOL, PG_KIND_SINT, PG_KIND_UINT, PG_KIND_FLOAT, PG_KIND_HALF, PG_KIND_COMPLEX
+} pg_dtype_kind;
 
 /* Inline (and so usable by the CUDA plugin, which links no core symbol). */
 static inline size_t pg_dtype_size(pg_dtype dt)
@@ -104,16 +134,22 @@ static inline bool pg_dtype_is_float(pg_dtype dt)
     pg_dtype_kind k = pg_dtype_kind_of(dt);
     return k == PG_KIND_FLOAT || k == PG_KIND_HALF;
 }
-/* PyTorch's dtype.is_signed: the signed integers and the floats */
+/* complex64 or complex128 (PyTorch's dtype.is_complex) */
+static inline bool pg_dtype_is_complex(pg_dtype dt) { return pg_dtype_kind_of(dt) == PG_KIND_COMPLEX; }
+/* a complex dtype's part (complex64: float32), and the complex dtype whose part a float is
+ * (float64: complex128; float32 and the halves: complex64, as pygpu has no complex32) */
+static inline pg_dtype pg_dtype_complex_part(pg_dtype dt) { return dt == PG_COMPLEX128 ? PG_FLOAT64 : PG_FLOAT32; }
+static inline pg_dtype pg_dtype_to_complex(pg_dtype dt) { return dt == PG_FLOAT64 || dt == PG_COMPLEX128 ? PG_COMPLEX128 : PG_COMPLEX64; }
+/* PyTorch's dtype.is_signed: the signed integers, the floats and the complex dtypes */
 static inline bool pg_dtype_is_signed(pg_dtype dt)
 {
     pg_dtype_kind k = pg_dtype_kind_of(dt);
     return k != PG_KIND_BOOL && k != PG_KIND_UINT;
 }
-/* the category promotion compares (c10's): bool 0 < integer 1 < float 2 */
+/* the category promotion compares (c10's): bool 0 < integer 1 < float 2 < complex 3 */
 static inline int pg_dtype_category(pg_dtype dt)
 {
-    return dt == PG_BOOL ? 0 : pg_dtype_is_float(dt) ? 2 : 1;
+    return dt == PG_BOOL ? 0 : pg_dtype_is_complex(dt) ? 3 : pg_dtype_is_float(dt) ? 2 : 1;
 }
 const char *pg_dtype_name(pg_dtype dt);
 bool pg_dtype_valid(int code);      /* a known code */

@@ -100,6 +100,9 @@ typedef struct pg_node {
         /* LINALG: flag (cholesky/eigh: upper; qr: mode 0 reduced, 1 complete, 2 R only; svd:
          * 0 reduced, 1 full, 2 values only) and param (lstsq: rcond) */
         struct { int64_t flag; double param; } linalg;
+        /* FFT: the transform's length, its direction (1 forward: exponent sign -1) and the
+         * factor every output is multiplied by (the norm: 1, 1/n or 1/sqrt(n)) */
+        struct { int64_t n, forward; double fct; } fft;
     } p;
     const char *name; /* the user-facing op name, for error messages ("add", "matmul") */
     pg_node_list *list; /* MULTI(_NORM): its entries (above); read for no other kind (unset there) */

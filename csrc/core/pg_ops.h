@@ -243,4 +243,30 @@ pg_status pg_op_ternary_(int op, const pg_tensor *self, const pg_tensor *b, cons
 pg_status pg_op_linalg(int op, const pg_tensor *a, const pg_tensor *b, int flag, double param,
                        bool check, pg_tensor outs[PG_LINALG_MAX_OUT + 1], int *nout);
 
+/* ---- complex tensors (pg_ops_complex.c) ----------------------------------------------
+ * A complex64/complex128 tensor's real view: its (real, imaginary) pairs as a trailing axis
+ * of 2 in float32/float64 (PyTorch's view_as_real). Copies, casts and fills of complex
+ * tensors run on these views, so no backend kernel sees a complex operand. */
+pg_status pg_view_complex_as_real(const pg_tensor *t, pg_tensor *out);
+/* PyTorch's view_as_complex: a float32/float64 tensor whose last axis is 2 with stride 1,
+ * even strides elsewhere and an even offset, as complex64/complex128 without it */
+pg_status pg_view_real_as_complex(const pg_tensor *t, pg_tensor *out);
+/* Tensor.real (imag false) / Tensor.imag (true) of a complex tensor: a real view */
+pg_status pg_view_complex_part(const pg_tensor *t, bool imag, pg_tensor *out);
+/* every element of complex t becomes re + im j (pg_ops_create.c; pg_op_fill's complex
+ * case). pg_op_copy's: a complex source into a real dst keeps the real part (the bindings
+ * warn as PyTorch) */
+pg_status pg_op_fill_complex(const pg_tensor *t, double re, double im);
+/* true if some operand or output of the node is complex */
+bool pg_node_has_complex(const pg_node *n);
+
+/* ---- the FFT node (pg_ops_fft.c): one 1-D transform along the last axis, per line ------
+ * op an FFT row of pg_subops.def: C2C (complex -> complex of n), R2C (float32/float64 of n
+ * -> complex of n/2+1), C2R (complex of n/2+1 -> float of n); forward: the sign of the
+ * exponent (-1 forward), fct the factor every output is multiplied by (the norm). The
+ * caller pads or trims the last axis to what the row reads; the result is new and
+ * contiguous, on src's device. */
+pg_status pg_op_fft(int op, const pg_tensor *src, int64_t n, bool forward, double fct,
+                    pg_tensor *out);
+
 #endif

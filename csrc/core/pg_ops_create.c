@@ -106,11 +106,29 @@ static pg_status check_int_fits(const pg_tensor *t, pg_scalar v, const char *op)
                         op, value, pg_dtype_name(dt), lo, hi - 1);
 }
 
+pg_status pg_op_fill_complex(const pg_tensor *t, double re, double im)
+{
+    pg_tensor part;
+    pg_scalar v = {.kind = PG_SCALAR_FLOAT, .f = re};
+    PG_TRY(pg_view_complex_part(t, false, &part));
+    pg_status st = pg_op_fill(&part, v);
+    pg_tensor_clear(&part);
+    if (st != PG_OK)
+        return st;
+    v.f = im;
+    PG_TRY(pg_view_complex_part(t, true, &part));
+    st = pg_op_fill(&part, v);
+    pg_tensor_clear(&part);
+    return st;
+}
+
 pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
 {
     PG_TRY(check_int_fits(t, v, "assignment"));
     if (pg_tensor_numel(t) == 0)
         return PG_OK;
+    if (pg_dtype_is_complex((pg_dtype)t->dtype)) /* the real part, and a zero imaginary one */
+        return pg_op_fill_complex(t, v.kind == PG_SCALAR_FLOAT ? v.f : (double)v.i, 0.0);
     PG_TRY(pg_backend_check_op(pg_tensor_device(t), PG_OP_FILL, t->dtype, "fill"));
     if (t->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "fill: the tensor is read-only");

@@ -57,6 +57,13 @@ pg_status pg_launch(const pg_node *node)
     PG_TRY(pg_fork_check(dev.type));
     if (be->supports_node && !be->supports_node(be, dev.index, node)) /* a node's rules */
         return pg_backend_check_node(dev, node);
+    /* no backend kernel but the FFT's takes complex operands: the bindings send complex
+     * arithmetic to pygpu/_complex.py, which composes it from real nodes, so this refusal
+     * is only met by an op that has no complex rule yet */
+    if (node->op != PG_OP_FFT && pg_node_has_complex(node))
+        return pg_error_set(PG_ERR_DTYPE, "\"%s\" not implemented for 'ComplexFloat' or "
+                                          "'ComplexDouble' in pygpu",
+                            node->name ? node->name : "op");
     pg_stats_op(dev);
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(node, outs);
@@ -151,6 +158,51 @@ static bool copy_overlaps(const pg_tensor *dst, const pg_tensor *src)
     return dlo < shi && slo < dhi;
 }
 
+/* pg_op_copy of a complex dst or src, on the real views (pg_ops_complex.c): src broadcast
+ * to dst's shape first, so that the views below line up axis by axis */
+static pg_status copy_complex(const pg_tensor *dst, const pg_tensor *src)
+{
+    bool dc = pg_dtype_is_complex((pg_dtype)dst->dtype), sc = pg_dtype_is_complex((pg_dtype)src->dtype);
+    pg_tensor s, a, b;
+    PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &s));
+    pg_status st;
+    if (dc && sc) { /* pairs into pairs, cast part by part */
+        st = pg_view_complex_as_real(dst, &a);
+        if (st == PG_OK) {
+            st = pg_view_complex_as_real(&s, &b);
+            if (st == PG_OK) {
+                st = pg_op_copy(&a, &b);
+                pg_tensor_clear(&b);
+            }
+            pg_tensor_clear(&a);
+        }
+    } else if (dc) { /* a real source: the real part, then a zero imaginary part */
+        st = pg_view_complex_part(dst, false, &a);
+        if (st == PG_OK) {
+            st = pg_op_copy(&a, &s);
+            pg_tensor_clear(&a);
+        }
+        if (st == PG_OK)
+            st = pg_view_complex_part(dst, true, &a);
+        if (st == PG_OK) { /* a FILL node of 0 (pg_op_fill lives above this file) */
+            pg_node n;
+            pg_node_start(&n, PG_OP_FILL, 0, "fill");
+            n.dst = a;
+            if (pg_tensor_numel(&a) > 0)
+                st = pg_launch(&n);
+            pg_tensor_clear(&a);
+        }
+    } else { /* into a real dst: the real part (PyTorch warns that the imaginary is dropped) */
+        st = pg_view_complex_part(&s, false, &b);
+        if (st == PG_OK) {
+            st = pg_op_copy(dst, &b);
+            pg_tensor_clear(&b);
+        }
+    }
+    pg_tensor_clear(&s);
+    return st;
+}
+
 pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
 {
     PG_TRY(pg_check_same_device("copy", dst, src));
@@ -164,6 +216,8 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
         pg_tensor_clear(&tmp);
         return st;
     }
+    if (pg_dtype_is_complex((pg_dtype)dst->dtype) || pg_dtype_is_complex((pg_dtype)src->dtype))
+        return copy_complex(dst, src);
     pg_node n;
     node_init(&n, PG_OP_COPY, 0, "copy");
     PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &n.src[0]));

@@ -112,7 +112,7 @@ static inline int32_t f2i32(double x)
 #define CAST_ROW_KIND_FLOAT(ID, T, size) CAST_FLOAT(ID, T)
 #define CAST_ROW_KIND_HALF(ID, T, size) /* below: their own bits */
 #define CAST_ROW(ID, name, size, T, kind, ...) CAST_ROW_##kind(ID, T, size)
-PG_DTYPES(CAST_ROW)
+PG_REAL_DTYPES(CAST_ROW) /* the core casts a complex tensor through its real view */
 CAST_HALF(FLOAT16, pg_f16_to_double, pg_f16_from_double)
 CAST_HALF(BFLOAT16, pg_bf16_to_double, pg_bf16_from_double)
 
@@ -125,7 +125,7 @@ static const struct cast_fns {
     [PG_##ID] = {load_##ID, store_i_##ID, store_f_##ID,                                   \
                  PG_##kind == PG_KIND_BOOL || PG_##kind == PG_KIND_SINT ||                \
                      PG_##kind == PG_KIND_UINT},
-    PG_DTYPES(CAST_FNS)
+    PG_REAL_DTYPES(CAST_FNS)
 #undef CAST_FNS
 };
 

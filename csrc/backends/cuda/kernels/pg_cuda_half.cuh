@@ -149,7 +149,7 @@ template <typename C> struct pg_cuda_elem<PG_BFLOAT16, C> {
     using type = __nv_bfloat16;
 };
 
-/* f(T()) for every dtype of the table, the narrow integers too (int8, uint8, int16, int32:
+/* f(T()) for every real dtype of the table, the narrow integers too (int8, uint8, int16, int32:
  * the elementwise ops, casts, fills and the index family's moves); one case per row. */
 template <typename F> static cudaError_t pg_dispatch_dtype_every(int dtype, F &&f)
 {
@@ -157,7 +157,7 @@ template <typename F> static cudaError_t pg_dispatch_dtype_every(int dtype, F &&
 #define PG_CUDA_DTYPE_CASE(ID, name, size, ctype, ...) \
     case PG_##ID:                                     \
         return f(typename pg_cuda_elem<PG_##ID, ctype>::type());
-        PG_DTYPES(PG_CUDA_DTYPE_CASE)
+        PG_REAL_DTYPES(PG_CUDA_DTYPE_CASE) /* complex: the core runs its real view */
 #undef PG_CUDA_DTYPE_CASE
     default:
         return cudaErrorInvalidValue;
