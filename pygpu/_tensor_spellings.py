@@ -238,6 +238,20 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                  dilation)
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _F().conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _F().conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return _F().max_pool3d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
 def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     return _F().max_pool1d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
 
@@ -587,7 +601,8 @@ FUNCTIONS.update({name: globals()[name] for name in (
     "poisson_nll_loss", "triplet_margin_loss", "cosine_embedding_loss", "rrelu", "rrelu_",
     "threshold", "threshold_", "selu", "selu_", "celu", "celu_", "prelu", "hardshrink",
     "rms_norm", "bilinear", "cosine_similarity", "pairwise_distance", "pdist",
-    "constant_pad_nd", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
+    "constant_pad_nd", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "conv3d",
+    "conv_transpose3d", "max_pool3d",
     "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
     "adaptive_max_pool1d", "pixel_shuffle", "pixel_unshuffle", "rnn_tanh_cell", "rnn_relu_cell",
     "lstm_cell", "gru_cell", "channel_shuffle", "hann_window", "hamming_window",
