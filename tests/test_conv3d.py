@@ -207,3 +207,41 @@ def test_errors_are_pytorchs():
     for fn in (F.conv3d, F.max_pool3d):
         with pytest.raises(TypeError):
             fn([1.0], pygpu.zeros(2, 4, 3, 3, 3))
+
+
+def test_torch_level_convolution_spellings_match_torch(device):
+    x3 = rng.standard_normal((2, 4, 5, 6, 5))
+    w3 = rng.standard_normal((6, 2, 3, 2, 2))
+    b = rng.standard_normal(6)
+    for transposed, w in ((False, w3), (True, rng.standard_normal((4, 3, 2, 2, 3)))):
+        args = ([1, 2, 1], [1, 0, 1], [1, 1, 2], transposed, [0, 1, 0] if transposed else [0] * 3,
+                2)
+        bias = b if not transposed else rng.standard_normal(6)
+        ours = pygpu.convolution(pygpu.tensor(x3, device=device), pygpu.tensor(w, device=device),
+                                 pygpu.tensor(bias, device=device), *args)
+        theirs = torch.convolution(torch.tensor(x3), torch.tensor(w), torch.tensor(bias), *args)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-9, atol=1e-10)
+    x2, w2 = rng.standard_normal((2, 4, 7, 6)), rng.standard_normal((6, 4, 3, 3))
+    np.testing.assert_allclose(
+        pygpu.convolution(pygpu.tensor(x2), pygpu.tensor(w2), None, [1, 1], [1, 1], [1, 1],
+                          False, [0, 0], 1).numpy(),
+        torch.convolution(torch.tensor(x2), torch.tensor(w2), None, [1, 1], [1, 1], [1, 1],
+                          False, [0, 0], 1).numpy(), rtol=1e-9, atol=1e-10)
+    # conv_tbc: (time, batch, channel), its gradients too
+    arrays = [rng.standard_normal((7, 2, 3)), rng.standard_normal((3, 3, 4)),
+              rng.standard_normal(4)]
+    _check(device, lambda *a: pygpu.conv_tbc(*a, 1), lambda *a: torch.conv_tbc(*a, 1), arrays)
+    with pytest.raises(RuntimeError, match="Input dim 2 \\(input channels\\) is not == dim 1"):
+        pygpu.conv_tbc(pygpu.zeros(7, 2, 3), pygpu.zeros(3, 2, 4), pygpu.zeros(4))
+    # native_group_norm: the output and each group's mean and 1/std
+    x = rng.standard_normal((2, 6, 3, 3))
+    wt, bs = rng.standard_normal(6), rng.standard_normal(6)
+    ours = pygpu.native_group_norm(pygpu.tensor(x, device=device), pygpu.tensor(wt, device=device),
+                                   pygpu.tensor(bs, device=device), 2, 6, 9, 3, 1e-5)
+    theirs = torch.native_group_norm(torch.tensor(x), torch.tensor(wt), torch.tensor(bs), 2, 6,
+                                     9, 3, 1e-5)
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(
+        pygpu.native_channel_shuffle(pygpu.tensor(x, device=device), 3).numpy(),
+        torch.native_channel_shuffle(torch.tensor(x), 3).numpy())
