@@ -679,13 +679,32 @@ def _qr_old(A, some=True):
     return qr(A, "reduced" if some else "complete")
 
 
-def _matrix_exp_unsupported(A):
-    raise NotImplementedError("matrix_exp is not implemented in pygpu")
+def matrix_exp(A):
+    """exp(A) of each square matrix of A (..., n, n): scaling and squaring, A / 2**s with
+    norm at most 1/2 through a degree-18 Taylor polynomial (Horner's rule), squared s times.
+    Made of matmuls, so autograd gives its gradient (and higher ones)."""
+    _square("linalg.matrix_exp", A)
+    n = A.shape[-1]
+    if n == 0 or A.numel() == 0:
+        return A.clone()
+    from ._tensor_create import eye
+    norm = float(A.detach().abs().sum(-2).max().item())  # the 1-norm's bound over the batch
+    s = 0
+    if norm > 0.5 and math.isfinite(norm):
+        s = min(int(math.ceil(math.log2(norm / 0.5))), 1024)
+    X = A * (2.0 ** -s)
+    I = eye(n, dtype=A.dtype, device=A.device).expand(*A.shape)
+    E = I
+    for k in range(18, 0, -1):
+        E = I + (X @ E) * (1.0 / k)
+    for _ in range(s):
+        E = E @ E
+    return E
 
 
 METHODS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inv,
            "pinverse": lambda A, rcond=1e-15: pinv(A, rcond=rcond), "matrix_power": matrix_power,
-           "cholesky": _cholesky_old, "svd": _svd_old, "qr": _qr_old}
+           "cholesky": _cholesky_old, "svd": _svd_old, "qr": _qr_old, "matrix_exp": matrix_exp}
 FUNCTIONS = dict(METHODS, cdist=cdist)
 
 

@@ -245,3 +245,28 @@ def test_shape_function_errors(device):
         pygpu.bincount(to_device(np.array([-1, 2]), device))
     with pytest.raises(RuntimeError, match="must have length 3"):
         pygpu.cross(to_device(np.ones((2, 4)), device), to_device(np.ones((2, 4)), device), dim=1)
+
+
+@pytest.mark.parametrize("shape,scale", [((4, 4), 1.0), ((3, 5, 5), 3.0), ((2, 2), 50.0),
+                                         ((1, 1), 0.1), ((2, 0, 0), 1.0)])
+def test_matrix_exp_matches_torch_with_its_gradient(device, shape, scale):
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal(shape) * scale
+    pa = pygpu.tensor(A, device=device, requires_grad=True)
+    ta = torch.tensor(A, requires_grad=True)
+    po, to = pygpu.matrix_exp(pa), torch.matrix_exp(ta)
+    big = max(1.0, float(np.abs(to.detach().numpy()).max()) if A.size else 1.0)
+    np.testing.assert_allclose(po.detach().numpy(), to.detach().numpy(), rtol=1e-12,
+                               atol=1e-13 * big)
+    np.testing.assert_allclose(pygpu.linalg.matrix_exp(pa).detach().numpy(),
+                               pa.matrix_exp().detach().numpy())
+    if A.size:
+        w = rng.standard_normal(shape)
+        (po * pygpu.tensor(w, device=device)).sum().backward()
+        (to * torch.tensor(w)).sum().backward()
+        gbig = float(np.abs(ta.grad.numpy()).max())
+        np.testing.assert_allclose(pa.grad.numpy(), ta.grad.numpy(), rtol=1e-11,
+                                   atol=1e-13 * gbig)
+    with pytest.raises(RuntimeError, match="linalg.matrix_exp: A must be batches of square "
+                                           "matrices, but they are 2 by 3 matrices"):
+        pygpu.matrix_exp(pygpu.zeros(2, 3, device=device))
