@@ -63,7 +63,9 @@ def conv_tbc(input, weight, bias, pad=0):
     return _conv_tbc(input, weight, bias, pad)
 
 
-__all__ += ["conv_tbc"]
+from .._ops._embedding_bag import embedding_bag  # noqa: E402
+
+__all__ += ["conv_tbc", "embedding_bag"]
 Tensor = _C.Tensor  # torch.nn.functional.Tensor, as PyTorch's module re-exports it
 from ..autograd.overrides import (handle_torch_function, has_torch_function,  # noqa: E402
                                   has_torch_function_unary, has_torch_function_variadic)
