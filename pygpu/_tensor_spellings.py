@@ -323,6 +323,13 @@ def affine_grid_generator(theta, size, align_corners):
     return _grid_sample.affine_grid_generator(theta, size, align_corners)
 
 
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1,
+             zero_infinity=False):
+    from ._ops._ctc_loss import torch_ctc_loss
+    return torch_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
+                          zero_infinity)
+
+
 def native_channel_shuffle(input, groups):
     return _F().native_channel_shuffle(input, groups)
 
@@ -679,7 +686,7 @@ FUNCTIONS.update({name: globals()[name] for name in (
     "constant_pad_nd", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "conv3d",
     "conv_transpose3d", "max_pool3d", "convolution", "conv_tbc", "native_group_norm",
     "native_channel_shuffle", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d",
-    "affine_grid_generator",
+    "affine_grid_generator", "ctc_loss",
     "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
     "adaptive_max_pool1d", "pixel_shuffle", "pixel_unshuffle", "rnn_tanh_cell", "rnn_relu_cell",
     "lstm_cell", "gru_cell", "channel_shuffle", "hann_window", "hamming_window",

@@ -64,8 +64,9 @@ def conv_tbc(input, weight, bias, pad=0):
 
 
 from .._ops._embedding_bag import embedding_bag  # noqa: E402
+from .._ops._ctc_loss import ctc_loss  # noqa: E402
 
-__all__ += ["conv_tbc", "embedding_bag"]
+__all__ += ["conv_tbc", "embedding_bag", "ctc_loss"]
 Tensor = _C.Tensor  # torch.nn.functional.Tensor, as PyTorch's module re-exports it
 from ..autograd.overrides import (handle_torch_function, has_torch_function,  # noqa: E402
                                   has_torch_function_unary, has_torch_function_variadic)
