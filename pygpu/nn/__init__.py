@@ -72,7 +72,8 @@ __all__ += ["CELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Ha
             "RMSNorm", "FeatureAlphaDropout", "ChannelShuffle", "LPPool1d", "LPPool2d",
             *sorted(_PADDING)]
 
-# the 3-d layers (over pygpu/nn/_conv3d.py), buffers and lazy modules (issue 43)
+# the 3-d layers (over pygpu/nn/_conv3d.py), fractional pooling, the adaptive softmax,
+# EmbeddingBag, CTCLoss, buffers and lazy modules (issue 43)
 from .conv import Conv3d, ConvTranspose3d  # noqa: E402
 from .pooling import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, LPPool3d,  # noqa: E402
                       MaxPool3d, MaxUnpool3d)
@@ -88,8 +89,8 @@ from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,  # noqa: E
                    LazyInstanceNorm3d, LazyLinear)
 __all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d",
             "LPPool3d", "MaxPool3d", "MaxUnpool3d", "InstanceNorm3d", "FractionalMaxPool2d",
-            "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss", "EmbeddingBag", "CTCLoss", "Buffer",
-            "UninitializedBuffer", "UninitializedParameter", "LazyBatchNorm1d",
+            "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss", "EmbeddingBag", "CTCLoss",
+            "Buffer", "UninitializedBuffer", "UninitializedParameter", "LazyBatchNorm1d",
             "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
             "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
             "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear"]
