@@ -15,10 +15,11 @@ _NUMPY_BLAS_LOADED = _numpy_blas.before_numpy()
 from . import _extension  # noqa: E402
 
 _C = _extension.load()  # pygpu._C; OpenBLAS preloaded; an ImportError saying what to run if unbuilt
-from ._C import (AsyncIndexError, AsyncOpError, AxisError, DeviceMismatchError,
-                 DeviceUnavailableError, DTypeError, IndexOutOfRangeError, InvalidValueError,
-                 ShapeError, Tensor, TransferGuardError, TransferWarning, from_dlpack, from_numpy,
-                 get_num_threads, reset_stats, set_num_threads)
+from ._C import (AcceleratorError, AsyncIndexError, AsyncOpError, AxisError,
+                 DeviceMismatchError, DeviceUnavailableError, DTypeError, IndexOutOfRangeError,
+                 InvalidValueError, OutOfMemoryError, ShapeError, Tensor, TransferGuardError,
+                 TransferWarning, from_dlpack, from_numpy, get_num_threads, reset_stats,
+                 set_num_threads)
 
 
 def _table_exports():
@@ -91,6 +92,7 @@ from ._C import Size  # noqa: E402 - Tensor.shape's type, printed as torch.Size(
 from ._defaults import (get_default_device, get_default_dtype, set_default_device,  # noqa: E402
                         set_default_dtype)
 from . import accelerator, backends, multiprocessing, onnx, random, serialization  # noqa: E402
+from .accelerator import Event, Stream  # noqa: E402,F401 - torch.Stream/Event, device-generic
 from ._printing import get_printoptions, set_printoptions  # noqa: E402 - PyTorch's printing
 globals().update(_legacy.TYPED)
 from . import _tensor_compat  # noqa: E402 - torch.greater, torch.concat, torch.pi, Generator, ...
@@ -170,7 +172,8 @@ __all__ += [
     "get_transfer_guard", "set_num_threads", "get_num_threads", "sim", "cuda",
     "DeviceMismatchError", "DeviceUnavailableError", "TransferGuardError", "TransferWarning",
     "AsyncOpError", "AxisError", "ShapeError", "DTypeError", "InvalidValueError",
-    "IndexOutOfRangeError", "AsyncIndexError", "no_grad", "enable_grad",
+    "IndexOutOfRangeError", "AsyncIndexError", "AcceleratorError", "OutOfMemoryError",
+    "no_grad", "enable_grad",
     "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
     "mse_loss", "nn", "optim", "special", "linalg", "fft", "distributions", "multinomial", "sparse",
     "data", "save", "load", "install_as_torch", "Trainer", "cost", "transfer_budget", "TransferBudgetError",

@@ -323,10 +323,33 @@ def resize_as_(self, the_template, memory_format=None):
     return self.resize_(tuple(the_template.shape))
 
 
+def _autograd_resize(self, sizes):
+    """PyTorch's autograd Resize: the same elements in the new shape (a view where self is
+    contiguous), differentiable; the number of elements may not change."""
+    numel = 1
+    for s in sizes:
+        numel *= s
+    if self.numel() != numel:
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, sizes))} ({numel} elements "
+                           f"in total), but the given tensor has a size of "
+                           f"{'x'.join(map(str, self.shape))} ({self.numel()} elements). "
+                           "autograd's resize can only change the shape of a given tensor, "
+                           "while preserving the number of elements. ")
+    return self.contiguous().reshape(sizes)
+
+
 def resize(self, *sizes):
-    """Deprecated: a resized copy (resize_ on a clone)."""
+    """Deprecated: self's elements in the shape `sizes` (autograd's Resize)."""
     warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
-    return self.clone().resize_(*sizes)
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = sizes[0]
+    return _autograd_resize(self, tuple(int(s) for s in sizes))
+
+
+def resize_as(self, tensor):
+    """Deprecated: self's elements in tensor's shape (autograd's Resize)."""
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _autograd_resize(self, tuple(tensor.shape))
 
 
 def sum_to_size(self, *size):
@@ -382,6 +405,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 METHODS = {"storage": storage, "untyped_storage": untyped_storage,
            "storage_type": storage_type, "set_": set_, "is_set_to": is_set_to,
            "as_strided_": as_strided_, "resize_as_": resize_as_, "resize": resize,
+           "resize_as": resize_as,
            "sum_to_size": sum_to_size, "nonzero_static": nonzero_static}
 FUNCTIONS = {"is_storage": is_storage, "nonzero_static": nonzero_static,
              "empty_permuted": empty_permuted, "as_strided_": as_strided_,

@@ -1,5 +1,6 @@
-"""Tensor autograd methods with PyTorch's names that the C type lacks: register_hook and
-detach_ (the engine runs the hooks: pygpu/autograd/engine.py)."""
+"""Tensor autograd methods with PyTorch's names that the C type lacks: register_hook,
+register_post_accumulate_grad_hook, retain_grad and retains_grad, and detach_ (the engine
+runs the hooks and keeps the retained gradients: pygpu/autograd/engine.py)."""
 from . import _C
 from .autograd import engine
 
@@ -19,4 +20,18 @@ def detach_(self):
     return self
 
 
-METHODS = {"register_hook": register_hook, "detach_": detach_}
+def register_post_accumulate_grad_hook(self, hook):
+    """hook(self) runs each time backward() has accumulated a gradient into this leaf's
+    .grad. Returns a handle with remove()."""
+    return engine.register_post_accumulate_grad_hook(self, hook)
+
+
+def retain_grad(self):
+    """Keep this non-leaf tensor's gradient in .grad after backward() (a no-op on a leaf)."""
+    engine.retain_grad(self)
+
+
+METHODS = {"register_hook": register_hook, "detach_": detach_,
+           "register_post_accumulate_grad_hook": register_post_accumulate_grad_hook,
+           "retain_grad": retain_grad,
+           "retains_grad": property(engine.retains_grad)}

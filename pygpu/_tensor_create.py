@@ -448,6 +448,31 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     return tensor(data, dtype=dt, device=dev).requires_grad_(requires_grad)
 
 
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None,
+              pin_memory=False):
+    """torch.from_file: a 1-d tensor of `size` elements read from a file. shared=True maps
+    the file (created or extended if needed): the tensor's writes go to the file; otherwise
+    the file must hold size elements, copied in."""
+    import os
+    dt = _defaults.get_default_dtype() if dtype is None else to_dtype(dtype)
+    npt = _dtype.numpy_of(dt)
+    need = int(size) * np.dtype(npt).itemsize
+    if shared:
+        if not os.path.exists(filename) or os.path.getsize(filename) < need:
+            with open(filename, "ab") as f:
+                f.truncate(need)
+        data = np.memmap(filename, dtype=npt, mode="r+", shape=(int(size),)) if size else \
+            np.zeros(0, dtype=npt)
+        out = _C.from_numpy(data)  # the tensor is the mapping: its writes reach the file
+    else:
+        have = os.path.getsize(filename)
+        if have < need:
+            raise RuntimeError(f"file <{filename}> size <{have}> is smaller than the required "
+                               f"mapping size <{need}>")
+        out = _C.from_numpy(np.fromfile(filename, dtype=npt, count=int(size)))
+    return out if device is None else out.to(device)
+
+
 METHODS = {
     "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty,
     "new_full": new_full, "new_tensor": new_tensor,
@@ -457,4 +482,5 @@ FUNCTIONS = {
     "eye": eye, "linspace": linspace, "logspace": logspace, "randint": randint,
     "randperm": randperm, "full_like": full_like, "empty_like": empty_like,
     "rand_like": rand_like, "randn_like": randn_like, "randint_like": randint_like,
+    "from_file": from_file,
 }

@@ -1,7 +1,8 @@
 """Numeric functions PyTorch has beside its pointwise table, as torch functions and Tensor
 methods: gcd, lcm (integers; the shifts are rows of the op table); diff, trapezoid,
 trapz, cumulative_trapezoid (differences and integrals along an axis); inner, vdot, dist,
-addmv, addr (small products); renorm; the in-place logical_xor_, igamma_, igammac_; prelu.
+addmv, addr (small products); renorm; the in-place logical_xor_, igamma_, igammac_; prelu;
+gradient (numpy's differences, uniform or on coordinates).
 
 Compositions of pygpu's elementwise ops, slices, reductions and matmul on the tensor's
 device, differentiable through them where PyTorch's are. gcd runs Euclid's algorithm on
@@ -192,6 +193,79 @@ def prelu(self, weight):
     return _prelu(self, weight)
 
 
+def _axis_gradient(f, d, h, edge_order):
+    """numpy's gradient of f along axis d: second-order central differences inside, first-
+    or second-order one-sided ones at the ends; h a number or the axis's coordinates (a
+    1-d tensor)."""
+    n = f.shape[d]
+    if n < edge_order + 1:
+        raise RuntimeError(f"torch.gradient expected each dimension size to be at least "
+                           f"edge_order+1")
+
+    def sl(a, b):
+        return f.narrow(d, a, b - a)
+    shape = [1] * f.ndim
+    shape[d] = -1
+    if isinstance(h, Tensor):  # coordinates: the non-uniform formulas
+        dx = (h[1:] - h[:-1]).to(f.dtype)
+        h1, h2 = dx[:-1].reshape(shape), dx[1:].reshape(shape)
+        inner = (-(h2 / (h1 * (h1 + h2))) * sl(0, n - 2) + ((h2 - h1) / (h1 * h2)) * sl(1, n - 1)
+                 + (h1 / (h2 * (h1 + h2))) * sl(2, n)) if n > 2 else None
+        if edge_order == 1:
+            first = (sl(1, 2) - sl(0, 1)) / dx[0]
+            last = (sl(n - 1, n) - sl(n - 2, n - 1)) / dx[-1]
+        else:
+            a, b = dx[0], dx[1]
+            first = (-(2 * a + b) / (a * (a + b)) * sl(0, 1) + (a + b) / (a * b) * sl(1, 2)
+                     - a / (b * (a + b)) * sl(2, 3))
+            a, b = dx[-2], dx[-1]
+            last = (b / (a * (a + b)) * sl(n - 3, n - 2) - (a + b) / (a * b) * sl(n - 2, n - 1)
+                    + (a + 2 * b) / (b * (a + b)) * sl(n - 1, n))
+    else:
+        h = float(h)
+        inner = (sl(2, n) - sl(0, n - 2)) * (0.5 / h) if n > 2 else None
+        if edge_order == 1:
+            first = (sl(1, 2) - sl(0, 1)) * (1.0 / h)
+            last = (sl(n - 1, n) - sl(n - 2, n - 1)) * (1.0 / h)
+        else:
+            first = (-1.5 * sl(0, 1) + 2.0 * sl(1, 2) - 0.5 * sl(2, 3)) * (1.0 / h)
+            last = (0.5 * sl(n - 3, n - 2) - 2.0 * sl(n - 2, n - 1) + 1.5 * sl(n - 1, n)) * \
+                (1.0 / h)
+    parts = [first] + ([inner] if inner is not None else []) + [last]
+    return cat(parts, d)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """torch.gradient: the derivative estimate along each of `dim` (default: every axis),
+    by differences of the values; spacing a number, one number per axis, or each axis's
+    coordinates. A tuple of tensors, one per axis."""
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2.")
+    if dim is None:
+        dims = list(range(input.ndim))
+    elif isinstance(dim, int):
+        dims = [dim]
+    else:
+        dims = list(dim)
+    dims = [d % input.ndim for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                               f"it's spacing and dim arguments to have the same length, but "
+                               f"got a spacing argument of length {len(spacing)} and a dim "
+                               f"argument of length {len(dims)}.")
+        hs = list(spacing)
+    else:
+        hs = [spacing] * len(dims)
+    f = input if input.dtype.is_floating_point else input.to(_dtype.float32)
+    out = []
+    for d, h in zip(dims, hs):
+        if isinstance(h, Tensor) and h.ndim == 0:
+            h = float(h.item())
+        out.append(_axis_gradient(f, d, h, edge_order))
+    return tuple(out)
+
+
 METHODS = {name: globals()[name] for name in (
     "gcd", "lcm", "gcd_", "lcm_", "diff", "inner", "vdot", "dist", "addmv",
     "addmv_", "addr", "addr_", "renorm", "renorm_", "logical_xor_", "igamma_", "igammac_",
@@ -199,4 +273,4 @@ METHODS = {name: globals()[name] for name in (
 FUNCTIONS = {name: globals()[name] for name in (
     "gcd", "lcm", "gcd_", "lcm_", "diff", "trapezoid",
     "trapz", "cumulative_trapezoid", "inner", "vdot", "dist", "addmv", "addmv_", "addr",
-    "renorm")}
+    "renorm", "gradient")}

@@ -238,6 +238,102 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                  dilation)
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _F().conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _F().conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return _F().max_pool3d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                groups):
+    """torch.convolution: the 1-, 2- or 3-d convolution (or its transpose) weight's rank
+    names, every argument given."""
+    n = weight.ndim - 2
+    if n not in (1, 2, 3):
+        raise RuntimeError(f"Expected 3D, 4D or 5D weight for convolution, but got weight of "
+                           f"size {list(weight.shape)}")
+    F = _F()
+    if transposed:
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[n - 1]
+        return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    fn = (F.conv1d, F.conv2d, F.conv3d)[n - 1]
+    return fn(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """Time-batch-channel 1-d convolution: input (T, B, C_in), weight (k, C_in, C_out),
+    bias (C_out,) -> (T + 2*pad - k + 1, B, C_out)."""
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.ndim != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    y = _F().conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, int(pad))
+    return y.permute(2, 0, 1)
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """(group_norm's output, each group's mean (N, group), each group's 1/std (N, group))."""
+    x = input.reshape(N, group, -1)
+    if x.shape[2] != (C // group) * HxW:
+        raise RuntimeError(f"Expected input of {N * C * HxW} elements for N={N}, C={C}, "
+                           f"HxW={HxW}, got {list(input.shape)}")
+    mean = x.mean(-1)
+    var = (x * x).mean(-1) - mean * mean
+    out = _F().group_norm(input, group, weight, bias, eps)
+    return out, mean, (var.clamp(min=0) + eps).rsqrt()
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    from .nn import _grid_sample
+    return _grid_sample.grid_sampler(input, grid, interpolation_mode, padding_mode,
+                                     align_corners)
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    if input.ndim != 4:
+        raise RuntimeError(f"grid_sampler_2d(): expected 4D input, but got input with sizes "
+                           f"{list(input.shape)}")
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    if input.ndim != 5:
+        raise RuntimeError(f"grid_sampler_3d(): expected 5D input, but got input with sizes "
+                           f"{list(input.shape)}")
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def affine_grid_generator(theta, size, align_corners):
+    from .nn import _grid_sample
+    return _grid_sample.affine_grid_generator(theta, size, align_corners)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1,
+             zero_infinity=False):
+    from ._ops._ctc_loss import torch_ctc_loss
+    return torch_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
+                          zero_infinity)
+
+
+def native_channel_shuffle(input, groups):
+    return _F().native_channel_shuffle(input, groups)
+
+
 def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     return _F().max_pool1d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
 
@@ -587,7 +683,10 @@ FUNCTIONS.update({name: globals()[name] for name in (
     "poisson_nll_loss", "triplet_margin_loss", "cosine_embedding_loss", "rrelu", "rrelu_",
     "threshold", "threshold_", "selu", "selu_", "celu", "celu_", "prelu", "hardshrink",
     "rms_norm", "bilinear", "cosine_similarity", "pairwise_distance", "pdist",
-    "constant_pad_nd", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
+    "constant_pad_nd", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "conv3d",
+    "conv_transpose3d", "max_pool3d", "convolution", "conv_tbc", "native_group_norm",
+    "native_channel_shuffle", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d",
+    "affine_grid_generator", "ctc_loss",
     "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
     "adaptive_max_pool1d", "pixel_shuffle", "pixel_unshuffle", "rnn_tanh_cell", "rnn_relu_cell",
     "lstm_cell", "gru_cell", "channel_shuffle", "hann_window", "hamming_window",

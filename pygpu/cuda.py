@@ -13,6 +13,7 @@ import sys
 import threading
 
 from . import _C, _cuda_streams, _legacy, _nvml
+from ._C import OutOfMemoryError  # noqa: F401 - torch.cuda.OutOfMemoryError is torch's
 from .amp import device_amp as _device_amp
 from ._accel import Accelerator, export
 from ._cuda_streams import (CUDAGraph, DeviceProperties, Event, Stream, current_stream,  # noqa: F401

@@ -679,14 +679,89 @@ def _qr_old(A, some=True):
     return qr(A, "reduced" if some else "complete")
 
 
-def _matrix_exp_unsupported(A):
-    raise NotImplementedError("matrix_exp is not implemented in pygpu")
+def matrix_exp(A):
+    """exp(A) of each square matrix of A (..., n, n): scaling and squaring, A / 2**s with
+    norm at most 1/2 through a degree-18 Taylor polynomial (Horner's rule), squared s times.
+    Made of matmuls, so autograd gives its gradient (and higher ones)."""
+    _square("linalg.matrix_exp", A)
+    n = A.shape[-1]
+    if n == 0 or A.numel() == 0:
+        return A.clone()
+    from ._tensor_create import eye
+    norm = float(A.detach().abs().sum(-2).max().item())  # the 1-norm's bound over the batch
+    s = 0
+    if norm > 0.5 and math.isfinite(norm):
+        s = min(int(math.ceil(math.log2(norm / 0.5))), 1024)
+    X = A * (2.0 ** -s)
+    I = eye(n, dtype=A.dtype, device=A.device).expand(*A.shape)
+    E = I
+    for k in range(18, 0, -1):
+        E = I + (X @ E) * (1.0 / k)
+    for _ in range(s):
+        E = E @ E
+    return E
+
+
+def _approximate_basis(A, q, niter, M):
+    """Halko et al.'s randomized range finder: Q (..., m, q) with orthonormal columns whose
+    span approximates A's range, after niter power iterations (torch._lowrank's
+    get_approximate_basis); M is subtracted from A where given."""
+    from ._tensor_create import randn
+    n = A.shape[-1]
+    R = randn(n, q, dtype=A.dtype, device=A.device)
+    X = A @ R if M is None else A @ R - M @ R
+    Q = qr(X).Q
+    for _ in range(niter):
+        X = _mT(A) @ Q if M is None else _mT(A) @ Q - _mT(M) @ Q
+        Q = qr(X).Q
+        X = A @ Q if M is None else A @ Q - M @ Q
+        Q = qr(X).Q
+    return Q
+
+
+def _svd_lowrank(A, q, niter, M):
+    m, n = A.shape[-2:]
+    if m < n:  # the range finder on the taller side
+        U, S, V = _svd_lowrank(_mT(A), q, niter, None if M is None else _mT(M))
+        return V, S, U
+    Q = _approximate_basis(A, q, niter, M)
+    B = _mT(Q) @ A if M is None else _mT(Q) @ A - _mT(Q) @ M
+    U, S, Vh = svd(B, full_matrices=False)
+    return Q @ U, S, _mT(Vh)
+
+
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """torch.svd_lowrank: (U, S, V) of rank q approximating A (or A - M) by a randomized
+    range finder with niter power iterations; A ~ U diag(S) V^T."""
+    m, n = A.shape[-2:]
+    q = min(6, m, n) if q is None else q
+    if not 0 <= q <= min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than "
+                         f"min(m, n)={min(m, n)}")
+    if niter is None:
+        niter = 2
+    return _svd_lowrank(A, q, niter, M)
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """torch.pca_lowrank: svd_lowrank of A with each column's mean taken out (center)."""
+    m, n = A.shape[-2:]
+    if q is None:
+        q = min(6, m, n)
+    elif not 0 <= q <= min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than "
+                         f"min(m, n)={min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if not center:
+        return _svd_lowrank(A, q, niter, None)
+    return _svd_lowrank(A - A.mean(axis=-2, keepdims=True), q, niter, None)
 
 
 METHODS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inv,
            "pinverse": lambda A, rcond=1e-15: pinv(A, rcond=rcond), "matrix_power": matrix_power,
-           "cholesky": _cholesky_old, "svd": _svd_old, "qr": _qr_old}
-FUNCTIONS = dict(METHODS, cdist=cdist)
+           "cholesky": _cholesky_old, "svd": _svd_old, "qr": _qr_old, "matrix_exp": matrix_exp}
+FUNCTIONS = dict(METHODS, cdist=cdist, svd_lowrank=svd_lowrank, pca_lowrank=pca_lowrank)
 
 
 def __getattr__(name):

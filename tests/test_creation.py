@@ -281,3 +281,26 @@ def test_device_argument_accepts_string_or_device(dev_arg, device):
     for t in (pygpu.zeros(2, device=arg), pygpu.tensor([1.0], device=arg), pygpu.arange(3, device=arg),
               pygpu.rand(2, device=arg), pygpu.full((1,), 2.0, device=arg), pygpu.ones(1).to(arg)):
         assert same_device(t.device, device)
+
+
+def test_from_file_reads_and_maps_a_file_as_torch(tmp_path):
+    import torch
+    path = str(tmp_path / "values.bin")
+    np.arange(6, dtype=np.float32).tofile(path)
+    for shared in (None, False, True):
+        ours = pygpu.from_file(path, shared=shared, size=4, dtype=pygpu.float32)
+        theirs = torch.from_file(path, shared=shared, size=4, dtype=torch.float32)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    mapped = pygpu.from_file(path, shared=True, size=6, dtype=pygpu.float32)
+    mapped.mul_(10.0)  # a shared mapping writes through to the file
+    del mapped
+    np.testing.assert_array_equal(np.fromfile(path, dtype=np.float32), np.arange(6) * 10.0)
+    copied = pygpu.from_file(path, shared=False, size=6, dtype=pygpu.float32)
+    copied.zero_()  # a private copy does not
+    np.testing.assert_array_equal(np.fromfile(path, dtype=np.float32), np.arange(6) * 10.0)
+    fresh = str(tmp_path / "new.bin")
+    pygpu.from_file(fresh, shared=True, size=3, dtype=pygpu.int64).fill_(7)
+    np.testing.assert_array_equal(np.fromfile(fresh, dtype=np.int64), [7, 7, 7])
+    for lib in (pygpu, torch):
+        with pytest.raises(RuntimeError, match="is smaller than the required mapping size <40>"):
+            lib.from_file(path, size=10)

@@ -245,3 +245,52 @@ def test_shape_function_errors(device):
         pygpu.bincount(to_device(np.array([-1, 2]), device))
     with pytest.raises(RuntimeError, match="must have length 3"):
         pygpu.cross(to_device(np.ones((2, 4)), device), to_device(np.ones((2, 4)), device), dim=1)
+
+
+@pytest.mark.parametrize("shape,scale", [((4, 4), 1.0), ((3, 5, 5), 3.0), ((2, 2), 50.0),
+                                         ((1, 1), 0.1), ((2, 0, 0), 1.0)])
+def test_matrix_exp_matches_torch_with_its_gradient(device, shape, scale):
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal(shape) * scale
+    pa = pygpu.tensor(A, device=device, requires_grad=True)
+    ta = torch.tensor(A, requires_grad=True)
+    po, to = pygpu.matrix_exp(pa), torch.matrix_exp(ta)
+    big = max(1.0, float(np.abs(to.detach().numpy()).max()) if A.size else 1.0)
+    np.testing.assert_allclose(po.detach().numpy(), to.detach().numpy(), rtol=1e-12,
+                               atol=1e-13 * big)
+    np.testing.assert_allclose(pygpu.linalg.matrix_exp(pa).detach().numpy(),
+                               pa.matrix_exp().detach().numpy())
+    if A.size:
+        w = rng.standard_normal(shape)
+        (po * pygpu.tensor(w, device=device)).sum().backward()
+        (to * torch.tensor(w)).sum().backward()
+        gbig = float(np.abs(ta.grad.numpy()).max())
+        np.testing.assert_allclose(pa.grad.numpy(), ta.grad.numpy(), rtol=1e-11,
+                                   atol=1e-13 * gbig)
+    with pytest.raises(RuntimeError, match="linalg.matrix_exp: A must be batches of square "
+                                           "matrices, but they are 2 by 3 matrices"):
+        pygpu.matrix_exp(pygpu.zeros(2, 3, device=device))
+
+
+@pytest.mark.parametrize("shape", [(20, 15), (15, 20), (2, 20, 15)])
+def test_svd_lowrank_and_pca_lowrank_recover_a_low_rank_matrix_as_torch(device, shape):
+    rng = np.random.default_rng(8)
+    m, n = shape[-2:]
+    A = rng.standard_normal(shape[:-1] + (4,)) @ rng.standard_normal((4, n))
+    pa = pygpu.tensor(A, device=device)
+    U, S, V = pygpu.svd_lowrank(pa, q=5)
+    Ut, St, Vt = torch.svd_lowrank(torch.tensor(A), q=5)
+    assert tuple(U.shape) == tuple(Ut.shape) and tuple(V.shape) == tuple(Vt.shape)
+    np.testing.assert_allclose(S.numpy()[..., :4], St.numpy()[..., :4], rtol=1e-10)
+    rec = (U.numpy() * S.numpy()[..., None, :]) @ np.swapaxes(V.numpy(), -1, -2)
+    np.testing.assert_allclose(rec, A, atol=1e-10)
+    eye = np.swapaxes(U.numpy(), -1, -2) @ U.numpy()
+    np.testing.assert_allclose(eye, np.broadcast_to(np.eye(5), eye.shape), atol=1e-10)
+    for center in (True, False):
+        _, S2, _ = pygpu.pca_lowrank(pa, q=4, center=center)
+        _, St2, _ = torch.pca_lowrank(torch.tensor(A), q=4, center=center)
+        np.testing.assert_allclose(S2.numpy(), St2.numpy(), rtol=1e-10)
+    with pytest.raises(ValueError, match="must be non-negative integer and not greater than"):
+        pygpu.svd_lowrank(pa, q=min(m, n) + 1)
+    with pytest.raises(ValueError, match="niter\\(=-1\\) must be non-negative integer"):
+        pygpu.pca_lowrank(pa, niter=-1)

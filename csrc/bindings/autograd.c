@@ -278,6 +278,26 @@ int pg_ag_set_is_param(PyObject *self, PyObject *v, void *c)
     return 0;
 }
 
+PyObject *pg_ag_get_buffer_kind(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(PT(self)->buffer_kind);
+}
+
+int pg_ag_set_buffer_kind(PyObject *self, PyObject *v, void *c)
+{
+    (void)c;
+    long k = v ? PyLong_AsLong(v) : 0;
+    if (k == -1 && PyErr_Occurred())
+        return -1;
+    if (k < 0 || k > 2) {
+        PyErr_SetString(PyExc_ValueError, "_buffer_kind is 0, 1 (persistent) or 2");
+        return -1;
+    }
+    PT(self)->buffer_kind = (int)k;
+    return 0;
+}
+
 /* ---- methods -------------------------------------------------------------------------- */
 
 PyObject *pg_ag_requires_grad_(PyObject *self, PyObject *args, PyObject *kwargs)

@@ -11,6 +11,7 @@
 #include "errors.h"
 
 PyObject *pg_exc_device_mismatch, *pg_exc_unavailable, *pg_exc_transfer_guard, *pg_exc_async,
+    *pg_exc_accelerator, *pg_exc_out_of_memory,
     *pg_exc_async_index, *pg_exc_axis, *pg_exc_nccl, *pg_exc_shape, *pg_exc_dtype, *pg_exc_value,
     *pg_exc_index, *pg_warn_transfer;
 
@@ -29,7 +30,13 @@ static const exc_row g_classes[] = {
      "The device does not exist here or its backend cannot be used."},
     {&pg_exc_transfer_guard, "TransferGuardError", {&PyExc_RuntimeError, NULL},
      "An implicit host<->device transfer happened under transfer_guard('disallow')."},
-    {&pg_exc_async, "AsyncOpError", {&PyExc_RuntimeError, NULL},
+    {&pg_exc_accelerator, "AcceleratorError", {&PyExc_RuntimeError, NULL},
+     "The accelerator reported an error (torch.AcceleratorError); pygpu's AsyncOpError, a "
+     "fault of work already queued, is one."},
+    {&pg_exc_out_of_memory, "OutOfMemoryError", {&PyExc_RuntimeError, &PyExc_MemoryError},
+     "An allocation failed for want of memory (torch.OutOfMemoryError, a RuntimeError; a "
+     "MemoryError too, as pygpu raised before)."},
+    {&pg_exc_async, "AsyncOpError", {&pg_exc_accelerator, NULL},
      "An asynchronously executed op failed; raised at the next synchronization."},
     {&pg_exc_async_index, "AsyncIndexError", {&pg_exc_async, &PyExc_IndexError},
      "An asynchronously executed op met an index out of range (an index tensor's values live "
@@ -62,7 +69,7 @@ static PyObject **const g_exc_of_status[PG_NUM_STATUS] = {
     [PG_ERR_SHAPE] = &pg_exc_shape,
     [PG_ERR_DTYPE] = &pg_exc_dtype,
     [PG_ERR_DEVICE] = &pg_exc_device_mismatch,
-    [PG_ERR_NOMEM] = &PyExc_MemoryError,
+    [PG_ERR_NOMEM] = &pg_exc_out_of_memory,
     [PG_ERR_UNAVAILABLE] = &pg_exc_unavailable,
     [PG_ERR_TRANSFER] = &pg_exc_transfer_guard,
     [PG_ERR_ASYNC] = &pg_exc_async,

@@ -10,6 +10,8 @@
 extern PyObject *pg_exc_device_mismatch;  /* pygpu.DeviceMismatchError (RuntimeError) */
 extern PyObject *pg_exc_unavailable;      /* pygpu.DeviceUnavailableError (RuntimeError) */
 extern PyObject *pg_exc_transfer_guard;   /* pygpu.TransferGuardError (RuntimeError) */
+extern PyObject *pg_exc_accelerator;      /* pygpu.AcceleratorError (RuntimeError) */
+extern PyObject *pg_exc_out_of_memory;    /* pygpu.OutOfMemoryError (RuntimeError, MemoryError) */
 extern PyObject *pg_exc_async;            /* pygpu.AsyncOpError (RuntimeError) */
 extern PyObject *pg_exc_async_index;      /* pygpu.AsyncIndexError (AsyncOpError, IndexError) */
 extern PyObject *pg_exc_nccl;             /* pygpu.distributed.NcclError (RuntimeError) */

@@ -82,6 +82,8 @@ PyObject *pg_ag_get_data(PyObject *self, void *c);
 int pg_ag_set_data(PyObject *self, PyObject *v, void *c);
 PyObject *pg_ag_get_is_param(PyObject *self, void *c);
 int pg_ag_set_is_param(PyObject *self, PyObject *v, void *c);
+PyObject *pg_ag_get_buffer_kind(PyObject *self, void *c);
+int pg_ag_set_buffer_kind(PyObject *self, PyObject *v, void *c);
 PyObject *pg_cuda_array_interface_get(PyObject *self, void *c); /* interop.c */
 
 PyGetSetDef pg_tensor_getset[] = {
@@ -104,6 +106,8 @@ PyGetSetDef pg_tensor_getset[] = {
     {"_write_stamp", pg_ag_get_write_stamp, NULL, "a stamp that changes whenever pygpu writes this tensor's memory (any view of it), by an op or a copy; equal stamps mean the same memory, unwritten since (process-wide: compare it only for equality)", NULL},
     {"_base", pg_ag_get_base, NULL, "PyTorch's _base: the tensor this one is a view of (made under grad mode), or None", NULL},
     {"_is_param", pg_ag_get_is_param, pg_ag_set_is_param, "internal: made by pygpu.nn.Parameter", NULL},
+    {"_buffer_kind", pg_ag_get_buffer_kind, pg_ag_set_buffer_kind,
+     "internal: made by pygpu.nn.Buffer (1 persistent, 2 not persistent)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -38,6 +38,7 @@ PyObject *pg_wrap(pg_tensor *t)
     o->base = NULL;
     o->requires_grad = 0;
     o->is_param = 0;
+    o->buffer_kind = 0;
     return (PyObject *)o;
 }
 

@@ -33,6 +33,7 @@ typedef struct {
                         * (pygpu/autograd/engine.py), so no cycle passes through it. */
     int requires_grad;
     int is_param;      /* made by pygpu.nn.Parameter */
+    int buffer_kind;   /* made by pygpu.nn.Buffer: 1 persistent, 2 not persistent, 0 neither */
 } PyTensor;
 
 extern PyTypeObject PyTensor_Type;

@@ -433,6 +433,8 @@ def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_gra
             continue
         if _tensor_hooks:  # a non-leaf's hooks see its whole gradient (register_hook)
             g = _run_hooks(node, g)
+        if _retained:  # after its hooks, as PyTorch runs retain_grad's hook last
+            _retain(node, g)
         if id(node) in keys:
             prev = found.get(id(node))
             found[id(node)] = g if prev is None else prev + g
@@ -661,6 +663,49 @@ def register_hook(t, fn):
     return _TensorHookHandle(key, fn)
 
 
+# Tensor.retain_grad: id(non-leaf's grad_fn) -> (grad_fn, the tensor): backward() stores
+# the node's whole gradient (after its hooks) in that tensor's .grad. pygpu.Tensor takes no
+# weak references, so an entry whose tensor nothing else holds is dropped at the next
+# retain_grad (_prune_retained).
+_retained = {}
+
+
+def _prune_retained():
+    for key, (_, t) in list(_retained.items()):
+        if sys.getrefcount(t) <= 3:  # the entry, `t` here and getrefcount's argument
+            del _retained[key]
+
+
+def _retain(node, g):
+    entry = _retained.get(id(node))
+    if not entry or entry[0] is not node:
+        return
+    t = entry[1]
+    if not isinstance(g, Tensor) or tuple(g.shape) != tuple(t.shape):
+        return  # a node with several outputs: not this tensor's gradient alone
+    t.grad = g if t.grad is None else t.grad + g
+
+
+def retain_grad(t):
+    """t.retain_grad(): a non-leaf tensor keeps its gradient in .grad after backward()
+    (accumulated across backward calls, as a leaf's is); a leaf keeps its own already."""
+    if not t.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if t.grad_fn is None:
+        return
+    if t._base is not None:
+        hold(t)
+    _prune_retained()
+    _retained[id(t.grad_fn)] = (t.grad_fn, t)
+
+
+def retains_grad(t):
+    """Whether t is a non-leaf tensor whose gradient backward() keeps (retain_grad)."""
+    fn = t.grad_fn
+    entry = None if fn is None else _retained.get(id(fn))
+    return bool(entry and entry[0] is fn and entry[1] is t)
+
+
 class _HookHandle:
     def __init__(self, leaf, fn):
         self._leaf, self._fn = leaf, fn
@@ -678,9 +723,14 @@ def register_post_accumulate_grad_hook(leaf, fn):
     (PyTorch's Tensor.register_post_accumulate_grad_hook). DistributedDataParallel
     uses it to start a bucket's all-reduce as soon as its gradients are ready.
     Returns a handle whose remove() unregisters it."""
-    if not isinstance(leaf, Tensor) or leaf.grad_fn is not None or not leaf.requires_grad:
-        raise RuntimeError("register_post_accumulate_grad_hook: only a leaf tensor that "
-                           "requires grad accumulates gradients")
+    if not isinstance(leaf, Tensor):
+        raise TypeError(f"register_post_accumulate_grad_hook: expected a Tensor, got "
+                        f"{type(leaf).__name__}")
+    if not leaf.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if leaf.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                           "tensors")
     entry = _post_accumulate_hooks.setdefault(id(leaf), (leaf, []))
     entry[1].append(fn)
     return _HookHandle(leaf, fn)

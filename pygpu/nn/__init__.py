@@ -72,4 +72,27 @@ __all__ += ["CELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Ha
             "RMSNorm", "FeatureAlphaDropout", "ChannelShuffle", "LPPool1d", "LPPool2d",
             *sorted(_PADDING)]
 
+# the 3-d layers (over pygpu/nn/_conv3d.py), fractional pooling, the adaptive softmax,
+# EmbeddingBag, CTCLoss, buffers and lazy modules (issue 43)
+from .conv import Conv3d, ConvTranspose3d  # noqa: E402
+from .pooling import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, LPPool3d,  # noqa: E402
+                      MaxPool3d, MaxUnpool3d)
+from .normalization import InstanceNorm3d  # noqa: E402
+from ._fractional_pool import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+from .sparse import EmbeddingBag  # noqa: E402
+from .loss import CTCLoss  # noqa: E402
+from .parameter import Buffer, UninitializedBuffer, UninitializedParameter  # noqa: E402
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,  # noqa: E402
+                   LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
+                   LazyConvTranspose3d, LazyInstanceNorm1d, LazyInstanceNorm2d,
+                   LazyInstanceNorm3d, LazyLinear)
+__all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d",
+            "LPPool3d", "MaxPool3d", "MaxUnpool3d", "InstanceNorm3d", "FractionalMaxPool2d",
+            "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss", "EmbeddingBag", "CTCLoss",
+            "Buffer", "UninitializedBuffer", "UninitializedParameter", "LazyBatchNorm1d",
+            "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+            "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+            "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear"]
+
 from . import modules  # noqa: E402 - torch.nn.modules.* import paths (names read when asked)

@@ -9,6 +9,7 @@ import math
 import numbers
 
 from . import _conv as F
+from . import _conv3d as _F3
 from .layers import _uniform
 from .module import Module
 from .parameter import Parameter
@@ -69,6 +70,15 @@ class _ConvNd(Module):
         else:
             self.register_parameter("bias", None)
 
+    def reset_parameters(self):
+        """weight and bias drawn again from U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+        from . import init
+        fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
+        bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
     def _mode_pad(self):
         """F.pad's (left, right, ...) for a non-zeros padding_mode, last axis first."""
         if isinstance(self.padding, str):  # 'same' / 'valid'
@@ -80,7 +90,7 @@ class _ConvNd(Module):
         return [p for p in reversed(self.padding) for _ in range(2)]
 
     def _conv(self, x, weight, bias):
-        fn = F.conv1d if self._n == 1 else F.conv2d
+        fn = {1: F.conv1d, 2: F.conv2d, 3: _F3.conv3d}[self._n]
         if self.padding_mode != "zeros":
             mode = "constant" if self.padding_mode == "zeros" else self.padding_mode
             return fn(F.pad(x, self._mode_pad(), mode=mode), weight, bias, self.stride, 0,
@@ -143,6 +153,10 @@ class _ConvTransposeNd(_ConvNd):
                          groups, bias, padding_mode, device, dtype, output_padding)
 
     def forward(self, input, output_size=None):
+        if self._n == 3:
+            return _F3.conv_transpose3d(input, self.weight, self.bias, self.stride,
+                                        self.padding, self._output_padding3(input, output_size),
+                                        self.groups, self.dilation)
         fn = F._conv_transposend
         name = "conv_transpose1d" if self._n == 1 else "conv_transpose2d"
         return fn(input, self.weight, self.bias, self.stride, self.padding,
@@ -157,3 +171,40 @@ class ConvTranspose1d(_ConvTransposeNd):
 class ConvTranspose2d(_ConvTransposeNd):
     """Transposed 2-d convolution: weight (C_in, C_out/groups, kH, kW)."""
     _n = 2
+
+
+class Conv3d(_ConvNd):
+    """3-d convolution over (N, C_in, D, H, W): weight (C_out, C_in/groups, kD, kH, kW)."""
+    _n = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-d convolution: weight (C_in, C_out/groups, kD, kH, kW)."""
+    _n = 3
+
+    def _output_padding3(self, input, output_size):
+        """output_padding, or the one that makes the output output_size (PyTorch's
+        _output_padding: the last three sizes, each within stride of the default)."""
+        if output_size is None:
+            return self.output_padding
+        size = list(output_size)[-3:]
+        if len(size) != 3:
+            raise ValueError(f"ConvTranspose3d: output_size must have 3 or 5 elements (got "
+                             f"{len(list(output_size))})")
+        pad = []
+        for i in range(3):
+            n = input.shape[input.ndim - 3 + i]
+            least = ((n - 1) * self.stride[i] - 2 * self.padding[i]
+                     + self.dilation[i] * (self.kernel_size[i] - 1) + 1)
+            if not least <= size[i] < least + self.stride[i]:
+                raise ValueError(f"requested an output size of {size}, but valid sizes range "
+                                 f"from {least} to {least + self.stride[i] - 1} (for an input "
+                                 f"of {list(input.shape[2:])})")
+            pad.append(size[i] - least)
+        return tuple(pad)

@@ -24,6 +24,9 @@ from ._pointwise import FUNCTIONS as _POINTWISE
 from ._distance import FUNCTIONS as _DISTANCES
 from ._losses_margin import FUNCTIONS as _MARGIN_LOSSES
 from ._lp_pool import FUNCTIONS as _LP_POOL
+from ._conv3d import FUNCTIONS as _CONV3D
+from ._grid_sample import FUNCTIONS as _GRID_SAMPLE
+from ._fractional_pool import FUNCTIONS as _FRACTIONAL
 from ._conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
                     adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d,
                     conv_transpose1d, conv_transpose2d, max_pool1d, max_pool2d, max_unpool1d,
@@ -47,7 +50,23 @@ globals().update(_POINTWISE)
 globals().update(_DISTANCES)
 globals().update(_MARGIN_LOSSES)
 globals().update(_LP_POOL)
-__all__ += sorted(_POINTWISE) + sorted(_DISTANCES) + sorted(_MARGIN_LOSSES) + sorted(_LP_POOL)
+globals().update(_CONV3D)
+globals().update(_GRID_SAMPLE)
+globals().update(_FRACTIONAL)
+__all__ += (sorted(_POINTWISE) + sorted(_DISTANCES) + sorted(_MARGIN_LOSSES) + sorted(_LP_POOL)
+            + sorted(_CONV3D) + sorted(_GRID_SAMPLE) + sorted(_FRACTIONAL))
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """Time-batch-channel 1-d convolution (torch.conv_tbc)."""
+    from .._tensor_spellings import conv_tbc as _conv_tbc
+    return _conv_tbc(input, weight, bias, pad)
+
+
+from .._ops._embedding_bag import embedding_bag  # noqa: E402
+from .._ops._ctc_loss import ctc_loss  # noqa: E402
+
+__all__ += ["conv_tbc", "embedding_bag", "ctc_loss"]
 Tensor = _C.Tensor  # torch.nn.functional.Tensor, as PyTorch's module re-exports it
 from ..autograd.overrides import (handle_torch_function, has_torch_function,  # noqa: E402
                                   has_torch_function_unary, has_torch_function_variadic)

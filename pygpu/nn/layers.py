@@ -42,6 +42,14 @@ class Linear(Module):
         else:
             self.register_parameter("bias", None)
 
+    def reset_parameters(self):
+        """weight and bias drawn again from U(-1/sqrt(in_features), 1/sqrt(in_features))."""
+        from . import init
+        bound = 1.0 / math.sqrt(self.weight.shape[1]) if self.weight.shape[1] else 0.0
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
     def forward(self, x, activation=None):
         if self.__dict__.get("_mask_fused"):  # pruned: the mask goes into the GEMM's pack
             return F.linear(x, self.weight_orig, self.bias, activation, _mask=self.weight_mask)

@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 from .. import _C, _tensor_create
 from ..autograd import no_grad
-from .parameter import Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, is_lazy
 
 Tensor = _C.Tensor
 
@@ -69,6 +69,12 @@ class Module:
             params[name] = value
         elif isinstance(value, Module):
             mods[name] = value
+        elif isinstance(value, (Buffer, UninitializedBuffer)):  # nn.Buffer registers itself
+            bufs[name] = value
+            persistent = (value.persistent if isinstance(value, UninitializedBuffer)
+                          else value._buffer_kind == 1)
+            (self._non_persistent_buffers_set.discard if persistent
+             else self._non_persistent_buffers_set.add)(name)
         elif was_buffer and (value is None or isinstance(value, Tensor)):
             bufs[name] = value  # re-assigning a registered buffer keeps it one
         else:
@@ -108,7 +114,7 @@ class Module:
         if not isinstance(name, str) or not name or "." in name:
             raise KeyError(f"register_buffer: buffer name must be a non-empty string without "
                            f"'.', got {name!r}")
-        if tensor is not None and not isinstance(tensor, Tensor):
+        if tensor is not None and not isinstance(tensor, (Tensor, UninitializedBuffer)):
             raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got "
                             f"{type(tensor).__name__}")
         if name in self.__dict__ or name in self._parameters or name in self._modules:
@@ -349,6 +355,11 @@ class Module:
         if incoming and not any(k in own for k in incoming) and \
                 all(k.startswith("module.") for k in incoming):
             incoming = OrderedDict((k[len("module."):], v) for k, v in incoming.items())
+        lazy = [(n, m) for n, m in self.named_modules() if hasattr(m, "_lazy_load_hook")]
+        if lazy:  # lazy modules take the checkpoint's shapes first (pygpu/nn/lazy.py)
+            for n, m in lazy:
+                m._lazy_load_hook(incoming, f"{n}." if n else "")
+            own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in incoming]
         unexpected = [k for k in incoming if k not in own]
         errors = []
@@ -363,8 +374,13 @@ class Module:
                                  "or prepare + convert), then load")
             if getattr(target, "_qstate", False):
                 continue  # an int8 layer's state (pygpu/quantization/_qtensor.py): copy_ checks it
-            if not isinstance(v, Tensor):
+            if is_lazy(target) and is_lazy(v):
+                continue  # both still to be shaped: nothing to copy
+            if not isinstance(v, Tensor) and not is_lazy(v):
                 errors.append(f"{k}: expected a Tensor, got {type(v).__name__}")
+            elif is_lazy(target):
+                errors.append(f"{k}: the model's entry is still uninitialized (a lazy module "
+                              f"outside load_state_dict's reach)")
             elif v.shape != target.shape:
                 errors.append(f"{k}: shape {v.shape} in the checkpoint, {target.shape} in the "
                               "model")
@@ -375,7 +391,7 @@ class Module:
                                + "\n  ".join(errors))
         with no_grad():
             for k, target in own.items():
-                if k not in incoming:
+                if k not in incoming or (is_lazy(target) and is_lazy(incoming[k])):
                     continue
                 if assign:
                     self._assign(k, incoming[k])

@@ -167,6 +167,11 @@ class _InstanceNorm(_BatchNorm):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
                          dtype, bias)
 
+    def _check_input_dim(self, x):
+        if x.ndim not in (min(self._dims) - 1,) + self._dims:
+            raise ValueError(f"expected {min(self._dims) - 1}D or {min(self._dims)}D input (got "
+                             f"{x.ndim}D input)")
+
     def forward(self, x, activation=None):
         if x.ndim == min(self._dims) - 1:  # unbatched
             return self.forward(x.reshape(1, *x.shape)).reshape(*x.shape)
@@ -186,6 +191,11 @@ class InstanceNorm1d(_InstanceNorm):
 class InstanceNorm2d(_InstanceNorm):
     """Instance normalization of (N, C, H, W)."""
     _dims = (4,)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of (N, C, D, H, W)."""
+    _dims = (5,)
 
 
 class LocalResponseNorm(Module):

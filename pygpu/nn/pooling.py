@@ -1,6 +1,8 @@
 """The pooling modules with PyTorch's arguments and reprs, over nn.functional:
-MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, MaxUnpool1d/2d."""
+MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d/3d,
+MaxUnpool1d/2d/3d, LPPool1d/2d/3d."""
 from . import _conv as F
+from . import _conv3d as _F3
 from .module import Module
 
 
@@ -185,3 +187,50 @@ class ChannelShuffle(Module):
 
     def extra_repr(self):
         return f"groups={self.groups}"
+
+
+# ---- the 3-d pools (nn.functional's over pygpu/nn/_conv3d.py) ------------------------------
+
+class MaxPool3d(_MaxPoolNd):
+    """Max over windows of (N, C, D, H, W); return_indices gives each maximum's flat
+    position in its volume too (what MaxUnpool3d takes)."""
+    _fn = staticmethod(_F3.max_pool3d)
+
+
+class AvgPool3d(AvgPool2d):
+    """Average over windows of (N, C, D, H, W); count_include_pad and divisor_override as
+    AvgPool2d's."""
+
+    def forward(self, input):
+        return _F3.avg_pool3d(input, self.kernel_size, self.stride, self.padding,
+                              self.ceil_mode, self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(_AdaptiveNd):
+    """Average over output_size windows spanning (N, C, D, H, W)."""
+
+    def __init__(self, output_size):
+        super().__init__(output_size)
+
+    def forward(self, input):
+        return _F3.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptiveNd):
+    """Max over output_size windows spanning (N, C, D, H, W)."""
+
+    def forward(self, input):
+        return _F3.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The inverse of MaxPool3d: each value put back at its index, zeros elsewhere."""
+    _fn = staticmethod(_F3.max_unpool3d)
+
+
+class LPPool3d(_LPPoolNd):
+    """The power-average pool of (N, C, D, H, W)."""
+
+    def forward(self, x):
+        return _F3.lp_pool3d(x, float(self.norm_type), self.kernel_size, self.stride,
+                             self.ceil_mode)

@@ -1,4 +1,5 @@
-"""Embedding: a lookup table of rows, over nn.functional.embedding."""
+"""Embedding and EmbeddingBag: a lookup table of rows, over nn.functional.embedding and
+embedding_bag."""
 from .. import _tensor_create
 from . import functional as F
 from .module import Module
@@ -41,6 +42,66 @@ class Embedding(Module):
 
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
+
+
+class EmbeddingBag(Module):
+    """A (num_embeddings, embedding_dim) table whose forward(input, offsets=None,
+    per_sample_weights=None) gives each bag's sum, mean or max of rows (F.embedding_bag)."""
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
+                 include_last_offset=False, padding_idx=None, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        if _weight is None:
+            w = _tensor_create.randn(num_embeddings, embedding_dim, device=device, dtype=dtype)
+            if padding_idx is not None:
+                w[padding_idx] = 0.0
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise AssertionError("Shape of weight does not match num_embeddings and "
+                                     "embedding_dim")
+            w = _weight
+        self.weight = Parameter(w)
+        self.mode, self.sparse = mode, sparse
+        self.include_last_offset = include_last_offset
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, mode="mean", sparse=False,
+                        include_last_offset=False, padding_idx=None):
+        if embeddings.ndim != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                  embeddings, include_last_offset, padding_idx)
+        bag.weight.requires_grad_(not freeze)
+        return bag
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += f", mode='{self.mode}'"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
         return s
