@@ -308,7 +308,7 @@ REFS["lerp"] = {
                   cases=cases((a(3, 4), a(3, 4)), (tr(4, 3), a(4)), (a(TAIL), a(TAIL))))}
 
 
-# ---- fused training ops (pygpu/_train_ops.py -> csrc/core/pg_ops_train.c) ------------------
+# ---- fused training ops (pygpu/_ops/_train.py -> csrc/core/pg_ops_train.c) ------------------
 # Each against a NumPy reference written out op by op. In-place optimizer updates run on
 # clones (inputs are never written) and return the new state.
 _LIN = cases((a(5, 3), a(4, 3), a(4)), (a(1, 1), a(1, 1), a(1)), (a(0, 3), a(4, 3), a(4)),
@@ -469,7 +469,7 @@ VALUE = dict(kind="value", dtypes=STORAGE)
 _PROPS = cases(a(), tr(4, 3), COLSTEP, a(0, 3))
 _ONE = cases(a(), a(1, 1))
 OFF_TABLE = {
-    # cat (pygpu/_train_ops.py for now): copies into one new tensor
+    # cat (pygpu/_ops/_train.py for now): copies into one new tensor
     "cat": ("train", {
         "dim0": Ref(lambda x, y: np.concatenate([x, y]), call=lambda x, y: pygpu.cat([x, y]), dtypes=ALL,
                     cases=cases((a(2, 3), a(4, 3)), (a(0, 3), a(1, 3)), (tr(3, 2), a(1, 3)), (a(5), a(2))), **EXACT),

@@ -13,7 +13,8 @@ import pytest
 
 import pygpu
 import pygpu.nn.functional as F
-from pygpu import _C, _ops, _train_ops
+from pygpu import _C, _ops
+from pygpu._ops import _train as _train_ops
 from pygpu.autograd import rules
 
 TABLE = _C._op_table()
@@ -45,7 +46,7 @@ def test_every_op_has_its_bindings(name, py):
         assert callable(_resolve(qualified)) or qualified == "Tensor.T", qualified
 
 
-_SURFACE_FUNCTIONS = set(pygpu._tensor_surface._AS_FUNCTIONS)
+_SURFACE_FUNCTIONS = set(pygpu._tensor.surface._AS_FUNCTIONS)
 
 
 def test_generated_functions_and_methods_are_the_table_rows():
@@ -63,7 +64,7 @@ def test_every_op_has_a_backward_rule_or_is_declared_not_differentiable(name, fa
     if grad is None:
         assert name not in rules.RULES
     elif family == "train":  # an autograd Function with its backward beside its forward:
-        # a fused op's in _train_ops.py, a composite's in pygpu/_ops/
+        # a fused op's in _ops/_train.py, a composite's in pygpu/_ops/
         fn = getattr(_train_ops, "_" + grad, None) or getattr(_ops, "_" + grad)
         assert issubclass(fn, pygpu.autograd.Function) and "backward" in vars(fn)
     else:

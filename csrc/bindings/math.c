@@ -383,7 +383,7 @@ PyMethodDef pg_math_functions[] = {
     {"_clamp", pg_f_clamp_node, METH_VARARGS, "internal: _clamp(x, lo, hi, inplace=False): one CLAMP node (pygpu/_ops/_clamp.py)"},
     {"_clamp_bound_", pg_f_clamp_bound_, METH_VARARGS, "internal: _clamp_bound_(x, bound, upper, name): clamp_'s one-sided step, one in-place maximum/minimum node"},
     {"_has_node", f_has_node, METH_VARARGS, "internal: _has_node(kind, x, *more): whether x's backend runs the node the op would launch (a PG_NODE row's ID; supports_op, then supports_node)"},
-    {"_ternary", pg_f_ternary, METH_VARARGS, "internal: _ternary(op, a, b, c, value, inplace): addcmul/addcdiv/lerp as one node, op a TERNARY row's ID (pygpu/_tensor_math.py)"},
+    {"_ternary", pg_f_ternary, METH_VARARGS, "internal: _ternary(op, a, b, c, value, inplace): addcmul/addcdiv/lerp as one node, op a TERNARY row's ID (pygpu/_tensor/math.py)"},
     {"_op_table", f_op_table, METH_NOARGS, "internal: the op table (csrc/core/pg_ops.def) as tuples"},
     {"_node_table", f_node_table, METH_NOARGS, "internal: the node kinds (csrc/core/pg_ops.def's PG_NODE rows) as text"},
     {"_act_table", f_act_table, METH_NOARGS, "internal: the fused layers' activations (pg_ops.def's PG_ACT rows)"},

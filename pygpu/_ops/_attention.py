@@ -12,11 +12,11 @@ float16/bfloat16 (and float32 under an autocast region, whose dtype the result t
 PyTorch's CPU autocast lists the op) compute in float32. The mask receives no gradient."""
 import math
 
-from . import _C
-from ._tensor_create import arange, rand
-from ._dtype import float32, float64
-from .amp.autocast_mode import region_dtype as _autocast_low
-from .autograd import Function
+from .. import _C
+from .._tensor.create import arange, rand
+from .._dtype import float32, float64
+from ..amp.autocast_mode import region_dtype as _autocast_low
+from ..autograd import Function
 
 # torch.backends.cuda's attention switches (pygpu/backends/cuda.py sets them): "flash" and
 # "mem_efficient" allow the fused kernels (the cuda plugin's "flash_sdp" option, which its

@@ -13,9 +13,10 @@ to it (pygpu/nn/_conv.py). A geometry `geom` is (sh, sw, dh, dw, pad_top, pad_bo
 pad_left, pad_right, groups)."""
 import numpy as np
 
-from . import _C, _tensor_create
-from ._dtype import bfloat16, float16, float32, float64, int64
-from .autograd import Function
+from .. import _C
+from .._tensor import create as _tensor_create
+from .._dtype import bfloat16, float16, float32, float64, int64
+from ..autograd import Function
 
 Tensor = _C.Tensor
 
@@ -490,7 +491,7 @@ def _batch_norm_composed(x, w, b, running_mean, running_var, momentum, eps):
     d = x - mean
     var = (d * d).mean(axis=axes, keepdims=True)
     if running_mean is not None and running_var is not None:
-        from .autograd import no_grad
+        from ..autograd import no_grad
         with no_grad():
             m = float(momentum)
             running_mean.copy_(running_mean * (1.0 - m) +

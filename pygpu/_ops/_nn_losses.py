@@ -12,15 +12,15 @@ ignore_index (-100) is an out-of-range label error, not an ignored sample; pass
 ignore_index=-100 explicitly to have such targets ignored."""
 from .. import _C
 from .._dtype import int64
-from .._ops._common import want_tensor as _want_tensor
-from .._ops._common import widened as _widened
-from .._ops._losses import check_pair as _pair
-from .._ops._losses import check_target as _check_target
-from .._ops._losses import mse_loss  # noqa: F401 - nn.functional's, written once in _ops
-from .._ops._losses import reduced as _reduce
-from .._ops._losses import reduction_of as _reduction
-from .._ops._softmax import log_softmax as _log_softmax
-from .._train_ops import cross_entropy as _fused_cross_entropy
+from ._common import want_tensor as _want_tensor
+from ._common import widened as _widened
+from ._losses import check_pair as _pair
+from ._losses import check_target as _check_target
+from ._losses import mse_loss  # noqa: F401 - nn.functional's, written once in _ops
+from ._losses import reduced as _reduce
+from ._losses import reduction_of as _reduction
+from ._softmax import log_softmax as _log_softmax
+from ._train import cross_entropy as _fused_cross_entropy
 
 
 

@@ -17,12 +17,12 @@ PyTorch's autocast runs its GEMMs; the recurrence, the states and the output sta
 ONE flat tensor holding the output (N, D*P), h_n (L*D, B, P) and, for an LSTM, c_n
 (L*D, B, H): autograd's Function has one output, and the three views the caller slices
 from it carry their gradients back into this one node."""
-from . import _C
-from ._tensor_create import empty, rand, zeros
-from ._dtype import float32
-from .autograd.function import Function, fused_backward
-from .amp.autocast_mode import region_dtype
-from .autograd.grad_mode import is_grad_enabled
+from .. import _C
+from .._tensor.create import empty, rand, zeros
+from .._dtype import float32
+from ..autograd.function import Function, fused_backward
+from ..amp.autocast_mode import region_dtype
+from ..autograd.grad_mode import is_grad_enabled
 
 Tensor = _C.Tensor
 

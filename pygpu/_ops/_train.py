@@ -5,16 +5,16 @@ pygpu.optim call these).
 Each is an autograd Function (pygpu/autograd/function.py) with its backward written out
 beside its forward, calling one fused C op each way (csrc/core/pg_ops_train.c). The
 composite ops (softmax, log_softmax, layer_norm, clamp, mse_loss) live in pygpu/_ops/; cat
-is with the tensor surface (pygpu/_tensor_join.py)."""
-from . import _C
-from .autograd import Function
-from ._dtype import bfloat16, float32, int64
-from ._ops._common import float_input as _float_input
-from ._ops._common import want_tensor as _want_tensor
-from ._ops._common import widened as _widened
-from .amp.autocast_mode import cast_inputs as _autocast
-from .amp.autocast_mode import linear_operands as _autocast_linear
-from .amp.autocast_mode import region_dtype as _autocast_low
+is with the tensor surface (pygpu/_tensor/join.py)."""
+from .. import _C
+from ..autograd import Function
+from .._dtype import bfloat16, float32, int64
+from ._common import float_input as _float_input
+from ._common import want_tensor as _want_tensor
+from ._common import widened as _widened
+from ..amp.autocast_mode import cast_inputs as _autocast
+from ..amp.autocast_mode import linear_operands as _autocast_linear
+from ..amp.autocast_mode import region_dtype as _autocast_low
 
 Tensor = _C.Tensor
 
@@ -39,7 +39,7 @@ def _check_labels(logits, labels, fn):
 
 def _cross_entropy_composite(logits, labels, mean):
     """The same loss from differentiable ops (higher-order gradients: autograd/higher_order)."""
-    from ._ops._softmax import log_softmax
+    from ._softmax import log_softmax
     picked = log_softmax(logits, 1).gather(1, labels.reshape(-1, 1))
     return -(picked.mean() if mean else picked.sum())
 
@@ -260,9 +260,9 @@ def optim_update_(kind, p, grad, states, hyper, step, flag0=False, flag1=False):
                      bool(flag0), bool(flag1))
 
 
-# The convolutional layers' Functions live in _conv_ops.py; the op table's rows name them
+# The convolutional layers' Functions live in _ops/_conv.py; the op table's rows name them
 # here, beside the other fused ops' (tests/test_op_registry.py looks them up in this module).
-from ._conv_ops import _BatchNorm, _Convolution, _Pool2d  # noqa: E402,F401
+from ._conv import _BatchNorm, _Convolution, _Pool2d  # noqa: E402,F401
 # the sequence layers' Functions live beside their own ops; the op table's rows name them here
-from ._rnn_ops import _RNN  # noqa: E402,F401 - pg_ops.def's "RNN" row
-from ._attention_ops import _SDPA  # noqa: E402,F401 - pg_ops.def's "SDPA" row
+from ._rnn import _RNN  # noqa: E402,F401 - pg_ops.def's "RNN" row
+from ._attention import _SDPA  # noqa: E402,F401 - pg_ops.def's "SDPA" row

@@ -1,7 +1,7 @@
 """Tensor autograd methods with PyTorch's names that the C type lacks: register_hook and
 detach_ (the engine runs the hooks: pygpu/autograd/engine.py)."""
-from . import _C
-from .autograd import engine
+from .. import _C
+from ..autograd import engine
 
 
 def register_hook(self, hook):

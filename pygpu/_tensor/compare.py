@@ -4,7 +4,8 @@ isclose is |a - b| <= atol + rtol * |b| elementwise, with PyTorch's infinities (
 are close) and NaN (close to NaN only with equal_nan); allclose and equal reduce on the
 device and read back one flag. isin sorts the test elements once and binary-searches them
 (searchsorted), so it costs O((n + m) log m), not O(n m)."""
-from . import _C, _dtype, _tensor_create
+from .. import _C, _dtype
+from . import create as _tensor_create
 
 Tensor = _C.Tensor
 
@@ -65,7 +66,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     else:
         srt = test.sort().values
         flat = elements.reshape(-1)
-        from ._tensor_shape import searchsorted
+        from .shape import searchsorted
         pos = searchsorted(srt, flat).clamp(max=srt.numel() - 1)
         found = (srt.gather(0, pos) == flat).reshape(elements.shape)
     return ~found if invert else found

@@ -10,9 +10,9 @@ matmul precision switch (pygpu's kernels are deterministic for a device and thre
 the switch is kept and reported)."""
 import math
 
-from . import _C, _dtype as _dtype_mod, _random
-from ._dtype_info import finfo, iinfo
-from ._tensor_join import cat
+from .. import _C, _dtype as _dtype_mod, _random
+from .._dtype_info import finfo, iinfo
+from .join import cat
 
 Tensor = _C.Tensor
 
@@ -47,7 +47,7 @@ def reshape_as(self, other):
 
 def new(self, *args):
     """The legacy x.new(sizes) / x.new(data): x's dtype and device."""
-    from ._legacy import _make
+    from .._legacy import _make
     return _make(self.dtype, args, self.device)
 
 
@@ -73,7 +73,7 @@ def is_same_size(self, other):
 
 def cuda(self, device=None, non_blocking=False, memory_format=None):
     """x.cuda(): a copy on the current (or given) CUDA device; self if already there."""
-    from ._device import device as as_device
+    from .._device import device as as_device
     if device is None:
         target = as_device("cuda")
     elif isinstance(device, int):
@@ -106,7 +106,7 @@ def _inplace_view(name):
 def resize_(self, *sizes):
     """PyTorch's resize_: self takes the new shape; the elements that fit keep their values in
     flat order, new ones are uninitialised (a new allocation when the size changes)."""
-    from ._tensor_create import _shape, empty
+    from .create import _shape, empty
     shape = _shape(sizes, "resize_")
     n = 1
     for s in shape:
@@ -157,7 +157,7 @@ def _softmax_method(name):
     """Tensor.softmax / log_softmax(dim, dtype=None): the composite in pygpu/_ops (issue 46:
     libraries call them as methods, perceiver-pytorch's attention among them)."""
     def method(self, dim=None, dtype=None, *, _stacklevel=3):
-        from . import _ops
+        from .. import _ops
         x = self if dtype is None else self.to(dtype)
         return getattr(_ops, name)(x, -1 if dim is None else dim)
     method.__name__ = name
@@ -203,8 +203,8 @@ def get_float32_matmul_precision():
 
 
 def scalar_tensor(value, dtype=None, device=None, requires_grad=False):
-    from ._tensor_create import tensor
-    from ._dtype import float32
+    from .create import tensor
+    from .._dtype import float32
     t = tensor(float(value), dtype=dtype or float32, device=device)
     return t.requires_grad_(True) if requires_grad else t
 
@@ -212,7 +212,7 @@ def scalar_tensor(value, dtype=None, device=None, requires_grad=False):
 def _wrapped(x):
     """(dtype code, priority) of one operand of torch.result_type: a tensor with dimensions
     (0), a 0-d tensor (1), a Python number (2: bool, int64, or the default float dtype)."""
-    from . import _defaults, _dtype
+    from .. import _defaults, _dtype
     if isinstance(x, Tensor):
         return x.dtype._code, 0 if x.ndim else 1
     if isinstance(x, bool):
@@ -229,7 +229,7 @@ def result_type(tensor, other):
     """torch.result_type: the dtype an elementwise op of the two gives (PyTorch's promotion:
     c10's table over the operands with dimensions, then 0-d tensors, then Python numbers,
     a lower priority counting only when its category is higher: pg_dtype.h)."""
-    from . import _dtype
+    from .. import _dtype
     return _dtype.ALL[_C._result_type([_wrapped(tensor), _wrapped(other)])]
 
 
@@ -239,7 +239,7 @@ promote_types, can_cast = _dtype_mod.promote_types, _dtype_mod.can_cast
 def as_tensor(data, dtype=None, device=None):
     """A tensor sharing data's memory where it can (a tensor of the same dtype and device is
     returned as it is), else a copy (PyTorch's as_tensor)."""
-    from ._tensor_create import tensor
+    from .create import tensor
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype) if (device or dtype) else data
     return tensor(data, dtype=dtype, device=device)
@@ -251,7 +251,7 @@ def functions():
            ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
             "not_equal", "clone", "detach", "reshape", "ravel", "is_floating_point",
             "is_nonzero", "is_same_size", "is_signed", "bitwise_not")}
-    from .autograd.grad_mode import inference_mode, is_inference_mode_enabled
+    from ..autograd.grad_mode import inference_mode, is_inference_mode_enabled
     out.update(inference_mode=inference_mode, is_inference_mode_enabled=is_inference_mode_enabled)
     out.update(finfo=finfo, iinfo=iinfo, result_type=result_type, promote_types=promote_types,
                can_cast=can_cast, argwhere=_function("argwhere"), ger=_function("ger"))

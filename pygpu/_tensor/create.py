@@ -18,8 +18,8 @@ import numbers
 
 import numpy as np
 
-from . import _C, _defaults, _dtype, _random
-from ._dtype import bool_, float32, int64, to_dtype
+from .. import _C, _defaults, _dtype, _random
+from .._dtype import bool_, float32, int64, to_dtype
 
 _CPU = "cpu"
 
@@ -227,7 +227,7 @@ def _check_fits(arr, dt):
     as torch.tensor([300], dtype=torch.int8) refuses; an ndarray is cast (wrapping)."""
     if not arr.size or arr.dtype.kind == "b":
         return
-    from ._dtype_info import iinfo
+    from .._dtype_info import iinfo
     info = iinfo(dt)
     with np.errstate(invalid="ignore"):
         lo, hi = (np.trunc(arr.min()), np.trunc(arr.max())) if arr.dtype.kind == "f" else (

@@ -19,7 +19,7 @@ Everything is composed of differentiable tensor ops (diagonal, squeeze, sum, per
 reshape, matmul, multiply), so gradients, and gradients of gradients, follow."""
 import string
 
-from . import _C
+from .. import _C
 
 Tensor = _C.Tensor
 _ShapeError = _C.ShapeError
@@ -257,7 +257,7 @@ def contraction_path(sets, output, sizes, strategy="auto", enabled=True):
 
 
 def _path(equation, operands, sets, output, sizes):
-    from .backends import opt_einsum as flags
+    from ..backends import opt_einsum as flags
     if len(sets) < 3:
         return [(0, 1)] if len(sets) == 2 else []
     pkg = flags.get_opt_einsum()
@@ -374,7 +374,7 @@ def tensordot(a, b, dims=2, out=None):
             raise TypeError(f"tensordot(): argument '{name}' must be Tensor, not "
                             f"{type(t).__name__}")
     da, db = _dims_lists(dims, a, b)
-    from ._tensor_views import norm_dim
+    from .views import norm_dim
     na = [norm_dim("tensordot", d, a.ndim) for d in da]
     nb = [norm_dim("tensordot", d, b.ndim) for d in db]
     for x, y, gx, gy in zip(na, nb, da, db):

@@ -1,10 +1,10 @@
 """In-place fills, as PyTorch's Tensor methods: zero_, fill_ (the random ones are in
-_tensor_random.py).
+_tensor/random.py).
 
 Each makes its value on the tensor's own device (a FILL node) and writes it with copy_, so a
 fill moves no data between host and device and the counters see no transfer; copy_ refuses
 a leaf that requires grad, as PyTorch does."""
-from . import _tensor_create
+from . import create as _tensor_create
 
 
 def _same_place(self, value):

@@ -3,8 +3,9 @@ index_fill/index_fill_, fill_diagonal_, unravel_index, unique_consecutive.
 
 Compositions of pygpu's index_select, gather, masked_fill and index_copy_/index_add_ on the
 tensor's device; the out-of-place forms are differentiable through them."""
-from . import _C, _dtype, _tensor_create
-from ._tensor_join import cat
+from .. import _C, _dtype
+from . import create as _tensor_create
+from .join import cat
 
 Tensor = _C.Tensor
 
@@ -33,7 +34,7 @@ def take_along_dim(self, indices, dim=None):
     d = dim % n
     shape_i, shape_s = list(indices.shape), list(self.shape)
     shape_i[d] = shape_s[d] = 1
-    from ._tensor_stack import broadcast_shapes
+    from .stack import broadcast_shapes
     common = list(broadcast_shapes(tuple(shape_i), tuple(shape_s)))
     idx_shape = common[:]
     idx_shape[d] = indices.shape[d]

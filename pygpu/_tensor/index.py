@@ -13,13 +13,13 @@ ints, slices, ... and None, which are views) come here through _C._set_index_hoo
 - int tensors/lists select along their axis (negative indices count from the end); several
   of them, side by side, broadcast together (t[rows, cols]);
 - assignment writes through index_copy_ / masked_fill_ into the tensor's own memory."""
-from . import _C
-from .autograd.function import Function
-from .autograd.grad_mode import is_grad_enabled
-from ._tensor_reduce import _SORT_T, _TOPK_T, Gather
-from ._tensor_views import norm_dim
-from ._tensor_join import cat
-from .autograd import writes as _writes
+from .. import _C
+from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
+from .reduce import _SORT_T, _TOPK_T, Gather
+from .views import norm_dim
+from .join import cat
+from ..autograd import writes as _writes
 
 Tensor = _C.Tensor
 _c_getitem = Tensor.__getitem__
@@ -34,7 +34,7 @@ def _needs_grad(*ts):
 
 
 def _zeros(shape, like):
-    from ._tensor_create import zeros
+    from .create import zeros
     return zeros(shape, dtype=like.dtype, device=like.device)
 
 
@@ -70,7 +70,7 @@ def _scatter_src(self, index, src, value, op):
     if src is None and value is None:
         raise TypeError(f"{op}: give src (a tensor) or value (a number)")
     if src is None or not isinstance(src, Tensor):
-        from ._tensor_create import full
+        from .create import full
         v = value if src is None else src
         return full(index.shape, v, dtype=self.dtype, device=self.device)
     return src
@@ -276,7 +276,7 @@ def nonzero(self, *, as_tuple=False):
     cols.reverse()
     if as_tuple:
         return tuple(cols) if self.ndim else (flat,)
-    from ._tensor_join import stack
+    from .join import stack
     return stack(cols, 1) if self.ndim else flat.reshape(-1, 0)
 
 
@@ -330,8 +330,8 @@ class _CumprodFn(Function):
         d = ctx.d
         if not bool((x == 0).any()):
             return _flip(cumsum(_flip(g * out, d), d), d) / x, None
-        from ._tensor_create import arange
-        from ._tensor_create import eye
+        from .create import arange
+        from .create import eye
         xm, gm = x.movedim(d, -1), g.movedim(d, -1)            # (..., n)
         n = xm.shape[-1]
         one = eye(n, dtype=x.dtype, device=x.device)           # (k, i)
@@ -391,7 +391,7 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
     n = flat.shape[0]
     order = _C._argsort(flat, 0, False)
     s = _C._gather(flat, 0, order)
-    from ._tensor_create import ones
+    from .create import ones
     change = ones((n,), dtype="bool", device=self.device)
     if n > 1:
         change[1:] = s[1:] != s[:-1]
@@ -404,7 +404,7 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
         out.append(inv.reshape(self.shape))
     if return_counts:
         starts = _flat_positions(change)
-        from ._tensor_create import full
+        from .create import full
         bounds = cat([starts, full((1,), n, dtype="int64", device=self.device)], 0)
         ends = bounds[1:] - bounds[:-1]
         out.append(ends)
@@ -415,7 +415,7 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
 
 def _as_index(k, device):
     if isinstance(k, (list, range)) or (not isinstance(k, Tensor) and hasattr(k, "__array__")):
-        from ._tensor_create import tensor
+        from .create import tensor
         import numpy as np
         if not isinstance(k, list):
             k = np.asarray(k)
@@ -582,7 +582,7 @@ def setitem(self, key, value):
                                f"{self.device}")
         src = src.expand(target_shape).reshape(shape[:p] + (lin.shape[0],) + shape[p + m:])
     else:
-        from ._tensor_create import full
+        from .create import full
         src = full(shape[:p] + (lin.shape[0],) + shape[p + m:], value, dtype=self.dtype,
                    device=self.device)
     try:
@@ -634,7 +634,7 @@ def _index_put_raw(self, key, values, accumulate):
 
 
 def _full_like_shape(shape, value, like):
-    from ._tensor_create import full
+    from .create import full
     return full(shape, value, dtype=like.dtype, device=like.device)
 
 

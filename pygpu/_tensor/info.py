@@ -9,7 +9,7 @@ Choices where pygpu differs from PyTorch:
   compares it with PyTorch's strings keeps working under `import pygpu as torch`.
   `type(dtype)` accepts a pygpu dtype or such a string and converts (a copy, as PyTorch's;
   self when the dtype already matches)."""
-from . import _C, _dtype
+from .. import _C, _dtype
 
 Tensor = _C.Tensor
 
@@ -23,7 +23,7 @@ def stride(self, dim=None):
     """stride(dim=None): the step between elements of each axis, in elements."""
     if dim is None:
         return tuple(self.strides)
-    from ._tensor_views import norm_dim
+    from .views import norm_dim
     return self.strides[norm_dim("stride", dim, self.ndim)]
 
 
@@ -63,7 +63,7 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
     """type(): PyTorch's type string ('torch.FloatTensor', 'torch.cuda.LongTensor');
     type(t): convert to t, a dtype, a legacy type (torch.FloatTensor, torch.cuda.FloatTensor:
     also to that device type, as PyTorch's) or its name. Returns self when nothing changes."""
-    from . import _legacy
+    from .. import _legacy
     dtype = kwargs.pop("dst_type", dtype)
     if kwargs:
         raise TypeError(f"type() got an unexpected keyword argument {next(iter(kwargs))!r}")

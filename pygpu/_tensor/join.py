@@ -1,12 +1,12 @@
 """Joining tensors: cat (an autograd Function: one copy into each slice of the result,
 the gradient sliced back) and stack (cat of unsqueezed views), with PyTorch's names. Mixed
 dtypes join in their promoted dtype (torch.promote_types over all of them), as PyTorch's."""
-from . import _C
-from ._ops._common import axis, want_tensor
-from ._tensor_create import empty
-from ._tensor_views import norm_dim
-from ._dtype import promote_types
-from .autograd import Function
+from .. import _C
+from .._ops._common import axis, want_tensor
+from .create import empty
+from .views import norm_dim
+from .._dtype import promote_types
+from ..autograd import Function
 
 Tensor = _C.Tensor
 

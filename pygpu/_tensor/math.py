@@ -23,8 +23,8 @@ composition of the table's rows.
   1M-element float32 tensor: three memory-bound passes and two temporaries."""
 import math as _math
 
-from . import _C
-from ._dtype import bool_, float64
+from .. import _C
+from .._dtype import bool_, float64
 
 Tensor = _C.Tensor
 _c_div, _c_div_ = Tensor.div, Tensor.div_
@@ -109,15 +109,15 @@ def _fast(*ts):
 
 
 def _records(*ts):
-    from .autograd.grad_mode import is_grad_enabled
+    from ..autograd.grad_mode import is_grad_enabled
     return is_grad_enabled() and any(_is_t(t) and t.requires_grad for t in ts)
 
 
-from .autograd._broadcast import unbroadcast_like as _unbroadcast  # noqa: E402 (g, operand)
+from ..autograd._broadcast import unbroadcast_like as _unbroadcast  # noqa: E402 (g, operand)
 
 
 def _make_ternary_fn():
-    from .autograd.function import Function
+    from ..autograd.function import Function
 
     class Ternary(Function):
         """The node's gradients: addcmul (1, v c, v b), addcdiv (1, v/c, -v b/c^2), lerp
@@ -315,7 +315,7 @@ def mvlgamma_(self, p):
 
 def igamma(self, other):
     """The regularized lower incomplete gamma function P(self, other) (float64 internally)."""
-    from .distributions.gamma_sampling import regularized_gamma_p
+    from ..distributions.gamma_sampling import regularized_gamma_p
     a, x = _broadcast_pair(self, other)
     dt = a.dtype if a.dtype.is_floating_point else "float32"
     a64, x64 = a.to("float64"), x.to("float64")
@@ -332,7 +332,7 @@ def igammac(self, other):
 
 
 def _broadcast_pair(a, b):
-    from .distributions.distribution import broadcast_all
+    from ..distributions.distribution import broadcast_all
     return broadcast_all(a, b)
 
 

@@ -6,8 +6,9 @@ addmv, addr (small products); renorm; the in-place logical_xor_, igamma_, igamma
 Compositions of pygpu's elementwise ops, slices, reductions and matmul on the tensor's
 device, differentiable through them where PyTorch's are. gcd runs Euclid's algorithm on
 whole tensors, one round per step of the slowest element (about log of the values)."""
-from . import _C, _dtype, _tensor_create
-from ._tensor_join import cat
+from .. import _C, _dtype
+from . import create as _tensor_create
+from .join import cat
 
 Tensor = _C.Tensor
 
@@ -188,7 +189,7 @@ def igammac_(self, other):
 
 
 def prelu(self, weight):
-    from .nn._pointwise import prelu as _prelu
+    from ..nn._pointwise import prelu as _prelu
     return _prelu(self, weight)
 
 

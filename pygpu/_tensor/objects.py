@@ -20,7 +20,7 @@ bfloat16 has no NumPy dtype: its bytes travel as the top halves of float32 bit p
 (exact both ways, NaN payloads too)."""
 import numpy as np
 
-from . import _C, _dtype
+from .. import _C, _dtype
 
 
 def _span(t):

@@ -1,10 +1,10 @@
 """Products with PyTorch's names: outer, dot, mm, mv, bmm, addmm, baddbmm, addbmm (and
-their in-place forms), chain_matmul, with einsum and tensordot from _tensor_einsum.py; all
+their in-place forms), chain_matmul, with einsum and tensordot from _tensor/einsum.py; all
 over pygpu's matmul (csrc/core/pg_ops_matmul.c: any rank, broadcast batch axes, one
 batched GEMM). Shape errors are pygpu.ShapeError (PyTorch's RuntimeError, and a
 ValueError), in PyTorch's words."""
-from . import _C
-from ._tensor_einsum import einsum, tensordot
+from .. import _C
+from .einsum import einsum, tensordot
 
 Tensor = _C.Tensor
 _ShapeError = _C.ShapeError
@@ -90,7 +90,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 def chain_matmul(*matrices, out=None):
     """torch.chain_matmul (deprecated there for torch.linalg.multi_dot, which orders the
     products to cost least): the product of 2-D tensors."""
-    from .linalg import multi_dot
+    from ..linalg import multi_dot
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = tuple(matrices[0])
     if len(matrices) == 1:

@@ -12,7 +12,8 @@ between host and device. The draws are in float32 (float64 for a float64 tensor)
 once into self's dtype. PyTorch's checks and messages, with its exception types."""
 import math
 
-from . import _C, _dtype, _tensor_create
+from .. import _C, _dtype
+from . import create as _tensor_create
 
 Tensor = _tensor_create.Tensor
 
@@ -234,7 +235,7 @@ def _finish(result, out, requires_grad):
 
 
 def multinomial(self, num_samples, replacement=False, *, generator=None):
-    from .distributions.discrete import multinomial as draw
+    from ..distributions.discrete import multinomial as draw
     return draw(self, num_samples, replacement, generator=generator)
 
 

@@ -16,10 +16,10 @@ cumprod (prod is the last running product); the rest are compositions of recorde
 autograd differentiates them without rules of their own."""
 import collections
 
-from . import _C
-from .autograd.function import Function
-from .autograd.grad_mode import is_grad_enabled
-from ._tensor_join import cat
+from .. import _C
+from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
+from .join import cat
 
 Tensor = _C.Tensor
 _c_sum, _c_mean, _c_max, _c_min, _c_argmax = (Tensor.sum, Tensor.mean, Tensor.max, Tensor.min,
@@ -51,7 +51,7 @@ def _cast(t, dtype):
 
 class Gather(Function):
     """x's values at idx along dim (the INDEX node's gather) with its backward, a scatter-add
-    into zeros: gather (_tensor_index.py) and the values at argmax/argmin (here, below
+    into zeros: gather (_tensor/index.py) and the values at argmax/argmin (here, below
     _tensor_index in the layers) both record this one Function."""
     @staticmethod
     def forward(ctx, x, dim, idx):
@@ -68,7 +68,7 @@ class _ScatterAddInto(Function):
     own backward, so both have gradients of every order."""
     @staticmethod
     def forward(ctx, g, shape, dim, idx):
-        from ._tensor_create import zeros
+        from .create import zeros
         ctx.dim, ctx.idx = dim, idx
         out = zeros(shape, dtype=g.dtype, device=g.device)
         _C._scatter("SCATTER_ADD", out, dim, idx, g.contiguous())
@@ -89,9 +89,9 @@ def _reversed_order(x):
 
 
 def _arg_extreme(x, dim, keepdim, largest):
-    from ._tensor_views import norm_dim
+    from .views import norm_dim
     if x.ndim == 0:
-        from ._tensor_create import zeros
+        from .create import zeros
         return zeros((), dtype="int64", device=x.device)  # the only index of a 0-d tensor
     d = norm_dim("argmax" if largest else "argmin", dim, x.ndim)
     idx = _c_argmax(x if largest else _reversed_order(x), axis=d, keepdims=True)
@@ -113,7 +113,7 @@ def _extreme(self, largest, dim, keepdim, axis, keepdims, other):
         return (_c_max if largest else _c_min)(self)
     if isinstance(dim, (tuple, list)):
         raise TypeError(f"{name}(dim): dim must be an int (use amax/amin for several dims)")
-    from ._tensor_views import norm_dim
+    from .views import norm_dim
     d = norm_dim(name, dim, self.ndim) if self.ndim else 0
     if self.ndim == 0:
         return (_MAX_T if largest else _MIN_T)(self, _arg_extreme(self, 0, False, largest))
@@ -177,7 +177,7 @@ class _AExtreme(Function):
 
 
 def _axes(dim, ndim):
-    from ._tensor_views import norm_dim
+    from .views import norm_dim
     if dim is None:
         return tuple(range(ndim))
     dims = dim if isinstance(dim, tuple) else (dim,)
@@ -219,7 +219,7 @@ class _Prod(Function):
         (x,) = ctx.saved
         d = ctx.d
         n = x.shape[d]
-        from ._tensor_create import ones
+        from .create import ones
         one = ones(x.shape[:d] + (1,) + x.shape[d + 1:], dtype=x.dtype, device=x.device)
         left = x.cumprod(d)  # differentiable where x requires grad (create_graph=True)
         right = x.flip(d).cumprod(d).flip(d)
@@ -231,7 +231,7 @@ class _Prod(Function):
 def _prod_axis(x, d):
     n = x.shape[d]
     if n == 0:
-        from ._tensor_create import ones
+        from .create import ones
         shape = x.shape[:d] + x.shape[d + 1:]
         dt = x.dtype if x.dtype.is_floating_point else None
         return ones(shape, dtype=dt or "int64", device=x.device)
@@ -244,7 +244,7 @@ def prod(self, dim=None, keepdim=False, *, dtype=None):
         x = x.reshape(-1)
         d, shape = 0, (1,) * self.ndim if keepdim else ()
     else:
-        from ._tensor_views import norm_dim
+        from .views import norm_dim
         if x.ndim == 0:
             x = x.reshape(1)
         d = norm_dim("prod", dim, x.ndim)
@@ -325,7 +325,7 @@ def all(self, dim=None, keepdim=False):
     dim, keepdim = _merge("all", dim, keepdim, None, None)
     b = self if self.dtype.name == "bool" else self != 0
     if b.numel() == 0:
-        from ._tensor_create import ones
+        from .create import ones
         return ones(_empty_shape(self, dim, keepdim), dtype="bool", device=self.device)
     return _c_min(b, axis=dim, keepdims=keepdim)
 
@@ -334,7 +334,7 @@ def any(self, dim=None, keepdim=False):
     dim, keepdim = _merge("any", dim, keepdim, None, None)
     b = self if self.dtype.name == "bool" else self != 0
     if b.numel() == 0:
-        from ._tensor_create import zeros
+        from .create import zeros
         return zeros(_empty_shape(self, dim, keepdim), dtype="bool", device=self.device)
     return _c_max(b, axis=dim, keepdims=keepdim)
 

@@ -9,8 +9,9 @@ destination with one stable sort of the flat destinations, reduce each group wit
 rounds of a segmented scan (the same elementwise step over a shifted copy, kept within a
 group), and take each destination's result from its group's last element with a gather: no
 Python loop over elements, and ties are resolved in the sources' order."""
-from . import _C, _dtype, _tensor_create
-from ._tensor_join import cat
+from .. import _C, _dtype
+from . import create as _tensor_create
+from .join import cat
 
 Tensor = _C.Tensor
 
@@ -182,7 +183,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
         edges = _tensor_create.linspace(lo, hi, int(bins) + 1, dtype=_dtype.float64,
                                         device=input.device)
     nb = edges.shape[0] - 1
-    from ._tensor_shape import searchsorted
+    from .shape import searchsorted
     k = searchsorted(edges, x, right=True) - 1
     k = _C.where(x == edges[-1], _tensor_create.full((), nb - 1, dtype=_dtype.int64,
                                                      device=x.device), k)

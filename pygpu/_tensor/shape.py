@@ -1,6 +1,6 @@
 """Shape and matrix functions with PyTorch's signatures, composed of pygpu's views and ops
 (so autograd differentiates them through the rules of their parts, or through the view
-recorder of _tensor_views.py): diagonal (a view), diag, diag_embed, tril, triu, trace,
+recorder of _tensor/views.py): diagonal (a view), diag, diag_embed, tril, triu, trace,
 roll, rot90, repeat_interleave, kron, cross, cov, corrcoef, histc, bincount,
 searchsorted, bucketize, tensor_split, broadcast_to, tril_indices, triu_indices,
 block_diag, cartesian_prod.
@@ -9,20 +9,20 @@ Costs: tril/triu are one comparison of two aranges and a where; searchsorted and
 bucketize compare every value with every boundary (O(n m) memory, one reduction), fine
 for the sizes programs bucket by; bincount and histc read the largest index (or the range)
 back to size their result, as PyTorch's do, then scatter-add on the device."""
-from . import _C
-from ._tensor_views import _strided, norm_dim, record
-from ._tensor_join import cat
+from .. import _C
+from .views import _strided, norm_dim, record
+from .join import cat
 
 Tensor = _C.Tensor
 
 
 def _arange(n, like):
-    from ._tensor_create import arange
+    from .create import arange
     return arange(n, device=like.device)
 
 
 def _zeros(shape, like, dtype=None):
-    from ._tensor_create import zeros
+    from .create import zeros
     return zeros(tuple(shape), dtype=dtype or like.dtype, device=like.device)
 
 
@@ -76,7 +76,7 @@ def diag_embed(self, offset=0, dim1=-2, dim2=-1):
 
 
 def _make_embed_fn():
-    from .autograd.function import Function
+    from ..autograd.function import Function
 
     class DiagEmbed(Function):
         @staticmethod
@@ -152,7 +152,7 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None):
 
 def _tri_indices(row, col, offset, lower, dtype, device):
     import numpy as np
-    from ._tensor_create import tensor
+    from .create import tensor
     r, c = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
     return tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or "int64", device=device)
 
@@ -220,7 +220,7 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
         raise RuntimeError("repeats must have the same size as input along dim")
     if any(c < 0 for c in counts):
         raise RuntimeError("repeat_interleave: repeats can not be negative")
-    from ._tensor_create import tensor
+    from .create import tensor
     idx = [i for i, c in enumerate(counts) for _ in range(c)]
     return x.index_select(d, tensor(idx, dtype="int64", device=x.device))
 
@@ -242,7 +242,7 @@ def kron(self, other):
 def cross(self, other, dim=None):
     """The cross product of 3-vectors along dim (the first axis of size 3 when dim is
     None, as torch.cross; torch.linalg.cross defaults to the last)."""
-    from ._tensor_join import stack
+    from .join import stack
     if dim is None:
         dim = next((i for i, n in enumerate(self.shape) if n == 3), None)
         if dim is None:
@@ -350,7 +350,7 @@ def bincount(self, weights=None, minlength=0):
     size = max(int(self.max().item()) + 1 if self.numel() else 0, int(minlength))
     if weights is None:
         out = _zeros((size,), self, "int64")
-        from ._tensor_create import ones_like
+        from .create import ones_like
         src = ones_like(self)
     else:
         out = _zeros((size,), self, weights.dtype if weights.dtype.is_floating_point else "float64")
@@ -386,7 +386,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         seq = seq.gather(-1, sorter)
     scalar = not isinstance(input, Tensor)
     if scalar:
-        from ._tensor_create import tensor
+        from .create import tensor
         input = tensor([input], dtype=seq.dtype, device=seq.device)
     if seq.ndim == 1:
         cmp = (seq <= input.unsqueeze(-1)) if right else (seq < input.unsqueeze(-1))
@@ -418,7 +418,7 @@ def block_diag(*tensors):
 
 
 def cartesian_prod(*tensors):
-    from ._tensor_join import stack
+    from .join import stack
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")

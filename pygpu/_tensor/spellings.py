@@ -17,7 +17,8 @@ import builtins
 import math
 import warnings
 
-from . import _C, _defaults, _dtype, _tensor_create
+from .. import _C, _defaults, _dtype
+from . import create as _tensor_create
 
 Tensor = _C.Tensor
 
@@ -51,7 +52,7 @@ def _reduction(r):
 
 
 def _F():
-    from .nn import functional
+    from ..nn import functional
     return functional
 
 
@@ -468,7 +469,7 @@ def set_default_tensor_type(t):
     warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
                   "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
                   UserWarning, stacklevel=2)
-    from . import _legacy
+    from .. import _legacy
     dt, device_type = _legacy.parse_type(t)
     if not dt.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
@@ -484,7 +485,7 @@ _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 def set_deterministic_debug_mode(debug_mode):
     """'default' (0), 'warn' (1) or 'error' (2): kept and reported; pygpu's kernels are
     deterministic for a device and thread count (use_deterministic_algorithms)."""
-    from . import _tensor_compat
+    from . import compat as _tensor_compat
     if isinstance(debug_mode, str):
         if debug_mode not in _DEBUG_MODES:
             raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, "
@@ -498,7 +499,7 @@ def set_deterministic_debug_mode(debug_mode):
 
 
 def get_deterministic_debug_mode():
-    from . import _tensor_compat
+    from . import compat as _tensor_compat
     if not _tensor_compat.are_deterministic_algorithms_enabled():
         return 0
     return 1 if _tensor_compat.is_deterministic_algorithms_warn_only_enabled() else 2
@@ -535,7 +536,7 @@ def _false(self):
 
 
 def _layout(self):
-    from .sparse import strided
+    from ..sparse import strided
     return strided
 
 
@@ -599,7 +600,7 @@ FUNCTIONS.update({name: globals()[name] for name in (
 
 def constants():
     """torch's module-level names that are not functions."""
-    from .amp import GradScaler
-    from .sparse import _Layout
+    from ..amp import GradScaler
+    from ..sparse import _Layout
     return {"has_lapack": True, "has_mkl": False, "has_openmp": False, "GradScaler": GradScaler,
             "layout": _Layout}

@@ -8,8 +8,9 @@ Each is pygpu's views, cat and index_select, differentiable through them; nothin
 over elements."""
 import itertools
 
-from . import _C, _dtype, _tensor_create
-from ._tensor_join import cat
+from .. import _C, _dtype
+from . import create as _tensor_create
+from .join import cat
 
 Tensor = _C.Tensor
 

@@ -12,7 +12,8 @@ ones. Where several elements tie, the index reported is that of a stable sort (P
 kernels pick among ties by their own order; the values agree)."""
 import collections
 
-from . import _C, _dtype, _tensor_create
+from .. import _C, _dtype
+from . import create as _tensor_create
 
 Tensor = _C.Tensor
 
@@ -313,7 +314,7 @@ def _shifted(x, s, fill, d):
     n = x.shape[-1]
     head = _tensor_create.full(tuple(x.shape[:-1]) + (min(s, n),), fill, dtype=x.dtype,
                                device=x.device)
-    from ._tensor_join import cat
+    from .join import cat
     return cat([head, x[..., :n - s]], -1) if s < n else head
 
 

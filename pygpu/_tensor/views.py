@@ -8,12 +8,12 @@ same storage (_C._as_strided, which checks the bounds once); no element is touch
 no byte crosses a link. flatten and reshape copy only where PyTorch's do (a layout that no
 strides can describe). When the input requires grad, the view is recorded through an
 autograd Function whose backward maps the gradient back to the input's shape. Installed
-into the Tensor type by pygpu/_tensor_surface.py."""
-from . import _C
-from ._tensor_create import shape_args
-from .autograd._broadcast import unbroadcast
-from .autograd.function import TRACING, Function
-from .autograd.grad_mode import is_grad_enabled
+into the Tensor type by pygpu/_tensor/surface.py."""
+from .. import _C
+from .create import shape_args
+from ..autograd._broadcast import unbroadcast
+from ..autograd.function import TRACING, Function
+from ..autograd.grad_mode import is_grad_enabled
 
 Tensor = _C.Tensor
 _c_transpose = Tensor.transpose  # pygpu's transpose(*axes) (a permutation); recorded in C
@@ -340,7 +340,7 @@ def expand_as(self, other):
 
 def _zeros_with(shape, g, place):
     """zeros of `shape` with g written by place(out) -> the view g goes into."""
-    from ._tensor_create import zeros
+    from .create import zeros
     out = zeros(shape, dtype=g.dtype, device=g.device)
     place(out)[...] = g
     return out
@@ -442,7 +442,7 @@ def unbind(self, dim=0):
 def _positions(shape, strides, offset, device):
     """The storage index of every element of the layout (shape, strides, offset), C order:
     an int64 tensor of numel elements on `device`."""
-    from ._tensor_create import arange, zeros
+    from .create import arange, zeros
     pos = zeros((), dtype="int64", device=device) + offset
     for i, (n, st) in enumerate(zip(shape, strides)):
         axis = [1] * len(shape)
@@ -462,7 +462,7 @@ def _as_strided_back(x, size, stride, off):
     shape = tuple(x.shape)
 
     def back(g):
-        from ._tensor_create import zeros
+        from .create import zeros
         span = 1 + max(off + sum((n - 1) * st for n, st in zip(size, stride) if n),
                        xo + sum((n - 1) * st for n, st in zip(shape, xs) if n))
         acc = zeros((span,), dtype=g.dtype, device=g.device)

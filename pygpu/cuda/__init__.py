@@ -12,12 +12,13 @@ import os
 import sys
 import threading
 
-from . import _C, _cuda_streams, _legacy, _nvml
-from .amp import device_amp as _device_amp
-from ._accel import Accelerator, export
-from ._cuda_streams import (CUDAGraph, DeviceProperties, Event, Stream, current_stream,  # noqa: F401
-                            default_stream, get_device_capability, get_device_properties, graph,
-                            nvtx_range, nvtx_range_pop, nvtx_range_push, profiling, stream)
+from .. import _C, _legacy
+from . import streams as _cuda_streams, _nvml
+from ..amp import device_amp as _device_amp
+from .._accel import Accelerator, export
+from .streams import (CUDAGraph, DeviceProperties, Event, Stream, current_stream,  # noqa: F401
+                      default_stream, get_device_capability, get_device_properties, graph,
+                      nvtx_range, nvtx_range_pop, nvtx_range_push, profiling, stream)
 
 # PYGPU_CUDA_BACKEND_SO names another build of the plugin to load instead (the test
 # harness's emulated device, tests/cuda_emu/, is one). PYGPU_CUDA_PLUGIN is another

@@ -13,8 +13,8 @@ The API follows torch.cuda: Stream, Event, stream(s), current_stream(),
 default_stream(), CUDAGraph, graph(g), get_device_properties(i)."""
 import threading
 
-from . import _C
-from ._device import device as _parse_device
+from .. import _C
+from .._device import device as _parse_device
 
 # pygpu.cuda imports this module to export its classes; it binds itself here (_bind) rather
 # than being imported back, so the imports run one way.

@@ -18,9 +18,9 @@ raises, naming the op)."""
 import collections
 import math
 
-from . import _C
-from .autograd.function import Function, fused_backward
-from .autograd.grad_mode import is_grad_enabled
+from .. import _C
+from ..autograd.function import Function, fused_backward
+from ..autograd.grad_mode import is_grad_enabled
 
 Tensor = _C.Tensor
 
@@ -79,7 +79,7 @@ def _square(op, A):
 
 def _sum_to(g, shape):
     """g summed over the batch axes broadcasting added, back to `shape`."""
-    from .autograd.rules import unbroadcast
+    from ..autograd.rules import unbroadcast
     return unbroadcast(g, tuple(shape))
 
 
@@ -110,18 +110,18 @@ def inv_ex(A, *, check_errors=False, out=None):
     except LinAlgError:
         if check_errors:
             raise
-        from ._tensor_create import full
+        from .._tensor.create import full
         nan = full(tuple(A.shape), float("nan"), dtype=A.dtype, device=A.device)
         return _ex_t(nan, _ones_int(A))
 
 
 def _zeros_int(A):
-    from ._tensor_create import zeros
+    from .._tensor.create import zeros
     return zeros(tuple(A.shape[:-2]), dtype="int64", device=A.device)
 
 
 def _ones_int(A):
-    from ._tensor_create import ones
+    from .._tensor.create import ones
     return ones(tuple(A.shape[:-2]), dtype="int64", device=A.device)
 
 
@@ -177,18 +177,18 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """A triangular system, solved as a general one (LAPACK's gesv on the triangle)."""
     T = A.triu() if upper else A.tril()
     if unitriangular:
-        from ._tensor_shape import diagonal
+        from .._tensor.shape import diagonal
         T = T - _diag_embed(diagonal(T, 0, -2, -1)) + _eye_like(T)
     return solve(T, B, left=left, out=out)
 
 
 def _eye_like(A):
-    from ._tensor_create import eye
+    from .._tensor.create import eye
     return eye(A.shape[-1], dtype=A.dtype, device=A.device)
 
 
 def _diag_embed(d):
-    from ._tensor_shape import diag_embed
+    from .._tensor.shape import diag_embed
     return diag_embed(d)
 
 
@@ -213,8 +213,8 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
 def _sign_logabs(A):
     """(sign, log|det|) from the LU factors (no gradient); a singular A has a zero pivot."""
     LU, piv, _ = _lapack("LU", A, check=False)
-    from ._tensor_shape import diagonal
-    from ._tensor_create import arange
+    from .._tensor.shape import diagonal
+    from .._tensor.create import arange
     d = diagonal(LU, 0, -2, -1)
     n = A.shape[-1]
     swaps = (piv != arange(1, n + 1, device=piv.device)).astype(d.dtype)
@@ -291,7 +291,7 @@ class _Cholesky(Function):
 
 
 def _diag(x):
-    from ._tensor_shape import diagonal
+    from .._tensor.shape import diagonal
     return diagonal(x, 0, -2, -1)
 
 
@@ -306,7 +306,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     except LinAlgError:
         if check_errors:
             raise
-        from ._tensor_create import full
+        from .._tensor.create import full
         return _ex_t(full(tuple(A.shape), float("nan"), dtype=A.dtype, device=A.device),
                      _ones_int(A))
 
@@ -439,7 +439,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     bb = b.expand(*batch, *b.shape[-2:]).contiguous()
     X, rank, S = _lapack("LSTSQ", Ab, bb, param=rcond)
     X = _no_grad_output("linalg.lstsq", X, A, B)
-    from ._tensor_create import empty
+    from .._tensor.create import empty
     if m > n and bool((rank == n).all()):
         res = ((Ab @ X - bb) ** 2).sum(-2)
     else:
@@ -510,12 +510,12 @@ def vecdot(x, y, *, dim=-1, out=None):
 
 
 def cross(input, other, *, dim=-1, out=None):
-    from ._tensor_shape import cross as _cross
+    from .._tensor.shape import cross as _cross
     return _into(_cross(input, other, dim), out)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
-    from ._tensor_shape import diagonal as _diagonal
+    from .._tensor.shape import diagonal as _diagonal
     return _diagonal(A, offset, dim1, dim2)
 
 

@@ -9,7 +9,8 @@
   where it would under PyTorch 2 and says what to call instead."""
 import collections
 
-from . import _C, _dtype, _tensor_create, linalg
+from .. import _C, _dtype, linalg
+from .._tensor import create as _tensor_create
 
 Tensor = _C.Tensor
 

@@ -1,22 +1,23 @@
 """pygpu.nn.functional: the stateless ops layers are made of, with PyTorch's signatures.
 
 linear(x, weight, bias=None, activation=None) is the fused layer: matmul,
-bias and activation in one op each way (see pygpu/_train_ops.py and
+bias and activation in one op each way (see pygpu/_ops/_train.py and
 csrc/core/pg_ops_train.c). Activations and dropout: _activations.py and _pointwise.py;
 losses: _losses.py and _losses_margin.py; distances, normalize, rms_norm, bilinear:
 _distance.py; normalization, embedding and one_hot: _normalization.py; convolution, pooling
 and pad: _conv.py. All are
 differentiable compositions of tensor ops (or fused C ops), never Python loops
 over elements."""
-from .._attention_ops import scaled_dot_product_attention
+from .._ops._attention import scaled_dot_product_attention
 import warnings as _warnings
 
 from .. import _C
-from .._train_ops import linear
+from .._ops._train import linear
 from ._activations import (alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, elu, gelu,
                            leaky_relu, log_softmax, relu, sigmoid, silu, softmax, tanh)
-from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
-                      huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
+from .._ops._nn_losses import (binary_cross_entropy, binary_cross_entropy_with_logits,
+                               cross_entropy, huber_loss, kl_div, l1_loss, mse_loss, nll_loss,
+                               smooth_l1_loss)
 from ._normalization import (batch_norm, embedding, group_norm, instance_norm, layer_norm,
                              local_response_norm, one_hot)
 from ._resample import (fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold, upsample)

@@ -17,7 +17,7 @@ class Parameter(metaclass=_ParameterMeta):
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
-            from .._tensor_create import empty
+            from .._tensor.create import empty
             data = empty(0)
         if not isinstance(data, _C.Tensor):
             raise TypeError(f"Parameter: data must be a pygpu.Tensor, got {type(data).__name__}")

@@ -1,5 +1,5 @@
 """Embedding: a lookup table of rows, over nn.functional.embedding."""
-from .. import _tensor_create
+from .._tensor import create as _tensor_create
 from . import functional as F
 from .module import Module
 from .parameter import Parameter

@@ -5,9 +5,9 @@ Adam (L2 weight decay added to the gradient), AdamW (decoupled: p *= 1 - lr*wd f
     m = b1 * m + (1 - b1) * g;  v = b2 * v + (1 - b2) * g * g
     vmax = max(vmax, v)  and v := vmax           (amsgrad)
     p -= lr / (1 - b1**t) * m / (sqrt(v) / sqrt(1 - b2**t) + eps)
-One fused in-place op per parameter (pygpu._train_ops.optim_update_; the op table's PG_OPTIM row adam)."""
-from .._tensor_create import zeros
-from .._train_ops import optim_update_
+One fused in-place op per parameter (pygpu._ops._train.optim_update_; the op table's PG_OPTIM row adam)."""
+from .._tensor.create import zeros
+from .._ops._train import optim_update_
 from .optimizer import Optimizer, _check_hyper
 
 

@@ -1,10 +1,10 @@
 """optim.RMSprop, optim.Adagrad, optim.Adadelta with PyTorch's update rules.
 
 Each parameter's step is ONE fused in-place op on its device
-(pygpu._train_ops.optim_update_; the rules are written out in csrc/backends/cpu/cpu_train.c
+(pygpu._ops._train.optim_update_; the rules are written out in csrc/backends/cpu/cpu_train.c
 and csrc/backends/cuda/kernels/train.cu). State tensors carry PyTorch's names, so state_dict() reads the same."""
-from .._tensor_create import zeros
-from .._train_ops import optim_update_
+from .._tensor.create import zeros
+from .._ops._train import optim_update_
 from .optimizer import Optimizer, _check_hyper
 
 

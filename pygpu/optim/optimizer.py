@@ -1,7 +1,7 @@
 """optim.Optimizer: parameter groups, per-parameter state, zero_grad, state_dict.
 
 Subclasses implement _update(p, group, state): one fused in-place op per
-parameter on the parameter's device (pygpu._train_ops.sgd_update_ / adam_update_), so
+parameter on the parameter's device (pygpu._ops._train.sgd_update_ / adam_update_), so
 a step makes no transfer and no chain of Python-level tensor ops."""
 from .. import _C
 from .._dtype import bfloat16, float16, float32

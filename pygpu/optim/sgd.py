@@ -5,9 +5,9 @@
     buf = momentum * buf + (1 - dampening) * d   (later steps)
     d = d + momentum * buf  if nesterov  else  buf
     p -= lr * d
-One fused in-place op per parameter (pygpu._train_ops.sgd_update_)."""
-from .._tensor_create import zeros
-from .._train_ops import sgd_update_
+One fused in-place op per parameter (pygpu._ops._train.sgd_update_)."""
+from .._tensor.create import zeros
+from .._ops._train import sgd_update_
 from .optimizer import Optimizer
 
 

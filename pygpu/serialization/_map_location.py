@@ -4,8 +4,8 @@ pygpu.load reads (pygpu/serialization/: PyTorch's formats, safetensors).
 map_location is None (the device it was saved from), a device, a dict {saved: target} or a
 callable saved -> target; a target that does not exist on this machine is a
 DeviceUnavailableError naming it and saying what to pass instead."""
-from . import _C
-from ._device import Device, device as _device
+from .. import _C
+from .._device import Device, device as _device
 
 
 def resolve(saved, map_location):
@@ -25,7 +25,7 @@ def check_present(name, dev, map_location):
         d = _device(dev)
         if d.type == "cpu":
             return d
-        from . import cuda, sim
+        from .. import cuda, sim
         acc = sim if d.type == "sim" else cuda
         present = acc.is_available() and d.index < acc.device_count()
     except (ValueError, TypeError, RuntimeError):
