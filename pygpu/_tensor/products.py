@@ -1,5 +1,5 @@
 """Products with PyTorch's names: outer, dot, mm, mv, bmm, addmm, baddbmm, addbmm (and
-their in-place forms), chain_matmul, with einsum and tensordot from _tensor/einsum.py; all
+their in-place forms), with einsum and tensordot from _tensor/einsum.py; all
 over pygpu's matmul (csrc/core/pg_ops_matmul.c: any rank, broadcast batch axes, one
 batched GEMM). Shape errors are pygpu.ShapeError (PyTorch's RuntimeError, and a
 ValueError), in PyTorch's words."""
@@ -87,25 +87,6 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _scaled_sum(input, _C.matmul(a, batch2.reshape(nb * m, p)), beta, alpha)
 
 
-def chain_matmul(*matrices, out=None):
-    """torch.chain_matmul (deprecated there for torch.linalg.multi_dot, which orders the
-    products to cost least): the product of 2-D tensors."""
-    from ..linalg import multi_dot
-    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
-        matrices = tuple(matrices[0])
-    if len(matrices) == 1:
-        _want("chain_matmul", matrices[0], 2, "matrices[0]")
-        r = matrices[0].clone()
-    else:
-        for k, t in enumerate(matrices):
-            _want("chain_matmul", t, 2, f"matrices[{k}]")
-        r = multi_dot(list(matrices))
-    if out is not None:
-        out.copy_(r)
-        return out
-    return r
-
-
 def _scaled_sum(input, prod, beta, alpha):
     """beta * input + alpha * prod, with input broadcast to prod's shape (never prod to
     input's: PyTorch expands input, and says so when it cannot)."""
@@ -147,5 +128,4 @@ METHODS = {
 FUNCTIONS = {
     "einsum": einsum, "tensordot": tensordot, "outer": outer, "dot": dot, "mm": mm, "mv": mv,
     "bmm": bmm, "addmm": addmm, "baddbmm": baddbmm, "addbmm": addbmm,
-    "chain_matmul": chain_matmul,
 }

@@ -13,7 +13,7 @@ the type once (_C._add_tensor_methods):
   _tensor/create.py  new_zeros/new_ones/..., and eye, linspace, randint, full_like, ...
   _tensor/join.py    cat and stack (module functions)
   _tensor/products.py outer, dot, mm, mv, bmm, addmm, baddbmm, addbmm (and _ forms), matmul,
-                     chain_matmul; einsum and tensordot (_tensor/einsum.py)
+                     einsum and tensordot (_tensor/einsum.py)
   _tensor/autograd.py register_hook, detach_
   _tensor/fill.py    zero_, fill_
   _tensor/random.py  uniform_, normal_, bernoulli_, random_, exponential_, cauchy_, ...,

@@ -4,6 +4,7 @@
   cholesky_solve, cholesky_inverse, triangular_solve (solution, coefficient), all on
   pygpu.linalg's LAPACK factorizations and triangular solves, differentiable where those are;
 - the norms frobenius_norm, nuclear_norm, norm_except_dim, and vander;
+- chain_matmul (deprecated for linalg.multi_dot, which it calls);
 - the functions PyTorch removed in 1.9 and keeps as names that raise (eig, symeig, solve,
   lstsq, matrix_rank): the same RuntimeError, in PyTorch's words, so a ported program fails
   where it would under PyTorch 2 and says what to call instead."""
@@ -11,6 +12,7 @@ import collections
 
 from .. import _C, _dtype, linalg
 from .._tensor import create as _tensor_create
+from .._tensor.products import _want
 
 Tensor = _C.Tensor
 
@@ -167,9 +169,28 @@ def vander(x, N=None, increasing=False):
         _tensor_create.empty(x.shape[0], 0, dtype=base.dtype, device=x.device)
 
 
+def chain_matmul(*matrices, out=None):
+    """torch.chain_matmul (deprecated there for torch.linalg.multi_dot, which orders the
+    products to cost least): the product of 2-D tensors."""
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if len(matrices) == 1:
+        _want("chain_matmul", matrices[0], 2, "matrices[0]")
+        r = matrices[0].clone()
+    else:
+        for k, t in enumerate(matrices):
+            _want("chain_matmul", t, 2, f"matrices[{k}]")
+        r = linalg.multi_dot(list(matrices))
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r
+
+
 METHODS = {"lu": lu, "lu_solve": lu_solve, "cholesky_solve": cholesky_solve,
            "cholesky_inverse": cholesky_inverse, "triangular_solve": triangular_solve,
            **{n: _removed(n) for n in ("eig", "symeig", "solve", "lstsq")}}
 FUNCTIONS = dict(METHODS, lu_unpack=lu_unpack, frobenius_norm=frobenius_norm,
                  nuclear_norm=nuclear_norm, norm_except_dim=norm_except_dim, vander=vander,
+                 chain_matmul=chain_matmul,
                  matrix_rank=_removed("matrix_rank"))
