@@ -222,8 +222,8 @@ MATH_BINARY = {
         np.asarray(q, np.promote_types(np.result_type(q), np.float32))).astype(np.result_type(x, q)),
         ("gt1", "positive"), "special"),
 }
-_MATH_NUM = {"square", "signbit", "isinf", "isposinf", "isneginf", "fmod", "remainder",
-             "floor_divide", "heaviside", "fmax", "fmin"}  # int64 rows (NUM and ANY)
+# the rows that take int64 (input class NUM or ANY: the op table's dtypes column, pg_ops.def)
+_MATH_NUM = {r[0] for r in pygpu._C._op_table() if r[7] in ("NUM", "ANY")}
 for _name, (_ref, _dom, _tol) in MATH_UNARY.items():
     REFS[_name] = Ref(_ref, (_dom,), _tol, FLOATS + ("float16",) + (("int64",) if _name in _MATH_NUM else ()))
 for _name, (_ref, _dom, _tol) in MATH_BINARY.items():
