@@ -94,6 +94,13 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("kernel_device", devices, ids=[d.replace(":", "") for d in devices])
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`pytest -n auto` (the README's test command): one worker per CPU this process may run
+    on (its affinity, which a container's CPU limit sets; xdist's own count would be the
+    host's physical cores), at most 8: each worker imports torch, the oracle (~0.5 GB)."""
+    return max(1, min(len(os.sched_getaffinity(0)), 8))
+
+
 # PYGPU_NO_SKIP_MISSING=1: a skip not in _skip_policy.ALLOWED_SKIPS fails (hooks registered here)
 from _skip_policy import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402,F401
 
