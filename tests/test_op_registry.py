@@ -366,8 +366,12 @@ SAVES = {"nothing", "input", "output", "both", "operands", "rule", "view", "func
 def test_the_property_columns_are_well_formed_and_python_reads_them():
     from pygpu.amp import autocast_mode
 
-    for name, family, node, py, grad, saves, amp in TABLE:
+    for name, family, node, py, grad, saves, amp, dtypes in TABLE:
         assert saves in SAVES, (name, saves)
+        # the input class of pg_op_props.h's enum pg_op_in, for the binary and unary rows only
+        assert dtypes in ((None,) if family not in ("binary", "unary") else
+                          ("ANY", "NUM", "FLOAT", "NUMF", "BOOL", "TOBOOL", "INTBOOL", "INT")), \
+            (name, dtypes)
         assert amp in ("low", "fp32", "keep"), (name, amp)
         # no_grad and parts exactly where the grad column is NULL; function for train rows
         assert (grad is None) == (saves in ("no_grad", "parts")), (name, grad, saves)
