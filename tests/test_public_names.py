@@ -32,9 +32,9 @@ def _public_modules():
 
 def _surface():
     out = {}
-    for name in _public_modules():
-        mod = importlib.import_module(name)
-        out[name] = sorted(n for n in dir(mod) if not n.startswith("_"))
+    mods = [importlib.import_module(name) for name in _public_modules()]  # all first: a
+    for mod in mods:  # package's names include its submodules, whichever test imported them
+        out[mod.__name__] = sorted(n for n in dir(mod) if not n.startswith("_"))
     out["pygpu.Tensor"] = sorted(dir(pygpu.Tensor))
     return out
 
