@@ -106,7 +106,7 @@ class PgBackend(ctypes.Structure):
 
 def preload_cublas():
     """Load libcublasLt/libcublas from an installed nvidia-cublas wheel, as
-    pygpu/cuda.py does before it loads the plugin (an editable install's
+    pygpu/cuda/__init__.py does before it loads the plugin (an editable install's
     plugin has no relative path to site-packages). Returns the path or None."""
     import glob
     for entry in sys.path:

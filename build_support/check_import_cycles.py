@@ -17,13 +17,17 @@ Layers must read one way (bindings -> core -> backends; pygpu's public modules
      module that defines the name (`from .._tensor_create import zeros`). The
      compiled extension (pygpu._C) imports nothing from Python: a leaf.
 
+Python's layers also read one way: PY_LAYERS names them, lowest first, and a module
+that imports a module of a higher layer (an "upward import") fails unless KNOWN_UPWARD
+lists it with its reason; a module in no layer fails too (place it first).
+
 Every strongly connected component of more than one file is a cycle. Cycles
 that belong to work in progress elsewhere are listed in KNOWN with the issue
 that removes them: they are reported, not failed; a KNOWN entry that no longer
 matches a cycle fails (so the list only shrinks; the lead empties it at merge).
 
     python build_support/check_import_cycles.py [--root DIR] [-v]
-Exit status 0: no cycles but the known ones; 1: a new cycle (listed).
+Exit status 0: no cycles and no upward imports but the known ones; 1: a new one (listed).
 """
 import argparse
 import ast
@@ -35,6 +39,59 @@ import sys
 # found is known when it contains every file of an entry (merges may add files to it); an
 # entry that no cycle contains any more is stale, and fails: delete it.
 KNOWN = [
+]
+
+# pygpu's Python layers, lowest first (docs/architecture.md). A module imports its own layer
+# and those below; it belongs to the layer of the longest prefix naming it (pygpu._tensor.surface
+# is "namespace" although pygpu._tensor is "tensor"; "pygpu" is the package's __init__ alone, so
+# a new file in the root must be placed). The compiled pygpu._C is below them all.
+PY_LAYERS = [
+    ("loading: the compiled extension and what must run before it",
+     ["pygpu._extension", "pygpu._numpy_blas", "pygpu._version"]),
+    ("values: dtypes, devices, defaults, counters, RNG state, switches (on _C only)",
+     ["pygpu._dtype", "pygpu._dtype_info", "pygpu._device", "pygpu._defaults", "pygpu._stats",
+      "pygpu._guard", "pygpu._trace", "pygpu._printing", "pygpu._hooks", "pygpu._random",
+      "pygpu._accel", "pygpu.random", "pygpu.amp.autocast_mode", "pygpu.backends.opt_einsum",
+      "pygpu.profiler"]),
+    ("tensor: the Tensor surface's op families, autograd, storages",
+     ["pygpu._tensor", "pygpu.autograd", "pygpu._storage", "pygpu._legacy", "pygpu._ops._common"]),
+    ("ops: composites (pygpu/_ops), linalg, special, sparse, distributions, amp",
+     ["pygpu._ops", "pygpu.linalg", "pygpu.special", "pygpu.sparse", "pygpu.distributions",
+      "pygpu.amp", "pygpu.fft"]),
+    ("namespace: the Tensor's methods and torch's names, assembled from the layers below",
+     ["pygpu._tensor.surface", "pygpu._tensor.spellings", "pygpu._tensor.compat"]),
+    ("devices: torch.cuda-style modules (typed tensors, amp, streams, memory)",
+     ["pygpu.cpu", "pygpu.sim", "pygpu.cuda", "pygpu.accelerator", "pygpu._sync"]),
+    ("libraries: the training and tooling packages, on the tensor API",
+     ["pygpu.nn", "pygpu.optim", "pygpu.data", "pygpu.distributed", "pygpu.cost",
+      "pygpu.serialization", "pygpu.onnx", "pygpu.quantization", "pygpu.multiprocessing",
+      "pygpu.backends", "pygpu.utils", "pygpu.trainer", "pygpu._dynamo", "pygpu.compiler"]),
+    ("package: `import pygpu` and what it installs (einops, `import torch`)",
+     ["pygpu", "pygpu._einops_backend", "pygpu._torch_alias"]),
+    ("programs: python -m entry points, run as their own processes",
+     ["pygpu.tools", "pygpu.__main__", "pygpu.selftest", "pygpu.smi",
+      "pygpu.distributed.scaling", "pygpu.distributed._scaling_validate"]),
+]
+
+# Upward imports kept on purpose: (importer, imported, why). Each is an import inside a
+# function (the higher module is loaded by then). An entry that no import matches any more is
+# stale and fails: delete it, so the list only shrinks.
+KNOWN_UPWARD = [
+    ("pygpu._tensor.complex", "pygpu._tensor.compat",
+     "a complex op's result dtype is torch.result_type, written once in compat"),
+    ("pygpu._tensor.spellings", "pygpu.nn._grid_sample",
+     "torch.grid_sampler(_2d/_3d) and affine_grid_generator are nn.functional's grid_sample and "
+     "affine_grid in ATen's argument order"),
+    ("pygpu._tensor.math", "pygpu.distributions.distribution",
+     "igamma broadcasts its operands with the distributions' broadcast_all (numbers too)"),
+    ("pygpu._tensor.math", "pygpu.distributions.gamma_sampling",
+     "igamma's series is the gamma sampler's regularized_gamma_p, written once there"),
+    ("pygpu._tensor.numeric", "pygpu.nn._pointwise",
+     "Tensor.prelu is nn.functional.prelu (an autograd Function of nn's)"),
+    ("pygpu._tensor.random", "pygpu.distributions.discrete",
+     "Tensor.multinomial draws with torch.multinomial, written once in distributions"),
+    ("pygpu._tensor.spellings", "pygpu.nn.functional",
+     "torch.dropout, torch.alpha_dropout, ... are nn.functional's ops in ATen's argument order"),
 ]
 
 _C_EXTS = (".c", ".h", ".cu", ".cuh")
@@ -200,6 +257,33 @@ def py_graph(root, package="pygpu"):
     return graph
 
 
+def py_layer(module):
+    """The index in PY_LAYERS of the layer `module` belongs to, or None."""
+    best = None
+    for i, (_, prefixes) in enumerate(PY_LAYERS):
+        for p in prefixes:
+            inside = module.startswith(p + ".") and p != "pygpu"  # "pygpu": __init__ alone
+            if (module == p or inside) and (best is None or len(p) > best[1]):
+                best = (i, len(p))
+    return None if best is None else best[0]
+
+
+def upward_imports(root, graph=None):
+    """(importer, imported) module pairs where the imported module's layer is above the
+    importer's, and the modules in no layer."""
+    graph = py_graph(root) if graph is None else graph
+    name = {p: _module_name(root, os.path.join(root, p)) for p in graph}
+    up, unplaced = [], sorted(m for m in name.values() if py_layer(m) is None)
+    for p, targets in graph.items():
+        a = name[p]
+        for t in targets:
+            b = name[t]
+            la, lb = py_layer(a), py_layer(b)
+            if la is not None and lb is not None and lb > la:
+                up.append((a, b))
+    return sorted(up), unplaced
+
+
 def cycles(graph):
     """Strongly connected components of more than one node (Tarjan), each sorted."""
     index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
@@ -258,9 +342,23 @@ def check(root, verbose=False, out=sys.stdout):
                     print(f"    {e}", file=out)
             if not why:
                 new.append(key)
+    up, unplaced = upward_imports(root)
+    known_up = {(a, b): why for a, b, why in KNOWN_UPWARD}
+    for a, b in up:
+        la, lb = PY_LAYERS[py_layer(a)][0], PY_LAYERS[py_layer(b)][0]
+        why = known_up.get((a, b))
+        if why:
+            print(f"upward import (known: {why}): {a} -> {b}", file=out)
+        else:
+            print(f"upward import: {a} ({la.split(':')[0]}) -> {b} ({lb.split(':')[0]})", file=out)
+            new.append(f"{a} -> {b}")
+    for m in unplaced:
+        print(f"module in no layer (add it to PY_LAYERS): {m}", file=out)
+        new.append(m)
     stale = [" <-> ".join(a) for a, _ in KNOWN if not any(set(a) <= set(c) for c in found)]
+    stale += [f"{a} -> {b}" for a, b, _ in KNOWN_UPWARD if (a, b) not in set(up)]
     for k in stale:
-        print(f"KNOWN lists a cycle that is gone (remove it): {k}", file=out)
+        print(f"KNOWN/KNOWN_UPWARD lists one that is gone (remove it): {k}", file=out)
     return new, stale
 
 
@@ -271,9 +369,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     new, stale = check(args.root, args.verbose)
     if new or stale:
-        print(f"{len(new)} new import cycle(s), {len(stale)} stale KNOWN entr(y/ies)")
+        print(f"{len(new)} new import cycle(s) or upward import(s), {len(stale)} stale KNOWN "
+              "entr(y/ies)")
         return 1
-    print("no import cycles but the known ones")
+    print("no import cycles and no upward imports but the known ones")
     return 0
 
 

@@ -602,7 +602,7 @@ def build_plugin(out_path, repo_root, toolkit, cublas, archs=None, verbose=False
                      f"objects are kept in {cache or 'no cache (PYGPU_CUDA_CACHE=0)'}")
         compiled = compile_objects(jobs, cache, verbose, progress)
         # the absolute cuBLAS directory, unless it is pip's temporary build
-        # environment (gone after the build; pygpu/cuda.py preloads the
+        # environment (gone after the build; pygpu/cuda/__init__.py preloads the
         # installed wheel's copy instead)
         rpaths = [] if _is_temporary(cublas["lib"]) else [os.path.abspath(cublas["lib"])]
         if cublas.get("wheel_subdir"):

@@ -9,7 +9,7 @@ asks pip for the nvidia-cublas wheel of the toolkit's major version as a
 build requirement (get_requires_for_build_wheel / _editable), so the
 README's `pip install .` and `pip install -e .` build the CUDA backend with
 no pre-step. setup.py makes the same wheel a run-time dependency in that
-case (the plugin loads libcublas from it: see pygpu/cuda.py), so an install
+case (the plugin loads libcublas from it: see pygpu/cuda/__init__.py), so an install
 never ends with a plugin whose library is missing.
 
 pyproject.toml names it with `backend-path = ["build_support"]`; everything

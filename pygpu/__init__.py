@@ -8,6 +8,9 @@ pygpu.stats(), pygpu.track(), pygpu.transfer_guard().
 """
 import atexit as _atexit
 import builtins as _builtins  # pygpu.range is torch.range: the module's own loops use Python's
+import importlib as _importlib
+import pkgutil as _pkgutil
+import sys as _sys
 
 from . import _numpy_blas  # first: NumPy's OpenBLAS threads sleep soon after a call (issue 45)
 
@@ -46,8 +49,8 @@ def _table_exports():
 _OPS = _table_exports()
 globals().update(_OPS)
 from . import _device as _device_mod, _dtype, _hooks
-from ._tensor_create import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
-                        zeros, zeros_like)
+from ._tensor.create import (arange, empty, full, manual_seed, ones, ones_like, rand, randn, tensor,
+                             zeros, zeros_like)
 from ._device import Device, device, make_device as _make_device, parse_device as _parse_device
 from ._dtype import (DType, bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16,
                      int32, int64, uint8)
@@ -58,8 +61,8 @@ from . import autograd as _autograd
 from .autograd import inplace as _autograd_inplace  # noqa: E402
 from .autograd import writes as _autograd_writes  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from ._tensor_join import cat
-from ._train_ops import cross_entropy
+from ._tensor.join import cat
+from ._ops._train import cross_entropy
 from ._ops import clamp, clip, log_softmax, mse_loss, softmax
 from . import nn, optim
 from . import special  # noqa: E402 - torch.special, from the op table's rows
@@ -95,7 +98,7 @@ from . import accelerator, backends, multiprocessing, onnx, random, serializatio
 from .accelerator import Event, Stream  # noqa: E402,F401 - torch.Stream/Event, device-generic
 from ._printing import get_printoptions, set_printoptions  # noqa: E402 - PyTorch's printing
 globals().update(_legacy.TYPED)
-from . import _tensor_compat  # noqa: E402 - torch.greater, torch.concat, torch.pi, Generator, ...
+from ._tensor import compat as _tensor_compat  # noqa: E402 - torch.greater, torch.pi, Generator..
 _COMPAT = {k: v for k, v in _tensor_compat.functions().items() if k not in globals()}
 globals().update(_COMPAT)
 
@@ -114,13 +117,13 @@ __all__ = ["Size", "set_printoptions", "get_printoptions", "accelerator", "onnx"
 # ---- end spellings ---------------------------------------------------------------------------
 
 # ---- surface (issue 27): Tensor methods written in Python and their module functions ----
-from . import _tensor_surface  # noqa: E402
+from ._tensor import surface as _tensor_surface  # noqa: E402
 _tensor_surface.install()
 globals().update(_tensor_surface.functions())
 _SURFACE_ALL = sorted(_tensor_surface.functions())
 # ---- end surface ---------------------------------------------------------------------------
 
-from . import _complex  # noqa: E402
+from ._tensor import complex as _complex  # noqa: E402
 globals().update(_complex.FUNCTIONS)  # view_as_real, view_as_complex, real, imag, complex, polar
 __all__ += sorted(_complex.FUNCTIONS)
 _C._setup(_dtype.ALL, {
@@ -205,6 +208,20 @@ globals().update(_dtype.ALIASES)
 __all__ += sorted(_dtype.ALIASES)
 dtype = DType  # torch.dtype: the class of the dtypes, for isinstance(x, torch.dtype)
 __all__ += ["dtype"]
+
+# The module paths before issue 44 moved the files into packages. A pickle names the module
+# its functions and classes were defined in (a tensor's _rebuild_tensor, nn.CrossEntropyLoss's
+# ignore_index, a function pickled by reference): each old path stays an alias of the new
+# module, so what was pickled before the move still loads (tests/test_public_names.py).
+_MOVED = {f"_tensor_{m.name}": f"_tensor.{m.name}" for m in _pkgutil.iter_modules(_tensor.__path__)}
+_MOVED.update({"_conv_ops": "_ops._conv", "_attention_ops": "_ops._attention",
+               "_rnn_ops": "_ops._rnn", "_train_ops": "_ops._train",
+               "nn._losses": "_ops._nn_losses", "_cuda_streams": "cuda.streams",
+               "_nvml": "cuda._nvml", "_linalg_legacy": "linalg._legacy",
+               "_map_location": "serialization._map_location"})
+for _old, _new in _MOVED.items():
+    _sys.modules[f"{__name__}.{_old}"] = _importlib.import_module(f"{__name__}.{_new}")
+del _old, _new
 
 if _NUMPY_BLAS_LOADED:  # NumPy came first: its running OpenBLAS gets the timeout instead
     _numpy_blas.apply_live()

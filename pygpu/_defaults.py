@@ -2,7 +2,7 @@
 torch.set_default_dtype (the dtype of float factories and Python floats) and
 torch.set_default_device (where factories make tensors when no device is given).
 
-The creation functions (_tensor_create.py, _legacy.py) read them through dtype() and
+The creation functions (_tensor/create.py, _legacy.py) read them through dtype() and
 device(); the defaults stay float32 and cpu unless a program changes them."""
 from . import _device, _dtype
 

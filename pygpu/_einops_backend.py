@@ -38,7 +38,7 @@ def _define():
 
         def arange(self, start, stop):
             from ._dtype import int64
-            from ._tensor_create import arange
+            from ._tensor.create import arange
             return arange(start, stop, dtype=int64)
 
         def shape(self, x):
@@ -62,7 +62,7 @@ def _define():
             return x.permute(tuple(axes))
 
         def stack_on_zeroth_dimension(self, tensors):
-            from ._tensor_join import stack
+            from ._tensor.join import stack
             return stack(list(tensors))
 
         def add_axis(self, x, new_position):
@@ -79,7 +79,7 @@ def _define():
             return x.repeat(*repeats)
 
         def concat(self, tensors, axis):
-            from ._tensor_join import cat
+            from ._tensor.join import cat
             return cat(list(tensors), dim=axis)
 
         def is_float_type(self, x):
@@ -89,7 +89,7 @@ def _define():
             return _layers()
 
         def einsum(self, pattern, *x):
-            from ._tensor_products import einsum
+            from ._tensor.products import einsum
             return einsum(pattern, *x)
 
     _BACKEND = PygpuBackend
@@ -121,7 +121,7 @@ def _layers():
 
     class EinMix(_EinmixMixin, Module):
         def _create_parameters(self, weight_shape, weight_bound, bias_shape, bias_bound):
-            from ._tensor_create import rand
+            from ._tensor.create import rand
             self.weight = Parameter(rand(*weight_shape) * (2 * weight_bound) - weight_bound)
             self.bias = None if bias_shape is None else \
                 Parameter(rand(*bias_shape) * (2 * bias_bound) - bias_bound)
@@ -134,7 +134,7 @@ def _layers():
                 Rearrange(post_reshape_pattern, **(post_reshape_lengths or {}))
 
         def forward(self, input):
-            from ._tensor_products import einsum
+            from ._tensor.products import einsum
             if self.pre_rearrange is not None:
                 input = self.pre_rearrange(input)
             result = einsum(self.einsum_pattern, input, self.weight)

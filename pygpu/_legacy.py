@@ -20,7 +20,7 @@ Tensor = _C.Tensor
 
 
 def _make(dtype, args, device):
-    from ._tensor_create import empty, tensor
+    from ._tensor.create import empty, tensor
     dev = device if device is not None else "cpu"
     if not args:
         return empty(0, dtype=dtype, device=dev)

@@ -11,7 +11,8 @@ does. A TypedStorage made on its own (FloatStorage(3), TypedStorage([1, 2], dtyp
 a new 1-d tensor's storage."""
 import warnings
 
-from . import _C, _dtype, _tensor_create
+from . import _C, _dtype
+from ._tensor import create as _tensor_create
 
 Tensor = _C.Tensor
 
@@ -90,7 +91,7 @@ class UntypedStorage(_StorageBase):
         return 1
 
     def _bytes(self):
-        from ._tensor_objects import _raw
+        from ._tensor.objects import _raw
         return _raw(self._base)[:self.nbytes()]
 
     def tolist(self):
@@ -382,7 +383,7 @@ def nonzero_static(input, *, size, fill_value=-1):
         return idx[:size]
     pad = _tensor_create.full((size - n, input.ndim), fill_value, dtype=_dtype.int64,
                               device=input.device)
-    from ._tensor_join import cat
+    from ._tensor.join import cat
     return cat([idx, pad], 0)
 
 

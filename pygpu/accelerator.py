@@ -120,7 +120,7 @@ class Stream:
             raise RuntimeError(f"Stream priority must be 0 or a negative number, got {priority}")
         self._cuda = None
         if self._device.type == "cuda":
-            from ._cuda_streams import Stream as _CudaStream
+            from .cuda.streams import Stream as _CudaStream
             self._cuda = _CudaStream(self._device, priority)
 
     @property
@@ -185,7 +185,7 @@ class Stream:
 
     def __enter__(self):
         if self._cuda is not None:
-            from ._cuda_streams import stream as _stream_ctx
+            from .cuda.streams import stream as _stream_ctx
             self._ctx = _stream_ctx(self._cuda)
             self._ctx.__enter__()
         return self
@@ -222,7 +222,7 @@ class Event:
         self.enable_timing = bool(enable_timing)
         self._cuda, self._stamp = None, None
         if self._device.type == "cuda":
-            from ._cuda_streams import Event as _CudaEvent
+            from .cuda.streams import Event as _CudaEvent
             self._cuda = _CudaEvent(enable_timing=enable_timing, blocking=blocking,
                                     interprocess=interprocess)
 

@@ -12,10 +12,11 @@ and cuda all work; no cuSPARSE is used.
 Products: sparse.mm(S, D) is out[r] += v * D[c] over the nonzeros (a gather of rows of
 D, a scale and a scatter-add), differentiable with respect to D (Sᵀ g, the same kernel)
 and to S's values (g[r] . D[c]), as PyTorch's."""
-from . import _C, _tensor_create
+from . import _C
+from ._tensor import create as _tensor_create
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
-from ._tensor_join import cat
+from ._tensor.join import cat
 
 Tensor = _C.Tensor
 

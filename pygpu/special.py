@@ -7,7 +7,8 @@ here, so adding a spelling to a row adds it to this module. The rest compose tho
 logit(eps), polygamma, multigammaln, ndtri, log_ndtr, softmax, log_softmax, logsumexp."""
 import math as _math
 
-from . import _C, _tensor_math
+from . import _C
+from ._tensor import math as _tensor_math
 from ._ops import _softmax
 
 

@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 from . import _C
-from ._tensor_create import empty, zeros
+from ._tensor.create import empty, zeros
 from ._device import device as _device
 from ._dtype import bfloat16, float16, int64
 from ._stats import track

@@ -223,9 +223,8 @@ MATH_BINARY = {
         np.asarray(q, np.promote_types(np.result_type(q), np.float32))).astype(np.result_type(x, q)),
         ("gt1", "positive"), "special"),
 }
-# the math rows that take int64 as it is: `in` NUM or ANY (FLOAT rows compute it in float64)
-_MATH_NUM = {name for name, (takes, _) in elementwise_columns().items()
-             if takes in ("NUM", "ANY") and (name in MATH_UNARY or name in MATH_BINARY)}
+# the rows that take int64 (input class NUM or ANY: the op table's dtypes column, pg_ops.def)
+_MATH_NUM = {r[0] for r in pygpu._C._op_table() if r[7] in ("NUM", "ANY")}
 for _name, (_ref, _dom, _tol) in MATH_UNARY.items():
     REFS[_name] = Ref(_ref, (_dom,), _tol, FLOATS + ("float16",) + (("int64",) if _name in _MATH_NUM else ()))
 for _name, (_ref, _dom, _tol) in MATH_BINARY.items():
@@ -310,7 +309,7 @@ REFS["lerp"] = {
                   cases=cases((a(3, 4), a(3, 4)), (tr(4, 3), a(4)), (a(TAIL), a(TAIL))))}
 
 
-# ---- fused training ops (pygpu/_train_ops.py -> csrc/core/pg_ops_train.c) ------------------
+# ---- fused training ops (pygpu/_ops/_train.py -> csrc/core/pg_ops_train.c) ------------------
 # Each against a NumPy reference written out op by op. In-place optimizer updates run on
 # clones (inputs are never written) and return the new state.
 _LIN = cases((a(5, 3), a(4, 3), a(4)), (a(1, 1), a(1, 1), a(1)), (a(0, 3), a(4, 3), a(4)),
@@ -471,7 +470,7 @@ VALUE = dict(kind="value", dtypes=STORAGE)
 _PROPS = cases(a(), tr(4, 3), COLSTEP, a(0, 3))
 _ONE = cases(a(), a(1, 1))
 OFF_TABLE = {
-    # cat (pygpu/_train_ops.py for now): copies into one new tensor
+    # cat (pygpu/_ops/_train.py for now): copies into one new tensor
     "cat": ("train", {
         "dim0": Ref(lambda x, y: np.concatenate([x, y]), call=lambda x, y: pygpu.cat([x, y]), dtypes=ALL,
                     cases=cases((a(2, 3), a(4, 3)), (a(0, 3), a(1, 3)), (tr(3, 2), a(1, 3)), (a(5), a(2))), **EXACT),

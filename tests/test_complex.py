@@ -1,7 +1,7 @@
 # test_complex.py - complex64 and complex128 against PyTorch on every device: the dtypes'
 # properties and promotion, creation and NumPy exchange, printing, counted moves, casts both
 # ways (the imaginary part's warning), the real views (real, imag, view_as_real/complex),
-# conj/angle/abs/complex/polar, the elementwise rules of pygpu/_complex.py, sum/mean,
+# conj/angle/abs/complex/polar, the elementwise rules of pygpu/_tensor/complex.py, sum/mean,
 # matmul/mm/bmm, and PyTorch's refusals (types and words). Each test loops over its cases.
 import warnings
 

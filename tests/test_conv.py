@@ -3,12 +3,13 @@
 # transpose, padding modes, every pooling, batch norm's running statistics in train and eval;
 # forward and every gradient in float64, float32 at a CIFAR layer's size, finite differences
 # for each op's gradient, PyTorch's errors raised before any work is queued, and the composed
-# path that devices without the CONV/POOL/BATCH_NORM nodes run (pygpu/_conv_ops.py).
+# path that devices without the CONV/POOL/BATCH_NORM nodes run (pygpu/_ops/_conv.py).
 import numpy as np
 import pytest
 
 import pygpu
-from pygpu import _conv_ops, nn
+from pygpu._ops import _conv as _conv_ops
+from pygpu import nn
 from pygpu.nn import functional as F
 from _helpers import same_repr
 

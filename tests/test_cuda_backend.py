@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import pygpu
-from pygpu import _nvml
+from pygpu.cuda import _nvml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -299,7 +299,7 @@ def test_empty_cache_gives_pinned_buffers_back():
 # ---- free memory and smi through NVML, by PCI bus id -----------------------------
 
 class FakeNvml:
-    """libnvidia-ml's calls used by pygpu._nvml, over two GPUs known by bus id."""
+    """libnvidia-ml's calls used by pygpu.cuda._nvml, over two GPUs known by bus id."""
 
     GPUS = {b"0000:3B:00.0": (11, 2 << 30, 80 << 30), b"0000:86:00.0": (22, 5 << 30, 80 << 30)}
 

@@ -491,7 +491,7 @@ def test_linear_forward_through_cublaslt_is_the_cpus_within_one_rounding(plugin)
         from pygpu import nn
         F = nn.functional
         rng = np.random.default_rng(0)
-        from pygpu._train_ops import ACT_TABLE
+        from pygpu._ops._train import ACT_TABLE
         acts = [None] + [name for name, _, _ in ACT_TABLE]  # every PG_ACT row
         assert len(acts) >= 5, acts
         checked = 0

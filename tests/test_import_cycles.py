@@ -1,4 +1,5 @@
-# test_import_cycles.py - layers read one way: no file reaches back to itself.
+# test_import_cycles.py - layers read one way: no file reaches back to itself, and no Python
+# module imports one of a higher layer (PY_LAYERS) unless KNOWN_UPWARD says why.
 #
 # build_support/check_import_cycles.py reads the C sources (who uses what another
 # file defines, through headers' inline functions and macros) and the Python
@@ -104,3 +105,29 @@ def test_no_kernel_the_pool_splitter_calls_includes_the_splitter_header():
     for rel in called:
         if rel != "csrc/backends/cpu/cpu_parallel_reduce.c":  # the splitter's other half
             assert "cpu_parallel.h" not in _c_includes(rel), rel
+
+
+def test_an_upward_import_is_found_and_a_module_in_no_layer_too(tmp_path):
+    # pygpu._tensor (the tensor layer) reaching into pygpu.nn (a library above it), even from
+    # inside a function, is an upward import; nn importing the tensor layer is not.
+    _write(tmp_path, {
+        "pygpu/__init__.py": "from . import nn\n",
+        "pygpu/_tensor/__init__.py": "",
+        "pygpu/_tensor/math.py": "def f():\n    from ..nn import functional\n",
+        "pygpu/nn/__init__.py": "from .functional import g\n",
+        "pygpu/nn/functional.py": "from .._tensor import math\n\ndef g():\n    pass\n",
+        "pygpu/_newthing.py": "",
+    })
+    c = _checker()
+    up, unplaced = c.upward_imports(str(tmp_path))
+    assert up == [("pygpu._tensor.math", "pygpu.nn.functional")]
+    assert unplaced == ["pygpu._newthing"]
+
+
+def test_a_known_upward_import_that_is_gone_is_stale(monkeypatch):
+    c = _checker()
+    monkeypatch.setattr(c, "KNOWN_UPWARD", c.KNOWN_UPWARD + [
+        ("pygpu._tensor.math", "pygpu.nn", "an entry no import matches")])
+    out = io.StringIO()
+    new, stale = c.check(str(ROOT), out=out)
+    assert not new and stale == ["pygpu._tensor.math -> pygpu.nn"], out.getvalue()

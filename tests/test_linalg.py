@@ -1,6 +1,6 @@
 # test_linalg.py - torch.linalg (one LINALG node: LAPACK on cpu and sim, moved to the cpu and
 # back for cuda, which has no LINALG node) and the shape/matrix functions
-# (pygpu/_tensor_shape.py) against PyTorch on every device: values, gradients (float64) where
+# (pygpu/_tensor/shape.py) against PyTorch on every device: values, gradients (float64) where
 # pygpu differentiates, errors, and the counted transfers (sim's info read back, cuda's cpu
 # fallback). Each test loops over its cases (a failure names one).
 import math

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import pygpu
-from pygpu._tensor_einsum import contraction_path
+from pygpu._tensor.einsum import contraction_path
 
 from _helpers import to_device, to_numpy
 

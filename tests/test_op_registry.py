@@ -13,7 +13,8 @@ import pytest
 
 import pygpu
 import pygpu.nn.functional as F
-from pygpu import _C, _ops, _train_ops
+from pygpu import _C, _ops
+from pygpu._ops import _train as _train_ops
 from pygpu.autograd import rules
 
 TABLE = _C._op_table()
@@ -45,7 +46,7 @@ def test_every_op_has_its_bindings(name, py):
         assert callable(_resolve(qualified)) or qualified == "Tensor.T", qualified
 
 
-_SURFACE_FUNCTIONS = set(pygpu._tensor_surface._AS_FUNCTIONS)
+_SURFACE_FUNCTIONS = set(pygpu._tensor.surface._AS_FUNCTIONS)
 
 
 def test_generated_functions_and_methods_are_the_table_rows():
@@ -63,7 +64,7 @@ def test_every_op_has_a_backward_rule_or_is_declared_not_differentiable(name, fa
     if grad is None:
         assert name not in rules.RULES
     elif family == "train":  # an autograd Function with its backward beside its forward:
-        # a fused op's in _train_ops.py, a composite's in pygpu/_ops/
+        # a fused op's in _ops/_train.py, a composite's in pygpu/_ops/
         fn = getattr(_train_ops, "_" + grad, None) or getattr(_ops, "_" + grad)
         assert issubclass(fn, pygpu.autograd.Function) and "backward" in vars(fn)
     else:
@@ -366,8 +367,12 @@ SAVES = {"nothing", "input", "output", "both", "operands", "rule", "view", "func
 def test_the_property_columns_are_well_formed_and_python_reads_them():
     from pygpu.amp import autocast_mode
 
-    for name, family, node, py, grad, saves, amp in TABLE:
+    for name, family, node, py, grad, saves, amp, dtypes in TABLE:
         assert saves in SAVES, (name, saves)
+        # the input class of pg_op_props.h's enum pg_op_in, for the binary and unary rows only
+        assert dtypes in ((None,) if family not in ("binary", "unary") else
+                          ("ANY", "NUM", "FLOAT", "NUMF", "BOOL", "TOBOOL", "INTBOOL", "INT")), \
+            (name, dtypes)
         assert amp in ("low", "fp32", "keep"), (name, amp)
         # no_grad and parts exactly where the grad column is NULL; function for train rows
         assert (grad is None) == (saves in ("no_grad", "parts")), (name, grad, saves)

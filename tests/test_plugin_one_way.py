@@ -26,8 +26,8 @@ PKG = ROOT / "pygpu"
 # the only modules that may load a shared library through ctypes, and what they load
 CTYPES_ALLOWED = {
     "pygpu/_extension.py": "libscipy_openblas, before _C (its rpath cannot find it in a source tree)",
-    "pygpu/cuda.py": "libcublas from the nvidia-cublas wheel, before the plugin",
-    "pygpu/_nvml.py": "libnvidia-ml (NVML), the driver's library, for smi and mem_get_info",
+    "pygpu/cuda/__init__.py": "libcublas from the nvidia-cublas wheel, before the plugin",
+    "pygpu/cuda/_nvml.py": "libnvidia-ml (NVML), the driver's library, for smi and mem_get_info",
     "pygpu/distributed/__init__.py": "libc's mallopt (keep_heap: no heap trim between DDP steps)",
     "pygpu/_numpy_blas.py": "NumPy's own OpenBLAS, to set its threads' sleep timeout",
 }
@@ -99,7 +99,7 @@ def test_c_to_python_calls_are_the_documented_ones():
     found = _c_to_python_calls()
     assert found == listed, (f"in csrc/ but not documented: {sorted(found - listed)}; "
                              f"documented but gone: {sorted(listed - found)}")
-    assert not any("_cuda_streams" in f for f in found), "C calls pygpu._cuda_streams again"
+    assert not any("_cuda_streams" in f for f in found), "C calls pygpu.cuda.streams again"
 
 
 # ---- the extras table's version checks --------------------------------------------------

@@ -206,7 +206,7 @@ def test_masked_weight_is_cached_and_follows_the_optimizer(device):
 
 
 # The fused path, forced where any AVX2 CPU takes it: PYGPU_ISA=avx2 runs pygpu's own float32
-# kernel, which packs the weight and so takes the mask (pygpu/_train_ops.mask_fusion_pays).
+# kernel, which packs the weight and so takes the mask (pygpu/_ops/_train.py: mask_fusion_pays).
 # This is the path the AVX2 machines CI runs on take by default; the test above once assumed
 # the cached product on every CPU and failed on them.
 _FUSED_CHILD = """

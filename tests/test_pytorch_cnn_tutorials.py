@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import pygpu
+from _mnist_example import mnist_main as _mnist_example
 
 try:
     import torch as real_torch
@@ -47,11 +48,9 @@ def _images(n, shape, seed, classes=10):
 
 # ---- pytorch/examples: mnist/main.py, its CNN as written ----------------------------------------
 
-def mnist_main(torch, device, epochs=2, dropout=(0.25, 0.5), start=None, n=256):
+def _example_cnn(torch, dropout):
     nn = torch.nn
     F = torch.nn.functional
-    optim = torch.optim
-    StepLR = torch.optim.lr_scheduler.StepLR
 
     class Net(nn.Module):
         def __init__(self):
@@ -78,51 +77,13 @@ def mnist_main(torch, device, epochs=2, dropout=(0.25, 0.5), start=None, n=256):
             output = F.log_softmax(x, dim=1)
             return output
 
-    log = []
+    return Net
 
-    def train(args, model, device, train_loader, optimizer, epoch):
-        model.train()
-        for batch_idx, (data, target) in enumerate(train_loader):
-            data, target = data.to(device), target.to(device)
-            optimizer.zero_grad()
-            output = model(data)
-            loss = F.nll_loss(output, target)
-            loss.backward()
-            optimizer.step()
-            if batch_idx % args["log_interval"] == 0:
-                log.append(loss.item())
 
-    def test(model, device, test_loader):
-        model.eval()
-        test_loss = 0
-        correct = 0
-        with torch.no_grad():
-            for data, target in test_loader:
-                data, target = data.to(device), target.to(device)
-                output = model(data)
-                test_loss += F.nll_loss(output, target, reduction="sum").item()
-                pred = output.argmax(dim=1, keepdim=True)
-                correct += pred.eq(target.view_as(pred)).sum().item()
-        test_loss /= len(test_loader.dataset)
-        return test_loss, correct / len(test_loader.dataset)
-
-    args = dict(batch_size=64, test_batch_size=100, lr=1.0, gamma=0.7, log_interval=1)
-    x1, y1 = _images(n, (1, 28, 28), seed=31)
-    x2, y2 = _images(100, (1, 28, 28), seed=32)
-    dataset1 = torch.utils.data.TensorDataset(torch.tensor(x1), torch.tensor(y1))
-    dataset2 = torch.utils.data.TensorDataset(torch.tensor(x2), torch.tensor(y2))
-    train_loader = torch.utils.data.DataLoader(dataset1, batch_size=args["batch_size"])
-    test_loader = torch.utils.data.DataLoader(dataset2, batch_size=args["test_batch_size"])
-    model = Net().to(device)
-    if start is not None:
-        _same_start(start, model)
-    optimizer = optim.Adadelta(model.parameters(), lr=args["lr"])
-    scheduler = StepLR(optimizer, step_size=1, gamma=args["gamma"])
-    results = []
-    for epoch in range(1, epochs + 1):
-        train(args, model, device, train_loader, optimizer, epoch)
-        results.append(test(model, device, test_loader))
-        scheduler.step()
+def mnist_main(torch, device, epochs=2, dropout=(0.25, 0.5), start=None, n=256):
+    log, results, _, model = _mnist_example(
+        torch, device, _example_cnn(torch, dropout), _images(n, (1, 28, 28), seed=31),
+        _images(100, (1, 28, 28), seed=32), epochs=epochs, start=start, log_interval=1)
     return log, results, model
 
 

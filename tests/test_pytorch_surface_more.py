@@ -1,10 +1,10 @@
 # test_pytorch_surface_more.py - the rest of torch's and Tensor's public names (issue 43,
-# item 7), against torch: order statistics and NaN-aware reductions (_tensor_stats.py),
-# comparisons (_tensor_compare.py), stacking/splitting/broadcasting and the *_copy views
-# (_tensor_stack.py), flat and per-axis indexing (_tensor_gather.py), and the other
+# item 7), against torch: order statistics and NaN-aware reductions (_tensor/stats.py),
+# comparisons (_tensor/compare.py), stacking/splitting/broadcasting and the *_copy views
+# (_tensor/stack.py), flat and per-axis indexing (_tensor/gather.py), and the other
 # spellings: in-place function forms, nn.functional's ops at torch's level with ATen's
 # argument order, windows, small process-wide names, other backends' Tensor flags
-# (_tensor_spellings.py). Values, index choices and gradients are compared on cpu and sim.
+# (_tensor/spellings.py). Values, index choices and gradients are compared on cpu and sim.
 import warnings
 
 import numpy as np

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import pygpu
+from _mnist_example import mnist_main as _mnist_example
 
 try:
     import torch as real_torch
@@ -549,11 +550,9 @@ def test_saveloadrun(device, tmp_path):
 
 # ---- pytorch/examples: mnist/main.py with an MLP ----------------------------------------------
 
-def mnist_main(torch, device, epochs=2, dropout=(0.25, 0.5), start=None, tmp_path=None):
+def _example_mlp(torch, dropout):
     nn = torch.nn
     F = torch.nn.functional
-    optim = torch.optim
-    StepLR = torch.optim.lr_scheduler.StepLR
 
     class Net(nn.Module):  # the example's CNN, as an MLP
         def __init__(self):
@@ -574,54 +573,13 @@ def mnist_main(torch, device, epochs=2, dropout=(0.25, 0.5), start=None, tmp_pat
             output = F.log_softmax(x, dim=1)
             return output
 
-    log = []
+    return Net
 
-    def train(args, model, device, train_loader, optimizer, epoch):
-        model.train()
-        for batch_idx, (data, target) in enumerate(train_loader):
-            data, target = data.to(device), target.to(device)
-            optimizer.zero_grad()
-            output = model(data)
-            loss = F.nll_loss(output, target)
-            loss.backward()
-            optimizer.step()
-            if batch_idx % args["log_interval"] == 0:
-                log.append(loss.item())
 
-    def test(model, device, test_loader):
-        model.eval()
-        test_loss = 0
-        correct = 0
-        with torch.no_grad():
-            for data, target in test_loader:
-                data, target = data.to(device), target.to(device)
-                output = model(data)
-                test_loss += F.nll_loss(output, target, reduction="sum").item()
-                pred = output.argmax(dim=1, keepdim=True)
-                correct += pred.eq(target.view_as(pred)).sum().item()
-        test_loss /= len(test_loader.dataset)
-        return test_loss, correct / len(test_loader.dataset)
-
-    args = dict(batch_size=64, test_batch_size=100, lr=1.0, gamma=0.7, log_interval=2)
-    train_kwargs = {"batch_size": args["batch_size"]}
-    test_kwargs = {"batch_size": args["test_batch_size"]}
-    x1, y1 = _synthetic_images(512, seed=21)
-    x2, y2 = _synthetic_images(200, seed=22)
-    dataset1 = torch.utils.data.TensorDataset(torch.tensor(x1), torch.tensor(y1))
-    dataset2 = torch.utils.data.TensorDataset(torch.tensor(x2), torch.tensor(y2))
-    train_loader = torch.utils.data.DataLoader(dataset1, **train_kwargs)
-    test_loader = torch.utils.data.DataLoader(dataset2, **test_kwargs)
-    model = Net().to(device)
-    if start is not None:
-        _same_start(start, model)
-    optimizer = optim.Adadelta(model.parameters(), lr=args["lr"])
-    scheduler = StepLR(optimizer, step_size=1, gamma=args["gamma"])
-    results, lrs = [], []
-    for epoch in range(1, epochs + 1):
-        train(args, model, device, train_loader, optimizer, epoch)
-        results.append(test(model, device, test_loader))
-        scheduler.step()
-        lrs.append(scheduler.get_last_lr()[0])
+def mnist_main(torch, device, epochs=2, dropout=(0.25, 0.5), start=None, tmp_path=None):
+    log, results, lrs, model = _mnist_example(
+        torch, device, _example_mlp(torch, dropout), _synthetic_images(512, seed=21),
+        _synthetic_images(200, seed=22), epochs=epochs, start=start, log_interval=2)
     if tmp_path is not None:
         torch.save(model.state_dict(), tmp_path / "mnist_mlp.pt")
     return log, results, lrs, model
@@ -649,14 +607,4 @@ def test_mnist_example_with_an_mlp(device, tmp_path):
 def _initial_mlp(device):
     """The pygpu MLP's initial weights after manual_seed(3), as mnist_main draws them."""
     pygpu.manual_seed(3)
-    nn = pygpu.nn
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.flatten = nn.Flatten()
-            self.dropout1 = nn.Dropout(0.0)
-            self.dropout2 = nn.Dropout(0.0)
-            self.fc1 = nn.Linear(784, 128)
-            self.fc2 = nn.Linear(128, 10)
-    return Net()
+    return _example_mlp(pygpu, (0.0, 0.0))()

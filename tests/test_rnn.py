@@ -3,7 +3,7 @@
 # states and every gradient, over pairwise-covering option combinations (num_layers,
 # bidirectional, batch_first, bias, initial states), packed sequences of uneven lengths
 # sorted and unsorted, PyTorch's errors; and finite-difference checks of the fused cells
-# (csrc/backends/cpu/cpu_rnn.c through pygpu/_rnn_ops.py) in float64.
+# (csrc/backends/cpu/cpu_rnn.c through pygpu/_ops/_rnn.py) in float64.
 import warnings
 
 import numpy as np

@@ -107,7 +107,8 @@ def test_python_names_every_subop_by_its_rows_id():
                     assert arm.value in ids[BINDINGS[f.attr]], f"{where}: no row {arm.value!r}"
     assert calls >= 20, calls
     # the spellings Python keeps: module constants that are rows' IDs
-    from pygpu import _conv_ops, _rnn_ops, _tensor_math
+    from pygpu._ops import _conv as _conv_ops, _rnn as _rnn_ops
+    from pygpu._tensor import math as _tensor_math
     for name in ("POOL_MAX", "POOL_AVG", "POOL_ADAPTIVE_AVG", "POOL_ADAPTIVE_MAX"):
         assert getattr(_conv_ops, name) in ids["POOL"], name
     for name in ("_ADDCMUL", "_ADDCDIV", "_LERP", "_LERP_TENSOR"):
@@ -160,7 +161,7 @@ def test_the_worked_example_in_docs_architecture_is_the_code():
     steps = re.findall(r"\*\*\d\. [^*]+\*\* \(`([^`]+)`.*?```text\n(.*?)```", section, re.S)
     assert [p for p, _ in steps] == [
         "csrc/core/pg_subops.def", "csrc/backends/cpu/cpu_ternary.c",
-        "csrc/backends/cuda/kernels/ternary.cu", "pygpu/_tensor_math.py"]
+        "csrc/backends/cuda/kernels/ternary.cu", "pygpu/_tensor/math.py"]
     for path, code in steps:
         source = open(os.path.join(ROOT, path)).read()
         for line in code.strip("\n").split("\n"):

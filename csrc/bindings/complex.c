@@ -1,7 +1,7 @@
 /* complex.c - complex tensors in the bindings: the views between a complex tensor and its
  * float pairs (_C._view_as_real, _view_as_complex, _complex_part), the FFT node (_C._fft),
  * and the one fork that sends an elementwise op, a reduction or a product with a complex
- * operand (a complex tensor or a Python complex) to pygpu/_complex.py (the "complex" hook),
+ * operand (a complex tensor or a Python complex) to pygpu/_tensor/complex.py (the "complex" hook),
  * which composes it from real ops on those views. The core keeps no complex arithmetic of
  * its own (pg_ops_complex.c says why). */
 #include "complex.h"
@@ -93,7 +93,7 @@ static PyObject *f_fill_complex(PyObject *mod, PyObject *args)
 }
 
 /* _fft(op, t, n, forward, fct): one FFT node (op an FFT row's ID: "C2C", "R2C", "C2R") along
- * t's last axis, on t's device (pygpu/fft.py) */
+ * t's last axis, on t's device (pygpu/fft/__init__.py) */
 static PyObject *f_fft(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -116,6 +116,6 @@ PyMethodDef pg_complex_functions[] = {
     {"_view_as_complex", f_view_as_complex, METH_O, "internal: view_as_complex(t): a float tensor whose last axis is 2 as complex (a view)"},
     {"_complex_part", f_complex_part, METH_VARARGS, "internal: _complex_part(t, imag): Tensor.real or Tensor.imag (a view)"},
     {"_fill_complex", f_fill_complex, METH_VARARGS, "internal: _fill_complex(t, re, im): fill a complex tensor with re + im j"},
-    {"_fft", f_fft, METH_VARARGS, "internal: _fft(op, t, n, forward, fct): one FFT node (op an FFT row's ID) along the last axis -> a new tensor (pygpu/fft.py)"},
+    {"_fft", f_fft, METH_VARARGS, "internal: _fft(op, t, n, forward, fct): one FFT node (op an FFT row's ID) along the last axis -> a new tensor (pygpu/fft/__init__.py)"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,5 +1,5 @@
 /* complex.h - the bindings' fork for complex operands (complex.c): an op whose operand is a
- * complex tensor or a Python complex goes to pygpu/_complex.py's hook instead of the core. */
+ * complex tensor or a Python complex goes to pygpu/_tensor/complex.py's hook instead of the core. */
 #ifndef PG_BINDINGS_COMPLEX_H
 #define PG_BINDINGS_COMPLEX_H
 

@@ -1,7 +1,7 @@
 /* conv.c - pygpu._C's entry points of the convolutional layers: _conv2d and its two
  * gradients, _pool2d and its gradient, _batch_norm_train and its gradient.
  *
- * Internal: pygpu/_conv_ops.py checks the user's arguments with PyTorch's messages, wires
+ * Internal: pygpu/_ops/_conv.py checks the user's arguments with PyTorch's messages, wires
  * autograd and composes the ops from gathers and matmuls where a device's backend does not
  * run the CONV, POOL or BATCH_NORM node (_C._has_node asks first, with the convolution's
  * geometry: cuDNN's rules are the cuda backend's supports_node). The core (pg_ops_conv.c,

@@ -1,7 +1,7 @@
 /* cuda_extras.c - pygpu._C's _cuda_* methods: the CUDA plugin's extras table
  * (csrc/core/pg_cuda_extras.h: options, device properties, NVTX, streams,
- * events, graphs, NCCL) as Python functions, for pygpu/_cuda_streams.py,
- * pygpu/cuda.py and pygpu/distributed/_nccl.py; and the C side of the interop
+ * events, graphs, NCCL) as Python functions, for pygpu/cuda/streams.py,
+ * pygpu/cuda/__init__.py and pygpu/distributed/_nccl.py; and the C side of the interop
  * stream hand-offs (interop.c calls pg_cuda_extras_get directly).
  *
  * This is the only way Python reaches the plugin beyond the backend table: the

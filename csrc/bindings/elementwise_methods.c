@@ -280,7 +280,7 @@ int pg_elementwise_methods_ready(void)
 
 /* ---- addcmul / addcdiv / lerp: one TERNARY node ------------------------------------------- */
 
-/* _C._ternary(op, a, b, c, value, inplace): pg_op_ternary(_) for pygpu/_tensor_math.py, which
+/* _C._ternary(op, a, b, c, value, inplace): pg_op_ternary(_) for pygpu/_tensor/math.py, which
  * records the gradient (its Functions) and composes the dtypes the node does not take. c is
  * None for lerp with a number weight; inplace writes a and returns it. No autograd here. */
 PyObject *pg_f_ternary(PyObject *mod, PyObject *args)

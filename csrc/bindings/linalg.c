@@ -1,5 +1,5 @@
 /* linalg.c - _C._linalg(op, A, B, flag, param, check): one LINALG node (core/pg_ops_linalg.c)
- * for pygpu/linalg.py, which makes the operands float32/float64 batches on a device whose
+ * for pygpu/linalg/__init__.py, which makes the operands float32/float64 batches on a device whose
  * backend runs the node (_C._has_node("LINALG", A); else it moves them to the cpu) and
  * wraps the results (and their gradients). op is a LINALG row's ID (csrc/core/pg_subops.def:
  * "CHOLESKY"). Returns a tuple of Tensors: the op's outputs (pg_ops.h says which), then
@@ -48,6 +48,6 @@ static PyObject *f_linalg(PyObject *mod, PyObject *args)
 PyMethodDef pg_linalg_functions[] = {
     {"_linalg", f_linalg, METH_VARARGS,
      "internal: _linalg(op, A, B, flag, param, check): one LINALG node (op a LINALG row's ID) "
-     "on A's device -> its outputs and info (pygpu/linalg.py)"},
+     "on A's device -> its outputs and info (pygpu/linalg/__init__.py)"},
     {NULL, NULL, 0, NULL},
 };

@@ -132,19 +132,21 @@ static PyObject *f_matmul(PyObject *mod, PyObject *args, PyObject *kwargs)
 #include "../core/pg_ops.def"
 REDUCE_FN(mean, -1) /* a sum, then a divide (pg_op_mean) */
 
-/* _C._op_table(): ((name, family, node, py names, grad name or None, saves, amp), ...),
+/* _C._op_table(): ((name, family, node, py names, grad name or None, saves, amp, dtypes), ...),
  * one tuple per row of pg_ops.def; family is binary/unary/reduce or the row's kind;
  * saves and amp are the rows' last two columns (what the backward reads, the autocast
- * policy), which pygpu/autograd/rules.py and pygpu/amp read instead of lists of their own. */
+ * policy), which pygpu/autograd/rules.py and pygpu/amp read instead of lists of their own;
+ * dtypes is a binary or unary row's input class (ANY, NUM, FLOAT, ...: pg_op_props.h), None
+ * for the other rows, which the tests read instead of restating it. */
 static const struct {
-    const char *name, *family, *node, *py, *grad, *saves, *amp;
+    const char *name, *family, *node, *py, *grad, *saves, *amp, *in;
 } g_op_rows[] = {
 #define PG_BINARY(ID, name, gen, method, py, grad, doc, in, out, saves, amp, ...)                 \
-    {#name, "binary", #name, py, grad, #saves, #amp},
+    {#name, "binary", #name, py, grad, #saves, #amp, #in},
 #define PG_UNARY(ID, name, gen, method, py, grad, doc, in, out, cost, saves, amp, ...)            \
-    {#name, "unary", #name, py, grad, #saves, #amp},
-#define PG_REDUCE(ID, name, py, grad, doc, saves, amp, ...) {#name, "reduce", #name, py, grad, #saves, #amp},
-#define PG_OTHER(name, node, kind, py, grad, saves, amp, ...) {#name, #kind, node, py, grad, #saves, #amp},
+    {#name, "unary", #name, py, grad, #saves, #amp, #in},
+#define PG_REDUCE(ID, name, py, grad, doc, saves, amp, ...) {#name, "reduce", #name, py, grad, #saves, #amp, NULL},
+#define PG_OTHER(name, node, kind, py, grad, saves, amp, ...) {#name, #kind, node, py, grad, #saves, #amp, NULL},
 #include "../core/pg_ops.def"
 };
 static PyObject *f_op_table(PyObject *mod, PyObject *noargs)
@@ -156,9 +158,10 @@ static PyObject *f_op_table(PyObject *mod, PyObject *noargs)
     for (size_t i = 0; rows && i < n; i++) {
         PyObject *py = PyUnicode_FromString(g_op_rows[i].py);
         PyObject *names = py ? PyUnicode_Split(py, NULL, -1) : NULL;
-        PyObject *row = names ? Py_BuildValue("(sszNzss)", g_op_rows[i].name, g_op_rows[i].family,
+        PyObject *row = names ? Py_BuildValue("(sszNzssz)", g_op_rows[i].name, g_op_rows[i].family,
                                               g_op_rows[i].node, PyList_AsTuple(names),
-                                              g_op_rows[i].grad, g_op_rows[i].saves, g_op_rows[i].amp)
+                                              g_op_rows[i].grad, g_op_rows[i].saves, g_op_rows[i].amp,
+                                              g_op_rows[i].in)
                               : NULL;
         Py_XDECREF(py);
         Py_XDECREF(names);
@@ -383,7 +386,7 @@ PyMethodDef pg_math_functions[] = {
     {"_clamp", pg_f_clamp_node, METH_VARARGS, "internal: _clamp(x, lo, hi, inplace=False): one CLAMP node (pygpu/_ops/_clamp.py)"},
     {"_clamp_bound_", pg_f_clamp_bound_, METH_VARARGS, "internal: _clamp_bound_(x, bound, upper, name): clamp_'s one-sided step, one in-place maximum/minimum node"},
     {"_has_node", f_has_node, METH_VARARGS, "internal: _has_node(kind, x, *more): whether x's backend runs the node the op would launch (a PG_NODE row's ID; supports_op, then supports_node)"},
-    {"_ternary", pg_f_ternary, METH_VARARGS, "internal: _ternary(op, a, b, c, value, inplace): addcmul/addcdiv/lerp as one node, op a TERNARY row's ID (pygpu/_tensor_math.py)"},
+    {"_ternary", pg_f_ternary, METH_VARARGS, "internal: _ternary(op, a, b, c, value, inplace): addcmul/addcdiv/lerp as one node, op a TERNARY row's ID (pygpu/_tensor/math.py)"},
     {"_op_table", f_op_table, METH_NOARGS, "internal: the op table (csrc/core/pg_ops.def) as tuples"},
     {"_node_table", f_node_table, METH_NOARGS, "internal: the node kinds (csrc/core/pg_ops.def's PG_NODE rows) as text"},
     {"_act_table", f_act_table, METH_NOARGS, "internal: the fused layers' activations (pg_ops.def's PG_ACT rows)"},

@@ -2,7 +2,7 @@
  *
  * The Python package (pygpu/__init__.py) imports this and calls _setup() to
  * hand over its dtype objects and hooks. No CUDA call happens here: the CUDA
- * plugin is loaded on first use (pygpu/cuda.py). */
+ * plugin is loaded on first use (pygpu/cuda/__init__.py). */
 #include <pthread.h>
 
 #include "autocast.h"
@@ -52,7 +52,7 @@ extern PyMethodDef pg_surface_functions[]; /* tensor_surface.c: Python-written m
 extern PyMethodDef pg_quantized_functions[]; /* quantized.c: the int8 layers' entry points */
 extern PyMethodDef pg_cuda_extras_functions[]; /* cuda_extras.c: the CUDA plugin's extras table */
 extern PyMethodDef pg_profile_functions[]; /* profile.c: pygpu.profiler's recorder */
-extern PyMethodDef pg_linalg_functions[]; /* linalg.c: LAPACK's factorizations (pygpu/linalg.py) */
+extern PyMethodDef pg_linalg_functions[]; /* linalg.c: LAPACK's factorizations (pygpu/linalg/__init__.py) */
 extern PyMethodDef pg_complex_functions[]; /* complex.c: complex views and the FFT node */
 extern PyMethodDef pg_subop_functions[];  /* subops.c: _C._subop_table() */
 extern PyMethodDef pg_storage_functions[]; /* storage.c: storages' identity, shared memory */

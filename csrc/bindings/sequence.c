@@ -2,7 +2,7 @@
  * direction of one recurrent layer, csrc/core/pg_ops_rnn.c), _sdpa_fwd and _sdpa_bwd
  * (scaled-dot-product attention as one fused node each way, pg_ops_attention.c).
  *
- * Internal entry points for pygpu/_rnn_ops.py, which checks the user-facing arguments
+ * Internal entry points for pygpu/_ops/_rnn.py, which checks the user-facing arguments
  * (PyTorch's messages) and wires autograd; the core still validates everything. The
  * ops write into the tensors given (the state, the output, the saved activations), as
  * the recurrence runs. The GIL is released on the cpu device (the GEMMs run there). */
@@ -148,7 +148,7 @@ static PyObject *f_rnn_save_width(PyObject *mod, PyObject *args)
 }
 
 /* _sdpa_fwd(q, k, v, mask | None, scale, causal, dropout_p) -> (out, lse, seed, offset);
- * pygpu/_attention_ops.py calls it where _C._has_node("SDPA", q, k, v) says the node runs */
+ * pygpu/_ops/_attention.py calls it where _C._has_node("SDPA", q, k, v) says the node runs */
 static PyObject *f_sdpa_fwd(PyObject *mod, PyObject *args)
 {
     (void)mod;

@@ -459,7 +459,7 @@ fail:
 }
 
 /* A key with a tensor, a list or a bool in it selects elements, not a view: the Python
- * layer (pygpu/_tensor_index.py, through tensor_surface.c's hooks) takes it. */
+ * layer (pygpu/_tensor/index.py, through tensor_surface.c's hooks) takes it. */
 PyObject *pg_surface_getitem_hook(void);
 PyObject *pg_surface_setitem_hook(void);
 static int is_advanced_one(PyObject *k)

@@ -262,7 +262,7 @@ static PyObject *f_storage_offset(PyObject *mod, PyObject *t)
 
 PyMethodDef pg_surface_functions[] = {
     {"_storage_offset", f_storage_offset, METH_O, "internal: the element offset of a tensor's first element in its storage"},
-    {"_add_tensor_methods", f_add_tensor_methods, METH_O, "internal: put Python-written methods and properties into the Tensor type (pygpu/_tensor_surface.py)"},
+    {"_add_tensor_methods", f_add_tensor_methods, METH_O, "internal: put Python-written methods and properties into the Tensor type (pygpu/_tensor/surface.py)"},
     {"_set_index_hooks", f_set_index_hooks, METH_VARARGS, "internal: the Python getitem/setitem for keys that are not views (tensors, lists, masks)"},
     {"_as_strided", f_as_strided, METH_VARARGS, "internal: _as_strided(t, shape, strides, offset): a view of t's storage, bounds checked"},
     {"_gather", f_gather, METH_VARARGS, "internal: _gather(src, dim, index)"},

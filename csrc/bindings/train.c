@@ -1,7 +1,7 @@
 /* train.c - pygpu._C's fused training ops: _linear_fwd, _linear_bwd,
  * _softmax_xent_fwd, _softmax_xent_bwd, _sgd_update, _adam_update, _optim_update.
  *
- * Internal entry points for pygpu/_train_ops.py and pygpu/optim (which check
+ * Internal entry points for pygpu/_ops/_train.py and pygpu/optim (which check
  * user-facing arguments and wire autograd); the core (pg_ops_train.c) still
  * validates everything. The GIL is released around each op on the cpu device
  * (large matmuls run there); on a device the call only queues work. */

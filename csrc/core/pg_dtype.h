@@ -12,7 +12,7 @@
  * complex64 and complex128 are (real, imaginary) pairs of float32/float64, as PyTorch's and
  * NumPy's: the core never hands a backend a complex operand except to the FFT node kind.
  * A copy, cast or fill of a complex tensor runs on its real view (pg_view_complex_as_real,
- * pg_ops_index.h: the pairs as a trailing axis of 2), and pygpu/_complex.py composes the
+ * pg_ops_index.h: the pairs as a trailing axis of 2), and pygpu/_tensor/complex.py composes the
  * complex arithmetic from real ops on those views, so every backend runs it unchanged. */
 #ifndef PG_DTYPE_H
 #define PG_DTYPE_H

@@ -9,7 +9,7 @@
  * backends keep no complex kernels: a cast or copy between complex tensors is a copy of
  * the real views (complex64 -> complex128 is float32 -> float64 pairs), real -> complex
  * writes the real part and zeroes the imaginary one, complex -> real reads the real part.
- * pygpu/_complex.py composes the arithmetic from real ops on the same views; the FFT node
+ * pygpu/_tensor/complex.py composes the arithmetic from real ops on the same views; the FFT node
  * (pg_ops_fft.c) is the one node kind that takes complex operands. */
 #include "pg_ops.h"
 

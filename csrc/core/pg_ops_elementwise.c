@@ -58,7 +58,7 @@ pg_status pg_launch(const pg_node *node)
     if (be->supports_node && !be->supports_node(be, dev.index, node)) /* a node's rules */
         return pg_backend_check_node(dev, node);
     /* no backend kernel but the FFT's takes complex operands: the bindings send complex
-     * arithmetic to pygpu/_complex.py, which composes it from real nodes, so this refusal
+     * arithmetic to pygpu/_tensor/complex.py, which composes it from real nodes, so this refusal
      * is only met by an op that has no complex rule yet */
     if (node->op != PG_OP_FFT && pg_node_has_complex(node))
         return pg_error_set(PG_ERR_DTYPE, "\"%s\" not implemented for 'ComplexFloat' or "

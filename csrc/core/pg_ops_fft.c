@@ -4,7 +4,7 @@
  *
  * Each sub-op is an FFT row of pg_subops.def, whose in/out columns say what the last axis
  * holds: C2C n complex values to n; R2C n real values to the n/2+1 non-negative
- * frequencies; C2R those n/2+1 back to n real values. pygpu/fft.py composes torch.fft's
+ * frequencies; C2R those n/2+1 back to n real values. pygpu/fft/__init__.py composes torch.fft's
  * functions from these: it pads or trims the transformed axes (n=, s=), moves each to the
  * last place, applies one node per axis and computes the norm's factor. */
 #include "pg_ops.h"

@@ -1,7 +1,7 @@
 /* pg_ops_pool.c - the generic layer of 2-d pooling: max, average and adaptive windows over
  * (N, C, H, W), and their gradients (pg_ops_conv.h lists the node's operands).
  *
- * The caller (pygpu/_conv_ops.py) computes the output size, ceil_mode included, as
+ * The caller (pygpu/_ops/_conv.py) computes the output size, ceil_mode included, as
  * PyTorch does; here the geometry is checked again (kernel, stride, padding at most half
  * the kernel, an output of at least one element) with PyTorch's messages. */
 #include <string.h>

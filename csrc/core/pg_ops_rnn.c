@@ -5,7 +5,7 @@
  * over the step's rows); backward per step one RNN_CELL_BWD node and one MATMUL.
  *
  * The input projections of every timestep are NOT computed here: the caller runs them
- * as one linear layer (G = X @ W_ih^T + b_ih, pygpu/_rnn_ops.py) before, and the weight
+ * as one linear layer (G = X @ W_ih^T + b_ih, pygpu/_ops/_rnn.py) before, and the weight
  * gradients as whole-sequence GEMMs after (dW_ih = dG^T X, dW_hh = dHW^T Hprev), which
  * is where almost all of the FLOPs are, in large products.
  *

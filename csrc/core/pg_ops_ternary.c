@@ -3,7 +3,7 @@
  * scale, an add) makes three passes and two temporaries. The optimizers written in Python
  * (NAdam, RAdam: pygpu/optim/adam_variants.py) run on them.
  *
- * float32 and float64 only (pygpu/_tensor_math.py composes the other dtypes from rows).
+ * float32 and float64 only (pygpu/_tensor/math.py composes the other dtypes from rows).
  * The operands are cast to their common dtype (PyTorch's promotion, pg_dtype_result) and
  * broadcast to the result's shape; the in-place form writes self (src0), whose shape and
  * dtype must be the result's, as PyTorch's addcmul_ requires. value is applied in the

@@ -7,7 +7,7 @@ Each is tensor ops, with an autograd Function only where a hand-written backward
 has one fork, _common.fused: the backend's fused node (a PG_NODE row) where its
 supports_op has the kind for the tensor's dtype, the composition where not; no op here
 asks which device type it runs on. pygpu, pygpu.nn.functional and the Tensor methods
-(clamp, clip, clamp_, clip_: _tensor_surface.py installs _clamp.METHODS) export these."""
+(clamp, clip, clamp_, clip_: _tensor/surface.py installs _clamp.METHODS) export these."""
 from ._clamp import clamp, clip
 from ._layer_norm import _LayerNorm, layer_norm  # noqa: F401 - the op table's "LayerNorm" row
 from ._losses import mse_loss

@@ -10,9 +10,11 @@ Impossible paths hold a large negative number rather than -inf, so that no inf -
 appears in the log-sum-exps or their gradients; a loss that large is infinite."""
 import numpy as np
 
-from .. import _C, _tensor_create
+from .. import _C
+
+from .._tensor import create as _tensor_create
 from .._dtype import int64
-from .._tensor_join import cat
+from .._tensor.join import cat
 
 Tensor = _C.Tensor
 _NEG = -1e30  # log 0, kept finite

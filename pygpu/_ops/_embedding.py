@@ -15,7 +15,8 @@ _AddRows scatters), so the backward is itself differentiable: create_graph=True 
 through it. The forward's own backward is PyTorch's embedding_backward (the padding row and
 the frequency scale are rules of the op, not a derivative); every other step is the exact
 adjoint of the one before it."""
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from ..autograd import no_grad
 from ..autograd.function import Function
 

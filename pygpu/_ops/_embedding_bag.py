@@ -9,7 +9,9 @@ multiplied in for sum); max gathers each bag's rows into a (bags, longest, dim) 
 with -inf and takes the maximum. An empty bag is zeros, as PyTorch's."""
 import numpy as np
 
-from .. import _C, _tensor_create
+from .. import _C
+
+from .._tensor import create as _tensor_create
 from ._embedding import embedding
 
 Tensor = _C.Tensor
@@ -100,7 +102,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             table[b, slot[b]] = i
             slot[b] += 1
         neg = _tensor_create.full((1, D), float("-inf"), dtype=dt, device=dev)
-        from .._tensor_join import cat
+        from .._tensor.join import cat
         padded = cat([rows, neg], 0).index_select(
             0, _tensor_create.tensor(table.reshape(-1), device=dev)).reshape(B, longest, D)
         out = padded.max(dim=1).values

@@ -1,5 +1,5 @@
 """The losses that are compositions of tensor ops, written once for pygpu.mse_loss and
-nn.functional's (which adds the rest of the losses on top, pygpu/nn/_losses.py), with
+nn.functional's (which adds the rest of the losses on top, pygpu/_ops/_nn_losses.py), with
 PyTorch's reduction arguments. No fused node: autograd records the ops."""
 from .. import _C
 from ..amp.autocast_mode import cast_inputs as _autocast

@@ -18,7 +18,8 @@ the parameters (and the optimizer's state) untouched, bit for bit. The scale
 itself is a Python float on the host, so scaling the loss costs no read."""
 import math
 
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from .._dtype import float32
 from ..autograd import no_grad
 

@@ -1,6 +1,6 @@
 """unbroadcast: a gradient summed back to its operand's shape, shared by the backward
-rules (rules.py, rules_math.py), the Functions that broadcast (_tensor_math.py) and the
-expand view (_tensor_views.py): the one place this sum is written."""
+rules (rules.py, rules_math.py), the Functions that broadcast (_tensor/math.py) and the
+expand view (_tensor/views.py): the one place this sum is written."""
 from .. import _C
 
 

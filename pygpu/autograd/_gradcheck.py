@@ -48,7 +48,7 @@ def _host(t):
 def _from_host(a, like):
     """a as a tensor like `like` (dtype, device, and requires_grad: gradgradcheck's function
     differentiates its inputs)."""
-    from .._tensor_create import tensor
+    from .._tensor.create import tensor
     t = tensor(a, dtype=like.dtype, device=like.device)
     return t.requires_grad_(True) if like.requires_grad else t
 
@@ -92,7 +92,7 @@ def _numerical(func, inputs, diff, eps, keep):
 def _analytical(outputs, inputs, diff, check_dtypes):
     """jac[i][j] like _numerical's, one backward per output element; also reports whether
     a second run gave the same values (reentrancy) and whether the dtypes were right."""
-    from .._tensor_create import zeros
+    from .._tensor.create import zeros
     xs = [inputs[i] for i in diff]
     jac = [[np.zeros((o.numel(), x.numel())) for o in outputs] for x in xs]
     again = [[np.zeros((o.numel(), x.numel())) for o in outputs] for x in xs]
@@ -180,7 +180,7 @@ def _fmt(a):
 
 def _batched(outputs, inputs, diff, atol, rtol, raise_exception):
     """check_batched_grad: is_grads_batched gives each row's own backward."""
-    from .._tensor_create import randn
+    from .._tensor.create import randn
     xs = [inputs[i] for i in diff]
     for j, o in enumerate(outputs):
         rows = [randn(tuple(o.shape), dtype=o.dtype, device=o.device) for _ in range(2)]
@@ -199,7 +199,7 @@ def _batched(outputs, inputs, diff, atol, rtol, raise_exception):
 
 def _undefined(outputs, inputs, diff, raise_exception):
     """check_undefined_grad: a zero grad_output gives zero (or no) gradients."""
-    from .._tensor_create import zeros_like
+    from .._tensor.create import zeros_like
     xs = [inputs[i] for i in diff]
     gs = _grad(list(outputs), xs, [zeros_like(o) for o in outputs], retain_graph=True,
                allow_unused=True)

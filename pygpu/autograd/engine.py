@@ -29,7 +29,8 @@ wrapper: keep_alive)."""
 import sys
 import warnings
 
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from .grad_mode import set_grad_enabled
 from . import rules, versions
 

@@ -126,7 +126,7 @@ _ZERO_ERRORS = {
 
 
 def _fill_in_zeros(grads, refs, strict, create_graph, stage):
-    from .._tensor_create import zeros_like
+    from .._tensor.create import zeros_like
     res = []
     for i, g in enumerate(grads):
         if g is None:
@@ -143,7 +143,7 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
 
 
 def _zeros_requiring_grad(ts):
-    from .._tensor_create import zeros_like
+    from .._tensor.create import zeros_like
     return tuple(zeros_like(t).requires_grad_(True) for t in ts)
 
 
@@ -207,7 +207,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     if strategy == "forward-mode":
         raise NotImplementedError('jacobian: pygpu has no forward-mode AD; use '
                                   'strategy="reverse-mode" (the default)')
-    from .._tensor_create import zeros_like
+    from .._tensor.create import zeros_like
     with enable_grad():
         in_tuple, xs = _as_tuple(inputs, "inputs", "jacobian")
         xs = _prepare(xs, create_graph, need_graph=True)
@@ -223,7 +223,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
             flat = out.reshape(-1)
             n = flat.shape[0]
             if vectorize and n:
-                from .._tensor_create import eye
+                from .._tensor.create import eye
                 rows = _autograd_grad((flat,), xs, (eye(n, dtype=out.dtype,
                                                         device=out.device),),
                                       create_graph=create_graph, retain_graph=True,

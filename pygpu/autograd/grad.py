@@ -66,7 +66,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                          retain_graph=bool(retain_graph), create_graph=bool(create_graph),
                          allow_unused=allow_unused)
     if materialize_grads:
-        from .._tensor_create import zeros
+        from .._tensor.create import zeros
         result = [r if r is not None else
                   zeros(t.shape, dtype=t.dtype, device=t.device).requires_grad_(create_graph)
                   for r, t in zip(result, inputs)]
@@ -79,7 +79,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def stack_rows(rows):
     """The tensors of `rows` (one shape) stacked along a new first axis, written row by row
     into one result (recorded where a row requires grad: the writes are differentiable)."""
-    from .._tensor_create import zeros
+    from .._tensor.create import zeros
     first = rows[0]
     out = zeros((len(rows),) + tuple(first.shape), dtype=first.dtype, device=first.device)
     for k, r in enumerate(rows):
@@ -107,7 +107,7 @@ def _batched(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_un
         if all(c is None for c in col):
             out.append(None)
             continue
-        from .._tensor_create import zeros_like
+        from .._tensor.create import zeros_like
         col = [c if c is not None else zeros_like(inputs[j]) for c in col]
         out.append(stack_rows(col))
     return out

@@ -14,7 +14,8 @@ gradient is computed on the device where the data lives. Broadcast operands get 
 gradient summed back to their own shape (unbroadcast)."""
 import math as _math
 
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from . import rules_math, versions
 from ._broadcast import unbroadcast  # noqa: F401 - rules.unbroadcast, used across pygpu
 
@@ -300,7 +301,7 @@ _CTX_OF_OP = {
 
 def _build():
     """name -> (rule, ctx builder) for every differentiable op the C bindings record
-    (kind "train" ops are autograd Functions in pygpu/_train_ops.py instead)."""
+    (kind "train" ops are autograd Functions in pygpu/_ops/_train.py instead)."""
     rules = {}
     for name, (family, _) in _TABLE.items():
         if family == "train":

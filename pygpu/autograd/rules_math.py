@@ -7,7 +7,8 @@ which may be a Python number. The sets at the end say what each rule reads, for 
 version checks of in-place ops (rules.saved)."""
 import math as _math
 
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from ._broadcast import unbroadcast_like
 
 Tensor = _C.Tensor

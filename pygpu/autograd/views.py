@@ -65,7 +65,7 @@ class _Embed(Function):
 
     @staticmethod
     def forward(ctx, g, geom):
-        from .._tensor_create import zeros
+        from .._tensor.create import zeros
         ctx.geom = geom
         out = zeros(geom[0], dtype=g.dtype, device=g.device)
         _region_of(out, geom).copy_(g)

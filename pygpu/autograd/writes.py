@@ -12,7 +12,7 @@ whose other inputs are the written values, with PyTorch's gradients:
   selected), summed back to its own shape where it was broadcast.
 The C bindings send item assignment and copy_ here (the hooks "setitem_grad" and
 "copy_grad", csrc/bindings/autograd.c) when grad mode is on and the target or the value
-requires grad; the other writes are routed by their Python methods (_tensor_index.py).
+requires grad; the other writes are routed by their Python methods (_tensor/index.py).
 
 Every gradient formula is written in differentiable ops (item assignment, getitem,
 masked_fill, gather, index_select), so these writes have higher-order gradients too. The
@@ -123,7 +123,7 @@ def masked_fill_(self, mask, value, raw):
 
 def _masked_scatter_backward(ctx, g):
     mask, shape = ctx
-    from .._tensor_create import zeros
+    from .._tensor.create import zeros
     gs = g.masked_fill(mask, 0.0)
     picked = g[mask.expand(g.shape) if tuple(mask.shape) != tuple(g.shape) else mask]
     n = 1
@@ -155,7 +155,7 @@ def _index_copy_backward(ctx, g):
     picked = g.index_select(dim, index)
     if add:
         return g, picked if alpha == 1 else picked * alpha
-    from .._tensor_create import zeros
+    from .._tensor.create import zeros
     return g.index_copy(dim, index, zeros(shape, dtype=g.dtype, device=g.device)), picked
 
 
@@ -171,7 +171,7 @@ def _scatter_backward(ctx, g):
         return gs, None
     gsrc = g.gather(dim, index)
     if tuple(gsrc.shape) != src_shape:  # src may be larger than index: the rest unused
-        from .._tensor_create import zeros
+        from .._tensor.create import zeros
         full = zeros(src_shape, dtype=g.dtype, device=g.device)
         full[tuple(slice(0, n) for n in gsrc.shape)] = gsrc
         gsrc = full

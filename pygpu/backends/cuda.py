@@ -5,7 +5,8 @@ they offer TF32 (its default is False, as PyTorch's). The attention switches
 (enable_flash_sdp, ...) say which of scaled_dot_product_attention's implementations cuda may
 run: pygpu's fused kernels (kernels/attention.cu, which play PyTorch's flash and
 memory-efficient roles) or the math composition (batched GEMMs and a row softmax)."""
-from .. import _attention_ops, _C
+from .._ops import _attention as _attention_ops
+from .. import _C
 from .. import cuda as _cuda
 
 

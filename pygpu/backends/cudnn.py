@@ -8,7 +8,7 @@ nvidia-cudnn-cu13 (or -cu12) wheel installed beside pygpu (site-packages/nvidia/
 or the CUDA toolkit), and the first convolution's question to the backend (supports_node,
 which also holds cuDNN's padding rule) loads the first that works. Where none can be loaded,
 or cuDNN is switched off, cuda convolutions are composed from gathers and matmuls
-(pygpu/_conv_ops.py) and `unavailable_reason()` says why.
+(pygpu/_ops/_conv.py) and `unavailable_reason()` says why.
 
     pygpu.backends.cudnn.enabled = True        # False: compose convolutions on cuda
     pygpu.backends.cudnn.benchmark = False     # True: cuDNN's timed algorithm search

@@ -3,7 +3,7 @@
 PyTorch asks the opt_einsum package for the order when it is installed and `enabled`
 (`strategy` 'auto', 'greedy' or 'optimal'), and contracts left to right otherwise. pygpu
 asks opt_einsum the same way when it is installed; when it is not, pygpu orders the pairs
-with its own searches (pygpu/_tensor_einsum.py: exhaustive for 'optimal' and for 'auto' up
+with its own searches (pygpu/_tensor/einsum.py: exhaustive for 'optimal' and for 'auto' up
 to four operands, greedy beyond), so einsum never contracts in a poor order for want of a
 package: `enabled` is True and `strategy` 'auto' either way. `enabled = False` contracts left
 to right, as PyTorch without opt_einsum. `is_available()` and `get_opt_einsum()` say whether

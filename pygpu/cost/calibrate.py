@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from .. import cuda, sim
-from .._tensor_create import empty, ones, tensor
+from .._tensor.create import empty, ones, tensor
 from .._device import device as _device
 from .._dtype import float32
 from .._stats import stats

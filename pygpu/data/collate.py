@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from .. import _C
-from .._tensor_join import cat
+from .._tensor.join import cat
 from ._convert import from_foreign, host_array, is_foreign_tensor
 
 __all__ = ["default_collate", "default_convert"]

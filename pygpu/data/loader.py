@@ -30,7 +30,7 @@ import sys
 import numpy as np
 
 from .. import _C
-from .._tensor_create import empty as _empty
+from .._tensor.create import empty as _empty
 from .._device import device as _device
 from ._convert import host_array
 from .sampler import RandomSampler, SequentialSampler, as_generator

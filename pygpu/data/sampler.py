@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from .. import _tensor_create
+from .._tensor import create as _tensor_create
 from .._dtype import float64, int64
 from .._random import Generator
 
@@ -175,7 +175,7 @@ class WeightedRandomSampler(Sampler):
         if not isinstance(replacement, bool):
             raise ValueError(f"replacement should be a boolean value, but got "
                              f"replacement={replacement}")
-        from .._tensor_compat import as_tensor
+        from .._tensor.compat import as_tensor
         w = as_tensor(weights, dtype=float64)
         if len(w.shape) != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape "

@@ -44,7 +44,7 @@ def _base_seed(generator):
     """A seed for the workers, from the loader's generator (or the default one), as
     PyTorch draws its base seed: manual_seed fixes what the workers draw too."""
     from .._dtype import int64
-    from .._tensor_create import empty
+    from .._tensor.create import empty
     return int(empty((), dtype=int64).random_(generator=generator).item())
 
 

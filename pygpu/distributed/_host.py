@@ -93,7 +93,7 @@ def _numpy_dtype(t):
     """The NumPy dtype of t.numpy() (bfloat16: ml_dtypes' type)."""
     name = t.dtype.name
     if name not in _NUMPY_DTYPES:
-        from .._tensor_create import zeros
+        from .._tensor.create import zeros
         _NUMPY_DTYPES[name] = zeros(0, dtype=t.dtype).numpy().dtype
     return _NUMPY_DTYPES[name]
 

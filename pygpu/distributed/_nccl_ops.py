@@ -15,7 +15,8 @@ queues them on the device's communication stream after the work that writes thei
 buffers, and waits for them with NCCL's timeout (pygpu.distributed._nccl)."""
 import socket
 
-from .. import _tensor_create, cuda
+from .._tensor import create as _tensor_create
+from .. import cuda
 from ._group import STATS, DistributedError
 from ._nccl import NcclGroup
 from ._work import SerialQueue, ThreadWork
@@ -119,7 +120,7 @@ def _reduce_scatter(nc, pg, output, inputs, op):
         raise ValueError("reduce_scatter with NCCL needs input tensors of one size")
 
     def run():
-        from .._tensor_join import cat
+        from .._tensor.join import cat
         flat = cat([t.reshape(-1) for t in inputs])
         src, _, dt = nc.check(flat)
         dst, n, _ = nc.check(output)

@@ -4,7 +4,8 @@ transform of parameter-free noise (Gamma, Beta and Dirichlet through gamma_sampl
 implicit gradient)."""
 import math
 
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from .distribution import (LOG_2PI, Distribution, as_tensor, broadcast_all, sample_normal,
                            sample_uniform)
 from .gamma_sampling import StandardGamma
@@ -260,7 +261,7 @@ class MultivariateNormal(Distribution):
         return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
 
     def _half_log_det(self):
-        from .._tensor_shape import diagonal
+        from .._tensor.shape import diagonal
         return _C.log(diagonal(self._unbroadcasted_scale_tril, 0, -2, -1)).sum(-1)
 
     def _mahalanobis(self, diff):

@@ -2,7 +2,8 @@
 Parameters by probs or logits, as PyTorch's (logits of Categorical are normalized:
 logits - logsumexp(logits)). Draws compare uniform numbers with cumulative
 probabilities on the device (no host loop), from manual_seed's generator."""
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from .._ops._softmax import log_softmax
 from .distribution import Distribution, as_tensor, broadcast_all, sample_uniform
 
@@ -210,7 +211,7 @@ class OneHotCategorical(Distribution):
 
 
 def _eye(k, like):
-    from .._tensor_create import eye
+    from .._tensor.create import eye
     return eye(k, dtype=like.dtype, device=like.device)
 
 

@@ -4,7 +4,8 @@ variance, stddev, cdf/icdf where a family has them, expand. Random draws come fr
 device's Philox generator, which pygpu.manual_seed seeds (pygpu.rand / randn)."""
 import math
 
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 
 Tensor = _C.Tensor
 

@@ -10,7 +10,8 @@ p(x; alpha), with P the regularized lower incomplete gamma function, computed in
 by its series (x < alpha + 1) or Lentz's continued fraction for 1 - P, and differentiated
 in alpha by a central difference. PyTorch's _standard_gamma_grad computes the same
 quantity with fitted approximations."""
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from ..autograd.function import Function, fused_backward
 
 _ITERS = 120  # series terms / continued-fraction steps: converged to 1e-12 for alpha, x < 1e3

@@ -4,7 +4,8 @@ Each is a few elementwise ops that autograd records (no Python loop over element
 gelu is one op of the table each way (both forms). leaky_relu, silu, gelu,
 softmax, log_softmax and dropout take PyTorch's arguments."""
 
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from .._dtype import float32
 from .._ops._common import float_input as _float_input
 from .._ops._common import want_tensor as _want_tensor

@@ -4,12 +4,14 @@ adaptive_max_pool1d/2d, max_unpool1d/2d, and pad.
 
 Here the arguments are parsed and checked with PyTorch's messages (an int or a tuple,
 'same'/'valid', ceil_mode's output size), 1-d and unbatched inputs become (N, C, H, W)
-with H = 1 or N = 1, and the work goes to pygpu/_conv_ops.py (one C op each way where the
+with H = 1 or N = 1, and the work goes to pygpu/_ops/_conv.py (one C op each way where the
 device has the kernels, tensor ops elsewhere)."""
 import numbers
 
-from .. import _C, _conv_ops, _tensor_create
-from .._conv_ops import pad  # noqa: F401 - nn.functional.pad
+from .. import _C
+from .._ops import _conv as _conv_ops
+from .._tensor import create as _tensor_create
+from .._ops._conv import pad  # noqa: F401 - nn.functional.pad
 from .._ops._common import float_input as _float_input
 from ..amp.autocast_mode import cast_inputs as _autocast
 

@@ -16,8 +16,10 @@ import numbers
 
 import numpy as np
 
-from .. import _C, _tensor_create
-from .._tensor_join import cat
+from .. import _C
+
+from .._tensor import create as _tensor_create
+from .._tensor.join import cat
 from .._ops._common import float_input as _float_input
 from . import _conv as F2
 

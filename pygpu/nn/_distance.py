@@ -1,7 +1,8 @@
 """nn.functional's distances, normalizations and the bilinear form, with PyTorch's
 arguments: normalize, cosine_similarity, pairwise_distance, pdist, rms_norm, bilinear.
 Compositions of differentiable tensor ops (reductions, elementwise ops, one matmul)."""
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from .._ops._clamp import clamp
 from .._ops._common import want_tensor as _want_tensor
 
@@ -46,7 +47,7 @@ def pdist(input, p=2.0):
     n = input.shape[0]
     if n < 2:
         return _tensor_create.empty(0, dtype=input.dtype, device=input.device)
-    from .._tensor_shape import triu_indices
+    from .._tensor.shape import triu_indices
     ij = triu_indices(n, n, 1, device=input.device)
     diff = input.index_select(0, ij[0]) - input.index_select(0, ij[1])
     return _pnorm(diff, float(p), 1, False)
@@ -64,7 +65,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                            f"[*, {', '.join(str(s) for s in shape)}], but got input of size"
                            f"{list(input.shape)}")
     if eps is None:
-        from .._tensor_compat import finfo
+        from .._tensor.compat import finfo
         eps = finfo(input.dtype).eps
     dims = tuple(range(input.ndim - k, input.ndim))
     out = input * _C.rsqrt((input * input).mean(dims, keepdim=True) + float(eps))

@@ -13,7 +13,9 @@ import numbers
 
 import numpy as np
 
-from .. import _C, _tensor_create
+from .. import _C
+
+from .._tensor import create as _tensor_create
 from .._dtype import float64
 from .._ops._common import float_input as _float_input
 from .module import Module

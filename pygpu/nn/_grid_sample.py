@@ -180,7 +180,7 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
 def _base_axis(n, align_corners, like):
     """PyTorch's linspace_from_neg_one: n points over [-1, 1] (align_corners) or their
     cell centres; a single point is 0."""
-    from .._tensor_create import linspace, zeros
+    from .._tensor.create import linspace, zeros
     if n <= 1:
         return zeros(1, dtype=like.dtype, device=like.device)
     r = linspace(-1.0, 1.0, n, dtype=like.dtype, device=like.device)
@@ -192,8 +192,8 @@ def affine_grid_generator(theta, size, align_corners):
     size = [int(s) for s in size]
     n = len(size) - 2
     spatial = size[2:]  # (H, W) or (D, H, W)
-    from .._tensor_create import ones
-    from .._tensor_join import stack
+    from .._tensor.create import ones
+    from .._tensor.join import stack
     axes = [_base_axis(s, align_corners, theta) for s in spatial]
     # the base grid (*spatial, n + 1) of (x, y[, z], 1): x runs along the last axis
     comps = []

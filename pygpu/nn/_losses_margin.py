@@ -6,7 +6,8 @@ poisson_nll_loss, gaussian_nll_loss. Each is elementwise ops and reductions that
 records; picking a sample's target class is a product with a one-hot mask, no gather."""
 import math
 
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from .._ops._clamp import clamp
 from .._ops._common import want_tensor as _want_tensor
 from .._ops._losses import reduced as _reduce

@@ -5,7 +5,9 @@ it) and embedding (pygpu/_ops/_embedding.py: a gather, its backward a scatter-ad
 batch_norm normalizes with means and variances over axes (biased variance for
 normalizing; running_var takes the unbiased one, as PyTorch's). one_hot compares the
 indices with arange(C)."""
-from .. import _C, _conv_ops, _tensor_create
+from .. import _C
+from .._ops import _conv as _conv_ops
+from .._tensor import create as _tensor_create
 from .._dtype import int64
 from .._ops._common import float_input as _float_input
 from .._ops._common import want_tensor as _want_tensor
@@ -36,7 +38,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Normalize (N, C, ...) per channel C: with the batch's statistics when training
     (updating running_mean/running_var in place with `momentum`; running_var takes the
     unbiased variance), with the running ones otherwise. Training is one BATCH_NORM node
-    each way where the device has it (pygpu/_conv_ops.py); evaluation is a per-channel
+    each way where the device has it (pygpu/_ops/_conv.py); evaluation is a per-channel
     scale and shift. _relu (internal: nn.Sequential's BatchNorm + ReLU): relu of the result,
     fused into the training node."""
     _float_input(input, "batch_norm")

@@ -9,7 +9,8 @@ bounds it is 0), the op is written as the input times a mask computed without gr
 the recorded backward is that mask: the same gradient as PyTorch's at every point, the
 bounds included. Exponentials are taken of clamped arguments, so no branch that where()
 discards can overflow and turn a gradient into NaN."""
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from .._ops._clamp import clamp
 from .._ops._common import want_tensor as _want_tensor
 from .._ops._softmax import softmax as _softmax
@@ -85,7 +86,7 @@ def softsign(input):
 def softshrink(input, lambd=0.5):
     """x - lambd above lambd, x + lambd below -lambd, 0 between."""
     _want_tensor(input, "softshrink")
-    from .._tensor_compat import finfo
+    from .._tensor.compat import finfo
     top = finfo(input.dtype).max if input.dtype.is_floating_point else float("inf")
     if not 0 <= lambd <= top:
         kind = {"float32": "Float", "float64": "Double", "float16": "Half",

@@ -3,14 +3,16 @@ interpolate (nearest, linear, bilinear with align_corners), unfold and fold (im2
 sum back, as tensors), pixel_shuffle and pixel_unshuffle.
 
 All are compositions that autograd differentiates: interpolate gathers rows and columns
-(index_select) and blends them; unfold gathers each window (pygpu/_conv_ops.py's _windows);
+(index_select) and blends them; unfold gathers each window (pygpu/_ops/_conv.py's _windows);
 fold is its adjoint, one scatter-add with unfold as its backward."""
 import math
 import numbers
 
 import numpy as np
 
-from .. import _C, _conv_ops, _tensor_create
+from .. import _C
+from .._ops import _conv as _conv_ops
+from .._tensor import create as _tensor_create
 from .._ops._common import float_input as _float_input
 from ..autograd import Function
 

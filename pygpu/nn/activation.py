@@ -254,7 +254,7 @@ class PReLU(Module):
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
-        from .._tensor_create import full
+        from .._tensor.create import full
         from .parameter import Parameter
         self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(full((num_parameters,), float(init), dtype=dtype, device=device))

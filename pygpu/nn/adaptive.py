@@ -8,9 +8,11 @@ cluster's log-probabilities added back with index_add, so autograd differentiate
 import collections
 import itertools
 
-from .. import _C, _tensor_create
+from .. import _C
+
+from .._tensor import create as _tensor_create
 from .._dtype import int64
-from .._tensor_join import cat
+from .._tensor.join import cat
 from ._activations import log_softmax
 from .layers import Linear, ModuleList, Sequential
 from .module import Module

@@ -1,22 +1,23 @@
 """pygpu.nn.functional: the stateless ops layers are made of, with PyTorch's signatures.
 
 linear(x, weight, bias=None, activation=None) is the fused layer: matmul,
-bias and activation in one op each way (see pygpu/_train_ops.py and
+bias and activation in one op each way (see pygpu/_ops/_train.py and
 csrc/core/pg_ops_train.c). Activations and dropout: _activations.py and _pointwise.py;
 losses: _losses.py and _losses_margin.py; distances, normalize, rms_norm, bilinear:
 _distance.py; normalization, embedding and one_hot: _normalization.py; convolution, pooling
 and pad: _conv.py. All are
 differentiable compositions of tensor ops (or fused C ops), never Python loops
 over elements."""
-from .._attention_ops import scaled_dot_product_attention
+from .._ops._attention import scaled_dot_product_attention
 import warnings as _warnings
 
 from .. import _C
-from .._train_ops import linear
+from .._ops._train import linear
 from ._activations import (alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, elu, gelu,
                            leaky_relu, log_softmax, relu, sigmoid, silu, softmax, tanh)
-from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
-                      huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
+from .._ops._nn_losses import (binary_cross_entropy, binary_cross_entropy_with_logits,
+                               cross_entropy, huber_loss, kl_div, l1_loss, mse_loss, nll_loss,
+                               smooth_l1_loss)
 from ._normalization import (batch_norm, embedding, group_norm, instance_norm, layer_norm,
                              local_response_norm, one_hot)
 from ._resample import (fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold, upsample)
@@ -58,9 +59,21 @@ __all__ += (sorted(_POINTWISE) + sorted(_DISTANCES) + sorted(_MARGIN_LOSSES) + s
 
 
 def conv_tbc(input, weight, bias, pad=0):
-    """Time-batch-channel 1-d convolution (torch.conv_tbc)."""
-    from .._tensor_spellings import conv_tbc as _conv_tbc
-    return _conv_tbc(input, weight, bias, pad)
+    """Time-batch-channel 1-d convolution (torch.conv_tbc): input (T, B, C_in), weight
+    (k, C_in, C_out), bias (C_out,) -> (T + 2*pad - k + 1, B, C_out), one conv1d."""
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.ndim != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    y = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, int(pad))
+    return y.permute(2, 0, 1)
 
 
 from .._ops._embedding_bag import embedding_bag  # noqa: E402

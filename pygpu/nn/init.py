@@ -9,7 +9,8 @@ import math
 import numbers
 import warnings
 
-from .. import _C, _dtype, _tensor_create
+from .. import _C, _dtype
+from .._tensor import create as _tensor_create
 from ..autograd import no_grad
 
 Tensor = _C.Tensor

@@ -10,8 +10,8 @@ import math
 import numbers
 from collections import OrderedDict
 
-from .. import _tensor_create
-from .._train_ops import ACT_TABLE
+from .._tensor import create as _tensor_create
+from .._ops._train import ACT_TABLE
 from ..autograd import no_grad
 from . import activation, functional as F
 from .activation import ReLU, Sigmoid, Tanh  # noqa: F401 - nn's names

@@ -192,7 +192,7 @@ class _LazyNormBase(LazyModuleMixin):
             if bias:
                 self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
-            from .. import _tensor_create
+            from .._tensor import create as _tensor_create
             from .._dtype import int64
             self._buffers["running_mean"] = UninitializedBuffer(device=device, dtype=dtype)
             self._buffers["running_var"] = UninitializedBuffer(device=device, dtype=dtype)

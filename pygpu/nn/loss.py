@@ -2,7 +2,7 @@
 PyTorch's constructor arguments (weight, ignore_index, label_smoothing, reduction, ...).
 CrossEntropyLoss's common form runs the fused softmax-cross-entropy op."""
 from . import functional as F
-from ._losses import IGNORE_DEFAULT, _reduction
+from .._ops._nn_losses import IGNORE_DEFAULT, _reduction
 from .module import Module
 
 

@@ -10,7 +10,8 @@ Tensor.to returns a new tensor, as in PyTorch."""
 import sys
 from collections import OrderedDict
 
-from .. import _C, _tensor_create
+from .. import _C
+from .._tensor import create as _tensor_create
 from ..autograd import no_grad
 from .parameter import Buffer, Parameter, UninitializedBuffer, is_lazy
 
@@ -421,7 +422,7 @@ class Module:
         """Give every parameter and buffer new, uninitialised memory on `device` (PyTorch's
         step after building a model on the 'meta' device, before loading or initialising
         its weights)."""
-        from .. import _tensor_create
+        from .._tensor import create as _tensor_create
         with no_grad():
             for p in self.parameters(recurse=recurse):
                 p.data = _tensor_create.empty(p.shape, dtype=p.dtype, device=device)

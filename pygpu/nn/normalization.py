@@ -2,7 +2,7 @@
 InstanceNorm1d/2d and LocalResponseNorm, over nn.functional."""
 import numbers
 
-from .. import _tensor_create
+from .._tensor import create as _tensor_create
 from ..autograd import no_grad
 from .._dtype import int64
 from . import functional as F

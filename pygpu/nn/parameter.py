@@ -21,7 +21,7 @@ class Parameter(metaclass=_ParameterMeta):
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
-            from .._tensor_create import empty
+            from .._tensor.create import empty
             data = empty(0)
         if not isinstance(data, _C.Tensor):
             raise TypeError(f"Parameter: data must be a pygpu.Tensor, got {type(data).__name__}")
@@ -43,7 +43,7 @@ class Buffer(metaclass=_BufferMeta):
 
     def __new__(cls, data=None, *, persistent=True):
         if data is None:
-            from .._tensor_create import empty
+            from .._tensor.create import empty
             data = empty(0)
         if not isinstance(data, _C.Tensor):
             raise TypeError(f"Buffer: data must be a pygpu.Tensor, got {type(data).__name__}")
@@ -113,7 +113,7 @@ class _Uninitialized:
     def materialize(self, shape, device=None, dtype=None):
         """The uninitialised tensor of `shape` (on device, of dtype: default this object's)
         that takes this object's place."""
-        from .._tensor_create import empty
+        from .._tensor.create import empty
         t = empty(tuple(shape), device=self.device if device is None else device,
                   dtype=self.dtype if dtype is None else dtype)
         return self._become(t)

@@ -4,7 +4,7 @@ LSTMCell, GRUCell, with PyTorch's parameters, state_dict keys, options and error
 Parameters are PyTorch's (weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0,
 weight_hr_l0 for a projection, `_reverse` for the second direction), initialised as
 PyTorch's, U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), from pygpu's generator. The
-work is pygpu/_rnn_ops.py's one autograd Function: per layer and direction one GEMM for
+work is pygpu/_ops/_rnn.py's one autograd Function: per layer and direction one GEMM for
 every timestep's input projection, then one fused cell kernel per step. A cell is the
 same Function over one step. Inputs may be padded (T, B, I) (batch_first: (B, T, I)),
 unbatched (T, I), or a PackedSequence (nn.utils.rnn)."""
@@ -13,8 +13,8 @@ import numbers
 import warnings
 
 from .. import _C
-from .._tensor_create import rand
-from .._rnn_ops import RNNConfig, rnn_stack, rnn_zeros
+from .._tensor.create import rand
+from .._ops._rnn import RNNConfig, rnn_stack, rnn_zeros
 from ..autograd import no_grad
 from .module import Module
 from .parameter import Parameter

@@ -1,6 +1,6 @@
 """Embedding and EmbeddingBag: a lookup table of rows, over nn.functional.embedding and
 embedding_bag."""
-from .. import _tensor_create
+from .._tensor import create as _tensor_create
 from . import functional as F
 from .module import Module
 from .parameter import Parameter

@@ -10,8 +10,8 @@ per-channel sums of dy and dy * (x - mean), so the input gradient is the one-pro
 batch's; the weight and bias gradients stay local sums, which DistributedDataParallel then
 averages, as in PyTorch. Out of training, or alone in its group, it is BatchNorm."""
 from .. import distributed as dist
-from .._tensor_create import empty, tensor
-from .._tensor_join import cat
+from .._tensor.create import empty, tensor
+from .._tensor.join import cat
 from ..autograd import Function, no_grad
 from .normalization import _BatchNorm
 

@@ -12,10 +12,10 @@ import copy
 import math
 
 from .. import _C
-from .._tensor_create import full, zeros
+from .._tensor.create import full, zeros
 from .._dtype import float32, float64
-from .._attention_ops import bmm
-from .._tensor_join import cat
+from .._ops._attention import bmm
+from .._tensor.join import cat
 from ..autograd import no_grad
 from . import functional as F, init
 from .dropout import Dropout
@@ -399,7 +399,7 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """(sz, sz) float mask: -inf above the diagonal (a later position), 0 elsewhere."""
-        from .._tensor_create import arange
+        from .._tensor.create import arange
         dtype = dtype or float32
         i = arange(sz, device=device).reshape(sz, 1)
         j = arange(sz, device=device).reshape(1, sz)

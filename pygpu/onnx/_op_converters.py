@@ -493,7 +493,7 @@ def _sdpa(g, o, y):
 @op("_Pool2d")
 def _pool2d(g, o, y):
     x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor = o.args[:9]
-    from .._conv_ops import POOL_ADAPTIVE_AVG, POOL_ADAPTIVE_MAX, POOL_MAX
+    from .._ops._conv import POOL_ADAPTIVE_AVG, POOL_ADAPTIVE_MAX, POOL_MAX
     if kind in (POOL_ADAPTIVE_AVG, POOL_ADAPTIVE_MAX):
         if tuple(out_hw) != (1, 1):
             raise NotImplementedError(f"onnx.export: adaptive pooling to {tuple(out_hw)} (only "

@@ -8,7 +8,7 @@ with decoupled_weight_decay=True is the same):
     p -= lr / (1 - b1**t) * m / (sqrt(v) / sqrt(1 - b2**t) + eps)
 (g = -grad with maximize.) One fused in-place op per parameter (the op table's PG_OPTIM row
 adam), or one multi-tensor node per group (foreach/fused: _multi_tensor.py)."""
-from .._tensor_create import zeros
+from .._tensor.create import zeros
 from ._multi_tensor import Plan, check_flags
 from .optimizer import Optimizer, _check_hyper
 

@@ -10,7 +10,7 @@ floats, as PyTorch's single-tensor path computes them."""
 import math
 
 from .. import _C
-from .._tensor_create import zeros
+from .._tensor.create import zeros
 from .optimizer import Optimizer, _check_hyper
 
 

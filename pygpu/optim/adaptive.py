@@ -4,7 +4,7 @@ Each parameter's step is ONE fused in-place op on its device, or each group's on
 multi-tensor node (foreach/fused: _multi_tensor.py; the rules are written out in
 csrc/backends/cpu/cpu_train.c and csrc/backends/cuda/kernels/train.cu). State tensors carry
 PyTorch's names, so state_dict() reads the same. maximize steps along -grad."""
-from .._tensor_create import zeros
+from .._tensor.create import zeros
 from ._multi_tensor import Plan, check_flags
 from .optimizer import Optimizer, _check_hyper
 

@@ -10,7 +10,7 @@ group; every parameter on one device."""
 from .. import _C
 from ..autograd import enable_grad, no_grad
 from .optimizer import Optimizer
-from .._tensor_join import cat
+from .._tensor.join import cat
 
 
 def _dot(a, b):
@@ -139,7 +139,7 @@ class LBFGS(Optimizer):
         return self._numel_cache
 
     def _gather_flat_grad(self):
-        from .._tensor_create import zeros
+        from .._tensor.create import zeros
         views = []
         for p in self._lbfgs_params:
             if p.grad is None:

@@ -11,7 +11,7 @@ orthogonalizes the update with PyTorch's quintic Newton-Schulz iteration in bflo
 import math
 
 from .. import _C, _dtype
-from .._tensor_create import full, zeros
+from .._tensor.create import full, zeros
 from .optimizer import Optimizer
 
 
@@ -146,7 +146,7 @@ class Adafactor(Optimizer):
         lr, d, wd = group["lr"], group["d"], group["weight_decay"]
         eps1, eps2 = group["eps"]
         if eps1 is None:
-            from .._tensor_compat import finfo
+            from .._tensor.compat import finfo
             eps1 = finfo(p.dtype).eps
         state["step"] += 1
         step = float(state["step"])
@@ -189,7 +189,7 @@ def _orthogonalize(grad, coefficients, steps, eps):
     if tall:
         x = x.t()
     x = x / x.norm().clamp(min=eps)
-    from .._tensor_products import addmm
+    from .._tensor.products import addmm
     for _ in range(steps):
         gram = x @ x.t()
         gram_update = addmm(gram, gram, gram, beta=b, alpha=c)

@@ -7,7 +7,7 @@
     p -= lr * d
 One fused in-place op per parameter, or one multi-tensor node per group (foreach/fused:
 _multi_tensor.py)."""
-from .._tensor_create import zeros
+from .._tensor.create import zeros
 from ._multi_tensor import Plan, check_flags
 from .optimizer import Optimizer
 

@@ -11,7 +11,7 @@ SparseTensor gradient cannot be stored in Tensor.grad; step() takes the dense on
 import math
 
 from .. import _C
-from .._tensor_create import zeros
+from .._tensor.create import zeros
 from .optimizer import Optimizer, _check_hyper
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _C
 from .._dtype import to_dtype
-from .._map_location import check_present, resolve
+from ._map_location import check_present, resolve
 from ._weights_only import USER_SAFE, _refuse_message
 
 MAGIC = b"PYGPU-PICKLE\x00\x01\n"
@@ -23,7 +23,8 @@ _SAFE = {
     ("builtins", "int"), ("builtins", "float"), ("builtins", "bool"), ("builtins", "str"),
     ("builtins", "bytes"), ("builtins", "bytearray"), ("builtins", "complex"),
     ("builtins", "slice"), ("builtins", "range"), ("pygpu._dtype", "to_dtype"),
-    ("pygpu.nn._losses", "_DefaultIgnore"), ("pygpu", "Size"),
+    ("pygpu.nn._losses", "_DefaultIgnore"), ("pygpu._ops._nn_losses", "_DefaultIgnore"),
+    ("pygpu", "Size"),
 }
 
 

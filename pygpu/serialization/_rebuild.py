@@ -15,7 +15,7 @@ import pickle
 
 from .. import _C
 from .._device import device as _device
-from .._map_location import check_present, resolve
+from ._map_location import check_present, resolve
 from ._dtypes import ALIASES, BY_NAME, BY_STORAGE, TABLE
 
 
@@ -98,7 +98,7 @@ class LoadedStorage:
                                 f"cannot be made (pygpu's dtypes: {_held()})")
             target = _device(dev)
             if self._raw is None:  # a stand-in while the legacy reader learns the layout
-                from .._tensor_create import empty
+                from .._tensor.create import empty
                 self._on[dev] = empty(self.numel, dtype=self.row.pygpu)
                 return self._on[dev]
             from ._host import from_buffer

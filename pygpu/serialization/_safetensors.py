@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _C
 from .._device import device as _device
-from .._map_location import check_present, resolve
+from ._map_location import check_present, resolve
 from ._dtypes import BY_SAFETENSORS
 from ._host import from_buffer, to_bytes
 from ._torch_pickler import _is_qstate, _row_of_array

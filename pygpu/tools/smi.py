@@ -4,10 +4,11 @@ For each device: its name, memory in use / reserved / total (from pygpu's
 caching allocator), ops launched and transfers in and out of it, from
 pygpu's counters (they cover this process only). On cuda devices, NVML's
 utilization, memory and power are shown too when the driver provides them
-(pygpu/_nvml.py); without it they say n/a."""
+(pygpu/cuda/_nvml.py); without it they say n/a."""
 import sys
 
-from .. import _C, _nvml, cuda, devices, stats
+from .. import _C, cuda, devices, stats
+from ..cuda import _nvml
 
 MIB = 1 << 20
 

@@ -115,7 +115,7 @@ def install(lib):
 
 def _install_pygpu():
     import pygpu
-    from pygpu import _tensor_create
+    from pygpu._tensor import create as _tensor_create
     from pygpu.data import sampler
 
     own_rand, own_randn = _tensor_create.rand, _tensor_create.randn
@@ -154,7 +154,7 @@ def _install_pygpu():
                 own = getattr(module, attr, None)
                 if own in swap:
                     setattr(module, attr, swap[own])
-    # Tensor.multinomial (pygpu/_tensor_random.py) calls pygpu.distributions.discrete's
+    # Tensor.multinomial (pygpu/_tensor/random.py) calls pygpu.distributions.discrete's
     # multinomial at each call, replaced above: the method needs no swap of its own
 
     own_init = sampler.RandomSampler.__init__

@@ -20,7 +20,7 @@
  *     way into the core's caching allocator, and the stream-ordered pool caches it instead;
  *   - the bias is added by cudnnAddTensor (forward, and ConvTranspose's forward), its gradient
  *     is cudnnConvolutionBackwardBias.
- * Padding must be symmetric (cuDNN's descriptor has one pad per axis): pygpu/_conv_ops.py
+ * Padding must be symmetric (cuDNN's descriptor has one pad per axis): pygpu/_ops/_conv.py
  * composes the asymmetric 'same' convolutions instead. */
 #include <dlfcn.h>
 #include <pthread.h>

@@ -24,7 +24,7 @@
  *   pg_plugin_get_option(name, &value)
  *   pg_plugin_pci_bus_id(index, buf, len)  the PCI bus id of cuda:index
  *                                      ("0000:3b:00.0"), creating no context:
- *                                      what NVML is asked by (pygpu/_nvml.py)
+ *                                      what NVML is asked by (pygpu/cuda/_nvml.py)
  *
  * Which CUDA: the default build statically links the CUDA runtime of the
  * toolkit it finds (CUDA 13 here) and loads cuBLAS from the matching pip
@@ -151,7 +151,7 @@ int pg_plugin_pci_bus_id(int index, char *buf, int len)
 }
 
 /* The runtime's figure; creates a context on the device. pygpu.cuda asks
- * NVML first (pygpu/_nvml.py), which does not. */
+ * NVML first (pygpu/cuda/_nvml.py), which does not. */
 static pg_status pg_cuda_mem_get_info(const pg_backend *be, int index, size_t *free_bytes,
                                       size_t *total_bytes)
 {

@@ -23,8 +23,8 @@ stable tensor (`view`), a leaf that requires grad when the parameter did:
 NO_SHARD keeps the whole flat parameter on every rank (views of it: no gather) and all-reduces
 its gradient, as DistributedDataParallel does."""
 from ... import distributed as dist
-from ..._tensor_create import empty, zeros
-from ..._tensor_join import cat
+from ..._tensor.create import empty, zeros
+from ..._tensor.join import cat
 from ...autograd import no_grad, register_post_accumulate_grad_hook, versions
 from ...nn.parameter import Parameter
 

@@ -15,7 +15,7 @@
 A communicator writes .grad by assignment or by copy_ into the tensor that is there,
 never assuming the engine replaces or accumulates in place: both work."""
 from ... import _stats
-from ..._tensor_create import zeros
+from ..._tensor.create import zeros
 from ...autograd import no_grad
 from ...autograd.engine import keep_grad_view
 

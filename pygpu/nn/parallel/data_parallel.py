@@ -44,9 +44,9 @@ from collections import OrderedDict
 
 from ... import _accel, _stats
 from ..._C import Tensor
-from ..._tensor_create import zeros
+from ..._tensor.create import zeros
 from ..._device import device as _device
-from ..._tensor_join import cat
+from ..._tensor.join import cat
 from ...autograd import Function, no_grad
 from ...autograd.engine import keep_alive
 from ..module import Module

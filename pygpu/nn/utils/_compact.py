@@ -22,7 +22,7 @@ A constant that cannot be folded because the next Linear has no bias (and act(b_
 keeps its neuron. If every neuron of a layer would go, one stays (a Linear needs >= 1)."""
 import numpy as np
 
-from ... import _tensor_create
+from ..._tensor import create as _tensor_create
 from ..layers import MLP, Linear, ModuleList, ReLU, Sequential, Sigmoid, Tanh
 from ..module import Module
 from ..parameter import Parameter

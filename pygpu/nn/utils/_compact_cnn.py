@@ -18,7 +18,7 @@ import copy
 
 import numpy as np
 
-from ... import _tensor_create
+from ..._tensor import create as _tensor_create
 from ..conv import Conv2d
 from ..dropout import Dropout
 from ..flatten import Flatten

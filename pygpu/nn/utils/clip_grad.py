@@ -57,7 +57,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     tensors = [tensors] if isinstance(tensors, _C.Tensor) else list(tensors)
     norm_type = float(norm_type)
     if not tensors:
-        from ..._tensor_create import tensor as _tensor
+        from ..._tensor.create import tensor as _tensor
         return _tensor(0.0)
     with no_grad():
         lists, rest = _lists(tensors, foreach if norm_type > 0 else False)

@@ -1,7 +1,7 @@
 """nn.utils.parameters_to_vector / vector_to_parameters: all parameters as one flat vector
 and back (e.g. for second-order methods or weight averaging)."""
 from ... import _C
-from ..._tensor_join import cat
+from ..._tensor.join import cat
 from ...autograd import no_grad
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]

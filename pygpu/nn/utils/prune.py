@@ -23,7 +23,7 @@ whose backward is g * mask: the gradient reaching <name>_orig is zero under the 
 Writes made behind pygpu's back (through a NumPy view of the memory) do not change _write_stamp:
 call the module's pruning hook's `invalidate()` or re-prune after such writes.
 A Linear's weight whose GEMM packs the weight itself (pygpu's own float32 kernel, or the
-AVX512_BF16 kernel under autocast bfloat16: _train_ops.mask_fusion_pays) skips even that: the
+AVX512_BF16 kernel under autocast bfloat16: _ops._train.mask_fusion_pays) skips even that: the
 hook computes nothing, the forward hands weight_orig and weight_mask to the GEMM, which
 multiplies the mask in as it packs the weight (csrc/core/pg_gemm.h b_mask), and
 module.weight is computed on access (docs/pruning.md)."""
@@ -33,9 +33,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ... import _C, _tensor_create
+from ... import _C
+from ..._tensor import create as _tensor_create
 from ...autograd import Function, no_grad
-from ..._train_ops import mask_fusion_pays as _mask_fusion_pays
+from ..._ops._train import mask_fusion_pays as _mask_fusion_pays
 from ..module import Module
 from ._compact import compact
 
@@ -174,7 +175,7 @@ def _set_mask_fusion(on):
 
 def _fuses(module, name, inputs):
     """Whether this forward of `module` hands <name>_orig and <name>_mask to the GEMM: a
-    Linear's weight, whose GEMM packs the weight itself here (_train_ops.mask_fusion_pays)."""
+    Linear's weight, whose GEMM packs the weight itself here (_ops._train.mask_fusion_pays)."""
     from ..layers import Linear
     if not _FUSION["on"] or name != "weight" or not isinstance(module, Linear) or not inputs:
         return False

@@ -3,7 +3,7 @@ pack_sequence, unpad_sequence, unpack_sequence, with PyTorch's semantics and err
 
 A PackedSequence holds the rows of every sequence time-major: step t's rows are the
 first batch_sizes[t] sequences (sorted by decreasing length), which is the layout the
-recurrent kernels walk (pygpu/_rnn_ops.py). Packing and padding are one index_select
+recurrent kernels walk (pygpu/_ops/_rnn.py). Packing and padding are one index_select
 each (a gather, differentiable), with the index built on the host from the lengths;
 batch_sizes, like PyTorch's, is an int64 tensor on the cpu."""
 from collections import namedtuple
@@ -11,8 +11,8 @@ from collections import namedtuple
 import numpy as np
 
 from ... import _C
-from ..._tensor_create import full, tensor as _tensor
-from ..._tensor_join import cat
+from ..._tensor.create import full, tensor as _tensor
+from ..._tensor.join import cat
 
 Tensor = _C.Tensor
 

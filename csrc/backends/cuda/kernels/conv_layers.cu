@@ -4,7 +4,7 @@
  * optional fused ReLU, and the backward). Operands: csrc/core/pg_ops_conv.h; CPU twins:
  * csrc/backends/cpu/cpu_pool.c and cpu_batchnorm.c. float32 and float64.
  *
- * Until these, cuda composed both from tensor ops (pygpu/_conv_ops.py): an average pooling
+ * Until these, cuda composed both from tensor ops (pygpu/_ops/_conv.py): an average pooling
  * became a product with a dense (H*W, OH*OW) matrix (2.5 GB for a 224x224 plane), a max
  * pooling a chain of gathers, batch norm a dozen kernels. Here:
  *   pooling forward   one thread per output element, its window walked in the CPU's order:

@@ -28,21 +28,6 @@ template <int OP, typename T> constexpr bool pg_unary_supported()
 template <int OP, typename T>
 using pg_un_out_t = typename std::conditional<pg_cuda_un_out[OP] == PG_OUT_BOOL, bool, T>::type;
 
-/* The libm function of the element type: expf for float, exp for double. */
-#define PG_FLOAT_FN(name, fn)                                    \
-    template <typename T> __device__ __forceinline__ T name(T x) \
-    {                                                            \
-        if constexpr (std::is_same<T, float>::value)             \
-            return fn##f(x);                                     \
-        else                                                     \
-            return fn(x);                                        \
-    }
-PG_FLOAT_FN(pg_exp, exp)
-PG_FLOAT_FN(pg_log, log)
-PG_FLOAT_FN(pg_sqrt, sqrt)
-PG_FLOAT_FN(pg_tanh, tanh)
-PG_FLOAT_FN(pg_fabs, fabs)
-#undef PG_FLOAT_FN
 
 template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply(T x)
 {
@@ -58,17 +43,17 @@ template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply(T x)
         else if constexpr (std::is_same<T, bool>::value)
             return x; /* abs of a bool is itself */
         else
-            return pg_fabs(x);
+            return pgm_fabs(x);
     } else if constexpr (OP == PG_CUDA_UN_EXP) {
-        return pg_exp(x);
+        return pgm_exp(x);
     } else if constexpr (OP == PG_CUDA_UN_LOG) {
-        return pg_log(x);
+        return pgm_log(x);
     } else if constexpr (OP == PG_CUDA_UN_SQRT) {
-        return pg_sqrt(x);
+        return pgm_sqrt(x);
     } else if constexpr (OP == PG_CUDA_UN_TANH) {
-        return pg_tanh(x);
+        return pgm_tanh(x);
     } else if constexpr (OP == PG_CUDA_UN_SIGMOID) {
-        return T(1) / (T(1) + pg_exp(-x));
+        return T(1) / (T(1) + pgm_exp(-x));
     } else if constexpr (OP == PG_CUDA_UN_RELU) {
         return (x > 0 || x != x) ? x : T(0); /* NaN stays NaN, as NumPy and torch */
     } else if constexpr (OP == PG_CUDA_UN_NOT) {
@@ -95,7 +80,7 @@ template <int OP, typename T> __device__ __forceinline__ T pg_unary_apply(T x)
     } else if constexpr (OP == PG_CUDA_UN_RECIPROCAL) {
         return T(1) / x;
     } else if constexpr (OP == PG_CUDA_UN_RSQRT) {
-        return T(1) / pg_sqrt(x); /* not rsqrtf (approximate): the CPU's formula */
+        return T(1) / pgm_sqrt(x); /* not rsqrtf (approximate): the CPU's formula */
     } else if constexpr (OP == PG_CUDA_UN_ISNAN) {
         return T(x != x);
     } else if constexpr (OP == PG_CUDA_UN_ISFINITE) {

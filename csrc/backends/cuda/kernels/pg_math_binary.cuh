@@ -13,20 +13,11 @@
 #include "pg_math_unary.cuh"
 #include "pg_special.h"
 
-#define PG_MATH_FN2(name, fn)                                          \
-    template <typename T> __device__ __forceinline__ T name(T x, T y)  \
-    {                                                                  \
-        if constexpr (std::is_same<T, float>::value)                   \
-            return fn##f(x, y);                                        \
-        else                                                           \
-            return fn(x, y);                                           \
-    }
-PG_MATH_FN2(pgm_atan2, atan2)
-PG_MATH_FN2(pgm_hypot, hypot)
-PG_MATH_FN2(pgm_fmod, fmod)
-PG_MATH_FN2(pgm_copysign, copysign)
-PG_MATH_FN2(pgm_nextafter, nextafter)
-#undef PG_MATH_FN2
+PG_MATH_FN(pgm_atan2, atan2) /* pg_math_unary.cuh's helper, two arguments */
+PG_MATH_FN(pgm_hypot, hypot)
+PG_MATH_FN(pgm_fmod, fmod)
+PG_MATH_FN(pgm_copysign, copysign)
+PG_MATH_FN(pgm_nextafter, nextafter)
 
 template <typename T> __device__ __forceinline__ T pgm_floor(T x)
 {

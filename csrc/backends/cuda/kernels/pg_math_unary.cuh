@@ -13,14 +13,16 @@
 #include "pg_cuda_half.cuh"
 #include "pg_special.h"
 
-/* the libm function of the element type: sinf for float, sin for double */
-#define PG_MATH_FN(name, fn)                                         \
-    template <typename T> __device__ __forceinline__ T name(T x)     \
-    {                                                                \
-        if constexpr (std::is_same<T, float>::value)                 \
-            return fn##f(x);                                         \
-        else                                                         \
-            return fn(x);                                            \
+/* the libm function of the element type: sinf for float, sin for double; its other
+ * arguments (atan2's, hypot's: pg_math_binary.cuh) are passed on as they are. The one
+ * definition of this helper: elementwise_unary.cu and pg_math_binary.cuh use it too. */
+#define PG_MATH_FN(name, fn)                                                        \
+    template <typename T, typename... More> __device__ __forceinline__ T name(T x, More... more) \
+    {                                                                               \
+        if constexpr (std::is_same<T, float>::value)                                \
+            return fn##f(x, more...);                                               \
+        else                                                                        \
+            return fn(x, more...);                                                  \
     }
 PG_MATH_FN(pgm_sin, sin)
 PG_MATH_FN(pgm_cos, cos)
@@ -46,7 +48,7 @@ PG_MATH_FN(pgm_trunc, trunc)
 PG_MATH_FN(pgm_fabs, fabs)
 PG_MATH_FN(pgm_exp, exp)
 PG_MATH_FN(pgm_tanh, tanh)
-#undef PG_MATH_FN
+PG_MATH_FN(pgm_sqrt, sqrt)
 
 /* GELU's derivative, exact and tanh form (cpu_math_binary.c's formulas and why; the rows
  * gelu_backward and gelu_tanh_backward multiply it by g) */
