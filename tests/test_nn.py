@@ -372,11 +372,14 @@ def test_fused_layer_is_one_launch_each_way(device):
         y.backward(g)
     assert _ops(bwd.stats, device) == 1  # dx, dW, db and the relu derivative in one node
     params = list(layer.parameters())
-    opt = optim.Adam(params)
-    opt.step()  # creates the moments
-    with pygpu.track() as step:
-        opt.step()
-    assert _ops(step.stats, device) == len(params)  # one fused update per parameter
+    for foreach, launches in ((False, len(params)), (None, 1)):
+        opt = optim.Adam(params, foreach=foreach)
+        opt.step()  # creates the moments
+        with pygpu.track() as step:
+            opt.step()
+        # one fused update per parameter; by default (foreach, as PyTorch's) one
+        # multi-tensor node for the group
+        assert _ops(step.stats, device) == launches
 
 
 def test_training_step_on_sim_moves_only_the_batch():
