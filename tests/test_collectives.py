@@ -147,6 +147,12 @@ def torch_rows(tmp_path, source, nproc):
                            "--nproc_per_node", str(nproc), str(script)],
                           capture_output=True, text=True, env=env, timeout=300, cwd=str(tmp_path))
     proc.stdout = _rank_outputs(tmp_path) + proc.stdout
+    if (proc.returncode != 0 and "terminate called without an active exception" in proc.stderr
+            and sum(line.startswith("JSON ") for line in proc.stdout.splitlines()) == nproc):
+        # torch's gloo aborted a rank in its teardown after every rank printed its row (seen
+        # in CI under load even after barrier + destroy_process_group): the oracle's rows are
+        # whole, and the abort is PyTorch's, not the code under test
+        proc.returncode = 0
     return rank_rows(proc)
 
 

@@ -24,10 +24,11 @@ from .streams import (CUDAGraph, DeviceProperties, Event, Stream, current_stream
 # PYGPU_CUDA_BACKEND_SO names another build of the plugin to load instead (the test
 # harness's emulated device, tests/cuda_emu/, is one). PYGPU_CUDA_PLUGIN is another
 # thing: the prebuilt plugin tests/test_cuda_build.py checks.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # pygpu/, where setup.py builds it
 PLUGIN = (os.environ.get("PYGPU_CUDA_BACKEND_SO")
-          or os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_backend.so"))
+          or os.path.join(_PACKAGE, "_cuda_backend.so"))
 # setup.py writes why it built or skipped the plugin here (one line)
-BUILD_REASON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_build_reason.txt")
+BUILD_REASON = os.path.join(_PACKAGE, "_cuda_build_reason.txt")
 
 
 class _Cuda(Accelerator):
