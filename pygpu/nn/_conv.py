@@ -203,9 +203,10 @@ def _pool_result(y, n, unbatched):
     return y.reshape(*y.shape[1:]) if unbatched else y
 
 
-def _windowed(x, kind, kernel_size, stride, padding, dilation, ceil_mode, cip, divisor, n, fn,
-              return_indices=False):
-    x, unbatched = _pool_input(x, n, fn)
+def pool_args(kernel_size, stride, padding, dilation, n, fn):
+    """A pool's (kernel, stride, padding, dilation) as n-tuples, checked as PyTorch checks
+    them (stride defaults to the kernel), for the 1-d/2-d pools here and the 3-d ones
+    (nn/_conv3d.py)."""
     k = _tuple(kernel_size, n, "kernel_size", fn)
     s = k if stride is None or (not isinstance(stride, numbers.Integral) and
                                 len(tuple(stride)) == 0) else _tuple(stride, n, "stride", fn)
@@ -223,6 +224,13 @@ def _windowed(x, kind, kernel_size, stride, padding, dilation, ceil_mode, cip, d
         if pi > ((ki - 1) * di + 1) // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                                f"pad={pi}, kernel_size={ki} and dilation={di}")
+    return k, s, p, d
+
+
+def _windowed(x, kind, kernel_size, stride, padding, dilation, ceil_mode, cip, divisor, n, fn,
+              return_indices=False):
+    x, unbatched = _pool_input(x, n, fn)
+    k, s, p, d = pool_args(kernel_size, stride, padding, dilation, n, fn)
     if n == 1:
         k, s, p, d = (1,) + k, (1,) + s, (0,) + p, (1,) + d
     out = tuple(_pool_out(x.shape[2 + i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(2))

@@ -154,24 +154,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 # ---- pooling ---------------------------------------------------------------------------------
 
 def _pool_args(kernel_size, stride, padding, dilation, fn):
-    k = F2._tuple(kernel_size, 3, "kernel_size", fn)
-    s = k if stride is None or (not isinstance(stride, numbers.Integral) and
-                                len(tuple(stride)) == 0) else F2._tuple(stride, 3, "stride", fn)
-    p = F2._tuple(padding, 3, "padding", fn)
-    d = F2._tuple(dilation, 3, "dilation", fn)
-    if any(v <= 0 for v in k):
-        raise RuntimeError(f"{fn}: kernel_size must be greater than zero, but got {list(k)}")
-    if any(v <= 0 for v in s):
-        raise RuntimeError(f"{fn}: stride must be greater than zero, but got {list(s)}")
-    if any(v <= 0 for v in d):
-        raise RuntimeError(f"{fn}: dilation must be greater than zero, but got {list(d)}")
-    for pi, ki, di in zip(p, k, d):
-        if pi < 0:
-            raise RuntimeError("negative padding is not supported")
-        if pi > ((ki - 1) * di + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                               f"pad={pi}, kernel_size={ki} and dilation={di}")
-    return k, s, p, d
+    return F2.pool_args(kernel_size, stride, padding, dilation, 3, fn)
 
 
 def _planes(x):
