@@ -11,7 +11,7 @@ import pygpu
 from pygpu._ops import _conv as _conv_ops
 from pygpu import nn
 from pygpu.nn import functional as F
-from _helpers import same_repr
+from _helpers import check_against_torch, same_repr
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -21,27 +21,7 @@ X = rng.standard_normal((2, 4, 9, 8))
 X1 = rng.standard_normal((2, 4, 11))
 
 
-def _check(device, ours, ref, arrays, rtol=1e-9, atol=1e-10, grads=True):
-    """ours(*pygpu tensors) against ref(*torch tensors): the value(s), then the gradient of
-    every array under a random upstream gradient (of the first output)."""
-    ps = [pygpu.tensor(a, device=device).requires_grad_(grads) for a in arrays]
-    ts = [torch.tensor(a, requires_grad=grads) for a in arrays]
-    po, to = ours(*ps), ref(*ts)
-    if isinstance(to, tuple):
-        for p, t in zip(po, to):
-            np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
-        po, to = po[0], to[0]
-    np.testing.assert_allclose(po.detach().numpy(), to.detach().numpy(), rtol=rtol, atol=atol)
-    if not grads:
-        return
-    g = np.random.default_rng(1).standard_normal(tuple(to.shape))
-    (po * pygpu.tensor(g, device=device)).sum().backward()
-    (to * torch.tensor(g)).sum().backward()
-    for p, t in zip(ps, ts):
-        if t.grad is None:  # an argument the op does not use
-            assert p.grad is None
-            continue
-        np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=rtol, atol=atol)
+_check = check_against_torch  # tests/_helpers.py: values, then every array's gradient
 
 
 # (name, input, weight shape, bias, kwargs): each exercised with its input, weight and bias

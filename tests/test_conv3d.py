@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import pygpu
+from _helpers import check_against_torch
 from pygpu import nn
 from pygpu.nn import functional as F
 
@@ -18,26 +19,7 @@ rng = np.random.default_rng(43)
 X = rng.standard_normal((2, 4, 7, 6, 5))
 
 
-def _check(device, ours, ref, arrays, rtol=1e-9, atol=1e-10, grads=True):
-    """ours(*pygpu tensors) against ref(*torch tensors): the value(s), then the gradient of
-    every array under a random upstream gradient (of the first output)."""
-    ps = [pygpu.tensor(a, device=device).requires_grad_(grads) for a in arrays]
-    ts = [torch.tensor(a, requires_grad=grads) for a in arrays]
-    po, to = ours(*ps), ref(*ts)
-    if isinstance(to, tuple):
-        for p, t in zip(po, to):
-            np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=rtol,
-                                       atol=atol)
-        po, to = po[0], to[0]
-    assert tuple(po.shape) == tuple(to.shape)
-    np.testing.assert_allclose(po.detach().numpy(), to.detach().numpy(), rtol=rtol, atol=atol)
-    if not grads:
-        return
-    g = np.random.default_rng(1).standard_normal(tuple(to.shape))
-    (po * pygpu.tensor(g, device=device)).sum().backward()
-    (to * torch.tensor(g)).sum().backward()
-    for p, t in zip(ps, ts):
-        np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=rtol, atol=atol)
+_check = check_against_torch  # tests/_helpers.py: values, then every array's gradient
 
 
 CONV3D = [
