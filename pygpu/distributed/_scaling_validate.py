@@ -6,23 +6,25 @@ devices (one compute thread each) whose host link follows a link model (pygpu.si
 20 us + 2 GB/s each way), so every reduced byte also pays the staging the model charges.
 
   1. this machine's link between processes, fitted to call + steps alpha + bytes beta
-     (cost.cluster.fit_link): ring all-reduces of cpu tensors, 64 KiB to 4 MiB (the bytes),
-     and tiny collectives of sim tensors of each kind the strategies make, all-reduce,
-     all-gather, reduce-scatter and broadcast (the cost of a call: MPI's latency, pygpu's
-     Python and the staging's fixed costs beyond the sim link model's), at 2 and 4 ranks; and
-     the CPU time of each call, tiny and 1 MiB (cost.cluster.fit_call_cpu: per call and per
-     staged byte);
+     (cost.cluster.fit_link, transport "open_mpi": each call priced by the algorithm Open MPI's
+     libnbc runs for it, cost.cluster.OPEN_MPI) for each kind the strategies make on their
+     path (sim tensors), all-reduce, all-gather, reduce-scatter and broadcast, 16 B to 1 MiB
+     per rank at 2 and 4 ranks, less the sim link model's staging (charged on its own): one
+     fit per kind (the call: MPI's latency, pygpu's Python and the waits; the bandwidth of the
+     kind's algorithm) beside one fit of all kinds together; and the CPU time of each call
+     (cost.cluster.fit_call_cpu: per call and per staged byte);
   2. one process: forward + backward, and the optimizer step, timed on their own, and its
      CPU time per step (the compute thread, the main thread, the copy threads);
   3. DDP, ZeRO and FSDP steps with 2 and 4 processes, timed (the slowest rank's best step:
      the minimum is what is least disturbed by other work on the machine, in every run alike),
      with what each step's collectives are (DDP's buckets, the parameters ZeRO broadcasts and
      the share of them a rank updates, FSDP's units);
-  4. the model's prediction for each from 1 and 2 alone, beside the measured time: the larger
-     of the links' critical path (compute + exposed collectives + optimizer) and the host's
-     (cost.cluster.HostShare: every rank's CPU work, one process's plus its collectives', on
-     the cores there are; the sim devices are threads of the host, so ranks that together
-     need more cores than there are wait for them).
+  4. the model's prediction for each from 1 and 2 alone, beside the measured time: the sum of
+     the step's lock-step phases (forward+backward with the collectives it hides, each exposed
+     collective, the optimizer), each the longer of its links' time and the ranks' CPU in it
+     on the cores there are (cost.cluster.HostShare: one process's CPU plus each collective's;
+     the sim devices are threads of the host, so ranks that together need more cores than
+     there are wait for them).
 
 Near idle this takes about a minute; under load, several.
 
@@ -35,6 +37,7 @@ import time
 
 LINK = {"latency_us": 20.0, "h2d_gbps": 2.0, "d2h_gbps": 2.0}
 SIZES, BATCH, STEPS = [784, 512, 512, 10], 128, 20
+CALIBRATION_NUMEL = (4, 1 << 14, 1 << 16, 1 << 18)  # float32 elements per rank: 16 B to 1 MiB
 ENV = {"PYGPU_SIM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
        "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
@@ -81,14 +84,10 @@ def _link_run():
         dist.all_gather_object(every, (_best(times), cpu / reps))
         return max(w for w, _ in every), sum(c for _, c in every) / p
     out = []
-    os.environ["PYGPU_ALLREDUCE"] = "ring"
-    for nbytes in (64 << 10, 256 << 10, 1 << 20, 4 << 20):  # the wire: cpu tensors, no staging
-        t = pygpu.ones(nbytes // 4)
-        out.append(["all_reduce", "ring", p, nbytes, *best_of(lambda: dist.all_reduce(t)), 0])
-    del os.environ["PYGPU_ALLREDUCE"]
-    # a call's fixed cost on the path the strategies take (tiny sim tensors), and the CPU
-    # a call and its staged bytes cost (tiny and 1 MiB)
-    for numel in (4, 1 << 18):
+    # each kind the strategies make, on their path (sim tensors), tiny to 1 MiB per rank: the
+    # call, the algorithm's steps and bytes (fitted per kind), and the CPU a call and its
+    # staged bytes cost
+    for numel in CALIBRATION_NUMEL:
         whole, shard = pygpu.ones(numel * p, device="sim:0"), pygpu.ones(numel, device="sim:0")
         calls = {"all_reduce": lambda: dist.all_reduce(whole, dist.ReduceOp.AVG),
                  "all_gather_into_tensor": lambda: dist.all_gather_into_tensor(whole, shard),
@@ -96,7 +95,7 @@ def _link_run():
                                                                              dist.ReduceOp.AVG),
                  "broadcast": lambda: dist.broadcast(whole, 0)}
         for name, fn in calls.items():
-            out.append([name, "best", p, whole.nbytes, *best_of(fn), 1])
+            out.append([name, "best", p, whole.nbytes, *best_of(fn, 12 if numel < 1 << 16 else 6), 1])
     if dist.get_rank() == 0:
         print("JSON " + json.dumps({"points": out}))
 
@@ -187,22 +186,28 @@ def main(json_path=None):
         points += _launch(p, "link")["points"]
     staging = cl.LinkProfile("sim link model", LINK["latency_us"] * 1e-6, LINK["h2d_gbps"] * 1e9)
     stager = cl.StepModel(compute_s=0.0, param_bytes=0.0, staging=staging)
-    # the wire from the cpu ring, a call's fixed cost from the tiny sim collectives (each less
-    # the sim link model's staging, which the model charges on its own)
-    fit = [(name, alg, p, n, t - (stager._stage(name, n, p) if staged else 0.0))
-           for name, alg, p, n, t, _, staged in points if not staged or n <= 64 * p]
-    link, err = cl.fit_link(fit, "this machine's MPI (shared memory) and pygpu's calls")
-    print(f"link fitted: {link.call_s * 1e6:.1f} us per call + {link.alpha_s * 1e6:.1f} us per step "
-          f"+ bytes / {link.bandwidth_bps / 1e9:.2f} GB/s (largest residual {err:.0%})")
+    # each measured call less the sim link model's staging (which the model charges on its
+    # own), priced by the algorithm Open MPI runs for it; per kind where it has several sizes
+    fit = [(name, alg, p, n, t - stager._stage(name, n, p))
+           for name, alg, p, n, t, _, staged in points]
+    shared, shared_err = cl.fit_link(fit, "this machine's MPI", transport="open_mpi")
+    link, err = cl.fit_link(fit, "this machine's MPI (shared memory) and pygpu's calls",
+                            transport="open_mpi", per_kind=True)
+    print(f"link fitted, all kinds together: {shared.call_s * 1e6:.1f} us per call + "
+          f"{shared.alpha_s * 1e6:.1f} us per step + bytes / {shared.bandwidth_bps / 1e9:.2f} GB/s "
+          f"(largest residual {shared_err:.0%}); each kind alone (largest residual {err:.0%}):")
+    for kind, (c, a, bw) in sorted(link.kinds.items()):
+        print(f"  {kind:>14}: {c * 1e6:6.1f} us per call + {a * 1e6:5.1f} us per step + bytes / "
+              f"{bw / 1e9:.2f} GB/s")
     call_cpu, byte_cpu = cl.fit_call_cpu([(stager.staged_bytes(name, n, p), c)
                                           for name, _, p, n, _, c, staged in points if staged])
     print(f"CPU per collective of sim tensors: {call_cpu * 1e6:.0f} us + "
           f"{byte_cpu * 1e9:.2f} ns per staged byte")
     for name, alg, p, n, t, c, staged in points:
-        if staged:
-            print(f"  {name} of {n} bytes on {p} sim ranks: {t * 1e6:.0f} us measured "
-                  f"({c * 1e6:.0f} us CPU), {(cl.collective_time(name, n, p, link) + stager._stage(name, n, p)) * 1e6:.0f}"
-                  " us modelled")
+        model = lambda lk: (cl.collective_time(name, n, p, lk) + stager._stage(name, n, p)) * 1e6
+        print(f"  {name} of {n} bytes on {p} sim ranks ({cl.best_algorithm(name, n, p, link)}): "
+              f"{t * 1e6:.0f} us measured ({c * 1e6:.0f} us CPU), {model(link):.0f} us modelled "
+              f"({model(shared):.0f} with the shared fit)")
     one = _launch(1, "work", "one")
     rows = []
     for p in (2, 4):
@@ -220,15 +225,15 @@ def main(json_path=None):
             pred = model.predict(p, cluster, strategy)
             rows.append({"ranks": p, "strategy": strategy, "measured_ms": got["step_s"] * 1e3,
                          "predicted_ms": pred["step_s"] * 1e3, "bound": pred["bound"],
-                         "host_ms": pred["host_s"] * 1e3, "links_ms": (pred["compute_s"] +
-                         pred["exposed_s"] + pred["optimizer_s"]) * 1e3,
+                         "host_ms": pred["host_s"] * 1e3, "links_ms": pred["links_s"] * 1e3,
                          "calls": pred["calls"], "exposed_ms": pred["exposed_s"] * 1e3,
                          "error": pred["step_s"] / got["step_s"] - 1})
     print(f"one process: forward+backward {one['fb_s'] * 1e3:.2f} ms, Adam step "
           f"{one['opt_s'] * 1e3:.2f} ms, {one['param_bytes'] / 2**20:.2f} MiB of parameters, "
           f"{one['cpu_s'] * 1e3:.2f} ms of CPU per step")
-    print("predicted = max(links: compute + exposed collectives + optimizer, host: the ranks' CPU "
-          "work on the cores)")
+    print("predicted = the lock-step phases (forward+backward, each exposed collective, the "
+          "optimizer), each the longer of its links' time and the ranks' CPU in it on the cores; "
+          "links = the phases' links times alone, host = the whole step's CPU on the cores")
     print(f"{'ranks':>5} {'strategy':>8} {'calls':>5} {'measured ms':>12} {'predicted ms':>13} "
           f"{'links ms':>9} {'host ms':>8} {'error':>7}")
     for r in rows:
@@ -240,6 +245,7 @@ def main(json_path=None):
         with open(json_path, "w") as f:
             json.dump({"cores": cores, "load": load, "points": points,
                        "link": [link.call_s, link.alpha_s, link.bandwidth_bps],
+                       "link_kinds": link.kinds,
                        "one": one, "rows": rows}, f, indent=1)
     return 0 if ok else 1
 
