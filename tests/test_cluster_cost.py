@@ -181,6 +181,121 @@ def test_a_fitted_link_recovers_call_alpha_and_bandwidth_from_several_collective
     assert fit.bandwidth_bps == pytest.approx(3e9, rel=1e-6) and err < 1e-6
 
 
+MPI_LINK = cl.LinkProfile("mpi", alpha_s=10e-6, bandwidth_bps=1e9, call_s=50e-6, transport="open_mpi")
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+def test_open_mpi_runs_libnbcs_schedules_not_the_cheapest(p):
+    n, log = 4e6, p.bit_length() - 1
+    t = lambda kind: cl.collective_time(kind, n, p, MPI_LINK) - 50e-6
+    # MPI_Ireduce_scatter_block: a binomial reduce of the whole tensor to rank 0, then a linear
+    # scatter: log2(p) + (p-1)/p of n on the critical path, not the ring's (p-1)/p
+    assert cl.best_algorithm("reduce_scatter_tensor", n, p, MPI_LINK) == "reduce+scatter"
+    assert t("reduce_scatter_tensor") == pytest.approx((log + p - 1) * 10e-6 + (log + (p - 1) / p) * n / 1e9)
+    assert t("reduce_scatter_tensor") > 2.9 * cl.collective_time("reduce_scatter", n, p, LINK, "ring")
+    # MPI_Ibcast: the root sends to each rank in turn up to 4 ranks, a binomial tree above
+    bcast = (p - 1) * (10e-6 + n / 1e9) if p <= 4 else log * (10e-6 + n / 1e9)
+    assert t("broadcast") == pytest.approx(bcast)
+    assert cl.best_algorithm("broadcast", n, p, MPI_LINK) == ("linear" if p <= 4 else "tree")
+    # MPI_Iallgather: linear, the ring's bytes; all-reduce: pygpu's ring from 256 KiB, MPI's
+    # in-place binomial tree below it
+    assert t("all_gather_into_tensor") == pytest.approx((p - 1) * 10e-6 + (p - 1) / p * n / 1e9)
+    assert cl.best_algorithm("all_reduce", n, p, MPI_LINK) == "ring"
+    assert cl.best_algorithm("all_reduce", 64 << 10, p, MPI_LINK) == "tree"
+    # NCCL (the datasheet links) takes the cheapest
+    assert cl.collective_time("reduce_scatter", n, p, LINK) == cl.collective_time(
+        "reduce_scatter", n, p, LINK, "ring")
+
+
+def test_the_ring_threshold_is_the_one_collectives_use():
+    from pygpu.distributed.collectives import RING_SIZES
+    assert RING_SIZES == ((cl.RING_FROM_BYTES, float("inf")),)
+
+
+def test_a_per_kind_fit_recovers_each_kinds_terms_where_one_shared_fit_cannot():
+    truth = cl.LinkProfile("t", 5e-6, 4e9, call_s=30e-6, transport="open_mpi",
+                           kinds={"broadcast": [90e-6, 5e-6, 1.5e9], "reduce_scatter": [200e-6, 20e-6, 3e9]})
+    pts = [(name, "best", p, n, cl.collective_time(name, n, p, truth))
+           for name in ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast")
+           for p in (2, 4) for n in (64, 1 << 17, 1 << 20, 4 << 20)]
+    shared, shared_err = cl.fit_link(pts, transport="open_mpi")
+    fit, err = cl.fit_link(pts, transport="open_mpi", per_kind=True)
+    assert shared_err > 0.2 and err < 1e-6
+    for kind in ("broadcast", "reduce_scatter"):
+        assert fit.kinds[kind] == pytest.approx(truth.kinds[kind], rel=1e-6)
+    for kind in ("all_reduce", "all_gather"):
+        assert fit.kinds[kind] == pytest.approx([30e-6, 5e-6, 4e9], rel=1e-6)
+    assert fit.transport == "open_mpi"
+    for name, _, p, n, t in pts:
+        assert cl.collective_time(name, n, p, fit) == pytest.approx(t, rel=1e-6)
+    # one size of a kind: its terms are not determined apart, it keeps the shared ones
+    one, _ = cl.fit_link([pt for pt in pts if pt[0] != "broadcast" or pt[3] == 64],
+                         transport="open_mpi", per_kind=True)
+    assert "broadcast" not in one.kinds
+
+
+def test_a_broadcasts_staging_is_two_transfers_in_sequence_but_one_per_rank():
+    sim = cl.LinkProfile("s", 20e-6, 2e9)
+    m = cl.StepModel(compute_s=0.0, param_bytes=0.0, staging=sim)
+    n = 2e6
+    # the root reads it out, then (after the wire) every other rank writes it in
+    assert m._stage("broadcast", n, 2) == pytest.approx(2 * 20e-6 + 2 * n / 2e9)
+    assert m.staged_bytes("broadcast", n, 2) == n  # the CPU: each rank copies it once
+    assert m._stage("all_reduce", n, 4) == pytest.approx(2 * 20e-6 + 2 * n / 2e9)
+    assert m._stage("all_gather_into_tensor", n, 4) == pytest.approx(2 * 20e-6 + 1.25 * n / 2e9)
+    assert m._stage_out("reduce_scatter_tensor", n, 4) == pytest.approx(20e-6 + n / 2e9)
+    assert m._stage_out("all_gather_into_tensor", n, 4) == pytest.approx(20e-6 + n / 4 / 2e9)
+
+
+def test_fsdps_next_gather_waits_for_the_reduce_scatters_read_out():
+    sim = cl.LinkProfile("s", 20e-6, 2e9)
+    c = cl.Cluster("t", LINK, LINK, 8)
+    units = [4e6, 2e6, 1e6]
+    m = cl.StepModel(compute_s=1.0, param_bytes=sum(units), unit_bytes=units, staging=sim)
+    plain = cl.StepModel(compute_s=1.0, param_bytes=sum(units), unit_bytes=units)
+    got, bare = m.predict(2, c, "fsdp"), plain.predict(2, c, "fsdp")
+    # backward: gather u2, reduce-scatter u2, gather u1 (waits for u2's read out), ... ,
+    # reduce-scatter u0 (the last: all of it waits, the tail)
+    held = sum(m._stage_out("reduce_scatter_tensor", b, 2) for b in (1e6, 2e6))
+    gathers = 2 * sum(m.collective_seconds("all_gather_into_tensor", b, 2, c) for b in units)
+    tail = m.collective_seconds("reduce_scatter_tensor", 4e6, 2, c)
+    assert got["exposed_s"] == pytest.approx(gathers + tail + held)
+    assert bare["exposed_s"] == pytest.approx(2 * sum(cl.shard_time(b, 2, LINK) for b in units)
+                                              + cl.shard_time(4e6, 2, LINK))  # nothing held
+    # DDP's all-reduces are followed by none that blocks: nothing held
+    d = m.predict(2, c, "ddp")
+    assert d["exposed_s"] == pytest.approx(m.collective_seconds("all_reduce", sum(units), 2, c))
+
+
+def test_lock_step_phases_on_shared_cores_add_each_phases_longer_side():
+    # compute is CPU-bound on the shared cores, the exposed collectives link-bound: the
+    # phases add (a collective's idle cores cannot run another phase's compute), more than
+    # the larger of the two sums
+    sim = cl.LinkProfile("s", 20e-6, 2e9)
+    c = cl.Cluster("t", LINK, LINK, 8)
+    host = cl.HostShare(cpu_s=0.010, cores_per_rank=0.5, call_cpu_s=100e-6, byte_cpu_s=0.0)
+    m = cl.StepModel(compute_s=0.004, param_bytes=4e6, optimizer_s=0.001, units=2, host=host,
+                     staging=sim)
+    got = m.predict(4, c, "fsdp")
+    cost = [(when, m.collective_seconds(name, b, 4, c)) for name, b, when in m.collectives("fsdp")]
+    rs = [t for when, t in cost if when == "backward"]
+    tail = max(rs[-1], sum(rs) - 0.004 * 2 / 3)  # what backward does not hide
+    held = m._stage_out("reduce_scatter_tensor", 2e6, 4)  # the first unit's gather waits for it
+    fb_cpu = 0.010 - 0.001 + 100e-6 * (len(rs) - 1)         # all but the last reduce-scatter
+    want = (max(0.004 + held, fb_cpu / 0.5)
+            + max(tail, 100e-6 / 0.5)
+            + sum(max(t, 100e-6 / 0.5) for w, t in cost if w != "backward")
+            + max(got["optimizer_s"], got["optimizer_s"] / 0.5))
+    assert got["step_s"] == pytest.approx(want)
+    assert got["step_s"] > max(got["host_s"], got["links_s"]) * 1.05
+    assert got["bound"] == "host"
+    # with a core each and the compute link-bound, it is the links' path
+    roomy = cl.HostShare(cpu_s=0.001, cores_per_rank=4.0)
+    m.host = roomy
+    got = m.predict(4, c, "fsdp")
+    assert got["step_s"] == pytest.approx(got["links_s"]) and got["bound"] == "links"
+
+
 # Each rank runs a few steps of each strategy on a small MLP and prints what dist.stats() counted
 # per step, with what the StepModel needs to list the same step's collectives.
 _COUNT_JOB = """

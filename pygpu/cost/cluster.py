@@ -519,7 +519,7 @@ def fit_link(points, name="measured", transport="nccl", per_kind=False):
     if per_kind:
         for kind in sorted(set(kinds)):
             idx = [i for i, k in enumerate(kinds) if k == kind]
-            if len({rows[i][2] for i in idx}) < 2:
+            if len({pts[i][3] for i in idx}) < 2:
                 continue  # one size: its bandwidth is not determined apart from the call
             (c, a, b), kpred, _ = _fit_terms([rows[i] for i in idx], [y[i] for i in idx])
             link.kinds[kind] = [c, a, 1.0 / b]

@@ -14,7 +14,11 @@ devices (one compute thread each) whose host link follows a link model (pygpu.si
      kind's algorithm) beside one fit of all kinds together; and the CPU time of each call
      (cost.cluster.fit_call_cpu: per call and per staged byte);
   2. one process: forward + backward, and the optimizer step, timed on their own, and its
-     CPU time per step (the compute thread, the main thread, the copy threads);
+     CPU time per step (the compute thread, the main thread, the copy threads); and each
+     strategy on one rank (a process group of one): its CPU per step less what its
+     collectives' calls and staged bytes cost (dist.stats() counts them; the model charges
+     them per call at every size), so the wrapper's own work (DDP's hooks and buckets, FSDP's
+     flat parameters and views, ZeroRedundancyOptimizer's Python) is in the host's share;
   3. DDP, ZeRO and FSDP steps with 2 and 4 processes, timed (the slowest rank's best step:
      the minimum is what is least disturbed by other work on the machine, in every run alike),
      with what each step's collectives are (DDP's buckets, the parameters ZeRO broadcasts and
@@ -45,7 +49,7 @@ ENV = {"PYGPU_SIM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS":
 def _launch(nproc, *args):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, **ENV, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    if nproc == 1:
+    if args[-1] == "one":  # no process group
         cmd = [sys.executable, "-m", "pygpu.distributed._scaling_validate", *args]
     else:
         cmd = [sys.executable, "-m", "pygpu.distributed.run", "--nproc_per_node", str(nproc),
@@ -142,6 +146,8 @@ def _work_run(strategy):
     for k in range(STEPS + 3):
         if k == 3:
             cpu0 = time.process_time()
+            if not single:
+                dist.reset_stats()
         pygpu.synchronize()
         t0 = time.perf_counter()
         opt.zero_grad()
@@ -162,6 +168,10 @@ def _work_run(strategy):
     if strategy in ("ddp", "zero"):
         res["buckets"] = net.bucket_sizes
         res["param_sizes"] = [q.nbytes for q in model.parameters()]
+    if not single:  # its collectives per step, and the bytes they staged (device<->host)
+        s = dist.stats()
+        res["calls_per_step"] = sum(s["calls"].values()) / STEPS
+        res["staged_per_step"] = (s["h2d_bytes"] + s["d2h_bytes"]) / STEPS
     if strategy == "zero":  # the largest share of the parameters one rank updates
         owned = [sum(q.numel() for g in groups for q in g["params"])
                  for groups in opt._partition_parameters()]
@@ -209,12 +219,21 @@ def main(json_path=None):
               f"{t * 1e6:.0f} us measured ({c * 1e6:.0f} us CPU), {model(link):.0f} us modelled "
               f"({model(shared):.0f} with the shared fit)")
     one = _launch(1, "work", "one")
+    # each strategy on one rank: its wrapper's own CPU per step (hooks, buckets, flat
+    # parameters, the sharded optimizer's Python), less what its collectives cost there
+    # (which the model charges per call at every size: call_cpu per call, byte_cpu per byte).
+    # No less than the plain model's: a call there has no MPI, so the subtraction can overshoot.
+    alone = {}
+    for strategy in ("ddp", "zero", "fsdp"):
+        got = _launch(1, "work", strategy)
+        alone[strategy] = max(one["cpu_s"], got["cpu_s"] - (call_cpu * got["calls_per_step"]
+                                                            + byte_cpu * got["staged_per_step"]))
     rows = []
     for p in (2, 4):
         cluster = cl.Cluster("this machine", link, link, devices_per_node=p)
-        host = cl.HostShare(cpu_s=one["cpu_s"], cores_per_rank=cores / p, call_cpu_s=call_cpu,
-                            byte_cpu_s=byte_cpu)
         for strategy in ("ddp", "zero", "fsdp"):
+            host = cl.HostShare(cpu_s=alone[strategy], cores_per_rank=cores / p,
+                                call_cpu_s=call_cpu, byte_cpu_s=byte_cpu)
             got = _launch(p, "work", strategy)
             model = cl.StepModel(compute_s=one["fb_s"], optimizer_s=one["opt_s"], host=host,
                                  param_bytes=one["param_bytes"], batch_per_device=BATCH,
@@ -230,7 +249,8 @@ def main(json_path=None):
                          "error": pred["step_s"] / got["step_s"] - 1})
     print(f"one process: forward+backward {one['fb_s'] * 1e3:.2f} ms, Adam step "
           f"{one['opt_s'] * 1e3:.2f} ms, {one['param_bytes'] / 2**20:.2f} MiB of parameters, "
-          f"{one['cpu_s'] * 1e3:.2f} ms of CPU per step")
+          f"{one['cpu_s'] * 1e3:.2f} ms of CPU per step; on one rank, less its collectives, "
+          + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in alone.items()) + " ms of CPU per step")
     print("predicted = the lock-step phases (forward+backward, each exposed collective, the "
           "optimizer), each the longer of its links' time and the ranks' CPU in it on the cores; "
           "links = the phases' links times alone, host = the whole step's CPU on the cores")
@@ -246,7 +266,7 @@ def main(json_path=None):
             json.dump({"cores": cores, "load": load, "points": points,
                        "link": [link.call_s, link.alpha_s, link.bandwidth_bps],
                        "link_kinds": link.kinds,
-                       "one": one, "rows": rows}, f, indent=1)
+                       "one": one, "alone_cpu_s": alone, "rows": rows}, f, indent=1)
     return 0 if ok else 1
 
 
