@@ -221,13 +221,12 @@ def main(json_path=None):
     one = _launch(1, "work", "one")
     # each strategy on one rank: its wrapper's own CPU per step (hooks, buckets, flat
     # parameters, the sharded optimizer's Python), less what its collectives cost there
-    # (which the model charges per call at every size: call_cpu per call, byte_cpu per byte).
-    # No less than the plain model's: a call there has no MPI, so the subtraction can overshoot.
+    # (which the model charges per call at every size), no less than the plain model's
     alone = {}
     for strategy in ("ddp", "zero", "fsdp"):
         got = _launch(1, "work", strategy)
-        alone[strategy] = max(one["cpu_s"], got["cpu_s"] - (call_cpu * got["calls_per_step"]
-                                                            + byte_cpu * got["staged_per_step"]))
+        alone[strategy] = cl.own_cpu(got["cpu_s"], got["calls_per_step"], got["staged_per_step"],
+                                     call_cpu, byte_cpu, floor=one["cpu_s"])
     rows = []
     for p in (2, 4):
         cluster = cl.Cluster("this machine", link, link, devices_per_node=p)
