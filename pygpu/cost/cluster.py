@@ -374,10 +374,13 @@ class StepModel:
         comm = sum(t for *_, t in cost)
         tail = max(hidden[-1], sum(hidden) - bwd) if hidden else 0.0  # the last one launched
         # A collective called during backward posts in its turn, after its staging out (a
-        # device tensor's read to the host); a blocking collective called next (FSDP's next
-        # unit's all-gather) waits for that turn, so the read out is exposed.
-        held = sum(self._stage_out(name, b, n) for (name, b, when, _), nxt in zip(cost, cost[1:])
-                   if when == "backward" and nxt[2] != "backward")
+        # device tensor's read to the host); a blocking collective called next, still in
+        # backward (FSDP's next unit's all-gather), waits for that turn, so the read out is
+        # exposed (the last one's is in the tail: backward ends waiting for all of it).
+        last = max((i for i, c in enumerate(cost) if c[2] == "backward"), default=-1)
+        held = sum(self._stage_out(name, b, n)
+                   for i, ((name, b, when, _), nxt) in enumerate(zip(cost, cost[1:]))
+                   if when == "backward" and nxt[2] != "backward" and i < last)
         exposed = sum(t for _, _, when, t in cost if when != "backward") + tail + held
         links = compute + exposed + opt
         step, host_s = links, 0.0
@@ -385,12 +388,13 @@ class StepModel:
             h = self.host
             host_s = h.seconds(self, calls, n, opt, accumulate)
             # lock-step phases, each the longer of its links' time and the ranks' CPU in it
-            # over the cores: forward+backward (with the collectives hidden in it), the wait
-            # for the last of those, each exposed collective, the optimizer
+            # over the cores: forward+backward (with the collectives hidden in it), the waits
+            # for the read outs held (the device done, the next call blocked: no CPU), the
+            # wait for the last hidden collective, each exposed collective, the optimizer
             call_cpu = lambda name, b: h.call_cpu_s + h.byte_cpu_s * self.staged_bytes(name, b, n)
             in_bwd = [call_cpu(name, b) for name, b, when, _ in cost if when == "backward"]
             fb_cpu = accumulate * (h.cpu_s - self.optimizer_s) + sum(in_bwd[:-1])
-            step = (max(compute + held, fb_cpu / h.cores_per_rank)
+            step = (max(compute, fb_cpu / h.cores_per_rank) + held
                     + (max(tail, in_bwd[-1] / h.cores_per_rank) if in_bwd else 0.0)
                     + sum(max(t, call_cpu(name, b) / h.cores_per_rank)
                           for name, b, when, t in cost if when != "backward")
