@@ -245,6 +245,8 @@ def main(json_path=None):
                          "predicted_ms": pred["step_s"] * 1e3, "bound": pred["bound"],
                          "host_ms": pred["host_s"] * 1e3, "links_ms": pred["links_s"] * 1e3,
                          "calls": pred["calls"], "exposed_ms": pred["exposed_s"] * 1e3,
+                         "inputs": {k: got.get(k) for k in ("buckets", "units", "unit_bytes",
+                                                            "param_sizes", "optimizer_share")},
                          "error": pred["step_s"] / got["step_s"] - 1})
     print(f"one process: forward+backward {one['fb_s'] * 1e3:.2f} ms, Adam step "
           f"{one['opt_s'] * 1e3:.2f} ms, {one['param_bytes'] / 2**20:.2f} MiB of parameters, "
