@@ -50,9 +50,14 @@ counts), each priced as above, less what hides behind backward:
            step (not hidden); each rank runs the optimizer on its share only
     FSDP   per unit: an all-gather of its parameters before its forward and again before its
            backward (pygpu gathers each unit when it runs: not hidden), and a reduce-scatter of
-           its gradients, hidden behind the rest of backward but for the last unit's
-Gradient accumulation over k micro-batches reduces once per k of them. Throughput is global
-samples per second; the scaling efficiency is throughput(N) / (N throughput(1))."""
+           its gradients, hidden behind the rest of backward but for the last unit's, and but
+           for its read out of the gradient when its device tensors stage through the host
+           (the next unit's all-gather, a blocking call, posts after it: "held")
+Gradient accumulation over k micro-batches reduces once per k of them. Where ranks share a
+host's cores (HostShare: sim devices are threads on the host), the ranks run in lock step and
+the step is the sum of its phases, each the longer of its links' time and its CPU over the
+cores. Throughput is global samples per second; the scaling efficiency is throughput(N) /
+(N throughput(1))."""
 import glob
 import json
 import math
