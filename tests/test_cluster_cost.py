@@ -302,10 +302,10 @@ def test_lock_step_phases_on_shared_cores_add_each_phases_longer_side():
 
 
 def test_a_strategys_own_cpu_is_its_one_rank_run_less_its_collectives():
-    # 12 ms of CPU per step on one rank, 8 calls and 4 MB staged in it: 12 - 8 x 0.2 - 4 x 0.5
-    assert cl.own_cpu(12e-3, 8, 4e6, 200e-6, 0.5e-9) == pytest.approx(8.4e-3)
-    # never below the plain model's (the calls there make no MPI call: it can overshoot)
-    assert cl.own_cpu(7e-3, 8, 4e6, 200e-6, 0.5e-9, floor=6.5e-3) == 6.5e-3
+    # 12 ms of CPU per step on one rank, 3.6 of them its collectives' (their thread's)
+    assert cl.own_cpu(12e-3, 3.6e-3) == pytest.approx(8.4e-3)
+    # never below the plain model's: a wrapper only adds work
+    assert cl.own_cpu(7e-3, 1e-3, floor=6.5e-3) == 6.5e-3
     # and it is what the host's phases charge: more of it, a longer step where the cores bind
     c = cl.Cluster("t", LINK, LINK, 8)
     step = lambda cpu: cl.StepModel(compute_s=0.004, param_bytes=1e6, optimizer_s=0.001,

@@ -460,13 +460,12 @@ class HostShare:
         return cpu / self.cores_per_rank  # a lower bound: the work packed on every core
 
 
-def own_cpu(cpu_s, calls, staged_bytes, call_cpu_s, byte_cpu_s, floor=0.0):
+def own_cpu(cpu_s, collectives_cpu_s, floor=0.0):
     """A strategy's own CPU per step (HostShare.cpu_s) from a run of it on one rank: that
-    run's CPU per step (cpu_s) less its collectives', which the model charges per call at
-    every size (calls per step at call_cpu_s, staged bytes per step at byte_cpu_s), no less
-    than `floor` (the plain model's: a wrapper only adds work; a call on one rank makes no
-    MPI call, so the subtraction can overshoot)."""
-    return max(floor, cpu_s - calls * call_cpu_s - staged_bytes * byte_cpu_s)
+    run's CPU per step (cpu_s) less its collectives' there (collectives_cpu_s: measured, the
+    thread they run on), which the model charges per call at every size; no less than `floor`
+    (the plain model's: a wrapper only adds work)."""
+    return max(floor, cpu_s - collectives_cpu_s)
 
 
 def fit_call_cpu(points):
