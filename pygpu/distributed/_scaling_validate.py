@@ -231,9 +231,9 @@ def main(json_path=None):
     # parameters, the sharded optimizer's Python), less what its collectives cost there (the
     # CPU of the thread they run on; the model charges them per call at every size), no
     # less than the plain model's
-    alone = {}
+    alone, alone_runs = {}, {}
     for strategy in ("ddp", "zero", "fsdp"):
-        got = _launch(1, "work", strategy)
+        got = alone_runs[strategy] = _launch(1, "work", strategy)
         alone[strategy] = cl.own_cpu(got["cpu_s"], got["collective_cpu_s"], floor=one["cpu_s"])
     rows = []
     for p in (2, 4):
@@ -275,7 +275,7 @@ def main(json_path=None):
             json.dump({"cores": cores, "load": load, "points": points,
                        "link": [link.call_s, link.alpha_s, link.bandwidth_bps],
                        "link_kinds": link.kinds,
-                       "one": one, "alone_cpu_s": alone, "rows": rows}, f, indent=1)
+                       "one": one, "alone_cpu_s": alone, "alone_runs": alone_runs, "rows": rows}, f, indent=1)
     return 0 if ok else 1
 
 
