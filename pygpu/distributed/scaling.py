@@ -11,8 +11,9 @@ profile's matmul rate (--device-profile, a DeviceProfile as the main job's --pro
 6 x parameters x tokens FLOPs per sample at its best GFLOP/s). Each table says where the
 communication starts to dominate, and what sharding (memory per device) or gradient
 accumulation (fewer reductions) buys back. --validate runs DDP, ZeRO and FSDP on this machine
-with 2 and 4 processes on sim devices with a link model, fits this machine's MPI link from
-measured all-reduces, and prints the predicted step time beside the measured one
+with 2 and 4 processes on sim devices with a link model, fits this machine's MPI link to
+measured collectives of each kind (priced by the algorithms Open MPI runs), measures each
+strategy's own CPU on one rank, and prints the predicted step time beside the measured one
 (_scaling_validate.py)."""
 import argparse
 import json
