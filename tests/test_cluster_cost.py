@@ -313,6 +313,46 @@ def test_a_strategys_own_cpu_is_its_one_rank_run_less_its_collectives():
     assert step(0.012) - step(0.010) == pytest.approx(0.002 / 0.5)
 
 
+def test_the_validation_prices_what_it_measured_and_reprices_a_saved_run(tmp_path, capsys):
+    # a measured run made up from a known link: the calibration calls are that link's prices
+    # (plus the sim link model's staging), so the fit finds it, and each "measured" step is
+    # the model's own: every row comes out at 0% and the command passes; a step 1.5x slower
+    # fails it. No process is launched: this is the pricing half of --validate.
+    from pygpu.distributed import _scaling_validate as v
+    truth = cl.LinkProfile("t", 8e-6, 3e9, call_s=60e-6, transport="open_mpi",
+                           kinds={"reduce_scatter": [150e-6, 10e-6, 1.2e9]})
+    stager = cl.StepModel(compute_s=0.0, param_bytes=0.0, staging=cl.LinkProfile(
+        "s", v.LINK["latency_us"] * 1e-6, v.LINK["h2d_gbps"] * 1e9))
+    points = [[name, "best", p, 4 * numel * p,
+               cl.collective_time(name, 4 * numel * p, p, truth) + stager._stage(name, 4 * numel * p, p),
+               1e-4 + 1e-9 * stager.staged_bytes(name, 4 * numel * p, p), 1]
+              for p in (2, 4) for numel in v.CALIBRATION_NUMEL
+              for name in ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast")]
+    one = {"fb_s": 4e-3, "opt_s": 0.8e-3, "cpu_s": 6e-3, "param_bytes": 2.6e6, "step_s": 5e-3}
+    alone = {s: {"cpu_s": 7e-3, "collective_cpu_s": 0.5e-3} for s in ("ddp", "zero", "fsdp")}
+    got = {"ddp": {"buckets": [2e4, 2.6e6]}, "zero": {"buckets": [2e4, 2.6e6], "optimizer_share": 0.6,
+                                                       "param_sizes": [1.6e6, 2e3, 1e6]},
+           "fsdp": {"units": 3, "unit_bytes": [1.6e6, 1e6, 2e4]}}
+    m = {"cores": 2, "load": [0.5, 0.5, 0.5], "points": points, "one": one, "alone_runs": alone,
+         "runs": [{"ranks": p, "strategy": s, "got": dict(got[s], step_s=1.0)}
+                  for p in (2, 4) for s in ("ddp", "zero", "fsdp")]}
+    first = v.price(m)
+    assert first["link_kinds"]["reduce_scatter"] == pytest.approx([150e-6, 10e-6, 1.2e9], rel=1e-4)
+    assert first["alone_cpu_s"]["ddp"] == pytest.approx(6.5e-3)
+    for run, row in zip(m["runs"], first["rows"]):
+        run["got"]["step_s"] = row["predicted_ms"] / 1e3
+    path = tmp_path / "validate.json"
+    path.write_text(json.dumps(m))
+    out = tmp_path / "again.json"
+    assert v.main(json_path=str(out), reprice=str(path)) == 0
+    again = json.loads(out.read_text())
+    assert all(abs(r["error"]) < 1e-9 for r in again["rows"]) and len(again["rows"]) == 6
+    assert "all within +-25%" in capsys.readouterr().out
+    m["runs"][5]["got"]["step_s"] *= 1.5  # 4-rank FSDP measured slower than predicted
+    path.write_text(json.dumps(m))
+    assert v.main(reprice=str(path)) == 1
+
+
 # Each rank runs a few steps of each strategy on a small MLP and prints what dist.stats() counted
 # per step, with what the StepModel needs to list the same step's collectives.
 _COUNT_JOB = """

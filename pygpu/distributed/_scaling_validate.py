@@ -33,7 +33,9 @@ devices (one compute thread each) whose host link follows a link model (pygpu.si
 
 Near idle this takes about a minute; under load, several.
 
-Internal: `python -m pygpu.distributed._scaling_validate link|work ...` are the measured runs."""
+`--validate --reprice FILE` prices again what a `--json FILE` run measured (a model change
+checked without measuring again). Internal: `python -m pygpu.distributed._scaling_validate
+link|work ...` are the measured runs."""
 import json
 import os
 import subprocess
@@ -193,8 +195,9 @@ def _work_run(strategy):
     print("JSON " + json.dumps(res))
 
 
-def main(json_path=None):
-    from ..cost import cluster as cl
+def measure():
+    """Every measured input and every measured step: {cores, load, points, one, alone_runs,
+    runs: [{ranks, strategy, got}]}."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load = os.getloadavg()
     print(f"validating on this machine: {cores} cores, load average {load[0]:.1f} {load[1]:.1f} "
@@ -202,6 +205,19 @@ def main(json_path=None):
     points = []
     for p in (2, 4):
         points += _launch(p, "link")["points"]
+    one = _launch(1, "work", "one")
+    alone_runs = {strategy: _launch(1, "work", strategy) for strategy in ("ddp", "zero", "fsdp")}
+    runs = [{"ranks": p, "strategy": strategy, "got": _launch(p, "work", strategy)}
+            for p in (2, 4) for strategy in ("ddp", "zero", "fsdp")]
+    return {"cores": cores, "load": load, "points": points, "one": one,
+            "alone_runs": alone_runs, "runs": runs}
+
+
+def price(m):
+    """The model's prediction of each measured step from the measured inputs alone (printed);
+    returns what --json keeps."""
+    from ..cost import cluster as cl
+    cores, points, one = m["cores"], m["points"], m["one"]
     staging = cl.LinkProfile("sim link model", LINK["latency_us"] * 1e-6, LINK["h2d_gbps"] * 1e9)
     stager = cl.StepModel(compute_s=0.0, param_bytes=0.0, staging=staging)
     # each measured call less the sim link model's staging (which the model charges on its
@@ -226,36 +242,30 @@ def main(json_path=None):
         print(f"  {name} of {n} bytes on {p} sim ranks ({cl.best_algorithm(name, n, p, link)}): "
               f"{t * 1e6:.0f} us measured ({c * 1e6:.0f} us CPU), {model(link):.0f} us modelled "
               f"({model(shared):.0f} with the shared fit)")
-    one = _launch(1, "work", "one")
     # each strategy on one rank: its wrapper's own CPU per step (hooks, buckets, flat
     # parameters, the sharded optimizer's Python), less what its collectives cost there (the
     # CPU of the thread they run on; the model charges them per call at every size), no
     # less than the plain model's
-    alone, alone_runs = {}, {}
-    for strategy in ("ddp", "zero", "fsdp"):
-        got = alone_runs[strategy] = _launch(1, "work", strategy)
-        alone[strategy] = cl.own_cpu(got["cpu_s"], got["collective_cpu_s"], floor=one["cpu_s"])
+    alone = {strategy: cl.own_cpu(got["cpu_s"], got["collective_cpu_s"], floor=one["cpu_s"])
+             for strategy, got in m["alone_runs"].items()}
     rows = []
-    for p in (2, 4):
+    for run in m["runs"]:
+        p, strategy, got = run["ranks"], run["strategy"], run["got"]
         cluster = cl.Cluster("this machine", link, link, devices_per_node=p)
-        for strategy in ("ddp", "zero", "fsdp"):
-            host = cl.HostShare(cpu_s=alone[strategy], cores_per_rank=cores / p,
-                                call_cpu_s=call_cpu, byte_cpu_s=byte_cpu)
-            got = _launch(p, "work", strategy)
-            model = cl.StepModel(compute_s=one["fb_s"], optimizer_s=one["opt_s"], host=host,
-                                 param_bytes=one["param_bytes"], batch_per_device=BATCH,
-                                 units=got.get("units", 1), unit_bytes=got.get("unit_bytes"),
-                                 param_sizes=got.get("param_sizes"), staging=staging,
-                                 buckets=got.get("buckets"),
-                                 optimizer_share=got.get("optimizer_share"))
-            pred = model.predict(p, cluster, strategy)
-            rows.append({"ranks": p, "strategy": strategy, "measured_ms": got["step_s"] * 1e3,
-                         "predicted_ms": pred["step_s"] * 1e3, "bound": pred["bound"],
-                         "host_ms": pred["host_s"] * 1e3, "links_ms": pred["links_s"] * 1e3,
-                         "calls": pred["calls"], "exposed_ms": pred["exposed_s"] * 1e3,
-                         "inputs": {k: got.get(k) for k in ("buckets", "units", "unit_bytes",
-                                                            "param_sizes", "optimizer_share")},
-                         "error": pred["step_s"] / got["step_s"] - 1})
+        host = cl.HostShare(cpu_s=alone[strategy], cores_per_rank=cores / p,
+                            call_cpu_s=call_cpu, byte_cpu_s=byte_cpu)
+        model = cl.StepModel(compute_s=one["fb_s"], optimizer_s=one["opt_s"], host=host,
+                             param_bytes=one["param_bytes"], batch_per_device=BATCH,
+                             units=got.get("units", 1), unit_bytes=got.get("unit_bytes"),
+                             param_sizes=got.get("param_sizes"), staging=staging,
+                             buckets=got.get("buckets"),
+                             optimizer_share=got.get("optimizer_share"))
+        pred = model.predict(p, cluster, strategy)
+        rows.append({"ranks": p, "strategy": strategy, "measured_ms": got["step_s"] * 1e3,
+                     "predicted_ms": pred["step_s"] * 1e3, "bound": pred["bound"],
+                     "host_ms": pred["host_s"] * 1e3, "links_ms": pred["links_s"] * 1e3,
+                     "calls": pred["calls"], "exposed_ms": pred["exposed_s"] * 1e3,
+                     "error": pred["step_s"] / got["step_s"] - 1})
     print(f"one process: forward+backward {one['fb_s'] * 1e3:.2f} ms, Adam step "
           f"{one['opt_s'] * 1e3:.2f} ms, {one['param_bytes'] / 2**20:.2f} MiB of parameters, "
           f"{one['cpu_s'] * 1e3:.2f} ms of CPU per step; on one rank, less its collectives, "
@@ -270,13 +280,25 @@ def main(json_path=None):
               f"{r['predicted_ms']:13.2f} {r['links_ms']:9.2f} {r['host_ms']:8.2f} {r['error']:+7.0%}")
     ok = all(abs(r["error"]) <= 0.25 for r in rows)
     print("all within +-25%" if ok else "NOT all within +-25%")
+    return {**m, "link": [link.call_s, link.alpha_s, link.bandwidth_bps], "link_kinds": link.kinds,
+            "alone_cpu_s": alone, "rows": rows, "ok": ok}
+
+
+def main(json_path=None, reprice=None):
+    """Measure and price (or, with reprice, price again what a --json file measured: the
+    model's changes, without measuring again). Exits 1 if any row misses +-25%."""
+    if reprice:
+        with open(reprice) as f:
+            m = json.load(f)
+        print(f"re-pricing {reprice} (measured on {m['cores']} cores at load average "
+              f"{m['load'][0]:.1f})")
+    else:
+        m = measure()
+    out = price(m)
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"cores": cores, "load": load, "points": points,
-                       "link": [link.call_s, link.alpha_s, link.bandwidth_bps],
-                       "link_kinds": link.kinds,
-                       "one": one, "alone_cpu_s": alone, "alone_runs": alone_runs, "rows": rows}, f, indent=1)
-    return 0 if ok else 1
+            json.dump(out, f, indent=1)
+    return 0 if out["ok"] else 1
 
 
 if __name__ == "__main__":
@@ -284,5 +306,7 @@ if __name__ == "__main__":
         _link_run()
     elif sys.argv[1] == "work":
         _work_run(sys.argv[2])
+    elif sys.argv[1] == "reprice":
+        sys.exit(main(reprice=sys.argv[2]))
     else:
         sys.exit(main())

@@ -99,10 +99,12 @@ def main(argv=None):
     p.add_argument("--json", default=None, metavar="FILE")
     p.add_argument("--validate", action="store_true",
                    help="compare predictions with 2- and 4-process runs on this machine")
+    p.add_argument("--reprice", default=None, metavar="FILE",
+                   help="with --validate: price again what a --validate --json FILE measured")
     a = p.parse_args(argv)
     if a.validate:
         from . import _scaling_validate
-        return _scaling_validate.main(json_path=a.json)
+        return _scaling_validate.main(json_path=a.json, reprice=a.reprice)
     model = model_from_args(a)
     devices = [2 ** k for k in range(a.max_devices.bit_length()) if 2 ** k <= a.max_devices]
     print(f"model: {a.params:,.0f} parameters ({a.params * a.bytes_per_param / 2**20:,.0f} MiB of "
