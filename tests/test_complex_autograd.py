@@ -165,6 +165,48 @@ def test_index_ops_against_torch(device):
         _compare(label, f, [_c((3, 5)), idx], device)
 
 
+def test_in_place_and_masked_ops_against_torch(device):
+    """In-place complex ops on a tensor in a graph (their rules read a copy, so the backward's
+    saved values are not overwritten), masked fills, vdot's conjugate."""
+    def inplace(m, z):
+        y = z * 1
+        y.mul_(2 - 1j)
+        y += z
+        y[0] = z[1] * 3
+        y.mul_(z)
+        y.exp_()  # last: its backward reads its output, as torch's
+        return y
+    cases = [
+        ("in place", inplace),
+        ("masked_fill", lambda m, z: z.masked_fill(z.real > 0, 2 - 1j)),
+        ("masked_fill_", lambda m, z: (z * 1).masked_fill_(z.imag > 0, 1j)),
+        ("setitem mask", lambda m, z: (z * 1).__setitem__(z.real > 0, 0.5) or z),
+        ("vdot", lambda m, z: m.vdot(z[0], z[1])),
+    ]
+    for label, f in cases:
+        _compare(label, f, [_c((3, 4))], device)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in "
+                                           "an in-place operation"):
+        pygpu.tensor(_c((2,))).to(device).requires_grad_(True).mul_(2)
+
+
+def test_optimizers_step_complex_parameters_as_torch(device):
+    """A complex parameter steps as its real pairs (PyTorch's optimizers view_as_real it)."""
+    a = _c((3, 4))
+    for name, kw in [("SGD", {"lr": 0.1, "momentum": 0.9}), ("Adam", {"lr": 0.1}),
+                     ("AdamW", {"lr": 0.1}), ("RMSprop", {"lr": 0.01})]:
+        tz = torch.tensor(a).requires_grad_(True)
+        pz = pygpu.tensor(a).to(device).requires_grad_(True)
+        topt = getattr(torch.optim, name)([tz], **kw)
+        popt = getattr(pygpu.optim, name)([pz], **kw)
+        for _ in range(3):
+            for z, opt in ((tz, topt), (pz, popt)):
+                opt.zero_grad()
+                ((z * z).sin().abs() ** 2).sum().backward()
+                opt.step()
+        np.testing.assert_allclose(_host(pz), _host(tz), rtol=1e-9, atol=1e-9, err_msg=name)
+
+
 def test_index_assignment_values(device):
     z = _c((3, 5))
     p, t = pygpu.tensor(z).to(device), torch.tensor(z)

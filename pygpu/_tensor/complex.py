@@ -40,7 +40,7 @@ def _needs_grad(*xs):
     return False
 
 
-def _pair_layout(g):
+def pair_layout(g):
     """g (..., 2) in the layout view_as_complex takes (last stride 1, the others and the
     offset even): g itself when it has it, else a contiguous copy."""
     st = g.strides
@@ -61,7 +61,7 @@ class ViewAsReal(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return view_as_complex(_pair_layout(g))
+        return view_as_complex(pair_layout(g))
 
 
 class ViewAsComplex(Function):
@@ -402,8 +402,24 @@ def _device_of(a, b):
     return a.device if isinstance(a, Tensor) else b.device
 
 
+def _inplace_operands(a, b):
+    """The operands an in-place rule computes from under autograd: a copy of a (and of b
+    where b is a or sees a's memory). The rule's recorded ops keep views of what they read,
+    and a.copy_(r) then writes a, which PyTorch's version check would rightly refuse at
+    backward time."""
+    x = a.clone()
+    if b is a:
+        return x, x
+    if isinstance(b, Tensor) and _C._same_storage(a, b):
+        return x, b.clone()
+    return x, b
+
+
 def hook(family, name, a, b, args, kwargs):
     """The bindings' entry for an op with a complex operand (csrc/bindings/complex.c)."""
+    target = a if family in ("binary_", "unary_") else None
+    if target is not None and _needs_grad(a, b):
+        a, b = _inplace_operands(a, b)
     if family in ("binary", "binary_"):
         fn = _BINARY.get(name)
         dtype = _result_dtype(a, b)
@@ -418,18 +434,18 @@ def hook(family, name, a, b, args, kwargs):
             r = _square(r) if b == 2 else r.clone()
         else:
             r = fn(_as_complex(a, dtype, dev), _as_complex(b, dtype, dev), dtype)
-        if family == "binary_":
-            if not a.dtype.is_complex and r.dtype.is_complex:
+        if target is not None:
+            if not target.dtype.is_complex and r.dtype.is_complex:
                 raise RuntimeError(f"result type {_torch_name(r.dtype)} can't be cast to the "
-                                   f"desired output type {_dtype_word(a.dtype)}")
-            return a.copy_(r)
+                                   f"desired output type {_dtype_word(target.dtype)}")
+            return target.copy_(r)
         return r
     if family in ("unary", "unary_"):
         fn = _UNARY.get(name)
         if fn is None:
             refuse(name, a.dtype)
         r = fn(a)
-        return a.copy_(r) if family == "unary_" else r
+        return target.copy_(r) if target is not None else r
     if family == "reduce":
         return _reduce(name, a, args or (), kwargs or {})
     if family == "matmul":
@@ -462,7 +478,7 @@ def _reduce(name, x, args, kwargs):
         r = pairs.clone()
         return view_as_complex(r / 1.0 if name == "mean" else r)
     r = getattr(pairs, name)(dim=dims, keepdim=bool(keepdim))
-    return view_as_complex(_pair_layout(r))
+    return view_as_complex(pair_layout(r))
 
 
 def matmul(a, b):
@@ -516,7 +532,7 @@ def where(cond, a, b):
                                f"least two devices, {cond.device} and {t.device}!")
     pa = view_as_real(_as_complex(a, dtype, cond.device))
     pb = view_as_real(_as_complex(b, dtype, cond.device))
-    return view_as_complex(_pair_layout(_C.where(cond.unsqueeze(-1), pa, pb)))
+    return view_as_complex(pair_layout(_C.where(cond.unsqueeze(-1), pa, pb)))
 
 
 def prod(x, dim, keepdim):
@@ -553,12 +569,20 @@ def prod(x, dim, keepdim):
 def on_pairs(fn, x, dim, *args):
     """fn(x, dim, *args), an op that moves whole elements along a non-negative dim
     (index_select, gather's index expanded), run on x's pairs, their axis riding along."""
-    return view_as_complex(_pair_layout(fn(view_as_real(x), dim, *args)))
+    return view_as_complex(pair_layout(fn(view_as_real(x), dim, *args)))
 
 
 def gather(fn, x, dim, index):
     """gather (fn, the real one) of a complex tensor: the index repeated over the pairs."""
     return on_pairs(fn, x, dim, index.unsqueeze(-1).expand(*index.shape, 2).contiguous())
+
+
+def masked_fill_parts(x, mask, value):
+    """x's elements where mask holds set to the number value, in place: one masked fill of
+    each part (the real views share x's memory)."""
+    c = _builtins.complex(value)
+    _C._masked_fill_(_C._complex_part(x, False), mask, c.real)
+    _C._masked_fill_(_C._complex_part(x, True), mask, c.imag)
 
 
 def refuse_sort(x, name="Sort"):

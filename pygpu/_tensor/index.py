@@ -223,11 +223,19 @@ def _scalar(value, op):
     return value
 
 
+def _masked_fill_raw(self, mask, v):
+    """One MASKED_FILL node (a complex tensor's: one per part, pygpu/_tensor/complex.py)."""
+    if self.dtype.is_complex:
+        _complex.masked_fill_parts(self, mask, v)
+    else:
+        _C._masked_fill_(self, mask, v)
+
+
 def masked_fill_(self, mask, value):
     v = _scalar(value, "masked_fill_")
     if _needs_grad(self, value):
-        return _writes.masked_fill_(self, mask, value, lambda: _C._masked_fill_(self, mask, v))
-    _C._masked_fill_(self, mask, v)
+        return _writes.masked_fill_(self, mask, value, lambda: _masked_fill_raw(self, mask, v))
+    _masked_fill_raw(self, mask, v)
     return self
 
 
@@ -245,6 +253,8 @@ class _MaskedFillFn(Function):
 
 
 def masked_fill(self, mask, value):
+    if self.dtype.is_complex:  # a where of the pairs: differentiable in self and value
+        return _complex.where(mask, value, self).to(self.dtype)
     if isinstance(value, Tensor) and _needs_grad(value):  # the fill value's gradient too
         return _C.where(mask, value.reshape(()), self)
     value = _scalar(value, "masked_fill")
@@ -577,7 +587,7 @@ def setitem(self, key, value):
         if tuple(m.shape) != tuple(self.shape[:m.ndim]):
             raise IndexError(f"The shape of the mask {list(m.shape)} does not match the shape of "
                              f"the indexed tensor {list(self.shape)}")
-        _C._masked_fill_(self, m.reshape(tuple(m.shape) + (1,) * (self.ndim - m.ndim)), value)
+        _masked_fill_raw(self, m.reshape(tuple(m.shape) + (1,) * (self.ndim - m.ndim)), value)
         return
     basic, adv = _split_key(self, key)
     view = _c_getitem(self, basic) if basic else self

@@ -91,9 +91,7 @@ def _resize(x, dim, n):
 
 def _node(op, x, dim, n, forward, fct):
     """One FFT node along dim of x, recorded when x requires grad (_autograd.py)."""
-    if x.requires_grad and is_grad_enabled():
-        return _autograd.apply(op, x, dim, n, forward, fct, _run)
-    return _run(op, x, dim, n, forward, fct)
+    return _autograd.node(op, x, dim, n, forward, fct, _run)
 
 
 def _run(op, x, dim, n, forward, fct):

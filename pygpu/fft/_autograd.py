@@ -12,11 +12,12 @@ opposite sign and the same factor:
   count twice (1 .. ceil(n/2)-1) halved, half the work of PyTorch's padded C2C.
 - C2R (m bins -> n reals, each bin but 0 and n/2 counted twice): R2C of the gradient with
   those bins doubled (the imaginary parts the node ignores get the zero gradient R2C gives).
-One Function per sub-op, named as PyTorch's grad_fn (FftC2CBackward0, ...); the table NODES is
-what pygpu/fft/__init__.py's _node applies."""
+One Function per sub-op, named as PyTorch's grad_fn (FftC2CBackward0, ...), in the table
+NODES; node() is what pygpu/fft/__init__.py's _node calls, with its unrecorded node `run`."""
 from .. import _C
 from .._tensor import complex as _complex
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
 
 
 def _bin_weights(z, dim, lo, hi, value):
@@ -30,7 +31,7 @@ def _bin_weights(z, dim, lo, hi, value):
     shape = [1] * z.ndim + [1]
     shape[dim] = m
     pairs = _complex.view_as_real(z) * w.reshape(tuple(shape))
-    return _complex.view_as_complex(_complex._pair_layout(pairs))
+    return _complex.view_as_complex(_complex.pair_layout(pairs))
 
 
 class _FftNode(Function):
@@ -38,42 +39,42 @@ class _FftNode(Function):
 
     @staticmethod
     def forward(ctx, x, dim, n, forward, fct, run, op):
-        ctx.geom = (dim, n, forward, fct)
+        ctx.geom = (dim, n, forward, fct, run)
         return run(op, x, dim, n, forward, fct)
 
 
-def _node(op, g, dim, n, forward, fct):
-    from . import _node as node  # the recorded entry (pygpu/fft/__init__.py)
-    return node(op, g, dim, n, forward, fct)
+_NONE = (None,) * 6  # no gradient for dim, n, forward, fct, run, op
 
 
 class FftC2C(_FftNode):
     @staticmethod
     def backward(ctx, g):
-        dim, n, forward, fct = ctx.geom
-        return _node("C2C", g, dim, n, not forward, fct), None, None, None, None, None, None
+        dim, n, forward, fct, run = ctx.geom
+        return (node("C2C", g, dim, n, not forward, fct, run),) + _NONE
 
 
 class FftR2C(_FftNode):
     @staticmethod
     def backward(ctx, g):  # g: the m = n//2 + 1 bins
-        dim, n, forward, fct = ctx.geom
+        dim, n, forward, fct, run = ctx.geom
         h = _bin_weights(g, dim, 1, (n + 1) // 2, 0.5)
-        return _node("C2R", h, dim, n, not forward, fct), None, None, None, None, None, None
+        return (node("C2R", h, dim, n, not forward, fct, run),) + _NONE
 
 
 class FftC2R(_FftNode):
     @staticmethod
     def backward(ctx, g):  # g: the n reals
-        dim, n, forward, fct = ctx.geom
-        bins = _node("R2C", g, dim, n, not forward, fct)
-        h = _bin_weights(bins, dim, 1, n - (n // 2 + 1) + 1, 2.0)
-        return h, None, None, None, None, None, None
+        dim, n, forward, fct, run = ctx.geom
+        bins = node("R2C", g, dim, n, not forward, fct, run)
+        return (_bin_weights(bins, dim, 1, n - (n // 2 + 1) + 1, 2.0),) + _NONE
 
 
 NODES = {"C2C": FftC2C, "R2C": FftR2C, "C2R": FftC2R}
 
 
-def apply(op, x, dim, n, forward, fct, run):
-    """The node op along dim of x, recorded (x requires grad)."""
-    return NODES[op].apply(x, dim, n, forward, fct, run, op)
+def node(op, x, dim, n, forward, fct, run):
+    """The FFT node op along dim of x: run(...) itself, recorded as NODES[op] when x
+    requires grad (a backward under create_graph=True records its nodes too)."""
+    if x.requires_grad and is_grad_enabled():
+        return NODES[op].apply(x, dim, n, forward, fct, run, op)
+    return run(op, x, dim, n, forward, fct)
