@@ -106,6 +106,21 @@ def test_unary_and_views_against_torch(device):
         _compare(label, f, [_c((3, 5))], device)
 
 
+def test_tanh_and_sigmoid_far_out_and_near_poles(device):
+    """The stable forms: large real parts (no inf / inf), near tanh's pole (no cancellation),
+    tiny sigmoids (relative accuracy), against torch in complex128 and complex64 (where
+    torch's complex64 sigmoid overflows to NaN at -100 + 0.5j, pygpu's gives the value)."""
+    z = np.array([50 + 1j, -50 + 2j, 0.3 + 100j, 1e-8 + 1e-8j, 20.5 + 3j, -100 + 0.5j,
+                  1e-3 + 1j * np.pi / 2, 1j, 0j])
+    for nd, tol in ((np.complex128, 1e-12), (np.complex64, 2e-6)):
+        for f in ("tanh", "sigmoid"):
+            want = getattr(torch.tensor(z.astype(nd)), f)().numpy()
+            got = getattr(pygpu.tensor(z.astype(nd)).to(device), f)().cpu().numpy()
+            keep = ~np.isnan(want)
+            np.testing.assert_allclose(got[keep], want[keep], rtol=tol, atol=1e-30,
+                                       err_msg=f"{f} {nd.__name__}")
+
+
 _BINARY = [
     ("add", lambda m, a, b: a + b), ("sub", lambda m, a, b: a - b),
     ("mul", lambda m, a, b: a * b), ("div", lambda m, a, b: a / b),
@@ -140,6 +155,16 @@ def test_real_and_complex_together(device):
     ]
     for label, f in cases:
         _compare(label, f, [_r((3, 4)), _c((3, 4))], device)
+
+
+def test_complex_to_real_casts_as_torch(device):
+    """A cast to a real dtype keeps the real part (with PyTorch's warning); its gradient
+    comes back as a complex one with zero imaginary parts."""
+    for label, f in [("to(float64)", lambda m, z: z.to(m.float64)),
+                     ("double()", lambda m, z: (z * z).double()),
+                     ("float() to complex64", lambda m, z: z.float().to(m.complex64))]:
+        with pytest.warns(UserWarning, match="Casting complex values to real discards"):
+            _compare(label, f, [_c((3, 4))], device, tol=1e-6)
 
 
 def test_gradients_at_zero_parts_as_torch(device):

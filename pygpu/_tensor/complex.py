@@ -17,7 +17,8 @@ else is real ops on them, which record themselves. The gradient that reaches a c
 tensor is then that of its pairs, dL/dre + i dL/dim for a real loss L: PyTorch's convention
 (the conjugate Wirtinger derivative, times two). Where a formula's untaken branch would
 send 0 * inf = NaN into a gradient (division, sqrt, abs and angle at a zero part), the rule
-keeps it finite with a second where, as PyTorch's formulas do."""
+keeps it finite with a second where, and the gradient there is the one PyTorch's formula
+gives (tests/test_complex_autograd.py)."""
 import builtins as _builtins
 
 from .. import _C, _defaults, _dtype
@@ -327,20 +328,27 @@ def _square(x):
 
 
 def _tanh(x):
-    # tanh(a + bi) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b). Beyond |a| = 20, tanh's real
-    # part is +-1 and its imaginary part below 1e-17 in both dtypes: a is clamped there, so
-    # cosh never overflows (float32's does at 2a > 89) into inf / inf
+    # tanh(a + bi) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b)
+    #              = (sinh a cosh a + i sin b cos b) / (sinh^2 a + cos^2 b):
+    # the second form has no cancellation near the poles (a = 0, cos b = 0). Beyond |a| = 40
+    # the real part is +-1 and the imaginary part below 1e-34 in both dtypes: a is clamped
+    # there, so sinh^2 never overflows (float32's would at a > 44) into inf / inf
     re, im = _parts(x)
-    a2 = re.clamp(-20.0, 20.0) * 2.0
-    b2 = im * 2.0
-    den = _C.cosh(a2) + _C.cos(b2)
-    return _pairs(_C.sinh(a2) / den, _C.sin(b2) / den, x.dtype)
+    a = re.clamp(-40.0, 40.0)
+    sa, cb = _C.sinh(a), _C.cos(im)
+    den = sa * sa + cb * cb
+    return _pairs(sa * _C.cosh(a) / den, _C.sin(im) * cb / den, x.dtype)
 
 
 def _sigmoid(x):
-    # 1 / (1 + exp(-x)) = (1 + tanh(x / 2)) / 2: the bounded form (exp(-x) overflows first)
-    re, im = _parts(_tanh(view_as_complex(view_as_real(x) * 0.5)))
-    return _pairs(re * 0.5 + 0.5, im * 0.5, x.dtype)
+    # 1 / (1 + exp(-x)) for a >= 0, exp(x) / (1 + exp(x)) for a < 0 (the same function):
+    # the exponent's real part is -|a| either way, so nothing overflows, and a tiny sigmoid
+    # keeps its relative accuracy; both branches are finite, so no NaN reaches a gradient
+    re, im = _parts(x)
+    pos = re >= 0
+    e = _exp(_pairs(-_C.abs(re), _C.where(pos, -im, im), x.dtype))
+    den = _add(e, _as_complex(1.0, x.dtype, x.device), x.dtype)
+    return where(pos, _reciprocal(den), _div(e, den, x.dtype))
 
 
 def _isnan(x):
