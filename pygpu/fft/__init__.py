@@ -19,7 +19,7 @@ import math as _math
 from .. import _C, _defaults, _dtype
 from .._C import Tensor
 from .._tensor import complex as _complex
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import is_grad_enabled as _is_grad_enabled
 from . import _autograd
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
@@ -79,7 +79,7 @@ def _resize(x, dim, n):
     if m > n:
         return x.narrow(dim, 0, n)
     shape = list(x.shape)
-    if x.requires_grad and is_grad_enabled():  # recorded: the padding's gradient is dropped
+    if x.requires_grad and _is_grad_enabled():  # recorded: the padding's gradient is dropped
         from .._tensor.join import cat
         shape[dim] = n - m
         return cat([x, _C._full(tuple(shape), 0, x.dtype, x.device)], dim)
