@@ -79,7 +79,7 @@ def _resize(x, dim, n):
     if m > n:
         return x.narrow(dim, 0, n)
     shape = list(x.shape)
-    if x.requires_grad and _is_grad_enabled():  # recorded: the padding's gradient is dropped
+    if x.requires_grad and _is_grad_enabled():  # recorded: a cat with zeros, which take none
         from .._tensor.join import cat
         shape[dim] = n - m
         return cat([x, _C._full(tuple(shape), 0, x.dtype, x.device)], dim)
@@ -235,7 +235,8 @@ def _shift(input, dim, inverse):
     if not dims:
         return input.clone()
     if input.dtype.is_complex:  # rolled as its real pairs (the same axes)
-        return _complex.view_as_complex(_complex.view_as_real(input).roll(shifts, dims).contiguous())
+        pairs = _complex.view_as_real(input).roll(shifts, dims)
+        return _complex.view_as_complex(pairs.contiguous())
     return input.roll(shifts, dims)
 
 
