@@ -266,10 +266,5 @@ def test_refusals_as_torch(device):
         with pytest.raises(type(want.value)) as got:
             f(p)
         assert str(got.value) == str(want.value), label
-    # complex autograd is not implemented: a complex leaf cannot require grad, and a real
-    # operand that requires grad is refused by the complex rules by name
-    with pytest.raises(RuntimeError, match="only floating-point tensors can require gradients"):
-        pygpu.ones(2, dtype=pygpu.complex64, device=device).requires_grad_(True)
-    r = pygpu.ones(2, device=device).requires_grad_(True)
-    with pytest.raises(RuntimeError, match="autograd through complex operations"):
-        r * p
+    # a complex tensor can require grad, as in PyTorch (tests/test_complex_autograd.py)
+    assert pygpu.ones(2, dtype=pygpu.complex64, device=device).requires_grad_(True).requires_grad

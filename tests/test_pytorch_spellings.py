@@ -36,7 +36,8 @@ def test_factories_take_requires_grad(device, name, make):
 
 
 def test_an_integer_factory_cannot_require_grad():
-    with pytest.raises(RuntimeError, match="floating-point"):
+    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype "
+                                           "can require gradients"):  # PyTorch's words
         pygpu.zeros(2, dtype=pygpu.int64, requires_grad=True)
 
 

@@ -152,10 +152,14 @@ PyObject *pg_ag_get_write_stamp(PyObject *self, void *c)
         s ? (unsigned long long)atomic_load_explicit(&s->version, memory_order_relaxed) : 0ULL);
 }
 
-static int float_dtype(PyObject *self)
+/* the dtypes that can require grad, as PyTorch's: the floats and the complex dtypes (whose
+ * ops are composed from real ops on their views, pygpu/_tensor/complex.py, so their
+ * gradients are those of the real pairs: PyTorch's conjugate Wirtinger convention) */
+static int differentiable_dtype(PyObject *self)
 {
-    int dt = PT(self)->t.dtype;
-    return dt == PG_FLOAT32 || dt == PG_FLOAT64 || dt == PG_FLOAT16 || dt == PG_BFLOAT16;
+    pg_dtype dt = (pg_dtype)PT(self)->t.dtype;
+    return dt == PG_FLOAT32 || dt == PG_FLOAT64 || dt == PG_FLOAT16 || dt == PG_BFLOAT16 ||
+           pg_dtype_is_complex(dt);
 }
 
 static int set_requires_grad(PyObject *self, int v)
@@ -166,10 +170,10 @@ static int set_requires_grad(PyObject *self, int v)
                         "get a tensor without history");
         return -1;
     }
-    if (v && !float_dtype(self)) {
+    if (v && !differentiable_dtype(self)) {
         PyErr_SetString(PyExc_RuntimeError,
-                        "only floating-point tensors can require gradients (convert with "
-                        ".astype(pygpu.float32))");
+                        "only Tensors of floating point and complex dtype can require "
+                        "gradients (convert with .astype(pygpu.float32))");
         return -1;
     }
     PT(self)->requires_grad = v;

@@ -145,6 +145,12 @@ static PyObject *where_impl(PyObject *cond, PyObject *a, PyObject *b)
     if (!PyTensor_Check(cond))
         return PyErr_Format(PyExc_TypeError, "where: condition must be a bool Tensor, got %.80s",
                             Py_TYPE(cond)->tp_name);
+    if (pg_complex_operand(a) || pg_complex_operand(b)) { /* composed on the real pairs */
+        PyObject *args = PyTuple_Pack(1, cond);
+        PyObject *r = args ? pg_complex_dispatch("where", "where", a, b, args, NULL) : NULL;
+        Py_XDECREF(args);
+        return r;
+    }
     const pg_tensor *c = &((PyTensor *)cond)->t;
     pg_device dev = pg_tensor_device(c);
     PyObject *ta = PyTensor_Check(a) ? Py_NewRef(a) : NULL, *tb = PyTensor_Check(b) ? Py_NewRef(b) : NULL;

@@ -4,18 +4,27 @@ view_as_real, view_as_complex, complex, polar, is_complex).
 
 The C core stores complex tensors and copies, casts and fills them through their real
 views (csrc/core/pg_ops_complex.c), but no backend has complex kernels: the bindings send
-every elementwise op, reduction and product with a complex operand here (the "complex"
-hook, csrc/bindings/complex.c), and each rule below is a few real ops on the views, so a
-rule runs unchanged on cpu, sim and cuda. A product is one real GEMM: A's pairs (m, 2k)
-times the real block matrix [[br, bi], [-bi, br]] of B (2k, 2n) gives C's pairs (m, 2n),
-with cgemm's 8 flops per complex multiply-add. Ops PyTorch refuses on complex tensors
-raise PyTorch's NotImplementedError/RuntimeError words. Autograd does not record these
-rules (PyTorch's complex autograd, Wirtinger calculus, is not implemented): a complex
-operand that requires grad is refused by name."""
+every elementwise op, reduction, where and product with a complex operand here (the
+"complex" hook, csrc/bindings/complex.c), and each rule below is a few real ops on the
+views, so a rule runs unchanged on cpu, sim and cuda. A product is one real GEMM: A's pairs
+(m, 2k) times the real block matrix [[br, bi], [-bi, br]] of B (2k, 2n) gives C's pairs
+(m, 2n), with cgemm's 8 flops per complex multiply-add. Ops PyTorch refuses on complex
+tensors raise PyTorch's NotImplementedError/RuntimeError words.
+
+Autograd needs no complex rule of its own: the views between a complex tensor and its real
+pairs (view_as_real, view_as_complex, real, imag) are recorded Functions, and everything
+else is real ops on them, which record themselves. The gradient that reaches a complex
+tensor is then that of its pairs, dL/dre + i dL/dim for a real loss L: PyTorch's convention
+(the conjugate Wirtinger derivative, times two). Where a formula's untaken branch would
+send 0 * inf = NaN into a gradient (division, sqrt, abs and angle at a zero part), the rule
+keeps it finite with a second where, and the gradient there is the one PyTorch's formula
+gives (tests/test_complex_autograd.py)."""
 import builtins as _builtins
 
 from .. import _C, _defaults, _dtype
 from .._C import Tensor
+from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
 
 # PyTorch's names of the complex dtypes in its messages
 _TORCH_NAME = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
@@ -25,28 +34,97 @@ def _torch_name(dtype):
     return _TORCH_NAME.get(dtype.name, dtype.name)
 
 
+def _needs_grad(*xs):
+    for x in xs:
+        if isinstance(x, Tensor) and x.requires_grad:
+            return is_grad_enabled()
+    return False
+
+
+def pair_layout(g):
+    """g (..., 2) in the layout view_as_complex takes (last stride 1, the others and the
+    offset even): g itself when it has it, else a contiguous copy."""
+    st = g.strides
+    if st[-1] == 1 and _C._storage_offset(g) % 2 == 0 and all(v % 2 == 0 for v in st[:-1]):
+        return g
+    g = g.contiguous()
+    return g if _C._storage_offset(g) % 2 == 0 else g.clone()
+
+
+# The four views between a complex tensor and its real pairs, as autograd Functions: each
+# backward is the view back (itself recorded), so gradients of every order flow through.
+# Not marked as views of their input (view=False): a base and a view of another dtype have
+# no common element geometry for views.py's rebasing (docs/autograd.md says so).
+class ViewAsReal(Function):
+    @staticmethod
+    def forward(ctx, z):
+        return _C._view_as_real(z)
+
+    @staticmethod
+    def backward(ctx, g):
+        return view_as_complex(pair_layout(g))
+
+
+class ViewAsComplex(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return _C._view_as_complex(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return view_as_real(g)
+
+
+class Real(Function):
+    @staticmethod
+    def forward(ctx, z):
+        ctx.dtype = z.dtype
+        return _C._complex_part(z, False)
+
+    @staticmethod
+    def backward(ctx, g):  # g + 0i
+        return _pairs(g, 0.0, ctx.dtype)
+
+
+class Imag(Function):
+    @staticmethod
+    def forward(ctx, z):
+        ctx.dtype = z.dtype
+        return _C._complex_part(z, True)
+
+    @staticmethod
+    def backward(ctx, g):  # 0 + gi
+        return _pairs(0.0, g, ctx.dtype)
+
+
 def view_as_real(input):
     """PyTorch's view_as_real: a complex tensor's (real, imaginary) pairs as a trailing axis
     of 2, sharing its memory."""
+    if _needs_grad(input):
+        return ViewAsReal.apply(input)
     return _C._view_as_real(input)
 
 
 def view_as_complex(input):
     """PyTorch's view_as_complex: a float32/float64 tensor whose last axis is 2 (stride 1) as
     complex64/complex128, sharing its memory."""
+    if _needs_grad(input):
+        return ViewAsComplex.apply(input)
     return _C._view_as_complex(input)
 
 
 def real(input):
     """Tensor.real: a view of the real parts of a complex tensor; a real tensor itself."""
-    return _C._complex_part(input, False) if input.dtype.is_complex else input
+    if not input.dtype.is_complex:
+        return input
+    return Real.apply(input) if _needs_grad(input) else _C._complex_part(input, False)
 
 
 def imag(input):
     """Tensor.imag: a view of the imaginary parts; PyTorch refuses it on a real tensor."""
     if not input.dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return _C._complex_part(input, True)
+    return Imag.apply(input) if _needs_grad(input) else _C._complex_part(input, True)
 
 
 def _pairs(re, im, dtype):
@@ -56,6 +134,11 @@ def _pairs(re, im, dtype):
     re = re if isinstance(re, Tensor) else _C._full((), re, part, like.device)
     im = im if isinstance(im, Tensor) else _C._full((), im, part, like.device)
     shape = _broadcast(re.shape, im.shape)
+    if _needs_grad(re, im):  # one recorded stack: its gradient splits back into the parts
+        from .join import stack
+        re = re if re.dtype is part else re.to(part)
+        im = im if im.dtype is part else im.to(part)
+        return view_as_complex(stack([re.expand(shape), im.expand(shape)], -1))
     out = _C._full(shape, None, dtype, like.device)
     _C._complex_part(out, False).copy_(re)
     _C._complex_part(out, True).copy_(im)
@@ -75,7 +158,9 @@ def _broadcast(a, b):
 
 
 def _parts(x):
-    """(real, imaginary) real views of a complex tensor."""
+    """(real, imaginary) real views of a complex tensor (recorded when x requires grad)."""
+    if _needs_grad(x):
+        return Real.apply(x), Imag.apply(x)
     return _C._complex_part(x, False), _C._complex_part(x, True)
 
 
@@ -133,24 +218,33 @@ def is_conj(input):
 
 
 def angle(input):
-    """The argument atan2(imag, real) of a complex tensor, in its real dtype."""
+    """The argument atan2(imag, real) of a complex tensor, in its real dtype (its gradient
+    at 0 is 0, as PyTorch's: atan2's would be 0/0 there)."""
     re, im = _parts(input)
-    return _C.atan2(im, re)
+    out = _C.atan2(im, re)
+    if not _needs_grad(input):
+        return out
+    zero = (re == 0) & (im == 0)
+    return _C.where(zero, out.detach(), _C.atan2(im, _C.where(zero, 1.0, re)))
 
 
 def abs(input):
+    """|z| = hypot(re, im); under autograd its gradient at 0 is 0 (PyTorch's sgn(0))."""
     re, im = _parts(input)
-    return _C.hypot(re, im)
+    if not _needs_grad(input):
+        return _C.hypot(re, im)
+    zero = (re == 0) & (im == 0)
+    return _C.where(zero, 0.0, _C.hypot(_C.where(zero, 1.0, re), im))
 
 
 # ---- elementwise rules on the real views ------------------------------------------------
 
 def _add(a, b, dtype):
-    return _C._view_as_complex(_C._view_as_real(a) + _C._view_as_real(b))
+    return view_as_complex(view_as_real(a) + view_as_real(b))
 
 
 def _sub(a, b, dtype):
-    return _C._view_as_complex(_C._view_as_real(a) - _C._view_as_real(b))
+    return view_as_complex(view_as_real(a) - view_as_real(b))
 
 
 def _mul(a, b, dtype):
@@ -160,11 +254,12 @@ def _mul(a, b, dtype):
 
 
 def _div(a, b, dtype):
-    # Smith's scaling (as c10's complex division): no overflow from |b|**2
+    # Smith's scaling (as c10's complex division): no overflow from |b|**2. Each ratio's
+    # divisor is 1 where its branch is not taken, so no 0/0 reaches a gradient
     ar, ai = _parts(a)
     br, bi = _parts(b)
     big = _C.abs(br) >= _C.abs(bi)
-    r = _C.where(big, bi / br, br / bi)
+    r = _C.where(big, bi / _C.where(big, br, 1.0), br / _C.where(big, 1.0, bi))
     den = _C.where(big, br + bi * r, bi + br * r)
     re = _C.where(big, ar + ai * r, ar * r + ai) / den
     im = _C.where(big, ai - ar * r, ai * r - ar) / den
@@ -197,15 +292,21 @@ def _log(x, dtype=None):
 
 
 def _sqrt(x):
-    # the principal root: re = sqrt((|x| + a) / 2), im = copysign(sqrt((|x| - a) / 2), b)
+    # the principal root, in the stable form: t = sqrt((|x| + |a|) / 2); for a >= 0 it is
+    # t + i b / 2t, else |b| / 2t + i copysign(t, b). |a| and |b| are a and b times their
+    # sign (a constant), so their derivative at a zero part is that side's, the one PyTorch's
+    # holomorphic formula gives (b = +0 is above the cut); the gradient is finite but at 0
     re, im = _parts(x)
-    r = _C.hypot(re, im)
-    return _pairs(_C.sqrt((r + re) * 0.5), _C.copysign(_C.sqrt(_C.relu(r - re) * 0.5), im),
+    pos = re >= 0
+    t = _C.sqrt((_C.hypot(re, im) + _C.where(pos, re, -re)) * 0.5)
+    t2 = _C.where(t == 0, 1.0, t) * 2.0
+    abs_im = im * _C.copysign(1.0, im.detach())
+    return _pairs(_C.where(pos, t, abs_im / t2), _C.where(pos, im / t2, _C.copysign(t, im)),
                   x.dtype)
 
 
 def _neg(x):
-    return _C._view_as_complex(-_C._view_as_real(x))
+    return view_as_complex(-view_as_real(x))
 
 
 def _reciprocal(x):
@@ -224,6 +325,30 @@ def _cos(x):  # cos(a + bi) = cos a cosh b - i sin a sinh b
 
 def _square(x):
     return _mul(x, x, x.dtype)
+
+
+def _tanh(x):
+    # tanh(a + bi) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b)
+    #              = (sinh a cosh a + i sin b cos b) / (sinh^2 a + cos^2 b):
+    # the second form has no cancellation near the poles (a = 0, cos b = 0). Beyond |a| = 40
+    # the real part is +-1 and the imaginary part below 1e-34 in both dtypes: a is clamped
+    # there, so sinh^2 never overflows (float32's would at a > 44) into inf / inf
+    re, im = _parts(x)
+    a = re.clamp(-40.0, 40.0)
+    sa, cb = _C.sinh(a), _C.cos(im)
+    den = sa * sa + cb * cb
+    return _pairs(sa * _C.cosh(a) / den, _C.sin(im) * cb / den, x.dtype)
+
+
+def _sigmoid(x):
+    # 1 / (1 + exp(-x)) for a >= 0, exp(x) / (1 + exp(x)) for a < 0 (the same function):
+    # the exponent's real part is -|a| either way, so nothing overflows, and a tiny sigmoid
+    # keeps its relative accuracy; both branches are finite, so no NaN reaches a gradient
+    re, im = _parts(x)
+    pos = re >= 0
+    e = _exp(_pairs(-_C.abs(re), _C.where(pos, -im, im), x.dtype))
+    den = _add(e, _as_complex(1.0, x.dtype, x.device), x.dtype)
+    return where(pos, _reciprocal(den), _div(e, den, x.dtype))
 
 
 def _isnan(x):
@@ -246,6 +371,7 @@ _BINARY = {"add": _add, "subtract": _sub, "multiply": _mul, "divide": _div, "pow
            "equal": _eq, "not_equal": _ne}
 _UNARY = {"negative": _neg, "exp": _exp, "log": _log, "sqrt": _sqrt, "abs": abs,
           "reciprocal": _reciprocal, "sin": _sin, "cos": _cos, "square": _square,
+          "tanh": _tanh, "sigmoid": _sigmoid,
           "isnan": _isnan, "isinf": _isinf, "isfinite": _isfinite}
 # PyTorch's refusals, by op, where its words are not the kernel-name form of refuse()
 _REFUSED = {
@@ -275,14 +401,6 @@ def refuse(name, dtype):
     raise NotImplementedError(words.format(n=name, t=_torch_name(dtype)))
 
 
-def _no_grad(*xs):
-    for x in xs:
-        if isinstance(x, Tensor) and x.requires_grad:
-            raise RuntimeError("pygpu: autograd through complex operations is not implemented "
-                               "(PyTorch's Wirtinger calculus); detach() the operand or keep "
-                               "the differentiable part real")
-
-
 def _result_dtype(a, b):
     from .compat import result_type
     return result_type(a, b)
@@ -292,9 +410,24 @@ def _device_of(a, b):
     return a.device if isinstance(a, Tensor) else b.device
 
 
+def _inplace_operands(a, b):
+    """The operands an in-place rule computes from under autograd: a copy of a (and of b
+    where b is a or sees a's memory). The rule's recorded ops keep views of what they read,
+    and a.copy_(r) then writes a, which PyTorch's version check would rightly refuse at
+    backward time."""
+    x = a.clone()
+    if b is a:
+        return x, x
+    if isinstance(b, Tensor) and _C._same_storage(a, b):
+        return x, b.clone()
+    return x, b
+
+
 def hook(family, name, a, b, args, kwargs):
     """The bindings' entry for an op with a complex operand (csrc/bindings/complex.c)."""
-    _no_grad(a, b)
+    target = a if family in ("binary_", "unary_") else None
+    if target is not None and _needs_grad(a, b):
+        a, b = _inplace_operands(a, b)
     if family in ("binary", "binary_"):
         fn = _BINARY.get(name)
         dtype = _result_dtype(a, b)
@@ -309,22 +442,24 @@ def hook(family, name, a, b, args, kwargs):
             r = _square(r) if b == 2 else r.clone()
         else:
             r = fn(_as_complex(a, dtype, dev), _as_complex(b, dtype, dev), dtype)
-        if family == "binary_":
-            if not a.dtype.is_complex and r.dtype.is_complex:
+        if target is not None:
+            if not target.dtype.is_complex and r.dtype.is_complex:
                 raise RuntimeError(f"result type {_torch_name(r.dtype)} can't be cast to the "
-                                   f"desired output type {_dtype_word(a.dtype)}")
-            return a.copy_(r)
+                                   f"desired output type {_dtype_word(target.dtype)}")
+            return target.copy_(r)
         return r
     if family in ("unary", "unary_"):
         fn = _UNARY.get(name)
         if fn is None:
             refuse(name, a.dtype)
         r = fn(a)
-        return a.copy_(r) if family == "unary_" else r
+        return target.copy_(r) if target is not None else r
     if family == "reduce":
         return _reduce(name, a, args or (), kwargs or {})
     if family == "matmul":
         return matmul(a, b)
+    if family == "where":
+        return where(args[0], a, b)
     raise RuntimeError(f"pygpu: no complex rule for {family} {name}")
 
 
@@ -346,17 +481,16 @@ def _reduce(name, x, args, kwargs):
                 raise IndexError(f"Dimension out of range (expected to be in range of "
                                  f"[{-max(nd, 1)}, {max(nd, 1) - 1}], but got {d})")
         dims = tuple(d % max(nd, 1) for d in dims) if nd else ()
-    pairs = _C._view_as_real(x)
+    pairs = view_as_real(x)
     if not dims:
         r = pairs.clone()
-        return _C._view_as_complex(r / 1.0 if name == "mean" else r)
+        return view_as_complex(r / 1.0 if name == "mean" else r)
     r = getattr(pairs, name)(dim=dims, keepdim=bool(keepdim))
-    return _C._view_as_complex(r.contiguous())
+    return view_as_complex(pair_layout(r))
 
 
 def matmul(a, b):
     """a @ b with a complex operand: one real GEMM of a's pairs with b's block matrix."""
-    _no_grad(a, b)
     dtype = _dtype.promote_types(a.dtype, b.dtype)
     if not dtype.is_complex:
         raise RuntimeError("pygpu: matmul's complex rule needs a complex operand")
@@ -375,7 +509,7 @@ def matmul(a, b):
     if b2.shape[-2] != k:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
                            f"({a2.shape[-2]}x{k} and {b2.shape[-2]}x{b2.shape[-1]})")
-    pa = _C._view_as_real(a2.contiguous())                     # (.., m, k, 2)
+    pa = view_as_real(a2.contiguous())                         # (.., m, k, 2)
     pa = pa.reshape(*a2.shape[:-1], 2 * k)                     # (.., m, 2k): re, im, re, ...
     br, bi = _parts(b2)                                        # (.., k, n) each
     from .join import stack
@@ -385,12 +519,84 @@ def matmul(a, b):
     n = b2.shape[-1]
     w = w.reshape(*b2.shape[:-2], 2 * k, 2 * n)                # (.., 2k, 2n)
     c = pa @ w                                                 # (.., m, 2n)
-    c = _C._view_as_complex(c.reshape(*c.shape[:-1], n, 2))    # (.., m, n)
+    c = view_as_complex(c.reshape(*c.shape[:-1], n, 2))        # (.., m, n)
     if a.ndim == 1:
         c = c.squeeze(-2)
     if b.ndim == 1:
         c = c.squeeze(-1)
     return c
+
+
+def where(cond, a, b):
+    """where(cond, a, b) with a complex operand: one real where of the pairs (cond gains the
+    pairs' axis), so the gradient goes to the operand each element came from."""
+    dtype = _result_dtype(a, b)
+    if not isinstance(cond, Tensor):
+        raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not "
+                        f"{type(cond).__name__}")
+    for t in (a, b):
+        if isinstance(t, Tensor) and t.device != cond.device:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
+                               f"least two devices, {cond.device} and {t.device}!")
+    pa = view_as_real(_as_complex(a, dtype, cond.device))
+    pb = view_as_real(_as_complex(b, dtype, cond.device))
+    return view_as_complex(pair_layout(_C.where(cond.unsqueeze(-1), pa, pb)))
+
+
+def prod(x, dim, keepdim):
+    """The product along dim (every element when dim is None) of a complex tensor: a
+    pairwise tree of complex multiplies, log2(n) levels, each recorded like any product."""
+    from .create import ones
+    from .join import cat
+    from .views import norm_dim
+    if dim is None:
+        y, d = x.reshape(-1), 0
+        shape = (1,) * x.ndim if keepdim else ()
+    else:
+        y = x.reshape(1) if x.ndim == 0 else x
+        d = norm_dim("prod", dim, y.ndim)
+        shape = None
+    y = y.movedim(d, -1)
+    n = y.shape[-1]
+    if n == 0:
+        out = ones(y.shape[:-1], dtype=x.dtype, device=x.device)
+    else:
+        while n > 1:
+            h = n // 2
+            p = _mul(y[..., :h], y[..., h:2 * h], x.dtype)
+            y = cat([p, y[..., 2 * h:]], -1) if n % 2 else p
+            n = h + n % 2
+        out = y[..., 0]
+    if dim is None:
+        return out.reshape(shape)
+    if keepdim and x.ndim:
+        out = out.unsqueeze(d)
+    return out
+
+
+def on_pairs(fn, x, dim, *args):
+    """fn(x, dim, *args), an op that moves whole elements along a non-negative dim
+    (index_select, gather's index expanded), run on x's pairs, their axis riding along."""
+    return view_as_complex(pair_layout(fn(view_as_real(x), dim, *args)))
+
+
+def gather(fn, x, dim, index):
+    """gather (fn, the real one) of a complex tensor: the index repeated over the pairs."""
+    return on_pairs(fn, x, dim, index.unsqueeze(-1).expand(*index.shape, 2).contiguous())
+
+
+def masked_fill_parts(x, mask, value):
+    """x's elements where mask holds set to the number value, in place: one masked fill of
+    each part (the real views share x's memory)."""
+    c = _builtins.complex(value)
+    _C._masked_fill_(_C._complex_part(x, False), mask, c.real)
+    _C._masked_fill_(_C._complex_part(x, True), mask, c.imag)
+
+
+def refuse_sort(x, name="Sort"):
+    """PyTorch's refusal to sort complex values (sort, argsort, msort, topk)."""
+    where = "CUDA" if x.device.type == "cuda" else "CPU"
+    raise RuntimeError(f" {name} does not support complex dtypes on {where}")  # torch's space
 
 
 def is_complex(input):

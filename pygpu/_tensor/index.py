@@ -20,6 +20,7 @@ from .reduce import _SORT_T, _TOPK_T, Gather
 from .views import norm_dim
 from .join import cat
 from ..autograd import writes as _writes
+from . import complex as _complex
 
 Tensor = _C.Tensor
 _c_getitem = Tensor.__getitem__
@@ -49,6 +50,8 @@ def gather(self, dim, index, *, sparse_grad=False):
     if self.ndim == 0 and index.ndim == 0:
         return gather(self.reshape(1), 0, index.reshape(1)).reshape(())
     d = norm_dim("gather", dim, self.ndim)
+    if self.dtype.is_complex:  # on the real pairs (pygpu/_tensor/complex.py)
+        return _complex.gather(gather, self, d, index)
     if _needs_grad(self):
         return Gather.apply(self, d, index)
     return _C._gather(self, d, index)
@@ -172,6 +175,8 @@ def index_select(self, dim, index):
     if self.ndim == 0:
         return index_select(self.reshape(1), 0, index).reshape(())
     d = norm_dim("index_select", dim, self.ndim)
+    if self.dtype.is_complex:  # on the real pairs (pygpu/_tensor/complex.py)
+        return _complex.on_pairs(index_select, self, d, index)
     if _needs_grad(self):
         return _IndexSelectFn.apply(self, d, index)
     return _C._index_select(self, d, index)
@@ -218,11 +223,19 @@ def _scalar(value, op):
     return value
 
 
+def _masked_fill_raw(self, mask, v):
+    """One MASKED_FILL node (a complex tensor's: one per part, pygpu/_tensor/complex.py)."""
+    if self.dtype.is_complex:
+        _complex.masked_fill_parts(self, mask, v)
+    else:
+        _C._masked_fill_(self, mask, v)
+
+
 def masked_fill_(self, mask, value):
     v = _scalar(value, "masked_fill_")
     if _needs_grad(self, value):
-        return _writes.masked_fill_(self, mask, value, lambda: _C._masked_fill_(self, mask, v))
-    _C._masked_fill_(self, mask, v)
+        return _writes.masked_fill_(self, mask, value, lambda: _masked_fill_raw(self, mask, v))
+    _masked_fill_raw(self, mask, v)
     return self
 
 
@@ -240,6 +253,8 @@ class _MaskedFillFn(Function):
 
 
 def masked_fill(self, mask, value):
+    if self.dtype.is_complex:  # a where of the pairs: differentiable in self and value
+        return _complex.where(mask, value, self).to(self.dtype)
     if isinstance(value, Tensor) and _needs_grad(value):  # the fill value's gradient too
         return _C.where(mask, value.reshape(()), self)
     value = _scalar(value, "masked_fill")
@@ -354,12 +369,16 @@ def cumprod(self, dim, *, dtype=None):
 
 def argsort(self, dim=-1, descending=False, stable=False):
     """A stable sort always (stable=False allows any order of ties; this one keeps theirs)."""
+    if self.dtype.is_complex:
+        _complex.refuse_sort(self)
     x, was0 = _one_d("argsort", self)
     out = _C._argsort(x, norm_dim("argsort", dim, x.ndim), bool(descending))
     return out.reshape(()) if was0 else out
 
 
 def sort(self, dim=-1, descending=False, stable=False):
+    if self.dtype.is_complex:
+        _complex.refuse_sort(self)
     x, was0 = _one_d("sort", self)
     d = norm_dim("sort", dim, x.ndim)
     idx = _C._argsort(x, d, bool(descending))
@@ -370,6 +389,8 @@ def sort(self, dim=-1, descending=False, stable=False):
 
 
 def topk(self, k, dim=-1, largest=True, sorted=True):
+    if self.dtype.is_complex:
+        _complex.refuse_sort(self, "topk")
     x, was0 = _one_d("topk", self)
     d = norm_dim("topk", dim, x.ndim)
     if not 0 <= k <= x.shape[d]:
@@ -566,7 +587,7 @@ def setitem(self, key, value):
         if tuple(m.shape) != tuple(self.shape[:m.ndim]):
             raise IndexError(f"The shape of the mask {list(m.shape)} does not match the shape of "
                              f"the indexed tensor {list(self.shape)}")
-        _C._masked_fill_(self, m.reshape(tuple(m.shape) + (1,) * (self.ndim - m.ndim)), value)
+        _masked_fill_raw(self, m.reshape(tuple(m.shape) + (1,) * (self.ndim - m.ndim)), value)
         return
     basic, adv = _split_key(self, key)
     view = _c_getitem(self, basic) if basic else self
@@ -590,12 +611,20 @@ def setitem(self, key, value):
     except RuntimeError:
         merged = None
     if merged is not None:
-        _C._scatter("INDEX_COPY", merged, p, lin, src.contiguous())
+        _index_copy_raw(merged, p, lin, src.contiguous())
         return
     # a layout no view reaches: copy, write, copy back
     tmp = view.reshape(merged_shape).contiguous()
-    _C._scatter("INDEX_COPY", tmp, p, lin, src.contiguous())
+    _index_copy_raw(tmp, p, lin, src.contiguous())
     _c_setitem(view, Ellipsis, tmp.reshape(shape))
+
+
+def _index_copy_raw(target, dim, index, src):
+    """One INDEX_COPY node into target (a complex one through its real pairs: the node
+    moves whole elements, so a pair moves as two)."""
+    if target.dtype.is_complex:
+        target, src = _C._view_as_real(target), _C._view_as_real(src)
+    _C._scatter("INDEX_COPY", target, dim, index, src)
 
 
 # ---- index_put and masked_scatter ----------------------------------------------------------

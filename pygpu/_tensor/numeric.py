@@ -130,7 +130,7 @@ def vdot(input, other, *, out=None):
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
                            f"tensors")
-    r = (input * other).sum()
+    r = (input.conj() * other).sum()  # conj: a real tensor's is itself
     return r if out is None else out.copy_(r)
 
 

@@ -240,6 +240,9 @@ def _prod_axis(x, d):
 
 def prod(self, dim=None, keepdim=False, *, dtype=None):
     x = _cast(self, dtype)
+    if x.dtype.is_complex:  # a tree of complex multiplies (pygpu/_tensor/complex.py)
+        from . import complex as _complex
+        return _complex.prod(x, dim, keepdim)
     if dim is None:
         x = x.reshape(-1)
         d, shape = 0, (1,) * self.ndim if keepdim else ()

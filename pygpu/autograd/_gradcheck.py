@@ -9,6 +9,12 @@ gradgradcheck runs gradcheck on the function's gradient (computed with
 create_graph=True), so it checks the second derivatives. A mismatch raises GradcheckError
 (a RuntimeError) with PyTorch's message, or returns False with raise_exception=False.
 
+A complex input or output counts as its real pairs (view_as_real): the Jacobian is that of
+the real pairs, the finite differences step each real and imaginary part, and a complex
+output is seeded with 1 and with 1j at each element. PyTorch's gradient convention is
+exactly that Jacobian's transpose applied to the seed's pairs, so the check is the same one
+PyTorch's complex gradcheck makes (its Wirtinger form), written over the reals.
+
 pygpu has no forward-mode AD: check_forward_ad, check_batched_forward_grad and
 check_fwd_over_rev refuse with NotImplementedError rather than pass unchecked."""
 import warnings
@@ -40,29 +46,47 @@ def _differentiable(outputs):
 
 
 def _host(t):
-    """t's values as float64 NumPy (a counted transfer from a device)."""
+    """t's values as float64 NumPy (a counted transfer from a device); a complex tensor's
+    as its real pairs, shape (..., 2)."""
     with no_grad():
-        return np.asarray(t.detach().cpu().astype("float64").numpy(), dtype=np.float64)
+        t = t.detach().cpu()
+        if t.dtype.is_complex:
+            t = _C._view_as_real(t)
+        return np.asarray(t.astype("float64").numpy(), dtype=np.float64)
 
 
 def _from_host(a, like):
-    """a as a tensor like `like` (dtype, device, and requires_grad: gradgradcheck's function
-    differentiates its inputs)."""
+    """a (the real pairs of a complex `like`) as a tensor like `like` (dtype, device, and
+    requires_grad: gradgradcheck's function differentiates its inputs)."""
     from .._tensor.create import tensor
-    t = tensor(a, dtype=like.dtype, device=like.device)
+    if like.dtype.is_complex:
+        t = _C._view_as_complex(tensor(np.ascontiguousarray(a), dtype=like.dtype.to_real(),
+                                       device=like.device))
+    else:
+        t = tensor(a, dtype=like.dtype, device=like.device)
     return t.requires_grad_(True) if like.requires_grad else t
 
 
+def _inexact(o):
+    return isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex)
+
+
+def _real_numel(t):
+    return t.numel() * (2 if t.dtype.is_complex else 1)
+
+
+def _real_shape(t):
+    return tuple(t.shape) + ((2,) if t.dtype.is_complex else ())
+
+
 def _eval(func, inputs):
-    return [_host(o) for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)
-            and o.dtype.is_floating_point]
+    return [_host(o) for o in _as_tuple(func(*inputs)) if _inexact(o)]
 
 
 def _outputs_mask(func, inputs):
     """Which of func's tensor outputs are differentiable (the numerical Jacobian keeps the
     same ones the analytical one has)."""
-    outs = [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)
-            and o.dtype.is_floating_point]
+    outs = [o for o in _as_tuple(func(*inputs)) if _inexact(o)]
     return [o.requires_grad for o in outs], outs
 
 
@@ -94,14 +118,15 @@ def _analytical(outputs, inputs, diff, check_dtypes):
     a second run gave the same values (reentrancy) and whether the dtypes were right."""
     from .._tensor.create import zeros
     xs = [inputs[i] for i in diff]
-    jac = [[np.zeros((o.numel(), x.numel())) for o in outputs] for x in xs]
-    again = [[np.zeros((o.numel(), x.numel())) for o in outputs] for x in xs]
+    jac = [[np.zeros((_real_numel(o), _real_numel(x))) for o in outputs] for x in xs]
+    again = [[np.zeros((_real_numel(o), _real_numel(x))) for o in outputs] for x in xs]
     dtype_ok = True
     for j, o in enumerate(outputs):
-        n = o.numel()
+        n = _real_numel(o)
         for k in range(n):
-            seed = zeros(n, dtype=o.dtype, device=o.device)
-            seed[k] = 1.0
+            seed = zeros(o.numel(), dtype=o.dtype, device=o.device)
+            # 1 (or, for a complex output's odd k, 1j) at element k // 2
+            (_C._view_as_real(seed).reshape(-1) if o.dtype.is_complex else seed)[k] = 1.0
             seed = seed.reshape(o.shape)
             for target in (jac, again):
                 gs = _grad([o], xs, [seed], retain_graph=True, allow_unused=True)
@@ -150,8 +175,8 @@ def _fast(func, inputs, outputs, diff, keep, eps, atol, rtol, raise_exception):
     """u^T J v for random u (outputs) and v (inputs): by one directional difference and one
     backward pass."""
     rng = np.random.default_rng(0)
-    us = [rng.standard_normal(o.numel()) for o in outputs]
-    vs = {i: rng.standard_normal(inputs[i].numel()) for i in diff}
+    us = [rng.standard_normal(_real_numel(o)) for o in outputs]
+    vs = {i: rng.standard_normal(_real_numel(inputs[i])) for i in diff}
     for ii, i in enumerate(diff):
         x = inputs[i]
         base = _host(x)
@@ -162,7 +187,7 @@ def _fast(func, inputs, outputs, diff, keep, eps, atol, rtol, raise_exception):
         fm = [f for f, k in zip(_eval(func, args), keep) if k]
         for j, o in enumerate(outputs):
             numerical = float(((fp[j] - fm[j]).reshape(-1) / (2 * eps)) @ us[j])
-            seed = _from_host(us[j].reshape(tuple(o.shape)), o)
+            seed = _from_host(us[j].reshape(_real_shape(o)), o)
             (g,) = _grad([o], [x], [seed], retain_graph=True, allow_unused=True)
             analytical = 0.0 if g is None else float(_host(g).reshape(-1) @ vs[i])
             if not _close(analytical, numerical, atol, rtol):
@@ -227,7 +252,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         return _fail("gradcheck expects at least one input tensor to require gradient, but "
                      "none of the them have requires_grad=True.", raise_exception)
     for i in diff:
-        if inputs[i].dtype.name != "float64":
+        if inputs[i].dtype.name not in ("float64", "complex128"):
             warnings.warn(f"Input #{i} requires gradient and is not a double precision "
                           "floating point or complex. This check will likely fail if all the "
                           "inputs are not of double precision floating point or complex. ",
@@ -271,7 +296,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     if grad_outputs is None:
         rng = np.random.default_rng(0)
         outs = _differentiable(func(*inputs))
-        grad_outputs = tuple(_from_host(rng.uniform(-1.0, 1.0, tuple(o.shape)), o)
+        grad_outputs = tuple(_from_host(rng.uniform(-1.0, 1.0, _real_shape(o)), o)
                              .requires_grad_(True) for o in outs)
     else:
         grad_outputs = _as_tuple(grad_outputs)

@@ -195,9 +195,12 @@ def _ones_like(t):
 
 
 def _fit(g, t):
-    """A gradient for `t`: same dtype (promotion may have widened it). Shapes are the
-    rules' business (tests/test_autograd.py checks every rule against finite differences)."""
+    """A gradient for `t`: same dtype (promotion may have widened it, or made it complex).
+    Shapes are the rules' business (tests/test_autograd.py checks every rule against finite
+    differences)."""
     if g.dtype is not t.dtype:
+        if g.dtype.is_complex and not t.dtype.is_complex:
+            g = g.real  # a real tensor's gradient is the real part, as PyTorch's engine takes
         g = g.astype(t.dtype)
     return g
 

@@ -263,6 +263,8 @@ def _rule_copy(ctx, g):
 
 def _rule_to(ctx, g):
     a = ctx
+    if g.dtype.is_complex and not a.dtype.is_complex:
+        g = g.real  # real -> complex: the real input's gradient is the real part (PyTorch's)
     return g.to(a.device, a.dtype), None
 
 

@@ -11,12 +11,16 @@ PyTorch's: the input is cut, or zero-padded, along each transformed axis. The no
 is the node's: "backward" (the default) scales the inverse by 1/n, "forward" the forward,
 "ortho" both by 1/sqrt(n).
 
-Autograd does not record these transforms yet (PyTorch's rules: the adjoint transform of
-the gradient); an operand that requires grad is refused by name."""
+Autograd records each node as a Function whose backward is its adjoint transform, itself
+recorded (pygpu/fft/_autograd.py); padding and trimming are recorded ops (a concatenation
+with zeros, a narrow), so every function here has gradients of every order, as PyTorch's."""
 import math as _math
 
 from .. import _C, _defaults, _dtype
 from .._C import Tensor
+from .._tensor import complex as _complex
+from ..autograd.grad_mode import is_grad_enabled as _is_grad_enabled
+from . import _autograd
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
            "rfftn", "irfftn", "fftshift", "ifftshift", "fftfreq", "rfftfreq"]
@@ -37,9 +41,6 @@ def _check_input(x, name):
     if not isinstance(x, Tensor):
         raise TypeError(f"fft_{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(x).__name__}")
-    if x.requires_grad:
-        raise RuntimeError(f"pygpu.fft.{name}: autograd through the FFT is not implemented yet; "
-                           f"detach() the input")
     if x.dtype in (_dtype.float16, _dtype.bfloat16):
         raise RuntimeError(f"Unsupported dtype {'Half' if x.dtype is _dtype.float16 else 'BFloat16'}")
 
@@ -78,6 +79,10 @@ def _resize(x, dim, n):
     if m > n:
         return x.narrow(dim, 0, n)
     shape = list(x.shape)
+    if x.requires_grad and _is_grad_enabled():  # recorded: a cat with zeros, which take none
+        from .._tensor.join import cat
+        shape[dim] = n - m
+        return cat([x, _C._full(tuple(shape), 0, x.dtype, x.device)], dim)
     shape[dim] = n
     out = _C._full(tuple(shape), 0, x.dtype, x.device)
     out.narrow(dim, 0, m).copy_(x)
@@ -85,6 +90,11 @@ def _resize(x, dim, n):
 
 
 def _node(op, x, dim, n, forward, fct):
+    """One FFT node along dim of x, recorded when x requires grad (_autograd.py)."""
+    return _autograd.node(op, x, dim, n, forward, fct, _run)
+
+
+def _run(op, x, dim, n, forward, fct):
     """One FFT node along dim of x (moved last and back, as views)."""
     here = _C._has_node("FFT", x)
     src = x if here else x.to("cpu")
@@ -225,7 +235,8 @@ def _shift(input, dim, inverse):
     if not dims:
         return input.clone()
     if input.dtype.is_complex:  # rolled as its real pairs (the same axes)
-        return _C._view_as_complex(_C._view_as_real(input).roll(shifts, dims).contiguous())
+        pairs = _complex.view_as_real(input).roll(shifts, dims)
+        return _complex.view_as_complex(pairs.contiguous())
     return input.roll(shifts, dims)
 
 

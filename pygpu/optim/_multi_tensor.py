@@ -68,8 +68,9 @@ def apply_one(p, grad, plan):
 def step_group(opt, group):
     """One step of `group`'s parameters that have a grad, by `opt._plan`. A float16/bfloat16
     parameter steps its float32 master copy (state["master"]) with the grad widened, then
-    takes the master rounded once, as Optimizer._update_half does; maximize steps along -grad
-    (PyTorch's `grad = -grad`)."""
+    takes the master rounded once, as Optimizer._update_half does; a complex parameter steps
+    its real pairs (view_as_real, PyTorch's treatment: its state is kept as pairs too);
+    maximize steps along -grad (PyTorch's `grad = -grad`)."""
     multi = wants_multi(group)
     fused, maximize = bool(group.get("fused")), bool(group.get("maximize"))
     buckets = {}
@@ -84,6 +85,8 @@ def step_group(opt, group):
         state = opt.state.setdefault(id(p), {})
         grad = -p.grad if maximize else p.grad
         target, half = p, p.dtype is float16 or p.dtype is bfloat16
+        if p.dtype.is_complex:  # stepped as its real pairs, as PyTorch's optimizers do
+            target, grad = _C._view_as_real(p), _C._view_as_real(grad)
         if half:
             target = state.get("master")
             if target is None:
