@@ -1,11 +1,11 @@
 # test_onnx_tracing.py - the tracing ONNX exporter (issue 46, item 6): a model of each family
 # of the corpus (tests/corpus/manifest.py: two-layer nets, regression, feed-forward and
 # convolutional nets, residual networks, LSTM/GRU classifiers, GAN, VAE, word embeddings,
-# forward-forward, graph convolution, LSTMCell sequence prediction) and the attention and
-# Transformer layers export through pygpu's own dispatch, written as their programs write
-# them (functional ops, residual adds, view(x.size(0), -1), indexing, cat/split), and ONNX
-# Runtime's outputs on inputs of other sizes (dynamic axes) match pygpu's. What a trace
-# cannot express is refused, never exported wrong.
+# forward-forward, graph convolution, LSTMCell sequence prediction; the second corpus's
+# minGPT) and the attention and Transformer layers export through pygpu's own dispatch,
+# written as their programs write them (functional ops, residual adds, view(x.size(0), -1),
+# indexing, cat/split), and ONNX Runtime's outputs on inputs of other sizes (dynamic axes)
+# match pygpu's. What a trace cannot express is refused, never exported wrong.
 import numpy as np
 import pytest
 
@@ -219,6 +219,33 @@ class Sequence(nn.Module):  # pytorch/examples' time_sequence_prediction (float6
         return pygpu.cat(outputs, dim=1)
 
 
+class MiniGPT(nn.Module):  # the second corpus's minGPT (karpathy/minGPT): token and
+    # position embeddings (wpe of an arange made in the forward), causal self-attention as
+    # written there (split, view/transpose, masked_fill of a sliced tril buffer); the sequence
+    # length is fixed in the graph: the positions and the mask are sliced by it
+    def __init__(self, vocab=20, block=8, n_embd=16, n_head=2):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, n_embd), nn.Embedding(block, n_embd)
+        self.ln, self.c_attn = nn.LayerNorm(n_embd), nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj, self.head = nn.Linear(n_embd, n_embd), nn.Linear(n_embd, vocab, bias=False)
+        self.register_buffer("bias", pygpu.tril(pygpu.ones(block, block)).view(1, 1, block, block))
+        self.n_embd, self.n_head = n_embd, n_head
+
+    def forward(self, idx):
+        b, t = idx.size()
+        pos = pygpu.arange(0, t, dtype=pygpu.long).unsqueeze(0)
+        x = self.wte(idx) + self.wpe(pos)
+        B, T, C = x.size()
+        q, k, v = self.c_attn(self.ln(x)).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (k.size(-1) ** 0.5))
+        att = F.softmax(att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.head(x + self.c_proj(y))
+
+
 def _bn_trained(model, x):
     model.train()
     model(x)  # running statistics that are not the initial ones
@@ -260,6 +287,8 @@ FAMILIES = {
     "gat": (GATLayer, (_r(5, 6), (pygpu.rand(5, 5) > 0.5).float()),
             (_r(5, 6), (pygpu.rand(5, 5) > 0.3).float()), {}),
     "time_sequence": (Sequence, (_r(2, 4),), (_r(2, 4),), {}),
+    "mingpt": (MiniGPT, (pygpu.randint(0, 20, (2, 6)),), (pygpu.randint(0, 20, (3, 6)),),
+               {0: {0: "N"}}),
     "multihead_attention": (lambda: _MHA(), (_r(2, 5, 16), _r(2, 6, 16)),
                             (_r(3, 4, 16), _r(3, 8, 16)),
                             {0: {0: "N", 1: "L"}, 1: {0: "N", 1: "S"}}),

@@ -98,6 +98,73 @@ def test_every_dtype_both_ways(tmp_path, row):
     np.testing.assert_array_equal(back["t"].float().numpy(), src.float().numpy())
 
 
+@pytest.mark.parametrize("name", ["complex64", "complex128"])
+def test_complex_values_keep_their_imaginary_parts(tmp_path, name):
+    a = (np.arange(6).reshape(2, 3) - 1j * np.arange(6, 12).reshape(2, 3)).astype(name)
+    src = pygpu.tensor(a)
+    pygpu.save({"t": src, "t_t": src.t(), "zero_d": src[1, 2]}, tmp_path / "c.pt")
+    t = torch.load(tmp_path / "c.pt", weights_only=True)
+    assert t["t"].dtype is getattr(torch, name) and t["zero_d"].item() == complex(a[1, 2])
+    np.testing.assert_array_equal(t["t"].numpy(), a)
+    np.testing.assert_array_equal(t["t_t"].numpy(), a.T)
+    torch.save({"t": t["t"] * 1j, "t_t": t["t"].t()}, tmp_path / "t.pt")
+    back = pygpu.load(tmp_path / "t.pt")
+    assert back["t"].dtype is getattr(pygpu, name)
+    np.testing.assert_array_equal(back["t"].numpy(), a * 1j)
+    np.testing.assert_array_equal(back["t_t"].numpy(), a.T)
+
+
+def test_batchnorm_num_batches_tracked_is_a_0d_int64_both_ways(tmp_path):
+    pygpu.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
+    for _ in range(2):
+        m(pygpu.randn(6, 4))  # training mode: running stats and the counter move
+    pygpu.save(m.state_dict(), tmp_path / "bn.pt")
+    t = torch.load(tmp_path / "bn.pt", weights_only=True)
+    nbt = t["1.num_batches_tracked"]
+    assert nbt.dtype is torch.int64 and nbt.shape == () and nbt.item() == 2
+    twin = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+    twin.load_state_dict(t)
+    twin(torch.randn(6, 4))
+    torch.save(twin.state_dict(), tmp_path / "tbn.pt")
+    back = pygpu.load(tmp_path / "tbn.pt")
+    nbt = back["1.num_batches_tracked"]
+    assert nbt.dtype is pygpu.int64 and nbt.shape == () and nbt.item() == 3
+    m.load_state_dict(back)
+    m.eval(), twin.eval()
+    x = np.random.default_rng(5).standard_normal((2, 4)).astype(np.float32)
+    np.testing.assert_allclose(m(pygpu.tensor(x)).detach().numpy(),
+                               twin(torch.from_numpy(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_torch_adams_step_tensors_resume_in_pygpu(tmp_path):
+    """torch.optim.Adam keeps each parameter's `step` as a 0-d float32 tensor: pygpu's Adam
+    resumes from it and takes the same steps as torch's."""
+    torch.manual_seed(0)
+    twin = torch.nn.Linear(3, 2)
+    topt = torch.optim.Adam(twin.parameters(), lr=1e-2)
+    xs = np.random.default_rng(6).standard_normal((5, 4, 3)).astype(np.float32)
+
+    def steps(lib, model, opt, batches):
+        for xb in batches:
+            opt.zero_grad()
+            model(lib.tensor(xb)).square().sum().backward()
+            opt.step()
+    steps(torch, twin, topt, xs[:3])
+    torch.save({"model": twin.state_dict(), "opt": topt.state_dict()}, tmp_path / "adam.pt")
+    ck = pygpu.load(tmp_path / "adam.pt")
+    step = ck["opt"]["state"][0]["step"]
+    assert isinstance(step, pygpu.Tensor) and step.shape == () and step.item() == 3
+    m = nn.Linear(3, 2)
+    m.load_state_dict(ck["model"])
+    opt = pygpu.optim.Adam(m.parameters(), lr=1e-2)
+    opt.load_state_dict(ck["opt"])
+    steps(pygpu, m, opt, xs[3:])
+    steps(torch, twin, topt, xs[3:])
+    np.testing.assert_allclose(m.weight.detach().numpy(), twin.weight.detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
 def test_a_dtype_pygpu_lacks_is_named(tmp_path):
     missing = [r for r in _dtypes.TABLE if r.pygpu is None and hasattr(torch, r.name)
                and r.name not in ("float8_e4m3fn", "float8_e5m2")]

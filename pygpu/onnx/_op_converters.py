@@ -457,6 +457,18 @@ def _index_select(g, o, y):
     g.node("Gather", [g.value(x), g.value(index)], y, axis=int(dim) % max(x.ndim, 1))
 
 
+@op("_Rows")
+def _embedding_rows(g, o, y):
+    """F.embedding's rows, weight[idx] (pygpu/_ops/_embedding.py): the functional form, or an
+    nn.Embedding over indices made in the forward (a GPT's wpe(arange(t))), which the module
+    converter does not see."""
+    weight, idx, padding_idx, scale, exact = o.args[:5]
+    if exact and (padding_idx is not None or scale is not None):
+        raise NotImplementedError("onnx.export: embedding's double backward (its padding mask "
+                                  "and frequency scale) is not exported")
+    g.node("Gather", [g.value(weight), g.value(idx)], y, axis=0)
+
+
 @op("_SDPA")
 def _sdpa(g, o, y):
     """softmax(q k^T * scale + mask) v, with the causal mask as a constant."""
