@@ -84,15 +84,6 @@ static const struct {
 
 static bool cufft_loaded(void) { return pg_cufft.lib != NULL; }
 
-/* elements of a tensor (pg_tensor_numel is a core symbol) */
-static int64_t numel(const pg_tensor *t)
-{
-    int64_t n = 1;
-    for (int a = 0; a < t->ndim; a++)
-        n *= t->shape[a];
-    return n;
-}
-
 /* dlopen `path` and resolve every entry point; 0 or a message in why */
 int pg_plugin_cufft_load(const char *path, char *why, size_t len)
 {
@@ -165,7 +156,7 @@ bool pg_cuda_cufft_runs(const pg_node *n)
         if (t->ndim < 1)
             continue; /* _C._has_node describes no result */
         int64_t line = t->shape[t->ndim - 1];
-        if (line > INT_MAX || (line > 0 && numel(t) / line > INT_MAX))
+        if (line > INT_MAX || (line > 0 && pg_cuda_numel(t) / line > INT_MAX))
             return false;
     }
     return true;
@@ -266,7 +257,7 @@ pg_status pg_cuda_launch_fft(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
                              pg_subop_id(s));
     const pg_tensor *src = &n->src[0], *dst = &n->dst;
     int64_t in_len = src->shape[src->ndim - 1], out_len = dst->shape[dst->ndim - 1];
-    int64_t batch = in_len > 0 ? numel(src) / in_len : 0;
+    int64_t batch = in_len > 0 ? pg_cuda_numel(src) / in_len : 0;
     if (batch == 0)
         return PG_OK; /* no lines (cuFFT refuses a batch of 0) */
     bool wide = dst->dtype == PG_FLOAT64 || dst->dtype == PG_COMPLEX128;
@@ -288,7 +279,7 @@ pg_status pg_cuda_launch_fft(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
     key.odist = out_len;
 
     void *in = pg_cuda_tensor_data(src), *out = pg_cuda_tensor_data(dst), *scratch = NULL;
-    size_t in_bytes = (size_t)numel(src) * pg_cuda_itemsize(src->dtype);
+    size_t in_bytes = (size_t)pg_cuda_numel(src) * pg_cuda_itemsize(src->dtype);
     pg_status st = PG_OK;
     if (!ENTRY[s].directed && complex_in) { /* C2R overwrites its input: run from a copy */
         st = PG_CUDA_RT(cudaMallocAsync(&scratch, in_bytes, ctx->stream), d->index, op);
@@ -296,7 +287,7 @@ pg_status pg_cuda_launch_fft(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
             st = PG_CUDA_RT(cudaMemcpyAsync(scratch, in, in_bytes, cudaMemcpyDeviceToDevice,
                                             ctx->stream), d->index, op);
         if (st == PG_OK && forward) /* hfft: the transform of the conjugate */
-            st = scale(d, ctx, n, part, scratch, 2 * numel(src), 1.0, -1.0);
+            st = scale(d, ctx, n, part, scratch, 2 * pg_cuda_numel(src), 1.0, -1.0);
         in = scratch;
     }
     pthread_mutex_lock(&pg_cufft.lock);
@@ -321,7 +312,7 @@ pg_status pg_cuda_launch_fft(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
     }
     pthread_mutex_unlock(&pg_cufft.lock);
     if (st == PG_OK) { /* the norm's factor; R2C backward (ihfft) conjugates the result */
-        int64_t parts = numel(dst) * (complex_out ? 2 : 1);
+        int64_t parts = pg_cuda_numel(dst) * (complex_out ? 2 : 1);
         bool conj = !ENTRY[s].directed && !complex_in && !forward;
         st = scale(d, ctx, n, part, out, parts, fct, conj ? -fct : fct);
     }

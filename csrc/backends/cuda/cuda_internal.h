@@ -417,6 +417,14 @@ int pg_plugin_pci_bus_id(int index, char *buf, int len);
 /* Element size of a dtype that reaches a backend (pg_dtype.h's inline table: the plugin
  * links no core symbol). */
 static inline size_t pg_cuda_itemsize(int dtype) { return pg_dtype_size((pg_dtype)dtype); }
+/* Elements of a tensor (pg_tensor_numel calls the core). */
+static inline int64_t pg_cuda_numel(const pg_tensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
 /* Device address of a tensor's first element (pg_tensor_data calls the core). */
 static inline char *pg_cuda_tensor_data(const pg_tensor *t)
 {
