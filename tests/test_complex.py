@@ -2,7 +2,9 @@
 # properties and promotion, creation and NumPy exchange, printing, counted moves, casts both
 # ways (the imaginary part's warning), the real views (real, imag, view_as_real/complex),
 # conj/angle/abs/complex/polar, the elementwise rules of pygpu/_tensor/complex.py, sum/mean,
-# matmul/mm/bmm, and PyTorch's refusals (types and words). Each test loops over its cases.
+# matmul/mm/bmm, PyTorch's refusals (types and words), and files: pygpu.save/load in PyTorch's
+# format read and written by torch itself, and safetensors (complex64, the one complex dtype
+# the format has). Each test loops over its cases.
 import warnings
 
 import numpy as np
@@ -268,3 +270,38 @@ def test_refusals_as_torch(device):
         assert str(got.value) == str(want.value), label
     # a complex tensor can require grad, as in PyTorch (tests/test_complex_autograd.py)
     assert pygpu.ones(2, dtype=pygpu.complex64, device=device).requires_grad_(True).requires_grad
+
+
+def test_save_load_through_torchs_format_and_safetensors(device, tmp_path):
+    import safetensors.torch as st
+    for name, nd, _ in DTYPES:
+        a = _c((3, 4), nd)
+        p, t = _both(a, device)
+        pygpu.save({"x": p, "col": p[:, 1], "zero_d": p[2, 3]}, tmp_path / "p.pt")
+        got = torch.load(tmp_path / "p.pt", map_location="cpu", weights_only=True)
+        assert got["x"].dtype is getattr(torch, name) and got["zero_d"].shape == ()
+        np.testing.assert_array_equal(got["x"].numpy(), a)
+        np.testing.assert_array_equal(got["col"].numpy(), a[:, 1])
+        assert got["zero_d"].item() == complex(a[2, 3])
+        # t.conj() carries torch's conjugate bit, its imag the negative bit: pygpu applies them
+        torch.save({"x": t, "row": t[1], "conj": t.conj()}, tmp_path / "t.pt")
+        torch.save({"neg": t.conj().imag}, tmp_path / "n.pt")  # a real view: a file of its own
+        back = pygpu.load(tmp_path / "t.pt", map_location=device)
+        assert back["x"].dtype is getattr(pygpu, name) and str(back["x"].device).startswith(
+            device.split(":")[0])
+        np.testing.assert_array_equal(back["x"].cpu().numpy(), a)
+        np.testing.assert_array_equal(back["row"].cpu().numpy(), a[1])
+        np.testing.assert_array_equal(back["conj"].cpu().numpy(), a.conj())
+        np.testing.assert_array_equal(pygpu.load(tmp_path / "n.pt")["neg"].numpy(), -a.imag)
+        np.testing.assert_array_equal(back["x"].cpu().numpy(), a)  # the shared storage as saved
+        path = tmp_path / f"{name}.safetensors"
+        if name == "complex64":  # safetensors' C64, both ways with safetensors' own torch API
+            pygpu.save({"x": p}, path)
+            np.testing.assert_array_equal(st.load_file(str(path))["x"].numpy(), a)
+            st.save_file({"y": t * 2}, str(path))
+            np.testing.assert_array_equal(pygpu.load(path)["y"].numpy(), a * 2)
+        else:  # the format has no complex128: refused by name, as safetensors.torch refuses it
+            with pytest.raises(KeyError):
+                st.save_file({"y": t}, str(path))
+            with pytest.raises(TypeError, match="complex128"):
+                pygpu.save({"x": p}, path)

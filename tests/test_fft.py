@@ -1,13 +1,16 @@
 # test_fft.py - pygpu.fft against torch.fft on every device: each transform (1-D, 2-D, N-D,
 # real and inverse real) on complex64/complex128 and float32/float64 inputs, odd and even
 # lengths, n/s padding and trimming, dim, the three norms; the helpers (fftshift, ifftshift,
-# fftfreq, rfftfreq); where the FFT node runs (cpu and sim; cuda's operands moved to the cpu,
-# counted); PyTorch's errors (types and words). Each test loops over its cases.
+# fftfreq, rfftfreq); the Hermitian transforms (hfft, ihfft, their 2-D and N-D forms); where
+# the FFT node runs (cpu and sim; cuda on cuFFT where it loads, tests/test_cufft.py, else its
+# operands moved to the cpu, counted); PyTorch's errors (types and words). Each test loops
+# over its cases.
 import numpy as np
 import pytest
 import torch
 
 import pygpu
+from pygpu.backends import _cufft
 
 R = np.random.default_rng(11)
 TOL = {np.complex64: 2e-5, np.float32: 2e-5, np.complex128: 1e-12, np.float64: 1e-12}
@@ -92,6 +95,40 @@ def test_nd(device):
                 _run(device, fn, h, TOL[nd], **kw)
 
 
+def test_hermitian(device):
+    for nd in (np.complex64, np.complex128):
+        for m in (2, 3, 5):
+            h = _data((3, m), nd)
+            for norm in NORMS:
+                _run(device, "hfft", h, TOL[nd], norm=norm)
+            for n in (1, 2 * m - 1, 2 * m + 2):
+                _run(device, "hfft", h, TOL[nd], n=n)
+        h = _data((3, 5, 4), nd)
+        _run(device, "hfft", h, TOL[nd], dim=1, n=6)
+        for fn in ("hfft2", "hfftn"):
+            for kw in ({}, {"norm": "forward"}, {"s": (4, 7)}, {"dim": (0, 2)},
+                       {"s": (2, 3, 5), "dim": (2, 0, 1), "norm": "ortho"}):
+                if fn == "hfft2" and len(kw.get("s", ())) == 3:
+                    continue
+                _run(device, fn, h, TOL[nd], **kw)
+    _run(device, "hfft", _data((3, 4), np.float64), TOL[np.float64])  # real input: complex
+    for nd in (np.float32, np.float64):
+        for length in (1, 2, 7, 8):
+            a = _data((2, length), nd)
+            for norm in NORMS:
+                _run(device, "ihfft", a, TOL[nd], norm=norm)
+        a = _data((4, 6, 5), nd)
+        for kw in ({"n": 3}, {"n": 9, "dim": 1}, {"dim": 0, "norm": "forward"}):
+            _run(device, "ihfft", a, TOL[nd], **kw)
+        for fn in ("ihfft2", "ihfftn"):
+            for kw in ({}, {"norm": "ortho"}, {"s": (4, 7)}, {"dim": (0, 2)}):
+                _run(device, fn, a, TOL[nd], **kw)
+    # the pair inverts each other (hfft of ihfft gives back the real signal)
+    a = _data((3, 10), np.float64)
+    back = pygpu.fft.hfft(pygpu.fft.ihfft(pygpu.tensor(a).to(device)), n=10)
+    np.testing.assert_allclose(back.cpu().numpy(), a, atol=1e-12)
+
+
 def test_round_trips(device):
     a = _data((4, 9), np.float64)
     p = pygpu.tensor(a).to(device)
@@ -135,7 +172,11 @@ def test_errors_as_torch(device):
              ("s longer than ndim", lambda m, a, c: m.fft.fftn(a, s=(2, 2))),
              ("dims repeated", lambda m, a, c: m.fft.fftn(a.reshape(2, 2), dim=(0, 0))),
              ("s and dim lengths", lambda m, a, c: m.fft.fftn(a.reshape(2, 2), s=(4,), dim=(0, 1))),
-             ("half", lambda m, a, c: m.fft.fft(a.to(m.float16)))]
+             ("half", lambda m, a, c: m.fft.fft(a.to(m.float16))),
+             ("ihfft of complex", lambda m, a, c: m.fft.ihfft(c)),
+             ("ihfftn of no axis", lambda m, a, c: m.fft.ihfftn(a, dim=())),
+             ("hfft n=0", lambda m, a, c: m.fft.hfft(c, n=0)),
+             ("hfft2 of 1-D", lambda m, a, c: m.fft.hfft2(c))]
     for label, f in cases:
         with pytest.raises(Exception) as want:
             f(torch, tx, txc)
@@ -144,10 +185,11 @@ def test_errors_as_torch(device):
         assert str(got.value) == str(want.value), label
 
 
-def test_the_node_runs_on_the_cpu_backend_and_sim(device):
+def test_the_node_runs_on_the_cpu_backend_sim_and_cufft(device):
     x = pygpu.tensor(_data((2, 8), np.complex64)).to(device)
     here = pygpu._C._has_node("FFT", x)
-    assert here == (not device.startswith("cuda"))  # cuda has no FFT node yet (no cuFFT)
+    # cuda runs the node on cuFFT where the library loads (the emulated device's stand-in)
+    assert here == (not device.startswith("cuda") or _cufft.is_available())
     pygpu.synchronize()
     pygpu.reset_stats()
     y = pygpu.fft.fft(x)

@@ -110,6 +110,9 @@ static PyObject *ptr_or_none(void *p) { return p ? PyLong_FromVoidPtr(p) : Py_Ne
     X1(nccl_load, str, none, "internal: load libnccl from a path")                                 \
     X1(cudnn_load, str, none, "internal: load libcudnn from a path")                               \
     X1(cudnn_offer, str, none, "internal: the libcudnn paths to try on the first convolution")    \
+    X1(cufft_load, str, none, "internal: load libcufft from a path")                               \
+    X0(cufft_version, int, "internal: cuFFT's version (cufftGetVersion), 0 before it is loaded")   \
+    X1(cufft_offer, str, none, "internal: the libcufft paths to try on the first FFT node")        \
     X1(nccl_comm_destroy, handle, none, "internal: finalize and destroy")                          \
     X1(nccl_comm_abort, handle, none, "internal: abort a communicator")
 

@@ -18,7 +18,7 @@ typedef struct fft_row {
     int in, out;
 } fft_row;
 static const fft_row fft_rows[PG_NUM_SUBOPS] = {
-#define PG_SUBOP_FFT(ID, name, flags, in, out, cpu) [PG_FFT_##ID] = {FFT_##in, FFT_##out},
+#define PG_SUBOP_FFT(ID, name, flags, in, out, ...) [PG_FFT_##ID] = {FFT_##in, FFT_##out},
 #include "pg_subops.def"
 };
 

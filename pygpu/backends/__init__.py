@@ -5,6 +5,6 @@ deterministic, allow_tf32), cuda (matmul.allow_tf32, ...), mps (is_available() i
 False: pygpu has no Metal backend), cpu (get_cpu_capability), opt_einsum (einsum's
 contraction order: enabled, strategy). pygpu keeps the values
 programs set; where a switch changes what pygpu computes, its module says so."""
-from . import cpu, cuda, cudnn, mps, opt_einsum
+from . import _cufft, cpu, cuda, cudnn, mps, opt_einsum  # noqa: F401 (_cufft: its offer hook)
 
 __all__ = ["cpu", "cuda", "cudnn", "mps", "opt_einsum"]

@@ -1,15 +1,20 @@
-"""pygpu.fft: PyTorch's torch.fft (fft, ifft, rfft, irfft, their 2-D and N-D forms, fftshift,
-ifftshift, fftfreq, rfftfreq), with its n/s, dim and norm arguments and its errors.
+"""pygpu.fft: PyTorch's torch.fft (fft, ifft, rfft, irfft, hfft, ihfft, their 2-D and N-D
+forms, fftshift, ifftshift, fftfreq, rfftfreq), with its n/s, dim and norm arguments and its
+errors.
 
 Every transform is made of FFT nodes (csrc/core/pg_ops_fft.c): one 1-D transform per
 transformed axis, applied along the last axis of the operand (the axis is moved there, as a
 view; the node makes it contiguous). The node runs pocketfft in the CPU backend, on cpu and
-on sim's worker (_C._has_node("FFT", x) asks the backend, never the device type); cuda has no
-FFT node yet (cuFFT is the plan), so a cuda operand is moved to the cpu and the result back,
-both counted transfers. Padding and trimming to n (or s) happen here before the node, as
-PyTorch's: the input is cut, or zero-padded, along each transformed axis. The norm's factor
-is the node's: "backward" (the default) scales the inverse by 1/n, "forward" the forward,
-"ortho" both by 1/sqrt(n).
+on sim's worker, and cuFFT on cuda (csrc/backends/cuda/cuda_cufft.c, loaded on the first
+transform: pygpu/backends/_cufft.py). _C._has_node("FFT", x) asks the backend, never the
+device type: where it declines the node (cuda without a loadable libcufft), the operand is
+moved to the cpu and the result back, both counted transfers. Padding and trimming to n (or
+s) happen here before the node, as PyTorch's: the input is cut, or zero-padded, along each
+transformed axis. The norm's factor is the node's: "backward" (the default) scales the
+inverse by 1/n, "forward" the forward, "ortho" both by 1/sqrt(n). The Hermitian transforms
+are the real ones in the other direction: hfft is a forward complex-to-real node (it reads
+the conjugate of its input), ihfft a backward real-to-complex node (it conjugates its
+result), as PyTorch composes them.
 
 Autograd records each node as a Function whose backward is its adjoint transform, itself
 recorded (pygpu/fft/_autograd.py); padding and trimming are recorded ops (a concatenation
@@ -22,8 +27,9 @@ from .._tensor import complex as _complex
 from ..autograd.grad_mode import is_grad_enabled as _is_grad_enabled
 from . import _autograd
 
-__all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
-           "rfftn", "irfftn", "fftshift", "ifftshift", "fftfreq", "rfftfreq"]
+__all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
+           "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn", "fftshift",
+           "ifftshift", "fftfreq", "rfftfreq"]
 
 
 def _factor(norm, n, forward):
@@ -95,14 +101,14 @@ def _node(op, x, dim, n, forward, fct):
 
 
 def _run(op, x, dim, n, forward, fct):
-    """One FFT node along dim of x (moved last and back, as views)."""
-    here = _C._has_node("FFT", x)
-    src = x if here else x.to("cpu")
-    last = src.ndim - 1
-    moved = src if dim == last else src.movedim(dim, last)
-    out = _C._fft(op, moved, n, forward, fct)
-    out = out if dim == last else out.movedim(last, dim)
-    return out if here else out.to(x.device)
+    """One FFT node along dim of x (moved last and back, as views), on x's device where its
+    backend runs the node (asked with the lines it would get), else on the cpu."""
+    last = x.ndim - 1
+    moved = x if dim == last else x.movedim(dim, last)
+    here = _C._has_node("FFT", moved)
+    out = _C._fft(op, moved if here else moved.to("cpu"), n, forward, fct)
+    out = out if here else out.to(x.device)
+    return out if dim == last else out.movedim(last, dim)
 
 
 def _c2c(x, dims, sizes, norm, forward):
@@ -188,19 +194,64 @@ def rfftn(input, s=None, dim=None, norm=None, *, out=None, _default=None, _name=
     return _out(_c2c(x, dims[:-1], sizes[:-1], norm, True), out)
 
 
-def irfftn(input, s=None, dim=None, norm=None, *, out=None, _default=None):
-    _check_input(input, "irfftn")
+def irfftn(input, s=None, dim=None, norm=None, *, out=None, _default=None, _name="irfftn",
+           _forward=False):
+    _check_input(input, _name)
     x = _complex_of(input)
-    dims, sizes = _dims_and_sizes(x, s, dim, "irfftn", _default)
+    dims, sizes = _dims_and_sizes(x, s, dim, _name, _default)
     if not dims:
         return _out(x.real.clone(), out)
     last = dims[-1]
     n = 2 * (x.shape[last] - 1) if s is None or s[-1] == -1 else sizes[-1]
     if n < 1:
         raise RuntimeError(f"Invalid number of data points ({n}) specified")
-    x = _c2c(x, dims[:-1], sizes[:-1], norm, False)
+    x = _c2c(x, dims[:-1], sizes[:-1], norm, _forward)
     x = _resize(x, last, n // 2 + 1)
-    return _out(_node("C2R", x, last, n, False, _factor(norm, n, False)), out)
+    return _out(_node("C2R", x, last, n, _forward, _factor(norm, n, _forward)), out)
+
+
+# ---- Hermitian: a half-spectrum signal in time, a real spectrum (hfft), and back (ihfft) ----
+
+def hfftn(input, s=None, dim=None, norm=None, *, out=None, _default=None, _name="hfftn"):
+    """The real n-D spectrum of a signal with Hermitian symmetry along the last transformed
+    axis, given by its first n//2 + 1 values there (PyTorch's hfftn): the forward complex
+    transforms of the other axes, then a forward complex-to-real one of the last."""
+    return irfftn(input, s, dim, norm, out=out, _default=_default, _name=_name, _forward=True)
+
+
+def ihfftn(input, s=None, dim=None, norm=None, *, out=None, _default=None, _name="ihfftn"):
+    """hfftn's inverse: the first n//2 + 1 values of the inverse transform of a real signal
+    along the last transformed axis, then the inverse transforms of the other axes."""
+    _check_input(input, _name)
+    x = _real_of(input, _name)
+    dims, sizes = _dims_and_sizes(x, s, dim, _name, _default)
+    if not dims:
+        raise RuntimeError(f"{_name} must transform at least one axis")
+    last, n = dims[-1], sizes[-1]
+    x = _resize(x, last, n)
+    x = _node("R2C", x, last, n, False, _factor(norm, n, False))
+    return _out(_c2c(x, dims[:-1], sizes[:-1], norm, False), out)
+
+
+def hfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The real spectrum (length n, default 2*(m-1)) of a Hermitian signal given by its first
+    m values along dim (PyTorch's torch.fft.hfft)."""
+    _check_input(input, "hfft")
+    return hfftn(input, None if n is None else (n,), (dim,), norm, out=out, _name="hfft")
+
+
+def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The first n//2 + 1 values of the inverse transform of a real signal (hfft's inverse)."""
+    _check_input(input, "ihfft")
+    return ihfftn(input, None if n is None else (n,), (dim,), norm, out=out, _name="ihfft")
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return hfftn(input, s, dim, norm, out=out, _name="hfft2")
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return ihfftn(input, s, dim, norm, out=out, _name="ihfft2")
 
 
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -216,7 +267,7 @@ def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
 
 
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
-    return irfftn(input, s, dim, norm, out=out)
+    return irfftn(input, s, dim, norm, out=out, _name="irfft2")
 
 
 def _out(r, out):

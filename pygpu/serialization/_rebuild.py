@@ -188,10 +188,26 @@ def _set_requires_grad(t, requires_grad):
     return t
 
 
+# The bits torch.save writes for a lazily conjugated or negated view (torch._utils'
+# _get_tensor_metadata: t.conj() of a complex tensor, its imag's negative view). pygpu's
+# tensors have no such bits: the view's values are computed on load, in a tensor of its own
+# (so it no longer shares the storage with the file's other views of it).
+_METADATA_BITS = {"conj": lambda t: t.conj(), "neg": lambda t: -t}
+
+
 def _check_metadata(metadata):
-    if metadata:
-        raise pickle.UnpicklingError(f"a tensor carries metadata {metadata!r} (conjugate or "
-                                     "negative bits), which pygpu's tensors do not have")
+    unknown = {k: v for k, v in (metadata or {}).items() if k not in _METADATA_BITS}
+    if unknown:
+        raise pickle.UnpicklingError(f"a tensor carries metadata {unknown!r}, which pygpu's "
+                                     "tensors do not have")
+
+
+def _apply_metadata(t, metadata):
+    """t with the conjugate and negative bits of `metadata` applied to its values."""
+    for key, apply in _METADATA_BITS.items():
+        if (metadata or {}).get(key) and isinstance(t, _C.Tensor):
+            t = apply(t)
+    return t
 
 
 def rebuild_tensor(storage, storage_offset, size, stride):
@@ -201,7 +217,7 @@ def rebuild_tensor(storage, storage_offset, size, stride):
 def rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks,
                       metadata=None):
     _check_metadata(metadata)
-    t = _view(storage, storage_offset, size, stride)
+    t = _apply_metadata(_view(storage, storage_offset, size, stride), metadata)
     return _set_requires_grad(t, requires_grad) if isinstance(t, _C.Tensor) else t
 
 
@@ -221,7 +237,7 @@ def rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, back
     typed = LoadedStorage(row, storage.numel // row.itemsize, storage.location, storage._raw,
                           storage.big_endian, storage.target)
     return rebuild_tensor_v2(typed, storage_offset, size, stride, requires_grad,
-                             backward_hooks)
+                             backward_hooks, metadata)
 
 
 def rebuild_parameter(data, requires_grad, backward_hooks):

@@ -161,7 +161,7 @@ static pg_status pg_cpu_fft_c2r(const pg_node *n)
 /* each FFT row's function, by its cpu column (pg_subops.def) */
 typedef pg_status (*fft_fn)(const pg_node *);
 static const fft_fn fft_kernels[PG_NUM_SUBOPS] = {
-#define PG_SUBOP_FFT(ID, name, flags, in, out, cpu) [PG_FFT_##ID] = cpu,
+#define PG_SUBOP_FFT(ID, name, flags, in, out, cpu, ...) [PG_FFT_##ID] = cpu,
 #include "../../core/pg_subops.def"
 };
 

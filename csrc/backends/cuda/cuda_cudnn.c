@@ -156,39 +156,21 @@ int pg_plugin_cudnn_load(const char *path, char *why, size_t len)
 size_t pg_plugin_cudnn_version(void) { return pg_cudnn.lib ? pg_cudnn.version : 0; }
 
 /* The libraries pygpu offered when it loaded the plugin (pygpu/backends/cudnn.py's
- * candidates, newline-separated), tried once, in order, when the first convolution asks:
- * cuDNN is loaded on first use, by the backend that uses it. */
-static struct {
-    pthread_mutex_t lock;
-    char paths[8192];
-    bool tried;
-} g_offer = {.lock = PTHREAD_MUTEX_INITIALIZER};
+ * candidates), tried once, in order, when the first convolution asks: cuDNN is loaded on
+ * first use, by the backend that uses it (cuda_lazy_library.c). */
+static pg_cuda_lazy_library g_offer = PG_CUDA_LAZY_LIBRARY_INIT;
 
 pg_status pg_plugin_cudnn_offer(const char *paths)
 {
-    pthread_mutex_lock(&g_offer.lock);
-    snprintf(g_offer.paths, sizeof g_offer.paths, "%s", paths ? paths : "");
-    g_offer.tried = false;
-    pthread_mutex_unlock(&g_offer.lock);
+    pg_cuda_lazy_offer(&g_offer, paths);
     return PG_OK;
 }
 
+static bool cudnn_loaded(void) { return pg_cudnn.lib != NULL; }
+
 static bool loaded_on_first_use(void)
 {
-    if (pg_cudnn.lib)
-        return true;
-    pthread_mutex_lock(&g_offer.lock);
-    if (!g_offer.tried) {
-        g_offer.tried = true;
-        char paths[sizeof g_offer.paths], why[512];
-        memcpy(paths, g_offer.paths, sizeof paths);
-        char *save = NULL;
-        for (char *p = strtok_r(paths, "\n", &save); p && !pg_cudnn.lib;
-             p = strtok_r(NULL, "\n", &save))
-            (void)pg_plugin_cudnn_load(p, why, sizeof why); /* pygpu.backends.cudnn says why */
-    }
-    pthread_mutex_unlock(&g_offer.lock);
-    return pg_cudnn.lib != NULL;
+    return pg_cuda_lazy_load(&g_offer, cudnn_loaded, pg_plugin_cudnn_load);
 }
 
 /* supports_node's rule for CONV: cuDNN enabled (pygpu.backends.cudnn.enabled) and loaded, and

@@ -3,7 +3,7 @@
  *
  * Everything CUDA offers beyond the pg_backend table (options, device
  * properties, NVTX, streams, events, graphs, the interop stream hand-offs,
- * NCCL) is reached through this table by pygpu._C (csrc/bindings/cuda_extras.c),
+ * NCCL, the lazily loaded cuDNN and cuFFT) is reached through this table by pygpu._C (csrc/bindings/cuda_extras.c),
  * fetched once when the plugin is loaded. Before it, Python called 39 exported
  * pg_plugin_* symbols through ctypes; none of them is exported now (only
  * pg_plugin_abi_version, pg_plugin_init and this file's getter are).
@@ -35,6 +35,14 @@ static pg_status cudnn_load(const char *path)
     if (pg_plugin_cudnn_load(path, why, sizeof why) == 0)
         return PG_OK;
     return pg_cuda_error(PG_ERR_UNAVAILABLE, "cuDNN: %s", why);
+}
+
+static pg_status cufft_load(const char *path)
+{
+    char why[512] = "";
+    if (pg_plugin_cufft_load(path, why, sizeof why) == 0)
+        return PG_OK;
+    return pg_cuda_error(PG_ERR_UNAVAILABLE, "cuFFT: %s", why);
 }
 
 static pg_status nccl_load(const char *path)
@@ -143,6 +151,9 @@ static const pg_cuda_extras pg_cuda_extras_table = {
     .cudnn_load = cudnn_load,
     .cudnn_version = pg_plugin_cudnn_version,
     .cudnn_offer = pg_plugin_cudnn_offer,
+    .cufft_load = cufft_load,
+    .cufft_version = pg_plugin_cufft_version,
+    .cufft_offer = pg_plugin_cufft_offer,
 };
 
 pg_status pg_plugin_get_extras(int version, const void **out)

@@ -14,6 +14,8 @@
  * header declares them bottom to top:
  *   1. cuda_state.c    the one global, pg_cuda (options, per-device state)
  *   2. cuda_check.c    CUDA/cuBLAS status -> pg_status with a message
+ *      cuda_lazy_library.c  the paths offered for a library loaded on first use
+ *                      (cuDNN, cuFFT), tried once
  *   3. cuda_device.c   device entry helper, guard, streams' creation, events,
  *                      the cuBLAS handle, peer access
  *   4. cuda_memory.c   device and pinned allocations
@@ -24,8 +26,9 @@
  *                      waits (which join the user streams and read the
  *                      kernel times), copies in flight
  *   7. cuda_copy.c, cuda_gemm.c, cuda_quant.c, cuda_train.c, cuda_graph.c, cuda_nccl.c, cuda_cudnn.c,
- *      cuda_stream_api.c   copies, products, fused training ops, graphs,
- *                      collectives, cuDNN's convolutions, the Stream/Event entry points
+ *      cuda_cufft.c, cuda_stream_api.c   copies, products, fused training ops, graphs,
+ *                      collectives, cuDNN's convolutions, cuFFT's transforms, the
+ *                      Stream/Event entry points
  *   8. cuda_launch.c   the op dispatcher
  *   9. cuda_plugin.c   the backend table, pg_plugin_init, options, device queries
  *  10. cuda_extras.c   the second table (pg_cuda_extras.h: streams, events,
@@ -293,6 +296,20 @@ pg_status pg_cuda_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const struct p
  * such descriptors) and nothing was queued; the caller runs its cuBLAS path. */
 pg_status pg_cuda_lt_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const struct pg_gemm *g,
                           const char *op, bool *refused);
+/* 2. cuda_lazy_library.c: a library loaded on first use: the paths Python offered
+ * (newline-separated) and whether they were tried. loaded() says whether the library's
+ * file holds it; load(path, why, len) is its loader (0, or a message in why). */
+typedef struct pg_cuda_lazy_library {
+    pthread_mutex_t lock;
+    char paths[8192];
+    bool tried;
+} pg_cuda_lazy_library;
+#define PG_CUDA_LAZY_LIBRARY_INIT {.lock = PTHREAD_MUTEX_INITIALIZER}
+void pg_cuda_lazy_offer(pg_cuda_lazy_library *lib, const char *paths);
+/* whether the library is loaded, after trying the offered paths once if it was not */
+bool pg_cuda_lazy_load(pg_cuda_lazy_library *lib, bool (*loaded)(void),
+                       int (*load)(const char *path, char *why, size_t len));
+
 /* 7. The node kinds' launchers, named by their PG_NODE rows' cuda column (pg_ops.def):
  * each lays a node out as the plain arguments of its kernels/ launcher and launches it
  * on ctx->stream, returning the checked status. cuda_launch.c: fill, copy, binary, unary,
@@ -300,7 +317,7 @@ pg_status pg_cuda_lt_gemm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const struc
  * ops; cuda_quant.c: the int8 linear layer (quantize, cuBLASLt's IMMA GEMM, epilogue);
  * cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...); cuda_sequence.c:
  * the recurrent cells and scaled-dot-product attention; cuda_conv_layers.c: pooling and
- * batch norm (cuda_cudnn.c: the convolution). */
+ * batch norm (cuda_cudnn.c: the convolution; cuda_cufft.c: the FFT). */
 typedef pg_status (*pg_cuda_launcher)(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA(launcher) pg_status launcher(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA_HALF(launcher) CUDA(launcher)
@@ -375,6 +392,13 @@ pg_status pg_plugin_cudnn_offer(const char *paths);
  * (head dimensions up to 128) */
 bool pg_cuda_cudnn_runs(const pg_node *n);
 bool pg_cuda_sdpa_runs(const pg_node *n);
+/* cuda_cufft.c: cuFFT loaded from `path` (0, or a message in why); its version (0 before);
+ * the libraries to try when the first FFT node asks (pygpu/backends/_cufft.py finds them);
+ * supports_node's rule for FFT (cuFFT loaded, the lines' sizes in cuFFT's int) */
+int pg_plugin_cufft_load(const char *path, char *why, size_t len);
+pg_status pg_plugin_cufft_version(int *out);
+pg_status pg_plugin_cufft_offer(const char *paths);
+bool pg_cuda_cufft_runs(const pg_node *n);
 int pg_plugin_nccl_version(void);
 int pg_plugin_nccl_unique_id(char *out, char *why, size_t whylen);
 int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device, void **comm,
@@ -393,6 +417,14 @@ int pg_plugin_pci_bus_id(int index, char *buf, int len);
 /* Element size of a dtype that reaches a backend (pg_dtype.h's inline table: the plugin
  * links no core symbol). */
 static inline size_t pg_cuda_itemsize(int dtype) { return pg_dtype_size((pg_dtype)dtype); }
+/* Elements of a tensor (pg_tensor_numel calls the core). */
+static inline int64_t pg_cuda_numel(const pg_tensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
 /* Device address of a tensor's first element (pg_tensor_data calls the core). */
 static inline char *pg_cuda_tensor_data(const pg_tensor *t)
 {

@@ -80,15 +80,6 @@ static void pg_cuda_iter_of(pg_cuda_iter *it, const pg_tensor *dst, const pg_ten
     pg_cuda_iter_init(it, dst->ndim, dst->shape, 1 + (a != NULL) + (b != NULL), strides);
 }
 
-/* Elements of a tensor (pg_tensor_numel is a core symbol). */
-static int64_t pg_cuda_numel(const pg_tensor *t)
-{
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++)
-        n *= t->shape[d];
-    return n;
-}
-
 static bool pg_cuda_is_half(int dtype) { return pg_dtype_is_half((pg_dtype)dtype); }
 static bool pg_cuda_is_float(int dtype) { return pg_dtype_is_float((pg_dtype)dtype); }
 

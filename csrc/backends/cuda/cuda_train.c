@@ -15,14 +15,6 @@ _Static_assert((int)PG_CUDA_ACT_RELU == (int)PG_ACT_RELU &&
                    (int)PG_CUDA_NUM_ACT == (int)PG_NUM_ACT,
                "activation codes differ between pg_node.h and pg_cuda_kernels.h");
 
-static int64_t numel(const pg_tensor *t)
-{
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++)
-        n *= t->shape[i];
-    return n;
-}
-
 static void *data_or_null(const pg_tensor *t)
 {
     return t->storage ? pg_cuda_tensor_data(t) : NULL;
@@ -178,8 +170,8 @@ pg_status pg_cuda_launch_sgd(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
 {
     cudaError_t err = pg_kernel_sgd(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),
                                     pg_cuda_tensor_data(&n->src[0]), data_or_null(&n->extra[0]),
-                                    numel(&n->dst), n->p.optim.hyper, (int)n->p.optim.flag[0],
-                                    (int)n->p.optim.flag[1]);
+                                    pg_cuda_numel(&n->dst), n->p.optim.hyper,
+                                    (int)n->p.optim.flag[0], (int)n->p.optim.flag[1]);
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_sgd", err);
 }
 
@@ -191,7 +183,7 @@ pg_status pg_cuda_launch_sgd(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg
         cudaError_t err = pg_kernel_##name(                                                        \
             ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst), pg_cuda_tensor_data(&n->src[0]),      \
             data_or_null(&n->extra[0]), data_or_null(&n->extra[1]), data_or_null(&n->extra[2]),    \
-            numel(&n->dst), n->p.optim.hyper, n->p.optim.flag);                                    \
+            pg_cuda_numel(&n->dst), n->p.optim.hyper, n->p.optim.flag);                            \
         return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_" #name, err);                               \
     }
 #include "pg_ops.def"

@@ -288,6 +288,11 @@ cudaError_t pg_kernel_batch_norm(const pg_cuda_ctx *ctx, const pg_cuda_bn_args *
 cudaError_t pg_kernel_amp_unscale(const pg_cuda_ctx *ctx, int dtype, void *g, int64_t n,
                                   double inv_scale, float *found);
 
+/* fft.cu: x (n,) float32 or float64 parts, contiguous, *= even at even indices and odd at
+ * odd ones in place (the FFT node's factor and conjugations around cuFFT, cuda_cufft.c) */
+cudaError_t pg_kernel_fft_scale(const pg_cuda_ctx *ctx, int dtype, void *x, int64_t n,
+                                double even, double odd);
+
 /* index.cu: the index family (node layouts: csrc/core/pg_ops_index.h; CPU twin:
  * csrc/backends/cpu/cpu_index.c), one launcher per kernel family: an INDEX row's family
  * column (csrc/core/pg_subops.def) names the one that runs it, and its flags reach the

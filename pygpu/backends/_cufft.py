@@ -1,0 +1,99 @@
+"""cuFFT's lazy loading: the libraries the CUDA plugin tries for torch.fft on cuda.
+
+pygpu.fft's transforms are FFT nodes; on cuda the plugin runs them on cuFFT
+(csrc/backends/cuda/cuda_cufft.c), which it loads on the first transform of a cuda tensor,
+never at `import pygpu`. When the plugin is loaded, this module hands it the libraries to
+try (`library_candidates()`: PYGPU_CUFFT_LIBRARY, the nvidia-cufft (CUDA 13) or
+nvidia-cufft-cu12 wheel installed beside pygpu, the CUDA toolkit's lib64), and the first
+FFT node's question to the backend (supports_node) loads the first that works. Where none
+can be loaded, the node is declined and pygpu.fft moves a cuda operand to the cpu and back
+(both transfers counted); `unavailable_reason()` says why."""
+import glob
+import os
+import site
+import sys
+
+from .. import _C
+from .. import cuda as _cuda
+
+# the wheels' directories (site-packages/nvidia/<sub>/lib) and cuFFT's sonames, newest first:
+# cuFFT 12 ships with CUDA 13 (nvidia-cufft), cuFFT 11 with CUDA 12 (nvidia-cufft-cu12)
+WHEEL_DIRS = ("cu13", "cufft", "cu12")
+SONAMES = ("libcufft.so.12", "libcufft.so.11")
+_state = {"loaded": None, "why": None}
+
+
+def library_candidates():
+    """Where libcufft may be, most specific first (PYGPU_CUFFT_LIBRARY first: the emulated
+    device of tests/cuda_emu names its own cuFFT stand-in there)."""
+    out = [os.environ["PYGPU_CUFFT_LIBRARY"]] if os.environ.get("PYGPU_CUFFT_LIBRARY") else []
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    roots = [here] + site.getsitepackages() + [site.getusersitepackages()]
+    roots += [p for p in sys.path if p.endswith("site-packages")]
+    for r in roots:
+        for sub in WHEEL_DIRS:
+            for so in SONAMES:
+                out += sorted(glob.glob(os.path.join(r, "nvidia", sub, "lib", so)))
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            for so in SONAMES:
+                out += sorted(glob.glob(os.path.join(os.environ[env], "lib64", so)))
+    seen, unique = set(), []
+    for p in out:
+        if p not in seen and os.path.exists(p):
+            seen.add(p)
+            unique.append(p)
+    return unique + list(SONAMES)  # last: the loader's own search path
+
+
+def _load():
+    """Load cuFFT into the CUDA plugin (once); True when it is there."""
+    if _state["loaded"] is not None:
+        return _state["loaded"]
+    if _cuda.is_built():
+        _cuda._load()
+    if not _cuda.is_built() or not _C._load_cuda(None):
+        _state["why"] = f"the CUDA backend is not available: {_cuda.unavailable_reason()}"
+        _state["loaded"] = False
+        return False
+    errors = []
+    for path in library_candidates():
+        try:
+            _C._cuda_cufft_load(path)
+        except _C.DeviceUnavailableError as e:
+            errors.append(str(e))
+            continue
+        _state["loaded"] = True
+        return True
+    _state["why"] = ("; ".join(errors[-2:]) if errors else "libcufft not found") + \
+        " (pip install nvidia-cufft)"
+    _state["loaded"] = False
+    return False
+
+
+def is_available():
+    """Whether cuFFT can be loaded (loads it)."""
+    return _load()
+
+
+def version():
+    """cuFFT's version as an int (cufftGetVersion: 12000 for 12.0), or None when it is not
+    available."""
+    return _C._cuda_cufft_version() if _load() else None
+
+
+def unavailable_reason():
+    """None when cuFFT is loaded or loadable, else one line saying why not (cuda transforms
+    then run on the cpu, their operands moved there and back)."""
+    return None if _load() else _state["why"]
+
+
+def _offer():
+    """Run by pygpu.cuda once the plugin is loaded: the libraries the plugin tries when the
+    first FFT node asks (nothing is loaded here)."""
+    _C._cuda_cufft_offer("\n".join(library_candidates()))
+
+
+_cuda._after_load.append(_offer)
+if _C._load_cuda(None):  # the plugin was loaded before this module (None: never loads it)
+    _offer()
