@@ -31,6 +31,12 @@ CASES = [
     ("RMSprop", dict(lr=1e-2, momentum=0.9, centered=True, weight_decay=1e-3)),
     ("Adagrad", dict(lr=0.1, lr_decay=1e-3, weight_decay=1e-3)),
     ("Adadelta", dict(lr=1.0, weight_decay=1e-3, maximize=True)),
+    # RAdam's step is rectified from the sixth on (rho_t > 5): both branches in 12 steps
+    ("RAdam", dict(lr=1e-2)),
+    ("RAdam", dict(lr=1e-2, weight_decay=1e-2, decoupled_weight_decay=True, maximize=True)),
+    ("Adamax", dict(lr=1e-2, weight_decay=1e-3)),
+    ("Adamax", dict(lr=1e-2, betas=(0.8, 0.99), maximize=True)),
+    ("NAdam", dict(lr=1e-2, weight_decay=1e-3, maximize=True)),  # composed: foreach changes nothing
 ]
 FUSED = {"SGD", "Adam", "AdamW", "Adagrad"}  # the ones torch gives fused=
 
@@ -122,13 +128,22 @@ def test_a_group_is_one_node_where_the_backend_has_it(device):
     opt.step()
     launched = _ops(device) - before
     # every backend has the list kernel of every kind pygpu.optim lists
-    for kind in ("SGD", "ADAM", "RMSPROP", "ADAGRAD", "ADADELTA", "BINARY"):
+    for kind in ("SGD", "ADAM", "RMSPROP", "ADAGRAD", "ADADELTA", "RADAM", "ADAMAX", "BINARY"):
         assert _C._has_node("MULTI", params[0], kind), kind
     assert launched == 1
 
 
 def test_flags_raise_as_torch():
     p = [pygpu.zeros(3).requires_grad_()]
+    for name in ("NAdam", "RAdam", "Adamax"):  # torch's keys and defaults, foreach among them
+        g = getattr(optim, name)(p).param_groups[0]
+        tg = getattr(torch.optim, name)([torch.zeros(3, requires_grad=True)]).param_groups[0]
+        assert {k: v for k, v in g.items() if k != "params"} == {
+            k: v for k, v in tg.items() if k != "params"}, name
+        with pytest.raises(TypeError):
+            getattr(optim, name)(p, fused=True)  # torch gives these three no fused=
+        with pytest.raises(TypeError):
+            getattr(torch.optim, name)([torch.zeros(3, requires_grad=True)], fused=True)
     for cls in (optim.SGD, optim.Adam, optim.AdamW):
         with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together."):
             cls(p, lr=0.1, fused=True, foreach=True)
@@ -244,7 +259,8 @@ LONG = [(int(n),) for n in np.random.default_rng(9).integers(1, 3000, 126)] + [
     (65536 * 3 + 17,), (65536,), (1,), (40, 50)]
 
 
-@pytest.mark.parametrize("name,kw", [CASES[2], CASES[5], CASES[9], CASES[10], CASES[11]])
+@pytest.mark.parametrize("name,kw", [CASES[2], CASES[5], CASES[9], CASES[10], CASES[11],
+                                     CASES[13], CASES[14]])
 def test_a_list_of_many_launches_is_the_single_tensor_step_bit_for_bit(device, name, kw):
     rng = np.random.default_rng(1)
     init = [rng.standard_normal(s).astype(np.float32) for s in LONG]

@@ -1,6 +1,7 @@
 /* optim.cu - the optimizers' updates on CUDA: SGD and the adaptive kinds (the op table's
- * PG_OPTIM rows), for one parameter (the SGD, ADAM, ... nodes) and for a list of them (the
- * MULTI node: pygpu.optim's multi-tensor step, PyTorch's foreach/fused path). CPU twins:
+ * PG_OPTIM rows: Adam(W), RMSprop, Adagrad, Adadelta, RAdam, Adamax), for one parameter (the
+ * SGD, ADAM, ... nodes) and for a list of them (the MULTI node: pygpu.optim's multi-tensor
+ * step, PyTorch's foreach/fused path). CPU twins:
  * csrc/backends/cpu/cpu_train.c's loops (one parameter) and cpu_multi.c (a list), operands
  * as csrc/core/pg_ops_train.c lays them out.
  *
@@ -126,6 +127,52 @@ template <typename T> struct pg_adadelta_step {
     }
 };
 
+/* torch's lerp (aten/src/ATen/native/Lerp.h), as the CPU twins' LERP */
+template <typename T> __device__ __forceinline__ T pg_lerp(T a, T b, T w)
+{
+    return w < T(0.5) ? pg_add_rn(a, pg_mul_rn(w, b - a)) : b - pg_mul_rn(b - a, T(1) - w);
+}
+
+/* f: step scale (rectified: lr * rect * sqrt(1 - beta2^t), else lr), 1 - beta1, beta2, eps,
+ * weight decay (decoupled: lr * wd), 1 - beta1^t; i: rectified, decoupled */
+template <typename T> struct pg_radam_step {
+    static constexpr int slots = 4;
+    T a, w, b2, eps, wd, bc1;
+    int rect, decoupled;
+    __device__ __forceinline__ void operator()(T *const *x, int64_t k, unsigned) const
+    {
+        T *p = x[0], *m = x[2], *v = x[3];
+        const T *g = x[1];
+        T l2 = decoupled ? T(0) : wd, keep = decoupled ? T(1) - wd : T(1);
+        T pk = pg_mul_rn(p[k], keep);
+        T gk = pg_add_rn(g[k], pg_mul_rn(l2, pk));
+        T mk = pg_lerp(m[k], gk, w);
+        T vk = pg_add_rn(pg_mul_rn(b2, v[k]), pg_mul_rn(pg_mul_rn(T(1) - b2, gk), gk));
+        m[k] = mk;
+        v[k] = vk;
+        T mc = mk / bc1;
+        p[k] = rect ? pk - pg_mul_rn(mc, a) / pg_add_rn(sqrt(vk), eps) : pk - pg_mul_rn(mc, a);
+    }
+};
+
+/* f: lr / (1 - beta1^t), 1 - beta1, beta2, eps, weight_decay; slots: exp_avg, exp_inf */
+template <typename T> struct pg_adamax_step {
+    static constexpr int slots = 4;
+    T clr, w, b2, eps, wd;
+    __device__ __forceinline__ void operator()(T *const *x, int64_t k, unsigned) const
+    {
+        T *p = x[0], *m = x[2], *u = x[3];
+        const T *g = x[1];
+        T gk = pg_add_rn(g[k], pg_mul_rn(wd, p[k]));
+        T mk = pg_lerp(m[k], gk, w);
+        T a = pg_mul_rn(b2, u[k]), b = pg_add_rn(fabs(gk), eps);
+        T uk = (a > b || a != a) ? a : b;
+        m[k] = mk;
+        u[k] = uk;
+        p[k] = p[k] - pg_mul_rn(clr, mk / uk);
+    }
+};
+
 /* Each kind's functor from its node's scalars (f) and flags (i), as pg_ops_train.c sets them */
 template <typename T> static pg_sgd_step<T> pg_sgd_of(const double *f, const int64_t *i)
 {
@@ -146,6 +193,14 @@ template <typename T> static pg_adagrad_step<T> pg_adagrad_of(const double *f, c
 template <typename T> static pg_adadelta_step<T> pg_adadelta_of(const double *f, const int64_t *)
 {
     return {(T)f[0], (T)f[1], (T)f[2], (T)f[3]};
+}
+template <typename T> static pg_radam_step<T> pg_radam_of(const double *f, const int64_t *i)
+{
+    return {(T)f[0], (T)f[1], (T)f[2], (T)f[3], (T)f[4], (T)f[5], (int)i[0], (int)i[1]};
+}
+template <typename T> static pg_adamax_step<T> pg_adamax_of(const double *f, const int64_t *)
+{
+    return {(T)f[0], (T)f[1], (T)f[2], (T)f[3], (T)f[4]};
 }
 
 /* one parameter's operands, by value */

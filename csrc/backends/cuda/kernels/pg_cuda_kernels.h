@@ -239,10 +239,8 @@ cudaError_t pg_kernel_sgd(const pg_cuda_ctx *ctx, int dtype, void *p, const void
 #define PG_CUDA_OPTIM_ARGS                                                                         \
     const pg_cuda_ctx *ctx, int dtype, void *p, const void *g, void *s0, void *s1, void *s2,       \
         int64_t n, const double *f, const int64_t *i
-cudaError_t pg_kernel_adam(PG_CUDA_OPTIM_ARGS);
-cudaError_t pg_kernel_rmsprop(PG_CUDA_OPTIM_ARGS);
-cudaError_t pg_kernel_adagrad(PG_CUDA_OPTIM_ARGS);
-cudaError_t pg_kernel_adadelta(PG_CUDA_OPTIM_ARGS);
+#define PG_OPTIM(ID, name, ...) cudaError_t pg_kernel_##name(PG_CUDA_OPTIM_ARGS);
+#include "pg_ops.def"
 
 /* The list nodes (optim.cu, elementwise_binary.cu, multi_norm.cu): MULTI runs one kind's
  * update over every entry of a list, MULTI_NORM the norm of them all, in a few launches
@@ -266,10 +264,8 @@ typedef struct pg_cuda_mt_entry {
     const pg_cuda_ctx *ctx, int subop, int dtype, const pg_cuda_mt_entry *e, int count,           \
         const double *f, const int64_t *i
 cudaError_t pg_kernel_multi_sgd(PG_CUDA_MULTI_ARGS);
-cudaError_t pg_kernel_multi_adam(PG_CUDA_MULTI_ARGS);
-cudaError_t pg_kernel_multi_rmsprop(PG_CUDA_MULTI_ARGS);
-cudaError_t pg_kernel_multi_adagrad(PG_CUDA_MULTI_ARGS);
-cudaError_t pg_kernel_multi_adadelta(PG_CUDA_MULTI_ARGS);
+#define PG_OPTIM(ID, name, ...) cudaError_t pg_kernel_multi_##name(PG_CUDA_MULTI_ARGS);
+#include "pg_ops.def"
 cudaError_t pg_kernel_multi_binary(PG_CUDA_MULTI_ARGS);
 /* dst (one element of dtype, float32/float64) = the p-norm of every entry's slot 0 together
  * (p: 0 counts nonzeros, inf: the largest |x|, NaN if any is), in two passes: each chunk's
