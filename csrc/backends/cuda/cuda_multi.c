@@ -4,8 +4,8 @@
  * pg_node_list) out as kernel entries, pg_cuda_kernels.h's pg_cuda_mt_entry: an entry's
  * operands in the slot order of its kind's single-tensor launcher (cuda_train.c), and calls
  * the kind's list launcher, which runs the whole list in a few launches of a chunk table
- * passed by value (kernels/pg_multi_tensor.cuh, as PyTorch's multi_tensor_apply): a GPT's
- * hundred parameters take four or five launches instead of a hundred. The table is a
+ * passed by value (kernels/pg_multi_tensor.cuh, as PyTorch's multi_tensor_apply): AdamW
+ * over a 6-layer GPT's 76 tensors takes two launches instead of 76. The table is a
  * kernel argument, so a CUDA graph captures it as it is; MULTI_NORM's partial sums live in
  * stream-ordered scratch, which a capture turns into the graph's own allocation.
  *
