@@ -372,8 +372,8 @@ def test_fused_layer_is_one_launch_each_way(device):
         y.backward(g)
     assert _ops(bwd.stats, device) == 1  # dx, dW, db and the relu derivative in one node
     params = list(layer.parameters())
-    # by default, one multi-tensor node where the backend has it (cpu, sim; cuda declines MULTI)
-    multi = 1 if pygpu._C._has_node("MULTI", params[0]) else len(params)
+    # by default, one multi-tensor node where the backend has Adam's list kernel (all three)
+    multi = 1 if pygpu._C._has_node("MULTI", params[0], "ADAM") else len(params)
     for foreach, launches in ((False, len(params)), (None, multi)):
         opt = optim.Adam(params, foreach=foreach)
         opt.step()  # creates the moments

@@ -1,7 +1,9 @@
 """The optimizers' multi-tensor step (foreach=/fused=, one MULTI node per group, device and
 dtype) and clip_grad_norm_'s fused norm (one MULTI_NORM node), against the single-tensor
 path bit for bit and against torch's foreach and fused paths over many steps, on every
-device (a device whose backend has no MULTI node, cuda, steps per parameter: checked too)."""
+device: cpu and sim cut the list over their threads, cuda runs it as PyTorch's
+multi_tensor_apply does (a chunk table by value, a few launches per list: lists long enough
+to take several launches are checked, and the list nodes inside a CUDA graph)."""
 import math
 
 import numpy as np
@@ -29,6 +31,12 @@ CASES = [
     ("RMSprop", dict(lr=1e-2, momentum=0.9, centered=True, weight_decay=1e-3)),
     ("Adagrad", dict(lr=0.1, lr_decay=1e-3, weight_decay=1e-3)),
     ("Adadelta", dict(lr=1.0, weight_decay=1e-3, maximize=True)),
+    # RAdam's step is rectified from the sixth on (rho_t > 5): both branches in 12 steps
+    ("RAdam", dict(lr=1e-2)),
+    ("RAdam", dict(lr=1e-2, weight_decay=1e-2, decoupled_weight_decay=True, maximize=True)),
+    ("Adamax", dict(lr=1e-2, weight_decay=1e-3)),
+    ("Adamax", dict(lr=1e-2, betas=(0.8, 0.99), maximize=True)),
+    ("NAdam", dict(lr=1e-2, weight_decay=1e-3, maximize=True)),  # composed: foreach changes nothing
 ]
 FUSED = {"SGD", "Adam", "AdamW", "Adagrad"}  # the ones torch gives fused=
 
@@ -119,14 +127,23 @@ def test_a_group_is_one_node_where_the_backend_has_it(device):
     before = _ops(device)
     opt.step()
     launched = _ops(device) - before
-    if _C._has_node("MULTI", params[0]):
-        assert launched == 1
-    else:  # cuda: the per-parameter fused op, as foreach=False
-        assert launched == len(SHAPES)
+    # every backend has the list kernel of every kind pygpu.optim lists
+    for kind in ("SGD", "ADAM", "RMSPROP", "ADAGRAD", "ADADELTA", "RADAM", "ADAMAX", "BINARY"):
+        assert _C._has_node("MULTI", params[0], kind), kind
+    assert launched == 1
 
 
 def test_flags_raise_as_torch():
     p = [pygpu.zeros(3).requires_grad_()]
+    for name in ("NAdam", "RAdam", "Adamax"):  # torch's keys and defaults, foreach among them
+        g = getattr(optim, name)(p).param_groups[0]
+        tg = getattr(torch.optim, name)([torch.zeros(3, requires_grad=True)]).param_groups[0]
+        assert {k: v for k, v in g.items() if k != "params"} == {
+            k: v for k, v in tg.items() if k != "params"}, name
+        with pytest.raises(TypeError):
+            getattr(optim, name)(p, fused=True)  # torch gives these three no fused=
+        with pytest.raises(TypeError):
+            getattr(torch.optim, name)([torch.zeros(3, requires_grad=True)], fused=True)
     for cls in (optim.SGD, optim.Adam, optim.AdamW):
         with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together."):
             cls(p, lr=0.1, fused=True, foreach=True)
@@ -221,9 +238,144 @@ def test_clip_grad_value_and_foreach_mul(device):
     for p, a in zip(params, g):
         np.testing.assert_array_equal(p.grad.numpy(), np.clip(a, -0.5, 0.5))
     xs = [pygpu.tensor(a, device=device) for a in g]
-    if _C._has_node("MULTI", xs[0]):
+    if _C._has_node("MULTI", xs[0], "BINARY"):
         _C._foreach_binary_("multiply", xs, pygpu.tensor(0.25, device=device))
         for x, a in zip(xs, g):
             np.testing.assert_array_equal(x.numpy(), a * np.float32(0.25))
         with pytest.raises(RuntimeError, match="one element"):
             _C._foreach_binary_("multiply", xs, pygpu.ones(2, device=device))
+        with pytest.raises(TypeError, match="result must be a float"):
+            _C._foreach_binary_("equal", xs, pygpu.tensor(0.25, device=device))
+        for op, want in (("add", np.add), ("divide", np.divide), ("maximum", np.maximum)):
+            ys = [pygpu.tensor(a, device=device) for a in g]
+            _C._foreach_binary_(op, ys, pygpu.tensor(-0.5, device=device))
+            for y, a in zip(ys, g):
+                np.testing.assert_array_equal(y.numpy(), want(a, np.float32(-0.5)))
+
+
+# A list longer than one launch's table on cuda (pg_multi_tensor.cuh: 39 entries of five
+# operands, 320 chunks of 65536 elements): 130 parameters, small and a few chunks long
+LONG = [(int(n),) for n in np.random.default_rng(9).integers(1, 3000, 126)] + [
+    (65536 * 3 + 17,), (65536,), (1,), (40, 50)]
+
+
+@pytest.mark.parametrize("name,kw", [CASES[2], CASES[5], CASES[9], CASES[10], CASES[11],
+                                     CASES[13], CASES[14]])
+def test_a_list_of_many_launches_is_the_single_tensor_step_bit_for_bit(device, name, kw):
+    rng = np.random.default_rng(1)
+    init = [rng.standard_normal(s).astype(np.float32) for s in LONG]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in LONG] for _ in range(3)]
+    out = []
+    for foreach in (False, True):
+        params = [pygpu.tensor(a, device=device).requires_grad_() for a in init]
+        opt = getattr(optim, name)(params, **kw, foreach=foreach)
+        for step in grads:
+            for p, g in zip(params, step):
+                p.grad = pygpu.tensor(g, device=device)
+            before = _ops(device)
+            opt.step()
+            launched = _ops(device) - before
+        if foreach:  # one node for the list (and maximize's negated grads, one each)
+            assert launched == 1 + len(LONG) * bool(kw.get("maximize"))
+        out.append([p.detach().numpy() for p in params])
+    for a, b in zip(*out):
+        np.testing.assert_array_equal(a, b)
+    tparams = [torch.tensor(a, requires_grad=True) for a in init]
+    topt = getattr(torch.optim, name)(tparams, **kw, foreach=True)
+    for step in grads:
+        for p, g in zip(tparams, step):
+            p.grad = torch.tensor(g)
+        topt.step()
+    for got, tp in zip(out[1], tparams):
+        np.testing.assert_allclose(got, tp.detach().numpy(), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 0.0, math.inf, 3.0])
+def test_the_list_norm_of_many_launches(device, norm_type):
+    """MULTI_NORM over lists that fill cuda's tables: 130 tensors (several tables by their
+    count), then one tensor of more than a table's 320 chunks and a list whose chunks fill a
+    table exactly at an entry's end; every chunk counted once (a chunk is 65536 elements:
+    missing or doubling one moves the norm far)."""
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal(s).astype(np.float32) for s in LONG]
+    xs[5][3] = 0.0
+    got = _C._multi_norm([pygpu.tensor(a, device=device) for a in xs], norm_type)
+    flat = np.concatenate([a.ravel() for a in xs]).astype(np.float64)
+    want = (np.count_nonzero(flat) if norm_type == 0 else
+            np.linalg.norm(flat, norm_type))
+    np.testing.assert_allclose(float(got.item()), want, rtol=1e-6)
+    chunk = 65536
+    for sizes in ((320 * chunk + 1,), (300 * chunk, 20 * chunk, 1000)):
+        big = [pygpu.full(s, 0.5, device=device) for s in sizes]
+        big[-1][-1] = 3.0  # in the last chunk, after the first table's launch
+        n = sum(sizes)
+        want = {2.0: math.sqrt((n - 1) * 0.25 + 9), 1.0: (n - 1) * 0.5 + 3, 0.0: n,
+                math.inf: 3.0, 3.0: ((n - 1) * 0.125 + 27) ** (1 / 3)}[norm_type]
+        np.testing.assert_allclose(float(_C._multi_norm(big, norm_type).item()), want,
+                                   rtol=1e-6)
+        del big
+
+
+needs_cuda = pytest.mark.skipif(not pygpu.cuda.is_available(), reason="needs a CUDA GPU "
+                                "(real, or the emulated one of tests/cuda_emu)")
+
+
+@needs_cuda
+def test_a_cuda_graph_captures_the_list_step_and_norm():
+    """A CUDA graph captures clip_grad_norm_ (MULTI_NORM, the BINARY list) and an RMSprop
+    multi-tensor step (MULTI): the chunk table is a kernel argument, captured with the launch,
+    so each replay steps the parameters as an eager step does."""
+    rng = np.random.default_rng(4)
+    init = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+    grads = [[rng.standard_normal(s).astype(np.float32) * 3 for s in SHAPES] for _ in range(4)]
+
+    def setup():
+        params = [pygpu.tensor(a, device="cuda").requires_grad_() for a in init]
+        for p in params:
+            p.grad = pygpu.zeros(p.shape, device="cuda")
+        return params, optim.RMSprop(params, lr=1e-2, momentum=0.9, foreach=True)
+
+    def step(params, opt):
+        clip_grad_norm_(params, 1.0)
+        opt.step()
+
+    eager, eopt = setup()
+    for gs in grads:
+        for p, g in zip(eager, gs):
+            p.grad.copy_(pygpu.tensor(g))
+        step(eager, eopt)
+    params, opt = setup()
+    for p, g in zip(params, grads[0]):
+        p.grad.copy_(pygpu.tensor(g))
+    step(params, opt)  # warm up (the state is made on the first step), then capture
+    graph = pygpu.cuda.CUDAGraph()
+    with pygpu.cuda.graph(graph):
+        step(params, opt)
+    assert graph.num_ops <= 8  # the norm, its coefficient, the scaling, the step: not per tensor
+    for gs in grads[1:]:
+        for p, g in zip(params, gs):
+            p.grad.copy_(pygpu.tensor(g))
+        graph.replay()
+    for p, e in zip(params, eager):
+        np.testing.assert_array_equal(p.detach().numpy(), e.detach().numpy())
+
+
+@needs_cuda
+def test_a_list_step_is_refused_in_a_graph_as_its_kind_is():
+    """MULTI's graph column is its entries' kind's: Adam's bias corrections and SGD's first
+    momentum step would be frozen in the capture, so both are refused, in their words."""
+    params = [pygpu.zeros(s, device="cuda").requires_grad_() for s in SHAPES]
+    for p in params:
+        p.grad = pygpu.ones(p.shape, device="cuda")
+    for opt, why in ((optim.Adam(params, foreach=True), "Adam's step count"),
+                     (optim.SGD(params, lr=0.1, momentum=0.9, foreach=True),
+                      "SGD's first step with momentum")):
+        graph = pygpu.cuda.CUDAGraph()
+        with pytest.raises(RuntimeError, match=why):
+            with pygpu.cuda.graph(graph):
+                opt.step()
+    opt.step()  # SGD's buffer made: its later steps are captured
+    graph = pygpu.cuda.CUDAGraph()
+    with pygpu.cuda.graph(graph):
+        opt.step()
+    assert graph.num_ops == 1

@@ -546,3 +546,41 @@ def test_static_int8_chain_layers_are_one_gemm_and_one_small_kernel(plugin):
         np.testing.assert_allclose(y2.cpu().numpy(), want, atol=0.5, rtol=0.05)
         print("ok")
     """)
+
+
+def test_the_multi_tensor_step_and_the_list_norm_are_a_few_kernels(plugin):
+    """Issue 45: an AdamW step of a GPT-6x384-shaped parameter list (76 tensors, every
+    dimension divided by 8) is two launches of one list kernel (39 entries of Adam's five
+    operands fit a launch's chunk table), where foreach=False launches one kernel per
+    parameter; clip_grad_norm_'s norm is one pass of per-chunk partials and one combining
+    block, its scaling two launches of the BINARY list kernel (58 entries of three operands)."""
+    _run(plugin, """
+        import pygpu
+        from pygpu import optim
+        from pygpu.nn.utils import clip_grad_norm_
+        from pygpu.profiler import profile
+        layer = [(48,), (48,), (144, 48), (144,), (48, 48), (48,), (48,), (48,), (192, 48),
+                 (192,), (48, 192), (48,)]
+        shapes = [(8040, 48), (32, 48)] + layer * 6 + [(48,), (48,)]
+        assert len(shapes) == 76
+        ps = [pygpu.zeros(s, device="cuda").requires_grad_() for s in shapes]
+        for p in ps:
+            p.grad = pygpu.ones(p.shape, device="cuda")
+        for foreach, want in ((True, ["pg_multi_adam_kernel"] * 2),
+                              (False, ["pg_adam_kernel"] * 76)):
+            opt = optim.AdamW(ps, lr=1e-3, foreach=foreach)
+            opt.step()  # the state is made on the first step
+            with profile() as prof:
+                opt.step()
+            got = [k.name for e in prof.events() if e.name == "adam" for k in e.kernels]
+            assert got == want, (foreach, got)
+        with profile() as prof:
+            clip_grad_norm_(ps, 1.0)
+        events = {e.name: e for e in prof.events()}
+        norm = events["_foreach_norm"]
+        assert [k.name for k in norm.kernels] == [
+            "pg_multi_norm_partial_kernel", "pg_multi_norm_final_kernel"], norm.kernels
+        scale = events["multiply"]
+        assert [k.name for k in scale.kernels] == ["pg_multi_binary_kernel"] * 2, scale.kernels
+        print(len(prof.events()), "ops")
+    """)

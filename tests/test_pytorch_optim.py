@@ -85,8 +85,9 @@ def test_float32_update_is_one_fused_op_and_close_to_torch(name, kw, device):
     assert pygpu.stats().ops - before == 1  # one fused launch for the parameter
 
 
-# NAdam, RAdam, Adamax: a few in-place ops per parameter (not one fused op), checked the same
-# way; torch's default dtype is float64 here so its scalar state (NAdam's mu_product) is too
+# NAdam (a few in-place ops per parameter), RAdam and Adamax (one fused op each, or a
+# multi-tensor node: tests/test_optim_fused.py), checked the same way; torch's default dtype is
+# float64 here so its scalar state (NAdam's mu_product) is too
 _COMPOSED = [
     ("NAdam", dict(lr=0.01)),
     ("NAdam", dict(lr=0.01, weight_decay=0.1, momentum_decay=0.01)),

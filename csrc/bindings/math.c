@@ -236,11 +236,50 @@ static int describe_conv(PyObject *args, pg_node *n)
     return 0;
 }
 
+/* A PG_NODE row's ID ("SOFTMAX") as its node kind, or -1 */
+static int node_kind_named(const char *id)
+{
+    static const struct {
+        const char *id;
+        int op;
+    } kinds[] = {
+#define PG_NODE(ID, ...) {#ID, PG_OP_##ID},
+#include "../core/pg_ops.def"
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kinds[i].id, id) == 0)
+            return kinds[i].op;
+    return -1;
+}
+
+/* MULTI's node from ("MULTI", x, entry_kind): a list of x's device and dtype whose entries
+ * are nodes of entry_kind (a PG_NODE row's ID: "ADAM", "SGD", "BINARY"), which backends
+ * may run only some of (cuda: the kinds with a list kernel) */
+static int describe_multi(PyObject *args, pg_node *n)
+{
+    const char *kind, *entries;
+    PyObject *x;
+    if (!PyArg_ParseTuple(args, "sO!s:_has_node", &kind, &PyTensor_Type, &x, &entries))
+        return -1;
+    int sub = node_kind_named(entries);
+    if (sub < 0) {
+        PyErr_Format(PyExc_ValueError, "_has_node: no node kind %s for a MULTI node's entries",
+                     entries);
+        return -1;
+    }
+    const pg_tensor *t = &((PyTensor *)x)->t;
+    pg_node_start(n, PG_OP_MULTI, sub, kind);
+    n->dst.dtype = t->dtype;
+    n->dst.ndim = t->ndim;
+    memcpy(n->dst.shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    return 0;
+}
+
 /* the kinds whose node needs more than its operands to describe (their parameters) */
 static const struct {
     int op;
     int (*describe)(PyObject *args, pg_node *n);
-} describers[] = {{PG_OP_CONV, describe_conv}};
+} describers[] = {{PG_OP_CONV, describe_conv}, {PG_OP_MULTI, describe_multi}};
 
 /* _C._has_node(kind, x, *more): whether x's backend runs the node the op would launch: the
  * kind (a PG_NODE row's ID, "SOFTMAX") on x's dtype (supports_op), and the node as it
@@ -249,6 +288,7 @@ static const struct {
  * their composition. `more`: the op's other operands, as the op takes them:
  *   CONV   (w, geom): conv2d's forward node; (w, geom, x_shape): the input gradient's
  *          (conv_transpose2d's forward), geom as _conv2d's
+ *   MULTI  (entry_kind): a list of x's dtype whose entries are nodes of that kind ("ADAM")
  *   others the tensors in the node's first source slots (SDPA: k, v)
  * The node is described, never launched: its sources borrowed, dst without storage. */
 static PyObject *f_has_node(PyObject *mod, PyObject *args)
@@ -264,17 +304,7 @@ static PyObject *f_has_node(PyObject *mod, PyObject *args)
     PyObject *x = PyTuple_GET_ITEM(args, 1);
     if (!kind || !PyTensor_Check(x))
         return PyErr_Format(PyExc_TypeError, "_has_node: expected (kind: str, x: Tensor, ...)");
-    static const struct {
-        const char *id;
-        int op;
-    } kinds[] = {
-#define PG_NODE(ID, ...) {#ID, PG_OP_##ID},
-#include "../core/pg_ops.def"
-    };
-    int op = -1;
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (strcmp(kinds[i].id, kind) == 0)
-            op = kinds[i].op;
+    int op = node_kind_named(kind);
     if (op < 0)
         return PyErr_Format(PyExc_ValueError, "_has_node: no node kind %s in the node table "
                                               "(csrc/core/pg_ops.def's PG_NODE rows)", kind);

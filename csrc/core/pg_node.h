@@ -201,6 +201,27 @@ static inline bool pg_node_list_writes(const pg_node *n, int i)
 {
     return i % n->list->width >= n->list->nsrc;
 }
+/* Entry e of a MULTI node's list as a node of the list's kind (the MULTI node's subop), whole:
+ * what that kind's own kernel is given for the one parameter. cpu runs it narrowed to a piece
+ * of the flat range (cpu_multi.c); cuda asks the kind's graph rule of it (cuda_graph.c) and
+ * lays its operands out as a kernel table (cuda_multi.c). */
+static inline void pg_node_list_entry(const pg_node *n, int e, pg_node *sub)
+{
+    const pg_node_list *l = n->list;
+    const pg_tensor *t = &l->t[(size_t)e * (size_t)l->width];
+    memset(sub, 0, sizeof *sub);
+    sub->op = n->subop;
+    sub->subop = l->subop;
+    sub->name = n->name;
+    sub->p = n->p;
+    sub->nsrc = l->nsrc;
+    sub->nextra = l->nextra;
+    for (int s = 0; s < l->nsrc; s++)
+        sub->src[s] = t[s];
+    sub->dst = t[l->nsrc];
+    for (int s = 0; s < l->nextra; s++)
+        sub->extra[s] = t[l->nsrc + 1 + s];
+}
 #ifndef __cplusplus
 pg_status pg_node_list_new(int count, int nsrc, int nextra, pg_node_list **out);
 void pg_node_list_retain(pg_node_list *l);

@@ -64,6 +64,11 @@ pg_status pg_op_multi_norm(int count, const pg_tensor *const *x, double norm_typ
 pg_status pg_op_foreach_binary_(int bop, int count, const pg_tensor *const *x, const pg_tensor *s)
 {
     const char *op = pg_binary_name(bop);
+    const int in = pg_binary_in(bop);
+    if (pg_binary_out(bop) != PG_OUT_SAME ||
+        !(in == PG_IN_ANY || in == PG_IN_NUM || in == PG_IN_FLOAT || in == PG_IN_NUMF))
+        return pg_error_set(PG_ERR_DTYPE, "%s: a list op updates float tensors in place: its "
+                            "result must be a float of the tensors' dtype", op);
     if (count <= 0)
         return PG_OK;
     for (int i = 0; i < count; i++) {

@@ -531,9 +531,10 @@ pg_status pg_op_adam(const pg_tensor *p, const pg_tensor *g, const pg_tensor *m,
 
 /* Each kind's node scalars (f, as the header lists them) from the caller's five
  * hyper-parameters at step t, and which optional state slots its flags turn on. */
-static void optim_hyper_adam(double f[6], bool need[3], const double h[5], double t, int flag0,
-                             int flag1)
+static void optim_hyper_adam(double f[6], bool need[3], int64_t flag[2], const double h[5],
+                             double t)
 {
+    const int64_t flag0 = flag[0], flag1 = flag[1];
     f[0] = h[0] / (1.0 - pow(h[1], t));
     f[1] = h[1];
     f[2] = h[2];
@@ -543,37 +544,72 @@ static void optim_hyper_adam(double f[6], bool need[3], const double h[5], doubl
     need[2] = flag0; /* amsgrad */
 }
 
-static void optim_hyper_rmsprop(double f[6], bool need[3], const double h[5], double t,
-                                int flag0, int flag1)
+static void optim_hyper_rmsprop(double f[6], bool need[3], int64_t flag[2], const double h[5],
+                                double t)
 {
     (void)t;
-    (void)flag1;
+    const int64_t flag0 = flag[0];
     for (int k = 0; k < 5; k++)
         f[k] = h[k];
     need[1] = h[4] != 0; /* momentum */
     need[2] = flag0;     /* centered */
 }
 
-static void optim_hyper_adagrad(double f[6], bool need[3], const double h[5], double t,
-                                int flag0, int flag1)
+static void optim_hyper_adagrad(double f[6], bool need[3], int64_t flag[2], const double h[5],
+                                double t)
 {
     (void)need;
-    (void)flag0;
-    (void)flag1;
+    (void)flag;
     f[0] = h[0] / (1.0 + (t - 1.0) * h[1]);
     f[1] = h[2];
     f[2] = h[3];
 }
 
-static void optim_hyper_adadelta(double f[6], bool need[3], const double h[5], double t,
-                                 int flag0, int flag1)
+static void optim_hyper_adadelta(double f[6], bool need[3], int64_t flag[2], const double h[5],
+                                 double t)
 {
     (void)need;
     (void)t;
-    (void)flag0;
-    (void)flag1;
+    (void)flag;
     for (int k = 0; k < 5; k++)
         f[k] = h[k];
+}
+
+/* RAdam (torch/optim/radam.py): h lr, beta1, beta2, eps, weight_decay; flag[1] decoupled.
+ * f: the step's scale (rectified: lr * rect * sqrt(1 - beta2^t), else lr), 1 - beta1 (the
+ * first moment's lerp weight), beta2, eps, weight decay (decoupled: lr * wd, p *= 1 - it
+ * first), 1 - beta1^t; flag[0] set here: whether the step is rectified (rho_t > 5). */
+static void optim_hyper_radam(double f[6], bool need[3], int64_t flag[2], const double h[5],
+                              double t)
+{
+    (void)need;
+    const double lr = h[0], b1 = h[1], b2 = h[2], bc2 = 1.0 - pow(b2, t);
+    const double rho_inf = 2.0 / (1.0 - b2) - 1.0;
+    const double rho_t = rho_inf - 2.0 * t * pow(b2, t) / bc2;
+    flag[0] = rho_t > 5.0;
+    f[0] = lr;
+    if (flag[0])
+        f[0] = lr * sqrt((rho_t - 4) * (rho_t - 2) * rho_inf /
+                         ((rho_inf - 4) * (rho_inf - 2) * rho_t)) * sqrt(bc2);
+    f[1] = 1.0 - b1;
+    f[2] = b2;
+    f[3] = h[3];
+    f[4] = flag[1] ? lr * h[4] : h[4];
+    f[5] = 1.0 - pow(b1, t);
+}
+
+/* Adamax (torch/optim/adamax.py): h lr, beta1, beta2, eps, weight_decay. f: lr / (1 -
+ * beta1^t), 1 - beta1 (the lerp weight), beta2, eps, weight_decay. */
+static void optim_hyper_adamax(double f[6], bool need[3], int64_t flag[2], const double h[5],
+                               double t)
+{
+    (void)need;
+    (void)flag;
+    f[0] = h[0] / (1.0 - pow(h[1], t));
+    f[1] = 1.0 - h[1];
+    f[2] = h[2];
+    f[3] = h[3];
+    f[4] = h[4];
 }
 
 /* The kinds, from the op table's PG_OPTIM rows: the node kind that runs each, its name,
@@ -582,7 +618,9 @@ typedef struct optim_kind {
     int op;
     const char *name;
     const char *slots[3];
-    void (*hyper)(double f[6], bool need[3], const double h[5], double t, int flag0, int flag1);
+    /* f from h at step t; flag holds the caller's two flags, which a kind may set (RAdam's
+     * rectification is a function of t) */
+    void (*hyper)(double f[6], bool need[3], int64_t flag[2], const double h[5], double t);
 } optim_kind;
 
 static const optim_kind optim_kinds[] = {
@@ -615,7 +653,9 @@ static pg_status optim_node(pg_node *n, const optim_kind *kind, const pg_tensor 
     /* which slots this call needs: the kind's fixed ones plus those its flags turn on */
     bool need[3] = {true, kind->slots[1] != NULL, false};
     node_init(n, kind->op, 0, op);
-    kind->hyper(n->p.optim.hyper, need, hyper, (double)step, flag0, flag1);
+    n->p.optim.flag[0] = flag0;
+    n->p.optim.flag[1] = flag1;
+    kind->hyper(n->p.optim.hyper, need, n->p.optim.flag, hyper, (double)step);
     for (int s = 0; s < 3; s++) {
         if (need[s] && !state[s])
             return pg_error_set(PG_ERR_VALUE, "%s: the update needs its %s state", op,
@@ -623,8 +663,6 @@ static pg_status optim_node(pg_node *n, const optim_kind *kind, const pg_tensor 
         if (need[s])
             PG_TRY(check_state(op, kind->slots[s], p, state[s]));
     }
-    n->p.optim.flag[0] = flag0;
-    n->p.optim.flag[1] = flag1;
     /* src: g, p, s0, s1; dst: p; extra: s0, s1, s2 (the node holds at most 4 sources) */
     PG_TRY(pg_op_contiguous(g, &n->src[0]));
     n->nsrc = 4;
@@ -647,7 +685,7 @@ pg_status pg_op_optim(const char *name, const pg_tensor *p, const pg_tensor *g,
     const optim_kind *kind = optim_kind_named(name);
     if (!kind)
         return pg_error_set(PG_ERR_VALUE, "optimizer update: unknown kind '%s' (adam, rmsprop, "
-                            "adagrad or adadelta)", name);
+                            "adagrad, adadelta, radam or adamax)", name);
     pg_node n;
     PG_TRY(optim_node(&n, kind, p, g, state, hyper, step, flag0, flag1));
     return launch_update(&n);
@@ -664,7 +702,7 @@ static pg_status any_optim_node(pg_node *n, const char *name, const pg_tensor *p
     const optim_kind *kind = optim_kind_named(name);
     if (!kind)
         return pg_error_set(PG_ERR_VALUE, "optimizer update: unknown kind '%s' (sgd, adam, "
-                            "rmsprop, adagrad or adadelta)", name);
+                            "rmsprop, adagrad, adadelta, radam or adamax)", name);
     return optim_node(n, kind, p, g, state, hyper, step, flag0, flag1);
 }
 

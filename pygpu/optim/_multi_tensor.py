@@ -1,9 +1,10 @@
 """The optimizers' step as PyTorch's `foreach=` / `fused=` arguments choose it: one fused op per
 parameter (the single-tensor path), or one MULTI node per parameter group, device and dtype
 (the multi-tensor path: `_C._optim_multi`, the op table's MULTI row), which updates every
-parameter of the list in one call from C, cut over the device's threads by the total element
-count, with the GIL released on cpu. Both run the same per-element update, so they agree bit
-for bit; the choice changes the time only.
+parameter of the list in one call from C: on cpu and sim cut over the device's threads by the
+total element count, with the GIL released on cpu; on cuda in a few launches of PyTorch's
+multi_tensor_apply layout (a chunk table by value, one block per chunk). Both run the same
+per-element update, so they agree bit for bit; the choice changes the time only.
 
 An optimizer opts in by defining `_plan(p, group, state) -> Plan`: what its update of p is
 (the update kind, its state tensors, hyper-parameters, step and flags), made once and run by
@@ -20,7 +21,7 @@ from .._dtype import bfloat16, float16, float32
 Plan = namedtuple("Plan", "kind states hyper step flag0 flag1")
 
 # the device types whose backends give pygpu.optim its fused step (a MULTI node where the
-# backend runs one, else one fused op per parameter: cuda, today)
+# backend runs one of the kind, else one fused op per parameter)
 FUSED_DEVICES = ["cpu", "sim", "cuda"]
 
 
@@ -46,8 +47,9 @@ def check_fused_param(p):
 
 def wants_multi(group):
     """Whether the group steps as one multi-tensor node per device and dtype: foreach=True or
-    fused=True, or both left None (PyTorch then picks by device; pygpu's cpu and sim run the
-    MULTI node, and a device whose backend does not falls back per parameter below)."""
+    fused=True, or both left None (PyTorch then picks by device; pygpu's cpu, sim and cuda
+    run the MULTI node, and a backend without the list kernel of a kind steps per parameter
+    below)."""
     foreach, fused = group.get("foreach"), group.get("fused")
     if group.get("differentiable"):
         return False
@@ -103,13 +105,13 @@ def step_group(opt, group):
         buckets.setdefault(key, []).append((target, grad, plan, p if half else None))
     for items in buckets.values():
         first = items[0][2]
-        if _C._has_node("MULTI", items[0][0]):
+        if _C._has_node("MULTI", items[0][0], first.kind.upper()):
             states = [None if first.states[k] is None else [it[2].states[k] for it in items]
                       for k in range(3)]
             _C._optim_multi(first.kind, [it[0] for it in items], [it[1] for it in items],
                             *states, tuple(float(h) for h in first.hyper), int(first.step),
                             bool(first.flag0), bool(first.flag1))
-        else:  # the device's backend has no MULTI node (cuda): one fused op per parameter
+        else:  # the device's backend has no MULTI node of this kind: one fused op per parameter
             for target, grad, plan, _ in items:
                 apply_one(target, grad, plan)
         for target, _, _, p in items:

@@ -1,16 +1,16 @@
 """optim.NAdam, optim.RAdam, optim.Adamax with PyTorch's update rules, defaults and state
 names (step, exp_avg, exp_avg_sq / exp_inf, mu_product), checked step by step against
-torch.optim in tests/test_pytorch_optim.py.
+torch.optim in tests/test_pytorch_optim.py and tests/test_optim_fused.py.
 
-Each update is a few in-place tensor ops on the parameter's device (lerp_, mul_,
-addcmul_, addcdiv_, maximum), not one fused kernel as SGD/Adam/RMSprop are: these are
-rarer optimizers, and the ops run where the parameter lives with no transfer. The scalar
-schedules (bias corrections, NAdam's momentum products, RAdam's rectification) are Python
-floats, as PyTorch's single-tensor path computes them."""
-import math
-
-from .. import _C
+RAdam and Adamax are PG_OPTIM rows of the op table (csrc/core/pg_ops.def): each parameter's
+step ONE fused in-place op, or each group's one multi-tensor node (foreach, as torch's:
+_multi_tensor.py), their scalars (bias corrections, RAdam's rectification) computed in
+csrc/core/pg_ops_train.c from the step count. NAdam is a few in-place tensor ops on the
+parameter's device (lerp_, mul_, addcmul_, addcdiv_): its node would need more scalars than
+an optimizer node holds (its momentum schedule), and its foreach= is accepted and changes
+nothing (the same ops either way)."""
 from .._tensor.create import zeros
+from ._multi_tensor import Plan, check_flags
 from .optimizer import Optimizer, _check_hyper
 
 
@@ -25,11 +25,6 @@ def _betas(name, betas):
     return float(b1), float(b2)
 
 
-def _refuse_maximize(name, maximize):
-    if maximize:
-        raise NotImplementedError(f"{name}: maximize=True is not supported; negate the loss")
-
-
 class NAdam(Optimizer):
     """Adam with Nesterov momentum (Dozat): the momentum schedule
     mu_t = beta1 (1 - 0.5 * 0.96^(t * momentum_decay))."""
@@ -39,11 +34,13 @@ class NAdam(Optimizer):
                  maximize=False, capturable=False, differentiable=False):
         _check_hyper("NAdam", lr=lr, eps=eps, weight_decay=weight_decay,
                      momentum_decay=momentum_decay)
-        _refuse_maximize("NAdam", maximize)
         super().__init__(params, dict(lr=lr, betas=_betas("NAdam", betas), eps=eps,
                                       weight_decay=weight_decay, momentum_decay=momentum_decay,
                                       decoupled_weight_decay=bool(decoupled_weight_decay),
-                                      maximize=False))
+                                      maximize=bool(maximize), foreach=foreach,
+                                      capturable=bool(capturable),
+                                      differentiable=bool(differentiable)))
+        check_flags(foreach, None, differentiable)
 
     def _update(self, p, group, state):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
@@ -53,7 +50,7 @@ class NAdam(Optimizer):
                          exp_avg_sq=_zeros_like(p))
         state["step"] += 1
         step = state["step"]
-        grad = p.grad
+        grad = -p.grad if group.get("maximize") else p.grad
         if wd:
             if group["decoupled_weight_decay"]:
                 p.mul_(1 - lr * wd)
@@ -80,39 +77,21 @@ class RAdam(Optimizer):
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,
                  capturable=False, differentiable=False):
         _check_hyper("RAdam", lr=lr, eps=eps, weight_decay=weight_decay)
-        _refuse_maximize("RAdam", maximize)
         super().__init__(params, dict(lr=lr, betas=_betas("RAdam", betas), eps=eps,
-                                      weight_decay=weight_decay,
+                                      weight_decay=weight_decay, maximize=bool(maximize),
+                                      foreach=foreach, capturable=bool(capturable),
                                       decoupled_weight_decay=bool(decoupled_weight_decay),
-                                      maximize=False))
+                                      differentiable=bool(differentiable)))
+        check_flags(foreach, None, differentiable)
 
-    def _update(self, p, group, state):
-        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+    def _plan(self, p, group, state):
         if "step" not in state:
             state.update(step=0, exp_avg=_zeros_like(p), exp_avg_sq=_zeros_like(p))
         state["step"] += 1
-        step = state["step"]
-        grad = p.grad
-        if wd:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * wd)
-            else:
-                grad = grad + p * wd
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
-        corrected = exp_avg / bias_correction1
-        rho_inf = 2 / (1 - beta2) - 1
-        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-        if rho_t > 5.0:
-            rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf
-                             / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-            adaptive = math.sqrt(bias_correction2) / (exp_avg_sq.sqrt() + eps)
-            p.sub_(corrected * lr * adaptive * rect)
-        else:
-            p.sub_(corrected * lr)
+        b1, b2 = group["betas"]
+        return Plan("radam", (state["exp_avg"], state["exp_avg_sq"], None),
+                    (group["lr"], b1, b2, group["eps"], group["weight_decay"]), state["step"],
+                    False, bool(group.get("decoupled_weight_decay", False)))
 
 
 class Adamax(Optimizer):
@@ -121,20 +100,18 @@ class Adamax(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, *,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
         _check_hyper("Adamax", lr=lr, eps=eps, weight_decay=weight_decay)
-        _refuse_maximize("Adamax", maximize)
         super().__init__(params, dict(lr=lr, betas=_betas("Adamax", betas), eps=eps,
-                                      weight_decay=weight_decay, maximize=False))
+                                      weight_decay=weight_decay, foreach=foreach,
+                                      maximize=bool(maximize),
+                                      differentiable=bool(differentiable),
+                                      capturable=bool(capturable)))
+        check_flags(foreach, None, differentiable)
 
-    def _update(self, p, group, state):
-        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+    def _plan(self, p, group, state):
         if "step" not in state:
             state.update(step=0, exp_avg=_zeros_like(p), exp_inf=_zeros_like(p))
         state["step"] += 1
-        grad = p.grad
-        if wd:
-            grad = grad + p * wd
-        exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_inf.copy_(_C.maximum(exp_inf * beta2, grad.abs() + eps))
-        clr = lr / (1 - beta1 ** state["step"])
-        p.addcdiv_(exp_avg, exp_inf, value=-clr)
+        b1, b2 = group["betas"]
+        return Plan("adamax", (state["exp_avg"], state["exp_inf"], None),
+                    (group["lr"], b1, b2, group["eps"], group["weight_decay"]), state["step"],
+                    False, False)

@@ -158,6 +158,10 @@ template <typename... P, typename... A>
 static cudaError_t pg_emu_launch(const pg_emu_cfg &cfg, void (*kernel)(P...), A &&...args)
 {
     static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong argument count");
+    /* CUDA's limit on a kernel's parameters before 12.1 (and on every architecture before
+     * Volta): 4 KB. The list kernels pass their chunk table by value (pg_multi_tensor.cuh) */
+    static_assert((0 + ... + sizeof(std::decay_t<P>)) <= 4096,
+                  "kernel parameters over CUDA's 4 KB");
     /* each argument converted to its parameter's type once, at the launch, as CUDA does */
     auto params = std::make_shared<std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
     return pg_emu_launch_grid(cfg, [kernel, params]() { std::apply(kernel, *params); });

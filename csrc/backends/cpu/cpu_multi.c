@@ -29,24 +29,15 @@ typedef struct multi_job {
 /* Entry e's operands narrowed to its elements [a, b), as a node of the list's kind. */
 void pg_cpu_multi_entry(const pg_node *n, int e, int64_t a, int64_t b, pg_node *sub)
 {
-    const pg_node_list *l = n->list;
-    const pg_tensor *t = &l->t[(size_t)e * (size_t)l->width];
-    memset(sub, 0, sizeof *sub);
-    sub->op = n->subop;
-    sub->subop = l->subop;
-    sub->name = n->name;
-    sub->p = n->p;
-    sub->nsrc = l->nsrc;
-    sub->nextra = l->nextra;
+    pg_node_list_entry(n, e, sub);
     pg_tensor *slot[PG_NODE_MAX_SRC + 1 + PG_NODE_MAX_EXTRA];
     int k = 0;
-    for (int s = 0; s < l->nsrc; s++)
+    for (int s = 0; s < sub->nsrc; s++)
         slot[k++] = &sub->src[s];
     slot[k++] = &sub->dst;
-    for (int s = 0; s < l->nextra; s++)
+    for (int s = 0; s < sub->nextra; s++)
         slot[k++] = &sub->extra[s];
     for (int s = 0; s < k; s++) {
-        *slot[s] = t[s];
         if (!slot[s]->storage)
             continue; /* an optional operand the kind does without */
         const bool scalar = pg_tensor_numel(slot[s]) == 1; /* broadcast to the entry */

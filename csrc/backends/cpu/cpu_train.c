@@ -433,7 +433,8 @@ pg_status pg_cpu_layer_norm(const pg_node *n)
 SGD(float)
 SGD(double)
 
-/* The adaptive optimizers (PG_OP_ADAM, RMSPROP, ADAGRAD, ADADELTA; slots and f in pg_ops_train.c).
+/* The adaptive optimizers (PG_OP_ADAM, RMSPROP, ADAGRAD, ADADELTA, RADAM, ADAMAX; slots and f
+ * in pg_ops_train.c).
  * Each kind is one branch-free simd loop per flag case, written as PyTorch's rule is
  * (torch/optim/adam.py, rmsprop.py, adagrad.py, adadelta.py, single-tensor path).
  *
@@ -559,6 +560,57 @@ ADAGRAD(double, sqrt)
 ADADELTA(float, sqrtf)
 ADADELTA(double, sqrt)
 
+/* torch's lerp (aten/src/ATen/native/Lerp.h): a + w (b - a) for w < 0.5, else b - (b - a)(1 - w) */
+#define LERP(T, a, b, w) ((w) < (T)0.5 ? (a) + (w) * ((b) - (a)) : (b) - ((b) - (a)) * (1 - (w)))
+
+/* RAdam: g += wd*p (or p *= 1 - lr*wd, decoupled); m = lerp(m, g, 1-b1); v = b2*v + (1-b2)*g^2;
+ * p -= (m/bc1) * a / (sqrt(v) + eps) when the step is rectified (a = lr * rect * sqrt(bc2)),
+ * else p -= (m/bc1) * lr (a = lr). */
+#define RADAM(T, SQRT)                                                                         \
+    PG_CPU_DISPATCH(void, radam_loop_##T,                                                      \
+                    (int64_t count, const T *restrict G, T *restrict P, T *restrict M,         \
+                     T *restrict V, T a, T w, T b2, T eps, T wd, T bc1, int rect,              \
+                     int decoupled),                                                           \
+                    (count, G, P, M, V, a, w, b2, eps, wd, bc1, rect, decoupled))              \
+    {                                                                                          \
+        T l2 = decoupled ? 0 : wd, keep = decoupled ? 1 - wd : 1;                              \
+        _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                                \
+        {                                                                                      \
+            T p = P[k] * keep;                                                                 \
+            T g = G[k] + l2 * p;                                                               \
+            T m = LERP(T, M[k], g, w);                                                         \
+            T v = b2 * V[k] + (1 - b2) * g * g;                                                \
+            M[k] = m;                                                                          \
+            V[k] = v;                                                                          \
+            T mc = m / bc1;                                                                    \
+            P[k] = rect ? p - mc * a / (SQRT(v) + eps) : p - mc * a;                           \
+        }                                                                                      \
+    }
+RADAM(float, sqrtf)
+RADAM(double, sqrt)
+
+/* Adamax: g += wd*p; m = lerp(m, g, 1-b1); u = max(b2*u, |g| + eps) (NaN wins, as torch's
+ * amax); p -= clr * (m / u). */
+#define ADAMAX(T, FABS)                                                                        \
+    PG_CPU_DISPATCH(void, adamax_loop_##T,                                                     \
+                    (int64_t count, const T *restrict G, T *restrict P, T *restrict M,         \
+                     T *restrict U, T clr, T w, T b2, T eps, T wd),                            \
+                    (count, G, P, M, U, clr, w, b2, eps, wd))                                  \
+    {                                                                                          \
+        _Pragma("omp simd") for (int64_t k = 0; k < count; k++)                                \
+        {                                                                                      \
+            T g = G[k] + wd * P[k];                                                            \
+            T m = LERP(T, M[k], g, w);                                                         \
+            T a = b2 * U[k], b = FABS(g) + eps;                                                \
+            T u = (a > b || a != a) ? a : b;                                                   \
+            M[k] = m;                                                                          \
+            U[k] = u;                                                                          \
+            P[k] -= clr * (m / u);                                                             \
+        }                                                                                      \
+    }
+ADAMAX(float, fabsf)
+ADAMAX(double, fabs)
+
 /* Each adaptive kind's node: G and P, the state slots S[0..2] (NULL where unused), its
  * scalars f and flags (p.optim), then the kind's loop (CALL, on element type T). */
 #define OPTIM_TYPED(NAME, T, CALL)                                                             \
@@ -594,6 +646,13 @@ ADADELTA(double, sqrt)
 #define ADAGRAD_CALL(T) adagrad_loop_##T(count, G, P, S[0], (T)f[0], (T)f[1], (T)f[2])
 #define ADADELTA_CALL(T)                                                                       \
     adadelta_loop_##T(count, G, P, S[0], S[1], (T)f[0], (T)f[1], (T)f[2], (T)f[3])
+#define RADAM_CALL(T)                                                                          \
+    radam_loop_##T(count, G, P, S[0], S[1], (T)f[0], (T)f[1], (T)f[2], (T)f[3], (T)f[4],       \
+                   (T)f[5], (int)flag[0], (int)flag[1])
+#define ADAMAX_CALL(T)                                                                         \
+    adamax_loop_##T(count, G, P, S[0], S[1], (T)f[0], (T)f[1], (T)f[2], (T)f[3], (T)f[4])
+OPTIM_KERNEL(radam, RADAM_CALL)
+OPTIM_KERNEL(adamax, ADAMAX_CALL)
 OPTIM_KERNEL(adam, ADAM_CALL)
 OPTIM_KERNEL(rmsprop, RMSPROP_CALL)
 OPTIM_KERNEL(adagrad, ADAGRAD_CALL)

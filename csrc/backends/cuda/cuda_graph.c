@@ -119,7 +119,10 @@ pg_status pg_plugin_graph_capture_begin(void *gp, int device, void *stream)
  * PG_NODE rows' graph column (pg_ops.def). */
 typedef const char *(*graph_refusal)(const pg_node *n);
 
+static const char *graph_refusal_of_entries(const pg_node *n);
+
 /* the PG_NODE rows' graph column (pg_ops.def), one function per node kind */
+#define GRAPH_AS_ENTRIES graph_refusal_of_entries(n)
 #define GRAPH_OK NULL
 #define GRAPH_REFUSE(why) (why)
 #define GRAPH_REFUSE_IF(cond, why) ((cond) ? (why) : NULL)
@@ -134,9 +137,21 @@ static const graph_refusal graph_refusals[PG_NUM_OPS] = {
 #define PG_NODE(ID, ...) [PG_OP_##ID] = graph_refusal_##ID,
 #include "pg_ops.def"
 };
+#undef GRAPH_AS_ENTRIES
 #undef GRAPH_OK
 #undef GRAPH_REFUSE
 #undef GRAPH_REFUSE_IF
+
+/* A list node (MULTI) is refused when one node of its entries' kind would be: its entries
+ * share the node's scalars and flags (pygpu.optim buckets them so), so the first says it. */
+static const char *graph_refusal_of_entries(const pg_node *n)
+{
+    if (n->list == NULL || n->list->count == 0 || n->subop < 0 || n->subop >= PG_NUM_OPS)
+        return NULL;
+    pg_node first;
+    pg_node_list_entry(n, 0, &first);
+    return graph_refusals[n->subop](&first);
+}
 
 pg_status pg_cuda_graph_refuse_frozen(int device, const pg_node *node)
 {
@@ -148,36 +163,40 @@ pg_status pg_cuda_graph_refuse_frozen(int device, const pg_node *node)
                          device, node->name, what);
 }
 
-/* Called by the launch path for each op queued while `u` captures into its graph. */
+/* The graph holds `st` (once) until it is reset or destroyed. */
+static pg_status graph_hold(struct pg_cuda_graph *g, pg_storage *st)
+{
+    for (int j = g->nheld - 1; j >= 0; j--) /* a few hundred at most */
+        if (g->held[j] == st)
+            return PG_OK;
+    if (g->nheld == g->capheld) {
+        int cap = g->capheld ? 2 * g->capheld : 64;
+        pg_storage **p = realloc(g->held, (size_t)cap * sizeof *p);
+        if (p == NULL)
+            return pg_cuda_error(PG_ERR_NOMEM, "cuda: CUDAGraph capture: out of host memory");
+        g->held = p;
+        g->capheld = cap;
+    }
+    pg_cuda.core->storage_retain(st);
+    g->held[g->nheld++] = st;
+    return PG_OK;
+}
+
+/* Called by the launch path for each op queued while `u` captures into its graph: every
+ * storage it reads or writes, a list node's entries included, is held. */
 pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node)
 {
     struct pg_cuda_graph *g = u->capture;
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(node, outs);
-    pg_storage *touched[PG_NODE_MAX_SRC + 1 + PG_NODE_MAX_EXTRA];
-    int n = 0;
     for (int i = 0; i < node->nsrc; i++)
         if (node->src[i].storage)
-            touched[n++] = node->src[i].storage;
+            PG_TRY(graph_hold(g, node->src[i].storage));
     for (int i = 0; i < nout; i++)
-        touched[n++] = outs[i]->storage;
-    for (int i = 0; i < n; i++) {
-        bool seen = false;
-        for (int j = g->nheld - 1; j >= 0 && !seen; j--) /* a few hundred at most */
-            seen = g->held[j] == touched[i];
-        if (seen)
-            continue;
-        if (g->nheld == g->capheld) {
-            int cap = g->capheld ? 2 * g->capheld : 64;
-            pg_storage **p = realloc(g->held, (size_t)cap * sizeof *p);
-            if (p == NULL)
-                return pg_cuda_error(PG_ERR_NOMEM, "cuda: CUDAGraph capture: out of host memory");
-            g->held = p;
-            g->capheld = cap;
-        }
-        pg_cuda.core->storage_retain(touched[i]);
-        g->held[g->nheld++] = touched[i];
-    }
+        PG_TRY(graph_hold(g, outs[i]->storage));
+    for (int i = 0, len = pg_node_list_len(node); i < len; i++)
+        if (pg_node_list_at(node, i)->storage)
+            PG_TRY(graph_hold(g, pg_node_list_at(node, i)->storage));
     g->nodes++;
     return PG_OK;
 }

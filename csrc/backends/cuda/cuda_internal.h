@@ -332,6 +332,9 @@ typedef pg_status (*pg_cuda_launcher)(pg_cuda_device *d, const pg_cuda_ctx *ctx,
 /* a kernel launch's cudaError_t as the op's status, naming the kernels/ launcher `call` */
 #define PG_CUDA_KERNEL_STATUS(d, n, call, err)                                                     \
     pg_cuda_check(PG_CUDA_LIB_RUNTIME, (err), (d)->index, (n)->name, (call), false)
+/* cuda_multi.c: whether a MULTI node's entries are of a kind with a list kernel (every
+ * other node: true); supports_node's rule for MULTI */
+bool pg_cuda_multi_runs(const pg_node *n);
 /* 7. cuda_graph.c: a captured op's storages are held by the graph */
 pg_status pg_cuda_graph_note_op(pg_cuda_ustream *u, const pg_node *node);
 /* PG_OK, or why `node` must not be captured (its scalars would be frozen). */

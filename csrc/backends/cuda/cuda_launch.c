@@ -333,6 +333,9 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
             PG_TRY(pg_cuda_order_after_on(node->src[i].storage, q, u));
     for (int i = 0; i < nout; i++)
         PG_TRY(pg_cuda_order_after_on(outs[i]->storage, q, u));
+    for (int i = 0, len = pg_node_list_len(node); i < len; i++) /* a list node's entries */
+        if (pg_node_list_at(node, i)->storage)
+            PG_TRY(pg_cuda_order_after_on(pg_node_list_at(node, i)->storage, q, u));
     /* compute's own work, queued since this thread's user stream last looked
      * (cuda_stream.c); ops on a user stream count as compute work (q) */
     PG_TRY(pg_cuda_stream_before_op(d, node->name));
@@ -358,6 +361,15 @@ pg_status pg_cuda_launch(const pg_backend *be, int index, const pg_node *node)
          * by the next wait that sees it). */
         if (pg_cuda.core->tensor_covers_storage(outs[i]))
             pg_cuda.core->storage_clear_error(outs[i]->storage);
+    }
+    for (int i = 0, len = pg_node_list_len(node); i < len; i++) { /* as above, per entry */
+        const pg_tensor *t = pg_node_list_at(node, i);
+        if (!t->storage)
+            continue;
+        bool writes = pg_node_list_writes(node, i);
+        pg_cuda_mark(t->storage, q, seq, writes);
+        if (writes && pg_cuda.core->tensor_covers_storage(t))
+            pg_cuda.core->storage_clear_error(t->storage);
     }
     pg_cuda_stream_after_op(d, seq);
     if (u != NULL && u->capture != NULL)

@@ -3,10 +3,11 @@
 The total norm is computed and applied on the gradients' device (no read back to the host
 unless error_if_nonfinite asks for it), so clipping in a training loop on an accelerator
 makes no transfer. With foreach=None or True (PyTorch's argument), the gradients of each
-device and dtype go as one list: the norm of them all is ONE node (MULTI_NORM, one pass
-over every gradient, cut over the device's threads by the total element count), and the
-scaling another (torch._foreach_mul_'s MULTI node); where the device's backend has no such
-node (cuda), and with foreach=False, each gradient is a few tensor ops of its own."""
+device and dtype go as one list: the norm of them all is ONE node (MULTI_NORM: on cpu and
+sim one pass over every gradient, cut over the device's threads by the total element count;
+on cuda per-chunk partial sums, then one block combining them), and the scaling another
+(torch._foreach_mul_'s MULTI node); where the device's backend has no such node, and with
+foreach=False, each gradient is a few tensor ops of its own."""
 import math
 
 from ... import _C
@@ -22,13 +23,15 @@ def _grads(parameters):
     return [p.grad for p in parameters if p.grad is not None]
 
 
-def _lists(tensors, foreach):
-    """The tensors grouped by (device, dtype) as lists the list nodes take, and the rest
-    (other dtypes, non-contiguous, a device without the nodes, or foreach=False)."""
+def _lists(tensors, foreach, scaling=False):
+    """The tensors grouped by (device, dtype) as lists the list nodes take (the norm's
+    MULTI_NORM, or with scaling the BINARY list that multiplies them), and the rest (other
+    dtypes, non-contiguous, a device without the node, or foreach=False)."""
     groups, rest = {}, []
     for g in tensors:
         if (foreach is not False and g.dtype in (float32, float64) and g.is_contiguous()
-                and _C._has_node("MULTI_NORM", g)):
+                and (_C._has_node("MULTI", g, "BINARY") if scaling
+                     else _C._has_node("MULTI_NORM", g))):
             groups.setdefault((g.device, g.dtype), []).append(g)
         else:
             rest.append(g)
@@ -98,7 +101,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = _grads(parameters)
     with no_grad():
         coef = _C.minimum(float(max_norm) / (total_norm + 1e-6), 1.0)
-        lists, rest = _lists(grads, foreach)
+        lists, rest = _lists(grads, foreach, scaling=True)
         for gs in lists:  # one node per device and dtype: torch._foreach_mul_(grads, coef)
             _C._foreach_binary_("multiply", gs, coef.astype(gs[0].dtype).to(gs[0].device))
         for g in rest:

@@ -19,6 +19,7 @@
 #include "pg_cuda_half.cuh"
 #include "pg_cuda_ops.cuh"
 #include "pg_binary_more.cuh"
+#include "pg_multi_tensor.cuh"
 
 /* The stored result: bool (uint8 0/1) where the op table's `out` column says BOOL. */
 template <int OP, typename T>
@@ -186,6 +187,61 @@ extern "C" cudaError_t pg_kernel_binary(const pg_cuda_ctx *ctx, int op, int dtyp
 #undef PG_BINARY_CASE
         default:
             return cudaErrorInvalidValue;
+        }
+    });
+}
+
+/* ---- the list op: x_i = x_i OP s for every x_i of a MULTI node's list (torch._foreach_mul_
+ * and friends; clip_grad_norm_'s scaling). Slots (pg_cuda_kernels.h): 0 x_i written, 1 x_i
+ * read, 2 s, one element broadcast (its bcast bit). float32/float64, ops whose result has
+ * the operands' dtype (the core refuses the others): the element is pg_binary_apply's, so a
+ * list op equals the op on each tensor bit for bit. Table and blocks: pg_multi_tensor.cuh */
+
+template <int OP, typename T>
+__global__ void pg_multi_binary_kernel(pg_mt_table<3> tab)
+{
+    int64_t lo, hi;
+    const int t = pg_mt_chunk(tab, &lo, &hi);
+    T *dst = (T *)tab.ptr[0][t];
+    const T *a = (const T *)tab.ptr[1][t], *b = (const T *)tab.ptr[2][t];
+    const unsigned bcast = tab.bcast[t];
+    for (int64_t k = lo + threadIdx.x; k < hi; k += blockDim.x)
+        dst[k] = pg_binary_apply<OP, T>(a[pg_mt_at(bcast, 1, k)], b[pg_mt_at(bcast, 2, k)]);
+}
+
+template <int OP, typename T>
+static cudaError_t pg_multi_binary_launch(const pg_cuda_ctx *ctx, const pg_cuda_mt_entry *e,
+                                          int count)
+{
+    if constexpr (!pg_binary_supported<OP, T>() || pg_cuda_bin_out[OP] != PG_OUT_SAME) {
+        return cudaErrorInvalidValue; /* the core never sends this */
+    } else {
+        return pg_mt_apply<3>(e, count, [&](const pg_mt_table<3> &tab, int blocks,
+                                            int64_t) -> cudaError_t {
+            pg_multi_binary_kernel<OP, T>
+                <<<blocks, PG_MT_THREADS, 0, pg_cuda_noted(ctx, "pg_multi_binary_kernel")>>>(tab);
+            return cudaGetLastError();
+        });
+    }
+}
+
+extern "C" cudaError_t pg_kernel_multi_binary(PG_CUDA_MULTI_ARGS)
+{
+    (void)f;
+    (void)i;
+    return pg_dispatch_dtype(dtype, [&](auto tag) -> cudaError_t {
+        using T = decltype(tag);
+        if constexpr (!std::is_floating_point<T>::value) {
+            return cudaErrorInvalidValue;
+        } else {
+            switch (subop) {
+#define PG_BINARY(ID, ...)                                                                         \
+    case PG_CUDA_BIN_##ID:                                                                         \
+        return pg_multi_binary_launch<PG_CUDA_BIN_##ID, T>(ctx, e, count);
+#include "pg_ops.def"
+            default:
+                return cudaErrorInvalidValue;
+            }
         }
     });
 }

@@ -239,10 +239,41 @@ cudaError_t pg_kernel_sgd(const pg_cuda_ctx *ctx, int dtype, void *p, const void
 #define PG_CUDA_OPTIM_ARGS                                                                         \
     const pg_cuda_ctx *ctx, int dtype, void *p, const void *g, void *s0, void *s1, void *s2,       \
         int64_t n, const double *f, const int64_t *i
-cudaError_t pg_kernel_adam(PG_CUDA_OPTIM_ARGS);
-cudaError_t pg_kernel_rmsprop(PG_CUDA_OPTIM_ARGS);
-cudaError_t pg_kernel_adagrad(PG_CUDA_OPTIM_ARGS);
-cudaError_t pg_kernel_adadelta(PG_CUDA_OPTIM_ARGS);
+#define PG_OPTIM(ID, name, ...) cudaError_t pg_kernel_##name(PG_CUDA_OPTIM_ARGS);
+#include "pg_ops.def"
+
+/* The list nodes (optim.cu, elementwise_binary.cu, multi_norm.cu): MULTI runs one kind's
+ * update over every entry of a list, MULTI_NORM the norm of them all, in a few launches
+ * whatever the list's length (kernels/pg_multi_tensor.cuh: PyTorch's multi_tensor_apply).
+ * An entry's operands in the slot order of its kind's single-tensor launcher: 0 the tensor
+ * updated (the node's dst; MULTI_NORM: the tensor read), 1 the grad (BINARY: its first
+ * source, the tensor itself), then the kind's states (SGD: the momentum buffer; the
+ * adaptive kinds: s0, s1, s2) or BINARY's other operand; NULL where the kind does without.
+ * Every operand holds `numel` contiguous elements, or one element (its bit of `bcast` set)
+ * read for every element of the entry. */
+#define PG_CUDA_MT_SLOTS 5
+#define PG_CUDA_MT_CHUNK 65536 /* elements per block, as PyTorch's kChunkSize */
+typedef struct pg_cuda_mt_entry {
+    void *ptr[PG_CUDA_MT_SLOTS];
+    int64_t numel;
+    unsigned bcast;
+} pg_cuda_mt_entry;
+/* subop: BINARY's op (the others: unused); f, i: the kind's scalars and flags, as its
+ * single-tensor launcher takes them (SGD's i: nesterov, first) */
+#define PG_CUDA_MULTI_ARGS                                                                         \
+    const pg_cuda_ctx *ctx, int subop, int dtype, const pg_cuda_mt_entry *e, int count,           \
+        const double *f, const int64_t *i
+cudaError_t pg_kernel_multi_sgd(PG_CUDA_MULTI_ARGS);
+#define PG_OPTIM(ID, name, ...) cudaError_t pg_kernel_multi_##name(PG_CUDA_MULTI_ARGS);
+#include "pg_ops.def"
+cudaError_t pg_kernel_multi_binary(PG_CUDA_MULTI_ARGS);
+/* dst (one element of dtype, float32/float64) = the p-norm of every entry's slot 0 together
+ * (p: 0 counts nonzeros, inf: the largest |x|, NaN if any is), in two passes: each chunk's
+ * sum of |x|^p (or its largest |x|) into partials (one double per chunk of the list, stream-
+ * ordered scratch the caller frees after), then one block combines them in chunk order, so
+ * the result is the same bits run to run. */
+cudaError_t pg_kernel_multi_norm(const pg_cuda_ctx *ctx, int dtype, const pg_cuda_mt_entry *e,
+                                 int count, double p, double *partials, void *dst);
 
 /* rows.cu: the row ops in one kernel each. softmax (log: log_softmax) and layer_norm over
  * the rows of contiguous (R, C) x into y; w and b (C,) or NULL. clamp: dst = min(max(src,

@@ -14,17 +14,15 @@
  * softmax-cross-entropy: one block per row (max, sum of exp, probabilities,
  * the row's loss into a scratch vector), then one block adds the row losses
  * in a fixed order: the loss is the same bit for bit from run to run (an
- * atomicAdd per row was not). SGD and Adam: one grid-stride elementwise
- * kernel each, in place, with explicitly rounded multiplies and adds (no FMA
- * contraction; the rest of the plugin lets nvcc contract), so parameters
- * follow the CPU twins step after step. All operands contiguous.
+ * atomicAdd per row was not). The optimizers' updates: optim.cu.
+ * All operands contiguous.
  * A label outside [0, C) sets the device's error flag (ctx->eflags), which
  * the host turns into AsyncOpError naming the label at the next wait, as sim
  * does; the loss of that row is NaN meanwhile.
  *
  * float16/bfloat16 (the linear layers only, which autocast runs in the low
- * dtype; the losses and optimizers stay float32/float64 and the core refuses
- * them in half on cuda): the products go to cublasGemmEx with float32
+ * dtype; the losses stay float32/float64 and the core refuses them in half on
+ * cuda): the products go to cublasGemmEx with float32
  * compute on the tensor cores. With a bias or an activation, the forward
  * product is written to a float32 scratch and the epilogue adds the bias and
  * applies the activation in float32, rounding once into y (as the CPU's GEMM
@@ -470,182 +468,5 @@ extern "C" cudaError_t pg_kernel_xent_bwd(const pg_cuda_ctx *ctx, int dtype, con
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
-    });
-}
-
-/* ---- optimizers ----------------------------------------------------------------------- */
-
-template <typename T>
-__global__ void pg_sgd_kernel(T *p, const T *g, T *buf, int64_t n, T lr, T mom, T damp, T wd,
-                              int nesterov, int first)
-{
-    for (int64_t k = pg_thread_index(); k < n; k += pg_thread_count()) {
-        T d = pg_add_rn(g[k], pg_mul_rn(wd, p[k]));
-        if (buf) {
-            T b = first ? d : pg_add_rn(pg_mul_rn(mom, buf[k]), pg_mul_rn(T(1) - damp, d));
-            buf[k] = b;
-            d = nesterov ? pg_add_rn(d, pg_mul_rn(mom, b)) : b;
-        }
-        p[k] = p[k] - pg_mul_rn(lr, d);
-    }
-}
-
-/* The adaptive-update family, one kernel per kind; the CPU twins are cpu_train.c's loops. */
-template <typename T>
-__global__ void pg_adam_kernel(T *p, const T *g, T *m, T *v, T *vmax, int64_t n, T step, T b1,
-                               T b2, T eps, T wd, T bc2, int decoupled)
-{
-    T l2 = decoupled ? T(0) : wd, keep = decoupled ? T(1) - wd : T(1);
-    for (int64_t k = pg_thread_index(); k < n; k += pg_thread_count()) {
-        T pk = pg_mul_rn(p[k], keep);
-        T gk = pg_add_rn(g[k], pg_mul_rn(l2, pk));
-        T mk = pg_add_rn(pg_mul_rn(b1, m[k]), pg_mul_rn(T(1) - b1, gk));
-        T vk = pg_add_rn(pg_mul_rn(b2, v[k]), pg_mul_rn(pg_mul_rn(T(1) - b2, gk), gk));
-        m[k] = mk;
-        v[k] = vk;
-        if (vmax) {
-            vk = vmax[k] > vk ? vmax[k] : vk;
-            vmax[k] = vk;
-        }
-        p[k] = pk - pg_mul_rn(step, mk) / pg_add_rn(sqrt(vk) / bc2, eps);
-    }
-}
-
-template <typename T>
-__global__ void pg_rmsprop_kernel(T *p, const T *g, T *sq, T *buf, T *ga, int64_t n, T lr, T a,
-                                  T eps, T wd, T mom)
-{
-    for (int64_t k = pg_thread_index(); k < n; k += pg_thread_count()) {
-        T gk = pg_add_rn(g[k], pg_mul_rn(wd, p[k]));
-        T s = pg_add_rn(pg_mul_rn(a, sq[k]), pg_mul_rn(pg_mul_rn(T(1) - a, gk), gk));
-        sq[k] = s;
-        T avg;
-        if (ga) {
-            T gak = pg_add_rn(pg_mul_rn(a, ga[k]), pg_mul_rn(T(1) - a, gk));
-            ga[k] = gak;
-            avg = pg_add_rn(sqrt(s - pg_mul_rn(gak, gak)), eps);
-        } else {
-            avg = pg_add_rn(sqrt(s), eps);
-        }
-        if (buf) {
-            T b = pg_add_rn(pg_mul_rn(mom, buf[k]), gk / avg);
-            buf[k] = b;
-            p[k] = p[k] - pg_mul_rn(lr, b);
-        } else {
-            p[k] = p[k] - pg_mul_rn(lr, gk / avg);
-        }
-    }
-}
-
-template <typename T>
-__global__ void pg_adagrad_kernel(T *p, const T *g, T *sum, int64_t n, T clr, T wd, T eps)
-{
-    for (int64_t k = pg_thread_index(); k < n; k += pg_thread_count()) {
-        T gk = pg_add_rn(g[k], pg_mul_rn(wd, p[k]));
-        T s = pg_add_rn(sum[k], pg_mul_rn(gk, gk));
-        sum[k] = s;
-        p[k] = p[k] - pg_mul_rn(clr, gk / pg_add_rn(sqrt(s), eps));
-    }
-}
-
-template <typename T>
-__global__ void pg_adadelta_kernel(T *p, const T *g, T *sq, T *acc, int64_t n, T lr, T rho, T eps,
-                                   T wd)
-{
-    for (int64_t k = pg_thread_index(); k < n; k += pg_thread_count()) {
-        T gk = pg_add_rn(g[k], pg_mul_rn(wd, p[k]));
-        T s = pg_add_rn(pg_mul_rn(rho, sq[k]), pg_mul_rn(pg_mul_rn(T(1) - rho, gk), gk));
-        sq[k] = s;
-        T d = pg_mul_rn(sqrt(pg_add_rn(acc[k], eps)) / sqrt(pg_add_rn(s, eps)), gk);
-        acc[k] = pg_add_rn(pg_mul_rn(rho, acc[k]), pg_mul_rn(pg_mul_rn(T(1) - rho, d), d));
-        p[k] = p[k] - pg_mul_rn(lr, d);
-    }
-}
-
-extern "C" cudaError_t pg_kernel_sgd(const pg_cuda_ctx *ctx, int dtype, void *p, const void *g,
-                                     void *buf, int64_t n, const double *f, int nesterov,
-                                     int first)
-{
-    if (n == 0)
-        return cudaSuccess;
-    return pg_dispatch_dtype(dtype, [&](auto t) -> cudaError_t {
-        using T = decltype(t);
-        if constexpr (std::is_floating_point<T>::value) {
-            pg_sgd_kernel<T><<<pg_cuda_grid(n, PG_CUDA_BLOCK, ctx), PG_CUDA_BLOCK, 0,
-                               pg_cuda_noted(ctx, "pg_sgd_kernel")>>>(
-                (T *)p, (const T *)g, (T *)buf, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3], nesterov,
-                first);
-            return cudaGetLastError();
-        }
-        return cudaErrorInvalidValue;
-    });
-}
-
-/* The adaptive optimizers' launchers, one node kind each (f and i as pg_ops_train.c lists
- * them): `launch(T(), grid)` runs the kind's kernel over n elements, float32 or float64. */
-template <typename Launch>
-static cudaError_t pg_optim_launch(const pg_cuda_ctx *ctx, int dtype, int64_t n, Launch launch)
-{
-    if (n == 0)
-        return cudaSuccess;
-    return pg_dispatch_dtype(dtype, [&](auto t) -> cudaError_t {
-        using T = decltype(t);
-        if constexpr (std::is_floating_point<T>::value) {
-            launch(t, pg_cuda_grid(n, PG_CUDA_BLOCK, ctx));
-            return cudaGetLastError();
-        }
-        return cudaErrorInvalidValue;
-    });
-}
-
-extern "C" cudaError_t pg_kernel_adam(const pg_cuda_ctx *ctx, int dtype, void *p, const void *g,
-                                      void *s0, void *s1, void *s2, int64_t n, const double *f,
-                                      const int64_t *i)
-{
-    return pg_optim_launch(ctx, dtype, n, [&](auto t, unsigned grid) {
-        using T = decltype(t);
-        pg_adam_kernel<T><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adam_kernel")>>>(
-            (T *)p, (const T *)g, (T *)s0, (T *)s1, i[0] ? (T *)s2 : nullptr, n, (T)f[0],
-            (T)f[1], (T)f[2], (T)f[3], (T)f[4], (T)f[5], (int)i[1]);
-    });
-}
-
-extern "C" cudaError_t pg_kernel_rmsprop(const pg_cuda_ctx *ctx, int dtype, void *p,
-                                         const void *g, void *s0, void *s1, void *s2, int64_t n,
-                                         const double *f, const int64_t *i)
-{
-    (void)i;
-    return pg_optim_launch(ctx, dtype, n, [&](auto t, unsigned grid) {
-        using T = decltype(t);
-        pg_rmsprop_kernel<T><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_rmsprop_kernel")>>>(
-            (T *)p, (const T *)g, (T *)s0, (T *)s1, (T *)s2, n, (T)f[0], (T)f[1], (T)f[2],
-            (T)f[3], (T)f[4]);
-    });
-}
-
-extern "C" cudaError_t pg_kernel_adagrad(const pg_cuda_ctx *ctx, int dtype, void *p,
-                                         const void *g, void *s0, void *s1, void *s2, int64_t n,
-                                         const double *f, const int64_t *i)
-{
-    (void)s1;
-    (void)s2;
-    (void)i;
-    return pg_optim_launch(ctx, dtype, n, [&](auto t, unsigned grid) {
-        using T = decltype(t);
-        pg_adagrad_kernel<T><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adagrad_kernel")>>>(
-            (T *)p, (const T *)g, (T *)s0, n, (T)f[0], (T)f[1], (T)f[2]);
-    });
-}
-
-extern "C" cudaError_t pg_kernel_adadelta(const pg_cuda_ctx *ctx, int dtype, void *p,
-                                          const void *g, void *s0, void *s1, void *s2, int64_t n,
-                                          const double *f, const int64_t *i)
-{
-    (void)s2;
-    (void)i;
-    return pg_optim_launch(ctx, dtype, n, [&](auto t, unsigned grid) {
-        using T = decltype(t);
-        pg_adadelta_kernel<T><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_adadelta_kernel")>>>(
-            (T *)p, (const T *)g, (T *)s0, (T *)s1, n, (T)f[0], (T)f[1], (T)f[2], (T)f[3]);
     });
 }
