@@ -42,6 +42,9 @@ the type once (_C._add_tensor_methods):
   _tensor/compat.py  PyTorch's second names (greater, multiply, ravel, eq_, new, ...)
   _ops/_clamp.py     clamp, clip, clamp_, clip_ (the composite ops' home, pygpu/_ops/)
   _tensor/complex.py real, imag, is_conj, is_complex, cfloat, cdouble (and the complex rules)
+  _tensor/backend_kernels.py cudnn_*/miopen_*/mkldnn_* (other backends' kernels' names, on
+                     pygpu's nodes) and native_batch_norm (module functions only)
+  _ops/_rnn_aten.py  torch.lstm, gru, rnn_tanh, rnn_relu, miopen_rnn (ATen's flat-params stacks)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
 replaced by wrappers that accept both spellings and call the C method."""
@@ -51,6 +54,7 @@ from .._ops import _clamp as _ops_clamp
 from ..linalg import _legacy as _linalg_legacy
 from .. import _storage
 from . import numeric as _tensor_numeric, scatter as _tensor_scatter
+from . import backend_kernels as _backend_kernels
 from . import (autograd as _tensor_autograd, compare as _tensor_compare, compat as _tensor_compat,
                create as _tensor_create, fill as _tensor_fill, gather as _tensor_gather,
                index as _tensor_index, spellings as _tensor_spellings, stack as _tensor_stack,
@@ -116,6 +120,9 @@ def functions():
     out.update(_tensor_numeric.FUNCTIONS)
     out.update(_tensor_scatter.FUNCTIONS)
     out.update(_linalg_legacy.FUNCTIONS)
+    out.update(_backend_kernels.FUNCTIONS)
+    from .._ops import _rnn_aten
+    out.update(_rnn_aten.FUNCTIONS)
     for name, fn in _tensor_spellings.FUNCTIONS.items():  # second spellings: only new names
         out.setdefault(name, fn)
     out.update(_tensor_spellings.constants())
