@@ -36,6 +36,7 @@ the type once (_C._add_tensor_methods):
                      histogram
   linalg/_legacy.py  torch.lu, lu_solve, lu_unpack, cholesky_solve/inverse, triangular_solve,
                      frobenius/nuclear norms, vander, the removed eig/symeig/solve/lstsq
+  _tensor/spectral.py stft, istft (frames by unfold, torch.fft, overlap-add by fold)
   linalg/_householder.py geqrf, orgqr, ormqr (LAPACK's compact QR; householder_product)
   _storage.py        storage(), untyped_storage(), storage_type(), set_, is_set_to,
                      as_strided_, resize_as_, sum_to_size, nonzero_static (and the classes)
@@ -57,7 +58,7 @@ from ..linalg import _legacy as _linalg_legacy
 from ..linalg import _householder as _linalg_householder
 from .. import _storage
 from . import numeric as _tensor_numeric, scatter as _tensor_scatter
-from . import backend_kernels as _backend_kernels
+from . import backend_kernels as _backend_kernels, spectral as _tensor_spectral
 from . import (autograd as _tensor_autograd, compare as _tensor_compare, compat as _tensor_compat,
                create as _tensor_create, fill as _tensor_fill, gather as _tensor_gather,
                index as _tensor_index, spellings as _tensor_spellings, stack as _tensor_stack,
@@ -70,7 +71,7 @@ _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor
              _tensor_products, _tensor_autograd, _tensor_fill, _tensor_random, _tensor_objects,
              _tensor_stats, _tensor_compare, _tensor_stack, _tensor_gather, _tensor_spellings,
              _storage, _tensor_numeric, _tensor_scatter, _linalg_legacy, _tensor_shape,
-             _ops_clamp, _complex, _linalg_householder)
+             _ops_clamp, _complex, _linalg_householder, _tensor_spectral)
 
 
 def install():
@@ -124,6 +125,7 @@ def functions():
     out.update(_tensor_scatter.FUNCTIONS)
     out.update(_linalg_legacy.FUNCTIONS)
     out.update(_linalg_householder.FUNCTIONS)
+    out.update(_tensor_spectral.FUNCTIONS)
     out.update(_backend_kernels.FUNCTIONS)
     from .._ops import _rnn_aten
     from . import segments as _segments
