@@ -127,3 +127,7 @@ __all__ += ["Tensor", "handle_torch_function", "has_torch_function", "has_torch_
 from ._mha import multi_head_attention_forward  # noqa: E402
 
 __all__ += ["multi_head_attention_forward"]
+from ._linear_cross_entropy import linear_cross_entropy  # noqa: E402
+from ._grouped_mm import grouped_mm  # noqa: E402
+
+__all__ += ["linear_cross_entropy", "grouped_mm"]
