@@ -61,6 +61,8 @@ from . import autograd as _autograd
 from .autograd import inplace as _autograd_inplace  # noqa: E402
 from .autograd import writes as _autograd_writes  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled,  # noqa: E402,F401
+                                    is_anomaly_enabled, set_anomaly_enabled)
 from ._tensor.join import cat
 from ._ops._train import cross_entropy
 from ._ops import clamp, clip, log_softmax, mse_loss, softmax
@@ -176,8 +178,8 @@ __all__ += [
     "DeviceMismatchError", "DeviceUnavailableError", "TransferGuardError", "TransferWarning",
     "AsyncOpError", "AxisError", "ShapeError", "DTypeError", "InvalidValueError",
     "IndexOutOfRangeError", "AsyncIndexError", "AcceleratorError", "OutOfMemoryError",
-    "no_grad", "enable_grad",
-    "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
+    "no_grad", "enable_grad", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
+    "set_anomaly_enabled", "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
     "mse_loss", "nn", "optim", "special", "linalg", "fft", "distributions", "multinomial", "sparse",
     "data", "save", "load", "install_as_torch", "Trainer", "cost", "transfer_budget", "TransferBudgetError",
     "cpu_isa",
