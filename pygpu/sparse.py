@@ -507,4 +507,6 @@ METHODS = {"to_sparse": to_sparse, "to_sparse_coo": to_sparse, "is_sparse": prop
            "sparse_mask": sparse_mask, "sparse_dim": _dense_sparse_dim,
            "dense_dim": _dense_dense_dim}
 FUNCTIONS = {"sparse_coo_tensor": sparse_coo_tensor, "spmm": mm, "sparse_coo": sparse_coo,
-             "strided": strided, "smm": smm, "hspmm": hspmm, "sspaddmm": sspaddmm}
+             "strided": strided, "smm": smm, "hspmm": hspmm, "sspaddmm": sspaddmm,
+             # PyTorch's own older names of the same functions
+             "dsmm": mm, "hsmm": hspmm, "saddmm": sspaddmm}

@@ -38,6 +38,7 @@ the type once (_C._add_tensor_methods):
                      frobenius/nuclear norms, vander, the removed eig/symeig/solve/lstsq
   _tensor/spectral.py stft, istft (frames by unfold, torch.fft, overlap-add by fold)
   linalg/_householder.py geqrf, orgqr, ormqr (LAPACK's compact QR; householder_product)
+  linalg/_lobpcg.py  torch.lobpcg (symmetric eigenpairs by LOBPCG; module function)
   _storage.py        storage(), untyped_storage(), storage_type(), set_, is_set_to,
                      as_strided_, resize_as_, sum_to_size, nonzero_static (and the classes)
   _tensor/objects.py __reduce_ex__ (pickle), __copy__, __deepcopy__, share_memory_, is_shared
@@ -55,7 +56,7 @@ from .. import _C
 from . import complex as _complex
 from .._ops import _clamp as _ops_clamp
 from ..linalg import _legacy as _linalg_legacy
-from ..linalg import _householder as _linalg_householder
+from ..linalg import _householder as _linalg_householder, _lobpcg as _linalg_lobpcg
 from .. import _storage
 from . import numeric as _tensor_numeric, scatter as _tensor_scatter
 from . import backend_kernels as _backend_kernels, spectral as _tensor_spectral
@@ -125,6 +126,7 @@ def functions():
     out.update(_tensor_scatter.FUNCTIONS)
     out.update(_linalg_legacy.FUNCTIONS)
     out.update(_linalg_householder.FUNCTIONS)
+    out.update(_linalg_lobpcg.FUNCTIONS)
     out.update(_tensor_spectral.FUNCTIONS)
     out.update(_backend_kernels.FUNCTIONS)
     from .._ops import _rnn_aten
