@@ -150,7 +150,12 @@ def miopen_depthwise_convolution(self, weight, bias, padding, stride, dilation, 
 
 def mkldnn_convolution(self, weight, bias, padding, stride, dilation, groups):
     """ATen's mkldnn_convolution: the convolution (with bias) oneDNN computes on the CPU, on
-    pygpu's CONV node (any device). Dense tensors in and out, as PyTorch's."""
+    pygpu's CONV node (any device). Dense tensors in and out, as PyTorch's; oneDNN's dtypes
+    (no float64, as PyTorch refuses it)."""
+    from .._dtype import float64
+    if isinstance(self, Tensor) and self.dtype is float64:
+        raise RuntimeError("itensor_view_from_dense expects float/bfloat16/half/int8/fp8 tensor "
+                           "input")
     return _with_bias("mkldnn_convolution", self, weight, bias, padding, stride, dilation,
                       groups)
 

@@ -8,7 +8,8 @@ transformed by torch.fft's rfft (onesided) or fft (pocketfft on the cpu, cuFFT o
 (B, n_fft // 2 + 1 or n_fft, n_frames). istft inverts it by PyTorch's method: the inverse
 transform of each frame times the window, overlap-added (F.fold) and divided by the
 overlap-added squared window, which must not vanish anywhere (NOLA). Both are
-differentiable through the ops they are made of."""
+differentiable where torch.fft's transforms are (pygpu.fft refuses a grad-requiring input
+until its backward is built, and so, with its message, do these)."""
 import warnings
 
 from .. import _C, _dtype
@@ -127,6 +128,11 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex "
                            f"dtype, but got {input.ndim}")
     hop, win = _lengths(fn, n_fft, hop_length, win_length)
+    if window is None:
+        warnings.warn("A window was not provided. A rectangular window will be applied.Please "
+                      "provide the same window used by stft to make the inversion lossless.To "
+                      "suppress this warning and use a rectangular window, explicitly set "
+                      "`window=torch.ones(n_fft, device=<device>)`.", stacklevel=2)
     spec = input.unsqueeze(0) if input.ndim == 2 else input
     n_freq, n_frames = spec.shape[-2], spec.shape[-1]
     if onesided is None:
@@ -169,6 +175,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
                            "where frames overlap (NOLA)")
     y = y / env
     if end > end_in:
+        warnings.warn("The length of signal is shorter than the length parameter. Result is "
+                      "being padded with zeros in the tail. Please check your center and "
+                      "hop_length settings.", stacklevel=2)
         y = F.pad(y, (0, end - end_in))
     return y.squeeze(0) if input.ndim == 2 else y
 
