@@ -48,6 +48,8 @@ the type once (_C._add_tensor_methods):
   _tensor/backend_kernels.py cudnn_*/miopen_*/mkldnn_* (other backends' kernels' names, on
                      pygpu's nodes) and native_batch_norm (module functions only)
   _tensor/segments.py segment_reduce, histogramdd (module functions)
+  _tensor/aten_natives.py native_layer_norm, native_dropout, native_norm, and SyncBatchNorm's
+                     batch_norm_stats/elemt/gather_stats/backward_reduce/... (functions)
   _ops/_rnn_aten.py  torch.lstm, gru, rnn_tanh, rnn_relu, miopen_rnn (ATen's flat-params stacks)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
@@ -60,6 +62,7 @@ from ..linalg import _householder as _linalg_householder, _lobpcg as _linalg_lob
 from .. import _storage
 from . import numeric as _tensor_numeric, scatter as _tensor_scatter
 from . import backend_kernels as _backend_kernels, spectral as _tensor_spectral
+from . import aten_natives as _aten_natives
 from . import (autograd as _tensor_autograd, compare as _tensor_compare, compat as _tensor_compat,
                create as _tensor_create, fill as _tensor_fill, gather as _tensor_gather,
                index as _tensor_index, spellings as _tensor_spellings, stack as _tensor_stack,
@@ -129,6 +132,7 @@ def functions():
     out.update(_linalg_lobpcg.FUNCTIONS)
     out.update(_tensor_spectral.FUNCTIONS)
     out.update(_backend_kernels.FUNCTIONS)
+    out.update(_aten_natives.FUNCTIONS)
     from .._ops import _rnn_aten
     from . import segments as _segments
     out.update(_segments.FUNCTIONS)
