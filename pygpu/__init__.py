@@ -200,6 +200,10 @@ __all__ += ["backends", "profiler", "get_float32_matmul_precision", "set_float32
 # torch.compile, torch.compiler and torch._dynamo (issue 45): PyTorch's arguments and checks;
 # every call runs eagerly (pygpu/_dynamo/compiled_function.py says what is not captured)
 from . import _dynamo, compiler  # noqa: E402
+from ._control_flow import cond, while_loop  # noqa: E402 - torch.cond, torch.while_loop
+from . import _sym_numbers  # noqa: E402 - torch.sym_int, sym_max, ... on concrete numbers
+globals().update(_sym_numbers.FUNCTIONS)
+__all__ += ["cond", "while_loop", *_sym_numbers.FUNCTIONS]
 from ._dynamo.eval_frame import compile  # noqa: E402
 __all__ += ["compile", "compiler"]
 
