@@ -82,8 +82,8 @@ from ._torch_alias import install_as_torch  # noqa: E402 - `import torch` gives 
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .amp import autocast_mode as _amp_autocast  # noqa: E402
-from .amp import state as _amp_state  # noqa: E402 - torch.set_autocast_enabled and friends
-globals().update(_amp_state.FUNCTIONS)
+from .amp import _switches as _amp_switches  # noqa: E402 - torch.set_autocast_enabled, ...
+globals().update(_amp_switches.FUNCTIONS)
 from .trainer import Trainer  # noqa: E402
 from ._sync import devices, synchronize  # noqa: E402
 from . import cost  # noqa: E402
@@ -205,7 +205,7 @@ from . import _dynamo, compiler  # noqa: E402
 from ._control_flow import cond, while_loop  # noqa: E402 - torch.cond, torch.while_loop
 from . import _sym_numbers  # noqa: E402 - torch.sym_int, sym_max, ... on concrete numbers
 globals().update(_sym_numbers.FUNCTIONS)
-__all__ += ["cond", "while_loop", *_sym_numbers.FUNCTIONS, *_amp_state.FUNCTIONS]
+__all__ += ["cond", "while_loop", *_sym_numbers.FUNCTIONS, *_amp_switches.FUNCTIONS]
 from ._dynamo.eval_frame import compile  # noqa: E402
 __all__ += ["compile", "compiler"]
 

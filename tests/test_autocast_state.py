@@ -1,5 +1,5 @@
 # test_autocast_state.py - PyTorch's lower-level autocast switches at torch's level
-# (pygpu/amp/state.py) beside torch's: set_autocast_enabled / is_autocast_enabled per
+# (pygpu/amp/_switches.py) beside torch's: set_autocast_enabled / is_autocast_enabled per
 # device type (ops on that device's tensors autocast outside any region, a region's own
 # setting winning), set/get_autocast_dtype (and the dtype a new region takes), the cache
 # switch and clear_autocast_cache, the nesting count, the deprecated spellings' warnings.

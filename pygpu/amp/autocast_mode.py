@@ -55,7 +55,7 @@ _tls = threading.local()
 def _state():
     """This thread's autocast state: the regions entered (innermost last), the weight cast
     cache, and PyTorch's lower-level switches (torch.set_autocast_enabled and friends,
-    pygpu/amp/state.py): `base` the device types switched on outside any region, `dtypes`
+    pygpu/amp/_switches.py): `base` the device types switched on outside any region, `dtypes`
     each device type's dtype outside a region, `cache_on`, and the nesting count."""
     st = getattr(_tls, "state", None)
     if st is None:

@@ -127,15 +127,16 @@ class _ChunkedLinearCrossEntropy(Function):
 
 def _reference(input, linear_weight, target, linear_bias, weight, reduction, ignore_index,
                label_smoothing, batch_shape, num_classes, out_features):
-    from . import functional as F
+    from .._ops._nn_losses import cross_entropy
+    from .._ops._train import linear
     in_features = input.shape[-1]
     W, b = linear_weight, linear_bias
     if out_features:
         W = W.reshape(math.prod(out_features) * num_classes, in_features)
         if b is not None:
             b = b.reshape(math.prod(out_features) * num_classes)
-    logits = F.linear(input, W, b).reshape(*batch_shape, num_classes, *out_features)
-    return F.cross_entropy(logits, target, weight=weight, ignore_index=ignore_index,
+    logits = linear(input, W, b).reshape(*batch_shape, num_classes, *out_features)
+    return cross_entropy(logits, target, weight=weight, ignore_index=ignore_index,
                            reduction=reduction, label_smoothing=label_smoothing)
 
 

@@ -14,15 +14,28 @@ from .. import _C
 from .._tensor.create import zeros
 from .._tensor.join import cat
 from .._dtype import float32, float64
-from .._ops._attention import bmm
-from .transformer import _bool_to_float
+from .._ops._attention import bmm, scaled_dot_product_attention
+from .._ops._conv import pad
+from .._ops._train import linear
+from ._activations import dropout, softmax
 
 Tensor = _C.Tensor
 
 
-def _F():
-    from . import functional
-    return functional
+def _bool_to_float(mask, dtype, name):
+    """A mask where True means "not allowed" (MultiheadAttention's convention) as the
+    additive float mask (-inf there, 0 elsewhere); a float mask as it is."""
+    if mask is None:
+        return None
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"MultiheadAttention: {name} must be a pygpu.Tensor, got "
+                        f"{type(mask).__name__}")
+    if mask.dtype.name == "bool":
+        return zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask,
+                                                                              float("-inf"))
+    if not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask.astype(dtype) if mask.dtype is not dtype else mask
 
 
 def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
@@ -65,21 +78,20 @@ def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
 
 
 def _in_projection(query, key, value, in_proj_weight, in_proj_bias, separate, wq, wk, wv, E):
-    F = _F()
     b = in_proj_bias
     bq, bk, bv = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
     if not separate:
         if query is key and key is value:  # self-attention: one GEMM for q, k and v
-            qkv = F.linear(query, in_proj_weight, b)
+            qkv = linear(query, in_proj_weight, b)
             return qkv[..., :E], qkv[..., E:2 * E], qkv[..., 2 * E:]
         wq, wk, wv = in_proj_weight[:E], in_proj_weight[E:2 * E], in_proj_weight[2 * E:]
         if key is value:
-            kv = F.linear(key, in_proj_weight[E:], None if b is None else b[E:])
-            return F.linear(query, wq, bq), kv[..., :E], kv[..., E:]
+            kv = linear(key, in_proj_weight[E:], None if b is None else b[E:])
+            return linear(query, wq, bq), kv[..., :E], kv[..., E:]
     for name, w in (("q_proj_weight", wq), ("k_proj_weight", wk), ("v_proj_weight", wv)):
         if w is None:
             raise AssertionError(f"use_separate_proj_weight is True but {name} is None")
-    return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+    return linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
@@ -91,7 +103,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  static_v=None, average_attn_weights=True, is_causal=False):
     """(attn_output (L, N, E), attn_weights (N, L, S) averaged over heads, (N, H, L, S)
     per head, or None without need_weights); unbatched input gives unbatched results."""
-    F = _F()
     batched = _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     same = query is key and key is value
     if not batched:
@@ -147,9 +158,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         k = cat([k, bias_k.repeat(1, N, 1)])
         v = cat([v, bias_v.repeat(1, N, 1)])
         if attn_mask is not None:
-            attn_mask = F.pad(attn_mask, (0, 1))
+            attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
-            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+            key_padding_mask = pad(key_padding_mask, (0, 1))
     elif (bias_k is None) != (bias_v is None):
         raise AssertionError("bias_k and bias_v must both be given or both be None")
     # the heads: (N*H, L|S, hd), batch-major as PyTorch folds them
@@ -160,9 +171,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         k = cat([k, zeros((N * num_heads, 1, hd), dtype=k.dtype, device=k.device)], 1)
         v = cat([v, zeros((N * num_heads, 1, hd), dtype=v.dtype, device=v.device)], 1)
         if attn_mask is not None:
-            attn_mask = F.pad(attn_mask, (0, 1))
+            attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
-            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+            key_padding_mask = pad(key_padding_mask, (0, 1))
     S = k.shape[1]
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (N, S):
@@ -176,11 +187,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         s = bmm(q * math.sqrt(1.0 / hd), k.transpose(-2, -1))
         if attn_mask is not None:
             s = s + attn_mask
-        w = F.softmax(s, -1)
+        w = softmax(s, -1)
         if p > 0:
-            w = F.dropout(w, p)
+            w = dropout(w, p)
         o = bmm(w, v)  # (N*H, L, hd)
-        out = F.linear(o.transpose(0, 1).reshape(L * N, E), out_proj_weight, out_proj_bias)
+        out = linear(o.transpose(0, 1).reshape(L * N, E), out_proj_weight, out_proj_bias)
         out = out.reshape(L, N, out.shape[1])
         w = w.reshape(N, num_heads, L, S)
         if average_attn_weights:
@@ -191,11 +202,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if attn_mask is not None:
         attn_mask = (attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 and attn_mask.ndim == 3
                      else attn_mask.reshape(N, num_heads, -1, S))
-    o = F.scaled_dot_product_attention(q.reshape(N, num_heads, L, hd),
+    o = scaled_dot_product_attention(q.reshape(N, num_heads, L, hd),
                                        k.reshape(N, num_heads, S, hd),
                                        v.reshape(N, num_heads, S, hd), attn_mask, p,
                                        is_causal=is_causal)
-    out = F.linear(o.permute(2, 0, 1, 3).reshape(N * L, E), out_proj_weight, out_proj_bias)
+    out = linear(o.permute(2, 0, 1, 3).reshape(N * L, E), out_proj_weight, out_proj_bias)
     out = out.reshape(L, N, out.shape[1])
     return (out if batched else out.squeeze(1)), None
 
