@@ -57,9 +57,10 @@ PY_LAYERS = [
      ["pygpu._tensor", "pygpu.autograd", "pygpu._storage", "pygpu._legacy", "pygpu._ops._common"]),
     ("ops: composites (pygpu/_ops), linalg, special, sparse, distributions, amp",
      ["pygpu._ops", "pygpu.linalg", "pygpu.special", "pygpu.sparse", "pygpu.distributions",
-      "pygpu.amp", "pygpu.fft"]),
+      "pygpu.amp", "pygpu.fft", "pygpu._control_flow", "pygpu._sym_numbers"]),
     ("namespace: the Tensor's methods and torch's names, assembled from the layers below",
-     ["pygpu._tensor.surface", "pygpu._tensor.spellings", "pygpu._tensor.compat"]),
+     ["pygpu._tensor.surface", "pygpu._tensor.spellings", "pygpu._tensor.compat",
+      "pygpu._tensor.backend_kernels", "pygpu._tensor.aten_natives", "pygpu._tensor.spectral"]),
     ("devices: torch.cuda-style modules (typed tensors, amp, streams, memory)",
      ["pygpu.cpu", "pygpu.sim", "pygpu.cuda", "pygpu.accelerator", "pygpu._sync"]),
     ("libraries: the training and tooling packages, on the tensor API",
@@ -92,6 +93,18 @@ KNOWN_UPWARD = [
      "Tensor.multinomial draws with torch.multinomial, written once in distributions"),
     ("pygpu._tensor.spellings", "pygpu.nn.functional",
      "torch.dropout, torch.alpha_dropout, ... are nn.functional's ops in ATen's argument order"),
+    ("pygpu._tensor.backend_kernels", "pygpu.nn.functional",
+     "cudnn_*/miopen_*/mkldnn_* are nn.functional's convolutions, batch norm and pools in ATen's "
+     "argument order"),
+    ("pygpu._tensor.backend_kernels", "pygpu.nn._grid_sample",
+     "cudnn_grid_sampler and cudnn_affine_grid_generator are grid_sample and affine_grid with "
+     "cuDNN's one mode"),
+    ("pygpu._tensor.backend_kernels", "pygpu.backends.cudnn",
+     "cudnn_is_acceptable asks torch.backends.cudnn whether cuDNN would take the tensor"),
+    ("pygpu._tensor.aten_natives", "pygpu.nn.functional",
+     "native_layer_norm's output is nn.functional.layer_norm's"),
+    ("pygpu._tensor.spectral", "pygpu.nn.functional",
+     "stft pads with nn.functional.pad's modes and istft overlap-adds with fold"),
 ]
 
 _C_EXTS = (".c", ".h", ".cu", ".cuh")

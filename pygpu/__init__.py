@@ -61,6 +61,8 @@ from . import autograd as _autograd
 from .autograd import inplace as _autograd_inplace  # noqa: E402
 from .autograd import writes as _autograd_writes  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled,  # noqa: E402,F401
+                                    is_anomaly_enabled, set_anomaly_enabled)
 from ._tensor.join import cat
 from ._ops._train import cross_entropy
 from ._ops import clamp, clip, log_softmax, mse_loss, softmax
@@ -80,6 +82,8 @@ from ._torch_alias import install_as_torch  # noqa: E402 - `import torch` gives 
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .amp import autocast_mode as _amp_autocast  # noqa: E402
+from .amp import _switches as _amp_switches  # noqa: E402 - torch.set_autocast_enabled, ...
+globals().update(_amp_switches.FUNCTIONS)
 from .trainer import Trainer  # noqa: E402
 from ._sync import devices, synchronize  # noqa: E402
 from . import cost  # noqa: E402
@@ -176,8 +180,8 @@ __all__ += [
     "DeviceMismatchError", "DeviceUnavailableError", "TransferGuardError", "TransferWarning",
     "AsyncOpError", "AxisError", "ShapeError", "DTypeError", "InvalidValueError",
     "IndexOutOfRangeError", "AsyncIndexError", "AcceleratorError", "OutOfMemoryError",
-    "no_grad", "enable_grad",
-    "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
+    "no_grad", "enable_grad", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
+    "set_anomaly_enabled", "is_grad_enabled", "set_grad_enabled", "cat", "softmax", "log_softmax", "cross_entropy",
     "mse_loss", "nn", "optim", "special", "linalg", "fft", "distributions", "multinomial", "sparse",
     "data", "save", "load", "install_as_torch", "Trainer", "cost", "transfer_budget", "TransferBudgetError",
     "cpu_isa",
@@ -198,6 +202,10 @@ __all__ += ["backends", "profiler", "get_float32_matmul_precision", "set_float32
 # torch.compile, torch.compiler and torch._dynamo (issue 45): PyTorch's arguments and checks;
 # every call runs eagerly (pygpu/_dynamo/compiled_function.py says what is not captured)
 from . import _dynamo, compiler  # noqa: E402
+from ._control_flow import cond, while_loop  # noqa: E402 - torch.cond, torch.while_loop
+from . import _sym_numbers  # noqa: E402 - torch.sym_int, sym_max, ... on concrete numbers
+globals().update(_sym_numbers.FUNCTIONS)
+__all__ += ["cond", "while_loop", *_sym_numbers.FUNCTIONS, *_amp_switches.FUNCTIONS]
 from ._dynamo.eval_frame import compile  # noqa: E402
 __all__ += ["compile", "compiler"]
 

@@ -11,7 +11,10 @@ and cuda all work; no cuSPARSE is used.
 
 Products: sparse.mm(S, D) is out[r] += v * D[c] over the nonzeros (a gather of rows of
 D, a scale and a scatter-add), differentiable with respect to D (Sᵀ g, the same kernel)
-and to S's values (g[r] . D[c]), as PyTorch's."""
+and to S's values (g[r] . D[c]), as PyTorch's. smm, hspmm and sspaddmm return that
+product's rows where S has nonzeros as a COO tensor (2-d, hybrid, and added to another),
+with PyTorch's uncoalesced layout; a dense Tensor's sparse_mask(S) takes its values at S's
+indices."""
 from . import _C
 from ._tensor import create as _tensor_create
 from .autograd.function import Function
@@ -401,7 +404,109 @@ def _is_sparse(self):
     return False
 
 
+# ---- the products with a sparse result, and a dense tensor's sparse views ------------------
+
+def _check_mm(fn, mat1, mat2):
+    if not isinstance(mat1, SparseTensor):
+        raise RuntimeError(f"{fn}: expected mat1 to be a sparse COO tensor, got a strided one")
+    if not isinstance(mat2, Tensor):
+        raise TypeError(f"{fn}: expected mat2 to be a dense Tensor, got {type(mat2).__name__}")
+    if mat1.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"{fn}: Argument #2: matrices expected, got {mat1.ndim}D, "
+                           f"{mat2.ndim}D tensors")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"{fn}: Argument #3: Expected dim 0 size {mat1.shape[1]}, got "
+                           f"{mat2.shape[0]}")
+
+
+def _rows_product(mat1, mat2):
+    """(rows, product rows): the rows of mat1 holding nonzeros (sorted, unique) and those
+    rows of mat1 @ mat2 (rows, n)."""
+    rows = mat1._indices_t[0].unique()
+    return rows, mm(mat1, mat2).index_select(0, rows)
+
+
+def hspmm(mat1, mat2):
+    """torch.hspmm: sparse (m, k) @ dense (k, n) as a hybrid COO tensor (one sparse dim,
+    one dense): the rows of mat1 that hold nonzeros, each with its whole product row."""
+    _check_mm("hspmm", mat1, mat2)
+    rows, prod = _rows_product(mat1, mat2)
+    return SparseTensor(rows.reshape(1, -1), prod, (mat1.shape[0], mat2.shape[1]), False)
+
+
+def _rows_as_coo(rows, prod):
+    """The (r, n) rows of a product at row numbers `rows` as 2-d COO indices and values."""
+    n = prod.shape[1]
+    cols = _tensor_create.arange(n, device=prod.device)
+    r = rows.reshape(-1, 1).expand(rows.shape[0], n).reshape(-1)
+    c = cols.reshape(1, n).expand(rows.shape[0], n).reshape(-1)
+    return cat([r.unsqueeze(0), c.unsqueeze(0)], 0), prod.reshape(-1)
+
+
+def smm(input, mat2):
+    """torch.smm / SparseTensor.smm: sparse (m, k) @ dense (k, n) as a 2-d COO tensor
+    holding every column of the rows of input that have nonzeros (uncoalesced, as
+    PyTorch's)."""
+    _check_mm("smm", input, mat2)
+    rows, prod = _rows_product(input, mat2)
+    idx, vals = _rows_as_coo(rows, prod)
+    return SparseTensor(idx, vals, (input.shape[0], mat2.shape[1]), False)
+
+
+def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """torch.sspaddmm: beta * input + alpha * (mat1 @ mat2) as a COO tensor: input's entries,
+    then the product's rows where mat1 has nonzeros (uncoalesced, as PyTorch's)."""
+    if not isinstance(input, SparseTensor):
+        raise RuntimeError("tensor.sspaddmm(...) can only be called on sparse tensors")
+    _check_mm("sspaddmm", mat1, mat2)
+    if tuple(input.shape) != (mat1.shape[0], mat2.shape[1]):
+        raise RuntimeError(f"sspaddmm: Argument #1: Expected self of size "
+                           f"{[mat1.shape[0], mat2.shape[1]]}, got {list(input.shape)}")
+    rows, prod = _rows_product(mat1, mat2)
+    idx, vals = _rows_as_coo(rows, prod)
+    return SparseTensor(cat([input._indices_t, idx], 1),
+                        cat([input._values_t * beta, vals * alpha], 0), input.shape, False)
+
+
+def sparse_mask(self, mask):
+    """Tensor.sparse_mask: self's values at mask's coalesced indices, as a coalesced COO
+    tensor of self's shape (mask's values are ignored)."""
+    if not isinstance(mask, SparseTensor):
+        raise RuntimeError("sparse_mask(): mask is expected to be a sparse COO tensor")
+    if tuple(mask.shape) != tuple(self.shape):
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
+                           f"{list(self.shape)} but mask has size {list(mask.shape)}")
+    m = mask.coalesce()
+    k = m.sparse_dim()
+    rows = 1
+    for n in self.shape[:k]:
+        rows *= n
+    flat = self.reshape((rows,) + tuple(self.shape[k:]))
+    values = flat.index_select(0, _linear(m._indices_t, self.shape))
+    return SparseTensor(m._indices_t, values, tuple(self.shape), True)
+
+
+def _dense_sparse_dim(self):
+    """A strided tensor's sparse dims: none (PyTorch's answer)."""
+    return 0
+
+
+def _dense_dense_dim(self):
+    """A strided tensor's dense dims: all of them (PyTorch's answer)."""
+    return self.ndim
+
+
+SparseTensor.smm = smm
+SparseTensor.sspaddmm = lambda self, mat1, mat2, *, beta=1, alpha=1: sspaddmm(
+    self, mat1, mat2, beta=beta, alpha=alpha)
+SparseTensor.hspmm = hspmm
+
+
 METHODS = {"to_sparse": to_sparse, "to_sparse_coo": to_sparse, "is_sparse": property(_is_sparse),
-           "to_dense": lambda self, dtype=None, masked_grad=None: self if dtype is None else self.to(dtype)}
+           "to_dense": lambda self, dtype=None, masked_grad=None: self if dtype is None else self.to(dtype),
+           "sparse_mask": sparse_mask, "sparse_dim": _dense_sparse_dim,
+           "dense_dim": _dense_dense_dim}
 FUNCTIONS = {"sparse_coo_tensor": sparse_coo_tensor, "spmm": mm, "sparse_coo": sparse_coo,
-             "strided": strided}
+             "strided": strided, "smm": smm, "hspmm": hspmm, "sspaddmm": sspaddmm,
+             # PyTorch's own older names of the same functions
+             "dsmm": mm, "hsmm": hspmm, "saddmm": sspaddmm}

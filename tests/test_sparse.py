@@ -1,7 +1,9 @@
 # test_sparse.py - COO sparse tensors (pygpu/sparse.py) against torch.sparse on every
 # device: construction and its checks, coalesce (sorted, duplicates summed), to_dense,
 # Tensor.to_sparse (hybrid too), the products (sparse.mm, spmm, mm, @ on either side) with
-# their gradients to the dense operand and to the values, sums and arithmetic.
+# their gradients to the dense operand and to the values, sums and arithmetic; the products
+# with a sparse result (smm, hspmm, sspaddmm and their older names dsmm, hsmm, saddmm) in
+# PyTorch's uncoalesced layout, Tensor.sparse_mask, a strided tensor's sparse/dense dims.
 import numpy as np
 import pytest
 import torch
@@ -126,3 +128,48 @@ def test_a_graph_convolution_as_pygcn_writes_it(device):
     np.testing.assert_allclose(float(out_p), float(out_t), rtol=1e-5)
     np.testing.assert_allclose(wp.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-5)
     assert adj_p.dtype.name == "float32"
+
+
+DENSE = np.array([[0.0, 2, 0], [1, 0, 0], [0, 0, 0], [0, 0, 3]])
+
+
+def _same_coo(p, t):
+    np.testing.assert_array_equal(p._indices().numpy(), t._indices().numpy())
+    np.testing.assert_allclose(p._values().detach().numpy(), t._values().detach().numpy(),
+                               rtol=1e-12)
+    assert tuple(p.shape) == tuple(t.shape)
+    assert p.is_coalesced() == t.is_coalesced()
+    assert (p.sparse_dim(), p.dense_dim()) == (t.sparse_dim(), t.dense_dim())
+
+
+def test_products_with_sparse_results(device):
+    d = np.random.default_rng(1).standard_normal((3, 2))
+    ts, ps = torch.tensor(DENSE).to_sparse(), to_device(DENSE, device).to_sparse()
+    for name, old in (("smm", None), ("hspmm", "hsmm")):
+        ref = getattr(torch, name)(ts, torch.tensor(d))
+        for fn in filter(None, (name, old)):
+            _same_coo(getattr(pygpu, fn)(ps, to_device(d, device)), ref)
+    _same_coo(ps.smm(to_device(d, device)), ts.smm(torch.tensor(d)))
+    np.testing.assert_allclose(pygpu.dsmm(ps, to_device(d, device)).numpy(),
+                               torch.dsmm(ts, torch.tensor(d)).numpy(), rtol=1e-12)
+    sq = DENSE[:3]
+    m2 = np.random.default_rng(2).standard_normal((3, 3))
+    ref = torch.sspaddmm(torch.tensor(sq).to_sparse(), torch.tensor(sq).to_sparse(),
+                         torch.tensor(m2), beta=0.5, alpha=2)
+    for fn in (pygpu.sspaddmm, pygpu.saddmm):
+        _same_coo(fn(to_device(sq, device).to_sparse(), to_device(sq, device).to_sparse(),
+                     to_device(m2, device), beta=0.5, alpha=2), ref)
+    with pytest.raises(RuntimeError, match="can only be called on sparse tensors"):
+        pygpu.sspaddmm(to_device(sq, device), to_device(sq, device).to_sparse(),
+                       to_device(m2, device))
+
+
+def test_sparse_mask_and_dims(device):
+    x = np.random.default_rng(3).standard_normal((4, 3))
+    ref = torch.tensor(x).sparse_mask(torch.tensor(DENSE).to_sparse())
+    out = to_device(x, device).sparse_mask(to_device(DENSE, device).to_sparse())
+    _same_coo(out, ref)
+    np.testing.assert_allclose(out.values().numpy(), ref.values().numpy())
+    t = to_device(x, device)
+    assert (t.sparse_dim(), t.dense_dim()) == (torch.tensor(x).sparse_dim(),
+                                               torch.tensor(x).dense_dim()) == (0, 2)

@@ -8,7 +8,8 @@
 - the window functions (hann, hamming, blackman, bartlett, kaiser), computed on the device;
 - rsub, range (deprecated, inclusive end), frombuffer (sharing the buffer), empty_strided,
   get_device, typename, set_default_tensor_type (deprecated), the deterministic debug mode,
-  warn_always, the interop thread count, has_lapack/has_mkl/has_openmp, GradScaler;
+  warn_always, the interop thread count, has_lapack/has_mkl/has_openmp/has_spectral,
+  GradScaler, is_distributed (False), slice_inverse (as_strided with the base's geometry);
 - Tensor properties of PyTorch's other backends and layouts (is_mps, is_xla, is_nested,
   is_quantized, ...: False for every pygpu tensor), layout, H, mH, adjoint, dim_order,
   const_data_ptr, new_empty_strided.
@@ -644,6 +645,24 @@ def dim_order(self, *, ambiguity_check=False):
     return tuple(sorted(builtins.range(self.ndim), key=lambda d: -strides[d]))
 
 
+def is_distributed(self):
+    """False: a pygpu tensor lives whole on one device, as every tensor PyTorch's
+    is_distributed is asked about (its sharded tensors are torch.distributed's DTensor)."""
+    if not isinstance(self, Tensor):
+        raise TypeError(f"is_distributed(): argument 'self' (position 1) must be Tensor, not "
+                        f"{type(self).__name__}")
+    return False
+
+
+def slice_inverse(self, src, dim=0, start=None, end=None, step=1):
+    """The inverse of slicing (functionalization's view replay): self's storage viewed with
+    src's geometry (sizes, strides, offset), where self = src[start:end:step] along dim was
+    sliced from it. The slice arguments are the slice's record; the view is as_strided's."""
+    if not isinstance(self, Tensor) or not isinstance(src, Tensor):
+        raise TypeError("slice_inverse(): self and src must be Tensors")
+    return self.as_strided(tuple(src.shape), tuple(src.stride()), src.storage_offset())
+
+
 def const_data_ptr(self):
     return self.data_ptr()
 
@@ -660,7 +679,8 @@ _BACKEND_FLAGS = ("is_mps", "is_xla", "is_xpu", "is_ipu", "is_maia", "is_mtia", 
 METHODS = {flag: property(_false) for flag in _BACKEND_FLAGS}
 METHODS.update(layout=property(_layout), H=property(_h), mH=property(adjoint),
                adjoint=adjoint, dim_order=dim_order, const_data_ptr=const_data_ptr,
-               new_empty_strided=new_empty_strided, hardshrink=hardshrink)
+               new_empty_strided=new_empty_strided, hardshrink=hardshrink,
+               is_distributed=is_distributed, slice_inverse=slice_inverse)
 
 FUNCTIONS = {name + "_": _inplace_function(name) for name in _INPLACE}
 FUNCTIONS.update({name: globals()[name] for name in (
@@ -681,12 +701,15 @@ FUNCTIONS.update({name: globals()[name] for name in (
     "blackman_window", "bartlett_window", "kaiser_window", "rsub", "range", "frombuffer",
     "empty_strided", "get_device", "typename", "set_default_tensor_type",
     "set_deterministic_debug_mode", "get_deterministic_debug_mode", "set_warn_always",
-    "is_warn_always_enabled", "set_num_interop_threads", "get_num_interop_threads", "adjoint")})
+    "is_warn_always_enabled", "set_num_interop_threads", "get_num_interop_threads", "adjoint",
+    "is_distributed", "slice_inverse")})
 
 
 def constants():
     """torch's module-level names that are not functions."""
     from ..amp import GradScaler
     from ..sparse import _Layout
-    return {"has_lapack": True, "has_mkl": False, "has_openmp": False, "GradScaler": GradScaler,
+    # has_spectral: torch.fft runs (pocketfft on the cpu, cuFFT on cuda: pygpu/fft)
+    return {"has_lapack": True, "has_mkl": False, "has_openmp": False, "has_spectral": True,
+            "GradScaler": GradScaler,
             "layout": _Layout}

@@ -36,12 +36,21 @@ the type once (_C._add_tensor_methods):
                      histogram
   linalg/_legacy.py  torch.lu, lu_solve, lu_unpack, cholesky_solve/inverse, triangular_solve,
                      frobenius/nuclear norms, vander, the removed eig/symeig/solve/lstsq
+  _tensor/spectral.py stft, istft (frames by unfold, torch.fft, overlap-add by fold)
+  linalg/_householder.py geqrf, orgqr, ormqr (LAPACK's compact QR; householder_product)
+  linalg/_lobpcg.py  torch.lobpcg (symmetric eigenpairs by LOBPCG; module function)
   _storage.py        storage(), untyped_storage(), storage_type(), set_, is_set_to,
                      as_strided_, resize_as_, sum_to_size, nonzero_static (and the classes)
   _tensor/objects.py __reduce_ex__ (pickle), __copy__, __deepcopy__, share_memory_, is_shared
   _tensor/compat.py  PyTorch's second names (greater, multiply, ravel, eq_, new, ...)
   _ops/_clamp.py     clamp, clip, clamp_, clip_ (the composite ops' home, pygpu/_ops/)
   _tensor/complex.py real, imag, is_conj, is_complex, cfloat, cdouble (and the complex rules)
+  _tensor/backend_kernels.py cudnn_*/miopen_*/mkldnn_* (other backends' kernels' names, on
+                     pygpu's nodes) and native_batch_norm (module functions only)
+  _tensor/segments.py segment_reduce, histogramdd (module functions)
+  _tensor/aten_natives.py native_layer_norm, native_dropout, native_norm, and SyncBatchNorm's
+                     batch_norm_stats/elemt/gather_stats/backward_reduce/... (functions)
+  _ops/_rnn_aten.py  torch.lstm, gru, rnn_tanh, rnn_relu, miopen_rnn (ATen's flat-params stacks)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
 replaced by wrappers that accept both spellings and call the C method."""
@@ -49,8 +58,11 @@ from .. import _C
 from . import complex as _complex
 from .._ops import _clamp as _ops_clamp
 from ..linalg import _legacy as _linalg_legacy
+from ..linalg import _householder as _linalg_householder, _lobpcg as _linalg_lobpcg
 from .. import _storage
 from . import numeric as _tensor_numeric, scatter as _tensor_scatter
+from . import backend_kernels as _backend_kernels, spectral as _tensor_spectral
+from . import aten_natives as _aten_natives
 from . import (autograd as _tensor_autograd, compare as _tensor_compare, compat as _tensor_compat,
                create as _tensor_create, fill as _tensor_fill, gather as _tensor_gather,
                index as _tensor_index, spellings as _tensor_spellings, stack as _tensor_stack,
@@ -63,7 +75,7 @@ _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor
              _tensor_products, _tensor_autograd, _tensor_fill, _tensor_random, _tensor_objects,
              _tensor_stats, _tensor_compare, _tensor_stack, _tensor_gather, _tensor_spellings,
              _storage, _tensor_numeric, _tensor_scatter, _linalg_legacy, _tensor_shape,
-             _ops_clamp, _complex)
+             _ops_clamp, _complex, _linalg_householder, _tensor_spectral)
 
 
 def install():
@@ -116,6 +128,15 @@ def functions():
     out.update(_tensor_numeric.FUNCTIONS)
     out.update(_tensor_scatter.FUNCTIONS)
     out.update(_linalg_legacy.FUNCTIONS)
+    out.update(_linalg_householder.FUNCTIONS)
+    out.update(_linalg_lobpcg.FUNCTIONS)
+    out.update(_tensor_spectral.FUNCTIONS)
+    out.update(_backend_kernels.FUNCTIONS)
+    out.update(_aten_natives.FUNCTIONS)
+    from .._ops import _rnn_aten
+    from . import segments as _segments
+    out.update(_segments.FUNCTIONS)
+    out.update(_rnn_aten.FUNCTIONS)
     for name, fn in _tensor_spellings.FUNCTIONS.items():  # second spellings: only new names
         out.setdefault(name, fn)
     out.update(_tensor_spellings.constants())

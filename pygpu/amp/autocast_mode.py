@@ -53,23 +53,37 @@ _tls = threading.local()
 
 
 def _state():
+    """This thread's autocast state: the regions entered (innermost last), the weight cast
+    cache, and PyTorch's lower-level switches (torch.set_autocast_enabled and friends,
+    pygpu/amp/_switches.py): `base` the device types switched on outside any region, `dtypes`
+    each device type's dtype outside a region, `cache_on`, and the nesting count."""
     st = getattr(_tls, "state", None)
     if st is None:
-        st = _tls.state = {"stack": [], "cache": {}}
+        st = _tls.state = {"stack": [], "cache": {}, "base": set(), "dtypes": {},
+                           "cache_on": True, "nesting": 0}
     return st
+
+
+def _any():
+    """Whether anything is autocast on this thread (a region, or a switch set on)."""
+    st = _state()
+    return bool(st["stack"] or st["base"])
 
 
 def _active(device_type):
     """The region dtype for tensors of device_type, or None (no region, or disabled)."""
-    for dt, enabled, dtype, _cache in reversed(_state()["stack"]):
+    st = _state()
+    for dt, enabled, dtype, _cache in reversed(st["stack"]):
         if dt == device_type:
             return dtype if enabled else None
+    if device_type in st["base"]:
+        return st["dtypes"].get(device_type, bfloat16)
     return None
 
 
 def region_dtype(device_type):
     """The low dtype the active region gives tensors of device_type, or None."""
-    return _active(device_type) if _state()["stack"] else None
+    return _active(device_type) if _any() else None
 
 
 def is_autocast_enabled(device_type="cpu"):
@@ -78,12 +92,18 @@ def is_autocast_enabled(device_type="cpu"):
 
 
 def get_autocast_dtype(device_type="cpu"):
-    """The low dtype of the innermost enabled region for device_type (bfloat16 if none)."""
-    return _active(device_type) or bfloat16
+    """The low dtype of the innermost enabled region for device_type, else the device
+    type's dtype outside regions (bfloat16 unless torch.set_autocast_dtype changed it)."""
+    return _active(device_type) or _state()["dtypes"].get(device_type, bfloat16)
+
+
+def _cache_on():
+    st = _state()
+    return st["stack"][-1][3] if st["stack"] else st["cache_on"]
 
 
 def _cached_cast(t, dtype):
-    if not (t.is_leaf and t.requires_grad) or not _state()["stack"][-1][3]:
+    if not (t.is_leaf and t.requires_grad) or not _cache_on():
         return t.astype(dtype)
     cache = _state()["cache"]
     key = (id(t), dtype.name)
@@ -97,7 +117,7 @@ def _cached_cast(t, dtype):
 
 def _low_param(t, dtype):
     """t as `dtype`, detached; a parameter's cast is cached for the region."""
-    if not (t.is_leaf and t.requires_grad) or not _state()["stack"][-1][3]:
+    if not (t.is_leaf and t.requires_grad) or not _cache_on():
         return t.detach().astype(dtype)
     cache = _state()["cache"]
     key = (id(t), dtype.name, "detached")
@@ -114,7 +134,7 @@ def linear_operands(x, weight, bias):
     cast_inputs("linear") does, and the float32 bias as a detached low copy (cached per
     region); the float32 weight is used as it is (the layer rounds it). None when no
     region applies to the weight (run linear as it is) or the weight is not float32."""
-    if not _state()["stack"] or not isinstance(weight, Tensor) or weight.dtype is not float32:
+    if not _any() or not isinstance(weight, Tensor) or weight.dtype is not float32:
         return None
     dtype = _active(weight.device.type)
     if dtype is None:
@@ -130,7 +150,7 @@ def linear_operands(x, weight, bias):
 def cast_inputs(op, *tensors):
     """`tensors` as op `op` must see them under the active regions (unchanged when none
     applies); non-tensors (None, numbers) pass through. Returns a tuple."""
-    if not _state()["stack"]:
+    if not _any():
         return tensors
     low = op in _LOW
     if not low and op not in _FP32:
@@ -163,7 +183,8 @@ class autocast:
         if not isinstance(device_type, str) or device_type.split(":")[0] not in _DEVICE_TYPES:
             raise ValueError(f"autocast: device_type must be one of {', '.join(_DEVICE_TYPES)}, "
                              f"got {device_type!r}")
-        dtype = bfloat16 if dtype is None else to_dtype(dtype)
+        dev = device_type.split(":")[0] if isinstance(device_type, str) else device_type
+        dtype = _state()["dtypes"].get(dev, bfloat16) if dtype is None else to_dtype(dtype)
         if dtype not in _HALF:
             raise ValueError(f"autocast: dtype must be pygpu.bfloat16 or pygpu.float16, got "
                              f"{dtype}; use enabled=False to run in float32")
@@ -175,16 +196,19 @@ class autocast:
         self._cache_enabled = cache_enabled
 
     def __enter__(self):
-        _state()["stack"].append((self.device_type, self._enabled, self.fast_dtype,
-                                  bool(self._cache_enabled)))
+        st = _state()
+        st["stack"].append((self.device_type, self._enabled, self.fast_dtype,
+                            bool(self._cache_enabled)))
+        st["nesting"] += 1
         _C._autocast_regions(1)
         return self
 
     def __exit__(self, *exc):
         st = _state()
         st["stack"].pop()
+        st["nesting"] -= 1
         _C._autocast_regions(-1)
-        if not st["stack"]:
+        if st["nesting"] == 0:  # PyTorch's rule: the outermost region's exit drops the casts
             st["cache"].clear()
         return False
 

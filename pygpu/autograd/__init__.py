@@ -8,7 +8,7 @@ walk. Backward rules: rules.py and rules_math.py (C-recorded ops) and Function s
 gives higher-order gradients (higher_order.py). In-place writes: inplace.py (elementwise),
 writes.py (indexed and masked), views.py (a write through a view rebases its base);
 versions.py is the version-counter check. functional.py: jacobian, hessian, vjp, jvp, hvp,
-vhp; _gradcheck.py: gradcheck and gradgradcheck."""
+vhp; _gradcheck.py: gradcheck and gradgradcheck; anomaly_mode.py: detect_anomaly."""
 from .engine import Node, backward, record, register_post_accumulate_grad_hook
 from .grad import grad
 from .function import Context, Function, once_differentiable
@@ -16,6 +16,7 @@ from .variable import Variable
 from ._gradcheck import GradcheckError, gradcheck, gradgradcheck
 from . import function, functional
 from . import higher_order, views  # noqa: F401 - they plug into the engine (engine.plug)
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         no_grad, set_grad_enabled)
 
@@ -23,7 +24,7 @@ __all__ = ["Node", "backward", "grad", "record", "register_post_accumulate_grad_
            "Function", "Variable", "once_differentiable", "function", "functional",
            "gradcheck", "gradgradcheck", "GradcheckError", "enable_grad",
            "is_grad_enabled", "no_grad", "set_grad_enabled", "inference_mode",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly"]
 
 # torch.autograd's small public names beside the engine (issue 43): the __torch_function__
 # protocol's helpers, the multithreading switch, DeviceType, ProfilerActivity (overrides.py)

@@ -32,7 +32,7 @@ import warnings
 from .. import _C
 from .._tensor import create as _tensor_create
 from .grad_mode import set_grad_enabled
-from . import rules, versions
+from . import anomaly_mode, rules, versions
 
 Tensor = _C.Tensor
 
@@ -62,7 +62,7 @@ class Node:
     (higher_order.py); `view`/`base_fn` mark a view's node and the base's grad_fn it was
     made from (views.py regenerates a view whose base was written since)."""
     __slots__ = ("name", "inputs", "fns", "_backward", "ctx", "keep", "saved", "view",
-                 "out_ref", "cls", "args", "kwargs", "base_fn", "__weakref__")
+                 "out_ref", "cls", "args", "kwargs", "base_fn", "stack", "__weakref__")
 
     def __init__(self, name, inputs, fns, backward, ctx, saved=(), view=False):
         self.name = name
@@ -78,6 +78,8 @@ class Node:
         self.args = None
         self.kwargs = None
         self.base_fn = None
+        # anomaly mode (anomaly_mode.py): the forward call's stack, for the backward's error
+        self.stack = anomaly_mode.forward_stack() if anomaly_mode.enabled() else None
 
     def __repr__(self):  # PyTorch's: <AddBackward0 object at 0x7f...>, <CopySlices ...>
         from .._printing import grad_fn_name
@@ -447,7 +449,10 @@ def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_gra
         if restrict and id(node) not in useful:
             continue
         inputs, fns = node.inputs, node.fns
-        in_grads = node.backward(g, create_graph)
+        if anomaly_mode.enabled():
+            in_grads = _anomalous_backward(node, g, create_graph)
+        else:
+            in_grads = node.backward(g, create_graph)
         for t, fn, gi in zip(inputs, fns, in_grads):
             if not restrict and _is_leaf_edge(t, fn):
                 leaf_edge_done(t, None if gi is None else _fit(gi, t))
@@ -466,6 +471,20 @@ def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_gra
                 grads[id(fn)] = gi if prev is None else prev + gi
         if not retain_graph:
             node.release()
+
+
+def _anomalous_backward(node, g, create_graph):
+    """node.backward under anomaly mode: PyTorch's warning with the forward stack when it
+    fails, and its error for a NaN gradient."""
+    from .._printing import grad_fn_name
+    name = grad_fn_name(node)
+    try:
+        in_grads = node.backward(g, create_graph)
+        anomaly_mode.check(node, name, in_grads)
+    except Exception:
+        anomaly_mode.report(name, node.stack)
+        raise
+    return in_grads
 
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

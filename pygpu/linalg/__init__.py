@@ -763,6 +763,8 @@ METHODS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inv,
            "cholesky": _cholesky_old, "svd": _svd_old, "qr": _qr_old, "matrix_exp": matrix_exp}
 FUNCTIONS = dict(METHODS, cdist=cdist, svd_lowrank=svd_lowrank, pca_lowrank=pca_lowrank)
 
+from ._householder import householder_product  # noqa: E402 - orgqr's torch.linalg name
+
 
 def __getattr__(name):
     raise AttributeError(f"pygpu.linalg has no {name!r} (docs/pytorch.md lists what it has)")

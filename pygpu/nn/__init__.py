@@ -81,7 +81,8 @@ from .normalization import InstanceNorm3d  # noqa: E402
 from ._fractional_pool import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
 from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
 from .sparse import EmbeddingBag  # noqa: E402
-from .loss import CTCLoss  # noqa: E402
+from .loss import CTCLoss, LinearCrossEntropyLoss  # noqa: E402
+from ._linear_cross_entropy import LinearCrossEntropyOptions  # noqa: E402
 from .parameter import Buffer, UninitializedBuffer, UninitializedParameter  # noqa: E402
 from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,  # noqa: E402
                    LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
@@ -89,7 +90,7 @@ from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,  # noqa: E
                    LazyInstanceNorm3d, LazyLinear)
 __all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d",
             "LPPool3d", "MaxPool3d", "MaxUnpool3d", "InstanceNorm3d", "FractionalMaxPool2d",
-            "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss", "EmbeddingBag", "CTCLoss",
+            "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss", "EmbeddingBag", "CTCLoss", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions",
             "Buffer", "UninitializedBuffer", "UninitializedParameter", "LazyBatchNorm1d",
             "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
             "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",

@@ -121,3 +121,13 @@ __all__ += ["Tensor", "handle_torch_function", "has_torch_function", "has_torch_
             "has_torch_function_variadic", "max_pool1d_with_indices", "max_pool2d_with_indices",
             "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
             "upsample_nearest", "upsample_bilinear"]
+
+# multi-head attention as one function of its weights (_mha.py), and the linear layer fused
+# into cross-entropy (_linear_cross_entropy.py)
+from ._mha import multi_head_attention_forward  # noqa: E402
+
+__all__ += ["multi_head_attention_forward"]
+from ._linear_cross_entropy import linear_cross_entropy  # noqa: E402
+from ._grouped_mm import grouped_mm  # noqa: E402
+
+__all__ += ["linear_cross_entropy", "grouped_mm"]

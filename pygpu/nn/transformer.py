@@ -19,6 +19,7 @@ from .._tensor.join import cat
 from ..autograd import no_grad
 from . import functional as F, init
 from .dropout import Dropout
+from ._mha import _bool_to_float
 from .layers import Linear, ModuleList
 from .module import Module
 from .normalization import LayerNorm
@@ -35,22 +36,6 @@ def _xavier(shape, device, dtype):
 
 class NonDynamicallyQuantizableLinear(Linear):
     """MultiheadAttention's out_proj (PyTorch's class name, for the same repr)."""
-
-
-def _bool_to_float(mask, dtype, name):
-    """A mask where True means "not allowed" (MultiheadAttention's convention) as the
-    additive float mask (-inf there, 0 elsewhere); a float mask as it is."""
-    if mask is None:
-        return None
-    if not isinstance(mask, Tensor):
-        raise TypeError(f"MultiheadAttention: {name} must be a pygpu.Tensor, got "
-                        f"{type(mask).__name__}")
-    if mask.dtype.name == "bool":
-        return zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask,
-                                                                              float("-inf"))
-    if not mask.dtype.is_floating_point:
-        raise AssertionError(f"only bool and floating types of {name} are supported")
-    return mask.astype(dtype) if mask.dtype is not dtype else mask
 
 
 class MultiheadAttention(Module):

@@ -12,6 +12,7 @@ from .sparse_adam import SparseAdam
 from .optimizer import Optimizer
 from .sgd import SGD
 from . import lr_scheduler
+from ._swap import swap_in_optimizer_params_and_state
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "NAdam",
            "RAdam", "Adamax", "LBFGS", "SparseAdam", "ASGD", "Rprop", "Adafactor", "Muon",
