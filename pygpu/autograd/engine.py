@@ -32,7 +32,7 @@ import warnings
 from .. import _C
 from .._tensor import create as _tensor_create
 from .grad_mode import set_grad_enabled
-from . import rules, versions
+from . import pieces, rules, versions
 
 Tensor = _C.Tensor
 
@@ -424,8 +424,11 @@ def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_gra
                 prev = _run_hooks(leaf, prev)
             _accumulate(leaf, prev, owned, create_graph)
 
+    lazy = not create_graph  # narrow's gradients kept as slices until read (pieces.py)
     for node in reversed(order):
         g = grads.pop(id(node), None)
+        if type(g) is pieces.Pieces:
+            g = g.tensor()
         if g is None:  # nothing reached this node: its edges into leaves deliver nothing
             if not restrict and node.inputs is not None:
                 for t, fn in zip(node.inputs, node.fns):
@@ -444,6 +447,13 @@ def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_gra
         if restrict and id(node) not in useful:
             continue
         inputs, fns = node.inputs, node.fns
+        if lazy and not _tensor_hooks and inputs is not None and fns[0] is not None:
+            piece = pieces.piece_for(node, g)
+            if piece is not None:  # a narrow's: kept as its slice (pieces.py)
+                grads[id(fns[0])] = pieces.add(grads.get(id(fns[0])), piece, g)
+                if not retain_graph:
+                    node.release()
+                continue
         in_grads = node.backward(g, create_graph)
         for t, fn, gi in zip(inputs, fns, in_grads):
             if not restrict and _is_leaf_edge(t, fn):
@@ -459,8 +469,7 @@ def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_gra
                     prev = found.get(id(t))
                     found[id(t)] = gi if prev is None else prev + gi
             else:
-                prev = grads.get(id(fn))
-                grads[id(fn)] = gi if prev is None else prev + gi
+                grads[id(fn)] = pieces.total(grads.get(id(fn)), gi)
         if not retain_graph:
             node.release()
 
