@@ -447,7 +447,7 @@ def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_gra
         if restrict and id(node) not in useful:
             continue
         inputs, fns = node.inputs, node.fns
-        if lazy and not _tensor_hooks and inputs is not None and fns[0] is not None:
+        if lazy and not _tensor_hooks and inputs and fns[0] is not None:
             piece = pieces.piece_for(node, g)
             if piece is not None:  # a narrow's: kept as its slice (pieces.py)
                 grads[id(fns[0])] = pieces.add(grads.get(id(fns[0])), piece, g)
