@@ -1,5 +1,5 @@
 # test_autograd_pieces.py - the engine's lazy sum of narrow's gradients
-# (pygpu/autograd/pieces.py): split/chunk/narrow gradients equal torch's on every device
+# (pygpu/autograd/_pieces.py): split/chunk/narrow gradients equal torch's on every device
 # whether the pieces tile the tensor, leave gaps or overlap; a split that tiles costs one
 # copy per piece (no zero fill, no additions); hooks, create_graph and retain_graph keep
 # PyTorch's semantics.
