@@ -1,5 +1,6 @@
 /* train.c - pygpu._C's fused training ops: _linear_fwd, _linear_bwd,
- * _softmax_xent_fwd, _softmax_xent_bwd, _sgd_update, _adam_update, _optim_update.
+ * _softmax_xent_fwd, _softmax_xent_bwd, _layer_norm_rows,
+ * _layer_norm_backward, _sgd_update, _adam_update, _optim_update.
  *
  * Internal entry points for pygpu/_ops/_train.py and pygpu/optim (which check
  * user-facing arguments and wire autograd); the core (pg_ops_train.c) still
@@ -113,24 +114,71 @@ static PyObject *f_softmax_rows(PyObject *mod, PyObject *args)
     return pg_wrap_result(st, &y);
 }
 
-/* _layer_norm_rows(x, weight | None, bias | None, eps) -> layer_norm over x's last axis in
- * one node; pygpu/_ops/_layer_norm.py calls it where x's backend has the LAYER_NORM node */
+/* A tuple of n tensors, None for each empty one; each is wrapped or cleared. */
+static PyObject *tensors_or_none(int n, pg_tensor *ts)
+{
+    PyObject *out = PyTuple_New(n);
+    for (int i = 0; i < n; i++) {
+        PyObject *o = NULL;
+        if (out && ts[i].storage)
+            o = pg_wrap(&ts[i]); /* clears ts[i] on failure */
+        else if (ts[i].storage)
+            pg_tensor_clear(&ts[i]);
+        else if (out)
+            o = (Py_INCREF(Py_None), Py_None);
+        if (out && !o)
+            Py_CLEAR(out);
+        if (out)
+            PyTuple_SET_ITEM(out, i, o);
+    }
+    return out;
+}
+
+/* _layer_norm_rows(x, weight | None, bias | None, eps[, save]) -> layer_norm over x's last
+ * axis in one node; save: -> (y, the rows' mean and rstd (R, 2)) for _layer_norm_backward.
+ * pygpu/_ops/_layer_norm.py calls it where x's backend has the LAYER_NORM node */
 static PyObject *f_layer_norm_rows(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *x, *wo, *bo;
     double eps;
+    int want_save = 0;
     const pg_tensor *w, *b;
-    if (!PyArg_ParseTuple(args, "O!OOd:_layer_norm_rows", &PyTensor_Type, &x, &wo, &bo, &eps) ||
+    if (!PyArg_ParseTuple(args, "O!OOd|p:_layer_norm_rows", &PyTensor_Type, &x, &wo, &bo, &eps,
+                          &want_save) ||
         opt_tensor(wo, "layer_norm", "weight", &w) < 0 ||
         opt_tensor(bo, "layer_norm", "bias", &b) < 0)
         return NULL;
-    pg_tensor y;
+    pg_tensor out[2];
     pg_status st = pg_backend_check_op(pg_tensor_device(T(x)), PG_OP_LAYER_NORM, T(x)->dtype,
                                        "layer_norm");
     if (st == PG_OK)
-        st = PG_CALL(on_cpu(T(x)), pg_op_layer_norm_rows(T(x), w, b, eps, &y));
-    return pg_wrap_result(st, &y);
+        st = PG_CALL(on_cpu(T(x)), pg_op_layer_norm_rows(T(x), w, b, eps, &out[0],
+                                                         want_save ? &out[1] : NULL));
+    if (!want_save || st != PG_OK)
+        return pg_wrap_result(st, &out[0]);
+    return tensors_or_none(2, out);
+}
+
+/* _layer_norm_backward(dy, x, weight | None, save, want_dw, want_db) -> (dx, dw | None,
+ * db | None): one node, from _layer_norm_rows(..., save=True)'s statistics */
+static PyObject *f_layer_norm_backward(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *dy, *x, *wo, *save;
+    int want_dw, want_db;
+    const pg_tensor *w;
+    if (!PyArg_ParseTuple(args, "O!O!OO!pp:_layer_norm_backward", &PyTensor_Type, &dy,
+                          &PyTensor_Type, &x, &wo, &PyTensor_Type, &save, &want_dw, &want_db) ||
+        opt_tensor(wo, "layer_norm_backward", "weight", &w) < 0)
+        return NULL;
+    pg_tensor out[3];
+    pg_status st = PG_CALL(on_cpu(T(x)),
+                           pg_op_layer_norm_backward(T(dy), T(x), w, T(save), want_dw != 0,
+                                                     want_db != 0, &out[0], &out[1], &out[2]));
+    if (st != PG_OK)
+        return pg_raise(st);
+    return tensors_or_none(3, out);
 }
 
 /* _softmax_xent_fwd(logits, labels, mean) -> (loss, probs) */
@@ -384,7 +432,8 @@ PyMethodDef pg_train_functions[] = {
     {"_linear_bwd", f_linear_bwd, METH_VARARGS, "internal: fused linear backward -> (dx, dW, db)"},
     {"_softmax_rows", f_softmax_rows, METH_VARARGS, "internal: softmax (log=True: log_softmax) over the last axis in one node"},
     {"_linear_mask_runs", f_linear_mask_runs, METH_O, "internal: whether linear's fused weight mask runs on the tensor's device"},
-    {"_layer_norm_rows", f_layer_norm_rows, METH_VARARGS, "internal: layer_norm over the last axis in one node"},
+    {"_layer_norm_rows", f_layer_norm_rows, METH_VARARGS, "internal: layer_norm over the last axis in one node (save: -> (y, mean and rstd per row))"},
+    {"_layer_norm_backward", f_layer_norm_backward, METH_VARARGS, "internal: layer_norm's gradients from the saved statistics -> (dx, dw, db)"},
     {"_softmax_xent_fwd", f_xent_fwd, METH_VARARGS, "internal: fused softmax cross-entropy -> (loss, probs)"},
     {"_softmax_xent_bwd", f_xent_bwd, METH_VARARGS, "internal: fused softmax cross-entropy backward"},
     {"_sgd_update", f_sgd, METH_VARARGS, "internal: one fused in-place SGD step of a parameter"},

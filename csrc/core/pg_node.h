@@ -86,7 +86,7 @@ typedef struct pg_node {
         struct { uint64_t seed, offset; } random; /* subop: PG_RANDOM_UNIFORM or _NORMAL */
         struct { double lo, hi; } clamp;          /* CLAMP: the two number bounds */
         struct { int64_t axis, flag; } index;     /* INDEX: what flag means per subop: pg_ops_index.h */
-        /* LAYER_NORM (eps; flags bit 0 weight, bit 1 bias) and BATCH_NORM (pg_ops_conv.h) */
+        /* LAYER_NORM (eps; operands: pg_ops_norm.c) and BATCH_NORM (pg_ops_conv.h) */
         struct { double eps, momentum; int64_t flags; } norm;
         struct { int64_t mean; } xent;            /* XENT_FWD/BWD: mean (1) or sum (0) over rows */
         struct { double inv_scale; } amp;         /* AMP_UNSCALE */

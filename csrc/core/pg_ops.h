@@ -141,9 +141,16 @@ pg_status pg_op_linear_bwd(const pg_tensor *dy, const pg_tensor *x, const pg_ten
  * PG_ERR_DTYPE where the backend has no SOFTMAX kernel (pg_backend_has_op tells first). */
 pg_status pg_op_softmax_rows(const pg_tensor *x, bool log, pg_tensor *out);
 /* layer_norm over x's last axis (C): w and b NULL or (C,) of x's dtype and device;
- * float32/float64; PG_ERR_DTYPE where the backend has no LAYER_NORM kernel. */
+ * float32/float64; PG_ERR_DTYPE where the backend has no LAYER_NORM kernel. save NULL, or
+ * it receives each row's mean and 1/sqrt(var + eps), (R, 2) for R = numel / C, which
+ * pg_op_layer_norm_backward reads (PyTorch's native_layer_norm's mean and rstd). */
 pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
-                                double eps, pg_tensor *out);
+                                double eps, pg_tensor *out, pg_tensor *save);
+/* its backward from the forward's save: dx (x's shape) always; dw, db (C,) when asked (else
+ * left empty); w NULL when the forward had none. One LAYER_NORM node (subop BWD). */
+pg_status pg_op_layer_norm_backward(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
+                                    const pg_tensor *save, bool want_dw, bool want_db,
+                                    pg_tensor *dx, pg_tensor *dw, pg_tensor *db);
 /* pg_op_linear_fwd with W's pruning mask (NULL: none): dx = dz @ (W * mask), the mask multiplied as
  * the GEMM packs W, and dW (the gradient of the unmasked W) = (dz^T @ x) * mask; dW float32 */
 pg_status pg_op_linear_bwd_masked(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,

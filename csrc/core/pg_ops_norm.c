@@ -1,7 +1,20 @@
-/* pg_ops_norm.c - the generic layer of batch normalization in training: one node forward
- * (the statistics, the running statistics' update and the output), one node backward
- * (pg_ops_conv.h lists the operands). x is (N, C, ...) of any rank >= 2, seen as (N, C, L).
- * Evaluation (the running statistics) is a per-channel scale and shift: tensor ops. */
+/* pg_ops_norm.c - the generic layer of the normalizations, checked once here.
+ *
+ * Batch normalization in training: one node forward (the statistics, the running
+ * statistics' update and the output), one node backward (pg_ops_conv.h lists the
+ * operands). x is (N, C, ...) of any rank >= 2, seen as (N, C, L). Evaluation (the running
+ * statistics) is a per-channel scale and shift: tensor ops.
+ *
+ * Layer normalization over x's last axis: x seen as contiguous rows (R, C), one LAYER_NORM
+ * node each way (its subop FWD or BWD, pg_subops.def), operands in slot order:
+ *   FWD  src: x (R,C), w (C) | none, b (C) | none       dst: y (R,C)
+ *        extra: save (R,2) | none: each row's mean and 1/sqrt(var + eps), what
+ *        PyTorch's native_layer_norm returns for its backward; p.norm.eps
+ *   BWD  src: dy (R,C), x (R,C), w (C) | none, save (R,2)
+ *        dst: dx (R,C); extra: dw (C) | none, db (C) | none
+ * The backward reads the saved statistics instead of recomputing them, and computes all
+ * three gradients in one pass pair over the rows (pygpu/_ops/_layer_norm.py's composite
+ * ran about twenty whole-tensor nodes for them). */
 #include <string.h>
 
 #include "pg_backend.h"
@@ -172,6 +185,156 @@ pg_status pg_op_batch_norm_backward(const pg_tensor *dy, const pg_tensor *x, con
     if (yv.storage)
         pg_tensor_clear(&yv);
     PG_TRY(st);
+    *dx = dxv;
+    *dw = n.extra[0];
+    *db = n.extra[1];
+    return PG_OK;
+}
+
+/* ---- layer norm --------------------------------------------------------------------------- */
+
+/* t seen as a contiguous (R, C) matrix */
+static void as_rows(pg_tensor *t, int64_t R, int64_t C)
+{
+    t->ndim = 2;
+    t->shape[0] = R;
+    t->shape[1] = C;
+    pg_contiguous_strides(2, t->shape, t->strides);
+}
+
+/* w or b: NULL, or (C,) of x's dtype and device */
+static pg_status check_row_vec(const char *op, const char *what, const pg_tensor *t,
+                               const pg_tensor *x, int64_t C)
+{
+    if (!t)
+        return PG_OK;
+    PG_TRY(pg_conv_check_operand(op, what, t, x, -1));
+    if (t->ndim != 1 || t->shape[0] != C) {
+        char a[96];
+        return pg_error_set(PG_ERR_SHAPE, "%s: %s has shape %s, expected [%lld]", op, what,
+                            pg_shape_str(t->ndim, t->shape, a, sizeof a), (long long)C);
+    }
+    return PG_OK;
+}
+
+/* Launch `n` with its sources `in` made contiguous (NULL entries stay empty slots), the
+ * first `rows` of them seen as (R, C); dst (and the extras) were allocated by the caller
+ * and are released on failure. */
+static pg_status ln_launch(pg_node *n, int nin, const pg_tensor *const *in, int rows,
+                           int64_t R, int64_t C)
+{
+    pg_status st = PG_OK;
+    memset(n->src, 0, sizeof n->src);
+    for (int i = 0; i < nin && st == PG_OK; i++)
+        if (in[i])
+            st = pg_op_contiguous(in[i], &n->src[i]);
+    n->nsrc = nin;
+    for (int i = 0; i < rows && st == PG_OK; i++)
+        as_rows(&n->src[i], R, C);
+    if (st == PG_OK)
+        st = pg_launch(n);
+    for (int i = 0; i < nin; i++)
+        if (n->src[i].storage)
+            pg_tensor_clear(&n->src[i]);
+    if (st != PG_OK) {
+        pg_tensor_clear(&n->dst);
+        for (int i = 0; i < n->nextra; i++)
+            if (n->extra[i].storage)
+                pg_tensor_clear(&n->extra[i]);
+    }
+    return st;
+}
+
+pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
+                                double eps, pg_tensor *out, pg_tensor *save)
+{
+    const char *op = "layer_norm";
+    pg_tensor_out_init(out, NULL);
+    if (save)
+        pg_tensor_out_init(save, NULL);
+    if (x->dtype != PG_FLOAT32 && x->dtype != PG_FLOAT64)
+        return pg_error_set(PG_ERR_DTYPE, "%s: the one-node layer_norm takes float32 or "
+                                          "float64, got %s", op, pg_dtype_name((pg_dtype)x->dtype));
+    if (x->ndim == 0)
+        return pg_error_set(PG_ERR_SHAPE, "%s: the one-node layer_norm needs an axis", op);
+    int64_t C = x->shape[x->ndim - 1], R = C ? pg_tensor_numel(x) / C : 0;
+    PG_TRY(check_row_vec(op, "weight", w, x, C));
+    PG_TRY(check_row_vec(op, "bias", b, x, C));
+    pg_device dev = pg_tensor_device(x);
+    PG_TRY(pg_backend_check_op(dev, PG_OP_LAYER_NORM, x->dtype, op));
+    pg_node n;
+    pg_node_start(&n, PG_OP_LAYER_NORM, PG_LAYER_NORM_FWD, op);
+    n.p.norm.eps = eps;
+    PG_TRY(pg_tensor_empty(dev, (pg_dtype)x->dtype, x->ndim, x->shape, &n.dst));
+    if (save) {
+        int64_t ss[2] = {R, 2};
+        pg_status st = pg_tensor_empty(dev, (pg_dtype)x->dtype, 2, ss, &n.extra[0]);
+        if (st != PG_OK) {
+            pg_tensor_clear(&n.dst);
+            return st;
+        }
+        n.nextra = 1;
+    }
+    pg_tensor yv = n.dst;
+    if (R > 0 && C > 0) {
+        as_rows(&n.dst, R, C);
+        const pg_tensor *in[3] = {x, w, b};
+        PG_TRY(ln_launch(&n, 3, in, 1, R, C));
+    }
+    *out = yv;
+    if (save)
+        *save = n.extra[0];
+    return PG_OK;
+}
+
+pg_status pg_op_layer_norm_backward(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
+                                    const pg_tensor *save, bool want_dw, bool want_db,
+                                    pg_tensor *dx, pg_tensor *dw, pg_tensor *db)
+{
+    const char *op = "layer_norm_backward";
+    pg_tensor_out_init(dx, NULL);
+    pg_tensor_out_init(dw, NULL);
+    pg_tensor_out_init(db, NULL);
+    PG_TRY(pg_conv_check_operand(op, "input", x, NULL, -1));
+    if (x->ndim == 0)
+        return pg_error_set(PG_ERR_SHAPE, "%s: the one-node layer_norm needs an axis", op);
+    PG_TRY(pg_conv_check_operand(op, "grad_output", dy, x, x->ndim));
+    if (memcmp(dy->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) != 0)
+        return pg_error_set(PG_ERR_SHAPE, "%s: grad_output is not shaped as the input", op);
+    int64_t C = x->shape[x->ndim - 1], R = C ? pg_tensor_numel(x) / C : 0;
+    PG_TRY(check_row_vec(op, "weight", w, x, C));
+    PG_TRY(pg_conv_check_operand(op, "saved statistics", save, x, 2));
+    if (save->shape[0] != R || save->shape[1] != 2)
+        return pg_error_set(PG_ERR_SHAPE, "%s: the saved statistics must be (%lld, 2), one "
+                                          "row per row of the input", op, (long long)R);
+    pg_device dev = pg_tensor_device(x);
+    PG_TRY(pg_backend_check_op(dev, PG_OP_LAYER_NORM, x->dtype, op));
+    pg_node n;
+    pg_node_start(&n, PG_OP_LAYER_NORM, PG_LAYER_NORM_BWD, op);
+    n.nextra = 2;
+    PG_TRY(pg_tensor_empty(dev, (pg_dtype)x->dtype, x->ndim, x->shape, &n.dst));
+    pg_status st = PG_OK;
+    if (want_dw)
+        st = pg_tensor_empty(dev, (pg_dtype)x->dtype, 1, &C, &n.extra[0]);
+    if (st == PG_OK && want_db)
+        st = pg_tensor_empty(dev, (pg_dtype)x->dtype, 1, &C, &n.extra[1]);
+    if (st == PG_OK && R == 0) /* no rows: dw and db are sums of nothing */
+        for (int k = 0; k < 2 && st == PG_OK; k++)
+            if (n.extra[k].storage)
+                st = pg_op_fill(&n.extra[k], (pg_scalar){.kind = PG_SCALAR_FLOAT, .f = 0.0});
+    if (st != PG_OK) {
+        pg_tensor_clear(&n.dst);
+        for (int k = 0; k < 2; k++)
+            if (n.extra[k].storage)
+                pg_tensor_clear(&n.extra[k]);
+        return st;
+    }
+    pg_tensor dxv = n.dst;
+    if (R > 0 && C > 0) {
+        as_rows(&n.dst, R, C);
+        const pg_tensor *in[4] = {dy, x, w, save};
+        PG_TRY(ln_launch(&n, 4, in, 2, R, C));
+    }
     *dx = dxv;
     *dw = n.extra[0];
     *db = n.extra[1];

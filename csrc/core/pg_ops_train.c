@@ -342,58 +342,6 @@ pg_status pg_op_softmax_rows(const pg_tensor *x, bool log, pg_tensor *out)
     return st;
 }
 
-pg_status pg_op_layer_norm_rows(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
-                                double eps, pg_tensor *out)
-{
-    const char *op = "layer_norm";
-    pg_tensor_out_init(out, NULL);
-    if (x->dtype != PG_FLOAT32 && x->dtype != PG_FLOAT64)
-        return pg_error_set(PG_ERR_DTYPE, "%s: the one-node layer_norm takes float32 or "
-                                          "float64, got %s", op, pg_dtype_name((pg_dtype)x->dtype));
-    if (x->ndim == 0)
-        return pg_error_set(PG_ERR_SHAPE, "%s: the one-node layer_norm needs an axis", op);
-    int64_t C = x->shape[x->ndim - 1];
-    const pg_tensor *aff[2] = {w, b};
-    for (int k = 0; k < 2; k++) {
-        if (!aff[k])
-            continue;
-        PG_TRY(check_float(op, k ? "bias" : "weight", aff[k], x->dtype));
-        PG_TRY(pg_check_same_device(op, x, aff[k]));
-        PG_TRY(check_shape(op, k ? "bias" : "weight", aff[k], 1, &C));
-    }
-    pg_device dev = pg_tensor_device(x);
-    PG_TRY(pg_backend_check_op(dev, PG_OP_LAYER_NORM, x->dtype, op));
-    PG_TRY(pg_tensor_empty(dev, (pg_dtype)x->dtype, x->ndim, x->shape, out));
-    int64_t R = C ? pg_tensor_numel(x) / C : 0;
-    if (R == 0 || C == 0)
-        return PG_OK;
-    /* src: x, then the weight and the bias given (p.norm.flags: bit 0 weight, bit 1 bias) */
-    const pg_tensor *in[3] = {x, NULL, NULL};
-    int nin = 1;
-    pg_node n;
-    node_init(&n, PG_OP_LAYER_NORM, 0, op);
-    n.p.norm.eps = eps;
-    n.p.norm.flags = (w ? 1 : 0) | (b ? 2 : 0);
-    if (w)
-        in[nin++] = w;
-    if (b)
-        in[nin++] = b;
-    pg_status st = contiguous_all(nin, in, n.src);
-    if (st != PG_OK) {
-        pg_tensor_clear(out);
-        return st;
-    }
-    n.nsrc = nin;
-    n.dst = *out;
-    as_rows(&n.src[0], R, C); /* both as (R, C): the pool cuts rows */
-    as_rows(&n.dst, R, C);
-    st = pg_launch(&n);
-    clear_all(nin, n.src);
-    if (st != PG_OK)
-        pg_tensor_clear(out);
-    return st;
-}
-
 pg_status pg_op_xent_fwd(const pg_tensor *logits, const pg_tensor *labels, bool mean,
                          pg_tensor *loss, pg_tensor *probs)
 {

@@ -2,10 +2,11 @@
 * weight + bias (biased variance, as PyTorch's).
 
 The fork (_common.fused): over one axis, with weight and bias None or 1-d of x's dtype, on
-a backend that has the LAYER_NORM node, the forward is that one node and the backward is
-written out (_LayerNorm: it recomputes mean and rstd from x rather than keeping the
-composition's intermediates). Elsewhere the same formula from tensor ops, which autograd
-records op by op."""
+a backend that has the LAYER_NORM node, the op is that node each way (_LayerNorm): the
+forward saves each row's mean and rstd (PyTorch's native_layer_norm), and the backward is
+one node computing dx, dweight and dbias from them. Under create_graph the gradients are
+those of the composite (_composed, Function.composite), so higher-order gradients still
+work. Elsewhere the same formula from tensor ops, which autograd records op by op."""
 import numbers
 
 from .. import _C
@@ -26,31 +27,33 @@ def _composed(x, weight, bias, eps, axes):
 
 
 class _LayerNorm(Function):
-    """layer_norm over the last axis as one LAYER_NORM node forward; backward from tensor
-    ops, with xhat = (x - mean) * rstd and gw = g * weight:
+    """layer_norm over the last axis as one LAYER_NORM node each way. The backward node
+    computes, with xhat = (x - mean) * rstd and gw = g * weight (mean and rstd saved by the
+    forward):
         dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)),
         dweight = sum over rows of g * xhat,  dbias = sum over rows of g."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, eps):
-        ctx.save(x, weight)
-        ctx.eps, ctx.has_bias = eps, bias is not None
-        return _C._layer_norm_rows(x, weight, bias, eps)
+        y, save = _C._layer_norm_rows(x, weight, bias, eps, True)
+        ctx.save(x, weight, save)
+        ctx.needs = (weight is not None and weight.requires_grad,
+                     bias is not None and bias.requires_grad)
+        return y
 
     @staticmethod
     def backward(ctx, g):
-        x, w = ctx.saved
-        mean = x.mean(axis=-1, keepdims=True)
-        d = x - mean
-        rstd = 1.0 / _C.sqrt((d * d).mean(axis=-1, keepdims=True) + ctx.eps)
-        xhat = d * rstd
-        gw = g if w is None else g * w
-        dx = rstd * (gw - gw.mean(axis=-1, keepdims=True)
-                     - xhat * (gw * xhat).mean(axis=-1, keepdims=True))
-        lead = tuple(range(x.ndim - 1))
-        dw = None if w is None else (g * xhat).sum(axis=lead) if lead else g * xhat
-        db = None if not ctx.has_bias else g.sum(axis=lead) if lead else g
+        x, w, save = ctx.saved
+        dx, dw, db = _C._layer_norm_backward(g, x, w, save, *ctx.needs)
         return dx, dw, db, None
+
+
+def _layer_norm_composite(x, weight, bias, eps):
+    """The one-node layer_norm from tensor ops (create_graph's path: higher_order.py)."""
+    return _composed(x, weight, bias, eps, (x.ndim - 1,))
+
+
+_LayerNorm.composite = staticmethod(_layer_norm_composite)
 
 
 def _one_node(x, weight, bias, k):

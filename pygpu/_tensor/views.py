@@ -378,8 +378,14 @@ def narrow(self, dim, start, length):
         raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size "
                            f"({n}).")
     shape = self.shape
-    return record("Narrow", self, lambda x: _narrow_view(x, d, start, length),
-                  lambda g: _zeros_with(shape, g, lambda o: _narrow_view(o, d, start, length)))
+
+    def place(o):
+        return _narrow_view(o, d, start, length)
+
+    def back(g):
+        return _zeros_with(shape, g, place)
+    back.pieces = (shape, d, start, length, place)  # the engine may sum pieces lazily
+    return record("Narrow", self, place, back)
 
 
 def split(self, split_size_or_sections, dim=0):

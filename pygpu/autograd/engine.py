@@ -32,7 +32,7 @@ import warnings
 from .. import _C
 from .._tensor import create as _tensor_create
 from .grad_mode import set_grad_enabled
-from . import anomaly_mode, rules, versions
+from . import _pieces, anomaly_mode, rules, versions
 
 Tensor = _C.Tensor
 
@@ -429,8 +429,11 @@ def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_gra
                 prev = _run_hooks(leaf, prev)
             _accumulate(leaf, prev, owned, create_graph)
 
+    lazy = not create_graph  # narrow's gradients kept as slices until read (_pieces.py)
     for node in reversed(order):
         g = grads.pop(id(node), None)
+        if type(g) is _pieces.Pieces:
+            g = g.tensor()
         if g is None:  # nothing reached this node: its edges into leaves deliver nothing
             if not restrict and node.inputs is not None:
                 for t, fn in zip(node.inputs, node.fns):
@@ -449,7 +452,15 @@ def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_gra
         if restrict and id(node) not in useful:
             continue
         inputs, fns = node.inputs, node.fns
-        if anomaly_mode.enabled():
+        anomalous = anomaly_mode.enabled()
+        if lazy and not anomalous and not _tensor_hooks and inputs and fns[0] is not None:
+            piece = _pieces.piece_for(node, g)
+            if piece is not None:  # a narrow's: kept as its slice (_pieces.py)
+                grads[id(fns[0])] = _pieces.add(grads.get(id(fns[0])), piece, g)
+                if not retain_graph:
+                    node.release()
+                continue
+        if anomalous:
             in_grads = _anomalous_backward(node, g, create_graph)
         else:
             in_grads = node.backward(g, create_graph)
@@ -467,8 +478,7 @@ def _walk(order, grads, keys, useful, stop, found, owned, accumulate, retain_gra
                     prev = found.get(id(t))
                     found[id(t)] = gi if prev is None else prev + gi
             else:
-                prev = grads.get(id(fn))
-                grads[id(fn)] = gi if prev is None else prev + gi
+                grads[id(fn)] = _pieces.total(grads.get(id(fn)), gi)
         if not retain_graph:
             node.release()
 

@@ -18,7 +18,7 @@ pg_status pg_cpu_execute(const pg_node *node);
  * pg_cpu_fill, pg_cpu_copy, pg_cpu_binary, ... One file per family: fill, copy, binary,
  * select in cpu_elementwise.c; unary and clamp in cpu_unary.c; reductions in cpu_reduce.c;
  * matmul in cpu_matmul.c; arange and random in cpu_generate.c; the fused training ops,
- * softmax and layer_norm in cpu_train.c; the softmax cross-entropy in cpu_xent.c; unscale in cpu_amp.c; the index family in
+ * softmax in cpu_train.c; layer_norm (forward and backward) in cpu_layer_norm.c; the softmax cross-entropy in cpu_xent.c; unscale in cpu_amp.c; the index family in
  * cpu_index.c; the int8 linear layer in cpu_gemm_int8.c. */
 #define PG_NODE(ID, params, cpu, ...) pg_status cpu(const pg_node *node);
 #include "../../core/pg_ops.def"
@@ -40,6 +40,7 @@ pg_status pg_cpu_xent_fwd_on(struct pg_pool *pool, const pg_node *node); /* cpu_
 pg_status pg_cpu_xent_bwd_on(struct pg_pool *pool, const pg_node *node);
 pg_status pg_cpu_multi_on(struct pg_pool *pool, const pg_node *node); /* cpu_multi.c */
 pg_status pg_cpu_multi_norm_on(struct pg_pool *pool, const pg_node *node);
+pg_status pg_cpu_layer_norm_on(struct pg_pool *pool, const pg_node *node); /* cpu_layer_norm.c */
 /* A MULTI node's entry e as a node of its kind, its operands narrowed to elements [a, b) */
 void pg_cpu_multi_entry(const pg_node *n, int e, int64_t a, int64_t b, pg_node *sub);
 /* The same with the weight's pre-packed bfloat16 panels (cpu_bf16_panels.h; NULL: none) */

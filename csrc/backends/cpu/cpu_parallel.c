@@ -121,7 +121,7 @@ static pg_status run_slice(void *ctx, int64_t task)
             sub.p.random.offset += (uint64_t)lo; /* element i draws counter offset + i */
         break;
     }
-    case CUT_ROWS: /* src0 and dst cut along dim 0; other operands (a layer_norm's w, b) whole */
+    case CUT_ROWS: /* src0 and dst cut along dim 0; other operands whole */
         cut(&sub.src[0], 0, lo, hi);
         cut(&sub.dst, 0, lo, hi);
         break;
@@ -183,7 +183,7 @@ static pg_status run_dim0_slices(pg_pool *pool, const pg_node *node, int64_t wor
     return pg_pool_run(pool, ntasks, run_slice, &j);
 }
 
-/* softmax, layer_norm: whole rows of (R, C) per slice (each row has its own statistics);
+/* softmax: whole rows of (R, C) per slice (each row has its own statistics);
  * only src0 and dst are (R, C), so only they are cut */
 static pg_status run_rows(pg_pool *pool, const pg_node *node)
 {

@@ -11,8 +11,8 @@
  * float16/bfloat16 layers take the same path: their descriptors go to the half
  * GEMM kernels (cpu_gemm_half.c, float32 accumulation) and their prologue
  * computes in float32, rounding dz once to the half dtype.
- * Also the row ops softmax and layer_norm over the last axis (SOFTMAX, LAYER_NORM:
- * CPU-only nodes, which cuda declines through supports_op), one row at a time. */
+ * Also the row op softmax over the last axis (SOFTMAX), one row at a time; layer_norm,
+ * forward and backward, is cpu_layer_norm.c's. */
 /* The loops below have runtime trip counts, which -O2's "very cheap" vectoriser
  * skips; the dynamic cost model vectorises them (checked with -fopt-info-vec). */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -330,56 +330,6 @@ pg_status pg_cpu_softmax(const pg_node *n)
         else
             softmax_row_f64(DATA(double, &n->src[0]) + r * C, DATA(double, &n->dst) + r * C, C,
                             lg);
-    }
-    return PG_OK;
-}
-
-/* ---- layer norm over rows ------------------------------------------------------------- */
-
-/* one row: the mean, then the variance of (x - mean) (two passes: no cancellation; sums in
- * T's vector lanes, as torch's), then y = (x - mean) * rstd (* w) (+ b): three reads of a
- * row that stays in cache, where the composed form ran nine whole-tensor nodes. */
-#define LAYER_NORM_ROW(SUF, T)                                                                 \
-    PG_CPU_DISPATCH(void, layer_norm_row_##SUF, (const T *x, T *y, int64_t C, const T *w,     \
-                                                 const T *b, double eps), (x, y, C, w, b, eps)) \
-    {                                                                                          \
-        T s = 0, q = 0;                                                                        \
-        _Pragma("omp simd reduction(+:s)") for (int64_t j = 0; j < C; j++) s += x[j];          \
-        T mean = s / (T)C;                                                                     \
-        _Pragma("omp simd reduction(+:q)") for (int64_t j = 0; j < C; j++)                     \
-        {                                                                                      \
-            T d = x[j] - mean;                                                                 \
-            q += d * d;                                                                        \
-        }                                                                                      \
-        T rstd = (T)(1.0 / sqrt((double)q / (double)C + eps));                                 \
-        if (w && b) {                                                                          \
-            _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] =                         \
-                (x[j] - mean) * rstd * w[j] + b[j];                                            \
-        } else {                                                                               \
-            _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] = (x[j] - mean) * rstd;  \
-            if (w)                                                                             \
-                _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] *= w[j];              \
-            if (b)                                                                             \
-                _Pragma("omp simd") for (int64_t j = 0; j < C; j++) y[j] += b[j];              \
-        }                                                                                      \
-    }
-LAYER_NORM_ROW(f32, float)
-LAYER_NORM_ROW(f64, double)
-
-pg_status pg_cpu_layer_norm(const pg_node *n)
-{
-    int64_t R = n->src[0].shape[0], C = n->src[0].shape[1];
-    int flags = (int)n->p.norm.flags, k = 1;
-    const pg_tensor *w = flags & 1 ? &n->src[k++] : NULL;
-    const pg_tensor *b = flags & 2 ? &n->src[k++] : NULL;
-    double eps = n->p.norm.eps;
-    for (int64_t r = 0; r < R; r++) {
-        if (n->dst.dtype == PG_FLOAT32)
-            layer_norm_row_f32(DATA(float, &n->src[0]) + r * C, DATA(float, &n->dst) + r * C, C,
-                               w ? DATA(float, w) : NULL, b ? DATA(float, b) : NULL, eps);
-        else
-            layer_norm_row_f64(DATA(double, &n->src[0]) + r * C, DATA(double, &n->dst) + r * C,
-                               C, w ? DATA(double, w) : NULL, b ? DATA(double, b) : NULL, eps);
     }
     return PG_OK;
 }

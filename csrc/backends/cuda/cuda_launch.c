@@ -253,15 +253,25 @@ pg_status pg_cuda_launch_softmax(pg_cuda_device *d, const pg_cuda_ctx *ctx, cons
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_softmax_rows", err);
 }
 
-/* LAYER_NORM: src0 (R,C), then the weight and the bias given (p.norm.flags bits 0, 1) */
+/* an optional operand's device pointer: NULL where the node's slot is empty */
+static void *opt_data(const pg_tensor *t) { return t->storage ? pg_cuda_tensor_data(t) : NULL; }
+
+/* LAYER_NORM (operands: csrc/core/pg_ops_norm.c). FWD: src0 x (R,C), src1 w, src2 b,
+ * extra0 the rows' mean and rstd (R,2) (each optional); BWD: src0 dy, src1 x, src2 w,
+ * src3 save, dst dx, extra0 dw, extra1 db */
 pg_status pg_cuda_launch_layer_norm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
-    int flags = (int)n->p.norm.flags, k = 1;
-    const void *w = flags & 1 ? pg_cuda_tensor_data(&n->src[k++]) : NULL;
-    const void *b = flags & 2 ? pg_cuda_tensor_data(&n->src[k++]) : NULL;
+    int64_t R = n->dst.shape[0], C = n->dst.shape[1];
+    if (n->subop == PG_LAYER_NORM_BWD) {
+        cudaError_t err = pg_kernel_layer_norm_bwd_rows(
+            ctx, n->dst.dtype, pg_cuda_tensor_data(&n->src[0]), pg_cuda_tensor_data(&n->src[1]),
+            opt_data(&n->src[2]), pg_cuda_tensor_data(&n->src[3]), pg_cuda_tensor_data(&n->dst),
+            opt_data(&n->extra[0]), opt_data(&n->extra[1]), R, C);
+        return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_layer_norm_bwd_rows", err);
+    }
     cudaError_t err = pg_kernel_layer_norm_rows(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->src[0]),
-                                                pg_cuda_tensor_data(&n->dst), w, b,
-                                                n->dst.shape[0], n->dst.shape[1],
+                                                pg_cuda_tensor_data(&n->dst), opt_data(&n->src[1]),
+                                                opt_data(&n->src[2]), opt_data(&n->extra[0]), R, C,
                                                 n->p.norm.eps);
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_layer_norm_rows", err);
 }

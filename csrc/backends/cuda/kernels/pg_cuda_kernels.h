@@ -276,13 +276,18 @@ cudaError_t pg_kernel_multi_norm(const pg_cuda_ctx *ctx, int dtype, const pg_cud
                                  int count, double p, double *partials, void *dst);
 
 /* rows.cu: the row ops in one kernel each. softmax (log: log_softmax) and layer_norm over
- * the rows of contiguous (R, C) x into y; w and b (C,) or NULL. clamp: dst = min(max(src,
- * lo), hi) over `it` (operand 0 dst, 1 src). float32 and float64. */
+ * the rows of contiguous (R, C) x into y; w and b (C,) or NULL; save (R, 2) or NULL: each
+ * row's mean and rstd. layer_norm's backward: dx (R, C) from dy, x, w | NULL and save, and
+ * dw, db (C,) (either NULL: not wanted). clamp: dst = min(max(src, lo), hi) over `it`
+ * (operand 0 dst, 1 src). float32 and float64. */
 cudaError_t pg_kernel_softmax_rows(const pg_cuda_ctx *ctx, int dtype, int log, const void *x,
                                    void *y, int64_t R, int64_t C);
 cudaError_t pg_kernel_layer_norm_rows(const pg_cuda_ctx *ctx, int dtype, const void *x, void *y,
-                                      const void *w, const void *b, int64_t R, int64_t C,
-                                      double eps);
+                                      const void *w, const void *b, void *save, int64_t R,
+                                      int64_t C, double eps);
+cudaError_t pg_kernel_layer_norm_bwd_rows(const pg_cuda_ctx *ctx, int dtype, const void *dy,
+                                          const void *x, const void *w, const void *save,
+                                          void *dx, void *dw, void *db, int64_t R, int64_t C);
 cudaError_t pg_kernel_clamp(const pg_cuda_ctx *ctx, int dtype, void *dst, const void *src,
                             const pg_cuda_iter *it, double lo, double hi);
 

@@ -12,7 +12,11 @@
  * The block combines the threads' values with warp shuffles, then one value per warp
  * (pg_cuda_block.cuh). layer_norm takes the CPU's two
  * passes (the mean, then the variance of x - mean: no cancellation) and a third that
- * writes, the row staying in cache. Rows of float32 whose length is a multiple of 4 (16
+ * writes, the row staying in cache; it saves each row's mean and rstd when asked. Its
+ * backward (csrc/backends/cpu/cpu_layer_norm.c is the twin) is two kernels: one block per
+ * row for dx (the row's two sums, then dx), then one block per 32 columns for dw and db,
+ * its threads' rows summed through shared memory in a fixed order (no atomics: the same
+ * bits on every run). Rows of float32 whose length is a multiple of 4 (16
  * bytes; 2 for float64) and whose pointers are 16-byte aligned move 16 bytes per access.
  * Arithmetic in the element type, as the CPU's vector lanes: float32 results agree with
  * the CPU's to rounding, not bit for bit (the sums run in another order). NaN anywhere in
@@ -129,8 +133,8 @@ __global__ void pg_softmax_rows_reg_kernel(const T *x, T *y, int64_t R, int64_t 
 
 /* y (R, C) = (x - mean) / sqrt(var + eps) of each row (* w + b, each (C,) or NULL) */
 template <typename T, int V>
-__global__ void pg_layer_norm_rows_kernel(const T *x, T *y, const T *w, const T *b, int64_t R,
-                                          int64_t C, double eps)
+__global__ void pg_layer_norm_rows_kernel(const T *x, T *y, const T *w, const T *b, T *save,
+                                          int64_t R, int64_t C, double eps)
 {
     __shared__ T red[32];
     const pg_pack<T, V> *wp = reinterpret_cast<const pg_pack<T, V> *>(w);
@@ -159,6 +163,10 @@ __global__ void pg_layer_norm_rows_kernel(const T *x, T *y, const T *w, const T 
         }
         q = pg_block_sum(q, red);
         const T rstd = (T)(1.0 / sqrt((double)q / (double)C + eps));
+        if (save && threadIdx.x == 0) {
+            save[2 * r] = mean;
+            save[2 * r + 1] = rstd;
+        }
         PG_ROW_PACKS(j, C, V)
         {
             pg_pack<T, V> p = row[j];
@@ -179,6 +187,90 @@ __global__ void pg_layer_norm_rows_kernel(const T *x, T *y, const T *w, const T 
             }
             out[j] = p;
         }
+    }
+}
+
+/* dx (R, C) of layer_norm from dy, x (R, C), w (C,) or NULL and save (R, 2) (the rows' mean
+ * and rstd): with gw = dy * w and xhat = (x - mean) * rstd,
+ * dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) */
+template <typename T, int V>
+__global__ void pg_layer_norm_bwd_rows_kernel(const T *dy, const T *x, const T *w, const T *save,
+                                              T *dx, int64_t R, int64_t C)
+{
+    __shared__ T red[32];
+    const pg_pack<T, V> *wp = reinterpret_cast<const pg_pack<T, V> *>(w);
+    for (int64_t r = blockIdx.x; r < R; r += gridDim.x) {
+        const pg_pack<T, V> *grow = reinterpret_cast<const pg_pack<T, V> *>(dy + r * C);
+        const pg_pack<T, V> *xrow = reinterpret_cast<const pg_pack<T, V> *>(x + r * C);
+        pg_pack<T, V> *out = reinterpret_cast<pg_pack<T, V> *>(dx + r * C);
+        const T mean = save[2 * r], rstd = save[2 * r + 1];
+        T a = 0, bs = 0;
+        PG_ROW_PACKS(j, C, V)
+        {
+            pg_pack<T, V> g = grow[j], xv = xrow[j];
+            if (w) {
+                pg_pack<T, V> wv = wp[j];
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    g.v[k] *= wv.v[k];
+            }
+#pragma unroll
+            for (int k = 0; k < V; k++) {
+                a += g.v[k];
+                bs += g.v[k] * (xv.v[k] - mean);
+            }
+        }
+        const T ka = pg_block_sum(a, red) / (T)C;
+        const T kb = pg_block_sum(bs, red) * rstd / (T)C;
+        PG_ROW_PACKS(j, C, V)
+        {
+            pg_pack<T, V> g = grow[j], xv = xrow[j];
+            if (w) {
+                pg_pack<T, V> wv = wp[j];
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    g.v[k] *= wv.v[k];
+            }
+#pragma unroll
+            for (int k = 0; k < V; k++)
+                g.v[k] = rstd * (g.v[k] - ka - (xv.v[k] - mean) * rstd * kb);
+            out[j] = g;
+        }
+    }
+}
+
+/* dw (C,) = sum over rows of dy * xhat, db (C,) = sum of dy (either NULL: not wanted). A
+ * block of PG_LN_COLS x PG_LN_LANES threads takes PG_LN_COLS adjacent columns (coalesced
+ * reads along a row); its lanes take every PG_LN_LANES-th row; the lanes' sums are then
+ * added in lane order through shared memory. */
+#define PG_LN_COLS 32
+#define PG_LN_LANES 16
+template <typename T>
+__global__ void pg_layer_norm_bwd_cols_kernel(const T *dy, const T *x, const T *save, T *dw,
+                                              T *db, int64_t R, int64_t C)
+{
+    __shared__ T sw[PG_LN_LANES][PG_LN_COLS], sb[PG_LN_LANES][PG_LN_COLS];
+    const int64_t j = (int64_t)blockIdx.x * PG_LN_COLS + threadIdx.x;
+    T aw = 0, ab = 0;
+    if (j < C)
+        for (int64_t r = threadIdx.y; r < R; r += PG_LN_LANES) {
+            const T g = dy[r * C + j];
+            aw += g * ((x[r * C + j] - save[2 * r]) * save[2 * r + 1]);
+            ab += g;
+        }
+    sw[threadIdx.y][threadIdx.x] = aw;
+    sb[threadIdx.y][threadIdx.x] = ab;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < C) {
+        T s1 = 0, s2 = 0;
+        for (int k = 0; k < PG_LN_LANES; k++) {
+            s1 += sw[k][threadIdx.x];
+            s2 += sb[k][threadIdx.x];
+        }
+        if (dw)
+            dw[j] = s1;
+        if (db)
+            db[j] = s2;
     }
 }
 
@@ -297,7 +389,7 @@ extern "C" cudaError_t pg_kernel_softmax_rows(const pg_cuda_ctx *ctx, int dtype,
 
 extern "C" cudaError_t pg_kernel_layer_norm_rows(const pg_cuda_ctx *ctx, int dtype, const void *x,
                                                  void *y, const void *w, const void *b,
-                                                 int64_t R, int64_t C, double eps)
+                                                 void *save, int64_t R, int64_t C, double eps)
 {
     if (R == 0 || C == 0)
         return cudaSuccess;
@@ -310,11 +402,48 @@ extern "C" cudaError_t pg_kernel_layer_norm_rows(const pg_cuda_ctx *ctx, int dty
             if (pg_row_vec<T>(C, x, y, w, b) == V)
                 pg_layer_norm_rows_kernel<T, V>
                     <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_rows_kernel")>>>(
-                        (const T *)x, (T *)y, (const T *)w, (const T *)b, R, C, eps);
+                        (const T *)x, (T *)y, (const T *)w, (const T *)b, (T *)save, R, C, eps);
             else
                 pg_layer_norm_rows_kernel<T, 1>
                     <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_rows_kernel")>>>(
-                        (const T *)x, (T *)y, (const T *)w, (const T *)b, R, C, eps);
+                        (const T *)x, (T *)y, (const T *)w, (const T *)b, (T *)save, R, C, eps);
+            return cudaGetLastError();
+        }
+        return cudaErrorInvalidValue;
+    });
+}
+
+extern "C" cudaError_t pg_kernel_layer_norm_bwd_rows(const pg_cuda_ctx *ctx, int dtype,
+                                                     const void *dy, const void *x,
+                                                     const void *w, const void *save, void *dx,
+                                                     void *dw, void *db, int64_t R, int64_t C)
+{
+    if (R == 0 || C == 0)
+        return cudaSuccess;
+    const int block = pg_cuda_row_block(C);
+    const unsigned grid = pg_row_grid(R, block, ctx);
+    return pg_dispatch_dtype(dtype, [&](auto tag) -> cudaError_t {
+        using T = decltype(tag);
+        if constexpr (std::is_floating_point<T>::value) {
+            constexpr int V = 16 / sizeof(T);
+            const T *g = (const T *)dy, *xs = (const T *)x, *ws = (const T *)w;
+            const T *sv = (const T *)save;
+            if (pg_row_vec<T>(C, dy, x, w, dx) == V)
+                pg_layer_norm_bwd_rows_kernel<T, V>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_bwd_rows_kernel")>>>(
+                        g, xs, ws, sv, (T *)dx, R, C);
+            else
+                pg_layer_norm_bwd_rows_kernel<T, 1>
+                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_bwd_rows_kernel")>>>(
+                        g, xs, ws, sv, (T *)dx, R, C);
+            cudaError_t err = cudaGetLastError();
+            if (err != cudaSuccess || (!dw && !db))
+                return err;
+            const dim3 cblock(PG_LN_COLS, PG_LN_LANES);
+            const unsigned cgrid = (unsigned)((C + PG_LN_COLS - 1) / PG_LN_COLS);
+            pg_layer_norm_bwd_cols_kernel<T>
+                <<<cgrid, cblock, 0, pg_cuda_noted(ctx, "pg_layer_norm_bwd_cols_kernel")>>>(
+                    g, xs, sv, (T *)dw, (T *)db, R, C);
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
