@@ -25,7 +25,8 @@
 
 #include "pg_status.h"
 
-#define PG_CUDA_EXTRAS_VERSION 4 /* 2: cudnn_load, cudnn_version; 3: cudnn_offer; 4: nccl_run */
+#define PG_CUDA_EXTRAS_VERSION 5 /* 2: cudnn_load, cudnn_version; 3: cudnn_offer; 4: nccl_run;
+                                  * 5: cusolver_load, cusolver_version, cusolver_offer */
 #define PG_PLUGIN_EXTRAS_SYMBOL "pg_plugin_get_extras"
 #define PG_CUDA_NCCL_ID_BYTES 128 /* sizeof(ncclUniqueId) */
 
@@ -136,6 +137,12 @@ typedef struct pg_cuda_extras {
     /* the libraries to try (newline-separated), loaded by the plugin when the first
      * convolution asks whether cuDNN runs it (supports_node) */
     pg_status (*cudnn_offer)(const char *paths);
+
+    /* cuSOLVER (the factorizations, csrc/backends/cuda/cuda_cusolver.c), loaded on first use
+     * the same way: the libraries to try, loaded when the first LINALG node asks */
+    pg_status (*cusolver_load)(const char *path); /* PG_ERR_UNAVAILABLE: why not */
+    int (*cusolver_version)(void);                /* 0 before cusolver_load succeeded */
+    pg_status (*cusolver_offer)(const char *paths);
 } pg_cuda_extras;
 
 /* What the plugin exports: *out = its table if it was built for `version`, else

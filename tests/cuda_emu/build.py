@@ -11,7 +11,9 @@ place of pygpu/_cuda_backend.so when PYGPU_CUDA_BACKEND_SO names it. No libcudar
 libcublas or libcublasLt is linked: every CUDA call lands in the stand-ins. The emulated
 NCCL (emu_nccl.cpp) is inside the plugin too and exports NCCL's names:
 PYGPU_NCCL_LIBRARY set to the plugin's path makes pygpu.distributed load it; so is the
-emulated cuDNN (emu_cudnn.cpp), which PYGPU_CUDNN_LIBRARY makes pygpu.backends.cudnn load.
+emulated cuDNN (emu_cudnn.cpp), which PYGPU_CUDNN_LIBRARY makes pygpu.backends.cudnn load,
+and the emulated cuSOLVER (emu_cusolver.cpp), which PYGPU_CUSOLVER_LIBRARY makes the plugin
+load on the first factorization.
 
 --kernels-from DIR takes the kernel files named in DIR instead of csrc/backends/cuda/kernels/
 (the harness test builds an old kernel this way to prove the run catches it).
@@ -40,7 +42,7 @@ import rewrite_launches  # noqa: E402
 DEFAULT_OUT = os.path.join(ROOT, "build", "cuda_emu", "current", "_cuda_backend_emu.so")
 OBJ_DIR = os.path.join(ROOT, "build", "cuda_emu", "obj")
 EMU_SOURCES = ["emu_runtime.cpp", "emu_cublas.cpp", "emu_cublaslt.cpp", "emu_fiber.cpp",
-               "emu_nccl.cpp", "emu_cudnn.cpp"]
+               "emu_nccl.cpp", "emu_cudnn.cpp", "emu_cusolver.cpp"]
 
 
 def _headers():

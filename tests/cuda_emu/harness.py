@@ -55,6 +55,7 @@ def env(plugin, **extra):
     # nvidia-cudnn wheel is found first otherwise, and real cuDNN refuses the emulated
     # device's streams (CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH on the 2026-11-28 H200 run)
     e["PYGPU_CUDNN_LIBRARY"] = plugin
+    e["PYGPU_CUSOLVER_LIBRARY"] = plugin  # and its cuSOLVER stand-in (emu_cusolver.cpp)
     e.update({k: str(v) for k, v in extra.items()})
     return e
 

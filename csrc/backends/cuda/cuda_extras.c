@@ -37,6 +37,14 @@ static pg_status cudnn_load(const char *path)
     return pg_cuda_error(PG_ERR_UNAVAILABLE, "cuDNN: %s", why);
 }
 
+static pg_status cusolver_load(const char *path)
+{
+    char why[512] = "";
+    if (pg_plugin_cusolver_load(path, why, sizeof why) == 0)
+        return PG_OK;
+    return pg_cuda_error(PG_ERR_UNAVAILABLE, "cuSOLVER: %s", why);
+}
+
 static pg_status nccl_load(const char *path)
 {
     char why[PG_NCCL_WHY] = "";
@@ -143,6 +151,9 @@ static const pg_cuda_extras pg_cuda_extras_table = {
     .cudnn_load = cudnn_load,
     .cudnn_version = pg_plugin_cudnn_version,
     .cudnn_offer = pg_plugin_cudnn_offer,
+    .cusolver_load = cusolver_load,
+    .cusolver_version = pg_plugin_cusolver_version,
+    .cusolver_offer = pg_plugin_cusolver_offer,
 };
 
 pg_status pg_plugin_get_extras(int version, const void **out)

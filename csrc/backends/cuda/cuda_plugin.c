@@ -183,6 +183,7 @@ static bool (*const pg_cuda_node_rules[PG_NUM_OPS])(const pg_node *) = {
     [PG_OP_CONV] = pg_cuda_cudnn_runs,
     [PG_OP_SDPA] = pg_cuda_sdpa_runs,
     [PG_OP_SDPA_BWD] = pg_cuda_sdpa_runs,
+    [PG_OP_LINALG] = pg_cuda_linalg_runs,
 };
 
 /* supports_node (pg_backend.h): the node's own rule, where its kind has one */
