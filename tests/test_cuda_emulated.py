@@ -719,7 +719,7 @@ def test_emulated_cusolver_holds_cusolvers_rules(plugin):
         h = P()
         assert lib.cusolverDnCreate(ref(h)) == OK
         lw = I()
-        ptr = lambda a: a.ctypes.data
+        ptr = lambda a: P(a.ctypes.data)  # a host array: the emulated device shares the memory
         # potrf: the buffer size, then the checks of the call
         A = np.asfortranarray(np.array([[4.0, 2.0], [2.0, 3.0]]))
         assert lib.cusolverDnDpotrf_bufferSize(h, LOWER, 2, ptr(A), 2, ref(lw)) == OK
