@@ -67,7 +67,10 @@ struct Dense {
     double &operator()(int i, int j) { return a[(size_t)j * m + i]; }
 };
 
-bool fill_ok(cublasFillMode_t u) { return u == CUBLAS_FILL_MODE_LOWER || u == CUBLAS_FILL_MODE_UPPER; }
+bool fill_ok(cublasFillMode_t u)
+{
+    return u == CUBLAS_FILL_MODE_LOWER || u == CUBLAS_FILL_MODE_UPPER;
+}
 int lead(int rows) { return rows > 1 ? rows : 1; }
 
 /* workspace sizes (elements) the bufferSize queries answer: enough to hold one column or
@@ -402,7 +405,8 @@ cusolverStatus_t syevd(cusolverDnHandle_t h, int jobz, cublasFillMode_t uplo, in
         }
         std::vector<int> order(n);
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return S(x, x) < S(y, y); });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int x, int y) { return S(x, x) < S(y, y); });
         for (int j = 0; j < n; j++) {
             W[j] = (T)S(order[j], order[j]);
             for (int i = 0; i < n; i++)
@@ -414,7 +418,7 @@ cusolverStatus_t syevd(cusolverDnHandle_t h, int jobz, cublasFillMode_t uplo, in
 
 /* ---- gesvd: one-sided Jacobi on a tall A (m >= n) --------------------------------------- */
 
-/* column j of U made a unit vector orthogonal to columns [0, j) (and to `also`), from the
+/* column j of U made a unit vector orthogonal to columns [0, j), taken from the
  * standard basis: where a singular value is zero, or 'A' asks for more columns than A has */
 void complete(Dense &U, int j)
 {
@@ -443,9 +447,9 @@ void complete(Dense &U, int j)
 bool job_ok(signed char j) { return j == 'A' || j == 'S' || j == 'N' || j == 'O'; }
 
 template <typename T>
-cusolverStatus_t gesvd(cusolverDnHandle_t h, signed char jobu, signed char jobvt, int m, int n, T *A,
-                       int lda, T *S, T *U, int ldu, T *VT, int ldvt, T *work, int lwork, T *rwork,
-                       int *info)
+cusolverStatus_t gesvd(cusolverDnHandle_t h, signed char jobu, signed char jobvt, int m, int n,
+                       T *A, int lda, T *S, T *U, int ldu, T *VT, int ldvt, T *work, int lwork,
+                       T *rwork, int *info)
 {
     (void)rwork;
     if (!h)

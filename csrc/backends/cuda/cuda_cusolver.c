@@ -237,7 +237,10 @@ static pg_status solver(const linalg_job *j, pg_cusolver_status st, const char *
                                                            : "cusolverDnS" routine)
 
 /* output k of the node: dst, then its extras; the last one is info */
-static const pg_tensor *out_k(const pg_node *n, int k) { return k == 0 ? &n->dst : &n->extra[k - 1]; }
+static const pg_tensor *out_k(const pg_node *n, int k)
+{
+    return k == 0 ? &n->dst : &n->extra[k - 1];
+}
 
 static char *at(const linalg_job *j, void *base, int64_t b, int64_t count)
 {
@@ -289,9 +292,9 @@ static pg_status transpose(const linalg_job *j, void *dst, int64_t db, const voi
 
 static pg_status widen(const linalg_job *j, const int32_t *src, const pg_tensor *dst, int64_t n)
 {
+    int64_t *out = (int64_t *)pg_cuda_tensor_data(dst);
     return PG_CUDA_KERNEL_STATUS(j->d, j->n, "pg_kernel_widen_int32",
-                                 pg_kernel_widen_int32(j->ctx, src, (int64_t *)pg_cuda_tensor_data(dst),
-                                                       n));
+                                 pg_kernel_widen_int32(j->ctx, src, out, n));
 }
 
 /* devInfo per matrix into the node's info output */
