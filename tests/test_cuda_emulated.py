@@ -701,3 +701,75 @@ def test_emulated_cublaslt_holds_the_float_gemms_rules(plugin):
         print("ok")
     """, PYGPU_CUDA_EMU_SYNC=1)
     assert "ok" in out
+
+
+def test_emulated_cusolver_holds_cusolvers_rules(plugin):
+    """The cuSOLVER stand-in (tests/cuda_emu/emu_cusolver.cpp) refuses what cuSOLVER documents
+    as invalid (a null handle, a fill mode or job outside its enum, lda below max(1, rows), a
+    workspace below its bufferSize answer, gesvd with m < n, orgqr with k > n) and computes
+    LAPACK's results and devInfo column-major, so a plugin change that broke an argument or
+    the row-major/column-major crossing fails on the emulated device as it would on a GPU."""
+    out = _run(plugin, """
+        import ctypes, os
+        import numpy as np
+        lib = ctypes.CDLL(os.environ["PYGPU_CUDA_BACKEND_SO"])
+        P, I, ref = ctypes.c_void_p, ctypes.c_int, ctypes.byref
+        OK, NOT_INITIALIZED, INVALID = 0, 1, 3
+        LOWER, UPPER, OP_N, OP_T = 0, 1, 0, 1
+        h = P()
+        assert lib.cusolverDnCreate(ref(h)) == OK
+        lw = I()
+        ptr = lambda a: P(a.ctypes.data)  # a host array: the emulated device shares the memory
+        # potrf: the buffer size, then the checks of the call
+        A = np.asfortranarray(np.array([[4.0, 2.0], [2.0, 3.0]]))
+        assert lib.cusolverDnDpotrf_bufferSize(h, LOWER, 2, ptr(A), 2, ref(lw)) == OK
+        work, info = np.zeros(max(lw.value, 1)), np.zeros(1, np.int32)
+        assert lib.cusolverDnDpotrf_bufferSize(None, LOWER, 2, ptr(A), 2, ref(lw)) == NOT_INITIALIZED
+        assert lib.cusolverDnDpotrf_bufferSize(h, 7, 2, ptr(A), 2, ref(lw)) == INVALID  # uplo
+        assert lib.cusolverDnDpotrf(h, LOWER, 2, ptr(A), 1, ptr(work), lw, ptr(info)) == INVALID
+        assert lib.cusolverDnDpotrf(h, LOWER, 2, ptr(A), 2, ptr(work), lw.value - 1,
+                                    ptr(info)) == INVALID                          # short work
+        assert lib.cusolverDnDpotrf(h, LOWER, 2, ptr(A), 2, ptr(work), lw, None) == INVALID
+        assert lib.cusolverDnDpotrf(h, LOWER, 2, ptr(A), 2, ptr(work), lw, ptr(info)) == OK
+        assert info[0] == 0 and np.allclose(np.tril(A), np.linalg.cholesky([[4, 2], [2, 3]]))
+        assert np.isnan(work).all()  # the workspace is poisoned: nothing may read it after
+        B = np.asfortranarray(np.array([[1.0, 2.0], [2.0, 1.0]]))      # not positive-definite
+        assert lib.cusolverDnDpotrf(h, UPPER, 2, ptr(B), 2, ptr(work), lw, ptr(info)) == OK
+        assert info[0] == 2                                              # the minor of order 2
+        # getrf + getrs (transposed): A^T x = b
+        M = np.asfortranarray(np.array([[0.0, 2.0, 1.0], [1.0, 1.0, 0.0], [3.0, 0.0, 1.0]]))
+        M0 = M.copy()
+        assert lib.cusolverDnDgetrf_bufferSize(h, 3, 3, ptr(M), 2, ref(lw)) == INVALID  # lda < m
+        assert lib.cusolverDnDgetrf_bufferSize(h, 3, 3, ptr(M), 3, ref(lw)) == OK
+        work, ipiv = np.zeros(lw.value), np.zeros(3, np.int32)
+        assert lib.cusolverDnDgetrf(h, 3, 3, ptr(M), 3, ptr(work), ptr(ipiv), ptr(info)) == OK
+        assert info[0] == 0 and ipiv[0] == 3                              # the largest pivot
+        b = np.array([1.0, 2.0, 3.0])
+        assert lib.cusolverDnDgetrs(h, 5, 3, 1, ptr(M), 3, ptr(ipiv), ptr(b), 3, ptr(info)) == INVALID
+        assert lib.cusolverDnDgetrs(h, OP_T, 3, 1, ptr(M), 3, ptr(ipiv), ptr(b), 2, ptr(info)) == INVALID
+        assert lib.cusolverDnDgetrs(h, OP_T, 3, 1, ptr(M), 3, ptr(ipiv), ptr(b), 3, ptr(info)) == OK
+        assert np.allclose(M0.T @ b, [1.0, 2.0, 3.0])
+        S = np.asfortranarray(np.zeros((2, 2)))
+        assert lib.cusolverDnDgetrf(h, 2, 2, ptr(S), 2, ptr(work), ptr(ipiv), ptr(info)) == OK
+        assert info[0] == 1                                               # U(1,1) is zero
+        # gesvd takes tall matrices only; its workspace is checked
+        assert lib.cusolverDnDgesvd_bufferSize(h, 2, 3, ref(lw)) == INVALID
+        assert lib.cusolverDnDgesvd_bufferSize(h, 3, 2, ref(lw)) == OK
+        T = np.asfortranarray(np.arange(6.0).reshape(3, 2) ** 1.5)
+        T0, s, U, VT = T.copy(), np.zeros(2), np.asfortranarray(np.zeros((3, 2))), np.zeros((2, 2))
+        work, rwork = np.zeros(lw.value), np.zeros(2)
+        gesvd = lambda m, n, lwork, job=ord("S"): lib.cusolverDnDgesvd(
+            h, job, job, m, n, ptr(T), 3, ptr(s), ptr(U), 3, ptr(VT), 2, ptr(work), lwork,
+            ptr(rwork), ptr(info))
+        assert gesvd(2, 3, lw) == INVALID and gesvd(3, 2, lw.value - 1) == INVALID
+        assert gesvd(3, 2, lw, ord("X")) == INVALID
+        assert gesvd(3, 2, lw) == OK and info[0] == 0
+        VTf = VT.reshape(2, 2).T                      # column-major storage read back
+        assert np.allclose(s, np.linalg.svd(T0, compute_uv=False))
+        assert np.allclose((U * s) @ VTf, T0)
+        # orgqr's k <= n <= m; syevd's job
+        assert lib.cusolverDnDorgqr_bufferSize(h, 3, 2, 3, ptr(T), 3, ptr(s), ref(lw)) == INVALID
+        assert lib.cusolverDnDsyevd_bufferSize(h, 2, LOWER, 2, ptr(A), 2, ptr(s), ref(lw)) == INVALID
+        print("ok")
+    """, PYGPU_CUDA_EMU_SYNC=1)
+    assert "ok" in out

@@ -1,9 +1,11 @@
-# test_linalg.py - torch.linalg (one LINALG node: LAPACK on cpu and sim, moved to the cpu and
-# back for cuda, which has no LINALG node) and the shape/matrix functions
+# test_linalg.py - torch.linalg (one LINALG node: LAPACK on cpu and sim, cuSOLVER on cuda
+# (the emulated device's stand-in, tests/cuda_emu/emu_cusolver.cpp, where no GPU is), the
+# sub-ops cuSOLVER lacks moved to the cpu and back) and the shape/matrix functions
 # (pygpu/_tensor/shape.py) against PyTorch on every device: values, gradients (float64) where
-# pygpu differentiates, errors, and the counted transfers (sim's info read back, cuda's cpu
+# pygpu differentiates, errors, and the counted transfers (the info read back, the cpu
 # fallback). Each test loops over its cases (a failure names one).
 import math
+import os
 
 import numpy as np
 import pytest
@@ -147,10 +149,116 @@ def test_linalg_errors_and_fallback_transfers(device):
     assert r.device == a.device
     if device == "cpu":
         assert (t.d2h_count, t.h2d_count) == (0, 0), t
-    elif pygpu._C._has_node("LINALG", a):  # sim: the node on the device, its info read back
+    elif pygpu._C._has_node("LINALG", a, "INV"):  # sim, cuda: the node there, its info read back
         assert (t.d2h_count, t.d2h_bytes, t.h2d_count, t.implicit_count) == (1, 8, 0, 1), t
-    else:  # cuda, no LINALG node yet: the documented fallback, one explicit transfer each way
+    else:  # cuda without cuSOLVER: the documented fallback, one explicit transfer each way
         assert (t.d2h_count, t.h2d_count, t.implicit_count) == (1, 1, 0), t
+
+
+def test_each_sub_op_runs_where_its_backend_says(device):
+    """The backend answers per sub-op (supports_node): cpu and sim run every LINALG row;
+    cuda runs the rows with a cuda function (cuSOLVER) once cuSOLVER is loaded, and the
+    others (LSTSQ) go to the cpu and back, explicitly and counted."""
+    from pygpu.backends import _cusolver
+    a, b = to_device(_spd(3), device), to_device(R.standard_normal((3, 2)), device)
+    rows = {r[1]: r[5] for r in pygpu._C._subop_table() if r[0] == "LINALG"}
+    got = {op: pygpu._C._has_node("LINALG", a, op, b if cols[0] == "2" else None)
+           for op, cols in rows.items()}
+    if device.startswith("cuda"):
+        loaded = _cusolver.version() > 0
+        if os.environ.get("PYGPU_CUSOLVER_LIBRARY"):  # the emulated lane names its stand-in
+            assert loaded, "PYGPU_CUSOLVER_LIBRARY is set but cuSOLVER did not load"
+        want = {op: loaded and cols[3] != "NO_CUDA" for op, cols in rows.items()}
+    else:
+        want = {op: True for op in rows}
+    assert got == want
+    if device.startswith("cuda"):  # an empty matrix is the cpu's (its LAPACK wrappers define it)
+        assert not pygpu._C._has_node("LINALG", to_device(np.zeros((0, 0)), device), "INV")
+    with pygpu.track() as t:
+        x = pygpu.linalg.lstsq(a, b).solution
+    assert x.device == a.device
+    np.testing.assert_allclose(x.numpy(), np.linalg.lstsq(_np(a), _np(b), rcond=None)[0],
+                               rtol=1e-9)
+    if not got["LSTSQ"]:  # moved to the cpu: explicit transfers, no implicit ones
+        assert t.implicit_count == 0 and t.d2h_count >= 2 and t.h2d_count >= 1, t
+
+
+def _np(t):
+    return t.cpu().numpy()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_factorizations_of_batches_and_shapes_match_torch(device, dtype):
+    """Every sub-op the device runs, over batches and the shapes that take each branch of
+    its kernel (cuda: A wide or tall for gesvd, which takes tall matrices only; QR's complete
+    Q wider than A; a left side with several columns), against torch."""
+    tol = dict(rtol=1e-9, atol=1e-10) if dtype == "float64" else dict(rtol=3e-4, atol=3e-5)
+    rng = np.random.default_rng(7)
+
+    def arr(*shape):
+        return rng.standard_normal(shape).astype(dtype)
+
+    def spd(n, batch=()):
+        return _spd(n, batch).astype(dtype)
+
+    cases = [
+        ("lu_factor", lambda m, a: m.linalg.lu_factor(a).LU, [arr(3, 4, 4)]),
+        ("lu_factor pivots", lambda m, a: m.linalg.lu_factor(a).pivots.long(), [arr(2, 5, 5)]),
+        ("solve many columns", lambda m, a, b: m.linalg.solve(a, b), [arr(2, 5, 5), arr(2, 5, 3)]),
+        ("inv batch", lambda m, a: m.linalg.inv(a), [arr(2, 3, 3, 3)]),
+        ("det batch", lambda m, a: m.linalg.det(a), [arr(4, 3, 3)]),
+        ("cholesky batch", lambda m, a: m.linalg.cholesky(a), [spd(5, (3,))]),
+        ("cholesky upper batch", lambda m, a: m.linalg.cholesky(a, upper=True), [spd(4, (2,))]),
+        ("qr tall", lambda m, a: _qr_rebuild(m, a, "reduced"), [arr(2, 6, 3)]),
+        ("qr wide", lambda m, a: _qr_rebuild(m, a, "reduced"), [arr(3, 5)]),
+        ("qr complete tall", lambda m, a: _qr_rebuild(m, a, "complete"), [arr(6, 3)]),
+        ("qr complete Q orthogonal", lambda m, a: _gram(m, m.linalg.qr(a, mode="complete")[0]),
+         [arr(2, 6, 3)]),
+        ("qr r", lambda m, a: m.linalg.qr(a, mode="r")[1].abs(), [arr(5, 4)]),
+        ("svd wide", lambda m, a: _svd_rebuild(m, a), [arr(2, 3, 6)]),
+        ("svd tall", lambda m, a: _svd_rebuild(m, a), [arr(2, 6, 3)]),
+        ("svd square S", lambda m, a: m.linalg.svd(a)[1], [arr(3, 4, 4)]),
+        ("svd full U tall", lambda m, a: _gram(m, m.linalg.svd(a)[0]), [arr(5, 2)]),
+        ("svd full Vh wide", lambda m, a: _gram(m, m.linalg.svd(a)[2]), [arr(2, 5)]),
+        ("svd full rebuilds tall", lambda m, a: _svd_full_rebuild(m, a), [arr(5, 3)]),
+        ("svd full rebuilds wide", lambda m, a: _svd_full_rebuild(m, a), [arr(3, 5)]),
+        ("svdvals tall", lambda m, a: m.linalg.svdvals(a), [arr(3, 7, 2)]),
+        ("eigh upper", lambda m, a: m.linalg.eigh(a, UPLO="U")[0], [spd(5, (2,))]),
+        ("eigh vectors rebuild", lambda m, a: _eigh_rebuild(m, a), [spd(4, (3,))]),
+        ("eigvalsh reads the lower triangle", lambda m, a: m.linalg.eigvalsh(m.tril(a)),
+         [spd(4)]),
+        ("eigvalsh U reads the upper triangle", lambda m, a: m.linalg.eigvalsh(m.triu(a), "U"),
+         [spd(4, (2,))]),
+        ("cholesky reads the lower triangle", lambda m, a: m.linalg.cholesky(m.tril(a)),
+         [spd(4)]),
+        ("cholesky upper reads the upper triangle",
+         lambda m, a: m.linalg.cholesky(m.triu(a), upper=True), [spd(4)]),
+    ]
+    for label, fn, arrays in cases:
+        want = fn(torch, *[torch.tensor(a) for a in arrays])
+        got = fn(pygpu, *[to_device(a, device) for a in arrays])
+        assert str(got.device).startswith(device.split(":")[0]), label
+        _compare(label, got, want, **tol)
+
+
+def _gram(m, Q):
+    """Q^T Q (or Q Q^T for a wide Q): the identity when the columns (rows) are orthonormal"""
+    return _mT(Q) @ Q if Q.shape[-2] >= Q.shape[-1] else Q @ _mT(Q)
+
+
+def _mT(x):
+    return x.transpose(-2, -1)
+
+
+def _svd_full_rebuild(m, a):
+    U, S, Vh = m.linalg.svd(a, full_matrices=True)
+    k = S.shape[-1]
+    return (U[..., :, :k] * S.unsqueeze(-2)) @ Vh[..., :k, :]
+
+
+def _eigh_rebuild(m, a):
+    w, V = m.linalg.eigh(a)
+    return (V * w.unsqueeze(-2)) @ _mT(V)
 
 
 # ---- shape and matrix functions --------------------------------------------------------------

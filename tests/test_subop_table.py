@@ -65,10 +65,12 @@ def test_the_kinds_columns_name_what_exists():
                 assert "BWD" in by_id[("POOL", cols[0])][4], id_
         elif node == "CONV":  # each of x, w, y in one slot, dst among them
             assert sorted(cols[:3]) == ["DST", "SRC0", "SRC1"], id_
-        elif node == "LINALG":
+        elif node == "LINALG":  # the CPU's function, cuSOLVER's (or NO_CUDA), the message
             assert f"static pg_status {cols[2]}(const pg_node *n)" in \
                 cpu["csrc/backends/cpu/cpu_linalg.c"], id_
-            assert cols[0] in ("1", "2") and cols[3], id_
+            assert cols[3] == "NO_CUDA" or f"static pg_status {cols[3]}(linalg_job *j)" in \
+                cuda, id_
+            assert cols[0] in ("1", "2") and cols[4], id_
 
 
 def test_no_file_switches_on_a_subop_or_keeps_its_codes():

@@ -113,6 +113,8 @@ static PyObject *ptr_or_none(void *p) { return p ? PyLong_FromVoidPtr(p) : Py_Ne
     X1(cufft_load, str, none, "internal: load libcufft from a path")                               \
     X0(cufft_version, int, "internal: cuFFT's version (cufftGetVersion), 0 before it is loaded")   \
     X1(cufft_offer, str, none, "internal: the libcufft paths to try on the first FFT node")        \
+    X1(cusolver_load, str, none, "internal: load libcusolver from a path")                         \
+    X1(cusolver_offer, str, none, "internal: the libcusolver paths to try on the first LINALG")    \
     X1(nccl_comm_destroy, handle, none, "internal: finalize and destroy")                          \
     X1(nccl_comm_abort, handle, none, "internal: abort a communicator")
 
@@ -273,6 +275,14 @@ static PyObject *f_cudnn_version(PyObject *m, PyObject *noargs)
     return PyLong_FromSize_t(x->cudnn_version());
 }
 
+static PyObject *f_cusolver_version(PyObject *m, PyObject *noargs)
+{
+    (void)m;
+    (void)noargs;
+    EXTRAS(x);
+    return PyLong_FromLong(x->cusolver_version());
+}
+
 static PyObject *f_nccl_version(PyObject *m, PyObject *noargs)
 {
     (void)m;
@@ -385,6 +395,8 @@ PyMethodDef pg_cuda_extras_functions[] = {
     {"_cuda_graph_ops", f_graph_ops, METH_VARARGS, "internal: ops a graph holds"},
     {"_cuda_nccl_version", f_nccl_version, METH_NOARGS, "internal: the loaded NCCL's version"},
     {"_cuda_cudnn_version", f_cudnn_version, METH_NOARGS, "internal: the loaded cuDNN's version (0: none)"},
+    {"_cuda_cusolver_version", f_cusolver_version, METH_NOARGS,
+     "internal: the loaded cuSOLVER's version (0: none)"},
     {"_cuda_nccl_unique_id", f_nccl_unique_id, METH_NOARGS, "internal: a new ncclUniqueId (bytes)"},
     {"_cuda_nccl_comm_init", f_nccl_comm_init, METH_VARARGS, "internal: (nranks, id, rank, device) -> comm"},
     {"_cuda_nccl_run", f_nccl_run, METH_VARARGS, "internal: (comm, device, [(kind, send, recv, n, dtype, arg, peer)])"},

@@ -275,11 +275,38 @@ static int describe_multi(PyObject *args, pg_node *n)
     return 0;
 }
 
+/* LINALG's node from (kind, A, sub-op[, B]): the sub-op a LINALG row's ID ("CHOLESKY"), so
+ * that the backend answers per sub-op (cuda's cuSOLVER has no lstsq) */
+static int describe_linalg(PyObject *args, pg_node *n)
+{
+    const char *kind, *id;
+    PyObject *a, *b = Py_None;
+    if (!PyArg_ParseTuple(args, "sO!s|O:_has_node", &kind, &PyTensor_Type, &a, &id, &b))
+        return -1;
+    if (b != Py_None && !PyTensor_Check(b)) {
+        PyErr_Format(PyExc_TypeError, "_has_node: LINALG's B must be a Tensor or None");
+        return -1;
+    }
+    int op = pg_subop_arg("_has_node", PG_OP_LINALG, 0, id);
+    if (op < 0)
+        return -1;
+    memset(n, 0, sizeof *n);
+    n->op = PG_OP_LINALG;
+    n->subop = op;
+    n->name = pg_subop_name(op);
+    n->src[0] = ((PyTensor *)a)->t;
+    n->nsrc = 1;
+    if (b != Py_None)
+        n->src[n->nsrc++] = ((PyTensor *)b)->t;
+    return 0;
+}
+
 /* the kinds whose node needs more than its operands to describe (their parameters) */
 static const struct {
     int op;
     int (*describe)(PyObject *args, pg_node *n);
-} describers[] = {{PG_OP_CONV, describe_conv}, {PG_OP_MULTI, describe_multi}};
+} describers[] = {{PG_OP_CONV, describe_conv}, {PG_OP_MULTI, describe_multi},
+                   {PG_OP_LINALG, describe_linalg}};
 
 /* _C._has_node(kind, x, *more): whether x's backend runs the node the op would launch: the
  * kind (a PG_NODE row's ID, "SOFTMAX") on x's dtype (supports_op), and the node as it
@@ -289,6 +316,7 @@ static const struct {
  *   CONV   (w, geom): conv2d's forward node; (w, geom, x_shape): the input gradient's
  *          (conv_transpose2d's forward), geom as _conv2d's
  *   MULTI  (entry_kind): a list of x's dtype whose entries are nodes of that kind ("ADAM")
+ *   LINALG (sub-op[, B]): the sub-op a LINALG row's ID ("CHOLESKY"), B its second operand
  *   others the tensors in the node's first source slots (SDPA: k, v)
  * The node is described, never launched: its sources borrowed, dst without storage. */
 static PyObject *f_has_node(PyObject *mod, PyObject *args)

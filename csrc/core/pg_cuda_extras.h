@@ -26,7 +26,8 @@
 #include "pg_status.h"
 
 #define PG_CUDA_EXTRAS_VERSION 5 /* 2: cudnn_load, cudnn_version; 3: cudnn_offer; 4: nccl_run;
-                                  * 5: cufft_load, cufft_version, cufft_offer */
+                                  * 5: cufft_load, cufft_version, cufft_offer, cusolver_load,
+                                  *    cusolver_version, cusolver_offer */
 #define PG_PLUGIN_EXTRAS_SYMBOL "pg_plugin_get_extras"
 #define PG_CUDA_NCCL_ID_BYTES 128 /* sizeof(ncclUniqueId) */
 
@@ -143,6 +144,11 @@ typedef struct pg_cuda_extras {
     pg_status (*cufft_version)(int *out);      /* 0 before cufft_load succeeded */
     /* the libraries to try (newline-separated) when the first FFT node asks */
     pg_status (*cufft_offer)(const char *paths);
+    /* cuSOLVER (the factorizations, csrc/backends/cuda/cuda_cusolver.c), loaded on first use
+     * the same way: the libraries to try, loaded when the first LINALG node asks */
+    pg_status (*cusolver_load)(const char *path); /* PG_ERR_UNAVAILABLE: why not */
+    int (*cusolver_version)(void);                /* 0 before cusolver_load succeeded */
+    pg_status (*cusolver_offer)(const char *paths);
 } pg_cuda_extras;
 
 /* What the plugin exports: *out = its table if it was built for `version`, else

@@ -1,7 +1,9 @@
 /* pg_ops_linalg.c - torch.linalg's factorizations as one LINALG node each: LU, solve,
  * inverse, Cholesky, QR, SVD, the symmetric eigendecomposition and least squares, each
  * over a batch of matrices (the leading axes). Checked once here; the node's kernel is
- * the backend's (the CPU's LAPACK, csrc/backends/cpu/cpu_linalg.c, on cpu and sim's worker).
+ * the backend's (the CPU's LAPACK, csrc/backends/cpu/cpu_linalg.c, on cpu and sim's worker;
+ * cuSOLVER on cuda, csrc/backends/cuda/cuda_cusolver.c, for the sub-ops whose row has a
+ * cuda function: the backend's supports_node declines the others).
  *
  * Each sub-op is a LINALG row of pg_subops.def: its operands (nsrc), its outputs' shapes
  * (outs: a shapes_<outs> function here), and what LAPACK's info > 0 means (fails). Every
@@ -151,7 +153,7 @@ static const struct {
     shapes_fn shapes;
     const char *fails;
 } rows[PG_NUM_SUBOPS] = {
-#define PG_SUBOP_LINALG(ID, name, flags, nsrc, outs, cpu, fails)                                   \
+#define PG_SUBOP_LINALG(ID, name, flags, nsrc, outs, cpu, cuda, fails)                             \
     [PG_LINALG_##ID] = {nsrc, shapes_##outs, fails},
 #include "pg_subops.def"
 };
@@ -221,7 +223,17 @@ pg_status pg_op_linalg(int op, const pg_tensor *a, const pg_tensor *b, int flag,
     n.p.linalg.flag = flag;
     n.p.linalg.param = param;
     n.nsrc = rows[op].nsrc;
-    pg_status st = pg_op_contiguous(a, &n.src[0]);
+    /* the backend's answer for this sub-op and these operands (supports_node: cuda's
+     * cuSOLVER has no lstsq), asked of the node with its operands borrowed */
+    n.src[0] = *a;
+    if (b)
+        n.src[1] = *b;
+    pg_status st = pg_backend_check_node(dev, &n);
+    pg_tensor_out_init(&n.src[0], NULL);
+    pg_tensor_out_init(&n.src[1], NULL);
+    if (st != PG_OK)
+        return st;
+    st = pg_op_contiguous(a, &n.src[0]);
     if (st == PG_OK && b)
         st = pg_op_contiguous(b, &n.src[1]);
     /* the outputs, then info (int64, A's batch shape) */

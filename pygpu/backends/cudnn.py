@@ -18,14 +18,12 @@ benchmark_limit and allow_tf32 keep the values a program sets; the convolutions'
 follows pygpu.backends.cuda.matmul.allow_tf32 (off by default), not allow_tf32 (PyTorch's
 default lets cuDNN use TF32). The CPU kernels are deterministic for a given device and
 thread count whatever `deterministic` says."""
-import glob
-import os
-import site
 import sys
 import types
 
 from .. import _C
 from .. import cuda as _cuda
+from . import _libraries
 
 _SWITCHES = ("enabled", "benchmark", "deterministic")
 _state = {"enabled": True, "benchmark": False, "deterministic": False, "loaded": None,
@@ -37,22 +35,8 @@ allow_tf32 = True
 def library_candidates():
     """Where libcudnn.so.9 (or .8) may be, most specific first (PYGPU_CUDNN_LIBRARY first:
     the emulated device of tests/cuda_emu names its own cuDNN stand-in there)."""
-    out = [os.environ["PYGPU_CUDNN_LIBRARY"]] if os.environ.get("PYGPU_CUDNN_LIBRARY") else []
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    roots = [here] + site.getsitepackages() + [site.getusersitepackages()]
-    roots += [p for p in sys.path if p.endswith("site-packages")]
-    for r in roots:
-        for sub in ("cudnn", "cu13", "cu12"):
-            out += sorted(glob.glob(os.path.join(r, "nvidia", sub, "lib", "libcudnn.so.[89]")))
-    for env in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(env):
-            out += sorted(glob.glob(os.path.join(os.environ[env], "lib64", "libcudnn.so.[89]")))
-    seen, unique = set(), []
-    for p in out:
-        if p not in seen and os.path.exists(p):
-            seen.add(p)
-            unique.append(p)
-    return unique + ["libcudnn.so.9"]  # last: the loader's own search path
+    return _libraries.candidates("PYGPU_CUDNN_LIBRARY", ("cudnn", "cu13", "cu12"),
+                                 "libcudnn.so.[89]", "libcudnn.so.9")
 
 
 def _load():

@@ -4,10 +4,12 @@ The factorizations (LU, solve, inv, det, slogdet, cholesky, qr, svd, eigh, lstsq
 LINALG node each (csrc/core/pg_ops_linalg.c; the sub-ops are LINALG rows of
 csrc/core/pg_subops.def), run where the data is when the device's backend has the node:
 LAPACK from the OpenBLAS pygpu links on cpu and on sim's worker (the CPU backend's
-cpu_linalg.c). Each reads LAPACK's info back to raise PyTorch's error (on sim, one counted
-implicit transfer of 8 bytes per matrix, as PyTorch's cuda linalg synchronizes on its
-info). cuda has no LINALG node yet (no cuSOLVER): a cuda operand is moved to the cpu and
-the result back, two counted, explicit transfers (pygpu.stats() shows them). The norms,
+cpu_linalg.c), cuSOLVER on cuda (csrc/backends/cuda/cuda_cusolver.c, loaded on the first
+factorization). Each reads the info back to raise PyTorch's error (on sim and cuda, one
+counted implicit transfer of 8 bytes per matrix, as PyTorch's cuda linalg synchronizes on
+its info). Where the backend declines the node (lstsq on cuda: cuSOLVER has no gelsd; cuda
+without a loadable cuSOLVER), its operands are moved to the cpu and the result back, two
+counted, explicit transfers (pygpu.stats() shows them). The norms,
 matrix_power, multi_dot, vecdot, cross and diagonal are compositions of device ops and
 run where the data is.
 
@@ -53,7 +55,7 @@ def _lapack(op, A, B=None, flag=0, param=0.0, check=True):
     has the node, else on the cpu (the operands moved there, counted, and the results back).
     Its outputs; with check=False, LAPACK's info (int64, per matrix) last, unchecked."""
     dev = A.device
-    here = _C._has_node("LINALG", A)  # the backend's answer, never the device type
+    here = _C._has_node("LINALG", A, op, B)  # the backend answers per sub-op, not the device type
     a = A.detach() if here else A.detach().to("cpu")
     b = None if B is None else B.detach().to(a.device).to(A.dtype)
     try:

@@ -12,7 +12,9 @@ libcublas or libcublasLt is linked: every CUDA call lands in the stand-ins. The 
 NCCL (emu_nccl.cpp) is inside the plugin too and exports NCCL's names:
 PYGPU_NCCL_LIBRARY set to the plugin's path makes pygpu.distributed load it; so is the
 emulated cuDNN (emu_cudnn.cpp), which PYGPU_CUDNN_LIBRARY makes pygpu.backends.cudnn load,
-and the emulated cuFFT (emu_cufft.cpp), which PYGPU_CUFFT_LIBRARY makes the FFT node load.
+and the emulated cuFFT (emu_cufft.cpp) and cuSOLVER (emu_cusolver.cpp), which
+PYGPU_CUFFT_LIBRARY and PYGPU_CUSOLVER_LIBRARY make the plugin load on the first FFT or
+factorization.
 
 --kernels-from DIR takes the kernel files named in DIR instead of csrc/backends/cuda/kernels/
 (the harness test builds an old kernel this way to prove the run catches it).
@@ -41,7 +43,7 @@ import rewrite_launches  # noqa: E402
 DEFAULT_OUT = os.path.join(ROOT, "build", "cuda_emu", "current", "_cuda_backend_emu.so")
 OBJ_DIR = os.path.join(ROOT, "build", "cuda_emu", "obj")
 EMU_SOURCES = ["emu_runtime.cpp", "emu_cublas.cpp", "emu_cublaslt.cpp", "emu_fiber.cpp",
-               "emu_nccl.cpp", "emu_cudnn.cpp", "emu_cufft.cpp"]
+               "emu_nccl.cpp", "emu_cudnn.cpp", "emu_cufft.cpp", "emu_cusolver.cpp"]
 
 
 def _headers():

@@ -56,6 +56,7 @@ def env(plugin, **extra):
     # device's streams (CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH on the 2026-11-28 H200 run)
     e["PYGPU_CUDNN_LIBRARY"] = plugin
     e["PYGPU_CUFFT_LIBRARY"] = plugin  # and its cuFFT stand-in (emu_cufft.cpp), for the same reason
+    e["PYGPU_CUSOLVER_LIBRARY"] = plugin  # and its cuSOLVER stand-in (emu_cusolver.cpp)
     e.update({k: str(v) for k, v in extra.items()})
     return e
 

@@ -45,6 +45,14 @@ static pg_status cufft_load(const char *path)
     return pg_cuda_error(PG_ERR_UNAVAILABLE, "cuFFT: %s", why);
 }
 
+static pg_status cusolver_load(const char *path)
+{
+    char why[512] = "";
+    if (pg_plugin_cusolver_load(path, why, sizeof why) == 0)
+        return PG_OK;
+    return pg_cuda_error(PG_ERR_UNAVAILABLE, "cuSOLVER: %s", why);
+}
+
 static pg_status nccl_load(const char *path)
 {
     char why[PG_NCCL_WHY] = "";
@@ -154,6 +162,9 @@ static const pg_cuda_extras pg_cuda_extras_table = {
     .cufft_load = cufft_load,
     .cufft_version = pg_plugin_cufft_version,
     .cufft_offer = pg_plugin_cufft_offer,
+    .cusolver_load = cusolver_load,
+    .cusolver_version = pg_plugin_cusolver_version,
+    .cusolver_offer = pg_plugin_cusolver_offer,
 };
 
 pg_status pg_plugin_get_extras(int version, const void **out)

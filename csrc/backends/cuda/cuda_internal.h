@@ -26,8 +26,9 @@
  *                      waits (which join the user streams and read the
  *                      kernel times), copies in flight
  *   7. cuda_copy.c, cuda_gemm.c, cuda_quant.c, cuda_train.c, cuda_graph.c, cuda_nccl.c, cuda_cudnn.c,
- *      cuda_cufft.c, cuda_stream_api.c   copies, products, fused training ops, graphs,
- *                      collectives, cuDNN's convolutions, cuFFT's transforms, the
+ *      cuda_cufft.c, cuda_cusolver.c, cuda_stream_api.c   copies, products, fused training
+ *                      ops, graphs, collectives, cuDNN's convolutions, cuFFT's transforms,
+ *                      cuSOLVER's factorizations, the
  *                      Stream/Event entry points
  *   8. cuda_launch.c   the op dispatcher
  *   9. cuda_plugin.c   the backend table, pg_plugin_init, options, device queries
@@ -317,7 +318,8 @@ bool pg_cuda_lazy_load(pg_cuda_lazy_library *lib, bool (*loaded)(void),
  * ops; cuda_quant.c: the int8 linear layer (quantize, cuBLASLt's IMMA GEMM, epilogue);
  * cuda_index.c: the index family (gather, scatter, cumsum, argsort, ...); cuda_sequence.c:
  * the recurrent cells and scaled-dot-product attention; cuda_conv_layers.c: pooling and
- * batch norm (cuda_cudnn.c: the convolution; cuda_cufft.c: the FFT). */
+ * batch norm (cuda_cudnn.c: the convolution; cuda_cufft.c: the FFT; cuda_cusolver.c: the
+ * factorizations, LINALG). */
 typedef pg_status (*pg_cuda_launcher)(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA(launcher) pg_status launcher(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n);
 #define CUDA_HALF(launcher) CUDA(launcher)
@@ -390,9 +392,16 @@ bool pg_cuda_cudnn_ready(void);
 /* the libraries to try, newline-separated, when the first convolution asks (pygpu's
  * pygpu/backends/cudnn.py finds them; the plugin loads on first use) */
 pg_status pg_plugin_cudnn_offer(const char *paths);
+/* cuda_cusolver.c: cuSOLVER loaded from `path` (0, or a message in why); its version (0
+ * before); the libraries to try, newline-separated, when the first LINALG node asks
+ * (pygpu/backends/_cusolver.py finds them) */
+int pg_plugin_cusolver_load(const char *path, char *why, size_t len);
+int pg_plugin_cusolver_version(void);
+pg_status pg_plugin_cusolver_offer(const char *paths);
 /* supports_node's rules (cuda_plugin.c's table, by node kind): cuDNN runs this CONV node
  * (enabled, loaded, one padding per axis), the attention kernels this SDPA(_BWD) node
- * (head dimensions up to 128) */
+ * (head dimensions up to 128), cuSOLVER this LINALG node (its row has a cuda function,
+ * cuSOLVER loaded, no empty matrix) */
 bool pg_cuda_cudnn_runs(const pg_node *n);
 bool pg_cuda_sdpa_runs(const pg_node *n);
 /* cuda_cufft.c: cuFFT loaded from `path` (0, or a message in why); its version (0 before);
@@ -402,6 +411,7 @@ int pg_plugin_cufft_load(const char *path, char *why, size_t len);
 pg_status pg_plugin_cufft_version(int *out);
 pg_status pg_plugin_cufft_offer(const char *paths);
 bool pg_cuda_cufft_runs(const pg_node *n);
+bool pg_cuda_linalg_runs(const pg_node *n);
 int pg_plugin_nccl_version(void);
 int pg_plugin_nccl_unique_id(char *out, char *why, size_t whylen);
 int pg_plugin_nccl_comm_init(int nranks, const char *id, int rank, int device, void **comm,

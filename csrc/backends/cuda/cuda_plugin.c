@@ -185,6 +185,7 @@ static bool (*const pg_cuda_node_rules[PG_NUM_OPS])(const pg_node *) = {
     [PG_OP_SDPA_BWD] = pg_cuda_sdpa_runs,
     [PG_OP_FFT] = pg_cuda_cufft_runs,
     [PG_OP_MULTI] = pg_cuda_multi_runs,
+    [PG_OP_LINALG] = pg_cuda_linalg_runs,
 };
 
 /* supports_node (pg_backend.h): the node's own rule, where its kind has one */

@@ -454,6 +454,27 @@ cudaError_t pg_kernel_qquantize(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_ar
 cudaError_t pg_kernel_qfold(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a);
 cudaError_t pg_kernel_qepilogue(const pg_cuda_ctx *ctx, const pg_cuda_qlinear_args *a);
 
+/* linalg.cu: the LINALG node's layout work around cuSOLVER (csrc/backends/cuda/cuda_linalg.c):
+ * pygpu's matrices are row-major, cuSOLVER's column-major, so a matrix crosses as its
+ * transpose, and a factor's unused triangle is zeroed. band_copy writes dst (batch, rows,
+ * cols), row i at dst + b*db + i*di (unit column stride), element (i, j) read from
+ * src[b*sb + i*si + j*sj] (src == NULL: the identity) where lo <= j - i <= hi, else 0.
+ * src may be dst with the same strides (a triangle zeroed in place), never an overlapping
+ * transpose. float32 and float64. widen_int32: dst[i] = src[i] (cuSOLVER's int32 pivots and
+ * infos into pygpu's int64). */
+typedef struct pg_cuda_band_copy {
+    int dtype;
+    int64_t batch, rows, cols;
+    const void *src; /* or NULL: the identity */
+    int64_t sb, si, sj;
+    void *dst;
+    int64_t db, di;
+    int64_t lo, hi; /* the band kept: lo <= j - i <= hi (INT64_MIN/INT64_MAX: all) */
+} pg_cuda_band_copy;
+cudaError_t pg_kernel_band_copy(const pg_cuda_ctx *ctx, const pg_cuda_band_copy *a);
+cudaError_t pg_kernel_widen_int32(const pg_cuda_ctx *ctx, const int32_t *src, int64_t *dst,
+                                  int64_t n);
+
 #ifdef __cplusplus
 }
 #endif
