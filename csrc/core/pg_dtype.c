@@ -93,10 +93,10 @@ int pg_dtype_promote_check(pg_dtype a, pg_dtype b)
 {
     if (pg_promote_table[a][b] != ud)
         return PG_OK;
-    pg_dtype bare = pg_dtype_is_bare(a) ? a : b;
-    return pg_error_set(PG_ERR_RUNTIME, "Promotion for %s types is not supported, attempted to "
+    bool fp8 = pg_dtype_is_fp8(a) || pg_dtype_is_fp8(b); /* c10 asks about float8 first */
+    return pg_error_set(PG_ERR_RUNTIME, "Promotion for %s is not supported, attempted to "
                                         "promote %s and %s",
-                        pg_dtype_is_fp8(bare) ? "Float8" : "uint16, uint32, uint64",
+                        fp8 ? "Float8 Types" : "uint16, uint32, uint64 types",
                         pg_c10_names[a], pg_c10_names[b]);
 }
 
@@ -129,6 +129,9 @@ void pg_result_state_add(pg_result_state *s, pg_dtype dt, int priority)
     *slot = promote_noting(s, *slot, (int)dt);
 }
 
+/* a bad pair's second member when the first has no complex dtype (float8 with a complex number) */
+#define NO_COMPLEX (-2)
+
 /* c10's combine_categories(higher, lower) (-1: no operand of that priority): a complex
  * lower priority makes a float higher one its complex dtype (float64 tensor + 1j:
  * complex128), an integer or bool one the lower's */
@@ -138,8 +141,11 @@ static int combine_categories(pg_result_state *s, int higher, int lower)
         return lower;
     if (lower < 0 || pg_dtype_is_complex((pg_dtype)higher))
         return higher;
-    if (pg_dtype_is_complex((pg_dtype)lower))
+    if (pg_dtype_is_complex((pg_dtype)lower)) {
+        if (pg_dtype_is_fp8((pg_dtype)higher) && s->bad_a < 0) /* c10 has no complex float8 */
+            s->bad_a = higher, s->bad_b = NO_COMPLEX;
         return pg_dtype_is_float((pg_dtype)higher) ? (int)pg_dtype_to_complex((pg_dtype)higher) : lower;
+    }
     if (pg_dtype_is_float((pg_dtype)higher) || pg_dtype_is_fp8((pg_dtype)higher))
         return higher;
     if (higher == PG_BOOL || pg_dtype_is_float((pg_dtype)lower) || pg_dtype_is_fp8((pg_dtype)lower))
@@ -158,5 +164,8 @@ int pg_dtype_result_check(const pg_result_state *s, int *out)
     pg_result_state t = *s;
     int r = combine_categories(&t, t.dim, combine_categories(&t, t.zero, t.wrapped));
     *out = r < 0 ? PG_FLOAT32 : r;
+    if (t.bad_a >= 0 && t.bad_b == NO_COMPLEX)
+        return pg_error_set(PG_ERR_RUNTIME, "Unknown Complex ScalarType for %s",
+                            pg_c10_names[t.bad_a]);
     return t.bad_a < 0 ? PG_OK : pg_dtype_promote_check((pg_dtype)t.bad_a, (pg_dtype)t.bad_b);
 }

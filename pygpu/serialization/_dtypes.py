@@ -30,6 +30,9 @@ ROWS = (
     ("uint64", None, "<u8", "U64", 8),
     ("float8_e4m3fn", None, "<u1", "F8_E4M3", 1),
     ("float8_e5m2", None, "<u1", "F8_E5M2", 1),
+    ("float8_e4m3fnuz", None, "<u1", "F8_E4M3FNUZ", 1),
+    ("float8_e5m2fnuz", None, "<u1", "F8_E5M2FNUZ", 1),
+    ("float8_e8m0fnu", None, "<u1", None, 1),  # (the safetensors library has no code for it)
 )
 
 
