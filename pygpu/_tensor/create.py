@@ -119,6 +119,9 @@ def full(shape, fill_value, dtype=None, device=None):
         raise OverflowError(f"full(): the fill value {fill_value} is out of range for int64 "
                             f"(-2**63 to 2**63 - 1); pass dtype=pygpu.float64 to store it as "
                             f"a float")
+    if (dtype is _dtype.uint64 and isinstance(fill_value, numbers.Integral)
+            and _INT64_MAX < fill_value < 2**64):
+        fill_value -= 2**64  # the same bits as int64, which the C core's fill takes
     dims = _shape((shape,), "full", "full((2, 3), value)")
     if dtype.is_complex:  # the pairs filled through the real views
         out = _C._full(dims, None, dtype, _dev(device))
