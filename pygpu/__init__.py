@@ -53,7 +53,8 @@ from ._tensor.create import (arange, empty, full, manual_seed, ones, ones_like, 
                              zeros, zeros_like)
 from ._device import Device, device, make_device as _make_device, parse_device as _parse_device
 from ._dtype import (DType, bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16,
-                     int32, int64, uint8)
+                     int32, int64, uint8, uint16, uint32, uint64, float8_e4m3fn, float8_e5m2,
+                     float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
 from ._guard import get_transfer_guard, transfer_guard
 from ._stats import Stats, role, stats, track
 from . import cpu, cuda, sim
@@ -143,7 +144,7 @@ _C._setup(_dtype.ALL, {
     "setitem_grad": _autograd_writes.setitem_grad,
     "copy_grad": _autograd_writes.copy_grad,
     "autocast": _amp_autocast._hook,
-    "numpy_bfloat16": _dtype.numpy_bfloat16,
+    "numpy_extra": _dtype.numpy_extra,
     "legacy_new": _legacy.legacy_new,
     "trace": onnx._trace.trace_hook,
     "complex": _complex.hook,
@@ -172,7 +173,8 @@ def _shutdown():
 
 __all__ += [
     "Tensor", "DType", "Device", "Stats", "bool", "bool_", "int64", "int32", "int16", "int8",
-    "uint8", "float16", "bfloat16", "complex64", "complex128",
+    "uint8", "float16", "bfloat16", "complex64", "complex128", "uint16", "uint32", "uint64",
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
     "float32", "float64", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
     "zeros_like", "ones_like", "arange", "rand", "randn", "manual_seed", *_OPS,
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "role", "transfer_guard",

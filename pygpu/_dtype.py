@@ -10,7 +10,13 @@ dtype (`numpy_of`, `to_dtype`), PyTorch's legacy names (torch.CharTensor, torch.
 and PyTorch's other spellings (torch.int, torch.short, torch.long ...: `ALIASES`).
 float16 and bfloat16 are dtypes like the others: ops read and write them directly,
 computing each element in float32 and rounding once; NumPy has no bfloat16, so its
-`numpy` is None (ml_dtypes' is used where a NumPy array must hold one)."""
+`numpy` is None (ml_dtypes' is used where a NumPy array must hold one).
+uint16, uint32, uint64 and the float8 dtypes are PyTorch's "bare" ones (c10's barebones
+unsigned types and its float8 family): no promotion with another dtype, no legacy
+constructor or cast method (torch.UInt16Tensor does not exist; Tensor.type() still names
+it). float8 tensors are stored, cast, copied, filled and indexed; their arithmetic raises
+NotImplementedError, as PyTorch's does. NumPy has none of the float8 dtypes: ml_dtypes'
+are used, as for bfloat16."""
 import numpy as np
 
 from . import _C
@@ -18,18 +24,22 @@ from . import _C
 
 class DType:
     __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "_code", "_numpy",
-                 "_kind", "_legacy")
+                 "_kind", "_legacy", "_bare")
 
-    def __init__(self, name, code, itemsize, kind, legacy, numpy_dtype):
+    def __init__(self, name, code, itemsize, kind, legacy, numpy_dtype, bare):
         self.name = name
         self._code = code
         self.itemsize = itemsize
-        # "bool", "sint", "uint", "float", "half", "complex" (pg_dtype.h's kind column)
+        # "bool", "sint", "uint", "float", "half", "complex", "fp8" (pg_dtype.h's kind column)
         self._kind = kind
-        self.is_floating_point = kind in ("float", "half")
-        self.is_signed = kind in ("sint", "float", "half", "complex")  # bool, uint8 are not
+        self.is_floating_point = kind in ("float", "half", "fp8")
+        # bool and the unsigned integers are not; nor is float8_e8m0fnu (no sign bit)
+        self.is_signed = kind in ("sint", "float", "half", "complex", "fp8") and \
+            name != "float8_e8m0fnu"
         self._legacy = legacy
         self._numpy = numpy_dtype
+        # PyTorch's bare dtypes (pg_dtype.h's pg_dtype_is_bare: the rows after complex128)
+        self._bare = bare
 
     @property
     def is_complex(self):
@@ -43,6 +53,8 @@ class DType:
         """PyTorch's dtype.to_complex(): float64 -> complex128, the other floats -> complex64."""
         if self.is_complex:
             return self
+        if self._kind == "fp8":
+            raise RuntimeError(f"Unknown Complex ScalarType for {self._legacy}")  # torch's words
         if not self.is_floating_point:
             raise RuntimeError(f"to_complex is only supported for floating point types, got "
                                f"{self}")  # (PyTorch has complex32 for float16)
@@ -72,7 +84,7 @@ class DType:
 
     @property
     def numpy(self):
-        """The matching NumPy dtype (None for bfloat16, which NumPy lacks)."""
+        """The matching NumPy dtype (None for bfloat16 and float8, which NumPy lacks)."""
         return self._numpy
 
 
@@ -88,16 +100,20 @@ def _numpy_of(name):
     return None if nd.kind == "V" else nd  # (nor is ml_dtypes' bfloat16 NumPy's)
 
 
-ALL = tuple(DType(name, code, size, kind, legacy, _numpy_of(name))
+# the bare dtypes are the rows after complex128's (pg_dtype.h's pg_dtype_is_bare)
+_LAST_FULL = next(code for name, code, *_ in _ROWS if name == "complex128")
+ALL = tuple(DType(name, code, size, kind, legacy, _numpy_of(name), code > _LAST_FULL)
             for name, code, size, kind, legacy, _alias in _ROWS)
 _BY_NAME = {d.name: d for d in ALL}
 # the module's names for them, in code order (tests/test_op_registry.py checks these are ALL)
-bool_, int64, float32, float64, float16, bfloat16, uint8, int8, int16, int32, complex64, complex128 = ALL
+(bool_, int64, float32, float64, float16, bfloat16, uint8, int8, int16, int32, complex64, complex128,
+ uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
+ float8_e8m0fnu) = ALL
 # PyTorch's other spellings (torch.int is int32, torch.long int64, torch.half float16, ...)
 ALIASES = {alias: _BY_NAME[name] for name, _c, _s, _k, _l, alias in _ROWS if alias}
 _BY_NAME.update(ALIASES)
 _BY_NAME["bool_"] = bool_
-_BY_LEGACY = {d._legacy: d for d in ALL}
+_BY_LEGACY = {d._legacy: d for d in ALL if not d._bare}  # (the bare ones have no class)
 # NumPy dtype -> DType, for the dtypes NumPy has (int64 is NumPy's long and longlong alike)
 _BY_NUMPY = {(d._numpy.kind, d._numpy.itemsize): d for d in ALL if d._numpy is not None}
 
@@ -119,9 +135,9 @@ def from_legacy_name(name):
 
 
 def numpy_of(dtype):
-    """NumPy's dtype for a pygpu dtype (ml_dtypes' for bfloat16, when installed)."""
+    """NumPy's dtype for a pygpu dtype (ml_dtypes' for bfloat16 and float8, when installed)."""
     d = to_dtype(dtype)
-    return d._numpy if d._numpy is not None else numpy_bfloat16()
+    return d._numpy if d._numpy is not None else numpy_extra(d.name)
 
 
 def to_dtype(obj):
@@ -151,8 +167,10 @@ def to_dtype(obj):
                 f"with a.astype(a.dtype.newbyteorder('='))")
         if (nd.kind, nd.itemsize) in _BY_NUMPY:
             return _BY_NUMPY[(nd.kind, nd.itemsize)]
-        if nd.kind == "V" and nd.name == "bfloat16" or str(nd) == "bfloat16":  # ml_dtypes'
-            return bfloat16
+        if nd.kind == "V" and nd.name in _BY_NAME or str(nd) in _BY_NAME:  # ml_dtypes'
+            d = _BY_NAME[nd.name if nd.name in _BY_NAME else str(nd)]
+            if d._numpy is None and d.itemsize == nd.itemsize:
+                return d
     raise TypeError(f"unsupported dtype {obj!r}: pygpu supports {SUPPORTED}")
 
 
@@ -162,7 +180,7 @@ def promote_types(type1, type2):
     return ALL[_C._promote_types(a._code, b._code)]
 
 
-_CATEGORY = {"bool": 0, "sint": 1, "uint": 1, "float": 2, "half": 2, "complex": 3}
+_CATEGORY = {"bool": 0, "sint": 1, "uint": 1, "float": 2, "half": 2, "fp8": 2, "complex": 3}
 
 
 def can_cast(from_, to):
@@ -181,13 +199,19 @@ def _import_ml_dtypes():
     return ml_dtypes
 
 
-def numpy_bfloat16():
-    """NumPy's bfloat16 dtype, from the optional ml_dtypes package (used by _C for
-    Tensor.numpy() of a bfloat16 tensor); a TypeError saying how to get it if absent."""
+def numpy_extra(name="bfloat16"):
+    """NumPy's dtype of a pygpu dtype NumPy lacks (bfloat16, the float8 dtypes), from the
+    optional ml_dtypes package (used by _C for Tensor.numpy() of such a tensor); a TypeError
+    saying how to get it if absent."""
     try:
-        return np.dtype(_import_ml_dtypes().bfloat16)
+        return np.dtype(getattr(_import_ml_dtypes(), name))
     except ImportError:
-        raise TypeError("NumPy has no bfloat16 dtype of its own: install the ml_dtypes package "
-                        "(pip install ml_dtypes) to get bfloat16 arrays, or convert with "
-                        ".astype(pygpu.float32) first (exact: every bfloat16 is a float32)"
+        raise TypeError(f"NumPy has no {name} dtype of its own: install the ml_dtypes package "
+                        f"(pip install ml_dtypes) to get {name} arrays, or convert with "
+                        f".astype(pygpu.float32) first (exact: every {name} is a float32)"
                         ) from None
+
+
+def numpy_bfloat16():
+    """numpy_extra("bfloat16")."""
+    return numpy_extra("bfloat16")

@@ -9,6 +9,14 @@ import numpy as np
 from . import _defaults, _dtype
 
 
+_C10_EPS = {"float8_e5m2fnuz": 0.125}
+
+
+def _ml_finfo(np_dtype):
+    import ml_dtypes
+    return ml_dtypes.finfo(np_dtype)
+
+
 class finfo:
     """torch.finfo(dtype): the float type's limits (bits, eps, max, min, tiny, resolution)."""
 
@@ -20,13 +28,21 @@ class finfo:
         if d.name == "bfloat16":
             self.bits, self.eps, self.max, self.tiny = 16, 2.0 ** -7, 3.3895313892515355e38, \
                 1.1754943508222875e-38
+        elif d._numpy is None:  # float8: ml_dtypes' finfo, which agrees with c10's limits
+            f = _ml_finfo(_dtype.numpy_extra(d.name))
+            self.bits, self.eps, self.max, self.tiny = f.bits, float(f.eps), float(f.max), \
+                float(f.smallest_normal)
+            # c10's numeric_limits<Float8_e5m2fnuz>::epsilon() is 2**-3 (ml_dtypes': 2**-2)
+            self.eps = _C10_EPS.get(d.name, self.eps)
         else:
             f = np.finfo(d._numpy)
             self.bits, self.eps, self.max, self.tiny = f.bits, float(f.eps), float(f.max), float(f.tiny)
         # 10 ** -(the decimal digits eps resolves), a Python float as torch's (NumPy's is the
         # dtype's own rounding of it)
         self.resolution = 10.0 ** -math.floor(-math.log10(self.eps))
-        self.min, self.smallest_normal, self.dtype = -self.max, self.tiny, d.name
+        # float8_e8m0fnu has no sign: its lowest value is its smallest, 2**-127 (torch's min)
+        self.min = -self.max if d.is_signed else self.tiny
+        self.smallest_normal, self.dtype = self.tiny, d.name
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "

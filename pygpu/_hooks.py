@@ -19,7 +19,7 @@ def tensor_repr(t):
     if t.device.type == "meta":  # a shape without values: PyTorch prints tensor(..., size=)
         return _printing.tensor_repr(t, None)
     host = t._host(_REPR)
-    if t.dtype.name == "bfloat16":  # NumPy has no bfloat16: print the exact float32 values
+    if t.dtype.numpy is None:  # bfloat16, float8: NumPy lacks them; print the exact float32 values
         host = host.astype("float32") if hasattr(host, "astype") else host
     return _printing.tensor_repr(t, host)
 

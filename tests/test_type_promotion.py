@@ -13,6 +13,28 @@ from _helpers import to_device
 
 # every dtype of the table (csrc/core/pg_dtype.h), by name
 DTYPES = [d.name for d in pygpu._dtype.ALL]
+# ... but PyTorch's bare ones (uint16/32/64, float8), which promote with no other dtype and
+# on which PyTorch runs few ops: the op-based tests below take these; test_bare_dtypes_*
+# the others
+FULL = [d.name for d in pygpu._dtype.ALL if not d._bare]
+BARE = [d.name for d in pygpu._dtype.ALL if d._bare]
+
+
+def _outcome(f):
+    """("ok", the result's dtype name) or ("raise", the exception's type, its message)."""
+    try:
+        return ("ok", _name(f()))
+    except (RuntimeError, NotImplementedError, TypeError) as e:
+        return ("raise", type(e), str(e))
+
+
+def _same_outcome(got, want, what):
+    if want[0] == "ok":
+        assert got == want, what
+    else:  # pygpu's exception is (a subclass of) torch's, with torch's words for promotion
+        assert got[0] == "raise" and issubclass(got[1], want[1]), (what, got, want)
+        if want[2].startswith("Promotion for"):
+            assert got[2] == want[2], what
 
 
 def test_every_dtype_is_torchs_with_its_attributes():
@@ -27,6 +49,10 @@ def test_every_dtype_is_torchs_with_its_attributes():
     for d in pygpu._dtype.ALL:  # the legacy names: Tensor.char(), torch.CharTensor/CharStorage
         x = torch.zeros(1, dtype=getattr(torch, d.name))
         assert pygpu.zeros(1, dtype=d).type() == x.type()
+        if d._bare:  # no Tensor.uint16(), no torch.UInt16Storage: only the type() string
+            assert not hasattr(x, d._legacy.lower()) and not hasattr(pygpu.zeros(1), d._legacy.lower())
+            assert pygpu._dtype.from_legacy_name(f"torch.{d._legacy}Storage") is None
+            continue
         if not d.is_complex:  # (torch's complex casts are cfloat()/cdouble(): test_complex.py)
             assert getattr(pygpu.zeros(1), d._legacy.lower())().dtype is d
         assert pygpu._dtype.from_legacy_name(f"torch.{d._legacy}Storage") is d
@@ -35,9 +61,10 @@ def test_every_dtype_is_torchs_with_its_attributes():
 def test_promote_types_is_torchs_over_every_pair():
     torch = pytest.importorskip("torch")
     for a in DTYPES:
-        for b in DTYPES:
-            want = _name(torch.promote_types(getattr(torch, a), getattr(torch, b)))
-            assert _name(pygpu.promote_types(getattr(pygpu, a), getattr(pygpu, b))) == want, (a, b)
+        for b in DTYPES:  # (the bare dtypes with others: torch's RuntimeError, in its words)
+            want = _outcome(lambda: torch.promote_types(getattr(torch, a), getattr(torch, b)))
+            got = _outcome(lambda: pygpu.promote_types(getattr(pygpu, a), getattr(pygpu, b)))
+            _same_outcome(got, want, (a, b))
 
 
 def test_can_cast_is_torchs_over_every_pair():
@@ -59,8 +86,8 @@ def test_result_type_is_torchs(a):
         x_t, x_p = _ones(torch, a, shape), _ones(pygpu, a, shape)
         for o_t, o_p in others:
             for args_t, args_p in (((x_t, o_t), (x_p, o_p)), ((o_t, x_t), (o_p, x_p))):
-                want = _name(torch.result_type(*args_t))
-                assert _name(pygpu.result_type(*args_p)) == want, (a, shape, o_t)
+                want = _outcome(lambda: torch.result_type(*args_t))
+                _same_outcome(_outcome(lambda: pygpu.result_type(*args_p)), want, (a, shape, o_t))
 
 
 def test_iinfo_and_finfo_are_torchs():
@@ -96,8 +123,29 @@ def _name(dtype):
     return "complex64" if name == "complex32" else name
 
 
-@pytest.mark.parametrize("a", DTYPES)
-@pytest.mark.parametrize("b", DTYPES)
+@pytest.mark.parametrize("a", BARE)
+def test_bare_dtypes_with_every_dtype_promote_or_refuse_as_torch(device, a):
+    """A bare dtype's tensor with a tensor of every dtype (both ways round, with dimensions and
+    0-d), and with Python numbers: torch's result dtype, or its promotion RuntimeError in its
+    words, or (float8 arithmetic) its NotImplementedError."""
+    torch = pytest.importorskip("torch")
+    for b in DTYPES:
+        for shapes in [((2,), (2,)), ((2,), ()), ((), (2,))]:
+            x_t, y_t = _ones(torch, a, shapes[0]), _ones(torch, b, shapes[1])
+            x_p, y_p = _ones(pygpu, a, shapes[0], device), _ones(pygpu, b, shapes[1], device)
+            want = _outcome(lambda: torch.result_type(x_t, y_t))
+            _same_outcome(_outcome(lambda: pygpu.result_type(x_p, y_p)), want, (a, b, shapes))
+            if want[0] == "raise":  # the op refuses as torch's does
+                _same_outcome(_outcome(lambda: (x_p * y_p).dtype), _outcome(lambda: (x_t * y_t).dtype),
+                              (a, b, shapes))
+    for scalar in (True, 3, 2.5):
+        x_t, x_p = _ones(torch, a, (2,)), _ones(pygpu, a, (2,), device)
+        _same_outcome(_outcome(lambda: pygpu.result_type(x_p, scalar)),
+                      _outcome(lambda: torch.result_type(x_t, scalar)), (a, scalar))
+
+
+@pytest.mark.parametrize("a", FULL)
+@pytest.mark.parametrize("b", FULL)
 def test_tensor_with_tensor_matches_torch_result_type(device, a, b):
     torch = pytest.importorskip("torch")
     # each pairing of dimensioned and 0-d operands (a 0-d one counts only by its kind)
@@ -112,7 +160,7 @@ def test_tensor_with_tensor_matches_torch_result_type(device, a, b):
             assert _name((x + y).dtype) == want, (a, b, shapes)
 
 
-@pytest.mark.parametrize("a", DTYPES)
+@pytest.mark.parametrize("a", FULL)
 @pytest.mark.parametrize("scalar", [True, 3, 2.5])
 def test_tensor_with_python_scalar_matches_torch(device, a, scalar):
     torch = pytest.importorskip("torch")

@@ -78,6 +78,7 @@ static PyObject **const g_exc_of_status[PG_NUM_STATUS] = {
     [PG_ERR_OVERFLOW] = &PyExc_OverflowError,
     [PG_ERR_COMM] = &pg_exc_nccl,
     [PG_ERR_ASYNC_INDEX] = &pg_exc_async_index,
+    [PG_ERR_NOT_IMPLEMENTED] = &PyExc_NotImplementedError,
 };
 
 int pg_errors_init(PyObject *m)

@@ -31,8 +31,8 @@ int pg_numpy_init(void)
 /* Every exchange format below names a dtype by its kind and size, as NumPy's array
  * interface does ('i' and 4 bytes: int32), from pg_dtype.h's kind and size columns: one
  * mapping for NumPy, the buffer protocol, __cuda_array_interface__ and DLPack. NumPy's
- * kind character: 'b' bool, 'i' signed, 'u' unsigned, 'f' float; 0 for bfloat16, which
- * NumPy lacks (ml_dtypes' is a user type, named below). */
+ * kind character: 'b' bool, 'i' signed, 'u' unsigned, 'f' float; 0 for bfloat16 and the
+ * float8 dtypes, which NumPy lacks (ml_dtypes' are user types of the same names, below). */
 static char npy_kind(int dt)
 {
     switch (pg_dtype_kind_of((pg_dtype)dt)) {
@@ -41,6 +41,7 @@ static char npy_kind(int dt)
     case PG_KIND_UINT: return 'u';
     case PG_KIND_FLOAT: return 'f';
     case PG_KIND_COMPLEX: return 'c';
+    case PG_KIND_FP8: return 0;
     default: return dt == PG_BFLOAT16 ? 0 : 'f'; /* float16 is NumPy's 'e' */
     }
 }
@@ -72,20 +73,24 @@ static int from_npy_type(PyArray_Descr *d)
                                          "supported; convert with a.astype(a.dtype.newbyteorder('='))");
         return -1;
     }
-    if (d->type_num >= NPY_USERDEF && PyDataType_ELSIZE(d) == 2) { /* ml_dtypes.bfloat16 */
+    if (d->type_num >= NPY_USERDEF) { /* ml_dtypes' bfloat16 and float8s, by name and size */
         PyObject *name = PyObject_Str((PyObject *)d);
-        int is_bf16 = name && PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "bfloat16") == 0;
+        int found = -1;
+        for (int dt = 0; dt < PG_NUM_DTYPES && name && PyUnicode_Check(name); dt++)
+            if (!npy_kind(dt) && (size_t)PyDataType_ELSIZE(d) == pg_dtype_size((pg_dtype)dt) &&
+                PyUnicode_CompareWithASCIIString(name, pg_dtype_name((pg_dtype)dt)) == 0)
+                found = dt;
         Py_XDECREF(name);
         PyErr_Clear();
-        if (is_bf16)
-            return PG_BFLOAT16;
+        if (found >= 0)
+            return found;
     }
     if (d->type_num < NPY_USERDEF) /* by kind and size: int64 is NumPy's long and longlong */
         for (int dt = 0; dt < PG_NUM_DTYPES; dt++)
             if (npy_kind(dt) == d->kind && (size_t)PyDataType_ELSIZE(d) == pg_dtype_size((pg_dtype)dt))
                 return dt;
     PyObject *name = PyObject_Str((PyObject *)d);
-    char names[160];
+    char names[400];
     pg_dtype_list(names, sizeof names);
     PyErr_Format(PyExc_TypeError,
                  "unsupported dtype %S: pygpu supports %s; "
@@ -99,14 +104,14 @@ PyObject *pg_numpy_view(PyTensor *cpu)
 {
     const pg_tensor *t = &cpu->t;
     PyArray_Descr *descr = NULL;
-    if (npy_type(t->dtype) < 0) { /* bfloat16: ml_dtypes' NumPy dtype, or the hook's TypeError */
-        PyObject *hook = pg_hook("numpy_bfloat16");
-        PyObject *d = hook ? PyObject_CallNoArgs(hook) : NULL;
+    if (npy_type(t->dtype) < 0) { /* bfloat16, float8: ml_dtypes' NumPy dtype, or the hook's TypeError */
+        PyObject *hook = pg_hook("numpy_extra");
+        PyObject *d = hook ? PyObject_CallFunction(hook, "s", pg_dtype_name((pg_dtype)t->dtype)) : NULL;
         if (!d)
             return NULL;
         if (!PyArray_DescrCheck(d)) {
             Py_DECREF(d);
-            return PyErr_Format(PyExc_TypeError, "numpy_bfloat16 hook must return a NumPy dtype");
+            return PyErr_Format(PyExc_TypeError, "numpy_extra hook must return a NumPy dtype");
         }
         descr = (PyArray_Descr *)d; /* reference stolen by PyArray_NewFromDescr */
     }
@@ -247,9 +252,10 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
         PyErr_SetString(PyExc_BufferError, "the tensor is read-only");
         return -1;
     }
-    if (t->dtype == PG_BFLOAT16) {
-        PyErr_SetString(PyExc_BufferError, "bfloat16 has no buffer-protocol format (NumPy and "
-                                           "struct lack it); convert with .astype(pygpu.float32)");
+    if (!npy_kind(t->dtype)) { /* bfloat16, float8 */
+        PyErr_Format(PyExc_BufferError, "%s has no buffer-protocol format (NumPy and struct lack "
+                                        "it); convert with .astype(pygpu.float32)",
+                     pg_dtype_name((pg_dtype)t->dtype));
         return -1;
     }
     /* a consumer that asks for contiguous memory indexes it without strides */
@@ -499,9 +505,12 @@ static void capsule_destructor(PyObject *cap)
 /* DLPack's type of a dtype: its kind's code and its bits */
 static DLDataType dl_type(int dt)
 {
+    /* the float8 dtypes: DLPack 1.0's float8 codes are not in this header (kDLOpaqueHandle's
+     * neighbours); an export names none and an import matches none */
     static const uint8_t codes[] = {[PG_KIND_BOOL] = kDLBool, [PG_KIND_SINT] = kDLInt,
                                     [PG_KIND_UINT] = kDLUInt, [PG_KIND_FLOAT] = kDLFloat,
-                                    [PG_KIND_HALF] = kDLFloat, [PG_KIND_COMPLEX] = kDLComplex};
+                                    [PG_KIND_HALF] = kDLFloat, [PG_KIND_COMPLEX] = kDLComplex,
+                                    [PG_KIND_FP8] = 0xff};
     uint8_t code = dt == PG_BFLOAT16 ? kDLBfloat : codes[pg_dtype_kind_of((pg_dtype)dt)];
     return (DLDataType){code, (uint8_t)(8 * pg_dtype_size((pg_dtype)dt)), 1};
 }
@@ -570,6 +579,10 @@ PyObject *pg_dlpack_dunder(PyObject *self, PyObject *args, PyObject *kwargs)
             return NULL;
         versioned = major >= 1;
     }
+    if (dl_type(t->dtype).code == 0xff)
+        return PyErr_Format(PyExc_BufferError, "%s has no DLPack type pygpu exports; convert "
+                                               "with .to(pygpu.float32) or view it as uint8 first",
+                            pg_dtype_name((pg_dtype)t->dtype));
     export_block *b = PyMem_RawCalloc(1, sizeof *b);
     if (!b)
         return PyErr_NoMemory();
@@ -718,7 +731,7 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj)
         if (dl_type(i).code == dl->dtype.code && dl_type(i).bits == dl->dtype.bits && dl->dtype.lanes == 1)
             dt = i;
     const char *why = NULL;
-    char why_dtype[200] = "unsupported DLPack dtype: pygpu supports ";
+    char why_dtype[400] = "unsupported DLPack dtype: pygpu supports ";
     bool on_cuda = dl->device.device_type == kDLCUDA || dl->device.device_type == kDLCUDAManaged;
     if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost && !on_cuda)
         why = "only host (CPU) and CUDA memory can be imported";

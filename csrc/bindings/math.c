@@ -366,17 +366,18 @@ static PyObject *f_has_node(PyObject *mod, PyObject *args)
 }
 
 /* _C._dtype_table(): (((name, code, itemsize, kind, legacy, alias), ...), "float32, ... and
- * bool"): pg_dtype.h's table (kind: "bool", "sint", "uint", "float", "half", "complex"), and the list
+ * bool"): pg_dtype.h's table (kind: "bool", "sint", "uint", "float", "half", "complex", "fp8"), and the list
  * messages name the dtypes by. */
 static PyObject *f_dtype_table(PyObject *mod, PyObject *noargs)
 {
     (void)mod;
     (void)noargs;
-    char text[256];
+    char text[400];
     pg_dtype_list(text, sizeof text);
     static const char *const kinds[] = {[PG_KIND_BOOL] = "bool", [PG_KIND_SINT] = "sint",
                                         [PG_KIND_UINT] = "uint", [PG_KIND_FLOAT] = "float",
-                                        [PG_KIND_HALF] = "half", [PG_KIND_COMPLEX] = "complex"};
+                                        [PG_KIND_HALF] = "half", [PG_KIND_COMPLEX] = "complex",
+                                        [PG_KIND_FP8] = "fp8"};
     return Py_BuildValue("(("
 #define PG_DTYPE_FMT(...) "(sinsss)"
                          PG_DTYPES(PG_DTYPE_FMT)
@@ -398,6 +399,9 @@ static PyObject *f_promote_types(PyObject *mod, PyObject *args)
         return NULL;
     if (!pg_dtype_valid(a) || !pg_dtype_valid(b))
         return PyErr_Format(PyExc_ValueError, "_promote_types: no dtype codes %d, %d", a, b);
+    pg_status st = (pg_status)pg_dtype_promote_check((pg_dtype)a, (pg_dtype)b);
+    if (st != PG_OK)
+        return pg_raise(st);
     return PyLong_FromLong(pg_dtype_promote((pg_dtype)a, (pg_dtype)b));
 }
 
@@ -423,7 +427,9 @@ static PyObject *f_result_type(PyObject *mod, PyObject *arg)
         pg_result_state_add(&s, (pg_dtype)code, prio);
     }
     Py_DECREF(seq);
-    return PyLong_FromLong(pg_dtype_result_of(&s));
+    int r;
+    pg_status st = (pg_status)pg_dtype_result_check(&s, &r);
+    return st == PG_OK ? PyLong_FromLong(r) : pg_raise(st);
 }
 
 /* elementwise_methods.c: where (a copy and a SELECT node) and clamp's one-node calls */

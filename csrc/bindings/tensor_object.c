@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../core/pg_backend.h"
+#include "../core/pg_fp8.h"
 #include "../core/pg_half.h"
 
 static PyObject *g_dtypes[PG_NUM_DTYPES];
@@ -362,6 +363,7 @@ PyObject *pg_item(PyTensor *self)
 #define PG_ITEM_KIND_FLOAT(ID, T, p) PyFloat_FromDouble(*(const T *)p)
 #define PG_ITEM_KIND_HALF(ID, T, p) PyFloat_FromDouble(pg_##ID##_to_double(*(const T *)p))
 #define PG_ITEM_KIND_COMPLEX(ID, T, p) PyComplex_FromDoubles(((const T *)p)->re, ((const T *)p)->im)
+#define PG_ITEM_KIND_FP8(ID, T, p) PyFloat_FromDouble(pg_fp8_to_double_##ID(*(const T *)p))
 #define pg_FLOAT16_to_double pg_f16_to_double
 #define pg_BFLOAT16_to_double pg_bf16_to_double
         PG_DTYPES(PG_ITEM_CASE)

@@ -40,8 +40,15 @@ const pg_backend *pg_backend_get(int type)
                : NULL;
 }
 
+/* The node kinds that only store, move or fill elements: all a float8 tensor reaches, as in
+ * PyTorch, where its casts, copies, fills and indexing run and its arithmetic does not. */
+static bool moves_only(int op) { return op == PG_OP_COPY || op == PG_OP_FILL || op == PG_OP_INDEX; }
+
 pg_status pg_backend_check_op(pg_device dev, int op, int dtype, const char *what)
 {
+    if (pg_dtype_is_fp8((pg_dtype)dtype) && !moves_only(op))
+        return pg_error_set(PG_ERR_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'", what,
+                            pg_dtype_legacy_name((pg_dtype)dtype));
     const pg_backend *be = pg_backend_get(dev.type);
     if (!be || !be->supports_op || be->supports_op(be, op, dtype))
         return PG_OK;

@@ -27,15 +27,23 @@
  *   size    bytes per element
  *   ctype   the host C type an element is stored as (the halves: their bits)
  *   kind    KIND_BOOL, KIND_SINT (signed integer), KIND_UINT, KIND_FLOAT, KIND_HALF
- *           (a 16-bit float computed in float32), KIND_COMPLEX (a pair of the calc type);
- *           read by pg_dtype_kind() and by the filtered lists below
+ *           (a 16-bit float computed in float32), KIND_COMPLEX (a pair of the calc type),
+ *           KIND_FP8 (an 8-bit float that is stored, cast, moved and compared, as PyTorch's
+ *           float8 dtypes: pg_fp8.h reads its bits); read by pg_dtype_kind() and by the
+ *           filtered lists below
  *   calc    the C type an element is computed in: an integer's unsigned type of at least
  *           int's width (arithmetic wraps there, as PyTorch's does, with no undefined
  *           behaviour), float for the halves, a complex dtype's part (float, double),
  *           the type itself for the others
- *   legacy  PyTorch's legacy name: "Char" gives torch.CharTensor, torch.CharStorage
- *           (what a checkpoint's pickle names) and the cast method Tensor.char()
+ *   legacy  PyTorch's legacy name, c10's ScalarType name: "Char" gives torch.CharTensor,
+ *           torch.CharStorage (what a checkpoint's pickle names) and the cast method
+ *           Tensor.char(); "UInt16" only the type string Tensor.type() gives and the name
+ *           PyTorch's "not implemented for 'UInt16'" uses (the bare dtypes, below, have no
+ *           legacy class or cast method)
  *   alias   PyTorch's other spelling, torch.int for int32 ("" for none)
+ * Rows after COMPLEX128 are PyTorch's "bare" dtypes (pg_dtype_is_bare): uint16, uint32 and
+ * uint64 (c10's barebones unsigned types) and the float8 family, on which PyTorch runs few
+ * ops and refuses promotion with any other dtype (pg_dtype.c's table says so).
  * The enum, the sizes, pg_dtype.c's names and kinds, _C._dtype_table() (from which
  * pygpu/_dtype.py makes its DType objects, its messages and the NumPy and storage-name
  * mappings), the CPU kernels' per-dtype instantiations (PG_INT_DTYPES) and the CUDA
@@ -52,7 +60,15 @@
     P(X, INT16, "int16", 2, int16_t, KIND_SINT, uint32_t, "Short", "short")               \
     P(X, INT32, "int32", 4, int32_t, KIND_SINT, uint32_t, "Int", "int")                   \
     P(X, COMPLEX64, "complex64", 8, pg_complex64, KIND_COMPLEX, float, "ComplexFloat", "cfloat") \
-    P(X, COMPLEX128, "complex128", 16, pg_complex128, KIND_COMPLEX, double, "ComplexDouble", "cdouble")
+    P(X, COMPLEX128, "complex128", 16, pg_complex128, KIND_COMPLEX, double, "ComplexDouble", "cdouble") \
+    P(X, UINT16, "uint16", 2, uint16_t, KIND_UINT, uint32_t, "UInt16", "")                \
+    P(X, UINT32, "uint32", 4, uint32_t, KIND_UINT, uint32_t, "UInt32", "")                \
+    P(X, UINT64, "uint64", 8, uint64_t, KIND_UINT, uint64_t, "UInt64", "")                \
+    P(X, FLOAT8_E4M3FN, "float8_e4m3fn", 1, uint8_t, KIND_FP8, float, "Float8_e4m3fn", "") \
+    P(X, FLOAT8_E5M2, "float8_e5m2", 1, uint8_t, KIND_FP8, float, "Float8_e5m2", "")       \
+    P(X, FLOAT8_E4M3FNUZ, "float8_e4m3fnuz", 1, uint8_t, KIND_FP8, float, "Float8_e4m3fnuz", "") \
+    P(X, FLOAT8_E5M2FNUZ, "float8_e5m2fnuz", 1, uint8_t, KIND_FP8, float, "Float8_e5m2fnuz", "") \
+    P(X, FLOAT8_E8M0FNU, "float8_e8m0fnu", 1, uint8_t, KIND_FP8, float, "Float8_e8m0fnu", "")
 
 /* X(ID, name, size, ctype, kind, calc, legacy, alias) for every row */
 #define PG_DTYPES(X) PG_DTYPE_ROWS(PG_DTYPE_EVERY, X)
@@ -71,6 +87,19 @@
 #define PG_DTYPE_IF_REAL_KIND_FLOAT(X, ...) X(__VA_ARGS__)
 #define PG_DTYPE_IF_REAL_KIND_HALF(X, ...) X(__VA_ARGS__)
 #define PG_DTYPE_IF_REAL_KIND_COMPLEX(X, ...)
+#define PG_DTYPE_IF_REAL_KIND_FP8(X, ...) X(__VA_ARGS__)
+/* ... for the rows a kernel computes in (every real row but the float8 ones, which only the
+ * CPU's casts read, through pg_fp8.h): the CUDA kernels' dtype dispatch */
+#define PG_COMPUTED_DTYPES(X) PG_DTYPE_ROWS(PG_DTYPE_IF_COMPUTED, X)
+#define PG_DTYPE_IF_COMPUTED(X, ID, name, size, ctype, kind, ...) \
+    PG_DTYPE_IF_COMPUTED_##kind(X, ID, name, size, ctype, kind, __VA_ARGS__)
+#define PG_DTYPE_IF_COMPUTED_KIND_BOOL(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_COMPUTED_KIND_SINT(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_COMPUTED_KIND_UINT(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_COMPUTED_KIND_FLOAT(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_COMPUTED_KIND_HALF(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_COMPUTED_KIND_COMPLEX(X, ...)
+#define PG_DTYPE_IF_COMPUTED_KIND_FP8(X, ...)
 #define PG_DTYPE_IF_INT(X, ID, name, size, ctype, kind, ...) \
     PG_DTYPE_IF_INT_##kind(X, ID, name, size, ctype, kind, __VA_ARGS__)
 #define PG_DTYPE_IF_INT_KIND_SINT(X, ...) X(__VA_ARGS__)
@@ -79,6 +108,7 @@
 #define PG_DTYPE_IF_INT_KIND_FLOAT(X, ...)
 #define PG_DTYPE_IF_INT_KIND_HALF(X, ...)
 #define PG_DTYPE_IF_INT_KIND_COMPLEX(X, ...)
+#define PG_DTYPE_IF_INT_KIND_FP8(X, ...)
 
 /* a complex element as it lies in memory: NumPy's and C99's layout (real, then imaginary) */
 typedef struct pg_complex64 {
@@ -97,7 +127,8 @@ typedef enum pg_dtype {
 
 /* the kind column as values */
 typedef enum pg_dtype_kind {
-    PG_KIND_BOOL, PG_KIND_SINT, PG_KIND_UINT, PG_KIND_FLOAT, PG_KIND_HALF, PG_KIND_COMPLEX
+    PG_KIND_BOOL, PG_KIND_SINT, PG_KIND_UINT, PG_KIND_FLOAT, PG_KIND_HALF, PG_KIND_COMPLEX,
+    PG_KIND_FP8
 } pg_dtype_kind;
 
 /* Inline (and so usable by the CUDA plugin, which links no core symbol). */
@@ -123,39 +154,50 @@ static inline bool pg_dtype_is_int(pg_dtype dt)
     pg_dtype_kind k = pg_dtype_kind_of(dt);
     return k == PG_KIND_SINT || k == PG_KIND_UINT;
 }
-/* an integer narrower than int64 (int8, uint8, int16, int32) */
+/* an integer other than int64 (int8, uint8, int16, int32, uint16, uint32, uint64): the
+ * reductions, sorts, cumulative sums and matmul run them as int64 and cast back. Exact for
+ * the narrower ones; uint64 keeps its bits, so its sums and products wrap as PyTorch's int64
+ * results do, but an order (sort, max) of values of 2**63 and above is int64's. */
 static inline bool pg_dtype_is_narrow_int(pg_dtype dt)
 {
     return pg_dtype_is_int(dt) && dt != PG_INT64;
 }
-/* every float dtype: float32, float64 and the halves */
+/* every float dtype a kernel computes: float32, float64 and the halves (not float8) */
 static inline bool pg_dtype_is_float(pg_dtype dt)
 {
     pg_dtype_kind k = pg_dtype_kind_of(dt);
     return k == PG_KIND_FLOAT || k == PG_KIND_HALF;
 }
+/* a float8 dtype (PyTorch's is_floating_point holds; only casts and moves read its bits) */
+static inline bool pg_dtype_is_fp8(pg_dtype dt) { return pg_dtype_kind_of(dt) == PG_KIND_FP8; }
+/* PyTorch's "bare" dtypes, the rows after complex128: uint16, uint32, uint64 (c10's
+ * isBarebonesUnsignedType) and float8. PyTorch refuses their promotion with any other
+ * dtype and runs few ops on them (float8: casts, moves, comparisons for equality). */
+static inline bool pg_dtype_is_bare(pg_dtype dt) { return dt > PG_COMPLEX128; }
 /* complex64 or complex128 (PyTorch's dtype.is_complex) */
 static inline bool pg_dtype_is_complex(pg_dtype dt) { return pg_dtype_kind_of(dt) == PG_KIND_COMPLEX; }
 /* a complex dtype's part (complex64: float32), and the complex dtype whose part a float is
  * (float64: complex128; float32 and the halves: complex64, as pygpu has no complex32) */
 static inline pg_dtype pg_dtype_complex_part(pg_dtype dt) { return dt == PG_COMPLEX128 ? PG_FLOAT64 : PG_FLOAT32; }
 static inline pg_dtype pg_dtype_to_complex(pg_dtype dt) { return dt == PG_FLOAT64 || dt == PG_COMPLEX128 ? PG_COMPLEX128 : PG_COMPLEX64; }
-/* PyTorch's dtype.is_signed: the signed integers, the floats and the complex dtypes */
+/* PyTorch's dtype.is_signed: the signed integers, the floats and the complex dtypes (float8
+ * too, but float8_e8m0fnu, which has no sign bit) */
 static inline bool pg_dtype_is_signed(pg_dtype dt)
 {
     pg_dtype_kind k = pg_dtype_kind_of(dt);
-    return k != PG_KIND_BOOL && k != PG_KIND_UINT;
+    return k != PG_KIND_BOOL && k != PG_KIND_UINT && dt != PG_FLOAT8_E8M0FNU;
 }
 /* the category promotion compares (c10's): bool 0 < integer 1 < float 2 < complex 3 */
 static inline int pg_dtype_category(pg_dtype dt)
 {
-    return dt == PG_BOOL ? 0 : pg_dtype_is_complex(dt) ? 3 : pg_dtype_is_float(dt) ? 2 : 1;
+    return dt == PG_BOOL ? 0 : pg_dtype_is_complex(dt) ? 3 : pg_dtype_is_float(dt) || pg_dtype_is_fp8(dt) ? 2 : 1;
 }
 const char *pg_dtype_name(pg_dtype dt);
+const char *pg_dtype_legacy_name(pg_dtype dt); /* the legacy column, c10's name: "UInt16" */
 bool pg_dtype_valid(int code);      /* a known code */
 bool pg_dtype_supported(pg_dtype dt); /* can be stored, cast and moved (every valid code) */
 /* "float32, float64, float16, bfloat16, int64, int32, ... and bool": every dtype, for
- * messages (floats first, then the integers widest first); written into buf (256 bytes are
+ * messages (floats first, then the integers widest first); written into buf (400 bytes are
  * plenty). */
 void pg_dtype_list(char *buf, size_t len);
 
@@ -165,6 +207,12 @@ void pg_dtype_list(char *buf, size_t len);
  * float64), float16 with bfloat16 gives float32. 0-d tensors and Python scalars:
  * pg_dtype_result_of (below). */
 pg_dtype pg_dtype_promote(pg_dtype a, pg_dtype b);
+/* PG_NO_PROMOTION where c10's table has no entry (a bare dtype with another dtype: uint16
+ * with int8, float8_e5m2 with float32); pg_dtype_promote_check turns it into PyTorch's
+ * RuntimeError ("Promotion for uint16, uint32, uint64 types is not supported, ...") */
+#define PG_NO_PROMOTION 0xff
+int pg_dtype_promote_or_none(pg_dtype a, pg_dtype b);
+int pg_dtype_promote_check(pg_dtype a, pg_dtype b); /* 0, or a pg_status with the message set */
 
 /* torch.result_type's three priorities, c10's ResultTypeState: operands with dimensions,
  * 0-d tensors and Python numbers (wrapped: a Python float counts as the default dtype,
@@ -175,9 +223,13 @@ pg_dtype pg_dtype_promote(pg_dtype a, pg_dtype b);
  * result of the higher one takes the lower's dtype. */
 typedef struct pg_result_state {
     int dim, zero, wrapped;
+    int bad_a, bad_b; /* the first pair c10 cannot promote (-1: none) */
 } pg_result_state;
-#define PG_RESULT_STATE_INIT {-1, -1, -1}
+#define PG_RESULT_STATE_INIT {-1, -1, -1, -1, -1}
 void pg_result_state_add(pg_result_state *s, pg_dtype dt, int priority); /* 0, 1, 2 as above */
 pg_dtype pg_dtype_result_of(const pg_result_state *s);
+/* pg_dtype_result_of, or PyTorch's promotion error for the first pair it could not promote
+ * (a pg_status, 0 when fine) */
+int pg_dtype_result_check(const pg_result_state *s, int *out);
 
 #endif

@@ -45,7 +45,7 @@ pg_status pg_prepare_operand(const pg_tensor *t, int dt, int ndim, const int64_t
 /* The dtype two tensors' elementwise op computes in, as torch.result_type: a 0-d tensor
  * and a tensor with dimensions give the latter's dtype unless the 0-d one is of a higher
  * kind (bool < integer < float); otherwise pg_dtype_promote. */
-pg_dtype pg_dtype_result(const pg_tensor *a, const pg_tensor *b);
+pg_status pg_dtype_result(const pg_tensor *a, const pg_tensor *b, int *dt); /* PyTorch's error where c10 cannot promote */
 
 /* A Python scalar operand, kept with its kind for promotion (it only lifts the kind). */
 enum { PG_SCALAR_BOOL, PG_SCALAR_INT, PG_SCALAR_FLOAT };

@@ -27,12 +27,12 @@
 /* bool < integer < float: what promotion and in-place casts compare */
 static int dtype_kind(int dt) { return pg_dtype_category((pg_dtype)dt); }
 
-pg_dtype pg_dtype_result(const pg_tensor *a, const pg_tensor *b)
+pg_status pg_dtype_result(const pg_tensor *a, const pg_tensor *b, int *dt)
 {
     pg_result_state s = PG_RESULT_STATE_INIT;
     pg_result_state_add(&s, (pg_dtype)a->dtype, a->ndim == 0);
     pg_result_state_add(&s, (pg_dtype)b->dtype, b->ndim == 0);
-    return pg_dtype_result_of(&s);
+    return (pg_status)pg_dtype_result_check(&s, dt);
 }
 
 static const char *const bin_names[PG_NUM_BINARY] = {
@@ -297,6 +297,8 @@ static pg_status launch_one_input(pg_node *n, const pg_tensor *a, int dt, pg_ten
  * names the op, the dtype and the device of `t` (an operand). */
 static pg_status compute_dtype(const char *name, int in, int ct, const pg_tensor *t, int *compute)
 {
+    if (pg_dtype_is_fp8((pg_dtype)ct)) /* no arithmetic on float8 in PyTorch: casts only */
+        return pg_backend_check_op(pg_tensor_device(t), PG_OP_BINARY, ct, name);
     bool is_float = pg_dtype_is_float((pg_dtype)ct);
     const char *dt = pg_dtype_name((pg_dtype)ct);
     char dev[24];
@@ -360,7 +362,8 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     const char *name = bin_names[op];
     PG_TRY(pg_check_same_device(name, a, b));
     int ct, rt;
-    PG_TRY(arithmetic_dtype(op, pg_dtype_result(a, b), a, &ct, &rt));
+    PG_TRY(pg_dtype_result(a, b, &ct));
+    PG_TRY(arithmetic_dtype(op, ct, a, &ct, &rt));
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_BINARY, ct, name));
     int nd;
     int64_t shape[PG_MAX_DIMS];
@@ -496,7 +499,8 @@ pg_status pg_op_binary_(int op, const pg_tensor *self, const pg_tensor *b)
     PG_TRY(pg_check_same_device(name, self, b));
     int ct, rt, nd;
     int64_t shape[PG_MAX_DIMS];
-    PG_TRY(arithmetic_dtype(op, pg_dtype_result(self, b), self, &ct, &rt));
+    PG_TRY(pg_dtype_result(self, b, &ct));
+    PG_TRY(arithmetic_dtype(op, ct, self, &ct, &rt));
     PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_BINARY, ct, name));
     PG_TRY(pg_broadcast_shapes(self->ndim, self->shape, b->ndim, b->shape, &nd, shape, name));
     PG_TRY(check_inplace(name, self, rt, nd, shape));
@@ -612,7 +616,8 @@ pg_status pg_op_where(const pg_tensor *cond, const pg_tensor *a, const pg_tensor
                             "where: expected condition to be a bool tensor, got %s (compare "
                             "first, e.g. x > 0, or .astype(pygpu.bool))",
                             pg_dtype_name((pg_dtype)cond->dtype));
-    int dt = pg_dtype_result(a, b);
+    int dt;
+    PG_TRY(pg_dtype_result(a, b, &dt));
     PG_TRY(pg_backend_check_op(pg_tensor_device(cond), PG_OP_SELECT, dt, "where"));
     int nd, nd2;
     int64_t s1[PG_MAX_DIMS], shape[PG_MAX_DIMS];

@@ -295,6 +295,7 @@ pg_status pg_op_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
     /* float16/bfloat16 run the half GEMM (fp32 accumulation), result in the half dtype; the
      * integers narrower than int64 run the int64 product and wrap back to their dtype (exact:
      * wrapping commutes with sums and products), as PyTorch's integer matmul on the CPU */
+    PG_TRY((pg_status)pg_dtype_promote_check((pg_dtype)a->dtype, (pg_dtype)b->dtype));
     int out_dt = pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
     int dt = pg_dtype_is_narrow_int((pg_dtype)out_dt) ? PG_INT64 : out_dt;
     PG_TRY(pg_backend_check_op(dev, PG_OP_MATMUL, dt, "matmul"));

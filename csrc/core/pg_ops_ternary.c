@@ -39,11 +39,12 @@ static pg_status ternary(int op, const pg_tensor *a, const pg_tensor *b, const p
     if (c)
         PG_TRY(pg_check_same_device(name, a, c));
     pg_tensor ab = *b; /* only dtype and ndim are read: the promotion of a, b (and c) */
-    int dt = pg_dtype_result(a, b);
+    int dt;
+    PG_TRY(pg_dtype_result(a, b, &dt));
     if (c) {
         pg_tensor tmp = *c;
         ab.dtype = dt;
-        dt = pg_dtype_result(&ab, &tmp);
+        PG_TRY(pg_dtype_result(&ab, &tmp, &dt));
     }
     char dev[24];
     pg_device_str(pg_tensor_device(a), dev, sizeof dev);

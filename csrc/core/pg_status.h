@@ -25,6 +25,8 @@ typedef enum pg_status {
     PG_ERR_COMM,        /* a collective failed/timed out -> pygpu.NcclError (RuntimeError) */
     PG_ERR_ASYNC_INDEX, /* an asynchronous op met an index out of range (its values live on the
                            device)                       -> pygpu.AsyncIndexError (AsyncOpError, IndexError) */
+    PG_ERR_NOT_IMPLEMENTED, /* an op PyTorch has no kernel of for a dtype (its "add_stub" not
+                               implemented for 'Float8_e4m3fn') -> NotImplementedError */
     PG_NUM_STATUS
 } pg_status;
 

@@ -119,6 +119,9 @@ def full(shape, fill_value, dtype=None, device=None):
         raise OverflowError(f"full(): the fill value {fill_value} is out of range for int64 "
                             f"(-2**63 to 2**63 - 1); pass dtype=pygpu.float64 to store it as "
                             f"a float")
+    if (dtype is _dtype.uint64 and isinstance(fill_value, numbers.Integral)
+            and _INT64_MAX < fill_value < 2**64):
+        fill_value -= 2**64  # the same bits as int64, which the C core's fill takes
     dims = _shape((shape,), "full", "full((2, 3), value)")
     if dtype.is_complex:  # the pairs filled through the real views
         out = _C._full(dims, None, dtype, _dev(device))
@@ -221,6 +224,11 @@ def _python_ints_checked(data, arr, dtype):
     big, has_float = _scan_numbers(data)
     if big is None:
         return arr
+    if not has_float and 0 <= big < 2**64 and dtype is not None and to_dtype(dtype) is _dtype.uint64:
+        try:  # 2**63 .. 2**64 - 1 as uint64, as torch.tensor([...], dtype=torch.uint64)
+            return np.asarray(data, dtype=np.uint64)
+        except OverflowError:
+            raise OverflowError("can't convert negative int to unsigned") from None
     if has_float or (dtype is not None and to_dtype(dtype).is_floating_point):
         return np.asarray(data, dtype=np.float64)
     raise OverflowError(f"tensor(): the integer {big} is too large for int64, which holds "
@@ -269,16 +277,12 @@ def tensor(data, dtype=None, device=None):
         dt = _defaults.dtype().to_complex()  # Python complex numbers: complex64 by default
     else:
         dt = to_dtype(arr.dtype)
-    if arr.dtype.kind == "V" and str(arr.dtype) == "bfloat16":  # ml_dtypes.bfloat16: the bits
+    if arr.dtype.kind == "V" and str(arr.dtype) in _dtype._BY_NAME:  # ml_dtypes': the bits
         host = _C.from_numpy(np.asarray(arr, order="C")).clone()  # (ascontiguousarray: >= 1-d)
         return host.astype(dt).to(device) if device is not None else host.astype(dt)
     if arr.dtype.kind not in "biufc":
         raise TypeError(f"tensor(): cannot make a tensor from data of type {arr.dtype} "
                         "(expected numbers or bools)")
-    if dtype is not None and arr.dtype.kind == "u" and arr.dtype.itemsize > 1:
-        # a uint16/32/64 array (no pygpu dtype) with a dtype asked for: converted, as
-        # torch.tensor(a, dtype=) does (without dtype= it is refused, naming the dtypes)
-        arr = arr.astype(np.int64)
     if not is_array and dt._kind in ("sint", "uint"):
         _check_fits(arr, dt)
     host = _C._from_array_copy(arr, dt._code)

@@ -57,7 +57,8 @@ def _cast_method(dt):
 
 # Tensor.float() ... Tensor.byte(): one per real row of the dtype table, named by its legacy
 # column (PyTorch's complex casts are cfloat/cdouble: pygpu/_tensor/complex.py)
-_CASTS = {dt._legacy.lower(): _cast_method(dt) for dt in _dtype.ALL if not dt.is_complex}
+_CASTS = {dt._legacy.lower(): _cast_method(dt) for dt in _dtype.ALL
+          if not dt.is_complex and not dt._bare}  # (PyTorch has no Tensor.uint16())
 
 
 def type(self, dtype=None, non_blocking=False, **kwargs):

@@ -47,7 +47,8 @@ def _from_raw(raw, dtype):
     if dtype is _dtype.bfloat16:
         bits = np.frombuffer(raw, "<u2").astype(np.uint32) << 16
         return _C.from_numpy(bits.view(np.float32).copy()).astype(dtype)
-    return _C.from_numpy(np.frombuffer(raw, dtype.numpy).copy())
+    # (float8: ml_dtypes' NumPy type, numpy_of's)
+    return _C.from_numpy(np.frombuffer(raw, _dtype.numpy_of(dtype)).copy())
 
 
 def _rebuild_tensor(device, dtype_name, raw, shape, strides, offset, requires_grad, is_param):

@@ -30,6 +30,12 @@ ROWS = (
     ("uint64", None, "<u8", "U64", 8),
     ("float8_e4m3fn", None, "<u1", "F8_E4M3", 1),
     ("float8_e5m2", None, "<u1", "F8_E5M2", 1),
+    ("float8_e4m3fnuz", None, "<u1", "F8_E4M3FNUZ", 1),
+    ("float8_e5m2fnuz", None, "<u1", "F8_E5M2FNUZ", 1),
+    ("float8_e8m0fnu", None, "<u1", "F8_E8M0", 1),  # (safetensors.torch has no mapping for it)
+    # not pygpu dtypes: named when a file holds them
+    ("complex32", "ComplexHalfStorage", "<u4", None, 4),
+    ("float4_e2m1fn_x2", None, "<u1", "F4", 1),  # (safetensors counts its 4-bit halves)
 )
 
 

@@ -2,11 +2,12 @@
 
 A tensor's bytes go through NumPy on the host; bfloat16, which NumPy lacks, travels as its
 uint16 bit patterns (widened to float32 and rounded back, both exact), so no format needs
-ml_dtypes. A tensor on a device is copied to the host once, explicitly (a counted d2h
+ml_dtypes for it; the float8 dtypes travel through ml_dtypes' NumPy types (their bytes as
+uint8). A tensor on a device is copied to the host once, explicitly (a counted d2h
 transfer); loading makes host tensors that the caller moves where map_location says."""
 import numpy as np
 
-from .. import _C
+from .. import _C, _dtype
 from ._dtypes import row_of
 
 
@@ -19,6 +20,8 @@ def to_bytes(t):
     if row.name == "bfloat16":
         wide = np.ascontiguousarray(host.float().numpy())
         return row, (wide.view(np.uint32) >> 16).astype(np.uint16)
+    if host.dtype.numpy is None:  # float8: ml_dtypes' array, as its bytes
+        return row, np.ascontiguousarray(host.numpy()).view(row.numpy)
     return row, np.ascontiguousarray(host.numpy())
 
 
@@ -31,6 +34,8 @@ def from_buffer(row, buf, count):
     if row.name == "bfloat16":
         wide = (arr.astype(np.uint32) << 16).view(np.float32)
         return _C.from_numpy(wide).astype("bfloat16")
+    if dtype.numpy is None:  # float8: its bytes as ml_dtypes' type
+        return _C.from_numpy(arr.copy().view(_dtype.numpy_extra(row.name)))
     return _C.from_numpy(arr.astype(row.numpy.newbyteorder("="), copy=True))
 
 

@@ -34,6 +34,9 @@ def _host_tensor(dtype_name, shape, raw):
         wide = _C.from_numpy(bits.view(np.float32).reshape(shape).copy())
         return wide.astype("bfloat16")
     np_dtype = to_dtype(dtype_name)._numpy
+    if np_dtype is None:  # float8: ml_dtypes' type
+        from .._dtype import numpy_extra
+        np_dtype = numpy_extra(dtype_name)
     return _C.from_numpy(np.frombuffer(raw, dtype=np_dtype).reshape(shape).copy())
 
 

@@ -313,7 +313,10 @@ bool pg_cuda_runs_op(int op, int dtype)
     if (op < 0 || op >= PG_NUM_OPS || pg_cuda_nodes[op].launch == NULL || dtype < 0 ||
         dtype >= PG_NUM_DTYPES)
         return false;
-    if (pg_dtype_is_narrow_int((pg_dtype)dtype))
+    if (pg_dtype_is_fp8((pg_dtype)dtype)) /* float8: the cpu's casts (pg_fp8.h) only */
+        return false;
+    /* the integers beside int64 (uint64 too) run where the "every dtype" dispatch does */
+    if (pg_dtype_is_int((pg_dtype)dtype) && dtype != PG_INT64)
         return pg_cuda_nodes[op].narrow_ints;
     return pg_cuda_nodes[op].halves || !pg_cuda_is_half(dtype);
 }

@@ -154,20 +154,27 @@ template <typename T> __device__ __forceinline__ T pg_min_nan(T a, T b)
 }
 
 /* Casts as the CPU backend does them (csrc/backends/cpu/cpu_cast.c): to bool is x != 0
- * (NaN -> true); an integer to a narrower one wraps; a float to int64 or to uint8 goes
- * through int64 and to the other integers through int32, truncating, with NaN and out of
- * range giving that type's minimum (x86's conversion) instead of the GPU's saturation,
- * then wraps: (int8) 200.0 is -56, as torch's CPU cast. */
+ * (NaN -> true); an integer to a narrower one wraps; a float to int64, uint8 or uint32 goes
+ * through int64 and to int8, int16, int32 and uint16 through int32, truncating, with NaN and
+ * out of range giving that type's minimum (x86's conversion) instead of the GPU's saturation,
+ * then wraps: (int8) 200.0 is -56, as torch's CPU cast; to uint64 is x86's unsigned
+ * conversion (a negative value in [-2**63, 0) wraps, 2**64 and above give 0, NaN 2**63). */
 template <typename D, typename S> __host__ __device__ __forceinline__ D pg_cast(S s)
 {
     if constexpr (std::is_same<D, bool>::value) {
         return s != S(0);
     } else if constexpr (pg_is_int<D> && std::is_floating_point<S>::value) {
-        if constexpr (sizeof(D) == 8 || std::is_unsigned<D>::value) {
-            const S lim = S(9223372036854775808.0); /* 2^63, exact in float and double */
-            return (D)((s >= -lim && s < lim) ? (int64_t)s : INT64_MIN);
+        const double d = (double)s; /* exact */
+        if constexpr (sizeof(D) == 8 && std::is_unsigned<D>::value) {
+            if (d >= 0 && d < 18446744073709551616.0)
+                return (D)d;
+            if (d < 0 && d >= -9223372036854775808.0)
+                return (D)(int64_t)d;
+            return d >= 18446744073709551616.0 ? (D)0 : (D)(1ull << 63);
+        } else if constexpr (sizeof(D) == 8 || (std::is_unsigned<D>::value && sizeof(D) != 2)) {
+            return (D)((d >= -9223372036854775808.0 && d < 9223372036854775808.0) ? (int64_t)d
+                                                                                 : INT64_MIN);
         } else {
-            const double d = (double)s; /* exact */
             return (D)((d > -2147483649.0 && d < 2147483648.0) ? (int32_t)d : INT32_MIN);
         }
     } else {

@@ -157,7 +157,7 @@ template <typename F> static cudaError_t pg_dispatch_dtype_every(int dtype, F &&
 #define PG_CUDA_DTYPE_CASE(ID, name, size, ctype, ...) \
     case PG_##ID:                                     \
         return f(typename pg_cuda_elem<PG_##ID, ctype>::type());
-        PG_REAL_DTYPES(PG_CUDA_DTYPE_CASE) /* complex: the core runs its real view */
+        PG_COMPUTED_DTYPES(PG_CUDA_DTYPE_CASE) /* complex: the core runs its real view; float8: cpu and sim only */
 #undef PG_CUDA_DTYPE_CASE
     default:
         return cudaErrorInvalidValue;
