@@ -328,7 +328,11 @@ def test_cuda12_check_stubs_every_kernel_launcher():
     from pygpu import _C
     families = {row[-1][0] for row in _C._subop_table() if row[0] == "INDEX"}  # (..., (family,))
     by_row = {f"pg_kernel_index_{family}" for family in families}
-    assert families and "pg_kernel_matmul" in names
+    # and two per PG_OPTIM row of the op table (pg_kernel_<name>, pg_kernel_multi_<name>)
+    with open(os.path.join(REPO, "csrc", "core", "pg_ops.def")) as f:
+        optims = re.findall(r"^PG_OPTIM\(\w+,\s*(\w+)", f.read(), re.M)
+    by_row |= {f"pg_kernel_{p}{name}" for name in optims for p in ("", "multi_")}
+    assert families and optims and "pg_kernel_matmul" in names
     assert set(names) == written | by_row
     assert all(f"int {n}(void) {{ return 0; }}" in src for n in names)
 

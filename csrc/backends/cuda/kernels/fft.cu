@@ -22,12 +22,12 @@ extern "C" cudaError_t pg_kernel_fft_scale(const pg_cuda_ctx *ctx, int dtype, vo
     if (n == 0)
         return cudaSuccess;
     unsigned grid = pg_cuda_grid(n, PG_CUDA_BLOCK, ctx);
-    cudaStream_t s = pg_cuda_noted(ctx, "pg_fft_scale_kernel");
     if (dtype == PG_FLOAT64)
-        pg_fft_scale_kernel<double><<<grid, PG_CUDA_BLOCK, 0, s>>>((double *)x, n, even, odd);
+        pg_fft_scale_kernel<double><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_fft_scale_kernel")>>>(
+            (double *)x, n, even, odd);
     else if (dtype == PG_FLOAT32)
-        pg_fft_scale_kernel<float><<<grid, PG_CUDA_BLOCK, 0, s>>>((float *)x, n, (float)even,
-                                                                   (float)odd);
+        pg_fft_scale_kernel<float><<<grid, PG_CUDA_BLOCK, 0, pg_cuda_noted(ctx, "pg_fft_scale_kernel")>>>(
+            (float *)x, n, (float)even, (float)odd);
     else
         return cudaErrorInvalidValue; /* the FFT node's parts are float32 or float64 */
     return cudaGetLastError();
