@@ -8,13 +8,9 @@ nvidia-cufft-cu12 wheel installed beside pygpu, the CUDA toolkit's lib64), and t
 FFT node's question to the backend (supports_node) loads the first that works. Where none
 can be loaded, the node is declined and pygpu.fft moves a cuda operand to the cpu and back
 (both transfers counted); `unavailable_reason()` says why."""
-import glob
-import os
-import site
-import sys
-
 from .. import _C
 from .. import cuda as _cuda
+from . import _libraries
 
 # the wheels' directories (site-packages/nvidia/<sub>/lib) and cuFFT's sonames, newest first:
 # cuFFT 12 ships with CUDA 13 (nvidia-cufft), cuFFT 11 with CUDA 12 (nvidia-cufft-cu12)
@@ -25,25 +21,11 @@ _state = {"loaded": None, "why": None}
 
 def library_candidates():
     """Where libcufft may be, most specific first (PYGPU_CUFFT_LIBRARY first: the emulated
-    device of tests/cuda_emu names its own cuFFT stand-in there)."""
-    out = [os.environ["PYGPU_CUFFT_LIBRARY"]] if os.environ.get("PYGPU_CUFFT_LIBRARY") else []
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    roots = [here] + site.getsitepackages() + [site.getusersitepackages()]
-    roots += [p for p in sys.path if p.endswith("site-packages")]
-    for r in roots:
-        for sub in WHEEL_DIRS:
-            for so in SONAMES:
-                out += sorted(glob.glob(os.path.join(r, "nvidia", sub, "lib", so)))
-    for env in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(env):
-            for so in SONAMES:
-                out += sorted(glob.glob(os.path.join(os.environ[env], "lib64", so)))
-    seen, unique = set(), []
-    for p in out:
-        if p not in seen and os.path.exists(p):
-            seen.add(p)
-            unique.append(p)
-    return unique + list(SONAMES)  # last: the loader's own search path
+    device of tests/cuda_emu names its own cuFFT stand-in there), by the search cuDNN and
+    cuSOLVER use (_libraries.py); both sonames last, for the loader's own search path."""
+    found = _libraries.candidates("PYGPU_CUFFT_LIBRARY", WHEEL_DIRS, "libcufft.so.1[12]",
+                                  SONAMES[0])
+    return found + [so for so in SONAMES if so not in found]
 
 
 def _load():

@@ -1,6 +1,6 @@
 """Where an NVIDIA library that the CUDA plugin loads on first use may be (cuDNN for the
-convolutions, cuSOLVER for the factorizations): one search, most specific first, so that
-pygpu.backends.cudnn and pygpu.backends._cusolver list their candidates alike.
+convolutions, cuFFT for torch.fft, cuSOLVER for the factorizations): one search, most specific
+first, so that pygpu.backends.cudnn, _cufft and _cusolver list their candidates alike.
 
 The plugin dlopens the first candidate that loads (csrc/backends/cuda/cuda_cudnn.c,
 cuda_cusolver.c); nothing here loads anything."""
