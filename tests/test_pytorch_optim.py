@@ -271,6 +271,17 @@ _SCHEDULES = {
     "SequentialLR": lambda m, o: m.SequentialLR(
         o, [m.LinearLR(o, start_factor=0.1, total_iters=4), m.ExponentialLR(o, gamma=0.8),
             m.CosineAnnealingLR(o, T_max=5)], milestones=[4, 12]),
+    "PolynomialLR": lambda m, o: m.PolynomialLR(o, total_iters=9, power=2.0),
+    "ChainedScheduler": lambda m, o: m.ChainedScheduler(
+        [m.ConstantLR(o, factor=0.1, total_iters=5), m.ExponentialLR(o, gamma=0.9)]),
+    "CosineAnnealingWarmRestarts": lambda m, o: m.CosineAnnealingWarmRestarts(
+        o, T_0=3, T_mult=2, eta_min=0.001),
+    "CyclicLR": lambda m, o: m.CyclicLR(o, base_lr=0.01, max_lr=[0.1, 0.3], step_size_up=4,
+                                        step_size_down=3),
+    "CyclicLR-triangular2": lambda m, o: m.CyclicLR(o, 0.01, 0.2, step_size_up=3,
+                                                    mode="triangular2"),
+    "CyclicLR-exp_range": lambda m, o: m.CyclicLR(o, 0.01, 0.2, step_size_up=2,
+                                                  mode="exp_range", gamma=0.97),
 }
 
 
@@ -293,6 +304,53 @@ def test_one_cycle_matches_torch_lr_and_momentum(kw, opt):
     else:
         np.testing.assert_allclose([[b[0] for b in r] for r in mo],
                                    [[b[0] for b in r] for r in mr], rtol=1e-13)
+
+
+def test_cyclic_lr_cycles_momentum_as_torch():
+    _, _, mo, mr = _sched_pair(lambda m, o: m.CyclicLR(o, 0.01, 0.1, step_size_up=3))
+    np.testing.assert_allclose(mo, mr, rtol=1e-13)
+    _, _, mo, mr = _sched_pair(lambda m, o: m.CyclicLR(o, 0.01, 0.1, step_size_up=3),
+                               "Adam", dict(lr=0.1))
+    np.testing.assert_allclose([[b[0] for b in r] for r in mo],
+                               [[b[0] for b in r] for r in mr], rtol=1e-13)
+    with pytest.raises(ValueError, match="momentum or beta1"):
+        optim.lr_scheduler.CyclicLR(optim.Adagrad([pygpu.zeros(1).requires_grad_()]), 0.1, 1.0)
+    with pytest.raises(ValueError, match="mode is invalid"):
+        optim.lr_scheduler.CyclicLR(optim.SGD([pygpu.zeros(1).requires_grad_()], lr=0.1,
+                                              momentum=0.9), 0.1, 1.0, mode="sawtooth")
+
+
+def test_warm_restarts_fractional_epochs_and_state_dicts_as_torch():
+    ours = optim.SGD([pygpu.zeros(1).requires_grad_()], lr=0.5)
+    ref = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.5)
+    s_ours = optim.lr_scheduler.CosineAnnealingWarmRestarts(ours, T_0=2, T_mult=3)
+    s_ref = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(ref, T_0=2, T_mult=3)
+    for e in (0.0, 0.5, 1.25, 2.0, 3.7, 7.9, 8.0, 20.5, 1.0):
+        s_ours.step(e)
+        s_ref.step(e)
+        assert s_ours.get_last_lr() == pytest.approx(s_ref.get_last_lr(), rel=1e-13)
+    with pytest.raises(ValueError, match="non-negative epoch"):
+        s_ours.step(-1)
+    with pytest.raises(ValueError, match="positive integer T_0"):
+        optim.lr_scheduler.CosineAnnealingWarmRestarts(ours, T_0=0)
+    # a chained and a cyclic scheduler resume from their state_dict where they stopped
+    for make in (lambda m, o: m.ChainedScheduler([m.StepLR(o, 2, 0.5), m.ExponentialLR(o, 0.9)]),
+                 lambda m, o: m.CyclicLR(o, 0.01, 0.1, step_size_up=3)):
+        o1 = optim.SGD([pygpu.zeros(1).requires_grad_()], lr=0.5, momentum=0.9)
+        s1 = make(optim.lr_scheduler, o1)
+        for _ in range(5):
+            o1.step()
+            s1.step()
+        o2 = optim.SGD([pygpu.zeros(1).requires_grad_()], lr=0.5, momentum=0.9)
+        s2 = make(optim.lr_scheduler, o2)
+        o2.load_state_dict(o1.state_dict())
+        s2.load_state_dict(s1.state_dict())
+        for _ in range(4):
+            s1.step()
+            s2.step()
+        assert s2.get_last_lr() == s1.get_last_lr()
+    with pytest.raises(ValueError, match="at least one scheduler"):
+        optim.lr_scheduler.ChainedScheduler([])
 
 
 def test_one_cycle_refuses_a_step_past_total_steps():

@@ -7,6 +7,7 @@ each against torch.optim.lr_scheduler step by step). step(epoch) jumps with
 the closed form, as PyTorch's does. Construction performs the initial step
 (last_epoch becomes 0), and records group["initial_lr"]."""
 import math
+import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
@@ -15,7 +16,8 @@ from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
            "CosineAnnealingLR", "LambdaLR", "MultiplicativeLR", "SequentialLR", "OneCycleLR",
-           "ReduceLROnPlateau"]
+           "ReduceLROnPlateau", "PolynomialLR", "ChainedScheduler", "CyclicLR",
+           "CosineAnnealingWarmRestarts"]
 
 
 def _lrs(optimizer, key="lr"):
@@ -472,3 +474,215 @@ class ReduceLROnPlateau(LRScheduler):
 
 
 _LRScheduler = LRScheduler
+
+
+class PolynomialLR(LRScheduler):
+    """lr = base_lr * (1 - min(total_iters, epoch) / total_iters) ** power."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _lrs(self.optimizer)
+        decay = ((1.0 - self.last_epoch / self.total_iters)
+                 / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [g["lr"] * decay for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [b * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+                for b in self.base_lrs]
+
+
+class ChainedScheduler(LRScheduler):
+    """Steps every scheduler of the list at each step() (their factors multiply)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        if len(schedulers) < 1:
+            raise ValueError("ChainedScheduler expects at least one scheduler to be chained, "
+                             "but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, sch in enumerate(schedulers):
+            if not hasattr(sch, "optimizer"):
+                raise TypeError(f"ChainedScheduler at index {i} should have `optimizer` as its "
+                                "attribute.")
+            if isinstance(sch, ReduceLROnPlateau):
+                raise ValueError("ChainedScheduler does not support `ReduceLROnPlateau` scheduler "
+                                 "as it requires additional kwargs to be specified when calling "
+                                 f"`step`, but got one at index {i} in the given schedulers "
+                                 "sequence.")
+            if optimizer is not sch.optimizer:
+                raise ValueError(f"ChainedScheduler expects all schedulers to belong to the same "
+                                 f"optimizer, but got scheduler {type(sch).__name__} at index {i} "
+                                 f"has {sch.optimizer}, which is different from "
+                                 f"{type(optimizer).__name__}.")
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = _lrs(schedulers[-1].optimizer)
+
+    def step(self):
+        for sch in self._schedulers:
+            sch.step()
+        self._last_lr = _lrs(self._schedulers[-1].optimizer)
+
+    def state_dict(self):
+        d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        d["_schedulers"] = [sch.state_dict() for sch in self._schedulers]
+        return d
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        subs = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for sch, sd in zip(self._schedulers, subs):
+            sch.load_state_dict(sd)
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate policy (Smith, 2017): lr goes between base_lr and max_lr
+    in cycles of step_size_up + step_size_down iterations ("triangular", "triangular2",
+    "exp_range" or a scale_fn); with cycle_momentum, momentum (or beta1) cycles opposite."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, g in zip(base_lrs, optimizer.param_groups):
+                g["lr"] = lr
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m_max, m_base, g in zip(self.max_momentums, self.base_momentums,
+                                            optimizer.param_groups):
+                    if self.use_beta1:
+                        g["betas"] = (m_max, *g["betas"][1:])
+                    else:
+                        g["momentum"] = m_max
+                    g["max_momentum"] = m_max
+                    g["base_momentum"] = m_base
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self):
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref, self.scale_mode = (lambda x: 1.0), "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref, self.scale_mode = (lambda x: 1 / (2.0 ** (x - 1))), "cycle"
+        elif self.mode == "exp_range":
+            gamma = self.gamma
+            self._scale_fn_ref, self.scale_mode = (lambda x: gamma ** x), "iterations"
+
+    def scale_fn(self, x):
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = [b + (m - b) * factor * self.scale_fn(at)
+               for b, m in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for g, b, m in zip(self.optimizer.param_groups, self.base_momentums,
+                               self.max_momentums):
+                momentum = m - (m - b) * factor * self.scale_fn(at)
+                if self.use_beta1:
+                    g["betas"] = (momentum, *g["betas"][1:])
+                else:
+                    g["momentum"] = momentum
+        return lrs
+
+    def state_dict(self):
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)  # a lambda: not picklable
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()  # a callable object's state only
+        return state
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR (Loshchilov and Hutter): cosine annealing from base_lr to eta_min over T_i
+    epochs, restarting with T_i *= T_mult; step(epoch) may take a fractional epoch."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0 = self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i))
+                / 2 for b in self.base_lrs]
+
+    def step(self, epoch=None):
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        self._step_count = getattr(self, "_step_count", 0) + 1
+        for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            g["lr"] = lr
+        self._last_lr = _lrs(self.optimizer)
