@@ -7,15 +7,29 @@ load_state_dict(). Module.to(device) moves the module IN PLACE and returns
 it: each parameter keeps its identity (its memory is swapped through
 `.data`), so optimizers built before the move still hold the right tensors;
 Tensor.to returns a new tensor, as in PyTorch."""
+import functools
 import sys
+import warnings
 from collections import OrderedDict
+from collections.abc import Mapping
 
 from .. import _C
 from .._tensor import create as _tensor_create
 from ..autograd import no_grad
+from ..utils.hooks import RemovableHandle
 from .parameter import Buffer, Parameter, UninitializedBuffer, is_lazy
 
 Tensor = _C.Tensor
+
+
+_EXTRA_STATE_KEY = "_extra_state"  # state_dict's key for get_extra_state()'s value
+
+# every hook dict a module holds (created by __init__, restored by __setstate__ for modules
+# pickled before a dict existed), as PyTorch's nn.Module names them
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
+               "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+               "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+               "_load_state_dict_post_hooks", "_backward_pre_hooks", "_backward_hooks")
 
 
 class _IncompatibleKeys:
@@ -45,15 +59,15 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
-        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
-        object.__setattr__(self, "_forward_hooks", OrderedDict())
+        for key in _HOOK_DICTS:
+            object.__setattr__(self, key, OrderedDict())
         object.__setattr__(self, "training", True)
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         for key in ("_non_persistent_buffers_set",):
             self.__dict__.setdefault(key, set())
-        for key in ("_forward_pre_hooks", "_forward_hooks"):
+        for key in _HOOK_DICTS:
             self.__dict__.setdefault(key, OrderedDict())
 
     # ---- attribute registration -------------------------------------------------------
@@ -64,23 +78,27 @@ class Module:
                                  "(call super().__init__() first in your __init__)")
         params, mods, bufs = self._parameters, self._modules, self._buffers
         was_buffer = name in bufs
-        for d in (params, mods, bufs):
-            d.pop(name, None)
         if isinstance(value, Parameter):
-            params[name] = value
+            home = params
         elif isinstance(value, Module):
-            mods[name] = value
+            home = mods
         elif isinstance(value, (Buffer, UninitializedBuffer)):  # nn.Buffer registers itself
-            bufs[name] = value
+            home = bufs
             persistent = (value.persistent if isinstance(value, UninitializedBuffer)
                           else value._buffer_kind == 1)
             (self._non_persistent_buffers_set.discard if persistent
              else self._non_persistent_buffers_set.add)(name)
         elif was_buffer and (value is None or isinstance(value, Tensor)):
-            bufs[name] = value  # re-assigning a registered buffer keeps it one
+            home = bufs  # re-assigning a registered buffer keeps it one
         else:
+            home = None
+        for d in (params, mods, bufs):
+            if d is not home:  # the dict that takes it keeps its place (a Sequential's order)
+                d.pop(name, None)
+        if home is None:
             object.__setattr__(self, name, value)
             return
+        home[name] = value
         self.__dict__.pop(name, None)
 
     def __getattr__(self, name):
@@ -146,17 +164,48 @@ class Module:
         return self._call_impl(*args, **kwargs)
 
     def _call_impl(self, *args, **kwargs):
-        """The hooks and forward(): what a call runs (and what compile() compiles)."""
-        for hook in list(self._forward_pre_hooks.values()):
-            out = hook(self, args)
-            if out is not None:
-                args = out if isinstance(out, tuple) else (out,)
-        result = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            out = hook(self, args, result)
-            if out is not None:
-                result = out
-        return result
+        """The hooks and forward(): what a call runs (and what compile() compiles). As
+        PyTorch's: a pre-hook registered with_kwargs gets and may replace (args, kwargs);
+        a forward hook registered with always_call runs even when forward raises."""
+        if not (self._forward_pre_hooks or self._forward_hooks):
+            return self.forward(*args, **kwargs)
+        result, called = None, set()
+        try:
+            for hook_id, hook in list(self._forward_pre_hooks.items()):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    out = hook(self, args, kwargs)
+                    if out is not None:
+                        if not (isinstance(out, tuple) and len(out) == 2):
+                            raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                               f"(new_args, new_kwargs), but got {out}.")
+                        args, kwargs = out
+                else:
+                    out = hook(self, args)
+                    if out is not None:
+                        args = out if isinstance(out, tuple) else (out,)
+            result = self.forward(*args, **kwargs)
+            for hook_id, hook in list(self._forward_hooks.items()):
+                called.add(hook_id)
+                out = (hook(self, args, kwargs, result)
+                       if hook_id in self._forward_hooks_with_kwargs
+                       else hook(self, args, result))
+                if out is not None:
+                    result = out
+            return result
+        except Exception:
+            for hook_id, hook in list(self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called and hook_id not in called:
+                    try:
+                        out = (hook(self, args, kwargs, result)
+                               if hook_id in self._forward_hooks_with_kwargs
+                               else hook(self, args, result))
+                        if out is not None:
+                            result = out
+                    except Exception as e:
+                        warnings.warn("forward hook with ``always_call=True`` raised an "
+                                      "exception that was silenced as another error was "
+                                      f"raised in forward: {e}")
+            raise
 
     def compile(self, *args, **kwargs):
         """torch.nn.Module.compile (PyTorch 2.2+): compile this module's call in place, with
@@ -170,14 +219,79 @@ class Module:
         state.pop("_compiled_call_impl", None)  # as PyTorch: a pickled module is not compiled
         return state
 
-    def register_forward_pre_hook(self, hook):
-        """hook(module, args) -> None or new args, called before forward(); returns a
-        handle whose remove() unregisters it."""
-        return _HookHandle(self._forward_pre_hooks, hook)
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) -> None or new args (with_kwargs: hook(module, args, kwargs)
+        -> None or (args, kwargs)), called before forward(); prepend puts it first. Returns
+        a handle whose remove() unregisters it."""
+        handle = RemovableHandle(self._forward_pre_hooks,
+                                 extra_dict=self._forward_pre_hooks_with_kwargs)
+        self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
 
-    def register_forward_hook(self, hook):
-        """hook(module, args, output) -> None or a new output, called after forward()."""
-        return _HookHandle(self._forward_hooks, hook)
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """hook(module, args, output) -> None or a new output (with_kwargs: hook(module,
+        args, kwargs, output)), called after forward(); always_call: also when forward
+        raised."""
+        handle = RemovableHandle(self._forward_hooks,
+                                 extra_dict=[self._forward_hooks_with_kwargs,
+                                             self._forward_hooks_always_called])
+        self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars), called before state_dict() saves this module."""
+        handle = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None, called after
+        state_dict() saved this module and its children (it may edit state_dict)."""
+        hook._from_public_api = True
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def _register_state_dict_hook(self, hook):
+        """The private form (nn.utils.spectral_norm's): the hook may return a new dict."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook "
+                               "that was previously registered via "
+                               "register_state_dict_post_hook")
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs), called before this module's entries are loaded."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """The private form: hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs), or with_module=True the public one's arguments."""
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = (functools.partial(hook, self)
+                                                      if with_module else hook)
+        return handle
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) -> None, called after load_state_dict() loaded
+        this module and its children; it may edit the key lists in place."""
+        handle = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
+        return handle
 
     def _has_hooks(self):
         return bool(self._forward_pre_hooks or self._forward_hooks)
@@ -279,21 +393,96 @@ class Module:
     def to(self, *args, **kwargs):
         """Move (and/or convert) every parameter and buffer IN PLACE; returns self.
         Accepts what Tensor.to accepts: a device, a dtype, or both."""
+        return self._apply(lambda t: t.to(*args, **kwargs))
+
+    def _apply(self, fn, recurse=True):
+        """fn(tensor) -> tensor on every parameter (its memory swapped through .data, so the
+        Parameter object stays), its gradient, and every buffer: what to(), cuda(), float()
+        ... run, and what a subclass overrides to move state of its own, as in PyTorch."""
         with no_grad():
-            for p in self.parameters():
-                new = p.to(*args, **kwargs)
+            for p in self.parameters(recurse=recurse):
+                new = fn(p)
                 if new is not p:
                     p.data = new
                     if p.grad is not None:
-                        p.grad = p.grad.to(*args, **kwargs)
-            for m in self.modules():
+                        p.grad = fn(p.grad)
+            for m in (self.modules() if recurse else [self]):
                 for name, b in list(m._buffers.items()):
                     if b is not None:
-                        m._buffers[name] = b.to(*args, **kwargs)
+                        m._buffers[name] = fn(b)
         return self
 
     def cpu(self):
         return self.to("cpu")
+
+    def cuda(self, device=None):
+        """Parameters and buffers to the cuda device (index or torch.device; the current
+        one if None), in place; raises as Tensor.cuda does where no GPU is usable."""
+        if device is None:
+            return self.to("cuda")
+        return self.to(device if not isinstance(device, int) else f"cuda:{device}")
+
+    def type(self, dst_type):
+        """Parameters and buffers cast to dst_type (a dtype), in place."""
+        return self._apply(lambda t: t.type(dst_type))
+
+    def xpu(self, device=None):
+        raise AssertionError("Torch not compiled with XPU enabled")  # PyTorch's CPU build
+
+    def mtia(self, device=None):
+        raise RuntimeError("Torch not compiled with MTIA enabled")
+
+    def ipu(self, device=None):
+        raise RuntimeError("pygpu has no IPU device (PyTorch's CPU build cannot move to one "
+                           "either)")
+
+    def register_module(self, name, module):
+        """Alias for add_module."""
+        self.add_module(name, module)
+
+    def get_parameter(self, target):
+        """The parameter at dotted path `target`."""
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target):
+        """The buffer at dotted path `target`."""
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(mod, name)
+
+    def set_submodule(self, target, module, strict=False):
+        """Put `module` at dotted path `target` (strict: only where one already is)."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        atoms = target.split(".")
+        mod = self
+        for item in atoms[:-1]:
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        if strict and not hasattr(mod, atoms[-1]):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{atoms[-1]}`")
+        if hasattr(mod, atoms[-1]) and not isinstance(getattr(mod, atoms[-1]), Module):
+            raise AttributeError(f"`{atoms[-1]}` is not an nn.Module")
+        setattr(mod, atoms[-1], module)
+
+    def _get_name(self):
+        return type(self).__name__
 
     def share_memory(self):
         """Move every parameter (and its grad) and buffer into shared memory, in place
@@ -327,96 +516,218 @@ class Module:
 
     # ---- state --------------------------------------------------------------------------
 
-    def state_dict(self, prefix="", keep_vars=False):
+    _version = 1  # each module's entry in a state_dict's _metadata, as PyTorch's
+    T_destination = OrderedDict
+    dump_patches = False
+    call_super_init = False
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An ordered dict name -> tensor (detached, sharing memory) of parameters and
-        persistent buffers, in PyTorch's order: each module's parameters, then its buffers,
-        then its children's, depth first."""
-        out = OrderedDict()
-        for mname, m in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
-            items = list(m._parameters.items()) + [
-                (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers_set]
-            for k, t in items:
-                if t is not None:
-                    out[f"{mname}.{k}" if mname else k] = t if keep_vars else t.detach()
-        return out
+        persistent buffers, in PyTorch's order (each module's parameters, then its buffers,
+        its extra state, then its children's, depth first), with PyTorch's `_metadata`
+        (each module's `_version`) and hooks. Each module saves its own entries through
+        _save_to_state_dict, which a subclass may override, as in PyTorch."""
+        if args:  # PyTorch's deprecated positional form (destination, prefix, keep_vars)
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.state_dict for details.", FutureWarning,
+                          stacklevel=2)
+            if len(args) > 3:
+                raise TypeError(f"state_dict() takes at most 3 positional arguments, got "
+                                f"{len(args)}")
+            destination = args[0] if destination is None else destination
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = dict(version=self._version)
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                  keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, local_metadata)
+            if getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif result is not None:
+                destination = result
+        return destination
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """This module's own entries (not its children's) into destination."""
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY] = self.get_extra_state()
+
+    def get_extra_state(self):
+        """Override (with set_extra_state) to keep state that is not a tensor in the
+        state_dict, under the key `_extra_state`."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
+                           "be called. Please file an issue at https://github.com/pytorch/"
+                           "pytorch/issues/new?template=bug-report.yml to report this bug.")
+
+    def set_extra_state(self, state):
+        """What load_state_dict calls with the `_extra_state` entry get_extra_state saved."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
+                           "be called. Please file an issue at https://github.com/pytorch/"
+                           "pytorch/issues/new?template=bug-report.yml to report this bug.")
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy values from state_dict into this module's parameters and buffers, in place
-        (each value moves to the device of the tensor it replaces). Keys may carry the
-        "module." prefix DataParallel writes. strict=True raises on missing or
-        unexpected keys, naming them; strict=False returns them. assign=True makes each
-        parameter and buffer hold the state_dict's tensor itself (its memory, device and
-        dtype; a parameter keeps its requires_grad), PyTorch's way to load a model built
-        on the 'meta' device, which has no memory to copy into."""
-        if not hasattr(state_dict, "items"):
-            raise TypeError(f"load_state_dict: expected a dict of tensors, got "
-                            f"{type(state_dict).__name__}")
-        own = self.state_dict(keep_vars=True)
+        (each value moves to the device of the tensor it replaces), module by module
+        through _load_from_state_dict (a subclass may override it, and pre/post hooks run),
+        as PyTorch's. Keys may carry the "module." prefix DataParallel writes. strict=True
+        raises PyTorch's RuntimeError naming missing and unexpected keys and size
+        mismatches; strict=False returns the keys. assign=True makes each parameter and
+        buffer hold the state_dict's tensor itself (its memory, device and dtype; a
+        parameter keeps its requires_grad, and stays the same Parameter object so that
+        optimizers built on it still see it), PyTorch's way to load a model built on the
+        'meta' device, which has no memory to copy into."""
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None)
         incoming = OrderedDict(state_dict.items())
+        own = {f"{n}.{k}" if n else k
+               for n, m in self.named_modules(remove_duplicate=False)
+               for k in list(m._parameters) + list(m._buffers)}
         if incoming and not any(k in own for k in incoming) and \
                 all(k.startswith("module.") for k in incoming):
             incoming = OrderedDict((k[len("module."):], v) for k, v in incoming.items())
-        lazy = [(n, m) for n, m in self.named_modules() if hasattr(m, "_lazy_load_hook")]
-        if lazy:  # lazy modules take the checkpoint's shapes first (pygpu/nn/lazy.py)
-            for n, m in lazy:
+            if metadata is not None:
+                metadata = OrderedDict((k[len("module."):] if k.startswith("module.") else
+                                        ("" if k == "module" else k), v)
+                                       for k, v in metadata.items())
+        for n, m in self.named_modules():  # lazy modules take the checkpoint's shapes first
+            if hasattr(m, "_lazy_load_hook"):
                 m._lazy_load_hook(incoming, f"{n}." if n else "")
-            own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in incoming]
-        unexpected = [k for k in incoming if k not in own]
-        errors = []
-        for k, target in own.items():
-            if k not in incoming:
-                continue
-            v = incoming[k]
-            if getattr(v, "is_quantized", False) and not getattr(target, "is_quantized", False):
-                raise ValueError(f"load_state_dict: {k!r} holds int8 weights (a quantized model's "
-                                 f"state_dict) but {type(self).__name__} expects float ones; "
-                                 "quantize the model first (pygpu.quantization.quantize_dynamic, "
-                                 "or prepare + convert), then load")
-            if getattr(target, "_qstate", False):
-                continue  # an int8 layer's state (pygpu/quantization/_qtensor.py): copy_ checks it
-            if is_lazy(target) and is_lazy(v):
-                continue  # both still to be shaped: nothing to copy
-            if not isinstance(v, Tensor) and not is_lazy(v):
-                errors.append(f"{k}: expected a Tensor, got {type(v).__name__}")
-            elif is_lazy(target):
-                errors.append(f"{k}: the model's entry is still uninitialized (a lazy module "
-                              f"outside load_state_dict's reach)")
-            elif v.shape != target.shape:
-                errors.append(f"{k}: shape {v.shape} in the checkpoint, {target.shape} in the "
-                              "model")
-        if strict and (missing or unexpected):
-            errors.insert(0, f"missing keys: {missing}; unexpected keys: {unexpected}")
+        missing, unexpected, errors = [], [], []
+
+        def load(module, local, prefix=""):
+            meta = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            if assign:
+                meta["assign_to_params_buffers"] = assign
+            module._load_from_state_dict(local, prefix, meta, True, missing, unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    cp = prefix + name + "."
+                    load(child, {k: v for k, v in local.items() if k.startswith(cp)}, cp)
+            keys = _IncompatibleKeys(missing, unexpected)
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, keys) is not None:
+                    raise RuntimeError("Hooks registered with "
+                                       "``register_load_state_dict_post_hook`` are not expected "
+                                       "to return new values, if incompatible_keys need to be "
+                                       "modified, it should be done inplace.")
+
+        load(self, incoming)
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing)))
         if errors:
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n  "
-                               + "\n  ".join(errors))
-        with no_grad():
-            for k, target in own.items():
-                if k not in incoming or (is_lazy(target) and is_lazy(incoming[k])):
-                    continue
-                if assign:
-                    self._assign(k, incoming[k])
-                    continue
-                if _device_type(target) == "meta" and _device_type(incoming[k]) != "meta":
-                    import warnings
-                    warnings.warn(f"for {k}: copying from a non-meta parameter in the checkpoint "
-                                  f"to a meta parameter in the current model, which is a no-op. "
-                                  f"(Did you mean to pass `assign=True` to assign items in the "
-                                  f"state dictionary to their corresponding key in the module "
-                                  f"instead of copying them in place?)", UserWarning, stacklevel=2)
-                target.copy_(incoming[k])
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(errors)))
         return _IncompatibleKeys(missing, unexpected)
 
-    def _assign(self, key, value):
-        """load_state_dict(assign=True) of one entry: the owner's parameter takes value's
-        memory (the Parameter object stays, so optimizers built on it still see it); a
-        buffer is replaced by value."""
-        owner_name, _, name = key.rpartition(".")
-        owner = self.get_submodule(owner_name) if owner_name else self
-        if name in owner._parameters:
-            owner._parameters[name].data = value.detach()
-        else:
-            owner._buffers[name] = value
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """Load this module's own entries (not its children's) from state_dict, appending
+        to missing_keys, unexpected_keys and error_msgs as PyTorch's does."""
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
+        local = {k: v for k, v in self._parameters.items() if v is not None}
+        local.update((k, v) for k, v in self._buffers.items()
+                     if v is not None and k not in self._non_persistent_buffers_set)
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, target in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            value = state_dict[key]
+            if getattr(value, "is_quantized", False) and not getattr(target, "is_quantized",
+                                                                     False):
+                raise ValueError(f"load_state_dict: {key!r} holds int8 weights (a quantized "
+                                 f"model's state_dict) but {type(self).__name__} expects float "
+                                 "ones; quantize the model first "
+                                 "(pygpu.quantization.quantize_dynamic, or prepare + convert), "
+                                 "then load")
+            if getattr(target, "_qstate", False):  # an int8 layer's state: copy_ checks it
+                with no_grad():
+                    target.copy_(value)
+                continue
+            if is_lazy(target) and is_lazy(value):
+                continue  # both still to be shaped: nothing to copy
+            if not isinstance(value, Tensor) and not is_lazy(value):
+                error_msgs.append(f'While copying the parameter named "{key}", expected '
+                                  "torch.Tensor or Tensor-like object from checkpoint but "
+                                  f"received {type(value)}")
+                continue
+            if is_lazy(target):
+                error_msgs.append(f"{key}: the model's entry is still uninitialized (a lazy "
+                                  "module outside load_state_dict's reach)")
+                continue
+            if len(target.shape) == 0 and len(value.shape) == 1:
+                value = value[0]  # PyTorch 0.3's 1-element form of a 0-d entry
+            if value.shape != target.shape:
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"{value.shape} from checkpoint, the shape in current model "
+                                  f"is {target.shape}.")
+                continue
+            if _device_type(target) == "meta" and _device_type(value) != "meta" and not assign:
+                warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint "
+                              "to a meta parameter in the current model, which is a no-op. "
+                              "(Did you mean to pass `assign=True` to assign items in the state "
+                              "dictionary to their corresponding key in the module instead of "
+                              "copying them in place?)", UserWarning, stacklevel=4)
+            try:
+                with no_grad():
+                    if assign:
+                        if name in self._parameters:
+                            self._parameters[name].data = value.detach()
+                        else:
+                            self._buffers[name] = value
+                    else:
+                        target.copy_(value)
+            except Exception as ex:
+                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions '
+                                  f"in the model are {target.shape} and whose dimensions in the "
+                                  f"checkpoint are {value.shape}, an exception occurred : "
+                                  f"{ex.args}.")
+        extra = prefix + _EXTRA_STATE_KEY
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra in state_dict:
+                self.set_extra_state(state_dict[extra])
+            elif strict:
+                missing_keys.append(extra)
+        elif strict and extra in state_dict:
+            unexpected_keys.append(extra)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix) and key != extra:
+                    head = key[len(prefix):].split(".", 1)
+                    if (head[0] not in self._modules) if len(head) > 1 else \
+                            (head[0] not in local):
+                        unexpected_keys.append(key)
 
     def to_empty(self, *, device=None, recurse=True):
         """Give every parameter and buffer new, uninitialised memory on `device` (PyTorch's
@@ -458,25 +769,6 @@ class Module:
 def _device_type(t):
     """The device type of a state entry (an int8 layer's state has its own kind of device)."""
     return getattr(getattr(t, "device", None), "type", None)
-
-
-class _HookHandle:
-    """What register_forward_*hook returns: remove() unregisters the hook."""
-    _next_id = 0
-
-    def __init__(self, hooks, hook):
-        self.hooks, self.id = hooks, _HookHandle._next_id
-        _HookHandle._next_id += 1
-        hooks[self.id] = hook
-
-    def remove(self):
-        self.hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _zero_grads(params, set_to_none):

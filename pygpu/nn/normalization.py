@@ -73,6 +73,20 @@ class _BatchNorm(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
 
+    _version = 2  # PyTorch's: checkpoints before version 2 have no num_batches_tracked
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        version = local_metadata.get("version", None)
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and \
+                key not in state_dict:
+            nbt = self.num_batches_tracked
+            state_dict[key] = (nbt if nbt is not None and nbt.device.type != "meta"
+                               else _tensor_create.zeros((), dtype=int64))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
     def reset_running_stats(self):
         if self.track_running_stats:
             with no_grad():
