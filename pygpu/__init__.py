@@ -76,6 +76,7 @@ from .distributions.discrete import multinomial  # noqa: E402
 from . import sparse  # noqa: E402 - COO sparse tensors over index_select / index_add_
 from . import data  # noqa: E402 - the training layers sit on the tensor API above
 from . import utils  # noqa: E402 - pygpu.utils.data is pygpu.data (torch.utils.data's place)
+from . import testing  # noqa: E402 - torch.testing (assert_close, make_tensor), as after import torch
 from .serialization import load, save  # noqa: E402
 from . import _einops_backend  # noqa: E402 - einops finds pygpu's backend on its own
 _einops_backend.install()

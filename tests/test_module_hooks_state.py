@@ -201,3 +201,15 @@ def test_small_module_methods_as_torch():
             pygpu.nn.Linear(2, 2).cuda()
     else:
         assert pygpu.nn.Linear(2, 2).cuda().weight.device.type == "cuda"
+
+
+def test_sequential_item_assignment_deletion_and_pop_as_torch():
+    def run(lib):
+        nn = lib.nn
+        s = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 2), nn.Tanh())
+        s[1] = nn.Sigmoid()
+        del s[2:3]
+        popped = s.pop(0)
+        return [type(m).__name__ for m in s], list(dict(s.named_children())), \
+            type(popped).__name__
+    assert run(pygpu) == run(torch)

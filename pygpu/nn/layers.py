@@ -108,6 +108,27 @@ class _Container(Module):
             return type(self)._from_list(mods[i])
         return mods[i]
 
+    def __setitem__(self, i, module):
+        """Replace the i-th child (its name and place are kept), as PyTorch's."""
+        keys = list(self._modules)
+        setattr(self, keys[i], module)
+
+    def __delitem__(self, i):
+        """Drop the i-th child (or a slice); the rest are renumbered "0", "1", ... as
+        PyTorch's."""
+        keys = list(self._modules)
+        for k in (keys[i] if isinstance(i, slice) else [keys[i]]):
+            del self._modules[k]
+        mods = list(self._modules.values())
+        self._modules.clear()
+        for j, m in enumerate(mods):
+            self._modules[str(j)] = m
+
+    def pop(self, i):
+        module = self[i]
+        del self[i]
+        return module
+
 
 class Sequential(_Container):
     """Modules applied in order; Linear + activation pairs run as one fused op, and so do

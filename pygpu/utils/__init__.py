@@ -1,4 +1,5 @@
-"""pygpu.utils: where PyTorch code looks for torch.utils.data.
+"""pygpu.utils: where PyTorch code looks for torch.utils.data, torch.utils.checkpoint
+(activation checkpointing) and torch.utils.hooks (RemovableHandle).
 
 pygpu.utils.data IS pygpu.data (the same module object, registered under both
 names), so `from pygpu.utils.data import DataLoader, TensorDataset` and
@@ -18,4 +19,6 @@ for _sub, _mod in {"dataloader": _loader, "dataset": _dataset, "sampler": _sampl
     if not hasattr(data, _sub):
         setattr(data, _sub, _mod)
 
-__all__ = ["data"]
+from . import checkpoint, hooks  # noqa: E402 - torch.utils.checkpoint, torch.utils.hooks
+
+__all__ = ["data", "checkpoint", "hooks"]

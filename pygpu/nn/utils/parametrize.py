@@ -9,6 +9,7 @@ first parametrization's right_inverse returns a tuple); reading module.<name> ru
 chain of parametrizations on it, and assigning to module.<name> runs their right_inverse
 back into the original. state_dict keys are PyTorch's (parametrizations.weight.original)."""
 import collections
+import copy
 from contextlib import contextmanager
 
 from ... import _C
@@ -154,7 +155,19 @@ def _inject_new_class(module):
                            "saving_loading_models.html#saving-loading-a-general-checkpoint-for-"
                            "inference-and-or-resuming-training")
 
-    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), {"__getstate__": getstate})
+    def default_deepcopy(self, memo):  # deepcopy stays allowed, as in PyTorch
+        obj = memo.get(id(self), None)
+        if obj is not None:
+            return obj
+        replica = self.__new__(self.__class__)
+        memo[id(self)] = replica
+        object.__setattr__(replica, "__dict__", copy.deepcopy(self.__dict__, memo))
+        return replica
+
+    dct = {"__getstate__": getstate}
+    if not hasattr(cls, "__deepcopy__"):
+        dct["__deepcopy__"] = default_deepcopy
+    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), dct)
 
 
 def _inject_property(module, tensor_name):
