@@ -766,6 +766,8 @@ METHODS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inv,
 FUNCTIONS = dict(METHODS, cdist=cdist, svd_lowrank=svd_lowrank, pca_lowrank=pca_lowrank)
 
 from ._householder import householder_product  # noqa: E402 - orgqr's torch.linalg name
+from ._composed import (lu, lu_solve, solve_ex, tensorinv, tensorsolve,  # noqa: E402
+                        vander)
 
 
 def __getattr__(name):
