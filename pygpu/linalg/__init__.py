@@ -21,6 +21,7 @@ import collections
 import math
 
 from .. import _C
+from .._tensor import create as _create
 from ..autograd.function import Function, fused_backward
 from ..autograd.grad_mode import is_grad_enabled
 
@@ -760,14 +761,147 @@ def pca_lowrank(A, q=None, center=True, niter=2):
     return _svd_lowrank(A - A.mean(axis=-2, keepdims=True), q, niter, None)
 
 
+# ---- compositions of the factorizations (lu, lu_solve, solve_ex, tensorinv, tensorsolve,
+# vander): PyTorch's signatures, result names and errors; their gradients are those of the
+# ops they are made of (solve's, matmul's); lu's factors come from lu_factor (no gradient)
+
+def _lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) from the packed LU factors and LAPACK's 1-based pivots: A = P @ L @ U."""
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    L = U = P = None
+    if unpack_data:
+        L = LU_data[..., :, :k].tril(-1) + _create.eye(m, k, dtype=LU_data.dtype,
+                                                       device=LU_data.device)
+        U = LU_data[..., :k, :].triu()
+    if unpack_pivots:
+        import numpy as np
+        piv = LU_pivots.detach().cpu().numpy().astype(np.int64) - 1
+        batch = piv.shape[:-1]
+        perms = np.tile(np.arange(m), batch + (1,)).reshape(-1, m)
+        flat = piv.reshape(-1, piv.shape[-1])
+        for b in range(flat.shape[0]):  # LAPACK's row swaps, in order (k per matrix)
+            for i, j in enumerate(flat[b]):
+                perms[b, i], perms[b, j] = perms[b, j], perms[b, i]
+        eye = np.eye(m)
+        mats = np.stack([eye[:, p] for p in perms]).reshape(batch + (m, m))
+        P = _create.tensor(mats, dtype=LU_data.dtype, device=LU_data.device)
+    return P, L, U
+
+
+_lu_t = collections.namedtuple("lu", ["P", "L", "U"])
+_solve_ex_t = collections.namedtuple("linalg_solve_ex", ["result", "info"])
+
+
+def lu(A, *, pivot=True, out=None):
+    """(P, L, U) with A = P L U (partial pivoting, LAPACK's getrf)."""
+    LU, piv = lu_factor(A, pivot=pivot)
+    P, L, U = _lu_unpack(LU, piv)
+    return _out_of(_lu_t(P, L, U), out)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """X with A X = B (left=False: X A = B; adjoint: A^H in A's place), A given by
+    lu_factor's (LU, pivots)."""
+    if LU.ndim < 2 or LU.shape[-1] != LU.shape[-2]:
+        raise RuntimeError("linalg.lu_solve: Expected LU to be a square matrix or batch of "
+                           f"square matrices, but got shape {tuple(LU.shape)}")
+    if B.ndim < 2:
+        raise RuntimeError("linalg.lu_solve: Expected B to have at least 2 dimensions, but it "
+                           f"has {B.ndim} dimensions instead")
+    n = LU.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError("linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+    P, L, U = _lu_unpack(LU, pivots)
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return _out_of(lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+                       if not LU.dtype.is_complex else
+                       lu_solve(LU, pivots, B.mH, left=True, adjoint=not adjoint).mH, out)
+    if adjoint:  # A^H = U^H L^H P^T
+        y = solve_triangular(U.mH, B, upper=False)
+        z = solve_triangular(L.mH, y, upper=True, unitriangular=True)
+        return _out_of(P @ z, out)
+    y = solve_triangular(L, P.mT @ B, upper=False, unitriangular=True)
+    return _out_of(solve_triangular(U, y, upper=True), out)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """(X, info): solve's result, and LAPACK's info (0, or the singular pivot's 1-based
+    index) instead of an error unless check_errors. For a singular A the result is NaN
+    (PyTorch's holds whatever getrs left, infinities)."""
+    LU, piv, info = lu_factor_ex(A)
+    info = info.to("int32")  # LAPACK's integer, as PyTorch returns it
+    if check_errors and bool((info > 0).any()):
+        raise LinAlgError("linalg.solve_ex: The solver failed because the input matrix is "
+                             "singular.")
+    if bool((info > 0).any()):
+        nan = _create.full(tuple(B.shape), float("nan"), dtype=A.dtype, device=A.device)
+        return _out_of(_solve_ex_t(nan, info), out)
+    return _out_of(_solve_ex_t(solve(A, B, left=left), info), out)
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The inverse of A seen as a map from its last dims to its first `ind` dims."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    out_shape = tuple(A.shape[ind:]) + tuple(A.shape[:ind])
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement "
+                           f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got {cols} != "
+                           f"{rows}")
+    return _out_of(inv(A.reshape(rows, cols)).reshape(out_shape), out)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """X with tensordot(A, X, X.ndim) = B."""
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        keep = [d for d in range(A.ndim) if d not in dims]
+        A = A.permute(*keep, *dims)
+    res_shape = tuple(A.shape[B.ndim:])
+    rows, cols = math.prod(B.shape), math.prod(res_shape)
+    if rows != cols:
+        raise RuntimeError("Expected self to satisfy the requirement "
+                           f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), but "
+                           f"got {cols} != {rows}")
+    X = solve(A.reshape(rows, cols), B.reshape(rows))
+    return _out_of(X.reshape(res_shape), out)
+
+
+def vander(x, N=None):
+    """The Vandermonde matrix with increasing powers: x^0, x^1, ..., x^(N-1) along the last
+    dim (batched over x's leading dims)."""
+    if x.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("linalg.vander: N must be greater than 1.")
+    powers = _create.arange(n, device=x.device)
+    if x.dtype.is_floating_point or x.dtype.is_complex:
+        return x.unsqueeze(-1) ** powers.to(x.dtype)
+    base = x.to("int64") if x.dtype.itemsize < 8 or not x.dtype.is_signed else x
+    return base.unsqueeze(-1) ** powers
+
+
+def _out_of(result, out):
+    if out is None:
+        return result
+    if isinstance(result, tuple):
+        for o, r in zip(out, result):
+            o.resize_(r.shape).copy_(r)
+        return out
+    return out.resize_(result.shape).copy_(result)
+
+
 METHODS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inv,
            "pinverse": lambda A, rcond=1e-15: pinv(A, rcond=rcond), "matrix_power": matrix_power,
            "cholesky": _cholesky_old, "svd": _svd_old, "qr": _qr_old, "matrix_exp": matrix_exp}
 FUNCTIONS = dict(METHODS, cdist=cdist, svd_lowrank=svd_lowrank, pca_lowrank=pca_lowrank)
 
 from ._householder import householder_product  # noqa: E402 - orgqr's torch.linalg name
-from ._composed import (lu, lu_solve, solve_ex, tensorinv, tensorsolve,  # noqa: E402
-                        vander)
 
 
 def __getattr__(name):

@@ -73,25 +73,7 @@ def lu(A, pivot=True, get_infos=False, out=None):
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """(P, L, U) from the packed LU factors and LAPACK's 1-based pivots: A = P @ L @ U."""
-    m, n = LU_data.shape[-2], LU_data.shape[-1]
-    k = min(m, n)
-    L = U = P = None
-    if unpack_data:
-        L = LU_data[..., :, :k].tril(-1) + _tensor_create.eye(m, k, dtype=LU_data.dtype,
-                                                               device=LU_data.device)
-        U = LU_data[..., :k, :].triu()
-    if unpack_pivots:
-        import numpy as np
-        piv = LU_pivots.detach().cpu().numpy().astype(np.int64) - 1
-        batch = piv.shape[:-1]
-        perms = np.tile(np.arange(m), batch + (1,)).reshape(-1, m)
-        flat = piv.reshape(-1, piv.shape[-1])
-        for b in range(flat.shape[0]):  # LAPACK's row swaps, in order (k per matrix)
-            for i, j in enumerate(flat[b]):
-                perms[b, i], perms[b, j] = perms[b, j], perms[b, i]
-        eye = np.eye(m)
-        mats = np.stack([eye[:, p] for p in perms]).reshape(batch + (m, m))
-        P = _tensor_create.tensor(mats, dtype=LU_data.dtype, device=LU_data.device)
+    P, L, U = linalg._lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
     return _LU_UNPACK_T(P, L, U)
 
 
