@@ -32,7 +32,7 @@ import warnings
 from .. import _C
 from .._tensor import create as _tensor_create
 from .grad_mode import set_grad_enabled
-from . import _pieces, anomaly_mode, rules, versions
+from . import _multi_output, _pieces, anomaly_mode, rules, versions
 
 Tensor = _C.Tensor
 
@@ -200,6 +200,8 @@ def _fit(g, t):
     """A gradient for `t`: same dtype (promotion may have widened it, or made it complex).
     Shapes are the rules' business (tests/test_autograd.py checks every rule against finite
     differences)."""
+    if type(g) is _multi_output.Slots:  # a multi-output Function's (_multi_output.py)
+        return g
     if g.dtype is not t.dtype:
         if g.dtype.is_complex and not t.dtype.is_complex:
             g = g.real  # a real tensor's gradient is the real part, as PyTorch's engine takes

@@ -19,8 +19,9 @@ backward is `backward`. It returns one gradient per positional argument
 PyTorch's. The context has PyTorch's names (save_for_backward, saved_tensors,
 needs_input_grad, mark_non_differentiable, set_materialize_grads, mark_dirty)
 and pygpu's older short ones (save, saved); PyTorch 2's forward without ctx plus
-setup_context(ctx, inputs, output) works too. One output tensor per Function:
-a forward returning a tuple is refused (pygpu's nodes have one output).
+setup_context(ctx, inputs, output) works too. A forward returning several values returns
+them as a tuple, each differentiable tensor with its own grad_fn onto one shared backward
+(_multi_output.py).
 Fused ops (linear, cross-entropy) and cat are Functions; the elementwise ops
 are recorded by the C bindings instead.
 
@@ -29,6 +30,7 @@ backward written in tensor ops is differentiable again, as PyTorch's); ctx.saved
 holds the saved tensors with their history. A backward marked @once_differentiable, and
 the fused ops' (which have a `composite` instead), are handled by higher_order.py."""
 from .. import _C
+from . import _multi_output as _multi
 from .engine import Node, hold
 from .versions import Output
 
@@ -66,9 +68,9 @@ class Context:
         self._non_differentiable = tuple(id(t) for t in outputs)
 
     def set_materialize_grads(self, value):
-        """PyTorch's switch for passing zeros instead of None to backward for unused
-        outputs. A pygpu Function has one output, whose gradient backward always gets as a
-        tensor, so both settings behave the same."""
+        """PyTorch's switch for passing zeros instead of None to backward for the outputs
+        that received no gradient (a Function with several outputs; a single output always
+        has its gradient when backward runs)."""
         self.materialize_grads = bool(value)
 
     def mark_dirty(self, *tensors):
@@ -158,9 +160,7 @@ class Function:
             _C._set_grad_enabled(enabled)
         if isinstance(out, (tuple, list)):
             if len(out) != 1:
-                raise NotImplementedError(
-                    f"{cls.__name__}.forward returned {len(out)} outputs: a pygpu Function has "
-                    f"one output tensor")
+                return _apply_multi(cls, ctx, args, kwargs, out, enabled)
             out = out[0]
         if enabled and id(out) not in ctx._non_differentiable:
             ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
@@ -221,6 +221,60 @@ def _record(cls, ctx, args, kwargs, out):
     out._set_grad_fn(node)
 
 
+def _apply_multi(cls, ctx, args, kwargs, outs, enabled):
+    """Function.apply's end for a forward that returned several values (_multi_output.py):
+    the differentiable tensor outputs get selector nodes onto one bundle node."""
+    kind = type(outs)
+    outs = list(outs)
+    for i, o in enumerate(outs):  # an input returned as it is: a new tensor over its memory
+        if isinstance(o, Tensor) and any(o is a for a in args):
+            outs[i] = o.view_as(o) if o.dim() else o.reshape(())
+    diff = [isinstance(o, Tensor) and id(o) not in ctx._non_differentiable
+            and (o.dtype.is_floating_point or o.dtype.is_complex) for o in outs]
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+    if enabled and any(ctx.needs_input_grad) and any(diff):
+        held = {}
+        inputs, fns = [], []
+        for a in args:
+            if isinstance(a, Tensor):
+                h, fn = hold(a)
+                held[id(a)] = h
+                inputs.append(h)
+                fns.append(fn)
+            else:
+                inputs.append(None)
+                fns.append(None)
+        aliases = {id(o): o.detach() for o, d in zip(outs, diff) if d}
+
+        def keep(x):
+            if type(x) is Tensor:
+                if id(x) in aliases:
+                    return aliases[id(x)]
+                h = held.get(id(x))
+                if h is None:
+                    h = x.detach() if x.grad_fn is not None or x._base is not None else x
+                return h
+            return x
+        ctx.saved = tuple(keep(x) for x in ctx.saved)
+        for k, v in list(ctx.__dict__.items()):
+            if type(v) is Tensor:
+                setattr(ctx, k, keep(v))
+        out_ids = {id(a) for a in aliases.values()}
+        saved = [Output(x) if id(x) in out_ids else x
+                 for x in list(ctx.saved) + list(ctx.__dict__.values()) if type(x) is Tensor]
+        metas = [(tuple(o.shape), o.dtype, o.device) if isinstance(o, Tensor) else None
+                 for o in outs]  # zeros for any tensor output that gets no gradient
+        bundle = Node(cls.__name__, tuple(inputs), tuple(fns),
+                      _multi.bundle_backward(_backward_of(cls), metas), ctx, saved)
+        bundle.cls = cls
+        for i, (o, d) in enumerate(zip(outs, diff)):
+            if d:
+                sel = Node(cls.__name__, (_multi.PLACEHOLDER,), (bundle,),
+                           _multi.select_backward, i)
+                o._set_grad_fn(sel)
+    return kind(outs) if kind in (tuple, list) else tuple(outs)
+
+
 _BACKWARDS = {}  # cls -> its backward wrapped by _backward_of (made once per class)
 
 
@@ -230,8 +284,8 @@ def _backward_of(cls):
     if run is None or run.backward is not cls.backward:
         backward = cls.backward
 
-        def run(ctx, g):
-            r = backward(ctx, g)
+        def run(ctx, *g):  # one gradient per output (several: _multi_output's bundle)
+            r = backward(ctx, *g)
             return (r,) if type(r) is Tensor or r is None else r
         run.backward = backward
         _BACKWARDS[cls] = run

@@ -17,6 +17,7 @@ from .. import _C
 from .._tensor import create as _tensor_create
 from ..autograd import no_grad
 from ..utils.hooks import RemovableHandle
+from ._backward_hooks import ModuleBackwardHook
 from .parameter import Buffer, Parameter, UninitializedBuffer, is_lazy
 
 Tensor = _C.Tensor
@@ -167,7 +168,8 @@ class Module:
         """The hooks and forward(): what a call runs (and what compile() compiles). As
         PyTorch's: a pre-hook registered with_kwargs gets and may replace (args, kwargs);
         a forward hook registered with always_call runs even when forward raises."""
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         result, called = None, set()
         try:
@@ -183,6 +185,11 @@ class Module:
                     out = hook(self, args)
                     if out is not None:
                         args = out if isinstance(out, tuple) else (out,)
+            bw = None
+            if self._backward_hooks or self._backward_pre_hooks:
+                bw = ModuleBackwardHook(self, list(self._backward_hooks.values()),
+                                        list(self._backward_pre_hooks.values()))
+                args = bw.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
             for hook_id, hook in list(self._forward_hooks.items()):
                 called.add(hook_id)
@@ -191,6 +198,8 @@ class Module:
                        else hook(self, args, result))
                 if out is not None:
                     result = out
+            if bw is not None:
+                result = bw.setup_output_hook(result)
             return result
         except Exception:
             for hook_id, hook in list(self._forward_hooks.items()):
@@ -249,6 +258,24 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or a new grad_output, called when the gradients
+        of the module's outputs have been computed (_backward_hooks.py)."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or a new grad_input, called when
+        the gradients of the module's inputs have been computed (_backward_hooks.py)."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
     def register_state_dict_pre_hook(self, hook):
         """hook(module, prefix, keep_vars), called before state_dict() saves this module."""
         handle = RemovableHandle(self._state_dict_pre_hooks)
@@ -294,7 +321,8 @@ class Module:
         return handle
 
     def _has_hooks(self):
-        return bool(self._forward_pre_hooks or self._forward_hooks)
+        return bool(self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                    or self._backward_pre_hooks)
 
     def apply(self, fn):
         """fn(m) for every submodule (children first) and then self; returns self."""

@@ -13,8 +13,8 @@ with one empty tensor that requires grad added to the inputs, so that parameters
 get gradients even when no input requires grad (as PyTorch's non-reentrant form gives them,
 and its reentrant form does not); it takes keyword arguments and context_fn too. pygpu's
 engine has no saved-tensor hooks, so where PyTorch's non-reentrant form supports more
-(autograd.grad with parameters as `inputs`) pygpu's gives the reentrant answer. A pygpu
-Function has one output, so a checkpointed function returns one tensor."""
+(autograd.grad with parameters as `inputs`) pygpu's gives the reentrant answer. A function
+with several outputs is a Function with several outputs (pygpu/autograd/_multi_output.py)."""
 import warnings
 
 from .. import _C, _device
