@@ -57,7 +57,7 @@ PY_LAYERS = [
      ["pygpu._tensor", "pygpu.autograd", "pygpu._storage", "pygpu._legacy", "pygpu._ops._common"]),
     ("ops: composites (pygpu/_ops), linalg, special, sparse, distributions, amp",
      ["pygpu._ops", "pygpu.linalg", "pygpu.special", "pygpu.sparse", "pygpu.distributions",
-      "pygpu.amp", "pygpu.fft", "pygpu._control_flow", "pygpu._sym_numbers"]),
+      "pygpu.amp", "pygpu.fft"]),
     ("namespace: the Tensor's methods and torch's names, assembled from the layers below",
      ["pygpu._tensor.surface", "pygpu._tensor.spellings", "pygpu._tensor.compat",
       "pygpu._tensor.backend_kernels", "pygpu._tensor.aten_natives", "pygpu._tensor.spectral"]),

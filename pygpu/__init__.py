@@ -205,8 +205,8 @@ __all__ += ["backends", "profiler", "get_float32_matmul_precision", "set_float32
 # torch.compile, torch.compiler and torch._dynamo (issue 45): PyTorch's arguments and checks;
 # every call runs eagerly (pygpu/_dynamo/compiled_function.py says what is not captured)
 from . import _dynamo, compiler  # noqa: E402
-from ._control_flow import cond, while_loop  # noqa: E402 - torch.cond, torch.while_loop
-from . import _sym_numbers  # noqa: E402 - torch.sym_int, sym_max, ... on concrete numbers
+from ._ops._control_flow import cond, while_loop  # noqa: E402 - torch.cond, torch.while_loop
+from ._ops import _sym_numbers  # noqa: E402 - torch.sym_int, sym_max, ... on concrete numbers
 globals().update(_sym_numbers.FUNCTIONS)
 __all__ += ["cond", "while_loop", *_sym_numbers.FUNCTIONS, *_amp_switches.FUNCTIONS]
 from ._dynamo.eval_frame import compile  # noqa: E402
@@ -229,7 +229,8 @@ _MOVED.update({"_conv_ops": "_ops._conv", "_attention_ops": "_ops._attention",
                "_rnn_ops": "_ops._rnn", "_train_ops": "_ops._train",
                "nn._losses": "_ops._nn_losses", "_cuda_streams": "cuda.streams",
                "_nvml": "cuda._nvml", "_linalg_legacy": "linalg._legacy",
-               "_map_location": "serialization._map_location"})
+               "_map_location": "serialization._map_location",
+               "_control_flow": "_ops._control_flow", "_sym_numbers": "_ops._sym_numbers"})
 for _old, _new in _MOVED.items():
     _sys.modules[f"{__name__}.{_old}"] = _importlib.import_module(f"{__name__}.{_new}")
 del _old, _new

@@ -1,5 +1,5 @@
-# test_control_flow_and_sym.py - torch.cond and torch.while_loop (pygpu/_control_flow.py)
-# and the sym_* functions on concrete numbers (pygpu/_sym_numbers.py), each call beside
+# test_control_flow_and_sym.py - torch.cond and torch.while_loop (pygpu/_ops/_control_flow.py)
+# and the sym_* functions on concrete numbers (pygpu/_ops/_sym_numbers.py), each call beside
 # torch's: results, result types, and PyTorch's errors.
 import pytest
 

@@ -4,7 +4,7 @@ calls body_fn on the carried values while cond_fn holds, checking each step that
 returns what it was given (structure, and each tensor's shape, dtype and device: the
 metadata PyTorch requires so the loop can be captured). pygpu's torch.compile runs eagerly
 (pygpu/_dynamo), so these are their whole semantics here; PyTorch's checks and messages."""
-from . import _C
+from .. import _C
 
 Tensor = _C.Tensor
 

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import _C
+from .. import _C
 
 _NUMBERS = (np.integer, np.floating, builtins.int, builtins.float)
 _INT_MAX = 9223372036854775807
