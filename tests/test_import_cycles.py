@@ -131,3 +131,11 @@ def test_a_known_upward_import_that_is_gone_is_stale(monkeypatch):
     out = io.StringIO()
     new, stale = c.check(str(ROOT), out=out)
     assert not new and stale == ["pygpu._tensor.math -> pygpu.nn"], out.getvalue()
+
+
+def test_the_package_root_holds_at_most_30_modules():
+    """Issue 44's layout: pygpu/ keeps at most 30 .py files at its root, as torch/ keeps its
+    root small; a new module goes into the package of its layer (pygpu/_ops, pygpu/_tensor,
+    pygpu/utils, ...)."""
+    root = [f for f in os.listdir(os.path.join(ROOT, "pygpu")) if f.endswith(".py")]
+    assert len(root) <= 30, sorted(root)
