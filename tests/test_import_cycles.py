@@ -137,5 +137,5 @@ def test_the_package_root_holds_at_most_30_modules():
     """Issue 44's layout: pygpu/ keeps at most 30 .py files at its root, as torch/ keeps its
     root small; a new module goes into the package of its layer (pygpu/_ops, pygpu/_tensor,
     pygpu/utils, ...)."""
-    root = [f for f in os.listdir(os.path.join(ROOT, "pygpu")) if f.endswith(".py")]
+    root = [p.name for p in (ROOT / "pygpu").glob("*.py")]
     assert len(root) <= 30, sorted(root)
