@@ -8,27 +8,33 @@ bytes, int_repr() and saved files). A scheme (torch.per_tensor_affine, ...) says
 scale and zero point map levels to reals. Nothing here computes: these are value types."""
 import numpy as np
 
-# name, storage dtype, lowest level, highest level, elements per byte, legacy storage class
+# name, storage dtype, lowest level, highest level, elements per byte, legacy storage class,
+# and how PyTorch's CPU kernel (x86, fbgemm build) rounds x * inv_scale (float32) and adds
+# the zero point, found against torch itself (tests/test_quantized_tensor.py holds it):
+#   "fma"        nearbyint(fmaf(x, inv_scale, zero_point))       (fbgemm's AVX2 Quantize)
+#   "add_f32"    nearbyint((float)(x * inv_scale) + (float)zero_point)  (fbgemm, legacy)
+#   "round_add"  zero_point + nearbyint((float)(x * inv_scale))    (ATen's quantize_val)
 QDTYPE_ROWS = (
-    ("quint8", "uint8", 0, 255, 1, "QUInt8Storage"),
-    ("qint8", "int8", -128, 127, 1, "QInt8Storage"),
-    ("qint32", "int32", -2 ** 31, 2 ** 31 - 1, 1, "QInt32Storage"),
-    ("quint4x2", "uint8", 0, 15, 2, "QUInt4x2Storage"),
-    ("quint2x4", "uint8", 0, 3, 4, "QUInt2x4Storage"),
+    ("quint8", "uint8", 0, 255, 1, "QUInt8Storage", "fma"),
+    ("qint8", "int8", -128, 127, 1, "QInt8Storage", "fma"),
+    ("qint32", "int32", -2 ** 31, 2 ** 31 - 1, 1, "QInt32Storage", "add_f32"),
+    ("quint4x2", "uint8", 0, 15, 2, "QUInt4x2Storage", "round_add"),
+    ("quint2x4", "uint8", 0, 3, 4, "QUInt2x4Storage", "round_add"),
 )
 
 
 class QDType:
     """A quantized element type (torch.dtype's quantized rows): its storage dtype's name
-    (`storage`), its NumPy twin (`numpy`), its levels [qmin, qmax] and how many elements
-    share a byte (`per_byte`: 2 for quint4x2, 4 for quint2x4)."""
-    __slots__ = ("name", "numpy", "storage", "qmin", "qmax", "per_byte", "storage_class")
+    (`storage`), its NumPy twin (`numpy`), its levels [qmin, qmax], how many elements
+    share a byte (`per_byte`: 2 for quint4x2, 4 for quint2x4) and its `rounding` rule."""
+    __slots__ = ("name", "numpy", "storage", "qmin", "qmax", "per_byte", "storage_class",
+                 "rounding")
     is_floating_point = False
     is_complex = False
     is_quantized = True
 
-    def __init__(self, name, storage, qmin, qmax, per_byte, storage_class):
-        self.name, self.storage = name, storage
+    def __init__(self, name, storage, qmin, qmax, per_byte, storage_class, rounding):
+        self.name, self.storage, self.rounding = name, storage, rounding
         self.numpy = np.dtype(storage)
         self.qmin, self.qmax, self.per_byte = qmin, qmax, per_byte
         self.storage_class = storage_class

@@ -17,6 +17,8 @@ half to even; a real is (level - zero_point) * (float)scale in float32 per tenso
 (level - zero_point) * scale in float64 per channel, as ATen's dequantize loops. They run
 as pygpu ops on the ints' device, so cpu, sim and cuda all work (torch's CPU wheel has
 quantized tensors on the CPU only)."""
+import warnings
+
 import numpy as np
 
 from .. import _C
@@ -67,11 +69,20 @@ def _check_zero_point(zp, qd, who):
 
 
 def _levels(x, inv_scale, zero_point, qd):
-    """clamp(zero_point + nearbyint(x * inv_scale), qmin, qmax) as qd's storage dtype.
-    x float32; inv_scale a float32 number or a float32 tensor broadcast against x;
-    zero_point an int or an int64 tensor broadcast likewise (float64 holds every sum)."""
-    r = (x * inv_scale).round().double() + zero_point
-    return r.clamp(qd.qmin, qd.qmax).to(qd.storage)
+    """The levels of x (float32) as qd's storage dtype: x * inv_scale (a float32 number or a
+    float32 tensor broadcast against x) rounded half to even with the zero point (an int
+    or an int64 tensor broadcast likewise) added as qd's rounding rule says (_qtypes.py),
+    clamped to [qmin, qmax]. float64 holds each step exactly where the rule says float32
+    rounds (the product of two float32 numbers, a small integer added to it)."""
+    if qd.rounding == "fma":  # one rounding of the exact x * inv + zp to float32
+        r = (x.double() * inv_scale + zero_point).float().round()
+    elif qd.rounding == "add_f32":  # the float32 product, plus the float32 zero point
+        zp = zero_point.float() if isinstance(zero_point, Tensor) else \
+            float(np.float32(zero_point))
+        r = (x * inv_scale + zp).round()
+    else:  # "round_add"
+        r = (x * inv_scale).round().double() + zero_point
+    return r.double().clamp(qd.qmin, qd.qmax).to(qd.storage)
 
 
 def _channel_shape(x, axis):
@@ -196,11 +207,14 @@ class QuantizedTensor:
     def dequantize(self):
         """The float32 reals the levels stand for."""
         if not self._scheme.per_channel:
-            return (self.ints.double() - self._zero_point).float() * float(np.float32(self._scale))
+            d = self.ints.double() - self._zero_point
+            if self._dtype.name == "qint32":  # ATen subtracts in int32: it wraps, as here
+                d = d - 2.0 ** 32 * ((d + 2.0 ** 31) / 2.0 ** 32).floor()
+            return d.float() * float(np.float32(self._scale))
         shape = _channel_shape(self.ints, self._axis)
         scales = self._scale.reshape(*shape)
-        if self._scheme is per_channel_affine_float_qparams:  # level * scale + zero_point
-            return (self.ints.float() * scales.float() + self._zero_point.reshape(*shape).float())
+        if self._scheme is per_channel_affine_float_qparams:  # float32 throughout
+            return (self.ints.float() - self._zero_point.reshape(*shape)) * scales
         return ((self.ints.double() - self._zero_point.reshape(*shape)) * scales).float()
 
     def _with(self, ints):
@@ -236,7 +250,7 @@ class QuantizedTensor:
         if self._axis == 0 and isinstance(index, int):  # one channel: a per-tensor tensor
             c = index % self.ints.shape[0]
             return QuantizedTensor(self.ints[index], self._dtype, per_tensor_affine,
-                                   float(np.float32(self._scale[c].item())),
+                                   float(self._scale[c].item()),
                                    int(self._zero_point[c].item()))
         self._uniform("indexing")
 
@@ -471,10 +485,11 @@ def quantize_per_channel(input, scales, zero_points, axis, dtype):
     inv = (1.0 / scales64.float()).reshape(*shape)  # 1.0f / (float)scale, per channel
     if zero_points.dtype.is_floating_point:
         zpf = zero_points.reshape(-1).to(dev).float()
-        # ATen's float-qparams rounding: lrintf(x * inv - zero_point * inv)
-        lev = (x * inv - zpf.reshape(*shape) * inv).round().double()
+        # ATen's quantize_val_float_qparams: lrintf(x * inv + zero_point), float32 scales
+        lev = (x * inv + zpf.reshape(*shape)).round().double()
         ints = lev.clamp(qd.qmin, qd.qmax).to(qd.storage)
-        return QuantizedTensor(ints, qd, per_channel_affine_float_qparams, scales64, zpf, axis)
+        return QuantizedTensor(ints, qd, per_channel_affine_float_qparams, scales64.float(),
+                               zpf, axis)
     zps = zero_points.reshape(-1).to(dev).to("int64")
     lo, hi = int(zps.min().item()), int(zps.max().item())
     _check_zero_point(lo, qd, "quantize_tensor_per_channel_affine")
@@ -580,6 +595,10 @@ def cat_quantized(tensors, dim=0):
         raise RuntimeError("Only per-tensor quantization is supported in 'cat'!")
     if not all(isinstance(t, QuantizedTensor) for t in tensors):
         raise RuntimeError("cat: quantized and non-quantized tensors cannot be concatenated")
+    if any(t._scale != first._scale or t._zero_point != first._zero_point for t in tensors):
+        warnings.warn("All inputs of this cat operator must share the same quantization "
+                      "parameters. Otherwise large numerical inaccuracies may occur.",
+                      UserWarning, stacklevel=3)
     parts = []
     for t in tensors:
         if t._dtype is not first._dtype:
