@@ -11,10 +11,11 @@ ints (views, indexing, clone, to, cat, comparisons). Every other Tensor method r
 PyTorch's NotImplementedError ("Could not run 'aten::add.Tensor' with arguments from the
 'QuantizedCPU' backend"), as torch's dispatcher does.
 
-The numerics are PyTorch's CPU kernels' (fbgemm's Quantize, non-legacy): level =
-clamp(zero_point + nearbyint(x * (1.0f / (float)scale)), qmin, qmax) in float32, rounding
-half to even; a real is (level - zero_point) * (float)scale in float32 per tensor and
-(level - zero_point) * scale in float64 per channel, as ATen's dequantize loops. They run
+The numerics are PyTorch's CPU kernels': level = clamp(nearbyint(x * (1.0f / (float)scale))
+with the zero point added before or after rounding as each dtype's kernel does (the rounding
+column of _qtypes.py), qmin, qmax), rounding half to even; a real is (level - zero_point)
+* (float)scale in float32 per tensor and (level - zero_point) * scale in float64 per
+channel (float32 with float zero points), as ATen's dequantize loops. They run
 as pygpu ops on the ints' device, so cpu, sim and cuda all work (torch's CPU wheel has
 quantized tensors on the CPU only)."""
 import warnings
@@ -68,15 +69,17 @@ def _check_zero_point(zp, qd, who):
         raise RuntimeError(f"{who} zero_point {zp} is above upper bound.")
 
 
-def _levels(x, inv_scale, zero_point, qd):
+def _levels(x, inv_scale, zero_point, qd, rounding=None):
     """The levels of x (float32) as qd's storage dtype: x * inv_scale (a float32 number or a
     float32 tensor broadcast against x) rounded half to even with the zero point (an int
-    or an int64 tensor broadcast likewise) added as qd's rounding rule says (_qtypes.py),
-    clamped to [qmin, qmax]. float64 holds each step exactly where the rule says float32
+    or an int64 tensor broadcast likewise) added as qd's rounding rule says (_qtypes.py;
+    `rounding` names another), clamped to [qmin, qmax]. float64 holds each step exactly
+    where the rule says float32
     rounds (the product of two float32 numbers, a small integer added to it)."""
-    if qd.rounding == "fma":  # one rounding of the exact x * inv + zp to float32
+    rounding = rounding or qd.rounding
+    if rounding == "fma":  # one rounding of the exact x * inv + zp to float32
         r = (x.double() * inv_scale + zero_point).float().round()
-    elif qd.rounding == "add_f32":  # the float32 product, plus the float32 zero point
+    elif rounding == "add_f32":  # the float32 product, plus the float32 zero point
         zp = zero_point.float() if isinstance(zero_point, Tensor) else \
             float(np.float32(zero_point))
         r = (x * inv_scale + zp).round()
