@@ -278,3 +278,68 @@ def test_refusals_as_pytorch(device):
     with pytest.raises(RuntimeError, match="length of scales must equal to channel"):
         pygpu.quantize_per_channel(x, pygpu.tensor([0.1, 0.2]), pygpu.tensor([0, 0]), 0,
                                    pygpu.qint8)
+
+
+def _saved_cases(device):
+    x = (R.standard_normal((3, 4)) * 2).astype(np.float32)
+    t = pygpu.tensor(x).to(device)
+    sc = pygpu.tensor([0.1, 0.2, 0.3])
+    ours = {"per_tensor": pygpu.quantize_per_tensor(t, 0.1, 3, pygpu.quint8),
+            "per_channel": pygpu.quantize_per_channel(t, sc, pygpu.tensor([0, 1, 2]), 0,
+                                                      pygpu.qint8),
+            "float_qparams": pygpu.quantize_per_channel(t, sc, pygpu.tensor([0.0, 1.5, 2.0]),
+                                                        0, pygpu.quint8),
+            "qint32": pygpu.quantize_per_tensor(t, 0.001, -5, pygpu.qint32)}
+    ts = torch.tensor([0.1, 0.2, 0.3])
+    theirs = {"per_tensor": _torch_q(torch.quantize_per_tensor, torch.tensor(x), 0.1, 3,
+                                     torch.quint8),
+              "per_channel": _torch_q(torch.quantize_per_channel, torch.tensor(x), ts,
+                                      torch.tensor([0, 1, 2]), 0, torch.qint8),
+              "float_qparams": _torch_q(torch.quantize_per_channel, torch.tensor(x), ts,
+                                        torch.tensor([0.0, 1.5, 2.0]), 0, torch.quint8),
+              "qint32": _torch_q(torch.quantize_per_tensor, torch.tensor(x), 0.001, -5,
+                                 torch.qint32)}
+    return ours, theirs
+
+
+def test_save_load_in_pytorchs_format_both_ways(device, tmp_path):
+    ours, theirs = _saved_cases(device)
+    ours["view"] = ours["per_tensor"][1:]  # shares the first's storage record
+    pygpu.save(ours, tmp_path / "pygpu.pt")
+    # torch's own reader, weights_only (a sim tensor's location is "sim:0": torch maps it)
+    loaded = torch.load(tmp_path / "pygpu.pt", map_location="cpu")
+    for key, want in theirs.items():
+        _same_q(ours[key], loaded[key], f"torch.load of pygpu.save: {key}")
+        _same_q(ours[key], want, f"as torch computes it: {key}")
+    _same_q(ours["view"], loaded["view"], "a view")
+    torch.save(theirs, tmp_path / "torch.pt")
+    for kw in ({}, {"weights_only": True}, {"map_location": device}):
+        back = pygpu.load(tmp_path / "torch.pt", **kw)
+        for key, want in theirs.items():
+            _same_q(back[key], want, f"pygpu.load of torch.save {kw}: {key}")
+    assert pygpu.load(tmp_path / "torch.pt", map_location=device)["per_tensor"].device == \
+        pygpu.device(device)
+    with pytest.raises(TypeError, match="not saved in PyTorch's format"):
+        pygpu.save(pygpu.quantize_per_tensor(pygpu.tensor([1.0]), 0.5, 1, pygpu.quint4x2),
+                   tmp_path / "sub.pt")
+
+
+def test_quantized_storages_as_pytorch():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, qdtype in [("QUInt8Storage", "quint8"), ("QInt8Storage", "qint8"),
+                             ("QInt32Storage", "qint32"), ("QUInt4x2Storage", "quint4x2"),
+                             ("QUInt2x4Storage", "quint2x4")]:
+            cls, tcls = getattr(pygpu, name), getattr(torch, name)
+            assert str(cls.dtype) == str(tcls.dtype) == f"torch.{qdtype}"
+            s, ts = cls([1, 2, 3]), tcls([1, 2, 3])
+            assert (str(s.dtype), s.size(), s.element_size(), s.tolist()) == (
+                str(ts.dtype), ts.size(), ts.element_size(), ts.tolist())
+            assert isinstance(s, cls) and not isinstance(s, pygpu.FloatStorage)
+        q = pygpu.quantize_per_tensor(pygpu.tensor([1.0, 2.0]), 0.1, 2, pygpu.quint8)
+        tq = torch.quantize_per_tensor(torch.tensor([1.0, 2.0]), 0.1, 2, torch.quint8)
+        st, tst = q.storage(), tq.storage()
+        assert (str(st.dtype), st.tolist(), st[0]) == (str(tst.dtype), tst.tolist(), tst[0])
+        assert isinstance(st, pygpu.QUInt8Storage) and isinstance(tst, torch.QUInt8Storage)
+        assert q.storage_type().__name__ == tq.storage_type().__name__ == "QUInt8Storage"
+        assert pickle.loads(pickle.dumps(st)).dtype is pygpu.quint8

@@ -156,6 +156,20 @@ class QuantizedTensor:
     def qscheme(self):
         return self._scheme
 
+    def storage(self):
+        """The levels' storage as a TypedStorage of the quantized dtype (torch's
+        QUInt8Storage, ...), sharing memory; sub-byte dtypes hold one level per byte."""
+        from .. import _storage
+        _storage._warn_typed()
+        return _storage.TypedStorage(_base=_C._storage_base(self.ints), _qdtype=self._dtype)
+
+    def untyped_storage(self):
+        return self.ints.untyped_storage()
+
+    def storage_type(self):
+        from .. import _storage
+        return _storage.legacy_storage_class(self._dtype)
+
     def q_scale(self):
         if self._scheme.per_channel:
             raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "

@@ -33,6 +33,11 @@ ROWS = (
     ("float8_e4m3fnuz", None, "<u1", "F8_E4M3FNUZ", 1),
     ("float8_e5m2fnuz", None, "<u1", "F8_E5M2FNUZ", 1),
     ("float8_e8m0fnu", None, "<u1", "F8_E8M0", 1),  # (safetensors.torch has no mapping for it)
+    # the quantized dtypes: a storage of their levels (pygpu/quantization/_quantized.py),
+    # read and written as the level dtype's bytes (the sixth column)
+    ("quint8", "QUInt8Storage", "<u1", None, 1, "uint8"),
+    ("qint8", "QInt8Storage", "<i1", None, 1, "int8"),
+    ("qint32", "QInt32Storage", "<i4", None, 4, "int32"),
     # not pygpu dtypes: named when a file holds them
     ("complex32", "ComplexHalfStorage", "<u4", None, 4),
     ("float4_e2m1fn_x2", None, "<u1", "F4", 1),  # (safetensors counts its 4-bit halves)
@@ -40,19 +45,23 @@ ROWS = (
 
 
 class Row:
-    __slots__ = ("name", "storage", "numpy", "safetensors", "itemsize")
+    __slots__ = ("name", "storage", "numpy", "safetensors", "itemsize", "levels")
 
-    def __init__(self, name, storage, numpy_dtype, st_code, itemsize):
+    def __init__(self, name, storage, numpy_dtype, st_code, itemsize, levels=None):
         self.name, self.storage, self.safetensors, self.itemsize = name, storage, st_code, itemsize
         self.numpy = np.dtype(numpy_dtype)
+        self.levels = levels  # a quantized dtype's: the dtype of the tensor of its levels
 
     def __repr__(self):
         return f"<dtype row {self.name}>"
 
     @property
     def pygpu(self):
-        """pygpu's DType of this name, or None while pygpu does not hold it."""
-        d = _dtype._BY_NAME.get(self.name)
+        """pygpu's DType of this name (a quantized dtype's: its levels'), or None while
+        pygpu does not hold it."""
+        d = _dtype._BY_NAME.get(self.levels or self.name)
+        if self.levels:
+            return d
         return d if d is not None and d.name == self.name else None
 
 
