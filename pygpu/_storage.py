@@ -12,6 +12,7 @@ a new 1-d tensor's storage."""
 import warnings
 
 from . import _C, _dtype
+from ._qdtype import QDTYPES
 from ._tensor import create as _tensor_create
 
 Tensor = _C.Tensor
@@ -216,8 +217,7 @@ class _LegacyStorageMeta(type):
             obj.device.type == "cpu"
 
     def _dtype_now(cls):
-        if cls._dtype_name in _QUANTIZED:
-            from .quantization._qtypes import QDTYPES
+        if cls._dtype_name in QDTYPES:
             return QDTYPES[cls._dtype_name]
         try:
             return _dtype.to_dtype(cls._dtype_name)
@@ -240,11 +240,10 @@ LEGACY_STORAGES = {"FloatStorage": "float32", "DoubleStorage": "float64",
                    "HalfStorage": "float16", "BFloat16Storage": "bfloat16",
                    "LongStorage": "int64", "BoolStorage": "bool", "IntStorage": "int32",
                    "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
-                   # the quantized dtypes' (pygpu/quantization/_qtypes.py): their levels
+                   # the quantized dtypes' (pygpu/_qdtype.py): their levels
                    "QUInt8Storage": "quint8", "QInt8Storage": "qint8",
                    "QInt32Storage": "qint32", "QUInt4x2Storage": "quint4x2",
                    "QUInt2x4Storage": "quint2x4"}
-_QUANTIZED = ("quint8", "qint8", "qint32", "quint4x2", "quint2x4")
 STORAGE_CLASSES = {name: _LegacyStorageMeta(name, (), {"_dtype_name": dt,
                                                        "__module__": "torch"})
                    for name, dt in LEGACY_STORAGES.items()}

@@ -171,7 +171,8 @@ def test_views_copies_and_moves_as_pytorch(device):
     x = (R.standard_normal((4, 6)) * 3).astype(np.float32)
     q = pygpu.quantize_per_tensor(pygpu.tensor(x).to(device), 0.1, 128, pygpu.quint8)
     tq = _torch_q(torch.quantize_per_tensor, torch.tensor(x), 0.1, 128, torch.quint8)
-    cases = [("slice", lambda a: a[1:3, ::2]), ("int", lambda a: a[2]), ("view", lambda a: a.view(3, 8)),
+    cases = [("slice", lambda a: a[1:3, ::2]), ("int", lambda a: a[2]),
+             ("view", lambda a: a.view(3, 8)),
              ("reshape", lambda a: a.t().reshape(24)), ("t", lambda a: a.t()),
              ("transpose", lambda a: a.transpose(0, 1)), ("permute", lambda a: a.permute(1, 0)),
              ("unsqueeze", lambda a: a.unsqueeze(1)), ("flatten", lambda a: a.flatten()),
@@ -223,7 +224,8 @@ def test_per_channel_views_as_pytorch(device):
     with pytest.raises(RuntimeError, match="length of scales must equal to channel"):
         tq.reshape(12).dequantize()
     for label, f in [("t", lambda a: a.t()),
-                     ("cat", lambda a: (torch if isinstance(a, torch.Tensor) else pygpu).cat([a, a]))]:
+                     ("cat", lambda a: (torch if isinstance(a, torch.Tensor) else
+                                        pygpu).cat([a, a]))]:
         with pytest.raises(RuntimeError):
             f(tq)
         with pytest.raises(RuntimeError):
@@ -307,7 +309,9 @@ def test_save_load_in_pytorchs_format_both_ways(device, tmp_path):
     ours["view"] = ours["per_tensor"][1:]  # shares the first's storage record
     pygpu.save(ours, tmp_path / "pygpu.pt")
     # torch's own reader, weights_only (a sim tensor's location is "sim:0": torch maps it)
-    loaded = torch.load(tmp_path / "pygpu.pt", map_location="cpu")
+    with warnings.catch_warnings():  # torch's own TypedStorage deprecation, while it loads
+        warnings.simplefilter("ignore")
+        loaded = torch.load(tmp_path / "pygpu.pt", map_location="cpu")
     for key, want in theirs.items():
         _same_q(ours[key], loaded[key], f"torch.load of pygpu.save: {key}")
         _same_q(ours[key], want, f"as torch computes it: {key}")

@@ -12,10 +12,10 @@ PyTorch's NotImplementedError ("Could not run 'aten::add.Tensor' with arguments 
 'QuantizedCPU' backend"), as torch's dispatcher does.
 
 The numerics are PyTorch's CPU kernels': level = clamp(nearbyint(x * (1.0f / (float)scale))
-with the zero point added before or after rounding as each dtype's kernel does (the rounding
-column of _qtypes.py), qmin, qmax), rounding half to even; a real is (level - zero_point)
-* (float)scale in float32 per tensor and (level - zero_point) * scale in float64 per
-channel (float32 with float zero points), as ATen's dequantize loops. They run
+with the zero point added before or after rounding as each dtype's kernel does (the
+rounding column of pygpu/_qdtype.py), qmin, qmax), rounding half to even; a real is
+(level - zero_point) * (float)scale in float32 per tensor and (level - zero_point) * scale
+in float64 per channel (float32 with float zero points), as ATen's dequantize loops. They run
 as pygpu ops on the ints' device, so cpu, sim and cuda all work (torch's CPU wheel has
 quantized tensors on the CPU only)."""
 import warnings
@@ -26,7 +26,7 @@ from .. import _C
 from .._dtype import DType
 from .._tensor.join import cat as _cat
 from .._tensor.compare import equal as _equal
-from ._qtypes import (QDType, QDTYPES, per_channel_affine, per_channel_affine_float_qparams,
+from .._qdtype import (QDType, QDTYPES, per_channel_affine, per_channel_affine_float_qparams,
                       per_tensor_affine, qdtype_of, qscheme)
 
 Tensor = _C.Tensor
@@ -72,10 +72,10 @@ def _check_zero_point(zp, qd, who):
 def _levels(x, inv_scale, zero_point, qd, rounding=None):
     """The levels of x (float32) as qd's storage dtype: x * inv_scale (a float32 number or a
     float32 tensor broadcast against x) rounded half to even with the zero point (an int
-    or an int64 tensor broadcast likewise) added as qd's rounding rule says (_qtypes.py;
-    `rounding` names another), clamped to [qmin, qmax]. float64 holds each step exactly
-    where the rule says float32
-    rounds (the product of two float32 numbers, a small integer added to it)."""
+    or an int64 tensor broadcast likewise) added as qd's rounding rule says
+    (pygpu/_qdtype.py; `rounding` names another), clamped to [qmin, qmax]. float64 holds
+    each step exactly where the rule says float32 rounds (the product of two float32
+    numbers, a small integer added to it)."""
     rounding = rounding or qd.rounding
     if rounding == "fma":  # one rounding of the exact x * inv + zp to float32
         r = (x.double() * inv_scale + zero_point).float().round()
@@ -234,6 +234,10 @@ class QuantizedTensor:
             return (self.ints.float() - self._zero_point.reshape(*shape)) * scales
         return ((self.ints.double() - self._zero_point.reshape(*shape)) * scales).float()
 
+    def _cat(self, tensors, dim):
+        """pygpu.cat's hook for a list that starts with a quantized tensor."""
+        return cat_quantized(tensors, dim)
+
     def _with(self, ints):
         """A quantized tensor of the same parameters over other levels (a view or a copy)."""
         return QuantizedTensor(ints, self._dtype, self._scheme, self._scale, self._zero_point,
@@ -380,7 +384,6 @@ class QuantizedTensor:
         return self.dequantize().item()
 
     def __reduce_ex__(self, protocol):
-        from .._tensor import objects  # noqa: F401 - a pygpu Tensor pickles itself
         params = (self._scale, self._zero_point, self._axis)
         return (_rebuild, (self.ints, self._dtype.name, self._scheme.name, params))
 
@@ -448,7 +451,7 @@ def _is_dtype_name(s):
 
 
 def _rebuild(ints, dtype, scheme, params):
-    from ._qtypes import QSCHEMES
+    from .._qdtype import QSCHEMES
     return QuantizedTensor(ints, QDTYPES[dtype], QSCHEMES[scheme], *params)
 
 
