@@ -92,14 +92,14 @@ class LoadedStorage:
         """The 1-d tensor of the whole storage, on its target device."""
         dev = self.target or self.location
         if dev not in self._on:
-            if self.row.pygpu is None:
+            if self.row.held_as is None:
                 raise MissingDTypeError(f"pygpu.load: the checkpoint holds a tensor of dtype "
                                 f"{self.row.name}, which pygpu does not hold; a tensor of it "
                                 f"cannot be made (pygpu's dtypes: {_held()})")
             target = _device(dev)
             if self._raw is None:  # a stand-in while the legacy reader learns the layout
                 from .._tensor.create import empty
-                self._on[dev] = empty(self.numel, dtype=self.row.pygpu)
+                self._on[dev] = empty(self.numel, dtype=self.row.held_as)
                 return self._on[dev]
             from ._host import from_buffer
             raw = self._raw
