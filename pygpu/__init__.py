@@ -194,8 +194,18 @@ __all__ += _SURFACE_ALL  # surface (issue 27)
 # int8 quantization (issue 28): pygpu.quantization, its layers in pygpu.nn.quantized, and
 # the quantized dtypes as pygpu.qint8 / pygpu.quint8 (not tensor dtypes: docs/inference.md)
 from . import quantization  # noqa: E402
-from .quantization import qint8, quint8  # noqa: E402
-__all__ += ["quantization", "qint8", "quint8"]
+from .quantization import qint8, qint32, quint2x4, quint4x2, quint8  # noqa: E402
+__all__ += ["quantization", "qint8", "quint8", "qint32", "quint4x2", "quint2x4"]
+# issue 43: PyTorch's quantized tensors (quantize_per_tensor, q_scale, ...) and the
+# quantization schemes (pygpu.per_tensor_affine, ...): pygpu/quantization/_quantized.py
+from .quantization import (_quantized as _q_tensor, _fake_quantize as _q_fake,  # noqa: E402
+                           _fbgemm as _q_fbgemm, _quantized_ops as _q_ops)
+_C._add_tensor_methods(_q_tensor.TENSOR_METHODS)
+for _q_names in (_q_tensor.FUNCTIONS, _q_fake.FUNCTIONS, _q_fbgemm.FUNCTIONS,
+                 _q_ops.FUNCTIONS, quantization.QSCHEMES):
+    globals().update(_q_names)
+    __all__ += sorted(_q_names)
+del _q_names
 
 # issue 38: pygpu.profiler (torch.profiler's API) and torch.backends' float32 GEMM switches
 from . import backends, profiler  # noqa: E402

@@ -206,7 +206,11 @@ def tensor_repr(t, host):
         suffixes.append(f"grad_fn=<{grad_fn_name(t.grad_fn)}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
-    out = prefix + body
+    return join_suffixes(prefix + body, suffixes, indent)
+
+
+def join_suffixes(out, suffixes, indent):
+    """out + ", suffix" for each, wrapped at the line width as PyTorch's _add_suffixes."""
     last = len(out) - out.rfind("\n") + 1  # PyTorch's count: two more than the line's length
     for s in suffixes:
         if last + len(s) + 2 > options["linewidth"]:
@@ -216,3 +220,28 @@ def tensor_repr(t, host):
             out += ", " + s
             last += len(s) + 2
     return out + ")"
+
+
+def quantized_repr(q):
+    """repr of a quantized tensor (pygpu/quantization/_quantized.py), PyTorch's: the
+    dequantized values, then size, dtype, quantization_scheme and its parameters."""
+    from . import _defaults
+    prefix = "tensor("
+    indent = len(prefix)
+    suffixes = []
+    dev = q.device
+    default_dev = _defaults.device()
+    if dev.type != "cpu" and not (default_dev is not None and default_dev == dev):
+        suffixes.append(f"device='{dev}'")
+    values = q.dequantize()
+    arr = np.asarray((values if dev.type == "cpu" else values.cpu()).numpy())
+    body = format_values(arr, indent) if arr.size else "[]"
+    suffixes += [f"size={tuple(q.shape)}", f"dtype={q.dtype}",
+                 f"quantization_scheme={q.qscheme()}"]
+    if q.qscheme().per_channel:
+        suffixes += [f"scale={q.q_per_channel_scales()!r}",
+                     f"zero_point={q.q_per_channel_zero_points()!r}",
+                     f"axis={q.q_per_channel_axis()}"]
+    else:
+        suffixes += [f"scale={q.q_scale()}", f"zero_point={q.q_zero_point()}"]
+    return join_suffixes(prefix + body, suffixes, indent)

@@ -12,6 +12,7 @@ a new 1-d tensor's storage."""
 import warnings
 
 from . import _C, _dtype
+from ._qdtype import QDTYPES
 from ._tensor import create as _tensor_create
 
 Tensor = _C.Tensor
@@ -121,10 +122,13 @@ class TypedStorage(_StorageBase):
 
     is_sparse = False
 
-    def __init__(self, *args, dtype=None, device=None, _base=None):
+    def __init__(self, *args, dtype=None, device=None, _base=None, _qdtype=None):
+        self._qdtype = _qdtype  # a quantized dtype: _base holds its levels (_quantized.py)
         if _base is not None:
             super().__init__(_base)
             return
+        if getattr(dtype, "is_quantized", False):  # QInt8Storage(3): the levels' dtype
+            self._qdtype, dtype = dtype, dtype.storage
         dt = _dtype.float32 if dtype is None else _dtype.to_dtype(dtype)
         if len(args) == 1 and not isinstance(args[0], int):
             base = _tensor_create.tensor(list(args[0]), dtype=dt, device=device).reshape(-1)
@@ -134,7 +138,7 @@ class TypedStorage(_StorageBase):
 
     @property
     def dtype(self):
-        return self._base.dtype
+        return self._qdtype or self._base.dtype
 
     def size(self):
         return self._base.numel()
@@ -150,7 +154,7 @@ class TypedStorage(_StorageBase):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return TypedStorage(_base=self._base[i].clone())
+            return TypedStorage(_base=self._base[i].clone(), _qdtype=self._qdtype)
         return self._base[i].item()
 
     def __setitem__(self, i, value):
@@ -168,7 +172,7 @@ class TypedStorage(_StorageBase):
         return self
 
     def clone(self):
-        return TypedStorage(_base=self._base.clone())
+        return TypedStorage(_base=self._base.clone(), _qdtype=self._qdtype)
 
     def untyped(self):
         return UntypedStorage(self._base, device="__view__")
@@ -177,13 +181,13 @@ class TypedStorage(_StorageBase):
         return self.untyped()
 
     def cpu(self):
-        return self if self.device.type == "cpu" else TypedStorage(_base=self._base.cpu())
+        return self if self.device.type == "cpu" else self.to(device="cpu")
 
     def to(self, *, device=None, non_blocking=False):
-        return TypedStorage(_base=self._base.to(device))
+        return TypedStorage(_base=self._base.to(device), _qdtype=self._qdtype)
 
     def cuda(self, device=None, non_blocking=False):
-        return TypedStorage(_base=self._base.to("cuda" if device is None else device))
+        return self.to(device="cuda" if device is None else device)
 
     def type(self, dtype=None, non_blocking=False):
         if dtype is None:
@@ -195,7 +199,7 @@ class TypedStorage(_StorageBase):
         return legacy_storage_class(self.dtype, "cpu").__name__
 
     def __reduce__(self):
-        return (_rebuild_typed, (self._base.detach(),))
+        return (_rebuild_typed, (self._base.detach(), self._qdtype))
 
     def __repr__(self):
         items = "\n".join(f" {v}" for v in self.tolist())
@@ -203,8 +207,8 @@ class TypedStorage(_StorageBase):
                f" of size {self.size()}]"
 
 
-def _rebuild_typed(base):
-    return TypedStorage(_base=base)
+def _rebuild_typed(base, qdtype=None):
+    return TypedStorage(_base=base, _qdtype=qdtype)
 
 
 class _LegacyStorageMeta(type):
@@ -213,6 +217,8 @@ class _LegacyStorageMeta(type):
             obj.device.type == "cpu"
 
     def _dtype_now(cls):
+        if cls._dtype_name in QDTYPES:
+            return QDTYPES[cls._dtype_name]
         try:
             return _dtype.to_dtype(cls._dtype_name)
         except TypeError:
@@ -233,7 +239,11 @@ class _LegacyStorageMeta(type):
 LEGACY_STORAGES = {"FloatStorage": "float32", "DoubleStorage": "float64",
                    "HalfStorage": "float16", "BFloat16Storage": "bfloat16",
                    "LongStorage": "int64", "BoolStorage": "bool", "IntStorage": "int32",
-                   "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8"}
+                   "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
+                   # the quantized dtypes' (pygpu/_qdtype.py): their levels
+                   "QUInt8Storage": "quint8", "QInt8Storage": "qint8",
+                   "QInt32Storage": "qint32", "QUInt4x2Storage": "quint4x2",
+                   "QUInt2x4Storage": "quint2x4"}
 STORAGE_CLASSES = {name: _LegacyStorageMeta(name, (), {"_dtype_name": dt,
                                                        "__module__": "torch"})
                    for name, dt in LEGACY_STORAGES.items()}

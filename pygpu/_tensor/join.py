@@ -44,6 +44,8 @@ def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise _C.InvalidValueError("torch.cat(): expected a non-empty list of Tensors")
+    if type(tensors[0]) is not _C.Tensor and getattr(tensors[0], "is_quantized", False):
+        return tensors[0]._cat(tensors, dim)  # a quantized tensor's own (quantization/)
     for i, t in enumerate(tensors):
         want_tensor(t, "cat", f"tensors[{i}]")
     first = tensors[0]

@@ -21,24 +21,9 @@ import numpy as np
 
 from .. import _C
 from ._pack import layout_of, pack_for, packed_bytes, unpack_from
+from .._qdtype import QDType, qint8, quint8  # noqa: F401 - their home before issue 43
 
 
-class QDType:
-    """A quantized element type: qint8 (weights, symmetric) or quint8 (activations)."""
-    __slots__ = ("name", "numpy")
-
-    def __init__(self, name, numpy_dtype):
-        self.name = name
-        self.numpy = np.dtype(numpy_dtype)
-
-    def __repr__(self):
-        return f"pygpu.{self.name}"
-
-    __str__ = __repr__
-
-
-qint8 = QDType("qint8", np.int8)
-quint8 = QDType("quint8", np.uint8)
 
 
 def _carrier(u8, device=None):

@@ -36,22 +36,37 @@ ROWS = (
     # not pygpu dtypes: named when a file holds them
     ("complex32", "ComplexHalfStorage", "<u4", None, 4),
     ("float4_e2m1fn_x2", None, "<u1", "F4", 1),  # (safetensors counts its 4-bit halves)
+    # the quantized dtypes: a storage of their levels (pygpu/quantization/_quantized.py),
+    # read and written as the level dtype's bytes (the sixth column)
+    ("quint8", "QUInt8Storage", "<u1", None, 1, "uint8"),
+    ("qint8", "QInt8Storage", "<i1", None, 1, "int8"),
+    ("qint32", "QInt32Storage", "<i4", None, 4, "int32"),
 )
 
 
 class Row:
-    __slots__ = ("name", "storage", "numpy", "safetensors", "itemsize")
+    __slots__ = ("name", "storage", "numpy", "safetensors", "itemsize", "levels")
 
-    def __init__(self, name, storage, numpy_dtype, st_code, itemsize):
+    def __init__(self, name, storage, numpy_dtype, st_code, itemsize, levels=None):
         self.name, self.storage, self.safetensors, self.itemsize = name, storage, st_code, itemsize
         self.numpy = np.dtype(numpy_dtype)
+        self.levels = levels  # a quantized dtype's: the dtype of the tensor of its levels
 
     def __repr__(self):
         return f"<dtype row {self.name}>"
 
     @property
+    def held_as(self):
+        """The pygpu DType a storage of this row is read into: its own, or a quantized
+        dtype's levels' (uint8, int8, int32)."""
+        return _dtype._BY_NAME.get(self.levels) if self.levels else self.pygpu
+
+    @property
     def pygpu(self):
-        """pygpu's DType of this name, or None while pygpu does not hold it."""
+        """pygpu's DType of this name, or None while pygpu does not hold it (or it is a
+        quantized dtype: not a pygpu.Tensor's dtype)."""
+        if self.levels:
+            return None
         d = _dtype._BY_NAME.get(self.name)
         return d if d is not None and d.name == self.name else None
 

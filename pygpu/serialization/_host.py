@@ -27,7 +27,7 @@ def to_bytes(t):
 
 def from_buffer(row, buf, count):
     """A 1-d host tensor of `count` elements of `row`'s dtype, owning a copy of `buf`."""
-    dtype = row.pygpu
+    dtype = row.held_as
     if dtype is None:
         raise TypeError(f"a tensor of dtype {row.name}: pygpu holds {_held()}, not {row.name}")
     arr = np.frombuffer(buf, dtype=row.numpy, count=count)

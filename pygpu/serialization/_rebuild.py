@@ -92,14 +92,14 @@ class LoadedStorage:
         """The 1-d tensor of the whole storage, on its target device."""
         dev = self.target or self.location
         if dev not in self._on:
-            if self.row.pygpu is None:
+            if self.row.held_as is None:
                 raise MissingDTypeError(f"pygpu.load: the checkpoint holds a tensor of dtype "
                                 f"{self.row.name}, which pygpu does not hold; a tensor of it "
                                 f"cannot be made (pygpu's dtypes: {_held()})")
             target = _device(dev)
             if self._raw is None:  # a stand-in while the legacy reader learns the layout
                 from .._tensor.create import empty
-                self._on[dev] = empty(self.numel, dtype=self.row.pygpu)
+                self._on[dev] = empty(self.numel, dtype=self.row.held_as)
                 return self._on[dev]
             from ._host import from_buffer
             raw = self._raw
@@ -240,6 +240,41 @@ def rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, back
                              backward_hooks, metadata)
 
 
+def rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, requires_grad,
+                    backward_hooks):
+    """torch._utils._rebuild_qtensor: a quantized tensor over a QUInt8/QInt8/QInt32Storage
+    record of levels, with (scheme, scale, zero_point) or (scheme, scales, zero_points,
+    axis); float zero points make per_channel_affine_float_qparams, as torch's."""
+    from .._qdtype import QDTYPES, QSCHEMES
+    from ..quantization._quantized import QuantizedTensor
+    if not isinstance(storage, LoadedStorage) or storage.row.levels is None:
+        raise pickle.UnpicklingError("_rebuild_qtensor needs a quantized storage record")
+    if requires_grad:
+        raise RuntimeError("only Tensors of floating point dtype can require gradients")
+    levels = _view(storage, storage_offset, size, stride)
+    qd = QDTYPES[storage.row.name]
+    scheme = quantizer_params[0]
+    if scheme in (QSCHEMES["per_tensor_affine"], QSCHEMES["per_tensor_symmetric"]):
+        _, scale, zero_point = quantizer_params
+        return QuantizedTensor(levels, qd, QSCHEMES["per_tensor_affine"], float(scale),
+                               int(zero_point))
+    if scheme in (QSCHEMES["per_channel_affine"], QSCHEMES["per_channel_symmetric"],
+                  QSCHEMES["per_channel_affine_float_qparams"]):
+        _, scales, zero_points, axis = quantizer_params
+        if not (isinstance(scales, _C.Tensor) and isinstance(zero_points, _C.Tensor)):
+            raise pickle.UnpicklingError("_rebuild_qtensor: per-channel scales and zero points "
+                                         "must be tensors")
+        dev = levels.device
+        if zero_points.dtype.is_floating_point:
+            return QuantizedTensor(levels, qd, QSCHEMES["per_channel_affine_float_qparams"],
+                                   scales.to(dev).float(), zero_points.to(dev).float(),
+                                   int(axis))
+        return QuantizedTensor(levels, qd, QSCHEMES["per_channel_affine"],
+                               scales.to(dev).double(), zero_points.to(dev).to("int64"),
+                               int(axis))
+    raise RuntimeError(f"Can't deserialize quantized tensor with qscheme {scheme}")
+
+
 def rebuild_parameter(data, requires_grad, backward_hooks):
     from ..nn.parameter import Parameter
     if not isinstance(data, _C.Tensor):
@@ -346,25 +381,26 @@ def _allowed_globals():
         "torch.storage.UntypedStorage": UNTYPED,
         "torch.UntypedStorage": UNTYPED,
     }
-    for what, names in (("a quantized tensor", ["_rebuild_qtensor"]),
-                        ("a sparse tensor", ["_rebuild_sparse_tensor"]),
+    rc["torch._utils._rebuild_qtensor"] = rebuild_qtensor
+    for what, names in (("a sparse tensor", ["_rebuild_sparse_tensor"]),
                         ("a nested tensor", ["_rebuild_nested_tensor"]),
                         ("a meta tensor", ["_rebuild_meta_tensor_no_storage"]),
                         ("a tensor subclass", ["_rebuild_wrapper_subclass"])):
         for n in names:
             rc[f"torch._utils.{n}"] = _unsupported(what)
-    for q in ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine",
-              "per_channel_symmetric", "per_channel_affine_float_qparams"):
-        rc[f"torch.{q}"] = _unsupported("a quantization scheme")
+    from .._qdtype import QDTYPES, QSCHEMES
+    for name, scheme in QSCHEMES.items():
+        rc[f"torch.{name}"] = scheme
     for row in TABLE:  # dtypes, under every spelling PyTorch has for them
         rc[f"torch.{row.name}"] = row.pygpu or MissingDType(row.name)
         if row.storage:
             rc[f"torch.{row.storage}"] = StorageType(row, row.storage)
     for alias, name in ALIASES.items():
         rc[f"torch.{alias}"] = rc[f"torch.{name}"]
-    for n in ("QInt8Storage", "QUInt8Storage", "QInt32Storage", "QUInt4x2Storage",
-              "QUInt2x4Storage"):
-        rc[f"torch.{n}"] = _unsupported("a quantized storage")
+    for n in ("QUInt4x2Storage", "QUInt2x4Storage"):  # (the 8- and 32-bit ones are rows)
+        rc[f"torch.{n}"] = _unsupported("a sub-byte quantized storage")
+    for name, qd in QDTYPES.items():
+        rc[f"torch.{name}"] = qd
     for n in ("qint8", "quint8", "qint32", "quint4x2", "quint2x4", "float8_e5m2fnuz",
               "float8_e4m3fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "complex32", "bits8",
               "bits16", "bits1x8", "bits2x4", "bits4x2", *(f"uint{i}" for i in range(1, 8)),

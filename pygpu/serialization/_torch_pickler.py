@@ -75,11 +75,12 @@ def _span(t):
     return off, off + 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
 
 
-def _storage_id(t):
-    """Which storage t views: (device, dtype, the address of the storage's element 0)."""
+def _storage_id(t, row):
+    """Which storage t views as row's dtype: (device, dtype, the address of the storage's
+    element 0)."""
     if t.numel() == 0:
         return None  # nothing to share: an empty record of its own
-    return (str(t.device), t.dtype.name, t.data_ptr() - t.storage_offset() * t.dtype.itemsize)
+    return (str(t.device), row.name, t.data_ptr() - t.storage_offset() * t.dtype.itemsize)
 
 
 def _is_qstate(v):
@@ -137,6 +138,8 @@ class TorchPickler(pickle._Pickler):
             return (torch_name("torch", "device"), (str(obj),))
         if isinstance(obj, _C.Size):
             return (torch_name("torch", "Size"), (tuple(obj),))
+        if getattr(obj, "is_quantized", False) is True and hasattr(obj, "ints"):
+            return self._reduce_qtensor(obj)
         if _is_qstate(obj):
             arr = np.ascontiguousarray(obj.numpy())
             span = StorageSpan("cpu", _row_of_array(arr), 0, arr.size, arr)
@@ -144,17 +147,18 @@ class TorchPickler(pickle._Pickler):
                                                            for s in arr.strides), False)
         return NotImplemented
 
-    def _span_of(self, t):
-        sid = _storage_id(t)
+    def _span_of(self, t, row=None):
+        row = row or row_of(t.dtype)
+        sid = _storage_id(t, row)
         start, stop = _span(t)
         if sid is None:
-            return StorageSpan(str(t.device), row_of(t.dtype), start, stop, t)
+            return StorageSpan(str(t.device), row, start, stop, t)
         span = self.spans.get(sid)
         if span is None:
             if not self.collect:
                 raise RuntimeError("pygpu.save: a tensor changed storage between the two "
                                    "passes of the writer (was it modified from another thread?)")
-            span = self.spans[sid] = StorageSpan(str(t.device), row_of(t.dtype), start, stop, t)
+            span = self.spans[sid] = StorageSpan(str(t.device), row, start, stop, t)
         elif self.collect:
             span.start, span.stop = min(span.start, start), max(span.stop, stop)
         return span
@@ -166,6 +170,24 @@ class TorchPickler(pickle._Pickler):
         span = self._span_of(t)
         return self._rebuild(span, t.storage_offset() - span.start, tuple(t.shape),
                              tuple(t.stride()), bool(t.requires_grad))
+
+    def _reduce_qtensor(self, q):
+        """torch._utils._rebuild_qtensor(storage of levels, offset, size, stride, quantizer
+        params, requires_grad, hooks), as torch's Tensor._reduce_ex_internal writes it."""
+        if q.dtype.per_byte != 1:
+            raise TypeError(f"pygpu.save: a {q.dtype} tensor is not saved in PyTorch's format "
+                            f"(PyTorch stores it packed, {q.dtype.per_byte} levels to a byte); "
+                            f"save its int_repr() and parameters instead")
+        span = self._span_of(q.ints, row_of(q.dtype.name))
+        scheme = q.qscheme()
+        if scheme.per_channel:  # torch writes per_channel_affine for both per-channel kinds
+            params = (torch_name("torch", "per_channel_affine"), q._scale, q._zero_point,
+                      q.q_per_channel_axis())  # (the held tensors: the same in both passes)
+        else:
+            params = (torch_name("torch", scheme.name), q.q_scale(), q.q_zero_point())
+        return (torch_name("torch._utils", "_rebuild_qtensor"),
+                (span, q.storage_offset() - span.start, tuple(q.shape), tuple(q.stride()),
+                 params, False, collections.OrderedDict()))
 
     def _rebuild(self, span, offset, shape, stride, requires_grad):
         args = (span, offset, tuple(shape), tuple(stride), requires_grad,
