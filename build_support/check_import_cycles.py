@@ -49,7 +49,7 @@ PY_LAYERS = [
     ("loading: the compiled extension and what must run before it",
      ["pygpu._extension", "pygpu._numpy_blas", "pygpu._version"]),
     ("values: dtypes, devices, defaults, counters, RNG state, switches (on _C only)",
-     ["pygpu._dtype", "pygpu._dtype_info", "pygpu._qdtype", "pygpu._device", "pygpu._defaults",
+     ["pygpu._dtype", "pygpu._dtype_info", "pygpu._device", "pygpu._defaults",
       "pygpu._stats", "pygpu._guard", "pygpu._trace", "pygpu._printing", "pygpu._hooks",
       "pygpu._random", "pygpu._accel", "pygpu.random", "pygpu.amp.autocast_mode",
       "pygpu.backends.opt_einsum", "pygpu.profiler"]),

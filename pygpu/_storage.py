@@ -12,7 +12,7 @@ a new 1-d tensor's storage."""
 import warnings
 
 from . import _C, _dtype
-from ._qdtype import QDTYPES
+from ._dtype import QDTYPES
 from ._tensor import create as _tensor_create
 
 Tensor = _C.Tensor

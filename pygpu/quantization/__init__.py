@@ -10,7 +10,7 @@
 The layers are pygpu.nn.quantized's; the kernels and the flow are in docs/inference.md."""
 from ._pack import pack_weight, packed_bytes, unpack_weight
 from ._qtensor import QParam, QTensor, QuantizedActivation
-from .._qdtype import (QDType, QSCHEMES, qint8, qint32, qscheme, quint2x4, quint4x2, quint8)
+from .._dtype import (QDType, QSCHEMES, qint8, qint32, qscheme, quint2x4, quint4x2, quint8)
 from ._quantized import QuantizedTensor
 from .observer import (HistogramObserver, MinMaxObserver, MovingAverageMinMaxObserver,
                        ObserverBase, qparams_of_range)

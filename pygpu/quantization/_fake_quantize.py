@@ -16,7 +16,7 @@ import numpy as np
 from .. import _C
 from ..autograd import Function
 from ._quantized import QuantizedTensor, _channel_shape, choose_qparams, not_implemented
-from .._qdtype import per_tensor_affine
+from .._dtype import per_tensor_affine
 
 Tensor = _C.Tensor
 f32 = np.float32

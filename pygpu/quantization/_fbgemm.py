@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _C
 from ._pack import pack_for, packed_bytes
-from .._qdtype import qint8, quint8
+from .._dtype import qint8, quint8
 from ._quantized import _levels, choose_qparams
 
 Tensor = _C.Tensor

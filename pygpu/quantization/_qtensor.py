@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _C
 from ._pack import layout_of, pack_for, packed_bytes, unpack_from
-from .._qdtype import QDType, qint8, quint8  # noqa: F401 - their home before issue 43
+from .._dtype import QDType, qint8, quint8  # noqa: F401 - their home before issue 43
 
 
 

@@ -13,7 +13,7 @@ PyTorch's NotImplementedError ("Could not run 'aten::add.Tensor' with arguments 
 
 The numerics are PyTorch's CPU kernels': level = clamp(nearbyint(x * (1.0f / (float)scale))
 with the zero point added before or after rounding as each dtype's kernel does (the
-rounding column of pygpu/_qdtype.py), qmin, qmax), rounding half to even; a real is
+rounding column of pygpu/_dtype.py), qmin, qmax), rounding half to even; a real is
 (level - zero_point) * (float)scale in float32 per tensor and (level - zero_point) * scale
 in float64 per channel (float32 with float zero points), as ATen's dequantize loops. They run
 as pygpu ops on the ints' device, so cpu, sim and cuda all work (torch's CPU wheel has
@@ -26,7 +26,7 @@ from .. import _C
 from .._dtype import DType
 from .._tensor.join import cat as _cat
 from .._tensor.compare import equal as _equal
-from .._qdtype import (QDType, QDTYPES, per_channel_affine, per_channel_affine_float_qparams,
+from .._dtype import (QDType, QDTYPES, per_channel_affine, per_channel_affine_float_qparams,
                       per_tensor_affine, qdtype_of, qscheme)
 
 Tensor = _C.Tensor
@@ -73,7 +73,7 @@ def _levels(x, inv_scale, zero_point, qd, rounding=None):
     """The levels of x (float32) as qd's storage dtype: x * inv_scale (a float32 number or a
     float32 tensor broadcast against x) rounded half to even with the zero point (an int
     or an int64 tensor broadcast likewise) added as qd's rounding rule says
-    (pygpu/_qdtype.py; `rounding` names another), clamped to [qmin, qmax]. float64 holds
+    (pygpu/_dtype.py; `rounding` names another), clamped to [qmin, qmax]. float64 holds
     each step exactly where the rule says float32 rounds (the product of two float32
     numbers, a small integer added to it)."""
     rounding = rounding or qd.rounding
@@ -451,7 +451,7 @@ def _is_dtype_name(s):
 
 
 def _rebuild(ints, dtype, scheme, params):
-    from .._qdtype import QSCHEMES
+    from .._dtype import QSCHEMES
     return QuantizedTensor(ints, QDTYPES[dtype], QSCHEMES[scheme], *params)
 
 

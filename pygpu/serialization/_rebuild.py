@@ -245,7 +245,7 @@ def rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, req
     """torch._utils._rebuild_qtensor: a quantized tensor over a QUInt8/QInt8/QInt32Storage
     record of levels, with (scheme, scale, zero_point) or (scheme, scales, zero_points,
     axis); float zero points make per_channel_affine_float_qparams, as torch's."""
-    from .._qdtype import QDTYPES, QSCHEMES
+    from .._dtype import QDTYPES, QSCHEMES
     from ..quantization._quantized import QuantizedTensor
     if not isinstance(storage, LoadedStorage) or storage.row.levels is None:
         raise pickle.UnpicklingError("_rebuild_qtensor needs a quantized storage record")
@@ -388,7 +388,7 @@ def _allowed_globals():
                         ("a tensor subclass", ["_rebuild_wrapper_subclass"])):
         for n in names:
             rc[f"torch._utils.{n}"] = _unsupported(what)
-    from .._qdtype import QDTYPES, QSCHEMES
+    from .._dtype import QDTYPES, QSCHEMES
     for name, scheme in QSCHEMES.items():
         rc[f"torch.{name}"] = scheme
     for row in TABLE:  # dtypes, under every spelling PyTorch has for them
