@@ -21,7 +21,7 @@
  * is visited either way; a diagonal tile is narrowed to the columns its last row sees, and
  * each row masks, searches, exponentiates only its own w = i + 1 - j0 columns (the rest
  * are zeroed, never written as -inf and exponentiated): GPT's causal forward + backward
- * 1.65x faster for it (docs/performance.md, "Causal attention and the linear layers"). */
+ * 1.7x faster for it (docs/performance.md, "Causal attention and the linear layers"). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
