@@ -36,6 +36,11 @@ CASES = {
     "masked_row": ((2, 2, 9, 4), (2, 2, 11, 4), 4, (2, 1, 9, 11), "rows", False, False, None),
     "gqa": ((2, 4, 33, 8), (2, 2, 65, 8), 8, None, None, False, True, None),
     "three_d": ((3, 20, 8), (3, 30, 8), 5, None, None, True, False, None),
+    # the causal cut of each row and tile (cpu_attention.c): fewer queries than keys, more,
+    # and query heads sharing a key/value head
+    "causal_wide": ((1, 2, 70, 8), (1, 2, 300, 8), 8, None, None, True, False, None),
+    "causal_tall": ((1, 2, 300, 8), (1, 2, 140, 8), 6, None, None, True, False, None),
+    "causal_gqa": ((1, 4, 129, 8), (1, 2, 129, 8), 8, None, None, True, True, None),
 }
 
 
@@ -88,6 +93,22 @@ def test_sdpa_float32_and_autocast(device):
     np.testing.assert_allclose(pb.astype(pygpu.float32).numpy(), tb.float().numpy(), atol=3e-2)
 
 
+def test_sdpa_causal_float32_gradients_at_a_gpt_head(device):
+    """A GPT head's shape (T = 256, head dim 64, float32): the kernel's real 64 x 128 tiles,
+    whose diagonal ones it narrows to the columns a causal row can see, both directions."""
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal((2, 2, 256, 64)).astype(np.float32) for _ in range(3)]
+    (pq, pk, pv), (tq, tk, tv) = _leaves(arrays, device)
+    po = F.scaled_dot_product_attention(pq, pk, pv, is_causal=True)
+    to = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+    _close(po, to, tol=2e-5)
+    up = rng.standard_normal(to.shape).astype(np.float32)
+    (po * pygpu.tensor(up, device=device)).sum().backward()
+    (to * torch.tensor(up)).sum().backward()
+    for p, t in ((pq, tq), (pk, tk), (pv, tv)):
+        _close(p.grad, t.grad, tol=1e-4)
+
+
 def _numeric(f, arr, eps=1e-6):
     g = np.zeros_like(arr)
     flat, gf = arr.reshape(-1), g.reshape(-1)
@@ -126,10 +147,12 @@ def test_sdpa_kernel_against_finite_differences(device, kind):
                                    rtol=1e-5, atol=1e-7)
 
 
-def test_sdpa_dropout_is_reproducible_and_differentiable(device):
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_dropout_is_reproducible_and_differentiable(device, causal):
     """Dropout decisions come from pygpu's generator (Philox, drawn by the kernel): the same
     seed gives the same output, the kept weights are scaled by 1/(1-p), and the backward
-    draws the same decisions (finite differences with the generator reseeded)."""
+    draws the same decisions (finite differences with the generator reseeded), with the
+    causal cut too."""
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal((1, 2, 6, 4)) for _ in range(3))
 
@@ -139,12 +162,13 @@ def test_sdpa_dropout_is_reproducible_and_differentiable(device):
         if grad:
             for t in ts:
                 t.requires_grad_()
-        return ts, F.scaled_dot_product_attention(*ts, dropout_p=0.3)
+        return ts, F.scaled_dot_product_attention(*ts, dropout_p=0.3, is_causal=causal)
 
     _, a = run((q, k, v))
     _, b = run((q, k, v))
     np.testing.assert_array_equal(a.numpy(), b.numpy())
-    plain = F.scaled_dot_product_attention(*(pygpu.tensor(x, device=device) for x in (q, k, v)))
+    plain = F.scaled_dot_product_attention(*(pygpu.tensor(x, device=device) for x in (q, k, v)),
+                                           is_causal=causal)
     assert not np.allclose(a.numpy(), plain.numpy())
     ts, o = run((q, k, v), grad=True)
     (o ** 2).sum().backward()

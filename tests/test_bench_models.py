@@ -56,3 +56,19 @@ def test_profile_flop_counts_read_each_ops_recorded_operands():
            if e.name in ("linear", "linear_backward")}
     forward = 2.0 * (3 * 4) * 7 * 5
     assert got == {"linear": forward, "linear_backward": 2 * forward}
+
+
+def test_bench_model_shapes_tiny(capsys):
+    """benchmarks/bench_model_shapes.py at small shapes: each product is checked against
+    torch before it is timed, and every row of both tables comes out."""
+    path = os.path.join(ROOT, "benchmarks", "bench_model_shapes.py")
+    spec = importlib.util.spec_from_file_location("bench_model_shapes", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.main(["--tiny", "--rounds", "1"])
+    out = capsys.readouterr().out
+    for M, K, N in mod.TINY_LINEAR:
+        assert f"| {M} x {K} x {N} forward |" in out
+        assert f"| {M} x {K} x {N} forward + backward |" in out
+    assert out.count(" forward + backward |") == len(mod.TINY_LINEAR) + len(mod.TINY_SDPA)
+    assert "| 1, 2, 70, 16 causal forward |" in out
