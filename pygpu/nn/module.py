@@ -276,20 +276,26 @@ class Module:
 
     # ---- devices ----------------------------------------------------------------------
 
-    def to(self, *args, **kwargs):
+    def to(self, *args, memory_format=None, **kwargs):
         """Move (and/or convert) every parameter and buffer IN PLACE; returns self.
-        Accepts what Tensor.to accepts: a device, a dtype, or both."""
+        Accepts what Tensor.to accepts: a device, a dtype, or both; memory_format= lays out
+        the 4-d and 5-d ones (conv weights) in that format, as torch's Module.to does."""
+        def convert(t):
+            if memory_format is not None and t.dim() in (4, 5):
+                return t.to(*args, memory_format=memory_format, **kwargs)
+            return t.to(*args, **kwargs)
+
         with no_grad():
             for p in self.parameters():
-                new = p.to(*args, **kwargs)
+                new = convert(p)
                 if new is not p:
                     p.data = new
                     if p.grad is not None:
-                        p.grad = p.grad.to(*args, **kwargs)
+                        p.grad = convert(p.grad)
             for m in self.modules():
                 for name, b in list(m._buffers.items()):
                     if b is not None:
-                        m._buffers[name] = b.to(*args, **kwargs)
+                        m._buffers[name] = convert(b)
         return self
 
     def cpu(self):
