@@ -192,8 +192,23 @@ class SparseTensor:
     def double(self):
         return self.to("float64")
 
-    def to_sparse(self):
-        return self
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        if layout in (None, sparse_coo):
+            return self
+        from . import sparse_compressed
+        return sparse_compressed.coo_to_compressed(self, layout, blocksize)
+
+    def to_sparse_csr(self, dense_dim=None):
+        return self.to_sparse(layout=_compressed_layout("sparse_csr"))
+
+    def to_sparse_csc(self, dense_dim=None):
+        return self.to_sparse(layout=_compressed_layout("sparse_csc"))
+
+    def to_sparse_bsr(self, blocksize, dense_dim=None):
+        return self.to_sparse(layout=_compressed_layout("sparse_bsr"), blocksize=blocksize)
+
+    def to_sparse_bsc(self, blocksize, dense_dim=None):
+        return self.to_sparse(layout=_compressed_layout("sparse_bsc"), blocksize=blocksize)
 
     def t(self):
         if self.sparse_dim() != 2 or self.dense_dim():
@@ -258,6 +273,18 @@ class SparseTensor:
         return sum(self, dim)
 
 
+def _compressed_layout(name):
+    from . import sparse_compressed
+    return getattr(sparse_compressed, name)
+
+
+def _is_compressed(x):
+    return getattr(x, "layout", None) in _COMPRESSED
+
+
+_COMPRESSED = ()  # the compressed layouts, set by pygpu/sparse_compressed.py at its import
+
+
 class _IndexAdd(Function):
     """zeros(shape).index_add_(0, index, src), differentiable in src (a gather of g)."""
     @staticmethod
@@ -297,7 +324,10 @@ class _SparseMM(Function):
 def mm(mat1, mat2):
     """torch.sparse.mm / torch.spmm: a sparse (m, k) matrix times a dense (k, n) one (a
     dense result), or a dense times a sparse one; differentiable in the dense operand and
-    in the sparse one's values."""
+    in the sparse one's values. A CSR/CSC/BSR/BSC operand: pygpu/sparse_compressed.py's mm."""
+    if _is_compressed(mat1) or _is_compressed(mat2):
+        from . import sparse_compressed
+        return sparse_compressed.mm(mat1, mat2)
     if isinstance(mat1, SparseTensor) and isinstance(mat2, Tensor):
         if mat1.ndim != 2 or mat1.dense_dim():
             raise RuntimeError("sparse.mm: the sparse operand must be a 2-D matrix")
@@ -321,7 +351,8 @@ def mm(mat1, mat2):
 
 def addmm(input, mat1, mat2, *, beta=1.0, alpha=1.0):
     out = mm(mat1, mat2)
-    dense = input.to_dense() if isinstance(input, SparseTensor) else input
+    dense = input.to_dense() if isinstance(input, SparseTensor) or _is_compressed(input) \
+        else input
     return dense * beta + out * alpha
 
 
@@ -384,8 +415,11 @@ FloatTensor, DoubleTensor, LongTensor = _legacy("float32"), _legacy("float64"), 
 def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
     """Tensor.to_sparse(): the nonzero elements as a coalesced COO tensor (sparse_dim of
     the leading axes; the rest stay dense in each value)."""
-    if layout not in (None, sparse_coo):
-        raise RuntimeError(f"to_sparse: pygpu has only the sparse_coo layout, not {layout}")
+    if layout not in (None, sparse_coo):  # the compressed layouts: pygpu/sparse_compressed.py
+        from . import sparse_compressed
+        if layout not in sparse_compressed.FUNCTIONS.values():
+            raise RuntimeError(f"to_sparse: unsupported layout {layout}")
+        return sparse_compressed.dense_to_compressed(self, layout, blocksize, dense_dim)
     k = self.ndim if sparse_dim is None else int(sparse_dim)
     lead = self.reshape(tuple(self.shape[:k]) + (-1,)) if k < self.ndim else self
     mask = (lead != 0).any(-1) if k < self.ndim else (self != 0)

@@ -171,10 +171,12 @@ def _channels_last_contiguous(t, fmt):
 def is_contiguous(self, memory_format=contiguous_format):
     """Tensor.is_contiguous(memory_format=torch.contiguous_format): whether the memory runs
     in the format's order with no gaps (size-1 dims' strides do not count, as torch's)."""
+    if memory_format is contiguous_format:
+        return _c_is_contiguous(self)
     if memory_format in _CHANNELS_LAST:
         return _channels_last_contiguous(self, memory_format)
     _check_format(memory_format, "is_contiguous()")
-    return _c_is_contiguous(self)  # contiguous_format, and preserve_format as torch reads it
+    return _c_is_contiguous(self)  # preserve_format, as torch reads it
 
 
 def contiguous(self, memory_format=contiguous_format):
@@ -229,12 +231,16 @@ def suggest_memory_format(t):
     return contiguous_format
 
 
-def to(self, *args, memory_format=preserve_format, **kwargs):
+def to(self, *args, **kwargs):
     """Tensor.to(..., memory_format=torch.preserve_format): C's to (device and dtype), laid
     out as torch's: a new tensor keeps a dense input's dim order (preserve_format) or takes
     the given format; nothing changes (self) when the device, the dtype and the format
     (the one self's strides suggest) already match."""
-    out = _c_to(self, *args, **kwargs)
+    if kwargs:
+        memory_format = kwargs.pop("memory_format", preserve_format)
+        out = _c_to(self, *args, **kwargs)
+    else:  # the common call, x.to(device) / x.to(dtype): no keyword dict to pass on
+        memory_format, out = preserve_format, _c_to(self, *args)
     if memory_format is preserve_format:
         if out is self or _c_is_contiguous(self):
             return out

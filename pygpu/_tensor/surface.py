@@ -83,8 +83,8 @@ _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor
 
 def install():
     methods = {}
-    from .. import linalg, sparse
-    for fam in _FAMILIES + (_tensor_math, linalg, sparse):
+    from .. import linalg, sparse, sparse_compressed
+    for fam in _FAMILIES + (_tensor_math, linalg, sparse, sparse_compressed):
         for name, fn in (fam.methods() if fam is _tensor_math else fam.METHODS).items():
             if name in methods:
                 raise ImportError(f"pygpu: Tensor.{name} is defined by two surface modules")
@@ -151,6 +151,8 @@ def functions():
     from .. import linalg, sparse
     out.update(linalg.FUNCTIONS)  # torch.det, torch.inverse, torch.svd (V, not Vh), ...
     out.update(sparse.FUNCTIONS)  # sparse_coo_tensor, spmm
+    from .. import sparse_compressed
+    out.update(sparse_compressed.FUNCTIONS)  # sparse_csr ... sparse_bsc and their constructors
     out["div"] = out["true_divide"] = out["divide"]  # one function (named as the table's row)
     out["as_strided"] = _method_function("as_strided")
     from .._ops import _embedding
