@@ -195,8 +195,9 @@ class SparseTensor:
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
         if layout in (None, sparse_coo):
             return self
-        from . import sparse_compressed
-        return sparse_compressed.coo_to_compressed(self, layout, blocksize)
+        if not _is_compressed_layout(layout):
+            raise RuntimeError(f"to_sparse: unsupported layout {layout}")
+        return _COMPRESSED["from_coo"](self, layout, blocksize)
 
     def to_sparse_csr(self, dense_dim=None):
         return self.to_sparse(layout=_compressed_layout("sparse_csr"))
@@ -273,16 +274,22 @@ class SparseTensor:
         return sum(self, dim)
 
 
+# The compressed layouts (pygpu/sparse_compressed.py, which imports this module) register
+# here at their import: "layouts" {name: layout}, "from_dense", "from_coo" and "mm".
+_COMPRESSED = {"layouts": {}}
+
+
 def _compressed_layout(name):
-    from . import sparse_compressed
-    return getattr(sparse_compressed, name)
+    return _COMPRESSED["layouts"][name]
+
+
+def _is_compressed_layout(layout):
+    return any(layout is lay for lay in _COMPRESSED["layouts"].values())
 
 
 def _is_compressed(x):
-    return getattr(x, "layout", None) in _COMPRESSED
-
-
-_COMPRESSED = ()  # the compressed layouts, set by pygpu/sparse_compressed.py at its import
+    return not isinstance(x, (Tensor, SparseTensor)) and _is_compressed_layout(
+        getattr(x, "layout", None))
 
 
 class _IndexAdd(Function):
@@ -326,8 +333,7 @@ def mm(mat1, mat2):
     dense result), or a dense times a sparse one; differentiable in the dense operand and
     in the sparse one's values. A CSR/CSC/BSR/BSC operand: pygpu/sparse_compressed.py's mm."""
     if _is_compressed(mat1) or _is_compressed(mat2):
-        from . import sparse_compressed
-        return sparse_compressed.mm(mat1, mat2)
+        return _COMPRESSED["mm"](mat1, mat2)
     if isinstance(mat1, SparseTensor) and isinstance(mat2, Tensor):
         if mat1.ndim != 2 or mat1.dense_dim():
             raise RuntimeError("sparse.mm: the sparse operand must be a 2-D matrix")
@@ -416,10 +422,9 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
     """Tensor.to_sparse(): the nonzero elements as a coalesced COO tensor (sparse_dim of
     the leading axes; the rest stay dense in each value)."""
     if layout not in (None, sparse_coo):  # the compressed layouts: pygpu/sparse_compressed.py
-        from . import sparse_compressed
-        if layout not in sparse_compressed.FUNCTIONS.values():
+        if not _is_compressed_layout(layout):
             raise RuntimeError(f"to_sparse: unsupported layout {layout}")
-        return sparse_compressed.dense_to_compressed(self, layout, blocksize, dense_dim)
+        return _COMPRESSED["from_dense"](self, layout, blocksize, dense_dim)
     k = self.ndim if sparse_dim is None else int(sparse_dim)
     lead = self.reshape(tuple(self.shape[:k]) + (-1,)) if k < self.ndim else self
     mask = (lead != 0).any(-1) if k < self.ndim else (self != 0)

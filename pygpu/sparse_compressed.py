@@ -34,7 +34,6 @@ sparse_csr = _coo._Layout("sparse_csr")
 sparse_csc = _coo._Layout("sparse_csc")
 sparse_bsr = _coo._Layout("sparse_bsr")
 sparse_bsc = _coo._Layout("sparse_bsc")
-_coo._COMPRESSED = (sparse_csr, sparse_csc, sparse_bsr, sparse_bsc)  # sparse.mm's dispatch
 
 # per layout: ATen's name, whether rows are compressed, whether entries are blocks, and
 # the names of its compressed and plain index accessors
@@ -705,3 +704,7 @@ FUNCTIONS = {"sparse_csr": sparse_csr, "sparse_csc": sparse_csc, "sparse_bsr": s
              "sparse_bsr_tensor": sparse_bsr_tensor, "sparse_bsc_tensor": sparse_bsc_tensor}
 FUNCTIONS.update({f"{a}_copy": _copy_of(a) for a in
                   ("crow_indices", "col_indices", "ccol_indices", "row_indices")})
+
+# pygpu.sparse (COO) reaches the compressed layouts through its registry, not an import
+_coo._COMPRESSED.update(layouts={lay.name: lay for lay in _LAYOUTS}, from_dense=dense_to_compressed,
+                        from_coo=coo_to_compressed, mm=mm)

@@ -142,7 +142,8 @@ def test_channels_last_values_through_a_conv_block(device):
     x, t = _pair(device, (2, 3, 8, 8))
     torch.manual_seed(0)
     conv = torch.nn.Conv2d(3, 4, 3, padding=1)
-    w, b = to_device(conv.weight.detach().numpy(), device), to_device(conv.bias.detach().numpy(), device)
+    w = to_device(conv.weight.detach().numpy(), device)
+    b = to_device(conv.bias.detach().numpy(), device)
     F, TF = pygpu.nn.functional, torch.nn.functional
 
     def block(F, x, w, b):
@@ -185,3 +186,57 @@ def test_dim_order(device):
             assert ones.dim_order(ambiguity_check=check) == want
     with pytest.raises(TypeError, match="must be a bool or a list of memory formats"):
         ones.dim_order(ambiguity_check="ILLEGAL")
+
+
+ELEMENTWISE = [  # (name, f(lib, y, x, bias)): y channels_last, x contiguous, bias (1, C, 1, 1)
+    ("relu", lambda lib, y, x, b: y.relu()),
+    ("exp", lambda lib, y, x, b: y.exp()),
+    ("neg", lambda lib, y, x, b: -y),
+    ("gt", lambda lib, y, x, b: y > 0),
+    ("y + bias", lambda lib, y, x, b: y + b),
+    ("bias + y", lambda lib, y, x, b: b + y),
+    ("y * 2", lambda lib, y, x, b: y * 2),
+    ("2 - y", lambda lib, y, x, b: 2 - y),
+    ("y + x", lambda lib, y, x, b: y + x),
+    ("x + y", lambda lib, y, x, b: x + y),
+    ("y * y", lambda lib, y, x, b: y * y),
+    ("y.t-like", lambda lib, y, x, b: x.transpose(1, 3).exp()),
+    ("size-1 dims", lambda lib, y, x, b: x[:, :1].transpose(0, 2).sigmoid()),
+    ("a gap", lambda lib, y, x, b: x[:, :, ::2].exp()),
+]
+
+
+@pytest.mark.parametrize("name,fn", ELEMENTWISE, ids=[e[0] for e in ELEMENTWISE])
+def test_elementwise_ops_keep_the_lead_operands_layout(device, name, fn):
+    """The output's strides are torch's: a dense lead operand's order is kept (csrc/core/
+    pg_ops_elementwise.c computes in memory order), the values are torch's."""
+    x, t = _pair(device)
+    bias = np.arange(3, dtype=np.float32).reshape(1, 3, 1, 1)
+    y = x.contiguous(memory_format=pygpu.channels_last)
+    u = t.contiguous(memory_format=torch.channels_last)
+    got = fn(pygpu, y, x, to_device(bias, device))
+    want = fn(torch, u, t, torch.tensor(bias))
+    assert got.stride() == want.stride()
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_gradients_through_a_channels_last_block(device):
+    x, t = _pair(device)
+    x.requires_grad_(True)
+    t.requires_grad_(True)
+    wgt = np.linspace(-1, 1, 120, dtype=np.float32).reshape(2, 3, 4, 5)
+    for lib, v, w in ((pygpu, x, to_device(wgt, device)), (torch, t, torch.tensor(wgt))):
+        y = v.contiguous(memory_format=lib.channels_last)
+        ((y.relu() * 2 + 1) * y.exp() * w).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5)
+
+
+def test_clone_and_to_copy_a_dense_permuted_tensor(device):
+    """A dense permuted tensor is contiguous in memory order: its clone must still be a copy
+    (the bug a clone through contiguous() had: the clone shared the input's memory)."""
+    x, _ = _pair(device)
+    y = x.contiguous(memory_format=pygpu.channels_last)
+    for copy in (y.clone(), y.to(pygpu.float32, copy=True), pygpu.clone(y)):
+        assert copy.stride() == y.stride()
+        copy.fill_(0.0)
+        np.testing.assert_array_equal(y.numpy(), x.numpy())

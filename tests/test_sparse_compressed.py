@@ -88,7 +88,8 @@ def test_conversions_between_layouts(device):
         csr.to_sparse_bsr((2, 2)).to_sparse_csr()
     # a hybrid tensor: one dense dim in each value
     h = np.stack([DENSE, 2 * DENSE], -1)
-    _same(to_device(h, device).to_sparse_csr(dense_dim=1), torch.tensor(h).to_sparse_csr(dense_dim=1))
+    _same(to_device(h, device).to_sparse_csr(dense_dim=1),
+          torch.tensor(h).to_sparse_csr(dense_dim=1))
 
 
 def test_accessors_copies_and_errors(device):

@@ -148,10 +148,16 @@ _c_clone = Tensor.clone
 _c_to = Tensor.to
 
 
+def _relaid_copy(t, order):
+    """A copy always (clone, not contiguous: t in memory order may be contiguous already,
+    and a clone must not share t's memory)."""
+    return _c_clone(t.permute(order)).permute(_inverse(order))
+
+
 def _relaid(t, order):
-    """t's values in a new dense tensor whose memory runs in order (differentiable: a
-    permuted view's contiguous copy, viewed back)."""
-    return _c_contiguous(t.permute(order)).permute(_inverse(order))
+    """t's values in a new dense tensor whose memory runs in order: the permuted view's
+    clone, viewed back (differentiable as the clone and the permutes are)."""
+    return _relaid_copy(t, order)
 
 
 def _channels_last_contiguous(t, fmt):
