@@ -11,8 +11,10 @@ about formats. preserve_format keeps the input's dimension order where the input
 and infers one from its strides where it is not (ATen's infer_dense_strides: stride-0 and
 equal-stride dimensions keep their places), as torch's empty_like/clone/to do.
 
-The Tensor methods here wrap the C ones (contiguous, is_contiguous, clone, to) and take
-memory_format=; the contiguous tensor's path is one more C call (is_contiguous). What reads
+The Tensor methods here wrap the C ones (contiguous, is_contiguous, clone) and take
+memory_format=; the contiguous tensor's path is one more C call (is_contiguous). Tensor.to
+stays C's (no Python frame on its common path): C hands it here only for memory_format= and
+for a new tensor made from a non-contiguous one (the HOOKS). What reads
 formats: Tensor.contiguous/is_contiguous/clone/to/dim_order, nn.Module.to, and the factories
 empty, empty_like, zeros_like, ones_like, full_like, rand_like, randn_like, randint_like
 (pygpu/_tensor/create.py). Ops (elementwise, conv, pooling, norms) still return contiguous
@@ -237,28 +239,30 @@ def suggest_memory_format(t):
     return contiguous_format
 
 
-def to(self, *args, **kwargs):
-    """Tensor.to(..., memory_format=torch.preserve_format): C's to (device and dtype), laid
-    out as torch's: a new tensor keeps a dense input's dim order (preserve_format) or takes
-    the given format; nothing changes (self) when the device, the dtype and the format
-    (the one self's strides suggest) already match."""
-    if kwargs:
-        memory_format = kwargs.pop("memory_format", preserve_format)
-        out = _c_to(self, *args, **kwargs)
-    else:  # the common call, x.to(device) / x.to(dtype): no keyword dict to pass on
-        memory_format, out = preserve_format, _c_to(self, *args)
+def relayout(out, src):
+    """The C to()'s hook for a new tensor `out` made from a non-contiguous `src`
+    (csrc/bindings/tensor_methods.c): out laid out in src's order, as torch's
+    preserve_format lays it out (dense: src's own order; strided: the inferred one)."""
+    order = _target_order(src, preserve_format)
+    return out if order is None else _relaid(out, order)
+
+
+def to_memory_format(self, *args, memory_format=preserve_format, **kwargs):
+    """Tensor.to(..., memory_format=) (C's to() hands it here): C's to (device and dtype),
+    laid out in the format; nothing changes (self) when the device, the dtype and the
+    format (the one self's strides suggest) already match."""
+    out = _c_to(self, *args, **kwargs)  # preserve_format is C's own (the relayout hook)
     if memory_format is preserve_format:
-        if out is self or _c_is_contiguous(self):
-            return out
-        order = _target_order(self, preserve_format)
-        return out if order is None else _relaid(out, order)
+        return out
     _check_format(memory_format, "to()")
     if out is self and suggest_memory_format(self) is memory_format:
         return self
     order = _format_order(memory_format, self.ndim)
     if out is self:
         return _c_clone(self) if memory_format is contiguous_format else _relaid(self, order)
-    return _c_contiguous(out) if memory_format is contiguous_format else _relaid(out, order)
+    if memory_format is contiguous_format:
+        return _c_contiguous(out)
+    return out if _channels_last_contiguous(out, memory_format) else _relaid(out, order)
 
 
 _AMBIGUOUS = ("The tensor does not have unique dim order, or cannot map to exact one of the "
@@ -326,8 +330,9 @@ def _elementwise_order(sizes, strides):
     return tuple(reversed(perm))
 
 
-METHODS = {"is_contiguous": is_contiguous, "contiguous": contiguous, "clone": clone, "to": to,
+METHODS = {"is_contiguous": is_contiguous, "contiguous": contiguous, "clone": clone,
            "dim_order": dim_order}
+HOOKS = {"to_memory_format": to_memory_format, "relayout": relayout}  # C's to() calls these
 
 FUNCTIONS = {"memory_format": memory_format, "contiguous_format": contiguous_format,
              "channels_last": channels_last, "channels_last_3d": channels_last_3d,
