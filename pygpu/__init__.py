@@ -132,9 +132,11 @@ _SURFACE_ALL = sorted(_tensor_surface.functions())
 from ._tensor import complex as _complex  # noqa: E402
 globals().update(_complex.FUNCTIONS)  # view_as_real, view_as_complex, real, imag, complex, polar
 __all__ += sorted(_complex.FUNCTIONS)
+from ._tensor.memory_format import HOOKS as _memory_format_hooks  # noqa: E402 - C's to()
 _C._setup(_dtype.ALL, {
     "repr": _hooks.tensor_repr,
     "parse_to": _hooks.parse_to,
+    **_memory_format_hooks,
     "dtype_code": _dtype.dtype_code,
     "parse_device": _parse_device,
     "make_device": _make_device,

@@ -1,4 +1,4 @@
-# test_sparse.py - COO sparse tensors (pygpu/sparse.py) against torch.sparse on every
+# test_sparse.py - COO sparse tensors (pygpu/sparse/__init__.py) against torch.sparse on every
 # device: construction and its checks, coalesce (sorted, duplicates summed), to_dense,
 # Tensor.to_sparse (hybrid too), the products (sparse.mm, spmm, mm, @ on either side) with
 # their gradients to the dense operand and to the values, sums and arithmetic; the products

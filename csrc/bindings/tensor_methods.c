@@ -318,8 +318,30 @@ static int parse_to_fast(PyObject *args, PyObject *kwargs, int *type, int *index
 }
 
 /* to(device), to(dtype), to(device, dtype), to(other_tensor), non_blocking=, copy= */
+/* torch's memory formats are the Python layer's (pygpu/_tensor/memory_format.py): to()
+ * with memory_format= goes there whole ("to_memory_format", which calls back here without
+ * it), and a new tensor made from a non-contiguous one is laid out in its order there
+ * ("relayout": preserve_format). A contiguous tensor's to() never leaves C. */
+static PyObject *m_to_memory_format(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *hook = pg_hook("to_memory_format");
+    if (!hook)
+        return NULL;
+    PyObject *full = PyTuple_New(PyTuple_GET_SIZE(args) + 1);
+    if (!full)
+        return NULL;
+    PyTuple_SET_ITEM(full, 0, Py_NewRef(self));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++)
+        PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    PyObject *r = PyObject_Call(hook, full, kwargs);
+    Py_DECREF(full);
+    return r;
+}
+
 static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    if (kwargs && PyDict_GetItemString(kwargs, "memory_format"))
+        return m_to_memory_format(self, args, kwargs);
     int type, index, code, non_blocking, copy;
     int fast = parse_to_fast(args, kwargs, &type, &index, &code, &non_blocking, &copy);
     if (fast < 0)
@@ -355,7 +377,12 @@ static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     if (cur == self)
         return cur;
-    return pg_ag_record(cur, "to", self, NULL, NULL, NULL);
+    cur = pg_ag_record(cur, "to", self, NULL, NULL, NULL);
+    if (cur && !pg_tensor_is_contiguous(T(self)) && pg_tensor_is_contiguous(T(cur))) {
+        PyObject *relayout = pg_hook("relayout"); /* preserve_format: self's order */
+        Py_SETREF(cur, relayout ? PyObject_CallFunctionObjArgs(relayout, cur, self, NULL) : NULL);
+    }
+    return cur;
 }
 
 static PyObject *m_cpu(PyObject *self, PyObject *noargs)

@@ -356,7 +356,47 @@ static pg_status arithmetic_dtype(int op, int ct, const pg_tensor *t, int *compu
     return PG_OK;
 }
 
-pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
+/* ---- memory order ---------------------------------------------------------------------
+ * An op whose lead operand is laid out in another order than its dims (a channels_last
+ * tensor, a transpose) runs on the views in memory order, where a dense lead is contiguous
+ * (the kernels' fast path: no gather), and its result is viewed back: the output keeps the
+ * lead's layout, as PyTorch's TensorIterator keeps it. The lead is the
+ * first operand of the output's shape (a broadcast bias never leads). A contiguous lead
+ * costs one check. */
+static bool same_shape(const pg_tensor *t, int nd, const int64_t *shape)
+{
+    if (t->ndim != nd)
+        return false;
+    for (int i = 0; i < nd; i++)
+        if (t->shape[i] != shape[i])
+            return false;
+    return true;
+}
+
+/* out = r viewed back from memory order perm (r's reference passes to out). */
+static pg_status view_back(pg_tensor *r, const int *perm, pg_tensor *out)
+{
+    int inv[PG_MAX_DIMS];
+    for (int i = 0; i < r->ndim; i++)
+        inv[perm[i]] = i;
+    pg_status st = pg_view_transpose(r, r->ndim, inv, out);
+    pg_tensor_clear(r);
+    return st;
+}
+
+/* t broadcast to (nd, shape), then permuted to memory order perm. */
+static pg_status in_memory_order(const pg_tensor *t, int nd, const int64_t *shape,
+                                 const int *perm, pg_tensor *out)
+{
+    pg_tensor full;
+    PG_TRY(pg_view_broadcast(t, nd, shape, &full));
+    pg_status st = pg_view_transpose(&full, nd, perm, out);
+    pg_tensor_clear(&full);
+    return st;
+}
+
+static pg_status binary_op(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor *out,
+                           bool keep_layout)
 {
     pg_tensor_out_init(out, NULL);
     const char *name = bin_names[op];
@@ -371,6 +411,18 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     if (nd > PG_MAX_DIMS)
         return pg_error_set(PG_ERR_VALUE, "%s: result would have more than %d dimensions", name,
                             PG_MAX_DIMS);
+    const pg_tensor *lead = same_shape(a, nd, shape) ? a : same_shape(b, nd, shape) ? b : NULL;
+    int perm[PG_MAX_DIMS];
+    if (keep_layout && lead && pg_tensor_memory_order(lead, perm)) {
+        pg_tensor av, bv, r;
+        PG_TRY(in_memory_order(a, nd, shape, perm, &av));
+        pg_status st = in_memory_order(b, nd, shape, perm, &bv);
+        if (st == PG_OK)
+            st = binary_op(op, &av, &bv, &r, false); /* once: the views are in memory order */
+        pg_tensor_clear(&av);
+        pg_tensor_clear(&bv);
+        return st == PG_OK ? view_back(&r, perm, out) : st;
+    }
     PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, nd, shape, out));
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
@@ -381,6 +433,11 @@ pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor
     if (st == PG_OK)
         st = pg_prepare_operand(b, ct, nd, shape, &n.src[1]);
     return pg_launch_and_clear(&n, 2, out, out, st);
+}
+
+pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
+{
+    return binary_op(op, a, b, out, true);
 }
 
 /* integer division by the number 0 (fmod, remainder, floor_divide): PyTorch raises
@@ -411,8 +468,8 @@ static int scalar_promote(int dt, pg_scalar s)
     return pg_dtype_result_of(&r);
 }
 
-pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,
-                              pg_tensor *out)
+static pg_status binary_scalar_op(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,
+                                  pg_tensor *out, bool keep_layout)
 {
     pg_tensor_out_init(out, NULL);
     const char *name = bin_names[op];
@@ -425,6 +482,14 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
     PG_TRY(arithmetic_dtype(op, ct, a, &ct, &rt));
     PG_TRY(check_int_divisor(op, ct, a, s, scalar_left));
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_BINARY, ct, name));
+    int perm[PG_MAX_DIMS];
+    if (keep_layout && pg_tensor_memory_order(a, perm)) { /* keep a's layout (above) */
+        pg_tensor av, r;
+        PG_TRY(pg_view_transpose(a, a->ndim, perm, &av));
+        pg_status st = binary_scalar_op(op, &av, s, scalar_left, &r, false);
+        pg_tensor_clear(&av);
+        return st == PG_OK ? view_back(&r, perm, out) : st;
+    }
     PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, a->ndim, a->shape, out));
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
@@ -437,7 +502,13 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
     return launch_one_input(&n, a, ct, out);
 }
 
-pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
+pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,
+                              pg_tensor *out)
+{
+    return binary_scalar_op(op, a, s, scalar_left, out, true);
+}
+
+static pg_status unary_op(int op, const pg_tensor *a, pg_tensor *out, bool keep_layout)
 {
     pg_tensor_out_init(out, NULL);
     const char *name = un_names[op];
@@ -445,12 +516,25 @@ pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
     PG_TRY(compute_dtype(name, pg_unary_in(op), a->dtype, a, &dt));
     int rt = pg_unary_out(op) == PG_OUT_BOOL ? PG_BOOL : dt;
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_UNARY, dt, name));
+    int perm[PG_MAX_DIMS];
+    if (keep_layout && pg_tensor_memory_order(a, perm)) { /* keep a's layout (above) */
+        pg_tensor av, r;
+        PG_TRY(pg_view_transpose(a, a->ndim, perm, &av));
+        pg_status st = unary_op(op, &av, &r, false);
+        pg_tensor_clear(&av);
+        return st == PG_OK ? view_back(&r, perm, out) : st;
+    }
     PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, a->ndim, a->shape, out));
     if (pg_tensor_numel(out) == 0)
         return PG_OK;
     pg_node n;
     node_init(&n, PG_OP_UNARY, op, name);
     return launch_one_input(&n, a, dt, out);
+}
+
+pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
+{
+    return unary_op(op, a, out, true);
 }
 
 /* ---- in place ------------------------------------------------------------------------- */

@@ -35,6 +35,46 @@ bool pg_tensor_is_contiguous(const pg_tensor *t)
     return true;
 }
 
+/* TensorIterator's comparison of two dims, innermost first: 1 when a belongs outside b. */
+static int memory_outer(const pg_tensor *t, int a, int b)
+{
+    int64_t sa = t->strides[a], sb = t->strides[b];
+    if (sa == 0 || sb == 0)
+        return 0; /* a broadcast dim: ambiguous, it keeps its place */
+    if (sa != sb)
+        return sa < sb ? -1 : 1;
+    return t->shape[a] > t->shape[b] ? 1 : 0;
+}
+
+bool pg_tensor_memory_order(const pg_tensor *t, int *perm)
+{
+    if (pg_tensor_is_contiguous(t))
+        return false;
+    int n = t->ndim, inner_first[PG_MAX_DIMS];
+    for (int i = 0; i < n; i++)
+        inner_first[i] = n - 1 - i;
+    for (int i = 1; i < n; i++) { /* insertion sort with ambiguous comparisons, as ATen's */
+        int d1 = i;
+        for (int d0 = i - 1; d0 >= 0; d0--) {
+            int c = memory_outer(t, inner_first[d0], inner_first[d1]);
+            if (c > 0) {
+                int tmp = inner_first[d0];
+                inner_first[d0] = inner_first[d1];
+                inner_first[d1] = tmp;
+                d1 = d0;
+            } else if (c < 0) {
+                break;
+            }
+        }
+    }
+    bool identity = true;
+    for (int i = 0; i < n; i++) {
+        perm[i] = inner_first[n - 1 - i];
+        identity = identity && perm[i] == i;
+    }
+    return !identity;
+}
+
 bool pg_tensor_covers_storage(const pg_tensor *t)
 {
     size_t isz = pg_dtype_size((pg_dtype)t->dtype);

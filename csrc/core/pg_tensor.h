@@ -35,6 +35,12 @@ static inline char *pg_tensor_data(const pg_tensor *t)
 int64_t pg_shape_numel(int ndim, const int64_t *shape);
 static inline int64_t pg_tensor_numel(const pg_tensor *t) { return pg_shape_numel(t->ndim, t->shape); }
 bool pg_tensor_is_contiguous(const pg_tensor *t);
+/* True when `t` is not contiguous and its strides order its dims otherwise than their
+ * order (a channels_last tensor, a transpose, a slice of one): perm (t->ndim) gets the order
+ * of its memory, outermost first, as PyTorch's TensorIterator sorts it (by stride; equal
+ * strides: the larger size outer; a stride-0 dim stays where it is), so an op's output laid
+ * out in perm keeps t's layout. */
+bool pg_tensor_memory_order(const pg_tensor *t, int *perm);
 /* True when writing every element of `t` writes every byte of its storage. */
 bool pg_tensor_covers_storage(const pg_tensor *t);
 /* Strides of a C-contiguous array of this shape. */

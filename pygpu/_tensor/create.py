@@ -19,6 +19,7 @@ import numbers
 import numpy as np
 
 from .. import _C, _defaults, _dtype, _random
+from . import memory_format as _formats
 from .._dtype import bool_, float32, int64, to_dtype
 
 _CPU = "cpu"
@@ -84,9 +85,12 @@ def factory(fn):
 
 
 @factory
-def empty(*shape, size=None, dtype=None, device=None):
-    """An uninitialised tensor."""
-    return _C._full(_shape(_size_kw(shape, size), "empty"), None, _dt(dtype, float32), _dev(device))
+def empty(*shape, size=None, dtype=None, device=None, memory_format=None):
+    """An uninitialised tensor (laid out in memory_format: contiguous by default)."""
+    dims, dt, dev = _shape(_size_kw(shape, size), "empty"), _dt(dtype, float32), _dev(device)
+    if memory_format is None:
+        return _C._full(dims, None, dt, dev)
+    return _formats.empty_format(dims, memory_format, lambda s: _C._full(s, None, dt, dev))
 
 
 @factory
@@ -131,13 +135,15 @@ def full(shape, fill_value, dtype=None, device=None):
 
 
 @factory
-def zeros_like(t, dtype=None, device=None):
-    return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device)
+def zeros_like(t, dtype=None, device=None, *, memory_format=None):
+    dt, dev = dtype or t.dtype, device or t.device
+    return _formats.like(t, memory_format, lambda s: zeros(s, dtype=dt, device=dev))
 
 
 @factory
-def ones_like(t, dtype=None, device=None):
-    return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device)
+def ones_like(t, dtype=None, device=None, *, memory_format=None):
+    dt, dev = dtype or t.dtype, device or t.device
+    return _formats.like(t, memory_format, lambda s: ones(s, dtype=dt, device=dev))
 
 
 @factory
@@ -386,36 +392,40 @@ def randperm(n, *, generator=None, dtype=None, device=None):
 
 
 @factory
-def full_like(t, fill_value, *, dtype=None, device=None):
+def full_like(t, fill_value, *, dtype=None, device=None, memory_format=None):
     dt, dev = _like_kw(t, dtype, device)
-    return full(t.shape, fill_value, dtype=dt, device=dev)
+    return _formats.like(t, memory_format, lambda s: full(s, fill_value, dtype=dt, device=dev))
 
 
 @factory
-def empty_like(t, *, dtype=None, device=None):
+def empty_like(t, *, dtype=None, device=None, memory_format=None):
     dt, dev = _like_kw(t, dtype, device)
-    return empty(t.shape, dtype=dt, device=dev)
+    return _formats.like(t, memory_format, lambda s: empty(s, dtype=dt, device=dev))
 
 
 @factory
-def rand_like(t, *, generator=None, dtype=None, device=None):
+def rand_like(t, *, generator=None, dtype=None, device=None, memory_format=None):
     dt, dev = _like_kw(t, dtype, device)
-    return rand(*t.shape, dtype=dt, device=dev, generator=generator)
+    return _formats.like(t, memory_format,
+                         lambda s: rand(*s, dtype=dt, device=dev, generator=generator))
 
 
 @factory
-def randn_like(t, *, generator=None, dtype=None, device=None):
+def randn_like(t, *, generator=None, dtype=None, device=None, memory_format=None):
     dt, dev = _like_kw(t, dtype, device)
-    return randn(*t.shape, dtype=dt, device=dev, generator=generator)
+    return _formats.like(t, memory_format,
+                         lambda s: randn(*s, dtype=dt, device=dev, generator=generator))
 
 
 @factory
-def randint_like(t, low=0, high=None, *, generator=None, dtype=None, device=None):
+def randint_like(t, low=0, high=None, *, generator=None, dtype=None, device=None,
+                 memory_format=None):
     """randint_like(t, high) or randint_like(t, low, high): t's shape, dtype and device."""
     if high is None:
         low, high = 0, low
     dt, dev = _like_kw(t, dtype, device)
-    return randint(low, high, tuple(t.shape), dtype=dt, device=dev, generator=generator)
+    return _formats.like(t, memory_format,
+                         lambda s: randint(low, high, s, dtype=dt, device=dev, generator=generator))
 
 
 # ---- Tensor.new_* -------------------------------------------------------------------------

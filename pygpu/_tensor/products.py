@@ -35,7 +35,7 @@ def dot(a, b):
 
 def mm(a, b):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):  # a sparse operand:
-        return a @ b  # its own __matmul__/__rmatmul__ (pygpu/sparse.py), not imported here
+        return a @ b  # its own __matmul__/__rmatmul__ (pygpu/sparse/__init__.py), not imported here
     _want("mm", a, 2, "input")
     _want("mm", b, 2, "mat2")
     return _C.matmul(a, b)

@@ -11,10 +11,9 @@
   warn_always, the interop thread count, has_lapack/has_mkl/has_openmp/has_spectral,
   GradScaler, is_distributed (False), slice_inverse (as_strided with the base's geometry);
 - Tensor properties of PyTorch's other backends and layouts (is_mps, is_xla, is_nested,
-  is_quantized, ...: False for every pygpu tensor), layout, H, mH, adjoint, dim_order,
+  is_quantized, ...: False for every pygpu tensor), layout, H, mH, adjoint,
   const_data_ptr, new_empty_strided.
 Each is a call of an op pygpu already runs: no kernel lives here."""
-import builtins
 import math
 import warnings
 
@@ -638,13 +637,6 @@ def adjoint(self):
     return self.transpose(-2, -1)
 
 
-def dim_order(self, *, ambiguity_check=False):
-    """The dimensions from the outermost in memory to the innermost (by stride, ties kept
-    in order)."""
-    strides = self.stride()
-    return tuple(sorted(builtins.range(self.ndim), key=lambda d: -strides[d]))
-
-
 def is_distributed(self):
     """False: a pygpu tensor lives whole on one device, as every tensor PyTorch's
     is_distributed is asked about (its sharded tensors are torch.distributed's DTensor)."""
@@ -678,7 +670,7 @@ _BACKEND_FLAGS = ("is_mps", "is_xla", "is_xpu", "is_ipu", "is_maia", "is_mtia", 
 
 METHODS = {flag: property(_false) for flag in _BACKEND_FLAGS}
 METHODS.update(layout=property(_layout), H=property(_h), mH=property(adjoint),
-               adjoint=adjoint, dim_order=dim_order, const_data_ptr=const_data_ptr,
+               adjoint=adjoint, const_data_ptr=const_data_ptr,
                new_empty_strided=new_empty_strided, hardshrink=hardshrink,
                is_distributed=is_distributed, slice_inverse=slice_inverse)
 

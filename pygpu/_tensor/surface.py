@@ -50,6 +50,10 @@ the type once (_C._add_tensor_methods):
   _tensor/segments.py segment_reduce, histogramdd (module functions)
   _tensor/aten_natives.py native_layer_norm, native_dropout, native_norm, and SyncBatchNorm's
                      batch_norm_stats/elemt/gather_stats/backward_reduce/... (functions)
+  _tensor/memory_format.py torch.memory_format and its values; contiguous, is_contiguous,
+                     clone, to (memory_format=) and dim_order
+  _tensor/backend_queries.py is_vulkan_available, to_dlpack, Tensor.xpu/ipu/mtia (torch's
+                     CPU build's answers)
   _ops/_rnn_aten.py  torch.lstm, gru, rnn_tanh, rnn_relu, miopen_rnn (ATen's flat-params stacks)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
@@ -63,6 +67,8 @@ from .. import _storage
 from . import numeric as _tensor_numeric, scatter as _tensor_scatter
 from . import backend_kernels as _backend_kernels, spectral as _tensor_spectral
 from . import aten_natives as _aten_natives
+from . import memory_format as _memory_format
+from . import backend_queries as _backend_queries
 from . import (autograd as _tensor_autograd, compare as _tensor_compare, compat as _tensor_compat,
                create as _tensor_create, fill as _tensor_fill, gather as _tensor_gather,
                index as _tensor_index, spellings as _tensor_spellings, stack as _tensor_stack,
@@ -75,13 +81,15 @@ _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor
              _tensor_products, _tensor_autograd, _tensor_fill, _tensor_random, _tensor_objects,
              _tensor_stats, _tensor_compare, _tensor_stack, _tensor_gather, _tensor_spellings,
              _storage, _tensor_numeric, _tensor_scatter, _linalg_legacy, _tensor_shape,
-             _ops_clamp, _complex, _linalg_householder, _tensor_spectral)
+             _ops_clamp, _complex, _linalg_householder, _tensor_spectral, _memory_format,
+             _backend_queries)
 
 
 def install():
     methods = {}
     from .. import linalg, sparse
-    for fam in _FAMILIES + (_tensor_math, linalg, sparse):
+    from ..sparse import _compressed as sparse_compressed
+    for fam in _FAMILIES + (_tensor_math, linalg, sparse, sparse_compressed):
         for name, fn in (fam.methods() if fam is _tensor_math else fam.METHODS).items():
             if name in methods:
                 raise ImportError(f"pygpu: Tensor.{name} is defined by two surface modules")
@@ -133,6 +141,8 @@ def functions():
     out.update(_tensor_spectral.FUNCTIONS)
     out.update(_backend_kernels.FUNCTIONS)
     out.update(_aten_natives.FUNCTIONS)
+    out.update(_memory_format.FUNCTIONS)
+    out.update(_backend_queries.FUNCTIONS)
     from .._ops import _rnn_aten
     from . import segments as _segments
     out.update(_segments.FUNCTIONS)
@@ -147,6 +157,8 @@ def functions():
     from .. import linalg, sparse
     out.update(linalg.FUNCTIONS)  # torch.det, torch.inverse, torch.svd (V, not Vh), ...
     out.update(sparse.FUNCTIONS)  # sparse_coo_tensor, spmm
+    from ..sparse import _compressed as sparse_compressed
+    out.update(sparse_compressed.FUNCTIONS)  # sparse_csr ... sparse_bsc and their constructors
     out["div"] = out["true_divide"] = out["divide"]  # one function (named as the table's row)
     out["as_strided"] = _method_function("as_strided")
     from .._ops import _embedding

@@ -418,10 +418,15 @@ class Module:
 
     # ---- devices ----------------------------------------------------------------------
 
-    def to(self, *args, **kwargs):
+    def to(self, *args, memory_format=None, **kwargs):
         """Move (and/or convert) every parameter and buffer IN PLACE; returns self.
-        Accepts what Tensor.to accepts: a device, a dtype, or both."""
-        return self._apply(lambda t: t.to(*args, **kwargs))
+        Accepts what Tensor.to accepts: a device, a dtype, or both; memory_format= lays out
+        the 4-d and 5-d ones (conv weights) in that format, as torch's Module.to does."""
+        def convert(t):
+            if memory_format is not None and t.dim() in (4, 5):
+                return t.to(*args, memory_format=memory_format, **kwargs)
+            return t.to(*args, **kwargs)
+        return self._apply(convert)
 
     def _apply(self, fn, recurse=True):
         """fn(tensor) -> tensor on every parameter (its memory swapped through .data, so the

@@ -15,11 +15,11 @@ and to S's values (g[r] . D[c]), as PyTorch's. smm, hspmm and sspaddmm return th
 product's rows where S has nonzeros as a COO tensor (2-d, hybrid, and added to another),
 with PyTorch's uncoalesced layout; a dense Tensor's sparse_mask(S) takes its values at S's
 indices."""
-from . import _C
-from ._tensor import create as _tensor_create
-from .autograd.function import Function
-from .autograd.grad_mode import is_grad_enabled
-from ._tensor.join import cat
+from .. import _C
+from .._tensor import create as _tensor_create
+from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
+from .._tensor.join import cat
 
 Tensor = _C.Tensor
 
@@ -192,8 +192,24 @@ class SparseTensor:
     def double(self):
         return self.to("float64")
 
-    def to_sparse(self):
-        return self
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        if layout in (None, sparse_coo):
+            return self
+        if not _is_compressed_layout(layout):
+            raise RuntimeError(f"to_sparse: unsupported layout {layout}")
+        return _COMPRESSED["from_coo"](self, layout, blocksize)
+
+    def to_sparse_csr(self, dense_dim=None):
+        return self.to_sparse(layout=_compressed_layout("sparse_csr"))
+
+    def to_sparse_csc(self, dense_dim=None):
+        return self.to_sparse(layout=_compressed_layout("sparse_csc"))
+
+    def to_sparse_bsr(self, blocksize, dense_dim=None):
+        return self.to_sparse(layout=_compressed_layout("sparse_bsr"), blocksize=blocksize)
+
+    def to_sparse_bsc(self, blocksize, dense_dim=None):
+        return self.to_sparse(layout=_compressed_layout("sparse_bsc"), blocksize=blocksize)
 
     def t(self):
         if self.sparse_dim() != 2 or self.dense_dim():
@@ -258,6 +274,24 @@ class SparseTensor:
         return sum(self, dim)
 
 
+# The compressed layouts (pygpu/sparse/_compressed.py, which imports this module) register
+# here at their import: "layouts" {name: layout}, "from_dense", "from_coo" and "mm".
+_COMPRESSED = {"layouts": {}}
+
+
+def _compressed_layout(name):
+    return _COMPRESSED["layouts"][name]
+
+
+def _is_compressed_layout(layout):
+    return any(layout is lay for lay in _COMPRESSED["layouts"].values())
+
+
+def _is_compressed(x):
+    return not isinstance(x, (Tensor, SparseTensor)) and _is_compressed_layout(
+        getattr(x, "layout", None))
+
+
 class _IndexAdd(Function):
     """zeros(shape).index_add_(0, index, src), differentiable in src (a gather of g)."""
     @staticmethod
@@ -297,7 +331,9 @@ class _SparseMM(Function):
 def mm(mat1, mat2):
     """torch.sparse.mm / torch.spmm: a sparse (m, k) matrix times a dense (k, n) one (a
     dense result), or a dense times a sparse one; differentiable in the dense operand and
-    in the sparse one's values."""
+    in the sparse one's values. A CSR/CSC/BSR/BSC operand: pygpu/sparse/_compressed.py's mm."""
+    if _is_compressed(mat1) or _is_compressed(mat2):
+        return _COMPRESSED["mm"](mat1, mat2)
     if isinstance(mat1, SparseTensor) and isinstance(mat2, Tensor):
         if mat1.ndim != 2 or mat1.dense_dim():
             raise RuntimeError("sparse.mm: the sparse operand must be a 2-D matrix")
@@ -321,7 +357,8 @@ def mm(mat1, mat2):
 
 def addmm(input, mat1, mat2, *, beta=1.0, alpha=1.0):
     out = mm(mat1, mat2)
-    dense = input.to_dense() if isinstance(input, SparseTensor) else input
+    dense = input.to_dense() if isinstance(input, SparseTensor) or _is_compressed(input) \
+        else input
     return dense * beta + out * alpha
 
 
@@ -384,8 +421,10 @@ FloatTensor, DoubleTensor, LongTensor = _legacy("float32"), _legacy("float64"), 
 def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
     """Tensor.to_sparse(): the nonzero elements as a coalesced COO tensor (sparse_dim of
     the leading axes; the rest stay dense in each value)."""
-    if layout not in (None, sparse_coo):
-        raise RuntimeError(f"to_sparse: pygpu has only the sparse_coo layout, not {layout}")
+    if layout not in (None, sparse_coo):  # the compressed layouts: pygpu/sparse/_compressed.py
+        if not _is_compressed_layout(layout):
+            raise RuntimeError(f"to_sparse: unsupported layout {layout}")
+        return _COMPRESSED["from_dense"](self, layout, blocksize, dense_dim)
     k = self.ndim if sparse_dim is None else int(sparse_dim)
     lead = self.reshape(tuple(self.shape[:k]) + (-1,)) if k < self.ndim else self
     mask = (lead != 0).any(-1) if k < self.ndim else (self != 0)
