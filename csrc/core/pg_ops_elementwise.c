@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "pg_backend.h"
+#include "pg_graph.h"
 #include "pg_profile.h"
 #include "pg_stats.h"
 
@@ -47,7 +48,9 @@ static const char *const un_names[PG_NUM_UNARY] = {
 const char *pg_binary_name(int op) { return bin_names[op]; }
 const char *pg_unary_name(int op) { return un_names[op]; }
 
-pg_status pg_launch(const pg_node *node)
+/* pg_launch's checks, then the node is either recorded into this thread's capture
+ * (pg_graph.h: nothing runs) or handed to its backend. */
+static pg_status launch_checked(const pg_node *node, bool capture)
 {
     /* dst's storage exists, so its device does: no index check on this hot path */
     pg_device dev = pg_tensor_device(&node->dst);
@@ -64,6 +67,8 @@ pg_status pg_launch(const pg_node *node)
         return pg_error_set(PG_ERR_DTYPE, "\"%s\" not implemented for 'ComplexFloat' or "
                                           "'ComplexDouble' in pygpu",
                             node->name ? node->name : "op");
+    if (capture) /* versions move on at the replays, which run this path again */
+        return pg_graph_record(node);
     pg_stats_op(dev);
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(node, outs);
@@ -79,6 +84,10 @@ pg_status pg_launch(const pg_node *node)
     pg_profile_op_end(prof, dev.type == PG_DEV_CPU);
     return st;
 }
+
+pg_status pg_launch(const pg_node *node) { return launch_checked(node, pg_graph_capturing()); }
+
+pg_status pg_launch_uncaptured(const pg_node *node) { return launch_checked(node, false); }
 
 pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tensor *b)
 {
