@@ -59,6 +59,30 @@ static PyObject *f_graph_capture_end(PyObject *mod, PyObject *args)
     return st == PG_OK ? Py_NewRef(Py_None) : pg_raise(st);
 }
 
+static PyObject *f_graph_probe_begin(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *h;
+    pg_device d;
+    if (!PyArg_ParseTuple(args, "Oii", &h, &d.type, &d.index) || pg_check_device(d) < 0)
+        return NULL;
+    pg_graph *g = graph_arg(h);
+    if (g == NULL)
+        return NULL;
+    pg_status st = pg_graph_probe_begin(g, d);
+    return st == PG_OK ? Py_NewRef(Py_None) : pg_raise(st);
+}
+
+static PyObject *f_graph_probe_end(PyObject *mod, PyObject *h)
+{
+    (void)mod;
+    pg_graph *g = graph_arg(h);
+    if (g == NULL)
+        return NULL;
+    const char *why = pg_graph_probe_end(g);
+    return why ? PyUnicode_FromString(why) : Py_NewRef(Py_None);
+}
+
 static PyObject *f_graph_replay(PyObject *mod, PyObject *h)
 {
     (void)mod;
@@ -101,6 +125,11 @@ PyMethodDef pg_graph_functions[] = {
      "internal: (graph, device type, index): this thread's nodes go into the graph"},
     {"_graph_capture_end", f_graph_capture_end, METH_VARARGS,
      "internal: (graph, keep): end this thread's capture (keep False drops it)"},
+    {"_graph_probe_begin", f_graph_probe_begin, METH_VARARGS,
+     "internal: (graph, device type, index): this thread's nodes run, and what a capture "
+     "would refuse is noted"},
+    {"_graph_probe_end", f_graph_probe_end, METH_O,
+     "internal: end the probe: the first reason a capture would fail, or None"},
     {"_graph_replay", f_graph_replay, METH_O, "internal: run the recorded nodes again"},
     {"_graph_reset", f_graph_reset, METH_O, "internal: drop the capture"},
     {"_graph_ops", f_graph_ops, METH_O, "internal: how many nodes the graph holds"},

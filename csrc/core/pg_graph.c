@@ -3,9 +3,8 @@
  * A recorded node is a copy of the pg_node pg_launch was given, holding its own reference
  * to each storage it names (a MULTI node's list too, and the list's tensors' storages):
  * so no memory a captured node touched is freed or handed to another tensor while the
- * graph lives, and a replay writes where the capture's outputs live. Nodes are replayed
- * through pg_launch_uncaptured, the path an eager op takes after its checks: cpu's
- * and sim's launch order each node after the work pending on its storages. */
+ * graph lives, and a replay writes where the capture's outputs live. The replay loop is
+ * pg_ops_elementwise.c's, beside pg_launch (this file stays below the op layer). */
 #include "pg_graph.h"
 
 #include <stdio.h>
@@ -13,11 +12,11 @@
 #include <string.h>
 
 #include "pg_graph_rules.h"
-#include "pg_ops.h"
 
 struct pg_graph {
     pg_device device;
     bool capturing;
+    bool probing;        /* a probe: nodes run as usual, what a capture would refuse is noted */
     bool invalid;        /* something inside the capture was refused: its end drops it */
     char why[320];       /* what, for capture_end's error */
     bool has_capture;    /* a kept capture (replay may run) */
@@ -103,6 +102,7 @@ pg_status pg_graph_capture_begin(pg_graph *g, pg_device dev)
                                             "graph; captures do not nest");
     g->device = dev;
     g->capturing = true;
+    g->probing = false;
     g->invalid = false;
     g->why[0] = '\0';
     t_capture = g;
@@ -111,7 +111,7 @@ pg_status pg_graph_capture_begin(pg_graph *g, pg_device dev)
 
 pg_status pg_graph_capture_end(pg_graph *g, bool keep)
 {
-    if (!g->capturing || t_capture != g)
+    if (!g->capturing || g->probing || t_capture != g)
         return pg_error_set(PG_ERR_RUNTIME, "graph: no capture in progress on this thread");
     t_capture = NULL;
     g->capturing = false;
@@ -125,6 +125,22 @@ pg_status pg_graph_capture_end(pg_graph *g, bool keep)
     return PG_OK;
 }
 
+pg_status pg_graph_probe_begin(pg_graph *g, pg_device dev)
+{
+    PG_TRY(pg_graph_capture_begin(g, dev));
+    g->probing = true;
+    return PG_OK;
+}
+
+const char *pg_graph_probe_end(pg_graph *g)
+{
+    if (!g->probing || t_capture != g)
+        return NULL;
+    t_capture = NULL;
+    g->capturing = g->probing = false;
+    return g->invalid ? g->why : NULL;
+}
+
 /* The capture fails from here on: `msg` is the error now and at capture_end. */
 static pg_status invalidate(pg_graph *g, const char *msg)
 {
@@ -132,14 +148,17 @@ static pg_status invalidate(pg_graph *g, const char *msg)
         g->invalid = true;
         snprintf(g->why, sizeof g->why, "%s", msg);
     }
+    if (g->probing) /* noted; the op goes on as without a probe */
+        return PG_OK;
     return pg_error_set(PG_ERR_RUNTIME, "%s", msg);
 }
 
 bool pg_graph_capturing(void) { return t_capture != NULL; }
 
-pg_status pg_graph_record(const pg_node *node)
+pg_status pg_graph_record(const pg_node *node, bool *run)
 {
     pg_graph *g = t_capture;
+    *run = g->probing;
     char msg[320], a[24], b[24];
     pg_device dev = pg_tensor_device(&node->dst);
     if (!pg_device_eq(dev, g->device)) {
@@ -154,6 +173,8 @@ pg_status pg_graph_record(const pg_node *node)
                  pg_device_str(dev, a, sizeof a), node->name ? node->name : "an op", refusal);
         return invalidate(g, msg);
     }
+    if (g->probing)
+        return PG_OK;
     if (g->invalid) /* an op after a refused one (its error was caught) */
         return pg_error_set(PG_ERR_RUNTIME, "graph capture invalidated: %s", g->why);
     if (g->n == g->cap) {
@@ -186,7 +207,7 @@ pg_status pg_graph_refuse_host(const char *what)
     return invalidate(g, msg);
 }
 
-pg_status pg_graph_replay(pg_graph *g)
+pg_status pg_graph_replay_begin(pg_graph *g, const pg_node **nodes, int *n)
 {
     if (g->capturing)
         return pg_error_set(PG_ERR_RUNTIME, "Graph.replay() inside its own capture");
@@ -196,8 +217,8 @@ pg_status pg_graph_replay(pg_graph *g)
     if (t_capture != NULL)
         return pg_error_set(PG_ERR_RUNTIME, "replaying a graph inside another capture is not "
                                             "supported");
-    for (int i = 0; i < g->n; i++)
-        PG_TRY(pg_launch_uncaptured(&g->nodes[i]));
+    *nodes = g->nodes;
+    *n = g->n;
     return PG_OK;
 }
 

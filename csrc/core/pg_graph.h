@@ -37,16 +37,28 @@ pg_status pg_graph_capture_begin(pg_graph *g, pg_device dev);
 /* Ends this thread's capture into g. keep false (the block raised), or a capture that
  * was invalidated, drops what was recorded; the latter is reported with its reason. */
 pg_status pg_graph_capture_end(pg_graph *g, bool keep);
-/* Runs the recorded nodes again, in order, on their backend. */
+/* Runs the recorded nodes again, in order, on their backend (pg_ops_elementwise.c, beside
+ * pg_launch). */
 pg_status pg_graph_replay(pg_graph *g);
+/* The checks of a replay, then the nodes it runs. */
+pg_status pg_graph_replay_begin(pg_graph *g, const pg_node **nodes, int *n);
 /* How many nodes the graph holds, and its device. */
 int pg_graph_node_count(const pg_graph *g);
 pg_device pg_graph_device(const pg_graph *g);
 
-/* Called by pg_launch: whether this thread captures, and recording a node into its
- * capture (the node is checked against the graph column and the capture's device). */
+/* A probe: this thread's nodes run as usual, and what a capture of the same calls would
+ * refuse (the first reason) is noted instead of raised. pygpu.compile probes a call before
+ * it captures one, so that a capture that would fail half-way, after the Python code had
+ * already changed its own state (an optimizer's step count), is never attempted. probe_end
+ * gives that reason, or NULL when the calls could be captured. */
+pg_status pg_graph_probe_begin(pg_graph *g, pg_device dev);
+const char *pg_graph_probe_end(pg_graph *g);
+
+/* Called by pg_launch: whether this thread captures (or probes), and recording a node into
+ * its capture (the node is checked against the graph column and the capture's device);
+ * *run says whether pg_launch hands the node to its backend too (a probe). */
 bool pg_graph_capturing(void);
-pg_status pg_graph_record(const pg_node *node);
+pg_status pg_graph_record(const pg_node *node, bool *run);
 /* PG_OK unless this thread captures; then `what` (a host read, a transfer, a
  * synchronize) invalidates the capture and is refused with PG_ERR_RUNTIME. */
 pg_status pg_graph_refuse_host(const char *what);

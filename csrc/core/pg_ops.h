@@ -17,11 +17,8 @@
 /* PG_ERR_DEVICE naming both devices unless a and b share one. */
 pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tensor *b);
 
-/* Run or queue one prepared node on the device of its dst (counts the op); while this
- * thread captures a node graph (pg_graph.h), record it there instead. */
+/* Run or queue one prepared node on the device of its dst (counts the op). */
 pg_status pg_launch(const pg_node *node);
-/* pg_launch, never captured: a node graph's replay hands its nodes over with it. */
-pg_status pg_launch_uncaptured(const pg_node *node);
 
 /* The first step of building a node: every field zeroed (no sources, no parameters), then
  * its kind, subop and name (the pg_node.name sim's faults and the profiler match). */

@@ -67,8 +67,12 @@ static pg_status launch_checked(const pg_node *node, bool capture)
         return pg_error_set(PG_ERR_DTYPE, "\"%s\" not implemented for 'ComplexFloat' or "
                                           "'ComplexDouble' in pygpu",
                             node->name ? node->name : "op");
-    if (capture) /* versions move on at the replays, which run this path again */
-        return pg_graph_record(node);
+    if (capture) { /* versions move on at the replays, which run this path again */
+        bool run;
+        PG_TRY(pg_graph_record(node, &run));
+        if (!run)
+            return PG_OK;
+    }
     pg_stats_op(dev);
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(node, outs);
@@ -87,7 +91,18 @@ static pg_status launch_checked(const pg_node *node, bool capture)
 
 pg_status pg_launch(const pg_node *node) { return launch_checked(node, pg_graph_capturing()); }
 
-pg_status pg_launch_uncaptured(const pg_node *node) { return launch_checked(node, false); }
+/* A node graph's replay (pg_graph.h): its recorded nodes, in order, through the path an
+ * eager op takes after its checks (cpu runs each at once, sim queues it after the work
+ * pending on its storages); here, beside pg_launch, so that pg_graph.c stays below it. */
+pg_status pg_graph_replay(pg_graph *g)
+{
+    int n;
+    const pg_node *nodes;
+    PG_TRY(pg_graph_replay_begin(g, &nodes, &n));
+    for (int i = 0; i < n; i++)
+        PG_TRY(launch_checked(&nodes[i], false));
+    return PG_OK;
+}
 
 pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tensor *b)
 {
