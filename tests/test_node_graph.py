@@ -209,3 +209,18 @@ def test_the_device_modules_check_their_arguments():
         pygpu.sim.Graph().capture_begin(device="cpu")
     with pytest.raises(RuntimeError, match="nothing captured"):
         pygpu.sim.Graph().replay()
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_autograd_sees_writes_made_inside_a_capture(dev):
+    """A capture's writes move version counters as eager ones do, so autograd's check of a
+    saved tensor modified in place raises at the capture, as eagerly."""
+    m = _mod(dev)
+    w = pygpu.ones(3, device=dev, requires_grad=True)
+    g = m.Graph()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        with m.graph(g):
+            a = w * 2
+            b = a.exp()      # saves its output
+            b.mul_(3)        # ... which is then written in place
+            b.sum().backward()

@@ -67,13 +67,11 @@ static pg_status launch_checked(const pg_node *node, bool capture)
         return pg_error_set(PG_ERR_DTYPE, "\"%s\" not implemented for 'ComplexFloat' or "
                                           "'ComplexDouble' in pygpu",
                             node->name ? node->name : "op");
-    if (capture) { /* versions move on at the replays, which run this path again */
-        bool run;
+    bool run = true;
+    if (capture) /* recorded into this thread's node graph (pg_graph.h): run only by a probe */
         PG_TRY(pg_graph_record(node, &run));
-        if (!run)
-            return PG_OK;
-    }
-    pg_stats_op(dev);
+    /* versions move on at the capture too (autograd's in-place checks see its writes), and
+     * again at each replay, which runs this path */
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(node, outs);
     for (int i = 0; i < nout; i++)
@@ -81,6 +79,9 @@ static pg_status launch_checked(const pg_node *node, bool capture)
     for (int i = 0, len = pg_node_list_len(node); i < len; i++) /* a MULTI node's entries */
         if (pg_node_list_writes(node, i) && pg_node_list_at(node, i)->storage)
             pg_storage_note_write(pg_node_list_at(node, i)->storage);
+    if (!run)
+        return PG_OK;
+    pg_stats_op(dev);
     /* pygpu.profiler: an event for the op (0 and one atomic load when not recording); cpu
      * computes inside the call, the other backends report the device time later */
     uint64_t prof = pg_profile_op_begin(node);
