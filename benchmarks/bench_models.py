@@ -24,9 +24,11 @@
 #              resets the kernel's high-water mark (/proc/self/clear_refs) and runs three
 #              steps: VmHWM of the whole process, and the steps' rise above the resident size
 #              before them (gradients, optimizer state, activations, the allocator's caches)
-#   compile    pygpu eager against pygpu.compile(model), the training step per row at the last
-#              thread count: eager's time over compile's (> 1: compile faster). pygpu.compile
-#              runs eagerly today (it captures no graph), so this is the wrapper's cost
+#   compile    pygpu eager against the training step compiled as a function with
+#              pygpu.compile(step, mode="reduce-overhead") (captured after a warm-up and a probe
+#              call and replayed from C; AdamW's rows run eagerly, its step count would be
+#              frozen), per row at the last thread count: eager's time over compile's (> 1:
+#              compile faster)
 # --clock picks which clock the ratio column uses (cpu by default: at 1 thread on a shared
 # machine the process CPU time is the steady figure; wall for a near-idle machine). The load
 # average is printed with every table.
@@ -90,18 +92,24 @@ def train_block(lib, name, size, batch, state, compiled=False):
     rng = np.random.default_rng(0)
     data = [tuple(lib.tensor(a) for a in M.example_batch(rng, name, size, batch))
             for _ in range(2)]
-    fwd = lib.compile(model) if compiled else model
     clip = M.CLIP.get(name)
 
-    def step(i):
-        x, y = data[i % 2]
+    def one(x, y):
         opt.zero_grad()
-        loss = M.loss_of(lib, name, fwd(x), y)
+        loss = M.loss_of(lib, name, model(x), y)
         loss.backward()
         if clip is not None:
             lib.nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         return loss
+
+    # compiled: the whole step, captured and replayed (mode="reduce-overhead"; AdamW's rows
+    # run eagerly: its step count would be frozen in a replay)
+    run = lib.compile(one, mode="reduce-overhead") if compiled else one
+
+    def step(i):
+        x, y = data[i % 2]
+        return run(x, y)
 
     def block(n):
         for i in range(n):
@@ -285,9 +293,9 @@ def run_memory(args, rows):
 
 
 def run_compile(args, libs, sizes, rows, states):
-    """pygpu eager against pygpu.compile(model), the training step of each row (the last
-    thread count). pygpu.compile runs eagerly today (docs/performance.md, "pygpu.compile"),
-    so this measures what the wrapper costs; a capture, when there is one, shows here."""
+    """pygpu eager against the training step compiled with mode="reduce-overhead" (the last
+    thread count): the replay of the captured step against its eager run
+    (docs/performance.md, "pygpu.compile")."""
     pygpu = libs.get("pygpu")
     if pygpu is None or args.no_compile:
         return {}

@@ -8,13 +8,15 @@ library's own bins reuse those). The cache holds at most cache_limit() bytes
 (PYGPU_HOST_CACHE_MB, default a quarter of the machine's memory): past it, the
 blocks freed longest ago go back first. empty_cache() gives back every cached
 block (and the pinned staging buffers)."""
-from . import _C, _device
+from . import _C, _device, _node_graph
 from .amp import device_amp as _device_amp
 
 _CODE = _device._TYPES["cpu"]
 
 
 amp = _device_amp.module_for("cpu", __name__)  # torch.cpu.amp.autocast, the deprecated spelling
+# torch.cuda.CUDAGraph / torch.cuda.graph's API for cpu ops (pygpu/_node_graph.py)
+Graph, graph = _node_graph.for_device("cpu", __name__)
 
 
 def is_available():

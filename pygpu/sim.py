@@ -18,7 +18,7 @@ transfer takes at least latency + bytes / bandwidth. It is off by default."""
 import os as _os
 import warnings as _warnings
 
-from . import _C, _legacy
+from . import _C, _legacy, _node_graph
 from ._accel import Accelerator, export
 from .amp import device_amp as _device_amp
 
@@ -27,6 +27,8 @@ export(_acc, globals())
 globals().update(_legacy.typed_for("sim"))  # pygpu.sim.FloatTensor, ... (pygpu/_legacy.py)
 amp = _device_amp.module_for("sim", __name__)  # torch.cuda.amp's spellings, for sim
 _check_index = _acc._check_index
+# torch.cuda.CUDAGraph / torch.cuda.graph's API for sim ops (pygpu/_node_graph.py)
+Graph, graph = _node_graph.for_device("sim", __name__)
 
 _env_threads = _os.environ.get("PYGPU_SIM_THREADS")
 if _env_threads and not (_env_threads.isdigit()

@@ -56,6 +56,7 @@ extern PyMethodDef pg_linalg_functions[]; /* linalg.c: LAPACK's factorizations (
 extern PyMethodDef pg_complex_functions[]; /* complex.c: complex views and the FFT node */
 extern PyMethodDef pg_subop_functions[];  /* subops.c: _C._subop_table() */
 extern PyMethodDef pg_storage_functions[]; /* storage.c: storages' identity, shared memory */
+extern PyMethodDef pg_graph_functions[];   /* graph.c: the node graph of cpu and sim */
 
 PyMODINIT_FUNC PyInit__C(void)
 {
@@ -96,6 +97,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_complex_functions) < 0 ||
         PyModule_AddFunctions(m, pg_subop_functions) < 0 ||
         PyModule_AddFunctions(m, pg_storage_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_graph_functions) < 0 ||
         PyModule_AddFunctions(m, pg_cuda_extras_functions) < 0 ||
         PyModule_AddFunctions(m, pg_profile_functions) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||

@@ -13,6 +13,7 @@
 
 #include "../core/pg_backend.h"
 #include "../core/pg_fp8.h"
+#include "../core/pg_graph.h"
 #include "../core/pg_half.h"
 
 static PyObject *g_dtypes[PG_NUM_DTYPES];
@@ -288,6 +289,10 @@ int pg_guard_level;
 
 int pg_wait(const pg_tensor *t)
 {
+    pg_status refused = pg_graph_refuse_host("a host read of a tensor (.item(), .tolist(), "
+                                             ".numpy(), print)");
+    if (refused != PG_OK)
+        return pg_raise_int(refused);
     if (!pg_storage_has_pending(t->storage) && !atomic_load(&t->storage->error))
         return 0;
     pg_status st;

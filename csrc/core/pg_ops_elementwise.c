@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "pg_backend.h"
+#include "pg_graph.h"
 #include "pg_profile.h"
 #include "pg_stats.h"
 
@@ -47,7 +48,9 @@ static const char *const un_names[PG_NUM_UNARY] = {
 const char *pg_binary_name(int op) { return bin_names[op]; }
 const char *pg_unary_name(int op) { return un_names[op]; }
 
-pg_status pg_launch(const pg_node *node)
+/* pg_launch's checks, then the node is either recorded into this thread's capture
+ * (pg_graph.h: nothing runs) or handed to its backend. */
+static pg_status launch_checked(const pg_node *node, bool capture)
 {
     /* dst's storage exists, so its device does: no index check on this hot path */
     pg_device dev = pg_tensor_device(&node->dst);
@@ -64,7 +67,11 @@ pg_status pg_launch(const pg_node *node)
         return pg_error_set(PG_ERR_DTYPE, "\"%s\" not implemented for 'ComplexFloat' or "
                                           "'ComplexDouble' in pygpu",
                             node->name ? node->name : "op");
-    pg_stats_op(dev);
+    bool run = true;
+    if (capture) /* recorded into this thread's node graph (pg_graph.h): run only by a probe */
+        PG_TRY(pg_graph_record(node, &run));
+    /* versions move on at the capture too (autograd's in-place checks see its writes), and
+     * again at each replay, which runs this path */
     const pg_tensor *outs[1 + PG_NODE_MAX_EXTRA];
     int nout = pg_node_outputs(node, outs);
     for (int i = 0; i < nout; i++)
@@ -72,12 +79,30 @@ pg_status pg_launch(const pg_node *node)
     for (int i = 0, len = pg_node_list_len(node); i < len; i++) /* a MULTI node's entries */
         if (pg_node_list_writes(node, i) && pg_node_list_at(node, i)->storage)
             pg_storage_note_write(pg_node_list_at(node, i)->storage);
+    if (!run)
+        return PG_OK;
+    pg_stats_op(dev);
     /* pygpu.profiler: an event for the op (0 and one atomic load when not recording); cpu
      * computes inside the call, the other backends report the device time later */
     uint64_t prof = pg_profile_op_begin(node);
     pg_status st = be->launch(be, dev.index, node);
     pg_profile_op_end(prof, dev.type == PG_DEV_CPU);
     return st;
+}
+
+pg_status pg_launch(const pg_node *node) { return launch_checked(node, pg_graph_capturing()); }
+
+/* A node graph's replay (pg_graph.h): its recorded nodes, in order, through the path an
+ * eager op takes after its checks (cpu runs each at once, sim queues it after the work
+ * pending on its storages); here, beside pg_launch, so that pg_graph.c stays below it. */
+pg_status pg_graph_replay(pg_graph *g)
+{
+    int n;
+    const pg_node *nodes;
+    PG_TRY(pg_graph_replay_begin(g, &nodes, &n));
+    for (int i = 0; i < n; i++)
+        PG_TRY(launch_checked(&nodes[i], false));
+    return PG_OK;
 }
 
 pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tensor *b)

@@ -10,12 +10,15 @@
 #include <string.h>
 
 #include "pg_backend.h"
+#include "pg_graph.h"
 #include "pg_profile.h"
 #include "pg_stats.h"
 
 static pg_status copy_block(const pg_backend *be, int index, int kind, const pg_tensor *src,
                             const pg_tensor *dst, bool async, int implicit)
 {
+    PG_TRY(pg_graph_refuse_host(kind == PG_COPY_D2D ? "a copy between devices"
+                                                    : "a copy between host and device"));
     size_t nbytes = (size_t)pg_tensor_numel(src) * pg_dtype_size((pg_dtype)src->dtype);
     size_t isz = pg_dtype_size((pg_dtype)src->dtype);
     pg_copy c = {
@@ -179,11 +182,16 @@ pg_status pg_op_pin_memory(const pg_tensor *t, pg_tensor *out)
     return st;
 }
 
-pg_status pg_tensor_wait(const pg_tensor *t) { return pg_storage_wait(t->storage); }
+pg_status pg_tensor_wait(const pg_tensor *t)
+{
+    PG_TRY(pg_graph_refuse_host("a host read of a tensor (.item(), .tolist(), .numpy(), print)"));
+    return pg_storage_wait(t->storage);
+}
 
 pg_status pg_device_synchronize(pg_device dev)
 {
     const pg_backend *be;
+    PG_TRY(pg_graph_refuse_host("synchronize()"));
     PG_TRY(pg_backend_for(dev, &be));
     if (!be->synchronize)
         return PG_OK;

@@ -1,23 +1,21 @@
-"""pygpu.compile on a function: PyTorch's arguments, checked as PyTorch checks them, and an
-honest eager fallback.
+"""pygpu.compile on a function: PyTorch's arguments, checked as PyTorch checks them, a capture
+and replay in torch's CUDA-graph modes, and an honest eager fallback.
 
-What pygpu.compile does today: it captures nothing. Every call of a compiled function or
-module runs the original Python op by op, exactly as without compile, so its results,
-gradients, hooks, in-place updates and exceptions are eager's. What it does do:
+What pygpu.compile does:
 - accepts torch.compile's arguments with PyTorch's checks: an unknown backend is
   InvalidBackend (a RuntimeError), an unknown inductor mode or mode together with options a
   RuntimeError, a non-callable an AssertionError, `disable=True` hands the callable back;
+- in mode="reduce-overhead" / "max-autotune" or backend="cudagraphs" (torch's CUDA-graph
+  modes), captures the call on cpu and sim as a node graph and replays it from C (replay.py:
+  warm-up, probe, capture, replay, guards, and what stays eager and why);
+- in the other modes, runs every call of the original Python op by op: results, gradients,
+  hooks, in-place updates and exceptions are eager's. A replay reruns nodes only, so the
+  Python side effects of a call happen once, at its capture: only the modes where torch users
+  accept that contract replay;
 - says so under a debug flag: with `TORCH_LOGS` naming graph_breaks, dynamo or +dynamo, or
   `pygpu._dynamo.config.verbose = True`, the first call of each compiled function (again
-  after pygpu._dynamo.reset()) prints to stderr that it runs eagerly and why.
-
-Why no capture yet: a sound capture has to record one call's node sequence with its
-input/parameter/output bindings, guard every replay on shapes, dtypes, devices,
-requires_grad, training and the Python state the function read, run the recorded nodes from
-C, and refuse anything whose Python control flow reads tensor values (.item(), bool(t)).
-pygpu has the pieces (the ONNX exporter's op tracer, the async sim queue, CUDA graphs
-through pygpu.cuda.graph) but no replay engine over them; until it has one, eager is the
-only answer that is always right.
+  after pygpu._dynamo.reset()) prints whether it captures or runs eagerly, and a capturing
+  one that goes eager prints why.
 
 This file does not import pygpu.nn: Module.compile() (pygpu/nn/module.py) uses
 compile_function; OptimizedModule, which needs nn.Module, is in eval_frame.py above it."""
@@ -178,16 +176,35 @@ def _where(fn):
     return f"{name} ({code.co_filename}:{code.co_firstlineno})" if code else name
 
 
+# the modes that replay a captured graph (torch's CUDA-graph modes: inductor's
+# reduce-overhead and max-autotune, and the cudagraphs backend)
+REPLAY_MODES = ("reduce-overhead", "max-autotune")
+
+
+def replays(backend_name, mode):
+    """Whether a compiled callable of this backend and mode captures and replays."""
+    return backend_name == "cudagraphs" or (backend_name == "inductor" and mode in REPLAY_MODES)
+
+
 class CompiledFunction:
-    """What torch.compile returns for a callable: calls it unchanged (eagerly), keeping
-    __wrapped__ and the wrapped function's name, and reports the fallback under the debug
-    flag once per reset."""
+    """What torch.compile returns for a callable, keeping __wrapped__ and the wrapped
+    function's name. In a replaying mode (replays()) its calls go through replay.py's
+    Replayer (warm-up, probe, capture, replay on cpu and sim); otherwise, and wherever the
+    Replayer gives up, they run the original eagerly. The debug flag says which, once per
+    reset, and why a callable went eager."""
 
     def __init__(self, fn, backend_name, mode, fullgraph):
         functools.update_wrapper(self, fn)
         self._torchdynamo_orig_callable = fn
         self._backend, self._mode, self._fullgraph = backend_name, mode, fullgraph
         self._reported = -1
+        self._replayer = None
+        if replays(backend_name, mode):
+            from . import replay
+            owner = getattr(fn, "__self__", None)
+            is_forward = getattr(fn, "__name__", "") == "__call__" and replay._is_module(owner)
+            self._replayer = replay.Replayer(fn, owner if is_forward else None, self._fell_back,
+                                             limit=config.cache_size_limit)
 
     def __call__(self, *args, **kwargs):
         if _stance[0] not in STANCES:  # PyTorch checks the stance when a compiled call runs
@@ -196,7 +213,14 @@ class CompiledFunction:
         if self._reported != _generation[0] and debug_enabled():
             self._reported = _generation[0]
             self._report()
+        if self._replayer is not None and _stance[0] != "force_eager":
+            return self._replayer(args, kwargs)
         return self._torchdynamo_orig_callable(*args, **kwargs)
+
+    def _fell_back(self, why):
+        if debug_enabled():
+            print(f"[pygpu.compile] {_where(self._torchdynamo_orig_callable)}: {why}; results "
+                  "are eager's", file=sys.stderr, flush=True)
 
     def __get__(self, obj, objtype=None):  # a compiled method binds like the function
         if obj is None:
@@ -206,10 +230,15 @@ class CompiledFunction:
     def _report(self):
         fn = self._torchdynamo_orig_callable
         what = f"backend {self._backend!r}" + (f", mode {self._mode!r}" if self._mode else "")
+        if self._replayer is not None:
+            print(f"[pygpu.compile] {_where(fn)}: {what} captures its calls as a node graph "
+                  "on cpu and sim after a warm-up call and a probe call, and replays it",
+                  file=sys.stderr, flush=True)
+            return
         full = " (fullgraph=True is not enforced: nothing is captured)" if self._fullgraph else ""
-        print(f"[pygpu.compile] {_where(fn)} runs eagerly, op by op: pygpu has no graph "
-              f"capture, so {what} is not applied{full}; results are eager's",
-              file=sys.stderr, flush=True)
+        print(f"[pygpu.compile] {_where(fn)} runs eagerly, op by op: {what} captures no "
+              f"graph in pygpu (mode='reduce-overhead' does, on cpu and sim){full}; results "
+              "are eager's", file=sys.stderr, flush=True)
 
 
 def compile_function(fn, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,

@@ -1,16 +1,16 @@
 """pygpu._dynamo.config: the torch._dynamo.config settings PyTorch programs set and read.
 
-pygpu.compile captures no graph (pygpu/_dynamo/compiled_function.py says why), so of these
-only `verbose` changes what pygpu does: it prints, once per compiled function, that the
-function runs eagerly. The rest are kept with PyTorch's defaults so that programs which set
+Of these, `verbose` makes pygpu print, once per compiled function, whether it captures or runs
+eagerly (and why a capturing one went eager), and `cache_size_limit` bounds the captures of a
+replaying compiled function (pygpu/_dynamo/replay.py) before it runs eagerly. The rest are kept with PyTorch's defaults so that programs which set
 them (`torch._dynamo.config.suppress_errors = True`, `cache_size_limit = 64`) run unchanged.
 As in PyTorch, a name that is not a setting is an AttributeError, read or written."""
 import sys
 import types
 
-verbose = False                     # print why each compiled function runs eagerly
+verbose = False                     # print what each compiled function does, and why eager
 suppress_errors = False             # PyTorch: fall back to eager when compilation raises
-cache_size_limit = 8                # PyTorch: recompilations per frame before eager
+cache_size_limit = 8                # captures per compiled function before eager
 recompile_limit = 8
 accumulated_cache_size_limit = 256
 accumulated_recompile_limit = 256

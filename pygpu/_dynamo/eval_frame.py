@@ -5,8 +5,8 @@ call, a decorator and a decorator factory. On an nn.Module it returns an Optimiz
 an nn.Module that holds the original as its submodule `_orig_mod`: its parameters are the
 original's, its state_dict() keys carry the `_orig_mod.` prefix (as PyTorch's do, which
 checkpoint code strips or expects), and attributes it does not have itself are read from
-and written to the original. What a compiled call runs: compiled_function.py (eagerly,
-today). This file sits above pygpu.nn; compiled_function.py sits below it."""
+and written to the original. What a compiled call runs: compiled_function.py (eagerly, or a
+replay of its capture in torch's CUDA-graph modes: replay.py). This file sits above pygpu.nn; compiled_function.py sits below it."""
 from ..nn.module import Module
 from . import compiled_function as _cf
 
@@ -76,9 +76,10 @@ class OptimizedModule(Module):
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
             options=None, disable=False):
     """torch.compile. Checks PyTorch's arguments as PyTorch does; the result computes
-    exactly what `model` computes, eagerly (pygpu captures no graph yet: see
-    docs/performance.md, "pygpu.compile"). Debug flag: TORCH_LOGS=graph_breaks or
-    pygpu._dynamo.config.verbose = True prints each compiled function's fallback once."""
+    exactly what `model` computes: eagerly, or in mode="reduce-overhead" (torch's CUDA-graph
+    modes) by replaying a capture of it on cpu and sim (docs/performance.md,
+    "pygpu.compile"). Debug flag: TORCH_LOGS=graph_breaks or pygpu._dynamo.config.verbose =
+    True prints what each compiled function does, once, and why a capturing one went eager."""
     kwargs = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                   options=options, disable=disable)
     if model is None:

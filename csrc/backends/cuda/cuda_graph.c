@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "cuda_internal.h"
+#include "pg_graph_rules.h"
 
 struct pg_cuda_graph {
     int device;
@@ -109,54 +110,13 @@ pg_status pg_plugin_graph_capture_begin(void *gp, int device, void *stream)
     return PG_OK;
 }
 
-/* Ops whose scalars change from one step to the next, which a replay would
- * repeat frozen at their captured values (the kernels take them by value):
- * Adam's step count and bias corrections, GradScaler's inv_scale, the Philox
- * seed and offset of a random draw, SGD's first-step flag (the momentum
- * buffer would be re-initialised at every replay). Refused, so a replay is
- * never silently wrong; PyTorch's answer is capturable=True, device-side
- * scalars, which pygpu's kernels do not have yet. Which kinds, and why: the
- * PG_NODE rows' graph column (pg_ops.def). */
-typedef const char *(*graph_refusal)(const pg_node *n);
-
-static const char *graph_refusal_of_entries(const pg_node *n);
-
-/* the PG_NODE rows' graph column (pg_ops.def), one function per node kind */
-#define GRAPH_AS_ENTRIES graph_refusal_of_entries(n)
-#define GRAPH_OK NULL
-#define GRAPH_REFUSE(why) (why)
-#define GRAPH_REFUSE_IF(cond, why) ((cond) ? (why) : NULL)
-#define PG_NODE(ID, params, cpu, split, panels, cuda, graph, ...)                                  \
-    static const char *graph_refusal_##ID(const pg_node *n)                                        \
-    {                                                                                              \
-        (void)n;                                                                                   \
-        return graph;                                                                              \
-    }
-#include "pg_ops.def"
-static const graph_refusal graph_refusals[PG_NUM_OPS] = {
-#define PG_NODE(ID, ...) [PG_OP_##ID] = graph_refusal_##ID,
-#include "pg_ops.def"
-};
-#undef GRAPH_AS_ENTRIES
-#undef GRAPH_OK
-#undef GRAPH_REFUSE
-#undef GRAPH_REFUSE_IF
-
-/* A list node (MULTI) is refused when one node of its entries' kind would be: its entries
- * share the node's scalars and flags (pygpu.optim buckets them so), so the first says it. */
-static const char *graph_refusal_of_entries(const pg_node *n)
-{
-    if (n->list == NULL || n->list->count == 0 || n->subop < 0 || n->subop >= PG_NUM_OPS)
-        return NULL;
-    pg_node first;
-    pg_node_list_entry(n, 0, &first);
-    return graph_refusals[n->subop](&first);
-}
-
+/* Which nodes a graph may hold is the PG_NODE rows' graph column, read through
+ * pg_graph_rules.h, the one rule the core's node graph for cpu and sim (pg_graph.c) reads
+ * too: ops whose scalars change from one step to the next are refused, with the row's
+ * reason, so a replay is never silently wrong. */
 pg_status pg_cuda_graph_refuse_frozen(int device, const pg_node *node)
 {
-    const char *what = node->op >= 0 && node->op < PG_NUM_OPS ? graph_refusals[node->op](node)
-                                                               : NULL;
+    const char *what = pg_node_graph_refusal(node);
     if (what == NULL)
         return PG_OK;
     return pg_cuda_error(PG_ERR_RUNTIME, "cuda:%d: %s cannot be captured in a CUDA graph: %s",
