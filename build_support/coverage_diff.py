@@ -21,6 +21,10 @@ What it does not cover: the CUDA plugin (compiled into its own library; the emul
 lane's lines are not instrumented) and the sanitizer and SIMDe builds of .ci/run (the same
 sources as this build: the SIMDe lanes differ only in which intrinsics header they take).
 Both suites run the same build, so the comparison is fair whatever -O level gcov sees.
+gcov writes a process's counters when it exits: pytest-xdist kills a worker that takes more
+than 10 s to exit (a loaded, niced machine), and with it the counters of every test the
+worker ran, so each pytest here loads coverage_workers.py, which waits for the workers and
+reports a kill as a failure (the run's counts are then a floor, not a measurement).
 Test-time only; needs gcc's gcov (the one that compiled the core).
 """
 import argparse
@@ -102,8 +106,16 @@ def run_suite(work, which, jobs, log):
             env.pop("PYGPU_ISA", None)
             if isa:
                 env["PYGPU_ISA"] = isa
-            cmd = ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(jobs)]
-                   + spec[3] + paths)
+            # coverage_workers.py: pytest-xdist's workers are waited for, not killed before gcov
+            # writes their counters; a kill all the same is noted in `killed`
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, (os.path.join(work, "build_support"),
+                                                              env.get("PYTHONPATH"))))
+            killed = os.path.join(work, "killed_workers.txt")
+            env["PYGPU_COVERAGE_KILLED"] = killed
+            if os.path.exists(killed):
+                os.remove(killed)
+            cmd = ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                    "coverage_workers", "-n", str(jobs)] + spec[3] + paths)
             t0 = time.time()
             with open(log, "a") as f:
                 f.write(f"\n=== {lane} {isa or ''}: {' '.join(cmd)}\n")
@@ -112,6 +124,8 @@ def run_suite(work, which, jobs, log):
             print(f"    {lane} {isa or ''}: exit {r.returncode}, {time.time() - t0:.0f}s", flush=True)
             if r.returncode:
                 failures.append(f"{lane} {isa or ''} (exit {r.returncode})")
+            if os.path.exists(killed):  # that worker's lines are missing: the counts are a floor
+                failures.append(f"{lane} {isa or ''}: a worker was killed, its counters lost")
     return failures
 
 
