@@ -255,6 +255,39 @@ pg_status pg_op_contiguous(const pg_tensor *t, pg_tensor *out)
     return pg_op_astype(t, (pg_dtype)t->dtype, out);
 }
 
+/* uint64's order key flips its top bit, in place on a fresh int64 tensor: its own inverse */
+static pg_status flip_top_bit_(const pg_tensor *t)
+{
+    pg_scalar top = {PG_SCALAR_INT, 0.0, INT64_MIN};
+    return pg_op_binary_scalar_(PG_BIN_BITWISE_XOR, t, top);
+}
+
+pg_status pg_op_order_key(const pg_tensor *t, pg_tensor *out)
+{
+    pg_tensor_out_init(out, NULL);
+    if (t->dtype == PG_INT64)
+        return pg_op_contiguous(t, out);
+    PG_TRY(pg_op_astype(t, PG_INT64, out));
+    pg_status st = t->dtype == PG_UINT64 ? flip_top_bit_(out) : PG_OK;
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
+pg_status pg_op_order_key_back(const pg_tensor *key, pg_dtype dt, pg_tensor *out)
+{
+    pg_tensor_out_init(out, NULL);
+    PG_TRY(pg_op_astype(key, dt == PG_UINT64 ? PG_INT64 : dt, out));
+    if (dt != PG_UINT64)
+        return PG_OK;
+    pg_tensor bits = *out;
+    pg_status st = flip_top_bit_(&bits);
+    if (st == PG_OK)
+        st = pg_op_astype(&bits, PG_UINT64, out); /* the same bits, as uint64 */
+    pg_tensor_clear(&bits);
+    return st;
+}
+
 pg_status pg_op_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
