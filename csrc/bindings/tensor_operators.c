@@ -18,11 +18,23 @@
 /* ---- operators ------------------------------------------------------------------------ */
 
 /* A Python int beyond int64 for a tensor of dtype `dt`: a float scalar if the tensor
- * holds floats (as NumPy converts it), else an OverflowError that names the dtype and
- * its range, as NumPy's does ("Python integer ... out of bounds for int64"). */
+ * holds floats (as NumPy converts it); for a uint64 tensor, one of 2**63 to 2**64 - 1 is an
+ * int scalar of those bits whose value (f) is the number, as PyTorch's (uint64 + 2**63);
+ * else an OverflowError that names the dtype and its range, as NumPy's does ("Python
+ * integer ... out of bounds for int64"). */
 static int big_int_scalar(PyObject *o, pg_dtype dt, pg_scalar *s)
 {
     PyErr_Clear();
+    if (dt == PG_UINT64) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(o);
+        if (!(u == (unsigned long long)-1 && PyErr_Occurred())) {
+            s->kind = PG_SCALAR_INT;
+            s->i = (int64_t)u;
+            s->f = (double)u;
+            return 1;
+        }
+        PyErr_Clear();
+    }
     if (pg_dtype_is_float(dt)) {
         s->kind = PG_SCALAR_FLOAT;
         s->f = PyLong_AsDouble(o); /* beyond a double too: Python's own OverflowError */

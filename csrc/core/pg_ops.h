@@ -51,8 +51,9 @@ pg_status pg_dtype_result(const pg_tensor *a, const pg_tensor *b, int *dt); /* P
 enum { PG_SCALAR_BOOL, PG_SCALAR_INT, PG_SCALAR_FLOAT };
 typedef struct pg_scalar {
     int kind;
-    double f;  /* the value, as a double */
-    int64_t i; /* the value, for bool and int kinds */
+    double f;  /* the value, as a double (an int's too) */
+    int64_t i; /* the value, for bool and int kinds (an int of 2**63 to 2**64 - 1 beside a
+                * uint64 tensor: its bits, which f says are unsigned) */
 } pg_scalar;
 
 /* creation (pg_ops_create.c) */

@@ -258,7 +258,7 @@ pg_status pg_op_contiguous(const pg_tensor *t, pg_tensor *out)
 /* uint64's order key flips its top bit, in place on a fresh int64 tensor: its own inverse */
 static pg_status flip_top_bit_(const pg_tensor *t)
 {
-    pg_scalar top = {PG_SCALAR_INT, 0.0, INT64_MIN};
+    pg_scalar top = {PG_SCALAR_INT, -0x1p63, INT64_MIN};
     return pg_op_binary_scalar_(PG_BIN_BITWISE_XOR, t, top);
 }
 
@@ -463,7 +463,7 @@ pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scal
         return PG_OK;
     pg_node n;
     node_init(&n, PG_OP_BINARY, op, name);
-    n.p.scalar.f = s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i;
+    n.p.scalar.f = s.f; /* an int's value too (a uint64 one's i holds only its bits) */
     /* a float scalar reaches an integer kernel only as a truth value (logical ops) */
     n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)(s.f != 0) : s.i;
     n.p.scalar.scalar_left = scalar_left;
@@ -566,7 +566,7 @@ pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s)
     }
     pg_node n;
     node_init(&n, PG_OP_BINARY, op, name);
-    n.p.scalar.f = s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i;
+    n.p.scalar.f = s.f; /* an int's value too (a uint64 one's i holds only its bits) */
     n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)(s.f != 0) : s.i;
     n.p.scalar.scalar_left = 0;
     pg_tensor_ref(self, &n.src[0]);
