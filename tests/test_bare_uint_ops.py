@@ -115,6 +115,8 @@ OPS = [
     ("div_big_scalar", lambda x, y: x / _half(x),
      lambda a, b: (a / float(_half(a))).astype(np.float32)),
     ("lt_big_scalar", lambda x, y: x < _half(x), lambda a, b: a < _half(a)),
+    ("where_big_scalar", lambda x, y: torch_or_pygpu(x).where(x == y, x, _top(x)),
+     lambda a, b: np.where(a == b, a, np.array(_top(a), a.dtype))),
 ]
 
 # the ops torch 2.13's CPU refuses (NotImplementedError) on all three dtypes and pygpu
