@@ -15,8 +15,9 @@ computing each element in float32 and rounding once; NumPy has no bfloat16, so i
 uint16, uint32, uint64 and the float8 dtypes are PyTorch's "bare" ones (c10's barebones
 unsigned types and its float8 family): no promotion with another dtype, no legacy
 constructor or cast method (torch.UInt16Tensor does not exist; Tensor.type() still names
-it). float8 tensors are stored, cast, copied, filled and indexed; their arithmetic raises
-NotImplementedError, as PyTorch's does. NumPy has none of the float8 dtypes: ml_dtypes'
+it). float8 tensors are stored, cast, copied, filled and indexed, and run the few ops PyTorch
+runs on them (csrc/core/pg_fp8_ops.h: ==, !=, *, abs, isnan, mm, ...); the rest of their
+arithmetic raises NotImplementedError, as PyTorch's does. NumPy has none of the float8 dtypes: ml_dtypes'
 are used, as for bfloat16."""
 import numpy as np
 

@@ -8,8 +8,10 @@
 #     tolist/item, numpy() (ml_dtypes' arrays for float8) and back;
 #   - torch.save/torch.load both ways and safetensors both ways, where the library has a code;
 #   - the ops PyTorch runs on uint16/32/64 (mul, ==, !=, &, |, ^, true division, the float
-#     functions, sum/prod/cumsum into int64, sort), and float8's refusals: arithmetic raises
-#     NotImplementedError as torch's does.
+#     functions, sum/prod/cumsum into int64, sort; every other op: tests/test_bare_uint_ops.py);
+#   - float8's op table (FP8_OPS): each op on each of the five formats runs where torch's
+#     does, with its bits (float32, rounded back once: csrc/core/pg_fp8_ops.h), and raises
+#     NotImplementedError where torch's does.
 # Promotion, finfo/iinfo and the dtype attributes are tests/test_type_promotion.py's.
 import io
 import os
@@ -302,7 +304,7 @@ def test_the_ops_torch_runs_on_uint16_to_64(device, name):
         got, want = f(pa, pb), f(ta, tb)
         assert got.dtype.name == str(want.dtype).replace("torch.", ""), what
         np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-6, err_msg=what)
-    got, want = pa[:6].sort(), ta[:6].sort()  # (below 2**63: uint64 sorts as int64's bits)
+    got, want = pa.sort(stable=True), ta.sort(stable=True)  # uint64 past 2**63 too
     np.testing.assert_array_equal(got.values.cpu().numpy(), want.values.numpy())
     np.testing.assert_array_equal(got.indices.cpu().numpy(), want.indices.numpy())
 
@@ -326,3 +328,70 @@ def test_float8_arithmetic_raises_not_implemented_as_torch(device, name):
         with pytest.raises(RuntimeError) as got:
             p + o_p
         assert str(got.value) == str(want.value)
+
+
+# float8's op table: (name, f(x, y) on two float8 tensors of one format, pygpu's or torch's)
+FP8_OPS = [
+    ("eq", lambda x, y: x == y), ("ne", lambda x, y: x != y), ("mul", lambda x, y: x * y),
+    ("mul_", lambda x, y: x.clone().mul_(y)), ("abs", lambda x, y: x.abs()),
+    ("isnan", lambda x, y: x.isnan()), ("isinf", lambda x, y: x.isinf()),
+    ("isfinite", lambda x, y: x.isfinite()),
+    ("eq_number", lambda x, y: x == 0.3), ("ne_number", lambda x, y: x != 1000.0),
+    ("eq_0d", lambda x, y: x == y[0]),
+    ("mm", lambda x, y: x[:16].view(4, 4) @ y[:16].view(4, 4)),
+    ("matmul_3d_2d", lambda x, y: x[:16].view(2, 2, 4) @ y[:16].view(4, 4)),
+    ("matmul_1d_2d", lambda x, y: x[:4] @ y[:16].view(4, 4)),
+    ("where", lambda x, y: _mod(x).where(x == y, x, y)),
+    ("cat", lambda x, y: _mod(x).cat([x, y])),
+    # what torch refuses (its words: "mul_cpu_reduced_float", "bmm", "add_stub", ...)
+    ("mul_number", lambda x, y: x * 2.0), ("mul_0d", lambda x, y: x * y[0]),
+    ("mv", lambda x, y: x[:16].view(4, 4) @ y[:4]), ("dot", lambda x, y: x[:4] @ y[:4]),
+    ("bmm", lambda x, y: x[:16].view(2, 2, 4) @ y[:16].view(2, 4, 2)),
+    ("add", lambda x, y: x + y), ("sub", lambda x, y: x - 1), ("div", lambda x, y: x / y),
+    ("neg", lambda x, y: -x), ("lt", lambda x, y: x < y), ("exp", lambda x, y: x.exp()),
+    ("sum", lambda x, y: x.sum()), ("max", lambda x, y: x.max()), ("sign", lambda x, y: x.sign()),
+]
+
+
+def _mod(x):
+    return pygpu if isinstance(x, pygpu.Tensor) else torch
+
+
+def _fp8_operands(name, device):
+    """Two float8 tensors over the format's range: every 16th code, NaN, the largest, zero."""
+    codes = np.arange(256, dtype=np.uint8)
+    x = np.concatenate([codes[::7], codes[3::11]])[:40]
+    y = np.concatenate([codes[5::9], codes[::13]])[:40]
+    ml = getattr(ml_dtypes, name)
+    px, py = (pygpu.tensor(v.view(ml), device=device) for v in (x, y))
+    tx, ty = (torch.from_numpy(v.copy()).view(getattr(torch, name)) for v in (x, y))
+    return px, py, tx, ty
+
+
+@pytest.mark.parametrize("op", [row[0] for row in FP8_OPS])
+@pytest.mark.parametrize("name", FP8)
+def test_float8_op_table_as_torch(device, name, op):
+    """Each op runs on a float8 format where torch's runs it, with torch's bits (NaNs
+    compared as NaN), and raises NotImplementedError, naming the format, where torch's does."""
+    if device.startswith("cuda"):
+        pytest.skip("float8 runs on cpu and sim")
+    f = next(row[1] for row in FP8_OPS if row[0] == op)
+    px, py, tx, ty = _fp8_operands(name, device)
+    legacy = str(tx.dtype).split(".")[1].capitalize()  # c10's name: Float8_e4m3fn
+    try:
+        want = f(tx, ty)
+    except NotImplementedError as e:
+        with pytest.raises(NotImplementedError) as got:
+            f(px, py)
+        assert str(got.value).endswith(f"not implemented for '{legacy}'"), (str(got.value), str(e))
+        return
+    got = f(px, py)
+    assert got.dtype.name == str(want.dtype).replace("torch.", "")
+    assert tuple(got.shape) == tuple(want.shape)
+    if want.dtype == torch.bool:
+        np.testing.assert_array_equal(got.cpu().numpy(), want.numpy())
+        return
+    g = got.float().cpu().numpy()
+    w = want.float().numpy()
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+    np.testing.assert_array_equal(g[~np.isnan(g)], w[~np.isnan(w)])

@@ -127,13 +127,13 @@ static PyObject *scalar_tensor(PyObject *v, const pg_tensor *like, pg_device dev
     else
         dt = like->dtype;
     pg_scalar s;
-    s.kind = PyFloat_Check(v) ? PG_SCALAR_FLOAT : is_bool ? PG_SCALAR_BOOL : PG_SCALAR_INT;
-    s.f = PyFloat_Check(v) ? PyFloat_AS_DOUBLE(v) : 0;
-    s.i = s.kind == PG_SCALAR_FLOAT ? 0 : PyLong_AsLongLong(v);
-    if (s.kind != PG_SCALAR_FLOAT) {
-        if (s.i == -1 && PyErr_Occurred())
+    if (is_int) {
+        if (pg_int_scalar(v, (pg_dtype)dt, &s) < 0)
             return NULL;
-        s.f = (double)s.i;
+    } else {
+        s.kind = is_bool ? PG_SCALAR_BOOL : PG_SCALAR_FLOAT;
+        s.f = is_bool ? (double)(v == Py_True) : PyFloat_AS_DOUBLE(v);
+        s.i = v == Py_True;
     }
     pg_tensor out;
     pg_status st = pg_op_full(dev, (pg_dtype)dt, 0, NULL, s, &out);

@@ -418,3 +418,21 @@ PyTypeObject PyTensor_Type = {
     /* operators, indexing, methods, properties and the buffer protocol are set by
      * pg_tensor_type_ready() (tensor_operators.c), the layer above this one */
 };
+
+int pg_int_scalar(PyObject *o, pg_dtype dt, pg_scalar *s)
+{
+    s->kind = PG_SCALAR_INT;
+    s->i = PyLong_AsLongLong(o);
+    s->f = (double)s->i;
+    if (!(s->i == -1 && PyErr_Occurred()))
+        return 0;
+    if (dt != PG_UINT64 || !PyErr_ExceptionMatches(PyExc_OverflowError))
+        return -1;
+    PyErr_Clear();
+    unsigned long long u = PyLong_AsUnsignedLongLong(o); /* a negative one: OverflowError */
+    if (u == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    s->i = (int64_t)u;
+    s->f = (double)u;
+    return 0;
+}

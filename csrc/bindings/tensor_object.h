@@ -61,6 +61,11 @@ static inline bool pg_heavy(const pg_tensor *t)
 }
 
 /* A new Tensor object that takes over `t`'s reference (even on failure). */
+/* A Python int (not a bool) as an int scalar for an op on a tensor of dtype dt: -2**63 ..
+ * 2**63 - 1 as is, and beside a uint64 tensor 2**63 .. 2**64 - 1 too, as its bits with the
+ * number in f, as PyTorch takes them (uint64 == 2**64 - 1). 0, or -1 with Python's
+ * OverflowError set. */
+int pg_int_scalar(PyObject *o, pg_dtype dt, pg_scalar *s);
 PyObject *pg_wrap(pg_tensor *t);
 /* Wrap the result of an op: on error raise, else wrap. */
 PyObject *pg_wrap_result(pg_status st, pg_tensor *t);

@@ -17,9 +17,9 @@
 
 /* ---- operators ------------------------------------------------------------------------ */
 
-/* A Python int beyond int64 for a tensor of dtype `dt`: a float scalar if the tensor
- * holds floats (as NumPy converts it), else an OverflowError that names the dtype and
- * its range, as NumPy's does ("Python integer ... out of bounds for int64"). */
+/* A Python int beyond what an int scalar of dtype `dt` takes (pg_int_scalar): a float scalar
+ * if the tensor holds floats (as NumPy converts it), else an OverflowError that names the
+ * dtype and its range, as NumPy's does ("Python integer ... out of bounds for int64"). */
 static int big_int_scalar(PyObject *o, pg_dtype dt, pg_scalar *s)
 {
     PyErr_Clear();
@@ -30,10 +30,15 @@ static int big_int_scalar(PyObject *o, pg_dtype dt, pg_scalar *s)
         return s->f == -1.0 && PyErr_Occurred() ? -1 : 1;
     }
     PyErr_Format(PyExc_OverflowError,
-                 "Python integer %R out of bounds for int64%s: int64 holds -2**63 to 2**63 - 1 "
-                 "(-9223372036854775808 to 9223372036854775807); use a float64 tensor "
+                 "Python integer %R out of bounds for %s: %s holds %s; use a float64 tensor "
                  "(.astype(pygpu.float64)) for larger numbers",
-                 o, dt == PG_BOOL ? " (what a Python int is taken as beside a bool tensor)" : "");
+                 o, dt == PG_UINT64 ? "uint64" : "int64", dt == PG_UINT64 ? "uint64" : "int64",
+                 dt == PG_UINT64 ? "-2**63 to 2**64 - 1 (a negative number wraps)"
+                 : dt == PG_BOOL ? "-2**63 to 2**63 - 1 (-9223372036854775808 to "
+                                   "9223372036854775807; what a Python int is taken as beside a "
+                                   "bool tensor)"
+                                 : "-2**63 to 2**63 - 1 (-9223372036854775808 to "
+                                   "9223372036854775807)");
     return -1;
 }
 
@@ -48,12 +53,9 @@ static int as_scalar(PyObject *o, pg_dtype dt, pg_scalar *s)
         return 1;
     }
     if (PyLong_Check(o)) {
-        s->kind = PG_SCALAR_INT;
-        s->i = PyLong_AsLongLong(o);
-        if (s->i == -1 && PyErr_Occurred())
-            return PyErr_ExceptionMatches(PyExc_OverflowError) ? big_int_scalar(o, dt, s) : -1;
-        s->f = (double)s->i;
-        return 1;
+        if (pg_int_scalar(o, dt, s) == 0)
+            return 1;
+        return PyErr_ExceptionMatches(PyExc_OverflowError) ? big_int_scalar(o, dt, s) : -1;
     }
     if (PyFloat_Check(o)) {
         s->kind = PG_SCALAR_FLOAT;

@@ -219,10 +219,8 @@ static PyObject *f_masked_fill_(PyObject *mod, PyObject *args)
     if (PyBool_Check(value)) {
         v = (pg_scalar){PG_SCALAR_BOOL, value == Py_True, value == Py_True};
     } else if (PyLong_Check(value)) {
-        long long i = PyLong_AsLongLong(value);
-        if (i == -1 && PyErr_Occurred())
+        if (pg_int_scalar(value, (pg_dtype)pself->dtype, &v) < 0)
             return NULL;
-        v = (pg_scalar){PG_SCALAR_INT, (double)i, i};
     } else if (PyFloat_Check(value)) {
         v = (pg_scalar){PG_SCALAR_FLOAT, PyFloat_AS_DOUBLE(value), 0};
     } else {

@@ -40,9 +40,13 @@ const pg_backend *pg_backend_get(int type)
                : NULL;
 }
 
-/* The node kinds that only store, move or fill elements: all a float8 tensor reaches, as in
- * PyTorch, where its casts, copies, fills and indexing run and its arithmetic does not. */
-static bool moves_only(int op) { return op == PG_OP_COPY || op == PG_OP_FILL || op == PG_OP_INDEX; }
+/* The node kinds that only store, move, pick or fill elements: all a float8 tensor reaches
+ * itself, as in PyTorch, where its casts, copies, fills, indexing and where run; the
+ * arithmetic PyTorch runs on it computes in float32 (pg_fp8_ops.h). */
+static bool moves_only(int op)
+{
+    return op == PG_OP_COPY || op == PG_OP_FILL || op == PG_OP_INDEX || op == PG_OP_SELECT;
+}
 
 pg_status pg_backend_check_op(pg_device dev, int op, int dtype, const char *what)
 {

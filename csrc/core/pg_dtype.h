@@ -157,7 +157,8 @@ static inline bool pg_dtype_is_int(pg_dtype dt)
 /* an integer other than int64 (int8, uint8, int16, int32, uint16, uint32, uint64): the
  * reductions, sorts, cumulative sums and matmul run them as int64 and cast back. Exact for
  * the narrower ones; uint64 keeps its bits, so its sums and products wrap as PyTorch's int64
- * results do, but an order (sort, max) of values of 2**63 and above is int64's. */
+ * results do, and an order (sort, max) reduces its order key (pg_op_order_key, pg_ops.h:
+ * the top bit flipped), so 2**63 and above order above 2**63 - 1. */
 static inline bool pg_dtype_is_narrow_int(pg_dtype dt)
 {
     return pg_dtype_is_int(dt) && dt != PG_INT64;
@@ -172,7 +173,7 @@ static inline bool pg_dtype_is_float(pg_dtype dt)
 static inline bool pg_dtype_is_fp8(pg_dtype dt) { return pg_dtype_kind_of(dt) == PG_KIND_FP8; }
 /* PyTorch's "bare" dtypes, the rows after complex128: uint16, uint32, uint64 (c10's
  * isBarebonesUnsignedType) and float8. PyTorch refuses their promotion with any other
- * dtype and runs few ops on them (float8: casts, moves, comparisons for equality). */
+ * dtype and runs few ops on them (float8: casts, moves and pg_fp8_ops.h's table). */
 static inline bool pg_dtype_is_bare(pg_dtype dt) { return dt > PG_COMPLEX128; }
 /* complex64 or complex128 (PyTorch's dtype.is_complex) */
 static inline bool pg_dtype_is_complex(pg_dtype dt) { return pg_dtype_kind_of(dt) == PG_KIND_COMPLEX; }

@@ -51,8 +51,9 @@ pg_status pg_dtype_result(const pg_tensor *a, const pg_tensor *b, int *dt); /* P
 enum { PG_SCALAR_BOOL, PG_SCALAR_INT, PG_SCALAR_FLOAT };
 typedef struct pg_scalar {
     int kind;
-    double f;  /* the value, as a double */
-    int64_t i; /* the value, for bool and int kinds */
+    double f;  /* the value, as a double (an int's too) */
+    int64_t i; /* the value, for bool and int kinds (an int of 2**63 to 2**64 - 1 beside a
+                * uint64 tensor: its bits, which f says are unsigned) */
 } pg_scalar;
 
 /* creation (pg_ops_create.c) */
@@ -80,6 +81,13 @@ void pg_rng_reserve(pg_device dev, uint64_t n, uint64_t *seed, uint64_t *offset)
 pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src); /* broadcast + cast */
 pg_status pg_op_astype(const pg_tensor *t, pg_dtype dt, pg_tensor *out); /* always a new tensor */
 pg_status pg_op_contiguous(const pg_tensor *t, pg_tensor *out); /* a reference if already so */
+/* The sorts' and max/min/argmax's keys: an integer or bool tensor as a contiguous int64
+ * tensor whose signed order is its order. The narrower integers and bool cast (exact), int64
+ * is itself; uint64 keeps its bits with the top one flipped (x ^ 2**63), so its values of
+ * 2**63 and above order above 2**63 - 1, as PyTorch's do. pg_op_order_key_back undoes it into
+ * dt (the max and min a key reduced to, back in the input's dtype). */
+pg_status pg_op_order_key(const pg_tensor *t, pg_tensor *out);
+pg_status pg_op_order_key_back(const pg_tensor *key, pg_dtype dt, pg_tensor *out);
 pg_status pg_op_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg_tensor *out);
 
 /* math (pg_ops_elementwise.c, pg_ops_reduce.c, pg_ops_matmul.c) */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "pg_backend.h"
+#include "pg_fp8_ops.h"
 #include "pg_graph.h"
 #include "pg_profile.h"
 #include "pg_stats.h"
@@ -280,6 +281,39 @@ pg_status pg_op_contiguous(const pg_tensor *t, pg_tensor *out)
     return pg_op_astype(t, (pg_dtype)t->dtype, out);
 }
 
+/* uint64's order key flips its top bit, in place on a fresh int64 tensor: its own inverse */
+static pg_status flip_top_bit_(const pg_tensor *t)
+{
+    pg_scalar top = {PG_SCALAR_INT, -0x1p63, INT64_MIN};
+    return pg_op_binary_scalar_(PG_BIN_BITWISE_XOR, t, top);
+}
+
+pg_status pg_op_order_key(const pg_tensor *t, pg_tensor *out)
+{
+    pg_tensor_out_init(out, NULL);
+    if (t->dtype == PG_INT64)
+        return pg_op_contiguous(t, out);
+    PG_TRY(pg_op_astype(t, PG_INT64, out));
+    pg_status st = t->dtype == PG_UINT64 ? flip_top_bit_(out) : PG_OK;
+    if (st != PG_OK)
+        pg_tensor_clear(out);
+    return st;
+}
+
+pg_status pg_op_order_key_back(const pg_tensor *key, pg_dtype dt, pg_tensor *out)
+{
+    pg_tensor_out_init(out, NULL);
+    PG_TRY(pg_op_astype(key, dt == PG_UINT64 ? PG_INT64 : dt, out));
+    if (dt != PG_UINT64)
+        return PG_OK;
+    pg_tensor bits = *out;
+    pg_status st = flip_top_bit_(&bits);
+    if (st == PG_OK)
+        st = pg_op_astype(&bits, PG_UINT64, out); /* the same bits, as uint64 */
+    pg_tensor_clear(&bits);
+    return st;
+}
+
 pg_status pg_op_reshape(const pg_tensor *t, int ndim, const int64_t *shape, pg_tensor *out)
 {
     pg_tensor_out_init(out, NULL);
@@ -317,13 +351,45 @@ static pg_status launch_one_input(pg_node *n, const pg_tensor *a, int dt, pg_ten
     return pg_launch_and_clear(n, 1, out, out, st);
 }
 
-/* The dtype an op computes in, from its operands' common dtype `ct` and its `in`
- * column (pg_ops.def): one function for every unary and binary op, no op lists. A refusal
- * names the op, the dtype and the device of `t` (an operand). */
-static pg_status compute_dtype(const char *name, int in, int ct, const pg_tensor *t, int *compute)
+/* A float8 operand (pg_fp8_ops.h): float32, where PyTorch runs the op on the format (the
+ * caller rounds a float8 result back once, fp8_round_back), else PyTorch's refusal in its
+ * words. number: an operand is a Python number or a 0-d tensor. */
+static pg_status fp8_compute(int kind, int op, const char *name, int ct, bool number, int *compute)
 {
-    if (pg_dtype_is_fp8((pg_dtype)ct)) /* no arithmetic on float8 in PyTorch: casts only */
-        return pg_backend_check_op(pg_tensor_device(t), PG_OP_BINARY, ct, name);
+    const char *kernel;
+    if (!pg_fp8_op_runs(kind, op, (pg_dtype)ct, number, &kernel))
+        return pg_error_set(PG_ERR_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'",
+                            kernel ? kernel : name, pg_dtype_legacy_name((pg_dtype)ct));
+    *compute = PG_FLOAT32;
+    return PG_OK;
+}
+
+/* the dtype a kernel writes a result of dtype rt in: float32 for a float8 one (rounded back
+ * by fp8_round_back), rt itself for the others */
+static int computed_result(int rt) { return pg_dtype_is_fp8((pg_dtype)rt) ? PG_FLOAT32 : rt; }
+
+/* The float32 result `wide` of a float8 op rounded once into `dt` (a float8 dtype) as *out;
+ * a bool result, and a failed status, pass through. */
+static pg_status fp8_round_back(pg_status st, int dt, pg_tensor *out)
+{
+    if (st != PG_OK || !pg_dtype_is_fp8((pg_dtype)dt))
+        return st;
+    pg_tensor wide = *out;
+    st = pg_op_astype(&wide, (pg_dtype)dt, out);
+    pg_tensor_clear(&wide);
+    return st;
+}
+
+/* The dtype the binary or unary op `op` (node kind `kind`) computes in, from its operands'
+ * common dtype `ct` and its `in` column (pg_ops.def): one function for every unary and binary
+ * op, no op lists. A refusal names the op, the dtype and the device of `t` (an operand). */
+static pg_status compute_dtype(int kind, int op, int ct, bool number, const pg_tensor *t,
+                               int *compute)
+{
+    const char *name = kind == PG_OP_BINARY ? bin_names[op] : un_names[op];
+    int in = kind == PG_OP_BINARY ? pg_binary_in(op) : pg_unary_in(op);
+    if (pg_dtype_is_fp8((pg_dtype)ct))
+        return fp8_compute(kind, op, name, ct, number, compute);
     bool is_float = pg_dtype_is_float((pg_dtype)ct);
     const char *dt = pg_dtype_name((pg_dtype)ct);
     char dev[24];
@@ -368,9 +434,17 @@ static pg_status compute_dtype(const char *name, int in, int ct, const pg_tensor
     return PG_OK;
 }
 
-static pg_status arithmetic_dtype(int op, int ct, const pg_tensor *t, int *compute, int *result)
+/* ... for a binary op, and the dtype of its result (a float8 op's: the float8 dtype, which
+ * the caller rounds a float32 result back to) */
+static pg_status arithmetic_dtype(int op, int ct, bool number, const pg_tensor *t, int *compute,
+                                  int *result)
 {
-    PG_TRY(compute_dtype(bin_names[op], pg_binary_in(op), ct, t, compute));
+    int fp8 = pg_dtype_is_fp8((pg_dtype)ct) ? ct : -1;
+    PG_TRY(compute_dtype(PG_OP_BINARY, op, ct, number, t, compute));
+    if (fp8 >= 0) {
+        *result = pg_binary_out(op) == PG_OUT_BOOL ? PG_BOOL : fp8;
+        return PG_OK;
+    }
     if (op == PG_BIN_NEXTAFTER && pg_dtype_is_half((pg_dtype)*compute)) { /* no half's next float32 */
         char dev[24];
         pg_device_str(pg_tensor_device(t), dev, sizeof dev);
@@ -428,7 +502,7 @@ static pg_status binary_op(int op, const pg_tensor *a, const pg_tensor *b, pg_te
     PG_TRY(pg_check_same_device(name, a, b));
     int ct, rt;
     PG_TRY(pg_dtype_result(a, b, &ct));
-    PG_TRY(arithmetic_dtype(op, ct, a, &ct, &rt));
+    PG_TRY(arithmetic_dtype(op, ct, a->ndim == 0 || b->ndim == 0, a, &ct, &rt));
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_BINARY, ct, name));
     int nd;
     int64_t shape[PG_MAX_DIMS];
@@ -448,16 +522,16 @@ static pg_status binary_op(int op, const pg_tensor *a, const pg_tensor *b, pg_te
         pg_tensor_clear(&bv);
         return st == PG_OK ? view_back(&r, perm, out) : st;
     }
-    PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, nd, shape, out));
+    PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)computed_result(rt), nd, shape, out));
     if (pg_tensor_numel(out) == 0)
-        return PG_OK;
+        return fp8_round_back(PG_OK, rt, out);
     pg_node n;
     node_init(&n, PG_OP_BINARY, op, name);
     memset(n.src, 0, sizeof n.src);
     pg_status st = pg_prepare_operand(a, ct, nd, shape, &n.src[0]);
     if (st == PG_OK)
         st = pg_prepare_operand(b, ct, nd, shape, &n.src[1]);
-    return pg_launch_and_clear(&n, 2, out, out, st);
+    return fp8_round_back(pg_launch_and_clear(&n, 2, out, out, st), rt, out);
 }
 
 pg_status pg_op_binary(int op, const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
@@ -504,7 +578,11 @@ static pg_status binary_scalar_op(int op, const pg_tensor *a, pg_scalar s, bool 
         ct == a->dtype)
         return pg_op_binary(PG_BIN_MUL, a, a, out); /* x ** 2 is x * x, as PyTorch's square */
     int rt;
-    PG_TRY(arithmetic_dtype(op, ct, a, &ct, &rt));
+    if (pg_dtype_is_fp8((pg_dtype)ct)) { /* PyTorch wraps the number in a tensor of the format */
+        s.f = pg_fp8_round((pg_dtype)ct, s.f);
+        s.kind = PG_SCALAR_FLOAT;
+    }
+    PG_TRY(arithmetic_dtype(op, ct, true, a, &ct, &rt));
     PG_TRY(check_int_divisor(op, ct, a, s, scalar_left));
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_BINARY, ct, name));
     int perm[PG_MAX_DIMS];
@@ -515,16 +593,17 @@ static pg_status binary_scalar_op(int op, const pg_tensor *a, pg_scalar s, bool 
         pg_tensor_clear(&av);
         return st == PG_OK ? view_back(&r, perm, out) : st;
     }
-    PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, a->ndim, a->shape, out));
+    PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)computed_result(rt), a->ndim, a->shape,
+                           out));
     if (pg_tensor_numel(out) == 0)
-        return PG_OK;
+        return fp8_round_back(PG_OK, rt, out);
     pg_node n;
     node_init(&n, PG_OP_BINARY, op, name);
-    n.p.scalar.f = s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i;
+    n.p.scalar.f = s.f; /* an int's value too (a uint64 one's i holds only its bits) */
     /* a float scalar reaches an integer kernel only as a truth value (logical ops) */
     n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)(s.f != 0) : s.i;
     n.p.scalar.scalar_left = scalar_left;
-    return launch_one_input(&n, a, ct, out);
+    return fp8_round_back(launch_one_input(&n, a, ct, out), rt, out);
 }
 
 pg_status pg_op_binary_scalar(int op, const pg_tensor *a, pg_scalar s, bool scalar_left,
@@ -538,8 +617,9 @@ static pg_status unary_op(int op, const pg_tensor *a, pg_tensor *out, bool keep_
     pg_tensor_out_init(out, NULL);
     const char *name = un_names[op];
     int dt;
-    PG_TRY(compute_dtype(name, pg_unary_in(op), a->dtype, a, &dt));
-    int rt = pg_unary_out(op) == PG_OUT_BOOL ? PG_BOOL : dt;
+    PG_TRY(compute_dtype(PG_OP_UNARY, op, a->dtype, false, a, &dt));
+    int rt = pg_unary_out(op) == PG_OUT_BOOL ? PG_BOOL
+             : pg_dtype_is_fp8((pg_dtype)a->dtype) ? a->dtype : dt;
     PG_TRY(pg_backend_check_op(pg_tensor_device(a), PG_OP_UNARY, dt, name));
     int perm[PG_MAX_DIMS];
     if (keep_layout && pg_tensor_memory_order(a, perm)) { /* keep a's layout (above) */
@@ -549,12 +629,13 @@ static pg_status unary_op(int op, const pg_tensor *a, pg_tensor *out, bool keep_
         pg_tensor_clear(&av);
         return st == PG_OK ? view_back(&r, perm, out) : st;
     }
-    PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)rt, a->ndim, a->shape, out));
+    PG_TRY(pg_tensor_empty(pg_tensor_device(a), (pg_dtype)computed_result(rt), a->ndim, a->shape,
+                           out));
     if (pg_tensor_numel(out) == 0)
-        return PG_OK;
+        return fp8_round_back(PG_OK, rt, out);
     pg_node n;
     node_init(&n, PG_OP_UNARY, op, name);
-    return launch_one_input(&n, a, dt, out);
+    return fp8_round_back(launch_one_input(&n, a, dt, out), rt, out);
 }
 
 pg_status pg_op_unary(int op, const pg_tensor *a, pg_tensor *out)
@@ -609,7 +690,7 @@ pg_status pg_op_binary_(int op, const pg_tensor *self, const pg_tensor *b)
     int ct, rt, nd;
     int64_t shape[PG_MAX_DIMS];
     PG_TRY(pg_dtype_result(self, b, &ct));
-    PG_TRY(arithmetic_dtype(op, ct, self, &ct, &rt));
+    PG_TRY(arithmetic_dtype(op, ct, self->ndim == 0 || b->ndim == 0, self, &ct, &rt));
     PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_BINARY, ct, name));
     PG_TRY(pg_broadcast_shapes(self->ndim, self->shape, b->ndim, b->shape, &nd, shape, name));
     PG_TRY(check_inplace(name, self, rt, nd, shape));
@@ -630,7 +711,7 @@ pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s)
 {
     const char *name = bin_names[op];
     int ct, rt;
-    PG_TRY(arithmetic_dtype(op, scalar_promote(self->dtype, s), self, &ct, &rt));
+    PG_TRY(arithmetic_dtype(op, scalar_promote(self->dtype, s), true, self, &ct, &rt));
     PG_TRY(check_int_divisor(op, ct, self, s, false));
     PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_BINARY, ct, name));
     PG_TRY(check_inplace(name, self, rt, self->ndim, self->shape));
@@ -642,7 +723,7 @@ pg_status pg_op_binary_scalar_(int op, const pg_tensor *self, pg_scalar s)
     }
     pg_node n;
     node_init(&n, PG_OP_BINARY, op, name);
-    n.p.scalar.f = s.kind == PG_SCALAR_FLOAT ? s.f : (double)s.i;
+    n.p.scalar.f = s.f; /* an int's value too (a uint64 one's i holds only its bits) */
     n.p.scalar.i = s.kind == PG_SCALAR_FLOAT ? (int64_t)(s.f != 0) : s.i;
     n.p.scalar.scalar_left = 0;
     pg_tensor_ref(self, &n.src[0]);
@@ -696,8 +777,9 @@ pg_status pg_op_unary_(int op, const pg_tensor *self)
 {
     const char *name = un_names[op];
     int dt;
-    PG_TRY(compute_dtype(name, pg_unary_in(op), self->dtype, self, &dt));
-    int rt = pg_unary_out(op) == PG_OUT_BOOL ? PG_BOOL : dt;
+    PG_TRY(compute_dtype(PG_OP_UNARY, op, self->dtype, false, self, &dt));
+    int rt = pg_unary_out(op) == PG_OUT_BOOL ? PG_BOOL
+             : pg_dtype_is_fp8((pg_dtype)self->dtype) ? self->dtype : dt;
     PG_TRY(pg_backend_check_op(pg_tensor_device(self), PG_OP_UNARY, dt, name));
     PG_TRY(check_inplace(name, self, rt, self->ndim, self->shape));
     if (pg_tensor_numel(self) == 0)

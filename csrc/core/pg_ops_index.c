@@ -351,14 +351,16 @@ pg_status pg_op_cumulative(int op, const pg_tensor *src, int axis, pg_tensor *ou
     return st;
 }
 
-/* argsort and topk: the input widened exactly (arith_dtype) and made contiguous, so the
- * kernels compare three dtypes */
+/* argsort and topk: the input widened exactly (arith_dtype; an integer as its order key,
+ * pg_op_order_key) and made contiguous, so the kernels compare three dtypes */
 static pg_status sort_keys(const char *name, const pg_tensor *src, int axis, int *ax,
                            pg_tensor *c)
 {
     PG_TRY(norm_axis(name, axis, src->ndim, ax));
     PG_TRY(pg_backend_check_op(pg_tensor_device(src), PG_OP_INDEX, src->dtype, name));
     pg_dtype work = arith_dtype(src->dtype);
+    if (work == PG_INT64) /* uint64 sorts by its order key, not by int64's bits */
+        return pg_op_order_key(src, c);
     pg_tensor w;
     if ((int)work != src->dtype)
         PG_TRY(pg_op_astype(src, work, &w));

@@ -19,6 +19,7 @@
  * or a transposed view, else a contiguous copy of that operand (before any broadcast, so
  * no broadcast copy is made for it). */
 #include "pg_ops.h"
+#include "pg_fp8_ops.h"
 #include "pg_backend.h"
 
 #include <string.h>
@@ -294,10 +295,18 @@ pg_status pg_op_matmul(const pg_tensor *a, const pg_tensor *b, pg_tensor *out)
                             a->ndim, b->ndim);
     /* float16/bfloat16 run the half GEMM (fp32 accumulation), result in the half dtype; the
      * integers narrower than int64 run the int64 product and wrap back to their dtype (exact:
-     * wrapping commutes with sums and products), as PyTorch's integer matmul on the CPU */
+     * wrapping commutes with sums and products), as PyTorch's integer matmul on the CPU; float8
+     * runs float32's and rounds it back once, where PyTorch runs it (pg_fp8_ops.h) */
     PG_TRY((pg_status)pg_dtype_promote_check((pg_dtype)a->dtype, (pg_dtype)b->dtype));
     int out_dt = pg_dtype_promote((pg_dtype)a->dtype, (pg_dtype)b->dtype);
     int dt = pg_dtype_is_narrow_int((pg_dtype)out_dt) ? PG_INT64 : out_dt;
+    if (pg_dtype_is_fp8((pg_dtype)out_dt)) { /* float32's product, rounded back once */
+        const char *kernel, *rank = pg_fp8_matmul_refusal(a->ndim, b->ndim);
+        if (!pg_fp8_op_runs(PG_OP_MATMUL, 0, (pg_dtype)out_dt, false, &kernel) || rank)
+            return pg_error_set(PG_ERR_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'",
+                                rank ? rank : kernel, pg_dtype_legacy_name((pg_dtype)out_dt));
+        dt = PG_FLOAT32;
+    }
     PG_TRY(pg_backend_check_op(dev, PG_OP_MATMUL, dt, "matmul"));
     if (dt == PG_BOOL)
         return pg_error_set(PG_ERR_DTYPE, "matmul: bool operands are not supported; use "

@@ -5,7 +5,8 @@
  * dtypes follow PyTorch: sum of bool and of every integer dtype is int64, max and
  * min keep the dtype, argmax is int64 (a flat index when no axis is given); mean of
  * integers is float64 (NumPy's; PyTorch refuses it). bool and the integers narrower
- * than int64 are reduced as int64 (a cast first; max and min cast back, exact), so
+ * than int64 are reduced as int64 (a cast first; max and min cast back, exact; an order
+ * reduces uint64's order key, pg_op_order_key, so 2**63 and above are its largest), so
  * the backends' reduction kernels see int64, the floats and the halves only.
  *
  * float16/bfloat16: max, min and argmax reduce the half tensor as it is. A
@@ -102,14 +103,19 @@ static pg_status reduce(int op, const pg_tensor *a, int naxes, const int *axes, 
 
     pg_tensor cur, next;
     pg_tensor cast;
-    if (work != a->dtype)
-        PG_TRY(pg_op_astype(a, (pg_dtype)work, &cast));
-    else
-        pg_tensor_ref(a, &cast);
-    pg_status st = pg_op_contiguous(&cast, &cur);
-    pg_tensor_clear(&cast);
-    if (st != PG_OK)
-        return st;
+    pg_status st;
+    if (widen && op != PG_RED_SUM) { /* an order: uint64's needs its key, not int64's bits */
+        PG_TRY(pg_op_order_key(a, &cur));
+    } else {
+        if (work != a->dtype)
+            PG_TRY(pg_op_astype(a, (pg_dtype)work, &cast));
+        else
+            pg_tensor_ref(a, &cast);
+        st = pg_op_contiguous(&cast, &cur);
+        pg_tensor_clear(&cast);
+        if (st != PG_OK)
+            return st;
+    }
 
     if (!axes) { /* everything: flatten and reduce the one axis */
         int64_t n = pg_tensor_numel(&cur);
@@ -151,7 +157,8 @@ static pg_status reduce(int op, const pg_tensor *a, int naxes, const int *axes, 
         *out = next;
         return PG_OK;
     }
-    st = pg_op_astype(&next, (pg_dtype)a->dtype, out);
+    st = back_to_dtype ? pg_op_order_key_back(&next, (pg_dtype)a->dtype, out)
+                       : pg_op_astype(&next, (pg_dtype)a->dtype, out);
     pg_tensor_clear(&next);
     return st;
 }
