@@ -223,9 +223,11 @@ __all__ += ["func", "futures", "jit", "Future", "fork", "wait", "vmap", "set_flu
 
 
 def get_file_path(*path_components):
-    """A path inside pygpu's package directory (torch.get_file_path: inside torch's)."""
+    """A path under the directory that holds the pygpu package (torch.get_file_path joins
+    onto torch's parent directory: site-packages, or the checkout)."""
     import os
-    return os.path.join(os.path.dirname(__file__), *path_components)
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        *path_components)
 
 
 def get_device_module(device=None):
