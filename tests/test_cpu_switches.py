@@ -27,22 +27,23 @@ def _product(mod, device, n):
     return (a * a).cpu().numpy()
 
 
-def test_a_denormal_product_becomes_zero_and_back(device, flush_off_after):
+@pytest.mark.parametrize("where", ["cpu", "sim"])  # the host's threads: a GPU's mode is its own
+def test_a_denormal_product_becomes_zero_and_back(where, flush_off_after):
     for n in (4, BIG):
-        assert np.all(_product(pygpu, device, n) > 0)  # denormal, not flushed by default
+        assert np.all(_product(pygpu, where, n) > 0)  # denormal, not flushed by default
     assert pygpu.set_flush_denormal(True) is True
     assert torch.set_flush_denormal(True) is True
     for n in (4, BIG):  # the caller's thread; the pool's workers (BIG); sim's own threads
-        got = _product(pygpu, device, n)
+        got = _product(pygpu, where, n)
         np.testing.assert_array_equal(got, _product(torch, "cpu", n))
         assert np.all(got == 0)
     # DAZ: a denormal input reads as zero
-    d = pygpu.tensor(np.full(BIG, 1e-40, np.float32), device=device)
+    d = pygpu.tensor(np.full(BIG, 1e-40, np.float32), device=where)
     assert np.all((d * 1.0).cpu().numpy() == 0)
     assert pygpu.set_flush_denormal(False) is True
     for n in (4, BIG):  # every thread back to IEEE's denormals (numpy's product; torch 2.13's
         # own switch-off reaches only its calling thread, its OpenMP workers keep flushing)
-        np.testing.assert_array_equal(_product(pygpu, device, n), np.full(n, TINY * TINY))
+        np.testing.assert_array_equal(_product(pygpu, where, n), np.full(n, TINY * TINY))
 
 
 def test_a_new_thread_gets_the_mode_through_init_num_threads(flush_off_after):
