@@ -67,6 +67,22 @@ struct Dense {
     double &operator()(int i, int j) { return a[(size_t)j * m + i]; }
 };
 
+/* the m x n matrix at a, in double, and back: the routines that work on a copy */
+template <typename T> Dense read(const Mat<T> &a, int m, int n)
+{
+    Dense D(m, n);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++)
+            D(i, j) = a.get(i, j);
+    return D;
+}
+template <typename T> void write(const Mat<T> &a, Dense &D)
+{
+    for (int j = 0; j < D.n; j++)
+        for (int i = 0; i < D.m; i++)
+            a.set(i, j, D(i, j));
+}
+
 bool fill_ok(cublasFillMode_t u)
 {
     return u == CUBLAS_FILL_MODE_LOWER || u == CUBLAS_FILL_MODE_UPPER;
@@ -196,10 +212,7 @@ cusolverStatus_t getrf(cusolverDnHandle_t h, int m, int n, T *A, int lda, T *wor
     return queue(h, [=] {
         poison(work, lwork);
         Mat<T> a{A, lda};
-        Dense D(m, n);
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++)
-                D(i, j) = a.get(i, j);
+        Dense D = read(a, m, n);
         int bad = 0, k = m < n ? m : n;
         for (int j = 0; j < k; j++) {
             int p = j;
@@ -222,9 +235,7 @@ cusolverStatus_t getrf(cusolverDnHandle_t h, int m, int n, T *A, int lda, T *wor
                 for (int i = j + 1; i < m; i++)
                     D(i, c) -= D(i, j) * D(j, c);
         }
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++)
-                a.set(i, j, D(i, j));
+        write(a, D);
         *info = bad;
     });
 }
@@ -318,10 +329,7 @@ cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, T *A, int lda, T *tau
     return queue(h, [=] {
         poison(work, lwork);
         Mat<T> a{A, lda};
-        Dense D(m, n);
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++)
-                D(i, j) = a.get(i, j);
+        Dense D = read(a, m, n);
         int k = m < n ? m : n;
         std::vector<double> col(m), v(m);
         for (int j = 0; j < k; j++) {
@@ -338,9 +346,7 @@ cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, T *A, int lda, T *tau
                 D(i, j) = col[i];
             tau[j] = (T)t;
         }
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++)
-                a.set(i, j, D(i, j));
+        write(a, D);
         *info = 0;
     });
 }
@@ -492,12 +498,9 @@ cusolverStatus_t gesvd(cusolverDnHandle_t h, signed char jobu, signed char jobvt
     return queue(h, [=] {
         poison(work, lwork);
         Mat<T> a{A, lda};
-        Dense Wm(m, n), V(n, n);
-        for (int j = 0; j < n; j++) {
-            for (int i = 0; i < m; i++)
-                Wm(i, j) = a.get(i, j);
+        Dense Wm = read(a, m, n), V(n, n);
+        for (int j = 0; j < n; j++)
             V(j, j) = 1;
-        }
         bool rotated = true;
         int sweep = 0;
         for (; sweep < 80 && rotated; sweep++) {
