@@ -21,8 +21,8 @@ _C = _extension.load()  # pygpu._C; OpenBLAS preloaded; an ImportError saying wh
 from ._C import (AcceleratorError, AsyncIndexError, AsyncOpError, AxisError,
                  DeviceMismatchError, DeviceUnavailableError, DTypeError, IndexOutOfRangeError,
                  InvalidValueError, OutOfMemoryError, ShapeError, Tensor, TransferGuardError,
-                 TransferWarning, from_dlpack, from_numpy, get_num_threads, reset_stats,
-                 set_num_threads)
+                 TransferWarning, from_dlpack, from_numpy, get_num_threads, init_num_threads,
+                 reset_stats, set_flush_denormal, set_num_threads)
 
 
 def _table_exports():
@@ -223,6 +223,47 @@ globals().update(_sym_numbers.FUNCTIONS)
 __all__ += ["cond", "while_loop", *_sym_numbers.FUNCTIONS, *_amp_switches.FUNCTIONS]
 from ._dynamo.eval_frame import compile  # noqa: E402
 __all__ += ["compile", "compiler"]
+
+# issue 43: torch's eager spellings of its asynchronous calls, vmap and the CPU switches:
+# torch.futures, torch.jit.fork/wait (the function runs at fork time, as eager PyTorch's),
+# torch.vmap (pygpu/func), set_flush_denormal and init_num_threads (the C core's threads)
+from . import func, futures, jit  # noqa: E402
+from .futures import Future  # noqa: E402 - torch.Future, the type fork returns
+from .jit import _fork as fork, _wait as wait  # noqa: E402 - torch.fork: no warning
+from .func import vmap  # noqa: E402
+__all__ += ["func", "futures", "jit", "Future", "fork", "wait", "vmap", "set_flush_denormal",
+            "init_num_threads", "get_device_module", "get_file_path"]
+
+
+def get_file_path(*path_components):
+    """A path under the directory that holds the pygpu package (torch.get_file_path joins
+    onto torch's parent directory: site-packages, or the checkout)."""
+    import os
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        *path_components)
+
+
+def get_device_module(device=None):
+    """The module of a device type: get_device_module("cuda") is pygpu.cuda, "sim" pygpu.sim,
+    "cpu" pygpu.cpu; None: the current accelerator's (pygpu.accelerator), else pygpu.cpu."""
+    if isinstance(device, Device):
+        kind = device.type
+    elif isinstance(device, str):
+        try:
+            kind = _device_mod.device(device).type
+        except ValueError as e:  # an unknown device type: PyTorch's RuntimeError
+            raise RuntimeError(str(e)) from None
+    elif device is None:
+        acc = accelerator.current_accelerator()
+        kind = acc.type if acc is not None else "cpu"
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or "
+                           f"None")
+    module = _sys.modules.get(f"{__name__}.{kind}")
+    if module is None:
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered as "
+                           f"'torch.{kind}'.")
+    return module
 
 # PyTorch's other dtype spellings, the dtype table's alias column (torch.float is float32,
 # torch.double float64, torch.half float16, torch.long int64, torch.int int32, torch.short

@@ -226,6 +226,24 @@ MHA = {  # batch_first, kdim/vdim, masks, need_weights, average
 }
 
 
+def _mha_close(pm, tm, ps, ts, p_out, t_out, need_weights):
+    """The module's output and weights, then the inputs' and parameters' gradients of
+    sum(output ** 2), as torch's."""
+    (po, pw), (to, tw) = p_out, t_out
+    _close(po, to)
+    if need_weights:
+        _close(pw, tw)
+    else:
+        assert pw is None and tw is None
+    (po ** 2).sum().backward()
+    (to ** 2).sum().backward()
+    for p, t in zip(ps, ts):
+        _close(p.grad, t.grad)
+    tp = dict(tm.named_parameters())
+    for name, p in pm.named_parameters():
+        _close(p.grad, tp[name].grad)
+
+
 @pytest.mark.parametrize("case", list(MHA))
 def test_multihead_attention_matches_torch(device, case):
     bf, kv, masks, nw, avg = MHA[case]
@@ -263,18 +281,59 @@ def test_multihead_attention_matches_torch(device, case):
             kw_p["is_causal"] = kw_t["is_causal"] = True
     po, pw = pm(*pargs, need_weights=nw, average_attn_weights=avg, **kw_p)
     to, tw = tm(*targs, need_weights=nw, average_attn_weights=avg, **kw_t)
-    _close(po, to)
-    if nw:
-        _close(pw, tw)
+    _mha_close(pm, tm, ps, ts, (po, pw), (to, tw), nw)
+
+
+# The module's forward is F.multi_head_attention_forward (one path, as PyTorch's): the
+# options it gained that way, and the input forms that keep or break `query is key`.
+# (add_bias_kv, add_zero_attn, inputs, batch_first, need_weights, eval: torch's fast path)
+MHA_PATHS = {
+    "bias_kv_zero_attn": (True, True, "cross", False, True, False),
+    "bias_kv_self_sdpa": (True, False, "self", True, False, False),
+    "key_is_value": (False, False, "key_is_value", True, True, False),
+    "unbatched_self": (False, True, "unbatched", True, True, False),
+    "eval_fast_path": (False, False, "self", True, False, True),  # batch_first, no grad
+}
+
+
+@pytest.mark.parametrize("case", list(MHA_PATHS))
+def test_multihead_attention_paths_match_torch(device, case):
+    bias_kv, zero_attn, inputs, bf, nw, eval_ = MHA_PATHS[case]
+    E, H, N, L, S = 8, 2, 3, 4, 6
+    torch.manual_seed(1)
+    kw = dict(add_bias_kv=bias_kv, add_zero_attn=zero_attn, batch_first=bf)
+    tm = torch.nn.MultiheadAttention(E, H, **kw).double()
+    pm = nn.MultiheadAttention(E, H, **kw).double()
+    assert list(pm.state_dict()) == list(tm.state_dict())
+    pm = _load(pm, tm, device)
+    if eval_:
+        tm.eval()
+        pm.eval()
+    rng = np.random.default_rng(9)
+    batch = (lambda n: (N, n, E)) if bf else (lambda n: (n, N, E))
+    if inputs == "unbatched":
+        arrays = [rng.standard_normal((L, E))]
+    elif inputs == "self":
+        arrays = [rng.standard_normal(batch(L))]
+    elif inputs == "key_is_value":
+        arrays = [rng.standard_normal(batch(L)), rng.standard_normal(batch(S))]
     else:
+        arrays = [rng.standard_normal(batch(L)), rng.standard_normal(batch(S)),
+                  rng.standard_normal(batch(S))]
+    ps, ts = _leaves(arrays, device)
+    pick = {"unbatched": lambda a: a * 3, "self": lambda a: a * 3,
+            "key_is_value": lambda a: [a[0], a[1], a[1]], "cross": lambda a: a}[inputs]
+    if eval_:
+        with torch.no_grad():
+            to, tw = tm(*pick(ts), need_weights=nw)
+        with pygpu.no_grad():
+            po, pw = pm(*pick(ps), need_weights=nw)
+        _close(po, to)
         assert pw is None and tw is None
-    (po ** 2).sum().backward()
-    (to ** 2).sum().backward()
-    for p, t in zip(ps, ts):
-        _close(p.grad, t.grad)
-    tp = dict(tm.named_parameters())
-    for name, p in pm.named_parameters():
-        _close(p.grad, tp[name].grad)
+        return
+    po, pw = pm(*pick(ps), need_weights=nw)
+    to, tw = tm(*pick(ts), need_weights=nw)
+    _mha_close(pm, tm, ps, ts, (po, pw), (to, tw), nw)
 
 
 @pytest.mark.parametrize("norm_first,activation", [(False, "relu"), (True, "gelu")])

@@ -12,6 +12,7 @@
 #include "../core/pg_allocator.h"
 #include "../core/pg_backend.h"
 #include "../core/pg_pinned.h"
+#include "../core/pg_pool.h"
 
 const char *pg_implicit_name(int reason);
 
@@ -459,6 +460,23 @@ static PyObject *f_get_num_threads(PyObject *mod, PyObject *noargs)
     return PyLong_FromLong(pg_cpu_get_threads());
 }
 
+static PyObject *f_set_flush_denormal(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    if (!PyBool_Check(arg))
+        return PyErr_Format(PyExc_RuntimeError, "flush_denormal expects a bool, but got %s",
+                            Py_TYPE(arg)->tp_name);
+    return PyBool_FromLong(pg_set_flush_denormal(arg == Py_True));
+}
+
+static PyObject *f_init_num_threads(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    pg_fpu_sync();
+    Py_RETURN_NONE;
+}
+
 static PyObject *f_sim_threads(PyObject *mod, PyObject *noargs)
 {
     (void)mod;
@@ -558,6 +576,14 @@ PyMethodDef pg_runtime_functions[] = {
      "set_num_threads(n): threads the cpu device runs large ops on (default: one per core)"},
     {"get_num_threads", f_get_num_threads, METH_NOARGS,
      "get_num_threads(): threads the cpu device runs large ops on"},
+    {"set_flush_denormal", f_set_flush_denormal, METH_O,
+     "set_flush_denormal(mode) -> bool: flush denormal floats to zero (x86's FTZ and DAZ) on "
+     "every thread pygpu computes on, pool workers included; False where the CPU has no such "
+     "mode"},
+    {"init_num_threads", f_init_num_threads, METH_NOARGS,
+     "init_num_threads(): give the calling thread the process's CPU settings (the compute "
+     "pool is shared, so set_num_threads already holds; the flush-denormal mode is "
+     "per-thread and is applied here)"},
     {"_sim_threads", f_sim_threads, METH_NOARGS, "internal: compute threads per sim device"},
     {"_load_cuda", f_load_cuda, METH_O, "internal: dlopen the CUDA plugin"},
     {"_cuda_reason", f_cuda_reason, METH_NOARGS, "internal: why cuda is unavailable, or None"},

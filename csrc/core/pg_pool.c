@@ -18,6 +18,11 @@
 
 #include "pg_stats.h"
 
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#define PG_MXCSR_FTZ_DAZ 0x8040u /* MXCSR bit 15 flush-to-zero, bit 6 denormals-are-zero */
+#endif
+
 /* Idle workers' spin before sleeping (only an idle thread may give its core away:
  * see pg_pool_run's wait for stragglers). A job follows the last one within a few
  * microseconds when ops are queued back to back (a sim device's chain, a
@@ -103,6 +108,39 @@ static void record_failure(pg_pool *p, int64_t task, pg_status st)
     pthread_mutex_unlock(&p->err_lock);
 }
 
+/* The process's flush-denormal mode (0 or 1), and the mode this thread last applied (-1:
+ * none yet, so a thread that never computed never touches its MXCSR). */
+static _Atomic int g_flush_denormal;
+static _Thread_local int t_flush_denormal = -1;
+
+static void fpu_apply(int on)
+{
+#ifdef PG_MXCSR_FTZ_DAZ
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(on ? csr | PG_MXCSR_FTZ_DAZ : csr & ~PG_MXCSR_FTZ_DAZ);
+#endif
+    t_flush_denormal = on;
+}
+
+void pg_fpu_sync(void)
+{
+    int on = atomic_load_explicit(&g_flush_denormal, memory_order_relaxed);
+    if (on != t_flush_denormal && (on || t_flush_denormal == 1))
+        fpu_apply(on);
+}
+
+bool pg_set_flush_denormal(bool on)
+{
+#ifdef PG_MXCSR_FTZ_DAZ
+    atomic_store(&g_flush_denormal, on ? 1 : 0);
+    fpu_apply(on ? 1 : 0);
+    return true;
+#else
+    (void)on;
+    return false;
+#endif
+}
+
 /* Claim and run tasks until none is left. */
 static void work(pg_pool *p)
 {
@@ -161,6 +199,7 @@ static void *worker_main(void *arg)
             return NULL;
         seen = g;
         atomic_fetch_add(&p->active, 1);
+        pg_fpu_sync();
         if (atomic_load(&p->gen) == g)
             work(p);
         atomic_fetch_sub(&p->active, 1);
@@ -301,6 +340,7 @@ static pg_status run_inline(int64_t ntasks, pg_pool_task_fn fn, void *ctx)
 
 pg_status pg_pool_run(pg_pool *p, int64_t ntasks, pg_pool_task_fn fn, void *ctx)
 {
+    pg_fpu_sync(); /* the caller: a sim device's stream worker, or any thread running cpu ops */
     if (ntasks <= 1 || !p || p->nworkers == 0)
         return run_inline(ntasks, fn, ctx);
     if (pthread_mutex_trylock(&p->run_lock) != 0) /* another thread's job: run ours here */

@@ -17,6 +17,7 @@
 #ifndef PG_POOL_H
 #define PG_POOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pg_status.h"
@@ -42,5 +43,13 @@ pg_status pg_pool_run(pg_pool *p, int64_t ntasks, pg_pool_task_fn fn, void *ctx)
 
 /* Cores this process may run on (sched_getaffinity), at least 1. */
 int pg_host_cores(void);
+
+/* torch.set_flush_denormal: flush denormal results to zero and read denormal inputs as zero
+ * (x86's MXCSR FTZ and DAZ bits) on every thread that computes on the host: the caller's at
+ * once, each pool worker's and stream worker's before its next job (pg_fpu_sync). Returns
+ * false, changing nothing, where the CPU has no such mode (not x86 SSE). */
+bool pg_set_flush_denormal(bool on);
+/* This thread's mode made the process's: one relaxed load when it already is. */
+void pg_fpu_sync(void);
 
 #endif

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg_pool.h"
 #include "pg_stats.h"
 
 #define QUEUE_CAP 1024       /* tasks in flight before enqueue blocks */
@@ -127,6 +128,7 @@ static bool claim(pg_stream *s, uint64_t n)
 /* Run task number done + 1 and publish its completion. */
 static void run_task(pg_stream *s, pg_task *t, uint64_t done)
 {
+    pg_fpu_sync(); /* torch.set_flush_denormal reaches the device's own thread too */
     for (int i = 0; i < t->ndeps; i++)
         pg_stream_wait_event(t->deps[i]);
     s->exec(s->ctx, t);

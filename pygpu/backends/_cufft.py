@@ -30,27 +30,8 @@ def library_candidates():
 
 def _load():
     """Load cuFFT into the CUDA plugin (once); True when it is there."""
-    if _state["loaded"] is not None:
-        return _state["loaded"]
-    if _cuda.is_built():
-        _cuda._load()
-    if not _cuda.is_built() or not _C._load_cuda(None):
-        _state["why"] = f"the CUDA backend is not available: {_cuda.unavailable_reason()}"
-        _state["loaded"] = False
-        return False
-    errors = []
-    for path in library_candidates():
-        try:
-            _C._cuda_cufft_load(path)
-        except _C.DeviceUnavailableError as e:
-            errors.append(str(e))
-            continue
-        _state["loaded"] = True
-        return True
-    _state["why"] = ("; ".join(errors[-2:]) if errors else "libcufft not found") + \
-        " (pip install nvidia-cufft)"
-    _state["loaded"] = False
-    return False
+    return _libraries.load_first(_state, _C._cuda_cufft_load, library_candidates(),
+                                 "libcufft not found", "pip install nvidia-cufft")
 
 
 def is_available():

@@ -1,13 +1,17 @@
 """Where an NVIDIA library that the CUDA plugin loads on first use may be (cuDNN for the
 convolutions, cuFFT for torch.fft, cuSOLVER for the factorizations): one search, most specific
-first, so that pygpu.backends.cudnn, _cufft and _cusolver list their candidates alike.
+first, so that pygpu.backends.cudnn, _cufft and _cusolver list their candidates alike; and
+the one explicit load (`load_first`) that cudnn.is_available() and _cufft.is_available() ask.
 
-The plugin dlopens the first candidate that loads (csrc/backends/cuda/cuda_cudnn.c,
-cuda_cusolver.c); nothing here loads anything."""
+The plugin dlopens the first candidate that loads (csrc/backends/cuda/cuda_lazy_library.c);
+`candidates` loads nothing."""
 import glob
 import os
 import site
 import sys
+
+from .. import _C
+from .. import cuda as _cuda
 
 
 def candidates(env, subdirs, pattern, soname):
@@ -31,3 +35,33 @@ def candidates(env, subdirs, pattern, soname):
             seen.add(p)
             unique.append(p)
     return unique + [soname]
+
+
+def load_first(state, load, paths, missing, install, on_load=None):
+    """Load a library into the CUDA plugin from the first of `paths` that loads, once: the
+    answer is kept in state["loaded"] and, where none loads, the last two failures (or
+    `missing`) and the `install` hint in state["why"]. `load(path)` is the plugin's loader
+    (DeviceUnavailableError when that path does not load); on_load() runs after the first
+    successful load. True when the library is there."""
+    if state["loaded"] is not None:
+        return state["loaded"]
+    if _cuda.is_built():
+        _cuda._load()  # the plugin (once); it preloads cuBLAS from its wheel
+    if not _cuda.is_built() or not _C._load_cuda(None):
+        state["why"] = f"the CUDA backend is not available: {_cuda.unavailable_reason()}"
+        state["loaded"] = False
+        return False
+    errors = []
+    for path in paths:
+        try:
+            load(path)
+        except _C.DeviceUnavailableError as e:
+            errors.append(str(e))
+            continue
+        state["loaded"] = True
+        if on_load is not None:
+            on_load()
+        return True
+    state["why"] = f"{'; '.join(errors[-2:]) if errors else missing} ({install})"
+    state["loaded"] = False
+    return False

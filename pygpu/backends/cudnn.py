@@ -41,28 +41,9 @@ def library_candidates():
 
 def _load():
     """Load cuDNN into the CUDA plugin (once); True when it is there."""
-    if _state["loaded"] is not None:
-        return _state["loaded"]
-    if _cuda.is_built():
-        _cuda._load()  # the plugin (once); it preloads cuBLAS from its wheel
-    if not _cuda.is_built() or not _C._load_cuda(None):
-        _state["why"] = f"the CUDA backend is not available: {_cuda.unavailable_reason()}"
-        _state["loaded"] = False
-        return False
-    errors = []
-    for path in library_candidates():
-        try:
-            _C._cuda_cudnn_load(path)
-        except _C.DeviceUnavailableError as e:
-            errors.append(str(e))
-            continue
-        _state["loaded"] = True
-        _apply()
-        return True
-    _state["why"] = ("; ".join(errors[-2:]) if errors else "libcudnn.so.9 not found") + \
-        " (pip install nvidia-cudnn-cu13)"
-    _state["loaded"] = False
-    return False
+    return _libraries.load_first(_state, _C._cuda_cudnn_load, library_candidates(),
+                                 "libcudnn.so.9 not found", "pip install nvidia-cudnn-cu13",
+                                 on_load=_apply)
 
 
 def _apply():

@@ -39,42 +39,29 @@ def _bool_to_float(mask, dtype, name):
 
 
 def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
-    """Whether the input is batched (3-d), with PyTorch's AssertionErrors for mixed ranks."""
-    if query.ndim == 3:
-        if key.ndim != 3 or value.ndim != 3:
-            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be "
-                                 f"3-D but found {key.ndim}-D and {value.ndim}-D tensors "
-                                 f"respectively")
-        if key_padding_mask is not None and key_padding_mask.ndim != 2:
-            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be "
-                                 f"`None` or 2-D but found {key_padding_mask.ndim}-D tensor "
-                                 f"instead")
-        if attn_mask is not None and attn_mask.ndim not in (2, 3):
-            raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be `None`, "
-                                 f"2-D or 3-D but found {attn_mask.ndim}-D tensor instead")
-        return True
-    if query.ndim == 2:
-        if key.ndim != 2 or value.ndim != 2:
-            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to be "
-                                 f"2-D but found {key.ndim}-D and {value.ndim}-D tensors "
-                                 f"respectively")
-        if key_padding_mask is not None and key_padding_mask.ndim != 1:
-            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to "
-                                 f"be `None` or 1-D but found {key_padding_mask.ndim}-D tensor "
-                                 f"instead")
-        if attn_mask is not None:
-            if attn_mask.ndim not in (2, 3):
-                raise AssertionError(f"For unbatched (2-D) `query`, expected `attn_mask` to be "
-                                     f"`None`, 2-D or 3-D but found {attn_mask.ndim}-D tensor "
-                                     f"instead")
-            if attn_mask.ndim == 3 and tuple(attn_mask.shape) != (
-                    num_heads, query.shape[0], key.shape[0]):
-                raise AssertionError(f"Expected `attn_mask` shape to be "
-                                     f"{(num_heads, query.shape[0], key.shape[0])} but got "
-                                     f"{tuple(attn_mask.shape)}")
-        return False
-    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
-                         f"{query.ndim}-D query tensor")
+    """Whether the input is batched (3-d), with PyTorch's AssertionErrors for mixed ranks:
+    one set of rules, the batched and unbatched forms differing only in the ranks named."""
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{query.ndim}-D query tensor")
+    batched = query.ndim == 3
+    kind, mask_ndim = ("batched (3-D)", 2) if batched else ("unbatched (2-D)", 1)
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be "
+                             f"{query.ndim}-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                             f"respectively")
+    if key_padding_mask is not None and key_padding_mask.ndim != mask_ndim:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or "
+                             f"{mask_ndim}-D but found {key_padding_mask.ndim}-D tensor instead")
+    if attn_mask is not None and attn_mask.ndim not in (2, 3):
+        raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                             f"but found {attn_mask.ndim}-D tensor instead")
+    if not batched and attn_mask is not None and attn_mask.ndim == 3 and \
+            tuple(attn_mask.shape) != (num_heads, query.shape[0], key.shape[0]):
+        raise AssertionError(f"Expected `attn_mask` shape to be "
+                             f"{(num_heads, query.shape[0], key.shape[0])} but got "
+                             f"{tuple(attn_mask.shape)}")
+    return batched
 
 
 def _in_projection(query, key, value, in_proj_weight, in_proj_bias, separate, wq, wk, wv, E):

@@ -3,23 +3,20 @@ TransformerEncoder, TransformerDecoderLayer, TransformerDecoder, Transformer) wi
 PyTorch's constructor arguments, forward signatures, submodule names (so state_dict keys
 are PyTorch's: self_attn.in_proj_weight, linear1.weight, norm1.bias, ...) and semantics.
 
-Attention runs through F.scaled_dot_product_attention (one fused node each way where the
-device has it: no L x S buffer), with the heads split by views (no copies). Only
-need_weights=True (MultiheadAttention's default; the Transformer layers pass False)
-computes the weights explicitly, as PyTorch does, to return them. A feed-forward block
+MultiheadAttention.forward is F.multi_head_attention_forward on its weights (nn/_mha.py),
+as PyTorch's is: one path for the projections, masks and heads. There attention runs
+through F.scaled_dot_product_attention (one fused node each way where the device has it:
+no L x S buffer); only need_weights=True (MultiheadAttention's default; the Transformer
+layers pass False) computes the weights explicitly, as PyTorch does, to return them. A feed-forward block
 with the relu activation is one fused linear+relu node (F.linear(..., activation=))."""
 import copy
-import math
 
 from .. import _C
 from .._tensor.create import full, zeros
-from .._dtype import float32, float64
-from .._ops._attention import bmm
-from .._tensor.join import cat
+from .._dtype import float32
 from ..autograd import no_grad
 from . import functional as F, init
 from .dropout import Dropout
-from ._mha import _bool_to_float
 from .layers import Linear, ModuleList
 from .module import Module
 from .normalization import LayerNorm
@@ -49,9 +46,6 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
                              f"embed_dim={embed_dim} and num_heads={num_heads} instead")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are "
-                                      "not supported")
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
@@ -79,106 +73,42 @@ class MultiheadAttention(Module):
         if bias:
             with no_grad():
                 self.out_proj.bias.copy_(zeros(embed_dim, device=device, dtype=dtype))
-        self.bias_k = self.bias_v = None
-        self.add_zero_attn = False
-
-    def _projections(self, query, key, value):
-        E, b = self.embed_dim, self.in_proj_bias
-        bq, bk, bv = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            if query is key and key is value:  # self-attention: one GEMM for q, k and v
-                qkv = F.linear(query, w, b)
-                return qkv[..., :E], qkv[..., E:2 * E], qkv[..., 2 * E:]
-            wq, wk, wv = w[:E], w[E:2 * E], w[2 * E:]
+        if add_bias_kv:  # the (1, 1, E) rows appended to the keys and values
+            self.bias_k = Parameter(zeros((1, 1, embed_dim), device=device, dtype=dtype))
+            self.bias_v = Parameter(zeros((1, 1, embed_dim), device=device, dtype=dtype))
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
         else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        if key is value:
-            kv = F.linear(key, cat([wk, wv], 0), None if b is None else b[E:])
-            return F.linear(query, wq, bq), kv[..., :E], kv[..., E:]
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use "
-                               "the Transformer module method `generate_square_subsequent_mask`"
-                               " to create this mask.")
-        unbatched = query.ndim == 2
-        if query.ndim not in (2, 3):
-            raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
-                                 f"received {query.ndim}-D query tensor")
-        if query.shape[-1] != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
-                                 f"got {query.shape[-1]}")
-        bdim = 0 if self.batch_first else 1
-        if unbatched:  # a batch of one, kept self-attention when it was
-            same = query is key and key is value
-            query = query.unsqueeze(bdim)
-            key, value = (query, query) if same else (key.unsqueeze(bdim), value.unsqueeze(bdim))
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        q, k, v = self._projections(query, key, value)
-        H, hd = self.num_heads, self.head_dim
-        if self.batch_first:
-            N, L, S = q.shape[0], q.shape[1], k.shape[1]
-            split = lambda t, n: t.reshape(N, n, H, hd).transpose(1, 2)  # noqa: E731
-        else:
-            L, N, S = q.shape[0], q.shape[1], k.shape[0]
-            split = lambda t, n: t.reshape(n, N, H, hd).permute(1, 2, 0, 3)  # noqa: E731
-        qh, kh, vh = split(q, L), split(k, S), split(v, S)  # (N, H, L|S, hd) views
-        dt = q.dtype if q.dtype in (float32, float64) else float32
-        mask = self._merged_mask(attn_mask, key_padding_mask, N, L, S, dt)
-        p = self.dropout if self.training else 0.0
-        weights = None
-        if need_weights:
-            s = bmm(qh, kh.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-            if mask is not None:
-                s = s + mask
-            w = F.softmax(s, -1)
-            if p > 0:
-                w = F.dropout(w, p)
-            o = bmm(w, vh)
-            weights = w.mean(axis=1) if average_attn_weights else w
-            if unbatched:
-                weights = weights.squeeze(0)
-        else:
-            causal = is_causal and key_padding_mask is None and attn_mask is not None
-            o = F.scaled_dot_product_attention(qh, kh, vh, None if causal else mask, p,
-                                               is_causal=causal)
-        if self.batch_first:
-            o = o.transpose(1, 2).reshape(N, L, self.embed_dim)
-        else:
-            o = o.permute(2, 0, 1, 3).reshape(L, N, self.embed_dim)
-        out = self.out_proj(o)
-        if unbatched:
-            out = out.squeeze(bdim)
-        return out, weights
-
-    def _merged_mask(self, attn_mask, key_padding_mask, N, L, S, dt):
-        """attn_mask (L, S) or (N*H, L, S) and key_padding_mask (N, S), True = masked out,
-        as one additive float mask broadcastable to (N, H, L, S)."""
-        am = _bool_to_float(attn_mask, dt, "attn_mask")
-        kp = _bool_to_float(key_padding_mask, dt, "key_padding_mask")
-        if am is not None:
-            if am.ndim == 2:
-                if tuple(am.shape) != (L, S):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(am.shape)}, but "
-                                       f"should be {(L, S)}.")
-            elif am.ndim == 3:
-                if tuple(am.shape) != (N * self.num_heads, L, S):
-                    raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(am.shape)}, but "
-                                       f"should be {(N * self.num_heads, L, S)}.")
-                am = am.reshape(N, self.num_heads, L, S)
+        """F.multi_head_attention_forward on the module's weights, as PyTorch's forward is:
+        batch_first input is transposed to sequence-first by views that keep `query is key`
+        (the one-GEMM self-attention projection) and the result transposed back."""
+        batched = query.ndim == 3
+        if self.batch_first and batched:
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (x.transpose(1, 0) for x in (query, key))
+                    value = key
             else:
-                raise RuntimeError(f"attn_mask's dimension {am.ndim} is not supported")
-        if kp is not None:
-            if tuple(kp.shape) != (N, S):
-                raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got "
-                                     f"{tuple(kp.shape)}")
-            kp = kp.reshape(N, 1, 1, S)
-            return kp if am is None else am + kp
-        return am
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        separate = not self._qkv_same_embed_dim
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=separate, q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if self.batch_first and batched:
+            out = out.transpose(1, 0)
+        return out, weights
 
 
 def _get_activation(activation):

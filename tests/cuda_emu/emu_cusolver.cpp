@@ -67,6 +67,22 @@ struct Dense {
     double &operator()(int i, int j) { return a[(size_t)j * m + i]; }
 };
 
+/* the m x n matrix at a, in double, and back: the routines that work on a copy */
+template <typename T> Dense read(const Mat<T> &a, int m, int n)
+{
+    Dense D(m, n);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++)
+            D(i, j) = a.get(i, j);
+    return D;
+}
+template <typename T> void write(const Mat<T> &a, Dense &D)
+{
+    for (int j = 0; j < D.n; j++)
+        for (int i = 0; i < D.m; i++)
+            a.set(i, j, D(i, j));
+}
+
 bool fill_ok(cublasFillMode_t u)
 {
     return u == CUBLAS_FILL_MODE_LOWER || u == CUBLAS_FILL_MODE_UPPER;
@@ -81,6 +97,53 @@ int geqrf_lwork(int n) { return 4 * lead(n); }
 int orgqr_lwork(int n) { return 4 * lead(n); }
 int syevd_lwork(int n) { return 1 + 6 * n + 2 * n * n; }
 int gesvd_lwork(int m, int n) { return 5 * lead(m > n ? m : n); }
+
+/* The argument checks, written once: each routine's shape check (its enums, dimensions and
+ * leading dimensions) serves both its bufferSize query and the routine, and `checked` turns
+ * a check into cuSOLVER's status in cuSOLVER's order (a null handle first). */
+cusolverStatus_t checked(cusolverDnHandle_t h, bool ok)
+{
+    if (!h)
+        return CUSOLVER_STATUS_NOT_INITIALIZED;
+    return ok ? CUSOLVER_STATUS_SUCCESS : CUSOLVER_STATUS_INVALID_VALUE;
+}
+/* a routine's workspace: present and at least what its bufferSize query answered */
+bool work_ok(const void *work, int lwork, int need) { return work && lwork >= need; }
+
+bool potrf_shape_ok(cublasFillMode_t uplo, int n, int lda)
+{
+    return fill_ok(uplo) && n >= 0 && lda >= lead(n);
+}
+/* getrf's and geqrf's: an m x n matrix */
+bool general_shape_ok(int m, int n, int lda) { return m >= 0 && n >= 0 && lda >= lead(m); }
+bool orgqr_shape_ok(int m, int n, int k, int lda)
+{
+    return general_shape_ok(m, n, lda) && n <= m && k >= 0 && k <= n;
+}
+bool syevd_shape_ok(int jobz, cublasFillMode_t uplo, int n, int lda)
+{
+    return (jobz == EIG_NOVECTOR || jobz == EIG_VECTOR) && potrf_shape_ok(uplo, n, lda);
+}
+/* cuSOLVER's gesvd takes tall matrices only */
+bool gesvd_shape_ok(int m, int n) { return m >= 0 && n >= 0 && m >= n; }
+
+/* M J and J^T M for the Jacobi rotation J in the (p, q) plane (syevd's and gesvd's sweeps) */
+void rotate_columns(Dense &M, int p, int q, double c, double s)
+{
+    for (int i = 0; i < M.m; i++) {
+        double mp = M(i, p), mq = M(i, q);
+        M(i, p) = c * mp - s * mq;
+        M(i, q) = s * mp + c * mq;
+    }
+}
+void rotate_rows(Dense &M, int p, int q, double c, double s)
+{
+    for (int j = 0; j < M.n; j++) {
+        double mp = M(p, j), mq = M(q, j);
+        M(p, j) = c * mp - s * mq;
+        M(q, j) = s * mp + c * mq;
+    }
+}
 
 template <typename T> void poison(T *work, int lwork)
 {
@@ -100,12 +163,9 @@ template <typename T>
 cusolverStatus_t potrf(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, T *A, int lda, T *work,
                        int lwork, int *info)
 {
-    if (!h)
-        return CUSOLVER_STATUS_NOT_INITIALIZED;
-    if (!fill_ok(uplo) || n < 0 || lda < lead(n) || !info || (n > 0 && !A))
-        return CUSOLVER_STATUS_INVALID_VALUE;
-    if (lwork < potrf_lwork(n) || !work)
-        return CUSOLVER_STATUS_INVALID_VALUE;
+    if (cusolverStatus_t st = checked(h, potrf_shape_ok(uplo, n, lda) && info && (n == 0 || A) &&
+                                             work_ok(work, lwork, potrf_lwork(n))))
+        return st;
     return queue(h, [=] {
         poison(work, lwork);
         Mat<T> a{A, lda};
@@ -145,18 +205,14 @@ template <typename T>
 cusolverStatus_t getrf(cusolverDnHandle_t h, int m, int n, T *A, int lda, T *work, int *ipiv,
                        int *info)
 {
-    if (!h)
-        return CUSOLVER_STATUS_NOT_INITIALIZED;
-    if (m < 0 || n < 0 || lda < lead(m) || !info || !work || (m > 0 && n > 0 && !A))
-        return CUSOLVER_STATUS_INVALID_VALUE;
+    if (cusolverStatus_t st = checked(h, general_shape_ok(m, n, lda) && info && work &&
+                                             (m == 0 || n == 0 || A)))
+        return st;
     int lwork = getrf_lwork(m, n);
     return queue(h, [=] {
         poison(work, lwork);
         Mat<T> a{A, lda};
-        Dense D(m, n);
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++)
-                D(i, j) = a.get(i, j);
+        Dense D = read(a, m, n);
         int bad = 0, k = m < n ? m : n;
         for (int j = 0; j < k; j++) {
             int p = j;
@@ -179,9 +235,7 @@ cusolverStatus_t getrf(cusolverDnHandle_t h, int m, int n, T *A, int lda, T *wor
                 for (int i = j + 1; i < m; i++)
                     D(i, c) -= D(i, j) * D(j, c);
         }
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++)
-                a.set(i, j, D(i, j));
+        write(a, D);
         *info = bad;
     });
 }
@@ -191,11 +245,10 @@ template <typename T>
 cusolverStatus_t getrs(cusolverDnHandle_t h, cublasOperation_t trans, int n, int nrhs, const T *A,
                        int lda, const int *ipiv, T *B, int ldb, int *info)
 {
-    if (!h)
-        return CUSOLVER_STATUS_NOT_INITIALIZED;
-    if ((trans != CUBLAS_OP_N && trans != CUBLAS_OP_T && trans != CUBLAS_OP_C) || n < 0 ||
-        nrhs < 0 || lda < lead(n) || ldb < lead(n) || !info || (n > 0 && (!A || !B)))
-        return CUSOLVER_STATUS_INVALID_VALUE;
+    bool op_ok = trans == CUBLAS_OP_N || trans == CUBLAS_OP_T || trans == CUBLAS_OP_C;
+    if (cusolverStatus_t st = checked(h, op_ok && general_shape_ok(n, nrhs, lda) &&
+                                             ldb >= lead(n) && info && (n == 0 || (A && B))))
+        return st;
     return queue(h, [=] {
         Mat<T> a{(T *)A, lda}, b{B, ldb};
         for (int c = 0; c < nrhs; c++) {
@@ -269,18 +322,14 @@ template <typename T>
 cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, T *A, int lda, T *tau, T *work,
                        int lwork, int *info)
 {
-    if (!h)
-        return CUSOLVER_STATUS_NOT_INITIALIZED;
-    if (m < 0 || n < 0 || lda < lead(m) || !info || lwork < geqrf_lwork(n) || !work ||
-        (m > 0 && n > 0 && (!A || !tau)))
-        return CUSOLVER_STATUS_INVALID_VALUE;
+    if (cusolverStatus_t st = checked(h, general_shape_ok(m, n, lda) && info &&
+                                             work_ok(work, lwork, geqrf_lwork(n)) &&
+                                             (m == 0 || n == 0 || (A && tau))))
+        return st;
     return queue(h, [=] {
         poison(work, lwork);
         Mat<T> a{A, lda};
-        Dense D(m, n);
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++)
-                D(i, j) = a.get(i, j);
+        Dense D = read(a, m, n);
         int k = m < n ? m : n;
         std::vector<double> col(m), v(m);
         for (int j = 0; j < k; j++) {
@@ -297,9 +346,7 @@ cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, T *A, int lda, T *tau
                 D(i, j) = col[i];
             tau[j] = (T)t;
         }
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++)
-                a.set(i, j, D(i, j));
+        write(a, D);
         *info = 0;
     });
 }
@@ -308,11 +355,10 @@ template <typename T>
 cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, T *A, int lda, const T *tau,
                        T *work, int lwork, int *info)
 {
-    if (!h)
-        return CUSOLVER_STATUS_NOT_INITIALIZED;
-    if (m < 0 || n < 0 || n > m || k < 0 || k > n || lda < lead(m) || !info ||
-        lwork < orgqr_lwork(n) || !work || (n > 0 && !A) || (k > 0 && !tau))
-        return CUSOLVER_STATUS_INVALID_VALUE;
+    if (cusolverStatus_t st = checked(h, orgqr_shape_ok(m, n, k, lda) && info &&
+                                             work_ok(work, lwork, orgqr_lwork(n)) &&
+                                             (n == 0 || A) && (k == 0 || tau)))
+        return st;
     return queue(h, [=] {
         poison(work, lwork);
         Mat<T> a{A, lda};
@@ -349,11 +395,10 @@ template <typename T>
 cusolverStatus_t syevd(cusolverDnHandle_t h, int jobz, cublasFillMode_t uplo, int n, T *A, int lda,
                        T *W, T *work, int lwork, int *info)
 {
-    if (!h)
-        return CUSOLVER_STATUS_NOT_INITIALIZED;
-    if ((jobz != EIG_NOVECTOR && jobz != EIG_VECTOR) || !fill_ok(uplo) || n < 0 ||
-        lda < lead(n) || !info || lwork < syevd_lwork(n) || !work || (n > 0 && (!A || !W)))
-        return CUSOLVER_STATUS_INVALID_VALUE;
+    if (cusolverStatus_t st = checked(h, syevd_shape_ok(jobz, uplo, n, lda) && info &&
+                                             work_ok(work, lwork, syevd_lwork(n)) &&
+                                             (n == 0 || (A && W))))
+        return st;
     return queue(h, [=] {
         poison(work, lwork);
         Mat<T> a{A, lda};
@@ -386,21 +431,9 @@ cusolverStatus_t syevd(cusolverDnHandle_t h, int jobz, cublasFillMode_t uplo, in
                     double theta = (S(q, q) - S(p, p)) / (2 * apq);
                     double t = copysign(1.0, theta) / (fabs(theta) + sqrt(theta * theta + 1));
                     double c = 1 / sqrt(t * t + 1), s = t * c;
-                    for (int k = 0; k < n; k++) { /* S = J^T S J */
-                        double skp = S(k, p), skq = S(k, q);
-                        S(k, p) = c * skp - s * skq;
-                        S(k, q) = s * skp + c * skq;
-                    }
-                    for (int k = 0; k < n; k++) {
-                        double spk = S(p, k), sqk = S(q, k);
-                        S(p, k) = c * spk - s * sqk;
-                        S(q, k) = s * spk + c * sqk;
-                    }
-                    for (int k = 0; k < n; k++) {
-                        double vkp = V(k, p), vkq = V(k, q);
-                        V(k, p) = c * vkp - s * vkq;
-                        V(k, q) = s * vkp + c * vkq;
-                    }
+                    rotate_columns(S, p, q, c, s); /* S = J^T S J */
+                    rotate_rows(S, p, q, c, s);
+                    rotate_columns(V, p, q, c, s);
                 }
         }
         std::vector<int> order(n);
@@ -452,11 +485,11 @@ cusolverStatus_t gesvd(cusolverDnHandle_t h, signed char jobu, signed char jobvt
                        T *rwork, int *info)
 {
     (void)rwork;
-    if (!h)
-        return CUSOLVER_STATUS_NOT_INITIALIZED;
-    if (!job_ok(jobu) || !job_ok(jobvt) || m < 0 || n < 0 || m < n || lda < lead(m) || !info ||
-        lwork < gesvd_lwork(m, n) || !work || (m > 0 && n > 0 && (!A || !S)))
-        return CUSOLVER_STATUS_INVALID_VALUE;
+    if (cusolverStatus_t st = checked(h, job_ok(jobu) && job_ok(jobvt) && gesvd_shape_ok(m, n) &&
+                                             lda >= lead(m) && info &&
+                                             work_ok(work, lwork, gesvd_lwork(m, n)) &&
+                                             (m == 0 || n == 0 || (A && S))))
+        return st;
     if (jobu == 'O' || jobvt == 'O')
         return CUSOLVER_STATUS_NOT_SUPPORTED; /* the stand-in computes into U and VT only */
     bool wantu = jobu != 'N', wantv = jobvt != 'N';
@@ -465,12 +498,9 @@ cusolverStatus_t gesvd(cusolverDnHandle_t h, signed char jobu, signed char jobvt
     return queue(h, [=] {
         poison(work, lwork);
         Mat<T> a{A, lda};
-        Dense Wm(m, n), V(n, n);
-        for (int j = 0; j < n; j++) {
-            for (int i = 0; i < m; i++)
-                Wm(i, j) = a.get(i, j);
+        Dense Wm = read(a, m, n), V(n, n);
+        for (int j = 0; j < n; j++)
             V(j, j) = 1;
-        }
         bool rotated = true;
         int sweep = 0;
         for (; sweep < 80 && rotated; sweep++) {
@@ -489,16 +519,8 @@ cusolverStatus_t gesvd(cusolverDnHandle_t h, signed char jobu, signed char jobvt
                     double zeta = (be - al) / (2 * ga);
                     double t = copysign(1.0, zeta) / (fabs(zeta) + sqrt(1 + zeta * zeta));
                     double c = 1 / sqrt(1 + t * t), s = c * t;
-                    for (int i = 0; i < m; i++) {
-                        double wp = Wm(i, p), wq = Wm(i, q);
-                        Wm(i, p) = c * wp - s * wq;
-                        Wm(i, q) = s * wp + c * wq;
-                    }
-                    for (int i = 0; i < n; i++) {
-                        double vp = V(i, p), vq = V(i, q);
-                        V(i, p) = c * vp - s * vq;
-                        V(i, q) = s * vp + c * vq;
-                    }
+                    rotate_columns(Wm, p, q, c, s);
+                    rotate_columns(V, p, q, c, s);
                 }
         }
         std::vector<double> sig(n);
@@ -541,14 +563,13 @@ cusolverStatus_t gesvd(cusolverDnHandle_t h, signed char jobu, signed char jobvt
     });
 }
 
-template <typename T> cusolverStatus_t lwork_out(cusolverDnHandle_t h, int *lwork, int v)
+/* a bufferSize query: the routine's shape check, then the size it answers */
+cusolverStatus_t lwork_out(cusolverDnHandle_t h, bool shape_ok, int *lwork, int v)
 {
-    if (!h)
-        return CUSOLVER_STATUS_NOT_INITIALIZED;
-    if (!lwork)
-        return CUSOLVER_STATUS_INVALID_VALUE;
-    *lwork = v;
-    return CUSOLVER_STATUS_SUCCESS;
+    cusolverStatus_t st = checked(h, shape_ok && lwork);
+    if (st == CUSOLVER_STATUS_SUCCESS)
+        *lwork = v;
+    return st;
 }
 
 } // namespace
@@ -591,9 +612,7 @@ PG_CUSOLVER_API cusolverStatus_t cusolverDnSetStream(cusolverDnHandle_t h, cudaS
         cusolverDnHandle_t h, cublasFillMode_t uplo, int n, T *A, int lda, int *lwork)             \
     {                                                                                              \
         (void)A;                                                                                   \
-        if (h && (!fill_ok(uplo) || n < 0 || lda < lead(n)))                                       \
-            return CUSOLVER_STATUS_INVALID_VALUE;                                                  \
-        return lwork_out<T>(h, lwork, potrf_lwork(n));                                             \
+        return lwork_out(h, potrf_shape_ok(uplo, n, lda), lwork, potrf_lwork(n));                  \
     }                                                                                              \
     PG_CUSOLVER_API cusolverStatus_t cusolverDn##X##potrf(cusolverDnHandle_t h,                    \
                                                           cublasFillMode_t uplo, int n, T *A,      \
@@ -606,9 +625,7 @@ PG_CUSOLVER_API cusolverStatus_t cusolverDnSetStream(cusolverDnHandle_t h, cudaS
                                                                      int *lwork)                   \
     {                                                                                              \
         (void)A;                                                                                   \
-        if (h && (m < 0 || n < 0 || lda < lead(m)))                                                \
-            return CUSOLVER_STATUS_INVALID_VALUE;                                                  \
-        return lwork_out<T>(h, lwork, getrf_lwork(m, n));                                          \
+        return lwork_out(h, general_shape_ok(m, n, lda), lwork, getrf_lwork(m, n));                \
     }                                                                                              \
     PG_CUSOLVER_API cusolverStatus_t cusolverDn##X##getrf(cusolverDnHandle_t h, int m, int n,      \
                                                           T *A, int lda, T *work, int *ipiv,       \
@@ -627,9 +644,7 @@ PG_CUSOLVER_API cusolverStatus_t cusolverDnSetStream(cusolverDnHandle_t h, cudaS
                                                                      int *lwork)                   \
     {                                                                                              \
         (void)A;                                                                                   \
-        if (h && (m < 0 || n < 0 || lda < lead(m)))                                                \
-            return CUSOLVER_STATUS_INVALID_VALUE;                                                  \
-        return lwork_out<T>(h, lwork, geqrf_lwork(n));                                             \
+        return lwork_out(h, general_shape_ok(m, n, lda), lwork, geqrf_lwork(n));                   \
     }                                                                                              \
     PG_CUSOLVER_API cusolverStatus_t cusolverDn##X##geqrf(cusolverDnHandle_t h, int m, int n,      \
                                                           T *A, int lda, T *tau, T *work,          \
@@ -641,9 +656,7 @@ PG_CUSOLVER_API cusolverStatus_t cusolverDnSetStream(cusolverDnHandle_t h, cudaS
         cusolverDnHandle_t h, int m, int n, int k, const T *A, int lda, const T *tau, int *lwork)  \
     {                                                                                              \
         (void)A, (void)tau;                                                                        \
-        if (h && (m < 0 || n < 0 || n > m || k < 0 || k > n || lda < lead(m)))                     \
-            return CUSOLVER_STATUS_INVALID_VALUE;                                                  \
-        return lwork_out<T>(h, lwork, orgqr_lwork(n));                                             \
+        return lwork_out(h, orgqr_shape_ok(m, n, k, lda), lwork, orgqr_lwork(n));                  \
     }                                                                                              \
     PG_CUSOLVER_API cusolverStatus_t cusolverDn##X##orgqr(cusolverDnHandle_t h, int m, int n,      \
                                                           int k, T *A, int lda, const T *tau,      \
@@ -656,10 +669,7 @@ PG_CUSOLVER_API cusolverStatus_t cusolverDnSetStream(cusolverDnHandle_t h, cudaS
         const T *W, int *lwork)                                                                    \
     {                                                                                              \
         (void)A, (void)W;                                                                          \
-        if (h && ((jobz != EIG_NOVECTOR && jobz != EIG_VECTOR) || !fill_ok(uplo) || n < 0 ||       \
-                  lda < lead(n)))                                                                  \
-            return CUSOLVER_STATUS_INVALID_VALUE;                                                  \
-        return lwork_out<T>(h, lwork, syevd_lwork(n));                                             \
+        return lwork_out(h, syevd_shape_ok(jobz, uplo, n, lda), lwork, syevd_lwork(n));            \
     }                                                                                              \
     PG_CUSOLVER_API cusolverStatus_t cusolverDn##X##syevd(cusolverDnHandle_t h, int jobz,          \
                                                           cublasFillMode_t uplo, int n, T *A,      \
@@ -671,9 +681,7 @@ PG_CUSOLVER_API cusolverStatus_t cusolverDnSetStream(cusolverDnHandle_t h, cudaS
     PG_CUSOLVER_API cusolverStatus_t cusolverDn##X##gesvd_bufferSize(cusolverDnHandle_t h, int m,  \
                                                                      int n, int *lwork)            \
     {                                                                                              \
-        if (h && (m < 0 || n < 0 || m < n))                                                        \
-            return CUSOLVER_STATUS_INVALID_VALUE;                                                  \
-        return lwork_out<T>(h, lwork, gesvd_lwork(m, n));                                          \
+        return lwork_out(h, gesvd_shape_ok(m, n), lwork, gesvd_lwork(m, n));                       \
     }                                                                                              \
     PG_CUSOLVER_API cusolverStatus_t cusolverDn##X##gesvd(                                         \
         cusolverDnHandle_t h, signed char jobu, signed char jobvt, int m, int n, T *A, int lda,    \

@@ -159,39 +159,22 @@ int pg_plugin_cusolver_load(const char *path, char *why, size_t len)
 
 int pg_plugin_cusolver_version(void) { return pg_cusolver.lib ? pg_cusolver.version : 0; }
 
-/* The libraries pygpu offered when it loaded the plugin (newline-separated), tried once, in
- * order, when the first LINALG node asks. */
-static struct {
-    pthread_mutex_t lock;
-    char paths[8192];
-    bool tried;
-} g_offer = {.lock = PTHREAD_MUTEX_INITIALIZER};
+/* The libraries pygpu offered when it loaded the plugin (pygpu/backends/_cusolver.py's
+ * candidates), tried once, in order, when the first LINALG node asks: the offer and the one
+ * attempt are cuDNN's and cuFFT's (cuda_lazy_library.c). */
+static pg_cuda_lazy_library g_offer = PG_CUDA_LAZY_LIBRARY_INIT;
 
 pg_status pg_plugin_cusolver_offer(const char *paths)
 {
-    pthread_mutex_lock(&g_offer.lock);
-    snprintf(g_offer.paths, sizeof g_offer.paths, "%s", paths ? paths : "");
-    g_offer.tried = false;
-    pthread_mutex_unlock(&g_offer.lock);
+    pg_cuda_lazy_offer(&g_offer, paths);
     return PG_OK;
 }
 
+static bool cusolver_loaded(void) { return pg_cusolver.lib != NULL; }
+
 static bool loaded_on_first_use(void)
 {
-    if (pg_cusolver.lib)
-        return true;
-    pthread_mutex_lock(&g_offer.lock);
-    if (!g_offer.tried) {
-        g_offer.tried = true;
-        char paths[sizeof g_offer.paths], why[512];
-        memcpy(paths, g_offer.paths, sizeof paths);
-        char *save = NULL;
-        for (char *p = strtok_r(paths, "\n", &save); p && !pg_cusolver.lib;
-             p = strtok_r(NULL, "\n", &save))
-            (void)pg_plugin_cusolver_load(p, why, sizeof why);
-    }
-    pthread_mutex_unlock(&g_offer.lock);
-    return pg_cusolver.lib != NULL;
+    return pg_cuda_lazy_load(&g_offer, cusolver_loaded, pg_plugin_cusolver_load);
 }
 
 /* ---- the node: one job per LINALG node ------------------------------------------------ */
@@ -339,6 +322,32 @@ static pg_status pg_cuda_linalg_cholesky(linalg_job *j)
     return infos(j, info);
 }
 
+/* getrf of the batch's m x m column-major matrices at A, in place (pivots ipiv, m a matrix;
+ * info one a matrix), then, where B is not NULL, getrs of op(A) X = B over B's m x k
+ * matrices, in place: lu's, solve's and inv's one loop */
+static pg_status lu_batch(linalg_job *j, void *A, int m, int32_t *ipiv, int32_t *info,
+                          cublasOperation_t trans, void *B, int k, int32_t *info2)
+{
+    int64_t mm = (int64_t)m * m, mk = (int64_t)m * k;
+    int lwork = 0;
+    void *work;
+    PG_TRY(solver(j, j->r->getrf_bs(j->h, m, m, A, m, &lwork), "getrf_bufferSize"));
+    PG_TRY(workspace(j, lwork, &work));
+    NOTE(j, "getrf");
+    if (B)
+        NOTE(j, "getrs");
+    for (int64_t b = 0; b < j->batch; b++) {
+        PG_TRY(solver(j, j->r->getrf(j->h, m, m, at(j, A, b, mm), m, work, ipiv + b * m,
+                                     info + b),
+                      "getrf"));
+        if (B)
+            PG_TRY(solver(j, j->r->getrs(j->h, trans, m, k, at(j, A, b, mm), m, ipiv + b * m,
+                                         at(j, B, b, mk), m, info2 + b),
+                          "getrs"));
+    }
+    return PG_OK;
+}
+
 /* getrf of A column-major: LU (.., n, n), pivots int64 (.., n) 1-based */
 static pg_status pg_cuda_linalg_lu(linalg_job *j)
 {
@@ -347,18 +356,11 @@ static pg_status pg_cuda_linalg_lu(linalg_job *j)
     int64_t mm = (int64_t)m * m;
     size_t bytes[3] = {(size_t)(j->batch * mm) * j->es, sizeof(int32_t) * (size_t)(j->batch * m),
                        sizeof(int32_t) * (size_t)j->batch};
-    void *p[3], *work;
-    int lwork = 0;
+    void *p[3];
     PG_TRY(scratch(j, 0, 3, bytes, p));
     int32_t *ipiv = p[1], *info = p[2];
     PG_TRY(transpose(j, p[0], mm, pg_cuda_tensor_data(&n->src[0]), mm, m, m));
-    PG_TRY(solver(j, j->r->getrf_bs(j->h, m, m, p[0], m, &lwork), "getrf_bufferSize"));
-    PG_TRY(workspace(j, lwork, &work));
-    NOTE(j, "getrf");
-    for (int64_t b = 0; b < j->batch; b++)
-        PG_TRY(solver(j, j->r->getrf(j->h, m, m, at(j, p[0], b, mm), m, work, ipiv + b * m,
-                                     info + b),
-                      "getrf"));
+    PG_TRY(lu_batch(j, p[0], m, ipiv, info, CUBLAS_OP_N, NULL, 0, NULL));
     PG_TRY(transpose(j, pg_cuda_tensor_data(&n->dst), mm, p[0], mm, m, m));
     PG_TRY(widen(j, ipiv, out_k(n, 1), j->batch * m));
     return infos(j, info);
@@ -374,24 +376,12 @@ static pg_status pg_cuda_linalg_solve(linalg_job *j)
     size_t bytes[5] = {(size_t)(j->batch * mm) * j->es, (size_t)(j->batch * mk) * j->es,
                        sizeof(int32_t) * (size_t)(j->batch * m), sizeof(int32_t) * (size_t)j->batch,
                        sizeof(int32_t) * (size_t)j->batch};
-    void *p[5], *work;
-    int lwork = 0;
+    void *p[5];
     PG_TRY(scratch(j, 0, 5, bytes, p));
     int32_t *ipiv = p[2], *info = p[3], *info2 = p[4];
     PG_TRY(copy(j, p[0], pg_cuda_tensor_data(&n->src[0]), j->batch * mm));
     PG_TRY(transpose(j, p[1], mk, pg_cuda_tensor_data(&n->src[1]), mk, m, k));
-    PG_TRY(solver(j, j->r->getrf_bs(j->h, m, m, p[0], m, &lwork), "getrf_bufferSize"));
-    PG_TRY(workspace(j, lwork, &work));
-    NOTE(j, "getrf");
-    NOTE(j, "getrs");
-    for (int64_t b = 0; b < j->batch; b++) {
-        PG_TRY(solver(j, j->r->getrf(j->h, m, m, at(j, p[0], b, mm), m, work, ipiv + b * m,
-                                     info + b),
-                      "getrf"));
-        PG_TRY(solver(j, j->r->getrs(j->h, CUBLAS_OP_T, m, k, at(j, p[0], b, mm), m, ipiv + b * m,
-                                     at(j, p[1], b, mk), m, info2 + b),
-                      "getrs"));
-    }
+    PG_TRY(lu_batch(j, p[0], m, ipiv, info, CUBLAS_OP_T, p[1], k, info2));
     PG_TRY(transpose(j, pg_cuda_tensor_data(&n->dst), mk, p[1], mk, k, m));
     return infos(j, info);
 }
@@ -405,25 +395,13 @@ static pg_status pg_cuda_linalg_inv(linalg_job *j)
     int64_t mm = (int64_t)m * m;
     size_t bytes[4] = {(size_t)(j->batch * mm) * j->es, sizeof(int32_t) * (size_t)(j->batch * m),
                        sizeof(int32_t) * (size_t)j->batch, sizeof(int32_t) * (size_t)j->batch};
-    void *p[4], *work;
-    int lwork = 0;
+    void *p[4];
     PG_TRY(scratch(j, 0, 4, bytes, p));
     int32_t *ipiv = p[1], *info = p[2], *info2 = p[3];
     char *Y = pg_cuda_tensor_data(&n->dst);
     PG_TRY(copy(j, p[0], pg_cuda_tensor_data(&n->src[0]), j->batch * mm));
     PG_TRY(band(j, Y, mm, m, NULL, 0, 0, 0, m, m, ALL_LO, ALL_HI));
-    PG_TRY(solver(j, j->r->getrf_bs(j->h, m, m, p[0], m, &lwork), "getrf_bufferSize"));
-    PG_TRY(workspace(j, lwork, &work));
-    NOTE(j, "getrf");
-    NOTE(j, "getrs");
-    for (int64_t b = 0; b < j->batch; b++) {
-        PG_TRY(solver(j, j->r->getrf(j->h, m, m, at(j, p[0], b, mm), m, work, ipiv + b * m,
-                                     info + b),
-                      "getrf"));
-        PG_TRY(solver(j, j->r->getrs(j->h, CUBLAS_OP_N, m, m, at(j, p[0], b, mm), m, ipiv + b * m,
-                                     at(j, Y, b, mm), m, info2 + b),
-                      "getrs"));
-    }
+    PG_TRY(lu_batch(j, p[0], m, ipiv, info, CUBLAS_OP_N, Y, m, info2));
     return infos(j, info);
 }
 

@@ -1,6 +1,7 @@
 /* cuda_lazy_library.c - the libraries the plugin loads on first use (cuDNN for the
- * convolutions, cuFFT for the transforms), written once: Python offers the paths to try
- * when the plugin is loaded (pygpu/backends/cudnn.py, pygpu/backends/_cufft.py), nothing
+ * convolutions, cuFFT for the transforms, cuSOLVER for the factorizations), written once:
+ * Python offers the paths to try when the plugin is loaded (pygpu/backends/cudnn.py,
+ * pygpu/backends/_cufft.py, pygpu/backends/_cusolver.py), nothing
  * is loaded then, and the first node that needs the library tries them once, in order.
  *
  * A library's file keeps one pg_cuda_lazy_library (its offered paths and whether they were

@@ -40,6 +40,23 @@ template <typename T> struct pg_sgd_step {
     }
 };
 
+/* Adam's and RAdam's shared start: pk, the parameter after decoupled decay (AdamW's p *= 1 -
+ * lr * wd, the caller passing lr * wd), and gk, the gradient the moments read (L2: g + wd * p) */
+template <typename T>
+__device__ __forceinline__ void pg_weight_decay(T p, T g, T wd, int decoupled, T *pk, T *gk)
+{
+    /* the CPU twins' arithmetic, to the bit: both products and the sum always run */
+    const T l2 = decoupled ? T(0) : wd, keep = decoupled ? T(1) - wd : T(1);
+    *pk = pg_mul_rn(p, keep);
+    *gk = pg_add_rn(g, pg_mul_rn(l2, *pk));
+}
+
+/* the second moment's running average: b2 * v + (1 - b2) * g * g */
+template <typename T> __device__ __forceinline__ T pg_ema_sq(T v, T g, T b2)
+{
+    return pg_add_rn(pg_mul_rn(b2, v), pg_mul_rn(pg_mul_rn(T(1) - b2, g), g));
+}
+
 /* f: lr / (1 - beta1^t), beta1, beta2, eps, weight decay, sqrt(1 - beta2^t); i: amsgrad
  * (slot 4, the running max), decoupled (AdamW: p *= 1 - lr * wd first) */
 template <typename T> struct pg_adam_step {
@@ -50,11 +67,10 @@ template <typename T> struct pg_adam_step {
     {
         T *p = x[0], *m = x[2], *v = x[3], *vmax = amsgrad ? x[4] : nullptr;
         const T *g = x[1];
-        T l2 = decoupled ? T(0) : wd, keep = decoupled ? T(1) - wd : T(1);
-        T pk = pg_mul_rn(p[k], keep);
-        T gk = pg_add_rn(g[k], pg_mul_rn(l2, pk));
+        T pk, gk;
+        pg_weight_decay(p[k], g[k], wd, decoupled, &pk, &gk);
         T mk = pg_add_rn(pg_mul_rn(b1, m[k]), pg_mul_rn(T(1) - b1, gk));
-        T vk = pg_add_rn(pg_mul_rn(b2, v[k]), pg_mul_rn(pg_mul_rn(T(1) - b2, gk), gk));
+        T vk = pg_ema_sq(v[k], gk, b2);
         m[k] = mk;
         v[k] = vk;
         if (vmax) {
@@ -143,11 +159,10 @@ template <typename T> struct pg_radam_step {
     {
         T *p = x[0], *m = x[2], *v = x[3];
         const T *g = x[1];
-        T l2 = decoupled ? T(0) : wd, keep = decoupled ? T(1) - wd : T(1);
-        T pk = pg_mul_rn(p[k], keep);
-        T gk = pg_add_rn(g[k], pg_mul_rn(l2, pk));
+        T pk, gk;
+        pg_weight_decay(p[k], g[k], wd, decoupled, &pk, &gk);
         T mk = pg_lerp(m[k], gk, w);
-        T vk = pg_add_rn(pg_mul_rn(b2, v[k]), pg_mul_rn(pg_mul_rn(T(1) - b2, gk), gk));
+        T vk = pg_ema_sq(v[k], gk, b2);
         m[k] = mk;
         v[k] = vk;
         T mc = mk / bc1;

@@ -190,6 +190,22 @@ __global__ void pg_layer_norm_rows_kernel(const T *x, T *y, const T *w, const T 
     }
 }
 
+/* pack j of a row of dy, times pack j of w where there is a weight (wp NULL: none): the
+ * gradient reaching xhat, which both passes of the backward below read */
+template <typename T, int V>
+__device__ __forceinline__ pg_pack<T, V> pg_ln_scaled_grad(const pg_pack<T, V> *grow,
+                                                          const pg_pack<T, V> *wp, int64_t j)
+{
+    pg_pack<T, V> g = grow[j];
+    if (wp) {
+        const pg_pack<T, V> wv = wp[j];
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            g.v[k] *= wv.v[k];
+    }
+    return g;
+}
+
 /* dx (R, C) of layer_norm from dy, x (R, C), w (C,) or NULL and save (R, 2) (the rows' mean
  * and rstd): with gw = dy * w and xhat = (x - mean) * rstd,
  * dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) */
@@ -207,13 +223,7 @@ __global__ void pg_layer_norm_bwd_rows_kernel(const T *dy, const T *x, const T *
         T a = 0, bs = 0;
         PG_ROW_PACKS(j, C, V)
         {
-            pg_pack<T, V> g = grow[j], xv = xrow[j];
-            if (w) {
-                pg_pack<T, V> wv = wp[j];
-#pragma unroll
-                for (int k = 0; k < V; k++)
-                    g.v[k] *= wv.v[k];
-            }
+            pg_pack<T, V> g = pg_ln_scaled_grad(grow, wp, j), xv = xrow[j];
 #pragma unroll
             for (int k = 0; k < V; k++) {
                 a += g.v[k];
@@ -224,13 +234,7 @@ __global__ void pg_layer_norm_bwd_rows_kernel(const T *dy, const T *x, const T *
         const T kb = pg_block_sum(bs, red) * rstd / (T)C;
         PG_ROW_PACKS(j, C, V)
         {
-            pg_pack<T, V> g = grow[j], xv = xrow[j];
-            if (w) {
-                pg_pack<T, V> wv = wp[j];
-#pragma unroll
-                for (int k = 0; k < V; k++)
-                    g.v[k] *= wv.v[k];
-            }
+            pg_pack<T, V> g = pg_ln_scaled_grad(grow, wp, j), xv = xrow[j];
 #pragma unroll
             for (int k = 0; k < V; k++)
                 g.v[k] = rstd * (g.v[k] - ka - (xv.v[k] - mean) * rstd * kb);
@@ -326,6 +330,19 @@ template <typename T> static int pg_row_vec(int64_t C, const void *a, const void
     return V;
 }
 
+/* f(std::integral_constant<int, W>{}) with W the elements a thread reads per access: each
+ * row kernel is instantiated at both widths and the launchers choose here, once */
+template <typename T, class F>
+static void pg_row_width(int64_t C, const void *a, const void *b, const void *c, const void *d,
+                         F f)
+{
+    constexpr int V = 16 / sizeof(T);
+    if (pg_row_vec<T>(C, a, b, c, d) == V)
+        f(std::integral_constant<int, V>{});
+    else
+        f(std::integral_constant<int, 1>{});
+}
+
 static unsigned pg_row_grid(int64_t R, int block, const pg_cuda_ctx *ctx)
 {
     int64_t cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 16) * (2048 / block) * 8;
@@ -377,10 +394,7 @@ extern "C" cudaError_t pg_kernel_softmax_rows(const pg_cuda_ctx *ctx, int dtype,
                 else
                     by_packs(v, std::false_type{});
             };
-            if (vec)
-                by_log(std::integral_constant<int, V>{});
-            else
-                by_log(std::integral_constant<int, 1>{});
+            pg_row_width<T>(C, x, y, NULL, NULL, by_log);
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
@@ -398,15 +412,11 @@ extern "C" cudaError_t pg_kernel_layer_norm_rows(const pg_cuda_ctx *ctx, int dty
     return pg_dispatch_dtype(dtype, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
         if constexpr (std::is_floating_point<T>::value) {
-            constexpr int V = 16 / sizeof(T);
-            if (pg_row_vec<T>(C, x, y, w, b) == V)
-                pg_layer_norm_rows_kernel<T, V>
+            pg_row_width<T>(C, x, y, w, b, [&](auto v) {
+                pg_layer_norm_rows_kernel<T, decltype(v)::value>
                     <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_rows_kernel")>>>(
                         (const T *)x, (T *)y, (const T *)w, (const T *)b, (T *)save, R, C, eps);
-            else
-                pg_layer_norm_rows_kernel<T, 1>
-                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_rows_kernel")>>>(
-                        (const T *)x, (T *)y, (const T *)w, (const T *)b, (T *)save, R, C, eps);
+            });
             return cudaGetLastError();
         }
         return cudaErrorInvalidValue;
@@ -425,17 +435,13 @@ extern "C" cudaError_t pg_kernel_layer_norm_bwd_rows(const pg_cuda_ctx *ctx, int
     return pg_dispatch_dtype(dtype, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
         if constexpr (std::is_floating_point<T>::value) {
-            constexpr int V = 16 / sizeof(T);
             const T *g = (const T *)dy, *xs = (const T *)x, *ws = (const T *)w;
             const T *sv = (const T *)save;
-            if (pg_row_vec<T>(C, dy, x, w, dx) == V)
-                pg_layer_norm_bwd_rows_kernel<T, V>
+            pg_row_width<T>(C, dy, x, w, dx, [&](auto v) {
+                pg_layer_norm_bwd_rows_kernel<T, decltype(v)::value>
                     <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_bwd_rows_kernel")>>>(
                         g, xs, ws, sv, (T *)dx, R, C);
-            else
-                pg_layer_norm_bwd_rows_kernel<T, 1>
-                    <<<grid, block, 0, pg_cuda_noted(ctx, "pg_layer_norm_bwd_rows_kernel")>>>(
-                        g, xs, ws, sv, (T *)dx, R, C);
+            });
             cudaError_t err = cudaGetLastError();
             if (err != cudaSuccess || (!dw && !db))
                 return err;
