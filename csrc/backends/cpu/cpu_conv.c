@@ -14,10 +14,12 @@
  * GEMM kernels run well below their speed: there a chunk of nb samples is unrolled side by
  * side, col (K, nb*OH*OW), and multiplied at once (about COLS_TARGET columns), the output
  * block copied out per sample (adding the bias on the way), and dy gathered the same way.
- * The (chunk, g) units are shared among the pool's threads; with fewer units than threads
- * (batch-1 inference), each product is cut over the pool by the GEMM scheduler instead.
- * The weight gradient sums over samples: each task owns a slice of the samples and a
- * partial dW, summed in task order at the end, so a run repeats bit for bit.
+ * The (chunk, g) units are shared among the pool's threads, the chunks evened out (and, when
+ * few, made a multiple of the threads) so no thread waits on another's larger share; with
+ * fewer units than threads (batch-1 inference), each product is cut over the pool by the
+ * GEMM scheduler instead. The weight gradient sums over samples: each task owns a slice of
+ * the samples and a partial dW, summed in task order at the end (that sum itself cut over
+ * the pool by flat slices), so a run repeats bit for bit.
  *
  * Depthwise convolution (one input channel per group: C/g == 1) is a direct loop instead
  * (cpu_conv_direct.c): its products would be 1-row GEMMs. A 3x3 convolution at stride 1
@@ -77,16 +79,18 @@ static void dims_of(const pg_node *n, conv_dims *d)
             d->nb = d->N > 0 ? d->N : 1;
     }
     d->chunks = d->N > 0 ? (d->N + d->nb - 1) / d->nb : 0;
-    if (d->chunks > 0) /* even chunks: 32 samples by at most 28 are 2 of 16, not 28 and 4 */
-        d->nb = (d->N + d->chunks - 1) / d->chunks;
 }
 
-/* Forward and input gradient: with few chunks, a multiple of the threads of them, so the
- * threads' shares are even (512 channels at 4 x 4, batch 32: 2 chunks of 16, not 28 + 4,
- * which kept one of 2 threads idle 40% of the node; issue 45). */
+/* Forward and input gradient on several threads: even chunks and, when there are few, a
+ * multiple of the threads of them, so the threads' shares are even (512 channels at 4 x 4,
+ * batch 32: 2 chunks of 16, not 28 + 4, which kept one of 2 threads idle 40% of the node;
+ * issue 45). One thread keeps the widest chunks. */
 static void chunks_for_threads(conv_dims *d, int64_t threads)
 {
-    if (threads < 2 || d->nb < 2 || d->G % threads == 0)
+    if (threads < 2 || d->nb < 2)
+        return;
+    d->nb = (d->N + d->chunks - 1) / d->chunks; /* 32 samples by at most 28: 16 + 16 */
+    if (d->G % threads == 0)
         return;
     int64_t units = d->chunks * d->G;
     if (units % threads == 0 || units >= 8 * threads)
@@ -503,6 +507,16 @@ static pg_status sum_task(void *ctx, int64_t t)
     return PG_OK;
 }
 
+/* partial elements below which the sum stays on the caller (a pool job costs microseconds) */
+#define SUM_GRAIN 32768
+
+static pg_status run_sum_here(conv_job *j)
+{
+    for (int64_t t = 0; t < j->ntasks; t++) /* the same slices, one after another */
+        PG_TRY(sum_task(j, t));
+    return PG_OK;
+}
+
 static pg_status run_weight(pg_pool *pool, conv_job *j)
 {
     const pg_node *n = j->n;
@@ -521,8 +535,9 @@ static pg_status run_weight(pg_pool *pool, conv_job *j)
     }
     j->gemm_pool = j->ntasks > 1 ? NULL : pool;
     pg_status st = pg_pool_run(pool, j->ntasks, conv_task, j);
-    if (st == PG_OK && own) /* the same slices of dW, whichever thread runs them */
-        st = pg_pool_run(pool, j->ntasks, sum_task, j);
+    if (st == PG_OK && own) /* each element summed in task order, whoever sums it */
+        st = len * (j->ntasks - 1) >= SUM_GRAIN ? pg_pool_run(pool, j->ntasks, sum_task, j)
+                                                : run_sum_here(j);
     if (st == PG_OK && want_db) {
         for (int64_t o = 0; o < d->O; o++) {
             double s = 0;
