@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pg_stats.h"
 
@@ -72,6 +73,8 @@ struct pg_pool {
     _Atomic int sleepers;
     _Atomic int caller_sleeping;
     _Atomic bool stop;
+    _Atomic uint64_t job_cpu_ns, job_max_ns; /* timing: this job's tasks, its longest task */
+    pg_pool_times times;                       /* timing: totals, written by jobs' callers */
     struct pg_pool *next_made; /* every pool made, for the fork()ed child's reset */
 };
 
@@ -141,6 +144,40 @@ bool pg_set_flush_denormal(bool on)
 #endif
 }
 
+static _Atomic bool g_timing;
+
+void pg_pool_timing(bool on) { atomic_store(&g_timing, on); }
+
+uint64_t pg_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void pg_pool_times_read(const pg_pool *p, pg_pool_times *out)
+{
+    if (p)
+        *out = p->times;
+    else
+        memset(out, 0, sizeof *out);
+}
+
+/* One task; timed while timing is on (before the task counts as done, so its caller sees
+ * the time when it sees the job finished). */
+static pg_status run_task(pg_pool *p, int64_t t)
+{
+    if (!atomic_load_explicit(&g_timing, memory_order_relaxed))
+        return p->fn(p->ctx, t);
+    uint64_t c0 = pg_thread_cpu_ns();
+    pg_status st = p->fn(p->ctx, t);
+    uint64_t c = pg_thread_cpu_ns() - c0, m = atomic_load(&p->job_max_ns);
+    atomic_fetch_add(&p->job_cpu_ns, c);
+    while (c > m && !atomic_compare_exchange_weak(&p->job_max_ns, &m, c))
+        ;
+    return st;
+}
+
 /* Claim and run tasks until none is left. */
 static void work(pg_pool *p)
 {
@@ -148,7 +185,7 @@ static void work(pg_pool *p)
         int64_t t = atomic_fetch_add(&p->next, 1);
         if (t >= p->ntasks)
             return;
-        pg_status st = p->fn(p->ctx, t);
+        pg_status st = run_task(p, t);
         if (st != PG_OK)
             record_failure(p, t, st);
         if (atomic_fetch_add(&p->done, 1) + 1 == p->ntasks && atomic_load(&p->caller_sleeping)) {
@@ -349,6 +386,10 @@ pg_status pg_pool_run(pg_pool *p, int64_t ntasks, pg_pool_task_fn fn, void *ctx)
         pthread_mutex_unlock(&p->run_lock);
         return run_inline(ntasks, fn, ctx);
     }
+    bool timing = atomic_load_explicit(&g_timing, memory_order_relaxed);
+    uint64_t caller_c0 = timing ? pg_thread_cpu_ns() : 0;
+    atomic_store(&p->job_cpu_ns, 0);
+    atomic_store(&p->job_max_ns, 0);
     p->fn = fn;
     p->ctx = ctx;
     p->ntasks = ntasks;
@@ -385,6 +426,15 @@ pg_status pg_pool_run(pg_pool *p, int64_t ntasks, pg_pool_task_fn fn, void *ctx)
     atomic_store(&p->gen, g + 1); /* closed */
     while (atomic_load(&p->active))
         sched_yield(); /* a late worker leaving; it runs no task */
+    if (timing) {
+        uint64_t sum = atomic_load(&p->job_cpu_ns), longest = atomic_load(&p->job_max_ns);
+        int64_t share = ntasks < p->nthreads ? ntasks : p->nthreads;
+        uint64_t even = sum / (uint64_t)share;
+        p->times.jobs++;
+        p->times.task_cpu_ns += sum;
+        p->times.crit_ns += longest > even ? longest : even;
+        p->times.caller_cpu_ns += pg_thread_cpu_ns() - caller_c0;
+    }
     pg_status st = PG_OK;
     if (p->err_task != INT64_MAX) {
         st = p->err_st;

@@ -41,6 +41,20 @@ pg_status pg_pool_resize(pg_pool *p, int nthreads);
  * second device's threads. */
 pg_status pg_pool_run(pg_pool *p, int64_t ntasks, pg_pool_task_fn fn, void *ctx);
 
+/* The busy-cores instrument (PYGPU_NODE_BUSY, csrc/backends/cpu/cpu_busy.c). While timing
+ * is on, each pool sums, over the jobs it ran: its tasks' CPU time (each task's thread CPU
+ * time, on whichever thread ran it); the job's critical path, the longest task or the
+ * tasks' time over the threads that share them, whichever is more (what the job would take
+ * on idle cores, whatever the machine's load); and its caller's CPU time inside the jobs
+ * (its tasks and its wait for the others). Off (the default) it costs one relaxed load per
+ * task. */
+typedef struct pg_pool_times {
+    uint64_t jobs, task_cpu_ns, crit_ns, caller_cpu_ns;
+} pg_pool_times;
+void pg_pool_timing(bool on);
+void pg_pool_times_read(const pg_pool *p, pg_pool_times *out); /* NULL pool: zeros */
+uint64_t pg_thread_cpu_ns(void); /* this thread's CPU time */
+
 /* Cores this process may run on (sched_getaffinity), at least 1. */
 int pg_host_cores(void);
 

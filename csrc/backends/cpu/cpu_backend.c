@@ -19,7 +19,7 @@
 
 #include "../../core/pg_backend.h"
 #include "cpu_bf16_panels.h"
-#include "cpu_parallel.h"
+#include "cpu_busy.h"
 
 static int cpu_device_count(const pg_backend *be)
 {
@@ -75,7 +75,7 @@ static pg_status cpu_launch(const pg_backend *be, int index, const pg_node *node
     bool done; /* an optimizer step or bf16 layer that pre-packed weight panels serve */
     PG_TRY(pg_cpu_panels_launch(pg_cpu_pool(), node, &done));
     if (!done)
-        PG_TRY(pg_cpu_run(pg_cpu_pool(), node));
+        PG_TRY(pg_cpu_run_timed(pg_cpu_pool(), node)); /* PYGPU_NODE_BUSY: timed */
     if (pg_tensor_covers_storage(&node->dst)) /* a failed d2h copy's bytes are all replaced */
         pg_storage_clear_error(node->dst.storage);
     return PG_OK;

@@ -1,0 +1,11 @@
+/* cpu_busy.h - the busy-cores instrument: how much of each node kind's wall time the cpu
+ * device's pool keeps its threads busy (cpu_busy.c). */
+#ifndef PG_CPU_BUSY_H
+#define PG_CPU_BUSY_H
+
+#include "cpu_parallel.h"
+
+/* pg_cpu_run, timed by node name when PYGPU_NODE_BUSY is set (read once); else just run. */
+pg_status pg_cpu_run_timed(pg_pool *pool, const pg_node *node);
+
+#endif
