@@ -1,14 +1,34 @@
-"""pygpu.distributions: torch.distributions' families pygpu has (Normal, Uniform, Gamma,
-Beta, Dirichlet, MultivariateNormal, Bernoulli, Categorical, OneHotCategorical,
-Independent), kl_divergence with register_kl, and the Distribution base class. Draws
-come from the devices' Philox generators, which pygpu.manual_seed seeds."""
-from . import kl  # noqa: F401
+"""pygpu.distributions: torch.distributions on pygpu tensors (every device): the
+Distribution base class with validate_args, constraints, transforms, biject_to /
+transform_to, TransformedDistribution, the families below, and kl_divergence with
+register_kl. Draws come from the devices' Philox generators, which pygpu.manual_seed
+seeds."""
+from . import constraints, kl, transforms  # noqa: F401
+from .constraint_registry import biject_to, transform_to
 from .continuous import Beta, Dirichlet, Gamma, MultivariateNormal, Normal, Uniform
+from .counts import Binomial, Geometric, Poisson
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .distribution import Distribution
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .location_scale import Cauchy, Chi2, Exponential, Laplace, StudentT
+from .transformed_distribution import TransformedDistribution
+from .transformed_families import Gumbel, HalfCauchy, HalfNormal, LogNormal, Pareto, Weibull
+from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform,
+                         CumulativeDistributionTransform, ExpTransform, IndependentTransform,
+                         LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform,
+                         ReshapeTransform, SigmoidTransform, SoftmaxTransform,
+                         SoftplusTransform, StackTransform, StickBreakingTransform,
+                         TanhTransform, Transform)
 
 __all__ = ["Distribution", "Normal", "Uniform", "Gamma", "Beta", "Dirichlet",
            "MultivariateNormal", "Bernoulli", "Categorical", "OneHotCategorical", "Independent",
+           "Exponential", "Laplace", "Cauchy", "StudentT", "Chi2", "LogNormal", "HalfNormal",
+           "HalfCauchy", "Gumbel", "Pareto", "Weibull", "Poisson", "Geometric", "Binomial",
+           "TransformedDistribution", "biject_to", "transform_to", "constraints", "transforms",
+           "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform",
+           "LowerCholeskyTransform", "PositiveDefiniteTransform", "PowerTransform",
+           "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
+           "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform",
            "kl_divergence", "register_kl"]

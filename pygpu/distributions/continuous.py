@@ -6,6 +6,7 @@ import math
 
 from .. import _C
 from .._tensor import create as _tensor_create
+from . import constraints
 from .distribution import (LOG_2PI, Distribution, as_tensor, broadcast_all, sample_normal,
                            sample_uniform)
 from .gamma_sampling import StandardGamma
@@ -14,13 +15,13 @@ Tensor = _C.Tensor
 
 
 class Normal(Distribution):
-    arg_constraints = {"loc": "real", "scale": "positive"}
-    support = "real"
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(tuple(self.loc.shape))
+        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -58,12 +59,20 @@ class Normal(Distribution):
 
 
 class Uniform(Distribution):
-    arg_constraints = {"low": "real", "high": "real"}
+    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
+                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.interval(self.low, self.high)
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
-        super().__init__(tuple(self.low.shape))
+        if (validate_args if validate_args is not None else Distribution._validate_args) \
+                and not bool((self.low < self.high).all()):
+            raise ValueError("Uniform is not defined when low>= high")
+        super().__init__(tuple(self.low.shape), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -94,13 +103,13 @@ class Uniform(Distribution):
 
 
 class Gamma(Distribution):
-    arg_constraints = {"concentration": "positive", "rate": "positive"}
-    support = "nonnegative"
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.nonnegative
     has_rsample = True
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
-        super().__init__(tuple(self.concentration.shape))
+        super().__init__(tuple(self.concentration.shape), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -131,13 +140,13 @@ class Gamma(Distribution):
 
 
 class Beta(Distribution):
-    arg_constraints = {"concentration1": "positive", "concentration0": "positive"}
-    support = "unit_interval"
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
+    support = constraints.unit_interval
     has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
-        super().__init__(tuple(self.concentration1.shape))
+        super().__init__(tuple(self.concentration1.shape), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -172,8 +181,8 @@ class Beta(Distribution):
 
 
 class Dirichlet(Distribution):
-    arg_constraints = {"concentration": "positive"}
-    support = "simplex"
+    arg_constraints = {"concentration": constraints.positive}
+    support = constraints.simplex
     has_rsample = True
 
     def __init__(self, concentration, validate_args=None):
@@ -181,7 +190,7 @@ class Dirichlet(Distribution):
         if self.concentration.ndim < 1:
             raise ValueError("`concentration` parameter must be at least one-dimensional.")
         super().__init__(tuple(self.concentration.shape[:-1]),
-                         tuple(self.concentration.shape[-1:]))
+                         tuple(self.concentration.shape[-1:]), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -214,10 +223,13 @@ class Dirichlet(Distribution):
 class MultivariateNormal(Distribution):
     """N(loc, Sigma) with Sigma given as covariance_matrix, precision_matrix or
     scale_tril (its Cholesky factor: the form every computation uses)."""
-    arg_constraints = {"loc": "real_vector", "covariance_matrix": "positive_definite",
-                       "precision_matrix": "positive_definite", "scale_tril": "lower_cholesky"}
-    support = "real_vector"
+    arg_constraints = {"loc": constraints.real_vector,
+                       "covariance_matrix": constraints.positive_definite,
+                       "precision_matrix": constraints.positive_definite,
+                       "scale_tril": constraints.lower_cholesky}
+    support = constraints.real_vector
     has_rsample = True
+    _lazy_params = ("covariance_matrix", "precision_matrix")
 
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
                  validate_args=None):
@@ -240,7 +252,7 @@ class MultivariateNormal(Distribution):
         self.loc = loc.expand(*(batch + (n,)))
         self._unbroadcasted_scale_tril = L
         self.scale_tril = L.expand(*(batch + (n, n)))
-        super().__init__(batch, (n,))
+        super().__init__(batch, (n,), validate_args=validate_args)
 
     @property
     def covariance_matrix(self):

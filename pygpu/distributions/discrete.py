@@ -5,6 +5,7 @@ probabilities on the device (no host loop), from manual_seed's generator."""
 from .. import _C
 from .._tensor import create as _tensor_create
 from .._ops._softmax import log_softmax
+from . import constraints
 from .distribution import Distribution, as_tensor, broadcast_all, sample_uniform
 
 Tensor = _C.Tensor
@@ -16,8 +17,8 @@ def _clamp_probs(p):
 
 
 class Bernoulli(Distribution):
-    arg_constraints = {"probs": "unit_interval", "logits": "real"}
-    support = "boolean"
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -29,7 +30,7 @@ class Bernoulli(Distribution):
         else:
             (self.logits,) = broadcast_all(logits)
             self.probs = _C.sigmoid(self.logits)
-        super().__init__(tuple(self.probs.shape))
+        super().__init__(tuple(self.probs.shape), validate_args=validate_args)
 
     def _param_names(self):
         return ("probs", "logits")
@@ -75,7 +76,7 @@ class Bernoulli(Distribution):
 
 
 class Categorical(Distribution):
-    arg_constraints = {"probs": "simplex", "logits": "real_vector"}
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -94,7 +95,7 @@ class Categorical(Distribution):
             self.logits = logits - logits.logsumexp(-1, keepdim=True)
             self.probs = _C.exp(self.logits)
         self._num_events = self.probs.shape[-1]
-        super().__init__(tuple(self.probs.shape[:-1]))
+        super().__init__(tuple(self.probs.shape[:-1]), validate_args=validate_args)
 
     def _param_names(self):
         return ("probs", "logits")
@@ -103,9 +104,9 @@ class Categorical(Distribution):
     def param_shape(self):
         return tuple(self.probs.shape)
 
-    @property
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
-        return f"integer_interval(0, {self._num_events - 1})"
+        return constraints.integer_interval(0, self._num_events - 1)
 
     def sample(self, sample_shape=()):
         if isinstance(sample_shape, int):
@@ -156,13 +157,14 @@ def _broadcast_batch(a, b):
 
 
 class OneHotCategorical(Distribution):
-    arg_constraints = {"probs": "simplex", "logits": "real_vector"}
-    support = "one_hot"
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.one_hot
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
-        super().__init__(self._categorical.batch_shape, (self._categorical._num_events,))
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        super().__init__(self._categorical.batch_shape, (self._categorical._num_events,),
+                         validate_args=validate_args)
 
     @property
     def probs(self):

@@ -1,0 +1,227 @@
+"""Continuous families with closed forms on the real line or half line: Exponential,
+Laplace, Cauchy, StudentT and Chi2, with PyTorch's parameters, formulas and shapes. Each
+rsample is a differentiable map of parameter-free noise (StudentT's through a Chi2 draw,
+whose gradient is gamma_sampling's implicit one)."""
+import math
+
+from .. import _C
+from .._tensor import create as _tensor_create
+from . import constraints
+from .continuous import Gamma, Normal
+from .distribution import Distribution, as_tensor, broadcast_all, finfo_of, sample_uniform
+
+
+def _full(shape, value, like):
+    return _tensor_create.full(tuple(shape), value, dtype=like.dtype, device=like.device)
+
+
+class Exponential(Distribution):
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(tuple(self.rate.shape), validate_args=validate_args)
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        u = sample_uniform(shape, self.rate)
+        # -log(1 - u) with u in [0, 1): finite, and 0 only where u is 0
+        return -_C.log1p(-u) / self.rate
+
+    def log_prob(self, value):
+        value = as_tensor(value, self.rate)
+        self._validate_sample(value)
+        return _C.log(self.rate) - self.rate * value
+
+    def cdf(self, value):
+        value = as_tensor(value, self.rate)
+        self._validate_sample(value)
+        return 1.0 - _C.exp(-self.rate * value)
+
+    def icdf(self, value):
+        return -_C.log1p(-as_tensor(value, self.rate)) / self.rate
+
+    def entropy(self):
+        return 1.0 - _C.log(self.rate)
+
+    @property
+    def mean(self):
+        return self.rate.reciprocal()
+
+    @property
+    def mode(self):
+        return _tensor_create.zeros_like(self.rate)
+
+    @property
+    def stddev(self):
+        return self.rate.reciprocal()
+
+    @property
+    def variance(self):
+        return self.rate.pow(-2)
+
+
+class Laplace(Distribution):
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        eps = finfo_of(self.loc).eps
+        u = sample_uniform(shape, self.loc) * (2.0 - eps) + (eps - 1.0)  # in (-1, 1)
+        return self.loc - self.scale * _C.sign(u) * _C.log1p(-u.abs())
+
+    def log_prob(self, value):
+        value = as_tensor(value, self.loc)
+        self._validate_sample(value)
+        return -_C.log(2.0 * self.scale) - (value - self.loc).abs() / self.scale
+
+    def cdf(self, value):
+        value = as_tensor(value, self.loc)
+        self._validate_sample(value)
+        d = value - self.loc
+        return 0.5 - 0.5 * _C.sign(d) * _C.expm1(-d.abs() / self.scale)
+
+    def icdf(self, value):
+        term = as_tensor(value, self.loc) - 0.5
+        return self.loc - self.scale * _C.sign(term) * _C.log1p(-2.0 * term.abs())
+
+    def entropy(self):
+        return 1.0 + _C.log(2.0 * self.scale)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return 2.0 * self.scale.pow(2)
+
+    @property
+    def stddev(self):
+        return math.sqrt(2) * self.scale
+
+
+class Cauchy(Distribution):
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        u = sample_uniform(shape, self.loc)
+        return self.loc + self.scale * _C.tan(math.pi * (u - 0.5))
+
+    def log_prob(self, value):
+        value = as_tensor(value, self.loc)
+        self._validate_sample(value)
+        return (-math.log(math.pi) - _C.log(self.scale)
+                - _C.log1p(((value - self.loc) / self.scale) ** 2))
+
+    def cdf(self, value):
+        value = as_tensor(value, self.loc)
+        self._validate_sample(value)
+        return _C.atan((value - self.loc) / self.scale) / math.pi + 0.5
+
+    def icdf(self, value):
+        return _C.tan(math.pi * (as_tensor(value, self.loc) - 0.5)) * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + _C.log(self.scale)
+
+    @property
+    def mean(self):
+        return _full(self._extended_shape(), float("nan"), self.loc)
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return _full(self._extended_shape(), float("inf"), self.loc)
+
+
+class Chi2(Gamma):
+    """Gamma(df / 2, 1 / 2)."""
+    arg_constraints = {"df": constraints.positive}
+
+    def __init__(self, df, validate_args=None):
+        (df,) = broadcast_all(df)
+        super().__init__(0.5 * df, _tensor_create.full_like(df, 0.5), validate_args=validate_args)
+
+    @property
+    def df(self):
+        return self.concentration * 2.0
+
+    def _param_names(self):
+        return ("concentration", "rate")
+
+
+class StudentT(Distribution):
+    arg_constraints = {"df": constraints.positive, "loc": constraints.real,
+                       "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
+        self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
+        self._chi2 = Chi2(self.df)
+        super().__init__(tuple(self.df.shape), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = super().expand(batch_shape)
+        new._chi2 = self._chi2.expand(tuple(batch_shape))
+        return new
+
+    def rsample(self, sample_shape=()):
+        # Y = X * rsqrt(Z / df), X ~ N(0, 1), Z ~ Chi2(df)
+        X = Normal(_tensor_create.zeros_like(self.df), _tensor_create.ones_like(self.df)).rsample(sample_shape)
+        Z = self._chi2.rsample(sample_shape)
+        Y = X * _C.rsqrt(Z / self.df)
+        return self.loc + self.scale * Y
+
+    def log_prob(self, value):
+        value = as_tensor(value, self.df)
+        self._validate_sample(value)
+        y = (value - self.loc) / self.scale
+        Z = (_C.log(self.scale) + 0.5 * _C.log(self.df) + 0.5 * math.log(math.pi)
+             + _C.lgamma(0.5 * self.df) - _C.lgamma(0.5 * (self.df + 1.0)))
+        return -0.5 * (self.df + 1.0) * _C.log1p(y ** 2.0 / self.df) - Z
+
+    def entropy(self):
+        lbeta = (_C.lgamma(0.5 * self.df) + math.lgamma(0.5)
+                 - _C.lgamma(0.5 * (self.df + 1)))
+        return (_C.log(self.scale) + 0.5 * (self.df + 1)
+                * (_C.digamma(0.5 * (self.df + 1)) - _C.digamma(0.5 * self.df))
+                + 0.5 * _C.log(self.df) + lbeta)
+
+    @property
+    def mean(self):
+        return _C.where(self.df > 1, self.loc, float("nan"))
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        df = self.df
+        finite = self.scale.pow(2) * df / _C.where(df > 2, df - 2.0, 1.0)
+        m = _C.where(df > 2, finite, float("inf"))
+        return _C.where(df <= 1, float("nan"), m)
