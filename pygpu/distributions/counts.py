@@ -133,7 +133,9 @@ class Binomial(Distribution):
         log_factorial_n = _C.lgamma(n + 1)
         log_factorial_k = _C.lgamma(value + 1)
         log_factorial_nmk = _C.lgamma(n - value + 1)
-        normalize_term = n * l.clamp(min=0) + n * _C.log1p(_C.exp(-l.abs())) - log_factorial_n
+        # (clamp(min=0) + x - clamp(max=0)) / 2: torch's clamp_by_zero, whose gradient at 0 is 1/2
+        clamp_by_zero = (l.clamp(min=0) + l - l.clamp(max=0)) / 2
+        normalize_term = n * clamp_by_zero + n * _C.log1p(_C.exp(-l.abs())) - log_factorial_n
         return value * l - log_factorial_k - log_factorial_nmk - normalize_term
 
     def entropy(self):

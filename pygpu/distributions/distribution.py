@@ -213,8 +213,9 @@ LOG_2PI = math.log(2 * math.pi)
 
 
 def softplus(x):
-    """log(1 + exp(x)), stable for large |x| and differentiable."""
-    return _C.maximum(x, 0.0) + _C.log1p(_C.exp(-x.abs()))
+    """log(1 + exp(x)), stable for large |x|; written with |x| (whose gradient at 0 is 0)
+    rather than max(x, 0), so that its gradient at 0 is sigmoid(0) = 1/2 exactly."""
+    return (x + x.abs()) * 0.5 + _C.log1p(_C.exp(-x.abs()))
 
 
 def finfo_of(t):

@@ -1,0 +1,236 @@
+# test_distributions_families.py - the families beyond the first thirteen (Exponential,
+# Laplace, Cauchy, StudentT, Chi2, LogNormal, HalfNormal, HalfCauchy, Gumbel, Pareto, Weibull,
+# Poisson, Geometric, Binomial) against torch.distributions on every device: log_prob, cdf,
+# icdf, entropy, mean, mode, variance in float64 with the gradients of log_prob + entropy;
+# batch/event shapes and expand; draws by their moments over 20k samples; rsample's pathwise
+# gradients against the closed form on the same draw; validate_args's errors in torch's
+# words; and the KL pairs torch registers between them, with gradients.
+import numpy as np
+import pytest
+import torch
+import torch.distributions as TD
+
+import pygpu
+import pygpu.distributions as PD
+
+from _helpers import to_device
+
+R = np.random.default_rng(43)
+_POS = np.abs(R.standard_normal(3)) + 0.5
+_LOC = R.standard_normal(3)
+_X = np.abs(R.standard_normal(3)) + 0.2  # values on the half line (and > Pareto's scale)
+_PROBS = np.array([0.2, 0.5, 0.85])
+
+# name: (factory(module, *params), parameter arrays, a value, the methods torch has)
+_ALL = ("log_prob", "cdf", "icdf", "entropy", "mean", "mode", "variance", "stddev")
+_NO_CDF = ("log_prob", "entropy", "mean", "mode", "variance", "stddev")
+FAMILIES = {
+    "Exponential": (lambda m, r: m.Exponential(r), [_POS], _X, _ALL),
+    "Laplace": (lambda m, a, b: m.Laplace(a, b), [_LOC, _POS], _X - 1, _ALL),
+    "Cauchy": (lambda m, a, b: m.Cauchy(a, b), [_LOC, _POS], _X - 1, _ALL),
+    "StudentT": (lambda m, d, a, b: m.StudentT(d, a, b), [_POS + 2.1, _LOC, _POS], _X - 1, _NO_CDF),
+    "StudentT heavy": (lambda m, d: m.StudentT(d), [np.array([0.7, 1.5, 4.0])], _X, _NO_CDF),
+    "Chi2": (lambda m, d: m.Chi2(d), [_POS * 3], _X, _NO_CDF),
+    "LogNormal": (lambda m, a, b: m.LogNormal(a, b), [_LOC, _POS], _X, _ALL),
+    "HalfNormal": (lambda m, s: m.HalfNormal(s), [_POS], _X, _ALL),
+    "HalfCauchy": (lambda m, s: m.HalfCauchy(s), [_POS], _X, _ALL),
+    "Gumbel": (lambda m, a, b: m.Gumbel(a, b), [_LOC, _POS], _X - 1, _ALL),
+    "Pareto": (lambda m, s, a: m.Pareto(s, a), [_X * 0.5, _POS + 2], _X + 0.1, _ALL),
+    "Weibull": (lambda m, s, k: m.Weibull(s, k), [_POS, _POS + 1], _X, _ALL),
+    "Poisson": (lambda m, r: m.Poisson(r), [_POS * 3], np.array([0.0, 2.0, 5.0]),
+                ("log_prob", "mean", "mode", "variance", "stddev")),
+    "Geometric probs": (lambda m, p: m.Geometric(probs=p), [_PROBS], np.array([0.0, 2.0, 5.0]),
+                        _NO_CDF),
+    "Geometric logits": (lambda m, l: m.Geometric(logits=l), [_LOC], np.array([0.0, 2.0, 5.0]),
+                         _NO_CDF),
+    "Binomial": (lambda m, p: m.Binomial(6, probs=p), [_PROBS], np.array([0.0, 2.0, 6.0]),
+                 _NO_CDF),
+    "Binomial logits": (lambda m, l: m.Binomial(4, logits=l), [_LOC], np.array([4.0, 1.0, 0.0]),
+                        _NO_CDF),
+}
+
+
+def _vals(x):
+    return x.detach().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def _evaluate(d, what, v):
+    if what in ("log_prob", "cdf"):
+        return getattr(d, what)(v)
+    if what == "icdf":
+        return d.icdf(v * 0 + 0.3)
+    if what == "entropy":
+        return d.entropy()
+    return getattr(d, what)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_family_matches_torch(device, name):
+    fn, arrays, value, methods = FAMILIES[name]
+    tt = [torch.tensor(a, requires_grad=True) for a in arrays]
+    pt = [to_device(a, device).requires_grad_() for a in arrays]
+    dt, dp = fn(TD, *tt), fn(PD, *pt)
+    assert tuple(dp.batch_shape) == tuple(dt.batch_shape)
+    assert tuple(dp.event_shape) == tuple(dt.event_shape)
+    assert dp.has_rsample == dt.has_rsample
+    vt, vp = torch.tensor(value), to_device(value, device)
+    for what in methods:
+        want, got = _evaluate(dt, what, vt), _evaluate(dp, what, vp)
+        np.testing.assert_allclose(_vals(got), _vals(want), rtol=1e-9, atol=1e-12,
+                                   equal_nan=True, err_msg=f"{name}.{what}")
+    for what in set(_ALL) - set(methods):  # where torch has no closed form, neither do we
+        with pytest.raises(NotImplementedError):
+            _evaluate(dp, what, vp)
+    loss_t, loss_p = dt.log_prob(vt).sum(), dp.log_prob(vp).sum()
+    if "entropy" in methods:
+        loss_t, loss_p = loss_t + dt.entropy().sum(), loss_p + dp.entropy().sum()
+    loss_t.backward()
+    loss_p.backward()
+    for k, (a, b) in enumerate(zip(pt, tt)):
+        if b.grad is None:
+            continue
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6, atol=1e-9,
+                                   err_msg=f"{name}: gradient of parameter {k}")
+    # expand: the batch grows, the values follow
+    ep = dp.expand((2, 3))
+    assert tuple(ep.batch_shape) == (2, 3)
+    np.testing.assert_allclose(_vals(ep.log_prob(vp)), np.broadcast_to(_vals(dp.log_prob(vp)), (2, 3)),
+                               rtol=1e-12, err_msg=f"{name}.expand")
+
+
+_SAMPLED = ["Exponential", "Laplace", "StudentT", "Chi2", "LogNormal", "HalfNormal", "Gumbel",
+            "Pareto", "Weibull", "Poisson", "Geometric probs", "Binomial"]
+
+
+def test_draws_have_the_right_moments_and_follow_manual_seed(device):
+    n = 20000
+    for name in _SAMPLED:
+        fn, arrays, _, _ = FAMILIES[name]
+        if name in ("StudentT", "Pareto"):  # a finite fourth moment for every element
+            arrays = [_POS + 4.5, _LOC, _POS] if name == "StudentT" else [_X * 0.5, _POS + 4.5]
+        d = fn(PD, *[to_device(a, device) for a in arrays])
+        pygpu.manual_seed(11)
+        x = d.sample((n,))
+        pygpu.manual_seed(11)
+        y = d.sample((n,))
+        np.testing.assert_array_equal(x.numpy(), y.numpy(), err_msg=f"{name}: manual_seed")
+        assert tuple(x.shape) == (n,) + tuple(d.batch_shape), name
+        xs = x.numpy().astype(np.float64)
+        assert np.isfinite(xs).all(), name
+        mean, var = d.mean.numpy(), d.variance.numpy()
+        bound = 6 * np.sqrt(var / n) + 1e-9
+        assert (np.abs(xs.mean(0) - mean) <= bound).all(), (name, xs.mean(0), mean)
+        rtol = 0.35 if name in ("LogNormal", "Pareto", "StudentT") else 0.1  # heavy tails
+        np.testing.assert_allclose(xs.var(0), var, rtol=rtol, err_msg=f"{name} variance")
+    # the heavy-tailed ones by their medians (no finite moments)
+    for name in ("Cauchy", "HalfCauchy"):
+        fn, arrays, _, _ = FAMILIES[name]
+        d = fn(PD, *[to_device(a, device) for a in arrays])
+        xs = d.sample((n,)).numpy()
+        np.testing.assert_allclose(np.median(xs, 0), d.icdf(to_device(np.full(3, 0.5), device)).numpy(),
+                                   atol=0.05 * _POS.max(), err_msg=name)
+
+
+def test_rsample_gradients_are_pathwise(device):
+    """d sample / d parameter on the same draw, against the derivative of the closed-form map
+    from the base noise (recovered from the draw through cdf)."""
+    loc = to_device(np.array([0.5, -1.0]), device).requires_grad_()
+    scale = to_device(np.array([2.0, 0.5]), device).requires_grad_()
+    rate = to_device(np.array([0.7, 3.0]), device).requires_grad_()
+    pygpu.manual_seed(5)
+    for name, make, wants in [
+        ("Exponential", lambda: PD.Exponential(rate), lambda x: [(rate, -x / rate.detach().numpy())]),
+        ("Laplace", lambda: PD.Laplace(loc, scale),
+         lambda x: [(loc, np.ones(2)), (scale, (x - loc.detach().numpy()) / scale.detach().numpy())]),
+        ("Cauchy", lambda: PD.Cauchy(loc, scale),
+         lambda x: [(loc, np.ones(2)), (scale, (x - loc.detach().numpy()) / scale.detach().numpy())]),
+        ("Gumbel", lambda: PD.Gumbel(loc, scale),
+         lambda x: [(loc, np.ones(2)), (scale, (x - loc.detach().numpy()) / scale.detach().numpy())]),
+        ("LogNormal", lambda: PD.LogNormal(loc, scale),
+         lambda x: [(loc, x), (scale, x * (np.log(x) - loc.detach().numpy()) / scale.detach().numpy())]),
+        ("HalfNormal", lambda: PD.HalfNormal(scale), lambda x: [(scale, x / scale.detach().numpy())]),
+    ]:
+        for t in (loc, scale, rate):
+            t.grad = None
+        d = make()
+        assert d.has_rsample, name
+        x = d.rsample()
+        x.sum().backward()
+        for t, want in wants(x.detach().numpy()):
+            np.testing.assert_allclose(t.grad.numpy(), want, rtol=1e-9, err_msg=name)
+    # StudentT and Chi2 run through the gamma implicit gradient: finite and nonzero
+    df = to_device(np.array([3.0, 7.0]), device).requires_grad_()
+    PD.StudentT(df, loc, scale).rsample((8,)).pow(2).sum().backward()
+    assert np.isfinite(df.grad.numpy()).all() and (df.grad.numpy() != 0).all()
+    with pytest.raises(NotImplementedError, match="Poisson has no reparameterized sample"):
+        PD.Poisson(rate).rsample()
+
+
+def test_validate_args_raises_torch_errors(device):
+    neg = to_device(np.array([1.0, -1.0]), device)
+    for make, param, constraint in [
+        (lambda: PD.Exponential(neg), "rate", "GreaterThan(lower_bound=0.0)"),
+        (lambda: PD.Normal(0.0, neg), "scale", "GreaterThan(lower_bound=0.0)"),
+        (lambda: PD.Laplace(0.0, neg), "scale", "GreaterThan(lower_bound=0.0)"),
+        (lambda: PD.Poisson(neg), "rate", "GreaterThanEq(lower_bound=0.0)"),
+        (lambda: PD.Binomial(neg * 2, probs=0.5), "total_count", "IntegerGreaterThan(lower_bound=0)"),
+        (lambda: PD.Chi2(neg), "df", "GreaterThan(lower_bound=0.0)"),
+        (lambda: PD.LogNormal(0.0, neg), "scale", "GreaterThan(lower_bound=0.0)"),
+    ]:
+        with pytest.raises(ValueError, match=rf"Expected parameter {param} \(Tensor of shape \(2,\)\) "
+                                             rf"of distribution .* to satisfy the constraint "
+                                             rf"{constraint.replace('(', '[(]').replace(')', '[)]')}, "
+                                             "but found invalid values"):
+            make()
+    d = PD.Exponential(to_device(np.array([1.0, 2.0]), device))
+    with pytest.raises(ValueError, match=r"Expected value argument \(Tensor of shape \(2,\)\) to be "
+                                         r"within the support \(GreaterThanEq\(lower_bound=0.0\)\)"):
+        d.log_prob(neg)
+    with pytest.raises(ValueError, match="Value is not broadcastable with batch_shape"):
+        d.log_prob(to_device(np.ones(3), device))
+    # validate_args=False and set_default_validate_args(False) switch it off, as torch's
+    PD.Exponential(neg, validate_args=False)
+    PD.Distribution.set_default_validate_args(False)
+    try:
+        lp = PD.Exponential(neg).log_prob(neg).numpy()
+        np.testing.assert_allclose(lp, [-1.0, np.nan], equal_nan=True)  # log(-1) unchecked
+        PD.Normal(0.0, neg)
+    finally:
+        PD.Distribution.set_default_validate_args(True)
+    with pytest.raises(ValueError):
+        PD.Distribution.set_default_validate_args(3)
+
+
+@pytest.mark.parametrize("pair", ["Exponential", "Laplace", "Cauchy", "Gumbel", "HalfNormal",
+                                  "LogNormal", "Pareto", "Poisson", "Geometric", "Binomial"])
+def test_kl_pairs_match_torch_with_gradients(device, pair):
+    rng = np.random.default_rng(len(pair))
+    pos = lambda: np.abs(rng.standard_normal(3)) + 0.5  # noqa: E731
+    std = lambda: rng.standard_normal(3)  # noqa: E731
+    build = {
+        "Exponential": (lambda m, a, b: (m.Exponential(a), m.Exponential(b)), [pos(), pos()]),
+        "Laplace": (lambda m, a, b, c, d: (m.Laplace(a, b), m.Laplace(c, d)), [std(), pos(), std(), pos()]),
+        "Cauchy": (lambda m, a, b, c, d: (m.Cauchy(a, b), m.Cauchy(c, d)), [std(), pos(), std(), pos()]),
+        "Gumbel": (lambda m, a, b, c, d: (m.Gumbel(a, b), m.Gumbel(c, d)), [std(), pos(), std(), pos()]),
+        "HalfNormal": (lambda m, a, b: (m.HalfNormal(a), m.HalfNormal(b)), [pos(), pos()]),
+        "LogNormal": (lambda m, a, b, c, d: (m.LogNormal(a, b), m.LogNormal(c, d)), [std(), pos(), std(), pos()]),
+        "Pareto": (lambda m, a, b, c, d: (m.Pareto(a, b), m.Pareto(c, d)),
+                   [np.array([1.0, 2.0, 0.5]), pos(), np.array([0.5, 3.0, 0.5]), pos()]),
+        "Poisson": (lambda m, a, b: (m.Poisson(a), m.Poisson(b)), [pos(), pos()]),
+        "Geometric": (lambda m, a, b: (m.Geometric(logits=a), m.Geometric(logits=b)), [std(), std()]),
+        "Binomial": (lambda m, a, b: (m.Binomial(5, logits=a), m.Binomial(5, logits=b)), [std(), std()]),
+    }
+    fn, arrays = build[pair]
+    tt = [torch.tensor(a, requires_grad=True) for a in arrays]
+    pt = [to_device(a, device).requires_grad_() for a in arrays]
+    want = TD.kl_divergence(*fn(TD, *tt))
+    got = PD.kl_divergence(*fn(PD, *pt))
+    np.testing.assert_allclose(_vals(got), _vals(want), rtol=1e-9, atol=1e-12, err_msg=pair)
+    finite = np.isfinite(_vals(want))
+    want[torch.tensor(finite)].sum().backward()
+    (got * to_device(finite.astype(np.float64), device)).sum().backward()
+    for k, (a, b) in enumerate(zip(pt, tt)):
+        if b.grad is None:
+            continue
+        np.testing.assert_allclose(np.nan_to_num(a.grad.numpy()), b.grad.numpy(), rtol=1e-7, atol=1e-10,
+                                   err_msg=f"{pair}: gradient of parameter {k}")
