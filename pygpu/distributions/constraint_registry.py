@@ -49,10 +49,6 @@ def _independent(constraint):
     return transforms.IndependentTransform(base, constraint.reinterpreted_batch_ndims)
 
 
-def _positive(constraint):
-    return transforms.ExpTransform()
-
-
 def _greater_than(constraint):
     return transforms.ComposeTransform([transforms.ExpTransform(),
                                         transforms.AffineTransform(constraint.lower_bound, 1)])
@@ -106,7 +102,7 @@ def _stack(registry):
 _ROWS = [
     ((constraints._Real,), _real, _real),
     ((constraints._IndependentConstraint,), _independent_bijective, _independent),
-    ((constraints._GreaterThan, constraints._GreaterThanEq), None, None),
+    ((constraints._GreaterThan, constraints._GreaterThanEq), _greater_than, _greater_than),
     ((constraints._LessThan,), _less_than, _less_than),
     ((constraints._Interval, constraints._HalfOpenInterval), _interval, _interval),
     ((constraints._Simplex,), _simplex_bijective, _simplex),
@@ -117,17 +113,8 @@ _ROWS = [
 ]
 
 
-def _positive_or_greater(constraint):
-    lb = constraint.lower_bound
-    if isinstance(lb, (int, float)) and lb == 0:
-        return _positive(constraint)
-    return _greater_than(constraint)
-
-
 for _classes, _bij, _to in _ROWS:
     for _cls in _classes:
-        if _cls in (constraints._GreaterThan, constraints._GreaterThanEq):
-            _bij = _to = _positive_or_greater
         if _bij is not None:
             biject_to.register(_cls, _bij)
         if _to is not None:
