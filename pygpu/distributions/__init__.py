@@ -6,14 +6,19 @@ seeds."""
 from . import constraints, kl, transforms  # noqa: F401
 from .constraint_registry import biject_to, transform_to
 from .continuous import Beta, Dirichlet, Gamma, MultivariateNormal, Normal, Uniform
-from .counts import Binomial, Geometric, Poisson
+from .counts import Binomial, Geometric, Multinomial, NegativeBinomial, Poisson
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .distribution import Distribution
 from .independent import Independent
 from .kl import kl_divergence, register_kl
-from .location_scale import Cauchy, Chi2, Exponential, Laplace, StudentT
+from .location_scale import Cauchy, Chi2, Exponential, FisherSnedecor, Laplace, StudentT
+from .mixture import MixtureSameFamily
+from .relaxed import (ContinuousBernoulli, ExpRelaxedCategorical, LogitRelaxedBernoulli,
+                      OneHotCategoricalStraightThrough, RelaxedBernoulli,
+                      RelaxedOneHotCategorical)
 from .transformed_distribution import TransformedDistribution
-from .transformed_families import Gumbel, HalfCauchy, HalfNormal, LogNormal, Pareto, Weibull
+from .transformed_families import (Gumbel, HalfCauchy, HalfNormal, InverseGamma, Kumaraswamy,
+                                   LogisticNormal, LogNormal, Pareto, Weibull)
 from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform,
                          CumulativeDistributionTransform, ExpTransform, IndependentTransform,
                          LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform,
@@ -25,6 +30,10 @@ __all__ = ["Distribution", "Normal", "Uniform", "Gamma", "Beta", "Dirichlet",
            "MultivariateNormal", "Bernoulli", "Categorical", "OneHotCategorical", "Independent",
            "Exponential", "Laplace", "Cauchy", "StudentT", "Chi2", "LogNormal", "HalfNormal",
            "HalfCauchy", "Gumbel", "Pareto", "Weibull", "Poisson", "Geometric", "Binomial",
+           "NegativeBinomial", "Multinomial", "MixtureSameFamily", "FisherSnedecor",
+           "InverseGamma", "Kumaraswamy", "LogisticNormal", "ContinuousBernoulli",
+           "RelaxedBernoulli", "LogitRelaxedBernoulli", "RelaxedOneHotCategorical",
+           "ExpRelaxedCategorical", "OneHotCategoricalStraightThrough",
            "TransformedDistribution", "biject_to", "transform_to", "constraints", "transforms",
            "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform",

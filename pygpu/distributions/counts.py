@@ -166,3 +166,124 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
+
+
+class NegativeBinomial(Distribution):
+    """The number of successes before total_count failures, success probability probs."""
+    arg_constraints = {"total_count": constraints.greater_than_eq(0),
+                       "probs": constraints.half_open_interval(0.0, 1.0),
+                       "logits": constraints.real}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, total_count, probs=None, logits=None, validate_args=None):
+        self.probs, self.logits, (self.total_count,) = _probs_and_logits(probs, logits, total_count)
+        self.total_count = self.total_count.to(self.probs.dtype)
+        super().__init__(tuple(self.probs.shape), validate_args=validate_args)
+
+    def _param_names(self):
+        return ("total_count", "probs", "logits")
+
+    def sample(self, sample_shape=()):
+        from .continuous import Gamma
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            rate = _C.exp(-self.logits.detach())
+            gamma = Gamma(self.total_count.detach(), rate, validate_args=False).sample(sample_shape)
+            return Poisson(gamma, validate_args=False).sample()
+
+    def log_prob(self, value):
+        value = as_tensor(value, self.probs)
+        self._validate_sample(value)
+        n, l = self.total_count, self.logits
+        log_unnormalized_prob = n * -softplus(l) + value * -softplus(-l)  # logsigmoid(-l), (l)
+        log_normalization = -_C.lgamma(n + value) + _C.lgamma(1.0 + value) + _C.lgamma(n)
+        log_normalization = _C.where(n + value == 0, 0.0, log_normalization)
+        return log_unnormalized_prob - log_normalization
+
+    @property
+    def mean(self):
+        return self.total_count * _C.exp(self.logits)
+
+    @property
+    def mode(self):
+        return ((self.total_count - 1) * _C.exp(self.logits)).floor().clamp(min=0.0)
+
+    @property
+    def variance(self):
+        return self.mean / _C.sigmoid(-self.logits)
+
+
+class Multinomial(Distribution):
+    """Counts of total_count independent Categorical(probs) draws (event shape (k,))."""
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
+        from .discrete import Categorical
+        if not isinstance(total_count, int):
+            raise NotImplementedError("inhomogeneous total_count is not supported")
+        self.total_count = total_count
+        self._categorical = Categorical(probs=probs, logits=logits, validate_args=validate_args)
+        self._binomial = Binomial(total_count=total_count, probs=self._categorical.probs,
+                                  validate_args=False)
+        super().__init__(self._categorical.batch_shape, (self._categorical._num_events,),
+                         validate_args=validate_args)
+
+    def _check_parameters(self):
+        pass  # _categorical checked them
+
+    def expand(self, batch_shape, _instance=None):
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._categorical = self._categorical.expand(tuple(batch_shape))
+        new._binomial = self._binomial.expand(tuple(batch_shape) + self._event_shape)
+        new._batch_shape = tuple(batch_shape)
+        return new
+
+    @constraints.dependent_property(is_discrete=True, event_dim=1)
+    def support(self):
+        return constraints.multinomial(self.total_count)
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def mean(self):
+        return self.probs * self.total_count
+
+    @property
+    def variance(self):
+        return self.total_count * self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape=()):
+        if isinstance(sample_shape, int):
+            sample_shape = (sample_shape,)
+        k = self._categorical._num_events
+        idx = self._categorical.sample((self.total_count,) + tuple(sample_shape))  # (n, S, B)
+        categories = _tensor_create.arange(k, device=idx.device)
+        return (idx.unsqueeze(-1) == categories).to(self.probs.dtype).sum(0)
+
+    def entropy(self):
+        n = float(self.total_count)
+        cat_entropy = self._categorical.entropy()
+        term1 = n * cat_entropy - _C.lgamma(_tensor_create.full((), n, dtype=self.probs.dtype,
+                                                                 device=self.probs.device) + 1)
+        support = self._binomial.enumerate_support(expand=False)
+        support = support.narrow(0, 1, support.shape[0] - 1)
+        binomial_probs = _C.exp(self._binomial.log_prob(support))
+        weights = _C.lgamma(support + 1)
+        return term1 + (binomial_probs * weights).sum((0, -1))
+
+    def log_prob(self, value):
+        value = as_tensor(value, self.probs)
+        self._validate_sample(value)
+        logits = self.logits
+        log_factorial_n = _C.lgamma(value.sum(-1) + 1)
+        log_factorial_xs = _C.lgamma(value + 1).sum(-1)
+        logits = _C.where((value == 0) & (logits == float("-inf")), 0.0, logits)
+        log_powers = (logits * value).sum(-1)
+        return log_factorial_n - log_factorial_xs + log_powers

@@ -1,5 +1,5 @@
 """Continuous families with closed forms on the real line or half line: Exponential,
-Laplace, Cauchy, StudentT and Chi2, with PyTorch's parameters, formulas and shapes. Each
+Laplace, Cauchy, StudentT, Chi2 and FisherSnedecor, with PyTorch's parameters, formulas and shapes. Each
 rsample is a differentiable map of parameter-free noise (StudentT's through a Chi2 draw,
 whose gradient is gamma_sampling's implicit one)."""
 import math
@@ -225,3 +225,51 @@ class StudentT(Distribution):
         finite = self.scale.pow(2) * df / _C.where(df > 2, df - 2.0, 1.0)
         m = _C.where(df > 2, finite, float("inf"))
         return _C.where(df <= 1, float("nan"), m)
+
+
+class FisherSnedecor(Distribution):
+    """F(df1, df2): the ratio of two scaled Chi2 draws."""
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, df1, df2, validate_args=None):
+        self.df1, self.df2 = broadcast_all(df1, df2)
+        self._gamma1 = Gamma(self.df1 * 0.5, self.df1, validate_args=False)
+        self._gamma2 = Gamma(self.df2 * 0.5, self.df2, validate_args=False)
+        super().__init__(tuple(self.df1.shape), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return FisherSnedecor(self.df1.expand(*batch_shape), self.df2.expand(*batch_shape),
+                              validate_args=False)
+
+    @property
+    def mean(self):
+        df2 = _C.where(self.df2 <= 2, float("nan"), self.df2)
+        return df2 / (df2 - 2)
+
+    @property
+    def mode(self):
+        mode = (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2)
+        return _C.where(self.df1 <= 2, float("nan"), mode)
+
+    @property
+    def variance(self):
+        df2 = _C.where(self.df2 <= 4, float("nan"), self.df2)
+        return (2 * df2.pow(2) * (self.df1 + df2 - 2)
+                / (self.df1 * (df2 - 2).pow(2) * (df2 - 4)))
+
+    def rsample(self, sample_shape=()):
+        # X1 ~ Gamma(df1 / 2, 1 / df1), X2 ~ Gamma(df2 / 2, 1 / df2): X1 / X2 ~ F(df1, df2)
+        X1 = self._gamma1.rsample(sample_shape)
+        X2 = self._gamma2.rsample(sample_shape).clamp(min=finfo_of(self.df2).tiny)
+        return (X1 / X2).clamp(min=finfo_of(self.df2).tiny)
+
+    def log_prob(self, value):
+        value = as_tensor(value, self.df1)
+        self._validate_sample(value)
+        ct1, ct2, ct3 = self.df1 * 0.5, self.df2 * 0.5, self.df1 / self.df2
+        t1 = _C.lgamma(ct1 + ct2) - _C.lgamma(ct1) - _C.lgamma(ct2)
+        t2 = ct1 * _C.log(ct3) + (ct1 - 1) * _C.log(value)
+        t3 = (ct1 + ct2) * _C.log1p(ct3 * value)
+        return t1 + t2 - t3

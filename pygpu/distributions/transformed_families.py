@@ -8,11 +8,12 @@ import math
 from .. import _C
 from .._tensor import create as _tensor_create
 from . import constraints
-from .continuous import Normal, Uniform
+from .continuous import Gamma, Normal, Uniform
 from .distribution import as_tensor, broadcast_all, finfo_of
 from .location_scale import Cauchy, Exponential
 from .transformed_distribution import TransformedDistribution
-from .transforms import AbsTransform, AffineTransform, ExpTransform, PowerTransform
+from .transforms import (AbsTransform, AffineTransform, ExpTransform, PowerTransform,
+                         StickBreakingTransform)
 
 EULER_GAMMA = 0.57721566490153286060
 
@@ -231,3 +232,117 @@ class Weibull(TransformedDistribution):
     def entropy(self):
         return (EULER_GAMMA * (1 - self.concentration_reciprocal)
                 + _C.log(self.scale * self.concentration_reciprocal) + 1)
+
+
+class InverseGamma(TransformedDistribution):
+    """1 / X for X ~ Gamma(concentration, rate)."""
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, concentration, rate, validate_args=None):
+        base = Gamma(concentration, rate, validate_args=validate_args)
+        neg_one = -_tensor_create.ones_like(base.rate)
+        super().__init__(base, PowerTransform(neg_one), validate_args=validate_args)
+
+    @property
+    def concentration(self):
+        return self.base_dist.concentration
+
+    @property
+    def rate(self):
+        return self.base_dist.rate
+
+    @property
+    def mean(self):
+        a = self.concentration
+        return _C.where(a > 1, self.rate / (a - 1), float("inf"))
+
+    @property
+    def mode(self):
+        return self.rate / (self.concentration + 1)
+
+    @property
+    def variance(self):
+        a = self.concentration
+        return _C.where(a > 2, self.rate.pow(2) / ((a - 1).pow(2) * (a - 2)), float("inf"))
+
+    def entropy(self):
+        a = self.concentration
+        return a + _C.log(self.rate) + _C.lgamma(a) - (1 + a) * _C.digamma(a)
+
+
+def _kumaraswamy_moment(a, b, n):
+    arg1 = 1 + n / a
+    return _C.exp(_C.log(b) + _C.lgamma(arg1) + _C.lgamma(b) - _C.lgamma(arg1 + b))
+
+
+class Kumaraswamy(TransformedDistribution):
+    """(1 - (1 - U)^(1/b))^(1/a), U uniform on (0, 1)."""
+    arg_constraints = {"concentration1": constraints.positive,
+                       "concentration0": constraints.positive}
+    support = constraints.unit_interval
+    has_rsample = True
+
+    def __init__(self, concentration1, concentration0, validate_args=None):
+        self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
+        base = Uniform(_tensor_create.full_like(self.concentration0, 0),
+                       _tensor_create.full_like(self.concentration0, 1),
+                       validate_args=validate_args)
+        transforms = [PowerTransform(exponent=self.concentration0.reciprocal()),
+                      AffineTransform(loc=1.0, scale=-1.0),
+                      PowerTransform(exponent=self.concentration1.reciprocal())]
+        super().__init__(base, transforms, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return Kumaraswamy(self.concentration1.expand(*batch_shape),
+                           self.concentration0.expand(*batch_shape), validate_args=False)
+
+    @property
+    def mean(self):
+        return _kumaraswamy_moment(self.concentration1, self.concentration0, 1)
+
+    @property
+    def mode(self):
+        c1, c0 = self.concentration1, self.concentration0
+        log_mode = c0.reciprocal() * _C.log1p(-c0) - _C.log1p(-c0 * c1)
+        return _C.exp(_C.where((c0 < 1) | (c1 < 1), float("nan"), log_mode))
+
+    @property
+    def variance(self):
+        return (_kumaraswamy_moment(self.concentration1, self.concentration0, 2)
+                - self.mean.pow(2))
+
+    def entropy(self):
+        t1 = 1 - self.concentration1.reciprocal()
+        t0 = 1 - self.concentration0.reciprocal()
+        H0 = _C.digamma(self.concentration0 + 1) + EULER_GAMMA
+        return t0 + t1 * H0 - _C.log(self.concentration1) - _C.log(self.concentration0)
+
+
+class LogisticNormal(TransformedDistribution):
+    """StickBreakingTransform of a Normal: a distribution on the simplex."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        base = Normal(loc, scale, validate_args=validate_args)
+        if not base.batch_shape:
+            base = base.expand((1,))
+        super().__init__(base, StickBreakingTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.base_dist = self.base_dist.expand(tuple(batch_shape) + tuple(self.base_dist.batch_shape[-1:]))
+        new._batch_shape = tuple(batch_shape)
+        return new
+
+    @property
+    def loc(self):
+        return self.base_dist.base_dist.loc
+
+    @property
+    def scale(self):
+        return self.base_dist.base_dist.scale
