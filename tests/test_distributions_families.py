@@ -269,3 +269,84 @@ def test_kl_pairs_match_torch_with_gradients(device, pair):
             continue
         np.testing.assert_allclose(np.nan_to_num(a.grad.numpy()), b.grad.numpy(), rtol=1e-7, atol=1e-10,
                                    err_msg=f"{pair}: gradient of parameter {k}")
+
+
+def test_relaxed_and_straight_through_rsample_gradients(device):
+    """The Concrete draws are a deterministic map of their noise: d x / d logits recovered from
+    the draw; straight-through's gradient is the softmax Jacobian's, as torch's."""
+    logits = to_device(np.array([-1.0, 0.3, 2.0]), device).requires_grad_()
+    temp = 0.7
+    pygpu.manual_seed(9)
+    x = PD.RelaxedBernoulli(temp, logits=logits).rsample()
+    assert ((x.detach().numpy() > 0) & (x.detach().numpy() < 1)).all()
+    x.sum().backward()
+    xs = x.detach().numpy()
+    np.testing.assert_allclose(logits.grad.numpy(), xs * (1 - xs) / temp, rtol=1e-6)
+    # RelaxedOneHotCategorical: draws on the simplex; d sum(w * x) / d logits as softmax's
+    logits.grad = None
+    y = PD.RelaxedOneHotCategorical(temp, logits=logits).rsample((5,))
+    assert tuple(y.shape) == (5, 3)
+    np.testing.assert_allclose(y.detach().numpy().sum(-1), np.ones(5), rtol=1e-6)
+    w = np.array([1.0, -2.0, 0.5])
+    (y * to_device(w, device)).sum().backward()
+    ys = y.detach().numpy()
+    want = (ys * (w - (ys * w).sum(-1, keepdims=True))).sum(0) / temp
+    np.testing.assert_allclose(logits.grad.numpy(), want, rtol=1e-6, atol=1e-9)
+    # OneHotCategoricalStraightThrough against torch (the gradient does not depend on the draw)
+    lt = torch.tensor([[-1.0, 0.3, 2.0]], dtype=torch.float64, requires_grad=True)
+    lp = to_device(lt.detach().numpy(), device).requires_grad_()
+    wt = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+    (TD.OneHotCategoricalStraightThrough(logits=lt).rsample((4,)) * wt).sum().backward()
+    sp = PD.OneHotCategoricalStraightThrough(logits=lp).rsample((4,))
+    assert set(np.unique(sp.detach().numpy()).tolist()) <= {0.0, 1.0}
+    (sp * to_device(wt.numpy(), device)).sum().backward()
+    np.testing.assert_allclose(lp.grad.numpy(), lt.grad.numpy(), rtol=1e-9, atol=1e-12)
+    # ContinuousBernoulli's rsample is its icdf of a uniform: in (0, 1), gradient flows
+    probs = to_device(np.array([0.2, 0.5, 0.9]), device).requires_grad_()
+    c = PD.ContinuousBernoulli(probs=probs).rsample((6,))
+    c.sum().backward()
+    assert np.isfinite(probs.grad.numpy()).all()
+
+
+def test_mixture_and_multinomial_errors(device):
+    comp = PD.Normal(to_device(np.zeros((2, 3)), device), to_device(np.ones((2, 3)), device))
+    with pytest.raises(ValueError, match="The Mixture distribution needs to be an  instance"):
+        PD.MixtureSameFamily(comp, comp)
+    with pytest.raises(ValueError, match="does not equal `component_distribution.batch_shape"):
+        PD.MixtureSameFamily(PD.Categorical(logits=to_device(np.zeros(4), device)), comp)
+    m = PD.MixtureSameFamily(PD.Categorical(logits=to_device(np.zeros(3), device)), comp)
+    assert tuple(m.batch_shape) == (2,) and tuple(m.event_shape) == ()
+    with pytest.raises(ValueError, match="Either `probs` or `logits`"):
+        PD.Multinomial(3)
+    with pytest.raises(ValueError, match="Expected value argument"):
+        PD.Multinomial(3, probs=to_device(np.array([0.5, 0.5]), device)).log_prob(
+            to_device(np.array([3.0, 1.0]), device))
+
+
+def test_low_rank_multivariate_normal_matches_torch(device):
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal((2, 4)), rng.standard_normal((4, 2)), np.abs(rng.standard_normal(4)) + 0.5]
+    tt = [torch.tensor(a, requires_grad=True) for a in arrays]
+    pt = [to_device(a, device).requires_grad_() for a in arrays]
+    dt, dp = TD.LowRankMultivariateNormal(*tt), PD.LowRankMultivariateNormal(*pt)
+    assert tuple(dp.batch_shape) == (2,) and tuple(dp.event_shape) == (4,)
+    v = rng.standard_normal((3, 1, 4))
+    for what in ("log_prob", "entropy", "mean", "variance", "covariance_matrix", "scale_tril",
+                 "precision_matrix"):
+        want = dt.log_prob(torch.tensor(v)) if what == "log_prob" else \
+            dt.entropy() if what == "entropy" else getattr(dt, what)
+        got = dp.log_prob(to_device(v, device)) if what == "log_prob" else \
+            dp.entropy() if what == "entropy" else getattr(dp, what)
+        np.testing.assert_allclose(_vals(got), _vals(want), rtol=1e-9, atol=1e-12, err_msg=what)
+    (dt.log_prob(torch.tensor(v)).sum() + dt.entropy().sum()).backward()
+    (dp.log_prob(to_device(v, device)).sum() + dp.entropy().sum()).backward()
+    for a, b in zip(pt, tt):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-8, atol=1e-10)
+    pygpu.manual_seed(2)
+    x = dp.sample((20000,)).numpy()  # (n, 2, 4)
+    cov = dt.covariance_matrix.detach().numpy()[0]
+    np.testing.assert_allclose(np.cov(x[:, 0].T), cov, atol=0.1 * np.abs(cov).max())
+    with pytest.raises(ValueError, match="cov_factor must be a batch of matrices with shape 4 x m"):
+        PD.LowRankMultivariateNormal(pt[0], to_device(np.ones((3, 2)), device), pt[2])
+    with pytest.raises(ValueError, match=r"cov_diag must be a batch of vectors with shape \(4,\)"):
+        PD.LowRankMultivariateNormal(pt[0], pt[1], to_device(np.ones(3), device))

@@ -12,6 +12,7 @@ from .distribution import Distribution
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .location_scale import Cauchy, Chi2, Exponential, FisherSnedecor, Laplace, StudentT
+from .low_rank_mvn import LowRankMultivariateNormal
 from .mixture import MixtureSameFamily
 from .relaxed import (ContinuousBernoulli, ExpRelaxedCategorical, LogitRelaxedBernoulli,
                       OneHotCategoricalStraightThrough, RelaxedBernoulli,
@@ -34,6 +35,7 @@ __all__ = ["Distribution", "Normal", "Uniform", "Gamma", "Beta", "Dirichlet",
            "InverseGamma", "Kumaraswamy", "LogisticNormal", "ContinuousBernoulli",
            "RelaxedBernoulli", "LogitRelaxedBernoulli", "RelaxedOneHotCategorical",
            "ExpRelaxedCategorical", "OneHotCategoricalStraightThrough",
+           "LowRankMultivariateNormal",
            "TransformedDistribution", "biject_to", "transform_to", "constraints", "transforms",
            "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform",
