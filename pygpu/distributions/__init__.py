@@ -11,7 +11,8 @@ from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .distribution import Distribution
 from .independent import Independent
 from .kl import kl_divergence, register_kl
-from .location_scale import Cauchy, Chi2, Exponential, FisherSnedecor, Laplace, StudentT
+from .location_scale import (Cauchy, Chi2, Exponential, FisherSnedecor, GeneralizedPareto, Laplace,
+                             StudentT)
 from .low_rank_mvn import LowRankMultivariateNormal
 from .mixture import MixtureSameFamily
 from .relaxed import (ContinuousBernoulli, ExpRelaxedCategorical, LogitRelaxedBernoulli,
@@ -20,6 +21,7 @@ from .relaxed import (ContinuousBernoulli, ExpRelaxedCategorical, LogitRelaxedBe
 from .transformed_distribution import TransformedDistribution
 from .transformed_families import (Gumbel, HalfCauchy, HalfNormal, InverseGamma, Kumaraswamy,
                                    LogisticNormal, LogNormal, Pareto, Weibull)
+from .von_mises import VonMises
 from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform,
                          CumulativeDistributionTransform, ExpTransform, IndependentTransform,
                          LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform,
@@ -35,7 +37,7 @@ __all__ = ["Distribution", "Normal", "Uniform", "Gamma", "Beta", "Dirichlet",
            "InverseGamma", "Kumaraswamy", "LogisticNormal", "ContinuousBernoulli",
            "RelaxedBernoulli", "LogitRelaxedBernoulli", "RelaxedOneHotCategorical",
            "ExpRelaxedCategorical", "OneHotCategoricalStraightThrough",
-           "LowRankMultivariateNormal",
+           "LowRankMultivariateNormal", "VonMises", "GeneralizedPareto",
            "TransformedDistribution", "biject_to", "transform_to", "constraints", "transforms",
            "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform",

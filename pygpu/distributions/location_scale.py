@@ -273,3 +273,77 @@ class FisherSnedecor(Distribution):
         t2 = ct1 * _C.log(ct3) + (ct1 - 1) * _C.log(value)
         t3 = (ct1 + ct2) * _C.log1p(ct3 * value)
         return t1 + t2 - t3
+
+
+class GeneralizedPareto(Distribution):
+    """The generalized Pareto of extreme-value theory (concentration 0 is the exponential
+    tail), as torch's: rsample by its icdf of a uniform."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive,
+                       "concentration": constraints.real}
+    has_rsample = True
+
+    def __init__(self, loc, scale, concentration, validate_args=None):
+        self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
+        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
+
+    def _safe_concentration(self):
+        eq_zero = self.concentration.abs() <= 1e-8  # torch.isclose(c, 0): atol 1e-8
+        return eq_zero, _C.where(eq_zero, 1.0, self.concentration)
+
+    def rsample(self, sample_shape=()):
+        return self.icdf(sample_uniform(self._extended_shape(sample_shape), self.loc))
+
+    def log_prob(self, value):
+        value = as_tensor(value, self.loc)
+        self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        eq_zero, c = self._safe_concentration()
+        y = 1 / c + _tensor_create.ones_like(z)
+        where_nonzero = _C.where(y == 0, y, y * _C.log1p(c * z))
+        return -_C.log(self.scale) - _C.where(eq_zero, z, where_nonzero)
+
+    def log_survival_function(self, value):
+        value = as_tensor(value, self.loc)
+        self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        eq_zero, c = self._safe_concentration()
+        return _C.where(eq_zero, -z, -_C.log1p(c * z) / c)
+
+    def log_cdf(self, value):
+        return _C.log1p(-_C.exp(self.log_survival_function(value)))
+
+    def cdf(self, value):
+        return _C.exp(self.log_cdf(value))
+
+    def icdf(self, value):
+        value = as_tensor(value, self.loc)
+        eq_zero, c = self._safe_concentration()
+        logu = _C.log1p(-value)
+        where_nonzero = self.loc + self.scale / c * _C.expm1(-c * logu)
+        return _C.where(eq_zero, self.loc - self.scale * logu, where_nonzero)
+
+    @property
+    def mean(self):
+        valid = self.concentration < 1
+        c = _C.where(valid, self.concentration, 0.5)
+        return _C.where(valid, self.loc + self.scale / (1 - c), float("nan"))
+
+    @property
+    def variance(self):
+        valid = self.concentration < 0.5
+        c = _C.where(valid, self.concentration, 0.25)
+        return _C.where(valid, self.scale ** 2 / ((1 - c) ** 2 * (1 - 2 * c)), float("nan"))
+
+    def entropy(self):
+        ans = _C.log(self.scale) + self.concentration + 1
+        return ans.expand(*self._batch_shape) if tuple(ans.shape) != self._batch_shape else ans
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        upper = _C.where(self.concentration < 0, self.loc - self.scale / self.concentration,
+                         float("inf"))
+        return constraints.interval(self.loc, upper)
