@@ -369,3 +369,31 @@ def test_low_rank_multivariate_normal_matches_torch(device):
         PD.LowRankMultivariateNormal(pt[0], to_device(np.ones((3, 2)), device), pt[2])
     with pytest.raises(ValueError, match=r"cov_diag must be a batch of vectors with shape \(4,\)"):
         PD.LowRankMultivariateNormal(pt[0], pt[1], to_device(np.ones(3), device))
+
+
+@pytest.mark.parametrize("name", ["Normal", "Exponential", "Gamma", "Bernoulli", "Poisson"])
+def test_exponential_family_entropy_and_bregman_kl(device, name):
+    """The generic ExponentialFamily entropy (autograd of the log normalizer) and the Bregman KL
+    against torch's same generic forms and the closed forms."""
+    from torch.distributions.kl import _kl_expfamily_expfamily as torch_bregman
+
+    from pygpu.distributions.kl import _kl_expfamily_expfamily as bregman
+    rng = np.random.default_rng(len(name))
+    pos = lambda: np.abs(rng.standard_normal(3)) + 0.5  # noqa: E731
+    arrays = {"Normal": [rng.standard_normal(3), pos()], "Exponential": [pos()],
+              "Gamma": [pos() + 1, pos()], "Bernoulli": [np.array([0.2, 0.5, 0.7])],
+              "Poisson": [pos()]}[name]
+    arrays_q = [a * 0.8 + 0.05 for a in arrays]
+    tp, tq = (getattr(TD, name)(*[torch.tensor(a) for a in arr]) for arr in (arrays, arrays_q))
+    pp, pq = (getattr(PD, name)(*[to_device(a, device) for a in arr]) for arr in (arrays, arrays_q))
+    assert isinstance(pp, PD.ExponentialFamily)
+    if name != "Poisson":  # torch's Poisson has no carrier measure: no generic entropy
+        np.testing.assert_allclose(_vals(PD.ExponentialFamily.entropy(pp)),
+                                   _vals(TD.ExponentialFamily.entropy(tp)), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(_vals(PD.ExponentialFamily.entropy(pp)), _vals(pp.entropy()),
+                                   rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(_vals(bregman(pp, pq)), _vals(torch_bregman(tp, tq)), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(_vals(bregman(pp, pq)), _vals(PD.kl_divergence(pp, pq)), rtol=1e-8,
+                               atol=1e-12)
+    with pytest.raises(NotImplementedError, match="different exponential families"):
+        bregman(PD.Exponential(to_device(pos(), device)), PD.Poisson(to_device(pos(), device)))

@@ -9,6 +9,7 @@ from .continuous import Beta, Dirichlet, Gamma, MultivariateNormal, Normal, Unif
 from .counts import Binomial, Geometric, Multinomial, NegativeBinomial, Poisson
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .location_scale import (Cauchy, Chi2, Exponential, FisherSnedecor, GeneralizedPareto, Laplace,
@@ -29,7 +30,7 @@ from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTra
                          SoftplusTransform, StackTransform, StickBreakingTransform,
                          TanhTransform, Transform)
 
-__all__ = ["Distribution", "Normal", "Uniform", "Gamma", "Beta", "Dirichlet",
+__all__ = ["Distribution", "ExponentialFamily", "Normal", "Uniform", "Gamma", "Beta", "Dirichlet",
            "MultivariateNormal", "Bernoulli", "Categorical", "OneHotCategorical", "Independent",
            "Exponential", "Laplace", "Cauchy", "StudentT", "Chi2", "LogNormal", "HalfNormal",
            "HalfCauchy", "Gumbel", "Pareto", "Weibull", "Poisson", "Geometric", "Binomial",

@@ -9,12 +9,13 @@ from .._tensor import create as _tensor_create
 from . import constraints
 from .distribution import (LOG_2PI, Distribution, as_tensor, broadcast_all, sample_normal,
                            sample_uniform)
+from .exp_family import ExponentialFamily
 from .gamma_sampling import StandardGamma
 
 Tensor = _C.Tensor
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
@@ -56,6 +57,15 @@ class Normal(Distribution):
     @property
     def stddev(self):
         return self.scale
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * _C.log(-math.pi / y)
+
+    _mean_carrier_measure = 0
 
 
 class Uniform(Distribution):
@@ -102,7 +112,7 @@ class Uniform(Distribution):
         return (self.high - self.low) ** 2 / 12.0
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
@@ -138,8 +148,17 @@ class Gamma(Distribution):
     def variance(self):
         return self.concentration / (self.rate * self.rate)
 
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x, y):
+        return _C.lgamma(x + 1) + (x + 1) * _C.log(-y.reciprocal())
+
+    _mean_carrier_measure = 0
+
+
+class Beta(ExponentialFamily):
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True
@@ -180,7 +199,7 @@ class Beta(Distribution):
         return self.concentration1 * self.concentration0 / (t * t * (t + 1.0))
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     arg_constraints = {"concentration": constraints.positive}
     support = constraints.simplex
     has_rsample = True

@@ -5,6 +5,7 @@ from .. import _C
 from .._tensor import create as _tensor_create
 from . import constraints
 from .discrete import _clamp_probs
+from .exp_family import ExponentialFamily
 from .distribution import Distribution, as_tensor, broadcast_all, finfo_of, sample_uniform, softplus
 
 
@@ -20,7 +21,7 @@ def _probs_and_logits(probs, logits, *extra):
     return _C.sigmoid(logits), logits, extra
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
 
@@ -50,6 +51,13 @@ class Poisson(Distribution):
     @property
     def variance(self):
         return self.rate
+
+    @property
+    def _natural_params(self):
+        return (_C.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return _C.exp(x)
 
 
 class Geometric(Distribution):

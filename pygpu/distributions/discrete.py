@@ -6,6 +6,7 @@ from .. import _C
 from .._tensor import create as _tensor_create
 from .._ops._softmax import log_softmax
 from . import constraints
+from .exp_family import ExponentialFamily
 from .distribution import Distribution, as_tensor, broadcast_all, sample_uniform
 
 Tensor = _C.Tensor
@@ -16,7 +17,7 @@ def _clamp_probs(p):
     return p.clamp(eps, 1.0 - eps)
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -73,6 +74,15 @@ class Bernoulli(Distribution):
     @property
     def param_shape(self):
         return tuple(self.probs.shape)
+
+    @property
+    def _natural_params(self):
+        return (_C.log(self.probs / (1 - self.probs)),)
+
+    def _log_normalizer(self, x):
+        return _C.log1p(_C.exp(x))
+
+    _mean_carrier_measure = 0
 
 
 class Categorical(Distribution):

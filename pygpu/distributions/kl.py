@@ -223,3 +223,26 @@ def _kl_binomial_binomial(p, q):
     kl = p.total_count * (p.probs * (p.logits - q.logits) + _C.log1p(-p.probs)
                           - _C.log1p(-q.probs))
     return _C.where(p.total_count > q.total_count, float("inf"), kl)
+
+
+from .exp_family import ExponentialFamily  # noqa: E402
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log normalizer between q's and p's natural parameters."""
+    from ..autograd import grad
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    p_nparams = [np_.detach().requires_grad_() for np_ in p._natural_params]
+    q_nparams = q._natural_params
+    lg_normal = p._log_normalizer(*p_nparams)
+    gradients = grad(lg_normal.sum(), p_nparams, create_graph=True)
+    result = q._log_normalizer(*q_nparams) - lg_normal
+    for pnp, qnp, g in zip(p_nparams, q_nparams, gradients):
+        term = (qnp - pnp) * g
+        for _ in range(len(q.event_shape)):
+            term = term.sum(-1)
+        result = result - term
+    return result

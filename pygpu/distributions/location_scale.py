@@ -8,6 +8,7 @@ from .. import _C
 from .._tensor import create as _tensor_create
 from . import constraints
 from .continuous import Gamma, Normal
+from .exp_family import ExponentialFamily
 from .distribution import Distribution, as_tensor, broadcast_all, finfo_of, sample_uniform
 
 
@@ -15,7 +16,7 @@ def _full(shape, value, like):
     return _tensor_create.full(tuple(shape), value, dtype=like.dtype, device=like.device)
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
@@ -61,6 +62,15 @@ class Exponential(Distribution):
     @property
     def variance(self):
         return self.rate.pow(-2)
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -_C.log(-x)
+
+    _mean_carrier_measure = 0
 
 
 class Laplace(Distribution):

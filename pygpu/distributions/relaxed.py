@@ -7,6 +7,7 @@ import math
 
 from .. import _C
 from . import constraints
+from .exp_family import ExponentialFamily
 from .discrete import Categorical, OneHotCategorical
 from .distribution import (Distribution, as_tensor, broadcast_all, clamp_probs, sample_uniform,
                            softplus)
@@ -158,7 +159,7 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
         return samples + (probs - probs.detach())
 
 
-class ContinuousBernoulli(Distribution):
+class ContinuousBernoulli(ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
