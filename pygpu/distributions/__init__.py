@@ -28,7 +28,7 @@ from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTra
                          LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform,
                          ReshapeTransform, SigmoidTransform, SoftmaxTransform,
                          SoftplusTransform, StackTransform, StickBreakingTransform,
-                         TanhTransform, Transform)
+                         TanhTransform, Transform, identity_transform)
 
 __all__ = ["Distribution", "ExponentialFamily", "Normal", "Uniform", "Gamma", "Beta", "Dirichlet",
            "MultivariateNormal", "Bernoulli", "Categorical", "OneHotCategorical", "Independent",
@@ -44,5 +44,5 @@ __all__ = ["Distribution", "ExponentialFamily", "Normal", "Uniform", "Gamma", "B
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform",
            "LowerCholeskyTransform", "PositiveDefiniteTransform", "PowerTransform",
            "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
-           "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform",
+           "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform",
            "kl_divergence", "register_kl"]
