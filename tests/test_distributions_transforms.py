@@ -77,6 +77,7 @@ TRANSFORMS = [  # (name, a transform from each module, an input in its domain)
                                               m.AffineTransform(0.0, 3.0)]), R.standard_normal((2, 3))),
     ("Independent", lambda m: m.IndependentTransform(m.ExpTransform(), 1), R.standard_normal((2, 3))),
     ("Reshape", lambda m: m.ReshapeTransform((2, 3), (3, 2)), R.standard_normal((4, 2, 3))),
+    ("CorrCholesky", lambda m: m.CorrCholeskyTransform(), R.standard_normal((2, 6))),
     ("Inverse Exp", lambda m: m.ExpTransform().inv, np.abs(R.standard_normal((2, 3))) + 0.1),
     ("Cat", lambda m: m.CatTransform([m.ExpTransform(), m.AffineTransform(1.0, 2.0)], dim=1,
                                      lengths=[1, 2]), R.standard_normal((2, 3))),
@@ -152,16 +153,16 @@ def test_caching_and_inverse_identities(device):
 
 @pytest.mark.parametrize("name", ["real", "positive", "greater_than", "less_than",
                                   "unit_interval", "interval", "simplex", "real_vector",
-                                  "lower_cholesky", "positive_definite"])
+                                  "lower_cholesky", "positive_definite", "corr_cholesky"])
 def test_biject_to_and_transform_to_map_onto_the_constraint(device, name):
     make = {"real": lambda c: c.real, "positive": lambda c: c.positive,
             "greater_than": lambda c: c.greater_than(2.0), "less_than": lambda c: c.less_than(-1.0),
             "unit_interval": lambda c: c.unit_interval, "interval": lambda c: c.interval(-2.0, 5.0),
             "simplex": lambda c: c.simplex, "real_vector": lambda c: c.real_vector,
-            "lower_cholesky": lambda c: c.lower_cholesky,
+            "lower_cholesky": lambda c: c.lower_cholesky, "corr_cholesky": lambda c: c.corr_cholesky,
             "positive_definite": lambda c: c.positive_definite}[name]
     x = R.standard_normal((2, 3, 3)) if name in ("lower_cholesky", "positive_definite") else \
-        R.standard_normal((2, 3))
+        R.standard_normal((2, 6)) if name == "corr_cholesky" else R.standard_normal((2, 3))
     for registry_p, registry_t in ((PD.transform_to, TD.transform_to), (PD.biject_to, TD.biject_to)):
         try:
             tt = registry_t(make(TC))

@@ -24,6 +24,7 @@ from .transformed_families import (Gumbel, HalfCauchy, HalfNormal, InverseGamma,
                                    LogisticNormal, LogNormal, Pareto, Weibull)
 from .von_mises import VonMises
 from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform,
+                         CorrCholeskyTransform,
                          CumulativeDistributionTransform, ExpTransform, IndependentTransform,
                          LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform,
                          ReshapeTransform, SigmoidTransform, SoftmaxTransform,
@@ -40,7 +41,7 @@ __all__ = ["Distribution", "ExponentialFamily", "Normal", "Uniform", "Gamma", "B
            "ExpRelaxedCategorical", "OneHotCategoricalStraightThrough",
            "LowRankMultivariateNormal", "VonMises", "GeneralizedPareto",
            "TransformedDistribution", "biject_to", "transform_to", "constraints", "transforms",
-           "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+           "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform",
            "LowerCholeskyTransform", "PositiveDefiniteTransform", "PowerTransform",
            "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",

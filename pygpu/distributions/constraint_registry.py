@@ -81,6 +81,10 @@ def _lower_cholesky(constraint):
     return transforms.LowerCholeskyTransform()
 
 
+def _corr_cholesky(constraint):
+    return transforms.CorrCholeskyTransform()
+
+
 def _positive_definite(constraint):
     return transforms.PositiveDefiniteTransform()
 
@@ -107,6 +111,7 @@ _ROWS = [
     ((constraints._Interval, constraints._HalfOpenInterval), _interval, _interval),
     ((constraints._Simplex,), _simplex_bijective, _simplex),
     ((constraints._LowerCholesky,), None, _lower_cholesky),
+    ((constraints._CorrCholesky,), _corr_cholesky, _corr_cholesky),
     ((constraints._PositiveDefinite, constraints._PositiveSemidefinite), None, _positive_definite),
     ((constraints._Cat,), _cat(biject_to, True), _cat(transform_to, False)),
     ((constraints._Stack,), _stack(biject_to), _stack(transform_to)),

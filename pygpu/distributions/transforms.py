@@ -13,7 +13,7 @@ from . import constraints
 from .distribution import Tensor, as_tensor, clamp_probs, finfo_of, softplus, sum_rightmost
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
-           "CumulativeDistributionTransform", "ExpTransform",
+           "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
            "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
            "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftplusTransform",
            "TanhTransform", "SoftmaxTransform", "StackTransform", "StickBreakingTransform",
@@ -849,3 +849,92 @@ class StackTransform(Transform):
 def _diag_embed(v):
     from .._tensor.shape import diag_embed
     return diag_embed(v)
+
+
+def _tril_selector(n, diag, like):
+    """(N, n*n) 0/1 matrix picking the entries of an n x n matrix's lower triangle below
+    diagonal `diag` in row order (N of them): vec = flat @ P.T, flat = vec @ P. A product
+    with a constant selector keeps both directions differentiable on every device."""
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    picks = [i * n + j for i in range(n) for j in range(n) if j < i + diag + 1]
+    rows = [[1.0 if c == p else 0.0 for c in range(n * n)] for p in picks]
+    return _tensor_create.tensor(rows, dtype=like.dtype, device=like.device).reshape(len(picks), n * n)
+
+
+def tril_matrix_to_vec(mat, diag=0):
+    n = mat.shape[-1]
+    P = _tril_selector(n, diag, mat)
+    flat = mat.reshape(tuple(mat.shape[:-2]) + (n * n,))
+    return flat @ P.transpose(0, 1)
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    N = vec.shape[-1]
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * N + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if abs(round(n) - n) > finfo_of(vec).eps:
+        raise ValueError(f"The size of last dimension is {N} which cannot be expressed as the "
+                         "lower triangular part of a square D x D matrix.")
+    n = round(n)
+    flat = vec @ _tril_selector(n, diag, vec)
+    return flat.reshape(tuple(vec.shape[:-1]) + (n, n))
+
+
+class CorrCholeskyTransform(Transform):
+    """A real vector of length D(D-1)/2 -> the Cholesky factor of a D x D correlation matrix
+    (a signed stick breaking of tanh(x) per row, as torch's)."""
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, CorrCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        from .. import cat
+        eps = finfo_of(x).eps
+        x = _C.tanh(x).clamp(-1 + eps, 1 - eps)
+        r = vec_to_tril_matrix(x, diag=-1)
+        z = r * r
+        z1m_cumprod_sqrt = _C.sqrt(1 - z).cumprod(-1)
+        n = r.shape[-1]
+        r = r + _tensor_create.eye(n, dtype=r.dtype, device=r.device)
+        ones = _tensor_create.ones_like(z1m_cumprod_sqrt.narrow(-1, 0, 1))
+        return r * cat([ones, z1m_cumprod_sqrt.narrow(-1, 0, n - 1)], -1)
+
+    def _inverse(self, y):
+        from .. import cat
+        n = y.shape[-1]
+        y_cumsum = 1 - (y * y).cumsum(-1)
+        ones = _tensor_create.ones_like(y_cumsum.narrow(-1, 0, 1))
+        y_cumsum_shifted = cat([ones, y_cumsum.narrow(-1, 0, n - 1)], -1)
+        y_vec = tril_matrix_to_vec(y, diag=-1)
+        y_cumsum_vec = tril_matrix_to_vec(y_cumsum_shifted, diag=-1)
+        t = y_vec / _C.sqrt(y_cumsum_vec)
+        return (_C.log1p(t) - _C.log1p(-t)) / 2
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        y1m_cumsum = 1 - (y * y).cumsum(-1)
+        y1m_cumsum_tril = tril_matrix_to_vec(y1m_cumsum, diag=-2)
+        stick_breaking_logdet = 0.5 * _C.log(y1m_cumsum_tril).sum(-1)
+        tanh_logdet = -2 * (x + softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick_breaking_logdet + tanh_logdet
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        N = shape[-1]
+        D = round((0.25 + 2 * N) ** 0.5 + 0.5)
+        if D * (D - 1) // 2 != N:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return tuple(shape[:-1]) + (D, D)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        D = shape[-1]
+        return tuple(shape[:-2]) + (D * (D - 1) // 2,)
