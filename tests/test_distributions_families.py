@@ -397,3 +397,27 @@ def test_exponential_family_entropy_and_bregman_kl(device, name):
                                atol=1e-12)
     with pytest.raises(NotImplementedError, match="different exponential families"):
         bregman(PD.Exponential(to_device(pos(), device)), PD.Poisson(to_device(pos(), device)))
+
+
+def test_lkj_cholesky_matches_torch_and_its_marginals(device):
+    c = np.array([0.5, 1.0, 3.0])
+    ct = torch.tensor(c, requires_grad=True)
+    cp = to_device(c, device).requires_grad_()
+    dt, dp = TD.LKJCholesky(4, ct), PD.LKJCholesky(4, cp)
+    assert tuple(dp.batch_shape) == (3,) and tuple(dp.event_shape) == (4, 4)
+    torch.manual_seed(0)
+    v = dt.sample((5,))
+    lt, lp = dt.log_prob(v), dp.log_prob(to_device(v.numpy(), device))
+    np.testing.assert_allclose(_vals(lp), _vals(lt), rtol=1e-10, atol=1e-12)
+    lt.sum().backward()
+    lp.sum().backward()
+    np.testing.assert_allclose(cp.grad.numpy(), ct.grad.numpy(), rtol=1e-8)
+    pygpu.manual_seed(4)
+    x = dp.sample((20000,))
+    assert bool(PD.constraints.corr_cholesky.check(x).all())
+    corr = (x @ x.transpose(-2, -1)).numpy()[:, :, 0, 1]
+    # an off-diagonal correlation of LKJ(eta) in dimension d is 2 Beta(b, b) - 1, b = eta - 1 + d/2
+    b = c - 1 + 4 / 2
+    np.testing.assert_allclose(corr.var(0), 1 / (2 * b + 1), rtol=0.06)
+    with pytest.raises(ValueError, match="Expected dim to be an integer greater than or equal to 2"):
+        PD.LKJCholesky(1)

@@ -14,6 +14,7 @@ from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .location_scale import (Cauchy, Chi2, Exponential, FisherSnedecor, GeneralizedPareto, Laplace,
                              StudentT)
+from .lkj import LKJCholesky
 from .low_rank_mvn import LowRankMultivariateNormal
 from .mixture import MixtureSameFamily
 from .relaxed import (ContinuousBernoulli, ExpRelaxedCategorical, LogitRelaxedBernoulli,
@@ -39,7 +40,7 @@ __all__ = ["Distribution", "ExponentialFamily", "Normal", "Uniform", "Gamma", "B
            "InverseGamma", "Kumaraswamy", "LogisticNormal", "ContinuousBernoulli",
            "RelaxedBernoulli", "LogitRelaxedBernoulli", "RelaxedOneHotCategorical",
            "ExpRelaxedCategorical", "OneHotCategoricalStraightThrough",
-           "LowRankMultivariateNormal", "VonMises", "GeneralizedPareto",
+           "LowRankMultivariateNormal", "LKJCholesky", "VonMises", "GeneralizedPareto",
            "TransformedDistribution", "biject_to", "transform_to", "constraints", "transforms",
            "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform",
