@@ -421,3 +421,42 @@ def test_lkj_cholesky_matches_torch_and_its_marginals(device):
     np.testing.assert_allclose(corr.var(0), 1 / (2 * b + 1), rtol=0.06)
     with pytest.raises(ValueError, match="Expected dim to be an integer greater than or equal to 2"):
         PD.LKJCholesky(1)
+
+
+@pytest.mark.parametrize("param", ["covariance_matrix", "scale_tril", "precision_matrix"])
+def test_wishart_matches_torch(device, param):
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((3, 3))
+    cov = a @ a.T + 3 * np.eye(3)
+    mat = {"covariance_matrix": cov, "scale_tril": np.linalg.cholesky(cov),
+           "precision_matrix": np.linalg.inv(cov)}[param]
+    df = np.array([4.0, 6.5])
+    dft, mt = torch.tensor(df, requires_grad=True), torch.tensor(mat, requires_grad=True)
+    dfp, mp = to_device(df, device).requires_grad_(), to_device(mat, device).requires_grad_()
+    dt, dp = TD.Wishart(dft, **{param: mt}), PD.Wishart(dfp, **{param: mp})
+    assert tuple(dp.batch_shape) == (2,) and tuple(dp.event_shape) == (3, 3)
+    torch.manual_seed(1)
+    v = dt.sample((4,))
+    for what in ("log_prob", "entropy", "mean", "mode", "variance"):
+        want = dt.log_prob(v) if what == "log_prob" else dt.entropy() if what == "entropy" else getattr(dt, what)
+        got = dp.log_prob(to_device(v.numpy(), device)) if what == "log_prob" else \
+            dp.entropy() if what == "entropy" else getattr(dp, what)
+        np.testing.assert_allclose(_vals(got), _vals(want), rtol=1e-9, atol=1e-10, equal_nan=True,
+                                   err_msg=what)
+    (dt.log_prob(v).sum() + dt.entropy().sum()).backward()
+    (dp.log_prob(to_device(v.numpy(), device)).sum() + dp.entropy().sum()).backward()
+    np.testing.assert_allclose(dfp.grad.numpy(), dft.grad.numpy(), rtol=1e-7)
+    # (a scale_tril's upper triangle is not read: torch's cholesky_solve still sends it a gradient)
+    keep = np.tril if param == "scale_tril" else (lambda g: g)
+    np.testing.assert_allclose(keep(mp.grad.numpy()), keep(mt.grad.numpy()), rtol=1e-7, atol=1e-10)
+    pygpu.manual_seed(6)
+    dfp.grad = None
+    x = PD.Wishart(dfp, **{param: mp}).rsample((20000,))  # a fresh graph: the first one is spent
+    xs = x.detach().numpy()
+    mean, var = dt.mean.detach().numpy(), dt.variance.detach().numpy()
+    assert (np.abs(xs.mean(0) - mean) <= 6 * np.sqrt(var / 20000)).all()
+    np.testing.assert_allclose(xs.var(0), var, rtol=0.15)
+    x.sum().backward()  # rsample is differentiable in df and the scale
+    assert np.isfinite(dfp.grad.numpy()).all()
+    with pytest.raises(ValueError, match="expected to be greater than ndim - 1 = 2"):
+        PD.Wishart(1.5, covariance_matrix=mp)

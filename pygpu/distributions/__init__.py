@@ -24,6 +24,7 @@ from .transformed_distribution import TransformedDistribution
 from .transformed_families import (Gumbel, HalfCauchy, HalfNormal, InverseGamma, Kumaraswamy,
                                    LogisticNormal, LogNormal, Pareto, Weibull)
 from .von_mises import VonMises
+from .wishart import Wishart
 from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform,
                          CorrCholeskyTransform,
                          CumulativeDistributionTransform, ExpTransform, IndependentTransform,
@@ -40,7 +41,7 @@ __all__ = ["Distribution", "ExponentialFamily", "Normal", "Uniform", "Gamma", "B
            "InverseGamma", "Kumaraswamy", "LogisticNormal", "ContinuousBernoulli",
            "RelaxedBernoulli", "LogitRelaxedBernoulli", "RelaxedOneHotCategorical",
            "ExpRelaxedCategorical", "OneHotCategoricalStraightThrough",
-           "LowRankMultivariateNormal", "LKJCholesky", "VonMises", "GeneralizedPareto",
+           "LowRankMultivariateNormal", "LKJCholesky", "Wishart", "VonMises", "GeneralizedPareto",
            "TransformedDistribution", "biject_to", "transform_to", "constraints", "transforms",
            "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform",
