@@ -460,3 +460,24 @@ def test_wishart_matches_torch(device, param):
     assert np.isfinite(dfp.grad.numpy()).all()
     with pytest.raises(ValueError, match="expected to be greater than ndim - 1 = 2"):
         PD.Wishart(1.5, covariance_matrix=mp)
+
+
+def test_the_first_families_validate_values_as_torch(device):
+    """Normal, Uniform, Categorical, MultivariateNormal check their values' support too."""
+    cases = [
+        (PD.Normal(to_device(np.zeros(2), device), to_device(np.ones(2), device)),
+         np.array([0.0, np.nan]), r"within the support \(Real\(\)\)"),
+        (PD.Uniform(to_device(np.zeros(2), device), to_device(np.ones(2), device)),
+         np.array([0.5, 2.0]), r"within the support \(Interval\(lower_bound="),
+        (PD.Categorical(probs=to_device(np.array([0.5, 0.5]), device)), np.array([2.0]),
+         r"within the support \(IntegerInterval\(lower_bound=0, upper_bound=1\)\)"),
+        (PD.MultivariateNormal(to_device(np.zeros(2), device), covariance_matrix=to_device(np.eye(2), device)),
+         np.array([0.0, 1.0, 2.0]), "The right-most size of value must match event_shape"),
+    ]
+    for d, bad, message in cases:
+        with pytest.raises(ValueError, match=message):
+            d.log_prob(to_device(bad, device))
+    with pytest.raises(ValueError, match="Uniform is not defined when low>= high"):
+        PD.Uniform(to_device(np.ones(2), device), to_device(np.zeros(2), device))
+    with pytest.raises(ValueError, match="Expected parameter probs"):
+        PD.Bernoulli(probs=to_device(np.array([0.5, 1.5]), device))

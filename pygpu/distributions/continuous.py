@@ -30,6 +30,7 @@ class Normal(ExponentialFamily):
 
     def log_prob(self, value):
         value = as_tensor(value, self.loc)
+        self._validate_sample(value)
         var = self.scale * self.scale
         return -((value - self.loc) ** 2) / (var * 2.0) - _C.log(self.scale) - 0.5 * LOG_2PI
 
@@ -90,6 +91,7 @@ class Uniform(Distribution):
 
     def log_prob(self, value):
         value = as_tensor(value, self.low)
+        self._validate_sample(value)
         inside = (value >= self.low) & (value < self.high)
         lp = -_C.log(self.high - self.low)
         return _C.where(inside, lp, float("-inf"))
@@ -129,6 +131,7 @@ class Gamma(ExponentialFamily):
 
     def log_prob(self, value):
         value = as_tensor(value, self.concentration)
+        self._validate_sample(value)
         a, b = self.concentration, self.rate
         return _C.xlogy(a, b) + _C.xlogy(a - 1.0, value) - b * value - _C.lgamma(a)
 
@@ -175,6 +178,7 @@ class Beta(ExponentialFamily):
 
     def log_prob(self, value):
         x = as_tensor(value, self.concentration1)
+        self._validate_sample(x)
         a, b = self.concentration1, self.concentration0
         return (_C.xlogy(a - 1.0, x) + _C.xlogy(b - 1.0, 1.0 - x)
                 - (_C.lgamma(a) + _C.lgamma(b) - _C.lgamma(a + b)))
@@ -218,6 +222,7 @@ class Dirichlet(ExponentialFamily):
 
     def log_prob(self, value):
         x = as_tensor(value, self.concentration)
+        self._validate_sample(x)
         a = self.concentration
         return (_C.xlogy(a - 1.0, x).sum(-1) + _C.lgamma(a.sum(-1))
                 - _C.lgamma(a).sum(-1))
@@ -306,7 +311,9 @@ class MultivariateNormal(Distribution):
         return (y * y).sum(-1)
 
     def log_prob(self, value):
-        diff = as_tensor(value, self.loc) - self.loc
+        value = as_tensor(value, self.loc)
+        self._validate_sample(value)
+        diff = value - self.loc
         n = self._event_shape[0]
         return -0.5 * (n * LOG_2PI + self._mahalanobis(diff)) - self._half_log_det()
 

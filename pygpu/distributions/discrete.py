@@ -43,6 +43,7 @@ class Bernoulli(ExponentialFamily):
 
     def log_prob(self, value):
         value = as_tensor(value, self.logits)
+        self._validate_sample(value)
         # -BCE with logits: value * logits - softplus(logits), stable for large |logits|
         l = self.logits
         softplus = _C.maximum(l, 0.0) + _C.log1p(_C.exp(-l.abs()))
@@ -132,6 +133,7 @@ class Categorical(Distribution):
 
     def log_prob(self, value):
         value = as_tensor(value).to("int64")
+        self._validate_sample(value)
         shape = _broadcast_batch(tuple(value.shape), self._batch_shape)
         logits = self.logits.expand(*(shape + (self._num_events,)))
         v = value.expand(*shape).unsqueeze(-1)
@@ -196,6 +198,7 @@ class OneHotCategorical(Distribution):
 
     def log_prob(self, value):
         value = as_tensor(value, self.probs)
+        self._validate_sample(value)
         return self._categorical.log_prob(value.argmax(-1))
 
     def entropy(self):
