@@ -70,9 +70,12 @@ class Normal(ExponentialFamily):
 
 
 class Uniform(Distribution):
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
@@ -80,9 +83,6 @@ class Uniform(Distribution):
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
-        if (validate_args if validate_args is not None else Distribution._validate_args) \
-                and not bool((self.low < self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
         super().__init__(tuple(self.low.shape), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
