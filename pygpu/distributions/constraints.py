@@ -277,7 +277,7 @@ class _Symmetric(_Square):
         square_check = super().check(value)
         if not bool(square_check.all()):
             return square_check
-        from .. import isclose
+        from .._tensor.compare import isclose
         return _all_last(isclose(value, value.transpose(-2, -1), atol=1e-6), 2)
 
 
@@ -320,7 +320,7 @@ class _Cat(Constraint):
         return max(c.event_dim for c in self.cseq)
 
     def check(self, value):
-        from .. import cat as _cat
+        from .._tensor.join import cat as _cat
         checks, start = [], 0
         for constr, length in zip(self.cseq, self.lengths):
             checks.append(constr.check(value.narrow(self.dim, start, length)))
@@ -344,7 +344,7 @@ class _Stack(Constraint):
         return d + 1 if self.dim + d < 0 else d
 
     def check(self, value):
-        from .. import stack as _stack
+        from .._tensor.join import stack as _stack
         vs = [value.select(self.dim, i) for i in range(value.shape[self.dim])]
         return _stack([c.check(v) for v, c in zip(vs, self.cseq)], self.dim)
 

@@ -30,7 +30,7 @@ class Poisson(ExponentialFamily):
         super().__init__(tuple(self.rate.shape), validate_args=validate_args)
 
     def sample(self, sample_shape=()):
-        from .. import poisson
+        from .._tensor.random import poisson
         shape = self._extended_shape(sample_shape)
         rate = self.rate.detach()
         return poisson(rate.expand(*shape).contiguous() if shape != tuple(rate.shape) else rate)

@@ -634,7 +634,7 @@ class StickBreakingTransform(Transform):
     __hash__ = object.__hash__
 
     def _call(self, x):
-        from .. import cat
+        from .._tensor.join import cat
         offset = _stick_offset(x, x.shape[-1])
         z = clamp_probs(_C.sigmoid(x - _C.log(offset)))
         z_cumprod = (1.0 - z).cumprod(-1)
@@ -757,7 +757,7 @@ class CatTransform(Transform):
         return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
 
     def _map(self, x, fns):
-        from .. import cat
+        from .._tensor.join import cat
         if not -x.ndim <= self.dim < x.ndim or x.shape[self.dim] != self.length:
             raise ValueError("CatTransform: input does not match dim and lengths")
         out, start = [], 0
@@ -773,7 +773,7 @@ class CatTransform(Transform):
         return self._map(y, [t.inv for t in self.transforms])
 
     def log_abs_det_jacobian(self, x, y):
-        from .. import cat
+        from .._tensor.join import cat
         parts, start = [], 0
         for t, length in zip(self.transforms, self.lengths):
             xs, ys = x.narrow(self.dim, start, length), y.narrow(self.dim, start, length)
@@ -817,7 +817,7 @@ class StackTransform(Transform):
         return StackTransform(self.transforms, self.dim, cache_size)
 
     def _map(self, x, fns):
-        from .. import stack
+        from .._tensor.join import stack
         if x.shape[self.dim] != len(self.transforms):
             raise ValueError("StackTransform: input size along dim differs from the transforms'")
         return stack([fn(x.select(self.dim, i)) for i, fn in enumerate(fns)], self.dim)
@@ -829,7 +829,7 @@ class StackTransform(Transform):
         return self._map(y, [t.inv for t in self.transforms])
 
     def log_abs_det_jacobian(self, x, y):
-        from .. import stack
+        from .._tensor.join import stack
         return stack([t.log_abs_det_jacobian(x.select(self.dim, i), y.select(self.dim, i))
                       for i, t in enumerate(self.transforms)], self.dim)
 
@@ -893,7 +893,7 @@ class CorrCholeskyTransform(Transform):
     __hash__ = object.__hash__
 
     def _call(self, x):
-        from .. import cat
+        from .._tensor.join import cat
         eps = finfo_of(x).eps
         x = _C.tanh(x).clamp(-1 + eps, 1 - eps)
         r = vec_to_tril_matrix(x, diag=-1)
@@ -905,7 +905,7 @@ class CorrCholeskyTransform(Transform):
         return r * cat([ones, z1m_cumprod_sqrt.narrow(-1, 0, n - 1)], -1)
 
     def _inverse(self, y):
-        from .. import cat
+        from .._tensor.join import cat
         n = y.shape[-1]
         y_cumsum = 1 - (y * y).cumsum(-1)
         ones = _tensor_create.ones_like(y_cumsum.narrow(-1, 0, 1))
