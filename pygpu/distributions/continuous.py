@@ -6,21 +6,23 @@ import math
 
 from .. import _C
 from .._tensor import create as _tensor_create
+from . import constraints
 from .distribution import (LOG_2PI, Distribution, as_tensor, broadcast_all, sample_normal,
                            sample_uniform)
+from .exp_family import ExponentialFamily
 from .gamma_sampling import StandardGamma
 
 Tensor = _C.Tensor
 
 
-class Normal(Distribution):
-    arg_constraints = {"loc": "real", "scale": "positive"}
-    support = "real"
+class Normal(ExponentialFamily):
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(tuple(self.loc.shape))
+        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -28,6 +30,7 @@ class Normal(Distribution):
 
     def log_prob(self, value):
         value = as_tensor(value, self.loc)
+        self._validate_sample(value)
         var = self.scale * self.scale
         return -((value - self.loc) ** 2) / (var * 2.0) - _C.log(self.scale) - 0.5 * LOG_2PI
 
@@ -56,14 +59,31 @@ class Normal(Distribution):
     def stddev(self):
         return self.scale
 
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * _C.log(-math.pi / y)
+
+    _mean_carrier_measure = 0
+
 
 class Uniform(Distribution):
-    arg_constraints = {"low": "real", "high": "real"}
     has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.interval(self.low, self.high)
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
-        super().__init__(tuple(self.low.shape))
+        super().__init__(tuple(self.low.shape), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -71,6 +91,7 @@ class Uniform(Distribution):
 
     def log_prob(self, value):
         value = as_tensor(value, self.low)
+        self._validate_sample(value)
         inside = (value >= self.low) & (value < self.high)
         lp = -_C.log(self.high - self.low)
         return _C.where(inside, lp, float("-inf"))
@@ -93,14 +114,14 @@ class Uniform(Distribution):
         return (self.high - self.low) ** 2 / 12.0
 
 
-class Gamma(Distribution):
-    arg_constraints = {"concentration": "positive", "rate": "positive"}
-    support = "nonnegative"
+class Gamma(ExponentialFamily):
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.nonnegative
     has_rsample = True
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
-        super().__init__(tuple(self.concentration.shape))
+        super().__init__(tuple(self.concentration.shape), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -110,6 +131,7 @@ class Gamma(Distribution):
 
     def log_prob(self, value):
         value = as_tensor(value, self.concentration)
+        self._validate_sample(value)
         a, b = self.concentration, self.rate
         return _C.xlogy(a, b) + _C.xlogy(a - 1.0, value) - b * value - _C.lgamma(a)
 
@@ -129,15 +151,24 @@ class Gamma(Distribution):
     def variance(self):
         return self.concentration / (self.rate * self.rate)
 
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
 
-class Beta(Distribution):
-    arg_constraints = {"concentration1": "positive", "concentration0": "positive"}
-    support = "unit_interval"
+    def _log_normalizer(self, x, y):
+        return _C.lgamma(x + 1) + (x + 1) * _C.log(-y.reciprocal())
+
+    _mean_carrier_measure = 0
+
+
+class Beta(ExponentialFamily):
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
+    support = constraints.unit_interval
     has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
-        super().__init__(tuple(self.concentration1.shape))
+        super().__init__(tuple(self.concentration1.shape), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -147,6 +178,7 @@ class Beta(Distribution):
 
     def log_prob(self, value):
         x = as_tensor(value, self.concentration1)
+        self._validate_sample(x)
         a, b = self.concentration1, self.concentration0
         return (_C.xlogy(a - 1.0, x) + _C.xlogy(b - 1.0, 1.0 - x)
                 - (_C.lgamma(a) + _C.lgamma(b) - _C.lgamma(a + b)))
@@ -171,9 +203,9 @@ class Beta(Distribution):
         return self.concentration1 * self.concentration0 / (t * t * (t + 1.0))
 
 
-class Dirichlet(Distribution):
-    arg_constraints = {"concentration": "positive"}
-    support = "simplex"
+class Dirichlet(ExponentialFamily):
+    arg_constraints = {"concentration": constraints.positive}
+    support = constraints.simplex
     has_rsample = True
 
     def __init__(self, concentration, validate_args=None):
@@ -181,7 +213,7 @@ class Dirichlet(Distribution):
         if self.concentration.ndim < 1:
             raise ValueError("`concentration` parameter must be at least one-dimensional.")
         super().__init__(tuple(self.concentration.shape[:-1]),
-                         tuple(self.concentration.shape[-1:]))
+                         tuple(self.concentration.shape[-1:]), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -190,6 +222,7 @@ class Dirichlet(Distribution):
 
     def log_prob(self, value):
         x = as_tensor(value, self.concentration)
+        self._validate_sample(x)
         a = self.concentration
         return (_C.xlogy(a - 1.0, x).sum(-1) + _C.lgamma(a.sum(-1))
                 - _C.lgamma(a).sum(-1))
@@ -214,10 +247,13 @@ class Dirichlet(Distribution):
 class MultivariateNormal(Distribution):
     """N(loc, Sigma) with Sigma given as covariance_matrix, precision_matrix or
     scale_tril (its Cholesky factor: the form every computation uses)."""
-    arg_constraints = {"loc": "real_vector", "covariance_matrix": "positive_definite",
-                       "precision_matrix": "positive_definite", "scale_tril": "lower_cholesky"}
-    support = "real_vector"
+    arg_constraints = {"loc": constraints.real_vector,
+                       "covariance_matrix": constraints.positive_definite,
+                       "precision_matrix": constraints.positive_definite,
+                       "scale_tril": constraints.lower_cholesky}
+    support = constraints.real_vector
     has_rsample = True
+    _lazy_params = ("covariance_matrix", "precision_matrix")
 
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
                  validate_args=None):
@@ -240,7 +276,7 @@ class MultivariateNormal(Distribution):
         self.loc = loc.expand(*(batch + (n,)))
         self._unbroadcasted_scale_tril = L
         self.scale_tril = L.expand(*(batch + (n, n)))
-        super().__init__(batch, (n,))
+        super().__init__(batch, (n,), validate_args=validate_args)
 
     @property
     def covariance_matrix(self):
@@ -275,7 +311,9 @@ class MultivariateNormal(Distribution):
         return (y * y).sum(-1)
 
     def log_prob(self, value):
-        diff = as_tensor(value, self.loc) - self.loc
+        value = as_tensor(value, self.loc)
+        self._validate_sample(value)
+        diff = value - self.loc
         n = self._event_shape[0]
         return -0.5 * (n * LOG_2PI + self._mahalanobis(diff)) - self._half_log_det()
 

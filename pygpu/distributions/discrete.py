@@ -5,6 +5,8 @@ probabilities on the device (no host loop), from manual_seed's generator."""
 from .. import _C
 from .._tensor import create as _tensor_create
 from .._ops._softmax import log_softmax
+from . import constraints
+from .exp_family import ExponentialFamily
 from .distribution import Distribution, as_tensor, broadcast_all, sample_uniform
 
 Tensor = _C.Tensor
@@ -15,9 +17,9 @@ def _clamp_probs(p):
     return p.clamp(eps, 1.0 - eps)
 
 
-class Bernoulli(Distribution):
-    arg_constraints = {"probs": "unit_interval", "logits": "real"}
-    support = "boolean"
+class Bernoulli(ExponentialFamily):
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -29,7 +31,7 @@ class Bernoulli(Distribution):
         else:
             (self.logits,) = broadcast_all(logits)
             self.probs = _C.sigmoid(self.logits)
-        super().__init__(tuple(self.probs.shape))
+        super().__init__(tuple(self.probs.shape), validate_args=validate_args)
 
     def _param_names(self):
         return ("probs", "logits")
@@ -41,6 +43,7 @@ class Bernoulli(Distribution):
 
     def log_prob(self, value):
         value = as_tensor(value, self.logits)
+        self._validate_sample(value)
         # -BCE with logits: value * logits - softplus(logits), stable for large |logits|
         l = self.logits
         softplus = _C.maximum(l, 0.0) + _C.log1p(_C.exp(-l.abs()))
@@ -73,9 +76,18 @@ class Bernoulli(Distribution):
     def param_shape(self):
         return tuple(self.probs.shape)
 
+    @property
+    def _natural_params(self):
+        return (_C.log(self.probs / (1 - self.probs)),)
+
+    def _log_normalizer(self, x):
+        return _C.log1p(_C.exp(x))
+
+    _mean_carrier_measure = 0
+
 
 class Categorical(Distribution):
-    arg_constraints = {"probs": "simplex", "logits": "real_vector"}
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -94,7 +106,7 @@ class Categorical(Distribution):
             self.logits = logits - logits.logsumexp(-1, keepdim=True)
             self.probs = _C.exp(self.logits)
         self._num_events = self.probs.shape[-1]
-        super().__init__(tuple(self.probs.shape[:-1]))
+        super().__init__(tuple(self.probs.shape[:-1]), validate_args=validate_args)
 
     def _param_names(self):
         return ("probs", "logits")
@@ -103,9 +115,9 @@ class Categorical(Distribution):
     def param_shape(self):
         return tuple(self.probs.shape)
 
-    @property
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
-        return f"integer_interval(0, {self._num_events - 1})"
+        return constraints.integer_interval(0, self._num_events - 1)
 
     def sample(self, sample_shape=()):
         if isinstance(sample_shape, int):
@@ -121,6 +133,7 @@ class Categorical(Distribution):
 
     def log_prob(self, value):
         value = as_tensor(value).to("int64")
+        self._validate_sample(value)
         shape = _broadcast_batch(tuple(value.shape), self._batch_shape)
         logits = self.logits.expand(*(shape + (self._num_events,)))
         v = value.expand(*shape).unsqueeze(-1)
@@ -156,13 +169,14 @@ def _broadcast_batch(a, b):
 
 
 class OneHotCategorical(Distribution):
-    arg_constraints = {"probs": "simplex", "logits": "real_vector"}
-    support = "one_hot"
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.one_hot
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
-        super().__init__(self._categorical.batch_shape, (self._categorical._num_events,))
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        super().__init__(self._categorical.batch_shape, (self._categorical._num_events,),
+                         validate_args=validate_args)
 
     @property
     def probs(self):
@@ -184,6 +198,7 @@ class OneHotCategorical(Distribution):
 
     def log_prob(self, value):
         value = as_tensor(value, self.probs)
+        self._validate_sample(value)
         return self._categorical.log_prob(value.argmax(-1))
 
     def entropy(self):

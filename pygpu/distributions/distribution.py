@@ -46,15 +46,69 @@ class Distribution:
     has_enumerate_support = False
     arg_constraints = {}
     support = None
-    _validate_args = False
+    _lazy_params = ()  # parameters computed on first use (torch's lazy_property): not checked
+    _validate_args = __debug__  # PyTorch's default: on unless python -O
 
     def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
         self._batch_shape = tuple(batch_shape)
         self._event_shape = tuple(event_shape)
+        if validate_args is not None:
+            self._validate_args = bool(validate_args)
+        if self._validate_args:
+            self._check_parameters()
 
     @staticmethod
     def set_default_validate_args(value):
-        Distribution._validate_args = bool(value)
+        if value not in [True, False]:
+            raise ValueError
+        Distribution._validate_args = value
+
+    def _check_parameters(self):
+        """Each parameter set in __init__ (lazy ones are not) against its constraint, with
+        torch's ValueError."""
+        from . import constraints
+        for param, constraint in self.arg_constraints.items():
+            if constraints.is_dependent(constraint) or not isinstance(constraint, constraints.Constraint):
+                continue
+            if param in self._lazy_params and param not in self.__dict__:
+                continue
+            value = getattr(self, param)
+            if not isinstance(value, Tensor):
+                continue
+            valid = constraint.check(value)
+            if not bool(valid.all()):
+                raise ValueError(
+                    f"Expected parameter {param} (Tensor of shape {tuple(value.shape)}) of "
+                    f"distribution {self!r} to satisfy the constraint {constraint!r}, but found "
+                    f"invalid values:\n{value}")
+
+    def _validate_sample(self, value):
+        """value against the event shape and the support, with torch's errors (a no-op
+        unless validate_args)."""
+        if not self._validate_args:
+            return
+        from . import constraints
+        if not isinstance(value, Tensor):
+            raise ValueError("The value argument to log_prob must be a Tensor")
+        event_dim_start = len(value.shape) - len(self._event_shape)
+        if tuple(value.shape[event_dim_start:]) != self._event_shape:
+            raise ValueError(f"The right-most size of value must match event_shape: "
+                             f"{tuple(value.shape)} vs {self._event_shape}.")
+        actual_shape = tuple(value.shape)
+        expected_shape = self._batch_shape + self._event_shape
+        for i, j in zip(reversed(actual_shape), reversed(expected_shape)):
+            if i != 1 and j != 1 and i != j:
+                raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: "
+                                 f"{actual_shape} vs {expected_shape}.")
+        support = self.support
+        if not isinstance(support, constraints.Constraint) or constraints.is_dependent(support):
+            return
+        valid = support.check(value)
+        if not bool(valid.all()):
+            raise ValueError(
+                f"Expected value argument (Tensor of shape {tuple(value.shape)}) to be within "
+                f"the support ({support!r}) of the distribution {self!r}, but found invalid "
+                f"values:\n{value}")
 
     @property
     def batch_shape(self):
@@ -156,3 +210,28 @@ def sample_normal(shape, like):
 
 
 LOG_2PI = math.log(2 * math.pi)
+
+
+def softplus(x):
+    """log(1 + exp(x)), stable for large |x|; written with |x| (whose gradient at 0 is 0)
+    rather than max(x, 0), so that its gradient at 0 is sigmoid(0) = 1/2 exactly."""
+    return (x + x.abs()) * 0.5 + _C.log1p(_C.exp(-x.abs()))
+
+
+def finfo_of(t):
+    from .._dtype_info import finfo
+    return finfo(t.dtype)
+
+
+def clamp_probs(p):
+    eps = finfo_of(p).eps
+    return p.clamp(eps, 1.0 - eps)
+
+
+def sum_rightmost(value, dim):
+    """value summed over its dim rightmost axes (a number passes through)."""
+    if dim == 0 or not isinstance(value, Tensor):
+        return value
+    for _ in range(dim):
+        value = value.sum(-1)
+    return value

@@ -143,3 +143,106 @@ def _kl_independent_independent(p, q):
     for _ in range(p.reinterpreted_batch_ndims):
         r = r.sum(-1)
     return r
+
+
+# ---- the families of location_scale, transformed_families and counts (PyTorch's forms)
+from .counts import Binomial, Geometric, Poisson  # noqa: E402
+from .location_scale import Cauchy, Exponential, Laplace  # noqa: E402
+from .transformed_families import EULER_GAMMA, Gumbel, HalfNormal, LogNormal, Pareto  # noqa: E402
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    rate_ratio = q.rate / p.rate
+    return -_C.log(rate_ratio) + rate_ratio - 1
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = (p.loc - q.loc).abs()
+    t1 = -_C.log(scale_ratio)
+    t2 = loc_abs_diff / q.scale
+    t3 = scale_ratio * _C.exp(-loc_abs_diff / p.scale)
+    return t1 + t2 + t3 - 1
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    t1 = _C.log((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2))
+    t2 = _C.log(4 * p.scale * q.scale)
+    return t1 - t2
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    ct1 = p.scale / q.scale
+    ct2 = q.loc / q.scale
+    ct3 = p.loc / q.scale
+    t1 = -_C.log(ct1) - ct2 + ct3
+    t2 = ct1 * EULER_GAMMA
+    t3 = _C.exp(ct2 + _C.lgamma(1 + ct1) - ct3)
+    return t1 + t2 + t3 - (1 + EULER_GAMMA)
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    t1 = q.alpha * _C.log(scale_ratio)
+    t2 = -_C.log(alpha_ratio)
+    result = t1 + t2 + alpha_ratio - 1
+    return _C.where(p.scale < q.scale, float("inf"), result)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (_C.log(p.rate) - _C.log(q.rate)) - (p.rate - q.rate)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - _C.log1p(-q.probs) / p.probs - q.logits
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count "
+                                  "is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + _C.log1p(-p.probs)
+                          - _C.log1p(-q.probs))
+    return _C.where(p.total_count > q.total_count, float("inf"), kl)
+
+
+from .exp_family import ExponentialFamily  # noqa: E402
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log normalizer between q's and p's natural parameters."""
+    from ..autograd import grad
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    p_nparams = [np_.detach().requires_grad_() for np_ in p._natural_params]
+    q_nparams = q._natural_params
+    lg_normal = p._log_normalizer(*p_nparams)
+    gradients = grad(lg_normal.sum(), p_nparams, create_graph=True)
+    result = q._log_normalizer(*q_nparams) - lg_normal
+    for pnp, qnp, g in zip(p_nparams, q_nparams, gradients):
+        term = (qnp - pnp) * g
+        for _ in range(len(q.event_shape)):
+            term = term.sum(-1)
+        result = result - term
+    return result
