@@ -169,12 +169,10 @@ class Function:
         return out
 
 
-def _record(cls, ctx, args, kwargs, out):
-    """Give `out` its node: operands held as engine.hold keeps them, the saved tensors
-    mapped onto the same aliases (a saved output onto a detached alias of it: out -> node
-    -> out would be a cycle), the tensors to stamp for the version check."""
-    held = {}
-    inputs, fns = [], []
+def _held_operands(args):
+    """({id(operand): what the node holds of it}, the node's inputs, its edges): each tensor
+    argument held as engine.hold keeps it, None for the others."""
+    held, inputs, fns = {}, [], []
     for a in args:
         if isinstance(a, Tensor):
             h, fn = hold(a)
@@ -184,6 +182,14 @@ def _record(cls, ctx, args, kwargs, out):
         else:
             inputs.append(None)
             fns.append(None)
+    return held, inputs, fns
+
+
+def _record(cls, ctx, args, kwargs, out):
+    """Give `out` its node: operands held as engine.hold keeps them, the saved tensors
+    mapped onto the same aliases (a saved output onto a detached alias of it: out -> node
+    -> out would be a cycle), the tensors to stamp for the version check."""
+    held, inputs, fns = _held_operands(args)
     out_ref = None
 
     def keep(s):
@@ -233,17 +239,7 @@ def _apply_multi(cls, ctx, args, kwargs, outs, enabled):
             and (o.dtype.is_floating_point or o.dtype.is_complex) for o in outs]
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     if enabled and any(ctx.needs_input_grad) and any(diff):
-        held = {}
-        inputs, fns = [], []
-        for a in args:
-            if isinstance(a, Tensor):
-                h, fn = hold(a)
-                held[id(a)] = h
-                inputs.append(h)
-                fns.append(fn)
-            else:
-                inputs.append(None)
-                fns.append(None)
+        held, inputs, fns = _held_operands(args)
         aliases = {id(o): o.detach() for o, d in zip(outs, diff) if d}
 
         def keep(x):

@@ -527,17 +527,9 @@ class ChainedScheduler(LRScheduler):
             sch.step()
         self._last_lr = _lrs(self._schedulers[-1].optimizer)
 
-    def state_dict(self):
-        d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        d["_schedulers"] = [sch.state_dict() for sch in self._schedulers]
-        return d
-
-    def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        subs = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for sch, sd in zip(self._schedulers, subs):
-            sch.load_state_dict(sd)
+    # the schedulers' states nested as SequentialLR nests them (PyTorch's layout too)
+    state_dict = SequentialLR.state_dict
+    load_state_dict = SequentialLR.load_state_dict
 
 
 class CyclicLR(LRScheduler):
