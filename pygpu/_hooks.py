@@ -43,6 +43,10 @@ def _looks_like_device(x):
     except TypeError:
         pass
     try:
+        import ml_dtypes  # noqa: F401 - NumPy knows its dtype names (complex32, ...) once loaded
+    except ImportError:
+        pass
+    try:
         np.dtype(x)
         return False  # a dtype pygpu does not support: to_dtype says which it does
     except TypeError:

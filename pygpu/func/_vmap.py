@@ -199,11 +199,13 @@ def _rule(func):
     global _RULES
     if _RULES is None:
         from .._tensor.products import bmm, mm
+        from ..sparse._compressed import matmul  # pygpu.matmul: C's, or a sparse product
         # a row's _C function is pygpu.<name> and its aliases (pygpu.mul is pygpu.multiply);
         # rows whose pygpu function is a Python wrapper (divide's rounding_mode) loop
         rules = {getattr(_C, row[0]): _elementwise for row in _C._op_table()
                  if row[1] in ("unary", "binary") and hasattr(_C, row[0])}
-        rules.update({_C.matmul: _matmul_of(0), mm: _matmul_of(2), bmm: _matmul_of(3),
+        rules.update({_C.matmul: _matmul_of(0), matmul: _matmul_of(0), mm: _matmul_of(2),
+                      bmm: _matmul_of(3),
                       _C.sum: _reduction, _C.mean: _reduction})
         _RULES = rules
     try:
