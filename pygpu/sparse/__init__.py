@@ -60,17 +60,10 @@ def _unlinear(lin, size, k):
         _tensor_create.zeros((0, lin.shape[0]), dtype="int64", device=lin.device)
 
 
-class SparseTensor:
-    """A COO sparse tensor; build it with pygpu.sparse_coo_tensor or Tensor.to_sparse()."""
-    is_sparse = True
-    layout = sparse_coo
+class _SparseShape:
+    """What a sparse tensor of any layout says of itself as a tensor does: its size (the
+    subclass's _size) and its values' dtype and device (its _values_t)."""
 
-    def __init__(self, indices, values, size, coalesced=False):
-        self._indices_t, self._values_t = indices, values
-        self._size = tuple(int(n) for n in size)
-        self._coalesced = bool(coalesced)
-
-    # ---- what it is ---------------------------------------------------------------------
     @property
     def shape(self):
         return self._size
@@ -95,6 +88,18 @@ class SparseTensor:
     def is_cuda(self):
         return self.device.type == "cuda"
 
+
+class SparseTensor(_SparseShape):
+    """A COO sparse tensor; build it with pygpu.sparse_coo_tensor or Tensor.to_sparse()."""
+    is_sparse = True
+    layout = sparse_coo
+
+    def __init__(self, indices, values, size, coalesced=False):
+        self._indices_t, self._values_t = indices, values
+        self._size = tuple(int(n) for n in size)
+        self._coalesced = bool(coalesced)
+
+    # ---- what it is ---------------------------------------------------------------------
     @property
     def requires_grad(self):
         return self._values_t.requires_grad

@@ -70,7 +70,7 @@ def _compress(coords, n, dtype="int64"):
     return cat([zero, counts.cumsum(0)], 0).to(dtype)
 
 
-class SparseCompressedTensor:
+class SparseCompressedTensor(_coo._SparseShape):
     """A CSR, CSC, BSR or BSC tensor: build it with pygpu.sparse_csr_tensor (and its
     siblings) or Tensor.to_sparse_csr() (to_sparse_csc/bsr/bsc)."""
     is_sparse = False
@@ -81,30 +81,6 @@ class SparseCompressedTensor:
         self.layout = layout
 
     # ---- what it is ---------------------------------------------------------------------
-    @property
-    def shape(self):
-        return self._size
-
-    def size(self, dim=None):
-        return self._size if dim is None else self._size[dim]
-
-    def dim(self):
-        return len(self._size)
-
-    ndim = property(dim)
-
-    @property
-    def dtype(self):
-        return self._values_t.dtype
-
-    @property
-    def device(self):
-        return self._values_t.device
-
-    @property
-    def is_cuda(self):
-        return self.device.type == "cuda"
-
     @property
     def is_sparse_csr(self):
         return self.layout is sparse_csr
