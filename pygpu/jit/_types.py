@@ -891,7 +891,16 @@ class EnumType(Type):
         if value_type._kind not in ("IntType", "FloatType", "StringType"):
             raise RuntimeError(f"Cannot create Enum with value type '{value_type._str()}', "
                                f"only int, float and string are supported")
-        self._name, self._value_type, self._values = str(name), value_type, list(values)
+        python_type = {"IntType": int, "FloatType": (int, float), "StringType": str}
+        members = []
+        for member in values:          # Enum members: each has a name and a value
+            value = member.value
+            if not isinstance(value, python_type[value_type._kind]) or \
+                    isinstance(value, bool):
+                raise RuntimeError(f"Unable to cast Python instance of type {type(value)} to "
+                                   f"the enum's value type {value_type._str()}")
+            members.append((member.name, value))
+        self._name, self._value_type, self._members = str(name), value_type, members
 
     def containedTypes(self):
         return [self._value_type]
