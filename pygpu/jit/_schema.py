@@ -540,10 +540,7 @@ class _Parser:
         L = self.L
         kind = fake._kind
         if kind in ("TensorType", "GeneratorType", "QuantizerType"):
-            tok = L.expect("ident")
-            if tok[1] != "None":
-                L.fail("Expected None for a tensor default", tok)
-            return None
+            return self._none()
         if kind in ("StringType", "OptionalType", "NumberType", "IntType", "BoolType",
                     "FloatType", "ComplexType"):
             return self.single_constant(kind, real)
@@ -554,10 +551,7 @@ class _Parser:
         if kind == "ListType":
             elem, real_elem = fake.getElementType(), real.getElementType()
             if L.cur()[0] == "ident":
-                tok = L.next()
-                if tok[1] != "None":
-                    L.fail("Expected None for a list default", tok)
-                return None
+                return self._none()
             if N is not None and L.cur()[0] != "[":
                 return self._typed_list(elem, [self.single_constant(elem._kind,
                                                                     real_elem)] * N)
@@ -570,6 +564,16 @@ class _Parser:
             L.expect("]")
             return self._typed_list(elem, items)
         L.fail("unexpected type, file a bug report")
+
+    def _none(self):
+        """A tensor's (or a list's, spelled by name) only default: None."""
+        kind, text, _ = self.L.cur()
+        if (kind, text) != ("ident", "None"):
+            found = _TOKEN_NAMES.get(kind, kind) if kind in _TOKEN_NAMES or kind in (
+                "ident", "number", "string", "eof") else text
+            self.L.fail(f"expected None but found '{found}' here")
+        self.L.next()
+        return None
 
     def _typed_list(self, elem, items):
         if elem._kind not in ("IntType", "FloatType", "ComplexType", "BoolType"):
