@@ -655,7 +655,7 @@ class TensorType(Type):
     @staticmethod
     def create_from_tensor(tensor):
         """The complete type of a tensor: its dtype, sizes, strides, device, requires_grad."""
-        from .. import Tensor
+        from .._C import Tensor
         if not isinstance(tensor, Tensor):
             raise TypeError(f"create_from_tensor(): incompatible function arguments: "
                             f"expected a Tensor, got {type(tensor).__name__}")
