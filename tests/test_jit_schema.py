@@ -28,7 +28,7 @@ def _arg(a):
 
 def _facts(s):
     return (s.name, s.overload_name, [_arg(a) for a in s.arguments],
-            [_arg(a) for a in s.returns], s.is_mutable, str(s))
+            [_arg(a) for a in s.returns], s.is_mutable, s._is_view_op(), str(s))
 
 
 def test_every_schema_torch_registers_parses_as_torchs():
@@ -57,7 +57,7 @@ CASES = [
     "f(Tensor(*) x) -> Tensor(a -> *)", "f(Tensor(a|*) x) -> ()", "f(Tensor(*|a) x) -> ()",
     "f(Tensor(a!)[2]? x) -> ()", "f(Tensor[](a) x) -> ()", "f(Tensor(a)[](b) x) -> ()",
     "f(Tensor(a) self) -> Tensor(a)", "f(int x) -> Tensor(a!)[]",
-    "f(Tensor(a!) x, Tensor(a!) y) -> ()",
+    "f(Tensor(a!) x, Tensor(a!) y) -> ()", "f(Tensor(a)[] x) -> ()", "f(Tensor(a -> *) x) -> ()",
     # varargs, returns, keyword-only arguments, names
     "f(...) -> ...", "f(int x, ...) -> (int, ...)", "f() -> ((str, t)[])", "f() -> ((str, t))",
     "f() -> (Tensor a, Tensor b)", "f(int x, ..., int y) -> ()", "f() -> (..., int)",

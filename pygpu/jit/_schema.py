@@ -275,11 +275,10 @@ class FunctionSchema:
         return any(a.is_write for a in self.arguments)
 
     def _is_view_op(self):
-        """Whether the op returns a view of an argument (an alias annotation it does not
-        write on a tensor argument)."""
-        return any(a.alias_info is not None and not a.alias_info.is_write and
-                   a.alias_info._before for a in self.arguments
-                   if a.type._kind == "TensorType")
+        """Whether the op may return a view of an argument: an argument with an alias
+        annotation (its own or its elements') that the op does not write."""
+        return any(a.alias_info is not None and not a.alias_info.is_write
+                   for a in self.arguments)
 
     def _key(self):
         return (self.name, self.overload_name, tuple(a._key() for a in self.arguments),
