@@ -122,9 +122,12 @@ class Type:
     def __ne__(self, other):
         return not self.__eq__(other)
 
-    for _q in _TENSOR_QUERIES + ("with_dtype", "with_sizes", "with_device"):
-        locals()[_q] = _not_a_tensor_type(_q)
-    del _q
+
+
+# a tensor query on any kind but TensorType raises, as PyTorch's expect<TensorType>() does
+for _query in _TENSOR_QUERIES + ("with_dtype", "with_sizes", "with_device"):
+    setattr(Type, _query, _not_a_tensor_type(_query))
+del _query
 
 
 class _SingletonType(Type):
