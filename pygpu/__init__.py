@@ -234,6 +234,14 @@ from .func import vmap  # noqa: E402
 __all__ += ["func", "futures", "jit", "Future", "fork", "wait", "vmap", "set_flush_denormal",
             "init_num_threads", "get_device_module", "get_file_path"]
 
+# issue 43: TorchScript's types (torch.IntType.get(), torch.ListType(t), ...) and operator
+# schemas (torch.parse_schema, FunctionSchema, Argument, Tag), from pygpu/jit/_types.py and
+# pygpu/jit/_schema.py (docs/jit.md, "Types and schemas")
+from .jit import _types as _jit_types, _schema as _jit_schema  # noqa: E402
+from .jit._types import *  # noqa: E402,F401,F403
+from .jit._schema import *  # noqa: E402,F401,F403
+__all__ += _jit_types.__all__ + _jit_schema.__all__
+
 
 def get_file_path(*path_components):
     """A path under the directory that holds the pygpu package (torch.get_file_path joins
