@@ -58,10 +58,18 @@ def flat_tensors(x):
 _ACTIVE = []  # the tracer of this forward, if one runs (export is not reentrant)
 
 
+# what C reports when a tensor is read as a Python value (bool(t), int(t), float(t), t.item())
+CONVERSIONS = ("bool", "float", "integer", "number")
+
+
 def trace_hook(name, out, a, b):
-    """The hook C calls for an op autograd does not record, while _C._set_tracing is on."""
+    """The hook C calls for an op autograd does not record, while _C._set_tracing is on, and
+    for a tensor read as a Python value (name in CONVERSIONS: out is the tensor)."""
     if _ACTIVE:
-        _ACTIVE[-1].record_untracked(name, out, a, b)
+        if name in CONVERSIONS:
+            _ACTIVE[-1].on_conversion(name, out)
+        else:
+            _ACTIVE[-1].record_untracked(name, out, a, b)
 
 
 class Tracer:
@@ -89,6 +97,11 @@ class Tracer:
 
     def _involved(self, tensors):
         return any(id(t) in self.traced for t in tensors)
+
+    def on_conversion(self, what, tensor):
+        """A tensor read as a Python bool or number while tracing: the value is frozen into
+        the trace (the ONNX export's second run finds a path that depended on it; the JIT's
+        tracer warns)."""
 
     def record_untracked(self, name, out, a, b):
         ins = [t for t in (a, b) if isinstance(t, Tensor)]
