@@ -330,3 +330,42 @@ def test_tuple_outputs_and_kwargs():
     assert list(pf.graph.outputs())[0].node().kind() == "prim::TupleConstruct"
     with pytest.raises(RuntimeError, match="example_kwarg_inputs or example_inputs"):
         pygpu.jit.trace(f)
+
+
+def make_shift(lib):
+    class Shift(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = lib.nn.Embedding(6, 3)
+
+        def forward(self, i):
+            return self.emb(i + 1) * 2
+    return Shift()
+
+
+def test_integer_inputs_are_traced_not_frozen(device):
+    """Ops on an integer input (it cannot require grad) are recorded: indices given at
+    replay are used, not the example's (torch's oracle on new indices)."""
+    pygpu.manual_seed(3)
+    pm, tm = make_shift(pygpu), make_shift(torch)
+    copy_weights(pm, tm, device)
+    idx = torch.tensor([0, 1, 2])
+    pt = pygpu.jit.trace(pm, to_pg(idx, device))
+    tt = torch.jit.trace(tm, idx)
+    new = torch.tensor([4, 0, 3])
+    close(pt(to_pg(new, device)), tt(new))
+    assert "aten::embedding" in aten_kinds(pt.graph) and "aten::add" in aten_kinds(pt.graph)
+    mod = pygpu.jit.trace(pm.emb.forward, to_pg(idx, device))  # trace(m.forward, x)
+    assert isinstance(mod, pygpu.jit.ScriptModule)
+    close(mod(to_pg(new, device)), tm.emb(new))
+
+
+def test_a_captured_tensor_that_requires_grad_is_refused_as_torch_refuses():
+    w = pygpu.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Cannot insert a Tensor that requires grad as a "
+                                           "constant"):
+        pygpu.jit.trace(lambda x: x * w, pygpu.ones(2))
+    tw = torch.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Cannot insert a Tensor that requires grad as a "
+                                           "constant"):
+        torch.jit.trace(lambda x: x * tw, torch.ones(2))

@@ -8,31 +8,33 @@ nodes print their inputs in the same schema order, so a traced graph written as 
 (jit.save) reads back into a graph that runs. A kind missing here is refused by jit.save
 and raises when a parsed graph reaches it."""
 from .. import _C
+from .._tensor import create as _create
+from .._tensor import join as _join
 
 Tensor = _C.Tensor
 
 
-def _pg():
-    import pygpu
-    return pygpu
-
-
 def _F():
-    import pygpu.nn.functional as F
+    from ..nn import functional as F
     return F
 
 
 def _binary(name):
+    """aten::<op>(self, other[, alpha]) as Tensor.<name> (a number as self is made a
+    tensor of other's dtype and device)."""
+    method = getattr(Tensor, name)
+
     def run(a, b, alpha=1):
-        fn = getattr(_pg(), name)
         if alpha != 1:
             b = b * alpha
-        return fn(a, b) if isinstance(a, Tensor) else fn(_pg().tensor(a), b)
+        if not isinstance(a, Tensor):
+            a = _create.tensor(a, dtype=b.dtype, device=b.device)
+        return method(a, b)
     return run
 
 
 def _unary(name):
-    return lambda x: getattr(_pg(), name)(x)
+    return getattr(Tensor, name)
 
 
 def _reduce(name):
@@ -68,13 +70,14 @@ _RUN = {
     "aten::relu": _unary("relu"), "aten::sigmoid": _unary("sigmoid"),
     "aten::tanh": _unary("tanh"), "aten::exp": _unary("exp"), "aten::log": _unary("log"),
     "aten::neg": _unary("neg"), "aten::abs": _unary("abs"), "aten::sqrt": _unary("sqrt"),
-    "aten::sin": _unary("sin"), "aten::cos": _unary("cos"), "aten::gelu": _unary("gelu"),
+    "aten::sin": _unary("sin"), "aten::cos": _unary("cos"),
+    "aten::gelu": lambda x, approximate="none": _F().gelu(x, approximate=approximate),
     "aten::sum": _reduce("sum"), "aten::mean": _reduce("mean"),
     "aten::linear": lambda x, w, b=None: _F().linear(x, w, b),
     "aten::_convolution": _conv,
     "aten::softmax": lambda x, dim, dtype=None: _F().softmax(x, dim),
     "aten::log_softmax": lambda x, dim, dtype=None: _F().log_softmax(x, dim),
-    "aten::cat": lambda ts, dim=0: _pg().cat(ts, dim),
+    "aten::cat": lambda ts, dim=0: _join.cat(ts, dim),
     "aten::reshape": lambda x, shape: x.reshape(shape),
     "aten::view": lambda x, shape: x.reshape(shape),
     "aten::permute": lambda x, perm: x.permute(perm),

@@ -46,7 +46,8 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     """torch.jit.script compiles Python source to TorchScript: pygpu has no compiler. An
     already traced module or function is returned as it is (PyTorch does the same for a
     ScriptModule); anything else raises RuntimeError."""
-    from ._script import ScriptFunction, ScriptModule, deprecated
+    from ._script import ScriptFunction, ScriptModule
+    from ._tracer import deprecated
     deprecated("script")
     if isinstance(obj, (ScriptModule, ScriptFunction)):
         return obj

@@ -384,8 +384,8 @@ class Graph:
             seen.update(id(o) for o in n._outputs)
 
     def copy(self):
-        from ._parse_ir import parse_ir
-        return parse_ir(str(self))
+        """A new graph with the same nodes (kinds, attributes, names, types, how each runs)."""
+        return copy_graph(self)
 
     def str(self, print_source_locations=False):
         return str(self)
@@ -397,6 +397,31 @@ class Graph:
         return "\n".join(lines) + "\n"
 
     __repr__ = __str__
+
+
+def copy_graph(graph, replace=None):
+    """A copy of graph's top block. replace(node, new_graph, vmap) may return a Value to
+    stand for node's single output instead of copying node (freeze's constants)."""
+    out = Graph()
+    vmap = {}
+    for v in graph.inputs():
+        nv = out.addInput(v.debugName() if v.hasDebugName() else None)
+        vmap[v] = nv.setType(v.type())
+    for n in graph.nodes():
+        sub = replace(n, out, vmap) if replace else None
+        if sub is not None:
+            vmap[n.output()] = sub
+            continue
+        m = out.appendNode(out.create(n.kind(), [vmap[v] for v in n._inputs], n.outputsSize()))
+        m._attrs, m._run, m._scope = dict(n._attrs), n._run, n._scope
+        for a, b in zip(n._outputs, m._outputs):
+            b.setType(a.type())
+            if a.hasDebugName():
+                b.setDebugName(a.debugName())
+            vmap[a] = b
+    for v in graph.outputs():
+        out.registerOutput(vmap[v])
+    return out
 
 
 def eliminate_dead_code(graph):

@@ -12,6 +12,7 @@ line. Nested blocks (prim::If, prim::Loop), which traced graphs never have, are 
 A parsed node runs through the table of _aten_run.py (its kind, attributes and inputs)."""
 import re
 
+from .._tensor import create as _create
 from . import _aten_run, _ir, _ir_types
 
 _NAME = r"%([A-Za-z0-9_.]+)"
@@ -62,8 +63,7 @@ def _attr_value(text):
     if text.startswith('"'):
         return "s", text[1:-1].replace('\\"', '"').replace("\\\\", "\\")
     if text.startswith("{"):
-        import pygpu
-        return "t", pygpu.tensor(_number(text[1:-1]))
+        return "t", _create.tensor(_number(text[1:-1]))
     if text.startswith("["):
         items = [_attr_value(p) for p in _split_top(text[1:-1])]
         kinds = {k for k, _ in items}

@@ -12,15 +12,10 @@ import warnings
 
 from .. import _C
 from ..nn.module import Module
-from . import _ir, _tracer
+from . import _archive, _ir, _tracer
+from ._tracer import deprecated
 
 Tensor = _C.Tensor
-
-
-def deprecated(what, instead="`torch.compile` or `torch.export`"):
-    """PyTorch 2.13's DeprecationWarning for torch.jit's entry points, in its words."""
-    warnings.warn(f"`torch.jit.{what}` is deprecated. Please switch to {instead}.",
-                  DeprecationWarning, stacklevel=3)
 
 
 def _code(graph, name):
@@ -125,8 +120,7 @@ class ScriptFunction:
         return self.graph
 
     def save(self, f, _extra_files=None):
-        from ._serialization import write
-        write(self, f, _extra_files)
+        _archive.write(self, f, _extra_files)
 
     def __repr__(self):
         return f"<pygpu.jit.ScriptFunction {self.name}>"
@@ -200,8 +194,7 @@ class ScriptModule(Module):
         return self.graph
 
     def save(self, f, **kwargs):
-        from ._serialization import write
-        write(self, f, kwargs.get("_extra_files"))
+        _archive.write(self, f, kwargs.get("_extra_files"))
 
     def _get_method(self, name):
         return self._methods[name]
@@ -266,6 +259,9 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
         return func
     if example_inputs is None and example_kwarg_inputs is None:
         raise RuntimeError("example_kwarg_inputs or example_inputs must be provided")
+    owner = getattr(func, "__self__", None)
+    if isinstance(owner, Module) and getattr(func, "__name__", None) == "forward":
+        func = owner  # trace(m.forward, x) traces the module, as PyTorch's does
     if isinstance(func, Module):
         return trace_module(func, {"forward": example_inputs}, None, check_trace,
                             [{"forward": c} for c in check_inputs] if check_inputs else None,
@@ -338,33 +334,18 @@ def freeze(mod, preserved_attrs=None, optimize_numerics=True):
 
 
 def _frozen(graph, module, preserved):
-    """A copy of graph (same node runners) with tensor attributes read once, as constants."""
+    """A copy of graph whose tensor attributes are read once, as constants (and the
+    prim::GetAttr nodes nothing reads any more dropped)."""
     from ..autograd.grad_mode import no_grad
-    out = _ir.Graph()
-    vmap, objs = {}, {}
-    for v in graph.inputs():
-        nv = out.addInput(v.debugName() if v.hasDebugName() else None)
-        nv.setType(v.type())
-        vmap[v] = nv
-    self_in = next(graph.inputs())
-    objs[self_in] = module
-    for n in graph.nodes():
-        if n.kind() == "prim::GetAttr" and n.inputsAt(0) in objs:
-            obj = getattr(objs[n.inputsAt(0)], n.s("name"))
-            if isinstance(obj, Tensor) and n.s("name") not in preserved:
-                with no_grad():
-                    c = out.insertConstant(obj.detach().clone())
-                vmap[n.output()] = c
-                continue
-            objs[n.output()] = obj
-        m = out.appendNode(out.create(n.kind(), [vmap[v] for v in n.inputs()], n.outputsSize()))
-        m._attrs, m._run = dict(n._attrs), n._run
-        for a, b in zip(n.outputs(), m.outputs()):
-            b.setType(a.type())
-            if a.hasDebugName():
-                b.setDebugName(a.debugName())
-            vmap[a] = b
-    for v in graph.outputs():
-        out.registerOutput(vmap[v])
-    return out
+    objs = {next(graph.inputs()): module}
 
+    def replace(n, out, vmap):
+        if n.kind() != "prim::GetAttr" or n.inputsAt(0) not in objs:
+            return None
+        obj = getattr(objs[n.inputsAt(0)], n.s("name"))
+        if isinstance(obj, Tensor) and n.s("name") not in preserved:
+            with no_grad():
+                return out.insertConstant(obj.detach().clone())
+        objs[n.output()] = obj
+        return None
+    return _ir.eliminate_dead_code(_ir.copy_graph(graph, replace))

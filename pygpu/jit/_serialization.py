@@ -14,71 +14,26 @@ import io
 import os
 import zipfile
 
-from .. import _C
-from . import _aten_run
+from . import _archive
 from ._parse_ir import parse_ir
-
-Tensor = _C.Tensor
-_VERSION = "pygpu-traced 1"
-
-
-def _check_runnable(graph, what):
-    bad = sorted({n.kind() for n in graph.nodes() if _aten_run.runner(n) is None})
-    if bad:
-        raise RuntimeError(f"torch.jit.save: {what}'s graph has nodes pygpu cannot run from "
-                           f"their IR ({', '.join(bad)}); the archive would not load")
+from ._script import ScriptFunction, ScriptModule
+from ._tracer import deprecated
 
 
 def save(m, f, _extra_files=None):
     """torch.jit.save: write a traced module or function to f (a path or binary file)."""
-    from ._script import deprecated
     deprecated("save", "`torch.export`")
-    write(m, f, _extra_files)
-
-
-def write(m, f, _extra_files=None):
-    """jit.save without its deprecation warning (ScriptModule.save, as PyTorch's)."""
-    from .. import serialization
-    from ._script import ScriptFunction, ScriptModule
-    if isinstance(m, ScriptModule):
-        methods = {name: meth.graph for name, meth in m._methods.items()}
-        state = {"kind": "module", "name": m.original_name, "training": m.training,
-                 "modules": {p: type(sub).__name__ for p, sub in m.named_modules() if p},
-                 "parameters": dict(m.named_parameters()),
-                 "buffers": dict(m.named_buffers())}
-    elif isinstance(m, ScriptFunction):
-        methods = {"forward": m.graph}
-        state = {"kind": "function", "name": m.name}
-    else:
+    if not isinstance(m, (ScriptModule, ScriptFunction)):
         raise TypeError(f"torch.jit.save: expected a ScriptModule or ScriptFunction (from "
                         f"pygpu.jit.trace), got {type(m).__name__}")
-    for name, g in methods.items():
-        _check_runnable(g, name)
-    stem = "archive"
-    buf = io.BytesIO()
-    serialization.save(state, buf)
-    own = not hasattr(f, "write")
-    fh = open(os.fspath(f), "wb") if own else f
-    try:
-        with zipfile.ZipFile(fh, "w") as z:
-            z.writestr(f"{stem}/version", _VERSION)
-            for name, g in methods.items():
-                z.writestr(f"{stem}/code/{name}.ir", str(g))
-            z.writestr(f"{stem}/data.pkl", buf.getvalue())
-            for name, data in (_extra_files or {}).items():
-                z.writestr(f"{stem}/extra/{name}", data)
-    finally:
-        if own:
-            fh.close()
+    _archive.write(m, f, _extra_files)
 
 
 def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
     """torch.jit.load: a ScriptModule / ScriptFunction from an archive jit.save wrote."""
-    from ._script import deprecated
     deprecated("load", "`torch.export`")
     from .. import serialization
     from ..nn.parameter import Parameter
-    from ._script import ScriptFunction, ScriptModule
     own = not hasattr(f, "read")
     fh = open(os.fspath(f), "rb") if own else f
     try:
@@ -86,7 +41,7 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
             names = z.namelist()
             stem = names[0].split("/")[0] if names else ""
             if f"{stem}/version" not in names or \
-                    z.read(f"{stem}/version").decode() != _VERSION:
+                    z.read(f"{stem}/version").decode() != _archive.VERSION:
                 raise RuntimeError("torch.jit.load: not an archive pygpu.jit.save wrote "
                                    "(PyTorch's TorchScript archives are not read)")
             graphs = {n[len(stem) + 6:-3]: parse_ir(z.read(n).decode()) for n in names

@@ -41,8 +41,11 @@ _FROZEN_TEXT = ("We can't record the data flow of Python values, so this value w
 
 
 class JitTracer(_onnx_trace.Tracer):
-    """The ONNX tracer with every module traced op by op and PyTorch's TracerWarning on a
+    """The ONNX tracer with every module traced op by op, the ops on inputs that cannot
+    require grad (integer tensors) reported too (level 2), and PyTorch's TracerWarning on a
     tensor read as a Python value."""
+
+    level = 2
 
     def __init__(self):
         super().__init__(())
@@ -50,6 +53,12 @@ class JitTracer(_onnx_trace.Tracer):
     def on_conversion(self, what, tensor):
         warnings.warn(f"Converting a tensor to a Python {_CONVERSION_WORDS[what]} might cause "
                       "the trace to be incorrect. " + _FROZEN_TEXT, TracerWarning, stacklevel=3)
+
+
+def deprecated(what, instead="`torch.compile` or `torch.export`"):
+    """PyTorch 2.13's DeprecationWarning for torch.jit's entry points, in its words."""
+    warnings.warn(f"`torch.jit.{what}` is deprecated. Please switch to {instead}.",
+                  DeprecationWarning, stacklevel=3)
 
 
 _TRACING = [0]  # torch.jit.is_tracing(): how many traces are running
@@ -62,17 +71,21 @@ def is_tracing():
 # ---- C ops: record name -> TorchScript kind and how to rerun ----------------------------
 
 def _py(name):
-    """The pygpu function the op table names for a C op (its first `pygpu.` spelling)."""
-    import pygpu
+    """The call that reruns a C op from its operands: its Tensor method where the op table
+    names one (Tensor.add), else the function it names in a submodule
+    (pygpu.special.xlog1py, pygpu.nn.functional.gelu)."""
+    import importlib
     for row in _C._op_table():
-        if row[0] == name:
-            for spelling in row[3]:
-                if spelling.startswith("pygpu."):
-                    obj = pygpu
-                    for part in spelling.split(".")[1:]:
-                        obj = getattr(obj, part)
-                    return obj
-    return getattr(pygpu, name)
+        if row[0] != name:
+            continue
+        for spelling in row[3]:
+            if spelling.startswith("Tensor.") and not spelling.startswith("Tensor.__"):
+                return getattr(Tensor, spelling.split(".", 1)[1])
+        for spelling in row[3]:
+            module, _, attr = spelling.rpartition(".")
+            if module.startswith("pygpu."):
+                return getattr(importlib.import_module(module), attr)
+    raise RuntimeError(f"torch.jit.trace: the op table names no call for '{name}'")
 
 
 # TorchScript's spelling where it differs from the op table's name
@@ -246,6 +259,10 @@ class GraphBuilder:
                 return self.env[id(x)]
             if id(x) in self.param_paths:
                 return self._getattr(self.param_paths[id(x)])
+            if x.requires_grad:  # a tensor the function captured, not an input: PyTorch's error
+                raise RuntimeError("Cannot insert a Tensor that requires grad as a constant. "
+                                   "Consider making it a parameter or input, or detaching the "
+                                   "gradient")
             return self.graph.insertConstant(x.detach())
         if isinstance(x, (list, tuple)) and any(isinstance(v, Tensor) for v in x):
             items = [self.value(v) for v in x]
