@@ -369,3 +369,37 @@ def test_a_captured_tensor_that_requires_grad_is_refused_as_torch_refuses():
     with pytest.raises(RuntimeError, match="Cannot insert a Tensor that requires grad as a "
                                            "constant"):
         torch.jit.trace(lambda x: x * tw, torch.ones(2))
+
+
+def make_nested(lib):
+    class Block(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = lib.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return lib.relu(self.l(x))
+
+    class Nested(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seq = lib.nn.Sequential(Block(), lib.nn.ReLU())
+
+        def forward(self, x):
+            return self.seq(x) * 2
+    return Nested()
+
+
+def test_scopes_and_attribute_names_like_torch():
+    tg = torch.jit.trace(make_nested(torch), torch.ones(1, 2)).inlined_graph
+    pg = pygpu.jit.trace(make_nested(pygpu), pygpu.ones(1, 2)).graph
+    scopes = lambda g: [(n.kind(), n.scopeName()) for n in g.nodes()  # noqa: E731
+                        if n.kind().startswith("aten::")]
+    assert scopes(pg) == scopes(tg)
+    assert scopes(pg)[0] == ("aten::linear", "__module.seq/__module.seq.0/__module.seq.0.l")
+    names = lambda g: sorted(n.output().debugName() for n in g.nodes()  # noqa: E731
+                             if n.kind() == "prim::GetAttr")
+    assert names(pg) == names(tg)
+    assert str(pygpu.parse_ir(str(pg))) == str(pg)   # the scopes read back
+    pygpu.testing.FileCheck().check("aten::linear").check_same(
+        "scope: __module.seq/__module.seq.0/__module.seq.0.l").run(pg)

@@ -424,16 +424,17 @@ def copy_graph(graph, replace=None):
     return out
 
 
-def eliminate_dead_code(graph):
+def eliminate_dead_code(graph, keep=()):
     """Drop the nodes of graph's top block whose outputs nothing reads (torch's DCE pass):
-    what a trace computed only to read it in Python (the `x.sum() > 0` of an if)."""
+    what a trace computed only to read it in Python (the `x.sum() > 0` of an if). Nodes of
+    the kinds in `keep` stay (a traced graph keeps the GetAttr of every submodule called)."""
     used = {id(v) for v in graph.outputs()}
-    keep = []
+    kept = []
     for n in reversed(graph._block._nodes):
-        if any(id(o) in used for o in n._outputs):
-            keep.append(n)
+        if any(id(o) in used for o in n._outputs) or n.kind() in keep:
+            kept.append(n)
             used.update(id(v) for v in n._inputs)
-    graph._block._nodes = keep[::-1]
+    graph._block._nodes = kept[::-1]
     return graph
 
 

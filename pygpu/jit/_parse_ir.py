@@ -140,7 +140,8 @@ def _parse_node(graph, values, line):
     lhs, rhs = ("", line) if len(parts) == 1 or not parts[0].startswith("%") else \
         (parts[0], "=".join(parts[1:]))
     rhs = rhs.strip()
-    rhs = re.sub(r", scope: \S+$", "", rhs)
+    scope = re.search(r", scope: (\S+)$", rhs)
+    rhs = rhs[:scope.start()] if scope else rhs
     m = re.match(r"([A-Za-z_][\w]*::[\w.]+)", rhs)
     if not m:
         raise RuntimeError(f"parse_ir: expected an op kind like aten::add in {line!r}")
@@ -168,4 +169,5 @@ def _parse_node(graph, values, line):
     for o in outs:
         _typed(graph, o, values, lambda: next(made))
     node._run = _aten_run.runner(node)
+    node._scope = scope.group(1) if scope else ""
     graph.appendNode(node)

@@ -47,8 +47,30 @@ class JitTracer(_onnx_trace.Tracer):
 
     level = 2
 
-    def __init__(self):
+    def __init__(self, module=None):
         super().__init__(())
+        self.ops = _ScopedOps(self)
+        self.scope = []  # the submodules being called, outermost first (PyTorch's scopes)
+        self.names = {} if module is None else {
+            id(m): "__module." + path for path, m in module.named_modules() if path}
+
+    def __enter__(self):
+        super().__enter__()
+        from ..nn import module as _module
+        call = _module.Module.__call__  # the base tracer's; its __exit__ restores the original
+        tracer = self
+
+        def scoped_call(module, *args, **kwargs):
+            name = tracer.names.get(id(module))
+            if name is None:
+                return call(module, *args, **kwargs)
+            tracer.scope.append(name)
+            try:
+                return call(module, *args, **kwargs)
+            finally:
+                tracer.scope.pop()
+        _module.Module.__call__ = scoped_call
+        return self
 
     def on_conversion(self, what, tensor):
         warnings.warn(f"Converting a tensor to a Python {_CONVERSION_WORDS[what]} might cause "
@@ -59,6 +81,19 @@ def deprecated(what, instead="`torch.compile` or `torch.export`"):
     """PyTorch 2.13's DeprecationWarning for torch.jit's entry points, in its words."""
     warnings.warn(f"`torch.jit.{what}` is deprecated. Please switch to {instead}.",
                   DeprecationWarning, stacklevel=3)
+
+
+class _ScopedOps(list):
+    """The tracer's op list, remembering the module scope each op was recorded in
+    (`__module.seq/__module.seq.0`, PyTorch's scopeName())."""
+
+    def __init__(self, tracer):
+        super().__init__()
+        self.tracer, self.scopes = tracer, []
+
+    def append(self, op):
+        super().append(op)
+        self.scopes.append("/".join(self.tracer.scope))
 
 
 _TRACING = [0]  # torch.jit.is_tracing(): how many traces are running
@@ -219,6 +254,7 @@ class GraphBuilder:
         self.attr_values = {}   # attribute path -> Value (prim::GetAttr chain)
         self.self_value = None
         self.grad = {}          # Value -> whether it requires grad (PyTorch's flag in types)
+        self.scope = ""         # the module scope of the op being added
         if module is not None:
             self.self_value = self.graph.addInput("self.1")
             self.self_value.setType(_ir_types.simple("__torch__." + type(module).__name__))
@@ -244,7 +280,7 @@ class GraphBuilder:
             obj = getattr(obj, part)
         n.output().setType(_ir_types.TensorType() if isinstance(obj, Tensor) else
                            _ir_types.simple("__torch__." + type(obj).__name__))
-        n.output().setDebugName(name)
+        n.output().setDebugName("_" + name if name[:1].isdigit() else name)  # Sequential's 0
         n._run = lambda o, _name=name: getattr(o, _name)
         self.grad[n.output()] = bool(isinstance(obj, Tensor) and obj.requires_grad)
         self.attr_values[path] = n.output()
@@ -285,9 +321,12 @@ class GraphBuilder:
                 v.setType(_ir_types.of_value(t, requires_grad=rg and t.requires_grad))
                 self.env[id(t)] = v
         n._run = run
+        n._scope = self.scope
         return n
 
     def add_op(self, op):
+        if self.scope and self.module is not None:  # the submodule called, as PyTorch reads it
+            self._getattr(self.scope.rsplit("/", 1)[-1][len("__module."):])
         if op.kind == "c":
             self._add_c(op)
         elif op.kind == "fn":
@@ -460,14 +499,15 @@ def record(fn, args, kwargs, module, arg_names):
         traced_kwargs[name] = t
     _TRACING[0] += 1
     try:
-        with enable_grad(), JitTracer() as tracer:
+        with enable_grad(), JitTracer(module) as tracer:
             tracer.mark(traced_args + list(traced_kwargs.values()))
             if module is not None:
                 tracer.mark([p for p in module.parameters() if p.requires_grad])
             out = fn(*traced_args, **traced_kwargs)
     finally:
         _TRACING[0] -= 1
-    for op in tracer.ops:
+    for op, scope in zip(tracer.ops, tracer.ops.scopes):
+        builder.scope = scope
         builder.add_op(op)
     builder.set_output(out)
-    return _ir.eliminate_dead_code(builder.graph), out
+    return _ir.eliminate_dead_code(builder.graph, keep=("prim::GetAttr",)), out
