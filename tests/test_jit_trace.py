@@ -403,3 +403,15 @@ def test_scopes_and_attribute_names_like_torch():
     assert str(pygpu.parse_ir(str(pg))) == str(pg)   # the scopes read back
     pygpu.testing.FileCheck().check("aten::linear").check_same(
         "scope: __module.seq/__module.seq.0/__module.seq.0.l").run(pg)
+
+
+def test_check_inputs_that_take_the_other_branch_fail_as_in_torch():
+    with pytest.raises(torch.jit.TracingCheckError, match="Graphs differed across"):
+        torch.jit.trace(branchy, torch.ones(3), check_inputs=[(-torch.ones(3),)])
+    with pytest.raises(pygpu.jit.TracingCheckError, match="Graphs differed across") as e:
+        pygpu.jit.trace(branchy, pygpu.ones(3), check_inputs=[(-pygpu.ones(3),)])
+    assert "aten::mul" in str(e.value) and "aten::sub" in str(e.value)
+    # inputs that take the traced path pass, for a function and a module
+    pygpu.jit.trace(branchy, pygpu.ones(3), check_inputs=[(pygpu.full((3,), 2.0),)])
+    pygpu.jit.trace(make_mlp(pygpu), (pygpu.ones(1, 3), pygpu.ones(1, 2)),
+                    check_inputs=[(pygpu.zeros(1, 3), pygpu.ones(1, 2))])

@@ -19,11 +19,12 @@ from ._parse_ir import parse_ir
 from ._script import (CompilationUnit, ScriptFunction, ScriptMethod, ScriptModule,
                       TopLevelTracedModule, freeze, trace, trace_module)
 from ._serialization import load, save
-from ._tracer import TracerWarning, is_tracing
+from ._tracer import TracerWarning, TracingCheckError, is_tracing
 from ._decorators import script
 
 __all__ = ["Future", "fork", "wait", "trace", "trace_module", "ScriptModule", "ScriptFunction",
            "ScriptMethod", "CompilationUnit", "TopLevelTracedModule", "TracerWarning",
+           "TracingCheckError",
            "is_tracing", "is_scripting", "freeze", "save", "load", "ignore", "unused", "export",
            "script", "Graph", "Node", "Value", "Block", "Use", "parse_ir"]
 

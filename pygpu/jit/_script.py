@@ -276,6 +276,11 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     fn = (_compilation_unit or _PYTHON_CU).create_function(name, graph)
     if check_trace:
         for chk in ([inputs] + [_as_tuple(c) for c in (check_inputs or [])]):
+            if chk is not inputs:  # PyTorch retraces on each check input: same graph?
+                again, _ = _tracer.record(func, chk, kwargs, None, _arg_names(func, len(chk)))
+                diff = _tracer.graph_diff(graph, again)
+                if diff is not None:
+                    raise _tracer.TracingCheckError(diff, None)
             _check(fn, func, chk, kwargs, check_tolerance)
     return fn
 
@@ -307,6 +312,13 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
         for name, example in inputs.items():
             if not (example_inputs_is_kwarg and isinstance(example, dict)):
                 checks = [example] + [c[name] for c in (check_inputs or []) if name in c]
+                for chk in checks[1:]:  # PyTorch retraces on each check input: same graph?
+                    again, _ = _tracer.record(mod.__call__ if name == "forward" else
+                                              getattr(mod, name), _as_tuple(chk), {}, mod,
+                                              _arg_names(getattr(mod, name), len(_as_tuple(chk))))
+                    diff = _tracer.graph_diff(graphs[name], again)
+                    if diff is not None:
+                        raise _tracer.TracingCheckError(diff, None)
                 for chk in checks:
                     _check(getattr(traced, name), getattr(mod, name), _as_tuple(chk),
                            dict(_kwargs or {}), check_tolerance)

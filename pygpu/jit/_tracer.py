@@ -77,6 +77,45 @@ class JitTracer(_onnx_trace.Tracer):
                       "the trace to be incorrect. " + _FROZEN_TEXT, TracerWarning, stacklevel=3)
 
 
+class TracingCheckError(Exception):
+    """torch.jit.TracingCheckError: check_trace found the graph differs on check_inputs."""
+
+    def __init__(self, graph_diff_error, tensor_compare_error, extra_msg=None):
+        self.message = "Tracing failed sanity checks!\n"
+        if extra_msg is not None:
+            self.message += extra_msg + "\n"
+        if graph_diff_error is not None:
+            self.message += "ERROR: Graphs differed across invocations!\n"
+            self.message += _indent(graph_diff_error) + "\n"
+        if tensor_compare_error is not None:
+            self.message += ("ERROR: Tensor-valued Constant nodes differed in value across "
+                             "invocations. This often indicates that the tracer has "
+                             "encountered untraceable code.\n")
+            self.message += _indent(tensor_compare_error) + "\n"
+        super().__init__(self.message)
+
+
+def _indent(s):
+    return "\n".join("\t" + line for line in s.splitlines())
+
+
+def erased_text(graph):
+    """The graph's text with tensor types as plain `Tensor` (what check_trace compares)."""
+    import re
+    return re.sub(r"(?<= : )[A-Z][A-Za-z]*\([^()]*(?:\[[^]]*\][^()]*)*\)", "Tensor",
+                  str(graph))
+
+
+def graph_diff(a, b):
+    """None if the graphs are the same but for tensor types, else their diff (ndiff)."""
+    import difflib
+    ta, tb = erased_text(a), erased_text(b)
+    if ta == tb:
+        return None
+    return "Graph diff:\n" + _indent("".join(difflib.ndiff(ta.splitlines(True),
+                                                            tb.splitlines(True))))
+
+
 def deprecated(what, instead="`torch.compile` or `torch.export`"):
     """PyTorch 2.13's DeprecationWarning for torch.jit's entry points, in its words."""
     warnings.warn(f"`torch.jit.{what}` is deprecated. Please switch to {instead}.",
