@@ -415,3 +415,35 @@ def test_check_inputs_that_take_the_other_branch_fail_as_in_torch():
     pygpu.jit.trace(branchy, pygpu.ones(3), check_inputs=[(pygpu.full((3,), 2.0),)])
     pygpu.jit.trace(make_mlp(pygpu), (pygpu.ones(1, 3), pygpu.ones(1, 2)),
                     check_inputs=[(pygpu.zeros(1, 3), pygpu.ones(1, 2))])
+
+
+def test_sequential_fused_activation_is_torchs_two_nodes(device, tmp_path):
+    """pygpu's Sequential fuses Linear + ReLU into one call; the trace shows PyTorch's
+    aten::linear then aten::relu, and the archive (which runs from the IR) keeps the relu."""
+    pygpu.manual_seed(4)
+    pm = pygpu.nn.Sequential(pygpu.nn.Linear(3, 4), pygpu.nn.ReLU(), pygpu.nn.Linear(4, 2),
+                             pygpu.nn.Tanh())
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2),
+                             torch.nn.Tanh())
+    copy_weights(pm, tm, device)
+    x = torch.randn(5, 3)
+    pt = pygpu.jit.trace(pm, to_pg(x, device))
+    tt = torch.jit.trace(tm, x)
+    assert aten_kinds(pt.graph) == aten_kinds(tt.inlined_graph) == \
+        ["aten::linear", "aten::relu", "aten::linear", "aten::tanh"]
+    pygpu.jit.save(pt, str(tmp_path / "s.pt"))
+    new = torch.randn(5, 3)
+    close(pygpu.jit.load(str(tmp_path / "s.pt"))(to_pg(new, device)), tt(new))
+    close(pt(to_pg(new, device)), tt(new))
+
+
+def test_where_and_gelu():
+    f = lambda x: torch_or_pg.where(x > 0, torch_or_pg.nn.functional.gelu(x), x * 0.1)  # noqa
+    global torch_or_pg
+    torch_or_pg = torch
+    tf = torch.jit.trace(f, torch.randn(3, 4))
+    torch_or_pg = pygpu
+    pf = pygpu.jit.trace(f, pygpu.randn(3, 4))
+    new = torch.randn(3, 4)
+    close(pf(to_pg(new)), tf(new))
+    assert aten_kinds(pf.graph) == aten_kinds(tf.graph)

@@ -74,6 +74,8 @@ _RUN = {
     "aten::gelu": lambda x, approximate="none": _F().gelu(x, approximate=approximate),
     "aten::sum": _reduce("sum"), "aten::mean": _reduce("mean"),
     "aten::linear": lambda x, w, b=None: _F().linear(x, w, b),
+    "aten::where": lambda c, x, y: x.where(c, y),
+    "aten::leaky_relu": lambda x, slope=0.01: _F().leaky_relu(x, slope),
     "aten::_convolution": _conv,
     "aten::softmax": lambda x, dim, dtype=None: _F().softmax(x, dim),
     "aten::log_softmax": lambda x, dim, dtype=None: _F().log_softmax(x, dim),

@@ -157,6 +157,8 @@ def _py(name):
                 return getattr(Tensor, spelling.split(".", 1)[1])
         for spelling in row[3]:
             module, _, attr = spelling.rpartition(".")
+            if module == "_C":
+                return getattr(_C, attr)
             if module.startswith("pygpu."):
                 return getattr(importlib.import_module(module), attr)
     raise RuntimeError(f"torch.jit.trace: the op table names no call for '{name}'")
@@ -225,7 +227,17 @@ def _to(op):
         lambda x, *_: x.to(device=dev, dtype=dt)
 
 
-_C_BUILDERS = {"binary": _binary, "unary": _unary, "reduce": _reduce, "matmul": _binary}
+def _where(op):
+    a, b = op.inputs
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+        raise RuntimeError("torch.jit.trace: pygpu's tracer cannot replay where() with a "
+                           "Python number operand (the record keeps tensors only); write "
+                           "the number as a tensor (torch.full_like)")
+    return [op.args[0], a, b], lambda c, x, y: x.where(c, y)
+
+
+_C_BUILDERS = {"binary": _binary, "unary": _unary, "reduce": _reduce, "matmul": _binary,
+               "select": _where}
 _C_BY_NAME = {"reshape": ("aten::reshape", _reshape), "transpose": ("aten::permute", _transpose),
               "copy": ("aten::clone", _copy), "to": ("aten::to", _to)}
 
@@ -424,6 +436,8 @@ class GraphBuilder:
 
     def _add_function(self, op):
         cls = op.what
+        if cls.__name__ == "_Linear" and op.args[3]:
+            return self._add_fused_linear(op)
         if cls.__name__ in _FUNCTION_BUILDERS:
             kind, build = _FUNCTION_BUILDERS[cls.__name__]
             shown, run = build(op)
@@ -448,6 +462,20 @@ class GraphBuilder:
             return cls.apply(*a, **kw)
         shown = [args[i] for i in slots] + [kwargs[k] for k in kw_slots]
         self.add_node(kind, shown, run, op.outputs)
+
+    def _add_fused_linear(self, op):
+        """Sequential's Linear fused with its activation (pygpu/_ops/_train.py) is PyTorch's
+        two nodes: aten::linear, then the activation (aten::relu, ...)."""
+        from .._ops import _train
+        cls, (x, w, b, act) = op.what, op.args
+        lin = self.add_node("aten::linear", [x, w, b],
+                            lambda x, w, b: cls.apply(x, w, b, 0), [None])
+        name = {c: n for n, c, _ in _train.ACT_TABLE}[act]
+        if name == "leaky_relu":
+            return self.add_node("aten::leaky_relu", [_Placeholder(lin.output()), 0.01],
+                                 lambda y, _slope: _train._activation(y, act), op.outputs)
+        self.add_node("aten::" + name, [_Placeholder(lin.output())],
+                      lambda y: _train._activation(y, act), op.outputs)
 
     # -- outputs ------------------------------------------------------------------------
     def set_output(self, out):
