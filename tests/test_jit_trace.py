@@ -447,3 +447,13 @@ def test_where_and_gelu():
     new = torch.randn(3, 4)
     close(pf(to_pg(new)), tf(new))
     assert aten_kinds(pf.graph) == aten_kinds(tf.graph)
+
+
+def test_save_refuses_a_graph_it_could_not_run_back():
+    """A node pygpu runs only from its recorded call (a view like chunk's pygpu::Narrow) has
+    no IR runner: jit.save says so, rather than writing an archive that would not load."""
+    pf = pygpu.jit.trace(lambda x: x.chunk(2, dim=1)[0] * 2, pygpu.ones(2, 4))
+    assert "pygpu::Narrow" in [n.kind() for n in pf.graph.nodes()]
+    close(pf(pygpu.full((2, 4), 3.0)), torch.full((2, 2), 6.0))
+    with pytest.raises(RuntimeError, match="pygpu::Narrow"):
+        pygpu.jit.save(pf, io.BytesIO())
