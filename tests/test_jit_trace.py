@@ -457,3 +457,26 @@ def test_save_refuses_a_graph_it_could_not_run_back():
     close(pf(pygpu.full((2, 4), 3.0)), torch.full((2, 2), 6.0))
     with pytest.raises(RuntimeError, match="pygpu::Narrow"):
         pygpu.jit.save(pf, io.BytesIO())
+
+
+@pytest.mark.parametrize("pool", ["max", "avg", "adaptive"])
+def test_pooling_nodes_like_torch(pool, device, tmp_path):
+    def make(lib):
+        layer = {"max": lambda: lib.nn.MaxPool2d(3, 2, 1, ceil_mode=True),
+                 "avg": lambda: lib.nn.AvgPool2d(3, 2, 1, count_include_pad=False),
+                 "adaptive": lambda: lib.nn.AdaptiveAvgPool2d((2, 3))}[pool]()
+        return lib.nn.Sequential(lib.nn.Conv2d(2, 2, 3, padding=1), layer)
+    pm, tm = make(pygpu), make(torch)
+    copy_weights(pm, tm, device)
+    x = torch.randn(2, 2, 8, 8)  # ceil_mode changes the size (pygpu reads it back from it)
+    pt, tt = pygpu.jit.trace(pm, to_pg(x, device)), torch.jit.trace(tm, x)
+    assert aten_kinds(pt.graph) == aten_kinds(tt.inlined_graph)
+    pool_node = [n for n in pt.graph.nodes() if "pool" in n.kind()][0]
+    torch_node = [n for n in tt.inlined_graph.nodes() if "pool" in n.kind()][0]
+    value = lambda v: ([i.toIValue() for i in v.node().inputs()]  # noqa: E731
+                       if v.node().kind() == "prim::ListConstruct" else v.toIValue())
+    assert [value(v) for v in list(pool_node.inputs())[1:]] == \
+        [value(v) for v in list(torch_node.inputs())[1:]]
+    pygpu.jit.save(pt, str(tmp_path / "p.pt"))
+    new = torch.randn(2, 2, 8, 8)
+    close(pygpu.jit.load(str(tmp_path / "p.pt"))(to_pg(new, device)), tt(new))

@@ -280,6 +280,30 @@ def _softmax(op):
     return [x, dim, None], lambda x, d, _dtype: cls.apply(x, d)
 
 
+def _pool2d(op):
+    """aten::max_pool2d / avg_pool2d / adaptive_avg_pool2d (the POOL sub-op row's name) in
+    PyTorch's schema; ceil_mode is read back from the traced output size."""
+    from .._ops._conv import _POOL_ROWS
+    cls = op.what
+    x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor, _ = op.args
+    row = _POOL_ROWS[kind]
+    name, flags = row[2], row[4]
+
+    def run(x, *_):
+        return cls.apply(x, kind, kernel, stride, padding, dilation, out_hw, cip, divisor, [])
+    if "ADAPTIVE" in flags:
+        return f"aten::{name}", [x, list(out_hw)], run
+    size = x.shape[-2:]
+    floor = [(n + 2 * p - d * (k - 1) - 1) // st + 1
+             for n, p, d, k, st in zip(size, padding, dilation, kernel, stride)]
+    ceil = list(out_hw) != floor
+    if "MAX" in flags:
+        return f"aten::{name}", [x, list(kernel), list(stride), list(padding), list(dilation),
+                                 ceil], run
+    return f"aten::{name}", [x, list(kernel), list(stride), list(padding), ceil, bool(cip),
+                             divisor or None], run
+
+
 # Functions whose inputs are shown in PyTorch's schema order: kind and a builder of
 # (shown inputs, how to rerun) as for the C ops
 _FUNCTION_BUILDERS = {"_Convolution": ("aten::_convolution", _convolution),
@@ -438,6 +462,9 @@ class GraphBuilder:
         cls = op.what
         if cls.__name__ == "_Linear" and op.args[3]:
             return self._add_fused_linear(op)
+        if cls.__name__ == "_Pool2d" and op.args[1] != "ADAPTIVE_MAX_FWD":  # 2 outputs in torch
+            kind, shown, run = _pool2d(op)
+            return self.add_node(kind, shown, run, op.outputs)
         if cls.__name__ in _FUNCTION_BUILDERS:
             kind, build = _FUNCTION_BUILDERS[cls.__name__]
             shown, run = build(op)
