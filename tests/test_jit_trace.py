@@ -480,3 +480,25 @@ def test_pooling_nodes_like_torch(pool, device, tmp_path):
     pygpu.jit.save(pt, str(tmp_path / "p.pt"))
     new = torch.randn(2, 2, 8, 8)
     close(pygpu.jit.load(str(tmp_path / "p.pt"))(to_pg(new, device)), tt(new))
+
+
+def test_random_draws_are_drawn_again_at_each_replay(device, tmp_path):
+    """Dropout in training mode and torch.rand inside the function are ops of the graph
+    (aten::rand), drawn anew at each replay as PyTorch's are, not frozen masks."""
+    pm = pygpu.nn.Sequential(pygpu.nn.Linear(4, 64), pygpu.nn.Dropout(0.5)).to(device)
+    pt = pygpu.jit.trace(pm, pygpu.randn(3, 4).to(device), check_trace=False)
+    assert "aten::rand" in aten_kinds(pt.graph)
+    x = pygpu.randn(3, 4).to(device)
+    a, b = pt(x), pt(x)
+    assert not bool((a == b).all())
+    zeros = float((a == 0).float().mean())
+    assert 0.3 < zeros < 0.7  # about half dropped, as p says
+    pf = pygpu.jit.trace(lambda x: x + pygpu.rand(3, device=x.device), pygpu.ones(3).to(device),
+                         check_trace=False)
+    tf = torch.jit.trace(lambda x: x + torch.rand(3), torch.ones(3), check_trace=False)
+    assert aten_kinds(pf.graph) == aten_kinds(tf.graph) == ["aten::rand", "aten::add"]
+    one = pygpu.ones(3).to(device)
+    assert not bool((pf(one) == pf(one)).all())
+    pygpu.jit.save(pf, str(tmp_path / "r.pt"))
+    out = pygpu.jit.load(str(tmp_path / "r.pt"))(one)
+    assert bool(((out >= 1) & (out < 2)).all())

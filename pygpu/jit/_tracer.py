@@ -56,6 +56,17 @@ class JitTracer(_onnx_trace.Tracer):
 
     def __enter__(self):
         super().__enter__()
+        self._random = _C._random
+        tracer, draw = self, self._random
+
+        def traced_random(kind, shape, dtype, device, *at):
+            out = draw(kind, shape, dtype, device, *at)
+            if not tracer._inner:  # a draw is an op of the graph, drawn again at each replay
+                tracer.ops.append(_onnx_trace.Op("random", kind, (), (tuple(shape), dtype,
+                                                                        device), None, [out]))
+                tracer.mark([out])
+            return out
+        _C._random = traced_random
         from ..nn import module as _module
         call = _module.Module.__call__  # the base tracer's; its __exit__ restores the original
         tracer = self
@@ -71,6 +82,10 @@ class JitTracer(_onnx_trace.Tracer):
                 tracer.scope.pop()
         _module.Module.__call__ = scoped_call
         return self
+
+    def __exit__(self, *exc):
+        _C._random = self._random
+        return super().__exit__(*exc)
 
     def on_conversion(self, what, tensor):
         warnings.warn(f"Converting a tensor to a Python {_CONVERSION_WORDS[what]} might cause "
@@ -330,6 +345,7 @@ class GraphBuilder:
         self.self_value = None
         self.grad = {}          # Value -> whether it requires grad (PyTorch's flag in types)
         self.scope = ""         # the module scope of the op being added
+        self._random_call = _C._random
         if module is not None:
             self.self_value = self.graph.addInput("self.1")
             self.self_value.setType(_ir_types.simple("__torch__." + type(module).__name__))
@@ -404,6 +420,8 @@ class GraphBuilder:
             self._getattr(self.scope.rsplit("/", 1)[-1][len("__module."):])
         if op.kind == "c":
             self._add_c(op)
+        elif op.kind == "random":
+            self._add_random(op)
         elif op.kind == "fn":
             self._add_function(op)
         else:  # pragma: no cover - JitTracer converts no module whole
@@ -489,6 +507,15 @@ class GraphBuilder:
             return cls.apply(*a, **kw)
         shown = [args[i] for i in slots] + [kwargs[k] for k in kw_slots]
         self.add_node(kind, shown, run, op.outputs)
+
+    def _add_random(self, op):
+        """A draw from the device's generator (rand, randn, dropout's mask): replay draws
+        anew, as PyTorch's aten::rand does (a generator= draw replays from the device's)."""
+        kind, (shape, dtype, device) = op.what, op.args
+        draw = self._random_call
+        name = {"UNIFORM": "aten::rand", "NORMAL": "aten::randn"}.get(kind, "pygpu::" + kind)
+        self.add_node(name, [list(shape), str(dtype).rsplit(".", 1)[-1], None, str(device),
+                             False], lambda *_: draw(kind, shape, dtype, device), op.outputs)
 
     def _add_fused_linear(self, op):
         """Sequential's Linear fused with its activation (pygpu/_ops/_train.py) is PyTorch's
