@@ -73,9 +73,6 @@ class FileCheck:
     def check_regex(self, s):
         return self._add("check", s, regex=True)
 
-    def check_source_highlighted(self, s):
-        return self._add("check", s)
-
     def check_count(self, s, count, exactly=False):
         if isinstance(s, int) and isinstance(count, str):  # PyTorch accepts either order
             s, count = count, s
