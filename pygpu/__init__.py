@@ -233,6 +233,13 @@ from .jit import _fork as fork, _wait as wait  # noqa: E402 - torch.fork: no war
 from .func import vmap  # noqa: E402
 __all__ += ["func", "futures", "jit", "Future", "fork", "wait", "vmap", "set_flush_denormal",
             "init_num_threads", "get_device_module", "get_file_path"]
+# torch.jit.trace's IR objects and the classes a trace returns, at torch's top level
+# (pygpu/jit, docs/jit.md), and torch.FileCheck (pygpu/testing/_filecheck.py)
+from .jit import (Block, CompilationUnit, Graph, Node, ScriptFunction, ScriptMethod,  # noqa: E402
+                  ScriptModule, Use, Value, parse_ir)
+from .testing import FileCheck  # noqa: E402
+__all__ += ["Block", "CompilationUnit", "Graph", "Node", "ScriptFunction", "ScriptMethod",
+            "ScriptModule", "Use", "Value", "parse_ir", "FileCheck"]
 
 # issue 43: TorchScript's types (torch.IntType.get(), torch.ListType(t), ...) and operator
 # schemas (torch.parse_schema, FunctionSchema, Argument, Tag), from pygpu/jit/_types.py and

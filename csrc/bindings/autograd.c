@@ -48,6 +48,25 @@ PyObject *pg_ag_trace_slow(PyObject *out, const char *name, PyObject *a, PyObjec
     return out;
 }
 
+PyObject *pg_ag_trace_record_slow(PyObject *out, const char *name, PyObject *a, PyObject *b,
+                                  PyObject *args, PyObject *kwargs)
+{
+    PyObject *hook = pg_hook("trace");
+    if (!hook) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    PyObject *r = PyObject_CallFunction(hook, "sOOOOO", name, out, a ? a : Py_None,
+                                        b ? b : Py_None, args ? args : Py_None,
+                                        kwargs ? kwargs : Py_None);
+    if (!r) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return out;
+}
+
 static int leaf_error(void)
 {
     PyErr_SetString(PyExc_RuntimeError,
@@ -404,17 +423,22 @@ static PyObject *f_note_view(PyObject *mod, PyObject *args)
 static PyObject *f_set_tracing(PyObject *mod, PyObject *flag)
 {
     (void)mod;
-    int on = PyObject_IsTrue(flag);
-    if (on < 0)
+    /* 0 off, 1 the ONNX exporter's (ops autograd does not record), 2 the JIT's (also the
+     * differentiable ops on operands that do not require grad); True is 1 */
+    long on = PyLong_Check(flag) ? PyLong_AsLong(flag) : PyObject_IsTrue(flag);
+    if (on < 0 || on > 2) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "_set_tracing: expected 0, 1 or 2");
         return NULL;
+    }
     int was = pg_tracing;
-    pg_tracing = on;
-    return PyBool_FromLong(was);
+    pg_tracing = (int)on;
+    return PyLong_FromLong(was);
 }
 
 PyMethodDef pg_autograd_functions[] = {
     {"_note_view", f_note_view, METH_VARARGS, "internal: out is a view of src (its _base)"},
-    {"_set_tracing", f_set_tracing, METH_O, "internal: report untraced ops to the trace hook (this thread); returns the previous flag"},
+    {"_set_tracing", f_set_tracing, METH_O, "internal: report untraced ops to the trace hook (this thread): 0 off, 1 ops autograd does not record, 2 those and differentiable ops on operands that do not require grad; returns the previous level"},
     {"_same_storage", f_same_storage, METH_VARARGS, "internal: a and b use the same memory"},
     {"_grad_exclusive", f_grad_exclusive, METH_O, "internal: t alone uses its storage"},
     {"_set_grad_enabled", f_set_grad_enabled, METH_O, "set this thread's grad mode; returns the previous one"},

@@ -40,21 +40,25 @@ static inline void pg_ag_note_view(PyObject *out, PyObject *src)
         return;
     o->base = Py_NewRef(s->base ? s->base : src);
 }
+extern _Thread_local int pg_tracing;
+PyObject *pg_ag_trace_record_slow(PyObject *out, const char *name, PyObject *a, PyObject *b,
+                                  PyObject *args, PyObject *kwargs);
 static inline PyObject *pg_ag_record(PyObject *out, const char *name, PyObject *a, PyObject *b,
                                      PyObject *args, PyObject *kwargs)
 {
     if (!out || pg_grad_disabled)
         return out;
     pg_ag_note_view(out, a);
-    if (!(pg_ag_req(a) || pg_ag_req(b)))
-        return out;
+    if (!(pg_ag_req(a) || pg_ag_req(b)))  /* torch.jit.trace (pg_tracing 2) sees it still */
+        return pg_tracing > 1 ? pg_ag_trace_record_slow(out, name, a, b, args, kwargs) : out;
     return pg_ag_record_slow(out, name, a, b, args, kwargs);
 }
-/* Tracing (pygpu.onnx's exporter): while this thread traces a forward, an op autograd does
- * not record (a comparison, a logical op: no gradient) is reported to the Python hook
- * "trace" with its name, output and operands, so a mask computed inside the forward is an
- * op of the exported graph. Off: one flag check. Steals `out`; returns it or NULL. */
-extern _Thread_local int pg_tracing;
+/* Tracing (pygpu.onnx's exporter, torch.jit.trace): while this thread traces a forward, an
+ * op autograd does not record (a comparison, a logical op: no gradient) is reported to the
+ * Python hook "trace" with its name, output and operands, so a mask computed inside the
+ * forward is an op of the exported graph. pg_tracing 2 (the JIT's tracer) also reports a
+ * differentiable op none of whose operands requires grad (on an integer input), with its
+ * arguments. Off: one flag check. Steals `out`; returns it or NULL. */
 PyObject *pg_ag_trace_slow(PyObject *out, const char *name, PyObject *a, PyObject *b);
 static inline PyObject *pg_ag_trace(PyObject *out, const char *name, PyObject *a, PyObject *b)
 {

@@ -514,6 +514,13 @@ static PyObject *m_tolist(PyObject *self, PyObject *noargs)
 static PyObject *m_item(PyObject *self, PyObject *noargs)
 {
     (void)noargs;
+    if (pg_tracing) { /* torch.jit.trace warns: the number is frozen into the trace */
+        Py_INCREF(self);
+        PyObject *r = pg_ag_trace_slow(self, "number", self, NULL);
+        if (!r)
+            return NULL;
+        Py_DECREF(r);
+    }
     return pg_item((PyTensor *)self);
 }
 

@@ -235,9 +235,22 @@ static int want_one(PyObject *a, const char *what)
     return -1;
 }
 
+/* While a torch.jit.trace runs (pg_tracing), a tensor read as a Python value is reported to
+ * the trace hook ("bool", "float" or "integer"; t.item() reports "number"), which warns as PyTorch's tracer does: the value is
+ * frozen into the trace. */
+static int trace_conversion(PyObject *a, const char *what)
+{
+    if (!pg_tracing)
+        return 0;
+    Py_INCREF(a);
+    PyObject *r = pg_ag_trace_slow(a, what, a, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
 static PyObject *nb_float(PyObject *a)
 {
-    if (want_one(a, "float") < 0)
+    if (want_one(a, "float") < 0 || trace_conversion(a, "float") < 0)
         return NULL;
     PyObject *v = pg_item((PyTensor *)a);
     if (!v || PyFloat_Check(v))
@@ -248,7 +261,7 @@ static PyObject *nb_float(PyObject *a)
 
 static PyObject *nb_int(PyObject *a)
 {
-    if (want_one(a, "int") < 0)
+    if (want_one(a, "int") < 0 || trace_conversion(a, "integer") < 0)
         return NULL;
     PyObject *v = pg_item((PyTensor *)a);
     if (!v || PyLong_CheckExact(v))
@@ -282,6 +295,8 @@ static int nb_bool(PyObject *a)
                      (long long)pg_tensor_numel(&t->t));
         return -1;
     }
+    if (trace_conversion(a, "bool") < 0)
+        return -1;
     PyObject *v = pg_item(t);
     if (!v)
         return -1;

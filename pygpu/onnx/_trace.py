@@ -58,10 +58,20 @@ def flat_tensors(x):
 _ACTIVE = []  # the tracer of this forward, if one runs (export is not reentrant)
 
 
-def trace_hook(name, out, a, b):
-    """The hook C calls for an op autograd does not record, while _C._set_tracing is on."""
+# what C reports when a tensor is read as a Python value (bool(t), int(t), float(t), t.item())
+CONVERSIONS = ("bool", "float", "integer", "number")
+
+
+def trace_hook(name, out, a, b, args=None, kwargs=None):
+    """The hook C calls for an op autograd does not record, while _C._set_tracing is on, and
+    for a tensor read as a Python value (name in CONVERSIONS: out is the tensor). At level
+    2 (the JIT's tracer) C also reports a differentiable op whose operands do not require
+    grad, with its arguments (an op on an integer input)."""
     if _ACTIVE:
-        _ACTIVE[-1].record_untracked(name, out, a, b)
+        if name in CONVERSIONS:
+            _ACTIVE[-1].on_conversion(name, out)
+        else:
+            _ACTIVE[-1].record_untracked(name, out, a, b, args, kwargs)
 
 
 class Tracer:
@@ -90,17 +100,24 @@ class Tracer:
     def _involved(self, tensors):
         return any(id(t) in self.traced for t in tensors)
 
-    def record_untracked(self, name, out, a, b):
+    def on_conversion(self, what, tensor):
+        """A tensor read as a Python bool or number while tracing: the value is frozen into
+        the trace (the ONNX export's second run finds a path that depended on it; the JIT's
+        tracer warns)."""
+
+    def record_untracked(self, name, out, a, b, args=None, kwargs=None):
         ins = [t for t in (a, b) if isinstance(t, Tensor)]
         if not self._inner and isinstance(out, Tensor) and self._involved(ins):
-            self.ops.append(Op("c", name, (a, b), None, None, [out]))
-            self.keep.extend((a, b))
+            self.ops.append(Op("c", name, (a, b), args, kwargs, [out]))
+            self.keep.extend((a, b, args, kwargs))
             self.mark([out])
+
+    level = 1  # what C reports to the trace hook (_C._set_tracing)
 
     def __enter__(self):
         tracer = self
         _ACTIVE.append(self)
-        self._was_tracing = _C._set_tracing(True)
+        self._was_tracing = _C._set_tracing(self.level)
         _function.TRACING[0] = True
         make, apply, call = _rules.make, _function.Function.apply, _module.Module.__call__
         self._saved = (make, _function.Function.__dict__["apply"], call)

@@ -15,8 +15,9 @@ import numpy as np
 
 from .. import _C, _dtype, _dtype_info
 from .._tensor import create as _create
+from ._filecheck import FileCheck
 
-__all__ = ["assert_close", "assert_allclose", "make_tensor"]
+__all__ = ["assert_close", "assert_allclose", "make_tensor", "FileCheck"]
 
 Tensor = _C.Tensor
 
