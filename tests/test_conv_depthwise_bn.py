@@ -101,7 +101,8 @@ NORMS = [((4, 70, 32, 32), False), ((4, 70, 32, 32), True), ((32, 97, 4, 4), Tru
 def _bn(relu):
     def ours(x, w, b):
         C = x.shape[1]
-        rm, rv = pygpu.zeros(C, dtype=x.dtype), pygpu.ones(C, dtype=x.dtype)
+        rm = pygpu.zeros(C, dtype=x.dtype, device=x.device)
+        rv = pygpu.ones(C, dtype=x.dtype, device=x.device)
         y = conv_ops.batch_norm_train(x, w, b, rm, rv, 0.1, 1e-5, relu)
         return y, rm, rv
 
