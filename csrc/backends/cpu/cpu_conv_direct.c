@@ -26,10 +26,11 @@
  * at 144 channels, 32 x 32): now a block of samples is laid side by side in each phase
  * plane, `plane` apart, and a tap is one pass over the whole block; rows are dealt to the
  * column phases as strided runs (docs/performance.md, "Per layer").
- * Vector code through PG_CPU_DISPATCH (AVX-512, AVX2 or baseline). Planes (forward, input
- * gradient: (channel, block) units) or output channels (weight gradient: each task sums whole
- * channels over every sample, block by block in order, the blocks fixed by the shape, so there are no partial sums and the bits do not depend on the
- * thread count) are shared among the pool's threads. */
+ * Vector code through PG_CPU_DISPATCH (AVX-512, AVX2 or baseline). (channel, block) units
+ * (forward, input gradient) or output channels (weight gradient: each task sums whole
+ * channels over every sample, block by block in order, the blocks fixed by the shape, so
+ * there are no partial sums and the bits do not depend on the thread count) are shared
+ * among the pool's threads. */
 #include <stdlib.h>
 #include <string.h>
 
