@@ -41,6 +41,19 @@ def test_bench_models_tiny_memory(capsys):
     assert all(float(p) > 0 for p in peaks)  # measured resident sizes, MiB
 
 
+def test_bench_models_overhead_rows(capsys):
+    """--overhead: the models at full depth with tiny tensors, both sides timed and their op
+    calls per step counted (a step makes some ops on each side)."""
+    bench = _bench()
+    bench.main(["--overhead", "--rows", "resnet18@32,lstm@32", "--rounds", "1", "--steps", "1",
+                "--threads", "1"])
+    out = capsys.readouterr().out
+    for name in ("resnet18", "lstm"):
+        line = next(ln for ln in out.splitlines() if ln.startswith(f"| {name} |"))
+        ops = [int(n) for n in line.split("|")[5].split("/")]
+        assert len(ops) == 2 and min(ops) > 0, line
+
+
 def test_profile_flop_counts_read_each_ops_recorded_operands():
     """The --profile table's GFLOP/s: FLOPs from the shapes pygpu.profiler records for linear
     (x, weight, bias, out) and linear_backward (grad_out, x, weight, grad_weight), a 3-D input
