@@ -33,6 +33,19 @@ TINY = {
     "lstm": dict(vocab=100, emb=16, hidden=16, layers=2, bptt=5),
 }
 
+# The per-step cost outside the kernels (bench_models.py --overhead): each model at its full
+# depth (the same layers, so the same op calls per step) with tensors too small for the
+# kernels to matter, so a step's process CPU time is the Python layer, autograd, dispatch and
+# allocation of each library
+OVERHEAD = {
+    "resnet18": dict(width=8, blocks=(2, 2, 2, 2), image=8, classes=10),
+    "mobilenetv2": dict(width_mult=0.25, image=8, classes=10, head=64),
+    "gpt": dict(n_layer=6, n_head=6, n_embd=48, block=16, vocab=65),
+    "vit": dict(image=8, patch=4, dim=48, depth=12, heads=3, mlp=96, classes=10),
+    "lstm": dict(vocab=100, emb=16, hidden=16, layers=2, bptt=35),
+}
+OVERHEAD_BATCH = 2
+
 
 def resnet18(lib, width, blocks, image, classes):
     nn, F = lib.nn, lib.nn.functional

@@ -10,6 +10,8 @@
 #   ... --profile gpt@8 [--threads 1]    # pygpu.profiler's table of one pygpu step, by op,
 #                                          # with the GEMM/convolution ops' GFLOP/s
 #   ... --only gpt@8:pygpu --steps 20    # one side alone (for `perf record`)
+#   ... --overhead --threads 1 --rounds 7 --steps 10   # per-step cost outside the kernels:
+#                                          # full depth, tiny tensors; ops per step each side
 #
 # What it reports, as markdown tables:
 #   training   ms per step of each row at each thread count: each side timed in blocks of
@@ -374,6 +376,72 @@ def profile_row(args, libs, sizes):
         print(f"| {op} | {us / 1e3:.2f} | {us / total * 100:.1f}% | {n // args.steps} | {gf} |")
 
 
+def op_counts(libs, name, size, batch, state):
+    """Ops per training step: pygpu's (pygpu.profiler's events: one per op that ran nodes,
+    forward, backward and optimizer) and torch's (the ATen ops that reach its kernels, counted
+    by a TorchDispatchMode)."""
+    counts = {}
+    if "pygpu" in libs:
+        from pygpu.profiler import ProfilerActivity, profile
+        block = train_block(libs["pygpu"], name, size, batch, state)
+        block(1)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            block(1)
+        counts["pygpu"] = len(prof.events())
+    if "torch" in libs:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Count(TorchDispatchMode):
+            n = 0
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                Count.n += 1
+                return func(*args, **(kwargs or {}))
+        block = train_block(libs["torch"], name, size, batch, state)
+        block(1)
+        with Count():
+            block(1)
+        counts["torch"] = Count.n
+    return counts
+
+
+def run_overhead(args, libs, rows):
+    """The cost of a step outside the kernels: each model at full depth with tiny tensors
+    (_models.OVERHEAD), process CPU time per step at the first --threads count, both sides
+    alternating, and the op calls a step makes on each side."""
+    set_threads(libs, args.threads[0])
+    print(f"\n### Per-step cost outside the kernels: full depth, tiny tensors, "
+          f"{args.threads[0]} thread(s) ({load_line(libs)})\n")
+    print(f"rounds {args.rounds}, {args.steps} steps a block; process CPU time per step, "
+          f"median (least); torch/pygpu by the medians")
+    print("\n| model | pygpu CPU ms | torch CPU ms | torch/pygpu | ops per step pygpu / torch "
+          "| CPU us per op pygpu / torch |")
+    print("|---|---|---|---|---|---|")
+    names = []
+    for row in rows:
+        name = parse_row(row)[0]
+        if name not in names:
+            names.append(name)
+    for name in names:
+        size, batch = M.OVERHEAD[name], M.OVERHEAD_BATCH
+        state = state_of(build(libs["pygpu"], name, size)) if "pygpu" in libs else None
+        if len(libs) == 2:
+            losses = first_losses(libs, name, size, batch, state)
+            if abs(losses["pygpu"] - losses["torch"]) > 1e-3 * max(1.0, abs(losses["torch"])):
+                raise SystemExit(f"{name}: the first losses differ: {losses}")
+        blocks = {side: train_block(lib, name, size, batch, state) for side, lib in libs.items()}
+        _, cpu = alternate(blocks, args.rounds, args.steps)
+        med = {s: statistics.median(v) * 1e3 for s, v in cpu.items()}
+        cells = [f"{med[s]:.2f} ({min(cpu[s]) * 1e3:.2f})" if s in med else "-"
+                 for s in ("pygpu", "torch")]
+        ratio = f"{med['torch'] / med['pygpu']:.2f}x" if len(med) == 2 else "-"
+        ops = op_counts(libs, name, size, batch, state)
+        per_op = " / ".join(f"{med[s] * 1e3 / ops[s]:.0f}" if s in ops else "-"
+                            for s in ("pygpu", "torch"))
+        n_ops = " / ".join(str(ops.get(s, "-")) for s in ("pygpu", "torch"))
+        print(f"| {name} | {cells[0]} | {cells[1]} | {ratio} | {n_ops} | {per_op} |", flush=True)
+
+
 def op_flops(name, shapes):
     """FLOPs of one recorded product or convolution from its operands' shapes (else None)."""
     try:
@@ -416,6 +484,8 @@ def main(argv=None):
     ap.add_argument("--only", help="ROW:SIDE: time one side of one row alone (for perf)")
     ap.add_argument("--profile", metavar="ROW", help="pygpu.profiler table of one pygpu step")
     ap.add_argument("--profile-rows", type=int, default=25)
+    ap.add_argument("--overhead", action="store_true",
+                    help="the per-step cost outside the kernels: full depth, tiny tensors")
     ap.add_argument("--memory-child", metavar="SIDE", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.threads = [int(t) for t in args.threads.split(",")]
@@ -430,6 +500,8 @@ def main(argv=None):
     libs = load_libs(("pygpu",) if args.profile else args.sides)
     if args.profile:
         return profile_row(args, libs, sizes)
+    if args.overhead:
+        return run_overhead(args, libs, args.rows)
     states = {}
     for row in args.rows:
         name, batch = parse_row(row)

@@ -264,6 +264,19 @@ for _name, _approx in (("gelu", "none"), ("gelu_tanh", "tanh")):
                                     call=getattr(pygpu._C, _name + "_backward"))
 
 
+# ---- ReLU's gradient row (issue 45): torch's threshold_backward(g, y, 0) -----------------------
+def _relu_backward_ref(g, y):
+    import torch
+    g, y = np.broadcast_arrays(np.asarray(g), np.asarray(y))
+    out = torch.ops.aten.threshold_backward(torch.from_numpy(np.array(g, np.float64)),
+                                            torch.from_numpy(np.array(y, np.float64)), 0).numpy()
+    return out.astype(np.result_type(g, y))
+
+
+REFS["relu_backward"] = Ref(_relu_backward_ref, ("any",), "elementwise", FLOATS + ("float16",),
+                           call=pygpu._C.relu_backward)
+
+
 # ---- where and clamp ----------------------------------------------------------------------
 WHERE = cases(
     (a(3, 4), a(3, 4), a(3, 4)), (a(3, 1), a(4), a()), (a(), a(2, 3), a(3)), (a(7), a(7), a(1)),

@@ -41,6 +41,39 @@ def test_bench_models_tiny_memory(capsys):
     assert all(float(p) > 0 for p in peaks)  # measured resident sizes, MiB
 
 
+def test_bench_models_overhead_rows(capsys):
+    """--overhead: the models at full depth with tiny tensors, both sides timed and their op
+    calls per step counted (a step makes some ops on each side)."""
+    bench = _bench()
+    bench.main(["--overhead", "--rows", "resnet18@32,lstm@32", "--rounds", "1", "--steps", "1",
+                "--threads", "1"])
+    out = capsys.readouterr().out
+    for name in ("resnet18", "lstm"):
+        line = next(ln for ln in out.splitlines() if ln.startswith(f"| {name} |"))
+        ops = [int(n) for n in line.split("|")[5].split("/")]
+        assert len(ops) == 2 and min(ops) > 0, line
+
+
+def test_perf_outside_nodes_classifies_each_stack_once():
+    """benchmarks/perf_outside_nodes.py's sample classes: a stack through cpu_launch is a
+    node's, a pool worker's is a task or a wait, the rest by what else it holds."""
+    path = os.path.join(ROOT, "benchmarks", "perf_outside_nodes.py")
+    spec = importlib.util.spec_from_file_location("perf_outside_nodes", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    stacks = [("1", ["sgemm_kernel", "pg_cpu_run", "cpu_launch", "f_conv2d"]),
+              ("1", ["_PyEval_EvalFrameDefault"]),
+              ("1", ["visit_decref", "gc_collect_main", "_PyEval_EvalFrameDefault"]),
+              ("1", ["PyObject_Call", "pg_ag_backward"]),
+              ("1", ["pg_storage_new (/x/pygpu/_C.cpython-311-x86_64-linux-gnu.so)"]),
+              ("2", ["input_task", "run_task", "work", "worker_main"]),
+              ("2", ["sched_yield", "wait_for_job", "worker_main"])]
+    got = mod.classify(stacks)
+    assert got["1"] == {"in nodes": 1, "Python interpreter": 1, "python gc": 1,
+                        "backward engine outside nodes": 1, "other pygpu C outside nodes": 1}
+    assert got["2"] == {"pool worker: task": 1, "pool worker: waiting for a job": 1}
+
+
 def test_profile_flop_counts_read_each_ops_recorded_operands():
     """The --profile table's GFLOP/s: FLOPs from the shapes pygpu.profiler records for linear
     (x, weight, bias, out) and linear_backward (grad_out, x, weight, grad_weight), a 3-D input

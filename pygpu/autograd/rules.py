@@ -126,7 +126,10 @@ def _rule_sigmoid(ctx, g):
 
 
 def _rule_relu(ctx, g):
-    return g * _mask(ctx[1] > 0, g), None
+    y = ctx[1]
+    if not _C.is_grad_enabled():  # one pass (the relu_backward row), not > , cast and *
+        return _C.relu_backward(g, y), None
+    return g * _mask(y > 0, g), None  # create_graph: in differentiable ops
 
 
 def _zero_grad(ctx, g):

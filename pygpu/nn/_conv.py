@@ -19,6 +19,10 @@ Tensor = _C.Tensor
 
 
 def _tuple(v, n, name, fn):
+    if type(v) is int:  # the common cases first: numbers.Integral is an ABC check (issue 45)
+        return (v,) * n
+    if type(v) is tuple and len(v) == n and all(type(e) is int for e in v):
+        return v
     if isinstance(v, numbers.Integral):
         return (int(v),) * n
     v = tuple(v)

@@ -1,6 +1,7 @@
 /* cpu_math_binary.c - the CPU kernels of the op table's binary math functions
  * (atan2, hypot, fmod, remainder, floor_divide, copysign, xlogy, logaddexp, heaviside,
- * fmax, fmin, nextafter, zeta: the rows after ge in csrc/core/pg_ops.def), one
+ * fmax, fmin, nextafter, zeta, and the GELU and ReLU gradients: the rows after ge in
+ * csrc/core/pg_ops.def), one
  * BIN_LOOP per (op, element type) and the op's row of pg_cpu_math_binary, which
  * pg_cpu_binary (cpu_elementwise.c) reads where its own table has no kernel.
  *
@@ -84,7 +85,8 @@ GELU_GRAD(double, )
     BIN_LOOP(nextafter_##SUF, T, T, nextafter##F(x, y))                                         \
     BIN_LOOP(zeta_##SUF, T, T, (T)pg_zeta(x, y))                                                \
     BIN_LOOP(gelu_bwd_##SUF, T, T, x * gelu_grad_##T(y))                                        \
-    BIN_LOOP(gelu_tanh_bwd_##SUF, T, T, x * gelu_tanh_grad_##T(y))
+    BIN_LOOP(gelu_tanh_bwd_##SUF, T, T, x * gelu_tanh_grad_##T(y))                              \
+    BIN_LOOP(relu_bwd_##SUF, T, T, y <= 0 ? (T)0 : x)
 BIN_MATH(float, f32, f)
 BIN_MATH(double, f64, )
 
@@ -101,7 +103,8 @@ static const pg_cpu_loop_fn math_bin_b[PG_NUM_BINARY] = {[PG_BIN_FMAX] = fmax_b,
     [PG_BIN_LOGADDEXP2] = logaddexp2_##SUF, [PG_BIN_HEAVISIDE] = heaviside_##SUF,          \
     [PG_BIN_FMAX] = fmax_##SUF, [PG_BIN_FMIN] = fmin_##SUF,                                \
     [PG_BIN_NEXTAFTER] = nextafter_##SUF, [PG_BIN_ZETA] = zeta_##SUF,                  \
-    [PG_BIN_GELU_BWD] = gelu_bwd_##SUF, [PG_BIN_GELU_TANH_BWD] = gelu_tanh_bwd_##SUF
+    [PG_BIN_GELU_BWD] = gelu_bwd_##SUF, [PG_BIN_GELU_TANH_BWD] = gelu_tanh_bwd_##SUF,      \
+    [PG_BIN_RELU_BWD] = relu_bwd_##SUF
 static const pg_cpu_loop_fn math_bin_f32[PG_NUM_BINARY] = {MATH_ROW(f32)};
 static const pg_cpu_loop_fn math_bin_f64[PG_NUM_BINARY] = {MATH_ROW(f64)};
 

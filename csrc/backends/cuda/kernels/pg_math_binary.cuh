@@ -113,6 +113,8 @@ template <int OP, typename T> __device__ __forceinline__ T pg_binary_apply_math(
         return a * pg_gelu_grad(b); /* pg_math_unary.cuh */
     } else if constexpr (OP == PG_CUDA_BIN_GELU_TANH_BWD) {
         return a * pg_gelu_tanh_grad(b);
+    } else if constexpr (OP == PG_CUDA_BIN_RELU_BWD) {
+        return b <= T(0) ? T(0) : a; /* PyTorch's threshold_backward(g, y, 0) */
     } else {
         static_assert(OP < 0, "a binary op of pg_ops.def has no CUDA kernel");
         return a;
