@@ -53,6 +53,7 @@ struct pg_stream {
     _Atomic uint64_t submitted; /* tasks enqueued */
     _Atomic uint64_t claimed;   /* tasks someone has started: completed or completed + 1 */
     _Atomic uint64_t completed; /* tasks finished */
+    _Atomic uint64_t executing; /* the task whose dependencies were met and which runs now */
     _Atomic uint64_t help_until; /* the last task some waiter will run itself */
     _Atomic int worker_sleeping;
     _Atomic int waiters_sleeping;
@@ -135,6 +136,7 @@ static void run_task(pg_stream *s, pg_task *t, uint64_t done)
     pg_fpu_sync(); /* torch.set_flush_denormal reaches the device's own thread too */
     for (int i = 0; i < t->ndeps; i++)
         pg_stream_wait_event(t->deps[i]);
+    atomic_store_explicit(&s->executing, done + 1, memory_order_relaxed);
     s->exec(s->ctx, t);
     for (int i = 0; i < t->nhold; i++)
         pg_storage_unhold(t->hold[i]);
@@ -164,14 +166,15 @@ static void sleep_until_completed(pg_stream *s, uint64_t target)
     atomic_fetch_sub(&s->waiters_sleeping, 1);
 }
 
-/* Until `completed` reaches target. A waiter spins first when only the task in flight
- * is left (it may take microseconds), then sleeps until the target, not until each
- * task before it: a stream's worker waiting for another stream's task many tasks ahead
- * (sim's copy engine waiting for the gradient a backward makes) sleeps once, and spends
- * no CPU on the tasks before it (issue 47). */
+/* Until `completed` reaches target. A waiter spins first when the task it waits for is
+ * running (its dependencies met: it may take microseconds), then sleeps until the target,
+ * not until each task before it: a stream's worker waiting for another stream's task many
+ * tasks ahead (sim's copy engine waiting for the gradient a backward makes) sleeps once,
+ * and spends no CPU on the tasks before it, nor spinning on a task that is itself still
+ * waiting for another device (issue 47). */
 static void wait_completed(pg_stream *s, uint64_t target)
 {
-    if (atomic_load(&s->completed) + 1 >= target &&
+    if (atomic_load_explicit(&s->executing, memory_order_relaxed) >= target &&
         SPIN_UNTIL_PAUSING(atomic_load(&s->completed) >= target))
         return;
     pthread_mutex_lock(&s->lock);
