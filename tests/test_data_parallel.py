@@ -386,6 +386,29 @@ def test_a_temporary_wrapper_reduces_every_gradient(kind):
     assert len(engine._post_accumulate_hooks) == hooks_before
 
 
+@pytest.mark.parametrize("kind", ["sim", "cuda"])
+def test_a_held_gradient_is_never_written_by_the_reduction(kind):
+    # each replica's gradient is added into .grad in place when .grad's memory is its own
+    # (as PyTorch's AccumulateGrad does); a .grad the caller still holds is replaced instead
+    devices = _two_devices(kind)
+    x = pygpu.randn(10, 20).to(devices[0]).to(pygpu.float64)
+    y = pygpu.tensor(np.arange(10) % 5, device=devices[0])
+    loss_fn = nn.CrossEntropyLoss()
+    single = _mlp(devices[0], pygpu.float64)
+    loss_fn(single(x), y).backward()
+    model = _mlp(devices[0], pygpu.float64)
+    net = nn.DataParallel(model, device_ids=devices)
+    loss_fn(net(x), y).backward()
+    held = [p.grad for p in model.parameters()]
+    first = [g.numpy().copy() for g in held]
+    loss_fn(net(x), y).backward()
+    for g, f, p, q in zip(held, first, single.parameters(), model.parameters()):
+        np.testing.assert_array_equal(g.numpy(), f)  # untouched
+        np.testing.assert_allclose(f, p.grad.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(q.grad.numpy(), 2 * p.grad.numpy(), rtol=1e-10, atol=1e-12)
+        assert q.grad is not g
+
+
 def test_replicas_of_a_graph_never_backpropagated_are_released():
     from pygpu.autograd import engine
     hooks_before = len(engine._post_accumulate_hooks)

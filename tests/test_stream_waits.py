@@ -83,3 +83,41 @@ def test_synchronize_does_not_wait_out_a_scheduler_tick():
     slow = int((times > 1.0).sum())
     assert slow <= 2, (f"{slow} of 200 calls took over 1 ms (median {np.median(times):.3f} ms, "
                        f"max {times.max():.2f} ms) on {os.cpu_count()} cores")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc/self/task")
+def test_a_copy_waiting_for_a_task_far_ahead_sleeps_until_it():
+    # A copy to sim:1 of the last of 300 tasks queued on sim:0 (150 products, 150 scalings):
+    # the copy engine waits for the compute stream's task 300 ahead. It used to wake at each
+    # of the 299 tasks before it and spin 30 us each time (issue 47: 18 ms of CPU per DataParallel epoch);
+    # it now sleeps until that task is done: one wake-up, well under a millisecond of CPU.
+    # Its CPU is read from /proc (per thread), so a loaded host does not blur it.
+    if pygpu.sim.device_count() < 2:
+        pytest.skip("needs two sim devices")
+    a = pygpu.rand(192, 192, device="sim:0")
+    a.to("sim:1", non_blocking=True).wait()  # the copy engine's thread exists
+    pygpu.synchronize()
+
+    def copy_engines_cpu():
+        total = 0
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/comm") as f:
+                    name = f.read().strip()
+                if name.startswith("pygpu-sim") and name.endswith("-cp"):
+                    with open(f"/proc/self/task/{tid}/schedstat") as f:
+                        total += int(f.read().split()[0])
+            except OSError:  # a thread that ended meanwhile
+                continue
+        return total / 1e9
+
+    cpu0 = copy_engines_cpu()
+    x = a
+    for _ in range(150):
+        x = (x @ a) * (1.0 / 192)
+    y = x.to("sim:1", non_blocking=True)
+    y.wait()
+    spent = copy_engines_cpu() - cpu0
+    np.testing.assert_allclose(y.numpy(), x.numpy())
+    assert spent < 1.5e-3, (f"the copy engines spent {spent * 1e3:.2f} ms of CPU waiting for "
+                            "one task 300 tasks ahead: they woke at every task before it")

@@ -53,9 +53,14 @@ struct pg_stream {
     _Atomic uint64_t submitted; /* tasks enqueued */
     _Atomic uint64_t claimed;   /* tasks someone has started: completed or completed + 1 */
     _Atomic uint64_t completed; /* tasks finished */
+    _Atomic uint64_t executing; /* the task whose dependencies were met and which runs now */
     _Atomic uint64_t help_until; /* the last task some waiter will run itself */
     _Atomic int worker_sleeping;
     _Atomic int waiters_sleeping;
+    _Atomic uint64_t wake_at; /* the least task count a sleeping waiter waits for: a task's
+                               * completion wakes the sleepers only from there (UINT64_MAX:
+                               * none), not at each task (a copy engine waiting for the
+                               * compute stream's task n+20 slept and woke 20 times) */
     bool stop;
     _Atomic int closed;      /* pg_stream_close began: enqueuers run tasks themselves */
     _Atomic int worker_gone; /* the worker has been joined */
@@ -131,29 +136,49 @@ static void run_task(pg_stream *s, pg_task *t, uint64_t done)
     pg_fpu_sync(); /* torch.set_flush_denormal reaches the device's own thread too */
     for (int i = 0; i < t->ndeps; i++)
         pg_stream_wait_event(t->deps[i]);
+    atomic_store_explicit(&s->executing, done + 1, memory_order_relaxed);
     s->exec(s->ctx, t);
     for (int i = 0; i < t->nhold; i++)
         pg_storage_unhold(t->hold[i]);
     atomic_store(&s->completed, done + 1); /* seq_cst: pairs with waiters_sleeping */
-    if (atomic_load(&s->waiters_sleeping)) {
+    if (atomic_load(&s->waiters_sleeping) && done + 1 >= atomic_load(&s->wake_at)) {
         pthread_mutex_lock(&s->lock);
+        atomic_store(&s->wake_at, UINT64_MAX); /* each sleeper not yet done sets it again */
         pthread_cond_broadcast(&s->done_cv);
         pthread_mutex_unlock(&s->lock);
     }
 }
 
-/* Until task number done + 1, which another thread is running, has completed. A
- * waiter spins first (the task may take microseconds); the worker sleeps at once (the
- * waiter runs what it waits for, and the core is better left to the device's pool). */
-static void wait_in_flight(pg_stream *s, uint64_t done, bool spin)
+/* Sleep on done_cv until `completed` reaches target. Lock held. A sleeper registers its
+ * target in wake_at before it checks `completed` (seq_cst both), and run_task stores
+ * `completed` before it reads wake_at: one of them sees the other. */
+static void sleep_until_completed(pg_stream *s, uint64_t target)
 {
-    if (spin && SPIN_UNTIL_PAUSING(atomic_load(&s->completed) > done))
+    atomic_fetch_add(&s->waiters_sleeping, 1); /* seq_cst: pairs with run_task's store */
+    for (;;) {
+        uint64_t w = atomic_load(&s->wake_at);
+        if (target < w)
+            atomic_store(&s->wake_at, target); /* under the lock: run_task resets it there */
+        if (atomic_load(&s->completed) >= target)
+            break;
+        pthread_cond_wait(&s->done_cv, &s->lock);
+    }
+    atomic_fetch_sub(&s->waiters_sleeping, 1);
+}
+
+/* Until `completed` reaches target. A waiter spins first when the task it waits for is
+ * running (its dependencies met: it may take microseconds), then sleeps until the target,
+ * not until each task before it: a stream's worker waiting for another stream's task many
+ * tasks ahead (sim's copy engine waiting for the gradient a backward makes) sleeps once,
+ * and spends no CPU on the tasks before it, nor spinning on a task that is itself still
+ * waiting for another device (issue 47). */
+static void wait_completed(pg_stream *s, uint64_t target)
+{
+    if (atomic_load_explicit(&s->executing, memory_order_relaxed) >= target &&
+        SPIN_UNTIL_PAUSING(atomic_load(&s->completed) >= target))
         return;
     pthread_mutex_lock(&s->lock);
-    atomic_fetch_add(&s->waiters_sleeping, 1); /* seq_cst: pairs with run_task's store */
-    while (atomic_load(&s->completed) == done)
-        pthread_cond_wait(&s->done_cv, &s->lock);
-    atomic_fetch_sub(&s->waiters_sleeping, 1);
+    sleep_until_completed(s, target);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -210,7 +235,7 @@ static void drain_inline(pg_stream *s)
         if (claim(s, done))
             run_task(s, &s->ring[done % QUEUE_CAP], done);
         else /* a waiter is running it */
-            wait_in_flight(s, done, true);
+            wait_completed(s, done + 1);
     }
     pthread_mutex_unlock(&s->inline_lock);
 }
@@ -226,6 +251,7 @@ pg_status pg_stream_create(pg_stream_exec_fn exec, void *ctx, const char *name, 
     s->exec = exec;
     s->ctx = ctx;
     s->waiters_run = waiters_run;
+    atomic_store(&s->wake_at, UINT64_MAX);
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->inline_lock, NULL);
     pthread_cond_init(&s->work_cv, NULL);
@@ -257,6 +283,7 @@ void pg_stream_after_fork(void)
         atomic_store(&s->claimed, atomic_load(&s->completed));
         atomic_store(&s->worker_sleeping, 0);
         atomic_store(&s->waiters_sleeping, 0);
+        atomic_store(&s->wake_at, UINT64_MAX);
         atomic_store(&s->help_until, 0);
         s->stop = true;
         s->waiters_run = true;
@@ -286,10 +313,7 @@ uint64_t pg_stream_enqueue(pg_stream *s, const pg_task *task)
         /* the ring is full. Sleep, not help: the caller holds the storages' events lock,
          * which a task may take */
         pthread_mutex_lock(&s->lock);
-        atomic_fetch_add(&s->waiters_sleeping, 1);
-        while (n - atomic_load(&s->completed) >= QUEUE_CAP)
-            pthread_cond_wait(&s->done_cv, &s->lock);
-        atomic_fetch_sub(&s->waiters_sleeping, 1);
+        sleep_until_completed(s, n - QUEUE_CAP + 1);
         pthread_mutex_unlock(&s->lock);
     }
     if (atomic_load(&s->closed)) { /* after shutdown: run it here, in order */
@@ -331,8 +355,7 @@ void pg_stream_wait(pg_stream *s, uint64_t seq)
     if (pg_stream_done(s, seq))
         return;
     if (!s->waiters_run || t_is_worker) { /* the stream's own worker runs it: wait */
-        for (uint64_t done; (done = atomic_load(&s->completed)) < seq;)
-            wait_in_flight(s, done, true);
+        wait_completed(s, seq);
         return;
     }
     uint64_t h = atomic_load(&s->help_until);
@@ -345,7 +368,7 @@ void pg_stream_wait(pg_stream *s, uint64_t seq)
         if (claim(s, done))
             run_task(s, &s->ring[done % QUEUE_CAP], done);
         else
-            wait_in_flight(s, done, true);
+            wait_completed(s, done + 1);
     }
     if (atomic_load(&s->worker_sleeping)) { /* parked (or idle): its turn again */
         pthread_mutex_lock(&s->lock);

@@ -597,9 +597,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
             create_graph=bool(create_graph))
 
 
-def _add_into(acc, g):
+def add_into(acc, g):
     """acc += g in place, in one pass on acc's device, if acc's memory is acc's alone
-    (else False). The fused SGD kernel with lr = -1 (p -= lr * g) is exactly that."""
+    (else False). The fused SGD kernel with lr = -1 (p -= lr * g) is exactly that. The engine
+    accumulates .grad with it, and DataParallel adds each replica's gradient with it."""
     # 3 references: the leaf's slot, the caller's local, getrefcount's argument
     if (sys.getrefcount(acc) > 4 or acc.shape != g.shape or acc.dtype is not g.dtype
             or acc.device != g.device or not _C._grad_exclusive(acc)):
@@ -646,7 +647,7 @@ def _accumulate(leaf, g, owned, create_graph=False):
         leaf.grad = g
     else:
         acc = leaf.grad
-        if create_graph or not _add_into(acc, g):
+        if create_graph or not add_into(acc, g):
             leaf.grad = acc + g
         del acc
     hooks = _post_accumulate_hooks.get(id(leaf))

@@ -17,7 +17,7 @@ never assuming the engine replaces or accumulates in place: both work."""
 from ... import _stats
 from ..._tensor.create import zeros
 from ...autograd import no_grad
-from ...autograd.engine import keep_grad_view
+from ...autograd.engine import add_into, keep_grad_view
 
 
 class Communicator:
@@ -132,6 +132,11 @@ class InProcess(Communicator):
                 with _stats.role("grad_reduce"):
                     # queued on the devices' copy engine (a cpu destination would need pinned memory)
                     moved = g.to(p.device, non_blocking=p.device.type != "cpu")
-                p.grad = moved if p.grad is None else p.grad + moved
+                acc = p.grad
+                if acc is None:
+                    p.grad = moved
+                elif not add_into(acc, moved):  # in place when .grad's memory is its own,
+                    p.grad = acc + moved        # as the engine accumulates (AccumulateGrad)
+                del acc
                 rp.grad = None  # the replica starts the next backward empty
         return None

@@ -207,12 +207,16 @@ class _Replicas:
 _TABLES = ("_parameters", "_buffers", "_modules")
 
 
-def _replica_key(module, devices):
-    """What the copies were built for; a change means rebuilding them."""
-    return (tuple(str(d) for d in devices),
-            tuple((id(p), str(p.device), p.dtype.name, p.shape, p.requires_grad)
-                  for p in module.parameters()),
-            tuple((id(b), str(b.device), b.dtype.name, b.shape) for b in module.buffers()))
+def _replica_key(module, devices, params=None, buffers=None):
+    """What the copies were built for; a change means rebuilding them. Devices as (type,
+    index) pairs: comparing Device objects or their names costs a Python call each, and
+    this runs every forward."""
+    if params is None:
+        params, buffers = list(module.parameters()), list(module.buffers())
+    return (tuple((d.type, d.index) for d in devices),
+            tuple((id(p), p.device.type, p.device.index, p.dtype, p.shape, p.requires_grad)
+                  for p in params),
+            tuple((id(b), b.device.type, b.device.index, b.dtype, b.shape) for b in buffers))
 
 
 def _clone(m, images, dev, memo, modules=None, tensors=None):
@@ -314,6 +318,9 @@ class DataParallel(Module):
             _check_device_spec(output_device)
         self.module = module
         object.__setattr__(self, "_replicas", None)
+        # (home device's type, index) -> device_ids resolved for a module there: each
+        # forward resolves them again (the module may have moved), mostly to the same list
+        object.__setattr__(self, "_resolved", {})
         self._device_spec = device_ids
         self._output_spec = output_device
         self.dim = dim
@@ -325,33 +332,49 @@ class DataParallel(Module):
 
     @property
     def output_device(self):
-        devices = self.device_ids
+        return self._output_for(self.device_ids)
+
+    def _devices_checked(self, params=None, buffers=None):
+        """device_ids, after checking that the module is on device_ids[0] (PyTorch checks
+        this at forward time too, so the wrapper may be built before the module is moved).
+        params/buffers: the module's, when the caller has listed them already."""
+        if params is None:
+            params, buffers = list(self.module.parameters()), list(self.module.buffers())
+        first = params[0] if params else buffers[0] if buffers else None
+        home = first.device if first is not None else _device("cpu")
+        where = (home.type, home.index)
+        devices = self._resolved.get(where)
+        if devices is None:
+            devices = _resolve_devices(self._device_spec, home)
+            self._resolved[where] = devices
+        d0 = devices[0]
+        t0, i0 = d0.type, d0.index
+        for t in params + buffers:
+            d = t.device
+            if d.type != t0 or d.index != i0:
+                raise RuntimeError(
+                    f"DataParallel: the module must have its parameters and buffers on "
+                    f"{d0} (device_ids[0]) but found one on {d}: move it with "
+                    f"net.to({str(d0)!r}) (on the wrapper or the module) before the forward")
+        return devices
+
+    def _output_for(self, devices):
         spec = self._output_spec
         if spec is None:
             return devices[0]
         return _device(f"{devices[0].type}:{spec}") if _is_index(spec) else _device(spec)
 
-    def _devices_checked(self):
-        """device_ids, after checking that the module is on device_ids[0] (PyTorch checks
-        this at forward time too, so the wrapper may be built before the module is moved)."""
-        home = _module_device(self.module)
-        devices = _resolve_devices(self._device_spec, home)
-        for t in list(self.module.parameters()) + list(self.module.buffers()):
-            if str(t.device) != str(devices[0]):
-                raise RuntimeError(
-                    f"DataParallel: the module must have its parameters and buffers on "
-                    f"{devices[0]} (device_ids[0]) but found one on {t.device}: move it with "
-                    f"net.to({str(devices[0])!r}) (on the wrapper or the module) before the forward")
-        return devices
-
     def forward(self, *inputs, **kwargs):
-        devices = self._devices_checked()
+        # the module's tensors listed once per forward, for the device check and the
+        # replicas' key (each listing walks the module tree in Python)
+        params, buffers = list(self.module.parameters()), list(self.module.buffers())
+        devices = self._devices_checked(params, buffers)
         if len(devices) == 1:
             return self.module(*inputs, **kwargs)
         scattered = self.scatter(inputs, kwargs, devices)
-        replicas = self.replicate(devices, len(scattered))
+        replicas = self._replicate(devices, len(scattered), params, buffers)
         outputs = self.parallel_apply(replicas, scattered, devices)
-        result = self.gather(outputs, self.output_device)
+        result = self.gather(outputs, self._output_for(devices))
         keep_alive(result, self._replicas.lease)  # the wrapper may be a temporary
         return result
 
@@ -359,9 +382,11 @@ class DataParallel(Module):
         """[module, copy on devices[1], ...] for the first k devices: the resident copies,
         refreshed (built the first time, and again when the module's parameters or the
         devices change)."""
+        return self._replicate(devices, k)
+
+    def _replicate(self, devices, k, params=None, buffers=None):
         reps = self._replicas
-        if reps is not None and reps.devices == devices and \
-                reps.key == _replica_key(self.module, devices):
+        if reps is not None and reps.key == _replica_key(self.module, devices, params, buffers):
             reps.refresh(k - 1)
         else:
             # the old copies' Reducer closes with its lease: a graph built through them
