@@ -314,20 +314,34 @@ has_torch_function_variadic hardsigmoid hardswish sigmoid tanh upsample upsample
 upsample_nearest""".split()
 # Tensor's: the object protocol, the constructors of new tensors, and what PyTorch ignores
 _IGNORED_TENSOR = """__delattr__ __delitem__ __dir__ __getattribute__ __hash__ __init__
-__init_subclass__ __iter__ __new__ __setattr__ __subclasshook__ __repr__ __format__ __bool__
-__len__ __reduce__ __reduce_ex__ __setstate__ __getstate__ __copy__ __deepcopy__ __dlpack__
+__init_subclass__ __iter__ __new__ __setattr__ __subclasshook__ __repr__ __format__
+__reduce__ __reduce_ex__ __setstate__ __getstate__ __copy__ __deepcopy__ __dlpack__
 __dlpack_device__ __array__ __array_wrap__ __array_priority__ __sizeof__ __class_getitem__
-__torch_function__ __index__ __int__ __float__ __complex__ __contains__ __reversed__
-__buffer__ __release_buffer__ __getbuffer__ __eq__ __ne__
+__torch_function__ __complex__ __contains__ __reversed__
+__buffer__ __release_buffer__ __getbuffer__
 as_subclass _make_subclass new new_empty new_empty_strided new_full new_ones new_tensor
 new_zeros stride unflatten to_sparse_coo to_sparse_csr to_sparse_csc to_sparse_bsr
 to_sparse_bsc""".split()
-# Tensor's slot wrappers that do dispatch (operators and indexing), as PyTorch's do
-_TENSOR_DUNDERS = {f"__{p}{n}__" for n in ("add", "sub", "mul", "truediv", "floordiv", "mod",
-                                           "pow", "matmul", "and", "or", "xor", "lshift",
-                                           "rshift") for p in ("", "r", "i")}
-_TENSOR_DUNDERS |= {"__neg__", "__pos__", "__abs__", "__invert__", "__lt__", "__le__",
-                    "__gt__", "__ge__", "__getitem__", "__setitem__"}
+# Tensor's slot wrappers that do dispatch (operators, indexing, conversions), each with the
+# name PyTorch hands to __torch_function__ (x + 1 is "add", x += 1 "add_", 1 - x "__rsub__")
+_TENSOR_DUNDERS = {
+    "__add__": "add", "__radd__": "add", "__iadd__": "add_", "__sub__": "sub",
+    "__rsub__": "__rsub__", "__isub__": "sub_", "__mul__": "mul", "__rmul__": "mul",
+    "__imul__": "mul_", "__truediv__": "div", "__rtruediv__": "__rdiv__", "__itruediv__": "div_",
+    "__floordiv__": "__floordiv__", "__rfloordiv__": "__rfloordiv__",
+    "__ifloordiv__": "floor_divide_", "__mod__": "remainder", "__rmod__": "__rmod__",
+    "__imod__": "remainder_", "__pow__": "pow", "__rpow__": "__rpow__", "__ipow__": "pow_",
+    "__matmul__": "matmul", "__rmatmul__": "__rmatmul__", "__and__": "__and__",
+    "__rand__": "bitwise_and", "__iand__": "__iand__", "__or__": "__or__",
+    "__ror__": "bitwise_or", "__ior__": "__ior__", "__xor__": "__xor__",
+    "__rxor__": "bitwise_xor", "__ixor__": "__ixor__", "__lshift__": "__lshift__",
+    "__rlshift__": "__rlshift__", "__ilshift__": "__ilshift__", "__rshift__": "__rshift__",
+    "__rrshift__": "__rrshift__", "__irshift__": "__irshift__", "__lt__": "lt", "__le__": "le",
+    "__gt__": "gt", "__ge__": "ge", "__eq__": "__eq__", "__ne__": "ne", "__neg__": "neg",
+    "__pos__": "positive", "__abs__": "abs", "__invert__": "__invert__",
+    "__getitem__": "__getitem__", "__setitem__": "__setitem__", "__len__": "__len__",
+    "__bool__": "__bool__", "__float__": "__float__", "__int__": "__int__",
+    "__index__": "__index__"}
 
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType)
 _METHOD_TYPES = (types.FunctionType, types.MethodDescriptorType)
@@ -372,7 +386,8 @@ def _wrap_tensor():
         dunder = name.startswith("__")
         if (dunder and name in _TENSOR_DUNDERS and isinstance(v, types.WrapperDescriptorType)) or (
                 not dunder and isinstance(v, _METHOD_TYPES)):
-            d = _C._TorchFunctionMethod(v)
+            d = _C._TorchFunctionMethod(v, _TENSOR_DUNDERS[name]) if dunder else \
+                _C._TorchFunctionMethod(v)
             new[name] = d
             _names[d] = f"torch.Tensor.{name}"
             _paths[d] = ("pygpu", f"Tensor.{name}")

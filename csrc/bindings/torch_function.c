@@ -88,6 +88,7 @@ static PyObject *pg_tf_overloaded(PyObject *const *args, Py_ssize_t n)
 typedef struct {
     PyObject_HEAD
     PyObject *func;          /* what it wraps */
+    PyObject *name;          /* its __name__ where PyTorch's differs (Tensor.__add__: "add"), or NULL */
     vectorcallfunc vectorcall;
 } PgDispatch;
 
@@ -142,12 +143,12 @@ static PyObject *dispatch_vectorcall(PyObject *self, PyObject *const *args, size
 
 static PyObject *dispatch_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    PyObject *func;
+    PyObject *func, *name = NULL;
     if (kwargs && PyDict_GET_SIZE(kwargs)) {
-        PyErr_SetString(PyExc_TypeError, "_TorchFunctionDispatch(func) takes no keywords");
+        PyErr_SetString(PyExc_TypeError, "_TorchFunctionDispatch(func, name=None) takes no keywords");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O:_TorchFunctionDispatch", &func))
+    if (!PyArg_ParseTuple(args, "O|U:_TorchFunctionDispatch", &func, &name))
         return NULL;
     if (!PyCallable_Check(func)) {
         PyErr_SetString(PyExc_TypeError, "_TorchFunctionDispatch(func): func must be callable");
@@ -157,6 +158,7 @@ static PyObject *dispatch_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     if (!d)
         return NULL;
     d->func = Py_NewRef(func);
+    d->name = Py_XNewRef(name);
     d->vectorcall = dispatch_vectorcall;
     return (PyObject *)d;
 }
@@ -165,18 +167,21 @@ static void dispatch_dealloc(PgDispatch *d)
 {
     PyObject_GC_UnTrack(d);
     Py_CLEAR(d->func);
+    Py_CLEAR(d->name);
     Py_TYPE(d)->tp_free(d);
 }
 
 static int dispatch_traverse(PgDispatch *d, visitproc visit, void *arg)
 {
     Py_VISIT(d->func);
+    Py_VISIT(d->name);
     return 0;
 }
 
 static int dispatch_clear(PgDispatch *d)
 {
     Py_CLEAR(d->func);
+    Py_CLEAR(d->name);
     return 0;
 }
 
@@ -191,6 +196,8 @@ static PyObject *dispatch_getattro(PyObject *self, PyObject *name)
     if (PyUnicode_Check(name)) {
         if (PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0)
             return Py_NewRef(d->func);
+        if (d->name && PyUnicode_CompareWithASCIIString(name, "__name__") == 0)
+            return Py_NewRef(d->name);
         for (int i = 0; forwarded[i]; i++)
             if (PyUnicode_CompareWithASCIIString(name, forwarded[i]) == 0)
                 return PyObject_GetAttr(d->func, name);
