@@ -18,13 +18,13 @@ Limits: the switches and the mode stack are process-wide (PyTorch's are per thre
 property reads (t.shape, t.grad) are not dispatched; a plain tensor's operators (`a + b`,
 `a[i]`, C slots) are dispatched for subclasses (their slots go through the wrapped dunder
 methods) but not seen by a mode when every operand is a plain tensor."""
-import contextlib
-import functools
-import types
+import contextlib as _contextlib
+import functools as _functools
+import types as _types
 
 from . import _C
 
-Tensor = _C.Tensor
+_Tensor = _C.Tensor
 _disabled_torch_function_impl = _C._disabled_torch_function_impl
 has_torch_function = _C._has_torch_function
 has_torch_function_unary = _C._has_torch_function_unary
@@ -63,7 +63,7 @@ class DisableTorchFunctionSubclass:
         _set(self._prev)
 
     def __call__(self, fn):
-        @functools.wraps(fn)
+        @_functools.wraps(fn)
         def inner(*args, **kwargs):
             with self.__class__():
                 return fn(*args, **kwargs)
@@ -118,7 +118,7 @@ def _get_current_function_mode_stack():
     return list(_mode_stack)
 
 
-@contextlib.contextmanager
+@_contextlib.contextmanager
 def _pop_mode_temporarily():
     mode = _pop_torch_function_stack()
     try:
@@ -158,7 +158,7 @@ class BaseTorchFunctionMode(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-@contextlib.contextmanager
+@_contextlib.contextmanager
 def enable_reentrant_dispatch():
     """PyTorch's switch for re-entering the dispatcher from a subclass; pygpu has no
     dispatcher below Python, so it is a no-op context."""
@@ -230,7 +230,7 @@ def wrap_torch_function(dispatcher):
     """A decorator: the function honours __torch_function__ for the arguments that
     dispatcher(*args, **kwargs) returns."""
     def inner(func):
-        @functools.wraps(func)
+        @_functools.wraps(func)
         def wrapped(*args, **kwargs):
             relevant_args = dispatcher(*args, **kwargs)
             if has_torch_function(relevant_args):
@@ -242,15 +242,15 @@ def wrap_torch_function(dispatcher):
 
 def is_tensor_like(inp):
     """A Tensor (or subclass), or an object whose class defines __torch_function__."""
-    return type(inp) is Tensor or hasattr(inp, "__torch_function__")
+    return type(inp) is _Tensor or hasattr(inp, "__torch_function__")
 
 
 # ---- Tensor's default __torch_function__ -----------------------------------------------
 
 def _convert(ret, cls):
-    if cls is Tensor:
+    if cls is _Tensor:
         return ret
-    if isinstance(ret, Tensor) and not isinstance(ret, cls):
+    if isinstance(ret, _Tensor) and not isinstance(ret, cls):
         ret = ret.as_subclass(cls)
     if isinstance(ret, (tuple, list)):
         items = [_convert(r, cls) for r in ret]
@@ -343,13 +343,23 @@ _TENSOR_DUNDERS = {
     "__bool__": "__bool__", "__float__": "__float__", "__int__": "__int__",
     "__index__": "__index__"}
 
-_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType)
-_METHOD_TYPES = (types.FunctionType, types.MethodDescriptorType)
+_FUNCTION_TYPES = (_types.FunctionType, _types.BuiltinFunctionType)
+_METHOD_TYPES = (_types.FunctionType, _types.MethodDescriptorType)
 _overridable = {}   # namespace object -> [dispatchers]
 _names = {}         # dispatcher -> PyTorch's name ("torch.add", "torch.Tensor.add")
 _paths = {}         # dispatcher -> (module, attribute path): how it pickles
 _ignored = set()
 _dispatchers = set()
+
+
+def _also_at_home(fn, d):
+    """A Python function is replaced in the module that defines it too, so that a pickle
+    naming it there (pygpu._tensor.stack.stack) loads the function that dispatches."""
+    import sys
+    home = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if isinstance(fn, _types.FunctionType) and home is not None and \
+            getattr(home, fn.__name__, None) is fn:
+        setattr(home, fn.__name__, d)
 
 
 def _wrap_namespace(mod, torch_name, names, ignored):
@@ -366,6 +376,7 @@ def _wrap_namespace(mod, torch_name, names, ignored):
             continue
         d = _C._TorchFunctionDispatch(fn)
         setattr(mod, name, d)
+        _also_at_home(fn, d)
         _names[d] = f"{torch_name}.{name}"
         _paths[d] = (mod.__name__, name)
         installed.append(d)
@@ -375,16 +386,16 @@ def _wrap_namespace(mod, torch_name, names, ignored):
 
 def _wrap_tensor():
     new, installed = {}, []
-    for name, v in list(vars(Tensor).items()):
+    for name, v in list(vars(_Tensor).items()):
         if name in _IGNORED_TENSOR:
-            if isinstance(v, _METHOD_TYPES + (types.WrapperDescriptorType,)):
+            if isinstance(v, _METHOD_TYPES + (_types.WrapperDescriptorType,)):
                 _ignored.add(v)
             continue
         if isinstance(v, _C._TorchFunctionMethod):
             installed.append(v)
             continue
         dunder = name.startswith("__")
-        if (dunder and name in _TENSOR_DUNDERS and isinstance(v, types.WrapperDescriptorType)) or (
+        if (dunder and name in _TENSOR_DUNDERS and isinstance(v, _types.WrapperDescriptorType)) or (
                 not dunder and isinstance(v, _METHOD_TYPES)):
             d = _C._TorchFunctionMethod(v, _TENSOR_DUNDERS[name]) if dunder else \
                 _C._TorchFunctionMethod(v)
@@ -395,11 +406,11 @@ def _wrap_tensor():
     new["__torch_function__"] = classmethod(_tensor_torch_function)
     new["_make_subclass"] = staticmethod(_C._make_subclass)
     _C._add_tensor_methods(new)
-    _overridable[Tensor] = installed
+    _overridable[_Tensor] = installed
     _dispatchers.update(installed)
 
 
-def install(pygpu):
+def _install(pygpu):
     """Wrap pygpu's public functions and Tensor's methods in the C dispatcher (once, at the
     end of pygpu's import)."""
     if _overridable:
@@ -459,9 +470,9 @@ def get_testing_overrides():
     return out
 
 
-@functools.lru_cache(None)
+@_functools.lru_cache(None)
 def _get_tensor_methods():
-    return set(_overridable.get(Tensor, ()))
+    return set(_overridable.get(_Tensor, ()))
 
 
 def is_tensor_method_or_property(func):
@@ -473,13 +484,13 @@ def is_tensor_method_or_property(func):
 def resolve_name(f):
     """PyTorch's name of an overridable function ("torch.add", "torch.Tensor.add",
     "torch.nn.functional.relu"), or None."""
-    if isinstance(f, types.MethodWrapperType) and f.__name__ == "__get__":
+    if isinstance(f, _types.MethodWrapperType) and f.__name__ == "__get__":
         return f"{f.__self__.__objclass__.__module__}.{f.__self__.__objclass__.__name__}." \
                f"{f.__self__.__name__}.__get__"
     return _names.get(f)
 
 
-NAMES = {"DisableTorchFunction": DisableTorchFunction,
+_C_NAMES = {"DisableTorchFunction": DisableTorchFunction,
          "DisableTorchFunctionSubclass": DisableTorchFunctionSubclass,
          "_is_torch_function_enabled": _is_torch_function_enabled,
          "_is_torch_function_mode_enabled": _is_torch_function_mode_enabled,
@@ -487,5 +498,5 @@ NAMES = {"DisableTorchFunction": DisableTorchFunction,
          "_push_on_torch_function_stack": _push_on_torch_function_stack,
          "_pop_torch_function_stack": _pop_torch_function_stack,
          "_get_function_stack_at": _get_function_stack_at}
-for _k, _v in NAMES.items():   # torch._C's spellings
+for _k, _v in _C_NAMES.items():   # torch._C's spellings
     setattr(_C, _k, _v)
