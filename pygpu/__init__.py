@@ -295,4 +295,6 @@ if _NUMPY_BLAS_LOADED:  # NumPy came first: its running OpenBLAS gets the timeou
 # be wrapped in its C dispatcher (pygpu/overrides.py, csrc/bindings/torch_function.c).
 from . import overrides  # noqa: E402
 overrides._install(_sys.modules[__name__])
-__all__ += ["overrides"]
+DisableTorchFunction = overrides.DisableTorchFunction
+DisableTorchFunctionSubclass = overrides.DisableTorchFunctionSubclass
+__all__ += ["overrides", "DisableTorchFunction", "DisableTorchFunctionSubclass"]
