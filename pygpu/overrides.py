@@ -396,7 +396,7 @@ def _wrap_tensor():
             continue
         dunder = name.startswith("__")
         if (dunder and name in _TENSOR_DUNDERS and isinstance(v, _types.WrapperDescriptorType)) or (
-                not dunder and isinstance(v, _METHOD_TYPES)):
+                not name.startswith("_") and isinstance(v, _METHOD_TYPES)):
             d = _C._TorchFunctionMethod(v, _TENSOR_DUNDERS[name]) if dunder else \
                 _C._TorchFunctionMethod(v)
             new[name] = d
