@@ -21,6 +21,7 @@
  * 2: all off, modes too (DisableTorchFunction) */
 static int g_disabled;
 static int g_modes; /* TorchFunctionModes on pygpu.overrides' stack */
+int pg_tf_modes_active; /* g_modes && g_disabled < 2: read by the operators' C slots */
 static PyObject *g_dispatch;      /* overrides._dispatch(api, overloaded, args, kwargs) */
 static PyObject *g_disabled_impl; /* _C._disabled_torch_function_impl */
 static PyObject *g_tf_name;       /* "__torch_function__", interned */
@@ -354,6 +355,27 @@ static PyObject *f_disabled_impl(PyObject *unused, PyObject *args, PyObject *kwa
     return r;
 }
 
+/* An operator's C slot under a mode: call the Tensor dunder's dispatcher (the mode's path). */
+static PyObject *mode_operator(const char *dunder, PyObject *const *args, Py_ssize_t n)
+{
+    PyObject *d = PyDict_GetItemString(PyTensor_Type.tp_dict, dunder); /* borrowed */
+    if (!d || Py_TYPE(d) != &PgDispatchMethod_Type)
+        return NULL;
+    return dispatch_slow((PgDispatch *)d, args, (size_t)n, NULL);
+}
+
+PyObject *pg_tf_mode_operator(const char *dunder, PyObject *self, PyObject *other)
+{
+    PyObject *args[2] = {self, other};
+    return mode_operator(dunder, args, other ? 2 : 1);
+}
+
+PyObject *pg_tf_mode_operator3(const char *dunder, PyObject *self, PyObject *a, PyObject *b)
+{
+    PyObject *args[3] = {self, a, b};
+    return mode_operator(dunder, args, 3);
+}
+
 /* _torch_function_state() -> (disabled, modes); _set_torch_function_state(disabled, modes) */
 static PyObject *f_state(PyObject *unused, PyObject *noargs)
 {
@@ -374,6 +396,7 @@ static PyObject *f_set_state(PyObject *unused, PyObject *args)
     }
     g_disabled = disabled;
     g_modes = modes;
+    pg_tf_modes_active = modes && disabled < 2;
     Py_RETURN_NONE;
 }
 
