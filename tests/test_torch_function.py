@@ -186,6 +186,23 @@ def test_subclass_objects(device):
         pygpu.Tensor._make_subclass(pygpu.Tensor, [1.0])
 
 
+class _Tagged(pygpu.Tensor):
+    """A module-level subclass, so that pickle finds it."""
+
+
+def test_copies_and_pickles_keep_the_subclass_and_its_attributes(device):
+    import copy
+    t = pygpu.tensor([1.0, 2.0], device=device).as_subclass(_Tagged)
+    t.tag = ["kept"]
+    for f in (copy.copy, copy.deepcopy, lambda x: pickle.loads(pickle.dumps(x))):
+        c = f(t)
+        assert type(c) is _Tagged and c.tolist() == [1.0, 2.0] and c.tag == ["kept"]
+        assert str(c.device) == str(t.device)
+    leaf = pygpu.Tensor._make_subclass(_Tagged, pygpu.ones(2, device=device), True)
+    c = copy.deepcopy(leaf)
+    assert type(c) is _Tagged and c.requires_grad and c.is_leaf
+
+
 # ---- PyTorch's documented examples (docs "Extending torch"), import changed --------------
 
 def _scalar_tensor_example(lib):
