@@ -7,7 +7,7 @@ call made while it is on the stack. pygpu.Tensor's own __torch_function__ (the d
 subclasses inherit) runs the function with subclass dispatch off and turns its tensor
 results into the subclass (PyTorch's _convert).
 
-How the calls get here: install() wraps each public function (pygpu, nn.functional, linalg,
+How the calls get here: _install() wraps each public function (pygpu, nn.functional, linalg,
 fft, special) and each Tensor method once at import in a C dispatcher
 (csrc/bindings/torch_function.c). On plain tensors and Python scalars the dispatcher costs a
 pointer comparison per argument and calls the function; otherwise it calls _dispatch below.
@@ -22,7 +22,9 @@ import contextlib as _contextlib
 import functools as _functools
 import types as _types
 
-from . import _C
+import sys as _sys
+
+from .. import _C
 
 _Tensor = _C.Tensor
 _disabled_torch_function_impl = _C._disabled_torch_function_impl
@@ -167,6 +169,14 @@ def enable_reentrant_dispatch():
 
 # ---- dispatch ----------------------------------------------------------------------------
 
+def _foreign_tensor(arg_type):
+    """A real PyTorch tensor handed to pygpu (from_dlpack, as_tensor): its class's
+    __torch_function__ is PyTorch's, which would call the pygpu function straight back."""
+    torch = _sys.modules.get("torch")
+    base = getattr(torch, "Tensor", None)
+    return isinstance(base, type) and base is not _Tensor and issubclass(arg_type, base)
+
+
 def _get_overloaded_args(relevant_args, get_type_fn=None):
     """The arguments whose class overrides, one per class: a subclass before its base
     classes, else in the order given (PyTorch's rule)."""
@@ -177,7 +187,8 @@ def _get_overloaded_args(relevant_args, get_type_fn=None):
     for arg in relevant_args:
         arg_type = get_type_fn(arg)
         if (arg_type not in overloaded_types and hasattr(arg_type, "__torch_function__")
-                and arg_type.__torch_function__ is not _disabled_torch_function_impl):
+                and arg_type.__torch_function__ is not _disabled_torch_function_impl
+                and not _foreign_tensor(arg_type)):
             overloaded_types.add(arg_type)
             index = len(overloaded_args)
             for i, old in enumerate(overloaded_args):
@@ -220,7 +231,10 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
 
 def _dispatch(api, overloaded, args, kwargs):
     """The C dispatcher's slow path: overloaded is None or the overriding arguments."""
-    return _handle(api, _get_overloaded_args(overloaded or ()), args, kwargs)
+    overloaded = _get_overloaded_args(overloaded or ())
+    if not overloaded and not _is_torch_function_mode_enabled():
+        return api.__wrapped__(*args, **kwargs)  # only PyTorch's own tensors were there
+    return _handle(api, overloaded, args, kwargs)
 
 
 _C._set_torch_function_dispatch(_dispatch)
@@ -348,6 +362,7 @@ _METHOD_TYPES = (_types.FunctionType, _types.MethodDescriptorType)
 _overridable = {}   # namespace object -> [dispatchers]
 _names = {}         # dispatcher -> PyTorch's name ("torch.add", "torch.Tensor.add")
 _paths = {}         # dispatcher -> (module, attribute path): how it pickles
+_made = {}          # (namespace, id(function)) -> its dispatcher, which holds the function
 _ignored = set()
 _dispatchers = set()
 
@@ -374,11 +389,15 @@ def _wrap_namespace(mod, torch_name, names, ignored):
         if name in ignored:
             _ignored.add(fn)
             continue
-        d = _C._TorchFunctionDispatch(fn)
+        # an alias in one namespace (pygpu.mul is pygpu.multiply) shares its dispatcher; one
+        # function in two (pygpu.relu, nn.functional.relu) has two, as PyTorch's are two
+        d = _made.get((torch_name, id(fn)))
+        if d is None:
+            d = _made[torch_name, id(fn)] = _C._TorchFunctionDispatch(fn)
+            _names[d] = f"{torch_name}.{name}"
+            _paths[d] = (mod.__name__, name)
+            _also_at_home(fn, d)
         setattr(mod, name, d)
-        _also_at_home(fn, d)
-        _names[d] = f"{torch_name}.{name}"
-        _paths[d] = (mod.__name__, name)
         installed.append(d)
     _overridable[mod] = installed
     _dispatchers.update(installed)
@@ -397,11 +416,14 @@ def _wrap_tensor():
         dunder = name.startswith("__")
         if (dunder and name in _TENSOR_DUNDERS and isinstance(v, _types.WrapperDescriptorType)) or (
                 not name.startswith("_") and isinstance(v, _METHOD_TYPES)):
-            d = _C._TorchFunctionMethod(v, _TENSOR_DUNDERS[name]) if dunder else \
-                _C._TorchFunctionMethod(v)
+            d = None if dunder else _made.get(("torch.Tensor", id(v)))  # mul is multiply
+            if d is None:
+                d = _C._TorchFunctionMethod(v, _TENSOR_DUNDERS[name]) if dunder else \
+                    _C._TorchFunctionMethod(v)
+                _made["torch.Tensor", id(v)] = d
+                _names[d] = f"torch.Tensor.{name}"
+                _paths[d] = ("pygpu", f"Tensor.{name}")
             new[name] = d
-            _names[d] = f"torch.Tensor.{name}"
-            _paths[d] = ("pygpu", f"Tensor.{name}")
             installed.append(d)
     new["__torch_function__"] = classmethod(_tensor_torch_function)
     new["_make_subclass"] = staticmethod(_C._make_subclass)
@@ -410,18 +432,16 @@ def _wrap_tensor():
     _dispatchers.update(installed)
 
 
-def _install(pygpu):
-    """Wrap pygpu's public functions and Tensor's methods in the C dispatcher (once, at the
-    end of pygpu's import)."""
+def _install(namespaces):
+    """Wrap Tensor's methods and the public functions of namespaces ([(module, PyTorch's
+    name for it)]: pygpu, nn.functional, linalg, ...) in the C dispatcher, once, at the end
+    of pygpu's import."""
     if _overridable:
         return
     _wrap_tensor()
-    _wrap_namespace(pygpu, "torch", list(pygpu.__all__), set(_IGNORED))
-    from .nn import functional as F
-    _wrap_namespace(F, "torch.nn.functional", list(F.__all__), set(_IGNORED_F))
-    for sub in ("linalg", "fft", "special"):
-        mod = getattr(pygpu, sub)
-        _wrap_namespace(mod, f"torch.{sub}", list(getattr(mod, "__all__", dir(mod))), set())
+    for mod, torch_name in namespaces:
+        ignored = {"torch": _IGNORED, "torch.nn.functional": _IGNORED_F}.get(torch_name, ())
+        _wrap_namespace(mod, torch_name, list(getattr(mod, "__all__", dir(mod))), set(ignored))
 
 
 def _resolve(module, path):
