@@ -14,15 +14,16 @@ pointer comparison per argument and calls the function; otherwise it calls _disp
 Functions in get_ignored_functions() (factories, global switches, ...) are not wrapped, as
 PyTorch does not dispatch them.
 
-Limits: the switches and the mode stack are process-wide (PyTorch's are per thread);
-property reads (t.shape, t.grad) are not dispatched; a plain tensor's operators (`a + b`,
-`a[i]`, C slots) are dispatched for subclasses (their slots go through the wrapped dunder
-methods) but not seen by a mode when every operand is a plain tensor."""
+A subclass's operators go through the wrapped dunder methods (its C slots are Python's
+generic ones); a plain tensor's operators stay C slots, which check one flag for a mode. A
+subclass's property reads (t.grad, t.shape) are dispatched as Tensor.<name>.__get__.
+
+Limits: the switches and the mode stack are process-wide (PyTorch's are per thread); a
+property read on a plain tensor is not seen by a mode; property writes are not dispatched."""
 import contextlib as _contextlib
 import functools as _functools
-import types as _types
-
 import sys as _sys
+import types as _types
 
 from .. import _C
 
@@ -273,8 +274,50 @@ def _convert(ret, cls):
 
 
 def get_default_nowrap_functions():
-    """The functions whose results the default __torch_function__ leaves as they are."""
-    return set()
+    """The functions whose results the default __torch_function__ leaves as they are: the
+    getters of .grad and ._base (a subclass's gradient is what backward made)."""
+    return {f for name, f in _GETTERS.items() if name in ("grad", "_base")}
+
+
+# ---- property reads on a subclass ------------------------------------------------------
+
+_GETTERS = {}   # Tensor property name -> its getter, the func a __torch_function__ is handed
+
+
+class _DispatchedProperty:
+    """A Tensor property as a Tensor subclass sees it: its read goes through
+    __torch_function__ with func = Tensor.<name>.__get__, as PyTorch's do. Installed on each
+    subclass when it is made (Tensor.__init_subclass__), so a plain tensor's reads stay the
+    C type's own."""
+
+    def __init__(self, name, descriptor):
+        self.name, self.descriptor = name, descriptor
+        self.getter = _GETTERS.setdefault(name, descriptor.__get__)
+        self.__doc__ = getattr(descriptor, "__doc__", None)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self.descriptor
+        if has_torch_function_unary(obj):
+            return handle_torch_function(self.getter, (obj,), obj)
+        return self.getter(obj)
+
+    def __set__(self, obj, value):
+        self.descriptor.__set__(obj, value)
+
+    def __delete__(self, obj):
+        self.descriptor.__delete__(obj)
+
+
+def _tensor_init_subclass(cls, **kwargs):
+    """Tensor.__init_subclass__: give the new subclass the dispatched property reads (those
+    it or a base between it and Tensor does not define itself)."""
+    for name, v in vars(_Tensor).items():
+        if name.startswith("__") or not isinstance(v, (property, _types.GetSetDescriptorType)):
+            continue
+        if any(name in vars(k) for k in cls.__mro__[:cls.__mro__.index(_Tensor)]):
+            continue
+        setattr(cls, name, _DispatchedProperty(name, v))
 
 
 def _tensor_torch_function(cls, func, types, args=(), kwargs=None):
@@ -426,6 +469,7 @@ def _wrap_tensor():
             new[name] = d
             installed.append(d)
     new["__torch_function__"] = classmethod(_tensor_torch_function)
+    new["__init_subclass__"] = classmethod(_tensor_init_subclass)
     new["_make_subclass"] = staticmethod(_C._make_subclass)
     _C._add_tensor_methods(new)
     _overridable[_Tensor] = installed
@@ -504,9 +548,8 @@ def is_tensor_method_or_property(func):
 def resolve_name(f):
     """PyTorch's name of an overridable function ("torch.add", "torch.Tensor.add",
     "torch.nn.functional.relu"), or None."""
-    if isinstance(f, _types.MethodWrapperType) and f.__name__ == "__get__":
-        return f"{f.__self__.__objclass__.__module__}.{f.__self__.__objclass__.__name__}." \
-               f"{f.__self__.__name__}.__get__"
+    if any(f is g for g in _GETTERS.values()):
+        return f"torch.Tensor.{f.__self__.__name__}.__get__"
     return _names.get(f)
 
 
