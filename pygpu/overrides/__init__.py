@@ -318,6 +318,7 @@ def _tensor_init_subclass(cls, **kwargs):
         if any(name in vars(k) for k in cls.__mro__[:cls.__mro__.index(_Tensor)]):
             continue
         setattr(cls, name, _DispatchedProperty(name, v))
+    super(_Tensor, cls).__init_subclass__(**kwargs)  # a mixin's after Tensor in the MRO
 
 
 def _tensor_torch_function(cls, func, types, args=(), kwargs=None):
