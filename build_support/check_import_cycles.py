@@ -52,7 +52,7 @@ PY_LAYERS = [
      ["pygpu._dtype", "pygpu._dtype_info", "pygpu._device", "pygpu._defaults",
       "pygpu._stats", "pygpu._guard", "pygpu._trace", "pygpu._printing", "pygpu._hooks",
       "pygpu._random", "pygpu._accel", "pygpu.random", "pygpu.amp.autocast_mode",
-      "pygpu.backends.opt_einsum", "pygpu.profiler"]),
+      "pygpu.backends.opt_einsum", "pygpu.profiler", "pygpu.overrides"]),
     ("tensor: the Tensor surface's op families, autograd, storages",
      ["pygpu._tensor", "pygpu.autograd", "pygpu._storage", "pygpu._legacy", "pygpu._ops._common"]),
     ("ops: composites (pygpu/_ops), linalg, special, sparse, distributions, amp",

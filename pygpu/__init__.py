@@ -305,3 +305,12 @@ del _old, _new
 
 if _NUMPY_BLAS_LOADED:  # NumPy came first: its running OpenBLAS gets the timeout instead
     _numpy_blas.apply_live()
+
+# The __torch_function__ protocol (issue 43): last, so that every public function is here to
+# be wrapped in its C dispatcher (pygpu/overrides.py, csrc/bindings/torch_function.c).
+from . import overrides  # noqa: E402
+overrides._install([(_sys.modules[__name__], "torch"), (nn.functional, "torch.nn.functional"),
+                    (linalg, "torch.linalg"), (fft, "torch.fft"), (special, "torch.special")])
+DisableTorchFunction = overrides.DisableTorchFunction
+DisableTorchFunctionSubclass = overrides.DisableTorchFunctionSubclass
+__all__ += ["overrides", "DisableTorchFunction", "DisableTorchFunctionSubclass"]

@@ -57,6 +57,8 @@ extern PyMethodDef pg_complex_functions[]; /* complex.c: complex views and the F
 extern PyMethodDef pg_subop_functions[];  /* subops.c: _C._subop_table() */
 extern PyMethodDef pg_storage_functions[]; /* storage.c: storages' identity, shared memory */
 extern PyMethodDef pg_graph_functions[];   /* graph.c: the node graph of cpu and sim */
+extern PyMethodDef pg_torch_function_functions[]; /* torch_function.c: __torch_function__ */
+int pg_torch_function_init(PyObject *m);   /* torch_function.c: its types and Tensor.as_subclass */
 
 PyMODINIT_FUNC PyInit__C(void)
 {
@@ -99,7 +101,9 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddFunctions(m, pg_storage_functions) < 0 ||
         PyModule_AddFunctions(m, pg_graph_functions) < 0 ||
         PyModule_AddFunctions(m, pg_cuda_extras_functions) < 0 ||
-        PyModule_AddFunctions(m, pg_profile_functions) < 0 || pg_errors_init(m) < 0 ||
+        PyModule_AddFunctions(m, pg_profile_functions) < 0 ||
+        PyModule_AddFunctions(m, pg_torch_function_functions) < 0 ||
+        pg_torch_function_init(m) < 0 || pg_errors_init(m) < 0 ||
         PyModule_AddObjectRef(m, "Tensor", (PyObject *)&PyTensor_Type) < 0 ||
         pg_size_type_ready() < 0 || PyModule_AddObjectRef(m, "Size", (PyObject *)&PySize_Type) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", PG_MAX_DIMS) < 0) {

@@ -60,7 +60,7 @@ static void tensor_dealloc(PyTensor *self)
     Py_CLEAR(self->grad);
     Py_CLEAR(self->grad_fn);
     Py_CLEAR(self->base);
-    PyObject_Free(self);
+    Py_TYPE(self)->tp_free((PyObject *)self); /* a subclass's object is the GC's */
 }
 
 /* ---- registry ------------------------------------------------------------------------- */
@@ -389,18 +389,16 @@ static PyObject *tensor_repr(PyObject *self)
 
 /* pygpu.Tensor(3, 4), Tensor([1., 2.]), Tensor(): PyTorch's legacy constructor, which
  * programs still write (a float32 tensor of that shape, or of that data). The parsing and
- * its errors are Python's (pygpu/_legacy.py: legacy_new); subclasses are refused there. */
+ * its errors are Python's (pygpu/_legacy.py: legacy_new); a subclass's constructor gives an
+ * object of the subclass over the same memory (Tensor.as_subclass, torch_function.c). */
 static PyObject *tensor_legacy_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *f = pg_hook("legacy_new");
     if (!f)
         return NULL;
     PyObject *r = PyObject_Call(f, args, kwargs);
-    if (r && type != &PyTensor_Type) {
-        Py_DECREF(r);
-        return PyErr_Format(PyExc_TypeError, "cannot create '%s' instances: pygpu.Tensor has "
-                            "no subclasses", type->tp_name);
-    }
+    if (r && type != &PyTensor_Type)
+        Py_SETREF(r, PyObject_CallMethod(r, "as_subclass", "O", (PyObject *)type));
     return r;
 }
 
@@ -412,7 +410,7 @@ PyTypeObject PyTensor_Type = {
     .tp_repr = tensor_repr,
     .tp_new = tensor_legacy_new,
     .tp_hash = tensor_hash,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* subclasses: issue 43 */
     .tp_doc = "A multi-dimensional array on a device (cpu, sim:N or cuda:N).\n\n"
               "Create one with pygpu.tensor(), zeros(), from_numpy(), ...",
     /* operators, indexing, methods, properties and the buffer protocol are set by

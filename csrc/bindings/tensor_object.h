@@ -115,6 +115,23 @@ PyObject *pg_numpy_view(PyTensor *cpu);
 /* `h` itself, or for bfloat16 a float32 copy (exact) NumPy can view. New reference. */
 PyObject *pg_host_widened(PyTensor *h);
 
+/* A TorchFunctionMode is on the stack and not disabled (torch_function.c): an operator on
+ * plain tensors (a C slot) then goes through its Tensor dunder's dispatcher, so that the mode
+ * sees it. pg_tf_mode_operator: the dunder's result, or NULL without an exception when the
+ * dunder does not dispatch. */
+extern int pg_tf_modes_active;
+PyObject *pg_tf_mode_operator(const char *dunder, PyObject *self, PyObject *other);
+PyObject *pg_tf_mode_operator3(const char *dunder, PyObject *self, PyObject *a, PyObject *b);
+#define PG_TF_MODE_BINARY(a, b, name, rname)                                                 \
+    do {                                                                                     \
+        if (pg_tf_modes_active) {                                                            \
+            PyObject *r_ = PyTensor_Check(a) ? pg_tf_mode_operator(name, (a), (b))           \
+                                             : pg_tf_mode_operator(rname, (b), (a));         \
+            if (r_ || PyErr_Occurred())                                                      \
+                return r_;                                                                   \
+        }                                                                                    \
+    } while (0)
+
 extern PyMethodDef pg_tensor_methods[];
 extern PyGetSetDef pg_tensor_getset[];
 extern PyBufferProcs pg_tensor_as_buffer;

@@ -95,12 +95,36 @@ static PyObject *binary(PyObject *a, PyObject *b, int op)
                                          : pg_ag_record(res, pg_binary_name(op), a, b, NULL, NULL);
 }
 
-static PyObject *nb_add(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_ADD); }
-static PyObject *nb_sub(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_SUB); }
-static PyObject *nb_mul(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_MUL); }
-static PyObject *nb_div(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_DIV); }
-static PyObject *nb_mod(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_REMAINDER); }
-static PyObject *nb_floordiv(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_FLOOR_DIVIDE); }
+static PyObject *nb_add(PyObject *a, PyObject *b)
+{
+    PG_TF_MODE_BINARY(a, b, "__add__", "__radd__");
+    return binary(a, b, PG_BIN_ADD);
+}
+static PyObject *nb_sub(PyObject *a, PyObject *b)
+{
+    PG_TF_MODE_BINARY(a, b, "__sub__", "__rsub__");
+    return binary(a, b, PG_BIN_SUB);
+}
+static PyObject *nb_mul(PyObject *a, PyObject *b)
+{
+    PG_TF_MODE_BINARY(a, b, "__mul__", "__rmul__");
+    return binary(a, b, PG_BIN_MUL);
+}
+static PyObject *nb_div(PyObject *a, PyObject *b)
+{
+    PG_TF_MODE_BINARY(a, b, "__truediv__", "__rtruediv__");
+    return binary(a, b, PG_BIN_DIV);
+}
+static PyObject *nb_mod(PyObject *a, PyObject *b)
+{
+    PG_TF_MODE_BINARY(a, b, "__mod__", "__rmod__");
+    return binary(a, b, PG_BIN_REMAINDER);
+}
+static PyObject *nb_floordiv(PyObject *a, PyObject *b)
+{
+    PG_TF_MODE_BINARY(a, b, "__floordiv__", "__rfloordiv__");
+    return binary(a, b, PG_BIN_FLOOR_DIVIDE);
+}
 
 PyObject *pg_py_binary(PyObject *a, PyObject *b, int op)
 {
@@ -124,13 +148,34 @@ static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod)
 {
     if (mod != Py_None)
         Py_RETURN_NOTIMPLEMENTED; /* pow(a, b, m): no modular power */
+    PG_TF_MODE_BINARY(a, b, "__pow__", "__rpow__");
     return binary(a, b, PG_BIN_POW);
 }
-static PyObject *nb_and(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_AND); }
-static PyObject *nb_or(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_OR); }
-static PyObject *nb_xor(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_XOR); }
-static PyObject *nb_lshift(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_LEFT_SHIFT); }
-static PyObject *nb_rshift(PyObject *a, PyObject *b) { return binary(a, b, PG_BIN_BITWISE_RIGHT_SHIFT); }
+static PyObject *nb_and(PyObject *a, PyObject *b)
+{
+    PG_TF_MODE_BINARY(a, b, "__and__", "__rand__");
+    return binary(a, b, PG_BIN_BITWISE_AND);
+}
+static PyObject *nb_or(PyObject *a, PyObject *b)
+{
+    PG_TF_MODE_BINARY(a, b, "__or__", "__ror__");
+    return binary(a, b, PG_BIN_BITWISE_OR);
+}
+static PyObject *nb_xor(PyObject *a, PyObject *b)
+{
+    PG_TF_MODE_BINARY(a, b, "__xor__", "__rxor__");
+    return binary(a, b, PG_BIN_BITWISE_XOR);
+}
+static PyObject *nb_lshift(PyObject *a, PyObject *b)
+{
+    PG_TF_MODE_BINARY(a, b, "__lshift__", "__rlshift__");
+    return binary(a, b, PG_BIN_BITWISE_LEFT_SHIFT);
+}
+static PyObject *nb_rshift(PyObject *a, PyObject *b)
+{
+    PG_TF_MODE_BINARY(a, b, "__rshift__", "__rrshift__");
+    return binary(a, b, PG_BIN_BITWISE_RIGHT_SHIFT);
+}
 
 /* ---- in place: self.add_(other), self.exp_() ... (the op table's METHOD_INPLACE rows) ---- */
 
@@ -186,12 +231,21 @@ PyObject *pg_py_binary_(PyObject *self, PyObject *other, int op, const char *nam
 }
 
 PyObject *pg_unary_call(PyObject *self, int op);
-static PyObject *unary(PyObject *a, int op) { return pg_unary_call(a, op); }
+static PyObject *unary(PyObject *a, int op, const char *dunder)
+{
+    if (pg_tf_modes_active) {
+        PyObject *r = pg_tf_mode_operator(dunder, a, NULL);
+        if (r || PyErr_Occurred())
+            return r;
+    }
+    return pg_unary_call(a, op);
+}
 
-static PyObject *nb_neg(PyObject *a) { return unary(a, PG_UN_NEG); }
-static PyObject *nb_abs(PyObject *a) { return unary(a, PG_UN_ABS); }
+static PyObject *nb_neg(PyObject *a) { return unary(a, PG_UN_NEG, "__neg__"); }
+static PyObject *nb_abs(PyObject *a) { return unary(a, PG_UN_ABS, "__abs__"); }
 static PyObject *nb_pos(PyObject *a) { return Py_NewRef(a); }
-static PyObject *nb_invert(PyObject *a) { return unary(a, PG_UN_BITWISE_NOT); } /* ~ : bitwise (logical for bool) */
+/* ~ : bitwise (logical for bool) */
+static PyObject *nb_invert(PyObject *a) { return unary(a, PG_UN_BITWISE_NOT, "__invert__"); }
 
 static PyObject *matmul_impl(PyObject *a, PyObject *b);
 
@@ -199,6 +253,7 @@ static PyObject *nb_matmul(PyObject *a, PyObject *b)
 {
     if (!PyTensor_Check(a) || !PyTensor_Check(b))
         Py_RETURN_NOTIMPLEMENTED;
+    PG_TF_MODE_BINARY(a, b, "__matmul__", "__rmatmul__");
     if (pg_autocast_regions > 0) { /* pygpu.autocast: the policy may cast the operands */
         PyObject *a2, *b2;
         if (pg_autocast_cast("matmul", a, b, &a2, &b2) < 0)
@@ -308,50 +363,52 @@ static int nb_bool(PyObject *a)
 /* x += y (and -=, *=, /=, **=, &=, |=, ^=): in place, as PyTorch's (x.add_(y): the same
  * object and memory, so a view's base sees the write, and under autograd as add_). A
  * right operand that is neither a Tensor nor a Python number is left to Python. */
-static PyObject *inplace_slot(PyObject *a, PyObject *b, int op, const char *name)
+static PyObject *inplace_slot(PyObject *a, PyObject *b, int op, const char *name,
+                              const char *dunder)
 {
+    PG_TF_MODE_BINARY(a, b, dunder, dunder);
     if (!PyTensor_Check(a) || !(PyTensor_Check(b) || PyBool_Check(b) || PyLong_Check(b) ||
                                 PyFloat_Check(b) || PyComplex_Check(b)))
         Py_RETURN_NOTIMPLEMENTED;
     return pg_py_binary_(a, b, op, name);
 }
-static PyObject *nb_iadd(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_ADD, "add_"); }
-static PyObject *nb_isub(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_SUB, "sub_"); }
-static PyObject *nb_imul(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_MUL, "mul_"); }
-static PyObject *nb_idiv(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_DIV, "div_"); }
+static PyObject *nb_iadd(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_ADD, "add_", "__iadd__"); }
+static PyObject *nb_isub(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_SUB, "sub_", "__isub__"); }
+static PyObject *nb_imul(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_MUL, "mul_", "__imul__"); }
+static PyObject *nb_idiv(PyObject *a, PyObject *b) { return inplace_slot(a, b, PG_BIN_DIV, "div_", "__itruediv__"); }
 static PyObject *nb_imod(PyObject *a, PyObject *b)
 {
-    return inplace_slot(a, b, PG_BIN_REMAINDER, "remainder_");
+    return inplace_slot(a, b, PG_BIN_REMAINDER, "remainder_", "__imod__");
 }
 static PyObject *nb_ifloordiv(PyObject *a, PyObject *b)
 {
-    return inplace_slot(a, b, PG_BIN_FLOOR_DIVIDE, "floor_divide_");
+    return inplace_slot(a, b, PG_BIN_FLOOR_DIVIDE, "floor_divide_", "__ifloordiv__");
 }
 static PyObject *nb_iand(PyObject *a, PyObject *b)
 {
-    return inplace_slot(a, b, PG_BIN_BITWISE_AND, "bitwise_and_");
+    return inplace_slot(a, b, PG_BIN_BITWISE_AND, "bitwise_and_", "__iand__");
 }
 static PyObject *nb_ior(PyObject *a, PyObject *b)
 {
-    return inplace_slot(a, b, PG_BIN_BITWISE_OR, "bitwise_or_");
+    return inplace_slot(a, b, PG_BIN_BITWISE_OR, "bitwise_or_", "__ior__");
 }
 static PyObject *nb_ixor(PyObject *a, PyObject *b)
 {
-    return inplace_slot(a, b, PG_BIN_BITWISE_XOR, "bitwise_xor_");
+    return inplace_slot(a, b, PG_BIN_BITWISE_XOR, "bitwise_xor_", "__ixor__");
 }
 static PyObject *nb_ilshift(PyObject *a, PyObject *b)
 {
-    return inplace_slot(a, b, PG_BIN_BITWISE_LEFT_SHIFT, "bitwise_left_shift_");
+    return inplace_slot(a, b, PG_BIN_BITWISE_LEFT_SHIFT, "bitwise_left_shift_", "__ilshift__");
 }
 static PyObject *nb_irshift(PyObject *a, PyObject *b)
 {
-    return inplace_slot(a, b, PG_BIN_BITWISE_RIGHT_SHIFT, "bitwise_right_shift_");
+    return inplace_slot(a, b, PG_BIN_BITWISE_RIGHT_SHIFT, "bitwise_right_shift_", "__irshift__");
 }
 static PyObject *nb_ipow(PyObject *a, PyObject *b, PyObject *mod)
 {
     if (mod != Py_None)
         Py_RETURN_NOTIMPLEMENTED;
-    return inplace_slot(a, b, PG_BIN_POW, "pow_");
+    return inplace_slot(a, b, PG_BIN_POW, "pow_", "__ipow__");
 }
 
 static PyNumberMethods tensor_as_number = {
@@ -394,6 +451,10 @@ static PyObject *richcompare(PyObject *a, PyObject *b, int opid)
 {
     static const int ops[] = {[Py_LT] = PG_BIN_LT, [Py_LE] = PG_BIN_LE, [Py_EQ] = PG_BIN_EQ,
                               [Py_NE] = PG_BIN_NE, [Py_GT] = PG_BIN_GT, [Py_GE] = PG_BIN_GE};
+    static const char *const dunders[] = {[Py_LT] = "__lt__", [Py_LE] = "__le__",
+                                          [Py_EQ] = "__eq__", [Py_NE] = "__ne__",
+                                          [Py_GT] = "__gt__", [Py_GE] = "__ge__"};
+    PG_TF_MODE_BINARY(a, b, dunders[opid], dunders[opid]);
     return binary(a, b, ops[opid]);
 }
 
@@ -509,6 +570,7 @@ static int is_advanced(PyObject *key)
 
 static PyObject *tensor_getitem(PyObject *self, PyObject *key)
 {
+    PG_TF_MODE_BINARY(self, key, "__getitem__", "__getitem__");
     PyObject *hook = pg_surface_getitem_hook();
     if (hook && is_advanced(key))
         return PyObject_CallFunctionObjArgs(hook, self, key, NULL);
@@ -520,6 +582,13 @@ static PyObject *tensor_getitem(PyObject *self, PyObject *key)
 
 static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
+    if (pg_tf_modes_active && value) { /* a TorchFunctionMode sees t[k] = v (torch_function.c) */
+        PyObject *r = pg_tf_mode_operator3("__setitem__", self, key, value);
+        if (r || PyErr_Occurred()) {
+            Py_XDECREF(r);
+            return r ? 0 : -1;
+        }
+    }
     if (!value) {
         PyErr_SetString(PyExc_TypeError, "cannot delete tensor elements");
         return -1;

@@ -63,21 +63,40 @@ def _rebuild_tensor(device, dtype_name, raw, shape, strides, offset, requires_gr
     return t.requires_grad_(True) if requires_grad else t
 
 
+def _as_subclass_of(t, self, state):
+    """t (a leaf made for self) as an object of self's Tensor subclass with that state, as
+    PyTorch's copies and pickles keep a subclass (torch._tensor._rebuild_from_type_v2)."""
+    cls = self if isinstance(self, type) else type(self)
+    if cls is _C.Tensor:
+        return t
+    new = _C._make_subclass(cls, t, t.requires_grad)
+    new._is_param = t._is_param
+    new.__dict__.update(state)
+    return new
+
+
+def _rebuild_subclass(cls, args, state):
+    return _as_subclass_of(_rebuild_tensor(*args), cls, state)
+
+
 def __reduce_ex__(self, protocol):
     lo, n = _span(self)
     base = _C._storage_base(self)
     piece = _C._as_strided(base, (n,), (1,), lo)
-    return (_rebuild_tensor, (str(self.device), self.dtype.name, _raw(piece),
-                              tuple(self.shape), tuple(self.stride()),
-                              _C._storage_offset(self) - lo, bool(self.requires_grad),
-                              bool(self._is_param)))
+    args = (str(self.device), self.dtype.name, _raw(piece), tuple(self.shape),
+            tuple(self.stride()), _C._storage_offset(self) - lo, bool(self.requires_grad),
+            bool(self._is_param))
+    if type(self) is not _C.Tensor:
+        return (_rebuild_subclass, (type(self), args, dict(self.__dict__)))
+    return (_rebuild_tensor, args)
 
 
 def __copy__(self):
     t = self.detach()
     if self._is_param:
         t._is_param = True
-    return t.requires_grad_(True) if self.requires_grad else t
+    t = t.requires_grad_(True) if self.requires_grad else t
+    return _as_subclass_of(t, self, getattr(self, "__dict__", {}))
 
 
 def __deepcopy__(self, memo):
@@ -101,6 +120,9 @@ def __deepcopy__(self, memo):
         new._is_param = True
     if self.requires_grad:
         new.requires_grad_(True)
+    if type(self) is not _C.Tensor:
+        import copy
+        new = _as_subclass_of(new, self, copy.deepcopy(self.__dict__, memo))
     memo[id(self)] = new
     if self.grad is not None and not self._is_param:
         import copy

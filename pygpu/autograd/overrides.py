@@ -10,47 +10,8 @@ from .. import _C
 Tensor = _C.Tensor
 
 
-def _overrides(obj):
-    cls = type(obj)
-    return cls is not Tensor and hasattr(cls, "__torch_function__")
-
-
-def is_tensor_like(inp):
-    """A pygpu Tensor, or an object whose class implements __torch_function__."""
-    return type(inp) is Tensor or hasattr(type(inp), "__torch_function__")
-
-
-def has_torch_function(relevant_args):
-    """Whether any argument's class (other than Tensor itself) implements __torch_function__."""
-    return any(_overrides(a) for a in relevant_args)
-
-
-def has_torch_function_unary(obj):
-    return _overrides(obj)
-
-
-def has_torch_function_variadic(*args):
-    return any(_overrides(a) for a in args)
-
-
-def handle_torch_function(public_api, relevant_args, *args, **kwargs):
-    """Hand the call to the __torch_function__ of the arguments that implement it, in
-    order, until one does not return NotImplemented; TypeError when none takes it."""
-    overloaded = []
-    for a in relevant_args:
-        if _overrides(a) and type(a) not in (type(o) for o in overloaded):
-            overloaded.append(a)
-    types = tuple(type(a) for a in overloaded)
-    for a in overloaded:
-        fn = type(a).__torch_function__
-        result = fn(public_api, types, args, kwargs) if isinstance(
-            type(a).__dict__.get("__torch_function__"), classmethod) else \
-            fn(a, public_api, types, args, kwargs)
-        if result is not NotImplemented:
-            return result
-    name = getattr(public_api, "__module__", "") + "." + getattr(public_api, "__name__", "")
-    raise TypeError(f"no implementation found for '{name}' on types that implement "
-                    f"__torch_function__: {list(types)}")
+from ..overrides import (handle_torch_function, has_torch_function,  # noqa: E402,F401
+                         has_torch_function_unary, has_torch_function_variadic, is_tensor_like)
 
 
 _switches = {"multithreading": True}

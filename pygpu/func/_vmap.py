@@ -207,9 +207,13 @@ def _rule(func):
         rules.update({_C.matmul: _matmul_of(0), matmul: _matmul_of(0), mm: _matmul_of(2),
                       bmm: _matmul_of(3),
                       _C.sum: _reduction, _C.mean: _reduction})
+        # pygpu.mm is the __torch_function__ dispatcher of the function imported here, or
+        # that function itself (pygpu/overrides): either finds the rule
+        for k, v in list(rules.items()):
+            rules.setdefault(getattr(k, "__wrapped__", k), v)
         _RULES = rules
     try:
-        return _RULES.get(func)
+        return _RULES.get(func) or _RULES.get(getattr(func, "__wrapped__", None))
     except TypeError:  # an unhashable callable
         return None
 
