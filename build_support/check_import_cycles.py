@@ -68,7 +68,7 @@ PY_LAYERS = [
      ["pygpu.nn", "pygpu.optim", "pygpu.data", "pygpu.distributed", "pygpu.cost",
       "pygpu.serialization", "pygpu.onnx", "pygpu.quantization", "pygpu.multiprocessing",
       "pygpu.backends", "pygpu.utils", "pygpu.trainer", "pygpu._dynamo", "pygpu.compiler",
-      "pygpu.testing", "pygpu.func", "pygpu.futures", "pygpu.jit"]),
+      "pygpu.testing", "pygpu.func", "pygpu.futures", "pygpu.jit", "pygpu.hub"]),
     ("package: `import pygpu` and what it installs (einops, `import torch`)",
      ["pygpu", "pygpu._einops_backend", "pygpu._torch_alias"]),
     ("programs: python -m entry points, run as their own processes",

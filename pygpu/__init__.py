@@ -100,7 +100,7 @@ from . import _legacy  # noqa: E402 - torch.Tensor(3, 4), FloatTensor([...]), Lo
 from ._C import Size  # noqa: E402 - Tensor.shape's type, printed as torch.Size([...])
 from ._defaults import (get_default_device, get_default_dtype, set_default_device,  # noqa: E402
                         set_default_dtype)
-from . import accelerator, backends, multiprocessing, onnx, random, serialization  # noqa: E402
+from . import accelerator, backends, hub, multiprocessing, onnx, random, serialization  # noqa: E402
 from .accelerator import Event, Stream  # noqa: E402,F401 - torch.Stream/Event, device-generic
 from ._printing import get_printoptions, set_printoptions  # noqa: E402 - PyTorch's printing
 globals().update(_legacy.TYPED)

@@ -155,6 +155,38 @@ def test_linalg_errors_and_fallback_transfers(device):
         assert (t.d2h_count, t.h2d_count, t.implicit_count) == (1, 1, 0), t
 
 
+@pytest.mark.parametrize("upper", [False, True])
+def test_ex_variants_report_info_per_matrix(device, upper):
+    """cholesky_ex and inv_ex factor every matrix of a batch and report LAPACK's info per
+    matrix (int32, no exception, no sync): the failed ones' index or order, 0 elsewhere; a
+    failed Cholesky leaves LAPACK's partial factor, as PyTorch's does."""
+    n = 4
+    A = np.stack([_spd(n) for _ in range(6)]).reshape(3, 2, n, n)
+    flat = A.reshape(-1, n, n)
+    for i in (0, 3, 4):
+        flat[i, i % n, i % n] = -50.0
+    L, info = pygpu.linalg.cholesky_ex(to_device(A, device), upper=upper)
+    tL, tinfo = torch.linalg.cholesky_ex(torch.tensor(A), upper=upper)
+    assert info.dtype == pygpu.int32 and info.shape == (3, 2)
+    np.testing.assert_array_equal(info.cpu().numpy(), tinfo.numpy())
+    _compare("cholesky_ex's L", L, tL)
+    B = flat.copy()
+    B[1] = 0.0
+    inverse, info = pygpu.linalg.inv_ex(to_device(B, device))
+    tinv, tinfo = torch.linalg.inv_ex(torch.tensor(B))
+    np.testing.assert_array_equal(info.cpu().numpy(), tinfo.numpy())
+    ok = tinfo.numpy() == 0
+    np.testing.assert_allclose(inverse.cpu().numpy()[ok], tinv.numpy()[ok], rtol=1e-9)
+    assert pygpu.linalg.cholesky_ex(to_device(_spd(n), device)).L.shape == (n, n)
+    with pytest.raises(pygpu.linalg.LinAlgError, match=r"Batch element 0"):
+        pygpu.linalg.cholesky_ex(to_device(A, device), check_errors=True)
+    a = to_device(_spd(3, (2,)), device).requires_grad_()
+    t = torch.tensor(a.detach().cpu().numpy(), requires_grad=True)
+    pygpu.linalg.cholesky_ex(a, upper=upper).L.sum().backward()
+    torch.linalg.cholesky_ex(t, upper=upper).L.sum().backward()
+    _compare("cholesky_ex's gradient", a.grad, t.grad, rtol=1e-8)
+
+
 def test_each_sub_op_runs_where_its_backend_says(device):
     """The backend answers per sub-op (supports_node): cpu and sim run every LINALG row;
     cuda runs the rows with a cuda function (cuSOLVER) once cuSOLVER is loaded, and the

@@ -33,7 +33,8 @@ _qr_t = collections.namedtuple("qr", ["Q", "R"])
 _svd_t = collections.namedtuple("svd", ["U", "S", "Vh"])
 _lstsq_t = collections.namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
 _lu_factor_t = collections.namedtuple("lu_factor", ["LU", "pivots"])
-_ex_t = collections.namedtuple("result_ex", ["result", "info"])
+_inv_ex_t = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
+_cholesky_ex_t = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
 
 
 class LinAlgError(RuntimeError):
@@ -90,8 +91,11 @@ def _sum_to(g, shape):
 
 class _Inv(Function):
     @staticmethod
-    def forward(ctx, A):
-        (Y,) = _lapack("INV", A)
+    def forward(ctx, A, info=None):
+        """info: None (a singular matrix raises), or a list that receives LAPACK's info."""
+        Y, *rest = _lapack("INV", A, check=info is None)
+        if info is not None:
+            info.append(rest[0])
         ctx.save(Y)
         return Y
 
@@ -99,7 +103,7 @@ class _Inv(Function):
     def backward(ctx, g):
         (Y,) = ctx.saved
         Yt = _mT(Y)
-        return (-(Yt @ g @ Yt),)
+        return -(Yt @ g @ Yt), None
 
 
 def inv(A, *, out=None):
@@ -108,24 +112,20 @@ def inv(A, *, out=None):
 
 
 def inv_ex(A, *, check_errors=False, out=None):
-    try:
-        return _ex_t(inv(A), _zeros_int(A))
-    except LinAlgError:
-        if check_errors:
-            raise
-        from .._tensor.create import full
-        nan = full(tuple(A.shape), float("nan"), dtype=A.dtype, device=A.device)
-        return _ex_t(nan, _ones_int(A))
+    """(inverse, info): info per matrix is LAPACK's (0, or the 1-based index of U's zero
+    diagonal element), as int32; a singular matrix's inverse is whatever LAPACK left, the
+    other matrices of the batch are inverted (PyTorch's semantics)."""
+    if check_errors:
+        return _out_of(_inv_ex_t(inv(A), _info_zeros(A)), out)
+    _square("linalg.inv", A)
+    box = []
+    inverse = _Inv.apply(A, box)
+    return _out_of(_inv_ex_t(inverse, box[0].to("int32")), out)
 
 
-def _zeros_int(A):
+def _info_zeros(A):
     from .._tensor.create import zeros
-    return zeros(tuple(A.shape[:-2]), dtype="int64", device=A.device)
-
-
-def _ones_int(A):
-    from .._tensor.create import ones
-    return ones(tuple(A.shape[:-2]), dtype="int64", device=A.device)
+    return zeros(tuple(A.shape[:-2]), dtype="int32", device=A.device)
 
 
 class _Solve(Function):
@@ -274,8 +274,11 @@ def logdet(A):
 
 class _Cholesky(Function):
     @staticmethod
-    def forward(ctx, A, upper):
-        (L,) = _lapack("CHOLESKY", A, flag=int(upper))
+    def forward(ctx, A, upper, info=None):
+        """info: None (a failed factorization raises), or a list that receives LAPACK's info."""
+        L, *rest = _lapack("CHOLESKY", A, flag=int(upper), check=info is None)
+        if info is not None:
+            info.append(rest[0])
         ctx.upper = upper
         ctx.save(L)
         return L
@@ -290,7 +293,7 @@ class _Cholesky(Function):
         P = P.tril() - 0.5 * _diag_embed(_diag(P))
         Linv = inv(L)
         S = _mT(Linv) @ P @ Linv
-        return 0.5 * (S + _mT(S)), None
+        return 0.5 * (S + _mT(S)), None, None
 
 
 def _diag(x):
@@ -304,14 +307,15 @@ def cholesky(A, *, upper=False, out=None):
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
-    try:
-        return _ex_t(cholesky(A, upper=upper), _zeros_int(A))
-    except LinAlgError:
-        if check_errors:
-            raise
-        from .._tensor.create import full
-        return _ex_t(full(tuple(A.shape), float("nan"), dtype=A.dtype, device=A.device),
-                     _ones_int(A))
+    """(L, info): info per matrix is LAPACK's (0, or the order of the leading minor that is
+    not positive-definite), as int32; a failed matrix's L is LAPACK's partial factor, the
+    other matrices of the batch are factored (PyTorch's semantics, no sync on the device)."""
+    if check_errors:
+        return _out_of(_cholesky_ex_t(cholesky(A, upper=upper), _info_zeros(A)), out)
+    _square("linalg.cholesky", A)
+    box = []
+    L = _Cholesky.apply(A, bool(upper), box)
+    return _out_of(_cholesky_ex_t(L, box[0].to("int32")), out)
 
 
 # ---- QR, SVD, eigh ---------------------------------------------------------------------------
