@@ -1,9 +1,12 @@
 /* pg_allocator.c - per-device caching allocator (see pg_allocator.h).
  *
- * A cached block sits in two lists: its size's bin (where an allocation of that
- * size finds it) and the device's list of cached blocks in the order they were
- * freed (where the cap finds the least recently freed one to give back). Both are
- * doubly linked, so taking a block out of either is O(1). */
+ * A cached block sits in two places: where an allocation finds it (a small block:
+ * its size's bin, doubly linked; a large one: an array sorted by (size, address),
+ * binary searched for the best fit) and the device's list of cached blocks in the
+ * order they were freed (where the cap finds the least recently freed one to give
+ * back). A large block also knows its segment's neighbours by address (to merge),
+ * and a handed-out large block sits in a hash table by address (a free passes the
+ * pointer and size a storage kept, not a block). */
 #include "pg_allocator.h"
 #include "pg_fork.h"
 
