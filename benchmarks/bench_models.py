@@ -7,6 +7,7 @@
 #   PYTHONPATH=. python benchmarks/bench_models.py                 # every row, 1 and 2 threads
 #   PYTHONPATH=. python benchmarks/bench_models.py --tiny --rounds 1 --steps 1   # smoke (CI)
 #   ... --rows gpt@8,resnet18@32 --threads 1 --clock cpu --no-memory --no-infer
+#   ... --rows resnet18@128,mobilenetv2@128 --threads 1 --memory-only   (the memory table alone)
 #   ... --profile gpt@8 [--threads 1]    # pygpu.profiler's table of one pygpu step, by op,
 #                                          # with the GEMM/convolution ops' GFLOP/s
 #   ... --only gpt@8:pygpu --steps 20    # one side alone (for `perf record`)
@@ -478,6 +479,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="only the peak-memory table (one subprocess per side and row)")
     ap.add_argument("--no-infer", action="store_true")
     ap.add_argument("--no-train", action="store_true")
     ap.add_argument("--no-compile", action="store_true")
@@ -494,6 +497,10 @@ def main(argv=None):
     if args.memory_child:
         return memory_child(args.memory_child, args.rows[0], args.tiny, args.threads[-1])
     args.sides = ("pygpu", "torch")
+    if args.memory_only:  # no model is built in this process: the children measure
+        memory = run_memory(args, args.rows)
+        print_summary(args.rows, args.threads, {}, {}, memory, {})
+        return
     if args.only:
         row, _, side = args.only.partition(":")
         args.rows, args.sides = [row], (side,) if side else args.sides

@@ -2,12 +2,20 @@
  *
  * A training loop frees and reallocates the same sizes every step; going to
  * cudaMalloc (which synchronizes) or malloc each time would dominate small
- * steps. Freed blocks are kept in per-size free lists (sizes rounded up to
- * 512 B, or to 2 MiB above 1 MiB) and handed out again. empty_cache() gives
- * them back. On a failed raw allocation the cache is emptied and the
- * allocation retried once; the final error names the size, the device and
- * the memory in use. Thread-safe (a mutex per device): sim workers free
- * blocks when queued work finishes, cpu pool threads free temporaries.
+ * steps. Sizes round up to 512 B, or to 2 MiB above 1 MiB. Small blocks (up to
+ * 1 MiB) are kept in per-size free lists and handed out again. Large ones are
+ * PyTorch's CUDACachingAllocator large pool: a raw allocation is a segment; a
+ * request takes the smallest cached block that fits (best fit), split when the
+ * rest is above 1 MiB; a freed block merges with its free neighbours in its
+ * segment (their pending work joined). A storage's capacity is its block's
+ * size. empty_cache() and the cap give back whole free segments only. On a
+ * failed raw allocation the cache is emptied and the allocation retried once;
+ * the final error names the size, the device and the memory in use. The host
+ * also gives idle whole segments back, oldest first, before a miss would take
+ * its segments past their earlier peak (RSS is the process's; a device keeps
+ * them, as freeing there synchronizes). Thread-safe (a mutex per device): sim
+ * workers free blocks when queued work finishes, cpu pool threads free
+ * temporaries.
  *
  * The cpu device uses it too, for host blocks of PG_HOST_CACHE_MIN bytes and
  * more (smaller ones are one malloc with the storage header: glibc's own bins

@@ -135,10 +135,36 @@ def hold(t):
     return alias, fn
 
 
-def make_node(name, out, a, b, args, kwargs):
+def _shape_only(t):
+    """A stand-in for an operand whose values the backward never reads: its shape, dtype and
+    device over one element (a broadcast view), so the operand's memory is not held."""
+    s = _tensor_create.zeros((), dtype=t.dtype, device=t.device).expand(t.shape).detach()
+    return s.requires_grad_(True)
+
+
+def _lean(ha, fa, hb, fb, ctx, saved):
+    """Operands made by other ops (fa/fb set) that the rule does not read (not in `saved`)
+    become shape-only stand-ins in the node and its ctx, as PyTorch saves only what the
+    formula reads: F.relu(bn(x)) then holds relu's output, not bn's too."""
+    held = {id(s.t if type(s) is versions.Output else s) for s in saved}
+    swap = {}
+    for h, f in ((ha, fa), (hb, fb)):
+        if f is not None and type(h) is Tensor and id(h) not in held and id(h) not in swap:
+            swap[id(h)] = _shape_only(h)
+    if not swap:
+        return ha, hb, ctx
+    if type(ctx) is tuple:
+        ctx = tuple(swap.get(id(c), c) if type(c) is Tensor else c for c in ctx)
+    elif type(ctx) is Tensor:
+        ctx = swap.get(id(ctx), ctx)
+    return swap.get(id(ha), ha), swap.get(id(hb), hb), ctx
+
+
+def make_node(name, out, a, b, args, kwargs, lean=False):
     """The node of the op table's op `name` that made `out` from operands a, b (tensors or
     numbers): its rule's context built from the operands themselves (rules.make: what
-    pygpu.onnx's tracer watches), then holding them as hold() keeps them."""
+    pygpu.onnx's tracer watches), then holding them as hold() keeps them (lean: only those
+    the rule reads, see _lean)."""
     ha, fa = hold(a)
     hb, fb = (ha, fa) if b is a else hold(b)
     backward, ctx = rules.make(name, out, a, b, args, kwargs)
@@ -149,6 +175,8 @@ def make_node(name, out, a, b, args, kwargs):
             ctx = tuple(ha if c is a and c is not None else hb if c is b and c is not None
                         else c for c in ctx)
     saved = rules.saved(name, ctx, ha)
+    if lean and (ctx is None or type(ctx) is tuple or type(ctx) is Tensor):
+        ha, hb, ctx = _lean(ha, fa, hb, fb, ctx, saved)
     node = Node(rules.pretty(name),
                 (ha if isinstance(a, Tensor) else None, hb if isinstance(b, Tensor) else None),
                 (fa, fb), backward, ctx, saved)
@@ -160,7 +188,7 @@ def make_node(name, out, a, b, args, kwargs):
 
 def record(name, out, a, b, args, kwargs):
     """The hook the C bindings call: attach a grad_fn to `out`."""
-    node = make_node(name, out, a, b, args, kwargs)
+    node = make_node(name, out, a, b, args, kwargs, lean=name not in rules.VIEW_OPS)
     if name in rules.VIEW_OPS:
         base = out._base
         if base is not None:
