@@ -124,6 +124,17 @@ pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tens
 /* A cast or copy runs where the backend has kernels for both dtypes (pg_backend.h supports_op). */
 static pg_status check_copy_dtypes(const char *op, const pg_tensor *t, int other_dtype)
 {
+    /* a shell dtype (pg_dtype.h): PyTorch copies the bits types and float4 to their own dtype
+     * only, and refuses the sub-byte integers' copies and every cast, in these words */
+    int shell = pg_dtype_is_shell((pg_dtype)t->dtype)       ? t->dtype
+                : pg_dtype_is_shell((pg_dtype)other_dtype) ? other_dtype
+                                                           : -1;
+    if (shell >= 0 && (t->dtype != other_dtype || !pg_dtype_shell_copies((pg_dtype)shell)))
+        return pg_error_set(PG_ERR_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'",
+                            t->dtype == other_dtype || pg_dtype_kind_of((pg_dtype)shell) == PG_KIND_FP4
+                                ? "copy_kernel"
+                                : "copy_",
+                            pg_dtype_legacy_name((pg_dtype)shell));
     PG_TRY(pg_backend_check_op(pg_tensor_device(t), PG_OP_COPY, t->dtype, op));
     return pg_backend_check_op(pg_tensor_device(t), PG_OP_COPY, other_dtype, op);
 }
