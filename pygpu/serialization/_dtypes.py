@@ -35,7 +35,7 @@ ROWS = (
     ("float8_e8m0fnu", None, "<u1", "F8_E8M0", 1),  # (safetensors.torch has no mapping for it)
     # PyTorch's complex32 and shell dtypes (the sub-byte integers: torch saves none of them)
     ("complex32", None, "<u4", None, 4),  # (torch writes it untyped: _rebuild_tensor_v3)
-    ("float4_e2m1fn_x2", None, "<u1", "F4", 1),  # (safetensors counts its 4-bit halves)
+    ("float4_e2m1fn_x2", None, "<u1", None, 1),  # (safetensors' F4 counts 4-bit halves: not mapped)
     ("bits8", None, "<u1", None, 1),
     ("bits1x8", None, "<u1", None, 1),
     ("bits2x4", None, "<u1", None, 1),
