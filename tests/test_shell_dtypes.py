@@ -89,6 +89,7 @@ def _ops(lib, name, device):
         "add": lambda: _source(lib, name, device) + _source(lib, name, device),
         "item": lambda: _source(lib, name, device)[0].item(),
         "numpy": lambda: _source(lib, name, device).cpu().numpy(),
+        "repr": lambda: repr(_source(lib, name, device)),
     }
 
 
@@ -100,6 +101,7 @@ DIFFERS = {
     # torch's eq and print of float4_e2m1fn_x2 read its bytes through a path of their own;
     # pygpu computes nothing on a shell dtype
     "eq": {"float4_e2m1fn_x2"},
+    "repr": {"float4_e2m1fn_x2"},
 }
 
 
@@ -183,6 +185,7 @@ C32_OPS = {
     "view_as_real": lambda a, b, lib: lib.view_as_real(a),
     "view_float16": lambda a, b, lib: a.view(lib.float16),
     "chalf": lambda a, b, lib: a.real.float().chalf(),
+    "repr": lambda a, b, lib: repr((a * b).cpu()),
 }
 
 
