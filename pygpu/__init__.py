@@ -54,7 +54,9 @@ from ._tensor.create import (arange, empty, full, manual_seed, ones, ones_like, 
 from ._device import Device, device, make_device as _make_device, parse_device as _parse_device
 from ._dtype import (DType, bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16,
                      int32, int64, uint8, uint16, uint32, uint64, float8_e4m3fn, float8_e5m2,
-                     float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
+                     float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu, complex32, uint1, uint2, uint3,
+                     uint4, uint5, uint6, uint7, int1, int2, int3, int4, int5, int6, int7, bits1x8,
+                     bits2x4, bits4x2, bits8, bits16, float4_e2m1fn_x2)
 from ._guard import get_transfer_guard, transfer_guard
 from ._stats import Stats, role, stats, track
 from . import cpu, cuda, sim
@@ -178,6 +180,9 @@ __all__ += [
     "Tensor", "DType", "Device", "Stats", "bool", "bool_", "int64", "int32", "int16", "int8",
     "uint8", "float16", "bfloat16", "complex64", "complex128", "uint16", "uint32", "uint64",
     "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
+    "complex32", "uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "int1", "int2",
+    "int3", "int4", "int5", "int6", "int7", "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
+    "float4_e2m1fn_x2",
     "float32", "float64", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
     "zeros_like", "ones_like", "arange", "rand", "randn", "manual_seed", *_OPS,
     "device", "devices", "synchronize", "stats", "reset_stats", "track", "role", "transfer_guard",
@@ -218,6 +223,7 @@ __all__ += ["backends", "profiler", "get_float32_matmul_precision", "set_float32
 # every call runs eagerly (pygpu/_dynamo/compiled_function.py says what is not captured)
 from . import _dynamo, compiler  # noqa: E402
 from ._ops._control_flow import cond, while_loop  # noqa: E402 - torch.cond, torch.while_loop
+from .nn._scaled_mm import _scaled_grouped_mm, _scaled_mm  # noqa: E402,F401 - float8 products
 from ._ops import _sym_numbers  # noqa: E402 - torch.sym_int, sym_max, ... on concrete numbers
 globals().update(_sym_numbers.FUNCTIONS)
 __all__ += ["cond", "while_loop", *_sym_numbers.FUNCTIONS, *_amp_switches.FUNCTIONS]

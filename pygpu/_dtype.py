@@ -18,25 +18,31 @@ constructor or cast method (torch.UInt16Tensor does not exist; Tensor.type() sti
 it). float8 tensors are stored, cast, copied, filled and indexed, and run the few ops PyTorch
 runs on them (csrc/core/pg_fp8_ops.h: ==, !=, *, abs, isnan, mm, ...); the rest of their
 arithmetic raises NotImplementedError, as PyTorch's does. NumPy has none of the float8 dtypes: ml_dtypes'
-are used, as for bfloat16."""
+are used, as for bfloat16.
+PyTorch's "shell" dtypes follow (pg_dtype.h's pg_dtype_is_shell): uint1..uint7, int1..int7,
+bits1x8, bits2x4, bits4x2, bits8, bits16 and float4_e2m1fn_x2, names for bytes that a tensor is
+made of (empty, zeros), viewed as (Tensor.view(dtype)), sliced and (bits, float4) copied in;
+PyTorch computes nothing on them, and neither does pygpu. Last, complex32 (torch.chalf): a pair
+of float16s, with the complex ops PyTorch's CPU runs on it (pygpu/_tensor/complex.py)."""
 import numpy as np
 
 from . import _C
 
 
 class DType:
-    __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "_code", "_numpy",
+    __slots__ = ("name", "itemsize", "is_floating_point", "_signed", "_code", "_numpy",
                  "_kind", "_legacy", "_bare")
 
     def __init__(self, name, code, itemsize, kind, legacy, numpy_dtype, bare):
         self.name = name
         self._code = code
         self.itemsize = itemsize
-        # "bool", "sint", "uint", "float", "half", "complex", "fp8" (pg_dtype.h's kind column)
+        # "bool", "sint", "uint", "float", "half", "complex", "fp8", and the shell kinds
+        # "subu", "subs" (sub-byte integers), "bits", "fp4" (pg_dtype.h's kind column)
         self._kind = kind
-        self.is_floating_point = kind in ("float", "half", "fp8")
+        self.is_floating_point = kind in ("float", "half", "fp8", "fp4")
         # bool and the unsigned integers are not; nor is float8_e8m0fnu (no sign bit)
-        self.is_signed = kind in ("sint", "float", "half", "complex", "fp8") and \
+        self._signed = kind in ("sint", "float", "half", "complex", "fp8", "subs", "fp4") and \
             name != "float8_e8m0fnu"
         self._legacy = legacy
         self._numpy = numpy_dtype
@@ -47,20 +53,34 @@ class DType:
     def is_complex(self):
         return self._kind == "complex"
 
+    @property
+    def is_signed(self):
+        if self._kind == "bits":  # c10's isSignedType has no answer for them
+            raise RuntimeError("Bits types are undefined")
+        return self._signed
+
+    @property
+    def _is_shell(self):
+        """A shell dtype (pg_dtype.h): bytes with a name, no numbers PyTorch reads."""
+        return self._kind in ("subu", "subs", "bits", "fp4")
+
     def to_real(self):
-        """PyTorch's dtype.to_real(): complex64 -> float32, complex128 -> float64."""
-        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+        """PyTorch's dtype.to_real(): complex64 -> float32, complex128 -> float64,
+        complex32 -> float16."""
+        return {"complex64": float32, "complex128": float64,
+                "complex32": float16}.get(self.name, self)
 
     def to_complex(self):
-        """PyTorch's dtype.to_complex(): float64 -> complex128, the other floats -> complex64."""
+        """PyTorch's dtype.to_complex(): float64 -> complex128, float16 -> complex32, the other
+        floats -> complex64."""
         if self.is_complex:
             return self
-        if self._kind == "fp8":
+        if self._kind in ("fp8", "fp4") or self._is_shell:
             raise RuntimeError(f"Unknown Complex ScalarType for {self._legacy}")  # torch's words
         if not self.is_floating_point:
             raise RuntimeError(f"to_complex is only supported for floating point types, got "
                                f"{self}")  # (PyTorch has complex32 for float16)
-        return complex128 if self is float64 else complex64
+        return complex128 if self is float64 else complex32 if self is float16 else complex64
 
     def __repr__(self):
         return f"pygpu.{self.name}"
@@ -94,7 +114,9 @@ class DType:
 _ROWS, SUPPORTED = _C._dtype_table()
 
 
-def _numpy_of(name):
+def _numpy_of(name, kind):
+    if kind in ("subu", "subs", "bits", "fp4") or name == "complex32":
+        return None  # NumPy has none (and ml_dtypes' int4 is not PyTorch's int4)
     try:
         nd = np.dtype(name)
     except TypeError:
@@ -104,13 +126,16 @@ def _numpy_of(name):
 
 # the bare dtypes are the rows after complex128's (pg_dtype.h's pg_dtype_is_bare)
 _LAST_FULL = next(code for name, code, *_ in _ROWS if name == "complex128")
-ALL = tuple(DType(name, code, size, kind, legacy, _numpy_of(name), code > _LAST_FULL)
+ALL = tuple(DType(name, code, size, kind, legacy, _numpy_of(name, kind), code > _LAST_FULL)
             for name, code, size, kind, legacy, _alias in _ROWS)
 _BY_NAME = {d.name: d for d in ALL}
 # the module's names for them, in code order (tests/test_op_registry.py checks these are ALL)
 (bool_, int64, float32, float64, float16, bfloat16, uint8, int8, int16, int32, complex64, complex128,
  uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
- float8_e8m0fnu) = ALL
+ float8_e8m0fnu, uint1, uint2, uint3, uint4, uint5, uint6, uint7, int1, int2, int3, int4, int5, int6,
+ int7, bits1x8, bits2x4, bits4x2, bits8, bits16, float4_e2m1fn_x2, complex32) = ALL
+# the shell dtypes (pg_dtype.h's pg_dtype_is_shell), in code order
+SHELL = tuple(d for d in ALL if d._is_shell)
 # PyTorch's other spellings (torch.int is int32, torch.long int64, torch.half float16, ...)
 ALIASES = {alias: _BY_NAME[name] for name, _c, _s, _k, _l, alias in _ROWS if alias}
 _BY_NAME.update(ALIASES)
@@ -137,8 +162,11 @@ def from_legacy_name(name):
 
 
 def numpy_of(dtype):
-    """NumPy's dtype for a pygpu dtype (ml_dtypes' for bfloat16 and float8, when installed)."""
+    """NumPy's dtype for a pygpu dtype (ml_dtypes' for bfloat16 and float8, when installed);
+    PyTorch's TypeError for the shell dtypes and complex32, which have none."""
     d = to_dtype(dtype)
+    if d._is_shell or d is complex32:
+        raise TypeError(f"Got unsupported ScalarType {d._legacy}")
     return d._numpy if d._numpy is not None else numpy_extra(d.name)
 
 
@@ -171,7 +199,8 @@ def to_dtype(obj):
             return _BY_NUMPY[(nd.kind, nd.itemsize)]
         if nd.kind == "V" and nd.name in _BY_NAME or str(nd) in _BY_NAME:  # ml_dtypes'
             d = _BY_NAME[nd.name if nd.name in _BY_NAME else str(nd)]
-            if d._numpy is None and d.itemsize == nd.itemsize:
+            if d._numpy is None and d.itemsize == nd.itemsize and not d._is_shell \
+                    and d is not complex32:
                 return d
     raise TypeError(f"unsupported dtype {obj!r}: pygpu supports {SUPPORTED}")
 
@@ -182,13 +211,16 @@ def promote_types(type1, type2):
     return ALL[_C._promote_types(a._code, b._code)]
 
 
-_CATEGORY = {"bool": 0, "sint": 1, "uint": 1, "float": 2, "half": 2, "fp8": 2, "complex": 3}
-
-
 def can_cast(from_, to):
-    """torch.can_cast: c10's canCast, no cast to a lower category (a float to an integer, a
-    number to bool); uint8 to int8 is allowed (one category)."""
-    return _CATEGORY[to_dtype(from_)._kind] <= _CATEGORY[to_dtype(to)._kind]
+    """torch.can_cast: c10's canCast, no cast to a lower category (a complex to a real, a float
+    to an integer, a number to bool); uint8 to int8 is allowed (one category). The shell dtypes
+    are not integers there (c10's isIntegralType), so a float casts to them."""
+    a, b = to_dtype(from_), to_dtype(to)
+    if a.is_complex and not b.is_complex:
+        return False
+    if a.is_floating_point and b._kind in ("sint", "uint"):
+        return False
+    return not (a is not bool_ and b is bool_)
 
 
 def dtype_code(obj):
@@ -204,7 +236,11 @@ def _import_ml_dtypes():
 def numpy_extra(name="bfloat16"):
     """NumPy's dtype of a pygpu dtype NumPy lacks (bfloat16, the float8 dtypes), from the
     optional ml_dtypes package (used by _C for Tensor.numpy() of such a tensor); a TypeError
-    saying how to get it if absent."""
+    saying how to get it if absent; PyTorch's TypeError for a dtype NumPy has no twin of
+    (complex32, the shell dtypes: ml_dtypes' int4 is not PyTorch's)."""
+    d = _BY_NAME.get(name)
+    if d is not None and (d._is_shell or d.name == "complex32"):
+        raise TypeError(f"Got unsupported ScalarType {d._legacy}")
     try:
         return np.dtype(getattr(_import_ml_dtypes(), name))
     except ImportError:

@@ -25,6 +25,9 @@ class finfo:
         d = d.to_real()  # a complex dtype's limits are its parts' (torch.finfo(complex64))
         if not d.is_floating_point:
             raise TypeError(f"torch.finfo() requires a floating point input type, got {d}")
+        if d._kind == "fp4":  # c10 has no numeric_limits for float4_e2m1fn_x2: bits only
+            self.bits, self._fp4 = 8, True
+            return
         if d.name == "bfloat16":
             self.bits, self.eps, self.max, self.tiny = 16, 2.0 ** -7, 3.3895313892515355e38, \
                 1.1754943508222875e-38
@@ -44,7 +47,19 @@ class finfo:
         self.min = -self.max if d.is_signed else self.tiny
         self.smallest_normal, self.dtype = self.tiny, d.name
 
+    # float4_e2m1fn_x2's limits: torch's finfo refuses each, in c10's words
+    _FP4_REFUSED = {"eps": "epsilon", "max": "max", "min": "lowest", "tiny": "min",
+                    "smallest_normal": "min", "resolution": "digits10", "dtype": "dtype"}
+
+    def __getattr__(self, name):  # (only for what __init__ did not set: float4's limits)
+        if name in finfo._FP4_REFUSED and self.__dict__.get("_fp4"):
+            raise NotImplementedError(f'"{finfo._FP4_REFUSED[name]}" not implemented for '
+                                      f"'Float4_e2m1fn_x2'")
+        raise AttributeError(name)
+
     def __repr__(self):
+        if self.__dict__.get("_fp4"):
+            raise TypeError("bad argument type for built-in operation")
         return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
                 f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
                 f"dtype={self.dtype})")  # torch's format
@@ -60,6 +75,9 @@ class iinfo:
             raise TypeError(f"torch.iinfo() requires an integer input type, got {d}")
         if d is _dtype.bool_:
             raise TypeError(f"{d} is not supported by torch.iinfo")
+        if d._is_shell:  # c10 gives no limits for the sub-byte and bits dtypes
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to "
+                            "handle 'torch.iinfo'")
         self.bits = 8 * d.itemsize
         self.min = -(1 << (self.bits - 1)) if d.is_signed else 0
         self.max = (1 << (self.bits - 1)) - 1 if d.is_signed else (1 << self.bits) - 1

@@ -19,7 +19,12 @@ def tensor_repr(t):
     if t.device.type == "meta":  # a shape without values: PyTorch prints tensor(..., size=)
         return _printing.tensor_repr(t, None)
     host = t._host(_REPR)
-    if t.dtype.numpy is None:  # bfloat16, float8: NumPy lacks them; print the exact float32 values
+    if t.dtype._is_shell:  # bytes PyTorch reads no number from: its refusal, in its words
+        raise NotImplementedError(f'"_local_scalar_dense_cpu" not implemented for '
+                                  f"'{t.dtype._legacy}'")
+    if t.dtype.name == "complex32":  # NumPy lacks it: print the exact complex64 values
+        host = host.astype("complex64") if hasattr(host, "astype") else host
+    elif t.dtype.numpy is None:  # bfloat16, float8: NumPy lacks them; print the exact float32 values
         host = host.astype("float32") if hasattr(host, "astype") else host
     return _printing.tensor_repr(t, host)
 

@@ -294,8 +294,10 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     elif isinstance(source, _StorageBase):
         base = source._base
         if isinstance(source, UntypedStorage) and base.dtype is not self.dtype:
-            raise RuntimeError("set_: an untyped storage of another element type; view the "
-                               "tensor of that dtype instead")
+            # bytes: read as self's dtype (Tensor.view(dtype) of the storage's flat tensor)
+            raw = _C._view_dtype(base.reshape(-1), _dtype.uint8)
+            whole = raw.numel() // self.dtype.itemsize * self.dtype.itemsize  # torch floors it
+            base = _C._view_dtype(raw[:whole], self.dtype)
     else:
         raise TypeError(f"set_(): expected a Tensor or a storage, got {type(source).__name__}")
     if base.dtype is not self.dtype:

@@ -68,7 +68,7 @@ def test_the_cold_forms_still_reach_the_python_hook(t):
 @pytest.mark.parametrize("bad,exc,match", [
     ("sim:9", IndexError, "sim:9 does not exist"), ("tpu:0", ValueError, "unknown device type 'tpu'"),
     ("sim:+1", ValueError, "bad device index"), ("cpu:1", ValueError, "single cpu device"),
-    ("complex32", TypeError, "unsupported dtype 'complex32'"),
+    ("float128", TypeError, "unsupported dtype 'float128'"),
 ])
 def test_what_c_does_not_parse_gets_the_hooks_message(t, bad, exc, match):
     x, _ = t

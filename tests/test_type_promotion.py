@@ -43,6 +43,8 @@ def test_every_dtype_is_torchs_with_its_attributes():
         t = getattr(torch, d.name)
         assert getattr(pygpu, d.name) is d and str(d) == str(t)
         for attr in ("is_floating_point", "is_complex", "is_signed", "itemsize"):
+            if d._kind == "bits" and attr == "is_signed":  # both raise (tests/test_shell_dtypes.py)
+                continue
             assert getattr(d, attr) == getattr(t, attr), (d, attr)
     for alias in ("int", "short", "long", "half", "float", "double"):  # torch's other spellings
         assert str(getattr(pygpu, alias)) == str(getattr(torch, alias)), alias
@@ -94,16 +96,26 @@ def test_iinfo_and_finfo_are_torchs():
     torch = pytest.importorskip("torch")
     for d in pygpu._dtype.ALL:
         t = getattr(torch, d.name)
-        if d.is_floating_point or d.is_complex:  # (complex: its parts' limits)
+        if d._kind == "fp4":  # c10 has no limits for it: bits, and each limit refused
+            f, g = pygpu.finfo(d), torch.finfo(t)
+            assert f.bits == g.bits == 8
+            for attr in ("eps", "max", "min", "tiny", "resolution", "dtype"):
+                with pytest.raises(NotImplementedError) as want:
+                    getattr(g, attr)
+                with pytest.raises(NotImplementedError, match=str(want.value)):
+                    getattr(f, attr)
+        elif d.is_floating_point or d.is_complex:  # (complex: its parts' limits)
             f, g = pygpu.finfo(d), torch.finfo(t)
             for attr in ("bits", "eps", "max", "min", "tiny", "resolution"):
                 assert getattr(f, attr) == getattr(g, attr), (d, attr)
             assert repr(f) == repr(g)
             with pytest.raises(TypeError):
                 pygpu.iinfo(d)
-        elif d is pygpu.bool:
+        elif d is pygpu.bool or d._is_shell:  # (torch's TypeError too)
             with pytest.raises(TypeError):
                 pygpu.iinfo(d)
+            with pytest.raises(TypeError):
+                torch.iinfo(t)
         else:
             i, j = pygpu.iinfo(d), torch.iinfo(t)
             assert (i.bits, i.min, i.max, i.dtype) == (j.bits, j.min, j.max, j.dtype)
@@ -111,16 +123,15 @@ def test_iinfo_and_finfo_are_torchs():
 
 
 def _ones(lib, dt, shape, device=None):
+    """ones of dt; zeros of a shell dtype (uint4, bits8, ...), which neither library fills"""
+    make = lib.zeros if getattr(pygpu, dt)._is_shell else lib.ones
     if lib is pygpu:
-        return pygpu.ones(shape, dtype=getattr(pygpu, dt), device=device)
-    return lib.ones(shape, dtype=getattr(lib, dt))
+        return make(shape, dtype=getattr(pygpu, dt), device=device)
+    return make(shape, dtype=getattr(lib, dt))
 
 
 def _name(dtype):
-    name = str(dtype).replace("torch.", "").replace("pygpu.", "")
-    # pygpu has no complex32 (ComplexHalf): where c10 makes a float16 tensor with a complex 0-d
-    # tensor or number complex32, pygpu gives complex64 (docs/tensors.md says so)
-    return "complex64" if name == "complex32" else name
+    return str(dtype).replace("torch.", "").replace("pygpu.", "")
 
 
 def _refused_on(device):

@@ -42,6 +42,7 @@ static char npy_kind(int dt)
     case PG_KIND_FLOAT: return 'f';
     case PG_KIND_COMPLEX: return 'c';
     case PG_KIND_FP8: return 0;
+    case PG_KIND_SUBU: case PG_KIND_SUBS: case PG_KIND_BITS: case PG_KIND_FP4: return 0;
     default: return dt == PG_BFLOAT16 ? 0 : 'f'; /* float16 is NumPy's 'e' */
     }
 }
@@ -77,7 +78,8 @@ static int from_npy_type(PyArray_Descr *d)
         PyObject *name = PyObject_Str((PyObject *)d);
         int found = -1;
         for (int dt = 0; dt < PG_NUM_DTYPES && name && PyUnicode_Check(name); dt++)
-            if (!npy_kind(dt) && (size_t)PyDataType_ELSIZE(d) == pg_dtype_size((pg_dtype)dt) &&
+            if (!npy_kind(dt) && !pg_dtype_is_shell((pg_dtype)dt) && /* (ml_dtypes' int4 is no torch.int4) */
+                (size_t)PyDataType_ELSIZE(d) == pg_dtype_size((pg_dtype)dt) &&
                 PyUnicode_CompareWithASCIIString(name, pg_dtype_name((pg_dtype)dt)) == 0)
                 found = dt;
         Py_XDECREF(name);
@@ -510,7 +512,9 @@ static DLDataType dl_type(int dt)
     static const uint8_t codes[] = {[PG_KIND_BOOL] = kDLBool, [PG_KIND_SINT] = kDLInt,
                                     [PG_KIND_UINT] = kDLUInt, [PG_KIND_FLOAT] = kDLFloat,
                                     [PG_KIND_HALF] = kDLFloat, [PG_KIND_COMPLEX] = kDLComplex,
-                                    [PG_KIND_FP8] = 0xff};
+                                    [PG_KIND_FP8] = 0xff, [PG_KIND_SUBU] = 0xff,
+                                    [PG_KIND_SUBS] = 0xff, [PG_KIND_BITS] = 0xff,
+                                    [PG_KIND_FP4] = 0xff};
     uint8_t code = dt == PG_BFLOAT16 ? kDLBfloat : codes[pg_dtype_kind_of((pg_dtype)dt)];
     return (DLDataType){code, (uint8_t)(8 * pg_dtype_size((pg_dtype)dt)), 1};
 }

@@ -377,7 +377,9 @@ static PyObject *f_dtype_table(PyObject *mod, PyObject *noargs)
     static const char *const kinds[] = {[PG_KIND_BOOL] = "bool", [PG_KIND_SINT] = "sint",
                                         [PG_KIND_UINT] = "uint", [PG_KIND_FLOAT] = "float",
                                         [PG_KIND_HALF] = "half", [PG_KIND_COMPLEX] = "complex",
-                                        [PG_KIND_FP8] = "fp8"};
+                                        [PG_KIND_FP8] = "fp8", [PG_KIND_SUBU] = "subu",
+                                        [PG_KIND_SUBS] = "subs", [PG_KIND_BITS] = "bits",
+                                        [PG_KIND_FP4] = "fp4"};
     return Py_BuildValue("(("
 #define PG_DTYPE_FMT(...) "(sinsss)"
                          PG_DTYPES(PG_DTYPE_FMT)

@@ -339,10 +339,11 @@ const char *pg_implicit_name(int reason) { return implicit_names[reason]; }
 
 PyObject *pg_host_widened(PyTensor *h)
 {
-    if (h->t.dtype != PG_BFLOAT16)
+    if (h->t.dtype != PG_BFLOAT16 && h->t.dtype != PG_COMPLEX32) /* (NumPy has neither) */
         return Py_NewRef(h);
     pg_tensor out;
-    pg_status st = PG_CALL(pg_heavy(&h->t), pg_op_astype(&h->t, PG_FLOAT32, &out));
+    pg_dtype wide = h->t.dtype == PG_COMPLEX32 ? PG_COMPLEX64 : PG_FLOAT32;
+    pg_status st = PG_CALL(pg_heavy(&h->t), pg_op_astype(&h->t, wide, &out));
     return pg_wrap_result(st, &out);
 }
 
@@ -367,8 +368,17 @@ PyObject *pg_item(PyTensor *self)
 #define PG_ITEM_KIND_UINT(ID, T, p) PyLong_FromUnsignedLongLong(*(const T *)p)
 #define PG_ITEM_KIND_FLOAT(ID, T, p) PyFloat_FromDouble(*(const T *)p)
 #define PG_ITEM_KIND_HALF(ID, T, p) PyFloat_FromDouble(pg_##ID##_to_double(*(const T *)p))
-#define PG_ITEM_KIND_COMPLEX(ID, T, p) PyComplex_FromDoubles(((const T *)p)->re, ((const T *)p)->im)
+#define PG_ITEM_KIND_COMPLEX(ID, T, p) PyComplex_FromDoubles(PG_PART_##ID(((const T *)p)->re), PG_PART_##ID(((const T *)p)->im))
+#define PG_PART_COMPLEX64(x) (x)
+#define PG_PART_COMPLEX128(x) (x)
+#define PG_PART_COMPLEX32(x) pg_f16_to_double(x)
 #define PG_ITEM_KIND_FP8(ID, T, p) PyFloat_FromDouble(pg_fp8_to_double_##ID(*(const T *)p))
+/* the shell dtypes: bytes PyTorch reads no number from */
+#define PG_ITEM_SHELL(ID) pg_raise(pg_error_set(PG_ERR_NOT_IMPLEMENTED, "\"_local_scalar_dense_cpu\" not implemented for '%s'", pg_dtype_legacy_name(PG_##ID)))
+#define PG_ITEM_KIND_SUBU(ID, T, p) PG_ITEM_SHELL(ID)
+#define PG_ITEM_KIND_SUBS(ID, T, p) PG_ITEM_SHELL(ID)
+#define PG_ITEM_KIND_BITS(ID, T, p) PG_ITEM_SHELL(ID)
+#define PG_ITEM_KIND_FP4(ID, T, p) PG_ITEM_SHELL(ID)
 #define pg_FLOAT16_to_double pg_f16_to_double
 #define pg_BFLOAT16_to_double pg_bf16_to_double
         PG_DTYPES(PG_ITEM_CASE)

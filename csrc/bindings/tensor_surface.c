@@ -109,6 +109,22 @@ static PyObject *f_as_strided(PyObject *mod, PyObject *args)
     return r;
 }
 
+/* _view_dtype(t, dtype): t's bytes as another dtype (Tensor.view(dtype)), a view that is not
+ * recorded: PyTorch's view.dtype is not differentiable, so it never requires grad */
+static PyObject *f_view_dtype(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *t, *dt;
+    int code;
+    if (!PyArg_ParseTuple(args, "OO:_view_dtype", &t, &dt))
+        return NULL;
+    pg_tensor *pt = arg_tensor(t, "view", "the input");
+    if (!pt || pg_parse_dtype(dt, &code) < 0)
+        return NULL;
+    pg_tensor out;
+    return pg_wrap_result(pg_view_dtype(pt, (pg_dtype)code, &out), &out);
+}
+
 /* _gather(src, dim, index) / _index_select(src, dim, index) */
 static PyObject *take(PyObject *args, int op)
 {
@@ -262,6 +278,7 @@ PyMethodDef pg_surface_functions[] = {
     {"_storage_offset", f_storage_offset, METH_O, "internal: the element offset of a tensor's first element in its storage"},
     {"_add_tensor_methods", f_add_tensor_methods, METH_O, "internal: put Python-written methods and properties into the Tensor type (pygpu/_tensor/surface.py)"},
     {"_set_index_hooks", f_set_index_hooks, METH_VARARGS, "internal: the Python getitem/setitem for keys that are not views (tensors, lists, masks)"},
+    {"_view_dtype", f_view_dtype, METH_VARARGS, "internal: _view_dtype(t, dtype): t's bytes as dtype (Tensor.view(dtype)), not recorded by autograd"},
     {"_as_strided", f_as_strided, METH_VARARGS, "internal: _as_strided(t, shape, strides, offset): a view of t's storage, bounds checked"},
     {"_gather", f_gather, METH_VARARGS, "internal: _gather(src, dim, index)"},
     {"_index_select", f_index_select, METH_VARARGS, "internal: _index_select(src, dim, index)"},

@@ -6,6 +6,8 @@
  * for a backend without reaching back into the loader. */
 #include "pg_backend.h"
 
+#include <string.h>
+
 #include <stdatomic.h>
 #include <stdio.h>
 
@@ -48,8 +50,31 @@ static bool moves_only(int op)
     return op == PG_OP_COPY || op == PG_OP_FILL || op == PG_OP_INDEX || op == PG_OP_SELECT;
 }
 
+/* PyTorch's kernel names in its refusal of an op on a shell dtype (pg_dtype_is_shell), by
+ * pygpu's op name; an op not listed is refused under its own name */
+static const char *const shell_kernels[][2] = {
+    {"add", "add_stub"}, {"subtract", "add_stub"}, {"multiply", "mul_cpu"},
+    {"divide", "div_cpu"}, {"equal", "eq_cpu"}, {"not_equal", "ne_cpu"}, {"less", "lt_cpu"},
+    {"less_equal", "le_cpu"}, {"greater", "gt_cpu"}, {"greater_equal", "ge_cpu"},
+    {"negative", "neg_cpu"}, {"abs", "abs_cpu"}, {"sum", "sum_cpu"}, {"max", "max_all"},
+    {"min", "min_all"}, {"gather", "scatter_gather_tensor_cpu"}, {"flip", "flip_cpu"},
+};
+
+static const char *shell_kernel(const char *what)
+{
+    for (size_t i = 0; i < sizeof shell_kernels / sizeof shell_kernels[0]; i++)
+        if (strcmp(what, shell_kernels[i][0]) == 0)
+            return shell_kernels[i][1];
+    return what;
+}
+
 pg_status pg_backend_check_op(pg_device dev, int op, int dtype, const char *what)
 {
+    /* float8: moves only; a shell dtype (pg_dtype_is_shell): copies only, which pg_op_copy
+     * narrows further, as PyTorch's, and zero fills, which pg_op_fill runs on the bytes */
+    if (pg_dtype_is_shell((pg_dtype)dtype) && op != PG_OP_COPY)
+        return pg_error_set(PG_ERR_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'",
+                            shell_kernel(what), pg_dtype_legacy_name((pg_dtype)dtype));
     if (pg_dtype_is_fp8((pg_dtype)dtype) && !moves_only(op))
         return pg_error_set(PG_ERR_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'", what,
                             pg_dtype_legacy_name((pg_dtype)dtype));

@@ -27,6 +27,9 @@ void pg_dtype_list(char *buf, size_t len)
         for (int i = 0; i < PG_NUM_DTYPES; i++)
             if (pg_dtype_is_int((pg_dtype)i) && pg_dtype_size((pg_dtype)i) == size)
                 order[n++] = i;
+    for (int i = 0; i < PG_NUM_DTYPES; i++) /* the shell dtypes, in code order */
+        if (pg_dtype_is_shell((pg_dtype)i))
+            order[n++] = i;
     order[n++] = PG_BOOL;
     size_t k = 0;
     if (len)
@@ -52,7 +55,8 @@ enum { b1 = PG_BOOL, i8 = PG_INT64, f4 = PG_FLOAT32, f8 = PG_FLOAT64, f2 = PG_FL
        c4 = PG_COMPLEX64, c8 = PG_COMPLEX128, u2 = PG_UINT16, u4 = PG_UINT32, u8 = PG_UINT64,
        e4 = PG_FLOAT8_E4M3FN, e5 = PG_FLOAT8_E5M2, z4 = PG_FLOAT8_E4M3FNUZ,
        z5 = PG_FLOAT8_E5M2FNUZ, e8 = PG_FLOAT8_E8M0FNU, ud = PG_NO_PROMOTION };
-static const unsigned char pg_promote_table[PG_NUM_DTYPES][PG_NUM_DTYPES] = {
+#define PG_TABLED (PG_FLOAT8_E8M0FNU + 1) /* the rows the table below holds */
+static const unsigned char pg_promote_table[PG_TABLED][PG_TABLED] = {
     /*        b1  i8  f4  f8  f2  bf  u1  i1  i2  i4  c4  c8  u2  u4  u8  e4  e5  z4  z5  e8 */
     /* b1 */ {b1, i8, f4, f8, f2, bf, u1, i1, i2, i4, c4, c8, ud, ud, ud, ud, ud, ud, ud, ud},
     /* i8 */ {i8, i8, f4, f8, f2, bf, i8, i8, i8, i8, c4, c8, ud, ud, ud, ud, ud, ud, ud, ud},
@@ -75,10 +79,40 @@ static const unsigned char pg_promote_table[PG_NUM_DTYPES][PG_NUM_DTYPES] = {
     /* z5 */ {ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, z5, ud},
     /* e8 */ {ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, ud, e8},
 };
-_Static_assert(sizeof pg_promote_table == PG_NUM_DTYPES * PG_NUM_DTYPES,
-               "the promotion table has a row and a column per dtype of PG_DTYPES");
+_Static_assert(sizeof pg_promote_table == PG_TABLED * PG_TABLED,
+               "the promotion table has a row and a column per dtype up to float8_e8m0fnu");
 
-int pg_dtype_promote_or_none(pg_dtype a, pg_dtype b) { return pg_promote_table[a][b]; }
+/* complex32's row of c10's table over the table's first twelve columns (b1 .. c8): float16
+ * and the integers give complex32, float32 and bfloat16 complex64, float64 complex128 */
+static const unsigned char pg_promote_complex32[c8 + 1] = {
+    [b1] = PG_COMPLEX32, [i8] = PG_COMPLEX32, [f4] = c4, [f8] = c8, [f2] = PG_COMPLEX32,
+    [bf] = c4, [u1] = PG_COMPLEX32, [i1] = PG_COMPLEX32, [i2] = PG_COMPLEX32,
+    [i4] = PG_COMPLEX32, [c4] = c4, [c8] = c8};
+
+/* the rows after the table (the shell dtypes and complex32), as c10 has them: a dtype with
+ * itself; complex32 with the full dtypes (above); the sub-byte unsigned integers (c10's
+ * barebones unsigned types, as uint16) with a float; float4_e2m1fn_x2 with every unsigned
+ * bare dtype (c10's table gives it there); every other pair has none */
+static int promote_entry(pg_dtype a, pg_dtype b)
+{
+    if (a < PG_TABLED && b < PG_TABLED)
+        return pg_promote_table[a][b];
+    if (a == b)
+        return a;
+    if (a == PG_COMPLEX32 || b == PG_COMPLEX32) {
+        pg_dtype o = a == PG_COMPLEX32 ? b : a;
+        return (int)o <= (int)c8 ? pg_promote_complex32[o] : ud;
+    }
+    pg_dtype lo = a < b ? a : b, hi = a < b ? b : a; /* the table's rows come first */
+    pg_dtype_kind kl = pg_dtype_kind_of(lo), kh = pg_dtype_kind_of(hi);
+    if (kh == PG_KIND_SUBU && pg_dtype_is_float(lo))
+        return lo;
+    if (kh == PG_KIND_FP4 && (kl == PG_KIND_UINT || kl == PG_KIND_SUBU) && lo != PG_UINT8)
+        return hi;
+    return ud;
+}
+
+int pg_dtype_promote_or_none(pg_dtype a, pg_dtype b) { return promote_entry(a, b); }
 
 /* c10's words for a pair it cannot promote, by c10's ScalarType names (the legacy column) */
 static const char *const pg_c10_names[PG_NUM_DTYPES] = {
@@ -91,9 +125,16 @@ const char *pg_dtype_legacy_name(pg_dtype dt) { return pg_c10_names[dt]; }
 
 int pg_dtype_promote_check(pg_dtype a, pg_dtype b)
 {
-    if (pg_promote_table[a][b] != ud)
+    if (promote_entry(a, b) != ud)
         return PG_OK;
     bool fp8 = pg_dtype_is_fp8(a) || pg_dtype_is_fp8(b); /* c10 asks about float8 first */
+    bool bits = pg_dtype_kind_of(a) == PG_KIND_BITS || pg_dtype_kind_of(b) == PG_KIND_BITS;
+    bool bare_uint = pg_dtype_kind_of(a) == PG_KIND_SUBU || pg_dtype_kind_of(b) == PG_KIND_SUBU ||
+                     (pg_dtype_is_bare(a) && pg_dtype_kind_of(a) == PG_KIND_UINT) ||
+                     (pg_dtype_is_bare(b) && pg_dtype_kind_of(b) == PG_KIND_UINT);
+    if (!fp8 && (bits || !bare_uint)) /* (c10 asserts on the signed sub-byte and float4 pairs) */
+        return pg_error_set(PG_ERR_RUNTIME, "Promotion from %s and %s is unsupported.",
+                            pg_c10_names[a], pg_c10_names[b]);
     return pg_error_set(PG_ERR_RUNTIME, "Promotion for %s is not supported, attempted to "
                                         "promote %s and %s",
                         fp8 ? "Float8 Types" : "uint16, uint32, uint64 types",
@@ -104,7 +145,7 @@ int pg_dtype_promote_check(pg_dtype a, pg_dtype b)
  * (pg_dtype_promote_check) */
 pg_dtype pg_dtype_promote(pg_dtype a, pg_dtype b)
 {
-    int r = pg_promote_table[a][b];
+    int r = promote_entry(a, b);
     return r == ud ? a : (pg_dtype)r;
 }
 
@@ -115,12 +156,13 @@ static int promote_noting(pg_result_state *s, int a, int b)
         return b;
     if (b < 0)
         return a;
-    if (pg_promote_table[a][b] == ud) {
+    int r = promote_entry((pg_dtype)a, (pg_dtype)b);
+    if (r == ud) {
         if (s->bad_a < 0)
             s->bad_a = a, s->bad_b = b;
         return a;
     }
-    return pg_promote_table[a][b];
+    return r;
 }
 
 void pg_result_state_add(pg_result_state *s, pg_dtype dt, int priority)
@@ -135,6 +177,13 @@ void pg_result_state_add(pg_result_state *s, pg_dtype dt, int priority)
 /* c10's combine_categories(higher, lower) (-1: no operand of that priority): a complex
  * lower priority makes a float higher one its complex dtype (float64 tensor + 1j:
  * complex128), an integer or bool one the lower's */
+/* c10's isFloatingType: the floats, float8 and float4 (which have no complex dtype) */
+static bool floating(int dt)
+{
+    return pg_dtype_is_float((pg_dtype)dt) || pg_dtype_is_fp8((pg_dtype)dt) ||
+           pg_dtype_kind_of((pg_dtype)dt) == PG_KIND_FP4;
+}
+
 static int combine_categories(pg_result_state *s, int higher, int lower)
 {
     if (higher < 0)
@@ -142,13 +191,13 @@ static int combine_categories(pg_result_state *s, int higher, int lower)
     if (lower < 0 || pg_dtype_is_complex((pg_dtype)higher))
         return higher;
     if (pg_dtype_is_complex((pg_dtype)lower)) {
-        if (pg_dtype_is_fp8((pg_dtype)higher) && s->bad_a < 0) /* c10 has no complex float8 */
-            s->bad_a = higher, s->bad_b = NO_COMPLEX;
+        if (floating(higher) && !pg_dtype_is_float((pg_dtype)higher) && s->bad_a < 0)
+            s->bad_a = higher, s->bad_b = NO_COMPLEX; /* c10 has no complex float8 or float4 */
         return pg_dtype_is_float((pg_dtype)higher) ? (int)pg_dtype_to_complex((pg_dtype)higher) : lower;
     }
-    if (pg_dtype_is_float((pg_dtype)higher) || pg_dtype_is_fp8((pg_dtype)higher))
+    if (floating(higher))
         return higher;
-    if (higher == PG_BOOL || pg_dtype_is_float((pg_dtype)lower) || pg_dtype_is_fp8((pg_dtype)lower))
+    if (higher == PG_BOOL || floating(lower))
         return promote_noting(s, higher, lower);
     return higher;
 }

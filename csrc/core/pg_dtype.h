@@ -43,7 +43,14 @@
  *   alias   PyTorch's other spelling, torch.int for int32 ("" for none)
  * Rows after COMPLEX128 are PyTorch's "bare" dtypes (pg_dtype_is_bare): uint16, uint32 and
  * uint64 (c10's barebones unsigned types) and the float8 family, on which PyTorch runs few
- * ops and refuses promotion with any other dtype (pg_dtype.c's table says so).
+ * ops and refuses promotion with any other dtype (pg_dtype.c's table says so); then
+ * PyTorch's "shell" dtypes (pg_dtype_is_shell), which only name bytes: the sub-byte integers
+ * uint1..uint7 (KIND_SUBU) and int1..int7 (KIND_SUBS), the bits types (KIND_BITS) and
+ * float4_e2m1fn_x2 (KIND_FP4, two float4 in a byte). A tensor of one is made (empty, zeros),
+ * viewed (Tensor.view(dtype), slices, reshape) and, for the bits types and float4, copied
+ * bytewise; PyTorch runs nothing else on them, and pg_backend_check_op refuses the rest as
+ * it does. Last, complex32 (ComplexHalf): a pair of float16s, a complex dtype like the others
+ * (its real view is float16 pairs), appended after the shell rows as codes never move.
  * The enum, the sizes, pg_dtype.c's names and kinds, _C._dtype_table() (from which
  * pygpu/_dtype.py makes its DType objects, its messages and the NumPy and storage-name
  * mappings), the CPU kernels' per-dtype instantiations (PG_INT_DTYPES) and the CUDA
@@ -68,15 +75,37 @@
     P(X, FLOAT8_E5M2, "float8_e5m2", 1, uint8_t, KIND_FP8, float, "Float8_e5m2", "")       \
     P(X, FLOAT8_E4M3FNUZ, "float8_e4m3fnuz", 1, uint8_t, KIND_FP8, float, "Float8_e4m3fnuz", "") \
     P(X, FLOAT8_E5M2FNUZ, "float8_e5m2fnuz", 1, uint8_t, KIND_FP8, float, "Float8_e5m2fnuz", "") \
-    P(X, FLOAT8_E8M0FNU, "float8_e8m0fnu", 1, uint8_t, KIND_FP8, float, "Float8_e8m0fnu", "")
+    P(X, FLOAT8_E8M0FNU, "float8_e8m0fnu", 1, uint8_t, KIND_FP8, float, "Float8_e8m0fnu", "") \
+    P(X, UINT1, "uint1", 1, uint8_t, KIND_SUBU, uint8_t, "UInt1", "bit") \
+    P(X, UINT2, "uint2", 1, uint8_t, KIND_SUBU, uint8_t, "UInt2", "") \
+    P(X, UINT3, "uint3", 1, uint8_t, KIND_SUBU, uint8_t, "UInt3", "") \
+    P(X, UINT4, "uint4", 1, uint8_t, KIND_SUBU, uint8_t, "UInt4", "") \
+    P(X, UINT5, "uint5", 1, uint8_t, KIND_SUBU, uint8_t, "UInt5", "") \
+    P(X, UINT6, "uint6", 1, uint8_t, KIND_SUBU, uint8_t, "UInt6", "") \
+    P(X, UINT7, "uint7", 1, uint8_t, KIND_SUBU, uint8_t, "UInt7", "") \
+    P(X, INT1, "int1", 1, uint8_t, KIND_SUBS, uint8_t, "Int1", "") \
+    P(X, INT2, "int2", 1, uint8_t, KIND_SUBS, uint8_t, "Int2", "") \
+    P(X, INT3, "int3", 1, uint8_t, KIND_SUBS, uint8_t, "Int3", "") \
+    P(X, INT4, "int4", 1, uint8_t, KIND_SUBS, uint8_t, "Int4", "") \
+    P(X, INT5, "int5", 1, uint8_t, KIND_SUBS, uint8_t, "Int5", "") \
+    P(X, INT6, "int6", 1, uint8_t, KIND_SUBS, uint8_t, "Int6", "") \
+    P(X, INT7, "int7", 1, uint8_t, KIND_SUBS, uint8_t, "Int7", "") \
+    P(X, BITS1X8, "bits1x8", 1, uint8_t, KIND_BITS, uint8_t, "Bits1x8", "") \
+    P(X, BITS2X4, "bits2x4", 1, uint8_t, KIND_BITS, uint8_t, "Bits2x4", "") \
+    P(X, BITS4X2, "bits4x2", 1, uint8_t, KIND_BITS, uint8_t, "Bits4x2", "") \
+    P(X, BITS8, "bits8", 1, uint8_t, KIND_BITS, uint8_t, "Bits8", "") \
+    P(X, BITS16, "bits16", 2, uint16_t, KIND_BITS, uint16_t, "Bits16", "") \
+    P(X, FLOAT4_E2M1FN_X2, "float4_e2m1fn_x2", 1, uint8_t, KIND_FP4, uint8_t, "Float4_e2m1fn_x2", "") \
+    P(X, COMPLEX32, "complex32", 4, pg_complex32, KIND_COMPLEX, float, "ComplexHalf", "chalf")
 
 /* X(ID, name, size, ctype, kind, calc, legacy, alias) for every row */
 #define PG_DTYPES(X) PG_DTYPE_ROWS(PG_DTYPE_EVERY, X)
 /* ... for the integer rows only (signed and unsigned; not bool), in code order: the
  * CPU kernels write an integer loop once and instantiate it for each of these */
 #define PG_INT_DTYPES(X) PG_DTYPE_ROWS(PG_DTYPE_IF_INT, X)
-/* ... for every row but the complex ones: what the backends' per-dtype kernels (casts, the
- * CUDA dtype dispatch) instantiate, since no complex operand reaches them */
+/* ... for every row but the complex and the shell ones: what the backends' per-dtype kernels
+ * (casts, the CUDA dtype dispatch) instantiate, since no complex operand reaches them and a
+ * shell dtype is only ever moved bytewise */
 #define PG_REAL_DTYPES(X) PG_DTYPE_ROWS(PG_DTYPE_IF_REAL, X)
 #define PG_DTYPE_EVERY(X, ...) X(__VA_ARGS__)
 #define PG_DTYPE_IF_REAL(X, ID, name, size, ctype, kind, ...) \
@@ -88,6 +117,10 @@
 #define PG_DTYPE_IF_REAL_KIND_HALF(X, ...) X(__VA_ARGS__)
 #define PG_DTYPE_IF_REAL_KIND_COMPLEX(X, ...)
 #define PG_DTYPE_IF_REAL_KIND_FP8(X, ...) X(__VA_ARGS__)
+#define PG_DTYPE_IF_REAL_KIND_SUBU(X, ...)
+#define PG_DTYPE_IF_REAL_KIND_SUBS(X, ...)
+#define PG_DTYPE_IF_REAL_KIND_BITS(X, ...)
+#define PG_DTYPE_IF_REAL_KIND_FP4(X, ...)
 /* ... for the rows a kernel computes in (every real row but the float8 ones, which only the
  * CPU's casts read, through pg_fp8.h): the CUDA kernels' dtype dispatch */
 #define PG_COMPUTED_DTYPES(X) PG_DTYPE_ROWS(PG_DTYPE_IF_COMPUTED, X)
@@ -100,6 +133,10 @@
 #define PG_DTYPE_IF_COMPUTED_KIND_HALF(X, ...) X(__VA_ARGS__)
 #define PG_DTYPE_IF_COMPUTED_KIND_COMPLEX(X, ...)
 #define PG_DTYPE_IF_COMPUTED_KIND_FP8(X, ...)
+#define PG_DTYPE_IF_COMPUTED_KIND_SUBU(X, ...)
+#define PG_DTYPE_IF_COMPUTED_KIND_SUBS(X, ...)
+#define PG_DTYPE_IF_COMPUTED_KIND_BITS(X, ...)
+#define PG_DTYPE_IF_COMPUTED_KIND_FP4(X, ...)
 #define PG_DTYPE_IF_INT(X, ID, name, size, ctype, kind, ...) \
     PG_DTYPE_IF_INT_##kind(X, ID, name, size, ctype, kind, __VA_ARGS__)
 #define PG_DTYPE_IF_INT_KIND_SINT(X, ...) X(__VA_ARGS__)
@@ -109,6 +146,10 @@
 #define PG_DTYPE_IF_INT_KIND_HALF(X, ...)
 #define PG_DTYPE_IF_INT_KIND_COMPLEX(X, ...)
 #define PG_DTYPE_IF_INT_KIND_FP8(X, ...)
+#define PG_DTYPE_IF_INT_KIND_SUBU(X, ...)
+#define PG_DTYPE_IF_INT_KIND_SUBS(X, ...)
+#define PG_DTYPE_IF_INT_KIND_BITS(X, ...)
+#define PG_DTYPE_IF_INT_KIND_FP4(X, ...)
 
 /* a complex element as it lies in memory: NumPy's and C99's layout (real, then imaginary) */
 typedef struct pg_complex64 {
@@ -117,6 +158,9 @@ typedef struct pg_complex64 {
 typedef struct pg_complex128 {
     double re, im;
 } pg_complex128;
+typedef struct pg_complex32 { /* c10::complex<Half>: the bits of two float16s */
+    uint16_t re, im;
+} pg_complex32;
 
 typedef enum pg_dtype {
 #define PG_DTYPE_ENUM(ID, ...) PG_##ID,
@@ -128,7 +172,7 @@ typedef enum pg_dtype {
 /* the kind column as values */
 typedef enum pg_dtype_kind {
     PG_KIND_BOOL, PG_KIND_SINT, PG_KIND_UINT, PG_KIND_FLOAT, PG_KIND_HALF, PG_KIND_COMPLEX,
-    PG_KIND_FP8
+    PG_KIND_FP8, PG_KIND_SUBU, PG_KIND_SUBS, PG_KIND_BITS, PG_KIND_FP4
 } pg_dtype_kind;
 
 /* Inline (and so usable by the CUDA plugin, which links no core symbol). */
@@ -174,19 +218,43 @@ static inline bool pg_dtype_is_fp8(pg_dtype dt) { return pg_dtype_kind_of(dt) ==
 /* PyTorch's "bare" dtypes, the rows after complex128: uint16, uint32, uint64 (c10's
  * isBarebonesUnsignedType) and float8. PyTorch refuses their promotion with any other
  * dtype and runs few ops on them (float8: casts, moves and pg_fp8_ops.h's table). */
-static inline bool pg_dtype_is_bare(pg_dtype dt) { return dt > PG_COMPLEX128; }
-/* complex64 or complex128 (PyTorch's dtype.is_complex) */
+static inline bool pg_dtype_is_bare(pg_dtype dt) { return dt > PG_COMPLEX128 && dt != PG_COMPLEX32; }
+/* PyTorch's shell dtypes (the sub-byte integers, the bits types, float4_e2m1fn_x2): bytes with
+ * a name, which PyTorch makes, views, slices and (bits, float4) copies, and nothing else */
+static inline bool pg_dtype_is_shell(pg_dtype dt)
+{
+    pg_dtype_kind k = pg_dtype_kind_of(dt);
+    return k == PG_KIND_SUBU || k == PG_KIND_SUBS || k == PG_KIND_BITS || k == PG_KIND_FP4;
+}
+/* a shell dtype PyTorch copies (clone, copy_ to its own dtype, zero_, contiguous): the bits
+ * types and float4_e2m1fn_x2; the sub-byte integers are not ("copy_kernel" not implemented) */
+static inline bool pg_dtype_shell_copies(pg_dtype dt)
+{
+    pg_dtype_kind k = pg_dtype_kind_of(dt);
+    return k == PG_KIND_BITS || k == PG_KIND_FP4;
+}
+/* complex32, complex64 or complex128 (PyTorch's dtype.is_complex) */
 static inline bool pg_dtype_is_complex(pg_dtype dt) { return pg_dtype_kind_of(dt) == PG_KIND_COMPLEX; }
-/* a complex dtype's part (complex64: float32), and the complex dtype whose part a float is
- * (float64: complex128; float32 and the halves: complex64, as pygpu has no complex32) */
-static inline pg_dtype pg_dtype_complex_part(pg_dtype dt) { return dt == PG_COMPLEX128 ? PG_FLOAT64 : PG_FLOAT32; }
-static inline pg_dtype pg_dtype_to_complex(pg_dtype dt) { return dt == PG_FLOAT64 || dt == PG_COMPLEX128 ? PG_COMPLEX128 : PG_COMPLEX64; }
+/* a complex dtype's part (complex64: float32, complex32: float16), and the complex dtype whose
+ * part a float is (float64: complex128; float32 and bfloat16: complex64; float16: complex32,
+ * c10's toComplexType) */
+static inline pg_dtype pg_dtype_complex_part(pg_dtype dt)
+{
+    return dt == PG_COMPLEX128 ? PG_FLOAT64 : dt == PG_COMPLEX32 ? PG_FLOAT16 : PG_FLOAT32;
+}
+static inline pg_dtype pg_dtype_to_complex(pg_dtype dt)
+{
+    return dt == PG_FLOAT64 || dt == PG_COMPLEX128 ? PG_COMPLEX128
+           : dt == PG_FLOAT16 || dt == PG_COMPLEX32 ? PG_COMPLEX32
+                                                    : PG_COMPLEX64;
+}
 /* PyTorch's dtype.is_signed: the signed integers, the floats and the complex dtypes (float8
  * too, but float8_e8m0fnu, which has no sign bit) */
 static inline bool pg_dtype_is_signed(pg_dtype dt)
 {
     pg_dtype_kind k = pg_dtype_kind_of(dt);
-    return k != PG_KIND_BOOL && k != PG_KIND_UINT && dt != PG_FLOAT8_E8M0FNU;
+    return k != PG_KIND_BOOL && k != PG_KIND_UINT && k != PG_KIND_SUBU && k != PG_KIND_BITS &&
+           dt != PG_FLOAT8_E8M0FNU;
 }
 /* the category promotion compares (c10's): bool 0 < integer 1 < float 2 < complex 3 */
 static inline int pg_dtype_category(pg_dtype dt)

@@ -3,7 +3,7 @@
  * views (the copies' and fills' lowering onto them: pg_op_copy in pg_ops_elementwise.c,
  * pg_op_fill in pg_ops_create.c; this file only makes views, so it depends on neither).
  *
- * A complex64 element is two float32s (complex128: two float64s), NumPy's and PyTorch's
+ * A complex64 element is two float32s (complex128: two float64s, complex32: two float16s), PyTorch's
  * layout, so a complex tensor of shape S, strides s and offset o is exactly the float
  * tensor of shape S + (2,), strides 2s + (1,) and offset 2o (PyTorch's view_as_real). The
  * backends keep no complex kernels: a cast or copy between complex tensors is a copy of
@@ -56,10 +56,10 @@ pg_status pg_view_complex_part(const pg_tensor *t, bool imag, pg_tensor *out)
 pg_status pg_view_real_as_complex(const pg_tensor *t, pg_tensor *out)
 {
     pg_tensor_out_init(out, t);
-    if (t->dtype != PG_FLOAT32 && t->dtype != PG_FLOAT64)
-        return pg_error_set(PG_ERR_RUNTIME, "view_as_complex is only supported for float and "
-                                            "double tensors, but got a tensor of scalar type: %s",
-                            pg_dtype_name((pg_dtype)t->dtype));
+    if (t->dtype != PG_FLOAT32 && t->dtype != PG_FLOAT64 && t->dtype != PG_FLOAT16)
+        return pg_error_set(PG_ERR_RUNTIME, "view_as_complex is only supported for half, float "
+                                            "and double tensors, but got a tensor of scalar type: %s",
+                            pg_dtype_legacy_name((pg_dtype)t->dtype));
     if (t->ndim == 0 || t->shape[t->ndim - 1] != 2)
         return pg_error_set(PG_ERR_RUNTIME, "Tensor must have a last dimension of size 2");
     if (t->strides[t->ndim - 1] != 1)

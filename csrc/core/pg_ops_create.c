@@ -129,6 +129,15 @@ pg_status pg_op_fill(const pg_tensor *t, pg_scalar v)
         return PG_OK;
     if (pg_dtype_is_complex((pg_dtype)t->dtype)) /* the real part, and a zero imaginary one */
         return pg_op_fill_complex(t, v.kind == PG_SCALAR_FLOAT ? v.f : (double)v.i, 0.0);
+    bool zero = v.kind == PG_SCALAR_FLOAT ? v.f == 0 && !signbit(v.f) : v.i == 0;
+    if (pg_dtype_is_shell((pg_dtype)t->dtype) && zero) { /* zeros: the bytes, as unsigned */
+        pg_tensor bytes = *t;
+        bytes.dtype = pg_dtype_size((pg_dtype)t->dtype) == 1 ? PG_UINT8 : PG_UINT16;
+        return pg_op_fill(&bytes, v);
+    }
+    if (pg_dtype_is_shell((pg_dtype)t->dtype)) /* PyTorch's fill kernel has no such dtype */
+        return pg_error_set(PG_ERR_NOT_IMPLEMENTED, "\"fill_cpu\" not implemented for '%s'",
+                            pg_dtype_legacy_name((pg_dtype)t->dtype));
     PG_TRY(pg_backend_check_op(pg_tensor_device(t), PG_OP_FILL, t->dtype, "fill"));
     if (t->storage->flags & PG_STORAGE_READONLY)
         return pg_error_set(PG_ERR_VALUE, "fill: the tensor is read-only");

@@ -124,6 +124,19 @@ pg_status pg_check_same_device(const char *op, const pg_tensor *a, const pg_tens
 /* A cast or copy runs where the backend has kernels for both dtypes (pg_backend.h supports_op). */
 static pg_status check_copy_dtypes(const char *op, const pg_tensor *t, int other_dtype)
 {
+    /* a shell dtype (pg_dtype.h): PyTorch copies the bits types and float4 to their own dtype
+     * only, and refuses the sub-byte integers' copies and every cast, in these words */
+    int shell = pg_dtype_is_shell((pg_dtype)t->dtype)       ? t->dtype
+                : pg_dtype_is_shell((pg_dtype)other_dtype) ? other_dtype
+                                                           : -1;
+    if (shell >= 0 && (t->dtype != other_dtype || !pg_dtype_shell_copies((pg_dtype)shell)))
+        return pg_error_set(PG_ERR_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'",
+                            t->dtype == other_dtype || pg_dtype_kind_of((pg_dtype)shell) == PG_KIND_FP4
+                                ? "copy_kernel"
+                                : "copy_",
+                            pg_dtype_legacy_name((pg_dtype)shell));
+    if (shell >= 0) /* its bytes' copy (pg_op_copy), which every backend runs */
+        return PG_OK;
     PG_TRY(pg_backend_check_op(pg_tensor_device(t), PG_OP_COPY, t->dtype, op));
     return pg_backend_check_op(pg_tensor_device(t), PG_OP_COPY, other_dtype, op);
 }
@@ -244,6 +257,14 @@ pg_status pg_op_copy(const pg_tensor *dst, const pg_tensor *src)
     }
     if (pg_dtype_is_complex((pg_dtype)dst->dtype) || pg_dtype_is_complex((pg_dtype)src->dtype))
         return copy_complex(dst, src);
+    if (pg_dtype_is_shell((pg_dtype)dst->dtype)) { /* (check_copy_dtypes: src's dtype too) */
+        /* a shell dtype's copy is its bytes' copy: the same layouts as the unsigned integer of
+         * its size, so no backend sees a shell dtype (cpu, sim and cuda run it alike) */
+        pg_dtype bytes = pg_dtype_size((pg_dtype)dst->dtype) == 1 ? PG_UINT8 : PG_UINT16;
+        pg_tensor d = *dst, s = *src;
+        d.dtype = s.dtype = bytes;
+        return pg_op_copy(&d, &s);
+    }
     pg_node n;
     node_init(&n, PG_OP_COPY, 0, "copy");
     PG_TRY(pg_view_broadcast(src, dst->ndim, dst->shape, &n.src[0]));

@@ -39,6 +39,8 @@ pg_status pg_op_fft(int op, const pg_tensor *src, int64_t n, bool forward, doubl
     if (src->ndim < 1)
         return pg_error_set(PG_ERR_SHAPE, "%s: the operand needs an axis to transform", name);
     bool complex_in = pg_dtype_is_complex((pg_dtype)src->dtype);
+    if (src->dtype == PG_COMPLEX32) /* PyTorch's CPU FFT has no half kernel either */
+        return pg_error_set(PG_ERR_RUNTIME, "Unsupported dtype ComplexHalf");
     if (row.in == FFT_REAL ? (src->dtype != PG_FLOAT32 && src->dtype != PG_FLOAT64) : !complex_in)
         return pg_error_set(PG_ERR_DTYPE, "%s: internal: a %s operand expected, got %s", name,
                             row.in == FFT_REAL ? "float32/float64" : "complex",

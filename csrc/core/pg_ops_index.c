@@ -59,6 +59,61 @@ pg_status pg_view_as_strided(const pg_tensor *t, int ndim, const int64_t *shape,
     return PG_OK;
 }
 
+static pg_status last_stride_error(const pg_tensor *t, const char *a, const char *b)
+{
+    return pg_error_set(PG_ERR_RUNTIME, "self.stride(-1) must be 1 to view %s as %s (different "
+                                        "element sizes), but got %lld",
+                        a, b, (long long)t->strides[t->ndim - 1]);
+}
+
+pg_status pg_view_dtype(const pg_tensor *t, pg_dtype dt, pg_tensor *out)
+{
+    pg_tensor_out_init(out, t);
+    pg_tensor r = *t;
+    r.dtype = dt;
+    int64_t from = (int64_t)pg_dtype_size((pg_dtype)t->dtype), to = (int64_t)pg_dtype_size(dt);
+    const char *a = pg_dtype_legacy_name((pg_dtype)t->dtype), *b = pg_dtype_legacy_name(dt);
+    int last = t->ndim - 1;
+    if (from != to && t->ndim == 0)
+        return pg_error_set(PG_ERR_RUNTIME, "self.dim() cannot be 0 to view %s as %s (different "
+                                            "element sizes)", a, b);
+    if (from > to) { /* each element becomes `ratio` narrower ones along the last axis */
+        int64_t ratio = from / to;
+        if (t->strides[last] != 1)
+            return last_stride_error(t, a, b);
+        for (int d = 0; d < last; d++)
+            r.strides[d] = t->strides[d] * ratio;
+        r.shape[last] = t->shape[last] * ratio;
+        r.offset = t->offset * ratio;
+    } else if (from < to) { /* `ratio` elements of the last axis become one */
+        int64_t ratio = to / from;
+        if (t->shape[last] % ratio != 0)
+            return pg_error_set(PG_ERR_RUNTIME, "self.size(-1) must be divisible by %lld to view "
+                                                "%s as %s (different element sizes), but got %lld",
+                                (long long)ratio, a, b, (long long)t->shape[last]);
+        if (t->offset % ratio != 0)
+            return pg_error_set(PG_ERR_RUNTIME, "self.storage_offset() must be divisible by %lld "
+                                                "to view %s as %s (different element sizes), but "
+                                                "got %lld",
+                                (long long)ratio, a, b, (long long)t->offset);
+        if (t->strides[last] != 1)
+            return last_stride_error(t, a, b);
+        for (int d = 0; d < last; d++) {
+            if (t->strides[d] % ratio != 0)
+                return pg_error_set(PG_ERR_RUNTIME, "self.stride(%d) must be divisible by %lld "
+                                                    "to view %s as %s (different element sizes), "
+                                                    "but got %lld",
+                                    d, (long long)ratio, a, b, (long long)t->strides[d]);
+            r.strides[d] = t->strides[d] / ratio;
+        }
+        r.shape[last] = t->shape[last] / ratio;
+        r.offset = t->offset / ratio;
+    }
+    pg_storage_retain(t->storage);
+    *out = r;
+    return PG_OK;
+}
+
 /* ---- shared checks -------------------------------------------------------------------- */
 
 static pg_status norm_axis(const char *op, int axis, int ndim, int *out)

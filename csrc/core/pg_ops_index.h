@@ -41,6 +41,11 @@
  * lies inside the storage (PyTorch's as_strided). */
 pg_status pg_view_as_strided(const pg_tensor *t, int ndim, const int64_t *shape,
                              const int64_t *strides, int64_t offset, pg_tensor *out);
+/* The same bytes as dtype `dt` (PyTorch's Tensor.view(dtype)): the same shape and strides
+ * when the element sizes agree; else the last axis (stride 1) splits or merges elements and
+ * the other strides and the offset scale, with PyTorch's checks and RuntimeError texts (a
+ * 0-d tensor, a last stride other than 1, a size, offset or stride not divisible). */
+pg_status pg_view_dtype(const pg_tensor *t, pg_dtype dt, pg_tensor *out);
 
 /* gather / index_select: a new tensor. */
 pg_status pg_op_gather(const pg_tensor *src, int axis, const pg_tensor *idx, pg_tensor *out);

@@ -13,7 +13,7 @@ from .._dtype import bfloat16, float16, float32, float64
 
 Tensor = _C.Tensor
 
-FLOATS = ", ".join(d.name for d in _dtype_ALL if d.is_floating_point)  # the dtype table's
+FLOATS = ", ".join(d.name for d in _dtype_ALL if d.is_floating_point and not d._is_shell)  # the dtype table's
 _NODE_DTYPES = (float32, float64)  # the dtypes the fused row kernels take
 
 

@@ -22,12 +22,14 @@ gives (tests/test_complex_autograd.py)."""
 import builtins as _builtins
 
 from .. import _C, _defaults, _dtype
+from . import complex32 as _c32
 from .._C import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 
 # PyTorch's names of the complex dtypes in its messages
-_TORCH_NAME = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_TORCH_NAME = {"complex64": "ComplexFloat", "complex128": "ComplexDouble",
+               "complex32": "ComplexHalf"}
 
 
 def _torch_name(dtype):
@@ -423,8 +425,28 @@ def _inplace_operands(a, b):
     return x, b
 
 
+def _complex32_hook(family, name, a, b, args, kwargs):
+    """hook() with a complex32 operand: the ops PyTorch's CPU runs on it, in complex64 and
+    rounded back once; its refusals for the rest (pygpu/_tensor/complex32.py)."""
+    if family in ("binary", "binary_"):
+        dtype = _result_dtype(a, b)
+        r = _c32.run(name, lambda x, y: hook("binary", name, x, y, args, kwargs), dtype, a, b)
+        return a.copy_(r) if family == "binary_" else r
+    if family in ("unary", "unary_"):
+        if family == "unary_" and name == "abs":
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
+        out = _dtype.float16 if name == "abs" else _dtype.complex32
+        r = _c32.run(name, lambda x: hook("unary", name, x, None, args, kwargs), out, a)
+        return a.copy_(r) if family == "unary_" else r
+    if family == "where":
+        return _c32.run("where", lambda x, y: where(args[0], x, y), _result_dtype(a, b), a, b)
+    _c32.refuse(name if family != "matmul" else "matmul")
+
+
 def hook(family, name, a, b, args, kwargs):
     """The bindings' entry for an op with a complex operand (csrc/bindings/complex.c)."""
+    if _c32.involved(a, b):
+        return _complex32_hook(family, name, a, b, args, kwargs)
     target = a if family in ("binary_", "unary_") else None
     if target is not None and _needs_grad(a, b):
         a, b = _inplace_operands(a, b)
@@ -621,6 +643,7 @@ METHODS = {
     "conj_physical_": conj_physical_,
     "is_complex": is_complex, "cfloat": lambda self: self.to(_dtype.complex64),
     "cdouble": lambda self: self.to(_dtype.complex128),
+    "chalf": lambda self, memory_format=None: self.to(_dtype.complex32),
 }
 
 FUNCTIONS = {"view_as_real": view_as_real, "view_as_complex": view_as_complex, "real": real,

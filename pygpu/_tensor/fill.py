@@ -13,7 +13,12 @@ def _same_place(self, value):
 
 
 def zero_(self):
-    """Fill with zeros, in place; returns self."""
+    """Fill with zeros, in place; returns self. A shell dtype (uint4, bits8, ...: no copy
+    kernel in PyTorch, whose zero_ still runs) zeroes its bytes through a same-size view."""
+    if self.dtype._is_shell:
+        from .. import _C, _dtype
+        _C._view_dtype(self, _dtype.uint16 if self.dtype.itemsize == 2 else _dtype.uint8).zero_()
+        return self
     return self.copy_(_same_place(self, 0))
 
 

@@ -1,4 +1,4 @@
-"""Tensor views with PyTorch's names: view, view_as, permute, transpose(dim0, dim1), t, mT,
+"""Tensor views with PyTorch's names: view (of a shape or of a dtype), view_as, permute, transpose(dim0, dim1), t, mT,
 unsqueeze, squeeze, flatten, unflatten, expand, expand_as, narrow, split, chunk, unbind,
 as_strided, flip-free movedim.
 
@@ -9,7 +9,7 @@ no byte crosses a link. flatten and reshape copy only where PyTorch's do (a layo
 strides can describe). When the input requires grad, the view is recorded through an
 autograd Function whose backward maps the gradient back to the input's shape. Installed
 into the Tensor type by pygpu/_tensor/surface.py."""
-from .. import _C
+from .. import _C, _dtype
 from .create import shape_args
 from ..autograd._broadcast import unbroadcast
 from ..autograd.function import TRACING, Function
@@ -132,12 +132,36 @@ def _view_strides(old_shape, old_strides, new_shape):
     return new_strides
 
 
-def view(self, *shape):
+def _view_args_error(args):
+    got = ", ".join(type(a).__name__ for a in args)
+    return TypeError(f"view() received an invalid combination of arguments - got ({got}), but "
+                     f"expected one of:\n * (torch.dtype dtype)\n * (tuple of ints size)\n")
+
+
+def view_dtype(self, dtype):
+    """view(dtype): the same bytes as another dtype (PyTorch's Tensor.view(dtype)), sharing
+    the storage and its version counter. Equal element sizes keep the shape and strides;
+    otherwise the last axis (stride 1) splits each element into narrower ones or merges
+    neighbours into a wider one, and the other strides and the offset scale (the C core
+    checks PyTorch's rules and raises its RuntimeError texts). Not differentiable, as
+    PyTorch's view.dtype: the result never requires grad."""
+    return _C._view_dtype(self, dtype)
+
+
+def view(self, *shape, dtype=None):
     """view(*shape): the same memory in a new shape (-1 infers one size); an error, as
-    PyTorch's, when the strides cannot describe it (use reshape, which copies then)."""
+    PyTorch's, when the strides cannot describe it (use reshape, which copies then).
+    view(dtype): the same bytes as another dtype (view_dtype)."""
+    if dtype is not None:
+        if shape or not isinstance(dtype, _dtype.DType):
+            raise _view_args_error(shape + (dtype,))
+        return view_dtype(self, dtype)
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)):
-        raise TypeError(f"view: pygpu does not reinterpret a tensor as another dtype; got "
-                        f"{shape[0]!r} (use .to(dtype) to convert)")
+        if isinstance(shape[0], _dtype.DType):
+            return view_dtype(self, shape[0])
+        raise _view_args_error(shape)
+    if len(shape) > 1 and any(isinstance(a, (_dtype.DType, str, float)) for a in shape):
+        raise _view_args_error(shape)
     if self.is_contiguous():  # the C reshape is then always a view (and records itself)
         try:
             return _c_reshape(self, *shape)

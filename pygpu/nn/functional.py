@@ -129,5 +129,8 @@ from ._mha import multi_head_attention_forward  # noqa: E402
 __all__ += ["multi_head_attention_forward"]
 from ._linear_cross_entropy import linear_cross_entropy  # noqa: E402
 from ._grouped_mm import grouped_mm  # noqa: E402
+# float8 products with their scaling recipes (_scaled_mm.py)
+from ._scaled_mm import ScalingType, SwizzleType, scaled_grouped_mm, scaled_mm  # noqa: E402
 
-__all__ += ["linear_cross_entropy", "grouped_mm"]
+__all__ += ["linear_cross_entropy", "grouped_mm", "ScalingType", "SwizzleType", "scaled_mm",
+            "scaled_grouped_mm"]

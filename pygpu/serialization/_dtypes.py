@@ -33,9 +33,14 @@ ROWS = (
     ("float8_e4m3fnuz", None, "<u1", "F8_E4M3FNUZ", 1),
     ("float8_e5m2fnuz", None, "<u1", "F8_E5M2FNUZ", 1),
     ("float8_e8m0fnu", None, "<u1", "F8_E8M0", 1),  # (safetensors.torch has no mapping for it)
-    # not pygpu dtypes: named when a file holds them
-    ("complex32", "ComplexHalfStorage", "<u4", None, 4),
-    ("float4_e2m1fn_x2", None, "<u1", "F4", 1),  # (safetensors counts its 4-bit halves)
+    # PyTorch's complex32 and shell dtypes (the sub-byte integers: torch saves none of them)
+    ("complex32", None, "<u4", None, 4),  # (torch writes it untyped: _rebuild_tensor_v3)
+    ("float4_e2m1fn_x2", None, "<u1", None, 1),  # (safetensors' F4 counts 4-bit halves: not mapped)
+    ("bits8", None, "<u1", None, 1),
+    ("bits1x8", None, "<u1", None, 1),
+    ("bits2x4", None, "<u1", None, 1),
+    ("bits4x2", None, "<u1", None, 1),
+    ("bits16", None, "<u2", None, 2),
     # the quantized dtypes: a storage of their levels (pygpu/quantization/_quantized.py),
     # read and written as the level dtype's bytes (the sixth column)
     ("quint8", "QUInt8Storage", "<u1", None, 1, "uint8"),

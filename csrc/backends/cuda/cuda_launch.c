@@ -313,7 +313,8 @@ bool pg_cuda_runs_op(int op, int dtype)
     if (op < 0 || op >= PG_NUM_OPS || pg_cuda_nodes[op].launch == NULL || dtype < 0 ||
         dtype >= PG_NUM_DTYPES)
         return false;
-    if (pg_dtype_is_fp8((pg_dtype)dtype)) /* float8: the cpu's casts (pg_fp8.h) only */
+    /* float8: the cpu's casts (pg_fp8.h) only; a shell dtype's bytewise copy: cpu and sim */
+    if (pg_dtype_is_fp8((pg_dtype)dtype) || pg_dtype_is_shell((pg_dtype)dtype))
         return false;
     /* the integers beside int64 (uint64 too) run where the "every dtype" dispatch does */
     if (pg_dtype_is_int((pg_dtype)dtype) && dtype != PG_INT64)
