@@ -299,3 +299,36 @@ def test_sim_num_threads_checks_the_device():
     assert pygpu.sim.num_threads(0) >= 1
     with pytest.raises(Exception, match="sim"):
         pygpu.sim.num_threads(99)
+
+
+def test_two_callers_at_once_each_get_their_whole_result(cpu_threads):
+    """Two threads (the GIL released around each op) run large cpu ops at the same time: the
+    one that finds the pool busy runs its job on its own thread (pg_pool_run's trylock), and
+    each result is the one a lone caller gets, bit for bit."""
+    import threading
+    cpu_threads(2)
+    rng = np.random.default_rng(5)
+    data = [rng.standard_normal(400_003).astype(np.float32) for _ in range(2)]
+    want = [np.exp(d) * 2.0 for d in data]
+    alone = [pygpu.tensor(d).exp().mul(2.0).numpy() for d in data]
+    errors, start = [], threading.Barrier(2)
+
+    def run(i):
+        try:
+            x = pygpu.tensor(data[i])
+            start.wait()
+            for _ in range(40):
+                got = x.exp().mul(2.0).numpy()
+                if not np.array_equal(got, alone[i]):
+                    errors.append(i)
+                    return
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for a, w in zip(alone, want):
+        np.testing.assert_allclose(a, w, rtol=1e-6)

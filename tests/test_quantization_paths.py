@@ -196,3 +196,26 @@ def test_the_option_is_kept():
         assert _cuda.get_int8_requant_in_gemm() is False
     finally:
         _cuda.set_int8_requant_in_gemm(True)
+
+
+@pytest.mark.parametrize("shape", [(64, 256, 128), (4, 1024, 256)], ids=["rows", "panels"])
+@pytest.mark.parametrize("out_u8", [False, True], ids=["f32_out", "u8_out"])
+def test_the_cpu_split_over_two_threads_gives_one_threads_bits(shape, out_u8):
+    """A layer large enough for the CPU's pool (cpu_gemm_int8.c: M*N*K >= 2^20) is cut by rows
+    (16 rows or more for 2 threads) or by 64-column panels (fewer rows), each piece's output
+    pointer moved to its place: the result equals one thread's bit for bit."""
+    m, k, n = shape
+    lay = Layer(k, n, True, seed=m + k)
+    x = _input(m, k, seed=m)
+    args = ("relu", False, 0.03, 51, 127, out_u8, 0.02, 0, 127)
+    old = pygpu.get_num_threads()
+    try:
+        pygpu.set_num_threads(1)
+        one = _host(lay.run("cpu", _f32(x, "cpu"), *args))
+        pygpu.set_num_threads(2)
+        two = _host(lay.run("cpu", _f32(x, "cpu"), *args))
+    finally:
+        pygpu.set_num_threads(old)
+    assert np.array_equal(one.view(np.uint8), two.view(np.uint8))
+    if out_u8:
+        assert one.view(np.uint8).max() > 0  # not all zero: the pieces wrote their rows
