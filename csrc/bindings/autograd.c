@@ -12,17 +12,19 @@ _Thread_local int pg_tracing;
 
 #define PT(o) ((PyTensor *)(o))
 
-PyObject *pg_ag_record_slow(PyObject *out, const char *name, PyObject *a, PyObject *b,
-                            PyObject *args, PyObject *kwargs)
+/* Call a Python hook (pg_hook's, named at the call: docs/architecture.md lists them) with
+ * (name, out, a, b[, args, kwargs]); returns out, or NULL (out released) when it raised. */
+static PyObject *call_hook(PyObject *hook, PyObject *out, const char *name, PyObject *a,
+                           PyObject *b, int with_args, PyObject *args, PyObject *kwargs)
 {
-    PyObject *hook = pg_hook("record");
     if (!hook) {
         Py_DECREF(out);
         return NULL;
     }
-    PyObject *r = PyObject_CallFunction(hook, "sOOOOO", name, out, a ? a : Py_None,
-                                        b ? b : Py_None, args ? args : Py_None,
-                                        kwargs ? kwargs : Py_None);
+    PyObject *r = with_args
+        ? PyObject_CallFunction(hook, "sOOOOO", name, out, a ? a : Py_None, b ? b : Py_None,
+                                args ? args : Py_None, kwargs ? kwargs : Py_None)
+        : PyObject_CallFunction(hook, "sOOO", name, out, a ? a : Py_None, b ? b : Py_None);
     if (!r) {
         Py_DECREF(out);
         return NULL;
@@ -31,40 +33,21 @@ PyObject *pg_ag_record_slow(PyObject *out, const char *name, PyObject *a, PyObje
     return out;
 }
 
+PyObject *pg_ag_record_slow(PyObject *out, const char *name, PyObject *a, PyObject *b,
+                            PyObject *args, PyObject *kwargs)
+{
+    return call_hook(pg_hook("record"), out, name, a, b, 1, args, kwargs);
+}
+
 PyObject *pg_ag_trace_slow(PyObject *out, const char *name, PyObject *a, PyObject *b)
 {
-    PyObject *hook = pg_hook("trace");
-    if (!hook) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    PyObject *r = PyObject_CallFunction(hook, "sOOO", name, out, a ? a : Py_None,
-                                        b ? b : Py_None);
-    if (!r) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    Py_DECREF(r);
-    return out;
+    return call_hook(pg_hook("trace"), out, name, a, b, 0, NULL, NULL);
 }
 
 PyObject *pg_ag_trace_record_slow(PyObject *out, const char *name, PyObject *a, PyObject *b,
                                   PyObject *args, PyObject *kwargs)
 {
-    PyObject *hook = pg_hook("trace");
-    if (!hook) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    PyObject *r = PyObject_CallFunction(hook, "sOOOOO", name, out, a ? a : Py_None,
-                                        b ? b : Py_None, args ? args : Py_None,
-                                        kwargs ? kwargs : Py_None);
-    if (!r) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    Py_DECREF(r);
-    return out;
+    return call_hook(pg_hook("trace"), out, name, a, b, 1, args, kwargs);
 }
 
 static int leaf_error(void)

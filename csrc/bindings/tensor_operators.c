@@ -95,36 +95,29 @@ static PyObject *binary(PyObject *a, PyObject *b, int op)
                                          : pg_ag_record(res, pg_binary_name(op), a, b, NULL, NULL);
 }
 
-static PyObject *nb_add(PyObject *a, PyObject *b)
-{
-    PG_TF_MODE_BINARY(a, b, "__add__", "__radd__");
-    return binary(a, b, PG_BIN_ADD);
-}
-static PyObject *nb_sub(PyObject *a, PyObject *b)
-{
-    PG_TF_MODE_BINARY(a, b, "__sub__", "__rsub__");
-    return binary(a, b, PG_BIN_SUB);
-}
-static PyObject *nb_mul(PyObject *a, PyObject *b)
-{
-    PG_TF_MODE_BINARY(a, b, "__mul__", "__rmul__");
-    return binary(a, b, PG_BIN_MUL);
-}
-static PyObject *nb_div(PyObject *a, PyObject *b)
-{
-    PG_TF_MODE_BINARY(a, b, "__truediv__", "__rtruediv__");
-    return binary(a, b, PG_BIN_DIV);
-}
-static PyObject *nb_mod(PyObject *a, PyObject *b)
-{
-    PG_TF_MODE_BINARY(a, b, "__mod__", "__rmod__");
-    return binary(a, b, PG_BIN_REMAINDER);
-}
-static PyObject *nb_floordiv(PyObject *a, PyObject *b)
-{
-    PG_TF_MODE_BINARY(a, b, "__floordiv__", "__rfloordiv__");
-    return binary(a, b, PG_BIN_FLOOR_DIVIDE);
-}
+
+/* The binary operators' slots, a row each: (slot function, op, dunder, reflected dunder). A
+ * TorchFunctionMode sees each under its dunder (PG_TF_MODE_BINARY); then binary() runs it. */
+#define PG_NB_BINARY_ROWS(X)                                                                  \
+    X(nb_add, PG_BIN_ADD, "__add__", "__radd__")                                             \
+    X(nb_sub, PG_BIN_SUB, "__sub__", "__rsub__")                                             \
+    X(nb_mul, PG_BIN_MUL, "__mul__", "__rmul__")                                             \
+    X(nb_div, PG_BIN_DIV, "__truediv__", "__rtruediv__")                                     \
+    X(nb_mod, PG_BIN_REMAINDER, "__mod__", "__rmod__")                                       \
+    X(nb_floordiv, PG_BIN_FLOOR_DIVIDE, "__floordiv__", "__rfloordiv__")                     \
+    X(nb_and, PG_BIN_BITWISE_AND, "__and__", "__rand__")                                     \
+    X(nb_or, PG_BIN_BITWISE_OR, "__or__", "__ror__")                                         \
+    X(nb_xor, PG_BIN_BITWISE_XOR, "__xor__", "__rxor__")                                     \
+    X(nb_lshift, PG_BIN_BITWISE_LEFT_SHIFT, "__lshift__", "__rlshift__")                     \
+    X(nb_rshift, PG_BIN_BITWISE_RIGHT_SHIFT, "__rshift__", "__rrshift__")
+#define PG_NB_BINARY_SLOT(fn, op, name, rname)                                                \
+    static PyObject *fn(PyObject *a, PyObject *b)                                             \
+    {                                                                                         \
+        PG_TF_MODE_BINARY(a, b, name, rname);                                                 \
+        return binary(a, b, op);                                                              \
+    }
+PG_NB_BINARY_ROWS(PG_NB_BINARY_SLOT)
+#undef PG_NB_BINARY_SLOT
 
 PyObject *pg_py_binary(PyObject *a, PyObject *b, int op)
 {
@@ -150,31 +143,6 @@ static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod)
         Py_RETURN_NOTIMPLEMENTED; /* pow(a, b, m): no modular power */
     PG_TF_MODE_BINARY(a, b, "__pow__", "__rpow__");
     return binary(a, b, PG_BIN_POW);
-}
-static PyObject *nb_and(PyObject *a, PyObject *b)
-{
-    PG_TF_MODE_BINARY(a, b, "__and__", "__rand__");
-    return binary(a, b, PG_BIN_BITWISE_AND);
-}
-static PyObject *nb_or(PyObject *a, PyObject *b)
-{
-    PG_TF_MODE_BINARY(a, b, "__or__", "__ror__");
-    return binary(a, b, PG_BIN_BITWISE_OR);
-}
-static PyObject *nb_xor(PyObject *a, PyObject *b)
-{
-    PG_TF_MODE_BINARY(a, b, "__xor__", "__rxor__");
-    return binary(a, b, PG_BIN_BITWISE_XOR);
-}
-static PyObject *nb_lshift(PyObject *a, PyObject *b)
-{
-    PG_TF_MODE_BINARY(a, b, "__lshift__", "__rlshift__");
-    return binary(a, b, PG_BIN_BITWISE_LEFT_SHIFT);
-}
-static PyObject *nb_rshift(PyObject *a, PyObject *b)
-{
-    PG_TF_MODE_BINARY(a, b, "__rshift__", "__rrshift__");
-    return binary(a, b, PG_BIN_BITWISE_RIGHT_SHIFT);
 }
 
 /* ---- in place: self.add_(other), self.exp_() ... (the op table's METHOD_INPLACE rows) ---- */
