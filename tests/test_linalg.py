@@ -169,7 +169,11 @@ def test_ex_variants_report_info_per_matrix(device, upper):
     tL, tinfo = torch.linalg.cholesky_ex(torch.tensor(A), upper=upper)
     assert info.dtype == pygpu.int32 and info.shape == (3, 2)
     np.testing.assert_array_equal(info.cpu().numpy(), tinfo.numpy())
-    _compare("cholesky_ex's L", L, tL)
+    ok = tinfo.numpy() == 0
+    if device.startswith("cuda"):  # a failed matrix's partial factor is cuSOLVER's own there
+        np.testing.assert_allclose(L.cpu().numpy()[ok], tL.numpy()[ok], rtol=1e-9, atol=1e-10)
+    else:  # LAPACK's potrf on cpu and sim, as torch's CPU
+        _compare("cholesky_ex's L", L, tL)
     B = flat.copy()
     B[1] = 0.0
     inverse, info = pygpu.linalg.inv_ex(to_device(B, device))
