@@ -308,9 +308,9 @@ def cholesky(A, *, upper=False, out=None):
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): info per matrix is LAPACK's (0, or the order of the leading minor that is
-    not positive-definite), as int32; a failed matrix's L is LAPACK's partial factor (cuSOLVER's
-    on cuda), the
-    other matrices of the batch are factored (PyTorch's semantics, no sync on the device)."""
+    not positive-definite), as int32; a failed matrix's L is LAPACK's partial factor
+    (cuSOLVER's on cuda), the other matrices of the batch are factored (PyTorch's semantics,
+    no sync on the device)."""
     if check_errors:
         return _out_of(_cholesky_ex_t(cholesky(A, upper=upper), _info_zeros(A)), out)
     _square("linalg.cholesky", A)
