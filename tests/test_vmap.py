@@ -67,8 +67,35 @@ def test_vmap_matches_torch(device, case):
     if case == "dict_in_out":
         ps, ts = [{"a": ps[0], "b": ps[1]}], [{"a": ts[0], "b": ts[1]}]
     got = pygpu.vmap(make(pygpu), in_dims, out_dims, chunk_size=chunk)(*ps)
-    want = torch.vmap(make(torch), in_dims, out_dims, chunk_size=chunk)(*ts)
+    try:
+        want = torch.vmap(make(torch), in_dims, out_dims, chunk_size=chunk)(*ts)
+    except NotImplementedError as e:
+        # torch's own nested vmap refuses `r.max()` ("Cannot access storage of
+        # BatchedTensorImpl") in a process where test_shell_dtypes.py's ops-run cases ran
+        # before it (all twenty shell dtypes' torch calls together; no single one does it):
+        # state left in torch, not pygpu's. The oracle is then torch in a fresh process.
+        if "BatchedTensorImpl" not in str(e) or not all(isinstance(t, torch.Tensor) for t in ts):
+            raise
+        want = _torch_vmap_in_fresh_process(case, ts)
     _close(got, want)
+
+
+def _torch_vmap_in_fresh_process(case, ts):
+    import os
+    import pickle
+    import subprocess
+    import sys
+    code = ("import pickle, sys, torch; sys.path.insert(0, sys.argv[1]); import test_vmap as T; "
+            "make, i, o, c, _ = T.CASES[sys.argv[2]]; "
+            "xs = [torch.from_numpy(a) for a in pickle.load(sys.stdin.buffer)]; "
+            "r = torch.vmap(make(torch), i, o, chunk_size=c)(*xs); "
+            "pickle.dump([t.numpy() for t in r] if isinstance(r, tuple) else r.numpy(), "
+            "sys.stdout.buffer)")
+    out = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__), case],
+                         input=pickle.dumps([t.detach().numpy() for t in ts]),
+                         capture_output=True, check=True).stdout
+    r = pickle.loads(out)
+    return tuple(torch.from_numpy(a) for a in r) if isinstance(r, list) else torch.from_numpy(r)
 
 
 def test_reductions_with_dims_and_keywords(device):
