@@ -159,7 +159,7 @@ def parse(text):
     head = text.split("(", 1)[0]
     if head in DTYPE_OF_SCALAR and text.endswith(")"):
         sizes, strides, req, dev = [], None, None, None
-        for part in _split_top(text[len(head) + 1:-1]):
+        for part in split_top(text[len(head) + 1:-1]):
             if part.startswith("strides="):
                 strides = tuple(int(s) for s in part[9:-1].split(",") if s.strip())
             elif part.startswith("requires_grad="):
@@ -172,19 +172,23 @@ def parse(text):
     if text == "Tensor":
         return TensorType()
     if text.startswith("(") and text.endswith(")"):
-        return tuple_of([parse(p) for p in _split_top(text[1:-1])])
+        return tuple_of([parse(p) for p in split_top(text[1:-1])])
     return simple(text)
 
 
-def _split_top(s):
-    """s split at its top-level commas (not those inside [...] or (...))."""
-    out, depth, cur = [], 0, ""
-    for ch in s:
-        if ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        if ch == "," and depth == 0:
+def split_top(s, sep=","):
+    """s split at its top-level separators: not inside [...], (...), {...} or a quoted string
+    (types' texts here, and parse_ir's lines)."""
+    out, depth, cur, quoted = [], 0, "", False
+    for i, ch in enumerate(s):
+        if ch == '"' and (i == 0 or s[i - 1] != "\\"):
+            quoted = not quoted
+        if not quoted:
+            if ch in "[({":
+                depth += 1
+            elif ch in "])}":
+                depth -= 1
+        if ch == sep and depth == 0 and not quoted:
             out.append(cur.strip())
             cur = ""
         else:

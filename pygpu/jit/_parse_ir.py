@@ -14,6 +14,7 @@ import re
 
 from .._tensor import create as _create
 from . import _aten_run, _ir, _ir_types
+from ._ir_types import split_top as _split_top
 
 _NAME = r"%([A-Za-z0-9_.]+)"
 
@@ -27,26 +28,6 @@ def _strip_comment(line):
             break
         out += ch
     return out.rstrip()
-
-
-def _split_top(s, sep=","):
-    out, depth, cur, quoted = [], 0, "", False
-    for i, ch in enumerate(s):
-        if ch == '"' and (i == 0 or s[i - 1] != "\\"):
-            quoted = not quoted
-        if not quoted:
-            if ch in "[({":
-                depth += 1
-            elif ch in "])}":
-                depth -= 1
-        if ch == sep and depth == 0 and not quoted:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out
 
 
 def _number(text):

@@ -90,7 +90,23 @@ class CompilationUnit:
 _PYTHON_CU = CompilationUnit()
 
 
-class ScriptFunction:
+class _GraphAccessors:
+    """What a traced function and a traced method both read from their graph (`self.graph`,
+    `self.name`): there is no separate inlined or specialized graph."""
+
+    @property
+    def inlined_graph(self):
+        return self.graph
+
+    @property
+    def code(self):
+        return _code(self.graph, self.name)
+
+    def graph_for(self, *args, **kwargs):
+        return self.graph
+
+
+class ScriptFunction(_GraphAccessors):
     """A traced function (torch.jit.ScriptFunction): calling it replays its graph."""
 
     def __init__(self, graph, name, cu=None):
@@ -101,20 +117,9 @@ class ScriptFunction:
         return _tracer.run_graph(self.graph, list(args) + list(kwargs.values()))
 
     @property
-    def inlined_graph(self):
-        return self.graph
-
-    @property
-    def code(self):
-        return _code(self.graph, self.name)
-
-    @property
     def schema(self):
         args = ", ".join(f"Tensor {v.debugName()}" for v in self.graph.inputs())
         return f"{self.name}({args}) -> Tensor"
-
-    def graph_for(self, *args, **kwargs):
-        return self.graph
 
     def get_debug_state(self):
         return self.graph
@@ -126,7 +131,7 @@ class ScriptFunction:
         return f"<pygpu.jit.ScriptFunction {self.name}>"
 
 
-class ScriptMethod:
+class ScriptMethod(_GraphAccessors):
     """A traced module's method (torch.ScriptMethod): bound to its module, replays its graph
     with the module as `self`."""
 
@@ -140,20 +145,9 @@ class ScriptMethod:
         return self._owner
 
     @property
-    def inlined_graph(self):
-        return self.graph
-
-    @property
-    def code(self):
-        return _code(self.graph, self.name)
-
-    @property
     def schema(self):
         args = ", ".join(f"Tensor {v.debugName()}" for v in list(self.graph.inputs())[1:])
         return f"{self.name}(__torch__.{type(self._owner).__name__} self, {args}) -> Tensor"
-
-    def graph_for(self, *args, **kwargs):
-        return self.graph
 
     def __repr__(self):
         return f"<pygpu.ScriptMethod {self.name}>"
