@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../../core/pg_special.h"
+#include "cpu_gelu.h"
 #include "cpu_kernels.h"
 #include "cpu_loops.h"
 
@@ -42,7 +43,8 @@ FLOAT_DIVMOD(float, f32, f)
 FLOAT_DIVMOD(double, f64, )
 
 /* GELU's derivatives (the CUDA twin is pg_math_binary.cuh's): exact Phi(x) + x phi(x),
- * PyTorch's formula; tanh form, with u = sqrt(2/pi) (x + 0.044715 x^3), t = tanh u,
+ * PyTorch's formula (cpu_gelu.h: float32's erf as PyTorch's vector kernels approximate it,
+ * sharing exp(-x^2 / 2) with phi); tanh form, with u = sqrt(2/pi) (x + 0.044715 x^3), t = tanh u,
  * e = exp(-2u) and s = (1 + t) / 2 = 1 / (1 + e): 0.5 (1 + t) + 0.5 x (1 - t^2) u' written
  * as s (1 + 2 x e s u'), u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2), so that neither 1 + t nor
  * 1 - t cancels (PyTorch's float32 form loses 1e-4 relative below x = -2). -2u is capped at
@@ -50,8 +52,7 @@ FLOAT_DIVMOD(double, f64, )
 #define GELU_GRAD(T, F)                                                                        \
     static inline T gelu_grad_##T(T x)                                                         \
     {                                                                                          \
-        return (T)0.5 * ((T)1 + erf##F(x * (T)0.70710678118654752440)) +                       \
-               x * exp##F((T)-0.5 * x * x) * (T)0.39894228040143267794;                        \
+        return _Generic(x, float: pg_gelu_grad_f32, default: pg_gelu_grad_f64)(x);           \
     }                                                                                          \
     static inline T gelu_tanh_grad_##T(T x)                                                    \
     {                                                                                          \

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "../../core/pg_special.h"
+#include "cpu_gelu.h"
 #include "cpu_kernels.h"
 #include "cpu_loops.h"
 
@@ -66,7 +67,7 @@ static inline double lgammar_f64(double x)
     UN_LOOP(i1e_##SUF, T, (T)pg_bessel_i_scaled(1, x, 1))                               \
     UN_LOOP(ndtr_##SUF, T, (T)0.5 * erfc##F(-x * (T)0.70710678118654752440))            \
     UN_LOOP(entr_##SUF, T, ENTR(T, F))                                                  \
-    UN_LOOP(gelu_##SUF, T, x * (T)0.5 * ((T)1 + erf##F(x * (T)0.70710678118654752440)))  \
+    UN_LOOP(gelu_##SUF, T, pg_gelu_##SUF(x)) /* cpu_gelu.h */                          \
     UN_LOOP(gelu_tanh_##SUF, T,                                                         \
             (T)0.5 * x * ((T)1 + tanh##F((T)0.79788456080286535588 *                    \
                                          (x + (T)0.044715 * x * x * x))))                \
