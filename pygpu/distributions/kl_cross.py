@@ -1,6 +1,6 @@
 """KL(p || q) between two different families, and the same-family pairs kl.py leaves to
 here (ContinuousBernoulli, the low-rank normals, TransformedDistribution): PyTorch's table
-of closed forms (torch/distributions/kl.py), registered with kl.py's register_kl when kl.py
+of closed forms (torch/distributions/kl.py), registered in kl_registry.py's table when kl.py
 imports this module. A pair whose q cannot hold all of p's support is infinite, as torch's:
 the value is +inf of p's batch shape, not an error. Each form is torch's, term for term, so
 the two libraries agree to rounding (tests/test_distributions_kl.py checks every pair)."""
@@ -13,7 +13,7 @@ from .._tensor.stack import broadcast_shapes
 from .continuous import Beta, Gamma, MultivariateNormal, Normal, Uniform
 from .counts import Binomial, Poisson
 from .discrete import Bernoulli
-from .kl import kl_divergence, register_kl
+from .kl_registry import kl_divergence, register_kl
 from .location_scale import Exponential, Laplace
 from .low_rank_mvn import LowRankMultivariateNormal
 from .relaxed import ContinuousBernoulli
