@@ -181,5 +181,11 @@ def test_gamma_cdf_and_special_gammainc_match_torch(device):
     want = torch.special.gammaincc(torch.tensor(a), torch.tensor(x)).numpy()
     got = pygpu.special.gammaincc(to_device(a, device), to_device(x, device)).cpu().numpy()
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    # the upper tail: Q computed as itself (1 - P rounds to 0 at Q ~ 1e-17, and keeps only
+    # 5 digits at Q ~ 1e-12)
+    a_t, x_t = np.array([1.0, 2.0, 5.0, 0.5]), np.array([40.0, 30.0, 50.0, 20.0])
+    want = torch.igammac(torch.tensor(a_t), torch.tensor(x_t)).numpy()
+    got = pygpu.igammac(to_device(a_t, device), to_device(x_t, device)).cpu().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
     with pytest.raises(ValueError, match="Expected value argument"):
         PD.Gamma(to_device(a, device), to_device(b, device)).cdf(to_device(-x, device))
