@@ -255,6 +255,11 @@ from .jit._types import *  # noqa: E402,F401,F403
 from .jit._schema import *  # noqa: E402,F401,F403
 __all__ += _jit_types.__all__ + _jit_schema.__all__
 
+# issue 43 (names43b): PyTorch's checkpoint archive classes, which pygpu.save/load use
+# (pygpu/serialization/_file_archive.py)
+from .serialization._file_archive import PyTorchFileReader, PyTorchFileWriter  # noqa: E402
+__all__ += ["PyTorchFileReader", "PyTorchFileWriter"]
+
 
 def get_file_path(*path_components):
     """A path under the directory that holds the pygpu package (torch.get_file_path joins
