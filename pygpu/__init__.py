@@ -259,6 +259,14 @@ __all__ += _jit_types.__all__ + _jit_schema.__all__
 # (pygpu/serialization/_file_archive.py)
 from .serialization._file_archive import PyTorchFileReader, PyTorchFileWriter  # noqa: E402
 __all__ += ["PyTorchFileReader", "PyTorchFileWriter"]
+# the symbolic number classes (pygpu/_ops/_sym_types.py), TorchScript's exception classes and
+# the helpers torch re-exports from torch._utils and torch.random (not in __all__: functions
+# there get __torch_function__ dispatch, which PyTorch's do not have)
+from ._ops._sym_types import SymBool, SymFloat, SymInt  # noqa: E402
+from ._jit_internal import FatalError, JITException  # noqa: E402
+from ._utils import classproperty  # noqa: E402
+from .data.worker import thread_safe_generator  # noqa: E402
+__all__ += ["SymBool", "SymFloat", "SymInt", "FatalError", "JITException"]
 
 
 def get_file_path(*path_components):

@@ -32,3 +32,6 @@ from . import overrides as _overrides  # noqa: E402
 from ..profiler import ProfilerActivity  # noqa: E402 - pygpu.profiler's, as torch.autograd's
 globals().update(_overrides.NAMES)
 __all__ += sorted(_overrides.NAMES) + ["ProfilerActivity"]
+# the gradient layout contract's switch (grad_layout.py)
+from .grad_layout import enforce_grad_layout_policy  # noqa: E402
+__all__ += ["enforce_grad_layout_policy"]
