@@ -12,6 +12,9 @@ into the contract's layout. The switch is per thread, as PyTorch's."""
 import functools
 import threading
 
+from .. import _C
+from .._tensor import create as _tensor_create
+
 _state = threading.local()
 
 
@@ -43,9 +46,9 @@ def _obeys(g, leaf):
 def _clone_obeying(g, leaf):
     """g copied into the contract's layout for leaf."""
     if _non_overlapping_and_dense(leaf):
-        from .._tensor.spellings import empty_strided
-        out = empty_strided(tuple(leaf.shape), leaf.stride(), dtype=g.dtype, device=g.device)
-        return out.copy_(g)
+        # dense: exactly numel elements under the leaf's strides
+        base = _tensor_create.empty(leaf.numel(), dtype=g.dtype, device=g.device)
+        return _C._as_strided(base, tuple(leaf.shape), leaf.stride(), 0).copy_(g)
     return g.clone().contiguous() if not g.is_contiguous() else g.clone()
 
 
