@@ -40,3 +40,5 @@ from ..profiler._legacy import ProfilerConfig, ProfilerEvent, ProfilerState  # n
 from ..profiler._legacy import disable_legacy as _disable_profiler_legacy  # noqa: E402,F401
 from ..profiler._legacy import enable_legacy as _enable_profiler_legacy  # noqa: E402,F401
 __all__ += ["ProfilerConfig", "ProfilerEvent", "ProfilerState"]
+from ._nested_io import NestedIOFunction  # noqa: E402 - the legacy nested-argument Function
+__all__ += ["NestedIOFunction"]
