@@ -52,8 +52,17 @@ def _wrap(node):
     raise AssertionError(f"unrecognized return type {node}")
 
 
-def _binary(method, reflected=False):
+_PROMOTING = {"add", "sub", "mul", "mod", "eq", "ne", "lt", "le", "gt", "ge", "sym_max",
+              "sym_min"}
+
+
+def _binary(method, reflected=False, name=None):
     def magic(self, other):
+        if name in _PROMOTING and isinstance(self, SymInt) and \
+                isinstance(other, (builtins.float, SymFloat)):
+            # Python's rule, as sym_node's promote2: an int with a float is a float
+            promoted = SymFloat(self.node.sym_float())
+            return getattr(promoted, f"__{'r' if reflected else ''}{name}__")(other)
         other_node = _to_node(self.node, other)
         if other_node is NotImplemented:
             return NotImplemented
@@ -71,12 +80,12 @@ def _unary(method):
 def _install(cls, names):
     for name in names:
         if name in _REFLECTABLE:
-            setattr(cls, f"__{name}__", _binary(_REFLECTABLE[name]))
-            setattr(cls, f"__r{name}__", _binary(_REFLECTABLE[name], reflected=True))
+            setattr(cls, f"__{name}__", _binary(_REFLECTABLE[name], name=name))
+            setattr(cls, f"__r{name}__", _binary(_REFLECTABLE[name], reflected=True, name=name))
         elif name in _COMPARE:
-            setattr(cls, f"__{name}__", _binary(_COMPARE[name]))
+            setattr(cls, f"__{name}__", _binary(_COMPARE[name], name=name))
         elif name in _OTHER:
-            setattr(cls, f"__{name}__", _binary(_OTHER[name]))
+            setattr(cls, f"__{name}__", _binary(_OTHER[name], name=name))
         else:
             setattr(cls, f"__{name}__", _unary(_UNARY[name]))
 

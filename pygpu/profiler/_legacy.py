@@ -7,6 +7,7 @@ pygpu's recorder (csrc/core/pg_profile.h) keeps one span per op or transfer; the
 stream is made from them: a "mark" __start_profile first, then per thread a "push" at each
 span's start and a "pop" at its end, in time order. The other profiler (pygpu.profiler.profile,
 _events.py) reads the same recorder, so one records at a time."""
+import builtins
 import enum
 import threading
 
@@ -38,14 +39,16 @@ ProfilerState.__module__ = "torch._C._profiler"
 class ProfilerConfig:
     """ProfilerConfig(state, report_input_shapes, profile_memory, with_stack, with_flops,
     with_modules, experimental_config, trace_id=''). Arguments of the wrong type are
-    PyTorch's TypeError. experimental_config is kept as given (pygpu's recorder has no
-    experimental options)."""
+    PyTorch's TypeError. experimental_config is kept as given, None included (pygpu's
+    recorder has no experimental options; PyTorch's wants its _ExperimentalConfig)."""
 
     def __init__(self, state, report_input_shapes, profile_memory, with_stack, with_flops,
                  with_modules, experimental_config, trace_id=""):
         flags = (report_input_shapes, profile_memory, with_stack, with_flops, with_modules)
-        if not isinstance(state, ProfilerState) or not all(type(f) is bool for f in flags) \
-                or not isinstance(trace_id, str):
+        # a flag is any object with a truth value of its own (pybind11's bool: True, 1, 0.0,
+        # None), not a str or a list
+        if not isinstance(state, ProfilerState) or not isinstance(trace_id, str) or \
+                not all(hasattr(type(f), "__bool__") for f in flags):
             raise TypeError(
                 "__init__(): incompatible constructor arguments. The following argument types "
                 "are supported:\n    1. torch._C._profiler.ProfilerConfig(state: "
@@ -53,6 +56,7 @@ class ProfilerConfig:
                 "bool, with_stack: bool, with_flops: bool, with_modules: bool, "
                 "experimental_config: torch._C._profiler._ExperimentalConfig, trace_id: str = "
                 "'')\n")
+        flags = tuple(builtins.bool(f) for f in flags)
         self.state, self.report_input_shapes, self.profile_memory = state, *flags[:2]
         self.with_stack, self.with_flops, self.with_modules = flags[2:]
         self.experimental_config, self.trace_id = experimental_config, trace_id
