@@ -263,8 +263,8 @@ __all__ += ["PyTorchFileReader", "PyTorchFileWriter"]
 # the helpers torch re-exports from torch._utils and torch.random (not in __all__: functions
 # there get __torch_function__ dispatch, which PyTorch's do not have)
 from ._ops._sym_types import SymBool, SymFloat, SymInt  # noqa: E402
-from ._jit_internal import FatalError, JITException  # noqa: E402
-from ._utils import classproperty  # noqa: E402
+from ._ops._torch_internals import FatalError, JITException  # noqa: E402
+from ._ops._torch_internals import classproperty  # noqa: E402
 from .data.worker import thread_safe_generator  # noqa: E402
 __all__ += ["SymBool", "SymFloat", "SymInt", "FatalError", "JITException"]
 

@@ -139,7 +139,7 @@ __all__ += ["linear_cross_entropy", "grouped_mm", "ScalingType", "SwizzleType", 
 # and the two names of its own module that are about TorchScript (not in __all__: no
 # __torch_function__ dispatch for them, as PyTorch's have none): DType (int, what the JIT
 # reads for a dtype argument) and assert_int_or_pair
-from .._jit_internal import (BroadcastingList1, BroadcastingList2,  # noqa: E402
+from .._ops._torch_internals import (BroadcastingList1, BroadcastingList2,  # noqa: E402
                              BroadcastingList3, boolean_dispatch)
 DType = int
 

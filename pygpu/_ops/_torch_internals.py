@@ -1,11 +1,14 @@
-"""torch._jit_internal's helpers that eager code meets through torch.nn.functional:
-boolean_dispatch (one public function over two implementations, chosen by a boolean
-argument, as F.max_pool2d(return_indices=...) is in PyTorch), the BroadcastingList1..6
-annotations (List[int] that also takes a single int, for kernel_size-style arguments; in
-eager code subscripting one gives None, as in PyTorch), and TorchScript's exception classes
-(torch.JITException, whose other name is torch.jit.Error, and torch.FatalError).
+"""The helpers of torch's private modules that torch re-exports publicly.
 
-Nothing here imports pygpu: the values layer, so nn.functional and jit both read it."""
+torch._jit_internal's, through torch.nn.functional: boolean_dispatch (one public function over
+two implementations, chosen by a boolean argument, as F.max_pool2d(return_indices=...) is in
+PyTorch), the BroadcastingList1..6 annotations (List[int] that also takes a single int, for
+kernel_size-style arguments; in eager code subscripting one gives None, as in PyTorch), and
+TorchScript's exception classes (torch.JITException, whose other name is torch.jit.Error, and
+torch.FatalError). torch._utils', at torch's top level: classproperty.
+
+Nothing here imports the rest of pygpu: nn.functional, jit and the package all read it."""
+
 import weakref
 
 # fn -> {"if_true", "if_false", "index", "default", "arg_name"}: what TorchScript reads to
@@ -70,3 +73,22 @@ class FatalError(Exception):
 
 
 FatalError.__module__ = "torch"
+
+
+# ---- torch._utils -------------------------------------------------------------------------
+
+class _ClassPropertyDescriptor:
+    def __init__(self, fget, fset=None):
+        self.fget = fget
+
+    def __get__(self, instance, owner=None):
+        if owner is None:
+            owner = type(instance)
+        return self.fget.__get__(instance, owner)()
+
+
+def classproperty(func):
+    """@classproperty def name(cls): ... -- read as C.name or C().name."""
+    if not isinstance(func, (classmethod, staticmethod)):
+        func = classmethod(func)
+    return _ClassPropertyDescriptor(func)
