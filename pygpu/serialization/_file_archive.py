@@ -107,10 +107,12 @@ class PyTorchFileWriter:
             raise RuntimeError(f"Tried to serialize file twice: {name}")
         view = _as_bytes(data, int(size))
         full = f"{self._name}/{name}"
-        cursor = self._zf.fp.tell()
         zip64 = view.nbytes * 1.05 > zipfile.ZIP64_LIMIT
-        start, pad = _padding(cursor, len(full.encode()), view.nbytes if zip64 else 0,
-                              self._alignment)
+        # where Python's zipfile puts the data: after the header, the name, our padding field
+        # (4 bytes of id and length, then the padding) and, for zip64, its 20-byte extra
+        start = self._zf.fp.tell() + _LOCAL_HEADER + len(full.encode()) + 4 + \
+            (20 if zip64 else 0)
+        pad = (-start) % self._alignment
         info = zipfile.ZipInfo(full, date_time=(1980, 1, 1, 0, 0, 0))
         info.compress_type = zipfile.ZIP_STORED
         info.file_size = view.nbytes
@@ -148,10 +150,11 @@ class PyTorchFileReader:
     """PyTorchFileReader(file_name or buffer): the records of one archive."""
 
     def __init__(self, file):
+        self._owned = None
         if isinstance(file, (str, os.PathLike)):
             path = os.fspath(file)
             try:
-                self._fp = open(path, "rb")
+                self._owned = self._fp = open(path, "rb")
             except OSError as e:
                 raise RuntimeError(f"open file failed because of errno {e.errno} on fopen: "
                                    f"{e.strerror}, file path: {path}") from None
@@ -165,6 +168,8 @@ class PyTorchFileReader:
             self._zf = zipfile.ZipFile(self._fp)
             infos = self._zf.infolist()
         except _ZIP_ERRORS as e:
+            if self._owned is not None:
+                self._owned.close()
             raise RuntimeError(f"PytorchStreamReader failed reading zip archive: not a ZIP "
                                f"archive ({e}).{_MINIZ_NOTE}") from None
         if not infos:
@@ -178,6 +183,11 @@ class PyTorchFileReader:
                        if i.filename.startswith(self._prefix)}
         if "version" not in self._infos and ".data/version" not in self._infos:
             raise RuntimeError('Expected hasRecord("version") to be true, but got false.')
+
+    def __del__(self):  # a file it opened itself is closed with it
+        owned = getattr(self, "_owned", None)
+        if owned is not None:
+            owned.close()
 
     def _info(self, name):
         info = self._infos.get(name)
