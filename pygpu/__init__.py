@@ -255,6 +255,19 @@ from .jit._types import *  # noqa: E402,F401,F403
 from .jit._schema import *  # noqa: E402,F401,F403
 __all__ += _jit_types.__all__ + _jit_schema.__all__
 
+# issue 43 (names43b): PyTorch's checkpoint archive classes, which pygpu.save/load use
+# (pygpu/serialization/_file_archive.py)
+from .serialization._file_archive import PyTorchFileReader, PyTorchFileWriter  # noqa: E402
+__all__ += ["PyTorchFileReader", "PyTorchFileWriter"]
+# the symbolic number classes (pygpu/_ops/_sym_types.py), TorchScript's exception classes and
+# the helpers torch re-exports from torch._utils and torch.random (not in __all__: functions
+# there get __torch_function__ dispatch, which PyTorch's do not have)
+from ._ops._sym_types import SymBool, SymFloat, SymInt  # noqa: E402
+from ._ops._torch_internals import FatalError, JITException  # noqa: E402
+from ._ops._torch_internals import classproperty  # noqa: E402
+from .data.worker import thread_safe_generator  # noqa: E402
+__all__ += ["SymBool", "SymFloat", "SymInt", "FatalError", "JITException"]
+
 
 def get_file_path(*path_components):
     """A path under the directory that holds the pygpu package (torch.get_file_path joins

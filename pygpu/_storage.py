@@ -240,6 +240,7 @@ LEGACY_STORAGES = {"FloatStorage": "float32", "DoubleStorage": "float64",
                    "HalfStorage": "float16", "BFloat16Storage": "bfloat16",
                    "LongStorage": "int64", "BoolStorage": "bool", "IntStorage": "int32",
                    "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
+                   "ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128",
                    # the quantized dtypes' (pygpu/_qdtype.py): their levels
                    "QUInt8Storage": "quint8", "QInt8Storage": "qint8",
                    "QInt32Storage": "qint32", "QUInt4x2Storage": "quint4x2",

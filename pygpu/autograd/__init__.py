@@ -32,3 +32,13 @@ from . import overrides as _overrides  # noqa: E402
 from ..profiler import ProfilerActivity  # noqa: E402 - pygpu.profiler's, as torch.autograd's
 globals().update(_overrides.NAMES)
 __all__ += sorted(_overrides.NAMES) + ["ProfilerActivity"]
+# the gradient layout contract's switch (grad_layout.py)
+from .grad_layout import enforce_grad_layout_policy  # noqa: E402
+__all__ += ["enforce_grad_layout_policy"]
+# the legacy profiler's types and switches (pygpu/profiler/_legacy.py)
+from ..profiler._legacy import ProfilerConfig, ProfilerEvent, ProfilerState  # noqa: E402
+from ..profiler._legacy import disable_legacy as _disable_profiler_legacy  # noqa: E402,F401
+from ..profiler._legacy import enable_legacy as _enable_profiler_legacy  # noqa: E402,F401
+__all__ += ["ProfilerConfig", "ProfilerEvent", "ProfilerState"]
+from ._nested_io import NestedIOFunction  # noqa: E402 - the legacy nested-argument Function
+__all__ += ["NestedIOFunction"]

@@ -32,7 +32,7 @@ import warnings
 from .. import _C
 from .._tensor import create as _tensor_create
 from .grad_mode import set_grad_enabled
-from . import _multi_output, _pieces, anomaly_mode, rules, versions
+from . import _multi_output, _pieces, anomaly_mode, grad_layout, rules, versions
 
 Tensor = _C.Tensor
 
@@ -310,6 +310,7 @@ def execute(outputs, grads, inputs=None, *, accumulate, retain_graph=False,
         found[key] = g if prev is None else prev + g
 
     owned = set()  # ids of gradients some leaf already holds as .grad (never alias two)
+    owned.update(id(g) for g in grads if g is not None)  # the caller's: held, so copied
     roots, seeds = [], {}
     callbacks = []  # queue_callback's, run once every gradient has arrived
     stack = _final_callbacks.__dict__.setdefault("stack", [])
@@ -669,7 +670,11 @@ def _accumulate(leaf, g, owned, create_graph=False):
     if view is leaf and leaf.grad is not None and leaf.grad.shape == g.shape and not create_graph:
         leaf.grad.add_(g)
     elif leaf.grad is None:
-        if id(g) in owned or (create_graph and g.grad_fn is not None):
+        if create_graph and g.grad_fn is not None:
+            g = g.clone()  # recorded: the gradient's own graph
+        elif not create_graph:  # the layout contract (grad_layout.py)
+            g = grad_layout.first_grad(g, leaf, stealable=id(g) not in owned)
+        elif id(g) in owned:
             g = g.clone()
         owned.add(id(g))
         leaf.grad = g

@@ -48,6 +48,18 @@ class WorkerInfo:
         return f"{self.__class__.__name__}({items})"
 
 
+def thread_safe_generator():
+    """torch.thread_safe_generator: in a DataLoader worker that is a thread, that worker's own
+    generator (WorkerInfo.rng.torch_generator); in the main process and in process workers
+    (pygpu's DataLoader workers are processes) None, which makes a sampler draw from the
+    default generator."""
+    info = get_worker_info()
+    if info is not None and getattr(info, "worker_method", None) == "thread" \
+            and getattr(info, "rng", None) is not None:
+        return info.rng.torch_generator
+    return None
+
+
 def get_worker_info():
     """In a DataLoader worker: its WorkerInfo (id, num_workers, seed, dataset); in the main
     process: None. An IterableDataset's __iter__ uses it to give each worker its share."""

@@ -21,6 +21,7 @@ from ._script import (CompilationUnit, ScriptFunction, ScriptMethod, ScriptModul
                       TopLevelTracedModule, freeze, trace, trace_module)
 from ._serialization import load, save
 from ._tracer import TracerWarning, TracingCheckError, is_tracing
+from .._ops._torch_internals import JITException as Error  # torch.jit.Error is torch.JITException
 from ._decorators import script
 
 __all__ = ["Future", "fork", "wait", "trace", "trace_module", "ScriptModule", "ScriptFunction",

@@ -96,4 +96,25 @@ __all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d
             "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
             "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear"]
 
+
+def factory_kwargs(kwargs):
+    """torch.nn.factory_kwargs: the device/dtype/memory_format entries of a module's **kwargs
+    as one dict for a factory (pygpu.empty(3, **nn.factory_kwargs(kwargs))); a nested
+    "factory_kwargs" dict gives them too. An unknown key, or one given both ways, is PyTorch's
+    TypeError."""
+    if kwargs is None:
+        return {}
+    simple_keys = {"device", "dtype", "memory_format"}
+    expected_keys = simple_keys | {"factory_kwargs"}
+    if not kwargs.keys() <= expected_keys:
+        raise TypeError(f"unexpected kwargs {kwargs.keys() - expected_keys}")
+    r = dict(kwargs.get("factory_kwargs", {}))
+    for k in simple_keys:
+        if k in kwargs:
+            if k in r:
+                raise TypeError(f"{k} specified twice, in **kwargs and in factory_kwargs")
+            r[k] = kwargs[k]
+    return r
+
+
 from . import modules  # noqa: E402 - torch.nn.modules.* import paths (names read when asked)

@@ -134,3 +134,18 @@ from ._scaled_mm import ScalingType, SwizzleType, scaled_grouped_mm, scaled_mm  
 
 __all__ += ["linear_cross_entropy", "grouped_mm", "ScalingType", "SwizzleType", "scaled_mm",
             "scaled_grouped_mm"]
+
+# torch._jit_internal's helpers as torch.nn.functional re-exports them (pygpu/_jit_internal.py),
+# and the two names of its own module that are about TorchScript (not in __all__: no
+# __torch_function__ dispatch for them, as PyTorch's have none): DType (int, what the JIT
+# reads for a dtype argument) and assert_int_or_pair
+from .._ops._torch_internals import (BroadcastingList1, BroadcastingList2,  # noqa: E402
+                             BroadcastingList3, boolean_dispatch)
+DType = int
+
+
+def assert_int_or_pair(arg, arg_name, message):
+    """AssertionError(message.format(arg_name)) unless arg is an int or has two elements."""
+    if not (isinstance(arg, int) or len(arg) == 2):
+        raise AssertionError(message.format(arg_name))
+

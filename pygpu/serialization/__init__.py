@@ -124,8 +124,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
         _zip_format.write(obj, buf)
         f.write(buf.getvalue())
         return
-    with _atomic_stream(f) as out:
-        _zip_format.write(obj, out)
+    with _atomic_stream(f) as out:  # a path names the archive's folder, as PyTorch's does
+        _zip_format.write(obj, out, archive=_zip_format.archive_name_of(f))
 
 
 def _seekable(f):

@@ -12,18 +12,17 @@ compressed, its data aligned to 64 bytes so that a reader may map it):
     archive/.data/serialization_id   an id for this file
 
 PyTorch names the folder after the file; readers (PyTorch's and this one) take whatever
-single folder the records are in. read() opens an archive for _torch_unpickler.py: the
-pickle and each storage record, checked for presence and size before any tensor is made."""
+single folder the records are in. Both ways go through PyTorch's own classes
+(_file_archive.py: PyTorchFileWriter, PyTorchFileReader), as torch/serialization.py does.
+read() opens an archive for _torch_unpickler.py: the pickle and each storage record, checked
+for presence and size before any tensor is made."""
 import io
 import os
-import struct
-import zipfile
 
+from ._file_archive import PyTorchFileReader, PyTorchFileWriter
 from ._torch_pickler import TorchPickler
 
 ALIGNMENT = 64
-_PAD_ID = 0x4246  # "FB": the extra field PyTorch pads local headers with
-_LOCAL_HEADER = 30
 
 
 class _NullSink:
@@ -41,37 +40,27 @@ def pickle_object(obj):
     return buf.getvalue(), second.records
 
 
-def _aligned_info(zf, name, size):
-    """A ZipInfo whose data will start on an ALIGNMENT boundary (padded extra field)."""
-    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-    info.compress_type = zipfile.ZIP_STORED
-    info.file_size = size
-    zip64 = size * 1.05 > zipfile.ZIP64_LIMIT
-    start = zf.fp.tell() + _LOCAL_HEADER + len(name.encode()) + 4 + (20 if zip64 else 0)
-    pad = (-start) % ALIGNMENT
-    info.extra = struct.pack("<HH", _PAD_ID, pad) + b"Z" * pad
-    return info, zip64
-
-
-def _record(zf, name, data):
-    view = memoryview(data).cast("B")
-    info, zip64 = _aligned_info(zf, name, view.nbytes)
-    with zf.open(info, "w", force_zip64=zip64) as out:
-        out.write(view)
-
-
 def write(obj, stream, archive="archive"):
-    """Write `obj` as PyTorch's zip checkpoint to a binary stream."""
+    """Write `obj` as PyTorch's zip checkpoint to a binary stream, records in torch.save's
+    order (the writer adds version and serialization_id at the end)."""
     data_pkl, records = pickle_object(obj)
-    with zipfile.ZipFile(stream, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        _record(zf, f"{archive}/data.pkl", data_pkl)
-        _record(zf, f"{archive}/.format_version", b"1")
-        _record(zf, f"{archive}/.storage_alignment", str(ALIGNMENT).encode())
-        _record(zf, f"{archive}/byteorder", b"little")
-        for span in records:
-            _record(zf, f"{archive}/data/{span.key}", span.data())
-        _record(zf, f"{archive}/version", b"3\n")
-        _record(zf, f"{archive}/.data/serialization_id", os.urandom(20).hex().encode())
+    zf = PyTorchFileWriter(stream, storage_alignment=ALIGNMENT, _archive_name=archive)
+    zf.write_record("data.pkl", data_pkl, len(data_pkl))
+    zf.write_record(".format_version", "1", 1)
+    zf.write_record(".storage_alignment", str(ALIGNMENT), len(str(ALIGNMENT)))
+    zf.write_record("byteorder", "little", 6)
+    for span in records:
+        data = memoryview(span.data()).cast("B")
+        zf.write_record(f"data/{span.key}", data, data.nbytes)
+    zf.write_end_of_file()
+
+
+def archive_name_of(f):
+    """The folder torch.save names after a path ("model" for model.pt), "archive" for a
+    file object."""
+    if hasattr(f, "write"):
+        return "archive"
+    return os.path.splitext(os.path.basename(os.fspath(f)))[0]
 
 
 def is_zip(head):
@@ -79,23 +68,21 @@ def is_zip(head):
 
 
 class Archive:
-    """A PyTorch zip checkpoint opened for reading: data.pkl and the storage records."""
+    """A PyTorch zip checkpoint opened for reading: data.pkl and the storage records, with
+    pygpu.load's checks (one folder, data.pkl present, a known byte order)."""
 
     def __init__(self, data, path):
         self.path = path
         try:
-            self._zf = zipfile.ZipFile(io.BytesIO(data))
-            names = self._zf.namelist()
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, struct.error) as e:
+            self.reader = PyTorchFileReader(io.BytesIO(data))
+        except RuntimeError as e:
             raise RuntimeError(f"PytorchStreamReader failed reading zip archive: {path} is not "
-                               f"a valid zip archive ({e})") from None
-        tops = {n.split("/", 1)[0] for n in names}
-        if len(tops) != 1 or not all("/" in n for n in names):
+                               f"a valid PyTorch archive ({e})") from None
+        names = self.reader._zf.namelist()
+        if len({n.split("/", 1)[0] for n in names}) != 1 or not all("/" in n for n in names):
             raise RuntimeError(f"PytorchStreamReader failed reading zip archive: {path} does not "
                                "hold one folder of records, as a PyTorch checkpoint does")
-        self.prefix = tops.pop() + "/"
-        self._names = set(names)
-        if self.prefix + "data.pkl" not in self._names:
+        if not self.reader.has_record("data.pkl"):
             raise RuntimeError(f"PytorchStreamReader failed locating file data.pkl: file not "
                                f"found in {path}")
         order = self.record("byteorder", optional=True)
@@ -104,18 +91,12 @@ class Archive:
         self.big_endian = order == b"big"
 
     def record(self, name, optional=False):
-        full = self.prefix + name
-        if full not in self._names:
-            if optional:
-                return None
-            raise RuntimeError(f"PytorchStreamReader failed locating file {name}: file not "
-                               f"found in {self.path}")
+        if optional and not self.reader.has_record(name):
+            return None
         try:
-            return self._zf.read(full)
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, struct.error,
-                NotImplementedError) as e:
-            raise RuntimeError(f"PytorchStreamReader failed reading file {name} of {self.path}: "
-                               f"{e}") from None
+            return self.reader.get_record(name)
+        except RuntimeError as e:
+            raise RuntimeError(f"{e} ({self.path})") from None
 
     def storage(self, key, nbytes):
         """The raw bytes of storage `key`, which must hold exactly `nbytes`."""
