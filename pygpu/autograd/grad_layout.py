@@ -56,6 +56,8 @@ def first_grad(g, leaf, stealable):
     """The tensor a leaf's first gradient g becomes (g itself when the engine may take it)."""
     if g.shape != leaf.shape:
         return g if stealable else g.clone()
+    if stealable and g.is_contiguous() and leaf.is_contiguous():
+        return g  # the common case, checked first: both row-major, so g obeys
     if not stealable:
         return _clone_obeying(g, leaf)
     if is_enforced() and not _obeys(g, leaf):
