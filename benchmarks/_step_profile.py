@@ -4,11 +4,12 @@
 #
 #   pygpu  per node kind, the node's CPU time from PYGPU_NODE_BUSY (csrc/backends/cpu/
 #          cpu_busy.c: its pool tasks' thread CPU time plus the caller's serial time, spinning
-#          not counted). The instrument prints once, at exit, for the whole process, so each
-#          profile is the difference of two child processes: one that builds the step and runs
-#          the warm-up, one that also runs the measured steps. The process CPU time of the
-#          measured steps minus the nodes' is the time outside nodes (Python dispatch,
-#          autograd, allocation, a pool thread's spinning).
+#          not counted). The instrument prints once, at exit, for the whole process, so a child
+#          builds the step and warms up, then forks: the forked process runs the measured steps
+#          and exits (its table: the warm-up's counts plus the steps'), the child exits after it
+#          (its table: the warm-up's alone), and the difference is the steps'. The process CPU
+#          time of the measured steps minus the nodes' is the time outside nodes (Python
+#          dispatch, autograd, allocation, a pool thread's spinning).
 #   torch  per ATen op that reaches its kernels (a TorchDispatchMode: the ops below autograd,
 #          each once), the process CPU time (every thread) around each call. Not
 #          torch.profiler's self CPU: that is the calling thread's wall clock, which a loaded
@@ -178,19 +179,34 @@ def step_of(lib, kind, name, size, batch, phases=None):
 
 # ---- pygpu: PYGPU_NODE_BUSY in child processes ----
 
+WARMUP_MARK = "pygpu-profile: the warm-up's table follows"
+
+
 def pygpu_child(kind, row, threads, tiny, warmup, steps):
-    """Runs in the child: build, warm up, time `steps` steps; prints the process CPU of those
-    steps as JSON (PYGPU_NODE_BUSY's table goes to stderr at exit)."""
+    """Runs in the child: build and warm up, then fork. The forked process runs `steps` steps,
+    prints their process CPU as JSON and exits: PYGPU_NODE_BUSY prints its table (the warm-up's
+    counts, inherited, plus the steps'). This process waits for it, marks stderr and exits: its
+    table is the warm-up's alone. The difference is exactly the steps' (pygpu's fork handler
+    resets its threads and locks in the forked process)."""
     import pygpu
     pygpu.set_num_threads(threads)
     name, batch = B.parse_row(row) if kind != "mlp" else ("mlp", int(row.split("@")[1]))
     size = (M.TINY if tiny else M.FULL).get(name)
     fn = step_of(pygpu, kind, name, size, batch)
     fn(warmup)
-    c0 = time.process_time()
-    if steps:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        c0 = time.process_time()  # this process's own CPU, from the fork
         fn(steps)
-    print(json.dumps({"cpu_s": time.process_time() - c0}))
+        print(json.dumps({"cpu_s": time.process_time() - c0}), flush=True)
+        return  # a normal exit: the instrument's table goes to stderr
+    _, status = os.waitpid(pid, 0)
+    sys.stderr.write(WARMUP_MARK + "\n")
+    sys.stderr.flush()
+    if status != 0:
+        raise SystemExit(f"the forked steps failed (status {status})")
 
 
 def _busy_table(stderr):
@@ -215,17 +231,17 @@ def _busy_table(stderr):
 
 def pygpu_profile(kind, row, threads, tiny, steps, tool):
     """pygpu's CPU ms per step by category (and by node kind), and busy cores of the nodes."""
-    def child(n):
-        env = dict(os.environ, PYGPU_NODE_BUSY="1")
-        env["PYTHONPATH"] = os.pathsep.join([ROOT] + ([env["PYTHONPATH"]] if
-                                                      env.get("PYTHONPATH") else []))
-        cmd = [sys.executable, tool, "--profile-child", kind, row, str(threads),
-               str(n)] + (["--tiny"] if tiny else [])
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if out.returncode != 0:
-            raise SystemExit(f"pygpu profile child of {kind} {row} failed:\n{out.stderr[-3000:]}")
-        return json.loads(out.stdout.strip().splitlines()[-1]), _busy_table(out.stderr)
-    (_, before), (cpu, after) = child(0), child(steps)
+    env = dict(os.environ, PYGPU_NODE_BUSY="1")
+    env["PYTHONPATH"] = os.pathsep.join([ROOT] + ([env["PYTHONPATH"]] if
+                                                  env.get("PYTHONPATH") else []))
+    cmd = [sys.executable, tool, "--profile-child", kind, row, str(threads),
+           str(steps)] + (["--tiny"] if tiny else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode != 0 or WARMUP_MARK not in out.stderr:
+        raise SystemExit(f"pygpu profile child of {kind} {row} failed:\n{out.stderr[-3000:]}")
+    steps_err, warm_err = out.stderr.split(WARMUP_MARK, 1)
+    cpu = json.loads(out.stdout.strip().splitlines()[-1])
+    after, before = _busy_table(steps_err), _busy_table(warm_err)
     nodes = {}
     for k, v in after.items():
         b = before.get(k, {"cpu_ms": 0.0, "crit_ms": 0.0})
@@ -351,8 +367,9 @@ def print_profile(title, pg, th, threads, peak_gflops):
         print(f"| {c} | {p:.1f} | {t:.1f} | {p - t:+.1f} | {cores} |")
     print(f"| **step (process CPU)** | **{pg['step_ms']:.1f}** | **{th['step_ms']:.1f}** | "
           f"{pg['step_ms'] - th['step_ms']:+.1f} | |")
-    print("\n(pygpu's rows are the difference of two processes, PYGPU_NODE_BUSY's node CPU time;"
-          " torch's the process CPU time around each ATen op; a small negative figure is noise)")
+    print("\n(pygpu: PYGPU_NODE_BUSY's node CPU time; torch: the process CPU time around each ATen"
+          " op; outside = the step's process CPU less those, with torch's step timed in a run of"
+          " its own, so that row carries the run-to-run noise)")
     if pg["unmapped"] or th["unmapped"]:
         print(f"\nunmapped: pygpu {', '.join(pg['unmapped']) or '-'}; torch "
               f"{', '.join(th['unmapped']) or '-'}")
@@ -380,8 +397,8 @@ def print_profile(title, pg, th, threads, peak_gflops):
                      f"{t_ms:.1f}" if t_ms is not None else "(in one op)",
                      f"{frac[1] * 100:.0f}%" if frac[1] else "-"]
             print(f"| {key} | {f / 1e9:.2f} | {p_ms:.1f} | {cells[0]} | {cells[1]} | {cells[2]} |")
-    # the largest gaps among the nodes' categories: the time outside nodes is a difference
-    # across two processes here (noisy: benchmarks/perf_outside_nodes.py samples it in one)
+    # the largest gaps among the nodes' categories: the time outside nodes is a difference of
+    # two totals (noisy under load: benchmarks/perf_outside_nodes.py samples it in one run)
     gaps = sorted(((pg["cats"].get(c, 0.0) - th["cats"].get(c, 0.0), c) for c in ORDER
                    if c != OUTSIDE), reverse=True)
     worst = [(d, c) for d, c in gaps if d > 0][:2]
@@ -392,7 +409,7 @@ def print_profile(title, pg, th, threads, peak_gflops):
         line = f"{c} ({d:+.0f} ms): {NEXT_STEP[c]}{also}"
     elif outside > 0:
         line = (f"no node category costs more than torch's ops; outside nodes reads "
-                f"{outside:+.0f} ms (a two-process difference: confirm with "
+                f"{outside:+.0f} ms (a difference of totals: confirm with "
                 f"perf_outside_nodes.py), then: {NEXT_STEP[OUTSIDE]}")
     else:
         line = "pygpu spends no more CPU than torch in any category: the miss is idle cores " \
