@@ -145,7 +145,8 @@ def measure_mlp(args, libs, T):
     y = rng.integers(0, 10, args.mlp_samples).astype(np.int64)
     print(f"\n### MLP 784-512-512-10, SGD momentum, one epoch of {args.mlp_samples} samples a "
           f"block, {top} thread(s) ({B.load_line(libs)})\n")
-    print("| batch | pygpu ms per epoch | torch ms per epoch | torch/pygpu | CPU ms pygpu / torch |")
+    print("| batch | pygpu ms per epoch | torch ms per epoch | torch/pygpu | "
+          "CPU ms pygpu / torch |")
     print("|---|---|---|---|---|")
     for batch, want in ((64, 1.5), (512, 1.1)):
         runs = {"pygpu": st.pygpu_epoch(X, y, batch), "torch": st.torch_epoch(X, y, batch)}
@@ -250,10 +251,11 @@ def main(argv=None):
     if "profile" in args.parts:
         run_profiles(args, libs, T)
     end = datetime.datetime.now(datetime.timezone.utc)
+    command = " ".join(argv if argv is not None else sys.argv[1:])
     T.print(f"{machine_line()}, pygpu ISA {libs['pygpu'].cpu_isa()}, torch "
             f"{libs['torch'].__version__}; {start:%Y-%m-%d %H:%M}-{end:%H:%M} UTC; load average "
             f"{load0[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; ratios by "
-            f"{args.clock} clock; `targets45.py {' '.join(argv if argv is not None else sys.argv[1:])}`")
+            f"{args.clock} clock; `targets45.py {command}`")
     return T
 
 
