@@ -7,7 +7,10 @@
 #          not counted). The instrument prints once, at exit, for the whole process, so a child
 #          builds the step and warms up, then forks: the forked process runs the measured steps
 #          and exits (its table: the warm-up's counts plus the steps'), the child exits after it
-#          (its table: the warm-up's alone), and the difference is the steps'. The process CPU
+#          (its table: the warm-up's alone), and the difference is the steps'. The forked
+#          steps pay a copy-on-write fault on each page they first write (inside nodes): a few
+#          % of a model's step (GPT @ 8: 1940 CPU ms profiled against 1824 timed), most of a
+#          3-ms MLP step unless spread over many steps. The process CPU
 #          time of the measured steps minus the nodes' is the time outside nodes (Python
 #          dispatch, autograd, allocation, a pool thread's spinning).
 #   torch  per ATen op that reaches its kernels (a TorchDispatchMode: the ops below autograd,
@@ -132,6 +135,18 @@ def step_of(lib, kind, name, size, batch, phases=None):
     """fn(n) running n steps of `kind` ("train", "infer", "mlp"); `phases`, when given, is set
     to the running phase ("forward", "backward", "optimizer") before each part."""
     ph = phases if phases is not None else {}
+    if kind == "mlp" and lib.__name__ == "pygpu":  # the path the MLP rows time: Trainer.fit
+        import speed_table as st
+        rng = np.random.default_rng(0)
+        X = rng.random((batch * 64, 784), dtype=np.float32)  # (samples, 784)
+        Y = rng.integers(0, 10, batch * 64).astype(np.int64)
+        epoch = st.pygpu_epoch(X, Y, batch)  # warms itself up
+
+        def fit(n):
+            if n > 64:
+                raise ValueError("at most 64 MLP steps a call")
+            return epoch(n * batch) if n else 0.0
+        return fit
     if kind == "mlp":
         from _torch_mlp import torch_mlp
         sizes = (784, 512, 512, 10)
