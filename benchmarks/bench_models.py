@@ -470,6 +470,25 @@ def op_flops(name, shapes):
     return None
 
 
+def checked_states(libs, rows, sizes):
+    """Each model's weights (pygpu's initialization, copied into torch's), after checking that
+    both sides' first losses agree on them."""
+    states = {}
+    for row in rows:
+        name, batch = parse_row(row)
+        if name in states:
+            continue
+        if "pygpu" in libs:
+            states[name] = state_of(build(libs["pygpu"], name, sizes[name]))
+        else:
+            states[name] = None
+        if len(libs) == 2:
+            losses = first_losses(libs, name, sizes[name], batch, states[name])
+            if abs(losses["pygpu"] - losses["torch"]) > 1e-3 * max(1.0, abs(losses["torch"])):
+                raise SystemExit(f"{name}: the first losses differ: {losses}")
+    return states
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--tiny", action="store_true", help="tiny shapes (the CI smoke test)")
@@ -509,19 +528,7 @@ def main(argv=None):
         return profile_row(args, libs, sizes)
     if args.overhead:
         return run_overhead(args, libs, args.rows)
-    states = {}
-    for row in args.rows:
-        name, batch = parse_row(row)
-        if name in states:
-            continue
-        if "pygpu" in libs:
-            states[name] = state_of(build(libs["pygpu"], name, sizes[name]))
-        else:
-            states[name] = None
-        if len(libs) == 2:
-            losses = first_losses(libs, name, sizes[name], batch, states[name])
-            if abs(losses["pygpu"] - losses["torch"]) > 1e-3 * max(1.0, abs(losses["torch"])):
-                raise SystemExit(f"{name}: the first losses differ: {losses}")
+    states = checked_states(libs, args.rows, sizes)
     train = {} if args.no_train else run_training(args, libs, sizes, args.rows, states)
     infer = {} if args.no_infer or args.only else run_inference(args, libs, sizes, states)
     memory = {} if args.no_memory or args.only else run_memory(args, args.rows)

@@ -1,0 +1,108 @@
+"""benchmarks/targets45.py at tiny shapes, as a smoke test (issue 45): every part runs, the
+targets table comes out with a row per target, each profiled row gets its two tables (CPU ms by
+category, fraction of peak) and a next step, every node kind a step runs is mapped to a category,
+and the FLOPs counted from torch's operand shapes agree with torch's own FLOP counter. Timing is
+never asserted."""
+import importlib.util
+import os
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load(name):
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "benchmarks",
+                                                                     f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _table(out):
+    """The final targets table's rows, as lists of cells."""
+    lines = out[out.index("### Issue 45's targets"):].splitlines()
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines
+            if ln.startswith("| ") and not ln.startswith("| target |")]
+
+
+def test_training_rows_and_their_profiles(capsys, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", ROOT)
+    tool = _load("targets45")
+    tool.main(["--tiny", "--rounds", "1", "--steps", "1", "--profile-steps", "1", "--threads",
+               "1", "--rows", "resnet18@4,gpt@4,lstm@4", "--parts", "train,profile",
+               "--profile-all"])
+    out = capsys.readouterr().out
+    rows = _table(out)
+    assert [r[0] for r in rows] == [f"train {row}, 1 thread(s), torch/pygpu >= 1.0x"
+                                    for row in ("resnet18@4", "gpt@4", "lstm@4")]
+    for target, figure, verdict, step in rows:
+        assert float(figure.split("x")[0]) > 0 and verdict in ("holds", "**misses**")
+        assert step, target  # --profile-all: every row has its next step
+    for row in ("resnet18@4", "gpt@4", "lstm@4"):
+        assert f"#### Profile of train {row}: CPU ms per step by category, 1 thread(s)" in out
+    assert out.count("**Next step:**") == 3
+    assert "| conv forward |" in out and "| attention (SDPA) |" in out
+    assert "| LSTM layers (cell + its GEMMs) |" in out
+    assert "unmapped: pygpu" not in out  # every node kind those steps ran has a category
+    assert "FMA peak, 1 thread(s):" in out
+
+
+def test_the_other_parts(capsys, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", ROOT)
+    tool = _load("targets45")
+    tool.main(["--tiny", "--rounds", "1", "--steps", "1", "--threads", "1", "--rows",
+               "vit@4", "--parts", "infer,memory,compile,mlp,interleave"])
+    names = [r[0] for r in _table(capsys.readouterr().out)]
+    assert names == ["vit batch-1 latency, torch/pygpu >= 1.0x (1 thr)",
+                     "vit batch-4 throughput, pygpu/torch >= 1.3x (1 thr)",
+                     "peak memory vit@4, pygpu/torch <= 1.0",
+                     "compile vit@4, eager/compile (measured; >= 1.0 read as holds)",
+                     "MLP batch 64, torch/pygpu >= 1.5x (1 thr)",
+                     "MLP batch 512, torch/pygpu >= 1.1x (1 thr)",
+                     "matmul n = 64 interleaved with NumPy, pygpu/NumPy time <= 1.2x"]
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenetv2", "vit", "gpt"])
+def test_flops_match_torchs_flop_counter(name):
+    """The products' FLOPs per training step, from the operand shapes the profile sees, equal
+    torch.utils.flop_counter's; attention, which it does not count on the CPU, equals its SDPA
+    formulas (halved where causal).
+    Its convolution_backward ignores groups in the weight gradient (MobileNetV2's depthwise
+    layers then read C times their work), so there the forward is compared, and the weight
+    gradient must equal the forward (same products), the input gradient the forward less the
+    stem's (the input image needs no gradient)."""
+    from torch.utils.flop_counter import FlopCounterMode
+    prof = _load("_step_profile")
+    M = prof.M
+    step = prof.step_of(torch, "train", name, M.TINY[name], 3)
+    step(1)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        step(1)
+    theirs = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    th = prof.torch_profile(torch, "train", f"{name}@3", 1, True, 1)
+    f = th["flops"]
+    if name == "mobilenetv2":
+        assert f["conv forward"] == theirs["aten.convolution"]
+        assert f["conv weight grad"] == f["conv forward"]
+        assert 0 < f["conv forward"] - f["conv input grad"] < 0.05 * f["conv forward"]
+        return
+    attention = f.pop("attention", 0.0)  # torch's counter has no rule for the CPU flash op
+    assert sum(f.values()) == pytest.approx(counter.get_total_flops(), rel=1e-6)
+    if name in ("vit", "gpt"):  # its formulas, on the shapes of each layer's q, k, v
+        from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
+        size = M.TINY[name]
+        if name == "vit":
+            layers, heads, dim = size["depth"], size["heads"], size["dim"]
+            tokens, causal = (size["image"] // size["patch"]) ** 2 + 1, 1.0
+        else:
+            layers, heads, dim = size["n_layer"], size["n_head"], size["n_embd"]
+            tokens, causal = size["block"], 0.5  # ours: half of the products are masked
+        q = (3, heads, tokens, dim // heads)
+        want = layers * causal * (sdpa_flop_count(q, q, q) + sdpa_backward_flop_count(q, q, q, q))
+        assert attention == pytest.approx(want, rel=1e-9)
