@@ -14,6 +14,9 @@ Environment knobs (all optional):
                         (csrc/backends/cpu/cpu_gemm_int8_vnni.c): vpdpbusd through SIMDe
   PYGPU_COVERAGE=1      test build: the C core instrumented for gcov's line coverage
                         (build_support/coverage_diff.py compares two test suites with it)
+  PYGPU_CORE_CACHE=0    compile every C file (default: objects are kept in an object cache,
+                        PYGPU_CORE_CACHE_DIR or ~/.cache/pygpu/core-objects, keyed by the
+                        command, the compiler, the headers and the source: build_support/core_objects.py)
 """
 import concurrent.futures
 import glob
@@ -27,6 +30,7 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "build_support"))
+import core_objects  # noqa: E402
 import cuda_build  # noqa: E402
 
 
@@ -85,32 +89,57 @@ def core_extension():
 class BuildExt(build_ext):
     """Builds the core, its C files on every core at once (setuptools compiles one extension's
     sources one by one; its --parallel runs whole extensions side by side, and pygpu has one),
-    then the CUDA plugin when a toolkit is there, saying how far each has got
+    each object through the C core's object cache (build_support/core_objects.py: a second
+    build with the same flags and sources compiles nothing), then the CUDA plugin when a
+    toolkit is there, saying how far each has got
     (cuda_build.BuildProgress: on the terminal, which pip otherwise keeps silent).
     Writes pygpu/_cuda_build_reason.txt: why the plugin was built or not, for
     pygpu.cuda.unavailable_reason() to quote."""
 
     def build_extension(self, ext):
         compile_one_by_one = self.compiler.compile
+        compile_object = self.compiler._compile  # one object: setuptools' compiler's own step
         progress = cuda_build.BuildProgress("C core", len(ext.sources), lines=10)
+        cache = core_objects.cache_dir()
+        depends = core_objects.files_digest(ext.depends) if cache else None
+        from_cache = set()
+
+        def compile_object_cached(obj, src, src_ext, cc_args, extra_postargs, pp_opts):
+            cmd = self.compiler.compiler_so + cc_args + [src] + extra_postargs
+            if cache is None or not core_objects.cacheable(cmd):
+                return compile_object(obj, src, src_ext, cc_args, extra_postargs, pp_opts)
+            key = core_objects.object_key(cmd, src, HERE, depends)
+            if core_objects.fetch(cache, key, obj):
+                from_cache.add(src)
+                return None
+            compile_object(obj, src, src_ext, cc_args, extra_postargs, pp_opts)
+            core_objects.store(cache, key, obj)
+            return None
 
         def compile_in_parallel(sources, output_dir=None, macros=None, include_dirs=None,
                                 debug=0, extra_preargs=None, extra_postargs=None, depends=None):
             def one(src):
                 objs = compile_one_by_one([src], output_dir, macros, include_dirs, debug,
                                           extra_preargs, extra_postargs, depends)
-                progress.step(os.path.relpath(src, HERE) if os.path.isabs(src) else src)
+                progress.step(os.path.relpath(src, HERE) if os.path.isabs(src) else src,
+                              src not in from_cache)
                 return objs
             progress.say(f"compiling the C core: {len(sources)} files, "
-                         f"{os.cpu_count() or 1} at a time")
+                         f"{os.cpu_count() or 1} at a time; compiled objects are kept in "
+                         f"{cache or 'no cache (PYGPU_CORE_CACHE=0)'}")
             with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-                return [o for objs in pool.map(one, sources) for o in objs]
+                objects = [o for objs in pool.map(one, sources) for o in objs]
+            progress.say(f"C core: {len(sources) - len(from_cache)} files compiled, "
+                         f"{len(from_cache)} from the cache")
+            return objects
 
         self.compiler.compile = compile_in_parallel
+        self.compiler._compile = compile_object_cached
         try:
             super().build_extension(ext)
         finally:
             self.compiler.compile = compile_one_by_one
+            self.compiler._compile = compile_object
             progress.close()
 
     def run(self):
