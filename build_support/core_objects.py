@@ -13,10 +13,11 @@ The key of an object is everything the compiler reads that can change it:
     build's, -Werror or not) never share an object;
   - the checkout's absolute path, in the command as it is (the objects' debug information
     names it: another clone compiles its own);
-  - each include directory outside the checkout (NumPy's, scipy-openblas32's, Python's)
-    stood in for by a digest of the headers it holds: under pip's build isolation NumPy lies
-    in a new temporary directory (pip-build-env-XXXX) on every build, so a key with that path
-    in it would miss every time, and a key without its headers would not see a new NumPy;
+  - each include directory (NumPy's, scipy-openblas32's, Python's) stood in for by a digest
+    of the files it holds: under pip's build isolation NumPy lies in a new temporary
+    directory (pip-build-env-XXXX) on every build, and in a venv's site-packages for
+    `setup.py build_ext`, so a key with its path in it would miss every time, and a key
+    without its headers would not see a new NumPy;
   - the compiler's version and the C library's;
   - the source's bytes and every header and table of csrc/ (the extension's `depends`: a
     changed header or pg_ops.def row recompiles every file, as setuptools' own rule does).
@@ -95,10 +96,8 @@ def object_key(cmd, src, repo_root, depends_digest):
     root = os.path.abspath(repo_root)
     h = hashlib.sha256()
     for arg in cmd:
-        if arg.startswith("-I") and len(arg) > 2:  # setuptools writes -I<dir>
-            d = os.path.abspath(arg[2:])
-            if d != root and not d.startswith(root + os.sep) and os.path.isdir(d):
-                arg = "-I<headers {}>".format(tree_digest(d))
+        if arg.startswith("-I") and os.path.isdir(arg[2:]):  # setuptools writes -I<dir>
+            arg = "-I<headers {}>".format(tree_digest(os.path.abspath(arg[2:])))
         h.update(arg.encode() + b"\0")
     h.update(root.encode() + b"\0")
     h.update(tool_version(cmd[0]).encode() + b"\0")
