@@ -12,6 +12,7 @@ Environment knobs (all optional):
                         for a build that ships
   PYGPU_INT8_SIMDE=1    test build, the same for the AVX512_VNNI int8 GEMM
                         (csrc/backends/cpu/cpu_gemm_int8_vnni.c): vpdpbusd through SIMDe
+                        (each knob's flags reach its one file: SIMDE_BUILDS)
   PYGPU_COVERAGE=1      test build: the C core instrumented for gcov's line coverage
                         (build_support/coverage_diff.py compares two test suites with it)
   PYGPU_CORE_CACHE=0    compile every C file (default: objects are kept in an object cache,
@@ -40,6 +41,38 @@ def core_sources():
     return sorted(f for p in pats for f in glob.glob(p))
 
 
+# The SIMDe test builds (setup.py's docstring): each knob's macro goes to the one file that reads
+# it, so the other files compile with the default command and the object cache holds them from
+# the default build (CI's SIMDe lane then compiles two files, not 118). BuildExt refuses a build
+# where another file of csrc/ names the macro. -Wno-psabi: SIMDe passes 64-byte vectors by
+# value, which GCC notes on every build.
+SIMDE_BUILDS = {  # knob: (the file, its flags)
+    "PYGPU_BF16_SIMDE": ("csrc/backends/cpu/cpu_gemm_bf16.c", ["-DPG_BF16_SIMDE=1", "-Wno-psabi"]),
+    "PYGPU_INT8_SIMDE": ("csrc/backends/cpu/cpu_gemm_int8_vnni.c", ["-DPG_INT8_SIMDE=1", "-Wno-psabi"]),
+}
+
+
+def per_file_cflags(env=None):
+    """{source: extra flags} of the SIMDe knobs set in env; SystemExit when a file of csrc/
+    other than a knob's own names its macro (it would compile without it)."""
+    env = os.environ if env is None else env
+    flags = {}
+    for knob, (src, extra) in SIMDE_BUILDS.items():
+        if env.get(knob) != "1":
+            continue
+        macro = extra[0][2:].split("=")[0]
+        for path in sorted(glob.glob(os.path.join(HERE, "csrc", "**", "*.[ch]"), recursive=True) +
+                           glob.glob(os.path.join(HERE, "csrc", "**", "*.def"), recursive=True)):
+            rel = os.path.relpath(path, HERE)
+            if rel != src:
+                with open(path, errors="replace") as f:
+                    if macro in f.read():
+                        raise SystemExit(f"setup.py: {rel} names {macro}, which {knob}=1 gives "
+                                         f"{src} only (SIMDE_BUILDS)")
+        flags[src] = extra
+    return flags
+
+
 def core_extension():
     # -fopenmp-simd: `#pragma omp simd` vectorizes the CPU kernels (no OpenMP runtime);
     # -fno-math-errno: sqrt is one instruction and libmvec's vector exp/log/tanh may be
@@ -56,11 +89,6 @@ def core_extension():
         cflags += [f"-fsanitize={sanitize}", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all",
                    "-O1", "-g"]
         ldflags += [f"-fsanitize={sanitize}"]
-    if os.environ.get("PYGPU_BF16_SIMDE") == "1":
-        # -Wno-psabi: SIMDe passes 64-byte vectors by value, which GCC notes on every build
-        cflags += ["-DPG_BF16_SIMDE=1", "-Wno-psabi"]
-    if os.environ.get("PYGPU_INT8_SIMDE") == "1":
-        cflags += ["-DPG_INT8_SIMDE=1", "-Wno-psabi"]
     if os.environ.get("PYGPU_COVERAGE") == "1":
         # atomic counters: the thread pools run one kernel on several threads at once
         cflags += ["--coverage", "-fprofile-update=atomic"]
@@ -101,10 +129,12 @@ class BuildExt(build_ext):
         compile_object = self.compiler._compile  # one object: setuptools' compiler's own step
         progress = cuda_build.BuildProgress("C core", len(ext.sources), lines=10)
         cache = core_objects.cache_dir()
+        file_cflags = per_file_cflags()
         depends = core_objects.files_digest(ext.depends) if cache else None
         from_cache = set()
 
         def compile_object_cached(obj, src, src_ext, cc_args, extra_postargs, pp_opts):
+            extra_postargs = extra_postargs + file_cflags.get(os.path.relpath(src, HERE), [])
             cmd = self.compiler.compiler_so + cc_args + [src] + extra_postargs
             if cache is None or not core_objects.cacheable(cmd):
                 return compile_object(obj, src, src_ext, cc_args, extra_postargs, pp_opts)

@@ -162,3 +162,30 @@ def test_setup_py_builds_through_the_cache(tmp_path):
     assert len(build("-DTWO=2")) == 2  # another flag, another object
     (work / "one.h").write_text("#define ONE 2\n")
     assert len(build()) == 3  # a changed header (depends), another object
+
+
+def _setup_top(here):
+    """setup.py's definitions (everything before `setup(`), as if it lay in `here`."""
+    setup_py = os.path.join(ROOT, "setup.py")
+    with open(setup_py) as f:
+        src = f.read()
+    g = {"__file__": os.path.join(str(here), "setup.py"), "__name__": "pygpu_setup"}
+    exec(compile(src[:src.index("# pyproject.toml declares")], setup_py, "exec"), g)
+    return g
+
+
+def test_the_simde_knobs_flag_their_own_file_only(tmp_path):
+    # the SIMDe lane's build compiles these two files; the rest come from the default build
+    g = _setup_top(ROOT)
+    both = g["per_file_cflags"]({"PYGPU_BF16_SIMDE": "1", "PYGPU_INT8_SIMDE": "1"})
+    assert both == {"csrc/backends/cpu/cpu_gemm_bf16.c": ["-DPG_BF16_SIMDE=1", "-Wno-psabi"],
+                    "csrc/backends/cpu/cpu_gemm_int8_vnni.c": ["-DPG_INT8_SIMDE=1", "-Wno-psabi"]}
+    assert g["per_file_cflags"]({}) == {}
+    # a header naming the macro would compile without it: the build refuses
+    fake = tmp_path / "checkout"
+    (fake / "csrc" / "backends" / "cpu").mkdir(parents=True)
+    (fake / "csrc" / "backends" / "cpu" / "cpu_gemm_bf16.c").write_text("#if PG_BF16_SIMDE\n#endif\n")
+    assert _setup_top(fake)["per_file_cflags"]({"PYGPU_BF16_SIMDE": "1"})
+    (fake / "csrc" / "backends" / "cpu" / "cpu_gemm_half.h").write_text("#ifdef PG_BF16_SIMDE\n#endif\n")
+    with pytest.raises(SystemExit, match="cpu_gemm_half.h names PG_BF16_SIMDE"):
+        _setup_top(fake)["per_file_cflags"]({"PYGPU_BF16_SIMDE": "1"})
