@@ -12,8 +12,12 @@ Environment knobs (all optional):
                         for a build that ships
   PYGPU_INT8_SIMDE=1    test build, the same for the AVX512_VNNI int8 GEMM
                         (csrc/backends/cpu/cpu_gemm_int8_vnni.c): vpdpbusd through SIMDe
+                        (each knob's flags reach its one file: SIMDE_BUILDS)
   PYGPU_COVERAGE=1      test build: the C core instrumented for gcov's line coverage
                         (build_support/coverage_diff.py compares two test suites with it)
+  PYGPU_CORE_CACHE=0    compile every C file (default: objects are kept in an object cache,
+                        PYGPU_CORE_CACHE_DIR or ~/.cache/pygpu/core-objects, keyed by the
+                        command, the compiler, the headers and the source: build_support/core_objects.py)
 """
 import concurrent.futures
 import glob
@@ -27,6 +31,7 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "build_support"))
+import core_objects  # noqa: E402
 import cuda_build  # noqa: E402
 
 
@@ -34,6 +39,38 @@ def core_sources():
     pats = ["csrc/core/*.c", "csrc/backends/cpu/*.c", "csrc/backends/sim/*.c", "csrc/backends/meta/*.c",
             "csrc/bindings/*.c"]
     return sorted(f for p in pats for f in glob.glob(p))
+
+
+# The SIMDe test builds (setup.py's docstring): each knob's macro goes to the one file that reads
+# it, so the other files compile with the default command and the object cache holds them from
+# the default build (CI's SIMDe lane then compiles two files, not 118). BuildExt refuses a build
+# where another file of csrc/ names the macro. -Wno-psabi: SIMDe passes 64-byte vectors by
+# value, which GCC notes on every build.
+SIMDE_BUILDS = {  # knob: (the file, its flags)
+    "PYGPU_BF16_SIMDE": ("csrc/backends/cpu/cpu_gemm_bf16.c", ["-DPG_BF16_SIMDE=1", "-Wno-psabi"]),
+    "PYGPU_INT8_SIMDE": ("csrc/backends/cpu/cpu_gemm_int8_vnni.c", ["-DPG_INT8_SIMDE=1", "-Wno-psabi"]),
+}
+
+
+def per_file_cflags(env=None):
+    """{source: extra flags} of the SIMDe knobs set in env; SystemExit when a file of csrc/
+    other than a knob's own names its macro (it would compile without it)."""
+    env = os.environ if env is None else env
+    flags = {}
+    for knob, (src, extra) in SIMDE_BUILDS.items():
+        if env.get(knob) != "1":
+            continue
+        macro = extra[0][2:].split("=")[0]
+        for path in sorted(glob.glob(os.path.join(HERE, "csrc", "**", "*.[ch]"), recursive=True) +
+                           glob.glob(os.path.join(HERE, "csrc", "**", "*.def"), recursive=True)):
+            rel = os.path.relpath(path, HERE)
+            if rel != src:
+                with open(path, errors="replace") as f:
+                    if macro in f.read():
+                        raise SystemExit(f"setup.py: {rel} names {macro}, which {knob}=1 gives "
+                                         f"{src} only (SIMDE_BUILDS)")
+        flags[src] = extra
+    return flags
 
 
 def core_extension():
@@ -52,11 +89,6 @@ def core_extension():
         cflags += [f"-fsanitize={sanitize}", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all",
                    "-O1", "-g"]
         ldflags += [f"-fsanitize={sanitize}"]
-    if os.environ.get("PYGPU_BF16_SIMDE") == "1":
-        # -Wno-psabi: SIMDe passes 64-byte vectors by value, which GCC notes on every build
-        cflags += ["-DPG_BF16_SIMDE=1", "-Wno-psabi"]
-    if os.environ.get("PYGPU_INT8_SIMDE") == "1":
-        cflags += ["-DPG_INT8_SIMDE=1", "-Wno-psabi"]
     if os.environ.get("PYGPU_COVERAGE") == "1":
         # atomic counters: the thread pools run one kernel on several threads at once
         cflags += ["--coverage", "-fprofile-update=atomic"]
@@ -85,32 +117,59 @@ def core_extension():
 class BuildExt(build_ext):
     """Builds the core, its C files on every core at once (setuptools compiles one extension's
     sources one by one; its --parallel runs whole extensions side by side, and pygpu has one),
-    then the CUDA plugin when a toolkit is there, saying how far each has got
+    each object through the C core's object cache (build_support/core_objects.py: a second
+    build with the same flags and sources compiles nothing), then the CUDA plugin when a
+    toolkit is there, saying how far each has got
     (cuda_build.BuildProgress: on the terminal, which pip otherwise keeps silent).
     Writes pygpu/_cuda_build_reason.txt: why the plugin was built or not, for
     pygpu.cuda.unavailable_reason() to quote."""
 
     def build_extension(self, ext):
         compile_one_by_one = self.compiler.compile
+        compile_object = self.compiler._compile  # one object: setuptools' compiler's own step
         progress = cuda_build.BuildProgress("C core", len(ext.sources), lines=10)
+        cache = core_objects.cache_dir()
+        file_cflags = per_file_cflags()
+        depends = core_objects.files_digest(ext.depends) if cache else None
+        from_cache = set()
+
+        def compile_object_cached(obj, src, src_ext, cc_args, extra_postargs, pp_opts):
+            extra_postargs = extra_postargs + file_cflags.get(os.path.relpath(src, HERE), [])
+            cmd = self.compiler.compiler_so + cc_args + [src] + extra_postargs
+            if cache is None or not core_objects.cacheable(cmd):
+                return compile_object(obj, src, src_ext, cc_args, extra_postargs, pp_opts)
+            key = core_objects.object_key(cmd, src, HERE, depends)
+            if core_objects.fetch(cache, key, obj):
+                from_cache.add(src)
+                return None
+            compile_object(obj, src, src_ext, cc_args, extra_postargs, pp_opts)
+            core_objects.store(cache, key, obj)
+            return None
 
         def compile_in_parallel(sources, output_dir=None, macros=None, include_dirs=None,
                                 debug=0, extra_preargs=None, extra_postargs=None, depends=None):
             def one(src):
                 objs = compile_one_by_one([src], output_dir, macros, include_dirs, debug,
                                           extra_preargs, extra_postargs, depends)
-                progress.step(os.path.relpath(src, HERE) if os.path.isabs(src) else src)
+                progress.step(os.path.relpath(src, HERE) if os.path.isabs(src) else src,
+                              src not in from_cache)
                 return objs
             progress.say(f"compiling the C core: {len(sources)} files, "
-                         f"{os.cpu_count() or 1} at a time")
+                         f"{os.cpu_count() or 1} at a time; compiled objects are kept in "
+                         f"{cache or 'no cache (PYGPU_CORE_CACHE=0)'}")
             with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-                return [o for objs in pool.map(one, sources) for o in objs]
+                objects = [o for objs in pool.map(one, sources) for o in objs]
+            progress.say(f"C core: {len(sources) - len(from_cache)} files compiled, "
+                         f"{len(from_cache)} from the cache")
+            return objects
 
         self.compiler.compile = compile_in_parallel
+        self.compiler._compile = compile_object_cached
         try:
             super().build_extension(ext)
         finally:
             self.compiler.compile = compile_one_by_one
+            self.compiler._compile = compile_object
             progress.close()
 
     def run(self):

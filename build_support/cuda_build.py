@@ -383,10 +383,13 @@ def _cache_dir(env=None):
 
 
 def _headers_digest(repo_root):
-    """One hash over every header under csrc/ (a kernel may include any of them)."""
+    """One hash over every header and table under csrc/ (a kernel may include any of them:
+    the elementwise, activation and optimizer kernels include csrc/core/pg_ops.def)."""
     import hashlib
     h = hashlib.sha256()
-    for path in sorted(glob.glob(os.path.join(repo_root, "csrc", "**", "*.h*"), recursive=True)):
+    paths = [p for pat in ("*.h*", "*.def")
+             for p in glob.glob(os.path.join(repo_root, "csrc", "**", pat), recursive=True)]
+    for path in sorted(paths):
         h.update(os.path.relpath(path, repo_root).encode())
         with open(path, "rb") as f:
             h.update(f.read())

@@ -5,7 +5,8 @@ everywhere in a second.
 - A second build compiles nothing, also when pip's build isolation puts cuBLAS in a new
   temporary directory and when the checkout is another clone (issue 46: the README's second
   command recompiled what the first had just cached, because the key held those paths).
-- A changed kernel file recompiles that file alone; a changed header, every file.
+- A changed kernel file recompiles that file alone; a changed header or op table (.def), every
+  file.
 - The default targets: the visible GPUs' archs, else compute_80 PTX only; PYGPU_CUDA_ARCHS
   overrides both.
 - The build's progress lines say how far it has got.
@@ -124,6 +125,15 @@ def test_a_changed_header_recompiles_everything(builds, tmp_path):
     repo = _tree(tmp_path / "clone")
     builds.build(repo)
     (repo / "csrc" / "core" / "pg_tensor.h").write_text("/* header, v2 */\n")
+    assert builds.build(repo)[0] == ALL
+
+
+def test_a_changed_op_table_recompiles_everything(builds, tmp_path):
+    # the kernels include csrc/core/pg_ops.def: a new row must not link a stale object
+    repo = _tree(tmp_path / "clone")
+    (repo / "csrc" / "core" / "pg_ops.def").write_text("PG_OP(add)\n")
+    builds.build(repo)
+    (repo / "csrc" / "core" / "pg_ops.def").write_text("PG_OP(add)\nPG_OP(sub)\n")
     assert builds.build(repo)[0] == ALL
 
 

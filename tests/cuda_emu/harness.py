@@ -25,7 +25,7 @@ _built = {}
 def skip_reason():
     if "libasan" in os.environ.get("LD_PRELOAD", ""):
         # the sanitizer stage: the emulated plugin and its fibers are not built for ASan
-        # (the CI lane of its own runs these tests)
+        # (the README's suite in .ci/run's first lane runs these tests, unsanitized)
         return "under the sanitizers' LD_PRELOAD"
     if not shutil.which("g++"):
         return "no g++ to compile the kernels for the CPU"
