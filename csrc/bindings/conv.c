@@ -246,17 +246,17 @@ static PyObject *f_cpu_conv_mode(PyObject *mod, PyObject *name)
     return before;
 }
 
-/* _cpu_conv_path(which, C, kh, kw, geom, float32, bias) -> ("dnnl" | "own", why); which: 0
- * forward, 1 input gradient, 2 weight gradient */
+/* _cpu_conv_path(which, C, H*W, kh, kw, geom, float32, bias) -> ("dnnl" | "own", why); which:
+ * 0 forward, 1 input gradient, 2 weight gradient; C and H*W: x's channels and plane */
 static PyObject *f_cpu_conv_path(PyObject *mod, PyObject *args)
 {
     (void)mod;
     static const int subops[3] = {PG_CONV_FWD, PG_CONV_BWD_DATA, PG_CONV_BWD_WEIGHT};
     int which, f32, bias;
-    long long C, kh, kw;
+    long long C, HW, kh, kw;
     pg_conv_args a;
-    if (!PyArg_ParseTuple(args, "iLLL" GEOM_FMT "pp", &which, &C, &kh, &kw, GEOM_ARGS(a), &f32,
-                          &bias))
+    if (!PyArg_ParseTuple(args, "iLLLL" GEOM_FMT "pp", &which, &C, &HW, &kh, &kw, GEOM_ARGS(a),
+                          &f32, &bias))
         return NULL;
     if (which < 0 || which > 2) {
         PyErr_SetString(PyExc_ValueError, "which must be 0, 1 or 2");
@@ -268,7 +268,7 @@ static PyObject *f_cpu_conv_path(PyObject *mod, PyObject *args)
                       .dw = (int32_t)a.dilation[1], .groups = (int32_t)a.groups};
     const char *why;
     bool dnnl;
-    Py_BEGIN_ALLOW_THREADS dnnl = pg_cpu_conv_path(subops[which], C, &g,
+    Py_BEGIN_ALLOW_THREADS dnnl = pg_cpu_conv_path(subops[which], C, HW, &g,
                                                    f32 ? PG_FLOAT32 : PG_FLOAT64, bias, &why);
     Py_END_ALLOW_THREADS return Py_BuildValue("(ss)", dnnl ? "dnnl" : "own", why);
 }

@@ -86,7 +86,8 @@ def conv_path(x_shape, w_shape, stride=1, padding=0, dilation=1, groups=1, which
     ph, pw = _pair(padding)
     dh, dw = _pair(dilation)
     geom = (sh, sw, dh, dw, ph, ph, pw, pw, groups)
-    return _C._cpu_conv_path(_WHICH[which], x_shape[1], w_shape[2], w_shape[3], geom,
+    return _C._cpu_conv_path(_WHICH[which], x_shape[1], x_shape[2] * x_shape[3], w_shape[2],
+                             w_shape[3], geom,
                              str(dtype).replace("torch.", "").replace("pygpu.", "") == "float32",
                              bool(bias))
 

@@ -27,10 +27,10 @@ const char *pg_cpu_dnnl_version(char *buf, size_t len); /* "3.2.0", or NULL */
 int pg_cpu_conv_mode(void);
 int pg_cpu_conv_set_mode(const char *name); /* "auto", "own", "dnnl"; -1 for another name */
 const char *pg_cpu_conv_mode_name(int mode);
-/* whether a CONV sub-op of x's C channels, float dtype `dtype`, with a bias or not, runs on
- * oneDNN; *why says why (a thread's own buffer, until its next call) */
-bool pg_cpu_conv_path(int subop, int64_t C, const pg_conv_geom *g, int dtype, bool bias,
-                      const char **why);
+/* whether a CONV sub-op of x's C channels and H*W plane, float dtype `dtype`, with a bias or
+ * not, runs on oneDNN; *why says why (a thread's own buffer, until its next call) */
+bool pg_cpu_conv_path(int subop, int64_t C, int64_t HW, const pg_conv_geom *g, int dtype,
+                      bool bias, const char **why);
 bool pg_cpu_conv_dnnl_wants(const pg_node *n);
 /* runs n on oneDNN; *ran false (and PG_OK) where oneDNN refuses the shape */
 pg_status pg_cpu_conv_dnnl(pg_pool *pool, const pg_node *n, bool *ran);

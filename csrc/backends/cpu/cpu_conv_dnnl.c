@@ -226,46 +226,73 @@ int pg_cpu_conv_set_mode(const char *name)
 
 const char *pg_cpu_conv_mode_name(int mode) { return g_mode_names[mode]; }
 
-/* The layer classes of the choice table: each CONV shape is one of these. */
+/* The choice table's rows: a CONV shape's kernel class and its input plane's size. */
 typedef enum conv_class {
-    CLASS_DEPTHWISE, /* one input channel per group, groups > 1 */
-    CLASS_GROUPED,   /* other grouped */
-    CLASS_STEM,      /* 3 or fewer input channels (an image's first layer) */
-    CLASS_POINTWISE, /* 1x1 */
-    CLASS_K3_S1,     /* 3x3, stride 1 */
-    CLASS_K3_S2,     /* 3x3, stride 2 */
-    CLASS_OTHER,     /* any other kernel */
+    CLASS_DW_S1,   /* depthwise (one input channel per group, groups > 1), stride 1 */
+    CLASS_DW_S2,   /* depthwise, stride 2 and more */
+    CLASS_GROUPED, /* other grouped */
+    CLASS_STEM_K3, /* 3 or fewer input channels (an image's first layer), 3x3 or smaller */
+    CLASS_STEM,    /* 3 or fewer input channels, a larger kernel (ImageNet's 7x7) */
+    CLASS_K1_S1,   /* 1x1, stride 1 */
+    CLASS_K1_S2,   /* 1x1, stride 2 and more (a ResNet's downsampling shortcut) */
+    CLASS_K3_S1,   /* 3x3, stride 1 */
+    CLASS_K3_S2,   /* 3x3, stride 2 and more */
+    CLASS_OTHER,   /* any other kernel */
     NUM_CONV_CLASSES
 } conv_class;
+typedef enum conv_plane {
+    PLANE_32, /* H*W >= 1024 (32 x 32 and up) */
+    PLANE_16, /* 256 .. 1023 */
+    PLANE_8,  /* 64 .. 255 */
+    PLANE_4,  /* below 64 */
+    NUM_CONV_PLANES
+} conv_plane;
 
 static const char *const g_class_names[NUM_CONV_CLASSES] = {
-    "depthwise", "grouped", "stem", "1x1", "3x3 stride 1", "3x3 stride 2", "other kernel"};
+    "depthwise stride 1", "depthwise stride 2", "grouped", "stem 3x3", "stem", "1x1 stride 1",
+    "1x1 stride 2", "3x3 stride 1", "3x3 stride 2", "other kernel"};
+static const char *const g_plane_names[NUM_CONV_PLANES] = {"32x32+", "16x16", "8x8", "4x4"};
 
-/* What auto runs, per class and sub-op (forward, input gradient, weight gradient): true for
- * oneDNN. From benchmarks/bench_conv_layers.py --paths own,dnnl (docs/performance.md, "oneDNN
- * against pygpu's own convolutions"). */
-static const bool g_dnnl_wins[NUM_CONV_CLASSES][3] = {
-    /*                  fwd    dgrad  wgrad */
-    [CLASS_DEPTHWISE] = {true, true, true},
-    [CLASS_GROUPED] = {true, true, true},
-    [CLASS_STEM] = {true, true, true},
-    [CLASS_POINTWISE] = {true, true, true},
-    [CLASS_K3_S1] = {true, true, true},
-    [CLASS_K3_S2] = {true, true, true},
-    [CLASS_OTHER] = {true, true, true},
+/* What auto runs, per class, plane and sub-op: D oneDNN, O pygpu's own. From
+ * benchmarks/bench_conv_layers.py --paths own,dnnl (1 thread, process CPU time, batch 32;
+ * docs/performance.md, "oneDNN against pygpu's own convolutions"): pygpu's own where it was
+ * clearly (> 5%) faster, oneDNN elsewhere, a plane not measured as its measured neighbour,
+ * a class not measured (grouped, other kernels) oneDNN's. "fwd dgrad wgrad" per cell. */
+#define D true
+#define O false
+static const bool g_dnnl_wins[NUM_CONV_CLASSES][NUM_CONV_PLANES][3] = {
+    /*                 32x32+     16x16      8x8        4x4 */
+    [CLASS_DW_S1] = {{O, O, O}, {O, D, D}, {D, D, D}, {D, D, D}},
+    [CLASS_DW_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+    [CLASS_GROUPED] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+    [CLASS_STEM_K3] = {{O, O, D}, {O, O, D}, {O, O, D}, {O, O, D}},
+    [CLASS_STEM] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+    [CLASS_K1_S1] = {{O, O, O}, {O, O, O}, {O, O, O}, {D, D, D}},
+    [CLASS_K1_S2] = {{O, O, O}, {O, O, O}, {D, O, D}, {D, O, D}},
+    [CLASS_K3_S1] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, O}},
+    [CLASS_K3_S2] = {{D, D, D}, {D, D, D}, {D, O, O}, {D, O, O}},
+    [CLASS_OTHER] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
 };
+#undef D
+#undef O
 
-static conv_class class_of(int64_t C, int64_t G, const pg_conv_geom *g)
+static conv_class class_of(int64_t C, const pg_conv_geom *g)
 {
-    if (G > 1)
-        return C / G == 1 ? CLASS_DEPTHWISE : CLASS_GROUPED;
+    bool s1 = g->sh == 1 && g->sw == 1;
+    if (g->groups > 1)
+        return C / g->groups == 1 ? (s1 ? CLASS_DW_S1 : CLASS_DW_S2) : CLASS_GROUPED;
     if (C <= 3)
-        return CLASS_STEM;
+        return g->kh <= 3 && g->kw <= 3 ? CLASS_STEM_K3 : CLASS_STEM;
     if (g->kh == 1 && g->kw == 1)
-        return CLASS_POINTWISE;
-    if (g->kh == 3 && g->kw == 3 && g->sh == g->sw && g->sh <= 2)
-        return g->sh == 1 ? CLASS_K3_S1 : CLASS_K3_S2;
+        return s1 ? CLASS_K1_S1 : CLASS_K1_S2;
+    if (g->kh == 3 && g->kw == 3)
+        return s1 ? CLASS_K3_S1 : CLASS_K3_S2;
     return CLASS_OTHER;
+}
+
+static conv_plane plane_of(int64_t HW)
+{
+    return HW >= 1024 ? PLANE_32 : HW >= 256 ? PLANE_16 : HW >= 64 ? PLANE_8 : PLANE_4;
 }
 
 /* the column of a sub-op: what it computes (y forward, x input gradient, w weight gradient) */
@@ -275,8 +302,8 @@ static int col_of(int subop)
     return r == PG_CONV_Y ? 0 : r == PG_CONV_X ? 1 : 2;
 }
 
-bool pg_cpu_conv_path(int subop, int64_t C, const pg_conv_geom *g, int dtype, bool bias,
-                      const char **why)
+bool pg_cpu_conv_path(int subop, int64_t C, int64_t HW, const pg_conv_geom *g, int dtype,
+                      bool bias, const char **why)
 {
     static __thread char buf[640];
     int mode = pg_cpu_conv_mode();
@@ -301,9 +328,10 @@ bool pg_cpu_conv_path(int subop, int64_t C, const pg_conv_geom *g, int dtype, bo
         *why = "PYGPU_CONV=dnnl";
         return true;
     }
-    conv_class k = class_of(C, g->groups, g);
-    bool dnnl = g_dnnl_wins[k][col_of(subop)];
-    snprintf(buf, sizeof buf, "%s: %s measured faster", g_class_names[k],
+    conv_class k = class_of(C, g);
+    conv_plane p = plane_of(HW);
+    bool dnnl = g_dnnl_wins[k][p][col_of(subop)];
+    snprintf(buf, sizeof buf, "%s at %s: %s measured faster", g_class_names[k], g_plane_names[p],
              dnnl ? "oneDNN" : "pygpu's own");
     *why = buf;
     return dnnl;
@@ -596,7 +624,8 @@ bool pg_cpu_conv_dnnl_wants(const pg_node *n)
     const pg_tensor *x = pg_conv_operand(n, PG_CONV_X);
     int col = col_of(n->subop);
     bool bias = col == 2 ? n->extra[0].storage != NULL : n->src[2].storage != NULL;
-    return pg_cpu_conv_path(n->subop, x->shape[1], &n->p.conv, n->dst.dtype, bias, &why);
+    return pg_cpu_conv_path(n->subop, x->shape[1], x->shape[2] * x->shape[3], &n->p.conv,
+                            n->dst.dtype, bias, &why);
 }
 
 pg_status pg_cpu_conv_dnnl(pg_pool *pool, const pg_node *n, bool *ran)
