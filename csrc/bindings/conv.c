@@ -217,7 +217,8 @@ static PyObject *f_cpu_dnnl_offer(PyObject *mod, PyObject *paths)
     Py_RETURN_NONE;
 }
 
-/* _cpu_dnnl_info() -> (version | None, why not | None); loads oneDNN if not tried yet */
+/* _cpu_dnnl_info() -> (version | None, why not | None, CONV nodes it ran); loads oneDNN if not
+ * tried yet */
 static PyObject *f_cpu_dnnl_info(PyObject *mod, PyObject *noargs)
 {
     (void)mod;
@@ -226,7 +227,8 @@ static PyObject *f_cpu_dnnl_info(PyObject *mod, PyObject *noargs)
     const char *v, *why;
     Py_BEGIN_ALLOW_THREADS v = pg_cpu_dnnl_version(buf, sizeof buf);
     why = pg_cpu_dnnl_why();
-    Py_END_ALLOW_THREADS return Py_BuildValue("(zz)", v, why);
+    Py_END_ALLOW_THREADS return Py_BuildValue("(zzK)", v, why,
+                                              (unsigned long long)pg_cpu_dnnl_calls());
 }
 
 /* _cpu_conv_mode(name | None) -> the mode before ("auto", "own", "dnnl") */
@@ -275,7 +277,7 @@ static PyObject *f_cpu_conv_path(PyObject *mod, PyObject *args)
 
 PyMethodDef pg_conv_functions[] = {
     {"_cpu_dnnl_offer", f_cpu_dnnl_offer, METH_O, "internal: the libdnnl paths the first CPU convolution tries"},
-    {"_cpu_dnnl_info", f_cpu_dnnl_info, METH_NOARGS, "internal: (oneDNN's version | None, why not | None)"},
+    {"_cpu_dnnl_info", f_cpu_dnnl_info, METH_NOARGS, "internal: (oneDNN's version | None, why not | None, CONV nodes it ran)"},
     {"_cpu_conv_mode", f_cpu_conv_mode, METH_O, "internal: set the CPU convolutions' path (auto, own, dnnl; None: keep) -> the one before"},
     {"_cpu_conv_path", f_cpu_conv_path, METH_VARARGS, "internal: (path, why) of a CPU convolution's shape"},
     {"_conv2d", f_conv2d, METH_VARARGS, "internal: 2-d convolution in one node"},

@@ -14,7 +14,7 @@ CPU convolution, never at `import pygpu`: pygpu offers the paths here (`library_
                                     groups=1, which="forward") -> ("dnnl" | "own", why)
 
 The environment variable PYGPU_CONV=auto|own|dnnl sets the path at start; PYGPU_DNNL_LIBRARY
-names a libdnnl.so.3 to try first; PYGPU_ISA caps oneDNN's instruction set too."""
+names a libdnnl.so.3 to try first (none: oneDNN is not loaded); PYGPU_ISA caps oneDNN's instruction set too."""
 import glob
 import os
 import site
@@ -29,8 +29,11 @@ _WHICH = {"forward": 0, "input": 1, "weight": 2}
 def library_candidates():
     """Where libdnnl.so.3 may be, most specific first: PYGPU_DNNL_LIBRARY, the onednn-cpu-*
     wheel's lib folder (<prefix>/lib: the wheel installs its library there), then the
-    loader's own search path."""
-    out = [os.environ["PYGPU_DNNL_LIBRARY"]] if os.environ.get("PYGPU_DNNL_LIBRARY") else []
+    loader's own search path. PYGPU_DNNL_LIBRARY=none: no path at all (oneDNN absent)."""
+    env = os.environ.get("PYGPU_DNNL_LIBRARY", "")
+    if env == "none":
+        return []
+    out = [env] if env else []
     prefixes = [sys.prefix, sys.base_prefix, site.getuserbase()]
     for p in prefixes:
         out += sorted(glob.glob(os.path.join(p, "lib", "libdnnl.so.3")))
@@ -55,9 +58,14 @@ def version():
     return _C._cpu_dnnl_info()[0]
 
 
+def calls():
+    """How many convolution nodes oneDNN has run in this process (the tests' proof of path)."""
+    return _C._cpu_dnnl_info()[2]
+
+
 def unavailable_reason():
     """None when oneDNN is loaded or loadable, else one line saying why not."""
-    v, why = _C._cpu_dnnl_info()
+    v, why, _ = _C._cpu_dnnl_info()
     return None if v is not None else f"{why} (pip install pygpu[cpu-fast])"
 
 

@@ -24,6 +24,7 @@ void pg_cpu_dnnl_offer(const char *paths);
 bool pg_cpu_dnnl_loaded(void);                        /* loads it on the first call */
 const char *pg_cpu_dnnl_why(void);                    /* NULL when loaded, else why not */
 const char *pg_cpu_dnnl_version(char *buf, size_t len); /* "3.2.0", or NULL */
+uint64_t pg_cpu_dnnl_calls(void); /* CONV nodes oneDNN ran, since the process started */
 int pg_cpu_conv_mode(void);
 int pg_cpu_conv_set_mode(const char *name); /* "auto", "own", "dnnl"; -1 for another name */
 const char *pg_cpu_conv_mode_name(int mode);

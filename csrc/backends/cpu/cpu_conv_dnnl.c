@@ -628,6 +628,10 @@ bool pg_cpu_conv_dnnl_wants(const pg_node *n)
                             n->dst.dtype, bias, &why);
 }
 
+static uint64_t g_calls;
+
+uint64_t pg_cpu_dnnl_calls(void) { return __atomic_load_n(&g_calls, __ATOMIC_RELAXED); }
+
 pg_status pg_cpu_conv_dnnl(pg_pool *pool, const pg_node *n, bool *ran)
 {
     prim_key k;
@@ -641,5 +645,7 @@ pg_status pg_cpu_conv_dnnl(pg_pool *pool, const pg_node *n, bool *ran)
     pg_status st = run_entry(e, n);
     entry_release(e);
     *ran = st == PG_OK;
+    if (*ran)
+        __atomic_fetch_add(&g_calls, 1, __ATOMIC_RELAXED);
     return st;
 }
