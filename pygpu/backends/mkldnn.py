@@ -14,7 +14,8 @@ CPU convolution, never at `import pygpu`: pygpu offers the paths here (`library_
                                     groups=1, which="forward") -> ("dnnl" | "own", why)
 
 The environment variable PYGPU_CONV=auto|own|dnnl sets the path at start; PYGPU_DNNL_LIBRARY
-names a libdnnl.so.3 to try first (none: oneDNN is not loaded); PYGPU_ISA caps oneDNN's instruction set too."""
+names a libdnnl.so.3 to try first (none: oneDNN is not loaded); PYGPU_ISA caps oneDNN's
+instruction set too."""
 import glob
 import os
 import site

@@ -40,7 +40,11 @@
 typedef int dnnl_status;
 typedef int64_t dnnl_dims[12];
 typedef struct { int arg; void *memory; } dnnl_exec_arg;
-typedef struct { int major, minor, patch; const char *hash; unsigned cpu_runtime, gpu_runtime; } dnnl_version_t;
+typedef struct {
+    int major, minor, patch;
+    const char *hash;
+    unsigned cpu_runtime, gpu_runtime;
+} dnnl_version_t;
 enum {
     DNNL_SUCCESS = 0, DNNL_ENGINE_CPU = 1, DNNL_STREAM_DEFAULT = 1, DNNL_F32 = 3,
     DNNL_TAG_ANY = 1, DNNL_TAG_A = 2, DNNL_TAG_ABCD = 5, DNNL_TAG_ABCDE = 6,
@@ -451,7 +455,8 @@ static prim_entry *entry_make(const prim_key *k)
     for (int r = 0; r < ROLES; r++) {
         DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&e->user_md[r], nd[r], dims[r], DNNL_F32,
                                                     nd[r] == 5 ? DNNL_TAG_ABCDE : DNNL_TAG_ABCD));
-        DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&any[r], nd[r], dims[r], DNNL_F32, DNNL_TAG_ANY));
+        DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&any[r], nd[r], dims[r], DNNL_F32,
+                                                    DNNL_TAG_ANY));
     }
     if (k->bias) {
         DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&e->bias_md, 1, bd, DNNL_F32, DNNL_TAG_A));
@@ -578,7 +583,8 @@ static pg_status run_entry(prim_entry *e, const pg_node *n)
     dnnl_exec_arg args[ROLES + 2];
     int nargs = 0;
     for (int r = 0; r < ROLES; r++)
-        args[nargs++] = (dnnl_exec_arg){g_role_arg[col][r], prim_mem[r] ? prim_mem[r] : user_mem[r]};
+        args[nargs++] =
+            (dnnl_exec_arg){g_role_arg[col][r], prim_mem[r] ? prim_mem[r] : user_mem[r]};
     if (e->key.bias) {
         const pg_tensor *b = col == 2 ? &n->extra[0] : &n->src[2];
         DNNL_TRY(g_dnnl.memory_create(&bias_mem, e->bias_md, g_dnnl.engine, pg_tensor_data(b)));
