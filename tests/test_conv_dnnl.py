@@ -146,6 +146,21 @@ def test_paths_that_stay_on_pygpus_kernels(conv_path):
     assert mkldnn.calls() == before
 
 
+def test_torchs_thread_count_is_left_alone(conv_path):
+    # torch's libgomp is global in a process that imported torch, and oneDNN's regions run on
+    # it: the OpenMP count pygpu sets for a call is put back (it once left torch at 1 thread)
+    conv_path("dnnl")
+    threads = pygpu.get_num_threads()
+    before = torch.get_num_threads()
+    try:
+        pygpu.set_num_threads(1 if before != 1 else 2)
+        x, w, _ = _data((2, 8, 9, 9), (8, 8, 3, 3), False)
+        F.conv2d(pygpu.tensor(x), pygpu.tensor(w), padding=1)
+    finally:
+        pygpu.set_num_threads(threads)
+    assert torch.get_num_threads() == before
+
+
 def test_mode_switches(conv_path):
     conv_path("auto")
     assert mkldnn.enabled is True

@@ -106,6 +106,7 @@ static struct {
     DNNL_API_FUNCS(DNNL_FIELD)
 #undef DNNL_FIELD
     void (*omp_set_num_threads)(int);
+    int (*omp_get_max_threads)(void);
     void *engine;
 } g_dnnl;
 
@@ -150,6 +151,7 @@ static bool load_one(const char *path)
 #undef DNNL_SYM
     /* the OpenMP runtime libdnnl was built on (found through its dependencies) */
     *(void **)&g_dnnl.omp_set_num_threads = dlsym(h, "omp_set_num_threads");
+    *(void **)&g_dnnl.omp_get_max_threads = dlsym(h, "omp_get_max_threads");
     const dnnl_version_t *v = g_dnnl.version();
     if (!v || v->major < 3) {
         snprintf(g_why, sizeof g_why, "%s is oneDNN %d; pygpu needs v3", path, v ? v->major : 0);
@@ -646,9 +648,14 @@ pg_status pg_cpu_conv_dnnl(pg_pool *pool, const pg_node *n, bool *ran)
     prim_entry *e = entry_get(&k);
     if (!e)
         return PG_OK; /* oneDNN refused the shape: pygpu's own kernels run it */
+    /* the thread's OpenMP count is the process's OpenMP runtime's: where torch is loaded, its
+     * libgomp (global symbols) runs oneDNN's regions too, so the count torch set is put back */
+    int before = g_dnnl.omp_get_max_threads ? g_dnnl.omp_get_max_threads() : 0;
     if (g_dnnl.omp_set_num_threads)
         g_dnnl.omp_set_num_threads(pool ? pg_pool_threads(pool) : 1);
     pg_status st = run_entry(e, n);
+    if (g_dnnl.omp_set_num_threads && before > 0)
+        g_dnnl.omp_set_num_threads(before);
     entry_release(e);
     *ran = st == PG_OK;
     if (*ran)
