@@ -10,7 +10,11 @@
 # of ROUNDS rounds a block of REPS calls runs on each side, in alternating order; a row gives
 # the least CPU ms per call of the rounds on each side and torch/pygpu (> 1: pygpu faster).
 #   PYTHONPATH=. python benchmarks/bench_conv_layers.py [--threads 1] [--rounds 5] [--reps 3]
-#       [--only SUBSTRING] [--kinds fwd,dgrad,wgrad,bn]
+#       [--only SUBSTRING] [--kinds fwd,dgrad,wgrad,bn] [--paths own,dnnl]
+# --paths measures pygpu's convolutions once per CPU path (pygpu.backends.mkldnn.set_conv_path:
+# pygpu's own kernels, oneDNN's), the blocks of all sides alternating in each round; the
+# table then has one column per path and own/dnnl (> 1: oneDNN faster), the figures behind
+# cpu_conv_dnnl.c's choice table.
 import argparse
 import time
 
@@ -106,19 +110,29 @@ def cpu_ms(fn, reps):
     return (time.process_time() - t0) * 1e3 / reps
 
 
-def measure(pair, rounds, reps):
-    pg_fn, th_fn = pair
-    pg_fn(), th_fn()  # warm up
-    best_pg = best_th = float("inf")
+def measure(fns, rounds, reps):
+    """The least CPU ms per call of each of fns, their blocks in rotating order per round."""
+    for fn in fns:
+        fn()  # warm up (and, on the oneDNN path, make the shape's primitive)
+    best = [float("inf")] * len(fns)
     for r in range(rounds):
-        order = (pg_fn, th_fn) if r % 2 == 0 else (th_fn, pg_fn)
-        for fn in order:
-            ms = cpu_ms(fn, reps)
-            if fn is pg_fn:
-                best_pg = min(best_pg, ms)
-            else:
-                best_th = min(best_th, ms)
-    return best_pg, best_th
+        for i in range(len(fns)):
+            k = (i + r) % len(fns)
+            best[k] = min(best[k], cpu_ms(fns[k], reps))
+    return best
+
+
+def on_path(fn, path):
+    """fn with pygpu's CPU convolutions on `path` ("own" or "dnnl") while it runs."""
+    from pygpu.backends import mkldnn
+
+    def run():
+        before = mkldnn.set_conv_path(path)
+        try:
+            return fn()
+        finally:
+            mkldnn.set_conv_path(before)
+    return run
 
 
 def main():
@@ -128,7 +142,10 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", default="")
     ap.add_argument("--kinds", default="fwd,dgrad,wgrad,bn fwd,bn bwd")
+    ap.add_argument("--paths", default="", help="e.g. own,dnnl: pygpu once per conv path")
     a = ap.parse_args()
+    if a.paths:
+        return main_paths(a)
     torch.set_num_threads(a.threads)
     pygpu.set_num_threads(a.threads)
     kinds = a.kinds.split(",")
@@ -147,11 +164,42 @@ def main():
         for kind, pair in sides.items():
             if kind not in kinds:
                 continue
-            p, t = measure(pair, a.rounds, a.reps)
+            p, t = measure(list(pair), a.rounds, a.reps)
             tot_pg += p
             tot_th += t
             print(f"| {case[0]} | {kind} | {p:.2f} | {t:.2f} | {t / p:.2f}x |", flush=True)
     print(f"| all rows | | {tot_pg:.1f} | {tot_th:.1f} | {tot_th / tot_pg:.2f}x |")
+
+
+def main_paths(a):
+    from pygpu.backends import mkldnn
+    paths = a.paths.split(",")
+    torch.set_num_threads(a.threads)
+    pygpu.set_num_threads(a.threads)
+    rng = np.random.default_rng(0)
+    print(f"threads {a.threads}, rounds {a.rounds}, {a.reps} calls a block, least process CPU "
+          f"ms per call; pygpu {pygpu.__version__} isa {pygpu.cpu_isa()}, oneDNN "
+          f"{mkldnn.version()}, torch {torch.__version__}")
+    print("| layer | node | " + " | ".join(f"pygpu {p} ms" for p in paths) + " | torch ms | "
+          + " | ".join(f"torch/{p}" for p in paths) + " | auto takes |")
+    print("|---|---|" + "---|" * (2 * len(paths) + 2))
+    which = {"fwd": "forward", "dgrad": "input", "wgrad": "weight"}
+    tot = [0.0] * (len(paths) + 1)
+    for case in CONVS:
+        if a.only and a.only not in case[0]:
+            continue
+        name, N, C, H, W, O, k, s, p, G = case
+        for kind, (pg_fn, th_fn) in conv_sides(case, rng).items():
+            if kind not in a.kinds.split(","):
+                continue
+            ms = measure([on_path(pg_fn, q) for q in paths] + [th_fn], a.rounds, a.reps)
+            tot = [t + m for t, m in zip(tot, ms)]
+            auto = mkldnn.conv_path((N, C, H, W), (O, C // G, k, k), s, p, 1, G, which[kind])[0]
+            print(f"| {name} | {kind} | " + " | ".join(f"{m:.2f}" for m in ms) + " | "
+                  + " | ".join(f"{ms[-1] / m:.2f}x" for m in ms[:-1]) + f" | {auto} |",
+                  flush=True)
+    print("| all rows | | " + " | ".join(f"{m:.1f}" for m in tot) + " | "
+          + " | ".join(f"{tot[-1] / m:.2f}x" for m in tot[:-1]) + " | |")
 
 
 if __name__ == "__main__":

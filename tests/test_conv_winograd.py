@@ -4,7 +4,8 @@
 # the forward and the input gradient (which runs as a Winograd convolution of the output
 # gradient), odd plane sizes (partial tiles at both edges), padding 0, 1 and 2, a channel
 # count off the vector width, one sample and several, 1 and 2 threads; then the same under
-# every ISA level this CPU has, each in its own process.
+# every ISA level this CPU has, each in its own process. pygpu's own kernels are what is
+# tested: the CPU convolutions' path is pinned to them (pygpu.backends.mkldnn, not oneDNN's).
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import pygpu
+from pygpu.backends import mkldnn
 from pygpu.nn import functional as F
 
 torch = pytest.importorskip("torch")
@@ -42,6 +44,7 @@ def _one(case, m, threads, seed=0):
     (ty * torch.tensor(g, dtype=torch.float64)).sum().backward()
     old = pygpu.get_num_threads()
     os.environ["PYGPU_CONV_WINOGRAD"] = m
+    path = mkldnn.set_conv_path("own")
     try:
         pygpu.set_num_threads(threads)
         px = pygpu.tensor(x).requires_grad_(True)
@@ -50,6 +53,7 @@ def _one(case, m, threads, seed=0):
         (py * pygpu.tensor(g)).sum().backward()
     finally:
         os.environ.pop("PYGPU_CONV_WINOGRAD")
+        mkldnn.set_conv_path(path)
         pygpu.set_num_threads(old)
 
     def rel(ours, ref):

@@ -5,7 +5,11 @@
  * autograd and composes the ops from gathers and matmuls where a device's backend does not
  * run the CONV, POOL or BATCH_NORM node (_C._has_node asks first, with the convolution's
  * geometry: cuDNN's rules are the cuda backend's supports_node). The core (pg_ops_conv.c,
- * pg_ops_pool.c, pg_ops_norm.c) validates everything again. */
+ * pg_ops_pool.c, pg_ops_norm.c) validates everything again.
+ *
+ * _cpu_dnnl_offer/_cpu_dnnl_info/_cpu_conv_mode/_cpu_conv_path: the CPU's oneDNN path
+ * (csrc/backends/cpu/cpu_conv_dnnl.c), for pygpu/backends/mkldnn.py. */
+#include "../backends/cpu/cpu_conv.h"
 #include "../core/pg_backend.h"
 #include "../core/pg_ops_conv.h"
 #include "tensor_object.h"
@@ -202,7 +206,80 @@ static PyObject *f_batch_norm_backward(PyObject *mod, PyObject *args)
     return out;
 }
 
+/* _cpu_dnnl_offer(paths): the libdnnl paths ("\n"-separated) the first CONV node tries */
+static PyObject *f_cpu_dnnl_offer(PyObject *mod, PyObject *paths)
+{
+    (void)mod;
+    const char *s = PyUnicode_AsUTF8(paths);
+    if (!s)
+        return NULL;
+    pg_cpu_dnnl_offer(s);
+    Py_RETURN_NONE;
+}
+
+/* _cpu_dnnl_info() -> (version | None, why not | None, CONV nodes it ran); loads oneDNN if not
+ * tried yet */
+static PyObject *f_cpu_dnnl_info(PyObject *mod, PyObject *noargs)
+{
+    (void)mod;
+    (void)noargs;
+    char buf[32];
+    const char *v, *why;
+    Py_BEGIN_ALLOW_THREADS v = pg_cpu_dnnl_version(buf, sizeof buf);
+    why = pg_cpu_dnnl_why();
+    Py_END_ALLOW_THREADS return Py_BuildValue("(zzK)", v, why,
+                                              (unsigned long long)pg_cpu_dnnl_calls());
+}
+
+/* _cpu_conv_mode(name | None) -> the mode before ("auto", "own", "dnnl") */
+static PyObject *f_cpu_conv_mode(PyObject *mod, PyObject *name)
+{
+    (void)mod;
+    PyObject *before = PyUnicode_FromString(pg_cpu_conv_mode_name(pg_cpu_conv_mode()));
+    if (!before || name == Py_None)
+        return before;
+    const char *s = PyUnicode_AsUTF8(name);
+    if (!s || pg_cpu_conv_set_mode(s) < 0) {
+        if (s)
+            PyErr_Format(PyExc_ValueError, "conv path must be 'auto', 'own' or 'dnnl', got '%s'", s);
+        Py_DECREF(before);
+        return NULL;
+    }
+    return before;
+}
+
+/* _cpu_conv_path(which, C, H*W, kh, kw, geom, float32, bias) -> ("dnnl" | "own", why); which:
+ * 0 forward, 1 input gradient, 2 weight gradient; C and H*W: x's channels and plane */
+static PyObject *f_cpu_conv_path(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    static const int subops[3] = {PG_CONV_FWD, PG_CONV_BWD_DATA, PG_CONV_BWD_WEIGHT};
+    int which, f32, bias;
+    long long C, HW, kh, kw;
+    pg_conv_args a;
+    if (!PyArg_ParseTuple(args, "iLLLL" GEOM_FMT "pp", &which, &C, &HW, &kh, &kw, GEOM_ARGS(a),
+                          &f32, &bias))
+        return NULL;
+    if (which < 0 || which > 2) {
+        PyErr_SetString(PyExc_ValueError, "which must be 0, 1 or 2");
+        return NULL;
+    }
+    pg_conv_geom g = {.kh = (int32_t)kh, .kw = (int32_t)kw, .sh = (int32_t)a.stride[0],
+                      .sw = (int32_t)a.stride[1], .ph = (int32_t)a.pad_before[0],
+                      .pw = (int32_t)a.pad_before[1], .dh = (int32_t)a.dilation[0],
+                      .dw = (int32_t)a.dilation[1], .groups = (int32_t)a.groups};
+    const char *why;
+    bool dnnl;
+    Py_BEGIN_ALLOW_THREADS dnnl = pg_cpu_conv_path(subops[which], C, HW, &g,
+                                                   f32 ? PG_FLOAT32 : PG_FLOAT64, bias, &why);
+    Py_END_ALLOW_THREADS return Py_BuildValue("(ss)", dnnl ? "dnnl" : "own", why);
+}
+
 PyMethodDef pg_conv_functions[] = {
+    {"_cpu_dnnl_offer", f_cpu_dnnl_offer, METH_O, "internal: the libdnnl paths the first CPU convolution tries"},
+    {"_cpu_dnnl_info", f_cpu_dnnl_info, METH_NOARGS, "internal: (oneDNN's version | None, why not | None, CONV nodes it ran)"},
+    {"_cpu_conv_mode", f_cpu_conv_mode, METH_O, "internal: set the CPU convolutions' path (auto, own, dnnl; None: keep) -> the one before"},
+    {"_cpu_conv_path", f_cpu_conv_path, METH_VARARGS, "internal: (path, why) of a CPU convolution's shape"},
     {"_conv2d", f_conv2d, METH_VARARGS, "internal: 2-d convolution in one node"},
     {"_conv2d_input_backward", f_conv2d_input_backward, METH_VARARGS, "internal: conv2d's input gradient (and ConvTranspose's forward)"},
     {"_conv2d_weight_backward", f_conv2d_weight_backward, METH_VARARGS, "internal: conv2d's weight and bias gradients"},

@@ -561,6 +561,12 @@ pg_status pg_cpu_conv_on(pg_pool *pool, const pg_node *n)
     j.n = n;
     dims_of(n, &j.d);
     j.dtype = n->dst.dtype;
+    if (pg_cpu_conv_dnnl_wants(n)) {
+        bool ran;
+        pg_status st = pg_cpu_conv_dnnl(pool, n, &ran);
+        if (st != PG_OK || ran)
+            return st;
+    }
     if (j.d.Cg == 1 && n->p.conv.groups > 1)
         return pg_cpu_conv_direct(pool, n);
     int wino = pg_cpu_conv_winograd_tile(n);

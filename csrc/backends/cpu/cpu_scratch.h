@@ -18,6 +18,10 @@ typedef enum pg_cpu_scratch_slot {
     PG_SCRATCH_CONV_BLOCK, /* cpu_conv.c: a chunk's output block */
     PG_SCRATCH_WINO,       /* cpu_conv_winograd.c: a channel's transform planes */
     PG_SCRATCH_WINO_CHUNK, /* cpu_conv_winograd.c: a chunk's V and M */
+    PG_SCRATCH_DNNL_X,     /* cpu_conv_dnnl.c: x (or dx) in oneDNN's layout */
+    PG_SCRATCH_DNNL_W,     /* cpu_conv_dnnl.c: w (or dW) in oneDNN's layout */
+    PG_SCRATCH_DNNL_Y,     /* cpu_conv_dnnl.c: y (or dy) in oneDNN's layout */
+    PG_SCRATCH_DNNL_PAD,   /* cpu_conv_dnnl.c: oneDNN's scratchpad */
     PG_SCRATCH_NUM_SLOTS
 } pg_cpu_scratch_slot;
 

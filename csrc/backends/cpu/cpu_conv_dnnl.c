@@ -1,0 +1,664 @@
+/* cpu_conv_dnnl.c - CONV nodes (forward, input gradient, weight gradient; float32) on oneDNN,
+ * the CPU convolution library of the field (PyTorch's CPU convolutions are its direct
+ * convolutions on blocked layouts), where it measures faster than pygpu's own kernels
+ * (cpu_conv.c, cpu_conv_winograd.c, cpu_conv_direct.c; the table below, from
+ * benchmarks/bench_conv_layers.py --paths, docs/performance.md).
+ *
+ * libdnnl.so.3 (oneDNN v3, the onednn-cpu-gomp wheel: pip install pygpu[cpu-fast]) is loaded
+ * with dlopen on the first CONV node, never at `import pygpu`, from the paths Python offers
+ * (pygpu/backends/mkldnn.py); the C API subset used is declared here, as cuda_cudnn.c declares
+ * cuDNN's (oneDNN's headers are Apache-2.0; the values are v3.2's, stable across v3). Where
+ * no path loads, or the library refuses a shape, the node runs on pygpu's own kernels.
+ *
+ * Per shape, a primitive descriptor and primitive are made once and kept (a bounded cache,
+ * entries counted while in use): the primitive picks its layouts (format `any`), pygpu's
+ * NCHW tensors are reordered into them and the output back, the reorders made once beside
+ * it. Its scratchpad, and the reordered operands, are the calling thread's scratch buffers
+ * (cpu_scratch.h), so a call allocates nothing once warm.
+ *
+ * Threads: this wheel runs on GNU OpenMP. The node's thread sets its OpenMP thread count to
+ * its pool's (pygpu.set_num_threads; one for a pool-less call) before each call, and OpenMP's
+ * idle threads sleep instead of spinning after a call (OMP_WAIT_POLICY=passive, set before
+ * the library loads unless the user set it), so they do not hold a core pygpu's pool wants.
+ * PYGPU_ISA caps oneDNN's ISA too (dnnl_set_max_cpu_isa, before its first primitive).
+ *
+ * PYGPU_CONV=own|dnnl|auto (default auto: the table) forces a path; _C._cpu_conv_path says
+ * which path a shape takes and why. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/pg_status.h"
+#include "../../core/pg_ops_conv.h"
+#include "cpu_conv.h"
+#include "cpu_isa.h"
+#include "cpu_scratch.h"
+
+/* ---- oneDNN's C API, the subset used (dnnl.h, dnnl_types.h, dnnl_common_types.h of v3.2) */
+typedef int dnnl_status;
+typedef int64_t dnnl_dims[12];
+typedef struct { int arg; void *memory; } dnnl_exec_arg;
+typedef struct {
+    int major, minor, patch;
+    const char *hash;
+    unsigned cpu_runtime, gpu_runtime;
+} dnnl_version_t;
+enum {
+    DNNL_SUCCESS = 0, DNNL_ENGINE_CPU = 1, DNNL_STREAM_DEFAULT = 1, DNNL_F32 = 3,
+    DNNL_TAG_ANY = 1, DNNL_TAG_A = 2, DNNL_TAG_ABCD = 5, DNNL_TAG_ABCDE = 6,
+    DNNL_FORWARD_TRAINING = 64, DNNL_CONVOLUTION_DIRECT = 1, DNNL_SCRATCHPAD_USER = 1,
+    DNNL_QUERY_IMPL_INFO_STR = 8, DNNL_QUERY_SRC_MD = 129, DNNL_QUERY_DIFF_SRC_MD = 130,
+    DNNL_QUERY_WEIGHTS_MD = 131, DNNL_QUERY_DIFF_WEIGHTS_MD = 132, DNNL_QUERY_DST_MD = 133,
+    DNNL_QUERY_DIFF_DST_MD = 134, DNNL_QUERY_SCRATCHPAD_MD = 136,
+    DNNL_ARG_SRC = 1, DNNL_ARG_DST = 17, DNNL_ARG_WEIGHTS = 33, DNNL_ARG_BIAS = 41,
+    DNNL_ARG_SCRATCHPAD = 80, DNNL_ARG_DIFF_SRC = 129, DNNL_ARG_DIFF_DST = 145,
+    DNNL_ARG_DIFF_WEIGHTS = 161, DNNL_ARG_DIFF_BIAS = 169,
+    DNNL_ISA_SSE41 = 0x1, DNNL_ISA_AVX2 = 0x7, DNNL_ISA_AVX512_CORE = 0x27,
+    DNNL_ISA_AVX512_CORE_BF16 = 0xe7,
+};
+
+/* name, return type, parameters: the functions loaded from libdnnl (dnnl_<name>) */
+#define DNNL_API_FUNCS(X)                                                                         \
+    X(engine_create, dnnl_status, (void **engine, int kind, size_t index))                       \
+    X(stream_create, dnnl_status, (void **stream, void *engine, unsigned flags))                 \
+    X(stream_destroy, dnnl_status, (void *stream))                                               \
+    X(memory_desc_create_with_tag, dnnl_status,                                                  \
+      (void **md, int ndims, const int64_t *dims, int data_type, int tag))                      \
+    X(memory_desc_destroy, dnnl_status, (void *md))                                              \
+    X(memory_desc_equal, int, (const void *a, const void *b))                                    \
+    X(memory_desc_get_size, size_t, (const void *md))                                            \
+    X(memory_create, dnnl_status, (void **mem, const void *md, void *engine, void *handle))      \
+    X(memory_destroy, dnnl_status, (void *mem))                                                  \
+    X(primitive_attr_create, dnnl_status, (void **attr))                                         \
+    X(primitive_attr_destroy, dnnl_status, (void *attr))                                         \
+    X(primitive_attr_set_scratchpad_mode, dnnl_status, (void *attr, int mode))                   \
+    X(convolution_forward_primitive_desc_create, dnnl_status,                                    \
+      (void **pd, void *engine, int prop, int alg, const void *src, const void *weights,         \
+       const void *bias, const void *dst, const int64_t *strides, const int64_t *dilates,        \
+       const int64_t *pad_l, const int64_t *pad_r, const void *attr))                            \
+    X(convolution_backward_data_primitive_desc_create, dnnl_status,                              \
+      (void **pd, void *engine, int alg, const void *diff_src, const void *weights,              \
+       const void *diff_dst, const int64_t *strides, const int64_t *dilates,                     \
+       const int64_t *pad_l, const int64_t *pad_r, const void *hint, const void *attr))          \
+    X(convolution_backward_weights_primitive_desc_create, dnnl_status,                           \
+      (void **pd, void *engine, int alg, const void *src, const void *diff_weights,              \
+       const void *diff_bias, const void *diff_dst, const int64_t *strides,                      \
+       const int64_t *dilates, const int64_t *pad_l, const int64_t *pad_r, const void *hint,     \
+       const void *attr))                                                                        \
+    X(reorder_primitive_desc_create, dnnl_status,                                                \
+      (void **pd, const void *src_md, void *src_engine, const void *dst_md, void *dst_engine,    \
+       const void *attr))                                                                        \
+    X(primitive_desc_query, dnnl_status, (const void *pd, int what, int index, void *result))    \
+    X(primitive_desc_query_md, const void *, (const void *pd, int what, int index))              \
+    X(primitive_desc_destroy, dnnl_status, (void *pd))                                           \
+    X(primitive_create, dnnl_status, (void **prim, const void *pd))                              \
+    X(primitive_destroy, dnnl_status, (void *prim))                                              \
+    X(primitive_execute, dnnl_status,                                                            \
+      (const void *prim, void *stream, int nargs, const dnnl_exec_arg *args))                    \
+    X(stream_wait, dnnl_status, (void *stream))                                                  \
+    X(set_max_cpu_isa, dnnl_status, (int isa))                                                   \
+    X(version, const dnnl_version_t *, (void))
+
+static struct {
+#define DNNL_FIELD(name, ret, params) ret(*name) params;
+    DNNL_API_FUNCS(DNNL_FIELD)
+#undef DNNL_FIELD
+    void (*omp_set_num_threads)(int);
+    int (*omp_get_max_threads)(void);
+    void *engine;
+} g_dnnl;
+
+/* ---- loading: the offered paths, tried once on the first CONV node */
+static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_paths[4096];
+static char g_why[512] = "no libdnnl path was offered (import pygpu offers them)";
+static int g_state; /* 0 untried, 1 loaded, -1 failed */
+
+void pg_cpu_dnnl_offer(const char *paths)
+{
+    pthread_mutex_lock(&g_load_lock);
+    if (g_state != 1) {
+        snprintf(g_paths, sizeof g_paths, "%s", paths ? paths : "");
+        g_state = 0;
+    }
+    pthread_mutex_unlock(&g_load_lock);
+}
+
+static int isa_cap(void)
+{
+    static const int cap[PG_NUM_ISA] = {
+        [PG_ISA_BASELINE] = DNNL_ISA_SSE41, [PG_ISA_AVX2] = DNNL_ISA_AVX2,
+        [PG_ISA_AVX512] = DNNL_ISA_AVX512_CORE, [PG_ISA_AVX512_BF16] = DNNL_ISA_AVX512_CORE_BF16};
+    return cap[pg_cpu_isa()];
+}
+
+static bool load_one(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(g_why, sizeof g_why, "%s", dlerror());
+        return false;
+    }
+#define DNNL_SYM(name, ret, params)                                                               \
+    if (!(*(void **)&g_dnnl.name = dlsym(h, "dnnl_" #name))) {                                    \
+        snprintf(g_why, sizeof g_why, "%s has no dnnl_" #name " (oneDNN v3 is needed)", path);   \
+        dlclose(h);                                                                              \
+        return false;                                                                            \
+    }
+    DNNL_API_FUNCS(DNNL_SYM)
+#undef DNNL_SYM
+    /* the OpenMP runtime libdnnl was built on (found through its dependencies) */
+    *(void **)&g_dnnl.omp_set_num_threads = dlsym(h, "omp_set_num_threads");
+    *(void **)&g_dnnl.omp_get_max_threads = dlsym(h, "omp_get_max_threads");
+    const dnnl_version_t *v = g_dnnl.version();
+    if (!v || v->major < 3) {
+        snprintf(g_why, sizeof g_why, "%s is oneDNN %d; pygpu needs v3", path, v ? v->major : 0);
+        dlclose(h);
+        return false;
+    }
+    if (g_dnnl.set_max_cpu_isa(isa_cap()) != DNNL_SUCCESS ||
+        g_dnnl.engine_create(&g_dnnl.engine, DNNL_ENGINE_CPU, 0) != DNNL_SUCCESS) {
+        snprintf(g_why, sizeof g_why, "%s: oneDNN's CPU engine could not be made", path);
+        dlclose(h);
+        return false;
+    }
+    g_why[0] = 0;
+    return true; /* kept loaded for the process's life */
+}
+
+bool pg_cpu_dnnl_loaded(void)
+{
+    pthread_mutex_lock(&g_load_lock);
+    if (g_state == 0) {
+        /* OpenMP reads these once, when it loads with libdnnl: idle threads sleep after a call */
+        setenv("OMP_WAIT_POLICY", "passive", 0);
+        setenv("GOMP_SPINCOUNT", "0", 0);
+        char paths[sizeof g_paths], *save = NULL;
+        memcpy(paths, g_paths, sizeof paths);
+        g_state = -1;
+        for (char *p = strtok_r(paths, "\n", &save); p; p = strtok_r(NULL, "\n", &save))
+            if (load_one(p)) {
+                g_state = 1;
+                break;
+            }
+    }
+    bool ok = g_state == 1;
+    pthread_mutex_unlock(&g_load_lock);
+    return ok;
+}
+
+const char *pg_cpu_dnnl_why(void) { return pg_cpu_dnnl_loaded() ? NULL : g_why; }
+
+const char *pg_cpu_dnnl_version(char *buf, size_t len)
+{
+    if (!pg_cpu_dnnl_loaded())
+        return NULL;
+    const dnnl_version_t *v = g_dnnl.version();
+    snprintf(buf, len, "%d.%d.%d", v->major, v->minor, v->patch);
+    return buf;
+}
+
+/* ---- which path a shape takes */
+static int g_mode = -1; /* PG_CONV_PATH_*; -1: PYGPU_CONV not read yet */
+
+static const char *const g_mode_names[PG_NUM_CONV_PATHS] = {
+    [PG_CONV_PATH_AUTO] = "auto", [PG_CONV_PATH_OWN] = "own", [PG_CONV_PATH_DNNL] = "dnnl"};
+
+int pg_cpu_conv_mode(void)
+{
+    if (g_mode < 0) {
+        const char *e = getenv("PYGPU_CONV");
+        int m = PG_CONV_PATH_AUTO;
+        for (int i = 0; e && i < PG_NUM_CONV_PATHS; i++)
+            if (strcmp(e, g_mode_names[i]) == 0)
+                m = i;
+        g_mode = m;
+    }
+    return g_mode;
+}
+
+int pg_cpu_conv_set_mode(const char *name)
+{
+    for (int i = 0; i < PG_NUM_CONV_PATHS; i++)
+        if (strcmp(name, g_mode_names[i]) == 0) {
+            pg_cpu_conv_mode();
+            g_mode = i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *pg_cpu_conv_mode_name(int mode) { return g_mode_names[mode]; }
+
+/* The choice table's rows: a CONV shape's kernel class and its input plane's size. */
+typedef enum conv_class {
+    CLASS_DW_S1,   /* depthwise (one input channel per group, groups > 1), stride 1 */
+    CLASS_DW_S2,   /* depthwise, stride 2 and more */
+    CLASS_GROUPED, /* other grouped */
+    CLASS_STEM_K3, /* 3 or fewer input channels (an image's first layer), 3x3 or smaller */
+    CLASS_STEM,    /* 3 or fewer input channels, a larger kernel (ImageNet's 7x7) */
+    CLASS_K1_S1,   /* 1x1, stride 1 */
+    CLASS_K1_S2,   /* 1x1, stride 2 and more (a ResNet's downsampling shortcut) */
+    CLASS_K3_S1,   /* 3x3, stride 1 */
+    CLASS_K3_S2,   /* 3x3, stride 2 and more */
+    CLASS_OTHER,   /* any other kernel */
+    NUM_CONV_CLASSES
+} conv_class;
+typedef enum conv_plane {
+    PLANE_32, /* H*W >= 1024 (32 x 32 and up) */
+    PLANE_16, /* 256 .. 1023 */
+    PLANE_8,  /* 64 .. 255 */
+    PLANE_4,  /* below 64 */
+    NUM_CONV_PLANES
+} conv_plane;
+
+static const char *const g_class_names[NUM_CONV_CLASSES] = {
+    "depthwise stride 1", "depthwise stride 2", "grouped", "stem 3x3", "stem", "1x1 stride 1",
+    "1x1 stride 2", "3x3 stride 1", "3x3 stride 2", "other kernel"};
+static const char *const g_plane_names[NUM_CONV_PLANES] = {"32x32+", "16x16", "8x8", "4x4"};
+
+/* What auto runs, per class, plane and sub-op: D oneDNN, O pygpu's own. From
+ * benchmarks/bench_conv_layers.py --paths own,dnnl (1 thread, process CPU time, batch 32;
+ * docs/performance.md, "oneDNN against pygpu's own convolutions"): pygpu's own where it was
+ * clearly (> 5%) faster, oneDNN elsewhere, a plane not measured as its measured neighbour,
+ * a class not measured (grouped, other kernels) oneDNN's. "fwd dgrad wgrad" per cell. */
+#define D true
+#define O false
+static const bool g_dnnl_wins[NUM_CONV_CLASSES][NUM_CONV_PLANES][3] = {
+    /*                 32x32+     16x16      8x8        4x4 */
+    [CLASS_DW_S1] = {{O, O, O}, {O, D, D}, {D, D, D}, {D, D, D}},
+    [CLASS_DW_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+    [CLASS_GROUPED] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+    [CLASS_STEM_K3] = {{O, O, D}, {O, O, D}, {O, O, D}, {O, O, D}},
+    [CLASS_STEM] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+    [CLASS_K1_S1] = {{O, O, O}, {O, O, O}, {O, O, O}, {D, D, D}},
+    [CLASS_K1_S2] = {{O, O, O}, {O, O, O}, {D, O, D}, {D, O, D}},
+    [CLASS_K3_S1] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, O}},
+    [CLASS_K3_S2] = {{D, D, D}, {D, D, D}, {D, O, O}, {D, O, O}},
+    [CLASS_OTHER] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+};
+#undef D
+#undef O
+
+static conv_class class_of(int64_t C, const pg_conv_geom *g)
+{
+    bool s1 = g->sh == 1 && g->sw == 1;
+    if (g->groups > 1)
+        return C / g->groups == 1 ? (s1 ? CLASS_DW_S1 : CLASS_DW_S2) : CLASS_GROUPED;
+    if (C <= 3)
+        return g->kh <= 3 && g->kw <= 3 ? CLASS_STEM_K3 : CLASS_STEM;
+    if (g->kh == 1 && g->kw == 1)
+        return s1 ? CLASS_K1_S1 : CLASS_K1_S2;
+    if (g->kh == 3 && g->kw == 3)
+        return s1 ? CLASS_K3_S1 : CLASS_K3_S2;
+    return CLASS_OTHER;
+}
+
+static conv_plane plane_of(int64_t HW)
+{
+    return HW >= 1024 ? PLANE_32 : HW >= 256 ? PLANE_16 : HW >= 64 ? PLANE_8 : PLANE_4;
+}
+
+/* the column of a sub-op: what it computes (y forward, x input gradient, w weight gradient) */
+static int col_of(int subop)
+{
+    int r = pg_conv_computes(subop);
+    return r == PG_CONV_Y ? 0 : r == PG_CONV_X ? 1 : 2;
+}
+
+bool pg_cpu_conv_path(int subop, int64_t C, int64_t HW, const pg_conv_geom *g, int dtype,
+                      bool bias, const char **why)
+{
+    static __thread char buf[640];
+    int mode = pg_cpu_conv_mode();
+    if (mode == PG_CONV_PATH_OWN) {
+        *why = "PYGPU_CONV=own";
+        return false;
+    }
+    if (dtype != PG_FLOAT32) {
+        *why = "oneDNN runs float32 convolutions only here";
+        return false;
+    }
+    if (bias && pg_conv_computes(subop) == PG_CONV_X) {
+        *why = "the input gradient with a bias (ConvTranspose) stays on pygpu's kernels";
+        return false;
+    }
+    if (!pg_cpu_dnnl_loaded()) {
+        snprintf(buf, sizeof buf, "oneDNN is not loaded: %s", g_why);
+        *why = buf;
+        return false;
+    }
+    if (mode == PG_CONV_PATH_DNNL) {
+        *why = "PYGPU_CONV=dnnl";
+        return true;
+    }
+    conv_class k = class_of(C, g);
+    conv_plane p = plane_of(HW);
+    bool dnnl = g_dnnl_wins[k][p][col_of(subop)];
+    snprintf(buf, sizeof buf, "%s at %s: %s measured faster", g_class_names[k], g_plane_names[p],
+             dnnl ? "oneDNN" : "pygpu's own");
+    *why = buf;
+    return dnnl;
+}
+
+/* ---- the primitive cache */
+typedef struct prim_key {
+    int32_t subop, bias, kh, kw, sh, sw, ph, pw, dh, dw, isa;
+    int64_t N, C, H, W, O, OH, OW, G;
+} prim_key;
+
+enum { ROLES = 3 }; /* x, w, y (pg_conv_role) */
+
+typedef struct prim_entry {
+    prim_key key;
+    int refs;      /* calls using it now, + 1 while in the cache */
+    void *pd, *prim;
+    void *user_md[ROLES]; /* pygpu's layout (NCHW, OIHW / GOIHW) */
+    const void *prim_md[ROLES]; /* the primitive's (owned by pd) */
+    void *reorder[ROLES]; /* user -> primitive for inputs, back for the output; NULL: same */
+    size_t bytes[ROLES], scratch_bytes;
+    void *bias_md;
+} prim_entry;
+
+#define CACHE_SLOTS 64 /* shapes kept; the oldest is dropped when full */
+static prim_entry *g_cache[CACHE_SLOTS];
+static int g_cache_next;
+static pthread_mutex_t g_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void entry_free(prim_entry *e)
+{
+    for (int r = 0; r < ROLES; r++) {
+        if (e->reorder[r])
+            g_dnnl.primitive_destroy(e->reorder[r]);
+        if (e->user_md[r])
+            g_dnnl.memory_desc_destroy(e->user_md[r]);
+    }
+    if (e->bias_md)
+        g_dnnl.memory_desc_destroy(e->bias_md);
+    if (e->prim)
+        g_dnnl.primitive_destroy(e->prim);
+    if (e->pd)
+        g_dnnl.primitive_desc_destroy(e->pd);
+    free(e);
+}
+
+static void entry_release(prim_entry *e)
+{
+    pthread_mutex_lock(&g_cache_lock);
+    bool last = --e->refs == 0;
+    pthread_mutex_unlock(&g_cache_lock);
+    if (last)
+        entry_free(e);
+}
+
+/* the query and argument of each role, by column (forward, input gradient, weight gradient) */
+static const int g_role_query[3][ROLES] = {
+    {DNNL_QUERY_SRC_MD, DNNL_QUERY_WEIGHTS_MD, DNNL_QUERY_DST_MD},
+    {DNNL_QUERY_DIFF_SRC_MD, DNNL_QUERY_WEIGHTS_MD, DNNL_QUERY_DIFF_DST_MD},
+    {DNNL_QUERY_SRC_MD, DNNL_QUERY_DIFF_WEIGHTS_MD, DNNL_QUERY_DIFF_DST_MD},
+};
+static const int g_role_arg[3][ROLES] = {
+    {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
+    {DNNL_ARG_DIFF_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_DST},
+    {DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_DST},
+};
+
+static void key_of(const pg_node *n, prim_key *k)
+{
+    const pg_tensor *x = pg_conv_operand(n, PG_CONV_X), *y = pg_conv_operand(n, PG_CONV_Y);
+    const pg_conv_geom *g = &n->p.conv;
+    memset(k, 0, sizeof *k);
+    k->subop = n->subop;
+    int col = col_of(n->subop);
+    k->bias = col == 2 ? n->extra[0].storage != NULL : col == 0 && n->src[2].storage != NULL;
+    k->kh = g->kh, k->kw = g->kw, k->sh = g->sh, k->sw = g->sw;
+    k->ph = g->ph, k->pw = g->pw, k->dh = g->dh, k->dw = g->dw;
+    k->isa = pg_cpu_isa();
+    k->N = x->shape[0], k->C = x->shape[1], k->H = x->shape[2], k->W = x->shape[3];
+    k->O = y->shape[1], k->OH = y->shape[2], k->OW = y->shape[3], k->G = g->groups;
+}
+
+/* padding after an axis: what makes oneDNN's output size the node's (never below 0: a
+ * stride that does not divide leaves the last inputs unread, as in PyTorch) */
+static int64_t pad_after(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, int64_t d)
+{
+    int64_t r = (out - 1) * s + (k - 1) * d + 1 - in - p;
+    return r > 0 ? r : 0;
+}
+
+#define DNNL_TRY(call)                                                                            \
+    do {                                                                                         \
+        if ((call) != DNNL_SUCCESS)                                                              \
+            goto fail;                                                                           \
+    } while (0)
+
+static prim_entry *entry_make(const prim_key *k)
+{
+    prim_entry *e = calloc(1, sizeof *e);
+    void *any[ROLES] = {0}, *attr = NULL, *hint = NULL, *bias_any = NULL;
+    if (!e)
+        return NULL;
+    e->key = *k;
+    int col = col_of(k->subop);
+    int64_t Cg = k->C / k->G, Og = k->O / k->G;
+    dnnl_dims xd = {k->N, k->C, k->H, k->W}, yd = {k->N, k->O, k->OH, k->OW};
+    dnnl_dims wd = {k->G, Og, Cg, k->kh, k->kw}, bd = {k->O};
+    int wnd = k->G > 1 ? 5 : 4;
+    if (k->G == 1) {
+        wd[0] = k->O, wd[1] = k->C, wd[2] = k->kh, wd[3] = k->kw;
+    }
+    dnnl_dims strides = {k->sh, k->sw}, dil = {k->dh - 1, k->dw - 1}, pl = {k->ph, k->pw};
+    dnnl_dims pr = {pad_after(k->H, k->OH, k->kh, k->sh, k->ph, k->dh),
+                    pad_after(k->W, k->OW, k->kw, k->sw, k->pw, k->dw)};
+    const int64_t *dims[ROLES] = {xd, wd, yd};
+    int nd[ROLES] = {4, wnd, 4};
+    for (int r = 0; r < ROLES; r++) {
+        DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&e->user_md[r], nd[r], dims[r], DNNL_F32,
+                                                    nd[r] == 5 ? DNNL_TAG_ABCDE : DNNL_TAG_ABCD));
+        DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&any[r], nd[r], dims[r], DNNL_F32,
+                                                    DNNL_TAG_ANY));
+    }
+    if (k->bias) {
+        DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&e->bias_md, 1, bd, DNNL_F32, DNNL_TAG_A));
+        DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&bias_any, 1, bd, DNNL_F32, DNNL_TAG_A));
+    }
+    DNNL_TRY(g_dnnl.primitive_attr_create(&attr));
+    DNNL_TRY(g_dnnl.primitive_attr_set_scratchpad_mode(attr, DNNL_SCRATCHPAD_USER));
+    if (col == 0) {
+        DNNL_TRY(g_dnnl.convolution_forward_primitive_desc_create(
+            &e->pd, g_dnnl.engine, DNNL_FORWARD_TRAINING, DNNL_CONVOLUTION_DIRECT, any[0], any[1],
+            bias_any, any[2], strides, dil, pl, pr, attr));
+    } else {
+        DNNL_TRY(g_dnnl.convolution_forward_primitive_desc_create(
+            &hint, g_dnnl.engine, DNNL_FORWARD_TRAINING, DNNL_CONVOLUTION_DIRECT, any[0], any[1],
+            bias_any, any[2], strides, dil, pl, pr, NULL));
+        if (col == 1)
+            DNNL_TRY(g_dnnl.convolution_backward_data_primitive_desc_create(
+                &e->pd, g_dnnl.engine, DNNL_CONVOLUTION_DIRECT, any[0], any[1], any[2], strides,
+                dil, pl, pr, hint, attr));
+        else
+            DNNL_TRY(g_dnnl.convolution_backward_weights_primitive_desc_create(
+                &e->pd, g_dnnl.engine, DNNL_CONVOLUTION_DIRECT, any[0], any[1], bias_any, any[2],
+                strides, dil, pl, pr, hint, attr));
+    }
+    DNNL_TRY(g_dnnl.primitive_create(&e->prim, e->pd));
+    int out = pg_conv_computes(k->subop);
+    for (int r = 0; r < ROLES; r++) {
+        e->prim_md[r] = g_dnnl.primitive_desc_query_md(e->pd, g_role_query[col][r], 0);
+        if (!e->prim_md[r])
+            goto fail;
+        if (g_dnnl.memory_desc_equal(e->prim_md[r], e->user_md[r]))
+            continue;
+        void *rpd = NULL;
+        const void *from = r == out ? e->prim_md[r] : e->user_md[r];
+        const void *to = r == out ? e->user_md[r] : e->prim_md[r];
+        DNNL_TRY(g_dnnl.reorder_primitive_desc_create(&rpd, from, g_dnnl.engine, to,
+                                                      g_dnnl.engine, NULL));
+        dnnl_status st = g_dnnl.primitive_create(&e->reorder[r], rpd);
+        g_dnnl.primitive_desc_destroy(rpd);
+        DNNL_TRY(st);
+        e->bytes[r] = g_dnnl.memory_desc_get_size(e->prim_md[r]);
+    }
+    const void *smd = g_dnnl.primitive_desc_query_md(e->pd, DNNL_QUERY_SCRATCHPAD_MD, 0);
+    e->scratch_bytes = smd ? g_dnnl.memory_desc_get_size(smd) : 0;
+    e->refs = 1;
+    goto done;
+fail:
+    entry_free(e);
+    e = NULL;
+done:
+    for (int r = 0; r < ROLES; r++)
+        if (any[r])
+            g_dnnl.memory_desc_destroy(any[r]);
+    if (bias_any)
+        g_dnnl.memory_desc_destroy(bias_any);
+    if (attr)
+        g_dnnl.primitive_attr_destroy(attr);
+    if (hint)
+        g_dnnl.primitive_desc_destroy(hint);
+    return e;
+}
+
+/* The entry of a shape, made on a miss, counted as in use (entry_release when done); NULL
+ * when oneDNN refuses the shape. */
+static prim_entry *entry_get(const prim_key *k)
+{
+    pthread_mutex_lock(&g_cache_lock);
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        if (g_cache[i] && memcmp(&g_cache[i]->key, k, sizeof *k) == 0) {
+            g_cache[i]->refs++;
+            pthread_mutex_unlock(&g_cache_lock);
+            return g_cache[i];
+        }
+    pthread_mutex_unlock(&g_cache_lock);
+    prim_entry *e = entry_make(k); /* outside the lock: it can take milliseconds */
+    if (!e)
+        return NULL;
+    pthread_mutex_lock(&g_cache_lock);
+    prim_entry *old = g_cache[g_cache_next];
+    g_cache[g_cache_next] = e;
+    g_cache_next = (g_cache_next + 1) % CACHE_SLOTS;
+    e->refs++; /* the caller's */
+    bool free_old = old && --old->refs == 0;
+    pthread_mutex_unlock(&g_cache_lock);
+    if (free_old)
+        entry_free(old);
+    return e;
+}
+
+/* ---- running a node */
+static const pg_cpu_scratch_slot g_role_slot[ROLES] = {PG_SCRATCH_DNNL_X, PG_SCRATCH_DNNL_W,
+                                                       PG_SCRATCH_DNNL_Y};
+
+static dnnl_status exec2(void *prim, void *stream, int a0, void *m0, int a1, void *m1)
+{
+    dnnl_exec_arg args[2] = {{a0, m0}, {a1, m1}};
+    return g_dnnl.primitive_execute(prim, stream, 2, args);
+}
+
+static pg_status run_entry(prim_entry *e, const pg_node *n)
+{
+    int col = col_of(n->subop), out = pg_conv_computes(n->subop);
+    void *stream = NULL, *user_mem[ROLES] = {0}, *prim_mem[ROLES] = {0}, *bias_mem = NULL,
+         *scratch_mem = NULL;
+    const pg_tensor *t[ROLES] = {pg_conv_operand(n, PG_CONV_X), pg_conv_operand(n, PG_CONV_W),
+                                 pg_conv_operand(n, PG_CONV_Y)};
+    pg_status st = PG_OK;
+    DNNL_TRY(g_dnnl.stream_create(&stream, g_dnnl.engine, DNNL_STREAM_DEFAULT));
+    for (int r = 0; r < ROLES; r++) {
+        DNNL_TRY(g_dnnl.memory_create(&user_mem[r], e->user_md[r], g_dnnl.engine,
+                                      pg_tensor_data(t[r])));
+        if (!e->reorder[r])
+            continue;
+        void *buf = pg_cpu_scratch(g_role_slot[r], e->bytes[r]);
+        if (!buf) {
+            st = pg_error_set(PG_ERR_NOMEM, "conv2d: out of memory for oneDNN's layouts");
+            goto done;
+        }
+        DNNL_TRY(g_dnnl.memory_create(&prim_mem[r], e->prim_md[r], g_dnnl.engine, buf));
+        if (r != out)
+            DNNL_TRY(exec2(e->reorder[r], stream, DNNL_ARG_SRC, user_mem[r], DNNL_ARG_DST,
+                           prim_mem[r]));
+    }
+    dnnl_exec_arg args[ROLES + 2];
+    int nargs = 0;
+    for (int r = 0; r < ROLES; r++)
+        args[nargs++] =
+            (dnnl_exec_arg){g_role_arg[col][r], prim_mem[r] ? prim_mem[r] : user_mem[r]};
+    if (e->key.bias) {
+        const pg_tensor *b = col == 2 ? &n->extra[0] : &n->src[2];
+        DNNL_TRY(g_dnnl.memory_create(&bias_mem, e->bias_md, g_dnnl.engine, pg_tensor_data(b)));
+        args[nargs++] = (dnnl_exec_arg){col == 2 ? DNNL_ARG_DIFF_BIAS : DNNL_ARG_BIAS, bias_mem};
+    }
+    if (e->scratch_bytes) {
+        void *buf = pg_cpu_scratch(PG_SCRATCH_DNNL_PAD, e->scratch_bytes);
+        const void *smd = g_dnnl.primitive_desc_query_md(e->pd, DNNL_QUERY_SCRATCHPAD_MD, 0);
+        if (!buf) {
+            st = pg_error_set(PG_ERR_NOMEM, "conv2d: out of memory for oneDNN's scratchpad");
+            goto done;
+        }
+        DNNL_TRY(g_dnnl.memory_create(&scratch_mem, smd, g_dnnl.engine, buf));
+        args[nargs++] = (dnnl_exec_arg){DNNL_ARG_SCRATCHPAD, scratch_mem};
+    }
+    DNNL_TRY(g_dnnl.primitive_execute(e->prim, stream, nargs, args));
+    if (e->reorder[out])
+        DNNL_TRY(exec2(e->reorder[out], stream, DNNL_ARG_SRC, prim_mem[out], DNNL_ARG_DST,
+                       user_mem[out]));
+    DNNL_TRY(g_dnnl.stream_wait(stream));
+    goto done;
+fail:
+    st = pg_error_set(PG_ERR_RUNTIME, "conv2d: a oneDNN call failed (PYGPU_CONV=own avoids it)");
+done:
+    for (int r = 0; r < ROLES; r++) {
+        if (user_mem[r])
+            g_dnnl.memory_destroy(user_mem[r]);
+        if (prim_mem[r])
+            g_dnnl.memory_destroy(prim_mem[r]);
+    }
+    if (bias_mem)
+        g_dnnl.memory_destroy(bias_mem);
+    if (scratch_mem)
+        g_dnnl.memory_destroy(scratch_mem);
+    if (stream)
+        g_dnnl.stream_destroy(stream);
+    return st;
+}
+
+bool pg_cpu_conv_dnnl_wants(const pg_node *n)
+{
+    const char *why;
+    const pg_tensor *x = pg_conv_operand(n, PG_CONV_X);
+    int col = col_of(n->subop);
+    bool bias = col == 2 ? n->extra[0].storage != NULL : n->src[2].storage != NULL;
+    return pg_cpu_conv_path(n->subop, x->shape[1], x->shape[2] * x->shape[3], &n->p.conv,
+                            n->dst.dtype, bias, &why);
+}
+
+static uint64_t g_calls;
+
+uint64_t pg_cpu_dnnl_calls(void) { return __atomic_load_n(&g_calls, __ATOMIC_RELAXED); }
+
+pg_status pg_cpu_conv_dnnl(pg_pool *pool, const pg_node *n, bool *ran)
+{
+    prim_key k;
+    key_of(n, &k);
+    *ran = false;
+    prim_entry *e = entry_get(&k);
+    if (!e)
+        return PG_OK; /* oneDNN refused the shape: pygpu's own kernels run it */
+    /* the thread's OpenMP count is the process's OpenMP runtime's: where torch is loaded, its
+     * libgomp (global symbols) runs oneDNN's regions too, so the count torch set is put back */
+    int before = g_dnnl.omp_get_max_threads ? g_dnnl.omp_get_max_threads() : 0;
+    if (g_dnnl.omp_set_num_threads)
+        g_dnnl.omp_set_num_threads(pool ? pg_pool_threads(pool) : 1);
+    pg_status st = run_entry(e, n);
+    if (g_dnnl.omp_set_num_threads && before > 0)
+        g_dnnl.omp_set_num_threads(before);
+    entry_release(e);
+    *ran = st == PG_OK;
+    if (*ran)
+        __atomic_fetch_add(&g_calls, 1, __ATOMIC_RELAXED);
+    return st;
+}

@@ -1,0 +1,227 @@
+# test_conv_dnnl.py - the CPU convolutions' two paths (csrc/backends/cpu/cpu_conv_dnnl.c):
+# oneDNN's primitives and pygpu's own kernels, each forced (pygpu.backends.mkldnn.set_conv_path)
+# on odd shapes (one sample, odd channels, groups, depthwise, padding 0 and 1, stride 2,
+# dilation, a stride that leaves inputs unread, 'same' with an even kernel) against torch,
+# forward, input gradient, weight gradient and bias gradient in float32, on cpu and sim; the
+# choice table's answers (pygpu.backends.mkldnn.conv_path) and that a node really ran where it
+# says (mkldnn.calls()); PYGPU_CONV, oneDNN absent (PYGPU_DNNL_LIBRARY=none), and every ISA
+# level this CPU has (PYGPU_ISA caps oneDNN too), each in its own process.
+#
+# oneDNN is a test extra (pyproject's [test] has onednn-cpu-gomp): its absence fails here.
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pygpu
+from pygpu.backends import mkldnn
+from pygpu.nn import functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+LEVELS = ("baseline", "avx2", "avx512", "avx512_bf16")
+
+# (name, x shape, w shape, bias, kwargs)
+CASES = [
+    ("batch-1", (1, 8, 9, 9), (16, 8, 3, 3), True, dict(padding=1)),
+    ("odd-channels", (3, 7, 11, 10), (5, 7, 3, 3), True, dict(padding=1)),
+    ("padding-0", (2, 16, 10, 12), (24, 16, 3, 3), False, dict(padding=0)),
+    ("stride-2", (2, 16, 15, 15), (32, 16, 3, 3), True, dict(stride=2, padding=1)),
+    ("stride-2-1x1", (2, 16, 9, 9), (32, 16, 1, 1), False, dict(stride=2)),
+    ("stride-unread", (2, 8, 10, 10), (8, 8, 3, 3), True, dict(stride=3, padding=0)),
+    ("dilation", (2, 8, 13, 12), (8, 8, 3, 3), True, dict(padding=2, dilation=2)),
+    ("groups", (2, 12, 9, 9), (18, 4, 3, 3), True, dict(groups=3, padding=1)),
+    ("depthwise", (2, 24, 16, 16), (24, 1, 3, 3), True, dict(groups=24, padding=1)),
+    ("depthwise-s2", (3, 24, 15, 15), (48, 1, 3, 3), False, dict(groups=24, stride=2, padding=1)),
+    ("stem-7x7", (2, 3, 32, 32), (16, 3, 7, 7), False, dict(stride=2, padding=3)),
+    ("same-even", (2, 8, 9, 9), (8, 8, 4, 4), True, dict(padding="same")),
+    ("asymmetric", (2, 8, 9, 14), (12, 8, 3, 5), True, dict(stride=(1, 2), padding=(1, 2))),
+]
+
+
+def _run(device, x, w, b, kw):
+    """Forward and the three gradients on pygpu, under the current path."""
+    g = np.random.default_rng(2)
+    px = pygpu.tensor(x, device=device).requires_grad_(True)
+    pw = pygpu.tensor(w, device=device).requires_grad_(True)
+    pb = None if b is None else pygpu.tensor(b, device=device).requires_grad_(True)
+    y = F.conv2d(px, pw, pb, **kw)
+    gy = g.standard_normal(tuple(y.shape)).astype(np.float32)
+    (y * pygpu.tensor(gy, device=device)).sum().backward()
+    out = [y.detach().numpy(), px.grad.numpy(), pw.grad.numpy()]
+    return out + ([pb.grad.numpy()] if pb is not None else []), gy
+
+
+def _reference(x, w, b, kw, gy):
+    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor(w, dtype=torch.float64, requires_grad=True)
+    tb = None if b is None else torch.tensor(b, dtype=torch.float64, requires_grad=True)
+    y = TF.conv2d(tx, tw, tb, **kw)
+    (y * torch.tensor(gy, dtype=torch.float64)).sum().backward()
+    out = [y.detach().numpy(), tx.grad.numpy(), tw.grad.numpy()]
+    return out + ([tb.grad.numpy()] if tb is not None else [])
+
+
+def _data(xs, ws, bias, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32) if bias else None
+    return x, w, b
+
+
+@pytest.fixture
+def conv_path():
+    before = mkldnn.get_conv_path()
+    yield mkldnn.set_conv_path
+    mkldnn.set_conv_path(before)
+
+
+def test_onednn_is_installed():
+    # the [test] extra installs it: a missing wheel is a failure, not a skip
+    assert mkldnn.is_available(), mkldnn.unavailable_reason()
+    assert mkldnn.version().startswith("3.")
+    assert mkldnn.unavailable_reason() is None
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")  # torch's own note on its path
+@pytest.mark.parametrize("path", ["own", "dnnl"])
+@pytest.mark.parametrize("name,xs,ws,bias,kw", CASES, ids=[c[0] for c in CASES])
+def test_each_path_matches_torch(device, conv_path, path, name, xs, ws, bias, kw):
+    x, w, b = _data(xs, ws, bias)
+    conv_path(path)
+    before = mkldnn.calls()
+    ours, gy = _run(device, x, w, b, kw)
+    ran = mkldnn.calls() - before
+    # forward, input gradient, weight gradient: each one CONV node on oneDNN when forced
+    assert ran == (3 if path == "dnnl" else 0), ran
+    for o, r in zip(ours, _reference(x, w, b, kw, gy)):
+        np.testing.assert_allclose(o, r, rtol=1e-4, atol=2e-5 * max(1.0, np.abs(r).max()))
+
+
+def test_auto_follows_the_table(conv_path):
+    conv_path("auto")
+    # a ResNet's 3x3 at 16x16: oneDNN each way; MobileNet's 1x1 at 32x32: pygpu's own
+    for which in ("forward", "input", "weight"):
+        path, why = mkldnn.conv_path((32, 128, 16, 16), (128, 128, 3, 3), 1, 1, which=which)
+        assert (path, why) == ("dnnl", "3x3 stride 1 at 16x16: oneDNN measured faster")
+        path, why = mkldnn.conv_path((32, 16, 32, 32), (96, 16, 1, 1), which=which)
+        assert path == "own" and why.startswith("1x1 stride 1 at 32x32+"), why
+    # 512 channels at 4x4: oneDNN forward, pygpu's own weight gradient
+    assert mkldnn.conv_path((32, 512, 4, 4), (512, 512, 3, 3), 1, 1)[0] == "dnnl"
+    assert mkldnn.conv_path((32, 512, 4, 4), (512, 512, 3, 3), 1, 1, which="weight")[0] == "own"
+    # what the table says is what runs: a 1x1 at 32x32 never reaches oneDNN, a 3x3 does
+    x, w, _ = _data((2, 16, 32, 32), (24, 16, 1, 1), False)
+    before = mkldnn.calls()
+    F.conv2d(pygpu.tensor(x), pygpu.tensor(w))
+    assert mkldnn.calls() == before
+    x, w, _ = _data((2, 16, 16, 16), (16, 16, 3, 3), False)
+    F.conv2d(pygpu.tensor(x), pygpu.tensor(w), padding=1)
+    assert mkldnn.calls() == before + 1
+
+
+def test_paths_that_stay_on_pygpus_kernels(conv_path):
+    conv_path("dnnl")
+    path, why = mkldnn.conv_path((2, 8, 9, 9), (8, 8, 3, 3), dtype="float64")
+    assert path == "own" and "float32" in why
+    path, why = mkldnn.conv_path((2, 8, 9, 9), (8, 8, 3, 3), which="input", bias=True)
+    assert path == "own" and "ConvTranspose" in why
+    assert mkldnn.conv_path((2, 8, 9, 9), (8, 8, 3, 3))[0] == "dnnl"
+    # float64 and ConvTranspose with a bias are right on the dnnl setting (pygpu's kernels)
+    x = np.random.default_rng(0).standard_normal((2, 4, 7, 7))
+    w = np.random.default_rng(1).standard_normal((4, 6, 3, 3))
+    b = np.random.default_rng(2).standard_normal(6)
+    before = mkldnn.calls()
+    y = F.conv_transpose2d(pygpu.tensor(x).float(), pygpu.tensor(w).float(),
+                           pygpu.tensor(b).float(), stride=2)
+    ref = TF.conv_transpose2d(torch.tensor(x).float(), torch.tensor(w).float(),
+                              torch.tensor(b).float(), stride=2)
+    np.testing.assert_allclose(y.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+    y64 = F.conv2d(pygpu.tensor(x), pygpu.tensor(w).transpose(0, 1).contiguous())
+    ref64 = TF.conv2d(torch.tensor(x), torch.tensor(w).transpose(0, 1))
+    np.testing.assert_allclose(y64.numpy(), ref64.numpy(), rtol=1e-12)
+    assert mkldnn.calls() == before
+
+
+def test_torchs_thread_count_is_left_alone(conv_path):
+    # torch's libgomp is global in a process that imported torch, and oneDNN's regions run on
+    # it: the OpenMP count pygpu sets for a call is put back (it once left torch at 1 thread)
+    conv_path("dnnl")
+    threads = pygpu.get_num_threads()
+    before = torch.get_num_threads()
+    try:
+        pygpu.set_num_threads(1 if before != 1 else 2)
+        x, w, _ = _data((2, 8, 9, 9), (8, 8, 3, 3), False)
+        F.conv2d(pygpu.tensor(x), pygpu.tensor(w), padding=1)
+    finally:
+        pygpu.set_num_threads(threads)
+    assert torch.get_num_threads() == before
+
+
+def test_mode_switches(conv_path):
+    conv_path("auto")
+    assert mkldnn.enabled is True
+    mkldnn.enabled = False
+    assert mkldnn.get_conv_path() == "own"
+    assert mkldnn.conv_path((32, 128, 16, 16), (128, 128, 3, 3), 1, 1) == ("own", "PYGPU_CONV=own")
+    mkldnn.enabled = True
+    assert mkldnn.get_conv_path() == "auto"
+    with pytest.raises(ValueError, match="'auto', 'own' or 'dnnl'"):
+        mkldnn.set_conv_path("fast")
+    with pytest.raises(ValueError, match="which must be"):
+        mkldnn.conv_path((1, 1, 3, 3), (1, 1, 3, 3), which="backward")
+
+
+def _in_process(code, **env):
+    e = dict(os.environ, **env)
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, env=e, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+_CHECK = """
+    import numpy as np, torch, pygpu
+    from pygpu.backends import mkldnn
+    from pygpu.nn import functional as F
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 16, 12, 12)).astype(np.float32)
+    w = (rng.standard_normal((32, 16, 3, 3)) / 12).astype(np.float32)
+    px = pygpu.tensor(x).requires_grad_(True); pw = pygpu.tensor(w).requires_grad_(True)
+    y = F.conv2d(px, pw, stride=2, padding=1); y.sum().backward()
+    tx = torch.tensor(x, requires_grad=True); tw = torch.tensor(w, requires_grad=True)
+    ty = torch.nn.functional.conv2d(tx, tw, stride=2, padding=1); ty.sum().backward()
+    for a, b in ((y.detach(), ty.detach()), (px.grad, tx.grad), (pw.grad, tw.grad)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-4)
+    print(mkldnn.get_conv_path(), mkldnn.calls(), mkldnn.unavailable_reason())
+"""
+
+
+# auto: 3x3 stride 2 at 12x12 (the 8x8 row): oneDNN's forward, pygpu's own gradients
+@pytest.mark.parametrize("env,path,calls", [("own", "own", 0), ("dnnl", "dnnl", 3),
+                                           ("auto", "auto", 1)])
+def test_pygpu_conv_environment_variable(env, path, calls):
+    out = _in_process(_CHECK, PYGPU_CONV=env).split()
+    assert out[:3] == [path, str(calls), "None"], out
+
+
+def test_without_onednn_every_path_is_pygpus_own():
+    out = _in_process(_CHECK, PYGPU_CONV="dnnl", PYGPU_DNNL_LIBRARY="none")
+    assert out.startswith("dnnl 0 "), out
+    assert "pip install pygpu[cpu-fast]" in out, out
+    out = _in_process("""
+        from pygpu.backends import mkldnn
+        print(mkldnn.conv_path((2, 8, 9, 9), (8, 8, 3, 3)))
+    """, PYGPU_DNNL_LIBRARY="none")
+    assert "oneDNN is not loaded" in out and "'own'" in out, out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_every_isa_level_is_right(level):
+    if LEVELS.index(level) > LEVELS.index(pygpu.cpu_isa(detected=True)):
+        pytest.skip(f"this CPU has no {level}")
+    out = _in_process(_CHECK, PYGPU_CONV="dnnl", PYGPU_ISA=level)
+    assert out.startswith("dnnl 3 "), out
