@@ -62,7 +62,8 @@ class Node:
     (higher_order.py); `view`/`base_fn` mark a view's node and the base's grad_fn it was
     made from (views.py regenerates a view whose base was written since)."""
     __slots__ = ("name", "inputs", "fns", "_backward", "ctx", "keep", "saved", "view",
-                 "out_ref", "cls", "args", "kwargs", "base_fn", "stack", "__weakref__")
+                 "out_ref", "cls", "args", "kwargs", "base_fn", "stack", "output_nr",
+                 "__weakref__")
 
     def __init__(self, name, inputs, fns, backward, ctx, saved=(), view=False):
         self.name = name
@@ -78,6 +79,7 @@ class Node:
         self.args = None
         self.kwargs = None
         self.base_fn = None
+        self.output_nr = 0  # which output of PyTorch's one node this is (number_outputs)
         # anomaly mode (anomaly_mode.py): the forward call's stack, for the backward's error
         self.stack = anomaly_mode.forward_stack() if anomaly_mode.enabled() else None
 
@@ -652,6 +654,19 @@ def memory_exclusive(t):
 # gradient_as_bucket_view): a gradient is added into it in place although its bucket shares
 # the memory
 _grad_views = {}
+
+
+def number_outputs(outs, input=None):
+    """PyTorch's Tensor.output_nr for an op with several differentiable outputs (split,
+    unbind, var_mean, aminmax...): PyTorch makes one node with n outputs, pygpu one node per
+    output, so each output's node carries its index. An output that is the input itself (a
+    split into one piece may return it) keeps its own node's number. Returns outs."""
+    own = input.grad_fn if input is not None else None
+    for i, t in enumerate(outs):
+        fn = getattr(t, "grad_fn", None)
+        if fn is not None and fn is not own:
+            fn.output_nr = i
+    return outs
 
 
 def keep_grad_view(leaf, on=True):
