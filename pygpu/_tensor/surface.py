@@ -168,4 +168,6 @@ def functions():
     from .._ops import _embedding
     out["embedding"] = _embedding.torch_embedding  # ATen's argument order: (weight, indices)
     out["embedding_renorm_"] = _embedding.embedding_renorm_
+    from .._ops import _embedding_bag
+    out["embedding_bag"] = _embedding_bag.torch_embedding_bag  # ATen's four results
     return out
