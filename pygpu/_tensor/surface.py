@@ -170,4 +170,6 @@ def functions():
     out["embedding_renorm_"] = _embedding.embedding_renorm_
     from .._ops import _embedding_bag
     out["embedding_bag"] = _embedding_bag.torch_embedding_bag  # ATen's four results
+    from .._ops import _ctc_loss
+    out["miopen_ctc_loss"] = _ctc_loss.miopen_ctc_loss
     return out
