@@ -131,8 +131,8 @@ def torch_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode
                         sparse=False, per_sample_weights=None, include_last_offset=False,
                         padding_idx=None):
     """torch.embedding_bag, ATen's op behind F.embedding_bag: (output, offset2bag, bag_size,
-    max_indices), with mode 0/1/2 = sum/mean/max and padding_idx None or negative for none
-    (F.embedding_bag passes -1). The three extra results are the bookkeeping ATen's CPU
+    max_indices), with mode 0/1/2 = sum/mean/max and padding_idx None (no padding row) or a
+    row, a negative one counting from the end. The three extra results are the bookkeeping ATen's CPU
     kernel keeps for its backward, in the indices' dtype: offset2bag is each index's bag
     (empty for sum without padding_idx, which needs none), bag_size each bag's count of
     non-padding indices (zeros for sum), max_indices the weight row that won each bag's
@@ -143,7 +143,13 @@ def torch_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode
     if not isinstance(mode, int) or isinstance(mode, bool) or mode not in (0, 1, 2):
         raise RuntimeError(f"embedding_bag: unknown mode {mode}: expected 0 (sum), 1 (mean) "
                            f"or 2 (max)")
-    pad = padding_idx if padding_idx is not None and padding_idx >= 0 else None
+    pad = None
+    if padding_idx is not None:  # ATen's range check; a negative one counts from the end
+        V = weight.shape[0]
+        if not -V <= padding_idx < V:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, {-V} "
+                               f"through {V - 1}, but got {padding_idx}")
+        pad = padding_idx % V
     out = embedding_bag(indices, weight, offsets, None, 2, scale_grad_by_freq, _MODES[mode],
                         sparse, per_sample_weights, include_last_offset, pad)
     flat, _, B = _bags(indices, offsets, include_last_offset)
