@@ -268,3 +268,35 @@ def test_embedding_bag_padding_idx_range_is_atens(device):
         _same_error(lambda: torch.embedding_bag(w, idx, off, False, 1, False, None, False, pad),
                     lambda: pygpu.embedding_bag(_p(w, device), _p(idx, device), _p(off, device),
                                                 False, 1, False, None, False, pad))
+
+
+# ---- mkldnn_rnn_layer --------------------------------------------------------------------
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("has_biases", [True, False])
+def test_mkldnn_rnn_layer_is_torchs_lstm_layer(reverse, has_biases, device):
+    torch.manual_seed(0)
+    T, B, I, H = 5, 2, 4, 3
+    ts = [torch.randn(T, B, I, requires_grad=True), torch.randn(4 * H, I), torch.randn(4 * H, H),
+          torch.randn(4 * H), torch.randn(4 * H), torch.randn(B, H), torch.randn(B, H)]
+    ps = [_p(t.detach(), device) for t in ts]
+    ps[0].requires_grad_(True)
+    want = torch.mkldnn_rnn_layer(*ts, reverse, [], 2, H, 1, has_biases, False, False, True)
+    got = pygpu.mkldnn_rnn_layer(*ps, reverse, [], 2, H, 1, has_biases, False, False, True)
+    for a, b in zip(got[:3], want[:3]):
+        assert tuple(a.shape) == tuple(b.shape)
+        assert np.allclose(a.detach().cpu().numpy(), b.detach().numpy(), atol=1e-5)
+    assert str(got[3].dtype) == "torch.uint8"  # oneDNN's workspace: pygpu keeps none
+    want[0].sum().backward()
+    got[0].sum().backward()
+    assert np.allclose(ps[0].grad.cpu().numpy(), ts[0].grad.numpy(), atol=1e-5)
+
+
+def test_mkldnn_rnn_layer_takes_only_lstm(device):
+    T, B, I, H = 3, 2, 4, 3
+    ts = [torch.randn(T, B, I), torch.randn(H, I), torch.randn(H, H), torch.randn(H),
+          torch.randn(H), torch.randn(B, H), torch.randn(B, H)]
+    _same_error(lambda: torch.mkldnn_rnn_layer(*ts, False, [], 1, H, 1, True, False, False,
+                                               False),
+                lambda: pygpu.mkldnn_rnn_layer(*[_p(t, device) for t in ts], False, [], 1, H, 1,
+                                               True, False, False, False))
