@@ -135,6 +135,7 @@ from ._tensor import complex as _complex  # noqa: E402
 globals().update(_complex.FUNCTIONS)  # view_as_real, view_as_complex, real, imag, complex, polar
 __all__ += sorted(_complex.FUNCTIONS)
 from ._tensor.memory_format import HOOKS as _memory_format_hooks  # noqa: E402 - C's to()
+from ._tensor import autograd_fields as _tensor_autograd_fields  # noqa: E402 - .grad's check
 _C._setup(_dtype.ALL, {
     "repr": _hooks.tensor_repr,
     "parse_to": _hooks.parse_to,
@@ -153,6 +154,7 @@ _C._setup(_dtype.ALL, {
     "legacy_new": _legacy.legacy_new,
     "trace": onnx._trace.trace_hook,
     "complex": _complex.hook,
+    "grad_dtype_error": _tensor_autograd_fields.grad_dtype_error,
 })
 
 

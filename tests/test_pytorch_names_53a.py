@@ -300,3 +300,106 @@ def test_mkldnn_rnn_layer_takes_only_lstm(device):
                                                False),
                 lambda: pygpu.mkldnn_rnn_layer(*[_p(t, device) for t in ts], False, [], 1, H, 1,
                                                True, False, False, False))
+
+
+# ---- grad_dtype --------------------------------------------------------------------------
+
+def _grad_dtype_story(mod, device):
+    """What a program sees of grad_dtype, as a list of values and error texts."""
+    kw = {} if mod is torch else {"device": device}
+    seen = []
+
+    def run(fn):
+        try:
+            seen.append(repr(fn()))
+        except RuntimeError as e:
+            seen.append(f"RuntimeError: {e}")
+
+    x = mod.ones(3, requires_grad=True, **kw)
+    run(lambda: str(x.grad_dtype))
+    run(lambda: (x * 2).grad_dtype)
+
+    def set_on_non_leaf():
+        (x * 2).grad_dtype = mod.float16
+    run(set_on_non_leaf)
+
+    def set_int():
+        x.grad_dtype = 3
+    run(set_int)
+
+    def assign(dt):
+        def f():
+            x.grad = mod.ones(3, dtype=dt, **kw)
+            return str(x.grad.dtype)
+        return f
+    run(assign(mod.float64))  # the default: the tensor's own dtype
+    run(assign(mod.int64))
+    x.grad_dtype = None
+    run(lambda: x.grad_dtype)
+    run(assign(mod.float64))  # None: any dtype
+
+    def set_dt(dt):
+        def f():
+            x.grad_dtype = dt
+            return str(x.grad_dtype)
+        return f
+    run(set_dt(mod.float16))  # a gradient of another dtype is there
+    x.grad = None
+    run(set_dt(mod.float16))
+    (x * 3).sum().backward()  # backward casts what it accumulates
+    run(lambda: (str(x.grad.dtype), x.grad.tolist()))
+    (x * 3).sum().backward()
+    run(lambda: (str(x.grad.dtype), x.grad.tolist()))
+    z = mod.zeros(2, **kw)  # a leaf that does not require grad has one too
+    run(lambda: str(z.grad_dtype))
+    return seen
+
+
+def test_grad_dtype_is_torchs(device):
+    assert _grad_dtype_story(pygpu, device) == _grad_dtype_story(torch, device)
+
+
+# ---- module_load through load_state_dict -------------------------------------------------
+
+def _load_story(mod, future, device, swap, assign):
+    """What a program sees after load_state_dict: whether the parameter object it held is
+    still the module's, and its values once the state's tensor is written (assign=True
+    shares that tensor's memory). torch refuses to swap a tensor a view still refers to."""
+    kw = {} if mod is torch else {"device": device}
+    mod.manual_seed(0)
+    lin = mod.nn.Linear(3, 2)
+    if mod is pygpu:
+        lin = lin.to(device)
+    weight = lin.weight
+    state = {"weight": mod.arange(6.0, **kw).reshape(2, 3), "bias": mod.ones(2, **kw)}
+    future.set_swap_module_params_on_conversion(swap)
+    try:
+        lin.load_state_dict(state, assign=assign)
+    finally:
+        future.set_swap_module_params_on_conversion(False)
+    with mod.no_grad():
+        state["weight"].add_(100)
+    return (lin.weight is weight, isinstance(lin.weight, mod.nn.Parameter),
+            lin.weight.requires_grad, lin.weight.tolist())
+
+
+# (no swap, assign=True) is left out: there pygpu keeps the Parameter object on purpose
+# (Module.load_state_dict's docstring), where PyTorch makes a new one
+@pytest.mark.parametrize("swap, assign", [(False, False), (True, False), (True, True)])
+def test_load_state_dict_through_module_load_is_torchs(swap, assign, device):
+    import torch.__future__
+    from pygpu import __future__ as future
+    assert _load_story(pygpu, future, device, swap, assign) == \
+        _load_story(torch, torch.__future__, device, swap, assign)
+
+
+def test_swap_tensors_trades_contents(device):
+    a = pygpu.tensor([1.0, 2.0], device=device, requires_grad=True)
+    b = pygpu.tensor([3.0, 4.0, 5.0], device=device)
+    pygpu.utils.swap_tensors(a, b)
+    assert a.tolist() == [3.0, 4.0, 5.0] and not a.requires_grad
+    assert b.tolist() == [1.0, 2.0] and b.requires_grad
+    ta, tb = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([3.0, 4.0, 5.0])
+    torch.utils.swap_tensors(ta, tb)
+    assert (ta.tolist(), ta.requires_grad, tb.tolist(), tb.requires_grad) == \
+        (a.tolist(), a.requires_grad, b.tolist(), b.requires_grad)

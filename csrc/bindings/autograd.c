@@ -222,8 +222,62 @@ int pg_ag_set_grad(PyObject *self, PyObject *v, void *c)
             return -1;
         }
     }
+    int want = PT(self)->grad_dtype; /* 1: any dtype (grad_dtype None) */
+    if (v && v != Py_None && want != 1 &&
+        PT(v)->t.dtype != (want == 0 ? PT(self)->t.dtype : want - 2)) {
+        PyObject *h = pg_hook("grad_dtype_error"); /* raises PyTorch's words */
+        PyObject *r = h ? PyObject_CallFunctionObjArgs(h, self, v, NULL) : NULL;
+        Py_XDECREF(r);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the gradient's dtype is not the tensor's grad_dtype");
+        return -1;
+    }
     Py_XSETREF(PT(self)->grad, (v && v != Py_None) ? Py_NewRef(v) : NULL);
     return 0;
+}
+
+/* Tensor._grad_dtype_code: the raw field (see tensor_object.h); Tensor.grad_dtype reads and
+ * checks it in Python. */
+PyObject *pg_ag_get_grad_dtype_code(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(PT(self)->grad_dtype);
+}
+
+int pg_ag_set_grad_dtype_code(PyObject *self, PyObject *v, void *c)
+{
+    (void)c;
+    long code = v ? PyLong_AsLong(v) : -1;
+    if (code == -1 && (!v || PyErr_Occurred())) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "cannot delete _grad_dtype_code");
+        return -1;
+    }
+    if (code < 0 || (code > 1 && pg_check_dtype_code(code - 2) < 0))
+        return -1;
+    PT(self)->grad_dtype = (int)code;
+    return 0;
+}
+
+/* torch.utils.swap_tensors(a, b): the two objects trade everything they hold (memory view,
+ * autograd state, roles), so every reference to `a` now sees what `b` was (how
+ * Module.load_state_dict swaps a loaded value into a parameter that optimizers hold). */
+static PyObject *f_swap_tensors(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTensor_Type, &a, &PyTensor_Type, &b))
+        return NULL;
+    if (Py_TYPE(a) != Py_TYPE(b)) {
+        PyErr_Format(PyExc_RuntimeError, "swap_tensors: pygpu swaps tensors of one class only, "
+                     "got %.80s and %.80s", Py_TYPE(a)->tp_name, Py_TYPE(b)->tp_name);
+        return NULL;
+    }
+    PyTensor tmp = *PT(a);
+    size_t head = offsetof(PyTensor, t);
+    memcpy((char *)a + head, (char *)b + head, sizeof(PyTensor) - head);
+    memcpy((char *)b + head, (char *)&tmp + head, sizeof(PyTensor) - head);
+    Py_RETURN_NONE;
 }
 
 PyObject *pg_ag_get_grad_fn(PyObject *self, void *c)
@@ -425,6 +479,7 @@ PyMethodDef pg_autograd_functions[] = {
     {"_same_storage", f_same_storage, METH_VARARGS, "internal: a and b use the same memory"},
     {"_grad_exclusive", f_grad_exclusive, METH_O, "internal: t alone uses its storage"},
     {"_set_grad_enabled", f_set_grad_enabled, METH_O, "set this thread's grad mode; returns the previous one"},
+    {"_swap_tensors", f_swap_tensors, METH_VARARGS, "swap_tensors(a, b): a and b trade their contents (torch.utils.swap_tensors)"},
     {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "whether ops on tensors that require grad are recorded (this thread)"},
     {NULL, NULL, 0, NULL},
 };

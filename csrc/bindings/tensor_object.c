@@ -41,6 +41,7 @@ PyObject *pg_wrap(pg_tensor *t)
     o->requires_grad = 0;
     o->is_param = 0;
     o->buffer_kind = 0;
+    o->grad_dtype = 0;
     return (PyObject *)o;
 }
 

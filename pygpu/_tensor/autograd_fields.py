@@ -9,13 +9,18 @@ spellings old programs still touch.
                  a parameter or buffer when pygpu.__future__.get_swap_module_params_on_conversion()
                  is on: `self.copy_(other).detach()`, or `other.detach()` with assign=True
                  (torch/_tensor.py's; a subclass overrides it).
+  grad_dtype     the dtype .grad may have (PyTorch 2.13): the tensor's own by default,
+                 another dtype, or None for any; leaves only. Assigning .grad checks it (C:
+                 autograd.c's grad setter, whose error words grad_dtype_error gives) and
+                 backward casts what it accumulates into a leaf to it (autograd/engine.py).
+                 The field lives in the C tensor (tensor_object.h), raw as _grad_dtype_code.
   volatile       Variable.volatile, removed in PyTorch 0.4: reads False and setting it does
                  nothing, each with PyTorch's UserWarning.
   reinforce      removed with stochastic functions: raises PyTorch's RuntimeError, which
                  shows the torch.distributions form to write instead."""
 import warnings
 
-from .. import _C
+from .. import _C, _dtype
 
 Tensor = _C.Tensor
 
@@ -31,6 +36,59 @@ def module_load(self, other, assign=False):
     if assign:
         return other.detach()
     return self.copy_(other).detach()
+
+
+# c10's two spellings of a dtype in grad_dtype's errors: ScalarType's and the C++ type's
+_SCALAR_WORD = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+                "complex128": "ComplexDouble"}
+_CPP_WORD = {"float32": "float", "float64": "double", "float16": "c10::Half",
+             "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+             "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+             "bool": "bool", "complex64": "c10::complex<float>",
+             "complex128": "c10::complex<double>"}
+
+
+def grad_dtype_of(t):
+    """The dtype t's .grad must have, or None for any (no leaf check: the engine's)."""
+    code = t._grad_dtype_code
+    return t.dtype if code == 0 else None if code == 1 else _dtype.ALL[code - 2]
+
+
+def _get_grad_dtype(self):
+    if not self.is_leaf:
+        raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+    return grad_dtype_of(self)
+
+
+def _set_grad_dtype(self, value):
+    if not self.is_leaf:
+        raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+    if value is not None and not isinstance(value, _dtype.DType):
+        raise RuntimeError(f"grad_dtype must be a torch.dtype or None, but got "
+                           f"{type(value).__name__}")
+    g = self.grad
+    if value is not None and g is not None and g.dtype is not value:
+        raise RuntimeError(
+            f"Cannot set grad_dtype to '{_SCALAR_WORD.get(value.name, value.name)}' because "
+            f"there is already a gradient with dtype '{_CPP_WORD.get(g.dtype.name, g.dtype.name)}'"
+            f". Please clear the gradient (.grad = None) before changing grad_dtype, or ensure "
+            f"the new grad_dtype matches the existing gradient's dtype.")
+    self._grad_dtype_code = 1 if value is None else 2 + value._code
+
+
+def grad_dtype_error(self, grad):
+    """The C grad setter's hook: PyTorch's error for a gradient of another dtype."""
+    want = grad_dtype_of(self)
+    raise RuntimeError(
+        f"attempting to assign a gradient with dtype "
+        f"'{_CPP_WORD.get(grad.dtype.name, grad.dtype.name)}' to a tensor with grad_dtype "
+        f"'{_SCALAR_WORD.get(want.name, want.name)}'. The gradient must match the tensor's "
+        f"grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype "
+        f"attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with "
+        f"caution. Diverging the dtypes of a tensor and its gradient may break downstream "
+        f"systems that assume they match.")
 
 
 def _get_volatile(self):
@@ -76,6 +134,8 @@ def reinforce(self, reward):
 METHODS = {
     "output_nr": property(_output_nr, doc="which output of its grad_fn this tensor is"),
     "module_load": module_load,
+    "grad_dtype": property(_get_grad_dtype, _set_grad_dtype,
+                           doc="the dtype .grad may have (None: any); leaves only"),
     "volatile": property(_get_volatile, _set_volatile,
                          doc="removed: always False (PyTorch's UserWarning)"),
     "reinforce": reinforce,

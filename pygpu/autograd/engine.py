@@ -677,9 +677,19 @@ def keep_grad_view(leaf, on=True):
         _grad_views.pop(id(leaf), None)
 
 
+def _dtype_codes():
+    from .. import _dtype
+    return _dtype.ALL
+
+
 def _accumulate(leaf, g, owned, create_graph=False):
     """leaf.grad += g. Under create_graph the sum is recorded (out of place), as PyTorch's
     AccumulateGrad does with grad mode on."""
+    code = leaf._grad_dtype_code  # the dtype .grad must have (Tensor.grad_dtype): cast to it
+    if code != 1:
+        want = leaf.dtype if code == 0 else _dtype_codes()[code - 2]
+        if g.dtype is not want:
+            g = g.to(want)
     view = _grad_views.get(id(leaf))
     if view is leaf and leaf.grad is not None and leaf.grad.shape == g.shape and not create_graph:
         leaf.grad.add_(g)
