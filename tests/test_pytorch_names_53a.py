@@ -403,3 +403,57 @@ def test_swap_tensors_trades_contents(device):
     torch.utils.swap_tensors(ta, tb)
     assert (ta.tolist(), ta.requires_grad, tb.tolist(), tb.requires_grad) == \
         (a.tolist(), a.requires_grad, b.tolist(), b.requires_grad)
+
+
+# ---- is_inference ------------------------------------------------------------------------
+
+def _inference_story(mod, device):
+    """Which tensors are inference tensors, and what each write and use of one gives."""
+    kw = {} if mod is torch else {"device": device}
+
+    def run(fn):
+        try:
+            r = fn()
+            return r.tolist() if hasattr(r, "tolist") else r
+        except RuntimeError as e:
+            return f"RuntimeError: {e}"
+    seen = []
+    n = mod.ones(3, **kw)
+    w = mod.ones(3, requires_grad=True, **kw)
+    with mod.inference_mode():
+        i = mod.ones(3, **kw)
+        made = {"view of normal": n.view(-1), "op result": i * 2, "op on normal": n + 1,
+                "clone of normal": n.clone(), "slice": i[1:]}
+        seen.append(run(lambda: i.add_(1)))  # inside: allowed, on both kinds
+        seen.append(run(lambda: n.add_(0)))
+        seen.append(mod.is_inference_mode_enabled())
+    seen.append([t.is_inference() for t in (n, i, *made.values())])
+    seen.append([mod.is_inference(i[0:2]), i.view(-1).is_inference(), i.detach().is_inference()])
+
+    def setitem():
+        i[0] = 5.0
+    for write in (lambda: i.add_(1), lambda: i.copy_(n), setitem, lambda: i.zero_(),
+                  lambda: i.fill_(2), lambda: made["slice"].mul_(2), lambda: i.mul_(w)):
+        seen.append(run(write))
+    # (torch runs a refused view's in-place kernel before its autograd layer refuses it, so
+    # i's values are not compared after the writes above; a fresh inference tensor is)
+    with mod.inference_mode():
+        k = mod.full((3,), 2.0, **kw)
+    seen.append(run(lambda: (k * w).sum()))  # mul saves k for w's gradient
+    seen.append(run(lambda: (k + w).sum()))  # add saves nothing
+    seen.append(run(lambda: (k.clone() * w).sum()))
+    seen.append(run(lambda: k + 1))
+    with mod.inference_mode(False):
+        seen.append((mod.is_inference_mode_enabled(), mod.ones(1, **kw).is_inference()))
+    with mod.inference_mode():
+        with mod.inference_mode(False):
+            seen.append((mod.is_inference_mode_enabled(), mod.ones(1, **kw).is_inference(),
+                         mod.is_grad_enabled()))
+    seen.append(mod.is_inference_mode_enabled())
+    return seen
+
+
+def test_inference_tensors_are_torchs(device):
+    assert _inference_story(pygpu, device) == _inference_story(torch, device)
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        pygpu.is_inference(3)

@@ -40,6 +40,10 @@ typedef struct {
 } PyTensor;
 
 extern PyTypeObject PyTensor_Type;
+
+/* inference_mode (pygpu/autograd/grad_mode.py), per thread as PyTorch's: a storage first
+ * wrapped while it is on is an inference tensor's (PG_STORAGE_INFERENCE). */
+extern _Thread_local int pg_inference_mode;
 #define PyTensor_Check(o) PyObject_TypeCheck((o), &PyTensor_Type)
 
 /* Ops on this many elements or more release the GIL (when they run on the caller's thread). */

@@ -14,6 +14,9 @@ spellings old programs still touch.
                  autograd.c's grad setter, whose error words grad_dtype_error gives) and
                  backward casts what it accumulates into a leaf to it (autograd/engine.py).
                  The field lives in the C tensor (tensor_object.h), raw as _grad_dtype_code.
+  is_inference   whether the tensor was made under inference_mode (or views one that was):
+                 a flag of its memory, set when a tensor made there first holds it
+                 (tensor_object.c); also torch.is_inference.
   volatile       Variable.volatile, removed in PyTorch 0.4: reads False and setting it does
                  nothing, each with PyTorch's UserWarning.
   reinforce      removed with stochastic functions: raises PyTorch's RuntimeError, which
@@ -91,6 +94,11 @@ def grad_dtype_error(self, grad):
         f"systems that assume they match.")
 
 
+def is_inference(input):
+    """torch.is_inference / Tensor.is_inference(): made under inference_mode."""
+    return _C._is_inference(input)
+
+
 def _get_volatile(self):
     warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
                   stacklevel=2)
@@ -131,9 +139,12 @@ def reinforce(self, reward):
     raise RuntimeError(_REINFORCE_REMOVED)
 
 
+FUNCTIONS = {"is_inference": is_inference}
+
 METHODS = {
     "output_nr": property(_output_nr, doc="which output of its grad_fn this tensor is"),
     "module_load": module_load,
+    "is_inference": is_inference,
     "grad_dtype": property(_get_grad_dtype, _set_grad_dtype,
                            doc="the dtype .grad may have (None: any); leaves only"),
     "volatile": property(_get_volatile, _set_volatile,

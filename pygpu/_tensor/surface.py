@@ -147,6 +147,7 @@ def functions():
     out.update(_memory_format.FUNCTIONS)
     out.update(_backend_queries.FUNCTIONS)
     out.update(_hashing.FUNCTIONS)
+    out.update(_autograd_fields.FUNCTIONS)
     from .._ops import _rnn_aten
     from . import segments as _segments
     out.update(_segments.FUNCTIONS)
