@@ -306,10 +306,12 @@ _MOVED.update({"_conv_ops": "_ops._conv", "_attention_ops": "_ops._attention",
                "nn._losses": "_ops._nn_losses", "_cuda_streams": "cuda.streams",
                "_nvml": "cuda._nvml", "_linalg_legacy": "linalg._legacy",
                "_map_location": "serialization._map_location",
-               "_control_flow": "_ops._control_flow", "_sym_numbers": "_ops._sym_numbers"})
+               "_control_flow": "_ops._control_flow", "_sym_numbers": "_ops._sym_numbers",
+               "__future__": "utils._future"})  # torch.__future__ (a root module of its own)
 for _old, _new in _MOVED.items():
     _sys.modules[f"{__name__}.{_old}"] = _importlib.import_module(f"{__name__}.{_new}")
 del _old, _new
+globals()["__future__"] = _sys.modules[f"{__name__}.__future__"]  # torch.__future__.get_...
 
 if _NUMPY_BLAS_LOADED:  # NumPy came first: its running OpenBLAS gets the timeout instead
     _numpy_blas.apply_live()

@@ -13,9 +13,10 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 
-from .. import _C, __future__ as _future
+from .. import _C
 from .._tensor import create as _tensor_create
 from ..autograd import no_grad
+from ..utils import _future
 from ..utils.hooks import RemovableHandle
 from ._backward_hooks import ModuleBackwardHook
 from .parameter import Buffer, Parameter, UninitializedBuffer, is_lazy

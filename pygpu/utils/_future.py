@@ -1,4 +1,5 @@
-"""torch.__future__: the switches for behaviour PyTorch will make the default.
+"""torch.__future__ (importable as pygpu.__future__: pygpu/__init__.py's _MOVED): the switches
+for behaviour PyTorch will make the default.
 
   set/get_swap_module_params_on_conversion: when on, Module.load_state_dict puts each loaded
       value in place by Tensor.module_load and then torch.utils.swap_tensors (the parameter
