@@ -135,6 +135,7 @@ from ._tensor import complex as _complex  # noqa: E402
 globals().update(_complex.FUNCTIONS)  # view_as_real, view_as_complex, real, imag, complex, polar
 __all__ += sorted(_complex.FUNCTIONS)
 from ._tensor.memory_format import HOOKS as _memory_format_hooks  # noqa: E402 - C's to()
+from ._tensor import autograd_fields as _tensor_autograd_fields  # noqa: E402 - .grad's check
 _C._setup(_dtype.ALL, {
     "repr": _hooks.tensor_repr,
     "parse_to": _hooks.parse_to,
@@ -153,6 +154,7 @@ _C._setup(_dtype.ALL, {
     "legacy_new": _legacy.legacy_new,
     "trace": onnx._trace.trace_hook,
     "complex": _complex.hook,
+    "grad_dtype_error": _tensor_autograd_fields.grad_dtype_error,
 })
 
 
@@ -317,10 +319,12 @@ _MOVED.update({"_conv_ops": "_ops._conv", "_attention_ops": "_ops._attention",
                "nn._losses": "_ops._nn_losses", "_cuda_streams": "cuda.streams",
                "_nvml": "cuda._nvml", "_linalg_legacy": "linalg._legacy",
                "_map_location": "serialization._map_location",
-               "_control_flow": "_ops._control_flow", "_sym_numbers": "_ops._sym_numbers"})
+               "_control_flow": "_ops._control_flow", "_sym_numbers": "_ops._sym_numbers",
+               "__future__": "utils._future"})  # torch.__future__ (a root module of its own)
 for _old, _new in _MOVED.items():
     _sys.modules[f"{__name__}.{_old}"] = _importlib.import_module(f"{__name__}.{_new}")
 del _old, _new
+globals()["__future__"] = _sys.modules[f"{__name__}.__future__"]  # torch.__future__.get_...
 
 if _NUMPY_BLAS_LOADED:  # NumPy came first: its running OpenBLAS gets the timeout instead
     _numpy_blas.apply_live()

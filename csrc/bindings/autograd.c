@@ -57,8 +57,24 @@ static int leaf_error(void)
     return -1;
 }
 
+/* PyTorch's refusal of an in-place write to an inference tensor outside inference_mode
+ * (every in-place entry point below asks, grad mode or not). */
+static int inference_write_error(PyObject *self)
+{
+    if (pg_inference_mode || !PyTensor_Check(self) || !PT(self)->t.storage ||
+        !(PT(self)->t.storage->flags & PG_STORAGE_INFERENCE))
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError,
+                    "Inplace update to inference tensor outside InferenceMode is not allowed.You "
+                    "can make a clone to get a normal tensor before doing inplace update.See "
+                    "https://github.com/pytorch/rfcs/pull/17 for more details.");
+    return -1;
+}
+
 int pg_ag_check_inplace(PyObject *self, const char *what)
 {
+    if (inference_write_error(self) < 0)
+        return -1;
     if (pg_grad_disabled || !pg_ag_req(self))
         return 0;
     if (!PT(self)->grad_fn)
@@ -75,6 +91,8 @@ int pg_ag_check_inplace(PyObject *self, const char *what)
 PyObject *pg_ag_inplace_begin(PyObject *self, PyObject *other, const char *name, const char *op)
 {
     PyTensor *t = PT(self);
+    if (inference_write_error(self) < 0)
+        return NULL;
     if (pg_grad_disabled || !(pg_ag_req(self) || pg_ag_req(other)))
         Py_RETURN_NONE;
     if (t->requires_grad && !t->grad_fn)
@@ -100,6 +118,8 @@ int pg_ag_inplace_end(PyObject *tok, PyObject *self, PyObject *other, const char
 
 int pg_ag_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
+    if (inference_write_error(self) < 0)
+        return -1;
     if (pg_grad_disabled || !(pg_ag_req(self) || pg_ag_req(value)))
         return 0;
     PyObject *hook = pg_hook("setitem_grad");
@@ -110,6 +130,10 @@ int pg_ag_setitem(PyObject *self, PyObject *key, PyObject *value)
 
 PyObject *pg_ag_copy(PyObject *self, PyObject *src, int non_blocking, int *handled)
 {
+    if (inference_write_error(self) < 0) {
+        *handled = 1; /* handled, with an error */
+        return NULL;
+    }
     *handled = !pg_grad_disabled && (pg_ag_req(self) || pg_ag_req(src));
     if (!*handled)
         return NULL;
@@ -222,8 +246,91 @@ int pg_ag_set_grad(PyObject *self, PyObject *v, void *c)
             return -1;
         }
     }
+    int want = PT(self)->grad_dtype; /* 1: any dtype (grad_dtype None) */
+    if (v && v != Py_None && want != 1 &&
+        PT(v)->t.dtype != (want == 0 ? PT(self)->t.dtype : want - 2)) {
+        PyObject *h = pg_hook("grad_dtype_error"); /* raises PyTorch's words */
+        PyObject *r = h ? PyObject_CallFunctionObjArgs(h, self, v, NULL) : NULL;
+        Py_XDECREF(r);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the gradient's dtype is not the tensor's grad_dtype");
+        return -1;
+    }
     Py_XSETREF(PT(self)->grad, (v && v != Py_None) ? Py_NewRef(v) : NULL);
     return 0;
+}
+
+/* Tensor._grad_dtype_code: the raw field (see tensor_object.h); Tensor.grad_dtype reads and
+ * checks it in Python. */
+PyObject *pg_ag_get_grad_dtype_code(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(PT(self)->grad_dtype);
+}
+
+int pg_ag_set_grad_dtype_code(PyObject *self, PyObject *v, void *c)
+{
+    (void)c;
+    long code = v ? PyLong_AsLong(v) : -1;
+    if (code == -1 && (!v || PyErr_Occurred())) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "cannot delete _grad_dtype_code");
+        return -1;
+    }
+    if (code < 0 || (code > 1 && pg_check_dtype_code(code - 2) < 0))
+        return -1;
+    PT(self)->grad_dtype = (int)code;
+    return 0;
+}
+
+static PyObject *f_set_inference_mode(PyObject *mod, PyObject *v)
+{
+    (void)mod;
+    int on = PyObject_IsTrue(v);
+    if (on < 0)
+        return NULL;
+    int was = pg_inference_mode;
+    pg_inference_mode = on;
+    return PyBool_FromLong(was);
+}
+
+static PyObject *f_inference_mode(PyObject *mod, PyObject *unused)
+{
+    (void)mod, (void)unused;
+    return PyBool_FromLong(pg_inference_mode);
+}
+
+static PyObject *f_is_inference(PyObject *mod, PyObject *t)
+{
+    (void)mod;
+    if (!PyTensor_Check(t)) {
+        PyErr_Format(PyExc_TypeError, "is_inference(): argument 'input' (position 1) must be "
+                     "Tensor, not %.80s", Py_TYPE(t)->tp_name);
+        return NULL;
+    }
+    const pg_storage *s = PT(t)->t.storage;
+    return PyBool_FromLong(s && (s->flags & PG_STORAGE_INFERENCE));
+}
+
+/* torch.utils.swap_tensors(a, b): the two objects trade everything they hold (memory view,
+ * autograd state, roles), so every reference to `a` now sees what `b` was (how
+ * Module.load_state_dict swaps a loaded value into a parameter that optimizers hold). */
+static PyObject *f_swap_tensors(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTensor_Type, &a, &PyTensor_Type, &b))
+        return NULL;
+    if (Py_TYPE(a) != Py_TYPE(b)) {
+        PyErr_Format(PyExc_RuntimeError, "swap_tensors: pygpu swaps tensors of one class only, "
+                     "got %.80s and %.80s", Py_TYPE(a)->tp_name, Py_TYPE(b)->tp_name);
+        return NULL;
+    }
+    PyTensor tmp = *PT(a);
+    size_t head = offsetof(PyTensor, t);
+    memcpy((char *)a + head, (char *)b + head, sizeof(PyTensor) - head);
+    memcpy((char *)b + head, (char *)&tmp + head, sizeof(PyTensor) - head);
+    Py_RETURN_NONE;
 }
 
 PyObject *pg_ag_get_grad_fn(PyObject *self, void *c)
@@ -425,6 +532,10 @@ PyMethodDef pg_autograd_functions[] = {
     {"_same_storage", f_same_storage, METH_VARARGS, "internal: a and b use the same memory"},
     {"_grad_exclusive", f_grad_exclusive, METH_O, "internal: t alone uses its storage"},
     {"_set_grad_enabled", f_set_grad_enabled, METH_O, "set this thread's grad mode; returns the previous one"},
+    {"_set_inference_mode", f_set_inference_mode, METH_O, "set this thread's inference mode; returns the previous one"},
+    {"_inference_mode", f_inference_mode, METH_NOARGS, "whether inference mode is on (this thread)"},
+    {"_is_inference", f_is_inference, METH_O, "whether a tensor is an inference tensor (its memory was first held by a tensor made under inference_mode)"},
+    {"_swap_tensors", f_swap_tensors, METH_VARARGS, "swap_tensors(a, b): a and b trade their contents (torch.utils.swap_tensors)"},
     {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "whether ops on tensors that require grad are recorded (this thread)"},
     {NULL, NULL, 0, NULL},
 };

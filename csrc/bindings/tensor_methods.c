@@ -85,6 +85,8 @@ int pg_ag_set_is_param(PyObject *self, PyObject *v, void *c);
 PyObject *pg_ag_get_buffer_kind(PyObject *self, void *c);
 int pg_ag_set_buffer_kind(PyObject *self, PyObject *v, void *c);
 PyObject *pg_cuda_array_interface_get(PyObject *self, void *c); /* interop.c */
+PyObject *pg_ag_get_grad_dtype_code(PyObject *self, void *c);
+int pg_ag_set_grad_dtype_code(PyObject *self, PyObject *v, void *c);
 
 PyGetSetDef pg_tensor_getset[] = {
     {"shape", get_shape, NULL, "the size of each axis, a pygpu.Size (a tuple)", NULL},
@@ -98,6 +100,7 @@ PyGetSetDef pg_tensor_getset[] = {
     {"requires_grad", pg_ag_get_requires_grad, pg_ag_set_requires_grad, "whether autograd records ops on this tensor (settable on leaves)", NULL},
     {"grad", pg_ag_get_grad, pg_ag_set_grad, "the accumulated gradient (a Tensor) or None", NULL},
     {"_grad", pg_ag_get_grad, pg_ag_set_grad, "PyTorch's _grad: the same field as grad (Hogwild code such as A3C's sets a shared model's _grad to a worker's gradient)", NULL},
+    {"_grad_dtype_code", pg_ag_get_grad_dtype_code, pg_ag_set_grad_dtype_code, "internal: the dtype .grad must have, raw (0 the tensor's own, 1 any, 2 + dtype code); Tensor.grad_dtype reads it", NULL},
     {"grad_fn", pg_ag_get_grad_fn, NULL, "the autograd node that produced this tensor, or None for a leaf", NULL},
     {"is_leaf", pg_ag_get_is_leaf, NULL, "True unless the tensor was produced by a recorded op", NULL},
     {"data", pg_ag_get_data, pg_ag_set_data, "the same memory without autograd history; assigning swaps the memory in place (Module.to uses it)", NULL},

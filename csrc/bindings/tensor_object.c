@@ -22,6 +22,8 @@ static PyObject *g_hooks;
 
 /* ---- lifetime ------------------------------------------------------------------------- */
 
+_Thread_local int pg_inference_mode;
+
 PyObject *pg_wrap(pg_tensor *t)
 {
     PyTensor *o = PyObject_New(PyTensor, &PyTensor_Type);
@@ -33,7 +35,9 @@ PyObject *pg_wrap(pg_tensor *t)
     if (t->storage) { /* the first tensor over a storage fixes its version 0 (pg_storage.h) */
         uint_fast64_t unset = 0;
         uint_fast64_t now = atomic_load_explicit(&t->storage->writes, memory_order_relaxed);
-        atomic_compare_exchange_strong(&t->storage->writes_base, &unset, now + 1);
+        if (atomic_compare_exchange_strong(&t->storage->writes_base, &unset, now + 1) &&
+            pg_inference_mode) /* a new storage made under inference_mode */
+            t->storage->flags |= PG_STORAGE_INFERENCE;
     }
     o->grad = NULL;
     o->grad_fn = NULL;
@@ -41,6 +45,7 @@ PyObject *pg_wrap(pg_tensor *t)
     o->requires_grad = 0;
     o->is_param = 0;
     o->buffer_kind = 0;
+    o->grad_dtype = 0;
     return (PyObject *)o;
 }
 

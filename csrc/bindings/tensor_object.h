@@ -34,9 +34,16 @@ typedef struct {
     int requires_grad;
     int is_param;      /* made by pygpu.nn.Parameter */
     int buffer_kind;   /* made by pygpu.nn.Buffer: 1 persistent, 2 not persistent, 0 neither */
+    int grad_dtype;    /* the dtype .grad must have (PyTorch's grad_dtype): 0 the tensor's own
+                        * (the default, so a zeroed object has it), 1 any (None), 2 + code that
+                        * dtype. Its checks and words: pygpu/_tensor/autograd_fields.py */
 } PyTensor;
 
 extern PyTypeObject PyTensor_Type;
+
+/* inference_mode (pygpu/autograd/grad_mode.py), per thread as PyTorch's: a storage first
+ * wrapped while it is on is an inference tensor's (PG_STORAGE_INFERENCE). */
+extern _Thread_local int pg_inference_mode;
 #define PyTensor_Check(o) PyObject_TypeCheck((o), &PyTensor_Type)
 
 /* Ops on this many elements or more release the GIL (when they run on the caller's thread). */

@@ -57,6 +57,9 @@ enum {
     PG_STORAGE_EXTERNAL = 1u << 1, /* memory borrowed from another owner (NumPy, DLPack) */
     PG_STORAGE_READONLY = 1u << 2, /* the owner forbids writes */
     PG_STORAGE_SHARED = 1u << 3,   /* in a shared-memory file other processes map (cpu) */
+    PG_STORAGE_INFERENCE = 1u << 4, /* first held by a tensor made under inference_mode:
+                                     * PyTorch's inference tensor, and so are its views (set
+                                     * and read by the bindings: tensor_object.c, autograd.c) */
 };
 
 typedef struct pg_storage pg_storage;

@@ -144,3 +144,62 @@ def torch_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, r
     """torch.ctc_loss: reduction as ATen's number (0 none, 1 mean, 2 sum)."""
     return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
                     _REDUCTIONS[int(reduction)], zero_infinity)
+
+
+# c10's words for the dtypes miopen_ctc_loss's checks name
+_SCALAR_WORDS = {"float32": "Float", "float64": "Double", "float16": "Half",
+                 "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                 "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _check_arg(t, pos, name, ndim, dtype):
+    """ATen's checkDim / checkScalarType, in their words."""
+    where = "(while checking arguments for miopen_ctc_loss)"
+    if t.ndim != ndim:
+        raise RuntimeError(f"Expected {ndim}-dimensional tensor, but got {t.ndim}-dimensional "
+                           f"tensor for argument #{pos} '{name}' {where}")
+    if t.dtype.name != dtype:
+        raise RuntimeError(f"Expected tensor for argument #{pos} '{name}' to have scalar type "
+                           f"{_SCALAR_WORDS[dtype]}; but got "
+                           f"{_SCALAR_WORDS.get(t.dtype.name, t.dtype.name)} instead {where}")
+
+
+def miopen_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, deterministic,
+                    zero_infinity):
+    """torch.miopen_ctc_loss: (costs (N,), grad (T, N, C)), what MIOpen's miopenCTCLoss returns
+    to ATen (aten/src/ATen/native/miopen/LossCTC_miopen.cpp): each sample's negative log
+    likelihood, and the gradient of their sum with respect to the input of the softmax MIOpen
+    applies (apply_softmax=true on log-probabilities, so exp(log_probs) - the label
+    occupancy; zero past a sample's input length). That is PyTorch's native ctc_loss
+    gradient, which pygpu's loss, differentiated exactly through log_probs, gives as
+    exp(log_probs) + d(loss)/d(log_probs). MIOpen's restrictions are kept as its checks word
+    them: float32 (T, N, C) log_probs, 1-d int32 concatenated targets, blank 0. PyTorch
+    builds this only with ROCm (elsewhere it raises); pygpu runs it on any device.
+    `deterministic` and `zero_infinity` are taken and unused, as MIOpen's are."""
+    if not isinstance(log_probs, Tensor) or not isinstance(targets, Tensor):
+        raise TypeError("miopen_ctc_loss(): log_probs and targets must be Tensors")
+    if log_probs.numel() == 0:
+        raise RuntimeError("log_probs tensor must not be empty")
+    _check_arg(log_probs, 1, "log_probs", 3, "float32")
+    _check_arg(targets, 2, "targets", 1, "int32")
+    T, N, _ = log_probs.shape
+    il = [int(v) for v in (input_lengths.tolist() if isinstance(input_lengths, Tensor)
+                           else input_lengths)]
+    tl = [int(v) for v in (target_lengths.tolist() if isinstance(target_lengths, Tensor)
+                           else target_lengths)]
+    if len(il) != N:
+        raise RuntimeError("input_lengths needs to have size to match batch_size")
+    if len(tl) != N:
+        raise RuntimeError("target_lengths needs to have size to match batch_size")
+    if blank != 0:
+        raise RuntimeError("blank must be label 0 for miopen_ctc_loss")
+    from ..autograd import grad as _grad
+    from ..autograd.grad_mode import enable_grad
+    x = log_probs.detach().requires_grad_(True)
+    with enable_grad():
+        costs = ctc_loss(x, targets.to(int64), il, tl, 0, "none", False)
+        (d_log_probs,) = _grad(costs.sum(), x)
+    live = _tensor_create.tensor(
+        (np.arange(T)[:, None] < np.asarray(il)[None, :]).astype(np.float32)[:, :, None],
+        device=log_probs.device)
+    return costs.detach(), log_probs.detach().exp() * live + d_log_probs

@@ -9,7 +9,7 @@ multiplied in for sum); max gathers each bag's rows into a (bags, longest, dim) 
 with -inf and takes the maximum. An empty bag is zeros, as PyTorch's."""
 import numpy as np
 
-from .. import _C
+from .. import _C, _dtype
 
 from .._tensor import create as _tensor_create
 from ._embedding import embedding
@@ -55,6 +55,17 @@ def _bags(input, offsets, include_last_offset, fn="embedding_bag"):
     return input, bag, int(starts.size)
 
 
+def _bag_table(keep, bags, B, longest, fill):
+    """(B, longest) host table: row b lists the positions (in the flat input) of bag b's
+    kept indices in order, then `fill`."""
+    table = np.full((B, longest), fill, dtype=np.int64)
+    slot = np.zeros(B, dtype=np.int64)
+    for i, b in zip(np.nonzero(keep)[0], bags):
+        table[b, slot[b]] = i
+        slot[b] += 1
+    return table
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
@@ -96,11 +107,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         longest = int(counts.max()) if counts.size else 0
         if longest == 0:
             return _tensor_create.zeros((B, D), dtype=dt, device=dev)
-        table = np.full((B, longest), rows.shape[0], dtype=np.int64)  # the -inf row
-        slot = np.zeros(B, dtype=np.int64)
-        for i, b in zip(np.nonzero(keep)[0], bags):
-            table[b, slot[b]] = i
-            slot[b] += 1
+        table = _bag_table(keep, bags, B, longest, rows.shape[0])  # fill: the -inf row
         neg = _tensor_create.full((1, D), float("-inf"), dtype=dt, device=dev)
         from .._tensor.join import cat
         padded = cat([rows, neg], 0).index_select(
@@ -118,3 +125,63 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         counts = np.maximum(np.bincount(bags, minlength=B), 1).astype(np.float64)
         out = out * _tensor_create.tensor((1.0 / counts).reshape(B, 1), dtype=dt, device=dev)
     return out
+
+
+def torch_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0,
+                        sparse=False, per_sample_weights=None, include_last_offset=False,
+                        padding_idx=None):
+    """torch.embedding_bag, ATen's op behind F.embedding_bag: (output, offset2bag, bag_size,
+    max_indices), with mode 0/1/2 = sum/mean/max and padding_idx None (no padding row) or a
+    row, a negative one counting from the end. The three extra results are the bookkeeping ATen's CPU
+    kernel keeps for its backward, in the indices' dtype: offset2bag is each index's bag
+    (empty for sum without padding_idx, which needs none), bag_size each bag's count of
+    non-padding indices (zeros for sum), max_indices the weight row that won each bag's
+    column (max; 0 for an empty bag), bag_size again for mean, zeros for sum. The output is
+    F.embedding_bag's (its gradient included); the bookkeeping is computed from the host
+    copy of indices and offsets that F.embedding_bag reads anyway, and for max from the
+    device-side argmax over each bag's rows."""
+    if not isinstance(mode, int) or isinstance(mode, bool) or mode not in (0, 1, 2):
+        raise RuntimeError(f"embedding_bag: unknown mode {mode}: expected 0 (sum), 1 (mean) "
+                           f"or 2 (max)")
+    pad = None
+    if padding_idx is not None:  # ATen's range check; a negative one counts from the end
+        V = weight.shape[0]
+        if not -V <= padding_idx < V:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, {-V} "
+                               f"through {V - 1}, but got {padding_idx}")
+        pad = padding_idx % V
+    out = embedding_bag(indices, weight, offsets, None, 2, scale_grad_by_freq, _MODES[mode],
+                        sparse, per_sample_weights, include_last_offset, pad)
+    flat, _, B = _bags(indices, offsets, include_last_offset)
+    n, dev, it = flat.shape[0], indices.device, indices.dtype
+    offs = np.asarray(offsets.tolist(), dtype=np.int64)
+    starts = offs[:-1] if include_last_offset else offs
+    # each index's bag: the last start at or before it (the last bag runs to the end, as
+    # ATen's kernel counts it)
+    bag = np.searchsorted(starts, np.arange(n), side="right") - 1
+    host = np.asarray(flat.tolist(), dtype=np.int64)
+    kept = host != pad if pad is not None else np.ones(n, dtype=bool)
+    sizes = np.bincount(bag[kept], minlength=B)[:B] if n else np.zeros(B, dtype=np.int64)
+
+    def ints(a):
+        return _tensor_create.tensor(np.asarray(a, dtype=np.int64), device=dev).to(it)
+    if mode == 0:  # ATen's sum keeps no counts: zeros, one per offset given
+        zeros = ints(np.zeros(offs.size))
+        offset2bag = ints(bag) if pad is not None else ints(np.zeros(0))
+        return out, offset2bag, zeros, zeros
+    if mode == 1:
+        return out, ints(bag), ints(sizes), ints(sizes)
+    D = weight.shape[1]
+    longest = int(sizes.max()) if sizes.size else 0
+    if longest == 0:
+        return out, ints(bag), ints(sizes), ints(np.zeros((B, D)))
+    table = _bag_table(kept & (bag >= 0), bag[kept & (bag >= 0)], B, longest, n)
+    from .._tensor.join import cat
+    rows = weight.detach().index_select(0, flat.to(_dtype.int64))
+    neg = _tensor_create.full((1, D), float("-inf"), dtype=weight.dtype, device=dev)
+    slot = cat([rows, neg], 0).index_select(
+        0, _tensor_create.tensor(table.reshape(-1), device=dev)).reshape(B, longest, D).max(
+        dim=1).indices  # (B, D): which of the bag's entries won the column
+    winners = np.append(host, 0)[table]  # (B, longest): the weight row of each entry
+    max_indices = _tensor_create.tensor(winners, device=dev).gather(1, slot)
+    return out, ints(bag), ints(sizes), max_indices.to(it)

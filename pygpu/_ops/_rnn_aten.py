@@ -1,7 +1,8 @@
 """ATen's functional recurrent stacks at torch's top level: torch.lstm, torch.gru,
 torch.rnn_tanh, torch.rnn_relu (both overloads: a padded `input` with batch_first, or packed
-`data` with its `batch_sizes`) and torch.miopen_rnn (MIOpen's entry point for the same
-stacks, run on pygpu's RNN_CELL node as every other spelling is).
+`data` with its `batch_sizes`), torch.miopen_rnn (MIOpen's entry point for the same
+stacks) and torch.mkldnn_rnn_layer (oneDNN's one LSTM layer in one direction), all run on
+pygpu's RNN_CELL node as every other spelling is.
 
 The parameters come as ATen takes them: one flat list, per layer and direction w_ih, w_hh
 [, b_ih, b_hh] [, w_hr], which is nn.LSTM's `_flat_weights` order; the stack is the one
@@ -164,5 +165,46 @@ def miopen_rnn(input, weight, weight_stride0, hx, cx, mode, hidden_size, num_lay
             empty(0, dtype=uint8, device=input.device), nothing)
 
 
+def mkldnn_rnn_layer(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse,
+                     batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional,
+                     batch_first, train):
+    """ATen's mkldnn_rnn_layer -> (output, hy, cy, workspace): one direction of one LSTM
+    layer as oneDNN runs it (PyTorch's mkldnn_rnn calls it per layer and direction):
+    weight0/1 = w_ih (4H, I) / w_hh (4H, H), weight2/3 = b_ih / b_hh (ignored when
+    has_biases is False), hx_/cx_ (B, H) without the layer dim, reverse: the sequence is
+    read last step first and the output is given back in the input's time order (the
+    backward half of a bidirectional layer). num_layers and bidirectional describe the
+    enclosing stack and change nothing here; batch_sizes is unused (oneDNN takes no packed
+    input). Runs pygpu's LSTM stack (RNN_CELL node, autograd through it). oneDNN has only
+    the LSTM here (mode 2); other modes fail as its primitive does. The workspace is
+    oneDNN's opaque buffer for its own backward; pygpu's node keeps none, so it is empty."""
+    for i, (t, name) in enumerate(((input, "input"), (weight0, "weight0"), (weight1, "weight1"),
+                                   (weight2, "weight2"), (weight3, "weight3"), (hx_, "hx_"),
+                                   (cx_, "cx_")), 1):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"mkldnn_rnn_layer(): argument '{name}' (position {i}) must be "
+                            f"Tensor, not {type(t).__name__}")
+    if int(mode) != 2:
+        raise RuntimeError("could not create a primitive descriptor for the LSTM forward "
+                           "propagation primitive. Run workload with environment variable "
+                           "ONEDNN_VERBOSE=all to get additional diagnostic information.")
+    if hx_.ndim != 2 or cx_.ndim != 2 or hx_.shape[1] != hidden_size:
+        raise RuntimeError(f"mkldnn_rnn_layer: expected hx_ and cx_ of shape (batch, "
+                           f"{hidden_size}), got {list(hx_.shape)} and {list(cx_.shape)}")
+    x = input.transpose(0, 1) if batch_first else input
+    if reverse:
+        x = x.flip(0)
+    params = [weight0, weight1, weight2, weight3] if has_biases else [weight0, weight1]
+    out, hy, cy = lstm(x, (hx_.unsqueeze(0), cx_.unsqueeze(0)), params, bool(has_biases), 1,
+                       0.0, bool(train), False, False)
+    if reverse:
+        out = out.flip(0)
+    if batch_first:
+        out = out.transpose(0, 1)
+    from .._tensor.create import empty
+    from .._dtype import uint8
+    return out, hy[0], cy[0], empty(0, dtype=uint8, device=input.device)
+
+
 FUNCTIONS = {"lstm": lstm, "gru": gru, "rnn_tanh": rnn_tanh, "rnn_relu": rnn_relu,
-             "miopen_rnn": miopen_rnn}
+             "miopen_rnn": miopen_rnn, "mkldnn_rnn_layer": mkldnn_rnn_layer}

@@ -304,6 +304,31 @@ def mkldnn_adaptive_avg_pool2d(self, output_size):
     return _F().adaptive_avg_pool2d(self, out)
 
 
+def mkldnn_linear_backward_weights(grad_output, input, weight, bias_defined):
+    """ATen's (grad_weight, grad_bias) of linear, oneDNN's inner_product_backward_weights:
+    grad_output (*, out) and input (*, in) flattened to rows; grad_weight = g^T x (out, in)
+    in weight's dtype, grad_bias = g summed over rows (out,), or a 0-d zero when
+    bias_defined is False. Dense tensors in and out (PyTorch's take its mkldnn layout, which
+    pygpu does not have); oneDNN's dtypes, so float64 is refused as PyTorch's conversion
+    refuses it."""
+    fn = "mkldnn_linear_backward_weights"
+    for i, (t, name) in enumerate(((grad_output, "grad_output"), (input, "input"),
+                                   (weight, "weight")), 1):
+        _tensor(t, fn, name, i)
+    from .._dtype import float64
+    if float64 in (grad_output.dtype, input.dtype):
+        raise RuntimeError("dense_to_mkldnn expects float, bfloat16, half, uint8, int8 tensor "
+                           "input")
+    g = grad_output.reshape(-1, grad_output.shape[-1])
+    x = input.reshape(-1, input.shape[-1])
+    if g.shape[0] != x.shape[0]:
+        raise RuntimeError(f"mkldnn_linear_backward_weights: grad_output {list(g.shape)} and "
+                           f"input {list(x.shape)} have different numbers of rows")
+    grad_weight = g.t().matmul(x).to(weight.dtype)
+    grad_bias = g.sum(0) if bias_defined else g.new_zeros(())
+    return grad_weight, grad_bias
+
+
 def cudnn_is_acceptable(self):
     """Whether cuDNN would take this tensor: a float cuda tensor, with cuDNN enabled and
     loadable (pygpu.backends.cudnn), as ATen's cudnn_is_acceptable asks."""
@@ -318,4 +343,5 @@ FUNCTIONS = {name: globals()[name] for name in (
     "miopen_depthwise_convolution", "miopen_convolution_relu", "miopen_convolution_add_relu",
     "mkldnn_convolution", "native_batch_norm", "cudnn_batch_norm", "miopen_batch_norm",
     "cudnn_grid_sampler", "cudnn_affine_grid_generator", "mkldnn_max_pool2d",
-    "mkldnn_max_pool3d", "mkldnn_adaptive_avg_pool2d", "cudnn_is_acceptable")}
+    "mkldnn_max_pool3d", "mkldnn_adaptive_avg_pool2d", "cudnn_is_acceptable",
+    "mkldnn_linear_backward_weights")}

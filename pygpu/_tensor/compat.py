@@ -147,7 +147,7 @@ METHODS.update({"bitwise_and_": _inplace("__and__"), "bitwise_or_": _inplace("__
                 "is_signed": is_signed, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
                 "cuda": cuda, "data_ptr": data_ptr, "is_cuda": _is_type("cuda"),
                 "is_cpu": _is_type("cpu"), "is_meta": _is_type("meta"),
-                "is_inference": lambda self: False, "resize_": resize_, "argwhere": argwhere,
+                "resize_": resize_, "argwhere": argwhere,
                 "ger": ger})
 METHODS.update({f"{name}_": _inplace_view(name) for name in
                 ("squeeze", "unsqueeze", "t", "transpose", "swapaxes", "swapdims")})

@@ -14,6 +14,7 @@ import collections
 
 from .. import _C, _dtype
 from . import create as _tensor_create
+from ..autograd.engine import number_outputs
 
 Tensor = _C.Tensor
 
@@ -281,7 +282,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         unbiased, dim = dim, None
     kw = _moments(input, dim, correction, keepdim, unbiased)
     mean = input.mean() if dim is None else input.mean(dim, keepdim=keepdim)
-    return input.var(**kw), mean
+    return number_outputs((input.var(**kw), mean), input)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -290,7 +291,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         unbiased, dim = dim, None
     kw = _moments(input, dim, correction, keepdim, unbiased)
     mean = input.mean() if dim is None else input.mean(dim, keepdim=keepdim)
-    return input.std(**kw), mean
+    return number_outputs((input.std(**kw), mean), input)
 
 
 def aminmax(self, *, dim=None, keepdim=False):
@@ -298,9 +299,11 @@ def aminmax(self, *, dim=None, keepdim=False):
     if dim is None:
         if keepdim:
             shape = (1,) * self.ndim
-            return _AMINMAX_T(self.amin().reshape(shape), self.amax().reshape(shape))
-        return _AMINMAX_T(self.amin(), self.amax())
-    return _AMINMAX_T(self.amin(dim, keepdim=keepdim), self.amax(dim, keepdim=keepdim))
+            return number_outputs(_AMINMAX_T(self.amin().reshape(shape),
+                                             self.amax().reshape(shape)), self)
+        return number_outputs(_AMINMAX_T(self.amin(), self.amax()), self)
+    return number_outputs(_AMINMAX_T(self.amin(dim, keepdim=keepdim),
+                                     self.amax(dim, keepdim=keepdim)), self)
 
 
 def count_nonzero(self, dim=None):

@@ -54,6 +54,8 @@ the type once (_C._add_tensor_methods):
                      clone, to (memory_format=) and dim_order
   _tensor/backend_queries.py is_vulkan_available, to_dlpack, Tensor.xpu/ipu/mtia (torch's
                      CPU build's answers)
+  _tensor/autograd_fields.py output_nr, module_load, and the removed volatile/reinforce
+  _tensor/hashing.py hash_tensor (xor of the elements' 64-bit forms; also torch.hash_tensor)
   _ops/_rnn_aten.py  torch.lstm, gru, rnn_tanh, rnn_relu, miopen_rnn (ATen's flat-params stacks)
 Each composite calls C ops (views, copies, kernels), never a Python loop over elements.
 Methods the C type already had with a pygpu signature (transpose, sum, max, ...) are
@@ -69,6 +71,7 @@ from . import backend_kernels as _backend_kernels, spectral as _tensor_spectral
 from . import aten_natives as _aten_natives
 from . import memory_format as _memory_format
 from . import backend_queries as _backend_queries
+from . import autograd_fields as _autograd_fields, hashing as _hashing
 from . import (autograd as _tensor_autograd, compare as _tensor_compare, compat as _tensor_compat,
                create as _tensor_create, fill as _tensor_fill, gather as _tensor_gather,
                index as _tensor_index, spellings as _tensor_spellings, stack as _tensor_stack,
@@ -82,7 +85,7 @@ _FAMILIES = (_tensor_views, _tensor_info, _tensor_reduce, _tensor_index, _tensor
              _tensor_stats, _tensor_compare, _tensor_stack, _tensor_gather, _tensor_spellings,
              _storage, _tensor_numeric, _tensor_scatter, _linalg_legacy, _tensor_shape,
              _ops_clamp, _complex, _linalg_householder, _tensor_spectral, _memory_format,
-             _backend_queries)
+             _backend_queries, _autograd_fields, _hashing)
 
 
 def install():
@@ -143,6 +146,8 @@ def functions():
     out.update(_aten_natives.FUNCTIONS)
     out.update(_memory_format.FUNCTIONS)
     out.update(_backend_queries.FUNCTIONS)
+    out.update(_hashing.FUNCTIONS)
+    out.update(_autograd_fields.FUNCTIONS)
     from .._ops import _rnn_aten
     from . import segments as _segments
     out.update(_segments.FUNCTIONS)
@@ -164,4 +169,8 @@ def functions():
     from .._ops import _embedding
     out["embedding"] = _embedding.torch_embedding  # ATen's argument order: (weight, indices)
     out["embedding_renorm_"] = _embedding.embedding_renorm_
+    from .._ops import _embedding_bag
+    out["embedding_bag"] = _embedding_bag.torch_embedding_bag  # ATen's four results
+    from .._ops import _ctc_loss
+    out["miopen_ctc_loss"] = _ctc_loss.miopen_ctc_loss
     return out

@@ -12,6 +12,7 @@ into the Tensor type by pygpu/_tensor/surface.py."""
 from .. import _C, _dtype
 from .create import shape_args
 from ..autograd._broadcast import unbroadcast
+from ..autograd.engine import number_outputs
 from ..autograd.function import TRACING, Function
 from ..autograd.grad_mode import is_grad_enabled
 
@@ -430,7 +431,7 @@ def split(self, split_size_or_sections, dim=0):
     for s in sizes:
         out.append(narrow(self, d, start, s))
         start += s
-    return tuple(out)
+    return number_outputs(tuple(out), self)
 
 
 def chunk(self, chunks, dim=0):
@@ -466,7 +467,7 @@ def select(self, dim, index):
 
 def unbind(self, dim=0):
     d = norm_dim("unbind", dim, self.ndim)
-    return tuple(select(self, d, i) for i in range(self.shape[d]))
+    return number_outputs(tuple(select(self, d, i) for i in range(self.shape[d])), self)
 
 
 def _positions(shape, strides, offset, device):

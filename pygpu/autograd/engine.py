@@ -62,7 +62,8 @@ class Node:
     (higher_order.py); `view`/`base_fn` mark a view's node and the base's grad_fn it was
     made from (views.py regenerates a view whose base was written since)."""
     __slots__ = ("name", "inputs", "fns", "_backward", "ctx", "keep", "saved", "view",
-                 "out_ref", "cls", "args", "kwargs", "base_fn", "stack", "__weakref__")
+                 "out_ref", "cls", "args", "kwargs", "base_fn", "stack", "output_nr",
+                 "__weakref__")
 
     def __init__(self, name, inputs, fns, backward, ctx, saved=(), view=False):
         self.name = name
@@ -78,6 +79,7 @@ class Node:
         self.args = None
         self.kwargs = None
         self.base_fn = None
+        self.output_nr = 0  # which output of PyTorch's one node this is (number_outputs)
         # anomaly mode (anomaly_mode.py): the forward call's stack, for the backward's error
         self.stack = anomaly_mode.forward_stack() if anomaly_mode.enabled() else None
 
@@ -655,6 +657,19 @@ def memory_exclusive(t):
 _grad_views = {}
 
 
+def number_outputs(outs, input=None):
+    """PyTorch's Tensor.output_nr for an op with several differentiable outputs (split,
+    unbind, var_mean, aminmax...): PyTorch makes one node with n outputs, pygpu one node per
+    output, so each output's node carries its index. An output that is the input itself (a
+    split into one piece may return it) keeps its own node's number. Returns outs."""
+    own = input.grad_fn if input is not None else None
+    for i, t in enumerate(outs):
+        fn = getattr(t, "grad_fn", None)
+        if fn is not None and fn is not own:
+            fn.output_nr = i
+    return outs
+
+
 def keep_grad_view(leaf, on=True):
     """Accumulate into leaf.grad in place even though other tensors see its memory."""
     if on:
@@ -663,9 +678,19 @@ def keep_grad_view(leaf, on=True):
         _grad_views.pop(id(leaf), None)
 
 
+def _dtype_codes():
+    from .. import _dtype
+    return _dtype.ALL
+
+
 def _accumulate(leaf, g, owned, create_graph=False):
     """leaf.grad += g. Under create_graph the sum is recorded (out of place), as PyTorch's
     AccumulateGrad does with grad mode on."""
+    code = leaf._grad_dtype_code  # the dtype .grad must have (Tensor.grad_dtype): cast to it
+    if code != 1:
+        want = leaf.dtype if code == 0 else _dtype_codes()[code - 2]
+        if g.dtype is not want:
+            g = g.to(want)
     view = _grad_views.get(id(leaf))
     if view is leaf and leaf.grad is not None and leaf.grad.shape == g.shape and not create_graph:
         leaf.grad.add_(g)

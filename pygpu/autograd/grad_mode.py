@@ -1,5 +1,5 @@
 """Grad mode: pygpu.no_grad(), enable_grad(), set_grad_enabled(), is_grad_enabled(),
-inference_mode() (no_grad under PyTorch's other name).
+inference_mode() (no_grad, and PyTorch's inference tensors: what is made inside is one).
 
 The flag lives in C (one per thread, as in PyTorch) because every op binding
 reads it: while it is off, no op records a graph. Each class works as a
@@ -57,8 +57,11 @@ class set_grad_enabled(_GradMode):
 
 
 class inference_mode(set_grad_enabled):
-    """torch.inference_mode(mode=True): PyTorch's faster no_grad for inference. pygpu has one
-    no-graph mode, so inside it (mode=True) ops record no graph, exactly as under no_grad;
+    """torch.inference_mode(mode=True): PyTorch's faster no_grad for inference. Inside it
+    (mode=True) ops record no graph, as under no_grad, and the tensors made there are
+    inference tensors (Tensor.is_inference: the C flag of their memory, which their views
+    share), which autograd refuses to save for backward and which no in-place op may write
+    outside inference_mode, as PyTorch's. The mode is a per-thread C flag, as PyTorch's.
     `@torch.inference_mode()` decorates as no_grad does."""
 
     def __init__(self, mode=True):
@@ -66,11 +69,11 @@ class inference_mode(set_grad_enabled):
         self.mode = bool(mode)
 
     def __enter__(self):
-        _inference[0] += self.mode
+        self._prev_inference = _C._set_inference_mode(self.mode)
         return super().__enter__()
 
     def __exit__(self, *exc):
-        _inference[0] -= self.mode
+        _C._set_inference_mode(self._prev_inference)
         return super().__exit__(*exc)
 
     def __call__(self, func):
@@ -83,8 +86,5 @@ class inference_mode(set_grad_enabled):
         return wrapper
 
 
-_inference = [0]  # inference_mode blocks open (this process; PyTorch's flag is per thread)
-
-
 def is_inference_mode_enabled():
-    return _inference[0] > 0
+    return _C._inference_mode()

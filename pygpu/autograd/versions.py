@@ -39,6 +39,12 @@ def stamp(saved, inputs=(), fns=()):
     made_by = {id(t): fn for t, fn in zip(inputs, fns) if t is not None and fn is not None}
     out = []
     for s in saved:
+        if isinstance(s, Tensor) and _C._is_inference(s):  # PyTorch's SavedVariable refuses it
+            raise RuntimeError("Inference tensors cannot be saved for backward. Please do not "
+                               "use Tensors created in inference mode in computation tracked "
+                               "by autograd. To work around this, you can make a clone to get "
+                               "a normal tensor and use it in autograd, or use "
+                               "`torch.no_grad()` instead of `torch.inference_mode()`.")
         if type(s) is Output:
             s = s.t
             out.append((s, s._write_stamp, s._version, True))

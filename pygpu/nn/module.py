@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from .. import _C
 from .._tensor import create as _tensor_create
 from ..autograd import no_grad
+from ..utils import _future
 from ..utils.hooks import RemovableHandle
 from ._backward_hooks import ModuleBackwardHook
 from .parameter import Buffer, Parameter, UninitializedBuffer, is_lazy
@@ -679,6 +680,24 @@ class Module:
                 type(self).__name__, "\n\t".join(errors)))
         return _IncompatibleKeys(missing, unexpected)
 
+    @staticmethod
+    def _swap_in(target, value, assign):
+        """pygpu.__future__.set_swap_module_params_on_conversion(True): target.module_load(
+        value, assign) makes the new value (a subclass overrides it), which then trades
+        places with target (torch.utils.swap_tensors), so whoever holds target (an optimizer)
+        sees it. A parameter stays a parameter, with its requires_grad."""
+        new = target.module_load(value, assign=assign)
+        if new is value or new is target:
+            raise RuntimeError("module_load returned one of self or other, please .detach() "
+                               "the result if returning one of the inputs in module_load")
+        if isinstance(target, Parameter):
+            requires_grad = target.requires_grad
+            if not isinstance(new, Parameter):
+                new = Parameter(new, requires_grad=requires_grad)
+            else:
+                new.requires_grad_(requires_grad)
+        _C._swap_tensors(target, new)
+
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
         """Load this module's own entries (not its children's) from state_dict, appending
@@ -734,7 +753,9 @@ class Module:
                               "copying them in place?)", UserWarning, stacklevel=4)
             try:
                 with no_grad():
-                    if assign:
+                    if _future.get_swap_module_params_on_conversion():
+                        self._swap_in(target, value, assign)  # PyTorch's module_load path
+                    elif assign:
                         if name in self._parameters:
                             self._parameters[name].data = value.detach()
                         else:

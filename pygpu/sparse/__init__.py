@@ -546,6 +546,33 @@ SparseTensor.sspaddmm = lambda self, mat1, mat2, *, beta=1, alpha=1: sspaddmm(
 SparseTensor.hspmm = hspmm
 
 
+# c10's words for a layout in "expected ... layout but got X"
+_LAYOUT_WORDS = {"strided": "Strided", "sparse_coo": "Sparse", "sparse_csr": "SparseCsr",
+                 "sparse_csc": "SparseCsc", "sparse_bsr": "SparseBsr", "sparse_bsc": "SparseBsc"}
+
+
+def _layout_word(t):
+    return _LAYOUT_WORDS[getattr(t, "layout", strided).name]
+
+
+def indices_copy(input):
+    """torch.indices_copy(input): functionalization's copy of a COO tensor's indices()
+    (a new (sparse_dim, nnz) int64 tensor, not an alias). A coalesced input, as indices()."""
+    if not isinstance(input, SparseTensor):
+        raise RuntimeError(f"indices expected sparse coordinate tensor layout but got "
+                           f"{_layout_word(input)}")
+    return input.indices().clone()
+
+
+def values_copy(input):
+    """torch.values_copy(input): a copy of a sparse tensor's values() (COO, coalesced; or
+    a compressed layout's)."""
+    if getattr(input, "layout", strided) is strided:
+        raise RuntimeError(f"values expected sparse tensor layout but got "
+                           f"{_layout_word(input)}")
+    return input.values().clone()
+
+
 METHODS = {"to_sparse": to_sparse, "to_sparse_coo": to_sparse, "is_sparse": property(_is_sparse),
            "to_dense": lambda self, dtype=None, masked_grad=None: self if dtype is None else self.to(dtype),
            "sparse_mask": sparse_mask, "sparse_dim": _dense_sparse_dim,
@@ -553,4 +580,5 @@ METHODS = {"to_sparse": to_sparse, "to_sparse_coo": to_sparse, "is_sparse": prop
 FUNCTIONS = {"sparse_coo_tensor": sparse_coo_tensor, "spmm": mm, "sparse_coo": sparse_coo,
              "strided": strided, "smm": smm, "hspmm": hspmm, "sspaddmm": sspaddmm,
              # PyTorch's own older names of the same functions
-             "dsmm": mm, "hsmm": hspmm, "saddmm": sspaddmm}
+             "dsmm": mm, "hsmm": hspmm, "saddmm": sspaddmm,
+             "indices_copy": indices_copy, "values_copy": values_copy}

@@ -21,4 +21,13 @@ for _sub, _mod in {"dataloader": _loader, "dataset": _dataset, "sampler": _sampl
 
 from . import checkpoint, hooks  # noqa: E402 - torch.utils.checkpoint, torch.utils.hooks
 
-__all__ = ["data", "checkpoint", "hooks"]
+
+
+def swap_tensors(t1, t2):
+    """torch.utils.swap_tensors(t1, t2): the two tensor objects trade contents (memory,
+    autograd state, parameter role), so every reference to t1 sees what t2 held."""
+    from .. import _C
+    _C._swap_tensors(t1, t2)
+
+
+__all__ = ["data", "checkpoint", "hooks", "swap_tensors"]
