@@ -4,7 +4,8 @@ Most are rows of the op table (csrc/core/pg_ops.def) that list a `pygpu.special.
 spelling: erf, erfc, erfinv, expit, gammaln, digamma/psi, i0, i0e, i1, i1e, ndtr, entr,
 sinc, xlogy, xlog1py, zeta, log1p, expm1, exp2, round. They are taken from the table
 here, so adding a spelling to a row adds it to this module. The rest compose those rows:
-logit(eps), polygamma, multigammaln, ndtri, log_ndtr, softmax, log_softmax, logsumexp."""
+logit(eps), polygamma, multigammaln, ndtri, log_ndtr, softmax, log_softmax, logsumexp,
+and gammainc/gammaincc (torch.igamma/igammac under their special names)."""
 import math as _math
 
 from . import _C
@@ -36,6 +37,20 @@ def polygamma(n, input):
 def multigammaln(input, p):
     """log of the multivariate gamma function of dimension p."""
     return _tensor_math.mvlgamma(input, p)
+
+
+def gammainc(input, other, *, out=None):
+    """The regularized lower incomplete gamma function P(input, other) (torch.igamma)."""
+    return _into(out, _tensor_math.igamma(input, other))
+
+
+def gammaincc(input, other, *, out=None):
+    """The regularized upper incomplete gamma function Q(input, other) (torch.igammac)."""
+    return _into(out, _tensor_math.igammac(input, other))
+
+
+def _into(out, result):
+    return result if out is None else out.copy_(result)
 
 
 def ndtri(input):

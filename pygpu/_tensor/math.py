@@ -325,20 +325,26 @@ def mvlgamma_(self, p):
 
 def igamma(self, other):
     """The regularized lower incomplete gamma function P(self, other) (float64 internally)."""
-    from ..distributions.gamma_sampling import regularized_gamma_p
+    return _incomplete_gamma(self, other, upper=False)
+
+
+def igammac(self, other):
+    """The regularized upper incomplete gamma function Q(self, other) = 1 - P, computed as
+    itself in its upper tail (where 1 - P would lose every digit)."""
+    return _incomplete_gamma(self, other, upper=True)
+
+
+def _incomplete_gamma(self, other, upper):
+    from ..distributions.gamma_sampling import regularized_gamma_p, regularized_gamma_q
     a, x = _broadcast_pair(self, other)
     dt = a.dtype if a.dtype.is_floating_point else "float32"
     a64, x64 = a.to("float64"), x.to("float64")
     pos = x64 > 0
-    p = regularized_gamma_p(a64, _C.where(pos, x64, 1.0))
-    p = _C.where(pos, p, 0.0)
-    p = _C.where((a64 <= 0) | (x64 < 0) | (a64 != a64) | (x64 != x64), float("nan"), p)
-    return p.to(dt)
-
-
-def igammac(self, other):
-    """1 - igamma: the regularized upper incomplete gamma function Q(self, other)."""
-    return 1.0 - igamma(self, other)
+    fn = regularized_gamma_q if upper else regularized_gamma_p
+    r = fn(a64, _C.where(pos, x64, 1.0))
+    r = _C.where(pos, r, 1.0 if upper else 0.0)
+    r = _C.where((a64 <= 0) | (x64 < 0) | (a64 != a64) | (x64 != x64), float("nan"), r)
+    return r.to(dt)
 
 
 def _broadcast_pair(a, b):

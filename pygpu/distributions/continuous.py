@@ -139,6 +139,13 @@ class Gamma(ExponentialFamily):
         a = self.concentration
         return a - _C.log(self.rate) + _C.lgamma(a) + (1.0 - a) * _C.digamma(a)
 
+    def cdf(self, value):
+        """P(concentration, rate * value): the regularized lower incomplete gamma function."""
+        from .._tensor.math import igamma
+        value = as_tensor(value, self.concentration)
+        self._validate_sample(value)
+        return igamma(self.concentration, self.rate * value)
+
     @property
     def mean(self):
         return self.concentration / self.rate

@@ -54,6 +54,20 @@ def _log_prefactor(a, x):
 
 def regularized_gamma_p(a, x):
     """P(a, x) elementwise, float64 tensors (a > 0, x > 0)."""
+    series_region, p_series, q_cf = _gamma_series_and_fraction(a, x)
+    return _C.where(series_region, p_series, 1.0 - q_cf)
+
+
+def regularized_gamma_q(a, x):
+    """Q(a, x) = 1 - P(a, x), computed as itself where the continued fraction converges
+    (x >= a + 1), so its upper tail keeps its digits (1 - P would round to 0 there)."""
+    series_region, p_series, q_cf = _gamma_series_and_fraction(a, x)
+    return _C.where(series_region, 1.0 - p_series, q_cf)
+
+
+def _gamma_series_and_fraction(a, x):
+    """(x < a + 1, P by its series, Q by Lentz's continued fraction): each is accurate in
+    its own region."""
     series_region = x < a + 1.0
     # series: P = e^{-x} x^a / Gamma(a + 1) * sum_k x^k / ((a+1)...(a+k))
     term = 1.0 / a
@@ -79,7 +93,7 @@ def regularized_gamma_p(a, x):
         c = _C.where(c.abs() < tiny, tiny, c)
         h = h * d * c
     q_cf = _C.exp(_log_prefactor(a, x)) * h
-    return _C.where(series_region, p_series, 1.0 - q_cf)
+    return series_region, p_series, q_cf
 
 
 def standard_gamma_grad(x, alpha):

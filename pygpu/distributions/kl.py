@@ -1,40 +1,14 @@
-"""kl_divergence(p, q) and register_kl, as torch.distributions.kl: a table of closed
-forms keyed by the two types, looked up through the classes' MROs (the most specific
-registered pair wins)."""
+"""kl_divergence(p, q) and register_kl, as torch.distributions.kl: the same-family closed
+forms, registered in kl_registry.py's table (its lookup is torch's); the cross-family ones
+(and ContinuousBernoulli's, the low-rank normals', TransformedDistribution's) are in
+kl_cross.py, imported at the end so that loading this module registers every pair."""
 import math
 
 from .. import _C
 from .continuous import Beta, Dirichlet, Gamma, MultivariateNormal, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .independent import Independent
-
-_KL = {}
-
-
-def register_kl(type_p, type_q):
-    """@register_kl(P, Q): def kl(p, q) -> Tensor, the closed form of KL(p || q)."""
-    def decorate(fn):
-        _KL[(type_p, type_q)] = fn
-        return fn
-    return decorate
-
-
-def _lookup(tp, tq):
-    best, rank = None, None
-    for i, a in enumerate(tp.__mro__):
-        for j, b in enumerate(tq.__mro__):
-            fn = _KL.get((a, b))
-            if fn is not None and (rank is None or i + j < rank):
-                best, rank = fn, i + j
-    return best
-
-
-def kl_divergence(p, q):
-    fn = _lookup(type(p), type(q))
-    if fn is None:
-        raise NotImplementedError(f"No KL(p || q) is implemented for p type "
-                                  f"{type(p).__name__} and q type {type(q).__name__}")
-    return fn(p, q)
+from .kl_registry import _KL, _KL_MEMO, kl_divergence, register_kl  # noqa: F401
 
 
 @register_kl(Normal, Normal)
@@ -246,3 +220,6 @@ def _kl_expfamily_expfamily(p, q):
             term = term.sum(-1)
         result = result - term
     return result
+
+
+from . import kl_cross  # noqa: E402,F401  (registers the cross-family pairs)
