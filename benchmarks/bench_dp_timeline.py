@@ -9,7 +9,7 @@
 #     each device's queue (a thread waiting for sim:0 runs its tasks itself);
 #   - six steps under pygpu.sim.timeline on both devices: the time both computed, only one,
 #     or neither, and which ops sim:0 ran while sim:1 had nothing to do;
-#   - twelve steps of each replayed with each task's CPU time (Span.cpu) on an ideal host,
+#   - twelve steps of each, six rounds, replayed with each task's CPU time (Span.cpu) on an ideal host,
 #     every queue a core of its own: the speedup the step's structure (its serial part, the
 #     waits between the devices) allows, which the load moves only through the tasks' own
 #     CPU time, so a change to the structure shows on a loaded machine too.
@@ -65,6 +65,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--replay-steps", type=int, default=12)
+    ap.add_argument("--replay-rounds", type=int, default=6)
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     x = rng.standard_normal((N, 784)).astype(np.float32)
@@ -115,18 +116,23 @@ def main():
     # the same steps replayed with each task's CPU time: the step time the step's structure
     # allows when every queue has a core and nothing is preempted (a figure the load moves
     # only through the tasks' own CPU time)
-    steps = args.replay_steps
-    with pygpu.sim.timeline(0) as one:
-        ep[1](steps)
-    with pygpu.sim.timeline(0) as t0, pygpu.sim.timeline(1) as t1:
-        ep[2](steps)
-    step1, _, _ = replay({0: one.spans}, steps)
-    step2, busy, states = replay({0: t0.spans, 1: t1.spans}, steps)
-    print(f"replayed by CPU time ({steps} steps): 1 device {step1 * 1e3:.2f} ms per step, 2 devices "
-          f"{step2 * 1e3:.2f} ({step1 / step2:.2f}x); busy " + ", ".join(
-              f"{q} {v:.0%}" for q, v in sorted(busy.items())) + "; " + ", ".join(
+    steps, rows = args.replay_steps, []
+    for r in range(args.replay_rounds):  # alternating, as the rounds above: the load drifts
+        for k in (1, 2) if r % 2 == 0 else (2, 1):
+            with pygpu.sim.timeline(0) as t0, pygpu.sim.timeline(1) as t1:
+                ep[k](steps)
+            if k == 1:
+                step1 = replay({0: t0.spans}, steps)[0]
+            else:
+                step2, busy, states = replay({0: t0.spans, 1: t1.spans}, steps)
+        rows.append((step1, step2, busy, states))
+    rows.sort(key=lambda row: row[0] / row[1])
+    step1, step2, busy, states = rows[len(rows) // 2]
+    print(f"replayed by CPU time ({steps} steps, {len(rows)} rounds: "
+          f"{', '.join(f'{a / b:.2f}' for a, b, _, _ in rows)}): median round 1 device "
+          f"{step1 * 1e3:.2f} ms per step, 2 devices {step2 * 1e3:.2f} ({step1 / step2:.2f}x); busy "
+          + ", ".join(f"{q} {v:.0%}" for q, v in sorted(busy.items())) + "; " + ", ".join(
               f"{k} {v:.0%}" for k, v in states.most_common()))
-
 
 def busy_states(comp):
     """comp: [(device 0 or 1, span)] of the compute queues -> (seconds with both devices
