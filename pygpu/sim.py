@@ -74,19 +74,23 @@ class Span:
     """One task a sim queue ran: `queue` ("compute" or "copy"), `name` (the op, or
     "copy h2d"/"copy d2h"/"copy d2d"), `thread` (the queue's worker, pygpu-sim0-op /
     pygpu-sim0-cp, or a host thread that waited for it and ran it), `queued`, `start` (its
-    dependencies met) and `end` in seconds from the start of the recording, `seq` (its
-    number on its queue), `bytes` (a copy's size) and `after`: the other queues' work it
+    dependencies met) and `end` in seconds from the start of the recording, `cpu` (the CPU
+    seconds that thread spent in it: end - start less preemption, so what the task costs
+    even on a loaded host; a device pool's other threads are not in it), `seq` (its number
+    on its queue), `bytes` (a copy's size) and `after`: the other queues' work it
     was ordered after, pending when it was queued, as ("sim:N compute" or "sim:N copy",
     seq) pairs (a copy into memory compute still used; an op on a batch still copying)."""
 
-    __slots__ = ("queue", "name", "thread", "queued", "start", "end", "seq", "bytes", "after")
+    __slots__ = ("queue", "name", "thread", "queued", "start", "end", "seq", "bytes", "after",
+                 "cpu")
 
-    def __init__(self, role, name, thread, queued, start, end, seq, nbytes, after):
+    def __init__(self, role, name, thread, queued, start, end, seq, nbytes, after, cpu=0.0):
         self.queue = ("compute", "copy")[role]
         self.name, self.thread = name, thread
         self.queued, self.start, self.end = queued, start, end
         self.seq, self.bytes = seq, nbytes
         self.after = [(_queue_name(q), n) for q, n in after]
+        self.cpu = cpu
 
     def __repr__(self):
         after = f", after {self.after}" if self.after else ""

@@ -47,6 +47,22 @@ def test_timeline_records_what_each_queue_ran(link_model_off):
     assert "sim:0 compute" in repr(pygpu.sim.Span(0, "x", "t", 0, 0, 0, 1, 0, ((1, 3),)))
 
 
+def test_a_span_carries_the_cpu_time_of_its_task(link_model_off):
+    # Span.cpu: the CPU time of the thread that ran the task, so a replay of the timeline by
+    # CPU time (benchmarks/bench_dp_timeline.py) sees each task's cost without the load's
+    # preemptions; at most its wall time, and most of it for a task that computes
+    a = pygpu.rand(512, 512, device="sim:0")
+    with pygpu.sim.timeline("sim:0") as tl:
+        b = a @ a
+        c = b.to("sim:1", non_blocking=True) if pygpu.sim.device_count() > 1 else b.clone()
+        pygpu.synchronize()
+    assert c.shape == (512, 512)
+    for s in tl.spans:
+        assert 0 <= s.cpu <= (s.end - s.start) + 1e-4, s
+    matmul = next(s for s in tl.spans if s.name == "matmul")
+    assert matmul.cpu > 0
+
+
 def test_a_thread_waiting_for_a_copy_never_runs_it(link_model_off):
     # The copy engine is asleep (idle for 50 ms) when a 4 MiB copy is queued and waited for
     # at once: waking it takes tens of microseconds, so a waiter allowed to run queued

@@ -7,6 +7,7 @@ import pytest
 import pygpu
 from pygpu import nn
 from pygpu.nn.parallel import chunk_sizes
+from pygpu.optim import _multi_tensor
 
 pytestmark = pytest.mark.skipif(pygpu.sim.device_count() < 2, reason="needs two sim devices")
 
@@ -436,3 +437,31 @@ def test_a_rebuild_between_forward_and_backward_keeps_the_first_graphs_reducer()
         if name != "layers.0.bias":  # the replaced bias is not the one the first graph used
             np.testing.assert_allclose(dict(model.named_parameters())[name].grad.numpy(),
                                        p.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["sim", "cuda"])
+def test_float32_training_with_a_large_first_layer_equals_one_device(kind):
+    # the benchmark's shape of step (SGD with momentum, a first layer of over 256 KiB, so the
+    # optimizer's step is two nodes and the first layer's refresh copy starts after its own):
+    # every weight after k steps as one device's, to 1e-6 in float32 (two half-batch
+    # gradients summed against one full-batch gradient: rounding only)
+    devices = _two_devices(kind)
+    steps, batch = 3, 16
+    rng = np.random.default_rng(2)
+    xs = [rng.standard_normal((batch, 300)).astype(np.float32) for _ in range(steps)]
+    ys = [rng.integers(0, 10, batch) for _ in range(steps)]
+    results = []
+    for parallel in (False, True):
+        pygpu.manual_seed(3)
+        model = nn.MLP([300, 256, 64, 10]).to(devices[0])
+        assert model.layers[0].weight.nbytes >= _multi_tensor.NODE_START_BYTES
+        net = nn.DataParallel(model, device_ids=devices) if parallel else model
+        opt = pygpu.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        loss_fn = nn.CrossEntropyLoss()
+        for x, y in zip(xs, ys):
+            opt.zero_grad()
+            loss_fn(net(pygpu.tensor(x, device=devices[0])), pygpu.tensor(y, device=devices[0])).backward()
+            opt.step()
+        results.append([p.detach().numpy() for p in model.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)

@@ -1,5 +1,5 @@
-"""The optimizers' multi-tensor step (foreach=/fused=, one MULTI node per group, device and
-dtype) and clip_grad_norm_'s fused norm (one MULTI_NORM node), against the single-tensor
+"""The optimizers' multi-tensor step (foreach=/fused=, MULTI nodes per group, device and
+dtype, one from each large parameter on a queuing device) and clip_grad_norm_'s fused norm (one MULTI_NORM node), against the single-tensor
 path bit for bit and against torch's foreach and fused paths over many steps, on every
 device: cpu and sim cut the list over their threads, cuda runs it as PyTorch's
 multi_tensor_apply does (a chunk table by value, a few launches per list: lists long enough
@@ -11,6 +11,7 @@ import pytest
 
 import pygpu
 from pygpu import _C, optim
+from pygpu.optim import _multi_tensor
 from pygpu.nn.utils import clip_grad_norm_, clip_grad_value_
 
 torch = pytest.importorskip("torch")
@@ -131,6 +132,42 @@ def test_a_group_is_one_node_where_the_backend_has_it(device):
     for kind in ("SGD", "ADAM", "RMSPROP", "ADAGRAD", "ADADELTA", "RADAM", "ADAMAX", "BINARY"):
         assert _C._has_node("MULTI", params[0], kind), kind
     assert launched == 1
+
+
+def test_a_large_parameter_starts_a_node_so_its_readers_wait_for_its_own_update():
+    # the benchmark MLP's shapes: [W1, b1] [W2, b2, W3, b3] on a queuing device; one node on cpu
+    shapes = [(512, 784), (512,), (512, 512), (512,), (10, 512), (10,)]
+    if pygpu.sim.device_count() < 2:
+        pytest.skip("needs two sim devices")
+    params = [pygpu.zeros(s, device="sim:0").requires_grad_() for s in shapes]
+    cpu_params = [pygpu.zeros(s).requires_grad_() for s in shapes]
+    for p in params + cpu_params:
+        p.grad = pygpu.ones(p.shape, device=p.device)
+    opt, cpu_opt = optim.SGD(params, lr=0.1, momentum=0.9), optim.SGD(cpu_params, lr=0.1, momentum=0.9)
+    opt.step()
+    cpu_opt.step()  # the momentum buffers are made
+    # W1's gradient comes from a slow op, so its node is still pending when the copy is queued
+    a = pygpu.ones(784, 4096, device="sim:0")
+    params[0].grad = (a @ a.T)[:512].contiguous() / 4096
+    before = _ops("cpu")
+    cpu_opt.step()
+    assert _ops("cpu") - before == 1
+    before = _ops("sim:0")
+    with pygpu.sim.timeline("sim:0") as tl:
+        opt.step()
+        nodes = _ops("sim:0") - before
+        w1 = params[0].to("sim:1", non_blocking=True)  # DataParallel's refresh of W1
+        pygpu.synchronize()
+    assert nodes == 2
+    sgd = sorted((s for s in tl.spans if s.name == "sgd"), key=lambda s: s.seq)
+    copy = next(s for s in tl.spans if s.queue == "copy")
+    assert len(sgd) == 2
+    # ordered after W1's node (if it was still pending), never after the second node
+    assert ("sim:0 compute", sgd[1].seq) not in copy.after
+    assert ("sim:0 compute", sgd[0].seq) in copy.after or sgd[0].end <= copy.queued
+    for p, q in zip(params[1:], cpu_params[1:]):  # the split changes no value
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    np.testing.assert_array_equal(w1.detach().numpy(), params[0].detach().numpy())
 
 
 def test_flags_raise_as_torch():
@@ -275,8 +312,11 @@ def test_a_list_of_many_launches_is_the_single_tensor_step_bit_for_bit(device, n
             before = _ops(device)
             opt.step()
             launched = _ops(device) - before
-        if foreach:  # one node for the list (and maximize's negated grads, one each)
-            assert launched == 1 + len(LONG) * bool(kw.get("maximize"))
+        if foreach:  # one node for the list (and maximize's negated grads, one each); on a
+            # queuing device, one more from each large parameter on (_multi_tensor.node_parts)
+            starts = 0 if pygpu.device(device).type == "cpu" else sum(
+                4 * math.prod(s) >= _multi_tensor.NODE_START_BYTES for s in LONG[1:])
+            assert launched == 1 + starts + len(LONG) * bool(kw.get("maximize"))
         out.append([p.detach().numpy() for p in params])
     for a, b in zip(*out):
         np.testing.assert_array_equal(a, b)

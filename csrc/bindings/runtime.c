@@ -388,7 +388,7 @@ static PyObject *f_sim_inject_fault(PyObject *mod, PyObject *args)
 
 /* _sim_timeline(index, True) starts a recording; (index, False) stops it and returns
  * its spans as tuples (queue role, name, thread, queued s, start s, end s, seq, bytes,
- * ((queue bit, seq), ...)); pygpu.sim.timeline makes them objects. */
+ * ((queue bit, seq), ...), cpu s); pygpu.sim.timeline makes them objects. */
 static PyObject *f_sim_timeline(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -418,9 +418,10 @@ static PyObject *f_sim_timeline(PyObject *mod, PyObject *args)
                 PyTuple_SET_ITEM(after, k, dep);
         }
         PyObject *item = !after ? NULL :
-            Py_BuildValue("(issdddKKN)", s->role, s->name, s->thread, (double)s->queued_ns * 1e-9,
+            Py_BuildValue("(issdddKKNd)", s->role, s->name, s->thread, (double)s->queued_ns * 1e-9,
                           (double)s->start_ns * 1e-9, (double)s->end_ns * 1e-9,
-                          (unsigned long long)s->seq, (unsigned long long)s->bytes, after);
+                          (unsigned long long)s->seq, (unsigned long long)s->bytes, after,
+                          (double)s->cpu_ns * 1e-9);
         if (!item) {
             Py_CLEAR(list);
             break;

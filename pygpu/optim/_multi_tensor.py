@@ -1,10 +1,11 @@
 """The optimizers' step as PyTorch's `foreach=` / `fused=` arguments choose it: one fused op per
-parameter (the single-tensor path), or one MULTI node per parameter group, device and dtype
-(the multi-tensor path: `_C._optim_multi`, the op table's MULTI row), which updates every
-parameter of the list in one call from C: on cpu and sim cut over the device's threads by the
-total element count, with the GIL released on cpu; on cuda in a few launches of PyTorch's
-multi_tensor_apply layout (a chunk table by value, one block per chunk). Both run the same
-per-element update, so they agree bit for bit; the choice changes the time only.
+parameter (the single-tensor path), or a few MULTI nodes per parameter group, device and dtype
+(the multi-tensor path: `_C._optim_multi`, the op table's MULTI row; a node starts at each
+large parameter, NODE_START_BYTES below), each updating every parameter of its list in one
+call from C: on cpu and sim cut over the device's threads by the total element count, with
+the GIL released on cpu; on cuda in a few launches of PyTorch's multi_tensor_apply layout (a
+chunk table by value, one block per chunk). Both run the same per-element update, so they
+agree bit for bit; the choice changes the time only.
 
 An optimizer opts in by defining `_plan(p, group, state) -> Plan`: what its update of p is
 (the update kind, its state tensors, hyper-parameters, step and flags), made once and run by
@@ -19,6 +20,16 @@ from .._dtype import bfloat16, float16, float32
 # kind: "sgd" or a PG_OPTIM row's name; states: three tensors or None (the node's slots);
 # hyper: five floats; step: the step number the kind's scalars use; flag0, flag1: its flags
 Plan = namedtuple("Plan", "kind states hyper step flag0 flag1")
+
+# On a device that queues its work, a multi-tensor node starts at each parameter of at least
+# this many bytes; smaller ones ride in the node before them (a layer's bias with its
+# weight). The step of a large weight is then a node of its own, so whatever reads that
+# weight next (DataParallel's refresh copy to the other devices, the next forward's first
+# GEMM) waits for its own update only, not for every parameter's: the first layer's weights
+# leave for the replicas while the later layers' are still being stepped. Small parameters
+# still share one node, so a model of many small tensors keeps one call per group, as
+# PyTorch's foreach path.
+NODE_START_BYTES = 256 << 10
 
 # the device types whose backends give pygpu.optim its fused step (a MULTI node where the
 # backend runs one of the kind, else one fused op per parameter)
@@ -106,14 +117,30 @@ def step_group(opt, group):
     for items in buckets.values():
         first = items[0][2]
         if _C._has_node("MULTI", items[0][0], first.kind.upper()):
-            states = [None if first.states[k] is None else [it[2].states[k] for it in items]
-                      for k in range(3)]
-            _C._optim_multi(first.kind, [it[0] for it in items], [it[1] for it in items],
-                            *states, tuple(float(h) for h in first.hyper), int(first.step),
-                            bool(first.flag0), bool(first.flag1))
+            for part in node_parts(items):
+                states = [None if first.states[k] is None else [it[2].states[k] for it in part]
+                          for k in range(3)]
+                _C._optim_multi(first.kind, [it[0] for it in part], [it[1] for it in part],
+                                *states, tuple(float(h) for h in first.hyper), int(first.step),
+                                bool(first.flag0), bool(first.flag1))
         else:  # the device's backend has no MULTI node of this kind: one fused op per parameter
             for target, grad, plan, _ in items:
                 apply_one(target, grad, plan)
         for target, _, _, p in items:
             if p is not None:
                 p.copy_(target)
+
+
+def node_parts(items):
+    """items (target, grad, plan, p) of one device, in the group's order, cut into the
+    multi-tensor nodes to queue: a new node at each target of at least NODE_START_BYTES on a
+    device that queues its work (sim, cuda). The cpu runs a node before the call returns, so
+    nothing could start earlier there: one node."""
+    if items[0][0].device.type == "cpu":
+        return [items]
+    parts = []
+    for it in items:
+        if not parts or it[0].nbytes >= NODE_START_BYTES:
+            parts.append([])
+        parts[-1].append(it)
+    return parts

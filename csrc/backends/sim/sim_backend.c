@@ -277,10 +277,11 @@ static void exec_task(void *ctx, pg_task *t)
             release_list(&t->u.node);
         return;
     }
-    uint64_t start = pg_now_ns();
+    uint64_t start = pg_now_ns(), cpu0 = thread_cpu_ns();
     run_one(d, t);
     if (t->kind == 0 && pg_node_list_len(&t->u.node) > 0)
         release_list(&t->u.node);
+    uint64_t cpu = thread_cpu_ns() - cpu0;
     uint64_t end = pg_now_ns(), origin = pg_sim_timeline_origin(d->index);
     pg_sim_span span = {.role = t->kind == 1 ? ROLE_COPY : ROLE_COMPUTE};
     snprintf(span.name, sizeof span.name, "%s",
@@ -289,6 +290,7 @@ static void exec_task(void *ctx, pg_task *t)
     span.queued_ns = t->queued_ns > origin ? t->queued_ns - origin : 0;
     span.start_ns = start > origin ? start - origin : 0;
     span.end_ns = end > origin ? end - origin : 0;
+    span.cpu_ns = cpu;
     span.seq = t->seq;
     span.bytes = t->kind == 1 ? t->u.copy.nbytes : 0;
     for (int i = 0; i < t->ndeps && span.nafter < PG_SIM_SPAN_AFTER; i++) {

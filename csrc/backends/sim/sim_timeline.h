@@ -3,8 +3,8 @@
  * A span per task that went through a sim queue (ops on the compute stream,
  * non_blocking copies on the copy stream): when it was queued, when it began
  * (its dependencies met), when it ended, which thread ran it (the queue's worker
- * or a thread that waited for it), and which other queues' work it was ordered
- * after. Recording is off by default (one relaxed load per task when off); it is
+ * or a thread that waited for it), the CPU time that thread spent in it, and which
+ * other queues' work it was ordered after. Recording is off by default (one relaxed load per task when off); it is
  * how a test sees that a prefetched copy ran beside compute instead of behind it,
  * without timing anything. */
 #ifndef PG_SIM_TIMELINE_H
@@ -23,6 +23,8 @@ typedef struct pg_sim_span {
     uint64_t queued_ns;     /* all relative to the start of the recording */
     uint64_t start_ns;      /* its dependencies met, it began */
     uint64_t end_ns;
+    uint64_t cpu_ns;        /* CPU time of the thread that ran it, start to end: the task's own
+                             * work, without a preemption or a late wake-up on a loaded host */
     uint64_t seq;           /* its number on its queue (1, 2, ...) */
     uint64_t bytes;         /* a copy's size; 0 for an op */
     /* the other queues' work it was ordered after (pending when it was queued): each a
