@@ -5,12 +5,12 @@
 #   pygpu  per node kind, the node's CPU time from PYGPU_NODE_BUSY (csrc/backends/cpu/
 #          cpu_busy.c: its pool tasks' thread CPU time plus the caller's serial time, spinning
 #          not counted). The instrument prints once, at exit, for the whole process, so a child
-#          builds the step and warms up, then forks: the forked process runs the measured steps
-#          and exits (its table: the warm-up's counts plus the steps'), the child exits after it
-#          (its table: the warm-up's alone), and the difference is the steps'. The forked
-#          steps pay a copy-on-write fault on each page they first write (inside nodes): a few
-#          % of a model's step (GPT @ 8: 1940 CPU ms profiled against 1824 timed), most of a
-#          3-ms MLP step unless spread over many steps. The process CPU
+#          builds the step, then forks: the forked process warms up and runs the measured steps
+#          and exits (its table: a warm-up's counts plus the steps'), the child then warms up
+#          alone and exits (its table: a warm-up's alone), and the difference is the steps'
+#          (give or take two warm-ups' spread). The fork comes before anything ran: a fork
+#          after a convolution had run on oneDNN hung the forked process (CI, 2026-11-29),
+#          oneDNN's OpenMP threads not surviving a fork. The process CPU
 #          time of the measured steps minus the nodes' is the time outside nodes (Python
 #          dispatch, autograd, allocation, a pool thread's spinning).
 #   torch  per ATen op that reaches its kernels (a TorchDispatchMode: the ops below autograd,
@@ -198,26 +198,30 @@ WARMUP_MARK = "pygpu-profile: the warm-up's table follows"
 
 
 def pygpu_child(kind, row, threads, tiny, warmup, steps):
-    """Runs in the child: build and warm up, then fork. The forked process runs `steps` steps,
-    prints their process CPU as JSON and exits: PYGPU_NODE_BUSY prints its table (the warm-up's
-    counts, inherited, plus the steps'). This process waits for it, marks stderr and exits: its
-    table is the warm-up's alone. The difference is exactly the steps' (pygpu's fork handler
-    resets its threads and locks in the forked process)."""
+    """Runs in the child: build the step, then fork before anything has run. The forked
+    process warms up, runs `steps` steps, prints their process CPU as JSON and exits:
+    PYGPU_NODE_BUSY prints its table (the warm-up's and the steps'). This process waits for
+    it, then warms up alone, marks stderr and exits: its table is a warm-up's alone, and the
+    difference is the steps' (give or take the warm-ups' own spread). The fork comes first:
+    a fork after a convolution had run on oneDNN hung the forked process (CI, 2026-11-29),
+    oneDNN's OpenMP threads not surviving a fork; pygpu's own fork handler resets pygpu's
+    threads and locks."""
     import pygpu
     pygpu.set_num_threads(threads)
     name, batch = B.parse_row(row) if kind != "mlp" else ("mlp", int(row.split("@")[1]))
     size = (M.TINY if tiny else M.FULL).get(name)
     fn = step_of(pygpu, kind, name, size, batch)
-    fn(warmup)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        c0 = time.process_time()  # this process's own CPU, from the fork
+        fn(warmup)
+        c0 = time.process_time()  # this process's own CPU, from the end of its warm-up
         fn(steps)
         print(json.dumps({"cpu_s": time.process_time() - c0}), flush=True)
         return  # a normal exit: the instrument's table goes to stderr
     _, status = os.waitpid(pid, 0)
+    fn(warmup)
     sys.stderr.write(WARMUP_MARK + "\n")
     sys.stderr.flush()
     if status != 0:
