@@ -225,3 +225,30 @@ def test_every_isa_level_is_right(level):
         pytest.skip(f"this CPU has no {level}")
     out = _in_process(_CHECK, PYGPU_CONV="dnnl", PYGPU_ISA=level)
     assert out.startswith("dnnl 3 "), out
+
+
+def test_a_process_forked_after_onednn_ran_keeps_pygpus_kernels():
+    # a fork after a convolution had run on oneDNN hung the forked process's next one (its
+    # OpenMP threads do not survive a fork): the child runs pygpu's own kernels, and says why
+    out = _in_process("""
+        import os
+        import numpy as np
+        import pygpu
+        from pygpu.backends import mkldnn
+        from pygpu.nn import functional as F
+        x = pygpu.tensor(np.random.default_rng(0).standard_normal((2, 8, 16, 16)).astype("float32"))
+        w = pygpu.tensor(np.random.default_rng(1).standard_normal((8, 8, 3, 3)).astype("float32"))
+        want = F.conv2d(x, w, padding=1).numpy()
+        assert mkldnn.calls() == 1, mkldnn.calls()
+        pid = os.fork()
+        if pid == 0:
+            got = F.conv2d(x, w, padding=1).numpy()
+            ok = np.allclose(got, want, rtol=1e-4, atol=1e-4) and mkldnn.calls() == 1
+            why = mkldnn.conv_path((2, 8, 16, 16), (8, 8, 3, 3))
+            os.write(1, f"child {ok} {why}\\n".encode())
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        print("parent", status, mkldnn.conv_path((2, 8, 16, 16), (8, 8, 3, 3)))
+    """, PYGPU_CONV="auto")
+    assert "child True" in out and "forked after oneDNN was loaded" in out, out
+    assert "parent 0" in out and "'dnnl'" in out.split("parent", 1)[1], out

@@ -112,6 +112,7 @@ static struct {
 
 /* ---- loading: the offered paths, tried once on the first CONV node */
 static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_cache_lock = PTHREAD_MUTEX_INITIALIZER; /* the primitives' cache, below */
 static char g_paths[4096];
 static char g_why[512] = "no libdnnl path was offered (import pygpu offers them)";
 static int g_state; /* 0 untried, 1 loaded, -1 failed */
@@ -168,10 +169,25 @@ static bool load_one(const char *path)
     return true; /* kept loaded for the process's life */
 }
 
+/* A forked child of a process that loaded oneDNN keeps pygpu's own kernels: oneDNN's
+ * OpenMP threads do not survive a fork, and a convolution run on oneDNN after one hung the
+ * forked process (targets45's profile child in CI, 2026-11-29; a Hogwild CNN forks so). The
+ * child's locks start unlocked (a parent thread may have held one at the fork). */
+static int g_forked; /* 1 in a child forked after oneDNN was loaded */
+
+static void dnnl_after_fork_child(void)
+{
+    pthread_mutex_init(&g_load_lock, NULL);
+    pthread_mutex_init(&g_cache_lock, NULL);
+    if (g_state == 1)
+        g_forked = 1;
+}
+
 bool pg_cpu_dnnl_loaded(void)
 {
     pthread_mutex_lock(&g_load_lock);
     if (g_state == 0) {
+        pthread_atfork(NULL, NULL, dnnl_after_fork_child); /* once: g_state leaves 0 here */
         /* OpenMP reads these once, when it loads with libdnnl: idle threads sleep after a call */
         setenv("OMP_WAIT_POLICY", "passive", 0);
         setenv("GOMP_SPINCOUNT", "0", 0);
@@ -330,6 +346,10 @@ bool pg_cpu_conv_path(int subop, int64_t C, int64_t HW, const pg_conv_geom *g, i
         *why = buf;
         return false;
     }
+    if (g_forked) {
+        *why = "a process forked after oneDNN was loaded: its OpenMP threads do not survive a fork";
+        return false;
+    }
     if (mode == PG_CONV_PATH_DNNL) {
         *why = "PYGPU_CONV=dnnl";
         return true;
@@ -365,7 +385,6 @@ typedef struct prim_entry {
 #define CACHE_SLOTS 64 /* shapes kept; the oldest is dropped when full */
 static prim_entry *g_cache[CACHE_SLOTS];
 static int g_cache_next;
-static pthread_mutex_t g_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void entry_free(prim_entry *e)
 {
