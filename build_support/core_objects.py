@@ -30,16 +30,13 @@ import os
 import shutil
 import subprocess
 
+from cuda_build import object_cache_dir
+
 
 def cache_dir(env=None):
-    """The cache's directory, or None when PYGPU_CORE_CACHE=0."""
-    env = os.environ if env is None else env
-    if env.get("PYGPU_CORE_CACHE") == "0":
-        return None
-    if env.get("PYGPU_CORE_CACHE_DIR"):
-        return env["PYGPU_CORE_CACHE_DIR"]
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pygpu", "core-objects")
+    """The cache's directory, or None when PYGPU_CORE_CACHE=0 (the rule cuda_build.py's
+    cache follows too: object_cache_dir)."""
+    return object_cache_dir("PYGPU_CORE_CACHE", "core-objects", env)
 
 
 def cacheable(args):

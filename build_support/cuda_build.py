@@ -371,15 +371,21 @@ def _run(cmd, verbose):
         print(proc.stdout + proc.stderr, end="", flush=True)
 
 
-def _cache_dir(env=None):
-    """The object cache's directory, or None when PYGPU_CUDA_CACHE=0."""
+def object_cache_dir(switch, folder, env=None):
+    """An object cache's directory (this file's CUDA objects, core_objects.py's C core ones):
+    None when <switch>=0, <switch>_DIR when set, else <XDG cache>/pygpu/<folder>."""
     env = os.environ if env is None else env
-    if env.get("PYGPU_CUDA_CACHE") == "0":
+    if env.get(switch) == "0":
         return None
-    if env.get("PYGPU_CUDA_CACHE_DIR"):
-        return env["PYGPU_CUDA_CACHE_DIR"]
+    if env.get(switch + "_DIR"):
+        return env[switch + "_DIR"]
     base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pygpu", "cuda-objects")
+    return os.path.join(base, "pygpu", folder)
+
+
+def _cache_dir(env=None):
+    """The CUDA object cache's directory, or None when PYGPU_CUDA_CACHE=0."""
+    return object_cache_dir("PYGPU_CUDA_CACHE", "cuda-objects", env)
 
 
 def _headers_digest(repo_root):
