@@ -5,10 +5,11 @@
 #   pygpu  per node kind, the node's CPU time from PYGPU_NODE_BUSY (csrc/backends/cpu/
 #          cpu_busy.c: its pool tasks' thread CPU time plus the caller's serial time, spinning
 #          not counted). The instrument prints once, at exit, for the whole process, so a child
-#          builds the step, then forks: the forked process warms up and runs the measured steps
-#          and exits (its table: a warm-up's counts plus the steps'), the child then warms up
+#          builds the step, then forks twice: the first fork warms up and runs the measured
+#          steps and exits (its table: a warm-up's counts plus the steps'), the second warms up
 #          alone and exits (its table: a warm-up's alone), and the difference is the steps'
-#          (give or take two warm-ups' spread). The fork comes before anything ran: a fork
+#          (give or take two warm-ups' spread; both forks take the same copy-on-write faults,
+#          see pygpu_child). The forks come before anything ran: a fork
 #          after a convolution had run on oneDNN hung the forked process (CI, 2026-11-29),
 #          oneDNN's OpenMP threads not surviving a fork. The process CPU
 #          time of the measured steps minus the nodes' is the time outside nodes (Python
@@ -198,34 +199,50 @@ WARMUP_MARK = "pygpu-profile: the warm-up's table follows"
 
 
 def pygpu_child(kind, row, threads, tiny, warmup, steps):
-    """Runs in the child: build the step, then fork before anything has run. The forked
-    process warms up, runs `steps` steps, prints their process CPU as JSON and exits:
-    PYGPU_NODE_BUSY prints its table (the warm-up's and the steps'). This process waits for
-    it, then warms up alone, marks stderr and exits: its table is a warm-up's alone, and the
-    difference is the steps' (give or take the warm-ups' own spread). The fork comes first:
-    a fork after a convolution had run on oneDNN hung the forked process (CI, 2026-11-29),
-    oneDNN's OpenMP threads not surviving a fork; pygpu's own fork handler resets pygpu's
-    threads and locks."""
+    """Runs in the child: build the step, then fork twice before anything has run. The first
+    forked process warms up, runs `steps` steps, prints their process CPU as JSON and exits:
+    PYGPU_NODE_BUSY prints its table (the warm-up's and the steps'). Then the second warms up
+    alone, marks stderr and exits: its table is a warm-up's alone, and the difference is the
+    steps' (give or take the warm-ups' own spread). This process runs nothing after the forks
+    and leaves without a table of its own.
+
+    Both measured processes are forks of this one, which lives on: each takes the same
+    copy-on-write faults (a page the fork shares, written for the first time: the optimizer's
+    parameters, the allocator's cached blocks), each in its warm-up, so they cancel. When this
+    process warmed up itself after its fork had exited (until 2026-11-29), its pages were no
+    longer shared, so the copies were counted as the steps': at 3 steps they put 9 to 40 ms a
+    step on the optimizer, 2-4x its CPU at 2 threads, where two threads faulted at once.
+    The forks come first: a fork after a convolution had run on oneDNN hung the forked
+    process (CI, 2026-11-29), oneDNN's OpenMP threads not surviving a fork; pygpu's own fork
+    handler resets pygpu's threads and locks."""
     import pygpu
     pygpu.set_num_threads(threads)
     name, batch = B.parse_row(row) if kind != "mlp" else ("mlp", int(row.split("@")[1]))
     size = (M.TINY if tiny else M.FULL).get(name)
     fn = step_of(pygpu, kind, name, size, batch)
+    for measured in (True, False):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            fn(warmup)
+            if measured:
+                c0 = time.process_time()  # this process's own CPU, from the end of its warm-up
+                fn(steps)
+                print(json.dumps({"cpu_s": time.process_time() - c0,
+                                  "steps_forked_from": os.getppid()}), flush=True)
+            else:
+                print(json.dumps({"warmup_forked_from": os.getppid()}), flush=True)
+                sys.stderr.write(WARMUP_MARK + "\n")
+                sys.stderr.flush()
+            return  # a normal exit: the instrument's table goes to stderr
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            sys.stderr.flush()
+            os._exit(1 if measured else 2)  # pygpu_profile reports the failure and the stderr
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        fn(warmup)
-        c0 = time.process_time()  # this process's own CPU, from the end of its warm-up
-        fn(steps)
-        print(json.dumps({"cpu_s": time.process_time() - c0}), flush=True)
-        return  # a normal exit: the instrument's table goes to stderr
-    _, status = os.waitpid(pid, 0)
-    fn(warmup)
-    sys.stderr.write(WARMUP_MARK + "\n")
-    sys.stderr.flush()
-    if status != 0:
-        raise SystemExit(f"the forked steps failed (status {status})")
+    os._exit(0)  # no table from this process: it ran the build only
 
 
 def _busy_table(stderr):
@@ -259,7 +276,10 @@ def pygpu_profile(kind, row, threads, tiny, steps, tool):
     if out.returncode != 0 or WARMUP_MARK not in out.stderr:
         raise SystemExit(f"pygpu profile child of {kind} {row} failed:\n{out.stderr[-3000:]}")
     steps_err, warm_err = out.stderr.split(WARMUP_MARK, 1)
-    cpu = json.loads(out.stdout.strip().splitlines()[-1])
+    cpu = {}  # the forks' JSON lines: the steps' CPU, and whose forks they were
+    for line in out.stdout.splitlines():
+        if line.startswith("{"):
+            cpu.update(json.loads(line))
     after, before = _busy_table(steps_err), _busy_table(warm_err)
     nodes = {}
     for k, v in after.items():
