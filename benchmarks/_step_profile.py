@@ -4,14 +4,9 @@
 #
 #   pygpu  per node kind, the node's CPU time from PYGPU_NODE_BUSY (csrc/backends/cpu/
 #          cpu_busy.c: its pool tasks' thread CPU time plus the caller's serial time, spinning
-#          not counted). The instrument prints once, at exit, for the whole process, so a child
-#          builds the step, then forks twice: the first fork warms up and runs the measured
-#          steps and exits (its table: a warm-up's counts plus the steps'), the second warms up
-#          alone and exits (its table: a warm-up's alone), and the difference is the steps'
-#          (give or take two warm-ups' spread; both forks take the same copy-on-write faults,
-#          see pygpu_child). The forks come before anything ran: a fork
-#          after a convolution had run on oneDNN hung the forked process (CI, 2026-11-29),
-#          oneDNN's OpenMP threads not surviving a fork. The process CPU
+#          not counted). The instrument prints once, at exit, so a child process builds the
+#          step, warms up, drops the counts so far (_C._node_busy_reset), runs the measured
+#          steps and exits: its table is the steps' alone (see pygpu_child). The process CPU
 #          time of the measured steps minus the nodes' is the time outside nodes (Python
 #          dispatch, autograd, allocation, a pool thread's spinning).
 #   torch  per ATen op that reaches its kernels (a TorchDispatchMode: the ops below autograd,
@@ -193,56 +188,34 @@ def step_of(lib, kind, name, size, batch, phases=None):
     return train
 
 
-# ---- pygpu: PYGPU_NODE_BUSY in child processes ----
-
-WARMUP_MARK = "pygpu-profile: the warm-up's table follows"
+# ---- pygpu: PYGPU_NODE_BUSY in a child process ----
 
 
 def pygpu_child(kind, row, threads, tiny, warmup, steps):
-    """Runs in the child: build the step, then fork twice before anything has run. The first
-    forked process warms up, runs `steps` steps, prints their process CPU as JSON and exits:
-    PYGPU_NODE_BUSY prints its table (the warm-up's and the steps'). Then the second warms up
-    alone, marks stderr and exits: its table is a warm-up's alone, and the difference is the
-    steps' (give or take the warm-ups' own spread). This process runs nothing after the forks
-    and leaves without a table of its own.
+    """Runs in the child: build the step, warm up, drop the instrument's counts so far
+    (_C._node_busy_reset), run `steps` steps, print their process CPU as JSON and exit:
+    PYGPU_NODE_BUSY prints its table at exit, the steps' alone.
 
-    Both measured processes are forks of this one, which lives on: each takes the same
-    copy-on-write faults (a page the fork shares, written for the first time: the optimizer's
-    parameters, the allocator's cached blocks), each in its warm-up, so they cancel. When this
-    process warmed up itself after its fork had exited (until 2026-11-29), its pages were no
-    longer shared, so the copies were counted as the steps': at 3 steps they put 9 to 40 ms a
-    step on the optimizer, 2-4x its CPU at 2 threads, where two threads faulted at once.
-    The forks come first: a fork after a convolution had run on oneDNN hung the forked
-    process (CI, 2026-11-29), oneDNN's OpenMP threads not surviving a fork; pygpu's own fork
-    handler resets pygpu's threads and locks."""
+    No fork, no difference of two tables. Until 2026-11-29 the child forked before anything
+    ran (a fork after a oneDNN convolution hung the forked process): the fork warmed up and ran
+    the steps, the child then warmed up alone after the fork had exited, and the steps' table
+    was the fork's less the child's. The fork's first writes to pages it shared with the child
+    (the parameters, the allocator's cached blocks) were copy-on-write faults, which the
+    child's warm-up, its pages no longer shared, did not take: at 3 steps they put 3-7x the
+    optimizer's and the cross-entropy's CPU on each step (lstm@32: 13.5 and 73.4 ms a step
+    against 5.8 and 10.7), more at 2 threads, where both threads faulted at once. And two
+    warm-ups' first-touch faults never cancel exactly on a loaded machine."""
     import pygpu
     pygpu.set_num_threads(threads)
     name, batch = B.parse_row(row) if kind != "mlp" else ("mlp", int(row.split("@")[1]))
     size = (M.TINY if tiny else M.FULL).get(name)
     fn = step_of(pygpu, kind, name, size, batch)
-    for measured in (True, False):
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            fn(warmup)
-            if measured:
-                c0 = time.process_time()  # this process's own CPU, from the end of its warm-up
-                fn(steps)
-                print(json.dumps({"cpu_s": time.process_time() - c0,
-                                  "steps_forked_from": os.getppid()}), flush=True)
-            else:
-                print(json.dumps({"warmup_forked_from": os.getppid()}), flush=True)
-                sys.stderr.write(WARMUP_MARK + "\n")
-                sys.stderr.flush()
-            return  # a normal exit: the instrument's table goes to stderr
-        _, status = os.waitpid(pid, 0)
-        if status != 0:
-            sys.stderr.flush()
-            os._exit(1 if measured else 2)  # pygpu_profile reports the failure and the stderr
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # no table from this process: it ran the build only
+    fn(warmup)
+    pygpu._C._node_busy_reset()
+    c0 = time.process_time()  # the process's CPU over the steps, every thread's
+    fn(steps)
+    print(json.dumps({"cpu_s": time.process_time() - c0}), flush=True)
+    # a normal exit: the instrument's table goes to stderr
 
 
 def _busy_table(stderr):
@@ -273,25 +246,18 @@ def pygpu_profile(kind, row, threads, tiny, steps, tool):
     cmd = [sys.executable, tool, "--profile-child", kind, row, str(threads),
            str(steps)] + (["--tiny"] if tiny else [])
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if out.returncode != 0 or WARMUP_MARK not in out.stderr:
+    if out.returncode != 0 or "pygpu busy cores per node kind" not in out.stderr:
         raise SystemExit(f"pygpu profile child of {kind} {row} failed:\n{out.stderr[-3000:]}")
-    steps_err, warm_err = out.stderr.split(WARMUP_MARK, 1)
-    cpu = {}  # the forks' JSON lines: the steps' CPU, and whose forks they were
-    for line in out.stdout.splitlines():
-        if line.startswith("{"):
-            cpu.update(json.loads(line))
-    after, before = _busy_table(steps_err), _busy_table(warm_err)
-    nodes = {}
-    for k, v in after.items():
-        b = before.get(k, {"cpu_ms": 0.0, "crit_ms": 0.0})
-        nodes[k] = {f: (v[f] - b[f]) / steps for f in ("cpu_ms", "crit_ms")}
+    cpu = json.loads(out.stdout.strip().splitlines()[-1])
+    nodes = {k: {f: v[f] / steps for f in ("cpu_ms", "crit_ms")}
+             for k, v in _busy_table(out.stderr).items()}
     cats = {c: 0.0 for c in ORDER}
     crit = {c: 0.0 for c in ORDER}
     for k, v in nodes.items():
         cats[pygpu_category(k)] += v["cpu_ms"]
         crit[pygpu_category(k)] += v["crit_ms"]
     step_ms = cpu["cpu_s"] * 1e3 / steps
-    cats[OUTSIDE] = step_ms - sum(cats.values())  # negative: the difference's noise
+    cats[OUTSIDE] = step_ms - sum(cats.values())
     return {"step_ms": step_ms, "cats": cats, "crit": crit, "nodes": nodes,
             "unmapped": sorted(k for k in nodes if pygpu_category(k) == OTHER)}
 
@@ -372,7 +338,7 @@ def torch_profile(torch, kind, row, threads, tiny, steps):
         for k in d:
             d[k] /= steps
     cats[OUTSIDE] = 0.0
-    cats[OUTSIDE] = step_ms - sum(cats.values())  # negative: the difference's noise
+    cats[OUTSIDE] = step_ms - sum(cats.values())
     return {"step_ms": step_ms, "cats": cats, "flops": flops, "ops": ops,
             "unmapped": sorted(unmapped)}
 

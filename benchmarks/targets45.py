@@ -196,8 +196,7 @@ def run_profiles(args, libs, T):
     for i, (kind, row, threads) in T.wanted:
         key = (kind, row, threads)
         if key not in done:
-            # the forked steps pay copy-on-write faults on the pages they first write: spread
-            # over more steps where a step is a few ms (the MLP's)
+            # more steps where a step is a few ms (the MLP's)
             steps = max(args.profile_steps, 20) if kind == "mlp" else args.profile_steps
             pg = P.pygpu_profile(kind, row, threads, args.tiny, steps, tool)
             th = P.torch_profile(libs["torch"], kind, row, threads, args.tiny, steps)

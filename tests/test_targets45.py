@@ -108,24 +108,45 @@ def test_flops_match_torchs_flop_counter(name):
         assert attention == pytest.approx(want, rel=1e-9)
 
 
-def test_profile_steps_and_warmup_are_forks_of_one_live_process():
-    """The profile's two tables (warm-up and steps, less warm-up alone) come from two forks of
-    the same process, which lives until both are done: each fork then takes the same
-    copy-on-write faults in its warm-up, so they cancel. When the launcher warmed up itself
-    after its fork had exited, the forked steps' table kept the copies (pages written for the
-    first time since the fork: the parameters, the allocator's cached blocks): 3-7x the
-    optimizer's and the cross-entropy's CPU per step at 3 steps (lstm@32, 2026-11-29)."""
+
+def test_profile_table_counts_the_measured_steps_alone():
+    """The profile child's PYGPU_NODE_BUSY table holds the measured steps' nodes and not the
+    warm-up's (it drops its counts with _C._node_busy_reset after the warm-up), in one process
+    with no fork. The fork-and-subtract method before it counted the forks' copy-on-write faults
+    as the steps': 3-7x the optimizer's and the cross-entropy's CPU per step at 3 steps
+    (lstm@32, 2026-11-29)."""
     import json
     import subprocess
+    prof = _load("_step_profile")
     env = dict(os.environ, PYGPU_NODE_BUSY="1", PYTHONPATH=ROOT)
+    steps = 2  # after 1 warm-up step: each node kind a step runs once shows 2 calls
     out = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "targets45.py"),
-                          "--profile-child", "train", "lstm@4", "1", "1", "--tiny"],
+                          "--profile-child", "train", "lstm@4", "1", str(steps), "--tiny"],
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    lines = [json.loads(ln) for ln in out.stdout.splitlines() if ln.startswith("{")]
-    facts = {k: v for ln in lines for k, v in ln.items()}
-    assert facts["cpu_s"] > 0
-    assert facts["warmup_forked_from"] == facts["steps_forked_from"]
-    steps_err, warm_err = out.stderr.split("pygpu-profile: the warm-up's table follows", 1)
-    assert steps_err.count("pygpu busy cores per node kind") == 1
-    assert warm_err.count("pygpu busy cores per node kind") == 1  # the launcher prints none
+    assert json.loads(out.stdout.strip().splitlines()[-1])["cpu_s"] > 0
+    assert out.stderr.count("pygpu busy cores per node kind") == 1
+    calls = {ln.split()[0]: int(ln.split()[1]) for ln in out.stderr.splitlines()
+             if ln.split() and ln.split()[0] in ("cross_entropy", "cross_entropy_backward", "sgd")}
+    assert calls == {"cross_entropy": steps, "cross_entropy_backward": steps, "sgd": steps}
+    assert set(prof._busy_table(out.stderr)) >= {"cross_entropy", "sgd", "linear"}
+
+
+def test_node_busy_reset_drops_the_counts_so_far():
+    """_C._node_busy_reset(): the exit table has the nodes run after it only."""
+    import subprocess
+    code = ("import pygpu\n"
+            "a = pygpu.ones(10)\n"
+            "for _ in range(3): a.exp()\n"
+            "pygpu._C._node_busy_reset()\n"
+            "for _ in range(2): a.sqrt()\n")
+    env = dict(os.environ, PYGPU_NODE_BUSY="1", PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    names = {ln.split()[0]: int(ln.split()[1]) for ln in out.stderr.splitlines()
+             if ln.split() and ln.split()[0] in ("exp", "sqrt", "fill")}
+    assert names == {"sqrt": 2}
+    quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+    assert quiet.returncode == 0 and "pygpu busy cores" not in quiet.stderr  # off: no table

@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "../backends/cpu/cpu_busy.h"
 #include "../backends/cpu/cpu_isa.h"
 #include "../backends/cpu/cpu_parallel.h"
 #include "../backends/sim/sim_backend.h"
@@ -461,6 +462,14 @@ static PyObject *f_get_num_threads(PyObject *mod, PyObject *noargs)
     return PyLong_FromLong(pg_cpu_get_threads());
 }
 
+static PyObject *f_node_busy_reset(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    pg_cpu_busy_reset();
+    Py_RETURN_NONE;
+}
+
 static PyObject *f_set_flush_denormal(PyObject *mod, PyObject *arg)
 {
     (void)mod;
@@ -577,6 +586,8 @@ PyMethodDef pg_runtime_functions[] = {
      "set_num_threads(n): threads the cpu device runs large ops on (default: one per core)"},
     {"get_num_threads", f_get_num_threads, METH_NOARGS,
      "get_num_threads(): threads the cpu device runs large ops on"},
+    {"_node_busy_reset", f_node_busy_reset, METH_NOARGS,
+     "_node_busy_reset(): PYGPU_NODE_BUSY's table drops its counts so far (a profile's warm-up)"},
     {"set_flush_denormal", f_set_flush_denormal, METH_O,
      "set_flush_denormal(mode) -> bool: flush denormal floats to zero (x86's FTZ and DAZ) on "
      "every thread pygpu computes on, pool workers included; False where the CPU has no such "

@@ -19,7 +19,9 @@
  * that leaves a thread idle shows whatever else runs on the cores. Only the cpu device is
  * timed (a sim device runs its nodes on its own pool); the counters are process-wide, so
  * time one Python thread's ops at a time. Off, it costs one flag test per node.
- * PYGPU_NODE_BUSY=2 keys the lines by node name and output shape (a layer at a time). */
+ * PYGPU_NODE_BUSY=2 keys the lines by node name and output shape (a layer at a time).
+ * pg_cpu_busy_reset (pygpu._C._node_busy_reset) drops the counts so far, so one process can
+ * warm up and then time its steps alone (benchmarks/_step_profile.py). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,4 +139,13 @@ pg_status pg_cpu_run_timed(pg_pool *pool, const pg_node *node)
     }
     pthread_mutex_unlock(&g_lock);
     return st;
+}
+
+void pg_cpu_busy_reset(void)
+{
+    pthread_once(&g_once, read_env);
+    pthread_mutex_lock(&g_lock);
+    memset(g_rows, 0, sizeof g_rows);
+    g_nrows = 0;
+    pthread_mutex_unlock(&g_lock);
 }
