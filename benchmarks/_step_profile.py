@@ -201,10 +201,10 @@ def pygpu_child(kind, row, threads, tiny, warmup, steps):
     the steps, the child then warmed up alone after the fork had exited, and the steps' table
     was the fork's less the child's. The fork's first writes to pages it shared with the child
     (the parameters, the allocator's cached blocks) were copy-on-write faults, which the
-    child's warm-up, its pages no longer shared, did not take: at 3 steps they put 3-7x the
-    optimizer's and the cross-entropy's CPU on each step (lstm@32: 13.5 and 73.4 ms a step
-    against 5.8 and 10.7), more at 2 threads, where both threads faulted at once. And two
-    warm-ups' first-touch faults never cancel exactly on a loaded machine."""
+    child's warm-up, its pages no longer shared, did not take: at 3 steps they put 2-9x the
+    optimizer's and the loss's CPU on each step (lstm@32 at 2 threads: 13.5 and 89.0 ms a
+    step against 5.2 and 9.7 timed this way; docs/performance.md, "Node kinds at 1 and 2
+    threads"). And two warm-ups' first-touch faults never cancel exactly on a loaded machine."""
     import pygpu
     pygpu.set_num_threads(threads)
     name, batch = B.parse_row(row) if kind != "mlp" else ("mlp", int(row.split("@")[1]))

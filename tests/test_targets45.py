@@ -113,8 +113,8 @@ def test_profile_table_counts_the_measured_steps_alone():
     """The profile child's PYGPU_NODE_BUSY table holds the measured steps' nodes and not the
     warm-up's (it drops its counts with _C._node_busy_reset after the warm-up), in one process
     with no fork. The fork-and-subtract method before it counted the forks' copy-on-write faults
-    as the steps': 3-7x the optimizer's and the cross-entropy's CPU per step at 3 steps
-    (lstm@32, 2026-11-29)."""
+    as the steps': 2-9x the optimizer's and the loss's CPU per step at 3 steps (lstm@32,
+    2026-11-29)."""
     import json
     import subprocess
     prof = _load("_step_profile")
