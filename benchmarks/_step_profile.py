@@ -338,7 +338,7 @@ def torch_profile(torch, kind, row, threads, tiny, steps):
         for k in d:
             d[k] /= steps
     cats[OUTSIDE] = 0.0
-    cats[OUTSIDE] = step_ms - sum(cats.values())
+    cats[OUTSIDE] = step_ms - sum(cats.values())  # negative: the difference's noise
     return {"step_ms": step_ms, "cats": cats, "flops": flops, "ops": ops,
             "unmapped": sorted(unmapped)}
 
