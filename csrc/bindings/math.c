@@ -301,12 +301,34 @@ static int describe_linalg(PyObject *args, pg_node *n)
     return 0;
 }
 
+/* BATCH_NORM's node from (kind, x[, sub-op]): the sub-op a BATCH_NORM row's ID ("EVAL_FWD";
+ * TRAIN_FWD when not given), x as its (N, C, ...) input: cuda runs training only */
+static int describe_batch_norm(PyObject *args, pg_node *n)
+{
+    const char *kind, *id = "TRAIN_FWD";
+    PyObject *x;
+    if (!PyArg_ParseTuple(args, "sO!|s:_has_node", &kind, &PyTensor_Type, &x, &id))
+        return -1;
+    int sub = pg_subop_arg("_has_node", PG_OP_BATCH_NORM, 0, id);
+    if (sub < 0)
+        return -1;
+    const pg_tensor *t = &((PyTensor *)x)->t;
+    memset(n, 0, sizeof *n);
+    pg_node_start(n, PG_OP_BATCH_NORM, sub, kind);
+    n->src[0] = *t;
+    n->nsrc = 1;
+    n->dst.dtype = t->dtype;
+    n->dst.ndim = t->ndim;
+    memcpy(n->dst.shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    return 0;
+}
+
 /* the kinds whose node needs more than its operands to describe (their parameters) */
 static const struct {
     int op;
     int (*describe)(PyObject *args, pg_node *n);
 } describers[] = {{PG_OP_CONV, describe_conv}, {PG_OP_MULTI, describe_multi},
-                   {PG_OP_LINALG, describe_linalg}};
+                   {PG_OP_LINALG, describe_linalg}, {PG_OP_BATCH_NORM, describe_batch_norm}};
 
 /* _C._has_node(kind, x, *more): whether x's backend runs the node the op would launch: the
  * kind (a PG_NODE row's ID, "SOFTMAX") on x's dtype (supports_op), and the node as it

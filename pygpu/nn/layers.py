@@ -132,7 +132,7 @@ class _Container(Module):
 
 class Sequential(_Container):
     """Modules applied in order; Linear + activation pairs run as one fused op, and so do
-    BatchNorm + ReLU pairs."""
+    BatchNorm + ReLU pairs (and BatchNorm + ReLU6 in evaluation)."""
 
     def __init__(self, *modules):
         super().__init__()
@@ -159,6 +159,10 @@ class Sequential(_Container):
             elif type(m) in _NORM_RELU and type(nxt) is ReLU and not m._has_hooks() \
                     and not nxt._has_hooks():
                 x = m(x, activation="relu")  # one batch norm node each way, ReLU inside
+                i += 2
+            elif type(m) in _NORM_RELU and type(nxt) is activation.ReLU6 and not m.training \
+                    and not m._has_hooks() and not nxt._has_hooks():
+                x = m(x, activation="relu6")  # evaluation: one node without a gradient
                 i += 2
             else:
                 x = m(x)
