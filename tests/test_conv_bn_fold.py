@@ -147,3 +147,26 @@ def test_the_fold_follows_its_sources():
     ours.double()
     ref.double()
     _check(ours, ref, x.astype(np.float64), rtol=1e-10)
+
+
+def test_a_captured_graph_replays_the_parameters_it_reads():
+    """Under a node-graph capture the fold's nodes are captured with the convolution, so a
+    replay after the parameters are written in place (same storage, the compile guard's key
+    unchanged) follows them; a cached folded weight would replay the old values."""
+    ours, ref = _pair(*CASES[0])
+    x = np.random.default_rng(5).standard_normal((2, 5, 6, 6)).astype(np.float32)
+    px = pygpu.tensor(x)
+    with pygpu.no_grad():
+        ours(px)  # warm: the cache holds a fold
+        g = pygpu.cpu.Graph()
+        with pygpu.cpu.graph(g):
+            y = ours(px)
+        ours[0].weight.mul_(-0.5)
+        ours[1].running_mean.add_(2.0)
+    g.replay()
+    _sync(ours, ref)
+    with torch.no_grad():
+        want = ref(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-3)
+    with pygpu.no_grad():
+        np.testing.assert_allclose(ours(px).numpy(), want, rtol=1e-4, atol=1e-3)

@@ -7,12 +7,16 @@ buffers and state_dict are untouched: the folded weight and bias are computed fr
 kept beside the Sequential, recomputed when any source tensor is replaced, given new data
 (.data =, .to(), .double(): its data pointer, dtype, device, shape) or written in place (its
 _version; the cache holds a view of each source's old storage, so that memory cannot come
-back under the same address for another tensor). Results agree with the unfolded layers to float32 rounding: the weight is
+back under the same address for another tensor). Under a node-graph capture (pygpu.cpu.graph,
+compile's reduce-overhead) and off cpu and sim (a CUDA graph may be capturing) the fold is
+computed in the call, not taken from the cache, so that a replay reads the parameters
+themselves and follows their later writes. Results agree with the unfolded layers to float32 rounding: the weight is
 scaled before the products are summed instead of after.
 
     w' (O, C/g, kh, kw) = w * s[o],   b' (O) = (b_conv - running_mean) * s + beta,
     s = gamma / sqrt(running_var + eps)   (gamma = 1, beta = 0 without affine)
 """
+from .. import _C
 from .._ops._common import fused
 from ..autograd import is_grad_enabled, no_grad
 
@@ -51,8 +55,9 @@ def _same(a, b):
 
 def folded(cache, conv, bn):
     """(w', b') for the pair, from `cache` (a dict the caller keeps) while its sources stand."""
+    keep = conv.weight.device.type in ("cpu", "sim") and not _C._graph_capturing()
     key = _key(conv, bn)
-    hit = cache.get(id(conv))
+    hit = cache.get(id(conv)) if keep else None
     if hit is not None and _same(hit[0], key):
         return hit[1]
     with no_grad():
@@ -64,8 +69,9 @@ def folded(cache, conv, bn):
         if beta is not None:
             shift = shift + beta
         weight = w * s.reshape(-1, *([1] * (w.ndim - 1)))
-    pins = tuple(t.detach() for t in _sources(conv, bn) if t is not None)  # see the top
-    cache[id(conv)] = (key, (weight, shift), pins)
+    if keep:
+        pins = tuple(t.detach() for t in _sources(conv, bn) if t is not None)  # see the top
+        cache[id(conv)] = (key, (weight, shift), pins)
     return weight, shift
 
 
