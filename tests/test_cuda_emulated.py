@@ -56,6 +56,34 @@ def test_device_reports_an_h100_and_runs_kernels(plugin):
     assert "ok" in out
 
 
+def test_cpu_only_node_forms_are_declined_on_cuda(plugin):
+    """Batch norm's EVAL_FWD node and CLAMP's gradient form have no cuda kernel: supports_node
+    declines them, so evaluation under no_grad and relu6's backward run as tensor ops there
+    (issue 45's cpu nodes), and agree with NumPy."""
+    out = _run(plugin, """
+        import numpy as np, pygpu
+        from pygpu import _C
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((4, 6, 5, 5)).astype(np.float32) * 4
+        t = pygpu.tensor(x, device="cuda")
+        assert not _C._has_node("BATCH_NORM", t, "EVAL_FWD") and _C._has_node("BATCH_NORM", t)
+        assert not _C._has_node("CLAMP", t, "grad") and _C._has_node("CLAMP", t)
+        rm, rv = rng.standard_normal(6).astype(np.float32), rng.random(6).astype(np.float32) + .5
+        m = pygpu.nn.Sequential(pygpu.nn.BatchNorm2d(6), pygpu.nn.ReLU6()).to("cuda").eval()
+        m[0].running_mean.copy_(pygpu.tensor(rm, device="cuda"))
+        m[0].running_var.copy_(pygpu.tensor(rv, device="cuda"))
+        with pygpu.no_grad():
+            y = m(t).numpy()
+        want = np.clip((x - rm.reshape(1, 6, 1, 1)) / np.sqrt(rv.reshape(1, 6, 1, 1) + 1e-5), 0, 6)
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+        tx = pygpu.tensor(x, device="cuda", requires_grad=True)
+        pygpu.nn.functional.relu6(tx).sum().backward()
+        np.testing.assert_array_equal(tx.grad.numpy(), ((x > 0) & (x < 6)).astype(np.float32))
+        print("ok")
+    """)
+    assert "ok" in out
+
+
 def test_half_binary_ops_compute_in_float32(plugin):
     """Defect 1: float16/bfloat16 binary ops ran in half (scalar narrowed, NaN lost)."""
     with open(os.path.join(CHECKS, "half_binary.py")) as f:

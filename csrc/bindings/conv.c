@@ -172,6 +172,25 @@ static PyObject *f_batch_norm_train(PyObject *mod, PyObject *args)
     return pair(&y, &save);
 }
 
+/* _batch_norm_eval(x, w | None, b | None, running_mean, running_var, eps, act) -> y; act: 0,
+ * 1 (ReLU) or 2 (ReLU6) fused after it (pg_ops_conv.h's PG_BN_F_*); no gradient */
+static PyObject *f_batch_norm_eval(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *x, *wo, *bo, *mo, *vo;
+    double eps;
+    int act;
+    const pg_tensor *w, *b, *rm, *rv;
+    if (!PyArg_ParseTuple(args, "O!OOOOdi:_batch_norm_eval", &PyTensor_Type, &x, &wo, &bo, &mo,
+                          &vo, &eps, &act) ||
+        opt(wo, "weight", &w) < 0 || opt(bo, "bias", &b) < 0 || opt(mo, "running_mean", &rm) < 0 ||
+        opt(vo, "running_var", &rv) < 0)
+        return NULL;
+    pg_tensor y;
+    pg_status st = PG_CALL(on_cpu(T(x)), pg_op_batch_norm_eval(T(x), w, b, rm, rv, eps, act, &y));
+    return pg_wrap_result(st, &y);
+}
+
 /* _batch_norm_backward(dy, x, w | None, save, want_dw, want_db[, y | None]) -> (dx, dw | None,
  * db | None); y: the output of a forward with a fused ReLU */
 static PyObject *f_batch_norm_backward(PyObject *mod, PyObject *args)
@@ -286,6 +305,7 @@ PyMethodDef pg_conv_functions[] = {
     {"_pool2d", f_pool2d, METH_VARARGS, "internal: 2-d max/average/adaptive pooling -> (y, indices)"},
     {"_pool2d_backward", f_pool2d_backward, METH_VARARGS, "internal: 2-d pooling's input gradient"},
     {"_batch_norm_train", f_batch_norm_train, METH_VARARGS, "internal: batch norm with the batch's statistics -> (y, saved mean and rstd)"},
+    {"_batch_norm_eval", f_batch_norm_eval, METH_VARARGS, "internal: batch norm with the running statistics, no gradient, a ReLU (1) or ReLU6 (2) fused -> y"},
     {"_batch_norm_backward", f_batch_norm_backward, METH_VARARGS, "internal: batch norm's gradients -> (dx, dw, db)"},
     {NULL, NULL, 0, NULL},
 };

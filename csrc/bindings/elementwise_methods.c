@@ -224,6 +224,23 @@ PyObject *pg_f_clamp_node(PyObject *mod, PyObject *args)
     return pg_wrap_result(st, &out);
 }
 
+/* _C._hardtanh_backward(dy, y, lo, hi): hardtanh's input gradient from its output y, one
+ * CLAMP node (the caller asks _has_node("CLAMP", y, "grad")); records nothing */
+PyObject *pg_f_hardtanh_backward(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *dy, *y;
+    double lo, hi;
+    if (!PyArg_ParseTuple(args, "O!O!dd:_hardtanh_backward", &PyTensor_Type, &dy, &PyTensor_Type,
+                          &y, &lo, &hi))
+        return NULL;
+    const pg_tensor *t = &((PyTensor *)y)->t;
+    pg_tensor out;
+    pg_status st = PG_CALL(pg_heavy(t), pg_op_hardtanh_backward(&((PyTensor *)dy)->t, t, lo, hi,
+                                                                &out));
+    return pg_wrap_result(st, &out);
+}
+
 /* _C._clamp_bound_(x, bound, upper, name, next=None): x = maximum(x, bound) (upper:
  * minimum) in place, one BINARY node, the bound a Tensor or a number; `name` (clamp_,
  * clip_) is checked as an in-place op autograd does not record, against the bound and

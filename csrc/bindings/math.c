@@ -301,12 +301,62 @@ static int describe_linalg(PyObject *args, pg_node *n)
     return 0;
 }
 
+/* BATCH_NORM's node from (kind, x[, sub-op]): the sub-op a BATCH_NORM row's ID ("EVAL_FWD";
+ * TRAIN_FWD when not given), x as its (N, C, ...) input: cuda runs training only */
+static int describe_batch_norm(PyObject *args, pg_node *n)
+{
+    const char *kind, *id = "TRAIN_FWD";
+    PyObject *x;
+    if (!PyArg_ParseTuple(args, "sO!|s:_has_node", &kind, &PyTensor_Type, &x, &id))
+        return -1;
+    int sub = pg_subop_arg("_has_node", PG_OP_BATCH_NORM, 0, id);
+    if (sub < 0)
+        return -1;
+    const pg_tensor *t = &((PyTensor *)x)->t;
+    memset(n, 0, sizeof *n);
+    pg_node_start(n, PG_OP_BATCH_NORM, sub, kind);
+    n->src[0] = *t;
+    n->nsrc = 1;
+    n->dst.dtype = t->dtype;
+    n->dst.ndim = t->ndim;
+    memcpy(n->dst.shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    return 0;
+}
+
+/* CLAMP's node from (kind, x[, "grad"]): the clamp of x, or with "grad" hardtanh's gradient
+ * (dy and y shaped as x), which cuda declines */
+static int describe_clamp(PyObject *args, pg_node *n)
+{
+    const char *kind, *form = "";
+    PyObject *x;
+    if (!PyArg_ParseTuple(args, "sO!|s:_has_node", &kind, &PyTensor_Type, &x, &form))
+        return -1;
+    if (*form && strcmp(form, "grad") != 0) {
+        PyErr_Format(PyExc_ValueError, "_has_node: CLAMP's form is \"grad\" or none, not %s",
+                     form);
+        return -1;
+    }
+    const pg_tensor *t = &((PyTensor *)x)->t;
+    memset(n, 0, sizeof *n);
+    pg_node_start(n, PG_OP_CLAMP, 0, kind);
+    n->p.clamp.grad = *form != 0;
+    n->src[0] = *t;
+    n->nsrc = 1;
+    if (n->p.clamp.grad)
+        n->src[n->nsrc++] = *t;
+    n->dst.dtype = t->dtype;
+    n->dst.ndim = t->ndim;
+    memcpy(n->dst.shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    return 0;
+}
+
 /* the kinds whose node needs more than its operands to describe (their parameters) */
 static const struct {
     int op;
     int (*describe)(PyObject *args, pg_node *n);
 } describers[] = {{PG_OP_CONV, describe_conv}, {PG_OP_MULTI, describe_multi},
-                   {PG_OP_LINALG, describe_linalg}};
+                   {PG_OP_LINALG, describe_linalg}, {PG_OP_BATCH_NORM, describe_batch_norm},
+                   {PG_OP_CLAMP, describe_clamp}};
 
 /* _C._has_node(kind, x, *more): whether x's backend runs the node the op would launch: the
  * kind (a PG_NODE row's ID, "SOFTMAX") on x's dtype (supports_op), and the node as it
@@ -437,6 +487,7 @@ static PyObject *f_result_type(PyObject *mod, PyObject *arg)
 /* elementwise_methods.c: where (a copy and a SELECT node) and clamp's one-node calls */
 PyObject *pg_f_where(PyObject *mod, PyObject *args, PyObject *kwargs);
 PyObject *pg_f_clamp_node(PyObject *mod, PyObject *args);
+PyObject *pg_f_hardtanh_backward(PyObject *mod, PyObject *args);
 PyObject *pg_f_clamp_bound_(PyObject *mod, PyObject *args);
 PyObject *pg_f_ternary(PyObject *mod, PyObject *args);
 
@@ -449,6 +500,7 @@ PyMethodDef pg_math_functions[] = {
 #include "../core/pg_ops.def"
     {"mean", KW f_mean, METH_VARARGS | METH_KEYWORDS, "mean(x, axis=None, keepdims=False)"},
     {"where", KW pg_f_where, METH_VARARGS | METH_KEYWORDS, "where(condition, input, other): input where condition (a bool tensor) is true, else other; broadcasting"},
+    {"_hardtanh_backward", pg_f_hardtanh_backward, METH_VARARGS, "internal: _hardtanh_backward(dy, y, lo, hi): dy where lo < y < hi, else 0, one CLAMP node (pygpu/nn/_pointwise.py)"},
     {"_clamp", pg_f_clamp_node, METH_VARARGS, "internal: _clamp(x, lo, hi, inplace=False): one CLAMP node (pygpu/_ops/_clamp.py)"},
     {"_clamp_bound_", pg_f_clamp_bound_, METH_VARARGS, "internal: _clamp_bound_(x, bound, upper, name): clamp_'s one-sided step, one in-place maximum/minimum node"},
     {"_has_node", f_has_node, METH_VARARGS, "internal: _has_node(kind, x, *more): whether x's backend runs the node the op would launch (a PG_NODE row's ID; supports_op, then supports_node)"},

@@ -84,7 +84,9 @@ typedef struct pg_node {
         struct { int axis; } reduce;
         struct { double start, step; } arange;
         struct { uint64_t seed, offset; } random; /* subop: PG_RANDOM_UNIFORM or _NORMAL */
-        struct { double lo, hi; } clamp;          /* CLAMP: the two number bounds */
+        /* CLAMP: the two number bounds; grad: hardtanh's gradient instead (src0 dy, src1
+         * the forward's output y: dy where lo < y < hi, else 0) */
+        struct { double lo, hi; int64_t grad; } clamp;
         struct { int64_t axis, flag; } index;     /* INDEX: what flag means per subop: pg_ops_index.h */
         /* LAYER_NORM (eps; operands: pg_ops_norm.c) and BATCH_NORM (pg_ops_conv.h) */
         struct { double eps, momentum; int64_t flags; } norm;

@@ -108,6 +108,11 @@ pg_status pg_op_unary_(int op, const pg_tensor *self);
 pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi);
 /* out = clamp(self, lo, hi) as one CLAMP node into a new contiguous tensor (same checks) */
 pg_status pg_op_clamp(const pg_tensor *self, double lo, double hi, pg_tensor *out);
+/* out = hardtanh's input gradient: dy where y (the clamp's output) is strictly inside the
+ * bounds, else 0 (a NaN too), one CLAMP node with p.clamp.grad;
+ * dy and y of one shape, float32 or float64 (the cuda kernels decline the node) */
+pg_status pg_op_hardtanh_backward(const pg_tensor *dy, const pg_tensor *y, double lo, double hi,
+                                  pg_tensor *out);
 /* where(cond, a, b): cond bool; a and b promoted to one dtype; all three broadcast. */
 pg_status pg_op_where(const pg_tensor *cond, const pg_tensor *a, const pg_tensor *b,
                       pg_tensor *out);

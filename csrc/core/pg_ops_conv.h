@@ -27,6 +27,11 @@
  *                                  running_mean, running_var (updated in place)
  *         PG_BATCH_NORM_TRAIN_BWD  src: dy, x, w | NULL, save, y | NULL (PG_BN_F_RELU)
  *                             dst: dx; extra: dw | NULL, db | NULL
+ *         PG_BATCH_NORM_EVAL_FWD   src: x, w | NULL, b | NULL, running_mean, running_var
+ *                             dst: y = x * scale + shift per channel (scale = w/sqrt(var+eps),
+ *                                  shift = b - mean*scale, from the running statistics, in
+ *                                  double), then the fused ReLU or ReLU6 (p.norm.flags); one
+ *                                  pass, no gradient (evaluation under no_grad)
  *
  * The geometry (pg_conv_geom, pg_node.h) carries the padding before each axis; the
  * padding after it is implied by the output's shape (PyTorch's 'same' pads less before
@@ -65,8 +70,9 @@ static inline const pg_tensor *pg_conv_operand(const pg_node *n, int role)
     return slot == PG_CONV_SLOT_DST ? &n->dst : &n->src[slot];
 }
 /* p.norm.flags of BATCH_NORM: a ReLU fused after the normalization (forward writes
- * max(y, 0); backward takes that output as src[4] and passes dy where it is positive) */
-enum { PG_BN_F_RELU = 1 };
+ * max(y, 0); backward takes that output as src[4] and passes dy where it is positive);
+ * PG_BN_F_RELU6: min(max(y, 0), 6) (EVAL_FWD only) */
+enum { PG_BN_F_RELU = 1, PG_BN_F_RELU6 = 2 };
 /* pg_conv_geom.flags of POOL: average pooling counts the padding in its divisor
  * (count_include_pad) */
 enum { PG_POOL_F_COUNT_PAD = 1 };
@@ -119,6 +125,11 @@ pg_status pg_op_batch_norm_train(const pg_tensor *x, const pg_tensor *w, const p
                                  const pg_tensor *running_mean, const pg_tensor *running_var,
                                  double momentum, double eps, bool relu, pg_tensor *y,
                                  pg_tensor *save);
+/* Batch normalization in evaluation of x (N, C, ...) with the running statistics (C), one
+ * EVAL_FWD node; act: 0, PG_BN_F_RELU or PG_BN_F_RELU6 fused after it */
+pg_status pg_op_batch_norm_eval(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
+                                const pg_tensor *running_mean, const pg_tensor *running_var,
+                                double eps, int act, pg_tensor *y);
 /* y: the forward's output when a ReLU was fused (relu), else NULL */
 pg_status pg_op_batch_norm_backward(const pg_tensor *dy, const pg_tensor *x, const pg_tensor *w,
                                     const pg_tensor *save, const pg_tensor *y, bool want_dw,

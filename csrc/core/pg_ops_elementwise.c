@@ -773,6 +773,7 @@ pg_status pg_op_clamp_(const pg_tensor *self, double lo, double hi)
     node_init(&n, PG_OP_CLAMP, 0, name);
     n.p.clamp.lo = lo;
     n.p.clamp.hi = hi;
+    n.p.clamp.grad = 0; /* node_init leaves the parameters as they were */
     pg_tensor_ref(self, &n.src[0]);
     return pg_launch_and_clear(&n, 1, self, NULL, PG_OK);
 }
@@ -790,8 +791,33 @@ pg_status pg_op_clamp(const pg_tensor *self, double lo, double hi, pg_tensor *ou
     node_init(&n, PG_OP_CLAMP, 0, name);
     n.p.clamp.lo = lo;
     n.p.clamp.hi = hi;
+    n.p.clamp.grad = 0; /* node_init leaves the parameters as they were */
     pg_tensor_ref(self, &n.src[0]);
     return pg_launch_and_clear(&n, 1, out, out, PG_OK);
+}
+
+pg_status pg_op_hardtanh_backward(const pg_tensor *dy, const pg_tensor *y, double lo, double hi,
+                                  pg_tensor *out)
+{
+    const char *name = "hardtanh_backward";
+    pg_tensor_out_init(out, NULL);
+    PG_TRY(clamp_check(name, y, lo, hi));
+    if (dy->dtype != y->dtype || dy->ndim != y->ndim ||
+        memcmp(dy->shape, y->shape, sizeof(int64_t) * (size_t)y->ndim) != 0)
+        return pg_error_set(PG_ERR_SHAPE, "%s: grad_output and the output must have one shape "
+                                          "and dtype", name);
+    PG_TRY(pg_check_same_device(name, dy, y));
+    PG_TRY(pg_tensor_empty(pg_tensor_device(y), (pg_dtype)y->dtype, y->ndim, y->shape, out));
+    if (pg_tensor_numel(y) == 0)
+        return PG_OK;
+    pg_node n;
+    node_init(&n, PG_OP_CLAMP, 0, name);
+    n.p.clamp.lo = lo;
+    n.p.clamp.hi = hi;
+    n.p.clamp.grad = 1;
+    pg_tensor_ref(dy, &n.src[0]);
+    pg_tensor_ref(y, &n.src[1]);
+    return pg_launch_and_clear(&n, 2, out, out, PG_OK);
 }
 
 pg_status pg_op_unary_(int op, const pg_tensor *self)

@@ -3,7 +3,9 @@
  * Batch normalization in training: one node forward (the statistics, the running
  * statistics' update and the output), one node backward (pg_ops_conv.h lists the
  * operands). x is (N, C, ...) of any rank >= 2, seen as (N, C, L). Evaluation (the running
- * statistics) is a per-channel scale and shift: tensor ops.
+ * statistics) without a gradient is one EVAL_FWD node: a per-channel scale and shift, the
+ * ReLU or ReLU6 after it fused (it was five tensor nodes over x, issue 45); with a gradient
+ * it stays tensor ops (pygpu/nn/_normalization.py).
  *
  * Layer normalization over x's last axis: x seen as contiguous rows (R, C), one LAYER_NORM
  * node each way (its subop FWD or BWD, pg_subops.def), operands in slot order:
@@ -112,6 +114,50 @@ pg_status pg_op_batch_norm_train(const pg_tensor *x, const pg_tensor *w, const p
     PG_TRY(st);
     *y = yv;
     *save = n.extra[0];
+    return PG_OK;
+}
+
+pg_status pg_op_batch_norm_eval(const pg_tensor *x, const pg_tensor *w, const pg_tensor *b,
+                                const pg_tensor *running_mean, const pg_tensor *running_var,
+                                double eps, int act, pg_tensor *y)
+{
+    const char *op = "batch_norm";
+    pg_tensor_out_init(y, NULL);
+    PG_TRY(pg_conv_check_operand(op, "input", x, NULL, -1));
+    int64_t s[3];
+    PG_TRY(ncl(op, x, s));
+    if (!running_mean || !running_var)
+        return pg_error_set(PG_ERR_RUNTIME, "running_mean and running_var must be defined in "
+                                            "evaluation mode");
+    if (act != 0 && act != PG_BN_F_RELU && act != PG_BN_F_RELU6)
+        return pg_error_set(PG_ERR_VALUE, "%s: act must be 0, ReLU or ReLU6", op);
+    PG_TRY(check_channel_vec(op, "weight", w, x, s[1]));
+    PG_TRY(check_channel_vec(op, "bias", b, x, s[1]));
+    PG_TRY(check_channel_vec(op, "running_mean", running_mean, x, s[1]));
+    PG_TRY(check_channel_vec(op, "running_var", running_var, x, s[1]));
+    pg_device dev = pg_tensor_device(x);
+    PG_TRY(pg_backend_check_op(dev, PG_OP_BATCH_NORM, x->dtype, op));
+    pg_node n;
+    pg_node_start(&n, PG_OP_BATCH_NORM, PG_BATCH_NORM_EVAL_FWD, op);
+    n.p.norm.eps = eps;
+    n.p.norm.flags = act;
+    PG_TRY(pg_tensor_empty(dev, (pg_dtype)x->dtype, x->ndim, x->shape, &n.dst));
+    pg_tensor yv = n.dst;
+    as_ncl(&n.dst, s);
+    /* x as (N, C, L): pg_conv_launch makes the sources contiguous, so a view of x is read
+     * in its logical order; the (C) vectors likewise */
+    pg_tensor xv;
+    pg_status st = pg_op_contiguous(x, &xv);
+    if (st != PG_OK) {
+        pg_tensor_clear(&n.dst);
+        return st;
+    }
+    as_ncl(&xv, s);
+    const pg_tensor *in[5] = {&xv, w, b, running_mean, running_var};
+    st = pg_conv_launch(&n, 5, in);
+    pg_tensor_clear(&xv);
+    PG_TRY(st);
+    *y = yv;
     return PG_OK;
 }
 

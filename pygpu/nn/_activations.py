@@ -12,7 +12,15 @@ from .._ops._common import want_tensor as _want_tensor
 from .._ops._softmax import log_softmax as _log_softmax
 from .._ops._softmax import softmax as _softmax
 
-relu = _C.relu
+_relu = _C.relu
+
+
+def relu(input, inplace=False):
+    """max(x, 0), one node; inplace (nn.ReLU(inplace=True)): written into input in one pass
+    (Tensor.relu_, which autograd records), as PyTorch's."""
+    return input.relu_() if inplace else _relu(input)
+
+
 tanh = _C.tanh
 sigmoid = _C.sigmoid
 

@@ -13,7 +13,8 @@ from .._ops._common import float_input as _float_input
 from .._ops._common import want_tensor as _want_tensor
 from .._ops._embedding import embedding  # noqa: F401 - written once in _ops
 from .._ops._layer_norm import layer_norm  # noqa: F401 - written once in _ops
-from ..autograd import no_grad
+from ..autograd import is_grad_enabled, no_grad
+from ._pointwise import relu6 as _relu6
 
 
 def one_hot(tensor, num_classes=-1):
@@ -39,8 +40,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     (updating running_mean/running_var in place with `momentum`; running_var takes the
     unbiased variance), with the running ones otherwise. Training is one BATCH_NORM node
     each way where the device has it (pygpu/_ops/_conv.py); evaluation is a per-channel
-    scale and shift. _relu (internal: nn.Sequential's BatchNorm + ReLU): relu of the result,
-    fused into the training node."""
+    scale and shift: one BATCH_NORM EVAL_FWD node when no gradient is wanted, else tensor
+    ops. _relu (internal: nn.Sequential's BatchNorm + ReLU or ReLU6): True or "relu",
+    "relu6" (evaluation only), the activation of the result fused into the node."""
     _float_input(input, "batch_norm")
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected an input of 2 or more dimensions (N, C, ...), "
@@ -55,10 +57,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {list(input.shape)}")
+        if _relu == "relu6":  # the training node fuses ReLU only
+            return _relu6(_conv_ops.batch_norm_train(input, weight, bias, running_mean,
+                                                     running_var, momentum, eps, False))
         return _conv_ops.batch_norm_train(input, weight, bias, running_mean, running_var,
-                                          momentum, eps, _relu)
+                                          momentum, eps, bool(_relu))
     if running_mean is None or running_var is None:
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    if _eval_node(input, running_mean, running_var, weight, bias):
+        return _C._batch_norm_eval(input, weight, bias, running_mean, running_var, float(eps),
+                                   _ACT[_relu])
     bshape = (1, C) + (1,) * (input.ndim - 2)
     scale = 1.0 / _C.sqrt(running_var.astype(input.dtype) + eps)
     if weight is not None:
@@ -67,7 +75,26 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if bias is not None:
         shift = shift + bias
     out = input * scale.reshape(*bshape) + shift.reshape(*bshape)
+    if _relu == "relu6":
+        return _relu6(out)  # hardtanh's gradient: 1 strictly inside (0, 6)
     return out.relu() if _relu else out
+
+
+# _relu's values -> the EVAL_FWD node's fused activation (pg_ops_conv.h's PG_BN_F_*)
+_ACT = {False: 0, None: 0, True: 1, "relu": 1, "relu6": 2}
+
+
+def _eval_node(x, running_mean, running_var, weight, bias):
+    """Whether evaluation runs as one BATCH_NORM EVAL_FWD node: no gradient wanted (the node
+    has no backward), every operand of x's dtype and device, and x's backend runs it (cuda
+    does not: the composite below)."""
+    if is_grad_enabled() and any(t is not None and t.requires_grad
+                                 for t in (x, weight, bias)):
+        return False
+    if any(t is not None and (t.dtype != x.dtype or t.device != x.device)
+           for t in (running_mean, running_var, weight, bias)):
+        return False
+    return _conv_ops.has_node("BATCH_NORM", x, "EVAL_FWD")
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

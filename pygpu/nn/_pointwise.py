@@ -3,7 +3,8 @@ gradients: hardtanh, relu6, hardsigmoid, hardswish, softplus, softsign, softshri
 hardshrink, tanhshrink, threshold, selu, celu, mish, logsigmoid, glu, prelu, rrelu, softmin,
 gumbel_softmax, and the in-place spellings (relu_, hardtanh_, elu_, ...).
 
-Each is a few elementwise tensor ops that autograd records. Where PyTorch's gradient is
+Each is a few elementwise tensor ops that autograd records, except hardtanh (and relu6):
+one CLAMP node each way where the backend has it (issue 45: MobileNetV2's activation). Where PyTorch's gradient is
 decided by a strict comparison (hardtanh passes it only strictly inside its range, at the
 bounds it is 0), the op is written as the input times a mask computed without gradient, so
 the recorded backward is that mask: the same gradient as PyTorch's at every point, the
@@ -12,9 +13,10 @@ discards can overflow and turn a gradient into NaN."""
 from .. import _C
 from .._tensor import create as _tensor_create
 from .._ops._clamp import clamp
+from .._ops._common import fused as _fused
 from .._ops._common import want_tensor as _want_tensor
 from .._ops._softmax import softmax as _softmax
-from ..autograd import Function
+from ..autograd import Function, is_grad_enabled
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -30,13 +32,51 @@ def _inplace(input, out):
     return input.copy_(out)
 
 
+class _Hardtanh(Function):
+    """hardtanh as one CLAMP node forward and one backward (the node's gradient form: dy
+    where the output is strictly inside the bounds, 0 at a NaN as PyTorch's vectorized
+    kernel); with create_graph the backward is g times a constant mask, in recorded ops."""
+
+    @staticmethod
+    def forward(ctx, x, lo, hi, node):
+        y = _C._clamp(x, lo, hi) if node else clamp(x, lo, hi)
+        ctx.save(y)
+        ctx.bounds, ctx.node = (lo, hi), node
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved
+        lo, hi = ctx.bounds
+        if ctx.node and not _C.is_grad_enabled() and g.dtype == y.dtype and \
+                g.device == y.device and _C._has_node("CLAMP", y, "grad"):
+            return _C._hardtanh_backward(g.contiguous(), y, lo, hi), None, None, None
+        return g * _mask((y > lo) & (y < hi), g), None, None, None
+
+
+def _hardtanh_node(x, lo, hi):
+    """Two finite-or-infinite number bounds (no NaN) on a float32/float64 tensor whose backend
+    runs the CLAMP node: hardtanh is that node each way."""
+    return (type(lo) in (int, float) and type(hi) in (int, float) and lo == lo and hi == hi
+            and _fused("CLAMP", x))
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """min_val for x < min_val, max_val for x > max_val, x between (the gradient 1 strictly
-    inside, 0 elsewhere, as PyTorch's)."""
+    inside, 0 elsewhere, as PyTorch's): one CLAMP node each way where the backend has it."""
     _want_tensor(input, "hardtanh")
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     x = input
+    node = _hardtanh_node(x, min_val, max_val)
+    if node or x.is_floating_point():
+        lo, hi = float(min_val), float(max_val)
+        if is_grad_enabled() and x.requires_grad:
+            y = _Hardtanh.apply(x.clone() if inplace else x, lo, hi, node)
+            return _inplace(input, y) if inplace else y
+        if node:
+            return _C._clamp(x, lo, hi, inplace)
+        return _inplace(input, clamp(x, lo, hi)) if inplace else clamp(x, lo, hi)
     inside = _mask((x > min_val) & (x < max_val), x)
     out = x * inside + _mask(x <= min_val, x) * float(min_val) + \
         _mask(x >= max_val, x) * float(max_val)

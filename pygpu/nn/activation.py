@@ -10,7 +10,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, x):
-        return F.relu(x)
+        return F.relu(x, self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""

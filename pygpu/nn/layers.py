@@ -13,7 +13,7 @@ from collections import OrderedDict
 from .._tensor import create as _tensor_create
 from .._ops._train import ACT_TABLE
 from ..autograd import no_grad
-from . import activation, functional as F
+from . import _fold, activation, functional as F
 from .activation import ReLU, Sigmoid, Tanh  # noqa: F401 - nn's names
 from .module import Module
 from .parameter import Parameter
@@ -66,6 +66,8 @@ def _norm_relu_classes():
 
 
 _NORM_RELU = _norm_relu_classes()  # batch norms that fuse a ReLU after them (Sequential)
+# the activations a folded Conv2d + BatchNorm2d applies in place on its output (Sequential)
+_FOLD_ACTS = {ReLU: "relu", activation.ReLU6: "relu6"}
 
 # the module class each activation row names -> its activation, which a Linear before it fuses
 _FUSABLE = {getattr(activation, module): name for name, _, module in ACT_TABLE}
@@ -132,7 +134,9 @@ class _Container(Module):
 
 class Sequential(_Container):
     """Modules applied in order; Linear + activation pairs run as one fused op, and so do
-    BatchNorm + ReLU pairs."""
+    BatchNorm + ReLU pairs (and BatchNorm + ReLU6 in evaluation); in inference (eval, no
+    gradient) Conv2d + BatchNorm2d (+ ReLU / ReLU6) runs as one folded convolution
+    (nn/_fold.py)."""
 
     def __init__(self, *modules):
         super().__init__()
@@ -152,13 +156,24 @@ class Sequential(_Container):
         while i < len(mods):
             m = mods[i]
             nxt = mods[i + 1] if i + 1 < len(mods) else None
-            if type(m) is Linear and type(nxt) in _FUSABLE and not m._has_hooks() \
+            if nxt is not None and _fold.foldable(m, nxt):  # inference: one convolution
+                act = mods[i + 2] if i + 2 < len(mods) else None
+                act = _FOLD_ACTS.get(type(act)) if act is not None and \
+                    not act._has_hooks() else None
+                cache = self.__dict__.setdefault("_folded", {})
+                x = _fold.conv_bn(cache, m, nxt, x, act)
+                i += 3 if act else 2
+            elif type(m) is Linear and type(nxt) in _FUSABLE and not m._has_hooks() \
                     and not nxt._has_hooks() and _fusable_as_row(nxt):
                 x = m(x, activation=_FUSABLE[type(nxt)])
                 i += 2
             elif type(m) in _NORM_RELU and type(nxt) is ReLU and not m._has_hooks() \
                     and not nxt._has_hooks():
                 x = m(x, activation="relu")  # one batch norm node each way, ReLU inside
+                i += 2
+            elif type(m) in _NORM_RELU and type(nxt) is activation.ReLU6 and not m.training \
+                    and not m._has_hooks() and not nxt._has_hooks():
+                x = m(x, activation="relu6")  # evaluation: one node without a gradient
                 i += 2
             else:
                 x = m(x)

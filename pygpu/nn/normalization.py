@@ -108,7 +108,8 @@ class _BatchNorm(Module):
             raise ValueError(f"expected {want} input (got {x.ndim}D input)")
 
     def forward(self, x, activation=None):
-        """activation: None, or "relu" (nn.Sequential fuses a ReLU after it)."""
+        """activation: None, "relu" or "relu6" (nn.Sequential fuses a ReLU or ReLU6 after
+        it)."""
         self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
@@ -121,7 +122,7 @@ class _BatchNorm(Module):
         return F.batch_norm(x, self.running_mean if keep else None,
                             self.running_var if keep else None,
                             self.weight, self.bias, use_batch, momentum, self.eps,
-                            _relu=activation == "relu")
+                            _relu=activation if activation in ("relu", "relu6") else False)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

@@ -8,7 +8,9 @@
  *             pass 2: y = x * scale + shift, scale = w/sqrt(var+eps), shift = b - mean*scale
  *   backward  pass 1: sum(dy) and sum(dy * xhat) (db and dw);
  *             pass 2: dx = w * rstd * (dy - sum(dy)/M - xhat * sum(dy*xhat)/M), M = N*L
- *             (dy through the fused ReLU's mask as it is read, in both passes) */
+ *             (dy through the fused ReLU's mask as it is read, in both passes)
+ *   evaluation  (EVAL_FWD, no gradient): scale and shift from the running statistics, then
+ *             the forward's pass 2 alone, with the fused ReLU or ReLU6 */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,17 +50,24 @@
             s2[c] += b;                                                                         \
         }                                                                                       \
     }                                                                                           \
+    /* act: 0, PG_BN_F_RELU or PG_BN_F_RELU6 */                                             \
     PG_CPU_DISPATCH(void, scale_shift_##SUF, (const T *x, T *y, int64_t cnt, int64_t L,         \
-                                              const T *sc, const T *sh, bool relu),             \
-                    (x, y, cnt, L, sc, sh, relu))                                               \
+                                              const T *sc, const T *sh, int act),               \
+                    (x, y, cnt, L, sc, sh, act))                                                \
     {                                                                                           \
         for (int64_t c = 0; c < cnt; c++) {                                                     \
             const T *xr = x + c * L;                                                            \
             T *yr = y + c * L, a = sc[c], b = sh[c];                                            \
-            if (relu) {                                                                         \
+            if (act == PG_BN_F_RELU) {                                                          \
                 _Pragma("omp simd") for (int64_t i = 0; i < L; i++) {                           \
                     T v = xr[i] * a + b;                                                        \
                     yr[i] = v > 0 ? v : 0;                                                      \
+                }                                                                               \
+            } else if (act == PG_BN_F_RELU6) {                                                  \
+                _Pragma("omp simd") for (int64_t i = 0; i < L; i++) {                           \
+                    T v = xr[i] * a + b;                                                        \
+                    v = v > 0 ? v : 0;                                                          \
+                    yr[i] = v < 6 ? v : 6;                                                      \
                 }                                                                               \
             } else {                                                                            \
                 _Pragma("omp simd") for (int64_t i = 0; i < L; i++) yr[i] = xr[i] * a + b;      \
@@ -146,10 +155,28 @@
             sc[i] = (T)(w * rstd);                                                              \
             sh[i] = (T)(b - mean * w * rstd);                                                   \
         }                                                                                       \
-        bool relu = (nd->p.norm.flags & PG_BN_F_RELU) != 0;                                     \
+        int act = (int)(nd->p.norm.flags & PG_BN_F_RELU);                                       \
         for (int64_t n = 0; n < N; n++)                                                         \
-            scale_shift_##SUF(x + (n * C + c0) * L, y + (n * C + c0) * L, cnt, L, sc, sh,       \
-                              relu);                                                            \
+            scale_shift_##SUF(x + (n * C + c0) * L, y + (n * C + c0) * L, cnt, L, sc, sh, act); \
+    }                                                                                           \
+    /* evaluation: scale and shift from the running statistics, in double, then one pass */   \
+    static void eval_group_##SUF(const pg_node *nd, int64_t c0, int64_t cnt, T *tv)             \
+    {                                                                                           \
+        int64_t N = nd->dst.shape[0], C = nd->dst.shape[1], L = nd->dst.shape[2];               \
+        const T *x = DATA(T, &nd->src[0]), *rm = DATA(T, &nd->src[3]);                          \
+        const T *rv = DATA(T, &nd->src[4]);                                                     \
+        T *y = DATA(T, &nd->dst), *sc = tv, *sh = tv + cnt;                                     \
+        for (int64_t i = 0; i < cnt; i++) {                                                     \
+            int64_t c = c0 + i;                                                                 \
+            double rstd = 1.0 / sqrt((double)rv[c] + nd->p.norm.eps);                           \
+            double w = nd->src[1].storage ? DATA(T, &nd->src[1])[c] : 1.0;                      \
+            double b = nd->src[2].storage ? DATA(T, &nd->src[2])[c] : 0.0;                      \
+            sc[i] = (T)(w * rstd);                                                              \
+            sh[i] = (T)(b - (double)rm[c] * w * rstd);                                          \
+        }                                                                                       \
+        int act = (int)nd->p.norm.flags;                                                        \
+        for (int64_t n = 0; n < N; n++)                                                         \
+            scale_shift_##SUF(x + (n * C + c0) * L, y + (n * C + c0) * L, cnt, L, sc, sh, act); \
     }                                                                                           \
     static void bwd_group_##SUF(const pg_node *nd, int64_t c0, int64_t cnt, double *s1,         \
                                 double *s2, T *tv)                                              \
@@ -202,6 +229,7 @@ static pg_status bn_task(void *ctx, int64_t t)
     if (hi <= lo)
         return PG_OK;
     bool f32 = j->n->dst.dtype == PG_FLOAT32, fwd = j->n->subop == PG_BATCH_NORM_TRAIN_FWD;
+    bool eval = j->n->subop == PG_BATCH_NORM_EVAL_FWD;
     double *s = malloc((size_t)j->group * (2 * sizeof(double) + 3 * sizeof(double)));
     if (!s)
         return pg_error_set(PG_ERR_NOMEM, "batch_norm: out of host memory for its sums");
@@ -209,7 +237,9 @@ static pg_status bn_task(void *ctx, int64_t t)
     void *tv = s + 2 * j->group; /* 3 * group values of the dtype */
     for (int64_t c0 = lo; c0 < hi; c0 += j->group) {
         int64_t cnt = hi - c0 < j->group ? hi - c0 : j->group;
-        if (fwd)
+        if (eval)
+            f32 ? eval_group_f32(j->n, c0, cnt, tv) : eval_group_f64(j->n, c0, cnt, tv);
+        else if (fwd)
             f32 ? fwd_group_f32(j->n, c0, cnt, s1, s2, tv)
                 : fwd_group_f64(j->n, c0, cnt, s1, s2, tv);
         else

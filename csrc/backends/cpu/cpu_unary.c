@@ -2,7 +2,8 @@
  * PG_UNARY rows): one UN_LOOP line per (op, element type) and the op's row of
  * un_table. A bool result (isnan, isfinite: the `out` column) is UN_LOOP_TO.
  * Also the CLAMP node (clamp_ with two number bounds: one pass, not maximum_ then
- * minimum_), a unary op with two parameters.
+ * minimum_), a unary op with two parameters, and hardtanh's gradient as the same node
+ * (p.clamp.grad: dy masked by the output, one pass).
  *
  * Each op is one contiguous kernel, `#pragma omp simd` over unit-stride
  * arrays, compiled for AVX-512 / AVX2 / baseline with runtime dispatch
@@ -114,14 +115,47 @@ static const pg_cpu_loop_fn *const un_table[PG_NUM_DTYPES] = {
 CLAMP_LOOP(f32, float)
 CLAMP_LOOP(f64, double)
 
+/* hardtanh's gradient (CLAMP with p.clamp.grad): dy where the output y is strictly between
+ * the bounds, else 0 (a NaN too: PyTorch's vectorized kernel's answer; its scalar tail of
+ * fewer than a vector's elements passes dy there instead). One pass over dy and y. */
+#define CLAMP_GRAD_LOOP(SUF, T)                                                           \
+    PG_CPU_DISPATCH(void, clamp_grad_run_##SUF,                                           \
+                    (int64_t n, T *o, const T *g, const T *y, T lo, T hi),                \
+                    (n, o, g, y, lo, hi))                                                 \
+    {                                                                                     \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                               \
+            o[i] = (y[i] > lo) & (y[i] < hi) ? g[i] : (T)0;                                \
+    }                                                                                     \
+    static void clamp_grad_##SUF(int64_t n, char **p, const int64_t *s, const void *arg) \
+    {                                                                                     \
+        const double *b = arg;                                                            \
+        T lo = (T)b[0], hi = (T)b[1];                                                     \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) {                \
+            clamp_grad_run_##SUF(n, (T *)p[0], (const T *)p[1], (const T *)p[2], lo, hi); \
+            return;                                                                       \
+        }                                                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                 \
+            T y = *(const T *)(p[2] + i * s[2]);                                          \
+            *(T *)(p[0] + i * s[0]) =                                                     \
+                (y > lo) & (y < hi) ? *(const T *)(p[1] + i * s[1]) : (T)0;               \
+        }                                                                                 \
+    }
+CLAMP_GRAD_LOOP(f32, float)
+CLAMP_GRAD_LOOP(f64, double)
+
 pg_status pg_cpu_clamp(const pg_node *node)
 {
     int dt = node->src[0].dtype;
     if (dt != PG_FLOAT32 && dt != PG_FLOAT64)
         return pg_error_set(PG_ERR_DTYPE, "%s: no CPU kernel for dtype %s", node->name,
                             pg_dtype_name((pg_dtype)dt));
-    const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
     const double bounds[2] = {node->p.clamp.lo, node->p.clamp.hi};
+    if (node->p.clamp.grad) {
+        const pg_tensor *ops[3] = {&node->dst, &node->src[0], &node->src[1]};
+        pg_cpu_iterate(3, ops, NULL, dt == PG_FLOAT32 ? clamp_grad_f32 : clamp_grad_f64, bounds);
+        return PG_OK;
+    }
+    const pg_tensor *ops[2] = {&node->dst, &node->src[0]};
     pg_cpu_iterate(2, ops, NULL, dt == PG_FLOAT32 ? clamp_f32 : clamp_f64, bounds);
     return PG_OK;
 }

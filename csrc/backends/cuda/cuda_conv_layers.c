@@ -48,8 +48,13 @@ pg_status pg_cuda_launch_pool(pg_cuda_device *d, const pg_cuda_ctx *ctx, const p
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_pool", pg_kernel_pool(ctx, &a));
 }
 
+bool pg_cuda_batch_norm_runs(const pg_node *n) { return n->subop != PG_BATCH_NORM_EVAL_FWD; }
+
 pg_status pg_cuda_launch_batch_norm(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
+    if (n->subop == PG_BATCH_NORM_EVAL_FWD) /* supports_node declined it: never launched */
+        return pg_cuda_error(PG_ERR_RUNTIME, "batch_norm: the cuda kernels have no evaluation "
+                                            "node (EVAL_FWD)");
     pg_cuda_bn_args a;
     memset(&a, 0, sizeof a);
     a.dtype = n->dst.dtype;

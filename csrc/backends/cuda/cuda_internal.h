@@ -401,9 +401,13 @@ pg_status pg_plugin_cusolver_offer(const char *paths);
 /* supports_node's rules (cuda_plugin.c's table, by node kind): cuDNN runs this CONV node
  * (enabled, loaded, one padding per axis), the attention kernels this SDPA(_BWD) node
  * (head dimensions up to 128), cuSOLVER this LINALG node (its row has a cuda function,
- * cuSOLVER loaded, no empty matrix) */
+ * cuSOLVER loaded, no empty matrix), the batch norm kernels this BATCH_NORM node (training
+ * each way; the evaluation's EVAL_FWD runs as tensor ops there) */
 bool pg_cuda_cudnn_runs(const pg_node *n);
 bool pg_cuda_sdpa_runs(const pg_node *n);
+bool pg_cuda_batch_norm_runs(const pg_node *n);
+/* the clamp kernel this CLAMP node (the forward: hardtanh's gradient runs as tensor ops) */
+bool pg_cuda_clamp_runs(const pg_node *n);
 /* cuda_cufft.c: cuFFT loaded from `path` (0, or a message in why); its version (0 before);
  * the libraries to try when the first FFT node asks (pygpu/backends/_cufft.py finds them);
  * supports_node's rule for FFT (cuFFT loaded, the lines' sizes in cuFFT's int) */

@@ -276,9 +276,15 @@ pg_status pg_cuda_launch_layer_norm(pg_cuda_device *d, const pg_cuda_ctx *ctx, c
     return PG_CUDA_KERNEL_STATUS(d, n, "pg_kernel_layer_norm_rows", err);
 }
 
-/* CLAMP: dst = min(max(src0, lo), hi), any strides (in place: dst is src0) */
+/* CLAMP: dst = min(max(src0, lo), hi), any strides (in place: dst is src0); not hardtanh's
+ * gradient (p.clamp.grad), which supports_node declines (pg_cuda_clamp_runs) */
+bool pg_cuda_clamp_runs(const pg_node *n) { return !n->p.clamp.grad; }
+
 pg_status pg_cuda_launch_clamp(pg_cuda_device *d, const pg_cuda_ctx *ctx, const pg_node *n)
 {
+    if (n->p.clamp.grad)
+        return pg_cuda_error(PG_ERR_RUNTIME, "hardtanh_backward: the cuda kernels have no "
+                                             "gradient form of CLAMP");
     pg_cuda_iter it;
     pg_cuda_iter_of(&it, &n->dst, &n->src[0], NULL);
     cudaError_t err = pg_kernel_clamp(ctx, n->dst.dtype, pg_cuda_tensor_data(&n->dst),

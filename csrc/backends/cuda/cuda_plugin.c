@@ -181,6 +181,8 @@ static bool pg_cuda_supports_op(const pg_backend *be, int op, int dtype)
  * supports_op takes. */
 static bool (*const pg_cuda_node_rules[PG_NUM_OPS])(const pg_node *) = {
     [PG_OP_CONV] = pg_cuda_cudnn_runs,
+    [PG_OP_BATCH_NORM] = pg_cuda_batch_norm_runs,
+    [PG_OP_CLAMP] = pg_cuda_clamp_runs,
     [PG_OP_SDPA] = pg_cuda_sdpa_runs,
     [PG_OP_SDPA_BWD] = pg_cuda_sdpa_runs,
     [PG_OP_FFT] = pg_cuda_cufft_runs,
