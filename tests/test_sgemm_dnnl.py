@@ -29,7 +29,7 @@ CHILD = textwrap.dedent("""
     rng = np.random.default_rng(7)
     out = {"bits": {}, "repeat": True}
     # (M, K, N): the few-rows and short-K classes, a large one, odd and edge sizes
-    SHAPES = [(64, 784, 512), (65, 192, 576), (300, 64, 200), (512, 512, 512), (1, 5, 7),
+    SHAPES = [(64, 784, 512), (65, 192, 576), (32, 64, 64), (300, 64, 200), (512, 512, 512), (1, 5, 7),
               (3, 1, 2), (129, 130, 17), (7, 300, 1), (0, 4, 5), (4, 0, 5), (5, 4, 0)]
     def h(a):
         return hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()[:12]
@@ -97,10 +97,11 @@ def test_every_path_matches_and_repeats(isa):
     assert differ, "PYGPU_SGEMM=dnnl gave OpenBLAS's bits: oneDNN's sgemm never ran"
     if isa in (None, "avx512") and pygpu.cpu_isa(detected=True).startswith("avx512"):
         auto = got["auto"]["bits"]
-        # few rows and short K: oneDNN; 512^3: OpenBLAS (the table in cpu_sgemm_dnnl.c)
+        # few rows and short K: oneDNN; 512^3 and under 2^19 multiply-adds: OpenBLAS (the
+        # table in cpu_sgemm_dnnl.c)
         for k in ("64x784x512:01", "65x192x576:01", "300x64x200:00"):
             assert auto[k] == dnnl[k], k
-        for k in ("512x512x512:00", "512x512x512:11"):
+        for k in ("512x512x512:00", "512x512x512:11", "32x64x64:01"):
             assert auto[k] == blas[k], k
 
 

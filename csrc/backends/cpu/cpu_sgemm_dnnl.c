@@ -33,21 +33,28 @@ enum { MODE_AUTO, MODE_OPENBLAS, MODE_DNNL };
 
 /* The shape classes, by the ISA pygpu runs at (PYGPU_ISA caps it): whether a panel of that
  * class goes to oneDNN. Measured per panel, one thread, AMD EPYC family 26 (Zen 5), oneDNN
- * 3.2 against scipy-openblas32 0.3.34 (SkylakeX kernels): few rows (M <= 128: 64 x 784 x 256
- * 1.18x, 64 x 512 x 256 1.24x, 65 x 192 x 288 1.23x) and a short K (K <= 128: 512 x 64 x 392
- * 1.10x) go to oneDNN; larger panels measured within 2% either way (1.02x at 512^3, 0.90x at
- * 10000 x 1120 x 256 transposed A), so they stay on OpenBLAS. Below AVX-512 nothing moves:
- * PYGPU_ISA=avx2 keeps pygpu's own AVX2 kernel (cpu_sgemm.c), baseline keeps OpenBLAS. */
-enum { CLASS_FEW_ROWS, CLASS_SHORT_K, CLASS_LARGE, NUM_CLASSES };
+ * 3.2 against scipy-openblas32 0.3.34 (SkylakeX kernels), OpenBLAS time / oneDNN time: few
+ * rows (M <= 128: 64 x 784 x 256 1.18x, 64 x 512 x 256 1.24x, 65 x 192 x 288 1.23x,
+ * 64 x 64 x 128 1.15x) and a short K (K <= 128: 512 x 64 x 392 1.10x, 256 x 32 x 256 1.12x)
+ * go to oneDNN; larger panels measured within a few % either way (1.02x at 512^3, 0.90x at
+ * 10000 x 1120 x 256 with A transposed), and products under 2^19 multiply-adds lost to
+ * oneDNN's per-call cost (0.95x at 32 x 64 x 64 and 1 x 512 x 512), so both stay on
+ * OpenBLAS. Below AVX-512 nothing moves: PYGPU_ISA=avx2 keeps pygpu's own AVX2 kernel
+ * (cpu_sgemm.c), baseline keeps OpenBLAS. */
+enum { CLASS_TINY, CLASS_FEW_ROWS, CLASS_SHORT_K, CLASS_LARGE, NUM_CLASSES };
 static const bool g_table[PG_NUM_ISA][NUM_CLASSES] = {
     [PG_ISA_AVX512] = {[CLASS_FEW_ROWS] = true, [CLASS_SHORT_K] = true},
     [PG_ISA_AVX512_BF16] = {[CLASS_FEW_ROWS] = true, [CLASS_SHORT_K] = true},
 };
 enum { FEW_ROWS = 128, SHORT_K = 128 };
+static const int64_t TINY_WORK = (int64_t)1 << 19; /* multiply-adds */
 
-static int class_of(int64_t M, int64_t K)
+static int class_of(int64_t M, int64_t N, int64_t K)
 {
-    return M <= FEW_ROWS ? CLASS_FEW_ROWS : K <= SHORT_K ? CLASS_SHORT_K : CLASS_LARGE;
+    return M * N * K < TINY_WORK ? CLASS_TINY
+           : M <= FEW_ROWS       ? CLASS_FEW_ROWS
+           : K <= SHORT_K        ? CLASS_SHORT_K
+                                 : CLASS_LARGE;
 }
 
 static struct {
@@ -105,7 +112,7 @@ bool pg_cpu_sgemm_dnnl_wants(int64_t M, int64_t N, int64_t K)
     pthread_once(&g.once, read_mode);
     if (g.mode == MODE_OPENBLAS || M < 1 || N < 1 || K < 1)
         return false;
-    return g.mode == MODE_DNNL || g_table[pg_cpu_isa()][class_of(M, K)];
+    return g.mode == MODE_DNNL || g_table[pg_cpu_isa()][class_of(M, N, K)];
 }
 
 bool pg_cpu_sgemm_dnnl(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
