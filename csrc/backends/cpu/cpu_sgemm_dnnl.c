@@ -8,7 +8,8 @@
  * "float32 GEMM panels"). oneDNN is the library of the field there, so those classes go to it.
  *
  * The library is the one cpu_conv_dnnl.c loads (the onednn-cpu-gomp wheel, libdnnl.so.3);
- * where it is absent, or refuses, OpenBLAS runs the panel as before. Each call runs on the
+ * where it is absent, or refuses, OpenBLAS runs the panel as before. The first panel of such a
+ * class loads it (once; 80-150 ms measured under load). Each call runs on the
  * calling pool thread alone: its OpenMP thread count is set to 1 around the call (oneDNN then
  * runs no parallel region, so no OpenMP team competes with pygpu's pool), and put back after.
  * A process forked after the library loaded keeps OpenBLAS (as the convolutions do: oneDNN's
