@@ -96,6 +96,9 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--paths", nargs=2, default=["auto", "openblas"],
+                    choices=("auto", "openblas", "dnnl"),
+                    help="the two PYGPU_SGEMM paths compared (the second is the baseline)")
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                     help="cpu: process CPU time (every thread); wall: elapsed time, for 2+ "
                          "threads at sub-millisecond calls, where the CPU time of the pool's "
@@ -108,22 +111,24 @@ def main():
     for th in a.threads:
         best = {}
         loads = []
-        for mode in ("auto", "openblas", "auto", "openblas"):
+        new, old = a.paths
+        for mode in (new, old, new, old):
             r = child(mode, shapes, th, a.rounds, a.clock)
             loads.append(r["load"])
             prev = best.get(mode)
             best[mode] = r["rows"] if prev is None else [
                 {k: min(x[k], y[k]) for k in x} for x, y in zip(prev, r["rows"])]
-        print(f"\n### float32 matmul per GEMM path, {th} thread(s) (load average "
+        print(f"\n### float32 matmul per GEMM path, {th} thread(s), PYGPU_ISA="
+              f"{os.environ.get('PYGPU_ISA', '(unset)')} (load average "
               f"{min(loads):.1f}-{max(loads):.1f}; one core's FMA peak {core_peak:.0f} GFLOP/s "
               f"per CPU-second; {a.clock} ms per call, least of {a.rounds} blocks x 4 children; % of "
               f"peak: GFLOP per {a.clock} second over {'one core' if a.clock == 'cpu' else f'{th} cores'}'s "
               f"peak)\n")
-        print("| shape | M x K x N | pygpu auto | pygpu openblas | torch | NumPy "
-              "| % of peak auto / openblas / torch / NumPy | torch/auto | NumPy/auto "
-              "| openblas/auto |")
+        print(f"| shape | M x K x N | pygpu {new} | pygpu {old} | torch | NumPy "
+              f"| % of peak {new} / {old} / torch / NumPy | torch/{new} | NumPy/{new} "
+              f"| {old}/{new} |")
         print("|---|---|---|---|---|---|---|---|---|---|")
-        for (name, M, K, N, ta, tb), ra, ro in zip(shapes, best["auto"], best["openblas"]):
+        for (name, M, K, N, ta, tb), ra, ro in zip(shapes, best[new], best[old]):
             fl = 2 * M * N * K
             cores = 1 if a.clock == "cpu" else th
             pct = lambda s: f"{fl / s / 1e9 / (core_peak * cores) * 100:.0f}%"
