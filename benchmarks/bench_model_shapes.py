@@ -18,12 +18,21 @@ import argparse
 import os
 import time
 
-import numpy as np
+# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, which some environments set (this project's machine sets
+# OPENBLAS_CORETYPE=Haswell), pin pygpu's OpenBLAS to a kernel that may not be this CPU's: on
+# the AVX-512 EPYC it halved pygpu's float32 GEMM speed (AVX2 kernels) while torch (MKL) was
+# unaffected. Unset before numpy and pygpu load, as bench_numpy_interleave.py does for its
+# children (benchmarks/README.md); the children started from here inherit it. Run as a script
+# only: a test that imports this file leaves its process's environment alone.
+if __name__ == "__main__":
+    for _k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        os.environ.pop(_k, None)
+import numpy as np  # noqa: E402
 
-import pygpu
-import pygpu.nn.functional as PF
-import torch
-import torch.nn.functional as TF
+import pygpu  # noqa: E402
+import pygpu.nn.functional as PF  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as TF  # noqa: E402
 
 # (M = batch * tokens, K = in features, N = out features): qkv, proj, fc, fc2, lm_head of the
 # GPT 6 x 384 at block 256 (batch 8 and 1); qkv, proj, fc, fc2 of ViT-tiny (batch 32: 65 tokens)

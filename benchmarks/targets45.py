@@ -31,6 +31,15 @@ import subprocess
 import sys
 import types
 
+# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, which some environments set (this project's machine sets
+# OPENBLAS_CORETYPE=Haswell), pin pygpu's OpenBLAS to a kernel that may not be this CPU's: on
+# the AVX-512 EPYC it halved pygpu's float32 GEMM speed (AVX2 kernels) while torch (MKL) was
+# unaffected. Unset before numpy and pygpu load, as bench_numpy_interleave.py does for its
+# children (benchmarks/README.md); the children started from here inherit it. Run as a script
+# only: a test that imports this file leaves its process's environment alone.
+if __name__ == "__main__":
+    for _k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        os.environ.pop(_k, None)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _models as M  # noqa: E402
 import _step_profile as P  # noqa: E402

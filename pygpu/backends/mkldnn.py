@@ -4,8 +4,10 @@ float32 CPU convolutions (forward, input gradient, weight gradient) run on oneDN
 primitives where a per-shape table says oneDNN measured faster than pygpu's own kernels
 (csrc/backends/cpu/cpu_conv_dnnl.c; the table is in docs/performance.md), and on pygpu's own
 (im2col + GEMM, Winograd, direct depthwise) everywhere else, and always when oneDNN is absent.
+float32 GEMM panels with few rows or a short K run on oneDNN's sgemm on AVX-512 CPUs
+(csrc/backends/cpu/cpu_sgemm_dnnl.c; PYGPU_SGEMM=auto|openblas|dnnl forces the path).
 oneDNN is the `onednn-cpu-gomp` wheel (`pip install pygpu[cpu-fast]`), loaded on the first
-CPU convolution, never at `import pygpu`: pygpu offers the paths here (`library_candidates()`).
+CPU convolution or such GEMM panel, never at `import pygpu`: pygpu offers the paths here (`library_candidates()`).
 
     pygpu.backends.mkldnn.is_available()   # loads it; unavailable_reason() says why not
     pygpu.backends.mkldnn.enabled = False  # pygpu's own convolutions only (PYGPU_CONV=own)

@@ -9,7 +9,8 @@
  * its packing is ours to reuse. pg_cpu_sgemm runs it when pg_cpu_isa() is exactly
  * AVX2 (so PYGPU_ISA=avx2 tests it on an AVX-512 machine) and N fills a 16-wide
  * tile; else, and on AVX-512 machines (OpenBLAS's SkylakeX kernels have no such
- * cliff) and baseline ones, it calls single-threaded OpenBLAS.
+ * cliff; oneDNN's sgemm takes the small panels there, cpu_sgemm_dnnl.c) and baseline
+ * ones, it calls single-threaded OpenBLAS.
  *
  * The loops are BLIS's: for each NC-wide block of B's columns and KC-deep slice of
  * K, B is packed once into NR-wide micro-panels (each stays in L1 while a column of
@@ -388,6 +389,8 @@ void pg_cpu_sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
         return;
     if (pg_cpu_sgemm_small(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return; /* few rows on AVX-512: B read in place, unpacked (cpu_sgemm_small.c) */
+    if (pg_cpu_sgemm_dnnl(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return; /* the shape classes where oneDNN measured faster (cpu_sgemm_dnnl.c) */
     if (own_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
     scipy_cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,

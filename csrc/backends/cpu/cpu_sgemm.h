@@ -9,8 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* pygpu's AVX2 kernel where the CPU level is AVX2 and N >= 16, else OpenBLAS
- * (single-threaded); never fails. */
+/* pygpu's AVX2 kernel where the CPU level is AVX2 and N >= 16, oneDNN's sgemm at the shape
+ * classes its table names (cpu_sgemm_dnnl.c), else OpenBLAS (all single-threaded); never
+ * fails. */
 void pg_cpu_sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                   int64_t ldc);
@@ -38,6 +39,14 @@ typedef struct pg_sgemm_operand {
 bool pg_cpu_sgemm_small(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                         float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
                         float beta, float *C, int64_t ldc);
+
+/* The product on oneDNN's dnnl_sgemm, one thread, where the table in cpu_sgemm_dnnl.c (by
+ * ISA and shape class; PYGPU_SGEMM forces it) sends it and the library loads; false (nothing
+ * done) elsewhere. */
+bool pg_cpu_sgemm_dnnl_wants(int64_t M, int64_t N, int64_t K);
+bool pg_cpu_sgemm_dnnl(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                       float *C, int64_t ldc);
 
 /* Whether pg_cpu_sgemm_ex takes an (M, N, K) product on this CPU (memory aside). */
 bool pg_cpu_sgemm_own(int64_t M, int64_t N, int64_t K);
