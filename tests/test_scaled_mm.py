@@ -94,11 +94,16 @@ def test_scaled_mm_values_are_torchs(device, recipe, out_dtype, fmts):
 
 
 def _outcome(f):
+    """(the result, None) or (None, the exception)."""
     try:
-        f()
-        return None
+        return f(), None
     except Exception as e:  # noqa: BLE001 - compared with torch's
-        return e
+        return None, e
+
+
+# refused by oneDNN, PyTorch's path on a CPU with AMX; computed by its emulated kernel elsewhere
+# (pygpu/nn/_scaled_mm.py, _takes_onednn): on this CPU, pygpu does what torch does
+ONEDNN_ONLY = {"e4m3fnuz": "float8_e4m3fnuz", "int_out": "int32"}
 
 
 REFUSED = {
@@ -127,10 +132,17 @@ def test_scaled_mm_refuses_as_torch(device, case):
         return
     a_t, b_t = _operands(torch, "float8_e4m3fn", "float8_e4m3fn")
     a_p, b_p = _operands(pygpu, "float8_e4m3fn", "float8_e4m3fn", device)
-    want = _outcome(lambda: REFUSED[case](torch, TF.ScalingType, TF, a_t, b_t,
-                                          lambda v: _t(torch, v)))
-    got = _outcome(lambda: REFUSED[case](pygpu, PF.ScalingType, PF, a_p, b_p,
-                                         lambda v: _t(pygpu, v, device)))
+    want_out, want = _outcome(lambda: REFUSED[case](torch, TF.ScalingType, TF, a_t, b_t,
+                                                    lambda v: _t(torch, v)))
+    got_out, got = _outcome(lambda: REFUSED[case](pygpu, PF.ScalingType, PF, a_p, b_p,
+                                                  lambda v: _t(pygpu, v, device)))
+    if want is None and case in ONEDNN_ONLY:  # torch's emulated kernel computed it: so must pygpu
+        assert got is None, got
+        assert str(got_out.dtype).split(".")[-1] == ONEDNN_ONLY[case] == \
+            str(want_out.dtype).split(".")[-1]
+        g, w = got_out.to(pygpu.float32).cpu().numpy(), want_out.to(torch.float32).numpy()
+        np.testing.assert_allclose(g, w, rtol=0.13, atol=1.0)
+        return
     assert want is not None and got is not None, (want, got)
     assert isinstance(got, type(want)), (got, want)
     if case.startswith("grouped"):  # the dispatcher's message goes on to list its backends
@@ -142,3 +154,24 @@ def test_scaled_mm_refuses_as_torch(device, case):
 def test_the_enums_are_torchs():
     for ours, theirs in ((PF.ScalingType, TF.ScalingType), (PF.SwizzleType, TF.SwizzleType)):
         assert {m.name: int(m) for m in ours} == {k: int(v) for k, v in theirs.__members__.items()}
+
+
+@pytest.mark.parametrize("flags, onednn", [(frozenset(), False), (frozenset({"amx_int8"}), True)])
+def test_the_cpu_decides_which_checks_run(monkeypatch, flags, onednn):
+    """PyTorch's CPU refuses float8_e4m3fnuz and an int32 output on oneDNN's path (a CPU with
+    AMX-INT8) and computes them elsewhere; pygpu follows the CPU it runs on. Both branches are
+    checked here whatever this CPU is, the flags faked."""
+    from pygpu.nn import _scaled_mm as S
+    monkeypatch.setattr(S, "_cpu_flags", lambda: flags)
+    a, b = _operands(pygpu, "float8_e4m3fn", "float8_e4m3fn")
+    one = _t(pygpu, 1)
+    fnuz = lambda: pygpu._scaled_mm(a.to(pygpu.float32).to(pygpu.float8_e4m3fnuz),  # noqa: E731
+                                    b.to(pygpu.float32).to(pygpu.float8_e4m3fnuz), one, one)
+    _, err = _outcome(fnuz)
+    _, shapes = _outcome(lambda: pygpu._scaled_mm(a, b[:16], one, one))
+    if onednn:
+        assert isinstance(err, RuntimeError) and "itensor_view_from_dense" in str(err)
+        assert str(shapes).startswith("mat1 and mat2 shapes cannot be multiplied")
+    else:
+        assert err is None
+        assert str(shapes).startswith("mat_a and mat_b shapes cannot be multiplied")

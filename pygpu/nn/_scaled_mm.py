@@ -10,8 +10,16 @@ computed in float32 from the float8 values (exact: every float8 is a float32) by
 GEMM and rounded once to the output dtype (the operands' dtype unless out_dtype says;
 bfloat16 for nn.functional.scaled_mm). So no backend needs a float8 kernel: the casts are the
 core's (csrc/core/pg_fp8.h) and the product pygpu's float32 matmul, on every device.
-scaled_grouped_mm has no CPU kernel in PyTorch, and raises its NotImplementedError."""
+scaled_grouped_mm has no CPU kernel in PyTorch, and raises its NotImplementedError.
+
+Which checks run depends on the CPU, in PyTorch as here: its _scaled_mm_out_cpu calls oneDNN
+where mkldnn is enabled and the CPU has AMX (AMX-INT8 for operands of one float8 format,
+AMX-FP16 for mixed ones), and its emulated kernel elsewhere. oneDNN refuses the dtypes it
+cannot read or write (float8_e4m3fnuz, an int32 output) and words the shape mismatch "mat1
+and mat2"; the emulated kernel computes those dtypes and says "mat_a and mat_b". pygpu gives
+the answer this CPU's PyTorch gives (_takes_onednn)."""
 import enum
+import functools
 
 from .. import _C, _dtype
 
@@ -77,6 +85,26 @@ def _recipe(a, b, scale_a, scale_b):
     raise _invalid(a, b, scale_a, scale_b)
 
 
+@functools.lru_cache(maxsize=None)
+def _cpu_flags():
+    """The CPU's feature flags as Linux lists them (empty elsewhere: no AMX assumed)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def _takes_onednn(a, b):
+    """Whether PyTorch's CPU runs this product through oneDNN (the module's docstring)."""
+    from ..backends import mkldnn
+    mixed = a.dtype is not b.dtype
+    return mkldnn.enabled and ("amx_fp16" if mixed else "amx_int8") in _cpu_flags()
+
+
 def _check_matrices(a, b):
     for name, t in (("mat_a", a), ("mat_b", b)):
         if not isinstance(t, Tensor):
@@ -87,7 +115,8 @@ def _check_matrices(a, b):
     if b.ndim != 2:
         raise RuntimeError("mat2 must be a matrix")
     if a.shape[1] != b.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
+        names = "mat1 and mat2" if _takes_onednn(a, b) else "mat_a and mat_b"
+        raise RuntimeError(f"{names} shapes cannot be multiplied ({a.shape[0]}x"
                            f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
 
 
@@ -116,8 +145,9 @@ def _scaled_mm(mat_a, mat_b, scale_a, scale_b, bias=None, scale_result=None, out
     _check_matrices(mat_a, mat_b)
     _recipe(mat_a, mat_b, scale_a, scale_b)
     out_dtype = mat_a.dtype if out_dtype is None else _dtype.to_dtype(out_dtype)
-    for d in (mat_a.dtype, mat_b.dtype, out_dtype):
-        _dense_dtype_check(d)
+    if _takes_onednn(mat_a, mat_b):
+        for d in (mat_a.dtype, mat_b.dtype, out_dtype):
+            _dense_dtype_check(d)
     return _product(mat_a, mat_b, scale_a, scale_b, bias, out_dtype)
 
 
@@ -146,8 +176,9 @@ def scaled_mm(mat_a, mat_b, scale_a, scale_recipe_a, scale_b, scale_recipe_b, sw
     if _recipe(mat_a, mat_b, sa, sb) is not ra or ra is not rb:
         raise _invalid(mat_a, mat_b, sa, sb)
     out_dtype = mat_a.dtype if output_dtype is None else _dtype.to_dtype(output_dtype)
-    for d in (mat_a.dtype, mat_b.dtype, out_dtype):
-        _dense_dtype_check(d)
+    if _takes_onednn(mat_a, mat_b):
+        for d in (mat_a.dtype, mat_b.dtype, out_dtype):
+            _dense_dtype_check(d)
     return _product(mat_a, mat_b, sa, sb, bias, out_dtype)
 
 
