@@ -79,9 +79,16 @@ def test_winograd_really_runs():
     assert not np.array_equal(outs["2"], outs["4"])
 
 
-def test_winograd_same_bits_at_any_thread_count():
+def test_winograd_same_bits_run_after_run_and_close_at_any_thread_count():
+    """The threads split Winograd's tiles, never a sum: the same thread count gives the same
+    bits every run; another count may change the last bits only through the GEMM's panels
+    (docs/performance.md, "Threads and reproducibility": OpenBLAS's Haswell kernels, which
+    OPENBLAS_CORETYPE=Haswell selects, round a panel's rows by its height)."""
     for m in "24":
-        assert np.array_equal(_one(CASES[5], m, 1)[3], _one(CASES[5], m, 2)[3])
+        one, two = _one(CASES[5], m, 1)[3], _one(CASES[5], m, 2)[3]
+        assert np.array_equal(two, _one(CASES[5], m, 2)[3])
+        assert np.array_equal(one, _one(CASES[5], m, 1)[3])
+        assert np.abs(one - two).max() <= BOUND[m] * np.abs(one).max()  # F(4,3) amplifies it
 
 
 def _levels():
