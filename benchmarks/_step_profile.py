@@ -359,8 +359,9 @@ PRODUCTS = (
 )
 
 
-def print_profile(title, pg, th, threads, peak_gflops):
-    """Two tables: CPU ms per step by category, and the products' fraction of peak."""
+def print_profile(title, pg, th, threads, peak_gflops, want=None):
+    """Two tables: CPU ms per step by category, and the products' fraction of peak; then the
+    next step (next_step). want: the row's target, torch/pygpu (None: parity)."""
     print(f"\n#### {title}: CPU ms per step by category, {threads} thread(s)\n")
     print("| category | pygpu CPU ms | torch CPU ms | pygpu - torch | pygpu busy cores |")
     print("|---|---|---|---|---|")
@@ -402,22 +403,51 @@ def print_profile(title, pg, th, threads, peak_gflops):
                      f"{t_ms:.1f}" if t_ms is not None else "(in one op)",
                      f"{frac[1] * 100:.0f}%" if frac[1] else "-"]
             print(f"| {key} | {f / 1e9:.2f} | {p_ms:.1f} | {cells[0]} | {cells[1]} | {cells[2]} |")
-    # the largest gaps among the nodes' categories: the time outside nodes is a difference of
-    # two totals (noisy under load: benchmarks/perf_outside_nodes.py samples it in one run)
-    gaps = sorted(((pg["cats"].get(c, 0.0) - th["cats"].get(c, 0.0), c) for c in ORDER
-                   if c != OUTSIDE), reverse=True)
-    worst = [(d, c) for d, c in gaps if d > 0][:2]
-    outside = pg["cats"].get(OUTSIDE, 0.0) - th["cats"].get(OUTSIDE, 0.0)
-    if worst:
-        d, c = worst[0]
-        also = f"; then {worst[1][1]} ({worst[1][0]:+.0f} ms)" if len(worst) > 1 else ""
-        line = f"{c} ({d:+.0f} ms): {NEXT_STEP[c]}{also}"
-    elif outside > 0:
-        line = (f"no node category costs more than torch's ops; outside nodes reads "
-                f"{outside:+.0f} ms (a difference of totals: confirm with "
-                f"perf_outside_nodes.py), then: {NEXT_STEP[OUTSIDE]}")
-    else:
-        line = "pygpu spends no more CPU than torch in any category: the miss is idle cores " \
-               "(the busy-cores column) or the machine's load"
+    line = next_step(pg, th, {k: (p_ms, frac[0]) for k, _, p_ms, _, frac in rows}, want)
     print(f"\n**Next step:** {line}")
+    return line
+
+
+# a node category's product in the fraction-of-peak table
+_PRODUCT_OF = {"conv forward": "conv forward",
+               "conv backward (input + weight grads)": "conv input + weight grads",
+               "linear GEMMs forward": "linear GEMMs forward",
+               "linear GEMMs backward": "linear GEMMs backward",
+               "attention (SDPA)": "attention"}
+
+
+def next_step(pg, th, products, want=None):
+    """What the profile says to do next, in one line. CPU first: to reach the target pygpu's
+    step may take torch's CPU / want; if it already takes no more, the miss is wall time
+    (cores left idle) or load. Else the categories where pygpu spends more than torch, largest
+    first, the time outside nodes among them (a difference of totals: perf_outside_nodes.py
+    confirms it); and where those do not cover the cut, the largest category with its
+    fraction of peak, which has to get faster than torch's. products: {product: (pygpu CPU
+    ms, pygpu fraction of peak)}."""
+    want = want or 1.0
+    allowed = th["step_ms"] / want
+    cut = pg["step_ms"] - allowed
+    if cut <= 0:
+        return (f"pygpu's step takes {pg['step_ms']:.0f} CPU ms, within the {allowed:.0f} ms "
+                f"the target allows ({want:g}x torch's {th['step_ms']:.0f}): the miss is wall "
+                f"time, cores left idle between or inside nodes (the busy-cores column), or "
+                f"the machine's load")
+    gaps = sorted(((pg["cats"].get(c, 0.0) - th["cats"].get(c, 0.0), c) for c in ORDER),
+                  reverse=True)
+    over = [(d, c) for d, c in gaps if d >= 1.0]
+    parts = []
+    for d, c in over[:2]:
+        note = " (a difference of totals)" if c == OUTSIDE else ""
+        parts.append(f"{c} ({d:+.0f} ms{note}): {NEXT_STEP[c]}")
+    line = f"cut {cut:.0f} CPU ms a step to reach {want:g}x"
+    if parts:
+        line += "; " + "; then ".join(parts)
+    if sum(d for d, _ in over) < cut:  # beyond torch's cost: the biggest category faster
+        big = max((c for c in ORDER if c not in (OTHER, OUTSIDE)),
+                  key=lambda c: pg["cats"].get(c, 0.0))
+        ms, frac = products.get(_PRODUCT_OF.get(big), (None, None))
+        peak = f" at {frac * 100:.0f}% of the FMA peak" if frac else ""
+        lead = ("beyond torch's costs, the largest category faster" if parts else
+                "no category costs more than torch's: the largest, faster than torch's")
+        line += f"; {lead}: {big} ({pg['cats'].get(big, 0.0):.0f} ms{peak}): {NEXT_STEP[big]}"
     return line

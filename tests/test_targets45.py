@@ -150,3 +150,23 @@ def test_node_busy_reset_drops_the_counts_so_far():
     quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
     assert quiet.returncode == 0 and "pygpu busy cores" not in quiet.stderr  # off: no table
+
+
+def test_the_next_step_reads_the_profile():
+    """The next step: within the CPU the target allows, the miss is wall time; else the
+    categories that cost more than torch's, the time outside nodes among them when it is the
+    largest; and where those do not cover the cut, the largest category with its peak fraction."""
+    P = _load("_step_profile")
+    lin, out = "linear GEMMs forward", P.OUTSIDE
+
+    def prof(step, **cats):
+        return {"step_ms": step, "cats": {P.ORDER[0]: 0.0, **cats}}
+    # pygpu 100 ms, torch 120: at parity already; 1.3x would need 92
+    assert "wall time" in P.next_step(prof(100.0, **{lin: 60.0}), prof(120.0, **{lin: 70.0}), {})
+    line = P.next_step(prof(100.0, **{lin: 60.0}), prof(120.0, **{lin: 70.0}),
+                       {lin: (60.0, 0.41)}, want=1.3)
+    assert line.startswith("cut 8 CPU ms") and "41% of the FMA peak" in line, line
+    # the time outside nodes, the largest gap, comes first
+    line = P.next_step(prof(200.0, **{lin: 60.0, out: 100.0}),
+                       prof(150.0, **{lin: 50.0, out: 20.0}), {})
+    assert line.index(out) < line.index(lin), line
