@@ -25,9 +25,10 @@ def foldable(conv, bn):
     """Whether conv's output may be replaced by the folded convolution's: plain Conv2d and
     BatchNorm2d modules (no subclass) without hooks, bn in eval with running statistics over
     conv's output channels, one dtype and device, no gradient wanted."""
-    from .conv import Conv2d
-    from .normalization import BatchNorm2d
-    if type(conv) is not Conv2d or type(bn) is not BatchNorm2d or is_grad_enabled():
+    # the classes' own _fold_role (a subclass's __dict__ lacks it): no import of conv.py or
+    # normalization.py, which sit above this module (layers.py imports it)
+    if (vars(type(conv)).get("_fold_role") != "conv" or
+            vars(type(bn)).get("_fold_role") != "batch_norm" or is_grad_enabled()):
         return False
     if bn.training or bn.running_mean is None or bn.running_var is None or \
             conv._has_hooks() or bn._has_hooks() or bn.num_features != conv.out_channels:

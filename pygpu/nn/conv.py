@@ -132,6 +132,7 @@ class Conv1d(_ConvNd):
 class Conv2d(_ConvNd):
     """2-d convolution over (N, C_in, H, W): weight (C_out, C_in/groups, kH, kW)."""
     _n = 2
+    _fold_role = "conv"  # nn/_fold.py: this class itself, not a subclass, may be folded
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,

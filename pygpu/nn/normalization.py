@@ -138,6 +138,7 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     """Batch normalization of (N, C, H, W) per channel C."""
     _dims = (4,)
+    _fold_role = "batch_norm"  # nn/_fold.py: this class itself may be folded into a conv
 
 
 class BatchNorm3d(_BatchNorm):
