@@ -252,3 +252,74 @@ def test_a_process_forked_after_onednn_ran_keeps_pygpus_kernels():
     """, PYGPU_CONV="auto")
     assert "child True" in out and "forked after oneDNN was loaded" in out, out
     assert "parent 0" in out and "'dnnl'" in out.split("parent", 1)[1], out
+
+
+# ---- threads: oneDNN's OpenMP team against pygpu's pool, and what the instrument counts ----
+_THREADS = """
+    import os, sys, time
+    import numpy as np, pygpu
+    from pygpu.nn import functional as F
+    def thread_ms():  # {thread id: CPU ms} of this process
+        out = {}
+        for t in os.listdir("/proc/self/task"):
+            f = open(f"/proc/self/task/{t}/stat").read().rsplit(")", 1)[1].split()
+            out[t] = (int(f[11]) + int(f[12])) * 10
+        return out
+    rng = np.random.default_rng(0)
+    x = pygpu.tensor(rng.standard_normal((8, 64, 32, 32)).astype(np.float32))
+    w = pygpu.tensor(rng.standard_normal((64, 64, 3, 3)).astype(np.float32))
+    pygpu.set_num_threads(2)
+    F.conv2d(x, w, padding=1)  # a primitive made at 2 threads
+    pygpu.set_num_threads(int(sys.argv[1]))
+    F.conv2d(x, w, padding=1)
+    a, c0 = thread_ms(), time.process_time()
+    for _ in range(100):
+        F.conv2d(x, w, padding=1)
+    b, cpu = thread_ms(), (time.process_time() - c0) * 1e3
+    me = str(__import__("threading").get_native_id())
+    others = sum(b[t] - a.get(t, 0) for t in b if t != me)
+    print(round(cpu), others)
+"""
+
+
+def _threads_run(threads, **env):
+    e = dict(os.environ, PYGPU_CONV="dnnl", **env)
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(_THREADS), str(threads)],
+                       capture_output=True, text=True, env=e, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    cpu, others = (int(v) for v in p.stdout.split())
+    return cpu, others, p.stderr
+
+
+@pytest.mark.parametrize("split", ["1", "0"])
+def test_one_thread_means_one_thread(split):
+    # oneDNN fixes a primitive's OpenMP team when it makes it: the count was set after the
+    # primitive was made, and cached primitives were not keyed by it, so at
+    # pygpu.set_num_threads(1) a convolution ran on two OpenMP threads (torch not imported)
+    cpu, others, _ = _threads_run(1, PYGPU_DNNL_SPLIT=split)
+    assert others <= 0.1 * cpu + 20, (cpu, others)
+
+
+def _busy_rows(stderr):
+    rows = {}
+    for line in stderr.splitlines():
+        parts = line.split()
+        if len(parts) == 9 and parts[0] != "node":
+            try:
+                rows[parts[0]] = [float(v) for v in parts[1:]]
+            except ValueError:
+                pass
+    return rows
+
+
+@pytest.mark.parametrize("split", ["1", "0"])
+def test_the_instrument_counts_onednns_threads(split):
+    # PYGPU_NODE_BUSY counted a oneDNN node's calling thread alone: its OpenMP team's CPU
+    # read as "outside nodes" and a convolution as 150% of the FMA peak. Now the node's CPU
+    # is the process's while it ran (split=0: the team; split=1: pygpu's pool, a slice each)
+    cpu, others, err = _threads_run(2, PYGPU_DNNL_SPLIT=split, PYGPU_NODE_BUSY="1")
+    conv = _busy_rows(err)["conv2d"]  # calls, serial, cpu, crit, cores, idle, serial, wall
+    assert conv[0] == 102
+    assert others > 0.25 * cpu, (cpu, others)  # two threads did work
+    # the node's CPU against the process's over the 100 timed calls (+ 2 untimed ones)
+    assert conv[2] >= 0.8 * cpu, (conv, cpu)
