@@ -796,7 +796,9 @@ static pg_status run_split(pg_pool *pool, const pg_node *n, const prim_key *whol
     if (ok && col == 2) {
         j.w_elems = pg_tensor_numel(pg_conv_operand(n, PG_CONV_W));
         j.b_elems = whole->bias ? whole->O : 0;
-        j.partial = malloc((size_t)((j.T - 1) * (j.w_elems + j.b_elems)) * sizeof(float));
+        /* the caller's buffer, kept: a fresh one a call cost a page fault per 4 KiB */
+        j.partial = pg_cpu_scratch(PG_SCRATCH_DNNL_PARTS,
+                                   (size_t)((j.T - 1) * (j.w_elems + j.b_elems)) * sizeof(float));
         if (!j.partial)
             st = pg_error_set(PG_ERR_NOMEM, "conv2d: out of memory for the weight gradient");
     }
@@ -811,7 +813,6 @@ static pg_status run_split(pg_pool *pool, const pg_node *n, const prim_key *whol
                     b[o] += j.partial[(t - 1) * (j.w_elems + j.b_elems) + j.w_elems + o];
         }
     }
-    free(j.partial);
     for (int s = 0; s < 2; s++)
         if (j.e[s])
             entry_release(j.e[s]);
