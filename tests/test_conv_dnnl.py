@@ -104,15 +104,23 @@ def test_each_path_matches_torch(device, conv_path, path, name, xs, ws, bias, kw
 
 def test_auto_follows_the_table(conv_path):
     conv_path("auto")
-    # a ResNet's 3x3 at 16x16: oneDNN each way; MobileNet's 1x1 at 32x32: pygpu's own
+    # a ResNet's 3x3 at 16x16 and 8x8: oneDNN on an Intel CPU and on AMD's AVX-512, pygpu's
+    # own forward on AMD's AVX2; MobileNet's 1x1 at 32x32: pygpu's own on every table
+    table = mkldnn.conv_path((32, 128, 16, 16), (128, 128, 3, 3), 1, 1)[1].split("(")[-1]
+    table = table.removesuffix(" table)")
+    assert table in ("Intel AVX-512", "AMD AVX-512", "AMD AVX2"), table
     for which in ("forward", "input", "weight"):
         path, why = mkldnn.conv_path((32, 128, 16, 16), (128, 128, 3, 3), 1, 1, which=which)
-        assert (path, why) == ("dnnl", "3x3 stride 1 at 16x16: oneDNN measured faster")
+        want = "own" if table == "AMD AVX2" and which != "weight" else "dnnl"
+        assert path == want, why
+        assert why == (f"3x3 stride 1 at 16x16: {'oneDNN' if want == 'dnnl' else 'pygpu' + chr(39) + 's own'}"
+                       f" measured faster ({table} table)"), why
         path, why = mkldnn.conv_path((32, 16, 32, 32), (96, 16, 1, 1), which=which)
         assert path == "own" and why.startswith("1x1 stride 1 at 32x32+"), why
-    # 512 channels at 4x4: oneDNN forward, pygpu's own weight gradient
+    # 512 channels at 4x4: oneDNN forward; the weight gradient pygpu's own but on AMD AVX-512
     assert mkldnn.conv_path((32, 512, 4, 4), (512, 512, 3, 3), 1, 1)[0] == "dnnl"
-    assert mkldnn.conv_path((32, 512, 4, 4), (512, 512, 3, 3), 1, 1, which="weight")[0] == "own"
+    assert mkldnn.conv_path((32, 512, 4, 4), (512, 512, 3, 3), 1, 1, which="weight")[0] == \
+        ("dnnl" if table == "AMD AVX-512" else "own")
     # what the table says is what runs: a 1x1 at 32x32 never reaches oneDNN, a 3x3 does
     x, w, _ = _data((2, 16, 32, 32), (24, 16, 1, 1), False)
     before = mkldnn.calls()
@@ -204,7 +212,7 @@ _CHECK = """
 @pytest.mark.parametrize("env,path,calls", [("own", "own", 0), ("dnnl", "dnnl", 3),
                                            ("auto", "auto", 1)])
 def test_pygpu_conv_environment_variable(env, path, calls):
-    out = _in_process(_CHECK, PYGPU_CONV=env).split()
+    out = _in_process(_CHECK, PYGPU_CONV=env, PYGPU_CONV_TABLE="intel").split()
     assert out[:3] == [path, str(calls), "None"], out
 
 
@@ -323,3 +331,25 @@ def test_the_instrument_counts_onednns_threads(split):
     assert others > 0.25 * cpu, (cpu, others)  # two threads did work
     # the node's CPU against the process's over the 100 timed calls (+ 2 untimed ones)
     assert conv[2] >= 0.8 * cpu, (conv, cpu)
+
+
+# The choice table is the CPU's: its vendor's, at its ISA class (PYGPU_CONV_TABLE forces the
+# vendor). 3x3 stride 2 at 8x8 (ResNet's 256->512): the weight gradient was pygpu's own on the
+# Intel Xeon, oneDNN's on AMD's Zen 5 at AVX-512, pygpu's own again at AVX2; 3x3 stride 1 at
+# 32x32: oneDNN's forward but on AMD at AVX2
+@pytest.mark.parametrize("vendor,isa,table,weight,forward", [
+    ("intel", None, "Intel AVX-512", "own", "dnnl"),
+    ("amd", "avx512", "AMD AVX-512", "dnnl", "dnnl"),
+    ("amd", "avx2", "AMD AVX2", "own", "own"),
+])
+def test_the_table_is_the_cpus(vendor, isa, table, weight, forward):
+    if isa == "avx512" and LEVELS.index(pygpu.cpu_isa(detected=True)) < LEVELS.index("avx512"):
+        pytest.skip("this CPU has no AVX-512")
+    env = dict(PYGPU_CONV_TABLE=vendor, **({"PYGPU_ISA": isa} if isa else {}))
+    out = _in_process("""
+        from pygpu.backends import mkldnn
+        print(*mkldnn.conv_path((32, 256, 8, 8), (512, 256, 3, 3), 2, 1, which="weight"), sep="|")
+        print(*mkldnn.conv_path((32, 64, 32, 32), (64, 64, 3, 3), 1, 1), sep="|")
+    """, **env).splitlines()
+    assert out[0].startswith(f"{weight}|3x3 stride 2 at 8x8") and f"({table} table)" in out[0], out
+    assert out[1].startswith(f"{forward}|3x3 stride 1 at 32x32+"), out

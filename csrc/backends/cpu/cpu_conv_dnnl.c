@@ -28,6 +28,9 @@
  *
  * PYGPU_CONV=own|dnnl|auto (default auto: the table) forces a path; _C._cpu_conv_path says
  * which path a shape takes and why. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -280,28 +283,89 @@ static const char *const g_class_names[NUM_CONV_CLASSES] = {
     "1x1 stride 2", "3x3 stride 1", "3x3 stride 2", "other kernel"};
 static const char *const g_plane_names[NUM_CONV_PLANES] = {"32x32+", "16x16", "8x8", "4x4"};
 
-/* What auto runs, per class, plane and sub-op: D oneDNN, O pygpu's own. From
+/* What auto runs, per CPU, class, plane and sub-op: D oneDNN, O pygpu's own. From
  * benchmarks/bench_conv_layers.py --paths own,dnnl (1 thread, process CPU time, batch 32;
  * docs/performance.md, "oneDNN against pygpu's own convolutions"): pygpu's own where it was
- * clearly (> 5%) faster, oneDNN elsewhere, a plane not measured as its measured neighbour,
- * a class not measured (grouped, other kernels) oneDNN's. "fwd dgrad wgrad" per cell. */
+ * clearly (> 5%) faster, summed over a cell's layers, oneDNN elsewhere, a plane not measured
+ * as its measured neighbour, a class not measured (grouped, other kernels) oneDNN's. "fwd
+ * dgrad wgrad" per cell. The winners differ by CPU: the first table was measured on an Intel
+ * Xeon (Emerald Rapids, AVX-512), the others on an AMD EPYC Zen 5, at AVX-512 and capped at
+ * AVX2 (PYGPU_ISA=avx2: oneDNN's AVX2 kernels against pygpu's, the ISA of a Zen 3); a CPU
+ * takes its vendor's table at its ISA class, any other CPU the Intel one. */
+typedef enum dnnl_table { TABLE_INTEL, TABLE_AMD_AVX512, TABLE_AMD_AVX2, NUM_DNNL_TABLES } dnnl_table;
+static const char *const g_table_names[NUM_DNNL_TABLES] = {"Intel AVX-512", "AMD AVX-512",
+                                                           "AMD AVX2"};
 #define D true
 #define O false
-static const bool g_dnnl_wins[NUM_CONV_CLASSES][NUM_CONV_PLANES][3] = {
-    /*                 32x32+     16x16      8x8        4x4 */
-    [CLASS_DW_S1] = {{O, O, O}, {O, D, D}, {D, D, D}, {D, D, D}},
-    [CLASS_DW_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
-    [CLASS_GROUPED] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
-    [CLASS_STEM_K3] = {{O, O, D}, {O, O, D}, {O, O, D}, {O, O, D}},
-    [CLASS_STEM] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
-    [CLASS_K1_S1] = {{O, O, O}, {O, O, O}, {O, O, O}, {D, D, D}},
-    [CLASS_K1_S2] = {{O, O, O}, {O, O, O}, {D, O, D}, {D, O, D}},
-    [CLASS_K3_S1] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, O}},
-    [CLASS_K3_S2] = {{D, D, D}, {D, D, D}, {D, O, O}, {D, O, O}},
-    [CLASS_OTHER] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+static const bool g_dnnl_wins[NUM_DNNL_TABLES][NUM_CONV_CLASSES][NUM_CONV_PLANES][3] = {
+    [TABLE_INTEL] = {
+        /*                 32x32+     16x16      8x8        4x4 */
+        [CLASS_DW_S1] = {{O, O, O}, {O, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_DW_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_GROUPED] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_STEM_K3] = {{O, O, D}, {O, O, D}, {O, O, D}, {O, O, D}},
+        [CLASS_STEM] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+        [CLASS_K1_S1] = {{O, O, O}, {O, O, O}, {O, O, O}, {D, D, D}},
+        [CLASS_K1_S2] = {{O, O, O}, {O, O, O}, {D, O, D}, {D, O, D}},
+        [CLASS_K3_S1] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, O}},
+        [CLASS_K3_S2] = {{D, D, D}, {D, D, D}, {D, O, O}, {D, O, O}},
+        [CLASS_OTHER] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+    },
+    [TABLE_AMD_AVX512] = {
+        [CLASS_DW_S1] = {{O, O, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_DW_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_GROUPED] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_STEM_K3] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+        [CLASS_STEM] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+        [CLASS_K1_S1] = {{O, O, O}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_K1_S2] = {{D, O, D}, {D, O, D}, {D, D, D}, {D, D, D}},
+        [CLASS_K3_S1] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_K3_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_OTHER] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+    },
+    [TABLE_AMD_AVX2] = {
+        [CLASS_DW_S1] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_DW_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_GROUPED] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_STEM_K3] = {{O, O, D}, {O, O, D}, {O, O, D}, {O, O, D}},
+        [CLASS_STEM] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+        [CLASS_K1_S1] = {{O, O, O}, {O, O, D}, {D, D, D}, {D, D, D}},
+        [CLASS_K1_S2] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+        [CLASS_K3_S1] = {{O, O, D}, {O, O, D}, {O, D, D}, {D, D, O}},
+        [CLASS_K3_S2] = {{D, D, D}, {D, D, D}, {O, D, O}, {O, D, O}},
+        [CLASS_OTHER] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+    },
 };
 #undef D
 #undef O
+
+/* The CPU's table: its vendor (cpuid leaf 0; PYGPU_CONV_TABLE=intel|amd forces one) and its
+ * ISA class after PYGPU_ISA's cap. */
+static bool cpu_is_amd(void)
+{
+    static int amd = -1;
+    if (amd < 0) {
+        const char *e = getenv("PYGPU_CONV_TABLE");
+        if (e && (strcmp(e, "amd") == 0 || strcmp(e, "intel") == 0)) {
+            amd = strcmp(e, "amd") == 0;
+        } else {
+            amd = 0;
+#if defined(__x86_64__) || defined(__i386__)
+            unsigned a, b, c, d;
+            if (__get_cpuid(0, &a, &b, &c, &d))
+                amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* AuthenticAMD */
+#endif
+        }
+    }
+    return amd;
+}
+
+static dnnl_table table_of(void)
+{
+    if (!cpu_is_amd())
+        return TABLE_INTEL;
+    return pg_cpu_isa() >= PG_ISA_AVX512 ? TABLE_AMD_AVX512 : TABLE_AMD_AVX2;
+}
 
 static conv_class class_of(int64_t C, const pg_conv_geom *g)
 {
@@ -361,9 +425,10 @@ bool pg_cpu_conv_path(int subop, int64_t C, int64_t HW, const pg_conv_geom *g, i
     }
     conv_class k = class_of(C, g);
     conv_plane p = plane_of(HW);
-    bool dnnl = g_dnnl_wins[k][p][col_of(subop)];
-    snprintf(buf, sizeof buf, "%s at %s: %s measured faster", g_class_names[k], g_plane_names[p],
-             dnnl ? "oneDNN" : "pygpu's own");
+    dnnl_table t = table_of();
+    bool dnnl = g_dnnl_wins[t][k][p][col_of(subop)];
+    snprintf(buf, sizeof buf, "%s at %s: %s measured faster (%s table)", g_class_names[k],
+             g_plane_names[p], dnnl ? "oneDNN" : "pygpu's own", g_table_names[t]);
     *why = buf;
     return dnnl;
 }
