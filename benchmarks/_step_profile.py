@@ -3,8 +3,9 @@
 # machine's measured peak that the convolution and GEMM work reaches. Used by targets45.py.
 #
 #   pygpu  per node kind, the node's CPU time from PYGPU_NODE_BUSY (csrc/backends/cpu/
-#          cpu_busy.c: its pool tasks' thread CPU time plus the caller's serial time, spinning
-#          not counted). The instrument prints once, at exit, for the whole process, so a child
+#          cpu_busy.c: its pool tasks' thread CPU time plus the caller's serial time, plus the
+#          process's other threads' CPU while it calls a library with threads of its own, such
+#          as oneDNN's OpenMP team at batch 1; pygpu's spinning not counted). The instrument prints once, at exit, for the whole process, so a child
 #          builds the step, then forks: the forked process warms up and runs the measured steps
 #          and exits (its table: a warm-up's counts plus the steps'), the child then warms up
 #          alone and exits (its table: a warm-up's alone), and the difference is the steps'
