@@ -3,10 +3,12 @@
 # machine's measured peak that the convolution and GEMM work reaches. Used by targets45.py.
 #
 #   pygpu  per node kind, the node's CPU time from PYGPU_NODE_BUSY (csrc/backends/cpu/
-#          cpu_busy.c: its pool tasks' thread CPU time plus the caller's serial time, spinning
-#          not counted). The instrument prints once, at exit, so a child process builds the
-#          step, warms up, drops the counts so far (_C._node_busy_reset), runs the measured
-#          steps and exits: its table is the steps' alone (see pygpu_child). The process CPU
+#          cpu_busy.c: its pool tasks' thread CPU time plus the caller's serial time, plus the
+#          process's other threads' CPU while it calls a library with threads of its own, such
+#          as oneDNN's OpenMP team at batch 1; pygpu's spinning not counted). The instrument
+#          prints once, at exit, so a child process builds the step, warms up, drops the counts
+#          so far (_C._node_busy_reset), runs the measured steps and exits: its table is the
+#          steps' alone (see pygpu_child). The process CPU
 #          time of the measured steps minus the nodes' is the time outside nodes (Python
 #          dispatch, autograd, allocation, a pool thread's spinning).
 #   torch  per ATen op that reaches its kernels (a TorchDispatchMode: the ops below autograd,

@@ -3,7 +3,9 @@
 # with Linux perf (issue 45). The step runs in a child process; once it is warm, perf attaches
 # to it for --steps steps and is stopped by the child before it exits (so the interpreter's
 # shutdown is not counted). A sample is in a node when its stack holds `cpu_launch` (the cpu
-# backend's entry: the node's waits and kernel); a pool worker's sample is a task or a wait.
+# backend's entry: the node's waits and kernel), or in oneDNN when its leaf is JIT code (no
+# unwind tables: the stack stops there) or its stack is in libdnnl or libgomp; a pool
+# worker's sample is a task or a wait.
 #
 #   PYTHONPATH=. python benchmarks/perf_outside_nodes.py resnet18@32 --threads 1 --steps 3
 #
@@ -41,11 +43,26 @@ os.kill(int(open({perfpid!r}).read()), signal.SIGINT)
 print(f"{{cpu * 1e3:.1f}}")
 """
 
+def _jit_leaf(joined):
+    """Whether the sample's innermost user-space frame is code no file holds: JIT code
+    (perf names it `[unknown]`, in a /tmp/perf-PID.map or an anonymous mapping)."""
+    for frame in joined.split(" | "):
+        if "[kernel.kallsyms]" in frame:
+            continue  # an interrupt or a page fault taken in the frame below
+        return "[unknown]" in frame and ("perf-" in frame or "anon" in frame or
+                                         "([unknown])" in frame)
+    return False
+
+
 # what a sample's stack says, first match wins (the stack as one string of symbol names)
 CATEGORIES = (
     ("pool worker: task", lambda j: "worker_main" in j and "run_task" in j),
     ("pool worker: waiting for a job", lambda j: "worker_main" in j),
     ("in nodes", lambda j: "cpu_launch" in j),
+    # oneDNN's kernels are JIT code with no unwind tables: the unwinder stops in them, so
+    # their samples never reach cpu_launch (they read as "Python interpreter" before)
+    ("in oneDNN (JIT code or libdnnl/libgomp, unwound no further)",
+     lambda j: _jit_leaf(j) or "libdnnl" in j or "libgomp" in j),
     ("python gc", lambda j: "gc_collect" in j),
     ("backward engine outside nodes", lambda j: "pg_ag_backward" in j),
     ("other pygpu C outside nodes", lambda j: "_C.cpython" in j or "pygpu/_C" in j),

@@ -104,21 +104,30 @@ def test_each_path_matches_torch(device, conv_path, path, name, xs, ws, bias, kw
 
 def test_auto_follows_the_table(conv_path):
     conv_path("auto")
-    # a ResNet's 3x3 at 16x16: oneDNN each way; MobileNet's 1x1 at 32x32: pygpu's own
+    # a ResNet's 3x3 at 16x16 and 8x8: oneDNN on an Intel CPU and on AMD's AVX-512, pygpu's
+    # own forward on AMD's AVX2; MobileNet's 1x1 at 32x32: pygpu's own on every table
+    table = mkldnn.conv_path((32, 128, 16, 16), (128, 128, 3, 3), 1, 1)[1].split("(")[-1]
+    table = table.removesuffix(" table)")
+    assert table in ("Intel AVX-512", "AMD AVX-512", "AMD AVX2"), table
     for which in ("forward", "input", "weight"):
         path, why = mkldnn.conv_path((32, 128, 16, 16), (128, 128, 3, 3), 1, 1, which=which)
-        assert (path, why) == ("dnnl", "3x3 stride 1 at 16x16: oneDNN measured faster")
+        want = "own" if table == "AMD AVX2" and which != "weight" else "dnnl"
+        assert path == want, why
+        assert why == (f"3x3 stride 1 at 16x16: {'oneDNN' if want == 'dnnl' else 'pygpu' + chr(39) + 's own'}"
+                       f" measured faster ({table} table)"), why
         path, why = mkldnn.conv_path((32, 16, 32, 32), (96, 16, 1, 1), which=which)
         assert path == "own" and why.startswith("1x1 stride 1 at 32x32+"), why
-    # 512 channels at 4x4: oneDNN forward, pygpu's own weight gradient
+    # 512 channels at 4x4: oneDNN forward; the weight gradient pygpu's own but on AMD AVX-512
     assert mkldnn.conv_path((32, 512, 4, 4), (512, 512, 3, 3), 1, 1)[0] == "dnnl"
-    assert mkldnn.conv_path((32, 512, 4, 4), (512, 512, 3, 3), 1, 1, which="weight")[0] == "own"
-    # what the table says is what runs: a 1x1 at 32x32 never reaches oneDNN, a 3x3 does
+    assert mkldnn.conv_path((32, 512, 4, 4), (512, 512, 3, 3), 1, 1, which="weight")[0] == \
+        ("dnnl" if table == "AMD AVX-512" else "own")
+    # what the table says is what runs: a 1x1 at 32x32 never reaches oneDNN, a 3x3 at 4x4
+    # does (on every table)
     x, w, _ = _data((2, 16, 32, 32), (24, 16, 1, 1), False)
     before = mkldnn.calls()
     F.conv2d(pygpu.tensor(x), pygpu.tensor(w))
     assert mkldnn.calls() == before
-    x, w, _ = _data((2, 16, 16, 16), (16, 16, 3, 3), False)
+    x, w, _ = _data((2, 16, 4, 4), (16, 16, 3, 3), False)
     F.conv2d(pygpu.tensor(x), pygpu.tensor(w), padding=1)
     assert mkldnn.calls() == before + 1
 
@@ -204,7 +213,7 @@ _CHECK = """
 @pytest.mark.parametrize("env,path,calls", [("own", "own", 0), ("dnnl", "dnnl", 3),
                                            ("auto", "auto", 1)])
 def test_pygpu_conv_environment_variable(env, path, calls):
-    out = _in_process(_CHECK, PYGPU_CONV=env).split()
+    out = _in_process(_CHECK, PYGPU_CONV=env, PYGPU_CONV_TABLE="intel").split()
     assert out[:3] == [path, str(calls), "None"], out
 
 
@@ -249,6 +258,99 @@ def test_a_process_forked_after_onednn_ran_keeps_pygpus_kernels():
             os._exit(0 if ok else 1)
         _, status = os.waitpid(pid, 0)
         print("parent", status, mkldnn.conv_path((2, 8, 16, 16), (8, 8, 3, 3)))
-    """, PYGPU_CONV="auto")
+    """, PYGPU_CONV="auto", PYGPU_CONV_TABLE="intel")  # Intel's: oneDNN at 16x16 at any ISA
     assert "child True" in out and "forked after oneDNN was loaded" in out, out
     assert "parent 0" in out and "'dnnl'" in out.split("parent", 1)[1], out
+
+
+# ---- threads: oneDNN's OpenMP team against pygpu's pool, and what the instrument counts ----
+_THREADS = """
+    import os, sys, time
+    import numpy as np, pygpu
+    from pygpu.nn import functional as F
+    def thread_ms():  # {thread id: CPU ms} of this process
+        out = {}
+        for t in os.listdir("/proc/self/task"):
+            f = open(f"/proc/self/task/{t}/stat").read().rsplit(")", 1)[1].split()
+            out[t] = (int(f[11]) + int(f[12])) * 10
+        return out
+    rng = np.random.default_rng(0)
+    x = pygpu.tensor(rng.standard_normal((8, 64, 32, 32)).astype(np.float32))
+    w = pygpu.tensor(rng.standard_normal((64, 64, 3, 3)).astype(np.float32))
+    pygpu.set_num_threads(2)
+    F.conv2d(x, w, padding=1)  # a primitive made at 2 threads
+    pygpu.set_num_threads(int(sys.argv[1]))
+    F.conv2d(x, w, padding=1)
+    a, c0 = thread_ms(), time.process_time()
+    for _ in range(100):
+        F.conv2d(x, w, padding=1)
+    b, cpu = thread_ms(), (time.process_time() - c0) * 1e3
+    me = str(__import__("threading").get_native_id())
+    others = sum(b[t] - a.get(t, 0) for t in b if t != me)
+    print(round(cpu), others)
+"""
+
+
+def _threads_run(threads, **env):
+    e = dict(os.environ, PYGPU_CONV="dnnl", **env)
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(_THREADS), str(threads)],
+                       capture_output=True, text=True, env=e, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    cpu, others = (int(v) for v in p.stdout.split())
+    return cpu, others, p.stderr
+
+
+@pytest.mark.parametrize("split", ["1", "0"])
+def test_one_thread_means_one_thread(split):
+    # oneDNN fixes a primitive's OpenMP team when it makes it: the count was set after the
+    # primitive was made, and cached primitives were not keyed by it, so at
+    # pygpu.set_num_threads(1) a convolution ran on two OpenMP threads (torch not imported)
+    cpu, others, _ = _threads_run(1, PYGPU_DNNL_SPLIT=split)
+    assert others <= 0.1 * cpu + 20, (cpu, others)
+
+
+def _busy_rows(stderr):
+    rows = {}
+    for line in stderr.splitlines():
+        parts = line.split()
+        if len(parts) == 9 and parts[0] != "node":
+            try:
+                rows[parts[0]] = [float(v) for v in parts[1:]]
+            except ValueError:
+                pass
+    return rows
+
+
+@pytest.mark.parametrize("split", ["1", "0"])
+def test_the_instrument_counts_onednns_threads(split):
+    # PYGPU_NODE_BUSY counted a oneDNN node's calling thread alone: its OpenMP team's CPU
+    # read as "outside nodes" and a convolution as 150% of the FMA peak. Now the node's CPU
+    # is the process's while it ran (split=0: the team; split=1: pygpu's pool, a slice each)
+    cpu, others, err = _threads_run(2, PYGPU_DNNL_SPLIT=split, PYGPU_NODE_BUSY="1")
+    conv = _busy_rows(err)["conv2d"]  # calls, serial, cpu, crit, cores, idle, serial, wall
+    assert conv[0] == 102
+    assert others > 0.25 * cpu, (cpu, others)  # two threads did work
+    # the node's CPU against the process's over the 100 timed calls (+ 2 untimed ones)
+    assert conv[2] >= 0.8 * cpu, (conv, cpu)
+
+
+# The choice table is the CPU's: its vendor's, at its ISA class (PYGPU_CONV_TABLE forces the
+# vendor). 3x3 stride 2 at 8x8 (ResNet's 256->512): the weight gradient was pygpu's own on the
+# Intel Xeon, oneDNN's on AMD's Zen 5 at AVX-512, pygpu's own again at AVX2; 3x3 stride 1 at
+# 32x32: oneDNN's forward but on AMD at AVX2
+@pytest.mark.parametrize("vendor,isa,table,weight,forward", [
+    ("intel", None, "Intel AVX-512", "own", "dnnl"),
+    ("amd", "avx512", "AMD AVX-512", "dnnl", "dnnl"),
+    ("amd", "avx2", "AMD AVX2", "own", "own"),
+])
+def test_the_table_is_the_cpus(vendor, isa, table, weight, forward):
+    if isa == "avx512" and LEVELS.index(pygpu.cpu_isa(detected=True)) < LEVELS.index("avx512"):
+        pytest.skip("this CPU has no AVX-512")
+    env = dict(PYGPU_CONV_TABLE=vendor, **({"PYGPU_ISA": isa} if isa else {}))
+    out = _in_process("""
+        from pygpu.backends import mkldnn
+        print(*mkldnn.conv_path((32, 256, 8, 8), (512, 256, 3, 3), 2, 1, which="weight"), sep="|")
+        print(*mkldnn.conv_path((32, 64, 32, 32), (64, 64, 3, 3), 1, 1), sep="|")
+    """, **env).splitlines()
+    assert out[0].startswith(f"{weight}|3x3 stride 2 at 8x8") and f"({table} table)" in out[0], out
+    assert out[1].startswith(f"{forward}|3x3 stride 1 at 32x32+"), out

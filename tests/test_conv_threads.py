@@ -75,8 +75,8 @@ def test_node_busy_table_names_each_node_kind():
             "x = pygpu.tensor(np.ones((32, 64, 16, 16), np.float32), requires_grad=True)\n"
             "w = pygpu.tensor(np.ones((64, 64, 3, 3), np.float32), requires_grad=True)\n"
             "F.conv2d(x, w, padding=1).sum().backward()\n")
-    # pygpu's pool's split is what the instrument sees: oneDNN's nodes run on its OpenMP
-    # threads, outside the pool (they would read as serial), so its own kernels are pinned
+    # pygpu's own kernels' split over the pool is what this checks (oneDNN's slices are
+    # test_conv_dnnl.py's), so its own kernels are pinned
     env = dict(os.environ, PYGPU_NODE_BUSY="2", PYGPU_CONV="own")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))

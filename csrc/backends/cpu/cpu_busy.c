@@ -5,7 +5,10 @@
  *   calls      nodes run, and how many of them ran no pool job (on the calling thread only)
  *   cpu ms     the node's CPU time: its pool tasks' (thread CPU time, whichever thread ran
  *              them) plus the caller's outside its pool jobs (set-up, serial passes, a
- *              node not split at all); spinning and waiting are not counted
+ *              node not split at all), plus, while it calls into a library with threads
+ *              of its own (oneDNN's OpenMP team), the CPU the process's other threads spend
+ *              meanwhile (pg_cpu_busy_foreign_begin/end); pygpu's spinning and waiting are
+ *              not counted
  *   crit ms    its critical path: the caller's serial time plus, per pool job, the longest
  *              task or the tasks' time over the threads, whichever is more: what the node
  *              would take on idle cores
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../core/pg_stats.h"
 #include "cpu_busy.h"
@@ -43,6 +47,7 @@ static int g_on; /* 0: off; 1: by node name; 2: by name and output shape */
 static int g_threads;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* the rows (Python threads) */
+static __thread uint64_t t_foreign_ns; /* this thread's foreign CPU so far (its nodes') */
 
 static double idle_ns(const busy_row *r)
 {
@@ -113,6 +118,36 @@ static busy_row *row_of(const pg_node *node)
     return &g_rows[g_nrows++];
 }
 
+static uint64_t process_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Without this, a oneDNN node counted its calling thread alone: the OpenMP team's other
+ * threads' CPU read as "outside nodes", and a convolution as 150% of the FMA peak. The
+ * process clock also counts whatever else runs meanwhile (a pygpu worker's last spin, another
+ * Python thread's ops): time one Python thread's ops at a time, as for the rest. */
+bool pg_cpu_busy_foreign_begin(pg_cpu_busy_mark *m)
+{
+    pthread_once(&g_once, read_env);
+    m->on = g_on != 0;
+    if (m->on) {
+        m->thread_ns = pg_thread_cpu_ns();
+        m->process_ns = process_cpu_ns();
+    }
+    return m->on;
+}
+
+void pg_cpu_busy_foreign_end(const pg_cpu_busy_mark *m)
+{
+    if (!m->on)
+        return;
+    uint64_t process = process_cpu_ns() - m->process_ns, thread = pg_thread_cpu_ns() - m->thread_ns;
+    t_foreign_ns += process > thread ? process - thread : 0;
+}
+
 pg_status pg_cpu_run_timed(pg_pool *pool, const pg_node *node)
 {
     pthread_once(&g_once, read_env);
@@ -120,9 +155,10 @@ pg_status pg_cpu_run_timed(pg_pool *pool, const pg_node *node)
         return pg_cpu_run(pool, node);
     pg_pool_times t0, t1;
     pg_pool_times_read(pool, &t0);
-    uint64_t w0 = pg_now_ns(), c0 = pg_thread_cpu_ns();
+    uint64_t w0 = pg_now_ns(), c0 = pg_thread_cpu_ns(), f0 = t_foreign_ns;
     pg_status st = pg_cpu_run(pool, node);
     uint64_t caller = pg_thread_cpu_ns() - c0, wall = pg_now_ns() - w0;
+    uint64_t foreign = t_foreign_ns - f0; /* the caller's share is in `caller`, its crit */
     pg_pool_times_read(pool, &t1);
     uint64_t in_jobs = t1.caller_cpu_ns - t0.caller_cpu_ns;
     uint64_t serial = caller > in_jobs ? caller - in_jobs : 0;
@@ -132,7 +168,7 @@ pg_status pg_cpu_run_timed(pg_pool *pool, const pg_node *node)
         g_threads = pg_pool_threads(pool);
         r->calls++;
         r->serial_calls += t1.jobs == t0.jobs;
-        r->cpu_ns += serial + (t1.task_cpu_ns - t0.task_cpu_ns);
+        r->cpu_ns += serial + foreign + (t1.task_cpu_ns - t0.task_cpu_ns);
         r->crit_ns += serial + (t1.crit_ns - t0.crit_ns);
         r->serial_ns += serial;
         r->wall_ns += wall;

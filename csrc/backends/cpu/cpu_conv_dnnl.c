@@ -17,13 +17,20 @@
  * (cpu_scratch.h), so a call allocates nothing once warm.
  *
  * Threads: this wheel runs on GNU OpenMP. The node's thread sets its OpenMP thread count to
- * its pool's (pygpu.set_num_threads; one for a pool-less call) before each call, and OpenMP's
+ * its pool's (pygpu.set_num_threads; one for a pool-less call) before each call, before the
+ * primitive is made too: oneDNN fixes a primitive's team size when it makes it (jcp.nthr),
+ * so the cache is keyed by the count (a primitive made at 2 threads ran on 2 OpenMP threads
+ * after pygpu.set_num_threads(1)). Under PYGPU_NODE_BUSY the team's CPU counts to the node
+ * (cpu_busy.h's foreign marks), not to "outside nodes". OpenMP's
  * idle threads sleep instead of spinning after a call (OMP_WAIT_POLICY=passive, set before
  * the library loads unless the user set it), so they do not hold a core pygpu's pool wants.
  * PYGPU_ISA caps oneDNN's ISA too (dnnl_set_max_cpu_isa, before its first primitive).
  *
  * PYGPU_CONV=own|dnnl|auto (default auto: the table) forces a path; _C._cpu_conv_path says
  * which path a shape takes and why. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -32,6 +39,7 @@
 
 #include "../../core/pg_status.h"
 #include "../../core/pg_ops_conv.h"
+#include "cpu_busy.h"
 #include "cpu_conv.h"
 #include "cpu_isa.h"
 #include "cpu_scratch.h"
@@ -275,28 +283,89 @@ static const char *const g_class_names[NUM_CONV_CLASSES] = {
     "1x1 stride 2", "3x3 stride 1", "3x3 stride 2", "other kernel"};
 static const char *const g_plane_names[NUM_CONV_PLANES] = {"32x32+", "16x16", "8x8", "4x4"};
 
-/* What auto runs, per class, plane and sub-op: D oneDNN, O pygpu's own. From
+/* What auto runs, per CPU, class, plane and sub-op: D oneDNN, O pygpu's own. From
  * benchmarks/bench_conv_layers.py --paths own,dnnl (1 thread, process CPU time, batch 32;
  * docs/performance.md, "oneDNN against pygpu's own convolutions"): pygpu's own where it was
- * clearly (> 5%) faster, oneDNN elsewhere, a plane not measured as its measured neighbour,
- * a class not measured (grouped, other kernels) oneDNN's. "fwd dgrad wgrad" per cell. */
+ * clearly (> 5%) faster, summed over a cell's layers, oneDNN elsewhere, a plane not measured
+ * as its measured neighbour, a class not measured (grouped, other kernels) oneDNN's. "fwd
+ * dgrad wgrad" per cell. The winners differ by CPU: the first table was measured on an Intel
+ * Xeon (Emerald Rapids, AVX-512), the others on an AMD EPYC Zen 5, at AVX-512 and capped at
+ * AVX2 (PYGPU_ISA=avx2: oneDNN's AVX2 kernels against pygpu's, the ISA of a Zen 3); a CPU
+ * takes its vendor's table at its ISA class, any other CPU the Intel one. */
+typedef enum dnnl_table { TABLE_INTEL, TABLE_AMD_AVX512, TABLE_AMD_AVX2, NUM_DNNL_TABLES } dnnl_table;
+static const char *const g_table_names[NUM_DNNL_TABLES] = {"Intel AVX-512", "AMD AVX-512",
+                                                           "AMD AVX2"};
 #define D true
 #define O false
-static const bool g_dnnl_wins[NUM_CONV_CLASSES][NUM_CONV_PLANES][3] = {
-    /*                 32x32+     16x16      8x8        4x4 */
-    [CLASS_DW_S1] = {{O, O, O}, {O, D, D}, {D, D, D}, {D, D, D}},
-    [CLASS_DW_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
-    [CLASS_GROUPED] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
-    [CLASS_STEM_K3] = {{O, O, D}, {O, O, D}, {O, O, D}, {O, O, D}},
-    [CLASS_STEM] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
-    [CLASS_K1_S1] = {{O, O, O}, {O, O, O}, {O, O, O}, {D, D, D}},
-    [CLASS_K1_S2] = {{O, O, O}, {O, O, O}, {D, O, D}, {D, O, D}},
-    [CLASS_K3_S1] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, O}},
-    [CLASS_K3_S2] = {{D, D, D}, {D, D, D}, {D, O, O}, {D, O, O}},
-    [CLASS_OTHER] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+static const bool g_dnnl_wins[NUM_DNNL_TABLES][NUM_CONV_CLASSES][NUM_CONV_PLANES][3] = {
+    [TABLE_INTEL] = {
+        /*                 32x32+     16x16      8x8        4x4 */
+        [CLASS_DW_S1] = {{O, O, O}, {O, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_DW_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_GROUPED] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_STEM_K3] = {{O, O, D}, {O, O, D}, {O, O, D}, {O, O, D}},
+        [CLASS_STEM] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+        [CLASS_K1_S1] = {{O, O, O}, {O, O, O}, {O, O, O}, {D, D, D}},
+        [CLASS_K1_S2] = {{O, O, O}, {O, O, O}, {D, O, D}, {D, O, D}},
+        [CLASS_K3_S1] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, O}},
+        [CLASS_K3_S2] = {{D, D, D}, {D, D, D}, {D, O, O}, {D, O, O}},
+        [CLASS_OTHER] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+    },
+    [TABLE_AMD_AVX512] = {
+        [CLASS_DW_S1] = {{O, O, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_DW_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_GROUPED] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_STEM_K3] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+        [CLASS_STEM] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+        [CLASS_K1_S1] = {{O, O, O}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_K1_S2] = {{D, O, D}, {D, O, D}, {D, D, D}, {D, D, D}},
+        [CLASS_K3_S1] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_K3_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_OTHER] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+    },
+    [TABLE_AMD_AVX2] = {
+        [CLASS_DW_S1] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_DW_S2] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_GROUPED] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+        [CLASS_STEM_K3] = {{O, O, D}, {O, O, D}, {O, O, D}, {O, O, D}},
+        [CLASS_STEM] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+        [CLASS_K1_S1] = {{O, O, O}, {O, O, D}, {D, D, D}, {D, D, D}},
+        [CLASS_K1_S2] = {{D, O, D}, {D, O, D}, {D, O, D}, {D, O, D}},
+        [CLASS_K3_S1] = {{O, O, D}, {O, O, D}, {O, D, D}, {D, D, O}},
+        [CLASS_K3_S2] = {{D, D, D}, {D, D, D}, {O, D, O}, {O, D, O}},
+        [CLASS_OTHER] = {{D, D, D}, {D, D, D}, {D, D, D}, {D, D, D}},
+    },
 };
 #undef D
 #undef O
+
+/* The CPU's table: its vendor (cpuid leaf 0; PYGPU_CONV_TABLE=intel|amd forces one) and its
+ * ISA class after PYGPU_ISA's cap. */
+static bool cpu_is_amd(void)
+{
+    static int amd = -1;
+    if (amd < 0) {
+        const char *e = getenv("PYGPU_CONV_TABLE");
+        if (e && (strcmp(e, "amd") == 0 || strcmp(e, "intel") == 0)) {
+            amd = strcmp(e, "amd") == 0;
+        } else {
+            amd = 0;
+#if defined(__x86_64__) || defined(__i386__)
+            unsigned a, b, c, d;
+            if (__get_cpuid(0, &a, &b, &c, &d))
+                amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* AuthenticAMD */
+#endif
+        }
+    }
+    return amd;
+}
+
+static dnnl_table table_of(void)
+{
+    if (!cpu_is_amd())
+        return TABLE_INTEL;
+    return pg_cpu_isa() >= PG_ISA_AVX512 ? TABLE_AMD_AVX512 : TABLE_AMD_AVX2;
+}
 
 static conv_class class_of(int64_t C, const pg_conv_geom *g)
 {
@@ -356,16 +425,17 @@ bool pg_cpu_conv_path(int subop, int64_t C, int64_t HW, const pg_conv_geom *g, i
     }
     conv_class k = class_of(C, g);
     conv_plane p = plane_of(HW);
-    bool dnnl = g_dnnl_wins[k][p][col_of(subop)];
-    snprintf(buf, sizeof buf, "%s at %s: %s measured faster", g_class_names[k], g_plane_names[p],
-             dnnl ? "oneDNN" : "pygpu's own");
+    dnnl_table t = table_of();
+    bool dnnl = g_dnnl_wins[t][k][p][col_of(subop)];
+    snprintf(buf, sizeof buf, "%s at %s: %s measured faster (%s table)", g_class_names[k],
+             g_plane_names[p], dnnl ? "oneDNN" : "pygpu's own", g_table_names[t]);
     *why = buf;
     return dnnl;
 }
 
 /* ---- the primitive cache */
 typedef struct prim_key {
-    int32_t subop, bias, kh, kw, sh, sw, ph, pw, dh, dw, isa;
+    int32_t subop, bias, kh, kw, sh, sw, ph, pw, dh, dw, isa, threads; /* threads: OpenMP's */
     int64_t N, C, H, W, O, OH, OW, G;
 } prim_key;
 
@@ -379,10 +449,15 @@ typedef struct prim_entry {
     const void *prim_md[ROLES]; /* the primitive's (owned by pd) */
     void *reorder[ROLES]; /* user -> primitive for inputs, back for the output; NULL: same */
     size_t bytes[ROLES], scratch_bytes;
+    void *reorder_pd[ROLES];       /* kept for its scratchpad's layout */
+    size_t reorder_scratch[ROLES]; /* a reorder's own scratchpad (user mode: every primitive
+                                    * here may run on two threads at once) */
     void *bias_md;
 } prim_entry;
 
-#define CACHE_SLOTS 64 /* shapes kept; the oldest is dropped when full */
+#define CACHE_SLOTS 256 /* shapes kept, the oldest dropped when full: MobileNetV2 has 74
+                        * (sub-op, shape) pairs on oneDNN a thread count, and at 64 made
+                        * every primitive again each step */
 static prim_entry *g_cache[CACHE_SLOTS];
 static int g_cache_next;
 
@@ -391,6 +466,8 @@ static void entry_free(prim_entry *e)
     for (int r = 0; r < ROLES; r++) {
         if (e->reorder[r])
             g_dnnl.primitive_destroy(e->reorder[r]);
+        if (e->reorder_pd[r])
+            g_dnnl.primitive_desc_destroy(e->reorder_pd[r]);
         if (e->user_md[r])
             g_dnnl.memory_desc_destroy(e->user_md[r]);
     }
@@ -514,10 +591,11 @@ static prim_entry *entry_make(const prim_key *k)
         const void *from = r == out ? e->prim_md[r] : e->user_md[r];
         const void *to = r == out ? e->user_md[r] : e->prim_md[r];
         DNNL_TRY(g_dnnl.reorder_primitive_desc_create(&rpd, from, g_dnnl.engine, to,
-                                                      g_dnnl.engine, NULL));
-        dnnl_status st = g_dnnl.primitive_create(&e->reorder[r], rpd);
-        g_dnnl.primitive_desc_destroy(rpd);
-        DNNL_TRY(st);
+                                                      g_dnnl.engine, attr));
+        e->reorder_pd[r] = rpd;
+        DNNL_TRY(g_dnnl.primitive_create(&e->reorder[r], rpd));
+        const void *rsmd = g_dnnl.primitive_desc_query_md(rpd, DNNL_QUERY_SCRATCHPAD_MD, 0);
+        e->reorder_scratch[r] = rsmd ? g_dnnl.memory_desc_get_size(rsmd) : 0;
         e->bytes[r] = g_dnnl.memory_desc_get_size(e->prim_md[r]);
     }
     const void *smd = g_dnnl.primitive_desc_query_md(e->pd, DNNL_QUERY_SCRATCHPAD_MD, 0);
@@ -571,24 +649,44 @@ static prim_entry *entry_get(const prim_key *k)
 static const pg_cpu_scratch_slot g_role_slot[ROLES] = {PG_SCRATCH_DNNL_X, PG_SCRATCH_DNNL_W,
                                                        PG_SCRATCH_DNNL_Y};
 
-static dnnl_status exec2(void *prim, void *stream, int a0, void *m0, int a1, void *m1)
+/* a reorder, with its scratchpad (the thread's PAD slot: used one primitive at a time) */
+static dnnl_status exec_reorder(prim_entry *e, int r, void *stream, void *from, void *to)
 {
-    dnnl_exec_arg args[2] = {{a0, m0}, {a1, m1}};
-    return g_dnnl.primitive_execute(prim, stream, 2, args);
+    dnnl_exec_arg args[3] = {{DNNL_ARG_SRC, from}, {DNNL_ARG_DST, to}, {0, NULL}};
+    int nargs = 2;
+    void *pad_mem = NULL;
+    if (e->reorder_scratch[r]) {
+        void *buf = pg_cpu_scratch(PG_SCRATCH_DNNL_PAD, e->reorder_scratch[r]);
+        const void *smd = g_dnnl.primitive_desc_query_md(e->reorder_pd[r],
+                                                         DNNL_QUERY_SCRATCHPAD_MD, 0);
+        if (!buf || !smd)
+            return -1;
+        dnnl_status st = g_dnnl.memory_create(&pad_mem, smd, g_dnnl.engine, buf);
+        if (st != DNNL_SUCCESS)
+            return st;
+        args[nargs++] = (dnnl_exec_arg){DNNL_ARG_SCRATCHPAD, pad_mem};
+    }
+    dnnl_status st = g_dnnl.primitive_execute(e->reorder[r], stream, nargs, args);
+    if (pad_mem)
+        g_dnnl.memory_destroy(pad_mem);
+    return st;
 }
 
-static pg_status run_entry(prim_entry *e, const pg_node *n)
+/* The operands of one call: x, w, y (pg_conv_role order) and the bias (or its gradient),
+ * each in pygpu's layout; a slice of the batch, or a partial weight gradient, in the split. */
+typedef struct dnnl_ptrs {
+    void *role[ROLES], *bias;
+} dnnl_ptrs;
+
+static pg_status run_entry(prim_entry *e, int col, int out, const dnnl_ptrs *ptr)
 {
-    int col = col_of(n->subop), out = pg_conv_computes(n->subop);
     void *stream = NULL, *user_mem[ROLES] = {0}, *prim_mem[ROLES] = {0}, *bias_mem = NULL,
          *scratch_mem = NULL;
-    const pg_tensor *t[ROLES] = {pg_conv_operand(n, PG_CONV_X), pg_conv_operand(n, PG_CONV_W),
-                                 pg_conv_operand(n, PG_CONV_Y)};
     pg_status st = PG_OK;
     DNNL_TRY(g_dnnl.stream_create(&stream, g_dnnl.engine, DNNL_STREAM_DEFAULT));
     for (int r = 0; r < ROLES; r++) {
         DNNL_TRY(g_dnnl.memory_create(&user_mem[r], e->user_md[r], g_dnnl.engine,
-                                      pg_tensor_data(t[r])));
+                                      ptr->role[r]));
         if (!e->reorder[r])
             continue;
         void *buf = pg_cpu_scratch(g_role_slot[r], e->bytes[r]);
@@ -598,8 +696,7 @@ static pg_status run_entry(prim_entry *e, const pg_node *n)
         }
         DNNL_TRY(g_dnnl.memory_create(&prim_mem[r], e->prim_md[r], g_dnnl.engine, buf));
         if (r != out)
-            DNNL_TRY(exec2(e->reorder[r], stream, DNNL_ARG_SRC, user_mem[r], DNNL_ARG_DST,
-                           prim_mem[r]));
+            DNNL_TRY(exec_reorder(e, r, stream, user_mem[r], prim_mem[r]));
     }
     dnnl_exec_arg args[ROLES + 2];
     int nargs = 0;
@@ -607,8 +704,7 @@ static pg_status run_entry(prim_entry *e, const pg_node *n)
         args[nargs++] =
             (dnnl_exec_arg){g_role_arg[col][r], prim_mem[r] ? prim_mem[r] : user_mem[r]};
     if (e->key.bias) {
-        const pg_tensor *b = col == 2 ? &n->extra[0] : &n->src[2];
-        DNNL_TRY(g_dnnl.memory_create(&bias_mem, e->bias_md, g_dnnl.engine, pg_tensor_data(b)));
+        DNNL_TRY(g_dnnl.memory_create(&bias_mem, e->bias_md, g_dnnl.engine, ptr->bias));
         args[nargs++] = (dnnl_exec_arg){col == 2 ? DNNL_ARG_DIFF_BIAS : DNNL_ARG_BIAS, bias_mem};
     }
     if (e->scratch_bytes) {
@@ -623,8 +719,7 @@ static pg_status run_entry(prim_entry *e, const pg_node *n)
     }
     DNNL_TRY(g_dnnl.primitive_execute(e->prim, stream, nargs, args));
     if (e->reorder[out])
-        DNNL_TRY(exec2(e->reorder[out], stream, DNNL_ARG_SRC, prim_mem[out], DNNL_ARG_DST,
-                       user_mem[out]));
+        DNNL_TRY(exec_reorder(e, out, stream, prim_mem[out], user_mem[out]));
     DNNL_TRY(g_dnnl.stream_wait(stream));
     goto done;
 fail:
@@ -659,23 +754,172 @@ static uint64_t g_calls;
 
 uint64_t pg_cpu_dnnl_calls(void) { return __atomic_load_n(&g_calls, __ATOMIC_RELAXED); }
 
+/* The node's own operands, whole. */
+static void node_ptrs(const pg_node *n, dnnl_ptrs *p)
+{
+    for (int r = 0; r < ROLES; r++)
+        p->role[r] = pg_tensor_data(pg_conv_operand(n, r));
+    p->bias = col_of(n->subop) == 2 ? (n->extra[0].storage ? pg_tensor_data(&n->extra[0]) : NULL)
+                                    : (n->src[2].storage ? pg_tensor_data(&n->src[2]) : NULL);
+}
+
+/* ---- the batch split: one oneDNN primitive per pool thread, on a slice of the batch.
+ * oneDNN's own threads are an OpenMP team, and where torch was imported first its libgomp's
+ * idle threads spin (about 3 ms after each region: torch's runtime read no OMP_WAIT_POLICY)
+ * on the cores pygpu's pool then wants: in one process with torch, a ResNet-18 step at 2
+ * threads took twice the CPU. So where the batch has a sample per thread, each pool task
+ * runs a single-threaded primitive (no OpenMP region at all) on its slice; a weight gradient
+ * is summed from the tasks' partials, in task order. PYGPU_DNNL_SPLIT=0 keeps the team. */
+typedef struct split_job {
+    const pg_node *n;
+    prim_entry *e[2]; /* slices of lo samples, and of lo + 1 */
+    int64_t N, T, lo;
+    int64_t x_sample, y_sample; /* elements a sample */
+    float *partial;             /* weight gradient: (T - 1) x (w elements + bias elements) */
+    int64_t w_elems, b_elems;
+} split_job;
+
+static pg_status split_task(void *ctx, int64_t t)
+{
+    split_job *j = ctx;
+    int64_t n0 = j->N * t / j->T, n1 = j->N * (t + 1) / j->T;
+    prim_entry *e = j->e[n1 - n0 - j->lo];
+    int col = col_of(j->n->subop), out = pg_conv_computes(j->n->subop);
+    dnnl_ptrs p;
+    node_ptrs(j->n, &p);
+    p.role[PG_CONV_X] = (float *)p.role[PG_CONV_X] + n0 * j->x_sample;
+    p.role[PG_CONV_Y] = (float *)p.role[PG_CONV_Y] + n0 * j->y_sample;
+    if (col == 2 && t > 0) {
+        float *mine = j->partial + (t - 1) * (j->w_elems + j->b_elems);
+        p.role[PG_CONV_W] = mine;
+        p.bias = p.bias ? mine + j->w_elems : NULL;
+    }
+    int before = g_dnnl.omp_get_max_threads ? g_dnnl.omp_get_max_threads() : 0;
+    if (g_dnnl.omp_set_num_threads && before != 1)
+        g_dnnl.omp_set_num_threads(1);
+    pg_status st = run_entry(e, col, out, &p);
+    if (g_dnnl.omp_set_num_threads && before > 1)
+        g_dnnl.omp_set_num_threads(before);
+    return st;
+}
+
+enum { SUM_CHUNK = 16384 }; /* elements a summing task */
+
+static pg_status sum_task(void *ctx, int64_t t)
+{
+    split_job *j = ctx;
+    float *w = (float *)pg_tensor_data(pg_conv_operand(j->n, PG_CONV_W));
+    int64_t a = t * SUM_CHUNK, b = a + SUM_CHUNK < j->w_elems ? a + SUM_CHUNK : j->w_elems;
+    for (int64_t k = 1; k < j->T; k++) {
+        const float *p = j->partial + (k - 1) * (j->w_elems + j->b_elems);
+        for (int64_t i = a; i < b; i++)
+            w[i] += p[i];
+    }
+    return PG_OK;
+}
+
+static bool split_wanted(int64_t N, int64_t T)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("PYGPU_DNNL_SPLIT");
+        on = !(e && strcmp(e, "0") == 0);
+    }
+    return on && T > 1 && N >= T;
+}
+
+/* NULL-free entries for the slices' sizes, or false (oneDNN refused one: the caller runs the
+ * node on pygpu's kernels) */
+static bool split_entries(split_job *j, const prim_key *whole)
+{
+    for (int s = 0; s < 2; s++) {
+        j->e[s] = NULL;
+        if (s == 1 && j->N % j->T == 0)
+            continue;
+        prim_key k = *whole;
+        k.N = j->lo + s;
+        k.threads = 1;
+        if (!(j->e[s] = entry_get(&k)))
+            return false;
+    }
+    return true;
+}
+
+static pg_status run_split(pg_pool *pool, const pg_node *n, const prim_key *whole, bool *ran)
+{
+    split_job j = {.n = n, .N = whole->N, .T = pg_pool_threads(pool)};
+    j.lo = j.N / j.T;
+    j.x_sample = whole->C * whole->H * whole->W;
+    j.y_sample = whole->O * whole->OH * whole->OW;
+    int col = col_of(n->subop);
+    pg_status st = PG_OK;
+    /* made with one OpenMP thread: a primitive takes its team size when it is made */
+    int before = g_dnnl.omp_get_max_threads ? g_dnnl.omp_get_max_threads() : 0;
+    if (g_dnnl.omp_set_num_threads)
+        g_dnnl.omp_set_num_threads(1);
+    bool ok = split_entries(&j, whole);
+    if (g_dnnl.omp_set_num_threads && before > 0)
+        g_dnnl.omp_set_num_threads(before);
+    if (ok && col == 2) {
+        j.w_elems = pg_tensor_numel(pg_conv_operand(n, PG_CONV_W));
+        j.b_elems = whole->bias ? whole->O : 0;
+        /* the caller's buffer, kept: a fresh one a call cost a page fault per 4 KiB */
+        j.partial = pg_cpu_scratch(PG_SCRATCH_DNNL_PARTS,
+                                   (size_t)((j.T - 1) * (j.w_elems + j.b_elems)) * sizeof(float));
+        if (!j.partial)
+            st = pg_error_set(PG_ERR_NOMEM, "conv2d: out of memory for the weight gradient");
+    }
+    if (ok && st == PG_OK)
+        st = pg_pool_run(pool, j.T, split_task, &j);
+    if (ok && st == PG_OK && col == 2) {
+        st = pg_pool_run(pool, (j.w_elems + SUM_CHUNK - 1) / SUM_CHUNK, sum_task, &j);
+        if (j.b_elems) {
+            float *b = (float *)pg_tensor_data(&n->extra[0]);
+            for (int64_t t = 1; t < j.T; t++)
+                for (int64_t o = 0; o < j.b_elems; o++)
+                    b[o] += j.partial[(t - 1) * (j.w_elems + j.b_elems) + j.w_elems + o];
+        }
+    }
+    for (int s = 0; s < 2; s++)
+        if (j.e[s])
+            entry_release(j.e[s]);
+    *ran = ok && st == PG_OK;
+    return st;
+}
+
 pg_status pg_cpu_conv_dnnl(pg_pool *pool, const pg_node *n, bool *ran)
 {
     prim_key k;
     key_of(n, &k);
+    k.threads = pool ? pg_pool_threads(pool) : 1;
     *ran = false;
-    prim_entry *e = entry_get(&k);
-    if (!e)
-        return PG_OK; /* oneDNN refused the shape: pygpu's own kernels run it */
+    if (split_wanted(k.N, k.threads)) {
+        pg_status st = run_split(pool, n, &k, ran);
+        if (*ran)
+            __atomic_fetch_add(&g_calls, 1, __ATOMIC_RELAXED);
+        return st;
+    }
     /* the thread's OpenMP count is the process's OpenMP runtime's: where torch is loaded, its
-     * libgomp (global symbols) runs oneDNN's regions too, so the count torch set is put back */
+     * libgomp (global symbols) runs oneDNN's regions too, so the count torch set is put back.
+     * Set before entry_get: a primitive made now takes its team size from it. */
     int before = g_dnnl.omp_get_max_threads ? g_dnnl.omp_get_max_threads() : 0;
     if (g_dnnl.omp_set_num_threads)
-        g_dnnl.omp_set_num_threads(pool ? pg_pool_threads(pool) : 1);
-    pg_status st = run_entry(e, n);
+        g_dnnl.omp_set_num_threads(k.threads);
+    prim_entry *e = entry_get(&k);
+    pg_status st = PG_OK;
+    if (e) { /* else oneDNN refused the shape: pygpu's own kernels run it */
+        pg_cpu_busy_mark mark;
+        pg_cpu_busy_foreign_begin(&mark);
+        dnnl_ptrs p;
+        node_ptrs(n, &p);
+        st = run_entry(e, col_of(n->subop), pg_conv_computes(n->subop), &p);
+        pg_cpu_busy_foreign_end(&mark);
+        entry_release(e);
+    }
     if (g_dnnl.omp_set_num_threads && before > 0)
         g_dnnl.omp_set_num_threads(before);
-    entry_release(e);
+    if (!e)
+        return PG_OK;
     *ran = st == PG_OK;
     if (*ran)
         __atomic_fetch_add(&g_calls, 1, __ATOMIC_RELAXED);

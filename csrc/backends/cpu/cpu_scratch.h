@@ -22,6 +22,7 @@ typedef enum pg_cpu_scratch_slot {
     PG_SCRATCH_DNNL_W,     /* cpu_conv_dnnl.c: w (or dW) in oneDNN's layout */
     PG_SCRATCH_DNNL_Y,     /* cpu_conv_dnnl.c: y (or dy) in oneDNN's layout */
     PG_SCRATCH_DNNL_PAD,   /* cpu_conv_dnnl.c: oneDNN's scratchpad */
+    PG_SCRATCH_DNNL_PARTS, /* cpu_conv_dnnl.c: the batch split's partial weight gradients */
     PG_SCRATCH_NUM_SLOTS
 } pg_cpu_scratch_slot;
 
