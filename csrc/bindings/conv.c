@@ -10,6 +10,7 @@
  * _cpu_dnnl_offer/_cpu_dnnl_info/_cpu_conv_mode/_cpu_conv_path: the CPU's oneDNN path
  * (csrc/backends/cpu/cpu_conv_dnnl.c), for pygpu/backends/mkldnn.py. */
 #include "../backends/cpu/cpu_conv.h"
+#include "../backends/cpu/cpu_dnnl.h"
 #include "../core/pg_backend.h"
 #include "../core/pg_ops_conv.h"
 #include "tensor_object.h"

@@ -16,14 +16,10 @@ pg_status pg_cpu_conv_direct(pg_pool *pool, const pg_node *n); /* C/groups == 1 
  * 0 where it does not (3x3, stride 1, one group, float32, forward or input gradient) */
 int pg_cpu_conv_winograd_tile(const pg_node *n);
 pg_status pg_cpu_conv_winograd(pg_pool *pool, const pg_node *n, int m);
-/* oneDNN (cpu_conv_dnnl.c, loaded on first use from the offered paths, "\n"-separated).
+/* oneDNN's convolutions (cpu_conv_dnnl.c; the library loaded by cpu_dnnl.h's loader).
  * Which path a CONV shape takes: PYGPU_CONV (or pg_cpu_conv_set_mode) forces one, auto
  * follows the measured table. */
 typedef enum pg_conv_path { PG_CONV_PATH_AUTO, PG_CONV_PATH_OWN, PG_CONV_PATH_DNNL, PG_NUM_CONV_PATHS } pg_conv_path;
-void pg_cpu_dnnl_offer(const char *paths);
-bool pg_cpu_dnnl_loaded(void);                        /* loads it on the first call */
-const char *pg_cpu_dnnl_why(void);                    /* NULL when loaded, else why not */
-const char *pg_cpu_dnnl_version(char *buf, size_t len); /* "3.2.0", or NULL */
 uint64_t pg_cpu_dnnl_calls(void); /* CONV nodes oneDNN ran, since the process started */
 int pg_cpu_conv_mode(void);
 int pg_cpu_conv_set_mode(const char *name); /* "auto", "own", "dnnl"; -1 for another name */

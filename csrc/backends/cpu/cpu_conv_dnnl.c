@@ -5,10 +5,9 @@
  * benchmarks/bench_conv_layers.py --paths, docs/performance.md).
  *
  * libdnnl.so.3 (oneDNN v3, the onednn-cpu-gomp wheel: pip install pygpu[cpu-fast]) is loaded
- * with dlopen on the first CONV node, never at `import pygpu`, from the paths Python offers
- * (pygpu/backends/mkldnn.py); the C API subset used is declared here, as cuda_cudnn.c declares
- * cuDNN's (oneDNN's headers are Apache-2.0; the values are v3.2's, stable across v3). Where
- * no path loads, or the library refuses a shape, the node runs on pygpu's own kernels.
+ * on the first CONV node, never at `import pygpu`, by cpu_dnnl.c, which declares the part of
+ * its C API pygpu calls. Where no path loads, or the library refuses a shape, the node runs
+ * on pygpu's own kernels.
  *
  * Per shape, a primitive descriptor and primitive are made once and kept (a bounded cache,
  * entries counted while in use): the primitive picks its layouts (format `any`), pygpu's
@@ -31,7 +30,6 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,188 +39,9 @@
 #include "../../core/pg_ops_conv.h"
 #include "cpu_busy.h"
 #include "cpu_conv.h"
+#include "cpu_dnnl.h"
 #include "cpu_isa.h"
 #include "cpu_scratch.h"
-
-/* ---- oneDNN's C API, the subset used (dnnl.h, dnnl_types.h, dnnl_common_types.h of v3.2) */
-typedef int dnnl_status;
-typedef int64_t dnnl_dims[12];
-typedef struct { int arg; void *memory; } dnnl_exec_arg;
-typedef struct {
-    int major, minor, patch;
-    const char *hash;
-    unsigned cpu_runtime, gpu_runtime;
-} dnnl_version_t;
-enum {
-    DNNL_SUCCESS = 0, DNNL_ENGINE_CPU = 1, DNNL_STREAM_DEFAULT = 1, DNNL_F32 = 3,
-    DNNL_TAG_ANY = 1, DNNL_TAG_A = 2, DNNL_TAG_ABCD = 5, DNNL_TAG_ABCDE = 6,
-    DNNL_FORWARD_TRAINING = 64, DNNL_CONVOLUTION_DIRECT = 1, DNNL_SCRATCHPAD_USER = 1,
-    DNNL_QUERY_IMPL_INFO_STR = 8, DNNL_QUERY_SRC_MD = 129, DNNL_QUERY_DIFF_SRC_MD = 130,
-    DNNL_QUERY_WEIGHTS_MD = 131, DNNL_QUERY_DIFF_WEIGHTS_MD = 132, DNNL_QUERY_DST_MD = 133,
-    DNNL_QUERY_DIFF_DST_MD = 134, DNNL_QUERY_SCRATCHPAD_MD = 136,
-    DNNL_ARG_SRC = 1, DNNL_ARG_DST = 17, DNNL_ARG_WEIGHTS = 33, DNNL_ARG_BIAS = 41,
-    DNNL_ARG_SCRATCHPAD = 80, DNNL_ARG_DIFF_SRC = 129, DNNL_ARG_DIFF_DST = 145,
-    DNNL_ARG_DIFF_WEIGHTS = 161, DNNL_ARG_DIFF_BIAS = 169,
-    DNNL_ISA_SSE41 = 0x1, DNNL_ISA_AVX2 = 0x7, DNNL_ISA_AVX512_CORE = 0x27,
-    DNNL_ISA_AVX512_CORE_BF16 = 0xe7,
-};
-
-/* name, return type, parameters: the functions loaded from libdnnl (dnnl_<name>) */
-#define DNNL_API_FUNCS(X)                                                                         \
-    X(engine_create, dnnl_status, (void **engine, int kind, size_t index))                       \
-    X(stream_create, dnnl_status, (void **stream, void *engine, unsigned flags))                 \
-    X(stream_destroy, dnnl_status, (void *stream))                                               \
-    X(memory_desc_create_with_tag, dnnl_status,                                                  \
-      (void **md, int ndims, const int64_t *dims, int data_type, int tag))                      \
-    X(memory_desc_destroy, dnnl_status, (void *md))                                              \
-    X(memory_desc_equal, int, (const void *a, const void *b))                                    \
-    X(memory_desc_get_size, size_t, (const void *md))                                            \
-    X(memory_create, dnnl_status, (void **mem, const void *md, void *engine, void *handle))      \
-    X(memory_destroy, dnnl_status, (void *mem))                                                  \
-    X(primitive_attr_create, dnnl_status, (void **attr))                                         \
-    X(primitive_attr_destroy, dnnl_status, (void *attr))                                         \
-    X(primitive_attr_set_scratchpad_mode, dnnl_status, (void *attr, int mode))                   \
-    X(convolution_forward_primitive_desc_create, dnnl_status,                                    \
-      (void **pd, void *engine, int prop, int alg, const void *src, const void *weights,         \
-       const void *bias, const void *dst, const int64_t *strides, const int64_t *dilates,        \
-       const int64_t *pad_l, const int64_t *pad_r, const void *attr))                            \
-    X(convolution_backward_data_primitive_desc_create, dnnl_status,                              \
-      (void **pd, void *engine, int alg, const void *diff_src, const void *weights,              \
-       const void *diff_dst, const int64_t *strides, const int64_t *dilates,                     \
-       const int64_t *pad_l, const int64_t *pad_r, const void *hint, const void *attr))          \
-    X(convolution_backward_weights_primitive_desc_create, dnnl_status,                           \
-      (void **pd, void *engine, int alg, const void *src, const void *diff_weights,              \
-       const void *diff_bias, const void *diff_dst, const int64_t *strides,                      \
-       const int64_t *dilates, const int64_t *pad_l, const int64_t *pad_r, const void *hint,     \
-       const void *attr))                                                                        \
-    X(reorder_primitive_desc_create, dnnl_status,                                                \
-      (void **pd, const void *src_md, void *src_engine, const void *dst_md, void *dst_engine,    \
-       const void *attr))                                                                        \
-    X(primitive_desc_query, dnnl_status, (const void *pd, int what, int index, void *result))    \
-    X(primitive_desc_query_md, const void *, (const void *pd, int what, int index))              \
-    X(primitive_desc_destroy, dnnl_status, (void *pd))                                           \
-    X(primitive_create, dnnl_status, (void **prim, const void *pd))                              \
-    X(primitive_destroy, dnnl_status, (void *prim))                                              \
-    X(primitive_execute, dnnl_status,                                                            \
-      (const void *prim, void *stream, int nargs, const dnnl_exec_arg *args))                    \
-    X(stream_wait, dnnl_status, (void *stream))                                                  \
-    X(set_max_cpu_isa, dnnl_status, (int isa))                                                   \
-    X(version, const dnnl_version_t *, (void))
-
-static struct {
-#define DNNL_FIELD(name, ret, params) ret(*name) params;
-    DNNL_API_FUNCS(DNNL_FIELD)
-#undef DNNL_FIELD
-    void (*omp_set_num_threads)(int);
-    int (*omp_get_max_threads)(void);
-    void *engine;
-} g_dnnl;
-
-/* ---- loading: the offered paths, tried once on the first CONV node */
-static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t g_cache_lock = PTHREAD_MUTEX_INITIALIZER; /* the primitives' cache, below */
-static char g_paths[4096];
-static char g_why[512] = "no libdnnl path was offered (import pygpu offers them)";
-static int g_state; /* 0 untried, 1 loaded, -1 failed */
-
-void pg_cpu_dnnl_offer(const char *paths)
-{
-    pthread_mutex_lock(&g_load_lock);
-    if (g_state != 1) {
-        snprintf(g_paths, sizeof g_paths, "%s", paths ? paths : "");
-        g_state = 0;
-    }
-    pthread_mutex_unlock(&g_load_lock);
-}
-
-static int isa_cap(void)
-{
-    static const int cap[PG_NUM_ISA] = {
-        [PG_ISA_BASELINE] = DNNL_ISA_SSE41, [PG_ISA_AVX2] = DNNL_ISA_AVX2,
-        [PG_ISA_AVX512] = DNNL_ISA_AVX512_CORE, [PG_ISA_AVX512_BF16] = DNNL_ISA_AVX512_CORE_BF16};
-    return cap[pg_cpu_isa()];
-}
-
-static bool load_one(const char *path)
-{
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(g_why, sizeof g_why, "%s", dlerror());
-        return false;
-    }
-#define DNNL_SYM(name, ret, params)                                                               \
-    if (!(*(void **)&g_dnnl.name = dlsym(h, "dnnl_" #name))) {                                    \
-        snprintf(g_why, sizeof g_why, "%s has no dnnl_" #name " (oneDNN v3 is needed)", path);   \
-        dlclose(h);                                                                              \
-        return false;                                                                            \
-    }
-    DNNL_API_FUNCS(DNNL_SYM)
-#undef DNNL_SYM
-    /* the OpenMP runtime libdnnl was built on (found through its dependencies) */
-    *(void **)&g_dnnl.omp_set_num_threads = dlsym(h, "omp_set_num_threads");
-    *(void **)&g_dnnl.omp_get_max_threads = dlsym(h, "omp_get_max_threads");
-    const dnnl_version_t *v = g_dnnl.version();
-    if (!v || v->major < 3) {
-        snprintf(g_why, sizeof g_why, "%s is oneDNN %d; pygpu needs v3", path, v ? v->major : 0);
-        dlclose(h);
-        return false;
-    }
-    if (g_dnnl.set_max_cpu_isa(isa_cap()) != DNNL_SUCCESS ||
-        g_dnnl.engine_create(&g_dnnl.engine, DNNL_ENGINE_CPU, 0) != DNNL_SUCCESS) {
-        snprintf(g_why, sizeof g_why, "%s: oneDNN's CPU engine could not be made", path);
-        dlclose(h);
-        return false;
-    }
-    g_why[0] = 0;
-    return true; /* kept loaded for the process's life */
-}
-
-/* A forked child of a process that loaded oneDNN keeps pygpu's own kernels: oneDNN's
- * OpenMP threads do not survive a fork, and a convolution run on oneDNN after one hung the
- * forked process (targets45's profile child in CI, 2026-11-29; a Hogwild CNN forks so). The
- * child's locks start unlocked (a parent thread may have held one at the fork). */
-static int g_forked; /* 1 in a child forked after oneDNN was loaded */
-
-static void dnnl_after_fork_child(void)
-{
-    pthread_mutex_init(&g_load_lock, NULL);
-    pthread_mutex_init(&g_cache_lock, NULL);
-    if (g_state == 1)
-        g_forked = 1;
-}
-
-bool pg_cpu_dnnl_loaded(void)
-{
-    pthread_mutex_lock(&g_load_lock);
-    if (g_state == 0) {
-        pthread_atfork(NULL, NULL, dnnl_after_fork_child); /* once: g_state leaves 0 here */
-        /* OpenMP reads these once, when it loads with libdnnl: idle threads sleep after a call */
-        setenv("OMP_WAIT_POLICY", "passive", 0);
-        setenv("GOMP_SPINCOUNT", "0", 0);
-        char paths[sizeof g_paths], *save = NULL;
-        memcpy(paths, g_paths, sizeof paths);
-        g_state = -1;
-        for (char *p = strtok_r(paths, "\n", &save); p; p = strtok_r(NULL, "\n", &save))
-            if (load_one(p)) {
-                g_state = 1;
-                break;
-            }
-    }
-    bool ok = g_state == 1;
-    pthread_mutex_unlock(&g_load_lock);
-    return ok;
-}
-
-const char *pg_cpu_dnnl_why(void) { return pg_cpu_dnnl_loaded() ? NULL : g_why; }
-
-const char *pg_cpu_dnnl_version(char *buf, size_t len)
-{
-    if (!pg_cpu_dnnl_loaded())
-        return NULL;
-    const dnnl_version_t *v = g_dnnl.version();
-    snprintf(buf, len, "%d.%d.%d", v->major, v->minor, v->patch);
-    return buf;
-}
 
 /* ---- which path a shape takes */
 static int g_mode = -1; /* PG_CONV_PATH_*; -1: PYGPU_CONV not read yet */
@@ -297,7 +116,7 @@ static const char *const g_table_names[NUM_DNNL_TABLES] = {"Intel AVX-512", "AMD
                                                            "AMD AVX2"};
 #define D true
 #define O false
-static const bool g_dnnl_wins[NUM_DNNL_TABLES][NUM_CONV_CLASSES][NUM_CONV_PLANES][3] = {
+static const bool pg_dnnl_wins[NUM_DNNL_TABLES][NUM_CONV_CLASSES][NUM_CONV_PLANES][3] = {
     [TABLE_INTEL] = {
         /*                 32x32+     16x16      8x8        4x4 */
         [CLASS_DW_S1] = {{O, O, O}, {O, D, D}, {D, D, D}, {D, D, D}},
@@ -411,11 +230,11 @@ bool pg_cpu_conv_path(int subop, int64_t C, int64_t HW, const pg_conv_geom *g, i
         return false;
     }
     if (!pg_cpu_dnnl_loaded()) {
-        snprintf(buf, sizeof buf, "oneDNN is not loaded: %s", g_why);
+        snprintf(buf, sizeof buf, "oneDNN is not loaded: %s", pg_cpu_dnnl_why());
         *why = buf;
         return false;
     }
-    if (g_forked) {
+    if (pg_cpu_dnnl_forked()) {
         *why = "a process forked after oneDNN was loaded: its OpenMP threads do not survive a fork";
         return false;
     }
@@ -426,14 +245,16 @@ bool pg_cpu_conv_path(int subop, int64_t C, int64_t HW, const pg_conv_geom *g, i
     conv_class k = class_of(C, g);
     conv_plane p = plane_of(HW);
     dnnl_table t = table_of();
-    bool dnnl = g_dnnl_wins[t][k][p][col_of(subop)];
+    bool dnnl = pg_dnnl_wins[t][k][p][col_of(subop)];
     snprintf(buf, sizeof buf, "%s at %s: %s measured faster (%s table)", g_class_names[k],
              g_plane_names[p], dnnl ? "oneDNN" : "pygpu's own", g_table_names[t]);
     *why = buf;
     return dnnl;
 }
 
-/* ---- the primitive cache */
+/* ---- the primitive cache (a child forked after oneDNN loaded never reaches it: its lock
+ * needs no reset there) */
+static pthread_mutex_t g_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct prim_key {
     int32_t subop, bias, kh, kw, sh, sw, ph, pw, dh, dw, isa, threads; /* threads: OpenMP's */
     int64_t N, C, H, W, O, OH, OW, G;
@@ -465,18 +286,18 @@ static void entry_free(prim_entry *e)
 {
     for (int r = 0; r < ROLES; r++) {
         if (e->reorder[r])
-            g_dnnl.primitive_destroy(e->reorder[r]);
+            pg_dnnl.primitive_destroy(e->reorder[r]);
         if (e->reorder_pd[r])
-            g_dnnl.primitive_desc_destroy(e->reorder_pd[r]);
+            pg_dnnl.primitive_desc_destroy(e->reorder_pd[r]);
         if (e->user_md[r])
-            g_dnnl.memory_desc_destroy(e->user_md[r]);
+            pg_dnnl.memory_desc_destroy(e->user_md[r]);
     }
     if (e->bias_md)
-        g_dnnl.memory_desc_destroy(e->bias_md);
+        pg_dnnl.memory_desc_destroy(e->bias_md);
     if (e->prim)
-        g_dnnl.primitive_destroy(e->prim);
+        pg_dnnl.primitive_destroy(e->prim);
     if (e->pd)
-        g_dnnl.primitive_desc_destroy(e->pd);
+        pg_dnnl.primitive_desc_destroy(e->pd);
     free(e);
 }
 
@@ -551,55 +372,55 @@ static prim_entry *entry_make(const prim_key *k)
     const int64_t *dims[ROLES] = {xd, wd, yd};
     int nd[ROLES] = {4, wnd, 4};
     for (int r = 0; r < ROLES; r++) {
-        DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&e->user_md[r], nd[r], dims[r], DNNL_F32,
+        DNNL_TRY(pg_dnnl.memory_desc_create_with_tag(&e->user_md[r], nd[r], dims[r], DNNL_F32,
                                                     nd[r] == 5 ? DNNL_TAG_ABCDE : DNNL_TAG_ABCD));
-        DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&any[r], nd[r], dims[r], DNNL_F32,
+        DNNL_TRY(pg_dnnl.memory_desc_create_with_tag(&any[r], nd[r], dims[r], DNNL_F32,
                                                     DNNL_TAG_ANY));
     }
     if (k->bias) {
-        DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&e->bias_md, 1, bd, DNNL_F32, DNNL_TAG_A));
-        DNNL_TRY(g_dnnl.memory_desc_create_with_tag(&bias_any, 1, bd, DNNL_F32, DNNL_TAG_A));
+        DNNL_TRY(pg_dnnl.memory_desc_create_with_tag(&e->bias_md, 1, bd, DNNL_F32, DNNL_TAG_A));
+        DNNL_TRY(pg_dnnl.memory_desc_create_with_tag(&bias_any, 1, bd, DNNL_F32, DNNL_TAG_A));
     }
-    DNNL_TRY(g_dnnl.primitive_attr_create(&attr));
-    DNNL_TRY(g_dnnl.primitive_attr_set_scratchpad_mode(attr, DNNL_SCRATCHPAD_USER));
+    DNNL_TRY(pg_dnnl.primitive_attr_create(&attr));
+    DNNL_TRY(pg_dnnl.primitive_attr_set_scratchpad_mode(attr, DNNL_SCRATCHPAD_USER));
     if (col == 0) {
-        DNNL_TRY(g_dnnl.convolution_forward_primitive_desc_create(
-            &e->pd, g_dnnl.engine, DNNL_FORWARD_TRAINING, DNNL_CONVOLUTION_DIRECT, any[0], any[1],
+        DNNL_TRY(pg_dnnl.convolution_forward_primitive_desc_create(
+            &e->pd, pg_dnnl.engine, DNNL_FORWARD_TRAINING, DNNL_CONVOLUTION_DIRECT, any[0], any[1],
             bias_any, any[2], strides, dil, pl, pr, attr));
     } else {
-        DNNL_TRY(g_dnnl.convolution_forward_primitive_desc_create(
-            &hint, g_dnnl.engine, DNNL_FORWARD_TRAINING, DNNL_CONVOLUTION_DIRECT, any[0], any[1],
+        DNNL_TRY(pg_dnnl.convolution_forward_primitive_desc_create(
+            &hint, pg_dnnl.engine, DNNL_FORWARD_TRAINING, DNNL_CONVOLUTION_DIRECT, any[0], any[1],
             bias_any, any[2], strides, dil, pl, pr, NULL));
         if (col == 1)
-            DNNL_TRY(g_dnnl.convolution_backward_data_primitive_desc_create(
-                &e->pd, g_dnnl.engine, DNNL_CONVOLUTION_DIRECT, any[0], any[1], any[2], strides,
+            DNNL_TRY(pg_dnnl.convolution_backward_data_primitive_desc_create(
+                &e->pd, pg_dnnl.engine, DNNL_CONVOLUTION_DIRECT, any[0], any[1], any[2], strides,
                 dil, pl, pr, hint, attr));
         else
-            DNNL_TRY(g_dnnl.convolution_backward_weights_primitive_desc_create(
-                &e->pd, g_dnnl.engine, DNNL_CONVOLUTION_DIRECT, any[0], any[1], bias_any, any[2],
+            DNNL_TRY(pg_dnnl.convolution_backward_weights_primitive_desc_create(
+                &e->pd, pg_dnnl.engine, DNNL_CONVOLUTION_DIRECT, any[0], any[1], bias_any, any[2],
                 strides, dil, pl, pr, hint, attr));
     }
-    DNNL_TRY(g_dnnl.primitive_create(&e->prim, e->pd));
+    DNNL_TRY(pg_dnnl.primitive_create(&e->prim, e->pd));
     int out = pg_conv_computes(k->subop);
     for (int r = 0; r < ROLES; r++) {
-        e->prim_md[r] = g_dnnl.primitive_desc_query_md(e->pd, g_role_query[col][r], 0);
+        e->prim_md[r] = pg_dnnl.primitive_desc_query_md(e->pd, g_role_query[col][r], 0);
         if (!e->prim_md[r])
             goto fail;
-        if (g_dnnl.memory_desc_equal(e->prim_md[r], e->user_md[r]))
+        if (pg_dnnl.memory_desc_equal(e->prim_md[r], e->user_md[r]))
             continue;
         void *rpd = NULL;
         const void *from = r == out ? e->prim_md[r] : e->user_md[r];
         const void *to = r == out ? e->user_md[r] : e->prim_md[r];
-        DNNL_TRY(g_dnnl.reorder_primitive_desc_create(&rpd, from, g_dnnl.engine, to,
-                                                      g_dnnl.engine, attr));
+        DNNL_TRY(pg_dnnl.reorder_primitive_desc_create(&rpd, from, pg_dnnl.engine, to,
+                                                      pg_dnnl.engine, attr));
         e->reorder_pd[r] = rpd;
-        DNNL_TRY(g_dnnl.primitive_create(&e->reorder[r], rpd));
-        const void *rsmd = g_dnnl.primitive_desc_query_md(rpd, DNNL_QUERY_SCRATCHPAD_MD, 0);
-        e->reorder_scratch[r] = rsmd ? g_dnnl.memory_desc_get_size(rsmd) : 0;
-        e->bytes[r] = g_dnnl.memory_desc_get_size(e->prim_md[r]);
+        DNNL_TRY(pg_dnnl.primitive_create(&e->reorder[r], rpd));
+        const void *rsmd = pg_dnnl.primitive_desc_query_md(rpd, DNNL_QUERY_SCRATCHPAD_MD, 0);
+        e->reorder_scratch[r] = rsmd ? pg_dnnl.memory_desc_get_size(rsmd) : 0;
+        e->bytes[r] = pg_dnnl.memory_desc_get_size(e->prim_md[r]);
     }
-    const void *smd = g_dnnl.primitive_desc_query_md(e->pd, DNNL_QUERY_SCRATCHPAD_MD, 0);
-    e->scratch_bytes = smd ? g_dnnl.memory_desc_get_size(smd) : 0;
+    const void *smd = pg_dnnl.primitive_desc_query_md(e->pd, DNNL_QUERY_SCRATCHPAD_MD, 0);
+    e->scratch_bytes = smd ? pg_dnnl.memory_desc_get_size(smd) : 0;
     e->refs = 1;
     goto done;
 fail:
@@ -608,13 +429,13 @@ fail:
 done:
     for (int r = 0; r < ROLES; r++)
         if (any[r])
-            g_dnnl.memory_desc_destroy(any[r]);
+            pg_dnnl.memory_desc_destroy(any[r]);
     if (bias_any)
-        g_dnnl.memory_desc_destroy(bias_any);
+        pg_dnnl.memory_desc_destroy(bias_any);
     if (attr)
-        g_dnnl.primitive_attr_destroy(attr);
+        pg_dnnl.primitive_attr_destroy(attr);
     if (hint)
-        g_dnnl.primitive_desc_destroy(hint);
+        pg_dnnl.primitive_desc_destroy(hint);
     return e;
 }
 
@@ -657,18 +478,18 @@ static dnnl_status exec_reorder(prim_entry *e, int r, void *stream, void *from, 
     void *pad_mem = NULL;
     if (e->reorder_scratch[r]) {
         void *buf = pg_cpu_scratch(PG_SCRATCH_DNNL_PAD, e->reorder_scratch[r]);
-        const void *smd = g_dnnl.primitive_desc_query_md(e->reorder_pd[r],
+        const void *smd = pg_dnnl.primitive_desc_query_md(e->reorder_pd[r],
                                                          DNNL_QUERY_SCRATCHPAD_MD, 0);
         if (!buf || !smd)
             return -1;
-        dnnl_status st = g_dnnl.memory_create(&pad_mem, smd, g_dnnl.engine, buf);
+        dnnl_status st = pg_dnnl.memory_create(&pad_mem, smd, pg_dnnl.engine, buf);
         if (st != DNNL_SUCCESS)
             return st;
         args[nargs++] = (dnnl_exec_arg){DNNL_ARG_SCRATCHPAD, pad_mem};
     }
-    dnnl_status st = g_dnnl.primitive_execute(e->reorder[r], stream, nargs, args);
+    dnnl_status st = pg_dnnl.primitive_execute(e->reorder[r], stream, nargs, args);
     if (pad_mem)
-        g_dnnl.memory_destroy(pad_mem);
+        pg_dnnl.memory_destroy(pad_mem);
     return st;
 }
 
@@ -683,9 +504,9 @@ static pg_status run_entry(prim_entry *e, int col, int out, const dnnl_ptrs *ptr
     void *stream = NULL, *user_mem[ROLES] = {0}, *prim_mem[ROLES] = {0}, *bias_mem = NULL,
          *scratch_mem = NULL;
     pg_status st = PG_OK;
-    DNNL_TRY(g_dnnl.stream_create(&stream, g_dnnl.engine, DNNL_STREAM_DEFAULT));
+    DNNL_TRY(pg_dnnl.stream_create(&stream, pg_dnnl.engine, DNNL_STREAM_DEFAULT));
     for (int r = 0; r < ROLES; r++) {
-        DNNL_TRY(g_dnnl.memory_create(&user_mem[r], e->user_md[r], g_dnnl.engine,
+        DNNL_TRY(pg_dnnl.memory_create(&user_mem[r], e->user_md[r], pg_dnnl.engine,
                                       ptr->role[r]));
         if (!e->reorder[r])
             continue;
@@ -694,7 +515,7 @@ static pg_status run_entry(prim_entry *e, int col, int out, const dnnl_ptrs *ptr
             st = pg_error_set(PG_ERR_NOMEM, "conv2d: out of memory for oneDNN's layouts");
             goto done;
         }
-        DNNL_TRY(g_dnnl.memory_create(&prim_mem[r], e->prim_md[r], g_dnnl.engine, buf));
+        DNNL_TRY(pg_dnnl.memory_create(&prim_mem[r], e->prim_md[r], pg_dnnl.engine, buf));
         if (r != out)
             DNNL_TRY(exec_reorder(e, r, stream, user_mem[r], prim_mem[r]));
     }
@@ -704,39 +525,39 @@ static pg_status run_entry(prim_entry *e, int col, int out, const dnnl_ptrs *ptr
         args[nargs++] =
             (dnnl_exec_arg){g_role_arg[col][r], prim_mem[r] ? prim_mem[r] : user_mem[r]};
     if (e->key.bias) {
-        DNNL_TRY(g_dnnl.memory_create(&bias_mem, e->bias_md, g_dnnl.engine, ptr->bias));
+        DNNL_TRY(pg_dnnl.memory_create(&bias_mem, e->bias_md, pg_dnnl.engine, ptr->bias));
         args[nargs++] = (dnnl_exec_arg){col == 2 ? DNNL_ARG_DIFF_BIAS : DNNL_ARG_BIAS, bias_mem};
     }
     if (e->scratch_bytes) {
         void *buf = pg_cpu_scratch(PG_SCRATCH_DNNL_PAD, e->scratch_bytes);
-        const void *smd = g_dnnl.primitive_desc_query_md(e->pd, DNNL_QUERY_SCRATCHPAD_MD, 0);
+        const void *smd = pg_dnnl.primitive_desc_query_md(e->pd, DNNL_QUERY_SCRATCHPAD_MD, 0);
         if (!buf) {
             st = pg_error_set(PG_ERR_NOMEM, "conv2d: out of memory for oneDNN's scratchpad");
             goto done;
         }
-        DNNL_TRY(g_dnnl.memory_create(&scratch_mem, smd, g_dnnl.engine, buf));
+        DNNL_TRY(pg_dnnl.memory_create(&scratch_mem, smd, pg_dnnl.engine, buf));
         args[nargs++] = (dnnl_exec_arg){DNNL_ARG_SCRATCHPAD, scratch_mem};
     }
-    DNNL_TRY(g_dnnl.primitive_execute(e->prim, stream, nargs, args));
+    DNNL_TRY(pg_dnnl.primitive_execute(e->prim, stream, nargs, args));
     if (e->reorder[out])
         DNNL_TRY(exec_reorder(e, out, stream, prim_mem[out], user_mem[out]));
-    DNNL_TRY(g_dnnl.stream_wait(stream));
+    DNNL_TRY(pg_dnnl.stream_wait(stream));
     goto done;
 fail:
     st = pg_error_set(PG_ERR_RUNTIME, "conv2d: a oneDNN call failed (PYGPU_CONV=own avoids it)");
 done:
     for (int r = 0; r < ROLES; r++) {
         if (user_mem[r])
-            g_dnnl.memory_destroy(user_mem[r]);
+            pg_dnnl.memory_destroy(user_mem[r]);
         if (prim_mem[r])
-            g_dnnl.memory_destroy(prim_mem[r]);
+            pg_dnnl.memory_destroy(prim_mem[r]);
     }
     if (bias_mem)
-        g_dnnl.memory_destroy(bias_mem);
+        pg_dnnl.memory_destroy(bias_mem);
     if (scratch_mem)
-        g_dnnl.memory_destroy(scratch_mem);
+        pg_dnnl.memory_destroy(scratch_mem);
     if (stream)
-        g_dnnl.stream_destroy(stream);
+        pg_dnnl.stream_destroy(stream);
     return st;
 }
 
@@ -794,12 +615,12 @@ static pg_status split_task(void *ctx, int64_t t)
         p.role[PG_CONV_W] = mine;
         p.bias = p.bias ? mine + j->w_elems : NULL;
     }
-    int before = g_dnnl.omp_get_max_threads ? g_dnnl.omp_get_max_threads() : 0;
-    if (g_dnnl.omp_set_num_threads && before != 1)
-        g_dnnl.omp_set_num_threads(1);
+    int before = pg_dnnl.omp_get_max_threads ? pg_dnnl.omp_get_max_threads() : 0;
+    if (pg_dnnl.omp_set_num_threads && before != 1)
+        pg_dnnl.omp_set_num_threads(1);
     pg_status st = run_entry(e, col, out, &p);
-    if (g_dnnl.omp_set_num_threads && before > 1)
-        g_dnnl.omp_set_num_threads(before);
+    if (pg_dnnl.omp_set_num_threads && before > 1)
+        pg_dnnl.omp_set_num_threads(before);
     return st;
 }
 
@@ -854,12 +675,12 @@ static pg_status run_split(pg_pool *pool, const pg_node *n, const prim_key *whol
     int col = col_of(n->subop);
     pg_status st = PG_OK;
     /* made with one OpenMP thread: a primitive takes its team size when it is made */
-    int before = g_dnnl.omp_get_max_threads ? g_dnnl.omp_get_max_threads() : 0;
-    if (g_dnnl.omp_set_num_threads)
-        g_dnnl.omp_set_num_threads(1);
+    int before = pg_dnnl.omp_get_max_threads ? pg_dnnl.omp_get_max_threads() : 0;
+    if (pg_dnnl.omp_set_num_threads)
+        pg_dnnl.omp_set_num_threads(1);
     bool ok = split_entries(&j, whole);
-    if (g_dnnl.omp_set_num_threads && before > 0)
-        g_dnnl.omp_set_num_threads(before);
+    if (pg_dnnl.omp_set_num_threads && before > 0)
+        pg_dnnl.omp_set_num_threads(before);
     if (ok && col == 2) {
         j.w_elems = pg_tensor_numel(pg_conv_operand(n, PG_CONV_W));
         j.b_elems = whole->bias ? whole->O : 0;
@@ -902,9 +723,9 @@ pg_status pg_cpu_conv_dnnl(pg_pool *pool, const pg_node *n, bool *ran)
     /* the thread's OpenMP count is the process's OpenMP runtime's: where torch is loaded, its
      * libgomp (global symbols) runs oneDNN's regions too, so the count torch set is put back.
      * Set before entry_get: a primitive made now takes its team size from it. */
-    int before = g_dnnl.omp_get_max_threads ? g_dnnl.omp_get_max_threads() : 0;
-    if (g_dnnl.omp_set_num_threads)
-        g_dnnl.omp_set_num_threads(k.threads);
+    int before = pg_dnnl.omp_get_max_threads ? pg_dnnl.omp_get_max_threads() : 0;
+    if (pg_dnnl.omp_set_num_threads)
+        pg_dnnl.omp_set_num_threads(k.threads);
     prim_entry *e = entry_get(&k);
     pg_status st = PG_OK;
     if (e) { /* else oneDNN refused the shape: pygpu's own kernels run it */
@@ -916,8 +737,8 @@ pg_status pg_cpu_conv_dnnl(pg_pool *pool, const pg_node *n, bool *ran)
         pg_cpu_busy_foreign_end(&mark);
         entry_release(e);
     }
-    if (g_dnnl.omp_set_num_threads && before > 0)
-        g_dnnl.omp_set_num_threads(before);
+    if (pg_dnnl.omp_set_num_threads && before > 0)
+        pg_dnnl.omp_set_num_threads(before);
     if (!e)
         return PG_OK;
     *ran = st == PG_OK;

@@ -7,7 +7,7 @@
  * 10-25% slower than oneDNN's sgemm (benchmarks/bench_sgemm_paths.py, docs/performance.md
  * "float32 GEMM panels"). oneDNN is the library of the field there, so those classes go to it.
  *
- * The library is the one cpu_conv_dnnl.c loads (the onednn-cpu-gomp wheel, libdnnl.so.3);
+ * The library is the one cpu_dnnl.c loads for the convolutions too (the onednn-cpu-gomp wheel, libdnnl.so.3);
  * where it is absent, or refuses, OpenBLAS runs the panel as before. The first panel of such a
  * class loads it (once; 80-150 ms measured under load). Each call runs on the
  * calling pool thread alone: its OpenMP thread count is set to 1 around the call (oneDNN then
@@ -18,17 +18,12 @@
  * PYGPU_SGEMM=auto|openblas|dnnl (read once; default auto: the table) forces the path. */
 #include "cpu_sgemm.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_conv.h"
+#include "cpu_dnnl.h"
 #include "cpu_isa.h"
-
-typedef int (*dnnl_sgemm_fn)(char transa, char transb, int64_t M, int64_t N, int64_t K,
-                             float alpha, const float *A, int64_t lda, const float *B,
-                             int64_t ldb, float beta, float *C, int64_t ldc);
 
 enum { MODE_AUTO, MODE_OPENBLAS, MODE_DNNL };
 
@@ -61,20 +56,7 @@ static int class_of(int64_t M, int64_t N, int64_t K)
 static struct {
     pthread_once_t once;
     int mode;
-    int state; /* 0 untried, 1 loaded, -1 absent */
-    dnnl_sgemm_fn sgemm;
-    void (*omp_set_num_threads)(int);
-    int (*omp_get_max_threads)(void);
 } g = {.once = PTHREAD_ONCE_INIT};
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static int g_forked; /* 1 in a child forked after the library was found */
-
-static void after_fork_child(void)
-{
-    pthread_mutex_init(&g_lock, NULL);
-    if (g.state == 1)
-        g_forked = 1;
-}
 
 static void read_mode(void)
 {
@@ -82,30 +64,14 @@ static void read_mode(void)
     g.mode = m && !strcmp(m, "openblas") ? MODE_OPENBLAS
              : m && !strcmp(m, "dnnl")   ? MODE_DNNL
                                          : MODE_AUTO;
-    pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-/* dnnl_sgemm from the library cpu_conv_dnnl.c loads (loading it on the first call) */
+/* the library cpu_dnnl.c loads (loading it on the first call), with its OpenMP calls, and not
+ * in a child forked after it loaded */
 static bool dnnl_ready(void)
 {
-    if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != 0)
-        return g.state == 1 && !g_forked;
-    pthread_mutex_lock(&g_lock);
-    if (g.state == 0) {
-        int state = -1;
-        void *h = pg_cpu_dnnl_loaded() ? dlopen("libdnnl.so.3", RTLD_NOW | RTLD_NOLOAD) : NULL;
-        if (h) {
-            *(void **)&g.sgemm = dlsym(h, "dnnl_sgemm");
-            *(void **)&g.omp_set_num_threads = dlsym(h, "omp_set_num_threads");
-            *(void **)&g.omp_get_max_threads = dlsym(h, "omp_get_max_threads");
-            if (g.sgemm && g.omp_set_num_threads && g.omp_get_max_threads)
-                state = 1;
-            /* the handle stays open: the library is kept loaded for the process's life */
-        }
-        __atomic_store_n(&g.state, state, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&g_lock);
-    return g.state == 1 && !g_forked;
+    return pg_cpu_dnnl_loaded() && !pg_cpu_dnnl_forked() && pg_dnnl.omp_set_num_threads &&
+           pg_dnnl.omp_get_max_threads;
 }
 
 bool pg_cpu_sgemm_dnnl_wants(int64_t M, int64_t N, int64_t K)
@@ -122,12 +88,12 @@ bool pg_cpu_sgemm_dnnl(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
 {
     if (!pg_cpu_sgemm_dnnl_wants(M, N, K) || !dnnl_ready())
         return false;
-    int before = g.omp_get_max_threads();
+    int before = pg_dnnl.omp_get_max_threads();
     if (before != 1)
-        g.omp_set_num_threads(1);
-    int st = g.sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
-                     beta, C, ldc);
+        pg_dnnl.omp_set_num_threads(1);
+    int st = pg_dnnl.sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B,
+                           ldb, beta, C, ldc);
     if (before != 1)
-        g.omp_set_num_threads(before);
+        pg_dnnl.omp_set_num_threads(before);
     return st == 0; /* oneDNN checks its arguments before it writes C */
 }
