@@ -332,3 +332,40 @@ def test_two_callers_at_once_each_get_their_whole_result(cpu_threads):
     assert not errors, errors
     for a, w in zip(alone, want):
         np.testing.assert_allclose(a, w, rtol=1e-6)
+
+
+# PYGPU_POOL_SPIN_US: idle workers' spin window (csrc/core/pg_pool.c). Whatever it is set to, a
+# worker stops spinning within 10 ms of the last job and sleeps while the program does
+# something else (here: time.sleep), and results are unchanged. The worker's CPU time comes
+# from /proc/self/task/<tid>/schedstat (nanoseconds on the CPU).
+_SPIN_SCRIPT = textwrap.dedent("""
+    import json, os, time
+    import numpy as np
+    import pygpu
+    pygpu.set_num_threads(2)
+    def worker_ns():
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().strip() == "pygpu-cpu-w1":
+                    with open(f"/proc/self/task/{tid}/schedstat") as f:
+                        return int(f.read().split()[0])
+        raise AssertionError("no pygpu-cpu-w1 thread")
+    x = pygpu.tensor(np.arange(1 << 20, dtype=np.float32))
+    for _ in range(50):  # a burst of split jobs
+        y = (x * 0.5 + 1.0).exp().sum()
+    want = np.float32(np.arange(1 << 20, dtype=np.float32) * 0.5 + 1.0)
+    got = (x * 0.5 + 1.0).numpy()
+    n0 = worker_ns()
+    time.sleep(0.3)
+    print(json.dumps({"idle_ms": (worker_ns() - n0) / 1e6, "same": bool((got == want).all())}))
+""")
+
+
+@pytest.mark.parametrize("spin", [None, "0", "10000", "99999999", "junk"])
+def test_pool_spin_knob_is_bounded_and_keeps_results(spin):
+    r = _run(_SPIN_SCRIPT, {"PYGPU_POOL_SPIN_US": spin} if spin is not None else {})
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["same"], res
+    # at most 10 ms of spin (the cap), plus scheduling slack; an uncapped 99999999 us would
+    # spin through the whole 300 ms sleep
+    assert res["idle_ms"] < 40, res

@@ -30,13 +30,38 @@
  * Python loop on the cpu device), and a sleeping worker costs ~30-60 us to
  * wake, so workers spin a little; after the first microseconds each round
  * yields, so a thread that needs the core (NumPy's, another device's) gets it. */
-#define POOL_SPIN_NS 50000ull
+#define POOL_SPIN_NS 50000ull /* the default; PYGPU_POOL_SPIN_US sets it (pool_spin_ns) */
+#define POOL_SPIN_MAX_NS 10000000ull /* PYGPU_POOL_SPIN_US's ceiling: 10 ms */
 #define POOL_PAUSE_NS 2000ull
 /* A yield that took this long: another thread ran on this core meanwhile, so it is
  * wanted; stop spinning and sleep (the same rule as pg_stream.c). */
 #define POOL_YIELD_BUSY_NS 20000ull
-/* The caller's wait for tasks the workers are finishing: `pause` only, then sleep. */
+/* The caller's wait for tasks the workers are finishing: `pause` only, then sleep. The
+ * spin lasts at least this, and as long as the caller's own share of the job took (a
+ * worker that woke late is running a task of about that length; sleeping on it would add
+ * a second wake-up, ~30-60 us, to the job), up to POOL_STRAGGLER_MAX_NS. */
 #define POOL_STRAGGLER_SPIN_NS 20000ull
+#define POOL_STRAGGLER_MAX_NS 1000000ull
+
+/* Idle workers' spin window: PYGPU_POOL_SPIN_US (microseconds, 0 to 10000) when set to a
+ * number, else POOL_SPIN_NS; read once. */
+static uint64_t pool_spin_ns(void)
+{
+    static _Atomic int64_t cached = -1;
+    int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v >= 0)
+        return (uint64_t)v;
+    v = (int64_t)POOL_SPIN_NS;
+    const char *env = getenv("PYGPU_POOL_SPIN_US");
+    if (env && *env) {
+        char *end;
+        unsigned long long us = strtoull(env, &end, 10);
+        if (*end == '\0' && env[0] != '-')
+            v = (int64_t)(us < POOL_SPIN_MAX_NS / 1000 ? us * 1000ull : POOL_SPIN_MAX_NS);
+    }
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+    return (uint64_t)v;
+}
 
 /* Yield the core; true if another thread wanted it (the yield took long). */
 static bool yield_was_busy(void)
@@ -201,7 +226,7 @@ static inline bool job_open(uint64_t g, uint64_t seen) { return g != seen && (g 
 /* Wait for a job newer than `seen`; returns its gen, or 0 when told to stop. */
 static uint64_t wait_for_job(pg_pool *p, uint64_t seen)
 {
-    uint64_t t0 = pg_now_ns();
+    uint64_t t0 = pg_now_ns(), spin = pool_spin_ns();
     for (unsigned i = 0;; i++) {
         uint64_t g = atomic_load(&p->gen);
         if (job_open(g, seen))
@@ -210,7 +235,7 @@ static uint64_t wait_for_job(pg_pool *p, uint64_t seen)
             return 0;
         if ((i & 63) == 63) {
             uint64_t el = pg_now_ns() - t0;
-            if (el > POOL_SPIN_NS || (el > POOL_PAUSE_NS && yield_was_busy()))
+            if (el > spin || (el > POOL_PAUSE_NS && yield_was_busy()))
                 break;
         } else {
             cpu_relax();
@@ -403,17 +428,22 @@ pg_status pg_pool_run(pg_pool *p, int64_t ntasks, pg_pool_task_fn fn, void *ctx)
         pthread_cond_broadcast(&p->work_cv);
         pthread_mutex_unlock(&p->lock);
     }
+    uint64_t w0 = pg_now_ns();
     work(p);
-    /* stragglers: spin a little (they are mid-task), then sleep. Never yield here: a
-     * yield hands the core to any runnable thread, another process's included, which
-     * keeps it until the next scheduler tick (4 ms) while the job is already done. */
-    uint64_t t0 = pg_now_ns();
+    /* stragglers: spin while they are likely mid-task (see POOL_STRAGGLER_SPIN_NS), then
+     * sleep. Never yield here: a yield hands the core to any runnable thread, another
+     * process's included, which keeps it until the next scheduler tick (4 ms) while the
+     * job is already done. */
+    uint64_t t0 = pg_now_ns(), own = t0 - w0;
+    uint64_t bound = own > POOL_STRAGGLER_SPIN_NS ? own : POOL_STRAGGLER_SPIN_NS;
+    if (bound > POOL_STRAGGLER_MAX_NS)
+        bound = POOL_STRAGGLER_MAX_NS;
     for (unsigned i = 0; atomic_load(&p->done) < ntasks; i++) {
         if ((i & 63) != 63) {
             cpu_relax();
             continue;
         }
-        if (pg_now_ns() - t0 > POOL_STRAGGLER_SPIN_NS) {
+        if (pg_now_ns() - t0 > bound) {
             pthread_mutex_lock(&p->lock);
             atomic_store(&p->caller_sleeping, 1);
             while (atomic_load(&p->done) < ntasks)

@@ -10,10 +10,12 @@
  * pg_pool_run runs tasks 0..ntasks-1 of one job; the caller takes part and
  * returns when all are done. Tasks are claimed dynamically, so which thread
  * runs which task depends on timing: a task must write only its own output.
- * Idle workers spin briefly (yielding the core after a few microseconds) and
- * then sleep on a condition variable, so a pool that is not in use costs
- * nothing and never fights another pool, NumPy's or the other devices', for
- * a core. */
+ * Idle workers spin briefly (yielding the core after a few microseconds; 50 us
+ * in all, PYGPU_POOL_SPIN_US sets it, capped at 10 ms) and then sleep on a
+ * condition variable, so a pool that is not in use costs nothing and never
+ * fights another pool, NumPy's or the other devices', for a core. The caller
+ * waits for a job's last tasks spinning for as long as its own share took
+ * (20 us to 1 ms), then sleeping. */
 #ifndef PG_POOL_H
 #define PG_POOL_H
 

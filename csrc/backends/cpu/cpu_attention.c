@@ -341,7 +341,7 @@ static void args_of(const pg_node *n, attn_args *a)
 
 typedef struct attn_job {
     attn_args a;
-    int64_t ntasks, nunits, qblocks;
+    int64_t ntasks, nunits, qblocks, rb; /* rb: query rows per block, <= BR */
 } attn_job;
 
 /* forward units: (b, h, query block); backward units: (b, key/value head) */
@@ -365,8 +365,8 @@ static pg_status attn_task(void *ctx, int64_t task)
     for (int64_t u = lo; u < hi; u++) {
         if (fwd) {
             int64_t qb = u % j->qblocks, bh = u / j->qblocks;
-            int64_t b = bh / a->Hq, h = bh % a->Hq, i0 = qb * BR;
-            int64_t br = a->L - i0 < BR ? a->L - i0 : BR;
+            int64_t b = bh / a->Hq, h = bh % a->Hq, i0 = qb * j->rb;
+            int64_t br = a->L - i0 < j->rb ? a->L - i0 : j->rb;
             if (f32) {
                 float *sc = (float *)buf, *acc = sc + BR * BC, *m = acc + BR * Ev, *l = m + BR;
                 fwd_tile_f32(a, b, h, i0, br, sc, acc, m, l, keep);
@@ -395,7 +395,11 @@ pg_status pg_cpu_attention_on(pg_pool *pool, const pg_node *n)
 {
     attn_job j;
     args_of(n, &j.a);
+    /* query blocks of even size (65 rows: 33 + 32, not 64 + 1), so that units, cut evenly
+     * by count between the threads, are even in work too: a ViT's 3 heads x 65 rows on 2
+     * threads ran 129 rows on one and 66 on the other */
     j.qblocks = (j.a.L + BR - 1) / BR;
+    j.rb = j.qblocks ? (j.a.L + j.qblocks - 1) / j.qblocks : BR;
     j.nunits = n->op == PG_OP_SDPA ? j.a.Bt * j.a.Hq * j.qblocks : j.a.Bt * j.a.Hk;
     int threads = pool ? pg_pool_threads(pool) : 1;
     j.ntasks = j.nunits < threads ? j.nunits : threads;
