@@ -20,8 +20,10 @@
 #              threads have gone to sleep), --rounds rounds; torch/pygpu per round (> 1: pygpu
 #              faster), median and range, and each side's process CPU time per step
 #              (time.process_time: every thread), the figure a loaded machine disturbs least
-#   inference  batch-1 latency (ms per call, eval, no_grad) and batch-64 throughput
-#              (samples/s), same alternation
+#   inference  batch-1 latency (ms per call, eval, no_grad; blocks of 16 calls, so that the
+#              first call after a pause, which woke sleeping threads and cold caches, is one
+#              in 16: 17-28 ms against 7 ms for the ViT's next ones, load 2.5) and batch-64
+#              throughput (samples/s), same alternation
 #   memory     peak resident memory of a training step, measured: each side in a subprocess of
 #              its own that imports only its library and builds the model and its data, then
 #              resets the kernel's high-water mark (/proc/self/clear_refs) and runs three
@@ -214,7 +216,7 @@ def run_inference(args, libs, sizes, states):
         for batch in (1, b64):
             blocks = {side: infer_block(lib, name, sizes[name], batch, states[name])
                       for side, lib in libs.items() if side in args.sides}
-            n = args.steps * (4 if batch == 1 else 1)
+            n = args.steps * (16 if batch == 1 else 1)
             wall, cpu = alternate(blocks, args.rounds, n)
             clock = cpu if args.clock == "cpu" else wall
             if len(clock) < 2:
