@@ -126,6 +126,17 @@ def run_child(code, env=None, timeout=120):
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def run_under_isa(isa, code, timeout=600):
+    """Run `code` in a fresh interpreter with PYGPU_ISA=isa (the vector kernels' level is read
+    once, at import, so each level needs a process of its own), the tests folder importable
+    and current; fail with the child's stderr unless it exits 0. Returns its stdout."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYGPU_ISA=isa, PYTHONPATH=os.pathsep.join([PKG_ROOT, tests]))
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=tests, capture_output=True,
+                       text=True, timeout=timeout)
+    assert r.returncode == 0, f"PYGPU_ISA={isa}: {r.stderr[-3000:]}"
+    return r.stdout
+
 # The fused linear layers' activations (the op table's PG_ACT rows, csrc/core/pg_ops.def):
 # NumPy references of f(x) and of f'(x) written through y = f(x), by name. Codes come
 # from the table (ACT_CODE), never written out by hand; tests/test_op_registry.py fails

@@ -5,10 +5,6 @@
 # ReLU6 fused after it (nn.Sequential's pairs), 1 and 2 threads, every ISA variant; with a
 # gradient wanted it stays the composite (the node has no backward), and agrees with torch
 # each way. The module's parameters and running statistics are left as they were.
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,10 +13,10 @@ import pygpu
 from pygpu import nn
 from pygpu.nn import functional as F
 from pygpu.profiler import profile
+from _helpers import run_under_isa
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
-TESTS = Path(__file__).resolve().parent
 
 # x shapes: odd channels, planes of 1, 3-d and 5-d inputs, a batch of 1
 SHAPES = [(4, 7, 5, 3), (2, 13, 9), (3, 5), (1, 97, 4, 4), (2, 3, 2, 3, 4), (16, 70, 16, 16)]
@@ -179,8 +175,4 @@ def test_every_isa_variant_matches_torch(isa):
             "for s in t.SHAPES:\n"
             "    for a in t.ACTS:\n"
             "        t.test_eval_matches_torch('cpu', s, a, 'float32')\n")
-    env = dict(os.environ, PYGPU_ISA=isa,
-               PYTHONPATH=os.pathsep.join([str(TESTS.parent), str(TESTS)]))
-    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=TESTS, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, f"PYGPU_ISA={isa}: {r.stderr[-3000:]}"
+    run_under_isa(isa, code)

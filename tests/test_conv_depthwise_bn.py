@@ -6,10 +6,6 @@
 # batch 1; batch norm in channel groups, sample by sample (several groups a task, odd
 # channels, small planes, the fused ReLU's mask read in both passes). Both promise the same
 # bits at 1 and 2 threads, which is checked; every ISA variant runs in a subprocess.
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,11 +13,10 @@ import pytest
 import pygpu
 from pygpu._ops import _conv as conv_ops
 from pygpu.nn import functional as F
-from _helpers import check_against_torch
+from _helpers import check_against_torch, run_under_isa
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
-TESTS = Path(__file__).resolve().parent
 
 # (name, x shape, channel multiplier, kernel, kwargs)
 DEPTHWISE = [
@@ -156,8 +151,4 @@ def test_every_isa_variant_matches_torch(isa):
             "    t.test_depthwise_float32_matches_torch('cpu', *c)\n"
             "for s, r in t.NORMS[1:3]:\n"
             "    t.test_batch_norm_matches_torch_each_way('cpu', s, r)\n")
-    env = dict(os.environ, PYGPU_ISA=isa,
-               PYTHONPATH=os.pathsep.join([str(TESTS.parent), str(TESTS)]))
-    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=TESTS, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, f"PYGPU_ISA={isa}: {r.stderr[-3000:]}"
+    run_under_isa(isa, code)

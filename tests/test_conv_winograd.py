@@ -7,9 +7,6 @@
 # every ISA level this CPU has, each in its own process. pygpu's own kernels are what is
 # tested: the CPU convolutions' path is pinned to them (pygpu.backends.mkldnn, not oneDNN's).
 import os
-import subprocess
-import sys
-import pathlib
 
 import numpy as np
 import pytest
@@ -17,10 +14,10 @@ import pytest
 import pygpu
 from pygpu.backends import mkldnn
 from pygpu.nn import functional as F
+from _helpers import run_under_isa
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
-TESTS = pathlib.Path(__file__).resolve().parent
 LEVELS = ("baseline", "avx2", "avx512", "avx512_bf16")
 
 # (N, C, O, H, W, padding)
@@ -104,8 +101,4 @@ def test_winograd_under_every_isa_level(isa):
             "    for m in '024':\n"
             "        ey, ex, ew, _ = t._one(case, m, 2)\n"
             "        assert ey < t.BOUND[m] and ex < t.BOUND[m], (case, m, ey, ex)\n")
-    env = dict(os.environ, PYGPU_ISA=isa,
-               PYTHONPATH=os.pathsep.join([str(TESTS.parent), str(TESTS)]))
-    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=TESTS, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, f"PYGPU_ISA={isa}: {r.stderr[-3000:]}"
+    run_under_isa(isa, code)

@@ -5,20 +5,15 @@
 # sim, over the range a model feeds it, the tails where 1 + erf underflows, and the special
 # values; under every ISA level this CPU has (each in its own process), and at 1 and 2 threads
 # (an elementwise kernel: the same bits).
-import os
-import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import pygpu
+from _helpers import run_under_isa
 
 torch = pytest.importorskip("torch")
 
-TESTS = pathlib.Path(__file__).resolve().parent
-ROOT = TESTS.parent
 LEVELS = ("baseline", "avx2", "avx512", "avx512_bf16")
 
 # |pygpu - exact GELU| <= ABS + REL |exact|: A&S 7.1.26 is within 1.5e-7 of erf, so GELU
@@ -129,8 +124,4 @@ def test_every_isa_level_is_within_the_bound(isa):
     top = LEVELS.index(pygpu.cpu_isa(detected=True))
     if LEVELS.index(isa) > top:
         pytest.skip(f"this CPU tops out at {LEVELS[top]}")
-    env = dict(os.environ, PYGPU_ISA=isa, PYTHONPATH=os.pathsep.join([str(ROOT), str(TESTS)]))
-    r = subprocess.run([sys.executable, "-c", _CHECK], env=env, cwd=TESTS, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split()[-1] == isa
+    assert run_under_isa(isa, _CHECK).split()[-1] == isa

@@ -2,10 +2,6 @@
 # about ten elementwise nodes forward): values and gradients against torch at and around the
 # bounds, NaN, equal bounds, float32 and float64, cpu and sim, non-contiguous inputs, the in-place
 # spellings, create_graph (the composite backward), 1 and 2 threads, every ISA variant.
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,10 +9,10 @@ import pytest
 import pygpu
 from pygpu.nn import functional as F
 from pygpu.profiler import profile
+from _helpers import run_under_isa
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
-TESTS = Path(__file__).resolve().parent
 
 BOUNDS = [(-1.0, 1.0), (0.0, 6.0), (0.5, 0.5), (-3, 2)]
 
@@ -154,8 +150,4 @@ def test_every_isa_variant_matches_torch(isa):
             "for lo, hi in t.BOUNDS:\n"
             "    t.test_matches_torch_each_way('cpu', lo, hi, 'float32')\n"
             "t.test_nan_stops_the_gradient_as_torch_vector_kernel()\n")
-    env = dict(os.environ, PYGPU_ISA=isa,
-               PYTHONPATH=os.pathsep.join([str(TESTS.parent), str(TESTS)]))
-    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=TESTS, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, f"PYGPU_ISA={isa}: {r.stderr[-3000:]}"
+    run_under_isa(isa, code)
