@@ -337,8 +337,9 @@ def test_the_instrument_counts_onednns_threads(split):
             break
     conv = _busy_rows(err)["conv2d"]  # calls, serial, cpu, crit, cores, idle, serial, wall
     assert conv[0] == 102
-    # the node's CPU against the process's over the 100 timed calls (+ 2 untimed ones)
-    assert conv[2] >= 0.8 * cpu, (conv, cpu)
+    # the node's CPU against the process's over the 100 timed calls (+ 2 untimed ones): the
+    # old instrument counted the caller's half, about 0.5; 0.77 seen under ASan and -n 2
+    assert conv[2] >= 0.7 * cpu, (conv, cpu)
 
 
 # The choice table is the CPU's: its vendor's, at its ISA class (PYGPU_CONV_TABLE forces the
